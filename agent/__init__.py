@@ -1,0 +1,46 @@
+"""The agent runtime: one agent session that talks to a model and calls tools.
+
+Knows nothing of chats or children; `lifecycle` and `gateway` build on it.
+"""
+
+from agent._activity import Activity
+from agent._clock import SYSTEM_CLOCK, Clock, SystemClock
+from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress
+from agent._hooks import HOOK_NAMES, HookRegistry
+from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
+from agent._plugins import PluginCommand, PluginContext, PluginHost
+from agent._session import AgentSession, TurnObserver
+from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry
+from agent._turn import ActiveTurn, ToolTraceEntry, TurnResult, active_turn
+
+__all__ = [
+    "HOOK_NAMES",
+    "RESERVED_TOOLSETS",
+    "SYSTEM_CLOCK",
+    "Activity",
+    "ActiveTurn",
+    "AgentError",
+    "AgentSession",
+    "Clock",
+    "HookRegistry",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "PluginCommand",
+    "PluginContext",
+    "PluginError",
+    "PluginHost",
+    "SystemClock",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "ToolRegistry",
+    "ToolTraceEntry",
+    "TurnInProgress",
+    "TurnObserver",
+    "TurnResult",
+    "Usage",
+    "active_turn",
+]

@@ -1,0 +1,23 @@
+"""The activity record: the only thing liveness monitoring reads about a session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Activity:
+    """Always current while a turn runs; mutated only by the session's own loop.
+
+    ``last_activity`` is on the session clock's monotonic scale.
+    """
+
+    api_calls: int = 0
+    current_tool: str | None = None
+    tool_started_at: float | None = None
+    last_activity: float = 0.0
+    description: str = "idle"
+
+    def touch(self, now: float, description: str) -> None:
+        self.last_activity = now
+        self.description = description

@@ -1,0 +1,45 @@
+"""Errors of the agent runtime.
+
+    AgentError
+    ├── ModelError            a model request failed (kind, retry_after, status)
+    ├── ToolError             a tool refused or failed; becomes a tool result, never a crash
+    ├── PluginError           a plugin failed to import or register
+    └── TurnInProgress        run_turn called while a turn of the same session runs
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Root of every error the agent package raises."""
+
+
+class ModelError(AgentError):
+    """A model request failed after the provider's own retries.
+
+    ``kind`` is one of ``rate_limited``, ``server_error``, ``timeout``,
+    ``connection``, ``bad_request``, ``auth``, ``malformed``, ``scripted``,
+    ``demo``. ``retry_after`` is the provider's hint in seconds when it gave one.
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ToolError(AgentError):
+    """Raised by a tool to report a failure the model should read and act on."""
+
+
+class PluginError(AgentError):
+    """A plugin module could not be imported or its ``register(ctx)`` failed."""
+
+    def __init__(self, module: str, message: str):
+        super().__init__(f"plugin {module!r}: {message}")
+        self.module = module
+
+
+class TurnInProgress(AgentError):
+    """A session runs one turn at a time."""

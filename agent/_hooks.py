@@ -1,0 +1,40 @@
+"""Named hooks run in registration order; a failing hook is logged and the rest still run."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("agent.hooks")
+
+#: Hook names with a meaning; plugins may not invent others, so a typo is an error, not silence.
+HOOK_NAMES = frozenset({"subagent_start", "subagent_stop", "turn_start", "turn_end"})
+
+
+class HookRegistry:
+    def __init__(self) -> None:
+        self._hooks: dict[str, list[Callable[..., Any]]] = {}
+
+    def register(self, name: str, fn: Callable[..., Any]) -> None:
+        if name not in HOOK_NAMES:
+            raise ValueError(f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
+        self._hooks.setdefault(name, []).append(fn)
+
+    def has(self, name: str) -> bool:
+        return bool(self._hooks.get(name))
+
+    async def run(self, name: str, **kwargs: Any) -> None:
+        """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread."""
+        for fn in self._hooks.get(name, ()):
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    await fn(**kwargs)
+                else:
+                    await asyncio.to_thread(fn, **kwargs)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("hook %s (%s) failed", name, getattr(fn, "__qualname__", fn))

@@ -1,0 +1,131 @@
+"""Plugins: importable modules exposing ``register(ctx)``.
+
+A plugin's registrations are staged and applied only when its ``register``
+returns, so a plugin that fails half-way leaves nothing behind; the failure is
+reported and the remaining plugins still load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from agent._errors import PluginError
+from agent._hooks import HOOK_NAMES, HookRegistry
+from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
+
+log = logging.getLogger("agent.plugins")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginCommand:
+    name: str
+    description: str
+    handler: Callable[..., Any]
+    """Called by the gateway as ``handler(args: str, ctx)``; may be async; returns reply text."""
+    plugin: str
+
+
+class PluginContext:
+    """What ``register(ctx)`` receives. Registrations take effect only if it returns."""
+
+    def __init__(self, module: str, *, lifecycle: Any = None, config: Any = None) -> None:
+        self.module = module
+        self.config = config
+        self._lifecycle = lifecycle
+        self._tools: list[Tool] = []
+        self._hooks: list[tuple[str, Callable[..., Any]]] = []
+        self._commands: list[PluginCommand] = []
+
+    @property
+    def subagent_lifecycle(self) -> Any:
+        """The synchronous lifecycle facade (``lifecycle.SubagentLifecycle``)."""
+        if self._lifecycle is None:
+            raise PluginError(self.module, "the subagent lifecycle service is not available in this host")
+        return self._lifecycle
+
+    def register_tool(
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        handler: Handler,
+        *,
+        toolset: str | None = None,
+    ) -> None:
+        toolset = toolset or self.module.rsplit(".", 1)[-1]
+        if toolset in RESERVED_TOOLSETS:
+            raise PluginError(self.module, f"toolset name {toolset!r} is reserved")
+        try:
+            jsonschema.Draft202012Validator.check_schema(parameters)
+        except jsonschema.SchemaError as exc:
+            raise PluginError(self.module, f"tool {name!r} has an invalid parameter schema: {exc.message}") from None
+        self._tools.append(Tool(name, description, parameters, handler, toolset))
+
+    def register_hook(self, name: str, fn: Callable[..., Any]) -> None:
+        if name not in HOOK_NAMES:
+            raise PluginError(self.module, f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
+        self._hooks.append((name, fn))
+
+    def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
+        name = name.lstrip("/!").lower()
+        if not name.isidentifier():
+            raise PluginError(self.module, f"command name {name!r} must be a single word")
+        self._commands.append(PluginCommand(name, description, handler, self.module))
+
+
+@dataclass(slots=True)
+class PluginHost:
+    """Where applied registrations land; the host reads these registries."""
+
+    tools: ToolRegistry
+    hooks: HookRegistry
+    commands: dict[str, PluginCommand] = field(default_factory=dict)
+    loaded: list[str] = field(default_factory=list)
+    failures: list[PluginError] = field(default_factory=list)
+
+    def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
+        """Import and register each module; failures are logged and collected, never raised."""
+        for module in modules:
+            try:
+                self._load_one(module, lifecycle, config)
+            except PluginError as exc:
+                log.error("%s", exc)
+                self.failures.append(exc)
+            else:
+                self.loaded.append(module)
+                log.info("plugin %s loaded", module)
+
+    def _load_one(self, module: str, lifecycle: Any, config: Any) -> None:
+        try:
+            mod = importlib.import_module(module)
+        except Exception as exc:
+            raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}") from exc
+        register = getattr(mod, "register", None)
+        if not callable(register):
+            raise PluginError(module, "has no register(ctx) function")
+        ctx = PluginContext(module, lifecycle=lifecycle, config=config)
+        try:
+            register(ctx)
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}") from exc
+        self._apply(ctx)
+
+    def _apply(self, ctx: PluginContext) -> None:
+        clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
+        clashes += [f"/{c.name}" for c in ctx._commands if c.name in self.commands]
+        if clashes:
+            raise PluginError(ctx.module, f"already registered: {', '.join(clashes)}")
+        for tool in ctx._tools:
+            self.tools.register(tool)
+        for name, fn in ctx._hooks:
+            self.hooks.register(name, fn)
+        for command in ctx._commands:
+            self.commands[command.name] = command

@@ -1,0 +1,336 @@
+"""One agent session: a conversation, a model, tools, a budget, interrupts and steering."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent._activity import Activity
+from agent._clock import SYSTEM_CLOCK, Clock
+from agent._errors import ModelError, ToolError, TurnInProgress
+from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
+from agent._tools import Tool, ToolContext
+from agent._turn import _ACTIVE_TURN, ActiveTurn, ToolTraceEntry, TurnResult
+
+log = logging.getLogger("agent.session")
+
+STEER_NOTE = "[Message from the user while you were working]"
+
+
+class TurnObserver:
+    """Callbacks a host (the gateway) uses to watch a turn; every method is optional."""
+
+    async def on_interim(self, text: str) -> None:
+        """Assistant text that came with tool calls: never the final reply."""
+
+    async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None: ...
+
+    async def on_tool_end(self, name: str, ok: bool) -> None: ...
+
+
+_NO_OBSERVER = TurnObserver()
+
+
+@dataclass(frozen=True, slots=True)
+class _Interrupt:
+    reason: str
+    hard: bool
+
+
+class _HardInterrupted(Exception):
+    """The in-flight model call or tool was cancelled by a hard interrupt."""
+
+
+class AgentSession:
+    """Runs turns one at a time. Not thread-safe except `interrupt` and `steer`, which
+    may be called from any task on the session's loop."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: Mapping[str, Tool] | None = None,
+        system_prompt: str = "",
+        role: str = "parent",
+        session_id: str | None = None,
+        max_iterations: int = 90,
+        workspace: Path | None = None,
+        services: Mapping[str, Any] | None = None,
+        enabled_toolsets: frozenset[str] | None = None,
+        depth: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None,
+    ) -> None:
+        self.model = model
+        self.tools: dict[str, Tool] = dict(tools or {})
+        self.role = role
+        self.session_id = session_id or uuid.uuid4().hex
+        self.max_iterations = max_iterations
+        self.workspace = workspace or Path.cwd()
+        self.services = dict(services or {})
+        self.enabled_toolsets = enabled_toolsets
+        """The toolsets this session may use (None = all): children may only narrow it."""
+        self.depth = depth
+        self.metadata = dict(metadata or {})
+        self.clock = clock
+        self.before_model_call = before_model_call
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        self.activity = Activity(last_activity=clock.monotonic())
+        self.turns_run = 0
+        self.total_usage = Usage()
+        self.total_cost_usd = 0.0
+        self.total_api_calls = 0
+        self._steer: deque[str] = deque()
+        self._interrupt: _Interrupt | None = None
+        self._inflight: asyncio.Future | None = None
+        self._running = False
+
+    # -- control, from other tasks -------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def interrupt(self, reason: str = "interrupted", *, hard: bool = False) -> bool:
+        """Stop the running turn at its next safe boundary; ``hard`` also cancels the
+        in-flight model request or tool. Returns False when no turn is running."""
+        if not self._running:
+            return False
+        if self._interrupt is None or (hard and not self._interrupt.hard):
+            self._interrupt = _Interrupt(reason, hard)
+        if hard and self._inflight is not None and not self._inflight.done():
+            self._inflight.cancel()
+        return True
+
+    def steer(self, text: str) -> None:
+        """Queue text for the model at the next iteration boundary (FIFO)."""
+        self._steer.append(text)
+
+    def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0) -> None:
+        """Roll a child's usage into this session's totals."""
+        self.total_usage += usage
+        self.total_api_calls += api_calls
+        if cost_usd:
+            self.total_cost_usd += cost_usd
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def run_turn(
+        self, user_message: str | list[dict[str, Any]], *, observer: TurnObserver = _NO_OBSERVER
+    ) -> TurnResult:
+        """Run the tool-calling loop until the model answers without tool calls, the
+        budget runs out, or an interrupt lands. Never raises for model or tool failures:
+        they end the turn with ``exit_reason="error"`` or become tool results."""
+        if self._running:
+            raise TurnInProgress(f"session {self.session_id} is already running a turn")
+        self._running = True
+        self._interrupt = None
+        turn = _TurnState(uuid.uuid4().hex[:16], self.clock.monotonic())
+        token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
+        try:
+            self.messages.append({"role": "user", "content": user_message})
+            exit_reason, error = await self._loop(turn, observer)
+        finally:
+            _ACTIVE_TURN.reset(token)
+            self._running = False
+            self._inflight = None
+            self.activity.current_tool = None
+            self.activity.tool_started_at = None
+            self.activity.touch(self.clock.monotonic(), "idle")
+            self.turns_run += 1
+        return TurnResult(
+            turn_id=turn.turn_id,
+            text=turn.final_text if exit_reason == "completed" else turn.last_text,
+            exit_reason=exit_reason,
+            api_calls=turn.api_calls,
+            usage=turn.usage,
+            cost_usd=turn.cost,
+            duration_seconds=self.clock.monotonic() - turn.started,
+            tool_trace=tuple(turn.trace),
+            error=error,
+            interrupt_reason=self._interrupt.reason if exit_reason == "interrupted" and self._interrupt else None,
+            model=turn.model_name or getattr(self.model, "name", None),
+        )
+
+    async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None]:
+        iterations = 0
+        while True:
+            if self._interrupt is not None:
+                return "interrupted", None
+            if iterations >= self.max_iterations:
+                return "max_iterations", None
+            self._deliver_steer_as_note()
+            try:
+                response = await self._call_model(turn)
+            except _HardInterrupted:
+                return "interrupted", None
+            except ModelError as exc:
+                log.warning("model call failed (%s): %s", exc.kind, exc)
+                return "error", str(exc)
+            text = (response.text or "").strip()
+            if text:
+                turn.last_text = text
+            if not response.tool_calls:
+                turn.final_text = text
+                self.messages.append({"role": "assistant", "content": response.text or ""})
+                return "completed", None
+            self.messages.append(_assistant_with_calls(response))
+            if text:
+                await observer.on_interim(text)
+            iterations += 1
+            for call in response.tool_calls:
+                if self._interrupt is not None:
+                    self._append_tool_result(call, "[not run: the turn was interrupted]")
+                    continue
+                try:
+                    output = await self._call_tool(turn, call, observer)
+                except _HardInterrupted:
+                    output = "[cancelled: the turn was interrupted]"
+                self._append_tool_result(call, output + self._drain_steer_suffix())
+
+    async def _call_model(self, turn: _TurnState) -> ModelResponse:
+        if self.before_model_call is not None:
+            await self.before_model_call(self)
+        request = ModelRequest(
+            messages=self.messages,
+            tools=[t.schema() for t in self.tools.values()],
+            role=self.role,
+            turn_index=self.turns_run,
+            iteration=turn.api_calls,
+            metadata=self.metadata,
+        )
+        self.activity.api_calls += 1
+        self.activity.touch(self.clock.monotonic(), "waiting for the model")
+        response = await self._guarded(self.model.complete(request))
+        turn.api_calls += 1
+        turn.usage += response.usage
+        self.total_api_calls += 1
+        self.total_usage += response.usage
+        if response.cost_usd is not None:
+            turn.cost = (turn.cost or 0.0) + response.cost_usd
+            self.total_cost_usd += response.cost_usd
+        turn.model_name = response.model or turn.model_name
+        self.activity.touch(self.clock.monotonic(), "model answered")
+        return response
+
+    async def _call_tool(self, turn: _TurnState, call: ToolCall, observer: TurnObserver) -> str:
+        started = self.clock.monotonic()
+        args, problem = _parse_arguments(call.arguments)
+        tool = self.tools.get(call.name)
+        if tool is None:
+            problem = f"unknown tool {call.name!r}; available tools: {', '.join(sorted(self.tools)) or 'none'}"
+        self.activity.current_tool = call.name
+        self.activity.tool_started_at = started
+        self.activity.touch(started, f"running {call.name}")
+        ok = False
+        try:
+            if problem is not None:
+                output = f"Error: {problem}"
+            else:
+                await observer.on_tool_start(call.name, args)
+                ctx = ToolContext(self, call.id, self.workspace, self.services)
+                try:
+                    output = await self._guarded(tool.invoke(args, ctx))
+                    ok = True
+                except ToolError as exc:
+                    output = f"Error: {exc}"
+                except (_HardInterrupted, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # a tool bug must not end the turn
+                    log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
+                    output = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+                await observer.on_tool_end(call.name, ok)
+        finally:
+            now = self.clock.monotonic()
+            self.activity.current_tool = None
+            self.activity.tool_started_at = None
+            self.activity.touch(now, f"finished {call.name}")
+        turn.trace.append(
+            ToolTraceEntry(
+                call.name,
+                tuple(args) if isinstance(args, dict) else (),
+                len(call.arguments.encode()),
+                len(output.encode()),
+                ok,
+                now - started,
+            )
+        )
+        return output
+
+    async def _guarded(self, coro: Awaitable[Any]) -> Any:
+        """Await ``coro`` as a task a hard interrupt can cancel, telling that apart
+        from cancellation of the turn itself."""
+        task = asyncio.ensure_future(coro)
+        self._inflight = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and self._interrupt is not None and self._interrupt.hard and not (
+                current and current.cancelling()
+            ):
+                raise _HardInterrupted from None
+            raise
+        finally:
+            self._inflight = None
+
+    def _append_tool_result(self, call: ToolCall, content: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+    def _drain_steer_suffix(self) -> str:
+        if not self._steer:
+            return ""
+        notes = "\n".join(self._steer)
+        self._steer.clear()
+        return f"\n\n{STEER_NOTE}\n{notes}"
+
+    def _deliver_steer_as_note(self) -> None:
+        if self._steer:
+            notes = "\n".join(self._steer)
+            self._steer.clear()
+            self.messages.append({"role": "user", "content": f"{STEER_NOTE}\n{notes}"})
+
+
+@dataclass(slots=True)
+class _TurnState:
+    turn_id: str
+    started: float
+    api_calls: int = 0
+    usage: Usage = Usage()
+    cost: float | None = None
+    last_text: str = ""
+    final_text: str = ""
+    model_name: str | None = None
+    trace: list[ToolTraceEntry] = field(default_factory=list)
+
+
+def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": response.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls
+        ],
+    }
+
+
+def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments; models sometimes double-encode them as a JSON string."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+        if isinstance(value, str):
+            value = json.loads(value)
+    except (json.JSONDecodeError, AttributeError) as exc:
+        return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
+    if not isinstance(value, dict):
+        return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
+    return value, None

@@ -1,0 +1,125 @@
+"""Tools, toolsets and the registry a session resolves its tools from.
+
+A tool is a handler plus a JSON schema for its arguments. Handlers are called as
+``handler(args, ctx)``: async handlers run on the loop; plain functions (as
+plugins often write them) run in a worker thread that carries the turn's
+context variables, so `lifecycle` calls made from them find their parent turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from agent._errors import ToolError
+
+#: Names later issues give meaning to; nothing may register them by accident.
+RESERVED_TOOLSETS = frozenset({"delegation", "cronjob", "start_chat"})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a running tool may know about its caller."""
+
+    session: Any
+    """The `agent.AgentSession` whose turn called the tool."""
+    call_id: str
+    workspace: Path
+    services: Mapping[str, Any] = field(default_factory=dict)
+    """Host-provided callables, e.g. ``send_message`` and ``clarify``."""
+
+
+Handler = Callable[[dict[str, Any], ToolContext], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: Handler
+    toolset: str
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+    async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """Validate ``args`` and run the handler; raises `ToolError` with a message for the model."""
+        try:
+            jsonschema.validate(args, self.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            raise ToolError(f"invalid arguments for {self.name} ({where}): {exc.message}") from None
+        if inspect.iscoroutinefunction(self.handler):
+            out = await self.handler(args, ctx)
+        else:
+            # to_thread copies the current context, so the active turn travels with the call.
+            out = await asyncio.to_thread(self.handler, args, ctx)
+        return render_tool_output(out)
+
+
+def render_tool_output(out: Any) -> str:
+    if out is None:
+        return ""
+    if isinstance(out, str):
+        return out
+    return json.dumps(out, ensure_ascii=False, default=str)
+
+
+class ToolRegistry:
+    """Named toolsets of tools. Registration order is kept; names are unique."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        jsonschema.Draft202012Validator.check_schema(tool.parameters)
+        self._tools[tool.name] = tool
+
+    def add(
+        self, name: str, description: str, parameters: Mapping[str, Any], handler: Handler, *, toolset: str
+    ) -> Tool:
+        tool = Tool(name, description, parameters, handler, toolset)
+        self.register(tool)
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def toolsets(self) -> frozenset[str]:
+        return frozenset(t.toolset for t in self._tools.values())
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def copy(self) -> ToolRegistry:
+        clone = ToolRegistry()
+        clone._tools = dict(self._tools)
+        return clone
+
+    def resolve(
+        self, enabled_toolsets: Iterable[str] | None = None, disabled_tools: Iterable[str] = ()
+    ) -> dict[str, Tool]:
+        """The tools a session may call: ``None`` enables every toolset."""
+        enabled = None if enabled_toolsets is None else frozenset(enabled_toolsets)
+        disabled = frozenset(disabled_tools)
+        return {
+            t.name: t
+            for t in self._tools.values()
+            if (enabled is None or t.toolset in enabled) and t.name not in disabled
+        }

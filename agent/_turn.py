@@ -1,0 +1,66 @@
+"""What a turn returns, and the context variable that names the active turn."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from agent._model import Usage
+
+if TYPE_CHECKING:
+    from agent._session import AgentSession
+
+ExitReason = Literal["completed", "max_iterations", "interrupted", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTraceEntry:
+    """Metadata only: never arguments or output themselves."""
+
+    name: str
+    argument_keys: tuple[str, ...]
+    input_bytes: int
+    output_bytes: int
+    ok: bool
+    duration_seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "tool": self.name,
+            "argument_keys": list(self.argument_keys),
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "ok": self.ok,
+            "duration_seconds": round(self.duration_seconds, 6),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    turn_id: str
+    text: str
+    """The final reply; when the turn did not complete, the last real assistant text (partial output)."""
+    exit_reason: ExitReason
+    api_calls: int
+    usage: Usage
+    cost_usd: float | None
+    duration_seconds: float
+    tool_trace: tuple[ToolTraceEntry, ...]
+    error: str | None = None
+    interrupt_reason: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveTurn:
+    session: AgentSession
+    turn_id: str
+
+
+_ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
+
+
+def active_turn() -> ActiveTurn | None:
+    """The agent turn running in the current context (also inside tool worker threads), if any."""
+    return _ACTIVE_TURN.get()

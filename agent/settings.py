@@ -1,0 +1,79 @@
+"""Typed settings the agent runtime consumes (`model.*`, `agent.*`, `compression.*`).
+
+These are plain frozen dataclasses: the gateway's config loader validates raw YAML
+against them (types from the annotations, bounds and docs from field metadata) and
+hands the agent runtime finished objects. Nothing here reads files or the
+environment.
+
+Field metadata understood by the loader:
+- ``doc``: one line for `config check` and the example config.
+- ``min`` / ``max``: inclusive numeric bounds.
+- ``secret``: masked in `config check` output and never logged.
+- ``lenient``: a bad value is warned about and replaced by the default instead of
+  being an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+def setting(default, doc: str, **meta):
+    """A dataclass field carrying its documentation and bounds for the config loader."""
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("settings defaults must be immutable")
+    return field(default=default, metadata={"doc": doc, **meta})
+
+
+def nested(factory, doc: str):
+    return field(default_factory=factory, metadata={"doc": doc})
+
+
+@dataclass(frozen=True, slots=True)
+class DemoModelSettings:
+    child_steps: int = setting(3, "Tool-calling steps a demo child takes before it reports.", min=0)
+    step_seconds: float = setting(1.0, "Pause after each demo child step, in seconds.", min=0)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    provider: Literal["demo", "openai", "scripted"] = setting(
+        "demo", "Model provider: demo (offline), openai (any OpenAI-compatible endpoint) or scripted (tests)."
+    )
+    name: str = setting("demo", "Model name sent to the provider.")
+    base_url: str | None = setting(None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider).")
+    api_key: str | None = setting(
+        None, "API key for the openai provider; defaults to $OPENAI_API_KEY.", secret=True
+    )
+    timeout_seconds: float = setting(120.0, "Timeout of one model request, in seconds.", min=0.001)
+    max_retries: int = setting(2, "Retries of a failed model request (429, 5xx, timeouts).", min=0)
+    context_window: int = setting(128_000, "The model's context window in tokens (drives compaction).", min=1024)
+    supports_vision: bool = setting(False, "Whether the model accepts image parts.")
+    temperature: float | None = setting(None, "Sampling temperature; provider default when unset.", min=0, max=2)
+    script: str | None = setting(None, "Path of a YAML/JSON script for the scripted provider.")
+    demo: DemoModelSettings = nested(DemoModelSettings, "Behaviour of the offline demo model.")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    system_prompt: str | None = setting(None, "Extra system prompt text for the parent agent.")
+    max_iterations: int = setting(90, "Tool-calling iterations a parent turn may take.", min=1)
+    workspace: str | None = setting(
+        None, "Working directory for file tools and project context files; default <state_dir>/workspace."
+    )
+    enabled_toolsets: tuple[str, ...] | None = setting(None, "Toolsets the parent may use; all when unset.")
+    disabled_tools: tuple[str, ...] = setting((), "Individual tools removed from the parent.")
+    gateway_notify_interval: float = setting(
+        180.0, "Seconds between 'still working' notices in the gateway; <= 0 disables."
+    )
+    execute_code_timeout_seconds: float = setting(30.0, "Time limit of one execute_code run.", min=0.1)
+    execute_code_output_limit: int = setting(50_000, "Characters of execute_code output kept.", min=100)
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionSettings:
+    threshold: float = setting(
+        0.50, "Fraction of the context window at which older turns are summarised.", min=0.05, max=1.0
+    )
+    threshold_tokens: int = setting(0, "Absolute token trigger (the lower trigger wins); 0 = off.", min=0)

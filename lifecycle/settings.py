@@ -1,0 +1,45 @@
+"""Typed settings for children (`delegation.*`) and the lifecycle core (`lifecycle.*`).
+
+See `agent.settings` for the field-metadata conventions the config loader reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from agent.settings import setting
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationSettings:
+    max_concurrent_children: int = setting(10, "Most tasks one delegate_task call may run at once.", min=1)
+    max_spawn_depth: int = setting(1, "How deep orchestrator children may nest.", min=1)
+    max_iterations: int = setting(250, "A child's tool-call budget.", min=1)
+    child_timeout_seconds: float = setting(
+        0.0, "Idle cap for a child (any progress restarts it); <= 0 off, positive values below 30 become 30."
+    )
+    model: str | None = setting(None, "Model for children started after the change; the parent's when unset.")
+    provider: str | None = setting(None, "Provider for children; the parent's when unset.")
+    max_summary_chars: int = setting(24_000, "Characters of a child summary returned to the parent.", min=200)
+    compression_threshold_tokens: int = setting(
+        0, "Lower compaction trigger for children only; effective at >= 16000; 0 = off.", min=0, lenient=True
+    )
+    gateway_mode: Literal["auto", "inline", "background", "async"] = setting(
+        "auto", "How gateway sessions delegate: auto, inline or background (alias async)."
+    )
+    stale_between_turns_seconds: float = setting(
+        450.0, "A child with no progress this long between model turns is stalled.", min=0.001
+    )
+    stale_in_tool_seconds: float = setting(
+        1200.0, "A child with no progress this long inside one tool is stalled.", min=0.001
+    )
+    heartbeat_interval_seconds: float = setting(5.0, "How often the liveness monitor looks at children.", min=0.001)
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleSettings:
+    engine: Literal["inprocess"] = setting("inprocess", "Engine that runs children.")
+    max_running: int = setting(10, "Children running at once in the in-process engine; others wait in PENDING.", min=1)
+    retention_seconds: float = setting(3600.0, "How long finished records stay readable.", min=0)
+    sweep_interval_seconds: float = setting(60.0, "How often expired records are swept.", min=0.01)

@@ -1,0 +1,87 @@
+import asyncio
+import textwrap
+
+import pytest
+
+from agent import HookRegistry, PluginHost, ToolRegistry
+
+GOOD = """
+def register(ctx):
+    ctx.register_tool("shout", "upper-case text", {"type": "object", "properties": {"t": {"type": "string"}}},
+                      lambda args, c: args["t"].upper(), toolset="loud")
+    ctx.register_hook("turn_start", lambda **kw: None)
+    ctx.register_command("ping", lambda args, c: "pong", "answers pong")
+"""
+HALF = """
+def register(ctx):
+    ctx.register_tool("half", "x", {"type": "object"}, lambda a, c: 1)
+    raise RuntimeError("config missing")
+"""
+RESERVED = """
+def register(ctx):
+    ctx.register_tool("cron", "x", {"type": "object"}, lambda a, c: 1, toolset="cronjob")
+"""
+
+
+@pytest.fixture
+def plugins(tmp_path, monkeypatch):
+    for name, body in {"good_plugin": GOOD, "half_plugin": HALF, "reserved_plugin": RESERVED,
+                       "no_register_plugin": "X = 1\n", "syntax_plugin": "def broken(:\n"}.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return PluginHost(ToolRegistry(), HookRegistry())
+
+
+def test_a_broken_plugin_is_reported_and_the_rest_still_load(plugins, caplog):
+    plugins.load(["syntax_plugin", "half_plugin", "missing_plugin", "no_register_plugin", "reserved_plugin", "good_plugin"])
+    assert plugins.loaded == ["good_plugin"]
+    messages = [str(f) for f in plugins.failures]
+    assert messages[0].startswith("plugin 'syntax_plugin': import failed: SyntaxError")
+    assert "register() failed: RuntimeError: config missing" in messages[1]
+    assert "import failed: ModuleNotFoundError" in messages[2]
+    assert "has no register(ctx) function" in messages[3]
+    assert "toolset name 'cronjob' is reserved" in messages[4]
+    # Nothing from the half-registered plugin leaked in.
+    assert plugins.tools.get("half") is None
+    assert plugins.tools.get("shout").toolset == "loud"
+    assert plugins.hooks.has("turn_start")
+    assert plugins.commands["ping"].description == "answers pong"
+    assert "config missing" in caplog.text
+
+
+def test_lifecycle_is_reachable_only_when_the_host_provides_it(plugins, tmp_path):
+    (tmp_path / "lc_plugin.py").write_text("def register(ctx):\n    ctx.subagent_lifecycle\n")
+    plugins.load(["lc_plugin"])
+    assert "lifecycle service is not available" in str(plugins.failures[0])
+    sentinel = object()
+    (tmp_path / "lc2_plugin.py").write_text("SEEN = []\ndef register(ctx):\n    SEEN.append(ctx.subagent_lifecycle)\n")
+    plugins.load(["lc2_plugin"], lifecycle=sentinel)
+    import lc2_plugin
+    assert lc2_plugin.SEEN == [sentinel]
+
+
+def test_duplicate_tool_names_fail_the_second_plugin(plugins, tmp_path):
+    (tmp_path / "dup_plugin.py").write_text(textwrap.dedent(GOOD))
+    plugins.load(["good_plugin", "dup_plugin"])
+    assert plugins.loaded == ["good_plugin"]
+    assert "already registered: shout, /ping" in str(plugins.failures[0])
+
+
+async def test_hooks_run_in_order_and_a_failing_hook_does_not_stop_the_rest(caplog):
+    hooks = HookRegistry()
+    calls = []
+
+    async def first(**kw):
+        calls.append(("first", kw))
+
+    def broken(**kw):
+        raise ValueError("bad hook")
+
+    hooks.register("subagent_stop", first)
+    hooks.register("subagent_stop", broken)
+    hooks.register("subagent_stop", lambda **kw: calls.append(("third", kw)))
+    await hooks.run("subagent_stop", child="c1")
+    assert calls == [("first", {"child": "c1"}), ("third", {"child": "c1"})]
+    assert "bad hook" in caplog.text
+    with pytest.raises(ValueError, match="unknown hook"):
+        hooks.register("subagent_sotp", first)

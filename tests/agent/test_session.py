@@ -1,0 +1,253 @@
+import asyncio
+import threading
+
+import pytest
+
+from agent import AgentSession, ToolError, ToolRegistry, TurnInProgress, TurnObserver, active_turn
+from agent._session import STEER_NOTE
+from agent.models.scripted import ScriptedModel
+
+OBJ = {"type": "object", "properties": {"x": {"type": "string"}}}
+
+
+def call(name, **args):
+    return {"name": name, "arguments": args}
+
+
+def registry(**handlers):
+    reg = ToolRegistry()
+    for name, fn in handlers.items():
+        reg.add(name, name, OBJ, fn, toolset="test")
+    return reg.resolve()
+
+
+def session(script, tools=None, **kw):
+    return AgentSession(model=ScriptedModel({"parent": script}), tools=tools or {}, **kw)
+
+
+async def test_tool_calls_then_final_text_with_trace():
+    tools = registry(echo=lambda a, c: f"echo:{a['x']}")
+    s = session([[{"tool_calls": [call("echo", x="hi")]}, {"text": "done"}]], tools)
+    result = await s.run_turn("go")
+    assert result.exit_reason == "completed"
+    assert result.text == "done"
+    assert result.api_calls == 2
+    assert result.usage.total_tokens == 30
+    (entry,) = result.tool_trace
+    assert (entry.name, entry.argument_keys, entry.ok) == ("echo", ("x",), True)
+    assert entry.output_bytes == len("echo:hi")
+    assert s.messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "echo:hi"}
+
+
+async def test_budget_runs_out_as_max_iterations_keeping_last_text():
+    tools = registry(echo=lambda a, c: "ok")
+    step = {"text": "still going", "tool_calls": [call("echo", x="a")]}
+    s = session([[step] * 10], tools, max_iterations=3)
+    result = await s.run_turn("go")
+    assert result.exit_reason == "max_iterations"
+    assert result.api_calls == 3
+    assert result.text == "still going"
+
+
+async def test_tool_errors_become_tool_results():
+    def broken(args, ctx):
+        raise RuntimeError("disk on fire")
+
+    def refusing(args, ctx):
+        raise ToolError("not allowed here")
+
+    tools = registry(broken=broken, refusing=refusing)
+    s = session(
+        [[{"tool_calls": [call("broken"), call("refusing"), call("missing"), {"name": "refusing", "arguments": "{bad"}]},
+          {"text": "recovered"}]],
+        tools,
+    )
+    result = await s.run_turn("go")
+    assert result.exit_reason == "completed"
+    outputs = [m["content"] for m in s.messages if m["role"] == "tool"]
+    assert "RuntimeError: disk on fire" in outputs[0]
+    assert outputs[1] == "Error: not allowed here"
+    assert "unknown tool 'missing'" in outputs[2]
+    assert "not valid JSON" in outputs[3]
+    assert [e.ok for e in result.tool_trace] == [False, False, False, False]
+
+
+async def test_invalid_arguments_are_reported_to_the_model():
+    tools = registry(echo=lambda a, c: "ok")
+    s = session([[{"tool_calls": [call("echo", x=5)]}, {"text": "fine"}]], tools)
+    await s.run_turn("go")
+    assert "invalid arguments for echo" in s.messages[2]["content"]
+
+
+async def test_double_encoded_arguments_are_accepted():
+    tools = registry(echo=lambda a, c: a["x"])
+    s = session([[{"tool_calls": [{"name": "echo", "arguments": '"{\\"x\\": \\"y\\"}"'}]}, {"text": "ok"}]], tools)
+    await s.run_turn("go")
+    assert s.messages[2]["content"] == "y"
+
+
+async def test_soft_interrupt_stops_after_the_current_tool_and_keeps_partial_output():
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(args, ctx):
+        started.set()
+        await release.wait()
+        return "slow done"
+
+    tools = registry(slow=slow, echo=lambda a, c: "never")
+    s = session([[{"text": "working on it", "tool_calls": [call("slow"), call("echo")]}, {"text": "final"}]], tools)
+    task = asyncio.create_task(s.run_turn("go"))
+    await started.wait()
+    assert s.interrupt("user said stop") is True
+    release.set()
+    result = await task
+    assert result.exit_reason == "interrupted"
+    assert result.text == "working on it"
+    assert result.interrupt_reason == "user said stop"
+    tool_msgs = [m["content"] for m in s.messages if m["role"] == "tool"]
+    assert tool_msgs == ["slow done", "[not run: the turn was interrupted]"]
+
+
+async def test_hard_interrupt_cancels_a_running_tool():
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def forever(args, ctx):
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+
+    tools = registry(forever=forever)
+    s = session([[{"text": "first thoughts", "tool_calls": [call("forever")]}]], tools)
+    task = asyncio.create_task(s.run_turn("go"))
+    await started.wait()
+    s.interrupt("stop now", hard=True)
+    result = await asyncio.wait_for(task, 5)
+    assert cancelled.is_set()
+    assert result.exit_reason == "interrupted"
+    assert result.text == "first thoughts"
+    assert s.activity.current_tool is None
+
+
+async def test_hard_interrupt_cancels_an_in_flight_model_call():
+    s = session([[{"hang": True}]])
+    task = asyncio.create_task(s.run_turn("go"))
+    while s.activity.api_calls == 0:
+        await asyncio.sleep(0)
+    s.interrupt("stop", hard=True)
+    result = await asyncio.wait_for(task, 5)
+    assert result.exit_reason == "interrupted"
+    assert result.text == ""
+
+
+async def test_cancelling_the_turn_itself_still_propagates():
+    s = session([[{"hang": True}]])
+    task = asyncio.create_task(s.run_turn("go"))
+    while s.activity.api_calls == 0:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not s.running
+
+
+async def test_interrupt_without_a_running_turn_is_a_no_op():
+    s = session([[{"text": "hi"}]])
+    assert s.interrupt("nothing") is False
+    assert (await s.run_turn("go")).exit_reason == "completed"
+
+
+async def test_steer_is_delivered_in_order_at_the_next_boundary():
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def wait_tool(args, ctx):
+        entered.set()
+        await gate.wait()
+        return "tool output"
+
+    tools = registry(wait_tool=wait_tool)
+    model = ScriptedModel({"parent": [[{"tool_calls": [call("wait_tool")]}, {"text": "done"}]]})
+    s = AgentSession(model=model, tools=tools)
+    task = asyncio.create_task(s.run_turn("go"))
+    await entered.wait()
+    s.steer("first")
+    s.steer("second")
+    gate.set()
+    await task
+    tool_msg = s.messages[2]["content"]
+    assert tool_msg == f"tool output\n\n{STEER_NOTE}\nfirst\nsecond"
+    # The second model call saw the steer inside the tool result, not twice.
+    assert sum(STEER_NOTE in str(m.get("content")) for m in model.requests[1].messages) == 1
+
+
+async def test_steer_before_a_model_call_becomes_a_note():
+    s = session([[{"text": "ok"}]])
+    s.steer("use metric units")
+    await s.run_turn("go")
+    assert s.messages[1] == {"role": "user", "content": f"{STEER_NOTE}\nuse metric units"}
+
+
+async def test_model_error_ends_the_turn_with_error_and_partial_text():
+    tools = registry(echo=lambda a, c: "ok")
+    s = session([[{"text": "half way", "tool_calls": [call("echo")]}, {"error": "server_error", "message": "502"}]], tools)
+    result = await s.run_turn("go")
+    assert result.exit_reason == "error"
+    assert result.error == "502"
+    assert result.text == "half way"
+
+
+async def test_sync_tools_run_in_a_thread_that_sees_the_active_turn():
+    seen = {}
+
+    def probe(args, ctx):
+        turn = active_turn()
+        seen["thread"] = threading.current_thread() is not threading.main_thread()
+        seen["session"] = turn.session if turn else None
+        return "ok"
+
+    s = session([[{"tool_calls": [call("probe")]}, {"text": "done"}]], registry(probe=probe))
+    await s.run_turn("go")
+    assert seen == {"thread": True, "session": s}
+    assert active_turn() is None
+
+
+async def test_interim_text_goes_to_the_observer_never_the_final_text():
+    class Recorder(TurnObserver):
+        def __init__(self):
+            self.interim, self.tools = [], []
+
+        async def on_interim(self, text):
+            self.interim.append(text)
+
+        async def on_tool_start(self, name, args):
+            self.tools.append(name)
+
+    rec = Recorder()
+    s = session([[{"text": "let me look", "tool_calls": [call("echo")]}, {"text": "answer"}]],
+                registry(echo=lambda a, c: "x"))
+    result = await s.run_turn("go", observer=rec)
+    assert rec.interim == ["let me look"]
+    assert rec.tools == ["echo"]
+    assert result.text == "answer"
+
+
+async def test_one_turn_at_a_time():
+    s = session([[{"hang": True}]])
+    task = asyncio.create_task(s.run_turn("go"))
+    await asyncio.sleep(0)
+    with pytest.raises(TurnInProgress):
+        await s.run_turn("again")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cost_is_summed_when_the_provider_reports_it():
+    model = ScriptedModel({"parent": [[{"text": "a"}]]}, cost_usd=0.25)
+    s = AgentSession(model=model)
+    result = await s.run_turn("go")
+    assert result.cost_usd == 0.25
+    assert s.total_cost_usd == 0.25
