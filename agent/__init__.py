@@ -14,14 +14,12 @@ from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry
 from agent._turn import ActiveTurn, ToolTraceEntry, TurnResult, active_turn
 
 __all__ = [
-    "HOOK_NAMES",
-    "RESERVED_TOOLSETS",
-    "SYSTEM_CLOCK",
-    "Activity",
     "ActiveTurn",
+    "Activity",
     "AgentError",
     "AgentSession",
     "Clock",
+    "HOOK_NAMES",
     "HookRegistry",
     "Model",
     "ModelError",
@@ -31,6 +29,8 @@ __all__ = [
     "PluginContext",
     "PluginError",
     "PluginHost",
+    "RESERVED_TOOLSETS",
+    "SYSTEM_CLOCK",
     "SystemClock",
     "Tool",
     "ToolCall",
