@@ -1,0 +1,202 @@
+"""`OpenAIModel`: any OpenAI-compatible chat-completions endpoint via the official SDK.
+
+Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
+``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
+429, 5xx, timeouts and connection errors ``max_retries`` times, honouring
+``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``. What
+reaches us is final, and `_translate_error` turns it into one `ModelError`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from agent._errors import ModelError
+from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
+from agent.settings import ModelSettings
+
+PLACEHOLDER_API_KEY = "not-set"
+"""Sent when neither ``model.api_key`` nor ``$OPENAI_API_KEY`` is set.
+
+The SDK refuses to build a client without a key, but local servers (Ollama,
+llama.cpp) ignore it; a real provider answers 401, which surfaces as ``auth``.
+"""
+
+
+class OpenAIModel:
+    """A `Model` backed by ``AsyncOpenAI.chat.completions.create`` (non-streaming).
+
+    ``complete`` raises `ModelError` after the SDK's own retries, with the SDK's
+    exception in ``__cause__``; its message never contains the API key.
+    Cancelling ``complete`` cancels the in-flight HTTP request (the connection
+    is dropped) and re-raises `asyncio.CancelledError` untouched.
+
+    The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
+    (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. When
+    ``settings.base_url`` is unset the SDK picks its default, which also reads
+    ``$OPENAI_BASE_URL`` from the real process environment.
+    """
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        client: AsyncOpenAI | None = None,
+        env: Mapping[str, str] | None = None,
+    ):
+        self.name = settings.name
+        self.context_window = settings.context_window
+        self.supports_vision = settings.supports_vision
+        self._temperature = settings.temperature
+        env = os.environ if env is None else env
+        api_key = settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        self._owns_client = client is None
+        if client is None:
+            client = AsyncOpenAI(
+                api_key=api_key,
+                base_url=settings.base_url,
+                timeout=settings.timeout_seconds,
+                max_retries=settings.max_retries,
+            )
+        self._client = client
+        # The SDK imports its resource modules on first attribute access; do it
+        # here rather than block the event loop inside the first `complete`.
+        self._completions = client.chat.completions
+        # An injected client may carry its own key; scrub both from error text.
+        # Longest first, so a key that contains the other is scrubbed whole.
+        keys = {k for k in (api_key, getattr(client, "api_key", None)) if isinstance(k, str) and len(k) >= 4}
+        self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        kwargs: dict[str, Any] = {"model": self.name, "messages": list(request.messages)}
+        if request.tools:
+            kwargs["tools"] = list(request.tools)
+            kwargs["tool_choice"] = "auto"
+        if self._temperature is not None:
+            kwargs["temperature"] = self._temperature
+        try:
+            completion = await self._completions.create(**kwargs)
+        # JSON/Unicode decode errors escape the SDK unwrapped when a server sends
+        # a broken body with a JSON content type.
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _translate_error(exc, self._secrets) from exc
+        return _to_response(completion, fallback_model=self.name)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this model created it. Idempotent."""
+        if self._owns_client:
+            await self._client.close()
+
+
+def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError:
+    """The one place SDK failures become `ModelError` (see `agent._errors` for kinds)."""
+    status = getattr(exc, "status_code", None)
+    retry_after = None
+    # Order matters: APITimeoutError subclasses APIConnectionError, and the
+    # auth/rate-limit classes subclass APIStatusError.
+    if isinstance(exc, openai.APITimeoutError):
+        kind = "timeout"
+    elif isinstance(exc, openai.APIConnectionError):
+        kind = "connection"
+    elif isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        kind = "auth"
+    elif isinstance(exc, openai.APIStatusError):
+        retry_after = _retry_after(exc.response.headers)
+        if isinstance(exc, openai.RateLimitError):
+            kind = "rate_limited"
+        elif exc.status_code >= 500:
+            kind = "server_error"
+        else:
+            kind = "bad_request"
+    elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+        kind = "malformed"
+    else:  # another OpenAIError: a client-side refusal that retrying won't fix
+        kind = "bad_request"
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status, retry_after=retry_after)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait, read the way the SDK reads them."""
+    for header, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        value = headers.get(header)
+        if value is not None:
+            try:
+                return max(0.0, float(value) / divisor)
+            except ValueError:
+                pass
+    value = headers.get("retry-after")
+    parsed = email.utils.parsedate_tz(value) if value else None
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def _malformed(what: str) -> ModelError:
+    return ModelError(f"model response malformed: {what}", kind="malformed")
+
+
+def _to_response(completion: Any, *, fallback_model: str) -> ModelResponse:
+    # The SDK builds its models without validation, so any field may be missing
+    # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise _malformed("no choices")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise _malformed("choice has no message")
+    text = getattr(message, "content", None)
+    if text is not None and not isinstance(text, str):
+        raise _malformed("message content is not a string")
+    tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
+    model = getattr(completion, "model", None)
+    return ModelResponse(
+        text=text,
+        tool_calls=tool_calls,
+        usage=_to_usage(getattr(completion, "usage", None)),
+        cost_usd=_cost(getattr(completion, "usage", None)),
+        model=model if isinstance(model, str) and model else fallback_model,
+    )
+
+
+def _to_tool_call(tool_call: Any, index: int) -> ToolCall:
+    function = getattr(tool_call, "function", None)
+    name = getattr(function, "name", None)
+    arguments = getattr(function, "arguments", None)
+    call_id = getattr(tool_call, "id", None)
+    if not isinstance(name, str) or not name:
+        raise _malformed("tool call without a function name")
+    if not isinstance(arguments, str):
+        raise _malformed(f"tool call {name!r} arguments are not a string")
+    if not isinstance(call_id, str) or not call_id:
+        # Some local servers omit ids; the result still needs one to pair with its call.
+        call_id = f"call_{index}_{name}"
+    # Invalid JSON in `arguments` is passed through: the loop tells the model.
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def _to_usage(usage: Any) -> Usage:
+    def count(field: str) -> int:
+        value = getattr(usage, field, None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return Usage(prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"))
+
+
+def _cost(usage: Any) -> float | None:
+    # OpenRouter reports ``usage.cost`` (USD); the SDK keeps unknown fields as
+    # extra attributes of its model.
+    cost = getattr(usage, "cost", None)
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        return float(cost)
+    return None

@@ -1,0 +1,222 @@
+"""`FakeOpenAIServer`: a loopback OpenAI-compatible server for tests.
+
+Point any OpenAI client (ours, the official SDK, curl) at ``server.base_url``
+and script what it answers::
+
+    async with FakeOpenAIServer() as server:
+        server.push_tool_calls([{"name": "search", "arguments": '{"q": "x"}'}])
+        server.push_text("done", usage={"prompt_tokens": 12, "completion_tokens": 3})
+        ...  # run the code under test against server.base_url
+        assert server.requests[0]["tools"]
+
+Replies are consumed in order, one per ``POST /v1/chat/completions``; when the
+queue is empty the server answers ``default_text``. Only non-streaming chat
+completions and ``GET /v1/models`` are served. It binds 127.0.0.1 on a free port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    status: int = 200
+    body: Any = None
+    """A JSON-able object, or a str sent verbatim."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering; ``inf`` waits until the server closes."""
+
+
+class FakeOpenAIServer:
+    """Scripted chat-completions server; see the module docstring.
+
+    ``api_key``: when set, requests without ``Authorization: Bearer <api_key>``
+    get a 401 (and still consume no scripted reply). ``requests`` holds every
+    chat-completions request body received, in order, including rejected ones.
+    ``close`` releases handlers that are still delaying or hanging, so it
+    returns promptly; it is idempotent.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        default_text: str = "ok",
+        models: Sequence[str] = ("fake-model",),
+    ):
+        self.api_key = api_key
+        self.default_text = default_text
+        self.models = tuple(models)
+        self.requests: list[Any] = []
+        self._replies: deque[_Reply] = deque()
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
+        self._port: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("FakeOpenAIServer is not started")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_get("/v1/models", self._list_models)
+        # handler_cancellation: a client that gives up (timeout, cancel) frees its handler.
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- scripting -------------------------------------------------------
+
+    def push_text(self, text: str | None, *, usage: Mapping[str, Any] | None = None) -> None:
+        """Answer the next request with an assistant message. ``usage`` may carry extras like ``cost``."""
+        self._replies.append(_Reply(body=_Completion(text, None, usage)))
+
+    def push_tool_calls(
+        self,
+        calls: Sequence[Mapping[str, Any]],
+        *,
+        text: str | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Answer with tool calls: ``{"name", "arguments", "id"?}`` each.
+
+        Values pass through unchecked (a missing name, non-string arguments) so
+        tests can script malformed calls; ``arguments`` defaults to ``"{}"``.
+        """
+        self._replies.append(_Reply(body=_Completion(text, list(calls), usage)))
+
+    def push_error(self, status: int, body: Any = None, headers: Mapping[str, str] | None = None) -> None:
+        """Answer with an HTTP error, e.g. ``push_error(429, headers={"retry-after": "0.01"})``.
+
+        The SDK treats ``retry-after: 0`` as "no hint" and backs off ~0.5 s;
+        a small positive value keeps retry tests fast.
+
+        ``body`` defaults to an OpenAI-shaped ``{"error": {...}}`` object.
+        """
+        if body is None:
+            body = {"error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
+        self._replies.append(_Reply(status=status, body=body, headers=dict(headers or {})))
+
+    def push_delay(self, seconds: float, text: str | None = None) -> None:
+        """Wait ``seconds``, then answer with ``text`` (default text when None)."""
+        self._replies.append(_Reply(body=_Completion(text, None, None, default=text is None), delay=seconds))
+
+    def push_hang(self) -> None:
+        """Never answer; the handler ends when the client disconnects or the server closes."""
+        self._replies.append(_Reply(delay=float("inf")))
+
+    def push_raw(self, body: Any, *, status: int = 200, content_type: str = "application/json") -> None:
+        """Answer with exactly ``body`` (JSON-encoded unless a str), for malformed-response tests."""
+        self._replies.append(_Reply(status=status, body=_Raw(body, content_type)))
+
+    # -- handlers --------------------------------------------------------
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self.requests.append(body)
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
+            return web.json_response({"error": error}, status=401)
+        reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
+        if reply.delay:
+            timeout = None if reply.delay == float("inf") else reply.delay
+            try:
+                await asyncio.wait_for(self._closing.wait(), timeout)
+            except TimeoutError:
+                pass
+            if self._closing.is_set():
+                return web.Response(status=503, text="fake server closing")
+        model = body.get("model", self.models[0]) if isinstance(body, dict) else self.models[0]
+        if isinstance(reply.body, _Completion):
+            return web.json_response(self._completion_json(reply.body, model, body), headers=reply.headers)
+        if isinstance(reply.body, _Raw):
+            payload = reply.body.body if isinstance(reply.body.body, str) else json.dumps(reply.body.body)
+            return web.Response(status=reply.status, text=payload, content_type=reply.body.content_type)
+        if isinstance(reply.body, str):
+            return web.Response(status=reply.status, text=reply.body, headers=reply.headers)
+        return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
+
+    def _completion_json(self, reply: _Completion, model: str, request_body: Any) -> dict[str, Any]:
+        text = self.default_text if reply.default else reply.text
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if reply.tool_calls:
+            message["tool_calls"] = [self._tool_call_json(call) for call in reply.tool_calls]
+        # A rough chars/4 estimate so code that budgets tokens sees plausible numbers.
+        usage = {
+            "prompt_tokens": len(json.dumps(request_body.get("messages", []) if isinstance(request_body, dict) else "")) // 4,
+            "completion_tokens": len(text or "") // 4,
+            **(reply.usage or {}),
+        }
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        return {
+            "id": f"chatcmpl-fake-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
+            "usage": usage,
+        }
+
+    def _tool_call_json(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        function = {k: call[k] for k in ("name", "arguments") if k in call}
+        function.setdefault("arguments", "{}")
+        return {"id": call.get("id", f"call_fake_{next(self._ids)}"), "type": "function", "function": function}
+
+
+@dataclass(frozen=True, slots=True)
+class _Completion:
+    text: str | None
+    tool_calls: list[Mapping[str, Any]] | None
+    usage: Mapping[str, Any] | None
+    default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    body: Any
+    content_type: str

@@ -1,0 +1,245 @@
+"""OpenAIModel against FakeOpenAIServer: the real SDK over a real loopback socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import pytest
+
+from agent import _errors
+from agent._model import Model, ModelRequest, ToolCall, Usage
+from agent.models import OpenAIModel
+from agent.settings import ModelSettings
+from agent.testing import FakeOpenAIServer
+
+KEY = "sk-test-very-secret-0123456789"
+HELLO = ModelRequest(messages=[{"role": "user", "content": "hello"}])
+SEARCH_TOOL = {
+    "type": "function",
+    "function": {"name": "search", "description": "Search.", "parameters": {"type": "object", "properties": {}}},
+}
+# Retry-After "0" makes the SDK fall back to its own 0.5 s backoff; a tiny
+# positive value is honoured as-is and keeps retry tests fast.
+FAST_RETRY = {"retry-after": "0.01"}
+
+
+@pytest.fixture
+async def server():
+    async with FakeOpenAIServer(api_key=KEY) as s:
+        yield s
+
+
+@pytest.fixture
+async def make_model(server):
+    models: list[OpenAIModel] = []
+
+    def make(**overrides) -> OpenAIModel:
+        fields = {"provider": "openai", "name": "gpt-test", "base_url": server.base_url, "api_key": KEY,
+                  "timeout_seconds": 5.0, "max_retries": 0, **overrides}
+        model = OpenAIModel(ModelSettings(**fields), env={})
+        models.append(model)
+        return model
+
+    yield make
+    for model in models:
+        await model.aclose()
+
+
+async def raises_model_error(model: OpenAIModel, request: ModelRequest = HELLO) -> _errors.ModelError:
+    with pytest.raises(_errors.ModelError) as info:
+        await model.complete(request)
+    return info.value
+
+
+async def test_plain_text(server, make_model):
+    server.push_text("hi there")
+    model = make_model(context_window=32_000, supports_vision=True)
+    assert isinstance(model, Model)
+    assert (model.name, model.context_window, model.supports_vision) == ("gpt-test", 32_000, True)
+    response = await model.complete(HELLO)
+    assert response.text == "hi there"
+    assert response.tool_calls == ()
+    assert response.model == "gpt-test"
+    sent = server.requests[0]
+    assert sent["model"] == "gpt-test"
+    assert sent["messages"] == [{"role": "user", "content": "hello"}]
+    assert "tools" not in sent and "tool_choice" not in sent and "temperature" not in sent
+
+
+async def test_tool_call_round_trip(server, make_model):
+    server.push_tool_calls([{"id": "call_1", "name": "search", "arguments": '{"q": "cats"}'}])
+    server.push_text("found cats")
+    model = make_model(temperature=0.3)
+    first = await model.complete(ModelRequest(messages=[{"role": "user", "content": "find"}], tools=[SEARCH_TOOL]))
+    assert first.text is None
+    assert first.tool_calls == (ToolCall(id="call_1", name="search", arguments='{"q": "cats"}'),)
+    assert server.requests[0]["tools"] == [SEARCH_TOOL]
+    assert server.requests[0]["tool_choice"] == "auto"
+    assert server.requests[0]["temperature"] == 0.3
+
+    history = [
+        {"role": "user", "content": "find"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "cats"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "3 cats"},
+    ]
+    second = await model.complete(ModelRequest(messages=history, tools=[SEARCH_TOOL]))
+    assert second.text == "found cats"
+    assert server.requests[1]["messages"] == history
+
+
+async def test_usage_and_cost(server, make_model):
+    server.push_text("a", usage={"prompt_tokens": 120, "completion_tokens": 7, "cost": 0.00042})
+    server.push_text("b", usage={"prompt_tokens": 5, "completion_tokens": 1})
+    server.push_raw({"id": "x", "object": "chat.completion", "model": "m",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "c"}}]})
+    model = make_model()
+    with_cost = await model.complete(HELLO)
+    assert (with_cost.usage, with_cost.cost_usd) == (Usage(120, 7), 0.00042)
+    without_cost = await model.complete(HELLO)
+    assert (without_cost.usage, without_cost.cost_usd) == (Usage(5, 1), None)
+    no_usage = await model.complete(HELLO)
+    assert (no_usage.text, no_usage.usage, no_usage.cost_usd) == ("c", Usage(0, 0), None)
+
+
+async def test_rate_limit_then_success_is_retried_by_the_sdk(server, make_model):
+    server.push_error(429, headers=FAST_RETRY)
+    server.push_text("after retry")
+    response = await make_model(max_retries=1).complete(HELLO)
+    assert response.text == "after retry"
+    assert len(server.requests) == 2
+
+
+async def test_rate_limit_exhausted(server, make_model):
+    server.push_error(429, headers=FAST_RETRY)
+    server.push_error(429, headers={"retry-after": "7"})
+    started = time.monotonic()
+    error = await raises_model_error(make_model(max_retries=1))
+    assert time.monotonic() - started < 2
+    assert (error.kind, error.status, error.retry_after) == ("rate_limited", 429, 7.0)
+    assert len(server.requests) == 2
+    assert error.__cause__.__class__.__name__ == "RateLimitError"
+
+
+async def test_server_error_exhausted(server, make_model):
+    server.push_error(500, headers=FAST_RETRY)
+    server.push_error(503, headers=FAST_RETRY)
+    error = await raises_model_error(make_model(max_retries=1))
+    assert (error.kind, error.status) == ("server_error", 503)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(400, "bad_request"), (404, "bad_request"), (422, "bad_request"), (403, "auth")]
+)
+async def test_client_errors_are_not_retried(server, make_model, status, kind):
+    server.push_error(status)
+    error = await raises_model_error(make_model(max_retries=2))
+    assert (error.kind, error.status) == (kind, status)
+    assert len(server.requests) == 1
+
+
+async def test_timeout(server, make_model):
+    server.push_hang()
+    started = time.monotonic()
+    error = await raises_model_error(make_model(timeout_seconds=0.2))
+    assert time.monotonic() - started < 2
+    assert error.kind == "timeout"
+    assert error.__cause__.__class__.__name__ == "APITimeoutError"
+
+
+async def test_connection_refused(make_model):
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    error = await raises_model_error(make_model(base_url=f"http://127.0.0.1:{port}/v1"))
+    assert error.kind == "connection"
+    assert error.status is None
+
+
+async def test_tool_calls_without_an_id_get_one(server, make_model):
+    server.push_tool_calls([{"id": None, "name": "search", "arguments": "{}"}])
+    response = await make_model().complete(HELLO)
+    assert response.tool_calls[0].id == "call_0_search"
+
+
+async def test_invalid_json_arguments_are_passed_through_raw(server, make_model):
+    server.push_tool_calls([{"id": "c", "name": "search", "arguments": '{"q": "unterminated'}])
+    response = await make_model().complete(HELLO)
+    assert response.tool_calls == (ToolCall(id="c", name="search", arguments='{"q": "unterminated'),)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        lambda s: s.push_tool_calls([{"arguments": "{}"}]),  # no function name
+        lambda s: s.push_tool_calls([{"name": "search", "arguments": {"q": 1}}]),  # arguments not a string
+        lambda s: s.push_raw({"id": "x", "object": "chat.completion", "choices": []}),
+        lambda s: s.push_raw('{"choices": [', content_type="application/json"),  # broken JSON
+        lambda s: s.push_raw("<html>oops</html>", content_type="text/html"),
+    ],
+    ids=["no-name", "dict-arguments", "no-choices", "broken-json", "html"],
+)
+async def test_malformed_responses(server, make_model, script):
+    script(server)
+    error = await raises_model_error(make_model())
+    assert error.kind == "malformed"
+
+
+async def test_api_key_never_in_error_text(server, make_model):
+    # Some servers echo the key they got; ours must not pass it on.
+    server.push_error(401, body={"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    server.push_error(400, body={"error": {"message": f"bad request from {KEY}"}})
+    model = make_model()
+    for kind in ("auth", "bad_request"):
+        error = await raises_model_error(model)
+        assert error.kind == kind
+        assert KEY not in str(error) and KEY not in repr(error)
+        assert "[redacted]" in str(error)
+
+
+async def test_wrong_key_is_auth_error(server, make_model):
+    error = await raises_model_error(make_model(api_key="sk-wrong-key"))
+    assert (error.kind, error.status) == ("auth", 401)
+
+
+async def test_api_key_from_env_then_placeholder(server):
+    settings = ModelSettings(provider="openai", name="m", base_url=server.base_url, max_retries=0)
+    from_env = OpenAIModel(settings, env={"OPENAI_API_KEY": KEY})
+    placeholder = OpenAIModel(settings, env={})
+    try:
+        assert (await from_env.complete(HELLO)).text == "ok"
+        assert (await raises_model_error(placeholder)).kind == "auth"  # sent "Bearer not-set"
+    finally:
+        await from_env.aclose()
+        await placeholder.aclose()
+
+
+async def test_cancellation_propagates_promptly(server, make_model):
+    server.push_hang()
+    server.push_text("still usable")
+    model = make_model(timeout_seconds=30)
+    task = asyncio.create_task(model.complete(HELLO))
+    while not server.requests:
+        await asyncio.sleep(0.01)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 1)
+    assert time.monotonic() - started < 0.5
+    assert (await model.complete(HELLO)).text == "still usable"
+
+
+async def test_fake_server_lists_models_and_rejects_bad_bearer(server, make_model):
+    model = make_model()
+    listed = await model._client.models.list()
+    assert [m.id for m in listed.data] == ["fake-model"]
+    # Rejected requests are still recorded, and do not consume scripted replies.
+    server.push_text("kept")
+    assert (await raises_model_error(make_model(api_key="nope"))).kind == "auth"
+    assert (await model.complete(HELLO)).text == "kept"
+    assert len(server.requests) == 2 and json.dumps(server.requests[0])
+
