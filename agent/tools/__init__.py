@@ -1,0 +1,70 @@
+"""The built-in toolsets, one module each.
+
+======================  =====================================================
+toolset                 tools
+======================  =====================================================
+``file``                read_file, list_files, write_file (inside the workspace)
+``execute_code``        execute_code (Python in a subprocess, time-limited)
+``memory``              memory (persistent notes; needs ``memory_path``)
+``clarify``             clarify (needs the host's ``clarify`` service)
+``messaging``           send_message (needs the gateway's ``send_message``)
+======================  =====================================================
+
+Tools needing a service are registered regardless and refuse with a `ToolError`
+when the session's `ToolContext.services` lacks it, so one registry serves every
+host.
+"""
+
+from __future__ import annotations
+
+from agent._tools import Tool, ToolRegistry
+from agent.tools.clarify import clarify_toolset
+from agent.tools.execute_code import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS, execute_code_toolset
+from agent.tools.file import file_toolset, resolve_in_workspace
+from agent.tools.memory import memory_toolset
+from agent.tools.messaging import messaging_toolset
+
+__all__ = [
+    "BUILTIN_TOOLSETS",
+    "builtin_toolsets",
+    "clarify_toolset",
+    "execute_code_toolset",
+    "file_toolset",
+    "memory_toolset",
+    "messaging_toolset",
+    "register_builtin_tools",
+    "resolve_in_workspace",
+]
+
+BUILTIN_TOOLSETS = ("file", "execute_code", "memory", "clarify", "messaging")
+
+
+def builtin_toolsets() -> tuple[str, ...]:
+    """Names of the built-in toolsets, in registration order."""
+    return BUILTIN_TOOLSETS
+
+
+def register_builtin_tools(
+    registry: ToolRegistry,
+    *,
+    execute_code_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    execute_code_output_limit: int = DEFAULT_OUTPUT_LIMIT,
+) -> tuple[Tool, ...]:
+    """Register every built-in tool in ``registry`` and return them.
+
+    Not idempotent: the registry refuses a second registration of the same name
+    with `ValueError`, and nothing is registered if any name is taken.
+    """
+    tools = (
+        *file_toolset(),
+        *execute_code_toolset(execute_code_timeout_seconds, execute_code_output_limit),
+        *memory_toolset(),
+        *clarify_toolset(),
+        *messaging_toolset(),
+    )
+    taken = sorted(t.name for t in tools if registry.get(t.name) is not None)
+    if taken:
+        raise ValueError(f"tools already registered: {', '.join(taken)}")
+    for tool in tools:
+        registry.register(tool)
+    return tools

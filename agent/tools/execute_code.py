@@ -1,0 +1,150 @@
+"""The ``execute_code`` toolset: run a Python snippet in a subprocess.
+
+The snippet runs as ``python -E -s -u -X utf8 -c CODE`` in the workspace, in a new
+session (so in its own process group), unbuffered (so stdout and stderr interleave
+in the order they were written), with stdin closed and a scrubbed environment:
+the gateway's API keys and bot tokens are not the snippet's business.
+Whatever way the run ends — normal exit, time limit, or the awaiting task being
+cancelled — the whole process group is killed afterwards, so background children
+the snippet started do not outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import signal
+import sys
+from typing import Any
+
+from agent._errors import ToolError
+from agent._tools import Tool, ToolContext
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_OUTPUT_LIMIT = 50_000
+
+# Bounds the wait for the pipe's EOF when a process escaped the group (setsid) and holds it.
+_DRAIN_GRACE_SECONDS = 1.0
+# Enough for Python to find its libraries, locale and temp dir; nothing secret.
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "HOME")
+
+
+class _Output:
+    """Merged stdout/stderr, keeping the head and tail within ``limit`` characters.
+
+    The tail is kept because that is where a traceback ends up.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._head_limit = limit - limit // 4
+        self._tail_limit = limit // 4
+        self.head = ""
+        self.tail = ""
+        self.total = 0
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        self.total += len(text)
+        room = self._head_limit - len(self.head)
+        self.head += text[:room]
+        if self._tail_limit and len(text) > room:
+            self.tail = (self.tail + text[max(room, 0):])[-self._tail_limit:]
+
+    def render(self) -> str:
+        shown = len(self.head) + len(self.tail)
+        if shown >= self.total:
+            return self.head + self.tail
+        note = f"[output truncated: {shown} of {self.total} characters shown]"
+        return f"{self.head}\n{note}\n{self.tail}" if self.tail else f"{self.head}\n{note}"
+
+
+async def _pump(stream: asyncio.StreamReader, out: _Output) -> None:
+    # Reading in chunks instead of communicate() keeps memory bounded by `limit`
+    # however much a runaway loop prints.
+    while chunk := await stream.read(65536):
+        out.feed(chunk)
+    out.feed(b"", final=True)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the run's process group; the leader may already have exited."""
+    try:
+        if hasattr(os, "killpg"):
+            # The group outlives its leader while any member lives, and its id cannot be
+            # reused meanwhile, so this is safe even after the leader was reaped.
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif proc.returncode is None:
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds: float, output_limit: int) -> str:
+    """Run ``code`` and report its exit code and (capped) output.
+
+    Raises `ToolError` when Python cannot be started or the time limit is hit (the
+    message then carries the output so far). On cancellation the process group is
+    killed and reaped before `CancelledError` propagates.
+    """
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            # -E -s is -I without -P: the workspace stays importable, so the model can
+            # import modules it wrote with write_file; user site-packages stay out.
+            sys.executable, "-E", "-s", "-u", "-X", "utf8", "-c", code,
+            cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:  # e.g. E2BIG for a snippet larger than the argument limit
+        raise ToolError(f"could not start Python: {exc}") from None
+    out = _Output(output_limit)
+    assert proc.stdout is not None
+    pump = asyncio.create_task(_pump(proc.stdout, out))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout_seconds)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        # Also after a normal exit: background children die with the snippet, and
+        # then nothing holds the pipe open, so the pump reaches EOF at once.
+        _kill_group(proc)
+        try:
+            if proc.returncode is None:
+                await proc.wait()  # prompt after SIGKILL; reaps the process even when cancelled
+            await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
+        finally:
+            pump.cancel()
+    output = out.render() or "(no output)"
+    if timed_out:
+        raise ToolError(f"timed out after {timeout_seconds:g} s; the process was killed. Output so far:\n{output}")
+    return f"exit code: {proc.returncode}\n{output}"
+
+
+def execute_code_toolset(
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, output_limit: int = DEFAULT_OUTPUT_LIMIT
+) -> tuple[Tool, ...]:
+    """The ``execute_code`` tool, bound to a time limit and an output cap (in characters)."""
+    if timeout_seconds <= 0 or output_limit < 1:
+        raise ValueError("timeout_seconds must be > 0 and output_limit >= 1")
+
+    async def execute_code(args: dict[str, Any], ctx: ToolContext) -> str:
+        return await run_python(
+            args["code"], cwd=ctx.workspace, timeout_seconds=timeout_seconds, output_limit=output_limit
+        )
+
+    description = (
+        "Run a Python 3 program in a fresh interpreter, with the workspace as the current directory "
+        f"(its modules are importable). No stdin; killed after {timeout_seconds:g} s. Returns the exit code and the combined "
+        f"stdout/stderr (at most {output_limit} characters). Print what you want to see."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "minLength": 1, "description": "Python source to run."}},
+        "required": ["code"],
+        "additionalProperties": False,
+    }
+    return (Tool("execute_code", description, parameters, execute_code, "execute_code"),)

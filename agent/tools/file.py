@@ -1,0 +1,200 @@
+"""The ``file`` toolset: read, list and write files inside the session's workspace.
+
+Every path goes through `resolve_in_workspace`, which resolves symlinks before
+checking containment, so neither ``..``, an absolute path nor a symlink can reach
+outside the workspace. Handlers are plain functions: the registry runs them in a
+worker thread, so file I/O never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+from agent._errors import ToolError
+from agent._tools import Tool, ToolContext
+from agent.tools._glob import glob_regex
+
+#: Characters `read_file` returns at most; the model is told how to read on.
+MAX_READ_CHARS = 100_000
+#: Entries `list_files` returns at most.
+MAX_LIST_ENTRIES = 1000
+# Enough of a file's head to tell text from binary data without reading it all.
+_SNIFF_BYTES = 8192
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """The absolute, symlink-free path ``path`` names inside ``workspace``.
+
+    Relative paths are taken from the workspace; absolute ones must already lie
+    inside it. The result may not exist yet. Raises `ToolError` when the resolved
+    path is outside the workspace (or is not a usable path at all). A symlink
+    swapped in between this check and the later I/O is not guarded against.
+    """
+    root = workspace.resolve()
+    try:
+        target = (root / path).resolve()
+    except (OSError, ValueError) as exc:  # NUL bytes, symlink loops, over-long names
+        raise ToolError(f"{path!r} is not a usable path: {exc}") from None
+    if target != root and root not in target.parents:
+        raise ToolError(f"{path!r} is outside the workspace")
+    return target
+
+
+def _refuse_special(target: Path, path: str) -> None:
+    # Opening a FIFO or device would park the worker thread forever.
+    if target.exists() and not target.is_file():
+        raise ToolError(f"{path!r} is not a regular file")
+
+
+def _capped_lines(f, cap: int):
+    """Lines of ``f``, each cut to ``cap`` characters so one huge line never fills memory."""
+    while line := f.readline(cap):
+        if len(line) == cap and not line.endswith("\n"):
+            # The rest of an over-long line could never be shown; skip it.
+            while (rest := f.readline(cap)) and len(rest) == cap and not rest.endswith("\n"):
+                pass
+        yield line
+
+
+def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    target = resolve_in_workspace(ctx.workspace, args["path"])
+    offset, limit = args.get("offset", 1), args.get("limit")
+    if target.is_dir():
+        raise ToolError(f"{args['path']!r} is a directory; use list_files")
+    _refuse_special(target, args["path"])
+    try:
+        with target.open("rb") as raw:
+            if b"\0" in raw.read(_SNIFF_BYTES):
+                raise ToolError(f"{args['path']!r} looks like a binary file; read_file returns text only")
+        with target.open(encoding="utf-8", errors="replace") as f:
+            lines: list[str] = []
+            used, last, note, n = 0, offset - 1, "", 0
+            for n, line in enumerate(_capped_lines(f, MAX_READ_CHARS + 1), start=1):
+                if n < offset:
+                    continue
+                if limit is not None and n >= offset + limit:
+                    break
+                if used + len(line) > MAX_READ_CHARS:
+                    if lines:
+                        note = (
+                            f"[truncated at {MAX_READ_CHARS} characters: lines {offset}-{last} shown; "
+                            f"read on with offset={last + 1}]"
+                        )
+                    else:
+                        lines.append(line[:MAX_READ_CHARS])
+                        note = (
+                            f"[truncated: line {n} is longer than {MAX_READ_CHARS} characters; only its start is shown]"
+                        )
+                    break
+                lines.append(line)
+                used, last = used + len(line), n
+    except FileNotFoundError:
+        raise ToolError(f"{args['path']!r} does not exist") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {args['path']!r}: {exc.strerror or exc}") from None
+    if not lines and offset > max(n, 1):
+        return f"[the file has {n} lines; offset {offset} is past the end]"
+    text = "".join(lines)
+    if note:
+        text += ("" if text.endswith("\n") else "\n") + note
+    return text
+
+
+def _matches(base: Path, regex, max_depth: int | None):
+    """Entries under ``base`` whose relative path matches, directory by directory in name order."""
+    # os.walk is told not to descend into symlinked directories, so the walk stays inside the workspace.
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            if regex.match((here / name).relative_to(base).as_posix()):
+                yield here / name
+        deeper = max_depth is None or len(here.relative_to(base).parts) + 1 < max_depth
+        dirnames[:] = sorted(d for d in dirnames if deeper and not (here / d).is_symlink())
+
+
+def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
+    base = resolve_in_workspace(ctx.workspace, args.get("path", "."))
+    if not base.is_dir():
+        raise ToolError(f"{args.get('path', '.')!r} is not a directory")
+    regex, max_depth = glob_regex(args.get("pattern") or "*")
+    root = ctx.workspace.resolve()
+    found = [
+        e.relative_to(root).as_posix() + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
+        for e in itertools.islice(_matches(base, regex, max_depth), MAX_LIST_ENTRIES + 1)
+    ]
+    if not found:
+        return "(no matching entries)"
+    shown = sorted(found[:MAX_LIST_ENTRIES])
+    if len(found) > MAX_LIST_ENTRIES:
+        shown.append(f"[listing truncated: first {MAX_LIST_ENTRIES} entries shown; narrow the path or pattern]")
+    return "\n".join(shown)
+
+
+def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    target = resolve_in_workspace(ctx.workspace, args["path"])
+    if target.is_dir():
+        raise ToolError(f"{args['path']!r} is a directory")
+    _refuse_special(target, args["path"])
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(args["content"], encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"cannot write {args['path']!r}: {exc.strerror or exc}") from None
+    return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace (absolute paths must lie inside it)."}
+
+
+def file_toolset() -> tuple[Tool, ...]:
+    """The ``file`` tools: read_file, list_files, write_file."""
+    return (
+        Tool(
+            "read_file",
+            f"Read a UTF-8 text file from the workspace. Returns at most {MAX_READ_CHARS} characters; "
+            "a truncation note then says which offset to read on from.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": _PATH,
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return."},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            read_file,
+            "file",
+        ),
+        Tool(
+            "list_files",
+            "List entries under a workspace directory, paths relative to the workspace. Directories end "
+            "in '/', symlinks in '@' (not followed). 'pattern' is a glob relative to 'path': '*' and '?' "
+            f"stay within one directory, '**' spans directories (e.g. '**/*.py'). At most {MAX_LIST_ENTRIES} entries.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": {**_PATH, "default": "."},
+                    "pattern": {"type": "string", "description": "Glob such as '*.md' or '**/*.py'."},
+                },
+                "additionalProperties": False,
+            },
+            list_files,
+            "file",
+        ),
+        Tool(
+            "write_file",
+            "Write text to a workspace file, replacing it if it exists; missing parent directories are created.",
+            {
+                "type": "object",
+                "properties": {"path": _PATH, "content": {"type": "string"}},
+                "required": ["path", "content"],
+                "additionalProperties": False,
+            },
+            write_file,
+            "file",
+        ),
+    )

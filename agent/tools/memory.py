@@ -1,0 +1,151 @@
+"""The ``memory`` toolset: notes the agent keeps across sessions.
+
+Notes live in one JSON file, ``ctx.services["memory_path"]``::
+
+    {"version": 1, "next_id": 4, "notes": [{"id": 3, "text": "...", "created_at": "..."}]}
+
+Ids are never reused, so a stale id cannot remove a newer note. Every change is a
+read-modify-write under a per-file lock, written to a temporary file and moved into
+place with `os.replace`, so concurrent adds lose nothing and a crash leaves either
+the old or the new file. The lock is per process: two processes sharing one file
+are not coordinated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agent._errors import ToolError
+from agent._tools import Tool, ToolContext
+
+MAX_NOTE_CHARS = 2000
+MAX_NOTES = 200
+
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(path, threading.Lock())
+
+
+def _memory_path(ctx: ToolContext) -> Path:
+    raw = ctx.services.get("memory_path")
+    if raw is None:
+        raise ToolError("memory is not configured")
+    return Path(raw).resolve()
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"version": 1, "next_id": 1, "notes": []}
+    except (OSError, ValueError) as exc:
+        # Refuse rather than start afresh: overwriting would destroy every note.
+        raise ToolError(f"the memory file cannot be read ({exc}); memory is unavailable") from None
+    if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
+        raise ToolError("the memory file is not in the expected format; memory is unavailable")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _format(notes: list[dict[str, Any]]) -> str:
+    return "\n".join(f"[{n['id']}] {n['text']}" for n in notes)
+
+
+def _add(path: Path, args: dict[str, Any]) -> str:
+    text = (args.get("text") or "").strip()
+    if not text:
+        raise ToolError("action 'add' needs a non-empty 'text'")
+    if len(text) > MAX_NOTE_CHARS:
+        raise ToolError(f"the note has {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+    with _lock_for(path):
+        data = _load(path)
+        if len(data["notes"]) >= MAX_NOTES:
+            raise ToolError(f"memory is full ({MAX_NOTES} notes); remove a note before adding another")
+        note_id = int(data.get("next_id", 1))
+        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        data["notes"].append({"id": note_id, "text": text, "created_at": created})
+        data["next_id"] = note_id + 1
+        _save(path, data)
+    return f"added note {note_id}"
+
+
+def _remove(path: Path, args: dict[str, Any]) -> str:
+    if "id" not in args:
+        raise ToolError("action 'remove' needs the 'id' of a note (see action 'list')")
+    with _lock_for(path):
+        data = _load(path)
+        kept = [n for n in data["notes"] if n.get("id") != args["id"]]
+        if len(kept) == len(data["notes"]):
+            raise ToolError(f"there is no note {args['id']}")
+        data["notes"] = kept
+        _save(path, data)
+    return f"removed note {args['id']}"
+
+
+def _search(path: Path, args: dict[str, Any]) -> str:
+    words = (args.get("query") or "").casefold().split()
+    if not words:
+        raise ToolError("action 'search' needs a non-empty 'query'")
+    with _lock_for(path):
+        notes = _load(path)["notes"]
+    hits = [n for n in notes if all(w in n["text"].casefold() for w in words)]
+    return _format(hits) if hits else "(no matching notes)"
+
+
+def memory(args: dict[str, Any], ctx: ToolContext) -> str:
+    path = _memory_path(ctx)
+    action = args["action"]
+    if action == "add":
+        return _add(path, args)
+    if action == "remove":
+        return _remove(path, args)
+    if action == "search":
+        return _search(path, args)
+    with _lock_for(path):
+        notes = _load(path)["notes"]
+    return _format(notes) if notes else "(no notes)"
+
+
+def memory_toolset() -> tuple[Tool, ...]:
+    """The ``memory`` tool."""
+    parameters = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["add", "list", "remove", "search"]},
+            "text": {"type": "string", "description": "The note to add (action 'add')."},
+            "id": {"type": "integer", "description": "The note to remove (action 'remove')."},
+            "query": {"type": "string", "description": "Words that must all occur in a note (action 'search')."},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    }
+    description = (
+        "Persistent notes that survive across conversations: facts about the user, their preferences, "
+        "decisions worth remembering. 'add' stores a note, 'list' shows all notes with their ids, "
+        "'remove' deletes one by id, 'search' finds notes containing all the query words "
+        f"(case-insensitive). At most {MAX_NOTES} notes of {MAX_NOTE_CHARS} characters each."
+    )
+    return (Tool("memory", description, parameters, memory, "memory"),)

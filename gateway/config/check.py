@@ -1,0 +1,36 @@
+"""`switchboard config check [PATH]`: validate, then show what the gateway would run with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TextIO
+
+from gateway.config.loader import load_config
+from gateway.config.render import render_effective_config
+from gateway.errors import ConfigError
+
+
+def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str, str] | None = None) -> int:
+    """Exit status 0 when the configuration loads, 1 when it has errors.
+
+    ``out`` receives the effective configuration as YAML (secrets masked), headed
+    by a comment naming its source, so it can be saved as a config file. ``err``
+    receives one ``warning: ...`` or ``error: ...`` line per problem.
+    """
+    try:
+        config, warnings = load_config(path, env=env)
+    except ConfigError as exc:
+        for line in exc.warnings:
+            err.write(f"warning: {line}\n")
+        for line in exc.errors:
+            err.write(f"error: {line}\n")
+        where = f" in {exc.source}" if exc.source is not None else ""
+        count = len(exc.errors)
+        err.write(f"{count} error{'s' if count != 1 else ''}{where}; the gateway would not start\n")
+        return 1
+    for line in warnings:
+        err.write(f"warning: {line}\n")
+    origin = str(config.source) if config.source is not None else "built-in defaults (no config file found)"
+    out.write(f"# effective configuration from {origin}\n")
+    out.write(render_effective_config(config))
+    return 0

@@ -1,0 +1,144 @@
+"""Find, read and validate the configuration file.
+
+Lookup order: an explicit path, ``$SWITCHBOARD_CONFIG``, ``./switchboard.yaml``,
+``$XDG_CONFIG_HOME/switchboard/config.yaml`` (``~/.config/...`` when unset), and
+finally the built-in defaults with no file at all. See docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from gateway.config.interpolate import expand_tree
+from gateway.config.rules import check_rules
+from gateway.config.sections import Config, default_state_dir
+from gateway.config.validate import Validator, show
+from gateway.errors import ConfigError
+
+
+class LoadedConfig(NamedTuple):
+    """A valid configuration and what was wrong with it but not fatal.
+
+    A tuple, so ``config, warnings = load_config()`` works.
+    """
+
+    config: Config
+    warnings: list[str]
+
+
+def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Load and validate the configuration; raises ConfigError listing every problem.
+
+    ``env`` replaces ``os.environ`` for the lookup, ``${VAR}`` expansion and the
+    state directory (tests pass a dict). A file that was named (argument or
+    ``$SWITCHBOARD_CONFIG``) must exist; the implicit locations are optional.
+    """
+    env = os.environ if env is None else env
+    source = locate_config(path, env)
+    raw = None if source is None else read_yaml(source)
+    return config_from_mapping(raw, source=source, env=env)
+
+
+def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | None:
+    """The file to read, or None for built-in defaults; raises ConfigError for a missing named file."""
+    if path is not None and str(path) != "":
+        return _must_exist(Path(path), "")
+    if named := env.get("SWITCHBOARD_CONFIG"):
+        return _must_exist(Path(named), " (from $SWITCHBOARD_CONFIG)")
+    xdg = env.get("XDG_CONFIG_HOME")
+    config_home = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".config"
+    for candidate in (Path("switchboard.yaml"), config_home / "switchboard" / "config.yaml"):
+        if candidate.is_file():
+            return candidate.absolute()
+    return None
+
+
+def _must_exist(path: Path, origin: str) -> Path:
+    path = path.expanduser().absolute()
+    if not path.exists():
+        raise ConfigError([f"config file {path}{origin} does not exist"], source=path)
+    if not path.is_file():
+        raise ConfigError([f"config file {path}{origin} is not a file"], source=path)
+    return path
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys, which PyYAML would silently overwrite."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults` may legitimately repeat keys it merges in
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # unhashable key: the base class reports it
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {show(key)}",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(source: Path) -> object:
+    """The parsed document; raises ConfigError naming the file (and line) on failure."""
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"{source}: cannot read: {exc}"], source=source) from exc
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(source)
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        detail = f"{context}, {problem}" if context else problem
+        raise ConfigError([f"{where}: invalid YAML: {detail}"], source=source) from exc
+
+
+def config_from_mapping(
+    raw: object, *, source: Path | None = None, env: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """Validate an already-parsed document (None means empty) into a Config."""
+    env = os.environ if env is None else env
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        where = source if source is not None else "configuration"
+        raise ConfigError([f"{where}: the top level must be a mapping of sections, got {show(raw)}"], source=source)
+    if raw.get("state_dir") is None:
+        raw = {k: v for k, v in raw.items() if k != "state_dir"}  # `state_dir:` left empty means the default
+    validator = Validator()
+    # Expansion problems come first: they often explain a later "expected ..." one.
+    tree = expand_tree(raw, env, "", validator.errors)
+    config = validator.section(Config, tree, "")
+    rule_errors, rule_warnings = check_rules(config)
+    errors, warnings = validator.errors + rule_errors, validator.warnings + rule_warnings
+    if errors:
+        raise ConfigError(errors, warnings, source)
+    state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
+    return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
+
+
+def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, str]) -> Path:
+    """The config key wins, then the environment (see `default_state_dir`).
+
+    A relative key is relative to the config file's directory, so a config file
+    and its state can move together; with no file it is relative to the cwd.
+    """
+    if configured is None:
+        return default_state_dir(env)
+    if not configured.is_absolute() and source is not None:
+        return source.parent / configured
+    return configured.absolute()

@@ -1,0 +1,96 @@
+"""Typed settings of the platform adapters (`platforms.*`).
+
+Frozen dataclasses only; the loader validates YAML against them (see
+`agent.settings` for the field-metadata conventions). Every credential is marked
+``secret=True`` so it is masked by `config check` and never echoed in errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from agent.settings import nested, setting
+
+UserId = int | str
+
+
+def empty_mapping() -> Mapping:
+    # dataclasses refuse unhashable defaults, so immutable mappings come from a factory.
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class LocalPlatformSettings:
+    enabled: bool = setting(True, "Chat with the agent in this terminal when run interactively.")
+
+
+@dataclass(frozen=True, slots=True)
+class WebPlatformSettings:
+    enabled: bool = setting(False, "Serve the web chat page.")
+    host: str = setting("127.0.0.1", "Address the web chat page is reachable on; keep it local unless proxied.")
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRoute:
+    secret: str | None = setting(None, "Shared secret that authenticates requests to this route.", secret=True)
+    deliver_url: str | None = setting(None, "URL the route's replies are POSTed to; none when unset.")
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookPlatformSettings:
+    enabled: bool = setting(False, "Accept messages over HTTP webhooks.")
+    routes: Mapping[str, WebhookRoute] = nested(empty_mapping, "Webhook routes by name.")
+    retry_for_seconds: float = setting(3600.0, "How long a failed delivery to deliver_url is retried.", min=0)
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramSettings:
+    enabled: bool = setting(False, "Run the Telegram adapter.")
+    token: str | None = setting(None, "Bot token from @BotFather.", secret=True)
+    api_base: str = setting("https://api.telegram.org", "Bot API server (point it at a fake or local server).")
+    mode: Literal["polling", "webhook"] = setting("polling", "Receive updates by long polling or by webhook.")
+    webhook_url: str | None = setting(None, "Public URL Telegram posts updates to (webhook mode).")
+    webhook_secret: str | None = setting(
+        None, "Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (webhook mode).", secret=True
+    )
+    allowed_users: tuple[UserId, ...] = setting((), "User ids or usernames allowed to talk to the bot.")
+    allow_all: bool = setting(False, "Let anyone talk to the bot (ignores allowed_users).")
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    enabled: bool = setting(False, "Run the Slack adapter.")
+    mode: Literal["socket", "http"] = setting("socket", "Receive events over Socket Mode or HTTP.")
+    bot_token: str | None = setting(None, "Bot token (xoxb-...).", secret=True)
+    app_token: str | None = setting(None, "App-level token for Socket Mode (xapp-...).", secret=True)
+    signing_secret: str | None = setting(None, "Signing secret that verifies HTTP events.", secret=True)
+    api_base: str = setting("https://slack.com/api/", "Web API base URL (point it at a fake server in tests).")
+    allowed_users: tuple[UserId, ...] = setting((), "Slack user ids allowed to talk to the bot.")
+    allow_all: bool = setting(False, "Let anyone in the workspace talk to the bot.")
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordSettings:
+    enabled: bool = setting(False, "Run the Discord adapter.")
+    token: str | None = setting(None, "Bot token.", secret=True)
+    api_base: str = setting("https://discord.com/api/v10", "REST API base URL (point it at a fake server in tests).")
+    gateway_url: str | None = setting(None, "Gateway WebSocket URL; the one the REST API names when unset.")
+    command_guilds: tuple[int, ...] = setting((), "Guild ids to register slash commands in; global when empty.")
+    allowed_users: tuple[UserId, ...] = setting((), "Discord user ids allowed to talk to the bot.")
+    allow_all: bool = setting(False, "Let anyone who can see the bot talk to it.")
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformsSettings:
+    local: LocalPlatformSettings = nested(LocalPlatformSettings, "The terminal chat.")
+    web: WebPlatformSettings = nested(WebPlatformSettings, "The web chat page.")
+    webhook: WebhookPlatformSettings = nested(WebhookPlatformSettings, "Generic HTTP webhooks.")
+    telegram: TelegramSettings = nested(TelegramSettings, "Telegram (aiogram).")
+    slack: SlackSettings = nested(SlackSettings, "Slack (slack-bolt).")
+    discord: DiscordSettings = nested(DiscordSettings, "Discord (discord.py).")
+
+
+PLATFORM_NAMES: tuple[str, ...] = tuple(PlatformsSettings.__dataclass_fields__)

@@ -1,0 +1,55 @@
+"""The effective configuration as YAML, and the secrets it holds.
+
+Both walk the settings dataclasses by their field metadata, so a new secret
+field is masked and registered for log redaction without touching this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from gateway.config.sections import Config
+
+MASK = "***"
+
+
+def render_effective_config(config: Config) -> str:
+    """YAML that loads back into ``config``, except that set secrets read ``"***"``.
+
+    Unset secrets stay null, so the output shows which credentials are missing.
+    """
+    return yaml.safe_dump(_plain(config, mask=True), sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def config_secrets(config: Config) -> list[str]:
+    """Every secret value that is set, for `gateway.logging.register_secret`."""
+    found: list[str] = []
+    _plain(config, mask=False, found=found)
+    return found
+
+
+def _plain(obj: object, *, mask: bool, found: list[str] | None = None) -> object:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in dataclasses.fields(obj):
+            if f.metadata.get("internal"):
+                continue
+            value = getattr(obj, f.name)
+            if f.metadata.get("secret") and value not in (None, ""):
+                if found is not None:
+                    found.append(str(value))
+                out[f.name] = MASK if mask else value
+            else:
+                out[f.name] = _plain(value, mask=mask, found=found)
+        return out
+    if isinstance(obj, Mapping):
+        return {key: _plain(value, mask=mask, found=found) for key, value in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [_plain(item, mask=mask, found=found) for item in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj

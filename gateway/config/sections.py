@@ -1,0 +1,112 @@
+"""The gateway-owned settings (`display`, `server`, `delivery`, `logging`) and `Config`.
+
+`Config` is the whole validated configuration: the agent's and lifecycle's own
+sections plus the gateway's. Built by `gateway.config.loader.load_config`; every
+field has a default, so `Config()` is the embedded-defaults configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from agent.settings import AgentSettings, CompressionSettings, ModelSettings, nested, setting
+from gateway.config.platform_settings import PLATFORM_NAMES, PlatformsSettings, empty_mapping
+from lifecycle.settings import DelegationSettings, LifecycleSettings
+
+BusyInputMode = Literal["interrupt", "queue", "steer"]
+LongRunning = bool | Literal["generic"]
+
+
+@dataclass(frozen=True, slots=True)
+class DisplayOverrides:
+    """Per-platform display settings; None means "not set here, ask the next level"."""
+
+    interim_assistant_messages: bool | None = setting(
+        None, "Send the assistant's interim messages on this platform; inherits when unset."
+    )
+    long_running_notifications: LongRunning | None = setting(
+        None, "'Still working' notices on this platform: true, false or generic; inherits when unset."
+    )
+    busy_input_mode: BusyInputMode | None = setting(
+        None, "What a message does while a turn runs on this platform; inherits when unset."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DisplaySettings:
+    interim_assistant_messages: bool | None = setting(
+        None, "Send the assistant's interim messages; the platform's default when unset."
+    )
+    long_running_notifications: LongRunning | None = setting(
+        None, "'Still working' notices: true, false or generic (no details); the platform's default when unset."
+    )
+    busy_input_mode: BusyInputMode = setting(
+        "interrupt", "What a message does while a turn runs: interrupt it, queue behind it, or steer it."
+    )
+    platforms: Mapping[str, DisplayOverrides] = field(
+        default_factory=empty_mapping,
+        # known_keys: a misspelt platform name is warned about instead of silently doing nothing.
+        metadata={"doc": "Overrides by platform name (telegram, slack, ...).", "known_keys": PLATFORM_NAMES},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = setting("127.0.0.1", "Address the HTTP server (webhooks, web chat, health) listens on.")
+    port: int = setting(8080, "Port of the HTTP server; 0 picks a free one.", min=0, max=65535)
+    shutdown_grace_seconds: float = setting(10.0, "How long running turns may finish on shutdown.", min=0)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySettings:
+    max_retry_after: float = setting(
+        60.0, "Longest platform-requested retry wait honoured before a send counts as failed, in seconds.", min=0
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting("INFO", "Lowest level logged.")
+    format: Literal["text", "json"] = setting("text", "text for people, json (one object per line) for collectors.")
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    """The state directory when the config file does not name one.
+
+    ``$SWITCHBOARD_STATE_DIR``, else ``$XDG_STATE_HOME/switchboard``, else
+    ``~/.local/state/switchboard``.
+    """
+    if explicit := env.get("SWITCHBOARD_STATE_DIR"):
+        return Path(explicit).expanduser().absolute()
+    xdg = env.get("XDG_STATE_HOME")
+    # The XDG spec says relative values are invalid and must be ignored.
+    if xdg and Path(xdg).expanduser().is_absolute():
+        return Path(xdg).expanduser() / "switchboard"
+    return Path.home() / ".local" / "state" / "switchboard"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    model: ModelSettings = nested(ModelSettings, "The parent agent's model.")
+    agent: AgentSettings = nested(AgentSettings, "The parent agent.")
+    compression: CompressionSettings = nested(CompressionSettings, "Context compaction.")
+    delegation: DelegationSettings = nested(DelegationSettings, "Children started by delegate_task.")
+    lifecycle: LifecycleSettings = nested(LifecycleSettings, "The lifecycle core that runs children.")
+    display: DisplaySettings = nested(DisplaySettings, "What users see while the agent works.")
+    platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.")
+    server: ServerSettings = nested(ServerSettings, "The HTTP server.")
+    delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
+    logging: LoggingSettings = nested(LoggingSettings, "Log output.")
+    state_dir: Path = field(
+        # Reading the environment here keeps `Config()` meaning what a user gets with no file.
+        default_factory=lambda: default_state_dir(os.environ),
+        metadata={"doc": "Directory for the database and workspace; relative paths are relative to the config file."},
+    )
+    plugins: tuple[str, ...] = setting((), "Importable module names of plugins to load (each has register(ctx)).")
+    source: Path | None = field(
+        default=None, metadata={"doc": "The file this configuration came from; None for defaults.", "internal": True}
+    )

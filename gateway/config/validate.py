@@ -1,0 +1,262 @@
+"""Validate a parsed YAML tree against settings dataclasses.
+
+Driven entirely by the dataclasses: types come from the annotations, bounds and
+flags from field metadata (see `agent.settings`). Every problem is collected, so
+one run of `config check` shows all of them. Messages name the full key path and
+never echo a secret's value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import re
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from gateway.config.interpolate import FAILED, Expanded
+
+_NO_META: Mapping = types.MappingProxyType({})
+_INT = re.compile(r"[+-]?\d+")
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class Invalid(Exception):
+    def __init__(self, expected: str):
+        self.expected = expected
+
+
+class Validator:
+    """Builds settings objects, collecting ``errors`` and ``warnings`` as it goes."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def section(self, cls: type, raw: object, path: str) -> Any:
+        """An instance of dataclass ``cls``; bad fields keep their defaults and are reported."""
+        # A section with every key commented out parses as null: treat it as empty.
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            self.errors.append(f"{path}: expected a mapping, got {show(raw)}")
+            return cls()
+        hints = get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+        self._unknown_keys(raw, fields, path)
+        values = {}
+        for name, f in fields.items():
+            if name not in raw or raw[name] is FAILED:
+                continue
+            try:
+                values[name] = self.value(raw[name], hints[name], join(path, name), f.metadata)
+            except Invalid as exc:
+                message = f"{join(path, name)}: expected {exc.expected}, got {show(raw[name], f.metadata)}"
+                if f.metadata.get("lenient"):
+                    self.warnings.append(f"{message}; ignored, using the default {show(_default(f))}")
+                else:
+                    self.errors.append(message)
+        return cls(**values)
+
+    def value(self, value: object, tp: Any, path: str, meta: Mapping = _NO_META) -> Any:
+        """``value`` converted to ``tp``; raises Invalid for a mismatch at this level.
+
+        Containers report their own elements' problems (with the element's path)
+        and never raise, so one bad list item does not hide the others.
+        """
+        origin = get_origin(tp)
+        if origin in (Union, types.UnionType):
+            return self._union(value, get_args(tp), path, meta)
+        if dataclasses.is_dataclass(tp):
+            return self.section(tp, value, path)
+        if origin is tuple:
+            if not isinstance(value, list):
+                raise Invalid("a list")
+            item_tp = get_args(tp)[0]
+            items = (self._item(v, item_tp, f"{path}[{i}]", meta) for i, v in enumerate(value))
+            return tuple(item for item in items if item is not FAILED)
+        if origin in (Mapping, dict) or tp in (Mapping, dict):
+            return self._mapping(value, tp, path, meta)
+        return self._scalar(value, tp, meta)
+
+    def _union(self, value: object, members: tuple, path: str, meta: Mapping) -> Any:
+        optional = type(None) in members
+        # An empty expansion (`${BASE_URL:-}`) means "unset" for an optional field.
+        if value is None or (optional and isinstance(value, Expanded) and value == ""):
+            if optional:
+                return None
+            raise Invalid(describe(members, meta))
+        for member in members:
+            # The first member whose type fits decides, so an out-of-range number
+            # is reported with that member's bounds rather than as "wrong type".
+            if member is not type(None) and _fits(value, member):
+                return self.value(value, member, path, meta)
+        raise Invalid(describe(members, meta))
+
+    def _item(self, value: object, tp: Any, path: str, meta: Mapping) -> Any:
+        """A container element, or FAILED (already reported) so later checks see only valid values."""
+        if value is FAILED:
+            return FAILED
+        try:
+            return self.value(value, tp, path)
+        except Invalid as exc:
+            self.errors.append(f"{path}: expected {exc.expected}, got {show(value, meta)}")
+            return FAILED
+
+    def _mapping(self, value: object, tp: Any, path: str, meta: Mapping) -> Mapping:
+        if value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise Invalid("a mapping")
+        args = get_args(tp)
+        value_tp = args[1] if args else Any
+        known = meta.get("known_keys")
+        if known is not None:
+            self._unknown_keys(value, known, path)
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                self.errors.append(f"{join(path, key)}: expected a string key, got {show(key)}")
+            elif (item := self._item(item, value_tp, join(path, key), _NO_META)) is not FAILED:
+                out[key] = item
+        return types.MappingProxyType(out)
+
+    def _scalar(self, value: object, tp: Any, meta: Mapping) -> Any:
+        try:
+            result = _convert(value, tp)
+        except Invalid:
+            raise Invalid(describe((tp,), meta)) from None
+        if isinstance(result, (int, float)) and not isinstance(result, bool):
+            low, high = meta.get("min"), meta.get("max")
+            if (low is not None and result < low) or (high is not None and result > high):
+                raise Invalid(describe((tp,), meta))
+        return result
+
+    def _unknown_keys(self, raw: Mapping, known, path: str) -> None:
+        for key in raw:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                self.warnings.append(f"{join(path, key)}: unknown key{hint}")
+
+
+def _convert(value: object, tp: Any) -> Any:
+    """Scalar conversion; strings from ``${...}`` may stand for numbers and booleans."""
+    expanded = isinstance(value, Expanded)
+    if get_origin(tp) is Literal:
+        for choice in get_args(tp):
+            # Case-insensitive so `level: info` works; the canonical spelling is stored.
+            if isinstance(value, str) and isinstance(choice, str) and value.lower() == choice.lower():
+                return choice
+        raise Invalid(describe((tp,)))
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if expanded and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if expanded and _INT.fullmatch(value.strip()):
+            return int(value)
+    elif tp is float:
+        if expanded:
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return str(value)
+    elif tp is Path:
+        if isinstance(value, str) and value:
+            return Path(value).expanduser()
+    elif tp is Any:
+        return value
+    else:
+        raise TypeError(f"the config loader does not support settings of type {tp!r}")
+    raise Invalid(describe((tp,)))
+
+
+def _fits(value: object, tp: Any) -> bool:
+    """Whether ``value`` has the right shape for ``tp``, bounds aside."""
+    if dataclasses.is_dataclass(tp) or tp in (Mapping, dict) or get_origin(tp) in (Mapping, dict):
+        return isinstance(value, Mapping)
+    if get_origin(tp) is tuple:
+        return isinstance(value, list)
+    try:
+        _convert(value, tp)
+        return True
+    except Invalid:
+        return False
+
+
+def describe(members: tuple, meta: Mapping = _NO_META) -> str:
+    """What a field accepts, e.g. ``an integer ≥ 1`` or ``one of "auto", "inline"``."""
+    alternatives: list[str] = []
+    all_tokens = True
+    has_literal = False
+    for tp in members:
+        if get_origin(tp) is Literal:
+            has_literal = True
+            alternatives += [json.dumps(c) for c in get_args(tp)]
+        elif tp is bool:
+            alternatives += ["true", "false"]
+        elif tp is type(None):
+            alternatives.append("null")
+        else:
+            all_tokens = False
+            alternatives.append(_phrase(tp) + _bounds(tp, meta))
+    if len(alternatives) == 1:
+        return alternatives[0]
+    if all_tokens and has_literal and len(alternatives) > 2:
+        return "one of " + ", ".join(alternatives)
+    return ", ".join(alternatives[:-1]) + " or " + alternatives[-1]
+
+
+def _phrase(tp: Any) -> str:
+    if dataclasses.is_dataclass(tp) or tp in (Mapping, dict) or get_origin(tp) in (Mapping, dict):
+        return "a mapping"
+    names = {int: "an integer", float: "a number", str: "a string", Path: "a path", tuple: "a list"}
+    return names.get(get_origin(tp) or tp, "a value")
+
+
+def _bounds(tp: Any, meta: Mapping) -> str:
+    if tp not in (int, float):
+        return ""
+    low, high = meta.get("min"), meta.get("max")
+    parts = ([f"≥ {_number(low)}"] if low is not None else []) + ([f"≤ {_number(high)}"] if high is not None else [])
+    return (" " + " and ".join(parts)) if parts else ""
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def show(value: object, meta: Mapping = _NO_META) -> str:
+    """A value as a user wrote it (JSON-ish); a secret only by its type."""
+    kinds = {bool: "boolean", int: "integer", float: "number", type(None): "null", list: "list", dict: "mapping"}
+    kind = "string" if isinstance(value, str) else kinds.get(type(value), type(value).__name__)
+    if meta.get("secret"):
+        return f"a value of type {kind}"
+    if isinstance(value, (list, dict)):
+        return f"a {kind}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = json.dumps(value if isinstance(value, (str, int, float, bool, type(None))) else str(value), ensure_ascii=False)
+    return text if len(text) <= 80 else text[:76] + '…"'
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+
+
+def join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)

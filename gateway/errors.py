@@ -1,0 +1,33 @@
+"""Errors of the gateway.
+
+    GatewayError
+    └── ConfigError           the configuration could not be loaded (errors, warnings, source)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class GatewayError(Exception):
+    """Root of every error the gateway package raises."""
+
+
+class ConfigError(GatewayError):
+    """The configuration is unusable; nothing was started.
+
+    ``errors`` holds every problem found (not only the first), each a line such as
+    ``server.port: expected an integer ≥ 0 and ≤ 65535, got 70000``; ``warnings``
+    holds what would have been warned about had the load succeeded. ``source`` is
+    the file that was read, or None for built-in defaults. Messages never contain
+    the value of a secret setting.
+    """
+
+    def __init__(self, errors: Iterable[str], warnings: Iterable[str] = (), source: Path | None = None):
+        self.errors = list(errors)
+        self.warnings = list(warnings)
+        self.source = source
+        where = f" in {source}" if source is not None else ""
+        lines = "\n".join(f"  - {e}" for e in self.errors)
+        super().__init__(f"invalid configuration{where}:\n{lines}")

@@ -1,0 +1,184 @@
+"""Log set-up: text or JSON lines, correlation ids, and secret redaction.
+
+Ids (``session_id``, ``turn_id``, ``subagent_id``) live in a context variable set
+by `log_context`. asyncio copies the context into every task it creates, so a
+line logged by a child task started inside a turn carries the turn's ids
+without the code that logs knowing about them.
+
+Redaction rewrites each record's message and exception text before any
+formatter sees it: registered secrets (the config's tokens and keys) and
+well-known token shapes become ``***``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Literal, TextIO
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_ids: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("switchboard_log_ids", default=_EMPTY)
+
+MASK = "***"
+# Shapes of credentials that may reach a log line without ever being registered
+# (an SDK echoing a URL, a key from the environment of a plugin).
+_PATTERNS = [
+    # `Bot` is Discord's Authorization scheme; case-sensitive and long, so prose about bots survives.
+    (re.compile(r"\b(Bearer|Bot) [A-Za-z0-9._~+/=-]{20,}"), r"\1 " + MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
+    (re.compile(r"(?<![0-9])[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),  # Telegram bot token, also inside /bot<token>/
+    (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
+]
+_MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
+_secrets: set[str] = set()
+_secrets_re: re.Pattern[str] | None = None
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def log_context(**ids: object) -> Iterator[None]:
+    """Attach ids to every record logged inside the block (and tasks started in it).
+
+    Nests: an inner block adds to or overrides the outer ids and restores them on
+    exit. A None value removes an id for the block.
+    """
+    merged = {**_ids.get(), **{k: str(v) for k, v in ids.items() if v is not None}}
+    for key in [k for k, v in ids.items() if v is None]:
+        merged.pop(key, None)
+    token = _ids.set(MappingProxyType(merged))
+    try:
+        yield
+    finally:
+        _ids.reset(token)
+
+
+def current_ids() -> Mapping[str, str]:
+    return _ids.get()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask ``value`` in every later log line. Idempotent; short values are ignored."""
+    global _secrets_re
+    if not value or len(value) < _MIN_SECRET:
+        return
+    with _lock:
+        if value in _secrets:
+            return
+        _secrets.add(value)
+        # Longest first, so a secret containing another is masked whole.
+        ordered = sorted(_secrets, key=len, reverse=True)
+        _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def redact(text: str) -> str:
+    """``text`` with registered secrets and token-shaped strings replaced by ``***``."""
+    pattern = _secrets_re
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    for regex, replacement in _PATTERNS:
+        text = regex.sub(replacement, text)
+    return text
+
+
+class ContextFilter(logging.Filter):
+    """Copies the current ids onto the record as ``record.ids``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "ids"):
+            record.ids = dict(_ids.get())
+        return True
+
+
+class RedactionFilter(logging.Filter):
+    """Replaces the record's message and exception text by their redacted form."""
+
+    _formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # bad %-args: leave the record for the handler's own error reporting
+            return True
+        record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``2026-11-30 12:00:00 INFO gateway.x: message session=… turn=… subagent=…``"""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        ids = getattr(record, "ids", {})
+        suffix = " ".join(f"{key.removesuffix('_id')}={value}" for key, value in ids.items())
+        return f"{line} {suffix}" if suffix else line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts (UTC, ISO 8601), level, logger, msg, ids, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **getattr(record, "ids", {}),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def setup_logging(
+    level: str,
+    fmt: Literal["text", "json"] = "text",
+    stream: TextIO | None = None,
+    *,
+    secrets: Iterable[str] = (),
+) -> logging.Handler:
+    """Send every log record to ``stream`` (stderr by default) in ``fmt``.
+
+    Replaces the handler a previous call installed, so calling it again (tests,
+    a reload) does not duplicate lines. ``secrets`` are registered for redaction;
+    pass `gateway.config.config_secrets(config)`.
+    """
+    for value in secrets:
+        register_secret(value)
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}")
+    if fmt not in ("text", "json"):
+        raise ValueError(f"unknown log format {fmt!r}")
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.addFilter(ContextFilter())
+    handler.addFilter(RedactionFilter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler._switchboard = True  # type: ignore[attr-defined]  # marks the handler a later call replaces
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_switchboard", False)]:
+        root.removeHandler(old)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    return handler

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agent._errors import ToolError
+from agent.tools.execute_code import execute_code_toolset
+
+
+def _tool(timeout: float = 10.0, limit: int = 50_000):
+    (tool,) = execute_code_toolset(timeout, limit)
+    return tool
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie (killed, not yet reaped by its new parent) counts as gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+async def _gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+async def _pids_from(path: Path, within: float = 5.0) -> list[int]:
+    """The pids the snippet wrote to ``path`` (a complete line, so never half-written)."""
+    deadline = time.monotonic() + within
+    while not (path.exists() and path.read_text().endswith("\n")):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        await asyncio.sleep(0.02)
+    return [int(p) for p in path.read_text().split()]
+
+
+async def test_output_and_exit_code(call, workspace: Path):
+    (workspace / "data.txt").write_text("from the workspace")
+    code = "import sys\nprint(open('data.txt').read())\nprint('oops', file=sys.stderr)\nsys.exit(3)"
+    assert await call(_tool(), {"code": code}) == "exit code: 3\nfrom the workspace\noops\n"
+
+
+async def test_workspace_modules_are_importable(call, workspace: Path):
+    (workspace / "helper.py").write_text("ANSWER = 42\n")
+    assert await call(_tool(), {"code": "import helper; print(helper.ANSWER)"}) == "exit code: 0\n42\n"
+
+
+async def test_exception_traceback_and_no_output(call):
+    out = await call(_tool(), {"code": "raise ValueError('boom')"})
+    assert out.startswith("exit code: 1\n") and "ValueError: boom" in out
+    assert await call(_tool(), {"code": "x = 1"}) == "exit code: 0\n(no output)"
+
+
+async def test_stdin_is_closed_and_environment_scrubbed(call, monkeypatch):
+    monkeypatch.setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
+    out = await call(_tool(), {"code": "import os\nprint(os.environ.get('SWITCHBOARD_TEST_SECRET'))\ninput()"})
+    assert out.startswith("exit code: 1\nNone\n") and "EOFError" in out
+
+
+async def test_unicode_output(call):
+    assert await call(_tool(), {"code": "print('héllo ✓')"}) == "exit code: 0\nhéllo ✓\n"
+
+
+async def test_output_is_capped_keeping_head_and_tail(call):
+    code = "print('HEAD' + 'x' * 5000)\nraise SystemExit('TAIL')"
+    out = await call(_tool(limit=200), {"code": code})
+    assert out.startswith("exit code: 1\nHEAD")
+    assert "[output truncated: 200 of 5010 characters shown]" in out
+    assert out.endswith("TAIL\n")
+    assert len(out) < 300
+
+
+async def test_timeout_kills_the_process_group(call, workspace: Path):
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
+        "print('started', flush=True)\n"
+        "time.sleep(10)"
+    )
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"timed out after 0\.5 s") as info:
+        await call(_tool(timeout=0.5), {"code": code})
+    assert time.monotonic() - started < 5
+    assert "started" in str(info.value)
+    (child,) = await _pids_from(workspace / "child.pid")
+    assert await _gone(child)
+
+
+async def test_background_children_do_not_outlive_a_normal_exit(call, workspace: Path):
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "open('child.pid', 'w').write(f'{child.pid}\\n')"
+    )
+    assert await call(_tool(), {"code": code}) == "exit code: 0\n(no output)"
+    (child,) = await _pids_from(workspace / "child.pid")
+    assert await _gone(child)
+
+
+async def test_cancellation_kills_the_subprocess(call, workspace: Path):
+    code = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "open('pids', 'w').write(f'{os.getpid()} {child.pid}\\n')\n"
+        "time.sleep(30)"
+    )
+    task = asyncio.create_task(call(_tool(timeout=60), {"code": code}))
+    leader, child = await _pids_from(workspace / "pids")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not _alive(leader)  # killed and reaped before the cancellation propagated
+    assert await _gone(child)
+
+
+@pytest.mark.parametrize("args", [{}, {"code": 1}, {"code": ""}, {"code": "1", "timeout": 5}])
+async def test_invalid_arguments(call, args):
+    with pytest.raises(ToolError, match="invalid arguments for execute_code"):
+        await call(_tool(), args)
+
+
+def test_factory_rejects_nonsense_limits():
+    with pytest.raises(ValueError):
+        execute_code_toolset(0, 100)
+    with pytest.raises(ValueError):
+        execute_code_toolset(1, 0)

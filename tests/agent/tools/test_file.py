@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+
+import pytest
+
+from agent._errors import ToolError
+from agent.tools import file as file_tools
+from agent.tools.file import file_toolset, resolve_in_workspace
+
+READ, LIST, WRITE = file_toolset()
+
+
+def test_toolset_shape():
+    assert [t.name for t in (READ, LIST, WRITE)] == ["read_file", "list_files", "write_file"]
+    assert {t.toolset for t in (READ, LIST, WRITE)} == {"file"}
+
+
+@pytest.mark.parametrize("path", ["a.txt", "sub/../a.txt", "./sub/b", ".", ""])
+def test_resolve_inside(workspace: Path, path: str):
+    got = resolve_in_workspace(workspace, path)
+    assert got == (workspace / path).resolve()
+
+
+def test_resolve_absolute_inside(workspace: Path):
+    assert resolve_in_workspace(workspace, str(workspace / "x")) == workspace.resolve() / "x"
+
+
+@pytest.mark.parametrize("path", ["..", "../x", "sub/../../x", "/etc/passwd"])
+def test_resolve_outside_refused(workspace: Path, path: str):
+    with pytest.raises(ToolError, match="outside the workspace"):
+        resolve_in_workspace(workspace, path)
+
+
+def test_resolve_sibling_with_common_prefix_refused(workspace: Path):
+    (workspace.parent / "workspace2").mkdir()
+    with pytest.raises(ToolError, match="outside the workspace"):
+        resolve_in_workspace(workspace, str(workspace.parent / "workspace2" / "f"))
+
+
+def test_symlink_outside_refused(workspace: Path, tmp_path: Path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    (workspace / "link").symlink_to(secret)
+    (workspace / "dirlink").symlink_to(tmp_path)
+    for path in ("link", "dirlink/secret.txt", "dirlink/new.txt"):
+        with pytest.raises(ToolError, match="outside the workspace"):
+            resolve_in_workspace(workspace, path)
+
+
+async def test_tools_refuse_escapes(call, workspace: Path, tmp_path: Path):
+    (tmp_path / "secret.txt").write_text("s3cret")
+    (workspace / "link").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(READ, {"path": "link"})
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(READ, {"path": "../secret.txt"})
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(WRITE, {"path": str(tmp_path / "evil.txt"), "content": "x"})
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(WRITE, {"path": "link", "content": "overwritten"})
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(LIST, {"path": ".."})
+    assert not (tmp_path / "evil.txt").exists()
+    assert (tmp_path / "secret.txt").read_text() == "s3cret"
+
+
+async def test_symlink_inside_is_followed(call, workspace: Path):
+    (workspace / "real.txt").write_text("hello\n")
+    (workspace / "alias.txt").symlink_to(workspace / "real.txt")
+    assert await call(READ, {"path": "alias.txt"}) == "hello\n"
+
+
+async def test_write_then_read(call, workspace: Path):
+    out = await call(WRITE, {"path": "deep/er/notes.md", "content": "one\ntwo\nthree\n"})
+    assert out == "wrote 14 characters to deep/er/notes.md"
+    assert (workspace / "deep/er/notes.md").read_text() == "one\ntwo\nthree\n"
+    assert await call(READ, {"path": "deep/er/notes.md"}) == "one\ntwo\nthree\n"
+    assert await call(READ, {"path": "deep/er/notes.md", "offset": 2}) == "two\nthree\n"
+    assert await call(READ, {"path": "deep/er/notes.md", "offset": 2, "limit": 1}) == "two\n"
+    assert "offset 9 is past the end" in await call(READ, {"path": "deep/er/notes.md", "offset": 9})
+
+
+async def test_write_overwrites_and_refuses_directory(call, workspace: Path):
+    (workspace / "f").write_text("old")
+    await call(WRITE, {"path": str(workspace / "f"), "content": "new"})
+    assert (workspace / "f").read_text() == "new"
+    (workspace / "d").mkdir()
+    with pytest.raises(ToolError, match="is a directory"):
+        await call(WRITE, {"path": "d", "content": "x"})
+
+
+async def test_read_errors(call, workspace: Path):
+    with pytest.raises(ToolError, match="does not exist"):
+        await call(READ, {"path": "missing.txt"})
+    (workspace / "d").mkdir()
+    with pytest.raises(ToolError, match="is a directory"):
+        await call(READ, {"path": "d"})
+    (workspace / "blob.bin").write_bytes(b"\x89PNG\0\0\x01")
+    with pytest.raises(ToolError, match="binary"):
+        await call(READ, {"path": "blob.bin"})
+
+
+async def test_read_truncates_with_note(call, workspace: Path, monkeypatch):
+    monkeypatch.setattr(file_tools, "MAX_READ_CHARS", 100)
+    (workspace / "big.txt").write_text("".join(f"line {i:03}\n" for i in range(1, 51)))  # 9 chars each
+    out = await call(READ, {"path": "big.txt"})
+    assert out.startswith("line 001\n") and "line 011\n" in out and "line 012" not in out
+    assert out.endswith("[truncated at 100 characters: lines 1-11 shown; read on with offset=12]")
+    assert (await call(READ, {"path": "big.txt", "offset": 12})).startswith("line 012\n")
+
+
+async def test_read_over_long_line(call, workspace: Path, monkeypatch):
+    monkeypatch.setattr(file_tools, "MAX_READ_CHARS", 100)
+    (workspace / "long.txt").write_text("short\n" + "x" * 1000 + "\nafter\n")
+    out = await call(READ, {"path": "long.txt", "offset": 2})
+    assert out == "x" * 100 + "\n[truncated: line 2 is longer than 100 characters; only its start is shown]"
+    # The skipped remainder of the long line does not shift later line numbers.
+    assert await call(READ, {"path": "long.txt", "offset": 3}) == "after\n"
+
+
+async def test_list_files(call, workspace: Path, tmp_path: Path):
+    (workspace / "src/pkg").mkdir(parents=True)
+    (workspace / "src/pkg/mod.py").write_text("")
+    (workspace / "src/main.py").write_text("")
+    (workspace / "README.md").write_text("")
+    (workspace / "outside").symlink_to(tmp_path)
+    assert (await call(LIST, {})).splitlines() == ["README.md", "outside@", "src/"]
+    assert (await call(LIST, {"path": "src"})).splitlines() == ["src/main.py", "src/pkg/"]
+    assert (await call(LIST, {"pattern": "**/*.py"})).splitlines() == ["src/main.py", "src/pkg/mod.py"]
+    assert (await call(LIST, {"pattern": "src/*.py"})).splitlines() == ["src/main.py"]
+    assert (await call(LIST, {"path": "src", "pattern": "*.py"})).splitlines() == ["src/main.py"]
+    assert await call(LIST, {"pattern": "*.rs"}) == "(no matching entries)"
+
+
+async def test_list_does_not_follow_symlinks_out(call, workspace: Path, tmp_path: Path):
+    (tmp_path / "secret.txt").write_text("")
+    (workspace / "outside").symlink_to(tmp_path)
+    out = await call(LIST, {"pattern": "**"})
+    assert "secret" not in out and "outside@" in out
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call(LIST, {"path": "outside"})
+
+
+async def test_list_caps_entries(call, workspace: Path, monkeypatch):
+    monkeypatch.setattr(file_tools, "MAX_LIST_ENTRIES", 5)
+    for i in range(8):
+        (workspace / f"f{i}").write_text("")
+    lines = (await call(LIST, {})).splitlines()
+    assert len(lines) == 6 and lines[-1].startswith("[listing truncated: first 5 entries shown")
+
+
+async def test_list_not_a_directory(call, workspace: Path):
+    (workspace / "f").write_text("")
+    with pytest.raises(ToolError, match="not a directory"):
+        await call(LIST, {"path": "f"})
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        (READ, {}),
+        (READ, {"path": "a", "offset": 0}),
+        (READ, {"path": "a", "limit": "10"}),
+        (READ, {"path": "a", "bogus": 1}),
+        (LIST, {"path": 3}),
+        (WRITE, {"path": "a"}),
+        (WRITE, {"path": "a", "content": None}),
+    ],
+)
+async def test_invalid_arguments(call, tool, args):
+    with pytest.raises(ToolError, match=f"invalid arguments for {tool.name}"):
+        await call(tool, args)
+
+
+def test_file_io_runs_off_the_loop():
+    # Plain functions run in a worker thread (see Tool.invoke); async handlers would block the loop.
+    assert not any(inspect.iscoroutinefunction(t.handler) for t in file_toolset())
+
+
+async def test_special_files_refused(call, workspace: Path):
+    os.mkfifo(workspace / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(READ, {"path": "pipe"})
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(WRITE, {"path": "pipe", "content": "x"})
+
+
+async def test_empty_file(call, workspace: Path):
+    (workspace / "empty").write_text("")
+    assert await call(READ, {"path": "empty"}) == ""
+    assert "the file has 0 lines" in await call(READ, {"path": "empty", "offset": 2})

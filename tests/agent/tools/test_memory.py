@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from agent._errors import ToolError
+from agent.tools import memory as memory_module
+from agent.tools.memory import memory_toolset
+
+(MEMORY,) = memory_toolset()
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> dict[str, Path]:
+    return {"memory_path": tmp_path / "state" / "memory.json"}
+
+
+async def test_add_list_remove(call, services):
+    assert await call(MEMORY, {"action": "list"}, services) == "(no notes)"
+    assert await call(MEMORY, {"action": "add", "text": "User prefers metric units"}, services) == "added note 1"
+    assert await call(MEMORY, {"action": "add", "text": "  Project is called Switchboard "}, services) == "added note 2"
+    listed = await call(MEMORY, {"action": "list"}, services)
+    assert listed == "[1] User prefers metric units\n[2] Project is called Switchboard"
+    assert await call(MEMORY, {"action": "remove", "id": 1}, services) == "removed note 1"
+    assert await call(MEMORY, {"action": "list"}, services) == "[2] Project is called Switchboard"
+    with pytest.raises(ToolError, match="there is no note 1"):
+        await call(MEMORY, {"action": "remove", "id": 1}, services)
+
+
+async def test_ids_are_not_reused(call, services):
+    await call(MEMORY, {"action": "add", "text": "a"}, services)
+    await call(MEMORY, {"action": "remove", "id": 1}, services)
+    assert await call(MEMORY, {"action": "add", "text": "b"}, services) == "added note 2"
+
+
+async def test_search_is_case_insensitive_and_needs_all_words(call, services):
+    for text in ("Alice likes tea", "Bob likes coffee", "alice's birthday is in May"):
+        await call(MEMORY, {"action": "add", "text": text}, services)
+    assert await call(MEMORY, {"action": "search", "query": "ALICE"}, services) == (
+        "[1] Alice likes tea\n[3] alice's birthday is in May"
+    )
+    assert await call(MEMORY, {"action": "search", "query": "likes coffee"}, services) == "[2] Bob likes coffee"
+    assert await call(MEMORY, {"action": "search", "query": "tea coffee"}, services) == "(no matching notes)"
+
+
+async def test_persists_as_json_across_toolsets(call, services):
+    await call(MEMORY, {"action": "add", "text": "remember me"}, services)
+    data = json.loads(services["memory_path"].read_text())
+    assert data["next_id"] == 2 and [n["text"] for n in data["notes"]] == ["remember me"]
+    (fresh,) = memory_toolset()
+    assert await call(fresh, {"action": "list"}, services) == "[1] remember me"
+    assert [p.name for p in services["memory_path"].parent.iterdir()] == ["memory.json"]  # no temp files left
+
+
+async def test_concurrent_adds_lose_nothing(call, services):
+    await asyncio.gather(*(call(MEMORY, {"action": "add", "text": f"note {i}"}, services) for i in range(40)))
+    notes = json.loads(services["memory_path"].read_text())["notes"]
+    assert sorted(n["text"] for n in notes) == sorted(f"note {i}" for i in range(40))
+    assert sorted(n["id"] for n in notes) == list(range(1, 41))
+
+
+async def test_caps(call, services, monkeypatch):
+    monkeypatch.setattr(memory_module, "MAX_NOTES", 2)
+    monkeypatch.setattr(memory_module, "MAX_NOTE_CHARS", 10)
+    with pytest.raises(ToolError, match="11 characters; a note may have at most 10"):
+        await call(MEMORY, {"action": "add", "text": "x" * 11}, services)
+    await call(MEMORY, {"action": "add", "text": "one"}, services)
+    await call(MEMORY, {"action": "add", "text": "two"}, services)
+    with pytest.raises(ToolError, match=r"memory is full \(2 notes\); remove a note"):
+        await call(MEMORY, {"action": "add", "text": "three"}, services)
+
+
+async def test_missing_action_fields(call, services):
+    with pytest.raises(ToolError, match="'add' needs a non-empty 'text'"):
+        await call(MEMORY, {"action": "add", "text": "   "}, services)
+    with pytest.raises(ToolError, match="'remove' needs the 'id'"):
+        await call(MEMORY, {"action": "remove"}, services)
+    with pytest.raises(ToolError, match="'search' needs a non-empty 'query'"):
+        await call(MEMORY, {"action": "search"}, services)
+
+
+async def test_not_configured(call):
+    with pytest.raises(ToolError, match="memory is not configured"):
+        await call(MEMORY, {"action": "list"})
+
+
+async def test_corrupt_file_is_not_overwritten(call, services):
+    services["memory_path"].parent.mkdir(parents=True)
+    services["memory_path"].write_text("{not json")
+    with pytest.raises(ToolError, match="cannot be read"):
+        await call(MEMORY, {"action": "add", "text": "x"}, services)
+    assert services["memory_path"].read_text() == "{not json"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"action": "forget"},
+        {"action": "remove", "id": "1"},
+        {"action": "add", "text": 5},
+        {"action": "list", "x": 1},
+    ],
+)
+async def test_invalid_arguments(call, services, args):
+    with pytest.raises(ToolError, match="invalid arguments for memory"):
+        await call(MEMORY, args, services)

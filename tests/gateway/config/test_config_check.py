@@ -1,0 +1,84 @@
+"""`switchboard config check` and the rendered effective configuration."""
+
+from __future__ import annotations
+
+import io
+
+import yaml
+
+from gateway.config import Config, config_check, config_secrets, load_config, render_effective_config
+
+
+def run_check(path, env=None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = config_check(None if path is None else str(path), out, err, env=env or {})
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_valid_config_prints_effective_config_with_secrets_masked(write):
+    path = write(
+        """
+        platforms:
+          telegram: {enabled: true, token: "${TG}", allow_all: true}
+          webhook: {routes: {alerts: {secret: hook-secret-1}}}
+        delegation: {max_concurent_children: 3}
+        """
+    )
+    token = "123456:secret-token-value"
+    status, out, err = run_check(path, env={"TG": token})
+    assert status == 0
+    assert err == 'warning: delegation.max_concurent_children: unknown key (did you mean "max_concurrent_children"?)\n'
+    assert out.startswith(f"# effective configuration from {path}\n")
+    assert token not in out and "hook-secret-1" not in out
+    rendered = yaml.safe_load(out)
+    assert rendered["platforms"]["telegram"]["token"] == "***"
+    assert rendered["platforms"]["webhook"]["routes"]["alerts"]["secret"] == "***"
+    assert rendered["platforms"]["slack"]["bot_token"] is None  # unset secrets stay null
+    assert rendered["delegation"]["max_concurrent_children"] == 10
+
+
+def test_invalid_config_prints_every_problem_and_fails(write):
+    path = write("server: {port: 70000}\nmodel: {api_key: 42424242}\nzzz: 1\n")
+    status, out, err = run_check(path)
+    assert status == 1
+    assert out == ""
+    assert err.splitlines() == [
+        "warning: zzz: unknown key",
+        "error: model.api_key: expected a string or null, got a value of type integer",
+        "error: server.port: expected an integer ≥ 0 and ≤ 65535, got 70000",
+        f"2 errors in {path}; the gateway would not start",
+    ]
+
+
+def test_missing_file_fails(tmp_path):
+    status, _, err = run_check(tmp_path / "missing.yaml")
+    assert status == 1 and f"error: config file {tmp_path / 'missing.yaml'} does not exist" in err
+
+
+def test_defaults_when_no_file():
+    status, out, err = run_check(None)
+    assert (status, err) == (0, "")
+    assert out.startswith("# effective configuration from built-in defaults")
+
+
+def test_rendered_config_loads_back_to_the_same_config(write):
+    original, _ = load_config(
+        write(
+            """
+            display: {platforms: {slack: {busy_input_mode: steer}}}
+            platforms: {discord: {command_guilds: [1, 2]}, telegram: {allowed_users: [1, bob]}}
+            plugins: [a.b]
+            """
+        ),
+        env={},
+    )
+    again, warnings = load_config(write(render_effective_config(original), "again.yaml"), env={})
+    assert warnings == []
+    assert again == Config(**{**{f: getattr(original, f) for f in original.__dataclass_fields__}, "source": again.source})
+
+
+def test_config_secrets_lists_set_secrets_only(load):
+    config, _ = load(
+        "model: {api_key: sk-key}\nplatforms: {webhook: {routes: {a: {secret: route-secret}, b: {}}}}"
+    )
+    assert sorted(config_secrets(config)) == ["route-secret", "sk-key"]

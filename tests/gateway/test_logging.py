@@ -1,0 +1,133 @@
+"""Log lines: text and JSON shapes, ids from the context, and redaction of secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+
+import pytest
+
+from gateway.logging import log_context, redact, register_secret, setup_logging
+
+
+@pytest.fixture
+def capture():
+    """Installs our handler on a StringIO and removes it afterwards."""
+    root = logging.getLogger()
+    level = root.level
+    installed: list[logging.Handler] = []
+
+    def capture(fmt: str = "text", level_name: str = "INFO", secrets=()) -> io.StringIO:
+        stream = io.StringIO()
+        installed.append(setup_logging(level_name, fmt, stream, secrets=secrets))
+        return stream
+
+    yield capture
+    for handler in installed:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
+log = logging.getLogger("gateway.test")
+
+
+def test_text_line_with_ids(capture):
+    stream = capture("text")
+    with log_context(session_id="s1", turn_id="t7"):
+        log.info("hello %s", "world")
+        with log_context(subagent_id="c2"):
+            log.warning("child says hi")
+    log.info("outside")
+    lines = stream.getvalue().splitlines()
+    # 2026-11-30 12:00:00 INFO gateway.test: hello world session=s1 turn=t7
+    assert lines[0][19:] == " INFO gateway.test: hello world session=s1 turn=t7"
+    assert lines[1].endswith("WARNING gateway.test: child says hi session=s1 turn=t7 subagent=c2")
+    assert lines[2].endswith("INFO gateway.test: outside")
+
+
+def test_json_line_with_ids_and_exception(capture):
+    stream = capture("json")
+    with log_context(session_id="s1", turn_id=3):
+        try:
+            raise ValueError("bad")
+        except ValueError:
+            log.exception("failed")
+    entry = json.loads(stream.getvalue())
+    assert {k: entry[k] for k in ("level", "logger", "msg", "session_id", "turn_id")} == {
+        "level": "ERROR", "logger": "gateway.test", "msg": "failed", "session_id": "s1", "turn_id": "3"
+    }
+    assert entry["ts"].endswith("Z") and "ValueError: bad" in entry["exc"]
+
+
+async def test_ids_reach_tasks_started_inside_the_context(capture):
+    stream = capture("json")
+
+    async def child() -> None:
+        await asyncio.sleep(0)
+        log.info("child step")
+
+    with log_context(session_id="s9", turn_id="t1"):
+        with log_context(subagent_id="sub-1"):
+            task = asyncio.create_task(child())
+        log.info("parent waits")
+        await task
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    by_msg = {e["msg"]: e for e in entries}
+    assert by_msg["child step"]["subagent_id"] == "sub-1"
+    assert by_msg["child step"]["session_id"] == "s9"
+    assert "subagent_id" not in by_msg["parent waits"]
+
+
+def test_level_filters(capture):
+    stream = capture("text", "WARNING")
+    log.info("quiet")
+    log.warning("loud")
+    assert "quiet" not in stream.getvalue() and "loud" in stream.getvalue()
+
+
+def test_setup_twice_does_not_duplicate_lines(capture):
+    capture("text")
+    stream = capture("text")
+    log.info("once")
+    assert stream.getvalue().count("once") == 1
+    assert sum(getattr(h, "_switchboard", False) for h in logging.getLogger().handlers) == 1
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_registered_token_never_appears_in_output(capture, fmt):
+    token = "tok-3f9a1c77e2b84d"
+    stream = capture(fmt, secrets=[token])
+    log.info("calling with %s", token)
+    log.info(f"already formatted {token}")
+    try:
+        raise RuntimeError(f"request with {token} failed")
+    except RuntimeError:
+        log.exception("boom")
+    output = stream.getvalue()
+    assert token not in output
+    assert output.count("***") >= 3
+
+
+def test_token_shapes_are_masked_without_registration():
+    text = (
+        "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345 "
+        "key sk-proj-abcdefghijklmnopqrstuv "
+        "url /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage "
+        "slack xoxb-1234567890-0987654321-AbCdEfGhIj xapp-1-A0123-4567-abcdef"
+    )
+    masked = redact(text)
+    for secret in ("abcdefghijklmnopqrstuvwxyz012345", "sk-proj", "AAHdqTcv", "xoxb-", "xapp-"):
+        assert secret not in masked
+    assert "Bearer ***" in masked and "/bot***/sendMessage" in masked
+
+
+def test_ordinary_text_is_left_alone():
+    text = "task-abcdefghijklmnopqrstuv finished; the bot received 12:30 messages; Bearer of news"
+    assert redact(text) == text
+
+
+def test_short_secrets_are_not_registered():
+    register_secret("abc")
+    assert redact("abc abcd") == "abc abcd"
