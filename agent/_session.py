@@ -15,6 +15,7 @@ from typing import Any
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, ToolError, TurnInProgress
+from agent._hooks import HookRegistry
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._tools import Tool, ToolContext
 from agent._turn import _ACTIVE_TURN, ActiveTurn, ToolTraceEntry, TurnResult
@@ -68,6 +69,7 @@ class AgentSession:
         metadata: Mapping[str, Any] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self.model = model
         self.tools: dict[str, Tool] = dict(tools or {})
@@ -82,6 +84,7 @@ class AgentSession:
         self.metadata = dict(metadata or {})
         self.clock = clock
         self.before_model_call = before_model_call
+        self.hooks = hooks
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
         self.activity = Activity(last_activity=clock.monotonic())
         self.turns_run = 0
@@ -137,7 +140,9 @@ class AgentSession:
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
             self.messages.append({"role": "user", "content": user_message})
+            await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error = await self._loop(turn, observer)
+            await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
             _ACTIVE_TURN.reset(token)
             self._running = False
@@ -159,6 +164,10 @@ class AgentSession:
             interrupt_reason=self._interrupt.reason if exit_reason == "interrupted" and self._interrupt else None,
             model=turn.model_name or getattr(self.model, "name", None),
         )
+
+    async def _run_hook(self, name: str, **event: Any) -> None:
+        if self.hooks is not None and self.hooks.has(name):
+            await self.hooks.run(name, session_id=self.session_id, **event)
 
     async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None]:
         iterations = 0

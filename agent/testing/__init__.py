@@ -1,5 +1,6 @@
 """Test doubles for code built on the agent runtime; public, documented, loopback-only."""
 
 from agent.testing.fake_openai import FakeOpenAIServer
+from agent.testing.turns import inside_turn
 
-__all__ = ["FakeOpenAIServer"]
+__all__ = ["FakeOpenAIServer", "inside_turn"]

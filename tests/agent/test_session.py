@@ -251,3 +251,15 @@ async def test_cost_is_summed_when_the_provider_reports_it():
     result = await s.run_turn("go")
     assert result.cost_usd == 0.25
     assert s.total_cost_usd == 0.25
+
+
+async def test_turn_hooks_run_around_every_turn():
+    from agent import HookRegistry
+
+    hooks = HookRegistry()
+    events = []
+    hooks.register("turn_start", lambda **e: events.append(("start", e["session_id"], e["turn_id"])))
+    hooks.register("turn_end", lambda **e: events.append(("end", e["exit_reason"], e["turn_id"])))
+    s = session([[{"text": "hi"}]], hooks=hooks, session_id="s1")
+    result = await s.run_turn("go")
+    assert events == [("start", "s1", result.turn_id), ("end", "completed", result.turn_id)]

@@ -1,0 +1,187 @@
+"""Capability tokens for subagent handles: versioned HMAC-SHA256 under a rotating key ring.
+
+A token is ``v1.<kid>.<64 hex>``: the HMAC, under key ``kid``, of a canonical
+JSON array of the handle's identity fields. JSON (not ``"|".join``) keeps the
+encoding unambiguous: no choice of field values makes two identities encode
+alike. Keys are persisted in the journal, so handles keep verifying after a
+restart; rotating adds a signing key while old keys still verify, and retiring
+a key revokes every handle signed with it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from ._contract import CONTRACT_VERSION, SubagentHandle, is_well_formed_handle
+
+TOKEN_VERSION = "v1"
+_DOMAIN = "switchboard.subagent-handle"  # separates these MACs from any other use of the key
+_SECRET_BYTES = 32
+_DIGEST_HEX = 64
+
+
+class KeyRow(NamedTuple):
+    """One key as the journal stores it; ``retired_at`` is None while the key verifies."""
+
+    kid: str
+    secret: bytes
+    created_at: float
+    retired_at: float | None
+
+
+class KeyRing:
+    """Signing keys by key id: one active key signs; every unretired key verifies.
+
+    Not thread-safe; the lifecycle service uses it from the event loop only.
+    Every mutation (construction with no keys, `rotate`, `retire`) changes rows
+    the caller must persist: save `export()` (``Journal.save_key`` is an upsert).
+    """
+
+    __slots__ = ("_keys", "_active", "_clock")
+
+    def __init__(self, rows: Iterable[tuple] = (), *, clock: Callable[[], float] = time.time):
+        """Load ``rows`` (as from ``Journal.load_keys``); create a first key when none can sign.
+
+        Raises ValueError for a malformed row: a corrupt key table must not go unnoticed.
+        """
+        self._clock = clock
+        self._keys: dict[str, KeyRow] = {}
+        for raw in rows:
+            row = KeyRow(*raw)
+            if not (isinstance(row.kid, str) and row.kid and "." not in row.kid):
+                raise ValueError(f"malformed key id {row.kid!r}")
+            if not isinstance(row.secret, bytes | bytearray) or len(row.secret) < 16:
+                raise ValueError(f"key {row.kid!r} has no usable secret")
+            retired = None if row.retired_at is None else float(row.retired_at)
+            self._keys[row.kid] = KeyRow(row.kid, bytes(row.secret), float(row.created_at), retired)
+        live = [row for row in self._keys.values() if row.retired_at is None]
+        # The newest live key signs; ties (same created_at) break on kid so every load picks the same one.
+        self._active = max(live, key=lambda r: (r.created_at, r.kid)).kid if live else None
+        if self._active is None:
+            self.rotate()
+
+    @property
+    def active_kid(self) -> str:
+        """The key that signs new handles."""
+        assert self._active is not None
+        return self._active
+
+    def rotate(self) -> str:
+        """Create a new signing key and return its id; older keys keep verifying."""
+        kid = secrets.token_hex(4)
+        while kid in self._keys:
+            kid = secrets.token_hex(4)
+        self._keys[kid] = KeyRow(kid, secrets.token_bytes(_SECRET_BYTES), float(self._clock()), None)
+        self._active = kid
+        return kid
+
+    def retire(self, kid: str) -> None:
+        """Revoke ``kid``: handles signed with it stop verifying, for good. Idempotent.
+
+        Retiring the active key rotates first, so signing never stops. Raises
+        KeyError for an unknown kid.
+        """
+        row = self._keys[kid]
+        if row.retired_at is not None:
+            return
+        if kid == self._active:
+            self.rotate()
+        self._keys[kid] = row._replace(retired_at=float(self._clock()))
+
+    def export(self) -> list[KeyRow]:
+        """Every key, retired ones included (so a retired kid stays known as retired), oldest first."""
+        return sorted(self._keys.values(), key=lambda r: (r.created_at, r.kid))
+
+    def _verifying_secret(self, kid: str) -> bytes | None:
+        row = self._keys.get(kid)
+        return row.secret if row is not None and row.retired_at is None else None
+
+    def _signing_key(self) -> tuple[str, bytes]:
+        kid = self.active_kid
+        return kid, self._keys[kid].secret
+
+
+def _message(
+    subagent_id: str,
+    parent_session_id: str | None,
+    correlation_id: str | None,
+    created_at: float,
+    role: str,
+    depth: int,
+    provider: str | None,
+    model: str | None,
+) -> bytes:
+    # float(): a handle read back from JSON must sign the same as the one issued (1 vs 1.0).
+    # ensure_ascii escapes every non-ASCII character, lone surrogates included, so encoding cannot fail.
+    fields = [
+        _DOMAIN,
+        TOKEN_VERSION,
+        CONTRACT_VERSION,
+        subagent_id,
+        parent_session_id,
+        correlation_id,
+        float(created_at),
+        role,
+        depth,
+        provider,
+        model,
+    ]
+    return json.dumps(fields, separators=(",", ":")).encode("ascii")
+
+
+def sign(
+    keyring: KeyRing,
+    *,
+    subagent_id: str,
+    parent_session_id: str | None,
+    correlation_id: str | None,
+    created_at: float,
+    role: str,
+    depth: int,
+    provider: str | None,
+    model: str | None,
+) -> str:
+    """Return the capability token for these identity fields under the active key."""
+    kid, secret = keyring._signing_key()
+    message = _message(subagent_id, parent_session_id, correlation_id, created_at, role, depth, provider, model)
+    return f"{TOKEN_VERSION}.{kid}.{hmac.digest(secret, message, 'sha256').hex()}"
+
+
+def verify(keyring: KeyRing, handle: object) -> bool:
+    """Whether ``handle`` is a well-formed handle of this contract version carrying a valid token.
+
+    False (never an exception) for anything else: wrong types, another contract
+    or token version, an unknown or retired kid, or any tampered field.
+    """
+    try:
+        if not is_well_formed_handle(handle):
+            return False
+        assert isinstance(handle, SubagentHandle)
+        if handle.contract_version != CONTRACT_VERSION:
+            return False
+        parts = handle.capability.split(".")
+        if len(parts) != 3 or parts[0] != TOKEN_VERSION:
+            return False
+        secret = keyring._verifying_secret(parts[1])
+        digest = parts[2]
+        # compare_digest rejects non-ASCII str with TypeError; check shape first.
+        if secret is None or len(digest) != _DIGEST_HEX or not digest.isascii():
+            return False
+        message = _message(
+            handle.subagent_id,
+            handle.parent_session_id,
+            handle.correlation_id,
+            handle.created_at,
+            handle.role,
+            handle.depth,
+            handle.provider,
+            handle.model,
+        )
+        return hmac.compare_digest(digest, hmac.digest(secret, message, "sha256").hex())
+    except Exception:  # noqa: BLE001 - verification fails closed, it never raises
+        return False

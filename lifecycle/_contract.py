@@ -1,0 +1,420 @@
+"""The public subagent lifecycle contract: frozen value types, limits, validation. No I/O.
+
+Everything here is safe to hand to plugins and to store: handles and results
+round-trip through plain JSON (``to_dict``/``from_dict``) so they survive a
+restart in the journal. This module imports nothing from ``gateway/``,
+``platforms/`` or any SDK.
+
+Errors::
+
+    SubagentLifecycleError (ValueError)   every rejection; ``.code`` says which
+    └── JournalError                      lifecycle._journal: records could not be stored
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+CONTRACT_VERSION = 1
+MAX_GOAL_CHARS = 16_000
+MAX_CONTEXT_CHARS = 32_000
+MAX_METADATA_BYTES = 8_192
+MAX_RESULT_CHARS = 32_000
+MAX_CORRELATION_ID_CHARS = 256
+
+# Diagnostics and error classifications the service reports instead of raising.
+UNKNOWN_HANDLE = "UNKNOWN_HANDLE"
+NOT_READY = "NOT_READY"
+RECONNECT_UNAVAILABLE = "RECONNECT_UNAVAILABLE"
+
+_ROLES = ("leaf", "orchestrator")
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class SubagentLifecycleError(ValueError):
+    """Every rejection by the lifecycle API; ``code`` is machine-readable (e.g. ``INVALID_REQUEST``)."""
+
+    def __init__(self, message: str, *, code: str = "INVALID_REQUEST"):
+        super().__init__(message)
+        self.code = code
+
+
+class SubagentState(str, Enum):
+    """Where a child is. The four terminal states are final: a record never leaves them."""
+
+    PENDING = "PENDING"
+    STARTING = "STARTING"  # reserved: nothing assigns it yet, but it is part of the stable set
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    INTERRUPTED = "INTERRUPTED"
+    CANCEL_REQUESTED = "CANCEL_REQUESTED"
+    CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {SubagentState.SUCCEEDED, SubagentState.FAILED, SubagentState.INTERRUPTED, SubagentState.CANCELLED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentLaunchRequest:
+    """What a caller asks for. Construction never fails; `validate_request` decides."""
+
+    goal: str
+    """The child's task, at most 16 000 characters, not blank."""
+    context: str | None = None
+    """Extra background for the child, at most 32 000 characters."""
+    role: str = "leaf"
+    """``leaf`` or ``orchestrator`` (may itself delegate, within the depth limit)."""
+    model: str | None = None
+    """Model override; the delegation default (or the parent's model) when None."""
+    allowed_toolsets: tuple[str, ...] | None = None
+    """Narrows the parent's toolsets; None or empty inherits them. Never broadens."""
+    blocked_tools: tuple[str, ...] = ()
+    """Rejected when non-empty: unsafe child tools are always blocked anyway."""
+    working_directory: str | None = None
+    """Rejected when set: children use the parent's workspace."""
+    parent_session_id: str | None = None
+    """When set, must match the active parent session."""
+    correlation_id: str | None = None
+    """Caller's idempotency key, unique per parent session until the record is swept."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """JSON-serialisable, at most 8 192 bytes as sorted JSON. Callers must not mutate it after launch."""
+    timeout_seconds: float | None = None
+    """Rejected when set: the timeout is ``delegation.child_timeout_seconds``."""
+
+
+def _invalid(message: str) -> SubagentLifecycleError:
+    return SubagentLifecycleError(message, code="INVALID_REQUEST")
+
+
+def validate_request(req: SubagentLaunchRequest) -> None:
+    """Raise `SubagentLifecycleError` for the first problem found, in a fixed order; pure.
+
+    Checks needing the parent (toolset existence, broadening, session match,
+    duplicate correlation ids) belong to the service.
+    """
+    goal = req.goal if isinstance(req, SubagentLaunchRequest) else None
+    if not isinstance(goal, str) or not goal.strip() or len(goal) > MAX_GOAL_CHARS:
+        raise _invalid(f"goal must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
+    if req.context is not None and (not isinstance(req.context, str) or len(req.context) > MAX_CONTEXT_CHARS):
+        raise _invalid(f"context must be a string of at most {MAX_CONTEXT_CHARS} characters.")
+    if not isinstance(req.role, str) or req.role not in _ROLES:
+        raise _invalid("role must be 'leaf' or 'orchestrator'.")
+    if req.timeout_seconds is not None:
+        raise _invalid("Per-launch timeout is not supported; configure delegation.child_timeout_seconds instead.")
+    if req.working_directory is not None:
+        raise _invalid("working_directory is not supported; children use the parent's workspace.")
+    if req.blocked_tools:
+        raise _invalid("Per-tool blocking is not supported; use allowed_toolsets. Unsafe child tools are always blocked.")
+    if not isinstance(req.metadata, Mapping):
+        raise _invalid("metadata must be a mapping.")
+    try:
+        # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
+        encoded = json.dumps(dict(req.metadata), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        raise _invalid("metadata must be JSON-serializable.") from None
+    if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
+        raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+    cid = req.correlation_id
+    if cid is not None and not (isinstance(cid, str) and 0 < len(cid) <= MAX_CORRELATION_ID_CHARS):
+        raise _invalid(f"correlation_id must be a non-empty string of at most {MAX_CORRELATION_ID_CHARS} characters.")
+    names = req.allowed_toolsets
+    if names is not None and not (isinstance(names, tuple | list) and all(isinstance(n, str) and n for n in names)):
+        raise _invalid("allowed_toolsets must be a list of toolset names.")
+    if req.model is not None and not isinstance(req.model, str):
+        raise _invalid("model must be a string or None.")
+    if req.parent_session_id is not None and not isinstance(req.parent_session_id, str):
+        raise _invalid("parent_session_id must be a string or None.")
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentHandle:
+    """What the parent holds. Usable only while `capability` verifies against the key ring.
+
+    A handle of another ``contract_version`` parses (so old stored handles load)
+    but never verifies: operations on it report UNKNOWN instead of raising.
+    """
+
+    contract_version: int
+    """`CONTRACT_VERSION` of the service that issued the handle."""
+    subagent_id: str
+    """Stable child id; the journal key."""
+    parent_session_id: str | None
+    """The session that launched the child; the handle works only inside it."""
+    correlation_id: str | None
+    """The launch request's correlation id."""
+    created_at: float
+    """Wall-clock launch time (epoch seconds)."""
+    provider: str | None
+    """Provider the child runs on."""
+    model: str | None
+    """Model the child runs on."""
+    role: str
+    """Effective role after any downgrade (an orchestrator at the depth floor becomes a leaf)."""
+    depth: int
+    """Nesting depth; a child of a top-level session has depth 1."""
+    capability: str
+    """Opaque token ``v1.<kid>.<hmac>`` binding the fields above; treat as a secret."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe plain dict; `from_dict` of it gives an equal handle."""
+        return {name: getattr(self, name) for name in _HANDLE_KEYS}
+
+    @classmethod
+    def from_dict(cls, mapping: Any) -> SubagentHandle:
+        """Parse strictly: exact keys and exact types, else ``Malformed subagent handle.``."""
+        try:
+            if isinstance(mapping, Mapping) and len(mapping) == len(_HANDLE_KEYS) and set(mapping) == _HANDLE_SET:
+                handle = cls(**{name: mapping[name] for name in _HANDLE_KEYS})
+                if is_well_formed_handle(handle):
+                    return dataclasses.replace(handle, created_at=float(handle.created_at))
+        except Exception:  # a hostile Mapping may raise anything; all of it means "malformed"
+            pass
+        raise SubagentLifecycleError("Malformed subagent handle.", code="MALFORMED_HANDLE")
+
+
+_HANDLE_KEYS = tuple(f.name for f in dataclasses.fields(SubagentHandle))
+_HANDLE_SET = frozenset(_HANDLE_KEYS)
+
+
+def _opt_str(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _finite_number(value: object) -> bool:
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is int:  # exact types: bool is an int subclass and must not pass
+        return abs(value) < 2**53  # larger ints would not survive the float conversion exactly
+    return False
+
+
+def is_well_formed_handle(handle: object) -> bool:
+    """Whether every field has its due type (exact types, so bools and str subclasses fail). Never raises."""
+    return (
+        isinstance(handle, SubagentHandle)
+        and type(handle.contract_version) is int
+        and type(handle.subagent_id) is str
+        and handle.subagent_id != ""
+        and _opt_str(handle.parent_session_id)
+        and _opt_str(handle.correlation_id)
+        and _finite_number(handle.created_at)
+        and _opt_str(handle.provider)
+        and _opt_str(handle.model)
+        and type(handle.role) is str
+        and type(handle.depth) is int
+        and handle.depth >= 0
+        and type(handle.capability) is str
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentStatus:
+    """A point-in-time view; UNKNOWN with diagnostic ``UNKNOWN_HANDLE`` for a handle that does not verify."""
+
+    handle: SubagentHandle
+    state: SubagentState
+    updated_at: float
+    """When the state last changed (epoch seconds)."""
+    diagnostic: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentTerminalState:
+    """What ``wait`` returns. ``completed`` is False only when the wait itself timed out."""
+
+    handle: SubagentHandle
+    state: SubagentState
+    completed: bool
+    """True once the child reached a terminal state (or the handle is unknown: nothing to wait for)."""
+    timed_out: bool = False
+    """The wait's own timeout elapsed; the child keeps running."""
+    diagnostic: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentCancelResult:
+    """Outcome of ``cancel``. Cancelling is idempotent; a finished child is never changed."""
+
+    accepted: bool
+    """The interrupt was delivered; the child stops at its next safe boundary."""
+    state: SubagentState
+    """The state after the call (CANCEL_REQUESTED when accepted)."""
+    already_terminal: bool = False
+    unknown_handle: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentUsage:
+    """Resources a child consumed."""
+
+    api_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    """None when the provider reports no price."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentResult:
+    """A child's outcome. Once ``ready``, the result is final: every later read returns an equal object.
+
+    Text is bounded to `MAX_RESULT_CHARS`, keeping the head; truncation is always
+    flagged with the original length. Transcripts and hidden reasoning are never included.
+    """
+
+    handle: SubagentHandle
+    state: SubagentState
+    ready: bool
+    """True when the child is terminal and this is its final result."""
+    summary: str | None = None
+    """The child's final answer."""
+    summary_truncated: bool = False
+    summary_original_length: int | None = None
+    """Length before truncation; None when nothing was cut."""
+    error_message: str | None = None
+    error_truncated: bool = False
+    error_original_length: int | None = None
+    error_classification: str | None = None
+    """Machine-readable failure kind (e.g. ``TIMEOUT``, ``UNKNOWN_HANDLE``, ``NOT_READY``); None on success."""
+    exit_reason: str | None = None
+    """Why the child's loop stopped (e.g. ``completed``, ``max_iterations``)."""
+    usage: SubagentUsage = SubagentUsage()
+    started_at: float | None = None
+    completed_at: float | None = None
+    duration_seconds: float | None = None
+    result_hash: str | None = None
+    """SHA-256 hex of the canonical JSON of `to_dict` without this key; see `compute_result_hash`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe plain dict; `from_dict` of it gives an equal result."""
+        body: dict[str, Any] = {name: getattr(self, name) for name in _RESULT_PLAIN}
+        body["handle"] = self.handle.to_dict()
+        body["state"] = self.state.value
+        body["usage"] = {name: getattr(self.usage, name) for name in _USAGE_KEYS}
+        return body
+
+    @classmethod
+    def from_dict(cls, mapping: Any) -> SubagentResult:
+        """Parse strictly (exact keys, due types), else ``Malformed subagent result.``."""
+        try:
+            if isinstance(mapping, Mapping) and set(mapping) == _RESULT_SET:
+                usage = mapping["usage"]
+                if isinstance(usage, Mapping) and set(usage) == _USAGE_SET:
+                    fields = {name: mapping[name] for name in _RESULT_PLAIN}
+                    result = cls(
+                        handle=SubagentHandle.from_dict(mapping["handle"]),
+                        state=SubagentState(mapping["state"]),
+                        usage=SubagentUsage(**usage),
+                        **fields,
+                    )
+                    if _well_typed(result):
+                        return result
+        except Exception:  # anything odd in stored data means "malformed", never a crash
+            pass
+        raise SubagentLifecycleError("Malformed subagent result.", code="MALFORMED_RESULT")
+
+
+_USAGE_KEYS = tuple(f.name for f in dataclasses.fields(SubagentUsage))
+_USAGE_SET = frozenset(_USAGE_KEYS)
+_RESULT_PLAIN = tuple(f.name for f in dataclasses.fields(SubagentResult) if f.name not in ("handle", "state", "usage"))
+_RESULT_SET = frozenset(f.name for f in dataclasses.fields(SubagentResult))
+
+
+def _opt(kind: type, value: object) -> bool:
+    return value is None or type(value) is kind or (kind is float and type(value) is int)
+
+
+def _well_typed(r: SubagentResult) -> bool:
+    u = r.usage
+    return (
+        all(type(v) is bool for v in (r.ready, r.summary_truncated, r.error_truncated))
+        and all(_opt(str, v) for v in (r.summary, r.error_message, r.error_classification, r.exit_reason, r.result_hash))
+        and all(_opt(int, v) for v in (r.summary_original_length, r.error_original_length))
+        and all(_opt(float, v) for v in (r.started_at, r.completed_at, r.duration_seconds, u.cost_usd))
+        and all(type(v) is int for v in (u.api_calls, u.prompt_tokens, u.completion_tokens))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentReconnectResult:
+    """Outcome of ``reconnect``: a pure lookup that never starts a replacement child."""
+
+    connected: bool
+    state: SubagentState
+    diagnostic: str | None = None
+    """``RECONNECT_UNAVAILABLE`` when the handle does not verify or its record is gone."""
+
+
+def compute_result_hash(result: SubagentResult) -> str:
+    """SHA-256 hex of ``to_dict()`` minus ``result_hash`` as canonical JSON; equal content, equal hash."""
+    body = result.to_dict()
+    del body["result_hash"]
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # surrogatepass: a lone surrogate in model output must hash, not crash.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _bound(text: object) -> tuple[str | None, bool, int | None]:
+    if text is None:
+        return None, False, None
+    text = text if type(text) is str else str(text)
+    if len(text) <= MAX_RESULT_CHARS:
+        return text, False, None
+    return text[:MAX_RESULT_CHARS], True, len(text)
+
+
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def make_terminal_result(
+    handle: SubagentHandle,
+    state: SubagentState,
+    *,
+    summary: str | None = None,
+    error_message: str | None = None,
+    error_classification: str | None = None,
+    exit_reason: str | None = None,
+    usage: SubagentUsage | None = None,
+    started_at: float | None = None,
+    completed_at: float | None = None,
+    duration_seconds: float | None = None,
+) -> SubagentResult:
+    """Build the final, hashed result of a terminal child (``ready=True``).
+
+    Non-str text is converted with ``str()``; text over `MAX_RESULT_CHARS` keeps
+    its head and sets the ``*_truncated`` flag and ``*_original_length``. Times
+    are stored as floats so the hash is the same after a JSON round trip.
+    ``duration_seconds`` defaults to ``completed_at - started_at`` when both are
+    known. Raises ValueError for a non-terminal state (a programming error).
+    """
+    state = SubagentState(state)
+    if not state.terminal:
+        raise ValueError(f"{state.value} is not a terminal state.")
+    summary, summary_truncated, summary_length = _bound(summary)
+    error_message, error_truncated, error_length = _bound(error_message)
+    if duration_seconds is None and started_at is not None and completed_at is not None:
+        duration_seconds = max(0.0, completed_at - started_at)
+    result = SubagentResult(
+        handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
+        error_length, error_classification, exit_reason, usage if usage is not None else SubagentUsage(),
+        _float(started_at), _float(completed_at), _float(duration_seconds),
+    )  # fmt: skip
+    return dataclasses.replace(result, result_hash=compute_result_hash(result))

@@ -1,0 +1,82 @@
+"""The in-memory record of one child. Small on purpose: a thousand of them wait at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
+from lifecycle._journal import JournalRecord
+
+if TYPE_CHECKING:
+    from lifecycle._children import ChildOutcome, ChildRun
+    from lifecycle._engine import Job
+
+
+class Record:
+    """Mutated only on the event loop. ``result`` is set once and never changes."""
+
+    __slots__ = (
+        "handle", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
+        "result", "outcome", "run", "job", "cancel_reason", "closing", "completing", "_done",
+    )
+
+    def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
+        self.handle = handle
+        self.goal = goal
+        self.created_at = created_at
+        self.state = SubagentState.PENDING
+        self.updated_at = created_at
+        self.started_at: float | None = None
+        self.completed_at: float | None = None
+        self.result: SubagentResult | None = None
+        self.outcome: ChildOutcome | None = None
+        """The full outcome for delegate_task entries; memory only (results are what persists)."""
+        self.run: ChildRun | None = None
+        self.job: Job | None = None
+        self.cancel_reason: str | None = None
+        self.closing = False
+        self.completing = False
+        self._done: asyncio.Future | None = None  # created only when someone waits
+
+    def set_state(self, state: SubagentState, now: float) -> None:
+        self.state = state
+        self.updated_at = now
+
+    def done(self) -> asyncio.Future:
+        if self._done is None:
+            self._done = asyncio.get_running_loop().create_future()
+            if self.result is not None:
+                self._done.set_result(None)
+        return self._done
+
+    def wake(self) -> None:
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def journal_row(self, *, state: SubagentState | None = None, updated_at: float | None = None) -> JournalRecord:
+        h = self.handle
+        return JournalRecord(
+            subagent_id=h.subagent_id,
+            parent_session_id=h.parent_session_id,
+            correlation_id=h.correlation_id,
+            handle=h.to_dict(),
+            state=(state or self.state).value,
+            created_at=self.created_at,
+            updated_at=updated_at if updated_at is not None else self.updated_at,
+            started_at=self.started_at,
+            completed_at=self.completed_at,
+            result=self.result.to_dict() if self.result is not None else None,
+            goal=self.goal,
+        )
+
+    @classmethod
+    def from_journal(cls, row: JournalRecord) -> Record:
+        """A terminal record read back after a restart."""
+        record = cls(SubagentHandle.from_dict(row.handle), row.goal, row.created_at)
+        record.state = SubagentState(row.state)
+        record.updated_at = row.updated_at
+        record.started_at = row.started_at
+        record.completed_at = row.completed_at
+        record.result = SubagentResult.from_dict(row.result) if row.result is not None else None
+        return record

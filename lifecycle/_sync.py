@@ -1,0 +1,95 @@
+"""The synchronous facade plugins get as ``ctx.subagent_lifecycle``.
+
+Plugin tools written as plain functions run in worker threads; each call here is
+handed to the event loop and waited for, carrying the caller's context so the
+active parent turn travels with it. Called on the loop's own thread it would
+deadlock, so it raises instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from lifecycle._contract import (
+    SubagentCancelResult,
+    SubagentHandle,
+    SubagentLaunchRequest,
+    SubagentLifecycleError,
+    SubagentReconnectResult,
+    SubagentResult,
+    SubagentStatus,
+    SubagentTerminalState,
+)
+from lifecycle._service import AsyncSubagentLifecycle
+
+T = TypeVar("T")
+
+ON_LOOP_THREAD = (
+    "The synchronous subagent lifecycle API was called on the event-loop thread, where it would deadlock; "
+    "use the asyncio twin (ctx.subagent_lifecycle.aio) from async code."
+)
+
+
+class SubagentLifecycle:
+    """Blocking twin of `AsyncSubagentLifecycle`, safe from worker threads."""
+
+    def __init__(self, service: AsyncSubagentLifecycle) -> None:
+        self._service = service
+
+    @property
+    def aio(self) -> AsyncSubagentLifecycle:
+        """The asyncio twin: the same operations as awaitables."""
+        return self._service
+
+    def launch(self, request: SubagentLaunchRequest) -> SubagentHandle:
+        return self._call(self._service.launch(request))
+
+    def status(self, handle: Any) -> SubagentStatus:
+        return self._call(self._service.status(handle))
+
+    def wait(self, handle: Any, timeout_seconds: float | None = None) -> SubagentTerminalState:
+        return self._call(self._service.wait(handle, timeout_seconds))
+
+    def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
+        return self._call(self._service.cancel(handle, reason))
+
+    def result(self, handle: Any) -> SubagentResult:
+        return self._call(self._service.result(handle))
+
+    def reconnect(self, handle: Any) -> SubagentReconnectResult:
+        return self._call(self._service.reconnect(handle))
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self._service.loop
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise SubagentLifecycleError(ON_LOOP_THREAD, code="ON_LOOP_THREAD")
+        if loop is None or loop.is_closed():
+            coro.close()
+            raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
+        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def start() -> None:
+            # Runs inside the caller's copied context: the task inherits its active turn.
+            task = asyncio.ensure_future(coro)
+            task.add_done_callback(lambda t: _settle(t, outcome))
+
+        loop.call_soon_threadsafe(start, context=contextvars.copy_context())
+        return outcome.result()
+
+
+def _settle(task: asyncio.Task, outcome: concurrent.futures.Future) -> None:
+    if task.cancelled():
+        outcome.cancel()
+    elif task.exception() is not None:
+        outcome.set_exception(task.exception())
+    else:
+        outcome.set_result(task.result())

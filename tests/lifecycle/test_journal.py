@@ -1,0 +1,390 @@
+"""The journal conformance suite (every backend) and SQLite-specific durability tests.
+
+A new backend joins the suite by adding a branch to `Backend.make` and its name
+to the ``backend`` fixture's params.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import signal
+import sqlite3
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lifecycle._capability import KeyRing, sign, verify
+from lifecycle._contract import CONTRACT_VERSION, SubagentHandle
+from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal, SqliteJournal
+
+
+def record(subagent_id: str, state: str = "RUNNING", **changes: Any) -> JournalRecord:
+    base = JournalRecord(
+        subagent_id=subagent_id,
+        parent_session_id="session-1",
+        correlation_id=None,
+        handle={"contract_version": 1, "subagent_id": subagent_id, "created_at": 0.1 + 0.2},
+        state=state,
+        created_at=1_700_000_000.123456,
+        updated_at=1_700_000_001.5,
+        goal="Check the build",
+    )
+    if state in ("SUCCEEDED", "FAILED", "INTERRUPTED", "CANCELLED"):
+        base = dataclasses.replace(base, completed_at=50.0, result={"state": state, "summary": "ok", "n": [1, 2.5]})
+    return dataclasses.replace(base, **changes)
+
+
+class Backend:
+    def __init__(self, kind: str, directory: Path):
+        self.kind = kind
+        self.path = directory / "journal.db"
+        self.persistent = kind == "sqlite"
+        self.open_journals: list[Journal] = []
+
+    async def open(self, **options: Any) -> Journal:
+        journal: Journal = MemoryJournal() if self.kind == "memory" else SqliteJournal(self.path, **options)
+        await journal.open()
+        self.open_journals.append(journal)
+        return journal
+
+    async def reopen(self, journal: Journal) -> Journal:
+        """Close ``journal`` and open a fresh instance on the same storage (persistent backends only)."""
+        if not self.persistent:
+            pytest.skip(f"{self.kind} keeps nothing across instances")
+        await journal.close()
+        return await self.open()
+
+    async def close_all(self) -> None:
+        for journal in self.open_journals:
+            await journal.close()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = Backend(request.param, tmp_path)
+    yield b
+    await b.close_all()
+
+
+@pytest.fixture
+async def journal(backend: Backend) -> Journal:
+    return await backend.open()
+
+
+# --- conformance -------------------------------------------------------------------------
+
+
+async def test_implements_the_protocol(journal: Journal) -> None:
+    assert isinstance(journal, Journal)
+
+
+async def test_reads_see_puts_before_any_sync(journal: Journal) -> None:
+    rec = record("sa-1", correlation_id="c-1")
+    journal.put(rec)
+    assert await journal.get("sa-1") == rec
+    assert await journal.find_correlation("session-1", "c-1") == "sa-1"
+    assert await journal.get("missing") is None
+    await journal.sync()
+    assert await journal.get("sa-1") == rec
+
+
+async def test_last_put_wins(backend: Backend, journal: Journal) -> None:
+    journal.put(record("sa-1", "PENDING"))
+    journal.put(record("sa-1", "RUNNING", started_at=2.0))
+    journal.put(record("sa-1", "SUCCEEDED", started_at=2.0))
+    assert (await journal.get("sa-1")) == record("sa-1", "SUCCEEDED", started_at=2.0)
+    await journal.sync()
+    journal = await backend.reopen(journal)
+    assert (await journal.get("sa-1")) == record("sa-1", "SUCCEEDED", started_at=2.0)
+
+
+async def test_synced_records_survive_reopening_exactly(backend: Backend, journal: Journal) -> None:
+    odd = record(
+        "sa-\u00e9",
+        "FAILED",
+        parent_session_id=None,
+        correlation_id="c-\ud800",  # a lone surrogate, as a model may emit
+        goal="goal with \ud83d\ude00 and \udfff",
+        result={"nested": {"x": [None, True, 1e-300]}, "text": "\u2603"},
+    )
+    records = [record("sa-1"), record("sa-2", "SUCCEEDED"), odd]
+    for rec in records:
+        journal.put(rec)
+    await journal.sync()
+    journal = await backend.reopen(journal)
+    for rec in records:
+        assert await journal.get(rec.subagent_id) == rec
+    assert await journal.find_correlation(None, "c-\ud800") == "sa-\u00e9"
+
+
+async def test_correlation_ids_are_scoped_per_parent(journal: Journal) -> None:
+    journal.put(record("sa-1", correlation_id="job"))
+    journal.put(record("sa-2", correlation_id="job", parent_session_id="session-2"))
+    journal.put(record("sa-3", correlation_id="job", parent_session_id=None))
+    await journal.sync()
+    assert await journal.find_correlation("session-1", "job") == "sa-1"
+    assert await journal.find_correlation("session-2", "job") == "sa-2"
+    assert await journal.find_correlation(None, "job") == "sa-3"
+    assert await journal.find_correlation("session-3", "job") is None
+    assert await journal.find_correlation("session-1", "other") is None
+
+
+@pytest.mark.parametrize("parent", ["session-1", None])
+async def test_a_held_correlation_id_refuses_another_child(journal: Journal, parent: str | None) -> None:
+    journal.put(record("sa-1", correlation_id="job", parent_session_id=parent))
+    await journal.sync()
+    journal.put(record("sa-1", "SUCCEEDED", correlation_id="job", parent_session_id=parent))  # same child: fine
+    journal.put(record("sa-2", correlation_id="job", parent_session_id=parent))
+    journal.put(record("sa-3"))
+    with pytest.raises(JournalError) as info:
+        await journal.sync()
+    assert info.value.code == "JOURNAL_CONFLICT" and info.value.subagent_ids == ("sa-2",)
+    assert await journal.get("sa-2") is None
+    assert (await journal.get("sa-1")).state == "SUCCEEDED"  # type: ignore[union-attr]
+    assert await journal.get("sa-3") is not None
+    assert await journal.find_correlation(parent, "job") == "sa-1"
+    await journal.sync()  # reported once
+
+
+async def test_a_clash_inside_one_batch_keeps_the_first(journal: Journal) -> None:
+    journal.put(record("sa-1", correlation_id="job"))
+    journal.put(record("sa-2", correlation_id="job"))
+    with pytest.raises(JournalError):
+        await journal.sync()
+    assert await journal.find_correlation("session-1", "job") == "sa-1"
+    assert await journal.get("sa-2") is None
+
+
+async def test_a_clash_among_many_refuses_only_the_offender(journal: Journal) -> None:
+    journal.put(record("holder", correlation_id="c-700"))
+    await journal.sync()
+    for i in range(1_000):
+        journal.put(record(f"sa-{i}", correlation_id=f"c-{i}"))
+    with pytest.raises(JournalError) as info:
+        await journal.sync()
+    assert info.value.subagent_ids == ("sa-700",)
+    assert await journal.get("sa-699") is not None and await journal.get("sa-700") is None
+    assert await journal.find_correlation("session-1", "c-700") == "holder"
+
+
+async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, journal: Journal) -> None:
+    for sid, state in [("p", "PENDING"), ("r", "RUNNING"), ("c", "CANCEL_REQUESTED"), ("s", "SUCCEEDED")]:
+        journal.put(record(sid, state))
+    await journal.sync()
+    journal.put(record("late", "STARTING"))  # not yet flushed: still covered
+    seen: list[str] = []
+
+    def make_result(old: JournalRecord) -> dict[str, Any]:
+        seen.append(old.state)
+        return {"state": "INTERRUPTED", "was": old.state}
+
+    ids = await journal.interrupt_unfinished(99.5, make_result)
+    assert sorted(ids) == ["c", "late", "p", "r"]
+    assert sorted(seen) == ["CANCEL_REQUESTED", "PENDING", "RUNNING", "STARTING"]
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    for sid in ids:
+        rec = await journal.get(sid)
+        assert rec is not None and rec.state == "INTERRUPTED" and rec.terminal
+        assert rec.completed_at == rec.updated_at == 99.5 and rec.result == {"state": "INTERRUPTED", "was": rec.result["was"]}
+    assert await journal.get("s") == record("s", "SUCCEEDED")
+    assert await journal.interrupt_unfinished(100.0, make_result) == []
+
+
+async def test_sweep_deletes_old_terminal_records_and_frees_their_correlation_ids(journal: Journal) -> None:
+    journal.put(record("old", "SUCCEEDED", completed_at=10.0, correlation_id="job"))
+    journal.put(record("older", "CANCELLED", completed_at=5.0))
+    journal.put(record("recent", "FAILED", completed_at=30.0))
+    journal.put(record("live", "RUNNING", completed_at=1.0))  # odd, but not terminal: never swept
+    journal.put(record("pending-and-old", "INTERRUPTED", completed_at=1.0))
+    assert await journal.sweep(completed_before=20.0) == 3
+    for sid in ["old", "older", "pending-and-old"]:
+        assert await journal.get(sid) is None
+    assert await journal.get("recent") is not None and await journal.get("live") is not None
+    assert await journal.find_correlation("session-1", "job") is None
+    journal.put(record("new", correlation_id="job"))
+    await journal.sync()
+    assert await journal.find_correlation("session-1", "job") == "new"
+    assert await journal.sweep(completed_before=20.0) == 0
+
+
+async def test_keys_are_saved_and_loaded(backend: Backend, journal: Journal) -> None:
+    ring = KeyRing()
+    first = ring.active_kid
+    handle_fields = dict(subagent_id="sa-1", parent_session_id="s", correlation_id=None, created_at=1.5,
+                         role="leaf", depth=1, provider=None, model=None)  # fmt: skip
+    old = SubagentHandle(CONTRACT_VERSION, capability=sign(ring, **handle_fields), **handle_fields)
+    ring.rotate()
+    ring.retire(first)
+    for row in ring.export():
+        await journal.save_key(*row)
+    current = SubagentHandle(CONTRACT_VERSION, capability=sign(ring, **handle_fields), **handle_fields)
+    journal.put(record("sa-1", handle=current.to_dict()))
+    await journal.sync()
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    rows = await journal.load_keys()
+    assert [tuple(r) for r in rows] == [tuple(r) for r in ring.export()]
+    loaded = KeyRing(rows)
+    assert loaded.active_kid == ring.active_kid and not verify(loaded, old)
+    stored = await journal.get("sa-1")
+    assert stored is not None and verify(loaded, SubagentHandle.from_dict(stored.handle))
+
+
+async def test_ten_thousand_puts(backend: Backend, journal: Journal) -> None:
+    for i in range(10_000):
+        journal.put(record(f"sa-{i}", correlation_id=f"c-{i}"))
+    await journal.sync()
+    if isinstance(journal, SqliteJournal):
+        assert journal.commits <= 3, journal.commits  # group commit: a handful of transactions, not 10 000
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    for i in (0, 4_999, 9_999):
+        assert await journal.get(f"sa-{i}") == record(f"sa-{i}", correlation_id=f"c-{i}")
+    assert await journal.find_correlation("session-1", "c-1234") == "sa-1234"
+
+
+async def test_sync_with_nothing_put_returns_at_once(journal: Journal) -> None:
+    await asyncio.wait_for(journal.sync(), 1.0)
+
+
+# --- SQLite specifics ----------------------------------------------------------------------
+
+
+def inspect(path: Path, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        path = tmp_path / "j.db"
+        assert await asyncio.to_thread(inspect, path, "PRAGMA journal_mode") == [("wal",)]
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(1,)]
+        plan = await asyncio.to_thread(
+            inspect,
+            path,
+            "EXPLAIN QUERY PLAN SELECT subagent_id FROM lifecycle_records"
+            " WHERE IFNULL(parent_session_id, 0) = IFNULL('s', 0) AND correlation_id = 'c'",
+        )
+        assert "lifecycle_records_correlation" in str(plan)
+    finally:
+        await journal.close()
+
+
+async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    await asyncio.to_thread(inspect, path, "PRAGMA user_version = 99")
+    with pytest.raises(JournalError, match="newer"):
+        await SqliteJournal(path).open()
+
+
+async def test_sqlite_closed_journal_refuses_puts_and_close_is_idempotent(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db")
+    with pytest.raises(JournalError):
+        journal.put(record("early"))
+    await journal.open()
+    await journal.close()
+    await journal.close()
+    with pytest.raises(JournalError) as info:
+        journal.put(record("late"))
+    assert info.value.code == "JOURNAL_CLOSED"
+
+
+async def test_sqlite_a_failed_flush_keeps_records_and_sync_raises(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "j.db"
+    journal = SqliteJournal(path, busy_timeout=0.05)
+    await journal.open()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # holds the write lock: the journal's flush must fail
+        journal.put(record("sa-1"))
+        with pytest.raises(JournalError) as info:
+            await journal.sync()
+        assert info.value.code == "JOURNAL_WRITE_FAILED" and isinstance(info.value.__cause__, sqlite3.OperationalError)
+        assert "will retry" in caplog.text
+        journal.put(record("sa-2"))
+        assert await journal.get("sa-1") == record("sa-1")  # kept, still readable
+        blocker.execute("ROLLBACK")
+        await journal.sync()  # the retry succeeds
+    finally:
+        blocker.close()
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        assert await journal.get("sa-1") == record("sa-1") and await journal.get("sa-2") == record("sa-2")
+    finally:
+        await journal.close()
+
+
+async def test_sqlite_unserialisable_records_are_refused_loudly_and_alone(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("bad", result={"x": object()}))
+        journal.put(record("good"))
+        with pytest.raises(JournalError) as info:
+            await journal.sync()
+        assert info.value.code == "JOURNAL_REJECTED" and info.value.subagent_ids == ("bad",)
+        assert await journal.get("good") == record("good") and await journal.get("bad") is None
+    finally:
+        await journal.close()
+
+
+async def test_sqlite_sync_does_not_hang_when_the_writer_is_gone(tmp_path: Path) -> None:
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    journal._writer.cancel()  # as a loop shutdown would
+    await asyncio.sleep(0)
+    journal.put(record("sa-1"))
+    with pytest.raises(JournalError):
+        await asyncio.wait_for(journal.sync(), 5)
+    with pytest.raises(JournalError):
+        await journal.close()  # still releases the connection
+
+
+CRASHING_WRITER = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from lifecycle._journal import JournalRecord, SqliteJournal
+
+    async def main(path):
+        journal = SqliteJournal(path)
+        await journal.open()
+        for i in range(2000):
+            journal.put(JournalRecord(f"sa-{i}", "p", f"c-{i}", {"i": i}, "RUNNING", 1.0, 2.5, goal="g"))
+        await journal.sync()
+        for i in range(2000, 4000):  # not synced: may or may not survive, must not corrupt
+            journal.put(JournalRecord(f"sa-{i}", "p", None, {"i": i}, "RUNNING", 1.0, 2.5))
+        await asyncio.sleep(0)
+        print("synced", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    asyncio.run(main(sys.argv[1]))
+    """
+)
+
+
+async def test_sqlite_synced_records_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CRASHING_WRITER, str(path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert out == b"synced\n" and proc.returncode == -signal.SIGKILL
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        for i in range(2000):
+            assert await journal.get(f"sa-{i}") == JournalRecord(f"sa-{i}", "p", f"c-{i}", {"i": i}, "RUNNING", 1.0, 2.5, goal="g")
+        assert await journal.find_correlation("p", "c-1999") == "sa-1999"
+    finally:
+        await journal.close()
+    assert await asyncio.to_thread(inspect, path, "PRAGMA integrity_check") == [("ok",)]

@@ -1,0 +1,264 @@
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from agent import AgentSession
+
+from lifecycle import (
+    NOT_READY,
+    RECONNECT_UNAVAILABLE,
+    UNKNOWN_HANDLE,
+    SubagentHandle,
+    SubagentLaunchRequest,
+    SubagentLifecycleError,
+    SubagentState,
+)
+from lifecycle._contract import compute_result_hash
+from lifecycle.settings import DelegationSettings
+
+S = SubagentState
+
+
+def req(goal="Review this change.", **kw):
+    return SubagentLaunchRequest(goal=goal, **kw)
+
+
+async def launch_and_wait(env, goal="Review this change.", **kw):
+    with env.turn():
+        handle = await env.service.launch(req(goal, **kw))
+        done = await env.service.wait(handle, timeout_seconds=5)
+        return handle, done, await env.service.result(handle)
+
+
+async def until(predicate, timeout=5.0):
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+
+async def test_launch_outside_a_turn_fails_closed(env):
+    with pytest.raises(SubagentLifecycleError, match="^No active parent session is available.$"):
+        await env.service.launch(req())
+
+
+async def test_launch_wait_result_round_trip(env):
+    handle, done, result = await launch_and_wait(env, correlation_id="review-42")
+    assert (done.state, done.completed, done.timed_out) == (S.SUCCEEDED, True, False)
+    assert result.ready and result.summary == "done: Review this change."
+    assert result.exit_reason == "completed" and result.error_classification is None
+    assert result.usage.api_calls == 1 and result.usage.prompt_tokens == 10
+    assert result.result_hash == compute_result_hash(dataclasses.replace(result, result_hash=None))
+    assert (handle.role, handle.depth, handle.parent_session_id) == ("leaf", 1, "parent-1")
+    with env.turn():
+        again = SubagentHandle.from_dict(json.loads(json.dumps(handle.to_dict())))
+        assert await env.service.result(again) == result
+        assert (await env.service.status(handle.to_dict())).state is S.SUCCEEDED
+
+
+async def test_wait_times_out_without_stopping_the_child(env):
+    with env.turn():
+        handle = await env.service.launch(req("[hang]"))
+        done = await env.service.wait(handle, timeout_seconds=0.05)
+        assert (done.completed, done.timed_out, done.state) == (False, True, S.RUNNING)
+        result = await env.service.result(handle)
+        assert (result.ready, result.error_classification) == (False, NOT_READY)
+
+
+async def test_forged_foreign_and_malformed_handles_are_unknown(env, make_env):
+    handle, _, _ = await launch_and_wait(env)
+    forged = dataclasses.replace(handle, capability="forged")
+    tampered = dataclasses.replace(handle, depth=2)
+    other_version = dataclasses.replace(handle, contract_version=2)
+    with env.turn():
+        for bad in (forged, tampered, other_version, {"subagent_id": handle.subagent_id}, "garbage", None):
+            assert (await env.service.status(bad)).state is S.UNKNOWN
+            assert (await env.service.status(bad)).diagnostic == UNKNOWN_HANDLE
+            assert (await env.service.result(bad)).error_classification == UNKNOWN_HANDLE
+            assert (await env.service.cancel(bad)).unknown_handle
+            assert (await env.service.wait(bad)).state is S.UNKNOWN
+            assert (await env.service.reconnect(bad)).diagnostic == RECONNECT_UNAVAILABLE
+    other = AgentSession(model=env.parent.model, session_id="someone-else")
+    with env.turn(other):
+        assert (await env.service.status(handle)).state is S.UNKNOWN
+    # Outside any turn there is no parent to match.
+    assert (await env.service.status(handle)).state is S.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("request_kw", "message"),
+    [
+        ({"goal": "  "}, "goal must be a non-empty string of at most 16000 characters."),
+        ({"goal": "x" * 16_001}, "goal must be a non-empty string of at most 16000 characters."),
+        ({"context": "x" * 32_001}, "context must be a string of at most 32000 characters."),
+        ({"role": "boss"}, "role must be 'leaf' or 'orchestrator'."),
+        ({"timeout_seconds": 5}, "Per-launch timeout is not supported"),
+        ({"working_directory": "/tmp"}, "working_directory is not supported"),
+        ({"blocked_tools": ("execute_code",)}, "Per-tool blocking is not supported"),
+        ({"metadata": {"x": object()}}, "metadata must be JSON-serializable."),
+        ({"metadata": {"x": "y" * 9000}}, "metadata exceeds 8192 bytes."),
+        ({"allowed_toolsets": ("nope", "also")}, "Unknown toolsets: also, nope."),
+        ({"model": "gpt-x"}, "Per-launch model override is not supported"),
+        ({"parent_session_id": "other"}, "parent_session_id does not match the active session."),
+    ],
+)
+async def test_bad_requests_fail_closed(env, request_kw, message):
+    kw = {"goal": "ok", **request_kw}
+    with env.turn(), pytest.raises(SubagentLifecycleError) as err:
+        await env.service.launch(SubagentLaunchRequest(**kw))
+    assert str(err.value).startswith(message)
+    assert env.service.children_of("parent-1") == []
+
+
+async def test_duplicate_correlation_ids_are_rejected_per_parent(env):
+    await launch_and_wait(env, correlation_id="c1")
+    with env.turn(), pytest.raises(SubagentLifecycleError, match="Duplicate correlation_id"):
+        await env.service.launch(req(correlation_id="c1"))
+
+
+async def test_toolsets_only_narrow_and_unsafe_tools_never_reach_children(make_env):
+    env = await make_env(enabled={"file", "execute_code", "memory", "clarify", "messaging", "delegation"})
+    with env.turn(), pytest.raises(SubagentLifecycleError, match="^Requested toolsets would broaden parent permissions.$"):
+        await env.service.launch(req(allowed_toolsets=("web",)))
+    await launch_and_wait(env, "plain leaf")
+    await launch_and_wait(env, "narrowed", allowed_toolsets=("file",))
+    tools = {r.metadata["goal"]: sorted(t["function"]["name"] for t in r.tools) for r in env.child_model.requests}
+    assert tools["plain leaf"] == ["execute_code", "list_files", "read_file"]
+    assert tools["narrowed"] == ["list_files", "read_file"]
+
+
+async def test_orchestrators_keep_delegate_task_only_below_the_depth_limit(make_env):
+    env = await make_env(delegation=DelegationSettings(max_spawn_depth=2))
+    handle, _, _ = await launch_and_wait(env, "orchestrate", role="orchestrator")
+    assert (handle.role, handle.depth) == ("orchestrator", 1)
+    names = [t["function"]["name"] for t in env.child_model.requests[-1].tools]
+    assert "delegate_task" in names and "clarify" not in names and "execute_code" in names
+    shallow = await make_env(db="other.db")  # default max_spawn_depth=1
+    handle, _, _ = await launch_and_wait(shallow, "orchestrate", role="orchestrator")
+    assert (handle.role, handle.depth) == ("leaf", 1)
+    assert "delegate_task" not in [t["function"]["name"] for t in shallow.child_model.requests[-1].tools]
+
+
+async def test_pending_and_starting_are_really_used(make_env):
+    env = await make_env(max_running=1)
+    seen = []
+
+    async def on_start(**event):
+        with env.turn():
+            seen.append((await env.service.status(handles[-1])).state)
+
+    env.hooks.register("subagent_start", on_start)
+    handles = []
+    with env.turn():
+        handles.append(await env.service.launch(req("[hang] first")))
+        await until(lambda: seen)
+        handles.append(await env.service.launch(req("second")))
+        assert (await env.service.status(handles[1])).state is S.PENDING
+        await env.service.cancel(handles[0])
+        assert (await env.service.wait(handles[1], timeout_seconds=5)).state is S.SUCCEEDED
+    assert seen == [S.STARTING, S.STARTING]
+
+
+async def test_cancel_while_running_is_cooperative_and_keeps_partial_output(env):
+    with env.turn():
+        handle = await env.service.launch(req("[hang]"))
+        await until(lambda: env.child_model.requests and len(env.child_model.requests) >= 2)
+        cancelled = await env.service.cancel(handle, reason="user changed their mind")
+        assert (cancelled.accepted, cancelled.state) == (True, S.CANCEL_REQUESTED)
+        assert (await env.service.wait(handle, timeout_seconds=5)).state is S.CANCELLED
+        result = await env.service.result(handle)
+    assert result.state is S.CANCELLED and result.summary == "partial thoughts"
+    assert result.exit_reason == "interrupted" and result.error_classification == "INTERRUPTED"
+    assert "user changed their mind" in result.error_message
+
+
+async def test_cancel_before_start_never_builds_the_child(make_env):
+    env = await make_env(max_running=1)
+    starts = []
+    env.hooks.register("subagent_start", lambda **e: starts.append(e["child_goal"]))
+    with env.turn():
+        blocker = await env.service.launch(req("[hang] blocker"))
+        queued = await env.service.launch(req("queued"))
+        result = await env.service.cancel(queued)
+        assert result.state is S.CANCEL_REQUESTED
+        assert (await env.service.wait(queued, timeout_seconds=5)).state is S.CANCELLED
+        await env.service.cancel(blocker)
+        await env.service.wait(blocker, timeout_seconds=5)
+    assert starts == ["[hang] blocker"]
+
+
+async def test_cancelling_a_finished_child_changes_nothing(env):
+    handle, _, result = await launch_and_wait(env)
+    with env.turn():
+        cancelled = await env.service.cancel(handle)
+        assert (cancelled.accepted, cancelled.already_terminal, cancelled.state) == (False, True, S.SUCCEEDED)
+        assert await env.service.result(handle) == result
+
+
+async def test_failures_are_classified(env):
+    _, done, result = await launch_and_wait(env, "[fail]")
+    assert done.state is S.FAILED
+    assert (result.error_classification, result.exit_reason) == ("FAILED", "error")
+    assert "model exploded" in result.error_message
+
+
+async def test_long_summaries_are_bounded_and_flagged(env):
+    _, _, result = await launch_and_wait(env, "[long]")
+    assert len(result.summary) == 32_000
+    assert result.summary_truncated and result.summary_original_length == 40_000
+
+
+async def test_hooks_run_in_order_once_per_child_and_a_failing_hook_is_survived(env, caplog):
+    calls = []
+    env.hooks.register("subagent_start", lambda **e: calls.append(("start", e["child_goal"])))
+    env.hooks.register("subagent_stop", lambda **e: calls.append(("stop-1", e["child_status"])))
+
+    def broken(**e):
+        raise RuntimeError("hook broke")
+
+    env.hooks.register("subagent_stop", broken)
+    env.hooks.register("subagent_stop", lambda **e: calls.append(("stop-3", e["child_status"])))
+    await launch_and_wait(env, "work")
+    assert calls == [("start", "work"), ("stop-1", "completed"), ("stop-3", "completed")]
+    assert "hook broke" in caplog.text
+
+
+async def test_child_cost_rolls_up_into_the_parent(env):
+    _, _, result = await launch_and_wait(env, "[cost] a")
+    await launch_and_wait(env, "[cost] b")
+    assert result.usage.cost_usd == 0.25
+    assert env.parent.total_cost_usd == pytest.approx(0.5)
+    assert env.parent.total_api_calls == 2
+
+
+async def test_memory_provider_is_told_once_per_child(make_env):
+    env = await make_env()
+    told = []
+
+    class Memory:
+        async def on_delegation(self, **event):
+            told.append(event)
+
+    env.service.host = dataclasses.replace(env.service.host, memory=Memory())
+    await launch_and_wait(env, "remember me")
+    assert [(t["goal"], t["summary"]) for t in told] == [("remember me", "done: remember me")]
+
+
+async def test_retention_sweep_forgets_old_records_and_frees_correlation_ids(make_env):
+    env = await make_env(retention=60)
+    handle, _, _ = await launch_and_wait(env, correlation_id="c1")
+    env.clock.advance(61)
+    assert await env.service.sweep() == 1
+    with env.turn():
+        assert (await env.service.reconnect(handle)).diagnostic == RECONNECT_UNAVAILABLE
+        await env.service.launch(req(correlation_id="c1"))  # freed
+
+
+async def test_the_sweep_runs_in_the_background(make_env):
+    env = await make_env(retention=0, sweep=0.01)
+    handle, _, _ = await launch_and_wait(env)
+    env.clock.advance(1)
+    with env.turn():
+        await until(lambda: handle.subagent_id not in env.service._records)
+        assert (await env.service.reconnect(handle)).connected is False
