@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Literal, TextIO
 
+from agent import active_turn
+
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _ids: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("switchboard_log_ids", default=_EMPTY)
 
@@ -93,8 +95,21 @@ class ContextFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "ids"):
-            record.ids = dict(_ids.get())
+            record.ids = {**_turn_ids(), **_ids.get()}
         return True
+
+
+def _turn_ids() -> dict[str, str]:
+    """Ids of the agent turn running in this context, so agent and lifecycle code
+    (which know nothing of logging set-up) log with them too."""
+    turn = active_turn()
+    if turn is None:
+        return {}
+    session = turn.session
+    parent = session.metadata.get("parent_session_id")
+    if parent:  # a child: its session id is its subagent id
+        return {"session_id": str(parent), "subagent_id": session.session_id, "turn_id": turn.turn_id}
+    return {"session_id": session.session_id, "turn_id": turn.turn_id}
 
 
 class RedactionFilter(logging.Filter):

@@ -131,3 +131,22 @@ def test_ordinary_text_is_left_alone():
 def test_short_secrets_are_not_registered():
     register_secret("abc")
     assert redact("abc abcd") == "abc abcd"
+
+
+async def test_lines_logged_inside_an_agent_turn_carry_its_ids(capture):
+    from agent import AgentSession, ToolRegistry
+    from agent.models.scripted import ScriptedModel
+
+    stream = capture("json")
+    reg = ToolRegistry()
+    reg.add("noisy", "logs", {"type": "object"},
+            lambda a, c: logging.getLogger("plugin.noisy").info("tool ran") or "ok", toolset="t")
+    parent = AgentSession(model=ScriptedModel({"*": [[{"tool_calls": [{"name": "noisy"}]}, {"text": "ok"}]]}),
+                          tools=reg.resolve(), session_id="parent-1")
+    child = AgentSession(model=parent.model, tools=reg.resolve(), session_id="sa-1", role="leaf",
+                         metadata={"parent_session_id": "parent-1"})
+    first = await parent.run_turn("go")
+    await child.run_turn("go")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if "tool ran" in line]
+    assert lines[0]["session_id"] == "parent-1" and lines[0]["turn_id"] == first.turn_id
+    assert lines[1]["session_id"] == "parent-1" and lines[1]["subagent_id"] == "sa-1"

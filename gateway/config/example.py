@@ -1,0 +1,66 @@
+"""The documented example configuration, generated from the settings dataclasses so
+it cannot drift from the code: `deploy/switchboard.example.yaml` is its output
+(a test compares them; regenerate with ``python -m gateway.config.example``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import yaml
+
+from gateway.config.sections import Config
+
+HEADER = """\
+# Switchboard configuration: every key with its default.
+# Copy to ./switchboard.yaml (or point --config / $SWITCHBOARD_CONFIG at it) and
+# keep only what you change. ${VAR} and ${VAR:-default} read the environment,
+# so tokens stay out of this file. See docs/configuration.md.
+"""
+EXAMPLES = {
+    "display.platforms": "telegram:\n  interim_assistant_messages: false\n  long_running_notifications: generic",
+    "platforms.webhook.routes": "alerts:\n  secret: ${ALERTS_WEBHOOK_SECRET}\n  deliver_url: https://example.com/hook",
+}
+_DYNAMIC = {"state_dir": "$SWITCHBOARD_STATE_DIR, else $XDG_STATE_HOME/switchboard, else ~/.local/state/switchboard"}
+
+
+def render_example() -> str:
+    lines = [HEADER]
+    _section(Config(), "", 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _section(obj: object, path: str, depth: int, lines: list[str]) -> None:
+    pad = "  " * depth
+    for f in dataclasses.fields(obj):
+        if f.metadata.get("internal"):
+            continue
+        key = f"{path}{f.name}"
+        value = getattr(obj, f.name)
+        doc = f.metadata.get("doc")
+        if doc:
+            lines.append(f"{pad}# {doc}")
+        if dataclasses.is_dataclass(value):
+            lines.append(f"{pad}{f.name}:")
+            _section(value, f"{key}.", depth + 1, lines)
+        elif key in EXAMPLES:
+            lines.append(f"{pad}{f.name}: {{}}")
+            lines.append(f"{pad}# for example:")
+            lines.extend(f"{pad}#   {line}" for line in EXAMPLES[key].splitlines())
+        elif key in _DYNAMIC:
+            lines.append(f"{pad}# default: {_DYNAMIC[key]}")
+            lines.append(f"{pad}# {f.name}: /var/lib/switchboard")
+        else:
+            lines.append(f"{pad}{f.name}: {_scalar(value)}")
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("deploy/switchboard.example.yaml")
+    target.write_text(render_example(), encoding="utf-8")

@@ -1,0 +1,79 @@
+"""What one Switchboard process shares: the model, tools, hooks, plugins and the
+lifecycle service, built from a `Config`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent import SYSTEM_CLOCK, AgentSession, Clock, HookRegistry, Model, PluginHost, ToolRegistry
+from agent.models.factory import build_model
+from agent.tools import register_builtin_tools
+from gateway.config import Config
+from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
+
+log = logging.getLogger("gateway.runtime")
+
+STATE_DB = "switchboard.db"
+BASE_PROMPT = (
+    "You are Switchboard's assistant. Answer directly and concisely. When a request splits into "
+    "independent pieces of work, hand them to subagents with delegate_task."
+)
+
+
+class Runtime:
+    """Built once per process; `start` before use and `close` on the way out."""
+
+    def __init__(self, config: Config, *, model: Model | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.model = model or build_model(config.model)
+        self.tools = ToolRegistry()
+        self.hooks = HookRegistry()
+        register_builtin_tools(
+            self.tools,
+            execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,
+            execute_code_output_limit=config.agent.execute_code_output_limit,
+        )
+        self.state_dir = Path(config.state_dir)
+        self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"
+        host = ChildHost(tools=self.tools, hooks=self.hooks, delegation=config.delegation, clock=clock)
+        self.lifecycle = AsyncSubagentLifecycle(
+            host, SqliteJournal(self.state_dir / STATE_DB), settings=config.lifecycle
+        )
+        self.plugins = PluginHost(self.tools, self.hooks)
+
+    async def start(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        await self.lifecycle.start()
+        self.plugins.load(self.config.plugins, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
+        log.info("state in %s, workspace %s, model %s", self.state_dir, self.workspace, self.config.model.provider)
+
+    async def close(self) -> None:
+        await self.lifecycle.close()
+        aclose = getattr(self.model, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def new_session(
+        self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None
+    ) -> AgentSession:
+        """A parent agent session with the configured tools, prompt and budget."""
+        agent = self.config.agent
+        prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
+        enabled = frozenset(agent.enabled_toolsets) if agent.enabled_toolsets is not None else None
+        return AgentSession(
+            model=self.model,
+            tools=self.tools.resolve(enabled, agent.disabled_tools),
+            system_prompt=prompt,
+            session_id=session_id,
+            max_iterations=agent.max_iterations,
+            workspace=self.workspace,
+            services={"memory_path": self.state_dir / "memory.json", **(services or {})},
+            enabled_toolsets=enabled,
+            clock=self.clock,
+            hooks=self.hooks,
+        )

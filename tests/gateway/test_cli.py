@@ -1,0 +1,63 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gateway.cli import main
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
+def test_ask_with_the_demo_model_prints_a_labelled_reply(capsys, tmp_path):
+    assert main(["ask", "hello", "there"]) == 0
+    assert capsys.readouterr().out.startswith("[demo]")
+    assert (tmp_path / "state" / "switchboard.db").exists()
+
+
+def test_ask_with_a_scripted_model_runs_tools(capsys, tmp_path):
+    (tmp_path / "state" / "workspace").mkdir(parents=True)
+    (tmp_path / "state" / "workspace" / "notes.txt").write_text("the answer is 42\n")
+    script = {"parent": [[{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                          {"text": "read it"}]]}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    (tmp_path / "switchboard.yaml").write_text(f"model:\n  provider: scripted\n  script: {tmp_path / 'script.json'}\n")
+    assert main(["ask", "read notes"]) == 0
+    assert capsys.readouterr().out == "read it\n"
+
+
+def test_a_failed_turn_exits_non_zero(capsys, tmp_path):
+    (tmp_path / "script.yaml").write_text("parent:\n  - - error: server_error\n      message: upstream down\n")
+    (tmp_path / "switchboard.yaml").write_text(f"model:\n  provider: scripted\n  script: {tmp_path / 'script.yaml'}\n")
+    assert main(["ask", "x"]) == 1
+    assert "the turn ended early (error): upstream down" in capsys.readouterr().err
+
+
+def test_config_errors_stop_the_command_with_the_key_path(capsys, tmp_path):
+    (tmp_path / "switchboard.yaml").write_text("delegation:\n  max_concurrent_children: ten\n")
+    assert main(["ask", "x"]) == 1
+    err = capsys.readouterr().err
+    assert 'delegation.max_concurrent_children: expected an integer ≥ 1, got "ten"' in err
+
+
+def test_config_check_masks_secrets_and_exits_by_validity(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-supersecretvalue123456")
+    (tmp_path / "good.yaml").write_text("model:\n  provider: openai\n  api_key: ${MY_KEY}\n")
+    assert main(["config", "check", str(tmp_path / "good.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "api_key: '***'" in out and "supersecret" not in out
+    (tmp_path / "bad.yaml").write_text("server:\n  port: 70000\n")
+    assert main(["--config", str(tmp_path / "bad.yaml"), "config", "check"]) == 1
+    assert "server.port" in capsys.readouterr().err
+
+
+def test_console_script_is_installed():
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "--help"], capture_output=True, text=True, check=True)
+    assert "ask" in out.stdout and "config" in out.stdout
