@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -73,8 +73,10 @@ class AgentSession:
     ) -> None:
         self.model = model
         self.tools: dict[str, Tool] = dict(tools or {})
+        """Fixed after construction: their schemas are built once, on the first model call."""
+        self._schemas: list[dict[str, Any]] | None = None
         self.role = role
-        self.session_id = session_id or uuid.uuid4().hex
+        self.session_id = session_id or os.urandom(16).hex()
         self.max_iterations = max_iterations
         self.workspace = workspace or Path.cwd()
         self.services = dict(services or {})
@@ -93,7 +95,8 @@ class AgentSession:
         self.total_api_calls = 0
         self._steer: deque[str] = deque()
         self._interrupt: _Interrupt | None = None
-        self._inflight: asyncio.Future | None = None
+        self._guarded_task: asyncio.Task | None = None
+        self._hard_cancel_sent = False
         self._running = False
 
     # -- control, from other tasks -------------------------------------------------
@@ -109,8 +112,9 @@ class AgentSession:
             return False
         if self._interrupt is None or (hard and not self._interrupt.hard):
             self._interrupt = _Interrupt(reason, hard)
-        if hard and self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
+        if hard and self._guarded_task is not None and not self._hard_cancel_sent:
+            self._hard_cancel_sent = True
+            self._guarded_task.cancel()
         return True
 
     def steer(self, text: str) -> None:
@@ -136,7 +140,7 @@ class AgentSession:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
-        turn = _TurnState(uuid.uuid4().hex[:16], self.clock.monotonic())
+        turn = _TurnState(os.urandom(8).hex(), self.clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
             self.messages.append({"role": "user", "content": user_message})
@@ -146,7 +150,6 @@ class AgentSession:
         finally:
             _ACTIVE_TURN.reset(token)
             self._running = False
-            self._inflight = None
             self.activity.current_tool = None
             self.activity.tool_started_at = None
             self.activity.touch(self.clock.monotonic(), "idle")
@@ -208,9 +211,11 @@ class AgentSession:
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.before_model_call is not None:
             await self.before_model_call(self)
+        if self._schemas is None:
+            self._schemas = [t.schema() for t in self.tools.values()]
         request = ModelRequest(
             messages=self.messages,
-            tools=[t.schema() for t in self.tools.values()],
+            tools=self._schemas,
             role=self.role,
             turn_index=self.turns_run,
             iteration=turn.api_calls,
@@ -274,22 +279,28 @@ class AgentSession:
         )
         return output
 
-    async def _guarded(self, coro: Awaitable[Any]) -> Any:
-        """Await ``coro`` as a task a hard interrupt can cancel, telling that apart
-        from cancellation of the turn itself."""
-        task = asyncio.ensure_future(coro)
-        self._inflight = task
+    async def _guarded(self, awaitable: Awaitable[Any]) -> Any:
+        """Await a model call or tool so that a hard interrupt can cancel just it.
+
+        The interrupt cancels this very task and the cancellation is taken back
+        here (``uncancel``), which costs no extra task per call; a cancellation
+        of the turn from outside still propagates.
+        """
+        task = asyncio.current_task()
+        self._guarded_task = task
         try:
-            return await task
+            return await awaitable
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if task.cancelled() and self._interrupt is not None and self._interrupt.hard and not (
-                current and current.cancelling()
-            ):
-                raise _HardInterrupted from None
+            if self._hard_cancel_sent:
+                self._hard_cancel_sent = False
+                if task.uncancel() == 0:
+                    raise _HardInterrupted from None
             raise
         finally:
-            self._inflight = None
+            self._guarded_task = None
+            if self._hard_cancel_sent:  # the awaited code swallowed our cancellation
+                self._hard_cancel_sent = False
+                task.uncancel()
 
     def _append_tool_result(self, call: ToolCall, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})

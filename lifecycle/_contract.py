@@ -125,7 +125,7 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("metadata must be a mapping.")
     try:
         # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
-        encoded = json.dumps(dict(req.metadata), sort_keys=True, allow_nan=False)
+        encoded = json.dumps(dict(req.metadata), sort_keys=True, allow_nan=False) if req.metadata else "{}"
     except (TypeError, ValueError, RecursionError):
         raise _invalid("metadata must be JSON-serializable.") from None
     if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
@@ -366,9 +366,16 @@ def compute_result_hash(result: SubagentResult) -> str:
     """SHA-256 hex of ``to_dict()`` minus ``result_hash`` as canonical JSON; equal content, equal hash."""
     body = result.to_dict()
     del body["result_hash"]
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _hash_body(body)
+
+
+# One reusable encoder: json.dumps(sort_keys=...) would build a new encoder for every call.
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _hash_body(body: dict[str, Any]) -> str:
     # surrogatepass: a lone surrogate in model output must hash, not crash.
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(_canonical(body).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _bound(text: object) -> tuple[str | None, bool, int | None]:
@@ -412,9 +419,15 @@ def make_terminal_result(
     error_message, error_truncated, error_length = _bound(error_message)
     if duration_seconds is None and started_at is not None and completed_at is not None:
         duration_seconds = max(0.0, completed_at - started_at)
-    result = SubagentResult(
-        handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
-        error_length, error_classification, exit_reason, usage if usage is not None else SubagentUsage(),
-        _float(started_at), _float(completed_at), _float(duration_seconds),
+    fields = (
+        summary, summary_truncated, summary_length, error_message, error_truncated, error_length,
+        error_classification, exit_reason,
     )  # fmt: skip
-    return dataclasses.replace(result, result_hash=compute_result_hash(result))
+    usage = usage if usage is not None else SubagentUsage()
+    times = (_float(started_at), _float(completed_at), _float(duration_seconds))
+    # Built once and hashed once: this runs for every child, so no replace() and no second to_dict().
+    body = dict(zip(_RESULT_PLAIN[:-1], (True, *fields, *times), strict=True))
+    body["handle"] = handle.to_dict()
+    body["state"] = state.value
+    body["usage"] = {name: getattr(usage, name) for name in _USAGE_KEYS}
+    return SubagentResult(handle, state, True, *fields, usage, *times, _hash_body(body))

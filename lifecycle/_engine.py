@@ -7,18 +7,21 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger("lifecycle.engine")
 
-Job = Callable[[], Awaitable[None]]
+Runner = Callable[[Any], Awaitable[None]]
 
 
 class Engine(Protocol):
-    def submit(self, job: Job) -> None:
-        """Run ``job`` when a slot is free. Never blocks; the job reports its own outcome."""
+    def bind(self, runner: Runner) -> None:
+        """Set the coroutine function that runs one job; called once, before `submit`."""
 
-    def withdraw(self, job: Job) -> bool:
+    def submit(self, job: Any) -> None:
+        """Run ``runner(job)`` when a slot is free. Never blocks; the job reports its own outcome."""
+
+    def withdraw(self, job: Any) -> bool:
         """Remove a job that has not started yet; False when it already started."""
 
     async def close(self) -> None:
@@ -33,7 +36,8 @@ class InProcessEngine:
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
         self.max_running = max_running
-        self._pending: deque[Job] = deque()
+        self._runner: Runner | None = None
+        self._pending: deque[Any] = deque()
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
 
@@ -45,7 +49,10 @@ class InProcessEngine:
     def pending(self) -> int:
         return len(self._pending)
 
-    def submit(self, job: Job) -> None:
+    def bind(self, runner: Runner) -> None:
+        self._runner = runner
+
+    def submit(self, job: Any) -> None:
         if self._closed:
             raise RuntimeError("the engine is closed")
         if len(self._tasks) < self.max_running:
@@ -53,15 +60,16 @@ class InProcessEngine:
         else:
             self._pending.append(job)
 
-    def withdraw(self, job: Job) -> bool:
+    def withdraw(self, job: Any) -> bool:
         try:
             self._pending.remove(job)
         except ValueError:
             return False
         return True
 
-    def _start(self, job: Job) -> None:
-        task = asyncio.ensure_future(job())
+    def _start(self, job: Any) -> None:
+        assert self._runner is not None, "bind() first"
+        task = asyncio.ensure_future(self._runner(job))
         self._tasks.add(task)
         task.add_done_callback(self._finished)
 

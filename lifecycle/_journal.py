@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -413,7 +413,10 @@ class SqliteJournal:
                 batch, self._pending = self._pending, {}
                 self._inflight, upto = batch, self._seq
                 try:
-                    refused = await self._loop.run_in_executor(self._executor, self._write, list(batch.values()))
+                    # Rows are encoded here, on the loop: the worker then runs sqlite with the GIL
+                    # released instead of fighting the loop for it row by row.
+                    rows, refused = _encode(batch.values())
+                    refused += await self._loop.run_in_executor(self._executor, self._write, rows)
                 except BaseException as exc:
                     batch.update(self._pending)  # puts made during the attempt are newer: they win
                     self._pending, self._inflight = batch, {}
@@ -492,16 +495,11 @@ class SqliteJournal:
         assert self._conn is not None
         return self._conn.execute(sql, params).rowcount
 
-    def _write(self, records: list[JournalRecord]) -> list[tuple[str, str]]:
+    def _write(self, rows: list[tuple]) -> list[tuple[str, str]]:
         """Commit one batch in one transaction; returns the refused records as (id, reason)."""
         conn = self._conn
         assert conn is not None
-        rows, refused = [], []
-        for record in records:
-            try:
-                rows.append(_to_row(record))
-            except Exception as exc:  # this record's own fault; retrying could never help
-                refused.append((str(record.subagent_id), f"unserialisable: {exc!r}"))
+        refused: list[tuple[str, str]] = []
         try:
             self._transaction(conn, lambda: _upsert(conn, rows))
         except sqlite3.IntegrityError:
@@ -527,6 +525,16 @@ class SqliteJournal:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+def _encode(records: Iterable[JournalRecord]) -> tuple[list[tuple], list[tuple[str, str]]]:
+    rows, refused = [], []
+    for record in records:
+        try:
+            rows.append(_to_row(record))
+        except Exception as exc:  # this record's own fault; retrying could never help
+            refused.append((str(record.subagent_id), f"unserialisable: {exc!r}"))
+    return rows, refused
 
 
 def _refusal(refused: list[tuple[str, str]]) -> JournalError:

@@ -10,19 +10,19 @@ from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
     from lifecycle._children import ChildOutcome, ChildRun
-    from lifecycle._engine import Job
 
 
 class Record:
     """Mutated only on the event loop. ``result`` is set once and never changes."""
 
     __slots__ = (
-        "handle", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "job", "cancel_reason", "closing", "completing", "_done",
+        "handle", "handle_dict", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
+        "result", "outcome", "run", "cancel_reason", "closing", "completing", "_done",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
         self.handle = handle
+        self.handle_dict = handle.to_dict()
         self.goal = goal
         self.created_at = created_at
         self.state = SubagentState.PENDING
@@ -33,7 +33,6 @@ class Record:
         self.outcome: ChildOutcome | None = None
         """The full outcome for delegate_task entries; memory only (results are what persists)."""
         self.run: ChildRun | None = None
-        self.job: Job | None = None
         self.cancel_reason: str | None = None
         self.closing = False
         self.completing = False
@@ -55,12 +54,14 @@ class Record:
             self._done.set_result(None)
 
     def journal_row(self, *, state: SubagentState | None = None, updated_at: float | None = None) -> JournalRecord:
+        """What the journal keeps. Only PENDING and terminal rows are written: after a
+        crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
         return JournalRecord(
             subagent_id=h.subagent_id,
             parent_session_id=h.parent_session_id,
             correlation_id=h.correlation_id,
-            handle=h.to_dict(),
+            handle=self.handle_dict,
             state=(state or self.state).value,
             created_at=self.created_at,
             updated_at=updated_at if updated_at is not None else self.updated_at,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,6 +66,7 @@ class AsyncSubagentLifecycle:
         self.journal = journal
         self.settings = settings
         self.engine = engine or InProcessEngine(settings.max_running)
+        self.engine.bind(self._run)
         self.clock = host.clock
         self.keyring: KeyRing | None = None
         self._records: dict[str, Record] = {}
@@ -102,7 +103,7 @@ class AsyncSubagentLifecycle:
         for record in list(self._records.values()):
             if not record.state.terminal:
                 record.closing = True
-                if self.engine.withdraw(record.job):
+                if self.engine.withdraw(record):
                     await self._complete(record, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
                 elif record.run is not None and record.run.session is not None:
                     record.run.session.interrupt(PROCESS_EXIT, hard=True)
@@ -149,7 +150,7 @@ class AsyncSubagentLifecycle:
             key in self._correlations or await self.journal.find_correlation(*key) is not None
         ):
             raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
-        subagent_id = f"sa-{uuid.uuid4().hex[:16]}"
+        subagent_id = f"sa-{os.urandom(8).hex()}"
         depth = parent.depth + 1
         role = effective_role(spec.role, depth, self.host.delegation.max_spawn_depth)
         model = self.host.child_model(parent) if self.host.child_model else parent.model
@@ -162,13 +163,12 @@ class AsyncSubagentLifecycle:
         handle = SubagentHandle(CONTRACT_VERSION, capability=sign(self.keyring, **identity), **identity)
         record = Record(handle, spec.goal, created)
         record.run = ChildRun(self.host, parent, spec, subagent_id, parent_turn_id, model=model)
-        record.job = lambda: self._run(record)
         self._records[subagent_id] = record
         if key is not None:
             self._correlations[key] = subagent_id
         self.journal.put(record.journal_row())
         await self.journal.sync()
-        self.engine.submit(record.job)
+        self.engine.submit(record)
         return record
 
     async def status(self, handle: Any) -> SubagentStatus:
@@ -239,8 +239,7 @@ class AsyncSubagentLifecycle:
             return
         record.set_state(S.CANCEL_REQUESTED, self.clock.time())
         record.cancel_reason = reason[:500]
-        self.journal.put(record.journal_row())
-        if self.engine.withdraw(record.job):
+        if self.engine.withdraw(record):
             await self._complete(record, _cancelled_before_start(record))
         elif record.run is not None and record.run.session is not None:
             record.run.session.interrupt(f"cancellation requested: {record.cancel_reason}", hard=True)
@@ -254,7 +253,6 @@ class AsyncSubagentLifecycle:
                 outcome = _cancelled_before_start(record)
             else:
                 record.set_state(S.STARTING, self.clock.time())
-                self.journal.put(record.journal_row())
                 run = record.run
                 await run.start()
                 if record.state is S.CANCEL_REQUESTED or record.closing:
@@ -262,7 +260,6 @@ class AsyncSubagentLifecycle:
                 else:
                     record.started_at = self.clock.time()
                     record.set_state(S.RUNNING, record.started_at)
-                    self.journal.put(record.journal_row())
                     outcome = await run.execute()
         except asyncio.CancelledError:
             outcome = ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT)
@@ -301,7 +298,6 @@ class AsyncSubagentLifecycle:
         )
         record.completed_at = now
         record.run = None
-        record.job = None
         self.journal.put(record.journal_row(state=state, updated_at=now))
         try:
             await self.journal.sync()
@@ -315,15 +311,20 @@ class AsyncSubagentLifecycle:
         """The record a verified handle of the active parent names, else None."""
         if self.keyring is None:
             return None
-        if isinstance(handle, Mapping):
+        turn = active_turn()
+        if turn is None:
+            return None
+        if isinstance(handle, SubagentHandle):
+            record = self._records.get(handle.subagent_id)
+            # The very object we issued needs no second HMAC.
+            if record is not None and record.handle is handle:
+                return record if turn.session.session_id == handle.parent_session_id else None
+        elif isinstance(handle, Mapping):
             try:
                 handle = SubagentHandle.from_dict(handle)
             except SubagentLifecycleError:
                 return None
-        if not verify(self.keyring, handle):
-            return None
-        turn = active_turn()
-        if turn is None or turn.session.session_id != handle.parent_session_id:
+        if not verify(self.keyring, handle) or turn.session.session_id != handle.parent_session_id:
             return None
         record = self._records.get(handle.subagent_id)
         if record is None:
