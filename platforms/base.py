@@ -1,0 +1,166 @@
+"""The adapter protocol: what every platform adapter gives the gateway and takes from it.
+
+Adapters translate at their edges only: a platform event becomes an `Inbound`, an
+`Outbound` becomes one platform message. Splitting to the text limit, retries,
+pacing, dedup and access control are the gateway's; an adapter reports what the
+platform said through the errors below, translated once, in one place.
+
+    DeliveryError                 a send/edit/typing call failed
+    ├── RateLimited               429: ``retry_after`` seconds
+    ├── MessageTooLong            the platform refused the length
+    ├── Forbidden                 blocked by the user, not in the channel, missing permissions
+    ├── NotFound                  unknown chat, or the message to edit is gone
+    ├── EditUnsupported           this platform or message cannot be edited
+    ├── NetworkError              connection dropped, 5xx: worth retrying
+    └── BadRequest                anything else the platform rejected: not worth retrying
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+OutboundKind = Literal["reply", "interim", "notice", "completion", "command"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One user message or command, as the gateway sees it."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    """A thread within the chat that is its own session (Slack/Discord threads); None otherwise."""
+    user_id: str
+    user_name: str | None
+    text: str
+    event_id: str
+    """The platform's id for this event, unique per platform: the durable inbox drops repeats."""
+    is_command: bool = False
+    """A slash command or interaction (``/stop``, ``/new``, ...); ``text`` holds it as ``/name args``."""
+    is_private: bool = True
+    """A direct message rather than a group or channel."""
+    reply_token: str | None = None
+    """Opaque, adapter-specific: how to answer this command (an interaction token, a response URL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """One message part, already split to the adapter's limit by the gateway."""
+
+    chat_id: str
+    thread_id: str | None
+    text: str
+    kind: OutboundKind = "reply"
+    silent: bool = False
+    """Deliver without a notification sound where the platform can (notices)."""
+    reply_token: str | None = None
+    """Set on answers to commands: the adapter may answer through the command's own channel."""
+    idempotency_key: str | None = None
+    """Stable across retries of the same part; adapters pass it on where the platform can dedupe (nonces)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    message_id: str
+    """The platform's id of the message, for later edits."""
+
+
+@dataclass(frozen=True, slots=True)
+class DisplayTier:
+    """An adapter's built-in display defaults (the third step of display resolution)."""
+
+    interim_assistant_messages: bool
+    long_running_notifications: bool | Literal["generic"]
+    messaging: bool
+    """A chat platform people message like a person (Telegram, Slack, Discord): ``gateway_mode: auto``
+    delegates inline there when interim messages are off."""
+
+
+class DeliveryError(Exception):
+    def __init__(self, message: str, *, method: str | None = None, chat_id: str | None = None):
+        super().__init__(message)
+        self.method = method
+        self.chat_id = chat_id
+
+
+class RateLimited(DeliveryError):
+    def __init__(self, message: str, *, retry_after: float, **kw: Any):
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class MessageTooLong(DeliveryError): ...
+
+
+class Forbidden(DeliveryError): ...
+
+
+class NotFound(DeliveryError): ...
+
+
+class EditUnsupported(DeliveryError): ...
+
+
+class NetworkError(DeliveryError): ...
+
+
+class BadRequest(DeliveryError): ...
+
+
+InboundSink = Callable[[Inbound], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A chat command the gateway serves, for platforms that register them (setMyCommands, slash commands)."""
+
+    name: str
+    description: str
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    name: str
+    """The platform name used in config (``telegram``, ``slack``, ``discord``, ``webhook``, ``local``, ``web``)."""
+    tier: DisplayTier
+    text_limit: int
+    """Largest message the platform accepts, in the adapter's own `measure` units."""
+    typing_interval: float
+    """Seconds after which a typing indicator lapses; the gateway refreshes it a little sooner."""
+
+    def measure(self, text: str) -> int:
+        """Length as the platform counts it (Telegram: UTF-16 code units)."""
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """Connect, register ``commands`` where the platform has them, and begin
+        delivering events to ``sink``; returns once connected. Events are handed
+        over one at a time per chat, in order; ``sink`` returns quickly (it only
+        records and queues)."""
+
+    async def stop(self) -> None:
+        """Stop receiving, close connections. Idempotent."""
+
+    async def send(self, message: Outbound) -> Sent:
+        """Send one part; raises a `DeliveryError` subclass on failure."""
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        """Replace a sent message's text; "not modified" counts as success. Raises
+        `EditUnsupported` where editing is impossible, so the gateway sends anew."""
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Show a typing or progress indicator once; the gateway refreshes it every
+        `typing_interval` seconds while a turn runs. May do nothing."""
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        """The chat's turn has ended and its last message was sent: clear any progress
+        indicator so none is left behind stale. May do nothing."""
+
+    def web_routes(self) -> Sequence[Any]:
+        """aiohttp route definitions to mount on the gateway's HTTP server (webhook modes); may be empty."""
+
+
+def utf16_length(text: str) -> int:
+    """Length in UTF-16 code units: what Telegram counts."""
+    return len(text.encode("utf-16-le")) // 2
