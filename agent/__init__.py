@@ -5,6 +5,7 @@ Knows nothing of chats or children; `lifecycle` and `gateway` build on it.
 
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock, SystemClock
+from agent._compaction import CompactionPolicy, Compactor
 from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress
 from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
@@ -19,6 +20,8 @@ __all__ = [
     "AgentError",
     "AgentSession",
     "Clock",
+    "CompactionPolicy",
+    "Compactor",
     "HOOK_NAMES",
     "HookRegistry",
     "Model",

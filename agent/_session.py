@@ -69,6 +69,7 @@ class AgentSession:
         metadata: Mapping[str, Any] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None,
+        compactor: Callable[[AgentSession], Awaitable[None]] | None = None,
         hooks: HookRegistry | None = None,
     ) -> None:
         self.model = model
@@ -86,6 +87,9 @@ class AgentSession:
         self.metadata = dict(metadata or {})
         self.clock = clock
         self.before_model_call = before_model_call
+        self.compactor = compactor
+        """Awaited before `before_model_call` ahead of every model call; may rewrite
+        `messages` (see `agent.Compactor`). A hard interrupt cancels it."""
         self.hooks = hooks
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
         self.activity = Activity(last_activity=clock.monotonic())
@@ -94,6 +98,9 @@ class AgentSession:
         self.total_cost_usd = 0.0
         self.total_api_calls = 0
         self._steer: deque[str] = deque()
+        self.interrupt_listeners: list[Callable[[str, bool], None]] = []
+        """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
+        tool waiting on children passes the interrupt on to them)."""
         self._interrupt: _Interrupt | None = None
         self._guarded_task: asyncio.Task | None = None
         self._hard_cancel_sent = False
@@ -112,6 +119,8 @@ class AgentSession:
             return False
         if self._interrupt is None or (hard and not self._interrupt.hard):
             self._interrupt = _Interrupt(reason, hard)
+        for listener in list(self.interrupt_listeners):
+            listener(reason, hard)
         if hard and self._guarded_task is not None and not self._hard_cancel_sent:
             self._hard_cancel_sent = True
             self._guarded_task.cancel()
@@ -209,6 +218,8 @@ class AgentSession:
                 self._append_tool_result(call, output + self._drain_steer_suffix())
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
+        if self.compactor is not None:
+            await self._guarded(self.compactor(self))
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:

@@ -8,11 +8,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, HookRegistry, Model, PluginHost, ToolRegistry
+from dataclasses import replace
+
+from agent import (
+    SYSTEM_CLOCK,
+    AgentSession,
+    Clock,
+    CompactionPolicy,
+    Compactor,
+    HookRegistry,
+    Model,
+    PluginHost,
+    ToolRegistry,
+)
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
+from lifecycle._delegate import DelegateTool
 
 log = logging.getLogger("gateway.runtime")
 
@@ -39,10 +52,17 @@ class Runtime:
         )
         self.state_dir = Path(config.state_dir)
         self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"
-        host = ChildHost(tools=self.tools, hooks=self.hooks, delegation=config.delegation, clock=clock)
+        self.compaction = CompactionPolicy.from_settings(config.compression)
+        self._child_models: dict[tuple[str, str], Model] = {}
+        host = ChildHost(
+            tools=self.tools, hooks=self.hooks, delegation=config.delegation, clock=clock,
+            child_model=self._child_model, compaction=self.compaction,
+        )
         self.lifecycle = AsyncSubagentLifecycle(
             host, SqliteJournal(self.state_dir / STATE_DB), settings=config.lifecycle
         )
+        # The registry holds the inline variant; background sessions get their own (gateway).
+        self.tools.register(DelegateTool(self.lifecycle).tool())
         self.plugins = PluginHost(self.tools, self.hooks)
 
     async def start(self) -> None:
@@ -54,9 +74,10 @@ class Runtime:
 
     async def close(self) -> None:
         await self.lifecycle.close()
-        aclose = getattr(self.model, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        for model in (self.model, *self._child_models.values()):
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None
@@ -76,4 +97,20 @@ class Runtime:
             enabled_toolsets=enabled,
             clock=self.clock,
             hooks=self.hooks,
+            compactor=Compactor(self.compaction),
         )
+
+    def _child_model(self, parent: AgentSession) -> Model:
+        """``delegation.model`` / ``delegation.provider`` when set, else the parent's model.
+
+        Read when each child is built, so a change reaches only children started after it."""
+        delegation = self.lifecycle.host.delegation
+        if not delegation.model and not delegation.provider:
+            return parent.model
+        provider = delegation.provider or self.config.model.provider
+        name = delegation.model or self.config.model.name
+        model = self._child_models.get((provider, name))
+        if model is None:
+            model = build_model(replace(self.config.model, provider=provider, name=name))
+            self._child_models[(provider, name)] = model
+        return model

@@ -6,7 +6,8 @@ facade as ``ctx.subagent_lifecycle``; async code uses its ``.aio`` twin,
 """
 
 from lifecycle._capability import KeyRing
-from lifecycle._children import UNSAFE_CHILD_TOOLS, ChildHost, ChildOutcome, ChildSpec, MemoryProvider
+from lifecycle._child_run import ChildOutcome
+from lifecycle._children import UNSAFE_CHILD_TOOLS, ChildHost, ChildSpec, MemoryProvider
 from lifecycle._contract import (
     CONTRACT_VERSION,
     MAX_CONTEXT_CHARS,

@@ -1,16 +1,16 @@
-"""The host path every child takes, whichever way it was launched: how it is built
-from its parent, and the completion pipeline it goes through exactly once."""
+"""How a child is built from its parent: the same for lifecycle launches and
+delegate_task, so tools, prompts and limits never differ between the two."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, HookRegistry, Model, ToolRegistry, ToolTraceEntry, Usage
+from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, HookRegistry, Model, ToolRegistry
 from lifecycle._contract import SubagentLifecycleError
+from lifecycle._output_schema import contract_prompt
 from lifecycle.settings import DelegationSettings
 
 log = logging.getLogger("lifecycle.children")
@@ -40,6 +40,8 @@ class ChildHost:
     Called at build time, so a changed ``delegation.model`` reaches only new children."""
     memory: MemoryProvider | None = None
     clock: Clock = SYSTEM_CLOCK
+    compaction: CompactionPolicy | None = None
+    """The parent's compaction policy; children apply ``delegation.compression_threshold_tokens`` on top."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,11 @@ class ChildSpec:
     role: str = "leaf"
     allowed_toolsets: tuple[str, ...] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: Mapping[str, Any] | None = None
+    """A JSON Schema the final answer must match (delegate_task's output contract)."""
+    images: tuple[str, ...] = ()
+    """Local paths or URLs for the child's first turn."""
+    task_index: int = 0
 
 
 def effective_role(requested: str, depth: int, max_spawn_depth: int) -> str:
@@ -68,7 +75,7 @@ def check_toolsets(host: ChildHost, parent: AgentSession, allowed: tuple[str, ..
 
 
 def build_child(
-    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, model: Model
+    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, model: Model, project_context: str = ""
 ) -> AgentSession:
     depth = parent.depth + 1
     role = effective_role(spec.role, depth, host.delegation.max_spawn_depth)
@@ -82,10 +89,18 @@ def build_child(
         for name, tool in parent.tools.items()
         if name not in blocked and (toolsets is None or tool.toolset in toolsets)
     }
+    if DELEGATE_TOOL in tools:
+        # An orchestrator waits for its own children: always the registry's inline variant,
+        # never a background one its parent may hold.
+        inline = host.tools.get(DELEGATE_TOOL)
+        if inline is None:
+            del tools[DELEGATE_TOOL]
+        else:
+            tools[DELEGATE_TOOL] = inline
     return AgentSession(
         model=model,
         tools=tools,
-        system_prompt=child_system_prompt(spec, role),
+        system_prompt=child_system_prompt(spec, role, project_context),
         role=role,
         session_id=subagent_id,
         max_iterations=host.delegation.max_iterations,
@@ -96,10 +111,17 @@ def build_child(
         metadata={"goal": spec.goal, "parent_session_id": parent.session_id, **spec.metadata},
         clock=host.clock,
         hooks=host.hooks,
+        compactor=_child_compactor(host),
     )
 
 
-def child_system_prompt(spec: ChildSpec, role: str) -> str:
+def _child_compactor(host: ChildHost) -> Compactor | None:
+    if host.compaction is None:
+        return None
+    return Compactor(host.compaction.for_child(host.delegation.compression_threshold_tokens))
+
+
+def child_system_prompt(spec: ChildSpec, role: str, project_context: str = "") -> str:
     parts = [
         "You are a subagent working on one task for a parent agent. You have no memory of the "
         "parent's conversation: everything you know is below.",
@@ -107,131 +129,15 @@ def child_system_prompt(spec: ChildSpec, role: str) -> str:
     ]
     if spec.context:
         parts.append(f"CONTEXT:\n{spec.context}")
+    if project_context:
+        parts.append(project_context)
     if role == "orchestrator":
         parts.append("You may split this task further with delegate_task when that clearly helps.")
-    parts.append(
-        "When you are done, reply with a concise summary: what you did, what you found, "
-        "which files you changed, and any problems left open."
-    )
-    return "\n\n".join(parts)
-
-
-@dataclass(slots=True)
-class ChildOutcome:
-    """How a child ended, in the vocabulary of delegate_task result entries."""
-
-    status: str  # completed | failed | error | interrupted | timeout
-    exit_reason: str  # completed | max_iterations | interrupted | error | timeout
-    summary: str | None
-    error: str | None
-    api_calls: int = 0
-    duration_seconds: float = 0.0
-    usage: Usage = Usage()
-    cost_usd: float | None = None
-    model: str | None = None
-    tool_trace: tuple[ToolTraceEntry, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class ChildRun:
-    """One child from build to completion. `finish` runs the completion pipeline at
-    most once, whatever way the child ended (or if it never started)."""
-
-    __slots__ = ("host", "parent", "session", "spec", "subagent_id", "parent_turn_id", "model", "_finished")
-
-    def __init__(
-        self, host: ChildHost, parent: AgentSession, spec: ChildSpec, subagent_id: str, parent_turn_id: str,
-        *, model: Model,
-    ):
-        self.host = host
-        self.model = model
-        self.parent = parent
-        self.spec = spec
-        self.subagent_id = subagent_id
-        self.parent_turn_id = parent_turn_id
-        self.session: AgentSession | None = None
-        self._finished = False
-
-    async def start(self) -> AgentSession:
-        self.session = build_child(self.host, self.parent, self.spec, subagent_id=self.subagent_id, model=self.model)
-        if self.host.hooks.has("subagent_start"):
-            await self.host.hooks.run(
-                "subagent_start",
-                parent_session_id=self.parent.session_id,
-                parent_turn_id=self.parent_turn_id,
-                child_session_id=self.session.session_id,
-                child_subagent_id=self.subagent_id,
-                child_role=self.session.role,
-                child_goal=self.spec.goal,
-            )
-        return self.session
-
-    async def execute(self) -> ChildOutcome:
-        """Run the child's one turn; never raises except for cancellation of the caller."""
-        session = self.session
-        assert session is not None, "start() first"
-        started = self.host.clock.monotonic()
-        try:
-            result = await session.run_turn(self.spec.goal)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a bug in building or running must still end as a result
-            log.exception("child %s crashed", self.subagent_id)
-            return ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}",
-                                duration_seconds=self.host.clock.monotonic() - started)
-        return outcome_from_turn(result)
-
-    async def finish(self, outcome: ChildOutcome) -> bool:
-        """Memory notification, ``subagent_stop`` hooks, release, cost roll-up. Returns
-        False (doing nothing) when it already ran."""
-        if self._finished:
-            return False
-        self._finished = True
-        child_id = self.session.session_id if self.session else self.subagent_id
-        if self.host.memory is not None:
-            try:
-                await self.host.memory.on_delegation(
-                    parent_session_id=self.parent.session_id, goal=self.spec.goal,
-                    summary=outcome.summary or "", child_session_id=child_id,
-                )
-            except Exception:
-                log.exception("memory provider failed for child %s", self.subagent_id)
-        if self.host.hooks.has("subagent_stop"):
-            await self.host.hooks.run(
-                "subagent_stop",
-                parent_session_id=self.parent.session_id,
-                parent_turn_id=self.parent_turn_id,
-                child_session_id=child_id,
-                child_role=self.session.role if self.session else self.spec.role,
-                child_summary=outcome.summary,
-                child_status=outcome.status,
-                child_exit_reason=outcome.exit_reason,
-                tool_call_history=[e.to_dict() for e in outcome.tool_trace],
-                duration_ms=int(outcome.duration_seconds * 1000),
-            )
-        self.parent.add_cost(outcome.usage, outcome.cost_usd, outcome.api_calls)
-        self.session = None  # release: the child's conversation is not kept
-        return True
-
-
-def outcome_from_turn(result: Any) -> ChildOutcome:
-    if result.exit_reason == "interrupted":
-        status, error = "interrupted", result.interrupt_reason or "interrupted"
-    elif result.exit_reason == "error":
-        status, error = "failed", result.error or "the child's model call failed"
-    elif result.text:
-        status, error = "completed", None
+    if spec.output_schema is not None:
+        parts.append(contract_prompt(dict(spec.output_schema)))
     else:
-        status, error = "failed", "Subagent did not produce a response."
-    return ChildOutcome(
-        status=status,
-        exit_reason=result.exit_reason,
-        summary=result.text or None,
-        error=error,
-        api_calls=result.api_calls,
-        duration_seconds=result.duration_seconds,
-        usage=result.usage,
-        cost_usd=result.cost_usd,
-        model=result.model,
-        tool_trace=result.tool_trace,
-    )
+        parts.append(
+            "When you are done, reply with a concise summary: what you did, what you found, "
+            "which files you changed, and any problems left open."
+        )
+    return "\n\n".join(parts)

@@ -9,7 +9,7 @@ from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
-    from lifecycle._children import ChildOutcome, ChildRun
+    from lifecycle._child_run import ChildOutcome, ChildRun
 
 
 class Record:
@@ -17,7 +17,7 @@ class Record:
 
     __slots__ = (
         "handle", "handle_dict", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "cancel_reason", "closing", "completing", "_done",
+        "result", "outcome", "run", "cancel_reason", "stop_reason", "closing", "completing", "_done",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
@@ -34,6 +34,7 @@ class Record:
         """The full outcome for delegate_task entries; memory only (results are what persists)."""
         self.run: ChildRun | None = None
         self.cancel_reason: str | None = None
+        self.stop_reason: str | None = None
         self.closing = False
         self.completing = False
         self._done: asyncio.Future | None = None  # created only when someone waits

@@ -15,7 +15,8 @@ from typing import Any
 
 from agent import AgentSession, active_turn
 from lifecycle._capability import KeyRing, sign, verify
-from lifecycle._children import ChildHost, ChildOutcome, ChildRun, ChildSpec, check_toolsets, effective_role
+from lifecycle._child_run import ChildOutcome, ChildRun
+from lifecycle._children import ChildHost, ChildSpec, check_toolsets, effective_role
 from lifecycle._contract import (
     CONTRACT_VERSION,
     NOT_READY,
@@ -36,6 +37,7 @@ from lifecycle._contract import (
 )
 from lifecycle._engine import Engine, InProcessEngine
 from lifecycle._journal import Journal, JournalRecord
+from lifecycle._liveness import Watch, monitor
 from lifecycle._record import Record
 from lifecycle.settings import LifecycleSettings
 
@@ -72,6 +74,8 @@ class AsyncSubagentLifecycle:
         self._records: dict[str, Record] = {}
         self._correlations: dict[tuple[str | None, str], str] = {}
         self._sweeper: asyncio.Task | None = None
+        self._monitor: asyncio.Task | None = None
+        self._watches: dict[str, Watch] = {}
         self._closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -91,15 +95,19 @@ class AsyncSubagentLifecycle:
         if stale:
             log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED", len(stale))
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="lifecycle-sweeper")
+        self._monitor = asyncio.create_task(
+            monitor(self._watches.values, lambda: self.host.delegation, self.clock), name="lifecycle-liveness"
+        )
 
     async def close(self) -> None:
         """Interrupt every running child, journal it as INTERRUPTED, and flush. Idempotent."""
         if self.keyring is None or self._closed:
             return
         self._closed = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
+        for task in (self._sweeper, self._monitor):
+            if task is not None:
+                task.cancel()
+        self._sweeper = self._monitor = None
         for record in list(self._records.values()):
             if not record.state.terminal:
                 record.closing = True
@@ -234,6 +242,18 @@ class AsyncSubagentLifecycle:
             await self._request_cancel(record, reason)
         return len(records)
 
+    async def interrupt_child(self, record: Record, reason: str) -> None:
+        """Stop a child because its parent was interrupted: it ends INTERRUPTED (not
+        CANCELLED) with the partial output it had."""
+        if record.state.terminal or record.result is not None:
+            return
+        if self.engine.withdraw(record):
+            await self._complete(record, ChildOutcome("interrupted", "interrupted", None, reason))
+        elif record.run is not None and record.run.session is not None:
+            record.run.session.interrupt(reason, hard=True)
+        else:  # still starting: it checks this flag before its first model call
+            record.stop_reason = reason
+
     async def _request_cancel(self, record: Record, reason: str) -> None:
         if record.state.terminal or record.state is S.CANCEL_REQUESTED:
             return
@@ -257,10 +277,17 @@ class AsyncSubagentLifecycle:
                 await run.start()
                 if record.state is S.CANCEL_REQUESTED or record.closing:
                     outcome = _cancelled_before_start(record)
+                elif record.stop_reason is not None:
+                    outcome = ChildOutcome("interrupted", "interrupted", None, record.stop_reason)
                 else:
                     record.started_at = self.clock.time()
                     record.set_state(S.RUNNING, record.started_at)
-                    outcome = await run.execute()
+                    sid = record.handle.subagent_id
+                    self._watches[sid] = Watch(run.session, self.clock.monotonic(), run.stop_for_timeout)
+                    try:
+                        outcome = await run.execute()
+                    finally:
+                        self._watches.pop(sid, None)
         except asyncio.CancelledError:
             outcome = ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT)
             await self._complete(record, outcome)

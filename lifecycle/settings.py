@@ -20,7 +20,7 @@ class DelegationSettings:
         0.0, "Idle cap for a child (any progress restarts it); <= 0 off, positive values below 30 become 30."
     )
     model: str | None = setting(None, "Model for children started after the change; the parent's when unset.")
-    provider: str | None = setting(None, "Provider for children; the parent's when unset.")
+    provider: Literal["demo", "openai", "scripted"] | None = setting(None, "Provider for children; the parent's when unset.")
     max_summary_chars: int = setting(24_000, "Characters of a child summary returned to the parent.", min=200)
     compression_threshold_tokens: int = setting(
         0, "Lower compaction trigger for children only; effective at >= 16000; 0 = off.", min=0, lenient=True

@@ -57,6 +57,9 @@ class DemoModel:
         self._seq = 0
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.role == "compactor":
+            count = request.metadata.get("message_count", "?")
+            return self._text(f"{DEMO_TAG} summary of {count} earlier messages")
         if request.role in _CHILD_ROLES:
             return await self._child(request)
         return self._parent(request)

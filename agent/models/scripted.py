@@ -78,6 +78,8 @@ class ScriptedModel:
 
     def _step_for(self, request: ModelRequest) -> Step:
         role_script = self.script.get(request.role, self.script.get("*"))
+        if role_script is None and request.role == "compactor":
+            return {"text": "(summary)"}  # compaction summaries need no script of their own
         if role_script is None:
             return {"text": f"(no script for role {request.role!r})"}
         if callable(role_script):

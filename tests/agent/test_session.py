@@ -263,3 +263,21 @@ async def test_turn_hooks_run_around_every_turn():
     s = session([[{"text": "hi"}]], hooks=hooks, session_id="s1")
     result = await s.run_turn("go")
     assert events == [("start", "s1", result.turn_id), ("end", "completed", result.turn_id)]
+
+
+async def test_interrupt_listeners_hear_every_interrupt_of_a_running_turn():
+    heard = []
+    started = asyncio.Event()
+
+    async def waiting(args, ctx):
+        ctx.session.interrupt_listeners.append(lambda reason, hard: heard.append((reason, hard)))
+        started.set()
+        await asyncio.Event().wait()
+
+    s = session([[{"tool_calls": [call("waiting")]}]], registry(waiting=waiting))
+    task = asyncio.create_task(s.run_turn("go"))
+    await started.wait()
+    s.interrupt("soft first")
+    s.interrupt("then hard", hard=True)
+    await task
+    assert heard == [("soft first", False), ("then hard", True)]

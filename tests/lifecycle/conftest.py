@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -11,6 +13,7 @@ from agent import AgentSession, HookRegistry, ModelRequest, ToolRegistry
 from agent.models.scripted import ScriptedModel
 from agent.testing import inside_turn
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal
+from lifecycle._delegate import DelegateTool
 from lifecycle.settings import DelegationSettings, LifecycleSettings
 
 OBJ = {"type": "object"}
@@ -26,7 +29,8 @@ TOOLSETS = {
 
 
 class FakeClock:
-    """Wall time starts now and moves only when told; monotonic follows it."""
+    """Wall time starts now and moves only when told; monotonic follows it. Sleeping
+    takes real time, so monitors run at their real pace and never race ahead."""
 
     def __init__(self) -> None:
         self.now = time.time()
@@ -38,7 +42,7 @@ class FakeClock:
         return self.now
 
     async def sleep(self, seconds: float) -> None:
-        self.now += seconds
+        await asyncio.sleep(seconds)
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
@@ -47,6 +51,31 @@ class FakeClock:
 def child_script(request: ModelRequest) -> dict:
     """Children act on markers in their goal."""
     goal = request.metadata.get("goal", "")
+    last = request.messages[-1]
+    if "[sleep:" in goal and request.iteration == 0:
+        return {"sleep": float(goal.split("[sleep:")[1].split("]")[0]), "text": f"done: {goal}"}
+    if "[tools-forever]" in goal:
+        return {"text": f"step {request.iteration}", "tool_calls": [{"name": "list_files"}]}
+    if "[stall-model]" in goal:
+        return {"hang": True}
+    if "[stall-tool]" in goal:
+        return {"tool_calls": [{"name": "block"}]} if request.iteration == 0 else {"text": "unblocked"}
+    if "[json-good]" in goal:
+        return {"text": '{"answer": 42}'}
+    if "[json-fenced]" in goal:
+        return {"text": 'Here it is:\n```json\n{"answer": 7}\n```'}
+    if "[json-fixable]" in goal:
+        fixed = last["role"] == "user" and "answer" in str(last["content"]) and request.turn_index == 1
+        return {"text": '{"answer": 1}' if fixed else '{"answer": "one"}'}
+    if "[json-bad]" in goal:
+        return {"text": "I refuse to write JSON"}
+    if "[echo-steer]" in goal:
+        notes = [m["content"] for m in request.messages if "while you were working" in str(m.get("content"))]
+        if notes:
+            return {"text": f"steered: {notes[-1]}"}
+        return {"sleep": 0.02, "text": "thinking", "tool_calls": [{"name": "list_files"}]}
+    if "[show-prompt]" in goal:
+        return {"text": json.dumps({"system": request.messages[0]["content"], "first": request.messages[1]["content"]})}
     if "[hang]" in goal:
         return {"text": "partial thoughts", "tool_calls": [{"name": "list_files"}]} if request.iteration == 0 else {"hang": True}
     if "[fail]" in goal:
@@ -71,11 +100,17 @@ class Env:
         return inside_turn(session or self.parent, "turn-1")
 
 
-def make_registry() -> ToolRegistry:
+async def _block(args, ctx):
+    await asyncio.Event().wait()
+
+
+def make_registry(*, with_delegate_stub: bool = True) -> ToolRegistry:
     registry = ToolRegistry()
     for toolset, names in TOOLSETS.items():
         for name in names:
-            registry.add(name, name, OBJ, lambda args, ctx: "ok", toolset=toolset)
+            if name != "delegate_task" or with_delegate_stub:
+                registry.add(name, name, OBJ, lambda args, ctx: "ok", toolset=toolset)
+    registry.add("block", "hangs until cancelled", OBJ, _block, toolset="file")
     return registry
 
 
@@ -84,18 +119,21 @@ async def make_env(tmp_path):
     services = []
 
     async def make(*, max_running: int = 10, retention: float = 3600.0, delegation=None, enabled=None,
-                   db="journal.db", sweep=60.0) -> Env:
-        registry = make_registry()
+                   db="journal.db", sweep=60.0, clock=None, delegate=False) -> Env:
+        registry = make_registry(with_delegate_stub=not delegate)
         hooks = HookRegistry()
-        clock = FakeClock()
+        clock = clock or FakeClock()
         model = ScriptedModel({"leaf": child_script, "orchestrator": child_script, "parent": [[{"text": "hi"}]]})
-        parent = AgentSession(model=model, tools=registry.resolve(enabled), session_id="parent-1",
-                              enabled_toolsets=frozenset(enabled) if enabled else None, clock=clock)
         host = ChildHost(tools=registry, hooks=hooks, delegation=delegation or DelegationSettings(), clock=clock)
         service = AsyncSubagentLifecycle(
             host, SqliteJournal(tmp_path / db),
             settings=LifecycleSettings(max_running=max_running, retention_seconds=retention, sweep_interval_seconds=sweep),
         )
+        if delegate:
+            registry.register(DelegateTool(service).tool())
+        parent = AgentSession(model=model, tools=registry.resolve(enabled), session_id="parent-1",
+                              enabled_toolsets=frozenset(enabled) if enabled else None, clock=clock,
+                              workspace=tmp_path)
         await service.start()
         services.append(service)
         return Env(service, parent, hooks, clock, model)

@@ -124,8 +124,8 @@ async def test_toolsets_only_narrow_and_unsafe_tools_never_reach_children(make_e
     await launch_and_wait(env, "plain leaf")
     await launch_and_wait(env, "narrowed", allowed_toolsets=("file",))
     tools = {r.metadata["goal"]: sorted(t["function"]["name"] for t in r.tools) for r in env.child_model.requests}
-    assert tools["plain leaf"] == ["execute_code", "list_files", "read_file"]
-    assert tools["narrowed"] == ["list_files", "read_file"]
+    assert tools["plain leaf"] == ["block", "execute_code", "list_files", "read_file"]
+    assert tools["narrowed"] == ["block", "list_files", "read_file"]
 
 
 async def test_orchestrators_keep_delegate_task_only_below_the_depth_limit(make_env):

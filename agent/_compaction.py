@@ -1,0 +1,218 @@
+"""Context compaction: summarise older turns before a conversation outgrows the model.
+
+A `Compactor` runs before every model call of a session (``AgentSession(compactor=...)``).
+Once the estimated prompt reaches the policy's trigger, everything between the system
+message and the last few messages becomes one user message holding a summary.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agent._model import Model, ModelRequest
+from agent.settings import CompressionSettings
+
+if TYPE_CHECKING:
+    from agent._session import AgentSession
+
+log = logging.getLogger("agent.compaction")
+
+SUMMARY_HEADER = "[Summary of the earlier conversation]"
+CHILD_THRESHOLD_FLOOR = 16_000
+"""`for_child` ignores lower values: a child compacting that early would spend its
+budget summarising instead of working (reference behaviour B.11)."""
+
+SUMMARY_PROMPT = (
+    "You compress a conversation between a user and an AI assistant that uses tools. "
+    "Write a summary the assistant can continue from: the user's requests and constraints, "
+    "decisions made, facts learned (file paths, names, numbers, errors), work done and work "
+    "still open. Be concise and factual; plain text, no preamble."
+)
+_MESSAGE_OVERHEAD = 4  # role and separators, roughly what chat templates add per message
+_IMAGE_TOKENS = 512  # flat guess: counting a base64 data URL's characters would overshoot wildly
+_RENDER_CHARS = 2_000  # per message sent to the summariser, so its own prompt stays bounded
+_warned_child_values: set[int] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    threshold_ratio: float = 0.5
+    """Compact at this fraction of the model's context window."""
+    threshold_tokens: int = 0
+    """Absolute trigger in estimated tokens; 0 = off. The lower of the two triggers wins."""
+    keep_recent_messages: int = 6
+    """Messages kept verbatim at the end (more when needed to keep a tool call with its results)."""
+    summary_max_chars: int = 8_000
+    """A longer summary is cut, so a verbose summariser cannot refill the window."""
+    fallback_line_chars: int = 160
+    """Length of each line of the extractive summary used when the summariser fails."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.threshold_ratio <= 1 or self.threshold_tokens < 0 or self.keep_recent_messages < 1:
+            raise ValueError(f"invalid compaction policy: {self}")
+
+    @classmethod
+    def from_settings(cls, settings: CompressionSettings) -> CompactionPolicy:
+        return cls(threshold_ratio=settings.threshold, threshold_tokens=settings.threshold_tokens)
+
+    def trigger_tokens(self, context_window: int) -> int:
+        ratio_trigger = int(self.threshold_ratio * context_window)
+        return min(ratio_trigger, self.threshold_tokens) if self.threshold_tokens > 0 else ratio_trigger
+
+    def for_child(self, child_threshold_tokens: int) -> CompactionPolicy:
+        """The policy for a child given ``delegation.compression_threshold_tokens``.
+
+        Values below 16,000 (0 included) leave the policy unchanged; nonzero ones are
+        warned about once per value. Otherwise the lower absolute trigger wins, so this
+        never raises the trigger, and the ratio trigger still applies on top."""
+        value = int(child_threshold_tokens)
+        if value < CHILD_THRESHOLD_FLOOR:
+            if value != 0 and value not in _warned_child_values:
+                _warned_child_values.add(value)
+                log.warning(
+                    "delegation.compression_threshold_tokens %d is below %d and has no effect",
+                    value, CHILD_THRESHOLD_FLOOR,
+                )
+            return self
+        cap = min(self.threshold_tokens, value) if self.threshold_tokens > 0 else value
+        return replace(self, threshold_tokens=cap)
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """About characters / 4 over text, tool-call names and arguments and tool results,
+    plus a small overhead per message. Deterministic and cheap; it ignores tool schemas
+    and provider-specific tokenisation, so keep the ratio trigger with some headroom."""
+    chars, extra = 0, 0
+    for message in messages:
+        extra += _MESSAGE_OVERHEAD
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, Mapping) and part.get("type") == "text":
+                    chars += len(str(part.get("text", "")))
+                else:
+                    extra += _IMAGE_TOKENS
+        for call in message.get("tool_calls") or ():
+            function = call.get("function", {})
+            chars += len(str(function.get("name", ""))) + len(str(function.get("arguments", "")))
+    return math.ceil(chars / 4) + extra
+
+
+class Compactor:
+    """Summarises older messages of a session in place; await it before each model call.
+
+    Never raises for a failing summariser: it falls back to an extractive summary, so
+    compaction cannot end a turn. Cancellation (a hard interrupt) propagates and leaves
+    the messages untouched. It does not compact again until the session has a new message,
+    so one oversized recent message cannot make it loop. One instance may serve many
+    sessions; `compactions` counts them all."""
+
+    def __init__(self, policy: CompactionPolicy = CompactionPolicy(), *, summarizer_model: Model | None = None) -> None:
+        self.policy = policy
+        self.summarizer_model = summarizer_model
+        self.compactions = 0
+        # The last message seen right after compacting, per session: unchanged means nothing new.
+        self._last_after: weakref.WeakKeyDictionary[AgentSession, Mapping[str, Any]] = weakref.WeakKeyDictionary()
+
+    async def __call__(self, session: AgentSession) -> None:
+        try:
+            await self._compact(session)
+        except Exception:  # a compaction bug must not end the turn; the model call may still fit
+            log.warning("compaction of session %s failed", session.session_id, exc_info=True)
+
+    async def _compact(self, session: AgentSession) -> None:
+        messages = session.messages
+        if not messages or self._last_after.get(session) is messages[-1]:
+            return
+        before = estimate_tokens(messages)
+        trigger = self.policy.trigger_tokens(session.model.context_window)
+        if before < trigger:
+            return
+        head = 1 if messages[0].get("role") == "system" else 0
+        cut = _cut_point(messages, head, self.policy.keep_recent_messages)
+        if cut is None:
+            log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
+            return
+        older = messages[head:cut]
+        summary = await self._summarise(session, older)
+        messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}]
+        self._last_after[session] = messages[-1]
+        self.compactions += 1
+        log.info(
+            "compacted %d messages of session %s: ~%d -> ~%d tokens (trigger %d)",
+            len(older), session.session_id, before, estimate_tokens(messages), trigger,
+        )
+
+    async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]]) -> str:
+        model = self.summarizer_model or session.model
+        request = ModelRequest(
+            messages=[
+                {"role": "system", "content": SUMMARY_PROMPT},
+                {"role": "user", "content": "\n\n".join(_render(m) for m in older)},
+            ],
+            role="compactor",
+            turn_index=session.turns_run,
+            metadata={"session_id": session.session_id, "message_count": len(older)},
+        )
+        try:
+            response = await model.complete(request)
+        except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
+            log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
+            return self._extractive(older)
+        # The summary call is real spend: keep the session's totals honest.
+        session.add_cost(response.usage, response.cost_usd, api_calls=1)
+        text = (response.text or "").strip()
+        return text[: self.policy.summary_max_chars] if text else self._extractive(older)
+
+    def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
+        """First line of each older user or assistant message, truncated."""
+        width = self.policy.fallback_line_chars
+        lines = []
+        for message in older:
+            role = message.get("role")
+            first = next(iter(_text(message.get("content")).strip().splitlines()), "")
+            if role in ("user", "assistant") and first:
+                lines.append(f"- {role}: {first[:width]}{'…' if len(first) > width else ''}")
+        return "\n".join(lines)[: self.policy.summary_max_chars] or "(no text in the earlier messages)"
+
+
+def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> int | None:
+    """Index where the verbatim tail starts, or None when nothing can be summarised.
+
+    The tail never starts at a `tool` message, so each result stays with the assistant
+    message that called it: prefer moving the cut earlier (keeping more), else later."""
+    start = max(len(messages) - keep, head)
+    earlier = start
+    while earlier > head and messages[earlier].get("role") == "tool":
+        earlier -= 1
+    if earlier > head:
+        return earlier
+    later = start
+    while later < len(messages) and messages[later].get("role") == "tool":
+        later += 1
+    return later if head < later < len(messages) else None
+
+
+def _render(message: Mapping[str, Any]) -> str:
+    role = str(message.get("role", "?")).upper()
+    parts = [_text(message.get("content"))[:_RENDER_CHARS]]
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        parts.append(f"(calls {function.get('name')} {str(function.get('arguments', ''))[:_RENDER_CHARS]})")
+    return f"{role}: " + " ".join(p for p in parts if p)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return "" if content is None else json.dumps(content, default=str)

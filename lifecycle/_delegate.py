@@ -1,0 +1,160 @@
+"""The ``delegate_task`` tool: hand one task or a batch to children, inline or in the background.
+
+Inline, the call waits and returns every result, in task order. Background, it
+returns a dispatch handle at once and the results reach the host later through
+``on_complete``; it then also offers ``action`` = list / steer / stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from agent import Tool, ToolContext, ToolError, active_turn
+from lifecycle._children import ChildSpec
+from lifecycle._delegate_args import parse_tasks, tool_schema
+from lifecycle._entries import apply_summary_budget, entry
+from lifecycle._record import Record
+from lifecycle._service import AsyncSubagentLifecycle
+
+log = logging.getLogger("lifecycle.delegate")
+
+Mode = Literal["inline", "background"]
+OnComplete = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+DESCRIPTION = (
+    "Hand work to subagents. Each subagent starts with an empty memory: it knows only the goal and "
+    "context you give it, so include everything it needs. Give `goal` (and `context`) for one task, or "
+    "`tasks` for several that run in parallel. A task may carry an `output_schema` (JSON Schema) its answer "
+    "must match, and up to 8 `images`."
+)
+BACKGROUND_NOTE = (
+    "The subagents are working in the background. End your turn now with a brief acknowledgement to the "
+    "user. Their results will arrive as a new message after your turn has ended; do not poll, wait, or "
+    "call delegate_task to check on them."
+)
+
+
+class DelegateTool:
+    """Builds the ``delegate_task`` tool for one mode; the registry holds the inline one."""
+
+    def __init__(self, service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
+                 on_complete: OnComplete | None = None) -> None:
+        if mode == "background" and on_complete is None:
+            raise ValueError("background delegation needs an on_complete callback")
+        self.service = service
+        self.mode = mode
+        self.on_complete = on_complete
+        self._background: set[asyncio.Task] = set()
+
+    def tool(self) -> Tool:
+        return Tool("delegate_task", DESCRIPTION, tool_schema(background=self.mode == "background"),
+                    self.__call__, "delegation")
+
+    async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        parent = ctx.session
+        action = args.get("action", "delegate")
+        if action != "delegate":
+            return self._control(action, args, parent.session_id)
+        limit = self.service.host.delegation.max_concurrent_children
+        specs = parse_tasks(args, limit)
+        turn = active_turn()
+        turn_id = turn.turn_id if turn is not None else ""
+        started = time.monotonic()
+        records = [await self.service.submit(parent, turn_id, spec) for spec in specs]
+        if self.mode == "background":
+            return self._dispatch(parent.session_id, specs, records, started)
+        return await self._inline(parent, specs, records, started)
+
+    async def _inline(self, parent: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+        def pass_interrupt(reason: str, hard: bool) -> None:
+            for record in records:
+                asyncio.ensure_future(self.service.interrupt_child(record, f"parent interrupted: {reason}"))
+
+        parent.interrupt_listeners.append(pass_interrupt)
+        try:
+            await asyncio.gather(*(r.done() for r in records))
+        finally:
+            parent.interrupt_listeners.remove(pass_interrupt)
+        return await self._payload(parent.workspace, specs, records, started)
+
+    async def _payload(self, workspace: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+        max_chars = self.service.host.delegation.max_summary_chars
+        results = []
+        for spec, record in zip(specs, records, strict=True):
+            item = entry(spec.task_index, record.handle.subagent_id, record.outcome)
+            if len(item.get("summary") or "") > max_chars:
+                item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace)
+            results.append(item)
+        return {"results": results, "total_duration_seconds": round(time.monotonic() - started, 3)}
+
+    # -- background --------------------------------------------------------------------
+
+    def _dispatch(self, parent_id: str, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+        delegation_id = f"deleg_{os.urandom(4).hex()}"
+        workspace = records[0].run.parent.workspace if records and records[0].run else None
+        task = asyncio.ensure_future(self._deliver(parent_id, delegation_id, workspace, specs, records, started))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return {
+            "status": "dispatched",
+            "mode": "background",
+            "delegation_id": delegation_id,
+            "count": len(specs),
+            "goals": [s.goal for s in specs],
+            "subagent_ids": [r.handle.subagent_id for r in records],
+            "note": BACKGROUND_NOTE,
+        }
+
+    async def _deliver(self, parent_id: str, delegation_id: str, workspace: Any, specs: list[ChildSpec],
+                       records: list[Record], started: float) -> None:
+        await asyncio.gather(*(r.done() for r in records))
+        payload = await self._payload(workspace, specs, records, started)
+        payload = {"delegation_id": delegation_id, "goals": [s.goal for s in specs], **payload}
+        try:
+            await self.on_complete(parent_id, payload)
+        except Exception:
+            log.exception("delivering the results of %s failed", delegation_id)
+
+    def _control(self, action: str, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
+        if self.mode != "background":
+            raise ToolError(f"action {action!r} is only available for background delegation")
+        if action == "list":
+            now = time.time()
+            return {"subagents": [_listing(r, now) for r in self.service.children_of(parent_id)]}
+        record = self._own_child(args.get("subagent_id"), parent_id)
+        if action == "steer":
+            message = args.get("message")
+            if not isinstance(message, str) or not message.strip():
+                raise ToolError("steer needs a non-empty `message`")
+            session = record.run.session if record.run else None
+            if session is None:
+                raise ToolError(f"subagent {record.handle.subagent_id} is not running yet; steer it once it runs")
+            session.steer(message)
+            return {"status": "queued", "subagent_id": record.handle.subagent_id,
+                    "note": "Delivered at the subagent's next step; its result still arrives as a message."}
+        asyncio.ensure_future(self.service.interrupt_child(record, "stopped by the parent"))
+        return {"status": "stopping", "subagent_id": record.handle.subagent_id,
+                "note": "The subagent stops at its next step; its partial result still arrives as a message."}
+
+    def _own_child(self, subagent_id: Any, parent_id: str) -> Record:
+        for record in self.service.children_of(parent_id):
+            if record.handle.subagent_id == subagent_id:
+                return record
+        raise ToolError(f"no running subagent {subagent_id!r} in this session; use action=list to see them")
+
+
+def _listing(record: Record, now: float) -> dict[str, Any]:
+    session = record.run.session if record.run else None
+    activity = session.activity if session is not None else None
+    return {
+        "subagent_id": record.handle.subagent_id,
+        "goal": record.goal,
+        "state": record.state.value,
+        "running_seconds": round(now - record.started_at, 1) if record.started_at else 0.0,
+        "last_activity": activity.description if activity is not None else "waiting for a slot",
+    }

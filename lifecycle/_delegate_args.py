@@ -1,0 +1,93 @@
+"""delegate_task's arguments: the schema the model sees and the checks that turn bad
+calls into tool errors saying exactly what to do (never a silent truncation)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent import ToolError
+from lifecycle._children import ChildSpec
+from lifecycle._contract import MAX_CONTEXT_CHARS, MAX_GOAL_CHARS
+from lifecycle._images import images_problem
+from lifecycle._output_schema import coerce_schema
+
+_TASK = {
+    "type": "object",
+    "properties": {
+        "goal": {"type": "string", "description": "What the subagent must achieve."},
+        "context": {"type": "string", "description": "Everything it needs to know: it has no other memory."},
+        "output_schema": {"type": "object", "description": "Optional JSON Schema its final answer must match."},
+        "images": {"type": "array", "items": {"type": "string"}, "maxItems": 8,
+                   "description": "Optional local paths, http(s) URLs or data: URLs of images."},
+    },
+}
+
+
+def tool_schema(*, background: bool) -> dict[str, Any]:
+    """Inline sessions get no live-control parameters; background sessions do."""
+    properties: dict[str, Any] = {
+        "goal": {"type": "string", "description": "One task's goal (use `tasks` for several)."},
+        "context": {"type": "string", "description": "Shared background for the task."},
+        "output_schema": {"type": "object", "description": "JSON Schema the answer of the single task must match."},
+        "images": _TASK["properties"]["images"],
+        "tasks": {"description": "Several tasks to run in parallel: a list of {goal, context, output_schema, images}.",
+                  "anyOf": [{"type": "array", "items": _TASK}, {"type": "string"}]},
+    }
+    if background:
+        properties["action"] = {"type": "string", "enum": ["delegate", "list", "steer", "stop"],
+                                "description": "delegate (default); list running subagents; steer or stop one."}
+        properties["subagent_id"] = {"type": "string", "description": "For steer and stop: which subagent."}
+        properties["message"] = {"type": "string", "description": "For steer: the text to deliver to it."}
+    return {"type": "object", "properties": properties}
+
+
+def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
+    """The tasks of a call, validated, in the order given; raises ToolError otherwise."""
+    tasks = args.get("tasks")
+    if isinstance(tasks, str):
+        try:
+            tasks = json.loads(tasks)
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"`tasks` is a string but not valid JSON ({exc.msg}); pass a list of task objects") from None
+    if tasks is None:
+        if "goal" not in args:
+            raise ToolError("Provide either `goal` (with optional `context`) for one task, or `tasks`: "
+                            "a list of {goal, context} objects.")
+        tasks = [{k: args[k] for k in ("goal", "context", "output_schema", "images") if k in args}]
+    if not isinstance(tasks, list) or not tasks:
+        raise ToolError("`tasks` must be a non-empty list of {goal, context} objects.")
+    if len(tasks) > limit:
+        raise ToolError(
+            f"Too many tasks: got {len(tasks)}, but at most {limit} run at once "
+            f"(delegation.max_concurrent_children). Split the work into batches of at most {limit} "
+            "tasks and call delegate_task once per batch."
+        )
+    return [_spec(i, task) for i, task in enumerate(tasks)]
+
+
+def _spec(index: int, task: Any) -> ChildSpec:
+    where = f"task {index}"
+    if not isinstance(task, dict):
+        raise ToolError(f"{where} must be an object like {{\"goal\": \"...\", \"context\": \"...\"}}, "
+                        f"got {type(task).__name__}.")
+    goal = task.get("goal")
+    if not isinstance(goal, str) or not goal.strip():
+        raise ToolError(f"{where}: `goal` must be a non-empty string saying what the subagent must achieve.")
+    if len(goal) > MAX_GOAL_CHARS:
+        raise ToolError(f"{where}: `goal` is {len(goal)} characters; at most {MAX_GOAL_CHARS}. Move detail to `context`.")
+    context = task.get("context")
+    if context is not None and (not isinstance(context, str) or len(context) > MAX_CONTEXT_CHARS):
+        raise ToolError(f"{where}: `context` must be a string of at most {MAX_CONTEXT_CHARS} characters.")
+    schema = task.get("output_schema")
+    if schema is not None:
+        try:
+            schema = coerce_schema(schema)
+        except ValueError as exc:
+            raise ToolError(f"{where}: {exc}") from None
+    images = task.get("images")
+    problem = images_problem(images)
+    if problem:
+        raise ToolError(f"{where}: {problem}")
+    return ChildSpec(goal=goal, context=context or None, output_schema=schema, images=tuple(images or ()),
+                     task_index=index)

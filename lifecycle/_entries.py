@@ -1,0 +1,69 @@
+"""delegate_task result entries, and the summary budget that protects the parent's context."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lifecycle._child_run import ChildOutcome
+
+log = logging.getLogger("lifecycle.delegate")
+
+SPILL_DIR = Path(".switchboard") / "delegation"
+_TIMEOUT_FIELDS = ("timeout_seconds", "timed_out_after_seconds", "last_event_age", "timeout_phase")
+
+
+def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str, Any]:
+    """One task's result as the parent model reads it; the summary is not yet budgeted."""
+    item: dict[str, Any] = {
+        "task_index": task_index,
+        "subagent_id": subagent_id,
+        "status": outcome.status,
+        "summary": outcome.summary,
+        "error": outcome.error,
+        "exit_reason": outcome.exit_reason,
+        "truncated": outcome.exit_reason == "max_iterations",
+        "api_calls": outcome.api_calls,
+        "duration_seconds": round(outcome.duration_seconds, 3),
+        "model": outcome.model,
+        "tokens": {"input": outcome.usage.prompt_tokens, "output": outcome.usage.completion_tokens},
+        "cost_usd": None if outcome.cost_usd is None else round(outcome.cost_usd, 6),
+        "tool_trace": [e.to_dict() for e in outcome.tool_trace],
+    }
+    timeout = outcome.timeout
+    for name in _TIMEOUT_FIELDS:
+        item[name] = getattr(timeout, name) if timeout is not None else None
+    if outcome.schema is not None:
+        item.update(outcome.schema)
+    return item
+
+
+def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path) -> dict[str, Any]:
+    """Cut an over-long summary to head and tail with an explicit marker, keeping the
+    full text in the workspace where ``read_file`` can read it back."""
+    summary = item.get("summary")
+    if not isinstance(summary, str) or len(summary) <= max_chars:
+        return item
+    relative = SPILL_DIR / f"{item['subagent_id']}.md"
+    saved = _spill(workspace / relative, summary)
+    where = f"full text: read_file path={relative}" if saved else "the full text could not be saved"
+    marker = f"\n\n[... {len(summary) - max_chars} characters omitted; {where} ...]\n\n"
+    keep = max(0, max_chars - len(marker))
+    head = keep * 3 // 4
+    tail = keep - head
+    item["summary"] = summary[:head] + marker + (summary[-tail:] if tail else "")
+    item["summary_truncated"] = True
+    item["summary_original_chars"] = len(summary)
+    item["summary_full_path"] = str(relative) if saved else None
+    return item
+
+
+def _spill(path: Path, text: str) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    except OSError as exc:
+        log.warning("could not save a full child summary to %s: %s", path, exc)
+        return False
+    return True

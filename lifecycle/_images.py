@@ -1,0 +1,207 @@
+"""Images for a child's first turn: native image parts for vision models, path lines otherwise.
+
+Best effort by design: a task's images are a hint, never a reason for a spawn to
+fail. An unusable image is skipped with a logged warning; if nothing usable is
+left, or anything unexpected goes wrong, the child gets the text goal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent import ToolError
+from agent.tools import resolve_in_workspace
+
+log = logging.getLogger("lifecycle.images")
+
+#: Images a task may carry at most.
+MAX_IMAGES = 8
+#: Bytes one image may have at most (a local file, or a data URL once decoded).
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+#: The hint appended to a text goal that names images.
+VISION_HINT = (
+    "[You cannot see these images directly; if a vision tool is available, use it to look at them.]"
+)
+
+# The formats chat vision APIs commonly accept, by their leading bytes.
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+_HEAD_BYTES = 16
+_DATA_URL = re.compile(r"data:(image/[A-Za-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)\Z", re.DOTALL)
+_HTTP_URL = re.compile(r"https?://\S+\Z", re.IGNORECASE)
+
+
+class _Skip(Exception):
+    """This image is unusable; the message says why (for the log, not the model)."""
+
+
+def images_problem(images: object) -> str | None:
+    """None when ``images`` is None or a list of at most `MAX_IMAGES` non-empty strings,
+    else a one-line tool-error message. Entries are not checked for existence here:
+    an unusable image is skipped later, it never fails the task."""
+    if images is None:
+        return None
+    if not isinstance(images, list):
+        return (
+            "images must be an array of local file paths, http(s) URLs or data:image/ URLs, "
+            f"got {type(images).__name__}"
+        )
+    if len(images) > MAX_IMAGES:
+        return f"a task may carry at most {MAX_IMAGES} images, got {len(images)}"
+    for i, image in enumerate(images):
+        if not isinstance(image, str) or not image.strip():
+            shown = repr(image) if isinstance(image, str) else type(image).__name__
+            return f"images[{i}] must be a non-empty string (a local path or URL), got {shown}"
+    return None
+
+
+def _sniff(head: bytes) -> str:
+    for magic, mime in _MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    # Magic bytes decide, not the extension: a mislabelled file sent as an image
+    # would make the model call itself fail, and with it the spawn.
+    raise _Skip("is not a PNG, JPEG, GIF or WebP image")
+
+
+def _local(workspace: Path, image: str) -> Path:
+    try:
+        target = resolve_in_workspace(workspace, image)  # the same guard as read_file
+    except ToolError as exc:
+        raise _Skip(str(exc)) from None
+    if not target.is_file():  # missing, a directory, or a FIFO that would block the read
+        raise _Skip("does not exist or is not a regular file")
+    return target
+
+
+def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
+    """The ``image_url`` for a vision model, or `_Skip`."""
+    if _HTTP_URL.match(image):
+        return image
+    if image[:5].lower() == "data:":
+        match = _DATA_URL.match(image)
+        if match is None:
+            raise _Skip("is not a base64 data:image/ URL")
+        try:
+            data = base64.b64decode("".join(match[2].split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise _Skip("has malformed base64 data") from None
+        if len(data) > max_bytes:
+            raise _Skip(f"is larger than {max_bytes} bytes")
+        _sniff(data[:_HEAD_BYTES])
+        return image
+    target = _local(workspace, image)
+    try:
+        if target.stat().st_size > max_bytes:
+            raise _Skip(f"is larger than {max_bytes} bytes")
+        with target.open("rb") as f:
+            data = f.read(max_bytes + 1)  # the file may have grown since stat
+    except OSError as exc:
+        raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise _Skip(f"is larger than {max_bytes} bytes")
+    mime = _sniff(data[:_HEAD_BYTES])
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _text_line(image: str, workspace: Path) -> str:
+    """The ``[Image attached at: ...]`` line for a model without vision, or `_Skip`."""
+    if _HTTP_URL.match(image):
+        return f"[Image attached at: {image}]"
+    if image[:5].lower() == "data:":
+        # Neither a path nor a URL a tool could open, and pasting it would flood the context.
+        raise _Skip("is a data URL, which a model without vision cannot use")
+    target = _local(workspace, image)
+    try:
+        with target.open("rb") as f:
+            _sniff(f.read(_HEAD_BYTES))
+    except OSError as exc:
+        raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
+    return f"[Image attached at: {image}]"
+
+
+def _shown(image: str) -> str:
+    # Logs name the image, but not a multi-megabyte data URL in full.
+    return repr(image if len(image) <= 120 else image[:100] + "...")
+
+
+def _text_form(goal: str, images: list[str], workspace: Path) -> str:
+    lines = []
+    for image in images:
+        try:
+            lines.append(_text_line(image, workspace))
+        except _Skip as why:
+            log.warning("image %s skipped: %s", _shown(image), why)
+    if not lines:
+        return goal
+    return "\n".join([goal, "", *lines, VISION_HINT])
+
+
+def first_turn_content(
+    goal: str,
+    images: Sequence[str],
+    *,
+    workspace: Path,
+    supports_vision: bool,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> str | list[dict]:
+    """The child's first user message: ``goal`` alone, or with its images.
+
+    Without images: ``goal`` unchanged. For a vision model: OpenAI chat content
+    parts, the goal's text part then one ``image_url`` part per usable image
+    (local files inlined as data URLs, http(s) and data URLs passed through).
+    Otherwise, or when no image is usable: the goal text plus an
+    ``[Image attached at: ...]`` line per image that exists or is a URL, and
+    `VISION_HINT`. Local paths go through the workspace guard. Unusable images
+    are skipped with a warning. Never raises. Does blocking file I/O: from async
+    code use `first_turn_content_async`.
+    """
+    try:
+        if isinstance(images, str):  # a bare string is one image, not a sequence of characters
+            images = [images]
+        wanted = [i.strip() for i in images or () if isinstance(i, str) and i.strip()]
+        if not wanted:
+            return goal
+        if supports_vision:
+            parts: list[dict] = [{"type": "text", "text": goal}]
+            for image in wanted:
+                try:
+                    url = _image_url(image, Path(workspace), max_bytes)
+                except _Skip as why:
+                    log.warning("image %s skipped: %s", _shown(image), why)
+                    continue
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+            if len(parts) > 1:
+                return parts
+            log.warning("no usable image for a vision model; the child gets the text goal")
+        return _text_form(goal, wanted, Path(workspace))
+    except Exception:
+        log.exception("attaching images failed; the child gets the plain goal")
+        return goal
+
+
+async def first_turn_content_async(
+    goal: str,
+    images: Sequence[str],
+    *,
+    workspace: Path,
+    supports_vision: bool,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> str | list[dict]:
+    """`first_turn_content` in a worker thread, so its file I/O never blocks the event loop."""
+    return await asyncio.to_thread(
+        first_turn_content, goal, images,
+        workspace=workspace, supports_vision=supports_vision, max_bytes=max_bytes,
+    )

@@ -1,0 +1,127 @@
+"""Liveness: one monitor for all running children, reading only their activity records.
+
+Progress is any change of (API calls, current tool, last activity time). A child
+is stalled after ``stale_between_turns_seconds`` without progress between model
+turns, or ``stale_in_tool_seconds`` inside one tool. The optional idle cap
+(``child_timeout_seconds``) ends a child that made no progress for a whole
+window; at 80 % of the window it is warned once through its steer channel, and
+any progress opens a new window. While a tool runs the idle cap is suspended:
+only the in-tool stall threshold can end it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from agent import AgentSession, Clock
+from lifecycle.settings import DelegationSettings
+
+log = logging.getLogger("lifecycle.liveness")
+
+BUDGET_WARNING = "[delegation budget warning]"
+WARNING_FRACTION = 0.8
+MIN_IDLE_CAP = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout:
+    """Why a child was stopped for lack of progress; becomes the timeout entry's fields."""
+
+    timeout_seconds: float
+    """The limit that fired: the stall threshold if it came first, else the idle cap."""
+    timed_out_after_seconds: float
+    last_event_age: float
+    timeout_phase: str
+    api_calls: int
+    stalled: bool
+
+    def message(self) -> str:
+        if self.stalled:
+            return (f"Subagent stopped making progress after {self.api_calls} API call(s) — no activity for "
+                    f"{self.last_event_age:.0f}s (stall threshold {self.timeout_seconds:g}s); it was stopped.")
+        if self.api_calls == 0:
+            return (f"Subagent timed out after {self.timeout_seconds:g}s idle without making any API call — "
+                    "it never reached its first model request.")
+        return (f"Subagent timed out after {self.timeout_seconds:g}s idle with {self.api_calls} API call(s) "
+                "completed — no progress in that window.")
+
+
+def idle_cap(settings: DelegationSettings) -> float | None:
+    """The configured idle cap: off at ≤ 0, at least 30 s otherwise."""
+    cap = settings.child_timeout_seconds
+    return None if cap <= 0 else max(MIN_IDLE_CAP, cap)
+
+
+class Watch:
+    """Liveness state of one child; created when the child starts running."""
+
+    __slots__ = ("session", "started", "fingerprint", "last_progress", "warned", "on_timeout")
+
+    def __init__(self, session: AgentSession, now: float, on_timeout: Callable[[Timeout], None]) -> None:
+        self.session = session
+        self.started = now
+        self.fingerprint = _fingerprint(session)
+        self.last_progress = now
+        self.warned = False
+        self.on_timeout = on_timeout
+
+    def check(self, now: float, settings: DelegationSettings, cap: float | None) -> Timeout | None:
+        activity = self.session.activity
+        fingerprint = _fingerprint(self.session)
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.last_progress, self.warned = fingerprint, now, False
+        quiet = now - self.last_progress
+        in_tool = activity.current_tool is not None
+        stall = settings.stale_in_tool_seconds if in_tool else settings.stale_between_turns_seconds
+        limits = [(stall, True)] if cap is None or in_tool else [(stall, True), (cap, False)]
+        fired = [limit for limit in limits if quiet >= limit[0]]
+        if fired:
+            limit, stalled = min(fired)
+            return self._timeout(now, limit, quiet, stalled=stalled)
+        if cap is not None and not in_tool and not self.warned and quiet >= WARNING_FRACTION * cap:
+            self.warned = True
+            self.session.steer(
+                f"{BUDGET_WARNING} You have made no progress for {quiet:.0f}s of your {cap:g}s idle budget. "
+                "Finish the current step and return your summary now; work not returned before the budget "
+                "runs out is lost."
+            )
+        return None
+
+    def _timeout(self, now: float, limit: float, quiet: float, *, stalled: bool) -> Timeout:
+        calls = self.session.activity.api_calls
+        return Timeout(
+            timeout_seconds=limit,
+            timed_out_after_seconds=round(now - self.started, 3),
+            last_event_age=round(quiet, 2),
+            timeout_phase="before_first_llm_call" if calls == 0 else "after_llm_calls",
+            api_calls=calls,
+            stalled=stalled,
+        )
+
+
+def _fingerprint(session: AgentSession) -> tuple:
+    a = session.activity
+    return (a.api_calls, a.current_tool, a.last_activity)
+
+
+async def monitor(watches: Callable[[], Iterable[Watch]], settings: Callable[[], DelegationSettings],
+                  clock: Clock) -> None:
+    """Check every running child each heartbeat; runs until cancelled."""
+    while True:
+        current = settings()
+        await clock.sleep(current.heartbeat_interval_seconds)
+        now = clock.monotonic()
+        cap = idle_cap(current)
+        for watch in list(watches()):
+            try:
+                verdict = watch.check(now, current, cap)
+            except Exception:  # one odd child must not blind the monitor to the rest
+                log.exception("liveness check failed")
+                continue
+            if verdict is not None:
+                log.warning("child %s: %s", watch.session.session_id, verdict.message())
+                watch.on_timeout(verdict)
+        await asyncio.sleep(0)

@@ -1,0 +1,210 @@
+"""Output contracts for children: a task's JSON Schema, told to the child and checked on its answer.
+
+The flow the lead wires into ``delegate_task``: `coerce_schema` (or `schema_problem`)
+before any child starts, `contract_prompt` in the child's system prompt,
+`validate_output` on its final answer, at most one `correction_prompt` turn, and
+`SCHEMA_NOTE` on an entry whose corrected answer still fails. Everything here is
+pure: no I/O, no state, safe to call from the event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.validators import validator_for
+
+#: Validation errors reported at most; more become one ``... and N more`` line.
+MAX_ERRORS = 20
+#: Characters per error line at most; longer lines end in an ellipsis.
+MAX_ERROR_CHARS = 300
+#: Note on an entry whose final text still failed its schema after the correction turn.
+SCHEMA_NOTE = (
+    "The child's final text did not match output_schema after one correction; it is returned "
+    "unvalidated in summary. Extract what you need from it rather than re-running the task."
+)
+
+# An opening fence: ``` and an optional language tag alone on their line. (A JSON
+# string cannot hold a raw newline, so this never matches inside one.)
+_FENCE_OPEN = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Bounds the fence and prose scans: each failed start may re-read the rest of the text.
+_MAX_SCAN_STARTS = 256
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are Python extensions, not JSON; a contract answer must be real JSON.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _validator_class(schema: dict) -> type:
+    # An unknown or non-string $schema gets Draft 2020-12 instead of jsonschema's
+    # DeprecationWarning (an error under our warning filters); a non-string one is
+    # then reported by the meta-schema itself.
+    if isinstance(schema.get("$schema", ""), str):
+        return validator_for(schema, default=Draft202012Validator)
+    return Draft202012Validator
+
+
+def coerce_schema(value: object) -> dict:
+    """The schema ``value`` names, parsed from a JSON string if a model double-encoded it.
+
+    Raises ValueError with a one-line, model-facing message when it is not a JSON
+    object, not JSON-serialisable, or not a valid JSON Schema. ``None`` (no contract)
+    is for the caller to handle; here it is an error like any other non-object.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("output_schema must be a JSON object (a JSON Schema), got a non-JSON string") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"output_schema must be a JSON object (a JSON Schema), got {type(value).__name__}")
+    try:
+        json.dumps(value)  # the contract prompt has to print it
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"output_schema must be plain JSON: {exc}") from None
+    try:
+        _validator_class(value).check_schema(value)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        message = _one_line(exc.message) + (f" (at {where})" if where else "")
+        raise ValueError(f"output_schema is not a valid JSON Schema: {message}") from None
+    except Exception as exc:  # RecursionError on absurd nesting, bad regexes, ...
+        raise ValueError(f"output_schema could not be checked: {_one_line(str(exc))}") from None
+    return value
+
+
+def schema_problem(schema: object) -> str | None:
+    """None when `coerce_schema` accepts ``schema`` (a dict or a JSON string), else its message."""
+    try:
+        coerce_schema(schema)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def contract_prompt(schema: dict) -> str:
+    """The system-prompt section that makes ``schema`` the child's output contract."""
+    return (
+        "OUTPUT CONTRACT (machine-validated):\n"
+        "Your final answer must be ONLY a single JSON value that matches the JSON Schema below: "
+        "no prose before or after it, no code fence, no comments. "
+        "It is parsed and validated automatically.\n"
+        "JSON Schema:\n" + json.dumps(schema, indent=2, ensure_ascii=False)
+    )
+
+
+def _scan(text: str) -> tuple[object | None, str | None]:
+    """The longest top-level JSON object or array in ``text``, scanning left to right."""
+    best, best_len, first_error, starts, i = None, 0, None, 0, 0
+    while starts < _MAX_SCAN_STARTS:
+        i = min((j for j in (text.find("{", i), text.find("[", i)) if j >= 0), default=-1)
+        if i < 0:
+            break
+        starts += 1
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError) as exc:
+            first_error = first_error or _one_line(str(exc))
+            i += 1
+            continue
+        # Longest, not first: prose often holds citation-like "[1]" before the real answer.
+        if end - i > best_len:
+            best, best_len = value, end - i
+        i = end
+    if best_len:
+        return best, None
+    if first_error:
+        return None, f"the answer contains no valid JSON object or array (first try: {first_error})"
+    return None, "the answer contains no JSON object or array"
+
+
+def extract_json(text: str) -> tuple[object | None, str | None]:
+    """``(value, None)`` for the JSON value a final answer holds, or ``(None, problem)``.
+
+    Tried in order: the whole text as JSON (any value, scalars included); the first
+    fenced block that holds exactly one JSON value; the longest object or array
+    found anywhere in the text, so prose around one object or array is tolerated.
+    The problem is one line.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None, "the answer is empty"
+    try:
+        return _DECODER.decode(text.strip()), None
+    except (ValueError, RecursionError):
+        pass
+    for fence in itertools.islice(_FENCE_OPEN.finditer(text), _MAX_SCAN_STARTS):
+        # Decoded from the fence onwards rather than cut at the next ```: a JSON
+        # string may itself contain a fence.
+        start = len(text) - len(text[fence.end():].lstrip())
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        rest = text[end:].lstrip()
+        if not rest or rest.startswith("```"):  # the whole block, not "1." of a numbered list
+            return value, None
+    return _scan(text)
+
+
+def _json_path(path) -> str:
+    out = "$"
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENT.match(part):
+            out += f".{part}"
+        else:
+            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out
+
+
+def _one_line(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def validate_output(text: str, schema: dict) -> tuple[bool, list[str], object | None]:
+    """``(valid, errors, value)`` for a child's final ``text`` against ``schema``.
+
+    Errors are stable, one line each (``<json path>: <message>``, at most
+    `MAX_ERROR_CHARS`), sorted by path (array indices numerically) then message,
+    at most `MAX_ERRORS` plus a ``... and N more`` line. A text holding no JSON is
+    one ``$: <problem>`` error with ``value`` None. A schema that cannot be applied
+    (say an unresolvable ``$ref``) is one error too; this never raises.
+    """
+    value, problem = extract_json(text)
+    if problem is not None:
+        return False, [_one_line(f"$: {problem}")], None
+    try:
+        found = list(_validator_class(schema)(schema).iter_errors(value))
+    except Exception as exc:  # unresolvable $ref, RecursionError, ...
+        return False, [_one_line(f"$: the schema could not be applied: {exc}")], value
+    if not found:
+        return True, [], value
+
+    def order(error) -> tuple:
+        return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in error.absolute_path), error.message
+
+    lines = [_one_line(f"{_json_path(e.absolute_path)}: {e.message}") for e in sorted(found, key=order)]
+    if len(lines) > MAX_ERRORS:
+        lines = lines[:MAX_ERRORS] + [f"... and {len(lines) - MAX_ERRORS} more"]
+    return False, lines, value
+
+
+def correction_prompt(errors: list[str]) -> str:
+    """The user message of the one correction turn: the exact errors, never the schema again."""
+    listed = "\n".join(f"- {e}" for e in errors)
+    return (
+        "Your final answer did not satisfy the output contract. Validation errors:\n"
+        f"{listed}\n"
+        "Reply with ONLY the corrected JSON value, matching the schema from your instructions: "
+        "no prose, no code fence."
+    )

@@ -1,0 +1,48 @@
+"""Project context files a child working in a repository must follow."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+log = logging.getLogger("lifecycle.project_context")
+
+CONTEXT_FILES = (".switchboard.md", "AGENTS.md", "CLAUDE.md", ".cursorrules")
+MAX_FILE_CHARS = 20_000
+_TTL_SECONDS = 5.0  # a burst of children shares one read; an edited file shows up within seconds
+
+
+class ProjectContext:
+    """Reads the context files of a workspace off the event loop, cached briefly."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path, tuple[float, str]] = {}
+
+    async def section(self, workspace: Path) -> str:
+        """The system-prompt section for ``workspace``, or "" when it has no context files."""
+        cached = self._cache.get(workspace)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < _TTL_SECONDS:
+            return cached[1]
+        text = await asyncio.to_thread(read_context_files, workspace)
+        self._cache[workspace] = (now, text)
+        return text
+
+
+def read_context_files(workspace: Path) -> str:
+    parts = []
+    for name in CONTEXT_FILES:
+        path = workspace / name
+        try:
+            if not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            log.warning("cannot read project context file %s: %s", path, exc)
+            continue
+        if len(text) > MAX_FILE_CHARS:
+            text = text[:MAX_FILE_CHARS] + f"\n[... {name} cut at {MAX_FILE_CHARS} characters]"
+        parts.append(f"PROJECT CONTEXT ({name}) — follow these rules of the repository:\n{text.strip()}")
+    return "\n\n".join(parts)

@@ -1,0 +1,428 @@
+"""Discord adapter on discord.py 2: DMs, mentions, replies, threads and slash commands.
+
+Which messages are for the bot, and which session they belong to:
+
+- **DM**: every message. ``chat_id`` = the DM channel, ``thread_id`` = None.
+- **Guild channel**: messages that mention the bot or reply to one of its
+  messages. ``chat_id`` = the channel, ``thread_id`` = None; replies go to the channel.
+- **Thread**: the same, plus every message in a thread the bot owns or has posted
+  in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
+  thread is its own session (the gateway keys sessions by platform, chat, thread);
+  replies go into the thread.
+
+The bot's own messages and other bots' are ignored (two bots answering each other
+would never stop); the bot's mention is stripped from the text. Guild messages
+carry text only with the privileged Message Content intent; a missing intent is
+reported at start (application flags, close code 4014) naming the Developer
+Portal switch.
+
+Each `CommandSpec` becomes a slash command with one optional ``args`` string,
+registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
+globally when that is empty. An interaction is deferred (type 5, "thinking…")
+before it is handed over, so Discord's 3-second window holds whatever the
+gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
+(valid 15 minutes). The first answer replaces the "thinking…" response, later
+ones are follow-ups; an expired token falls back to a channel message.
+
+Sends carry a nonce derived from `Outbound.idempotency_key` with
+``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
+itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx.
+Every SDK error is translated by `_translate`, the one place that does so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import aiohttp
+
+from platforms import discord_urls  # first: imports discord.py without its audioop warning
+from platforms.base import (
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    DisplayTier,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    InboundSink,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+    Sent,
+)
+
+import discord  # noqa: E402  (after discord_urls, see above)
+from discord import app_commands  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Callable[..., discord.Client]
+"""Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
+
+PORTAL_HINT = (
+    "enable it in the Discord Developer Portal: Applications → your application → Bot → "
+    "Privileged Gateway Intents → Message Content Intent"
+)
+_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
+_REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
+
+
+class DiscordStartError(RuntimeError):
+    """The adapter could not log in or connect; the message says what to fix."""
+
+
+class DiscordAdapter:
+    name = "discord"
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    text_limit = 2000
+    typing_interval = 8.0
+    """Discord's indicator lasts about 10 s."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        api_base: str = discord_urls.DEFAULT_API_BASE,
+        gateway_url: str | None = None,
+        command_guilds: Sequence[int] = (),
+        client_factory: ClientFactory | None = None,
+        ready_timeout: float = 30.0,
+    ) -> None:
+        """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
+        is the test seam (default `discord.Client`). Only one api_base per process: see
+        `platforms.discord_urls`."""
+        self._token = token
+        self._api_base = api_base
+        self._gateway_url = gateway_url
+        self._command_guilds = tuple(int(g) for g in command_guilds)
+        self._client_factory = client_factory or discord.Client
+        self._ready_timeout = ready_timeout
+        self._client: discord.Client | None = None
+        self._urls: discord_urls.UrlOverride | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._consumer: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
+        self._connected = asyncio.Event()
+        self._stopping = False
+        self._bot_threads: set[int] = set()
+        self._answered: OrderedDict[str, None] = OrderedDict()
+        self._webhook_messages: OrderedDict[str, str] = OrderedDict()
+        self._content_warned = False
+
+    def measure(self, text: str) -> int:
+        return len(text)
+
+    def web_routes(self) -> Sequence[Any]:
+        return ()
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """Log in, connect, wait for READY and register ``commands``. Raises `DiscordStartError`
+        (bad token, Message Content intent not enabled, no READY within ``ready_timeout``) or
+        `discord_urls.DiscordInternalsChanged`; nothing is left running when it raises."""
+        if self._client is not None:
+            raise RuntimeError("the Discord adapter is already started")
+        self._stopping = False
+        self._queue, self._connected = asyncio.Queue(), asyncio.Event()
+        try:
+            self._urls = discord_urls.claim(self._api_base)
+            intents = discord.Intents.none()
+            intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
+            client = self._client = self._client_factory(intents=intents, max_ratelimit_timeout=30.0)
+            client.on_connect = self._on_connect  # type: ignore[attr-defined]
+            client.on_message = self._on_message  # type: ignore[attr-defined]
+            tree = self._command_tree(client, commands)
+            self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
+            try:
+                await client.login(self._token)
+            except discord.LoginFailure as exc:
+                raise DiscordStartError("Discord rejected the bot token (401)") from exc
+            flags = client.application_flags
+            if not (flags.gateway_message_content or flags.gateway_message_content_limited):
+                log.error("discord: the Message Content intent is not enabled for this application; %s", PORTAL_HINT)
+            self._urls.set_gateway(self._gateway_url or await discord_urls.fetch_gateway_url(client))
+            self._connect_task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+            self._connect_task.add_done_callback(self._connection_ended)
+            await self._wait_connected()
+            if commands:
+                await self._sync(tree)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _wait_connected(self) -> None:
+        assert self._connect_task is not None
+        ready = asyncio.ensure_future(self._connected.wait())
+        try:
+            await asyncio.wait({ready, self._connect_task}, timeout=self._ready_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if self._connected.is_set():
+            return
+        if not self._connect_task.done():
+            raise DiscordStartError(f"no READY from the Discord gateway within {self._ready_timeout:g}s")
+        exc = self._connect_task.exception()
+        if isinstance(exc, discord.PrivilegedIntentsRequired):
+            log.error("discord: the gateway refused the Message Content intent (4014); %s", PORTAL_HINT)
+            raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}") from exc
+        raise DiscordStartError(f"the Discord gateway connection failed: {exc!r}") from exc
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self._stopping:
+            return
+        if (exc := task.exception()) is not None and self._connected.is_set():
+            log.error("discord: the gateway connection ended and will not reconnect: %r", exc)
+
+    async def stop(self) -> None:
+        """Close the gateway connection and HTTP session, hand over what was already queued.
+        Idempotent."""
+        self._stopping = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+        task, self._connect_task = self._connect_task, None
+        if task is not None:
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: start() or _connection_ended reported it
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            queued = asyncio.ensure_future(self._queue.join())
+            await asyncio.wait({queued}, timeout=5.0)
+            queued.cancel()
+            consumer.cancel()
+            await asyncio.wait({consumer})
+        urls, self._urls = self._urls, None
+        if urls is not None:
+            urls.release()
+
+    async def _on_connect(self) -> None:
+        self._connected.set()
+
+    async def _deliver(self, sink: InboundSink) -> None:
+        # One consumer: events reach the gateway one at a time, in the order they arrived.
+        while True:
+            inbound = await self._queue.get()
+            try:
+                await sink(inbound)
+            except Exception:
+                log.exception("discord: the gateway refused event %s", inbound.event_id)
+            finally:
+                self._queue.task_done()
+
+    # ---- inbound -----------------------------------------------------------------------------
+
+    async def _on_message(self, message: discord.Message) -> None:
+        me = self._client.user if self._client is not None else None
+        if me is None or message.author.bot or message.author.id == me.id:
+            return
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return
+        mentioned = any(user.id == me.id for user in message.mentions)
+        if message.guild is not None and not (mentioned or self._addressed(message, me.id)):
+            return
+        text = re.sub(rf"<@!?{me.id}>", "", message.content).strip()
+        text = "\n".join([text, *(a.url for a in message.attachments)]).strip()
+        if not text:
+            if message.guild is not None and not mentioned and not self._content_warned:
+                self._content_warned = True
+                log.error("discord: a message for the bot arrived without content; is the Message Content "
+                          "intent enabled? %s", PORTAL_HINT)
+            return
+        chat_id, thread_id = _chat_of(message.channel, message.channel.id)
+        self._queue.put_nowait(Inbound(
+            platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
+            user_name=message.author.display_name, text=text, event_id=str(message.id),
+            is_private=message.guild is None,
+        ))
+
+    def _addressed(self, message: discord.Message, me: int) -> bool:
+        resolved = message.reference.resolved if message.reference is not None else None
+        if isinstance(resolved, discord.Message) and resolved.author.id == me:
+            return True
+        channel = message.channel
+        return isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in self._bot_threads)
+
+    def _command_tree(self, client: discord.Client, commands: Sequence[CommandSpec]) -> app_commands.CommandTree:
+        tree = app_commands.CommandTree(client)
+        guilds = [discord.Object(id=g) for g in self._command_guilds]
+        for spec in commands:
+            try:
+                tree.add_command(self._slash_command(spec), guilds=guilds)
+            except (ValueError, TypeError, app_commands.AppCommandError) as exc:
+                log.error("discord: cannot register /%s: %s", spec.name, exc)
+        return tree
+
+    def _slash_command(self, spec: CommandSpec) -> app_commands.Command[Any, ..., None]:
+        async def callback(interaction: discord.Interaction, args: str | None = None) -> None:
+            await self._on_command(interaction, spec.name, args)
+
+        callback = app_commands.describe(args="Optional arguments")(callback)
+        return app_commands.Command(name=spec.name, description=(spec.description or spec.name)[:100],
+                                    callback=callback)
+
+    async def _sync(self, tree: app_commands.CommandTree) -> None:
+        scopes = [discord.Object(id=g) for g in self._command_guilds] or [None]
+        for guild in scopes:
+            route = "PUT /applications/{application_id}/" + ("commands" if guild is None else "guilds/{guild_id}/commands")
+            try:
+                await tree.sync(guild=guild)
+            except Exception as exc:  # commands are a convenience: `!stop` text still works
+                error = _translate(exc, route=route, chat_id=str(guild.id) if guild else "global")
+                log.error("discord: slash commands not registered (%s); invite the bot with the "
+                          "applications.commands scope", error)
+
+    async def _on_command(self, interaction: discord.Interaction, name: str, args: str | None) -> None:
+        reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
+        try:
+            await interaction.response.defer(thinking=True)
+        except Exception as exc:  # too late or already answered: run the command, answer in the channel
+            _translate(exc, route="POST /interactions/{id}/{token}/callback", chat_id=str(interaction.channel_id))
+            reply_token = None
+        chat_id, thread_id = _chat_of(interaction.channel, interaction.channel_id)
+        self._queue.put_nowait(Inbound(
+            platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
+            user_name=interaction.user.display_name, text=f"/{name} {args or ''}".strip(),
+            event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
+            reply_token=reply_token,
+        ))
+
+    # ---- outbound ----------------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> Sent:
+        """Post one part; an answer to a command goes through the interaction while its token lives."""
+        if message.reply_token:
+            try:
+                return await self._answer(message)
+            except NotFound:
+                log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
+        channel_id = int(message.thread_id or message.chat_id)
+        nonce = _nonce(message.idempotency_key)
+        route = "POST /channels/{channel_id}/messages"
+        try:
+            sent = await self._channel(channel_id).send(
+                message.text, silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS
+            )
+        except Exception as exc:
+            raise _translate(exc, route=route, chat_id=str(channel_id)) from exc
+        if message.thread_id:
+            self._bot_threads.add(channel_id)
+        return Sent(str(sent.id))
+
+    async def _answer(self, message: Outbound) -> Sent:
+        assert message.reply_token is not None
+        app_id, token = message.reply_token.split(":", 1)
+        webhook = discord.Webhook.partial(int(app_id), token, client=self._require_client())
+        first = token not in self._answered
+        route = "PATCH /webhooks/{application_id}/{token}/messages/@original" if first else "POST /webhooks/{application_id}/{token}"
+        try:
+            if first:  # replace the "thinking…" placeholder of the deferred response
+                sent = await webhook.edit_message("@original", content=message.text,  # type: ignore[arg-type]
+                                                  allowed_mentions=_MENTIONS)
+            else:
+                sent = await webhook.send(message.text, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
+        except Exception as exc:
+            raise _translate(exc, route=route, chat_id=message.chat_id) from exc
+        _remember(self._answered, token, None)
+        _remember(self._webhook_messages, str(sent.id), message.reply_token)
+        return Sent(str(sent.id))
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        """Replace a message's text; command answers are edited through their interaction."""
+        channel_id = int(thread_id or chat_id)
+        reply_token = self._webhook_messages.get(message_id)
+        route = "PATCH /channels/{channel_id}/messages/{message_id}"
+        try:
+            if reply_token is not None:
+                route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+                app_id, token = reply_token.split(":", 1)
+                webhook = discord.Webhook.partial(int(app_id), token, client=self._require_client())
+                await webhook.edit_message(int(message_id), content=text, allowed_mentions=_MENTIONS)
+            else:
+                partial = self._channel(channel_id).get_partial_message(int(message_id))
+                await partial.edit(content=text, allowed_mentions=_MENTIONS)
+        except Exception as exc:
+            raise _translate(exc, route=route, chat_id=str(channel_id)) from exc
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        channel_id = int(thread_id or chat_id)
+        try:
+            await self._channel(channel_id).typing()
+        except Exception as exc:
+            raise _translate(exc, route="POST /channels/{channel_id}/typing", chat_id=str(channel_id)) from exc
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""
+
+    def _require_client(self) -> discord.Client:
+        if self._client is None:
+            raise NetworkError("the Discord adapter is not connected")
+        return self._client
+
+    def _channel(self, channel_id: int) -> discord.PartialMessageable:
+        return self._require_client().get_partial_messageable(channel_id)
+
+
+def _chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:
+    """(chat_id, thread_id): a thread is a session inside its parent channel."""
+    if isinstance(channel, discord.Thread) and channel.parent_id is not None:
+        return str(channel.parent_id), str(channel.id)
+    return str(channel_id), None
+
+
+def _nonce(idempotency_key: str | None) -> str | None:
+    # Discord nonces are at most 25 characters; a digest keeps any key stable and short.
+    if idempotency_key is None:
+        return None
+    return hashlib.blake2b(idempotency_key.encode(), digest_size=12).hexdigest()
+
+
+def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
+    store[key] = value
+    store.move_to_end(key)
+    while len(store) > _REMEMBERED:
+        store.popitem(last=False)
+
+
+def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
+    """The one place where discord.py and aiohttp errors become `DeliveryError`s; logs each."""
+    if isinstance(exc, DeliveryError):
+        return exc
+    kw: dict[str, Any] = {"method": route, "chat_id": chat_id}
+    error: DeliveryError
+    if isinstance(exc, discord.RateLimited):
+        error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)
+    elif isinstance(exc, discord.HTTPException):
+        detail = f"{exc.status} (code {exc.code}): {exc.text}"
+        if exc.status == 429:
+            retry_after = float(exc.response.headers.get("Retry-After", 1.0)) if exc.response is not None else 1.0
+            error = RateLimited(detail, retry_after=retry_after, **kw)
+        elif exc.code == 50035 and "fewer in length" in exc.text:
+            error = MessageTooLong(detail, **kw)
+        elif exc.code == 50005:
+            error = EditUnsupported(detail, **kw)
+        elif isinstance(exc, discord.Forbidden):
+            error = Forbidden(detail, **kw)
+        elif isinstance(exc, discord.NotFound):
+            error = NotFound(detail, **kw)
+        elif exc.status >= 500:
+            error = NetworkError(detail, **kw)
+        else:
+            error = BadRequest(detail, **kw)
+    elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
+        error = NetworkError(f"{type(exc).__name__}: {exc}", **kw)
+    else:
+        error = BadRequest(f"{type(exc).__name__}: {exc}", **kw)
+    log.warning("discord: %s for channel %s failed: %s: %s", route, chat_id, type(error).__name__, error)
+    return error

@@ -1,0 +1,515 @@
+"""A loopback fake of the Telegram Bot API, for tests and for trying a bot offline.
+
+`FakeTelegram` is a small aiohttp server on 127.0.0.1 that answers
+``POST /bot<token>/<method>`` the way Telegram does, so a real client (aiogram,
+or anything pointed at a custom Bot API server) talks to it over real HTTP:
+
+    async with FakeTelegram() as fake:
+        bot = Bot(fake.token, session=AiohttpSession(api=TelegramAPIServer.from_base(fake.base_url)))
+        fake.push_message(42, "hello")                     # a user writes to the bot
+        await fake.wait_for(lambda: fake.messages["42"])   # ... until the bot has answered
+        assert fake.messages["42"][0]["text"] == "hi!"
+
+Methods: ``getMe``, ``getUpdates`` (long polling; updates stay until an ``offset``
+above them confirms them, so unconfirmed ones are served again, as Telegram does),
+``setWebhook``/``deleteWebhook``/``getWebhookInfo``, ``sendMessage`` (1-4096
+UTF-16 code units, else "message is too long"), ``editMessageText`` ("message is
+not modified" for identical text), ``deleteMessage``, ``sendChatAction``,
+``setMyCommands``/``getMyCommands``/``deleteMyCommands``. Other methods answer 404.
+
+What a test reads and drives:
+
+- ``calls``: every request as ``(method, params)``, params exactly as sent (strings;
+  nested objects as JSON text). ``calls_to(name)`` filters by method.
+- ``messages[chat_id]``: what the bot has in each chat, as dicts with ``message_id``,
+  ``text`` (current), ``edits`` (every text it was edited to, in order),
+  ``thread_id``, ``silent`` (sent with ``disable_notification``), ``parse_mode``.
+- ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
+- ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates``;
+  ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
+  the registered webhook (with the registered secret, another one, or none).
+- ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
+  Bot API error; ``drop_next(method)`` closes the connection without an answer.
+- ``wait_for(predicate)`` waits (10 ms steps) until a condition holds.
+
+Run it standalone with ``python -m platforms.fakes.telegram --port 8081``; it prints
+its base URL alone on the first line. Two extra routes drive it there: ``POST /fake/push_message`` with a
+JSON body of `push_message`'s arguments (``{"chat_id": 42, "text": "hi"}``), and
+``GET /fake/state`` for the calls and messages as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiohttp import ClientSession, web
+
+MAX_TEXT = 4096
+_KEEP = object()
+_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_COMMAND_RE = re.compile(r"^/[A-Za-z0-9_]+(?:@[A-Za-z0-9_]+)?")
+_MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{3,32}")
+_DESCRIPTIONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden: bot was blocked by the user",
+    404: "Not Found",
+    409: "Conflict",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+}
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class ApiError(Exception):
+    """Raised inside a method to answer with a Bot API error."""
+
+    def __init__(self, status: int, description: str, retry_after: int | None = None):
+        super().__init__(description)
+        self.status, self.description, self.retry_after = status, description, retry_after
+
+
+class FakeTelegram:
+    """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
+
+    def __init__(
+        self,
+        token: str = "123456:TEST-token",
+        *,
+        username: str = "switchboard_bot",
+        first_name: str = "Switchboard",
+        port: int = 0,
+    ) -> None:
+        self.token = token
+        self.bot_user = {
+            "id": int(token.split(":", 1)[0]),
+            "is_bot": True,
+            "first_name": first_name,
+            "username": username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.messages: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.commands: list[dict[str, Any]] = []
+        self.webhook_url: str | None = None
+        self.webhook_secret: str | None = None
+        self.pending: list[dict[str, Any]] = []
+        """Updates not yet confirmed by a ``getUpdates`` offset."""
+        self._port = port
+        self._update_ids = itertools.count(1000)
+        self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        self._chats: dict[str, dict[str, Any]] = {}
+        self._faults: defaultdict[str, deque[ApiError | bool]] = defaultdict(deque)
+        self._changed = asyncio.Event()
+        self._poller: object | None = None
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self._client: ClientSession | None = None
+        self.base_url = ""
+        self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "getme": self._get_me,
+            "getupdates": self._get_updates,
+            "setwebhook": self._set_webhook,
+            "deletewebhook": self._delete_webhook,
+            "getwebhookinfo": self._get_webhook_info,
+            "sendmessage": self._send_message,
+            "editmessagetext": self._edit_message_text,
+            "deletemessage": self._delete_message,
+            "sendchataction": self._send_chat_action,
+            "setmycommands": self._set_my_commands,
+            "getmycommands": self._get_my_commands,
+            "deletemycommands": self._delete_my_commands,
+        }
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/bot{token}/{method}", self._handle)
+        app.router.add_post("/fake/push_message", self._control_push)
+        app.router.add_get("/fake/state", self._control_state)
+        return app
+
+    async def start(self) -> FakeTelegram:
+        self._runner = web.AppRunner(self.app(), handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def close(self) -> None:
+        """Wake every long poll (they answer ``[]``) and stop serving. Idempotent."""
+        self._closing = True
+        self._wake()
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeTelegram:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- driving it from a test --------------------------------------------------
+
+    def message_update(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        user_id: int | None = None,
+        username: str | None = "alice",
+        chat_type: str = "private",
+        reply_to_bot: bool = False,
+        entities: list[dict[str, Any]] | None = None,
+        thread_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Build (not queue) an update with a user's message. ``entities=None`` derives them
+        as Telegram does: a leading ``bot_command`` and ``mention``s, UTF-16 offsets;
+        pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats."""
+        cid = int(chat_id)
+        chat = self._chat(cid, chat_type, thread_id is not None)
+        uid = user_id if user_id is not None else (cid if chat_type == "private" else 1)
+        user = {"id": uid, "is_bot": False, "first_name": (username or "User").title()}
+        if username:
+            user["username"] = username
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids[str(cid)]),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": user,
+            "text": text,
+        }
+        if entities is None:
+            entities = _derive_entities(text)
+        if entities:
+            message["entities"] = entities
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
+        if reply_to_bot:
+            sent = self.messages[str(cid)]
+            replied = {"message_id": sent[-1]["message_id"] if sent else 1, "text": sent[-1]["text"] if sent else "..."}
+            message["reply_to_message"] = {**replied, "date": int(time.time()), "chat": chat, "from": self.bot_user}
+        return {"update_id": next(self._update_ids), "message": message}
+
+    def push_update(self, update: Mapping[str, Any]) -> int:
+        """Queue a raw update for ``getUpdates``; an ``update_id`` is added if missing."""
+        queued = dict(update)
+        queued.setdefault("update_id", next(self._update_ids))
+        self.pending.append(queued)
+        self._wake()
+        return int(queued["update_id"])
+
+    def push_message(self, chat_id: int | str, text: str, **kw: Any) -> int:
+        """A user writes ``text``; returns the update id. Keywords as `message_update`."""
+        return self.push_update(self.message_update(chat_id, text, **kw))
+
+    async def deliver_webhook(self, update: Mapping[str, Any], *, secret: Any = _KEEP) -> int:
+        """POST ``update`` to the registered webhook URL, as Telegram does, and return the
+        HTTP status. ``secret`` defaults to the registered one; ``None`` sends no header."""
+        if self.webhook_url is None:
+            raise RuntimeError("no webhook is registered (setWebhook was not called)")
+        secret = self.webhook_secret if secret is _KEEP else secret
+        headers = {} if secret is None else {"X-Telegram-Bot-Api-Secret-Token": secret}
+        if self._client is None:
+            self._client = ClientSession()
+        async with self._client.post(self.webhook_url, json=update, headers=headers) as resp:
+            await resp.read()
+            return resp.status
+
+    def fail_next(
+        self,
+        method: str,
+        status: int = 429,
+        *,
+        retry_after: int | None = None,
+        description: str | None = None,
+    ) -> None:
+        """Make the next call of ``method`` answer this error (calls queue up in order).
+        A 429 carries ``parameters.retry_after`` (default 1 s)."""
+        if status == 429:
+            retry_after = 1 if retry_after is None else retry_after
+            description = description or f"Too Many Requests: retry after {retry_after}"
+        description = description or _DESCRIPTIONS.get(status, "Error")
+        self._faults[method.lower()].append(ApiError(status, description, retry_after))
+
+    def drop_next(self, method: str, *, after_processing: bool = False) -> None:
+        """Make the next call of ``method`` close the connection without any answer. With
+        ``after_processing`` the call takes effect first (the message is sent, the client
+        never learns it): the case that makes retries send duplicates."""
+        self._faults[method.lower()].append(after_processing)
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name.lower() == method.lower()]
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Wait until ``predicate()`` is truthy and return its value; TimeoutError after ``timeout``."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (value := predicate()):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            await asyncio.sleep(0.01)
+        return value
+
+    # -- HTTP --------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return _error(ApiError(401, "Unauthorized"))
+        name = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            params.update(await request.json())
+        elif request.can_read_body:
+            form = await request.post()
+            params.update({k: v if isinstance(v, str) else f"<file {v.filename}>" for k, v in form.items()})
+        self.calls.append((name, params))
+        method = self._methods.get(name.lower())
+        if method is None:
+            return _error(ApiError(404, "Not Found"))
+        faults = self._faults.get(name.lower())
+        fault = faults.popleft() if faults else None
+        if isinstance(fault, ApiError):
+            return _error(fault)
+        if fault is False:
+            return _drop(request)
+        try:
+            result = method(params)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except ApiError as exc:
+            return _error(exc)
+        if fault is True:
+            return _drop(request)
+        return web.json_response({"ok": True, "result": result})
+
+    async def _control_push(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        update_id = self.push_message(body.pop("chat_id"), body.pop("text"), **body)
+        return web.json_response({"ok": True, "result": {"update_id": update_id}})
+
+    async def _control_state(self, request: web.Request) -> web.Response:
+        state = {"calls": self.calls, "messages": self.messages, "commands": self.commands, "pending": self.pending}
+        return web.json_response(state)
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _chat(self, chat_id: int, chat_type: str | None = None, is_forum: bool = False) -> dict[str, Any]:
+        chat = self._chats.get(str(chat_id))
+        if chat is None or chat_type is not None:
+            kind = chat_type or ("private" if chat_id > 0 else "supergroup")
+            chat = {"id": chat_id, "type": kind}
+            chat.update({"first_name": "User"} if kind == "private" else {"title": f"Group {chat_id}"})
+            if is_forum:
+                chat["is_forum"] = True
+            self._chats[str(chat_id)] = chat
+        return chat
+
+    def _bot_message(self, params: dict[str, Any], record: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        message = {
+            "message_id": record["message_id"],
+            "date": record["date"],
+            "chat": self._chat(_int(params, "chat_id")),
+            "from": self.bot_user,
+            "text": record["text"],
+            **extra,
+        }
+        if record["thread_id"] is not None:
+            message.update(message_thread_id=record["thread_id"], is_topic_message=True)
+        return message
+
+    def _find(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        chat, message_id = str(_int(params, "chat_id")), _int(params, "message_id")
+        return next((m for m in self.messages.get(chat, ()) if m["message_id"] == message_id), None)
+
+    # -- Bot API methods -----------------------------------------------------------
+
+    def _get_me(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self.bot_user
+
+    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook_url:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
+                           "use deleteWebhook to delete the webhook first")  # fmt: skip
+        offset, limit = _int(params, "offset", 0), _int(params, "limit", 100)
+        if offset > 0:
+            self.pending = [u for u in self.pending if u["update_id"] >= offset]
+        # As on Telegram, a new poll ends the one still waiting (a second bot instance).
+        me = self._poller = object()
+        self._wake()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _int(params, "timeout", 0)
+        while True:
+            if self._poller is not me:
+                raise ApiError(409, "Conflict: terminated by other getUpdates request; "
+                               "make sure that only one bot instance is running")  # fmt: skip
+            if self.pending or self._closing or loop.time() >= deadline:
+                return self.pending[:limit]
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), deadline - loop.time())
+            except TimeoutError:
+                pass
+
+    def _set_webhook(self, params: dict[str, Any]) -> bool:
+        secret = params.get("secret_token")
+        if secret is not None and not _SECRET_RE.match(secret):
+            raise ApiError(400, "Bad Request: secret token contains unallowed characters")
+        if not params.get("url"):
+            return self._delete_webhook(params)
+        self.webhook_url, self.webhook_secret = params["url"], secret
+        if params.get("drop_pending_updates") == "true":
+            self.pending.clear()
+        return True
+
+    def _delete_webhook(self, params: dict[str, Any]) -> bool:
+        self.webhook_url = self.webhook_secret = None
+        if params.get("drop_pending_updates") == "true":
+            self.pending.clear()
+        return True
+
+    def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": self.webhook_url or "", "has_custom_certificate": False, "pending_update_count": len(self.pending)}
+
+    def _check_text(self, text: str, *, editing: bool) -> None:
+        if not text.strip():
+            raise ApiError(400, "Bad Request: text must be non-empty" if editing else "Bad Request: message text is empty")
+        if _utf16(text) > MAX_TEXT:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG" if editing else "Bad Request: message is too long")
+
+    def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id = _int(params, "chat_id")
+        text = str(params.get("text", ""))
+        self._check_text(text, editing=False)
+        thread_id = params.get("message_thread_id")
+        record = {
+            "message_id": next(self._message_ids[str(chat_id)]),
+            "date": int(time.time()),
+            "text": text,
+            "edits": [],
+            "thread_id": int(thread_id) if thread_id is not None else None,
+            "silent": params.get("disable_notification") in ("true", True),
+            "parse_mode": params.get("parse_mode"),
+        }
+        self.messages[str(chat_id)].append(record)
+        return self._bot_message(params, record)
+
+    def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        record = self._find(params)
+        if record is None:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        text = str(params.get("text", ""))
+        if text == record["text"]:
+            raise ApiError(400, "Bad Request: message is not modified: specified new message content and "
+                           "reply markup are exactly the same as a current content and reply markup of the message")  # fmt: skip
+        self._check_text(text, editing=True)
+        record["text"] = text
+        record["edits"].append(text)
+        return self._bot_message(params, record, edit_date=int(time.time()))
+
+    def _delete_message(self, params: dict[str, Any]) -> bool:
+        record = self._find(params)
+        if record is None:
+            raise ApiError(400, "Bad Request: message to delete not found")
+        self.messages[str(_int(params, "chat_id"))].remove(record)
+        return True
+
+    def _send_chat_action(self, params: dict[str, Any]) -> bool:
+        _int(params, "chat_id")
+        if not params.get("action"):
+            raise ApiError(400, "Bad Request: wrong parameter action in request")
+        return True
+
+    def _set_my_commands(self, params: dict[str, Any]) -> bool:
+        commands = params.get("commands", "[]")
+        self.commands = json.loads(commands) if isinstance(commands, str) else list(commands)
+        return True
+
+    def _get_my_commands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.commands
+
+    def _delete_my_commands(self, params: dict[str, Any]) -> bool:
+        self.commands = []
+        return True
+
+
+def _int(params: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = params.get(key)
+    if value is None or value == "":
+        if default is None:
+            raise ApiError(400, f"Bad Request: {key} is empty")
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, "Bad Request: chat not found" if key == "chat_id" else f"Bad Request: bad {key}") from None
+
+
+def _error(exc: ApiError) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
+    if exc.retry_after is not None:
+        body["parameters"] = {"retry_after": exc.retry_after}
+    return web.json_response(body, status=exc.status)
+
+
+def _drop(request: web.Request) -> web.Response:
+    assert request.transport is not None
+    request.transport.abort()  # the client sees the server disconnect before any answer
+    return web.Response()
+
+
+def _derive_entities(text: str) -> list[dict[str, Any]]:
+    """The entities Telegram's servers add to a plain text message: offsets in UTF-16 units."""
+    entities = []
+    if command := _COMMAND_RE.match(text):
+        entities.append({"type": "bot_command", "offset": 0, "length": _utf16(command.group())})
+    for mention in _MENTION_RE.finditer(text):
+        offset = _utf16(text[: mention.start()])
+        entities.append({"type": "mention", "offset": offset, "length": _utf16(mention.group())})
+    return entities
+
+
+async def _serve(port: int, token: str, username: str) -> None:
+    async with FakeTelegram(token, username=username, port=port) as fake:
+        print(fake.base_url, flush=True)  # alone on the first line, for scripts
+        print(f"Fake Telegram Bot API: token {token}, bot @{username}; Ctrl-C stops it.", flush=True)
+        await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m platforms.fakes.telegram", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8081, help="port on 127.0.0.1 (0 picks a free one)")
+    parser.add_argument("--token", default="123456:TEST-token", help="the only bot token it accepts")
+    parser.add_argument("--username", default="switchboard_bot", help="the bot's @username (getMe)")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(_serve(args.port, args.token, args.username))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

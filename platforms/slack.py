@@ -1,0 +1,401 @@
+"""Slack on slack-bolt (async): Socket Mode or the HTTP Events API.
+
+Sessions: a DM is one session (``thread_id`` None). In channels the bot answers when
+mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
+the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
+the bot is in a thread (mentioned there, or it posted there) later replies in it need no
+mention. ``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
+through as plain text, because Slack refuses slash commands inside threads.
+
+Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
+ignored, so a mention seen through both subscriptions becomes one `Inbound`. Messages
+with a subtype other than ``file_share``/``thread_broadcast`` (edits, deletions, joins) and
+messages from bots, this one included, are ignored.
+
+Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
+records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
+redelivers. ``event_id`` is Slack's ``event_id`` (the same on HTTP retries and Socket Mode
+redeliveries) and ``command:<trigger_id>`` for slash commands; the gateway inbox drops
+repeats. Slack does not order events, so neither does this adapter.
+
+Slash commands are acked empty and answered ephemerally through the command's
+``response_url`` (valid 30 minutes, 5 uses; works where the bot is not a channel member),
+falling back to ``chat.postEphemeral``. Ephemeral messages cannot be edited.
+
+Progress: Slack bots have no typing indicator. `typing` posts one placeholder message per
+chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
+deletion is retried in the background, and `stop` deletes whatever is left.
+
+Sending: ``text`` (mrkdwn) up to 4,000 characters, which Slack recommends and renders
+well (it truncates above 40,000). The Web API client has no retry handlers: a 429 becomes
+`RateLimited` with ``Retry-After`` at once, for the gateway to retry; nothing here sleeps on
+the sending path or holds a lock shared between chats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from platforms.base import (
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    DisplayTier,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    InboundSink,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+    Sent,
+)
+
+log = logging.getLogger("platforms.slack")
+
+DEFAULT_API_BASE = "https://slack.com/api/"
+EVENTS_PATH = "/slack/events"
+EPHEMERAL = "ephemeral:"
+_KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
+_REMEMBERED_THREADS = 10_000
+SINK_TIMEOUT = 2.0
+
+_NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
+              "used_url"}
+_FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive", "token_revoked",
+              "token_expired", "missing_scope", "no_permission", "not_allowed_token_type", "ekm_access_denied",
+              "restricted_action", "restricted_action_read_only_channel", "restricted_action_thread_only_channel",
+              "restricted_action_non_threadable_channel", "team_access_not_granted", "cannot_dm_bot"}
+_TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
+_NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+
+def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
+              retry_after: str | None) -> DeliveryError:
+    """The one place Slack's answers become `DeliveryError`s (and get logged)."""
+    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+    kw: dict[str, Any] = {"method": method, "chat_id": channel}
+    message = f"{method}: {error or f'HTTP {status}'}"
+    if status == 429 or error == "ratelimited":
+        try:
+            seconds = float(retry_after) if retry_after is not None else 1.0
+        except ValueError:
+            seconds = 1.0
+        return RateLimited(message, retry_after=seconds, **kw)
+    for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
+                        (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
+        if error in codes:
+            return kind(message, **kw)
+    if status is None or status >= 500:
+        return NetworkError(message, **kw)
+    return BadRequest(message, **kw)
+
+
+def _translate_exception(exc: Exception, method: str, channel: str | None) -> DeliveryError:
+    if isinstance(exc, SlackApiError):
+        resp = exc.response
+        headers = resp.headers or {}
+        retry_after = headers.get("Retry-After") or headers.get("retry-after")
+        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after)
+    if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
+        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None)
+    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None)
+
+
+class SlackAdapter:
+    name = "slack"
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    text_limit = 4000
+    typing_interval = 30.0
+    """The placeholder does not lapse; a refresh only re-posts one whose post failed."""
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        mode: Literal["socket", "http"] = "socket",
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        api_base: str = DEFAULT_API_BASE,
+        ping_interval: float = 10.0,
+        placeholder_text: str = "_working…_",
+        sink_timeout: float = SINK_TIMEOUT,
+    ) -> None:
+        if mode not in ("socket", "http"):
+            raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
+        if mode == "socket" and not app_token:
+            raise ValueError("slack socket mode needs an app_token (xapp-...)")
+        if mode == "http" and not signing_secret:
+            raise ValueError("slack http mode needs a signing_secret")
+        self.mode = mode
+        self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
+        self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
+        self._sink_timeout = sink_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._app: AsyncApp | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._sink: InboundSink | None = None
+        self.bot_user_id: str | None = None
+        self._mention: re.Pattern[str] | None = None
+        self._text_commands: frozenset[str] = frozenset()
+        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
+        self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def measure(self, text: str) -> int:
+        return len(text)
+
+    # -- connecting --------------------------------------------------------------------------
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """Check the token (``auth.test``), then connect Socket Mode or get ready for HTTP events.
+        Slash commands are declared in the app manifest, not registered here; ``commands`` only
+        names the ``!name`` text forms accepted in threads (``stop`` and ``new`` by default)."""
+        self._sink = sink
+        names = [c.name.lstrip("/") for c in commands] or ["stop", "new"]
+        self._text_commands = frozenset(f"!{n}" for n in names)
+        self._session = aiohttp.ClientSession()
+        self._client = AsyncWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
+                                      retry_handlers=[])
+        try:
+            auth = await self._api("auth.test", None)
+            self.bot_user_id = auth["user_id"]
+            self._mention = re.compile(rf"<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>")
+            app = AsyncApp(client=self._client, signing_secret=self._signing_secret or "", name="switchboard",
+                           process_before_response=True, request_verification_enabled=self.mode == "http")
+            app.event("message")(self._on_message)
+            app.command(re.compile(r"^/.+"))(self._on_command)
+            app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
+            self._app = app
+            if self.mode == "socket":
+                await self._connect_socket()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info("slack connected as %s over %s", self.bot_user_id, self.mode)
+
+    async def _connect_socket(self) -> None:
+        assert self._app is not None and self._client is not None
+        self._socket = AsyncSocketModeHandler(self._app, app_token=self._app_token, ping_interval=self._ping_interval)
+        client = self._socket.client
+        # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
+        opened = await self._api("apps.connections.open", None, app_token=self._app_token)
+        client.wss_uri = opened["url"]
+        await asyncio.wait_for(self._socket.connect_async(), timeout=30)
+
+    async def stop(self) -> None:
+        """Disconnect, delete any progress placeholder still shown, close the HTTP session."""
+        if self._socket is not None:
+            client, self._socket = self._socket.client, None
+            await client.close()
+            pending = [t for t in (client.message_processor, client.current_session_monitor, client.message_receiver)
+                       if t is not None]
+            await asyncio.gather(*pending, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        placeholders, self._placeholders = self._placeholders, {}
+        for (channel, _), future in placeholders.items():
+            if (ts := await future) is not None:
+                self._stale[ts] = channel
+        for ts, channel in list(self._stale.items()):
+            await self._try_delete(channel, ts)  # last attempt; nothing left to retry with
+        self._stale.clear()
+        self._app = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def web_routes(self) -> Sequence[Any]:
+        return [web.post(EVENTS_PATH, self._handle_http)] if self.mode == "http" else []
+
+    async def _handle_http(self, request: web.Request) -> web.Response:
+        """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
+        (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification."""
+        if self._app is None:
+            return web.Response(status=503, text="slack adapter not started")
+        return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("subtype") not in _KEEP_SUBTYPES or event.get("bot_id") or not user or user == self.bot_user_id:
+            return
+        channel, ts, text = event["channel"], event["ts"], event.get("text") or ""
+        thread_ts = event.get("thread_ts")
+        private = event.get("channel_type") == "im" or channel.startswith("D")
+        assert self._mention is not None
+        mentioned = bool(self._mention.search(text))
+        text = " ".join(self._mention.sub(" ", text).split()) if mentioned else text.strip()
+        thread: str | None = None
+        if not private:
+            if mentioned:
+                thread = thread_ts or ts
+                self._remember(channel, thread)
+            elif thread_ts and ((channel, thread_ts) in self._threads or text.strip() in self._text_commands):
+                thread = thread_ts
+            else:
+                return
+        await self._deliver(Inbound(
+            platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None, text=text,
+            event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
+        ))
+
+    async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
+        await ack()
+        channel, user = body["channel_id"], body["user_id"]
+        token = json.dumps({"response_url": body.get("response_url"), "channel": channel, "user": user})
+        await self._deliver(Inbound(
+            platform=self.name, chat_id=channel, thread_id=None, user_id=user, user_name=body.get("user_name"),
+            text=f"{body['command']} {body.get('text') or ''}".strip(),
+            event_id=f"command:{body.get('trigger_id') or body.get('response_url')}", is_command=True,
+            is_private=channel.startswith("D"), reply_token=token,
+        ))
+
+    async def _deliver(self, inbound: Inbound) -> None:
+        """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
+        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds."""
+        if self._sink is None:
+            return
+        task = asyncio.ensure_future(self._sink(inbound))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
+        except TimeoutError:
+            log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+
+    def _remember(self, channel: str, thread_ts: str) -> None:
+        self._threads[(channel, thread_ts)] = None
+        self._threads.move_to_end((channel, thread_ts))
+        while len(self._threads) > _REMEMBERED_THREADS:
+            self._threads.popitem(last=False)
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    async def _api(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
+        """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
+        if self._client is None:
+            raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
+        try:
+            return await getattr(self._client, method.replace(".", "_"))(**kw)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise _translate_exception(exc, method, chat_id) from exc
+
+    async def send(self, message: Outbound) -> Sent:
+        if message.reply_token:
+            return await self._answer_command(message)
+        kw: dict[str, Any] = {"channel": message.chat_id, "text": message.text}
+        if message.thread_id:
+            kw["thread_ts"] = message.thread_id
+            self._remember(message.chat_id, message.thread_id)
+        resp = await self._api("chat.postMessage", message.chat_id, **kw)
+        return Sent(message_id=resp["ts"])
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        if message_id.startswith(EPHEMERAL):
+            raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
+        await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=text)
+
+    async def _answer_command(self, message: Outbound) -> Sent:
+        token = json.loads(message.reply_token or "{}")
+        channel = token.get("channel") or message.chat_id
+        if token.get("response_url") and self._session is not None:
+            hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])
+            try:
+                resp = await hook.send(text=message.text, response_type="ephemeral")
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise _translate_exception(exc, "response_url", channel) from exc
+            if resp.status_code == 200:
+                return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
+            error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
+                              retry_after=(resp.headers or {}).get("Retry-After"))
+            if isinstance(error, RateLimited):
+                raise error
+            # Expired or used up: answer with chat.postEphemeral instead.
+        resp = await self._api("chat.postEphemeral", channel, channel=channel, user=token.get("user"),
+                               text=message.text)
+        return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
+
+    # -- progress placeholder ----------------------------------------------------------------
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Post the placeholder once per chat/thread. The post runs in its own task, so a caller
+        cancelled mid-post cannot lose the ts that `idle` needs to delete it."""
+        key = (chat_id, thread_id)
+        if key not in self._placeholders and self._client is not None:
+            self._placeholders[key] = asyncio.ensure_future(self._post_placeholder(chat_id, thread_id))
+        future = self._placeholders.get(key)
+        if future is not None and await asyncio.shield(future) is None and self._placeholders.get(key) is future:
+            del self._placeholders[key]  # the post failed; the next refresh tries again
+
+    async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
+        kw = {"thread_ts": thread_id} if thread_id else {}
+        try:
+            resp = await self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text, **kw)
+        except DeliveryError:
+            return None
+        return resp["ts"]
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        """Delete the chat's placeholder (waiting for a post still in flight). A deletion that
+        failed for a retryable reason is retried in the background after ``Retry-After``; `stop`
+        makes a last attempt."""
+        future = self._placeholders.pop((chat_id, thread_id), None)
+        ts = await future if future is not None else None
+        if ts is None:
+            return
+        wait = await self._try_delete(chat_id, ts)
+        if wait is not None:
+            self._stale[ts] = chat_id
+            task = asyncio.ensure_future(self._delete_later(chat_id, ts, wait))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _try_delete(self, chat_id: str, ts: str) -> float | None:
+        """Delete one placeholder: None when done, else the seconds to wait before trying again."""
+        try:
+            await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
+        except RateLimited as exc:
+            return min(exc.retry_after, 60.0)
+        except NetworkError:
+            return 2.0
+        except DeliveryError:
+            pass  # gone already, or not ours to delete: nothing more to do
+        self._stale.pop(ts, None)
+        return None
+
+    async def _delete_later(self, chat_id: str, ts: str, wait: float) -> None:
+        for _ in range(5):
+            await asyncio.sleep(wait)
+            retry = await self._try_delete(chat_id, ts)
+            if retry is None:
+                return
+            wait = retry
+
+
+async def _ignore() -> None:
+    return None
+

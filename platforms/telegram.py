@@ -1,0 +1,376 @@
+"""Telegram adapter on aiogram 3: Bot API updates in, plain-text messages out.
+
+Which messages reach the gateway: in private chats, every text message; in groups,
+only commands, messages that mention the bot (a ``mention`` of @botname, a
+``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
+messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
+another bot is ignored. Media with a caption count as text; other media are ignored.
+``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
+
+Receiving, and what happens around restarts:
+
+- polling (default): aiogram's ``Dispatcher`` long-polls ``getUpdates``. It confirms an
+  update only with the ``offset`` of its *next* getUpdates call, and we run it with
+  ``handle_as_tasks=False``, so that next call is made only after the sink has returned
+  for every update of the batch. An update the gateway has not recorded is therefore
+  never confirmed; one that was recorded but not yet confirmed when the process stopped
+  is served again after a restart (at-least-once; the inbox dedups it). Errors while
+  polling (network, 5xx, 409 from a second instance) are logged by aiogram, which backs
+  off (1 s to 5 s) and keeps polling. ``start`` deletes any webhook first (without
+  dropping pending updates): Telegram refuses getUpdates while one is set.
+- webhook: ``start`` registers ``webhook_url`` with ``secret_token``; ``web_routes()``
+  serves its path. A request without the right ``X-Telegram-Bot-Api-Secret-Token``
+  gets 401 and nothing runs. The answer (200) is given after the sink returned, so a
+  failure answers 500 and Telegram delivers the update again. Without a configured
+  ``webhook_secret`` a random one is made per process. ``stop`` leaves the webhook
+  registered: Telegram keeps the updates until we are back.
+
+Sending: plain text, no parse mode by default, so Telegram never rejects a message
+for its markup (agent Markdown shows as typed). With ``parse_mode`` set ("HTML",
+"MarkdownV2"), a message Telegram answers "can't parse entities" is sent again as
+plain text. Every SDK error becomes a `DeliveryError` in `_translate`, the one place,
+and is logged with the method and the chat; aiogram never retries a 429 itself, the
+gateway does with ``RateLimited.retry_after``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import (
+    AiogramError,
+    ClientDecodeError,
+    TelegramBadRequest,
+    TelegramEntityTooLarge,
+    TelegramForbiddenError,
+    TelegramMigrateToChat,
+    TelegramNetworkError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
+from aiogram.types import BotCommand, Message, Update
+from aiohttp import web
+
+from platforms.base import (
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    DisplayTier,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    InboundSink,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+    Sent,
+    utf16_length,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+_COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
+
+
+class TelegramAdapter:
+    """One bot. ``bot`` replaces the aiogram Bot built from ``token`` and ``api_base``
+    (a seam for tests); either way `stop` closes its HTTP session."""
+
+    name = "telegram"
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    text_limit = 4096
+    """Telegram counts UTF-16 code units (see `measure`)."""
+    typing_interval = 4.0
+    """"typing" lapses after 5 s, or at the bot's next message."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        api_base: str = "https://api.telegram.org",
+        mode: Literal["polling", "webhook"] = "polling",
+        webhook_url: str | None = None,
+        webhook_secret: str | None = None,
+        bot: Bot | None = None,
+        parse_mode: str | None = None,
+        polling_timeout: int = 30,
+    ) -> None:
+        if mode not in ("polling", "webhook"):
+            raise ValueError(f"telegram mode must be 'polling' or 'webhook', not {mode!r}")
+        if mode == "webhook" and not webhook_url:
+            raise ValueError("telegram webhook mode needs webhook_url")
+        self.bot = bot or Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
+        self.mode = mode
+        self.webhook_url = webhook_url
+        self._secret = webhook_secret or secrets.token_urlsafe(32)
+        self._parse_mode = parse_mode
+        self._polling_timeout = polling_timeout
+        self._sink: InboundSink | None = None
+        self._bot_id = self.bot.id
+        self._username = ""
+        self._polling: asyncio.Task[None] | None = None
+        self._polling_started = asyncio.Event()
+        self._dp = Dispatcher()
+        self._dp.message.register(self._on_message)
+        self._dp.startup.register(self._on_polling_started)
+
+    def measure(self, text: str) -> int:
+        return utf16_length(text)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """getMe, setMyCommands, then polling (after deleteWebhook) or setWebhook. Returns
+        once updates flow; raises a `DeliveryError` if Telegram cannot be reached or the
+        token is refused (setMyCommands failing is only logged)."""
+        if self._sink is not None:
+            raise RuntimeError("the telegram adapter is already started")
+        try:
+            me = await self._call("getMe", None, lambda _: self.bot.me())
+            self._bot_id, self._username = me.id, (me.username or "").lower()
+            if commands:
+                menu = [BotCommand(command=c.name.lstrip("/"), description=c.description) for c in commands]
+                try:
+                    await self._call("setMyCommands", None, lambda _: self.bot.set_my_commands(menu))
+                except DeliveryError:
+                    pass  # logged; the commands still work when typed
+            self._sink = sink
+            if self.mode == "webhook":
+                assert self.webhook_url is not None
+                allowed = self._dp.resolve_used_update_types()
+                await self._call(
+                    "setWebhook",
+                    None,
+                    lambda _: self.bot.set_webhook(self.webhook_url, secret_token=self._secret, allowed_updates=allowed),
+                )
+            else:
+                await self._call("deleteWebhook", None, lambda _: self.bot.delete_webhook(drop_pending_updates=False))
+                await self._start_polling()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_polling(self) -> None:
+        self._polling_started.clear()
+        self._polling = asyncio.create_task(
+            self._dp.start_polling(
+                self.bot,
+                polling_timeout=self._polling_timeout,
+                handle_as_tasks=False,  # the sink returns before the offset confirms the update
+                handle_signals=False,  # the gateway owns SIGINT/SIGTERM
+                close_bot_session=False,  # stop() closes it, in both modes
+            ),
+            name="telegram-polling",
+        )
+        started = asyncio.ensure_future(self._polling_started.wait())
+        await asyncio.wait({started, self._polling}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        if self._polling.done():
+            self._polling.result()  # start_polling failed before it ran: raise that
+
+    async def _on_polling_started(self) -> None:
+        self._polling_started.set()
+
+    async def stop(self) -> None:
+        """Stop polling (an update being handed over is left unconfirmed, so Telegram serves
+        it again), stop accepting webhook requests (they get 503, Telegram retries), close
+        the HTTP session. Idempotent."""
+        self._sink = None
+        task, self._polling = self._polling, None
+        if task is not None:
+            if not task.done() and self._polling_started.is_set():
+                await self._dp.stop_polling()
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("telegram polling had failed")
+        await self.bot.session.close()
+
+    # -- receiving -----------------------------------------------------------------
+
+    async def _on_message(self, message: Message, event_update: Update) -> None:
+        inbound = self._to_inbound(message, event_update.update_id)
+        sink = self._sink
+        if inbound is not None and sink is not None:
+            await sink(inbound)
+
+    def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
+        text = message.text if message.text is not None else message.caption
+        user = message.from_user
+        if not text or user is None or user.is_bot:
+            return None
+        private = message.chat.type == "private"
+        command = _COMMAND.match(text)
+        if command:
+            if command.group(2) and command.group(2).lower() != self._username:
+                return None  # "/stop@otherbot": not for us
+            text = command.group(1) + text[command.end() :]
+        elif not private and not self._addressed(message, text):
+            return None
+        topic = message.message_thread_id if message.is_topic_message else None
+        return Inbound(
+            platform=self.name,
+            chat_id=str(message.chat.id),
+            thread_id=str(topic) if topic is not None else None,
+            user_id=str(user.id),
+            user_name=user.username,
+            text=text,
+            event_id=str(update_id),
+            is_command=command is not None,
+            is_private=private,
+        )
+
+    def _addressed(self, message: Message, text: str) -> bool:
+        """A group message meant for the bot: a reply to it, or a mention of it."""
+        reply = message.reply_to_message
+        # In forum topics every message "replies" to the topic's first message: not to us.
+        if reply and reply.from_user and reply.from_user.id == self._bot_id and not reply.forum_topic_created:
+            return True
+        handle = f"@{self._username}"
+        for entity in message.entities or message.caption_entities or ():
+            if entity.type == "mention" and entity.extract_from(text).lower() == handle:
+                return True
+            if entity.type == "text_mention" and entity.user is not None and entity.user.id == self._bot_id:
+                return True
+        return bool(self._username) and re.search(rf"(?<![\w@]){re.escape(handle)}\b", text, re.I) is not None
+
+    async def _handle_webhook(self, request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not secrets.compare_digest(given, self._secret.encode()):
+            log.warning("telegram webhook: refused a request without the right secret token from %s", request.remote)
+            return web.Response(status=401, text="Unauthorized")
+        if self._sink is None:
+            return web.Response(status=503, text="not running")  # Telegram delivers it again later
+        try:
+            update = Update.model_validate(await request.json(), context={"bot": self.bot})
+        except ValueError:
+            return web.Response(status=400, text="malformed update")
+        try:
+            await self._dp.feed_update(self.bot, update)
+        except Exception:
+            log.exception("telegram webhook: update %s failed; Telegram will deliver it again", update.update_id)
+            return web.Response(status=500, text="failed")
+        return web.json_response({})
+
+    def web_routes(self) -> Sequence[Any]:
+        if self.mode != "webhook":
+            return []
+        assert self.webhook_url is not None
+        return [web.post(urlsplit(self.webhook_url).path or "/", self._handle_webhook)]
+
+    # -- sending -------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> Sent:
+        """sendMessage; notices (``silent``) go with ``disable_notification``. Telegram has
+        no idempotency key: a retry after a lost answer may show the message twice."""
+        sent = await self._call(
+            "sendMessage",
+            message.chat_id,
+            lambda parse_mode: self.bot.send_message(
+                chat_id=message.chat_id,
+                text=message.text,
+                message_thread_id=_thread(message.thread_id),
+                disable_notification=True if message.silent else None,
+                parse_mode=parse_mode,
+            ),
+        )
+        return Sent(str(sent.message_id))
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        """editMessageText; identical text ("message is not modified") is success. A message
+        that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`."""
+        await self._call(
+            "editMessageText",
+            chat_id,
+            lambda parse_mode: self.bot.edit_message_text(
+                chat_id=chat_id, message_id=int(message_id), text=text, parse_mode=parse_mode
+            ),
+            not_modified_ok=True,
+        )
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """sendChatAction "typing". Cosmetic: a failure is logged, never raised."""
+        try:
+            await self._call(
+                "sendChatAction",
+                chat_id,
+                lambda _: self.bot.send_chat_action(
+                    chat_id=chat_id, action="typing", message_thread_id=_thread(thread_id)
+                ),
+            )
+        except DeliveryError:
+            pass
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        """Nothing to clear: Telegram ends "typing" at the bot's next message, or after 5 s."""
+
+    async def _call(
+        self,
+        method: str,
+        chat_id: str | None,
+        request: Callable[[str | None], Awaitable[T]],
+        *,
+        not_modified_ok: bool = False,
+    ) -> T:
+        """Make one Bot API call; ``request(parse_mode)`` builds it. Falls back to plain text
+        when Telegram cannot parse the markup; every other failure leaves as a `DeliveryError`."""
+        try:
+            try:
+                return await request(self._parse_mode)
+            except TelegramBadRequest as exc:
+                if self._parse_mode is None or "can't parse entities" not in exc.message:
+                    raise
+                log.info("telegram %s to chat %s: markup refused (%s), sending plain text", method, chat_id, exc.message)
+                return await request(None)
+        except TelegramBadRequest as exc:
+            if not_modified_ok and "message is not modified" in exc.message:
+                return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
+            raise _translate(exc, method, chat_id) from exc
+        except (AiogramError, ValueError) as exc:
+            raise _translate(exc, method, chat_id) from exc
+
+
+def _thread(thread_id: str | None) -> int | None:
+    return int(thread_id) if thread_id else None
+
+
+def _translate(exc: Exception, method: str, chat_id: str | None) -> DeliveryError:
+    """The one place aiogram's errors become `DeliveryError`s, each logged with method and chat."""
+    text = getattr(exc, "message", None) or str(exc)
+    lowered = text.lower()
+    kw: dict[str, Any] = {"method": method, "chat_id": chat_id}
+    error: DeliveryError
+    if isinstance(exc, TelegramRetryAfter):
+        error = RateLimited(text, retry_after=float(exc.retry_after), **kw)
+    elif isinstance(exc, TelegramEntityTooLarge) or "too long" in lowered or "too_long" in lowered:
+        error = MessageTooLong(text, **kw)
+    elif isinstance(exc, (TelegramNetworkError, TelegramServerError, ClientDecodeError)):
+        error = NetworkError(text, **kw)
+    elif isinstance(exc, (TelegramForbiddenError, TelegramUnauthorizedError)):
+        error = Forbidden(text, **kw)
+    elif isinstance(exc, (TelegramNotFound, TelegramMigrateToChat)) or "not found" in lowered:
+        error = NotFound(text, **kw)
+    elif "can't be edited" in lowered:
+        error = EditUnsupported(text, **kw)
+    else:  # other 4xx, and arguments aiogram refused to send (pydantic, a bad message id)
+        error = BadRequest(text, **kw)
+    log.warning("telegram %s to chat %s failed: %s: %s", method, chat_id, type(error).__name__, text)
+    return error

@@ -1,0 +1,282 @@
+import asyncio
+import logging
+
+import pytest
+
+from agent import AgentSession, CompactionPolicy, Compactor, ModelRequest, ToolRegistry
+from agent._compaction import SUMMARY_HEADER, estimate_tokens
+from agent.models.demo import DemoModel
+from agent.models.scripted import ScriptedModel
+from agent.settings import CompressionSettings
+
+WINDOW = 2_000  # ratio trigger 1,000 estimated tokens, about 4,000 characters
+SYSTEM = {"role": "system", "content": "be brief"}
+
+
+def chat(count, chars=400):
+    """Alternating user/assistant messages, ``chars`` long each, distinguishable by index."""
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "x" * chars}
+        for i in range(count)
+    ]
+
+
+def calls(*ids):
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": i, "type": "function", "function": {"name": "echo", "arguments": "{}"}} for i in ids],
+    }
+
+
+def result(call_id, chars=400):
+    return {"role": "tool", "tool_call_id": call_id, "content": "r" * chars}
+
+
+def session(history, script=None, policy=CompactionPolicy(), **kw):
+    model = ScriptedModel(script or {"parent": lambda req: {"text": "done"}}, context_window=WINDOW)
+    compactor = Compactor(policy)
+    s = AgentSession(model=model, system_prompt="be brief", compactor=compactor, **kw)
+    s.messages.extend(history)
+    return s, compactor, model
+
+
+def summaries(messages):
+    return [m for m in messages if str(m.get("content") or "").startswith(SUMMARY_HEADER)]
+
+
+def assert_tool_pairs_intact(messages):
+    open_ids = set()
+    for m in messages:
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in open_ids, f"orphaned tool result {m['tool_call_id']}"
+        else:
+            open_ids = {c["id"] for c in m.get("tool_calls") or ()}
+
+
+# -- policy ------------------------------------------------------------------------------
+
+
+def test_trigger_is_the_lower_of_ratio_and_absolute_tokens():
+    assert CompactionPolicy().trigger_tokens(WINDOW) == 1_000
+    assert CompactionPolicy(threshold_tokens=600).trigger_tokens(WINDOW) == 600
+    assert CompactionPolicy(threshold_tokens=5_000).trigger_tokens(WINDOW) == 1_000
+    assert CompactionPolicy.from_settings(CompressionSettings(0.25, 0)).trigger_tokens(WINDOW) == 500
+    with pytest.raises(ValueError):
+        CompactionPolicy(keep_recent_messages=0)
+
+
+@pytest.mark.parametrize(
+    ("global_tokens", "child_tokens", "window", "expected"),
+    [
+        (0, 0, 1_000_000, 500_000),  # default: off
+        (0, 300_000, 1_000_000, 300_000),  # lowers the child's trigger
+        (150_000, 200_000, 1_000_000, 150_000),  # never raises the global cap
+        (0, 100_000, 128_000, 64_000),  # the ratio trigger is lower and wins
+        (0, 20_000, 128_000, 20_000),
+        (0, 16_000, 128_000, 16_000),  # the floor itself is valid
+    ],
+)
+def test_child_rule(global_tokens, child_tokens, window, expected):
+    parent = CompactionPolicy(threshold_tokens=global_tokens)
+    assert parent.for_child(child_tokens).trigger_tokens(window) == expected
+    assert parent.trigger_tokens(window) == min(window // 2, global_tokens or window)  # parent untouched
+
+
+def test_child_values_below_16000_are_ignored_with_one_warning(caplog):
+    parent = CompactionPolicy()
+    with caplog.at_level(logging.WARNING, logger="agent.compaction"):
+        assert parent.for_child(15_999) is parent
+        assert parent.for_child(15_999) is parent
+        assert parent.for_child(0) is parent
+    assert [r.getMessage() for r in caplog.records] == [
+        "delegation.compression_threshold_tokens 15999 is below 16000 and has no effect"
+    ]
+
+
+def test_estimate_counts_text_tool_calls_and_results():
+    assert estimate_tokens([]) == 0
+    assert estimate_tokens([{"role": "user", "content": "abcd" * 10}]) == 10 + 4
+    call = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "ab", "arguments": "cdefgh"}}]}
+    assert estimate_tokens([call, {"role": "tool", "content": "x" * 8}]) == 2 + 2 + 8
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 100_000}}
+    assert estimate_tokens([{"role": "user", "content": [{"type": "text", "text": "abcd"}, image]}]) == 1 + 4 + 512
+
+
+# -- compaction in a session ------------------------------------------------------------------
+
+
+async def test_below_the_trigger_nothing_changes():
+    s, compactor, _ = session(chat(4))
+    before = list(s.messages)
+    assert (await s.run_turn("next")).exit_reason == "completed"
+    assert s.messages[: len(before)] == before
+    assert compactor.compactions == 0
+
+
+async def test_ratio_trigger_summarises_older_turns(caplog):
+    history = chat(10)  # ~1,050 tokens with the new message: over 1,000
+    s, compactor, model = session(history)
+    with caplog.at_level(logging.INFO, logger="agent.compaction"):
+        result = await s.run_turn("next")
+    assert result.exit_reason == "completed"
+    assert compactor.compactions == 1
+    assert s.messages[0] == SYSTEM
+    assert s.messages[1] == {"role": "user", "content": f"{SUMMARY_HEADER}\n(summary)"}
+    assert s.messages[2:] == [*history[-5:], {"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]
+    (record,) = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert "compacted 5 messages" in record.getMessage()
+
+
+async def test_lower_absolute_tokens_trigger_first():
+    s, compactor, _ = session(chat(4))  # ~420 tokens, far below the ratio trigger
+    s.compactor = Compactor(CompactionPolicy(threshold_tokens=300, keep_recent_messages=2))
+    await s.run_turn("next")
+    assert s.compactor.compactions == 1
+    assert len(summaries(s.messages)) == 1
+
+
+async def test_summariser_request_and_the_next_model_request():
+    seen = []
+
+    def parent(request):
+        seen.append(list(request.messages))  # the session mutates its list later
+        return {"text": "done"}
+
+    script = {"parent": parent, "compactor": lambda req: {"text": "they talked about x"}}
+    history = chat(10)
+    s, _, model = session(history, script)
+    await s.run_turn("next")
+
+    (summary_request,) = [r for r in model.requests if r.role == "compactor"]
+    assert summary_request.tools == ()
+    assert summary_request.metadata["message_count"] == 5
+    system, rendered = summary_request.messages
+    assert system["role"] == "system" and "summary" in system["content"]
+    assert rendered["role"] == "user"
+    assert "USER: m0 " in rendered["content"] and "ASSISTANT: m3 " in rendered["content"]
+    assert "USER: m4 " in rendered["content"] and "m5 " not in rendered["content"]
+
+    summary = {"role": "user", "content": f"{SUMMARY_HEADER}\nthey talked about x"}
+    assert seen == [[SYSTEM, summary, *history[-5:], {"role": "user", "content": "next"}]]
+
+
+async def test_before_model_call_sees_the_compacted_conversation():
+    lengths = []
+
+    async def hook(s):
+        lengths.append(len(s.messages))
+
+    s, _, _ = session(chat(10), before_model_call=hook)
+    await s.run_turn("next")
+    assert lengths == [1 + 1 + 6]
+
+
+@pytest.mark.parametrize("failure", [{"error": "server_error", "message": "down"}, "raise"])
+async def test_summariser_failure_falls_back_to_an_extractive_summary(failure, caplog):
+    def compactor(request):
+        if failure == "raise":
+            raise RuntimeError("summariser bug")
+        return failure
+
+    history = chat(10)
+    history[0] = {"role": "user", "content": "first line of the request\nsecond line " + "y" * 400}
+    history[1] = {"role": "assistant", "content": "z" * 400}
+    s, compactor_, _ = session(history, {"parent": lambda r: {"text": "done"}, "compactor": compactor})
+    with caplog.at_level(logging.WARNING, logger="agent.compaction"):
+        result = await s.run_turn("next")
+    assert result.exit_reason == "completed" and result.text == "done"
+    assert compactor_.compactions == 1
+    (summary,) = summaries(s.messages)
+    lines = summary["content"].splitlines()
+    assert lines[0] == SUMMARY_HEADER
+    assert lines[1] == "- user: first line of the request"
+    assert lines[2] == "- assistant: " + "z" * 160 + "…"
+    assert len(lines) == 1 + 5
+    assert any("extractive summary" in r.getMessage() for r in caplog.records)
+
+
+async def test_no_second_compaction_without_new_messages():
+    huge = {"role": "user", "content": "h" * 8_000}  # over the trigger on its own
+    s, compactor, model = session([*chat(4), huge], policy=CompactionPolicy(keep_recent_messages=2))
+    await compactor(s)
+    after = list(s.messages)
+    await compactor(s)
+    assert compactor.compactions == 1
+    assert s.messages == after
+    assert len([r for r in model.requests if r.role == "compactor"]) == 1
+    s.messages.extend(chat(2))
+    await compactor(s)
+    assert compactor.compactions == 2
+
+
+async def test_nothing_to_summarise_is_left_alone():
+    s, compactor, _ = session([{"role": "user", "content": "h" * 8_000}])
+    await compactor(s)
+    assert compactor.compactions == 0
+    assert len(s.messages) == 2
+
+
+@pytest.mark.parametrize("keep", range(1, 12))
+async def test_tool_calls_and_results_are_never_split(keep):
+    history = [
+        *chat(2),
+        calls("a", "b", "c"),
+        result("a"), result("b"), result("c"),
+        {"role": "assistant", "content": "read them"},
+        *chat(2),
+        calls("d"),
+        result("d"),
+        calls("e", "f"),
+        result("e"), result("f"),
+    ]
+    s, compactor, _ = session(history, policy=CompactionPolicy(threshold_tokens=100, keep_recent_messages=keep))
+    await compactor(s)
+    assert compactor.compactions == 1
+    assert_tool_pairs_intact(s.messages)
+    assert s.messages[2]["role"] != "tool"  # the kept tail starts at a user or assistant message
+    assert s.messages[-1] == history[-1]
+
+
+async def test_cut_moves_later_when_earlier_would_leave_nothing_older():
+    history = [calls("a"), result("a"), result("a"), result("a"), *chat(2)]
+    s, compactor, _ = session(history, policy=CompactionPolicy(threshold_tokens=100, keep_recent_messages=4))
+    await compactor(s)
+    assert s.messages[2:] == chat(2)
+    assert_tool_pairs_intact(s.messages)
+
+
+async def test_compaction_inside_a_tool_loop():
+    reg = ToolRegistry()
+    reg.add("echo", "echo", {"type": "object"}, lambda a, c: "o" * 2_000, toolset="test")
+    step = {"tool_calls": [{"name": "echo", "arguments": {}}]}
+    s, compactor, model = session(
+        [], {"parent": [[step, step, step, {"text": "done"}]]}, CompactionPolicy(keep_recent_messages=2),
+        tools=reg.resolve(),
+    )
+    result = await s.run_turn("go")
+    assert result.exit_reason == "completed" and result.api_calls == 4
+    assert compactor.compactions >= 1
+    assert_tool_pairs_intact(s.messages)
+    for request in model.requests:
+        if request.role == "parent":
+            assert request.messages[1]["role"] != "tool"
+
+
+async def test_a_hard_interrupt_cancels_the_summariser_and_keeps_the_messages():
+    s, compactor, model = session(chat(10), {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"hang": True}})
+    task = asyncio.create_task(s.run_turn("next"))
+    while not model.requests:
+        await asyncio.sleep(0)
+    before = list(s.messages)
+    assert s.interrupt("stop", hard=True)
+    result = await task
+    assert result.exit_reason == "interrupted"
+    assert s.messages == before and compactor.compactions == 0
+
+
+async def test_demo_model_answers_as_compactor():
+    request = ModelRequest([], role="compactor", metadata={"message_count": 7})
+    response = await DemoModel().complete(request)
+    assert response.text == "[demo] summary of 7 earlier messages"
+    assert not response.tool_calls

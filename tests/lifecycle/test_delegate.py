@@ -1,0 +1,326 @@
+"""delegate_task with scripted children: batches, roles, budgets, liveness, contracts, images, control."""
+
+import asyncio
+import re
+import base64
+import dataclasses
+import json
+
+import pytest
+
+from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError
+from agent.models.scripted import ScriptedModel
+from agent.testing import inside_turn
+from lifecycle._delegate import DelegateTool
+from lifecycle._liveness import BUDGET_WARNING
+from lifecycle.settings import DelegationSettings
+from tests.lifecycle.conftest import child_script
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+async def delegate(env, args, *, mode="inline", on_complete=None):
+    tool = DelegateTool(env.service, mode=mode, on_complete=on_complete).tool()
+    with inside_turn(env.parent, "turn-1"):
+        return await tool.invoke(args, ToolContext(env.parent, "call-1", env.parent.workspace, {}))
+
+
+async def results(env, args, **kw):
+    return json.loads(await delegate(env, args, **kw))["results"]
+
+
+@pytest.fixture
+async def denv(make_env):
+    return await make_env(delegate=True)
+
+
+async def test_a_batch_runs_in_parallel_and_returns_in_task_order(denv):
+    tasks = [{"goal": "[sleep:0.3] slow"}, {"goal": "[sleep:0.01] fast"}, {"goal": "plain", "context": "ctx"}]
+    started = asyncio.get_running_loop().time()
+    payload = json.loads(await delegate(denv, {"tasks": tasks}))
+    elapsed = asyncio.get_running_loop().time() - started
+    assert [r["task_index"] for r in payload["results"]] == [0, 1, 2]
+    assert [r["summary"] for r in payload["results"]] == [
+        "done: [sleep:0.3] slow", "done: [sleep:0.01] fast", "done: plain"]
+    assert elapsed < 0.6 and payload["total_duration_seconds"] >= 0.3
+    entry = payload["results"][2]
+    assert entry["status"] == "completed" and entry["exit_reason"] == "completed" and entry["truncated"] is False
+    assert entry["api_calls"] == 1 and entry["tokens"] == {"input": 10, "output": 5} and entry["model"] == "scripted"
+    assert entry["error"] is None and entry["tool_trace"] == []
+    for name in ("timeout_seconds", "timed_out_after_seconds", "last_event_age", "timeout_phase"):
+        assert entry[name] is None
+
+
+async def test_single_task_and_json_string_tasks(denv):
+    (single,) = await results(denv, {"goal": "alone", "context": "c"})
+    assert single["summary"] == "done: alone"
+    batch = await results(denv, {"tasks": json.dumps([{"goal": "a"}, {"goal": "b"}])})
+    assert [r["summary"] for r in batch] == ["done: a", "done: b"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({}, "Provide either `goal`"),
+    ({"goal": "  "}, "task 0: `goal` must be a non-empty string"),
+    ({"tasks": ["just a string"]}, "(tasks/0): 'just a string' is not of type 'object'"),
+    ({"tasks": []}, "must be a non-empty list"),
+    ({"tasks": "[not json"}, "not valid JSON"),
+    ({"tasks": [{"goal": "x"}] * 11}, "Too many tasks: got 11, but at most 10 run at once"),
+    ({"goal": "x", "output_schema": {"type": "strng"}}, "task 0: output_schema is not a valid JSON Schema"),
+])
+async def test_bad_calls_are_tool_errors_that_say_what_to_do(denv, args, message):
+    with pytest.raises(ToolError, match=re.escape(message)):
+        await delegate(denv, args)
+    assert denv.service.children_of("parent-1") == []
+
+
+async def test_the_concurrency_limit_is_configurable_without_a_ceiling(make_env):
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_concurrent_children=12))
+    assert len(await results(env, {"tasks": [{"goal": f"t{i}"} for i in range(12)]})) == 12
+
+
+async def test_the_iteration_budget_ends_as_max_iterations_and_truncated(make_env):
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_iterations=3))
+    (entry,) = await results(env, {"goal": "[tools-forever]"})
+    assert (entry["exit_reason"], entry["truncated"], entry["status"]) == ("max_iterations", True, "completed")
+    assert entry["summary"] == "step 2" and entry["api_calls"] == 3
+    assert [t["tool"] for t in entry["tool_trace"]] == ["list_files"] * 3
+
+
+async def test_children_use_the_delegation_model_when_configured(make_env):
+    env = await make_env(delegate=True)
+    cheap = ScriptedModel({"*": lambda req: {"text": "from the cheap model"}}, name="cheap")
+    env.service.host = dataclasses.replace(env.service.host, child_model=lambda parent: cheap)
+    (entry,) = await results(env, {"goal": "x"})
+    assert (entry["summary"], entry["model"]) == ("from the cheap model", "cheap")
+
+
+async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_spawn_depth=2))
+    handle_tools = []
+    env.hooks.register("subagent_start", lambda **e: handle_tools.append(e["child_role"]))
+    tool = DelegateTool(env.service).tool()
+    with inside_turn(env.parent):
+        records = [await env.service.submit(env.parent, "t", spec) for spec in [
+            __import__("lifecycle._children", fromlist=["ChildSpec"]).ChildSpec(goal="[show-prompt]", role="orchestrator")]]
+        await records[0].done()
+    assert handle_tools == ["orchestrator"]
+    seen = [r for r in env.child_model.requests if r.role == "orchestrator"][-1]
+    names = {t["function"]["name"] for t in seen.tools}
+    assert "delegate_task" in names and "clarify" not in names
+    assert tool.name == "delegate_task"
+
+
+async def test_a_stall_between_turns_times_out_with_its_fields(make_env):
+    settings = DelegationSettings(stale_between_turns_seconds=0.1, heartbeat_interval_seconds=0.01)
+    env = await make_env(delegate=True, delegation=settings, clock=SYSTEM_CLOCK)
+    (entry,) = await results(env, {"goal": "[stall-model]"})
+    assert (entry["status"], entry["exit_reason"]) == ("timeout", "timeout")
+    assert entry["timeout_seconds"] == 0.1 and entry["timeout_phase"] == "after_llm_calls"
+    assert entry["last_event_age"] >= 0.1 and entry["timed_out_after_seconds"] >= 0.1
+    assert "stopped making progress" in entry["error"]
+
+
+async def test_a_stall_inside_a_tool_uses_the_in_tool_threshold(make_env):
+    settings = DelegationSettings(stale_between_turns_seconds=0.05, stale_in_tool_seconds=0.3,
+                                  heartbeat_interval_seconds=0.01)
+    env = await make_env(delegate=True, delegation=settings, clock=SYSTEM_CLOCK)
+    (entry,) = await results(env, {"goal": "[stall-tool]"})
+    assert entry["status"] == "timeout" and entry["timeout_seconds"] == 0.3
+    assert entry["last_event_age"] >= 0.3
+
+
+class ManualClock:
+    """Monotonic time that moves only when a test advances it; sleepers wake as it passes."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.moved = asyncio.Condition()
+
+    def time(self):
+        return self.now
+
+    def monotonic(self):
+        return self.now
+
+    async def sleep(self, seconds):
+        target = self.now + seconds
+        async with self.moved:
+            await self.moved.wait_for(lambda: self.now >= target)
+
+    async def advance(self, seconds, step=1.0):
+        end = self.now + seconds
+        while self.now < end:
+            async with self.moved:
+                self.now = min(end, self.now + step)
+                self.moved.notify_all()
+            for _ in range(20):
+                await asyncio.sleep(0)
+
+
+async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make_env):
+    clock = ManualClock()
+    settings = DelegationSettings(child_timeout_seconds=10, heartbeat_interval_seconds=1)  # below 30: becomes 30
+    env = await make_env(delegate=True, delegation=settings, clock=clock)
+    gate = asyncio.Event()
+    steps = []
+
+    def script(request):
+        steps.append([m["content"] for m in request.messages if BUDGET_WARNING in str(m.get("content"))])
+        if request.iteration == 0:
+            return {"text": "working", "tool_calls": [{"name": "wait_gate"}]}
+        return {"hang": True}
+
+    async def wait_gate(args, ctx):
+        await gate.wait()
+        return "gate opened"
+
+    env.service.host.tools.add("wait_gate", "w", {"type": "object"}, wait_gate, toolset="file")
+    env.parent.tools["wait_gate"] = env.service.host.tools.get("wait_gate")
+    env.child_model.script["leaf"] = script
+    task = asyncio.create_task(delegate(env, {"goal": "idle test"}))
+    await asyncio.sleep(0.05)
+    await clock.advance(100)  # inside a tool: the idle cap is suspended
+    assert not task.done()
+    gate.set()  # progress: a new window starts, the child now hangs in its model call
+    await asyncio.sleep(0.05)
+    await clock.advance(25)  # 80 % of 30 s: the warning is queued once
+    run = next(iter(env.service._records.values())).run
+    assert list(run.session._steer) and list(run.session._steer)[0].startswith(BUDGET_WARNING)
+    assert len(run.session._steer) == 1
+    await clock.advance(10)
+    entry = json.loads(await asyncio.wait_for(task, 5))["results"][0]
+    assert entry["status"] == "timeout" and entry["timeout_seconds"] == 30
+    assert entry["timeout_phase"] == "after_llm_calls"
+    assert "timed out after 30s idle" in entry["error"]
+
+
+async def test_output_schemas_pass_correct_or_keep_the_work(denv):
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+    tasks = [{"goal": g, "output_schema": schema} for g in ("[json-good]", "[json-fenced]", "[json-fixable]", "[json-bad]")]
+    good, fenced, fixed, bad = await results(denv, {"tasks": tasks})
+    assert good["schema_valid"] is True and "schema_errors" not in good
+    assert fenced["schema_valid"] is True
+    assert fixed["schema_valid"] is True and fixed["summary"] == '{"answer": 1}' and fixed["api_calls"] == 2
+    assert bad["status"] == "completed" and bad["schema_valid"] is False
+    assert bad["summary"] == "I refuse to write JSON" and bad["schema_errors"] and bad["schema_note"]
+    correction = [r for r in denv.child_model.requests if r.turn_index == 1 and "[json-fixable]" in r.metadata["goal"]]
+    (note,) = [m["content"] for m in correction[0].messages if m["role"] == "user" and "integer" in str(m["content"])]
+    assert "'one' is not of type 'integer'" in note and '"required"' not in note
+    plain = (await results(denv, {"goal": "no schema"}))[0]
+    assert "schema_valid" not in plain
+
+
+async def test_the_child_sees_its_contract_and_project_rules_from_the_start(denv):
+    (denv.parent.workspace / "AGENTS.md").write_text("Always run the linter.")
+    (entry,) = await results(denv, {"goal": "[show-prompt]", "output_schema": {"type": "object"}})
+    prompt = json.loads(entry["summary"])["system"] if entry["schema_valid"] else None
+    seen = [r for r in denv.child_model.requests if r.metadata["goal"] == "[show-prompt]"][0]
+    system = seen.messages[0]["content"]
+    assert "Always run the linter." in system and "AGENTS.md" in system
+    assert "no prose" in system.lower() or "only" in system.lower()
+    assert prompt is None or "YOUR TASK" in prompt
+
+
+async def test_images_go_native_to_vision_models_and_as_text_otherwise(denv):
+    (denv.parent.workspace / "shot.png").write_bytes(PNG)
+    images = ["shot.png", "missing.png", "https://example.com/a.png"]
+    await results(denv, {"goal": "[show-prompt] text only", "images": images})
+    text_first = [r for r in denv.child_model.requests if "text only" in r.metadata["goal"]][0].messages[1]["content"]
+    assert isinstance(text_first, str) and "[Image attached at: shot.png]" in text_first
+    assert "missing.png" not in text_first and "https://example.com/a.png" in text_first
+    denv.child_model.supports_vision = True
+    await results(denv, {"goal": "[show-prompt] vision", "images": images})
+    parts = [r for r in denv.child_model.requests if "vision" in r.metadata["goal"]][0].messages[1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode(), "https://example.com/a.png"]
+
+
+async def test_too_many_images_is_a_tool_error(denv):
+    with pytest.raises(ToolError, match="images"):
+        await delegate(denv, {"goal": "x", "images": [f"{i}.png" for i in range(9)]})
+
+
+async def test_long_summaries_are_cut_head_and_tail_with_the_full_text_kept(make_env):
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_summary_chars=1000))
+    (entry,) = await results(env, {"goal": "[long]"})
+    assert len(entry["summary"]) <= 1000 and entry["summary_truncated"] is True
+    assert entry["summary_original_chars"] == 40_000
+    assert "characters omitted" in entry["summary"]
+    assert (env.parent.workspace / entry["summary_full_path"]).read_text() == "x" * 40_000
+
+
+async def test_interrupting_the_parent_interrupts_children_with_their_partial_output(denv):
+    model = ScriptedModel({
+        "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {
+            "tasks": [{"goal": "[hang] one"}, {"goal": "[hang] two"}]}}]}, {"text": "after"}]],
+        "leaf": child_script,
+    })
+    parent = AgentSession(model=model, tools=denv.parent.tools, session_id="parent-1", workspace=denv.parent.workspace)
+    turn = asyncio.create_task(parent.run_turn("go"))
+    async with asyncio.timeout(5):
+        while sum(1 for r in model.requests if r.role == "leaf") < 4:
+            await asyncio.sleep(0.005)
+    parent.interrupt("user said stop")
+    result = await asyncio.wait_for(turn, 5)
+    assert result.exit_reason == "interrupted"
+    payload = json.loads(parent.messages[2]["content"])
+    assert [e["status"] for e in payload["results"]] == ["interrupted", "interrupted"]
+    assert [e["summary"] for e in payload["results"]] == ["partial thoughts", "partial thoughts"]
+
+
+async def test_the_completion_path_runs_exactly_once_per_child(denv):
+    stops = []
+    denv.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
+    await results(denv, {"tasks": [{"goal": "a"}, {"goal": "[fail]"}, {"goal": "[cost] c"}]})
+    assert sorted(stops) == ["completed", "completed", "failed"]
+    assert denv.parent.total_cost_usd == pytest.approx(0.25)
+
+
+async def test_background_dispatch_then_results_through_the_completion_callback(denv):
+    delivered = asyncio.Queue()
+
+    async def on_complete(parent_id, payload):
+        await delivered.put((parent_id, payload))
+
+    handle = json.loads(await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[fail] b"}]},
+                                       mode="background", on_complete=on_complete))
+    assert handle["status"] == "dispatched" and handle["goals"] == ["a", "[fail] b"]
+    assert handle["delegation_id"].startswith("deleg_") and "do not poll" in handle["note"]
+    parent_id, payload = await asyncio.wait_for(delivered.get(), 5)
+    assert parent_id == "parent-1" and payload["delegation_id"] == handle["delegation_id"]
+    assert [e["status"] for e in payload["results"]] == ["completed", "failed"]
+
+
+async def test_background_list_steer_and_stop(denv):
+    delivered = asyncio.Queue()
+
+    async def on_complete(parent_id, payload):
+        await delivered.put(payload)
+
+    run = lambda args: delegate(denv, args, mode="background", on_complete=on_complete)  # noqa: E731
+    handle = json.loads(await run({"tasks": [{"goal": "[echo-steer]"}, {"goal": "[hang] stop me"}]}))
+    steer_id, stop_id = handle["subagent_ids"]
+    async with asyncio.timeout(5):
+        while len(json.loads(await run({"action": "list"}))["subagents"]) < 2 or not all(
+                r.run and r.run.session for r in denv.service.children_of("parent-1")):
+            await asyncio.sleep(0.005)
+    listing = json.loads(await run({"action": "list"}))["subagents"]
+    assert {s["subagent_id"] for s in listing} == {steer_id, stop_id}
+    assert all({"goal", "state", "running_seconds", "last_activity"} <= set(s) for s in listing)
+    assert json.loads(await run({"action": "steer", "subagent_id": steer_id, "message": "wrap up"}))["status"] == "queued"
+    assert json.loads(await run({"action": "stop", "subagent_id": stop_id}))["status"] == "stopping"
+    payload = await asyncio.wait_for(delivered.get(), 5)
+    steered, stopped = payload["results"]
+    assert "wrap up" in steered["summary"]
+    assert stopped["status"] == "interrupted" and stopped["summary"] == "partial thoughts"
+    with pytest.raises(ToolError, match="no running subagent"):
+        await run({"action": "stop", "subagent_id": "sa-nope"})
+
+
+async def test_inline_schemas_have_no_live_control_parameters(denv):
+    inline = DelegateTool(denv.service).tool().parameters["properties"]
+    background = DelegateTool(denv.service, mode="background", on_complete=lambda *a: None).tool().parameters["properties"]
+    assert not {"action", "subagent_id", "message"} & set(inline)
+    assert {"action", "subagent_id", "message"} <= set(background)
+    with pytest.raises(ToolError, match="only available for background"):
+        await DelegateTool(denv.service)({"action": "list"}, ToolContext(denv.parent, "c", denv.parent.workspace, {}))

@@ -1,0 +1,247 @@
+"""Images for a child's first turn: vision parts, text lines, and every way an image can be unusable."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from lifecycle._images import (
+    MAX_IMAGES,
+    VISION_HINT,
+    first_turn_content,
+    first_turn_content_async,
+    images_problem,
+)
+
+# Real leading bytes of each format, plus a little body; enough for sniffing.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xd9"
+GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,;"
+WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"
+GOAL = "Describe the chart."
+PNG_DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
+URL = "https://example.com/chart.png"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "chart.png").write_bytes(PNG)
+    (workspace / "photo.jpg").write_bytes(JPEG)
+    (workspace / "anim.gif").write_bytes(GIF)
+    (workspace / "pic.webp").write_bytes(WEBP)
+    (workspace / "notes.png").write_text("not an image at all\n")  # the extension lies
+    (workspace / "sub").mkdir()
+    (tmp_path / "secret.png").write_bytes(PNG)  # outside the workspace
+    (workspace / "escape.png").symlink_to(tmp_path / "secret.png")
+    return workspace
+
+
+def vision(images, ws: Path, **kw):
+    return first_turn_content(GOAL, images, workspace=ws, supports_vision=True, **kw)
+
+
+def text(images, ws: Path, **kw):
+    return first_turn_content(GOAL, images, workspace=ws, supports_vision=False, **kw)
+
+
+def urls(content) -> list[str]:
+    assert isinstance(content, list) and content[0] == {"type": "text", "text": GOAL}
+    return [part["image_url"]["url"] for part in content[1:] if part["type"] == "image_url"]
+
+
+def skipped(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "lifecycle.images" and r.levelno == logging.WARNING]
+
+
+# --- images_problem -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("images", [None, [], ["a.png"], [URL, PNG_DATA_URL, "x.png"], ["a.png"] * MAX_IMAGES])
+def test_acceptable_images(images):
+    assert images_problem(images) is None
+
+
+@pytest.mark.parametrize(
+    ("images", "problem"),
+    [
+        (["a.png"] * 9, "a task may carry at most 8 images, got 9"),
+        ("a.png", "images must be an array of local file paths, http(s) URLs or data:image/ URLs, got str"),
+        ({"a": 1}, "images must be an array of local file paths, http(s) URLs or data:image/ URLs, got dict"),
+        (["a.png", ""], "images[1] must be a non-empty string (a local path or URL), got ''"),
+        (["  "], "images[0] must be a non-empty string (a local path or URL), got '  '"),
+        (["a.png", 3], "images[1] must be a non-empty string (a local path or URL), got int"),
+        ([None], "images[0] must be a non-empty string (a local path or URL), got NoneType"),
+    ],
+)
+def test_image_problems(images, problem):
+    assert images_problem(images) == problem
+
+
+# --- vision -------------------------------------------------------------------------------------
+
+
+def test_no_images_leaves_the_goal_alone(ws):
+    assert vision([], ws) == GOAL
+    assert text([], ws) == GOAL
+    assert vision(None, ws) == GOAL
+
+
+def test_local_png_becomes_a_data_url_part(ws):
+    content = vision(["chart.png"], ws)
+    assert content == [
+        {"type": "text", "text": GOAL},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}},
+    ]
+
+
+def test_absolute_paths_inside_the_workspace_work(ws):
+    assert urls(vision([str(ws / "chart.png")], ws)) == [PNG_DATA_URL]
+
+
+@pytest.mark.parametrize(
+    ("name", "mime", "data"),
+    [("photo.jpg", "image/jpeg", JPEG), ("anim.gif", "image/gif", GIF), ("pic.webp", "image/webp", WEBP)],
+)
+def test_type_comes_from_magic_bytes(ws, name, mime, data):
+    assert urls(vision([name], ws)) == [f"data:{mime};base64,{base64.b64encode(data).decode()}"]
+
+
+def test_magic_bytes_beat_the_extension(ws):
+    (ws / "really-a-png.jpg").write_bytes(PNG)
+    assert urls(vision(["really-a-png.jpg"], ws)) == [PNG_DATA_URL]
+
+
+def test_urls_pass_through_in_order(ws):
+    images = [URL, "chart.png", "HTTP://example.com/a.gif", PNG_DATA_URL]
+    assert urls(vision(images, ws)) == [URL, PNG_DATA_URL, "HTTP://example.com/a.gif", PNG_DATA_URL]
+
+
+def test_entries_are_trimmed(ws):
+    assert urls(vision(["  chart.png\n", f" {URL} "], ws)) == [PNG_DATA_URL, URL]
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "missing.png",  # does not exist
+        "../secret.png",  # outside the workspace
+        "escape.png",  # a symlink out of it
+        "notes.png",  # not an image
+        "sub",  # a directory
+        "bad\x00name.png",  # not a usable path
+        "data:image/png,notbase64",  # not base64
+        "data:text/plain;base64,aGVsbG8=",  # not an image type
+        "data:image/png;base64,@@@@",  # malformed base64
+        "data:image/png;base64," + base64.b64encode(b"hello").decode(),  # says png, is not
+        "https://example.com/has space.png",  # a URL with whitespace in it
+    ],
+)
+def test_unusable_images_are_skipped_and_logged(ws, caplog, image):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    assert urls(vision([image, "chart.png"], ws)) == [PNG_DATA_URL]
+    assert len(skipped(caplog)) == 1 and "skipped" in skipped(caplog)[0]
+
+
+def test_outside_path_is_logged_with_the_reason(ws, caplog):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    vision(["../secret.png", "chart.png"], ws)
+    assert "outside the workspace" in skipped(caplog)[0]
+
+
+def test_files_over_the_limit_are_skipped(ws, caplog):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    big = len(PNG) - 1
+    assert vision(["chart.png"], ws, max_bytes=big) == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
+    data_url = f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
+    assert urls(vision([data_url, "photo.jpg"], ws, max_bytes=big)) == [
+        "data:image/jpeg;base64," + base64.b64encode(JPEG).decode()
+    ]
+    assert any("larger than" in m for m in skipped(caplog))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_files_are_skipped(ws, caplog):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    (ws / "chart.png").chmod(0)
+    assert vision(["chart.png"], ws) == GOAL
+    assert any("cannot be read" in m for m in skipped(caplog))
+
+
+def test_no_usable_image_falls_back_to_text(ws, caplog):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    # Too big for a vision part, but it exists, so the text form still names it.
+    assert vision(["chart.png", "missing.png"], ws, max_bytes=4) == (
+        f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
+    )
+    assert vision(["missing.png", "../secret.png"], ws) == GOAL
+
+
+# --- text form ----------------------------------------------------------------------------------
+
+
+def test_text_form_lists_images_and_hints_at_a_vision_tool(ws):
+    assert text(["chart.png", URL, "photo.jpg"], ws) == (
+        f"{GOAL}\n\n"
+        "[Image attached at: chart.png]\n"
+        f"[Image attached at: {URL}]\n"
+        "[Image attached at: photo.jpg]\n"
+        f"{VISION_HINT}"
+    )
+    assert "cannot see" in VISION_HINT and "vision tool" in VISION_HINT
+
+
+def test_text_form_skips_unusable_images_and_data_urls(ws, caplog):
+    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    content = text(["missing.png", "../secret.png", "escape.png", "notes.png", PNG_DATA_URL, "chart.png"], ws)
+    assert content == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
+    assert len(skipped(caplog)) == 5
+    assert all(len(m) < 300 for m in skipped(caplog))  # a data URL is not logged in full
+
+
+def test_text_form_with_nothing_usable_is_the_plain_goal(ws):
+    assert text(["missing.png", "sub"], ws) == GOAL
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "images",
+    [
+        [None, 5, b"x", "", "   ", "chart.png"],
+        "chart.png",  # a bare string is one image, not nine characters
+        42,
+        [["nested"]],
+        ["\x00", "a" * 10_000, "data:", "http://", "../../../../etc/passwd"],
+    ],
+)
+@pytest.mark.parametrize("supports_vision", [True, False])
+def test_never_raises_on_garbage(ws, images, supports_vision):
+    content = first_turn_content(GOAL, images, workspace=ws, supports_vision=supports_vision)
+    assert content == GOAL or isinstance(content, (str, list))
+
+
+def test_a_bare_string_is_one_image(ws):
+    assert urls(vision("chart.png", ws)) == [PNG_DATA_URL]
+
+
+def test_a_broken_workspace_never_raises(tmp_path, caplog):
+    for workspace in (tmp_path / "nope", "not-a-path-object", None):
+        for supports_vision in (True, False):
+            content = first_turn_content(
+                GOAL, ["chart.png", URL], workspace=workspace, supports_vision=supports_vision
+            )
+            assert content == GOAL or URL in str(content)
+
+
+async def test_async_variant_runs_off_the_loop(ws):
+    assert urls(await first_turn_content_async(GOAL, ["chart.png"], workspace=ws, supports_vision=True)) == [
+        PNG_DATA_URL
+    ]
+    assert await first_turn_content_async(GOAL, [], workspace=ws, supports_vision=False) == GOAL

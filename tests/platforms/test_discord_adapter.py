@@ -1,0 +1,379 @@
+"""The Discord adapter, driving the real discord.py client against the loopback fake."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms import discord_urls
+from platforms.base import (
+    Adapter,
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    Forbidden,
+    Inbound,
+    MessageTooLong,
+    NotFound,
+    Outbound,
+)
+from platforms.discord import DiscordAdapter, DiscordStartError
+from platforms.fakes.discord import FakeDiscord
+
+import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
+
+COMMANDS = [CommandSpec("stop", "Stop the current turn"), CommandSpec("new", "Start a new session"),
+            CommandSpec("agents", "List running subagents")]
+SEND = "POST /channels/{channel_id}/messages"
+CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
+GUILD, CHANNEL, USER = 500, 600, 42
+
+
+class Sink:
+    """Records every Inbound, with how many interaction callbacks the fake had seen by then."""
+
+    def __init__(self, fake: FakeDiscord) -> None:
+        self.fake = fake
+        self.events: list[Inbound] = []
+        self.callbacks_seen: list[int] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.events.append(inbound)
+        self.callbacks_seen.append(len(self.fake.calls_to(CALLBACK)))
+
+    async def wait(self, count: int) -> list[Inbound]:
+        await self.fake.wait_for(lambda: len(self.events) >= count)
+        return self.events
+
+
+async def _join_keepalive_threads() -> None:
+    # discord.py heartbeats from a thread; make sure it has seen its stop flag before the loop closes.
+    for thread in threading.enumerate():
+        if thread.name.startswith("keep-alive-handler"):
+            await asyncio.to_thread(thread.join, 5)
+
+
+def _adapter(fake: FakeDiscord, **kw: object) -> DiscordAdapter:
+    return DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
+                          ready_timeout=5.0, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
+    adapter, sink = _adapter(fake), Sink(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        yield adapter, sink
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+
+
+def test_adapter_surface() -> None:
+    adapter = DiscordAdapter("token")
+    assert isinstance(adapter, Adapter)
+    assert (adapter.name, adapter.text_limit, adapter.typing_interval) == ("discord", 2000, 8.0)
+    assert adapter.measure("héllo") == 5
+    assert adapter.tier.interim_assistant_messages and adapter.tier.long_running_notifications
+    assert adapter.tier.messaging
+    assert adapter.web_routes() == ()
+
+
+async def test_dm_becomes_inbound(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    _, sink = running
+    message_id = fake.push_dm(USER, "hello there", name="ada")
+    [inbound] = await sink.wait(1)
+    assert inbound == Inbound(platform="discord", chat_id=fake.dm_channel(USER), thread_id=None,
+                              user_id=str(USER), user_name="ada", text="hello there", event_id=message_id,
+                              is_private=True)
+
+
+async def test_own_messages_are_ignored(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, sink = running
+    channel = fake.dm_channel(USER)
+    await adapter.send(Outbound(chat_id=channel, thread_id=None, text="from the bot"))
+    fake.push_dm(USER, "from the user")
+    events = await sink.wait(1)
+    assert [e.text for e in events] == ["from the user"]
+
+
+async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, sink = running
+    fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")
+    mention = fake.push_guild_message(GUILD, CHANNEL, USER, "what's up?", mention_bot=True)
+    [first] = await sink.wait(1)
+    assert (first.event_id, first.text, first.chat_id, first.thread_id) == (mention, "what's up?", str(CHANNEL), None)
+    assert not first.is_private
+
+    await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=None, text="all fine"))
+    fake.push_guild_message(GUILD, CHANNEL, USER, "chatting again")
+    reply = fake.push_guild_message(GUILD, CHANNEL, USER, "are you sure?", reply_to_bot=True)
+    events = await sink.wait(2)
+    assert [(e.event_id, e.text) for e in events[1:]] == [(reply, "are you sure?")]
+
+
+async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, sink = running
+    fake.push_guild_message(GUILD, CHANNEL, USER, "in A", mention_bot=True, thread_id=701)
+    fake.push_guild_message(GUILD, CHANNEL, USER, "in B", mention_bot=True, thread_id=702)
+    a, b = await sink.wait(2)
+    assert (a.chat_id, a.thread_id, b.chat_id, b.thread_id) == (str(CHANNEL), "701", str(CHANNEL), "702")
+
+    await adapter.send(Outbound(chat_id=a.chat_id, thread_id=a.thread_id, text="answer in A"))
+    assert [m.content for m in fake.bot_messages(701)] == ["answer in A"]
+    assert fake.bot_messages(CHANNEL) == []
+
+    # Without a mention: heard in a thread the bot posted in or owns, not elsewhere.
+    fake.push_guild_message(GUILD, CHANNEL, USER, "unrelated thread", thread_id=703)
+    fake.push_guild_message(GUILD, CHANNEL, USER, "follow-up in A", thread_id=701)
+    fake.push_guild_message(GUILD, CHANNEL, USER, "in the bot's thread", thread_id=704, thread_owner=fake.bot_id)
+    events = await sink.wait(4)
+    assert [(e.thread_id, e.text) for e in events[2:]] == [("701", "follow-up in A"), ("704", "in the bot's thread")]
+
+    await adapter.typing(a.chat_id, a.thread_id)
+    assert fake.calls_to("POST /channels/{channel_id}/typing")[-1].path == "/channels/701/typing"
+
+
+async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, sink = running
+    assert {c["name"] for c in fake.commands[None]} == {"stop", "new", "agents"}
+    interaction_id = fake.push_interaction("stop", USER, args="now")
+    [command] = await sink.wait(1)
+    assert command.is_command and command.is_private
+    assert (command.text, command.event_id, command.chat_id) == ("/stop now", interaction_id, fake.dm_channel(USER))
+    assert sink.callbacks_seen == [1]  # acknowledged before the gateway saw the command
+    assert fake.interactions[interaction_id]["responses"] == [5]
+
+    first = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="Stopped.",
+                                        kind="command", reply_token=command.reply_token))
+    second = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="Also: 2 agents stopped.",
+                                         kind="command", reply_token=command.reply_token))
+    original, followup = fake.bot_messages(command.chat_id)
+    assert (original.id, original.content, original.flags) == (first.message_id, "Stopped.", 0)
+    assert (followup.id, followup.content) == (second.message_id, "Also: 2 agents stopped.")
+
+    await adapter.edit(command.chat_id, None, second.message_id, "Also: 3 agents stopped.")
+    assert followup.content == "Also: 3 agents stopped."
+
+
+async def test_expired_interaction_answers_in_the_channel(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="Started a new session.",
+                                       kind="command", reply_token=f"{fake.application_id}:expired-token"))
+    assert [(m.id, m.content) for m in fake.bot_messages(channel)] == [(sent.message_id, "Started a new session.")]
+
+
+async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
+    adapter, sink = _adapter(fake, command_guilds=(GUILD, GUILD + 1)), Sink(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        routes = [c.path for c in fake.calls if c.method == "PUT"]
+        app = fake.application_id
+        assert routes == [f"/applications/{app}/guilds/{GUILD}/commands", f"/applications/{app}/guilds/{GUILD + 1}/commands"]
+        assert None not in fake.commands
+        fake.push_interaction("new", USER, CHANNEL, guild=GUILD)
+        [command] = await sink.wait(1)
+        assert (command.text, command.chat_id, command.is_private) == ("/new", str(CHANNEL), False)
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+
+
+async def test_silent_notice_is_edited_in_place(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="Still working (1 min)",
+                                       kind="notice", silent=True))
+    await adapter.edit(channel, None, sent.message_id, "Still working (2 min)")
+    [notice] = fake.bot_messages(channel)
+    assert (notice.id, notice.flags & 4096, notice.content) == (sent.message_id, 4096, "Still working (2 min)")
+    assert notice.edits == ["Still working (1 min)"]
+
+
+async def test_the_fake_enforces_2000_characters(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="x" * 2000))
+    with pytest.raises(MessageTooLong) as too_long:
+        await adapter.send(Outbound(chat_id=channel, thread_id=None, text="x" * 2001))
+    assert too_long.value.chat_id == channel
+    with pytest.raises(MessageTooLong):
+        await adapter.edit(channel, None, sent.message_id, "y" * 2001)
+    assert fake.calls_to(SEND)[-1].status == 400
+
+
+async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    fake.fail_next(SEND, 429, retry_after=0.05)
+    sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="hello", idempotency_key="turn-1:0"))
+    first, retry = fake.calls_to(SEND)
+    assert (first.status, retry.status) == (429, 200)
+    assert first.body["nonce"] == retry.body["nonce"] and retry.body["enforce_nonce"] is True
+    assert [m.id for m in fake.bot_messages(channel)] == [sent.message_id]
+
+    # The gateway's own retry of the same part (same idempotency key) does not double it either.
+    again = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="hello", idempotency_key="turn-1:0"))
+    assert again == sent and len(fake.bot_messages(channel)) == 1
+
+
+async def test_resume_replay_delivers_the_same_message_id_again(
+    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]
+) -> None:
+    _, sink = running
+    message_id = fake.push_dm(USER, "only once, please")
+    await sink.wait(1)
+    fake.replay_on_resume([message_id])
+    fake.request_reconnect()
+    events = await sink.wait(2)
+    assert [e.event_id for e in events] == [message_id, message_id]  # the gateway inbox drops the repeat
+    assert [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6]
+
+
+@pytest.mark.parametrize("disconnect", ["reconnect", "invalid_session", "drop"])
+async def test_a_reconnect_leaves_one_live_connection(
+    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink], disconnect: str
+) -> None:
+    _, sink = running
+    {"reconnect": fake.request_reconnect, "invalid_session": fake.invalidate_session,
+     "drop": fake.drop_socket}[disconnect]()
+    await fake.wait_for(lambda: fake.connections_opened == 2 and fake.live_connections == 1)
+    expected = [2, 2] if disconnect == "invalid_session" else [2, 6]  # fresh IDENTIFY or RESUME
+    await fake.wait_for(lambda: [op for op, _ in fake.gateway_ops if op in (2, 6)] == expected)
+    fake.push_dm(USER, "still there?")
+    [inbound] = await sink.wait(1)
+    assert inbound.text == "still there?" and fake.live_connections == 1
+
+
+async def test_errors_are_translated_and_logged(
+    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink], caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    caplog.set_level(logging.WARNING, logger="platforms.discord")
+
+    fake.fail_next(SEND, 403, code=50013, message="Missing Permissions")
+    with pytest.raises(Forbidden) as forbidden:
+        await adapter.send(Outbound(chat_id=channel, thread_id=None, text="hi"))
+    assert (forbidden.value.method, forbidden.value.chat_id) == (SEND, channel)
+
+    with pytest.raises(NotFound):
+        await adapter.send(Outbound(chat_id="999", thread_id=None, text="hi"))
+    with pytest.raises(NotFound):
+        await adapter.typing("999", None)
+    with pytest.raises(NotFound):
+        await adapter.edit(channel, None, "12345", "gone")
+
+    fake.fail_next(SEND, 400, code=50035, message="Invalid Form Body",
+                   errors={"embeds": {"_errors": [{"code": "BASE_TYPE_BAD", "message": "Bad embed."}]}})
+    with pytest.raises(BadRequest) as bad:
+        await adapter.send(Outbound(chat_id=channel, thread_id=None, text="hi"))
+    assert not isinstance(bad.value, MessageTooLong)
+
+    assert any(SEND in r.getMessage() and channel in r.getMessage() and "Forbidden" in r.getMessage()
+               for r in caplog.records)
+    assert any("999" in r.getMessage() and "NotFound" in r.getMessage() for r in caplog.records)
+    await adapter.send(Outbound(chat_id=channel, thread_id=None, text="still working"))  # nothing crashed
+    assert fake.bot_messages(channel)[-1].content == "still working"
+
+
+async def test_missing_message_content_intent_fails_start_clearly(caplog: pytest.LogCaptureFixture) -> None:
+    async with FakeDiscord(message_content_intent=False) as fake:
+        adapter = _adapter(fake)
+        with pytest.raises(DiscordStartError, match="Message Content"):
+            await adapter.start(Sink(fake), COMMANDS)
+        await _join_keepalive_threads()
+        assert fake.live_connections == 0
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR and r.name == "platforms.discord"]
+    assert errors and all("Developer Portal" in e and "Message Content Intent" in e for e in errors)
+
+
+async def test_stripped_message_content_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    async with FakeDiscord(strip_message_content=True) as fake:
+        adapter, sink = _adapter(fake), Sink(fake)
+        await adapter.start(sink, COMMANDS)
+        try:
+            fake.push_guild_message(GUILD, CHANNEL, USER, "a reply", reply_to_bot=True)
+            fake.push_guild_message(GUILD, CHANNEL, USER, "another reply", reply_to_bot=True)
+            fake.push_guild_message(GUILD, CHANNEL, USER, "mentions still carry text", mention_bot=True)
+            [inbound] = await sink.wait(1)
+            assert inbound.text == "mentions still carry text"
+        finally:
+            await adapter.stop()
+            await _join_keepalive_threads()
+    hints = [r for r in caplog.records if "without content" in r.getMessage()]
+    assert len(hints) == 1 and "Developer Portal" in hints[0].getMessage()
+
+
+async def test_bad_token_fails_start(fake: FakeDiscord) -> None:
+    adapter = DiscordAdapter("wrong", api_base=fake.api_base, client_factory=fake.client_factory)
+    with pytest.raises(DiscordStartError, match="token"):
+        await adapter.start(Sink(fake))
+    assert fake.live_connections == 0
+    await adapter.stop()  # idempotent after a failed start
+
+
+async def test_stop_is_idempotent_and_restarts_cleanly(fake: FakeDiscord) -> None:
+    adapter, sink = _adapter(fake), Sink(fake)
+    await adapter.start(sink, COMMANDS)
+    await adapter.stop()
+    await adapter.stop()
+    await fake.wait_for(lambda: fake.live_connections == 0)
+    await adapter.start(sink, COMMANDS)
+    try:
+        fake.push_dm(USER, "back again")
+        assert (await sink.wait(1))[0].text == "back again"
+        assert fake.live_connections == 1
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+    with pytest.raises(DeliveryError, match="not connected"):
+        await adapter.send(Outbound(chat_id="1", thread_id=None, text="nobody home"))
+
+
+# ---- platforms/discord_urls.py --------------------------------------------------------------------
+
+
+def test_url_self_check_passes_on_the_installed_discord_py() -> None:
+    discord_urls.check()
+
+
+async def test_url_self_check_names_the_version_when_internals_move(
+    fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Simulate an upgrade in which webhooks stopped sharing discord.http.Route.
+    monkeypatch.setattr(discord.webhook.async_, "Route", type("Route", (), {}))
+    with pytest.raises(discord_urls.DiscordInternalsChanged, match=discord.__version__):
+        discord_urls.check()
+    with pytest.raises(discord_urls.DiscordInternalsChanged):
+        await _adapter(fake).start(Sink(fake))
+    assert fake.calls == []
+
+
+def test_url_override_is_process_wide_and_restored() -> None:
+    before = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    first = discord_urls.claim("http://127.0.0.1:1/api/v10/")
+    try:
+        assert discord.http.Route("GET", "/users/@me").url == "http://127.0.0.1:1/api/v10/users/@me"
+        with pytest.raises(RuntimeError, match="one REST base per process"):
+            discord_urls.claim("http://127.0.0.1:2/api/v10")
+        second = discord_urls.claim("http://127.0.0.1:1/api/v10")
+        first.set_gateway("ws://127.0.0.1:1/gateway")
+        with pytest.raises(RuntimeError):
+            second.set_gateway("ws://127.0.0.1:3/gateway")
+        second.release()
+    finally:
+        first.release()
+        first.release()
+    assert (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == before

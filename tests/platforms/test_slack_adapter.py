@@ -1,0 +1,489 @@
+"""SlackAdapter on the real slack-bolt / slack-sdk clients against the loopback FakeSlack."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from platforms.base import (
+    Adapter,
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+)
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+
+SECRET = "test-signing-secret"
+COMMANDS = [CommandSpec("stop", "Stop the turn"), CommandSpec("new", "New session"), CommandSpec("agents", "List")]
+PLACEHOLDER = "_working…_"
+
+
+class Recorder:
+    """The gateway stand-in: records every Inbound it is handed."""
+
+    def __init__(self) -> None:
+        self.items: list[Inbound] = []
+        self.failures: list[Exception] = []
+        """Raised, one per call, before recording: a gateway whose inbox is down."""
+
+    async def __call__(self, inbound: Inbound) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.items.append(inbound)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(ack_timeout=2.0) as fake:  # no redelivery unless a test asks for one
+        yield fake
+
+
+@pytest.fixture
+async def sink() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+async def slack(fake: FakeSlack, sink: Recorder) -> AsyncIterator[SlackAdapter]:
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    await adapter.start(sink, COMMANDS)
+    yield adapter
+    await adapter.stop()
+
+
+@pytest.fixture
+async def http_slack(fake: FakeSlack, sink: Recorder) -> AsyncIterator[tuple[SlackAdapter, str]]:
+    """An HTTP-mode adapter mounted on a stand-in for the gateway's server."""
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    url = f"http://{host}:{port}/slack/events"
+    fake.events_url, fake.signing_secret = url, SECRET
+    await adapter.start(sink, COMMANDS)
+    yield adapter, url
+    await adapter.stop()
+    await runner.cleanup()
+
+
+async def settled(fake: FakeSlack) -> None:
+    """Every envelope pushed so far has been acked, so its Inbound (if any) has been handed over."""
+    await fake.wait_for(lambda: bool(fake.envelopes) and all(e.acked for e in fake.envelopes.values()))
+
+
+def texts(fake: FakeSlack, channel: str, thread_ts: str | None = None) -> list[str]:
+    return fake.texts(channel, thread_ts)
+
+
+# -- shape ---------------------------------------------------------------------------------
+
+
+def test_adapter_protocol_and_tier() -> None:
+    adapter = SlackAdapter(bot_token="xoxb-1", app_token="xapp-1")
+    assert isinstance(adapter, Adapter)
+    assert adapter.name == "slack" and adapter.text_limit == 4000 and adapter.measure("héllo") == 5
+    assert adapter.tier.interim_assistant_messages and adapter.tier.long_running_notifications is True
+    assert adapter.tier.messaging
+    assert adapter.web_routes() == []
+
+
+@pytest.mark.parametrize("kw", [{"mode": "socket"}, {"mode": "http"}, {"mode": "rtm", "app_token": "xapp-1"}])
+def test_constructor_rejects_incomplete_config(kw: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        SlackAdapter(bot_token="xoxb-1", **kw)  # type: ignore[arg-type]
+
+
+async def test_bad_bot_token_fails_start(fake: FakeSlack, sink: Recorder) -> None:
+    adapter = SlackAdapter(bot_token="xoxb-wrong", app_token=fake.app_token, api_base=fake.api_base)
+    with pytest.raises(Forbidden):
+        await adapter.start(sink)
+    await adapter.stop()
+
+
+async def test_bad_app_token_fails_start(fake: FakeSlack, sink: Recorder) -> None:
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token="xapp-wrong", api_base=fake.api_base)
+    with pytest.raises(Forbidden):
+        await adapter.start(sink)
+    assert fake.connections == []
+
+
+# -- inbound over Socket Mode --------------------------------------------------------------
+
+
+async def test_dm_is_one_private_session(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    body = await fake.push_dm("U1", "hello there")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    [inbound] = sink.items
+    assert inbound == Inbound(platform="slack", chat_id="DU1", thread_id=None, user_id="U1", user_name=None,
+                              text="hello there", event_id=body["event_id"], is_private=True)
+    await settled(fake)
+    assert all(ack.connection == 1 for ack in fake.acks)
+
+
+async def test_mention_starts_thread_session_and_reply_goes_there(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    body = await fake.push_mention("C1", "U1", "what is up?")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    inbound = sink.items[0]
+    ts = body["event"]["ts"]
+    assert (inbound.chat_id, inbound.thread_id, inbound.text, inbound.is_private) == ("C1", ts, "what is up?", False)
+
+    sent = await slack.send(Outbound(chat_id="C1", thread_id=inbound.thread_id, text="all good"))
+    assert texts(fake, "C1", ts) == ["all good"]
+    assert fake.calls_to("chat.postMessage")[-1].params["thread_ts"] == ts
+    await slack.edit("C1", ts, sent.message_id, "all good, edited")
+    assert texts(fake, "C1", ts) == ["all good, edited"]
+    await settled(fake)  # the echoed bot post and edit were acked and ignored
+    assert len(sink.items) == 1
+
+
+async def test_mention_inside_thread_keeps_that_thread(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    await fake.push_mention("C1", "U1", "hi <@UBOT|switchboard>, look", thread_ts="1700000000.000001")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    assert sink.items[0].thread_id == "1700000000.000001"
+    assert sink.items[0].text == "hi , look"
+
+
+async def test_unmentioned_channel_messages_are_ignored(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    await fake.push_message("C1", "U1", "just chatting")
+    await fake.push_message("C1", "U1", "in someone's thread", thread_ts="1700000000.000009")
+    await fake.push_message("C1", "U1", "!stop")  # top level: no session to stop
+    await fake.push_event({"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U2",
+                           "ts": "1700000001.000001", "text": "joined"})
+    await settled(fake)
+    assert sink.items == []
+
+
+async def test_follow_up_in_bot_thread_needs_no_mention(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    body = await fake.push_mention("C1", "U1", "start")
+    ts = body["event"]["ts"]
+    await fake.push_message("C1", "U1", "and another thing", thread_ts=ts)
+    await fake.wait_for(lambda: len(sink.items) == 2)
+    assert {(i.thread_id, i.text) for i in sink.items} == {(ts, "start"), (ts, "and another thing")}
+
+
+async def test_app_mention_and_message_event_give_one_inbound(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    await fake.push_mention("C1", "U1", "once please", also_app_mention=True)
+    await settled(fake)
+    assert len(fake.envelopes) == 2 and [i.text for i in sink.items] == ["once please"]
+
+
+async def test_bang_stop_in_thread_passes_through(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    # A thread the adapter has never seen (e.g. started before a restart): only the commands pass.
+    await fake.push_message("C1", "U1", "!stop", thread_ts="1700000000.000005")
+    await fake.push_message("C1", "U1", "!new", thread_ts="1700000000.000005")
+    await fake.push_message("C1", "U1", "!later", thread_ts="1700000000.000005")
+    await settled(fake)
+    assert [(i.text, i.thread_id, i.is_command) for i in sink.items] == [
+        ("!stop", "1700000000.000005", False), ("!new", "1700000000.000005", False)]
+
+
+async def test_messages_from_bots_are_ignored(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    await fake.push_event({"type": "message", "channel": "DU1", "channel_type": "im", "user": "UOTHER",
+                           "bot_id": "BOTHER", "ts": "1700000001.000001", "text": "beep"})
+    await fake.push_event({"type": "message", "channel": "DU1", "channel_type": "im", "user": "UBOT",
+                           "ts": "1700000001.000002", "text": "my own"})
+    await settled(fake)
+    assert sink.items == []
+
+
+async def test_slash_command_over_socket_is_answered_ephemerally(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    form = await fake.push_slash_command("/agents", "U1", "C1", "all")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    inbound = sink.items[0]
+    assert (inbound.is_command, inbound.text, inbound.chat_id, inbound.thread_id) == (True, "/agents all", "C1", None)
+    assert inbound.event_id == f"command:{form['trigger_id']}" and inbound.user_name == "u1"
+    assert inbound.reply_token and not inbound.is_private
+    await settled(fake)
+
+    sent = await slack.send(Outbound(chat_id="C1", thread_id=None, text="no agents running", kind="command",
+                                     reply_token=inbound.reply_token))
+    assert fake.ephemeral[-1]["text"] == "no agents running"
+    assert fake.ephemeral[-1]["via"] == "response_url" and fake.ephemeral[-1]["response_type"] == "ephemeral"
+    assert texts(fake, "C1") == []
+    with pytest.raises(EditUnsupported):
+        await slack.edit("C1", None, sent.message_id, "changed")
+
+
+async def test_command_answer_falls_back_to_post_ephemeral(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    await fake.push_slash_command("/stop", "U1", "DU1")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    assert sink.items[0].is_private
+    fake.fail_next("response_url", "expired_url", status=404)
+    await slack.send(Outbound(chat_id="DU1", thread_id=None, text="stopped", reply_token=sink.items[0].reply_token))
+    [call] = fake.calls_to("chat.postEphemeral")
+    assert call.params == {"channel": "DU1", "user": "U1", "text": "stopped"}
+
+
+async def test_socket_redelivery_keeps_event_id(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
+    fake.ack_timeout = 0.2
+    fake.lose_next_ack()
+    body = await fake.push_dm("U1", "say it twice")
+    await fake.wait_for(lambda: len(sink.items) >= 2)
+    assert {i.event_id for i in sink.items} == {body["event_id"]}  # the gateway inbox drops the repeat
+    [envelope] = fake.envelopes.values()
+    assert envelope.retry_attempt >= 1 and envelope.retry_reason == "timeout"
+
+
+async def test_socket_sink_failure_is_not_acked_so_slack_redelivers(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    fake.ack_timeout = 0.2
+    sink.failures.append(RuntimeError("inbox unavailable"))
+    body = await fake.push_dm("U1", "keep me")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    [envelope] = fake.envelopes.values()
+    assert envelope.retry_attempt >= 1 and sink.items[0].event_id == body["event_id"]
+
+
+@pytest.mark.parametrize("cut", ["disconnect", "drop"])
+async def test_reconnect_leaves_a_single_consumer(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder, cut: str
+) -> None:
+    if cut == "disconnect":
+        await fake.disconnect()
+    else:
+        fake.drop_socket()
+    await fake.wait_for(lambda: len(fake.connections) == 2 and len(fake.open_connections) == 1)
+    for n in range(4):
+        await fake.push_dm("U1", f"after {n}")
+    await fake.wait_for(lambda: len(sink.items) == 4)
+    await settled(fake)
+    assert [c.id for c in fake.open_connections] == [2]
+    assert {d for e in fake.envelopes.values() for d in e.deliveries} == {2}
+    assert {a.connection for a in fake.acks} == {2} and len(fake.acks) == 4
+
+
+# -- inbound over HTTP ---------------------------------------------------------------------
+
+
+async def test_http_url_verification(fake: FakeSlack, http_slack: tuple[SlackAdapter, str]) -> None:
+    _, url = http_slack
+    result = await fake.send_http_event(url, {"type": "url_verification", "challenge": "c-123", "token": "t"},
+                                        SECRET)
+    assert result.status == 200 and result.json() == {"challenge": "c-123"}
+
+
+@pytest.mark.parametrize("trouble", ["wrong secret", "stale", "forged"])
+async def test_http_bad_signature_is_401(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder, trouble: str
+) -> None:
+    _, url = http_slack
+    payload = {"type": "event_callback", "event_id": "Ev1", "team_id": fake.team_id,
+               "event": {"type": "message", "channel": "DU1", "channel_type": "im", "user": "U1", "ts": "1.1",
+                         "text": "hi"}}
+    kw: dict[str, object] = {
+        "wrong secret": {}, "stale": {"timestamp": int(time.time()) - 400}, "forged": {"signature": "v0=00"},
+    }[trouble]
+    secret = "not-the-secret" if trouble == "wrong secret" else SECRET
+    result = await fake.send_http_event(url, payload, secret, **kw)  # type: ignore[arg-type]
+    assert result.status == 401
+    assert sink.items == []
+
+
+async def test_http_event_and_its_retry_share_the_event_id(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder
+) -> None:
+    _, url = http_slack
+    body = await fake.push_mention("C1", "U1", "over http")
+    assert fake.http_results[-1].status == 200 and len(sink.items) == 1
+    retried = await fake.send_http_event(url, body, SECRET, retry_num=1)
+    assert retried.status == 200
+    assert [i.event_id for i in sink.items] == [body["event_id"]] * 2
+    assert sink.items[0].thread_id == body["event"]["ts"]
+
+
+async def test_http_sink_failure_is_not_acked_so_slack_retries(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder
+) -> None:
+    sink.failures.append(RuntimeError("inbox unavailable"))
+    body = await fake.push_dm("U1", "keep me")
+    assert [r.status for r in fake.http_results] == [500, 200]
+    assert [i.event_id for i in sink.items] == [body["event_id"]]
+
+
+async def test_http_slash_command(fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder) -> None:
+    slack, _ = http_slack
+    form = await fake.push_slash_command("/new", "U1", "DU1")
+    assert fake.http_results[-1].status == 200 and fake.http_results[-1].text == ""
+    [inbound] = sink.items
+    assert (inbound.is_command, inbound.text, inbound.event_id) == (True, "/new", f"command:{form['trigger_id']}")
+    await slack.send(Outbound(chat_id="DU1", thread_id=None, text="fresh start", reply_token=inbound.reply_token))
+    assert [e["text"] for e in fake.ephemeral] == ["fresh start"]
+
+
+async def test_http_acks_within_three_seconds_even_if_sink_is_slow(fake: FakeSlack) -> None:
+    release = asyncio.Event()
+    handed: list[Inbound] = []
+
+    async def slow_sink(inbound: Inbound) -> None:
+        await release.wait()
+        handed.append(inbound)
+
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base,
+                           sink_timeout=0.2)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        await adapter.start(slow_sink)
+        started = time.monotonic()
+        payload = {"type": "event_callback", "event_id": "EvSlow", "team_id": fake.team_id,
+                   "event": {"type": "message", "channel": "DU1", "channel_type": "im", "user": "U1",
+                             "ts": "1.1", "text": "slow"}}
+        result = await fake.send_http_event(f"http://{host}:{port}/slack/events", payload, SECRET)
+        assert result.status == 200 and time.monotonic() - started < 1
+        release.set()
+        await fake.wait_for(lambda: len(handed) == 1)
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
+
+
+async def test_http_routes_answer_503_before_start(fake: FakeSlack) -> None:
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        result = await fake.send_http_event(f"http://{host}:{port}/slack/events", {"type": "x"}, SECRET)
+        assert result.status == 503
+    finally:
+        await runner.cleanup()
+
+
+# -- outbound errors -----------------------------------------------------------------------
+
+
+async def test_429_on_post_raises_at_once_and_other_chats_go_on(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", status=429, retry_after=30)
+    started = time.monotonic()
+    first, second = await asyncio.gather(
+        slack.send(Outbound(chat_id="C1", thread_id=None, text="one")),
+        slack.send(Outbound(chat_id="C2", thread_id=None, text="two")),
+        return_exceptions=True,
+    )
+    assert time.monotonic() - started < 2
+    failed, ok = (first, second) if isinstance(first, RateLimited) else (second, first)
+    assert isinstance(failed, RateLimited) and failed.retry_after == 30 and failed.method == "chat.postMessage"
+    assert not isinstance(ok, BaseException)
+
+
+async def test_429_on_update(fake: FakeSlack, slack: SlackAdapter) -> None:
+    sent = await slack.send(Outbound(chat_id="C1", thread_id=None, text="notice"))
+    fake.fail_next("chat.update", status=429, retry_after=2)
+    with pytest.raises(RateLimited) as caught:
+        await slack.edit("C1", None, sent.message_id, "notice, later")
+    assert caught.value.retry_after == 2 and caught.value.chat_id == "C1"
+
+
+async def test_message_not_found_on_update(fake: FakeSlack, slack: SlackAdapter) -> None:
+    with pytest.raises(NotFound):
+        await slack.edit("C1", None, "1700000000.999999", "gone")
+
+
+@pytest.mark.parametrize(("error", "status", "kind"), [
+    ("channel_not_found", 200, NotFound),
+    ("not_in_channel", 200, Forbidden),
+    ("invalid_auth", 200, Forbidden),
+    ("msg_too_long", 200, MessageTooLong),
+    ("cant_update_message", 200, EditUnsupported),
+    ("internal_error", 500, NetworkError),
+    ("invalid_arguments", 200, BadRequest),
+])
+async def test_errors_are_translated(
+    fake: FakeSlack, slack: SlackAdapter, error: str, status: int, kind: type[DeliveryError]
+) -> None:
+    fake.fail_next("chat.postMessage", error, status=status)
+    with pytest.raises(kind) as caught:
+        await slack.send(Outbound(chat_id="C9", thread_id="1.2", text="x"))
+    assert caught.value.method == "chat.postMessage" and caught.value.chat_id == "C9"
+
+
+# -- progress placeholder ------------------------------------------------------------------
+
+
+async def test_typing_posts_one_placeholder_and_idle_removes_it(fake: FakeSlack, slack: SlackAdapter) -> None:
+    await slack.typing("C1", "1.5")
+    await slack.typing("C1", "1.5")
+    await slack.typing("DU1", None)
+    assert texts(fake, "C1", "1.5") == [PLACEHOLDER] and texts(fake, "DU1") == [PLACEHOLDER]
+    await slack.send(Outbound(chat_id="C1", thread_id="1.5", text="the answer"))
+    await slack.idle("C1", "1.5")
+    await slack.idle("DU1", None)
+    await slack.idle("DU1", None)  # nothing left: a no-op
+    assert texts(fake, "C1", "1.5") == ["the answer"] and texts(fake, "DU1") == []
+    assert len(fake.calls_to("chat.delete")) == 2
+
+
+async def test_idle_during_placeholder_post_still_removes_it(fake: FakeSlack, slack: SlackAdapter) -> None:
+    typing = asyncio.ensure_future(slack.typing("C1", "2.5"))
+    await fake.wait_for(lambda: bool(fake.calls_to("chat.postMessage")))
+    typing.cancel()  # the gateway's typing loop is cancelled mid-post
+    await slack.idle("C1", "2.5")
+    await asyncio.gather(typing, return_exceptions=True)
+    assert texts(fake, "C1", "2.5") == []
+
+
+async def test_failed_placeholder_post_is_tried_again(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", status=429, retry_after=1)
+    await slack.typing("C1", None)  # swallowed: a progress display never fails a turn
+    await slack.typing("C1", None)
+    assert texts(fake, "C1") == [PLACEHOLDER]
+    await slack.idle("C1", None)
+    assert texts(fake, "C1") == []
+
+
+async def test_rate_limited_delete_is_retried(fake: FakeSlack, slack: SlackAdapter) -> None:
+    await slack.typing("C1", None)
+    fake.fail_next("chat.delete", status=429, retry_after=0)
+    await slack.idle("C1", None)
+    await fake.wait_for(lambda: texts(fake, "C1") == [])
+    assert len(fake.calls_to("chat.delete")) == 2
+
+
+async def test_stop_removes_placeholders_left_behind(fake: FakeSlack, sink: Recorder) -> None:
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    await adapter.start(sink)
+    await adapter.typing("C1", "3.5")
+    await adapter.stop()
+    await adapter.stop()  # idempotent
+    assert texts(fake, "C1", "3.5") == []
+    assert fake.open_connections == []
+
+
+async def test_send_before_start_is_a_network_error() -> None:
+    adapter = SlackAdapter(bot_token="xoxb-1", app_token="xapp-1")
+    with pytest.raises(NetworkError):
+        await adapter.send(Outbound(chat_id="C1", thread_id=None, text="x"))
+

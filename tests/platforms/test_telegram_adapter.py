@@ -1,0 +1,387 @@
+"""TelegramAdapter: the real aiogram client against FakeTelegram over loopback HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from platforms.base import (
+    Adapter,
+    CommandSpec,
+    DeliveryError,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+)
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+
+BOT = "switchboard_bot"
+COMMANDS = [CommandSpec("stop", "Stop the current turn"), CommandSpec("new", "Start a new session")]
+
+
+class Sink:
+    """Records what the adapter hands to the gateway."""
+
+    def __init__(self) -> None:
+        self.inbound: list[Inbound] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.inbound.append(inbound)
+
+    def texts(self) -> list[str]:
+        return [i.text for i in self.inbound]
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    yield adapter
+    await adapter.stop()
+
+
+@pytest.fixture
+async def sink(adapter: TelegramAdapter) -> Sink:
+    sink = Sink()
+    await adapter.start(sink, COMMANDS)
+    return sink
+
+
+async def test_protocol_surface(adapter: TelegramAdapter) -> None:
+    assert isinstance(adapter, Adapter)
+    assert adapter.name == "telegram"
+    assert (adapter.text_limit, adapter.typing_interval) == (4096, 4.0)
+    assert adapter.tier.interim_assistant_messages and adapter.tier.long_running_notifications is True
+    assert adapter.tier.messaging
+    assert adapter.measure("a😀") == 3
+    assert adapter.web_routes() == []
+
+
+async def test_start_registers_commands_and_clears_webhook(fake: FakeTelegram, sink: Sink) -> None:
+    assert fake.commands == [
+        {"command": "stop", "description": "Stop the current turn"},
+        {"command": "new", "description": "Start a new session"},
+    ]
+    methods = [name for name, _ in fake.calls]
+    assert methods[:3] == ["getMe", "setMyCommands", "deleteWebhook"]
+    await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+
+
+async def test_private_message_becomes_one_inbound(fake: FakeTelegram, sink: Sink) -> None:
+    update_id = fake.push_message(42, "hello there", user_id=42, username="alice")
+    await fake.wait_for(lambda: sink.inbound)
+    assert sink.inbound == [
+        Inbound(
+            platform="telegram",
+            chat_id="42",
+            thread_id=None,
+            user_id="42",
+            user_name="alice",
+            text="hello there",
+            event_id=str(update_id),
+            is_command=False,
+            is_private=True,
+        )
+    ]
+
+
+async def test_private_command(fake: FakeTelegram, sink: Sink) -> None:
+    fake.push_message(42, "/new")
+    await fake.wait_for(lambda: sink.inbound)
+    assert (sink.inbound[0].text, sink.inbound[0].is_command) == ("/new", True)
+
+
+async def test_group_messages_only_when_addressed(fake: FakeTelegram, sink: Sink) -> None:
+    group = dict(chat_type="supergroup", user_id=5, username="bob")
+    fake.push_message(-100, "just chatting", **group)
+    fake.push_message(-100, f"hey @{BOT} what's up", **group)
+    fake.push_message(-100, f"@{BOT.upper()} shouting", **group)  # usernames are case-insensitive
+    fake.push_message(-100, f"@{BOT}2 is another bot", **group)
+    fake.push_message(-100, "answering you", reply_to_bot=True, **group)
+    fake.push_message(-100, f"/stop@{BOT} now", **group)
+    fake.push_message(-100, "/stop@other_bot", **group)
+    fake.push_message(-100, "/new", **group)
+    fake.push_message(-100, "look", entities=[{"type": "text_mention", "offset": 0, "length": 4,
+                                                "user": {"id": 123456, "is_bot": True, "first_name": "S"}}], **group)
+    fake.push_message(42, "sentinel")  # handled in order: once it is here, so is everything before it
+    await fake.wait_for(lambda: "sentinel" in sink.texts())
+    assert sink.texts() == [
+        f"hey @{BOT} what's up",
+        f"@{BOT.upper()} shouting",
+        "answering you",
+        "/stop now",
+        "/new",
+        "look",
+        "sentinel",
+    ]
+    stop = sink.inbound[3]
+    assert (stop.is_command, stop.is_private, stop.chat_id, stop.user_id) == (True, False, "-100", "5")
+
+
+async def test_mention_entity_after_emoji_uses_utf16_offsets(fake: FakeTelegram, sink: Sink) -> None:
+    fake.push_message(-100, f"😀😀 @{BOT}", chat_type="group", entities=None)
+    await fake.wait_for(lambda: sink.inbound)
+    assert sink.inbound[0].text == f"😀😀 @{BOT}"
+
+
+async def test_forum_topic_sets_thread_and_reply_goes_there(
+    fake: FakeTelegram, adapter: TelegramAdapter, sink: Sink
+) -> None:
+    fake.push_message(-100, f"@{BOT} in a topic", chat_type="supergroup", thread_id=77)
+    await fake.wait_for(lambda: sink.inbound)
+    assert sink.inbound[0].thread_id == "77"
+    await adapter.send(Outbound(chat_id="-100", thread_id="77", text="answer"))
+    assert fake.calls_to("sendMessage")[-1]["message_thread_id"] == "77"
+    assert fake.messages["-100"][-1]["thread_id"] == 77
+
+
+async def test_send_notice_silently_and_edit_in_place(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    reply = await adapter.send(Outbound(chat_id="42", thread_id=None, text="the answer"))
+    notice = await adapter.send(Outbound(chat_id="42", thread_id=None, text="working… 1 min", kind="notice", silent=True))
+    await adapter.edit("42", None, notice.message_id, "working… 2 min")
+    reply_rec, notice_rec = fake.messages["42"]
+    assert (reply_rec["message_id"], reply_rec["silent"]) == (int(reply.message_id), False)
+    assert (notice_rec["message_id"], notice_rec["silent"]) == (int(notice.message_id), True)
+    assert notice_rec["text"] == "working… 2 min" and notice_rec["edits"] == ["working… 2 min"]
+    assert "parse_mode" not in fake.calls_to("sendMessage")[0]  # plain text by default
+    assert fake.calls_to("sendMessage")[1]["disable_notification"] == "true"
+
+
+async def test_edit_not_modified_is_success(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="same"))
+    await adapter.edit("42", None, sent.message_id, "same")
+    assert len(fake.calls_to("editMessageText")) == 1
+    assert fake.messages["42"][0]["edits"] == []
+
+
+async def test_failed_edits_raise_delivery_errors(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    with pytest.raises(NotFound):
+        await adapter.edit("42", None, "999", "gone")
+    sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="old"))
+    fake.fail_next("editMessageText", 400, description="Bad Request: message can't be edited")
+    with pytest.raises(EditUnsupported) as caught:
+        await adapter.edit("42", None, sent.message_id, "new")
+    assert isinstance(caught.value, DeliveryError)
+    assert (caught.value.method, caught.value.chat_id) == ("editMessageText", "42")
+
+
+@pytest.mark.parametrize("method", ["sendMessage", "editMessageText"])
+async def test_429_becomes_rate_limited(fake: FakeTelegram, adapter: TelegramAdapter, method: str) -> None:
+    sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="first"))
+    fake.fail_next(method, 429, retry_after=7)
+    with pytest.raises(RateLimited) as caught:
+        if method == "sendMessage":
+            await adapter.send(Outbound(chat_id="42", thread_id=None, text="second"))
+        else:
+            await adapter.edit("42", None, sent.message_id, "second")
+    assert caught.value.retry_after == 7.0
+    assert caught.value.method == method
+
+
+@pytest.mark.parametrize(
+    ("status", "description", "error"),
+    [
+        (403, "Forbidden: bot was blocked by the user", Forbidden),
+        (400, "Bad Request: chat not found", NotFound),
+        (400, "Bad Request: message is too long", MessageTooLong),
+        (500, "Internal Server Error", NetworkError),
+        (502, "Bad Gateway", NetworkError),
+    ],
+)
+async def test_bot_api_errors_are_translated_and_polling_goes_on(
+    fake: FakeTelegram,
+    adapter: TelegramAdapter,
+    sink: Sink,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    description: str,
+    error: type[DeliveryError],
+) -> None:
+    fake.fail_next("sendMessage", status, description=description)
+    with caplog.at_level(logging.WARNING, logger="platforms.telegram"), pytest.raises(error):
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text="hi"))
+    assert any("sendMessage" in r.getMessage() and "42" in r.getMessage() for r in caplog.records)
+    fake.push_message(42, "still listening?")
+    await fake.wait_for(lambda: sink.inbound)
+    assert sink.texts() == ["still listening?"]
+
+
+async def test_polling_survives_a_failing_get_updates(fake: FakeTelegram, sink: Sink) -> None:
+    # aiogram backs off ~1 s after a failed poll: the one slow test here.
+    await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+    fake.fail_next("getUpdates", 500)  # the poll after the one now waiting
+    fake.push_message(42, "before the outage")
+    await fake.wait_for(lambda: sink.inbound)
+    polls = len(fake.calls_to("getUpdates"))  # the failing poll was sent right after the handover
+    fake.push_message(42, "after the outage")
+    await fake.wait_for(lambda: len(sink.inbound) == 2)
+    assert len(fake.calls_to("getUpdates")) > polls
+    assert sink.texts() == ["before the outage", "after the outage"]
+
+
+async def test_network_drop_on_send_is_network_error(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    fake.drop_next("sendMessage")
+    with pytest.raises(NetworkError):
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text="lost"))
+    await adapter.send(Outbound(chat_id="42", thread_id=None, text="next one works"))
+    assert [m["text"] for m in fake.messages["42"]] == ["next one works"]
+
+
+async def test_4096_utf16_units_is_the_limit(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    full = "😀" * 2048  # 2048 characters, 4096 UTF-16 code units
+    assert adapter.measure(full) == adapter.text_limit
+    await adapter.send(Outbound(chat_id="42", thread_id=None, text=full))
+    assert fake.messages["42"][0]["text"] == full
+    with pytest.raises(MessageTooLong):
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text=full + "!"))
+
+
+async def test_typing_sends_chat_action_and_never_raises(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    await adapter.typing("42", None)
+    fake.fail_next("sendChatAction", 429, retry_after=3)
+    await adapter.typing("-100", "9")
+    await adapter.idle("42", None)
+    assert fake.calls_to("sendChatAction") == [
+        {"chat_id": "42", "action": "typing"},
+        {"chat_id": "-100", "action": "typing", "message_thread_id": "9"},
+    ]
+
+
+async def test_markup_rejected_falls_back_to_plain_text(fake: FakeTelegram) -> None:
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
+    try:
+        fake.fail_next("sendMessage", 400, description="Bad Request: can't parse entities: Unsupported start tag")
+        sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="a <b>b"))
+    finally:
+        await adapter.stop()
+    first, second = fake.calls_to("sendMessage")
+    assert first["parse_mode"] == "HTML" and "parse_mode" not in second
+    assert fake.messages["42"][0]["message_id"] == int(sent.message_id)
+
+
+async def test_unconfirmed_update_is_redelivered_after_restart(fake: FakeTelegram) -> None:
+    received: list[Inbound] = []
+    hold = asyncio.Event()
+
+    async def stuck_sink(inbound: Inbound) -> None:
+        received.append(inbound)
+        await hold.wait()  # the process "dies" while the update is being handed over
+
+    first = TelegramAdapter(fake.token, api_base=fake.base_url)
+    await first.start(stuck_sink)
+    update_id = fake.push_message(42, "did you get this?")
+    await fake.wait_for(lambda: received)
+    await first.stop()
+    assert [u["update_id"] for u in fake.pending] == [update_id]  # never confirmed
+
+    second = TelegramAdapter(fake.token, api_base=fake.base_url)
+    sink = Sink()
+    await second.start(sink)
+    try:
+        await fake.wait_for(lambda: sink.inbound)
+        assert sink.inbound[0].event_id == received[0].event_id == str(update_id)
+        await fake.wait_for(lambda: not fake.pending)  # the next poll confirmed it
+        assert fake.calls_to("getUpdates")[-1]["offset"] == str(update_id + 1)
+    finally:
+        await second.stop()
+
+
+async def test_stop_is_idempotent_and_restartable(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    sink = Sink()
+    await adapter.start(sink)
+    await adapter.stop()
+    await adapter.stop()
+    await adapter.start(sink)
+    fake.push_message(42, "again")
+    await fake.wait_for(lambda: sink.inbound)
+
+
+async def test_start_fails_cleanly_on_a_refused_token(fake: FakeTelegram) -> None:
+    adapter = TelegramAdapter("999:WRONG", api_base=fake.base_url)
+    with pytest.raises(Forbidden):
+        await adapter.start(Sink())
+    await adapter.stop()
+
+
+# -- webhook mode ------------------------------------------------------------------
+
+
+@pytest.fixture
+async def webhook(fake: FakeTelegram) -> AsyncIterator[tuple[TelegramAdapter, Sink]]:
+    """A webhook-mode adapter mounted on a test aiohttp server, as the gateway mounts it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    adapter = TelegramAdapter(
+        fake.token,
+        api_base=fake.base_url,
+        mode="webhook",
+        webhook_url=f"http://127.0.0.1:{port}/telegram",
+        webhook_secret="s3cret_token-1",
+    )
+    app = web.Application()
+    app.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    sink = Sink()
+    await adapter.start(sink, COMMANDS)
+    try:
+        yield adapter, sink
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
+
+
+async def test_webhook_registers_url_and_secret(fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink]) -> None:
+    adapter, _ = webhook
+    assert fake.webhook_url == adapter.webhook_url and fake.webhook_url.endswith("/telegram")
+    assert fake.webhook_secret == "s3cret_token-1"
+    assert fake.calls_to("setWebhook")[0]["allowed_updates"] == '["message"]'
+    assert fake.commands and not fake.calls_to("getUpdates")
+
+
+async def test_webhook_with_the_right_secret_delivers(fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink]) -> None:
+    _, sink = webhook
+    update = fake.message_update(42, "/stop@switchboard_bot")
+    assert await fake.deliver_webhook(update) == 200
+    assert [(i.text, i.event_id, i.is_command) for i in sink.inbound] == [("/stop", str(update["update_id"]), True)]
+
+
+@pytest.mark.parametrize("secret", ["wrong", None, ""])
+async def test_webhook_without_the_right_secret_is_refused(
+    fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink], secret: str | None
+) -> None:
+    _, sink = webhook
+    assert await fake.deliver_webhook(fake.message_update(42, "let me in"), secret=secret) == 401
+    assert sink.inbound == []
+
+
+async def test_webhook_after_stop_asks_telegram_to_retry(
+    fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink]
+) -> None:
+    adapter, sink = webhook
+    await adapter.stop()
+    assert await fake.deliver_webhook(fake.message_update(42, "later")) == 503
+    assert sink.inbound == []
+
+
+def test_webhook_mode_needs_a_url() -> None:
+    with pytest.raises(ValueError, match="webhook_url"):
+        TelegramAdapter("1:x", mode="webhook")

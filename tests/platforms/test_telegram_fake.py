@@ -1,0 +1,230 @@
+"""FakeTelegram on its own: Bot API shapes, long polling, offsets, faults, webhook delivery, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession, web
+
+from platforms.fakes.telegram import FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram("42:TOKEN", username="test_bot") as fake:
+        yield fake
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[ClientSession]:
+    async with ClientSession() as session:
+        yield session
+
+
+async def call(http: ClientSession, fake: FakeTelegram, method: str, **params: Any) -> tuple[int, dict[str, Any]]:
+    data = {k: str(v) for k, v in params.items()}
+    async with http.post(f"{fake.base_url}/bot{fake.token}/{method}", data=data) as resp:
+        return resp.status, await resp.json()
+
+
+async def test_get_me_and_envelope(fake: FakeTelegram, http: ClientSession) -> None:
+    status, body = await call(http, fake, "getMe")
+    assert status == 200 and body["ok"] is True
+    assert body["result"]["id"] == 42 and body["result"]["username"] == "test_bot"
+    assert fake.calls == [("getMe", {})]
+
+
+async def test_unknown_token_and_method(fake: FakeTelegram, http: ClientSession) -> None:
+    async with http.post(f"{fake.base_url}/bot1:other/getMe") as resp:
+        assert resp.status == 401
+        assert await resp.json() == {"ok": False, "error_code": 401, "description": "Unauthorized"}
+    status, body = await call(http, fake, "sendSticker", chat_id=1)
+    assert (status, body["error_code"]) == (404, 404)
+
+
+async def test_json_bodies_are_accepted_too(fake: FakeTelegram, http: ClientSession) -> None:
+    async with http.post(f"{fake.base_url}/bot{fake.token}/sendMessage", json={"chat_id": 5, "text": "hi"}) as resp:
+        assert (await resp.json())["result"]["text"] == "hi"
+    assert fake.messages["5"][0]["text"] == "hi"
+
+
+async def test_offsets_confirm_and_unconfirmed_updates_come_back(fake: FakeTelegram, http: ClientSession) -> None:
+    first = fake.push_message(7, "one")
+    second = fake.push_message(7, "two")
+    _, body = await call(http, fake, "getUpdates")
+    assert [u["update_id"] for u in body["result"]] == [first, second]
+    _, body = await call(http, fake, "getUpdates")  # nothing confirmed: served again
+    assert [u["update_id"] for u in body["result"]] == [first, second]
+    _, body = await call(http, fake, "getUpdates", offset=second, limit=1)
+    assert [u["update_id"] for u in body["result"]] == [second]
+    _, body = await call(http, fake, "getUpdates", offset=second + 1)
+    assert body["result"] == [] and fake.pending == []
+
+
+async def test_long_poll_wakes_on_push_and_times_out(fake: FakeTelegram, http: ClientSession) -> None:
+    loop = asyncio.get_running_loop()
+    poll = asyncio.create_task(call(http, fake, "getUpdates", timeout=30))
+    await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+    update_id = fake.push_message(7, "wake up")
+    _, body = await asyncio.wait_for(poll, 2)
+    assert [u["update_id"] for u in body["result"]] == [update_id]
+    started = loop.time()
+    _, body = await call(http, fake, "getUpdates", offset=update_id + 1, timeout=0)
+    assert body["result"] == [] and loop.time() - started < 1
+
+
+async def test_a_second_poller_ends_the_first_with_409(fake: FakeTelegram, http: ClientSession) -> None:
+    first = asyncio.create_task(call(http, fake, "getUpdates", timeout=30))
+    await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+    second = asyncio.create_task(call(http, fake, "getUpdates", timeout=30))
+    status, body = await asyncio.wait_for(first, 2)
+    assert status == 409 and "terminated by other getUpdates request" in body["description"]
+    fake.push_message(7, "x")
+    assert (await asyncio.wait_for(second, 2))[0] == 200
+
+
+async def test_close_ends_waiting_polls_quickly() -> None:
+    fake = await FakeTelegram().start()
+    async with ClientSession() as http:
+        poll = asyncio.create_task(call(http, fake, "getUpdates", timeout=30))
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+        await asyncio.wait_for(fake.close(), 2)
+        _, body = await asyncio.wait_for(poll, 2)
+    assert body["result"] == []
+
+
+async def test_entities_are_derived_in_utf16(fake: FakeTelegram) -> None:
+    update = fake.message_update(-5, "/stop@test_bot 😀 @someone", chat_type="group")
+    assert update["message"]["entities"] == [
+        {"type": "bot_command", "offset": 0, "length": 14},
+        {"type": "mention", "offset": 18, "length": 8},
+    ]
+    assert "entities" not in fake.message_update(1, "plain", entities=[])["message"]
+
+
+async def test_reply_to_bot_points_at_the_bots_last_message(fake: FakeTelegram, http: ClientSession) -> None:
+    await call(http, fake, "sendMessage", chat_id=-5, text="I said this")
+    reply = fake.message_update(-5, "and I answer", chat_type="group", reply_to_bot=True)["message"]
+    assert reply["reply_to_message"]["from"]["id"] == 42
+    assert reply["reply_to_message"]["text"] == "I said this"
+    assert reply["message_id"] > reply["reply_to_message"]["message_id"]
+
+
+async def test_send_edit_delete_and_their_errors(fake: FakeTelegram, http: ClientSession) -> None:
+    status, body = await call(http, fake, "sendMessage", chat_id=7, text="hello", disable_notification="true")
+    message_id = body["result"]["message_id"]
+    assert body["result"]["chat"] == {"id": 7, "type": "private", "first_name": "User"}
+    assert fake.messages["7"][0]["silent"] is True
+    _, body = await call(http, fake, "editMessageText", chat_id=7, message_id=message_id, text="hello")
+    assert body["description"].startswith("Bad Request: message is not modified")
+    _, body = await call(http, fake, "editMessageText", chat_id=7, message_id=message_id, text="bye")
+    assert body["result"]["text"] == "bye" and fake.messages["7"][0]["edits"] == ["bye"]
+    _, body = await call(http, fake, "editMessageText", chat_id=7, message_id=99, text="x")
+    assert body["description"] == "Bad Request: message to edit not found"
+    _, body = await call(http, fake, "sendMessage", chat_id=7, text="")
+    assert body["description"] == "Bad Request: message text is empty"
+    _, body = await call(http, fake, "sendMessage", chat_id=7, text="😀" * 2049)
+    assert (body["error_code"], body["description"]) == (400, "Bad Request: message is too long")
+    assert (await call(http, fake, "deleteMessage", chat_id=7, message_id=message_id))[1]["result"] is True
+    assert fake.messages["7"] == []
+
+
+async def test_fail_next_has_bot_api_shape_and_is_one_shot(fake: FakeTelegram, http: ClientSession) -> None:
+    fake.fail_next("sendMessage", 429, retry_after=3)
+    status, body = await call(http, fake, "sendMessage", chat_id=7, text="x")
+    assert status == 429
+    assert body == {
+        "ok": False,
+        "error_code": 429,
+        "description": "Too Many Requests: retry after 3",
+        "parameters": {"retry_after": 3},
+    }
+    assert (await call(http, fake, "sendMessage", chat_id=7, text="x"))[0] == 200
+    fake.fail_next("sendmessage", 403)  # method names are case-insensitive, as on Telegram
+    assert (await call(http, fake, "sendMessage", chat_id=7, text="x"))[1]["description"] == (
+        "Forbidden: bot was blocked by the user"
+    )
+
+
+async def test_drop_next_before_and_after_processing(fake: FakeTelegram, http: ClientSession) -> None:
+    fake.drop_next("sendMessage")
+    fake.drop_next("sendMessage", after_processing=True)
+    for _ in range(2):
+        with pytest.raises(Exception, match="disconnected"):
+            await call(http, fake, "sendMessage", chat_id=7, text="lost?")
+    assert [m["text"] for m in fake.messages["7"]] == ["lost?"]  # the second one got through
+
+
+async def test_webhooks_block_polling_and_deliver_with_secret(fake: FakeTelegram, http: ClientSession) -> None:
+    seen: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def receive(request: web.Request) -> web.Response:
+        seen.append((request.headers.get("X-Telegram-Bot-Api-Secret-Token"), await request.json()))
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/hook", receive)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
+        _, body = await call(http, fake, "setWebhook", url=url, secret_token="bad secret!")
+        assert body["error_code"] == 400
+        assert (await call(http, fake, "setWebhook", url=url, secret_token="ok_1"))[1]["result"] is True
+        status, body = await call(http, fake, "getUpdates")
+        assert status == 409 and "webhook is active" in body["description"]
+        update = fake.message_update(7, "hi")
+        assert await fake.deliver_webhook(update) == 200
+        assert await fake.deliver_webhook(update, secret=None) == 200
+        assert seen == [("ok_1", update), (None, update)]
+        assert (await call(http, fake, "getWebhookInfo"))[1]["result"]["url"] == url
+        await call(http, fake, "deleteWebhook")
+        assert fake.webhook_url is None and (await call(http, fake, "getUpdates"))[0] == 200
+    finally:
+        await runner.cleanup()
+
+
+async def test_commands_roundtrip(fake: FakeTelegram, http: ClientSession) -> None:
+    await call(http, fake, "setMyCommands", commands='[{"command": "stop", "description": "Stop"}]')
+    assert (await call(http, fake, "getMyCommands"))[1]["result"] == [{"command": "stop", "description": "Stop"}]
+
+
+async def test_control_routes(fake: FakeTelegram, http: ClientSession) -> None:
+    async with http.post(f"{fake.base_url}/fake/push_message", json={"chat_id": 9, "text": "hey"}) as resp:
+        update_id = (await resp.json())["result"]["update_id"]
+    async with http.get(f"{fake.base_url}/fake/state") as resp:
+        state = await resp.json()
+    assert state["pending"][0]["update_id"] == update_id
+    assert state["pending"][0]["message"]["text"] == "hey"
+
+
+async def test_wait_for_times_out(fake: FakeTelegram) -> None:
+    with pytest.raises(TimeoutError):
+        await fake.wait_for(lambda: False, timeout=0.05)
+
+
+async def test_command_line_serves_until_interrupted() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "platforms.fakes.telegram", "--port", "0", "--token", "5:CLI",
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        base_url = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
+        assert base_url.startswith("http://127.0.0.1:")
+        async with ClientSession() as http, http.post(f"{base_url}/bot5:CLI/getMe") as resp:
+            assert (await resp.json())["result"]["id"] == 5
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
