@@ -46,6 +46,12 @@ class Tool:
     parameters: Mapping[str, Any]
     handler: Handler
     toolset: str
+    _validator: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Built once: jsonschema.validate() would re-check the schema itself on every call.
+        cls = jsonschema.validators.validator_for(self.parameters, default=jsonschema.Draft202012Validator)
+        object.__setattr__(self, "_validator", cls(self.parameters))
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -55,11 +61,10 @@ class Tool:
 
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> str:
         """Validate ``args`` and run the handler; raises `ToolError` with a message for the model."""
-        try:
-            jsonschema.validate(args, self.parameters)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
-            raise ToolError(f"invalid arguments for {self.name} ({where}): {exc.message}") from None
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(args))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+            raise ToolError(f"invalid arguments for {self.name} ({where}): {error.message}")
         if inspect.iscoroutinefunction(self.handler):
             out = await self.handler(args, ctx)
         else:

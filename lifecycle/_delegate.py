@@ -65,7 +65,7 @@ class DelegateTool:
         turn = active_turn()
         turn_id = turn.turn_id if turn is not None else ""
         started = time.monotonic()
-        records = [await self.service.submit(parent, turn_id, spec) for spec in specs]
+        records = await self.service.submit_many(parent, turn_id, specs)
         if self.mode == "background":
             return self._dispatch(parent.session_id, specs, records, started)
         return await self._inline(parent, specs, records, started)

@@ -17,7 +17,7 @@ class Record:
 
     __slots__ = (
         "handle", "handle_dict", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "cancel_reason", "stop_reason", "closing", "completing", "_done",
+        "result", "outcome", "run", "cancel_reason", "stop_reason", "closing", "completing", "_done", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +73,12 @@ class AsyncSubagentLifecycle:
         self.clock = host.clock
         self.keyring: KeyRing | None = None
         self._records: dict[str, Record] = {}
+        """Live children, held strongly until they finish."""
+        self._finished: weakref.WeakValueDictionary[str, Record] = weakref.WeakValueDictionary()
+        """Finished children someone still holds (a waiter, a delegate_task call); the rest are
+        read back from the journal on demand, so memory does not grow with history."""
         self._correlations: dict[tuple[str | None, str], str] = {}
+        """Correlation ids of live children; the journal answers for finished ones."""
         self._sweeper: asyncio.Task | None = None
         self._monitor: asyncio.Task | None = None
         self._watches: dict[str, Watch] = {}
@@ -151,13 +157,30 @@ class AsyncSubagentLifecycle:
     async def submit(
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, *, correlation_id: str | None = None
     ) -> Record:
-        """The host path shared with delegate_task: journal, then queue on the engine."""
+        """The host path shared with delegate_task: journal durably, then queue on the engine."""
         self._require_started()
         key = (parent.session_id, correlation_id) if correlation_id else None
         if key is not None and (
             key in self._correlations or await self.journal.find_correlation(*key) is not None
         ):
             raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
+        (record,) = await self.submit_many(parent, parent_turn_id, [spec], correlation_id=correlation_id)
+        return record
+
+    async def submit_many(
+        self, parent: AgentSession, parent_turn_id: str, specs: list[ChildSpec], *, correlation_id: str | None = None
+    ) -> list[Record]:
+        """Journal a batch as PENDING in one commit, then queue every child."""
+        self._require_started()
+        records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
+        await self.journal.sync()
+        for record in records:
+            self.engine.submit(record)
+        return records
+
+    def _new_record(
+        self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None
+    ) -> Record:
         subagent_id = f"sa-{os.urandom(8).hex()}"
         depth = parent.depth + 1
         role = effective_role(spec.role, depth, self.host.delegation.max_spawn_depth)
@@ -172,11 +195,9 @@ class AsyncSubagentLifecycle:
         record = Record(handle, spec.goal, created)
         record.run = ChildRun(self.host, parent, spec, subagent_id, parent_turn_id, model=model)
         self._records[subagent_id] = record
-        if key is not None:
-            self._correlations[key] = subagent_id
+        if correlation_id:
+            self._correlations[(parent.session_id, correlation_id)] = subagent_id
         self.journal.put(record.journal_row())
-        await self.journal.sync()
-        self.engine.submit(record)
         return record
 
     async def status(self, handle: Any) -> SubagentStatus:
@@ -330,6 +351,10 @@ class AsyncSubagentLifecycle:
             await self.journal.sync()
         finally:
             record.set_state(state, now)
+            sid = record.handle.subagent_id
+            self._finished[sid] = record
+            self._records.pop(sid, None)
+            self._correlations.pop((record.handle.parent_session_id, record.handle.correlation_id), None)
             record.wake()
 
     # -- lookups and upkeep ---------------------------------------------------------------
@@ -344,6 +369,7 @@ class AsyncSubagentLifecycle:
         if isinstance(handle, SubagentHandle):
             record = self._records.get(handle.subagent_id)
             # The very object we issued needs no second HMAC.
+            record = record or self._finished.get(handle.subagent_id)
             if record is not None and record.handle is handle:
                 return record if turn.session.session_id == handle.parent_session_id else None
         elif isinstance(handle, Mapping):
@@ -353,13 +379,13 @@ class AsyncSubagentLifecycle:
                 return None
         if not verify(self.keyring, handle) or turn.session.session_id != handle.parent_session_id:
             return None
-        record = self._records.get(handle.subagent_id)
+        record = self._records.get(handle.subagent_id) or self._finished.get(handle.subagent_id)
         if record is None:
             row = await self.journal.get(handle.subagent_id)
             if row is None or row.result is None:
                 return None
             record = Record.from_journal(row)
-            self._records[handle.subagent_id] = record
+            self._finished[handle.subagent_id] = record
         return record if record.handle == handle else None
 
     async def _sweep_forever(self) -> None:
@@ -373,10 +399,9 @@ class AsyncSubagentLifecycle:
     async def sweep(self) -> int:
         """Forget terminal records older than the retention window, in memory and in the journal."""
         cutoff = self.clock.time() - self.settings.retention_seconds
-        for sid, record in list(self._records.items()):
+        for sid, record in list(self._finished.items()):
             if record.completed_at is not None and record.completed_at < cutoff:
-                del self._records[sid]
-                self._correlations.pop((record.handle.parent_session_id, record.handle.correlation_id), None)
+                del self._finished[sid]
         return await self.journal.sweep(cutoff)
 
     def _require_started(self) -> None:

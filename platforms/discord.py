@@ -9,6 +9,9 @@ Which messages are for the bot, and which session they belong to:
   in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
   thread is its own session (the gateway keys sessions by platform, chat, thread);
   replies go into the thread.
+- Text commands (``!stop``, ``!new``, ``!<any registered command>``) are also heard
+  without a mention in a channel where the bot has posted; they pass through as
+  plain text for the gateway to route.
 
 The bot's own messages and other bots' are ignored (two bots answering each other
 would never stop); the bot's mention is stripped from the text. Guild messages
@@ -113,7 +116,9 @@ class DiscordAdapter:
         self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
         self._connected = asyncio.Event()
         self._stopping = False
-        self._bot_threads: set[int] = set()
+        self._posted_in: set[int] = set()
+        """Channels and threads the bot has posted in since start."""
+        self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._answered: OrderedDict[str, None] = OrderedDict()
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
@@ -134,6 +139,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected = asyncio.Queue(), asyncio.Event()
+        self._text_commands = tuple({"!stop", "!new", *(f"!{c.name}" for c in commands)})
         try:
             self._urls = discord_urls.claim(self._api_base)
             intents = discord.Intents.none()
@@ -145,12 +151,15 @@ class DiscordAdapter:
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
             try:
                 await client.login(self._token)
+                gateway_url = self._gateway_url or await discord_urls.fetch_gateway_url(client)
             except discord.LoginFailure as exc:
                 raise DiscordStartError("Discord rejected the bot token (401)") from exc
+            except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
+                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: {exc!r}") from exc
             flags = client.application_flags
             if not (flags.gateway_message_content or flags.gateway_message_content_limited):
                 log.error("discord: the Message Content intent is not enabled for this application; %s", PORTAL_HINT)
-            self._urls.set_gateway(self._gateway_url or await discord_urls.fetch_gateway_url(client))
+            self._urls.set_gateway(gateway_url)
             self._connect_task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
             self._connect_task.add_done_callback(self._connection_ended)
             await self._wait_connected()
@@ -252,7 +261,10 @@ class DiscordAdapter:
         if isinstance(resolved, discord.Message) and resolved.author.id == me:
             return True
         channel = message.channel
-        return isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in self._bot_threads)
+        if isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in self._posted_in):
+            return True
+        words = message.content.split(maxsplit=1)
+        return channel.id in self._posted_in and bool(words) and words[0].lower() in self._text_commands
 
     def _command_tree(self, client: discord.Client, commands: Sequence[CommandSpec]) -> app_commands.CommandTree:
         tree = app_commands.CommandTree(client)
@@ -316,8 +328,7 @@ class DiscordAdapter:
             )
         except Exception as exc:
             raise _translate(exc, route=route, chat_id=str(channel_id)) from exc
-        if message.thread_id:
-            self._bot_threads.add(channel_id)
+        self._posted_in.add(channel_id)
         return Sent(str(sent.id))
 
     async def _answer(self, message: Outbound) -> Sent:

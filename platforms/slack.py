@@ -222,7 +222,7 @@ class SlackAdapter:
         for ts, channel in list(self._stale.items()):
             await self._try_delete(channel, ts)  # last attempt; nothing left to retry with
         self._stale.clear()
-        self._app = None
+        self._app = self._client = self._sink = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -320,7 +320,10 @@ class SlackAdapter:
         await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=text)
 
     async def _answer_command(self, message: Outbound) -> Sent:
-        token = json.loads(message.reply_token or "{}")
+        try:
+            token = json.loads(message.reply_token or "{}")
+        except ValueError as exc:
+            raise BadRequest("not a Slack reply token", method="response_url", chat_id=message.chat_id) from exc
         channel = token.get("channel") or message.chat_id
         if token.get("response_url") and self._session is not None:
             hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])

@@ -23,7 +23,7 @@ What it does:
 
 Run it alone with ``python -m platforms.fakes.slack --port 8790``; ``/_fake/dm``,
 ``/_fake/mention`` and ``/_fake/command`` (POST JSON) push events, ``/_fake/messages`` lists
-what the bot posted.
+the messages so far.
 """
 
 from __future__ import annotations
@@ -618,7 +618,7 @@ async def _serve(args: argparse.Namespace) -> None:
         if fake.events_url:
             print(f"HTTP events go to:   {fake.events_url}  (signing_secret={fake.signing_secret})")
         print(f"Push a DM:           curl -X POST {fake.base_url}/_fake/dm -d '{{\"user\":\"U1\",\"text\":\"hi\"}}'")
-        print(f"Bot messages:        {fake.base_url}/_fake/messages")
+        print(f"Messages so far:     {fake.base_url}/_fake/messages")
         print("Ctrl-C to stop.", flush=True)
         await asyncio.Event().wait()
 

@@ -184,7 +184,7 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
     gate.set()  # progress: a new window starts, the child now hangs in its model call
     await asyncio.sleep(0.05)
     await clock.advance(25)  # 80 % of 30 s: the warning is queued once
-    run = next(iter(env.service._records.values())).run
+    run = next(iter(env.service._records.values())).run  # the one live child
     assert list(run.session._steer) and list(run.session._steer)[0].startswith(BUDGET_WARNING)
     assert len(run.session._steer) == 1
     await clock.advance(10)

@@ -66,6 +66,7 @@ def _adapter(fake: FakeDiscord, **kw: object) -> DiscordAdapter:
 async def fake() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as fake:
         yield fake
+    assert fake.errors == []
 
 
 @pytest.fixture
@@ -115,11 +116,13 @@ async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, runni
     assert (first.event_id, first.text, first.chat_id, first.thread_id) == (mention, "what's up?", str(CHANNEL), None)
     assert not first.is_private
 
+    fake.push_guild_message(GUILD, CHANNEL + 1, USER, "!stop")  # a channel the bot never spoke in
     await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=None, text="all fine"))
     fake.push_guild_message(GUILD, CHANNEL, USER, "chatting again")
     reply = fake.push_guild_message(GUILD, CHANNEL, USER, "are you sure?", reply_to_bot=True)
-    events = await sink.wait(2)
-    assert [(e.event_id, e.text) for e in events[1:]] == [(reply, "are you sure?")]
+    stop = fake.push_guild_message(GUILD, CHANNEL, USER, "!stop")
+    events = await sink.wait(3)
+    assert [(e.event_id, e.text) for e in events[1:]] == [(reply, "are you sure?"), (stop, "!stop")]
 
 
 async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
@@ -322,6 +325,14 @@ async def test_bad_token_fails_start(fake: FakeDiscord) -> None:
         await adapter.start(Sink(fake))
     assert fake.live_connections == 0
     await adapter.stop()  # idempotent after a failed start
+
+
+async def test_unreachable_api_fails_start() -> None:
+    async with FakeDiscord() as fake:
+        api_base = fake.api_base
+    adapter = DiscordAdapter("token", api_base=api_base)
+    with pytest.raises(DiscordStartError, match="cannot log in"):
+        await adapter.start(Sink(fake))
 
 
 async def test_stop_is_idempotent_and_restarts_cleanly(fake: FakeDiscord) -> None:

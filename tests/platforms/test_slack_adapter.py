@@ -480,6 +480,9 @@ async def test_stop_removes_placeholders_left_behind(fake: FakeSlack, sink: Reco
     await adapter.stop()  # idempotent
     assert texts(fake, "C1", "3.5") == []
     assert fake.open_connections == []
+    with pytest.raises(NetworkError):
+        await adapter.send(Outbound(chat_id="C1", thread_id=None, text="too late"))
+    await adapter.typing("C1", None)  # after stop: does nothing
 
 
 async def test_send_before_start_is_a_network_error() -> None:

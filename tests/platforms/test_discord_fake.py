@@ -1,0 +1,232 @@
+"""The fake Discord itself, spoken to with a plain aiohttp client: the wire details discord.py relies on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from platforms.fakes.discord import FakeDiscord
+
+MESSAGE_CONTENT = 1 << 15
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(heartbeat_interval=0.05) as fake:
+        yield fake
+    assert fake.errors == []
+
+
+@pytest.fixture
+async def http(fake: FakeDiscord) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=fake.url, headers={"Authorization": f"Bot {fake.token}"}) as session:
+        yield session
+
+
+class Gateway:
+    """A hand-driven gateway client."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+
+    async def receive(self) -> dict[str, Any]:
+        msg = await asyncio.wait_for(self.ws.receive(), 5)
+        assert msg.type is aiohttp.WSMsgType.TEXT, msg
+        return json.loads(msg.data)
+
+    async def dispatch(self, event: str) -> dict[str, Any]:
+        while True:
+            frame = await self.receive()
+            if frame["op"] == 0 and frame["t"] == event:
+                return frame
+
+    async def send(self, op: int, d: Any) -> None:
+        await self.ws.send_str(json.dumps({"op": op, "d": d}))
+
+
+async def _connect(http: aiohttp.ClientSession, fake: FakeDiscord, *, intents: int = MESSAGE_CONTENT,
+                   token: str | None = None) -> Gateway:
+    gateway = Gateway(await http.ws_connect(fake.gateway_url + "?v=10&encoding=json"))
+    hello = await gateway.receive()
+    assert hello["op"] == 10 and hello["d"]["heartbeat_interval"] == int(fake.heartbeat_interval * 1000)
+    await gateway.send(2, {"token": token or fake.token, "intents": intents, "properties": {}})
+    return gateway
+
+
+async def test_rest_answers_exactly_application_json(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    for path in ("/api/v10/users/@me", "/api/v10/oauth2/applications/@me", "/api/v10/gateway/bot"):
+        async with http.get(path) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"] == "application/json"  # no charset: discord.py compares
+    async with http.get("/api/v10/gateway/bot") as response:
+        assert (await response.json())["url"] == fake.gateway_url
+    async with aiohttp.ClientSession(base_url=fake.url) as anonymous:
+        async with anonymous.get("/api/v10/users/@me") as response:
+            assert response.status == 401
+    assert [c.route for c in fake.calls][:2] == ["GET /users/@me", "GET /oauth2/applications/@me"]
+
+
+async def test_messages_limits_nonces_and_edits(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    channel = fake.dm_channel(7)
+    url = f"/api/v10/channels/{channel}/messages"
+    async with http.post(url, json={"content": "x" * 2001}) as response:
+        body = await response.json()
+        assert (response.status, body["code"]) == (400, 50035)
+        assert body["errors"]["content"]["_errors"][0]["message"] == "Must be 2000 or fewer in length."
+    sent = []
+    for _ in range(2):
+        async with http.post(url, json={"content": "hi", "nonce": "n1", "enforce_nonce": True, "flags": 4096}) as r:
+            sent.append((await r.json())["id"])
+    assert sent[0] == sent[1] and len(fake.bot_messages(channel)) == 1
+    async with http.patch(f"{url}/{sent[0]}", json={"content": "edited"}) as response:
+        assert response.status == 200
+    [message] = fake.bot_messages(channel)
+    assert (message.content, message.edits, message.flags, message.nonce) == ("edited", ["hi"], 4096, "n1")
+    async with http.patch(f"{url}/1", json={"content": "?"}) as response:
+        assert (response.status, (await response.json())["code"]) == (404, 10008)
+    async with http.post("/api/v10/channels/1/messages", json={"content": "?"}) as response:
+        assert (response.status, (await response.json())["code"]) == (404, 10003)
+    async with http.delete(f"{url}/{sent[0]}") as response:
+        assert response.status == 204 and fake.bot_messages(channel) == []
+
+
+async def test_scripted_failures(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    channel = fake.dm_channel(7)
+    fake.fail_next("POST /channels/{channel_id}/messages", 429, retry_after=0.25)
+    fake.fail_next(f"POST /channels/{channel}/typing", 403, code=50013, message="Missing Permissions")
+    async with http.post(f"/api/v10/channels/{channel}/messages", json={"content": "hi"}) as response:
+        assert response.status == 429 and response.headers["Via"]  # without Via discord.py would not retry
+        assert (await response.json()) == {"message": "You are being rate limited.", "retry_after": 0.25,
+                                           "global": False, "code": 0}
+    async with http.post(f"/api/v10/channels/{channel}/typing") as response:
+        assert (response.status, (await response.json())["code"]) == (403, 50013)
+    async with http.post(f"/api/v10/channels/{channel}/typing") as response:
+        assert response.status == 204
+    assert [c.status for c in fake.calls] == [429, 403, 204]
+
+
+async def test_gateway_identify_dispatch_resume(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    fake.push_dm(7, "sent before anyone listened")
+    gateway = await _connect(http, fake)
+    ready = await gateway.dispatch("READY")
+    assert ready["d"]["resume_gateway_url"] == fake.gateway_url and ready["s"] == 1
+    pending = await gateway.dispatch("MESSAGE_CREATE")
+    assert pending["d"]["content"] == "sent before anyone listened"
+
+    await gateway.send(1, pending["s"])
+    assert (await gateway.receive()) == {"op": 11}
+
+    fake.request_reconnect()
+    assert (await gateway.receive())["op"] == 7
+    await gateway.ws.close()
+    await fake.wait_for(lambda: fake.live_connections == 0)
+    missed = fake.push_guild_message(1, 2, 7, "while away", mention_bot=True)
+    fake.replay_on_resume([pending["d"]["id"]])
+
+    gateway = Gateway(await http.ws_connect(ready["d"]["resume_gateway_url"]))
+    assert (await gateway.receive())["op"] == 10
+    await gateway.send(6, {"token": fake.token, "session_id": ready["d"]["session_id"], "seq": pending["s"]})
+    events = []
+    while not events or events[-1] != "RESUMED":
+        frame = await gateway.receive()
+        events.append(frame["t"] if frame["t"] != "MESSAGE_CREATE" else frame["d"]["id"])
+    assert events == ["GUILD_CREATE", "CHANNEL_CREATE", missed, pending["d"]["id"], "RESUMED"]
+    await gateway.ws.close()
+
+
+async def test_gateway_invalid_session_and_refusals(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    gateway = await _connect(http, fake)
+    session_id = (await gateway.dispatch("READY"))["d"]["session_id"]
+    fake.invalidate_session()
+    assert (await gateway.receive()) == {"op": 9, "d": False}
+    await gateway.ws.close()
+
+    gateway = Gateway(await http.ws_connect(fake.gateway_url))
+    await gateway.receive()
+    await gateway.send(6, {"token": fake.token, "session_id": session_id, "seq": 1})
+    assert (await gateway.receive()) == {"op": 9, "d": False}  # not resumable any more
+    await gateway.ws.close()
+
+    refused = await _connect(http, fake, token="wrong")
+    assert (await refused.ws.receive()).type is aiohttp.WSMsgType.CLOSE and refused.ws.close_code == 4004
+    await refused.ws.close()
+
+
+async def test_gateway_refuses_the_content_intent_when_not_enabled() -> None:
+    async with FakeDiscord(message_content_intent=False) as fake:
+        async with aiohttp.ClientSession() as http:
+            gateway = await _connect(http, fake)
+            assert (await gateway.ws.receive()).type is aiohttp.WSMsgType.CLOSE
+            assert gateway.ws.close_code == 4014
+            await gateway.ws.close()
+            gateway = await _connect(http, fake, intents=0)
+            assert (await gateway.dispatch("READY"))["d"]["application"]["flags"] == 0
+            await gateway.ws.close()
+
+
+async def test_drop_socket_cuts_the_connection(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    gateway = await _connect(http, fake)
+    await gateway.dispatch("READY")
+    assert fake.live_connections == 1
+    fake.drop_socket()
+    msg = await asyncio.wait_for(gateway.ws.receive(), 5)
+    assert msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
+    await fake.wait_for(lambda: fake.live_connections == 0)
+
+
+async def test_interactions_acknowledge_once_then_follow_up(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    gateway = await _connect(http, fake)
+    await gateway.dispatch("READY")
+    interaction_id = fake.push_interaction("stop", 7)
+    token = (await gateway.dispatch("INTERACTION_CREATE"))["d"]["token"]
+    callback = f"/api/v10/interactions/{interaction_id}/{token}/callback?with_response=1"
+    async with aiohttp.ClientSession(base_url=fake.url) as anonymous:  # interaction calls carry no bot token
+        async with anonymous.post(callback, json={"type": 5}) as response:
+            body = await response.json()
+            assert response.status == 200 and body["interaction"]["response_message_loading"] is True
+        async with anonymous.post(callback, json={"type": 5}) as response:
+            assert (response.status, (await response.json())["code"]) == (400, 40060)
+        hook = f"/api/v10/webhooks/{fake.application_id}/{token}"
+        async with anonymous.patch(f"{hook}/messages/%40original", json={"content": "Stopped."}) as response:
+            assert response.status == 200
+        async with anonymous.post(f"{hook}?wait=true", json={"content": "More."}) as response:
+            assert response.status == 200
+        async with anonymous.post(f"/api/v10/webhooks/{fake.application_id}/bogus", json={"content": "?"}) as r:
+            assert (r.status, (await r.json())["code"]) == (404, 10015)
+    assert [m.content for m in fake.bot_messages(fake.dm_channel(7))] == ["Stopped.", "More."]
+    await gateway.ws.close()
+
+
+async def test_wait_for_times_out_with_a_clear_error(fake: FakeDiscord) -> None:
+    with pytest.raises(TimeoutError, match="condition not met"):
+        await fake.wait_for(lambda: False, timeout=0.1)
+
+
+async def test_runs_standalone_until_ctrl_c() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "platforms.fakes.discord", "--port", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        lines = []
+        while not lines or "Ctrl-C" not in lines[-1]:
+            lines.append((await asyncio.wait_for(process.stdout.readline(), 10)).decode())  # type: ignore[union-attr]
+        urls = {k.strip(): v.strip() for k, v in (line.split(": ", 1) for line in lines if ": " in line)}
+        assert urls["api_base"].startswith("http://127.0.0.1:") and urls["api_base"].endswith("/api/v10")
+        async with aiohttp.ClientSession() as http:
+            async with http.get(urls["api_base"] + "/gateway/bot",
+                                headers={"Authorization": f"Bot {urls['token']}"}) as response:
+                assert (await response.json())["url"] == urls["gateway_url"]
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 10) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
