@@ -59,6 +59,10 @@ class Outbound:
     """Set on answers to commands: the adapter may answer through the command's own channel."""
     idempotency_key: str | None = None
     """Stable across retries of the same part; adapters pass it on where the platform can dedupe (nonces)."""
+    turn_id: str | None = None
+    """The gateway turn this message belongs to."""
+    sequence: int = 0
+    """Position of this message among the turn's messages, from 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,18 @@ class NetworkError(DeliveryError): ...
 class BadRequest(DeliveryError): ...
 
 
-InboundSink = Callable[[Inbound], Awaitable[None]]
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """What the gateway answers for an accepted inbound event (webhooks return it to the caller)."""
+
+    turn_id: str | None
+    """The turn the event starts or joins; None for commands and dropped duplicates."""
+    session: str
+    """The gateway session key (platform, chat, thread)."""
+    duplicate: bool = False
+
+
+InboundSink = Callable[[Inbound], Awaitable[Accepted | None]]
 
 
 @dataclass(frozen=True, slots=True)
