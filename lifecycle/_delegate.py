@@ -97,7 +97,10 @@ class DelegateTool:
     def _dispatch(self, parent_id: str, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
         delegation_id = f"deleg_{os.urandom(4).hex()}"
         workspace = records[0].run.parent.workspace if records and records[0].run else None
-        task = asyncio.ensure_future(self._deliver(parent_id, delegation_id, workspace, specs, records, started))
+        dispatched_at = time.time()
+        task = asyncio.ensure_future(
+            self._deliver(parent_id, delegation_id, dispatched_at, workspace, specs, records, started)
+        )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return {
@@ -110,11 +113,13 @@ class DelegateTool:
             "note": BACKGROUND_NOTE,
         }
 
-    async def _deliver(self, parent_id: str, delegation_id: str, workspace: Any, specs: list[ChildSpec],
-                       records: list[Record], started: float) -> None:
+    async def _deliver(self, parent_id: str, delegation_id: str, dispatched_at: float, workspace: Any,
+                       specs: list[ChildSpec], records: list[Record], started: float) -> None:
         await asyncio.gather(*(r.done() for r in records))
         payload = await self._payload(workspace, specs, records, started)
-        payload = {"delegation_id": delegation_id, "goals": [s.goal for s in specs], **payload}
+        # dispatched_at lets the host drop results of work stopped (or a session reset) after dispatch.
+        payload = {"delegation_id": delegation_id, "goals": [s.goal for s in specs],
+                   "dispatched_at": dispatched_at, **payload}
         try:
             await self.on_complete(parent_id, payload)
         except Exception:

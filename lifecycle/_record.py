@@ -17,7 +17,7 @@ class Record:
 
     __slots__ = (
         "handle", "handle_dict", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "cancel_reason", "stop_reason", "closing", "completing", "_done", "__weakref__",
+        "result", "outcome", "run", "run_turn_id", "cancel_reason", "stop_reason", "closing", "completing", "_done", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
@@ -33,6 +33,8 @@ class Record:
         self.outcome: ChildOutcome | None = None
         """The full outcome for delegate_task entries; memory only (results are what persists)."""
         self.run: ChildRun | None = None
+        self.run_turn_id = ""
+        """The parent turn that launched the child."""
         self.cancel_reason: str | None = None
         self.stop_reason: str | None = None
         self.closing = False

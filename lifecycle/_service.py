@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import weakref
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,6 +48,7 @@ log = logging.getLogger("lifecycle.service")
 S = SubagentState
 PROCESS_EXIT = "interrupted by process exit"
 NO_PARENT = "No active parent session is available."
+RECENT_PER_SESSION = 10
 
 
 class AsyncSubagentLifecycle:
@@ -79,6 +81,10 @@ class AsyncSubagentLifecycle:
         read back from the journal on demand, so memory does not grow with history."""
         self._correlations: dict[tuple[str | None, str], str] = {}
         """Correlation ids of live children; the journal answers for finished ones."""
+        self._turns: dict[tuple[str, str], list[int]] = {}
+        """[finished, launched] children per (parent session, parent turn) while any runs."""
+        self._recent: dict[str, deque[Record]] = {}
+        """The last few finished children per parent session, for listings such as /agents."""
         self._sweeper: asyncio.Task | None = None
         self._monitor: asyncio.Task | None = None
         self._watches: dict[str, Watch] = {}
@@ -193,8 +199,10 @@ class AsyncSubagentLifecycle:
         )
         handle = SubagentHandle(CONTRACT_VERSION, capability=sign(self.keyring, **identity), **identity)
         record = Record(handle, spec.goal, created)
+        record.run_turn_id = parent_turn_id
         record.run = ChildRun(self.host, parent, spec, subagent_id, parent_turn_id, model=model)
         self._records[subagent_id] = record
+        self._turns.setdefault((parent.session_id, parent_turn_id), [0, 0])[1] += 1
         if correlation_id:
             self._correlations[(parent.session_id, correlation_id)] = subagent_id
         self.journal.put(record.journal_row())
@@ -262,6 +270,34 @@ class AsyncSubagentLifecycle:
         for record in records:
             await self._request_cancel(record, reason)
         return len(records)
+
+    def turn_progress(self, parent_session_id: str, parent_turn_id: str) -> tuple[int, int]:
+        """(finished, launched) children of one parent turn; (0, 0) once all have finished."""
+        counts = self._turns.get((parent_session_id, parent_turn_id))
+        return (counts[0], counts[1]) if counts else (0, 0)
+
+    def recent_of(self, parent_session_id: str) -> list[Record]:
+        """The most recently finished children of a session, newest last (a bounded window)."""
+        return list(self._recent.get(parent_session_id, ()))
+
+    async def interrupt_children(self, parent_session_id: str, reason: str) -> int:
+        """Interrupt every live child of a session (``/stop``): each ends INTERRUPTED with
+        its partial output. Returns how many."""
+        records = self.children_of(parent_session_id)
+        for record in records:
+            await self.interrupt_child(record, reason)
+        return len(records)
+
+    def _count_finished(self, record: Record) -> None:
+        parent_id = record.handle.parent_session_id or ""
+        turn_id = record.run_turn_id
+        key = (parent_id, turn_id)
+        counts = self._turns.get(key)
+        if counts is not None:
+            counts[0] += 1
+            if counts[0] >= counts[1]:
+                del self._turns[key]
+        self._recent.setdefault(parent_id, deque(maxlen=RECENT_PER_SESSION)).append(record)
 
     async def interrupt_child(self, record: Record, reason: str) -> None:
         """Stop a child because its parent was interrupted: it ends INTERRUPTED (not
@@ -355,6 +391,7 @@ class AsyncSubagentLifecycle:
             self._finished[sid] = record
             self._records.pop(sid, None)
             self._correlations.pop((record.handle.parent_session_id, record.handle.correlation_id), None)
+            self._count_finished(record)
             record.wake()
 
     # -- lookups and upkeep ---------------------------------------------------------------

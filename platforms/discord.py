@@ -287,7 +287,8 @@ class DiscordAdapter:
     async def _sync(self, tree: app_commands.CommandTree) -> None:
         scopes = [discord.Object(id=g) for g in self._command_guilds] or [None]
         for guild in scopes:
-            route = "PUT /applications/{application_id}/" + ("commands" if guild is None else "guilds/{guild_id}/commands")
+            scope = "commands" if guild is None else "guilds/{guild_id}/commands"
+            route = "PUT /applications/{application_id}/" + scope
             try:
                 await tree.sync(guild=guild)
             except Exception as exc:  # commands are a convenience: `!stop` text still works
@@ -319,25 +320,23 @@ class DiscordAdapter:
                 return await self._answer(message)
             except NotFound:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
-        channel_id = int(message.thread_id or message.chat_id)
-        nonce = _nonce(message.idempotency_key)
-        route = "POST /channels/{channel_id}/messages"
+        target = message.thread_id or message.chat_id
         try:
-            sent = await self._channel(channel_id).send(
-                message.text, silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS
+            sent = await self._channel(target).send(
+                message.text, silent=message.silent, nonce=_nonce(message.idempotency_key), allowed_mentions=_MENTIONS
             )
         except Exception as exc:
-            raise _translate(exc, route=route, chat_id=str(channel_id)) from exc
-        self._posted_in.add(channel_id)
+            raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
+        self._posted_in.add(int(target))
         return Sent(str(sent.id))
 
     async def _answer(self, message: Outbound) -> Sent:
         assert message.reply_token is not None
-        app_id, token = message.reply_token.split(":", 1)
-        webhook = discord.Webhook.partial(int(app_id), token, client=self._require_client())
-        first = token not in self._answered
-        route = "PATCH /webhooks/{application_id}/{token}/messages/@original" if first else "POST /webhooks/{application_id}/{token}"
+        first = message.reply_token not in self._answered
+        route = "/webhooks/{application_id}/{token}"
+        route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
         try:
+            webhook = self._webhook(message.reply_token)
             if first:  # replace the "thinking…" placeholder of the deferred response
                 sent = await webhook.edit_message("@original", content=message.text,  # type: ignore[arg-type]
                                                   allowed_mentions=_MENTIONS)
@@ -345,33 +344,31 @@ class DiscordAdapter:
                 sent = await webhook.send(message.text, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
         except Exception as exc:
             raise _translate(exc, route=route, chat_id=message.chat_id) from exc
-        _remember(self._answered, token, None)
+        _remember(self._answered, message.reply_token, None)
         _remember(self._webhook_messages, str(sent.id), message.reply_token)
         return Sent(str(sent.id))
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
-        channel_id = int(thread_id or chat_id)
+        target = thread_id or chat_id
         reply_token = self._webhook_messages.get(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"
         try:
             if reply_token is not None:
                 route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
-                app_id, token = reply_token.split(":", 1)
-                webhook = discord.Webhook.partial(int(app_id), token, client=self._require_client())
-                await webhook.edit_message(int(message_id), content=text, allowed_mentions=_MENTIONS)
+                await self._webhook(reply_token).edit_message(int(message_id), content=text, allowed_mentions=_MENTIONS)
             else:
-                partial = self._channel(channel_id).get_partial_message(int(message_id))
+                partial = self._channel(target).get_partial_message(int(message_id))
                 await partial.edit(content=text, allowed_mentions=_MENTIONS)
         except Exception as exc:
-            raise _translate(exc, route=route, chat_id=str(channel_id)) from exc
+            raise _translate(exc, route=route, chat_id=target) from exc
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        channel_id = int(thread_id or chat_id)
+        target = thread_id or chat_id
         try:
-            await self._channel(channel_id).typing()
+            await self._channel(target).typing()
         except Exception as exc:
-            raise _translate(exc, route="POST /channels/{channel_id}/typing", chat_id=str(channel_id)) from exc
+            raise _translate(exc, route="POST /channels/{channel_id}/typing", chat_id=target) from exc
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""
@@ -381,8 +378,12 @@ class DiscordAdapter:
             raise NetworkError("the Discord adapter is not connected")
         return self._client
 
-    def _channel(self, channel_id: int) -> discord.PartialMessageable:
-        return self._require_client().get_partial_messageable(channel_id)
+    def _channel(self, channel_id: str) -> discord.PartialMessageable:
+        return self._require_client().get_partial_messageable(int(channel_id))
+
+    def _webhook(self, reply_token: str) -> discord.Webhook:
+        app_id, token = reply_token.split(":", 1)
+        return discord.Webhook.partial(int(app_id), token, client=self._require_client())
 
 
 def _chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:

@@ -96,7 +96,7 @@ class TelegramAdapter:
     text_limit = 4096
     """Telegram counts UTF-16 code units (see `measure`)."""
     typing_interval = 4.0
-    """"typing" lapses after 5 s, or at the bot's next message."""
+    """Telegram shows "typing" for 5 s, or until the bot's next message."""
 
     def __init__(
         self,

@@ -35,6 +35,13 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             require("slack", "signing_secret", 'when platforms.slack.mode is "http"')
     if discord.enabled:
         require("discord", "token", "when platforms.discord.enabled is true")
+    webhook = config.platforms.webhook
+    if webhook.enabled:
+        for name, route in webhook.routes.items():
+            if not route.secret:
+                errors.append(f"platforms.webhook.routes.{name}.secret: required (requests are signed with it)")
+        if not webhook.routes:
+            warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and not platform.allowed_users and not platform.allow_all:

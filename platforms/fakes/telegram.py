@@ -242,7 +242,6 @@ class FakeTelegram:
         self,
         method: str,
         status: int = 429,
-        *,
         retry_after: int | None = None,
         description: str | None = None,
     ) -> None:
@@ -381,13 +380,13 @@ class FakeTelegram:
         if not params.get("url"):
             return self._delete_webhook(params)
         self.webhook_url, self.webhook_secret = params["url"], secret
-        if params.get("drop_pending_updates") == "true":
+        if _flag(params.get("drop_pending_updates")):
             self.pending.clear()
         return True
 
     def _delete_webhook(self, params: dict[str, Any]) -> bool:
         self.webhook_url = self.webhook_secret = None
-        if params.get("drop_pending_updates") == "true":
+        if _flag(params.get("drop_pending_updates")):
             self.pending.clear()
         return True
 
@@ -411,7 +410,7 @@ class FakeTelegram:
             "text": text,
             "edits": [],
             "thread_id": int(thread_id) if thread_id is not None else None,
-            "silent": params.get("disable_notification") in ("true", True),
+            "silent": _flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
         }
         self.messages[str(chat_id)].append(record)
@@ -466,6 +465,10 @@ def _int(params: Mapping[str, Any], key: str, default: int | None = None) -> int
         return int(value)
     except (TypeError, ValueError):
         raise ApiError(400, "Bad Request: chat not found" if key == "chat_id" else f"Bad Request: bad {key}") from None
+
+
+def _flag(value: Any) -> bool:
+    return value in (True, "true", "True", "1")
 
 
 def _error(exc: ApiError) -> web.Response:

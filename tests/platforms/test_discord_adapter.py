@@ -57,6 +57,9 @@ async def _join_keepalive_threads() -> None:
             await asyncio.to_thread(thread.join, 5)
 
 
+Running = tuple[DiscordAdapter, Sink]
+
+
 def _adapter(fake: FakeDiscord, **kw: object) -> DiscordAdapter:
     return DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
                           ready_timeout=5.0, **kw)  # type: ignore[arg-type]
@@ -70,7 +73,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 
 @pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
+async def running(fake: FakeDiscord) -> AsyncIterator[Running]:
     adapter, sink = _adapter(fake), Sink(fake)
     await adapter.start(sink, COMMANDS)
     try:
@@ -90,7 +93,7 @@ def test_adapter_surface() -> None:
     assert adapter.web_routes() == ()
 
 
-async def test_dm_becomes_inbound(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_dm_becomes_inbound(fake: FakeDiscord, running: Running) -> None:
     _, sink = running
     message_id = fake.push_dm(USER, "hello there", name="ada")
     [inbound] = await sink.wait(1)
@@ -99,7 +102,7 @@ async def test_dm_becomes_inbound(fake: FakeDiscord, running: tuple[DiscordAdapt
                               is_private=True)
 
 
-async def test_own_messages_are_ignored(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_own_messages_are_ignored(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     channel = fake.dm_channel(USER)
     await adapter.send(Outbound(chat_id=channel, thread_id=None, text="from the bot"))
@@ -108,7 +111,7 @@ async def test_own_messages_are_ignored(fake: FakeDiscord, running: tuple[Discor
     assert [e.text for e in events] == ["from the user"]
 
 
-async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")
     mention = fake.push_guild_message(GUILD, CHANNEL, USER, "what's up?", mention_bot=True)
@@ -125,7 +128,7 @@ async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, runni
     assert [(e.event_id, e.text) for e in events[1:]] == [(reply, "are you sure?"), (stop, "!stop")]
 
 
-async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "in A", mention_bot=True, thread_id=701)
     fake.push_guild_message(GUILD, CHANNEL, USER, "in B", mention_bot=True, thread_id=702)
@@ -147,7 +150,7 @@ async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: tuple[
     assert fake.calls_to("POST /channels/{channel_id}/typing")[-1].path == "/channels/701/typing"
 
 
-async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     assert {c["name"] for c in fake.commands[None]} == {"stop", "new", "agents"}
     interaction_id = fake.push_interaction("stop", USER, args="now")
@@ -169,7 +172,7 @@ async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, runnin
     assert followup.content == "Also: 3 agents stopped."
 
 
-async def test_expired_interaction_answers_in_the_channel(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_expired_interaction_answers_in_the_channel(fake: FakeDiscord, running: Running) -> None:
     adapter, _ = running
     channel = fake.dm_channel(USER)
     sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="Started a new session.",
@@ -183,7 +186,7 @@ async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
     try:
         routes = [c.path for c in fake.calls if c.method == "PUT"]
         app = fake.application_id
-        assert routes == [f"/applications/{app}/guilds/{GUILD}/commands", f"/applications/{app}/guilds/{GUILD + 1}/commands"]
+        assert routes == [f"/applications/{app}/guilds/{g}/commands" for g in (GUILD, GUILD + 1)]
         assert None not in fake.commands
         fake.push_interaction("new", USER, CHANNEL, guild=GUILD)
         [command] = await sink.wait(1)
@@ -193,7 +196,7 @@ async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
         await _join_keepalive_threads()
 
 
-async def test_silent_notice_is_edited_in_place(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_silent_notice_is_edited_in_place(fake: FakeDiscord, running: Running) -> None:
     adapter, _ = running
     channel = fake.dm_channel(USER)
     sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="Still working (1 min)",
@@ -204,7 +207,7 @@ async def test_silent_notice_is_edited_in_place(fake: FakeDiscord, running: tupl
     assert notice.edits == ["Still working (1 min)"]
 
 
-async def test_the_fake_enforces_2000_characters(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_the_fake_enforces_2000_characters(fake: FakeDiscord, running: Running) -> None:
     adapter, _ = running
     channel = fake.dm_channel(USER)
     sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="x" * 2000))
@@ -216,7 +219,7 @@ async def test_the_fake_enforces_2000_characters(fake: FakeDiscord, running: tup
     assert fake.calls_to(SEND)[-1].status == 400
 
 
-async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]) -> None:
+async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, running: Running) -> None:
     adapter, _ = running
     channel = fake.dm_channel(USER)
     fake.fail_next(SEND, 429, retry_after=0.05)
@@ -232,7 +235,7 @@ async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, runn
 
 
 async def test_resume_replay_delivers_the_same_message_id_again(
-    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink]
+    fake: FakeDiscord, running: Running
 ) -> None:
     _, sink = running
     message_id = fake.push_dm(USER, "only once, please")
@@ -246,7 +249,7 @@ async def test_resume_replay_delivers_the_same_message_id_again(
 
 @pytest.mark.parametrize("disconnect", ["reconnect", "invalid_session", "drop"])
 async def test_a_reconnect_leaves_one_live_connection(
-    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink], disconnect: str
+    fake: FakeDiscord, running: Running, disconnect: str
 ) -> None:
     _, sink = running
     {"reconnect": fake.request_reconnect, "invalid_session": fake.invalidate_session,
@@ -260,7 +263,7 @@ async def test_a_reconnect_leaves_one_live_connection(
 
 
 async def test_errors_are_translated_and_logged(
-    fake: FakeDiscord, running: tuple[DiscordAdapter, Sink], caplog: pytest.LogCaptureFixture
+    fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
     adapter, _ = running
     channel = fake.dm_channel(USER)

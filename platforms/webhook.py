@@ -1,0 +1,277 @@
+"""The ``webhook`` platform: signed JSON over HTTP, in and out, one named route per caller.
+
+In: ``POST /webhooks/<route>`` with ``{"text", "chat_id"?, "user"?}``, signed as
+`platforms.webhook_signing` describes, answers 202 ``{"turn_id", "session",
+"duplicate"}``. Checks run cheapest-first and stop at the first failure: unknown
+route 404, body over ``max_body`` 413, signature or clock 401, payload 400.
+
+Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
+``Idempotency-Key``; any non-2xx answer or connection failure raises `NetworkError`
+and the gateway's outbox retries (for ``retry_for_seconds``). A route without a
+``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
+answers with what ``turn_reader`` returns from the outbox.
+
+Webhook callers are programs, not people: no typing, no edits, never interim
+messages (dropped here, whatever the display config says). See docs/platforms/webhook.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, NetworkError, NotFound,
+                            Outbound, Sent)
+from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, sign, signed_headers, verify
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1024 * 1024
+DELIVERY_TIMEOUT = 10.0
+_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
+_MAX_ID = 256
+
+TurnReader = Callable[[str, str], Awaitable[list[dict[str, Any]]]]
+"""``(route, turn_id) -> messages``; raises `LookupError` for a turn the route does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    secret: str
+    """Shared with the caller; signs requests both ways."""
+    deliver_url: str | None = None
+    """Where replies are POSTed; None: the caller reads them with the signed GET."""
+
+
+class WebhookAdapter:
+    """``routes`` maps route names to `Route`s, ``(secret, deliver_url)`` tuples or any
+    object with those two attributes (the config's route settings). ``session`` is a
+    seam for tests; one the adapter did not create is left open by `stop`."""
+
+    name = "webhook"
+    tier = DisplayTier(interim_assistant_messages=False, long_running_notifications=False, messaging=False)
+    text_limit = 100_000
+    typing_interval = 60.0  # typing() does nothing; any value will do
+
+    def __init__(
+        self,
+        routes: Mapping[str, Route | tuple[str, str | None] | Any],
+        *,
+        retry_for_seconds: float = 3600.0,
+        turn_reader: TurnReader | None = None,
+        session: aiohttp.ClientSession | None = None,
+        clock: Callable[[], float] = time.time,
+        max_body: int = MAX_BODY,
+        delivery_timeout: float = DELIVERY_TIMEOUT,
+    ) -> None:
+        self.routes: dict[str, Route] = {}
+        for name, spec in routes.items():
+            route = Route(*spec) if isinstance(spec, tuple) else Route(spec.secret, spec.deliver_url)
+            if not _ROUTE_NAME.fullmatch(name):
+                raise ValueError(f"webhook route name {name!r}: use letters, digits, '-' and '_' (at most 64)")
+            if not route.secret:
+                # An unsigned route would let anyone on the network talk to the agent: fail closed.
+                raise ValueError(f"webhook route {name!r} needs a secret")
+            self.routes[name] = route
+        self.retry_for_seconds = retry_for_seconds
+        """How long the gateway's outbox keeps retrying a failed delivery."""
+        self.max_body = max_body
+        self._turn_reader = turn_reader
+        self._session = session
+        self._owns_session = False
+        self._clock = clock
+        self._timeout = aiohttp.ClientTimeout(total=delivery_timeout)
+        self._sink: InboundSink | None = None
+
+    def measure(self, text: str) -> int:
+        return len(text)
+
+    def bind_turn_reader(self, reader: TurnReader) -> None:
+        """Where ``GET /webhooks/<name>/turns/<id>`` reads messages from (the gateway's outbox)."""
+        self._turn_reader = reader
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """Accept requests from now on (before, and after `stop`, POSTs answer 503)."""
+        self._sink = sink
+        self._client()
+
+    async def stop(self) -> None:
+        """Stop accepting requests; close the HTTP session if the adapter made it. Idempotent."""
+        self._sink = None
+        session, self._session = self._session, None
+        if session is not None and self._owns_session:
+            await session.close()
+        self._owns_session = False
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session, self._owns_session = aiohttp.ClientSession(timeout=self._timeout), True
+        return self._session
+
+    def web_routes(self) -> Sequence[Any]:
+        return [
+            web.post("/webhooks/{name}", self._handle_post),
+            # HEAD off: a HEAD would be checked against a "GET " signature it was not made for.
+            web.get("/webhooks/{name}/turns/{turn_id}", self._handle_get, allow_head=False),
+        ]
+
+    # -- in --------------------------------------------------------------------------
+
+    async def _handle_post(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        route = self.routes.get(name)
+        if route is None:
+            return _error(404, f"unknown route {name!r}")
+        if self._sink is None:
+            return _error(503, "not accepting messages right now; retry later")
+        too_long = request.content_length is not None and request.content_length > self.max_body
+        body = None if too_long else await _read_bounded(request, self.max_body)
+        if body is None:
+            return _error(413, f"body over {self.max_body} bytes")
+        if reason := self._refused(route, request, body):
+            return _error(401, reason)
+        try:
+            text, chat, user = _parse(body)
+        except ValueError as exc:
+            return _error(400, str(exc))
+        timestamp = request.headers[TIMESTAMP_HEADER]
+        # The canonical signature, not the header as sent: a replay spelled differently
+        # (upper-case hex) is still the same signed request, hence the same event.
+        event = f"{name}\n{timestamp}\n{sign(route.secret, timestamp, body)}"
+        inbound = Inbound(platform=self.name, chat_id=f"{name}:{chat or 'default'}", thread_id=None,
+                          user_id=user or f"webhook:{name}", user_name=user, text=text,
+                          event_id=hashlib.sha256(event.encode()).hexdigest(), is_command=text.startswith("/"))
+        try:
+            accepted = await self._sink(inbound)
+        except Exception:
+            # The caller may send the same signed request again: it is the same event id.
+            log.exception("webhook route %r: the gateway failed to take event %s", name, inbound.event_id)
+            return _error(500, "internal error; retry the same request")
+        answer = {"turn_id": None, "session": None, "duplicate": False}  # the sink dropped it quietly
+        if accepted is not None:
+            answer = {"turn_id": accepted.turn_id, "session": accepted.session, "duplicate": accepted.duplicate}
+        return web.json_response(answer, status=202)
+
+    def _refused(self, route: Route, request: web.Request, payload: bytes) -> str | None:
+        headers = request.headers
+        reason = verify(route.secret, headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), payload,
+                        now=self._clock())
+        if reason is not None:
+            log.info("webhook %s %s refused: %s", request.method, request.rel_url.raw_path, reason)
+        return reason
+
+    async def _handle_get(self, request: web.Request) -> web.Response:
+        name, turn_id = request.match_info["name"], request.match_info["turn_id"]
+        route = self.routes.get(name)
+        if route is None:
+            return _error(404, f"unknown route {name!r}")
+        if reason := self._refused(route, request, get_payload(request.rel_url.raw_path)):
+            return _error(401, reason)
+        if self._turn_reader is None:
+            return _error(404, "this gateway does not serve turn reads")
+        try:
+            messages = await self._turn_reader(name, turn_id)
+        except LookupError:
+            return _error(404, f"unknown turn {turn_id!r}")
+        return web.json_response({"turn_id": turn_id, "messages": messages})
+
+    # -- out -------------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> Sent:
+        """POST the message to the route's ``deliver_url``; returns the idempotency key as
+        the message id. Each attempt is signed afresh (an hour of retries would outlive
+        any timestamp) but carries the same ``Idempotency-Key``, which receivers dedupe
+        on. Raises `NotFound` for a chat of no configured route, `NetworkError` for a
+        non-2xx answer (redirects included: a signed body is not forwarded) or a
+        connection failure or timeout. Interim messages are dropped, reported as sent."""
+        name, _, chat = message.chat_id.partition(":")
+        route = self.routes.get(name)
+        if route is None:
+            raise NotFound(f"no webhook route {name!r}", method="send", chat_id=message.chat_id)
+        key = message.idempotency_key or _fallback_key(message)
+        if route.deliver_url is None or message.kind == "interim":
+            return Sent(key)
+        payload = {"route": name, "chat_id": None if chat in ("", "default") else chat, "turn_id": message.turn_id,
+                   "kind": message.kind, "text": message.text, "sequence": message.sequence}
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
+                   "Content-Type": "application/json"}
+        try:
+            async with self._client().post(
+                route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout
+            ) as response:
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Named by type only: a ClientError's text may carry the URL, and URLs carry tokens.
+            raise NetworkError(f"webhook route {name!r}: delivery failed: {type(exc).__name__}",
+                               method="send", chat_id=message.chat_id) from exc
+        if not 200 <= status < 300:
+            raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}",
+                               method="send", chat_id=message.chat_id)
+        return Sent(key)
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        raise EditUnsupported("webhook deliveries cannot be edited", method="edit", chat_id=chat_id)
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
+
+
+def _error(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
+
+
+async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it grows past ``limit``: never reads more than that."""
+    chunks: list[bytes] = []
+    size = 0  # counted here: Content-Length may be absent (chunked) or lie
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> tuple[str, str | None, str | None]:
+    """``(text, chat_id, user)`` from the JSON body; ValueError naming the problem."""
+    try:
+        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise ValueError("body is not valid UTF-8 JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError("body must be a JSON object")
+    text = data.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('"text" must be a non-empty string')
+    chat = data.get("chat_id")
+    if isinstance(chat, bool) or not isinstance(chat, str | int | float | None) or chat in (math.inf, -math.inf):
+        raise ValueError('"chat_id" must be a string or a finite number')  # 1e400 parses as inf
+    chat = None if chat is None else str(chat)
+    if chat is not None and not 0 < len(chat) <= _MAX_ID:
+        raise ValueError(f'"chat_id" must be 1 to {_MAX_ID} characters')
+    user = data.get("user")
+    if not isinstance(user, str | None) or (user is not None and len(user) > _MAX_ID):
+        raise ValueError(f'"user" must be a string of at most {_MAX_ID} characters')
+    return text, chat, user or None
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _fallback_key(message: Outbound) -> str:
+    """A key stable across retries, for the rare message that came without one."""
+    basis = f"{message.chat_id}\n{message.turn_id}\n{message.sequence}\n{message.kind}\n{message.text}"
+    return hashlib.sha256(basis.encode()).hexdigest()[:32]

@@ -1,0 +1,89 @@
+"""Signing and verifying webhook requests: HMAC-SHA256 over a timestamp and the body.
+
+Both directions use one scheme, ``v1``:
+
+    X-Switchboard-Timestamp: 1700000000                  unix seconds, ASCII digits only
+    X-Switchboard-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>." + payload)>
+
+where ``payload`` is
+
+- for a POST (a message in, a delivery out): the raw request body, byte for byte;
+- for the signed read ``GET /webhooks/<route>/turns/<turn_id>``: the ASCII text
+  ``"GET " + path``, the request path exactly as sent (percent-encoding included,
+  query string excluded), e.g. ``GET /webhooks/alerts/turns/t-123``. Signing the
+  path binds the signature to one turn, so it cannot be replayed to read another.
+
+A request is accepted when the signature matches and the timestamp is at most
+``tolerance`` seconds (300) away from the receiver's clock, either way. Within
+that window a captured request can be sent again; the webhook adapter turns such
+a replay into the same event id, so the gateway's inbox treats it as the
+duplicate it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+
+SCHEME = "v1"
+TIMESTAMP_HEADER = "X-Switchboard-Timestamp"
+SIGNATURE_HEADER = "X-Switchboard-Signature"
+TOLERANCE = 300.0
+
+_TIMESTAMP = re.compile(r"[0-9]{1,15}")
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def get_payload(path: str) -> bytes:
+    """What a signed GET signs in place of a body: ``b"GET " + path``."""
+    return b"GET " + path.encode("utf-8")
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The signature header value, ``v1=<hex>``, for ``body`` sent at ``timestamp``."""
+    mac = hmac.new(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, hashlib.sha256)
+    return f"{SCHEME}={mac.hexdigest()}"
+
+
+def signed_headers(secret: str, body: bytes, *, now: float) -> dict[str, str]:
+    """Timestamp and signature headers for sending ``body`` at time ``now``."""
+    timestamp = str(int(now))
+    return {TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: sign(secret, timestamp, body)}
+
+
+def verify(
+    secret: str,
+    timestamp_header: str | None,
+    signature_header: str | None,
+    body: bytes,
+    *,
+    now: float,
+    tolerance: float = TOLERANCE,
+) -> str | None:
+    """None when the request is authentic and fresh, else why not.
+
+    Reasons: ``"missing timestamp"``, ``"missing signature"``, ``"malformed
+    timestamp"``, ``"unsupported signature scheme"`` (anything but ``v1=``),
+    ``"malformed signature"``, ``"bad signature"``, ``"stale timestamp"``. The
+    signature is checked before the clock, so only a sender that holds the secret
+    learns that its clock is off; the comparison is constant-time. No reason
+    contains the secret or the expected signature.
+    """
+    if not timestamp_header:
+        return "missing timestamp"
+    if not signature_header:
+        return "missing signature"
+    if not _TIMESTAMP.fullmatch(timestamp_header):
+        return "malformed timestamp"
+    scheme, sep, given = signature_header.strip().partition("=")
+    if not sep or scheme != SCHEME:
+        return "unsupported signature scheme"
+    if not _HEX.fullmatch(given):
+        return "malformed signature"
+    expected = sign(secret, timestamp_header, body).partition("=")[2]
+    if not hmac.compare_digest(expected, given.lower()):
+        return "bad signature"
+    if abs(now - int(timestamp_header)) > tolerance:
+        return "stale timestamp"
+    return None
