@@ -9,10 +9,8 @@ from collections.abc import Sequence
 
 from gateway.config import ConfigError, config_check, config_secrets, load_config
 from gateway.logging import setup_logging
+from gateway.process import serve
 from gateway.runtime import Runtime
-
-QUIT_WORDS = frozenset({"/quit", "/exit", "quit", "exit"})
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
@@ -20,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ask = commands.add_parser("ask", help="run one agent turn and print the reply")
     ask.add_argument("message", nargs="+", help="what to ask")
-    commands.add_parser("chat", help="talk to the agent in this terminal")
+    commands.add_parser("chat", help="talk to the agent in this terminal (the gateway with the local platform)")
+    commands.add_parser("run", help="run the gateway: HTTP server and every enabled platform")
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
     check = config_commands.add_parser("check", help="validate a config file and print the effective configuration")
@@ -42,7 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(config.logging.level, config.logging.format, sys.stderr, secrets=config_secrets(config))
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
-    runner = _ask(config, " ".join(args.message)) if args.command == "ask" else _chat(config)
+    if args.command == "ask":
+        runner = _ask(config, " ".join(args.message))
+    else:
+        runner = serve(config, local=args.command == "chat")
     try:
         return asyncio.run(runner)
     except KeyboardInterrupt:
@@ -62,30 +64,6 @@ async def _ask(config, message: str) -> int:
         print(f"switchboard: the turn ended early ({result.exit_reason}): {result.error or ''}".rstrip(": "),
               file=sys.stderr)
         return 1
-    return 0
-
-
-async def _chat(config) -> int:
-    runtime = Runtime(config)
-    await runtime.start()
-    session = runtime.new_session()
-    print(f"Switchboard chat — model: {config.model.provider}/{config.model.name}. Type /quit to leave.")
-    try:
-        while True:
-            try:
-                line = await asyncio.to_thread(input, "you> ")
-            except EOFError:
-                break
-            if line.strip().lower() in QUIT_WORDS:
-                break
-            if not line.strip():
-                continue
-            result = await session.run_turn(line)
-            print(f"agent> {result.text or '(no reply)'}")
-            if result.exit_reason == "error":
-                print(f"(the turn failed: {result.error})")
-    finally:
-        await runtime.close()
     return 0
 
 

@@ -1,5 +1,8 @@
 """The terminal as a chat platform: one chat, lines in, replies out.
 
+A message is one line, or several lines pasted at once (a list to delegate), or
+lines joined with a trailing backslash.
+
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line.
 """
@@ -9,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import getpass
 import itertools
+import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -19,6 +24,7 @@ CHAT_ID = "terminal"
 PROMPT = "you> "
 _PREFIX = {"reply": "agent> ", "completion": "agent> ", "interim": "agent (working)> ", "command": "", "notice": ""}
 _QUIT = frozenset({"/quit", "/exit"})
+PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
 
 
 class LocalAdapter:
@@ -34,7 +40,6 @@ class LocalAdapter:
         self._user = user or _user_name()
         self._on_exit = on_exit
         self._ids = itertools.count(1)
-        self._events = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._reader: asyncio.Task | None = None
         self._ansi = bool(getattr(self._output, "isatty", lambda: False)())
@@ -52,23 +57,59 @@ class LocalAdapter:
             self._reader = None
 
     async def _read(self, sink: InboundSink) -> None:
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        # A daemon thread: a blocked readline() must never keep the process alive after /quit.
+        threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
+                         name="switchboard-terminal").start()
         while True:
             self._write(PROMPT, newline=False)
             self._prompting = True
-            line = await asyncio.to_thread(self._input.readline)
+            text = await self._next_message(lines)
             self._prompting = False
-            if not line or line.strip().lower() in _QUIT:  # EOF or an explicit quit
+            if text is None or text.strip().lower() in _QUIT:  # EOF or an explicit quit
                 if self._on_exit is not None:
                     self._on_exit()
                 return
-            text = line.rstrip("\n")
             if not text.strip():
                 continue
             self._last_id = None
             await sink(Inbound(
-                platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user, user_name=self._user,
-                text=text, event_id=f"local-{id(self)}-{next(self._events)}", is_command=text.startswith("/"),
+                platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
+                user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
+                is_command=text.startswith("/"),
             ))
+
+    def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
+        """Worker thread: every line read (and "" at EOF) goes to the loop."""
+        while True:
+            line = self._input.readline()
+            try:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            except RuntimeError:  # the loop is gone: the chat is over
+                return
+            if not line:
+                return
+
+    async def _next_message(self, lines: asyncio.Queue) -> str | None:
+        """One message: a line, plus lines pasted with it (they arrive together) or
+        continued with a trailing backslash. None at end of input."""
+        first = await lines.get()
+        if not first:
+            return None
+        parts = [first.rstrip("\n")]
+        while True:
+            continued = parts[-1].endswith("\\")
+            if continued:
+                parts[-1] = parts[-1][:-1]
+            try:
+                line = await asyncio.wait_for(lines.get(), None if continued else PASTE_WINDOW)
+            except TimeoutError:
+                break
+            if not line:
+                lines.put_nowait("")  # keep the EOF for the next read
+                break
+            parts.append(line.rstrip("\n"))
+        return "\n".join(parts)
 
     async def send(self, message: Outbound) -> Sent:
         message_id = str(next(self._ids))

@@ -104,6 +104,10 @@ class WebhookReceiver:
     def drop_next(self, count: int = 1) -> None:
         self._faults.extend([None] * count)
 
+    def heal(self) -> None:
+        """Forget scripted failures not yet used: from now on every request is answered normally."""
+        self._faults.clear()
+
     async def start(self) -> WebhookReceiver:
         app = web.Application()
         app.router.add_post(self.path, self._handle)

@@ -1,0 +1,183 @@
+"""Gateway throughput and latency over signed webhooks (issue: gateway core).
+
+An instantly answering scripted model; 50 chats send signed webhook turns in
+parallel; each reply is delivered to a loopback receiver. Prints turns/s and
+p50/p99 from request to delivery, the same for a bare aiohttp handler that only
+echoes (same client, same receiver, same process), the ratio, and the memory
+per idle session for 10,000 sessions.
+
+Run: .venv/bin/python bench/gateway_bench.py [turns]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiohttp  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+from agent import ModelRequest, ModelResponse  # noqa: E402
+from gateway.config import config_from_mapping  # noqa: E402
+from gateway.core import Gateway  # noqa: E402
+from gateway.runtime import Runtime  # noqa: E402
+from gateway.server import Server  # noqa: E402
+from platforms.webhook import WebhookAdapter  # noqa: E402
+from platforms.webhook_signing import signed_headers  # noqa: E402
+
+SECRET = "bench-secret"
+CHATS = 50
+
+
+class InstantModel:
+    name = "instant"
+    context_window = 128_000
+    supports_vision = False
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="ok")
+
+
+class Receiver:
+    """Records when each turn's reply arrives."""
+
+    def __init__(self) -> None:
+        self.arrived: dict[str, float] = {}
+        self.done = asyncio.Event()
+        self.expected = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.arrived.setdefault(body["turn_id"] or body.get("text", ""), time.perf_counter())
+        if len(self.arrived) >= self.expected:
+            self.done.set()
+        return web.Response(status=200)
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def load(url: str, receiver: Receiver, turns: int, key_of) -> tuple[float, list[float]]:
+    """``turns`` signed POSTs from 50 chats in parallel; returns (turns/s, latencies)."""
+    receiver.arrived.clear()
+    receiver.done.clear()
+    receiver.expected = turns
+    sent: dict[str, float] = {}
+    async with aiohttp.ClientSession() as client:
+        async def chat(c: int) -> None:
+            for i in range(c, turns, CHATS):
+                body = json.dumps({"text": f"hello {i}", "chat_id": f"chat-{c}"}).encode()
+                start = time.perf_counter()
+                async with client.post(url, data=body, headers=signed_headers(SECRET, body, now=time.time())) as r:
+                    key = key_of(await r.json(), i)
+                sent[key] = start
+                while key not in receiver.arrived:  # one turn at a time per chat, like a person
+                    await asyncio.sleep(0.001)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(chat(c) for c in range(CHATS)))
+        await asyncio.wait_for(receiver.done.wait(), 60)
+        elapsed = time.perf_counter() - start
+    latencies = [receiver.arrived[k] - sent[k] for k in sent if k in receiver.arrived]
+    return turns / elapsed, latencies
+
+
+async def bare_echo(receiver_url: str, receiver: Receiver, turns: int) -> tuple[float, list[float]]:
+    async with aiohttp.ClientSession() as out:
+        async def echo(request: web.Request) -> web.Response:
+            data = await request.json()
+            turn = f"bare-{data['text']}"
+            await out.post(receiver_url, json={"turn_id": turn, "text": data["text"]})
+            return web.json_response({"turn_id": turn}, status=202)
+
+        app = web.Application()
+        app.router.add_post("/webhooks/bench", echo)
+        runner, base = await serve(app)
+        try:
+            return await load(f"{base}/webhooks/bench", receiver, turns, lambda reply, i: reply["turn_id"])
+        finally:
+            await runner.cleanup()
+
+
+async def gateway_run(tmp: Path, receiver_url: str, receiver: Receiver, turns: int):
+    config = config_from_mapping({
+        "state_dir": str(tmp / "state"),
+        "server": {"port": 0},
+        "platforms": {"webhook": {"enabled": True, "routes": {"bench": {"secret": SECRET, "deliver_url": receiver_url}}}},
+        "agent": {"gateway_notify_interval": 0},
+    }).config
+    gateway = Gateway(Runtime(config, model=InstantModel()),
+                      [WebhookAdapter({"bench": (SECRET, receiver_url)})])
+    server = Server(gateway, "127.0.0.1", 0)
+    await gateway.start()
+    await server.start()
+    try:
+        return await load(f"{server.url}/webhooks/bench", receiver, turns, lambda reply, i: reply["turn_id"])
+    finally:
+        await server.stop()
+        await gateway.stop(grace=0)
+
+
+async def idle_session_memory(tmp: Path, n: int) -> float:
+    config = config_from_mapping({"state_dir": str(tmp / "mem"), "agent": {"gateway_notify_interval": 0}}).config
+    gateway = Gateway(Runtime(config, model=InstantModel()), [])
+    await gateway.start()
+    gateway.session_for("webhook", "warm", None)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for i in range(n):
+        gateway.session_for("webhook", f"chat-{i}", None)
+    await asyncio.sleep(0)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    await gateway.stop(grace=0)
+    return sum(s.size_diff for s in after.compare_to(before, "filename")) / n
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main(turns: int) -> None:
+    receiver = Receiver()
+    app = web.Application()
+    app.router.add_post("/deliveries", receiver.handle)
+    runner, base = await serve(app)
+    receiver_url = f"{base}/deliveries"
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        await bare_echo(receiver_url, receiver, 200)  # warm-up
+        bare_rate, bare_lat = await bare_echo(receiver_url, receiver, turns)
+        ours_rate, ours_lat = await gateway_run(tmp, receiver_url, receiver, turns)
+        memory = await idle_session_memory(tmp, 10_000)
+    await runner.cleanup()
+    print(f"gateway benchmark: {turns} signed webhook turns, {CHATS} chats in parallel, instant scripted model")
+    print(f"  switchboard:  {ours_rate:7.0f} turns/s   p50 {pct(ours_lat, .5) * 1e3:6.1f} ms   "
+          f"p99 {pct(ours_lat, .99) * 1e3:6.1f} ms   (targets: ≥ 500 turns/s, p99 ≤ 50 ms)")
+    print(f"  bare aiohttp: {bare_rate:7.0f} turns/s   p50 {pct(bare_lat, .5) * 1e3:6.1f} ms   "
+          f"p99 {pct(bare_lat, .99) * 1e3:6.1f} ms")
+    print(f"  ratio:        {ours_rate / bare_rate:.0%} of the bare handler's throughput (target ≥ 25 %); "
+          f"median latency {statistics.median(ours_lat) / statistics.median(bare_lat):.1f}x")
+    print(f"  memory per idle session (10,000 sessions): {memory / 1024:.1f} KB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

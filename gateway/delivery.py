@@ -1,0 +1,238 @@
+"""The outbox: every outbound message journaled, then sent once, in order, per chat.
+
+Guarantees:
+
+- **Journal first.** `Outbox.enqueue` splits the text to the adapter's limit and
+  writes each part to the store, pending, before anything is sent. Keys are the
+  caller's key plus the part number; a key already journaled is not journaled
+  again, so replaying a turn after a restart never sends twice.
+- **Once.** A part is marked sent with the platform's message id right after the
+  adapter returns. Pending parts are sent by the next `Outbox.start` after a
+  restart. The one gap: a process that dies (or an outbox closed) while an adapter
+  call is in flight sends that part again; adapters pass the key on as a nonce
+  where the platform dedupes.
+- **Order.** One sender per chat (platform, chat, thread) sends strictly in enqueue
+  order, at least the adapter's ``send_interval`` apart. Chats never wait for each
+  other: a 429 or a backoff holds only its own chat.
+- **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
+  same part again. Network errors, 5xx and unexpected exceptions: back off
+  (0.5 s doubling to 60 s, jittered). A part still failing ``give_up_after`` seconds
+  after it was journaled (time queued behind other parts counts) is marked failed,
+  and the chat moves on. Forbidden, NotFound and BadRequest are final at once.
+  MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
+  ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
+  never the text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+
+from agent import SYSTEM_CLOCK, Clock
+from gateway.errors import GatewayError
+from gateway.sender import ChatKey, Sender, safe_measure
+from gateway.splitting import split_text
+from gateway.store import GatewayStore, NewMessage, OutboxRow
+from platforms.base import Adapter
+
+log = logging.getLogger("gateway.delivery")
+
+DEFAULT_GIVE_UP_AFTER = 3600.0
+
+
+class OutboxClosed(GatewayError):
+    """`Outbox.wait_sent` was waiting when the outbox closed; the message is still pending."""
+
+
+class Outbox:
+    """The durable, per-chat-ordered sender. Use from one event loop; see the module docstring.
+
+    ``give_up_after`` maps platforms to the seconds a part may keep failing with retryable
+    errors (default `DEFAULT_GIVE_UP_AFTER`; the webhook's ``retry_for_seconds``). Every wait
+    (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter.
+    """
+
+    def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
+                 clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
+                 rng: random.Random | None = None) -> None:
+        self._store = store
+        self._adapters = adapters
+        self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
+                              give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
+                              rng=rng or random.Random(), settle=self._settle)
+        self._queues: dict[ChatKey, deque[int]] = {}
+        self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
+        self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
+        self._queued = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._started = self._closed = False
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Begin sending: every part still pending in the store (journaled before a restart,
+        or enqueued before this call) is queued in journal order. Idempotent."""
+        if self._started or self._closed:
+            return
+        self._started = True
+        pending = self._store.pending_messages()
+        for row in pending:
+            self._push(row.chat, row.id)
+        if pending:
+            log.info("outbox: resuming %d pending message(s) in %d chat(s)", len(pending), len(self._queues))
+
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued part is sent, failed or dropped, or ``timeout`` seconds
+        pass; True if nothing is left. Parts left pending are sent by the next start."""
+        if self._queued == 0:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Cancel the senders at once. Unsent parts stay pending in the store for the next
+        `start`; `wait_sent` callers get `OutboxClosed`. Later enqueues only journal. Idempotent."""
+        self._closed = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for futures in self._waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(OutboxClosed("the outbox closed before the message was settled"))
+        self._waiters.clear()
+
+    # --- journaling -----------------------------------------------------------------------
+
+    def enqueue(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str, key: str,
+                turn_id: str | None = None, silent: bool = False, reply_token: str | None = None) -> list[str]:
+        """Split ``text``, journal the parts as ``{key}:0``, ``{key}:1``... and queue them; returns
+        the part keys. Idempotent: if ``{key}:0`` was ever journaled (and not yet pruned) nothing
+        is added and the existing keys are returned. Empty text journals nothing. Parts of a
+        turn get the turn's next ``sequence`` numbers. KeyError for a platform without adapter."""
+        existing = self._existing(key)
+        if existing:
+            return existing
+        parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
+        rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
+                           reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i)
+                for i, part in enumerate(parts)]  # fmt: skip
+        self._journal(rows)
+        return [r.key for r in rows]
+
+    def enqueue_edit(self, platform: str, chat_id: str, thread_id: str | None, target_key: str, text: str, *,
+                     key: str, kind: str | None = None) -> list[str]:
+        """Journal an edit of the message sent under ``target_key`` (a part key, e.g. ``notice:0``),
+        queued in the chat's order like any send; returns the keys, as `enqueue` does.
+
+        The platform message id is looked up when the edit's turn comes. If the target failed,
+        was dropped or never journaled, or the platform refuses the edit (EditUnsupported,
+        NotFound, BadRequest, MessageTooLong), ``text`` is sent as a new message instead and
+        ``target_key`` then points at it, so later edits edit the new message. Text longer than
+        one part edits with the first part and sends the rest as new messages."""
+        existing = self._existing(key)
+        if existing:
+            return existing
+        target = self._store.message(target_key)
+        parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
+        kind = kind or (target.kind if target is not None else "notice")
+        turn_id = target.turn_id if target is not None else None
+        silent = target.silent if target is not None else True
+        rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
+                           op="edit" if i == 0 else "send", target_key=target_key if i == 0 else None,
+                           turn_id=turn_id, sequence=None if turn_id else i)
+                for i, part in enumerate(parts)]  # fmt: skip
+        self._journal(rows)
+        return [r.key for r in rows]
+
+    def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
+        """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never
+        sent (one already in the adapter's hands still counts as sent). Returns how many."""
+        chat = (platform, chat_id, thread_id)
+        rows = [r for r in self._store.pending_messages(chat) if predicate(r)]
+        dropped = self._store.drop([r.id for r in rows])
+        for row in rows:
+            if row.id in dropped:
+                self._resolve(row.key, None)
+        return len(dropped)
+
+    async def wait_sent(self, key: str, timeout: float | None = None) -> str | None:
+        """The platform message id once the part under ``key`` is sent; None once it failed or
+        was dropped. Waits for keys not journaled yet. TimeoutError after ``timeout`` seconds;
+        `OutboxClosed` if the outbox closes first."""
+        row = self._store.message(key)
+        if row is not None and row.status != "pending":
+            return row.message_id if row.status == "sent" else None
+        if self._closed:
+            raise OutboxClosed("the outbox is closed")
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, []).append(future)
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        finally:
+            futures = self._waiters.get(key)
+            if futures is not None and future in futures:
+                futures.remove(future)
+                if not futures:
+                    del self._waiters[key]
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _existing(self, key: str) -> list[str]:
+        keys: list[str] = []
+        while self._store.message(f"{key}:{len(keys)}") is not None:
+            keys.append(f"{key}:{len(keys)}")
+        return keys
+
+    def _journal(self, rows: list[NewMessage]) -> None:
+        for row, row_id in zip(rows, self._store.add_messages(rows), strict=True):
+            if row_id is not None:
+                self._push((row.platform, row.chat_id, row.thread_id), row_id)
+
+    def _push(self, chat: ChatKey, row_id: int) -> None:
+        if not self._started or self._closed:
+            return  # journaled: the next start() sends it
+        self._queues.setdefault(chat, deque()).append(row_id)
+        self._queued += 1
+        self._idle.clear()
+        if chat not in self._tasks:
+            self._tasks[chat] = asyncio.get_running_loop().create_task(self._run(chat), name=f"outbox {chat}")
+
+    async def _run(self, chat: ChatKey) -> None:
+        """The chat's sender: one part at a time, to a final state, then the next. Exits when
+        the queue is empty; the next enqueue starts a new one."""
+        queue = self._queues[chat]
+        try:
+            while queue:
+                try:
+                    await self._sender.deliver(queue[0])
+                except Exception:
+                    # The store failing under us: leave the part pending for the next start.
+                    log.exception("outbox: %s chat %s: delivering row %s failed", chat[0], chat[1], queue[0])
+                queue.popleft()
+                self._queued -= 1
+        finally:
+            if not queue:
+                self._queues.pop(chat, None)
+            self._tasks.pop(chat, None)
+            if self._queued == 0 or self._closed:
+                self._idle.set()
+
+    def _settle(self, row: OutboxRow) -> None:
+        self._resolve(row.key, row.message_id if row.status == "sent" else None)
+
+    def _resolve(self, key: str, message_id: str | None) -> None:
+        for future in self._waiters.pop(key, []):
+            if not future.done():
+                future.set_result(message_id)

@@ -1,0 +1,65 @@
+"""Display settings and delegation mode, resolved the way the design map describes.
+
+For platform ``p`` and key ``k`` the first value that is set wins:
+``display.platforms.<p>.<k>`` → ``display.<k>`` → the adapter's built-in tier →
+the global default. The webhook platform never sends interim messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.config import Config
+from platforms.base import DisplayTier
+
+GLOBAL_DEFAULTS = {"interim_assistant_messages": False, "long_running_notifications": True}
+ALWAYS_BACKGROUND = frozenset({"web", "local", "webhook"})
+
+Mode = Literal["inline", "background"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDisplay:
+    """Settings resolved for one turn."""
+
+    interim_assistant_messages: bool
+    long_running_notifications: bool | Literal["generic"]
+    notify_interval: float
+    busy_input_mode: str
+
+
+def resolve(config: Config, platform: str, key: str, tier: DisplayTier | None):
+    overrides = config.display.platforms.get(platform)
+    for value in (
+        getattr(overrides, key, None) if overrides is not None else None,
+        getattr(config.display, key, None),
+        getattr(tier, key, None) if tier is not None else None,
+    ):
+        if value is not None:
+            return value
+    return GLOBAL_DEFAULTS[key]
+
+
+def turn_display(config: Config, platform: str, tier: DisplayTier | None) -> TurnDisplay:
+    interim = bool(resolve(config, platform, "interim_assistant_messages", tier)) and platform != "webhook"
+    overrides = config.display.platforms.get(platform)
+    busy = (overrides.busy_input_mode if overrides is not None else None) or config.display.busy_input_mode
+    return TurnDisplay(
+        interim_assistant_messages=interim,
+        long_running_notifications=resolve(config, platform, "long_running_notifications", tier),
+        notify_interval=config.agent.gateway_notify_interval,
+        busy_input_mode=busy,
+    )
+
+
+def delegation_mode(config: Config, platform: str, tier: DisplayTier | None) -> Mode:
+    """The mode a new session is pinned to (until ``/new``)."""
+    mode = config.delegation.gateway_mode
+    if mode in ("background", "async"):
+        return "background"
+    if mode == "inline":
+        return "inline"
+    messaging = tier is not None and tier.messaging and platform not in ALWAYS_BACKGROUND
+    interim = turn_display(config, platform, tier).interim_assistant_messages
+    return "inline" if messaging and not interim else "background"

@@ -1,0 +1,83 @@
+"""Long-running "still working" notices for one turn.
+
+The first notice comes after one full interval of a still-running turn; each
+later one edits that same message. The notifier belongs to exactly one turn and
+is disarmed the instant that turn ends, before its final reply is queued, so no
+notice can follow the reply and a queued follow-up never inherits it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+from typing import Literal
+
+from agent import Clock
+
+log = logging.getLogger("gateway.notices")
+
+Send = Callable[[str, int], None]
+"""``send(text, n)``: n = 0 sends the notice, later n edit it in place."""
+Detail = Callable[[], str | None]
+
+
+def format_elapsed(seconds: float, interval: float) -> str:
+    """Minutes from one minute on; seconds below, with the decimals the interval needs
+    so consecutive notices never read the same."""
+    if seconds >= 60:
+        return f"{int(seconds // 60)} min"
+    decimals = 0 if interval >= 1 else min(3, math.ceil(-math.log10(interval)))
+    return f"{seconds:.{decimals}f} s"
+
+
+def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"], detail: str | None) -> str:
+    when = format_elapsed(elapsed, interval)
+    if mode == "generic" or not detail:
+        return f"⏳ Still working — {when}"
+    return f"⏳ Working — {when} — {detail}"
+
+
+class Notifier:
+    """Arm with `start`; `disarm` is synchronous and final."""
+
+    def __init__(self, *, interval: float, mode: bool | Literal["generic"], send: Send, detail: Detail,
+                 clock: Clock) -> None:
+        self.interval = interval
+        self.mode = mode
+        self._send = send
+        self._detail = detail
+        self._clock = clock
+        self._task: asyncio.Task | None = None
+        self._armed = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval > 0 and self.mode is not False
+
+    def start(self) -> None:
+        if not self.enabled:
+            return
+        self._armed = True
+        self._task = asyncio.ensure_future(self._run())
+
+    def disarm(self) -> None:
+        self._armed = False
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        started = self._clock.monotonic()
+        sent = 0
+        while True:
+            await self._clock.sleep(self.interval)
+            if not self._armed:
+                return
+            try:
+                detail = self._detail() if self.mode != "generic" else None
+                self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), sent)
+            except Exception:  # a notice must never break the turn it describes
+                log.exception("sending a long-running notice failed")
+            sent += 1

@@ -1,0 +1,43 @@
+"""Adapters built from configuration. Each SDK is imported only when its platform is enabled."""
+
+from __future__ import annotations
+
+from gateway.config import Config
+from platforms.base import Adapter
+
+
+def build_adapters(config: Config, *, local: bool = False) -> list[Adapter]:
+    """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``)."""
+    p = config.platforms
+    adapters: list[Adapter] = []
+    if local:
+        from platforms.local import LocalAdapter
+
+        adapters.append(LocalAdapter())
+    if p.webhook.enabled:
+        from platforms.webhook import WebhookAdapter
+
+        routes = {name: (route.secret, route.deliver_url) for name, route in p.webhook.routes.items()}
+        adapters.append(WebhookAdapter(routes, retry_for_seconds=p.webhook.retry_for_seconds))
+    if p.telegram.enabled:
+        from platforms.telegram import TelegramAdapter
+
+        adapters.append(TelegramAdapter(
+            p.telegram.token, api_base=p.telegram.api_base, mode=p.telegram.mode,
+            webhook_url=p.telegram.webhook_url, webhook_secret=p.telegram.webhook_secret,
+        ))
+    if p.slack.enabled:
+        from platforms.slack import SlackAdapter
+
+        adapters.append(SlackAdapter(
+            bot_token=p.slack.bot_token, mode=p.slack.mode, app_token=p.slack.app_token,
+            signing_secret=p.slack.signing_secret, api_base=p.slack.api_base,
+        ))
+    if p.discord.enabled:
+        from platforms.discord import DiscordAdapter
+
+        adapters.append(DiscordAdapter(
+            p.discord.token, api_base=p.discord.api_base, gateway_url=p.discord.gateway_url,
+            command_guilds=p.discord.command_guilds,
+        ))
+    return adapters

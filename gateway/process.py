@@ -1,0 +1,45 @@
+"""`switchboard run` and `switchboard chat`: one gateway process from start to graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from gateway.config import Config
+from gateway.core import Gateway
+from gateway.platform_factory import build_adapters
+from gateway.runtime import Runtime
+from gateway.server import Server
+
+log = logging.getLogger("gateway.process")
+
+
+async def serve(config: Config, *, local: bool = False) -> int:
+    """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
+    ``server.shutdown_grace_seconds``, flush the outbox, journal running children."""
+    stopping = asyncio.Event()
+    adapters = build_adapters(config, local=local)
+    if local:
+        adapters[0]._on_exit = stopping.set
+    gateway = Gateway(Runtime(config), adapters)
+    # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
+    with_server = not local or len(adapters) > 1
+    server = Server(gateway, config.server.host, config.server.port) if with_server else None
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        await gateway.start()
+        if server is not None:
+            await server.start()
+        log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
+        await stopping.wait()
+        log.info("shutting down")
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        if server is not None:
+            await server.stop()
+        await gateway.stop()
+    return 0

@@ -1,0 +1,216 @@
+"""Delivering one journaled part to a final state: the outbox's retry, pacing and fallback rules.
+
+`Sender.deliver` takes a pending outbox row and returns once it is sent, failed or
+dropped, writing every state change to the store before moving on. What it does
+on each outcome of an adapter call is listed in `gateway.delivery`'s docstring;
+the `Outbox` runs one `deliver` at a time per chat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from collections.abc import Callable, Mapping
+
+from agent import Clock
+from gateway.splitting import split_text
+from gateway.store import GatewayStore, NewMessage, OutboxRow
+from platforms.base import (Adapter, BadRequest, EditUnsupported, Forbidden, MessageTooLong, NotFound, Outbound,
+                            RateLimited)
+
+log = logging.getLogger("gateway.delivery")
+
+ChatKey = tuple[str, str, str | None]
+BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
+_FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
+_EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
+
+
+def _describe(exc: BaseException) -> str:
+    # The class and the platform's description; adapters do not put message text in errors.
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _piece_name(i: int) -> str:
+    # Names sort in piece order (turn_messages orders a split's pieces by key): a..y, then z000025...
+    return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
+
+
+def safe_measure(adapter: Adapter) -> Callable[[str], int]:
+    """The adapter's measure, also for text holding lone surrogates (which a UTF-16 encoder
+    refuses): each lone surrogate is then measured as one replacement character."""
+    measure = adapter.measure
+
+    def measured(text: str) -> int:
+        try:
+            return measure(text)
+        except UnicodeError:
+            return measure(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
+
+    return measured
+
+
+class Sender:
+    def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
+                 give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
+                 settle: Callable[[OutboxRow], None]) -> None:
+        self._store, self._adapters, self._clock = store, adapters, clock
+        self._max_retry_after = max_retry_after
+        self._give_up_after, self._default_give_up = give_up_after, default_give_up
+        self._rng = rng
+        self._settle_cb = settle
+        # chat -> (monotonic time of its last adapter call, the adapter's send_interval)
+        self._last_call: dict[ChatKey, tuple[float, float]] = {}
+        self._prune_at = 1024
+
+    async def deliver(self, row_id: int) -> None:
+        """Bring the row to a final state. A row already final is only reported; a row of a
+        platform without an adapter stays pending (that platform may be configured again)."""
+        row = self._store.message_by_id(row_id)
+        if row is None or row.status != "pending":
+            if row is not None:
+                self._settle_cb(row)
+            return
+        adapter = self._adapters.get(row.platform)
+        if adapter is None:
+            log.warning("outbox: no %s adapter; %s stays pending", row.platform, row.key)
+            return
+        await self._deliver(adapter, row)
+
+    async def _deliver(self, adapter: Adapter, row: OutboxRow) -> None:
+        if row.op == "split" or self._store.pieces(row.key):
+            await self._send_pieces(adapter, row)  # resumed after a restart in the middle of a re-split
+            return
+        if row.next_attempt_at is not None:  # a retry time recorded before a restart: keep honouring it
+            wait = row.next_attempt_at - self._clock.time()
+            if wait > 0:
+                await self._clock.sleep(min(wait, self._max_retry_after))
+        delay = BACKOFF_FIRST
+        while True:
+            await self._pace(row.chat, adapter)
+            fresh = self._store.message_by_id(row.id)
+            if fresh is None or fresh.status != "pending":  # dropped (or pruned) while it waited
+                if fresh is not None:
+                    self._settle_cb(fresh)
+                return
+            row = fresh
+            target_id = self._edit_target(row) if row.op == "edit" else None
+            if row.op == "edit" and target_id is None:
+                row = self._to_send(row, "no sent message to edit")
+            try:
+                message_id = await self._attempt(adapter, row, target_id)
+            except Exception as exc:
+                if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
+                    self._to_send(row, type(exc).__name__)
+                    continue
+                if isinstance(exc, MessageTooLong):
+                    await self._resplit(adapter, row, exc)
+                    return
+                if isinstance(exc, _FINAL):
+                    self._fail(row, exc)
+                    return
+                if isinstance(exc, RateLimited) and exc.retry_after > 0:
+                    wait = min(exc.retry_after, self._max_retry_after)
+                else:  # NetworkError, 5xx, anything unexpected: worth another try, later
+                    wait = delay * (0.75 + 0.5 * self._rng.random())
+                    delay = min(delay * 2, BACKOFF_MAX)
+                now = self._clock.time()
+                deadline = row.created_at + self._give_up_after.get(row.platform, self._default_give_up)
+                if now >= deadline:
+                    self._fail(row, exc, gave_up=True)
+                    return
+                wait = min(wait, deadline - now)  # one last try at the deadline
+                self._store.record_attempt(row.id, _describe(exc), now + wait)
+                log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
+                         type(exc).__name__, wait)
+                await self._clock.sleep(wait)
+                continue
+            self._store.mark_sent(row.id, message_id)
+            if row.op == "send" and row.target_key is not None:
+                self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
+            self._settle(row)
+            return
+
+    async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None) -> str:
+        try:
+            if row.op == "edit" and target_id is not None:
+                await adapter.edit(row.chat_id, row.thread_id, target_id, row.text)
+                return target_id
+            sent = await adapter.send(Outbound(
+                row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
+                reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence))
+            return sent.message_id
+        finally:
+            self._note_call(row.chat, adapter)
+
+    async def _pace(self, chat: ChatKey, adapter: Adapter) -> None:
+        last = self._last_call.get(chat)
+        interval = float(getattr(adapter, "send_interval", 0.0) or 0.0)
+        if last is not None and interval > 0:
+            wait = last[0] + interval - self._clock.monotonic()
+            if wait > 0:
+                await self._clock.sleep(wait)
+
+    def _note_call(self, chat: ChatKey, adapter: Adapter) -> None:
+        now = self._clock.monotonic()
+        self._last_call[chat] = (now, float(getattr(adapter, "send_interval", 0.0) or 0.0))
+        if len(self._last_call) > self._prune_at:  # forget chats whose interval has passed: O(1) amortised
+            self._last_call = {c: v for c, v in self._last_call.items() if now - v[0] < v[1]}
+            self._prune_at = max(1024, 2 * len(self._last_call))
+
+    def _edit_target(self, row: OutboxRow) -> str | None:
+        target = self._store.message(row.target_key) if row.target_key else None
+        return target.message_id if target is not None else None
+
+    def _to_send(self, row: OutboxRow, reason: str) -> OutboxRow:
+        """An edit that cannot be: from now on (restarts included) this row sends a new message."""
+        log.info("outbox: %s chat %s: %s cannot edit %s (%s); sending it anew", row.platform, row.chat_id, row.key,
+                 row.target_key, reason)
+        self._store.set_op(row.id, "send")
+        return dataclasses.replace(row, op="send")
+
+    async def _resplit(self, adapter: Adapter, row: OutboxRow, exc: MessageTooLong) -> None:
+        measure = safe_measure(adapter)
+        limit = min(adapter.text_limit, measure(row.text)) // 2
+        try:
+            parts = split_text(row.text, limit, measure) if limit >= 1 else []
+        except ValueError:
+            parts = []
+        if len(parts) < 2:
+            self._fail(row, exc)
+            return
+        self._store.add_messages([
+            NewMessage(f"{row.key}/{_piece_name(i)}", row.platform, row.chat_id, row.thread_id, part, kind=row.kind,
+                       silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id, sequence=row.sequence)
+            for i, part in enumerate(parts)])  # fmt: skip
+        self._store.set_op(row.id, "split")
+        log.info("outbox: %s chat %s: %s too long for the platform; re-split in %d", row.platform, row.chat_id,
+                 row.key, len(parts))
+        await self._send_pieces(adapter, row)
+
+    async def _send_pieces(self, adapter: Adapter, row: OutboxRow) -> None:
+        """Send the pieces in the row's place; the row then stands for its first sent piece."""
+        first: str | None = None
+        for piece in self._store.pieces(row.key):
+            if piece.status == "pending":
+                await self._deliver(adapter, piece)
+                piece = self._store.message_by_id(piece.id) or piece
+            if piece.status == "sent" and first is None:
+                first = piece.message_id
+        if first is None:
+            self._store.mark_failed(row.id, "MessageTooLong: no piece of the re-split message was sent")
+        else:
+            self._store.mark_sent(row.id, first, attempted=False)
+            if row.target_key is not None:
+                self._store.set_message_id(row.target_key, first)
+        self._settle(row)
+
+    def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
+        self._store.mark_failed(row.id, _describe(exc))
+        age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""
+        log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
+        self._settle(row)
+
+    def _settle(self, row: OutboxRow) -> None:
+        self._settle_cb(self._store.message_by_id(row.id) or row)

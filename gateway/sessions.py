@@ -1,0 +1,73 @@
+"""Gateway sessions: one per (platform, chat, thread), each with its own work queue.
+
+A session runs one turn at a time. User messages and background results wait in
+its queue, so a completion never splices into a running turn: it runs as its own
+internal turn once the session is idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agent import AgentSession
+from platforms.base import Inbound
+
+
+@dataclass(slots=True)
+class WorkItem:
+    kind: Literal["message", "completion"]
+    text: str
+    turn_id: str
+    event: Inbound | None = None
+    """The inbound event this turn answers; marked done in the inbox once the reply is queued."""
+
+
+@dataclass(slots=True)
+class RunningTurn:
+    turn_id: str
+    kind: str
+    suppressed: bool = False
+    """Set by /stop, /new and interrupting follow-ups: nothing more from this turn reaches the chat."""
+    agent_turn_id: str | None = None
+    current_tool: str | None = None
+
+
+@dataclass(eq=False)
+class GatewaySession:
+    key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    session_id: str
+    """The agent session id of the current generation (children name it as their parent)."""
+    generation: int
+    mode: Literal["inline", "background"]
+    agent: AgentSession
+    queue: deque[WorkItem] = field(default_factory=deque)
+    running: RunningTurn | None = None
+    last_stop_at: float = 0.0
+    """Wall time of the last /stop: background results dispatched before it are not delivered."""
+    generation_started_at: float = 0.0
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    worker: asyncio.Task | None = None
+
+    def put(self, item: WorkItem, *, front: bool = False) -> None:
+        if front:
+            self.queue.appendleft(item)
+        else:
+            self.queue.append(item)
+        self._wake.set()
+
+    async def next_item(self) -> WorkItem:
+        while not self.queue:
+            self._wake.clear()
+            await self._wake.wait()
+        return self.queue.popleft()
+
+
+def new_turn_id() -> str:
+    return f"t-{os.urandom(8).hex()}"

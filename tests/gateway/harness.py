@@ -1,0 +1,134 @@
+"""A gateway on a temporary state dir, with an in-process recording adapter standing in
+for a messaging platform (the real SDK adapters have their own suites and scenarios)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.models.scripted import ScriptedModel
+from gateway.config import config_from_mapping
+from gateway.core import Gateway
+from gateway.runtime import Runtime
+from platforms.base import (
+    Accepted,
+    CommandSpec,
+    DisplayTier,
+    EditUnsupported,
+    Inbound,
+    InboundSink,
+    Outbound,
+    Sent,
+)
+
+MESSAGING = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+
+
+@dataclass
+class Delivered:
+    message_id: str
+    outbound: Outbound
+    edits: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.edits[-1] if self.edits else self.outbound.text
+
+    @property
+    def kind(self) -> str:
+        return self.outbound.kind
+
+
+class RecordingAdapter:
+    """Implements the adapter protocol in memory and records everything it is asked to do."""
+
+    def __init__(self, name: str = "chat", tier: DisplayTier = MESSAGING, *, editable: bool = True,
+                 text_limit: int = 4096) -> None:
+        self.name = name
+        self.tier = tier
+        self.text_limit = text_limit
+        self.typing_interval = 0.05
+        self.editable = editable
+        self.messages: list[Delivered] = []
+        self.typing_calls = 0
+        self.idle_calls = 0
+        self.commands: Sequence[CommandSpec] = ()
+        self._sink: InboundSink | None = None
+        self._ids = itertools.count(1)
+        self.changed = asyncio.Event()
+
+    def measure(self, text: str) -> int:
+        return len(text)
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        self._sink, self.commands = sink, commands
+
+    async def stop(self) -> None:
+        self._sink = None
+
+    async def send(self, message: Outbound) -> Sent:
+        delivered = Delivered(str(next(self._ids)), message)
+        self.messages.append(delivered)
+        self._changed()
+        return Sent(delivered.message_id)
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        if not self.editable:
+            raise EditUnsupported("no edits here", method="edit", chat_id=chat_id)
+        for delivered in self.messages:
+            if delivered.message_id == message_id:
+                delivered.edits.append(text)
+                self._changed()
+                return
+        raise EditUnsupported("unknown message", method="edit", chat_id=chat_id)
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self.typing_calls += 1
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        self.idle_calls += 1
+
+    def web_routes(self) -> Sequence[Any]:
+        return ()
+
+    async def say(self, text: str, *, chat: str = "c1", user: str = "u1", event_id: str | None = None,
+                  thread: str | None = None, name: str | None = "alice") -> Accepted:
+        assert self._sink is not None, "start the gateway first"
+        return await self._sink(Inbound(self.name, chat, thread, user, name, text,
+                                        event_id or f"ev-{os.urandom(6).hex()}", is_command=text.startswith("/")))
+
+    def _changed(self) -> None:
+        self.changed.set()
+
+    def kinds(self, chat: str | None = None) -> list[str]:
+        return [m.kind for m in self.messages if chat is None or m.outbound.chat_id == chat]
+
+    def texts(self, kind: str | None = None) -> list[str]:
+        return [m.text for m in self.messages if kind is None or m.kind == kind]
+
+    async def wait_for(self, predicate, timeout: float = 5.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self.changed.clear()
+                if predicate():
+                    return
+                await self.changed.wait()
+
+
+def make_config(tmp_path, **sections: Any):
+    raw: dict[str, Any] = {"state_dir": str(tmp_path / "state")}
+    raw.update(sections)
+    raw.setdefault("model", {}).setdefault("demo", {"child_steps": 1, "step_seconds": 0})
+    loaded = config_from_mapping(raw)
+    return loaded.config
+
+
+async def start_gateway(config, adapters, *, model=None, script=None) -> Gateway:
+    model = model or (ScriptedModel(script) if script is not None else None)
+    gateway = Gateway(Runtime(config, model=model), adapters)
+    await gateway.start()
+    return gateway

@@ -1,0 +1,154 @@
+"""/stop, /new, /agents and /help while work runs, inline and in the background."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from gateway.config import config_from_mapping
+from tests.gateway.harness import RecordingAdapter, make_config, start_gateway
+
+HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
+
+
+def child(request: ModelRequest) -> dict:
+    goal = request.metadata.get("goal", "")
+    if "[hang]" in goal:
+        if request.iteration == 0:
+            return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+        return {"hang": True}
+    return {"text": f"done: {goal}"}
+
+
+def parent_script(*, after: str = "all done") -> dict:
+    def parent(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and "delegat" in str(last["content"]).lower():
+            return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+        if last["role"] == "tool":
+            return {"text": "I started the subagents."}
+        return {"text": after}
+    return {"parent": parent, "leaf": child}
+
+
+@pytest.fixture
+async def gateway_factory():
+    started = []
+
+    async def make(config, adapters, **kw):
+        gateway = await start_gateway(config, adapters, **kw)
+        started.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+async def children_running(gateway, n: int = 2) -> None:
+    async with asyncio.timeout(5):
+        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("interim", [False, True], ids=["inline", "background"])
+async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path, gateway_factory, interim):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": interim})
+    gateway = await gateway_factory(config, [chat], model=ScriptedModel(parent_script()))
+    await chat.say("please delegate this")
+    await children_running(gateway)
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await asyncio.sleep(0.3)
+    confirmations = chat.texts("command")
+    assert len(confirmations) == 1 and confirmations[0].startswith("Stopped")
+    assert "2 subagents" in confirmations[0]
+    after_stop = chat.messages[chat.kinds().index("command") + 1:]
+    assert after_stop == []  # nothing more from the stopped work
+    session = next(iter(gateway.sessions.values()))
+    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
+    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    assert all(r.outcome.summary.startswith("partial work") for r in recent)
+    await chat.say("/agents")
+    await chat.wait_for(lambda: len(chat.texts("command")) == 2)
+    assert "partial work on first [hang]" in chat.texts("command")[1]
+
+
+async def test_stop_with_nothing_running_says_so(tmp_path, gateway_factory):
+    chat = RecordingAdapter()
+    await gateway_factory(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
+    await chat.say("!stop")
+    await chat.wait_for(lambda: chat.messages)
+    assert chat.texts() == ["Nothing was running."]
+
+
+async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, gateway_factory):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": True})
+    gateway = await gateway_factory(config, [chat], model=ScriptedModel(parent_script(after="fresh start")))
+    await chat.say("please delegate this")
+    await children_running(gateway)
+    session = next(iter(gateway.sessions.values()))
+    old_id, old_generation = session.session_id, session.generation
+    await chat.say("/new")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    assert chat.texts("command")[0].startswith("Started a new session and ended 2 subagents")
+    assert session.generation == old_generation + 1 and session.session_id != old_id
+    await chat.say("hello again")
+    await chat.wait_for(lambda: "fresh start" in chat.texts())
+    await asyncio.sleep(0.3)
+    assert "completion" not in chat.kinds()
+    assert all(m["role"] != "tool" for m in session.agent.messages)  # the new generation starts clean
+
+
+async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_path, gateway_factory):
+    chat = RecordingAdapter()
+    background = make_config(tmp_path, display={"interim_assistant_messages": True})
+    gateway = await gateway_factory(background, [chat], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
+    await chat.say("hello")
+    await chat.wait_for(lambda: chat.messages)
+    assert next(iter(gateway.sessions.values())).mode == "background"
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    inline = make_config(tmp_path, display={"interim_assistant_messages": False})
+    gateway2 = await gateway_factory(inline, [chat2], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
+    await chat2.say("hello after restart")
+    await chat2.wait_for(lambda: chat2.messages)
+    session = next(iter(gateway2.sessions.values()))
+    assert session.mode == "background"  # pinned across the restart
+    assert any("hello" == m.get("content") for m in session.agent.messages)  # transcript restored
+    await chat2.say("/new")
+    await chat2.wait_for(lambda: "command" in chat2.kinds())
+    assert session.mode == "inline" and "inline" in chat2.texts("command")[0]
+
+
+async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateway_factory, monkeypatch):
+    (tmp_path / "ping_plugin.py").write_text(
+        "def register(ctx):\n    ctx.register_command('ping', lambda args, c: f'pong {args}', 'answers pong')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    chat = RecordingAdapter()
+    config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["ping_plugin"]}).config
+    gateway = await gateway_factory(config, [chat], script={"parent": [[{"text": "x"}]]})
+    assert [c.name for c in chat.commands] == ["stop", "new", "agents", "help", "ping"]
+    await chat.say("/help")
+    await chat.say("/ping loud")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    assert "/stop" in chat.texts()[0] and "/ping — answers pong" in chat.texts()[0]
+    assert chat.texts()[1] == "pong loud"
+    assert gateway.sessions
+
+
+async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, gateway_factory):
+    chat = RecordingAdapter()
+    await gateway_factory(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
+    await chat.say("/stop@my_bot")
+    await chat.say("/reset")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    assert chat.texts()[0] == "Nothing was running."
+    assert chat.texts()[1].startswith("Started a new session")

@@ -1,0 +1,542 @@
+"""The outbox: journal, split, send once in per-chat order, retry, fall back, survive restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+
+import pytest
+
+from gateway.delivery import Outbox, OutboxClosed
+from gateway.splitting import split_text
+from gateway.store import GatewayStore, NewMessage
+from platforms.base import (BadRequest, DisplayTier, EditUnsupported, Forbidden, MessageTooLong, NetworkError, NotFound,
+                            Outbound, RateLimited, Sent, utf16_length)
+
+WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
+
+
+class FakeClock:
+    """Autojump (default): every sleep advances time at once. Manual: sleepers wait for `advance`."""
+
+    def __init__(self, *, autojump: bool = True) -> None:
+        self.now = 1_700_000_000.0
+        self.autojump = autojump
+        self.sleeps: list[float] = []
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+        self._slept = asyncio.Event()
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if self.autojump:
+            self.now += max(seconds, 0.0)
+            await asyncio.sleep(0)
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._sleepers.append((self.now + seconds, future))
+        self._slept.set()
+        await future
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        due = [s for s in self._sleepers if s[0] <= self.now]
+        self._sleepers = [s for s in self._sleepers if s[0] > self.now]
+        for _, future in due:
+            if not future.done():
+                future.set_result(None)
+
+    async def until_sleeping(self, count: int = 1) -> None:
+        async with asyncio.timeout(WAIT):
+            while len(self._sleepers) < count:
+                self._slept.clear()
+                await self._slept.wait()
+
+
+class FakeAdapter:
+    """Records every call (failed ones too) with the clock's time; fails as scripted."""
+
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    typing_interval = 5.0
+
+    def __init__(self, name: str = "fake", *, text_limit: int = 100, measure: Callable[[str], int] = len,
+                 send_interval: float = 0.0, clock: FakeClock | None = None, accept_limit: int | None = None) -> None:
+        self.name, self.text_limit, self._measure, self.send_interval = name, text_limit, measure, send_interval
+        self.clock = clock
+        self.accept_limit = accept_limit
+        """The platform's real limit, when it is stricter than the declared one (MessageTooLong)."""
+        self.calls: list[tuple[str, str, str, float]] = []  # (op, chat_id, text, time)
+        self.sent: list[tuple[Outbound, str, float]] = []  # (message, message_id, time), successes only
+        self.messages: dict[str, str] = {}  # message id -> the text the chat shows now
+        self.scripts: dict[str | None, deque[BaseException]] = {}
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self._changed = asyncio.Event()
+        self._ids = itertools.count(1)
+
+    def measure(self, text: str) -> int:
+        return self._measure(text)
+
+    def fail_next(self, *errors: BaseException, chat: str | None = None) -> None:
+        """Raise these on the next calls (for ``chat`` only, if given)."""
+        self.scripts.setdefault(chat, deque()).extend(errors)
+
+    async def _call(self, op: str, chat_id: str, text: str) -> None:
+        self.calls.append((op, chat_id, text, self.clock.now if self.clock else 0.0))
+        self._changed.set()
+        await self.gate.wait()
+        for script in (self.scripts.get(chat_id), self.scripts.get(None)):
+            if script:
+                raise script.popleft()
+        if self.accept_limit is not None and len(text) > self.accept_limit:
+            raise MessageTooLong("message is too long", method=op, chat_id=chat_id)
+
+    async def send(self, message: Outbound) -> Sent:
+        await self._call("send", message.chat_id, message.text)
+        message_id = f"m{next(self._ids)}"
+        self.messages[message_id] = message.text
+        self.sent.append((message, message_id, self.clock.now if self.clock else 0.0))
+        self._changed.set()
+        return Sent(message_id)
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        await self._call("edit", chat_id, text)
+        if message_id not in self.messages:
+            raise NotFound("message to edit not found", method="edit", chat_id=chat_id)
+        self.messages[message_id] = text
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
+
+    def texts(self, chat_id: str | None = None) -> list[str]:
+        return [m.text for m, _, _ in self.sent if chat_id is None or m.chat_id == chat_id]
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        async with asyncio.timeout(WAIT):
+            while not predicate():
+                self._changed.clear()
+                await self._changed.wait()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path, clock):
+    s = GatewayStore(tmp_path / "state.db", clock=clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+async def make(store, clock):
+    """make(adapter, **outbox options) -> a started Outbox, closed after the test."""
+    made: list[Outbox] = []
+
+    async def make(*adapters: FakeAdapter, **kw) -> Outbox:
+        kw.setdefault("clock", clock)
+        outbox = Outbox(kw.pop("store", store), {a.name: a for a in adapters}, rng=random.Random(7), **kw)
+        made.append(outbox)
+        await outbox.start()
+        return outbox
+
+    yield make
+    for outbox in made:
+        await outbox.close()
+
+
+async def sent(outbox: Outbox, key: str) -> str | None:
+    return await outbox.wait_sent(key, timeout=WAIT)
+
+
+# --- the happy path ----------------------------------------------------------------------
+
+
+async def test_long_text_is_split_journaled_and_sent_in_order(make, store, clock):
+    adapter = FakeAdapter(text_limit=40, clock=clock)
+    outbox = await make(adapter)
+    text = "\n\n".join(f"Paragraph {i}: " + "word " * 5 for i in range(6))
+    keys = outbox.enqueue("fake", "c1", "th", text, kind="reply", key="t1:reply", turn_id="t1")
+    parts = split_text(text, 40)
+    assert keys == [f"t1:reply:{i}" for i in range(len(parts))] and len(parts) > 2
+    assert [store.message(k).text for k in keys] == parts  # journaled before anything was sent
+    ids = [await sent(outbox, k) for k in keys]
+    assert adapter.texts() == parts
+    assert ids == [message_id for _, message_id, _ in adapter.sent]
+    first = adapter.sent[0][0]
+    assert (first.chat_id, first.thread_id, first.kind, first.idempotency_key, first.turn_id, first.sequence) == (
+        "c1", "th", "reply", "t1:reply:0", "t1", 0)
+    assert [m.sequence for m, _, _ in adapter.sent] == list(range(len(parts)))
+    assert [(m["key"], m["status"]) for m in store.turn_messages("fake", "t1")] == [(k, "sent") for k in keys]
+
+
+async def test_enqueuing_the_same_key_twice_sends_once(make, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    first = outbox.enqueue("fake", "c1", None, "hello", kind="reply", key="k")
+    again = outbox.enqueue("fake", "c1", None, "hello, but generated differently", kind="reply", key="k")
+    assert first == again == ["k:0"]
+    await sent(outbox, "k:0")
+    assert outbox.enqueue("fake", "c1", None, "hello", kind="reply", key="k") == ["k:0"]
+    assert await outbox.flush(timeout=WAIT)
+    assert adapter.texts() == ["hello"]
+
+
+async def test_empty_text_journals_nothing(make, store):
+    outbox = await make(FakeAdapter())
+    assert outbox.enqueue("fake", "c1", None, " \n ", kind="reply", key="k") == []
+    assert store.pending_messages() == []
+
+
+async def test_enqueue_before_start_is_sent_by_start(store, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = Outbox(store, {"fake": adapter}, clock=clock)
+    outbox.enqueue("fake", "c1", None, "early", kind="reply", key="k")
+    assert adapter.calls == []
+    await outbox.start()
+    assert await sent(outbox, "k:0") == "m1"
+    await outbox.close()
+
+
+# --- ordering and pacing -----------------------------------------------------------------
+
+
+async def test_a_429_holds_only_its_own_chat(make, store):
+    clock = FakeClock(autojump=False)
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter, clock=clock)
+    adapter.fail_next(RateLimited("slow down", retry_after=30), chat="a")
+    outbox.enqueue("fake", "a", None, "a1", kind="reply", key="a1")
+    await clock.until_sleeping()  # chat a waits out its 429
+    outbox.enqueue("fake", "a", None, "a2", kind="reply", key="a2")
+    outbox.enqueue("fake", "b", None, "b1", kind="reply", key="b1")
+    assert await sent(outbox, "b1:0") is not None  # b is not held up by a
+    assert adapter.texts() == ["b1"]
+    assert store.message("a1:0").attempts == 1 and store.message("a1:0").next_attempt_at == clock.now + 30
+    clock.advance(29.9)
+    await asyncio.sleep(0)
+    assert adapter.texts() == ["b1"]
+    clock.advance(0.1)
+    await sent(outbox, "a2:0")
+    assert adapter.texts() == ["b1", "a1", "a2"]  # a kept its own order
+    assert clock.sleeps == [30]
+
+
+async def test_retry_after_is_capped(make, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter, max_retry_after=5.0)
+    adapter.fail_next(RateLimited("slow down", retry_after=500))
+    outbox.enqueue("fake", "c1", None, "hi", kind="reply", key="k")
+    assert await sent(outbox, "k:0") is not None
+    assert clock.sleeps == [5.0]
+
+
+async def test_pacing_spaces_sends_within_a_chat_only(make, clock):
+    adapter = FakeAdapter(clock=clock, send_interval=2.0)
+    outbox = await make(adapter)
+    for i in range(3):
+        outbox.enqueue("fake", "a", None, f"a{i}", kind="reply", key=f"a{i}")
+    outbox.enqueue("fake", "b", None, "b0", kind="reply", key="b0")
+    assert await outbox.flush(timeout=WAIT)
+    times = {m.text: t for m, _, t in adapter.sent}
+    assert times["a1"] - times["a0"] >= 2.0 and times["a2"] - times["a1"] >= 2.0
+    assert adapter.texts().index("b0") < adapter.texts().index("a1")  # b did not wait for a's interval
+
+
+async def test_per_chat_fifo_and_exactly_once_under_random_transient_errors(make, clock, store):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    rng = random.Random(3)
+    expected: dict[str, list[str]] = {}
+    for i in range(60):
+        chat = rng.choice("xyz")
+        if rng.random() < 0.3:
+            adapter.fail_next(rng.choice([NetworkError("5xx"), RateLimited("429", retry_after=1)]), chat=chat)
+        outbox.enqueue("fake", chat, None, f"{chat}{i}", kind="reply", key=f"k{i}")
+        expected.setdefault(chat, []).append(f"{chat}{i}")
+        if rng.random() < 0.2:
+            await asyncio.sleep(0)
+    assert await outbox.flush(timeout=WAIT)
+    for chat, texts in expected.items():
+        assert adapter.texts(chat) == texts
+    assert store.pending_messages() == []
+
+
+# --- failures ----------------------------------------------------------------------------
+
+
+async def test_network_errors_back_off_then_give_up(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter, give_up_after={"fake": 20.0})
+    adapter.fail_next(*[NetworkError("HTTP 502") for _ in range(100)], chat="a")
+    created = clock.now
+    outbox.enqueue("fake", "a", None, "doomed", kind="reply", key="a1")
+    outbox.enqueue("fake", "a", None, "queued behind", kind="reply", key="a2")
+    assert await sent(outbox, "a1:0") is None
+    row = store.message("a1:0")
+    assert row.status == "failed" and row.last_error == "NetworkError: HTTP 502"
+    # 0.5 s doubling with ±25% jitter, the last wait cut short at the deadline, then one last try.
+    for i, wait in enumerate(clock.sleeps[:-1]):
+        assert 0.5 * 2**i * 0.75 <= wait <= 0.5 * 2**i * 1.25
+    assert clock.now == pytest.approx(created + 20.0)
+    assert row.attempts == len(clock.sleeps) + 1
+    # a2 waited in the queue all that time: it is as old, so its first failure is its last.
+    assert await sent(outbox, "a2:0") is None and store.message("a2:0").attempts == 1
+    adapter.scripts.clear()
+    outbox.enqueue("fake", "a", None, "later", kind="reply", key="a3")
+    assert await sent(outbox, "a3:0") is not None  # the chat is not stuck
+
+
+async def test_backoff_is_capped_at_a_minute(make, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    adapter.fail_next(*[NetworkError("down") for _ in range(12)])
+    outbox.enqueue("fake", "a", None, "eventually", kind="reply", key="k")
+    assert await sent(outbox, "k:0") is not None
+    assert max(clock.sleeps) <= 60 * 1.25 and clock.sleeps[-1] >= 60 * 0.75
+
+
+@pytest.mark.parametrize("error", [Forbidden("bot was blocked"), NotFound("chat not found"), BadRequest("bad")])
+async def test_permanent_errors_fail_the_message_and_the_queue_continues(make, store, clock, caplog, error):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    adapter.fail_next(error)
+    outbox.enqueue("fake", "c1", None, "private words", kind="reply", key="k1")
+    outbox.enqueue("fake", "c1", None, "after", kind="reply", key="k2")
+    with caplog.at_level(logging.DEBUG, logger="gateway"):
+        assert await sent(outbox, "k1:0") is None
+        assert await sent(outbox, "k2:0") is not None
+    assert store.message("k1:0").status == "failed" and clock.sleeps == []
+    warning = next(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert "fake" in warning and "c1" in warning and "k1:0" in warning and type(error).__name__ in warning
+    assert not any("private words" in r.getMessage() for r in caplog.records)
+
+
+async def test_message_too_long_is_resplit_in_place(make, store, clock):
+    adapter = FakeAdapter(clock=clock, text_limit=100, accept_limit=30)
+    outbox = await make(adapter)
+    text = " ".join(f"w{i}" for i in range(30))  # ~90 characters: within the declared limit only
+    outbox.enqueue("fake", "c1", None, text, kind="reply", key="k", turn_id="t")
+    outbox.enqueue("fake", "c1", None, "after", kind="reply", key="after", turn_id="t")
+    first = await sent(outbox, "k:0")
+    await sent(outbox, "after:0")
+    texts = adapter.texts()
+    assert texts[-1] == "after" and len(texts) > 3 and all(len(t) <= 30 for t in texts)
+    assert " ".join(texts[:-1]) == text
+    assert first == adapter.sent[0][1]
+    assert store.message("k:0").op == "split" and store.message("k:0/a").status == "sent"
+    assert [m["text"] for m in store.turn_messages("fake", "t")] == texts
+
+
+async def test_message_too_long_that_cannot_be_split_fails(make, store, clock):
+    adapter = FakeAdapter(clock=clock, accept_limit=0)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "x", kind="reply", key="k")
+    assert await sent(outbox, "k:0") is None
+    assert store.message("k:0").status == "failed"
+
+
+async def test_a_platform_without_adapter_leaves_its_rows_pending(make, store):
+    store.add_messages([NewMessage("k:0", "gone", "c1", None, "journaled when gone was configured")])
+    outbox = await make(FakeAdapter())
+    with pytest.raises(KeyError):
+        outbox.enqueue("gone", "c1", None, "hi", kind="reply", key="k2")
+    assert await outbox.flush(timeout=WAIT)
+    assert store.message("k:0").status == "pending"  # sent once that platform is configured again
+
+
+# --- edits -------------------------------------------------------------------------------
+
+
+async def test_edit_in_place(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "still working (1 min)", kind="notice", key="n", turn_id="t", silent=True)
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "still working (2 min)", key="n-e1")
+    message_id = await sent(outbox, "n:0")
+    assert await sent(outbox, "n-e1:0") == message_id
+    assert adapter.messages == {message_id: "still working (2 min)"}
+    assert [op for op, *_ in adapter.calls] == ["send", "edit"]
+    edit = store.message("n-e1:0")
+    assert (edit.op, edit.kind, edit.turn_id, edit.silent) == ("edit", "notice", "t", True)
+
+
+@pytest.mark.parametrize("refusal", [EditUnsupported("no edits here"), NotFound("message gone"), BadRequest("old")])
+async def test_refused_edit_sends_anew_and_later_edits_edit_the_new_message(make, store, clock, refusal):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "v1", kind="notice", key="n")
+    old = await sent(outbox, "n:0")
+    adapter.fail_next(refusal)
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "v2", key="e1")
+    new = await sent(outbox, "e1:0")
+    assert new != old and adapter.messages == {old: "v1", new: "v2"}
+    assert store.message("n:0").message_id == new and store.message("e1:0").op == "send"
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "v3", key="e2")
+    assert await sent(outbox, "e2:0") == new
+    assert adapter.messages == {old: "v1", new: "v3"}
+
+
+async def test_editing_a_message_that_failed_sends_it_and_remembers_it(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    adapter.fail_next(BadRequest("can't parse entities"))
+    outbox.enqueue("fake", "c1", None, "v1", kind="notice", key="n")
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "v2", key="e1")
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "v3", key="e2")
+    assert await sent(outbox, "n:0") is None
+    new = await sent(outbox, "e1:0")
+    assert await sent(outbox, "e2:0") == new
+    assert adapter.messages == {new: "v3"}
+    assert [op for op, *_ in adapter.calls] == ["send", "send", "edit"]
+
+
+async def test_an_edit_is_retried_on_network_errors(make, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "v1", kind="notice", key="n")
+    message_id = await sent(outbox, "n:0")
+    adapter.fail_next(NetworkError("reset"))
+    outbox.enqueue_edit("fake", "c1", None, "n:0", "v2", key="e1")
+    assert await sent(outbox, "e1:0") == message_id
+    assert adapter.messages == {message_id: "v2"}
+
+
+# --- drop, flush, close, restart ------------------------------------------------------------
+
+
+async def test_drop_marks_pending_messages_of_a_chat(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="r1")
+    await adapter.until(lambda: len(adapter.calls) == 1)
+    outbox.enqueue("fake", "c1", None, "still working", kind="notice", key="n1")
+    outbox.enqueue("fake", "c1", None, "more", kind="reply", key="r2")
+    outbox.enqueue("fake", "c2", None, "elsewhere", kind="notice", key="n2")
+    assert outbox.drop("fake", "c1", None, lambda row: row.kind == "notice") == 1
+    assert await sent(outbox, "n1:0") is None
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    assert sorted(adapter.texts()) == ["answer", "elsewhere", "more"]
+    assert store.message("n1:0").status == "dropped"
+
+
+async def test_flush_times_out_while_a_chat_is_stuck_and_close_ends_waits(make, clock):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "stuck", kind="reply", key="k")
+    assert not await outbox.flush(timeout=0.01)
+    waiter = asyncio.ensure_future(outbox.wait_sent("k:0"))
+    await asyncio.sleep(0)
+    await outbox.close()
+    with pytest.raises(OutboxClosed):
+        await waiter
+    assert store_status(outbox, "k:0") == "pending"  # the next start sends it
+
+
+async def test_wait_sent_times_out(make):
+    outbox = await make(FakeAdapter())
+    with pytest.raises(TimeoutError):
+        await outbox.wait_sent("never:0", timeout=0.01)
+
+
+def store_status(outbox: Outbox, key: str) -> str:
+    return outbox._store.message(key).status
+
+
+async def test_restart_sends_each_pending_message_once_and_sent_ones_never_again(tmp_path, clock):
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path, clock=clock)
+    before = FakeAdapter(clock=clock, text_limit=20)
+    outbox1 = Outbox(store1, {"fake": before}, clock=clock)
+    await outbox1.start()
+    outbox1.enqueue("fake", "a", None, "delivered before", kind="reply", key="t1")
+    await outbox1.wait_sent("t1:0", timeout=WAIT)
+    before.gate.clear()  # the platform hangs: the next send is in flight when the process stops
+    outbox1.enqueue("fake", "a", None, "first of two parts, cut", kind="reply", key="t2")
+    outbox1.enqueue("fake", "b", None, "another chat", kind="reply", key="t3")
+    await before.until(lambda: len(before.calls) == 3)
+    await outbox1.close()
+    outbox1.enqueue("fake", "a", None, "after close", kind="reply", key="t4")  # journaled only
+    store1.close()
+
+    store2 = GatewayStore(path, clock=clock)
+    after = FakeAdapter(clock=clock, text_limit=20)
+    outbox2 = Outbox(store2, {"fake": after}, clock=clock)
+    await outbox2.start()
+    # The turn is replayed after the restart: its keys are already journaled.
+    assert outbox2.enqueue("fake", "a", None, "delivered before", kind="reply", key="t1") == ["t1:0"]
+    assert outbox2.enqueue("fake", "a", None, "first of two parts, cut", kind="reply", key="t2") == ["t2:0", "t2:1"]
+    assert await outbox2.flush(timeout=WAIT)
+    assert after.texts("a") == ["first of two parts,", "cut", "after close"]
+    assert after.texts("b") == ["another chat"]
+    assert store2.pending_messages() == []
+    await outbox2.close()
+    store2.close()
+
+
+async def test_restart_resumes_a_resplit_and_honours_a_recorded_retry_time(tmp_path):
+    clock = FakeClock(autojump=False)
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path, clock=clock)
+    before = FakeAdapter(clock=clock, accept_limit=20)
+    outbox1 = Outbox(store1, {"fake": before}, clock=clock)
+    await outbox1.start()
+    before.fail_next(NetworkError("down"), chat="b")
+    outbox1.enqueue("fake", "b", None, "retry me", kind="reply", key="r")
+    before.fail_next(MessageTooLong("too long"), MessageTooLong("too long"), RateLimited("429", retry_after=9),
+                     chat="a")
+    outbox1.enqueue("fake", "a", None, "one two three four five six", kind="reply", key="k")
+    await clock.until_sleeping(2)  # b backs off; a's first piece waits out a 429
+    await outbox1.close()
+    store1.close()
+    assert before.sent == []
+
+    store2 = GatewayStore(path, clock=clock)
+    after = FakeAdapter(clock=clock, accept_limit=20)
+    outbox2 = Outbox(store2, {"fake": after}, clock=clock)
+    await outbox2.start()
+    await clock.until_sleeping(2)  # both resume by waiting out what was left of their waits
+    clock.advance(9)
+    assert await outbox2.wait_sent("k:0", timeout=WAIT) is not None
+    assert await outbox2.wait_sent("r:0", timeout=WAIT) is not None
+    assert " ".join(after.texts("a")) == "one two three four five six"
+    assert after.texts("b") == ["retry me"]
+    await outbox2.close()
+    store2.close()
+
+
+async def test_text_with_lone_surrogates_goes_out_under_a_utf16_measure(make, clock):
+    adapter = FakeAdapter(clock=clock, measure=utf16_length, text_limit=10)
+    outbox = await make(adapter)
+    keys = outbox.enqueue("fake", "c1", None, "ab\ud83d cd 😀😀 ef gh", kind="reply", key="k")
+    assert await outbox.flush(timeout=WAIT)
+    assert "".join(adapter.texts()).replace(" ", "") == "ab\ud83dcd😀😀efgh" and len(keys) > 1
+
+
+async def test_logs_carry_keys_never_text(make, clock, caplog):
+    adapter = FakeAdapter(clock=clock, accept_limit=12)
+    outbox = await make(adapter, give_up_after={"fake": 1.0})
+    adapter.fail_next(RateLimited("429", retry_after=0.1), *[NetworkError("boom") for _ in range(20)], chat="a")
+    adapter.fail_next(EditUnsupported("no"), chat="b")
+    with caplog.at_level(logging.DEBUG):
+        outbox.enqueue("fake", "a", None, "secret words", kind="reply", key="ka")
+        outbox.enqueue("fake", "b", None, "secret words here and there", kind="reply", key="kb")
+        outbox.enqueue_edit("fake", "b", None, "kb:0", "secret edit", key="eb")
+        assert await outbox.flush(timeout=WAIT)
+    assert any("ka:0" in r.getMessage() for r in caplog.records)
+    assert not any("secret" in r.getMessage() for r in caplog.records)

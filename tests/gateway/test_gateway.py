@@ -1,0 +1,236 @@
+"""The gateway core with a recording adapter and the demo and scripted models."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from gateway.display import delegation_mode
+from platforms.base import DisplayTier
+from tests.gateway.harness import MESSAGING, RecordingAdapter, make_config, start_gateway
+
+WEB_LIKE = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
+LIST = "Compare these:\n- apples\n- pears"
+
+
+@pytest.fixture
+async def gateways():
+    started = []
+
+    async def make(config, adapters, **kw):
+        gateway = await start_gateway(config, adapters, **kw)
+        started.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+@pytest.mark.parametrize("gateway_mode", ["auto", "inline", "background", "async"])
+@pytest.mark.parametrize("interim", [True, False])
+@pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "webhook", "local", "web", "custom-messaging"])
+def test_mode_resolution_table(tmp_path, gateway_mode, interim, platform):
+    config = make_config(tmp_path, delegation={"gateway_mode": gateway_mode},
+                         display={"interim_assistant_messages": interim})
+    messaging = platform in ("telegram", "slack", "discord", "custom-messaging")
+    tier = MESSAGING if messaging else WEB_LIKE
+    mode = delegation_mode(config, platform, tier)
+    if gateway_mode in ("background", "async"):
+        expected = "background"
+    elif gateway_mode == "inline":
+        expected = "inline"
+    else:
+        expected = "inline" if messaging and not interim else "background"
+    assert mode == expected
+
+
+def test_per_platform_display_overrides_win(tmp_path):
+    config = make_config(tmp_path, display={"interim_assistant_messages": True,
+                                            "platforms": {"telegram": {"interim_assistant_messages": False}}})
+    assert delegation_mode(config, "telegram", MESSAGING) == "inline"
+    assert delegation_mode(config, "slack", MESSAGING) == "background"
+
+
+async def test_inline_delegation_sends_one_message(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": False})
+    await gateways(config, [chat])
+    await chat.say(LIST)
+    await chat.wait_for(lambda: chat.messages)
+    await asyncio.sleep(0.2)
+    assert chat.kinds() == ["reply"]
+    assert "apples" in chat.messages[0].text and "pears" in chat.messages[0].text
+    assert chat.typing_calls >= 1 and chat.idle_calls >= 1
+
+
+async def test_background_delegation_sends_two_messages(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": True})
+    gateway = await gateways(config, [chat])
+    await chat.say(LIST)
+    await chat.wait_for(lambda: len(chat.messages) >= 2)
+    await asyncio.sleep(0.2)
+    assert chat.kinds() == ["reply", "completion"]
+    assert "Started 2 subagent" in chat.messages[0].text
+    assert "apples: completed" in chat.messages[1].text and "pears: completed" in chat.messages[1].text
+    assert next(iter(gateway.sessions.values())).mode == "background"
+
+
+async def test_interim_text_is_sent_as_interim_and_never_as_the_final_reply(tmp_path, gateways):
+    chat = RecordingAdapter()
+    script = {"parent": [[{"text": "Let me check.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+                          {"text": "All done."}]]}
+    await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], script=script)
+    await chat.say("check")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await asyncio.sleep(0.1)
+    assert [(m.kind, m.text) for m in chat.messages] == [("interim", "Let me check."), ("reply", "All done.")]
+
+
+async def test_interim_off_means_no_interim_messages(tmp_path, gateways):
+    chat = RecordingAdapter()
+    script = {"parent": [[{"text": "Let me check.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+                          {"text": "All done."}]]}
+    await gateways(make_config(tmp_path, display={"interim_assistant_messages": False}), [chat], script=script)
+    await chat.say("check")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    assert chat.texts() == ["All done."]
+
+
+def slow_script(seconds=0.35, text="finished"):
+    return {"parent": [[{"sleep": seconds, "text": text}], [{"sleep": seconds, "text": f"{text} again"}]]}
+
+
+async def test_notices_first_after_one_interval_then_edited_in_place_and_none_after_the_reply(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.1})
+    await gateways(config, [chat], script=slow_script())
+    await chat.say("work slowly")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await asyncio.sleep(0.3)
+    assert chat.kinds() == ["notice", "reply"]
+    notice = chat.messages[0]
+    assert notice.outbound.silent and notice.text.startswith("⏳")
+    assert len(notice.edits) >= 1
+    texts = [notice.outbound.text, *notice.edits]
+    assert len(set(texts)) == len(texts)  # every notice reads differently
+    assert "s" in texts[0] and "thinking" in texts[0]
+
+
+async def test_a_queued_follow_up_never_inherits_the_previous_notifier(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.15},
+                         display={"busy_input_mode": "queue"})
+    script = {"parent": [[{"sleep": 0.25, "text": "first"}], [{"text": "second, quickly"}]]}
+    await gateways(config, [chat], script=script)
+    await chat.say("one")
+    await chat.say("two")
+    await chat.wait_for(lambda: chat.kinds().count("reply") == 2)
+    await asyncio.sleep(0.4)
+    assert chat.kinds() == ["notice", "reply", "reply"]
+    assert [m.text for m in chat.messages[1:]] == ["first", "second, quickly"]
+
+
+async def test_generic_notices_have_no_tool_details(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.1},
+                         display={"long_running_notifications": "generic"})
+    await gateways(config, [chat], script=slow_script(0.25))
+    await chat.say("x")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    assert chat.messages[0].outbound.text.startswith("⏳ Still working — ")
+    assert "thinking" not in chat.messages[0].outbound.text
+
+
+@pytest.mark.parametrize("settings", [{"agent": {"gateway_notify_interval": 0}},
+                                      {"agent": {"gateway_notify_interval": 0.05},
+                                       "display": {"long_running_notifications": False}}])
+async def test_notices_off_when_disabled(tmp_path, gateways, settings):
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path, **settings), [chat], script=slow_script(0.2))
+    await chat.say("x")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    assert chat.kinds() == ["reply"]
+
+
+async def test_busy_input_interrupt_stops_the_running_turn_and_runs_the_new_message(tmp_path, gateways):
+    chat = RecordingAdapter()
+    script = {"parent": [[{"hang": True}], [{"text": "answer to the second"}]]}
+    gateway = await gateways(make_config(tmp_path), [chat], script=script)
+    await chat.say("first")
+    session = next(iter(gateway.sessions.values()))
+    async with asyncio.timeout(5):
+        while session.running is None:
+            await asyncio.sleep(0.005)
+    await chat.say("second")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await asyncio.sleep(0.1)
+    assert chat.texts() == ["answer to the second"]
+
+
+async def test_busy_input_queue_runs_next(tmp_path, gateways):
+    chat = RecordingAdapter()
+    script = {"parent": [[{"sleep": 0.2, "text": "first"}], [{"text": "second"}]]}
+    await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat], script=script)
+    await chat.say("one")
+    await chat.say("two")
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    assert chat.texts("reply") == ["first", "second"]
+
+
+async def test_busy_input_steer_reaches_the_running_turn(tmp_path, gateways):
+    chat = RecordingAdapter()
+    seen = []
+
+    def parent(request):
+        seen.append([m.get("content") for m in request.messages])
+        if request.iteration == 0:
+            return {"sleep": 0.2, "tool_calls": [{"name": "list_files", "arguments": {}}]}
+        return {"text": "steered answer"}
+
+    model = ScriptedModel({"parent": parent})
+    await gateways(make_config(tmp_path, display={"busy_input_mode": "steer"}), [chat], model=model)
+    await chat.say("start")
+    await asyncio.sleep(0.05)
+    accepted = await chat.say("use metric units")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    assert chat.texts("reply") == ["steered answer"]
+    assert any("use metric units" in str(c) for c in seen[-1])
+    assert accepted.turn_id is not None
+
+
+async def test_duplicate_events_are_dropped(tmp_path, gateways):
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "once"}], [{"text": "twice"}]]})
+    first = await chat.say("hello", event_id="update-7")
+    again = await chat.say("hello", event_id="update-7")
+    await chat.wait_for(lambda: chat.messages)
+    await asyncio.sleep(0.1)
+    assert chat.texts() == ["once"]
+    assert again.duplicate and again.turn_id == first.turn_id
+
+
+async def test_access_control_refuses_strangers_once_and_runs_nothing(tmp_path, gateways):
+    chat = RecordingAdapter("telegram")
+    model = ScriptedModel({"parent": [[{"text": "hi friend"}]]})
+    config = make_config(tmp_path, platforms={"telegram": {"enabled": False, "allowed_users": ["friend"]}})
+    await gateways(config, [chat], model=model)
+    await chat.say("hello", user="999", name="stranger")
+    await chat.wait_for(lambda: chat.messages)
+    await chat.say("hello", user="42", name="friend")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    assert chat.kinds() == ["command", "reply"]
+    assert "only answers people" in chat.messages[0].text and "999" in chat.messages[0].text
+    assert len(model.requests) == 1
+
+
+async def test_allow_all_serves_everyone(tmp_path, gateways):
+    chat = RecordingAdapter("discord")
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    await gateways(config, [chat], script={"parent": [[{"text": "hello anyone"}]]})
+    await chat.say("hi", user="123")
+    await chat.wait_for(lambda: chat.messages)
+    assert chat.texts() == ["hello anyone"]

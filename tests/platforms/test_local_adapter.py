@@ -1,0 +1,66 @@
+import asyncio
+import io
+import os
+
+import pytest
+
+from platforms.base import EditUnsupported, Outbound
+from platforms.local import LocalAdapter
+
+
+class TTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
+    read_fd, write_fd = os.pipe()
+    reader = os.fdopen(read_fd)
+    ended = asyncio.Event()
+    got = []
+
+    async def sink(inbound):
+        got.append(inbound)
+
+    adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set)
+    await adapter.start(sink)
+    os.write(write_fd, b"hello\n")
+    await asyncio.sleep(0.2)
+    os.write(write_fd, b"Compare:\n- a\n- b\n")  # pasted together: one message
+    await asyncio.sleep(0.2)
+    os.write(write_fd, b"one \\\n")
+    await asyncio.sleep(0.2)
+    os.write(write_fd, b"two\n")
+    await asyncio.sleep(0.2)
+    os.write(write_fd, b"/stop\n")
+    os.close(write_fd)
+    await asyncio.wait_for(ended.wait(), 5)
+    assert [(m.text, m.is_command, m.user_id, m.platform) for m in got] == [
+        ("hello", False, "me", "local"), ("Compare:\n- a\n- b", False, "me", "local"),
+        ("one \ntwo", False, "me", "local"), ("/stop", True, "me", "local")]
+    assert len({m.event_id for m in got}) == 4
+    await adapter.stop()
+    reader.close()
+
+
+async def test_replies_are_printed_with_their_kind():
+    out = io.StringIO()
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    await adapter.send(Outbound("terminal", None, "hi there", kind="reply"))
+    await adapter.send(Outbound("terminal", None, "looking", kind="interim"))
+    assert out.getvalue().splitlines() == ["agent> hi there", "agent (working)> looking"]
+
+
+async def test_notices_are_redrawn_in_place_on_a_terminal_only_when_last():
+    out = TTY()
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    sent = await adapter.send(Outbound("terminal", None, "⏳ Working — 5 s", kind="notice"))
+    await adapter.edit("terminal", None, sent.message_id, "⏳ Working — 10 s")
+    assert "\x1b[1A\x1b[2K⏳ Working — 10 s" in out.getvalue()
+    await adapter.send(Outbound("terminal", None, "other"))
+    with pytest.raises(EditUnsupported):
+        await adapter.edit("terminal", None, sent.message_id, "⏳ Working — 15 s")
+    plain = LocalAdapter(input=io.StringIO(""), output=io.StringIO())
+    sent = await plain.send(Outbound("terminal", None, "⏳", kind="notice"))
+    with pytest.raises(EditUnsupported):
+        await plain.edit("terminal", None, sent.message_id, "⏳⏳")

@@ -1,0 +1,128 @@
+"""End to end over HTTP: signed webhook turns in, replies out to a loopback receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import aiohttp
+import pytest
+
+from gateway.config import config_from_mapping
+from gateway.core import Gateway
+from gateway.platform_factory import build_adapters
+from gateway.runtime import Runtime
+from gateway.server import Server
+from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
+
+SECRET = "s3cret-for-tests"
+LIST = "Compare these:\n- apples\n- pears"
+
+
+@pytest.fixture
+async def receiver():
+    async with WebhookReceiver(SECRET) as r:
+        yield r
+
+
+@pytest.fixture
+async def serve(tmp_path):
+    running = []
+
+    async def start(routes, **sections):
+        raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
+               "model": {"demo": {"child_steps": 1, "step_seconds": 0}},
+               "platforms": {"webhook": {"enabled": True, "routes": routes}}, **sections}
+        config = config_from_mapping(raw).config
+        gateway = Gateway(Runtime(config), build_adapters(config))
+        server = Server(gateway, "127.0.0.1", 0)
+        await gateway.start()
+        await server.start()
+        running.append((gateway, server))
+        return server.url
+
+    yield start
+    for gateway, server in running:
+        await server.stop()
+        await gateway.stop(grace=0)
+
+
+async def test_a_signed_turn_is_accepted_and_answered_at_the_receiver(serve, receiver):
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    reply = await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "hello", "chat_id": "42"})
+    assert reply.status == 202
+    accepted = reply.json()
+    assert accepted["turn_id"] and accepted["session"]
+    await receiver.wait_for(lambda: receiver.unique)
+    (delivery,) = receiver.unique.values()
+    body = delivery.json
+    assert (body["route"], body["chat_id"], body["turn_id"], body["kind"], body["sequence"]) == (
+        "hook", "42", accepted["turn_id"], "reply", 0)
+    assert body["text"].startswith("[demo]") and delivery.reason is None
+
+
+@pytest.mark.parametrize(("mode", "kinds"), [("inline", ["reply"]), ("auto", ["reply", "completion"])])
+async def test_one_message_inline_two_in_background_counted_at_the_receiver(serve, receiver, mode, kinds):
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}},
+                       delegation={"gateway_mode": mode})
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": LIST})).status == 202
+    await receiver.wait_for(lambda: len(receiver.unique) >= len(kinds))
+    await asyncio.sleep(0.3)
+    assert [d.json["kind"] for d in receiver.unique.values()] == kinds
+    final = list(receiver.unique.values())[-1].json["text"]
+    assert "apples: completed" in final and "pears: completed" in final
+
+
+async def test_a_replayed_request_is_the_duplicate_it_is(serve, receiver):
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    body = json.dumps({"text": "only once"}).encode()
+    ts = str(int(time.time()))
+    first = await signed_post(f"{base}/webhooks/hook", SECRET, body, timestamp=ts)
+    second = await signed_post(f"{base}/webhooks/hook", SECRET, body, timestamp=ts)
+    assert first.status == second.status == 202
+    assert second.json()["duplicate"] is True and second.json()["turn_id"] == first.json()["turn_id"]
+    await receiver.wait_for(lambda: receiver.unique)
+    await asyncio.sleep(0.3)
+    assert len(receiver.deliveries) == 1
+
+
+async def test_bad_signatures_and_sizes_are_refused_before_anything_runs(serve, receiver):
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    assert (await signed_post(f"{base}/webhooks/hook", "wrong-secret", {"text": "x"})).status == 401
+    stale = str(int(time.time()) - 301)
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "x"}, timestamp=stale)).status == 401
+    assert (await signed_post(f"{base}/webhooks/nope", SECRET, {"text": "x"})).status == 404
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"no": "text"})).status == 400
+    big = json.dumps({"text": "x" * (1024 * 1024)}).encode()
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, big)).status == 413
+    await asyncio.sleep(0.2)
+    assert receiver.deliveries == []
+
+
+async def test_failed_deliveries_are_retried_from_the_outbox(serve, receiver):
+    receiver.fail_next(2, 500)
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "hello"})
+    await receiver.wait_for(lambda: receiver.unique, timeout=10)
+    assert [d.status for d in receiver.deliveries] == [500, 500, 200]
+    keys = {d.idempotency_key for d in receiver.deliveries}
+    assert len(keys) == 1
+
+
+async def test_without_a_deliver_url_replies_are_read_per_turn(serve):
+    base = await serve({"pull": {"secret": SECRET}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
+    path = f"/webhooks/pull/turns/{accepted['turn_id']}"
+    async with asyncio.timeout(5):
+        while not (reply := await signed_get(f"{base}{path}", SECRET)).json()["messages"]:
+            await asyncio.sleep(0.02)
+    (message,) = reply.json()["messages"]
+    assert message["kind"] == "reply" and message["text"].startswith("[demo]")
+    assert (await signed_get(f"{base}{path}", "wrong")).status == 401
+
+
+async def test_health(serve):
+    base = await serve({"hook": {"secret": SECRET}})
+    async with aiohttp.ClientSession() as client, client.get(f"{base}/healthz") as r:
+        assert r.status == 200 and (await r.json())["status"] == "ok"
