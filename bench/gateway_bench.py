@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -57,7 +58,7 @@ class Receiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.arrived.setdefault(body["turn_id"] or body.get("text", ""), time.perf_counter())
+        self.arrived.setdefault(body["turn_id"], time.perf_counter())
         if len(self.arrived) >= self.expected:
             self.done.set()
         return web.Response(status=200)
@@ -97,40 +98,17 @@ async def load(url: str, receiver: Receiver, turns: int, key_of) -> tuple[float,
     return turns / elapsed, latencies
 
 
-async def bare_echo(receiver_url: str, receiver: Receiver, turns: int) -> tuple[float, list[float]]:
-    async with aiohttp.ClientSession() as out:
-        async def echo(request: web.Request) -> web.Response:
-            data = await request.json()
-            turn = f"bare-{data['text']}"
-            await out.post(receiver_url, json={"turn_id": turn, "text": data["text"]})
-            return web.json_response({"turn_id": turn}, status=202)
-
-        app = web.Application()
-        app.router.add_post("/webhooks/bench", echo)
-        runner, base = await serve(app)
-        try:
-            return await load(f"{base}/webhooks/bench", receiver, turns, lambda reply, i: reply["turn_id"])
-        finally:
-            await runner.cleanup()
-
-
-async def gateway_run(tmp: Path, receiver_url: str, receiver: Receiver, turns: int):
+async def start_gateway(tmp: Path, receiver_url: str) -> tuple[Gateway, Server]:
     config = config_from_mapping({
         "state_dir": str(tmp / "state"),
-        "server": {"port": 0},
         "platforms": {"webhook": {"enabled": True, "routes": {"bench": {"secret": SECRET, "deliver_url": receiver_url}}}},
         "agent": {"gateway_notify_interval": 0},
     }).config
-    gateway = Gateway(Runtime(config, model=InstantModel()),
-                      [WebhookAdapter({"bench": (SECRET, receiver_url)})])
+    gateway = Gateway(Runtime(config, model=InstantModel()), [WebhookAdapter({"bench": (SECRET, receiver_url)})])
     server = Server(gateway, "127.0.0.1", 0)
     await gateway.start()
     await server.start()
-    try:
-        return await load(f"{server.url}/webhooks/bench", receiver, turns, lambda reply, i: reply["turn_id"])
-    finally:
-        await server.stop()
-        await gateway.stop(grace=0)
+    return gateway, server
 
 
 async def idle_session_memory(tmp: Path, n: int) -> float:
@@ -156,20 +134,61 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def main(turns: int) -> None:
+async def client_process(turns: int) -> None:
+    """The load side, in its own process: a receiver and 50 chats. Prints the receiver's
+    URL, reads the target URL from stdin, prints the results as JSON."""
     receiver = Receiver()
     app = web.Application()
     app.router.add_post("/deliveries", receiver.handle)
     runner, base = await serve(app)
-    receiver_url = f"{base}/deliveries"
+    print(f"{base}/deliveries", flush=True)
+    loop = asyncio.get_running_loop()
+    while target := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+        rate, latencies = await load(target, receiver, turns, lambda reply, i: reply["turn_id"])
+        print(json.dumps({"rate": rate, "latencies": latencies}), flush=True)
+    await runner.cleanup()
+
+
+async def measure(proc, target: str) -> tuple[float, list[float]]:
+    proc.stdin.write(f"{target}\n".encode())
+    await proc.stdin.drain()
+    result = json.loads(await proc.stdout.readline())
+    return result["rate"], result["latencies"]
+
+
+async def main(turns: int) -> None:
+    # The load generator runs in a second process (2 cores: one drives, one serves),
+    # for our gateway and for the bare handler alike.
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--client", str(turns),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    receiver_url = (await proc.stdout.readline()).decode().strip()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        await bare_echo(receiver_url, receiver, 200)  # warm-up
-        bare_rate, bare_lat = await bare_echo(receiver_url, receiver, turns)
-        ours_rate, ours_lat = await gateway_run(tmp, receiver_url, receiver, turns)
+        async with aiohttp.ClientSession() as out:
+            bare_app = web.Application()
+
+            async def echo(request: web.Request) -> web.Response:
+                data = await request.json()
+                turn = f"bare-{os.urandom(6).hex()}"
+                asyncio.ensure_future(out.post(receiver_url, json={"turn_id": turn, "text": data["text"]}))
+                return web.json_response({"turn_id": turn}, status=202)
+
+            bare_app.router.add_post("/webhooks/bench", echo)
+            runner, base = await serve(bare_app)
+            await measure(proc, f"{base}/webhooks/bench")  # warm-up
+            bare_rate, bare_lat = await measure(proc, f"{base}/webhooks/bench")
+            await runner.cleanup()
+        gateway, server = await start_gateway(tmp, receiver_url)
+        ours_rate, ours_lat = await measure(proc, f"{server.url}/webhooks/bench")
+        await server.stop()
+        await gateway.stop(grace=0)
         memory = await idle_session_memory(tmp, 10_000)
-    await runner.cleanup()
-    print(f"gateway benchmark: {turns} signed webhook turns, {CHATS} chats in parallel, instant scripted model")
+    proc.stdin.write(b"\n")
+    await proc.stdin.drain()
+    await proc.wait()
+    print(f"gateway benchmark: {turns} signed webhook turns, {CHATS} chats in parallel, instant scripted model; "
+          "load generator and receiver in a second process")
     print(f"  switchboard:  {ours_rate:7.0f} turns/s   p50 {pct(ours_lat, .5) * 1e3:6.1f} ms   "
           f"p99 {pct(ours_lat, .99) * 1e3:6.1f} ms   (targets: ≥ 500 turns/s, p99 ≤ 50 ms)")
     print(f"  bare aiohttp: {bare_rate:7.0f} turns/s   p50 {pct(bare_lat, .5) * 1e3:6.1f} ms   "
@@ -180,4 +199,7 @@ async def main(turns: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    if len(sys.argv) > 2 and sys.argv[1] == "--client":
+        asyncio.run(client_process(int(sys.argv[2])))
+    else:
+        asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

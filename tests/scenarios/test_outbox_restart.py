@@ -1,0 +1,76 @@
+"""Exactly-once delivery across a SIGKILL: `switchboard run` in a subprocess, killed
+while a reply is still failing to deliver, then restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import yaml
+
+from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "restart-secret"
+
+
+async def start(config: Path, tmp_path: Path) -> tuple[asyncio.subprocess.Process, str]:
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("SWITCHBOARD_CONFIG", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.cli", "--config", str(config), "run",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(tmp_path))
+    async with asyncio.timeout(30):
+        while True:
+            line = (await proc.stderr.readline()).decode()
+            assert line, "the gateway exited before listening"
+            if match := re.search(r"listening on (http://\S+)", line):
+                asyncio.ensure_future(_drain(proc.stderr))
+                return proc, match.group(1)
+
+
+async def _drain(stream) -> None:
+    while await stream.readline():
+        pass
+
+
+async def test_unsent_replies_are_sent_once_after_a_sigkill_and_sent_ones_never_again(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[{"text": "pong"}]]}))
+    async with WebhookReceiver(SECRET) as receiver:
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"),
+            "server": {"port": 0},
+            "model": {"provider": "scripted", "script": str(script)},
+            "platforms": {"webhook": {"enabled": True, "routes": {
+                "hook": {"secret": SECRET, "deliver_url": receiver.url}}}},
+        }))
+        proc, base = await start(config, tmp_path)
+        try:
+            first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "a", "chat_id": "a"})).json()
+            await receiver.wait_for(lambda: receiver.unique)
+            receiver.fail_next(10_000, 500)
+            second = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "b", "chat_id": "b"})).json()
+            await receiver.wait_for(lambda: any(d.status == 500 for d in receiver.deliveries), timeout=10)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        receiver.heal()
+        proc, base = await start(config, tmp_path)
+        try:
+            await receiver.wait_for(lambda: len(receiver.unique) == 2, timeout=15)
+            await asyncio.sleep(0.5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    accepted = [d for d in receiver.deliveries if d.status == 200]
+    by_turn = {d.json["turn_id"]: d for d in accepted}
+    assert set(by_turn) == {first["turn_id"], second["turn_id"]}
+    assert len(accepted) == 2  # neither sent twice: the first never again, the second once
+    assert all(d.json["text"] == "pong" for d in accepted)
+    assert proc.returncode == 0
