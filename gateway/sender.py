@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from agent import Clock
 from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage, OutboxRow
-from platforms.base import (Adapter, BadRequest, EditUnsupported, Forbidden, MessageTooLong, NotFound, Outbound,
-                            RateLimited)
+from platforms.base import (Adapter, BadRequest, DeliveryError, EditUnsupported, Forbidden, MessageTooLong, NotFound,
+                            Outbound, RateLimited)
 
 log = logging.getLogger("gateway.delivery")
 
@@ -113,6 +113,10 @@ class Sender:
                 if isinstance(exc, RateLimited) and exc.retry_after > 0:
                     wait = min(exc.retry_after, self._max_retry_after)
                 else:  # NetworkError, 5xx, anything unexpected: worth another try, later
+                    if not isinstance(exc, DeliveryError) and delay == BACKOFF_FIRST:
+                        # An adapter bug rather than the platform: worth a traceback, once per part.
+                        log.warning("outbox: %s adapter raised %s sending %s", row.platform, type(exc).__name__,
+                                    row.key, exc_info=exc)
                     wait = delay * (0.75 + 0.5 * self._rng.random())
                     delay = min(delay * 2, BACKOFF_MAX)
                 now = self._clock.time()
@@ -133,6 +137,7 @@ class Sender:
             return
 
     async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None) -> str:
+        self._store.commit()  # journaled durably before it can reach the platform
         try:
             if row.op == "edit" and target_id is not None:
                 await adapter.edit(row.chat_id, row.thread_id, target_id, row.text)
