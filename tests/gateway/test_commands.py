@@ -9,7 +9,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.config import config_from_mapping
-from tests.gateway.harness import RecordingAdapter, make_config, start_gateway
+from tests.gateway.harness import RecordingAdapter, make_config
 
 HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
 
@@ -34,20 +34,6 @@ def parent_script(*, after: str = "all done") -> dict:
     return {"parent": parent, "leaf": child}
 
 
-@pytest.fixture
-async def gateway_factory():
-    started = []
-
-    async def make(config, adapters, **kw):
-        gateway = await start_gateway(config, adapters, **kw)
-        started.append(gateway)
-        return gateway
-
-    yield make
-    for gateway in started:
-        await gateway.stop(grace=0)
-
-
 async def children_running(gateway, n: int = 2) -> None:
     async with asyncio.timeout(5):
         while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
@@ -56,10 +42,10 @@ async def children_running(gateway, n: int = 2) -> None:
 
 
 @pytest.mark.parametrize("interim", [False, True], ids=["inline", "background"])
-async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path, gateway_factory, interim):
+async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path, gateways, interim):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": interim})
-    gateway = await gateway_factory(config, [chat], model=ScriptedModel(parent_script()))
+    gateway = await gateways(config, [chat], model=ScriptedModel(parent_script()))
     await chat.say("please delegate this")
     await children_running(gateway)
     await chat.say("/stop")
@@ -79,18 +65,18 @@ async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path
     assert "partial work on first [hang]" in chat.texts("command")[1]
 
 
-async def test_stop_with_nothing_running_says_so(tmp_path, gateway_factory):
+async def test_stop_with_nothing_running_says_so(tmp_path, gateways):
     chat = RecordingAdapter()
-    await gateway_factory(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
+    await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
     await chat.say("!stop")
     await chat.wait_for(lambda: chat.messages)
     assert chat.texts() == ["Nothing was running."]
 
 
-async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, gateway_factory):
+async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, gateways):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": True})
-    gateway = await gateway_factory(config, [chat], model=ScriptedModel(parent_script(after="fresh start")))
+    gateway = await gateways(config, [chat], model=ScriptedModel(parent_script(after="fresh start")))
     await chat.say("please delegate this")
     await children_running(gateway)
     session = next(iter(gateway.sessions.values()))
@@ -106,10 +92,10 @@ async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, ga
     assert all(m["role"] != "tool" for m in session.agent.messages)  # the new generation starts clean
 
 
-async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_path, gateway_factory):
+async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_path, gateways):
     chat = RecordingAdapter()
     background = make_config(tmp_path, display={"interim_assistant_messages": True})
-    gateway = await gateway_factory(background, [chat], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
+    gateway = await gateways(background, [chat], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
     await chat.say("hello")
     await chat.wait_for(lambda: chat.messages)
     assert next(iter(gateway.sessions.values())).mode == "background"
@@ -117,7 +103,7 @@ async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_
 
     chat2 = RecordingAdapter()
     inline = make_config(tmp_path, display={"interim_assistant_messages": False})
-    gateway2 = await gateway_factory(inline, [chat2], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
+    gateway2 = await gateways(inline, [chat2], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
     await chat2.say("hello after restart")
     await chat2.wait_for(lambda: chat2.messages)
     session = next(iter(gateway2.sessions.values()))
@@ -128,13 +114,13 @@ async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_
     assert session.mode == "inline" and "inline" in chat2.texts("command")[0]
 
 
-async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateway_factory, monkeypatch):
+async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkeypatch):
     (tmp_path / "ping_plugin.py").write_text(
         "def register(ctx):\n    ctx.register_command('ping', lambda args, c: f'pong {args}', 'answers pong')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     chat = RecordingAdapter()
     config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["ping_plugin"]}).config
-    gateway = await gateway_factory(config, [chat], script={"parent": [[{"text": "x"}]]})
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
     assert [c.name for c in chat.commands] == ["stop", "new", "agents", "help", "ping"]
     await chat.say("/help")
     await chat.say("/ping loud")
@@ -144,9 +130,9 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateway_factory,
     assert gateway.sessions
 
 
-async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, gateway_factory):
+async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, gateways):
     chat = RecordingAdapter()
-    await gateway_factory(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
+    await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
     await chat.say("/stop@my_bot")
     await chat.say("/reset")
     await chat.wait_for(lambda: len(chat.messages) == 2)

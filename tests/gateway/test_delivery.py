@@ -299,6 +299,17 @@ async def test_network_errors_back_off_then_give_up(make, store, clock):
     assert await sent(outbox, "a3:0") is not None  # the chat is not stuck
 
 
+async def test_an_adapter_bug_is_retried_like_a_network_error_and_logged_with_its_traceback(make, clock, caplog):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    adapter.fail_next(TypeError("adapter bug"), TypeError("adapter bug"))
+    outbox.enqueue("fake", "a", None, "hi", kind="reply", key="k")
+    with caplog.at_level(logging.WARNING, logger="gateway"):
+        assert await sent(outbox, "k:0") is not None
+    assert len(clock.sleeps) == 2
+    assert [r.exc_info[0] for r in caplog.records] == [TypeError]
+
+
 async def test_backoff_is_capped_at_a_minute(make, clock):
     adapter = FakeAdapter(clock=clock)
     outbox = await make(adapter)

@@ -9,24 +9,10 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from gateway.display import delegation_mode
 from platforms.base import DisplayTier
-from tests.gateway.harness import MESSAGING, RecordingAdapter, make_config, start_gateway
+from tests.gateway.harness import MESSAGING, RecordingAdapter, make_config
 
 WEB_LIKE = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
 LIST = "Compare these:\n- apples\n- pears"
-
-
-@pytest.fixture
-async def gateways():
-    started = []
-
-    async def make(config, adapters, **kw):
-        gateway = await start_gateway(config, adapters, **kw)
-        started.append(gateway)
-        return gateway
-
-    yield make
-    for gateway in started:
-        await gateway.stop(grace=0)
 
 
 @pytest.mark.parametrize("gateway_mode", ["auto", "inline", "background", "async"])

@@ -113,6 +113,14 @@ def test_100kb_splits_fast():
     assert content("\n".join(parts)) == content(text)
 
 
+@pytest.mark.parametrize("text", ["```\n" + " " * 50_000 + "x\n```", "x " * 50_000, "\n" * 50_000 + "y" * 5000])
+def test_long_whitespace_runs_split_fast(text):
+    started = time.perf_counter()
+    parts = split_text(text, 4096)
+    assert time.perf_counter() - started < 0.5
+    assert all(len(p) <= 4096 for p in parts)
+
+
 # --- properties -----------------------------------------------------------------------
 
 _word = st.text(alphabet=st.sampled_from("abcxyz0129éß中文😀🎉"), min_size=1, max_size=12)
