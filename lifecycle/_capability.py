@@ -97,6 +97,11 @@ class KeyRing:
         """Every key, retired ones included (so a retired kid stays known as retired), oldest first."""
         return sorted(self._keys.values(), key=lambda r: (r.created_at, r.kid))
 
+    def signs_for(self, capability: str) -> bool:
+        """Whether the key that made ``capability`` is known and not retired (no HMAC check)."""
+        parts = capability.split(".") if isinstance(capability, str) else ()
+        return len(parts) == 3 and self._verifying_secret(parts[1]) is not None
+
     def _verifying_secret(self, kid: str) -> bytes | None:
         row = self._keys.get(kid)
         return row.secret if row is not None and row.retired_at is None else None

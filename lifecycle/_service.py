@@ -100,8 +100,7 @@ class AsyncSubagentLifecycle:
         await self.journal.open()
         rows = await self.journal.load_keys()
         self.keyring = KeyRing(rows, clock=self.clock.time)
-        for row in self.keyring.export():
-            await self.journal.save_key(*row)
+        await self._save_keys()
         now = self.clock.time()
         stale = await self.journal.interrupt_unfinished(now, lambda rec: self._interrupted_result(rec, now))
         if stale:
@@ -255,6 +254,25 @@ class AsyncSubagentLifecycle:
             return SubagentReconnectResult(False, S.UNKNOWN, RECONNECT_UNAVAILABLE)
         return SubagentReconnectResult(True, record.state)
 
+    # -- key ring ---------------------------------------------------------------------------
+
+    async def rotate_key(self) -> str:
+        """Sign new handles with a fresh key; handles signed before keep working. Returns its id."""
+        self._require_started()
+        kid = self.keyring.rotate()
+        await self._save_keys()
+        return kid
+
+    async def retire_key(self, kid: str) -> None:
+        """Revoke every handle signed with ``kid`` (they read as unknown from now on)."""
+        self._require_started()
+        self.keyring.retire(kid)
+        await self._save_keys()
+
+    async def _save_keys(self) -> None:
+        for row in self.keyring.export():
+            await self.journal.save_key(*row)
+
     # -- host-only views (the gateway's /agents and /stop) ---------------------------------
 
     def children_of(self, parent_session_id: str) -> list[Record]:
@@ -405,9 +423,9 @@ class AsyncSubagentLifecycle:
             return None
         if isinstance(handle, SubagentHandle):
             record = self._records.get(handle.subagent_id)
-            # The very object we issued needs no second HMAC.
             record = record or self._finished.get(handle.subagent_id)
-            if record is not None and record.handle is handle:
+            # The very object we issued needs no second HMAC, as long as its key is not retired.
+            if record is not None and record.handle is handle and self.keyring.signs_for(handle.capability):
                 return record if turn.session.session_id == handle.parent_session_id else None
         elif isinstance(handle, Mapping):
             try:

@@ -263,3 +263,24 @@ async def test_the_sweep_runs_in_the_background(make_env):
         async with asyncio.timeout(5):
             while (await env.service.reconnect(handle)).connected:
                 await asyncio.sleep(0.01)
+
+
+async def test_key_rotation_keeps_old_handles_until_their_key_is_retired(make_env):
+    env = await make_env(db="keys.db")
+    old, _, _ = await launch_and_wait(env, "before rotation")
+    old_kid = old.capability.split(".")[1]
+    new_kid = await env.service.rotate_key()
+    new, _, _ = await launch_and_wait(env, "after rotation")
+    assert new.capability.split(".")[1] == new_kid != old_kid
+    with env.turn():
+        assert (await env.service.status(old)).state is S.SUCCEEDED
+        await env.service.retire_key(old_kid)
+        assert (await env.service.status(old.to_dict())).state is S.UNKNOWN
+        assert (await env.service.status(old)).state is S.UNKNOWN
+        assert (await env.service.status(new)).state is S.SUCCEEDED
+    # The ring is persisted: a restarted service agrees.
+    await env.service.close()
+    again = await make_env(db="keys.db")
+    with again.turn():
+        assert (await again.service.status(old.to_dict())).state is S.UNKNOWN
+        assert (await again.service.reconnect(new.to_dict())).connected
