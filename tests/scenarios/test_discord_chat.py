@@ -1,0 +1,411 @@
+"""End to end on Discord: the real discord.py client inside `DiscordAdapter`, talking to
+`FakeDiscord` over loopback (REST and the gateway WebSocket), with the real `Gateway`.
+
+Every chat here is observed where a user would see it: the messages the fake stored
+in a channel, the REST calls the bot made, and the interaction responses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from gateway.core import Gateway
+from platforms.discord import DiscordAdapter
+from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
+from tests.gateway.harness import make_config, start_gateway
+
+SEND = "POST /channels/{channel_id}/messages"
+EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
+TYPING = "POST /channels/{channel_id}/typing"
+CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
+ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
+SILENT = 1 << 12  # SUPPRESS_NOTIFICATIONS: 4096
+GUILD, CHANNEL, USER, STRANGER = 500, 600, 42, 999
+LIST = "Compare these:\n- apples\n- pears"
+SETTLE = 0.3  # long enough for anything more to arrive on loopback
+
+Start = Callable[..., Awaitable[Gateway]]
+
+
+# ---- fixtures ----------------------------------------------------------------------------------
+
+
+async def _join_keepalive_threads() -> None:
+    # discord.py heartbeats from a thread; make sure it has seen its stop flag before the loop closes.
+    for thread in threading.enumerate():
+        if thread.name.startswith("keep-alive-handler"):
+            await asyncio.to_thread(thread.join, 5)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+    assert fake.errors == []
+
+
+@pytest.fixture
+async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
+    """Starts the gateway with a DiscordAdapter pointed at the fake; stops both cleanly."""
+    started: list[Gateway] = []
+
+    async def start_(*, model=None, script=None, discord=None, demo=None, **sections) -> Gateway:
+        if demo is not None:
+            sections["model"] = {"demo": demo}
+        config = make_config(tmp_path, platforms={"discord": discord or {"allow_all": True}}, **sections)
+        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
+                                 ready_timeout=5.0)
+        gateway = await start_gateway(config, [adapter], model=model, script=script)
+        started.append(gateway)
+        return gateway
+
+    try:
+        yield start_
+    finally:
+        for gateway in started:
+            await gateway.stop(grace=0)
+        await _join_keepalive_threads()
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def contents(messages: list[FakeMessage]) -> list[str]:
+    return [m.content for m in messages]
+
+
+def in_channel(fake: FakeDiscord, route: str, channel: str | int) -> list:
+    return [c for c in fake.calls_to(route) if c.path.startswith(f"/channels/{channel}/")]
+
+
+def for_token(fake: FakeDiscord, route: str, interaction_id: str) -> list:
+    token = fake.interactions[interaction_id]["token"]
+    return [c for c in fake.calls_to(route) if f"/{token}" in c.path]
+
+
+def echo_script(prefix: str = "echo") -> dict:
+    """A parent that answers every user message with ``<prefix>: <text>``."""
+    def parent(request: ModelRequest) -> dict:
+        return {"text": f"{prefix}: {request.messages[-1]['content']}"}
+    return {"parent": parent}
+
+
+HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
+
+
+def hanging_child(request: ModelRequest) -> dict:
+    goal = request.metadata.get("goal", "")
+    if request.iteration == 0:
+        return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+    return {"hang": True}
+
+
+def delegate_to_hanging_children(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
+        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+    if last["role"] == "tool":
+        return {"text": "I started the subagents."}
+    return {"text": "all done"}
+
+
+async def children_running(gateway: Gateway, n: int = 2) -> None:
+    async with asyncio.timeout(5):
+        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
+            await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)
+
+
+def fence_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if re.match(r"^ {0,3}```", line)]
+
+
+# ---- 1. DM turns: inline and background ----------------------------------------------------------
+
+
+async def test_dm_inline_delegation_is_one_message_with_typing_while_it_runs(fake, start):
+    await start(display={"interim_assistant_messages": False},
+                demo={"child_steps": 2, "step_seconds": 0.05})
+    asked = fake.push_dm(USER, LIST)
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    await asyncio.sleep(SETTLE)
+    [reply] = fake.bot_messages(dm)
+    assert reply.content.startswith("[demo]")
+    assert "apples: completed" in reply.content and "pears: completed" in reply.content
+    # typing was shown while the turn ran: after the user's message, before the reply was posted
+    [send] = in_channel(fake, SEND, dm)
+    typing = in_channel(fake, TYPING, dm)
+    assert typing and typing[0].at < send.at and typing[0].status == 204
+    assert fake.messages[dm][0].id == asked
+
+
+async def test_dm_background_delegation_is_two_messages(fake, start):
+    gateway = await start(display={"interim_assistant_messages": True},
+                          demo={"child_steps": 2, "step_seconds": 0.05})
+    fake.push_dm(USER, LIST)
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 2)
+    await asyncio.sleep(SETTLE)
+    ack, answer = fake.bot_messages(dm)
+    assert "Started 2 subagent" in ack.content
+    assert "apples: completed" in answer.content and "pears: completed" in answer.content
+    assert [s.mode for s in gateway.sessions.values()] == ["background"]
+    assert in_channel(fake, TYPING, dm)  # the first turn lasts long enough to show typing at least once
+
+
+# ---- 2. guild mention filtering ----------------------------------------------------------------
+
+
+async def test_guild_messages_are_answered_only_when_they_mention_the_bot(fake, start):
+    model = ScriptedModel(echo_script())
+    await start(model=model)
+    fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting among ourselves")
+    fake.push_guild_message(GUILD, CHANNEL, USER, "what's up?", mention_bot=True)
+    await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(CHANNEL)) == ["echo: what's up?"]  # mention stripped from the text
+    assert len(model.requests) == 1
+
+
+# ---- 3. threads are sessions -------------------------------------------------------------------
+
+
+async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start):
+    gateway = await start(script=echo_script())
+    fake.push_guild_message(GUILD, CHANNEL, USER, "question in A", mention_bot=True, thread_id=701)
+    fake.push_guild_message(GUILD, CHANNEL, USER, "question in B", mention_bot=True, thread_id=702)
+    await fake.wait_for(lambda: fake.bot_messages(701) and fake.bot_messages(702))
+    # a follow-up in A needs no mention any more (the bot posted there) and stays in A's session
+    fake.push_guild_message(GUILD, CHANNEL, USER, "follow-up in A", thread_id=701)
+    await fake.wait_for(lambda: len(fake.bot_messages(701)) == 2)
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(701)) == ["echo: question in A", "echo: follow-up in A"]
+    assert contents(fake.bot_messages(702)) == ["echo: question in B"]
+    assert fake.bot_messages(CHANNEL) == []
+    sessions = {(s.chat_id, s.thread_id): s for s in gateway.sessions.values()}
+    assert set(sessions) == {(str(CHANNEL), "701"), (str(CHANNEL), "702")}
+    transcript_a = [m["content"] for m in sessions[(str(CHANNEL), "701")].agent.messages if m["role"] == "user"]
+    assert transcript_a == ["question in A", "follow-up in A"]
+
+
+# ---- 4. long-running notices --------------------------------------------------------------------
+
+
+async def test_notices_are_silent_edited_in_place_and_none_follow_the_reply(fake, start):
+    await start(agent={"gateway_notify_interval": 0.1}, script={"parent": [[{"sleep": 0.45, "text": "finished"}]]})
+    fake.push_dm(USER, "work slowly")
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: "finished" in contents(fake.bot_messages(dm)))
+    await asyncio.sleep(SETTLE)
+    notice, reply = fake.bot_messages(dm)
+    assert notice.flags & SILENT and not reply.flags & SILENT
+    assert reply.content == "finished"
+    assert notice.content.startswith("⏳") and len(notice.edits) >= 1
+    texts = [*notice.edits, notice.content]
+    assert all(t.startswith("⏳ Working — ") for t in texts) and len(set(texts)) == len(texts)
+    edits = in_channel(fake, EDIT, dm)
+    assert len(edits) == len(notice.edits) and all(e.path.endswith(f"/{notice.id}") for e in edits)
+    [_, reply_call] = in_channel(fake, SEND, dm)
+    assert all(e.at < reply_call.at for e in edits)  # nothing edited after the final reply
+
+
+# ---- 5. /stop and /new: interactions and text -----------------------------------------------------
+
+
+def assert_answered_once_through_the_interaction(fake: FakeDiscord, interaction_id: str, channel: str) -> FakeMessage:
+    record = fake.interactions[interaction_id]
+    assert record["responses"] == [5]  # deferred ("thinking…") first
+    [callback] = for_token(fake, CALLBACK, interaction_id)
+    [answer] = for_token(fake, ANSWER, interaction_id)
+    assert for_token(fake, FOLLOW_UP, interaction_id) == []
+    assert callback.at < answer.at and answer.status == 200
+    [message] = [m for m in fake.bot_messages(channel) if m.interaction_id == interaction_id]
+    assert message.id == record["original"] and not message.flags & FLAG_LOADING
+    return message
+
+
+async def test_slash_stop_and_new_are_deferred_then_answered_once(fake, start):
+    gateway = await start(script=echo_script())
+    dm = fake.dm_channel(USER)
+    fake.push_dm(USER, "hello")
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    session = next(iter(gateway.sessions.values()))
+    generation = session.generation
+
+    stop = fake.push_interaction("stop", USER)
+    await fake.wait_for(lambda: for_token(fake, ANSWER, stop))
+    new = fake.push_interaction("new", USER)
+    await fake.wait_for(lambda: for_token(fake, ANSWER, new))
+    await asyncio.sleep(SETTLE)
+
+    assert assert_answered_once_through_the_interaction(fake, stop, dm).content == "Nothing was running."
+    assert assert_answered_once_through_the_interaction(fake, new, dm).content.startswith("Started a new session")
+    assert session.generation == generation + 1
+    assert len(in_channel(fake, SEND, dm)) == 1  # only the echo: commands never fell back to the channel
+    assert len(fake.bot_messages(dm)) == 3
+
+
+async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_posted_in(fake, start):
+    gateway = await start(script=echo_script())
+    dm = fake.dm_channel(USER)
+    fake.push_dm(USER, "!stop")
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    assert contents(fake.bot_messages(dm)) == ["Nothing was running."]
+
+    fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True)
+    await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
+    channel_session = next(s for s in gateway.sessions.values() if s.chat_id == str(CHANNEL))
+    generation = channel_session.generation
+    fake.push_guild_message(GUILD, CHANNEL, USER, "!new")  # no mention needed for text commands here
+    await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 2)
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(CHANNEL))[0] == "echo: hi"
+    assert contents(fake.bot_messages(CHANNEL))[1].startswith("Started a new session")
+    assert channel_session.generation == generation + 1
+    assert len(fake.bot_messages(dm)) == 1
+
+
+@pytest.mark.parametrize("how", ["interaction", "text"])
+async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_once(fake, start, how):
+    model = ScriptedModel({"parent": delegate_to_hanging_children, "leaf": hanging_child})
+    gateway = await start(model=model, display={"interim_assistant_messages": False})
+    dm = fake.dm_channel(USER)
+    fake.push_dm(USER, "please delegate this")
+    await children_running(gateway)
+    [session] = gateway.sessions.values()
+    assert session.mode == "inline" and session.running is not None
+
+    if how == "interaction":
+        stop = fake.push_interaction("stop", USER)
+    else:
+        fake.push_dm(USER, "!stop")
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    await asyncio.sleep(SETTLE)
+
+    [confirmation] = fake.bot_messages(dm)  # one confirmation, nothing more from the stopped work
+    assert confirmation.content.startswith("Stopped the running turn and 2 subagents")
+    if how == "interaction":
+        assert assert_answered_once_through_the_interaction(fake, stop, dm) == confirmation
+    assert session.running is None
+    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
+    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+
+
+# ---- 6. splitting at 2,000 characters ---------------------------------------------------------------
+
+
+def long_reply() -> str:
+    sentence = "the quick brown fox jumps over the lazy dog again and again."
+    prose = "\n\n".join(f"Paragraph {i}: {sentence}" for i in range(10))
+    code = "\n".join(f"    result_{i:03d} = compute(step={i}, label='row {i:03d}')  # keep" for i in range(46))
+    tail = "\n\n".join(f"Closing note {i}: every line here is short enough to stay whole." for i in range(16))
+    text = f"{prose}\n\n```python\n{code}\n```\n\n{tail}"
+    assert 4400 <= len(text) <= 4600, len(text)
+    return text
+
+
+async def test_a_long_reply_is_split_under_2000_with_balanced_fences_and_nothing_lost(fake, start):
+    text = long_reply()
+    await start(script={"parent": [[{"text": text}]]})
+    fake.push_dm(USER, "write a lot")
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 3)
+    await asyncio.sleep(SETTLE)
+    parts = contents(fake.bot_messages(dm))
+    assert len(parts) == 3
+    assert all(len(p) <= 2000 for p in parts)
+    assert all(len(fence_lines(p)) % 2 == 0 for p in parts)  # every part renders on its own
+    assert any(p.startswith("```python\n") for p in parts[1:])  # a cut inside the code reopened it
+    assert [c.status for c in in_channel(fake, SEND, dm)] == [200, 200, 200]
+
+    def lines(t: str) -> list[str]:
+        return [line.strip() for line in t.splitlines() if line.strip() and not fence_lines(line)]
+
+    assert [line for p in parts for line in lines(p)] == lines(text)
+    assert "".join(parts).count("result_0") == text.count("result_0")
+
+
+# ---- 7. 429 on message create ------------------------------------------------------------------------
+
+
+async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
+    gateway = await start(script={"parent": [[{"text": "after the rate limit"}]]})
+    fake.fail_next(SEND, 429, retry_after=0.05)
+    fake.push_dm(USER, "hello")
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(dm)) == ["after the rate limit"]
+    limited, retried = in_channel(fake, SEND, dm)
+    assert (limited.status, retried.status) == (429, 200)
+    assert limited.body["nonce"] == retried.body["nonce"] and retried.body["enforce_nonce"] is True
+    [session] = gateway.sessions.values()
+    assert session.running is None
+
+
+# ---- 8. RESUME replay ----------------------------------------------------------------------------------
+
+
+async def test_a_message_replayed_after_resume_runs_one_turn(fake, start, caplog):
+    caplog.set_level(logging.INFO, logger="gateway.core")
+    model = ScriptedModel(echo_script())
+    await start(model=model)
+    dm = fake.dm_channel(USER)
+    message_id = fake.push_dm(USER, "only once, please")
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    fake.replay_on_resume([message_id])
+    fake.request_reconnect()
+    await fake.wait_for(lambda: [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6])
+    dropped = f"dropping duplicate discord event {message_id}"
+    await fake.wait_for(lambda: any(dropped in r.getMessage() for r in caplog.records))
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(dm)) == ["echo: only once, please"]
+    assert len(model.requests) == 1
+
+
+# ---- 9. reconnect ----------------------------------------------------------------------------------
+
+
+async def test_after_an_op7_reconnect_one_message_gets_one_reply_on_one_connection(fake, start):
+    model = ScriptedModel(echo_script())
+    await start(model=model)
+    fake.request_reconnect()
+    await fake.wait_for(lambda: fake.connections_opened == 2 and fake.live_connections == 1)
+    await fake.wait_for(lambda: [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6])
+    fake.push_dm(USER, "still there?")
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: fake.bot_messages(dm))
+    await asyncio.sleep(SETTLE)
+    assert contents(fake.bot_messages(dm)) == ["echo: still there?"]
+    assert len(model.requests) == 1
+    assert fake.live_connections == 1 and fake.connections_opened == 2
+
+
+# ---- 10. access control ------------------------------------------------------------------------------
+
+
+async def test_a_stranger_gets_one_refusal_and_the_model_is_never_called(fake, start):
+    model = ScriptedModel(echo_script())
+    await start(model=model, discord={"allowed_users": [str(USER)]})
+    stranger_dm = fake.dm_channel(STRANGER)
+    fake.push_dm(STRANGER, "let me in")
+    await fake.wait_for(lambda: fake.bot_messages(stranger_dm))
+    await asyncio.sleep(SETTLE)
+    [refusal] = fake.bot_messages(stranger_dm)
+    assert "only answers people" in refusal.content and str(STRANGER) in refusal.content
+    assert model.requests == []
+
+    fake.push_dm(USER, "hello")  # an allowed user still gets served
+    await fake.wait_for(lambda: fake.bot_messages(fake.dm_channel(USER)))
+    assert contents(fake.bot_messages(fake.dm_channel(USER))) == ["echo: hello"]
+    assert len(model.requests) == 1 and len(fake.bot_messages(stranger_dm)) == 1

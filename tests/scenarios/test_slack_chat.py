@@ -1,0 +1,452 @@
+"""End to end on Slack: the real SlackAdapter (slack-bolt / slack-sdk) talking to the loopback
+FakeSlack over Socket Mode or HTTP, with the real Gateway in the middle.
+
+Everything stays on 127.0.0.1 with port 0. Each test waits for what it expects with
+`FakeSlack.wait_for`, then settles briefly (≤ 0.3 s) to prove that nothing more arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from gateway.core import Gateway
+from gateway.server import Server
+from gateway.store import session_key
+from platforms.fakes.slack import Call, FakeSlack
+from platforms.slack import SlackAdapter
+from tests.gateway.harness import make_config, start_gateway
+
+SECRET = "scenario-signing-secret"
+PLACEHOLDER = "_working…_"
+LIST = "Compare these:\n- apples\n- pears"
+DM = "DU1"  # the fake's DM channel with user U1
+SETTLE = 0.3
+HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
+
+
+# -- models ----------------------------------------------------------------------------------
+
+
+def echo(request: ModelRequest) -> dict:
+    """A parent that answers every user message with ``re: <message>``."""
+    last = request.messages[-1]
+    return {"text": f"re: {last.get('content')}"}
+
+
+def hanging_child(request: ModelRequest) -> dict:
+    goal = request.metadata.get("goal", "")
+    if request.iteration == 0:
+        return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+    return {"hang": True}
+
+
+def delegating_parent(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
+        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+    return {"text": "all done"}
+
+
+def slow(seconds: float, text: str = "finished") -> dict:
+    return {"parent": [[{"sleep": seconds, "text": text}]]}
+
+
+# -- the chat under test ---------------------------------------------------------------------
+
+
+@dataclass
+class SlackChat:
+    fake: FakeSlack
+    adapter: SlackAdapter
+    gateway: Gateway
+    server: Server | None
+
+    @property
+    def events_url(self) -> str:
+        assert self.server is not None, "HTTP mode only"
+        return f"{self.server.url}/slack/events"
+
+    def bot_texts(self, channel: str = DM, thread: str | None = None) -> list[str]:
+        """What the bot shows in a channel/thread right now (placeholders included)."""
+        return [m.get("text", "") for m in self.fake.messages.get((channel, thread), []) if m.get("bot_id")]
+
+    def posts(self, predicate: Callable[[str], bool], channel: str | None = None) -> list[Call]:
+        """chat.postMessage calls (failed ones too) whose text matches."""
+        return [c for c in self.fake.calls_to("chat.postMessage")
+                if predicate(str(c.params.get("text", ""))) and (channel is None or c.params.get("channel") == channel)]
+
+    def session(self, channel: str = DM, thread: str | None = None):
+        return self.gateway.sessions[session_key("slack", channel, thread)]
+
+    def children(self) -> int:
+        lifecycle = self.gateway.runtime.lifecycle
+        return sum(len(lifecycle.children_of(s.session_id)) for s in self.gateway.sessions.values())
+
+    async def answered(self, channel: str = DM, thread: str | None = None, count: int = 1,
+                       timeout: float = 5.0, settle: bool = True) -> list[str]:
+        """Wait for ``count`` bot messages and no placeholder left, then (unless ``settle`` is
+        False, for a check a later settled one covers) settle; returns the texts."""
+        await self.fake.wait_for(lambda: PLACEHOLDER not in self.bot_texts(channel, thread)
+                                 and len(self.bot_texts(channel, thread)) >= count, timeout)
+        if settle:
+            await asyncio.sleep(SETTLE)
+        return self.bot_texts(channel, thread)
+
+
+StartChat = Callable[..., Awaitable[SlackChat]]
+
+
+@pytest.fixture
+async def slack_chat(tmp_path) -> AsyncIterator[StartChat]:
+    """Start a fake Slack, a SlackAdapter on it (``mode`` socket or http) and a gateway with that
+    adapter (HTTP mode: on the gateway's own HTTP server); all stopped cleanly afterwards. ``llm``
+    is the parent model object (``script`` builds a ScriptedModel; neither: the demo model);
+    other keywords are config sections for `make_config`."""
+    running: list[tuple[FakeSlack, Gateway | None, Server | None]] = []
+
+    async def start(*, mode: str = "socket", llm: Any = None, script: Any = None,
+                    slack: dict[str, Any] | None = None, **sections: Any) -> SlackChat:
+        fake = await FakeSlack(signing_secret=SECRET if mode == "http" else None).start()
+        running.append((fake, None, None))
+        config = make_config(tmp_path, platforms={"slack": slack or {"allow_all": True}}, **sections)
+        if mode == "socket":
+            adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                                   ping_interval=0.2)
+        else:
+            adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET,
+                                   api_base=fake.api_base)
+        gateway = await start_gateway(config, [adapter], model=llm, script=script)
+        server = Server(gateway, "127.0.0.1", 0) if mode == "http" else None
+        running[-1] = (fake, gateway, server)
+        if server is not None:
+            await server.start()
+            fake.events_url = f"{server.url}/slack/events"  # no Socket Mode connection: events come over HTTP
+        return SlackChat(fake, adapter, gateway, server)
+
+    yield start
+    for fake, gateway, server in running:
+        if gateway is not None:
+            await gateway.stop(grace=0)
+        if server is not None:
+            await server.stop()
+        await fake.close()
+
+
+# -- 1. DM turns: inline and background, with the progress placeholder ------------------------
+
+
+async def test_dm_inline_turn_is_one_message_and_the_placeholder_shows_while_it_runs(slack_chat):
+    chat = await slack_chat(display={"interim_assistant_messages": False},
+                            model={"demo": {"child_steps": 1, "step_seconds": 0.2}})
+    await chat.fake.push_dm("U1", LIST)
+    # The placeholder is up while the turn (and its subagents) run...
+    await chat.fake.wait_for(lambda: PLACEHOLDER in chat.bot_texts()
+                             and session_key("slack", DM, None) in chat.gateway.sessions
+                             and chat.session().running is not None)
+    assert chat.session().mode == "inline"
+    # ...and gone afterwards, leaving exactly one reply.
+    [reply] = await chat.answered()
+    assert "apples: completed" in reply and "pears: completed" in reply
+    assert len(chat.posts(lambda t: t == PLACEHOLDER)) == 1
+    assert len(chat.fake.calls_to("chat.delete")) == 1
+    assert chat.fake.ephemeral == []
+
+
+async def test_dm_background_turn_is_two_messages_and_no_placeholder_is_left(slack_chat):
+    chat = await slack_chat(display={"interim_assistant_messages": True},
+                            model={"demo": {"child_steps": 1, "step_seconds": 0.1}})
+    await chat.fake.push_dm("U1", LIST)
+    ack, results = await chat.answered(count=2)
+    assert chat.session().mode == "background"
+    assert "Started 2 subagent" in ack
+    assert "apples: completed" in results and "pears: completed" in results
+    # A placeholder for the user's turn (the results turn may finish before its first typing
+    # refresh runs); every one posted was deleted.
+    placeholders = chat.posts(lambda t: t == PLACEHOLDER)
+    assert len(placeholders) >= 1 and len(chat.fake.calls_to("chat.delete")) == len(placeholders)
+    assert chat.bot_texts() == [ack, results]
+
+
+# -- 2. and 3. channels: thread sessions and mention filtering ---------------------------------
+
+
+async def test_mentions_start_thread_sessions_and_replies_land_in_their_thread(slack_chat):
+    chat = await slack_chat(script={"parent": echo})
+    first = await chat.fake.push_mention("C1", "U1", "first question")
+    ts1 = first["event"]["ts"]
+    assert await chat.answered("C1", ts1, settle=False) == ["re: first question"]
+    reply_call = chat.posts(lambda t: t == "re: first question")[0]
+    assert reply_call.params["channel"] == "C1" and reply_call.params["thread_ts"] == ts1
+
+    second = await chat.fake.push_mention("C1", "U1", "second question")
+    ts2 = second["event"]["ts"]
+    assert ts2 != ts1
+    assert await chat.answered("C1", ts2, settle=False) == ["re: second question"]
+    keys = {session_key("slack", "C1", ts1), session_key("slack", "C1", ts2)}
+    assert set(chat.gateway.sessions) == keys
+    assert chat.session("C1", ts1).session_id != chat.session("C1", ts2).session_id
+
+    # A follow-up in the bot's thread needs no mention and stays in that thread's session.
+    await chat.fake.push_message("C1", "U1", "and a follow-up", thread_ts=ts1)
+    assert await chat.answered("C1", ts1, count=2) == ["re: first question", "re: and a follow-up"]
+    assert set(chat.gateway.sessions) == keys
+    assert chat.bot_texts("C1") == []  # nothing at the channel's top level
+    assert chat.bot_texts("C1", ts2) == ["re: second question"]
+
+
+async def test_unmentioned_channel_messages_get_no_reply(slack_chat):
+    model = ScriptedModel({"parent": echo})
+    chat = await slack_chat(llm=model)
+    await chat.fake.push_message("C1", "U1", "just chatting, not to the bot")
+    await chat.fake.push_message("C1", "U1", "a reply in someone else's thread", thread_ts="1700000000.000009")
+    await chat.fake.wait_for(lambda: len(chat.fake.acks) == 2)
+    await asyncio.sleep(SETTLE)
+    assert chat.fake.calls_to("chat.postMessage") == []
+    assert model.requests == [] and chat.gateway.sessions == {}
+
+    # The same channel with a mention is answered: the silence above was the filter.
+    body = await chat.fake.push_mention("C1", "U1", "now to you")
+    assert await chat.answered("C1", body["event"]["ts"]) == ["re: now to you"]
+    assert len(model.requests) == 1
+
+
+# -- 4. long-running notices ------------------------------------------------------------------
+
+
+def notice_posts(chat: SlackChat) -> list[Call]:
+    return chat.posts(lambda t: t.startswith("⏳"))
+
+
+async def test_notices_are_posted_once_then_updated_in_place_and_none_follow_the_reply(slack_chat):
+    chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, script=slow(0.45))
+    await chat.fake.push_dm("U1", "work slowly")
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
+    texts = await chat.answered(count=2)
+    [post] = notice_posts(chat)
+    notice = next(m for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳"))
+    updates = chat.fake.calls_to("chat.update")
+    assert len(updates) >= 1
+    assert all(u.params["ts"] == notice["ts"] and u.params["channel"] == DM for u in updates)
+    sent_texts = [post.params["text"], *(u.params["text"] for u in updates)]
+    assert len(set(sent_texts)) == len(sent_texts)  # every notice reads differently
+    assert texts == [updates[-1].params["text"], "finished"]
+    # Nothing notice-like after the final reply: only the placeholder's deletion may follow it.
+    reply_at = chat.fake.calls.index(chat.posts(lambda t: t == "finished")[0])
+    assert chat.fake.calls.index(updates[-1]) < reply_at
+    assert {c.method for c in chat.fake.calls[reply_at + 1:]} <= {"chat.delete"}
+
+
+# -- 5. slash commands over both transports -----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_slash_stop_and_new_are_answered_ephemerally_once(slack_chat, mode):
+    model = ScriptedModel({"parent": [[{"hang": True}]]})
+    chat = await slack_chat(mode=mode, llm=model)
+    await chat.fake.push_dm("U1", "start something long")
+    await chat.fake.wait_for(lambda: PLACEHOLDER in chat.bot_texts())  # the turn is running
+
+    await chat.fake.push_slash_command("/stop", "U1", DM)
+    await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 1)
+    await chat.fake.push_slash_command("/new", "U1", DM)
+    await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 2)
+    assert await chat.answered(count=0) == []  # no reply from the stopped turn, placeholder removed
+
+    stop, new = chat.fake.ephemeral
+    assert stop["text"].startswith("Stopped the running turn") and new["text"].startswith("Started a new session")
+    assert {e["via"] for e in chat.fake.ephemeral} == {"response_url"}
+    assert {e["response_type"] for e in chat.fake.ephemeral} == {"ephemeral"}
+    assert chat.posts(lambda t: t != PLACEHOLDER) == [] and chat.fake.calls_to("chat.postEphemeral") == []
+    assert len(model.requests) == 1 and chat.session().generation == 2
+    if mode == "http":
+        commands = [r for r in chat.fake.http_results if r.text == ""]
+        assert len(commands) >= 2 and all(r.status == 200 for r in chat.fake.http_results)
+    else:
+        commands = [e for e in chat.fake.envelopes.values() if e.type == "slash_commands"]
+        assert len(commands) == 2 and all(e.acked for e in commands)
+
+
+# -- 6. !stop in a thread during an inline delegation ----------------------------------------
+
+
+async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmation(slack_chat):
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    chat = await slack_chat(llm=model, display={"interim_assistant_messages": False})
+    body = await chat.fake.push_mention("C1", "U1", "please delegate this")
+    ts = body["event"]["ts"]
+    await chat.fake.wait_for(lambda: chat.children() >= 2)
+    await asyncio.sleep(0.05)
+    assert chat.session("C1", ts).mode == "inline"
+
+    await chat.fake.push_message("C1", "U1", "!stop", thread_ts=ts)  # no slash commands in threads
+    [confirmation] = await chat.answered("C1", ts)
+    assert confirmation.startswith("Stopped the running turn and 2 subagents")
+    assert chat.bot_texts("C1") == [] and chat.fake.ephemeral == []
+    session = chat.session("C1", ts)
+    assert session.running is None
+    recent = chat.gateway.runtime.lifecycle.recent_of(session.session_id)
+    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    assert not any(r.role == "parent" and r.iteration > 0 for r in model.requests)  # the parent never resumed
+
+
+# -- 7. signatures on the gateway's HTTP server ----------------------------------------------
+
+
+def dm_event(event_id: str, text: str, ts: str = "1700000000.000100") -> dict[str, Any]:
+    return {"token": "fake-verification-token", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
+            "type": "event_callback", "event_id": event_id, "event_time": int(time.time()),
+            "event": {"type": "message", "channel": DM, "channel_type": "im", "user": "U1", "ts": ts,
+                      "text": text, "event_ts": ts}}
+
+
+async def test_http_signatures_are_checked_and_url_verification_is_answered(slack_chat):
+    model = ScriptedModel({"parent": echo})
+    chat = await slack_chat(mode="http", llm=model)
+    url, fake = chat.events_url, chat.fake
+
+    wrong = await fake.send_http_event(url, dm_event("EvWrong", "forged"), "not-the-secret")
+    stale = await fake.send_http_event(url, dm_event("EvStale", "replayed"), SECRET,
+                                       timestamp=int(time.time()) - 400)
+    assert (wrong.status, stale.status) == (401, 401)
+    challenge = await fake.send_http_event(url, {"type": "url_verification", "challenge": "c-42", "token": "t"},
+                                           SECRET)
+    assert challenge.status == 200 and challenge.json() == {"challenge": "c-42"}
+    await asyncio.sleep(SETTLE)
+    assert model.requests == [] and chat.gateway.sessions == {} and fake.calls_to("chat.postMessage") == []
+
+    right = await fake.send_http_event(url, dm_event("EvRight", "signed properly"), SECRET)
+    assert right.status == 200
+    assert await chat.answered() == ["re: signed properly"]
+    assert len(model.requests) == 1
+
+
+# -- 8. redelivered events are deduplicated ----------------------------------------------------
+
+
+async def test_http_event_retries_are_one_turn_and_one_reply(slack_chat):
+    model = ScriptedModel({"parent": [[{"text": "once"}], [{"text": "twice"}]]})
+    chat = await slack_chat(mode="http", llm=model)
+    body = await chat.fake.push_dm("U1", "hello")
+    assert chat.fake.http_results[-1].status == 200
+    for retry in (1, 2):
+        retried = await chat.fake.send_http_event(chat.events_url, body, SECRET, retry_num=retry)
+        assert retried.status == 200
+    assert await chat.answered() == ["once"]
+    assert len(model.requests) == 1
+
+
+async def test_socket_mode_redelivery_is_one_turn_and_one_reply(slack_chat):
+    model = ScriptedModel({"parent": [[{"text": "once"}], [{"text": "twice"}]]})
+    chat = await slack_chat(llm=model)
+    chat.fake.ack_timeout = 0.2
+    chat.fake.lose_next_ack()
+    body = await chat.fake.push_dm("U1", "hello")
+    [envelope] = [e for e in chat.fake.envelopes.values() if e.payload.get("event_id") == body["event_id"]]
+    await chat.fake.wait_for(lambda: envelope.retry_attempt >= 1 and envelope.acked)
+    assert len(envelope.deliveries) >= 2
+    assert await chat.answered() == ["once"]
+    assert len(model.requests) == 1
+
+
+# -- 9. Socket Mode reconnects ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", ["disconnect", "drop"])
+async def test_after_a_reconnect_one_message_gets_exactly_one_reply(slack_chat, cut):
+    model = ScriptedModel({"parent": echo})
+    chat = await slack_chat(llm=model)
+    fake = chat.fake
+    await fake.push_dm("U1", "before")
+    assert await chat.answered(settle=False) == ["re: before"]
+    if cut == "disconnect":
+        await fake.disconnect()
+    else:
+        fake.drop_socket()
+    await fake.wait_for(lambda: len(fake.connections) == 2 and len(fake.open_connections) == 1)
+    body = await fake.push_dm("U1", "after")
+    assert await chat.answered(count=2) == ["re: before", "re: after"]
+    assert len(model.requests) == 2
+    assert [c.id for c in fake.open_connections] == [2]
+    [envelope] = [e for e in fake.envelopes.values() if e.payload.get("event_id") == body["event_id"]]
+    assert envelope.deliveries == [2] and envelope.acked
+    assert [a.connection for a in fake.acks if a.envelope_id == envelope.envelope_id] == [2]
+
+
+# -- 10. rate limits and vanished messages -----------------------------------------------------
+
+
+async def test_429_on_post_message_is_retried_and_the_reply_arrives_once(slack_chat):
+    chat = await slack_chat(script=slow(0.3, "worth the wait"))
+    await chat.fake.push_dm("U1", "hello")
+    await chat.fake.wait_for(lambda: PLACEHOLDER in chat.bot_texts())
+    chat.fake.fail_next("chat.postMessage", status=429, retry_after=1)  # hits the reply, not the placeholder
+    started = time.monotonic()
+    await chat.fake.wait_for(lambda: "worth the wait" in chat.bot_texts())
+    assert time.monotonic() - started >= 0.9  # Retry-After was honoured
+    assert await chat.answered() == ["worth the wait"]
+    assert len(chat.posts(lambda t: t == "worth the wait")) == 2  # the 429'd attempt and the retry
+
+
+async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_chat):
+    chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, script=slow(0.45))
+    chat.fake.fail_next("chat.update", status=429, retry_after=1)  # nothing but notices calls chat.update
+    await chat.fake.push_dm("U1", "work slowly")
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=6)
+    texts = await chat.answered(count=2)
+    [post] = notice_posts(chat)
+    updates = chat.fake.calls_to("chat.update")
+    assert len(updates) >= 2 and updates[0].params["text"] == updates[1].params["text"]  # the same edit, again
+    notice = next(m for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳"))
+    assert {u.params["ts"] for u in updates} == {notice["ts"]}
+    assert post.params["text"] != updates[-1].params["text"]
+    assert texts == [updates[-1].params["text"], "finished"]
+
+
+async def test_message_not_found_on_update_falls_back_to_a_new_message(slack_chat):
+    chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, script=slow(0.45))
+    chat.fake.fail_next("chat.update", "message_not_found")
+    await chat.fake.push_dm("U1", "work slowly")
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
+    texts = await chat.answered(count=3)
+    first, fallback = notice_posts(chat)
+    failed, *later = chat.fake.calls_to("chat.update")
+    assert fallback.params["text"] == failed.params["text"]  # the refused edit, sent anew
+    fallback_ts = next(m["ts"] for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳")
+                       and m["ts"] != failed.params["ts"])
+    assert all(u.params["ts"] == fallback_ts for u in later)  # later notices edit the new message
+    assert texts[0] == first.params["text"] and texts[-1] == "finished" and len(texts) == 3
+    assert texts[1] == (later[-1].params["text"] if later else fallback.params["text"])
+
+
+# -- 11. access control -----------------------------------------------------------------------
+
+
+async def test_a_stranger_gets_one_refusal_and_nothing_runs(slack_chat):
+    model = ScriptedModel({"parent": echo})
+    chat = await slack_chat(llm=model, slack={"allowed_users": ["U1"]})
+    await chat.fake.push_dm("U2", "let me in")
+    [refusal] = await chat.answered("DU2", settle=False)
+    assert "only answers people" in refusal and "U2" in refusal
+    body = await chat.fake.push_mention("C1", "U2", "let me in here too")
+    [refusal_in_thread] = await chat.answered("C1", body["event"]["ts"], settle=False)
+    assert "only answers people" in refusal_in_thread
+    await chat.fake.push_slash_command("/new", "U2", "DU2")  # commands are refused too, ephemerally
+    await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 1)
+    assert "only answers people" in chat.fake.ephemeral[0]["text"]
+    assert model.requests == []
+    assert chat.posts(lambda t: t == PLACEHOLDER) == []  # no turn, so no progress placeholder either
+
+    await chat.fake.push_dm("U1", "hello")  # the allowed user is served
+    assert await chat.answered(DM) == ["re: hello"]
+    assert len(model.requests) == 1
+    assert chat.bot_texts("DU2") == [refusal] and chat.bot_texts("C1", body["event"]["ts"]) == [refusal_in_thread]
+    assert len(chat.fake.ephemeral) == 1
+    assert chat.session("DU2").generation == 1  # the refused /new did not run

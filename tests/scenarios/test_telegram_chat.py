@@ -1,0 +1,424 @@
+"""End to end on Telegram: the real aiogram client in `TelegramAdapter` talks to the loopback
+`FakeTelegram` Bot API over HTTP, with the real `Gateway` (sessions, commands, outbox) behind it.
+
+What the chat sees is read from the fake: ``fake.messages[chat]`` (what the bot has in each
+chat, with its edits) and ``fake.calls`` (every Bot API request, in order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.factory import build_model
+from agent.models.scripted import ScriptedModel
+from gateway.core import Gateway
+from gateway.runtime import Runtime
+from gateway.server import Server
+from platforms.base import utf16_length
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+from tests.gateway.harness import make_config, start_gateway
+
+BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
+LIST = "Compare these:\n- apples\n- pears"
+EVERYONE = {"telegram": {"allow_all": True}}
+SETTLE = 0.2  # long enough to show that nothing MORE arrives
+NOT_MODIFIED = ("Bad Request: message is not modified: specified new message content and reply markup are "
+                "exactly the same as a current content and reply markup of the message")
+
+
+# -- fixtures and helpers ------------------------------------------------------------
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+class Gateways:
+    """Starts gateways with a TelegramAdapter pointed at the fake; stops what is left at the end."""
+
+    def __init__(self, fake: FakeTelegram, tmp_path) -> None:
+        self.fake = fake
+        self.tmp_path = tmp_path
+        self.running: list[Gateway] = []
+
+    def config(self, **sections):
+        """Gateway configuration on this test's state dir; telegram stays ``enabled: false``
+        in it, as the tests build the adapter themselves."""
+        return make_config(self.tmp_path, **sections)
+
+    def adapter(self, **kw) -> TelegramAdapter:
+        return TelegramAdapter(self.fake.token, api_base=self.fake.base_url, polling_timeout=10, **kw)
+
+    async def start(self, config, *, model=None, script=None) -> Gateway:
+        gateway = await start_gateway(config, [self.adapter()], model=model, script=script)
+        self.running.append(gateway)
+        await self.fake.wait_for(lambda: self.fake.calls_to("getUpdates"))  # polling is live
+        return gateway
+
+    async def stop(self, gateway: Gateway) -> None:
+        self.running.remove(gateway)
+        await gateway.stop(grace=0)
+
+
+@pytest.fixture
+async def gateways(fake: FakeTelegram, tmp_path) -> AsyncIterator[Gateways]:
+    started = Gateways(fake, tmp_path)
+    yield started
+    for gateway in list(started.running):
+        await started.stop(gateway)
+
+
+class WithLatency:
+    """A model answering after ``seconds``, as a real one does. The demo model answers at once,
+    and a turn that ends within an event-loop tick or two cancels its typing loop before the
+    first sendChatAction is on the wire (cosmetic: the reply is already there)."""
+
+    def __init__(self, model, seconds: float = 0.05) -> None:
+        self._model, self._seconds = model, seconds
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    async def complete(self, request: ModelRequest):
+        await asyncio.sleep(self._seconds)
+        return await self._model.complete(request)
+
+
+def texts(fake: FakeTelegram, chat: int | str = 42) -> list[str]:
+    return [m["text"] for m in fake.messages[str(chat)]]
+
+
+def method_names(fake: FakeTelegram) -> list[str]:
+    return [name for name, _ in fake.calls]
+
+
+def slow_script(seconds: float = 0.45, text: str = "finished") -> dict:
+    return {"parent": [[{"sleep": seconds, "text": text}]]}
+
+
+HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
+
+
+def hanging_leaf(request: ModelRequest) -> dict:
+    goal = request.metadata.get("goal", "")
+    if "[hang]" in goal:
+        if request.iteration == 0:
+            return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+        return {"hang": True}
+    return {"text": f"done: {goal}"}
+
+
+def delegating_parent(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
+        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+    if last["role"] == "tool":
+        return {"text": "I started the subagents."}
+    return {"text": "all done"}
+
+
+async def children_hanging(fake: FakeTelegram, gateway: Gateway, model: ScriptedModel, n: int = 2) -> None:
+    """Until ``n`` children run and each has reached its hanging model call."""
+    def hanging() -> bool:
+        running = sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values())
+        stuck = [r for r in model.requests if r.role == "leaf" and r.iteration >= 1]
+        return running >= n and len(stuck) >= n
+
+    await fake.wait_for(hanging)
+
+
+# -- 1. a private-chat turn ----------------------------------------------------------
+
+
+async def test_private_inline_turn_types_then_sends_one_reply(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
+    await gateways.start(config, model=WithLatency(build_model(config.model)))
+    fake.push_message(42, LIST, username="alice")
+    await fake.wait_for(lambda: fake.messages["42"])
+    await asyncio.sleep(SETTLE)
+    (reply,) = texts(fake)
+    assert "apples" in reply and "pears" in reply
+    names = method_names(fake)
+    assert "sendChatAction" in names and names.index("sendChatAction") < names.index("sendMessage")
+    assert fake.calls_to("sendChatAction")[0] == {"chat_id": "42", "action": "typing"}
+    assert not fake.messages["42"][0]["silent"]
+
+
+async def test_private_background_turn_acknowledges_then_sends_the_results(fake, gateways):
+    # interim messages on is Telegram's own tier: leaving the setting out must give background
+    config = gateways.config(platforms=EVERYONE)
+    gateway = await gateways.start(config, model=WithLatency(build_model(config.model)))
+    fake.push_message(42, LIST)
+    await fake.wait_for(lambda: len(fake.messages["42"]) >= 2)
+    await asyncio.sleep(SETTLE)
+    ack, results = texts(fake)
+    assert "Started 2 subagent" in ack
+    assert "apples: completed" in results and "pears: completed" in results
+    names = method_names(fake)
+    assert "sendChatAction" in names and names.index("sendChatAction") < names.index("sendMessage")
+    assert next(iter(gateway.sessions.values())).mode == "background"
+
+
+# -- 2. long-running notices ---------------------------------------------------------
+
+
+async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_the_reply(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+    await gateways.start(config, script=slow_script())
+    fake.push_message(42, "work slowly")
+    await fake.wait_for(lambda: "finished" in texts(fake))
+    await asyncio.sleep(SETTLE)
+    notice, reply = fake.messages["42"]
+    assert notice["silent"] and notice["text"].startswith("⏳") and notice["edits"]
+    assert reply["text"] == "finished" and not reply["silent"]
+    sends = fake.calls_to("sendMessage")
+    assert len(sends) == 2 and sends[0]["disable_notification"] == "true"
+    assert "disable_notification" not in sends[1]
+    edits = fake.calls_to("editMessageText")
+    assert [e["message_id"] for e in edits] == [str(notice["message_id"])] * len(edits)
+    assert [e["text"] for e in edits] == notice["edits"]
+    names = method_names(fake)
+    last_edit = max(i for i, n in enumerate(names) if n == "editMessageText")
+    assert last_edit < max(i for i, n in enumerate(names) if n == "sendMessage")  # nothing after the reply
+
+
+# -- 3. /stop and /new as bot commands -----------------------------------------------
+
+
+@pytest.mark.parametrize(("command", "confirmation"), [
+    ("/stop", "Stopped the running turn and 2 subagents"),
+    ("/new", "Started a new session and ended 2 subagents"),
+])
+async def test_command_during_a_hanging_inline_delegation_gives_one_confirmation_and_nothing_more(
+        fake, gateways, command, confirmation):
+    config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_leaf})
+    gateway = await gateways.start(config, model=model)
+    fake.push_message(42, "please delegate this")
+    await children_hanging(fake, gateway, model)
+    assert texts(fake) == []  # inline: nothing before the final reply
+    session = next(iter(gateway.sessions.values()))
+    delegating_session = session.session_id
+    fake.push_message(42, command)
+    await fake.wait_for(lambda: fake.messages["42"])
+    await asyncio.sleep(SETTLE)
+    (reply,) = texts(fake)  # one confirmation; nothing from the stopped turn or its children
+    assert reply.startswith(confirmation)
+    lifecycle = gateway.runtime.lifecycle
+    assert session.running is None and not lifecycle.children_of(delegating_session)
+    outcomes = [r.outcome.status for r in lifecycle.recent_of(delegating_session)]
+    assert outcomes == ["interrupted", "interrupted"]
+
+
+async def test_new_after_a_finished_turn_confirms(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    await gateways.start(config, script={"parent": [[{"text": "hello"}]]})
+    fake.push_message(42, "hi")
+    await fake.wait_for(lambda: texts(fake) == ["hello"])
+    fake.push_message(42, "/new")
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[1] == "Started a new session. Delegation here is background."
+    commands = [c["command"] for c in fake.commands]
+    assert commands[:4] == ["stop", "new", "agents", "help"]  # the bot's command menu
+
+
+async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_leaf})
+    gateway = await gateways.start(config, model=model)
+    bot = fake.bot_user["username"]  # what getMe told the adapter
+    group = dict(chat_type="supergroup", user_id=5, username="bob")
+    fake.push_message(-100, f"@{bot} please delegate this", **group)
+    await children_hanging(fake, gateway, model)
+    fake.push_message(-100, "/stop@some_other_bot", **group)  # not ours: ignored
+    fake.push_message(-100, f"/stop@{bot}", **group)
+    await fake.wait_for(lambda: fake.messages["-100"])
+    await asyncio.sleep(SETTLE)
+    (reply,) = texts(fake, -100)
+    assert reply.startswith("Stopped the running turn and 2 subagents")
+
+
+# -- 4. group filtering ----------------------------------------------------------------
+
+
+async def test_group_message_gets_no_reply_and_a_mention_gets_one(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    model = ScriptedModel({"parent": [[{"text": "hello group"}], [{"text": "a second answer"}]]})
+    await gateways.start(config, model=model)
+    group = dict(chat_type="supergroup", user_id=5, username="bob")
+    fake.push_message(-100, "just chatting among ourselves", **group)
+    fake.push_message(-100, f"hey @{BOT} what's up?", **group)
+    await fake.wait_for(lambda: fake.messages["-100"])
+    await asyncio.sleep(SETTLE)
+    assert texts(fake, -100) == ["hello group"]
+    assert len(model.requests) == 1
+    said = [str(m["content"]) for m in model.requests[0].messages if m["role"] == "user"]
+    assert len(said) == 1 and "what's up" in said[0]
+
+
+# -- 5. splitting to 4,096 UTF-16 units ------------------------------------------------
+
+
+def long_reply() -> str:
+    prose = " ".join(f"Point {i} 😀🚀 matters ✨." for i in range(120))  # astral emoji: 2 UTF-16 units each
+    code = "\n".join(f"    value_{i} = compute({i})  # 🔧 step {i}" for i in range(110))
+    tail = "\n\n".join(f"Paragraph {i}: 🎉 done with part {i}." for i in range(40))
+    return f"{prose}\n\n```python\n{code}\n```\n\n{tail}"
+
+
+def strip_fences(text: str) -> str:
+    return "".join(re.sub(r"^```\w*$", "", text, flags=re.MULTILINE).split())
+
+
+async def test_a_long_reply_is_split_to_the_utf16_limit_with_balanced_fences(fake, gateways):
+    text = long_reply()
+    assert len(text) >= 6000 and utf16_length(text) > 2 * 4096
+    config = gateways.config(platforms=EVERYONE)
+    await gateways.start(config, script={"parent": [[{"text": text}]]})
+    fake.push_message(42, "write a lot")
+    await fake.wait_for(lambda: texts(fake) and texts(fake)[-1].endswith("part 39."))
+    await asyncio.sleep(SETTLE)
+    parts = texts(fake)
+    assert len(parts) >= 3
+    assert all(utf16_length(p) <= 4096 for p in parts)
+    assert all(len(re.findall(r"^```", p, flags=re.MULTILINE)) % 2 == 0 for p in parts)  # each renders alone
+    assert strip_fences("\n".join(parts)) == strip_fences(text)  # nothing lost, nothing reordered
+    assert len(fake.calls_to("sendMessage")) == len(parts)  # none refused as too long
+
+
+# -- 6. 429 on send and on edit ----------------------------------------------------------
+
+
+async def test_429_on_send_is_retried_after_retry_after_and_the_reply_arrives_once(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    await gateways.start(config, script={"parent": [[{"text": "patience pays"}]]})
+    fake.fail_next("sendMessage", 429, retry_after=1)
+    fake.push_message(42, "hi")
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))
+    refused_at = asyncio.get_running_loop().time()
+    await fake.wait_for(lambda: fake.messages["42"])
+    waited = asyncio.get_running_loop().time() - refused_at
+    await asyncio.sleep(SETTLE)
+    assert texts(fake) == ["patience pays"]
+    assert waited >= 0.9
+    assert [c["text"] for c in fake.calls_to("sendMessage")] == ["patience pays"] * 2
+
+
+async def test_429_on_a_notice_edit_is_retried_in_place(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+    await gateways.start(config, script=slow_script())
+    fake.fail_next("editMessageText", 429, retry_after=1)
+    fake.push_message(42, "work slowly")
+    await fake.wait_for(lambda: fake.calls_to("editMessageText"))
+    refused_at = asyncio.get_running_loop().time()
+    await fake.wait_for(lambda: "finished" in texts(fake))
+    waited = asyncio.get_running_loop().time() - refused_at
+    await asyncio.sleep(SETTLE)
+    notice, reply = fake.messages["42"]  # no fallback message: the edit went through in place
+    assert notice["silent"] and reply["text"] == "finished"
+    assert waited >= 0.9  # the chat's reply waited behind the edit's retry, in order
+    edits = fake.calls_to("editMessageText")
+    assert edits[0]["text"] == edits[1]["text"] == notice["edits"][0]  # the same edit, sent again
+    assert len(edits) == len(notice["edits"]) + 1
+    assert len(fake.calls_to("sendMessage")) == 2
+
+
+# -- 7. "message is not modified" ------------------------------------------------------------
+
+
+async def test_message_is_not_modified_counts_as_a_successful_edit(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+    await gateways.start(config, script=slow_script())
+    fake.fail_next("editMessageText", 400, description=NOT_MODIFIED)
+    fake.push_message(42, "work slowly")
+    await fake.wait_for(lambda: "finished" in texts(fake))
+    await asyncio.sleep(SETTLE)
+    notice, reply = fake.messages["42"]  # no fallback new message for the "failed" edit
+    assert notice["text"].startswith("⏳") and reply["text"] == "finished"
+    assert len(fake.calls_to("sendMessage")) == 2
+    edits = fake.calls_to("editMessageText")
+    assert len(edits) == len(notice["edits"]) + 1  # the first was answered "not modified", once, no retry
+    assert edits[0]["text"] not in notice["edits"]
+
+
+# -- 8. a redelivered update after a polling restart --------------------------------------------
+
+
+async def test_update_served_again_after_a_restart_is_dropped_by_the_inbox(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    first = await gateways.start(config, script={"parent": [[{"text": "answered once"}]]})
+    polls = len(fake.calls_to("getUpdates"))
+    # The poll after the handover, which would carry the confirming offset, never reaches the fake;
+    # aiogram backs off ~1 s before trying again, and we stop the process in that window.
+    fake.drop_next("getUpdates")
+    update_id = fake.push_message(42, "hello")
+    await fake.wait_for(lambda: texts(fake) == ["answered once"] and len(fake.calls_to("getUpdates")) > polls)
+    await gateways.stop(first)
+    assert [u["update_id"] for u in fake.pending] == [update_id]  # never confirmed
+
+    model = ScriptedModel({"parent": [[{"text": "answered twice"}]]})
+    await gateways.start(config, model=model)  # same state dir: the inbox remembers the update
+    await fake.wait_for(lambda: not fake.pending)  # served again, then confirmed
+    assert fake.calls_to("getUpdates")[-1]["offset"] == str(update_id + 1)
+    await asyncio.sleep(SETTLE)
+    assert texts(fake) == ["answered once"]
+    assert model.requests == []
+
+
+# -- 9. webhook mode ------------------------------------------------------------------------
+
+
+async def test_webhook_mode_on_the_gateway_server_checks_the_secret(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    model = ScriptedModel({"parent": [[{"text": "hooked"}], [{"text": "should never run"}]]})
+    adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram",
+                               webhook_secret="s3cret_token-1")
+    gateway = Gateway(Runtime(config, model=model), [adapter])
+    server = Server(gateway, "127.0.0.1", 0)  # mounts the adapter's route, /telegram
+    await server.start()
+    adapter.webhook_url = f"{server.url}/telegram"  # now that the server has its port
+    try:
+        await gateway.start()
+        gateways.running.append(gateway)
+        assert fake.webhook_url == adapter.webhook_url and fake.webhook_secret == "s3cret_token-1"
+        assert not fake.calls_to("getUpdates")
+
+        assert await fake.deliver_webhook(fake.message_update(42, "via webhook")) == 200
+        await fake.wait_for(lambda: fake.messages["42"])
+        assert texts(fake) == ["hooked"]
+
+        assert await fake.deliver_webhook(fake.message_update(42, "let me in"), secret="wrong") == 401
+        assert await fake.deliver_webhook(fake.message_update(42, "let me in"), secret=None) == 401
+        await asyncio.sleep(SETTLE)
+        assert texts(fake) == ["hooked"]
+        assert len(model.requests) == 1
+    finally:
+        await server.stop()
+
+
+# -- 10. access control --------------------------------------------------------------------------
+
+
+async def test_a_stranger_gets_one_polite_refusal_and_the_model_is_never_called(fake, gateways):
+    config = gateways.config(platforms={"telegram": {"allowed_users": ["friend"]}})
+    model = ScriptedModel({"parent": [[{"text": "hi friend"}]]})
+    await gateways.start(config, model=model)
+    fake.push_message(999, "hello?", username="stranger")
+    await fake.wait_for(lambda: fake.messages["999"])
+    await asyncio.sleep(SETTLE)
+    (refusal,) = texts(fake, 999)
+    assert refusal.startswith("Sorry") and "only answers people" in refusal and "999" in refusal
+    assert model.requests == []
+    fake.push_message(42, "hello", username="Friend")  # usernames match case-insensitively
+    await fake.wait_for(lambda: fake.messages["42"])
+    assert texts(fake) == ["hi friend"]
+    assert len(model.requests) == 1
+    assert texts(fake, 999) == [refusal]
