@@ -152,9 +152,12 @@ class _Splitter:
             for sep in ("\n\n", "\n", " "):
                 p = text.rfind(sep, lo, end)
                 while p != -1:
-                    if self.valid_end(start, self.rstrip(start, p)):
+                    body_end = self.rstrip(start, p)
+                    if self.valid_end(start, body_end):
                         return p
-                    p = text.rfind(sep, lo, p)
+                    # Every break between body_end and p ends the part at body_end too: skip them,
+                    # so a long run of whitespace is walked once, not once per break in it.
+                    p = text.rfind(sep, lo, body_end)
         cut = end - 1 if _is_pair(text, end) else end
         body_end = self.rstrip(start, cut)
         if not self.valid_end(start, body_end):
@@ -204,10 +207,12 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         fence = s.inside(start)
         head = fence.reopen() if fence is not None else ""
         tail = s.reserve(start)
-        if s.fits(head, start, s.content_end, ""):
+        end = s.max_end(head, start, tail)
+        # The rest may fit once no closing fence needs room: the last part. Checked only when the
+        # rest is about the window's size, so the text is not measured whole again for every part.
+        if end < n and s.content_end - max(end, start) <= len(tail) and s.fits(head, start, s.content_end, ""):
             end = n
-        else:
-            end = s.max_end(head, start, tail)
+        if end < n:
             if end <= start or (end == start + 1 and _is_pair(text, end)):
                 head = tail = ""  # the limit cannot hold the fence markers: plain text it is
                 end = s.max_end("", start, "")
