@@ -102,8 +102,7 @@ async def main() -> None:
     print(f"  100 sequential single-task calls:    {statistics.median(times[:q]) * 1e3:.2f} ms first quarter, "
           f"{statistics.median(times[-q:]) * 1e3:.2f} ms last quarter (median per call)")
     print(f"                                       memory {memory[q - 1] / 1024:.0f} KB after {q}, "
-          f"{memory[-1] / 1024:.0f} KB after 100 (growth {(memory[-1] - memory[q - 1]) / 1024 / (100 - q):.2f} KB/call; "
-          "finished records stay readable for lifecycle.retention_seconds)")
+          f"{memory[-1] / 1024:.0f} KB after 100 (growth {(memory[-1] - memory[q - 1]) / 1024 / (100 - q):.2f} KB/call)")
 
 
 if __name__ == "__main__":
