@@ -3,8 +3,10 @@
 An instantly answering scripted model; 50 chats send signed webhook turns in
 parallel; each reply is delivered to a loopback receiver. Prints turns/s and
 p50/p99 from request to delivery, the same for a bare aiohttp handler that only
-echoes (same client, same receiver, same process), the ratio, and the memory
-per idle session for 10,000 sessions.
+echoes (same client and receiver, in a second process), the ratio, the latency
+at a fixed offered load of half the measured capacity (closed-loop latency is
+mostly queueing: 50 chats / throughput), and the memory per idle session for
+10,000 sessions.
 
 Run: .venv/bin/python bench/gateway_bench.py [turns]
 """
@@ -134,6 +136,32 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def paced(url: str, receiver: Receiver, turns: int, rate: float, key_of) -> list[float]:
+    """Open loop: ``turns`` requests at a fixed offered ``rate`` per second over 50 chats,
+    not waiting for replies; returns request-to-delivery latencies."""
+    receiver.arrived.clear()
+    receiver.done.clear()
+    receiver.expected = turns
+    sent: dict[str, float] = {}
+    async with aiohttp.ClientSession() as client:
+        async def one(i: int) -> None:
+            body = json.dumps({"text": f"hello {i}", "chat_id": f"chat-{i % CHATS}"}).encode()
+            start = time.perf_counter()
+            async with client.post(url, data=body, headers=signed_headers(SECRET, body, now=time.time())) as r:
+                sent[key_of(await r.json(), i)] = start
+
+        tasks = []
+        begin = time.perf_counter()
+        for i in range(turns):
+            delay = begin + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.ensure_future(one(i)))
+        await asyncio.gather(*tasks)
+        await asyncio.wait_for(receiver.done.wait(), 60)
+    return [receiver.arrived[k] - sent[k] for k in sent if k in receiver.arrived]
+
+
 async def client_process(turns: int) -> None:
     """The load side, in its own process: a receiver and 50 chats. Prints the receiver's
     URL, reads the target URL from stdin, prints the results as JSON."""
@@ -143,8 +171,14 @@ async def client_process(turns: int) -> None:
     runner, base = await serve(app)
     print(f"{base}/deliveries", flush=True)
     loop = asyncio.get_running_loop()
-    while target := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
-        rate, latencies = await load(target, receiver, turns, lambda reply, i: reply["turn_id"])
+    while command := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+        target, _, offered = command.partition(" ")
+        key = lambda reply, i: reply["turn_id"]  # noqa: E731
+        if offered:
+            latencies = await paced(target, receiver, turns // 2, float(offered), key)
+            rate = float(offered)
+        else:
+            rate, latencies = await load(target, receiver, turns, key)
         print(json.dumps({"rate": rate, "latencies": latencies}), flush=True)
     await runner.cleanup()
 
@@ -181,6 +215,8 @@ async def main(turns: int) -> None:
             await runner.cleanup()
         gateway, server = await start_gateway(tmp, receiver_url)
         ours_rate, ours_lat = await measure(proc, f"{server.url}/webhooks/bench")
+        offered = round(ours_rate / 2, -1)
+        _, paced_lat = await measure(proc, f"{server.url}/webhooks/bench {offered}")
         await server.stop()
         await gateway.stop(grace=0)
         memory = await idle_session_memory(tmp, 10_000)
@@ -195,6 +231,8 @@ async def main(turns: int) -> None:
           f"p99 {pct(bare_lat, .99) * 1e3:6.1f} ms")
     print(f"  ratio:        {ours_rate / bare_rate:.0%} of the bare handler's throughput (target ≥ 25 %); "
           f"median latency {statistics.median(ours_lat) / statistics.median(bare_lat):.1f}x")
+    print(f"  open loop at {offered:.0f} turns/s offered (half the measured capacity): "
+          f"p50 {pct(paced_lat, .5) * 1e3:.1f} ms, p99 {pct(paced_lat, .99) * 1e3:.1f} ms")
     print(f"  memory per idle session (10,000 sessions): {memory / 1024:.1f} KB")
 
 
