@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import WSMsgType, web
+from platforms.fakes._waiting import wait_until
 
 T = TypeVar("T")
 MESSAGE_CONTENT_INTENT = 1 << 15
@@ -241,21 +242,11 @@ class FakeDiscord:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:
-        """Return the first truthy ``predicate()``, re-checked on every change here (and every
-        50 ms, for conditions on other objects); TimeoutError after ``timeout`` seconds."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                raise TimeoutError(f"condition not met within {timeout}s; last calls: {self.calls[-5:]}")
-            try:
-                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
-            except TimeoutError:
-                pass
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Return the first truthy ``predicate()``, re-checked on every change to the fake (and
+        every 20 ms, for conditions on other objects); TimeoutError after ``timeout`` seconds."""
+        return await wait_until(predicate, timeout, changed=lambda: self._changed,
+                                describe=lambda: f"; last calls: {self.calls[-5:]}")
 
     def bot_messages(self, channel_id: str | int) -> list[FakeMessage]:
         return [m for m in self.messages[str(channel_id)] if m.from_bot and not m.deleted]

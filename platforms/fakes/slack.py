@@ -44,6 +44,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from platforms.fakes._waiting import wait_until
 
 Key = tuple[str, str | None]
 
@@ -241,18 +242,10 @@ class FakeSlack:
     def dm_channel(self, user: str) -> str:
         return f"D{user}"
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Return once ``predicate()`` holds, re-checking on every change to the fake (and every
-        20 ms, for predicates over state kept elsewhere); `TimeoutError` after ``timeout``."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not predicate():
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                raise TimeoutError(f"condition not met within {timeout}s")
-            try:
-                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.02))
-            except TimeoutError:
-                pass
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Return the first truthy ``predicate()``, re-checked on every change to the fake (and
+        every 20 ms, for conditions on other objects); TimeoutError after ``timeout`` seconds."""
+        return await wait_until(predicate, timeout, changed=lambda: self._changed)
 
     def _bump(self) -> None:
         self._changed.set()

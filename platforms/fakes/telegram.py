@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import ClientSession, web
+from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
 _KEEP = object()
@@ -264,12 +265,7 @@ class FakeTelegram:
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Wait until ``predicate()`` is truthy and return its value; TimeoutError after ``timeout``."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not (value := predicate()):
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            await asyncio.sleep(0.01)
-        return value
+        return await wait_until(predicate, timeout, poll=0.01)
 
     # -- HTTP --------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from aiohttp import ClientSession, web
 from yarl import URL
 
 from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, TOLERANCE, get_payload, sign, verify
+from platforms.fakes._waiting import wait_until
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +132,7 @@ class WebhookReceiver:
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Wait until ``predicate()`` is truthy and return its value; TimeoutError after ``timeout``."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not (value := predicate()):
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            await asyncio.sleep(0.01)
-        return value
+        return await wait_until(predicate, timeout, poll=0.01)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
