@@ -8,6 +8,7 @@ from agent._clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent._compaction import CompactionPolicy, Compactor
 from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress
 from agent._hooks import HOOK_NAMES, HookRegistry
+from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._plugins import PluginCommand, PluginContext, PluginHost
 from agent._session import AgentSession, TurnObserver
@@ -46,4 +47,5 @@ __all__ = [
     "TurnResult",
     "Usage",
     "active_turn",
+    "new_id",
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, ToolError, TurnInProgress
 from agent._hooks import HookRegistry
+from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._tools import Tool, ToolContext
 from agent._turn import _ACTIVE_TURN, ActiveTurn, ToolTraceEntry, TurnResult
@@ -77,7 +77,7 @@ class AgentSession:
         """Fixed after construction: their schemas are built once, on the first model call."""
         self._schemas: list[dict[str, Any]] | None = None
         self.role = role
-        self.session_id = session_id or os.urandom(16).hex()
+        self.session_id = session_id or new_id("s-")
         self.max_iterations = max_iterations
         self.workspace = workspace or Path.cwd()
         self.services = dict(services or {})
@@ -149,7 +149,7 @@ class AgentSession:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
-        turn = _TurnState(os.urandom(8).hex(), self.clock.monotonic())
+        turn = _TurnState(new_id("turn-"), self.clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
             self.messages.append({"role": "user", "content": user_message})

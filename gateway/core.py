@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock
+from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
 from gateway import commands, turns
 from gateway.access import REFUSAL, allowed
 from gateway.delivery import Outbox
@@ -155,13 +154,13 @@ class Gateway:
     def _new_row(self, key: str, platform: str, *, generation: int) -> SessionRow:
         # The mode is resolved once, here, and pinned until /new.
         mode = delegation_mode(self.config, platform, self.tier(platform))
-        return SessionRow(key=key, session_id=f"s-{os.urandom(8).hex()}", generation=generation, mode=mode,
+        return SessionRow(key=key, session_id=new_id("s-"), generation=generation, mode=mode,
                           transcript=[])
 
     def _agent(self, row: SessionRow, platform: str, chat_id: str, thread_id: str | None) -> AgentSession:
         async def send_message(text: str, target: str | None = None) -> str:
             # send_message reaches this chat only: a target elsewhere is not the model's to pick.
-            self.send(self.sessions[row.key], text, kind="interim", key=f"msg-{os.urandom(6).hex()}")
+            self.send(self.sessions[row.key], text, kind="interim", key=new_id("msg-"))
             return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
         agent = self.runtime.new_session(session_id=row.session_id, services={"send_message": send_message})

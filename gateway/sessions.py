@@ -8,12 +8,11 @@ internal turn once the session is idle.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent import AgentSession
+from agent import AgentSession, new_id
 from platforms.base import Inbound
 
 
@@ -70,4 +69,4 @@ class GatewaySession:
 
 
 def new_turn_id() -> str:
-    return f"t-{os.urandom(8).hex()}"
+    return new_id("t-")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from agent import Tool, ToolContext, ToolError, active_turn
+from agent import Tool, ToolContext, ToolError, active_turn, new_id
 from lifecycle._children import ChildSpec
 from lifecycle._delegate_args import parse_tasks, tool_schema
 from lifecycle._entries import apply_summary_budget, entry
@@ -65,7 +64,9 @@ class DelegateTool:
         turn = active_turn()
         turn_id = turn.turn_id if turn is not None else ""
         started = time.monotonic()
-        records = await self.service.submit_many(parent, turn_id, specs)
+        # Inline, nothing is handed out before the children end, and their terminal rows commit
+        # after their PENDING ones: no need to wait for a commit before they start.
+        records = await self.service.submit_many(parent, turn_id, specs, durable_launch=self.mode == "background")
         if self.mode == "background":
             return self._dispatch(parent.session_id, specs, records, started)
         return await self._inline(parent, specs, records, started)
@@ -95,7 +96,7 @@ class DelegateTool:
     # -- background --------------------------------------------------------------------
 
     def _dispatch(self, parent_id: str, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
-        delegation_id = f"deleg_{os.urandom(4).hex()}"
+        delegation_id = new_id("deleg_")
         workspace = records[0].run.parent.workspace if records and records[0].run else None
         dispatched_at = time.time()
         task = asyncio.ensure_future(

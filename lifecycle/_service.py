@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import weakref
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from agent import AgentSession, active_turn
+from agent import AgentSession, active_turn, new_id
 from lifecycle._capability import KeyRing, sign, verify
 from lifecycle._child_run import ChildOutcome, ChildRun
 from lifecycle._children import ChildHost, ChildSpec, check_toolsets, effective_role
@@ -173,12 +172,18 @@ class AsyncSubagentLifecycle:
         return record
 
     async def submit_many(
-        self, parent: AgentSession, parent_turn_id: str, specs: list[ChildSpec], *, correlation_id: str | None = None
+        self, parent: AgentSession, parent_turn_id: str, specs: list[ChildSpec], *,
+        correlation_id: str | None = None, durable_launch: bool = True,
     ) -> list[Record]:
-        """Journal a batch as PENDING in one commit, then queue every child."""
+        """Journal a batch as PENDING in one commit, then queue every child.
+
+        ``durable_launch=False`` queues at once and lets the PENDING rows commit with the
+        next batch: for callers that hand no handle out before the children finish (an
+        inline delegate_task), whose terminal rows are committed after them anyway."""
         self._require_started()
         records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
-        await self.journal.sync()
+        if durable_launch:
+            await self.journal.sync()
         for record in records:
             self.engine.submit(record)
         return records
@@ -186,7 +191,7 @@ class AsyncSubagentLifecycle:
     def _new_record(
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None
     ) -> Record:
-        subagent_id = f"sa-{os.urandom(8).hex()}"
+        subagent_id = new_id("sa-")
         depth = parent.depth + 1
         role = effective_role(spec.role, depth, self.host.delegation.max_spawn_depth)
         model = self.host.child_model(parent) if self.host.child_model else parent.model
