@@ -29,8 +29,9 @@ from lifecycle._contract import (
     SubagentUsage,
 )
 from lifecycle._engine import Engine, InProcessEngine
-from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal, SqliteJournal
+from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._service import AsyncSubagentLifecycle
+from lifecycle._sqlite_journal import SqliteJournal
 from lifecycle._sync import SubagentLifecycle
 
 __all__ = [

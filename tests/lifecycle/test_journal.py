@@ -20,7 +20,8 @@ import pytest
 
 from lifecycle._capability import KeyRing, sign, verify
 from lifecycle._contract import CONTRACT_VERSION, SubagentHandle
-from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal, SqliteJournal
+from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
+from lifecycle._sqlite_journal import SqliteJournal
 
 
 def record(subagent_id: str, state: str = "RUNNING", **changes: Any) -> JournalRecord:
@@ -353,7 +354,8 @@ async def test_sqlite_sync_does_not_hang_when_the_writer_is_gone(tmp_path: Path)
 CRASHING_WRITER = textwrap.dedent(
     """
     import asyncio, os, signal, sys
-    from lifecycle._journal import JournalRecord, SqliteJournal
+    from lifecycle._journal import JournalRecord
+    from lifecycle._sqlite_journal import SqliteJournal
 
     async def main(path):
         journal = SqliteJournal(path)
