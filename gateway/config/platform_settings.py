@@ -23,17 +23,6 @@ def empty_mapping() -> Mapping:
 
 
 @dataclass(frozen=True, slots=True)
-class LocalPlatformSettings:
-    enabled: bool = setting(True, "Chat with the agent in this terminal when run interactively.")
-
-
-@dataclass(frozen=True, slots=True)
-class WebPlatformSettings:
-    enabled: bool = setting(False, "Serve the web chat page.")
-    host: str = setting("127.0.0.1", "Address the web chat page is reachable on; keep it local unless proxied.")
-
-
-@dataclass(frozen=True, slots=True)
 class WebhookRoute:
     secret: str | None = setting(None, "Shared secret that authenticates requests to this route.", secret=True)
     deliver_url: str | None = setting(None, "URL the route's replies are POSTed to; none when unset.")
@@ -85,12 +74,12 @@ class DiscordSettings:
 
 @dataclass(frozen=True, slots=True)
 class PlatformsSettings:
-    local: LocalPlatformSettings = nested(LocalPlatformSettings, "The terminal chat.")
-    web: WebPlatformSettings = nested(WebPlatformSettings, "The web chat page.")
     webhook: WebhookPlatformSettings = nested(WebhookPlatformSettings, "Generic HTTP webhooks.")
     telegram: TelegramSettings = nested(TelegramSettings, "Telegram (aiogram).")
     slack: SlackSettings = nested(SlackSettings, "Slack (slack-bolt).")
     discord: DiscordSettings = nested(DiscordSettings, "Discord (discord.py).")
 
 
-PLATFORM_NAMES: tuple[str, ...] = tuple(PlatformsSettings.__dataclass_fields__)
+#: Every platform a display override may name: the configurable ones plus the terminal
+#: (`switchboard chat`, which needs no settings of its own).
+PLATFORM_NAMES: tuple[str, ...] = ("local", *PlatformsSettings.__dataclass_fields__)
