@@ -46,12 +46,15 @@ class Tool:
     parameters: Mapping[str, Any]
     handler: Handler
     toolset: str
+    checks_own_arguments: bool = False
+    """The handler validates its arguments itself (with messages made for the model), so the
+    generic schema check is skipped; the schema is still what the model sees."""
     _validator: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Built once: jsonschema.validate() would re-check the schema itself on every call.
         cls = jsonschema.validators.validator_for(self.parameters, default=jsonschema.Draft202012Validator)
-        object.__setattr__(self, "_validator", cls(self.parameters))
+        object.__setattr__(self, "_validator", None if self.checks_own_arguments else cls(self.parameters))
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -61,7 +64,7 @@ class Tool:
 
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> str:
         """Validate ``args`` and run the handler; raises `ToolError` with a message for the model."""
-        error = jsonschema.exceptions.best_match(self._validator.iter_errors(args))
+        error = None if self._validator is None else jsonschema.exceptions.best_match(self._validator.iter_errors(args))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments for {self.name} ({where}): {error.message}")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from agent import Tool, ToolContext, ToolError, active_turn, new_id
 from lifecycle._children import ChildSpec
-from lifecycle._delegate_args import parse_tasks, tool_schema
+from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._record import Record
 from lifecycle._service import AsyncSubagentLifecycle
@@ -52,13 +52,14 @@ class DelegateTool:
 
     def tool(self) -> Tool:
         return Tool("delegate_task", DESCRIPTION, tool_schema(background=self.mode == "background"),
-                    self.__call__, "delegation")
+                    self.__call__, "delegation", checks_own_arguments=True)
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         parent = ctx.session
         action = args.get("action", "delegate")
         if action != "delegate":
             return self._control(action, args, parent.session_id)
+        check_arguments(args)
         limit = self.service.host.delegation.max_concurrent_children
         specs = parse_tasks(args, limit)
         turn = active_turn()
@@ -126,9 +127,11 @@ class DelegateTool:
         except Exception:
             log.exception("delivering the results of %s failed", delegation_id)
 
-    def _control(self, action: str, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
+    def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
         if self.mode != "background":
             raise ToolError(f"action {action!r} is only available for background delegation")
+        if action not in ("list", "steer", "stop"):
+            raise ToolError(f"action must be one of delegate, list, steer, stop; got {action!r}")
         if action == "list":
             now = time.time()
             return {"subagents": [_listing(r, now) for r in self.service.children_of(parent_id)]}

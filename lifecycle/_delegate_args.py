@@ -42,6 +42,20 @@ def tool_schema(*, background: bool) -> dict[str, Any]:
     return {"type": "object", "properties": properties}
 
 
+_KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "subagent_id", "message"})
+
+
+def check_arguments(args: dict[str, Any]) -> None:
+    """What the generic schema check would catch, in words for the model (the tool checks its
+    own arguments: a batch's schema check cost a millisecond)."""
+    unknown = sorted(set(args) - _KNOWN)
+    if unknown:
+        raise ToolError(f"unknown argument(s) {', '.join(unknown)}; use goal/context for one task or tasks for several")
+    for key in ("goal", "context"):
+        if key in args and not isinstance(args[key], str):
+            raise ToolError(f"`{key}` must be a string")
+
+
 def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
     """The tasks of a call, validated, in the order given; raises ToolError otherwise."""
     tasks = args.get("tasks")
@@ -57,7 +71,7 @@ def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
         tasks = [{k: args[k] for k in ("goal", "context", "output_schema", "images") if k in args}]
     if not isinstance(tasks, list) or not tasks:
         raise ToolError("`tasks` must be a non-empty list of {goal, context} objects.")
-    if len(tasks) > limit:
+    if len(tasks) > limit:  # before looking at each task: the fix is the same whatever they hold
         raise ToolError(
             f"Too many tasks: got {len(tasks)}, but at most {limit} run at once "
             f"(delegation.max_concurrent_children). Split the work into batches of at most {limit} "

@@ -61,7 +61,9 @@ async def test_single_task_and_json_string_tasks(denv):
 @pytest.mark.parametrize(("args", "message"), [
     ({}, "Provide either `goal`"),
     ({"goal": "  "}, "task 0: `goal` must be a non-empty string"),
-    ({"tasks": ["just a string"]}, "(tasks/0): 'just a string' is not of type 'object'"),
+    ({"tasks": ["just a string"]}, "task 0 must be an object"),
+    ({"goal": "x", "bogus": 1}, "unknown argument(s) bogus"),
+    ({"goal": 5}, "`goal` must be a string"),
     ({"tasks": []}, "must be a non-empty list"),
     ({"tasks": "[not json"}, "not valid JSON"),
     ({"tasks": [{"goal": "x"}] * 11}, "Too many tasks: got 11, but at most 10 run at once"),
