@@ -98,6 +98,9 @@ class Gateway:
         """The sink every adapter feeds. Quick: records, routes and queues; never runs a turn inline."""
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         if not self._accepting:
+            # Shutting down: keep the event (the platform may count it as delivered) and
+            # handle it after the next start, with the other unfinished events.
+            self.store.record_event(inbound)
             return Accepted(None, key)
         if not self.store.record_event(inbound):
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)

@@ -220,3 +220,19 @@ async def test_allow_all_serves_everyone(tmp_path, gateways):
     await chat.say("hi", user="123")
     await chat.wait_for(lambda: chat.messages)
     assert chat.texts() == ["hello anyone"]
+
+
+async def test_a_message_arriving_during_shutdown_is_handled_after_the_next_start(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path)
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "never"}]]})
+    gateway._accepting = False  # what stop() does first, before the adapters have stopped
+    from platforms.base import Inbound
+
+    accepted = await gateway.handle(Inbound("chat", "c9", None, "u1", "alice", "sent while stopping", "ev-late"))
+    assert accepted.turn_id is None
+    await gateway.stop(grace=0)
+    chat2 = RecordingAdapter()
+    await gateways(config, [chat2], script={"parent": [[{"text": "handled after restart"}]]})
+    await chat2.wait_for(lambda: chat2.messages)
+    assert chat2.texts() == ["handled after restart"]
