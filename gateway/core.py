@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
-from gateway import commands, turns
+from gateway import commands, turns, upkeep
 from gateway.access import REFUSAL, allowed
 from gateway.delivery import Outbox
 from gateway.display import delegation_mode, turn_display
@@ -50,6 +50,7 @@ class Gateway:
         self.sessions: dict[str, GatewaySession] = {}
         self._by_agent: dict[str, GatewaySession] = {}
         self._accepting = False
+        self._upkeep: asyncio.Task | None = None
         for adapter in self.adapters.values():
             if hasattr(adapter, "bind_turn_reader"):
                 adapter.bind_turn_reader(self._read_turn)  # the webhook platform's GET reads the outbox
@@ -66,11 +67,15 @@ class Gateway:
         for inbound in self.store.unfinished_events():
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._dispatch(inbound)
+        self._upkeep = asyncio.ensure_future(upkeep.run_forever(self))
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake, let running turns finish for ``grace`` seconds, then interrupt
         them; flush the outbox; journal running children as interrupted."""
         self._accepting = False
+        if self._upkeep is not None:
+            self._upkeep.cancel()
+            self._upkeep = None
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         for adapter in self.adapters.values():
             try:
@@ -148,7 +153,8 @@ class Gateway:
             row = self._new_row(key, platform, generation=1)
             self.store.save_session(row)
         session = GatewaySession(key, platform, chat_id, thread_id, row.session_id, row.generation, row.mode,
-                                 self._agent(row, platform, chat_id, thread_id), generation_started_at=time.time())
+                                 self._agent(row, platform, chat_id, thread_id), generation_started_at=time.time(),
+                                 last_active=time.time())
         self.sessions[key] = session
         self._by_agent[session.session_id] = session
         session.worker = asyncio.ensure_future(self._work(session))
@@ -204,7 +210,11 @@ class Gateway:
             item = await session.next_item()
             await turns.run_turn(self, session, item)
 
+    def forget_agent(self, session_id: str) -> None:
+        self._by_agent.pop(session_id, None)
+
     def after_turn(self, session: GatewaySession, item: WorkItem) -> None:
+        session.last_active = time.time()
         self.store.save_transcript(session.key, session.agent.messages)
         if item.event is not None:
             self.store.mark_done(item.event.platform, item.event.event_id)

@@ -8,6 +8,7 @@ internal turn once the session is idle.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
@@ -51,10 +52,13 @@ class GatewaySession:
     last_stop_at: float = 0.0
     """Wall time of the last /stop: background results dispatched before it are not delivered."""
     generation_started_at: float = 0.0
+    last_active: float = 0.0
+    """Wall time of the last message or finished turn: idle sessions leave memory (gateway.upkeep)."""
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task | None = None
 
     def put(self, item: WorkItem, *, front: bool = False) -> None:
+        self.last_active = time.time()
         if front:
             self.queue.appendleft(item)
         else:

@@ -236,3 +236,22 @@ async def test_a_message_arriving_during_shutdown_is_handled_after_the_next_star
     await gateways(config, [chat2], script={"parent": [[{"text": "handled after restart"}]]})
     await chat2.wait_for(lambda: chat2.messages)
     assert chat2.texts() == ["handled after restart"]
+
+
+async def test_upkeep_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(tmp_path, gateways):
+    from gateway import upkeep
+
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat],
+                             script={"parent": [[{"text": "first"}], [{"text": "second"}]]})
+    await chat.say("hello", chat="idle")
+    await chat.wait_for(lambda: chat.messages)
+    session = gateway.sessions["chat|idle|"] if "chat|idle|" in gateway.sessions else next(iter(gateway.sessions.values()))
+    assert upkeep.sweep(gateway) == (0, 0, 0)  # fresh: nothing to forget
+    session.last_active -= upkeep.IDLE_SESSION_SECONDS + 1
+    assert upkeep.sweep(gateway)[2] == 1 and not gateway.sessions
+    await chat.say("hello again", chat="idle")  # loaded back from the store, transcript and all
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    restored = next(iter(gateway.sessions.values()))
+    assert restored.session_id == session.session_id
+    assert [m["content"] for m in restored.agent.messages if m["role"] == "user"] == ["hello", "hello again"]
