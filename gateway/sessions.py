@@ -57,12 +57,9 @@ class GatewaySession:
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task | None = None
 
-    def put(self, item: WorkItem, *, front: bool = False) -> None:
+    def put(self, item: WorkItem) -> None:
         self.last_active = time.time()
-        if front:
-            self.queue.appendleft(item)
-        else:
-            self.queue.append(item)
+        self.queue.append(item)
         self._wake.set()
 
     async def next_item(self) -> WorkItem:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent import AgentSession, Model, ToolTraceEntry, TurnResult, Usage
@@ -37,7 +37,6 @@ class ChildOutcome:
     timeout: Timeout | None = None
     schema: dict[str, Any] | None = None
     """``schema_valid`` and, when invalid, ``schema_errors`` and ``schema_note``."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ChildRun:
