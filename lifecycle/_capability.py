@@ -136,7 +136,11 @@ def _message(
         provider,
         model,
     ]
-    return json.dumps(fields, separators=(",", ":")).encode("ascii")
+    return _encode(fields).encode("ascii")
+
+
+# The same output as json.dumps(fields, separators=...), without building an encoder per call.
+_encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def sign(

@@ -366,16 +366,16 @@ def compute_result_hash(result: SubagentResult) -> str:
     """SHA-256 hex of ``to_dict()`` minus ``result_hash`` as canonical JSON; equal content, equal hash."""
     body = result.to_dict()
     del body["result_hash"]
-    return _hash_body(body)
+    return _digest(_canonical(body))
 
 
 # One reusable encoder: json.dumps(sort_keys=...) would build a new encoder for every call.
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _hash_body(body: dict[str, Any]) -> str:
+def _digest(canonical: str) -> str:
     # surrogatepass: a lone surrogate in model output must hash, not crash.
-    return hashlib.sha256(_canonical(body).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _bound(text: object) -> tuple[str | None, bool, int | None]:
@@ -391,7 +391,12 @@ def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def make_terminal_result(
+def make_terminal_result(*args: Any, **kwargs: Any) -> SubagentResult:
+    """The final, hashed result of a terminal child; see `make_terminal_result_json`."""
+    return make_terminal_result_json(*args, **kwargs)[0]
+
+
+def make_terminal_result_json(
     handle: SubagentHandle,
     state: SubagentState,
     *,
@@ -403,8 +408,9 @@ def make_terminal_result(
     started_at: float | None = None,
     completed_at: float | None = None,
     duration_seconds: float | None = None,
-) -> SubagentResult:
-    """Build the final, hashed result of a terminal child (``ready=True``).
+) -> tuple[SubagentResult, str]:
+    """Build the final, hashed result of a terminal child (``ready=True``), and its
+    ``to_dict()`` as JSON text for the journal.
 
     Non-str text is converted with ``str()``; text over `MAX_RESULT_CHARS` keeps
     its head and sets the ``*_truncated`` flag and ``*_original_length``. Times
@@ -425,9 +431,11 @@ def make_terminal_result(
     )  # fmt: skip
     usage = usage if usage is not None else SubagentUsage()
     times = (_float(started_at), _float(completed_at), _float(duration_seconds))
-    # Built once and hashed once: this runs for every child, so no replace() and no second to_dict().
+    # Built once and encoded once, for the hash and the journal alike: this runs for every child.
     body = dict(zip(_RESULT_PLAIN[:-1], (True, *fields, *times), strict=True))
     body["handle"] = handle.to_dict()
     body["state"] = state.value
     body["usage"] = {name: getattr(usage, name) for name in _USAGE_KEYS}
-    return SubagentResult(handle, state, True, *fields, usage, *times, _hash_body(body))
+    text = _canonical(body)
+    digest = _digest(text)
+    return SubagentResult(handle, state, True, *fields, usage, *times, digest), f'{text[:-1]},"result_hash":"{digest}"}}'

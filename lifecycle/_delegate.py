@@ -79,7 +79,7 @@ class DelegateTool:
 
         parent.interrupt_listeners.append(pass_interrupt)
         try:
-            await asyncio.gather(*(r.done() for r in records))
+            await asyncio.gather(*(r.waiter() for r in records))
         finally:
             parent.interrupt_listeners.remove(pass_interrupt)
         return await self._payload(parent.workspace, specs, records, started)
@@ -117,7 +117,7 @@ class DelegateTool:
 
     async def _deliver(self, parent_id: str, delegation_id: str, dispatched_at: float, workspace: Any,
                        specs: list[ChildSpec], records: list[Record], started: float) -> None:
-        await asyncio.gather(*(r.done() for r in records))
+        await asyncio.gather(*(r.waiter() for r in records))
         payload = await self._payload(workspace, specs, records, started)
         # dispatched_at lets the host drop results of work stopped (or a session reset) after dispatch.
         payload = {"delegation_id": delegation_id, "goals": [s.goal for s in specs],

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
@@ -45,21 +45,22 @@ class JournalError(SubagentLifecycleError):
 
 @dataclass(frozen=True, slots=True)
 class JournalRecord:
-    """One child as stored. ``handle``/``result`` are JSON-safe dicts the journal now owns: do not mutate them."""
+    """One child as stored. ``handle`` and ``result`` are JSON text, encoded once by the service:
+    the journal stores documents, it does not re-encode them on every write."""
 
     subagent_id: str
     parent_session_id: str | None
     correlation_id: str | None
-    handle: dict[str, Any]
-    """``SubagentHandle.to_dict()``."""
+    handle: str
+    """``SubagentHandle.to_dict()`` as JSON."""
     state: str
     """A `SubagentState` value."""
     created_at: float
     updated_at: float
     started_at: float | None = None
     completed_at: float | None = None
-    result: dict[str, Any] | None = None
-    """``SubagentResult.to_dict()`` once terminal."""
+    result: str | None = None
+    """``SubagentResult.to_dict()`` as JSON, once terminal."""
     goal: str = ""
     """Kept for listings."""
 
@@ -68,7 +69,8 @@ class JournalRecord:
         return self.state in _TERMINAL
 
 
-MakeResult = Callable[[JournalRecord], dict[str, Any]]
+MakeResult = Callable[[JournalRecord], str]
+"""The JSON text of the INTERRUPTED result for an unfinished record."""
 
 
 @runtime_checkable

@@ -15,20 +15,29 @@ _TTL_SECONDS = 5.0  # a burst of children shares one read; an edited file shows 
 
 
 class ProjectContext:
-    """Reads the context files of a workspace off the event loop, cached briefly."""
+    """Reads the context files of a workspace off the event loop, cached briefly.
+
+    Children launched together share one read: a miss stores the reading task
+    itself, so a thousand children starting at once cost one trip to a thread,
+    not a thousand.
+    """
 
     def __init__(self) -> None:
-        self._cache: dict[Path, tuple[float, str]] = {}
+        self._cache: dict[Path, tuple[float, asyncio.Task[str]]] = {}
 
     async def section(self, workspace: Path) -> str:
         """The system-prompt section for ``workspace``, or "" when it has no context files."""
         cached = self._cache.get(workspace)
         now = time.monotonic()
-        if cached is not None and now - cached[0] < _TTL_SECONDS:
-            return cached[1]
-        text = await asyncio.to_thread(read_context_files, workspace)
-        self._cache[workspace] = (now, text)
-        return text
+        loop = asyncio.get_running_loop()
+        if cached is None or now - cached[0] >= _TTL_SECONDS or cached[1].get_loop() is not loop:
+            task = loop.create_task(asyncio.to_thread(read_context_files, workspace))
+            cached = self._cache[workspace] = (now, task)
+        task = cached[1]
+        if task.done():
+            return task.result()
+        # Shielded: one caller being cancelled must not cancel the read the others wait for.
+        return await asyncio.shield(task)
 
 
 def read_context_files(workspace: Path) -> str:

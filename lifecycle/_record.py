@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING
 
 from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
@@ -13,16 +14,18 @@ if TYPE_CHECKING:
 
 
 class Record:
-    """Mutated only on the event loop. ``result`` is set once and never changes."""
+    """Mutated only on the event loop. ``result`` is set once, after it is journaled, and never changes."""
 
     __slots__ = (
-        "handle", "handle_dict", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "run_turn_id", "cancel_reason", "stop_reason", "closing", "completing", "_done", "__weakref__",
+        "handle", "handle_json", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
+        "result", "outcome", "run", "run_turn_id", "cancel_reason", "stop_reason", "closing", "completing", "_waiters",
+        "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
         self.handle = handle
-        self.handle_dict = handle.to_dict()
+        self.handle_json = _encode(handle.to_dict())
+        """Encoded once: the PENDING and the terminal journal rows both carry it."""
         self.goal = goal
         self.created_at = created_at
         self.state = SubagentState.PENDING
@@ -39,24 +42,38 @@ class Record:
         self.stop_reason: str | None = None
         self.closing = False
         self.completing = False
-        self._done: asyncio.Future | None = None  # created only when someone waits
+        self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
 
     def set_state(self, state: SubagentState, now: float) -> None:
         self.state = state
         self.updated_at = now
 
-    def done(self) -> asyncio.Future:
-        if self._done is None:
-            self._done = asyncio.get_running_loop().create_future()
-            if self.result is not None:
-                self._done.set_result(None)
-        return self._done
+    def waiter(self) -> asyncio.Future:
+        """A future of the caller's own, resolved once the record is finished: cancelling it
+        (a caller giving up) leaves every other waiter waiting."""
+        future = asyncio.get_running_loop().create_future()
+        if self.result is not None:
+            future.set_result(None)
+        elif self._waiters is None:
+            self._waiters = [future]
+        else:
+            self._waiters.append(future)
+        return future
+
+    def forget(self, future: asyncio.Future) -> None:
+        """Drop a waiter that gave up (timed out or cancelled), so polling does not pile them up."""
+        if self._waiters is not None and future in self._waiters:
+            self._waiters.remove(future)
 
     def wake(self) -> None:
-        if self._done is not None and not self._done.done():
-            self._done.set_result(None)
+        waiters, self._waiters = self._waiters, None
+        for future in waiters or ():
+            if not future.done():
+                future.set_result(None)
 
-    def journal_row(self, *, state: SubagentState | None = None, updated_at: float | None = None) -> JournalRecord:
+    def journal_row(
+        self, *, state: SubagentState | None = None, updated_at: float | None = None, result: str | None = None
+    ) -> JournalRecord:
         """What the journal keeps. Only PENDING and terminal rows are written: after a
         crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
@@ -64,23 +81,27 @@ class Record:
             subagent_id=h.subagent_id,
             parent_session_id=h.parent_session_id,
             correlation_id=h.correlation_id,
-            handle=self.handle_dict,
+            handle=self.handle_json,
             state=(state or self.state).value,
             created_at=self.created_at,
             updated_at=updated_at if updated_at is not None else self.updated_at,
             started_at=self.started_at,
             completed_at=self.completed_at,
-            result=self.result.to_dict() if self.result is not None else None,
+            result=result,
             goal=self.goal,
         )
 
     @classmethod
     def from_journal(cls, row: JournalRecord) -> Record:
         """A terminal record read back after a restart."""
-        record = cls(SubagentHandle.from_dict(row.handle), row.goal, row.created_at)
+        record = cls(SubagentHandle.from_dict(json.loads(row.handle)), row.goal, row.created_at)
         record.state = SubagentState(row.state)
         record.updated_at = row.updated_at
         record.started_at = row.started_at
         record.completed_at = row.completed_at
-        record.result = SubagentResult.from_dict(row.result) if row.result is not None else None
+        record.result = SubagentResult.from_dict(json.loads(row.result)) if row.result is not None else None
         return record
+
+
+# The same output as json.dumps(), without building an encoder per call.
+_encode = json.JSONEncoder(separators=(",", ":")).encode

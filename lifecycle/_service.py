@@ -8,6 +8,7 @@ that were running when the process died are INTERRUPTED, never re-run.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
 from collections import deque
@@ -33,7 +34,7 @@ from lifecycle._contract import (
     SubagentStatus,
     SubagentTerminalState,
     SubagentUsage,
-    make_terminal_result,
+    make_terminal_result_json,
     validate_request,
 )
 from lifecycle._engine import Engine, InProcessEngine
@@ -225,9 +226,15 @@ class AsyncSubagentLifecycle:
         if record is None:
             return SubagentTerminalState(_shown(handle), S.UNKNOWN, completed=True, diagnostic=UNKNOWN_HANDLE)
         if record.result is None:
+            waiter = record.waiter()
+            timer = None if timeout_seconds is None else self.loop.call_later(max(0.0, timeout_seconds), _time_out, waiter)
             try:
-                await asyncio.wait_for(asyncio.shield(record.done()), timeout_seconds)
-            except TimeoutError:
+                await waiter
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                record.forget(waiter)
+            if record.result is None:
                 return SubagentTerminalState(record.handle, record.state, completed=False, timed_out=True)
         return SubagentTerminalState(record.handle, record.state, completed=True)
 
@@ -389,7 +396,7 @@ class AsyncSubagentLifecycle:
         record.outcome = outcome
         now = self.clock.time()
         state = _terminal_state(outcome, record.state)
-        record.result = make_terminal_result(
+        result, result_json = make_terminal_result_json(
             record.handle,
             state,
             summary=outcome.summary,
@@ -405,10 +412,12 @@ class AsyncSubagentLifecycle:
         )
         record.completed_at = now
         record.run = None
-        self.journal.put(record.journal_row(state=state, updated_at=now))
+        self.journal.put(record.journal_row(state=state, updated_at=now, result=result_json))
         try:
             await self.journal.sync()
         finally:
+            # Readable only now, once journaled: nobody sees a result a crash could take back.
+            record.result = result
             record.set_state(state, now)
             sid = record.handle.subagent_id
             self._finished[sid] = record
@@ -444,7 +453,11 @@ class AsyncSubagentLifecycle:
             row = await self.journal.get(handle.subagent_id)
             if row is None or row.result is None:
                 return None
-            record = Record.from_journal(row)
+            try:
+                record = Record.from_journal(row)
+            except (ValueError, SubagentLifecycleError):
+                log.error("journal record of %s is unreadable; treating its handle as unknown", handle.subagent_id)
+                return None
             self._finished[handle.subagent_id] = record
         return record if record.handle == handle else None
 
@@ -468,16 +481,21 @@ class AsyncSubagentLifecycle:
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
 
-    def _interrupted_result(self, row: JournalRecord, now: float) -> dict[str, Any]:
-        handle = SubagentHandle.from_dict(row.handle)
-        return make_terminal_result(
+    def _interrupted_result(self, row: JournalRecord, now: float) -> str:
+        handle = SubagentHandle.from_dict(json.loads(row.handle))
+        return make_terminal_result_json(
             handle, S.INTERRUPTED, error_message=PROCESS_EXIT, error_classification="INTERRUPTED",
             exit_reason="interrupted", started_at=row.started_at, completed_at=now,
-        ).to_dict()
+        )[1]
 
 
 def _active_parent() -> Any:
     return active_turn()
+
+
+def _time_out(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _shown(handle: Any) -> Any:

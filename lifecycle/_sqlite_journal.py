@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import json
 import logging
 import os
 import sqlite3
@@ -74,9 +73,6 @@ def _upsert(conn: sqlite3.Connection, rows: list[tuple]) -> None:
 _SELECT = f"SELECT {_COLUMNS} FROM lifecycle_records"
 _IN_TERMINAL = "state IN (" + ",".join("?" * len(_TERMINAL)) + ")"
 _RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
-# One reusable encoder: json.dumps(separators=...) would build a new encoder for every call.
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
-
 
 def _text(value: Any) -> str | bytes | None:
     # sqlite3 cannot bind a str holding a lone surrogate (models do emit "\ud800" escapes), and a
@@ -102,17 +98,14 @@ def _float(value: Any) -> float | None:
 
 def _to_row(r: JournalRecord) -> tuple:
     # Only str/bytes/float/None reach sqlite, so binding itself cannot fail (a huge int would).
-    result = None if r.result is None else _dumps(r.result)
     state = r.state.value if isinstance(r.state, SubagentState) else r.state
     return (_text(r.subagent_id), _text(r.parent_session_id), _text(r.correlation_id),
-            _dumps(r.handle), _text(state), float(r.created_at), float(r.updated_at),
-            _float(r.started_at), _float(r.completed_at), result, _text(r.goal))  # fmt: skip
+            _text(r.handle), _text(state), float(r.created_at), float(r.updated_at),
+            _float(r.started_at), _float(r.completed_at), _text(r.result), _text(r.goal))  # fmt: skip
 
 
 def _from_row(row: tuple) -> JournalRecord:
-    return JournalRecord(_untext(row[0]), _untext(row[1]), _untext(row[2]), json.loads(row[3]), _untext(row[4]),
-                         row[5], row[6], row[7], row[8], None if row[9] is None else json.loads(row[9]),
-                         _untext(row[10]))  # fmt: skip
+    return JournalRecord(*map(_untext, row[:5]), row[5], row[6], row[7], row[8], _untext(row[9]), _untext(row[10]))
 
 
 class SqliteJournal:

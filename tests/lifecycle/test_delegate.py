@@ -104,7 +104,7 @@ async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
     with inside_turn(env.parent):
         records = [await env.service.submit(env.parent, "t", spec) for spec in [
             __import__("lifecycle._children", fromlist=["ChildSpec"]).ChildSpec(goal="[show-prompt]", role="orchestrator")]]
-        await records[0].done()
+        await records[0].waiter()
     assert handle_tools == ["orchestrator"]
     seen = [r for r in env.child_model.requests if r.role == "orchestrator"][-1]
     names = {t["function"]["name"] for t in seen.tools}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import signal
 import sqlite3
 import sys
@@ -29,14 +30,14 @@ def record(subagent_id: str, state: str = "RUNNING", **changes: Any) -> JournalR
         subagent_id=subagent_id,
         parent_session_id="session-1",
         correlation_id=None,
-        handle={"contract_version": 1, "subagent_id": subagent_id, "created_at": 0.1 + 0.2},
+        handle=json.dumps({"contract_version": 1, "subagent_id": subagent_id, "created_at": 0.1 + 0.2}),
         state=state,
         created_at=1_700_000_000.123456,
         updated_at=1_700_000_001.5,
         goal="Check the build",
     )
     if state in ("SUCCEEDED", "FAILED", "INTERRUPTED", "CANCELLED"):
-        base = dataclasses.replace(base, completed_at=50.0, result={"state": state, "summary": "ok", "n": [1, 2.5]})
+        base = dataclasses.replace(base, completed_at=50.0, result=json.dumps({"state": state, "summary": "ok", "n": [1, 2.5]}))
     return dataclasses.replace(base, **changes)
 
 
@@ -111,7 +112,7 @@ async def test_synced_records_survive_reopening_exactly(backend: Backend, journa
         parent_session_id=None,
         correlation_id="c-\ud800",  # a lone surrogate, as a model may emit
         goal="goal with \ud83d\ude00 and \udfff",
-        result={"nested": {"x": [None, True, 1e-300]}, "text": "\u2603"},
+        result=json.dumps({"nested": {"x": [None, True, 1e-300]}, "text": "\u2603 \ud800"}, ensure_ascii=False),
     )
     records = [record("sa-1"), record("sa-2", "SUCCEEDED"), odd]
     for rec in records:
@@ -180,9 +181,9 @@ async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, jo
     journal.put(record("late", "STARTING"))  # not yet flushed: still covered
     seen: list[str] = []
 
-    def make_result(old: JournalRecord) -> dict[str, Any]:
+    def make_result(old: JournalRecord) -> str:
         seen.append(old.state)
-        return {"state": "INTERRUPTED", "was": old.state}
+        return json.dumps({"state": "INTERRUPTED", "was": old.state})
 
     ids = await journal.interrupt_unfinished(99.5, make_result)
     assert sorted(ids) == ["c", "late", "p", "r"]
@@ -191,7 +192,7 @@ async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, jo
     for sid in ids:
         rec = await journal.get(sid)
         assert rec is not None and rec.state == "INTERRUPTED" and rec.terminal
-        assert rec.completed_at == rec.updated_at == 99.5 and rec.result == {"state": "INTERRUPTED", "was": rec.result["was"]}
+        assert rec.completed_at == rec.updated_at == 99.5 and json.loads(rec.result)["state"] == "INTERRUPTED"
     assert await journal.get("s") == record("s", "SUCCEEDED")
     assert await journal.interrupt_unfinished(100.0, make_result) == []
 
@@ -224,7 +225,7 @@ async def test_keys_are_saved_and_loaded(backend: Backend, journal: Journal) -> 
     for row in ring.export():
         await journal.save_key(*row)
     current = SubagentHandle(CONTRACT_VERSION, capability=sign(ring, **handle_fields), **handle_fields)
-    journal.put(record("sa-1", handle=current.to_dict()))
+    journal.put(record("sa-1", handle=json.dumps(current.to_dict())))
     await journal.sync()
     journal = await backend.reopen(journal) if backend.persistent else journal
     rows = await journal.load_keys()
@@ -232,7 +233,7 @@ async def test_keys_are_saved_and_loaded(backend: Backend, journal: Journal) -> 
     loaded = KeyRing(rows)
     assert loaded.active_kid == ring.active_kid and not verify(loaded, old)
     stored = await journal.get("sa-1")
-    assert stored is not None and verify(loaded, SubagentHandle.from_dict(stored.handle))
+    assert stored is not None and verify(loaded, SubagentHandle.from_dict(json.loads(stored.handle)))
 
 
 async def test_ten_thousand_puts(backend: Backend, journal: Journal) -> None:
@@ -329,7 +330,7 @@ async def test_sqlite_unserialisable_records_are_refused_loudly_and_alone(tmp_pa
     journal = SqliteJournal(tmp_path / "j.db")
     await journal.open()
     try:
-        journal.put(record("bad", result={"x": object()}))
+        journal.put(record("bad", result=object()))
         journal.put(record("good"))
         with pytest.raises(JournalError) as info:
             await journal.sync()
@@ -361,10 +362,10 @@ CRASHING_WRITER = textwrap.dedent(
         journal = SqliteJournal(path)
         await journal.open()
         for i in range(2000):
-            journal.put(JournalRecord(f"sa-{i}", "p", f"c-{i}", {"i": i}, "RUNNING", 1.0, 2.5, goal="g"))
+            journal.put(JournalRecord(f"sa-{i}", "p", f"c-{i}", '{"i": %d}' % i, "RUNNING", 1.0, 2.5, goal="g"))
         await journal.sync()
         for i in range(2000, 4000):  # not synced: may or may not survive, must not corrupt
-            journal.put(JournalRecord(f"sa-{i}", "p", None, {"i": i}, "RUNNING", 1.0, 2.5))
+            journal.put(JournalRecord(f"sa-{i}", "p", None, '{"i": %d}' % i, "RUNNING", 1.0, 2.5))
         await asyncio.sleep(0)
         print("synced", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -385,7 +386,7 @@ async def test_sqlite_synced_records_survive_sigkill(tmp_path: Path) -> None:
     await journal.open()
     try:
         for i in range(2000):
-            assert await journal.get(f"sa-{i}") == JournalRecord(f"sa-{i}", "p", f"c-{i}", {"i": i}, "RUNNING", 1.0, 2.5, goal="g")
+            assert await journal.get(f"sa-{i}") == JournalRecord(f"sa-{i}", "p", f"c-{i}", '{"i": %d}' % i, "RUNNING", 1.0, 2.5, goal="g")
         assert await journal.find_correlation("p", "c-1999") == "sa-1999"
     finally:
         await journal.close()

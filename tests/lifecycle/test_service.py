@@ -66,6 +66,38 @@ async def test_wait_times_out_without_stopping_the_child(env):
         assert (result.ready, result.error_classification) == (False, NOT_READY)
 
 
+async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
+    with env.turn():
+        handle = await env.service.launch(req("[sleep:0.2]"))
+        impatient = asyncio.ensure_future(env.service.wait(handle))
+        patient = asyncio.ensure_future(env.service.wait(handle))
+        for _ in range(20):  # polling with short timeouts must not pile waiters up on the record
+            assert (await env.service.wait(handle, timeout_seconds=0)).timed_out
+        await asyncio.sleep(0.01)
+        impatient.cancel()
+        assert (await patient).state is S.SUCCEEDED and impatient.cancelled()
+        assert env.service._finished[handle.subagent_id]._waiters is None
+
+
+async def test_a_result_is_readable_only_once_it_is_journaled(env):
+    journal = env.service.journal
+    seen = []
+    real_sync = journal.sync
+
+    async def slow_sync():
+        # While the terminal row is being committed, the child must still look unfinished.
+        if journal._pending and any(r.result for r in journal._pending.values()):
+            seen.append((await env.service.status(handle)).state)
+            seen.append((await env.service.result(handle)).error_classification)
+        await real_sync()
+
+    journal.sync = slow_sync
+    with env.turn():
+        handle = await env.service.launch(req())
+        assert (await env.service.wait(handle)).state is S.SUCCEEDED
+    assert seen == [S.RUNNING, NOT_READY]
+
+
 async def test_forged_foreign_and_malformed_handles_are_unknown(env, make_env):
     handle, _, _ = await launch_and_wait(env)
     forged = dataclasses.replace(handle, capability="forged")
