@@ -191,6 +191,7 @@ class Gateway:
         self.store.save_session(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
         session.agent = self._agent(row, session.platform, session.chat_id, session.thread_id)
+        session.saved_messages = None
         session.generation_started_at = time.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
@@ -215,7 +216,11 @@ class Gateway:
 
     def after_turn(self, session: GatewaySession, item: WorkItem) -> None:
         session.last_active = time.time()
-        self.store.save_transcript(session.key, session.agent.messages)
+        messages = session.agent.messages
+        start = session.unsaved_from()
+        if start < len(messages) or start == 0:
+            self.store.save_transcript(session.key, messages, start=start)
+        session.saved_messages = list(messages)
         if item.event is not None:
             self.store.mark_done(item.event.platform, item.event.event_id)
         adapter = self.adapters.get(session.platform)

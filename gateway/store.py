@@ -34,7 +34,8 @@ from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from platforms.base import Inbound
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: transcripts as one JSON array per session; 2: one row per message (migrated on open)."""
 INBOX_RETENTION = 7 * 24 * 3600.0
 """Seconds to remember a platform event id. Redeliveries come within minutes (Slack retries,
 webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all."""
@@ -49,7 +50,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS gateway_sessions (
         key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
-        transcript TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+        created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+    # A row per message: a turn appends its few new messages instead of rewriting the whole history.
+    """CREATE TABLE IF NOT EXISTS gateway_transcript (
+        key TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (key, seq))""",
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
         platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
         received_at REAL NOT NULL, turn_id TEXT, PRIMARY KEY (platform, event_id))""",
@@ -69,6 +73,10 @@ _SCHEMA = (
 )
 _OUT_COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
                 "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
+
+
+# Every field of Inbound is a plain value: a flat dict of them is its JSON (asdict would deep-copy).
+_INBOUND_FIELDS = tuple(f.name for f in dataclasses.fields(Inbound))
 
 
 class StoreError(GatewayError):
@@ -187,6 +195,8 @@ class GatewayStore:
                 elif int(row[0]) > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: gateway schema {row[0]} is newer than this build"
                                      f" ({SCHEMA_VERSION})")
+                elif int(row[0]) == 1:
+                    self._split_transcripts()
         except BaseException:
             self._db.close()
             raise
@@ -249,32 +259,51 @@ class GatewayStore:
 
     # --- sessions -------------------------------------------------------------------
 
+    def _split_transcripts(self) -> None:
+        """Schema 1 -> 2: move each session's JSON array of messages into rows."""
+        rows = self._db.execute("SELECT key, transcript FROM gateway_sessions").fetchall()
+        self._db.executemany("INSERT INTO gateway_transcript VALUES (?, ?, ?)", [
+            (key, seq, json.dumps(message)) for key, transcript in rows for seq, message in enumerate(json.loads(transcript))
+        ])  # fmt: skip
+        self._db.execute("ALTER TABLE gateway_sessions DROP COLUMN transcript")
+        self._write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
     def load_session(self, key: str) -> SessionRow | None:
         row = self._db.execute(
-            "SELECT key, session_id, generation, mode, transcript, created_at, updated_at"
-            " FROM gateway_sessions WHERE key=?", (key,)).fetchone()  # fmt: skip
+            "SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions WHERE key=?",
+            (key,)).fetchone()  # fmt: skip
         if row is None:
             return None
-        return SessionRow(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+        messages = self._db.execute("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
+        return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5])
 
     def save_session(self, row: SessionRow) -> None:
-        """Insert or replace the session under ``row.key``; ``updated_at`` becomes now."""
+        """Insert or replace the session under ``row.key``, transcript and all; ``updated_at`` becomes now."""
         if row.mode not in ("inline", "background"):
             raise ValueError(f"mode must be 'inline' or 'background', got {row.mode!r}")
-        # json.dumps escapes non-ASCII (lone surrogates included), so the transcript always binds.
-        self._write(
-            "INSERT INTO gateway_sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
-            " session_id=excluded.session_id, generation=excluded.generation, mode=excluded.mode,"
-            " transcript=excluded.transcript, created_at=excluded.created_at, updated_at=excluded.updated_at",
-            (row.key, row.session_id, row.generation, row.mode, json.dumps(row.transcript),
-             row.created_at or self._clock.time(), self._clock.time()))  # fmt: skip
+        with self._tx():
+            self._write(
+                "INSERT INTO gateway_sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+                " session_id=excluded.session_id, generation=excluded.generation, mode=excluded.mode,"
+                " created_at=excluded.created_at, updated_at=excluded.updated_at",
+                (row.key, row.session_id, row.generation, row.mode, row.created_at or self._clock.time(),
+                 self._clock.time()))  # fmt: skip
+            self._put_messages(row.key, row.transcript, 0)
 
-    def save_transcript(self, key: str, messages: Sequence[dict[str, Any]]) -> None:
-        """Replace the session's transcript (the whole list: O(transcript) per save). KeyError if no session."""
-        cur = self._write("UPDATE gateway_sessions SET transcript=?, updated_at=? WHERE key=?",
-                               (json.dumps(list(messages)), self._clock.time(), key))  # fmt: skip
-        if cur.rowcount == 0:
-            raise KeyError(key)
+    def save_transcript(self, key: str, messages: Sequence[dict[str, Any]], *, start: int = 0) -> None:
+        """Store the session's transcript from position ``start`` on: ``messages[start:]`` replace
+        what was stored there. A turn passes the length it last saved, so it writes only its new
+        messages; ``start=0`` rewrites the whole transcript. KeyError if there is no such session."""
+        with self._tx():
+            if self._write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
+                raise KeyError(key)
+            self._put_messages(key, messages, start)
+
+    def _put_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int) -> None:
+        self._write("DELETE FROM gateway_transcript WHERE key=? AND seq>=?", (key, start))
+        # json.dumps escapes non-ASCII (lone surrogates included), so a message always binds.
+        self._db.executemany("INSERT INTO gateway_transcript VALUES (?, ?, ?)",
+                             [(key, seq, json.dumps(messages[seq])) for seq in range(start, len(messages))])
 
     # --- inbox ----------------------------------------------------------------------
 
@@ -282,7 +311,8 @@ class GatewayStore:
         """Remember the event before it is handled: True if new, False for a redelivery."""
         cur = self._write(
             "INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, NULL)",
-            (inbound.platform, inbound.event_id, json.dumps(dataclasses.asdict(inbound)), self._clock.time()))
+            (inbound.platform, inbound.event_id, json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS}),
+             self._clock.time()))
         return cur.rowcount == 1
 
     def mark_done(self, platform: str, event_id: str) -> None:
@@ -304,8 +334,7 @@ class GatewayStore:
         """Events recorded but never marked done, oldest first: to replay after a restart."""
         rows = self._db.execute(
             "SELECT payload FROM gateway_inbox WHERE status='received' ORDER BY received_at, rowid").fetchall()
-        names = {f.name for f in dataclasses.fields(Inbound)}
-        return [Inbound(**{k: v for k, v in json.loads(p).items() if k in names}) for (p,) in rows]
+        return [Inbound(**{k: v for k, v in json.loads(p).items() if k in _INBOUND_FIELDS}) for (p,) in rows]
 
     def prune_inbox(self, older_than: float) -> int:
         """Forget events received before the epoch time ``older_than`` (see `INBOX_RETENTION`),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -56,7 +57,7 @@ def test_wal_mode_own_schema_version_and_user_version_left_alone(tmp_path):
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0  # the lifecycle journal's to use
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "1"
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
     db.execute("CREATE TABLE lifecycle_records (x)")  # a neighbour in the same file
     db.execute("PRAGMA user_version = 3")
     db.commit()
@@ -120,6 +121,47 @@ def test_sessions_round_trip_across_reopen(tmp_path, clock):
     store.save_session(SessionRow(key, "s-2", 2, "background", []))  # /new
     assert store.load_session(key).mode == "background" and store.load_session(key).transcript == []
     store.close()
+
+
+def test_a_turn_stores_only_the_messages_it_added(store):
+    key = session_key("webhook", "c", None)
+    first = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "a"}]
+    store.save_session(SessionRow(key, "s-1", 1, "inline", first))
+    store.save_transcript(key, [*first, {"role": "assistant", "content": "b"}], start=2)
+    assert [m["content"] for m in store.load_session(key).transcript] == ["be brief", "a", "b"]
+    statements = []
+    store._db.set_trace_callback(statements.append)
+    store.save_transcript(key, [*first, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}], start=3)
+    store._db.set_trace_callback(None)
+    inserted = [s for s in statements if s.startswith("INSERT INTO gateway_transcript")]
+    assert len(inserted) == 1 and '"c"' in inserted[0]  # one new message, not the history again
+    store.save_transcript(key, [{"role": "user", "content": "summary"}])  # compaction: from the start
+    assert store.load_session(key).transcript == [{"role": "user", "content": "summary"}]
+
+
+def test_schema_1_transcripts_are_split_into_rows(tmp_path):
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO gateway_meta VALUES ('schema_version', '1');
+        CREATE TABLE gateway_sessions (
+            key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
+            transcript TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL);
+    """)
+    transcript = [{"role": "user", "content": "héllo \ud800"}, {"role": "assistant", "content": "hi"}]
+    db.execute("INSERT INTO gateway_sessions VALUES ('k', 's-1', 3, 'background', ?, 1.0, 2.0)",
+               (json.dumps(transcript),))
+    db.commit()
+    db.close()
+    store = GatewayStore(path)
+    row = store.load_session("k")
+    assert (row.session_id, row.generation, row.mode, row.transcript) == ("s-1", 3, "background", transcript)
+    store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert "transcript" not in [c[1] for c in db.execute("PRAGMA table_info(gateway_sessions)")]
+    db.close()
 
 
 def test_session_validation(store):

@@ -1,0 +1,25 @@
+"""What a turn has to store of its session's transcript."""
+
+from __future__ import annotations
+
+from agent import AgentSession
+from agent.models.scripted import ScriptedModel
+from gateway.sessions import GatewaySession
+
+
+def session() -> GatewaySession:
+    agent = AgentSession(model=ScriptedModel({}), system_prompt="be brief")
+    return GatewaySession("k", "webhook", "c", None, agent.session_id, 1, "background", agent)
+
+
+def test_unsaved_from_sees_appends_and_rewrites():
+    s = session()
+    assert s.unsaved_from() == 0  # never stored: everything
+    s.agent.messages.append({"role": "user", "content": "a"})
+    s.saved_messages = list(s.agent.messages)
+    s.agent.messages.append({"role": "assistant", "content": "b"})
+    assert s.unsaved_from() == 2  # only the turn's new message
+    s.saved_messages = list(s.agent.messages)
+    s.agent.messages[1:2] = [{"role": "user", "content": "summary"}]  # compaction, in place
+    s.agent.messages.append({"role": "user", "content": "c"})
+    assert s.unsaved_from() == 0
