@@ -88,6 +88,12 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """About characters / 4 over text, tool-call names and arguments and tool results,
     plus a small overhead per message. Deterministic and cheap; it ignores tool schemas
     and provider-specific tokenisation, so keep the ratio trigger with some headroom."""
+    chars, extra = _measure(messages)
+    return math.ceil(chars / 4) + extra
+
+
+def _measure(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(characters, extra tokens) of `estimate_tokens`: sums, so a tally can grow message by message."""
     chars, extra = 0, 0
     for message in messages:
         extra += _MESSAGE_OVERHEAD
@@ -103,7 +109,7 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
         for call in message.get("tool_calls") or ():
             function = call.get("function", {})
             chars += len(str(function.get("name", ""))) + len(str(function.get("arguments", "")))
-    return math.ceil(chars / 4) + extra
+    return chars, extra
 
 
 class Compactor:
@@ -121,6 +127,10 @@ class Compactor:
         self.compactions = 0
         # The last message seen right after compacting, per session: unchanged means nothing new.
         self._last_after: weakref.WeakKeyDictionary[AgentSession, Mapping[str, Any]] = weakref.WeakKeyDictionary()
+        # Per session: (its messages list, how many were measured, the last of them, chars, extra).
+        # Messages are only ever appended between compactions, so each call measures only the new
+        # ones instead of the whole history.
+        self._tallies: weakref.WeakKeyDictionary[AgentSession, tuple] = weakref.WeakKeyDictionary()
 
     async def __call__(self, session: AgentSession) -> None:
         try:
@@ -132,7 +142,7 @@ class Compactor:
         messages = session.messages
         if not messages or self._last_after.get(session) is messages[-1]:
             return
-        before = estimate_tokens(messages)
+        before = self._estimate(session)
         trigger = self.policy.trigger_tokens(session.model.context_window)
         if before < trigger:
             return
@@ -144,12 +154,25 @@ class Compactor:
         older = messages[head:cut]
         summary = await self._summarise(session, older)
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}]
+        self._tallies.pop(session, None)
         self._last_after[session] = messages[-1]
         self.compactions += 1
         log.info(
             "compacted %d messages of session %s: ~%d -> ~%d tokens (trigger %d)",
             len(older), session.session_id, before, estimate_tokens(messages), trigger,
         )
+
+    def _estimate(self, session: AgentSession) -> int:
+        """`estimate_tokens` of the session's messages, measuring only those added since the last call."""
+        messages = session.messages
+        tally = self._tallies.get(session)
+        if tally is not None and tally[0] is messages and 0 < tally[1] <= len(messages) and messages[tally[1] - 1] is tally[2]:
+            chars, extra = _measure(messages[tally[1]:])
+            chars, extra = chars + tally[3], extra + tally[4]
+        else:
+            chars, extra = _measure(messages)
+        self._tallies[session] = (messages, len(messages), messages[-1], chars, extra)
+        return math.ceil(chars / 4) + extra
 
     async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]]) -> str:
         model = self.summarizer_model or session.model

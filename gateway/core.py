@@ -66,7 +66,7 @@ class Gateway:
             log.info("platform %s started", adapter.name)
         for inbound in self.store.unfinished_events():
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            await self._dispatch(inbound)
+            await self._dispatch(inbound, replayed=True)
         self._upkeep = asyncio.ensure_future(upkeep.run_forever(self))
 
     async def stop(self, grace: float | None = None) -> None:
@@ -112,7 +112,7 @@ class Gateway:
             return Accepted(self.store.event_turn(inbound.platform, inbound.event_id), key, duplicate=True)
         return await self._dispatch(inbound)
 
-    async def _dispatch(self, inbound: Inbound) -> Accepted:
+    async def _dispatch(self, inbound: Inbound, *, replayed: bool = False) -> Accepted:
         session = self.session_for(inbound.platform, inbound.chat_id, inbound.thread_id)
         if not allowed(self.config, inbound):
             log.warning("refused %s user %s", inbound.platform, inbound.user_id)
@@ -125,7 +125,8 @@ class Gateway:
             self._answer(session, inbound, reply)
             self.store.mark_done(inbound.platform, inbound.event_id)
             return Accepted(None, session.key)
-        turn_id = self.store.event_turn(inbound.platform, inbound.event_id) or new_turn_id()
+        # A replayed event keeps the turn id it was given before the restart.
+        turn_id = (replayed and self.store.event_turn(inbound.platform, inbound.event_id)) or new_turn_id()
         self.store.set_event_turn(inbound.platform, inbound.event_id, turn_id)
         mode = turn_display(self.config, session.platform, self.tier(session.platform)).busy_input_mode
         if session.running is not None and mode == "steer":

@@ -63,7 +63,7 @@ class Outbox:
         self._adapters = adapters
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
-                              rng=rng or random.Random(), settle=self._settle)
+                              rng=rng or random.Random(), settle=self._resolve)
         self._queues: dict[ChatKey, deque[int]] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
@@ -191,7 +191,7 @@ class Outbox:
 
     def _existing(self, key: str) -> list[str]:
         keys: list[str] = []
-        while self._store.message(f"{key}:{len(keys)}") is not None:
+        while self._store.has_message(f"{key}:{len(keys)}"):
             keys.append(f"{key}:{len(keys)}")
         return keys
 
@@ -228,9 +228,6 @@ class Outbox:
             self._tasks.pop(chat, None)
             if self._queued == 0 or self._closed:
                 self._idle.set()
-
-    def _settle(self, row: OutboxRow) -> None:
-        self._resolve(row.key, row.message_id if row.status == "sent" else None)
 
     def _resolve(self, key: str, message_id: str | None) -> None:
         for future in self._waiters.pop(key, []):

@@ -54,7 +54,7 @@ def safe_measure(adapter: Adapter) -> Callable[[str], int]:
 class Sender:
     def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
-                 settle: Callable[[OutboxRow], None]) -> None:
+                 settle: Callable[[str, str | None], None]) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
         self._max_retry_after = max_retry_after
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
@@ -70,7 +70,7 @@ class Sender:
         row = self._store.message_by_id(row_id)
         if row is None or row.status != "pending":
             if row is not None:
-                self._settle_cb(row)
+                self._settle_final(row)
             return
         adapter = self._adapters.get(row.platform)
         if adapter is None:
@@ -79,28 +79,34 @@ class Sender:
         await self._deliver(adapter, row)
 
     async def _deliver(self, adapter: Adapter, row: OutboxRow) -> None:
-        if row.op == "split" or self._store.pieces(row.key):
-            await self._send_pieces(adapter, row)  # resumed after a restart in the middle of a re-split
+        if row.op == "split":
+            # Resumed after a restart in the middle of a re-split (its pieces and this op are
+            # journaled in one transaction).
+            await self._send_pieces(adapter, row)
             return
+        waited = False
         if row.next_attempt_at is not None:  # a retry time recorded before a restart: keep honouring it
             wait = row.next_attempt_at - self._clock.time()
             if wait > 0:
                 await self._clock.sleep(min(wait, self._max_retry_after))
+                waited = True
         delay = BACKOFF_FIRST
         while True:
-            await self._pace(row.chat, adapter)
-            fresh = self._store.message_by_id(row.id)
-            if fresh is None or fresh.status != "pending":  # dropped (or pruned) while it waited
-                if fresh is not None:
-                    self._settle_cb(fresh)
-                return
-            row = fresh
+            waited = await self._pace(row.chat, adapter) or waited
+            if waited:  # it may have been dropped (or pruned) meanwhile; else `row` is current
+                fresh = self._store.message_by_id(row.id)
+                if fresh is None or fresh.status != "pending":
+                    if fresh is not None:
+                        self._settle_final(fresh)
+                    return
+                row, waited = fresh, False
             target_id = self._edit_target(row) if row.op == "edit" else None
             if row.op == "edit" and target_id is None:
                 row = self._to_send(row, "no sent message to edit")
             try:
                 message_id = await self._attempt(adapter, row, target_id)
             except Exception as exc:
+                waited = True  # the attempt itself awaited: read the row again before the next
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
                     self._to_send(row, type(exc).__name__)
                     continue
@@ -133,7 +139,7 @@ class Sender:
             self._store.mark_sent(row.id, message_id)
             if row.op == "send" and row.target_key is not None:
                 self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
-            self._settle(row)
+            self._settle_cb(row.key, message_id)
             return
 
     async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None) -> str:
@@ -149,13 +155,16 @@ class Sender:
         finally:
             self._note_call(row.chat, adapter)
 
-    async def _pace(self, chat: ChatKey, adapter: Adapter) -> None:
+    async def _pace(self, chat: ChatKey, adapter: Adapter) -> bool:
+        """Wait out the chat's send interval; True if that meant waiting."""
         last = self._last_call.get(chat)
         interval = float(getattr(adapter, "send_interval", 0.0) or 0.0)
         if last is not None and interval > 0:
             wait = last[0] + interval - self._clock.monotonic()
             if wait > 0:
                 await self._clock.sleep(wait)
+                return True
+        return False
 
     def _note_call(self, chat: ChatKey, adapter: Adapter) -> None:
         now = self._clock.monotonic()
@@ -209,13 +218,14 @@ class Sender:
             self._store.mark_sent(row.id, first, attempted=False)
             if row.target_key is not None:
                 self._store.set_message_id(row.target_key, first)
-        self._settle(row)
+        self._settle_cb(row.key, first)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         self._store.mark_failed(row.id, _describe(exc))
         age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
-        self._settle(row)
+        self._settle_cb(row.key, None)
 
-    def _settle(self, row: OutboxRow) -> None:
-        self._settle_cb(self._store.message_by_id(row.id) or row)
+    def _settle_final(self, row: OutboxRow) -> None:
+        """Report a row already in a final state: its message id when sent, else None."""
+        self._settle_cb(row.key, row.message_id if row.status == "sent" else None)

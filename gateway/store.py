@@ -364,6 +364,9 @@ class GatewayStore:
         row = self._db.execute(f"SELECT {_OUT_COLUMNS} FROM gateway_outbox WHERE key=?", (key,)).fetchone()
         return None if row is None else _outbox_row(row)
 
+    def has_message(self, key: str) -> bool:
+        return self._db.execute("SELECT 1 FROM gateway_outbox WHERE key=?", (key,)).fetchone() is not None
+
     def message_by_id(self, row_id: int) -> OutboxRow | None:
         row = self._db.execute(f"SELECT {_OUT_COLUMNS} FROM gateway_outbox WHERE id=?", (row_id,)).fetchone()
         return None if row is None else _outbox_row(row)

@@ -103,6 +103,22 @@ def test_estimate_counts_text_tool_calls_and_results():
     assert estimate_tokens([{"role": "user", "content": [{"type": "text", "text": "abcd"}, image]}]) == 1 + 4 + 512
 
 
+def test_the_running_estimate_matches_a_full_count_through_appends_compaction_and_reloads():
+    s, compactor, _ = session(chat(3))
+    assert compactor._estimate(s) == estimate_tokens(s.messages)
+    s.messages.append(calls("a"))
+    s.messages.append(result("a", 37))
+    assert compactor._estimate(s) == estimate_tokens(s.messages)
+    s.messages[1:2] = [{"role": "user", "content": "one for one"}]  # same length, another message
+    compactor._tallies.pop(s)  # as _compact does after replacing messages in place
+    assert compactor._estimate(s) == estimate_tokens(s.messages)
+    s.messages = [SYSTEM, *chat(2)]  # a new list (a transcript loaded back)
+    assert compactor._estimate(s) == estimate_tokens(s.messages)
+    s.messages.pop()
+    s.messages.append({"role": "user", "content": "x" * 999})  # same length, new last message
+    assert compactor._estimate(s) == estimate_tokens(s.messages)
+
+
 # -- compaction in a session ------------------------------------------------------------------
 
 
