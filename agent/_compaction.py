@@ -155,6 +155,7 @@ class Compactor:
         summary = await self._summarise(session, older)
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}]
         self._tallies.pop(session, None)
+        session.history_version += 1
         self._last_after[session] = messages[-1]
         self.compactions += 1
         log.info(

@@ -92,6 +92,9 @@ class AgentSession:
         `messages` (see `agent.Compactor`). A hard interrupt cancels it."""
         self.hooks = hooks
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        self.history_version = 0
+        """Bumped whenever messages already in `messages` are replaced (compaction). Messages are
+        otherwise only appended, never changed, so a saver can store just the new ones."""
         self.activity = Activity(last_activity=clock.monotonic())
         self.turns_run = 0
         self.total_usage = Usage()

@@ -192,7 +192,7 @@ class Gateway:
         self.store.save_session(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
         session.agent = self._agent(row, session.platform, session.chat_id, session.thread_id)
-        session.saved_messages = None
+        session.saved = None
         session.generation_started_at = time.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
@@ -221,7 +221,7 @@ class Gateway:
         start = session.unsaved_from()
         if start < len(messages) or start == 0:
             self.store.save_transcript(session.key, messages, start=start)
-        session.saved_messages = list(messages)
+        session.mark_saved()
         if item.event is not None:
             self.store.mark_done(item.event.platform, item.event.event_id)
         adapter = self.adapters.get(session.platform)

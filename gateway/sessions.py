@@ -8,7 +8,6 @@ internal turn once the session is idle.
 from __future__ import annotations
 
 import asyncio
-import operator
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -55,9 +54,9 @@ class GatewaySession:
     generation_started_at: float = 0.0
     last_active: float = 0.0
     """Wall time of the last message or finished turn: idle sessions leave memory (gateway.upkeep)."""
-    saved_messages: list[dict] | None = None
-    """The agent's messages as last stored (the very objects, which are never changed once
-    appended): a turn stores only what it added. None: unknown, store them all."""
+    saved: tuple[list[dict], int, int] | None = None
+    """The agent's messages list, how many of them are stored, and its `history_version` then.
+    None: unknown, store them all."""
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task | None = None
 
@@ -67,12 +66,15 @@ class GatewaySession:
         self._wake.set()
 
     def unsaved_from(self) -> int:
-        """Where the agent's messages start to differ from those last stored: their length
-        after a turn that only appended, 0 after anything else (compaction, /new, a reload)."""
-        saved, messages = self.saved_messages, self.agent.messages
-        if saved is not None and len(saved) <= len(messages) and all(map(operator.is_, saved, messages)):
-            return len(saved)
+        """Where the agent's messages start to differ from those stored: the stored count after
+        turns that only appended, 0 after anything else (compaction, /new, a reload)."""
+        saved, agent = self.saved, self.agent
+        if saved is not None and saved[0] is agent.messages and saved[2] == agent.history_version:
+            return min(saved[1], len(agent.messages))
         return 0
+
+    def mark_saved(self) -> None:
+        self.saved = (self.agent.messages, len(self.agent.messages), self.agent.history_version)
 
     async def next_item(self) -> WorkItem:
         while not self.queue:

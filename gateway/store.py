@@ -348,7 +348,8 @@ class GatewayStore:
         left as it is (None in the result); a new row gets its id. A None sequence becomes the
         next in the row's turn (one past the turn's highest), or 0 without a turn."""
         now, ids = self._clock.time(), []
-        with self._tx():
+        # One row needs no savepoint: a single statement stands or falls by itself.
+        with self._tx() if len(messages) > 1 else contextlib.nullcontext():
             for m in messages:
                 cur = self._write(
                     "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"

@@ -136,7 +136,7 @@ async def test_ratio_trigger_summarises_older_turns(caplog):
     with caplog.at_level(logging.INFO, logger="agent.compaction"):
         result = await s.run_turn("next")
     assert result.exit_reason == "completed"
-    assert compactor.compactions == 1
+    assert compactor.compactions == 1 and s.history_version == 1  # savers must store it all again
     assert s.messages[0] == SYSTEM
     assert s.messages[1] == {"role": "user", "content": f"{SUMMARY_HEADER}\n(summary)"}
     assert s.messages[2:] == [*history[-5:], {"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]

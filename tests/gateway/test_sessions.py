@@ -16,10 +16,13 @@ def test_unsaved_from_sees_appends_and_rewrites():
     s = session()
     assert s.unsaved_from() == 0  # never stored: everything
     s.agent.messages.append({"role": "user", "content": "a"})
-    s.saved_messages = list(s.agent.messages)
+    s.mark_saved()
     s.agent.messages.append({"role": "assistant", "content": "b"})
     assert s.unsaved_from() == 2  # only the turn's new message
-    s.saved_messages = list(s.agent.messages)
+    s.mark_saved()
     s.agent.messages[1:2] = [{"role": "user", "content": "summary"}]  # compaction, in place
-    s.agent.messages.append({"role": "user", "content": "c"})
+    s.agent.history_version += 1
+    assert s.unsaved_from() == 0
+    s.mark_saved()
+    s.agent.messages = [*s.agent.messages]  # a new list (a transcript loaded back)
     assert s.unsaved_from() == 0
