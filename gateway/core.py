@@ -28,6 +28,9 @@ from platforms.base import Accepted, Adapter, CommandSpec, DisplayTier, Inbound
 
 log = logging.getLogger("gateway.core")
 
+REMEMBERED_THREADS = 10_000
+"""Thread sessions handed to an adapter that answers in threads without a mention (Slack) at start."""
+
 COMPLETION_PREFIX = (
     "[Background delegation results] The subagents you dispatched earlier have finished. Tell the user "
     f"what they found. If nothing needs saying, reply with exactly {turns.SILENCE}.\n"
@@ -62,6 +65,9 @@ class Gateway:
         await self.outbox.start()
         self._accepting = True
         for adapter in self.adapters.values():
+            remember = getattr(adapter, "remember_threads", None)
+            if remember is not None:
+                remember(self.store.recent_threads(adapter.name, REMEMBERED_THREADS))
             await adapter.start(self.handle, self.command_specs())
             log.info("platform %s started", adapter.name)
         for inbound in self.store.unfinished_events():

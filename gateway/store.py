@@ -92,6 +92,12 @@ def session_key(platform: str, chat_id: str, thread_id: str | None) -> str:
     return f"{esc(platform)}|{esc(chat_id)}|{esc(thread_id or '')}"
 
 
+def split_session_key(key: str) -> tuple[str, str, str | None]:
+    """The inverse of `session_key`: (platform, chat_id, thread_id)."""
+    platform, chat_id, thread_id = (part.replace("%7C", "|").replace("%25", "%") for part in key.split("|"))
+    return platform, chat_id, thread_id or None
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRow:
     key: str
@@ -276,6 +282,22 @@ class GatewayStore:
             return None
         messages = self._db.execute("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
         return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5])
+
+    def recent_threads(self, platform: str, limit: int) -> list[tuple[str, str]]:
+        """(chat_id, thread_id) of the platform's ``limit`` most recently active thread
+        sessions, most recent last."""
+        # Keys are "platform|chat|thread": a range on the primary key ('}' sorts right after '|'),
+        # then only keys with a thread (not ending in '|').
+        low = session_key(platform, "", None)[:-1]
+        rows = self._db.execute(
+            "SELECT key FROM gateway_sessions WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
+            " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit)).fetchall()  # fmt: skip
+        threads = []
+        for (key,) in reversed(rows):
+            _, chat_id, thread_id = split_session_key(key)
+            if thread_id is not None:
+                threads.append((chat_id, thread_id))
+        return threads
 
     def save_session(self, row: SessionRow) -> None:
         """Insert or replace the session under ``row.key``, transcript and all; ``updated_at`` becomes now."""

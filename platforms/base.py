@@ -13,6 +13,12 @@ platform said through the errors below, translated once, in one place.
     ├── EditUnsupported           this platform or message cannot be edited
     ├── NetworkError              connection dropped, 5xx: worth retrying
     └── BadRequest                anything else the platform rejected: not worth retrying
+
+One optional method beyond the protocol: an adapter that answers in threads without
+being mentioned again (Slack) defines ``remember_threads(threads)``. Before `start`,
+the gateway hands it the ``(chat_id, thread_id)`` pairs of the thread sessions it has
+stored, most recently active last, so that after a restart those threads are still
+answered.
 """
 
 from __future__ import annotations

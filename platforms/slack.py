@@ -4,7 +4,7 @@ Sessions: a DM is one session (``thread_id`` None). In channels the bot answers 
 mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it posted there) later replies in it need no
-mention. ``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
+mention; after a restart the gateway tells it its threads (`remember_threads`). ``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
 through as plain text, because Slack refuses slash commands inside threads.
 
 Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
@@ -40,7 +40,7 @@ import logging
 import re
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import aiohttp
@@ -286,6 +286,12 @@ class SlackAdapter:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:
             log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+
+    def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
+        """Threads the bot was in before a restart (the gateway's stored thread sessions, most
+        recent last): replies in them keep needing no mention."""
+        for channel, thread_ts in threads:
+            self._remember(channel, thread_ts)
 
     def _remember(self, channel: str, thread_ts: str) -> None:
         self._threads[(channel, thread_ts)] = None

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from gateway.store import GatewayStore, NewMessage, SessionRow, StoreError, session_key
+from gateway.store import GatewayStore, NewMessage, SessionRow, StoreError, session_key, split_session_key
 from lifecycle import SqliteJournal
 from platforms.base import Inbound
 
@@ -162,6 +162,18 @@ def test_schema_1_transcripts_are_split_into_rows(tmp_path):
     assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
     assert "transcript" not in [c[1] for c in db.execute("PRAGMA table_info(gateway_sessions)")]
     db.close()
+
+
+def test_session_keys_split_back_and_recent_threads_are_listed(store, clock):
+    for parts in [("slack", "C1", "171.2"), ("telegram", "a|b%c", None), ("web", "x", "t|%7C")]:
+        assert split_session_key(session_key(*parts)) == parts
+    for i, (chat, thread) in enumerate([("C1", "1.1"), ("C2", None), ("C1", "2.2"), ("C|3", "3.3")]):
+        clock.now += 1
+        store.save_session(SessionRow(session_key("slack", chat, thread), f"s-{i}", 1, "inline", []))
+    store.save_session(SessionRow(session_key("slacker", "C9", "9.9"), "s-9", 1, "inline", []))
+    store.save_session(SessionRow(session_key("discord", "C1", "1.1"), "s-8", 1, "inline", []))
+    assert store.recent_threads("slack", 10) == [("C1", "1.1"), ("C1", "2.2"), ("C|3", "3.3")]
+    assert store.recent_threads("slack", 2) == [("C1", "2.2"), ("C|3", "3.3")]
 
 
 def test_session_validation(store):

@@ -218,6 +218,28 @@ async def test_unmentioned_channel_messages_get_no_reply(slack_chat):
     assert len(model.requests) == 1
 
 
+async def test_a_bot_thread_needs_no_mention_after_a_gateway_restart(tmp_path):
+    fake = await FakeSlack().start()
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+
+    async def gateway() -> Gateway:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2)
+        return await start_gateway(config, [adapter], script={"parent": echo})
+
+    chat = SlackChat(fake, None, await gateway(), None)  # type: ignore[arg-type]
+    try:
+        ts = (await fake.push_mention("C1", "U1", "first question"))["event"]["ts"]
+        assert await chat.answered("C1", ts, settle=False) == ["re: first question"]
+        await chat.gateway.stop(grace=0)
+        chat.gateway = await gateway()  # a new process would know the thread only from the database
+        await fake.push_message("C1", "U1", "a follow-up, no mention", thread_ts=ts)
+        assert await chat.answered("C1", ts, count=2) == ["re: first question", "re: a follow-up, no mention"]
+    finally:
+        await chat.gateway.stop(grace=0)
+        await fake.close()
+
+
 # -- 4. long-running notices ------------------------------------------------------------------
 
 
