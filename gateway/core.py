@@ -112,11 +112,14 @@ class Gateway:
             # Shutting down: keep the event (the platform may count it as delivered) and
             # handle it after the next start, with the other unfinished events.
             self.store.record_event(inbound)
+            await self.store.durable()
             return Accepted(None, key)
         if not self.store.record_event(inbound):
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             return Accepted(self.store.event_turn(inbound.platform, inbound.event_id), key, duplicate=True)
-        return await self._dispatch(inbound)
+        accepted = await self._dispatch(inbound)
+        await self.store.durable()  # the adapter acknowledges on return: the event must survive a crash
+        return accepted
 
     async def _dispatch(self, inbound: Inbound, *, replayed: bool = False) -> Accepted:
         session = self.session_for(inbound.platform, inbound.chat_id, inbound.thread_id)

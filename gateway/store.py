@@ -185,6 +185,7 @@ class GatewayStore:
         self.path = Path(path)
         self._clock = clock
         self._tx_depth = 0
+        self._durable: list[asyncio.Future[None]] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)  # the state dir may not exist yet
         # Autocommit (isolation_level=None): one statement, one commit; `_tx` groups several.
         self._db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
@@ -218,8 +219,28 @@ class GatewayStore:
     def commit(self) -> None:
         """Commit the current batch now. The outbox calls this right before a send, so a
         message is always durably journaled before it can reach a platform."""
-        if self._db.in_transaction:
-            self._db.execute("COMMIT")
+        waiters, self._durable = self._durable, []
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+        except BaseException as exc:
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(StoreError(f"committing the state database failed: {exc}"))
+            raise
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def durable(self) -> None:
+        """Return once every write made so far is committed: at the batch's commit on the next
+        loop turn, shared by every caller of this turn. Await it before acknowledging anything
+        to a platform, so an acknowledged event is never lost in a crash."""
+        if not self._db.in_transaction:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._durable.append(waiter)
+        await waiter
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Run a write inside the current batch. Group commit: every write made during one
@@ -313,19 +334,34 @@ class GatewayStore:
             self._put_messages(row.key, row.transcript, 0)
 
     def save_transcript(self, key: str, messages: Sequence[dict[str, Any]], *, start: int = 0) -> None:
-        """Store the session's transcript from position ``start`` on: ``messages[start:]`` replace
-        what was stored there. A turn passes the length it last saved, so it writes only its new
-        messages; ``start=0`` rewrites the whole transcript. KeyError if there is no such session."""
-        with self._tx():
-            if self._write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
-                raise KeyError(key)
-            self._put_messages(key, messages, start)
+        """Store the session's transcript: ``start=0`` rewrites it whole; ``start > 0`` appends
+        ``messages[start:]`` after the ``start`` messages stored (a turn passes the count it last
+        saved, so it writes only its new messages). KeyError if there is no such session."""
+        if start == 0:
+            with self._tx():
+                self._touch(key)
+                self._put_messages(key, messages, 0)
+            return
+        # Appending after what is stored: no rows to delete, and no savepoint is needed, since
+        # rewriting the same positions (after a failure midway) replaces what is there.
+        self._touch(key)
+        self._insert_messages(key, messages, start, "INSERT OR REPLACE")
+
+    def _touch(self, key: str) -> None:
+        if self._write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
+            raise KeyError(key)
 
     def _put_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int) -> None:
         self._write("DELETE FROM gateway_transcript WHERE key=? AND seq>=?", (key, start))
+        self._insert_messages(key, messages, start, "INSERT")
+
+    def _insert_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int, verb: str) -> None:
+        batched = self._begin()
         # json.dumps escapes non-ASCII (lone surrogates included), so a message always binds.
-        self._db.executemany("INSERT INTO gateway_transcript VALUES (?, ?, ?)",
+        self._db.executemany(f"{verb} INTO gateway_transcript VALUES (?, ?, ?)",
                              [(key, seq, json.dumps(messages[seq])) for seq in range(start, len(messages))])
+        if not batched and not self._tx_depth:
+            self.commit()
 
     # --- inbox ----------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 
@@ -133,7 +134,7 @@ def test_a_turn_stores_only_the_messages_it_added(store):
     store._db.set_trace_callback(statements.append)
     store.save_transcript(key, [*first, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}], start=3)
     store._db.set_trace_callback(None)
-    inserted = [s for s in statements if s.startswith("INSERT INTO gateway_transcript")]
+    inserted = [s for s in statements if "INTO gateway_transcript" in s]
     assert len(inserted) == 1 and '"c"' in inserted[0]  # one new message, not the history again
     store.save_transcript(key, [{"role": "user", "content": "summary"}])  # compaction: from the start
     assert store.load_session(key).transcript == [{"role": "user", "content": "summary"}]
@@ -184,6 +185,21 @@ def test_session_validation(store):
 
 
 # --- inbox -------------------------------------------------------------------------------
+
+
+async def test_durable_returns_once_the_batch_is_committed(tmp_path):
+    store = GatewayStore(tmp_path / "state.db")
+    await store.durable()  # the schema, made inside this running loop, is batched too
+    reader = sqlite3.connect(tmp_path / "state.db")
+    try:
+        assert store.record_event(event("e1"))
+        assert reader.execute("SELECT count(*) FROM gateway_inbox").fetchone()[0] == 0  # batched, not yet durable
+        await asyncio.gather(store.durable(), store.durable())  # callers of one loop turn share the commit
+        assert reader.execute("SELECT count(*) FROM gateway_inbox").fetchone()[0] == 1
+        await store.durable()  # nothing pending: at once
+    finally:
+        reader.close()
+        store.close()
 
 
 def test_inbox_records_once_replays_unfinished_and_forgets_done(store, clock):
