@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
-from gateway import commands, turns, upkeep
+from gateway import checkpoints, commands, turns, upkeep
 from gateway.access import REFUSAL, allowed
 from gateway.delivery import Outbox
 from gateway.display import delegation_mode, turn_display
@@ -54,6 +54,7 @@ class Gateway:
         self._by_agent: dict[str, GatewaySession] = {}
         self._accepting = False
         self._upkeep: asyncio.Task | None = None
+        self._checkpoints: asyncio.Task | None = None
         for adapter in self.adapters.values():
             if hasattr(adapter, "bind_turn_reader"):
                 adapter.bind_turn_reader(self._read_turn)  # the webhook platform's GET reads the outbox
@@ -74,14 +75,21 @@ class Gateway:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._dispatch(inbound, replayed=True)
         self._upkeep = asyncio.ensure_future(upkeep.run_forever(self))
+        self.store.automatic_checkpoints(False)
+        self._checkpoints = asyncio.ensure_future(checkpoints.run_forever(self.store.path))
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake, let running turns finish for ``grace`` seconds, then interrupt
         them; flush the outbox; journal running children as interrupted."""
         self._accepting = False
-        if self._upkeep is not None:
-            self._upkeep.cancel()
-            self._upkeep = None
+        checkpointing = self._checkpoints is not None
+        for task in (self._upkeep, self._checkpoints):
+            if task is not None:
+                task.cancel()
+                await asyncio.wait([task])
+        self._upkeep = self._checkpoints = None
+        if checkpointing:
+            self.store.automatic_checkpoints(True)
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         for adapter in self.adapters.values():
             try:

@@ -10,9 +10,10 @@ microseconds. Writes are group-committed: all writes made during one turn of the
 event loop share one transaction, committed at the next turn (about 0.1-0.3 ms per
 commit; WAL with ``synchronous=NORMAL`` does not fsync on commit), and the outbox
 commits explicitly right before every send, so "journaled before sent" holds. A hop
-to a worker thread and back would cost as much as the write. The cost is that a
-checkpoint, or a lock held by the journal's writer (``busy_timeout`` 5 s), can stall
-the loop briefly. Use one `GatewayStore` from one thread.
+to a worker thread and back would cost as much as the write. The cost is that a lock
+held by the journal's writer (``busy_timeout`` 5 s) can stall the loop briefly; WAL
+checkpoints, which take tens of milliseconds, run on a worker thread while the gateway
+runs (`gateway.checkpoints`). Use one `GatewayStore` from one thread.
 
 Durability: a committed row survives a process crash; a power cut may lose the
 last commits (``synchronous=NORMAL``).
@@ -215,6 +216,11 @@ class GatewayStore:
         except sqlite3.ProgrammingError:  # already closed
             pass
         self._db.close()
+
+    def automatic_checkpoints(self, enabled: bool) -> None:
+        """Let commits on this connection checkpoint the WAL themselves (SQLite's default), or
+        not, while `gateway.checkpoints` does it off the event loop."""
+        self._db.execute(f"PRAGMA wal_autocheckpoint={1000 if enabled else 0}")
 
     def commit(self) -> None:
         """Commit the current batch now. The outbox calls this right before a send, so a
