@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 
+from gateway import gc_tuning
 from gateway.config import Config
 from gateway.core import Gateway
 from gateway.platform_factory import build_adapters
@@ -33,6 +34,7 @@ async def serve(config: Config, *, local: bool = False) -> int:
         await gateway.start()
         if server is not None:
             await server.start()
+        gc_tuning.tune_for_serving()
         log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
         await stopping.wait()
         log.info("shutting down")
