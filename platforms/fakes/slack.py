@@ -30,97 +30,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import hmac
 import itertools
-import json
 import time
-import urllib.parse
 import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+# These names were defined in this module before it was split; they stay importable from here
+# (hence the noqa: some are only re-exported).
+from platforms.fakes._slack_http import HttpResult, SlackHttpDelivery, sign  # noqa: F401
+from platforms.fakes._slack_socket import SlackSocketMode
+from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
+from platforms.fakes._slack_web_api import SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
-Key = tuple[str, str | None]
 
-
-@dataclass
-class Call:
-    method: str
-    params: dict[str, Any]
-    token: str | None
-
-
-@dataclass
-class Failure:
-    error: str
-    status: int = 200
-    retry_after: float | None = None
-
-
-@dataclass
-class Envelope:
-    envelope_id: str
-    type: str
-    payload: dict[str, Any]
-    retry_attempt: int = 0
-    retry_reason: str | None = None
-    acked: bool = False
-    deliveries: list[int] = field(default_factory=list)
-    """Ids of the connections this envelope was sent on, in order."""
-
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "envelope_id": self.envelope_id,
-            "type": self.type,
-            "payload": self.payload,
-            "accepts_response_payload": self.type != "events_api",
-        }
-        if self.type == "events_api":
-            out.update(retry_attempt=self.retry_attempt, retry_reason=self.retry_reason or "")
-        return out
-
-
-@dataclass
-class Ack:
-    envelope_id: str
-    connection: int
-    payload: dict[str, Any] | None
-
-
-@dataclass
-class Connection:
-    id: int
-    ws: web.WebSocketResponse
-    request: web.Request
-
-    @property
-    def open(self) -> bool:
-        return not self.ws.closed
-
-
-@dataclass
-class HttpResult:
-    status: int
-    text: str
-    headers: dict[str, str]
-
-    def json(self) -> Any:
-        return json.loads(self.text)
-
-
-def sign(secret: str, timestamp: str, body: str) -> str:
-    """Slack's v0 request signature over ``v0:<timestamp>:<body>``."""
-    digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
-    return f"v0={digest}"
-
-
-class FakeSlack:
+class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery):
     def __init__(
         self,
         *,
@@ -318,264 +247,6 @@ class FakeSlack:
         self.envelopes[envelope.envelope_id] = envelope
         await self._send_envelope(envelope)
 
-    async def _deliver_http(self, kind: str, payload: dict[str, Any]) -> None:
-        assert self.events_url and self.signing_secret, "set events_url and signing_secret for HTTP delivery"
-        for attempt, delay in enumerate((0.0, *self.http_retry_delays)):
-            await asyncio.sleep(delay)
-            retry = attempt or None
-            try:
-                if kind == "events_api":
-                    result = await self.send_http_event(self.events_url, payload, self.signing_secret, retry_num=retry)
-                else:
-                    result = await self.send_http_command(self.events_url, payload, self.signing_secret)
-            except (aiohttp.ClientError, TimeoutError):
-                continue
-            if result.status == 200 or kind != "events_api":
-                return
-
-    # -- signed HTTP delivery ----------------------------------------------------------------
-
-    async def send_http_event(
-        self, url: str, payload: dict[str, Any], signing_secret: str, *, retry_num: int | None = None,
-        retry_reason: str = "http_timeout", timestamp: int | str | None = None, signature: str | None = None,
-    ) -> HttpResult:
-        """POST one Events API payload (JSON) to ``url``, signed unless ``signature`` is given."""
-        headers = {"Content-Type": "application/json"}
-        if retry_num is not None:
-            headers.update({"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason})
-        return await self._post_signed(url, json.dumps(payload), headers, signing_secret, timestamp, signature)
-
-    async def send_http_command(
-        self, url: str, form: dict[str, Any], signing_secret: str, *, timestamp: int | str | None = None,
-        signature: str | None = None,
-    ) -> HttpResult:
-        """POST one slash command (form-encoded) to ``url``, signed unless ``signature`` is given."""
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
-        return await self._post_signed(url, urllib.parse.urlencode(form), headers, signing_secret, timestamp, signature)
-
-    async def _post_signed(
-        self, url: str, body: str, headers: dict[str, str], secret: str, timestamp: Any, signature: str | None
-    ) -> HttpResult:
-        assert self._http is not None, "start the fake first"
-        ts = str(int(time.time()) if timestamp is None else timestamp)
-        headers = {**headers, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature or sign(secret, ts, body)}
-        async with self._http.post(url, data=body.encode(), headers=headers,
-                                   timeout=aiohttp.ClientTimeout(total=3)) as resp:
-            result = HttpResult(resp.status, await resp.text(), dict(resp.headers))
-        self.http_results.append(result)
-        self._bump()
-        return result
-
-    # -- Socket Mode -------------------------------------------------------------------------
-
-    async def disconnect(self, reason: str = "refresh_requested") -> None:
-        """Ask every connected client to reconnect, as Slack does before recycling a host."""
-        for conn in self.open_connections:
-            await conn.ws.send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
-
-    def drop_socket(self) -> None:
-        """Cut every Socket Mode connection without a close handshake, like a network failure."""
-        for conn in self.open_connections:
-            if conn.request.transport is not None:
-                conn.request.transport.abort()
-
-    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
-        await ws.prepare(request)
-        conn = Connection(len(self.connections) + 1, ws, request)
-        self.connections.append(conn)
-        await ws.send_json({"type": "hello", "num_connections": len(self.open_connections),
-                            "debug_info": {"host": "fake"}, "connection_info": {"app_id": self.app_id}})
-        self._bump()
-        while self._queued and conn.open:
-            await self._send_envelope(self._queued.popleft())
-        try:
-            async for msg in ws:
-                if msg.type == aiohttp.WSMsgType.TEXT:
-                    self._on_ack(conn, json.loads(msg.data))
-        finally:
-            self._bump()
-        return ws
-
-    def _on_ack(self, conn: Connection, data: dict[str, Any]) -> None:
-        envelope = self.envelopes.get(data.get("envelope_id", ""))
-        if envelope is None:
-            return
-        if self._lost_acks:
-            self._lost_acks -= 1
-            return
-        self.acks.append(Ack(envelope.envelope_id, conn.id, data.get("payload")))
-        envelope.acked = True
-        timer = self._timers.pop(envelope.envelope_id, None)
-        if timer is not None:
-            timer.cancel()
-        self._bump()
-
-    async def _send_envelope(self, envelope: Envelope) -> None:
-        conns = self.open_connections
-        if not conns:
-            self._queued.append(envelope)
-            return
-        conn = conns[next(self._rr) % len(conns)]
-        envelope.deliveries.append(conn.id)
-        try:
-            await conn.ws.send_json(envelope.wire())
-        except ConnectionError:
-            pass  # the ack timer redelivers it
-        loop = asyncio.get_running_loop()
-        self._timers[envelope.envelope_id] = loop.call_later(self.ack_timeout, self._ack_timed_out, envelope)
-        self._bump()
-
-    def _ack_timed_out(self, envelope: Envelope) -> None:
-        self._timers.pop(envelope.envelope_id, None)
-        if envelope.acked or envelope.type != "events_api" or envelope.retry_attempt >= 3:
-            return  # Slack never retries slash commands
-        envelope.retry_attempt += 1
-        envelope.retry_reason = "timeout"
-        self._spawn(self._send_envelope(envelope))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    # -- Web API -----------------------------------------------------------------------------
-
-    async def _api(self, request: web.Request) -> web.Response:
-        method = request.match_info["method"]
-        params: dict[str, Any] = dict(request.query)
-        if request.content_type == "application/json":
-            params.update(await request.json())
-        elif request.can_read_body:
-            params.update(await request.post())
-        auth = request.headers.get("Authorization", "")
-        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
-        self.calls.append(Call(method, params, token))
-        self._bump()
-        failure = self._next_failure(method)
-        if failure is not None:
-            return self._failure_response(failure)
-        wanted = self.app_token if method == "apps.connections.open" else self.bot_token
-        if token != wanted:
-            return _json({"ok": False, "error": "not_authed" if not token else "invalid_auth"})
-        handler = self._methods.get(method)
-        if handler is None:
-            return _json({"ok": False, "error": "unknown_method"})
-        return _json(handler(self, params))
-
-    def _next_failure(self, method: str) -> Failure | None:
-        queue = self._failures.get(method)
-        return queue.popleft() if queue else None
-
-    @staticmethod
-    def _failure_response(failure: Failure) -> web.Response:
-        headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
-        return _json({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
-
-    def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake", "user": "switchboard",
-                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
-                "is_enterprise_install": False}
-
-    def _connections_open(self, _: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": f"{self.ws_url}?ticket={uuid.uuid4()}"}
-
-    def _post_message(self, p: dict[str, Any]) -> dict[str, Any]:
-        channel = str(p.get("channel") or "")
-        if not channel:
-            return {"ok": False, "error": "channel_not_found"}
-        if not p.get("text") and not p.get("blocks"):
-            return {"ok": False, "error": "no_text"}
-        if channel.startswith("U"):
-            channel = self.dm_channel(channel)
-        if len(str(p.get("text", ""))) > 40_000:
-            return {"ok": False, "error": "msg_too_long"}
-        message = self._store(channel, p.get("thread_ts") or None,
-                              {"user": self.bot_user_id, "bot_id": self.bot_id, "text": p.get("text", "")})
-        self._echo({**message, "app_id": self.app_id})
-        return {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
-
-    def _update(self, p: dict[str, Any]) -> dict[str, Any]:
-        message = self._find(str(p.get("channel")), str(p.get("ts")))
-        if message is None:
-            return {"ok": False, "error": "message_not_found"}
-        previous = dict(message)
-        message["text"] = p.get("text", "")
-        message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
-        self._echo({"subtype": "message_changed", "channel": message["channel"], "message": dict(message),
-                    "previous_message": previous, "hidden": True, "ts": self._next_ts()})
-        return {"ok": True, "channel": message["channel"], "ts": message["ts"], "text": message["text"],
-                "message": message}
-
-    def _delete(self, p: dict[str, Any]) -> dict[str, Any]:
-        message = self._find(str(p.get("channel")), str(p.get("ts")))
-        if message is None:
-            return {"ok": False, "error": "message_not_found"}
-        self.messages[(message["channel"], message.get("thread_ts"))].remove(message)
-        self._echo({"subtype": "message_deleted", "channel": message["channel"], "deleted_ts": message["ts"],
-                    "previous_message": message, "hidden": True, "ts": self._next_ts()})
-        return {"ok": True, "channel": message["channel"], "ts": message["ts"]}
-
-    def _post_ephemeral(self, p: dict[str, Any]) -> dict[str, Any]:
-        if not p.get("channel"):
-            return {"ok": False, "error": "channel_not_found"}
-        ts = self._next_ts()
-        self.ephemeral.append({"channel": p["channel"], "user": p.get("user"), "text": p.get("text", ""),
-                               "thread_ts": p.get("thread_ts"), "via": "chat.postEphemeral", "ts": ts})
-        return {"ok": True, "message_ts": ts}
-
-    _methods: dict[str, Callable[[FakeSlack, dict[str, Any]], dict[str, Any]]] = {
-        "auth.test": _auth_test,
-        "apps.connections.open": _connections_open,
-        "chat.postMessage": _post_message,
-        "chat.update": _update,
-        "chat.delete": _delete,
-        "chat.postEphemeral": _post_ephemeral,
-    }
-
-    async def _response_url(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.calls.append(Call("response_url", {"id": request.match_info["id"], **body}, None))
-        self._bump()
-        failure = self._next_failure("response_url")
-        if failure is not None:
-            headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
-            return web.Response(status=failure.status if failure.status != 200 else 404, text=failure.error,
-                                headers=headers)
-        self.ephemeral.append({"id": request.match_info["id"], "text": body.get("text", ""),
-                               "response_type": body.get("response_type", "ephemeral"), "via": "response_url"})
-        return web.Response(text="ok")
-
-    # -- storage -----------------------------------------------------------------------------
-
-    def _next_ts(self) -> str:
-        return f"{int(time.time())}.{next(self._ts):06d}"
-
-    def _store(self, channel: str, thread_ts: str | None, fields: dict[str, Any]) -> dict[str, Any]:
-        message = {"type": "message", "channel": channel, "ts": self._next_ts(), **fields}
-        if thread_ts is not None:
-            message["thread_ts"] = thread_ts
-        self.messages[(channel, thread_ts)].append(message)
-        self._bump()
-        return message
-
-    def _find(self, channel: str, ts: str) -> dict[str, Any] | None:
-        for (chan, _), messages in self.messages.items():
-            if chan == channel:
-                for message in messages:
-                    if message["ts"] == ts:
-                        return message
-        return None
-
-    def _author(self, channel: str, ts: str) -> str | None:
-        message = self._find(channel, ts)
-        return message.get("user") if message else None
-
-    def _echo(self, event: dict[str, Any]) -> None:
-        """Slack sends the bot's own posts, edits and deletions back as message events."""
-        if self.echo_bot_messages and (self.open_connections or self.events_url):
-            self._spawn(self.push_event({**event, "event_ts": event.get("ts")}))
-
     # -- control endpoints for the command-line fake -----------------------------------------
 
     async def _control(self, request: web.Request) -> web.Response:
@@ -595,10 +266,6 @@ class FakeSlack:
 
     async def _list_messages(self, _: web.Request) -> web.Response:
         return _json({"messages": [m for ms in self.messages.values() for m in ms], "ephemeral": self.ephemeral})
-
-
-def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(body, status=status, headers=headers)
 
 
 async def _serve(args: argparse.Namespace) -> None:

@@ -1,0 +1,143 @@
+"""The fake Discord's recorded state and data shapes: the calls and messages tests read, and
+the JSON of messages, guilds, channels and threads it serves on the gateway and REST alike."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+FLAG_LOADING = 128
+ISO = "2026-01-01T00:00:00.000000+00:00"
+
+
+@dataclass
+class Call:
+    """One REST request the bot made."""
+
+    method: str
+    route: str
+    """The route template, e.g. ``POST /channels/{channel_id}/messages``."""
+    path: str
+    body: Any
+    query: dict[str, str]
+    headers: dict[str, str]
+    status: int = 0
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class FakeMessage:
+    id: str
+    channel_id: str
+    author_id: str
+    content: str
+    from_bot: bool
+    flags: int = 0
+    nonce: str | None = None
+    edits: list[str] = field(default_factory=list)
+    """Earlier contents, oldest first; `content` is the current one."""
+    deleted: bool = False
+    interaction_id: str | None = None
+
+
+def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
+    name = name or f"user{user_id}"
+    return {"id": user_id, "username": name, "global_name": name, "discriminator": "0", "avatar": None, "bot": bot}
+
+
+class DiscordModel:
+    """Messages, guilds, channels and threads of `FakeDiscord` (which holds the state and mixes
+    this in), and their JSON; new guilds, channels and threads are announced on the gateway."""
+
+    def _store(self, channel: str, author: str, content: str, *, from_bot: bool, **kw: Any) -> FakeMessage:
+        message = FakeMessage(self.new_id(), channel, author, content, from_bot, **kw)
+        self.messages[channel].append(message)
+        self._touch()
+        return message
+
+    def _echo(self, message: FakeMessage) -> dict[str, Any]:
+        """Discord sends the bot its own messages over the gateway too; bots must ignore them."""
+        data = self._message_json(message, guild=self._channel_guild.get(message.channel_id))
+        self._dispatch("MESSAGE_CREATE", data)
+        return data
+
+    def _find(self, channel: str, message_id: str) -> FakeMessage | None:
+        return next((m for m in self.messages.get(channel, []) if m.id == message_id and not m.deleted), None)
+
+    def _message_payload(
+        self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None
+    ) -> dict[str, Any]:
+        stored = self._store(channel, user, text, from_bot=False)
+        data = self._message_json(stored, guild=guild, name=name)
+        if guild is not None:
+            data["member"] = {"roles": [], "joined_at": ISO, "deaf": False, "mute": False, "flags": 0}
+        return data
+
+    def _message_json(self, m: FakeMessage, *, guild: str | None = None, name: str | None = None) -> dict[str, Any]:
+        author = _user(self.bot_id, self.bot_name, bot=True) if m.from_bot else _user(m.author_id, name)
+        data: dict[str, Any] = {
+            "id": m.id, "channel_id": m.channel_id, "author": author, "content": m.content,
+            "timestamp": ISO, "edited_timestamp": ISO if m.edits else None, "tts": False,
+            "mention_everyone": False, "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+            "components": [], "pinned": False, "type": 0, "flags": m.flags,
+        }
+        if m.nonce is not None:
+            data["nonce"] = m.nonce
+        if guild is not None:
+            data["guild_id"] = guild
+        if m.interaction_id is not None:
+            data["webhook_id"] = self.application_id
+            data["application_id"] = self.application_id
+        return data
+
+    def _ensure_guild(self, guild: str) -> dict[str, Any]:
+        if guild not in self._guilds:
+            self._guilds[guild] = {
+                "id": guild, "name": f"guild {guild}", "icon": None, "owner_id": self.new_id(),
+                "features": [], "emojis": [], "stickers": [], "member_count": 2, "large": False,
+                "unavailable": False, "joined_at": ISO, "verification_level": 0, "premium_tier": 0,
+                "default_message_notifications": 0, "explicit_content_filter": 0, "mfa_level": 0,
+                "nsfw_level": 0, "preferred_locale": "en-US", "system_channel_flags": 0, "afk_timeout": 300,
+                "roles": [{"id": guild, "name": "@everyone", "permissions": "2248473465835073", "position": 0,
+                           "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
+                "members": [{"user": _user(self.bot_id, self.bot_name, bot=True), "roles": [], "joined_at": ISO,
+                             "deaf": False, "mute": False, "flags": 0}],
+                "channels": {}, "threads": {}, "voice_states": [], "presences": [], "stage_instances": [],
+                "guild_scheduled_events": [], "soundboard_sounds": [],
+            }
+            if self._session is not None:
+                self._dispatch("GUILD_CREATE", self._guild_json(guild))
+        return self._guilds[guild]
+
+    def _guild_json(self, guild: str) -> dict[str, Any]:
+        g = self._guilds[guild]
+        return g | {"channels": list(g["channels"].values()), "threads": list(g["threads"].values())}
+
+    def _ensure_channel(self, guild: str, channel: str) -> None:
+        g = self._ensure_guild(guild)
+        if channel not in g["channels"]:
+            g["channels"][channel] = {
+                "id": channel, "type": 0, "guild_id": guild, "name": f"channel-{channel}", "position": 0,
+                "permission_overwrites": [], "parent_id": None, "nsfw": False, "topic": None,
+                "last_message_id": None, "rate_limit_per_user": 0,
+            }
+            self._channels.add(channel)
+            self._channel_guild[channel] = guild
+            if self._session is not None:
+                self._dispatch("CHANNEL_CREATE", g["channels"][channel])
+
+    def _ensure_thread(self, guild: str, parent: str, thread: str, owner: str) -> None:
+        g = self._guilds[guild]
+        if thread not in g["threads"]:
+            g["threads"][thread] = {
+                "id": thread, "type": 11, "guild_id": guild, "parent_id": parent, "owner_id": owner,
+                "name": f"thread-{thread}", "last_message_id": None, "rate_limit_per_user": 0,
+                "message_count": 0, "member_count": 1, "flags": 0,
+                "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                    "archive_timestamp": ISO, "locked": False},
+            }
+            self._channels.add(thread)
+            self._channel_guild[thread] = guild
+            if self._session is not None:
+                self._dispatch("THREAD_CREATE", g["threads"][thread] | {"newly_created": True})

@@ -1,0 +1,260 @@
+"""The fake Discord's REST API under ``/api/v10``: the route table, the middleware that records
+every call, checks the bot token and plays scripted failures, and one handler per route."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from platforms.fakes._discord_model import FLAG_LOADING, Call, FakeMessage, _user
+
+TEXT_LIMIT = 2000
+INTERACTION_ACK_SECONDS = 3.0
+
+
+@dataclass
+class _Failure:
+    route: str
+    status: int
+    retry_after: float
+    code: int | None
+    message: str | None
+    errors: dict[str, Any] | None
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # Exactly `application/json`, never with a charset: discord.py compares for equality.
+    return web.Response(
+        status=status, body=json.dumps(data).encode(), headers={"Content-Type": "application/json", **(headers or {})}
+    )
+
+
+def _error(status: int, code: int, message: str, errors: dict[str, Any] | None = None) -> web.Response:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if errors:
+        body["errors"] = errors
+    return _json(body, status)
+
+
+class DiscordRest:
+    """The REST half of `FakeDiscord`, which holds the state (calls, commands, interactions,
+    scripted failures) and mixes this in; `_build_app` also mounts the gateway's ``/gateway``."""
+
+    def _build_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._record])
+        app.router.add_get("/gateway", self._gateway)
+        r = "/api/v10"
+        routes: list[tuple[str, str, Callable[..., Any]]] = [
+            ("GET", "/gateway", self._get_gateway),
+            ("GET", "/gateway/bot", self._get_gateway),
+            ("GET", "/users/@me", self._get_me),
+            ("GET", "/oauth2/applications/@me", self._get_application),
+            ("PUT", "/applications/{application_id}/commands", self._put_commands),
+            ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", self._put_commands),
+            ("GET", "/applications/{application_id}/commands", self._get_commands),
+            ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._get_commands),
+            ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
+            ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._delete_message),
+            ("POST", "/channels/{channel_id}/typing", self._typing),
+            ("POST", "/interactions/{interaction_id}/{token}/callback", self._callback),
+            ("POST", "/webhooks/{application_id}/{token}", self._followup),
+            ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._edit_webhook_message),
+        ]
+        for method, path, handler in routes:
+            app.router.add_route(method, r + path, handler)
+        return app
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+        try:
+            return await self._handle(request, handler)
+        except web.HTTPException:
+            raise
+        except Exception as exc:  # a bug in the fake: kept for tests to assert on, not only logged
+            self.errors.append(exc)
+            raise
+
+    async def _handle(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+        if request.path == "/gateway":
+            return await handler(request)
+        path = request.path.removeprefix("/api/v10")
+        resource = request.match_info.route.resource
+        template = resource.canonical.removeprefix("/api/v10") if resource is not None else path
+        name = f"{request.method} {template}"
+        body: Any = None
+        if request.can_read_body:
+            raw = await request.read()
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw.decode(errors="replace")
+        call = Call(request.method, name, path, body, dict(request.query), dict(request.headers))
+        self.calls.append(call)
+        response = self._scripted_failure(call)
+        if response is None and not name.startswith(("POST /interactions", "POST /webhooks", "PATCH /webhooks")):
+            if request.headers.get("Authorization") != f"Bot {self.token}":
+                response = _error(401, 0, "401: Unauthorized")
+        if response is None:
+            response = await handler(request)
+        call.status = response.status
+        self._touch()
+        return response
+
+    def _scripted_failure(self, call: Call) -> web.Response | None:
+        for failure in self._failures:
+            if failure.route in (call.route, f"{call.method} {call.path}"):
+                self._failures.remove(failure)
+                if failure.status == 429:
+                    body = {"message": "You are being rate limited.", "retry_after": failure.retry_after,
+                            "global": False, "code": failure.code or 0}
+                    headers = {"Via": "1.1 google", "Retry-After": str(max(1, round(failure.retry_after))),
+                               "X-RateLimit-Scope": "user"}
+                    return _json(body, 429, headers)
+                return _error(failure.status, failure.code or 0, failure.message or "Scripted failure", failure.errors)
+        return None
+
+    async def _get_gateway(self, request: web.Request) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _get_me(self, request: web.Request) -> web.Response:
+        return _json(_user(self.bot_id, self.bot_name, bot=True))
+
+    async def _get_application(self, request: web.Request) -> web.Response:
+        return _json({
+            "id": self.application_id, "name": self.bot_name, "description": "", "icon": None,
+            "bot_public": True, "bot_require_code_grant": False, "owner": _user(self.new_id()),
+            "verify_key": "0" * 64, "flags": self._app_flags(), "summary": "",
+        })
+
+    async def _put_commands(self, request: web.Request) -> web.Response:
+        guild = request.match_info.get("guild_id")
+        registered = []
+        for command in await request.json():
+            registered.append(command | {"id": self.new_id(), "application_id": self.application_id,
+                                         "version": self.new_id(), "guild_id": guild})
+        self.commands[guild] = registered
+        return _json(registered)
+
+    async def _get_commands(self, request: web.Request) -> web.Response:
+        return _json(self.commands.get(request.match_info.get("guild_id"), []))
+
+    def _check_content(self, body: dict[str, Any]) -> web.Response | None:
+        content = body.get("content")
+        if content is not None and len(content) > TEXT_LIMIT:
+            errors = {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                                               "message": f"Must be {TEXT_LIMIT} or fewer in length."}]}}
+            return _error(400, 50035, "Invalid Form Body", errors)
+        return None
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        channel = request.match_info["channel_id"]
+        if channel not in self._channels:
+            return _error(404, 10003, "Unknown Channel")
+        body = await request.json()
+        if (refused := self._check_content(body)) is not None:
+            return refused
+        if not body.get("content"):
+            return _error(400, 50006, "Cannot send an empty message")
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            for earlier in self.messages[channel]:
+                if earlier.from_bot and earlier.nonce == str(nonce):
+                    return _json(self._message_json(earlier))  # Discord returns the first message again
+        message = self._store(channel, self.bot_id, body["content"], from_bot=True,
+                              flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce))
+        return _json(self._echo(message))
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        channel, message_id = request.match_info["channel_id"], request.match_info["message_id"]
+        if channel not in self._channels:
+            return _error(404, 10003, "Unknown Channel")
+        message = self._find(channel, message_id)
+        if message is None:
+            return _error(404, 10008, "Unknown Message")
+        if not message.from_bot or message.interaction_id is not None:
+            return _error(403, 50005, "Cannot edit a message authored by another user")
+        return self._apply_edit(message, await request.json())
+
+    def _apply_edit(self, message: FakeMessage, body: dict[str, Any]) -> web.Response:
+        if (refused := self._check_content(body)) is not None:
+            return refused
+        if "content" in body:
+            message.edits.append(message.content)
+            message.content = body["content"]
+            message.flags &= ~FLAG_LOADING
+        self._touch()
+        return _json(self._message_json(message))
+
+    async def _delete_message(self, request: web.Request) -> web.Response:
+        message = self._find(request.match_info["channel_id"], request.match_info["message_id"])
+        if message is None:
+            return _error(404, 10008, "Unknown Message")
+        message.deleted = True
+        return web.Response(status=204)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        if request.match_info["channel_id"] not in self._channels:
+            return _error(404, 10003, "Unknown Channel")
+        return web.Response(status=204)
+
+    def _interaction_by_token(self, token: str) -> tuple[str, dict[str, Any]] | None:
+        return next(((i, v) for i, v in self.interactions.items() if v["token"] == token), None)
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        interaction_id = request.match_info["interaction_id"]
+        record = self.interactions.get(interaction_id)
+        if record is None or record["token"] != request.match_info["token"]:
+            return _error(404, 10062, "Unknown interaction")
+        if record["responses"]:
+            return _error(400, 40060, "Interaction has already been acknowledged.")
+        if time.monotonic() - record["created"] > INTERACTION_ACK_SECONDS:
+            return _error(404, 10062, "Unknown interaction")
+        body = await request.json()
+        kind = body.get("type")
+        record["responses"].append(kind)
+        content = (body.get("data") or {}).get("content") or ""
+        message = self._store(record["channel_id"], self.bot_id, content, from_bot=True,
+                              flags=FLAG_LOADING if kind == 5 else 0, interaction_id=interaction_id)
+        record["original"] = message.id
+        resource: dict[str, Any] = {"type": kind, "message": self._message_json(message)}
+        return _json({
+            "interaction": {"id": interaction_id, "type": 2, "response_message_id": message.id,
+                            "response_message_loading": kind == 5, "response_message_ephemeral": False},
+            "resource": resource,
+        })
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        found = self._interaction_by_token(request.match_info["token"])
+        if found is None:
+            return _error(404, 10015, "Unknown Webhook")
+        interaction_id, record = found
+        if not record["responses"]:
+            return _error(404, 10015, "Unknown Webhook")
+        body = await request.json()
+        if (refused := self._check_content(body)) is not None:
+            return refused
+        message = self._store(record["channel_id"], self.bot_id, body.get("content") or "", from_bot=True,
+                              flags=int(body.get("flags") or 0), interaction_id=interaction_id)
+        data = self._echo(message)
+        if request.query.get("wait") in ("true", "1", "True"):
+            return _json(data)
+        return web.Response(status=204)
+
+    async def _edit_webhook_message(self, request: web.Request) -> web.Response:
+        found = self._interaction_by_token(request.match_info["token"])
+        if found is None:
+            return _error(404, 10015, "Unknown Webhook")
+        _, record = found
+        message_id = request.match_info["message_id"]
+        if message_id == "@original":
+            message_id = record["original"] or ""
+        message = self._find(record["channel_id"], message_id)
+        if message is None:
+            return _error(404, 10008, "Unknown Message")
+        return self._apply_edit(message, await request.json())

@@ -1,0 +1,88 @@
+"""The fake Slack's Socket Mode: the ``/link`` WebSocket, round-robin envelope delivery, ack
+collection and redelivery of unacked ``events_api`` envelopes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from platforms.fakes._slack_types import Ack, Connection, Envelope
+
+
+class SlackSocketMode:
+    """Socket Mode for `FakeSlack`, which holds the state (connections, envelopes, acks, the
+    queue and timers) and mixes this in."""
+
+    async def disconnect(self, reason: str = "refresh_requested") -> None:
+        """Ask every connected client to reconnect, as Slack does before recycling a host."""
+        for conn in self.open_connections:
+            await conn.ws.send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
+
+    def drop_socket(self) -> None:
+        """Cut every Socket Mode connection without a close handshake, like a network failure."""
+        for conn in self.open_connections:
+            if conn.request.transport is not None:
+                conn.request.transport.abort()
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        conn = Connection(len(self.connections) + 1, ws, request)
+        self.connections.append(conn)
+        await ws.send_json({"type": "hello", "num_connections": len(self.open_connections),
+                            "debug_info": {"host": "fake"}, "connection_info": {"app_id": self.app_id}})
+        self._bump()
+        while self._queued and conn.open:
+            await self._send_envelope(self._queued.popleft())
+        try:
+            async for msg in ws:
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    self._on_ack(conn, json.loads(msg.data))
+        finally:
+            self._bump()
+        return ws
+
+    def _on_ack(self, conn: Connection, data: dict[str, Any]) -> None:
+        envelope = self.envelopes.get(data.get("envelope_id", ""))
+        if envelope is None:
+            return
+        if self._lost_acks:
+            self._lost_acks -= 1
+            return
+        self.acks.append(Ack(envelope.envelope_id, conn.id, data.get("payload")))
+        envelope.acked = True
+        timer = self._timers.pop(envelope.envelope_id, None)
+        if timer is not None:
+            timer.cancel()
+        self._bump()
+
+    async def _send_envelope(self, envelope: Envelope) -> None:
+        conns = self.open_connections
+        if not conns:
+            self._queued.append(envelope)
+            return
+        conn = conns[next(self._rr) % len(conns)]
+        envelope.deliveries.append(conn.id)
+        try:
+            await conn.ws.send_json(envelope.wire())
+        except ConnectionError:
+            pass  # the ack timer redelivers it
+        loop = asyncio.get_running_loop()
+        self._timers[envelope.envelope_id] = loop.call_later(self.ack_timeout, self._ack_timed_out, envelope)
+        self._bump()
+
+    def _ack_timed_out(self, envelope: Envelope) -> None:
+        self._timers.pop(envelope.envelope_id, None)
+        if envelope.acked or envelope.type != "events_api" or envelope.retry_attempt >= 3:
+            return  # Slack never retries slash commands
+        envelope.retry_attempt += 1
+        envelope.retry_reason = "timeout"
+        self._spawn(self._send_envelope(envelope))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

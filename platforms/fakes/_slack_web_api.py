@@ -1,0 +1,156 @@
+"""The fake Slack's Web API (``POST /api/<method>``), its ``response_url`` endpoints, and the
+message store that ``chat.*`` methods and pushed events share."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from platforms.fakes._slack_types import Call, Failure
+
+
+def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(body, status=status, headers=headers)
+
+
+class SlackWebApi:
+    """The Web API for `FakeSlack`, which holds the state (calls, messages, ephemerals, scripted
+    failures) and mixes this in."""
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            params.update(await request.json())
+        elif request.can_read_body:
+            params.update(await request.post())
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
+        self.calls.append(Call(method, params, token))
+        self._bump()
+        failure = self._next_failure(method)
+        if failure is not None:
+            return self._failure_response(failure)
+        wanted = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != wanted:
+            return _json({"ok": False, "error": "not_authed" if not token else "invalid_auth"})
+        handler = self._methods.get(method)
+        if handler is None:
+            return _json({"ok": False, "error": "unknown_method"})
+        return _json(handler(self, params))
+
+    def _next_failure(self, method: str) -> Failure | None:
+        queue = self._failures.get(method)
+        return queue.popleft() if queue else None
+
+    @staticmethod
+    def _failure_response(failure: Failure) -> web.Response:
+        headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
+        return _json({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
+
+    def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake", "user": "switchboard",
+                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
+                "is_enterprise_install": False}
+
+    def _connections_open(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"{self.ws_url}?ticket={uuid.uuid4()}"}
+
+    def _post_message(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not p.get("text") and not p.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if channel.startswith("U"):
+            channel = self.dm_channel(channel)
+        if len(str(p.get("text", ""))) > 40_000:
+            return {"ok": False, "error": "msg_too_long"}
+        message = self._store(channel, p.get("thread_ts") or None,
+                              {"user": self.bot_user_id, "bot_id": self.bot_id, "text": p.get("text", "")})
+        self._echo({**message, "app_id": self.app_id})
+        return {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
+
+    def _update(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(str(p.get("channel")), str(p.get("ts")))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        previous = dict(message)
+        message["text"] = p.get("text", "")
+        message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
+        self._echo({"subtype": "message_changed", "channel": message["channel"], "message": dict(message),
+                    "previous_message": previous, "hidden": True, "ts": self._next_ts()})
+        return {"ok": True, "channel": message["channel"], "ts": message["ts"], "text": message["text"],
+                "message": message}
+
+    def _delete(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(str(p.get("channel")), str(p.get("ts")))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        self.messages[(message["channel"], message.get("thread_ts"))].remove(message)
+        self._echo({"subtype": "message_deleted", "channel": message["channel"], "deleted_ts": message["ts"],
+                    "previous_message": message, "hidden": True, "ts": self._next_ts()})
+        return {"ok": True, "channel": message["channel"], "ts": message["ts"]}
+
+    def _post_ephemeral(self, p: dict[str, Any]) -> dict[str, Any]:
+        if not p.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        ts = self._next_ts()
+        self.ephemeral.append({"channel": p["channel"], "user": p.get("user"), "text": p.get("text", ""),
+                               "thread_ts": p.get("thread_ts"), "via": "chat.postEphemeral", "ts": ts})
+        return {"ok": True, "message_ts": ts}
+
+    _methods: dict[str, Callable[[SlackWebApi, dict[str, Any]], dict[str, Any]]] = {
+        "auth.test": _auth_test,
+        "apps.connections.open": _connections_open,
+        "chat.postMessage": _post_message,
+        "chat.update": _update,
+        "chat.delete": _delete,
+        "chat.postEphemeral": _post_ephemeral,
+    }
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.calls.append(Call("response_url", {"id": request.match_info["id"], **body}, None))
+        self._bump()
+        failure = self._next_failure("response_url")
+        if failure is not None:
+            headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
+            return web.Response(status=failure.status if failure.status != 200 else 404, text=failure.error,
+                                headers=headers)
+        self.ephemeral.append({"id": request.match_info["id"], "text": body.get("text", ""),
+                               "response_type": body.get("response_type", "ephemeral"), "via": "response_url"})
+        return web.Response(text="ok")
+
+    # -- storage -----------------------------------------------------------------------------
+
+    def _next_ts(self) -> str:
+        return f"{int(time.time())}.{next(self._ts):06d}"
+
+    def _store(self, channel: str, thread_ts: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+        message = {"type": "message", "channel": channel, "ts": self._next_ts(), **fields}
+        if thread_ts is not None:
+            message["thread_ts"] = thread_ts
+        self.messages[(channel, thread_ts)].append(message)
+        self._bump()
+        return message
+
+    def _find(self, channel: str, ts: str) -> dict[str, Any] | None:
+        for (chan, _), messages in self.messages.items():
+            if chan == channel:
+                for message in messages:
+                    if message["ts"] == ts:
+                        return message
+        return None
+
+    def _author(self, channel: str, ts: str) -> str | None:
+        message = self._find(channel, ts)
+        return message.get("user") if message else None
+
+    def _echo(self, event: dict[str, Any]) -> None:
+        """Slack sends the bot's own posts, edits and deletions back as message events."""
+        if self.echo_bot_messages and (self.open_connections or self.events_url):
+            self._spawn(self.push_event({**event, "event_ts": event.get("ts")}))
