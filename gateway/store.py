@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from typing import Any, Literal
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from platforms.base import Inbound
+
+log = logging.getLogger("gateway.store")
 
 SCHEMA_VERSION = 2
 """1: transcripts as one JSON array per session; 2: one row per message (migrated on open)."""
@@ -187,6 +190,7 @@ class GatewayStore:
         self._clock = clock
         self._tx_depth = 0
         self._durable: list[asyncio.Future[None]] = []
+        self._commit_due = False
         self.path.parent.mkdir(parents=True, exist_ok=True)  # the state dir may not exist yet
         # Autocommit (isolation_level=None): one statement, one commit; `_tx` groups several.
         self._db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
@@ -244,9 +248,23 @@ class GatewayStore:
         to a platform, so an acknowledged event is never lost in a crash."""
         if not self._db.in_transaction:
             return
-        waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
         self._durable.append(waiter)
+        self._schedule_commit(loop)  # normally already due; not after a commit that failed
         await waiter
+
+    def _schedule_commit(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._commit_due:
+            self._commit_due = True
+            loop.call_soon(self._due_commit)
+
+    def _due_commit(self) -> None:
+        self._commit_due = False
+        try:
+            self.commit()
+        except sqlite3.Error as exc:  # its waiters were told; the batch stays open for the next try
+            log.error("committing the state database failed; retrying with the next write: %s", exc)
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Run a write inside the current batch. Group commit: every write made during one
@@ -267,8 +285,8 @@ class GatewayStore:
             loop = None
         if not self._db.in_transaction:
             self._db.execute("BEGIN IMMEDIATE")
-            if loop is not None:
-                loop.call_soon(self.commit)
+        if loop is not None:
+            self._schedule_commit(loop)  # also after a failed commit left the batch open
         return loop is not None
 
     @contextlib.contextmanager

@@ -202,6 +202,38 @@ async def test_durable_returns_once_the_batch_is_committed(tmp_path):
         store.close()
 
 
+class _RefusesOneCommit:
+    """The store's connection, except that the first COMMIT fails (as a full disk would make it)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db, self.refused = db, False
+
+    def execute(self, sql: str, *args):
+        if sql == "COMMIT" and not self.refused:
+            self.refused = True
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
+async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again(tmp_path):
+    store = GatewayStore(tmp_path / "state.db")
+    await store.durable()
+    store._db = _RefusesOneCommit(store._db)
+    try:
+        store.record_event(event("e1"))
+        with pytest.raises(StoreError, match="committing the state database failed"):
+            await store.durable()
+        assert store._db.in_transaction  # the batch is still open, its rows kept
+        await asyncio.wait_for(store.durable(), 5)  # commits now, rather than wait for a commit never due
+        assert not store._db.in_transaction
+    finally:
+        store.close()
+    assert [e.event_id for e in GatewayStore(tmp_path / "state.db").unfinished_events()] == ["e1"]
+
+
 def test_inbox_records_once_replays_unfinished_and_forgets_done(store, clock):
     assert store.record_event(event("e1", "first"))
     clock.now += 1
