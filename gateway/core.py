@@ -242,7 +242,7 @@ class Gateway:
         if item.event is not None:
             self.store.mark_done(item.event.platform, item.event.event_id)
         adapter = self.adapters.get(session.platform)
-        if adapter is not None:
+        if adapter is not None and adapter.typing_interval > 0:
             asyncio.ensure_future(_idle(adapter, session))
 
     # -- background results ------------------------------------------------------------

@@ -66,7 +66,9 @@ async def run_turn(gateway: Gateway, session: GatewaySession, item: WorkItem) ->
         detail=lambda: _detail(gateway, session, running),
         clock=gateway.clock,
     )
-    typing = asyncio.ensure_future(_keep_typing(gateway, session))
+    adapter = gateway.adapters.get(session.platform)
+    shows_progress = adapter is not None and adapter.typing_interval > 0
+    typing = asyncio.ensure_future(_keep_typing(adapter, session)) if shows_progress else None
     notifier.start()
     result = None
     try:
@@ -76,7 +78,8 @@ async def run_turn(gateway: Gateway, session: GatewaySession, item: WorkItem) ->
         log.exception("turn %s crashed", item.turn_id)
     finally:
         notifier.disarm()  # before anything else is queued: no notice may follow the reply
-        typing.cancel()
+        if typing is not None:
+            typing.cancel()
         session.running = None
     if not running.suppressed:
         _reply(gateway, session, item, result)
@@ -124,11 +127,8 @@ def _detail(gateway: Gateway, session: GatewaySession, running: RunningTurn) -> 
     return f"running {tool}"
 
 
-async def _keep_typing(gateway: Gateway, session: GatewaySession) -> None:
-    adapter = gateway.adapters.get(session.platform)
-    if adapter is None:
-        return
-    interval = max(0.5, getattr(adapter, "typing_interval", 5.0) * 0.8)
+async def _keep_typing(adapter: Any, session: GatewaySession) -> None:
+    interval = max(0.5, adapter.typing_interval * 0.8)
     while True:
         try:
             await adapter.typing(session.chat_id, session.thread_id)

@@ -149,7 +149,8 @@ class Adapter(Protocol):
     text_limit: int
     """Largest message the platform accepts, in the adapter's own `measure` units."""
     typing_interval: float
-    """Seconds after which a typing indicator lapses; the gateway refreshes it a little sooner."""
+    """Seconds after which a typing indicator lapses; the gateway refreshes it a little sooner.
+    0: the platform shows no progress at all, and the gateway calls neither `typing` nor `idle`."""
 
     def measure(self, text: str) -> int:
         """Length as the platform counts it (Telegram: UTF-16 code units)."""

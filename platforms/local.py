@@ -31,7 +31,7 @@ class LocalAdapter:
     name = "local"
     tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
     text_limit = 100_000
-    typing_interval = 3600.0  # a terminal needs no typing indicator
+    typing_interval = 0.0  # a terminal needs no typing indicator
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
                  on_exit: Callable[[], Any] | None = None) -> None:

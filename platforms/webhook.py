@@ -32,7 +32,7 @@ from aiohttp import web
 
 from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, NetworkError, NotFound,
                             Outbound, Sent)
-from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, sign, signed_headers, verify
+from platforms.webhook_signing import SCHEME, SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, signed_headers, verify
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class WebhookAdapter:
     name = "webhook"
     tier = DisplayTier(interim_assistant_messages=False, long_running_notifications=False, messaging=False)
     text_limit = 100_000
-    typing_interval = 60.0  # typing() does nothing; any value will do
+    typing_interval = 0.0  # no progress to show: typing() and idle() are never called
 
     def __init__(
         self,
@@ -145,9 +145,10 @@ class WebhookAdapter:
         except ValueError as exc:
             return _error(400, str(exc))
         timestamp = request.headers[TIMESTAMP_HEADER]
-        # The canonical signature, not the header as sent: a replay spelled differently
-        # (upper-case hex) is still the same signed request, hence the same event.
-        event = f"{name}\n{timestamp}\n{sign(route.secret, timestamp, body)}"
+        # The canonical signature (verified equal to the header's, lower-cased), not the header
+        # as sent: a replay spelled differently (upper-case hex) is the same event.
+        signature = request.headers[SIGNATURE_HEADER].strip().partition("=")[2].lower()
+        event = f"{name}\n{timestamp}\n{SCHEME}={signature}"
         inbound = Inbound(platform=self.name, chat_id=f"{name}:{chat or 'default'}", thread_id=None,
                           user_id=user or f"webhook:{name}", user_name=user, text=text,
                           event_id=hashlib.sha256(event.encode()).hexdigest(), is_command=text.startswith("/"))

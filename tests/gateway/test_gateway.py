@@ -52,6 +52,16 @@ async def test_inline_delegation_sends_one_message(tmp_path, gateways):
     assert chat.typing_calls >= 1 and chat.idle_calls >= 1
 
 
+async def test_a_platform_without_progress_gets_no_typing_or_idle_calls(tmp_path, gateways):
+    chat = RecordingAdapter()
+    chat.typing_interval = 0.0
+    await gateways(make_config(tmp_path), [chat])
+    await chat.say("hello")
+    await chat.wait_for(lambda: chat.messages)
+    await asyncio.sleep(0.1)
+    assert (chat.typing_calls, chat.idle_calls) == (0, 0)
+
+
 async def test_background_delegation_sends_two_messages(tmp_path, gateways):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": True})
