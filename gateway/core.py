@@ -73,7 +73,7 @@ class Gateway:
             log.info("platform %s started", adapter.name)
         for inbound in self.store.unfinished_events():
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            await self._dispatch(inbound, replayed=True)
+            await self._dispatch(inbound)
         self._upkeep = asyncio.ensure_future(upkeep.run_forever(self))
         self.store.automatic_checkpoints(False)
         self._checkpoints = asyncio.ensure_future(checkpoints.run_forever(self.store.path))
@@ -122,29 +122,34 @@ class Gateway:
             self.store.record_event(inbound)
             await self.store.durable()
             return Accepted(None, key)
-        if not self.store.record_event(inbound):
+        turn_id = new_turn_id()  # recorded with the event: one statement, not two
+        if not self.store.record_event(inbound, turn_id):
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             return Accepted(self.store.event_turn(inbound.platform, inbound.event_id), key, duplicate=True)
-        accepted = await self._dispatch(inbound)
+        accepted = await self._dispatch(inbound, turn_id)
         await self.store.durable()  # the adapter acknowledges on return: the event must survive a crash
         return accepted
 
-    async def _dispatch(self, inbound: Inbound, *, replayed: bool = False) -> Accepted:
+    async def _dispatch(self, inbound: Inbound, turn_id: str | None = None) -> Accepted:
+        """Route an event recorded with ``turn_id``; None for one replayed after a restart."""
         session = self.session_for(inbound.platform, inbound.chat_id, inbound.thread_id)
         if not allowed(self.config, inbound):
             log.warning("refused %s user %s", inbound.platform, inbound.user_id)
+            self.store.set_event_turn(inbound.platform, inbound.event_id, None)  # it starts no turn
             self._answer(session, inbound, REFUSAL.format(user_id=inbound.user_id))
             self.store.mark_done(inbound.platform, inbound.event_id)
             return Accepted(None, session.key)
         command = commands.parse(inbound.text, {c.name for c in self.command_specs()})
         if command is not None:
+            # It starts no turn; said before it runs, so a redelivery meanwhile names none either.
+            self.store.set_event_turn(inbound.platform, inbound.event_id, None)
             reply = await commands.run(self, session, command, inbound)
             self._answer(session, inbound, reply)
             self.store.mark_done(inbound.platform, inbound.event_id)
             return Accepted(None, session.key)
-        # A replayed event keeps the turn id it was given before the restart.
-        turn_id = (replayed and self.store.event_turn(inbound.platform, inbound.event_id)) or new_turn_id()
-        self.store.set_event_turn(inbound.platform, inbound.event_id, turn_id)
+        if turn_id is None:  # replayed: it keeps the turn id it was given before the restart
+            turn_id = self.store.event_turn(inbound.platform, inbound.event_id) or new_turn_id()
+            self.store.set_event_turn(inbound.platform, inbound.event_id, turn_id)
         mode = turn_display(self.config, session.platform, self.tier(session.platform)).busy_input_mode
         if session.running is not None and mode == "steer":
             session.agent.steer(inbound.text)

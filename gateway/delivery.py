@@ -120,14 +120,17 @@ class Outbox:
         the part keys. Idempotent: if ``{key}:0`` was ever journaled (and not yet pruned) nothing
         is added and the existing keys are returned. Empty text journals nothing. Parts of a
         turn get the turn's next ``sequence`` numbers. KeyError for a platform without adapter."""
-        existing = self._existing(key)
-        if existing:
-            return existing
         parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
                            reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i)
                 for i, part in enumerate(parts)]  # fmt: skip
-        self._journal(rows)
+        # Journaling tells whether the message was journaled before, in the same statement.
+        ids = self._store.add_new_messages(rows) if rows else None
+        if ids is None:
+            return self._existing(key)
+        for row, row_id in zip(rows, ids, strict=True):
+            if row_id is not None:
+                self._push((row.platform, row.chat_id, row.thread_id), row_id)
         return [r.key for r in rows]
 
     def enqueue_edit(self, platform: str, chat_id: str, thread_id: str | None, target_key: str, text: str, *,

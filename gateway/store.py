@@ -389,20 +389,22 @@ class GatewayStore:
 
     # --- inbox ----------------------------------------------------------------------
 
-    def record_event(self, inbound: Inbound) -> bool:
-        """Remember the event before it is handled: True if new, False for a redelivery."""
+    def record_event(self, inbound: Inbound, turn_id: str | None = None) -> bool:
+        """Remember the event before it is handled, with the turn it is to start if known:
+        True if new, False for a redelivery (which changes nothing)."""
         cur = self._write(
-            "INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, NULL)",
+            "INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, ?)",
             (inbound.platform, inbound.event_id, json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS}),
-             self._clock.time()))
+             self._clock.time(), turn_id))
         return cur.rowcount == 1
 
     def mark_done(self, platform: str, event_id: str) -> None:
         """The event was handled (its turn started or it was refused); it is not replayed."""
         self._write("UPDATE gateway_inbox SET status='done' WHERE platform=? AND event_id=?", (platform, event_id))
 
-    def set_event_turn(self, platform: str, event_id: str, turn_id: str) -> None:
-        """Remember which turn the event started, so a redelivery (or a replay) answers with it."""
+    def set_event_turn(self, platform: str, event_id: str, turn_id: str | None) -> None:
+        """Remember which turn the event started (None: none), so a redelivery (or a replay)
+        answers with it."""
         self._write("UPDATE gateway_inbox SET turn_id=? WHERE platform=? AND event_id=?",
                          (turn_id, platform, event_id))  # fmt: skip
 
@@ -429,19 +431,30 @@ class GatewayStore:
         """Journal the rows in one transaction, each pending, in order. A key already journaled is
         left as it is (None in the result); a new row gets its id. A None sequence becomes the
         next in the row's turn (one past the turn's highest), or 0 without a turn."""
-        now, ids = self._clock.time(), []
+        now = self._clock.time()
         # One row needs no savepoint: a single statement stands or falls by itself.
         with self._tx() if len(messages) > 1 else contextlib.nullcontext():
-            for m in messages:
-                cur = self._write(
-                    "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
-                    " text, silent, reply_token, turn_id, sequence, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,"
-                    " COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
-                    "  WHERE platform=? AND turn_id=?), 0), 'pending', ?)",
-                    (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
-                     int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now))  # fmt: skip
-                ids.append(cur.lastrowid if cur.rowcount == 1 else None)
-        return ids
+            return [self._insert_message(m, now) for m in messages]
+
+    def add_new_messages(self, messages: Sequence[NewMessage]) -> list[int | None] | None:
+        """`add_messages` for the parts of one message, first part first: None, adding nothing,
+        when the first part's key is already journaled (the whole message was, earlier)."""
+        now = self._clock.time()
+        with self._tx() if len(messages) > 1 else contextlib.nullcontext():
+            first = self._insert_message(messages[0], now)
+            if first is None:
+                return None
+            return [first, *(self._insert_message(m, now) for m in messages[1:])]
+
+    def _insert_message(self, m: NewMessage, now: float) -> int | None:
+        cur = self._write(
+            "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
+            " text, silent, reply_token, turn_id, sequence, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,"
+            " COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?)",
+            (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
+             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now))  # fmt: skip
+        return cur.lastrowid if cur.rowcount == 1 else None
 
     def message(self, key: str) -> OutboxRow | None:
         row = self._db.execute(f"SELECT {_OUT_COLUMNS} FROM gateway_outbox WHERE key=?", (key,)).fetchone()

@@ -209,6 +209,17 @@ async def test_duplicate_events_are_dropped(tmp_path, gateways):
     assert again.duplicate and again.turn_id == first.turn_id
 
 
+async def test_a_duplicate_command_names_no_turn(tmp_path, gateways):
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path), [chat])
+    first = await chat.say("/help", event_id="update-8")
+    again = await chat.say("/help", event_id="update-8")
+    assert (first.turn_id, again.turn_id, again.duplicate) == (None, None, True)
+    await chat.wait_for(lambda: chat.messages)
+    await asyncio.sleep(0.1)
+    assert chat.kinds() == ["command"]
+
+
 async def test_access_control_refuses_strangers_once_and_runs_nothing(tmp_path, gateways):
     chat = RecordingAdapter("telegram")
     model = ScriptedModel({"parent": [[{"text": "hi friend"}]]})

@@ -234,6 +234,15 @@ async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again
     assert [e.event_id for e in GatewayStore(tmp_path / "state.db").unfinished_events()] == ["e1"]
 
 
+def test_the_parts_of_a_message_are_journaled_once(store):
+    parts = [msg("r:0", "one"), msg("r:1", "two")]
+    ids = store.add_new_messages(parts)
+    assert ids is not None and len(ids) == 2 and all(ids)
+    assert store.add_new_messages(parts) is None  # journaled before: nothing added
+    assert store.add_new_messages([msg("r:0", "one, said differently")]) is None
+    assert [r.text for r in store.pending_messages()] == ["one", "two"]
+
+
 def test_inbox_records_once_replays_unfinished_and_forgets_done(store, clock):
     assert store.record_event(event("e1", "first"))
     clock.now += 1
