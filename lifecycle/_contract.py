@@ -371,6 +371,8 @@ def compute_result_hash(result: SubagentResult) -> str:
 
 # One reusable encoder: json.dumps(sort_keys=...) would build a new encoder for every call.
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+canonical_json = _canonical
+"""Sorted keys, no spaces, non-ASCII as is: the encoding `result_hash` is taken over."""
 
 
 def _digest(canonical: str) -> str:
@@ -408,9 +410,12 @@ def make_terminal_result_json(
     started_at: float | None = None,
     completed_at: float | None = None,
     duration_seconds: float | None = None,
+    handle_json: str | None = None,
 ) -> tuple[SubagentResult, str]:
     """Build the final, hashed result of a terminal child (``ready=True``), and its
-    ``to_dict()`` as JSON text for the journal.
+    ``to_dict()`` as JSON text for the journal. ``handle_json``, when given, must be
+    `canonical_json` of ``handle.to_dict()``: it is used as is instead of encoding the
+    handle again.
 
     Non-str text is converted with ``str()``; text over `MAX_RESULT_CHARS` keeps
     its head and sets the ``*_truncated`` flag and ``*_original_length``. Times
@@ -433,9 +438,16 @@ def make_terminal_result_json(
     times = (_float(started_at), _float(completed_at), _float(duration_seconds))
     # Built once and encoded once, for the hash and the journal alike: this runs for every child.
     body = dict(zip(_RESULT_PLAIN[:-1], (True, *fields, *times), strict=True))
-    body["handle"] = handle.to_dict()
     body["state"] = state.value
     body["usage"] = {name: getattr(usage, name) for name in _USAGE_KEYS}
-    text = _canonical(body)
+    if handle_json is None:
+        body["handle"] = handle.to_dict()
+        text = _canonical(body)
+    else:
+        # "handle" sorts right before "ready". The first ',"ready":' is that key: a quote
+        # inside a string value is always escaped.
+        rest = _canonical(body)
+        cut = rest.index(',"ready":')
+        text = f'{rest[:cut]},"handle":{handle_json}{rest[cut:]}'
     digest = _digest(text)
     return SubagentResult(handle, state, True, *fields, usage, *times, digest), f'{text[:-1]},"result_hash":"{digest}"}}'

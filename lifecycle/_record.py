@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
+from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState, canonical_json
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
@@ -24,8 +24,9 @@ class Record:
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
         self.handle = handle
-        self.handle_json = _encode(handle.to_dict())
-        """Encoded once: the PENDING and the terminal journal rows both carry it."""
+        self.handle_json = canonical_json(handle.to_dict())
+        """Encoded once: the PENDING and the terminal journal rows carry it, and the terminal
+        result's canonical JSON embeds it."""
         self.goal = goal
         self.created_at = created_at
         self.state = SubagentState.PENDING
@@ -101,7 +102,3 @@ class Record:
         record.completed_at = row.completed_at
         record.result = SubagentResult.from_dict(json.loads(row.result)) if row.result is not None else None
         return record
-
-
-# The same output as json.dumps(), without building an encoder per call.
-_encode = json.JSONEncoder(separators=(",", ":")).encode

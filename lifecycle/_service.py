@@ -409,6 +409,7 @@ class AsyncSubagentLifecycle:
             started_at=record.started_at,
             completed_at=now,
             duration_seconds=outcome.duration_seconds,
+            handle_json=record.handle_json,
         )
         record.completed_at = now
         record.run = None

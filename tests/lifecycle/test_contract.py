@@ -20,9 +20,11 @@ from lifecycle._contract import (
     SubagentResult,
     SubagentState,
     SubagentUsage,
+    canonical_json,
     compute_result_hash,
     is_well_formed_handle,
     make_terminal_result,
+    make_terminal_result_json,
     validate_request,
 )
 
@@ -342,3 +344,20 @@ def test_any_result_survives_json_exactly(
     )
     back = SubagentResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert back == result and compute_result_hash(back) == result.result_hash
+
+
+_TEXT = st.text(max_size=40) | st.sampled_from(['","ready":true,"', '\\",\\"ready\\":', "lone \ud800 surrogate", "é"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(summary=st.none() | _TEXT, error=st.none() | _TEXT, exit_reason=st.none() | _TEXT,
+       correlation=st.none() | _TEXT.filter(bool), cost=st.none() | st.floats(allow_nan=False))
+def test_embedding_the_stored_handle_text_gives_the_very_same_result_text(summary, error, exit_reason, correlation, cost):
+    h = handle(correlation_id=correlation)
+    kwargs = dict(summary=summary, error_message=error, exit_reason=exit_reason, started_at=1.5, completed_at=2.25,
+                  usage=SubagentUsage(1, 2, 3, cost))
+    plain = make_terminal_result_json(h, SubagentState.FAILED, **kwargs)
+    embedded = make_terminal_result_json(h, SubagentState.FAILED, handle_json=canonical_json(h.to_dict()), **kwargs)
+    assert embedded == plain
+    result, text = plain
+    assert SubagentResult.from_dict(json.loads(text)) == result and result.result_hash == compute_result_hash(result)
