@@ -128,9 +128,7 @@ class Outbox:
         ids = self._store.add_new_messages(rows) if rows else None
         if ids is None:
             return self._existing(key)
-        for row, row_id in zip(rows, ids, strict=True):
-            if row_id is not None:
-                self._push((row.platform, row.chat_id, row.thread_id), row_id)
+        self._queue(rows, ids)
         return [r.key for r in rows]
 
     def enqueue_edit(self, platform: str, chat_id: str, thread_id: str | None, target_key: str, text: str, *,
@@ -199,7 +197,11 @@ class Outbox:
         return keys
 
     def _journal(self, rows: list[NewMessage]) -> None:
-        for row, row_id in zip(rows, self._store.add_messages(rows), strict=True):
+        self._queue(rows, self._store.add_messages(rows))
+
+    def _queue(self, rows: list[NewMessage], ids: list[int | None]) -> None:
+        """Queue the rows just journaled (None: a key journaled before, left alone)."""
+        for row, row_id in zip(rows, ids, strict=True):
             if row_id is not None:
                 self._push((row.platform, row.chat_id, row.thread_id), row_id)
 

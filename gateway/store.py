@@ -337,12 +337,7 @@ class GatewayStore:
         rows = self._db.execute(
             "SELECT key FROM gateway_sessions WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
             " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit)).fetchall()  # fmt: skip
-        threads = []
-        for (key,) in reversed(rows):
-            _, chat_id, thread_id = split_session_key(key)
-            if thread_id is not None:
-                threads.append((chat_id, thread_id))
-        return threads
+        return [(chat, thread) for _, chat, thread in (split_session_key(key) for (key,) in reversed(rows))]
 
     def save_session(self, row: SessionRow) -> None:
         """Insert or replace the session under ``row.key``, transcript and all; ``updated_at`` becomes now."""
@@ -355,7 +350,7 @@ class GatewayStore:
                 " created_at=excluded.created_at, updated_at=excluded.updated_at",
                 (row.key, row.session_id, row.generation, row.mode, row.created_at or self._clock.time(),
                  self._clock.time()))  # fmt: skip
-            self._put_messages(row.key, row.transcript, 0)
+            self._replace_messages(row.key, row.transcript)
 
     def save_transcript(self, key: str, messages: Sequence[dict[str, Any]], *, start: int = 0) -> None:
         """Store the session's transcript: ``start=0`` rewrites it whole; ``start > 0`` appends
@@ -364,7 +359,7 @@ class GatewayStore:
         if start == 0:
             with self._tx():
                 self._touch(key)
-                self._put_messages(key, messages, 0)
+                self._replace_messages(key, messages)
             return
         # Appending after what is stored: no rows to delete, and no savepoint is needed, since
         # rewriting the same positions (after a failure midway) replaces what is there.
@@ -375,9 +370,9 @@ class GatewayStore:
         if self._write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
             raise KeyError(key)
 
-    def _put_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int) -> None:
-        self._write("DELETE FROM gateway_transcript WHERE key=? AND seq>=?", (key, start))
-        self._insert_messages(key, messages, start, "INSERT")
+    def _replace_messages(self, key: str, messages: Sequence[dict[str, Any]]) -> None:
+        self._write("DELETE FROM gateway_transcript WHERE key=?", (key,))
+        self._insert_messages(key, messages, 0, "INSERT")
 
     def _insert_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int, verb: str) -> None:
         batched = self._begin()
