@@ -143,16 +143,20 @@ class AgentSession:
     # -- the loop --------------------------------------------------------------------
 
     async def run_turn(
-        self, user_message: str | list[dict[str, Any]], *, observer: TurnObserver = _NO_OBSERVER
+        self, user_message: str | list[dict[str, Any]], *, observer: TurnObserver = _NO_OBSERVER,
+        turn_id: str | None = None,
     ) -> TurnResult:
         """Run the tool-calling loop until the model answers without tool calls, the
         budget runs out, or an interrupt lands. Never raises for model or tool failures:
-        they end the turn with ``exit_reason="error"`` or become tool results."""
+        they end the turn with ``exit_reason="error"`` or become tool results.
+
+        ``turn_id`` names the turn (a host passes its own, so one id runs from the chat
+        to the children); a fresh one is made when it is None."""
         if self._running:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
-        turn = _TurnState(new_id("turn-"), self.clock.monotonic())
+        turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
             self.messages.append({"role": "user", "content": user_message})
@@ -264,7 +268,7 @@ class AgentSession:
                 output = f"Error: {problem}"
             else:
                 await observer.on_tool_start(call.name, args)
-                ctx = ToolContext(self, call.id, self.workspace, self.services)
+                ctx = ToolContext(self, call.id, self.workspace, self.services, turn.turn_id)
                 try:
                     output = await self._guarded(tool.invoke(args, ctx))
                     ok = True

@@ -34,6 +34,8 @@ class ToolContext:
     workspace: Path
     services: Mapping[str, Any] = field(default_factory=dict)
     """Host-provided callables, e.g. ``send_message`` and ``clarify``."""
+    turn_id: str = ""
+    """The turn that called the tool (the host's turn id when it passed one to `run_turn`)."""
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Any]

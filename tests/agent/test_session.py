@@ -214,6 +214,20 @@ async def test_sync_tools_run_in_a_thread_that_sees_the_active_turn():
     assert active_turn() is None
 
 
+async def test_a_host_turn_id_names_the_turn_its_tools_and_its_result():
+    seen = {}
+
+    async def probe(args, ctx):
+        seen["ctx"] = ctx.turn_id
+        seen["active"] = active_turn().turn_id
+        return "ok"
+
+    s = session([[{"tool_calls": [call("probe")]}, {"text": "done"}]], registry(probe=probe))
+    result = await s.run_turn("go", turn_id="t-host-1")
+    assert result.turn_id == "t-host-1"
+    assert seen == {"ctx": "t-host-1", "active": "t-host-1"}
+
+
 async def test_interim_text_goes_to_the_observer_never_the_final_text():
     class Recorder(TurnObserver):
         def __init__(self):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from agent.testing import FakeClock
 from gateway.delivery import Outbox, OutboxClosed
 from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage
@@ -18,48 +19,6 @@ from platforms.base import (BadRequest, DisplayTier, EditUnsupported, Forbidden,
                             Outbound, RateLimited, Sent, utf16_length)
 
 WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
-
-
-class FakeClock:
-    """Autojump (default): every sleep advances time at once. Manual: sleepers wait for `advance`."""
-
-    def __init__(self, *, autojump: bool = True) -> None:
-        self.now = 1_700_000_000.0
-        self.autojump = autojump
-        self.sleeps: list[float] = []
-        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
-        self._slept = asyncio.Event()
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        if self.autojump:
-            self.now += max(seconds, 0.0)
-            await asyncio.sleep(0)
-            return
-        future = asyncio.get_running_loop().create_future()
-        self._sleepers.append((self.now + seconds, future))
-        self._slept.set()
-        await future
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        due = [s for s in self._sleepers if s[0] <= self.now]
-        self._sleepers = [s for s in self._sleepers if s[0] > self.now]
-        for _, future in due:
-            if not future.done():
-                future.set_result(None)
-
-    async def until_sleeping(self, count: int = 1) -> None:
-        async with asyncio.timeout(WAIT):
-            while len(self._sleepers) < count:
-                self._slept.clear()
-                await self._slept.wait()
 
 
 class FakeAdapter:

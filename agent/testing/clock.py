@@ -1,0 +1,71 @@
+"""A clock for tests: time moves only when the test (or the code under test) says so.
+
+Two modes. **Autojump** (the default): every `FakeClock.sleep` advances time by
+its own length at once, so retry and backoff loops that sleep minutes finish in
+microseconds and record what they slept. **Manual**: sleepers wait until the test
+calls `FakeClock.advance` past their deadline — for code that sleeps in a loop
+forever (notices, heartbeats), where autojump would spin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+
+EPOCH = 1_700_000_000.0
+
+
+class FakeClock:
+    """Implements `agent.Clock`. ``time()`` and ``monotonic()`` read the same counter."""
+
+    def __init__(self, *, autojump: bool = True, start: float = EPOCH) -> None:
+        self.now = start
+        self.autojump = autojump
+        self.sleeps: list[float] = []
+        """Every duration passed to `sleep`, in call order."""
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._slept = asyncio.Event()
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if self.autojump:
+            self.now += max(seconds, 0.0)
+            await asyncio.sleep(0)
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + max(seconds, 0.0), next(self._order), future))
+        self._slept.set()
+        try:
+            await future
+        finally:
+            if not future.done():  # the sleeper was cancelled: forget it
+                self._sleepers = [s for s in self._sleepers if s[2] is not future]
+                heapq.heapify(self._sleepers)
+
+    @property
+    def sleeping(self) -> int:
+        """How many tasks are in a manual-mode `sleep` right now."""
+        return sum(1 for s in self._sleepers if not s[2].done())
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward and wake every sleeper whose deadline has come (in deadline order)."""
+        self.now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self.now:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+
+    async def until_sleeping(self, count: int = 1, *, timeout: float = 5.0) -> None:
+        """Wait (in real time, at most ``timeout`` seconds) until ``count`` tasks sleep on this clock."""
+        async with asyncio.timeout(timeout):
+            while self.sleeping < count:
+                self._slept.clear()
+                await self._slept.wait()
