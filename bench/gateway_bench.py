@@ -32,8 +32,8 @@ from aiohttp import web  # noqa: E402
 from agent import ModelRequest, ModelResponse  # noqa: E402
 from gateway import gc_tuning  # noqa: E402
 from gateway.config import config_from_mapping  # noqa: E402
-from gateway.core import Gateway  # noqa: E402
-from gateway.runtime import Runtime  # noqa: E402
+from gateway.app import Gateway  # noqa: E402
+from gateway.host import AgentHost  # noqa: E402
 from gateway.server import Server  # noqa: E402
 from platforms.webhook import WebhookAdapter  # noqa: E402
 from platforms.webhook_signing import signed_headers  # noqa: E402
@@ -108,7 +108,7 @@ async def start_gateway(tmp: Path, receiver_url: str) -> tuple[Gateway, Server]:
         "platforms": {"webhook": {"enabled": True, "routes": {"bench": {"secret": SECRET, "deliver_url": receiver_url}}}},
         "agent": {"gateway_notify_interval": 0},
     }).config
-    gateway = Gateway(Runtime(config, model=InstantModel()), [WebhookAdapter({"bench": (SECRET, receiver_url)})])
+    gateway = Gateway(AgentHost(config, model=InstantModel()), [WebhookAdapter({"bench": (SECRET, receiver_url)})])
     server = Server(gateway, "127.0.0.1", 0)
     await gateway.start()
     await server.start()
@@ -117,14 +117,14 @@ async def start_gateway(tmp: Path, receiver_url: str) -> tuple[Gateway, Server]:
 
 async def idle_session_memory(tmp: Path, n: int) -> float:
     config = config_from_mapping({"state_dir": str(tmp / "mem"), "agent": {"gateway_notify_interval": 0}}).config
-    gateway = Gateway(Runtime(config, model=InstantModel()), [])
+    gateway = Gateway(AgentHost(config, model=InstantModel()), [])
     await gateway.start()
-    gateway.session_for("webhook", "warm", None)
+    gateway.sessions.get("webhook", "warm", None)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     for i in range(n):
-        gateway.session_for("webhook", f"chat-{i}", None)
+        gateway.sessions.get("webhook", f"chat-{i}", None)
     await asyncio.sleep(0)
     gc.collect()
     after = tracemalloc.take_snapshot()

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from gateway.config import ConfigError, config_check, config_secrets, load_config
 from gateway.logging import setup_logging
-from gateway.process import serve
-from gateway.runtime import Runtime
+from gateway.host import AgentHost
+from gateway.serve import serve
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
@@ -52,12 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _ask(config, message: str) -> int:
-    runtime = Runtime(config)
-    await runtime.start()
+    host = AgentHost(config)
+    await host.start()
     try:
-        result = await runtime.new_session().run_turn(message)
+        result = await host.new_session().run_turn(message)
     finally:
-        await runtime.close()
+        await host.close()
     if result.text:
         print(result.text)
     if result.exit_reason != "completed":

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from agent import Clock, PluginCommand
+from gateway.children import ChildrenView
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import GatewaySession
 from platforms.base import CommandSpec, Inbound
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
-    from gateway.sessions import GatewaySession
 
 log = logging.getLogger("gateway.commands")
 
@@ -43,60 +42,76 @@ def parse(text: str, known: set[str]) -> Command | None:
     return Command(name, args.strip()) if name in known else None
 
 
-async def run(gateway: Gateway, session: GatewaySession, command: Command, inbound: Inbound) -> str:
-    if command.name == "stop":
-        return await _stop(gateway, session)
-    if command.name == "new":
-        return await gateway.new_session(session)
-    if command.name == "agents":
-        return _agents(gateway, session)
-    if command.name == "help":
-        return _help(gateway)
-    plugin = gateway.runtime.plugins.commands[command.name]
-    try:
-        out = plugin.handler(command.args, {"session": session.key, "user_id": inbound.user_id})
-        if inspect.isawaitable(out):
-            out = await out
-        return str(out) if out is not None else "Done."
-    except Exception as exc:
-        log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
-        return f"/{command.name} failed: {type(exc).__name__}."
+class Commands:
+    """The built-in commands and the plugins' ones; `run` answers with the text to send."""
 
+    def __init__(self, registry: SessionRegistry, children: ChildrenView, plugins: Mapping[str, PluginCommand],
+                 *, clock: Clock) -> None:
+        self._registry = registry
+        self._children = children
+        self._plugins = plugins
+        self._clock = clock
 
-async def _stop(gateway: Gateway, session: GatewaySession) -> str:
-    session.last_stop_at = time.time()
-    stopped_turn = gateway.stop_turn(session, "stopped by /stop")
-    session.queue.clear()
-    children = await gateway.runtime.lifecycle.interrupt_children(session.session_id, "stopped by /stop")
-    await asyncio.sleep(0)
-    if not stopped_turn and not children:
-        return "Nothing was running."
-    parts = ["the running turn"] if stopped_turn else []
-    if children:
-        parts.append(f"{children} subagent{'s' if children != 1 else ''}")
-    return f"Stopped {' and '.join(parts)}. Their partial results are listed by /agents."
+    def specs(self) -> list[CommandSpec]:
+        plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}") for name, c in self._plugins.items()]
+        return [*BUILTIN, *plugins]
 
+    def parse(self, text: str) -> Command | None:
+        return parse(text, {c.name for c in self.specs()})
 
-def _agents(gateway: Gateway, session: GatewaySession) -> str:
-    service = gateway.runtime.lifecycle
-    now = time.time()
-    lines = []
-    for record in service.children_of(session.session_id):
-        run = record.run
-        activity = run.session.activity.description if run is not None and run.session is not None else "waiting"
-        elapsed = now - (record.started_at or record.created_at)
-        lines.append(f"• {record.goal[:80]} — {record.state.value.lower()}, {elapsed:.0f} s, {activity}")
-    recent = service.recent_of(session.session_id)
-    if recent:
-        lines.append("Finished recently:")
-        for record in reversed(recent):
-            result = record.result
-            text = (result.summary or result.error_message or "") if result else ""
-            lines.append(f"• {record.goal[:80]} — {record.state.value.lower()}: {text[:160]}")
-    return "\n".join(lines) if lines else "No subagents in this chat."
+    async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
+        if command.name == "stop":
+            return await self._stop(session)
+        if command.name == "new":
+            return await self._new(session)
+        if command.name == "agents":
+            return self._agents(session)
+        if command.name == "help":
+            return self._help()
+        plugin = self._plugins[command.name]
+        try:
+            out = plugin.handler(command.args, {"session": session.key, "user_id": inbound.user_id})
+            if inspect.isawaitable(out):
+                out = await out
+            return str(out) if out is not None else "Done."
+        except Exception as exc:
+            log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
+            return f"/{command.name} failed: {type(exc).__name__}."
 
+    async def _stop(self, session: GatewaySession) -> str:
+        stopped_turn = self._registry.stop(session, "stopped by /stop")
+        children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
+        await asyncio.sleep(0)
+        if not stopped_turn and not children:
+            return "Nothing was running."
+        parts = ["the running turn"] if stopped_turn else []
+        if children:
+            parts.append(f"{children} subagent{'s' if children != 1 else ''}")
+        return f"Stopped {' and '.join(parts)}. Their partial results are listed by /agents."
 
-def _help(gateway: Gateway) -> str:
-    lines = [f"/{c.name} — {c.description}" for c in gateway.command_specs()]
-    lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
-    return "\n".join(lines)
+    async def _new(self, session: GatewaySession) -> str:
+        """A new generation with its mode re-resolved; the old one's work ends and none of its
+        results reach the new one."""
+        old_id = self._registry.new_generation(session)
+        ended = await self._children.interrupt_children(old_id, "session reset by /new")
+        extra = f" and ended {ended} subagent{'s' if ended != 1 else ''}" if ended else ""
+        return f"Started a new session{extra}. Delegation here is {session.mode}."
+
+    def _agents(self, session: GatewaySession) -> str:
+        now = self._clock.time()
+        lines = []
+        for child in self._children.children(session.session_id):
+            elapsed = now - (child.started_at or child.created_at)
+            lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}, {elapsed:.0f} s, {child.activity}")
+        recent = self._children.recent(session.session_id)
+        if recent:
+            lines.append("Finished recently:")
+            for child in reversed(recent):
+                text = child.summary or child.error or ""
+                lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}: {text[:160]}")
+        return "\n".join(lines) if lines else "No subagents in this chat."
+
+    def _help(self) -> str:
+        lines = [f"/{c.name} — {c.description}" for c in self.specs()]
+        lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
+        return "\n".join(lines)

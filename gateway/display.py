@@ -63,3 +63,17 @@ def delegation_mode(config: Config, platform: str, tier: DisplayTier | None) -> 
     messaging = tier is not None and tier.messaging and platform not in ALWAYS_BACKGROUND
     interim = turn_display(config, platform, tier).interim_assistant_messages
     return "inline" if messaging and not interim else "background"
+
+
+class DisplayResolver:
+    """The resolution above for the gateway's adapters, whose tiers are fixed at start."""
+
+    def __init__(self, config: Config, tiers: dict[str, DisplayTier]) -> None:
+        self._config = config
+        self._tiers = tiers
+
+    def turn(self, platform: str) -> TurnDisplay:
+        return turn_display(self._config, platform, self._tiers.get(platform))
+
+    def mode(self, platform: str) -> Mode:
+        return delegation_mode(self._config, platform, self._tiers.get(platform))

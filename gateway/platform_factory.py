@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gateway.config import Config
 from platforms.base import Adapter
 
 
-def build_adapters(config: Config, *, local: bool = False) -> list[Adapter]:
-    """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``)."""
+def build_adapters(config: Config, *, local: bool = False,
+                   on_local_exit: Callable[[], object] | None = None) -> list[Adapter]:
+    """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``),
+    which calls ``on_local_exit`` when the person leaves it."""
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
         from platforms.local import LocalAdapter
 
-        adapters.append(LocalAdapter())
+        adapters.append(LocalAdapter(on_exit=on_local_exit))
     if p.webhook.enabled:
         from platforms.webhook import WebhookAdapter
 

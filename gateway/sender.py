@@ -2,7 +2,7 @@
 
 `Sender.deliver` takes a pending outbox row and returns once it is sent, failed or
 dropped, writing every state change to the store before moving on. What it does
-on each outcome of an adapter call is listed in `gateway.delivery`'s docstring;
+on each outcome of an adapter call is listed in `gateway.outbox`'s docstring;
 the `Outbox` runs one `deliver` at a time per chat.
 """
 
@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 
 from agent import Clock
 from gateway.splitting import split_text
-from gateway.store import GatewayStore, NewMessage, OutboxRow
+from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (Adapter, BadRequest, DeliveryError, EditUnsupported, Forbidden, MessageTooLong, NotFound,
-                            Outbound, RateLimited)
+                            Outbound, Paced, RateLimited)
 
-log = logging.getLogger("gateway.delivery")
+log = logging.getLogger("gateway.outbox")
 
 ChatKey = tuple[str, str, str | None]
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
@@ -37,6 +37,10 @@ def _piece_name(i: int) -> str:
     return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
 
 
+def _interval(adapter: Adapter) -> float:
+    return float(adapter.send_interval or 0.0) if isinstance(adapter, Paced) else 0.0
+
+
 def safe_measure(adapter: Adapter) -> Callable[[str], int]:
     """The adapter's measure, also for text holding lone surrogates (which a UTF-16 encoder
     refuses): each lone surrogate is then measured as one replacement character."""
@@ -52,7 +56,7 @@ def safe_measure(adapter: Adapter) -> Callable[[str], int]:
 
 
 class Sender:
-    def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
+    def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
                  settle: Callable[[str, str | None], None]) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
@@ -158,7 +162,7 @@ class Sender:
     async def _pace(self, chat: ChatKey, adapter: Adapter) -> bool:
         """Wait out the chat's send interval; True if that meant waiting."""
         last = self._last_call.get(chat)
-        interval = float(getattr(adapter, "send_interval", 0.0) or 0.0)
+        interval = _interval(adapter)
         if last is not None and interval > 0:
             wait = last[0] + interval - self._clock.monotonic()
             if wait > 0:
@@ -168,7 +172,7 @@ class Sender:
 
     def _note_call(self, chat: ChatKey, adapter: Adapter) -> None:
         now = self._clock.monotonic()
-        self._last_call[chat] = (now, float(getattr(adapter, "send_interval", 0.0) or 0.0))
+        self._last_call[chat] = (now, _interval(adapter))
         if len(self._last_call) > self._prune_at:  # forget chats whose interval has passed: O(1) amortised
             self._last_call = {c: v for c, v in self._last_call.items() if now - v[0] < v[1]}
             self._prune_at = max(1024, 2 * len(self._last_call))

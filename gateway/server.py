@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from gateway.core import Gateway
+from gateway.app import Gateway
 
 log = logging.getLogger("gateway.server")
 

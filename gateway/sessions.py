@@ -1,20 +1,24 @@
-"""Gateway sessions: one per (platform, chat, thread), each with its own work queue.
+"""What a gateway session is: one per (platform, chat, thread), with its own work queue.
 
-A session runs one turn at a time. User messages and background results wait in
-its queue, so a completion never splices into a running turn: it runs as its own
-internal turn once the session is idle.
+These are plain records. `gateway.session_registry.SessionRegistry` is the only code
+that creates, replaces or forgets them; `gateway.turn_runner.TurnRunner` is the only
+code that runs their turns. A session runs one turn at a time: user messages and
+background results wait in its queue, so a completion never splices into a running
+turn — it runs as its own internal turn once the session is idle.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
 from agent import AgentSession, new_id
 from platforms.base import Inbound
+
+Mode = Literal["inline", "background"]
+ChatKey = tuple[str, str, str | None]
+"""(platform, chat_id, thread_id): where a session's messages go."""
 
 
 @dataclass(slots=True)
@@ -23,7 +27,7 @@ class WorkItem:
     text: str
     turn_id: str
     event: Inbound | None = None
-    """The inbound event this turn answers; marked done in the inbox once the reply is queued."""
+    """The inbound event this turn answers; settled in the inbox once the reply is queued."""
 
 
 @dataclass(slots=True)
@@ -32,7 +36,6 @@ class RunningTurn:
     kind: str
     suppressed: bool = False
     """Set by /stop, /new and interrupting follow-ups: nothing more from this turn reaches the chat."""
-    agent_turn_id: str | None = None
     current_tool: str | None = None
 
 
@@ -45,25 +48,27 @@ class GatewaySession:
     session_id: str
     """The agent session id of the current generation (children name it as their parent)."""
     generation: int
-    mode: Literal["inline", "background"]
+    mode: Mode
     agent: AgentSession
     queue: deque[WorkItem] = field(default_factory=deque)
     running: RunningTurn | None = None
     last_stop_at: float = 0.0
-    """Wall time of the last /stop: background results dispatched before it are not delivered."""
+    """Clock time of the last /stop: background results dispatched before it are not delivered."""
     generation_started_at: float = 0.0
     last_active: float = 0.0
-    """Wall time of the last message or finished turn: idle sessions leave memory (gateway.upkeep)."""
+    """Clock time of the last message or finished turn: idle sessions leave memory."""
     saved: tuple[list[dict], int, int] | None = None
     """The agent's messages list, how many of them are stored, and its `history_version` then.
     None: unknown, store them all."""
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    worker: asyncio.Task | None = None
 
-    def put(self, item: WorkItem) -> None:
-        self.last_active = time.time()
-        self.queue.append(item)
-        self._wake.set()
+    @property
+    def chat(self) -> ChatKey:
+        return (self.platform, self.chat_id, self.thread_id)
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs or waits."""
+        return self.running is not None or bool(self.queue)
 
     def unsaved_from(self) -> int:
         """Where the agent's messages start to differ from those stored: the stored count after
@@ -75,12 +80,6 @@ class GatewaySession:
 
     def mark_saved(self) -> None:
         self.saved = (self.agent.messages, len(self.agent.messages), self.agent.history_version)
-
-    async def next_item(self) -> WorkItem:
-        while not self.queue:
-            self._wake.clear()
-            await self._wake.wait()
-        return self.queue.popleft()
 
 
 def new_turn_id() -> str:

@@ -14,16 +14,15 @@ platform said through the errors below, translated once, in one place.
     ├── NetworkError              connection dropped, 5xx: worth retrying
     └── BadRequest                anything else the platform rejected: not worth retrying
 
-One optional method beyond the protocol: an adapter that answers in threads without
-being mentioned again (Slack) defines ``remember_threads(threads)``. Before `start`,
-the gateway hands it the ``(chat_id, thread_id)`` pairs of the thread sessions it has
-stored, most recently active last, so that after a restart those threads are still
-answered.
+Optional features are small protocols of their own, checked with ``isinstance``:
+`ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
+(serves a turn's messages back to a caller, e.g. the webhook platform's GET) and
+`Paced` (wants a minimum interval between calls per chat).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -181,6 +180,35 @@ class Adapter(Protocol):
 
     def web_routes(self) -> Sequence[Any]:
         """aiohttp route definitions to mount on the gateway's HTTP server (webhook modes); may be empty."""
+
+
+TurnReader = Callable[[str, str], Awaitable[list[dict[str, Any]]]]
+"""``reader(route, turn_id)``: the messages the gateway journaled for that turn, in order."""
+
+
+@runtime_checkable
+class ThreadMemory(Protocol):
+    """An adapter that answers in threads without being mentioned again (Slack)."""
+
+    def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
+        """Before `Adapter.start`, the gateway hands over the ``(chat_id, thread_id)`` pairs of
+        the thread sessions it has stored, most recently active last, so that after a restart
+        those threads are still answered."""
+
+
+@runtime_checkable
+class TurnReading(Protocol):
+    """An adapter whose callers read a turn's messages back (the webhook platform's GET)."""
+
+    def bind_turn_reader(self, reader: TurnReader) -> None:
+        """Called once, before `Adapter.start`, with the gateway's reader of its outbox."""
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """An adapter that wants its calls to one chat at least ``send_interval`` seconds apart."""
+
+    send_interval: float
 
 
 def utf16_length(text: str) -> int:

@@ -23,7 +23,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ import aiohttp
 from aiohttp import web
 
 from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, NetworkError, NotFound,
-                            Outbound, Sent)
+                            Outbound, Sent, TurnReader)
 from platforms.webhook_signing import SCHEME, SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, signed_headers, verify
 
 log = logging.getLogger(__name__)
@@ -40,9 +40,6 @@ MAX_BODY = 1024 * 1024
 DELIVERY_TIMEOUT = 10.0
 _ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
 _MAX_ID = 256
-
-TurnReader = Callable[[str, str], Awaitable[list[dict[str, Any]]]]
-"""``(route, turn_id) -> messages``; raises `LookupError` for a turn the route does not have."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ in that turn. A step is one of::
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}], "text": "optional interim"}
     {"error": "server_error", "message": "boom"}     # raises ModelError
     {"sleep": 0.5, ...}                              # waits, then acts as the rest of the step
+    {"wait": "gate", ...}                            # waits until the test calls release("gate")
     {"hang": true}                                   # never answers (until cancelled)
 
 A role's value may also be a callable ``(request) -> step`` for behaviour that
@@ -51,6 +52,20 @@ class ScriptedModel:
         self.cost_usd = cost_usd
         self.requests: list[ModelRequest] = []
         self._call_seq = 0
+        self._released: dict[str, asyncio.Event] = {}
+        self._reached: dict[str, asyncio.Event] = {}
+
+    def release(self, gate: str) -> None:
+        """Let every call waiting at ``gate`` (a ``{"wait": gate}`` step) go on, now and later."""
+        self._event(self._released, gate).set()
+
+    async def reached(self, gate: str) -> None:
+        """Return once some call has arrived at ``gate``."""
+        await self._event(self._reached, gate).wait()
+
+    @staticmethod
+    def _event(events: dict[str, asyncio.Event], gate: str) -> asyncio.Event:
+        return events.setdefault(gate, asyncio.Event())
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
@@ -64,6 +79,9 @@ class ScriptedModel:
         step = self._step_for(request)
         if "sleep" in step:
             await asyncio.sleep(float(step["sleep"]))
+        if "wait" in step:
+            self._event(self._reached, str(step["wait"])).set()
+            await self._event(self._released, str(step["wait"])).wait()
         if step.get("hang"):
             await asyncio.Event().wait()
         if "error" in step:

@@ -24,7 +24,7 @@ class FakeClock:
         self.autojump = autojump
         self.sleeps: list[float] = []
         """Every duration passed to `sleep`, in call order."""
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._sleepers: list[tuple[float, int, asyncio.Future[None], float]] = []
         self._order = itertools.count()
         self._slept = asyncio.Event()
 
@@ -41,7 +41,7 @@ class FakeClock:
             await asyncio.sleep(0)
             return
         future = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self.now + max(seconds, 0.0), next(self._order), future))
+        heapq.heappush(self._sleepers, (self.now + max(seconds, 0.0), next(self._order), future, seconds))
         self._slept.set()
         try:
             await future
@@ -53,19 +53,23 @@ class FakeClock:
     @property
     def sleeping(self) -> int:
         """How many tasks are in a manual-mode `sleep` right now."""
-        return sum(1 for s in self._sleepers if not s[2].done())
+        return self._count(None)
+
+    def _count(self, lasting: float | None) -> int:
+        return sum(1 for s in self._sleepers if not s[2].done() and (lasting is None or s[3] == lasting))
 
     def advance(self, seconds: float) -> None:
         """Move time forward and wake every sleeper whose deadline has come (in deadline order)."""
         self.now += seconds
         while self._sleepers and self._sleepers[0][0] <= self.now:
-            _, _, future = heapq.heappop(self._sleepers)
+            _, _, future, _ = heapq.heappop(self._sleepers)
             if not future.done():
                 future.set_result(None)
 
-    async def until_sleeping(self, count: int = 1, *, timeout: float = 5.0) -> None:
-        """Wait (in real time, at most ``timeout`` seconds) until ``count`` tasks sleep on this clock."""
+    async def until_sleeping(self, count: int = 1, *, lasting: float | None = None, timeout: float = 5.0) -> None:
+        """Wait (in real time, at most ``timeout`` seconds) until ``count`` tasks sleep on this clock
+        (only sleeps of exactly ``lasting`` seconds count, when given)."""
         async with asyncio.timeout(timeout):
-            while self.sleeping < count:
+            while self._count(lasting) < count:
                 self._slept.clear()
                 await self._slept.wait()

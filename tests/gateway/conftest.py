@@ -1,6 +1,6 @@
 import pytest
 
-from tests.gateway.harness import start_gateway
+from gateway.testing import start_gateway
 
 
 @pytest.fixture

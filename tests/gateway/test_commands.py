@@ -9,7 +9,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.config import config_from_mapping
-from tests.gateway.harness import RecordingAdapter, make_config
+from gateway.testing import RecordingAdapter, make_config, settled
 
 HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
 
@@ -19,7 +19,7 @@ def child(request: ModelRequest) -> dict:
     if "[hang]" in goal:
         if request.iteration == 0:
             return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-        return {"hang": True}
+        return {"wait": goal}  # never released: the child hangs here with its partial output
     return {"text": f"done: {goal}"}
 
 
@@ -34,32 +34,33 @@ def parent_script(*, after: str = "all done") -> dict:
     return {"parent": parent, "leaf": child}
 
 
-async def children_running(gateway, n: int = 2) -> None:
+async def children_hanging(model: ScriptedModel) -> None:
+    """Both children did their first step and now hang in their second model call."""
     async with asyncio.timeout(5):
-        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)
+        for task in HANGING_CHILDREN["tasks"]:
+            await model.reached(task["goal"])
 
 
 @pytest.mark.parametrize("interim", [False, True], ids=["inline", "background"])
 async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path, gateways, interim):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": interim})
-    gateway = await gateways(config, [chat], model=ScriptedModel(parent_script()))
+    model = ScriptedModel(parent_script())
+    gateway = await gateways(config, [chat], model=model)
     await chat.say("please delegate this")
-    await children_running(gateway)
+    await children_hanging(model)
     await chat.say("/stop")
     await chat.wait_for(lambda: "command" in chat.kinds())
-    await asyncio.sleep(0.3)
+    await settled(gateway)
     confirmations = chat.texts("command")
     assert len(confirmations) == 1 and confirmations[0].startswith("Stopped")
     assert "2 subagents" in confirmations[0]
     after_stop = chat.messages[chat.kinds().index("command") + 1:]
     assert after_stop == []  # nothing more from the stopped work
-    session = next(iter(gateway.sessions.values()))
-    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
-    assert all(r.outcome.summary.startswith("partial work") for r in recent)
+    session = next(iter(gateway.sessions))
+    recent = gateway.host.children.recent(session.session_id)
+    assert [c.state.value for c in recent] == ["INTERRUPTED", "INTERRUPTED"]
+    assert all(c.summary.startswith("partial work") for c in recent)
     await chat.say("/agents")
     await chat.wait_for(lambda: len(chat.texts("command")) == 2)
     assert "partial work on first [hang]" in chat.texts("command")[1]
@@ -76,10 +77,11 @@ async def test_stop_with_nothing_running_says_so(tmp_path, gateways):
 async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, gateways):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": True})
-    gateway = await gateways(config, [chat], model=ScriptedModel(parent_script(after="fresh start")))
+    model = ScriptedModel(parent_script(after="fresh start"))
+    gateway = await gateways(config, [chat], model=model)
     await chat.say("please delegate this")
-    await children_running(gateway)
-    session = next(iter(gateway.sessions.values()))
+    await children_hanging(model)
+    session = next(iter(gateway.sessions))
     old_id, old_generation = session.session_id, session.generation
     await chat.say("/new")
     await chat.wait_for(lambda: "command" in chat.kinds())
@@ -87,7 +89,7 @@ async def test_new_starts_a_generation_and_old_results_never_arrive(tmp_path, ga
     assert session.generation == old_generation + 1 and session.session_id != old_id
     await chat.say("hello again")
     await chat.wait_for(lambda: "fresh start" in chat.texts())
-    await asyncio.sleep(0.3)
+    await settled(gateway)
     assert "completion" not in chat.kinds()
     assert all(m["role"] != "tool" for m in session.agent.messages)  # the new generation starts clean
 
@@ -98,7 +100,7 @@ async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_
     gateway = await gateways(background, [chat], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
     await chat.say("hello")
     await chat.wait_for(lambda: chat.messages)
-    assert next(iter(gateway.sessions.values())).mode == "background"
+    assert next(iter(gateway.sessions)).mode == "background"
     await gateway.stop(grace=0)
 
     chat2 = RecordingAdapter()
@@ -106,7 +108,7 @@ async def test_the_pinned_mode_survives_a_restart_and_is_re_resolved_on_new(tmp_
     gateway2 = await gateways(inline, [chat2], script={"parent": [[{"text": "hi"}], [{"text": "hi"}]]})
     await chat2.say("hello after restart")
     await chat2.wait_for(lambda: chat2.messages)
-    session = next(iter(gateway2.sessions.values()))
+    session = next(iter(gateway2.sessions))
     assert session.mode == "background"  # pinned across the restart
     assert any("hello" == m.get("content") for m in session.agent.messages)  # transcript restored
     await chat2.say("/new")
@@ -127,7 +129,7 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
     await chat.wait_for(lambda: len(chat.messages) == 2)
     assert "/stop" in chat.texts()[0] and "/ping — answers pong" in chat.texts()[0]
     assert chat.texts()[1] == "pong loud"
-    assert gateway.sessions
+    assert len(gateway.sessions)
 
 
 async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, gateways):

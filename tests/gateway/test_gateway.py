@@ -1,4 +1,4 @@
-"""The gateway core with a recording adapter and the demo and scripted models."""
+"""The gateway with a recording adapter and the demo and scripted models."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import asyncio
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
 from gateway.display import delegation_mode
-from platforms.base import DisplayTier
-from tests.gateway.harness import MESSAGING, RecordingAdapter, make_config
+from gateway.retention import IDLE_SESSION_SECONDS
+from gateway.testing import MESSAGING, RecordingAdapter, make_config, settled
+from platforms.base import DisplayTier, Inbound
 
 WEB_LIKE = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
 LIST = "Compare these:\n- apples\n- pears"
@@ -43,10 +45,10 @@ def test_per_platform_display_overrides_win(tmp_path):
 async def test_inline_delegation_sends_one_message(tmp_path, gateways):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"interim_assistant_messages": False})
-    await gateways(config, [chat])
+    gateway = await gateways(config, [chat])
     await chat.say(LIST)
     await chat.wait_for(lambda: chat.messages)
-    await asyncio.sleep(0.2)
+    await settled(gateway)
     assert chat.kinds() == ["reply"]
     assert "apples" in chat.messages[0].text and "pears" in chat.messages[0].text
     assert chat.typing_calls >= 1 and chat.idle_calls >= 1
@@ -55,10 +57,10 @@ async def test_inline_delegation_sends_one_message(tmp_path, gateways):
 async def test_a_platform_without_progress_gets_no_typing_or_idle_calls(tmp_path, gateways):
     chat = RecordingAdapter()
     chat.typing_interval = 0.0
-    await gateways(make_config(tmp_path), [chat])
+    gateway = await gateways(make_config(tmp_path), [chat])
     await chat.say("hello")
     await chat.wait_for(lambda: chat.messages)
-    await asyncio.sleep(0.1)
+    await settled(gateway)
     assert (chat.typing_calls, chat.idle_calls) == (0, 0)
 
 
@@ -68,21 +70,22 @@ async def test_background_delegation_sends_two_messages(tmp_path, gateways):
     gateway = await gateways(config, [chat])
     await chat.say(LIST)
     await chat.wait_for(lambda: len(chat.messages) >= 2)
-    await asyncio.sleep(0.2)
+    await settled(gateway)
     assert chat.kinds() == ["reply", "completion"]
     assert "Started 2 subagent" in chat.messages[0].text
     assert "apples: completed" in chat.messages[1].text and "pears: completed" in chat.messages[1].text
-    assert next(iter(gateway.sessions.values())).mode == "background"
+    assert next(iter(gateway.sessions)).mode == "background"
 
 
 async def test_interim_text_is_sent_as_interim_and_never_as_the_final_reply(tmp_path, gateways):
     chat = RecordingAdapter()
     script = {"parent": [[{"text": "Let me check.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
                           {"text": "All done."}]]}
-    await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], script=script)
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat],
+                             script=script)
     await chat.say("check")
     await chat.wait_for(lambda: "reply" in chat.kinds())
-    await asyncio.sleep(0.1)
+    await settled(gateway)
     assert [(m.kind, m.text) for m in chat.messages] == [("interim", "Let me check."), ("reply", "All done.")]
 
 
@@ -96,46 +99,68 @@ async def test_interim_off_means_no_interim_messages(tmp_path, gateways):
     assert chat.texts() == ["All done."]
 
 
-def slow_script(seconds=0.35, text="finished"):
-    return {"parent": [[{"sleep": seconds, "text": text}], [{"sleep": seconds, "text": f"{text} again"}]]}
+GATED = {"parent": [[{"wait": "go", "text": "finished"}], [{"text": "second, quickly"}]]}
+
+
+async def gated_turn(tmp_path, gateways, **sections):
+    """A gateway on a manual fake clock whose first turn runs until the test releases it."""
+    chat, clock, model = RecordingAdapter(), FakeClock(autojump=False), ScriptedModel(GATED)
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
+    return chat, clock, model, gateway
+
+
+async def tick(clock: FakeClock, interval: float) -> None:
+    """Let one notifier interval pass once the notifier sleeps on the clock."""
+    await clock.until_sleeping(lasting=interval)
+    clock.advance(interval)
 
 
 async def test_notices_first_after_one_interval_then_edited_in_place_and_none_after_the_reply(tmp_path, gateways):
-    chat = RecordingAdapter()
-    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.1})
-    await gateways(config, [chat], script=slow_script())
+    chat, clock, model, gateway = await gated_turn(tmp_path, gateways, agent={"gateway_notify_interval": 0.1})
     await chat.say("work slowly")
+    await model.reached("go")
+    assert chat.messages == []  # not before one full interval
+    await tick(clock, 0.1)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    await tick(clock, 0.1)
+    await chat.wait_for(lambda: chat.messages[0].edits)
+    model.release("go")
     await chat.wait_for(lambda: "reply" in chat.kinds())
-    await asyncio.sleep(0.3)
+    clock.advance(10)
+    await settled(gateway)
     assert chat.kinds() == ["notice", "reply"]
     notice = chat.messages[0]
     assert notice.outbound.silent and notice.text.startswith("⏳")
-    assert len(notice.edits) >= 1
+    assert len(notice.edits) == 1
     texts = [notice.outbound.text, *notice.edits]
     assert len(set(texts)) == len(texts)  # every notice reads differently
-    assert "s" in texts[0] and "thinking" in texts[0]
+    assert "0.1 s" in texts[0] and "thinking" in texts[0]
 
 
 async def test_a_queued_follow_up_never_inherits_the_previous_notifier(tmp_path, gateways):
-    chat = RecordingAdapter()
-    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.15},
-                         display={"busy_input_mode": "queue"})
-    script = {"parent": [[{"sleep": 0.25, "text": "first"}], [{"text": "second, quickly"}]]}
-    await gateways(config, [chat], script=script)
+    chat, clock, model, gateway = await gated_turn(tmp_path, gateways, agent={"gateway_notify_interval": 0.15},
+                                                   display={"busy_input_mode": "queue"})
     await chat.say("one")
     await chat.say("two")
+    await model.reached("go")
+    await tick(clock, 0.15)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    model.release("go")
     await chat.wait_for(lambda: chat.kinds().count("reply") == 2)
-    await asyncio.sleep(0.4)
+    clock.advance(10)
+    await settled(gateway)
     assert chat.kinds() == ["notice", "reply", "reply"]
-    assert [m.text for m in chat.messages[1:]] == ["first", "second, quickly"]
+    assert [m.text for m in chat.messages[1:]] == ["finished", "second, quickly"]
 
 
 async def test_generic_notices_have_no_tool_details(tmp_path, gateways):
-    chat = RecordingAdapter()
-    config = make_config(tmp_path, agent={"gateway_notify_interval": 0.1},
-                         display={"long_running_notifications": "generic"})
-    await gateways(config, [chat], script=slow_script(0.25))
+    chat, clock, model, gateway = await gated_turn(tmp_path, gateways, agent={"gateway_notify_interval": 0.1},
+                                                   display={"long_running_notifications": "generic"})
     await chat.say("x")
+    await model.reached("go")
+    await tick(clock, 0.1)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    model.release("go")
     await chat.wait_for(lambda: "reply" in chat.kinds())
     assert chat.messages[0].outbound.text.startswith("⏳ Still working — ")
     assert "thinking" not in chat.messages[0].outbound.text
@@ -145,34 +170,36 @@ async def test_generic_notices_have_no_tool_details(tmp_path, gateways):
                                       {"agent": {"gateway_notify_interval": 0.05},
                                        "display": {"long_running_notifications": False}}])
 async def test_notices_off_when_disabled(tmp_path, gateways, settings):
-    chat = RecordingAdapter()
-    await gateways(make_config(tmp_path, **settings), [chat], script=slow_script(0.2))
+    chat, clock, model, gateway = await gated_turn(tmp_path, gateways, **settings)
     await chat.say("x")
+    await model.reached("go")
+    clock.advance(3600)
+    model.release("go")
     await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
     assert chat.kinds() == ["reply"]
 
 
 async def test_busy_input_interrupt_stops_the_running_turn_and_runs_the_new_message(tmp_path, gateways):
     chat = RecordingAdapter()
-    script = {"parent": [[{"hang": True}], [{"text": "answer to the second"}]]}
-    gateway = await gateways(make_config(tmp_path), [chat], script=script)
+    model = ScriptedModel({"parent": [[{"wait": "never"}], [{"text": "answer to the second"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model)
     await chat.say("first")
-    session = next(iter(gateway.sessions.values()))
-    async with asyncio.timeout(5):
-        while session.running is None:
-            await asyncio.sleep(0.005)
+    await model.reached("never")
     await chat.say("second")
     await chat.wait_for(lambda: "reply" in chat.kinds())
-    await asyncio.sleep(0.1)
+    await settled(gateway)
     assert chat.texts() == ["answer to the second"]
 
 
 async def test_busy_input_queue_runs_next(tmp_path, gateways):
     chat = RecordingAdapter()
-    script = {"parent": [[{"sleep": 0.2, "text": "first"}], [{"text": "second"}]]}
-    await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat], script=script)
+    model = ScriptedModel({"parent": [[{"wait": "first", "text": "first"}], [{"text": "second"}]]})
+    await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat], model=model)
     await chat.say("one")
     await chat.say("two")
+    await model.reached("first")
+    model.release("first")
     await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
     assert chat.texts("reply") == ["first", "second"]
 
@@ -184,14 +211,15 @@ async def test_busy_input_steer_reaches_the_running_turn(tmp_path, gateways):
     def parent(request):
         seen.append([m.get("content") for m in request.messages])
         if request.iteration == 0:
-            return {"sleep": 0.2, "tool_calls": [{"name": "list_files", "arguments": {}}]}
+            return {"wait": "tool", "tool_calls": [{"name": "list_files", "arguments": {}}]}
         return {"text": "steered answer"}
 
     model = ScriptedModel({"parent": parent})
     await gateways(make_config(tmp_path, display={"busy_input_mode": "steer"}), [chat], model=model)
     await chat.say("start")
-    await asyncio.sleep(0.05)
+    await model.reached("tool")
     accepted = await chat.say("use metric units")
+    model.release("tool")
     await chat.wait_for(lambda: "reply" in chat.kinds())
     assert chat.texts("reply") == ["steered answer"]
     assert any("use metric units" in str(c) for c in seen[-1])
@@ -200,23 +228,24 @@ async def test_busy_input_steer_reaches_the_running_turn(tmp_path, gateways):
 
 async def test_duplicate_events_are_dropped(tmp_path, gateways):
     chat = RecordingAdapter()
-    await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "once"}], [{"text": "twice"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat],
+                             script={"parent": [[{"text": "once"}], [{"text": "twice"}]]})
     first = await chat.say("hello", event_id="update-7")
     again = await chat.say("hello", event_id="update-7")
     await chat.wait_for(lambda: chat.messages)
-    await asyncio.sleep(0.1)
+    await settled(gateway)
     assert chat.texts() == ["once"]
     assert again.duplicate and again.turn_id == first.turn_id
 
 
 async def test_a_duplicate_command_names_no_turn(tmp_path, gateways):
     chat = RecordingAdapter()
-    await gateways(make_config(tmp_path), [chat])
+    gateway = await gateways(make_config(tmp_path), [chat])
     first = await chat.say("/help", event_id="update-8")
     again = await chat.say("/help", event_id="update-8")
     assert (first.turn_id, again.turn_id, again.duplicate) == (None, None, True)
     await chat.wait_for(lambda: chat.messages)
-    await asyncio.sleep(0.1)
+    await settled(gateway)
     assert chat.kinds() == ["command"]
 
 
@@ -248,8 +277,6 @@ async def test_a_message_arriving_during_shutdown_is_handled_after_the_next_star
     config = make_config(tmp_path)
     gateway = await gateways(config, [chat], script={"parent": [[{"text": "never"}]]})
     gateway._accepting = False  # what stop() does first, before the adapters have stopped
-    from platforms.base import Inbound
-
     accepted = await gateway.handle(Inbound("chat", "c9", None, "u1", "alice", "sent while stopping", "ev-late"))
     assert accepted.turn_id is None
     await gateway.stop(grace=0)
@@ -259,20 +286,18 @@ async def test_a_message_arriving_during_shutdown_is_handled_after_the_next_star
     assert chat2.texts() == ["handled after restart"]
 
 
-async def test_upkeep_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(tmp_path, gateways):
-    from gateway import upkeep
-
+async def test_retention_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(tmp_path, gateways):
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat],
                              script={"parent": [[{"text": "first"}], [{"text": "second"}]]})
     await chat.say("hello", chat="idle")
     await chat.wait_for(lambda: chat.messages)
-    session = gateway.sessions["chat|idle|"] if "chat|idle|" in gateway.sessions else next(iter(gateway.sessions.values()))
-    assert upkeep.sweep(gateway) == (0, 0, 0)  # fresh: nothing to forget
-    session.last_active -= upkeep.IDLE_SESSION_SECONDS + 1
-    assert upkeep.sweep(gateway)[2] == 1 and not gateway.sessions
+    session = gateway.sessions.find("chat", "idle", None)
+    assert gateway.retention.sweep() == (0, 0, 0)  # fresh: nothing to forget
+    session.last_active -= IDLE_SESSION_SECONDS + 1
+    assert gateway.retention.sweep()[2] == 1 and not len(gateway.sessions)
     await chat.say("hello again", chat="idle")  # loaded back from the store, transcript and all
     await chat.wait_for(lambda: len(chat.messages) == 2)
-    restored = next(iter(gateway.sessions.values()))
+    restored = next(iter(gateway.sessions))
     assert restored.session_id == session.session_id
     assert [m["content"] for m in restored.agent.messages if m["role"] == "user"] == ["hello", "hello again"]

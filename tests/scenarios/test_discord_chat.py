@@ -17,10 +17,10 @@ import pytest
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
-from gateway.core import Gateway
+from gateway.app import Gateway
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
-from tests.gateway.harness import make_config, start_gateway
+from gateway.testing import make_config, start_gateway
 
 SEND = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -120,7 +120,7 @@ def delegate_to_hanging_children(request: ModelRequest) -> dict:
 
 async def children_running(gateway: Gateway, n: int = 2) -> None:
     async with asyncio.timeout(5):
-        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
+        while sum(len(gateway.host.children.children(s.session_id)) for s in gateway.sessions) < n:
             await asyncio.sleep(0.005)
     await asyncio.sleep(0.05)
 
@@ -159,7 +159,7 @@ async def test_dm_background_delegation_is_two_messages(fake, start):
     ack, answer = fake.bot_messages(dm)
     assert "Started 2 subagent" in ack.content
     assert "apples: completed" in answer.content and "pears: completed" in answer.content
-    assert [s.mode for s in gateway.sessions.values()] == ["background"]
+    assert [s.mode for s in gateway.sessions] == ["background"]
     assert in_channel(fake, TYPING, dm)  # the first turn lasts long enough to show typing at least once
 
 
@@ -192,7 +192,7 @@ async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start
     assert contents(fake.bot_messages(701)) == ["echo: question in A", "echo: follow-up in A"]
     assert contents(fake.bot_messages(702)) == ["echo: question in B"]
     assert fake.bot_messages(CHANNEL) == []
-    sessions = {(s.chat_id, s.thread_id): s for s in gateway.sessions.values()}
+    sessions = {(s.chat_id, s.thread_id): s for s in gateway.sessions}
     assert set(sessions) == {(str(CHANNEL), "701"), (str(CHANNEL), "702")}
     transcript_a = [m["content"] for m in sessions[(str(CHANNEL), "701")].agent.messages if m["role"] == "user"]
     assert transcript_a == ["question in A", "follow-up in A"]
@@ -239,7 +239,7 @@ async def test_slash_stop_and_new_are_deferred_then_answered_once(fake, start):
     dm = fake.dm_channel(USER)
     fake.push_dm(USER, "hello")
     await fake.wait_for(lambda: fake.bot_messages(dm))
-    session = next(iter(gateway.sessions.values()))
+    session = next(iter(gateway.sessions))
     generation = session.generation
 
     stop = fake.push_interaction("stop", USER)
@@ -264,7 +264,7 @@ async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_po
 
     fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True)
     await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
-    channel_session = next(s for s in gateway.sessions.values() if s.chat_id == str(CHANNEL))
+    channel_session = next(s for s in gateway.sessions if s.chat_id == str(CHANNEL))
     generation = channel_session.generation
     fake.push_guild_message(GUILD, CHANNEL, USER, "!new")  # no mention needed for text commands here
     await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 2)
@@ -282,7 +282,7 @@ async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_o
     dm = fake.dm_channel(USER)
     fake.push_dm(USER, "please delegate this")
     await children_running(gateway)
-    [session] = gateway.sessions.values()
+    [session] = list(gateway.sessions)
     assert session.mode == "inline" and session.running is not None
 
     if how == "interaction":
@@ -297,8 +297,8 @@ async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_o
     if how == "interaction":
         assert assert_answered_once_through_the_interaction(fake, stop, dm) == confirmation
     assert session.running is None
-    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    recent = gateway.host.children.recent(session.session_id)
+    assert [c.state.value for c in recent] == ["INTERRUPTED", "INTERRUPTED"]
 
 
 # ---- 6. splitting at 2,000 characters ---------------------------------------------------------------
@@ -349,7 +349,7 @@ async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
     limited, retried = in_channel(fake, SEND, dm)
     assert (limited.status, retried.status) == (429, 200)
     assert limited.body["nonce"] == retried.body["nonce"] and retried.body["enforce_nonce"] is True
-    [session] = gateway.sessions.values()
+    [session] = list(gateway.sessions)
     assert session.running is None
 
 
@@ -357,7 +357,7 @@ async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
 
 
 async def test_a_message_replayed_after_resume_runs_one_turn(fake, start, caplog):
-    caplog.set_level(logging.INFO, logger="gateway.core")
+    caplog.set_level(logging.INFO, logger="gateway.app")
     model = ScriptedModel(echo_script())
     await start(model=model)
     dm = fake.dm_channel(USER)

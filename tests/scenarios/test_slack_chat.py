@@ -17,12 +17,12 @@ import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
-from gateway.core import Gateway
+from gateway.app import Gateway
 from gateway.server import Server
 from gateway.store import session_key
 from platforms.fakes.slack import Call, FakeSlack
 from platforms.slack import SlackAdapter
-from tests.gateway.harness import make_config, start_gateway
+from gateway.testing import make_config, start_gateway
 
 SECRET = "scenario-signing-secret"
 PLACEHOLDER = "_working…_"
@@ -84,11 +84,11 @@ class SlackChat:
                 if predicate(str(c.params.get("text", ""))) and (channel is None or c.params.get("channel") == channel)]
 
     def session(self, channel: str = DM, thread: str | None = None):
-        return self.gateway.sessions[session_key("slack", channel, thread)]
+        return self.gateway.sessions.find("slack", channel, thread)
 
     def children(self) -> int:
-        lifecycle = self.gateway.runtime.lifecycle
-        return sum(len(lifecycle.children_of(s.session_id)) for s in self.gateway.sessions.values())
+        children = self.gateway.host.children
+        return sum(len(children.children(s.session_id)) for s in self.gateway.sessions)
 
     async def answered(self, channel: str = DM, thread: str | None = None, count: int = 1,
                        timeout: float = 5.0, settle: bool = True) -> list[str]:
@@ -191,13 +191,13 @@ async def test_mentions_start_thread_sessions_and_replies_land_in_their_thread(s
     assert ts2 != ts1
     assert await chat.answered("C1", ts2, settle=False) == ["re: second question"]
     keys = {session_key("slack", "C1", ts1), session_key("slack", "C1", ts2)}
-    assert set(chat.gateway.sessions) == keys
+    assert chat.gateway.sessions.keys() == keys
     assert chat.session("C1", ts1).session_id != chat.session("C1", ts2).session_id
 
     # A follow-up in the bot's thread needs no mention and stays in that thread's session.
     await chat.fake.push_message("C1", "U1", "and a follow-up", thread_ts=ts1)
     assert await chat.answered("C1", ts1, count=2) == ["re: first question", "re: and a follow-up"]
-    assert set(chat.gateway.sessions) == keys
+    assert chat.gateway.sessions.keys() == keys
     assert chat.bot_texts("C1") == []  # nothing at the channel's top level
     assert chat.bot_texts("C1", ts2) == ["re: second question"]
 
@@ -210,7 +210,7 @@ async def test_unmentioned_channel_messages_get_no_reply(slack_chat):
     await chat.fake.wait_for(lambda: len(chat.fake.acks) == 2)
     await asyncio.sleep(SETTLE)
     assert chat.fake.calls_to("chat.postMessage") == []
-    assert model.requests == [] and chat.gateway.sessions == {}
+    assert model.requests == [] and len(chat.gateway.sessions) == 0
 
     # The same channel with a mention is answered: the silence above was the filter.
     body = await chat.fake.push_mention("C1", "U1", "now to you")
@@ -314,8 +314,8 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
     assert chat.bot_texts("C1") == [] and chat.fake.ephemeral == []
     session = chat.session("C1", ts)
     assert session.running is None
-    recent = chat.gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    recent = chat.gateway.host.children.recent(session.session_id)
+    assert [c.state.value for c in recent] == ["INTERRUPTED", "INTERRUPTED"]
     assert not any(r.role == "parent" and r.iteration > 0 for r in model.requests)  # the parent never resumed
 
 
@@ -342,7 +342,7 @@ async def test_http_signatures_are_checked_and_url_verification_is_answered(slac
                                            SECRET)
     assert challenge.status == 200 and challenge.json() == {"challenge": "c-42"}
     await asyncio.sleep(SETTLE)
-    assert model.requests == [] and chat.gateway.sessions == {} and fake.calls_to("chat.postMessage") == []
+    assert model.requests == [] and len(chat.gateway.sessions) == 0 and fake.calls_to("chat.postMessage") == []
 
     right = await fake.send_http_event(url, dm_event("EvRight", "signed properly"), SECRET)
     assert right.status == 200

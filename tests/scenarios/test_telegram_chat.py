@@ -16,13 +16,13 @@ import pytest
 from agent import ModelRequest
 from agent.models.factory import build_model
 from agent.models.scripted import ScriptedModel
-from gateway.core import Gateway
-from gateway.runtime import Runtime
+from gateway.app import Gateway
+from gateway.host import AgentHost
 from gateway.server import Server
 from platforms.base import utf16_length
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from tests.gateway.harness import make_config, start_gateway
+from gateway.testing import make_config, start_gateway
 
 BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
 LIST = "Compare these:\n- apples\n- pears"
@@ -128,7 +128,7 @@ def delegating_parent(request: ModelRequest) -> dict:
 async def children_hanging(fake: FakeTelegram, gateway: Gateway, model: ScriptedModel, n: int = 2) -> None:
     """Until ``n`` children run and each has reached its hanging model call."""
     def hanging() -> bool:
-        running = sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values())
+        running = sum(len(gateway.host.children.children(s.session_id)) for s in gateway.sessions)
         stuck = [r for r in model.requests if r.role == "leaf" and r.iteration >= 1]
         return running >= n and len(stuck) >= n
 
@@ -164,7 +164,7 @@ async def test_private_background_turn_acknowledges_then_sends_the_results(fake,
     assert "apples: completed" in results and "pears: completed" in results
     names = method_names(fake)
     assert "sendChatAction" in names and names.index("sendChatAction") < names.index("sendMessage")
-    assert next(iter(gateway.sessions.values())).mode == "background"
+    assert next(iter(gateway.sessions)).mode == "background"
 
 
 # -- 2. long-running notices ---------------------------------------------------------
@@ -205,17 +205,16 @@ async def test_command_during_a_hanging_inline_delegation_gives_one_confirmation
     fake.push_message(42, "please delegate this")
     await children_hanging(fake, gateway, model)
     assert texts(fake) == []  # inline: nothing before the final reply
-    session = next(iter(gateway.sessions.values()))
+    session = next(iter(gateway.sessions))
     delegating_session = session.session_id
     fake.push_message(42, command)
     await fake.wait_for(lambda: fake.messages["42"])
     await asyncio.sleep(SETTLE)
     (reply,) = texts(fake)  # one confirmation; nothing from the stopped turn or its children
     assert reply.startswith(confirmation)
-    lifecycle = gateway.runtime.lifecycle
-    assert session.running is None and not lifecycle.children_of(delegating_session)
-    outcomes = [r.outcome.status for r in lifecycle.recent_of(delegating_session)]
-    assert outcomes == ["interrupted", "interrupted"]
+    children = gateway.host.children
+    assert session.running is None and not children.children(delegating_session)
+    assert [c.state.value for c in children.recent(delegating_session)] == ["INTERRUPTED", "INTERRUPTED"]
 
 
 async def test_new_after_a_finished_turn_confirms(fake, gateways):
@@ -381,7 +380,7 @@ async def test_webhook_mode_on_the_gateway_server_checks_the_secret(fake, gatewa
     model = ScriptedModel({"parent": [[{"text": "hooked"}], [{"text": "should never run"}]]})
     adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram",
                                webhook_secret="s3cret_token-1")
-    gateway = Gateway(Runtime(config, model=model), [adapter])
+    gateway = Gateway(AgentHost(config, model=model), [adapter])
     server = Server(gateway, "127.0.0.1", 0)  # mounts the adapter's route, /telegram
     await server.start()
     adapter.webhook_url = f"{server.url}/telegram"  # now that the server has its port

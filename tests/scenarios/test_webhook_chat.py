@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 
 from gateway.config import config_from_mapping
-from gateway.core import Gateway
+from gateway.app import Gateway
 from gateway.platform_factory import build_adapters
-from gateway.runtime import Runtime
+from gateway.host import AgentHost
 from gateway.server import Server
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
 
@@ -35,7 +35,7 @@ async def serve(tmp_path):
                "model": {"demo": {"child_steps": 1, "step_seconds": 0}},
                "platforms": {"webhook": {"enabled": True, "routes": routes}}, **sections}
         config = config_from_mapping(raw).config
-        gateway = Gateway(Runtime(config), build_adapters(config))
+        gateway = Gateway(AgentHost(config), build_adapters(config))
         server = Server(gateway, "127.0.0.1", 0)
         await gateway.start()
         await server.start()

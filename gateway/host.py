@@ -1,10 +1,10 @@
-"""What one Switchboard process shares: the model, tools, hooks, plugins and the
-lifecycle service, built from a `Config`."""
+"""The agent host: what one Switchboard process shares — the model, tools, hooks, plugins
+and the lifecycle service — built from a `Config`, and the parent agent sessions made from them."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +19,27 @@ from agent import (
     HookRegistry,
     Model,
     PluginHost,
+    Tool,
     ToolRegistry,
 )
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
+from gateway.children import ChildrenView
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
 from lifecycle._delegate import DelegateTool
 
-log = logging.getLogger("gateway.runtime")
+log = logging.getLogger("gateway.host")
 
 STATE_DB = "switchboard.db"
+OnComplete = Callable[[str, dict[str, Any]], Awaitable[None]]
 BASE_PROMPT = (
     "You are Switchboard's assistant. Answer directly and concisely. When a request splits into "
     "independent pieces of work, hand them to subagents with delegate_task."
 )
 
 
-class Runtime:
+class AgentHost:
     """Built once per process; `start` before use and `close` on the way out."""
 
     def __init__(self, config: Config, *, model: Model | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -61,7 +64,9 @@ class Runtime:
         self.lifecycle = AsyncSubagentLifecycle(
             host, SqliteJournal(self.state_dir / STATE_DB), settings=config.lifecycle
         )
-        # The registry holds the inline variant; background sessions get their own (gateway).
+        self.children = ChildrenView(self.lifecycle)
+        """What the gateway reads of children: frozen snapshots, never lifecycle records."""
+        # The registry holds the inline variant; `new_session` gives background sessions theirs.
         self.tools.register(DelegateTool(self.lifecycle).tool())
         self.plugins = PluginHost(self.tools, self.hooks)
 
@@ -79,16 +84,26 @@ class Runtime:
             if aclose is not None:
                 await aclose()
 
+    def background_delegate(self, on_complete: OnComplete) -> Tool:
+        """The ``delegate_task`` variant for background sessions: it returns at once and hands
+        the results to ``on_complete(parent_session_id, payload)`` when the children finish."""
+        return DelegateTool(self.lifecycle, mode="background", on_complete=on_complete).tool()
+
     def new_session(
-        self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None
+        self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,
+        delegate: Tool | None = None,
     ) -> AgentSession:
-        """A parent agent session with the configured tools, prompt and budget."""
+        """A parent agent session with the configured tools, prompt and budget. ``delegate`` is
+        the ``delegate_task`` it gets (the registry's inline one when None), if delegation is enabled."""
         agent = self.config.agent
         prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
         enabled = frozenset(agent.enabled_toolsets) if agent.enabled_toolsets is not None else None
+        tools = self.tools.resolve(enabled, agent.disabled_tools)
+        if delegate is not None and delegate.name in tools:
+            tools[delegate.name] = delegate
         return AgentSession(
             model=self.model,
-            tools=self.tools.resolve(enabled, agent.disabled_tools),
+            tools=tools,
             system_prompt=prompt,
             session_id=session_id,
             max_iterations=agent.max_iterations,

@@ -8,22 +8,20 @@ import signal
 
 from gateway import gc_tuning
 from gateway.config import Config
-from gateway.core import Gateway
+from gateway.app import Gateway
 from gateway.platform_factory import build_adapters
-from gateway.runtime import Runtime
+from gateway.host import AgentHost
 from gateway.server import Server
 
-log = logging.getLogger("gateway.process")
+log = logging.getLogger("gateway.serve")
 
 
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
     ``server.shutdown_grace_seconds``, flush the outbox, journal running children."""
     stopping = asyncio.Event()
-    adapters = build_adapters(config, local=local)
-    if local:
-        adapters[0]._on_exit = stopping.set
-    gateway = Gateway(Runtime(config), adapters)
+    adapters = build_adapters(config, local=local, on_local_exit=stopping.set)
+    gateway = Gateway(AgentHost(config), adapters)
     # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
     with_server = not local or len(adapters) > 1
     server = Server(gateway, config.server.host, config.server.port) if with_server else None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from agent.testing import FakeClock
-from gateway.delivery import Outbox, OutboxClosed
+from gateway.outbox import Outbox, OutboxClosed
 from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage
 from platforms.base import (BadRequest, DisplayTier, EditUnsupported, Forbidden, MessageTooLong, NetworkError, NotFound,
@@ -94,8 +94,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def store(tmp_path, clock):
+    """The outbox's rows in a gateway store on a temporary file."""
     s = GatewayStore(tmp_path / "state.db", clock=clock)
-    yield s
+    yield s.outbox
     s.close()
 
 
@@ -432,7 +433,7 @@ async def test_restart_sends_each_pending_message_once_and_sent_ones_never_again
     path = tmp_path / "state.db"
     store1 = GatewayStore(path, clock=clock)
     before = FakeAdapter(clock=clock, text_limit=20)
-    outbox1 = Outbox(store1, {"fake": before}, clock=clock)
+    outbox1 = Outbox(store1.outbox, {"fake": before}, clock=clock)
     await outbox1.start()
     outbox1.enqueue("fake", "a", None, "delivered before", kind="reply", key="t1")
     await outbox1.wait_sent("t1:0", timeout=WAIT)
@@ -446,7 +447,7 @@ async def test_restart_sends_each_pending_message_once_and_sent_ones_never_again
 
     store2 = GatewayStore(path, clock=clock)
     after = FakeAdapter(clock=clock, text_limit=20)
-    outbox2 = Outbox(store2, {"fake": after}, clock=clock)
+    outbox2 = Outbox(store2.outbox, {"fake": after}, clock=clock)
     await outbox2.start()
     # The turn is replayed after the restart: its keys are already journaled.
     assert outbox2.enqueue("fake", "a", None, "delivered before", kind="reply", key="t1") == ["t1:0"]
@@ -454,7 +455,7 @@ async def test_restart_sends_each_pending_message_once_and_sent_ones_never_again
     assert await outbox2.flush(timeout=WAIT)
     assert after.texts("a") == ["first of two parts,", "cut", "after close"]
     assert after.texts("b") == ["another chat"]
-    assert store2.pending_messages() == []
+    assert store2.outbox.pending_messages() == []
     await outbox2.close()
     store2.close()
 
@@ -464,7 +465,7 @@ async def test_restart_resumes_a_resplit_and_honours_a_recorded_retry_time(tmp_p
     path = tmp_path / "state.db"
     store1 = GatewayStore(path, clock=clock)
     before = FakeAdapter(clock=clock, accept_limit=20)
-    outbox1 = Outbox(store1, {"fake": before}, clock=clock)
+    outbox1 = Outbox(store1.outbox, {"fake": before}, clock=clock)
     await outbox1.start()
     before.fail_next(NetworkError("down"), chat="b")
     outbox1.enqueue("fake", "b", None, "retry me", kind="reply", key="r")
@@ -478,7 +479,7 @@ async def test_restart_resumes_a_resplit_and_honours_a_recorded_retry_time(tmp_p
 
     store2 = GatewayStore(path, clock=clock)
     after = FakeAdapter(clock=clock, accept_limit=20)
-    outbox2 = Outbox(store2, {"fake": after}, clock=clock)
+    outbox2 = Outbox(store2.outbox, {"fake": after}, clock=clock)
     await outbox2.start()
     await clock.until_sleeping(2)  # both resume by waiting out what was left of their waits
     clock.advance(9)

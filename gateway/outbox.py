@@ -36,10 +36,10 @@ from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from gateway.sender import ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
-from gateway.store import GatewayStore, NewMessage, OutboxRow
+from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import Adapter
 
-log = logging.getLogger("gateway.delivery")
+log = logging.getLogger("gateway.outbox")
 
 DEFAULT_GIVE_UP_AFTER = 3600.0
 
@@ -56,7 +56,7 @@ class Outbox:
     (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter.
     """
 
-    def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
+    def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
                  rng: random.Random | None = None) -> None:
         self._store = store
@@ -85,6 +85,11 @@ class Outbox:
             self._push(row.chat, row.id)
         if pending:
             log.info("outbox: resuming %d pending message(s) in %d chat(s)", len(pending), len(self._queues))
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is queued to send (parts journaled before `start` are not queued yet)."""
+        return self._queued == 0
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued part is sent, failed or dropped, or ``timeout`` seconds

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway import checkpoints
+from gateway.store import checkpointer as checkpoints
 from gateway.store import GatewayStore, SessionRow
+from gateway.testing import make_config, start_gateway
 
 
 async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_nothing(tmp_path, monkeypatch):
     path = tmp_path / "state.db"
     store = GatewayStore(path)
-    store.automatic_checkpoints(False)
+    store.db.automatic_checkpoints(False)
     copied = []
     real = checkpoints.checkpoint
 
@@ -24,26 +25,24 @@ async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_
     task = asyncio.ensure_future(checkpoints.run_forever(path, interval=0.01))
     try:
         for i in range(300):  # over 1,000 pages of log: SQLite alone would have checkpointed in a commit
-            store.save_session(SessionRow(f"k{i}", f"s{i}", 1, "inline", [{"role": "user", "content": "x" * 2000}]))
+            store.sessions.save(SessionRow(f"k{i}", f"s{i}", 1, "inline", [{"role": "user", "content": "x" * 2000}]))
             await store.durable()
-        assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         async with asyncio.timeout(5):
-            while sum(copied) < 1000:
+            while sum(copied) < 1000:  # polling a worker thread, which has no event to wait for
                 await asyncio.sleep(0.01)
     finally:
         task.cancel()
         await asyncio.wait([task])
-        store.automatic_checkpoints(True)
+        store.db.automatic_checkpoints(True)
         store.close()
 
 
 async def test_the_gateway_hands_checkpoints_to_the_worker_while_it_runs(tmp_path):
-    from tests.gateway.harness import make_config, start_gateway
-
     gateway = await start_gateway(make_config(tmp_path), [])
     try:
-        assert gateway.store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-        assert gateway._checkpoints is not None and not gateway._checkpoints.done()
+        assert gateway.store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert gateway._checkpointer.running
     finally:
         await gateway.stop(grace=0)
-    assert gateway._checkpoints is None
+    assert not gateway._checkpointer.running

@@ -1,5 +1,11 @@
-"""A gateway on a temporary state dir, with an in-process recording adapter standing in
-for a messaging platform (the real SDK adapters have their own suites and scenarios)."""
+"""Testing code built on the gateway: a recording adapter, a config on a temporary state
+directory, and `settled` — the moment after which nothing more happens by itself.
+
+`RecordingAdapter` implements the adapter protocol in memory and records every send,
+edit and typing call; `say` feeds it a message as a platform would. For end-to-end
+tests through a real SDK, use the loopback fakes in `platforms.fakes` instead. Use
+`settled` instead of sleeping to show that nothing more arrives.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import SYSTEM_CLOCK, Clock
 from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
 from gateway.config import config_from_mapping
-from gateway.core import Gateway
-from gateway.runtime import Runtime
+from gateway.host import AgentHost
 from platforms.base import (
     Accepted,
     CommandSpec,
@@ -120,6 +127,8 @@ class RecordingAdapter:
 
 
 def make_config(tmp_path, **sections: Any):
+    """A `Config` with the state directory ``tmp_path/state``, the demo model answering at
+    once unless ``model=`` says otherwise, and ``sections`` as the rest of the file."""
     raw: dict[str, Any] = {"state_dir": str(tmp_path / "state")}
     raw.update(sections)
     raw.setdefault("model", {}).setdefault("demo", {"child_steps": 1, "step_seconds": 0})
@@ -127,8 +136,34 @@ def make_config(tmp_path, **sections: Any):
     return loaded.config
 
 
-async def start_gateway(config, adapters, *, model=None, script=None) -> Gateway:
+async def start_gateway(config, adapters, *, model=None, script=None, clock: Clock = SYSTEM_CLOCK) -> Gateway:
+    """A started gateway on ``config`` with these adapters; ``script`` runs a `ScriptedModel`."""
     model = model or (ScriptedModel(script) if script is not None else None)
-    gateway = Gateway(Runtime(config, model=model), adapters)
+    gateway = Gateway(AgentHost(config, model=model, clock=clock), adapters, clock=clock)
     await gateway.start()
     return gateway
+
+
+QUIET_ROUNDS = 20
+"""Loop iterations the gateway must stay quiet in a row to count as settled: a finished child
+hands its results on within a few, and they must not be missed in between."""
+
+
+async def settled(gateway: Gateway, *, timeout: float = 5.0) -> None:
+    """Return once the gateway has nothing left to do by itself: no turn running or queued, no
+    child of any session alive, nothing waiting in the outbox — and it stays so for
+    `QUIET_ROUNDS` loop iterations. Raises TimeoutError after ``timeout`` seconds of real time.
+
+    Events a platform holds that the adapter has not fetched yet are not the gateway's: wait
+    for the fake platform to have handed them over first."""
+    async with asyncio.timeout(timeout):
+        quiet = 0
+        while quiet < QUIET_ROUNDS:
+            await asyncio.sleep(0)
+            quiet = quiet + 1 if _quiet(gateway) else 0
+
+
+def _quiet(gateway: Gateway) -> bool:
+    if gateway.runner.busy or not gateway.outbox.idle:
+        return False
+    return not any(gateway.host.children.children(s.session_id) for s in gateway.sessions)

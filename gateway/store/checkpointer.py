@@ -17,7 +17,9 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-log = logging.getLogger("gateway.checkpoints")
+from gateway.store.database import Database
+
+log = logging.getLogger("gateway.store")
 
 INTERVAL_SECONDS = 1.0
 
@@ -38,6 +40,32 @@ async def run_forever(path: Path, interval: float = INTERVAL_SECONDS) -> None:
     finally:
         worker.submit(conn.close)
         worker.shutdown(wait=False)
+
+
+class Checkpointer:
+    """While started, the database's own commits checkpoint nothing; `run_forever` does it.
+    `stop` hands checkpoints back to SQLite. Both idempotent."""
+
+    def __init__(self, db: Database, interval: float = INTERVAL_SECONDS) -> None:
+        self._db = db
+        self._interval = interval
+        self._task: asyncio.Task | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._db.automatic_checkpoints(False)
+            self._task = asyncio.ensure_future(run_forever(self._db.path, self._interval))
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
+            self._db.automatic_checkpoints(True)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

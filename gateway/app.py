@@ -1,0 +1,178 @@
+"""The gateway: chats in, agent turns and children in the middle, durable messages out.
+
+`Gateway` keeps intake and its own start and stop; everything else has one owner it
+wires together here: sessions (`SessionRegistry`), turns (`TurnRunner`), commands,
+background completions, retention and the outbox. Each inbound event passes a short
+chain — dedup through the durable inbox, the access check, commands (handled at once,
+also mid-turn), then the busy-input policy — and lands in its session's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
+from gateway.access import REFUSAL, allowed
+from gateway.commands import Command, Commands
+from gateway.completions import Completions
+from gateway.display import DisplayResolver
+from gateway.host import STATE_DB, AgentHost
+from gateway.outbox import Outbox
+from gateway.retention import Retention
+from gateway.session_registry import SessionRegistry
+from gateway.turn_runner import TurnRunner
+from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
+from gateway.store import GatewayStore, session_key
+from gateway.store.checkpointer import Checkpointer
+from platforms.base import Accepted, Adapter, CommandSpec, Inbound, ThreadMemory, TurnReading
+
+log = logging.getLogger("gateway.app")
+
+REMEMBERED_THREADS = 10_000
+"""Thread sessions handed to an adapter that answers in threads without a mention (Slack) at start."""
+
+
+class Gateway:
+    def __init__(self, host: AgentHost, adapters: Sequence[Adapter], *, store: GatewayStore | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        self.host = host
+        self.config = host.config
+        self.clock = clock
+        self.adapters: dict[str, Adapter] = {a.name: a for a in adapters}
+        self.store = store or GatewayStore(host.state_dir / STATE_DB, clock=clock)
+        webhook = self.config.platforms.webhook
+        self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
+                             clock=clock, give_up_after={"webhook": webhook.retry_for_seconds})
+        self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
+        self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
+                                        clock=clock)
+        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, progress=host.children.turn_progress,
+                                 display=self.display.turn, adapters=self.adapters, clock=clock)
+        self.completions = Completions(self.sessions, self.runner)
+        self.commands = Commands(self.sessions, host.children, host.plugins.commands, clock=clock)
+        self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
+        self._background_delegate = host.background_delegate(self.completions.deliver)
+        self._checkpointer = Checkpointer(self.store.db)
+        self._accepting = False
+        self._retention: asyncio.Task | None = None
+        for adapter in self.adapters.values():
+            if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
+                adapter.bind_turn_reader(self._read_turn)
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.host.start()
+        await self.outbox.start()
+        self._accepting = True
+        specs = self.command_specs()
+        for adapter in self.adapters.values():
+            if isinstance(adapter, ThreadMemory):
+                adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
+            await adapter.start(self.handle, specs)
+            log.info("platform %s started", adapter.name)
+        for inbound, turn_id in self.store.inbox.unfinished():
+            log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
+            await self._dispatch(inbound, turn_id, self._route(inbound))
+        self._retention = asyncio.ensure_future(self.retention.run_forever())
+        self._checkpointer.start()
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop intake, let running turns finish for ``grace`` seconds, then interrupt
+        them; flush the outbox; journal running children as interrupted."""
+        self._accepting = False
+        if self._retention is not None:
+            self._retention.cancel()
+            await asyncio.wait([self._retention])
+            self._retention = None
+        await self._checkpointer.stop()
+        grace = self.config.server.shutdown_grace_seconds if grace is None else grace
+        for adapter in self.adapters.values():
+            try:
+                await adapter.stop()
+            except Exception:
+                log.exception("stopping %s failed", adapter.name)
+        await self.runner.drain(grace)
+        self.sessions.interrupt_all("the gateway is shutting down")
+        await asyncio.sleep(0)
+        await self.runner.cancel()
+        await self.outbox.flush(timeout=grace or 1.0)
+        await self.outbox.close()
+        await self.host.close()
+        self.store.close()
+
+    def command_specs(self) -> list[CommandSpec]:
+        return self.commands.specs()
+
+    # -- intake ---------------------------------------------------------------------------
+
+    async def handle(self, inbound: Inbound) -> Accepted:
+        """The sink every adapter feeds. Quick: records, routes and queues; never runs a turn inline.
+        Returns once the event is durably recorded: an acknowledged event survives a crash."""
+        key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
+        route = self._route(inbound)
+        # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
+        accepted = self.store.inbox.accept(inbound, new_turn_id() if route is None else None)
+        if not accepted.new:
+            log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
+            return Accepted(accepted.turn_id, key, duplicate=True)
+        if not self._accepting:
+            # Shutting down: keep the event (the platform may count it as delivered) and
+            # handle it after the next start, with the other unsettled events.
+            await self.store.durable()
+            return Accepted(None, key)
+        result = await self._dispatch(inbound, accepted.turn_id, route)
+        await self.store.durable()
+        return result
+
+    def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:
+        """A refusal, a command, or None for a message that starts a turn."""
+        if not allowed(self.config, inbound):
+            return "refused"
+        return self.commands.parse(inbound.text)
+
+    async def _dispatch(self, inbound: Inbound, turn_id: str | None, route: Command | Literal["refused"] | None,
+                        ) -> Accepted:
+        """Handle an accepted event that starts ``turn_id`` (None: a command or a refusal)."""
+        session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
+        if route == "refused":
+            log.warning("refused %s user %s", inbound.platform, inbound.user_id)
+            self._answer(session, inbound, REFUSAL.format(user_id=inbound.user_id))
+            return Accepted(None, session.key)
+        if isinstance(route, Command):
+            self._answer(session, inbound, await self.commands.run(session, route, inbound))
+            return Accepted(None, session.key)
+        turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
+        busy_mode = self.display.turn(session.platform).busy_input_mode
+        if session.running is not None and busy_mode == "steer":
+            session.agent.steer(inbound.text)
+            self.store.inbox.settle(inbound.platform, inbound.event_id)
+            return Accepted(session.running.turn_id, session.key)
+        if session.running is not None and busy_mode == "interrupt":
+            self.sessions.stop_turn(session, "interrupted by a new message")
+        self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
+        return Accepted(turn_id, session.key)
+
+    def _answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
+        self.outbox.enqueue(*session.chat, text, kind="command", key=f"cmd-{inbound.platform}-{inbound.event_id}",
+                            reply_token=inbound.reply_token)
+        self.store.inbox.settle(inbound.platform, inbound.event_id)
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey) -> AgentSession:
+        async def send_message(text: str, target: str | None = None) -> str:
+            # send_message reaches this chat only: a target elsewhere is not the model's to pick.
+            self.outbox.enqueue(*chat, text, kind="interim", key=new_id("msg-"))
+            return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
+
+        delegate = self._background_delegate if mode == "background" else None
+        return self.host.new_session(session_id=session_id, services={"send_message": send_message},
+                                     delegate=delegate)
+
+    async def _read_turn(self, route: str, turn_id: str) -> list[dict]:
+        return [m for m in self.store.outbox.turn_messages("webhook", turn_id)
+                if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]

@@ -1,0 +1,29 @@
+"""What the chat reads when a turn ends: its final text, or a short sentence saying why not."""
+
+from __future__ import annotations
+
+from agent import TurnResult
+
+SILENCE = "NO_REPLY"
+"""A reply that is exactly this sends nothing (the model's way to stay quiet after a completion)."""
+CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
+
+
+def reply_text(kind: str, result: TurnResult | None) -> str | None:
+    """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
+    None when nothing is to be sent."""
+    if result is None:
+        text = CRASHED
+    elif result.exit_reason == "error":
+        text = f"Sorry — I could not finish: {result.error or 'the model call failed'}."
+        if result.text:
+            text = f"{result.text}\n\n({text})"
+    elif result.exit_reason == "interrupted":
+        text = result.text  # interrupted by an outside request (a platform shutdown): keep what there is
+    elif result.exit_reason == "max_iterations":
+        text = (result.text + "\n\n" if result.text else "") + "(I stopped here: this turn ran out of steps.)"
+    else:
+        text = result.text
+    if not text or text.strip() == SILENCE:
+        return None
+    return text

@@ -1,0 +1,48 @@
+"""What the gateway forgets, and when: old inbox and outbox rows, and idle sessions' memory.
+
+Sessions live in the store; one idle for a while (no turn running, nothing queued, no
+child still working for it) leaves memory and is loaded again when its chat next speaks.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent import Clock
+from gateway.children import ChildrenView
+from gateway.session_registry import SessionRegistry
+from gateway.store import GatewayStore, inbox, outbox_rows
+
+log = logging.getLogger("gateway.retention")
+
+INTERVAL_SECONDS = 300.0
+IDLE_SESSION_SECONDS = 3600.0
+
+
+class Retention:
+    def __init__(self, store: GatewayStore, registry: SessionRegistry, children: ChildrenView, *, clock: Clock,
+                 idle_after: float = IDLE_SESSION_SECONDS) -> None:
+        self._store = store
+        self._registry = registry
+        self._children = children
+        self._clock = clock
+        self.idle_after = idle_after
+
+    def sweep(self) -> tuple[int, int, int]:
+        """One round; returns (inbox rows, outbox rows, sessions) forgotten."""
+        now = self._clock.time()
+        pruned_in = self._store.inbox.prune(now - inbox.RETENTION_SECONDS)
+        pruned_out = self._store.outbox.prune(now - outbox_rows.RETENTION_SECONDS)
+        evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
+        if pruned_in or pruned_out or evicted:
+            log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", pruned_in, pruned_out,
+                     evicted)
+        return pruned_in, pruned_out, evicted
+
+    async def run_forever(self, interval: float = INTERVAL_SECONDS) -> None:
+        while True:
+            await self._clock.sleep(interval)
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("retention sweep failed")

@@ -1,0 +1,162 @@
+"""The one owner of gateway sessions: it creates them, starts new generations, stops and
+evicts them, and is the only code that changes a `GatewaySession`.
+
+Sessions live in the store; the registry keeps the ones in use in memory, and lets a
+session that has been idle a while (no turn running, nothing queued, no child still
+working for it) leave memory until its chat next speaks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+
+from agent import AgentSession, Clock, new_id
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem
+from gateway.store import SessionRow, SessionTable, session_key
+
+log = logging.getLogger("gateway.sessions")
+
+NewAgent = Callable[[str, Mode, ChatKey], AgentSession]
+"""``new_agent(session_id, mode, chat)``: a fresh parent agent for a session generation."""
+
+
+class SessionRegistry:
+    def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
+                 clock: Clock) -> None:
+        self._table = table
+        self._new_agent = new_agent
+        self._mode_for = mode_for
+        self._clock = clock
+        self._sessions: dict[str, GatewaySession] = {}
+        self._by_agent: dict[str, GatewaySession] = {}
+
+    # -- lookups -----------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[GatewaySession]:
+        return iter(list(self._sessions.values()))
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the session with this key (`gateway.store.session_key`) is in memory."""
+        return key in self._sessions
+
+    def keys(self) -> set[str]:
+        return set(self._sessions)
+
+    def find(self, platform: str, chat_id: str, thread_id: str | None) -> GatewaySession | None:
+        """The session if it is in memory (never loads or creates one)."""
+        return self._sessions.get(session_key(platform, chat_id, thread_id))
+
+    def by_agent(self, session_id: str) -> GatewaySession | None:
+        """The in-memory session whose *current* generation has this agent session id."""
+        return self._by_agent.get(session_id)
+
+    def get(self, platform: str, chat_id: str, thread_id: str | None) -> GatewaySession:
+        """The chat's session: from memory, else loaded from the store, else created (its
+        delegation mode resolved now and pinned until ``/new``)."""
+        key = session_key(platform, chat_id, thread_id)
+        session = self._sessions.get(key)
+        if session is not None:
+            return session
+        row = self._table.load(key)
+        if row is None:
+            row = self._new_row(key, platform, generation=1)
+            self._table.save(row)
+        now = self._clock.time()
+        chat = (platform, chat_id, thread_id)
+        session = GatewaySession(key, platform, chat_id, thread_id, row.session_id, row.generation, row.mode,
+                                 self._agent(row, chat), generation_started_at=now, last_active=now)
+        self._sessions[key] = session
+        self._by_agent[session.session_id] = session
+        return session
+
+    # -- changes -------------------------------------------------------------------------
+
+    def new_generation(self, session: GatewaySession) -> str:
+        """``/new``: stop the running turn, drop the queue, and start a generation with its mode
+        re-resolved and an empty conversation. Returns the old generation's agent session id."""
+        old_id = session.session_id
+        self.stop(session, "session reset by /new", remember=False)
+        row = self._new_row(session.key, session.platform, generation=session.generation + 1)
+        self._table.save(row)
+        session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
+        session.agent = self._agent(row, session.chat)
+        session.saved = None
+        session.generation_started_at = self._clock.time()
+        self._by_agent.pop(old_id, None)
+        self._by_agent[session.session_id] = session
+        return old_id
+
+    def stop(self, session: GatewaySession, reason: str, *, remember: bool = True) -> bool:
+        """``/stop``: suppress and interrupt the running turn and drop everything queued. With
+        ``remember``, background results dispatched before now are not delivered either.
+        Returns whether a turn was running."""
+        if remember:
+            session.last_stop_at = self._clock.time()
+        session.queue.clear()
+        return self.stop_turn(session, reason)
+
+    def stop_turn(self, session: GatewaySession, reason: str) -> bool:
+        """Suppress the running turn (nothing more of it reaches the chat) and interrupt it hard."""
+        running = session.running
+        if running is None:
+            return False
+        running.suppressed = True
+        session.agent.interrupt(reason, hard=True)
+        return True
+
+    def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
+        session.last_active = self._clock.time()
+        session.queue.append(item)
+
+    def begin(self, session: GatewaySession) -> tuple[WorkItem, RunningTurn] | None:
+        """Take the next queued item as the running turn; None when the queue is empty."""
+        if not session.queue:
+            return None
+        item = session.queue.popleft()
+        session.running = RunningTurn(item.turn_id, item.kind)
+        return item, session.running
+
+    def end(self, session: GatewaySession) -> None:
+        """The running turn is over: store what it added to the transcript."""
+        session.running = None
+        session.last_active = self._clock.time()
+        messages = session.agent.messages
+        start = session.unsaved_from()
+        if start < len(messages) or start == 0:
+            self._table.save_transcript(session.key, messages, start=start)
+        session.mark_saved()
+
+    def interrupt_all(self, reason: str) -> None:
+        """Interrupt every running turn hard (shutdown): each still ends and replies with what it has."""
+        for session in self._sessions.values():
+            if session.running is not None:
+                session.agent.interrupt(reason, hard=True)
+
+    def evict_idle(self, idle_after: float, keeps_children: Callable[[str], bool]) -> int:
+        """Let sessions idle for ``idle_after`` seconds leave memory, unless busy or a child still
+        works for them (``keeps_children(session_id)``). Returns how many left."""
+        now = self._clock.time()
+        evicted = 0
+        for key, session in list(self._sessions.items()):
+            if session.busy or now - session.last_active < idle_after or keeps_children(session.session_id):
+                continue
+            del self._sessions[key]
+            self._by_agent.pop(session.session_id, None)
+            evicted += 1
+        return evicted
+
+    # -- building ---------------------------------------------------------------------
+
+    def _new_row(self, key: str, platform: str, *, generation: int) -> SessionRow:
+        return SessionRow(key=key, session_id=new_id("s-"), generation=generation, mode=self._mode_for(platform))
+
+    def _agent(self, row: SessionRow, chat: ChatKey) -> AgentSession:
+        agent = self._new_agent(row.session_id, row.mode, chat)
+        if row.transcript:
+            system = agent.messages[:1] if agent.messages and agent.messages[0]["role"] == "system" else []
+            agent.messages = system + [m for m in row.transcript if m.get("role") != "system"]
+        return agent

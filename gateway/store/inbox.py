@@ -1,0 +1,81 @@
+"""The durable inbox: every platform event, remembered before it is handled.
+
+An event moves through two calls. `Inbox.accept` records it (with the turn it is
+to start, or None when it starts none) before anything else happens, and tells a
+redelivery apart from a new event in the same statement. `Inbox.settle` marks it
+handled once its outcome is safe: a command answered, a refusal queued, a turn's
+reply journaled. An event accepted but never settled is replayed after a restart
+(`Inbox.unfinished`), keeping the turn id it was given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from agent import Clock
+from gateway.store.database import Database
+from platforms.base import Inbound
+
+RETENTION_SECONDS = 7 * 24 * 3600.0
+"""Seconds to remember a platform event id. Redeliveries come within minutes (Slack retries,
+webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all."""
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS gateway_inbox (
+        platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
+        received_at REAL NOT NULL, turn_id TEXT, PRIMARY KEY (platform, event_id))""",
+    "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
+    "CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE status = 'received'",
+)
+
+# Every field of Inbound is a plain value: a flat dict of them is its JSON (asdict would deep-copy).
+_INBOUND_FIELDS = tuple(f.name for f in dataclasses.fields(Inbound))
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    new: bool
+    """False for a redelivery of an event already recorded: nothing was changed."""
+    turn_id: str | None
+    """The turn the event starts: the one just given for a new event, the one recorded first for a
+    redelivery. None when it starts none (a command, a refusal)."""
+
+
+class Inbox:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
+        """Record the event, unsettled, with the turn it is to start. Idempotent per
+        (platform, event id): a redelivery changes nothing and gets the first turn id back."""
+        payload = json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS})
+        cur = self._db.write("INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, ?)",
+                             (inbound.platform, inbound.event_id, payload, self._clock.time(), turn_id))
+        if cur.rowcount == 1:
+            return Acceptance(True, turn_id)
+        return Acceptance(False, self.turn_of(inbound.platform, inbound.event_id))
+
+    def settle(self, platform: str, event_id: str) -> None:
+        """The event is handled: it is not replayed after a restart. Idempotent."""
+        self._db.write("UPDATE gateway_inbox SET status='done' WHERE platform=? AND event_id=?", (platform, event_id))
+
+    def turn_of(self, platform: str, event_id: str) -> str | None:
+        """The turn recorded by `accept`; None if it starts none, or the event is unknown."""
+        row = self._db.read("SELECT turn_id FROM gateway_inbox WHERE platform=? AND event_id=?",
+                            (platform, event_id)).fetchone()  # fmt: skip
+        return None if row is None else row[0]
+
+    def unfinished(self) -> list[tuple[Inbound, str | None]]:
+        """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart."""
+        rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status='received'"
+                             " ORDER BY received_at, rowid").fetchall()  # fmt: skip
+        return [(Inbound(**{k: v for k, v in json.loads(p).items() if k in _INBOUND_FIELDS}), turn_id)
+                for p, turn_id in rows]  # fmt: skip
+
+    def prune(self, older_than: float) -> int:
+        """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`),
+        settled or not: a redelivery after that is taken as new. Returns the count."""
+        return self._db.write("DELETE FROM gateway_inbox WHERE received_at < ?", (older_than,)).rowcount

@@ -1,0 +1,212 @@
+"""The outbox's rows: every outbound message part, journaled before it is sent.
+
+A row is keyed by its idempotency key (journaling a key again is a no-op) and moves
+from ``pending`` to one final status: ``sent`` (with the platform's message id),
+``failed`` or ``dropped``. `gateway.outbox` decides what to send and when; this
+module only stores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent import Clock
+from gateway.store.database import Database, from_text, to_text
+
+RETENTION_SECONDS = 7 * 24 * 3600.0
+"""Seconds to keep settled outbox rows: edits of older messages and replays of older keys
+would find nothing (an edit then sends a new message; a replay sends again)."""
+
+Status = Literal["pending", "sent", "failed", "dropped"]
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS gateway_outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL, thread_id TEXT, kind TEXT NOT NULL, op TEXT NOT NULL, target_key TEXT,
+        text, silent INTEGER NOT NULL, reply_token TEXT, turn_id TEXT, sequence INTEGER NOT NULL,
+        status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL,
+        created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT)""",
+    "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
+    """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
+        WHERE status = 'pending'""",
+    "CREATE INDEX IF NOT EXISTS gateway_outbox_turn ON gateway_outbox (platform, turn_id, sequence)",
+    "CREATE INDEX IF NOT EXISTS gateway_outbox_created ON gateway_outbox (created_at)",
+)
+_COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
+            "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """An outbox row to journal. ``sequence`` None: next in its turn (or 0 without a turn)."""
+
+    key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    text: str
+    kind: str = "reply"
+    op: Literal["send", "edit"] = "send"
+    target_key: str | None = None
+    silent: bool = False
+    reply_token: str | None = None
+    turn_id: str | None = None
+    sequence: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    id: int
+    key: str
+    """The idempotency key: unique; journaling it again is a no-op."""
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    kind: str
+    op: str
+    """'send', 'edit', or 'split' (replaced by its pieces ``key/a``, ``key/b``...)."""
+    target_key: str | None
+    text: str
+    silent: bool
+    reply_token: str | None
+    turn_id: str | None
+    sequence: int
+    status: Status
+    attempts: int
+    next_attempt_at: float | None
+    created_at: float
+    sent_at: float | None
+    message_id: str | None
+    last_error: str | None
+
+    @property
+    def chat(self) -> tuple[str, str, str | None]:
+        return (self.platform, self.chat_id, self.thread_id)
+
+
+def _outbox_row(r: tuple) -> OutboxRow:
+    return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], from_text(r[8]), bool(r[9]), r[10], r[11],
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], from_text(r[19]))  # fmt: skip
+
+
+class OutboxRows:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def commit(self) -> None:
+        """Commit what is journaled now: the sender calls this right before every send."""
+        self._db.commit()
+
+    def add_messages(self, messages: Sequence[NewMessage]) -> list[int | None]:
+        """Journal the rows in one transaction, each pending, in order. A key already journaled is
+        left as it is (None in the result); a new row gets its id. A None sequence becomes the
+        next in the row's turn (one past the turn's highest), or 0 without a turn."""
+        now = self._clock.time()
+        # One row needs no savepoint: a single statement stands or falls by itself.
+        with self._db.transaction() if len(messages) > 1 else contextlib.nullcontext():
+            return [self._insert_message(m, now) for m in messages]
+
+    def add_new_messages(self, messages: Sequence[NewMessage]) -> list[int | None] | None:
+        """`add_messages` for the parts of one message, first part first: None, adding nothing,
+        when the first part's key is already journaled (the whole message was, earlier)."""
+        now = self._clock.time()
+        with self._db.transaction() if len(messages) > 1 else contextlib.nullcontext():
+            first = self._insert_message(messages[0], now)
+            if first is None:
+                return None
+            return [first, *(self._insert_message(m, now) for m in messages[1:])]
+
+    def _insert_message(self, m: NewMessage, now: float) -> int | None:
+        cur = self._db.write(
+            "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
+            " text, silent, reply_token, turn_id, sequence, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,"
+            " COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?)",
+            (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, to_text(m.text),
+             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now))  # fmt: skip
+        return cur.lastrowid if cur.rowcount == 1 else None
+
+    def message(self, key: str) -> OutboxRow | None:
+        row = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key=?", (key,)).fetchone()
+        return None if row is None else _outbox_row(row)
+
+    def has_message(self, key: str) -> bool:
+        return self._db.read("SELECT 1 FROM gateway_outbox WHERE key=?", (key,)).fetchone() is not None
+
+    def message_by_id(self, row_id: int) -> OutboxRow | None:
+        row = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE id=?", (row_id,)).fetchone()
+        return None if row is None else _outbox_row(row)
+
+    def pieces(self, key: str) -> list[OutboxRow]:
+        """The rows a split replaced ``key`` with (``key/a``, ``key/b``...), in order."""
+        # A range on the unique index: '/' + 1 == '0'. LIKE would be case-insensitive and scan.
+        rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key >= ? AND key < ?"
+                                " AND instr(substr(key, ?), '/') = 0 ORDER BY id",
+                                (key + "/", key + "0", len(key) + 2)).fetchall()  # fmt: skip
+        return [_outbox_row(r) for r in rows]
+
+    def pending_messages(self, chat: tuple[str, str, str | None] | None = None) -> list[OutboxRow]:
+        """Pending rows, of one chat (platform, chat_id, thread_id) or all, in journal (id) order."""
+        if chat is None:
+            rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status='pending' ORDER BY id")
+        else:
+            rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status='pending' AND platform=?"
+                                    " AND chat_id=? AND thread_id IS ? ORDER BY id", chat)  # fmt: skip
+        return [_outbox_row(r) for r in rows.fetchall()]
+
+    def record_attempt(self, row_id: int, error: str, next_attempt_at: float | None) -> None:
+        """A retryable failure: count it; the row stays pending."""
+        self._db.write("UPDATE gateway_outbox SET attempts=attempts+1, last_error=?, next_attempt_at=? WHERE id=?",
+                         (to_text(error[:500]), next_attempt_at, row_id))  # fmt: skip
+
+    def mark_sent(self, row_id: int, message_id: str | None, *, attempted: bool = True) -> None:
+        """Sent: final, whatever the row's status was (a row dropped while in flight did go out)."""
+        self._db.write("UPDATE gateway_outbox SET status='sent', message_id=?, sent_at=?, attempts=attempts+?,"
+                         " next_attempt_at=NULL WHERE id=?",
+                         (message_id, self._clock.time(), int(attempted), row_id))  # fmt: skip
+
+    def mark_failed(self, row_id: int, error: str) -> None:
+        self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
+                         " next_attempt_at=NULL WHERE id=? AND status='pending'", (to_text(error[:500]), row_id))
+
+    def set_op(self, row_id: int, op: Literal["send", "split"]) -> None:
+        """An edit falling back to a new message becomes 'send'; a re-split row becomes 'split'."""
+        self._db.write("UPDATE gateway_outbox SET op=? WHERE id=?", (op, row_id))
+
+    def set_message_id(self, key: str, message_id: str) -> None:
+        """Point ``key`` at another platform message (an edit's fallback), so later edits edit that."""
+        self._db.write("UPDATE gateway_outbox SET message_id=? WHERE key=?", (message_id, key))
+
+    def drop(self, row_ids: Sequence[int]) -> list[int]:
+        """Mark these rows dropped where still pending; returns the ids that were."""
+        dropped = []
+        with self._db.transaction():
+            for row_id in row_ids:
+                cur = self._db.write("UPDATE gateway_outbox SET status='dropped' WHERE id=? AND status='pending'",
+                                       (row_id,))  # fmt: skip
+                if cur.rowcount:
+                    dropped.append(row_id)
+        return dropped
+
+    def turn_messages(self, platform: str, turn_id: str) -> list[dict[str, Any]]:
+        """Every message of a turn, in sequence order (the pieces of a split row, which share
+        its sequence and sort by key, in its place). Each a dict of key, chat_id, thread_id,
+        kind, op ('send', or 'edit' of ``target_key``), text, status, sequence, message_id,
+        created_at and sent_at."""
+        rows = self._db.read(
+            "SELECT key, chat_id, thread_id, kind, op, target_key, text, status, sequence, message_id, created_at,"
+            " sent_at"
+            " FROM gateway_outbox WHERE platform=? AND turn_id=? AND op != 'split' ORDER BY sequence, key",
+            (platform, turn_id)).fetchall()  # fmt: skip
+        names = ("key", "chat_id", "thread_id", "kind", "op", "target_key", "text", "status", "sequence",
+                 "message_id", "created_at", "sent_at")
+        return [dict(zip(names, (*r[:6], from_text(r[6]), *r[7:]), strict=True)) for r in rows]
+
+    def prune(self, older_than: float) -> int:
+        """Delete settled rows created before the epoch time ``older_than`` (see `RETENTION_SECONDS`);
+        pending rows are kept. Returns the count."""
+        return self._db.write("DELETE FROM gateway_outbox WHERE created_at < ? AND status != 'pending'",
+                                (older_than,)).rowcount  # fmt: skip

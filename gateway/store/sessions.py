@@ -1,0 +1,129 @@
+"""Gateway sessions and their transcripts: one row per session, one row per message.
+
+A session is keyed by (platform, chat, thread). Its row pins the delegation mode and
+generation (bumped by ``/new``); its transcript is stored a message per row, so a
+turn appends the few messages it added instead of rewriting the whole history.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent import Clock
+from gateway.store.database import Database
+
+Mode = Literal["inline", "background"]
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS gateway_sessions (
+        key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS gateway_transcript (
+        key TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (key, seq))""",
+)
+
+
+def session_key(platform: str, chat_id: str, thread_id: str | None) -> str:
+    """``platform|chat|thread`` (thread empty when None); ``%`` and ``|`` inside ids are escaped."""
+
+    def esc(part: str) -> str:
+        return part.replace("%", "%25").replace("|", "%7C")
+
+    return f"{esc(platform)}|{esc(chat_id)}|{esc(thread_id or '')}"
+
+
+def split_session_key(key: str) -> tuple[str, str, str | None]:
+    """The inverse of `session_key`: (platform, chat_id, thread_id)."""
+    platform, chat_id, thread_id = (part.replace("%7C", "|").replace("%25", "%") for part in key.split("|"))
+    return platform, chat_id, thread_id or None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    key: str
+    session_id: str
+    generation: int
+    """Bumped by ``/new``; work of an older generation is stale."""
+    mode: Mode
+    """The delegation mode pinned when the session started."""
+    transcript: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+class SessionTable:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def split_transcripts(self) -> None:
+        """Schema 1 -> 2: move each session's JSON array of messages into rows."""
+        rows = self._db.read("SELECT key, transcript FROM gateway_sessions").fetchall()
+        self._db.write_many("INSERT INTO gateway_transcript VALUES (?, ?, ?)", [
+            (key, seq, json.dumps(message)) for key, transcript in rows for seq, message in enumerate(json.loads(transcript))
+        ])  # fmt: skip
+        self._db.write("ALTER TABLE gateway_sessions DROP COLUMN transcript")
+
+    def load(self, key: str) -> SessionRow | None:
+        row = self._db.read(
+            "SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions WHERE key=?",
+            (key,)).fetchone()  # fmt: skip
+        if row is None:
+            return None
+        messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
+        return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5])
+
+    def recent_threads(self, platform: str, limit: int) -> list[tuple[str, str]]:
+        """(chat_id, thread_id) of the platform's ``limit`` most recently active thread
+        sessions, most recent last."""
+        # Keys are "platform|chat|thread": a range on the primary key ('}' sorts right after '|'),
+        # then only keys with a thread (not ending in '|').
+        low = session_key(platform, "", None)[:-1]
+        rows = self._db.read(
+            "SELECT key FROM gateway_sessions WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
+            " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit)).fetchall()  # fmt: skip
+        return [(chat, thread) for _, chat, thread in (split_session_key(key) for (key,) in reversed(rows))]
+
+    def save(self, row: SessionRow) -> None:
+        """Insert or replace the session under ``row.key``, transcript and all; ``updated_at`` becomes now."""
+        if row.mode not in ("inline", "background"):
+            raise ValueError(f"mode must be 'inline' or 'background', got {row.mode!r}")
+        now = self._clock.time()
+        with self._db.transaction():
+            self._db.write(
+                "INSERT INTO gateway_sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+                " session_id=excluded.session_id, generation=excluded.generation, mode=excluded.mode,"
+                " created_at=excluded.created_at, updated_at=excluded.updated_at",
+                (row.key, row.session_id, row.generation, row.mode, row.created_at or now, now))
+            self._replace_messages(row.key, row.transcript)
+
+    def save_transcript(self, key: str, messages: Sequence[dict[str, Any]], *, start: int = 0) -> None:
+        """Store the session's transcript: ``start=0`` rewrites it whole; ``start > 0`` appends
+        ``messages[start:]`` after the ``start`` messages stored (a turn passes the count it last
+        saved, so it writes only its new messages). KeyError if there is no such session."""
+        if start == 0:
+            with self._db.transaction():
+                self._touch(key)
+                self._replace_messages(key, messages)
+            return
+        # Appending after what is stored: no rows to delete, and no savepoint is needed, since
+        # rewriting the same positions (after a failure midway) replaces what is there.
+        self._touch(key)
+        self._insert_messages(key, messages, start, "INSERT OR REPLACE")
+
+    def _touch(self, key: str) -> None:
+        if self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
+            raise KeyError(key)
+
+    def _replace_messages(self, key: str, messages: Sequence[dict[str, Any]]) -> None:
+        self._db.write("DELETE FROM gateway_transcript WHERE key=?", (key,))
+        self._insert_messages(key, messages, 0, "INSERT")
+
+    def _insert_messages(self, key: str, messages: Sequence[dict[str, Any]], start: int, verb: str) -> None:
+        # json.dumps escapes non-ASCII (lone surrogates included), so a message always binds.
+        self._db.write_many(f"{verb} INTO gateway_transcript VALUES (?, ?, ?)",
+                            [(key, seq, json.dumps(messages[seq])) for seq in range(start, len(messages))])

@@ -1,0 +1,178 @@
+"""Running a session's turns, one at a time, and deciding what the user sees of each.
+
+Interim assistant text goes out as ``interim`` messages (when resolved on) and is
+never mistaken for the final reply; typing stays on while the turn runs; the
+long-running notifier is armed for this turn only and disarmed before the final
+reply is queued; a suppressed turn (stopped, reset, or interrupted by a
+follow-up) sends nothing more. The gateway's turn id is the agent's turn id: the
+children a turn launches name it as their parent turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent import Clock, TurnObserver, TurnResult
+from gateway.display import TurnDisplay
+from gateway.logging import log_context
+from gateway.notices import Notifier
+from gateway.outbox import Outbox
+from gateway.replies import reply_text
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+from gateway.store import Inbox
+from platforms.base import Adapter
+
+log = logging.getLogger("gateway.turn_runner")
+
+DELEGATE = "delegate_task"
+
+Progress = Callable[[str, str], tuple[int, int]]
+"""``progress(parent_session_id, turn_id)``: (finished, launched) children of that turn."""
+
+
+class TurnRunner:
+    """Owns each session's worker task: it exists while the session's queue has work."""
+
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, progress: Progress,
+                 display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock) -> None:
+        self._registry = registry
+        self._outbox = outbox
+        self._inbox = inbox
+        self._progress = progress
+        self._display = display
+        self._adapters = adapters
+        self._clock = clock
+        self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
+
+    def submit(self, session: GatewaySession, item: WorkItem) -> None:
+        """Queue ``item``; it runs after everything queued before it."""
+        self._registry.enqueue(session, item)
+        if session not in self._workers:
+            self._workers[session] = asyncio.ensure_future(self._work(session))
+
+    @property
+    def busy(self) -> list[asyncio.Task[None]]:
+        return list(self._workers.values())
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for every queue to empty."""
+        if self._workers:
+            await asyncio.wait(list(self._workers.values()), timeout=timeout)
+
+    async def cancel(self) -> None:
+        workers = list(self._workers.values())
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _work(self, session: GatewaySession) -> None:
+        try:
+            while (taken := self._registry.begin(session)) is not None:
+                await self._run(session, *taken)
+        finally:
+            self._workers.pop(session, None)
+
+    async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
+        """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
+        display = self._display(session.platform)
+        notifier = Notifier(
+            interval=display.notify_interval,
+            mode=display.long_running_notifications,
+            send=lambda text, n: self._notice(session, running, text, n),
+            detail=lambda: self._detail(session, running),
+            clock=self._clock,
+        )
+        adapter = self._adapters.get(session.platform)
+        typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
+        notifier.start()
+        result: TurnResult | None = None
+        try:
+            with log_context(session_id=session.session_id, turn_id=item.turn_id):
+                result = await session.agent.run_turn(item.text, observer=_Observer(self, session, running, display),
+                                                      turn_id=item.turn_id)
+        except Exception:
+            log.exception("turn %s crashed", item.turn_id)
+        finally:
+            notifier.disarm()  # before anything else is queued: no notice may follow the reply
+            if typing is not None:
+                typing.cancel()
+        if not running.suppressed:
+            text = reply_text(item.kind, result)
+            if text is not None:
+                kind = "completion" if item.kind == "completion" else "reply"
+                self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
+        self._registry.end(session)
+        if item.event is not None:
+            self._inbox.settle(item.event.platform, item.event.event_id)
+        if _shows_typing(adapter):
+            asyncio.ensure_future(_idle(adapter, session))
+
+    def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
+        self._outbox.enqueue(*session.chat, text, **kw)
+
+    def _notice(self, session: GatewaySession, running: RunningTurn, text: str, n: int) -> None:
+        if running.suppressed or session.running is not running:
+            return
+        target = f"{running.turn_id}:notice"
+        if n == 0:
+            self._send(session, text, kind="notice", key=target, turn_id=running.turn_id, silent=True)
+        else:
+            self._outbox.enqueue_edit(*session.chat, f"{target}:0", text, key=f"{target}-edit-{n}")
+
+    def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
+        tool = running.current_tool
+        if tool is None:
+            return "thinking"
+        if tool == DELEGATE:
+            done, launched = self._progress(session.session_id, running.turn_id)
+            if launched:
+                return f"running {DELEGATE}: {done} of {launched} subagents done"
+        return f"running {tool}"
+
+
+class _Observer(TurnObserver):
+    def __init__(self, runner: TurnRunner, session: GatewaySession, running: RunningTurn, display: TurnDisplay):
+        self.runner = runner
+        self.session = session
+        self.running = running
+        self.display = display
+        self.interim = 0
+
+    async def on_interim(self, text: str) -> None:
+        if self.display.interim_assistant_messages and not self.running.suppressed:
+            self.runner._send(self.session, text, kind="interim", key=f"{self.running.turn_id}:interim:{self.interim}",
+                              turn_id=self.running.turn_id)
+            self.interim += 1
+
+    async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:
+        self.running.current_tool = name
+
+    async def on_tool_end(self, name: str, ok: bool) -> None:
+        self.running.current_tool = None
+
+
+def _shows_typing(adapter: Adapter | None) -> bool:
+    return adapter is not None and adapter.typing_interval > 0
+
+
+async def _keep_typing(adapter: Adapter, session: GatewaySession) -> None:
+    interval = max(0.5, adapter.typing_interval * 0.8)
+    while True:
+        try:
+            await adapter.typing(session.chat_id, session.thread_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # typing is decoration: never let it end a turn
+            log.debug("typing on %s failed: %s", session.platform, exc)
+        await asyncio.sleep(interval)
+
+
+async def _idle(adapter: Adapter, session: GatewaySession) -> None:
+    try:
+        await adapter.idle(session.chat_id, session.thread_id)
+    except Exception as exc:
+        log.debug("idle on %s failed: %s", adapter.name, exc)

@@ -1,0 +1,103 @@
+"""The state file: WAL, schema versions, group commit and durable(), shared with the lifecycle journal."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from gateway.store import GatewayStore, StoreError
+from lifecycle import SqliteJournal
+from tests.gateway.store.conftest import event
+
+
+def test_wal_mode_own_schema_version_and_user_version_left_alone(tmp_path):
+    path = tmp_path / "state.db"
+    GatewayStore(path).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0  # the lifecycle journal's to use
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
+    db.execute("CREATE TABLE lifecycle_records (x)")  # a neighbour in the same file
+    db.execute("PRAGMA user_version = 3")
+    db.commit()
+    db.close()
+    GatewayStore(path).close()  # reopens happily
+
+
+async def test_shares_the_file_with_the_lifecycle_journal_and_creates_the_state_dir(tmp_path):
+    path = tmp_path / "state" / "switchboard.db"
+    store = GatewayStore(path)
+    journal = SqliteJournal(path)  # its own connection, tables and user_version
+    await journal.open()
+    store.inbox.accept(event("e1"), None).new
+    await journal.save_key("k1", b"secret", 1.0, None)
+    await journal.close()
+    store.close()
+    store, journal = GatewayStore(path), SqliteJournal(path)
+    await journal.open()
+    assert [e.event_id for e in [e for e, _ in store.inbox.unfinished()]] == ["e1"]
+    assert [k[0] for k in await journal.load_keys()] == ["k1"]
+    await journal.close()
+    store.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "state.db"
+    GatewayStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE gateway_meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer"):
+        GatewayStore(path)
+
+
+
+
+async def test_durable_returns_once_the_batch_is_committed(tmp_path):
+    store = GatewayStore(tmp_path / "state.db")
+    await store.durable()  # the schema, made inside this running loop, is batched too
+    reader = sqlite3.connect(tmp_path / "state.db")
+    try:
+        assert store.inbox.accept(event("e1"), None).new
+        assert reader.execute("SELECT count(*) FROM gateway_inbox").fetchone()[0] == 0  # batched, not yet durable
+        await asyncio.gather(store.durable(), store.durable())  # callers of one loop turn share the commit
+        assert reader.execute("SELECT count(*) FROM gateway_inbox").fetchone()[0] == 1
+        await store.durable()  # nothing pending: at once
+    finally:
+        reader.close()
+        store.close()
+
+
+class _RefusesOneCommit:
+    """The store's connection, except that the first COMMIT fails (as a full disk would make it)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db, self.refused = db, False
+
+    def execute(self, sql: str, *args):
+        if sql == "COMMIT" and not self.refused:
+            self.refused = True
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
+async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again(tmp_path):
+    store = GatewayStore(tmp_path / "state.db")
+    await store.durable()
+    store.db.conn = _RefusesOneCommit(store.db.conn)
+    try:
+        store.inbox.accept(event("e1"), None).new
+        with pytest.raises(StoreError, match="committing the state database failed"):
+            await store.durable()
+        assert store.db.conn.in_transaction  # the batch is still open, its rows kept
+        await asyncio.wait_for(store.durable(), 5)  # commits now, rather than wait for a commit never due
+        assert not store.db.conn.in_transaction
+    finally:
+        store.close()
+    assert [e.event_id for e in [e for e, _ in GatewayStore(tmp_path / "state.db").inbox.unfinished()]] == ["e1"]

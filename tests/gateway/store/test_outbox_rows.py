@@ -1,0 +1,83 @@
+"""The outbox rows: idempotent keys, turn sequences, state changes, pieces, retention."""
+
+from __future__ import annotations
+
+
+from tests.gateway.store.conftest import msg
+
+
+def test_the_parts_of_a_message_are_journaled_once(store):
+    parts = [msg("r:0", "one"), msg("r:1", "two")]
+    ids = store.outbox.add_new_messages(parts)
+    assert ids is not None and len(ids) == 2 and all(ids)
+    assert store.outbox.add_new_messages(parts) is None  # journaled before: nothing added
+    assert store.outbox.add_new_messages([msg("r:0", "one, said differently")]) is None
+    assert [r.text for r in store.outbox.pending_messages()] == ["one", "two"]
+
+
+def test_add_messages_is_idempotent_per_key(store):
+    first = store.outbox.add_messages([msg("k:0"), msg("k:1")])
+    assert all(isinstance(i, int) for i in first)
+    again = store.outbox.add_messages([msg("k:0", "other"), msg("k:2")])
+    assert again[0] is None and again[1] > first[1]
+    assert store.outbox.message("k:0").text == "hello"
+    assert [r.key for r in store.outbox.pending_messages()] == ["k:0", "k:1", "k:2"]
+    store.outbox.add_messages([msg("t:0", thread_id="th"), msg("o:0", chat_id="c2")])
+    assert [r.key for r in store.outbox.pending_messages(("telegram", "c1", None))] == ["k:0", "k:1", "k:2"]
+    assert [r.key for r in store.outbox.pending_messages(("telegram", "c1", "th"))] == ["t:0"]
+
+
+def test_turn_sequence_numbers_and_turn_messages(store):
+    store.outbox.add_messages([msg("a:0", "one", turn_id="t1"), msg("a:1", "two", turn_id="t1")])
+    store.outbox.add_messages([msg("x:0", "other turn", turn_id="t2")])
+    store.outbox.add_messages([msg("b:0", "three", turn_id="t1", kind="notice")])
+    store.outbox.add_messages([msg("b:0/a", "piece", turn_id="t1", sequence=0)])
+    assert [store.outbox.message(k).sequence for k in ("a:0", "a:1", "b:0", "x:0")] == [0, 1, 2, 0]
+    rows = store.outbox.turn_messages("telegram", "t1")
+    assert [(m["key"], m["sequence"], m["text"]) for m in rows] == [
+        ("a:0", 0, "one"), ("b:0/a", 0, "piece"), ("a:1", 1, "two"), ("b:0", 2, "three")]
+    assert rows[3]["kind"] == "notice" and rows[0]["status"] == "pending" and rows[0]["chat_id"] == "c1"
+    store.outbox.set_op(store.outbox.message("b:0").id, "split")
+    assert "b:0" not in [m["key"] for m in store.outbox.turn_messages("telegram", "t1")]
+    assert store.outbox.turn_messages("slack", "t1") == []
+
+
+def test_state_changes(store, clock):
+    ids = store.outbox.add_messages([msg("k:0"), msg("k:1"), msg("k:2")])
+    store.outbox.record_attempt(ids[0], "NetworkError: boom", clock.now + 3)
+    row = store.outbox.message("k:0")
+    assert (row.status, row.attempts, row.next_attempt_at, row.last_error) == (
+        "pending", 1, clock.now + 3, "NetworkError: boom")
+    store.outbox.mark_sent(ids[0], "m1")
+    row = store.outbox.message("k:0")
+    assert (row.status, row.attempts, row.message_id, row.sent_at, row.next_attempt_at) == (
+        "sent", 2, "m1", clock.now, None)
+    store.outbox.mark_failed(ids[1], "Forbidden: blocked")
+    assert store.outbox.message("k:1").status == "failed"
+    assert store.outbox.drop([ids[1], ids[2]]) == [ids[2]]  # only pending rows drop
+    assert store.outbox.message("k:2").status == "dropped"
+    store.outbox.set_message_id("k:1", "m9")
+    assert store.outbox.message("k:1").message_id == "m9"
+    assert store.outbox.pending_messages() == []
+
+
+def test_pieces_are_the_direct_children_of_a_key(store):
+    store.outbox.add_messages([msg("k:1"), msg("k:1/a"), msg("k:1/b"), msg("k:1/a/a"), msg("k:10"), msg("k:1x")])
+    assert [r.key for r in store.outbox.pieces("k:1")] == ["k:1/a", "k:1/b"]
+    assert [r.key for r in store.outbox.pieces("k:1/a")] == ["k:1/a/a"]
+
+
+def test_text_with_lone_surrogates_is_stored_exactly(store):
+    text = "broken \ud83d emoji and fine 😀"
+    store.outbox.add_messages([msg("s:0", text, turn_id="t")])
+    assert store.outbox.message("s:0").text == text
+    assert store.outbox.turn_messages("telegram", "t")[0]["text"] == text
+
+
+def test_prune_keeps_pending_rows(store, clock):
+    ids = store.outbox.add_messages([msg("old:0"), msg("old:1")])
+    store.outbox.mark_sent(ids[0], "m1")
+    clock.now += 100
+    store.outbox.add_messages([msg("new:0")])
+    assert store.outbox.prune(older_than=clock.now - 50) == 1
+    assert store.outbox.message("old:0") is None and store.outbox.message("old:1") is not None
