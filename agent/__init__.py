@@ -11,9 +11,9 @@ from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._plugins import PluginCommand, PluginContext, PluginHost
-from agent._session import AgentSession, TurnObserver
+from agent._session import ActiveTurn, AgentSession, TurnObserver, active_turn
 from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry
-from agent._turn import ActiveTurn, ToolTraceEntry, TurnResult, active_turn
+from agent._turn import ToolTraceEntry, TurnResult
 
 __all__ = [
     "ActiveTurn",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 from collections import deque
@@ -18,11 +19,25 @@ from agent._hooks import HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._tools import Tool, ToolContext
-from agent._turn import _ACTIVE_TURN, ActiveTurn, ToolTraceEntry, TurnResult
+from agent._turn import ToolTraceEntry, TurnResult
 
 log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveTurn:
+    session: AgentSession
+    turn_id: str
+
+
+_ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
+
+
+def active_turn() -> ActiveTurn | None:
+    """The agent turn running in the current context (also inside tool worker threads), if any."""
+    return _ACTIVE_TURN.get()
 
 
 class TurnObserver:

@@ -1,15 +1,11 @@
-"""What a turn returns, and the context variable that names the active turn."""
+"""What a turn returns."""
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from agent._model import Usage
-
-if TYPE_CHECKING:
-    from agent._session import AgentSession
 
 ExitReason = Literal["completed", "max_iterations", "interrupted", "error"]
 
@@ -50,17 +46,3 @@ class TurnResult:
     error: str | None = None
     interrupt_reason: str | None = None
     model: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveTurn:
-    session: AgentSession
-    turn_id: str
-
-
-_ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
-
-
-def active_turn() -> ActiveTurn | None:
-    """The agent turn running in the current context (also inside tool worker threads), if any."""
-    return _ACTIVE_TURN.get()

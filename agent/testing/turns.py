@@ -6,8 +6,7 @@ import contextlib
 import uuid
 from collections.abc import Iterator
 
-from agent._session import AgentSession
-from agent._turn import _ACTIVE_TURN, ActiveTurn
+from agent._session import _ACTIVE_TURN, ActiveTurn, AgentSession
 
 
 @contextlib.contextmanager

@@ -18,20 +18,23 @@ async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
     reader = os.fdopen(read_fd)
     ended = asyncio.Event()
     got = []
+    arrived = asyncio.Queue()
 
     async def sink(inbound):
         got.append(inbound)
+        arrived.put_nowait(inbound)
+
+    async def message() -> None:
+        await asyncio.wait_for(arrived.get(), 5)
 
     adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set)
     await adapter.start(sink)
     os.write(write_fd, b"hello\n")
-    await asyncio.sleep(0.2)
+    await message()  # each write waits for the last message: lines written apart stay apart
     os.write(write_fd, b"Compare:\n- a\n- b\n")  # pasted together: one message
-    await asyncio.sleep(0.2)
-    os.write(write_fd, b"one \\\n")
-    await asyncio.sleep(0.2)
-    os.write(write_fd, b"two\n")
-    await asyncio.sleep(0.2)
+    await message()
+    os.write(write_fd, b"one \\\ntwo\n")  # a trailing backslash continues the message
+    await message()
     os.write(write_fd, b"/stop\n")
     os.close(write_fd)
     await asyncio.wait_for(ended.wait(), 5)

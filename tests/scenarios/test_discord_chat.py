@@ -20,7 +20,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
-from gateway.testing import make_config, start_gateway
+from gateway.testing import make_config, settled, start_gateway
 
 SEND = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -31,7 +31,6 @@ FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
 SILENT = 1 << 12  # SUPPRESS_NOTIFICATIONS: 4096
 GUILD, CHANNEL, USER, STRANGER = 500, 600, 42, 999
 LIST = "Compare these:\n- apples\n- pears"
-SETTLE = 0.3  # long enough for anything more to arrive on loopback
 
 Start = Callable[..., Awaitable[Gateway]]
 
@@ -68,6 +67,13 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
         started.append(gateway)
         return gateway
 
+    async def quiet() -> None:
+        """Nothing more will arrive. Events reach the client in order, so once the last pushed
+        event's effect was seen, settling the gateways is enough."""
+        for gateway in started:
+            await settled(gateway)
+
+    start_.quiet = quiet  # type: ignore[attr-defined]
     try:
         yield start_
     finally:
@@ -106,7 +112,7 @@ def hanging_child(request: ModelRequest) -> dict:
     goal = request.metadata.get("goal", "")
     if request.iteration == 0:
         return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-    return {"hang": True}
+    return {"wait": goal}  # never released: it hangs here with its partial output
 
 
 def delegate_to_hanging_children(request: ModelRequest) -> dict:
@@ -118,11 +124,11 @@ def delegate_to_hanging_children(request: ModelRequest) -> dict:
     return {"text": "all done"}
 
 
-async def children_running(gateway: Gateway, n: int = 2) -> None:
+async def children_hanging(model: ScriptedModel) -> None:
+    """Every child did its first step and hangs in its second model call."""
     async with asyncio.timeout(5):
-        while sum(len(gateway.host.children.children(s.session_id)) for s in gateway.sessions) < n:
-            await asyncio.sleep(0.005)
-    await asyncio.sleep(0.05)
+        for task in HANGING_CHILDREN["tasks"]:
+            await model.reached(task["goal"])
 
 
 def fence_lines(text: str) -> list[str]:
@@ -138,7 +144,7 @@ async def test_dm_inline_delegation_is_one_message_with_typing_while_it_runs(fak
     asked = fake.push_dm(USER, LIST)
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: fake.bot_messages(dm))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     [reply] = fake.bot_messages(dm)
     assert reply.content.startswith("[demo]")
     assert "apples: completed" in reply.content and "pears: completed" in reply.content
@@ -155,7 +161,7 @@ async def test_dm_background_delegation_is_two_messages(fake, start):
     fake.push_dm(USER, LIST)
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 2)
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     ack, answer = fake.bot_messages(dm)
     assert "Started 2 subagent" in ack.content
     assert "apples: completed" in answer.content and "pears: completed" in answer.content
@@ -172,7 +178,7 @@ async def test_guild_messages_are_answered_only_when_they_mention_the_bot(fake, 
     fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting among ourselves")
     fake.push_guild_message(GUILD, CHANNEL, USER, "what's up?", mention_bot=True)
     await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(CHANNEL)) == ["echo: what's up?"]  # mention stripped from the text
     assert len(model.requests) == 1
 
@@ -188,7 +194,7 @@ async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start
     # a follow-up in A needs no mention any more (the bot posted there) and stays in A's session
     fake.push_guild_message(GUILD, CHANNEL, USER, "follow-up in A", thread_id=701)
     await fake.wait_for(lambda: len(fake.bot_messages(701)) == 2)
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(701)) == ["echo: question in A", "echo: follow-up in A"]
     assert contents(fake.bot_messages(702)) == ["echo: question in B"]
     assert fake.bot_messages(CHANNEL) == []
@@ -206,7 +212,7 @@ async def test_notices_are_silent_edited_in_place_and_none_follow_the_reply(fake
     fake.push_dm(USER, "work slowly")
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: "finished" in contents(fake.bot_messages(dm)))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     notice, reply = fake.bot_messages(dm)
     assert notice.flags & SILENT and not reply.flags & SILENT
     assert reply.content == "finished"
@@ -246,7 +252,7 @@ async def test_slash_stop_and_new_are_deferred_then_answered_once(fake, start):
     await fake.wait_for(lambda: for_token(fake, ANSWER, stop))
     new = fake.push_interaction("new", USER)
     await fake.wait_for(lambda: for_token(fake, ANSWER, new))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
 
     assert assert_answered_once_through_the_interaction(fake, stop, dm).content == "Nothing was running."
     assert assert_answered_once_through_the_interaction(fake, new, dm).content.startswith("Started a new session")
@@ -268,7 +274,7 @@ async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_po
     generation = channel_session.generation
     fake.push_guild_message(GUILD, CHANNEL, USER, "!new")  # no mention needed for text commands here
     await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 2)
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(CHANNEL))[0] == "echo: hi"
     assert contents(fake.bot_messages(CHANNEL))[1].startswith("Started a new session")
     assert channel_session.generation == generation + 1
@@ -281,7 +287,7 @@ async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_o
     gateway = await start(model=model, display={"interim_assistant_messages": False})
     dm = fake.dm_channel(USER)
     fake.push_dm(USER, "please delegate this")
-    await children_running(gateway)
+    await children_hanging(model)
     [session] = list(gateway.sessions)
     assert session.mode == "inline" and session.running is not None
 
@@ -290,7 +296,7 @@ async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_o
     else:
         fake.push_dm(USER, "!stop")
     await fake.wait_for(lambda: fake.bot_messages(dm))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
 
     [confirmation] = fake.bot_messages(dm)  # one confirmation, nothing more from the stopped work
     assert confirmation.content.startswith("Stopped the running turn and 2 subagents")
@@ -320,7 +326,7 @@ async def test_a_long_reply_is_split_under_2000_with_balanced_fences_and_nothing
     fake.push_dm(USER, "write a lot")
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 3)
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     parts = contents(fake.bot_messages(dm))
     assert len(parts) == 3
     assert all(len(p) <= 2000 for p in parts)
@@ -344,7 +350,7 @@ async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
     fake.push_dm(USER, "hello")
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: fake.bot_messages(dm))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(dm)) == ["after the rate limit"]
     limited, retried = in_channel(fake, SEND, dm)
     assert (limited.status, retried.status) == (429, 200)
@@ -368,7 +374,7 @@ async def test_a_message_replayed_after_resume_runs_one_turn(fake, start, caplog
     await fake.wait_for(lambda: [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6])
     dropped = f"dropping duplicate discord event {message_id}"
     await fake.wait_for(lambda: any(dropped in r.getMessage() for r in caplog.records))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(dm)) == ["echo: only once, please"]
     assert len(model.requests) == 1
 
@@ -385,7 +391,7 @@ async def test_after_an_op7_reconnect_one_message_gets_one_reply_on_one_connecti
     fake.push_dm(USER, "still there?")
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: fake.bot_messages(dm))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     assert contents(fake.bot_messages(dm)) == ["echo: still there?"]
     assert len(model.requests) == 1
     assert fake.live_connections == 1 and fake.connections_opened == 2
@@ -400,7 +406,7 @@ async def test_a_stranger_gets_one_refusal_and_the_model_is_never_called(fake, s
     stranger_dm = fake.dm_channel(STRANGER)
     fake.push_dm(STRANGER, "let me in")
     await fake.wait_for(lambda: fake.bot_messages(stranger_dm))
-    await asyncio.sleep(SETTLE)
+    await start.quiet()
     [refusal] = fake.bot_messages(stranger_dm)
     assert "only answers people" in refusal.content and str(STRANGER) in refusal.content
     assert model.requests == []

@@ -22,13 +22,12 @@ from gateway.server import Server
 from gateway.store import session_key
 from platforms.fakes.slack import Call, FakeSlack
 from platforms.slack import SlackAdapter
-from gateway.testing import make_config, start_gateway
+from gateway.testing import make_config, settled, start_gateway
 
 SECRET = "scenario-signing-secret"
 PLACEHOLDER = "_working…_"
 LIST = "Compare these:\n- apples\n- pears"
 DM = "DU1"  # the fake's DM channel with user U1
-SETTLE = 0.3
 HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
 
 
@@ -45,7 +44,7 @@ def hanging_child(request: ModelRequest) -> dict:
     goal = request.metadata.get("goal", "")
     if request.iteration == 0:
         return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-    return {"hang": True}
+    return {"wait": goal}  # never released: it hangs here with its partial output
 
 
 def delegating_parent(request: ModelRequest) -> dict:
@@ -97,7 +96,7 @@ class SlackChat:
         await self.fake.wait_for(lambda: PLACEHOLDER not in self.bot_texts(channel, thread)
                                  and len(self.bot_texts(channel, thread)) >= count, timeout)
         if settle:
-            await asyncio.sleep(SETTLE)
+            await settled(self.gateway)
         return self.bot_texts(channel, thread)
 
 
@@ -208,7 +207,7 @@ async def test_unmentioned_channel_messages_get_no_reply(slack_chat):
     await chat.fake.push_message("C1", "U1", "just chatting, not to the bot")
     await chat.fake.push_message("C1", "U1", "a reply in someone else's thread", thread_ts="1700000000.000009")
     await chat.fake.wait_for(lambda: len(chat.fake.acks) == 2)
-    await asyncio.sleep(SETTLE)
+    await settled(chat.gateway)
     assert chat.fake.calls_to("chat.postMessage") == []
     assert model.requests == [] and len(chat.gateway.sessions) == 0
 
@@ -304,8 +303,9 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
     chat = await slack_chat(llm=model, display={"interim_assistant_messages": False})
     body = await chat.fake.push_mention("C1", "U1", "please delegate this")
     ts = body["event"]["ts"]
-    await chat.fake.wait_for(lambda: chat.children() >= 2)
-    await asyncio.sleep(0.05)
+    async with asyncio.timeout(5):
+        for task in HANGING_CHILDREN["tasks"]:
+            await model.reached(task["goal"])  # each did its first step and hangs in the second
     assert chat.session("C1", ts).mode == "inline"
 
     await chat.fake.push_message("C1", "U1", "!stop", thread_ts=ts)  # no slash commands in threads
@@ -341,7 +341,7 @@ async def test_http_signatures_are_checked_and_url_verification_is_answered(slac
     challenge = await fake.send_http_event(url, {"type": "url_verification", "challenge": "c-42", "token": "t"},
                                            SECRET)
     assert challenge.status == 200 and challenge.json() == {"challenge": "c-42"}
-    await asyncio.sleep(SETTLE)
+    await settled(chat.gateway)
     assert model.requests == [] and len(chat.gateway.sessions) == 0 and fake.calls_to("chat.postMessage") == []
 
     right = await fake.send_http_event(url, dm_event("EvRight", "signed properly"), SECRET)

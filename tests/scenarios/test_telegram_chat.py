@@ -22,12 +22,11 @@ from gateway.server import Server
 from platforms.base import utf16_length
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from gateway.testing import make_config, start_gateway
+from gateway.testing import make_config, settled, start_gateway
 
 BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
 LIST = "Compare these:\n- apples\n- pears"
 EVERYONE = {"telegram": {"allow_all": True}}
-SETTLE = 0.2  # long enough to show that nothing MORE arrives
 NOT_MODIFIED = ("Bad Request: message is not modified: specified new message content and reply markup are "
                 "exactly the same as a current content and reply markup of the message")
 
@@ -62,6 +61,12 @@ class Gateways:
         self.running.append(gateway)
         await self.fake.wait_for(lambda: self.fake.calls_to("getUpdates"))  # polling is live
         return gateway
+
+    async def quiet(self) -> None:
+        """Nothing more will arrive: the adapter confirmed every update, and every gateway settled."""
+        await self.fake.wait_for(lambda: not self.fake.pending)
+        for gateway in self.running:
+            await settled(gateway)
 
     async def stop(self, gateway: Gateway) -> None:
         self.running.remove(gateway)
@@ -143,7 +148,7 @@ async def test_private_inline_turn_types_then_sends_one_reply(fake, gateways):
     await gateways.start(config, model=WithLatency(build_model(config.model)))
     fake.push_message(42, LIST, username="alice")
     await fake.wait_for(lambda: fake.messages["42"])
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     (reply,) = texts(fake)
     assert "apples" in reply and "pears" in reply
     names = method_names(fake)
@@ -158,7 +163,7 @@ async def test_private_background_turn_acknowledges_then_sends_the_results(fake,
     gateway = await gateways.start(config, model=WithLatency(build_model(config.model)))
     fake.push_message(42, LIST)
     await fake.wait_for(lambda: len(fake.messages["42"]) >= 2)
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     ack, results = texts(fake)
     assert "Started 2 subagent" in ack
     assert "apples: completed" in results and "pears: completed" in results
@@ -175,7 +180,7 @@ async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_
     await gateways.start(config, script=slow_script())
     fake.push_message(42, "work slowly")
     await fake.wait_for(lambda: "finished" in texts(fake))
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     notice, reply = fake.messages["42"]
     assert notice["silent"] and notice["text"].startswith("⏳") and notice["edits"]
     assert reply["text"] == "finished" and not reply["silent"]
@@ -209,7 +214,7 @@ async def test_command_during_a_hanging_inline_delegation_gives_one_confirmation
     delegating_session = session.session_id
     fake.push_message(42, command)
     await fake.wait_for(lambda: fake.messages["42"])
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     (reply,) = texts(fake)  # one confirmation; nothing from the stopped turn or its children
     assert reply.startswith(confirmation)
     children = gateway.host.children
@@ -240,7 +245,7 @@ async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
     fake.push_message(-100, "/stop@some_other_bot", **group)  # not ours: ignored
     fake.push_message(-100, f"/stop@{bot}", **group)
     await fake.wait_for(lambda: fake.messages["-100"])
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     (reply,) = texts(fake, -100)
     assert reply.startswith("Stopped the running turn and 2 subagents")
 
@@ -256,7 +261,7 @@ async def test_group_message_gets_no_reply_and_a_mention_gets_one(fake, gateways
     fake.push_message(-100, "just chatting among ourselves", **group)
     fake.push_message(-100, f"hey @{BOT} what's up?", **group)
     await fake.wait_for(lambda: fake.messages["-100"])
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     assert texts(fake, -100) == ["hello group"]
     assert len(model.requests) == 1
     said = [str(m["content"]) for m in model.requests[0].messages if m["role"] == "user"]
@@ -284,7 +289,7 @@ async def test_a_long_reply_is_split_to_the_utf16_limit_with_balanced_fences(fak
     await gateways.start(config, script={"parent": [[{"text": text}]]})
     fake.push_message(42, "write a lot")
     await fake.wait_for(lambda: texts(fake) and texts(fake)[-1].endswith("part 39."))
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     parts = texts(fake)
     assert len(parts) >= 3
     assert all(utf16_length(p) <= 4096 for p in parts)
@@ -305,7 +310,7 @@ async def test_429_on_send_is_retried_after_retry_after_and_the_reply_arrives_on
     refused_at = asyncio.get_running_loop().time()
     await fake.wait_for(lambda: fake.messages["42"])
     waited = asyncio.get_running_loop().time() - refused_at
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     assert texts(fake) == ["patience pays"]
     assert waited >= 0.9
     assert [c["text"] for c in fake.calls_to("sendMessage")] == ["patience pays"] * 2
@@ -320,7 +325,7 @@ async def test_429_on_a_notice_edit_is_retried_in_place(fake, gateways):
     refused_at = asyncio.get_running_loop().time()
     await fake.wait_for(lambda: "finished" in texts(fake))
     waited = asyncio.get_running_loop().time() - refused_at
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     notice, reply = fake.messages["42"]  # no fallback message: the edit went through in place
     assert notice["silent"] and reply["text"] == "finished"
     assert waited >= 0.9  # the chat's reply waited behind the edit's retry, in order
@@ -339,7 +344,7 @@ async def test_message_is_not_modified_counts_as_a_successful_edit(fake, gateway
     fake.fail_next("editMessageText", 400, description=NOT_MODIFIED)
     fake.push_message(42, "work slowly")
     await fake.wait_for(lambda: "finished" in texts(fake))
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     notice, reply = fake.messages["42"]  # no fallback new message for the "failed" edit
     assert notice["text"].startswith("⏳") and reply["text"] == "finished"
     assert len(fake.calls_to("sendMessage")) == 2
@@ -367,7 +372,7 @@ async def test_update_served_again_after_a_restart_is_dropped_by_the_inbox(fake,
     await gateways.start(config, model=model)  # same state dir: the inbox remembers the update
     await fake.wait_for(lambda: not fake.pending)  # served again, then confirmed
     assert fake.calls_to("getUpdates")[-1]["offset"] == str(update_id + 1)
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     assert texts(fake) == ["answered once"]
     assert model.requests == []
 
@@ -396,7 +401,7 @@ async def test_webhook_mode_on_the_gateway_server_checks_the_secret(fake, gatewa
 
         assert await fake.deliver_webhook(fake.message_update(42, "let me in"), secret="wrong") == 401
         assert await fake.deliver_webhook(fake.message_update(42, "let me in"), secret=None) == 401
-        await asyncio.sleep(SETTLE)
+        await gateways.quiet()
         assert texts(fake) == ["hooked"]
         assert len(model.requests) == 1
     finally:
@@ -412,7 +417,7 @@ async def test_a_stranger_gets_one_polite_refusal_and_the_model_is_never_called(
     await gateways.start(config, model=model)
     fake.push_message(999, "hello?", username="stranger")
     await fake.wait_for(lambda: fake.messages["999"])
-    await asyncio.sleep(SETTLE)
+    await gateways.quiet()
     (refusal,) = texts(fake, 999)
     assert refusal.startswith("Sorry") and "only answers people" in refusal and "999" in refusal
     assert model.requests == []

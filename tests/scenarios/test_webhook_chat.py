@@ -14,6 +14,7 @@ from gateway.app import Gateway
 from gateway.platform_factory import build_adapters
 from gateway.host import AgentHost
 from gateway.server import Server
+from gateway.testing import settled
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
 
 SECRET = "s3cret-for-tests"
@@ -42,6 +43,12 @@ async def serve(tmp_path):
         running.append((gateway, server))
         return server.url
 
+    async def quiet() -> None:
+        """Nothing more will be delivered: every gateway has settled."""
+        for gateway, _ in running:
+            await settled(gateway)
+
+    start.quiet = quiet
     yield start
     for gateway, server in running:
         await server.stop()
@@ -68,7 +75,7 @@ async def test_one_message_inline_two_in_background_counted_at_the_receiver(serv
                        delegation={"gateway_mode": mode})
     assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": LIST})).status == 202
     await receiver.wait_for(lambda: len(receiver.unique) >= len(kinds))
-    await asyncio.sleep(0.3)
+    await serve.quiet()
     assert [d.json["kind"] for d in receiver.unique.values()] == kinds
     final = list(receiver.unique.values())[-1].json["text"]
     assert "apples: completed" in final and "pears: completed" in final
@@ -83,7 +90,7 @@ async def test_a_replayed_request_is_the_duplicate_it_is(serve, receiver):
     assert first.status == second.status == 202
     assert second.json()["duplicate"] is True and second.json()["turn_id"] == first.json()["turn_id"]
     await receiver.wait_for(lambda: receiver.unique)
-    await asyncio.sleep(0.3)
+    await serve.quiet()
     assert len(receiver.deliveries) == 1
 
 
@@ -96,7 +103,7 @@ async def test_bad_signatures_and_sizes_are_refused_before_anything_runs(serve, 
     assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"no": "text"})).status == 400
     big = json.dumps({"text": "x" * (1024 * 1024)}).encode()
     assert (await signed_post(f"{base}/webhooks/hook", SECRET, big)).status == 413
-    await asyncio.sleep(0.2)
+    await serve.quiet()
     assert receiver.deliveries == []
 
 

@@ -1,0 +1,81 @@
+"""The shape of the house: dependencies point one way, and no package's modules import in a circle.
+
+Imports are read from the source (``if TYPE_CHECKING:`` blocks and function bodies included),
+so a cycle hidden from the interpreter still fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("agent", "lifecycle", "gateway", "platforms")
+MAY_IMPORT = {
+    "agent": set(),
+    "lifecycle": {"agent"},
+    "platforms": set(),
+    "gateway": {"agent", "lifecycle", "platforms"},
+}
+
+
+def modules(package: str) -> dict[str, Path]:
+    found = {}
+    for path in (ROOT / package).rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(path: Path, name: str) -> set[str]:
+    """Every module named by an import statement anywhere in the file, resolved to a full name."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*parent, base] if base else parent)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_packages_import_only_downwards(package):
+    allowed = MAY_IMPORT[package] | {package}
+    for name, path in modules(package).items():
+        if name.startswith("platforms.fakes"):
+            continue  # the fakes are test doubles; they may use anything
+        upward = {m.split(".")[0] for m in imports(path, name)} & set(PACKAGES) - allowed
+        assert not upward, f"{name} imports {sorted(upward)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_inside_a_package(package):
+    known = modules(package)
+    graph = {name: {m for m in imports(path, name) if m in known and m != name} for name, path in known.items()}
+    # A package's __init__ re-exporting its modules is not a cycle: only module-to-module edges count.
+    graph = {name: {m for m in deps if known[m].name != "__init__.py" or m == package} for name, deps in graph.items()}
+    for name in graph:
+        graph[name].discard(package)
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> None:
+        if node in done:
+            return
+        assert node not in visiting, f"import cycle: {' -> '.join([*visiting[visiting.index(node):], node])}"
+        visiting.append(node)
+        for dep in sorted(graph[node]):
+            visit(dep)
+        visiting.pop()
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node)
