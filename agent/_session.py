@@ -148,6 +148,13 @@ class AgentSession:
         """Queue text for the model at the next iteration boundary (FIFO)."""
         self._steer.append(text)
 
+    def take_steer(self) -> list[str]:
+        """Remove and return steered text no model call has read yet (a turn that ended first
+        leaves it here); the host decides what becomes of it."""
+        unread = list(self._steer)
+        self._steer.clear()
+        return unread
+
     def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0) -> None:
         """Roll a child's usage into this session's totals."""
         self.total_usage += usage

@@ -147,12 +147,13 @@ class Gateway:
             return Accepted(None, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         busy_mode = self.display.turn(session.platform).busy_input_mode
-        if session.running is not None and busy_mode == "steer":
-            session.agent.steer(inbound.text)
-            self.store.inbox.settle(inbound.platform, inbound.event_id)
-            return Accepted(session.running.turn_id, session.key)
-        if session.running is not None and busy_mode == "interrupt":
-            self.sessions.stop_turn(session, "interrupted by a new message")
+        running = session.running
+        if running is not None and busy_mode == "steer":
+            self.sessions.steer(session, inbound)  # settled once the turn has read it
+            return Accepted(running.turn_id, session.key)
+        # A completion turn is never interrupted by a message: its results would be lost.
+        if running is not None and busy_mode == "interrupt" and running.kind != "completion":
+            self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
 
@@ -174,5 +175,9 @@ class Gateway:
                                      delegate=delegate)
 
     async def _read_turn(self, route: str, turn_id: str) -> list[dict]:
+        """The webhook platform's turn read: LookupError for a turn this route never started."""
+        event = self.store.inbox.event_of_turn("webhook", turn_id)
+        if event is None or not event.chat_id.startswith(f"{route}:"):
+            raise LookupError(turn_id)
         return [m for m in self.store.outbox.turn_messages("webhook", turn_id)
                 if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]

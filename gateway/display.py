@@ -27,6 +27,8 @@ class TurnDisplay:
     long_running_notifications: bool | Literal["generic"]
     notify_interval: float
     busy_input_mode: str
+    progress_final: str
+    """``summary``: a finished turn's notice is edited to its outcome; ``delete``: it is deleted."""
 
 
 def resolve(config: Config, platform: str, key: str, tier: DisplayTier | None):
@@ -45,11 +47,13 @@ def turn_display(config: Config, platform: str, tier: DisplayTier | None) -> Tur
     interim = bool(resolve(config, platform, "interim_assistant_messages", tier)) and platform != "webhook"
     overrides = config.display.platforms.get(platform)
     busy = (overrides.busy_input_mode if overrides is not None else None) or config.display.busy_input_mode
+    final = (overrides.progress_final if overrides is not None else None) or config.display.progress_final
     return TurnDisplay(
         interim_assistant_messages=interim,
         long_running_notifications=resolve(config, platform, "long_running_notifications", tier),
         notify_interval=config.agent.gateway_notify_interval,
         busy_input_mode=busy,
+        progress_final=final,
     )
 
 

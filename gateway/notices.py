@@ -23,13 +23,17 @@ Send = Callable[[str, int], None]
 Detail = Callable[[], str | None]
 
 
-def format_elapsed(seconds: float, interval: float) -> str:
-    """Minutes from one minute on; seconds below, with the decimals the interval needs
-    so consecutive notices never read the same."""
-    if seconds >= 60:
-        return f"{int(seconds // 60)} min"
+def format_elapsed(seconds: float, interval: float = 1.0) -> str:
+    """Seconds under a minute; from a minute on, minutes and the seconds left (``1 min 30 s``,
+    ``2 min``). Seconds carry the decimals the interval needs, so consecutive notices one
+    interval apart never read the same."""
     decimals = 0 if interval >= 1 else min(3, math.ceil(-math.log10(interval)))
-    return f"{seconds:.{decimals}f} s"
+    seconds = round(seconds, decimals)
+    if seconds < 60:
+        return f"{seconds:.{decimals}f} s"
+    minutes, rest = divmod(seconds, 60)
+    rest = round(rest, decimals)
+    return f"{int(minutes)} min" + (f" {rest:.{decimals}f} s" if rest else "")
 
 
 def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"], detail: str | None) -> str:
@@ -37,6 +41,20 @@ def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"]
     if mode == "generic" or not detail:
         return f"⏳ Still working — {when}"
     return f"⏳ Working — {when} — {detail}"
+
+
+def final_text(outcome: str, elapsed: float, interval: float = 1.0) -> str:
+    """The one line a turn's notice becomes when the turn ends, by ``outcome``: done, stopped,
+    superseded, failed, or shutdown."""
+    if outcome == "done":
+        return f"✓ Done in {format_elapsed(elapsed, interval)}"
+    if outcome == "stopped":
+        return "⏹ Stopped"
+    if outcome == "superseded":
+        return "⏹ Stopped for your next message"
+    if outcome == "shutdown":
+        return "⏹ Interrupted by a gateway restart"
+    return "⚠️ Failed"
 
 
 class Notifier:
@@ -51,6 +69,8 @@ class Notifier:
         self._clock = clock
         self._task: asyncio.Task | None = None
         self._armed = False
+        self.sent = 0
+        """Notices sent so far: 0 means the chat has none to finalise."""
 
     @property
     def enabled(self) -> bool:
@@ -70,14 +90,13 @@ class Notifier:
 
     async def _run(self) -> None:
         started = self._clock.monotonic()
-        sent = 0
         while True:
             await self._clock.sleep(self.interval)
             if not self._armed:
                 return
             try:
                 detail = self._detail() if self.mode != "generic" else None
-                self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), sent)
+                self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), self.sent)
             except Exception:  # a notice must never break the turn it describes
                 log.exception("sending a long-running notice failed")
-            sent += 1
+            self.sent += 1

@@ -161,6 +161,21 @@ class Outbox:
         self._journal(rows)
         return [r.key for r in rows]
 
+    def enqueue_delete(self, platform: str, chat_id: str, thread_id: str | None, target_key: str, fallback: str, *,
+                       key: str) -> list[str]:
+        """Journal a deletion of the message sent under ``target_key``, in the chat's order. Where the
+        platform cannot delete it, it is edited to ``fallback`` instead (and sent anew where even
+        that fails, as for `enqueue_edit`). Idempotent by ``key``."""
+        existing = self._existing(key)
+        if existing:
+            return existing
+        target = self._store.message(target_key)
+        rows = [NewMessage(f"{key}:0", platform, chat_id, thread_id, fallback, kind="notice", silent=True,
+                           op="delete", target_key=target_key, turn_id=target.turn_id if target else None,
+                           sequence=None if target and target.turn_id else 0)]
+        self._journal(rows)
+        return [rows[0].key]
+
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never
         sent (one already in the adapter's hands still counts as sent). Returns how many."""
@@ -171,6 +186,10 @@ class Outbox:
             if row.id in dropped:
                 self._resolve(row.key, None)
         return len(dropped)
+
+    def journaled(self, key: str) -> bool:
+        """Whether a part with this key was ever journaled (and not yet pruned)."""
+        return self._store.has_message(key)
 
     async def wait_sent(self, key: str, timeout: float | None = None) -> str | None:
         """The platform message id once the part under ``key`` is sent; None once it failed or

@@ -5,7 +5,8 @@ from __future__ import annotations
 from agent import TurnResult
 
 SILENCE = "NO_REPLY"
-"""A reply that is exactly this sends nothing (the model's way to stay quiet after a completion)."""
+"""A completion turn's reply that is exactly this sends nothing (the model's way to stay quiet
+about background results). A reply to a user message is always sent."""
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
 
 
@@ -24,6 +25,25 @@ def reply_text(kind: str, result: TurnResult | None) -> str | None:
         text = (result.text + "\n\n" if result.text else "") + "(I stopped here: this turn ran out of steps.)"
     else:
         text = result.text
-    if not text or text.strip() == SILENCE:
+    if not text or (kind == "completion" and text.strip() == SILENCE):
         return None
     return text
+
+
+SUPPRESSED_NOTES = {
+    "superseded": "(Superseded by your next message.)",
+    "stop": "(Stopped by /stop.)",
+    "new": "(Ended by /new.)",
+}
+"""What a caller that tracks turn ids (the webhook platform) reads for a turn that was cut short."""
+
+
+def outcome(result: TurnResult | None, suppressed_by: str | None) -> str:
+    """How a turn ended, for its progress message: done, stopped, superseded, shutdown or failed."""
+    if suppressed_by is not None:
+        return "superseded" if suppressed_by == "superseded" else "stopped"
+    if result is None or result.exit_reason == "error":
+        return "failed"
+    if result.exit_reason == "interrupted":
+        return "shutdown"
+    return "done"

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from agent import Clock
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
-from platforms.base import (Adapter, BadRequest, DeliveryError, EditUnsupported, Forbidden, MessageTooLong, NotFound,
-                            Outbound, Paced, RateLimited)
+from platforms.base import (Adapter, BadRequest, Deleting, DeliveryError, EditUnsupported, Forbidden, MessageTooLong,
+                            NotFound, Outbound, Paced, RateLimited)
 
 log = logging.getLogger("gateway.outbox")
 
@@ -104,13 +104,18 @@ class Sender:
                         self._settle_final(fresh)
                     return
                 row, waited = fresh, False
-            target_id = self._edit_target(row) if row.op == "edit" else None
+            target_id = self._edit_target(row) if row.op in ("edit", "delete") else None
+            if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
+                row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
             if row.op == "edit" and target_id is None:
                 row = self._to_send(row, "no sent message to edit")
             try:
                 message_id = await self._attempt(adapter, row, target_id)
             except Exception as exc:
                 waited = True  # the attempt itself awaited: read the row again before the next
+                if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
+                    self._to_edit(row, type(exc).__name__)
+                    continue
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
                     self._to_send(row, type(exc).__name__)
                     continue
@@ -149,6 +154,9 @@ class Sender:
     async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None) -> str:
         self._store.commit()  # journaled durably before it can reach the platform
         try:
+            if row.op == "delete" and target_id is not None:
+                await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]
+                return target_id
             if row.op == "edit" and target_id is not None:
                 await adapter.edit(row.chat_id, row.thread_id, target_id, row.text)
                 return target_id
@@ -187,6 +195,13 @@ class Sender:
                  row.target_key, reason)
         self._store.set_op(row.id, "send")
         return dataclasses.replace(row, op="send")
+
+    def _to_edit(self, row: OutboxRow, reason: str) -> OutboxRow:
+        """A delete that cannot be: from now on this row edits the message to its text instead."""
+        log.info("outbox: %s chat %s: %s cannot delete %s (%s); editing it instead", row.platform, row.chat_id,
+                 row.key, row.target_key, reason)
+        self._store.set_op(row.id, "edit")
+        return dataclasses.replace(row, op="edit")
 
     async def _resplit(self, adapter: Adapter, row: OutboxRow, exc: MessageTooLong) -> None:
         measure = safe_measure(adapter)

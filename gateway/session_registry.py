@@ -12,8 +12,9 @@ import logging
 from collections.abc import Callable, Iterator
 
 from agent import AgentSession, Clock, new_id
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
 from gateway.store import SessionRow, SessionTable, session_key
+from platforms.base import Inbound
 
 log = logging.getLogger("gateway.sessions")
 
@@ -79,7 +80,7 @@ class SessionRegistry:
         """``/new``: stop the running turn, drop the queue, and start a generation with its mode
         re-resolved and an empty conversation. Returns the old generation's agent session id."""
         old_id = session.session_id
-        self.stop(session, "session reset by /new", remember=False)
+        self.stop(session, "session reset by /new", remember=False, why="new")
         row = self._new_row(session.key, session.platform, generation=session.generation + 1)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
@@ -90,23 +91,30 @@ class SessionRegistry:
         self._by_agent[session.session_id] = session
         return old_id
 
-    def stop(self, session: GatewaySession, reason: str, *, remember: bool = True) -> bool:
+    def stop(self, session: GatewaySession, reason: str, *, remember: bool = True, why: str = "stop") -> bool:
         """``/stop``: suppress and interrupt the running turn and drop everything queued. With
         ``remember``, background results dispatched before now are not delivered either.
         Returns whether a turn was running."""
         if remember:
             session.last_stop_at = self._clock.time()
         session.queue.clear()
-        return self.stop_turn(session, reason)
+        return self.stop_turn(session, reason, why=why)
 
-    def stop_turn(self, session: GatewaySession, reason: str) -> bool:
-        """Suppress the running turn (nothing more of it reaches the chat) and interrupt it hard."""
+    def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
+        """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
+        `RunningTurn.suppressed_by`) and interrupt it hard."""
         running = session.running
         if running is None:
             return False
-        running.suppressed = True
+        running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)
         return True
+
+    def steer(self, session: GatewaySession, inbound: Inbound) -> None:
+        """Hand a message to the running turn, read at its next model call."""
+        assert session.running is not None
+        session.running.steered.append(inbound)
+        session.agent.steer(inbound.text)
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
         session.last_active = self._clock.time()
@@ -120,20 +128,31 @@ class SessionRegistry:
         session.running = RunningTurn(item.turn_id, item.kind)
         return item, session.running
 
-    def end(self, session: GatewaySession) -> None:
-        """The running turn is over: store what it added to the transcript."""
-        session.running = None
+    def end(self, session: GatewaySession) -> list[Inbound]:
+        """The running turn is over: store what it added to the transcript. Messages steered into
+        it that it never read go back to the front of the queue, in order, as the next turns;
+        returns the steered events it did read. A turn cut short by shutdown stores nothing."""
+        running, session.running = session.running, None
+        if running is not None and running.shutdown:
+            return []
+        unread = session.agent.take_steer() if running is not None and running.steered else []
+        read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
+        for inbound in reversed(running.steered[len(read):] if running is not None else []):
+            session.queue.appendleft(WorkItem("message", inbound.text, new_turn_id(), inbound))
         session.last_active = self._clock.time()
         messages = session.agent.messages
         start = session.unsaved_from()
         if start < len(messages) or start == 0:
             self._table.save_transcript(session.key, messages, start=start)
         session.mark_saved()
+        return read
 
     def interrupt_all(self, reason: str) -> None:
-        """Interrupt every running turn hard (shutdown): each still ends and replies with what it has."""
+        """Shutdown: interrupt every running turn hard. Such a turn sends nothing and stores
+        nothing; its event stays unsettled, so it runs again, whole, after the next start."""
         for session in self._sessions.values():
             if session.running is not None:
+                session.running.shutdown = True
                 session.agent.interrupt(reason, hard=True)
 
     def evict_idle(self, idle_after: float, keeps_children: Callable[[str], bool]) -> int:

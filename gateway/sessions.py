@@ -34,9 +34,21 @@ class WorkItem:
 class RunningTurn:
     turn_id: str
     kind: str
-    suppressed: bool = False
-    """Set by /stop, /new and interrupting follow-ups: nothing more from this turn reaches the chat."""
+    suppressed_by: str | None = None
+    """Why nothing more from this turn reaches the chat: ``stop`` (/stop), ``new`` (/new) or
+    ``superseded`` (an interrupting follow-up); None while it may still answer."""
+    shutdown: bool = False
+    """Interrupted because the gateway is stopping: it runs again, whole, after the next start."""
     current_tool: str | None = None
+    run_id: str = field(default_factory=lambda: new_id("r-"))
+    """This run of the turn: a turn replayed after a restart runs again under the same turn id."""
+    steered: list[Inbound] = field(default_factory=list)
+    """Events whose text was steered into this turn: settled when it ends, or re-queued as the
+    next turn's input if the turn ended before reading them."""
+
+    @property
+    def suppressed(self) -> bool:
+        return self.suppressed_by is not None
 
 
 @dataclass(eq=False)

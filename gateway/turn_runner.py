@@ -18,9 +18,9 @@ from typing import Any
 from agent import Clock, TurnObserver, TurnResult
 from gateway.display import TurnDisplay
 from gateway.logging import log_context
-from gateway.notices import Notifier
+from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
-from gateway.replies import reply_text
+from gateway.replies import SUPPRESSED_NOTES, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import Inbox
@@ -29,6 +29,8 @@ from platforms.base import Adapter
 log = logging.getLogger("gateway.turn_runner")
 
 DELEGATE = "delegate_task"
+TRACKS_TURN_IDS = frozenset({"webhook"})
+"""Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
 
 Progress = Callable[[str, str], tuple[int, int]]
 """``progress(parent_session_id, turn_id)``: (finished, launched) children of that turn."""
@@ -88,6 +90,7 @@ class TurnRunner:
         )
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
+        started = self._clock.monotonic()
         notifier.start()
         result: TurnResult | None = None
         try:
@@ -100,12 +103,22 @@ class TurnRunner:
             notifier.disarm()  # before anything else is queued: no notice may follow the reply
             if typing is not None:
                 typing.cancel()
+        if notifier.sent:  # before the reply: the chat's last word is the answer, and no notice is left stale
+            self._finish_notice(session, running, display, outcome(result, running.suppressed_by),
+                                self._clock.monotonic() - started)
+        kind = "completion" if item.kind == "completion" else "reply"
+        if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
+            self._registry.end(session)
+            return
         if not running.suppressed:
             text = reply_text(item.kind, result)
             if text is not None:
-                kind = "completion" if item.kind == "completion" else "reply"
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
-        self._registry.end(session)
+        elif session.platform in TRACKS_TURN_IDS:
+            self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
+                       key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
+        for steered in self._registry.end(session):
+            self._inbox.settle(steered.platform, steered.event_id)
         if item.event is not None:
             self._inbox.settle(item.event.platform, item.event.event_id)
         if _shows_typing(adapter):
@@ -118,10 +131,19 @@ class TurnRunner:
         if running.suppressed or session.running is not running:
             return
         target = f"{running.turn_id}:notice"
-        if n == 0:
+        if n == 0 and not self._outbox.journaled(f"{target}:0"):
             self._send(session, text, kind="notice", key=target, turn_id=running.turn_id, silent=True)
+        else:  # a run replayed after a restart edits the notice its first run sent
+            self._outbox.enqueue_edit(*session.chat, f"{target}:0", text, key=f"{target}-edit-{running.run_id}-{n}")
+
+    def _finish_notice(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
+                       elapsed: float) -> None:
+        target, final = f"{running.turn_id}:notice:0", final_text(how, elapsed, display.notify_interval)
+        key = f"{running.turn_id}:notice-final-{running.run_id}"
+        if display.progress_final == "delete":
+            self._outbox.enqueue_delete(*session.chat, target, final, key=key)
         else:
-            self._outbox.enqueue_edit(*session.chat, f"{target}:0", text, key=f"{target}-edit-{n}")
+            self._outbox.enqueue_edit(*session.chat, target, final, key=key)
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
         tool = running.current_tool

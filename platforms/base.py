@@ -16,8 +16,9 @@ platform said through the errors below, translated once, in one place.
 
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
-(serves a turn's messages back to a caller, e.g. the webhook platform's GET) and
-`Paced` (wants a minimum interval between calls per chat).
+(serves a turn's messages back to a caller, e.g. the webhook platform's GET),
+`Deleting` (can delete a message it sent) and `Paced` (wants a minimum interval
+between calls per chat).
 """
 
 from __future__ import annotations
@@ -202,6 +203,15 @@ class TurnReading(Protocol):
 
     def bind_turn_reader(self, reader: TurnReader) -> None:
         """Called once, before `Adapter.start`, with the gateway's reader of its outbox."""
+
+
+@runtime_checkable
+class Deleting(Protocol):
+    """An adapter that can delete a message it sent."""
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """Delete a sent message; one already gone counts as deleted. Raises `EditUnsupported`
+        (or `Forbidden`) where the platform will not delete it, so the gateway edits instead."""
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ from lifecycle.settings import DelegationSettings, LifecycleSettings
 
 BusyInputMode = Literal["interrupt", "queue", "steer"]
 LongRunning = bool | Literal["generic"]
+ProgressFinal = Literal["summary", "delete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,9 @@ class DisplayOverrides:
     busy_input_mode: BusyInputMode | None = setting(
         None, "What a message does while a turn runs on this platform; inherits when unset."
     )
+    progress_final: ProgressFinal | None = setting(
+        None, "What a turn's progress message becomes when the turn ends on this platform; inherits when unset."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,10 @@ class DisplaySettings:
     )
     busy_input_mode: BusyInputMode = setting(
         "interrupt", "What a message does while a turn runs: interrupt it, queue behind it, or steer it."
+    )
+    progress_final: ProgressFinal = setting(
+        "summary", "When a turn ends, its progress message is edited to a one-line outcome (summary) or deleted"
+        " where the platform can delete (delete)."
     )
     platforms: Mapping[str, DisplayOverrides] = field(
         default_factory=empty_mapping,

@@ -28,6 +28,7 @@ SCHEMA = (
         received_at REAL NOT NULL, turn_id TEXT, PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE status = 'received'",
+    "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
 )
 
 # Every field of Inbound is a plain value: a flat dict of them is its JSON (asdict would deep-copy).
@@ -68,14 +69,23 @@ class Inbox:
                             (platform, event_id)).fetchone()  # fmt: skip
         return None if row is None else row[0]
 
+    def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
+        """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
+        row = self._db.read("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",
+                            (platform, turn_id)).fetchone()  # fmt: skip
+        return None if row is None else _inbound(row[0])
+
     def unfinished(self) -> list[tuple[Inbound, str | None]]:
         """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart."""
         rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status='received'"
                              " ORDER BY received_at, rowid").fetchall()  # fmt: skip
-        return [(Inbound(**{k: v for k, v in json.loads(p).items() if k in _INBOUND_FIELDS}), turn_id)
-                for p, turn_id in rows]  # fmt: skip
+        return [(_inbound(payload), turn_id) for payload, turn_id in rows]
 
     def prune(self, older_than: float) -> int:
         """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`),
         settled or not: a redelivery after that is taken as new. Returns the count."""
         return self._db.write("DELETE FROM gateway_inbox WHERE received_at < ?", (older_than,)).rowcount
+
+
+def _inbound(payload: str) -> Inbound:
+    return Inbound(**{k: v for k, v in json.loads(payload).items() if k in _INBOUND_FIELDS})

@@ -48,7 +48,7 @@ class NewMessage:
     thread_id: str | None
     text: str
     kind: str = "reply"
-    op: Literal["send", "edit"] = "send"
+    op: Literal["send", "edit", "delete"] = "send"
     target_key: str | None = None
     silent: bool = False
     reply_token: str | None = None
@@ -66,7 +66,8 @@ class OutboxRow:
     thread_id: str | None
     kind: str
     op: str
-    """'send', 'edit', or 'split' (replaced by its pieces ``key/a``, ``key/b``...)."""
+    """'send', 'edit', 'delete' (of ``target_key``; ``text`` is the edit to make instead where the
+    platform cannot delete), or 'split' (replaced by its pieces ``key/a``, ``key/b``...)."""
     target_key: str | None
     text: str
     silent: bool
@@ -172,8 +173,9 @@ class OutboxRows:
         self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
                          " next_attempt_at=NULL WHERE id=? AND status='pending'", (to_text(error[:500]), row_id))
 
-    def set_op(self, row_id: int, op: Literal["send", "split"]) -> None:
-        """An edit falling back to a new message becomes 'send'; a re-split row becomes 'split'."""
+    def set_op(self, row_id: int, op: Literal["send", "edit", "split"]) -> None:
+        """An edit falling back to a new message becomes 'send', a refused delete 'edit'; a
+        re-split row becomes 'split'."""
         self._db.write("UPDATE gateway_outbox SET op=? WHERE id=?", (op, row_id))
 
     def set_message_id(self, key: str, message_id: str) -> None:

@@ -130,11 +130,11 @@ async def test_notices_first_after_one_interval_then_edited_in_place_and_none_af
     await settled(gateway)
     assert chat.kinds() == ["notice", "reply"]
     notice = chat.messages[0]
-    assert notice.outbound.silent and notice.text.startswith("⏳")
-    assert len(notice.edits) == 1
-    texts = [notice.outbound.text, *notice.edits]
-    assert len(set(texts)) == len(texts)  # every notice reads differently
-    assert "0.1 s" in texts[0] and "thinking" in texts[0]
+    assert notice.outbound.silent and notice.outbound.text.startswith("⏳")
+    *progress, final = [notice.outbound.text, *notice.edits]
+    assert len(progress) == 2 and len(set(progress)) == 2  # every notice reads differently
+    assert "0.1 s" in progress[0] and "thinking" in progress[0]
+    assert final == "✓ Done in 0.2 s"  # the turn is over: no "⏳ Working" bubble is left behind
 
 
 async def test_a_queued_follow_up_never_inherits_the_previous_notifier(tmp_path, gateways):
@@ -301,3 +301,111 @@ async def test_retention_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(
     restored = next(iter(gateway.sessions))
     assert restored.session_id == session.session_id
     assert [m["content"] for m in restored.agent.messages if m["role"] == "user"] == ["hello", "hello again"]
+
+
+async def test_no_reply_silences_only_completion_turns(tmp_path, gateways):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "NO_REPLY"}]]})
+    await chat.say("say nothing, please")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == ["NO_REPLY"]  # a user's message always gets its answer
+
+
+async def test_a_message_during_a_completion_turn_does_not_suppress_the_results(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": True})
+
+    def parent(request):
+        last = request.messages[-1]
+        if last["role"] == "user" and "Background delegation results" in str(last["content"]):
+            return {"wait": "completion", "text": "here are the results"}
+        if last["role"] == "user" and "delegate" in str(last["content"]):
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "look it up"}}]}
+        if last["role"] == "tool":
+            return {"text": "on it"}
+        return {"text": "answer to the follow-up"}
+
+    model = ScriptedModel({"parent": parent, "leaf": [[{"text": "found it"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please delegate")
+    await model.reached("completion")  # the completion turn runs...
+    await chat.say("and another thing")  # ...when the user writes again
+    model.release("completion")
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    await settled(gateway)
+    assert chat.texts() == ["on it", "here are the results", "answer to the follow-up"]
+
+
+async def test_a_steer_the_turn_never_read_becomes_the_next_turn_before_later_messages(tmp_path, gateways):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"wait": "last call", "text": "first answer"}], [{"text": "steer answered"}],
+                                      [{"text": "later answered"}]]})
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start")
+    await model.reached("last call")  # the turn's final model call is in flight: nothing reads steers now
+    steered = await chat.say("use metric units")
+    model.release("last call")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    await chat.say("later")
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    await settled(gateway)
+    assert chat.texts() == ["first answer", "steer answered", "later answered"]
+    session = next(iter(gateway.sessions))
+    assert [m["content"] for m in session.agent.messages if m["role"] == "user"] == ["start", "use metric units",
+                                                                                     "later"]
+    assert steered.turn_id is not None
+
+
+async def test_a_steer_survives_a_restart_before_the_turn_read_it(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    model = ScriptedModel({"parent": [[{"wait": "never", "text": "cut short"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start", event_id="e-start")
+    await model.reached("never")
+    await chat.say("use metric units", event_id="e-steer")
+    await gateway.stop(grace=0)  # the turn is interrupted before it read the steer
+    chat2 = RecordingAdapter()
+    model2 = ScriptedModel({"parent": [[{"text": "answered after the restart"}]] * 3})
+    gateway2 = await gateways(config, [chat2], model=model2)
+    await chat2.wait_for(lambda: "answered after the restart" in chat2.texts())
+    await settled(gateway2)
+    said = [str(m["content"]) for r in model2.requests for m in r.messages if m["role"] == "user"]
+    assert "use metric units" in said
+
+
+@pytest.mark.parametrize(("command", "final"), [("/stop", "⏹ Stopped"), ("hello again", "⏹ Stopped for your next message")])
+async def test_a_cut_short_turn_leaves_no_stale_notice(tmp_path, gateways, command, final):
+    chat, clock, model, gateway = await gated_turn(tmp_path, gateways, agent={"gateway_notify_interval": 30})
+    await chat.say("work slowly")
+    await model.reached("go")
+    await tick(clock, 30)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    await chat.say(command)
+    await chat.wait_for(lambda: chat.messages[0].edits)
+    await settled(gateway)
+    assert chat.messages[0].text == final
+
+
+class DeletingAdapter(RecordingAdapter):
+    """A platform that can delete the bot's messages."""
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        self.messages = [m for m in self.messages if m.message_id != message_id]
+        self._changed()
+
+
+async def test_progress_final_delete_removes_the_notice_where_the_platform_can(tmp_path, gateways):
+    chat, clock, model = DeletingAdapter(), FakeClock(autojump=False), ScriptedModel(GATED)
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 30}, display={"progress_final": "delete"})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("work slowly")
+    await model.reached("go")
+    await tick(clock, 30)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    model.release("go")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
+    assert chat.kinds() == ["reply"]

@@ -216,8 +216,8 @@ async def test_notices_are_silent_edited_in_place_and_none_follow_the_reply(fake
     notice, reply = fake.bot_messages(dm)
     assert notice.flags & SILENT and not reply.flags & SILENT
     assert reply.content == "finished"
-    assert notice.content.startswith("⏳") and len(notice.edits) >= 1
-    texts = [*notice.edits, notice.content]
+    assert notice.content.startswith("✓ Done in") and len(notice.edits) >= 2  # finalised: nothing stale
+    texts = notice.edits  # what it read before, in order
     assert all(t.startswith("⏳ Working — ") for t in texts) and len(set(texts)) == len(texts)
     edits = in_channel(fake, EDIT, dm)
     assert len(edits) == len(notice.edits) and all(e.path.endswith(f"/{notice.id}") for e in edits)

@@ -252,12 +252,14 @@ async def test_notices_are_posted_once_then_updated_in_place_and_none_follow_the
     await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
     texts = await chat.answered(count=2)
     [post] = notice_posts(chat)
-    notice = next(m for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳"))
     updates = chat.fake.calls_to("chat.update")
-    assert len(updates) >= 1
-    assert all(u.params["ts"] == notice["ts"] and u.params["channel"] == DM for u in updates)
-    sent_texts = [post.params["text"], *(u.params["text"] for u in updates)]
+    assert len(updates) >= 2
+    [ts] = {u.params["ts"] for u in updates}
+    assert all(u.params["channel"] == DM for u in updates)
+    sent_texts = [post.params["text"], *(u.params["text"] for u in updates[:-1])]
+    assert all(t.startswith("⏳") for t in sent_texts)
     assert len(set(sent_texts)) == len(sent_texts)  # every notice reads differently
+    assert updates[-1].params["text"].startswith("✓ Done in")  # finalised when the turn ended
     assert texts == [updates[-1].params["text"], "finished"]
     # Nothing notice-like after the final reply: only the placeholder's deletion may follow it.
     reply_at = chat.fake.calls.index(chat.posts(lambda t: t == "finished")[0])
@@ -426,8 +428,7 @@ async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_
     [post] = notice_posts(chat)
     updates = chat.fake.calls_to("chat.update")
     assert len(updates) >= 2 and updates[0].params["text"] == updates[1].params["text"]  # the same edit, again
-    notice = next(m for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳"))
-    assert {u.params["ts"] for u in updates} == {notice["ts"]}
+    assert len({u.params["ts"] for u in updates}) == 1  # all in place
     assert post.params["text"] != updates[-1].params["text"]
     assert texts == [updates[-1].params["text"], "finished"]
 
@@ -441,11 +442,10 @@ async def test_message_not_found_on_update_falls_back_to_a_new_message(slack_cha
     first, fallback = notice_posts(chat)
     failed, *later = chat.fake.calls_to("chat.update")
     assert fallback.params["text"] == failed.params["text"]  # the refused edit, sent anew
-    fallback_ts = next(m["ts"] for m in chat.fake.messages[(DM, None)] if m.get("text", "").startswith("⏳")
-                       and m["ts"] != failed.params["ts"])
-    assert all(u.params["ts"] == fallback_ts for u in later)  # later notices edit the new message
+    [fallback_ts] = {u.params["ts"] for u in later}  # later notices edit the new message
+    assert fallback_ts != failed.params["ts"] and later[-1].params["text"].startswith("✓ Done in")
     assert texts[0] == first.params["text"] and texts[-1] == "finished" and len(texts) == 3
-    assert texts[1] == (later[-1].params["text"] if later else fallback.params["text"])
+    assert texts[1] == later[-1].params["text"]
 
 
 # -- 11. access control -----------------------------------------------------------------------

@@ -182,7 +182,7 @@ async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_
     await fake.wait_for(lambda: "finished" in texts(fake))
     await gateways.quiet()
     notice, reply = fake.messages["42"]
-    assert notice["silent"] and notice["text"].startswith("⏳") and notice["edits"]
+    assert notice["silent"] and notice["text"].startswith("✓ Done in") and len(notice["edits"]) >= 2
     assert reply["text"] == "finished" and not reply["silent"]
     sends = fake.calls_to("sendMessage")
     assert len(sends) == 2 and sends[0]["disable_notification"] == "true"
@@ -346,7 +346,7 @@ async def test_message_is_not_modified_counts_as_a_successful_edit(fake, gateway
     await fake.wait_for(lambda: "finished" in texts(fake))
     await gateways.quiet()
     notice, reply = fake.messages["42"]  # no fallback new message for the "failed" edit
-    assert notice["text"].startswith("⏳") and reply["text"] == "finished"
+    assert notice["text"].startswith("✓ Done in") and reply["text"] == "finished"
     assert len(fake.calls_to("sendMessage")) == 2
     edits = fake.calls_to("editMessageText")
     assert len(edits) == len(notice["edits"]) + 1  # the first was answered "not modified", once, no retry

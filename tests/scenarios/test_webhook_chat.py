@@ -133,3 +133,25 @@ async def test_health(serve):
     base = await serve({"hook": {"secret": SECRET}})
     async with aiohttp.ClientSession() as client, client.get(f"{base}/healthz") as r:
         assert r.status == 200 and (await r.json())["status"] == "ok"
+
+
+async def test_an_unknown_turn_id_is_404_on_a_pull_route(serve):
+    base = await serve({"pull": {"secret": SECRET}, "other": {"secret": SECRET}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
+    assert (await signed_get(f"{base}/webhooks/pull/turns/t-never-issued", SECRET)).status == 404
+    # A turn of another route is not this route's to read.
+    assert (await signed_get(f"{base}/webhooks/other/turns/{accepted['turn_id']}", SECRET)).status == 404
+
+
+async def test_two_quick_posts_to_one_chat_each_end_with_a_delivered_message(serve, receiver, tmp_path):
+    script = tmp_path / "script.json"  # the first turn is still thinking when the second message comes
+    script.write_text(json.dumps({"parent": [[{"sleep": 5, "text": "first answer"}], [{"text": "second answer"}]]}))
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}},
+                       model={"provider": "scripted", "script": str(script)})
+    first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "first", "chat_id": "c"})).json()
+    second = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "second", "chat_id": "c"})).json()
+    await receiver.wait_for(lambda: {d.json["turn_id"] for d in receiver.unique.values()} >= {
+        first["turn_id"], second["turn_id"]})
+    await serve.quiet()
+    by_turn = {d.json["turn_id"]: d.json["text"] for d in receiver.unique.values()}
+    assert by_turn == {first["turn_id"]: "(Superseded by your next message.)", second["turn_id"]: "second answer"}
