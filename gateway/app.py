@@ -49,7 +49,7 @@ class Gateway:
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock)
-        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, progress=host.children.turn_progress,
+        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock)
         self.completions = Completions(self.sessions, self.runner)
         self.commands = Commands(self.sessions, host.children, host.plugins.commands, clock=clock)

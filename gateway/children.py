@@ -13,10 +13,12 @@ from lifecycle import AsyncSubagentLifecycle, SubagentState
 @dataclass(frozen=True, slots=True)
 class ChildSnapshot:
     subagent_id: str
+    parent_turn_id: str
     goal: str
     state: SubagentState
     created_at: float
     started_at: float | None
+    completed_at: float | None
     activity: str
     summary: str | None
     error: str | None
@@ -43,5 +45,6 @@ def _snapshot(record) -> ChildSnapshot:
     run = record.run
     activity = run.session.activity.description if run is not None and run.session is not None else "waiting"
     result = record.result
-    return ChildSnapshot(record.handle.subagent_id, record.goal, record.state, record.created_at, record.started_at,
-                         activity, result.summary if result else None, result.error_message if result else None)
+    return ChildSnapshot(record.handle.subagent_id, record.run_turn_id, record.goal, record.state, record.created_at,
+                         record.started_at, record.completed_at, activity, result.summary if result else None,
+                         result.error_message if result else None)

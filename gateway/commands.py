@@ -53,7 +53,8 @@ class Commands:
         self._clock = clock
 
     def specs(self) -> list[CommandSpec]:
-        plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}") for name, c in self._plugins.items()]
+        plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
+                   for name, c in self._plugins.items()]
         return [*BUILTIN, *plugins]
 
     def parse(self, text: str) -> Command | None:

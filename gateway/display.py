@@ -13,7 +13,7 @@ from typing import Literal
 from gateway.config import Config
 from platforms.base import DisplayTier
 
-GLOBAL_DEFAULTS = {"interim_assistant_messages": False, "long_running_notifications": True}
+GLOBAL_DEFAULTS = {"interim_assistant_messages": False, "long_running_notifications": True, "progress": "off"}
 ALWAYS_BACKGROUND = frozenset({"web", "local", "webhook"})
 
 Mode = Literal["inline", "background"]
@@ -27,8 +27,11 @@ class TurnDisplay:
     long_running_notifications: bool | Literal["generic"]
     notify_interval: float
     busy_input_mode: str
+    progress: str
+    """``card``: one live progress card per turn; ``off``: long-running notices only."""
+    progress_delay: float
     progress_final: str
-    """``summary``: a finished turn's notice is edited to its outcome; ``delete``: it is deleted."""
+    """``summary``: a finished turn's notice or card is edited to its outcome; ``delete``: it is deleted."""
 
 
 def resolve(config: Config, platform: str, key: str, tier: DisplayTier | None):
@@ -48,11 +51,14 @@ def turn_display(config: Config, platform: str, tier: DisplayTier | None) -> Tur
     overrides = config.display.platforms.get(platform)
     busy = (overrides.busy_input_mode if overrides is not None else None) or config.display.busy_input_mode
     final = (overrides.progress_final if overrides is not None else None) or config.display.progress_final
+    delay = overrides.progress_delay if overrides is not None and overrides.progress_delay is not None else None
     return TurnDisplay(
         interim_assistant_messages=interim,
         long_running_notifications=resolve(config, platform, "long_running_notifications", tier),
         notify_interval=config.agent.gateway_notify_interval,
         busy_input_mode=busy,
+        progress=resolve(config, platform, "progress", tier),
+        progress_delay=config.display.progress_delay if delay is None else delay,
         progress_final=final,
     )
 

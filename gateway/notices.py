@@ -43,11 +43,12 @@ def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"]
     return f"⏳ Working — {when} — {detail}"
 
 
-def final_text(outcome: str, elapsed: float, interval: float = 1.0) -> str:
-    """The one line a turn's notice becomes when the turn ends, by ``outcome``: done, stopped,
-    superseded, failed, or shutdown."""
+def final_text(outcome: str, elapsed: float, interval: float = 1.0, *, subagents: int = 0) -> str:
+    """The one line a turn's notice or card becomes when the turn ends, by ``outcome``: done,
+    stopped, superseded, failed, or shutdown."""
     if outcome == "done":
-        return f"✓ Done in {format_elapsed(elapsed, interval)}"
+        children = f" · {subagents} subagent{'s' if subagents != 1 else ''}" if subagents else ""
+        return f"✓ Done in {format_elapsed(elapsed, interval)}{children}"
     if outcome == "stopped":
         return "⏹ Stopped"
     if outcome == "superseded":
@@ -71,6 +72,15 @@ class Notifier:
         self._armed = False
         self.sent = 0
         """Notices sent so far: 0 means the chat has none to finalise."""
+
+    def tool_started(self, name: str) -> None:
+        """Notices read the turn's state when they are due; events need no handling."""
+
+    def tool_finished(self, name: str, ok: bool) -> None:
+        """See `tool_started`."""
+
+    subagents = 0
+    """Notices do not count subagents (the card does)."""
 
     @property
     def enabled(self) -> bool:

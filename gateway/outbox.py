@@ -11,9 +11,14 @@ Guarantees:
   restart. The one gap: a process that dies (or an outbox closed) while an adapter
   call is in flight sends that part again; adapters pass the key on as a nonce
   where the platform dedupes.
-- **Order.** One sender per chat (platform, chat, thread) sends strictly in enqueue
-  order, at least the adapter's ``send_interval`` apart. Chats never wait for each
-  other: a 429 or a backoff holds only its own chat.
+- **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
+  one exception: progress messages (``notice`` parts: notices and progress cards) give
+  way to everything else, so a reply never waits behind a card edit. Calls are paced
+  as the adapter asks (`platforms.base.Paced`: per chat, and per edited message). Chats
+  never wait for each other: a 429 or a backoff holds only its own chat.
+- **Coalescing.** A new edit or deletion of a progress message supersedes the ones still
+  pending for it (they are dropped, also while the chat waits out a 429), and a
+  deletion of one never sent drops both: only the newest state of a card goes out.
 - **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
   same part again. Network errors, 5xx and unexpected exceptions: back off
   (0.5 s doubling to 60 s, jittered). A part still failing ``give_up_after`` seconds
@@ -34,7 +39,7 @@ from collections.abc import Callable, Mapping
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.sender import ChatKey, Sender, safe_measure
+from gateway.sender import PROGRESS_KINDS, ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import Adapter
@@ -64,7 +69,8 @@ class Outbox:
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
                               rng=rng or random.Random(), settle=self._resolve)
-        self._queues: dict[ChatKey, deque[int]] = {}
+        self._queues: dict[ChatKey, _ChatQueue] = {}
+        self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
         self._queued = 0
@@ -82,7 +88,7 @@ class Outbox:
         self._started = True
         pending = self._store.pending_messages()
         for row in pending:
-            self._push(row.chat, row.id)
+            self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         if pending:
             log.info("outbox: resuming %d pending message(s) in %d chat(s)", len(pending), len(self._queues))
 
@@ -150,6 +156,7 @@ class Outbox:
         if existing:
             return existing
         target = self._store.message(target_key)
+        self._supersede((platform, chat_id, thread_id), target, deleting=False)
         parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
         kind = kind or (target.kind if target is not None else "notice")
         turn_id = target.turn_id if target is not None else None
@@ -170,11 +177,24 @@ class Outbox:
         if existing:
             return existing
         target = self._store.message(target_key)
+        if self._supersede((platform, chat_id, thread_id), target, deleting=True):
+            return []  # it never went out: nothing to delete
         rows = [NewMessage(f"{key}:0", platform, chat_id, thread_id, fallback, kind="notice", silent=True,
                            op="delete", target_key=target_key, turn_id=target.turn_id if target else None,
                            sequence=None if target and target.turn_id else 0)]
         self._journal(rows)
         return [rows[0].key]
+
+    def _supersede(self, chat: ChatKey, target: OutboxRow | None, *, deleting: bool) -> bool:
+        """Before a new edit or deletion of a progress message: drop the edits and deletions of
+        it still pending, and for a deletion also the message itself if it has not started to
+        go out. Returns True when it was dropped (there is nothing left to delete)."""
+        if target is None or target.kind not in PROGRESS_KINDS:
+            return False
+        self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
+        if deleting and target.status == "pending" and self._current.get(chat) != target.id:
+            return self.drop(*chat, lambda r: r.id == target.id) == 1
+        return False
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never
@@ -227,31 +247,38 @@ class Outbox:
         """Queue the rows just journaled (None: a key journaled before, left alone)."""
         for row, row_id in zip(rows, ids, strict=True):
             if row_id is not None:
-                self._push((row.platform, row.chat_id, row.thread_id), row_id)
+                self._push((row.platform, row.chat_id, row.thread_id), row_id, progress=row.kind in PROGRESS_KINDS)
 
-    def _push(self, chat: ChatKey, row_id: int) -> None:
+    def _push(self, chat: ChatKey, row_id: int, *, progress: bool) -> None:
         if not self._started or self._closed:
             return  # journaled: the next start() sends it
-        self._queues.setdefault(chat, deque()).append(row_id)
+        self._queues.setdefault(chat, _ChatQueue()).push(row_id, progress)
         self._queued += 1
         self._idle.clear()
         if chat not in self._tasks:
             self._tasks[chat] = asyncio.get_running_loop().create_task(self._run(chat), name=f"outbox {chat}")
 
     async def _run(self, chat: ChatKey) -> None:
-        """The chat's sender: one part at a time, to a final state, then the next. Exits when
-        the queue is empty; the next enqueue starts a new one."""
+        """The chat's sender: one part at a time, to a final state, then the next; a progress
+        part that is still waiting gives way to a newly queued urgent one. Exits when the
+        queue is empty; the next enqueue starts a new one."""
         queue = self._queues[chat]
         try:
             while queue:
+                row_id, progress = queue.head()
+                self._current[chat] = row_id
+                queue.urgent_arrived.clear()
                 try:
-                    await self._sender.deliver(queue[0])
+                    done = await self._sender.deliver(row_id, preempt=queue.urgent_arrived if progress else None)
                 except Exception:
                     # The store failing under us: leave the part pending for the next start.
-                    log.exception("outbox: %s chat %s: delivering row %s failed", chat[0], chat[1], queue[0])
-                queue.popleft()
-                self._queued -= 1
+                    log.exception("outbox: %s chat %s: delivering row %s failed", chat[0], chat[1], row_id)
+                    done = True
+                if done:
+                    queue.pop(progress)
+                    self._queued -= 1
         finally:
+            self._current.pop(chat, None)
             if not queue:
                 self._queues.pop(chat, None)
             self._tasks.pop(chat, None)
@@ -262,3 +289,31 @@ class Outbox:
         for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(message_id)
+
+
+class _ChatQueue:
+    """One chat's queued row ids in two lanes: urgent parts first, then progress parts."""
+
+    __slots__ = ("urgent", "progress", "urgent_arrived")
+
+    def __init__(self) -> None:
+        self.urgent: deque[int] = deque()
+        self.progress: deque[int] = deque()
+        self.urgent_arrived = asyncio.Event()
+        """Set when an urgent part is queued: a progress part waiting to go yields to it."""
+
+    def __len__(self) -> int:
+        return len(self.urgent) + len(self.progress)
+
+    def push(self, row_id: int, progress: bool) -> None:
+        if progress:
+            self.progress.append(row_id)
+        else:
+            self.urgent.append(row_id)
+            self.urgent_arrived.set()
+
+    def head(self) -> tuple[int, bool]:
+        return (self.urgent[0], False) if self.urgent else (self.progress[0], True)
+
+    def pop(self, progress: bool) -> None:
+        (self.progress if progress else self.urgent).popleft()

@@ -8,20 +8,24 @@ the `Outbox` runs one `deliver` at a time per chat.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import random
 from collections.abc import Callable, Mapping
 
 from agent import Clock
+from gateway.pacing import Pacer
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (Adapter, BadRequest, Deleting, DeliveryError, EditUnsupported, Forbidden, MessageTooLong,
-                            NotFound, Outbound, Paced, RateLimited)
+                            NotFound, Outbound, RateLimited)
 
 log = logging.getLogger("gateway.outbox")
 
 ChatKey = tuple[str, str, str | None]
+PROGRESS_KINDS = frozenset({"notice"})
+"""Parts that say how work is going rather than what came of it: they yield to every other part."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
 _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
@@ -35,10 +39,6 @@ def _describe(exc: BaseException) -> str:
 def _piece_name(i: int) -> str:
     # Names sort in piece order (turn_messages orders a split's pieces by key): a..y, then z000025...
     return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
-
-
-def _interval(adapter: Adapter) -> float:
-    return float(adapter.send_interval or 0.0) if isinstance(adapter, Paced) else 0.0
 
 
 def safe_measure(adapter: Adapter) -> Callable[[str], int]:
@@ -64,55 +64,62 @@ class Sender:
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
         self._rng = rng
         self._settle_cb = settle
-        # chat -> (monotonic time of its last adapter call, the adapter's send_interval)
-        self._last_call: dict[ChatKey, tuple[float, float]] = {}
-        self._prune_at = 1024
+        self._pacer = Pacer(clock)
 
-    async def deliver(self, row_id: int) -> None:
-        """Bring the row to a final state. A row already final is only reported; a row of a
-        platform without an adapter stays pending (that platform may be configured again)."""
+    async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
+        """Bring the row to a final state; True once it is. A row already final is only
+        reported; a row of a platform without an adapter stays pending (that platform may be
+        configured again). False when ``preempt`` was set while the row waited (pacing, a
+        429, a backoff): it is still pending, its retry time journaled, for a later call."""
         row = self._store.message_by_id(row_id)
         if row is None or row.status != "pending":
             if row is not None:
                 self._settle_final(row)
-            return
+            return True
         adapter = self._adapters.get(row.platform)
         if adapter is None:
             log.warning("outbox: no %s adapter; %s stays pending", row.platform, row.key)
-            return
-        await self._deliver(adapter, row)
+            return True
+        return await self._deliver(adapter, row, preempt)
 
-    async def _deliver(self, adapter: Adapter, row: OutboxRow) -> None:
+    async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         if row.op == "split":
             # Resumed after a restart in the middle of a re-split (its pieces and this op are
             # journaled in one transaction).
             await self._send_pieces(adapter, row)
-            return
-        waited = False
-        if row.next_attempt_at is not None:  # a retry time recorded before a restart: keep honouring it
+            return True
+        stale = False
+        if row.next_attempt_at is not None:  # a retry time recorded earlier (a restart, a preemption)
             wait = row.next_attempt_at - self._clock.time()
-            if wait > 0:
-                await self._clock.sleep(min(wait, self._max_retry_after))
-                waited = True
+            if not await self._pacer.wait(min(wait, self._max_retry_after), preempt):
+                return False
+            stale = True
         delay = BACKOFF_FIRST
         while True:
-            waited = await self._pace(row.chat, adapter) or waited
-            if waited:  # it may have been dropped (or pruned) meanwhile; else `row` is current
+            if stale:  # after any await the row may have been dropped, superseded or pruned
                 fresh = self._store.message_by_id(row.id)
                 if fresh is None or fresh.status != "pending":
                     if fresh is not None:
                         self._settle_final(fresh)
-                    return
-                row, waited = fresh, False
+                    return True
+                row, stale = fresh, False
             target_id = self._edit_target(row) if row.op in ("edit", "delete") else None
             if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
                 row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
             if row.op == "edit" and target_id is None:
                 row = self._to_send(row, "no sent message to edit")
+            edit_of = target_id if row.op == "edit" else None
+            progress = row.kind in PROGRESS_KINDS
+            pause = self._pacer.delay(row.chat, adapter, edit_of=edit_of, progress=progress)
+            if pause > 0:
+                if not await self._pacer.wait(pause, preempt):
+                    return False
+                stale = True
+                continue
             try:
-                message_id = await self._attempt(adapter, row, target_id)
+                message_id = await self._attempt(adapter, row, target_id, edit_of)
             except Exception as exc:
-                waited = True  # the attempt itself awaited: read the row again before the next
+                stale = True
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
                     self._to_edit(row, type(exc).__name__)
                     continue
@@ -121,12 +128,13 @@ class Sender:
                     continue
                 if isinstance(exc, MessageTooLong):
                     await self._resplit(adapter, row, exc)
-                    return
+                    return True
                 if isinstance(exc, _FINAL):
                     self._fail(row, exc)
-                    return
+                    return True
                 if isinstance(exc, RateLimited) and exc.retry_after > 0:
                     wait = min(exc.retry_after, self._max_retry_after)
+                    self._pacer.block(row.chat, wait, progress=progress)  # the chat, not just this message
                 else:  # NetworkError, 5xx, anything unexpected: worth another try, later
                     if not isinstance(exc, DeliveryError) and delay == BACKOFF_FIRST:
                         # An adapter bug rather than the platform: worth a traceback, once per part.
@@ -138,20 +146,23 @@ class Sender:
                 deadline = row.created_at + self._give_up_after.get(row.platform, self._default_give_up)
                 if now >= deadline:
                     self._fail(row, exc, gave_up=True)
-                    return
+                    return True
                 wait = min(wait, deadline - now)  # one last try at the deadline
                 self._store.record_attempt(row.id, _describe(exc), now + wait)
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
                          type(exc).__name__, wait)
-                await self._clock.sleep(wait)
+                if not await self._pacer.wait(wait, preempt):
+                    return False
                 continue
             self._store.mark_sent(row.id, message_id)
+            if row.op == "send":
+                self._pacer.called(row.chat, edit_of=message_id)  # a new message's first edit waits too
             if row.op == "send" and row.target_key is not None:
                 self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
             self._settle_cb(row.key, message_id)
-            return
+            return True
 
-    async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None) -> str:
+    async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None, edit_of: str | None) -> str:
         self._store.commit()  # journaled durably before it can reach the platform
         try:
             if row.op == "delete" and target_id is not None:
@@ -165,25 +176,7 @@ class Sender:
                 reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence))
             return sent.message_id
         finally:
-            self._note_call(row.chat, adapter)
-
-    async def _pace(self, chat: ChatKey, adapter: Adapter) -> bool:
-        """Wait out the chat's send interval; True if that meant waiting."""
-        last = self._last_call.get(chat)
-        interval = _interval(adapter)
-        if last is not None and interval > 0:
-            wait = last[0] + interval - self._clock.monotonic()
-            if wait > 0:
-                await self._clock.sleep(wait)
-                return True
-        return False
-
-    def _note_call(self, chat: ChatKey, adapter: Adapter) -> None:
-        now = self._clock.monotonic()
-        self._last_call[chat] = (now, _interval(adapter))
-        if len(self._last_call) > self._prune_at:  # forget chats whose interval has passed: O(1) amortised
-            self._last_call = {c: v for c, v in self._last_call.items() if now - v[0] < v[1]}
-            self._prune_at = max(1024, 2 * len(self._last_call))
+            self._pacer.called(row.chat, edit_of=edit_of)
 
     def _edit_target(self, row: OutboxRow) -> str | None:
         target = self._store.message(row.target_key) if row.target_key else None
@@ -227,7 +220,7 @@ class Sender:
         first: str | None = None
         for piece in self._store.pieces(row.key):
             if piece.status == "pending":
-                await self._deliver(adapter, piece)
+                await self._deliver(adapter, piece, None)
                 piece = self._store.message_by_id(piece.id) or piece
             if piece.status == "sent" and first is None:
                 first = piece.message_id

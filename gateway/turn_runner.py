@@ -16,9 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
+from gateway.children import ChildrenView
 from gateway.display import TurnDisplay
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
+from gateway.progress_card import ProgressCard
 from gateway.outbox import Outbox
 from gateway.replies import SUPPRESSED_NOTES, outcome, reply_text
 from gateway.session_registry import SessionRegistry
@@ -32,19 +34,17 @@ DELEGATE = "delegate_task"
 TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
 
-Progress = Callable[[str, str], tuple[int, int]]
-"""``progress(parent_session_id, turn_id)``: (finished, launched) children of that turn."""
 
 
 class TurnRunner:
     """Owns each session's worker task: it exists while the session's queue has work."""
 
-    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, progress: Progress,
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: ChildrenView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
-        self._progress = progress
+        self._children = children
         self._display = display
         self._adapters = adapters
         self._clock = clock
@@ -81,31 +81,25 @@ class TurnRunner:
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
         """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
         display = self._display(session.platform)
-        notifier = Notifier(
-            interval=display.notify_interval,
-            mode=display.long_running_notifications,
-            send=lambda text, n: self._notice(session, running, text, n),
-            detail=lambda: self._detail(session, running),
-            clock=self._clock,
-        )
+        progress = self._progress_for(session, running, display)
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started = self._clock.monotonic()
-        notifier.start()
+        progress.start()
         result: TurnResult | None = None
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
-                result = await session.agent.run_turn(item.text, observer=_Observer(self, session, running, display),
-                                                      turn_id=item.turn_id)
+                result = await session.agent.run_turn(
+                    item.text, observer=_Observer(self, session, running, display, progress), turn_id=item.turn_id)
         except Exception:
             log.exception("turn %s crashed", item.turn_id)
         finally:
-            notifier.disarm()  # before anything else is queued: no notice may follow the reply
+            progress.disarm()  # before anything else is queued: no progress may follow the reply
             if typing is not None:
                 typing.cancel()
-        if notifier.sent:  # before the reply: the chat's last word is the answer, and no notice is left stale
-            self._finish_notice(session, running, display, outcome(result, running.suppressed_by),
-                                self._clock.monotonic() - started)
+        if progress.sent:  # queued before the reply; the outbox sends it after, and nothing is left stale
+            self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
+                                  self._clock.monotonic() - started, progress.subagents)
         kind = "completion" if item.kind == "completion" else "reply"
         if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
             self._registry.end(session)
@@ -136,9 +130,25 @@ class TurnRunner:
         else:  # a run replayed after a restart edits the notice its first run sent
             self._outbox.enqueue_edit(*session.chat, f"{target}:0", text, key=f"{target}-edit-{running.run_id}-{n}")
 
-    def _finish_notice(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
-                       elapsed: float) -> None:
-        target, final = f"{running.turn_id}:notice:0", final_text(how, elapsed, display.notify_interval)
+    def _progress_for(self, session: GatewaySession, running: RunningTurn,
+                      display: TurnDisplay) -> Notifier | ProgressCard:
+        publish = lambda text, n: self._notice(session, running, text, n)  # noqa: E731
+        if display.progress == "card":
+            return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
+                                mode=display.long_running_notifications, clock=self._clock, publish=publish,
+                                children=lambda: self._turn_children(session, running))
+        return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
+                        detail=lambda: self._detail(session, running), clock=self._clock)
+
+    def _turn_children(self, session: GatewaySession, running: RunningTurn) -> list:
+        sid, turn = session.session_id, running.turn_id
+        return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.parent_turn_id == turn]
+
+    def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
+                         elapsed: float, subagents: int) -> None:
+        interval = display.notify_interval if display.progress != "card" else 1.0
+        target = f"{running.turn_id}:notice:0"
+        final = final_text(how, elapsed, interval, subagents=subagents)
         key = f"{running.turn_id}:notice-final-{running.run_id}"
         if display.progress_final == "delete":
             self._outbox.enqueue_delete(*session.chat, target, final, key=key)
@@ -150,18 +160,20 @@ class TurnRunner:
         if tool is None:
             return "thinking"
         if tool == DELEGATE:
-            done, launched = self._progress(session.session_id, running.turn_id)
+            done, launched = self._children.turn_progress(session.session_id, running.turn_id)
             if launched:
                 return f"running {DELEGATE}: {done} of {launched} subagents done"
         return f"running {tool}"
 
 
 class _Observer(TurnObserver):
-    def __init__(self, runner: TurnRunner, session: GatewaySession, running: RunningTurn, display: TurnDisplay):
+    def __init__(self, runner: TurnRunner, session: GatewaySession, running: RunningTurn, display: TurnDisplay,
+                 progress: Notifier | ProgressCard):
         self.runner = runner
         self.session = session
         self.running = running
         self.display = display
+        self.progress = progress
         self.interim = 0
 
     async def on_interim(self, text: str) -> None:
@@ -172,9 +184,11 @@ class _Observer(TurnObserver):
 
     async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:
         self.running.current_tool = name
+        self.progress.tool_started(name)
 
     async def on_tool_end(self, name: str, ok: bool) -> None:
         self.running.current_tool = None
+        self.progress.tool_finished(name, ok)
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:

@@ -86,6 +86,8 @@ class DisplayTier:
     messaging: bool
     """A chat platform people message like a person (Telegram, Slack, Discord): ``gateway_mode: auto``
     delegates inline there when interim messages are off."""
+    progress: Literal["off", "card"] = "off"
+    """``card``: a running turn shows one live progress card (``display.progress``)."""
 
 
 class DeliveryError(Exception):
@@ -214,11 +216,22 @@ class Deleting(Protocol):
         (or `Forbidden`) where the platform will not delete it, so the gateway edits instead."""
 
 
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How far apart the platform wants calls for one chat."""
+
+    call_interval: float = 0.0
+    """Seconds between any two calls (sends, edits, deletes) to the chat."""
+    edit_interval: float = 0.0
+    """Seconds between two edits of the same message."""
+
+
 @runtime_checkable
 class Paced(Protocol):
-    """An adapter that wants its calls to one chat at least ``send_interval`` seconds apart."""
+    """An adapter whose platform limits how fast one chat may be written to."""
 
-    send_interval: float
+    def pacing(self, chat_id: str) -> Pacing:
+        """The limits for this chat (they may differ between private chats and groups)."""
 
 
 def utf16_length(text: str) -> int:

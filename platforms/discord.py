@@ -59,6 +59,7 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    Pacing,
     RateLimited,
     Sent,
 )
@@ -67,6 +68,8 @@ import discord  # noqa: E402  (after discord_urls, see above)
 from discord import app_commands  # noqa: E402
 
 log = logging.getLogger(__name__)
+
+PACING = Pacing(edit_interval=1.0)
 
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
@@ -85,7 +88,8 @@ class DiscordStartError(RuntimeError):
 
 class DiscordAdapter:
     name = "discord"
-    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
+                       progress="card")
     text_limit = 2000
     typing_interval = 8.0
     """Discord's indicator lasts about 10 s."""
@@ -122,6 +126,10 @@ class DiscordAdapter:
         self._answered: OrderedDict[str, None] = OrderedDict()
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
+
+    def pacing(self, chat_id: str) -> Pacing:
+        """discord.py paces calls per route bucket itself; edits of one message go a second apart."""
+        return PACING
 
     def measure(self, text: str) -> int:
         return len(text)

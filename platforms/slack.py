@@ -65,11 +65,14 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    Pacing,
     RateLimited,
     Sent,
 )
 
 log = logging.getLogger("platforms.slack")
+
+PACING = Pacing(edit_interval=1.0)
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
@@ -123,7 +126,8 @@ def _translate_exception(exc: Exception, method: str, channel: str | None) -> De
 
 class SlackAdapter:
     name = "slack"
-    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
+                       progress="card")
     text_limit = 4000
     typing_interval = 30.0
     """The placeholder does not lapse; a refresh only re-posts one whose post failed."""
@@ -162,6 +166,11 @@ class SlackAdapter:
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
         self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    def pacing(self, chat_id: str) -> Pacing:
+        """Slack allows short bursts of chat.postMessage and answers 429 beyond; edits of one
+        message are kept a second apart."""
+        return PACING
 
     def measure(self, text: str) -> int:
         return len(text)

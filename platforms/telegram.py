@@ -75,12 +75,16 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    Pacing,
     RateLimited,
     Sent,
     utf16_length,
 )
 
 log = logging.getLogger(__name__)
+
+GROUP_PACING = Pacing(call_interval=3.0, edit_interval=1.0)
+PRIVATE_PACING = Pacing(edit_interval=1.0)
 
 T = TypeVar("T")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -92,7 +96,8 @@ class TelegramAdapter:
     (a seam for tests); either way `stop` closes its HTTP session."""
 
     name = "telegram"
-    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True)
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
+                       progress="card")
     text_limit = 4096
     """Telegram counts UTF-16 code units (see `measure`)."""
     typing_interval = 4.0
@@ -128,6 +133,10 @@ class TelegramAdapter:
         self._dp = Dispatcher()
         self._dp.message.register(self._on_message)
         self._dp.startup.register(self._on_polling_started)
+
+    def pacing(self, chat_id: str) -> Pacing:
+        """Telegram: at most 20 messages a minute in a group, one edit a second per message."""
+        return GROUP_PACING if chat_id.startswith("-") else PRIVATE_PACING
 
     def measure(self, text: str) -> int:
         return utf16_length(text)

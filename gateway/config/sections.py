@@ -20,6 +20,7 @@ from lifecycle.settings import DelegationSettings, LifecycleSettings
 BusyInputMode = Literal["interrupt", "queue", "steer"]
 LongRunning = bool | Literal["generic"]
 ProgressFinal = Literal["summary", "delete"]
+Progress = Literal["off", "card"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,12 @@ class DisplayOverrides:
     )
     busy_input_mode: BusyInputMode | None = setting(
         None, "What a message does while a turn runs on this platform; inherits when unset."
+    )
+    progress: Progress | None = setting(
+        None, "A live progress card for running turns on this platform (card) or notices only (off); inherits when unset."
+    )
+    progress_delay: float | None = setting(
+        None, "Seconds a turn runs before its progress card appears on this platform; inherits when unset.", min=0
     )
     progress_final: ProgressFinal | None = setting(
         None, "What a turn's progress message becomes when the turn ends on this platform; inherits when unset."
@@ -51,6 +58,11 @@ class DisplaySettings:
     busy_input_mode: BusyInputMode = setting(
         "interrupt", "What a message does while a turn runs: interrupt it, queue behind it, or steer it."
     )
+    progress: Progress | None = setting(
+        None, "card: a running turn shows one live progress message, edited in place; off: long-running notices"
+        " only. The platform's default when unset (card on Telegram, Slack and Discord)."
+    )
+    progress_delay: float = setting(2.0, "Seconds a turn runs before its progress card appears.", min=0)
     progress_final: ProgressFinal = setting(
         "summary", "When a turn ends, its progress message is edited to a one-line outcome (summary) or deleted"
         " where the platform can delete (delete)."

@@ -64,8 +64,9 @@ class SessionTable:
         """Schema 1 -> 2: move each session's JSON array of messages into rows."""
         rows = self._db.read("SELECT key, transcript FROM gateway_sessions").fetchall()
         self._db.write_many("INSERT INTO gateway_transcript VALUES (?, ?, ?)", [
-            (key, seq, json.dumps(message)) for key, transcript in rows for seq, message in enumerate(json.loads(transcript))
-        ])  # fmt: skip
+            (key, seq, json.dumps(message))
+            for key, transcript in rows for seq, message in enumerate(json.loads(transcript))
+        ])
         self._db.write("ALTER TABLE gateway_sessions DROP COLUMN transcript")
 
     def load(self, key: str) -> SessionRow | None:
@@ -116,7 +117,8 @@ class SessionTable:
         self._insert_messages(key, messages, start, "INSERT OR REPLACE")
 
     def _touch(self, key: str) -> None:
-        if self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key)).rowcount == 0:
+        touched = self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key))
+        if touched.rowcount == 0:
             raise KeyError(key)
 
     def _replace_messages(self, key: str, messages: Sequence[dict[str, Any]]) -> None:

@@ -16,7 +16,7 @@ from gateway.outbox import Outbox, OutboxClosed
 from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage
 from platforms.base import (BadRequest, DisplayTier, EditUnsupported, Forbidden, MessageTooLong, NetworkError, NotFound,
-                            Outbound, RateLimited, Sent, utf16_length)
+                            Outbound, Pacing, RateLimited, Sent, utf16_length)
 
 WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
 
@@ -28,8 +28,10 @@ class FakeAdapter:
     typing_interval = 5.0
 
     def __init__(self, name: str = "fake", *, text_limit: int = 100, measure: Callable[[str], int] = len,
-                 send_interval: float = 0.0, clock: FakeClock | None = None, accept_limit: int | None = None) -> None:
-        self.name, self.text_limit, self._measure, self.send_interval = name, text_limit, measure, send_interval
+                 send_interval: float = 0.0, edit_interval: float = 0.0, clock: FakeClock | None = None,
+                 accept_limit: int | None = None) -> None:
+        self.name, self.text_limit, self._measure = name, text_limit, measure
+        self._pacing = Pacing(send_interval, edit_interval)
         self.clock = clock
         self.accept_limit = accept_limit
         """The platform's real limit, when it is stricter than the declared one (MessageTooLong)."""
@@ -44,6 +46,9 @@ class FakeAdapter:
 
     def measure(self, text: str) -> int:
         return self._measure(text)
+
+    def pacing(self, chat_id: str) -> Pacing:
+        return self._pacing
 
     def fail_next(self, *errors: BaseException, chat: str | None = None) -> None:
         """Raise these on the next calls (for ``chat`` only, if given)."""
@@ -364,7 +369,7 @@ async def test_editing_a_message_that_failed_sends_it_and_remembers_it(make, sto
     adapter = FakeAdapter(clock=clock)
     outbox = await make(adapter)
     adapter.fail_next(BadRequest("can't parse entities"))
-    outbox.enqueue("fake", "c1", None, "v1", kind="notice", key="n")
+    outbox.enqueue("fake", "c1", None, "v1", kind="interim", key="n")  # not a progress message: no coalescing
     outbox.enqueue_edit("fake", "c1", None, "n:0", "v2", key="e1")
     outbox.enqueue_edit("fake", "c1", None, "n:0", "v3", key="e2")
     assert await sent(outbox, "n:0") is None
@@ -383,6 +388,70 @@ async def test_an_edit_is_retried_on_network_errors(make, clock):
     outbox.enqueue_edit("fake", "c1", None, "n:0", "v2", key="e1")
     assert await sent(outbox, "e1:0") == message_id
     assert adapter.messages == {message_id: "v2"}
+
+
+# --- progress messages: coalesced, paced, never ahead of a reply -----------------------------
+
+
+async def test_newer_progress_edits_replace_pending_ones(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "card v1", kind="notice", key="card")
+    await adapter.until(lambda: len(adapter.calls) == 1)  # the card is going out
+    for i in range(2, 6):
+        outbox.enqueue_edit("fake", "c1", None, "card:0", f"card v{i}", key=f"edit{i}")
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    assert [(op, text) for op, _, text, _ in adapter.calls] == [("send", "card v1"), ("edit", "card v5")]
+    assert [store.message(f"edit{i}:0").status for i in range(2, 6)] == ["dropped"] * 3 + ["sent"]
+
+
+async def test_deleting_a_card_that_never_went_out_sends_nothing(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="r")
+    await adapter.until(lambda: len(adapter.calls) == 1)
+    outbox.enqueue("fake", "c1", None, "card", kind="notice", key="card")
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card, later", key="e1")
+    assert outbox.enqueue_delete("fake", "c1", None, "card:0", "✓ Done", key="final") == []
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    assert adapter.texts() == ["answer"]
+    assert store.message("card:0").status == "dropped"
+
+
+async def test_a_reply_goes_before_progress_waiting_for_its_edit_interval(make, clock):
+    adapter = FakeAdapter(clock=clock, edit_interval=1.0)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "card v1", kind="notice", key="card")
+    await sent(outbox, "card:0")
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card v2", key="e1")
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card v3", key="e2")  # coalesced with e1
+    outbox.enqueue("fake", "c1", None, "the answer", kind="reply", key="r")
+    assert await outbox.flush(timeout=WAIT)
+    ops = [(op, text) for op, _, text, _ in adapter.calls]
+    assert ops == [("send", "card v1"), ("send", "the answer"), ("edit", "card v3")]
+    times = {text: t for _, _, text, t in adapter.calls}
+    assert times["card v3"] - times["card v1"] >= 1.0  # one edit a second per message
+
+
+async def test_a_429_storm_delays_progress_but_the_reply_goes_first(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "card v1", kind="notice", key="card")
+    await sent(outbox, "card:0")
+    adapter.fail_next(*(RateLimited("429", retry_after=5) for _ in range(3)))
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card v2", key="e1")
+    await adapter.until(lambda: len(adapter.calls) == 2)  # refused: the chat waits out 5 s
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card v3", key="e2")  # replaces e1 while limited
+    outbox.enqueue("fake", "c1", None, "the answer", kind="reply", key="r")
+    assert await outbox.flush(timeout=WAIT)
+    # The reply waits out the limit like everything in the chat, but nothing of the card goes first.
+    assert [text for _, _, text, _ in adapter.calls] == [
+        "card v1", "card v2", "the answer", "the answer", "the answer", "card v3"]
+    assert store.message("e1:0").status == "dropped" and store.message("r:0").status == "sent"
 
 
 # --- drop, flush, close, restart ------------------------------------------------------------

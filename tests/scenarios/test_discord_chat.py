@@ -208,7 +208,8 @@ async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start
 
 
 async def test_notices_are_silent_edited_in_place_and_none_follow_the_reply(fake, start):
-    await start(agent={"gateway_notify_interval": 0.1}, script={"parent": [[{"sleep": 0.45, "text": "finished"}]]})
+    await start(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
+                script={"parent": [[{"sleep": 0.45, "text": "finished"}]]})
     fake.push_dm(USER, "work slowly")
     dm = fake.dm_channel(USER)
     await fake.wait_for(lambda: "finished" in contents(fake.bot_messages(dm)))
@@ -216,13 +217,16 @@ async def test_notices_are_silent_edited_in_place_and_none_follow_the_reply(fake
     notice, reply = fake.bot_messages(dm)
     assert notice.flags & SILENT and not reply.flags & SILENT
     assert reply.content == "finished"
-    assert notice.content.startswith("✓ Done in") and len(notice.edits) >= 2  # finalised: nothing stale
+    assert notice.content.startswith("✓ Done in") and notice.edits  # finalised: nothing stale
     texts = notice.edits  # what it read before, in order
     assert all(t.startswith("⏳ Working — ") for t in texts) and len(set(texts)) == len(texts)
     edits = in_channel(fake, EDIT, dm)
     assert len(edits) == len(notice.edits) and all(e.path.endswith(f"/{notice.id}") for e in edits)
+    assert all(b.at - a.at >= 0.9 for a, b in zip(edits, edits[1:]))  # one edit a second per message
     [_, reply_call] = in_channel(fake, SEND, dm)
-    assert all(e.at < reply_call.at for e in edits)  # nothing edited after the final reply
+    *progress, final = edits
+    assert all(e.at < reply_call.at for e in progress)  # no "still working" after the final reply...
+    assert final.at > reply_call.at  # ...only its one-line outcome, which waits for the reply to go first
 
 
 # ---- 5. /stop and /new: interactions and text -----------------------------------------------------

@@ -176,13 +176,16 @@ async def test_private_background_turn_acknowledges_then_sends_the_results(fake,
 
 
 async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_the_reply(fake, gateways):
-    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1},
+                             display={"progress": "off"})
     await gateways.start(config, script=slow_script())
     fake.push_message(42, "work slowly")
     await fake.wait_for(lambda: "finished" in texts(fake))
     await gateways.quiet()
     notice, reply = fake.messages["42"]
-    assert notice["silent"] and notice["text"].startswith("✓ Done in") and len(notice["edits"]) >= 2
+    # Edits of one message go a second apart: the progress edits of this half-second turn were
+    # coalesced, and the notice ends as its one-line outcome.
+    assert notice["silent"] and notice["text"].startswith("✓ Done in") and notice["edits"]
     assert reply["text"] == "finished" and not reply["silent"]
     sends = fake.calls_to("sendMessage")
     assert len(sends) == 2 and sends[0]["disable_notification"] == "true"
@@ -190,9 +193,10 @@ async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_
     edits = fake.calls_to("editMessageText")
     assert [e["message_id"] for e in edits] == [str(notice["message_id"])] * len(edits)
     assert [e["text"] for e in edits] == notice["edits"]
-    names = method_names(fake)
-    last_edit = max(i for i, n in enumerate(names) if n == "editMessageText")
-    assert last_edit < max(i for i, n in enumerate(names) if n == "sendMessage")  # nothing after the reply
+    calls = fake.calls
+    reply_at = max(i for i, (name, _) in enumerate(calls) if name == "sendMessage")
+    after = [params["text"] for name, params in calls[reply_at + 1:] if name == "editMessageText"]
+    assert after in ([], [notice["text"]])  # after the reply, at most the notice's one-line outcome
 
 
 # -- 3. /stop and /new as bot commands -----------------------------------------------
@@ -316,22 +320,21 @@ async def test_429_on_send_is_retried_after_retry_after_and_the_reply_arrives_on
     assert [c["text"] for c in fake.calls_to("sendMessage")] == ["patience pays"] * 2
 
 
-async def test_429_on_a_notice_edit_is_retried_in_place(fake, gateways):
-    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+async def test_429_on_a_notice_edit_delays_the_notice_never_the_reply(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1},
+                             display={"progress": "off"})
     await gateways.start(config, script=slow_script())
     fake.fail_next("editMessageText", 429, retry_after=1)
     fake.push_message(42, "work slowly")
-    await fake.wait_for(lambda: fake.calls_to("editMessageText"))
-    refused_at = asyncio.get_running_loop().time()
     await fake.wait_for(lambda: "finished" in texts(fake))
-    waited = asyncio.get_running_loop().time() - refused_at
     await gateways.quiet()
     notice, reply = fake.messages["42"]  # no fallback message: the edit went through in place
     assert notice["silent"] and reply["text"] == "finished"
-    assert waited >= 0.9  # the chat's reply waited behind the edit's retry, in order
     edits = fake.calls_to("editMessageText")
-    assert edits[0]["text"] == edits[1]["text"] == notice["edits"][0]  # the same edit, sent again
-    assert len(edits) == len(notice["edits"]) + 1
+    assert len(edits) == len(notice["edits"]) + 1  # one refused, then retried after Retry-After
+    assert notice["text"].startswith("✓ Done in")
+    names = method_names(fake)
+    assert names.index("editMessageText") > max(i for i, n in enumerate(names) if n == "sendMessage")
     assert len(fake.calls_to("sendMessage")) == 2
 
 
@@ -339,18 +342,18 @@ async def test_429_on_a_notice_edit_is_retried_in_place(fake, gateways):
 
 
 async def test_message_is_not_modified_counts_as_a_successful_edit(fake, gateways):
-    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1})
+    config = gateways.config(platforms=EVERYONE, agent={"gateway_notify_interval": 0.1},
+                             display={"progress": "off"})
     await gateways.start(config, script=slow_script())
     fake.fail_next("editMessageText", 400, description=NOT_MODIFIED)
     fake.push_message(42, "work slowly")
     await fake.wait_for(lambda: "finished" in texts(fake))
     await gateways.quiet()
     notice, reply = fake.messages["42"]  # no fallback new message for the "failed" edit
-    assert notice["text"].startswith("✓ Done in") and reply["text"] == "finished"
+    assert notice["text"].startswith("⏳") and reply["text"] == "finished"
     assert len(fake.calls_to("sendMessage")) == 2
     edits = fake.calls_to("editMessageText")
-    assert len(edits) == len(notice["edits"]) + 1  # the first was answered "not modified", once, no retry
-    assert edits[0]["text"] not in notice["edits"]
+    assert len(edits) == 1 and notice["edits"] == []  # answered "not modified": done, no retry, no fallback
 
 
 # -- 8. a redelivered update after a polling restart --------------------------------------------
@@ -426,3 +429,36 @@ async def test_a_stranger_gets_one_polite_refusal_and_the_model_is_never_called(
     assert texts(fake) == ["hi friend"]
     assert len(model.requests) == 1
     assert texts(fake, 999) == [refusal]
+
+
+# -- 11. the progress card ---------------------------------------------------------------------
+
+
+async def test_a_card_appears_only_for_a_slow_turn_and_ends_as_one_line(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, display={"progress_delay": 0.2})
+    model = ScriptedModel({"parent": [[{"text": "quick"}], [{"sleep": 0.6, "text": "slow answer"}]]})
+    await gateways.start(config, model=model)
+    fake.push_message(42, "fast, please")
+    await fake.wait_for(lambda: texts(fake) == ["quick"])
+    fake.push_message(42, "take your time")
+    await fake.wait_for(lambda: "slow answer" in texts(fake))
+    await gateways.quiet()
+    quick, card, slow = fake.messages["42"]
+    assert card["silent"] and card["edits"] == [card["text"]] and card["text"].startswith("✓ Done in")
+    assert fake.calls_to("sendMessage")[1]["text"].startswith("⏳ Thinking")
+
+
+async def test_a_429_storm_on_card_edits_never_delays_the_reply(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, display={"progress_delay": 0.1})
+    script = {"parent": [[{"sleep": 0.3, "tool_calls": [{"name": "list_files", "arguments": {}}]},
+                          {"sleep": 0.3, "text": "the answer"}]]}
+    await gateways.start(config, script=script)
+    for _ in range(5):
+        fake.fail_next("editMessageText", 429, retry_after=30)
+    fake.push_message(42, "work")
+    await fake.wait_for(lambda: fake.calls_to("editMessageText"))
+    refused_at = asyncio.get_running_loop().time()
+    await fake.wait_for(lambda: "the answer" in texts(fake))
+    assert asyncio.get_running_loop().time() - refused_at < 5  # not the 30 s the card edits must wait
+    card, answer = fake.messages["42"]
+    assert answer["text"] == "the answer" and card["text"].startswith("⏳")  # the card waits; the answer did not

@@ -1,0 +1,146 @@
+"""One live progress card per turn: a message that appears once a turn has run a while and
+is edited in place as the turn goes, instead of a stack of notices.
+
+The card is a headline (what the agent is doing, for how long) and up to `MAX_LINES`
+lines of at most `LINE_CHARS` characters, made from real events only: tools started
+and finished (by name: never their arguments or output) and the turn's subagents
+(goal, state, elapsed time, N of M done). A turn that ends before
+``display.progress_delay`` seconds shows no card at all. The outbox coalesces the
+card's edits and paces them as the platform asks; the turn runner finalises the card
+when the turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
+
+from agent import Clock
+from gateway.notices import format_elapsed
+
+log = logging.getLogger("gateway.progress_card")
+
+MAX_LINES = 8
+LINE_CHARS = 120
+CHILD_TICK_SECONDS = 2.0
+"""How often the card looks at the turn's subagents while any of them runs."""
+DELEGATE = "delegate_task"
+
+Publish = Callable[[str, int], None]
+"""``publish(text, n)``: n = 0 sends the card, later n edit it."""
+
+
+class ChildView(Protocol):
+    goal: str
+    state: object
+    started_at: float | None
+    completed_at: float | None
+    activity: str
+
+
+class ProgressCard:
+    """Arm with `start`; feed it tool events; `disarm` is synchronous and final."""
+
+    def __init__(self, *, delay: float, heartbeat: float, mode: bool | Literal["generic"], clock: Clock,
+                 publish: Publish, children: Callable[[], Sequence[ChildView]]) -> None:
+        self._delay = delay
+        self._heartbeat = heartbeat
+        self._generic = mode == "generic"
+        self._clock = clock
+        self._publish = publish
+        self._children = children
+        self._started = clock.monotonic()
+        self._tools: deque[str] = deque(maxlen=MAX_LINES)
+        self._current: str | None = None
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._armed = False
+        self.sent = 0
+        """Renders published so far: 0 means the chat has no card to finalise."""
+        self._last_text: str | None = None
+        self.subagents = 0
+        """How many subagents the turn launched, as the card last saw."""
+
+    def start(self) -> None:
+        self._armed = True
+        self._task = asyncio.ensure_future(self._run())
+
+    def disarm(self) -> None:
+        self._armed = False
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def tool_started(self, name: str) -> None:
+        self._current = name
+        self._wake.set()
+
+    def tool_finished(self, name: str, ok: bool) -> None:
+        self._current = None
+        self._tools.append(f"{'✓' if ok else '✗'} {name}")
+        self._wake.set()
+
+    async def _run(self) -> None:
+        await self._clock.sleep(self._delay)
+        while self._armed:
+            try:
+                self._render_and_publish()
+            except Exception:  # the card must never break the turn it describes
+                log.exception("updating a progress card failed")
+            self._wake.clear()
+            # Until the next event, a subagent's progress, or the heartbeat, whichever comes first.
+            wait = CHILD_TICK_SECONDS if self._current == DELEGATE else self._heartbeat
+            sleeper = asyncio.ensure_future(self._clock.sleep(wait if wait > 0 else 3600.0))
+            woken = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+                woken.cancel()
+
+    def _render_and_publish(self) -> None:
+        text = self.render()
+        if text != self._last_text:
+            self._publish(text, self.sent)
+            self.sent += 1
+            self._last_text = text
+
+    def render(self) -> str:
+        now = self._clock.monotonic()
+        elapsed = format_elapsed(now - self._started)
+        children = list(self._children())
+        self.subagents = max(self.subagents, len(children))
+        if self._current == DELEGATE and children:
+            done = sum(1 for c in children if c.completed_at is not None)
+            doing = f"Waiting for subagents: {done} of {len(children)} done"
+        elif self._current is not None:
+            doing = f"Running {self._current}"
+        else:
+            doing = "Thinking"
+        headline = f"⏳ {doing} — {elapsed}"
+        if self._generic:
+            return f"⏳ Still working — {elapsed}"
+        lines = [*self._tools, *(_child_line(c, self._clock.time()) for c in children)]
+        if self._current is not None and self._current != DELEGATE:
+            lines.append(f"▸ {self._current}")
+        return "\n".join([headline, *(_fit(line) for line in lines[-MAX_LINES:])])
+
+
+def _child_line(child: ChildView, now: float) -> str:
+    state = getattr(child.state, "value", str(child.state)).lower()
+    goal = " ".join(child.goal.split())
+    if child.completed_at is not None:
+        mark = "✓" if state == "succeeded" else "✗"
+        took = format_elapsed(max(0.0, child.completed_at - (child.started_at or child.completed_at)))
+        return f"  {mark} {goal} — {state}, {took}"
+    if child.started_at is None:
+        return f"  · {goal} — waiting"
+    running = int(max(0.0, now - child.started_at) // 5 * 5)  # 5 s steps: fewer edits
+    return f"  ▸ {goal} — running, {format_elapsed(running)}"
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"

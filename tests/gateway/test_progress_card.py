@@ -1,0 +1,132 @@
+"""The progress card: one message per turn, only after the delay, edited in place from real
+events, finalised when the turn ends, never outliving it."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
+from gateway.progress_card import LINE_CHARS, MAX_LINES
+from gateway.testing import RecordingAdapter, make_config, settled
+
+CARD = {"progress": "card", "progress_delay": 2}
+
+
+async def start(tmp_path, gateways, model, **display):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    config = make_config(tmp_path, display={**CARD, **display}, agent={"gateway_notify_interval": 180})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    return chat, clock, gateway
+
+
+async def test_a_fast_turn_shows_no_card(tmp_path, gateways):
+    chat, clock, gateway = await start(tmp_path, gateways, ScriptedModel({"parent": [[{"text": "quick"}]]}))
+    await chat.say("hi")
+    await chat.wait_for(lambda: chat.messages)
+    clock.advance(10)
+    await settled(gateway)
+    assert chat.kinds() == ["reply"]
+
+
+async def test_the_card_appears_after_the_delay_follows_the_tools_and_ends_as_one_line(tmp_path, gateways):
+    secret = "s3cr3t-value-never-shown"
+    model = ScriptedModel({"parent": [[
+        {"wait": "think", "tool_calls": [{"name": "list_files", "arguments": {"path": secret}}]},
+        {"wait": "answer", "text": "all done"},
+    ]]})
+    chat, clock, gateway = await start(tmp_path, gateways, model)
+    await chat.say("look around")
+    await model.reached("think")
+    await clock.until_sleeping(lasting=2)
+    assert chat.messages == []  # nothing before the delay
+    clock.advance(2)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    card = chat.messages[0]
+    assert card.outbound.silent and card.outbound.text == "⏳ Thinking — 2 s"
+    model.release("think")
+    await model.reached("answer")
+    await chat.wait_for(lambda: card.text == "⏳ Thinking — 2 s\n✗ list_files")  # it failed: no such path
+    model.release("answer")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    clock.advance(600)
+    await settled(gateway)
+    assert chat.kinds() == ["notice", "reply"]  # one card, edited in place, never a second message
+    assert card.text == "✓ Done in 2 s"
+    assert all(secret not in text for text in [card.outbound.text, *card.edits])  # tool arguments never shown
+
+
+def delegating(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] == "user":
+        goals = [{"goal": f"check source {i}"} for i in range(3)]
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": goals}}]}
+    return {"text": "compared them all"}
+
+
+async def test_subagents_show_as_lines_and_the_outcome_counts_them(tmp_path, gateways):
+    model = ScriptedModel({"parent": delegating, "leaf": lambda r: {"wait": "children", "text": "found it"}})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=False)
+    await chat.say("compare three sources")
+    await model.reached("children")
+    await clock.until_sleeping(lasting=2)
+    clock.advance(2)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    card = chat.messages[0]
+    lines = card.outbound.text.splitlines()
+    assert lines[0].startswith("⏳ Waiting for subagents: 0 of 3 done")
+    assert [line.split(" — ")[0].strip() for line in lines[1:]] == [f"▸ check source {i}" for i in range(3)]
+    model.release("children")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    clock.advance(600)
+    await settled(gateway)
+    assert card.text == "✓ Done in 2 s · 3 subagents"
+
+
+async def test_stop_finalises_the_card(tmp_path, gateways):
+    model = ScriptedModel({"parent": [[{"wait": "never"}]]})
+    chat, clock, gateway = await start(tmp_path, gateways, model)
+    await chat.say("work")
+    await model.reached("never")
+    await clock.until_sleeping(lasting=2)
+    clock.advance(2)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    await chat.say("/stop")
+    await chat.wait_for(lambda: chat.messages[0].edits)
+    clock.advance(600)
+    await settled(gateway)
+    assert chat.messages[0].text == "⏹ Stopped"
+
+
+@pytest.mark.parametrize("final", ["delete"])
+async def test_a_card_can_be_deleted_when_the_turn_ends(tmp_path, gateways, final):
+    class Deleting(RecordingAdapter):
+        async def delete(self, chat_id, thread_id, message_id):
+            self.messages = [m for m in self.messages if m.message_id != message_id]
+            self._changed()
+
+    model = ScriptedModel({"parent": [[{"wait": "go", "text": "answer"}]]})
+    chat, clock = Deleting(), FakeClock(autojump=False)
+    config = make_config(tmp_path, display={**CARD, "progress_final": final})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("work")
+    await model.reached("go")
+    await clock.until_sleeping(lasting=2)
+    clock.advance(2)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    model.release("go")
+    await chat.wait_for(lambda: chat.kinds() == ["reply"])
+    await settled(gateway)
+
+
+def test_lines_are_capped():
+    from gateway.progress_card import ProgressCard
+
+    clock = FakeClock()
+    card = ProgressCard(delay=0, heartbeat=1, mode=True, clock=clock, publish=lambda t, n: None, children=lambda: [])
+    for i in range(20):
+        card.tool_started(f"tool_{i}_" + "x" * 200)
+        card.tool_finished(f"tool_{i}_" + "x" * 200, True)
+    lines = card.render().splitlines()
+    assert len(lines) == 1 + MAX_LINES and all(len(line) <= LINE_CHARS for line in lines)
