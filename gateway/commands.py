@@ -67,7 +67,7 @@ async def _stop(gateway: Gateway, session: GatewaySession) -> str:
     session.last_stop_at = time.time()
     stopped_turn = gateway.stop_turn(session, "stopped by /stop")
     session.queue.clear()
-    children = await gateway.runtime.lifecycle.interrupt_children(session.session_id, "stopped by /stop")
+    children = await gateway.runtime.lifecycle.host_view().interrupt_children(session.session_id, "stopped by /stop")
     await asyncio.sleep(0)
     if not stopped_turn and not children:
         return "Nothing was running."
@@ -78,21 +78,18 @@ async def _stop(gateway: Gateway, session: GatewaySession) -> str:
 
 
 def _agents(gateway: Gateway, session: GatewaySession) -> str:
-    service = gateway.runtime.lifecycle
+    view = gateway.runtime.lifecycle.host_view()
     now = time.time()
     lines = []
-    for record in service.children_of(session.session_id):
-        run = record.run
-        activity = run.session.activity.description if run is not None and run.session is not None else "waiting"
-        elapsed = now - (record.started_at or record.created_at)
-        lines.append(f"• {record.goal[:80]} — {record.state.value.lower()}, {elapsed:.0f} s, {activity}")
-    recent = service.recent_of(session.session_id)
+    for child in view.children(session.session_id):
+        elapsed = now - (child.started_at or child.created_at)
+        lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}, {elapsed:.0f} s, {child.activity}")
+    recent = view.recent(session.session_id)
     if recent:
         lines.append("Finished recently:")
-        for record in reversed(recent):
-            result = record.result
-            text = (result.summary or result.error_message or "") if result else ""
-            lines.append(f"• {record.goal[:80]} — {record.state.value.lower()}: {text[:160]}")
+        for child in reversed(recent):
+            text = child.summary or child.error or ""
+            lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}: {text[:160]}")
     return "\n".join(lines) if lines else "No subagents in this chat."
 
 

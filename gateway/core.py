@@ -23,7 +23,7 @@ from gateway.display import delegation_mode, turn_display
 from gateway.runtime import STATE_DB, Runtime
 from gateway.sessions import GatewaySession, WorkItem, new_turn_id
 from gateway.store import GatewayStore, SessionRow, session_key
-from lifecycle._delegate import DelegateTool
+from lifecycle import delegate_tool
 from platforms.base import Accepted, Adapter, CommandSpec, DisplayTier, Inbound
 
 log = logging.getLogger("gateway.core")
@@ -48,8 +48,8 @@ class Gateway:
         webhook = self.config.platforms.webhook
         self.outbox = Outbox(self.store, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds})
-        self.background_tool = DelegateTool(runtime.lifecycle, mode="background",
-                                            on_complete=self._background_done).tool()
+        self.background_tool = delegate_tool(runtime.lifecycle, mode="background",
+                                             on_complete=self._background_done)
         self.sessions: dict[str, GatewaySession] = {}
         self._by_agent: dict[str, GatewaySession] = {}
         self._accepting = False
@@ -209,7 +209,7 @@ class Gateway:
         old_id = session.session_id
         self.stop_turn(session, "session reset by /new")
         session.queue.clear()
-        ended = await self.runtime.lifecycle.interrupt_children(old_id, "session reset by /new")
+        ended = await self.runtime.lifecycle.host_view().interrupt_children(old_id, "session reset by /new")
         row = self._new_row(session.key, session.platform, generation=session.generation + 1)
         self.store.save_session(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode

@@ -24,8 +24,7 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
-from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
-from lifecycle._delegate import DelegateTool
+from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle, delegate_tool
 
 log = logging.getLogger("gateway.runtime")
 
@@ -62,7 +61,7 @@ class Runtime:
             host, SqliteJournal(self.state_dir / STATE_DB), settings=config.lifecycle
         )
         # The registry holds the inline variant; background sessions get their own (gateway).
-        self.tools.register(DelegateTool(self.lifecycle).tool())
+        self.tools.register(delegate_tool(self.lifecycle))
         self.plugins = PluginHost(self.tools, self.hooks)
 
     async def start(self) -> None:

@@ -121,7 +121,7 @@ def _detail(gateway: Gateway, session: GatewaySession, running: RunningTurn) -> 
     if tool is None:
         return "thinking"
     if tool == DELEGATE and running.agent_turn_id is not None:
-        done, launched = gateway.runtime.lifecycle.turn_progress(session.session_id, running.agent_turn_id)
+        done, launched = gateway.runtime.lifecycle.host_view().turn_progress(session.session_id, running.agent_turn_id)
         if launched:
             return f"running {DELEGATE}: {done} of {launched} subagents done"
     return f"running {tool}"

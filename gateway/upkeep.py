@@ -30,7 +30,7 @@ def sweep(gateway: Gateway, *, idle_after: float = IDLE_SESSION_SECONDS) -> tupl
     evicted = 0
     for key, session in list(gateway.sessions.items()):
         busy = session.running is not None or session.queue
-        children = gateway.runtime.lifecycle.children_of(session.session_id)
+        children = gateway.runtime.lifecycle.host_view().children(session.session_id)
         if busy or children or now - session.last_active < idle_after:
             continue
         if session.worker is not None:

@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -204,10 +204,15 @@ class SqliteJournal:
         rows = await self._call(self._query, sql, (_text(parent_session_id), _text(correlation_id)))
         return _untext(rows[0][0]) if rows else None
 
-    async def interrupt_unfinished(self, now: float, make_result: MakeResult) -> list[str]:
+    async def unfinished(self) -> list[JournalRecord]:
         await self.sync()
         rows = await self._call(self._query, f"{_SELECT} WHERE NOT {_IN_TERMINAL}", tuple(_TERMINAL))
-        unfinished = [_from_row(row) for row in rows]
+        return [_from_row(row) for row in rows]
+
+    async def interrupt_unfinished(
+        self, now: float, make_result: MakeResult, *, keep: Collection[str] = ()
+    ) -> list[str]:
+        unfinished = [r for r in await self.unfinished() if r.subagent_id not in keep]
         for record in [_interrupted(r, now, make_result) for r in unfinished]:  # a raising callback changes nothing
             self.put(record)
         await self.sync()

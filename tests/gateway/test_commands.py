@@ -36,7 +36,7 @@ def parent_script(*, after: str = "all done") -> dict:
 
 async def children_running(gateway, n: int = 2) -> None:
     async with asyncio.timeout(5):
-        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
+        while sum(len(gateway.runtime.lifecycle.host_view().children(s.session_id)) for s in gateway.sessions.values()) < n:
             await asyncio.sleep(0.005)
         await asyncio.sleep(0.05)
 
@@ -57,9 +57,9 @@ async def test_stop_ends_the_turn_and_every_child_with_one_confirmation(tmp_path
     after_stop = chat.messages[chat.kinds().index("command") + 1:]
     assert after_stop == []  # nothing more from the stopped work
     session = next(iter(gateway.sessions.values()))
-    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
-    assert all(r.outcome.summary.startswith("partial work") for r in recent)
+    recent = gateway.runtime.lifecycle.host_view().recent(session.session_id)
+    assert sorted(r.state.value.lower() for r in recent) == ["interrupted", "interrupted"]
+    assert all(r.summary.startswith("partial work") for r in recent)
     await chat.say("/agents")
     await chat.wait_for(lambda: len(chat.texts("command")) == 2)
     assert "partial work on first [hang]" in chat.texts("command")[1]

@@ -197,6 +197,19 @@ async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, jo
     assert await journal.interrupt_unfinished(100.0, make_result) == []
 
 
+async def test_unfinished_lists_live_records_and_interrupting_can_keep_some(backend: Backend, journal: Journal) -> None:
+    for sid, state in [("p", "PENDING"), ("r", "RUNNING"), ("s", "SUCCEEDED")]:
+        journal.put(record(sid, state))
+    journal.put(record("late", "PENDING"))  # not yet flushed: still listed
+    assert sorted(r.subagent_id for r in await journal.unfinished()) == ["late", "p", "r"]
+    assert await journal.get("late") == record("late", "PENDING")
+    ids = await journal.interrupt_unfinished(5.0, lambda old: json.dumps({"state": "INTERRUPTED"}), keep={"r", "gone"})
+    assert sorted(ids) == ["late", "p"]
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    assert [r.subagent_id for r in await journal.unfinished()] == ["r"]
+    assert (await journal.get("r")) == record("r", "RUNNING")
+
+
 async def test_sweep_deletes_old_terminal_records_and_frees_their_correlation_ids(journal: Journal) -> None:
     journal.put(record("old", "SUCCEEDED", completed_at=10.0, correlation_id="job"))
     journal.put(record("older", "CANCELLED", completed_at=5.0))

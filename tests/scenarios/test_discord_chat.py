@@ -120,7 +120,7 @@ def delegate_to_hanging_children(request: ModelRequest) -> dict:
 
 async def children_running(gateway: Gateway, n: int = 2) -> None:
     async with asyncio.timeout(5):
-        while sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values()) < n:
+        while sum(len(gateway.runtime.lifecycle.host_view().children(s.session_id)) for s in gateway.sessions.values()) < n:
             await asyncio.sleep(0.005)
     await asyncio.sleep(0.05)
 
@@ -297,8 +297,8 @@ async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_o
     if how == "interaction":
         assert assert_answered_once_through_the_interaction(fake, stop, dm) == confirmation
     assert session.running is None
-    recent = gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    recent = gateway.runtime.lifecycle.host_view().recent(session.session_id)
+    assert sorted(r.state.value.lower() for r in recent) == ["interrupted", "interrupted"]
 
 
 # ---- 6. splitting at 2,000 characters ---------------------------------------------------------------

@@ -88,7 +88,7 @@ class SlackChat:
 
     def children(self) -> int:
         lifecycle = self.gateway.runtime.lifecycle
-        return sum(len(lifecycle.children_of(s.session_id)) for s in self.gateway.sessions.values())
+        return sum(len(lifecycle.host_view().children(s.session_id)) for s in self.gateway.sessions.values())
 
     async def answered(self, channel: str = DM, thread: str | None = None, count: int = 1,
                        timeout: float = 5.0, settle: bool = True) -> list[str]:
@@ -314,8 +314,8 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
     assert chat.bot_texts("C1") == [] and chat.fake.ephemeral == []
     session = chat.session("C1", ts)
     assert session.running is None
-    recent = chat.gateway.runtime.lifecycle.recent_of(session.session_id)
-    assert sorted(r.outcome.status for r in recent) == ["interrupted", "interrupted"]
+    recent = chat.gateway.runtime.lifecycle.host_view().recent(session.session_id)
+    assert sorted(r.state.value.lower() for r in recent) == ["interrupted", "interrupted"]
     assert not any(r.role == "parent" and r.iteration > 0 for r in model.requests)  # the parent never resumed
 
 

@@ -128,7 +128,7 @@ def delegating_parent(request: ModelRequest) -> dict:
 async def children_hanging(fake: FakeTelegram, gateway: Gateway, model: ScriptedModel, n: int = 2) -> None:
     """Until ``n`` children run and each has reached its hanging model call."""
     def hanging() -> bool:
-        running = sum(len(gateway.runtime.lifecycle.children_of(s.session_id)) for s in gateway.sessions.values())
+        running = sum(len(gateway.runtime.lifecycle.host_view().children(s.session_id)) for s in gateway.sessions.values())
         stuck = [r for r in model.requests if r.role == "leaf" and r.iteration >= 1]
         return running >= n and len(stuck) >= n
 
@@ -213,8 +213,8 @@ async def test_command_during_a_hanging_inline_delegation_gives_one_confirmation
     (reply,) = texts(fake)  # one confirmation; nothing from the stopped turn or its children
     assert reply.startswith(confirmation)
     lifecycle = gateway.runtime.lifecycle
-    assert session.running is None and not lifecycle.children_of(delegating_session)
-    outcomes = [r.outcome.status for r in lifecycle.recent_of(delegating_session)]
+    assert session.running is None and not lifecycle.host_view().children(delegating_session)
+    outcomes = [r.state.value.lower() for r in lifecycle.host_view().recent(delegating_session)]
     assert outcomes == ["interrupted", "interrupted"]
 
 
