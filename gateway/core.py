@@ -76,6 +76,7 @@ class Gateway:
             await self._dispatch(inbound)
         self._upkeep = asyncio.ensure_future(upkeep.run_forever(self))
         self.store.automatic_checkpoints(False)
+        self.runtime.lifecycle.journal.db.automatic_checkpoints(False)  # it commits on the loop too
         self._checkpoints = asyncio.ensure_future(checkpoints.run_forever(self.store.path))
 
     async def stop(self, grace: float | None = None) -> None:

@@ -6,7 +6,9 @@ facade as ``ctx.subagent_lifecycle``; async code uses its ``.aio`` twin,
 `AsyncSubagentLifecycle.host_view` (`HostView`, frozen `ChildSnapshot`s) and
 gives sessions the ``delegate_task`` tool built by `delegate_tool`. Engines
 (`Engine`, `InProcessEngine`) run `ChildJob`s; journals (`Journal`,
-`SqliteJournal`, `MemoryJournal`) remember them.
+`SqliteJournal`, `MemoryJournal`) remember them; `SqliteDatabase` is the
+state file's connection with group commit, which the journal and the
+gateway's store can share.
 """
 
 from lifecycle._capability import KeyRing
@@ -31,6 +33,7 @@ from lifecycle._contract import (
     SubagentTerminalState,
     SubagentUsage,
 )
+from lifecycle._database import SqliteDatabase
 from lifecycle._delegate import delegate_tool
 from lifecycle._engine import Engine, EngineHost
 from lifecycle._host_view import HostView
@@ -66,6 +69,7 @@ __all__ = [
     "MemoryProvider",
     "NOT_READY",
     "RECONNECT_UNAVAILABLE",
+    "SqliteDatabase",
     "SqliteJournal",
     "SubagentCancelResult",
     "SubagentHandle",

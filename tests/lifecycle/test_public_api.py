@@ -7,7 +7,7 @@ def test_public_names_are_a_conscious_choice():
         "AsyncSubagentLifecycle", "CONTRACT_VERSION", "ChildHost", "ChildJob", "ChildOutcome", "ChildSnapshot",
         "ChildSpec", "Engine", "EngineHost", "HostView", "InProcessEngine", "Journal", "JournalError",
         "JournalRecord", "KeyRing", "MAX_CONTEXT_CHARS", "MAX_GOAL_CHARS", "MAX_METADATA_BYTES", "MAX_RESULT_CHARS",
-        "MemoryJournal", "MemoryProvider", "NOT_READY", "RECONNECT_UNAVAILABLE", "SqliteJournal",
+        "MemoryJournal", "MemoryProvider", "NOT_READY", "RECONNECT_UNAVAILABLE", "SqliteDatabase", "SqliteJournal",
         "SubagentCancelResult", "SubagentHandle", "SubagentLaunchRequest", "SubagentLifecycle",
         "SubagentLifecycleError", "SubagentReconnectResult", "SubagentResult", "SubagentState", "SubagentStatus",
         "SubagentTerminalState", "SubagentUsage", "UNKNOWN_HANDLE", "UNSAFE_CHILD_TOOLS", "delegate_tool",
