@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolCall, ToolContext, ToolRegistry  # noqa: E402
 from agent.testing.turns import inside_turn  # noqa: E402
-from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal  # noqa: E402
-from lifecycle._delegate import DelegateTool  # noqa: E402
+from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, delegate_tool  # noqa: E402
 from lifecycle.settings import LifecycleSettings  # noqa: E402
 
 
@@ -53,7 +52,7 @@ async def setup(tmp: Path):
     registry.add("sleep_tool", "sleeps 1 s", {"type": "object"}, sleep_tool, toolset="bench")
     service = AsyncSubagentLifecycle(ChildHost(tools=registry, hooks=HookRegistry()),
                                      SqliteJournal(tmp / "bench.db"), settings=LifecycleSettings(max_running=20))
-    tool = DelegateTool(service).tool()
+    tool = delegate_tool(service)
     registry.register(tool)
     await service.start()
     parent = AgentSession(model=ChildModel(), tools=registry.resolve(), session_id="bench-parent", workspace=tmp)

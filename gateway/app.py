@@ -19,14 +19,14 @@ from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
 from gateway.completions import Completions
 from gateway.display import DisplayResolver
-from gateway.host import STATE_DB, AgentHost
+from gateway.host import AgentHost
 from gateway.outbox import Outbox
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.turn_runner import TurnRunner
 from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
 from gateway.store import GatewayStore, session_key
 from gateway.store.checkpointer import Checkpointer
+from gateway.turn_runner import TurnRunner
 from platforms.base import Accepted, Adapter, CommandSpec, Inbound, ThreadMemory, TurnReading
 
 log = logging.getLogger("gateway.app")
@@ -42,7 +42,7 @@ class Gateway:
         self.config = host.config
         self.clock = clock
         self.adapters: dict[str, Adapter] = {a.name: a for a in adapters}
-        self.store = store or GatewayStore(host.state_dir / STATE_DB, clock=clock)
+        self.store = store or GatewayStore(db=host.database, clock=clock)
         webhook = self.config.platforms.webhook
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds})

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from gateway.config import ConfigError, config_check, config_secrets, load_config
-from gateway.logging import setup_logging
 from gateway.host import AgentHost
+from gateway.logging import setup_logging
 from gateway.serve import serve
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand
-from gateway.children import ChildrenView
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
+from lifecycle import HostView
 from platforms.base import CommandSpec, Inbound
 
 log = logging.getLogger("gateway.commands")
@@ -45,7 +45,7 @@ def parse(text: str, known: set[str]) -> Command | None:
 class Commands:
     """The built-in commands and the plugins' ones; `run` answers with the text to send."""
 
-    def __init__(self, registry: SessionRegistry, children: ChildrenView, plugins: Mapping[str, PluginCommand],
+    def __init__(self, registry: SessionRegistry, children: HostView, plugins: Mapping[str, PluginCommand],
                  *, clock: Clock) -> None:
         self._registry = registry
         self._children = children

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from dataclasses import replace
 
 from agent import (
     SYSTEM_CLOCK,
@@ -25,9 +24,14 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
-from gateway.children import ChildrenView
-from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
-from lifecycle._delegate import DelegateTool
+from lifecycle import (
+    AsyncSubagentLifecycle,
+    ChildHost,
+    SqliteDatabase,
+    SqliteJournal,
+    SubagentLifecycle,
+    delegate_tool,
+)
 
 log = logging.getLogger("gateway.host")
 
@@ -61,13 +65,13 @@ class AgentHost:
             tools=self.tools, hooks=self.hooks, delegation=config.delegation, clock=clock,
             child_model=self._child_model, compaction=self.compaction,
         )
-        self.lifecycle = AsyncSubagentLifecycle(
-            host, SqliteJournal(self.state_dir / STATE_DB), settings=config.lifecycle
-        )
-        self.children = ChildrenView(self.lifecycle)
+        self.database = SqliteDatabase(self.state_dir / STATE_DB)
+        """The state file: the lifecycle journal's and the gateway store's, with one group commit."""
+        self.lifecycle = AsyncSubagentLifecycle(host, SqliteJournal(db=self.database), settings=config.lifecycle)
+        self.children = self.lifecycle.host_view()
         """What the gateway reads of children: frozen snapshots, never lifecycle records."""
         # The registry holds the inline variant; `new_session` gives background sessions theirs.
-        self.tools.register(DelegateTool(self.lifecycle).tool())
+        self.tools.register(delegate_tool(self.lifecycle))
         self.plugins = PluginHost(self.tools, self.hooks)
 
     async def start(self) -> None:
@@ -79,6 +83,7 @@ class AgentHost:
 
     async def close(self) -> None:
         await self.lifecycle.close()
+        self.database.close()
         for model in (self.model, *self._child_models.values()):
             aclose = getattr(model, "aclose", None)
             if aclose is not None:
@@ -87,7 +92,7 @@ class AgentHost:
     def background_delegate(self, on_complete: OnComplete) -> Tool:
         """The ``delegate_task`` variant for background sessions: it returns at once and hands
         the results to ``on_complete(parent_session_id, payload)`` when the children finish."""
-        return DelegateTool(self.lifecycle, mode="background", on_complete=on_complete).tool()
+        return delegate_tool(self.lifecycle, mode="background", on_complete=on_complete)
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 
 from agent import Clock
-from gateway.children import ChildrenView
 from gateway.session_registry import SessionRegistry
 from gateway.store import GatewayStore, inbox, outbox_rows
+from lifecycle import HostView
 
 log = logging.getLogger("gateway.retention")
 
@@ -20,7 +20,7 @@ IDLE_SESSION_SECONDS = 3600.0
 
 
 class Retention:
-    def __init__(self, store: GatewayStore, registry: SessionRegistry, children: ChildrenView, *, clock: Clock,
+    def __init__(self, store: GatewayStore, registry: SessionRegistry, children: HostView, *, clock: Clock,
                  idle_after: float = IDLE_SESSION_SECONDS) -> None:
         self._store = store
         self._registry = registry

@@ -18,8 +18,18 @@ from agent import Clock
 from gateway.pacing import Pacer
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
-from platforms.base import (Adapter, BadRequest, Deleting, DeliveryError, EditUnsupported, Forbidden, MessageTooLong,
-                            NotFound, Outbound, RateLimited)
+from platforms.base import (
+    Adapter,
+    BadRequest,
+    Deleting,
+    DeliveryError,
+    EditUnsupported,
+    Forbidden,
+    MessageTooLong,
+    NotFound,
+    Outbound,
+    RateLimited,
+)
 
 log = logging.getLogger("gateway.outbox")
 

@@ -7,10 +7,10 @@ import logging
 import signal
 
 from gateway import gc_tuning
-from gateway.config import Config
 from gateway.app import Gateway
-from gateway.platform_factory import build_adapters
+from gateway.config import Config
 from gateway.host import AgentHost
+from gateway.platform_factory import build_adapters
 from gateway.server import Server
 
 log = logging.getLogger("gateway.serve")

@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
-from gateway.children import ChildrenView
 from gateway.display import TurnDisplay
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
-from gateway.progress_card import ProgressCard
 from gateway.outbox import Outbox
+from gateway.progress_card import ProgressCard
 from gateway.replies import SUPPRESSED_NOTES, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import Inbox
+from lifecycle import HostView
 from platforms.base import Adapter
 
 log = logging.getLogger("gateway.turn_runner")
@@ -39,7 +39,7 @@ TRACKS_TURN_IDS = frozenset({"webhook"})
 class TurnRunner:
     """Owns each session's worker task: it exists while the session's queue has work."""
 
-    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: ChildrenView,
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock) -> None:
         self._registry = registry
         self._outbox = outbox

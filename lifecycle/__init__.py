@@ -2,11 +2,16 @@
 
 Knows children, never chats. Plugins get the synchronous `SubagentLifecycle`
 facade as ``ctx.subagent_lifecycle``; async code uses its ``.aio`` twin,
-`AsyncSubagentLifecycle`.
+`AsyncSubagentLifecycle`. The host process sees children through
+`AsyncSubagentLifecycle.host_view` (`HostView`, frozen `ChildSnapshot`s) and
+gives sessions the ``delegate_task`` tool built by `delegate_tool`. Engines
+(`Engine`, `InProcessEngine`) run `ChildJob`s; journals (`Journal`,
+`SqliteJournal`, `MemoryJournal`) remember them; `SqliteDatabase` is the
+state file's connection with group commit, which the journal and the
+gateway's store can share.
 """
 
 from lifecycle._capability import KeyRing
-from lifecycle._child_run import ChildOutcome
 from lifecycle._children import UNSAFE_CHILD_TOOLS, ChildHost, ChildSpec, MemoryProvider
 from lifecycle._contract import (
     CONTRACT_VERSION,
@@ -28,9 +33,15 @@ from lifecycle._contract import (
     SubagentTerminalState,
     SubagentUsage,
 )
-from lifecycle._engine import Engine, InProcessEngine
+from lifecycle._database import SqliteDatabase
+from lifecycle._delegate import delegate_tool
+from lifecycle._engine import Engine, EngineHost
+from lifecycle._host_view import HostView
+from lifecycle._inprocess import InProcessEngine
+from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._service import AsyncSubagentLifecycle
+from lifecycle._snapshot import ChildSnapshot
 from lifecycle._sqlite_journal import SqliteJournal
 from lifecycle._sync import SubagentLifecycle
 
@@ -38,9 +49,13 @@ __all__ = [
     "AsyncSubagentLifecycle",
     "CONTRACT_VERSION",
     "ChildHost",
+    "ChildJob",
     "ChildOutcome",
+    "ChildSnapshot",
     "ChildSpec",
     "Engine",
+    "EngineHost",
+    "HostView",
     "InProcessEngine",
     "Journal",
     "JournalError",
@@ -54,6 +69,7 @@ __all__ = [
     "MemoryProvider",
     "NOT_READY",
     "RECONNECT_UNAVAILABLE",
+    "SqliteDatabase",
     "SqliteJournal",
     "SubagentCancelResult",
     "SubagentHandle",
@@ -68,4 +84,5 @@ __all__ = [
     "SubagentUsage",
     "UNKNOWN_HANDLE",
     "UNSAFE_CHILD_TOOLS",
+    "delegate_tool",
 ]

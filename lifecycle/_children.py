@@ -1,5 +1,5 @@
-"""How a child is built from its parent: the same for lifecycle launches and
-delegate_task, so tools, prompts and limits never differ between the two."""
+"""How a child is planned and built from its parent: the same for lifecycle launches
+and delegate_task, so tools, prompts and limits never differ between the two."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, HookRegistry, Model, ToolRegistry
 from lifecycle._contract import SubagentLifecycleError
+from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle.settings import DelegationSettings
 
@@ -18,6 +19,7 @@ log = logging.getLogger("lifecycle.children")
 #: Tools no child ever gets: they reach the user, persist memory or schedule work.
 UNSAFE_CHILD_TOOLS = frozenset({"clarify", "memory", "send_message", "cronjob", "start_chat"})
 DELEGATE_TOOL = "delegate_task"
+_LEAF_BLOCKED = UNSAFE_CHILD_TOOLS | {DELEGATE_TOOL}
 #: Services children must not inherit, matching the tools taken away above.
 _PARENT_ONLY_SERVICES = frozenset({"clarify", "send_message", "memory_path"})
 
@@ -37,7 +39,7 @@ class ChildHost:
     delegation: DelegationSettings = DelegationSettings()
     child_model: Callable[[AgentSession], Model] | None = None
     """The model for a new child of this parent; None means the parent's own model.
-    Called at build time, so a changed ``delegation.model`` reaches only new children."""
+    Called at launch, so a changed ``delegation.model`` reaches only new children."""
     memory: MemoryProvider | None = None
     clock: Clock = SYSTEM_CLOCK
     compaction: CompactionPolicy | None = None
@@ -46,16 +48,22 @@ class ChildHost:
 
 @dataclass(frozen=True, slots=True)
 class ChildSpec:
+    """One child as a caller asks for it (a launch request or a delegate_task task), before
+    the service resolves it into a `ChildJob`."""
+
     goal: str
     context: str | None = None
     role: str = "leaf"
+    """The requested role; an orchestrator at the depth limit becomes a leaf."""
     allowed_toolsets: tuple[str, ...] | None = None
+    """Narrows the parent's toolsets; None inherits them."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     output_schema: Mapping[str, Any] | None = None
     """A JSON Schema the final answer must match (delegate_task's output contract)."""
     images: tuple[str, ...] = ()
     """Local paths or URLs for the child's first turn."""
     task_index: int = 0
+    """The task's position in a delegate_task call."""
 
 
 def effective_role(requested: str, depth: int, max_spawn_depth: int) -> str:
@@ -74,41 +82,57 @@ def check_toolsets(host: ChildHost, parent: AgentSession, allowed: tuple[str, ..
         raise SubagentLifecycleError("Requested toolsets would broaden parent permissions.")
 
 
-def build_child(
-    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, model: Model, project_context: str = ""
-) -> AgentSession:
+def plan_job(
+    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, parent_turn_id: str, model: Model
+) -> ChildJob:
+    """Resolve a launch into the job an engine runs: the effective role and depth, the
+    toolsets (only ever narrowed) and the tool names the child gets."""
     depth = parent.depth + 1
     role = effective_role(spec.role, depth, host.delegation.max_spawn_depth)
     toolsets = parent.enabled_toolsets
     if spec.allowed_toolsets:
         toolsets = frozenset(spec.allowed_toolsets) if toolsets is None else toolsets & set(spec.allowed_toolsets)
-    blocked = UNSAFE_CHILD_TOOLS if role == "orchestrator" else UNSAFE_CHILD_TOOLS | {DELEGATE_TOOL}
+    blocked = UNSAFE_CHILD_TOOLS if role == "orchestrator" else _LEAF_BLOCKED
     # Children inherit the parent's resolved tools (its disabled tools stay disabled), narrowed.
-    tools = {
-        name: tool
-        for name, tool in parent.tools.items()
+    tools = tuple(
+        name for name, tool in parent.tools.items()
         if name not in blocked and (toolsets is None or tool.toolset in toolsets)
-    }
-    if DELEGATE_TOOL in tools:
-        # An orchestrator waits for its own children: always the registry's inline variant,
-        # never a background one its parent may hold.
-        inline = host.tools.get(DELEGATE_TOOL)
-        if inline is None:
-            del tools[DELEGATE_TOOL]
-        else:
-            tools[DELEGATE_TOOL] = inline
+        and (name != DELEGATE_TOOL or host.tools.get(DELEGATE_TOOL) is not None)
+    )
+    return ChildJob(
+        subagent_id=subagent_id, parent_session_id=parent.session_id, parent_turn_id=parent_turn_id,
+        goal=spec.goal, context=spec.context, role=role, depth=depth,
+        toolsets=None if toolsets is None else tuple(sorted(toolsets)), tools=tools, metadata=spec.metadata,
+        output_schema=spec.output_schema, images=spec.images,
+        provider=type(model).__name__, model=getattr(model, "name", None), workspace=str(parent.workspace),
+    )
+
+
+def build_child(
+    host: ChildHost, job: ChildJob, parent: AgentSession, model: Model, project_context: str = ""
+) -> AgentSession:
+    """The child's session, from its job and its live parent: the parent's own tool objects
+    and services, and the model chosen at launch."""
+    # An orchestrator waits for its own children: always the registry's inline variant,
+    # never a background one its parent may hold.
+    inline = host.tools.get(DELEGATE_TOOL)
+    tools = {}
+    for name in job.tools:
+        tool = inline if name == DELEGATE_TOOL else parent.tools.get(name)
+        if tool is not None:
+            tools[name] = tool
     return AgentSession(
         model=model,
         tools=tools,
-        system_prompt=child_system_prompt(spec, role, project_context),
-        role=role,
-        session_id=subagent_id,
+        system_prompt=child_system_prompt(job, project_context),
+        role=job.role,
+        session_id=job.subagent_id,
         max_iterations=host.delegation.max_iterations,
         workspace=parent.workspace,
         services={k: v for k, v in parent.services.items() if k not in _PARENT_ONLY_SERVICES},
-        enabled_toolsets=toolsets,
-        depth=depth,
-        metadata={"goal": spec.goal, "parent_session_id": parent.session_id, **spec.metadata},
+        enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets),
+        depth=job.depth,
+        metadata={"goal": job.goal, "parent_session_id": job.parent_session_id, **job.metadata},
         clock=host.clock,
         hooks=host.hooks,
         compactor=_child_compactor(host),
@@ -121,20 +145,20 @@ def _child_compactor(host: ChildHost) -> Compactor | None:
     return Compactor(host.compaction.for_child(host.delegation.compression_threshold_tokens))
 
 
-def child_system_prompt(spec: ChildSpec, role: str, project_context: str = "") -> str:
+def child_system_prompt(job: ChildJob, project_context: str = "") -> str:
     parts = [
         "You are a subagent working on one task for a parent agent. You have no memory of the "
         "parent's conversation: everything you know is below.",
-        f"YOUR TASK:\n{spec.goal}",
+        f"YOUR TASK:\n{job.goal}",
     ]
-    if spec.context:
-        parts.append(f"CONTEXT:\n{spec.context}")
+    if job.context:
+        parts.append(f"CONTEXT:\n{job.context}")
     if project_context:
         parts.append(project_context)
-    if role == "orchestrator":
+    if job.role == "orchestrator":
         parts.append("You may split this task further with delegate_task when that clearly helps.")
-    if spec.output_schema is not None:
-        parts.append(contract_prompt(dict(spec.output_schema)))
+    if job.output_schema is not None:
+        parts.append(contract_prompt(dict(job.output_schema)))
     else:
         parts.append(
             "When you are done, reply with a concise summary: what you did, what you found, "

@@ -2,7 +2,8 @@
 
 Inline, the call waits and returns every result, in task order. Background, it
 returns a dispatch handle at once and the results reach the host later through
-``on_complete``; it then also offers ``action`` = list / steer / stop.
+``on_complete``; it then also offers ``action`` = list / steer / stop. Build it
+with `delegate_tool`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from agent import Tool, ToolContext, ToolError, active_turn, new_id
+from agent import Tool, ToolContext, ToolError, new_id
 from lifecycle._children import ChildSpec
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._record import Record
 from lifecycle._service import AsyncSubagentLifecycle
+from lifecycle._snapshot import ChildSnapshot
 
 log = logging.getLogger("lifecycle.delegate")
 
@@ -38,8 +40,21 @@ BACKGROUND_NOTE = (
 )
 
 
+def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_complete: OnComplete | None = None) -> Tool:
+    """The ``delegate_task`` tool on ``service`` for one delegation mode.
+
+    ``inline``: a call waits for its children and returns every result; interrupting
+    the calling turn interrupts them. ``background``: a call returns a dispatch handle
+    at once, and ``await on_complete(parent_session_id, payload)`` later receives the
+    results (``delegation_id``, ``goals``, ``dispatched_at``, ``results``,
+    ``total_duration_seconds``); a failing ``on_complete`` is logged. Raises ValueError
+    for background without ``on_complete``.
+    """
+    return DelegateTool(service, mode=mode, on_complete=on_complete).tool()
+
+
 class DelegateTool:
-    """Builds the ``delegate_task`` tool for one mode; the registry holds the inline one."""
+    """The ``delegate_task`` handler for one mode; the registry holds the inline one."""
 
     def __init__(self, service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
                  on_complete: OnComplete | None = None) -> None:
@@ -62,20 +77,19 @@ class DelegateTool:
         check_arguments(args)
         limit = self.service.host.delegation.max_concurrent_children
         specs = parse_tasks(args, limit)
-        turn = active_turn()
-        turn_id = turn.turn_id if turn is not None else ""
         started = time.monotonic()
         # Inline, nothing is handed out before the children end, and their terminal rows commit
         # after their PENDING ones: no need to wait for a commit before they start.
-        records = await self.service.submit_many(parent, turn_id, specs, durable_launch=self.mode == "background")
+        records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=self.mode == "background")
         if self.mode == "background":
-            return self._dispatch(parent.session_id, specs, records, started)
+            return self._dispatch(parent.session_id, parent.workspace, specs, records, started)
         return await self._inline(parent, specs, records, started)
 
     async def _inline(self, parent: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+        supervisor = self.service._supervisor
+
         def pass_interrupt(reason: str, hard: bool) -> None:
-            for record in records:
-                asyncio.ensure_future(self.service.interrupt_child(record, f"parent interrupted: {reason}"))
+            asyncio.ensure_future(supervisor.interrupt(records, f"parent interrupted: {reason}"))
 
         parent.interrupt_listeners.append(pass_interrupt)
         try:
@@ -96,9 +110,9 @@ class DelegateTool:
 
     # -- background --------------------------------------------------------------------
 
-    def _dispatch(self, parent_id: str, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+    def _dispatch(self, parent_id: str, workspace: Any, specs: list[ChildSpec], records: list[Record],
+                  started: float) -> dict:
         delegation_id = new_id("deleg_")
-        workspace = records[0].run.parent.workspace if records and records[0].run else None
         dispatched_at = time.time()
         task = asyncio.ensure_future(
             self._deliver(parent_id, delegation_id, dispatched_at, workspace, specs, records, started)
@@ -132,38 +146,37 @@ class DelegateTool:
             raise ToolError(f"action {action!r} is only available for background delegation")
         if action not in ("list", "steer", "stop"):
             raise ToolError(f"action must be one of delegate, list, steer, stop; got {action!r}")
+        supervisor = self.service._supervisor
         if action == "list":
-            now = time.time()
-            return {"subagents": [_listing(r, now) for r in self.service.children_of(parent_id)]}
+            now = self.service.clock.time()  # the clock that stamped started_at
+            view = self.service.host_view()
+            return {"subagents": [_listing(child, now) for child in view.children(parent_id)]}
         record = self._own_child(args.get("subagent_id"), parent_id)
+        sid = record.handle.subagent_id
         if action == "steer":
             message = args.get("message")
             if not isinstance(message, str) or not message.strip():
                 raise ToolError("steer needs a non-empty `message`")
-            session = record.run.session if record.run else None
-            if session is None:
-                raise ToolError(f"subagent {record.handle.subagent_id} is not running yet; steer it once it runs")
-            session.steer(message)
-            return {"status": "queued", "subagent_id": record.handle.subagent_id,
+            if not supervisor.engine.steer(sid, message):
+                raise ToolError(f"subagent {sid} is not running yet; steer it once it runs")
+            return {"status": "queued", "subagent_id": sid,
                     "note": "Delivered at the subagent's next step; its result still arrives as a message."}
-        asyncio.ensure_future(self.service.interrupt_child(record, "stopped by the parent"))
-        return {"status": "stopping", "subagent_id": record.handle.subagent_id,
+        asyncio.ensure_future(supervisor.interrupt([record], "stopped by the parent"))
+        return {"status": "stopping", "subagent_id": sid,
                 "note": "The subagent stops at its next step; its partial result still arrives as a message."}
 
     def _own_child(self, subagent_id: Any, parent_id: str) -> Record:
-        for record in self.service.children_of(parent_id):
+        for record in self.service._supervisor.children(parent_id):
             if record.handle.subagent_id == subagent_id:
                 return record
         raise ToolError(f"no running subagent {subagent_id!r} in this session; use action=list to see them")
 
 
-def _listing(record: Record, now: float) -> dict[str, Any]:
-    session = record.run.session if record.run else None
-    activity = session.activity if session is not None else None
+def _listing(child: ChildSnapshot, now: float) -> dict[str, Any]:
     return {
-        "subagent_id": record.handle.subagent_id,
-        "goal": record.goal,
-        "state": record.state.value,
-        "running_seconds": round(now - record.started_at, 1) if record.started_at else 0.0,
-        "last_activity": activity.description if activity is not None else "waiting for a slot",
+        "subagent_id": child.subagent_id,
+        "goal": child.goal,
+        "state": child.state.value,
+        "running_seconds": round(now - child.started_at, 1) if child.started_at else 0.0,
+        "last_activity": child.activity,
     }

@@ -1,87 +1,97 @@
-"""Engines run child jobs. The journal decides what is remembered; the engine only
-decides when and where a job runs, so a distributed engine can replace this one."""
+"""The engine seam: where and when children run, apart from what is remembered about them.
+
+The lifecycle service decides everything durable: it validates and signs a
+launch, journals it, and runs the completion pipeline once per child. An
+engine only runs jobs. It receives each child as a `ChildJob` (plain data),
+reports progress to the `EngineHost` it was started with, and takes stop and
+steer requests by child id. `InProcessEngine` runs children as asyncio tasks
+in this process; a distributed engine runs the same jobs on workers elsewhere
+(see docs/lifecycle.md, "Engines and journals").
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
-log = logging.getLogger("lifecycle.engine")
+from agent import AgentSession, Clock
+from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle.settings import DelegationSettings
 
-Runner = Callable[[Any], Awaitable[None]]
+
+class EngineHost(Protocol):
+    """What the lifecycle service offers the engine that runs its children.
+
+    Reports for one child come in this order: `starting` (at most once),
+    `running` (at most once, after `starting`; a child re-attached after a restart
+    is reported running without starting), `finished` (exactly once, also for a
+    child that never started). An engine reports `running` before `finished` for
+    every child that made a model call: an interrupted child that never ran keeps
+    no partial output. A report about a child the service does not know, or a
+    second `finished`, is ignored.
+    """
+
+    @property
+    def clock(self) -> Clock:
+        """The service's clock: liveness and durations are measured on it."""
+
+    @property
+    def delegation(self) -> DelegationSettings:
+        """The current ``delegation.*`` settings (read again at every check: they may change)."""
+
+    def build_child(self, job: ChildJob, project_context: str) -> AgentSession:
+        """The child's session, built from its live parent in this process: the parent's own
+        tool objects, services and the model chosen at launch. Only an engine that runs
+        children in the service's process calls this; a worker elsewhere builds the same
+        session from the job and its own configuration."""
+
+    async def starting(self, subagent_id: str) -> None:
+        """The engine took the job and begins building the child: the state becomes
+        STARTING and ``subagent_start`` hooks run before this returns."""
+
+    def running(self, subagent_id: str) -> None:
+        """The child is built and about to make its first model call: the state becomes
+        RUNNING (unless a cancel was requested) and ``started_at`` is set."""
+
+    async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
+        """The child has ended, however it ended. Runs the completion pipeline and
+        journals the terminal result before returning; waiters wake after the commit."""
 
 
 class Engine(Protocol):
-    def bind(self, runner: Runner) -> None:
-        """Set the coroutine function that runs one job; called once, before `submit`."""
+    """Runs child jobs for one lifecycle service. Used from the service's event loop."""
 
-    def submit(self, job: Any) -> None:
-        """Run ``runner(job)`` when a slot is free. Never blocks; the job reports its own outcome."""
+    survives_restart: bool
+    """True when children keep running while the service's process is down. The service
+    then leaves them running on `close` and re-attaches to them on `start`; otherwise it
+    interrupts them on `close` and marks those a dead process left behind INTERRUPTED."""
 
-    def withdraw(self, job: Any) -> bool:
-        """Remove a job that has not started yet; False when it already started."""
+    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+        """Begin serving ``host``. ``unfinished`` names the children the journal holds as
+        not finished (always empty unless `survives_restart`); returns the jobs among them
+        that this engine still runs and will report on. The rest become INTERRUPTED."""
 
-    async def close(self) -> None:
-        """Stop starting jobs and wait for running ones (callers interrupt them first)."""
+    def submit(self, job: ChildJob) -> None:
+        """Run the job when a slot is free. Never blocks and never raises for the job's own
+        failures: every way a child can end is reported through `EngineHost.finished`."""
 
+    def withdraw(self, subagent_id: str) -> bool:
+        """Remove a job that has not started. True when it was removed: the engine will then
+        never report on it and the service finishes it itself. False once it started."""
 
-class InProcessEngine:
-    """Runs jobs as asyncio tasks on this loop, at most ``max_running`` at once; the
-    rest wait in FIFO order."""
+    def interrupt(self, subagent_id: str, reason: str) -> None:
+        """Stop a started child at its next safe boundary (its in-flight model call or tool is
+        cancelled). It is reported finished with status ``interrupted``, error ``reason`` and
+        the partial output it had; a child still being built never makes a model call."""
 
-    def __init__(self, max_running: int) -> None:
-        if max_running < 1:
-            raise ValueError("max_running must be at least 1")
-        self.max_running = max_running
-        self._runner: Runner | None = None
-        self._pending: deque[Any] = deque()
-        self._tasks: set[asyncio.Task] = set()
-        self._closed = False
+    def steer(self, subagent_id: str, text: str) -> bool:
+        """Deliver text to a running child at its next iteration boundary; False when the
+        child is not running (yet or any more)."""
 
-    @property
-    def running(self) -> int:
-        return len(self._tasks)
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    def bind(self, runner: Runner) -> None:
-        self._runner = runner
-
-    def submit(self, job: Any) -> None:
-        if self._closed:
-            raise RuntimeError("the engine is closed")
-        if len(self._tasks) < self.max_running:
-            self._start(job)
-        else:
-            self._pending.append(job)
-
-    def withdraw(self, job: Any) -> bool:
-        try:
-            self._pending.remove(job)
-        except ValueError:
-            return False
-        return True
-
-    def _start(self, job: Any) -> None:
-        assert self._runner is not None, "bind() first"
-        task = asyncio.ensure_future(self._runner(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # Jobs record their own failures; reaching here is a bug worth a loud line.
-            log.error("child job crashed", exc_info=task.exception())
-        while self._pending and len(self._tasks) < self.max_running and not self._closed:
-            self._start(self._pending.popleft())
+    def activity(self, subagent_id: str) -> str | None:
+        """What the child is doing now (``waiting for a slot``, ``starting``, ``waiting for
+        the model``, ``running web_search``...); None when this engine does not know it."""
 
     async def close(self) -> None:
-        self._closed = True
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """Stop starting jobs and wait for the running ones to report (the service interrupts
+        them first unless `survives_restart`). Idempotent."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -95,8 +95,15 @@ class Journal(Protocol):
     async def find_correlation(self, parent_session_id: str | None, correlation_id: str) -> str | None:
         """The child holding this correlation id under this parent, until it is swept."""
 
-    async def interrupt_unfinished(self, now: float, make_result: MakeResult) -> list[str]:
-        """At start-up: mark every non-terminal record INTERRUPTED at ``now`` with ``make_result(old)``; synced."""
+    async def unfinished(self) -> list[JournalRecord]:
+        """Every non-terminal record (children a previous process left), committed or not."""
+
+    async def interrupt_unfinished(
+        self, now: float, make_result: MakeResult, *, keep: Collection[str] = ()
+    ) -> list[str]:
+        """At start-up: mark every non-terminal record INTERRUPTED at ``now`` with
+        ``make_result(old)``, except those named in ``keep`` (an engine still runs them);
+        synced. Returns the ids it marked."""
 
     async def sweep(self, completed_before: float) -> int:
         """Delete terminal records completed before the time, freeing their correlation ids; returns the count."""
@@ -154,8 +161,13 @@ class MemoryJournal:
     async def find_correlation(self, parent_session_id: str | None, correlation_id: str) -> str | None:
         return self._correlations.get((parent_session_id, correlation_id))
 
-    async def interrupt_unfinished(self, now: float, make_result: MakeResult) -> list[str]:
-        unfinished = [r for r in self._records.values() if not r.terminal]
+    async def unfinished(self) -> list[JournalRecord]:
+        return [r for r in self._records.values() if not r.terminal]
+
+    async def interrupt_unfinished(
+        self, now: float, make_result: MakeResult, *, keep: Collection[str] = ()
+    ) -> list[str]:
+        unfinished = [r for r in self._records.values() if not r.terminal and r.subagent_id not in keep]
         for record in [_interrupted(r, now, make_result) for r in unfinished]:  # a raising callback changes nothing
             self.put(record)
         await self.sync()

@@ -23,15 +23,16 @@ class ProjectContext:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[Path, tuple[float, asyncio.Task[str]]] = {}
+        self._cache: dict[str, tuple[float, asyncio.Task[str]]] = {}
 
-    async def section(self, workspace: Path) -> str:
+    async def section(self, workspace: str | Path) -> str:
         """The system-prompt section for ``workspace``, or "" when it has no context files."""
+        workspace = str(workspace)
         cached = self._cache.get(workspace)
         now = time.monotonic()
         loop = asyncio.get_running_loop()
         if cached is None or now - cached[0] >= _TTL_SECONDS or cached[1].get_loop() is not loop:
-            task = loop.create_task(asyncio.to_thread(read_context_files, workspace))
+            task = loop.create_task(asyncio.to_thread(read_context_files, Path(workspace)))
             cached = self._cache[workspace] = (now, task)
         task = cached[1]
         if task.done():

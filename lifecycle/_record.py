@@ -1,4 +1,5 @@
-"""The in-memory record of one child. Small on purpose: a thousand of them wait at once."""
+"""The service's record of one child. Private and mutable: hosts get `ChildSnapshot`s,
+plugins get results. Small on purpose: a thousand of them wait at once."""
 
 from __future__ import annotations
 
@@ -10,23 +11,26 @@ from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState, c
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
-    from lifecycle._child_run import ChildOutcome, ChildRun
+    from agent import AgentSession, Model
+    from lifecycle._job import ChildJob, ChildOutcome
 
 
 class Record:
     """Mutated only on the event loop. ``result`` is set once, after it is journaled, and never changes."""
 
     __slots__ = (
-        "handle", "handle_json", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "run", "run_turn_id", "cancel_reason", "stop_reason", "closing", "completing", "_waiters",
+        "handle", "handle_json", "job", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
+        "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "_waiters",
         "__weakref__",
     )
 
-    def __init__(self, handle: SubagentHandle, goal: str, created_at: float) -> None:
+    def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
         self.handle = handle
         self.handle_json = canonical_json(handle.to_dict())
         """Encoded once: the PENDING and the terminal journal rows carry it, and the terminal
         result's canonical JSON embeds it."""
+        self.job = job
+        """What the engine runs; None for a record read back from the journal, and once finished."""
         self.goal = goal
         self.created_at = created_at
         self.state = SubagentState.PENDING
@@ -36,14 +40,24 @@ class Record:
         self.result: SubagentResult | None = None
         self.outcome: ChildOutcome | None = None
         """The full outcome for delegate_task entries; memory only (results are what persists)."""
-        self.run: ChildRun | None = None
-        self.run_turn_id = ""
-        """The parent turn that launched the child."""
+        self.parent: AgentSession | None = None
+        """The live parent session (for building in this process and the cost roll-up); None
+        for a child re-attached after a restart, and once finished."""
+        self.model: Model | None = None
+        """The model chosen at launch, for an engine that builds the child in this process."""
         self.cancel_reason: str | None = None
-        self.stop_reason: str | None = None
+        self.ran = False
+        """The engine reported it running: an interrupt now keeps partial output."""
         self.closing = False
+        """Interrupted because the service is closing."""
         self.completing = False
+        """The completion pipeline has begun; nothing may stop or finish it again."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
+
+    @property
+    def live(self) -> bool:
+        """Neither finished nor finishing: an interrupt or cancel can still reach it."""
+        return not (self.completing or self.state.terminal)
 
     def set_state(self, state: SubagentState, now: float) -> None:
         self.state = state
@@ -94,7 +108,7 @@ class Record:
 
     @classmethod
     def from_journal(cls, row: JournalRecord) -> Record:
-        """A terminal record read back after a restart."""
+        """A record read back from the journal (a finished one, or one an engine re-attached)."""
         record = cls(SubagentHandle.from_dict(json.loads(row.handle)), row.goal, row.created_at)
         record.state = SubagentState(row.state)
         record.updated_at = row.updated_at

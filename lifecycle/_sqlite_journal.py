@@ -1,4 +1,4 @@
-"""`SqliteJournal`: the lifecycle journal on one SQLite file in WAL mode, with group commit.
+"""`SqliteJournal`: the lifecycle journal on a `SqliteDatabase` (WAL, group commit on the loop).
 
 It passes the same conformance suite as every journal (``tests/lifecycle/test_journal.py``);
 the contract is in `lifecycle._journal`.
@@ -12,11 +12,11 @@ import itertools
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, TypeVar
 
 from lifecycle._contract import SubagentState
+from lifecycle._database import SqliteDatabase
 from lifecycle._journal import (
     _TERMINAL,
     SCHEMA_VERSION,
@@ -28,6 +28,7 @@ from lifecycle._journal import (
 )
 
 logger = logging.getLogger("lifecycle._journal")
+T = TypeVar("T")
 
 _COLUMNS = (
     "subagent_id, parent_session_id, correlation_id, handle, state,"
@@ -49,47 +50,18 @@ _SCHEMA = (
 )
 _UPDATE_ALL = ", ".join(f"{c.strip()}=excluded.{c.strip()}" for c in _COLUMNS.split(",")[1:])
 _ROW_MARKS = "(" + ",".join("?" * 11) + ")"
-# Rows per statement. executemany would step once per row, releasing and re-taking the GIL each
-# time; while the event loop is busy every re-take waits for a switch interval (the "convoy
-# effect") and the writer crawls. Multi-row statements need one GIL hand-off per chunk. Fixed
+# Rows per statement: one multi-row statement costs far less than a statement per row. Fixed
 # sizes keep the set of statements small enough for sqlite3's statement cache.
 _CHUNKS = (512, 64, 8, 1)
+_SELECT = f"SELECT {_COLUMNS} FROM lifecycle_records"
+_IN_TERMINAL = "state IN (" + ",".join("?" * len(_TERMINAL)) + ")"
+_text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
 @functools.cache
 def _upsert_sql(rows: int) -> str:
     values = ",".join([_ROW_MARKS] * rows)
     return f"INSERT INTO lifecycle_records ({_COLUMNS}) VALUES {values} ON CONFLICT(subagent_id) DO UPDATE SET {_UPDATE_ALL}"
-
-
-def _upsert(conn: sqlite3.Connection, rows: list[tuple]) -> None:
-    start = 0
-    for size in _CHUNKS:
-        while len(rows) - start >= size:
-            conn.execute(_upsert_sql(size), list(itertools.chain.from_iterable(rows[start : start + size])))
-            start += size
-
-
-_SELECT = f"SELECT {_COLUMNS} FROM lifecycle_records"
-_IN_TERMINAL = "state IN (" + ",".join("?" * len(_TERMINAL)) + ")"
-_RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
-
-def _text(value: Any) -> str | bytes | None:
-    # sqlite3 cannot bind a str holding a lone surrogate (models do emit "\ud800" escapes), and a
-    # record that can never be written would stall the journal; such text goes in as a BLOB.
-    if value is None or (type(value) is str and value.isascii()):
-        return value
-    if not isinstance(value, str):
-        raise TypeError(f"expected str, got {type(value).__name__}")
-    try:
-        encoded = value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value if type(value) is str else encoded.decode("utf-8")  # str subclasses bind as plain text
-
-
-def _untext(value: Any) -> Any:
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _float(value: Any) -> float | None:
@@ -109,45 +81,70 @@ def _from_row(row: tuple) -> JournalRecord:
 
 
 class SqliteJournal:
-    """`Journal` on one SQLite file in WAL mode, with group commit.
+    """`Journal` on SQLite, sharing the connection and group commit of a `SqliteDatabase`.
 
-    One connection lives on one dedicated worker thread; the event loop never
-    touches sqlite. `put` adds to a pending batch and wakes the writer task,
-    which hands the whole batch to the worker (one transaction, multi-row upserts)
-    while new puts gather in the next batch. A failed batch is logged, merged
-    back under newer puts and retried with backoff; waiting `sync` calls raise.
+    ``SqliteJournal(path)`` opens (and closes) a database of its own;
+    ``SqliteJournal(db=database)`` joins one that is already open, such as the one the
+    gateway's store runs on, and leaves it open on `close`. `put` only remembers the
+    record; the records put during one turn of the event loop are written together, as
+    multi-row upserts, into the commit at the next turn. Nothing here waits for a lock on
+    the loop (see `SqliteDatabase.request`), and reads run inline, seeing unflushed puts.
+    A failed write keeps the records for the next attempt, made with the next put or sync.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0):
-        self._path = os.fspath(path)
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, db: SqliteDatabase | None = None,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if (path is None) == (db is None):
+            raise ValueError("SqliteJournal needs a path or an open database (db=...), not both")
+        self._path = path
         self._busy_timeout = busy_timeout
+        self._db = db
+        self._owns_db = db is None
         self._state = "new"  # -> "open" -> "closed"
-        self._conn: sqlite3.Connection | None = None  # worker thread only
         self._pending: dict[str, JournalRecord] = {}
-        self._inflight: dict[str, JournalRecord] = {}  # the batch being written: still readable
+        self._flushed: dict[str, JournalRecord] | None = None  # written in the commit under way
         self._seq = 0  # puts so far
+        self._upto = 0  # puts the commit under way covers
         self._committed = 0  # every put numbered <= this is committed (or refused and reported)
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._ops: list[tuple[Callable[[], Any], asyncio.Future]] = []
+        self._ops_flushed: list[tuple[asyncio.Future, Any, BaseException | None]] = []
+        self._refused: list[tuple[str, str]] = []
         self._unreported: JournalError | None = None  # a refusal no sync was waiting for
         self.commits = 0
-        """Batches committed by the writer; for tests and metrics."""
+        """Commits that carried records; for tests and metrics."""
+
+    @property
+    def db(self) -> SqliteDatabase:
+        """The database the journal writes to."""
+        if self._db is None:
+            raise JournalError("The journal is not open.", code="JOURNAL_CLOSED")
+        return self._db
 
     async def open(self) -> None:
         if self._state == "open":
             return
         if self._state == "closed":
             raise JournalError("The journal is closed.", code="JOURNAL_CLOSED")
-        self._loop = asyncio.get_running_loop()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="switchboard-journal")
         try:
-            await self._call(self._connect)
-        except BaseException:
-            self._executor.shutdown(wait=False)
+            if self._owns_db:
+                self._db = SqliteDatabase(self._path, busy_timeout=self._busy_timeout)
+            version = self._db.read_one("PRAGMA user_version")[0]
+            if version > SCHEMA_VERSION:
+                raise JournalError(f"Journal schema {version} is newer than this build ({SCHEMA_VERSION}).")
+            self._state = "open"
+            if version < SCHEMA_VERSION:
+                await self._write(self._create_schema)
+        except BaseException as exc:
+            self._state = "new"
+            if self._owns_db and self._db is not None:
+                self._db.close()
+                self._db = None
+            if isinstance(exc, sqlite3.Error):
+                raise JournalError(f"Journal database error: {exc}") from exc
             raise
-        self._wake = asyncio.Event()
-        self._writer = self._loop.create_task(self._write_loop(), name="switchboard-journal-writer")
-        self._writer.add_done_callback(self._writer_stopped)
-        self._state = "open"
 
     async def close(self) -> None:
         if self._state != "open":
@@ -157,29 +154,26 @@ class SqliteJournal:
             await self.sync()
         finally:
             self._state = "closed"
-            self._writer.cancel()
-            await asyncio.wait([self._writer])
             if self._pending:
                 logger.error("journal: closed with %d records unwritten", len(self._pending))
-            await self._loop.run_in_executor(self._executor, self._disconnect)
-            self._executor.shutdown(wait=False)  # its only job is done; do not join on the loop
+            if self._owns_db:
+                try:
+                    self._db.close()
+                except sqlite3.Error as exc:
+                    logger.error("journal: closing the database failed: %s", exc)
 
     def put(self, record: JournalRecord) -> None:
-        if self._state != "open":
-            raise JournalError("The journal is not open.", code="JOURNAL_CLOSED")
+        self._check_open()
         self._pending[record.subagent_id] = record
         self._seq += 1
-        if not self._wake.is_set():
-            self._wake.set()
+        self._request()
 
     async def sync(self) -> None:
         self._check_open()
         if self._committed < self._seq:
-            if self._writer.done():
-                raise JournalError("The journal writer has stopped.", code="JOURNAL_WRITE_FAILED")
-            waiter = self._loop.create_future()
+            waiter = asyncio.get_running_loop().create_future()
             self._waiters.append((self._seq, waiter))
-            self._wake.set()
+            self._request()
             await waiter
         if self._unreported is not None:
             error, self._unreported = self._unreported, None
@@ -187,183 +181,176 @@ class SqliteJournal:
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         self._check_open()
-        record = self._pending.get(subagent_id) or self._inflight.get(subagent_id)
+        record = self._pending.get(subagent_id)
         if record is not None:
             return record
-        rows = await self._call(self._query, f"{_SELECT} WHERE subagent_id = ?", (_text(subagent_id),))
-        return _from_row(rows[0]) if rows else None
+        row = self._read_one(f"{_SELECT} WHERE subagent_id = ?", (_text(subagent_id),))
+        return _from_row(row) if row else None
 
     async def find_correlation(self, parent_session_id: str | None, correlation_id: str) -> str | None:
         self._check_open()
-        # A linear scan: the unflushed batches are small, and only launches with a correlation id look.
-        for batch in (self._pending, self._inflight):
-            for r in batch.values():
-                if r.correlation_id == correlation_id and r.parent_session_id == parent_session_id:
-                    return r.subagent_id
+        # A linear scan: the unflushed batch is small, and only launches with a correlation id look.
+        for r in self._pending.values():
+            if r.correlation_id == correlation_id and r.parent_session_id == parent_session_id:
+                return r.subagent_id
         sql = "SELECT subagent_id FROM lifecycle_records WHERE IFNULL(parent_session_id, 0) = IFNULL(?, 0) AND correlation_id = ?"
-        rows = await self._call(self._query, sql, (_text(parent_session_id), _text(correlation_id)))
-        return _untext(rows[0][0]) if rows else None
+        row = self._read_one(sql, (_text(parent_session_id), _text(correlation_id)))
+        return _untext(row[0]) if row else None
 
-    async def interrupt_unfinished(self, now: float, make_result: MakeResult) -> list[str]:
+    async def unfinished(self) -> list[JournalRecord]:
         await self.sync()
-        rows = await self._call(self._query, f"{_SELECT} WHERE NOT {_IN_TERMINAL}", tuple(_TERMINAL))
-        unfinished = [_from_row(row) for row in rows]
+        return [_from_row(row) for row in self._read(f"{_SELECT} WHERE NOT {_IN_TERMINAL}", tuple(_TERMINAL))]
+
+    async def interrupt_unfinished(
+        self, now: float, make_result: MakeResult, *, keep: Collection[str] = ()
+    ) -> list[str]:
+        unfinished = [r for r in await self.unfinished() if r.subagent_id not in keep]
         for record in [_interrupted(r, now, make_result) for r in unfinished]:  # a raising callback changes nothing
             self.put(record)
         await self.sync()
         return [r.subagent_id for r in unfinished]
 
     async def sweep(self, completed_before: float) -> int:
-        await self.sync()  # so records still pending are swept too
+        # Run after the pending records are written (in the same commit), so they are swept too.
         sql = f"DELETE FROM lifecycle_records WHERE completed_at < ? AND {_IN_TERMINAL}"
-        return await self._call(self._execute, sql, (float(completed_before), *_TERMINAL))
+        return await self._write(lambda: self._db.write(sql, (float(completed_before), *_TERMINAL)).rowcount)
 
     async def load_keys(self) -> list[KeyRowTuple]:
         self._check_open()
         sql = "SELECT kid, secret, created_at, retired_at FROM lifecycle_keys ORDER BY created_at, kid"
-        return [tuple(row) for row in await self._call(self._query, sql, ())]
+        return [tuple(row) for row in self._read(sql, ())]
 
     async def save_key(self, kid: str, secret: bytes, created_at: float, retired_at: float | None) -> None:
-        self._check_open()
         sql = (
             "INSERT INTO lifecycle_keys (kid, secret, created_at, retired_at) VALUES (?,?,?,?) ON CONFLICT(kid)"
             " DO UPDATE SET secret=excluded.secret, created_at=excluded.created_at, retired_at=excluded.retired_at"
         )
-        await self._call(self._execute, sql, (kid, bytes(secret), float(created_at), _float(retired_at)))
+        params = (kid, bytes(secret), float(created_at), _float(retired_at))
+        await self._write(lambda: self._db.write(sql, params))
 
-    # --- event loop side -------------------------------------------------------------
+    # --- Participant: what the database calls at each commit we asked for -------------------
+
+    def flush(self) -> None:
+        """Write the pending records (then any queued statement) into the open batch."""
+        db = self._db
+        if self._pending:
+            batch, self._pending = self._pending, {}
+            self._flushed, self._upto = batch, self._seq
+            rows, self._refused = _encode(batch.values())
+            try:
+                with db.transaction():
+                    _upsert(db, rows)
+            except sqlite3.IntegrityError:
+                # Rare (a correlation id clash): redo row by row, dropping only the offending rows.
+                for row in rows:
+                    try:
+                        db.write(_upsert_sql(1), row)
+                    except sqlite3.IntegrityError as exc:
+                        kind = "conflict" if "UNIQUE" in str(exc) else "invalid"
+                        self._refused.append((_untext(row[0]), f"{kind}: {exc}"))
+        else:
+            self._upto = self._seq
+        ops, self._ops = self._ops, []
+        for op, future in ops:
+            try:
+                with db.transaction():
+                    self._ops_flushed.append((future, op(), None))
+            except Exception as exc:  # this statement's own failure: the records above stand
+                self._ops_flushed.append((future, None, exc))
+
+    def committed(self, error: BaseException | None) -> None:
+        batch, self._flushed = self._flushed, None
+        ops, self._ops_flushed = self._ops_flushed, []
+        if error is not None:
+            if batch:
+                batch.update(self._pending)  # puts made since are newer: they win
+                self._pending = batch
+            if self._pending:
+                logger.error("journal: writing %d records failed, will retry: %r", len(self._pending), error)
+            failure = JournalError(f"Journal write failed: {error!r}", code="JOURNAL_WRITE_FAILED")
+            failure.__cause__ = error
+            for future, _, _ in ops:
+                _settle(future, exception=failure)
+            self._fail_waiters(failure)
+            return
+        for future, result, op_error in ops:
+            if op_error is None:
+                _settle(future, result=result)
+            else:
+                _settle(future, exception=_database_error(op_error))
+        if batch:
+            self.commits += 1
+        self._committed = max(self._committed, self._upto)
+        refused, self._refused = self._refused, []
+        for subagent_id, reason in refused:
+            logger.error("journal: record %s refused and dropped (%s)", subagent_id, reason)
+        self._settle_waiters(refused)
+
+    # --- internals ---------------------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._state != "open":
             raise JournalError("The journal is not open.", code="JOURNAL_CLOSED")
 
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _request(self) -> None:
         try:
-            return await self._loop.run_in_executor(self._executor, fn, *args)
+            self._db.request(self)
+        except sqlite3.Error as exc:  # the database was closed under us, or could not commit
+            self._fail_waiters(_database_error(exc))
+
+    async def _write(self, op: Callable[[], T]) -> T:
+        """Run a write statement in the next commit (never waiting for a lock on the loop);
+        return its result once committed."""
+        self._check_open()
+        future = asyncio.get_running_loop().create_future()
+        self._ops.append((op, future))
+        self._request()
+        return await future
+
+    def _read(self, sql: str, params: tuple) -> list[tuple]:
+        try:
+            return self._db.read(sql, params)
         except sqlite3.Error as exc:
-            raise JournalError(f"Journal database error: {exc}") from exc
+            raise _database_error(exc) from exc
 
-    async def _write_loop(self) -> None:
-        delay = _RETRY_FIRST
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                batch, self._pending = self._pending, {}
-                self._inflight, upto = batch, self._seq
-                try:
-                    # Rows are encoded here, on the loop: the worker then runs sqlite with the GIL
-                    # released instead of fighting the loop for it row by row.
-                    rows, refused = _encode(batch.values())
-                    refused += await self._loop.run_in_executor(self._executor, self._write, rows)
-                except BaseException as exc:
-                    batch.update(self._pending)  # puts made during the attempt are newer: they win
-                    self._pending, self._inflight = batch, {}
-                    if not isinstance(exc, Exception):
-                        raise
-                    logger.error("journal: writing %d records failed, will retry: %r", len(batch), exc)
-                    self._settle(failure=exc)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, _RETRY_MAX)
-                    continue
-                self._inflight, self._committed = {}, upto
-                self.commits += 1
-                delay = _RETRY_FIRST
-                for subagent_id, reason in refused:
-                    logger.error("journal: record %s refused and dropped (%s)", subagent_id, reason)
-                self._settle(refused=refused)
-            self._settle()
+    def _read_one(self, sql: str, params: tuple) -> tuple | None:
+        try:
+            return self._db.read_one(sql, params)
+        except sqlite3.Error as exc:
+            raise _database_error(exc) from exc
 
-    def _writer_stopped(self, writer: asyncio.Task[None]) -> None:
-        # Outside close() (loop shutdown, a bug) no sync may be left waiting forever.
-        error = None if writer.cancelled() else writer.exception()
-        if error is not None:
-            logger.error("journal: writer crashed", exc_info=error)
-        self._settle(failure=error or RuntimeError("journal writer stopped"))
+    def _create_schema(self) -> None:
+        for statement in _SCHEMA:
+            self._db.write(statement)
+        self._db.write(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def _settle(self, *, failure: Exception | None = None, refused: list[tuple[str, str]] = ()) -> None:
-        """Answer the sync calls this outcome decides: covered ones succeed (or hear of refusals), others fail."""
+    def _settle_waiters(self, refused: list[tuple[str, str]]) -> None:
+        """Answer the sync calls this commit covers: they succeed, or hear of the refusals."""
         keep, told = [], False
         for target, waiter in self._waiters:
             if waiter.done():  # its sync was cancelled
                 continue
             if target <= self._committed:
                 told = told or bool(refused)
-                waiter.set_exception(_refusal(refused)) if refused else waiter.set_result(None)
-            elif failure is not None:
-                error = JournalError(f"Journal write failed: {failure!r}", code="JOURNAL_WRITE_FAILED")
-                error.__cause__ = failure
-                waiter.set_exception(error)
+                _settle(waiter, exception=_refusal(refused)) if refused else _settle(waiter, result=None)
             else:
                 keep.append((target, waiter))
         self._waiters = keep
         if refused and not told:
             self._unreported = _refusal(refused)
 
-    # --- worker thread side ----------------------------------------------------------
+    def _fail_waiters(self, error: JournalError) -> None:
+        waiters, self._waiters = self._waiters, []
+        for _, waiter in waiters:
+            _settle(waiter, exception=error)
 
-    def _connect(self) -> None:
-        conn = sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise JournalError(f"Journal schema {version} is newer than this build ({SCHEMA_VERSION}).")
-            if version < SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
 
-    def _disconnect(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def _query(self, sql: str, params: tuple) -> list[tuple]:
-        assert self._conn is not None
-        return self._conn.execute(sql, params).fetchall()
-
-    def _execute(self, sql: str, params: tuple) -> int:
-        assert self._conn is not None
-        return self._conn.execute(sql, params).rowcount
-
-    def _write(self, rows: list[tuple]) -> list[tuple[str, str]]:
-        """Commit one batch in one transaction; returns the refused records as (id, reason)."""
-        conn = self._conn
-        assert conn is not None
-        refused: list[tuple[str, str]] = []
-        try:
-            self._transaction(conn, lambda: _upsert(conn, rows))
-        except sqlite3.IntegrityError:
-            # Rare (a correlation id clash): redo row by row, dropping only the offending rows.
-            def one_by_one() -> None:
-                for row in rows:
-                    try:
-                        conn.execute(_upsert_sql(1), row)
-                    except sqlite3.IntegrityError as exc:
-                        kind = "conflict" if "UNIQUE" in str(exc) else "invalid"
-                        refused.append((_untext(row[0]), f"{kind}: {exc}"))
-
-            self._transaction(conn, one_by_one)
-        return refused
-
-    @staticmethod
-    def _transaction(conn: sqlite3.Connection, body: Callable[[], Any]) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            body()
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+def _upsert(db: SqliteDatabase, rows: list[tuple]) -> None:
+    start = 0
+    for size in _CHUNKS:
+        while len(rows) - start >= size:
+            db.write(_upsert_sql(size), list(itertools.chain.from_iterable(rows[start : start + size])))
+            start += size
 
 
 def _encode(records: Iterable[JournalRecord]) -> tuple[list[tuple], list[tuple[str, str]]]:
@@ -374,6 +361,21 @@ def _encode(records: Iterable[JournalRecord]) -> tuple[list[tuple], list[tuple[s
         except Exception as exc:  # this record's own fault; retrying could never help
             refused.append((str(record.subagent_id), f"unserialisable: {exc!r}"))
     return rows, refused
+
+
+def _settle(future: asyncio.Future, *, result: Any = None, exception: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if exception is None:
+        future.set_result(result)
+    else:
+        future.set_exception(exception)
+
+
+def _database_error(exc: BaseException) -> JournalError:
+    error = JournalError(f"Journal database error: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 def _refusal(refused: list[tuple[str, str]]) -> JournalError:

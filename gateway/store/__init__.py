@@ -1,10 +1,11 @@
 """The gateway's durable state: sessions, the inbox (seen platform events) and the outbox.
 
-One SQLite file in WAL mode, shared with the lifecycle journal (which keeps its own
-``lifecycle_*`` tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our
-schema version lives in ``gateway_meta``). One module per table family:
-`gateway.store.sessions`, `gateway.store.inbox`, `gateway.store.outbox_rows`; the
-connection and its group commit are `gateway.store.database`, the WAL checkpoints
+One SQLite file in WAL mode, shared with the lifecycle journal: one connection, one
+group commit (`lifecycle.SqliteDatabase`), so a turn's store writes and its
+children's journal rows commit together. The journal keeps its own ``lifecycle_*``
+tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our schema version
+lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`,
+`gateway.store.inbox`, `gateway.store.outbox_rows`; the WAL checkpoints run in
 `gateway.store.checkpointer`.
 """
 
@@ -13,33 +14,46 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
+from gateway.errors import GatewayError
 from gateway.store import inbox, outbox_rows, sessions
-from gateway.store.database import Database, StoreError
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
+from lifecycle import SqliteDatabase
 
 __all__ = [
     "Acceptance", "GatewayStore", "Inbox", "NewMessage", "OutboxRow", "OutboxRows", "SCHEMA_VERSION", "SessionRow",
     "SessionTable", "StoreError", "session_key", "split_session_key",
 ]  # fmt: skip
 
+
+class StoreError(GatewayError):
+    """The state database is unusable (e.g. written by a newer build)."""
+
+
 SCHEMA_VERSION = 2
 """1: transcripts as one JSON array per session; 2: one row per message (migrated on open)."""
 
 
 class GatewayStore:
-    """The gateway's tables on one `Database`. Use from one thread (the event loop)."""
+    """The gateway's tables on one `SqliteDatabase`: its own, opened on ``path``, or ``db``
+    shared with the lifecycle journal (then closing the store leaves ``db`` open). Use from
+    one thread (the event loop)."""
 
-    def __init__(self, path: Path | str, *, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.db = Database(path)
+    def __init__(self, path: Path | str | None = None, *, db: SqliteDatabase | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        if (path is None) == (db is None):
+            raise TypeError("GatewayStore needs a path or a db, not both")
+        self._owns_db = db is None
+        self.db = db if db is not None else SqliteDatabase(path)  # type: ignore[arg-type]
         self.sessions = SessionTable(self.db, clock)
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
         try:
             self._open_schema()
         except BaseException:
-            self.db.close()
+            if self._owns_db:
+                self.db.close()
             raise
 
     @property
@@ -52,7 +66,7 @@ class GatewayStore:
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA):
                 db.write(statement)
-            row = db.read("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()
+            row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
@@ -66,5 +80,8 @@ class GatewayStore:
         await self.db.durable()
 
     def close(self) -> None:
-        """Commit what is pending and close the file. Idempotent."""
-        self.db.close()
+        """Commit what is pending, and close the file if the store opened it. Idempotent."""
+        if self._owns_db:
+            self.db.close()
+        elif not self.db.closed:
+            self.db.commit()

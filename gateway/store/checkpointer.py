@@ -17,7 +17,7 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gateway.store.database import Database
+from lifecycle import SqliteDatabase
 
 log = logging.getLogger("gateway.store")
 
@@ -46,7 +46,7 @@ class Checkpointer:
     """While started, the database's own commits checkpoint nothing; `run_forever` does it.
     `stop` hands checkpoints back to SQLite. Both idempotent."""
 
-    def __init__(self, db: Database, interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(self, db: SqliteDatabase, interval: float = INTERVAL_SECONDS) -> None:
         self._db = db
         self._interval = interval
         self._task: asyncio.Task | None = None

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from agent import Clock
-from gateway.store.database import Database
+from lifecycle import SqliteDatabase
 from platforms.base import Inbound
 
 RETENTION_SECONDS = 7 * 24 * 3600.0
@@ -45,7 +45,7 @@ class Acceptance:
 
 
 class Inbox:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -65,20 +65,20 @@ class Inbox:
 
     def turn_of(self, platform: str, event_id: str) -> str | None:
         """The turn recorded by `accept`; None if it starts none, or the event is unknown."""
-        row = self._db.read("SELECT turn_id FROM gateway_inbox WHERE platform=? AND event_id=?",
-                            (platform, event_id)).fetchone()  # fmt: skip
+        row = self._db.read_one("SELECT turn_id FROM gateway_inbox WHERE platform=? AND event_id=?",
+                            (platform, event_id))  # fmt: skip
         return None if row is None else row[0]
 
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
-        row = self._db.read("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",
-                            (platform, turn_id)).fetchone()  # fmt: skip
+        row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",
+                            (platform, turn_id))  # fmt: skip
         return None if row is None else _inbound(row[0])
 
     def unfinished(self) -> list[tuple[Inbound, str | None]]:
         """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart."""
         rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status='received'"
-                             " ORDER BY received_at, rowid").fetchall()  # fmt: skip
+                             " ORDER BY received_at, rowid")  # fmt: skip
         return [(_inbound(payload), turn_id) for payload, turn_id in rows]
 
     def prune(self, older_than: float) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
-from gateway.store.database import Database, from_text, to_text
+from lifecycle import SqliteDatabase
 
 RETENTION_SECONDS = 7 * 24 * 3600.0
 """Seconds to keep settled outbox rows: edits of older messages and replays of older keys
@@ -37,6 +37,8 @@ SCHEMA = (
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
             "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
+_text, _untext = SqliteDatabase.text, SqliteDatabase.untext
+
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:
@@ -88,12 +90,12 @@ class OutboxRow:
 
 
 def _outbox_row(r: tuple) -> OutboxRow:
-    return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], from_text(r[8]), bool(r[9]), r[10], r[11],
-                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], from_text(r[19]))  # fmt: skip
+    return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _untext(r[8]), bool(r[9]), r[10], r[11],
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]))  # fmt: skip
 
 
 class OutboxRows:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
@@ -126,19 +128,19 @@ class OutboxRows:
             " text, silent, reply_token, turn_id, sequence, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,"
             " COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
             "  WHERE platform=? AND turn_id=?), 0), 'pending', ?)",
-            (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, to_text(m.text),
+            (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
              int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def message(self, key: str) -> OutboxRow | None:
-        row = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key=?", (key,)).fetchone()
+        row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key=?", (key,))
         return None if row is None else _outbox_row(row)
 
     def has_message(self, key: str) -> bool:
-        return self._db.read("SELECT 1 FROM gateway_outbox WHERE key=?", (key,)).fetchone() is not None
+        return self._db.read_one("SELECT 1 FROM gateway_outbox WHERE key=?", (key,)) is not None
 
     def message_by_id(self, row_id: int) -> OutboxRow | None:
-        row = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE id=?", (row_id,)).fetchone()
+        row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE id=?", (row_id,))
         return None if row is None else _outbox_row(row)
 
     def pieces(self, key: str) -> list[OutboxRow]:
@@ -146,7 +148,7 @@ class OutboxRows:
         # A range on the unique index: '/' + 1 == '0'. LIKE would be case-insensitive and scan.
         rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key >= ? AND key < ?"
                                 " AND instr(substr(key, ?), '/') = 0 ORDER BY id",
-                                (key + "/", key + "0", len(key) + 2)).fetchall()  # fmt: skip
+                                (key + "/", key + "0", len(key) + 2))  # fmt: skip
         return [_outbox_row(r) for r in rows]
 
     def pending_messages(self, chat: tuple[str, str, str | None] | None = None) -> list[OutboxRow]:
@@ -156,12 +158,12 @@ class OutboxRows:
         else:
             rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status='pending' AND platform=?"
                                     " AND chat_id=? AND thread_id IS ? ORDER BY id", chat)  # fmt: skip
-        return [_outbox_row(r) for r in rows.fetchall()]
+        return [_outbox_row(r) for r in rows]
 
     def record_attempt(self, row_id: int, error: str, next_attempt_at: float | None) -> None:
         """A retryable failure: count it; the row stays pending."""
         self._db.write("UPDATE gateway_outbox SET attempts=attempts+1, last_error=?, next_attempt_at=? WHERE id=?",
-                         (to_text(error[:500]), next_attempt_at, row_id))  # fmt: skip
+                         (_text(error[:500]), next_attempt_at, row_id))  # fmt: skip
 
     def mark_sent(self, row_id: int, message_id: str | None, *, attempted: bool = True) -> None:
         """Sent: final, whatever the row's status was (a row dropped while in flight did go out)."""
@@ -171,7 +173,7 @@ class OutboxRows:
 
     def mark_failed(self, row_id: int, error: str) -> None:
         self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
-                         " next_attempt_at=NULL WHERE id=? AND status='pending'", (to_text(error[:500]), row_id))
+                         " next_attempt_at=NULL WHERE id=? AND status='pending'", (_text(error[:500]), row_id))
 
     def set_op(self, row_id: int, op: Literal["send", "edit", "split"]) -> None:
         """An edit falling back to a new message becomes 'send', a refused delete 'edit'; a
@@ -202,10 +204,10 @@ class OutboxRows:
             "SELECT key, chat_id, thread_id, kind, op, target_key, text, status, sequence, message_id, created_at,"
             " sent_at"
             " FROM gateway_outbox WHERE platform=? AND turn_id=? AND op != 'split' ORDER BY sequence, key",
-            (platform, turn_id)).fetchall()  # fmt: skip
+            (platform, turn_id))  # fmt: skip
         names = ("key", "chat_id", "thread_id", "kind", "op", "target_key", "text", "status", "sequence",
                  "message_id", "created_at", "sent_at")
-        return [dict(zip(names, (*r[:6], from_text(r[6]), *r[7:]), strict=True)) for r in rows]
+        return [dict(zip(names, (*r[:6], _untext(r[6]), *r[7:]), strict=True)) for r in rows]
 
     def prune(self, older_than: float) -> int:
         """Delete settled rows created before the epoch time ``older_than`` (see `RETENTION_SECONDS`);

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
-from gateway.store.database import Database
+from lifecycle import SqliteDatabase
 
 Mode = Literal["inline", "background"]
 
@@ -56,13 +56,13 @@ class SessionRow:
 
 
 class SessionTable:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
     def split_transcripts(self) -> None:
         """Schema 1 -> 2: move each session's JSON array of messages into rows."""
-        rows = self._db.read("SELECT key, transcript FROM gateway_sessions").fetchall()
+        rows = self._db.read("SELECT key, transcript FROM gateway_sessions")
         self._db.write_many("INSERT INTO gateway_transcript VALUES (?, ?, ?)", [
             (key, seq, json.dumps(message))
             for key, transcript in rows for seq, message in enumerate(json.loads(transcript))
@@ -70,9 +70,9 @@ class SessionTable:
         self._db.write("ALTER TABLE gateway_sessions DROP COLUMN transcript")
 
     def load(self, key: str) -> SessionRow | None:
-        row = self._db.read(
+        row = self._db.read_one(
             "SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions WHERE key=?",
-            (key,)).fetchone()  # fmt: skip
+            (key,))  # fmt: skip
         if row is None:
             return None
         messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
@@ -86,7 +86,7 @@ class SessionTable:
         low = session_key(platform, "", None)[:-1]
         rows = self._db.read(
             "SELECT key FROM gateway_sessions WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
-            " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit)).fetchall()  # fmt: skip
+            " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit))  # fmt: skip
         return [(chat, thread) for _, chat, thread in (split_session_key(key) for (key,) in reversed(rows))]
 
     def save(self, row: SessionRow) -> None:

@@ -12,8 +12,7 @@ import pytest
 from agent import AgentSession, HookRegistry, ModelRequest, ToolRegistry
 from agent.models.scripted import ScriptedModel
 from agent.testing import inside_turn
-from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal
-from lifecycle._delegate import DelegateTool
+from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, delegate_tool
 from lifecycle.settings import DelegationSettings, LifecycleSettings
 
 OBJ = {"type": "object"}
@@ -119,7 +118,7 @@ async def make_env(tmp_path):
     services = []
 
     async def make(*, max_running: int = 10, retention: float = 3600.0, delegation=None, enabled=None,
-                   db="journal.db", sweep=60.0, clock=None, delegate=False) -> Env:
+                   db="journal.db", sweep=60.0, clock=None, delegate=False, engine=None) -> Env:
         registry = make_registry(with_delegate_stub=not delegate)
         hooks = HookRegistry()
         clock = clock or FakeClock()
@@ -128,9 +127,10 @@ async def make_env(tmp_path):
         service = AsyncSubagentLifecycle(
             host, SqliteJournal(tmp_path / db),
             settings=LifecycleSettings(max_running=max_running, retention_seconds=retention, sweep_interval_seconds=sweep),
+            engine=engine,
         )
         if delegate:
-            registry.register(DelegateTool(service).tool())
+            registry.register(delegate_tool(service))
         parent = AgentSession(model=model, tools=registry.resolve(enabled), session_id="parent-1",
                               enabled_toolsets=frozenset(enabled) if enabled else None, clock=clock,
                               workspace=tmp_path)

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError
+from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError, active_turn
 from agent.models.scripted import ScriptedModel
-from agent.testing import inside_turn
-from lifecycle._delegate import DelegateTool
+from lifecycle import SubagentState, delegate_tool
+from lifecycle._children import ChildSpec
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings
 from tests.lifecycle.conftest import child_script
@@ -20,9 +20,8 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 async def delegate(env, args, *, mode="inline", on_complete=None):
-    tool = DelegateTool(env.service, mode=mode, on_complete=on_complete).tool()
-    with inside_turn(env.parent, "turn-1"):
-        return await tool.invoke(args, ToolContext(env.parent, "call-1", env.parent.workspace, {}))
+    tool = delegate_tool(env.service, mode=mode, on_complete=on_complete)
+    return await tool.invoke(args, ToolContext(env.parent, "call-1", env.parent.workspace, {}, "turn-1"))
 
 
 async def results(env, args, **kw):
@@ -72,7 +71,7 @@ async def test_single_task_and_json_string_tasks(denv):
 async def test_bad_calls_are_tool_errors_that_say_what_to_do(denv, args, message):
     with pytest.raises(ToolError, match=re.escape(message)):
         await delegate(denv, args)
-    assert denv.service.children_of("parent-1") == []
+    assert denv.service.host_view().children("parent-1") == ()
 
 
 async def test_the_concurrency_limit_is_configurable_without_a_ceiling(make_env):
@@ -100,11 +99,9 @@ async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
     env = await make_env(delegate=True, delegation=DelegationSettings(max_spawn_depth=2))
     handle_tools = []
     env.hooks.register("subagent_start", lambda **e: handle_tools.append(e["child_role"]))
-    tool = DelegateTool(env.service).tool()
-    with inside_turn(env.parent):
-        records = [await env.service.submit(env.parent, "t", spec) for spec in [
-            __import__("lifecycle._children", fromlist=["ChildSpec"]).ChildSpec(goal="[show-prompt]", role="orchestrator")]]
-        await records[0].waiter()
+    tool = delegate_tool(env.service)
+    (record,) = await env.service._supervisor.submit(env.parent, "t", [ChildSpec(goal="[show-prompt]", role="orchestrator")])
+    await record.waiter()
     assert handle_tools == ["orchestrator"]
     seen = [r for r in env.child_model.requests if r.role == "orchestrator"][-1]
     names = {t["function"]["name"] for t in seen.tools}
@@ -186,7 +183,7 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
     gate.set()  # progress: a new window starts, the child now hangs in its model call
     await asyncio.sleep(0.05)
     await clock.advance(25)  # 80 % of 30 s: the warning is queued once
-    run = next(iter(env.service._records.values())).run  # the one live child
+    (run,) = env.service.engine._runs.values()  # the one live child
     assert list(run.session._steer) and list(run.session._steer)[0].startswith(BUDGET_WARNING)
     assert len(run.session._steer) == 1
     await clock.advance(10)
@@ -270,6 +267,28 @@ async def test_interrupting_the_parent_interrupts_children_with_their_partial_ou
     assert [e["summary"] for e in payload["results"]] == ["partial thoughts", "partial thoughts"]
 
 
+async def test_the_calling_turn_is_the_childrens_parent_turn_without_any_active_turn(denv):
+    seen = []
+    denv.hooks.register("subagent_start", lambda **e: seen.append(("start", e["parent_turn_id"])))
+    denv.hooks.register("subagent_stop", lambda **e: seen.append(("stop", e["parent_turn_id"])))
+    delivered = asyncio.Queue()
+
+    async def on_complete(parent_id, payload):
+        await delivered.put(payload)
+
+    assert active_turn() is None  # the tool context names the turn
+    await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[hang] b"}]}, mode="background", on_complete=on_complete)
+    view = denv.service.host_view()
+    async with asyncio.timeout(5):
+        while view.turn_progress("parent-1", "turn-1") != (1, 2):
+            await asyncio.sleep(0.001)
+    assert [c.parent_turn_id for c in view.children("parent-1")] == ["turn-1"]
+    await view.interrupt_children("parent-1", "done")
+    await asyncio.wait_for(delivered.get(), 5)
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+    assert seen.count(("start", "turn-1")) == 2 and seen.count(("stop", "turn-1")) == 2
+
+
 async def test_the_completion_path_runs_exactly_once_per_child(denv):
     stops = []
     denv.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
@@ -304,7 +323,7 @@ async def test_background_list_steer_and_stop(denv):
     steer_id, stop_id = handle["subagent_ids"]
     async with asyncio.timeout(5):
         while len(json.loads(await run({"action": "list"}))["subagents"]) < 2 or not all(
-                r.run and r.run.session for r in denv.service.children_of("parent-1")):
+                c.state is SubagentState.RUNNING for c in denv.service.host_view().children("parent-1")):
             await asyncio.sleep(0.005)
     listing = json.loads(await run({"action": "list"}))["subagents"]
     assert {s["subagent_id"] for s in listing} == {steer_id, stop_id}
@@ -320,9 +339,9 @@ async def test_background_list_steer_and_stop(denv):
 
 
 async def test_inline_schemas_have_no_live_control_parameters(denv):
-    inline = DelegateTool(denv.service).tool().parameters["properties"]
-    background = DelegateTool(denv.service, mode="background", on_complete=lambda *a: None).tool().parameters["properties"]
+    inline = delegate_tool(denv.service).parameters["properties"]
+    background = delegate_tool(denv.service, mode="background", on_complete=lambda *a: None).parameters["properties"]
     assert not {"action", "subagent_id", "message"} & set(inline)
     assert {"action", "subagent_id", "message"} <= set(background)
     with pytest.raises(ToolError, match="only available for background"):
-        await DelegateTool(denv.service)({"action": "list"}, ToolContext(denv.parent, "c", denv.parent.workspace, {}))
+        await delegate_tool(denv.service).handler({"action": "list"}, ToolContext(denv.parent, "c", denv.parent.workspace, {}))

@@ -22,6 +22,7 @@ import pytest
 from lifecycle._capability import KeyRing, sign, verify
 from lifecycle._contract import CONTRACT_VERSION, SubagentHandle
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
+from lifecycle._database import SqliteDatabase
 from lifecycle._sqlite_journal import SqliteJournal
 
 
@@ -45,11 +46,19 @@ class Backend:
     def __init__(self, kind: str, directory: Path):
         self.kind = kind
         self.path = directory / "journal.db"
-        self.persistent = kind == "sqlite"
+        self.persistent = kind != "memory"
         self.open_journals: list[Journal] = []
+        self.databases: list[SqliteDatabase] = []
 
     async def open(self, **options: Any) -> Journal:
-        journal: Journal = MemoryJournal() if self.kind == "memory" else SqliteJournal(self.path, **options)
+        journal: Journal
+        if self.kind == "memory":
+            journal = MemoryJournal()
+        elif self.kind == "sqlite":
+            journal = SqliteJournal(self.path, **options)
+        else:  # on a database another owner (the gateway's store) opened and writes to as well
+            self.databases.append(SqliteDatabase(self.path))
+            journal = SqliteJournal(db=self.databases[-1])
         await journal.open()
         self.open_journals.append(journal)
         return journal
@@ -64,9 +73,11 @@ class Backend:
     async def close_all(self) -> None:
         for journal in self.open_journals:
             await journal.close()
+        for db in self.databases:
+            db.close()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-shared"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
     yield b
@@ -197,6 +208,19 @@ async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, jo
     assert await journal.interrupt_unfinished(100.0, make_result) == []
 
 
+async def test_unfinished_lists_live_records_and_interrupting_can_keep_some(backend: Backend, journal: Journal) -> None:
+    for sid, state in [("p", "PENDING"), ("r", "RUNNING"), ("s", "SUCCEEDED")]:
+        journal.put(record(sid, state))
+    journal.put(record("late", "PENDING"))  # not yet flushed: still listed
+    assert sorted(r.subagent_id for r in await journal.unfinished()) == ["late", "p", "r"]
+    assert await journal.get("late") == record("late", "PENDING")
+    ids = await journal.interrupt_unfinished(5.0, lambda old: json.dumps({"state": "INTERRUPTED"}), keep={"r", "gone"})
+    assert sorted(ids) == ["late", "p"]
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    assert [r.subagent_id for r in await journal.unfinished()] == ["r"]
+    assert (await journal.get("r")) == record("r", "RUNNING")
+
+
 async def test_sweep_deletes_old_terminal_records_and_frees_their_correlation_ids(journal: Journal) -> None:
     journal.put(record("old", "SUCCEEDED", completed_at=10.0, correlation_id="job"))
     journal.put(record("older", "CANCELLED", completed_at=5.0))
@@ -253,6 +277,39 @@ async def test_sync_with_nothing_put_returns_at_once(journal: Journal) -> None:
 
 
 # --- SQLite specifics ----------------------------------------------------------------------
+
+
+async def test_sqlite_journal_rows_and_the_owners_writes_share_one_commit(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "j.db")
+    journal = SqliteJournal(db=db)
+    await journal.open()
+    db.write("CREATE TABLE neighbour (x)")
+    await db.durable()
+    before = db.commits
+    db.write("INSERT INTO neighbour VALUES (1)")
+    journal.put(record("sa-1"))
+    await asyncio.gather(journal.sync(), db.durable())
+    assert db.commits == before + 1
+    await journal.close()
+    assert not db.closed  # the owner closes it
+    assert await asyncio.to_thread(inspect, db.path, "SELECT count(*) FROM lifecycle_records") == [(1,)]
+    db.close()
+
+
+async def test_sqlite_never_blocks_the_loop_on_another_connections_lock(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = SqliteJournal(path)
+    await journal.open()
+    store = sqlite3.connect(path, isolation_level=None)  # a neighbour holding a batch open across a loop turn
+    try:
+        store.execute("BEGIN IMMEDIATE")
+        asyncio.get_running_loop().call_later(0.05, store.execute, "COMMIT")
+        journal.put(record("sa-1"))
+        await asyncio.wait_for(journal.sync(), 1.0)  # a blocked loop could not have run that COMMIT
+        await journal.save_key("k1", b"s" * 32, 1.0, None)
+    finally:
+        store.close()
+        await journal.close()
 
 
 def inspect(path: Path, sql: str) -> list[tuple]:
@@ -340,16 +397,16 @@ async def test_sqlite_unserialisable_records_are_refused_loudly_and_alone(tmp_pa
         await journal.close()
 
 
-async def test_sqlite_sync_does_not_hang_when_the_writer_is_gone(tmp_path: Path) -> None:
-    journal = SqliteJournal(tmp_path / "j.db")
+async def test_sqlite_sync_does_not_hang_when_its_database_is_closed_under_it(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "j.db")
+    journal = SqliteJournal(db=db)
     await journal.open()
-    journal._writer.cancel()  # as a loop shutdown would
-    await asyncio.sleep(0)
+    db.close()  # as its owner (the gateway's store) would on the way out
     journal.put(record("sa-1"))
     with pytest.raises(JournalError):
         await asyncio.wait_for(journal.sync(), 5)
     with pytest.raises(JournalError):
-        await journal.close()  # still releases the connection
+        await journal.close()  # still finishes
 
 
 CRASHING_WRITER = textwrap.dedent(

@@ -76,7 +76,7 @@ async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
         await asyncio.sleep(0.01)
         impatient.cancel()
         assert (await patient).state is S.SUCCEEDED and impatient.cancelled()
-        assert env.service._finished[handle.subagent_id]._waiters is None
+        assert env.service._supervisor.get(handle.subagent_id)._waiters is None
 
 
 async def test_a_result_is_readable_only_once_it_is_journaled(env):
@@ -140,7 +140,7 @@ async def test_bad_requests_fail_closed(env, request_kw, message):
     with env.turn(), pytest.raises(SubagentLifecycleError) as err:
         await env.service.launch(SubagentLaunchRequest(**kw))
     assert str(err.value).startswith(message)
-    assert env.service.children_of("parent-1") == []
+    assert env.service.host_view().children("parent-1") == ()
 
 
 async def test_duplicate_correlation_ids_are_rejected_per_parent(env):

@@ -27,7 +27,7 @@ async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_
         for i in range(300):  # over 1,000 pages of log: SQLite alone would have checkpointed in a commit
             store.sessions.save(SessionRow(f"k{i}", f"s{i}", 1, "inline", [{"role": "user", "content": "x" * 2000}]))
             await store.durable()
-        assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert store.db.read_one("PRAGMA wal_autocheckpoint")[0] == 0
         async with asyncio.timeout(5):
             while sum(copied) < 1000:  # polling a worker thread, which has no event to wait for
                 await asyncio.sleep(0.01)
@@ -41,7 +41,7 @@ async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_
 async def test_the_gateway_hands_checkpoints_to_the_worker_while_it_runs(tmp_path):
     gateway = await start_gateway(make_config(tmp_path), [])
     try:
-        assert gateway.store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert gateway.store.db.read_one("PRAGMA wal_autocheckpoint")[0] == 0
         assert gateway._checkpointer.running
     finally:
         await gateway.stop(grace=0)

@@ -44,9 +44,9 @@ def test_a_turn_stores_only_the_messages_it_added(store):
     store.sessions.save_transcript(key, [*first, {"role": "assistant", "content": "b"}], start=2)
     assert [m["content"] for m in store.sessions.load(key).transcript] == ["be brief", "a", "b"]
     statements = []
-    store.db.conn.set_trace_callback(statements.append)
+    store.db._conn.set_trace_callback(statements.append)
     store.sessions.save_transcript(key, [*first, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}], start=3)
-    store.db.conn.set_trace_callback(None)
+    store.db._conn.set_trace_callback(None)
     inserted = [s for s in statements if "INTO gateway_transcript" in s]
     assert len(inserted) == 1 and '"c"' in inserted[0]  # one new message, not the history again
     store.sessions.save_transcript(key, [{"role": "user", "content": "summary"}])  # compaction: from the start

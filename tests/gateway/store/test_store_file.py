@@ -1,4 +1,4 @@
-"""The state file: WAL, schema versions, group commit and durable(), shared with the lifecycle journal."""
+"""The gateway's tables in the state file: WAL, schema versions, a neighbour to the lifecycle journal."""
 
 from __future__ import annotations
 
@@ -90,14 +90,14 @@ class _RefusesOneCommit:
 async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again(tmp_path):
     store = GatewayStore(tmp_path / "state.db")
     await store.durable()
-    store.db.conn = _RefusesOneCommit(store.db.conn)
+    store.db._conn = _RefusesOneCommit(store.db._conn)
     try:
         store.inbox.accept(event("e1"), None).new
-        with pytest.raises(StoreError, match="committing the state database failed"):
+        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
             await store.durable()
-        assert store.db.conn.in_transaction  # the batch is still open, its rows kept
+        assert store.db._conn.in_transaction  # the batch is still open, its rows kept
         await asyncio.wait_for(store.durable(), 5)  # commits now, rather than wait for a commit never due
-        assert not store.db.conn.in_transaction
+        assert not store.db._conn.in_transaction
     finally:
         store.close()
     assert [e.event_id for e in [e for e, _ in GatewayStore(tmp_path / "state.db").inbox.unfinished()]] == ["e1"]

@@ -1,0 +1,325 @@
+"""`SqliteDatabase`: one SQLite connection in WAL mode, with group commit on the event loop.
+
+The state file (``switchboard.db``) is written by the gateway's store and the
+lifecycle journal; both can run on one `SqliteDatabase`. Every statement runs
+synchronously on the caller's thread, the event loop: reads take tens of
+microseconds, and a hop to a worker thread and back would cost more than the
+statement. Writes are group-committed: everything written during one turn of
+the loop shares one transaction, committed by a callback at the next turn
+(WAL with ``synchronous=NORMAL`` does not fsync on commit). Two ways to write:
+
+- `write` / `write_many` / `transaction`: the statement runs now, in the open
+  batch (for callers that need its result, such as a row count). Opening the
+  batch waits for another connection's write lock, up to ``busy_timeout``.
+- `request(participant)`: a participant (the journal) keeps its own pending
+  rows and writes them in `Participant.flush`, right before the commit, in a
+  savepoint of its own; it hears the outcome in `Participant.committed`. A
+  batch opened only for participants never waits for a lock on the loop: while
+  another connection holds it, the commit is retried a few milliseconds later,
+  until ``busy_timeout`` has passed.
+
+A commit that fails is reported to everyone waiting for it, and retried with
+the next write or wait. Durability: a committed row survives a process crash;
+a power cut may lose the last commits. Use one `SqliteDatabase` from one
+thread and one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger("lifecycle.database")
+
+_RETRY_FIRST, _RETRY_MAX = 0.001, 0.05
+
+
+class Participant(Protocol):
+    """Something that writes its own pending rows into each commit it asked for."""
+
+    def flush(self) -> None:
+        """Write pending rows into the open batch. Raising rolls back what it wrote (its own
+        savepoint) without touching anyone else's writes; it then keeps its rows."""
+
+    def committed(self, error: BaseException | None) -> None:
+        """After the commit: None when everything `flush` wrote is durable; else the error of
+        the flush or of the commit (what it wrote is not durable)."""
+
+
+class SqliteDatabase:
+    """An open connection to one SQLite file (created with its directory if missing)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode (isolation_level=None): batches are explicit BEGIN ... COMMIT.
+        conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn: sqlite3.Connection | None = conn
+        self._tx_depth = 0
+        self._waiters: list[asyncio.Future[None]] = []
+        self._due: dict[Participant, None] = {}  # an ordered set
+        self._commit_due = False
+        self._committing = False
+        self._locked_since: float | None = None
+        self._retry_delay = _RETRY_FIRST
+        self.commits = 0
+        """Transactions committed; for tests and metrics."""
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    # -- text that always binds ---------------------------------------------------------
+
+    @staticmethod
+    def text(value: str | None) -> str | bytes | None:
+        """``value`` as sqlite3 can bind it: a str holding a lone surrogate (models do emit
+        "\\ud800" escapes) would fail to bind, so such text goes in as surrogatepass bytes.
+        Raises TypeError for anything but str or None."""
+        if value is None or (type(value) is str and value.isascii()):
+            return value
+        if not isinstance(value, str):
+            raise TypeError(f"expected str, got {type(value).__name__}")
+        try:
+            encoded = value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass")
+        return value if type(value) is str else encoded.decode("utf-8")  # str subclasses bind as plain text
+
+    @staticmethod
+    def untext(value: Any) -> Any:
+        """The inverse of `text` for a value read back: bytes become the same str again."""
+        return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+    # -- reading ------------------------------------------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """All rows of a query; sees this connection's uncommitted writes."""
+        return self._connection().execute(sql, params).fetchall()
+
+    def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self._connection().execute(sql, params).fetchone()
+
+    # -- writing ------------------------------------------------------------------------
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run a write now, inside the current batch (committed at the next loop turn, or at
+        once when no event loop runs and no `transaction` is open)."""
+        batched = self._open_batch()
+        cursor = self._connection().execute(sql, params)
+        if not batched and not self._tx_depth:
+            self.commit()
+        return cursor
+
+    def write_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
+        """`write` for many parameter rows of one statement."""
+        batched = self._open_batch()
+        cursor = self._connection().executemany(sql, rows)
+        if not batched and not self._tx_depth:
+            self.commit()
+        return cursor
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes that stand or fall together, inside the current batch: a savepoint, rolled
+        back if the block raises. Nests."""
+        batched = self._open_batch()
+        conn = self._connection()
+        conn.execute("SAVEPOINT tx")
+        self._tx_depth += 1
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO tx")
+            conn.execute("RELEASE tx")
+            raise
+        else:
+            conn.execute("RELEASE tx")
+        finally:
+            self._tx_depth -= 1
+        if not batched and not self._tx_depth:
+            self.commit()
+
+    def request(self, participant: Participant) -> None:
+        """Have ``participant`` flush into the next commit (at the next loop turn; at once
+        without a running loop)."""
+        self._connection()
+        self._due[participant] = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.commit()
+        else:
+            self._schedule(loop)
+
+    async def durable(self) -> None:
+        """Return once every write made and every flush requested so far is committed: at the
+        batch's commit on the next loop turn, shared by every caller of this turn. Raises the
+        commit's `sqlite3.Error` if it fails (it is retried with the next write or wait).
+        A participant's own flush failure is reported to it, not here."""
+        conn = self._connection()
+        if not conn.in_transaction and not self._due:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        self._schedule(loop)  # normally already due; not after a commit that failed
+        await waiter
+
+    def commit(self) -> None:
+        """Flush the participants and commit the batch now. Everyone waiting hears the outcome;
+        on failure the error is raised too. The outbox calls this right before a send, so a
+        message is durably journaled before it can reach a platform."""
+        conn = self._connection()
+        self._commit_due = False
+        self._committing = True
+        try:
+            self._commit(conn)
+        finally:
+            self._committing = False
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        due, self._due = list(self._due), {}
+        waiters, self._waiters = self._waiters, []
+        failures: dict[Participant, BaseException] = {}
+        try:
+            if due and not conn.in_transaction and not self._begin_without_waiting():
+                if self._still_waiting_for_lock():
+                    self._due = dict.fromkeys(due) | self._due
+                    self._waiters = waiters + self._waiters
+                    self._schedule_retry()
+                    return
+                raise sqlite3.OperationalError("database is locked")
+            for participant in due:
+                error = self._flush(conn, participant)
+                if error is not None:
+                    failures[participant] = error
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+                self.commits += 1
+        except BaseException as exc:
+            self._locked_since = None
+            for participant in due:
+                _tell(participant, exc)
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            raise
+        self._locked_since = None
+        for participant in due:
+            _tell(participant, failures.get(participant))
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def automatic_checkpoints(self, enabled: bool) -> None:
+        """Let commits checkpoint the WAL themselves (SQLite's default: tens of milliseconds
+        inside the commit that crosses 1,000 pages, on the event loop), or not, while a
+        checkpointer does it off the loop."""
+        self._connection().execute(f"PRAGMA wal_autocheckpoint={1000 if enabled else 0}")
+
+    def close(self) -> None:
+        """Commit what is pending (raising if that fails) and close. Idempotent."""
+        if self._conn is None:
+            return
+        try:
+            self.commit()
+        finally:
+            self._conn.close()
+            self._conn = None
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise sqlite3.ProgrammingError(f"{self.path}: the database is closed")
+        return self._conn
+
+    def _open_batch(self) -> bool:
+        """Open the batch if none is open. False when nothing will commit it later: no event
+        loop runs, and no commit is under way (a participant's flush joins that one)."""
+        conn = self._connection()
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+        if self._committing:
+            return True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self._schedule(loop)  # also after a failed commit left the batch open
+        return True
+
+    def _begin_without_waiting(self) -> bool:
+        conn = self._connection()
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return False
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+
+    def _still_waiting_for_lock(self) -> bool:
+        now = time.monotonic()
+        if self._locked_since is None:
+            self._locked_since, self._retry_delay = now, _RETRY_FIRST
+        return now - self._locked_since < self.busy_timeout
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._commit_due:
+            self._commit_due = True
+            loop.call_soon(self._due_commit)
+
+    def _schedule_retry(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to retry on: the next write or wait tries again
+        self._commit_due = True
+        loop.call_later(self._retry_delay, self._due_commit)
+        self._retry_delay = min(self._retry_delay * 2, _RETRY_MAX)
+
+    def _due_commit(self) -> None:
+        if self._conn is None or not self._commit_due:
+            return
+        try:
+            self.commit()
+        except sqlite3.Error as exc:  # everyone waiting was told; the next write or wait retries
+            log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
+
+    @staticmethod
+    def _flush(conn: sqlite3.Connection, participant: Participant) -> BaseException | None:
+        conn.execute("SAVEPOINT flush")
+        try:
+            participant.flush()
+        except Exception as exc:
+            conn.execute("ROLLBACK TO flush")
+            conn.execute("RELEASE flush")
+            return exc
+        conn.execute("RELEASE flush")
+        return None
+
+
+def _tell(participant: Participant, error: BaseException | None) -> None:
+    try:
+        participant.committed(error)
+    except Exception:  # one participant's bug must not keep the others uninformed
+        log.exception("a database participant failed to take the outcome of a commit")

@@ -1,0 +1,131 @@
+"""`InProcessEngine`: children as asyncio tasks on the service's own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from lifecycle._child_run import ChildRun
+from lifecycle._engine import EngineHost
+from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
+from lifecycle._liveness import Watch, monitor
+
+log = logging.getLogger("lifecycle.engine")
+
+
+class InProcessEngine:
+    """Runs at most ``max_running`` children at once; the rest wait in FIFO order.
+
+    Children die with the process: `survives_restart` is False, so the service
+    interrupts them on close and marks those a crash left behind INTERRUPTED.
+    One liveness monitor watches every running child (see `lifecycle._liveness`).
+    """
+
+    survives_restart = False
+
+    def __init__(self, max_running: int) -> None:
+        if max_running < 1:
+            raise ValueError("max_running must be at least 1")
+        self.max_running = max_running
+        self._host: EngineHost | None = None
+        self._queue: dict[str, ChildJob] = {}
+        """Jobs waiting for a slot, oldest first (a dict: withdrawing one is O(1))."""
+        self._runs: dict[str, ChildRun] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._watches: dict[str, Watch] = {}
+        self._monitor: asyncio.Task | None = None
+        self._closed = False
+
+    @property
+    def running(self) -> int:
+        """Children holding a slot (being built, running, or reporting their end)."""
+        return len(self._tasks)
+
+    @property
+    def pending(self) -> int:
+        """Jobs waiting for a slot."""
+        return len(self._queue)
+
+    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+        self._host = host
+        self._monitor = asyncio.create_task(
+            monitor(self._watches.values, lambda: host.delegation, host.clock), name="lifecycle-liveness"
+        )
+        return ()  # nothing outlives the process that ran it
+
+    def submit(self, job: ChildJob) -> None:
+        if self._closed or self._host is None:
+            raise RuntimeError("the engine is not running")
+        if len(self._tasks) < self.max_running:
+            self._start(job)
+        else:
+            self._queue[job.subagent_id] = job
+
+    def withdraw(self, subagent_id: str) -> bool:
+        return self._queue.pop(subagent_id, None) is not None
+
+    def interrupt(self, subagent_id: str, reason: str) -> None:
+        run = self._runs.get(subagent_id)
+        if run is not None:
+            run.stop(reason)
+
+    def steer(self, subagent_id: str, text: str) -> bool:
+        run = self._runs.get(subagent_id)
+        if run is None or run.session is None:
+            return False
+        run.session.steer(text)
+        return True
+
+    def activity(self, subagent_id: str) -> str | None:
+        if subagent_id in self._queue:
+            return "waiting for a slot"
+        run = self._runs.get(subagent_id)
+        if run is None:
+            return None
+        return "starting" if run.session is None else run.session.activity.description
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._monitor is not None:
+            self._monitor.cancel()
+            self._monitor = None
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _start(self, job: ChildJob) -> None:
+        assert self._host is not None
+        run = self._runs[job.subagent_id] = ChildRun(job, self._host)
+        task = asyncio.ensure_future(self._run(run))
+        self._tasks.add(task)
+        task.add_done_callback(self._slot_freed)
+
+    async def _run(self, run: ChildRun) -> None:
+        host, sid = run.host, run.job.subagent_id
+        try:
+            if await run.prepare():
+                self._watches[sid] = Watch(run.session, host.clock.monotonic(), run.stop_for_timeout)
+                try:
+                    outcome = await run.execute()
+                finally:
+                    self._watches.pop(sid, None)
+            else:
+                outcome = run.stopped()
+        except asyncio.CancelledError:
+            self._runs.pop(sid, None)
+            await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
+            raise
+        except Exception as exc:
+            log.exception("child %s failed to start", sid)
+            outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+        self._runs.pop(sid, None)
+        await host.finished(sid, outcome)
+
+    def _slot_freed(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Runs report their own failures; reaching here is a bug worth a loud line.
+            log.error("child job crashed", exc_info=task.exception())
+        while self._queue and len(self._tasks) < self.max_running and not self._closed:
+            sid = next(iter(self._queue))
+            self._start(self._queue.pop(sid))

@@ -1,0 +1,183 @@
+"""SqliteDatabase: group commit on the event loop, savepoints, participants, failures and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lifecycle import SqliteDatabase
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    database = SqliteDatabase(tmp_path / "state" / "s.db")
+    database.write("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+    yield database
+    database.close()
+
+
+def outside(path: Path, sql: str) -> list[tuple]:
+    """What another connection sees: committed rows only."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+class Recorder:
+    """A participant writing its pending rows at each commit it asked for."""
+
+    def __init__(self, db: SqliteDatabase, *, fail: bool = False) -> None:
+        self.db, self.fail = db, fail
+        self.pending: list[tuple] = []
+        self.outcomes: list[BaseException | None] = []
+
+    def flush(self) -> None:
+        rows, self.pending = self.pending, []
+        for row in rows:
+            self.db.write("INSERT OR REPLACE INTO t VALUES (?, ?)", row)
+        if self.fail:
+            raise RuntimeError("flush broke")
+
+    def committed(self, error: BaseException | None) -> None:
+        self.outcomes.append(error)
+
+
+async def test_writes_of_one_loop_turn_share_one_commit_at_the_next(db: SqliteDatabase) -> None:
+    before = db.commits
+    for i in range(100):
+        db.write("INSERT INTO t VALUES (?, ?)", (f"k{i}", i))
+    assert db.read_one("SELECT count(*) FROM t") == (100,)  # visible to this connection at once
+    assert outside(db.path, "SELECT count(*) FROM t") == [(0,)]  # not committed yet
+    await asyncio.gather(db.durable(), db.durable())
+    assert db.commits == before + 1
+    assert outside(db.path, "SELECT count(*) FROM t") == [(100,)]
+    await asyncio.wait_for(db.durable(), 1)  # nothing pending: at once
+
+
+async def test_nested_transactions_roll_back_alone(db: SqliteDatabase) -> None:
+    with db.transaction():
+        db.write("INSERT INTO t VALUES ('outer', 1)")
+        with pytest.raises(ValueError), db.transaction():
+            db.write("INSERT INTO t VALUES ('inner', 2)")
+            raise ValueError("undo the inner block")
+        db.write_many("INSERT INTO t VALUES (?, ?)", [("a", 1), ("b", 2)])
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t ORDER BY k") == [("a",), ("b",), ("outer",)]
+
+
+def test_without_an_event_loop_a_write_commits_at_once(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "s.db")
+    try:
+        db.write("CREATE TABLE t (k)")
+        with db.transaction():
+            db.write("INSERT INTO t VALUES (1)")
+            db.write("INSERT INTO t VALUES (2)")
+        assert outside(db.path, "SELECT count(*) FROM t") == [(2,)]
+    finally:
+        db.close()
+        db.close()  # idempotent
+    with pytest.raises(sqlite3.ProgrammingError):
+        db.read("SELECT 1")
+
+
+async def test_text_with_lone_surrogates_binds_and_reads_back(db: SqliteDatabase) -> None:
+    odd = "a \ud800 b \udfff \u2603"
+    db.write("INSERT INTO t VALUES (?, ?)", (SqliteDatabase.text("k"), SqliteDatabase.text(odd)))
+    await db.durable()
+    (value,) = db.read_one("SELECT v FROM t WHERE k = 'k'")
+    assert SqliteDatabase.untext(value) == odd
+    assert SqliteDatabase.text(None) is None
+    with pytest.raises(TypeError):
+        SqliteDatabase.text(b"bytes")  # type: ignore[arg-type]
+
+
+async def test_a_failed_commit_is_reported_to_waiters_and_retried_with_the_next_write(db: SqliteDatabase, caplog) -> None:
+    db.write("CREATE TABLE parent (id PRIMARY KEY)")
+    db.write("CREATE TABLE child (pid REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+    await db.durable()
+    db.read("PRAGMA foreign_keys=ON")  # outside a transaction, where it takes effect
+    db.write("INSERT INTO child VALUES (1)")  # violates the key only at COMMIT
+    db.write("INSERT INTO t VALUES ('kept', 1)")
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.durable()
+    assert "retrying with the next write" in caplog.text
+    assert outside(db.path, "SELECT count(*) FROM t") == [(0,)]
+    db.write("INSERT INTO parent VALUES (1)")  # the next write makes the batch committable
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t") == [("kept",)]
+
+
+async def test_participants_flush_into_the_commit_and_a_failing_one_spoils_only_its_own_rows(db: SqliteDatabase) -> None:
+    good, bad = Recorder(db), Recorder(db, fail=True)
+    good.pending, bad.pending = [("g", 1)], [("b", 1)]
+    db.write("INSERT INTO t VALUES ('direct', 1)")
+    db.request(good)
+    db.request(bad)
+    db.request(good)  # asked twice, flushed once
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t ORDER BY k") == [("direct",), ("g",)]
+    assert good.outcomes == [None]
+    assert [type(e) for e in bad.outcomes] == [RuntimeError]
+
+
+async def test_a_participants_commit_waits_for_another_connections_lock_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    db = SqliteDatabase(tmp_path / "s.db", busy_timeout=2.0)
+    db.write("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+    await db.durable()
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # e.g. the gateway's store, on its own connection
+        recorder = Recorder(db)
+        recorder.pending = [("late", 1)]
+        db.request(recorder)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        ticking = asyncio.create_task(ticker())
+        asyncio.get_running_loop().call_later(0.05, other.execute, "COMMIT")
+        await asyncio.wait_for(db.durable(), 1.0)  # a blocked loop could not run the COMMIT above
+        ticking.cancel()
+        assert recorder.outcomes == [None] and ticks > 5
+        assert outside(db.path, "SELECT k FROM t") == [("late",)]
+        other.execute("BEGIN IMMEDIATE")  # now held for good: reported once busy_timeout passes
+        db.busy_timeout = 0.05
+        recorder.pending = [("never", 1)]
+        db.request(recorder)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await db.durable()
+        assert isinstance(recorder.outcomes[-1], sqlite3.OperationalError)
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+        db.close()
+
+
+async def test_automatic_checkpoints_can_be_switched_off(db: SqliteDatabase) -> None:
+    db.automatic_checkpoints(False)
+    assert db.read_one("PRAGMA wal_autocheckpoint") == (0,)
+    db.automatic_checkpoints(True)
+    assert db.read_one("PRAGMA wal_autocheckpoint") == (1000,)
+
+
+async def test_close_commits_what_is_pending(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "s.db")
+    db.write("CREATE TABLE t (k)")
+    db.write("INSERT INTO t VALUES (1)")
+    recorder = Recorder(db)
+    recorder.pending = []
+    db.request(recorder)
+    db.close()
+    assert outside(db.path, "SELECT count(*) FROM t") == [(1,)] and recorder.outcomes == [None]
+    assert outside(db.path, "PRAGMA journal_mode") == [("wal",)]

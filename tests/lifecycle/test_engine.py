@@ -1,0 +1,275 @@
+"""The engine seam: jobs and outcomes are plain data, and a second engine that runs
+children elsewhere (a stand-in for a distributed one) serves the same contract,
+including re-attaching to children that outlive a restart of the service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from agent import ToolTraceEntry, Usage
+from lifecycle import (
+    ChildJob,
+    ChildOutcome,
+    EngineHost,
+    InProcessEngine,
+    SubagentLaunchRequest,
+    SubagentState,
+)
+from lifecycle._liveness import Timeout
+
+S = SubagentState
+
+
+def over_the_wire(body: dict) -> dict:
+    return json.loads(json.dumps(body))
+
+
+async def until(predicate, timeout=5.0):
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+
+class Recording(InProcessEngine):
+    """The in-process engine, remembering every job it was given."""
+
+    def __init__(self, max_running: int = 10) -> None:
+        super().__init__(max_running)
+        self.jobs: list[ChildJob] = []
+
+    def submit(self, job: ChildJob) -> None:
+        self.jobs.append(job)
+        super().submit(job)
+
+
+async def test_a_job_is_plain_data_resolved_at_launch(make_env):
+    engine = Recording()
+    env = await make_env(engine=engine, enabled={"file", "execute_code", "memory", "delegation"})
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(
+            goal="look around", context="ctx", allowed_toolsets=("file", "memory"), metadata={"ticket": 7}))
+        await env.service.wait(handle, timeout_seconds=5)
+    (job,) = engine.jobs
+    assert (job.subagent_id, job.parent_session_id, job.parent_turn_id) == (handle.subagent_id, "parent-1", "turn-1")
+    assert (job.goal, job.context, job.role, job.depth) == ("look around", "ctx", "leaf", 1)
+    assert job.toolsets == ("file", "memory")  # narrowed, sorted
+    assert job.tools == ("list_files", "read_file", "block")  # memory is never a child's
+    assert dict(job.metadata) == {"ticket": 7} and job.workspace == str(env.parent.workspace)
+    assert (job.provider, job.model) == ("ScriptedModel", "scripted") == (handle.provider, handle.model)
+    assert ChildJob.from_dict(over_the_wire(job.to_dict())) == job
+
+
+def test_an_outcome_round_trips_through_json():
+    outcome = ChildOutcome(
+        "timeout", "timeout", "partial", "no progress", api_calls=3, duration_seconds=1.5, usage=Usage(10, 5),
+        cost_usd=0.01, model="m", tool_trace=(ToolTraceEntry("read_file", ("path",), 10, 20, True, 0.25),),
+        timeout=Timeout(30.0, 31.0, 30.5, "after_llm_calls", 3, False), schema={"schema_valid": True},
+    )
+    assert ChildOutcome.from_dict(over_the_wire(outcome.to_dict())) == outcome
+
+
+# -- a second engine: children on "workers" that outlive the service ----------------------------
+
+
+class Workers:
+    """Stands in for worker processes elsewhere: they receive jobs as JSON and keep running
+    whatever happens to the service that launched them. Goals containing ``[hold]`` wait
+    for `release` (or a stop)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, ChildJob] = {}
+        self.results: dict[str, asyncio.Future] = {}
+        self.running: dict[str, asyncio.Event] = {}
+        self.stops: dict[str, str] = {}
+        self.steered: dict[str, list[str]] = {}
+        self.release = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task] = set()
+
+    def run(self, wire: dict) -> None:
+        job = ChildJob.from_dict(wire)
+        sid = job.subagent_id
+        self.jobs[sid] = job
+        self.results[sid] = asyncio.get_running_loop().create_future()
+        self.running[sid] = asyncio.Event()
+        task = asyncio.create_task(self._work(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _work(self, job: ChildJob) -> None:
+        sid = job.subagent_id
+        await asyncio.sleep(0)
+        self.running[sid].set()
+        while "[hold]" in job.goal and not self.release.is_set() and sid not in self.stops:
+            self._wake.clear()
+            await self._wake.wait()
+        if sid in self.stops:
+            outcome = ChildOutcome("interrupted", "interrupted", "halfway", self.stops[sid], api_calls=1)
+        else:
+            notes = " ".join(self.steered.get(sid, ()))
+            outcome = ChildOutcome("completed", "completed", f"worker did: {job.goal} {notes}".strip(), None,
+                                   api_calls=2, usage=Usage(7, 3), cost_usd=0.5, model=job.model)
+        self.results[sid].set_result(over_the_wire(outcome.to_dict()))
+
+    def stop(self, sid: str, reason: str) -> None:
+        self.stops.setdefault(sid, reason)
+        self._wake.set()
+
+    def let_go(self) -> None:
+        self.release.set()
+        self._wake.set()
+
+
+class WorkerEngine:
+    """A distributed engine in miniature: submits jobs to `Workers` and follows them."""
+
+    survives_restart = True
+
+    def __init__(self, workers: Workers) -> None:
+        self.workers = workers
+        self.host: EngineHost | None = None
+        self._followers: set[asyncio.Task] = set()
+
+    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+        self.host = host
+        still = [self.workers.jobs[sid] for sid in unfinished if sid in self.workers.jobs]
+        for job in still:
+            self._follow(job.subagent_id, attached=True)
+        return still
+
+    def submit(self, job: ChildJob) -> None:
+        self.workers.run(over_the_wire(job.to_dict()))
+        self._follow(job.subagent_id, attached=False)
+
+    def _follow(self, sid: str, *, attached: bool) -> None:
+        task = asyncio.create_task(self._report(sid, attached))
+        self._followers.add(task)
+        task.add_done_callback(self._followers.discard)
+
+    async def _report(self, sid: str, attached: bool) -> None:
+        host, workers = self.host, self.workers
+        if not attached:
+            await host.starting(sid)
+        await workers.running[sid].wait()
+        host.running(sid)
+        body = await asyncio.shield(workers.results[sid])
+        await host.finished(sid, ChildOutcome.from_dict(body))
+
+    def withdraw(self, subagent_id: str) -> bool:
+        return False  # once handed to the workers, a job can only be stopped
+
+    def interrupt(self, subagent_id: str, reason: str) -> None:
+        self.workers.stop(subagent_id, reason)
+
+    def steer(self, subagent_id: str, text: str) -> bool:
+        self.workers.steered.setdefault(subagent_id, []).append(text)
+        return True
+
+    def activity(self, subagent_id: str) -> str | None:
+        running = self.workers.running.get(subagent_id)
+        return "on a worker" if running is not None and running.is_set() else None
+
+    async def close(self) -> None:
+        for task in list(self._followers):
+            task.cancel()
+        await asyncio.gather(*self._followers, return_exceptions=True)
+
+
+@pytest.fixture
+def workers():
+    return Workers()
+
+
+def hook_log(env):
+    calls = []
+    env.hooks.register("subagent_start", lambda **e: calls.append(("start", e["child_subagent_id"])))
+    env.hooks.register("subagent_stop", lambda **e: calls.append(("stop", e["child_session_id"], e["child_status"])))
+    return calls
+
+
+async def test_another_engine_serves_the_same_plugin_contract(make_env, workers):
+    env = await make_env(engine=WorkerEngine(workers))
+    calls = hook_log(env)
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="[hold] remote work"))
+        await until(lambda: env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+        (child,) = env.service.host_view().children("parent-1")
+        assert child.activity == "on a worker"
+        assert (await env.service.status(handle)).state is S.RUNNING
+        workers.let_go()
+        assert (await env.service.wait(handle, timeout_seconds=5)).state is S.SUCCEEDED
+        result = await env.service.result(handle)
+    assert result.summary == "worker did: [hold] remote work" and result.usage.api_calls == 2
+    assert calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
+    assert env.parent.total_cost_usd == pytest.approx(0.5)  # rolled up on the service's side
+
+
+async def test_cancel_and_stop_reach_children_through_the_engine(make_env, workers):
+    env = await make_env(engine=WorkerEngine(workers))
+    with env.turn():
+        cancelled, stopped = [await env.service.launch(SubagentLaunchRequest(goal=f"[hold] {g}")) for g in "ab"]
+        await until(lambda: len(env.service.host_view().children("parent-1")) == 2 and all(
+            c.state is S.RUNNING for c in env.service.host_view().children("parent-1")))
+        assert (await env.service.cancel(cancelled, "changed my mind")).state is S.CANCEL_REQUESTED
+        assert await env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 2
+        for h in (cancelled, stopped):
+            await env.service.wait(h, timeout_seconds=5)
+        first, second = [await env.service.result(h) for h in (cancelled, stopped)]
+    assert (first.state, first.summary, first.error_message) == (S.CANCELLED, "halfway", "cancellation requested: changed my mind")
+    assert (second.state, second.summary, second.error_message) == (S.INTERRUPTED, "halfway", "stopped by /stop")
+
+
+async def test_children_outlive_a_restart_of_the_service_and_finish_once(make_env, workers):
+    first = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="[hold] long job", correlation_id="job-1"))
+        await until(lambda: workers.running[handle.subagent_id].is_set())
+    await first.service.close()  # the gateway restarts; the worker keeps going
+    assert not workers.results[handle.subagent_id].done()
+
+    second = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    calls = hook_log(second)
+    view = second.service.host_view()
+    await until(lambda: view.children("parent-1") and view.children("parent-1")[0].state is S.RUNNING)
+    (child,) = view.children("parent-1")
+    assert (child.subagent_id, child.goal) == (handle.subagent_id, "[hold] long job")
+    with second.turn():
+        assert (await second.service.reconnect(handle.to_dict())).state is S.RUNNING
+        with pytest.raises(Exception, match="Duplicate correlation_id"):
+            await second.service.launch(SubagentLaunchRequest(goal="again", correlation_id="job-1"))
+        workers.let_go()
+        assert (await second.service.wait(handle.to_dict(), timeout_seconds=5)).state is S.SUCCEEDED
+        assert (await second.service.result(handle.to_dict())).summary == "worker did: [hold] long job"
+    assert calls == [("stop", handle.subagent_id, "completed")]  # the completion ran once, after the restart
+
+
+async def test_a_child_the_engine_lost_is_interrupted_after_a_restart(make_env, workers):
+    first = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="[hold] lost"))
+    await first.service.close()
+    second = await make_env(engine=WorkerEngine(Workers()), db="shared.db")  # other workers: they never saw it
+    with second.turn():
+        result = await second.service.result(handle)
+    assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
+
+
+async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
+    engine = InProcessEngine(1)
+    env = await make_env(engine=engine)
+    with env.turn():
+        running = await env.service.launch(SubagentLaunchRequest(goal="[echo-steer]"))
+        queued = await env.service.launch(SubagentLaunchRequest(goal="queued"))
+        assert engine.activity(queued.subagent_id) == "waiting for a slot" and engine.pending == 1
+        assert not engine.steer(queued.subagent_id, "too early")
+        await until(lambda: engine.activity(running.subagent_id) not in (None, "starting"))
+        assert engine.steer(running.subagent_id, "wrap up")
+        await env.service.wait(running, timeout_seconds=5)
+        assert "wrap up" in (await env.service.result(running)).summary
+        await env.service.wait(queued, timeout_seconds=5)
+    await until(lambda: engine.running == 0)
+    assert engine.activity(running.subagent_id) is None

@@ -1,0 +1,105 @@
+"""The host's view: frozen snapshots of a session's children, and stopping them."""
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from lifecycle import ChildSnapshot, SubagentLaunchRequest, SubagentState
+
+S = SubagentState
+
+
+async def until(predicate, timeout=5.0):
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+
+async def launch(env, *goals):
+    with env.turn():
+        return [await env.service.launch(SubagentLaunchRequest(goal=goal)) for goal in goals]
+
+
+async def finish(env, handles):
+    with env.turn():
+        return [await env.service.wait(h, timeout_seconds=5) for h in handles]
+
+
+async def test_children_are_frozen_snapshots_in_launch_order_with_what_each_is_doing(make_env):
+    env = await make_env(max_running=2)
+    view = env.service.host_view()
+    first, second, third = await launch(env, "[hang] one", "[stall-tool] two", "three waits")
+    await until(lambda: [c.activity for c in view.children("parent-1")][:2] == ["waiting for the model", "running block"])
+    children = view.children("parent-1")
+    assert isinstance(children, tuple) and all(isinstance(c, ChildSnapshot) for c in children)
+    assert [c.subagent_id for c in children] == [first.subagent_id, second.subagent_id, third.subagent_id]
+    assert [c.state for c in children] == [S.RUNNING, S.RUNNING, S.PENDING]
+    assert children[2].activity == "waiting for a slot" and children[2].started_at is None
+    one = children[0]
+    assert (one.parent_session_id, one.parent_turn_id, one.goal, one.role) == ("parent-1", "turn-1", "[hang] one", "leaf")
+    assert one.model == "scripted" and one.summary is None and one.error is None and one.completed_at is None
+    assert one.started_at is not None and one.created_at <= one.started_at
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.state = S.FAILED  # type: ignore[misc]
+    assert await view.interrupt_children("parent-1", "test over") == 3
+    await finish(env, [first, second, third])
+    assert one.state is S.RUNNING  # a snapshot never changes
+    assert view.children("parent-1") == () and view.children("someone-else") == ()
+
+
+async def test_recent_keeps_the_last_ten_finished_oldest_first(make_env):
+    env = await make_env(max_running=1)  # one at a time: they finish in launch order
+    view = env.service.host_view()
+    handles = await launch(env, *[f"task {i}" for i in range(11)], "[fail] broken")
+    await finish(env, handles)
+    recent = view.recent("parent-1")
+    assert len(recent) == 10 and all(c.state.terminal for c in recent)
+    ids = {c.subagent_id for c in recent}
+    assert handles[0].subagent_id not in ids and handles[1].subagent_id not in ids
+    assert recent[-1].goal == "[fail] broken" and recent[-1].state is S.FAILED and "model exploded" in recent[-1].error
+    done = [c for c in recent if c.state is S.SUCCEEDED]
+    assert all(c.summary == f"done: {c.goal}" and c.error is None and c.activity == "finished" for c in done)
+    assert all(c.completed_at is not None and c.parent_turn_id == "turn-1" for c in recent)
+    assert view.recent("someone-else") == ()
+
+
+async def test_finished_children_leave_recent_with_the_retention_window(make_env):
+    env = await make_env(retention=60)
+    await finish(env, await launch(env, "old"))
+    assert len(env.service.host_view().recent("parent-1")) == 1
+    env.clock.advance(61)
+    await env.service.sweep()
+    assert env.service.host_view().recent("parent-1") == ()
+
+
+async def test_turn_progress_counts_a_turns_children_while_any_runs(env):
+    view = env.service.host_view()
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+    quick, slow = await launch(env, "quick", "[hang] slow")
+    await finish(env, [quick])
+    assert view.turn_progress("parent-1", "turn-1") == (1, 2)
+    assert view.turn_progress("parent-1", "another-turn") == (0, 0)
+    await view.interrupt_children("parent-1", "done")
+    await finish(env, [slow])
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+
+
+async def test_interrupt_children_stops_live_ones_with_their_partial_output_and_counts_only_them(make_env):
+    env = await make_env(max_running=1)
+    view = env.service.host_view()
+    (finished,) = await launch(env, "finished first")
+    await finish(env, [finished])
+    running, queued = await launch(env, "[hang] running", "queued")
+    await until(lambda: len(env.child_model.requests) >= 3)  # the running child is in its second model call
+    assert await view.interrupt_children("parent-1", "stopped by /stop") == 2
+    with env.turn():
+        assert (await env.service.status(queued)).state is S.INTERRUPTED  # a queued one ends at once
+    await finish(env, [running])
+    with env.turn():
+        results = [await env.service.result(h) for h in (running, queued)]
+    assert await view.interrupt_children("parent-1", "again") == 0
+    partial, never_ran = results
+    assert (partial.state, partial.summary, partial.error_message) == (S.INTERRUPTED, "partial thoughts", "stopped by /stop")
+    assert (never_ran.state, never_ran.summary, never_ran.started_at) == (S.INTERRUPTED, None, None)
+
