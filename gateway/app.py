@@ -2,7 +2,7 @@
 
 `Gateway` keeps intake and its own start and stop; everything else has one owner it
 wires together here: sessions (`SessionRegistry`), turns (`TurnRunner`), commands,
-background completions, retention and the outbox. Each inbound event passes a short
+the ledger of background delegations, retention and the outbox. Each inbound event passes a short
 chain — dedup through the durable inbox, the access check, commands (handled at once,
 also mid-turn), then the busy-input policy — and lands in its session's queue.
 """
@@ -17,9 +17,9 @@ from typing import Literal
 from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
-from gateway.completions import Completions
 from gateway.display import DisplayResolver
 from gateway.host import AgentHost
+from gateway.ledger import Ledger
 from gateway.outbox import Outbox
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
@@ -27,7 +27,7 @@ from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_i
 from gateway.store import GatewayStore, session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.turn_runner import TurnRunner
-from platforms.base import Accepted, Adapter, CommandSpec, Inbound, ThreadMemory, TurnReading
+from platforms.base import Accepted, Adapter, CommandSpec, Inbound, ThreadMemory, TurnRead, TurnReading
 
 log = logging.getLogger("gateway.app")
 
@@ -49,12 +49,13 @@ class Gateway:
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock)
-        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
-                                 display=self.display.turn, adapters=self.adapters, clock=clock)
-        self.completions = Completions(self.sessions, self.runner)
-        self.commands = Commands(self.sessions, host.children, host.plugins.commands, clock=clock)
+        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, self.store.delegations,
+                                 children=host.children, display=self.display.turn, adapters=self.adapters, clock=clock)
+        self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox,
+                             settings=self.config.lifecycle, clock=clock)
+        self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands, clock=clock)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
-        self._background_delegate = host.background_delegate(self.completions.deliver)
+        self._background_delegate = host.background_delegate(self.ledger.dispatched)
         self._checkpointer = Checkpointer(self.store.db)
         self._accepting = False
         self._retention: asyncio.Task | None = None
@@ -77,6 +78,7 @@ class Gateway:
         for inbound, turn_id in self.store.inbox.unfinished():
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._dispatch(inbound, turn_id, self._route(inbound))
+        await self.ledger.resume()
         self._retention = asyncio.ensure_future(self.retention.run_forever())
         self._checkpointer.start()
 
@@ -99,6 +101,7 @@ class Gateway:
         self.sessions.interrupt_all("the gateway is shutting down")
         await asyncio.sleep(0)
         await self.runner.cancel()
+        await self.ledger.close()
         await self.outbox.flush(timeout=grace or 1.0)
         await self.outbox.close()
         await self.host.close()
@@ -174,10 +177,17 @@ class Gateway:
         return self.host.new_session(session_id=session_id, services={"send_message": send_message},
                                      delegate=delegate)
 
-    async def _read_turn(self, route: str, turn_id: str) -> list[dict]:
-        """The webhook platform's turn read: LookupError for a turn this route never started."""
+    async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
+        """The webhook platform's turn read: the turn's messages, then those of the background
+        delegations it started (their completion or interruption report). Complete once the
+        turn has ended and each of those delegations is settled. LookupError for a turn this
+        route never started."""
         event = self.store.inbox.event_of_turn("webhook", turn_id)
         if event is None or not event.chat_id.startswith(f"{route}:"):
             raise LookupError(turn_id)
-        return [m for m in self.store.outbox.turn_messages("webhook", turn_id)
-                if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
+        delegations = self.ledger.of_turn(turn_id)
+        messages = [m for t in (turn_id, *(d.completion_turn_id for d in delegations))
+                    for m in self.store.outbox.turn_messages("webhook", t)
+                    if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
+        ended = self.store.inbox.settled(event.platform, event.event_id)
+        return TurnRead(messages, complete=ended and all(d.status != "running" for d in delegations))

@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand
+from gateway.ledger import Ledger
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
-from lifecycle import HostView
+from gateway.store import DelegationRow
+from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
 from platforms.base import CommandSpec, Inbound
 
 log = logging.getLogger("gateway.commands")
@@ -20,6 +22,7 @@ BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
     CommandSpec("new", "Start a new session (forget this conversation)"),
     CommandSpec("agents", "List this chat's subagents"),
+    CommandSpec("retry", "Run the interrupted or failed subagents of the last background task again"),
     CommandSpec("help", "What the commands do"),
 )
 ALIASES = {"reset": "new"}
@@ -45,10 +48,11 @@ def parse(text: str, known: set[str]) -> Command | None:
 class Commands:
     """The built-in commands and the plugins' ones; `run` answers with the text to send."""
 
-    def __init__(self, registry: SessionRegistry, children: HostView, plugins: Mapping[str, PluginCommand],
-                 *, clock: Clock) -> None:
+    def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
+                 plugins: Mapping[str, PluginCommand], *, clock: Clock) -> None:
         self._registry = registry
         self._children = children
+        self._ledger = ledger
         self._plugins = plugins
         self._clock = clock
 
@@ -66,7 +70,9 @@ class Commands:
         if command.name == "new":
             return await self._new(session)
         if command.name == "agents":
-            return self._agents(session)
+            return await self._agents(session)
+        if command.name == "retry":
+            return await self._ledger.retry(session)
         if command.name == "help":
             return self._help()
         plugin = self._plugins[command.name]
@@ -81,6 +87,7 @@ class Commands:
 
     async def _stop(self, session: GatewaySession) -> str:
         stopped_turn = self._registry.stop(session, "stopped by /stop")
+        self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
         if not stopped_turn and not children:
@@ -94,17 +101,29 @@ class Commands:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
         results reach the new one."""
         old_id = self._registry.new_generation(session)
+        self._ledger.suppress(old_id, "/new")
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         extra = f" and ended {ended} subagent{'s' if ended != 1 else ''}" if ended else ""
         return f"Started a new session{extra}. Delegation here is {session.mode}."
 
-    def _agents(self, session: GatewaySession) -> str:
+    async def _agents(self, session: GatewaySession) -> str:
         now = self._clock.time()
         lines = []
         for child in self._children.children(session.session_id):
             elapsed = now - (child.started_at or child.created_at)
             lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}, {elapsed:.0f} s, {child.activity}")
-        recent = self._children.recent(session.session_id)
+        listed = {c.subagent_id for c in self._children.children(session.session_id)}
+        for row, found in await self._ledger.listing(session):
+            if all(t.subagent_id in listed for t in row.tasks):
+                continue  # still running: listed above
+            lines.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
+            for task in row.tasks:
+                child = found.get(task.subagent_id)
+                state = _state_word(child)
+                text = (child.summary or child.error or "") if child is not None else ""
+                lines.append(f"• {task.goal[:80]} — {state}" + (f": {text[:160]}" if text else ""))
+                listed.add(task.subagent_id)
+        recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
         if recent:
             lines.append("Finished recently:")
             for child in reversed(recent):
@@ -116,3 +135,21 @@ class Commands:
         lines = [f"/{c.name} — {c.description}" for c in self.specs()]
         lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
         return "\n".join(lines)
+
+
+def _ledger_status(row: DelegationRow) -> str:
+    if row.status == "running":
+        return "running"
+    if row.status == "delivered":
+        return "results delivered"
+    if row.status == "reported":
+        return "interrupted by a restart"
+    return f"results not delivered ({row.reason})"
+
+
+def _state_word(child: ChildSnapshot | None) -> str:
+    if child is None:
+        return "unknown (forgotten)"
+    if child.state is SubagentState.INTERRUPTED and child.error == PROCESS_EXIT:
+        return "interrupted by the restart"
+    return child.state.value.lower()

@@ -4,7 +4,7 @@ and the lifecycle service — built from a `Config`, and the parent agent sessio
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from agent.tools import register_builtin_tools
 from gateway.config import Config
 from lifecycle import (
     AsyncSubagentLifecycle,
+    BackgroundDispatch,
     ChildHost,
     SqliteDatabase,
     SqliteJournal,
@@ -36,7 +37,6 @@ from lifecycle import (
 log = logging.getLogger("gateway.host")
 
 STATE_DB = "switchboard.db"
-OnComplete = Callable[[str, dict[str, Any]], Awaitable[None]]
 BASE_PROMPT = (
     "You are Switchboard's assistant. Answer directly and concisely. When a request splits into "
     "independent pieces of work, hand them to subagents with delegate_task."
@@ -89,10 +89,10 @@ class AgentHost:
             if aclose is not None:
                 await aclose()
 
-    def background_delegate(self, on_complete: OnComplete) -> Tool:
-        """The ``delegate_task`` variant for background sessions: it returns at once and hands
-        the results to ``on_complete(parent_session_id, payload)`` when the children finish."""
-        return delegate_tool(self.lifecycle, mode="background", on_complete=on_complete)
+    def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], None]) -> Tool:
+        """The ``delegate_task`` variant for background sessions: it launches the children,
+        hands ``on_dispatch`` the delegation to record and deliver, and returns at once."""
+        return delegate_tool(self.lifecycle, mode="background", on_dispatch=on_dispatch)
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,

@@ -10,7 +10,7 @@ import logging
 
 from agent import Clock
 from gateway.session_registry import SessionRegistry
-from gateway.store import GatewayStore, inbox, outbox_rows
+from gateway.store import GatewayStore, delegations, inbox, outbox_rows
 from lifecycle import HostView
 
 log = logging.getLogger("gateway.retention")
@@ -33,6 +33,7 @@ class Retention:
         now = self._clock.time()
         pruned_in = self._store.inbox.prune(now - inbox.RETENTION_SECONDS)
         pruned_out = self._store.outbox.prune(now - outbox_rows.RETENTION_SECONDS)
+        self._store.delegations.prune(now - delegations.RETENTION_SECONDS)
         evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
         if pruned_in or pruned_out or evicted:
             log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", pruned_in, pruned_out,

@@ -80,7 +80,7 @@ class SessionRegistry:
         """``/new``: stop the running turn, drop the queue, and start a generation with its mode
         re-resolved and an empty conversation. Returns the old generation's agent session id."""
         old_id = session.session_id
-        self.stop(session, "session reset by /new", remember=False, why="new")
+        self.stop(session, "session reset by /new", why="new")
         row = self._new_row(session.key, session.platform, generation=session.generation + 1)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
@@ -91,12 +91,9 @@ class SessionRegistry:
         self._by_agent[session.session_id] = session
         return old_id
 
-    def stop(self, session: GatewaySession, reason: str, *, remember: bool = True, why: str = "stop") -> bool:
-        """``/stop``: suppress and interrupt the running turn and drop everything queued. With
-        ``remember``, background results dispatched before now are not delivered either.
+    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> bool:
+        """``/stop``: suppress and interrupt the running turn and drop everything queued.
         Returns whether a turn was running."""
-        if remember:
-            session.last_stop_at = self._clock.time()
         session.queue.clear()
         return self.stop_turn(session, reason, why=why)
 

@@ -28,6 +28,10 @@ class WorkItem:
     turn_id: str
     event: Inbound | None = None
     """The inbound event this turn answers; settled in the inbox once the reply is queued."""
+    delegation_id: str | None = None
+    """For a completion turn: the background delegation whose results it delivers."""
+    notes: tuple[str, ...] = ()
+    """Lines sent after the turn's reply whatever the model says (failed subagents)."""
 
 
 @dataclass(slots=True)
@@ -64,8 +68,6 @@ class GatewaySession:
     agent: AgentSession
     queue: deque[WorkItem] = field(default_factory=deque)
     running: RunningTurn | None = None
-    last_stop_at: float = 0.0
-    """Clock time of the last /stop: background results dispatched before it are not delivered."""
     generation_started_at: float = 0.0
     last_active: float = 0.0
     """Clock time of the last message or finished turn: idle sessions leave memory."""

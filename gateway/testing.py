@@ -151,7 +151,8 @@ hands its results on within a few, and they must not be missed in between."""
 
 async def settled(gateway: Gateway, *, timeout: float = 5.0) -> None:
     """Return once the gateway has nothing left to do by itself: no turn running or queued, no
-    child of any session alive, nothing waiting in the outbox — and it stays so for
+    child of any session alive, no background delegation waiting for its children, nothing
+    waiting in the outbox — and it stays so for
     `QUIET_ROUNDS` loop iterations. Raises TimeoutError after ``timeout`` seconds of real time.
 
     Events a platform holds that the adapter has not fetched yet are not the gateway's: wait
@@ -164,6 +165,6 @@ async def settled(gateway: Gateway, *, timeout: float = 5.0) -> None:
 
 
 def _quiet(gateway: Gateway) -> bool:
-    if gateway.runner.busy or not gateway.outbox.idle:
+    if gateway.runner.busy or not gateway.outbox.idle or gateway.ledger.watching:
         return False
     return not any(gateway.host.children.children(s.session_id) for s in gateway.sessions)

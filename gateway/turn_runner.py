@@ -21,10 +21,10 @@ from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import ProgressCard
-from gateway.replies import SUPPRESSED_NOTES, outcome, reply_text
+from gateway.replies import SILENCE, SUPPRESSED_NOTES, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
-from gateway.store import Inbox
+from gateway.store import DelegationTable, Inbox
 from lifecycle import HostView
 from platforms.base import Adapter
 
@@ -39,11 +39,13 @@ TRACKS_TURN_IDS = frozenset({"webhook"})
 class TurnRunner:
     """Owns each session's worker task: it exists while the session's queue has work."""
 
-    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
-                 display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock) -> None:
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, delegations: DelegationTable, *,
+                 children: HostView, display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter],
+                 clock: Clock) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
+        self._delegations = delegations
         self._children = children
         self._display = display
         self._adapters = adapters
@@ -104,13 +106,21 @@ class TurnRunner:
         if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
             self._registry.end(session)
             return
+        text = None
         if not running.suppressed:
-            text = reply_text(item.kind, result)
+            text = "\n\n".join(t for t in (reply_text(item.kind, result), "\n".join(item.notes)) if t) or None
             if text is not None:
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
         elif session.platform in TRACKS_TURN_IDS:
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
                        key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
+        if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
+            if running.suppressed:
+                self._delegations.settle(item.delegation_id, "suppressed", f"/{running.suppressed_by}")
+            elif text is None:
+                self._delegations.settle(item.delegation_id, "suppressed", SILENCE)
+            else:
+                self._delegations.settle(item.delegation_id, "delivered")
         for steered in self._registry.end(session):
             self._inbox.settle(steered.platform, steered.event_id)
         if item.event is not None:

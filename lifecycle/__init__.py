@@ -38,7 +38,8 @@ from lifecycle._delegate import delegate_tool
 from lifecycle._engine import Engine, EngineHost
 from lifecycle._host_view import HostView
 from lifecycle._inprocess import InProcessEngine
-from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
+from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._service import AsyncSubagentLifecycle
 from lifecycle._snapshot import ChildSnapshot
@@ -47,12 +48,14 @@ from lifecycle._sync import SubagentLifecycle
 
 __all__ = [
     "AsyncSubagentLifecycle",
+    "BackgroundDispatch",
     "CONTRACT_VERSION",
     "ChildHost",
     "ChildJob",
     "ChildOutcome",
     "ChildSnapshot",
     "ChildSpec",
+    "DispatchedTask",
     "Engine",
     "EngineHost",
     "HostView",
@@ -68,6 +71,7 @@ __all__ = [
     "MemoryJournal",
     "MemoryProvider",
     "NOT_READY",
+    "PROCESS_EXIT",
     "RECONNECT_UNAVAILABLE",
     "SqliteDatabase",
     "SqliteJournal",

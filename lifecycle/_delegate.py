@@ -1,9 +1,10 @@
 """The ``delegate_task`` tool: hand one task or a batch to children, inline or in the background.
 
 Inline, the call waits and returns every result, in task order. Background, it
-returns a dispatch handle at once and the results reach the host later through
-``on_complete``; it then also offers ``action`` = list / steer / stop. Build it
-with `delegate_tool`.
+returns a dispatch handle at once and hands the host a `BackgroundDispatch`
+through ``on_dispatch``, which delivers the results once the children finish
+(`HostView.result_entries`); it then also offers ``action`` = list / steer /
+stop. Build it with `delegate_tool`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Literal
 
 from agent import Tool, ToolContext, ToolError, new_id
 from lifecycle._children import ChildSpec
+from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._record import Record
@@ -25,7 +27,7 @@ from lifecycle._snapshot import ChildSnapshot
 log = logging.getLogger("lifecycle.delegate")
 
 Mode = Literal["inline", "background"]
-OnComplete = Callable[[str, dict[str, Any]], Awaitable[None]]
+OnDispatch = Callable[[BackgroundDispatch], None]
 
 DESCRIPTION = (
     "Hand work to subagents. Each subagent starts with an empty memory: it knows only the goal and "
@@ -40,30 +42,31 @@ BACKGROUND_NOTE = (
 )
 
 
-def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_complete: OnComplete | None = None) -> Tool:
+def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
+                  on_dispatch: OnDispatch | None = None) -> Tool:
     """The ``delegate_task`` tool on ``service`` for one delegation mode.
 
     ``inline``: a call waits for its children and returns every result; interrupting
-    the calling turn interrupts them. ``background``: a call returns a dispatch handle
-    at once, and ``await on_complete(parent_session_id, payload)`` later receives the
-    results (``delegation_id``, ``goals``, ``dispatched_at``, ``results``,
-    ``total_duration_seconds``); a failing ``on_complete`` is logged. Raises ValueError
-    for background without ``on_complete``.
+    the calling turn interrupts them. ``background``: a call launches the children,
+    journals them, calls ``on_dispatch(dispatch)`` once (synchronously: a host records
+    it before the model can acknowledge anything), and returns a dispatch handle; the
+    host delivers the results later. If ``on_dispatch`` raises, the children are
+    interrupted and the call fails. Raises ValueError for background without
+    ``on_dispatch``.
     """
-    return DelegateTool(service, mode=mode, on_complete=on_complete).tool()
+    return DelegateTool(service, mode=mode, on_dispatch=on_dispatch).tool()
 
 
 class DelegateTool:
     """The ``delegate_task`` handler for one mode; the registry holds the inline one."""
 
     def __init__(self, service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
-                 on_complete: OnComplete | None = None) -> None:
-        if mode == "background" and on_complete is None:
-            raise ValueError("background delegation needs an on_complete callback")
+                 on_dispatch: OnDispatch | None = None) -> None:
+        if mode == "background" and on_dispatch is None:
+            raise ValueError("background delegation needs an on_dispatch callback")
         self.service = service
         self.mode = mode
-        self.on_complete = on_complete
-        self._background: set[asyncio.Task] = set()
+        self.on_dispatch = on_dispatch
 
     def tool(self) -> Tool:
         return Tool("delegate_task", DESCRIPTION, tool_schema(background=self.mode == "background"),
@@ -82,7 +85,7 @@ class DelegateTool:
         # after their PENDING ones: no need to wait for a commit before they start.
         records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=self.mode == "background")
         if self.mode == "background":
-            return self._dispatch(parent.session_id, parent.workspace, specs, records, started)
+            return await self._dispatch(parent.session_id, ctx.turn_id, specs, records)
         return await self._inline(parent, specs, records, started)
 
     async def _inline(self, parent: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
@@ -110,36 +113,27 @@ class DelegateTool:
 
     # -- background --------------------------------------------------------------------
 
-    def _dispatch(self, parent_id: str, workspace: Any, specs: list[ChildSpec], records: list[Record],
-                  started: float) -> dict:
-        delegation_id = new_id("deleg_")
-        dispatched_at = time.time()
-        task = asyncio.ensure_future(
-            self._deliver(parent_id, delegation_id, dispatched_at, workspace, specs, records, started)
+    async def _dispatch(self, parent_id: str, turn_id: str, specs: list[ChildSpec], records: list[Record]) -> dict:
+        dispatch = BackgroundDispatch(
+            delegation_id=new_id("deleg_"), parent_session_id=parent_id, parent_turn_id=turn_id,
+            dispatched_at=self.service.clock.time(),
+            tasks=tuple(DispatchedTask(r.handle.subagent_id, spec) for spec, r in zip(specs, records, strict=True)),
         )
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        try:
+            self.on_dispatch(dispatch)
+        except Exception:
+            log.exception("the host could not record background delegation %s", dispatch.delegation_id)
+            await self.service._supervisor.interrupt(records, "the delegation could not be recorded")
+            raise ToolError("the subagents could not be started; try again") from None
         return {
             "status": "dispatched",
             "mode": "background",
-            "delegation_id": delegation_id,
+            "delegation_id": dispatch.delegation_id,
             "count": len(specs),
             "goals": [s.goal for s in specs],
             "subagent_ids": [r.handle.subagent_id for r in records],
             "note": BACKGROUND_NOTE,
         }
-
-    async def _deliver(self, parent_id: str, delegation_id: str, dispatched_at: float, workspace: Any,
-                       specs: list[ChildSpec], records: list[Record], started: float) -> None:
-        await asyncio.gather(*(r.waiter() for r in records))
-        payload = await self._payload(workspace, specs, records, started)
-        # dispatched_at lets the host drop results of work stopped (or a session reset) after dispatch.
-        payload = {"delegation_id": delegation_id, "goals": [s.goal for s in specs],
-                   "dispatched_at": dispatched_at, **payload}
-        try:
-            await self.on_complete(parent_id, payload)
-        except Exception:
-            log.exception("delivering the results of %s failed", delegation_id)
 
     def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
         if self.mode != "background":

@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from lifecycle._child_run import ChildOutcome
+from lifecycle._contract import SubagentResult, SubagentState
 
 log = logging.getLogger("lifecycle.delegate")
 
 SPILL_DIR = Path(".switchboard") / "delegation"
 _TIMEOUT_FIELDS = ("timeout_seconds", "timed_out_after_seconds", "last_event_age", "timeout_phase")
+_STATUS = {SubagentState.SUCCEEDED: "completed", SubagentState.INTERRUPTED: "interrupted",
+           SubagentState.CANCELLED: "interrupted"}
 
 
 def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str, Any]:
@@ -36,6 +39,31 @@ def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str,
         item[name] = getattr(timeout, name) if timeout is not None else None
     if outcome.schema is not None:
         item.update(outcome.schema)
+    return item
+
+
+def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult) -> dict[str, Any]:
+    """`entry` for a child only the journal remembers (its process has restarted): the same
+    fields, those the journal does not keep (tool trace, timeout details) empty."""
+    status = _STATUS.get(result.state, (result.error_classification or "error").lower())
+    usage = result.usage
+    item: dict[str, Any] = {
+        "task_index": task_index,
+        "subagent_id": subagent_id,
+        "status": status,
+        "summary": result.summary,
+        "error": result.error_message,
+        "exit_reason": result.exit_reason,
+        "truncated": result.exit_reason == "max_iterations",
+        "api_calls": usage.api_calls,
+        "duration_seconds": round(result.duration_seconds or 0.0, 3),
+        "model": result.handle.model,
+        "tokens": {"input": usage.prompt_tokens, "output": usage.completion_tokens},
+        "cost_usd": None if usage.cost_usd is None else round(usage.cost_usd, 6),
+        "tool_trace": [],
+    }
+    for name in _TIMEOUT_FIELDS:
+        item[name] = None
     return item
 
 

@@ -1,18 +1,30 @@
 """`HostView`: what the process hosting the lifecycle (the gateway) sees of children.
 
-Everything it returns is a frozen `ChildSnapshot` or a number, taken at the
-call; no lifecycle state leaves through it. Its one action stops a session's
-children, for ``/stop`` and ``/new``.
+Everything it returns is a frozen `ChildSnapshot`, a number or plain data, taken
+at the call; no lifecycle state leaves through it. Its actions stop a session's
+children (``/stop``, ``/new``) and launch children again for a host that
+delivers background delegations itself (``/retry``, resuming after a restart).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from agent import AgentSession
+from lifecycle._children import ChildSpec
+from lifecycle._contract import SubagentLifecycleError
+from lifecycle._entries import apply_summary_budget, entry, entry_from_result
+from lifecycle._record import Record
 from lifecycle._snapshot import ChildSnapshot
 
 if TYPE_CHECKING:
     from lifecycle._supervisor import Supervisor
+
+log = logging.getLogger("lifecycle.host_view")
 
 
 class HostView:
@@ -45,3 +57,68 @@ class HostView:
         finished, are not counted. Returns before the running ones have stopped."""
         supervisor = self._supervisor
         return await supervisor.interrupt(supervisor.children(parent_session_id), reason)
+
+    async def lookup(self, subagent_ids: Sequence[str]) -> dict[str, ChildSnapshot]:
+        """Snapshots of these children, live or finished, from memory or (after a restart, or
+        once forgotten) from the journal. Ids it does not know (swept, never launched) are left out."""
+        found: dict[str, ChildSnapshot] = {}
+        for sid in subagent_ids:
+            record = await self._record(sid)
+            if record is not None:
+                found[sid] = self._supervisor.snapshot(record)
+        return found
+
+    async def wait_finished(self, subagent_ids: Sequence[str]) -> None:
+        """Return once every one of these children is in a terminal state (unknown ones count
+        as finished). Cancelling the wait leaves the children running."""
+        for sid in subagent_ids:
+            record = self._supervisor.get(sid)
+            if record is not None and record.result is None:
+                waiter = record.waiter()
+                try:
+                    await waiter
+                finally:
+                    record.forget(waiter)
+
+    async def result_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path) -> list[dict[str, Any]]:
+        """delegate_task result entries for finished children, given as (task index, subagent
+        id): what an inline call returns, with the summary budget applied (an over-long summary
+        is cut and kept whole in ``workspace``). A child only the journal remembers gets the
+        fields the journal keeps; one it does not know at all is an ``error`` entry."""
+        max_chars = self._supervisor.host.delegation.max_summary_chars
+        items = []
+        for task_index, sid in tasks:
+            record = await self._record(sid)
+            if record is not None and record.outcome is not None:
+                item = entry(task_index, sid, record.outcome)
+            elif record is not None and record.result is not None:
+                item = entry_from_result(task_index, sid, record.result)
+            else:
+                item = {"task_index": task_index, "subagent_id": sid, "status": "error", "summary": None,
+                        "error": "the subagent's result is no longer available"}
+            if len(item.get("summary") or "") > max_chars:
+                item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace)
+            items.append(item)
+        return items
+
+    async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec]) -> list[str]:
+        """Launch children for these tasks again (new ids), as delegate_task would from
+        ``parent``'s turn ``parent_turn_id``; returns their ids once they are journaled."""
+        records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True)
+        return [r.handle.subagent_id for r in records]
+
+    async def _record(self, subagent_id: str) -> Record | None:
+        supervisor = self._supervisor
+        record = supervisor.get(subagent_id)
+        if record is not None:
+            return record
+        row = await supervisor.journal.get(subagent_id)
+        if row is None:
+            return None
+        try:
+            record = Record.from_journal(row)
+        except (ValueError, SubagentLifecycleError):
+            log.error("journal record of %s is unreadable", subagent_id)
+            return None
+        supervisor.remember(record)
+        return record

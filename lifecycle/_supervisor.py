@@ -36,6 +36,7 @@ log = logging.getLogger("lifecycle.service")
 
 S = SubagentState
 RECENT_PER_SESSION = 10
+LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
 
 
 class Supervisor:
@@ -128,6 +129,13 @@ class Supervisor:
         if durable:
             try:
                 await self.journal.sync()
+            except asyncio.CancelledError:
+                # The caller gave up (its turn was interrupted) while the launch was journaled:
+                # the rows may be committed, so every child still ends, as interrupted, never PENDING.
+                await asyncio.shield(asyncio.gather(*(
+                    self._complete(r, ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED))
+                    for r in records)))
+                raise
             except BaseException:
                 for record in records:
                     self._forget(record)

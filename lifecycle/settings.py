@@ -43,3 +43,10 @@ class LifecycleSettings:
     max_running: int = setting(10, "Children running at once in the in-process engine; others wait in PENDING.", min=1)
     retention_seconds: float = setting(3600.0, "How long finished records stay readable.", min=0)
     sweep_interval_seconds: float = setting(60.0, "How often expired records are swept.", min=0.01)
+    on_restart: Literal["report", "resume"] = setting(
+        "report", "Background children a restart interrupted: report them to their chat (and /retry runs them"
+        " again), or resume them at once."
+    )
+    max_attempts: int = setting(
+        3, "With on_restart: resume, how many times a child is run in all before it is reported as lost.", min=1
+    )

@@ -185,8 +185,19 @@ class Adapter(Protocol):
         """aiohttp route definitions to mount on the gateway's HTTP server (webhook modes); may be empty."""
 
 
-TurnReader = Callable[[str, str], Awaitable[list[dict[str, Any]]]]
-"""``reader(route, turn_id)``: the messages the gateway journaled for that turn, in order."""
+@dataclass(frozen=True, slots=True)
+class TurnRead:
+    """What the gateway has for one turn, for a caller that reads replies back."""
+
+    messages: list[dict[str, Any]]
+    """The turn's messages in order, then those of the background work it started."""
+    complete: bool
+    """True once nothing more will be added: the turn has ended and its background work has
+    delivered its results (or an interruption report, or was stopped)."""
+
+
+TurnReader = Callable[[str, str], Awaitable[TurnRead]]
+"""``reader(route, turn_id)``: what the gateway has for that turn; LookupError for an unknown one."""
 
 
 @runtime_checkable

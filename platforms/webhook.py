@@ -178,10 +178,10 @@ class WebhookAdapter:
         if self._turn_reader is None:
             return _error(404, "this gateway does not serve turn reads")
         try:
-            messages = await self._turn_reader(name, turn_id)
+            read = await self._turn_reader(name, turn_id)
         except LookupError:
             return _error(404, f"unknown turn {turn_id!r}")
-        return web.json_response({"turn_id": turn_id, "messages": messages})
+        return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": read.messages})
 
     # -- out -------------------------------------------------------------------------
 

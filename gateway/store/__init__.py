@@ -15,16 +15,30 @@ from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.store import inbox, outbox_rows, sessions
+from gateway.store import delegations, inbox, outbox_rows, sessions
+from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
 from lifecycle import SqliteDatabase
 
 __all__ = [
-    "Acceptance", "GatewayStore", "Inbox", "NewMessage", "OutboxRow", "OutboxRows", "SCHEMA_VERSION", "SessionRow",
-    "SessionTable", "StoreError", "session_key", "split_session_key",
-]  # fmt: skip
+    "Acceptance",
+    "DelegationRow",
+    "DelegationTable",
+    "GatewayStore",
+    "Inbox",
+    "LedgerTask",
+    "NewMessage",
+    "OutboxRow",
+    "OutboxRows",
+    "SCHEMA_VERSION",
+    "SessionRow",
+    "SessionTable",
+    "StoreError",
+    "session_key",
+    "split_session_key",
+]
 
 
 class StoreError(GatewayError):
@@ -49,6 +63,7 @@ class GatewayStore:
         self.sessions = SessionTable(self.db, clock)
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
+        self.delegations = DelegationTable(self.db, clock)
         try:
             self._open_schema()
         except BaseException:
@@ -64,7 +79,7 @@ class GatewayStore:
         db = self.db
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA):
+            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:

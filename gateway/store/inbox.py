@@ -69,6 +69,12 @@ class Inbox:
                             (platform, event_id))  # fmt: skip
         return None if row is None else row[0]
 
+    def settled(self, platform: str, event_id: str) -> bool:
+        """Whether the event was handled (its turn ended, or it was answered at once)."""
+        row = self._db.read_one("SELECT status FROM gateway_inbox WHERE platform=? AND event_id=?",
+                                (platform, event_id))
+        return row is not None and row[0] == "done"
+
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
         row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",

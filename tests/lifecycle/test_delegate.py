@@ -19,9 +19,28 @@ from tests.lifecycle.conftest import child_script
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
-async def delegate(env, args, *, mode="inline", on_complete=None):
-    tool = delegate_tool(env.service, mode=mode, on_complete=on_complete)
+async def delegate(env, args, *, mode="inline", on_dispatch=None):
+    tool = delegate_tool(env.service, mode=mode, on_dispatch=on_dispatch)
     return await tool.invoke(args, ToolContext(env.parent, "call-1", env.parent.workspace, {}, "turn-1"))
+
+
+class Host:
+    """What a host does with a background dispatch: wait for its children, then read their results."""
+
+    def __init__(self, env) -> None:
+        self.view, self.workspace = env.service.host_view(), env.parent.workspace
+        self.dispatches: list = []
+        self.delivered: asyncio.Queue = asyncio.Queue()
+
+    def __call__(self, dispatch) -> None:
+        self.dispatches.append(dispatch)
+        asyncio.ensure_future(self._deliver(dispatch))
+
+    async def _deliver(self, dispatch) -> None:
+        await self.view.wait_finished([t.subagent_id for t in dispatch.tasks])
+        entries = await self.view.result_entries([(t.spec.task_index, t.subagent_id) for t in dispatch.tasks],
+                                                 self.workspace)
+        await self.delivered.put((dispatch, entries))
 
 
 async def results(env, args, **kw):
@@ -271,20 +290,17 @@ async def test_the_calling_turn_is_the_childrens_parent_turn_without_any_active_
     seen = []
     denv.hooks.register("subagent_start", lambda **e: seen.append(("start", e["parent_turn_id"])))
     denv.hooks.register("subagent_stop", lambda **e: seen.append(("stop", e["parent_turn_id"])))
-    delivered = asyncio.Queue()
-
-    async def on_complete(parent_id, payload):
-        await delivered.put(payload)
+    host = Host(denv)
 
     assert active_turn() is None  # the tool context names the turn
-    await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[hang] b"}]}, mode="background", on_complete=on_complete)
+    await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[hang] b"}]}, mode="background", on_dispatch=host)
     view = denv.service.host_view()
     async with asyncio.timeout(5):
         while view.turn_progress("parent-1", "turn-1") != (1, 2):
             await asyncio.sleep(0.001)
     assert [c.parent_turn_id for c in view.children("parent-1")] == ["turn-1"]
     await view.interrupt_children("parent-1", "done")
-    await asyncio.wait_for(delivered.get(), 5)
+    await asyncio.wait_for(host.delivered.get(), 5)
     assert view.turn_progress("parent-1", "turn-1") == (0, 0)
     assert seen.count(("start", "turn-1")) == 2 and seen.count(("stop", "turn-1")) == 2
 
@@ -297,28 +313,53 @@ async def test_the_completion_path_runs_exactly_once_per_child(denv):
     assert denv.parent.total_cost_usd == pytest.approx(0.25)
 
 
-async def test_background_dispatch_then_results_through_the_completion_callback(denv):
-    delivered = asyncio.Queue()
-
-    async def on_complete(parent_id, payload):
-        await delivered.put((parent_id, payload))
-
+async def test_background_dispatch_is_handed_to_the_host_which_reads_the_results(denv):
+    host = Host(denv)
     handle = json.loads(await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[fail] b"}]},
-                                       mode="background", on_complete=on_complete))
+                                       mode="background", on_dispatch=host))
     assert handle["status"] == "dispatched" and handle["goals"] == ["a", "[fail] b"]
     assert handle["delegation_id"].startswith("deleg_") and "do not poll" in handle["note"]
-    parent_id, payload = await asyncio.wait_for(delivered.get(), 5)
-    assert parent_id == "parent-1" and payload["delegation_id"] == handle["delegation_id"]
-    assert [e["status"] for e in payload["results"]] == ["completed", "failed"]
+    [dispatch] = host.dispatches  # told before the model saw the handle
+    assert (dispatch.delegation_id, dispatch.parent_session_id, dispatch.parent_turn_id) == (
+        handle["delegation_id"], "parent-1", "turn-1")
+    assert [t.subagent_id for t in dispatch.tasks] == handle["subagent_ids"]
+    assert [t.spec.goal for t in dispatch.tasks] == ["a", "[fail] b"]
+    _, entries = await asyncio.wait_for(host.delivered.get(), 5)
+    assert [e["status"] for e in entries] == ["completed", "failed"]
+
+
+async def test_a_host_that_cannot_record_the_dispatch_fails_the_call_and_stops_the_children(denv):
+    refused = []
+
+    def refuse(dispatch):
+        refused.append(dispatch)
+        raise OSError("disk full")
+
+    with pytest.raises(ToolError, match="could not be started"):
+        await delegate(denv, {"goal": "[hang] a"}, mode="background", on_dispatch=refuse)
+    view = denv.service.host_view()
+    ids = [t.subagent_id for t in refused[0].tasks]
+    await asyncio.wait_for(view.wait_finished(ids), 5)
+    assert [c.state for c in (await view.lookup(ids)).values()] == [SubagentState.INTERRUPTED]
+
+
+async def test_results_are_read_from_the_journal_once_memory_forgot_them(denv):
+    host = Host(denv)
+    handle = json.loads(await delegate(denv, {"goal": "a"}, mode="background", on_dispatch=host))
+    await asyncio.wait_for(host.delivered.get(), 5)
+    [sid] = handle["subagent_ids"]
+    supervisor = denv.service._supervisor
+    supervisor._finished.pop(sid, None)  # as after a restart: only the journal knows it
+    view = denv.service.host_view()
+    assert (await view.lookup([sid]))[sid].state is SubagentState.SUCCEEDED
+    [entry] = await view.result_entries([(0, sid)], denv.parent.workspace)
+    assert entry["status"] == "completed" and entry["summary"] and entry["tool_trace"] == []
+    assert await view.lookup(["sa-never"]) == {}
 
 
 async def test_background_list_steer_and_stop(denv):
-    delivered = asyncio.Queue()
-
-    async def on_complete(parent_id, payload):
-        await delivered.put(payload)
-
-    run = lambda args: delegate(denv, args, mode="background", on_complete=on_complete)  # noqa: E731
+    host = Host(denv)
+    run = lambda args: delegate(denv, args, mode="background", on_dispatch=host)  # noqa: E731
     handle = json.loads(await run({"tasks": [{"goal": "[echo-steer]"}, {"goal": "[hang] stop me"}]}))
     steer_id, stop_id = handle["subagent_ids"]
     async with asyncio.timeout(5):
@@ -330,8 +371,7 @@ async def test_background_list_steer_and_stop(denv):
     assert all({"goal", "state", "running_seconds", "last_activity"} <= set(s) for s in listing)
     assert json.loads(await run({"action": "steer", "subagent_id": steer_id, "message": "wrap up"}))["status"] == "queued"
     assert json.loads(await run({"action": "stop", "subagent_id": stop_id}))["status"] == "stopping"
-    payload = await asyncio.wait_for(delivered.get(), 5)
-    steered, stopped = payload["results"]
+    _, (steered, stopped) = await asyncio.wait_for(host.delivered.get(), 5)
     assert "wrap up" in steered["summary"]
     assert stopped["status"] == "interrupted" and stopped["summary"] == "partial thoughts"
     with pytest.raises(ToolError, match="no running subagent"):
@@ -340,7 +380,7 @@ async def test_background_list_steer_and_stop(denv):
 
 async def test_inline_schemas_have_no_live_control_parameters(denv):
     inline = delegate_tool(denv.service).parameters["properties"]
-    background = delegate_tool(denv.service, mode="background", on_complete=lambda *a: None).parameters["properties"]
+    background = delegate_tool(denv.service, mode="background", on_dispatch=lambda d: None).parameters["properties"]
     assert not {"action", "subagent_id", "message"} & set(inline)
     assert {"action", "subagent_id", "message"} <= set(background)
     with pytest.raises(ToolError, match="only available for background"):

@@ -4,7 +4,8 @@ import lifecycle
 def test_public_names_are_a_conscious_choice():
     assert lifecycle.__all__ == sorted(lifecycle.__all__)
     assert set(lifecycle.__all__) == {
-        "AsyncSubagentLifecycle", "CONTRACT_VERSION", "ChildHost", "ChildJob", "ChildOutcome", "ChildSnapshot",
+        "AsyncSubagentLifecycle", "BackgroundDispatch", "CONTRACT_VERSION", "ChildHost", "DispatchedTask",
+        "PROCESS_EXIT", "ChildJob", "ChildOutcome", "ChildSnapshot",
         "ChildSpec", "Engine", "EngineHost", "HostView", "InProcessEngine", "Journal", "JournalError",
         "JournalRecord", "KeyRing", "MAX_CONTEXT_CHARS", "MAX_GOAL_CHARS", "MAX_METADATA_BYTES", "MAX_RESULT_CHARS",
         "MemoryJournal", "MemoryProvider", "NOT_READY", "RECONNECT_UNAVAILABLE", "SqliteDatabase", "SqliteJournal",

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from platforms.base import Accepted, Adapter, EditUnsupported, Inbound, NetworkError, NotFound, Outbound
+from platforms.base import Accepted, Adapter, EditUnsupported, Inbound, NetworkError, NotFound, Outbound, TurnRead
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
 from platforms.webhook import MAX_BODY, Route, WebhookAdapter
 from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, sign, verify
@@ -58,11 +58,11 @@ class Reader:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
 
-    async def __call__(self, route: str, turn_id: str) -> list[dict[str, Any]]:
+    async def __call__(self, route: str, turn_id: str) -> TurnRead:
         self.calls.append((route, turn_id))
         if turn_id == "missing":
             raise KeyError(turn_id)
-        return [{"sequence": 0, "kind": "reply", "text": f"answer to {turn_id}"}]
+        return TurnRead([{"sequence": 0, "kind": "reply", "text": f"answer to {turn_id}"}], complete=True)
 
 
 async def serve(*routes: web.RouteDef) -> tuple[web.AppRunner, str]:
@@ -506,7 +506,7 @@ async def test_without_deliver_url_send_returns_at_once_and_get_reads_the_turn(
     assert receiver.deliveries == []
     reply = await signed_get(f"{base}/webhooks/reader/turns/turn-3", OTHER_SECRET, timestamp=TS)
     assert reply.status == 200
-    assert reply.json() == {"turn_id": "turn-3",
+    assert reply.json() == {"turn_id": "turn-3", "complete": True,
                             "messages": [{"sequence": 0, "kind": "reply", "text": "answer to turn-3"}]}
     assert reader.calls == [("reader", "turn-3")]
 

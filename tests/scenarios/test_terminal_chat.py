@@ -44,7 +44,7 @@ async def test_chat_delegate_a_list_watch_it_finish_and_quit(tmp_path):
         assert any("apples: completed" in line for line in seen)
         proc.stdin.write(b"/agents\n")
         await proc.stdin.drain()
-        await read_until(proc.stdout, "Finished recently", seen)
+        await read_until(proc.stdout, "results delivered", seen)  # the background task and its subagents
         proc.stdin.write(b"/quit\n")
         await proc.stdin.drain()
         assert await asyncio.wait_for(proc.wait(), 30) == 0

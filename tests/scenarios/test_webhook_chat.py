@@ -155,3 +155,24 @@ async def test_two_quick_posts_to_one_chat_each_end_with_a_delivered_message(ser
     await serve.quiet()
     by_turn = {d.json["turn_id"]: d.json["text"] for d in receiver.unique.values()}
     assert by_turn == {first["turn_id"]: "(Superseded by your next message.)", second["turn_id"]: "second answer"}
+
+
+async def test_a_pull_route_reads_the_background_completion_under_the_turn_that_started_it(serve):
+    base = await serve({"pull": {"secret": SECRET}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST})).json()
+    path = f"{base}/webhooks/pull/turns/{accepted['turn_id']}"
+    await serve.quiet()
+    read = (await signed_get(path, SECRET)).json()
+    assert read["complete"] is True
+    assert [m["kind"] for m in read["messages"]] == ["reply", "completion"]
+    assert "apples: completed" in read["messages"][1]["text"]
+
+
+async def test_a_pull_read_is_incomplete_while_background_work_runs(serve, tmp_path):
+    base = await serve({"pull": {"secret": SECRET}}, model={"demo": {"child_steps": 1, "step_seconds": 30}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST})).json()
+    path = f"{base}/webhooks/pull/turns/{accepted['turn_id']}"
+    async with asyncio.timeout(5):
+        while not (read := (await signed_get(path, SECRET)).json())["messages"]:
+            await asyncio.sleep(0.02)  # polling, as a caller would
+    assert read["complete"] is False and [m["kind"] for m in read["messages"]] == ["reply"]

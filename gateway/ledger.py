@@ -1,0 +1,251 @@
+"""The ledger of background delegations: what ran, apart from what was delivered, across restarts.
+
+A background ``delegate_task`` call is recorded here before the model can acknowledge
+it (`Ledger.dispatched`, in the same commit as its children's PENDING journal rows).
+When its children have finished, their results become a completion turn of the
+session that delegated; the turn runner settles the row when that turn's reply is
+journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
+``/new`` settle the rows they make moot. After a restart, `Ledger.resume` finds
+every row not settled: results that ran but were not delivered are delivered (the
+completion turn keeps its id, so nothing is sent twice); children the restart
+interrupted are reported to their chat, one message per delegation, or relaunched
+with ``lifecycle.on_restart: resume``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent import Clock, new_id
+from gateway.outbox import Outbox
+from gateway.replies import SILENCE
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import GatewaySession, WorkItem
+from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
+from gateway.turn_runner import TurnRunner
+from lifecycle import PROCESS_EXIT, BackgroundDispatch, ChildSnapshot, ChildSpec, HostView, SubagentState
+from lifecycle.settings import LifecycleSettings
+
+log = logging.getLogger("gateway.ledger")
+
+S = SubagentState
+COMPLETION_PREFIX = (
+    "[Background delegation results] The subagents you dispatched earlier have finished. Tell the user "
+    f"what they found. If nothing needs saying, reply with exactly {SILENCE}.\n"
+)
+FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
+
+
+class Ledger:
+    def __init__(self, store: GatewayStore, registry: SessionRegistry, runner: TurnRunner, children: HostView,
+                 outbox: Outbox, *, settings: LifecycleSettings, clock: Clock) -> None:
+        self._outbox = outbox
+        self._table = store.delegations
+        self._sessions = store.sessions
+        self._registry = registry
+        self._runner = runner
+        self._children = children
+        self._settings = settings
+        self._clock = clock
+        self._watching: dict[str, asyncio.Task[None]] = {}
+
+    # -- recording ----------------------------------------------------------------------
+
+    def dispatched(self, dispatch: BackgroundDispatch) -> None:
+        """The background tool's ``on_dispatch``: record the delegation, then deliver its
+        results when its children finish. Raises if the session is unknown (the tool then
+        stops the children and fails the call)."""
+        session = self._registry.by_agent(dispatch.parent_session_id)
+        if session is None:
+            raise LookupError(f"no gateway session has agent session {dispatch.parent_session_id}")
+        row = DelegationRow(
+            dispatch.delegation_id, session.key, dispatch.parent_session_id, dispatch.parent_turn_id,
+            dispatch.dispatched_at,
+            tuple(LedgerTask(t.spec.task_index, t.subagent_id, _spec_json(t.spec)) for t in dispatch.tasks),
+            "running",
+        )
+        self._table.add(row)
+        self._watch(row)
+
+    def suppress(self, agent_session_id: str, reason: str) -> int:
+        """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
+        deliver nothing. Returns how many were still running."""
+        return self._table.suppress_session(agent_session_id, reason, before=self._clock.time())
+
+    # -- after a restart -------------------------------------------------------------------
+
+    async def resume(self) -> None:
+        """Settle or take up every delegation a stopped process left running."""
+        for row in self._table.running():
+            try:
+                await self._resume(row)
+            except Exception:
+                log.exception("resuming background delegation %s failed", row.delegation_id)
+
+    async def _resume(self, row: DelegationRow) -> None:
+        stored = self._sessions.load(row.session_key)
+        if stored is None or stored.session_id != row.agent_session_id:
+            self._table.settle(row.delegation_id, "suppressed", "/new")
+            return
+        found = await self._children.lookup([t.subagent_id for t in row.tasks])
+        lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
+        if not lost:
+            self._watch(row)  # finished (or still running on an engine that survives restarts)
+            return
+        retry = [t for t in lost if t.attempts < self._settings.max_attempts]
+        if self._settings.on_restart == "resume" and retry:
+            log.info("relaunching %d subagent(s) of %s interrupted by the restart", len(retry), row.delegation_id)
+            session = self._registry.get(*split_session_key(row.session_key))
+            row = await self._relaunch(session, row, retry)
+            self._watch(row)
+            return
+        self._report(row, found, lost)
+
+    def _report(self, row: DelegationRow, found: Mapping[str, ChildSnapshot], lost: Sequence[LedgerTask]) -> None:
+        """One message for the delegation: which children the restart interrupted, with the
+        partial output they had, what the others found, and how to run them again."""
+        platform, chat_id, thread_id = split_session_key(row.session_key)
+        resume = self._settings.on_restart == "resume"
+        lines = ["⚠️ The gateway restarted while subagents were working on this."]
+        for task in row.tasks:
+            child = found.get(task.subagent_id)
+            if task in lost:
+                partial = _short(child.summary if child else None, 200) or "no output yet"
+                gave_up = f" (lost after {task.attempts} attempts)" if resume else ""
+                lines.append(f"• Interrupted{gave_up}: {_short(task.goal, 80)} — partial output: {partial}")
+            elif child is not None:
+                lines.append(f"• {child.state.value.lower().capitalize()}: {_short(task.goal, 80)} — "
+                             f"{_short(child.summary or child.error, 200) or 'no output'}")
+        lines.append("Send /retry to run the interrupted ones again.")
+        self._outbox.enqueue(platform, chat_id, thread_id, "\n".join(lines), kind="completion",
+                             key=f"{row.completion_turn_id}:report", turn_id=row.completion_turn_id)
+        self._table.settle(row.delegation_id, "reported")
+
+    # -- delivering ------------------------------------------------------------------------
+
+    def _watch(self, row: DelegationRow) -> None:
+        if row.delegation_id in self._watching:
+            return
+        task = asyncio.ensure_future(self._deliver_when_done(row))
+        self._watching[row.delegation_id] = task
+        task.add_done_callback(lambda _: self._watching.pop(row.delegation_id, None))
+
+    @property
+    def watching(self) -> int:
+        """Delegations whose children are still being waited for."""
+        return len(self._watching)
+
+    async def close(self) -> None:
+        tasks = list(self._watching.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _deliver_when_done(self, row: DelegationRow) -> None:
+        ids = [t.subagent_id for t in row.tasks]
+        await self._children.wait_finished(ids)
+        current = self._table.get(row.delegation_id)
+        if current is None or current.status != "running":
+            return  # /stop or /new settled it meanwhile
+        session = self._registry.get(*split_session_key(current.session_key))
+        if session.session_id != current.agent_session_id:
+            self._table.settle(current.delegation_id, "suppressed", "/new")
+            return
+        found = await self._children.lookup(ids)
+        entries = await self._children.result_entries([(t.task_index, t.subagent_id) for t in current.tasks],
+                                                      session.agent.workspace)
+        payload = {"delegation_id": current.delegation_id, "goals": [t.goal for t in current.tasks],
+                   "results": entries}
+        notes = tuple(_failure_line(t, found.get(t.subagent_id)) for t in current.tasks
+                      if _failed(found.get(t.subagent_id)))
+        text = COMPLETION_PREFIX + json.dumps(payload, ensure_ascii=False)
+        self._runner.submit(session, WorkItem("completion", text, current.completion_turn_id,
+                                              delegation_id=current.delegation_id, notes=notes))
+
+    # -- /retry ------------------------------------------------------------------------------
+
+    async def retry(self, session: GatewaySession) -> str:
+        """Run the interrupted or failed children of the session's latest background delegation
+        again, with the same tasks, as a new delegation; says what it did, or why it did nothing."""
+        rows = self._table.latest(session.session_id, 1)
+        if not rows:
+            return "Nothing to retry: no background work has been delegated in this session."
+        row = rows[0]
+        if row.status == "running" and row.delegation_id in self._watching:
+            return "Nothing to retry yet: the latest background delegation is still running."
+        found = await self._children.lookup([t.subagent_id for t in row.tasks])
+        again = [t for t in row.tasks if _failed(found.get(t.subagent_id)) or t.subagent_id not in found]
+        if not again:
+            return "Nothing to retry: every subagent of the latest background delegation succeeded."
+        retry_row = DelegationRow(_retry_id(row.delegation_id), session.key, session.session_id, row.origin_turn_id,
+                                  self._clock.time(), (), "running")
+        retry_row = await self._relaunch(session, retry_row, again, add=True)
+        self._watch(retry_row)
+        goals = "; ".join(_short(t.goal, 60) for t in again)
+        return f"Retrying {len(again)} subagent{'s' if len(again) != 1 else ''}: {goals}. The results will follow."
+
+    async def _relaunch(self, session: GatewaySession, row: DelegationRow, tasks: Sequence[LedgerTask], *,
+                        add: bool = False) -> DelegationRow:
+        specs = [_spec(t) for t in tasks]
+        ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs)
+        fresh = {t.task_index: dataclasses.replace(t, subagent_id=sid, attempts=t.attempts + 1)
+                 for t, sid in zip(tasks, ids, strict=True)}
+        if add:
+            row = dataclasses.replace(row, tasks=tuple(fresh.values()))
+            self._table.add(row)
+        else:
+            row = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
+            self._table.replace_tasks(row.delegation_id, row.tasks)
+        return row
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def listing(self, session: GatewaySession, limit: int = 3) -> list[tuple[DelegationRow, dict]]:
+        """The session generation's latest delegations with their children's snapshots."""
+        rows = self._table.latest(session.session_id, limit)
+        return [(row, await self._children.lookup([t.subagent_id for t in row.tasks])) for row in rows]
+
+    def of_turn(self, turn_id: str) -> list[DelegationRow]:
+        """The delegations a turn dispatched, oldest first."""
+        return self._table.of_turn(turn_id)
+
+
+def _spec_json(spec: ChildSpec) -> dict[str, Any]:
+    data = dataclasses.asdict(spec)
+    data["metadata"] = dict(spec.metadata)
+    data["output_schema"] = None if spec.output_schema is None else json.loads(json.dumps(spec.output_schema))
+    return data
+
+
+def _spec(task: LedgerTask) -> ChildSpec:
+    data = dict(task.spec)
+    toolsets, images = data.get("allowed_toolsets"), data.get("images") or ()
+    return ChildSpec(**{**data, "allowed_toolsets": tuple(toolsets) if toolsets is not None else None,
+                        "images": tuple(images), "task_index": task.task_index})
+
+
+def _lost_to_restart(child: ChildSnapshot | None) -> bool:
+    return child is None or (child.state is S.INTERRUPTED and child.error == PROCESS_EXIT)
+
+
+def _failed(child: ChildSnapshot | None) -> bool:
+    return child is None or child.state in FAILED
+
+
+def _failure_line(task: LedgerTask, child: ChildSnapshot | None) -> str:
+    reason = (child.error if child is not None else None) or "its result is no longer available"
+    return f"⚠️ Subagent failed: {_short(task.goal, 80)}: {_short(reason, 160)}"
+
+
+def _short(text: str | None, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _retry_id(delegation_id: str) -> str:
+    return new_id(f"{delegation_id.split('~', 1)[0]}~r")

@@ -1,0 +1,141 @@
+"""The ledger's rows: every background delegation, from the moment it is dispatched until its
+results are delivered, or it is settled another way.
+
+A row keeps what ran apart from what was delivered: its tasks (each with the subagent
+that runs it now and how many attempts it has had; the children's states are the
+lifecycle journal's) and a status that says whether the chat has been answered:
+``running`` (not yet), ``delivered`` (the completion turn's reply is journaled in the
+outbox), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
+(the chat was told its children were interrupted by a restart).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent import Clock
+from lifecycle import SqliteDatabase
+
+Status = Literal["running", "delivered", "suppressed", "reported"]
+SETTLED = ("delivered", "suppressed", "reported")
+RETENTION_SECONDS = 7 * 24 * 3600.0
+"""Settled rows are kept a week, for /agents, /retry and webhook turn reads."""
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS gateway_delegations (
+        delegation_id TEXT PRIMARY KEY, session_key TEXT NOT NULL, agent_session_id TEXT NOT NULL,
+        origin_turn_id TEXT NOT NULL, dispatched_at REAL NOT NULL, tasks TEXT NOT NULL, status TEXT NOT NULL,
+        reason TEXT, settled_at REAL)""",
+    "CREATE INDEX IF NOT EXISTS gateway_delegations_session ON gateway_delegations (session_key, dispatched_at)",
+    "CREATE INDEX IF NOT EXISTS gateway_delegations_origin ON gateway_delegations (origin_turn_id)",
+    """CREATE INDEX IF NOT EXISTS gateway_delegations_open ON gateway_delegations (dispatched_at)
+        WHERE status = 'running'""",
+)
+_COLUMNS = ("delegation_id, session_key, agent_session_id, origin_turn_id, dispatched_at, tasks, status, reason,"
+            " settled_at")
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTask:
+    task_index: int
+    subagent_id: str
+    """The child running the task now (its latest attempt)."""
+    spec: dict[str, Any]
+    """The task as the model gave it: goal, context, role, allowed_toolsets, metadata, output_schema, images."""
+    attempts: int = 1
+
+    @property
+    def goal(self) -> str:
+        return str(self.spec.get("goal", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationRow:
+    delegation_id: str
+    session_key: str
+    agent_session_id: str
+    """The session generation that delegated: results never reach another one."""
+    origin_turn_id: str
+    """The turn whose model call dispatched it."""
+    dispatched_at: float
+    tasks: tuple[LedgerTask, ...]
+    status: Status
+    reason: str | None = None
+    settled_at: float | None = None
+
+    @property
+    def completion_turn_id(self) -> str:
+        """The id of the turn that delivers its results: stable, so a replay after a crash
+        journals nothing twice."""
+        return f"tc-{self.delegation_id}"
+
+
+class DelegationTable:
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def add(self, row: DelegationRow) -> None:
+        self._db.write(f"INSERT OR IGNORE INTO gateway_delegations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                       (row.delegation_id, row.session_key, row.agent_session_id, row.origin_turn_id,
+                        row.dispatched_at, _tasks_json(row.tasks), row.status, row.reason, row.settled_at))
+
+    def get(self, delegation_id: str) -> DelegationRow | None:
+        row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_delegations WHERE delegation_id=?", (delegation_id,))
+        return None if row is None else _row(row)
+
+    def replace_tasks(self, delegation_id: str, tasks: tuple[LedgerTask, ...]) -> None:
+        """Point tasks at new children (relaunched after a restart)."""
+        self._db.write("UPDATE gateway_delegations SET tasks=? WHERE delegation_id=?",
+                       (_tasks_json(tasks), delegation_id))
+
+    def settle(self, delegation_id: str, status: Status, reason: str | None = None) -> bool:
+        """Settle a running delegation; False if it was settled already (the first outcome stands)."""
+        cur = self._db.write("UPDATE gateway_delegations SET status=?, reason=?, settled_at=? WHERE delegation_id=?"
+                             " AND status='running'", (status, reason, self._clock.time(), delegation_id))
+        return cur.rowcount == 1
+
+    def suppress_session(self, agent_session_id: str, reason: str, *, before: float | None = None) -> int:
+        """Settle a session generation's running delegations as suppressed (by /stop or /new),
+        those dispatched before ``before`` if given. Returns how many."""
+        sql = ("UPDATE gateway_delegations SET status='suppressed', reason=?, settled_at=? WHERE agent_session_id=?"
+               " AND status='running'")
+        params: tuple = (reason, self._clock.time(), agent_session_id)
+        if before is not None:
+            sql, params = sql + " AND dispatched_at <= ?", (*params, before)
+        return self._db.write(sql, params).rowcount
+
+    def running(self) -> list[DelegationRow]:
+        """Every delegation not settled yet, oldest first."""
+        return [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at")]
+
+    def latest(self, agent_session_id: str, limit: int) -> list[DelegationRow]:
+        """A session generation's latest delegations, newest first."""
+        return [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE agent_session_id=? ORDER BY dispatched_at DESC LIMIT ?",
+            (agent_session_id, limit))]
+
+    def of_turn(self, origin_turn_id: str) -> list[DelegationRow]:
+        """The delegations a turn dispatched, oldest first."""
+        return [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE origin_turn_id=? ORDER BY dispatched_at",
+            (origin_turn_id,))]
+
+    def prune(self, older_than: float) -> int:
+        """Forget settled delegations settled before the epoch time ``older_than``."""
+        return self._db.write("DELETE FROM gateway_delegations WHERE status != 'running' AND settled_at < ?",
+                              (older_than,)).rowcount
+
+
+def _tasks_json(tasks: tuple[LedgerTask, ...]) -> str:
+    return json.dumps([{"task_index": t.task_index, "subagent_id": t.subagent_id, "spec": t.spec,
+                        "attempts": t.attempts} for t in tasks])
+
+
+def _row(r: tuple) -> DelegationRow:
+    tasks = tuple(LedgerTask(t["task_index"], t["subagent_id"], t["spec"], t.get("attempts", 1))
+                  for t in json.loads(r[5]))
+    return DelegationRow(r[0], r[1], r[2], r[3], r[4], tasks, r[6], r[7], r[8])

@@ -1,0 +1,191 @@
+"""The ledger of background delegations: results delivered exactly once, across restarts;
+interrupted children reported (or resumed); /retry; /agents after a restart; failures shown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from gateway.testing import RecordingAdapter, make_config, settled
+
+BACKGROUND = {"display": {"interim_assistant_messages": True}}
+TASKS = {"tasks": [{"goal": "alpha"}, {"goal": "beta"}]}
+
+
+def parent(*, completion: dict | None = None):
+    """Delegates on "delegate", acknowledges the dispatch, answers results with ``completion``."""
+
+    def script(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        content = str(last.get("content"))
+        if last["role"] == "user" and content.startswith("[Background delegation results]"):
+            return completion or {"text": "results: " + ("alpha" if "alpha" in content else "?")}
+        if last["role"] == "user" and "delegate" in content:
+            return {"tool_calls": [{"name": "delegate_task", "arguments": TASKS}]}
+        if last["role"] == "tool":
+            return {"text": "on it"}
+        return {"text": f"echo {content}"}
+
+    return script
+
+
+async def start(gateways, tmp_path, leaf, *, completion=None, **sections):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": parent(completion=completion), "leaf": leaf})
+    gateway = await gateways(make_config(tmp_path, **{**BACKGROUND, **sections}), [chat], model=model)
+    return chat, model, gateway
+
+
+def rows(gateway):
+    return gateway.store.delegations.running()
+
+
+async def test_results_that_ran_but_were_not_delivered_arrive_once_after_a_restart(tmp_path, gateways):
+    completion = {"wait": "completion turn", "text": "never said"}
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"text": f"found {r.metadata['goal']}"},
+                                       completion=completion)
+    await chat.say("please delegate")
+    await model.reached("completion turn")  # the children ran; their completion turn is under way
+    await gateway.stop(grace=0)  # ...when the process stops
+    assert chat.texts() == ["on it"]
+
+    chat2, _, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "not run again"})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    assert chat2.texts() == ["results: alpha"]
+    assert gateway2.store.delegations.running() == []
+    await gateway2.stop(grace=0)
+
+    chat3, model3, gateway3 = await start(gateways, tmp_path, lambda r: {"text": "x"})
+    await settled(gateway3)
+    assert chat3.messages == [] and model3.requests == []  # delivered: never again
+
+
+async def test_children_a_restart_interrupted_are_reported_listed_and_retried(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"text": "partial notes",
+                                                                      "tool_calls": [{"name": "list_files"}]}
+                                       if r.iteration == 0 else {"wait": "forever"})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    async with asyncio.timeout(5):
+        for _ in range(2):
+            await model.reached("forever")
+    await gateway.stop(grace=0)
+
+    chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": f"redone {r.metadata['goal']}"})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    [report] = chat2.texts()
+    assert report.startswith("⚠️ The gateway restarted") and "/retry" in report
+    assert "Interrupted: alpha — partial output: partial notes" in report and "beta" in report
+    await chat2.say("/agents")
+    await chat2.wait_for(lambda: len(chat2.messages) == 2)
+    listing = chat2.texts()[1]
+    assert "interrupted by a restart" in listing and listing.count("interrupted by the restart") == 2
+
+    await chat2.say("/retry")
+    await chat2.wait_for(lambda: len(chat2.messages) == 4)
+    await settled(gateway2)
+    assert chat2.texts()[2] == "Retrying 2 subagents: alpha; beta. The results will follow."
+    assert chat2.texts()[3] == "results: alpha"
+    await chat2.say("/retry")
+    await chat2.wait_for(lambda: len(chat2.messages) == 5)
+    assert chat2.texts()[4].startswith("Nothing to retry: every subagent")
+
+
+async def test_with_on_restart_resume_interrupted_children_run_again(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"},
+                                       lifecycle={"on_restart": "resume"})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("forever")
+    await gateway.stop(grace=0)
+
+    chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "done after all"},
+                                          lifecycle={"on_restart": "resume"})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    assert chat2.texts() == ["results: alpha"]
+    assert len([r for r in model2.requests if r.role == "leaf"]) == 2
+
+
+async def test_resume_gives_up_after_max_attempts_and_reports(tmp_path, gateways):
+    settings = {"lifecycle": {"on_restart": "resume", "max_attempts": 2}}
+    for attempt in range(3):
+        chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"}, **settings)
+        if attempt == 0:
+            await chat.say("please delegate")
+            await chat.wait_for(lambda: chat.texts() == ["on it"])
+        if attempt < 2:
+            await model.reached("forever")
+            await gateway.stop(grace=0)
+    await chat.wait_for(lambda: chat.messages)
+    [report] = chat.texts()
+    assert "Interrupted (lost after 2 attempts): alpha" in report
+
+
+@pytest.mark.parametrize("answer", ["NO_REPLY", "All went fine."])
+async def test_a_failed_child_is_visible_even_when_the_model_says_nothing(tmp_path, gateways, answer):
+    def leaf(request):
+        if request.metadata["goal"] == "beta":
+            return {"error": "server_error", "message": "model exploded"}
+        return {"text": "fine"}
+
+    chat, model, gateway = await start(gateways, tmp_path, leaf, completion={"text": answer})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    await settled(gateway)
+    completion = chat.texts()[1]
+    assert completion.endswith("⚠️ Subagent failed: beta: model exploded")
+    assert ("All went fine." in completion) == (answer != "NO_REPLY")
+
+
+async def test_no_reply_to_results_without_failures_sends_nothing_and_settles(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"text": "fine"},
+                                       completion={"text": "NO_REPLY"})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == ["on it"]
+    [row] = gateway.store.delegations.latest(next(iter(gateway.sessions)).session_id, 1)
+    assert (row.status, row.reason) == ("suppressed", "NO_REPLY")
+
+
+async def test_stop_settles_the_delegation_and_nothing_arrives_later(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await chat.say("/stop")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    await settled(gateway)
+    assert chat.texts()[1].startswith("Stopped 2 subagents")
+    [row] = gateway.store.delegations.latest(next(iter(gateway.sessions)).session_id, 1)
+    assert (row.status, row.reason) == ("suppressed", "/stop")
+
+
+async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
+    journal = gateway.host.lifecycle.journal
+    real_sync = journal.sync
+    reached = asyncio.Event()
+
+    async def slow_sync():
+        reached.set()
+        await asyncio.Event().wait()  # the launch's commit never returns: the turn is interrupted meanwhile
+
+    journal.sync = slow_sync
+    await chat.say("please delegate")
+    await reached.wait()
+    journal.sync = real_sync
+    await chat.say("/stop")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    session = next(iter(gateway.sessions))
+    assert gateway.host.children.children(session.session_id) == ()  # none left PENDING
+    recent = gateway.host.children.recent(session.session_id)
+    assert [c.state.value for c in recent] == ["INTERRUPTED", "INTERRUPTED"]
+    # What /stop says it stopped is what ended because of it.
+    assert chat.texts()[0] == "Stopped the running turn and 2 subagents. Their partial results are listed by /agents."
