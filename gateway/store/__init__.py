@@ -3,7 +3,8 @@
 One SQLite file in WAL mode, shared with the lifecycle journal (which keeps its own
 ``lifecycle_*`` tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our
 schema version lives in ``gateway_meta``). One module per table family:
-`gateway.store.sessions`, `gateway.store.inbox`, `gateway.store.outbox_rows`; the
+`gateway.store.sessions`, `gateway.store.inbox`, `gateway.store.outbox_rows`, and
+`gateway.store.chat_history` reading a web chat back from the last two; the
 connection and its group commit are `gateway.store.database`, the WAL checkpoints
 `gateway.store.checkpointer`.
 """
@@ -13,14 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
-from gateway.store import inbox, outbox_rows, sessions
+from gateway.store import chat_history, inbox, outbox_rows, sessions
+from gateway.store.chat_history import ChatHistory
 from gateway.store.database import Database, StoreError
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
 
 __all__ = [
-    "Acceptance", "GatewayStore", "Inbox", "NewMessage", "OutboxRow", "OutboxRows", "SCHEMA_VERSION", "SessionRow",
+    "Acceptance", "ChatHistory", "GatewayStore", "Inbox", "NewMessage", "OutboxRow", "OutboxRows", "SCHEMA_VERSION", "SessionRow",
     "SessionTable", "StoreError", "session_key", "split_session_key",
 ]  # fmt: skip
 
@@ -36,6 +38,7 @@ class GatewayStore:
         self.sessions = SessionTable(self.db, clock)
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
+        self.chat_history = ChatHistory(self.db)
         try:
             self._open_schema()
         except BaseException:
@@ -50,7 +53,7 @@ class GatewayStore:
         db = self.db
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA):
+            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *chat_history.SCHEMA):
                 db.write(statement)
             row = db.read("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()
             if row is None:
