@@ -139,7 +139,7 @@
   function showHistory(messages) {
     list.replaceChildren();
     shown.clear();
-    for (const message of messages) upsert(message);
+    for (const message of messages) upsert(confirmedUnlessPending(message));
     for (const send of pending()) upsert(ownMessage(send)); // not confirmed yet: still shown, still retried
   }
 
@@ -249,9 +249,13 @@
 
   // -- receiving ----------------------------------------------------------------------
 
+  // What this page sent stays marked pending until its own POST is answered, whatever the stream says.
+  const confirmedUnlessPending = (message) =>
+    Object.assign(message, { pending: pending().some((p) => "user:" + p.key === message.id) });
+
   const handlers = {
     history: (data) => showHistory(data.messages),
-    user: (data) => upsert(data),
+    user: (data) => upsert(confirmedUnlessPending(data)),
     message: (data) => upsert(data),
     edit: (data) => edit(data.id, data.text),
     delete: (data) => remove(data.id),
