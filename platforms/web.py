@@ -104,8 +104,8 @@ class WebChatAdapter:
             web.get("/chat/", self._page),
             web.static("/chat/static", STATIC_DIR),
             web.post("/chat/api/messages", self._post_message),
-            web.get("/chat/api/history", self._get_history),
-            web.get("/chat/api/events", self._get_events),
+            web.get("/chat/api/history", self._get_history, allow_head=False),
+            web.get("/chat/api/events", self._get_events, allow_head=False),
         ]
 
     # -- out: publishing to open pages -------------------------------------------------
@@ -142,8 +142,11 @@ class WebChatAdapter:
             return _refused(request, user)
         if request.content_length is not None and request.content_length > MAX_BODY:
             return _error(413, f"body over {MAX_BODY} bytes")
+        body = await request.read()  # the server caps it at client_max_size
+        if len(body) > MAX_BODY:
+            return _error(413, f"body over {MAX_BODY} bytes")
         try:
-            chat, text, key = _parse(await request.read())  # the server caps it at client_max_size
+            chat, text, key = _parse(body)
         except ValueError as exc:
             return _error(400, str(exc))
         if self._sink is None:
@@ -218,8 +221,6 @@ def _chat_id(user: str, chat: str) -> str:
 
 def _parse(body: bytes) -> tuple[str, str, str]:
     """``(chat, text, key)`` from the JSON body; ValueError naming the problem."""
-    if len(body) > MAX_BODY:
-        raise ValueError(f"body over {MAX_BODY} bytes")
     try:
         data = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):

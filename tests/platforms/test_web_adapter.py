@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound, Outbound, Streaming
-from platforms.web import MAX_TEXT, WebChatAdapter
+from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
 from platforms.web_events import ChatStreams
 from tests.web_client import EventStream, post_message
@@ -131,6 +131,19 @@ async def test_a_bad_message_is_400_naming_the_problem(started, http, payload: b
     async with http.post(f"{base}/chat/api/messages", data=payload) as response:
         assert response.status == 400
         assert error in (await response.json())["error"]
+    assert sink.inbound == []
+
+
+async def test_a_body_over_the_limit_is_413_whether_its_length_is_declared_or_not(started, http) -> None:
+    _, sink, base = await started()
+    big = b'{"chat": "c1", "key": "key-00000001", "text": "' + b"x" * MAX_BODY + b'"}'
+
+    async def chunked():
+        yield big
+
+    for data in (big, chunked()):
+        async with http.post(f"{base}/chat/api/messages", data=data) as response:
+            assert response.status == 413
     assert sink.inbound == []
 
 
