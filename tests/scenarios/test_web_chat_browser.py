@@ -6,6 +6,7 @@ the DOM. Every wait is for something on the page, never for time.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,12 +14,20 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.web_client import WebChat
+from tests.web_client import WebChat, post_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
 LIST = "Compare these:\n- apples\n- pears"
 TOKEN = "page-token-0123456789abcdef"
+class _Demo(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith("[demo]")
+
+    __hash__ = str.__hash__
+
+
+ANY_DEMO = _Demo("[demo] …")
 SHOWN = "els => els.map(e => [e.dataset.id, e.dataset.kind, e.dataset.text])"
 
 
@@ -72,9 +81,9 @@ async def test_a_list_gets_its_acknowledgement_and_its_results_and_a_reload_show
     assert await shown(page) == before
 
 
-async def test_a_notice_updates_in_place_and_stop_ends_the_turn(chat, page) -> None:
+async def test_a_notice_updates_in_place_and_stop_ends_the_turn_and_removes_it(chat, page) -> None:
     web = await chat(delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.1},
-                     model={"demo": {"child_steps": 30, "step_seconds": 1}})
+                     model={"demo": {"child_steps": 30, "step_seconds": 1}}, display={"progress_final": "delete"})
     await open_chat(page, f"{web.base}/chat?chat=c1")
     await page.fill("#input", LIST)
     await page.click("#send")
@@ -82,12 +91,36 @@ async def test_a_notice_updates_in_place_and_stop_ends_the_turn(chat, page) -> N
     first = await notice.get_attribute("data-text")
     assert first is not None and first.startswith("⏳")
     await page.wait_for_function("([el, first]) => el.dataset.text !== first", arg=[notice, first])
+    assert len(await page.query_selector_all("[data-kind=notice]")) == 1  # edited in place, not sent again
     await page.click("#stop")  # shown while the turn runs
     await page.wait_for_selector("[data-kind=command] >> text=Stopped")
-    await page.wait_for_function("el => el.dataset.text.startsWith('⏹')", arg=notice)
+    await page.wait_for_selector("[data-kind=notice]", state="detached")  # deleted: gone from the page
     await page.wait_for_selector("#working", state="hidden")
-    kinds = [kind for _, kind, _ in await shown(page)]
-    assert kinds.count("notice") == 1 and "reply" not in kinds  # edited in place; a stopped turn says no more
+    # What the person sent, and the answer to /stop: a stopped turn says no more.
+    assert [(kind, text) for _, kind, text in await shown(page)][:2] == [("user", LIST), ("user", "/stop")]
+    assert [kind for _, kind, _ in await shown(page)] == ["user", "user", "command"]
+
+
+async def test_what_was_sent_while_the_page_was_disconnected_shows_after_it_reconnects(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    reconnect = asyncio.Event()
+
+    async def held_until_released(route) -> None:
+        await reconnect.wait()
+        await route.continue_()
+
+    await page.route("**/chat/api/events?*", held_until_released)
+    assert web.gateway is not None
+    await web.gateway.adapters["web"].close_streams()  # as when a proxy or the network drops it
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    async with aiohttp.ClientSession() as http:  # another tab speaks meanwhile
+        await post_message(http, web.base, "c1", "hello from elsewhere", key="key-other-tab")
+    await web.settled()
+    reconnect.set()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert [(kind, text) for _, kind, text in await shown(page)] == [
+        ("user", "hello from elsewhere"), ("reply", ANY_DEMO)]
 
 
 async def test_off_loopback_the_page_asks_for_the_token_and_the_api_refuses_without_it(chat, page) -> None:
