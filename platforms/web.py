@@ -140,6 +140,9 @@ class WebChatAdapter:
         user = self.access.check(request)
         if isinstance(user, Refusal):
             return _refused(request, user)
+        if request.content_type != "application/json":
+            # A cross-site form or a "simple" fetch cannot send this type without asking first.
+            return _error(415, "send the message as application/json")
         if request.content_length is not None and request.content_length > MAX_BODY:
             return _error(413, f"body over {MAX_BODY} bytes")
         body = await request.read()  # the server caps it at client_max_size

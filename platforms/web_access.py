@@ -2,6 +2,10 @@
 
 Checks run in this order and stop at the first failure:
 
+0. **Origin**: a request a browser marks with an ``Origin`` must come from the page's own
+   origin (the ``Host``, or a proxy's ``X-Forwarded-Host``): another site's page cannot
+   use a person's browser to talk to the agent. 403. (`platforms.web` also takes only
+   ``application/json`` posts, which browsers never send cross-origin unasked.)
 1. **Host** (only when the page is open without a token, i.e. on loopback): the
    ``Host`` header must name a loopback address (``localhost``, ``127.x.x.x``,
    ``[::1]``). A web page elsewhere cannot then reach this API by pointing its own
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -71,6 +75,9 @@ class Access:
         return self._token is not None
 
     def check(self, request: web.Request) -> str | Refusal:
+        origin = request.headers.get("Origin")
+        if origin is not None and not _same_origin(origin, request.headers):
+            return Refusal(403, "requests from other sites' pages are not served")
         if self._check_host and not is_loopback(request.headers.get("Host")):
             return Refusal(403, "this chat answers on localhost only; set platforms.web.token to serve other hosts")
         if self._token is not None:
@@ -85,3 +92,12 @@ class Access:
         if not self._allow_all and user.lstrip("@").lower() not in self._allowed:
             return Refusal(403, f"user {user!r} is not allowed to use this chat")
         return user
+
+
+def _same_origin(origin: str, headers: Mapping[str, str]) -> bool:
+    """Whether ``origin`` (``scheme://host[:port]``) names the host this request was sent to."""
+    scheme, sep, netloc = origin.strip().lower().partition("://")
+    if not sep or scheme not in ("http", "https") or not netloc:
+        return False  # "null" (sandboxed frames, files) and anything odd
+    hosts = {headers.get("Host", ""), headers.get("X-Forwarded-Host", "").split(",")[0]}
+    return netloc in {h.strip().lower() for h in hosts if h.strip()}

@@ -22,6 +22,7 @@ from platforms.web_events import ChatStreams
 from tests.web_client import EventStream, post_message
 
 TOKEN = "tok-0123456789-abcdefghij"
+JSON = {"Content-Type": "application/json"}
 
 
 class Sink:
@@ -128,7 +129,7 @@ async def test_a_message_reaches_the_sink_with_its_key_as_the_event_id(started, 
 ])  # fmt: skip
 async def test_a_bad_message_is_400_naming_the_problem(started, http, payload: bytes, error: str) -> None:
     _, sink, base = await started()
-    async with http.post(f"{base}/chat/api/messages", data=payload) as response:
+    async with http.post(f"{base}/chat/api/messages", data=payload, headers=JSON) as response:
         assert response.status == 400
         assert error in (await response.json())["error"]
     assert sink.inbound == []
@@ -142,7 +143,7 @@ async def test_a_body_over_the_limit_is_413_whether_its_length_is_declared_or_no
         yield big
 
     for data in (big, chunked()):
-        async with http.post(f"{base}/chat/api/messages", data=data) as response:
+        async with http.post(f"{base}/chat/api/messages", data=data, headers=JSON) as response:
             assert response.status == 413
     assert sink.inbound == []
 
@@ -182,6 +183,26 @@ async def test_without_a_token_only_a_loopback_host_is_served(started, http) -> 
     assert status == 403 and "platforms.web.token" in body["error"]
     status, _ = await post_message(http, base, "c1", "hi", key="key-00000001", headers={"Host": "localhost:8080"})
     assert status == 202 and len(sink.inbound) == 1
+
+
+async def test_other_sites_pages_cannot_post_through_a_persons_browser(started, http) -> None:
+    _, sink, base = await started()
+    host = base.removeprefix("http://")
+    body = b'{"chat": "c1", "text": "rm -rf", "key": "key-00000001"}'
+    # A form or a "simple" fetch from another site: text/plain, with that site's Origin.
+    async with http.post(f"{base}/chat/api/messages", data=body, headers={"Content-Type": "text/plain"}) as response:
+        assert response.status == 415
+    for origin in ("https://evil.example", "null", f"http://{host}.evil.example"):
+        status, body_ = await post_message(http, base, "c1", "hi", key="key-00000002", headers={"Origin": origin})
+        assert status == 403 and "other sites" in body_["error"]
+        async with http.get(f"{base}/chat/api/events?chat=c1", headers={"Origin": origin}) as response:
+            assert response.status == 403
+    assert sink.inbound == []
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000003", headers={"Origin": f"http://{host}"})
+    assert status == 202
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000004", headers={  # behind a proxy
+        "Origin": "https://chat.example.com", "X-Forwarded-Host": "chat.example.com", "Host": "localhost"})
+    assert status == 202 and len(sink.inbound) == 2
 
 
 async def test_a_proxy_user_header_names_the_user_and_the_allowlist_applies(started, http) -> None:
