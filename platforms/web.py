@@ -245,7 +245,7 @@ def _parse(body: bytes) -> tuple[str, str, str]:
 def _refused(request: web.Request, refusal: Refusal) -> web.Response:
     log.info("web chat %s %s refused: %s", request.method, request.path, refusal.reason)
     response = _error(refusal.status, refusal.reason)
-    if refusal.status == 401:
+    if refusal.token:
         response.headers["WWW-Authenticate"] = 'Bearer realm="switchboard"'
     return response
 

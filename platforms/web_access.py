@@ -38,6 +38,8 @@ _MAX_USER = 256
 class Refusal:
     status: int
     reason: str
+    token: bool = False
+    """The token is what was missing or wrong: the page should ask for it."""
 
 
 def is_loopback(host: str | None) -> bool:
@@ -83,7 +85,7 @@ class Access:
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
-                return Refusal(401, "missing or wrong token")
+                return Refusal(401, "missing or wrong token", token=True)
         if self.user_header is None:
             return ANONYMOUS
         user = request.headers.get(self.user_header, "").strip()

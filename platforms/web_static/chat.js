@@ -191,11 +191,11 @@
     } catch {
       response = null; // offline or the gateway is restarting: the same key again, later
     }
-    if (response && response.status === 401) {
+    if (response && asksForToken(response)) {
       askForToken(true).then(() => deliver(item, 0));
       return;
     }
-    if (!response || response.status >= 500) {
+    if (!response || response.status >= 500 || response.status === 401) {
       setTimeout(() => deliver(item, attempt + 1), Math.min(500 * 2 ** attempt, 10000));
       return;
     }
@@ -228,6 +228,10 @@
   $("stop").addEventListener("click", () => send("/stop"));
 
   // -- the token ----------------------------------------------------------------------
+
+  function asksForToken(response) {
+    return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");
+  }
 
   let asking = null;
   function askForToken(rejected) {
@@ -272,11 +276,17 @@
           headers: headers({ Accept: "text/event-stream" }),
           cache: "no-store",
         });
-        if (response.status === 401) {
+        if (asksForToken(response)) {
           await askForToken(true);
           continue;
         }
-        if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
+        if (!response.ok || !response.body) {
+          // Refused for another reason (not an allowed user, another host): say why, keep trying slowly.
+          const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
+          setState("refused", "not connected: " + reason);
+          await new Promise((resolve) => setTimeout(resolve, 10000));
+          continue;
+        }
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
         for (;;) {
