@@ -76,7 +76,8 @@ class DiscordSettings:
 class WebChatSettings:
     enabled: bool = setting(False, "Serve the web chat page at /chat on the HTTP server.")
     token: str | None = setting(
-        None, "Token the page must send (Authorization: Bearer); required when server.host is not loopback.",
+        None, "Token the page must send (Authorization: Bearer); required when server.host is not loopback,"
+        " unless user_header and allowed_users are set.",
         secret=True,
     )
     user_header: str | None = setting(

@@ -14,6 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from gateway.config import Config
+from gateway.display import delegation_mode, turn_display
+from platforms.web import WebChatAdapter
 from tests.web_client import EventStream, WebChat, post_message
 
 LIST = "Compare these:\n- apples\n- pears"
@@ -43,6 +46,13 @@ async def history(http: aiohttp.ClientSession, base: str, chat_id: str) -> list[
     async with http.get(f"{base}/chat/api/history", params={"chat": chat_id}) as response:
         assert response.status == 200
         return (await response.json())["messages"]
+
+
+def test_the_web_chat_delegates_in_the_background_and_shows_interim_messages_and_notices() -> None:
+    config, tier = Config(), WebChatAdapter.tier
+    assert delegation_mode(config, "web", tier) == "background"  # gateway_mode: auto
+    display = turn_display(config, "web", tier)
+    assert display.interim_assistant_messages is True and display.long_running_notifications is True
 
 
 async def test_a_message_is_answered_live_and_kept_in_the_history(chat, http) -> None:
