@@ -234,6 +234,7 @@
   }
 
   let asking = null;
+  $("login").addEventListener("cancel", (event) => event.preventDefault()); // Escape: nothing works without it
   function askForToken(rejected) {
     if (!asking) {
       sessionStorage.removeItem(TOKEN_KEY);
