@@ -27,7 +27,16 @@ from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_i
 from gateway.store import GatewayStore, session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.turn_runner import TurnRunner
-from platforms.base import Accepted, Adapter, CommandSpec, Inbound, ThreadMemory, TurnRead, TurnReading
+from platforms.base import (
+    Accepted,
+    Adapter,
+    CommandSpec,
+    HistoryReading,
+    Inbound,
+    ThreadMemory,
+    TurnRead,
+    TurnReading,
+)
 
 log = logging.getLogger("gateway.app")
 
@@ -62,6 +71,8 @@ class Gateway:
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
+            if isinstance(adapter, HistoryReading):  # the web chat shows a chat again from the store
+                adapter.bind_history_reader(self.store.chat_history.messages)
 
     # -- lifetime -------------------------------------------------------------------------
 

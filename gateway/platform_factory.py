@@ -44,4 +44,11 @@ def build_adapters(config: Config, *, local: bool = False,
             p.discord.token, api_base=p.discord.api_base, gateway_url=p.discord.gateway_url,
             command_guilds=p.discord.command_guilds,
         ))
+    if p.web.enabled:
+        from platforms.web import WebChatAdapter
+
+        adapters.append(WebChatAdapter(
+            token=p.web.token, user_header=p.web.user_header, allowed_users=p.web.allowed_users,
+            allow_all=p.web.allow_all, history_limit=p.web.history_limit,
+        ))
     return adapters

@@ -1,4 +1,4 @@
-"""The HTTP server: health, the webhook platform, and platform webhooks (Telegram, Slack)."""
+"""The HTTP server: health, the webhook platform, the web chat, and platform webhooks (Telegram, Slack)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 from aiohttp import web
 
 from gateway.app import Gateway
+from platforms.base import Streaming
 
 log = logging.getLogger("gateway.server")
 
@@ -20,6 +21,14 @@ def build_app(gateway: Gateway) -> web.Application:
     app.router.add_get("/healthz", healthz)
     for adapter in gateway.adapters.values():
         app.router.add_routes(list(adapter.web_routes()))
+
+    async def end_streams(app: web.Application) -> None:
+        # Before the server waits for its handlers: an open event stream would hold it for a minute.
+        for adapter in gateway.adapters.values():
+            if isinstance(adapter, Streaming):
+                await adapter.close_streams()
+
+    app.on_shutdown.append(end_streams)
     return app
 
 

@@ -17,8 +17,10 @@ platform said through the errors below, translated once, in one place.
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET),
-`Deleting` (can delete a message it sent) and `Paced` (wants a minimum interval
-between calls per chat).
+`Deleting` (can delete a message it sent), `Paced` (wants a minimum interval
+between calls per chat), `HistoryReading` (shows a chat's past messages, read back
+from the gateway's durable store, e.g. the web chat page) and `Streaming` (holds
+HTTP responses open that the server must end before it stops).
 """
 
 from __future__ import annotations
@@ -216,6 +218,35 @@ class TurnReading(Protocol):
 
     def bind_turn_reader(self, reader: TurnReader) -> None:
         """Called once, before `Adapter.start`, with the gateway's reader of its outbox."""
+
+
+HistoryReader = Callable[[str, int], list[dict[str, Any]]]
+"""``reader(chat_id, limit)``: the chat's last ``limit`` messages as its people saw them,
+oldest first, from the gateway's durable store (see `HistoryReading`)."""
+
+
+@runtime_checkable
+class HistoryReading(Protocol):
+    """An adapter that shows a chat's conversation again after a reload or a reconnect (the web chat)."""
+
+    def bind_history_reader(self, reader: HistoryReader) -> None:
+        """Called once, before `Adapter.start`, with the gateway's reader. The reader runs
+        synchronously (a few indexed reads): no message is sent between its return and the
+        caller's next statement, so a read followed by a subscription misses nothing.
+
+        Each message is a dict: ``id`` (the platform message id `send` returned, or
+        ``user:<event_id>`` for what a person sent), ``role`` (``user`` or ``assistant``),
+        ``kind`` (``user`` or an `OutboundKind`), ``text`` (after every edit), ``time``
+        (epoch seconds it was sent or received) and ``edited`` (bool). Deleted messages are
+        left out."""
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """An adapter whose HTTP routes hold responses open (Server-Sent Events)."""
+
+    async def close_streams(self) -> None:
+        """End every open stream now: the HTTP server is stopping and waits for its handlers."""
 
 
 @runtime_checkable

@@ -73,11 +73,30 @@ class DiscordSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WebChatSettings:
+    enabled: bool = setting(False, "Serve the web chat page at /chat on the HTTP server.")
+    token: str | None = setting(
+        None, "Token the page must send (Authorization: Bearer); required when server.host is not loopback,"
+        " unless user_header and allowed_users are set.",
+        secret=True,
+    )
+    user_header: str | None = setting(
+        None, "Header a signing-in proxy sets to the user's name (e.g. X-Forwarded-User); requests without it are"
+        " refused. Unset: one anonymous user, 'web'.",
+    )
+    allowed_users: tuple[UserId, ...] = setting((), "Users (as user_header names them) allowed to chat.")
+    allow_all: bool = setting(False, "Let every user the proxy names chat (ignores allowed_users).")
+    history_limit: int = setting(200, "Messages a page shows when it opens or reconnects (the most recent).", min=1,
+                                 max=10_000)
+
+
+@dataclass(frozen=True, slots=True)
 class PlatformsSettings:
     webhook: WebhookPlatformSettings = nested(WebhookPlatformSettings, "Generic HTTP webhooks.")
     telegram: TelegramSettings = nested(TelegramSettings, "Telegram (aiogram).")
     slack: SlackSettings = nested(SlackSettings, "Slack (slack-bolt).")
     discord: DiscordSettings = nested(DiscordSettings, "Discord (discord.py).")
+    web: WebChatSettings = nested(WebChatSettings, "The web chat page (/chat).")
 
 
 #: Every platform a display override may name: the configurable ones plus the terminal

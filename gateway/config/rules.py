@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 from gateway.config.sections import Config
+from platforms.web_access import is_loopback
 
+_HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -43,6 +45,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         if not webhook.routes:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
 
+    errors.extend(_web_rules(config, warnings))
+
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and not platform.allowed_users and not platform.allow_all:
             warnings.append(
@@ -53,3 +57,23 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         if not _MODULE.fullmatch(module):
             errors.append(f'plugins[{i}]: expected an importable module name such as "my_plugins.weather", got "{module}"')
     return errors, warnings
+
+
+def _web_rules(config: Config, warnings: list[str]) -> list[str]:
+    web = config.platforms.web
+    if not web.enabled:
+        return []
+    errors = []
+    if web.user_header is not None and not _HEADER.fullmatch(web.user_header):
+        errors.append(f'platforms.web.user_header: expected an HTTP header name such as "X-Forwarded-User", '
+                      f'got "{web.user_header}"')
+    if web.allowed_users and not web.user_header:
+        errors.append("platforms.web.allowed_users: needs platforms.web.user_header, the only source of a web "
+                      "user's name")
+    host = config.server.host
+    if not is_loopback(host) and not web.token and not (web.user_header and web.allowed_users):
+        errors.append(f'platforms.web.token: required when server.host ("{host}") is not a loopback address '
+                      "(or set platforms.web.user_header with allowed_users)")
+    if web.user_header and not web.allowed_users and not web.allow_all:
+        warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
+    return errors

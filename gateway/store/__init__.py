@@ -5,7 +5,9 @@ group commit (`lifecycle.SqliteDatabase`), so a turn's store writes and its
 children's journal rows commit together. The journal keeps its own ``lifecycle_*``
 tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our schema version
 lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`,
-`gateway.store.inbox`, `gateway.store.outbox_rows`; the WAL checkpoints run in
+`gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`, and
+`gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
+WAL checkpoints run in
 `gateway.store.checkpointer`.
 """
 
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.store import delegations, inbox, outbox_rows, sessions
+from gateway.store import chat_history, delegations, inbox, outbox_rows, sessions
+from gateway.store.chat_history import ChatHistory
 from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
@@ -24,6 +27,7 @@ from lifecycle import SqliteDatabase
 
 __all__ = [
     "Acceptance",
+    "ChatHistory",
     "DelegationRow",
     "DelegationTable",
     "GatewayStore",
@@ -64,6 +68,7 @@ class GatewayStore:
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
         self.delegations = DelegationTable(self.db, clock)
+        self.chat_history = ChatHistory(self.db)
         try:
             self._open_schema()
         except BaseException:
@@ -79,7 +84,8 @@ class GatewayStore:
         db = self.db
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA):
+            for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
+                              *chat_history.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:

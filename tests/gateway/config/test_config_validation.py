@@ -189,3 +189,34 @@ def test_enabled_platform_needs_its_credentials(load):
 def test_config_is_frozen():
     with pytest.raises(AttributeError):
         Config().server = None  # type: ignore[misc]
+
+
+def test_the_web_chat_off_loopback_needs_a_token_in_one_line(load):
+    errors, _ = problems(load, "server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: true}")
+    assert errors == ['platforms.web.token: required when server.host ("0.0.0.0") is not a loopback address '
+                      "(or set platforms.web.user_header with allowed_users)"]
+    for enough in ("{enabled: true, token: s3cret-token}",
+                   "{enabled: true, user_header: X-Forwarded-User, allowed_users: [alice]}"):
+        config, warnings = load(f"server: {{host: 0.0.0.0}}\nplatforms:\n  web: {enough}")
+        assert config.platforms.web.enabled and warnings == []
+    for loopback in ("127.0.0.1", "localhost", "::1"):
+        config, _ = load(f'server: {{host: "{loopback}"}}\nplatforms:\n  web: {{enabled: true}}')
+        assert config.platforms.web.token is None
+    config, _ = load("server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: false}")  # off: nothing to protect
+    assert config.platforms.web.history_limit == 200
+
+
+def test_the_web_chat_allowlist_needs_a_user_header(load):
+    errors, _ = problems(load, 'platforms:\n  web: {enabled: true, allowed_users: [alice], user_header: "X User"}')
+    assert errors == [
+        'platforms.web.user_header: expected an HTTP header name such as "X-Forwarded-User", got "X User"']
+    errors, _ = problems(load, "platforms:\n  web: {enabled: true, allowed_users: [alice]}")
+    assert errors == ["platforms.web.allowed_users: needs platforms.web.user_header, the only source of a web "
+                      "user's name"]
+    _, warnings = load("platforms:\n  web: {enabled: true, user_header: X-Forwarded-User}")
+    assert warnings == ["platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat"]
+
+
+def test_the_web_chat_token_is_a_secret(load):
+    errors, _ = problems(load, "platforms:\n  web: {enabled: true, token: 12345678}")
+    assert errors == ["platforms.web.token: expected a string or null, got a value of type integer"]

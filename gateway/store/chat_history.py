@@ -1,0 +1,76 @@
+"""A web chat's conversation, read back from the inbox and the outbox.
+
+The web chat page shows what a person sent and what the gateway sent back, after a
+reload or a reconnect, from the durable store alone: what the person typed is the
+inbox's record of the event, what the agent said is the outbox's sent rows, with
+their later edits applied and deleted messages left out. Both keep seven days
+(`inbox.RETENTION_SECONDS`, `outbox_rows.RETENTION_SECONDS`); older messages are gone.
+
+Only the ``web`` platform's rows are indexed by chat: the partial indexes below cost
+nothing on the other platforms' writes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lifecycle import SqliteDatabase
+
+from_text = SqliteDatabase.untext
+
+PLATFORM = "web"
+
+SCHEMA = (
+    """CREATE INDEX IF NOT EXISTS gateway_inbox_web_chat ON gateway_inbox
+        (json_extract(payload, '$.chat_id'), received_at) WHERE platform = 'web'""",
+    "CREATE INDEX IF NOT EXISTS gateway_outbox_web_chat ON gateway_outbox (chat_id, id) WHERE platform = 'web'",
+)
+
+
+class ChatHistory:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._db = db
+
+    def messages(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
+        """The chat's last ``limit`` messages, oldest first, in the shape `platforms.base.HistoryReading`
+        describes. Only what reached the page counts: a part still pending, failed or dropped is
+        not shown; an edit or deletion is applied once it was sent."""
+        if limit <= 0:
+            return []
+        merged = sorted([*self._received(chat_id, limit), *self._sent(chat_id, limit)],
+                        key=lambda m: (m["time"], m["role"] != "user"))
+        return merged[-limit:]
+
+    def _received(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
+        # Literal platform and the same json_extract expression: what lets SQLite use the partial index.
+        rows = self._db.read(
+            "SELECT event_id, payload, received_at FROM gateway_inbox WHERE platform = 'web'"
+            " AND json_extract(payload, '$.chat_id') = ? ORDER BY received_at DESC LIMIT ?",
+            (chat_id, limit))  # fmt: skip
+        return [{"id": f"user:{event_id}", "role": "user", "kind": "user", "text": json.loads(payload)["text"],
+                 "time": received_at, "edited": False} for event_id, payload, received_at in reversed(rows)]
+
+    def _sent(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
+        sends = self._db.read(
+            "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND status = 'sent'"
+            " AND op = 'send' ORDER BY id DESC LIMIT ?", (chat_id, limit))  # fmt: skip
+        if not sends:
+            return []
+        # Edits and deletions always come after the message they change: one range covers them all.
+        rows = self._db.read(
+            "SELECT op, kind, text, message_id, sent_at FROM gateway_outbox WHERE platform = 'web' AND chat_id = ?"
+            " AND id >= ? AND status = 'sent' AND op IN ('send', 'edit', 'delete') ORDER BY id",
+            (chat_id, sends[-1][0]))  # fmt: skip
+        shown: dict[str, dict[str, Any]] = {}
+        for op, kind, text, message_id, sent_at in rows:
+            if message_id is None:
+                continue
+            if op == "send":
+                shown[message_id] = {"id": message_id, "role": "assistant", "kind": kind, "text": from_text(text),
+                                     "time": sent_at, "edited": False}
+            elif op == "edit" and message_id in shown:
+                shown[message_id].update(text=from_text(text), edited=True)
+            elif op == "delete":
+                shown.pop(message_id, None)
+        return list(shown.values())

@@ -1,0 +1,254 @@
+"""The ``web`` platform: a chat page served by the gateway's own HTTP server at ``/chat``.
+
+Routes (see docs/platforms/web.md):
+
+- ``GET /chat``: the page; ``GET /chat/static/<file>``: its script and style. Plain
+  files shipped in the package (``platforms/web_static``), no build step, no CDN.
+- ``POST /chat/api/messages`` with ``{"chat", "text", "key"}``: one message from the
+  page, answered 202 ``{"id", "turn_id", "duplicate"}``. ``key`` is the page's
+  idempotency key: the same key in the same chat is the same event, so a retried POST
+  starts no second turn (the gateway's durable inbox drops it).
+- ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
+  ``history_limit`` messages from the durable store.
+- ``GET /chat/api/events?chat=``: Server-Sent Events. First ``history`` (the same
+  messages, plus the chat commands), then live ``user``, ``message``, ``edit``,
+  ``delete``, ``typing`` and ``idle`` events. The history is read right after the
+  stream subscribes, with nothing sent in between, so the two neither overlap nor
+  leave a gap; a page that reconnects gets a fresh ``history`` and misses nothing.
+
+Every ``/chat/api`` route is checked by `platforms.web_access.Access` first (401/403).
+Sending is publishing to the chat's open pages: the outbox has journaled the message
+before, so a page that is closed now sees it in its history later. A message's id on
+the page is its outbox idempotency key; what a person sent is ``user:<key>``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from platforms.base import CommandSpec, DisplayTier, HistoryReader, Inbound, InboundSink, Outbound, Sent
+from platforms.web_access import ANONYMOUS, Access, Refusal
+from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).with_name("web_static")
+MAX_BODY = 256 * 1024
+MAX_TEXT = 32_000
+HISTORY_LIMIT = 200
+KEEP_ALIVE_SECONDS = 15.0
+_CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
+_PAGE_HEADERS = {
+    # Only the page's own files, and no framing: the page holds a token.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+class WebChatAdapter:
+    """The web chat. Without a ``history_reader`` (bound by the gateway) pages start empty."""
+
+    name = "web"
+    tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
+    text_limit = 100_000
+    typing_interval = 5.0
+    """The page shows "working" while typing events keep coming, and a Stop button with it."""
+
+    def __init__(self, *, token: str | None = None, user_header: str | None = None,
+                 allowed_users: Iterable[str | int] = (), allow_all: bool = False, check_host: bool | None = None,
+                 history_limit: int = HISTORY_LIMIT, history_reader: HistoryReader | None = None,
+                 clock: Callable[[], float] = time.time, keep_alive: float = KEEP_ALIVE_SECONDS) -> None:
+        self.access = Access(token=token, user_header=user_header, allowed_users=allowed_users,
+                             allow_all=allow_all, check_host=check_host)
+        self.history_limit = history_limit
+        self._history = history_reader
+        self._clock = clock
+        self._keep_alive = keep_alive
+        self._streams = ChatStreams()
+        self._sink: InboundSink | None = None
+        self._commands: list[dict[str, str]] = []
+
+    def measure(self, text: str) -> int:
+        return len(text)
+
+    def bind_history_reader(self, reader: HistoryReader) -> None:
+        self._history = reader
+
+    async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        """Accept messages from now on (before, and after `stop`, POSTs answer 503)."""
+        self._sink = sink
+        self._commands = [{"name": c.name, "description": c.description} for c in commands]
+
+    async def stop(self) -> None:
+        """Stop accepting messages and end every open stream (pages reconnect). Idempotent."""
+        self._sink = None
+        self._streams.end_all()
+
+    async def close_streams(self) -> None:
+        self._streams.end_all()
+
+    def web_routes(self) -> Sequence[Any]:
+        return [
+            web.get("/chat", self._page),
+            web.get("/chat/", self._page),
+            web.static("/chat/static", STATIC_DIR),
+            web.post("/chat/api/messages", self._post_message),
+            web.get("/chat/api/history", self._get_history, allow_head=False),
+            web.get("/chat/api/events", self._get_events, allow_head=False),
+        ]
+
+    # -- out: publishing to open pages -------------------------------------------------
+
+    async def send(self, message: Outbound) -> Sent:
+        """Publish to the chat's open pages; the id is the outbox's idempotency key, which the
+        history shows for the same message."""
+        message_id = message.idempotency_key or f"m-{time.monotonic_ns()}"
+        self._streams.publish(message.chat_id, "message", {
+            "id": message_id, "role": "assistant", "kind": message.kind, "text": message.text,
+            "time": self._clock(), "edited": False})  # fmt: skip
+        return Sent(message_id)
+
+    async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        self._streams.publish(chat_id, "edit", {"id": message_id, "text": text})
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        self._streams.publish(chat_id, "delete", {"id": message_id})
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self._streams.publish(chat_id, "typing", {})
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        self._streams.publish(chat_id, "idle", {})
+
+    # -- in: the page and its API ------------------------------------------------------
+
+    async def _page(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+    async def _post_message(self, request: web.Request) -> web.Response:
+        user = self.access.check(request)
+        if isinstance(user, Refusal):
+            return _refused(request, user)
+        if request.content_type != "application/json":
+            # A cross-site form or a "simple" fetch cannot send this type without asking first.
+            return _error(415, "send the message as application/json")
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            return _error(413, f"body over {MAX_BODY} bytes")
+        body = await request.read()  # the server caps it at client_max_size
+        if len(body) > MAX_BODY:
+            return _error(413, f"body over {MAX_BODY} bytes")
+        try:
+            chat, text, key = _parse(body)
+        except ValueError as exc:
+            return _error(400, str(exc))
+        if self._sink is None:
+            return _error(503, "not accepting messages right now; retry with the same key")
+        chat_id = _chat_id(user, chat)
+        page_id = f"user:{key}"
+        # Published before the gateway takes it, so every page shows it before anything it causes;
+        # pages merge by id, so a retried POST shows it once.
+        self._streams.publish(chat_id, "user", {"id": page_id, "role": "user", "kind": "user", "text": text,
+                                                "time": self._clock(), "edited": False})
+        inbound = Inbound(platform=self.name, chat_id=chat_id, thread_id=None, user_id=user,
+                          user_name=None if user == ANONYMOUS else user, text=text, event_id=f"{key}@{chat_id}",
+                          is_command=text.startswith("/"))
+        try:
+            accepted = await self._sink(inbound)
+        except Exception:
+            log.exception("web chat: the gateway failed to take event %s", inbound.event_id)
+            return _error(500, "internal error; retry with the same key")
+        body = {"id": page_id, "turn_id": None, "duplicate": False}
+        if accepted is not None:
+            body.update(turn_id=accepted.turn_id, duplicate=accepted.duplicate)
+        return web.json_response(body, status=202)
+
+    async def _get_history(self, request: web.Request) -> web.Response:
+        user = self.access.check(request)
+        if isinstance(user, Refusal):
+            return _refused(request, user)
+        chat = request.query.get("chat", "")
+        if not _CHAT.fullmatch(chat):
+            return _error(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+        return web.json_response({"messages": self._read_history(_chat_id(user, chat))})
+
+    async def _get_events(self, request: web.Request) -> web.StreamResponse:
+        user = self.access.check(request)
+        if isinstance(user, Refusal):
+            return _refused(request, user)
+        chat = request.query.get("chat", "")
+        if not _CHAT.fullmatch(chat):
+            return _error(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+        if self._sink is None:
+            return _error(503, "not serving right now; retry later")
+        chat_id = _chat_id(user, chat)
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        sub = self._streams.subscribe(chat_id)
+        try:
+            history = self._read_history(chat_id)  # at once: nothing can be sent in between
+            await response.prepare(request)
+            await response.write(encode("history", {"messages": history, "commands": self._commands}))
+            while (event := await sub.next(self._keep_alive)) is not None:
+                await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
+        except ConnectionError:  # the page went away
+            pass
+        finally:
+            self._streams.unsubscribe(sub)
+        return response
+
+    def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
+        if self._history is None:
+            return []
+        messages = self._history(chat_id, self.history_limit)
+        for message in messages:
+            if message["role"] == "user":  # the page knows what it sent by its own key
+                message["id"] = "user:" + message["id"].removeprefix("user:").partition("@")[0]
+        return messages
+
+
+def _chat_id(user: str, chat: str) -> str:
+    """The gateway's chat id: each signed-in user's chats are their own."""
+    return chat if user == ANONYMOUS else f"{user}:{chat}"
+
+
+def _parse(body: bytes) -> tuple[str, str, str]:
+    """``(chat, text, key)`` from the JSON body; ValueError naming the problem."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise ValueError("body is not valid UTF-8 JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError("body must be a JSON object")
+    chat, text, key = data.get("chat"), data.get("text"), data.get("key")
+    if not isinstance(chat, str) or not _CHAT.fullmatch(chat):
+        raise ValueError('"chat" must be 1 to 64 letters, digits, "-" or "_"')
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('"text" must be a non-empty string')
+    if len(text) > MAX_TEXT:
+        raise ValueError(f'"text" must be at most {MAX_TEXT} characters')
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise ValueError('"key" must be 8 to 128 letters, digits, "-" or "_" (a new one per message)')
+    return chat, text, key
+
+
+def _refused(request: web.Request, refusal: Refusal) -> web.Response:
+    log.info("web chat %s %s refused: %s", request.method, request.path, refusal.reason)
+    response = _error(refusal.status, refusal.reason)
+    if refusal.token:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="switchboard"'
+    return response
+
+
+def _error(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)

@@ -1,0 +1,105 @@
+"""Who may use the web chat's API: the token, the proxy's user header, the allowlist, the Host.
+
+Checks run in this order and stop at the first failure:
+
+0. **Origin**: a request a browser marks with an ``Origin`` must come from the page's own
+   origin (the ``Host``, or a proxy's ``X-Forwarded-Host``): another site's page cannot
+   use a person's browser to talk to the agent. 403. (`platforms.web` also takes only
+   ``application/json`` posts, which browsers never send cross-origin unasked.)
+1. **Host** (only when the page is open without a token, i.e. on loopback): the
+   ``Host`` header must name a loopback address (``localhost``, ``127.x.x.x``,
+   ``[::1]``). A web page elsewhere cannot then reach this API by pointing its own
+   domain name at 127.0.0.1 (DNS rebinding). 403.
+2. **Token**: with ``token`` set, ``Authorization: Bearer <token>`` (compared in
+   constant time). 401.
+3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
+   people in sets it); missing or empty is 401. Without it, every request is the one
+   anonymous user ``web``.
+4. **Allowlist**: with ``user_header`` set, the user must be in ``allowed_users``
+   (case-insensitive, a leading ``@`` ignored) unless ``allow_all``. 403.
+
+Neither the token nor the Authorization header is ever logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+
+ANONYMOUS = "web"
+_MAX_USER = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    status: int
+    reason: str
+    token: bool = False
+    """The token is what was missing or wrong: the page should ask for it."""
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a listening address or a ``Host`` name (port and brackets allowed) is loopback only."""
+    if not host:
+        return False  # "" listens on every interface
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]  # host:port; a bare IPv6 address has several colons
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class Access:
+    """The checks above for one adapter; `check` answers a request with its user or a `Refusal`."""
+
+    def __init__(self, *, token: str | None = None, user_header: str | None = None,
+                 allowed_users: Iterable[str | int] = (), allow_all: bool = False,
+                 check_host: bool | None = None) -> None:
+        self._token = token.encode() if token else None
+        self.user_header = user_header or None
+        self._allowed = {str(u).lstrip("@").lower() for u in allowed_users}
+        self._allow_all = allow_all
+        # Without a token only the loopback Host stands between a hostile page and the agent.
+        self._check_host = self._token is None and self.user_header is None if check_host is None else check_host
+
+    @property
+    def needs_token(self) -> bool:
+        return self._token is not None
+
+    def check(self, request: web.Request) -> str | Refusal:
+        origin = request.headers.get("Origin")
+        if origin is not None and not _same_origin(origin, request.headers):
+            return Refusal(403, "requests from other sites' pages are not served")
+        if self._check_host and not is_loopback(request.headers.get("Host")):
+            return Refusal(403, "this chat answers on localhost only; set platforms.web.token to serve other hosts")
+        if self._token is not None:
+            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
+                return Refusal(401, "missing or wrong token", token=True)
+        if self.user_header is None:
+            return ANONYMOUS
+        user = request.headers.get(self.user_header, "").strip()
+        if not user or len(user) > _MAX_USER:
+            return Refusal(401, f"no user in the {self.user_header} header")
+        if not self._allow_all and user.lstrip("@").lower() not in self._allowed:
+            return Refusal(403, f"user {user!r} is not allowed to use this chat")
+        return user
+
+
+def _same_origin(origin: str, headers: Mapping[str, str]) -> bool:
+    """Whether ``origin`` (``scheme://host[:port]``) names the host this request was sent to."""
+    scheme, sep, netloc = origin.strip().lower().partition("://")
+    if not sep or scheme not in ("http", "https") or not netloc:
+        return False  # "null" (sandboxed frames, files) and anything odd
+    hosts = {headers.get("Host", ""), headers.get("X-Forwarded-Host", "").split(",")[0]}
+    return netloc in {h.strip().lower() for h in hosts if h.strip()}

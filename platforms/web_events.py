@@ -1,0 +1,97 @@
+"""Live events for open web chat pages, and their Server-Sent Events encoding.
+
+Every open page of a chat holds one `Subscription`. `ChatStreams.publish` hands an
+event to each of them without waiting: a page that does not keep up (more than
+``max_queued`` events behind) is cut off, reconnects, and starts again from the
+durable history, so a slow page never holds the gateway up and never misses a
+message. Memory holds only what is in flight to open pages; what a page shows after
+a reconnect comes from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+MAX_QUEUED = 1000
+
+Event = tuple[str, dict[str, Any]]
+IDLE: Event = ("", {})
+"""What `Subscription.next` returns after a quiet spell: time to send a keep-alive."""
+_END: Event = ("end", {})
+
+
+class Subscription:
+    """One open page's queue of events. Iterate `next` until it returns None (the stream ended)."""
+
+    def __init__(self, chat_id: str, max_queued: int) -> None:
+        self.chat_id = chat_id
+        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._max = max_queued
+        self.ended = False
+
+    def put(self, event: Event) -> None:
+        if self.ended:
+            return
+        if self._queue.qsize() >= self._max:
+            self.end()  # too far behind: it reloads the history on reconnect instead
+            return
+        self._queue.put_nowait(event)
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self._queue.put_nowait(_END)
+
+    async def next(self, timeout: float) -> Event | None:
+        """The next event; `IDLE` after ``timeout`` seconds of nothing; None once the stream has ended."""
+        try:
+            event = await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None if self.ended else IDLE
+        return None if event is _END else event
+
+
+class ChatStreams:
+    def __init__(self, max_queued: int = MAX_QUEUED) -> None:
+        self._chats: dict[str, set[Subscription]] = {}
+        self._max = max_queued
+
+    def subscribe(self, chat_id: str) -> Subscription:
+        sub = Subscription(chat_id, self._max)
+        self._chats.setdefault(chat_id, set()).add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._chats.get(sub.chat_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._chats[sub.chat_id]
+
+    def publish(self, chat_id: str, kind: str, data: dict[str, Any]) -> None:
+        for sub in list(self._chats.get(chat_id, ())):
+            sub.put((kind, data))
+
+    def end_all(self) -> None:
+        for sub in self._all():
+            sub.end()
+
+    def watching(self, chat_id: str) -> int:
+        """How many pages of the chat are open."""
+        return len(self._chats.get(chat_id, ()))
+
+    def _all(self) -> Iterator[Subscription]:
+        for subs in list(self._chats.values()):
+            yield from list(subs)
+
+
+def encode(kind: str, data: dict[str, Any]) -> bytes:
+    """One SSE event. JSON never holds a raw newline, so ``data`` is one line; ASCII escapes
+    keep text with lone surrogates (which models emit) encodable."""
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+KEEP_ALIVE = b": keep-alive\n\n"

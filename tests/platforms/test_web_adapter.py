@@ -1,0 +1,286 @@
+"""WebChatAdapter over loopback HTTP, without a gateway: the page, the API's checks, live events.
+
+The gateway's side (durable history, one turn per key, restarts) is in
+tests/scenarios/test_web_chat.py; the page itself in a browser in
+tests/scenarios/test_web_chat_browser.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound, Outbound, Streaming
+from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
+from platforms.web_access import is_loopback
+from platforms.web_events import ChatStreams
+from tests.web_client import EventStream, post_message
+
+TOKEN = "tok-0123456789-abcdefghij"
+JSON = {"Content-Type": "application/json"}
+
+
+class Sink:
+    """Stands in for the gateway: records inbounds, answers a repeated event id as a duplicate."""
+
+    def __init__(self) -> None:
+        self.inbound: list[Inbound] = []
+        self.fail = False
+
+    async def __call__(self, inbound: Inbound) -> Accepted:
+        if self.fail:
+            raise RuntimeError("database is locked")
+        duplicate = any(i.event_id == inbound.event_id for i in self.inbound)
+        self.inbound.append(inbound)
+        return Accepted(None if duplicate else f"turn-{len(self.inbound)}", f"web|{inbound.chat_id}|", duplicate)
+
+
+async def serve(adapter: WebChatAdapter) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    app.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+@pytest.fixture
+async def started() -> AsyncIterator[Any]:
+    """``started(**adapter_kwargs)`` -> (adapter, sink, base url); all stopped after the test."""
+    running: list[tuple[WebChatAdapter, web.AppRunner]] = []
+
+    async def start(**kw: Any) -> tuple[WebChatAdapter, Sink, str]:
+        adapter = WebChatAdapter(**kw)
+        sink = Sink()
+        await adapter.start(sink)
+        runner, url = await serve(adapter)
+        running.append((adapter, runner))
+        return adapter, sink, url
+
+    yield start
+    for adapter, runner in running:
+        await adapter.stop()
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def test_is_an_adapter_with_the_background_web_tier() -> None:
+    adapter = WebChatAdapter()
+    assert isinstance(adapter, Adapter)
+    assert isinstance(adapter, HistoryReading) and isinstance(adapter, Streaming) and isinstance(adapter, Deleting)
+    assert adapter.name == "web"
+    assert (adapter.tier.interim_assistant_messages, adapter.tier.long_running_notifications) == (True, True)
+    assert adapter.tier.messaging is False  # gateway_mode auto delegates in the background here
+    assert adapter.typing_interval > 0
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2:8080", True), ("localhost", True), ("localhost:80", True),
+    ("app.localhost", True), ("::1", True), ("[::1]:8080", True), ("0.0.0.0", False), ("", False), (None, False),
+    ("::", False), ("192.168.1.4", False), ("example.com:8080", False), ("localhost.example.com", False),
+])  # fmt: skip
+def test_is_loopback(host: str | None, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, http) -> None:
+    _, _, base = await started()
+    async with http.get(f"{base}/chat") as page:
+        assert page.status == 200 and "text/html" in page.headers["Content-Type"]
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+        html = await page.text()
+    assert '<script src="/chat/static/chat.js"' in html and "https://" not in html  # nothing from a CDN
+    for name, kind in (("chat.js", "javascript"), ("chat.css", "text/css")):
+        async with http.get(f"{base}/chat/static/{name}") as file:
+            assert file.status == 200 and kind in file.headers["Content-Type"]
+    async with http.get(f"{base}/chat/static/../web.py") as escape:
+        assert escape.status in (403, 404)
+
+
+async def test_a_message_reaches_the_sink_with_its_key_as_the_event_id(started, http) -> None:
+    _, sink, base = await started()
+    status, body = await post_message(http, base, "c1", "hello", key="key-00000001")
+    assert status == 202 and body == {"id": "user:key-00000001", "turn_id": "turn-1", "duplicate": False}
+    (inbound,) = sink.inbound
+    assert (inbound.platform, inbound.chat_id, inbound.user_id, inbound.text) == ("web", "c1", "web", "hello")
+    assert inbound.event_id == "key-00000001@c1" and not inbound.is_command
+    status, body = await post_message(http, base, "c1", "/stop", key="key-00000002")
+    assert status == 202 and sink.inbound[-1].is_command
+
+
+@pytest.mark.parametrize(("payload", "error"), [
+    (b"not json", "valid UTF-8 JSON"),
+    (b"[1]", "JSON object"),
+    (b'{"chat": "c1", "text": "hi"}', '"key"'),
+    (b'{"chat": "c1", "text": "hi", "key": "short"}', '"key"'),
+    (b'{"chat": "c 1", "text": "hi", "key": "key-00000001"}', '"chat"'),
+    (b'{"chat": "c1", "text": "  ", "key": "key-00000001"}', '"text"'),
+    (b'{"chat": "c1", "text": "' + b"x" * (MAX_TEXT + 1) + b'", "key": "key-00000001"}', "at most"),
+])  # fmt: skip
+async def test_a_bad_message_is_400_naming_the_problem(started, http, payload: bytes, error: str) -> None:
+    _, sink, base = await started()
+    async with http.post(f"{base}/chat/api/messages", data=payload, headers=JSON) as response:
+        assert response.status == 400
+        assert error in (await response.json())["error"]
+    assert sink.inbound == []
+
+
+async def test_a_body_over_the_limit_is_413_whether_its_length_is_declared_or_not(started, http) -> None:
+    _, sink, base = await started()
+    big = b'{"chat": "c1", "key": "key-00000001", "text": "' + b"x" * MAX_BODY + b'"}'
+
+    async def chunked():
+        yield big
+
+    for data in (big, chunked()):
+        async with http.post(f"{base}/chat/api/messages", data=data, headers=JSON) as response:
+            assert response.status == 413
+    assert sink.inbound == []
+
+
+async def test_before_start_and_on_a_gateway_failure_the_page_is_told_to_retry(started, http) -> None:
+    adapter, sink, base = await started()
+    sink.fail = True
+    status, body = await post_message(http, base, "c1", "hi", key="key-00000001")
+    assert status == 500 and "retry" in body["error"]
+    await adapter.stop()
+    status, body = await post_message(http, base, "c1", "hi", key="key-00000001")
+    assert status == 503 and "same key" in body["error"]
+
+
+async def test_with_a_token_every_api_call_needs_it_and_it_is_never_logged(started, http, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    _, sink, base = await started(token=TOKEN)
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+        status, body = await post_message(http, base, "c1", "hi", key="key-00000001", headers=headers)
+        assert status == 401 and TOKEN not in str(body)
+        async with http.get(f"{base}/chat/api/history?chat=c1", headers=headers) as response:
+            assert response.status == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+        async with http.get(f"{base}/chat/api/events?chat=c1", headers=headers) as response:
+            assert response.status == 401
+    assert sink.inbound == []
+    async with http.get(f"{base}/chat") as page:  # the page itself asks for the token
+        assert page.status == 200
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000001",
+                                   headers={"Authorization": f"Bearer {TOKEN}"})
+    assert status == 202 and len(sink.inbound) == 1
+    assert TOKEN not in caplog.text
+
+
+async def test_without_a_token_only_a_loopback_host_is_served(started, http) -> None:
+    _, sink, base = await started()
+    status, body = await post_message(http, base, "c1", "hi", key="key-00000001", headers={"Host": "evil.example"})
+    assert status == 403 and "platforms.web.token" in body["error"]
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000001", headers={"Host": "localhost:8080"})
+    assert status == 202 and len(sink.inbound) == 1
+
+
+async def test_other_sites_pages_cannot_post_through_a_persons_browser(started, http) -> None:
+    _, sink, base = await started()
+    host = base.removeprefix("http://")
+    body = b'{"chat": "c1", "text": "rm -rf", "key": "key-00000001"}'
+    # A form or a "simple" fetch from another site: text/plain, with that site's Origin.
+    async with http.post(f"{base}/chat/api/messages", data=body, headers={"Content-Type": "text/plain"}) as response:
+        assert response.status == 415
+    for origin in ("https://evil.example", "null", f"http://{host}.evil.example"):
+        status, body_ = await post_message(http, base, "c1", "hi", key="key-00000002", headers={"Origin": origin})
+        assert status == 403 and "other sites" in body_["error"]
+        async with http.get(f"{base}/chat/api/events?chat=c1", headers={"Origin": origin}) as response:
+            assert response.status == 403
+    assert sink.inbound == []
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000003", headers={"Origin": f"http://{host}"})
+    assert status == 202
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000004", headers={  # behind a proxy
+        "Origin": "https://chat.example.com", "X-Forwarded-Host": "chat.example.com", "Host": "localhost"})
+    assert status == 202 and len(sink.inbound) == 2
+
+
+async def test_a_proxy_user_header_names_the_user_and_the_allowlist_applies(started, http) -> None:
+    _, sink, base = await started(user_header="X-Forwarded-User", allowed_users=["@Alice", 42])
+    async with http.get(f"{base}/chat/api/events?chat=c1") as response:
+        assert response.status == 401 and "X-Forwarded-User" in (await response.json())["error"]
+        assert "WWW-Authenticate" not in response.headers  # no token to ask the person for
+    status, body = await post_message(http, base, "c1", "hi", key="key-00000002",
+                                      headers={"X-Forwarded-User": "mallory"})
+    assert status == 403 and "mallory" in body["error"]
+    for user in ("alice", "42"):
+        status, _ = await post_message(http, base, "c1", "hi", key=f"key-{user}-0001", headers={"X-Forwarded-User": user})
+        assert status == 202
+    assert [(i.user_id, i.user_name, i.chat_id) for i in sink.inbound] == [
+        ("alice", "alice", "alice:c1"), ("42", "42", "42:c1")]  # each user's chats are their own
+    _, sink, base = await started(user_header="X-Forwarded-User", allow_all=True)
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000003", headers={"X-Forwarded-User": "bob"})
+    assert status == 202
+
+
+async def test_a_stream_starts_with_the_history_then_carries_this_chats_events(started, http) -> None:
+    history = [{"id": "user:key-00000001@c1", "role": "user", "kind": "user", "text": "earlier", "time": 1.0,
+                "edited": False}]
+    reads: list[tuple[str, int]] = []
+
+    def reader(chat_id: str, limit: int) -> list[dict[str, Any]]:
+        reads.append((chat_id, limit))
+        return [dict(m) for m in history] if chat_id == "c1" else []
+
+    adapter, _, base = await started(history_reader=reader, history_limit=50)
+    async with EventStream(http, base, "c1") as stream, EventStream(http, base, "c2") as other:
+        kind, data = await stream.next()
+        assert kind == "history" and data["messages"][0]["id"] == "user:key-00000001"  # the page's own key
+        assert reads[0] == ("c1", 50)
+        assert (await other.next())[0] == "history"
+        await post_message(http, base, "c1", "hi", key="key-00000002")
+        kind, data = await stream.next()
+        assert (kind, data["id"], data["role"], data["text"]) == ("user", "user:key-00000002", "user", "hi")
+        sent = await adapter.send(Outbound("c1", None, "hello", kind="reply", idempotency_key="t1:reply:0"))
+        assert sent.message_id == "t1:reply:0"
+        await adapter.edit("c1", None, sent.message_id, "hello again")
+        await adapter.typing("c1", None)
+        await adapter.delete("c1", None, sent.message_id)
+        await adapter.idle("c1", None)
+        kinds = [await stream.next() for _ in range(5)]
+        assert [k for k, _ in kinds] == ["message", "edit", "typing", "delete", "idle"]
+        assert kinds[0][1]["kind"] == "reply" and kinds[1][1] == {"id": "t1:reply:0", "text": "hello again"}
+        async with http.get(f"{base}/chat/api/history?chat=c1") as response:
+            assert (await response.json())["messages"][0]["text"] == "earlier"
+        await adapter.close_streams()
+        with pytest.raises(EOFError):  # c2 saw none of c1's events: the next thing it sees is the end
+            await other.next()
+
+
+async def test_a_quiet_stream_gets_keep_alives_and_stop_ends_every_stream(started, http) -> None:
+    adapter, _, base = await started(keep_alive=0.01)
+    async with EventStream(http, base, "c1") as stream:
+        assert (await stream.next())[0] == "history"
+        assert await stream.comment() == "keep-alive"
+        await adapter.close_streams()
+        with pytest.raises(EOFError):
+            await stream.next()
+
+
+def test_a_page_that_falls_behind_is_cut_off_and_starts_again_from_the_history() -> None:
+    streams = ChatStreams(max_queued=3)
+    slow, other = streams.subscribe("c1"), streams.subscribe("c2")
+    for i in range(4):
+        streams.publish("c1", "message", {"id": str(i)})
+    assert slow.ended and not other.ended
+
+
+async def test_an_ended_subscription_says_so() -> None:
+    streams = ChatStreams()
+    sub = streams.subscribe("c1")
+    streams.publish("c1", "message", {"id": "1"})
+    streams.end_all()
+    assert await sub.next(1.0) == ("message", {"id": "1"})
+    assert await sub.next(1.0) is None
+    streams.unsubscribe(sub)
+    assert streams.watching("c1") == 0

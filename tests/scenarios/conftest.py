@@ -1,0 +1,1 @@
+from tests.browser import browser, page  # noqa: F401  (fixtures for the browser tests)

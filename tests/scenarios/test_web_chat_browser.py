@@ -1,0 +1,145 @@
+"""The web chat page in a real headless chromium: what a person does and sees.
+
+A real gateway with the demo model serves the page; Playwright types, clicks and reads
+the DOM. Every wait is for something on the page, never for time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from tests.web_client import WebChat, post_message
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
+
+LIST = "Compare these:\n- apples\n- pears"
+TOKEN = "page-token-0123456789abcdef"
+class _Demo(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith("[demo]")
+
+    __hash__ = str.__hash__
+
+
+ANY_DEMO = _Demo("[demo] …")
+SHOWN = "els => els.map(e => [e.dataset.id, e.dataset.kind, e.dataset.text])"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def chat(tmp_path) -> AsyncIterator[Any]:
+    made: list[WebChat] = []
+
+    async def start(**sections: Any) -> WebChat:
+        web = await WebChat(tmp_path, **sections).start()
+        made.append(web)
+        return web
+
+    yield start
+    for web in made:
+        await web.stop()
+
+
+async def open_chat(page, url: str) -> None:
+    await page.goto(url)
+    await page.wait_for_selector("body[data-state=connected]")
+
+
+async def shown(page) -> list[list[str]]:
+    return await page.eval_on_selector_all("#messages > article", SHOWN)
+
+
+async def test_a_list_gets_its_acknowledgement_and_its_results_and_a_reload_shows_them_once(chat, page) -> None:
+    web = await chat(model={"demo": {"child_steps": 2, "step_seconds": 0.05}})
+    keys: list[str] = []
+
+    async def connection_lost_after_the_gateway_took_it(route) -> None:
+        keys.append(route.request.post_data_json["key"])
+        if len(keys) == 1:  # the gateway has the message, the page never hears so: it must retry, same key
+            await route.fetch()
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    await page.route("**/chat/api/messages", connection_lost_after_the_gateway_took_it)
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", LIST)
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=completion]")
+    await page.wait_for_selector("[data-role=user]:not(.pending)")  # confirmed by the retry
+    assert len(keys) >= 2 and len(set(keys)) == 1
+    before = await shown(page)
+    assert [kind for _, kind, _ in before] == ["user", "reply", "completion"]  # one turn: no second reply
+    assert "apples" in before[2][2] and "pears" in before[2][2]
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await shown(page) == before
+
+
+async def test_a_notice_updates_in_place_and_stop_ends_the_turn_and_removes_it(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.1},
+                     model={"demo": {"child_steps": 30, "step_seconds": 1}}, display={"progress_final": "delete"})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", LIST)
+    await page.click("#send")
+    notice = await page.wait_for_selector("[data-kind=notice]")
+    first = await notice.get_attribute("data-text")
+    assert first is not None and first.startswith("⏳")
+    await page.wait_for_function("([el, first]) => el.dataset.text !== first", arg=[notice, first])
+    assert len(await page.query_selector_all("[data-kind=notice]")) == 1  # edited in place, not sent again
+    await page.click("#stop")  # shown while the turn runs
+    await page.wait_for_selector("[data-kind=command] >> text=Stopped")
+    await page.wait_for_selector("[data-kind=notice]", state="detached")  # deleted: gone from the page
+    await page.wait_for_selector("#working", state="hidden")
+    # What the person sent, and the answer to /stop: a stopped turn says no more.
+    assert [(kind, text) for _, kind, text in await shown(page)][:2] == [("user", LIST), ("user", "/stop")]
+    assert [kind for _, kind, _ in await shown(page)] == ["user", "user", "command"]
+
+
+async def test_what_was_sent_while_the_page_was_disconnected_shows_after_it_reconnects(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    reconnect = asyncio.Event()
+
+    async def held_until_released(route) -> None:
+        await reconnect.wait()
+        await route.continue_()
+
+    await page.route("**/chat/api/events?*", held_until_released)
+    assert web.gateway is not None
+    await web.gateway.adapters["web"].close_streams()  # as when a proxy or the network drops it
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    async with aiohttp.ClientSession() as http:  # another tab speaks meanwhile
+        await post_message(http, web.base, "c1", "hello from elsewhere", key="key-other-tab")
+    await web.settled()
+    reconnect.set()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert [(kind, text) for _, kind, text in await shown(page)] == [
+        ("user", "hello from elsewhere"), ("reply", ANY_DEMO)]
+
+
+async def test_off_loopback_the_page_asks_for_the_token_and_the_api_refuses_without_it(chat, page) -> None:
+    web = await chat(server={"host": "0.0.0.0", "port": 0}, platforms={"web": {"enabled": True, "token": TOKEN}})
+    async with aiohttp.ClientSession() as http, http.get(f"{web.base}/chat/api/history?chat=c1") as response:
+        assert response.status == 401
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=login]")
+    await page.fill("#token", "not-the-token")
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("#login-error", state="visible")
+    await page.fill("#token", TOKEN)
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.fill("#input", "hello")
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=reply]")
+    # A link with the token in its fragment opens the chat at once, and the token leaves the address bar.
+    other = await page.context.new_page()
+    await open_chat(other, f"{web.base}/chat?chat=c1#token={TOKEN}")
+    assert TOKEN not in other.url
+    assert [kind for _, kind, _ in await shown(other)] == ["user", "reply"]

@@ -1,0 +1,123 @@
+"""The web chat for tests: a gateway serving it (`WebChat`), and a small client of its API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from gateway.app import Gateway
+from gateway.config import config_from_mapping
+from gateway.host import AgentHost
+from gateway.platform_factory import build_adapters
+from gateway.server import Server
+from gateway.testing import settled
+
+
+class WebChat:
+    """One gateway with the web chat on a state directory; `restart` starts a new one on it."""
+
+    def __init__(self, tmp_path, **sections: Any) -> None:
+        raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
+               "model": {"demo": {"child_steps": 1, "step_seconds": 0}},
+               "platforms": {"web": {"enabled": True}}, **sections}
+        self.config = config_from_mapping(raw).config
+        self.gateway: Gateway | None = None
+        self.server: Server | None = None
+
+    @property
+    def base(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+    async def start(self) -> WebChat:
+        self.gateway = Gateway(AgentHost(self.config), build_adapters(self.config))
+        self.server = Server(self.gateway, "127.0.0.1", 0)
+        await self.gateway.start()
+        await self.server.start()
+        return self
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        if self.gateway is not None:
+            await self.gateway.stop(grace=0)
+        self.server = self.gateway = None
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def settled(self) -> None:
+        assert self.gateway is not None
+        await settled(self.gateway, timeout=10)
+
+
+async def post_message(http: aiohttp.ClientSession, base: str, chat: str, text: str, *, key: str,
+                       headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    async with http.post(f"{base}/chat/api/messages", json={"chat": chat, "text": text, "key": key},
+                         headers=headers) as response:
+        return response.status, await response.json()
+
+
+class EventStream:
+    """``GET /chat/api/events?chat=`` as an async context manager; `next` returns one event as
+    ``(type, data)``, skipping comments; EOFError once the server ended the stream."""
+
+    def __init__(self, http: aiohttp.ClientSession, base: str, chat: str, *,
+                 headers: dict[str, str] | None = None) -> None:
+        self._request = http.get(f"{base}/chat/api/events", params={"chat": chat}, headers=headers)
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> EventStream:
+        self._response = await self._request.__aenter__()
+        assert self._response.status == 200, await self._response.text()
+        assert self._response.headers["Content-Type"].startswith("text/event-stream")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._request.__aexit__(*exc)
+
+    async def next(self) -> tuple[str, dict[str, Any]]:
+        while True:
+            block = await self._block()
+            if block[0] != ":":
+                kind, data = "message", []
+                for line in block:
+                    field, _, value = line.partition(": ")
+                    if field == "event":
+                        kind = value
+                    elif field == "data":
+                        data.append(value)
+                return kind, json.loads("\n".join(data))
+
+    async def until(self, event: str, /, **match: Any) -> dict[str, Any]:
+        """The data of the next event of this type whose fields equal ``match``."""
+        while True:
+            got, data = await self.next()
+            if got == event and all(data.get(k) == v for k, v in match.items()):
+                return data
+
+    async def comment(self) -> str:
+        """The text of the next comment (a keep-alive), skipping events."""
+        while True:
+            block = await self._block()
+            if block[0] == ":":
+                return block[1]
+
+    async def _block(self) -> tuple[str, ...] | list[str]:
+        """One event's lines, or (":", text) for a comment."""
+        assert self._response is not None
+        lines: list[str] = []
+        while True:
+            raw = await self._response.content.readline()
+            if not raw:
+                raise EOFError("the server ended the stream")
+            line = raw.decode().rstrip("\n")
+            if line.startswith(":"):
+                return (":", line[1:].strip())
+            if line:
+                lines.append(line)
+            elif lines:
+                return lines
