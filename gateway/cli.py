@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
-    setup_logging(config.logging.level, config.logging.format, sys.stderr, secrets=config_secrets(config))
+    setup_logging(config.logging.level, config.logging.format, sys.stderr, secrets=config_secrets(config),
+                  repeat_window=config.logging.repeat_window_seconds)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     if args.command == "ask":

@@ -31,6 +31,8 @@ async def serve(config: Config, *, local: bool = False) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopping.set)
     try:
+        if server is not None:
+            await server.bind()  # a port in use stops the start before any platform takes a message
         await gateway.start()
         if server is not None:
             await server.start()

@@ -1,18 +1,36 @@
-"""The HTTP server: health, the webhook platform, and platform webhooks (Telegram, Slack)."""
+"""The HTTP server: health, the webhook platform, and platform webhooks (Telegram, Slack).
+
+Slow or half-sent requests are cut off and connections are capped
+(`gateway.http_guard`); the limits come from ``server.*`` in the configuration.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 
 from aiohttp import web
 
 from gateway.core import Gateway
+from gateway.http_guard import ConnectionCap, body_guard
 
 log = logging.getLogger("gateway.server")
 
 
-def build_app(gateway: Gateway) -> web.Application:
-    app = web.Application(client_max_size=2 * 1024 * 1024)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    header_timeout: float = 10.0
+    """Seconds a connection may take to send a request's line and headers (and may idle between requests)."""
+    body_timeout: float = 30.0
+    """Seconds a request's body may take to arrive after its headers."""
+    max_connections: int = 256
+    """Open connections at most; the oldest is closed to make room for a new one."""
+
+
+def build_app(gateway: Gateway, limits: Limits | None = None) -> web.Application:
+    limits = limits or Limits()
+    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout)])
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "platforms": sorted(gateway.adapters)})
@@ -24,21 +42,49 @@ def build_app(gateway: Gateway) -> web.Application:
 
 
 class Server:
-    """Runs the app on ``server.host``:``server.port`` (port 0 picks a free one)."""
+    """Runs the app on ``server.host``:``server.port`` (port 0 picks a free one).
 
-    def __init__(self, gateway: Gateway, host: str, port: int) -> None:
-        self.app = build_app(gateway)
+    `bind` takes the port without serving yet, so a port in use is found before
+    any platform starts taking messages; `start` binds if that was not done and
+    then serves. ``limits`` default to the gateway's ``server.*`` settings.
+    """
+
+    def __init__(self, gateway: Gateway, host: str, port: int, *, limits: Limits | None = None) -> None:
+        if limits is None:
+            s = gateway.config.server
+            limits = Limits(s.header_timeout_seconds, s.body_timeout_seconds, s.max_connections)
+        self.limits = limits
+        self.app = build_app(gateway, limits)
         self.host, self.port = host, port
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self.cap: ConnectionCap | None = None
+
+    async def bind(self) -> None:
+        """Listen on the address without accepting connections yet. Raises OSError (e.g.
+        EADDRINUSE) when the address cannot be had. Idempotent."""
+        if self._listener is not None:
+            return
+        # keepalive_timeout also runs from when a connection is made until its first request
+        # is complete: the header deadline. lingering_time=0: after an answer to a request
+        # whose body is unread, close rather than keep reading what a slow client sends.
+        runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.header_timeout,
+                               lingering_time=0)
+        await runner.setup()
+        self.cap = ConnectionCap(lambda: runner.server, self.limits.max_connections)
+        try:
+            self._listener = await asyncio.get_running_loop().create_server(
+                self.cap, self.host, self.port, reuse_address=True, start_serving=False)
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = self._listener.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        sockets = site._server.sockets if site._server else []  # aiohttp exposes no public accessor
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        await self.bind()
+        assert self._listener is not None
+        await self._listener.start_serving()
         log.info("listening on http://%s:%d", self.host, self.port)
 
     @property
@@ -46,6 +92,12 @@ class Server:
         return f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        """Stop accepting, let requests in progress finish, close every connection. Idempotent."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        if listener is not None:
+            await listener.wait_closed()

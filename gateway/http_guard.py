@@ -1,0 +1,107 @@
+"""What keeps slow, half-sent and abandoned requests from taking the HTTP server down.
+
+Three limits, from `gateway.config.sections.ServerSettings`:
+
+- **Headers** (``header_timeout_seconds``): a connection that has not sent a
+  complete request line and headers this long after it opened (or after its
+  previous request, when idle in keep-alive) is closed. aiohttp's keep-alive
+  timer does this: it runs from the moment a connection is made and closes it
+  unless a whole request has arrived.
+- **Body** (``body_timeout_seconds``): a body that has not fully arrived this
+  long after its headers is cut off: the handler's read fails, the client gets
+  ``408`` and the connection is closed (aiohttp's lingering read is off, so
+  nothing more is read from it).
+- **Connections** (``max_connections``): at the cap, the connection open the
+  longest is closed to make room for the new one. Legitimate requests here take
+  milliseconds, so the oldest connections are the ones holding on: a flood of
+  slow clients evicts itself and ``/healthz`` keeps answering.
+
+A client that hangs up mid-request is logged as one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+log = logging.getLogger("gateway.server")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class BodyTimeout(Exception):
+    """Set on a request's body stream when it did not arrive in time: the handler's read raises it."""
+
+
+def body_guard(body_timeout: float) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """The outermost middleware: a deadline for the body, and hang-ups as one line."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        timer = None
+        if not request.content.is_eof():
+            timer = asyncio.get_running_loop().call_later(body_timeout, _expire, request)
+        try:
+            return await handler(request)
+        except BodyTimeout:
+            log.info("%s %s from %s: body not received within %g s (server.body_timeout_seconds); closed",
+                     request.method, request.rel_url.path, request.remote, body_timeout)
+            response = web.json_response({"error": f"request body not received within {body_timeout:g} s"},
+                                         status=408)
+            response.force_close()
+            return response
+        except (ConnectionError, web.RequestPayloadError) as exc:
+            if not _gone(request) and isinstance(exc, web.RequestPayloadError):
+                # A malformed body (bad chunking, wrong Content-Length): the client's mistake, not ours.
+                response = web.json_response({"error": "malformed request body"}, status=400)
+                response.force_close()
+                return response
+            if not _gone(request):
+                raise
+            log.info("client %s hung up during %s %s", request.remote, request.method, request.rel_url.path)
+            return web.Response(status=499)  # nobody is left to read it
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    return guard
+
+
+def _expire(request: web.Request) -> None:
+    if not request.content.is_eof():
+        request.content.set_exception(BodyTimeout())
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+class ConnectionCap:
+    """A protocol factory for ``loop.create_server`` that keeps at most ``limit`` connections.
+
+    Wraps aiohttp's ``web.Server`` (the runner's ``server``), which tracks its
+    connections in the order they were made.
+    """
+
+    def __init__(self, server: Callable[[], web.Server | None], limit: int) -> None:
+        self._server = server
+        self.limit = limit
+        self.evicted = 0
+
+    def __call__(self) -> RequestHandler:
+        server = self._server()
+        if server is None:
+            raise RuntimeError("the HTTP server is not set up")
+        # Closed ones stay listed until their transport reports the loss: count only the open.
+        connections = [c for c in server.connections if c.transport is not None and not c.transport.is_closing()]
+        for oldest in connections[: max(0, len(connections) - self.limit + 1)]:
+            self.evicted += 1
+            log.warning("server.max_connections (%d) reached: closing the oldest connection to make room",
+                        self.limit)
+            oldest.force_close()
+        return server()
