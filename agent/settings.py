@@ -11,6 +11,8 @@ Field metadata understood by the loader:
 - ``secret``: masked in `config check` output and never logged.
 - ``lenient``: a bad value is warned about and replaced by the default instead of
   being an error.
+- ``strict_keys`` (on a section): unknown keys anywhere inside it are errors, not
+  warnings.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ def setting(default, doc: str, **meta):
     return field(default=default, metadata={"doc": doc, **meta})
 
 
-def nested(factory, doc: str):
-    return field(default_factory=factory, metadata={"doc": doc})
+def nested(factory, doc: str, **meta):
+    return field(default_factory=factory, metadata={"doc": doc, **meta})
 
 
 @dataclass(frozen=True, slots=True)

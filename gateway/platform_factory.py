@@ -11,9 +11,10 @@ def build_adapters(config: Config, *, local: bool = False) -> list[Adapter]:
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
+        from gateway.chat_intro import chat_intro
         from platforms.local import LocalAdapter
 
-        adapters.append(LocalAdapter())
+        adapters.append(LocalAdapter(greeting=chat_intro(config)))
     if p.webhook.enabled:
         from platforms.webhook import WebhookAdapter
 

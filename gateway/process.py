@@ -6,7 +6,7 @@ import asyncio
 import logging
 import signal
 
-from gateway import gc_tuning
+from gateway import gc_tuning, state_lock
 from gateway.config import Config
 from gateway.core import Gateway
 from gateway.platform_factory import build_adapters
@@ -19,6 +19,7 @@ log = logging.getLogger("gateway.process")
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
     ``server.shutdown_grace_seconds``, flush the outbox, journal running children."""
+    state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping = asyncio.Event()
     adapters = build_adapters(config, local=local)
     if local:

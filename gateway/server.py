@@ -7,12 +7,14 @@ Slow or half-sent requests are cut off and connections are capped
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from gateway.core import Gateway
+from gateway.errors import StartupError
 from gateway.http_guard import ConnectionCap, body_guard
 
 log = logging.getLogger("gateway.server")
@@ -61,8 +63,8 @@ class Server:
         self.cap: ConnectionCap | None = None
 
     async def bind(self) -> None:
-        """Listen on the address without accepting connections yet. Raises OSError (e.g.
-        EADDRINUSE) when the address cannot be had. Idempotent."""
+        """Listen on the address without accepting connections yet. Raises `StartupError`
+        naming ``server.port`` or ``server.host`` when the address cannot be had. Idempotent."""
         if self._listener is not None:
             return
         # keepalive_timeout also runs from when a connection is made until its first request
@@ -75,6 +77,9 @@ class Server:
         try:
             self._listener = await asyncio.get_running_loop().create_server(
                 self.cap, self.host, self.port, reuse_address=True, start_serving=False)
+        except OSError as exc:
+            await runner.cleanup()
+            raise StartupError(_bind_problem(self.host, self.port, exc)) from exc
         except BaseException:
             await runner.cleanup()
             raise
@@ -101,3 +106,14 @@ class Server:
             await runner.cleanup()
         if listener is not None:
             await listener.wait_closed()
+
+
+def _bind_problem(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"server.port: {host}:{port} is already in use (another switchboard, or another program); stop it,"
+                " or set server.port to a free port")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"server.port: listening on port {port} is not permitted ({exc.strerror}); use a port above 1023,"
+                " or put a proxy in front")
+    return (f"server.host: cannot listen on {host}:{port} ({exc.strerror or exc}); set server.host to an address"
+            " of this machine, such as 127.0.0.1 or 0.0.0.0")

@@ -122,10 +122,16 @@ class DisplayTier:
 
 
 class DeliveryError(Exception):
-    def __init__(self, message: str, *, method: str | None = None, chat_id: str | None = None):
+    """``method``: the platform call that failed; ``chat_id``: the chat it was for, if any;
+    ``platform``: the adapter's name, so a failure far from the adapter (at start-up) can
+    name the settings to fix."""
+
+    def __init__(self, message: str, *, method: str | None = None, chat_id: str | None = None,
+                 platform: str | None = None):
         super().__init__(message)
         self.method = method
         self.chat_id = chat_id
+        self.platform = platform
 
 
 class RateLimited(DeliveryError):

@@ -82,6 +82,8 @@ _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answer
 class DiscordStartError(RuntimeError):
     """The adapter could not log in or connect; the message says what to fix."""
 
+    platform = "discord"
+
 
 class DiscordAdapter:
     name = "discord"
@@ -411,7 +413,7 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
     """The one place where discord.py and aiohttp errors become `DeliveryError`s; logs each."""
     if isinstance(exc, DeliveryError):
         return exc
-    kw: dict[str, Any] = {"method": route, "chat_id": chat_id}
+    kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
     error: DeliveryError
     if isinstance(exc, discord.RateLimited):
         error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)

@@ -93,7 +93,7 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
               retry_after: str | None) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged)."""
     log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
-    kw: dict[str, Any] = {"method": method, "chat_id": channel}
+    kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     message = f"{method}: {error or f'HTTP {status}'}"
     if status == 429 or error == "ratelimited":
         try:

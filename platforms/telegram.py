@@ -356,7 +356,7 @@ def _translate(exc: Exception, method: str, chat_id: str | None) -> DeliveryErro
     """The one place aiogram's errors become `DeliveryError`s, each logged with method and chat."""
     text = getattr(exc, "message", None) or str(exc)
     lowered = text.lower()
-    kw: dict[str, Any] = {"method": method, "chat_id": chat_id}
+    kw: dict[str, Any] = {"method": method, "chat_id": chat_id, "platform": "telegram"}
     error: DeliveryError
     if isinstance(exc, TelegramRetryAfter):
         error = RateLimited(text, retry_after=float(exc.retry_after), **kw)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 
+from yarl import URL
+
 from gateway.config.sections import Config
 
+_TOKEN_PATH = re.compile(r"/bot\d+:")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -44,6 +47,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
+        if platform.enabled and (problem := _url_problem(platform.api_base)):
+            errors.append(f"platforms.{name}.api_base: {problem}")
         if platform.enabled and not platform.allowed_users and not platform.allow_all:
             warnings.append(
                 f"platforms.{name}: enabled with no allowed_users and allow_all false, so nobody may talk to the bot"
@@ -53,3 +58,16 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         if not _MODULE.fullmatch(module):
             errors.append(f'plugins[{i}]: expected an importable module name such as "my_plugins.weather", got "{module}"')
     return errors, warnings
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API base URL, without echoing it (it may hold a token)."""
+    try:
+        parsed = URL(url)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        return "expected an http(s) URL such as https://api.example.com (the scheme is missing or wrong)"
+    if _TOKEN_PATH.search(parsed.path):
+        return "give the server's base URL only, without /bot<token>: the token goes in platforms.telegram.token"
+    return None

@@ -110,7 +110,8 @@ class Config:
     delegation: DelegationSettings = nested(DelegationSettings, "Children started by delegate_task.")
     lifecycle: LifecycleSettings = nested(LifecycleSettings, "The lifecycle core that runs children.")
     display: DisplaySettings = nested(DisplaySettings, "What users see while the agent works.")
-    platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.")
+    # strict_keys: a misspelt `telgram:` or `enabeld:` would leave a platform silently off.
+    platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.", strict_keys=True)
     server: ServerSettings = nested(ServerSettings, "The HTTP server.")
     delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")
