@@ -51,7 +51,7 @@ async def run(gateway: Gateway, session: GatewaySession, command: Command, inbou
     if command.name == "agents":
         return _agents(gateway, session)
     if command.name == "help":
-        return _help(gateway)
+        return _help(gateway, session)
     plugin = gateway.runtime.plugins.commands[command.name]
     try:
         out = plugin.handler(command.args, {"session": session.key, "user_id": inbound.user_id})
@@ -96,7 +96,9 @@ def _agents(gateway: Gateway, session: GatewaySession) -> str:
     return "\n".join(lines) if lines else "No subagents in this chat."
 
 
-def _help(gateway: Gateway) -> str:
-    lines = [f"/{c.name} — {c.description}" for c in gateway.command_specs()]
+def _help(gateway: Gateway, session: GatewaySession) -> str:
+    # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
+    own = getattr(gateway.adapters.get(session.platform), "own_commands", ())
+    lines = [f"/{c.name} — {c.description}" for c in (*gateway.command_specs(), *own)]
     lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
     return "\n".join(lines)

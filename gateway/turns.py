@@ -92,7 +92,9 @@ def _reply(gateway: Gateway, session: GatewaySession, item: WorkItem, result: An
     if result is None:
         text = "Sorry — something went wrong on my side while handling that. Please try again."
     elif result.exit_reason == "error":
-        text = f"Sorry — I could not finish: {result.error or 'the model call failed'}."
+        # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
+        log.warning("turn %s ended early: the model call failed: %s", item.turn_id, result.error or "no detail")
+        text = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":
