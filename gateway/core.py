@@ -195,7 +195,8 @@ class Gateway:
             self.send(self.sessions[row.key], text, kind="interim", key=new_id("msg-"))
             return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
-        agent = self.runtime.new_session(session_id=row.session_id, services={"send_message": send_message})
+        agent = self.runtime.new_session(session_id=row.session_id, services={"send_message": send_message},
+                                         platform=platform)
         if row.transcript:
             system = agent.messages[:1] if agent.messages and agent.messages[0]["role"] == "system" else []
             agent.messages = system + [m for m in row.transcript if m.get("role") != "system"]

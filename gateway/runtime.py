@@ -24,6 +24,7 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
+from gateway.toolsets import session_toolsets
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLifecycle
 from lifecycle._delegate import DelegateTool
 
@@ -80,12 +81,14 @@ class Runtime:
                 await aclose()
 
     def new_session(
-        self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None
+        self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,
+        platform: str | None = None,
     ) -> AgentSession:
-        """A parent agent session with the configured tools, prompt and budget."""
+        """A parent agent session with the configured tools, prompt and budget; on a chat
+        ``platform`` without the toolsets that are off there by default (`gateway.toolsets`)."""
         agent = self.config.agent
         prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
-        enabled = frozenset(agent.enabled_toolsets) if agent.enabled_toolsets is not None else None
+        enabled = session_toolsets(self.config, self.tools.toolsets(), platform)
         return AgentSession(
             model=self.model,
             tools=self.tools.resolve(enabled, agent.disabled_tools),
