@@ -16,7 +16,8 @@ Three limits, from `gateway.config.sections.ServerSettings`:
   milliseconds, so the oldest connections are the ones holding on: a flood of
   slow clients evicts itself and ``/healthz`` keeps answering.
 
-A client that hangs up mid-request is logged as one line, not a traceback.
+A client that hangs up mid-request, and a request too malformed to parse (aiohttp
+answers it 400), are each logged as one line, not a traceback (`ServerLog`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger("gateway.server")
@@ -105,3 +107,22 @@ class ConnectionCap:
                         self.limit)
             oldest.force_close()
         return server()
+
+
+class ServerLog(logging.LoggerAdapter):
+    """aiohttp's server logger (pass as the runner's ``logger``), minus the tracebacks of
+    requests that were the client's fault: aiohttp logs every request it cannot parse at
+    ERROR with a traceback, which anyone can make it do thousands of times a second. Those
+    become one INFO line; everything else passes unchanged."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        super().__init__(logger or logging.getLogger("aiohttp.server"), {})
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
+        exc = kwargs.get("exc_info")
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            peer = args[0] if args else "?"
+            reason = (exc.message or type(exc).__name__).strip().splitlines()[0]
+            log.info("bad request from %s (answered %d): %s", peer, exc.code, reason)
+            return
+        super().log(level, msg, *args, **kwargs)

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from gateway.core import Gateway
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionCap, body_guard
+from gateway.http_guard import ConnectionCap, ServerLog, body_guard
 
 log = logging.getLogger("gateway.server")
 
@@ -71,7 +71,7 @@ class Server:
         # is complete: the header deadline. lingering_time=0: after an answer to a request
         # whose body is unread, close rather than keep reading what a slow client sends.
         runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.header_timeout,
-                               lingering_time=0)
+                               lingering_time=0, logger=ServerLog())
         await runner.setup()
         self.cap = ConnectionCap(lambda: runner.server, self.limits.max_connections)
         try:
