@@ -41,6 +41,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -61,6 +62,7 @@ from platforms.base import (
     Outbound,
     RateLimited,
     Sent,
+    scalar_text,
 )
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -317,6 +319,7 @@ class DiscordAdapter:
 
     async def send(self, message: Outbound) -> Sent:
         """Post one part; an answer to a command goes through the interaction while its token lives."""
+        message = replace(message, text=scalar_text(message.text))  # a lone surrogate cannot be encoded
         if message.reply_token:
             try:
                 return await self._answer(message)
@@ -352,6 +355,7 @@ class DiscordAdapter:
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
+        text = scalar_text(text)
         target = thread_id or chat_id
         reply_token = self._webhook_messages.get(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
-from platforms.base import CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, Outbound, Sent
+from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, Outbound, Sent,
+                            scalar_text)
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -168,7 +169,7 @@ class LocalAdapter:
         # Up to the message's line (past the prompt when it shows), redraw, come back.
         clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
         prompt = PROMPT + self._typed() if self._prompting else ""
-        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + prompt)
+        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + scalar_text(text) + "\n" + prompt)
         self._output.flush()
 
     def _typed(self) -> str:
@@ -185,7 +186,7 @@ class LocalAdapter:
         return ()
 
     def _write(self, text: str, *, newline: bool = True) -> None:
-        self._output.write(text + ("\n" if newline else ""))
+        self._output.write(scalar_text(text) + ("\n" if newline else ""))
         self._output.flush()
 
 

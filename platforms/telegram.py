@@ -77,6 +77,7 @@ from platforms.base import (
     Outbound,
     RateLimited,
     Sent,
+    scalar_text,
     utf16_length,
 )
 
@@ -286,7 +287,7 @@ class TelegramAdapter:
             message.chat_id,
             lambda parse_mode: self.bot.send_message(
                 chat_id=message.chat_id,
-                text=message.text,
+                text=scalar_text(message.text),  # a lone surrogate cannot be encoded
                 message_thread_id=_thread(message.thread_id),
                 disable_notification=True if message.silent else None,
                 parse_mode=parse_mode,
@@ -301,7 +302,7 @@ class TelegramAdapter:
             "editMessageText",
             chat_id,
             lambda parse_mode: self.bot.edit_message_text(
-                chat_id=chat_id, message_id=int(message_id), text=text, parse_mode=parse_mode
+                chat_id=chat_id, message_id=int(message_id), text=scalar_text(text), parse_mode=parse_mode
             ),
             not_modified_ok=True,
         )

@@ -1,7 +1,9 @@
-"""Poisoned text from any SDK: lone surrogates never leave an adapter inside an `Inbound`.
+"""Lone surrogates at every adapter's edges: never passed on, in either direction.
 
-JSON may spell a lone surrogate (``"\\ud800"``) and every SDK hands it over as it parsed
-it; a terminal passes undecodable bytes on. Each adapter's Inbound carries U+FFFD instead.
+In: JSON may spell a lone surrogate (``"\\ud800"``) and every SDK hands it over as it
+parsed it; a terminal passes undecodable bytes on. Each adapter's Inbound carries U+FFFD.
+Out: a model may emit one; no SDK can encode it, so the platform gets U+FFFD instead of the
+message failing for good.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import Inbound, has_surrogates, scalar_text
+from platforms.base import Inbound, Outbound, has_surrogates, scalar_text
+from platforms.fakes.webhook_receiver import WebhookReceiver
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from platforms.fakes.slack import FakeSlack
@@ -21,6 +24,7 @@ from platforms.fakes.telegram import FakeTelegram
 from platforms.local import LocalAdapter
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
+from platforms.webhook import WebhookAdapter
 from tests.platforms.test_discord_adapter import _join_keepalive_threads
 
 LONE = "bad \ud800 text \udfff"
@@ -77,10 +81,14 @@ async def test_telegram(telegram: FakeTelegram) -> None:
     try:
         telegram.push_message(42, LONE, user_id=42, username="al\udc80ice")
         inbound = await sink.first()
+        sent = await adapter.send(Outbound("42", None, LONE))
+        await adapter.edit("42", None, sent.message_id, LONE + "!")
     finally:
         await adapter.stop()
     assert_clean(inbound)
     assert inbound.text == REPAIRED and inbound.user_name == "al\ufffdice"
+    [message] = telegram.messages["42"]
+    assert message["text"] == REPAIRED + "!" and message["edits"] == [REPAIRED + "!"]
 
 
 async def test_slack() -> None:
@@ -90,10 +98,14 @@ async def test_slack() -> None:
         try:
             await fake.push_dm("U1", LONE)
             inbound = await sink.first()
+            sent = await adapter.send(Outbound(inbound.chat_id, None, LONE))
+            await adapter.edit(inbound.chat_id, None, sent.message_id, LONE + "!")
+            shown = fake.texts(inbound.chat_id)
         finally:
             await adapter.stop()
     assert_clean(inbound)
     assert inbound.text == REPAIRED
+    assert shown[-1] == REPAIRED + "!"
 
 
 async def test_discord() -> None:
@@ -105,11 +117,16 @@ async def test_discord() -> None:
         try:
             fake.push_dm(42, LONE, name="a\ud800")
             inbound = await sink.first()
+            sent = await adapter.send(Outbound(inbound.chat_id, None, LONE))
+            await adapter.edit(inbound.chat_id, None, sent.message_id, LONE + "!")
+            [message] = fake.bot_messages(inbound.chat_id)
         finally:
             await adapter.stop()
             await _join_keepalive_threads()
     assert_clean(inbound)
     assert inbound.text == REPAIRED and inbound.user_name == "a\ufffd"
+    assert message.content == REPAIRED + "!"
+    assert not any(has_surrogates(text) for text in message.edits)
 
 
 async def test_terminal_bytes_that_are_not_utf8() -> None:
@@ -117,13 +134,27 @@ async def test_terminal_bytes_that_are_not_utf8() -> None:
     # What `switchboard chat` gets on a UTF-8 terminal: strict decoding would end the reader.
     reader = open(read_fd, encoding="utf-8", errors="strict")  # noqa: SIM115 - closed below
     sink, ended = Sink(), asyncio.Event()
-    adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set)
+    screen = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # strict, like a real terminal's stdout
+    adapter = LocalAdapter(input=reader, output=screen, user="me", on_exit=ended.set)
     await adapter.start(sink)
     os.write(write_fd, b"caf\xe9 \xff\n")
     inbound = await sink.first()
+    await adapter.send(Outbound("terminal", None, LONE))
     os.close(write_fd)
     await asyncio.wait_for(ended.wait(), 5)
     await adapter.stop()
     reader.close()
     assert_clean(inbound)
     assert inbound.text == "caf\ufffd \ufffd"
+    screen.flush()
+    assert "agent> " + REPAIRED in screen.buffer.getvalue().decode("utf-8")
+
+
+async def test_webhook_deliveries() -> None:
+    async with WebhookReceiver("s3cret-0123") as receiver:
+        adapter = WebhookAdapter({"hook": ("s3cret-0123", receiver.url)})
+        try:
+            await adapter.send(Outbound("hook:c", None, LONE, idempotency_key="k"))
+        finally:
+            await adapter.stop()
+    assert receiver.payloads[0]["text"] == REPAIRED
