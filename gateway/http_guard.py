@@ -1,12 +1,14 @@
 """What keeps slow, half-sent and abandoned requests from taking the HTTP server down.
 
-Three limits, from `gateway.config.sections.ServerSettings`:
+Four limits, from `gateway.config.sections.ServerSettings`:
 
 - **Headers** (``header_timeout_seconds``): a connection that has not sent a
-  complete request line and headers this long after it opened (or after its
-  previous request, when idle in keep-alive) is closed. aiohttp's keep-alive
-  timer does this: it runs from the moment a connection is made and closes it
-  unless a whole request has arrived.
+  complete request line and headers this long after it opened is closed,
+  however slowly it trickles bytes (`ConnectionGuard`).
+- **Idle** (``idle_timeout_seconds``): a kept-alive connection waiting for its
+  next request is closed after this long (aiohttp's keep-alive timer). It is
+  longer than clients keep idle connections (aiohttp's client: 15 s), so a
+  client never reuses a connection the server has just closed.
 - **Body** (``body_timeout_seconds``): a body that has not fully arrived this
   long after its headers is cut off: the handler's read fails, the client gets
   ``408`` and the connection is closed (aiohttp's lingering read is off, so
@@ -39,11 +41,14 @@ class BodyTimeout(Exception):
     """Set on a request's body stream when it did not arrive in time: the handler's read raises it."""
 
 
-def body_guard(body_timeout: float) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """The outermost middleware: a deadline for the body, and hang-ups as one line."""
+def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = lambda _: None,
+               ) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """The outermost middleware: a deadline for the body, and hang-ups as one line.
+    ``arrived`` hears of each connection whose request's headers came in complete."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        arrived(request.protocol)
         timer = None
         if not request.content.is_eof():
             timer = asyncio.get_running_loop().call_later(body_timeout, _expire, request)
@@ -83,17 +88,21 @@ def _gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-class ConnectionCap:
-    """A protocol factory for ``loop.create_server`` that keeps at most ``limit`` connections.
+class ConnectionGuard:
+    """The protocol factory for ``loop.create_server``: at most ``limit`` connections, and
+    each must deliver its first request's headers within ``header_timeout`` seconds.
 
     Wraps aiohttp's ``web.Server`` (the runner's ``server``), which tracks its
-    connections in the order they were made.
+    connections in the order they were made; `arrived` is told (by `body_guard`)
+    when a connection's first request is complete.
     """
 
-    def __init__(self, server: Callable[[], web.Server | None], limit: int) -> None:
+    def __init__(self, server: Callable[[], web.Server | None], limit: int, header_timeout: float) -> None:
         self._server = server
         self.limit = limit
+        self.header_timeout = header_timeout
         self.evicted = 0
+        self._waiting: dict[RequestHandler, asyncio.TimerHandle] = {}  # no first request yet
 
     def __call__(self) -> RequestHandler:
         server = self._server()
@@ -106,7 +115,27 @@ class ConnectionCap:
             log.warning("server.max_connections (%d) reached: closing the oldest connection to make room",
                         self.limit)
             oldest.force_close()
-        return server()
+        handler = server()
+        loop = asyncio.get_running_loop()
+        self._waiting[handler] = loop.call_later(self.header_timeout, self._expire, handler)
+        return handler
+
+    def arrived(self, handler: RequestHandler) -> None:
+        timer = self._waiting.pop(handler, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire(self, handler: RequestHandler) -> None:
+        if self._waiting.pop(handler, None) is not None and handler.transport is not None:
+            log.info("a client sent no complete request within %g s (server.header_timeout_seconds); closed",
+                     self.header_timeout)
+            handler.force_close()
+
+    def close(self) -> None:
+        """Cancel the pending deadlines (the server is stopping)."""
+        for timer in self._waiting.values():
+            timer.cancel()
+        self._waiting.clear()
 
 
 class ServerLog(logging.LoggerAdapter):

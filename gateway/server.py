@@ -15,7 +15,7 @@ from aiohttp import web
 
 from gateway.core import Gateway
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionCap, ServerLog, body_guard
+from gateway.http_guard import ConnectionGuard, ServerLog, body_guard
 
 log = logging.getLogger("gateway.server")
 
@@ -23,16 +23,20 @@ log = logging.getLogger("gateway.server")
 @dataclass(frozen=True, slots=True)
 class Limits:
     header_timeout: float = 10.0
-    """Seconds a connection may take to send a request's line and headers (and may idle between requests)."""
+    """Seconds a new connection may take to send its first request's line and headers."""
+    idle_timeout: float = 75.0
+    """Seconds a kept-alive connection may wait for (and take to send) its next request."""
     body_timeout: float = 30.0
     """Seconds a request's body may take to arrive after its headers."""
     max_connections: int = 256
     """Open connections at most; the oldest is closed to make room for a new one."""
 
 
-def build_app(gateway: Gateway, limits: Limits | None = None) -> web.Application:
+def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionGuard | None = None
+              ) -> web.Application:
     limits = limits or Limits()
-    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout)])
+    arrived = guard.arrived if guard is not None else (lambda _: None)
+    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout, arrived)])
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "platforms": sorted(gateway.adapters)})
@@ -54,36 +58,39 @@ class Server:
     def __init__(self, gateway: Gateway, host: str, port: int, *, limits: Limits | None = None) -> None:
         if limits is None:
             s = gateway.config.server
-            limits = Limits(s.header_timeout_seconds, s.body_timeout_seconds, s.max_connections)
+            limits = Limits(s.header_timeout_seconds, s.idle_timeout_seconds, s.body_timeout_seconds,
+                            s.max_connections)
         self.limits = limits
-        self.app = build_app(gateway, limits)
+        self.guard = ConnectionGuard(lambda: self._runner.server if self._runner else None,
+                                     limits.max_connections, limits.header_timeout)
+        self.app = build_app(gateway, limits, self.guard)
         self.host, self.port = host, port
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
-        self.cap: ConnectionCap | None = None
 
     async def bind(self) -> None:
         """Listen on the address without accepting connections yet. Raises `StartupError`
         naming ``server.port`` or ``server.host`` when the address cannot be had. Idempotent."""
         if self._listener is not None:
             return
-        # keepalive_timeout also runs from when a connection is made until its first request
-        # is complete: the header deadline. lingering_time=0: after an answer to a request
-        # whose body is unread, close rather than keep reading what a slow client sends.
-        runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.header_timeout,
+        # keepalive_timeout: the idle limit between requests (the guard times the first one).
+        # lingering_time=0: after an answer to a request whose body is unread, close rather
+        # than keep reading what a slow client sends.
+        runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.idle_timeout,
                                lingering_time=0, logger=ServerLog())
         await runner.setup()
-        self.cap = ConnectionCap(lambda: runner.server, self.limits.max_connections)
+        self._runner = runner
         try:
             self._listener = await asyncio.get_running_loop().create_server(
-                self.cap, self.host, self.port, reuse_address=True, start_serving=False)
+                self.guard, self.host, self.port, reuse_address=True, start_serving=False)
         except OSError as exc:
+            self._runner = None
             await runner.cleanup()
             raise StartupError(_bind_problem(self.host, self.port, exc)) from exc
         except BaseException:
+            self._runner = None
             await runner.cleanup()
             raise
-        self._runner = runner
         self.port = self._listener.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
@@ -101,6 +108,7 @@ class Server:
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
+        self.guard.close()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()

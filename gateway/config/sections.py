@@ -60,8 +60,10 @@ class ServerSettings:
     port: int = setting(8080, "Port of the HTTP server; 0 picks a free one.", min=0, max=65535)
     shutdown_grace_seconds: float = setting(10.0, "How long running turns may finish on shutdown.", min=0)
     header_timeout_seconds: float = setting(
-        10.0, "A connection must send a request's line and headers within this long (also the keep-alive idle limit).",
-        min=0.1,
+        10.0, "A new connection must send its first request's line and headers within this long.", min=0.1
+    )
+    idle_timeout_seconds: float = setting(
+        75.0, "A kept-alive connection is closed after waiting this long for its next request.", min=0.1
     )
     body_timeout_seconds: float = setting(
         30.0, "A request's body must arrive in full within this long after its headers, or it gets 408.", min=0.1

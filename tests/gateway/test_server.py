@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 
 import aiohttp
 import pytest
@@ -76,6 +77,29 @@ async def test_headers_that_never_finish_are_cut_off_and_healthz_keeps_answering
     assert await healthz(server) == 200
 
 
+GET = b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n"
+
+
+async def one_answer(reader: asyncio.StreamReader) -> bytes:
+    async with asyncio.timeout(5):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        return head + await reader.readexactly(length)
+
+
+async def test_a_kept_alive_connection_outlives_the_header_deadline_until_it_idles_too_long(serve):
+    server = await serve(Limits(header_timeout=0.3, idle_timeout=2.0, body_timeout=30, max_connections=100))
+    reader, writer = await connect(server, GET)
+    assert (await one_answer(reader)).startswith(b"HTTP/1.1 200 ")
+    silent, quiet = await connect(server)
+    assert await answer(silent) == b""  # its header deadline passed: so has the first one's
+    quiet.close()
+    writer.write(GET)
+    assert (await one_answer(reader)).startswith(b"HTTP/1.1 200 ")  # a request done, the header deadline is off
+    assert await answer(reader) == b""  # and then the idle limit closes it
+    writer.close()
+
+
 async def test_a_body_that_never_finishes_gets_408_and_the_connection_closes(serve, caplog):
     server = await serve(Limits(header_timeout=30, body_timeout=0.5, max_connections=100))
     caplog.set_level(logging.INFO, "gateway.server")
@@ -101,7 +125,7 @@ async def test_at_the_connection_cap_the_oldest_make_room(serve):
         closed += reply == b""
         writer.close()
     assert closed == 20
-    assert server.cap is not None and server.cap.evicted >= 22
+    assert server.guard.evicted >= 22
     for _, writer in slow[20:]:
         writer.close()
     reply = await signed_post(f"{server.url}/webhooks/hook", SECRET, {"text": "still taking messages"})
