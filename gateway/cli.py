@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -71,12 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         _claim_state_dir(config)
+        log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None
     except StartupError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 1
-    with _log_destination(config, args) as stream:
-        setup_logging(config.logging.level, config.logging.format, stream, secrets=config_secrets(config),
-                      repeat_window=config.logging.repeat_window_seconds)
+    try:
+        setup_logging(config.logging.level, config.logging.format, log_file or sys.stderr,
+                      secrets=config_secrets(config), repeat_window=config.logging.repeat_window_seconds)
         for line in warnings:
             print(f"warning: {line}", file=sys.stderr)
         if args.command == "ask":
@@ -91,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.debug("the command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
             return 1
+    finally:
+        if log_file is not None:
+            for handler in [h for h in logging.getLogger().handlers if getattr(h, "_switchboard", False)]:
+                logging.getLogger().removeHandler(handler)
+            log_file.close()
 
 
 def _claim_state_dir(config: Config) -> None:
@@ -100,21 +105,17 @@ def _claim_state_dir(config: Config) -> None:
     state_lock.hold(config.state_dir)
 
 
-@contextlib.contextmanager
-def _log_destination(config: Config, args: argparse.Namespace):
-    """stderr, except in `chat` without --verbose: a file, so log lines never cross the prompt."""
-    if args.command != "chat" or args.verbose:
-        yield sys.stderr
-        return
+def _chat_log(config: Config) -> TextIO:
+    """Where `switchboard chat` logs: a file in the state directory, so no log line crosses
+    the prompt. Says where, first thing."""
     path = Path(config.state_dir).absolute() / CHAT_LOG
-    stream: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed below
-    print(f"(logs go to {path}; `switchboard chat --verbose` prints them here)")
     try:
-        yield stream
-    finally:
-        for handler in [h for h in logging.getLogger().handlers if getattr(h, "_switchboard", False)]:
-            logging.getLogger().removeHandler(handler)
-        stream.close()
+        stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed by main
+    except OSError as exc:
+        raise StartupError(f"cannot write the chat log {path} ({exc.strerror}); fix its permissions, or run"
+                           " `switchboard chat --verbose` to log here instead") from exc
+    print(f"(logs go to {path}; `switchboard chat --verbose` prints them here)")
+    return stream
 
 
 async def _serve(config: Config, *, local: bool) -> int:
