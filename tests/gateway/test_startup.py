@@ -188,20 +188,3 @@ def test_a_wrong_telegram_api_base_is_one_redacted_line(tmp_path, where):
     assert line.startswith("switchboard: platforms.telegram")
     assert "platforms.telegram.api_base" in line and api_base in line
 
-
-def test_config_goes_before_or_after_every_command(tmp_path):
-    script = tmp_path / "script.yaml"
-    script.write_text("parent:\n  - - text: from the script\n")
-    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"),
-                                                "model": {"provider": "scripted", "script": str(script)}})
-    broken = write_config(tmp_path / "broken.yaml", {"server": {"port": "eighty"}})
-    for args in (["--config", str(config), "ask", "hi"], ["ask", "hi", "--config", str(config)],
-                 ["ask", "--config", str(config), "hi"]):
-        result = run(tmp_path, *args)
-        assert (result.returncode, result.stdout) == (0, "from the script\n"), result.stderr
-    for command in (["run"], ["chat"], ["ask", "x"], ["config", "check"]):
-        for args in (["--config", str(broken), *command], [*command, "--config", str(broken)]):
-            result = run(tmp_path, *args)
-            assert result.returncode == 1 and 'server.port: expected an integer' in result.stderr, (args, result.stderr)
-    result = run(tmp_path, "config", "check", "--config", str(config))
-    assert result.returncode == 0 and "from the script" not in result.stdout and "scripted" in result.stdout
