@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# The terminal chat, set up to show what the product does: a list is delegated inline, with a
+# ⏳ progress line each second until the answer (the README says so; a test runs this line).
 run: $(STAMP)
-	$(BIN)/switchboard chat
+	$(BIN)/switchboard chat --set delegation.gateway_mode=inline --set agent.gateway_notify_interval=1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -11,6 +11,8 @@ Field metadata understood by the loader:
 - ``secret``: masked in `config check` output and never logged.
 - ``lenient``: a bad value is warned about and replaced by the default instead of
   being an error.
+- ``strict_keys`` (on a section): unknown keys anywhere inside it are errors, not
+  warnings.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ def setting(default, doc: str, **meta):
     return field(default=default, metadata={"doc": doc, **meta})
 
 
-def nested(factory, doc: str):
-    return field(default_factory=factory, metadata={"doc": doc})
+def nested(factory, doc: str, **meta):
+    return field(default_factory=factory, metadata={"doc": doc, **meta})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,11 @@ class ModelSettings:
     demo: DemoModelSettings = nested(DemoModelSettings, "Behaviour of the offline demo model.")
 
 
+GatedToolset = Literal["execute_code", "file"]
+"""Toolsets that act on the gateway's machine (run code, write files): off on chat platforms
+unless ``agent.toolsets`` or ``platforms.<p>.toolsets`` turns them on."""
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
     system_prompt: str | None = setting(None, "Extra system prompt text for the parent agent.")
@@ -63,6 +70,9 @@ class AgentSettings:
         None, "Working directory for file tools and project context files; default <state_dir>/workspace."
     )
     enabled_toolsets: tuple[str, ...] | None = setting(None, "Toolsets the parent may use; all when unset.")
+    toolsets: tuple[GatedToolset, ...] = setting(
+        (), "Toolsets chat platforms get although they are off there by default: execute_code, file."
+    )
     disabled_tools: tuple[str, ...] = setting((), "Individual tools removed from the parent.")
     gateway_notify_interval: float = setting(
         180.0, "Seconds between 'still working' notices in the gateway; <= 0 disables."

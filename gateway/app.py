@@ -62,7 +62,8 @@ class Gateway:
                                  children=host.children, display=self.display.turn, adapters=self.adapters, clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox,
                              settings=self.config.lifecycle, clock=clock)
-        self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands, clock=clock)
+        self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
+                                 adapters=self.adapters, clock=clock)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
         self._background_delegate = host.background_delegate(self.ledger.dispatched)
         self._checkpointer = Checkpointer(self.store.db)
@@ -186,7 +187,7 @@ class Gateway:
 
         delegate = self._background_delegate if mode == "background" else None
         return self.host.new_session(session_id=session_id, services={"send_message": send_message},
-                                     delegate=delegate)
+                                     delegate=delegate, platform=chat[0])
 
     async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
         """The webhook platform's turn read: the turn's messages, then those of the background

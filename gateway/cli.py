@@ -1,29 +1,58 @@
-"""The ``switchboard`` command line. Errors become user-facing text here, and only here."""
+"""The ``switchboard`` command line. Errors become user-facing text here, and only here.
+
+Whatever stops a command is one line on stderr naming what to fix, and exit
+status 1: configuration errors (one line each), then start-up problems
+(`gateway.startup_errors`). Tracebacks go to the log at DEBUG only, redacted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
 
-from gateway.config import ConfigError, config_check, config_secrets, load_config
-from gateway.host import AgentHost
+from gateway import preflight, state_lock
+from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
+from gateway.errors import StartupError
 from gateway.logging import setup_logging
+from gateway.host import AgentHost
 from gateway.serve import serve
+from gateway.startup_errors import explain
+
+log = logging.getLogger("gateway.cli")
+
+CHAT_LOG = "chat.log"
+"""Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Every command also takes the global options after its name (`switchboard run --config F`);
+    # SUPPRESS keeps an option given before the command from being reset by the subparser.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="configuration file (default: see docs/configuration.md)")
+    common.add_argument("--set", metavar="KEY=VALUE", action="append", default=argparse.SUPPRESS,
+                        help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
     parser.add_argument("--config", metavar="PATH", help="configuration file (default: see docs/configuration.md)")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    ask = commands.add_parser("ask", help="run one agent turn and print the reply")
+    ask = commands.add_parser("ask", parents=[common], help="run one agent turn and print the reply")
     ask.add_argument("message", nargs="+", help="what to ask")
-    commands.add_parser("chat", help="talk to the agent in this terminal (the gateway with the local platform)")
-    commands.add_parser("run", help="run the gateway: HTTP server and every enabled platform")
-    config = commands.add_parser("config", help="configuration tools")
+    chat = commands.add_parser("chat", parents=[common],
+                               help="talk to the agent in this terminal (the gateway with the local platform)")
+    chat.add_argument("--verbose", action="store_true",
+                      help=f"print the log here instead of writing it to <state_dir>/{CHAT_LOG}")
+    commands.add_parser("run", parents=[common], help="run the gateway: HTTP server and every enabled platform")
+    config = commands.add_parser("config", parents=[common], help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
-    check = config_commands.add_parser("check", help="validate a config file and print the effective configuration")
+    check = config_commands.add_parser("check", parents=[common],
+                                       help="validate a config file and print the effective configuration")
     check.add_argument("path", nargs="?", help="file to check (default: the usual lookup)")
     return parser
 
@@ -31,28 +60,71 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "config":
-        return config_check(args.path or args.config, sys.stdout, sys.stderr)
+        return config_check(args.path or args.config, sys.stdout, sys.stderr, overrides=args.set)
     try:
-        config, warnings = load_config(args.config)
+        config, warnings = load_config(args.config, overrides=args.set)
     except ConfigError as exc:
         for line in exc.errors:
             print(f"error: {line}", file=sys.stderr)
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
-    setup_logging(config.logging.level, config.logging.format, sys.stderr, secrets=config_secrets(config))
-    for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
-    if args.command == "ask":
-        runner = _ask(config, " ".join(args.message))
-    else:
-        runner = serve(config, local=args.command == "chat")
     try:
-        return asyncio.run(runner)
-    except KeyboardInterrupt:
-        return 130
+        _claim_state_dir(config)
+        log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None
+    except StartupError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 1
+    try:
+        setup_logging(config.logging.level, config.logging.format, log_file or sys.stderr,
+                      secrets=config_secrets(config), repeat_window=config.logging.repeat_window_seconds)
+        for line in warnings:
+            print(f"warning: {line}", file=sys.stderr)
+        if args.command == "ask":
+            runner = _ask(config, " ".join(args.message))
+        else:
+            runner = _serve(config, local=args.command == "chat")
+        try:
+            return asyncio.run(runner)
+        except KeyboardInterrupt:
+            return 130
+        except Exception as exc:  # the one boundary where a failure becomes words for the operator
+            log.debug("the command failed", exc_info=exc)
+            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+            return 1
+    finally:
+        if log_file is not None:
+            for handler in [h for h in logging.getLogger().handlers if getattr(h, "_switchboard", False)]:
+                logging.getLogger().removeHandler(handler)
+            log_file.close()
 
 
-async def _ask(config, message: str) -> int:
+def _claim_state_dir(config: Config) -> None:
+    """The state directory is usable and ours alone, before anything opens it."""
+    workspace = Path(config.agent.workspace) if config.agent.workspace else None
+    preflight.check_state_dir(config.state_dir, workspace)
+    state_lock.hold(config.state_dir)
+
+
+def _chat_log(config: Config) -> TextIO:
+    """Where `switchboard chat` logs: a file in the state directory, so no log line crosses
+    the prompt. Says where, first thing."""
+    path = Path(config.state_dir).absolute() / CHAT_LOG
+    try:
+        stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed by main
+    except OSError as exc:
+        raise StartupError(f"cannot write the chat log {path} ({exc.strerror}); fix its permissions, or run"
+                           " `switchboard chat --verbose` to log here instead") from exc
+    print(f"(logs go to {path}; `switchboard chat --verbose` prints them here)")
+    return stream
+
+
+async def _serve(config: Config, *, local: bool) -> int:
+    await preflight.check_model(config.model)
+    return await serve(config, local=local)
+
+
+async def _ask(config: Config, message: str) -> int:
+    await preflight.check_model(config.model)
     host = AgentHost(config)
     await host.start()
     try:

@@ -14,7 +14,7 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
 from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
-from platforms.base import CommandSpec, Inbound
+from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
 
 log = logging.getLogger("gateway.commands")
 
@@ -49,8 +49,9 @@ class Commands:
     """The built-in commands and the plugins' ones; `run` answers with the text to send."""
 
     def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
-                 plugins: Mapping[str, PluginCommand], *, clock: Clock) -> None:
+                 plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock) -> None:
         self._registry = registry
+        self._adapters = adapters
         self._children = children
         self._ledger = ledger
         self._plugins = plugins
@@ -74,7 +75,7 @@ class Commands:
         if command.name == "retry":
             return await self._ledger.retry(session)
         if command.name == "help":
-            return self._help()
+            return self._help(session)
         plugin = self._plugins[command.name]
         try:
             out = plugin.handler(command.args, {"session": session.key, "user_id": inbound.user_id})
@@ -131,8 +132,11 @@ class Commands:
                 lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}: {text[:160]}")
         return "\n".join(lines) if lines else "No subagents in this chat."
 
-    def _help(self) -> str:
-        lines = [f"/{c.name} — {c.description}" for c in self.specs()]
+    def _help(self, session: GatewaySession) -> str:
+        # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
+        adapter = self._adapters.get(session.platform)
+        own = adapter.own_commands if isinstance(adapter, OwnCommands) else ()
+        lines = [f"/{c.name} — {c.description}" for c in (*self.specs(), *own)]
         lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
         return "\n".join(lines)
 

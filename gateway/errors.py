@@ -1,7 +1,8 @@
 """Errors of the gateway.
 
     GatewayError
-    └── ConfigError           the configuration could not be loaded (errors, warnings, source)
+    ├── ConfigError           the configuration could not be loaded (errors, warnings, source)
+    └── StartupError          something the operator must fix stopped the start (one line)
 """
 
 from __future__ import annotations
@@ -31,3 +32,12 @@ class ConfigError(GatewayError):
         where = f" in {source}" if source is not None else ""
         lines = "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(f"invalid configuration{where}:\n{lines}")
+
+
+class StartupError(GatewayError):
+    """The gateway cannot start until the operator fixes something outside the config's
+    syntax: the state directory, the database, a port, a URL.
+
+    ``str(error)`` is one line that names the file, key or URL and the fix, without
+    secrets. Nothing was accepted from any platform when it is raised.
+    """

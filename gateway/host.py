@@ -24,6 +24,7 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
+from gateway.toolsets import session_toolsets
 from lifecycle import (
     AsyncSubagentLifecycle,
     BackgroundDispatch,
@@ -96,13 +97,15 @@ class AgentHost:
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,
-        delegate: Tool | None = None,
+        delegate: Tool | None = None, platform: str | None = None,
     ) -> AgentSession:
         """A parent agent session with the configured tools, prompt and budget. ``delegate`` is
-        the ``delegate_task`` it gets (the registry's inline one when None), if delegation is enabled."""
+        the ``delegate_task`` it gets (the registry's inline one when None), if delegation is
+        enabled; on a chat ``platform``, toolsets that are off there by default are left out
+        (`gateway.toolsets`)."""
         agent = self.config.agent
         prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
-        enabled = frozenset(agent.enabled_toolsets) if agent.enabled_toolsets is not None else None
+        enabled = session_toolsets(self.config, self.tools.toolsets(), platform)
         tools = self.tools.resolve(enabled, agent.disabled_tools)
         if delegate is not None and delegate.name in tools:
             tools[delegate.name] = delegate

@@ -7,7 +7,8 @@ without the code that logs knowing about them.
 
 Redaction rewrites each record's message and exception text before any
 formatter sees it: registered secrets (the config's tokens and keys) and
-well-known token shapes become ``***``.
+well-known token shapes become ``***``. Then identical lines repeated within
+``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import MappingProxyType
 from typing import Literal, TextIO
 
 from agent import active_turn
+from gateway.log_repeats import DEFAULT_WINDOW, RepeatFilter
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _ids: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("switchboard_log_ids", default=_EMPTY)
@@ -171,12 +173,14 @@ def setup_logging(
     stream: TextIO | None = None,
     *,
     secrets: Iterable[str] = (),
+    repeat_window: float = DEFAULT_WINDOW,
 ) -> logging.Handler:
     """Send every log record to ``stream`` (stderr by default) in ``fmt``.
 
     Replaces the handler a previous call installed, so calling it again (tests,
     a reload) does not duplicate lines. ``secrets`` are registered for redaction;
-    pass `gateway.config.config_secrets(config)`.
+    pass `gateway.config.config_secrets(config)`. A line identical to one written
+    less than ``repeat_window`` seconds ago is dropped and counted (0 keeps all).
     """
     for value in secrets:
         register_secret(value)
@@ -188,6 +192,7 @@ def setup_logging(
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
+    handler.addFilter(RepeatFilter(repeat_window))
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler._switchboard = True  # type: ignore[attr-defined]  # marks the handler a later call replaces
     root = logging.getLogger()

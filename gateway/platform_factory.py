@@ -15,9 +15,10 @@ def build_adapters(config: Config, *, local: bool = False,
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
+        from gateway.chat_intro import chat_intro
         from platforms.local import LocalAdapter
 
-        adapters.append(LocalAdapter(on_exit=on_local_exit))
+        adapters.append(LocalAdapter(on_exit=on_local_exit, greeting=chat_intro(config)))
     if p.webhook.enabled:
         from platforms.webhook import WebhookAdapter
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from agent import TurnResult
+
+log = logging.getLogger("gateway.replies")
 
 SILENCE = "NO_REPLY"
 """A completion turn's reply that is exactly this sends nothing (the model's way to stay quiet
 about background results). A reply to a user message is always sent."""
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
+MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
 
 
 def reply_text(kind: str, result: TurnResult | None) -> str | None:
@@ -16,7 +21,9 @@ def reply_text(kind: str, result: TurnResult | None) -> str | None:
     if result is None:
         text = CRASHED
     elif result.exit_reason == "error":
-        text = f"Sorry — I could not finish: {result.error or 'the model call failed'}."
+        # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
+        log.warning("turn %s ended early: the model call failed: %s", result.turn_id, result.error or "no detail")
+        text = MODEL_FAILED
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":

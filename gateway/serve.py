@@ -6,7 +6,7 @@ import asyncio
 import logging
 import signal
 
-from gateway import gc_tuning
+from gateway import gc_tuning, state_lock
 from gateway.app import Gateway
 from gateway.config import Config
 from gateway.host import AgentHost
@@ -19,6 +19,7 @@ log = logging.getLogger("gateway.serve")
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
     ``server.shutdown_grace_seconds``, flush the outbox, journal running children."""
+    state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping = asyncio.Event()
     adapters = build_adapters(config, local=local, on_local_exit=stopping.set)
     gateway = Gateway(AgentHost(config), adapters)
@@ -29,6 +30,8 @@ async def serve(config: Config, *, local: bool = False) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopping.set)
     try:
+        if server is not None:
+            await server.bind()  # a port in use stops the start before any platform takes a message
         await gateway.start()
         if server is not None:
             await server.start()

@@ -1,19 +1,43 @@
-"""The HTTP server: health, the webhook platform, the web chat, and platform webhooks (Telegram, Slack)."""
+"""The HTTP server: health, the webhook platform, the web chat, and platform webhooks (Telegram, Slack).
+
+Slow or half-sent requests are cut off and connections are capped
+(`gateway.http_guard`); the limits come from ``server.*`` in the configuration.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
+from dataclasses import dataclass
 
 from aiohttp import web
 
 from gateway.app import Gateway
+from gateway.errors import StartupError
+from gateway.http_guard import ConnectionGuard, ServerLog, body_guard
 from platforms.base import Streaming
 
 log = logging.getLogger("gateway.server")
 
 
-def build_app(gateway: Gateway) -> web.Application:
-    app = web.Application(client_max_size=2 * 1024 * 1024)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    header_timeout: float = 10.0
+    """Seconds a new connection may take to send its first request's line and headers."""
+    idle_timeout: float = 75.0
+    """Seconds a kept-alive connection may wait for (and take to send) its next request."""
+    body_timeout: float = 30.0
+    """Seconds a request's body may take to arrive after its headers."""
+    max_connections: int = 256
+    """Open connections at most; the oldest is closed to make room for a new one."""
+
+
+def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionGuard | None = None
+              ) -> web.Application:
+    limits = limits or Limits()
+    arrived = guard.arrived if guard is not None else (lambda _: None)
+    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout, arrived)])
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "platforms": sorted(gateway.adapters)})
@@ -33,21 +57,55 @@ def build_app(gateway: Gateway) -> web.Application:
 
 
 class Server:
-    """Runs the app on ``server.host``:``server.port`` (port 0 picks a free one)."""
+    """Runs the app on ``server.host``:``server.port`` (port 0 picks a free one).
 
-    def __init__(self, gateway: Gateway, host: str, port: int) -> None:
-        self.app = build_app(gateway)
+    `bind` takes the port without serving yet, so a port in use is found before
+    any platform starts taking messages; `start` binds if that was not done and
+    then serves. ``limits`` default to the gateway's ``server.*`` settings.
+    """
+
+    def __init__(self, gateway: Gateway, host: str, port: int, *, limits: Limits | None = None) -> None:
+        if limits is None:
+            s = gateway.config.server
+            limits = Limits(s.header_timeout_seconds, s.idle_timeout_seconds, s.body_timeout_seconds,
+                            s.max_connections)
+        self.limits = limits
+        self.guard = ConnectionGuard(lambda: self._runner.server if self._runner else None,
+                                     limits.max_connections, limits.header_timeout)
+        self.app = build_app(gateway, limits, self.guard)
         self.host, self.port = host, port
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+
+    async def bind(self) -> None:
+        """Listen on the address without accepting connections yet. Raises `StartupError`
+        naming ``server.port`` or ``server.host`` when the address cannot be had. Idempotent."""
+        if self._listener is not None:
+            return
+        # keepalive_timeout: the idle limit between requests (the guard times the first one).
+        # lingering_time=0: after an answer to a request whose body is unread, close rather
+        # than keep reading what a slow client sends.
+        runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.idle_timeout,
+                               lingering_time=0, logger=ServerLog())
+        await runner.setup()
+        self._runner = runner
+        try:
+            self._listener = await asyncio.get_running_loop().create_server(
+                self.guard, self.host, self.port, reuse_address=True, start_serving=False)
+        except OSError as exc:
+            self._runner = None
+            await runner.cleanup()
+            raise StartupError(_bind_problem(self.host, self.port, exc)) from exc
+        except BaseException:
+            self._runner = None
+            await runner.cleanup()
+            raise
+        self.port = self._listener.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        sockets = site._server.sockets if site._server else []  # aiohttp exposes no public accessor
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        await self.bind()
+        assert self._listener is not None
+        await self._listener.start_serving()
         log.info("listening on http://%s:%d", self.host, self.port)
 
     @property
@@ -55,6 +113,24 @@ class Server:
         return f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        """Stop accepting, let requests in progress finish, close every connection. Idempotent."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        self.guard.close()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        if listener is not None:
+            await listener.wait_closed()
+
+
+def _bind_problem(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"server.port: {host}:{port} is already in use (another switchboard, or another program); stop it,"
+                " or set server.port to a free port")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"server.port: listening on port {port} is not permitted ({exc.strerror}); use a port above 1023,"
+                " or put a proxy in front")
+    return (f"server.host: cannot listen on {host}:{port} ({exc.strerror or exc}); set server.host to an address"
+            " of this machine, such as 127.0.0.1 or 0.0.0.0")

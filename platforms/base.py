@@ -25,16 +25,40 @@ HTTP responses open that the server must end before it stops).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
 OutboundKind = Literal["reply", "interim", "notice", "completion", "command"]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogates(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point, so it is not a string of Unicode scalar
+    values: it cannot be encoded as UTF-8 (SQLite, JSON for other programs, sockets refuse it)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def scalar_text(text: str) -> str:
+    """``text`` as Unicode scalar values: a surrogate pair spelt as two code points is joined
+    into the character it encodes, a lone surrogate becomes U+FFFD. Anything else is kept."""
+    if not has_surrogates(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 @dataclass(frozen=True, slots=True)
 class Inbound:
-    """One user message or command, as the gateway sees it."""
+    """One user message or command, as the gateway sees it.
+
+    Every text field is a string of Unicode scalar values: whatever an SDK handed over
+    (JSON may spell a lone surrogate as ``"\\ud800"``, a terminal may pass undecodable
+    bytes as surrogate escapes), construction replaces lone surrogates with U+FFFD
+    (`scalar_text`), so no such string reaches the store or another platform.
+    """
 
     platform: str
     chat_id: str
@@ -51,6 +75,15 @@ class Inbound:
     """A direct message rather than a group or channel."""
     reply_token: str | None = None
     """Opaque, adapter-specific: how to answer this command (an interaction token, a response URL)."""
+
+    def __post_init__(self) -> None:
+        for name in _TEXT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, str) and has_surrogates(value):
+                object.__setattr__(self, name, scalar_text(value))  # frozen: construction is the one place
+
+
+_TEXT_FIELDS = tuple(f.name for f in fields(Inbound) if f.type in ("str", "str | None"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +126,16 @@ class DisplayTier:
 
 
 class DeliveryError(Exception):
-    def __init__(self, message: str, *, method: str | None = None, chat_id: str | None = None):
+    """``method``: the platform call that failed; ``chat_id``: the chat it was for, if any;
+    ``platform``: the adapter's name, so a failure far from the adapter (at start-up) can
+    name the settings to fix."""
+
+    def __init__(self, message: str, *, method: str | None = None, chat_id: str | None = None,
+                 platform: str | None = None):
         super().__init__(message)
         self.method = method
         self.chat_id = chat_id
+        self.platform = platform
 
 
 class RateLimited(DeliveryError):
@@ -256,6 +295,14 @@ class Deleting(Protocol):
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """Delete a sent message; one already gone counts as deleted. Raises `EditUnsupported`
         (or `Forbidden`) where the platform will not delete it, so the gateway edits instead."""
+
+
+@runtime_checkable
+class OwnCommands(Protocol):
+    """An adapter that serves commands of its own, outside the gateway (the terminal's /quit)."""
+
+    own_commands: Sequence[CommandSpec]
+    """Listed by /help on this platform, after the gateway's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -62,6 +63,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    scalar_text,
 )
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -84,6 +86,8 @@ _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answer
 
 class DiscordStartError(RuntimeError):
     """The adapter could not log in or connect; the message says what to fix."""
+
+    platform = "discord"
 
 
 class DiscordAdapter:
@@ -323,6 +327,7 @@ class DiscordAdapter:
 
     async def send(self, message: Outbound) -> Sent:
         """Post one part; an answer to a command goes through the interaction while its token lives."""
+        message = replace(message, text=scalar_text(message.text))  # a lone surrogate cannot be encoded
         if message.reply_token:
             try:
                 return await self._answer(message)
@@ -358,6 +363,7 @@ class DiscordAdapter:
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
+        text = scalar_text(text)
         target = thread_id or chat_id
         reply_token = self._webhook_messages.get(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -419,7 +425,7 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
     """The one place where discord.py and aiohttp errors become `DeliveryError`s; logs each."""
     if isinstance(exc, DeliveryError):
         return exc
-    kw: dict[str, Any] = {"method": route, "chat_id": chat_id}
+    kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
     error: DeliveryError
     if isinstance(exc, discord.RateLimited):
         error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)

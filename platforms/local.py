@@ -3,6 +3,12 @@
 A message is one line, or several lines pasted at once (a list to delegate), or
 lines joined with a trailing backslash.
 
+On a terminal (input and output both TTYs) lines are read with GNU readline:
+arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
+arrives while you type is printed above the prompt with your half-typed line
+redrawn. The terminal's settings are restored when the chat ends, however it
+ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
+
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line.
 """
@@ -10,21 +16,26 @@ output is a terminal; otherwise an update is printed as a new line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import itertools
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, TextIO
 
-from platforms.base import CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, Outbound, Sent
+from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, Outbound, Sent,
+                            scalar_text)
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
 _PREFIX = {"reply": "agent> ", "completion": "agent> ", "interim": "agent (working)> ", "command": "", "notice": ""}
 _QUIT = frozenset({"/quit", "/exit"})
 PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
+OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
+"""Commands the terminal handles itself; the gateway's /help lists them too."""
 
 
 class LocalAdapter:
@@ -33,28 +44,47 @@ class LocalAdapter:
     text_limit = 100_000
     typing_interval = 0.0  # a terminal needs no typing indicator
 
+    own_commands = OWN_COMMANDS
+
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
-                 on_exit: Callable[[], Any] | None = None) -> None:
+                 on_exit: Callable[[], Any] | None = None, greeting: str | None = None) -> None:
         self._input = input or sys.stdin
         self._output = output or sys.stdout
         self._user = user or _user_name()
         self._on_exit = on_exit
+        self._greeting = greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._reader: asyncio.Task | None = None
-        self._ansi = bool(getattr(self._output, "isatty", lambda: False)())
+        self._ansi = _isatty(self._output)
         self._prompting = False  # "you> " is on screen, waiting for input
+        self._readline: ModuleType | None = None  # set by start() on a terminal
+        self._saved_tty: Any = None
 
     def measure(self, text: str) -> int:
         return len(text)
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
+        reconfigure = getattr(self._input, "reconfigure", None)
+        if reconfigure is not None:
+            # Strict decoding would kill the reader at the first stray byte (a paste in Latin-1).
+            reconfigure(errors="replace")
+        if self._input is sys.stdin and _isatty(self._input) and self._ansi:
+            self._readline = _line_editing()
+            self._saved_tty = _tty_state(self._input)
+        if self._greeting:
+            self._write(self._greeting)
         self._reader = asyncio.ensure_future(self._read(sink))
 
     async def stop(self) -> None:
+        """Stop reading and give the terminal back as it was. Idempotent."""
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
+        if self._saved_tty is not None:
+            # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
+            _restore_tty(self._input, self._saved_tty)
+            self._saved_tty = None
 
     async def _read(self, sink: InboundSink) -> None:
         lines: asyncio.Queue[str] = asyncio.Queue()
@@ -62,10 +92,12 @@ class LocalAdapter:
         threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
                          name="switchboard-terminal").start()
         while True:
-            self._write(PROMPT, newline=False)
-            self._prompting = True
+            if self._readline is None:  # readline shows its own prompt
+                self._write(PROMPT, newline=False)
+                self._prompting = True
             text = await self._next_message(lines)
-            self._prompting = False
+            if self._readline is None:
+                self._prompting = False
             if text is None or text.strip().lower() in _QUIT:  # EOF or an explicit quit
                 if self._on_exit is not None:
                     self._on_exit()
@@ -82,13 +114,23 @@ class LocalAdapter:
     def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
         """Worker thread: every line read (and "" at EOF) goes to the loop."""
         while True:
-            line = self._input.readline()
+            line = self._input.readline() if self._readline is None else self._edit_line()
             try:
                 loop.call_soon_threadsafe(lines.put_nowait, line)
             except RuntimeError:  # the loop is gone: the chat is over
                 return
             if not line:
                 return
+
+    def _edit_line(self) -> str:
+        """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
+        self._prompting = True
+        try:
+            return input(PROMPT) + "\n"
+        except EOFError:
+            return ""
+        finally:
+            self._prompting = False
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together) or
@@ -118,7 +160,7 @@ class LocalAdapter:
         self._write(_PREFIX.get(message.kind, "") + message.text)
         self._last_id = message_id
         if self._prompting:
-            self._write(PROMPT, newline=False)
+            self._write(PROMPT + self._typed(), newline=False)
         return Sent(message_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -126,8 +168,13 @@ class LocalAdapter:
             raise EditUnsupported("the terminal can only redraw its last line", method="edit", chat_id=chat_id)
         # Up to the message's line (past the prompt when it shows), redraw, come back.
         clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
-        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + (PROMPT if self._prompting else ""))
+        prompt = PROMPT + self._typed() if self._prompting else ""
+        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + scalar_text(text) + "\n" + prompt)
         self._output.flush()
+
+    def _typed(self) -> str:
+        """What the user has typed so far at the prompt (known only with line editing)."""
+        return self._readline.get_line_buffer() if self._readline is not None else ""
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None
@@ -139,8 +186,39 @@ class LocalAdapter:
         return ()
 
     def _write(self, text: str, *, newline: bool = True) -> None:
-        self._output.write(text + ("\n" if newline else ""))
+        self._output.write(scalar_text(text) + ("\n" if newline else ""))
         self._output.flush()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no such method, or a closed stream
+        return False
+
+
+def _line_editing() -> ModuleType | None:
+    try:
+        import readline  # noqa: PLC0415 - importing it is what turns line editing on for input()
+    except ImportError:  # Python built without it (some minimal images): plain lines still work
+        return None
+    return readline
+
+
+def _tty_state(stream: TextIO) -> Any:
+    try:
+        import termios  # noqa: PLC0415 - POSIX only
+
+        return termios.tcgetattr(stream.fileno())
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _restore_tty(stream: TextIO, state: Any) -> None:
+    import termios  # noqa: PLC0415
+
+    with contextlib.suppress(OSError, ValueError):
+        termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, state)
 
 
 def _user_name() -> str:

@@ -68,6 +68,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    scalar_text,
 )
 
 log = logging.getLogger("platforms.slack")
@@ -96,7 +97,7 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
               retry_after: str | None) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged)."""
     log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
-    kw: dict[str, Any] = {"method": method, "chat_id": channel}
+    kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     message = f"{method}: {error or f'HTTP {status}'}"
     if status == 429 or error == "ratelimited":
         try:
@@ -322,7 +323,7 @@ class SlackAdapter:
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
             return await self._answer_command(message)
-        kw: dict[str, Any] = {"channel": message.chat_id, "text": message.text}
+        kw: dict[str, Any] = {"channel": message.chat_id, "text": scalar_text(message.text)}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             self._remember(message.chat_id, message.thread_id)
@@ -332,7 +333,7 @@ class SlackAdapter:
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-        await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=text)
+        await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=scalar_text(text))
 
     async def _answer_command(self, message: Outbound) -> Sent:
         try:
@@ -343,7 +344,7 @@ class SlackAdapter:
         if token.get("response_url") and self._session is not None:
             hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])
             try:
-                resp = await hook.send(text=message.text, response_type="ephemeral")
+                resp = await hook.send(text=scalar_text(message.text), response_type="ephemeral")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise _translate_exception(exc, "response_url", channel) from exc
             if resp.status_code == 200:

@@ -78,6 +78,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    scalar_text,
     utf16_length,
 )
 
@@ -295,7 +296,7 @@ class TelegramAdapter:
             message.chat_id,
             lambda parse_mode: self.bot.send_message(
                 chat_id=message.chat_id,
-                text=message.text,
+                text=scalar_text(message.text),  # a lone surrogate cannot be encoded
                 message_thread_id=_thread(message.thread_id),
                 disable_notification=True if message.silent else None,
                 parse_mode=parse_mode,
@@ -310,7 +311,7 @@ class TelegramAdapter:
             "editMessageText",
             chat_id,
             lambda parse_mode: self.bot.edit_message_text(
-                chat_id=chat_id, message_id=int(message_id), text=text, parse_mode=parse_mode
+                chat_id=chat_id, message_id=int(message_id), text=scalar_text(text), parse_mode=parse_mode
             ),
             not_modified_ok=True,
         )
@@ -365,7 +366,7 @@ def _translate(exc: Exception, method: str, chat_id: str | None) -> DeliveryErro
     """The one place aiogram's errors become `DeliveryError`s, each logged with method and chat."""
     text = getattr(exc, "message", None) or str(exc)
     lowered = text.lower()
-    kw: dict[str, Any] = {"method": method, "chat_id": chat_id}
+    kw: dict[str, Any] = {"method": method, "chat_id": chat_id, "platform": "telegram"}
     error: DeliveryError
     if isinstance(exc, TelegramRetryAfter):
         error = RateLimited(text, retry_after=float(exc.retry_after), **kw)

@@ -3,11 +3,14 @@
 In: ``POST /webhooks/<route>`` with ``{"text", "chat_id"?, "user"?}``, signed as
 `platforms.webhook_signing` describes, answers 202 ``{"turn_id", "session",
 "duplicate"}``. Checks run cheapest-first and stop at the first failure: unknown
-route 404, body over ``max_body`` 413, signature or clock 401, payload 400.
+route 404, body over ``max_body`` 413, signature or clock 401, payload 400 (a text
+field holding a lone surrogate included: it is refused, never stored).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
-``Idempotency-Key``; any non-2xx answer or connection failure raises `NetworkError`
-and the gateway's outbox retries (for ``retry_for_seconds``). A route without a
+``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
+`RateLimited` with the seconds it asks for (the outbox waits that long, capped by
+``delivery.max_retry_after``); any other non-2xx answer or connection failure raises
+`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox.
 
@@ -17,6 +20,7 @@ messages (dropped here, whatever the display config says). See docs/platforms/we
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
 import logging
@@ -31,7 +35,7 @@ import aiohttp
 from aiohttp import web
 
 from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, NetworkError, NotFound,
-                            Outbound, Sent, TurnReader)
+                            Outbound, RateLimited, Sent, TurnReader, has_surrogates, scalar_text)
 from platforms.webhook_signing import SCHEME, SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, signed_headers, verify
 
 log = logging.getLogger(__name__)
@@ -199,8 +203,9 @@ class WebhookAdapter:
         key = message.idempotency_key or _fallback_key(message)
         if route.deliver_url is None or message.kind == "interim":
             return Sent(key)
+        # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the receiver gets U+FFFD.
         payload = {"route": name, "chat_id": None if chat in ("", "default") else chat, "turn_id": message.turn_id,
-                   "kind": message.kind, "text": message.text, "sequence": message.sequence}
+                   "kind": message.kind, "text": scalar_text(message.text), "sequence": message.sequence}
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
                    "Content-Type": "application/json"}
@@ -208,15 +213,19 @@ class WebhookAdapter:
             async with self._client().post(
                 route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout
             ) as response:
-                status = response.status
+                status, retry_after = response.status, response.headers.get("Retry-After")
         except (aiohttp.ClientError, TimeoutError) as exc:
             # Named by type only: a ClientError's text may carry the URL, and URLs carry tokens.
             raise NetworkError(f"webhook route {name!r}: delivery failed: {type(exc).__name__}",
                                method="send", chat_id=message.chat_id) from exc
-        if not 200 <= status < 300:
-            raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}",
-                               method="send", chat_id=message.chat_id)
-        return Sent(key)
+        if 200 <= status < 300:
+            return Sent(key)
+        wait = _retry_after(retry_after, self._clock()) if status == 429 or status >= 500 else None
+        if wait is not None:
+            raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
+                              retry_after=wait, method="send", chat_id=message.chat_id)
+        raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}",
+                           method="send", chat_id=message.chat_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         raise EditUnsupported("webhook deliveries cannot be edited", method="edit", chat_id=chat_id)
@@ -224,6 +233,22 @@ class WebhookAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
+
+
+def _retry_after(header: str | None, now: float) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None
+    when absent or unreadable. A date in the past means 0."""
+    if not header:
+        return None
+    header = header.strip()
+    try:
+        seconds = float(header)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(header).timestamp() - now
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _error(status: int, reason: str) -> web.Response:
@@ -253,16 +278,26 @@ def _parse(body: bytes) -> tuple[str, str | None, str | None]:
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')
+    _require_scalars("text", text)
     chat = data.get("chat_id")
     if isinstance(chat, bool) or not isinstance(chat, str | int | float | None) or chat in (math.inf, -math.inf):
         raise ValueError('"chat_id" must be a string or a finite number')  # 1e400 parses as inf
     chat = None if chat is None else str(chat)
+    _require_scalars("chat_id", chat)
     if chat is not None and not 0 < len(chat) <= _MAX_ID:
         raise ValueError(f'"chat_id" must be 1 to {_MAX_ID} characters')
     user = data.get("user")
     if not isinstance(user, str | None) or (user is not None and len(user) > _MAX_ID):
         raise ValueError(f'"user" must be a string of at most {_MAX_ID} characters')
+    _require_scalars("user", user)
     return text, chat, user or None
+
+
+def _require_scalars(field: str, value: str | None) -> None:
+    # JSON may spell a lone surrogate ("\ud800"), which no UTF-8 store or receiver can hold: the
+    # caller made a mistake worth telling it about, rather than a message to repair.
+    if value is not None and has_surrogates(value):
+        raise ValueError(f'"{field}" is not valid Unicode text: it holds a lone surrogate (\\ud800-\\udfff)')
 
 
 def _no_constant(name: str) -> None:

@@ -3,7 +3,8 @@ with no API key. Every reply says it comes from the demo.
 
 As a parent, a message holding a list (``- ``, ``* `` or ``1. `` lines) becomes one
 ``delegate_task`` call with a task per item and the rest of the message as shared
-context; results become one line per task. As a child it takes
+context; results become one line per task, and a refused call (a list longer than
+``delegation.max_concurrent_children``) is answered with the tool's own error. As a child it takes
 ``model.demo.child_steps`` real tool calls, pausing ``step_seconds`` each, then
 reports. Goal markers: ``[fail]`` fails the model call, ``[stall]`` hangs with no
 activity until interrupted, ``[slow:N]`` takes N steps.
@@ -71,6 +72,10 @@ class DemoModel:
         results = _delegation_results(last)
         if results is not None:
             return self._text(_answer_for(results, _delegated_goals(request.messages)))
+        refused = _refusal(last)
+        if refused is not None:
+            # Say what went wrong; the explanation of lists would hide it (a list of 11 is still a list).
+            return self._text(f"{DEMO_TAG} delegate_task refused the list: {refused}")
         text = _text_of(last.get("content")) if last.get("role") == "user" else ""
         items, context = split_list(text)
         if items and _has_tool(request.tools, "delegate_task"):
@@ -142,6 +147,14 @@ def _delegation_results(message: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(payload, dict) and ("results" in payload or payload.get("status") == "dispatched"):
         return payload
     return None
+
+
+def _refusal(message: Mapping[str, Any]) -> str | None:
+    """The error text of a tool result that is one (``Error: ...``), else None."""
+    if message.get("role") != "tool":
+        return None
+    content = _text_of(message.get("content")).strip()
+    return content.removeprefix("Error:").strip() if content.startswith("Error:") else None
 
 
 def _delegated_goals(messages: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -3,7 +3,10 @@
 The snippet runs as ``python -E -s -u -X utf8 -c CODE`` in the workspace, in a new
 session (so in its own process group), unbuffered (so stdout and stderr interleave
 in the order they were written), with stdin closed and a scrubbed environment:
-the gateway's API keys and bot tokens are not the snippet's business.
+the gateway's API keys and bot tokens are not in the snippet's environment. It is
+not a sandbox: the snippet runs as the gateway's user and can read what that user
+can (the config file, the state database, /proc of its parent), which is why chat
+platforms do not get this toolset unless the operator enables it (docs/agent.md).
 Whatever way the run ends — normal exit, time limit, or the awaiting task being
 cancelled — the whole process group is killed afterwards, so background children
 the snippet started do not outlive it.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from gateway.config.loader import load_config
@@ -10,7 +10,8 @@ from gateway.config.render import render_effective_config
 from gateway.errors import ConfigError
 
 
-def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str, str] | None = None) -> int:
+def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str, str] | None = None,
+                 overrides: Sequence[str] = ()) -> int:
     """Exit status 0 when the configuration loads, 1 when it has errors.
 
     ``out`` receives the effective configuration as YAML (secrets masked), headed
@@ -18,7 +19,7 @@ def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str
     receives one ``warning: ...`` or ``error: ...`` line per problem.
     """
     try:
-        config, warnings = load_config(path, env=env)
+        config, warnings = load_config(path, env=env, overrides=overrides)
     except ConfigError as exc:
         for line in exc.warnings:
             err.write(f"warning: {line}\n")

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import yaml
 
 from gateway.config.interpolate import expand_tree
+from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
+from gateway.config.secret_values import mask, secret_values
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.validate import Validator, show
 from gateway.errors import ConfigError
@@ -32,16 +34,23 @@ class LoadedConfig(NamedTuple):
     warnings: list[str]
 
 
-def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> LoadedConfig:
+def load_config(
+    path: str | Path | None = None, *, env: Mapping[str, str] | None = None, overrides: Sequence[str] = ()
+) -> LoadedConfig:
     """Load and validate the configuration; raises ConfigError listing every problem.
 
     ``env`` replaces ``os.environ`` for the lookup, ``${VAR}`` expansion and the
     state directory (tests pass a dict). A file that was named (argument or
     ``$SWITCHBOARD_CONFIG``) must exist; the implicit locations are optional.
+    ``overrides`` are ``KEY=VALUE`` pairs set over the file (``--set``).
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
     raw = None if source is None else read_yaml(source)
+    try:
+        raw = apply_overrides(raw, overrides)
+    except ConfigError as exc:
+        raise ConfigError(exc.errors, source=source) from None
     return config_from_mapping(raw, source=source, env=env)
 
 
@@ -119,12 +128,19 @@ def config_from_mapping(
         raise ConfigError([f"{where}: the top level must be a mapping of sections, got {show(raw)}"], source=source)
     if raw.get("state_dir") is None:
         raw = {k: v for k, v in raw.items() if k != "state_dir"}  # `state_dir:` left empty means the default
-    validator = Validator()
+    expansion_errors: list[str] = []
     # Expansion problems come first: they often explain a later "expected ..." one.
-    tree = expand_tree(raw, env, "", validator.errors)
+    tree = expand_tree(raw, env, "", expansion_errors)
+    secrets = secret_values(Config, tree)
+    validator = Validator(secrets)
+    validator.errors.extend(expansion_errors)
     config = validator.section(Config, tree, "")
     rule_errors, rule_warnings = check_rules(config)
-    errors, warnings = validator.errors + rule_errors, validator.warnings + rule_warnings
+    # One report per key: a token whose ${VAR} is unset is not "required" a second time.
+    reported = {error.partition(": ")[0] for error in validator.errors}
+    rule_errors = [error for error in rule_errors if error.partition(": ")[0] not in reported]
+    errors = mask(validator.errors + rule_errors, secrets)
+    warnings = mask(validator.warnings + rule_warnings, secrets)
     if errors:
         raise ConfigError(errors, warnings, source)
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)

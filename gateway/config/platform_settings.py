@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from agent.settings import nested, setting
+from agent.settings import GatedToolset, nested, setting
 
 UserId = int | str
+_TOOLSETS_DOC = "Toolsets off by default that this platform gets (execute_code, file); agent.toolsets when unset."
 
 
 def empty_mapping() -> Mapping:
@@ -33,6 +34,7 @@ class WebhookPlatformSettings:
     enabled: bool = setting(False, "Accept messages over HTTP webhooks.")
     routes: Mapping[str, WebhookRoute] = nested(empty_mapping, "Webhook routes by name.")
     retry_for_seconds: float = setting(3600.0, "How long a failed delivery to deliver_url is retried.", min=0)
+    toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class TelegramSettings:
     )
     allowed_users: tuple[UserId, ...] = setting((), "User ids or usernames allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone talk to the bot (ignores allowed_users).")
+    toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class SlackSettings:
     api_base: str = setting("https://slack.com/api/", "Web API base URL (point it at a fake server in tests).")
     allowed_users: tuple[UserId, ...] = setting((), "Slack user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone in the workspace talk to the bot.")
+    toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,7 @@ class DiscordSettings:
     command_guilds: tuple[int, ...] = setting((), "Guild ids to register slash commands in; global when empty.")
     allowed_users: tuple[UserId, ...] = setting((), "Discord user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone who can see the bot talk to it.")
+    toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
 
 
 @dataclass(frozen=True, slots=True)

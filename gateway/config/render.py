@@ -12,17 +12,21 @@ from pathlib import Path
 
 import yaml
 
+from gateway.config.secret_values import MIN_LENGTH
 from gateway.config.sections import Config
 
 MASK = "***"
 
 
 def render_effective_config(config: Config) -> str:
-    """YAML that loads back into ``config``, except that set secrets read ``"***"``.
+    """YAML that loads back into ``config``, except that set secrets read ``"***"``, and so
+    does any other string holding a secret's value (a token pasted into the wrong key).
 
     Unset secrets stay null, so the output shows which credentials are missing.
     """
-    return yaml.safe_dump(_plain(config, mask=True), sort_keys=False, allow_unicode=True, default_flow_style=False)
+    secrets = frozenset(s for s in config_secrets(config) if len(s) >= MIN_LENGTH)
+    plain = _hide(_plain(config, mask=True), secrets)
+    return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 def config_secrets(config: Config) -> list[str]:
@@ -30,6 +34,16 @@ def config_secrets(config: Config) -> list[str]:
     found: list[str] = []
     _plain(config, mask=False, found=found)
     return found
+
+
+def _hide(obj: object, secrets: frozenset[str]) -> object:
+    if isinstance(obj, dict):
+        return {key: _hide(value, secrets) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_hide(item, secrets) for item in obj]
+    if isinstance(obj, str) and any(secret in obj for secret in secrets):
+        return MASK
+    return obj
 
 
 def _plain(obj: object, *, mask: bool, found: list[str] | None = None) -> object:

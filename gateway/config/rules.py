@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import re
 
+from yarl import URL
+
 from gateway.config.sections import Config
 from platforms.web_access import is_loopback
 
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
+
+
+_TOKEN_PATH = re.compile(r"/bot\d+:")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -48,6 +53,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     errors.extend(_web_rules(config, warnings))
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
+        if platform.enabled and (problem := _url_problem(platform.api_base)):
+            errors.append(f"platforms.{name}.api_base: {problem}")
         if platform.enabled and not platform.allowed_users and not platform.allow_all:
             warnings.append(
                 f"platforms.{name}: enabled with no allowed_users and allow_all false, so nobody may talk to the bot"
@@ -77,3 +84,16 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     if web.user_header and not web.allowed_users and not web.allow_all:
         warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
     return errors
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API base URL, without echoing it (it may hold a token)."""
+    try:
+        parsed = URL(url)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        return "expected an http(s) URL such as https://api.example.com (the scheme is missing or wrong)"
+    if _TOKEN_PATH.search(parsed.path):
+        return "give the server's base URL only, without /bot<token>: the token goes in platforms.telegram.token"
+    return None

@@ -79,6 +79,18 @@ class ServerSettings:
     host: str = setting("127.0.0.1", "Address the HTTP server (webhooks, web chat, health) listens on.")
     port: int = setting(8080, "Port of the HTTP server; 0 picks a free one.", min=0, max=65535)
     shutdown_grace_seconds: float = setting(10.0, "How long running turns may finish on shutdown.", min=0)
+    header_timeout_seconds: float = setting(
+        10.0, "A new connection must send its first request's line and headers within this long.", min=0.1
+    )
+    idle_timeout_seconds: float = setting(
+        75.0, "A kept-alive connection is closed after waiting this long for its next request.", min=0.1
+    )
+    body_timeout_seconds: float = setting(
+        30.0, "A request's body must arrive in full within this long after its headers, or it gets 408.", min=0.1
+    )
+    max_connections: int = setting(
+        256, "Open HTTP connections at most; at the cap the oldest is closed to make room.", min=1
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +104,9 @@ class DeliverySettings:
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting("INFO", "Lowest level logged.")
     format: Literal["text", "json"] = setting("text", "text for people, json (one object per line) for collectors.")
+    repeat_window_seconds: float = setting(
+        30.0, "A line identical to one logged less than this long ago is dropped and counted; 0 keeps all.", min=0
+    )
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -117,7 +132,8 @@ class Config:
     delegation: DelegationSettings = nested(DelegationSettings, "Children started by delegate_task.")
     lifecycle: LifecycleSettings = nested(LifecycleSettings, "The lifecycle core that runs children.")
     display: DisplaySettings = nested(DisplaySettings, "What users see while the agent works.")
-    platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.")
+    # strict_keys: a misspelt `telgram:` or `enabeld:` would leave a platform silently off.
+    platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.", strict_keys=True)
     server: ServerSettings = nested(ServerSettings, "The HTTP server.")
     delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")

@@ -3,7 +3,10 @@
 Driven entirely by the dataclasses: types come from the annotations, bounds and
 flags from field metadata (see `agent.settings`). Every problem is collected, so
 one run of `config check` shows all of them. Messages name the full key path and
-never echo a secret's value.
+never echo a secret's value, nor any other value that equals or contains one
+(a token pasted into the wrong key). Unknown keys are warnings, except inside a
+section marked ``strict_keys`` (``platforms``), where a misspelling would
+silently switch something off.
 """
 
 from __future__ import annotations
@@ -34,18 +37,29 @@ class Invalid(Exception):
 class Validator:
     """Builds settings objects, collecting ``errors`` and ``warnings`` as it goes."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: frozenset[str] = frozenset()) -> None:
         self.errors: list[str] = []
         self.warnings: list[str] = []
+        self.secrets = secrets
+        """Values never to echo, wherever they were typed."""
+        self._strict = 0  # > 0 inside a strict_keys section: unknown keys are errors
 
-    def section(self, cls: type, raw: object, path: str) -> Any:
+    def section(self, cls: type, raw: object, path: str, meta: Mapping = _NO_META) -> Any:
         """An instance of dataclass ``cls``; bad fields keep their defaults and are reported."""
         # A section with every key commented out parses as null: treat it as empty.
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            self.errors.append(f"{path}: expected a mapping, got {show(raw)}")
+            self.errors.append(f"{path}: expected a mapping, got {self.show(raw)}")
             return cls()
+        strict = bool(meta.get("strict_keys"))
+        self._strict += strict
+        try:
+            return self._fields(cls, raw, path)
+        finally:
+            self._strict -= strict
+
+    def _fields(self, cls: type, raw: Mapping, path: str) -> Any:
         hints = get_type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
         self._unknown_keys(raw, fields, path)
@@ -56,12 +70,19 @@ class Validator:
             try:
                 values[name] = self.value(raw[name], hints[name], join(path, name), f.metadata)
             except Invalid as exc:
-                message = f"{join(path, name)}: expected {exc.expected}, got {show(raw[name], f.metadata)}"
+                message = (f"{join(path, name)}: expected {exc.expected}, got {self.show(raw[name], f.metadata)}"
+                           f"{quoted_hint(name, raw[name], hints[name])}")
                 if f.metadata.get("lenient"):
                     self.warnings.append(f"{message}; ignored, using the default {show(_default(f))}")
                 else:
                     self.errors.append(message)
         return cls(**values)
+
+    def show(self, value: object, meta: Mapping = _NO_META) -> str:
+        """`show`, hiding a value that is (or holds) a configured secret's value."""
+        if isinstance(value, str) and not meta.get("secret") and any(s in value for s in self.secrets):
+            return "a string that holds the value of a secret (not shown)"
+        return show(value, meta)
 
     def value(self, value: object, tp: Any, path: str, meta: Mapping = _NO_META) -> Any:
         """``value`` converted to ``tp``; raises Invalid for a mismatch at this level.
@@ -73,7 +94,7 @@ class Validator:
         if origin in (Union, types.UnionType):
             return self._union(value, get_args(tp), path, meta)
         if dataclasses.is_dataclass(tp):
-            return self.section(tp, value, path)
+            return self.section(tp, value, path, meta)
         if origin is tuple:
             if not isinstance(value, list):
                 raise Invalid("a list")
@@ -105,7 +126,8 @@ class Validator:
         try:
             return self.value(value, tp, path)
         except Invalid as exc:
-            self.errors.append(f"{path}: expected {exc.expected}, got {show(value, meta)}")
+            self.errors.append(f"{path}: expected {exc.expected}, got {self.show(value, meta)}"
+                               f"{quoted_hint(None, value, tp)}")
             return FAILED
 
     def _mapping(self, value: object, tp: Any, path: str, meta: Mapping) -> Mapping:
@@ -121,7 +143,7 @@ class Validator:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                self.errors.append(f"{join(path, key)}: expected a string key, got {show(key)}")
+                self.errors.append(f"{join(path, key)}: expected a string key, got {self.show(key)}")
             elif (item := self._item(item, value_tp, join(path, key), _NO_META)) is not FAILED:
                 out[key] = item
         return types.MappingProxyType(out)
@@ -142,7 +164,11 @@ class Validator:
             if key not in known:
                 close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
-                self.warnings.append(f"{join(path, key)}: unknown key{hint}")
+                if self._strict:
+                    self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt key here would"
+                                       " silently leave something off")
+                else:
+                    self.warnings.append(f"{join(path, key)}: unknown key{hint}")
 
 
 def _convert(value: object, tp: Any) -> Any:
@@ -183,6 +209,22 @@ def _convert(value: object, tp: Any) -> Any:
     else:
         raise TypeError(f"the config loader does not support settings of type {tp!r}")
     raise Invalid(describe((tp,)))
+
+
+def quoted_hint(name: str | None, value: object, tp: Any) -> str:
+    """``" (drop the quotes: …)"`` when a number or boolean was written in quotes, else ""."""
+    if not isinstance(value, str) or isinstance(value, Expanded):
+        return ""
+    members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
+    for member in members:
+        if member in (int, float, bool):
+            try:
+                _convert(Expanded(value), member)
+            except Invalid:
+                continue
+            written = f"{name}: {value.strip()}" if name else value.strip()
+            return f" (quoted, so it is text: drop the quotes and write {written})"
+    return ""
 
 
 def _fits(value: object, tp: Any) -> bool:

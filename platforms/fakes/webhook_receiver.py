@@ -18,8 +18,10 @@ What a test reads and drives:
   refused, whether its key was seen before).
 - ``unique``: the first accepted delivery per ``Idempotency-Key``, in arrival order;
   ``payloads`` their JSON bodies.
-- ``fail_next(count, status=500)``: answer the next ``count`` requests with
-  ``status``; ``drop_next(count)``: close their connections without an answer.
+- ``fail_next(count, status=500, retry_after=None)``: answer the next ``count``
+  requests with ``status`` (and a ``Retry-After`` header when ``retry_after`` is
+  given: seconds, or an HTTP date as a string); ``drop_next(count)``: close their
+  connections without an answer.
 - ``wait_for(predicate, timeout)``: wait until a condition holds.
 
 Answers: 200 ``{"ok": true, "duplicate": bool}``; 401 for a missing, bad or stale
@@ -92,15 +94,16 @@ class WebhookReceiver:
         self._port = port
         self._clock = clock
         self._tolerance = tolerance
-        self._faults: deque[int | None] = deque()
+        self._faults: deque[tuple[int, str | None] | None] = deque()
         self._runner: web.AppRunner | None = None
 
     @property
     def payloads(self) -> list[Any]:
         return [delivery.json for delivery in self.unique.values()]
 
-    def fail_next(self, count: int = 1, status: int = 500) -> None:
-        self._faults.extend([status] * count)
+    def fail_next(self, count: int = 1, status: int = 500, retry_after: float | str | None = None) -> None:
+        header = None if retry_after is None else (retry_after if isinstance(retry_after, str) else f"{retry_after:g}")
+        self._faults.extend([(status, header)] * count)
 
     def drop_next(self, count: int = 1) -> None:
         self._faults.extend([None] * count)
@@ -147,12 +150,14 @@ class WebhookReceiver:
 
         if self._faults:
             fault = self._faults.popleft()
-            record(fault)
+            record(None if fault is None else fault[0])
             if fault is None:
                 assert request.transport is not None
                 request.transport.abort()  # the sender sees the connection close before any answer
                 return web.Response()
-            return web.json_response({"error": "scripted failure"}, status=fault)
+            status, retry_after = fault
+            extra = {"Retry-After": retry_after} if retry_after is not None else None
+            return web.json_response({"error": "scripted failure"}, status=status, headers=extra)
         if self.secret is not None:
             reason = verify(self.secret, request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER),
                             body, now=self._clock(), tolerance=self._tolerance)

@@ -61,3 +61,24 @@ def test_config_check_masks_secrets_and_exits_by_validity(capsys, tmp_path, monk
 def test_console_script_is_installed():
     out = subprocess.run([sys.executable, "-m", "gateway.cli", "--help"], capture_output=True, text=True, check=True)
     assert "ask" in out.stdout and "config" in out.stdout
+
+
+def test_config_and_set_go_before_or_after_every_command(capsys, tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text("parent:\n  - - text: from the script\n")
+    (tmp_path / "c.yaml").write_text(f"model:\n  provider: scripted\n  script: {script}\n")
+    (tmp_path / "broken.yaml").write_text('server:\n  port: "eighty"\n')
+    config, broken = str(tmp_path / "c.yaml"), str(tmp_path / "broken.yaml")
+    for args in (["--config", config, "ask", "hi"], ["ask", "hi", "--config", config], ["ask", "--config", config, "hi"]):
+        assert main(args) == 0
+        assert capsys.readouterr().out == "from the script\n"
+    for command in (["run"], ["chat"], ["ask", "x"], ["config", "check"]):
+        for args in (["--config", broken, *command], [*command, "--config", broken]):
+            assert main(args) == 1, args
+            assert 'server.port: expected an integer' in capsys.readouterr().err
+    assert main(["config", "check", "--config", config, "--set", "server.port=9000"]) == 0
+    assert "port: 9000" in capsys.readouterr().out
+    assert main(["--set", "server.port=9001", "config", "check", config]) == 0
+    assert "port: 9001" in capsys.readouterr().out
+    assert main(["config", "check", config, "--set", "server.port"]) == 1
+    assert "--set server.port: expected KEY=VALUE" in capsys.readouterr().err

@@ -150,3 +150,52 @@ async def test_lines_logged_inside_an_agent_turn_carry_its_ids(capture):
     lines = [json.loads(line) for line in stream.getvalue().splitlines() if "tool ran" in line]
     assert lines[0]["session_id"] == "parent-1" and lines[0]["turn_id"] == first.turn_id
     assert lines[1]["session_id"] == "parent-1" and lines[1]["subagent_id"] == "sa-1"
+
+
+def test_a_flood_of_one_line_is_one_line_per_window():
+    from gateway.log_repeats import RepeatFilter
+
+    now = [0.0]
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RepeatFilter(30.0, clock=lambda: now[0]))
+    flood = logging.getLogger("gateway.test.flood")
+    flood.addHandler(handler)
+    flood.propagate = False
+    try:
+        for _ in range(1000):
+            try:
+                raise OSError(24, "Too many open files")
+            except OSError:
+                flood.exception("accept failed")
+            flood.warning("client 10.0.0.%d hung up", 7)  # identical too
+        flood.warning("client 10.0.0.%d hung up", 8)  # another client: another line
+        now[0] = 31.0
+        flood.error("accept failed")  # no exception: another kind of line
+        try:
+            raise OSError(24, "Too many open files")
+        except OSError:
+            flood.exception("accept failed")
+    finally:
+        flood.removeHandler(handler)
+        flood.propagate = True
+    lines = [line for line in stream.getvalue().splitlines() if not line.startswith((" ", "Traceback", "OSError"))]
+    assert lines == ["accept failed", "client 10.0.0.7 hung up", "client 10.0.0.8 hung up", "accept failed",
+                     "accept failed (and 999 more like it in the last 31 s)"]
+    assert stream.getvalue().count("Traceback") == 2
+
+
+def test_setup_logging_drops_repeats_and_zero_keeps_them(capture):
+    stream = capture("text")
+    for _ in range(5):
+        log.error("disk full")
+    assert stream.getvalue().count("disk full") == 1
+    root = logging.getLogger()
+    every = io.StringIO()
+    installed = setup_logging("INFO", "text", every, repeat_window=0)
+    try:
+        for _ in range(5):
+            log.error("disk full")
+    finally:
+        root.removeHandler(installed)
+    assert every.getvalue().count("disk full") == 5

@@ -16,7 +16,8 @@ CARD = {"progress": "card", "progress_delay": 2}
 
 async def start(tmp_path, gateways, model, **display):
     chat, clock = RecordingAdapter(), FakeClock(autojump=False)
-    config = make_config(tmp_path, display={**CARD, **display}, agent={"gateway_notify_interval": 180})
+    config = make_config(tmp_path, display={**CARD, **display},
+                         agent={"gateway_notify_interval": 180, "toolsets": ["file"]})
     gateway = await gateways(config, [chat], model=model, clock=clock)
     return chat, clock, gateway
 

@@ -268,6 +268,10 @@ async def test_accepts_a_timestamp_299_seconds_off(base: str, sink: Sink) -> Non
         (b'{"text": "x", "chat_id": ""}', '"chat_id"'),
         (b'{"text": "x", "chat_id": 1e400}', '"chat_id"'),
         (b'{"text": "x", "user": 7}', '"user"'),
+        # Lone surrogates are not text: refused with the field named, never handed to the gateway.
+        (b'{"text": "hi", "chat_id": "\\ud800"}', '"chat_id" is not valid Unicode'),
+        (b'{"text": "hi \\udfff"}', '"text" is not valid Unicode'),
+        (b'{"text": "hi", "user": "a\\udc80b"}', '"user" is not valid Unicode'),
         (b"[" * 100_000, "not valid UTF-8 JSON"),
     ],
 )

@@ -87,3 +87,12 @@ async def test_child_markers_fail_slow_and_stall():
     stalled.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stalled
+
+
+async def test_a_refused_delegation_is_answered_with_the_real_error():
+    error = "Error: Too many tasks: got 11, but at most 10 run at once (delegation.max_concurrent_children)."
+    messages = [user("\n".join(f"- item {i}" for i in range(11))), {"role": "tool", "content": error}]
+    resp = await DemoModel(FAST).complete(ModelRequest(messages, tools=[DELEGATE]))
+    assert resp.text == f"{DEMO_TAG} delegate_task refused the list: {error.removeprefix('Error: ')}"
+    assert "Send me a list" not in resp.text
+

@@ -172,7 +172,9 @@ def test_expanded_strings_are_coerced_for_numbers_and_booleans(load):
 
 
 def test_literal_strings_are_not_coerced(load):
-    assert errors_of(lambda: load('server: {port: "8080"}')) == ['server.port: expected an integer ≥ 0 and ≤ 65535, got "8080"']
+    assert errors_of(lambda: load('server: {port: "8080"}')) == [
+        'server.port: expected an integer ≥ 0 and ≤ 65535, got "8080"'
+        " (quoted, so it is text: drop the quotes and write port: 8080)"]
 
 
 def test_coerced_value_still_obeys_bounds(load):

@@ -144,12 +144,14 @@ def test_errors_inside_mapping_entries_name_the_entry(load):
     )
     assert errors == [
         "display.platforms.telegram.interim_assistant_messages: expected true, false or null, got \"sometimes\"",
+        # Under `platforms` an unknown key is an error: a misspelling would silently switch something off.
+        'platforms.webhook.routes.alerts.secert: unknown key (did you mean "secret"?); a misspelt key here would'
+        " silently leave something off",
         "platforms.webhook.routes.alerts.deliver_url: expected a string or null, got 5",
         "platforms.webhook.routes.7: expected a string key, got 7",
     ]
     assert warnings == [
         'display.platforms.telegarm: unknown key (did you mean "telegram"?)',
-        'platforms.webhook.routes.alerts.secert: unknown key (did you mean "secret"?)',
     ]
 
 

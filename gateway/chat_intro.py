@@ -1,0 +1,37 @@
+"""The first screen of ``switchboard chat``: what is running and what to try."""
+
+from __future__ import annotations
+
+from gateway.config import Config
+
+_DEMO_TRY = """\
+Try:
+  hello                          the demo model says what it is
+  Compare these:                 paste a list (or end lines with \\ to continue them):
+  - apples                       each item goes to a subagent, and the answer
+  - pears                        names each one
+  /agents                        what the subagents are doing, or did
+  /help                          every command; /quit (or Ctrl-D) leaves"""
+
+_MODEL_TRY = """\
+Try: ask anything; paste a list of tasks to see them handed to subagents.
+/agents shows what the subagents are doing, /stop stops them, /help lists every command, /quit leaves."""
+
+
+def chat_intro(config: Config) -> str:
+    """A few lines: the model and how delegation shows here, then what to type."""
+    model = config.model
+    if model.provider == "demo":
+        who = "the offline demo model (no API key needed; every reply says [demo])"
+    else:
+        who = f"{model.provider} model {model.name}" + (f" at {model.base_url}" if model.base_url else "")
+    mode = config.delegation.gateway_mode
+    interval = config.agent.gateway_notify_interval
+    if mode == "inline":
+        shown = "delegated work finishes inside the turn, as one answer"
+        if interval > 0:
+            shown += f", with a ⏳ progress line every {interval:g} s"
+    else:
+        shown = "delegated work runs in the background: an acknowledgement now, the results when they are ready"
+    body = _DEMO_TRY if model.provider == "demo" else _MODEL_TRY
+    return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n"

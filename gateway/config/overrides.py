@@ -1,0 +1,54 @@
+"""``--set KEY=VALUE`` on the command line: one setting changed for one run, over the file.
+
+``KEY`` is a dotted key path (``agent.gateway_notify_interval``); ``VALUE`` is read
+as a YAML scalar, so ``1``, ``2.5``, ``true`` and ``null`` are what they look like
+and anything else is a string. The result is validated like the file, with the
+same messages. Meant for trying things (``make run`` uses it), not for secrets:
+a command line is visible to every user of the machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+
+import yaml
+
+from gateway.errors import ConfigError
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
+
+
+def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
+    """A copy of the parsed file ``raw`` (None for no file) with each ``KEY=VALUE`` set;
+    raises ConfigError for a pair that is not one."""
+    if not pairs:
+        return raw
+    tree = copy.deepcopy(raw) if raw is not None else {}
+    errors = []
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not _KEY.fullmatch(key):
+            errors.append(f"--set {pair}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
+            continue
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        if isinstance(value, (dict, list)):
+            errors.append(f"--set {key}: only single values can be set, not a list or mapping")
+            continue
+        if not isinstance(tree, dict):
+            break  # the file's top level is not a mapping: the loader reports that
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[leaf] = value
+    if errors:
+        raise ConfigError(errors)
+    return tree

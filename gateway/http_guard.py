@@ -1,0 +1,157 @@
+"""What keeps slow, half-sent and abandoned requests from taking the HTTP server down.
+
+Four limits, from `gateway.config.sections.ServerSettings`:
+
+- **Headers** (``header_timeout_seconds``): a connection that has not sent a
+  complete request line and headers this long after it opened is closed,
+  however slowly it trickles bytes (`ConnectionGuard`).
+- **Idle** (``idle_timeout_seconds``): a kept-alive connection waiting for its
+  next request is closed after this long (aiohttp's keep-alive timer). It is
+  longer than clients keep idle connections (aiohttp's client: 15 s), so a
+  client never reuses a connection the server has just closed.
+- **Body** (``body_timeout_seconds``): a body that has not fully arrived this
+  long after its headers is cut off: the handler's read fails, the client gets
+  ``408`` and the connection is closed (aiohttp's lingering read is off, so
+  nothing more is read from it).
+- **Connections** (``max_connections``): at the cap, the connection open the
+  longest is closed to make room for the new one. Legitimate requests here take
+  milliseconds, so the oldest connections are the ones holding on: a flood of
+  slow clients evicts itself and ``/healthz`` keeps answering.
+
+A client that hangs up mid-request, and a request too malformed to parse (aiohttp
+answers it 400), are each logged as one line, not a traceback (`ServerLog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
+
+log = logging.getLogger("gateway.server")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class BodyTimeout(Exception):
+    """Set on a request's body stream when it did not arrive in time: the handler's read raises it."""
+
+
+def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = lambda _: None,
+               ) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """The outermost middleware: a deadline for the body, and hang-ups as one line.
+    ``arrived`` hears of each connection whose request's headers came in complete."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        arrived(request.protocol)
+        timer = None
+        if not request.content.is_eof():
+            timer = asyncio.get_running_loop().call_later(body_timeout, _expire, request)
+        try:
+            return await handler(request)
+        except BodyTimeout:
+            log.info("%s %s from %s: body not received within %g s (server.body_timeout_seconds); closed",
+                     request.method, request.rel_url.path, request.remote, body_timeout)
+            response = web.json_response({"error": f"request body not received within {body_timeout:g} s"},
+                                         status=408)
+            response.force_close()
+            return response
+        except (ConnectionError, web.RequestPayloadError) as exc:
+            if not _gone(request) and isinstance(exc, web.RequestPayloadError):
+                # A malformed body (bad chunking, wrong Content-Length): the client's mistake, not ours.
+                response = web.json_response({"error": "malformed request body"}, status=400)
+                response.force_close()
+                return response
+            if not _gone(request):
+                raise
+            log.info("client %s hung up during %s %s", request.remote, request.method, request.rel_url.path)
+            return web.Response(status=499)  # nobody is left to read it
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    return guard
+
+
+def _expire(request: web.Request) -> None:
+    if not request.content.is_eof():
+        request.content.set_exception(BodyTimeout())
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+class ConnectionGuard:
+    """The protocol factory for ``loop.create_server``: at most ``limit`` connections, and
+    each must deliver its first request's headers within ``header_timeout`` seconds.
+
+    Wraps aiohttp's ``web.Server`` (the runner's ``server``), which tracks its
+    connections in the order they were made; `arrived` is told (by `body_guard`)
+    when a connection's first request is complete.
+    """
+
+    def __init__(self, server: Callable[[], web.Server | None], limit: int, header_timeout: float) -> None:
+        self._server = server
+        self.limit = limit
+        self.header_timeout = header_timeout
+        self.evicted = 0
+        self._waiting: dict[RequestHandler, asyncio.TimerHandle] = {}  # no first request yet
+
+    def __call__(self) -> RequestHandler:
+        server = self._server()
+        if server is None:
+            raise RuntimeError("the HTTP server is not set up")
+        # Closed ones stay listed until their transport reports the loss: count only the open.
+        connections = [c for c in server.connections if c.transport is not None and not c.transport.is_closing()]
+        for oldest in connections[: max(0, len(connections) - self.limit + 1)]:
+            self.evicted += 1
+            log.warning("server.max_connections (%d) reached: closing the oldest connection to make room",
+                        self.limit)
+            oldest.force_close()
+        handler = server()
+        loop = asyncio.get_running_loop()
+        self._waiting[handler] = loop.call_later(self.header_timeout, self._expire, handler)
+        return handler
+
+    def arrived(self, handler: RequestHandler) -> None:
+        timer = self._waiting.pop(handler, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire(self, handler: RequestHandler) -> None:
+        if self._waiting.pop(handler, None) is not None and handler.transport is not None:
+            log.info("a client sent no complete request within %g s (server.header_timeout_seconds); closed",
+                     self.header_timeout)
+            handler.force_close()
+
+    def close(self) -> None:
+        """Cancel the pending deadlines (the server is stopping)."""
+        for timer in self._waiting.values():
+            timer.cancel()
+        self._waiting.clear()
+
+
+class ServerLog(logging.LoggerAdapter):
+    """aiohttp's server logger (pass as the runner's ``logger``), minus the tracebacks of
+    requests that were the client's fault: aiohttp logs every request it cannot parse at
+    ERROR with a traceback, which anyone can make it do thousands of times a second. Those
+    become one INFO line; everything else passes unchanged."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        super().__init__(logger or logging.getLogger("aiohttp.server"), {})
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
+        exc = kwargs.get("exc_info")
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            peer = args[0] if args else "?"
+            reason = (exc.message or type(exc).__name__).strip().splitlines()[0]
+            log.info("bad request from %s (answered %d): %s", peer, exc.code, reason)
+            return
+        super().log(level, msg, *args, **kwargs)

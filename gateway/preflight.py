@@ -1,0 +1,145 @@
+"""Checks before a start: what would otherwise fail halfway, as a traceback, or later.
+
+Each problem raises `StartupError` with one line that names the path, key or URL
+and the fix. They run before anything is opened for writing, before any platform
+connects, so a failed check leaves nothing accepted and then lost.
+
+- `check_state_dir`: the state directory exists or can be made, is a directory,
+  has room; the database, if there is one, is a SQLite file; the workspace is a
+  directory.
+- `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
+  a 401 is a key problem the turn reports, not an unreachable server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import sqlite3
+from pathlib import Path
+
+import aiohttp
+from yarl import URL
+
+from agent.settings import ModelSettings
+from gateway.errors import StartupError
+from gateway.host import STATE_DB
+
+MIN_FREE_BYTES = 1024 * 1024
+"""Less free space than this under the state directory stops the start: SQLite could not write."""
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+_WHERE = "state_dir (or $SWITCHBOARD_STATE_DIR)"
+
+
+def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
+    """Create the state directory if missing and check what lives in it; see the module doc."""
+    state_dir = Path(state_dir).absolute()
+    if state_dir.exists() and not state_dir.is_dir():
+        raise StartupError(f"state directory {state_dir} is a file, not a directory; move the file away, or point"
+                           f" {_WHERE} at a directory")
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create the state directory {state_dir} ({exc.strerror}); create it with write"
+                           f" access for the gateway's user, or point {_WHERE} elsewhere") from exc
+    free = shutil.disk_usage(state_dir).free
+    if free < MIN_FREE_BYTES:
+        raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"
+                           f" some space, or point {_WHERE} at another disk")
+    _check_database(state_dir / STATE_DB)
+    if workspace is not None:
+        _check_workspace(Path(workspace).absolute())
+
+
+def _check_database(db: Path) -> None:
+    if not db.exists():
+        return
+    if db.is_dir():
+        raise StartupError(f"state database {db} is a directory; move it away (the gateway creates the file)")
+    if not os.access(db, os.R_OK | os.W_OK):
+        raise StartupError(f"state database {db} is not readable and writable by the gateway's user; fix its"
+                           " owner or mode")
+    try:
+        # Read-only: a check must not change what it checks.
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=5.0)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StartupError(describe_database_error(db, exc)) from exc
+
+
+def describe_database_error(db: Path, exc: sqlite3.Error) -> str:
+    """One line for a SQLite error on the state database, with the fix."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        what = "is not a SQLite database" if "not a database" in text else "is corrupt"
+        return (f"state database {db} {what} ({text}); move it away to start afresh (sessions and pending"
+                " messages are lost), or restore a backup")
+    if "disk is full" in text:
+        return f"state database {db}: no space left on its disk ({text}); free some space"
+    if "locked" in text or "busy" in text:
+        return f"state database {db} is locked by another program ({text}); stop it and start again"
+    if "readonly" in text or "read-only" in text:
+        return f"state database {db} is read-only ({text}); make it and its directory writable"
+    return f"state database {db}: {text}; check the file and its directory"
+
+
+def _check_workspace(workspace: Path) -> None:
+    if workspace.exists() and not workspace.is_dir():
+        raise StartupError(f"agent.workspace: {workspace} is a file, not a directory; move it away or set"
+                           " agent.workspace to a directory")
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"agent.workspace: cannot create {workspace} ({exc.strerror}); create it, or set"
+                           " agent.workspace to a writable directory") from exc
+
+
+async def check_model(settings: ModelSettings, *, timeout: float = 10.0) -> None:
+    """For the ``openai`` provider: raise `StartupError` naming ``model.base_url`` when
+    nothing answers HTTP there within ``timeout`` (or the model's own timeout, if shorter)."""
+    if settings.provider != "openai":
+        return
+    url = (settings.base_url or OPENAI_DEFAULT).rstrip("/")
+    shown = _without_userinfo(url)
+    try:
+        target = URL(url + "/models")
+        if not target.is_absolute() or target.scheme not in ("http", "https"):
+            raise ValueError("not an http(s) URL")
+    except ValueError as exc:
+        raise StartupError(f"model.base_url: {shown} is not a usable URL ({exc}); write it like"
+                           " http://127.0.0.1:11434/v1") from None
+    limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
+    try:
+        async with aiohttp.ClientSession(timeout=limit) as client, client.get(target, allow_redirects=False):
+            return  # any answer at all: the server is there
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        reason = _reason(exc)
+    raise StartupError(f"model.base_url: cannot reach {shown} ({reason}); start the model server, or fix"
+                       " model.base_url (and the network or proxy between)")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "no answer in time"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        inner = exc.os_error
+        if isinstance(inner, ConnectionRefusedError):
+            return "connection refused: nothing listens there"
+        if isinstance(inner, socket.gaierror):
+            return f"unknown host {exc.host}"
+        return inner.strerror or type(inner).__name__ if inner is not None else "cannot connect"
+    # Named by type only: an aiohttp error's text may carry the URL, and a URL may carry a key.
+    return type(exc).__name__
+
+
+def _without_userinfo(url: str) -> str:
+    try:
+        parsed = URL(url)
+    except ValueError:
+        return url
+    return str(parsed.with_user(None)) if parsed.user or parsed.password else url

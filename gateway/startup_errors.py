@@ -1,0 +1,97 @@
+"""What stopped a start, as one line an operator can act on: never a traceback, never a secret.
+
+`explain` turns whatever a start raised into a line naming the key, file or URL to
+fix. The exception and everything it was raised from or during are searched, most
+telling first: a `StartupError` (already phrased for the operator), then a
+platform that would not start, then a state-database or file-system error. What
+nothing here recognises is still one line: its type and message. Every line is
+redacted (`gateway.logging.redact`), so a token inside a URL an SDK echoed is
+``***``; the full traceback goes to the log at DEBUG.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from gateway.config import Config
+from gateway.errors import StartupError
+from gateway.logging import redact
+from gateway.preflight import describe_database_error
+from gateway.host import STATE_DB
+
+# Where each platform's credential and API location are set.
+_CREDENTIALS = {"telegram": "token", "slack": "bot_token and platforms.slack.app_token", "discord": "token"}
+_API = {"telegram": "Telegram Bot API", "slack": "Slack Web API", "discord": "Discord API"}
+_KEYED = re.compile(r"[a-z_]+(\.[A-Za-z0-9_\[\]-]+)+: ")  # a message that already names its key
+
+
+def explain(exc: BaseException, config: Config) -> str:
+    """One redacted line saying what stopped the start and what to fix."""
+    chain = list(_chain(exc))
+    for finder in (_startup, _platform, _storage, _keyed):
+        for error in chain:
+            line = finder(error, config)
+            if line is not None:
+                return redact(line)
+    return redact(f"could not start: {type(exc).__name__}: {exc} (the log at logging.level DEBUG has the details)")
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, what it was raised from, and what it was raised while handling, each once."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        error = todo.pop(0)
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        yield error
+        todo += [e for e in (error.__cause__, error.__context__) if e is not None]
+        if isinstance(error, BaseExceptionGroup):
+            todo += list(error.exceptions)
+
+
+def _startup(error: BaseException, config: Config) -> str | None:
+    return str(error) if isinstance(error, StartupError) else None
+
+
+def _platform(error: BaseException, config: Config) -> str | None:
+    platform = getattr(error, "platform", None)
+    if platform not in _CREDENTIALS:
+        return None
+    settings = getattr(config.platforms, platform)
+    detail = str(error) or type(error).__name__
+    kind = type(error).__name__
+    if kind == "NetworkError":
+        return (f"platforms.{platform}.api_base: no working {_API[platform]} at {settings.api_base} ({detail}); fix"
+                f" platforms.{platform}.api_base, or the network or proxy between")
+    if kind in ("Forbidden", "NotFound", "BadRequest"):
+        return (f"platforms.{platform}: {settings.api_base} refused the bot ({detail}); check"
+                f" platforms.{platform}.{_CREDENTIALS[platform]} and platforms.{platform}.api_base")
+    return f"platforms.{platform}: could not start ({detail}); check the platforms.{platform} settings"
+
+
+def _storage(error: BaseException, config: Config) -> str | None:
+    if isinstance(error, sqlite3.Error):
+        return describe_database_error(Path(config.state_dir) / STATE_DB, error)
+    if not isinstance(error, OSError) or error.errno is None:
+        return None
+    where = error.filename or config.state_dir
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{where}: no space left on its disk; free some space"
+    if error.errno == errno.EROFS:
+        return f"{where}: read-only file system; make it writable, or point state_dir at a writable directory"
+    if error.errno in (errno.EACCES, errno.EPERM) and error.filename:
+        return f"{where}: permission denied; give the gateway's user access, or change the setting that names it"
+    if error.errno in (errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and error.filename:
+        return f"{where}: {error.strerror}; move it away, or change the setting that names it"
+    return None
+
+
+def _keyed(error: BaseException, config: Config) -> str | None:
+    text = str(error)
+    return text if isinstance(error, ValueError) and _KEYED.match(text) else None

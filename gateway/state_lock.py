@@ -1,0 +1,102 @@
+"""One process per state directory: an exclusive lock on ``<state_dir>/switchboard.lock``.
+
+Two gateways on one state directory would both replay the inbox and both send the
+outbox's pending messages, so users would get every reply twice. The lock is
+``flock(LOCK_EX | LOCK_NB)`` on a file in the directory: the kernel drops it when
+the holder exits, however it exits (a crash or ``kill -9`` leaves no stale lock),
+and it works wherever the database does. The file holds the holder's pid, to name
+it in the error the second process prints. The file itself is never deleted:
+deleting it while another process opens it would let two processes lock two files.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from gateway.errors import StartupError
+
+LOCK_FILE = "switchboard.lock"
+
+_held: dict[Path, StateLock] = {}
+
+
+class StateLock:
+    """An acquired lock on a state directory; `release` gives it up (idempotent)."""
+
+    def __init__(self, state_dir: Path, fd: int) -> None:
+        self.state_dir = state_dir
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, state_dir: Path) -> StateLock:
+        """Take the lock, or raise `StartupError`: ``state directory … is in use by pid N``
+        when another process holds it, or a line naming the lock file when it cannot be
+        written (read-only directory, full disk). The directory must exist."""
+        state_dir = Path(state_dir).absolute()
+        path = state_dir / LOCK_FILE
+        try:
+            # O_CLOEXEC: a child (execute_code) must not inherit the lock and outlive us holding it.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StartupError(_unwritable(state_dir, path, exc)) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StartupError(_unwritable(state_dir, path, exc)) from exc
+            who = f"pid {holder}" if holder else "another process"
+            raise StartupError(
+                f"state directory {state_dir} is in use by {who}: stop that gateway first, or give this one"
+                " its own state_dir (or $SWITCHBOARD_STATE_DIR)") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:
+            os.close(fd)
+            raise StartupError(_unwritable(state_dir, path, exc)) from exc
+        return cls(state_dir, fd)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor drops the flock
+        if _held.get(self.state_dir) is self:
+            del _held[self.state_dir]
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+
+def hold(state_dir: Path) -> StateLock:
+    """Acquire the lock for the rest of this process's life; again for the same directory
+    returns the lock already held (a second flock from this process would refuse us)."""
+    key = Path(state_dir).absolute()
+    lock = _held.get(key)
+    if lock is None or not lock.held:
+        lock = _held[key] = StateLock.acquire(key)
+    return lock
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _unwritable(state_dir: Path, path: Path, exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"state directory {state_dir}: no space left on its disk (writing {path.name} failed);"
+                " free some space, or point state_dir at another disk")
+    if exc.errno == errno.EROFS:
+        return (f"state directory {state_dir} is on a read-only file system; make it writable, or point"
+                " state_dir (or $SWITCHBOARD_STATE_DIR) at a writable directory")
+    return (f"state directory {state_dir} is not writable ({exc.strerror} on {path.name}); give the gateway's"
+            f" user write access, or point state_dir (or $SWITCHBOARD_STATE_DIR) elsewhere")

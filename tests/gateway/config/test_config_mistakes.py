@@ -1,0 +1,113 @@
+"""Operator mistakes in the file: each is one clear error, and none of them echoes a secret."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from gateway.config import ConfigError, config_check
+
+TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123"
+HOOK = "whsec-0123456789abcdef"
+
+
+def problems(load, text: str, env=None) -> tuple[list[str], list[str]]:
+    with pytest.raises(ConfigError) as info:
+        load(text, env)
+    return info.value.errors, info.value.warnings
+
+
+def test_a_misspelt_platform_is_an_error_not_a_warning(load):
+    errors, warnings = problems(load, "platforms:\n  telgram: {enabled: true}\n")
+    assert errors == ['platforms.telgram: unknown key (did you mean "telegram"?); a misspelt key here would'
+                      " silently leave something off"]
+    assert warnings == []
+
+
+def test_a_misspelt_key_inside_a_platform_is_an_error(load):
+    errors, _ = problems(load, "platforms:\n  discord: {enabeld: true, token: t0k3n}\n")
+    assert errors == ['platforms.discord.enabeld: unknown key (did you mean "enabled"?); a misspelt key here would'
+                      " silently leave something off"]
+
+
+def test_elsewhere_unknown_keys_stay_warnings(load):
+    config, warnings = load("delegation: {max_concurent_children: 3}\n")
+    assert warnings == ['delegation.max_concurent_children: unknown key (did you mean "max_concurrent_children"?)']
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('server: {port: "8080"}',
+         'server.port: expected an integer ≥ 0 and ≤ 65535, got "8080" (quoted, so it is text: drop the quotes and'
+         " write port: 8080)"),
+        ('server: {shutdown_grace_seconds: "2.5"}',
+         'server.shutdown_grace_seconds: expected a number ≥ 0, got "2.5" (quoted, so it is text: drop the quotes'
+         " and write shutdown_grace_seconds: 2.5)"),
+        ('platforms: {webhook: {enabled: "true"}}',
+         'platforms.webhook.enabled: expected true or false, got "true" (quoted, so it is text: drop the quotes and'
+         " write enabled: true)"),
+        ('platforms: {discord: {command_guilds: ["42"]}}',
+         'platforms.discord.command_guilds[0]: expected an integer, got "42" (quoted, so it is text: drop the quotes'
+         " and write 42)"),
+        ('server: {port: "eighty"}', 'server.port: expected an integer ≥ 0 and ≤ 65535, got "eighty"'),
+    ],
+)
+def test_a_quoted_number_gets_a_hint_to_drop_the_quotes(load, text, error):
+    errors, _ = problems(load, text)
+    assert errors == [error]
+
+
+def test_an_unset_variable_is_reported_once_per_key(load):
+    errors, _ = problems(load, """
+        platforms:
+          telegram: {enabled: true, token: "${TG_TOKEN}", allow_all: true}
+        server:
+          host: "${HOST}-${HOST}"
+        """)
+    assert errors == [
+        "platforms.telegram.token: environment variable TG_TOKEN is not set (use ${TG_TOKEN:-default} to give a default)",
+        "server.host: environment variable HOST is not set (use ${HOST:-default} to give a default)",
+    ]
+
+
+SECRET_EVERYWHERE = f"""
+    platforms:
+      telegram: {{enabled: true, token: "${{TG}}", allow_all: true, api_base: "http://127.0.0.1:9/bot${{TG}}"}}
+      webhook: {{enabled: true, routes: {{hook: {{secret: {HOOK}}}}}}}
+    server:
+      port: {HOOK}
+      host: "{HOOK}"
+    model:
+      name: "prefix-{HOOK}-suffix"
+    delegation:
+      gateway_mode: "{HOOK}"
+    plugins: ["{HOOK}"]
+    """
+
+
+def test_config_check_never_prints_a_secret_typed_into_another_key(write):
+    path = write(SECRET_EVERYWHERE)
+    out, err = io.StringIO(), io.StringIO()
+    assert config_check(str(path), out, err, env={"TG": TOKEN}) == 1
+    assert out.getvalue() == ""
+    printed = err.getvalue()
+    assert "server.port: expected an integer" in printed and "delegation.gateway_mode" in printed
+    for secret in (TOKEN, HOOK, "AAE-abcdefghijklmnopqrstuvwxyz0123"):
+        assert secret not in printed
+
+
+def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
+    path = write(f"""
+        platforms:
+          webhook: {{enabled: true, routes: {{hook: {{secret: {HOOK}}}}}}}
+        server:
+          host: "{HOOK}"
+        model:
+          name: "prefix-{HOOK}"
+        """)
+    out, err = io.StringIO(), io.StringIO()
+    assert config_check(str(path), out, err, env={}) == 0
+    assert HOOK not in out.getvalue() + err.getvalue()
+    assert "host: '***'" in out.getvalue() and "name: '***'" in out.getvalue()

@@ -1,0 +1,124 @@
+"""A newcomer's first session: `make run`, the terminal chat's first screen, its log, line
+editing, /help, and the replies a demo list and a failing model give."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+from agent.models.scripted import ScriptedModel
+from tests.gateway.cli_process import ROOT, command, environment, run, write_config
+from gateway.testing import RecordingAdapter, make_config, start_gateway
+
+ELEVEN = "".join(f"- item {i}\n" for i in range(11))
+
+
+def chat(tmp_path: Path, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"),
+                                                "model": {"demo": {"child_steps": 1, "step_seconds": 0}}})
+    return subprocess.run(command("--config", str(config), "chat", *args), input=stdin, capture_output=True,
+                          text=True, timeout=30, cwd=tmp_path, env=environment(tmp_path))
+
+
+def test_the_first_screen_says_what_to_try_and_logs_go_to_a_file(tmp_path):
+    result = chat(tmp_path, "hello\n")
+    log = tmp_path / "state" / "chat.log"
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"(logs go to {log}; `switchboard chat --verbose` prints them here)\n")
+    assert "Try:" in result.stdout and "/quit" in result.stdout and "Compare these:" in result.stdout
+    assert "offline demo model" in result.stdout
+    assert " INFO " not in result.stdout + result.stderr  # nothing is logged over the prompt
+    assert "gateway running with local" in log.read_text()
+
+
+def test_verbose_prints_the_log_instead(tmp_path):
+    result = chat(tmp_path, "hello\n", "--verbose")
+    assert result.returncode == 0
+    assert "gateway running with local" in result.stderr and "logs go to" not in result.stdout
+    assert not (tmp_path / "state" / "chat.log").exists()
+
+
+def test_help_lists_quit(tmp_path):
+    result = chat(tmp_path, "/help\n")
+    assert "/quit — Leave the chat" in result.stdout and "/stop — " in result.stdout
+
+
+def test_a_demo_list_of_eleven_names_the_real_limit(tmp_path):
+    result = chat(tmp_path, ELEVEN)
+    assert "at most 10 run at once" in result.stdout and "Send me a list" not in result.stdout
+
+
+def test_make_run_shows_progress_notices_while_a_list_is_worked_on(tmp_path):
+    recipe = re.search(r"^run: .*\n\t\$\(BIN\)/switchboard (.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert recipe, "the Makefile's run target changed shape"
+    args = shlex.split(recipe.group(1))
+    result = subprocess.run(command(*args), input="Compare these:\n- apples\n- pears\n", capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path,
+                            env=environment(tmp_path, SWITCHBOARD_STATE_DIR=str(tmp_path / "state")))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "⏳ Working" in out and "running delegate_task" in out
+    assert out.index("⏳ Working") < out.index("apples: completed") and "pears: completed" in out
+    assert "Started 2 subagent" not in out  # inline: one answer, not an acknowledgement first
+
+
+def test_the_terminal_chat_edits_lines_with_readline(tmp_path):
+    """Arrow keys move the cursor instead of typing ``^[[D``: "/hlp", two steps left, "e"."""
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state")})
+    controller, terminal = pty.openpty()
+    env = environment(tmp_path, TERM="xterm", INPUTRC="/dev/null")
+    proc = subprocess.Popen(command("--config", str(config), "chat"), stdin=terminal, stdout=terminal,
+                            stderr=terminal, cwd=tmp_path, env=env, start_new_session=True)
+    os.close(terminal)
+    seen = b""
+
+    def read_until(needle: bytes, timeout: float = 20.0) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while needle not in seen:
+            ready, _, _ = select.select([controller], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no {needle!r} on the terminal; saw {seen!r}"
+            try:
+                seen += os.read(controller, 4096)
+            except OSError:  # the other side closed
+                raise AssertionError(f"the chat ended before {needle!r}; saw {seen!r}") from None
+
+    try:
+        read_until(b"you> ")
+        os.write(controller, b"/hlp\x1b[D\x1b[De\r")
+        read_until(b"/quit \xe2\x80\x94 Leave the chat")
+        assert b"^[[D" not in seen
+        os.write(controller, b"/quit\r")
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+
+
+async def test_a_failing_model_gives_the_chat_a_short_sentence_and_the_log_the_detail(tmp_path, gateways, caplog):
+    detail = "401 - Incorrect API key provided: sk-abc***xyz"
+    adapter = RecordingAdapter()
+    script = {"parent": [[{"error": "auth", "message": detail}]]}
+    await gateways(make_config(tmp_path), [adapter], model=ScriptedModel(script))
+    await adapter.say("hello")
+    await adapter.wait_for(lambda: adapter.texts("reply"))
+    [reply] = adapter.texts("reply")
+    assert reply == "Sorry — I could not get an answer from the model just now. Please try again in a moment."
+    assert any(detail in r.getMessage() and r.name == "gateway.replies" for r in caplog.records)
+
+
+def test_ask_still_prints_the_turns_error_for_the_operator(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text("parent:\n  - - error: server_error\n      message: upstream down\n")
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"),
+                                                "model": {"provider": "scripted", "script": str(script)}})
+    result = run(tmp_path, "ask", "x", "--config", str(config))
+    assert result.returncode == 1 and "upstream down" in result.stderr

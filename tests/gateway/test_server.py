@@ -1,0 +1,149 @@
+"""The HTTP server under slow, half-sent and abandoned requests, over real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+
+import aiohttp
+import pytest
+
+from gateway.config import config_from_mapping
+from gateway.app import Gateway
+from gateway.platform_factory import build_adapters
+from gateway.host import AgentHost
+from gateway.server import Limits, Server
+from platforms.fakes._waiting import wait_until
+from platforms.fakes.webhook_receiver import signed_post
+
+SECRET = "server-test-secret-0123"
+
+
+@pytest.fixture
+async def serve(tmp_path):
+    running = []
+
+    async def start(limits: Limits) -> Server:
+        raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
+               "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}}}
+        config = config_from_mapping(raw).config
+        gateway = Gateway(AgentHost(config), build_adapters(config))
+        server = Server(gateway, "127.0.0.1", 0, limits=limits)
+        await gateway.start()
+        await server.start()
+        running.append((gateway, server))
+        return server
+
+    yield start
+    for gateway, server in running:
+        await server.stop()
+        await gateway.stop(grace=0)
+
+
+async def connect(server: Server, first: bytes = b"") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    if first:
+        writer.write(first)
+        await writer.drain()
+    return reader, writer
+
+
+async def answer(reader: asyncio.StreamReader, timeout: float = 5.0) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    async with asyncio.timeout(timeout):
+        return await reader.read()
+
+
+async def healthz(server: Server) -> int:
+    async with aiohttp.ClientSession() as client, client.get(f"{server.url}/healthz") as response:
+        return response.status
+
+
+HALF_HEADERS = b"POST /webhooks/hook HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+HALF_BODY = HALF_HEADERS + b"Content-Length: 1000\r\n\r\n" + b'{"text": "'
+
+
+async def test_headers_that_never_finish_are_cut_off_and_healthz_keeps_answering(serve):
+    server = await serve(Limits(header_timeout=0.5, body_timeout=30, max_connections=100))
+    slow = [await connect(server, HALF_HEADERS) for _ in range(20)]
+    assert await healthz(server) == 200
+    for reader, writer in slow:
+        writer.write(b"X-Still: here\r\n")  # trickling bytes does not extend the deadline
+    for reader, writer in slow:
+        assert await answer(reader) == b""  # closed without an answer
+        writer.close()
+    assert await healthz(server) == 200
+
+
+GET = b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n"
+
+
+async def one_answer(reader: asyncio.StreamReader) -> bytes:
+    async with asyncio.timeout(5):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        return head + await reader.readexactly(length)
+
+
+async def test_a_kept_alive_connection_outlives_the_header_deadline_until_it_idles_too_long(serve):
+    server = await serve(Limits(header_timeout=0.3, idle_timeout=2.0, body_timeout=30, max_connections=100))
+    reader, writer = await connect(server, GET)
+    assert (await one_answer(reader)).startswith(b"HTTP/1.1 200 ")
+    silent, quiet = await connect(server)
+    assert await answer(silent) == b""  # its header deadline passed: so has the first one's
+    quiet.close()
+    writer.write(GET)
+    assert (await one_answer(reader)).startswith(b"HTTP/1.1 200 ")  # a request done, the header deadline is off
+    assert await answer(reader) == b""  # and then the idle limit closes it
+    writer.close()
+
+
+async def test_a_body_that_never_finishes_gets_408_and_the_connection_closes(serve, caplog):
+    server = await serve(Limits(header_timeout=30, body_timeout=0.5, max_connections=100))
+    caplog.set_level(logging.INFO, "gateway.server")
+    slow = [await connect(server, HALF_BODY) for _ in range(10)]
+    assert await healthz(server) == 200
+    for reader, writer in slow:
+        reply = await answer(reader)
+        assert reply.startswith(b"HTTP/1.1 408 ")
+        assert json.loads(reply.partition(b"\r\n\r\n")[2]) == {"error": "request body not received within 0.5 s"}
+        writer.close()
+    lines = [r for r in caplog.records if "body not received" in r.getMessage()]
+    assert lines and all(r.exc_info is None for r in lines)
+
+
+async def test_at_the_connection_cap_the_oldest_make_room(serve):
+    server = await serve(Limits(header_timeout=60, body_timeout=60, max_connections=8))
+    slow = [await connect(server, HALF_HEADERS if i % 2 else HALF_BODY) for i in range(30)]
+    for _ in range(3):
+        assert await asyncio.wait_for(healthz(server), 5) == 200
+    closed = 0
+    for reader, writer in slow[:20]:  # the oldest were closed to make room; the deadlines are far off
+        reply = await answer(reader)
+        closed += reply == b""
+        writer.close()
+    assert closed == 20
+    assert server.guard.evicted >= 22
+    for _, writer in slow[20:]:
+        writer.close()
+    reply = await signed_post(f"{server.url}/webhooks/hook", SECRET, {"text": "still taking messages"})
+    assert reply.status == 202
+
+
+async def test_a_client_hanging_up_mid_body_is_one_line_not_a_traceback(serve, caplog):
+    server = await serve(Limits(header_timeout=30, body_timeout=30, max_connections=100))
+    caplog.set_level(logging.DEBUG)
+    for _ in range(3):
+        # "100 Continue" comes once the handler runs: the hang-up then lands mid-request.
+        reader, writer = await connect(server, HALF_HEADERS + b"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+        async with asyncio.timeout(5):
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 100 Continue")
+        writer.write(b'{"text": "half a mess')
+        writer.close()
+        await writer.wait_closed()
+    await wait_until(lambda: sum("hung up" in r.getMessage() for r in caplog.records) >= 3, 5.0, poll=0.01)
+    assert await healthz(server) == 200
+    problems = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert problems == []

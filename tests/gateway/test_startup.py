@@ -1,0 +1,190 @@
+"""Operator mistakes at start: the real CLI exits 1 with one line naming what to fix, never a traceback.
+
+Each test runs ``switchboard`` as a subprocess on a temporary state directory.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from tests.gateway.cli_process import Running, environment, on_private_tmpfs, problem_lines, run, write_config
+
+TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123456"
+WEBHOOK = {"server": {"port": 0}, "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "s3cret-0"}}}}}
+
+
+def only_line(result) -> str:
+    """The single operator-facing line of a failed command; no traceback anywhere."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = problem_lines(result.stderr)
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def config(tmp_path):
+    return write_config(tmp_path / "switchboard.yaml", {**WEBHOOK, "state_dir": str(tmp_path / "state")})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_second_gateway_on_the_same_state_directory_exits_naming_the_first(tmp_path, config):
+    with Running(tmp_path, "--config", str(config)) as first:
+        first.started()
+        second = run(tmp_path, "run", "--config", str(config))
+        line = only_line(second)
+        assert f"state directory {tmp_path / 'state'} is in use by pid {first.proc.pid}" in line
+        assert run(tmp_path, "ask", "hi", "--config", str(config)).returncode == 1  # nor may a one-off turn
+        assert first.proc.poll() is None  # the first keeps running
+    assert first.proc.returncode == 0
+    with Running(tmp_path, "--config", str(config)) as again:  # the lock went with the process
+        again.started()
+
+
+def test_a_state_path_that_is_a_file(tmp_path, config):
+    (tmp_path / "state").write_text("not a directory")
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert f"state directory {tmp_path / 'state'} is a file, not a directory" in line and "state_dir" in line
+
+
+def test_a_database_that_is_a_directory(tmp_path, config):
+    (tmp_path / "state" / "switchboard.db").mkdir(parents=True)
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert f"state database {tmp_path / 'state' / 'switchboard.db'} is a directory" in line
+
+
+@pytest.mark.parametrize("content", [b"just some text\n", os.urandom(8192), b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_a_corrupt_or_foreign_database(tmp_path, config, content):
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "switchboard.db").write_bytes(content)
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert f"state database {tmp_path / 'state' / 'switchboard.db'}" in line
+    assert "move it away" in line
+
+
+def test_a_good_database_is_left_alone(tmp_path, config):
+    (tmp_path / "state").mkdir()
+    sqlite3.connect(tmp_path / "state" / "switchboard.db").close()  # empty but valid
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    assert gateway.proc.returncode == 0
+
+
+def test_a_port_in_use_names_server_port(tmp_path, config):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(tmp_path, "run", "--config", str(config), "--set", f"server.port={port}")
+    line = only_line(result)
+    assert f"server.port: 127.0.0.1:{port} is already in use" in line
+    # Nothing was started before the port was found taken: no platform, no replayed event.
+    assert "platform webhook started" not in result.stderr
+
+
+def test_an_unreachable_model_names_the_url(tmp_path, config):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    for args in (["run"], ["chat"], ["ask", "hello"]):
+        result = run(tmp_path, *args, "--config", str(config), "--set", "model.provider=openai",
+                     "--set", f"model.base_url={url}")
+        line = only_line(result)
+        assert line.startswith(f"switchboard: model.base_url: cannot reach {url} (connection refused")
+
+
+def test_a_missing_state_directory_is_created(tmp_path):
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(tmp_path / "a" / "b" / "state")})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    assert (tmp_path / "a" / "b" / "state" / "switchboard.db").is_file()
+
+
+def test_a_read_only_state_directory(tmp_path):
+    state = tmp_path / "state"
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root writes through permission bits: only a read-only mount stops it
+        prefix = on_private_tmpfs(state, "ro,size=1m") or pytest.skip("needs user and mount namespaces as root")
+    else:
+        state.mkdir()
+        state.chmod(0o555)
+    try:
+        line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
+    finally:
+        state.chmod(0o755)
+    assert str(state) in line and ("read-only" in line or "not writable" in line)
+
+
+def test_a_state_directory_that_cannot_be_created(tmp_path):
+    parent = tmp_path / "locked"
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(parent / "state")})
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = on_private_tmpfs(parent, "ro,size=1m") or pytest.skip("needs user and mount namespaces as root")
+    else:
+        parent.mkdir()
+        parent.chmod(0o555)
+    try:
+        line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
+    finally:
+        parent.chmod(0o755)
+    assert f"cannot create the state directory {parent / 'state'}" in line
+
+
+def test_a_full_disk(tmp_path):
+    state = tmp_path / "state"
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
+    fill = f'dd if=/dev/zero of="$0/filler" bs=64k count=64 2>/dev/null; true'
+    prefix = on_private_tmpfs(state, "size=512k", then=fill) or pytest.skip("needs user and mount namespaces")
+    line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
+    assert f"state directory {state}: no space left on its disk" in line
+
+
+class _EchoingTelegram(BaseHTTPRequestHandler):
+    """A server that is not the Bot API: its errors quote the request path, token and all."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = ('{"ok": false, "error_code": 404, "description": "Not Found: %s"}' % self.path).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None: ...
+
+
+@pytest.mark.parametrize("where", ["refused", "echoing"])
+def test_a_wrong_telegram_api_base_is_one_redacted_line(tmp_path, where):
+    server = None
+    if where == "echoing":
+        server = HTTPServer(("127.0.0.1", 0), _EchoingTelegram)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        api_base = f"http://127.0.0.1:{server.server_address[1]}"
+    else:
+        api_base = f"http://127.0.0.1:{free_port()}"
+    config = write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+        "platforms": {"telegram": {"enabled": True, "token": "${TG_TOKEN}", "allow_all": True, "api_base": api_base}},
+    })
+    try:
+        result = run(tmp_path, "run", "--config", str(config), env=environment(tmp_path, TG_TOKEN=TOKEN))
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    line = only_line(result)
+    assert TOKEN not in result.stderr + result.stdout and "AAE-" not in result.stderr
+    assert line.startswith("switchboard: platforms.telegram")
+    assert "platforms.telegram.api_base" in line and api_base in line
+
