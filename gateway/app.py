@@ -17,6 +17,7 @@ from typing import Literal
 from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
+from gateway.dead_letters import DeadLetterPolicy
 from gateway.display import DisplayResolver
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
@@ -66,9 +67,11 @@ class Gateway:
                                  adapters=self.adapters, clock=clock)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
         self._background_delegate = host.background_delegate(self.ledger.dispatched)
+        self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
+                                             clock=clock, handle=self._handle_accepted)
         self._checkpointer = Checkpointer(self.store.db)
         self._accepting = False
-        self._retention: asyncio.Task | None = None
+        self._background: list[asyncio.Task] = []
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
@@ -87,21 +90,24 @@ class Gateway:
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
-        for inbound, turn_id in self.store.inbox.unfinished():
+        for inbound, turn_id in [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            await self._dispatch(inbound, turn_id, self._route(inbound))
+            await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
         await self.ledger.resume()
-        self._retention = asyncio.ensure_future(self.retention.run_forever())
+        self._background = [asyncio.ensure_future(self.retention.run_forever()),
+                            asyncio.ensure_future(self.dead_letters.watch_requeued())]
         self._checkpointer.start()
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake, let running turns finish for ``grace`` seconds, then interrupt
         them; flush the outbox; journal running children as interrupted."""
         self._accepting = False
-        if self._retention is not None:
-            self._retention.cancel()
-            await asyncio.wait([self._retention])
-            self._retention = None
+        for task in self._background:
+            task.cancel()
+        if self._background:
+            await asyncio.wait(self._background)
+        self._background = []
+        await self.dead_letters.close()
         await self._checkpointer.stop()
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         for adapter in self.adapters.values():
@@ -139,9 +145,18 @@ class Gateway:
             # handle it after the next start, with the other unsettled events.
             await self.store.durable()
             return Accepted(None, key)
-        result = await self._dispatch(inbound, accepted.turn_id, route)
+        result = await self._handle_accepted(inbound, accepted.turn_id)
         await self.store.durable()
         return result
+
+    async def _handle_accepted(self, inbound: Inbound, turn_id: str | None) -> Accepted:
+        """`_dispatch` an accepted event. Never raises: a failure is counted, and the event is
+        tried again later or set aside (`gateway.dead_letters`)."""
+        try:
+            return await self._dispatch(inbound, turn_id, self._route(inbound))
+        except Exception as exc:
+            self.dead_letters.failed(inbound, turn_id, exc)
+            return Accepted(turn_id, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
 
     def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:
         """A refusal, a command, or None for a message that starts a turn."""

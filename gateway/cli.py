@@ -18,8 +18,9 @@ from typing import TextIO
 from gateway import preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.errors import StartupError
-from gateway.logging import setup_logging
 from gateway.host import AgentHost
+from gateway.inbox_cli import inbox_command
+from gateway.logging import setup_logging
 from gateway.serve import serve
 from gateway.startup_errors import explain
 
@@ -54,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     check = config_commands.add_parser("check", parents=[common],
                                        help="validate a config file and print the effective configuration")
     check.add_argument("path", nargs="?", help="file to check (default: the usual lookup)")
+    inbox = commands.add_parser("inbox", parents=[common], help="events the gateway could not handle")
+    inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
+    inbox_commands.add_parser("dead", parents=[common], help="list the dead letters")
+    retry = inbox_commands.add_parser("retry", parents=[common], help="hand a dead letter back to the gateway")
+    retry.add_argument("letter_id", type=int, metavar="ID", help="the dead letter's id, as `inbox dead` lists it")
     return parser
 
 
@@ -68,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
+    if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
+        return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
     try:
         _claim_state_dir(config)
         log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from gateway.config import Config
 from gateway.errors import StartupError
+from gateway.host import STATE_DB
 from gateway.logging import redact
 from gateway.preflight import describe_database_error
-from gateway.host import STATE_DB
 
 # Where each platform's credential and API location are set.
 _CREDENTIALS = {"telegram": "token", "slack": "bot_token and platforms.slack.app_token", "discord": "token"}

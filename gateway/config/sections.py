@@ -101,6 +101,13 @@ class DeliverySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxSettings:
+    max_attempts: int = setting(
+        3, "Times the gateway tries to handle an event before setting it aside as a dead letter.", min=1
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting("INFO", "Lowest level logged.")
     format: Literal["text", "json"] = setting("text", "text for people, json (one object per line) for collectors.")
@@ -136,6 +143,7 @@ class Config:
     platforms: PlatformsSettings = nested(PlatformsSettings, "Chat platforms.", strict_keys=True)
     server: ServerSettings = nested(ServerSettings, "The HTTP server.")
     delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
+    inbox: InboxSettings = nested(InboxSettings, "Inbound events the gateway cannot handle.")
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")
     state_dir: Path = field(
         # Reading the environment here keeps `Config()` meaning what a user gets with no file.

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.store import chat_history, delegations, inbox, outbox_rows, sessions
+from gateway.store import chat_history, dead_letters, delegations, inbox, outbox_rows, sessions
 from gateway.store.chat_history import ChatHistory
+from gateway.store.dead_letters import DeadLetter, DeadLetters
 from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
@@ -28,6 +29,8 @@ from lifecycle import SqliteDatabase
 __all__ = [
     "Acceptance",
     "ChatHistory",
+    "DeadLetter",
+    "DeadLetters",
     "DelegationRow",
     "DelegationTable",
     "GatewayStore",
@@ -49,8 +52,9 @@ class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build)."""
 
 
-SCHEMA_VERSION = 2
-"""1: transcripts as one JSON array per session; 2: one row per message (migrated on open)."""
+SCHEMA_VERSION = 3
+"""1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
+dead letters. Older files are migrated on open."""
 
 
 class GatewayStore:
@@ -68,6 +72,7 @@ class GatewayStore:
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
         self.delegations = DelegationTable(self.db, clock)
+        self.dead_letters = DeadLetters(self.db)
         self.chat_history = ChatHistory(self.db)
         try:
             self._open_schema()
@@ -84,17 +89,28 @@ class GatewayStore:
         db = self.db
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
-                              *chat_history.SCHEMA):
+                              *chat_history.SCHEMA, *dead_letters.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"{db.path}: gateway schema {row[0]} is newer than this build ({SCHEMA_VERSION})")
-            elif int(row[0]) == 1:
-                self.sessions.split_transcripts()
+            elif int(row[0]) < SCHEMA_VERSION:
+                if int(row[0]) == 1:
+                    self.sessions.split_transcripts()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+    def _inbox_attempts(self) -> None:
+        """Schema < 3: the inbox counts failed attempts; its open-events index covers re-queued ones."""
+        columns = [r[1] for r in self.db.read("PRAGMA table_info(gateway_inbox)")]
+        if not columns or "attempts" in columns:
+            return
+        self.db.write("ALTER TABLE gateway_inbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
+        self.db.write("ALTER TABLE gateway_inbox ADD COLUMN last_error TEXT")
+        self.db.write("DROP INDEX IF EXISTS gateway_inbox_open")
 
     async def durable(self) -> None:
         """Return once every write made so far is committed (see `Database.durable`)."""

@@ -6,6 +6,12 @@ redelivery apart from a new event in the same statement. `Inbox.settle` marks it
 handled once its outcome is safe: a command answered, a refusal queued, a turn's
 reply journaled. An event accepted but never settled is replayed after a restart
 (`Inbox.unfinished`), keeping the turn id it was given.
+
+An event that fails to be handled is counted (`Inbox.failed`); after too many
+failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
+in the inbox as ``dead``, so a redelivery is still a duplicate and no start ever
+replays it into a crash again. ``switchboard inbox retry`` re-queues it:
+``requeued`` until the running gateway (or the next start) takes it up.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all.
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
         platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
-        received_at REAL NOT NULL, turn_id TEXT, PRIMARY KEY (platform, event_id))""",
+        received_at REAL NOT NULL, turn_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
+        PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
-    "CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE status = 'received'",
+    """CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at)
+        WHERE status IN ('received', 'requeued')""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
 )
 
@@ -44,6 +52,9 @@ class Acceptance:
     redelivery. None when it starts none (a command, a refusal)."""
 
 
+_text = SqliteDatabase.text
+
+
 class Inbox:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
@@ -53,15 +64,57 @@ class Inbox:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
         (platform, event id): a redelivery changes nothing and gets the first turn id back."""
         payload = json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS})
-        cur = self._db.write("INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, ?)",
-                             (inbound.platform, inbound.event_id, payload, self._clock.time(), turn_id))
+        cur = self._db.write("INSERT OR IGNORE INTO gateway_inbox (platform, event_id, payload, status, received_at,"
+                             " turn_id) VALUES (?, ?, ?, 'received', ?, ?)",
+                             (_text(inbound.platform), _text(inbound.event_id), payload, self._clock.time(), turn_id))
         if cur.rowcount == 1:
             return Acceptance(True, turn_id)
         return Acceptance(False, self.turn_of(inbound.platform, inbound.event_id))
 
     def settle(self, platform: str, event_id: str) -> None:
         """The event is handled: it is not replayed after a restart. Idempotent."""
-        self._db.write("UPDATE gateway_inbox SET status='done' WHERE platform=? AND event_id=?", (platform, event_id))
+        self._db.write("UPDATE gateway_inbox SET status='done' WHERE platform=? AND event_id=?",
+                       (_text(platform), _text(event_id)))
+
+    def failed(self, platform: str, event_id: str, error: str) -> int:
+        """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""
+        key = (_text(platform), _text(event_id))
+        self._db.write("UPDATE gateway_inbox SET attempts=attempts+1, last_error=? WHERE platform=? AND event_id=?",
+                       (_text(error[:500]), *key))
+        row = self._db.read_one("SELECT attempts FROM gateway_inbox WHERE platform=? AND event_id=?", key)
+        return 0 if row is None else row[0]
+
+    def set_aside(self, platform: str, event_id: str) -> int | None:
+        """Move the event to the dead letters (it stays here as ``dead``, so a redelivery is a
+        duplicate and no start replays it). Returns the dead letter's id; None if unknown."""
+        key = (_text(platform), _text(event_id))
+        with self._db.transaction():
+            cur = self._db.write(
+                "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at,"
+                " dead_at) SELECT platform, event_id, payload, turn_id, attempts, last_error, received_at, ?"
+                " FROM gateway_inbox WHERE platform=? AND event_id=? AND status != 'dead'",
+                (self._clock.time(), *key))  # fmt: skip
+            if cur.rowcount != 1:
+                return None
+            self._db.write("UPDATE gateway_inbox SET status='dead' WHERE platform=? AND event_id=?", key)
+        return cur.lastrowid
+
+    def requeue(self, platform: str, event_id: str, payload: str, turn_id: str | None, received_at: float) -> None:
+        """Hand a dead event back (also one the inbox had forgotten): ``requeued`` until a gateway
+        takes it up, its attempts counted from zero."""
+        self._db.write("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at, turn_id)"
+                       " VALUES (?, ?, ?, 'requeued', ?, ?) ON CONFLICT (platform, event_id) DO UPDATE SET"
+                       " status='requeued', attempts=0, last_error=NULL",
+                       (_text(platform), _text(event_id), payload, received_at, turn_id))
+
+    def take_requeued(self) -> list[tuple[Inbound, str | None]]:
+        """Events re-queued since the last look, oldest first; each is unsettled again."""
+        rows = self._db.read("SELECT payload, turn_id, platform, event_id FROM gateway_inbox"
+                             " WHERE status='requeued' ORDER BY received_at, rowid")
+        for _, _, platform, event_id in rows:
+            self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?",
+                           (platform, event_id))
+        return [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
 
     def turn_of(self, platform: str, event_id: str) -> str | None:
         """The turn recorded by `accept`; None if it starts none, or the event is unknown."""

@@ -11,7 +11,7 @@ from agent.testing import FakeClock
 from gateway.progress_card import LINE_CHARS, MAX_LINES
 from gateway.testing import RecordingAdapter, make_config, settled
 
-CARD = {"progress": "card", "progress_delay": 2}
+CARD = {"progress": "card", "progress_delay": 3}
 
 
 async def start(tmp_path, gateways, model, **display):
@@ -40,21 +40,21 @@ async def test_the_card_appears_after_the_delay_follows_the_tools_and_ends_as_on
     chat, clock, gateway = await start(tmp_path, gateways, model)
     await chat.say("look around")
     await model.reached("think")
-    await clock.until_sleeping(lasting=2)
+    await clock.until_sleeping(lasting=3)
     assert chat.messages == []  # nothing before the delay
-    clock.advance(2)
+    clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["notice"])
     card = chat.messages[0]
-    assert card.outbound.silent and card.outbound.text == "⏳ Thinking — 2 s"
+    assert card.outbound.silent and card.outbound.text == "⏳ Thinking — 3 s"
     model.release("think")
     await model.reached("answer")
-    await chat.wait_for(lambda: card.text == "⏳ Thinking — 2 s\n✗ list_files")  # it failed: no such path
+    await chat.wait_for(lambda: card.text == "⏳ Thinking — 3 s\n✗ list_files")  # it failed: no such path
     model.release("answer")
     await chat.wait_for(lambda: "reply" in chat.kinds())
     clock.advance(600)
     await settled(gateway)
     assert chat.kinds() == ["notice", "reply"]  # one card, edited in place, never a second message
-    assert card.text == "✓ Done in 2 s"
+    assert card.text == "✓ Done in 3 s"
     assert all(secret not in text for text in [card.outbound.text, *card.edits])  # tool arguments never shown
 
 
@@ -71,8 +71,8 @@ async def test_subagents_show_as_lines_and_the_outcome_counts_them(tmp_path, gat
     chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=False)
     await chat.say("compare three sources")
     await model.reached("children")
-    await clock.until_sleeping(lasting=2)
-    clock.advance(2)
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["notice"])
     card = chat.messages[0]
     lines = card.outbound.text.splitlines()
@@ -82,7 +82,7 @@ async def test_subagents_show_as_lines_and_the_outcome_counts_them(tmp_path, gat
     await chat.wait_for(lambda: "reply" in chat.kinds())
     clock.advance(600)
     await settled(gateway)
-    assert card.text == "✓ Done in 2 s · 3 subagents"
+    assert card.text == "✓ Done in 3 s · 3 subagents"
 
 
 async def test_stop_finalises_the_card(tmp_path, gateways):
@@ -90,8 +90,8 @@ async def test_stop_finalises_the_card(tmp_path, gateways):
     chat, clock, gateway = await start(tmp_path, gateways, model)
     await chat.say("work")
     await model.reached("never")
-    await clock.until_sleeping(lasting=2)
-    clock.advance(2)
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["notice"])
     await chat.say("/stop")
     await chat.wait_for(lambda: chat.messages[0].edits)
@@ -113,8 +113,8 @@ async def test_a_card_can_be_deleted_when_the_turn_ends(tmp_path, gateways, fina
     gateway = await gateways(config, [chat], model=model, clock=clock)
     await chat.say("work")
     await model.reached("go")
-    await clock.until_sleeping(lasting=2)
-    clock.advance(2)
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["notice"])
     model.release("go")
     await chat.wait_for(lambda: chat.kinds() == ["reply"])

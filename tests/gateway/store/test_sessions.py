@@ -73,7 +73,7 @@ def test_schema_1_transcripts_are_split_into_rows(tmp_path):
     assert (row.session_id, row.generation, row.mode, row.transcript) == ("s-1", 3, "background", transcript)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "3"
     assert "transcript" not in [c[1] for c in db.execute("PRAGMA table_info(gateway_sessions)")]
     db.close()
 

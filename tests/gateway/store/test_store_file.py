@@ -18,7 +18,7 @@ def test_wal_mode_own_schema_version_and_user_version_left_alone(tmp_path):
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0  # the lifecycle journal's to use
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "3"
     db.execute("CREATE TABLE lifecycle_records (x)")  # a neighbour in the same file
     db.execute("PRAGMA user_version = 3")
     db.commit()
@@ -101,3 +101,26 @@ async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again
     finally:
         store.close()
     assert [e.event_id for e in [e for e, _ in GatewayStore(tmp_path / "state.db").inbox.unfinished()]] == ["e1"]
+
+
+def test_a_schema_2_inbox_learns_to_count_attempts_and_keeps_its_events(tmp_path):
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO gateway_meta VALUES ('schema_version', '2');
+        CREATE TABLE gateway_inbox (
+            platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
+            received_at REAL NOT NULL, turn_id TEXT, PRIMARY KEY (platform, event_id));
+        CREATE INDEX gateway_inbox_open ON gateway_inbox (received_at) WHERE status = 'received';
+    """)
+    payload = '{"platform": "telegram", "chat_id": "c1", "thread_id": null, "user_id": "u1", "user_name": null,' \
+              ' "text": "still here", "event_id": "e1"}'
+    db.execute("INSERT INTO gateway_inbox VALUES ('telegram', 'e1', ?, 'received', 1.0, 't-1')", (payload,))
+    db.commit()
+    db.close()
+    store = GatewayStore(path)
+    [(event, turn_id)] = store.inbox.unfinished()
+    assert (event.text, turn_id) == ("still here", "t-1")
+    assert store.inbox.failed("telegram", "e1", "boom") == 1
+    store.close()

@@ -1,0 +1,85 @@
+"""Events the gateway fails to handle: tried again after a pause, then set aside, never replayed
+into a crash.
+
+Handling an event can fail (the state database refuses a write, a bug meets an odd
+event). The failure is counted in the inbox and the event is tried again after a
+pause that doubles (0.5 s, 1 s, …); once it has failed ``inbox.max_attempts`` times it
+becomes a dead letter: logged once with its error, set aside, and its chat (when the
+outbox can reach it) gets a short apology. ``switchboard inbox retry ID`` hands one
+back; `DeadLetterPolicy.watch_requeued` picks it up within seconds while the
+gateway runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from agent import Clock
+from gateway.outbox import Outbox
+from gateway.store import Inbox
+from platforms.base import Inbound
+
+log = logging.getLogger("gateway.dead_letters")
+
+APOLOGY = ("Sorry — I could not handle your last message and have set it aside for the operator to look at. "
+           "Please try again, perhaps in other words.")
+REQUEUE_POLL_SECONDS = 2.0
+FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS = 0.5, 30.0
+
+Handle = Callable[[Inbound, str | None], Awaitable[object]]
+"""How the gateway handles an accepted event again (with the turn id it was given)."""
+
+
+class DeadLetterPolicy:
+    def __init__(self, inbox: Inbox, outbox: Outbox, *, max_attempts: int, clock: Clock, handle: Handle) -> None:
+        self._inbox = inbox
+        self._outbox = outbox
+        self._max_attempts = max_attempts
+        self._clock = clock
+        self._handle = handle
+        self._retries: set[asyncio.Task] = set()
+
+    def failed(self, inbound: Inbound, turn_id: str | None, exc: BaseException) -> None:
+        """Handling ``inbound`` raised ``exc``: try again later, or set it aside for good."""
+        error = f"{type(exc).__name__}: {exc}"
+        attempts = self._inbox.failed(inbound.platform, inbound.event_id, error)
+        if attempts < self._max_attempts:
+            log.warning("handling %s event %s failed (attempt %d of %d), trying again: %s", inbound.platform,
+                        inbound.event_id, attempts, self._max_attempts, error, exc_info=exc)
+            pause = min(MAX_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2 ** (attempts - 1))
+            task = asyncio.ensure_future(self._again(inbound, turn_id, pause))
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+            return
+        letter = self._inbox.set_aside(inbound.platform, inbound.event_id)
+        log.error("%s event %s failed %d times; set aside as dead letter %s (`switchboard inbox dead`): %s",
+                  inbound.platform, inbound.event_id, attempts, letter, error, exc_info=exc)
+        try:
+            self._outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, APOLOGY, kind="command",
+                                 key=f"dead-{inbound.platform}-{inbound.event_id}", reply_token=inbound.reply_token)
+        except Exception as apology_failed:  # the chat itself may be what is broken: the log has it all
+            log.warning("could not apologise to %s chat of event %s: %s", inbound.platform, inbound.event_id,
+                        type(apology_failed).__name__)
+
+    async def _again(self, inbound: Inbound, turn_id: str | None, pause: float) -> None:
+        await self._clock.sleep(pause)
+        await self._handle(inbound, turn_id)
+
+    async def watch_requeued(self, interval: float = REQUEUE_POLL_SECONDS) -> None:
+        """Hand events ``switchboard inbox retry`` re-queued back to the gateway, until cancelled."""
+        while True:
+            await self._clock.sleep(interval)
+            try:
+                for inbound, turn_id in self._inbox.take_requeued():
+                    log.info("handling re-queued %s event %s", inbound.platform, inbound.event_id)
+                    await self._handle(inbound, turn_id)
+            except Exception:
+                log.exception("taking up re-queued events failed")
+
+    async def close(self) -> None:
+        retries = list(self._retries)
+        for task in retries:
+            task.cancel()
+        await asyncio.gather(*retries, return_exceptions=True)

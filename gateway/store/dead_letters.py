@@ -1,0 +1,73 @@
+"""Dead letters: events the gateway failed to handle too many times, set aside for the operator.
+
+An event lands here from the inbox (`Inbox.set_aside`) with the error of its last
+attempt; ``switchboard inbox dead`` lists them and ``switchboard inbox retry ID``
+hands one back to the inbox (`DeadLetters.retry`), where a running gateway takes it
+up within seconds, or the next start does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from lifecycle import SqliteDatabase
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS gateway_dead_letters (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL,
+        turn_id TEXT, attempts INTEGER NOT NULL, error TEXT, received_at REAL NOT NULL, dead_at REAL NOT NULL)""",
+)
+_COLUMNS = "id, platform, event_id, payload, turn_id, attempts, error, received_at, dead_at"
+_untext = SqliteDatabase.untext
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    id: int
+    platform: str
+    event_id: str
+    payload: str
+    """The event as the inbox stored it (JSON of its `platforms.base.Inbound` fields)."""
+    turn_id: str | None
+    attempts: int
+    error: str | None
+    """The error of the last attempt, as logged (never the message text)."""
+    received_at: float
+    dead_at: float
+
+    @property
+    def chat_id(self) -> str:
+        return str(json.loads(self.payload).get("chat_id", ""))
+
+    @property
+    def text(self) -> str:
+        return str(json.loads(self.payload).get("text", ""))
+
+
+class DeadLetters:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._db = db
+
+    def all(self) -> list[DeadLetter]:
+        """Every dead letter, oldest first."""
+        return [_letter(r) for r in self._db.read(f"SELECT {_COLUMNS} FROM gateway_dead_letters ORDER BY id")]
+
+    def get(self, letter_id: int) -> DeadLetter | None:
+        row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_dead_letters WHERE id=?", (letter_id,))
+        return None if row is None else _letter(row)
+
+    def retry(self, letter_id: int, requeue) -> DeadLetter | None:
+        """Hand the letter back through ``requeue(platform, event_id, payload, turn_id, received_at)``
+        (`Inbox.requeue`) and forget it here, in one transaction. None for an unknown id."""
+        letter = self.get(letter_id)
+        if letter is None:
+            return None
+        with self._db.transaction():
+            requeue(letter.platform, letter.event_id, letter.payload, letter.turn_id, letter.received_at)
+            self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
+        return letter
+
+
+def _letter(r: tuple) -> DeadLetter:
+    return DeadLetter(r[0], _untext(r[1]), _untext(r[2]), r[3], r[4], r[5], _untext(r[6]), r[7], r[8])

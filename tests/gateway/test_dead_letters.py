@@ -1,0 +1,92 @@
+"""An event the gateway cannot handle: tried again, then set aside with an apology, never
+replayed into a failing start; `switchboard inbox dead` / `inbox retry` hand it back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import sqlite3
+
+from agent.testing import FakeClock
+from gateway import state_lock
+from gateway.cli import main
+from gateway.dead_letters import APOLOGY
+from gateway.testing import RecordingAdapter, make_config, settled
+
+
+def break_new_sessions(gateway):
+    """The state database refuses to store a new session, as a full disk would."""
+
+    def refuse(row):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    gateway.store.sessions.save = refuse
+
+
+async def test_a_failing_event_is_tried_again_then_set_aside_with_an_apology(tmp_path, gateways, caplog):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    config = make_config(tmp_path)
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "never"}]]}, clock=clock)
+    break_new_sessions(gateway)
+    accepted = await chat.say("hello", chat="c9", event_id="ev-poison")
+    assert accepted.turn_id is not None  # accepted: the platform is not asked to send it again
+    for pause in (0.5, 1.0):  # tried again after a pause that doubles
+        await clock.until_sleeping(lasting=pause)
+        assert chat.messages == []
+        clock.advance(pause)
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == [APOLOGY]
+    [letter] = gateway.store.dead_letters.all()
+    assert (letter.platform, letter.event_id, letter.attempts) == ("chat", "ev-poison", 3)
+    assert "disk is full" in letter.error and letter.text == "hello"
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "dead letter" in r.getMessage()]
+    assert len(errors) == 1  # logged once
+    again = await chat.say("hello", chat="c9", event_id="ev-poison")
+    assert again.duplicate  # still known: a redelivery is not a new event
+
+
+async def test_a_dead_letter_never_stops_a_start_and_retry_hands_it_back(tmp_path, gateways, capsys):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, inbox={"max_attempts": 1})
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "never"}]]})
+    break_new_sessions(gateway)
+    await chat.say("please answer", chat="c9", event_id="ev-1")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], script={"parent": [[{"text": "answered at last"}]]})
+    await settled(gateway2)
+    assert chat2.messages == []  # set aside: not replayed at start
+
+    config_file = tmp_path / "switchboard.yaml"
+    config_file.write_text(f"state_dir: {config.state_dir}\n")
+    # The CLI is another process in real life: here a thread, with no event loop of its own.
+    cli = lambda *args: asyncio.to_thread(main, [*args, "--config", str(config_file)])  # noqa: E731
+    assert await cli("inbox", "dead") == 0
+    listing = capsys.readouterr().out
+    assert "chat chat c9" in listing and "event ev-1" in listing and "'please answer'" in listing
+    lock = state_lock.hold(config.state_dir)  # as `switchboard run` holds it
+    try:
+        assert await cli("inbox", "retry", "1") == 0
+    finally:
+        lock.release()
+    assert "re-queued chat event ev-1: the running gateway takes it up" in capsys.readouterr().out
+    await chat2.wait_for(lambda: chat2.messages, timeout=10)  # the running gateway takes it up
+    assert chat2.texts() == ["answered at last"]
+    assert await cli("inbox", "retry", "1") == 1
+    assert "no dead letter 1" in capsys.readouterr().err
+    assert await cli("inbox", "dead") == 0
+    assert capsys.readouterr().out.strip() == "no dead letters"
+
+
+def test_inbox_commands_on_a_state_dir_that_has_nothing(tmp_path):
+    config_file = tmp_path / "switchboard.yaml"
+    config_file.write_text(f"state_dir: {tmp_path / 'empty'}\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["--config", str(config_file), "inbox", "dead"]) == 1
+    assert "nothing has been received yet" in err.getvalue()
