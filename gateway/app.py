@@ -90,7 +90,9 @@ class Gateway:
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
-        for inbound, turn_id in [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]:
+        unfinished = [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]
+        self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id})  # they start over
+        for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
         await self.ledger.resume()

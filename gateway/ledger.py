@@ -79,6 +79,16 @@ class Ledger:
 
     # -- after a restart -------------------------------------------------------------------
 
+    def forget_replayed(self, turn_ids: set[str]) -> int:
+        """Before turns a stopped process left unfinished run again: the delegations they had
+        dispatched are moot (the turn starts over and delegates anew), so they deliver nothing.
+        Returns how many were settled."""
+        settled = 0
+        for row in self._table.running():
+            if row.origin_turn_id in turn_ids:
+                settled += self._table.settle(row.delegation_id, "suppressed", "replayed")
+        return settled
+
     async def resume(self) -> None:
         """Settle or take up every delegation a stopped process left running."""
         for row in self._table.running():

@@ -189,3 +189,28 @@ async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_pat
     assert [c.state.value for c in recent] == ["INTERRUPTED", "INTERRUPTED"]
     # What /stop says it stopped is what ended because of it.
     assert chat.texts()[0] == "Stopped the running turn and 2 subagents. Their partial results are listed by /agents."
+
+
+async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat_can_tell(tmp_path, gateways):
+    def acknowledge_never(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "tool":
+            return {"wait": "ack"}  # the process stops after the dispatch, before the acknowledgement
+        return parent()(request)
+
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": acknowledge_never, "leaf": lambda r: {"text": "found"}})
+    config = make_config(tmp_path, **BACKGROUND)
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please delegate", event_id="ev-1")
+    await model.reached("ack")
+    await gateway.stop(grace=0)
+    assert chat.messages == []
+
+    chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "found"})
+    await chat2.wait_for(lambda: len(chat2.messages) == 2)
+    await settled(gateway2)
+    assert chat2.texts() == ["on it", "results: alpha"]  # one acknowledgement, one set of results
+    first, second = sorted(gateway2.store.delegations.latest(next(iter(gateway2.sessions)).session_id, 5),
+                           key=lambda r: r.dispatched_at)
+    assert (first.status, first.reason) == ("suppressed", "replayed") and second.status == "delivered"
