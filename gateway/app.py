@@ -18,6 +18,7 @@ from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
 from gateway.dead_letters import DeadLetterPolicy
+from gateway.delegation_cards import DelegationCards
 from gateway.display import DisplayResolver
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
@@ -59,9 +60,11 @@ class Gateway:
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock)
-        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, self.store.delegations,
-                                 children=host.children, display=self.display.turn, adapters=self.adapters, clock=clock)
-        self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox,
+        self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
+                                 display=self.display.turn, adapters=self.adapters, clock=clock,
+                                 completion_ended=lambda *ended: self.ledger.completion_ended(*ended))
+        cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
+        self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
                                  adapters=self.adapters, clock=clock)

@@ -22,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
+from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
+from gateway.store.delegations import Status
 from gateway.turn_runner import TurnRunner
 from lifecycle import PROCESS_EXIT, BackgroundDispatch, ChildSnapshot, ChildSpec, HostView, SubagentState
 from lifecycle.settings import LifecycleSettings
@@ -43,8 +45,9 @@ FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
 
 class Ledger:
     def __init__(self, store: GatewayStore, registry: SessionRegistry, runner: TurnRunner, children: HostView,
-                 outbox: Outbox, *, settings: LifecycleSettings, clock: Clock) -> None:
+                 outbox: Outbox, cards: DelegationCards, *, settings: LifecycleSettings, clock: Clock) -> None:
         self._outbox = outbox
+        self._cards = cards
         self._table = store.delegations
         self._sessions = store.sessions
         self._registry = registry
@@ -71,11 +74,26 @@ class Ledger:
         )
         self._table.add(row)
         self._watch(row)
+        self._cards.start(row, session)
 
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing. Returns how many were still running."""
-        return self._table.suppress_session(agent_session_id, reason, before=self._clock.time())
+        running = [r for r in self._table.latest(agent_session_id, 50) if r.status == "running"]
+        for row in running:
+            self._settle(row, "suppressed", reason)
+        return len(running)
+
+    def completion_ended(self, delegation_id: str, status: str, reason: str | None) -> None:
+        """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`)."""
+        row = self._table.get(delegation_id)
+        if row is not None:
+            self._settle(row, status, reason)  # type: ignore[arg-type]
+
+    def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> None:
+        if self._table.settle(row.delegation_id, status, reason):
+            how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
+            self._cards.finish(row, "shutdown" if reason == "replayed" else how)
 
     # -- after a restart -------------------------------------------------------------------
 
@@ -86,7 +104,8 @@ class Ledger:
         settled = 0
         for row in self._table.running():
             if row.origin_turn_id in turn_ids:
-                settled += self._table.settle(row.delegation_id, "suppressed", "replayed")
+                self._settle(row, "suppressed", "replayed")
+                settled += 1
         return settled
 
     async def resume(self) -> None:
@@ -100,7 +119,7 @@ class Ledger:
     async def _resume(self, row: DelegationRow) -> None:
         stored = self._sessions.load(row.session_key)
         if stored is None or stored.session_id != row.agent_session_id:
-            self._table.settle(row.delegation_id, "suppressed", "/new")
+            self._settle(row, "suppressed", "/new")
             return
         found = await self._children.lookup([t.subagent_id for t in row.tasks])
         lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
@@ -134,7 +153,7 @@ class Ledger:
         lines.append("Send /retry to run the interrupted ones again.")
         self._outbox.enqueue(platform, chat_id, thread_id, "\n".join(lines), kind="completion",
                              key=f"{row.completion_turn_id}:report", turn_id=row.completion_turn_id)
-        self._table.settle(row.delegation_id, "reported")
+        self._settle(row, "reported")
 
     # -- delivering ------------------------------------------------------------------------
 
@@ -151,6 +170,7 @@ class Ledger:
         return len(self._watching)
 
     async def close(self) -> None:
+        self._cards.close()
         tasks = list(self._watching.values())
         for task in tasks:
             task.cancel()
@@ -164,7 +184,7 @@ class Ledger:
             return  # /stop or /new settled it meanwhile
         session = self._registry.get(*split_session_key(current.session_key))
         if session.session_id != current.agent_session_id:
-            self._table.settle(current.delegation_id, "suppressed", "/new")
+            self._settle(current, "suppressed", "/new")
             return
         found = await self._children.lookup(ids)
         entries = await self._children.result_entries([(t.task_index, t.subagent_id) for t in current.tasks],

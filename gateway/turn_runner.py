@@ -21,16 +21,20 @@ from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import ProgressCard
+from gateway.progress_message import ProgressMessage
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
-from gateway.store import DelegationTable, Inbox
+from gateway.store import Inbox
 from lifecycle import HostView
 from platforms.base import Adapter
 
 log = logging.getLogger("gateway.turn_runner")
 
 DELEGATE = "delegate_task"
+CompletionEnded = Callable[[str, str, str | None], None]
+"""``completion_ended(delegation_id, status, reason)``: a completion turn is over: its results were
+delivered, or silenced (``NO_REPLY``, ``/stop``, ``/new``). Called in the commit of its reply."""
 TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
 
@@ -39,13 +43,13 @@ TRACKS_TURN_IDS = frozenset({"webhook"})
 class TurnRunner:
     """Owns each session's worker task: it exists while the session's queue has work."""
 
-    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, delegations: DelegationTable, *,
-                 children: HostView, display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter],
-                 clock: Clock) -> None:
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
+                 display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
+                 completion_ended: CompletionEnded) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
-        self._delegations = delegations
+        self._completion_ended = completion_ended
         self._children = children
         self._display = display
         self._adapters = adapters
@@ -116,11 +120,11 @@ class TurnRunner:
                        key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
         if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
             if running.suppressed:
-                self._delegations.settle(item.delegation_id, "suppressed", f"/{running.suppressed_by}")
+                self._completion_ended(item.delegation_id, "suppressed", f"/{running.suppressed_by}")
             elif text is None:
-                self._delegations.settle(item.delegation_id, "suppressed", SILENCE)
+                self._completion_ended(item.delegation_id, "suppressed", SILENCE)
             else:
-                self._delegations.settle(item.delegation_id, "delivered")
+                self._completion_ended(item.delegation_id, "delivered", None)
         for steered in self._registry.end(session):
             self._inbox.settle(steered.platform, steered.event_id)
         if item.event is not None:
@@ -131,18 +135,18 @@ class TurnRunner:
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
 
-    def _notice(self, session: GatewaySession, running: RunningTurn, text: str, n: int) -> None:
-        if running.suppressed or session.running is not running:
-            return
-        target = f"{running.turn_id}:notice"
-        if n == 0 and not self._outbox.journaled(f"{target}:0"):
-            self._send(session, text, kind="notice", key=target, turn_id=running.turn_id, silent=True)
-        else:  # a run replayed after a restart edits the notice its first run sent
-            self._outbox.enqueue_edit(*session.chat, f"{target}:0", text, key=f"{target}-edit-{running.run_id}-{n}")
+    def _message(self, session: GatewaySession, running: RunningTurn) -> ProgressMessage:
+        return ProgressMessage(self._outbox, session.chat, f"{running.turn_id}:notice", turn_id=running.turn_id,
+                               run_id=running.run_id)
 
     def _progress_for(self, session: GatewaySession, running: RunningTurn,
                       display: TurnDisplay) -> Notifier | ProgressCard:
-        publish = lambda text, n: self._notice(session, running, text, n)  # noqa: E731
+        message = self._message(session, running)
+
+        def publish(text: str, n: int) -> None:
+            if not running.suppressed and session.running is running:
+                message.publish(text, n)
+
         if display.progress == "card":
             return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                                 mode=display.long_running_notifications, clock=self._clock, publish=publish,
@@ -157,13 +161,8 @@ class TurnRunner:
     def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
                          elapsed: float, subagents: int) -> None:
         interval = display.notify_interval if display.progress != "card" else 1.0
-        target = f"{running.turn_id}:notice:0"
         final = final_text(how, elapsed, interval, subagents=subagents)
-        key = f"{running.turn_id}:notice-final-{running.run_id}"
-        if display.progress_final == "delete":
-            self._outbox.enqueue_delete(*session.chat, target, final, key=key)
-        else:
-            self._outbox.enqueue_edit(*session.chat, target, final, key=key)
+        self._message(session, running).finish(final, delete=display.progress_final == "delete")
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
         tool = running.current_tool

@@ -131,3 +131,37 @@ def test_lines_are_capped():
         card.tool_finished(f"tool_{i}_" + "x" * 200, True)
     lines = card.render().splitlines()
     assert len(lines) == 1 + MAX_LINES and all(len(line) <= LINE_CHARS for line in lines)
+
+
+def background_parent(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    content = str(last.get("content"))
+    if last["role"] == "user" and content.startswith("[Background delegation results]"):
+        return {"text": "here is what they found"}
+    if last["role"] == "user":
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [{"goal": "a"}, {"goal": "b"}]}}]}
+    return {"text": "on it"}
+
+
+@pytest.mark.parametrize(("ending", "final"), [("results", "✓ Done in 3 s · 2 subagents"), ("/stop", "⏹ Stopped")])
+async def test_a_background_delegation_gets_a_card_finalised_with_its_results(tmp_path, gateways, ending, final):
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "children", "text": "found"}})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    await chat.say("look into a and b")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])  # the acknowledgement; the children work on
+    await model.reached("children")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+    assert card.outbound.text.startswith("⏳ Waiting for subagents: 0 of 2 done")
+    if ending == "results":
+        model.release("children")
+        await chat.wait_for(lambda: "completion" in chat.kinds())
+    else:
+        await chat.say("/stop")
+        await chat.wait_for(lambda: "command" in chat.kinds())
+    await chat.wait_for(lambda: card.text == final)
+    clock.advance(600)
+    await settled(gateway)
+    assert card.text == final

@@ -1,0 +1,68 @@
+"""A progress card for each background delegation, where the chat shows cards: its subagents
+as they work, finalised when their results have been delivered (or stopped, or reported).
+
+The card is the same kind of message as a turn's (`gateway.progress_card`), keyed by the
+delegation, so one a crash left behind is still finalised after the restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent import Clock
+from gateway.display import TurnDisplay
+from gateway.notices import final_text
+from gateway.outbox import Outbox
+from gateway.progress_card import DELEGATE, ProgressCard
+from gateway.progress_message import ProgressMessage
+from gateway.sessions import GatewaySession
+from gateway.store import DelegationRow, split_session_key
+from lifecycle import HostView
+
+
+class DelegationCards:
+    def __init__(self, outbox: Outbox, children: HostView, *, display: Callable[[str], TurnDisplay],
+                 clock: Clock) -> None:
+        self._outbox = outbox
+        self._children = children
+        self._display = display
+        self._clock = clock
+        self._cards: dict[str, ProgressCard] = {}
+
+    def start(self, row: DelegationRow, session: GatewaySession) -> None:
+        """Show the delegation's card once it has run `display.progress_delay` seconds."""
+        display = self._display(session.platform)
+        if display.progress != "card" or row.delegation_id in self._cards:
+            return
+        ids = {t.subagent_id for t in row.tasks}
+
+        def children() -> list:
+            sid = session.session_id
+            return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.subagent_id in ids]
+
+        card = ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
+                            mode=display.long_running_notifications, clock=self._clock,
+                            publish=self._message(row).publish, children=children)
+        card.tool_started(DELEGATE)  # its headline counts the subagents done
+        card.start()
+        self._cards[row.delegation_id] = card
+
+    def finish(self, row: DelegationRow, how: str) -> None:
+        """Finalise the card (``how``: done, stopped, failed or shutdown), also one a crash
+        left behind before this process started."""
+        card = self._cards.pop(row.delegation_id, None)
+        if card is not None:
+            card.disarm()
+        platform = split_session_key(row.session_key)[0]
+        display = self._display(platform)
+        final = final_text(how, self._clock.time() - row.dispatched_at, subagents=len(row.tasks))
+        self._message(row).finish(final, delete=display.progress_final == "delete")
+
+    def close(self) -> None:
+        for card in self._cards.values():
+            card.disarm()
+        self._cards.clear()
+
+    def _message(self, row: DelegationRow) -> ProgressMessage:
+        return ProgressMessage(self._outbox, split_session_key(row.session_key), f"{row.completion_turn_id}:card",
+                               turn_id=row.completion_turn_id, run_id=row.delegation_id)

@@ -1,0 +1,49 @@
+"""One progress message in the outbox — a notice or a card: sent once, edited in place,
+then finalised to one line or deleted.
+
+Its key is derived from what it reports on (a turn, a background delegation), so a run
+of that work replayed after a restart edits the message its first run sent, and a
+stale one left by a crash can still be finalised.
+"""
+
+from __future__ import annotations
+
+from gateway.outbox import Outbox
+from gateway.sessions import ChatKey
+
+
+class ProgressMessage:
+    def __init__(self, outbox: Outbox, chat: ChatKey, key: str, *, turn_id: str, run_id: str) -> None:
+        self._outbox = outbox
+        self._chat = chat
+        self._key = key
+        self._turn_id = turn_id
+        self._run_id = run_id
+        """Distinguishes this run's edits from a replayed run's (their keys must differ)."""
+
+    @property
+    def target(self) -> str:
+        return f"{self._key}:0"
+
+    @property
+    def exists(self) -> bool:
+        """Whether the message was ever journaled (by this run or an earlier one)."""
+        return self._outbox.journaled(self.target)
+
+    def publish(self, text: str, n: int) -> None:
+        """The ``n``-th state of the message: sent the first time, else an edit of it."""
+        if n == 0 and not self.exists:
+            self._outbox.enqueue(*self._chat, text, kind="notice", key=self._key, turn_id=self._turn_id, silent=True)
+        else:
+            self._outbox.enqueue_edit(*self._chat, self.target, text, key=f"{self._key}-edit-{self._run_id}-{n}")
+
+    def finish(self, final: str, *, delete: bool) -> None:
+        """The work is over: delete the message (where the platform can; else it reads
+        ``final``), or edit it to ``final``. Nothing to do if it was never sent."""
+        if not self.exists:
+            return
+        key = f"{self._key}-final-{self._run_id}"
+        if delete:
+            self._outbox.enqueue_delete(*self._chat, self.target, final, key=key)
+        else:
+            self._outbox.enqueue_edit(*self._chat, self.target, final, key=key)
