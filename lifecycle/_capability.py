@@ -11,12 +11,12 @@ a key revokes every handle signed with it.
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from ._canonical import ascii_json, ascii_scalar
 from ._contract import CONTRACT_VERSION, SubagentHandle, is_well_formed_handle
 
 TOKEN_VERSION = "v1"
@@ -121,26 +121,19 @@ def _message(
     provider: str | None,
     model: str | None,
 ) -> bytes:
+    # The ASCII JSON array [domain, token version, contract version, the fields...], written
+    # directly (the same bytes as json.dumps(fields, separators=(",", ":"))).
     # float(): a handle read back from JSON must sign the same as the one issued (1 vs 1.0).
-    # ensure_ascii escapes every non-ASCII character, lone surrogates included, so encoding cannot fail.
-    fields = [
-        _DOMAIN,
-        TOKEN_VERSION,
-        CONTRACT_VERSION,
-        subagent_id,
-        parent_session_id,
-        correlation_id,
-        float(created_at),
-        role,
-        depth,
-        provider,
-        model,
-    ]
-    return _encode(fields).encode("ascii")
+    # Every non-ASCII character is escaped, lone surrogates included, so encoding cannot fail.
+    j = ascii_scalar
+    return (
+        f'{_PREFIX}{j(subagent_id)},{"null" if parent_session_id is None else j(parent_session_id)},'
+        f'{"null" if correlation_id is None else j(correlation_id)},{j(float(created_at))},{j(role)},{j(depth)},'
+        f'{"null" if provider is None else j(provider)},{"null" if model is None else j(model)}]'
+    ).encode("ascii")
 
 
-# The same output as json.dumps(fields, separators=...), without building an encoder per call.
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+_PREFIX = f"[{ascii_json(_DOMAIN)},{ascii_json(TOKEN_VERSION)},{ascii_json(CONTRACT_VERSION)},"
 
 
 def sign(

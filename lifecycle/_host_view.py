@@ -31,12 +31,12 @@ class HostView:
     def recent(self, parent_session_id: str) -> tuple[ChildSnapshot, ...]:
         """The session's last 10 finished children, oldest first; each is forgotten once it is
         older than ``lifecycle.retention_seconds``."""
-        return self._supervisor.recent(parent_session_id)
+        return self._supervisor.tallies.recent(parent_session_id)
 
     def turn_progress(self, parent_session_id: str, turn_id: str) -> tuple[int, int]:
         """(finished, launched) children of one parent turn while any of them runs; (0, 0)
         before the first launch and once all have finished."""
-        return self._supervisor.turn_progress(parent_session_id, turn_id)
+        return self._supervisor.tallies.turn_progress(parent_session_id, turn_id)
 
     async def interrupt_children(self, parent_session_id: str, reason: str) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial

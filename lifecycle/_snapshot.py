@@ -43,11 +43,10 @@ class ChildSnapshot:
 
 def snapshot(record: Record, activity: str) -> ChildSnapshot:
     result = record.result
-    job = record.job
     return ChildSnapshot(
         subagent_id=record.handle.subagent_id,
         parent_session_id=record.handle.parent_session_id,
-        parent_turn_id=job.parent_turn_id if job is not None else "",
+        parent_turn_id=record.turn_id,
         goal=record.goal,
         role=record.handle.role,
         state=record.state,
