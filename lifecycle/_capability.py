@@ -42,7 +42,7 @@ class KeyRing:
     the caller must persist: save `export()` (``Journal.save_key`` is an upsert).
     """
 
-    __slots__ = ("_keys", "_active", "_clock")
+    __slots__ = ("_keys", "_active", "_clock", "_retired")
 
     def __init__(self, rows: Iterable[tuple] = (), *, clock: Callable[[], float] = time.time):
         """Load ``rows`` (as from ``Journal.load_keys``); create a first key when none can sign.
@@ -60,6 +60,7 @@ class KeyRing:
             retired = None if row.retired_at is None else float(row.retired_at)
             self._keys[row.kid] = KeyRow(row.kid, bytes(row.secret), float(row.created_at), retired)
         live = [row for row in self._keys.values() if row.retired_at is None]
+        self._retired = len(self._keys) - len(live)
         # The newest live key signs; ties (same created_at) break on kid so every load picks the same one.
         self._active = max(live, key=lambda r: (r.created_at, r.kid)).kid if live else None
         if self._active is None:
@@ -92,10 +93,17 @@ class KeyRing:
         if kid == self._active:
             self.rotate()
         self._keys[kid] = row._replace(retired_at=float(self._clock()))
+        self._retired += 1
 
     def export(self) -> list[KeyRow]:
         """Every key, retired ones included (so a retired kid stays known as retired), oldest first."""
         return sorted(self._keys.values(), key=lambda r: (r.created_at, r.kid))
+
+    @property
+    def has_retired(self) -> bool:
+        """Whether any key was ever retired: until one is, every capability this ring made
+        still verifies."""
+        return self._retired > 0
 
     def signs_for(self, capability: str) -> bool:
         """Whether the key that made ``capability`` is known and not retired (no HMAC check)."""

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, HookRegistry, Model, ToolRegistry
 from lifecycle._contract import SubagentLifecycleError
+from lifecycle._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle.settings import DelegationSettings
@@ -46,6 +47,7 @@ class ChildHost:
     """The parent's compaction policy; children apply ``delegation.compression_threshold_tokens`` on top."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildSpec:
     """One child as a caller asks for it (a launch request or a delegate_task task), before

@@ -25,6 +25,7 @@ from typing import Any
 
 from lifecycle._canonical import canonical_json, scalar
 from lifecycle._canonical import handle_json as encoded_handle
+from lifecycle._frozen import fast_init
 
 CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000
@@ -73,6 +74,7 @@ TERMINAL_STATES = frozenset(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentLaunchRequest:
     """What a caller asks for. Construction never fails; `validate_request` decides."""
@@ -145,6 +147,7 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("parent_session_id must be a string or None.")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentHandle:
     """What the parent holds. Usable only while `capability` verifies against the key ring.
@@ -231,6 +234,7 @@ def is_well_formed_handle(handle: object) -> bool:
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentStatus:
     """A point-in-time view; UNKNOWN with diagnostic ``UNKNOWN_HANDLE`` for a handle that does not verify."""
@@ -242,6 +246,7 @@ class SubagentStatus:
     diagnostic: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentTerminalState:
     """What ``wait`` returns. ``completed`` is False only when the wait itself timed out."""
@@ -268,6 +273,7 @@ class SubagentCancelResult:
     message: str = ""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentUsage:
     """Resources a child consumed."""
@@ -279,6 +285,7 @@ class SubagentUsage:
     """None when the provider reports no price."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentResult:
     """A child's outcome. Once ``ready``, the result is final: every later read returns an equal object.

@@ -251,7 +251,9 @@ class AsyncSubagentLifecycle:
         if type(handle) is SubagentHandle:
             found = supervisor.get(handle.subagent_id)
             # The very object we issued needs no second HMAC, as long as its key is not retired.
-            if found is not None and found.handle is handle and keyring.signs_for(handle.capability):
+            if found is not None and found.handle is handle and (
+                not keyring.has_retired or keyring.signs_for(handle.capability)
+            ):
                 return found if turn.session.session_id == handle.parent_session_id else None
         elif isinstance(handle, Mapping):
             try:

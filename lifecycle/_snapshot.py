@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lifecycle._contract import SubagentState
+from lifecycle._frozen import fast_init
 from lifecycle._record import Record
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildSnapshot:
     """One child as it was when the snapshot was taken; it never changes afterwards."""
