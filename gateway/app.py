@@ -120,6 +120,7 @@ class Gateway:
                 await adapter.stop()
             except Exception:
                 log.exception("stopping %s failed", adapter.name)
+        self.runner.stop_taking()
         await self.runner.drain(grace)
         self.sessions.interrupt_all("the gateway is shutting down")
         await asyncio.sleep(0)

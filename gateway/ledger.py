@@ -178,7 +178,8 @@ class Ledger:
 
     async def _deliver_when_done(self, row: DelegationRow) -> None:
         ids = [t.subagent_id for t in row.tasks]
-        await self._children.wait_finished(ids)
+        workspace = self._registry.get(*split_session_key(row.session_key)).agent.workspace
+        entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks], workspace)
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile
@@ -187,8 +188,6 @@ class Ledger:
             self._settle(current, "suppressed", "/new")
             return
         found = await self._children.lookup(ids)
-        entries = await self._children.result_entries([(t.task_index, t.subagent_id) for t in current.tasks],
-                                                      session.agent.workspace)
         payload = {"delegation_id": current.delegation_id, "goals": [t.goal for t in current.tasks],
                    "results": entries}
         notes = tuple(_failure_line(t, found.get(t.subagent_id)) for t in current.tasks

@@ -55,6 +55,7 @@ class TurnRunner:
         self._adapters = adapters
         self._clock = clock
         self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
+        self._stopping = False
 
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
         """Queue ``item``; it runs after everything queued before it."""
@@ -66,8 +67,14 @@ class TurnRunner:
     def busy(self) -> list[asyncio.Task[None]]:
         return list(self._workers.values())
 
+    def stop_taking(self) -> None:
+        """Shutdown: no queued item starts from now on (their events stay unsettled, their
+        delegations undelivered: the next start takes them up)."""
+        self._stopping = True
+
     async def drain(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for every queue to empty."""
+        """Wait up to ``timeout`` seconds for the running turns to end (after `stop_taking`, nothing
+        queued starts)."""
         if self._workers:
             await asyncio.wait(list(self._workers.values()), timeout=timeout)
 
@@ -79,7 +86,7 @@ class TurnRunner:
 
     async def _work(self, session: GatewaySession) -> None:
         try:
-            while (taken := self._registry.begin(session)) is not None:
+            while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 await self._run(session, *taken)
         finally:
             self._workers.pop(session, None)

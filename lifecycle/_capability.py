@@ -11,12 +11,12 @@ a key revokes every handle signed with it.
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from ._canonical import ascii_json, ascii_scalar
 from ._contract import CONTRACT_VERSION, SubagentHandle, is_well_formed_handle
 
 TOKEN_VERSION = "v1"
@@ -42,7 +42,7 @@ class KeyRing:
     the caller must persist: save `export()` (``Journal.save_key`` is an upsert).
     """
 
-    __slots__ = ("_keys", "_active", "_clock")
+    __slots__ = ("_keys", "_active", "_clock", "_retired")
 
     def __init__(self, rows: Iterable[tuple] = (), *, clock: Callable[[], float] = time.time):
         """Load ``rows`` (as from ``Journal.load_keys``); create a first key when none can sign.
@@ -60,6 +60,7 @@ class KeyRing:
             retired = None if row.retired_at is None else float(row.retired_at)
             self._keys[row.kid] = KeyRow(row.kid, bytes(row.secret), float(row.created_at), retired)
         live = [row for row in self._keys.values() if row.retired_at is None]
+        self._retired = len(self._keys) - len(live)
         # The newest live key signs; ties (same created_at) break on kid so every load picks the same one.
         self._active = max(live, key=lambda r: (r.created_at, r.kid)).kid if live else None
         if self._active is None:
@@ -92,10 +93,17 @@ class KeyRing:
         if kid == self._active:
             self.rotate()
         self._keys[kid] = row._replace(retired_at=float(self._clock()))
+        self._retired += 1
 
     def export(self) -> list[KeyRow]:
         """Every key, retired ones included (so a retired kid stays known as retired), oldest first."""
         return sorted(self._keys.values(), key=lambda r: (r.created_at, r.kid))
+
+    @property
+    def has_retired(self) -> bool:
+        """Whether any key was ever retired: until one is, every capability this ring made
+        still verifies."""
+        return self._retired > 0
 
     def signs_for(self, capability: str) -> bool:
         """Whether the key that made ``capability`` is known and not retired (no HMAC check)."""
@@ -121,26 +129,19 @@ def _message(
     provider: str | None,
     model: str | None,
 ) -> bytes:
+    # The ASCII JSON array [domain, token version, contract version, the fields...], written
+    # directly (the same bytes as json.dumps(fields, separators=(",", ":"))).
     # float(): a handle read back from JSON must sign the same as the one issued (1 vs 1.0).
-    # ensure_ascii escapes every non-ASCII character, lone surrogates included, so encoding cannot fail.
-    fields = [
-        _DOMAIN,
-        TOKEN_VERSION,
-        CONTRACT_VERSION,
-        subagent_id,
-        parent_session_id,
-        correlation_id,
-        float(created_at),
-        role,
-        depth,
-        provider,
-        model,
-    ]
-    return _encode(fields).encode("ascii")
+    # Every non-ASCII character is escaped, lone surrogates included, so encoding cannot fail.
+    j = ascii_scalar
+    return (
+        f'{_PREFIX}{j(subagent_id)},{"null" if parent_session_id is None else j(parent_session_id)},'
+        f'{"null" if correlation_id is None else j(correlation_id)},{j(float(created_at))},{j(role)},{j(depth)},'
+        f'{"null" if provider is None else j(provider)},{"null" if model is None else j(model)}]'
+    ).encode("ascii")
 
 
-# The same output as json.dumps(fields, separators=...), without building an encoder per call.
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+_PREFIX = f"[{ascii_json(_DOMAIN)},{ascii_json(TOKEN_VERSION)},{ascii_json(CONTRACT_VERSION)},"
 
 
 def sign(

@@ -1,16 +1,17 @@
-"""One child run by the in-process engine, from its build to its outcome."""
+"""One child run by the in-process engine, from its build to its reported end."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agent import AgentSession, TurnResult
 from lifecycle._engine import EngineHost
 from lifecycle._images import first_turn_content_async
-from lifecycle._job import ChildJob, ChildOutcome
-from lifecycle._liveness import Timeout
+from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
+from lifecycle._liveness import Timeout, Watch
 from lifecycle._output_schema import SCHEMA_NOTE, correction_prompt, validate_output
 from lifecycle._project_context import ProjectContext
 
@@ -23,28 +24,81 @@ class ChildRun:
     """One child in this process. `stop` may come at any time; the run checks it before
     each step, and a running turn is interrupted at its next safe boundary."""
 
-    __slots__ = ("job", "host", "session", "stop_reason", "timeout")
+    __slots__ = ("job", "host", "task", "session", "stop_reason", "timeout", "running_since", "watch")
 
     def __init__(self, job: ChildJob, host: EngineHost) -> None:
         self.job = job
         self.host = host
+        self.task: asyncio.Task | None = None
+        """The task running it (held here: the event loop keeps only weak references)."""
         self.session: AgentSession | None = None
         self.stop_reason: str | None = None
         """Set by the first `stop`; the outcome's error when it lands before the child runs."""
         self.timeout: Timeout | None = None
+        self.running_since: float | None = None
+        """The clock's monotonic time its turn began; None before and after."""
+        self.watch: Watch | None = None
+        """Its liveness state, from the monitor's first look at it."""
 
-    async def prepare(self) -> bool:
-        """Report starting, build the child, report running. False (the child never makes
-        a model call) when it was stopped first."""
-        sid = self.job.subagent_id
-        if self.stop_reason is None:
-            await self.host.starting(sid)
-            context = await _PROJECT_CONTEXT.section(self.job.workspace)
-            self.session = self.host.build_child(self.job, context)
-        if self.stop_reason is not None:
-            return False
-        self.host.running(sid)
-        return True
+    async def run(self, release: Callable[[ChildRun], None]) -> None:
+        """The child's whole life here, in one coroutine (a thousand of them wait at once):
+        report starting, build it, report running, run its turn (and one correction turn for
+        a failed output contract), report it finished exactly once however it ended, and
+        finally ``release`` its slot. Never raises but for its own cancellation."""
+        host, job = self.host, self.job
+        sid = job.subagent_id
+        try:
+            try:
+                if self.stop_reason is None:
+                    await host.starting(sid)
+                    context = _PROJECT_CONTEXT.cached(job.workspace)
+                    if context is None:
+                        context = await _PROJECT_CONTEXT.section(job.workspace)
+                    self.session = host.build_child(job, context)
+                session = self.session
+                if self.stop_reason is not None:
+                    outcome = self.stopped()  # it never makes a model call
+                else:
+                    host.running(sid)
+                    started = self.running_since = host.clock.monotonic()
+                    try:
+                        content: Any = job.goal
+                        if job.images:
+                            content = await first_turn_content_async(
+                                job.goal, job.images, workspace=session.workspace,
+                                supports_vision=bool(getattr(session.model, "supports_vision", False)),
+                            )
+                        # A stop that landed while no turn ran (before this one) must not be lost.
+                        if self.stop_reason is not None:
+                            outcome = self.stopped()
+                        else:
+                            outcome = outcome_from_turn(await session.run_turn(content))
+                        if job.output_schema is not None and outcome.status == "completed":
+                            outcome = await self._check_contract(session, outcome)
+                    except Exception as exc:  # a bug in running must still end as a result
+                        log.exception("child %s crashed", sid)
+                        outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+                    finally:
+                        self.running_since = None
+                    self._ran(outcome, host.clock.monotonic() - started)
+            except asyncio.CancelledError:
+                await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
+                raise
+            except Exception as exc:
+                log.exception("child %s failed to start", sid)
+                outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+            await host.finished(sid, outcome)
+        except Exception:  # the service records its own failures; reaching here is a bug worth a loud line
+            log.exception("child %s could not be finished", sid)
+        finally:
+            release(self)
+
+    def _ran(self, outcome: ChildOutcome, seconds: float) -> None:
+        """Complete the outcome of a turn: its duration, and a timeout for the liveness monitor's stop."""
+        outcome.duration_seconds = seconds
+        if self.timeout is not None and outcome.status == "interrupted":
+            outcome.status, outcome.exit_reason = "timeout", "timeout"
+            outcome.error, outcome.timeout = self.timeout.message(), self.timeout
 
     def stopped(self) -> ChildOutcome:
         """The outcome of a child stopped before it ran."""
@@ -62,46 +116,14 @@ class ChildRun:
             self.timeout = timeout
             self.session.interrupt("timeout: no progress", hard=True)
 
-    async def execute(self) -> ChildOutcome:
-        """Run the child's turn (and one correction turn for a failed output contract);
-        never raises except when the caller itself is cancelled."""
-        session, job = self.session, self.job
-        assert session is not None, "prepare() first"
-        clock = self.host.clock
-        started = clock.monotonic()
-        try:
-            content: Any = job.goal
-            if job.images:
-                content = await first_turn_content_async(
-                    job.goal, job.images, workspace=session.workspace,
-                    supports_vision=bool(getattr(session.model, "supports_vision", False)),
-                )
-            outcome = await self._turn(session, content)
-            if job.output_schema is not None and outcome.status == "completed":
-                outcome = await self._check_contract(session, outcome)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a bug in building or running must still end as a result
-            log.exception("child %s crashed", job.subagent_id)
-            outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
-        outcome.duration_seconds = clock.monotonic() - started
-        if self.timeout is not None and outcome.status == "interrupted":
-            outcome.status, outcome.exit_reason = "timeout", "timeout"
-            outcome.error, outcome.timeout = self.timeout.message(), self.timeout
-        return outcome
-
-    async def _turn(self, session: AgentSession, content: Any) -> ChildOutcome:
-        # A stop that landed while no turn ran (between turns) must not be lost.
-        if self.stop_reason is not None:
-            return self.stopped()
-        return outcome_from_turn(await session.run_turn(content))
-
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
         schema = dict(self.job.output_schema or {})
         valid, errors, _ = validate_output(outcome.summary or "", schema)
         if not valid:
             # Exactly one correction turn, with the exact errors; the schema is not pasted again.
-            corrected = _merged(outcome, await self._turn(session, correction_prompt(errors)))
+            retry = self.stopped() if self.stop_reason is not None else outcome_from_turn(
+                await session.run_turn(correction_prompt(errors)))
+            corrected = _merged(outcome, retry)
             if corrected.status != "completed":
                 return corrected
             outcome = corrected
@@ -121,16 +143,9 @@ def outcome_from_turn(result: TurnResult) -> ChildOutcome:
         status, error = "completed", None
     else:
         status, error = "failed", "Subagent did not produce a response."
-    return ChildOutcome(
-        status=status,
-        exit_reason=result.exit_reason,
-        summary=result.text or None,
-        error=error,
-        api_calls=result.api_calls,
-        usage=result.usage,
-        cost_usd=result.cost_usd,
-        model=result.model,
-        tool_trace=result.tool_trace,
+    return ChildOutcome(  # positional, in field order: this runs for every child
+        status, result.exit_reason, result.text or None, error, result.api_calls, 0.0, result.usage,
+        result.cost_usd, result.model, result.tool_trace,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, HookRegistry, Model, ToolRegistry
 from lifecycle._contract import SubagentLifecycleError
+from lifecycle._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle.settings import DelegationSettings
@@ -46,6 +47,7 @@ class ChildHost:
     """The parent's compaction policy; children apply ``delegation.compression_threshold_tokens`` on top."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildSpec:
     """One child as a caller asks for it (a launch request or a delegate_task task), before
@@ -94,17 +96,16 @@ def plan_job(
         toolsets = frozenset(spec.allowed_toolsets) if toolsets is None else toolsets & set(spec.allowed_toolsets)
     blocked = UNSAFE_CHILD_TOOLS if role == "orchestrator" else _LEAF_BLOCKED
     # Children inherit the parent's resolved tools (its disabled tools stay disabled), narrowed.
-    tools = tuple(
+    tools = [
         name for name, tool in parent.tools.items()
         if name not in blocked and (toolsets is None or tool.toolset in toolsets)
-        and (name != DELEGATE_TOOL or host.tools.get(DELEGATE_TOOL) is not None)
-    )
-    return ChildJob(
-        subagent_id=subagent_id, parent_session_id=parent.session_id, parent_turn_id=parent_turn_id,
-        goal=spec.goal, context=spec.context, role=role, depth=depth,
-        toolsets=None if toolsets is None else tuple(sorted(toolsets)), tools=tools, metadata=spec.metadata,
-        output_schema=spec.output_schema, images=spec.images,
-        provider=type(model).__name__, model=getattr(model, "name", None), workspace=str(parent.workspace),
+    ]
+    if DELEGATE_TOOL in tools and host.tools.get(DELEGATE_TOOL) is None:
+        tools.remove(DELEGATE_TOOL)
+    return ChildJob(  # positional, in field order: this runs for every child
+        subagent_id, parent.session_id, parent_turn_id, spec.goal, spec.context, role, depth,
+        None if toolsets is None else tuple(sorted(toolsets)), tuple(tools), spec.metadata,
+        spec.output_schema, spec.images, type(model).__name__, getattr(model, "name", None), str(parent.workspace),
     )
 
 

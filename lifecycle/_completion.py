@@ -6,17 +6,32 @@ from __future__ import annotations
 import logging
 
 from agent import AgentSession
+from lifecycle._canonical import handle_json
 from lifecycle._children import ChildHost
+from lifecycle._contract import SubagentResult, SubagentState, SubagentUsage, result_and_text
 from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle._journal import JournalRecord
+from lifecycle._record import Record
 
 log = logging.getLogger("lifecycle.children")
 
 
-async def complete(host: ChildHost, job: ChildJob, parent: AgentSession | None, outcome: ChildOutcome) -> None:
-    """Tell the memory provider, run ``subagent_stop`` hooks in registration order (a failing
-    one is logged, the rest still run), and add the child's usage and cost to its parent's
-    totals. ``parent`` is None for a child re-attached after a restart: the totals of the
-    session that launched it are gone with that process, so there is nothing to add to."""
+def roll_up(parent: AgentSession | None, outcome: ChildOutcome) -> None:
+    """Add the child's usage and cost to its parent's totals. ``parent`` is None for a child
+    re-attached after a restart: the totals of the session that launched it went with that
+    process, so there is nothing to add to."""
+    if parent is not None:
+        parent.add_cost(outcome.usage, outcome.cost_usd, outcome.api_calls)
+
+
+def listening(host: ChildHost) -> bool:
+    """Whether `notify` has anyone to tell (most hosts have no one: then it need not be awaited)."""
+    return host.memory is not None or host.hooks.has("subagent_stop")
+
+
+async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
+    """Tell the memory provider, then run ``subagent_stop`` hooks in registration order (a
+    failing one is logged, the rest still run)."""
     sid = job.subagent_id
     if host.memory is not None:
         try:
@@ -39,5 +54,16 @@ async def complete(host: ChildHost, job: ChildJob, parent: AgentSession | None, 
             tool_call_history=[e.to_dict() for e in outcome.tool_trace],
             duration_ms=int(outcome.duration_seconds * 1000),
         )
-    if parent is not None:
-        parent.add_cost(outcome.usage, outcome.cost_usd, outcome.api_calls)
+
+
+def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: float) -> tuple[SubagentResult, JournalRecord]:
+    """The child's final, hashed result and the journal row that carries it."""
+    encoded = handle_json(record.handle)  # once, for the result's text and the row alike
+    usage = outcome.usage
+    result, text = result_and_text(
+        record.handle, state, outcome.summary, outcome.error,
+        None if state is SubagentState.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
+        SubagentUsage(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
+        record.started_at, now, outcome.duration_seconds, encoded,
+    )
+    return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text, encoded_handle=encoded)

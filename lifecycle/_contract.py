@@ -23,6 +23,10 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from lifecycle._canonical import canonical_json, scalar
+from lifecycle._canonical import handle_json as encoded_handle
+from lifecycle._frozen import fast_init
+
 CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000
 MAX_CONTEXT_CHARS = 32_000
@@ -70,6 +74,7 @@ TERMINAL_STATES = frozenset(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentLaunchRequest:
     """What a caller asks for. Construction never fails; `validate_request` decides."""
@@ -142,6 +147,7 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("parent_session_id must be a string or None.")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentHandle:
     """What the parent holds. Usable only while `capability` verifies against the key ring.
@@ -180,9 +186,13 @@ class SubagentHandle:
         """Parse strictly: exact keys and exact types, else ``Malformed subagent handle.``."""
         try:
             if isinstance(mapping, Mapping) and len(mapping) == len(_HANDLE_KEYS) and set(mapping) == _HANDLE_SET:
-                handle = cls(**{name: mapping[name] for name in _HANDLE_KEYS})
+                values = [mapping[name] for name in _HANDLE_KEYS]
+                created = values[_CREATED_AT]
+                if type(created) is int and abs(created) < 2**53:  # larger ints would not convert exactly
+                    values[_CREATED_AT] = float(created)
+                handle = cls(*values)
                 if is_well_formed_handle(handle):
-                    return dataclasses.replace(handle, created_at=float(handle.created_at))
+                    return handle
         except Exception:  # a hostile Mapping may raise anything; all of it means "malformed"
             pass
         raise SubagentLifecycleError("Malformed subagent handle.", code="MALFORMED_HANDLE")
@@ -190,6 +200,7 @@ class SubagentHandle:
 
 _HANDLE_KEYS = tuple(f.name for f in dataclasses.fields(SubagentHandle))
 _HANDLE_SET = frozenset(_HANDLE_KEYS)
+_CREATED_AT = _HANDLE_KEYS.index("created_at")
 
 
 def _opt_str(value: object) -> bool:
@@ -223,6 +234,7 @@ def is_well_formed_handle(handle: object) -> bool:
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentStatus:
     """A point-in-time view; UNKNOWN with diagnostic ``UNKNOWN_HANDLE`` for a handle that does not verify."""
@@ -234,6 +246,7 @@ class SubagentStatus:
     diagnostic: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentTerminalState:
     """What ``wait`` returns. ``completed`` is False only when the wait itself timed out."""
@@ -260,6 +273,7 @@ class SubagentCancelResult:
     message: str = ""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentUsage:
     """Resources a child consumed."""
@@ -271,6 +285,7 @@ class SubagentUsage:
     """None when the provider reports no price."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubagentResult:
     """A child's outcome. Once ``ready``, the result is final: every later read returns an equal object.
@@ -366,13 +381,7 @@ def compute_result_hash(result: SubagentResult) -> str:
     """SHA-256 hex of ``to_dict()`` minus ``result_hash`` as canonical JSON; equal content, equal hash."""
     body = result.to_dict()
     del body["result_hash"]
-    return _digest(_canonical(body))
-
-
-# One reusable encoder: json.dumps(sort_keys=...) would build a new encoder for every call.
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-canonical_json = _canonical
-"""Sorted keys, no spaces, non-ASCII as is: the encoding `result_hash` is taken over."""
+    return _digest(canonical_json(body))
 
 
 def _digest(canonical: str) -> str:
@@ -382,11 +391,14 @@ def _digest(canonical: str) -> str:
 
 def _bound(text: object) -> tuple[str | None, bool, int | None]:
     if text is None:
-        return None, False, None
+        return _UNBOUNDED
     text = text if type(text) is str else str(text)
     if len(text) <= MAX_RESULT_CHARS:
         return text, False, None
     return text[:MAX_RESULT_CHARS], True, len(text)
+
+
+_UNBOUNDED = (None, False, None)
 
 
 def _float(value: float | None) -> float | None:
@@ -413,9 +425,9 @@ def make_terminal_result_json(
     handle_json: str | None = None,
 ) -> tuple[SubagentResult, str]:
     """Build the final, hashed result of a terminal child (``ready=True``), and its
-    ``to_dict()`` as JSON text for the journal. ``handle_json``, when given, must be
-    `canonical_json` of ``handle.to_dict()``: it is used as is instead of encoding the
-    handle again.
+    ``to_dict()`` as JSON text for the journal: the canonical JSON the hash was taken over,
+    with ``result_hash`` appended. ``handle_json``, when given, must be `canonical_json` of
+    ``handle.to_dict()``: it is used as is instead of encoding the handle again.
 
     Non-str text is converted with ``str()``; text over `MAX_RESULT_CHARS` keeps
     its head and sets the ``*_truncated`` flag and ``*_original_length``. Times
@@ -423,31 +435,52 @@ def make_terminal_result_json(
     ``duration_seconds`` defaults to ``completed_at - started_at`` when both are
     known. Raises ValueError for a non-terminal state (a programming error).
     """
-    state = SubagentState(state)
-    if not state.terminal:
+    return result_and_text(
+        handle, state, summary, error_message, error_classification, exit_reason, usage, started_at,
+        completed_at, duration_seconds, handle_json,
+    )
+
+
+def result_and_text(
+    handle: SubagentHandle, state: SubagentState, summary: str | None, error_message: str | None,
+    error_classification: str | None, exit_reason: str | None, usage: SubagentUsage | None,
+    started_at: float | None, completed_at: float | None, duration_seconds: float | None, handle_json: str | None,
+) -> tuple[SubagentResult, str]:
+    """`make_terminal_result_json` with positional arguments (it runs for every child)."""
+    if type(state) is not SubagentState:
+        state = SubagentState(state)
+    if state not in TERMINAL_STATES:
         raise ValueError(f"{state.value} is not a terminal state.")
     summary, summary_truncated, summary_length = _bound(summary)
     error_message, error_truncated, error_length = _bound(error_message)
     if duration_seconds is None and started_at is not None and completed_at is not None:
         duration_seconds = max(0.0, completed_at - started_at)
-    fields = (
-        summary, summary_truncated, summary_length, error_message, error_truncated, error_length,
-        error_classification, exit_reason,
-    )  # fmt: skip
     usage = usage if usage is not None else SubagentUsage()
-    times = (_float(started_at), _float(completed_at), _float(duration_seconds))
-    # Built once and encoded once, for the hash and the journal alike: this runs for every child.
-    body = dict(zip(_RESULT_PLAIN[:-1], (True, *fields, *times), strict=True))
-    body["state"] = state.value
-    body["usage"] = {name: getattr(usage, name) for name in _USAGE_KEYS}
-    if handle_json is None:
-        body["handle"] = handle.to_dict()
-        text = _canonical(body)
-    else:
-        # "handle" sorts right before "ready". The first ',"ready":' is that key: a quote
-        # inside a string value is always escaped.
-        rest = _canonical(body)
-        cut = rest.index(',"ready":')
-        text = f'{rest[:cut]},"handle":{handle_json}{rest[cut:]}'
+    started, completed, duration = _float(started_at), _float(completed_at), _float(duration_seconds)
+    # Written once, for the hash and the journal alike, in sorted key order: this runs for every
+    # child. Absent values and flags are written inline; `scalar` writes the rest.
+    j = scalar
+    cost = usage.cost_usd
+    text = (
+        f'{{"completed_at":{"null" if completed is None else j(completed)},'
+        f'"duration_seconds":{"null" if duration is None else j(duration)},'
+        f'"error_classification":{"null" if error_classification is None else j(error_classification)},'
+        f'"error_message":{"null" if error_message is None else j(error_message)},'
+        f'"error_original_length":{"null" if error_length is None else j(error_length)},'
+        f'"error_truncated":{"true" if error_truncated else "false"},'
+        f'"exit_reason":{"null" if exit_reason is None else j(exit_reason)},'
+        f'"handle":{encoded_handle(handle) if handle_json is None else handle_json},'
+        f'"ready":true,"started_at":{"null" if started is None else j(started)},'
+        f'"state":"{state.value}",'  # the states are plain ASCII names
+        f'"summary":{"null" if summary is None else j(summary)},'
+        f'"summary_original_length":{"null" if summary_length is None else j(summary_length)},'
+        f'"summary_truncated":{"true" if summary_truncated else "false"},'
+        f'"usage":{{"api_calls":{j(usage.api_calls)},"completion_tokens":{j(usage.completion_tokens)},'
+        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}}}'
+    )
     digest = _digest(text)
-    return SubagentResult(handle, state, True, *fields, usage, *times, digest), f'{text[:-1]},"result_hash":"{digest}"}}'
+    result = SubagentResult(
+        handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
+        error_length, error_classification, exit_reason, usage, started, completed, duration, digest,
+    )
+    return result, f'{text[:-1]},"result_hash":"{digest}"}}'

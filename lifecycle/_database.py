@@ -157,6 +157,8 @@ class SqliteDatabase:
     def request(self, participant: Participant) -> None:
         """Have ``participant`` flush into the next commit (at the next loop turn; at once
         without a running loop)."""
+        if self._commit_due and participant in self._due:
+            return  # already in the commit coming up (the common case: many puts per loop turn)
         self._connection()
         self._due[participant] = None
         try:

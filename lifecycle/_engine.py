@@ -54,8 +54,9 @@ class EngineHost(Protocol):
         RUNNING (unless a cancel was requested) and ``started_at`` is set."""
 
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
-        """The child has ended, however it ended. Runs the completion pipeline and
-        journals the terminal result before returning; waiters wake after the commit."""
+        """The child has ended, however it ended. Runs the completion pipeline and puts the
+        terminal result to the journal before returning; the result becomes readable (and
+        waiters wake) once that is committed, which may be just after."""
 
 
 class Engine(Protocol):

@@ -9,6 +9,7 @@ delivers background delegations itself (``/retry``, resuming after a restart).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import AgentSession
 from lifecycle._children import ChildSpec
-from lifecycle._contract import SubagentLifecycleError
+from lifecycle._contract import SubagentLifecycleError, SubagentResult
 from lifecycle._entries import apply_summary_budget, entry, entry_from_result
 from lifecycle._record import Record
 from lifecycle._snapshot import ChildSnapshot
@@ -43,12 +44,12 @@ class HostView:
     def recent(self, parent_session_id: str) -> tuple[ChildSnapshot, ...]:
         """The session's last 10 finished children, oldest first; each is forgotten once it is
         older than ``lifecycle.retention_seconds``."""
-        return self._supervisor.recent(parent_session_id)
+        return self._supervisor.tallies.recent(parent_session_id)
 
     def turn_progress(self, parent_session_id: str, turn_id: str) -> tuple[int, int]:
         """(finished, launched) children of one parent turn while any of them runs; (0, 0)
         before the first launch and once all have finished."""
-        return self._supervisor.turn_progress(parent_session_id, turn_id)
+        return self._supervisor.tallies.turn_progress(parent_session_id, turn_id)
 
     async def interrupt_children(self, parent_session_id: str, reason: str) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial
@@ -71,34 +72,30 @@ class HostView:
     async def wait_finished(self, subagent_ids: Sequence[str]) -> None:
         """Return once every one of these children is in a terminal state (unknown ones count
         as finished). Cancelling the wait leaves the children running."""
-        for sid in subagent_ids:
-            record = self._supervisor.get(sid)
-            if record is not None and record.result is None:
-                waiter = record.waiter()
-                try:
-                    await waiter
-                finally:
-                    record.forget(waiter)
+        await self._wait([self._supervisor.get(sid) for sid in subagent_ids])
 
-    async def result_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path) -> list[dict[str, Any]]:
-        """delegate_task result entries for finished children, given as (task index, subagent
-        id): what an inline call returns, with the summary budget applied (an over-long summary
-        is cut and kept whole in ``workspace``). A child only the journal remembers gets the
-        fields the journal keeps; one it does not know at all is an ``error`` entry."""
+    async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path) -> list[dict[str, Any]]:
+        """Wait until these children, given as (task index, subagent id), have finished, then
+        their delegate_task result entries: what an inline call returns, with the summary
+        budget applied (an over-long summary is cut and kept whole in ``workspace``). A child
+        that finished before the call, or before a restart, gets the fields the journal keeps
+        (no tool trace); one nothing remembers is an ``error`` entry. Cancelling the wait
+        leaves the children running."""
+        held = [self._supervisor.get(sid) for _, sid in tasks]
+        await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
         items = []
-        for task_index, sid in tasks:
-            record = await self._record(sid)
-            if record is not None and record.outcome is not None:
-                item = entry(task_index, sid, record.outcome)
-            elif record is not None and record.result is not None:
-                item = entry_from_result(task_index, sid, record.result)
+        for (task_index, sid), item in zip(tasks, held, strict=True):
+            if isinstance(item, Record) and item.outcome is not None:
+                entry_ = entry(task_index, sid, item.outcome)
+            elif (result := await self._result(sid, item)) is not None:
+                entry_ = entry_from_result(task_index, sid, result)
             else:
-                item = {"task_index": task_index, "subagent_id": sid, "status": "error", "summary": None,
-                        "error": "the subagent's result is no longer available"}
-            if len(item.get("summary") or "") > max_chars:
-                item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace)
-            items.append(item)
+                entry_ = {"task_index": task_index, "subagent_id": sid, "status": "error", "summary": None,
+                          "error": "the subagent's result is no longer available"}
+            if len(entry_.get("summary") or "") > max_chars:
+                entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace)
+            items.append(entry_)
         return items
 
     async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec]) -> list[str]:
@@ -107,18 +104,40 @@ class HostView:
         records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True)
         return [r.handle.subagent_id for r in records]
 
+    @staticmethod
+    async def _wait(held: Sequence[Record | SubagentResult | None]) -> None:
+        for record in held:
+            if isinstance(record, Record) and record.result is None:
+                waiter = record.waiter()
+                try:
+                    await waiter
+                finally:
+                    record.forget(waiter)
+
+    async def _result(self, subagent_id: str, held: Record | SubagentResult | None) -> SubagentResult | None:
+        if isinstance(held, Record):
+            return held.result
+        if isinstance(held, SubagentResult):
+            return held
+        record = await self._journaled(subagent_id)
+        return None if record is None else record.result
+
     async def _record(self, subagent_id: str) -> Record | None:
-        supervisor = self._supervisor
-        record = supervisor.get(subagent_id)
-        if record is not None:
-            return record
-        row = await supervisor.journal.get(subagent_id)
+        """A live child's record, else one read back from the journal (finished, or a
+        stopped process's)."""
+        item = self._supervisor.get(subagent_id)
+        return item if isinstance(item, Record) else await self._journaled(subagent_id)
+
+    async def _journaled(self, subagent_id: str) -> Record | None:
+        row = await self._supervisor.journal.get(subagent_id)
         if row is None:
             return None
         try:
             record = Record.from_journal(row)
+            if row.result is not None:  # a finished child: what it ended with
+                record.result = SubagentResult.from_dict(json.loads(row.result))
+                record.completed_at = row.completed_at
         except (ValueError, SubagentLifecycleError):
             log.error("journal record of %s is unreadable", subagent_id)
             return None
-        supervisor.remember(record)
         return record

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from lifecycle._child_run import ChildRun
 from lifecycle._engine import EngineHost
-from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
+from lifecycle._job import ChildJob
 from lifecycle._liveness import Watch, monitor
 
 log = logging.getLogger("lifecycle.engine")
@@ -32,15 +32,15 @@ class InProcessEngine:
         self._queue: dict[str, ChildJob] = {}
         """Jobs waiting for a slot, oldest first (a dict: withdrawing one is O(1))."""
         self._runs: dict[str, ChildRun] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._watches: dict[str, Watch] = {}
+        """Children holding a slot, until their task has reported their end."""
         self._monitor: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
     @property
     def running(self) -> int:
         """Children holding a slot (being built, running, or reporting their end)."""
-        return len(self._tasks)
+        return len(self._runs)
 
     @property
     def pending(self) -> int:
@@ -49,15 +49,16 @@ class InProcessEngine:
 
     async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
         self._host = host
+        self._loop = asyncio.get_running_loop()
         self._monitor = asyncio.create_task(
-            monitor(self._watches.values, lambda: host.delegation, host.clock), name="lifecycle-liveness"
+            monitor(self._watches, lambda: host.delegation, host.clock), name="lifecycle-liveness"
         )
         return ()  # nothing outlives the process that ran it
 
     def submit(self, job: ChildJob) -> None:
         if self._closed or self._host is None:
             raise RuntimeError("the engine is not running")
-        if len(self._tasks) < self.max_running:
+        if len(self._runs) < self.max_running:
             self._start(job)
         else:
             self._queue[job.subagent_id] = job
@@ -72,7 +73,7 @@ class InProcessEngine:
 
     def steer(self, subagent_id: str, text: str) -> bool:
         run = self._runs.get(subagent_id)
-        if run is None or run.session is None:
+        if run is None or run.running_since is None:
             return False
         run.session.steer(text)
         return True
@@ -90,42 +91,24 @@ class InProcessEngine:
         if self._monitor is not None:
             self._monitor.cancel()
             self._monitor = None
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        tasks = [run.task for run in self._runs.values()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _watches(self) -> Iterator[Watch]:
+        for run in list(self._runs.values()):
+            if run.running_since is not None:
+                if run.watch is None:
+                    run.watch = Watch(run.session, run.running_since, run.stop_for_timeout)
+                yield run.watch
 
     def _start(self, job: ChildJob) -> None:
         assert self._host is not None
         run = self._runs[job.subagent_id] = ChildRun(job, self._host)
-        task = asyncio.ensure_future(self._run(run))
-        self._tasks.add(task)
-        task.add_done_callback(self._slot_freed)
+        run.task = self._loop.create_task(run.run(self._release))
 
-    async def _run(self, run: ChildRun) -> None:
-        host, sid = run.host, run.job.subagent_id
-        try:
-            if await run.prepare():
-                self._watches[sid] = Watch(run.session, host.clock.monotonic(), run.stop_for_timeout)
-                try:
-                    outcome = await run.execute()
-                finally:
-                    self._watches.pop(sid, None)
-            else:
-                outcome = run.stopped()
-        except asyncio.CancelledError:
-            self._runs.pop(sid, None)
-            await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
-            raise
-        except Exception as exc:
-            log.exception("child %s failed to start", sid)
-            outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
-        self._runs.pop(sid, None)
-        await host.finished(sid, outcome)
-
-    def _slot_freed(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # Runs report their own failures; reaching here is a bug worth a loud line.
-            log.error("child job crashed", exc_info=task.exception())
-        while self._queue and len(self._tasks) < self.max_running and not self._closed:
-            sid = next(iter(self._queue))
-            self._start(self._queue.pop(sid))
+    def _release(self, run: ChildRun) -> None:
+        """A child has reported its end: its slot goes to the oldest queued job."""
+        del self._runs[run.job.subagent_id]
+        while self._queue and len(self._runs) < self.max_running and not self._closed:
+            self._start(self._queue.pop(next(iter(self._queue))))

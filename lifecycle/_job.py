@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agent import ToolTraceEntry, Usage
+from lifecycle._frozen import fast_init
 from lifecycle._liveness import Timeout
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -22,6 +23,7 @@ PROCESS_EXIT = "interrupted by process exit"
 """The error of a child that was running when its process stopped."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildJob:
     """One child to run, fully resolved by the service when it was launched."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
+from ._frozen import fast_init
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class JournalError(SubagentLifecycleError):
         self.subagent_ids = subagent_ids
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JournalRecord:
     """One child as stored. ``handle`` and ``result`` are JSON text, encoded once by the service:

@@ -56,15 +56,16 @@ def idle_cap(settings: DelegationSettings) -> float | None:
 
 
 class Watch:
-    """Liveness state of one child; created when the child starts running."""
+    """Liveness state of one running child, created at its first check (most children finish
+    long before one): progress it made before then counts from its last activity."""
 
     __slots__ = ("session", "started", "fingerprint", "last_progress", "warned", "on_timeout")
 
-    def __init__(self, session: AgentSession, now: float, on_timeout: Callable[[Timeout], None]) -> None:
+    def __init__(self, session: AgentSession, started: float, on_timeout: Callable[[Timeout], None]) -> None:
         self.session = session
-        self.started = now
+        self.started = started
         self.fingerprint = _fingerprint(session)
-        self.last_progress = now
+        self.last_progress = max(started, session.activity.last_activity)
         self.warned = False
         self.on_timeout = on_timeout
 

@@ -25,6 +25,14 @@ class ProjectContext:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[float, asyncio.Task[str]]] = {}
 
+    def cached(self, workspace: str) -> str | None:
+        """The section for ``workspace`` when a fresh read is at hand (no await needed), else None."""
+        entry = self._cache.get(workspace)
+        if entry is None or time.monotonic() - entry[0] >= _TTL_SECONDS:
+            return None
+        task = entry[1]
+        return task.result() if task.done() and not task.cancelled() else None
+
     async def section(self, workspace: str | Path) -> str:
         """The system-prompt section for ``workspace``, or "" when it has no context files."""
         workspace = str(workspace)

@@ -7,7 +7,8 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState, canonical_json
+from lifecycle._canonical import handle_json
+from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
@@ -19,18 +20,17 @@ class Record:
     """Mutated only on the event loop. ``result`` is set once, after it is journaled, and never changes."""
 
     __slots__ = (
-        "handle", "handle_json", "job", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "_waiters",
+        "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
+        "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "keep_result", "_waiters",
         "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
         self.handle = handle
-        self.handle_json = canonical_json(handle.to_dict())
-        """Encoded once: the PENDING and the terminal journal rows carry it, and the terminal
-        result's canonical JSON embeds it."""
         self.job = job
         """What the engine runs; None for a record read back from the journal, and once finished."""
+        self.turn_id = job.parent_turn_id if job is not None else ""
+        """The parent turn that launched it; empty when unknown (read back after a restart)."""
         self.goal = goal
         self.created_at = created_at
         self.state = SubagentState.PENDING
@@ -52,6 +52,8 @@ class Record:
         """Interrupted because the service is closing."""
         self.completing = False
         """The completion pipeline has begun; nothing may stop or finish it again."""
+        self.keep_result = False
+        """Its handle was handed out: keep its result in memory for the reads that follow."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
 
     @property
@@ -87,32 +89,25 @@ class Record:
                 future.set_result(None)
 
     def journal_row(
-        self, *, state: SubagentState | None = None, updated_at: float | None = None, result: str | None = None
+        self, *, state: SubagentState | None = None, updated_at: float | None = None,
+        completed_at: float | None = None, result: str | None = None, encoded_handle: str | None = None,
     ) -> JournalRecord:
         """What the journal keeps. Only PENDING and terminal rows are written: after a
-        crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
+        crash every other state reads as INTERRUPTED anyway, so they would buy nothing.
+        ``encoded_handle`` is the handle's canonical JSON when the caller already has it (it
+        is not kept on the record: a thousand waiting children would hold it for nothing)."""
         h = self.handle
-        return JournalRecord(
-            subagent_id=h.subagent_id,
-            parent_session_id=h.parent_session_id,
-            correlation_id=h.correlation_id,
-            handle=self.handle_json,
-            state=(state or self.state).value,
-            created_at=self.created_at,
-            updated_at=updated_at if updated_at is not None else self.updated_at,
-            started_at=self.started_at,
-            completed_at=self.completed_at,
-            result=result,
-            goal=self.goal,
+        return JournalRecord(  # positional, in field order: this runs twice for every child
+            h.subagent_id, h.parent_session_id, h.correlation_id, encoded_handle or handle_json(h),
+            (state or self.state).value, self.created_at, updated_at if updated_at is not None else self.updated_at,
+            self.started_at, completed_at, result, self.goal,
         )
 
     @classmethod
     def from_journal(cls, row: JournalRecord) -> Record:
-        """A record read back from the journal (a finished one, or one an engine re-attached)."""
+        """The record of an unfinished child read back from the journal (an engine re-attached it)."""
         record = cls(SubagentHandle.from_dict(json.loads(row.handle)), row.goal, row.created_at)
         record.state = SubagentState(row.state)
         record.updated_at = row.updated_at
         record.started_at = row.started_at
-        record.completed_at = row.completed_at
-        record.result = SubagentResult.from_dict(json.loads(row.result)) if row.result is not None else None
         return record

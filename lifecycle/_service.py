@@ -111,9 +111,7 @@ class AsyncSubagentLifecycle:
         jobs = await self.engine.start(self._supervisor, [row.subagent_id for row in unfinished])
         rows_by_id = {row.subagent_id: row for row in unfinished}
         for job in jobs:
-            record = Record.from_journal(rows_by_id[job.subagent_id])
-            record.job = job
-            self._supervisor.adopt(record)
+            self._supervisor.adopt(Record.from_journal(rows_by_id[job.subagent_id]), job)
         now = self.clock.time()
         kept = frozenset(job.subagent_id for job in jobs)
         stale = await self.journal.interrupt_unfinished(now, lambda rec: _interrupted_result(rec, now), keep=kept)
@@ -149,73 +147,75 @@ class AsyncSubagentLifecycle:
         if request.model is not None:
             raise SubagentLifecycleError("Per-launch model override is not supported; configure delegation.model.")
         session = turn.session
-        check_toolsets(self.host, session, tuple(request.allowed_toolsets or ()))
+        allowed = tuple(request.allowed_toolsets) if request.allowed_toolsets else None
+        if allowed:
+            check_toolsets(self.host, session, allowed)
         if request.parent_session_id is not None and request.parent_session_id != session.session_id:
             raise SubagentLifecycleError("parent_session_id does not match the active session.")
-        spec = ChildSpec(
-            goal=request.goal,
-            context=request.context,
-            role=request.role,
-            allowed_toolsets=tuple(request.allowed_toolsets) if request.allowed_toolsets else None,
-            metadata=dict(request.metadata),
+        spec = ChildSpec(request.goal, request.context, request.role, allowed, dict(request.metadata))
+        (record,) = await self._supervisor.submit(
+            session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )
-        (record,) = await self._supervisor.submit(session, turn.turn_id, [spec], correlation_id=request.correlation_id)
         return record.handle
 
     async def status(self, handle: Any) -> SubagentStatus:
-        record = await self._lookup(handle)
-        if record is None:
+        found = await self._lookup(handle)
+        if found is None:
             return SubagentStatus(_shown(handle), S.UNKNOWN, self.clock.time(), UNKNOWN_HANDLE)
-        return SubagentStatus(record.handle, record.state, record.updated_at)
+        if type(found) is SubagentResult:
+            return SubagentStatus(found.handle, found.state, found.completed_at or 0.0)
+        return SubagentStatus(found.handle, found.state, found.updated_at)
 
     async def wait(self, handle: Any, timeout_seconds: float | None = None) -> SubagentTerminalState:
         """Wait until the child is terminal or ``timeout_seconds`` pass; the child keeps
         running after a timed-out wait, and cancelling the wait leaves it running too."""
-        record = await self._lookup(handle)
-        if record is None:
+        found = await self._lookup(handle)
+        if found is None:
             return SubagentTerminalState(_shown(handle), S.UNKNOWN, completed=True, diagnostic=UNKNOWN_HANDLE)
-        if record.result is None:
-            waiter = record.waiter()
+        if type(found) is Record and found.result is None:
+            waiter = found.waiter()
             timer = None if timeout_seconds is None else self.loop.call_later(max(0.0, timeout_seconds), _time_out, waiter)
             try:
                 await waiter
             finally:
                 if timer is not None:
                     timer.cancel()
-                record.forget(waiter)
-            if record.result is None:
-                return SubagentTerminalState(record.handle, record.state, completed=False, timed_out=True)
-        return SubagentTerminalState(record.handle, record.state, completed=True)
+                found.forget(waiter)
+            if found.result is None:
+                return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
+        return SubagentTerminalState(found.handle, found.state, completed=True)
 
     async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:
         `wait`/`result` show CANCELLED (or what it reached first) once it has stopped."""
-        record = await self._lookup(handle)
-        if record is None:
+        found = await self._lookup(handle)
+        if found is None:
             return SubagentCancelResult(False, S.UNKNOWN, unknown_handle=True, message="Unknown subagent handle.")
-        if record.result is not None or record.state.terminal:
+        if type(found) is SubagentResult or found.result is not None or found.state.terminal:
             return SubagentCancelResult(
-                False, record.state, already_terminal=True, message=f"The subagent already finished ({record.state.value})."
+                False, found.state, already_terminal=True, message=f"The subagent already finished ({found.state.value})."
             )
-        await self._supervisor.cancel(record, str(reason))
+        await self._supervisor.cancel(found, str(reason))
         return SubagentCancelResult(True, S.CANCEL_REQUESTED, message="Cancellation requested.")
 
     async def result(self, handle: Any) -> SubagentResult:
         """The final result once the child is terminal (equal on every read, also after a
         restart); ``NOT_READY`` before, ``UNKNOWN_HANDLE`` for a handle that does not verify."""
-        record = await self._lookup(handle)
-        if record is None:
+        found = await self._lookup(handle)
+        if found is None:
             return SubagentResult(_shown(handle), S.UNKNOWN, False, error_classification=UNKNOWN_HANDLE)
-        if record.result is None:
-            return SubagentResult(record.handle, record.state, False, error_classification=NOT_READY)
-        return record.result
+        if type(found) is SubagentResult:
+            return found
+        if found.result is None:
+            return SubagentResult(found.handle, found.state, False, error_classification=NOT_READY)
+        return found.result
 
     async def reconnect(self, handle: Any) -> SubagentReconnectResult:
         """A pure lookup, also after a restart; it never starts a replacement child."""
-        record = await self._lookup(handle)
-        if record is None:
+        found = await self._lookup(handle)
+        if found is None:
             return SubagentReconnectResult(False, S.UNKNOWN, RECONNECT_UNAVAILABLE)
-        return SubagentReconnectResult(True, record.state)
+        return SubagentReconnectResult(True, found.state)
 
     # -- key ring ---------------------------------------------------------------------------
 
@@ -238,20 +238,23 @@ class AsyncSubagentLifecycle:
 
     # -- lookups and upkeep ---------------------------------------------------------------
 
-    async def _lookup(self, handle: Any) -> Record | None:
-        """The record a verified handle of the active parent names, else None."""
-        keyring = self.keyring
+    async def _lookup(self, handle: Any) -> Record | SubagentResult | None:
+        """What a verified handle of the active parent names: the record of a live child, or
+        the final result of a finished one; None for anything else."""
+        supervisor = self._supervisor
+        keyring = supervisor.keyring
         if keyring is None:
             return None
         turn = active_turn()  # the session a plugin's handle must belong to
         if turn is None:
             return None
-        supervisor = self._supervisor
-        if isinstance(handle, SubagentHandle):
-            record = supervisor.get(handle.subagent_id)
+        if type(handle) is SubagentHandle:
+            found = supervisor.get(handle.subagent_id)
             # The very object we issued needs no second HMAC, as long as its key is not retired.
-            if record is not None and record.handle is handle and keyring.signs_for(handle.capability):
-                return record if turn.session.session_id == handle.parent_session_id else None
+            if found is not None and found.handle is handle and (
+                not keyring.has_retired or keyring.signs_for(handle.capability)
+            ):
+                return found if turn.session.session_id == handle.parent_session_id else None
         elif isinstance(handle, Mapping):
             try:
                 handle = SubagentHandle.from_dict(handle)
@@ -259,18 +262,18 @@ class AsyncSubagentLifecycle:
                 return None
         if not verify(keyring, handle) or turn.session.session_id != handle.parent_session_id:
             return None
-        record = supervisor.get(handle.subagent_id)
-        if record is None:
+        found = supervisor.get(handle.subagent_id)
+        if found is None:
             row = await self.journal.get(handle.subagent_id)
             if row is None or row.result is None:
                 return None
             try:
-                record = Record.from_journal(row)
+                found = SubagentResult.from_dict(json.loads(row.result))
             except (ValueError, SubagentLifecycleError):
                 log.error("journal record of %s is unreadable; treating its handle as unknown", handle.subagent_id)
                 return None
-            supervisor.remember(record)
-        return record if record.handle == handle else None
+            supervisor.tallies.remember(found)
+        return found if found.handle == handle else None
 
     async def _sweep_forever(self) -> None:
         while True:
@@ -283,7 +286,7 @@ class AsyncSubagentLifecycle:
     async def sweep(self) -> int:
         """Forget terminal records older than the retention window, in memory and in the journal."""
         cutoff = self.clock.time() - self.settings.retention_seconds
-        self._supervisor.sweep(cutoff)
+        self._supervisor.tallies.sweep(cutoff, self.clock.time())
         return await self.journal.sweep(cutoff)
 
     def _require_started(self) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lifecycle._contract import SubagentState
+from lifecycle._frozen import fast_init
 from lifecycle._record import Record
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildSnapshot:
     """One child as it was when the snapshot was taken; it never changes afterwards."""
@@ -43,11 +45,10 @@ class ChildSnapshot:
 
 def snapshot(record: Record, activity: str) -> ChildSnapshot:
     result = record.result
-    job = record.job
     return ChildSnapshot(
         subagent_id=record.handle.subagent_id,
         parent_session_id=record.handle.parent_session_id,
-        parent_turn_id=job.parent_turn_id if job is not None else "",
+        parent_turn_id=record.turn_id,
         goal=record.goal,
         role=record.handle.role,
         state=record.state,

@@ -70,10 +70,20 @@ def _float(value: Any) -> float | None:
 
 def _to_row(r: JournalRecord) -> tuple:
     # Only str/bytes/float/None reach sqlite, so binding itself cannot fail (a huge int would).
-    state = r.state.value if isinstance(r.state, SubagentState) else r.state
-    return (_text(r.subagent_id), _text(r.parent_session_id), _text(r.correlation_id),
-            _text(r.handle), _text(state), float(r.created_at), float(r.updated_at),
-            _float(r.started_at), _float(r.completed_at), _text(r.result), _text(r.goal))  # fmt: skip
+    # ASCII text (ids, states, the JSON documents as the service writes them) needs no check.
+    sid, pid, cid, handle, state, result, goal = (
+        r.subagent_id, r.parent_session_id, r.correlation_id, r.handle, r.state, r.result, r.goal)
+    if type(state) is not str:
+        state = state.value if isinstance(state, SubagentState) else state
+    return (
+        sid if type(sid) is str and sid.isascii() else _text(sid),
+        pid if type(pid) is str and pid.isascii() else _text(pid),
+        None if cid is None else _text(cid),
+        handle if type(handle) is str and handle.isascii() else _text(handle),
+        _text(state), float(r.created_at), float(r.updated_at), _float(r.started_at), _float(r.completed_at),
+        None if result is None else result if type(result) is str and result.isascii() else _text(result),
+        goal if type(goal) is str and goal.isascii() else _text(goal),
+    )
 
 
 def _from_row(row: tuple) -> JournalRecord:
@@ -108,7 +118,9 @@ class SqliteJournal:
         self._seq = 0  # puts so far
         self._upto = 0  # puts the commit under way covers
         self._committed = 0  # every put numbered <= this is committed (or refused and reported)
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        """Sync calls waiting: the next commit of ours covers every one of them (it writes every
+        record put before it)."""
         self._ops: list[tuple[Callable[[], Any], asyncio.Future]] = []
         self._ops_flushed: list[tuple[asyncio.Future, Any, BaseException | None]] = []
         self._refused: list[tuple[str, str]] = []
@@ -172,7 +184,7 @@ class SqliteJournal:
         self._check_open()
         if self._committed < self._seq:
             waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append((self._seq, waiter))
+            self._waiters.append(waiter)
             self._request()
             await waiter
         if self._unreported is not None:
@@ -325,23 +337,23 @@ class SqliteJournal:
         self._db.write(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _settle_waiters(self, refused: list[tuple[str, str]]) -> None:
-        """Answer the sync calls this commit covers: they succeed, or hear of the refusals."""
-        keep, told = [], False
-        for target, waiter in self._waiters:
+        """Answer the sync calls of this commit: they succeed, or hear of the refusals."""
+        waiters, self._waiters = self._waiters, []
+        told = False
+        for waiter in waiters:
             if waiter.done():  # its sync was cancelled
                 continue
-            if target <= self._committed:
-                told = told or bool(refused)
-                _settle(waiter, exception=_refusal(refused)) if refused else _settle(waiter, result=None)
+            if refused:
+                told = True
+                waiter.set_exception(_refusal(refused))
             else:
-                keep.append((target, waiter))
-        self._waiters = keep
+                waiter.set_result(None)
         if refused and not told:
             self._unreported = _refusal(refused)
 
     def _fail_waiters(self, error: JournalError) -> None:
         waiters, self._waiters = self._waiters, []
-        for _, waiter in waiters:
+        for waiter in waiters:
             _settle(waiter, exception=error)
 
 

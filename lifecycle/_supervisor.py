@@ -10,32 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
-from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agent import AgentSession, new_id
 from lifecycle._capability import KeyRing, sign
 from lifecycle._children import ChildHost, ChildSpec, build_child, plan_job
-from lifecycle._completion import complete
+from lifecycle._completion import listening, notify, roll_up, terminal
 from lifecycle._contract import (
     CONTRACT_VERSION,
     SubagentHandle,
     SubagentLifecycleError,
+    SubagentResult,
     SubagentState,
-    SubagentUsage,
-    make_terminal_result_json,
 )
 from lifecycle._engine import Engine
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._journal import Journal
 from lifecycle._record import Record
 from lifecycle._snapshot import ChildSnapshot, snapshot
+from lifecycle._tallies import Tallies
 
 log = logging.getLogger("lifecycle.service")
 
 S = SubagentState
-RECENT_PER_SESSION = 10
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
 
 
@@ -51,15 +48,13 @@ class Supervisor:
         self._live: dict[str, Record] = {}
         """Children not finished yet, held strongly, in launch order."""
         self._by_parent: dict[str, dict[str, Record]] = {}
-        self._finished: weakref.WeakValueDictionary[str, Record] = weakref.WeakValueDictionary()
-        """Finished children someone still holds (a waiter, a delegate_task call); the rest are
-        read back from the journal on demand, so memory does not grow with history."""
         self._correlations: dict[tuple[str | None, str], str] = {}
         """Correlation ids of live children; the journal answers for finished ones."""
-        self._turns: dict[tuple[str, str], list[int]] = {}
-        """[finished, launched] children per (parent session, parent turn) while any runs."""
-        self._recent: dict[str, deque[ChildSnapshot]] = {}
-        """The last few finished children per parent session, for listings such as /agents."""
+        self._unpublished: list[tuple[Record, SubagentResult]] = []
+        """Finished children whose terminal rows are put but not yet known to be committed."""
+        self._publisher: asyncio.Task | None = None
+        self.tallies = Tallies()
+        """Recent results, the last few finished children per session, each turn's progress."""
 
     # -- EngineHost: what the engine reports ---------------------------------------------
 
@@ -101,24 +96,46 @@ class Supervisor:
             record.set_state(S.RUNNING, now)
 
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
+        """Finish a child exactly once: the completion pipeline, then the terminal result, put
+        to the journal. Returns before that is committed: `_publish` makes the result readable
+        (and wakes waiters) once it is, for every child finished meanwhile at once."""
         record = self._live.get(subagent_id)
-        if record is None:
-            log.warning("engine reported the end of unknown child %s; ignored", subagent_id)
+        if record is None or record.completing:
+            if record is None:
+                log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             return
-        await self._complete(record, outcome)
+        record.completing = True
+        if outcome.status == "interrupted":
+            if record.closing:
+                outcome.error = PROCESS_EXIT
+            elif record.state is S.CANCEL_REQUESTED and not record.ran:
+                outcome.error = _before_start(record)
+        if record.job is not None and listening(self.host):
+            await notify(self.host, record.job, outcome)
+        roll_up(record.parent, outcome)
+        record.outcome = outcome
+        now = self.host.clock.time()
+        result, row = terminal(record, outcome, _terminal_state(outcome, record.state), now)
+        record.completed_at = now
+        self.journal.put(row)
+        self._unpublished.append((record, result))
+        if self._publisher is None:
+            self._publisher = asyncio.ensure_future(self._publish())
 
     # -- launching ----------------------------------------------------------------------------
 
     async def submit(
         self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec], *,
-        correlation_id: str | None = None, durable: bool = True,
+        correlation_id: str | None = None, durable: bool = True, handles_out: bool = False,
     ) -> list[Record]:
         """Journal a batch as PENDING in one commit, then queue every child on the engine.
 
         ``durable=False`` queues at once and lets the PENDING rows commit with the next
         batch: for callers that hand nothing out before the children finish (an inline
-        delegate_task), whose terminal rows are committed after them anyway. If the commit
-        fails, the children are forgotten (never started) and the error propagates."""
+        delegate_task), whose terminal rows are committed after them anyway.
+        ``handles_out``: the caller hands the handles out (the plugin API), so the results
+        are kept in memory for a while, for the reads that follow. If the commit fails, the
+        children are forgotten (never started) and the error propagates."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
         if correlation_id is not None:
@@ -126,15 +143,17 @@ class Supervisor:
             if key in self._correlations or await self.journal.find_correlation(*key) is not None:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
         records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
+        if handles_out:
+            for record in records:
+                record.keep_result = True
         if durable:
             try:
                 await self.journal.sync()
             except asyncio.CancelledError:
                 # The caller gave up (its turn was interrupted) while the launch was journaled:
                 # the rows may be committed, so every child still ends, as interrupted, never PENDING.
-                await asyncio.shield(asyncio.gather(*(
-                    self._complete(r, ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED))
-                    for r in records)))
+                await asyncio.shield(self._complete_now(
+                    records, lambda r: ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED)))
                 raise
             except BaseException:
                 for record in records:
@@ -148,27 +167,35 @@ class Supervisor:
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None
     ) -> Record:
         host = self.host
-        subagent_id = new_id("sa-")
+        sid = new_id("sa-")
+        pid = parent.session_id
         model = host.child_model(parent) if host.child_model else parent.model
-        job = plan_job(host, parent, spec, subagent_id=subagent_id, parent_turn_id=parent_turn_id, model=model)
+        job = plan_job(host, parent, spec, subagent_id=sid, parent_turn_id=parent_turn_id, model=model)
         created = host.clock.time()
-        identity = dict(
-            subagent_id=subagent_id, parent_session_id=parent.session_id, correlation_id=correlation_id,
-            created_at=created, role=job.role, depth=job.depth, provider=job.provider, model=job.model,
+        capability = sign(
+            self.keyring, subagent_id=sid, parent_session_id=pid, correlation_id=correlation_id, created_at=created,
+            role=job.role, depth=job.depth, provider=job.provider, model=job.model,
         )
-        handle = SubagentHandle(CONTRACT_VERSION, capability=sign(self.keyring, **identity), **identity)
+        handle = SubagentHandle(
+            CONTRACT_VERSION, sid, pid, correlation_id, created, job.provider, job.model, job.role, job.depth, capability
+        )
         record = Record(handle, spec.goal, created, job)
         record.parent, record.model = parent, model
-        self._live[subagent_id] = record
-        self._by_parent.setdefault(parent.session_id, {})[subagent_id] = record
-        self._turns.setdefault((parent.session_id, parent_turn_id), [0, 0])[1] += 1
+        self._live[sid] = record
+        siblings = self._by_parent.get(pid)
+        if siblings is None:
+            siblings = self._by_parent[pid] = {}
+        siblings[sid] = record
+        self.tallies.launched(pid, parent_turn_id)
         if correlation_id:
-            self._correlations[(parent.session_id, correlation_id)] = subagent_id
+            self._correlations[(pid, correlation_id)] = sid
         self.journal.put(record.journal_row())
         return record
 
-    def adopt(self, record: Record) -> None:
-        """Hold a live record read back after a restart, whose engine still runs it."""
+    def adopt(self, record: Record, job: ChildJob) -> None:
+        """Hold a live record read back after a restart, whose engine still runs ``job``."""
+        record.job, record.turn_id = job, job.parent_turn_id
+        record.keep_result = True  # its handle may be out: a plugin can reconnect to it
         sid = record.handle.subagent_id
         self._live[sid] = record
         self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
@@ -193,9 +220,7 @@ class Supervisor:
             else:
                 self.engine.interrupt(sid, reason)
         if withdrawn:  # completed together: their terminal rows share one commit
-            await asyncio.gather(*(
-                self._complete(r, ChildOutcome("interrupted", "interrupted", None, reason)) for r in withdrawn
-            ))
+            await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
         return reached
 
     async def cancel(self, record: Record, reason: str) -> None:
@@ -209,7 +234,7 @@ class Supervisor:
             return
         sid = record.handle.subagent_id
         if self.engine.withdraw(sid):
-            await self._complete(record, ChildOutcome("interrupted", "interrupted", None, _before_start(record)))
+            await self._complete_now([record], lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
         else:
             self.engine.interrupt(sid, f"cancellation requested: {record.cancel_reason}")
 
@@ -219,65 +244,38 @@ class Supervisor:
         if not self.engine.survives_restart:
             await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
         await self.engine.close()
+        if self._publisher is not None:
+            await self._publisher
 
     # -- finishing -----------------------------------------------------------------------------
 
-    async def _complete(self, record: Record, outcome: ChildOutcome) -> None:
-        """Finish a record exactly once: completion pipeline, terminal result, journal, waiters."""
-        if record.completing or record.result is not None:
-            return
-        record.completing = True
-        if outcome.status == "interrupted":
-            if record.closing:
-                outcome.error = PROCESS_EXIT
-            elif record.state is S.CANCEL_REQUESTED and not record.ran:
-                outcome.error = _before_start(record)
-        if record.job is not None:
-            await complete(self.host, record.job, record.parent, outcome)
-        record.outcome = outcome
-        now = self.host.clock.time()
-        state = _terminal_state(outcome, record.state)
-        result, result_json = make_terminal_result_json(
-            record.handle,
-            state,
-            summary=outcome.summary,
-            error_message=outcome.error,
-            error_classification=None if state is S.SUCCEEDED else outcome.status.upper(),
-            exit_reason=outcome.exit_reason,
-            usage=SubagentUsage(
-                outcome.api_calls, outcome.usage.prompt_tokens, outcome.usage.completion_tokens, outcome.cost_usd
-            ),
-            started_at=record.started_at,
-            completed_at=now,
-            duration_seconds=outcome.duration_seconds,
-            handle_json=record.handle_json,
-        )
-        record.completed_at = now
-        self.journal.put(record.journal_row(state=state, updated_at=now, result=result_json))
-        try:
-            await self.journal.sync()
-        finally:
-            # Readable only now, once journaled: nobody sees a result a crash could take back.
-            record.result = result
-            record.set_state(state, now)
-            self._finished[record.handle.subagent_id] = record
-            self._count_finished(record)
-            self._forget(record)
-            record.wake()
+    async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
+        """`finished` for children the service finishes itself, returning once they are published."""
+        await asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+        await asyncio.gather(*(r.waiter() for r in records))
 
-    def _count_finished(self, record: Record) -> None:
-        parent_id = record.handle.parent_session_id or ""
-        if record.job is not None:
-            key = (parent_id, record.job.parent_turn_id)
-            counts = self._turns.get(key)
-            if counts is not None:
-                counts[0] += 1
-                if counts[0] >= counts[1]:
-                    del self._turns[key]
-        recent = self._recent.get(parent_id)
-        if recent is None:
-            recent = self._recent[parent_id] = deque(maxlen=RECENT_PER_SESSION)
-        recent.append(snapshot(record, "finished"))
+    async def _publish(self) -> None:
+        """Publish finished children once their terminal rows are committed: one commit wait
+        for all of them, not one per child."""
+        try:
+            while self._unpublished:
+                batch, self._unpublished = self._unpublished, []
+                try:
+                    await self.journal.sync()
+                except Exception:
+                    # The journal keeps the rows and retries them; waiters must not hang meanwhile.
+                    log.exception("journaling %d finished children failed; their results are readable anyway",
+                                  len(batch))
+                finally:
+                    for record, result in batch:
+                        # Readable only now, once journaled: nobody sees a result a crash could take back.
+                        record.result = result
+                        record.set_state(result.state, record.completed_at)
+                        self.tallies.finished(record, result)
+                        self._forget(record)
+                        record.wake()
+        finally:
+            self._publisher = None
 
     def _forget(self, record: Record) -> None:
         """Drop a record from the live indexes and release what only a live child needs."""
@@ -294,25 +292,15 @@ class Supervisor:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def get(self, subagent_id: str) -> Record | None:
-        """The record of a live child, or of a finished one still in memory."""
-        return self._live.get(subagent_id) or self._finished.get(subagent_id)
-
-    def remember(self, record: Record) -> None:
-        """Keep a finished record read back from the journal while someone holds it."""
-        self._finished[record.handle.subagent_id] = record
+    def get(self, subagent_id: str) -> Record | SubagentResult | None:
+        """The record of a live child, the result of a recently finished one, or None (look in
+        the journal)."""
+        return self._live.get(subagent_id) or self.tallies.result(subagent_id)
 
     def children(self, parent_session_id: str) -> list[Record]:
         """Children of a session not in a terminal state, in launch order."""
         siblings = self._by_parent.get(parent_session_id)
         return [r for r in siblings.values() if not r.state.terminal] if siblings else []
-
-    def recent(self, parent_session_id: str) -> tuple[ChildSnapshot, ...]:
-        return tuple(self._recent.get(parent_session_id, ()))
-
-    def turn_progress(self, parent_session_id: str, parent_turn_id: str) -> tuple[int, int]:
-        counts = self._turns.get((parent_session_id, parent_turn_id))
-        return (counts[0], counts[1]) if counts else (0, 0)
 
     def activity(self, record: Record) -> str:
         if record.state.terminal:
@@ -326,17 +314,6 @@ class Supervisor:
 
     def snapshot(self, record: Record) -> ChildSnapshot:
         return snapshot(record, self.activity(record))
-
-    def sweep(self, cutoff: float) -> None:
-        """Forget finished children completed before ``cutoff``, as the journal does."""
-        for sid, record in list(self._finished.items()):
-            if record.completed_at is not None and record.completed_at < cutoff:
-                del self._finished[sid]
-        for parent_id, recent in list(self._recent.items()):
-            while recent and (recent[0].completed_at or 0.0) < cutoff:
-                recent.popleft()
-            if not recent:
-                del self._recent[parent_id]
 
 
 def _before_start(record: Record) -> str:

@@ -212,3 +212,13 @@ def test_garbage_dicts_never_become_handles_that_verify(data: dict) -> None:
 def test_random_capability_text_never_verifies(text: str) -> None:
     ring = KeyRing()
     assert verify(ring, dataclasses.replace(issue(ring), capability=text)) is False
+
+
+def test_the_ring_knows_whether_any_key_was_ever_retired():
+    ring = KeyRing()
+    assert not ring.has_retired
+    first = ring.active_kid
+    ring.rotate()
+    assert not ring.has_retired
+    ring.retire(first)
+    assert ring.has_retired and KeyRing(ring.export()).has_retired

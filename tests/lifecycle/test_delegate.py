@@ -37,9 +37,8 @@ class Host:
         asyncio.ensure_future(self._deliver(dispatch))
 
     async def _deliver(self, dispatch) -> None:
-        await self.view.wait_finished([t.subagent_id for t in dispatch.tasks])
-        entries = await self.view.result_entries([(t.spec.task_index, t.subagent_id) for t in dispatch.tasks],
-                                                 self.workspace)
+        entries = await self.view.finished_entries([(t.spec.task_index, t.subagent_id) for t in dispatch.tasks],
+                                                   self.workspace)
         await self.delivered.put((dispatch, entries))
 
 
@@ -348,11 +347,9 @@ async def test_results_are_read_from_the_journal_once_memory_forgot_them(denv):
     handle = json.loads(await delegate(denv, {"goal": "a"}, mode="background", on_dispatch=host))
     await asyncio.wait_for(host.delivered.get(), 5)
     [sid] = handle["subagent_ids"]
-    supervisor = denv.service._supervisor
-    supervisor._finished.pop(sid, None)  # as after a restart: only the journal knows it
-    view = denv.service.host_view()
+    view = denv.service.host_view()  # the child finished before the call: only the journal has its details
     assert (await view.lookup([sid]))[sid].state is SubagentState.SUCCEEDED
-    [entry] = await view.result_entries([(0, sid)], denv.parent.workspace)
+    [entry] = await view.finished_entries([(0, sid)], denv.parent.workspace)
     assert entry["status"] == "completed" and entry["summary"] and entry["tool_trace"] == []
     assert await view.lookup(["sa-never"]) == {}
 

@@ -51,13 +51,16 @@ async def test_children_are_frozen_snapshots_in_launch_order_with_what_each_is_d
 async def test_recent_keeps_the_last_ten_finished_oldest_first(make_env):
     env = await make_env(max_running=1)  # one at a time: they finish in launch order
     view = env.service.host_view()
-    handles = await launch(env, *[f"task {i}" for i in range(11)], "[fail] broken")
+    early = await launch(env, "early 1", "early 2")
+    await finish(env, early)
+    handles = await launch(env, *[f"task {i}" for i in range(9)], "[fail] broken")
     await finish(env, handles)
     recent = view.recent("parent-1")
     assert len(recent) == 10 and all(c.state.terminal for c in recent)
-    ids = {c.subagent_id for c in recent}
-    assert handles[0].subagent_id not in ids and handles[1].subagent_id not in ids
-    assert recent[-1].goal == "[fail] broken" and recent[-1].state is S.FAILED and "model exploded" in recent[-1].error
+    assert {c.subagent_id for c in recent} == {h.subagent_id for h in handles}
+    assert [c.completed_at for c in recent] == sorted(c.completed_at for c in recent)  # oldest first
+    (failed,) = [c for c in recent if c.goal == "[fail] broken"]
+    assert failed.state is S.FAILED and "model exploded" in failed.error and failed.summary is None
     done = [c for c in recent if c.state is S.SUCCEEDED]
     assert all(c.summary == f"done: {c.goal}" and c.error is None and c.activity == "finished" for c in done)
     assert all(c.completed_at is not None and c.parent_turn_id == "turn-1" for c in recent)

@@ -69,6 +69,7 @@ async def test_wait_times_out_without_stopping_the_child(env):
 async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
     with env.turn():
         handle = await env.service.launch(req("[sleep:0.2]"))
+        record = env.service._supervisor.get(handle.subagent_id)
         impatient = asyncio.ensure_future(env.service.wait(handle))
         patient = asyncio.ensure_future(env.service.wait(handle))
         for _ in range(20):  # polling with short timeouts must not pile waiters up on the record
@@ -76,26 +77,33 @@ async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
         await asyncio.sleep(0.01)
         impatient.cancel()
         assert (await patient).state is S.SUCCEEDED and impatient.cancelled()
-        assert env.service._supervisor.get(handle.subagent_id)._waiters is None
+        assert record._waiters is None
 
 
 async def test_a_result_is_readable_only_once_it_is_journaled(env):
     journal = env.service.journal
     seen = []
-    real_sync = journal.sync
+    real_flush, real_committed = journal.flush, journal.committed
 
-    async def slow_sync():
-        # While the terminal row is being committed, the child must still look unfinished.
-        if journal._pending and any(r.result for r in journal._pending.values()):
-            seen.append((await env.service.status(handle)).state)
-            seen.append((await env.service.result(handle)).error_classification)
-        await real_sync()
+    def flush():
+        # While the terminal row is written and committed, the child must still look unfinished.
+        if any(r.result for r in journal._pending.values()):
+            record = env.service._supervisor.get(handle.subagent_id)
+            seen.append(("flush", record.state, record.result))
+        real_flush()
 
-    journal.sync = slow_sync
+    def committed(error):
+        if seen and len(seen) == 1:
+            record = env.service._supervisor.get(handle.subagent_id)
+            seen.append(("committed", record.state, record.result))
+        real_committed(error)
+
+    journal.flush, journal.committed = flush, committed
     with env.turn():
         handle = await env.service.launch(req())
         assert (await env.service.wait(handle)).state is S.SUCCEEDED
-    assert seen == [S.RUNNING, NOT_READY]
+        assert (await env.service.result(handle)).ready
+    assert seen == [("flush", S.RUNNING, None), ("committed", S.RUNNING, None)]
 
 
 async def test_forged_foreign_and_malformed_handles_are_unknown(env, make_env):
@@ -316,3 +324,25 @@ async def test_key_rotation_keeps_old_handles_until_their_key_is_retired(make_en
     with again.turn():
         assert (await again.service.status(old.to_dict())).state is S.UNKNOWN
         assert (await again.service.reconnect(new.to_dict())).connected
+
+
+async def test_result_after_wait_reads_no_journal_and_older_results_come_back_from_it(env):
+    journal = env.service.journal
+    real_get, reads = journal.get, []
+
+    async def counting_get(subagent_id):
+        reads.append(subagent_id)
+        return await real_get(subagent_id)
+
+    journal.get = counting_get
+    with env.turn():
+        handles = [await env.service.launch(req(f"task {i}")) for i in range(50)]
+        for handle in handles:
+            await env.service.wait(handle)
+        results = [await env.service.result(h) for h in handles]
+        assert reads == [] and all(r.ready for r in results)
+        env.clock.advance(61)  # past the time results stay in memory, well inside the retention window
+        await env.service.sweep()
+        assert await env.service.result(handles[0].to_dict()) == results[0]
+        assert await env.service.result(handles[0]) == results[0]  # read back once, then remembered
+    assert reads == [handles[0].subagent_id]

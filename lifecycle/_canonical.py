@@ -1,0 +1,81 @@
+"""Canonical JSON of the contract's documents, written directly.
+
+`canonical_json` (sorted keys, no spaces, non-ASCII as is) is what `result_hash`
+is taken over, and a capability signs the ASCII JSON of a handle's identity
+fields. The encoders here produce exactly the bytes `json.JSONEncoder` would,
+without building an encoder and sorting keys for every child (a fifth of the
+lifecycle's own cost per child, measured); ``tests/lifecycle/test_canonical.py``
+holds them to that.
+"""
+
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring, encode_basestring_ascii
+from typing import Any
+
+# One reusable encoder each: json.dumps(sort_keys=...) would build a new encoder for every call.
+canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""Sorted keys, no spaces, non-ASCII as is: the encoding `result_hash` is taken over."""
+ascii_json = json.JSONEncoder(separators=(",", ":")).encode
+"""No spaces, every non-ASCII character escaped (so the text always encodes as ASCII)."""
+
+_INFINITY = float("inf")
+
+
+def scalar(value: Any) -> str:
+    """`canonical_json` of one value; fast for str, None, bool, int and float."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if kind is float:
+        return _float(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return canonical_json(value)
+
+
+def ascii_scalar(value: Any) -> str:
+    """`ascii_json` of one value; fast for str, None, bool, int and float."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if kind is float:
+        return _float(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return ascii_json(value)
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def handle_json(h: Any) -> str:
+    """`canonical_json(handle.to_dict())` of a `SubagentHandle`."""
+    s, e = scalar, encode_basestring
+    # The common types inline (this runs twice for every child); anything else through `scalar`.
+    cap, sid, role, cid, pid, provider, model = (
+        h.capability, h.subagent_id, h.role, h.correlation_id, h.parent_session_id, h.provider, h.model)
+    return (
+        f'{{"capability":{e(cap) if type(cap) is str else s(cap)},"contract_version":{s(h.contract_version)},'
+        f'"correlation_id":{"null" if cid is None else s(cid)},"created_at":{s(h.created_at)},'
+        f'"depth":{s(h.depth)},"model":{e(model) if type(model) is str else s(model)},'
+        f'"parent_session_id":{e(pid) if type(pid) is str else s(pid)},'
+        f'"provider":{e(provider) if type(provider) is str else s(provider)},'
+        f'"role":{e(role) if type(role) is str else s(role)},"subagent_id":{e(sid) if type(sid) is str else s(sid)}}}'
+    )
