@@ -27,7 +27,11 @@ gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
 (valid 15 minutes). The first answer replaces the "thinking…" response, later
 ones are follow-ups; an expired token falls back to a channel message.
 
-Sends carry a nonce derived from `Outbound.idempotency_key` with
+Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
+(`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
+would misread is escaped); `measure` counts the rendered content against Discord's
+2,000 characters. Discord never refuses a message for its markup, so there is no
+plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
 ``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
 itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx.
 Every SDK error is translated by `_translate`, the one place that does so.
@@ -62,6 +66,7 @@ from platforms.base import (
     RateLimited,
     Sent,
 )
+from platforms.formatting import discord_markdown
 
 import discord  # noqa: E402  (after discord_urls, see above)
 from discord import app_commands  # noqa: E402
@@ -124,7 +129,8 @@ class DiscordAdapter:
         self._content_warned = False
 
     def measure(self, text: str) -> int:
-        return len(text)
+        """Characters of the content sent: the rendered Markdown."""
+        return len(discord_markdown.render(text))
 
     def web_routes(self) -> Sequence[Any]:
         return ()
@@ -323,7 +329,7 @@ class DiscordAdapter:
         target = message.thread_id or message.chat_id
         try:
             sent = await self._channel(target).send(
-                message.text, silent=message.silent, nonce=_nonce(message.idempotency_key), allowed_mentions=_MENTIONS
+                discord_markdown.render(message.text), silent=message.silent, nonce=_nonce(message.idempotency_key), allowed_mentions=_MENTIONS
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
@@ -335,13 +341,14 @@ class DiscordAdapter:
         first = message.reply_token not in self._answered
         route = "/webhooks/{application_id}/{token}"
         route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+        content = discord_markdown.render(message.text)
         try:
             webhook = self._webhook(message.reply_token)
             if first:  # replace the "thinking…" placeholder of the deferred response
-                sent = await webhook.edit_message("@original", content=message.text,  # type: ignore[arg-type]
+                sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
                                                   allowed_mentions=_MENTIONS)
             else:
-                sent = await webhook.send(message.text, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
+                sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
         except Exception as exc:
             raise _translate(exc, route=route, chat_id=message.chat_id) from exc
         _remember(self._answered, message.reply_token, None)
@@ -351,6 +358,7 @@ class DiscordAdapter:
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
         target = thread_id or chat_id
+        text = discord_markdown.render(text)
         reply_token = self._webhook_messages.get(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"
         try:

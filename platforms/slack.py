@@ -26,8 +26,13 @@ Progress: Slack bots have no typing indicator. `typing` posts one placeholder me
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
 deletion is retried in the background, and `stop` deletes whatever is left.
 
-Sending: ``text`` (mrkdwn) up to 4,000 characters, which Slack recommends and renders
-well (it truncates above 40,000). The Web API client has no retry handlers: a 429 becomes
+Sending: the gateway hands over Markdown, rendered here to mrkdwn
+(`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
+it, which Slack recommends and renders well (it truncates above 40,000); `measure`
+counts the rendered text, or the Markdown when that is longer. mrkdwn in ``text`` is
+never refused; should Slack still answer a formatting error (``invalid_blocks``,
+``invalid_blocks_format``), the same part goes once more as plain text (the Markdown
+as written, ``mrkdwn: false``). No other error does that. The Web API client has no retry handlers: a 429 becomes
 `RateLimited` with ``Retry-After`` at once, for the gateway to retry; nothing here sleeps on
 the sending path or holds a lock shared between chats.
 """
@@ -68,6 +73,7 @@ from platforms.base import (
     RateLimited,
     Sent,
 )
+from platforms.formatting import slack_mrkdwn
 
 log = logging.getLogger("platforms.slack")
 
@@ -87,6 +93,7 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "ac
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+_FORMATTING = ("invalid_blocks", "invalid_blocks_format")
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
@@ -164,7 +171,8 @@ class SlackAdapter:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def measure(self, text: str) -> int:
-        return len(text)
+        """Characters of the mrkdwn sent, or of the Markdown (the plain fallback) if longer."""
+        return max(len(slack_mrkdwn.render(text)), len(text))
 
     # -- connecting --------------------------------------------------------------------------
 
@@ -313,17 +321,29 @@ class SlackAdapter:
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
             return await self._answer_command(message)
-        kw: dict[str, Any] = {"channel": message.chat_id, "text": message.text}
+        kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             self._remember(message.chat_id, message.thread_id)
-        resp = await self._api("chat.postMessage", message.chat_id, **kw)
+        resp = await self._formatted("chat.postMessage", message.chat_id, message.text, **kw)
         return Sent(message_id=resp["ts"])
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-        await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=text)
+        await self._formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
+
+    async def _formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
+        """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
+        with the Markdown as plain text."""
+        try:
+            return await self._api(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
+        except BadRequest as exc:
+            if not str(exc).endswith(_FORMATTING):
+                raise
+            log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
+                        chat_id)
+            return await self._api(method, chat_id, text=markdown, mrkdwn=False, **kw)
 
     async def _answer_command(self, message: Outbound) -> Sent:
         try:
@@ -334,7 +354,7 @@ class SlackAdapter:
         if token.get("response_url") and self._session is not None:
             hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])
             try:
-                resp = await hook.send(text=message.text, response_type="ephemeral")
+                resp = await hook.send(text=slack_mrkdwn.render(message.text), response_type="ephemeral")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise _translate_exception(exc, "response_url", channel) from exc
             if resp.status_code == 200:
@@ -344,8 +364,8 @@ class SlackAdapter:
             if isinstance(error, RateLimited):
                 raise error
             # Expired or used up: answer with chat.postEphemeral instead.
-        resp = await self._api("chat.postEphemeral", channel, channel=channel, user=token.get("user"),
-                               text=message.text)
+        resp = await self._formatted("chat.postEphemeral", channel, message.text, channel=channel,
+                                     user=token.get("user"))
         return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 
     # -- progress placeholder ----------------------------------------------------------------
