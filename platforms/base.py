@@ -12,22 +12,57 @@ platform said through the errors below, translated once, in one place.
     ├── NotFound                  unknown chat, or the message to edit is gone
     ├── EditUnsupported           this platform or message cannot be edited
     ├── NetworkError              connection dropped, 5xx: worth retrying
-    └── BadRequest                anything else the platform rejected: not worth retrying
+    ├── BadRequest                anything else the platform rejected: not worth retrying
+    └── AttachmentTooLarge        a file over the size cap: ``size`` and ``limit`` in bytes
 
-One optional method beyond the protocol: an adapter that answers in threads without
-being mentioned again (Slack) defines ``remember_threads(threads)``. Before `start`,
-the gateway hands it the ``(chat_id, thread_id)`` pairs of the thread sessions it has
-stored, most recently active last, so that after a restart those threads are still
-answered.
+Optional capabilities beyond the protocol, each a small Protocol below:
+
+- `SupportsDownload`: the adapter fetches a user's file (`Attachment`) through the
+  platform's API, refusing anything over its ``max_attachment_bytes``.
+- `SupportsDelete`: the adapter deletes a message it sent.
+- an adapter that answers in threads without being mentioned again (Slack) defines
+  ``remember_threads(threads)``. Before `start`, the gateway hands it the
+  ``(chat_id, thread_id)`` pairs of the thread sessions it has stored, most recently
+  active last, so that after a restart those threads are still answered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 OutboundKind = Literal["reply", "interim", "notice", "completion", "command"]
+AttachmentKind = Literal["image", "document", "voice"]
+DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a user sent with a message: what it is and how to fetch it, never its bytes.
+
+    Plain values only, so an `Inbound` with attachments is stored as JSON in the gateway's
+    inbox and still names a fetchable file when it is replayed after a restart."""
+
+    kind: AttachmentKind
+    """``image`` (a photo or picture the model may see), ``voice`` (a recorded voice message),
+    ``document`` (any other file)."""
+    name: str
+    """The file name the user's client gave, or one the adapter made up (``photo-<id>.jpg``)."""
+    mime_type: str | None
+    size: int | None
+    """Bytes, when the platform says; the download checks the real size too."""
+    ref: str
+    """Adapter-specific: what `SupportsDownload.download` needs (a Telegram ``file_id``, a Slack
+    file id, a Discord attachment URL)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "mime_type": self.mime_type, "size": self.size,
+                "ref": self.ref}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attachment:
+        return cls(data["kind"], data["name"], data.get("mime_type"), data.get("size"), data["ref"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +84,24 @@ class Inbound:
     """A direct message rather than a group or channel."""
     reply_token: str | None = None
     """Opaque, adapter-specific: how to answer this command (an interaction token, a response URL)."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files sent with the message (``text`` is then the caption, possibly empty)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field; `from_json` reads it back."""
+        data = {f: getattr(self, f) for f in _INBOUND_FIELDS}
+        data["attachments"] = [a.to_json() for a in self.attachments]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Inbound:
+        """The Inbound `to_json` wrote; unknown keys are ignored, missing optional ones default."""
+        fields = {k: v for k, v in data.items() if k in _INBOUND_FIELDS}
+        fields["attachments"] = tuple(Attachment.from_json(a) for a in data.get("attachments") or ())
+        return cls(**fields)
+
+
+_INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f != "attachments")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +172,14 @@ class NetworkError(DeliveryError): ...
 class BadRequest(DeliveryError): ...
 
 
+class AttachmentTooLarge(DeliveryError):
+    def __init__(self, message: str, *, size: int | None, limit: int, **kw: Any):
+        super().__init__(message, **kw)
+        self.size = size
+        """Bytes of the file, when known (the platform said, or the download ran past the limit)."""
+        self.limit = limit
+
+
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """What the gateway answers for an accepted inbound event (webhooks return it to the caller)."""
@@ -181,6 +242,28 @@ class Adapter(Protocol):
 
     def web_routes(self) -> Sequence[Any]:
         """aiohttp route definitions to mount on the gateway's HTTP server (webhook modes); may be empty."""
+
+
+@runtime_checkable
+class SupportsDownload(Protocol):
+    """An adapter that fetches the files users send."""
+
+    max_attachment_bytes: int
+    """Files larger than this are refused, before or during the download."""
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The file's bytes, through the platform's own API. Raises `AttachmentTooLarge` for a
+        file over ``max_attachment_bytes`` (nothing beyond the limit is read), another
+        `DeliveryError` when the platform refuses or cannot be reached."""
+
+
+@runtime_checkable
+class SupportsDelete(Protocol):
+    """An adapter that deletes messages it sent."""
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """Delete one of the bot's messages; one that is already gone counts as deleted.
+        Raises a `DeliveryError` otherwise (`Forbidden`, `RateLimited`, `NetworkError`...)."""
 
 
 def utf16_length(text: str) -> int:

@@ -7,6 +7,10 @@ the bot is in a thread (mentioned there, or it posted there) later replies in it
 mention; after a restart the gateway tells it its threads (`remember_threads`). ``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
 through as plain text, because Slack refuses slash commands inside threads.
 
+Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
+`download` fetches one through ``files.info`` and ``url_private`` with the bot token
+(scope ``files:read``), refusing files over ``max_attachment_bytes``.
+
 Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
 ignored, so a mention seen through both subscriptions becomes one `Inbound`. Messages
 with a subtype other than ``file_share``/``thread_broadcast`` (edits, deletions, joins) and
@@ -57,7 +61,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from platforms import slack_files
 from platforms.base import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    Attachment,
     BadRequest,
     CommandSpec,
     DeliveryError,
@@ -85,7 +92,7 @@ _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
-              "used_url"}
+              "used_url", "file_not_found", "file_deleted"}
 _FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive", "token_revoked",
               "token_expired", "missing_scope", "no_permission", "not_allowed_token_type", "ekm_access_denied",
               "restricted_action", "restricted_action_read_only_channel", "restricted_action_thread_only_channel",
@@ -146,6 +153,7 @@ class SlackAdapter:
         ping_interval: float = 10.0,
         placeholder_text: str = "_working…_",
         sink_timeout: float = SINK_TIMEOUT,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
@@ -157,6 +165,7 @@ class SlackAdapter:
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
         self._sink_timeout = sink_timeout
+        self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._app: AsyncApp | None = None
@@ -269,6 +278,7 @@ class SlackAdapter:
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None, text=text,
             event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
+            attachments=slack_files.attachments_of(event),
         ))
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
@@ -367,6 +377,22 @@ class SlackAdapter:
         resp = await self._formatted("chat.postEphemeral", channel, message.text, channel=channel,
                                      user=token.get("user"))
         return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
+        if message_id.startswith(EPHEMERAL):
+            raise EditUnsupported("ephemeral messages cannot be deleted", method="chat.delete", chat_id=chat_id)
+        try:
+            await self._api("chat.delete", chat_id, channel=chat_id, ts=message_id)
+        except NotFound:
+            pass
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""
+        if self._session is None:
+            raise NetworkError("slack adapter not started", method="files.info")
+        return await slack_files.download(lambda file_id: self._api("files.info", None, file=file_id),
+                                          self._session, self._bot_token, attachment, self.max_attachment_bytes)
 
     # -- progress placeholder ----------------------------------------------------------------
 

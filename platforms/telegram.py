@@ -4,8 +4,11 @@ Which messages reach the gateway: in private chats, every text message; in group
 only commands, messages that mention the bot (a ``mention`` of @botname, a
 ``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
 messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
-another bot is ignored. Media with a caption count as text; other media are ignored.
-``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
+another bot is ignored. Photos, documents, voice messages, audio and video arrive as
+`Attachment`s (`platforms.telegram_files`), with the caption as the text; `download`
+fetches one through ``getFile`` and refuses files over ``max_attachment_bytes``
+(Telegram itself serves bots files up to 20 MB). ``Inbound.event_id`` is the
+``update_id``: the gateway inbox drops repeats.
 
 Receiving, and what happens around restarts:
 
@@ -67,7 +70,10 @@ from aiogram.exceptions import (
 from aiogram.types import BotCommand, Message, Update
 from aiohttp import web
 
+from platforms import telegram_files
 from platforms.base import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    Attachment,
     BadRequest,
     CommandSpec,
     DeliveryError,
@@ -115,6 +121,7 @@ class TelegramAdapter:
         bot: Bot | None = None,
         parse_mode: Literal["HTML"] | None = "HTML",
         polling_timeout: int = 30,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         if mode not in ("polling", "webhook"):
             raise ValueError(f"telegram mode must be 'polling' or 'webhook', not {mode!r}")
@@ -128,6 +135,7 @@ class TelegramAdapter:
         self._secret = webhook_secret or secrets.token_urlsafe(32)
         self._parse_mode = parse_mode
         self._polling_timeout = polling_timeout
+        self.max_attachment_bytes = max_attachment_bytes
         self._sink: InboundSink | None = None
         self._bot_id = self.bot.id
         self._username = ""
@@ -233,9 +241,10 @@ class TelegramAdapter:
             await sink(inbound)
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
-        text = message.text if message.text is not None else message.caption
+        text = (message.text if message.text is not None else message.caption) or ""
+        attachments = telegram_files.attachments_of(message, self.max_attachment_bytes)
         user = message.from_user
-        if not text or user is None or user.is_bot:
+        if not (text or attachments) or user is None or user.is_bot:
             return None
         private = message.chat.type == "private"
         command = _COMMAND.match(text)
@@ -256,6 +265,7 @@ class TelegramAdapter:
             event_id=str(update_id),
             is_command=command is not None,
             is_private=private,
+            attachments=attachments,
         )
 
     def _addressed(self, message: Message, text: str) -> bool:
@@ -343,6 +353,20 @@ class TelegramAdapter:
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Telegram ends "typing" at the bot's next message, or after 5 s."""
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """deleteMessage; a message already gone counts as deleted."""
+        try:
+            await self._call("deleteMessage", chat_id,
+                             lambda: self.bot.delete_message(chat_id=chat_id, message_id=int(message_id)))
+        except NotFound:
+            pass
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """getFile, then the file itself, streamed and stopped past ``max_attachment_bytes``."""
+        return await telegram_files.download(
+            self.bot, attachment, self.max_attachment_bytes,
+            lambda method, request: self._call(method, None, request))
 
     async def _call(
         self,

@@ -47,6 +47,10 @@ class TelegramSettings:
     )
     allowed_users: tuple[UserId, ...] = setting((), "User ids or usernames allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone talk to the bot (ignores allowed_users).")
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,10 @@ class SlackSettings:
     api_base: str = setting("https://slack.com/api/", "Web API base URL (point it at a fake server in tests).")
     allowed_users: tuple[UserId, ...] = setting((), "Slack user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone in the workspace talk to the bot.")
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,10 @@ class DiscordSettings:
     command_guilds: tuple[int, ...] = setting((), "Guild ids to register slash commands in; global when empty.")
     allowed_users: tuple[UserId, ...] = setting((), "Discord user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone who can see the bot talk to it.")
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)
