@@ -79,10 +79,6 @@ _OUT_COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, te
                 "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
 
 
-# Every field of Inbound is a plain value: a flat dict of them is its JSON (asdict would deep-copy).
-_INBOUND_FIELDS = tuple(f.name for f in dataclasses.fields(Inbound))
-
-
 class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build)."""
 
@@ -389,8 +385,7 @@ class GatewayStore:
         True if new, False for a redelivery (which changes nothing)."""
         cur = self._write(
             "INSERT OR IGNORE INTO gateway_inbox VALUES (?, ?, ?, 'received', ?, ?)",
-            (inbound.platform, inbound.event_id, json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS}),
-             self._clock.time(), turn_id))
+            (inbound.platform, inbound.event_id, json.dumps(inbound.to_json()), self._clock.time(), turn_id))
         return cur.rowcount == 1
 
     def mark_done(self, platform: str, event_id: str) -> None:
@@ -413,7 +408,7 @@ class GatewayStore:
         """Events recorded but never marked done, oldest first: to replay after a restart."""
         rows = self._db.execute(
             "SELECT payload FROM gateway_inbox WHERE status='received' ORDER BY received_at, rowid").fetchall()
-        return [Inbound(**{k: v for k, v in json.loads(p).items() if k in _INBOUND_FIELDS}) for (p,) in rows]
+        return [Inbound.from_json(json.loads(p)) for (p,) in rows]
 
     def prune_inbox(self, older_than: float) -> int:
         """Forget events received before the epoch time ``older_than`` (see `INBOX_RETENTION`),

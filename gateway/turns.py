@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent import TurnObserver, active_turn
+from gateway import attachments
 from gateway.display import TurnDisplay, turn_display
 from gateway.logging import log_context
 from gateway.notices import Notifier
@@ -71,9 +72,13 @@ async def run_turn(gateway: Gateway, session: GatewaySession, item: WorkItem) ->
     typing = asyncio.ensure_future(_keep_typing(adapter, session)) if shows_progress else None
     notifier.start()
     result = None
+    answered = False  # by attachments.turn_input alone: nothing for the model
     try:
         with log_context(session_id=session.session_id, turn_id=item.turn_id):
-            result = await session.agent.run_turn(item.text, observer=_Observer(gateway, session, running, display))
+            content = await attachments.turn_input(gateway, session, item)
+            answered = content is None
+            if content is not None and not running.suppressed:  # not stopped while files downloaded
+                result = await session.agent.run_turn(content, observer=_Observer(gateway, session, running, display))
     except Exception:
         log.exception("turn %s crashed", item.turn_id)
     finally:
@@ -81,7 +86,7 @@ async def run_turn(gateway: Gateway, session: GatewaySession, item: WorkItem) ->
         if typing is not None:
             typing.cancel()
         session.running = None
-    if not running.suppressed:
+    if not running.suppressed and not answered:
         _reply(gateway, session, item, result)
     gateway.after_turn(session, item)
 
