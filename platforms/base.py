@@ -1,7 +1,9 @@
 """The adapter protocol: what every platform adapter gives the gateway and takes from it.
 
 Adapters translate at their edges only: a platform event becomes an `Inbound`, an
-`Outbound` becomes one platform message. Splitting to the text limit, retries,
+`Outbound` becomes one platform message. Outbound text is the agent's Markdown; an
+adapter renders it in its platform's markup when it sends it (`platforms.formatting`)
+and measures it the same way. Splitting to the text limit, retries,
 pacing, dedup and access control are the gateway's; an adapter reports what the
 platform said through the errors below, translated once, in one place.
 
@@ -214,7 +216,8 @@ class Adapter(Protocol):
     0: the platform shows no progress at all, and the gateway calls neither `typing` nor `idle`."""
 
     def measure(self, text: str) -> int:
-        """Length as the platform counts it (Telegram: UTF-16 code units)."""
+        """Length of the Markdown ``text`` as the platform counts it once the adapter has rendered
+        it (Telegram: UTF-16 code units of the text after entity parsing)."""
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Connect, register ``commands`` where the platform has them, and begin
@@ -226,7 +229,8 @@ class Adapter(Protocol):
         """Stop receiving, close connections. Idempotent."""
 
     async def send(self, message: Outbound) -> Sent:
-        """Send one part; raises a `DeliveryError` subclass on failure."""
+        """Send one part, rendered for the platform; raises a `DeliveryError` subclass on failure.
+        A part whose formatting the platform refuses goes once more as plain text."""
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a sent message's text; "not modified" counts as success. Raises

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import Attachment, AttachmentTooLarge, Inbound, NotFound, Outbound, SupportsDelete, SupportsDownload
+from platforms.base import (Attachment, AttachmentTooLarge, CommandSpec, Inbound, NotFound, Outbound, SupportsDelete,
+                            SupportsDownload)
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
 
@@ -36,7 +37,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 async def started(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
     adapter, sink = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
                                    ready_timeout=5.0, max_attachment_bytes=1000), Sink()
-    await adapter.start(sink)
+    await adapter.start(sink, [CommandSpec("stop", "Stop the current turn")])
     yield adapter, sink
     await adapter.stop()
     for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
@@ -97,3 +98,14 @@ async def test_delete(fake: FakeDiscord, started) -> None:
     await adapter.delete(channel, None, sent.message_id)
     assert fake.bot_messages(channel) == []
     await adapter.delete(channel, None, sent.message_id)  # already gone: fine
+
+
+async def test_a_command_answer_is_deleted_through_its_interaction(fake: FakeDiscord, started) -> None:
+    adapter, sink = started
+    fake.push_interaction("stop", USER)
+    command = await received(fake, sink)
+    answer = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="Stopped.", kind="command",
+                                         reply_token=command.reply_token))
+    await adapter.delete(command.chat_id, None, answer.message_id)
+    assert fake.bot_messages(command.chat_id) == []
+    assert fake.calls_to("DELETE /webhooks/{application_id}/{token}/messages/{message_id}")
