@@ -1,4 +1,5 @@
-"""split_text: limits by the platform's measure, readable cut points, code fences, round trips."""
+"""split_text: limits by the platform's measure, readable cut points, code fences, inline styles, links and
+tables kept whole, round trips."""
 
 from __future__ import annotations
 
