@@ -39,6 +39,22 @@ class DemoModelSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptionSettings:
+    name: str | None = setting(
+        None, "Speech-to-text model for voice messages (e.g. whisper-1); unset: voice messages are answered that "
+        "voice is not supported."
+    )
+    base_url: str | None = setting(
+        None, "OpenAI-compatible base URL serving /audio/transcriptions; model.base_url when unset."
+    )
+    api_key: str | None = setting(
+        None, "API key of the transcription endpoint; model.api_key, else $OPENAI_API_KEY, when unset.", secret=True
+    )
+    language: str | None = setting(None, "ISO-639-1 code of the spoken language (e.g. en); detected when unset.")
+    timeout_seconds: float = setting(60.0, "Timeout of one transcription request, in seconds.", min=0.001)
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSettings:
     provider: Literal["demo", "openai", "scripted"] = setting(
         "demo", "Model provider: demo (offline), openai (any OpenAI-compatible endpoint) or scripted (tests)."
@@ -55,6 +71,9 @@ class ModelSettings:
     temperature: float | None = setting(None, "Sampling temperature; provider default when unset.", min=0, max=2)
     script: str | None = setting(None, "Path of a YAML/JSON script for the scripted provider.")
     demo: DemoModelSettings = nested(DemoModelSettings, "Behaviour of the offline demo model.")
+    transcription: TranscriptionSettings = nested(
+        TranscriptionSettings, "Speech-to-text for voice messages (any OpenAI-compatible audio/transcriptions endpoint)."
+    )
 
 
 GatedToolset = Literal["execute_code", "file"]

@@ -30,6 +30,7 @@ def build_adapters(config: Config, *, local: bool = False,
         adapters.append(TelegramAdapter(
             p.telegram.token, api_base=p.telegram.api_base, mode=p.telegram.mode,
             webhook_url=p.telegram.webhook_url, webhook_secret=p.telegram.webhook_secret,
+            max_attachment_bytes=p.telegram.max_attachment_bytes,
         ))
     if p.slack.enabled:
         from platforms.slack import SlackAdapter
@@ -37,13 +38,14 @@ def build_adapters(config: Config, *, local: bool = False,
         adapters.append(SlackAdapter(
             bot_token=p.slack.bot_token, mode=p.slack.mode, app_token=p.slack.app_token,
             signing_secret=p.slack.signing_secret, api_base=p.slack.api_base,
+            max_attachment_bytes=p.slack.max_attachment_bytes,
         ))
     if p.discord.enabled:
         from platforms.discord import DiscordAdapter
 
         adapters.append(DiscordAdapter(
             p.discord.token, api_base=p.discord.api_base, gateway_url=p.discord.gateway_url,
-            command_guilds=p.discord.command_guilds,
+            command_guilds=p.discord.command_guilds, max_attachment_bytes=p.discord.max_attachment_bytes,
         ))
     if p.web.enabled:
         from platforms.web import WebChatAdapter

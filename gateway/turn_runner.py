@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
+from agent.settings import ModelSettings
+from gateway.attachments import turn_input
 from gateway.display import TurnDisplay
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
@@ -45,11 +47,13 @@ class TurnRunner:
 
     def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
-                 completion_ended: CompletionEnded) -> None:
+                 completion_ended: CompletionEnded, model: ModelSettings) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
         self._completion_ended = completion_ended
+        self._model = model
+        """For attachments: whether and how voice messages are transcribed."""
         self._children = children
         self._display = display
         self._adapters = adapters
@@ -100,10 +104,14 @@ class TurnRunner:
         started = self._clock.monotonic()
         progress.start()
         result: TurnResult | None = None
+        answered = False  # by the attachments' notes alone: nothing for the model
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
-                result = await session.agent.run_turn(
-                    item.text, observer=_Observer(self, session, running, display, progress), turn_id=item.turn_id)
+                content = await self._input(session, item)
+                answered = content is None
+                if content is not None and not running.suppressed:  # not stopped while files downloaded
+                    result = await session.agent.run_turn(
+                        content, observer=_Observer(self, session, running, display, progress), turn_id=item.turn_id)
         except Exception:
             log.exception("turn %s crashed", item.turn_id)
         finally:
@@ -118,7 +126,7 @@ class TurnRunner:
             self._registry.end(session)
             return
         text = None
-        if not running.suppressed:
+        if not running.suppressed and not answered:
             text = "\n\n".join(t for t in (reply_text(item.kind, result), "\n".join(item.notes)) if t) or None
             if text is not None:
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
@@ -138,6 +146,16 @@ class TurnRunner:
             self._inbox.settle(item.event.platform, item.event.event_id)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
+
+    async def _input(self, session: GatewaySession, item: WorkItem) -> str | list[dict[str, Any]] | None:
+        def tell(text: str) -> None:
+            self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
+
+        agent = session.agent
+        return await turn_input(item.text, item.event, self._adapters.get(session.platform),
+                                workspace=agent.workspace, folder=session.session_id,
+                                supports_vision=bool(getattr(agent.model, "supports_vision", False)),
+                                model=self._model, tell=tell)
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)

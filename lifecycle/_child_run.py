@@ -9,7 +9,7 @@ from typing import Any
 
 from agent import AgentSession, TurnResult
 from lifecycle._engine import EngineHost
-from lifecycle._images import first_turn_content_async
+from agent.images import first_turn_content_async
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._liveness import Timeout, Watch
 from lifecycle._output_schema import SCHEMA_NOTE, correction_prompt, validate_output

@@ -9,7 +9,7 @@ from typing import Any
 from agent import ToolError
 from lifecycle._children import ChildSpec
 from lifecycle._contract import MAX_CONTEXT_CHARS, MAX_GOAL_CHARS
-from lifecycle._images import images_problem
+from agent.images import images_problem
 from lifecycle._output_schema import coerce_schema
 
 _TASK = {

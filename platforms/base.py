@@ -1,7 +1,9 @@
 """The adapter protocol: what every platform adapter gives the gateway and takes from it.
 
 Adapters translate at their edges only: a platform event becomes an `Inbound`, an
-`Outbound` becomes one platform message. Splitting to the text limit, retries,
+`Outbound` becomes one platform message. Outbound text is the agent's Markdown; an
+adapter renders it in its platform's markup when it sends it (`platforms.formatting`)
+and measures it the same way. Splitting to the text limit, retries,
 pacing, dedup and access control are the gateway's; an adapter reports what the
 platform said through the errors below, translated once, in one place.
 
@@ -12,25 +14,59 @@ platform said through the errors below, translated once, in one place.
     ├── NotFound                  unknown chat, or the message to edit is gone
     ├── EditUnsupported           this platform or message cannot be edited
     ├── NetworkError              connection dropped, 5xx: worth retrying
-    └── BadRequest                anything else the platform rejected: not worth retrying
+    ├── BadRequest                anything else the platform rejected: not worth retrying
+    └── AttachmentTooLarge        a file over the size cap: ``size`` and ``limit`` in bytes
 
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET),
 `Deleting` (can delete a message it sent), `Paced` (wants a minimum interval
 between calls per chat), `HistoryReading` (shows a chat's past messages, read back
-from the gateway's durable store, e.g. the web chat page) and `Streaming` (holds
-HTTP responses open that the server must end before it stops).
+from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
+HTTP responses open that the server must end before it stops), `OwnCommands`
+(serves commands of its own) and `SupportsDownload` (fetches a user's file, an
+`Attachment`, through the platform's API, refusing anything over its
+``max_attachment_bytes``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
 OutboundKind = Literal["reply", "interim", "notice", "completion", "command"]
+AttachmentKind = Literal["image", "document", "voice"]
+DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a user sent with a message: what it is and how to fetch it, never its bytes.
+
+    Plain values only, so an `Inbound` with attachments is stored as JSON in the gateway's
+    inbox and still names a fetchable file when it is replayed after a restart."""
+
+    kind: AttachmentKind
+    """``image`` (a photo or picture the model may see), ``voice`` (a recorded voice message),
+    ``document`` (any other file)."""
+    name: str
+    """The file name the user's client gave, or one the adapter made up (``photo-<id>.jpg``)."""
+    mime_type: str | None
+    size: int | None
+    """Bytes, when the platform says; the download checks the real size too."""
+    ref: str
+    """Adapter-specific: what `SupportsDownload.download` needs (a Telegram ``file_id``, a Slack
+    file id, a Discord attachment URL)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "mime_type": self.mime_type, "size": self.size,
+                "ref": self.ref}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attachment:
+        return cls(data["kind"], data["name"], data.get("mime_type"), data.get("size"), data["ref"])
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,6 +111,21 @@ class Inbound:
     """A direct message rather than a group or channel."""
     reply_token: str | None = None
     """Opaque, adapter-specific: how to answer this command (an interaction token, a response URL)."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files sent with the message (``text`` is then the caption, possibly empty)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field; `from_json` reads it back."""
+        data = {f: getattr(self, f) for f in _INBOUND_FIELDS}
+        data["attachments"] = [a.to_json() for a in self.attachments]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Inbound:
+        """The Inbound `to_json` wrote; unknown keys are ignored, missing optional ones default."""
+        fields = {k: v for k, v in data.items() if k in _INBOUND_FIELDS}
+        fields["attachments"] = tuple(Attachment.from_json(a) for a in data.get("attachments") or ())
+        return cls(**fields)
 
     def __post_init__(self) -> None:
         for name in _TEXT_FIELDS:
@@ -83,6 +134,7 @@ class Inbound:
                 object.__setattr__(self, name, scalar_text(value))  # frozen: construction is the one place
 
 
+_INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f != "attachments")
 _TEXT_FIELDS = tuple(f.name for f in fields(Inbound) if f.type in ("str", "str | None"))
 
 
@@ -162,6 +214,14 @@ class NetworkError(DeliveryError): ...
 class BadRequest(DeliveryError): ...
 
 
+class AttachmentTooLarge(DeliveryError):
+    def __init__(self, message: str, *, size: int | None, limit: int, **kw: Any):
+        super().__init__(message, **kw)
+        self.size = size
+        """Bytes of the file, when known (the platform said, or the download ran past the limit)."""
+        self.limit = limit
+
+
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """What the gateway answers for an accepted inbound event (webhooks return it to the caller)."""
@@ -196,7 +256,8 @@ class Adapter(Protocol):
     0: the platform shows no progress at all, and the gateway calls neither `typing` nor `idle`."""
 
     def measure(self, text: str) -> int:
-        """Length as the platform counts it (Telegram: UTF-16 code units)."""
+        """Length of the Markdown ``text`` as the platform counts it once the adapter has rendered
+        it (Telegram: UTF-16 code units of the text after entity parsing)."""
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Connect, register ``commands`` where the platform has them, and begin
@@ -208,7 +269,8 @@ class Adapter(Protocol):
         """Stop receiving, close connections. Idempotent."""
 
     async def send(self, message: Outbound) -> Sent:
-        """Send one part; raises a `DeliveryError` subclass on failure."""
+        """Send one part, rendered for the platform; raises a `DeliveryError` subclass on failure.
+        A part whose formatting the platform refuses goes once more as plain text."""
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a sent message's text; "not modified" counts as success. Raises
@@ -321,6 +383,19 @@ class Paced(Protocol):
 
     def pacing(self, chat_id: str) -> Pacing:
         """The limits for this chat (they may differ between private chats and groups)."""
+
+
+@runtime_checkable
+class SupportsDownload(Protocol):
+    """An adapter that fetches the files users send."""
+
+    max_attachment_bytes: int
+    """Files larger than this are refused, before or during the download."""
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The file's bytes, through the platform's own API. Raises `AttachmentTooLarge` for a
+        file over ``max_attachment_bytes`` (nothing beyond the limit is read), another
+        `DeliveryError` when the platform refuses or cannot be reached."""
 
 
 def utf16_length(text: str) -> int:

@@ -14,7 +14,9 @@ Which messages are for the bot, and which session they belong to:
   plain text for the gateway to route.
 
 The bot's own messages and other bots' are ignored (two bots answering each other
-would never stop); the bot's mention is stripped from the text. Guild messages
+would never stop); the bot's mention is stripped from the text. Attached files arrive
+as `Attachment`s (`platforms.discord_files`); `download` fetches one from its
+attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
@@ -27,7 +29,11 @@ gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
 (valid 15 minutes). The first answer replaces the "thinking…" response, later
 ones are follow-ups; an expired token falls back to a channel message.
 
-Sends carry a nonce derived from `Outbound.idempotency_key` with
+Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
+(`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
+would misread is escaped); `measure` counts the rendered content against Discord's
+2,000 characters. Discord never refuses a message for its markup, so there is no
+plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
 ``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
 itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx.
 Every SDK error is translated by `_translate`, the one place that does so.
@@ -47,7 +53,10 @@ from typing import Any
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
+from platforms import discord_files
 from platforms.base import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    Attachment,
     BadRequest,
     CommandSpec,
     DeliveryError,
@@ -65,6 +74,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.formatting import discord_markdown
 
 import discord  # noqa: E402  (after discord_urls, see above)
 from discord import app_commands  # noqa: E402
@@ -107,6 +117,7 @@ class DiscordAdapter:
         command_guilds: Sequence[int] = (),
         client_factory: ClientFactory | None = None,
         ready_timeout: float = 30.0,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`). Only one api_base per process: see
@@ -117,6 +128,7 @@ class DiscordAdapter:
         self._command_guilds = tuple(int(g) for g in command_guilds)
         self._client_factory = client_factory or discord.Client
         self._ready_timeout = ready_timeout
+        self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
@@ -136,7 +148,8 @@ class DiscordAdapter:
         return PACING
 
     def measure(self, text: str) -> int:
-        return len(text)
+        """Characters of the content sent: the rendered Markdown."""
+        return len(discord_markdown.render(text))
 
     def web_routes(self) -> Sequence[Any]:
         return ()
@@ -254,8 +267,8 @@ class DiscordAdapter:
         if message.guild is not None and not (mentioned or self._addressed(message, me.id)):
             return
         text = re.sub(rf"<@!?{me.id}>", "", message.content).strip()
-        text = "\n".join([text, *(a.url for a in message.attachments)]).strip()
-        if not text:
+        attachments = discord_files.attachments_of(message.attachments)
+        if not text and not attachments:
             if message.guild is not None and not mentioned and not self._content_warned:
                 self._content_warned = True
                 log.error("discord: a message for the bot arrived without content; is the Message Content "
@@ -265,7 +278,7 @@ class DiscordAdapter:
         self._queue.put_nowait(Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
             user_name=message.author.display_name, text=text, event_id=str(message.id),
-            is_private=message.guild is None,
+            is_private=message.guild is None, attachments=attachments,
         ))
 
     def _addressed(self, message: discord.Message, me: int) -> bool:
@@ -336,7 +349,8 @@ class DiscordAdapter:
         target = message.thread_id or message.chat_id
         try:
             sent = await self._channel(target).send(
-                message.text, silent=message.silent, nonce=_nonce(message.idempotency_key), allowed_mentions=_MENTIONS
+                discord_markdown.render(message.text), silent=message.silent, nonce=_nonce(message.idempotency_key),
+                allowed_mentions=_MENTIONS,
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
@@ -348,13 +362,14 @@ class DiscordAdapter:
         first = message.reply_token not in self._answered
         route = "/webhooks/{application_id}/{token}"
         route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+        content = discord_markdown.render(message.text)
         try:
             webhook = self._webhook(message.reply_token)
             if first:  # replace the "thinking…" placeholder of the deferred response
-                sent = await webhook.edit_message("@original", content=message.text,  # type: ignore[arg-type]
+                sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
                                                   allowed_mentions=_MENTIONS)
             else:
-                sent = await webhook.send(message.text, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
+                sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
         except Exception as exc:
             raise _translate(exc, route=route, chat_id=message.chat_id) from exc
         _remember(self._answered, message.reply_token, None)
@@ -365,6 +380,7 @@ class DiscordAdapter:
         """Replace a message's text; command answers are edited through their interaction."""
         text = scalar_text(text)
         target = thread_id or chat_id
+        text = discord_markdown.render(text)
         reply_token = self._webhook_messages.get(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"
         try:
@@ -386,6 +402,27 @@ class DiscordAdapter:
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """Delete one of the bot's messages (a command answer through its interaction); one that is
+        already gone counts as deleted."""
+        target = thread_id or chat_id
+        reply_token = self._webhook_messages.get(message_id)
+        route = "DELETE /channels/{channel_id}/messages/{message_id}"
+        try:
+            if reply_token is not None:
+                route = "DELETE /webhooks/{application_id}/{token}/messages/{message_id}"
+                await self._webhook(reply_token).delete_message(int(message_id))
+            else:
+                await self._channel(target).get_partial_message(int(message_id)).delete()
+        except Exception as exc:
+            error = _translate(exc, route=route, chat_id=target)
+            if not isinstance(error, NotFound):
+                raise error from exc
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The attachment's bytes from its URL, stopped past ``max_attachment_bytes``."""
+        return await discord_files.download(attachment, self.max_attachment_bytes)
 
     def _require_client(self) -> discord.Client:
         if self._client is None:

@@ -4,8 +4,13 @@ Sessions: a DM is one session (``thread_id`` None). In channels the bot answers 
 mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it posted there) later replies in it need no
-mention; after a restart the gateway tells it its threads (`remember_threads`). ``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
+mention; after a restart the gateway tells it its threads (`remember_threads`).
+``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
 through as plain text, because Slack refuses slash commands inside threads.
+
+Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
+`download` fetches one through ``files.info`` and ``url_private`` with the bot token
+(scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
 Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
 ignored, so a mention seen through both subscriptions becomes one `Inbound`. Messages
@@ -26,8 +31,13 @@ Progress: Slack bots have no typing indicator. `typing` posts one placeholder me
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
 deletion is retried in the background, and `stop` deletes whatever is left.
 
-Sending: ``text`` (mrkdwn) up to 4,000 characters, which Slack recommends and renders
-well (it truncates above 40,000). The Web API client has no retry handlers: a 429 becomes
+Sending: the gateway hands over Markdown, rendered here to mrkdwn
+(`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
+it, which Slack recommends and renders well (it truncates above 40,000); `measure`
+counts the rendered text, or the Markdown when that is longer. mrkdwn in ``text`` is
+never refused; should Slack still answer a formatting error (``invalid_blocks``,
+``invalid_blocks_format``), the same part goes once more as plain text (the Markdown
+as written, ``mrkdwn: false``). No other error does that. The Web API client has no retry handlers: a 429 becomes
 `RateLimited` with ``Retry-After`` at once, for the gateway to retry; nothing here sleeps on
 the sending path or holds a lock shared between chats.
 """
@@ -52,7 +62,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from platforms import slack_files
 from platforms.base import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    Attachment,
     BadRequest,
     CommandSpec,
     DeliveryError,
@@ -70,6 +83,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.formatting import slack_mrkdwn
 
 log = logging.getLogger("platforms.slack")
 
@@ -83,7 +97,7 @@ _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
-              "used_url"}
+              "used_url", "file_not_found", "file_deleted"}
 _FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive", "token_revoked",
               "token_expired", "missing_scope", "no_permission", "not_allowed_token_type", "ekm_access_denied",
               "restricted_action", "restricted_action_read_only_channel", "restricted_action_thread_only_channel",
@@ -91,6 +105,7 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "ac
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+_FORMATTING = ("invalid_blocks", "invalid_blocks_format")
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
@@ -144,6 +159,7 @@ class SlackAdapter:
         ping_interval: float = 10.0,
         placeholder_text: str = "_working…_",
         sink_timeout: float = SINK_TIMEOUT,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
@@ -155,6 +171,7 @@ class SlackAdapter:
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
         self._sink_timeout = sink_timeout
+        self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._app: AsyncApp | None = None
@@ -174,7 +191,8 @@ class SlackAdapter:
         return PACING
 
     def measure(self, text: str) -> int:
-        return len(text)
+        """Characters of the mrkdwn sent, or of the Markdown (the plain fallback) if longer."""
+        return max(len(slack_mrkdwn.render(text)), len(text))
 
     # -- connecting --------------------------------------------------------------------------
 
@@ -271,6 +289,7 @@ class SlackAdapter:
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None, text=text,
             event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
+            attachments=slack_files.attachments_of(event),
         ))
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
@@ -323,17 +342,30 @@ class SlackAdapter:
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
             return await self._answer_command(message)
-        kw: dict[str, Any] = {"channel": message.chat_id, "text": scalar_text(message.text)}
+        kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             self._remember(message.chat_id, message.thread_id)
-        resp = await self._api("chat.postMessage", message.chat_id, **kw)
+        resp = await self._formatted("chat.postMessage", message.chat_id, message.text, **kw)
         return Sent(message_id=resp["ts"])
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-        await self._api("chat.update", chat_id, channel=chat_id, ts=message_id, text=scalar_text(text))
+        await self._formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
+
+    async def _formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
+        """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
+        with the Markdown as plain text."""
+        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
+        try:
+            return await self._api(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
+        except BadRequest as exc:
+            if not str(exc).endswith(_FORMATTING):
+                raise
+            log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
+                        chat_id)
+            return await self._api(method, chat_id, text=markdown, mrkdwn=False, **kw)
 
     async def _answer_command(self, message: Outbound) -> Sent:
         try:
@@ -344,7 +376,8 @@ class SlackAdapter:
         if token.get("response_url") and self._session is not None:
             hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])
             try:
-                resp = await hook.send(text=scalar_text(message.text), response_type="ephemeral")
+                resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
+                                       response_type="ephemeral")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise _translate_exception(exc, "response_url", channel) from exc
             if resp.status_code == 200:
@@ -354,9 +387,25 @@ class SlackAdapter:
             if isinstance(error, RateLimited):
                 raise error
             # Expired or used up: answer with chat.postEphemeral instead.
-        resp = await self._api("chat.postEphemeral", channel, channel=channel, user=token.get("user"),
-                               text=message.text)
+        resp = await self._formatted("chat.postEphemeral", channel, message.text, channel=channel,
+                                     user=token.get("user"))
         return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
+
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
+        if message_id.startswith(EPHEMERAL):
+            raise EditUnsupported("ephemeral messages cannot be deleted", method="chat.delete", chat_id=chat_id)
+        try:
+            await self._api("chat.delete", chat_id, channel=chat_id, ts=message_id)
+        except NotFound:
+            pass
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""
+        if self._session is None:
+            raise NetworkError("slack adapter not started", method="files.info")
+        return await slack_files.download(lambda file_id: self._api("files.info", None, file=file_id),
+                                          self._session, self._bot_token, attachment, self.max_attachment_bytes)
 
     # -- progress placeholder ----------------------------------------------------------------
 

@@ -4,8 +4,11 @@ Which messages reach the gateway: in private chats, every text message; in group
 only commands, messages that mention the bot (a ``mention`` of @botname, a
 ``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
 messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
-another bot is ignored. Media with a caption count as text; other media are ignored.
-``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
+another bot is ignored. Photos, documents, voice messages, audio and video arrive as
+`Attachment`s (`platforms.telegram_files`), with the caption as the text; `download`
+fetches one through ``getFile`` and refuses files over ``max_attachment_bytes``
+(Telegram itself serves bots files up to 20 MB). ``Inbound.event_id`` is the
+``update_id``: the gateway inbox drops repeats.
 
 Receiving, and what happens around restarts:
 
@@ -25,12 +28,17 @@ Receiving, and what happens around restarts:
   ``webhook_secret`` a random one is made per process. ``stop`` leaves the webhook
   registered: Telegram keeps the updates until we are back.
 
-Sending: plain text, no parse mode by default, so Telegram never rejects a message
-for its markup (agent Markdown shows as typed). With ``parse_mode`` set ("HTML",
-"MarkdownV2"), a message Telegram answers "can't parse entities" is sent again as
-plain text. Every SDK error becomes a `DeliveryError` in `_translate`, the one place,
-and is logged with the method and the chat; aiogram never retries a 429 itself, the
-gateway does with ``RateLimited.retry_after``.
+Sending: the gateway hands over Markdown; it is rendered to Telegram's HTML
+(`platforms.formatting.telegram_html`) and sent with ``parse_mode=HTML``, or as plain
+text when it has nothing to format (then both are the same). `measure` counts what
+Telegram counts: the UTF-16 length of the text after entity parsing, or of the
+Markdown itself if that is longer, so a part also fits when sent as plain text. If
+Telegram answers "can't parse entities", the same part is sent once more, as plain
+text (the Markdown as written): an answer is never lost to formatting. No other
+error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
+error becomes a `DeliveryError` in `_translate`, the one place, and is logged with
+the method and the chat; aiogram never retries a 429 itself, the gateway does with
+``RateLimited.retry_after``.
 """
 
 from __future__ import annotations
@@ -62,7 +70,10 @@ from aiogram.exceptions import (
 from aiogram.types import BotCommand, Message, Update
 from aiohttp import web
 
+from platforms import telegram_files
 from platforms.base import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    Attachment,
     BadRequest,
     CommandSpec,
     DeliveryError,
@@ -81,6 +92,7 @@ from platforms.base import (
     scalar_text,
     utf16_length,
 )
+from platforms.formatting import telegram_html
 
 log = logging.getLogger(__name__)
 
@@ -113,19 +125,23 @@ class TelegramAdapter:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         bot: Bot | None = None,
-        parse_mode: str | None = None,
+        parse_mode: Literal["HTML"] | None = "HTML",
         polling_timeout: int = 30,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         if mode not in ("polling", "webhook"):
             raise ValueError(f"telegram mode must be 'polling' or 'webhook', not {mode!r}")
         if mode == "webhook" and not webhook_url:
             raise ValueError("telegram webhook mode needs webhook_url")
+        if parse_mode not in ("HTML", None):
+            raise ValueError(f"telegram parse_mode must be 'HTML' or None, not {parse_mode!r}")
         self.bot = bot or Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
         self.mode = mode
         self.webhook_url = webhook_url
         self._secret = webhook_secret or secrets.token_urlsafe(32)
         self._parse_mode = parse_mode
         self._polling_timeout = polling_timeout
+        self.max_attachment_bytes = max_attachment_bytes
         self._sink: InboundSink | None = None
         self._bot_id = self.bot.id
         self._username = ""
@@ -140,7 +156,19 @@ class TelegramAdapter:
         return GROUP_PACING if chat_id.startswith("-") else PRIVATE_PACING
 
     def measure(self, text: str) -> int:
-        return utf16_length(text)
+        """UTF-16 units of what Telegram shows once it has parsed the rendered HTML, or of the
+        Markdown as written (the plain-text fallback) when that is longer."""
+        if self._parse_mode is None:
+            return utf16_length(text)
+        return max(utf16_length(telegram_html.visible_text(telegram_html.render(text))), utf16_length(text))
+
+    def _render(self, text: str) -> tuple[str, str | None]:
+        """What to send for a Markdown part: Telegram HTML, or the text itself when rendering
+        changes nothing (plain text then, which Telegram can never refuse)."""
+        if self._parse_mode is None:
+            return text, None
+        rendered = telegram_html.render(text)
+        return (text, None) if rendered == text else (rendered, self._parse_mode)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -151,12 +179,12 @@ class TelegramAdapter:
         if self._sink is not None:
             raise RuntimeError("the telegram adapter is already started")
         try:
-            me = await self._call("getMe", None, lambda _: self.bot.me())
+            me = await self._call("getMe", None, self.bot.me)
             self._bot_id, self._username = me.id, (me.username or "").lower()
             if commands:
                 menu = [BotCommand(command=c.name.lstrip("/"), description=c.description) for c in commands]
                 try:
-                    await self._call("setMyCommands", None, lambda _: self.bot.set_my_commands(menu))
+                    await self._call("setMyCommands", None, lambda: self.bot.set_my_commands(menu))
                 except DeliveryError:
                     pass  # logged; the commands still work when typed
             self._sink = sink
@@ -166,10 +194,10 @@ class TelegramAdapter:
                 await self._call(
                     "setWebhook",
                     None,
-                    lambda _: self.bot.set_webhook(self.webhook_url, secret_token=self._secret, allowed_updates=allowed),
+                    lambda: self.bot.set_webhook(self.webhook_url, secret_token=self._secret, allowed_updates=allowed),
                 )
             else:
-                await self._call("deleteWebhook", None, lambda _: self.bot.delete_webhook(drop_pending_updates=False))
+                await self._call("deleteWebhook", None, lambda: self.bot.delete_webhook(drop_pending_updates=False))
                 await self._start_polling()
         except BaseException:
             await self.stop()
@@ -223,9 +251,10 @@ class TelegramAdapter:
             await sink(inbound)
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
-        text = message.text if message.text is not None else message.caption
+        text = (message.text if message.text is not None else message.caption) or ""
+        attachments = telegram_files.attachments_of(message, self.max_attachment_bytes)
         user = message.from_user
-        if not text or user is None or user.is_bot:
+        if not (text or attachments) or user is None or user.is_bot:
             return None
         private = message.chat.type == "private"
         command = _COMMAND.match(text)
@@ -246,6 +275,7 @@ class TelegramAdapter:
             event_id=str(update_id),
             is_command=command is not None,
             is_private=private,
+            attachments=attachments,
         )
 
     def _addressed(self, message: Message, text: str) -> bool:
@@ -291,12 +321,13 @@ class TelegramAdapter:
     async def send(self, message: Outbound) -> Sent:
         """sendMessage; notices (``silent``) go with ``disable_notification``. Telegram has
         no idempotency key: a retry after a lost answer may show the message twice."""
-        sent = await self._call(
+        sent = await self._call_formatted(
             "sendMessage",
             message.chat_id,
-            lambda parse_mode: self.bot.send_message(
+            message.text,
+            lambda text, parse_mode: self.bot.send_message(
                 chat_id=message.chat_id,
-                text=scalar_text(message.text),  # a lone surrogate cannot be encoded
+                text=text,
                 message_thread_id=_thread(message.thread_id),
                 disable_notification=True if message.silent else None,
                 parse_mode=parse_mode,
@@ -307,11 +338,12 @@ class TelegramAdapter:
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """editMessageText; identical text ("message is not modified") is success. A message
         that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`."""
-        await self._call(
+        await self._call_formatted(
             "editMessageText",
             chat_id,
-            lambda parse_mode: self.bot.edit_message_text(
-                chat_id=chat_id, message_id=int(message_id), text=scalar_text(text), parse_mode=parse_mode
+            text,
+            lambda body, parse_mode: self.bot.edit_message_text(
+                chat_id=chat_id, message_id=int(message_id), text=body, parse_mode=parse_mode
             ),
             not_modified_ok=True,
         )
@@ -322,7 +354,7 @@ class TelegramAdapter:
             await self._call(
                 "sendChatAction",
                 chat_id,
-                lambda _: self.bot.send_chat_action(
+                lambda: self.bot.send_chat_action(
                     chat_id=chat_id, action="typing", message_thread_id=_thread(thread_id)
                 ),
             )
@@ -332,30 +364,59 @@ class TelegramAdapter:
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Telegram ends "typing" at the bot's next message, or after 5 s."""
 
+    async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
+        """deleteMessage; a message already gone counts as deleted."""
+        try:
+            await self._call("deleteMessage", chat_id,
+                             lambda: self.bot.delete_message(chat_id=chat_id, message_id=int(message_id)))
+        except NotFound:
+            pass
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """getFile, then the file itself, streamed and stopped past ``max_attachment_bytes``."""
+        return await telegram_files.download(
+            self.bot, attachment, self.max_attachment_bytes,
+            lambda method, request: self._call(method, None, request))
+
     async def _call(
         self,
         method: str,
         chat_id: str | None,
-        request: Callable[[str | None], Awaitable[T]],
+        request: Callable[[], Awaitable[T]],
         *,
         not_modified_ok: bool = False,
     ) -> T:
-        """Make one Bot API call; ``request(parse_mode)`` builds it. Falls back to plain text
-        when Telegram cannot parse the markup; every other failure leaves as a `DeliveryError`."""
+        """Make one Bot API call; every failure leaves as a `DeliveryError`."""
         try:
-            try:
-                return await request(self._parse_mode)
-            except TelegramBadRequest as exc:
-                if self._parse_mode is None or "can't parse entities" not in exc.message:
-                    raise
-                log.info("telegram %s to chat %s: markup refused (%s), sending plain text", method, chat_id, exc.message)
-                return await request(None)
+            return await request()
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
             raise _translate(exc, method, chat_id) from exc
         except (AiogramError, ValueError) as exc:
             raise _translate(exc, method, chat_id) from exc
+
+    async def _call_formatted(
+        self,
+        method: str,
+        chat_id: str,
+        markdown: str,
+        request: Callable[[str, str | None], Awaitable[T]],
+        *,
+        not_modified_ok: bool = False,
+    ) -> T:
+        """`_call` with ``markdown`` rendered; ``request(text, parse_mode)`` builds the call. When
+        Telegram cannot parse the markup, the Markdown goes once more as plain text."""
+        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
+        text, parse_mode = self._render(markdown)
+        try:
+            return await self._call(method, chat_id, lambda: request(text, parse_mode), not_modified_ok=not_modified_ok)
+        except BadRequest as exc:
+            if parse_mode is None or "can't parse entities" not in str(exc):
+                raise
+            log.warning("telegram %s to chat %s: Telegram refused the formatting; sending it as plain text", method,
+                        chat_id)
+            return await self._call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
 
 
 def _thread(thread_id: str | None) -> int | None:

@@ -10,8 +10,10 @@ and script what it answers::
         assert server.requests[0]["tools"]
 
 Replies are consumed in order, one per ``POST /v1/chat/completions``; when the
-queue is empty the server answers ``default_text``. Only non-streaming chat
-completions and ``GET /v1/models`` are served. It binds 127.0.0.1 on a free port.
+queue is empty the server answers ``default_text``. Served: non-streaming chat
+completions, ``GET /v1/models`` and ``POST /v1/audio/transcriptions`` (speech to
+text: `push_transcription` scripts the next transcript, `transcriptions` records
+what was sent). It binds 127.0.0.1 on a free port.
 """
 
 from __future__ import annotations
@@ -54,11 +56,17 @@ class FakeOpenAIServer:
         api_key: str | None = None,
         default_text: str = "ok",
         models: Sequence[str] = ("fake-model",),
+        default_transcript: str = "(fake transcript)",
     ):
         self.api_key = api_key
         self.default_text = default_text
         self.models = tuple(models)
         self.requests: list[Any] = []
+        self.default_transcript = default_transcript
+        self.transcriptions: list[dict[str, Any]] = []
+        """Every transcription request: ``model``, ``language``, ``filename``, ``content_type``
+        and ``audio`` (the bytes of the uploaded file)."""
+        self._transcripts: deque[_Reply] = deque()
         self._replies: deque[_Reply] = deque()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -75,6 +83,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         # handler_cancellation: a client that gives up (timeout, cancel) frees its handler.
         self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -139,7 +148,29 @@ class FakeOpenAIServer:
         """Answer with exactly ``body`` (JSON-encoded unless a str), for malformed-response tests."""
         self._replies.append(_Reply(status=status, body=_Raw(body, content_type)))
 
+    def push_transcription(self, text: str | None = None, *, status: int = 200) -> None:
+        """Answer the next transcription with ``text``, or with an HTTP error ``status``."""
+        body = {"text": text} if status == 200 else {
+            "error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
+        self._transcripts.append(_Reply(status=status, body=body))
+
     # -- handlers --------------------------------------------------------
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form.get("file")
+        record: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str)}
+        if upload is not None and not isinstance(upload, str):
+            record.update(filename=upload.filename, content_type=upload.content_type, audio=upload.file.read())
+        self.transcriptions.append(record)
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
+            return web.json_response({"error": error}, status=401)
+        if upload is None or isinstance(upload, str) or not record.get("model"):
+            error = {"message": "file and model are required", "type": "invalid_request_error", "code": None}
+            return web.json_response({"error": error}, status=400)
+        reply = self._transcripts.popleft() if self._transcripts else _Reply(body={"text": self.default_transcript})
+        return web.json_response(reply.body, status=reply.status)
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

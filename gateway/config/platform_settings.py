@@ -50,6 +50,10 @@ class TelegramSettings:
     allowed_users: tuple[UserId, ...] = setting((), "User ids or usernames allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone talk to the bot (ignores allowed_users).")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,10 @@ class SlackSettings:
     allowed_users: tuple[UserId, ...] = setting((), "Slack user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone in the workspace talk to the bot.")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,10 @@ class DiscordSettings:
     allowed_users: tuple[UserId, ...] = setting((), "Discord user ids allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone who can see the bot talk to it.")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
+    max_attachment_bytes: int = setting(
+        20 * 1024 * 1024, "Largest file (photo, document, voice) downloaded from a message, in bytes; larger ones "
+        "are refused with a message to the user.", min=1,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ replays it into a crash again. ``switchboard inbox retry`` re-queues it:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -39,9 +38,6 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
 )
 
-# Every field of Inbound is a plain value: a flat dict of them is its JSON (asdict would deep-copy).
-_INBOUND_FIELDS = tuple(f.name for f in dataclasses.fields(Inbound))
-
 
 @dataclass(frozen=True, slots=True)
 class Acceptance:
@@ -63,7 +59,7 @@ class Inbox:
     def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
         (platform, event id): a redelivery changes nothing and gets the first turn id back."""
-        payload = json.dumps({name: getattr(inbound, name) for name in _INBOUND_FIELDS})
+        payload = json.dumps(inbound.to_json())
         cur = self._db.write("INSERT OR IGNORE INTO gateway_inbox (platform, event_id, payload, status, received_at,"
                              " turn_id) VALUES (?, ?, ?, 'received', ?, ?)",
                              (_text(inbound.platform), _text(inbound.event_id), payload, self._clock.time(), turn_id))
@@ -147,4 +143,4 @@ class Inbox:
 
 
 def _inbound(payload: str) -> Inbound:
-    return Inbound(**{k: v for k, v in json.loads(payload).items() if k in _INBOUND_FIELDS})
+    return Inbound.from_json(json.loads(payload))

@@ -4,8 +4,11 @@ the JSON of messages, guilds, channels and threads it serves on the gateway and 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from platforms.fakes._discord_files import FLAG_VOICE_MESSAGE, Upload
 
 FLAG_LOADING = 128
 ISO = "2026-01-01T00:00:00.000000+00:00"
@@ -39,6 +42,8 @@ class FakeMessage:
     """Earlier contents, oldest first; `content` is the current one."""
     deleted: bool = False
     interaction_id: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    """The attachment objects of a user's message (see `platforms.fakes._discord_files`)."""
 
 
 def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
@@ -66,9 +71,12 @@ class DiscordModel:
         return next((m for m in self.messages.get(channel, []) if m.id == message_id and not m.deleted), None)
 
     def _message_payload(
-        self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None
+        self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
+        uploads: Sequence[Upload] = (),
     ) -> dict[str, Any]:
-        stored = self._store(channel, user, text, from_bot=False)
+        voice = any(u.voice for u in uploads)
+        stored = self._store(channel, user, text, from_bot=False, attachments=self._attachments(channel, uploads),
+                             flags=FLAG_VOICE_MESSAGE if voice else 0)
         data = self._message_json(stored, guild=guild, name=name)
         if guild is not None:
             data["member"] = {"roles": [], "joined_at": ISO, "deaf": False, "mute": False, "flags": 0}
@@ -79,7 +87,7 @@ class DiscordModel:
         data: dict[str, Any] = {
             "id": m.id, "channel_id": m.channel_id, "author": author, "content": m.content,
             "timestamp": ISO, "edited_timestamp": ISO if m.edits else None, "tts": False,
-            "mention_everyone": False, "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+            "mention_everyone": False, "mentions": [], "mention_roles": [], "attachments": m.attachments, "embeds": [],
             "components": [], "pinned": False, "type": 0, "flags": m.flags,
         }
         if m.nonce is not None:

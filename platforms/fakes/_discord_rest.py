@@ -64,9 +64,11 @@ class DiscordRest:
             ("POST", "/interactions/{interaction_id}/{token}/callback", self._callback),
             ("POST", "/webhooks/{application_id}/{token}", self._followup),
             ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._edit_webhook_message),
+            ("DELETE", "/webhooks/{application_id}/{token}/messages/{message_id}", self._delete_webhook_message),
         ]
         for method, path, handler in routes:
             app.router.add_route(method, r + path, handler)
+        app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._serve_attachment)
         return app
 
     @web.middleware
@@ -80,8 +82,8 @@ class DiscordRest:
             raise
 
     async def _handle(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
-        if request.path == "/gateway":
-            return await handler(request)
+        if request.path == "/gateway" or request.path.startswith("/attachments/"):
+            return await handler(request)  # the gateway, and the CDN: no token, not REST calls
         path = request.path.removeprefix("/api/v10")
         resource = request.match_info.route.resource
         template = resource.canonical.removeprefix("/api/v10") if resource is not None else path
@@ -96,7 +98,8 @@ class DiscordRest:
         call = Call(request.method, name, path, body, dict(request.query), dict(request.headers))
         self.calls.append(call)
         response = self._scripted_failure(call)
-        if response is None and not name.startswith(("POST /interactions", "POST /webhooks", "PATCH /webhooks")):
+        if response is None and not name.startswith(("POST /interactions", "POST /webhooks", "PATCH /webhooks",
+                                                      "DELETE /webhooks")):
             if request.headers.get("Authorization") != f"Bot {self.token}":
                 response = _error(401, 0, "401: Unauthorized")
         if response is None:
@@ -244,6 +247,18 @@ class DiscordRest:
         data = self._echo(message)
         if request.query.get("wait") in ("true", "1", "True"):
             return _json(data)
+        return web.Response(status=204)
+
+    async def _delete_webhook_message(self, request: web.Request) -> web.Response:
+        found = self._interaction_by_token(request.match_info["token"])
+        if found is None:
+            return _error(404, 10015, "Unknown Webhook")
+        _, record = found
+        message_id = request.match_info["message_id"]
+        message = self._find(record["channel_id"], record["original"] if message_id == "@original" else message_id)
+        if message is None:
+            return _error(404, 10008, "Unknown Message")
+        message.deleted = True
         return web.Response(status=204)
 
     async def _edit_webhook_message(self, request: web.Request) -> web.Response:

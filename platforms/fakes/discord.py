@@ -12,7 +12,9 @@ What it serves (under ``/api/v10``): gateway info, ``users/@me``, the applicatio
 application commands (global and per guild), channel messages (create, edit,
 delete; 2,000-character limit as 50035; nonces deduplicated when enforced),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
-40060 when answered twice). Every response is exactly ``application/json``:
+40060 when answered twice; edit and delete). Files users attach (``files=[Upload(...)]``
+on `push_dm` and `push_guild_message`) are served from attachment URLs under
+``/attachments/...``, like Discord's CDN, without a token. Every response is exactly ``application/json``:
 discord.py compares the content type for equality.
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
@@ -34,13 +36,14 @@ import asyncio
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
 
 # The constants, `Call` and `FakeMessage` were defined in this module before it was split; they
 # stay importable from here (hence the noqa: some are only re-exported).
+from platforms.fakes._discord_files import DiscordFiles, Upload
 from platforms.fakes._discord_gateway import (  # noqa: F401
     APP_FLAG_MESSAGE_CONTENT,
     MESSAGE_CONTENT_INTENT,
@@ -53,7 +56,7 @@ from platforms.fakes._discord_rest import INTERACTION_ACK_SECONDS, TEXT_LIMIT, D
 from platforms.fakes._waiting import wait_until
 
 
-class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel):
+class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
     """Discord's REST API and gateway on 127.0.0.1; see the module docstring."""
 
     def __init__(
@@ -83,6 +86,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel):
         self.commands: dict[str | None, list[dict[str, Any]]] = {}
         """Registered application commands by guild id (None: global)."""
         self.interactions: dict[str, dict[str, Any]] = {}
+        self.attachment_data: dict[str, bytes] = {}
+        """The bytes of every file users attached, by attachment id."""
+        self.downloads: list[str] = []
+        """Attachment ids fetched from their URLs, in order."""
         self.gateway_ops: list[tuple[int, Any]] = []
         """Every op the client sent on the gateway (heartbeats included), with its data."""
         self.connections_opened = 0
@@ -225,10 +232,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel):
         as Discord sometimes does: the duplicates a gateway inbox must drop."""
         self._replay.extend(str(e) for e in events)
 
-    def push_dm(self, user: str | int, text: str, *, name: str | None = None) -> str:
-        """A direct message from ``user`` to the bot; returns the message id."""
+    def push_dm(self, user: str | int, text: str, *, name: str | None = None, files: Sequence[Upload] = ()) -> str:
+        """A direct message from ``user`` to the bot, with ``files`` attached; returns the message id."""
         channel = self.dm_channel(user)
-        data = self._message_payload(channel, str(user), name, text)
+        data = self._message_payload(channel, str(user), name, text, uploads=files)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def push_guild_message(
@@ -243,6 +250,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel):
         *,
         name: str | None = None,
         thread_owner: str | int | None = None,
+        files: Sequence[Upload] = (),
     ) -> str:
         """A message in a guild text channel, or in thread ``thread_id`` of that channel
         (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread).
@@ -257,7 +265,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel):
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content = ""
-        data = self._message_payload(where, user, name, content, guild=guild)
+        data = self._message_payload(where, user, name, content, guild=guild, uploads=files)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         if reply_to_bot:

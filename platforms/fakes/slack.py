@@ -7,7 +7,7 @@ hands out the fake's own WebSocket URL, so Socket Mode follows without patching.
 What it does:
 
 - Web API (``POST /api/<method>``, JSON or form): ``auth.test``, ``apps.connections.open``,
-  ``chat.postMessage``, ``chat.update``, ``chat.delete``, ``chat.postEphemeral``. Bearer tokens
+  ``chat.postMessage``, ``chat.update``, ``chat.delete``, ``chat.postEphemeral``, ``files.info``. Bearer tokens
   are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``.
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.
@@ -19,6 +19,8 @@ What it does:
   ``X-Slack-Retry-Num``; pushes made without a Socket Mode connection go there when
   ``events_url`` is set, retried like Slack does on errors and timeouts (scaled down).
 - ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at.
+- Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
+  download URL that needs the bot token (`files`, `downloads`).
 - Scripted failures (`fail_next`): ``ok:false`` errors and 429 with ``Retry-After``.
 
 Run it alone with ``python -m platforms.fakes.slack --port 8790``; ``/_fake/dm``,
@@ -42,6 +44,7 @@ from aiohttp import web
 
 # These names were defined in this module before it was split; they stay importable from here
 # (hence the noqa: some are only re-exported).
+from platforms.fakes._slack_files import SharedFile, SlackFiles
 from platforms.fakes._slack_http import HttpResult, SlackHttpDelivery, sign  # noqa: F401
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
@@ -49,7 +52,9 @@ from platforms.fakes._slack_web_api import SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
 
-class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery):
+class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
+    _methods = {**SlackWebApi._methods, "files.info": SlackFiles._files_info}
+
     def __init__(
         self,
         *,
@@ -80,6 +85,11 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery):
         self.envelopes: dict[str, Envelope] = {}
         self.acks: list[Ack] = []
         self.http_results: list[HttpResult] = []
+        self.files: dict[str, SharedFile] = {}
+        self.files_read_scope = True
+        self.downloads: list[str] = []
+        """Ids of the files downloaded through their private URL, in order."""
+        self._file_ids = itertools.count(1)
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._lost_acks = 0
         self._queued: deque[Envelope] = deque()
@@ -100,6 +110,8 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery):
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link", self._socket)
         app.router.add_post("/response/{id}", self._response_url)
+        app.router.add_get("/files-pri/{team}-{id:F[0-9]+}/{name}", self._file_download)
+        app.router.add_get("/signin", self._signin)
         app.router.add_post("/_fake/{what}", self._control)
         app.router.add_get("/_fake/messages", self._list_messages)
         self._runner = web.AppRunner(app, handle_signals=False)

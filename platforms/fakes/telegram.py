@@ -13,19 +13,27 @@ or anything pointed at a custom Bot API server) talks to it over real HTTP:
 Methods: ``getMe``, ``getUpdates`` (long polling; updates stay until an ``offset``
 above them confirms them, so unconfirmed ones are served again, as Telegram does),
 ``setWebhook``/``deleteWebhook``/``getWebhookInfo``, ``sendMessage`` (1-4096
-UTF-16 code units, else "message is too long"), ``editMessageText`` ("message is
-not modified" for identical text), ``deleteMessage``, ``sendChatAction``,
-``setMyCommands``/``getMyCommands``/``deleteMyCommands``. Other methods answer 404.
+UTF-16 code units of the text *after* entity parsing, else "message is too
+long"), ``editMessageText`` ("message is not modified" for identical text and
+entities), ``deleteMessage``, ``sendChatAction``, ``getFile`` (plus the download
+route ``/file/bot<token>/<file_path>``), ``setMyCommands``/``getMyCommands``/
+``deleteMyCommands``. Other methods answer 404. With ``parse_mode=HTML`` the text
+is parsed as Telegram parses it (`platforms.fakes._telegram_html`): malformed
+markup answers 400 "Bad Request: can't parse entities: ...".
 
 What a test reads and drives:
 
 - ``calls``: every request as ``(method, params)``, params exactly as sent (strings;
   nested objects as JSON text). ``calls_to(name)`` filters by method.
 - ``messages[chat_id]``: what the bot has in each chat, as dicts with ``message_id``,
-  ``text`` (current), ``edits`` (every text it was edited to, in order),
-  ``thread_id``, ``silent`` (sent with ``disable_notification``), ``parse_mode``.
+  ``text`` (current, as Telegram shows it: after HTML parsing), ``entities`` (its
+  formatting, UTF-16 offsets), ``raw`` (the text as sent), ``edits`` (every text
+  it was edited to, in order), ``thread_id``, ``silent`` (sent with
+  ``disable_notification``), ``parse_mode``.
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
 - ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates``;
+  ``push_photo``/``push_document``/``push_voice`` post a file into a chat (its bytes
+  are then served to ``getFile`` and the file URL; ``files``, ``downloads``);
   ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
@@ -51,6 +59,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import ClientSession, web
+from platforms.fakes._telegram_api import ApiError, drop_connection, error_response, flag, int_param, utf16
+from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
+from platforms.fakes._telegram_html import HtmlError, parse_html
 from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
@@ -69,19 +80,7 @@ _DESCRIPTIONS = {
 }
 
 
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-class ApiError(Exception):
-    """Raised inside a method to answer with a Bot API error."""
-
-    def __init__(self, status: int, description: str, retry_after: int | None = None):
-        super().__init__(description)
-        self.status, self.description, self.retry_after = status, description, retry_after
-
-
-class FakeTelegram:
+class FakeTelegram(TelegramFiles):
     """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
 
     def __init__(
@@ -109,6 +108,11 @@ class FakeTelegram:
         self.webhook_secret: str | None = None
         self.pending: list[dict[str, Any]] = []
         """Updates not yet confirmed by a ``getUpdates`` offset."""
+        self.files: dict[str, StoredFile] = {}
+        """Files users sent (`push_photo`, `push_document`, `push_voice`), by ``file_id``."""
+        self.downloads: list[str] = []
+        """The ``file_path`` of every file downloaded, in order."""
+        self._file_ids = itertools.count(1)
         self._port = port
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
@@ -129,6 +133,7 @@ class FakeTelegram:
             "sendmessage": self._send_message,
             "editmessagetext": self._edit_message_text,
             "deletemessage": self._delete_message,
+            "getfile": self._get_file,
             "sendchataction": self._send_chat_action,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
@@ -141,6 +146,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
         app.router.add_get("/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         app.router.add_post("/fake/push_message", self._control_push)
         app.router.add_get("/fake/state", self._control_state)
         return app
@@ -271,7 +277,7 @@ class FakeTelegram:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         name = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
         if request.content_type == "application/json":
@@ -282,21 +288,21 @@ class FakeTelegram:
         self.calls.append((name, params))
         method = self._methods.get(name.lower())
         if method is None:
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         faults = self._faults.get(name.lower())
         fault = faults.popleft() if faults else None
         if isinstance(fault, ApiError):
-            return _error(fault)
+            return error_response(fault)
         if fault is False:
-            return _drop(request)
+            return drop_connection(request)
         try:
             result = method(params)
             if asyncio.iscoroutine(result):
                 result = await result
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         if fault is True:
-            return _drop(request)
+            return drop_connection(request)
         return web.json_response({"ok": True, "result": result})
 
     async def _control_push(self, request: web.Request) -> web.Response:
@@ -327,9 +333,10 @@ class FakeTelegram:
         message = {
             "message_id": record["message_id"],
             "date": record["date"],
-            "chat": self._chat(_int(params, "chat_id")),
+            "chat": self._chat(int_param(params, "chat_id")),
             "from": self.bot_user,
             "text": record["text"],
+            **({"entities": record["entities"]} if record["entities"] else {}),
             **extra,
         }
         if record["thread_id"] is not None:
@@ -337,7 +344,7 @@ class FakeTelegram:
         return message
 
     def _find(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        chat, message_id = str(_int(params, "chat_id")), _int(params, "message_id")
+        chat, message_id = str(int_param(params, "chat_id")), int_param(params, "message_id")
         return next((m for m in self.messages.get(chat, ()) if m["message_id"] == message_id), None)
 
     # -- Bot API methods -----------------------------------------------------------
@@ -349,14 +356,14 @@ class FakeTelegram:
         if self.webhook_url:
             raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                            "use deleteWebhook to delete the webhook first")  # fmt: skip
-        offset, limit = _int(params, "offset", 0), _int(params, "limit", 100)
+        offset, limit = int_param(params, "offset", 0), int_param(params, "limit", 100)
         if offset > 0:
             self.pending = [u for u in self.pending if u["update_id"] >= offset]
         # As on Telegram, a new poll ends the one still waiting (a second bot instance).
         me = self._poller = object()
         self._wake()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + _int(params, "timeout", 0)
+        deadline = loop.time() + int_param(params, "timeout", 0)
         while True:
             if self._poller is not me:
                 raise ApiError(409, "Conflict: terminated by other getUpdates request; "
@@ -376,37 +383,49 @@ class FakeTelegram:
         if not params.get("url"):
             return self._delete_webhook(params)
         self.webhook_url, self.webhook_secret = params["url"], secret
-        if _flag(params.get("drop_pending_updates")):
+        if flag(params.get("drop_pending_updates")):
             self.pending.clear()
         return True
 
     def _delete_webhook(self, params: dict[str, Any]) -> bool:
         self.webhook_url = self.webhook_secret = None
-        if _flag(params.get("drop_pending_updates")):
+        if flag(params.get("drop_pending_updates")):
             self.pending.clear()
         return True
 
     def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.webhook_url or "", "has_custom_certificate": False, "pending_update_count": len(self.pending)}
 
-    def _check_text(self, text: str, *, editing: bool) -> None:
+    def _parsed(self, params: dict[str, Any], *, editing: bool) -> tuple[str, list[dict[str, Any]]]:
+        """The text Telegram shows and its entities, as Telegram derives them from the request."""
+        raw = str(params.get("text", ""))
+        if params.get("parse_mode") == "HTML":
+            try:
+                text, entities = parse_html(raw)
+            except HtmlError as exc:
+                raise ApiError(400, f"Bad Request: can't parse entities: {exc}") from None
+        else:
+            text = raw
+            entities = json.loads(params["entities"]) if params.get("entities") else []
         if not text.strip():
             raise ApiError(400, "Bad Request: text must be non-empty" if editing else "Bad Request: message text is empty")
-        if _utf16(text) > MAX_TEXT:
+        if utf16(text) > MAX_TEXT:  # Telegram counts the text after entity parsing
             raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG" if editing else "Bad Request: message is too long")
+        return text, entities
 
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        chat_id = _int(params, "chat_id")
-        text = str(params.get("text", ""))
-        self._check_text(text, editing=False)
+        chat_id = int_param(params, "chat_id")
+        text, entities = self._parsed(params, editing=False)
         thread_id = params.get("message_thread_id")
         record = {
             "message_id": next(self._message_ids[str(chat_id)]),
             "date": int(time.time()),
             "text": text,
+            "entities": entities,
+            "raw": str(params.get("text", "")),
             "edits": [],
             "thread_id": int(thread_id) if thread_id is not None else None,
-            "silent": _flag(params.get("disable_notification")),
+            "silent": flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
         }
         self.messages[str(chat_id)].append(record)
@@ -416,12 +435,11 @@ class FakeTelegram:
         record = self._find(params)
         if record is None:
             raise ApiError(400, "Bad Request: message to edit not found")
-        text = str(params.get("text", ""))
-        if text == record["text"]:
+        text, entities = self._parsed(params, editing=True)
+        if (text, entities) == (record["text"], record["entities"]):
             raise ApiError(400, "Bad Request: message is not modified: specified new message content and "
                            "reply markup are exactly the same as a current content and reply markup of the message")  # fmt: skip
-        self._check_text(text, editing=True)
-        record["text"] = text
+        record.update(text=text, entities=entities, raw=str(params.get("text", "")), parse_mode=params.get("parse_mode"))
         record["edits"].append(text)
         return self._bot_message(params, record, edit_date=int(time.time()))
 
@@ -429,11 +447,11 @@ class FakeTelegram:
         record = self._find(params)
         if record is None:
             raise ApiError(400, "Bad Request: message to delete not found")
-        self.messages[str(_int(params, "chat_id"))].remove(record)
+        self.messages[str(int_param(params, "chat_id"))].remove(record)
         return True
 
     def _send_chat_action(self, params: dict[str, Any]) -> bool:
-        _int(params, "chat_id")
+        int_param(params, "chat_id")
         if not params.get("action"):
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         return True
@@ -451,43 +469,14 @@ class FakeTelegram:
         return True
 
 
-def _int(params: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = params.get(key)
-    if value is None or value == "":
-        if default is None:
-            raise ApiError(400, f"Bad Request: {key} is empty")
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, "Bad Request: chat not found" if key == "chat_id" else f"Bad Request: bad {key}") from None
-
-
-def _flag(value: Any) -> bool:
-    return value in (True, "true", "True", "1")
-
-
-def _error(exc: ApiError) -> web.Response:
-    body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
-    if exc.retry_after is not None:
-        body["parameters"] = {"retry_after": exc.retry_after}
-    return web.json_response(body, status=exc.status)
-
-
-def _drop(request: web.Request) -> web.Response:
-    assert request.transport is not None
-    request.transport.abort()  # the client sees the server disconnect before any answer
-    return web.Response()
-
-
 def _derive_entities(text: str) -> list[dict[str, Any]]:
     """The entities Telegram's servers add to a plain text message: offsets in UTF-16 units."""
     entities = []
     if command := _COMMAND_RE.match(text):
-        entities.append({"type": "bot_command", "offset": 0, "length": _utf16(command.group())})
+        entities.append({"type": "bot_command", "offset": 0, "length": utf16(command.group())})
     for mention in _MENTION_RE.finditer(text):
-        offset = _utf16(text[: mention.start()])
-        entities.append({"type": "mention", "offset": offset, "length": _utf16(mention.group())})
+        offset = utf16(text[: mention.start()])
+        entities.append({"type": "mention", "offset": offset, "length": utf16(mention.group())})
     return entities
 
 

@@ -1,4 +1,5 @@
-"""split_text: limits by the platform's measure, readable cut points, code fences, round trips."""
+"""split_text: limits by the platform's measure, readable cut points, code fences, inline styles, links and
+tables kept whole, round trips."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 
 from gateway.splitting import split_text
 from platforms.base import utf16_length
+from platforms.fakes._telegram_html import parse_html
+from platforms.formatting import telegram_html
 
 FENCE_LINE = re.compile(r"^ {0,3}`{3,}[^`\n]*$", re.MULTILINE)
 
@@ -157,3 +160,106 @@ def test_surrogate_pairs_survive_any_cut(chunks, limit):
     assert all(len(p) <= limit for p in parts)
     assert all(well_paired(p) for p in parts)
     assert re.sub(r"[\s`]", "", "".join(parts)) == re.sub(r"[\s`]", "", text)
+
+
+# --- Markdown structure: styles, links, tables ----------------------------------------------
+
+
+def test_a_style_open_at_a_cut_is_closed_and_reopened():
+    text = "Intro words here. **This bold sentence runs across the cut** and *italic words too* end."
+    parts = split_text(text, 40)
+    assert parts == [
+        "Intro words here. **This bold sentence**",
+        "**runs across the cut** and *italic*",
+        "*words too* end.",
+    ]
+
+
+def test_inline_code_and_strikethrough_are_reopened_too():
+    assert split_text("aa `code span that is long` ~~struck through words~~", 20) == [
+        "aa `code span that`", "`is long` ~~struck~~", "~~through words~~"]
+
+
+def test_links_are_never_cut():
+    text = "See [the documentation page](https://example.com/docs/page) for more, and more."
+    link = "[the documentation page](https://example.com/docs/page)"
+    for limit in range(len(link), len(text)):
+        assert any(link in part for part in split_text(text, limit)), limit
+
+
+def test_no_cut_lands_inside_a_marker():
+    # A hard cut would fall between the two asterisks of the closing marker.
+    parts = split_text("**abcdefghij** klm", 13)
+    assert all(p.count("*") % 2 == 0 for p in parts)
+    assert content("".join(parts)).replace("*", "") == "abcdefghijklm"
+
+
+def test_a_table_is_cut_between_rows_and_repeats_its_header():
+    table = "| name | qty |\n|------|-----|\n" + "".join(f"| item{i} | {i} |\n" for i in range(6))
+    parts = split_text("Intro\n\n" + table, 60)
+    assert parts[0].startswith("Intro\n\n| name | qty |\n|------|-----|\n| item0 | 0 |")
+    for part in parts[1:]:
+        assert part.startswith("| name | qty |\n|------|-----|\n| item")
+    rows = [line for p in parts for line in p.splitlines() if line.startswith("| item")]
+    assert rows == [f"| item{i} | {i} |" for i in range(6)]
+
+
+def test_tilde_fences_are_closed_and_reopened():
+    text = "~~~python\n" + "".join(f"x{i} = {i}\n" for i in range(20)) + "~~~"
+    parts = split_text(text, 60)
+    assert len(parts) > 1
+    assert all(p.startswith("~~~python\n") and p.endswith("\n~~~") for p in parts)
+
+
+def test_parts_fit_a_rendering_measure():
+    text = ("Some **bold** and _italic_ with [links](https://example.com/a_b) & `code`.\n\n" * 60
+            + "| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 40)
+    limit = 500
+    parts = split_text(text, limit, telegram_measure)
+    assert len(parts) > 3
+    assert all(telegram_measure(p) <= limit for p in parts)
+    assert [c for p in parts for c in styled(p) if "pre:" not in c[1]] == styled(text.split("| a | b |")[0])
+    assert sum(p.count("| 1 | 2 |") for p in parts) == 40  # each body row once; headers repeat
+
+
+# --- Markdown properties ------------------------------------------------------------------------
+
+
+def telegram_measure(text: str) -> int:
+    return utf16_length(telegram_html.visible_text(telegram_html.render(text)))
+
+
+def styled(markdown: str) -> list[tuple[str, frozenset[str]]]:
+    """Every visible non-space character of ``markdown`` on Telegram, with the entities covering it."""
+    text, entities = parse_html(telegram_html.render(markdown))
+    units = text.encode("utf-16-le")
+    out, offset = [], 0
+    for ch in text:
+        width = len(ch.encode("utf-16-le")) // 2
+        kinds = frozenset(f"{e['type']}:{e.get('url', '')}" for e in entities
+                          if e["offset"] <= offset < e["offset"] + e["length"])
+        if not ch.isspace():
+            out.append((ch, kinds))
+        offset += width
+    assert offset == len(units) // 2
+    return out
+
+
+_styled_word = st.tuples(
+    st.text(alphabet=st.sampled_from("abcxyz019éß中😀"), min_size=1, max_size=8),
+    st.sampled_from(["", "**", "*", "_", "~~", "`", "[]"]),
+).map(lambda w: f"[{w[0]}](https://x.org/{len(w[0])})" if w[1] == "[]" else f"{w[1]}{w[0]}{w[1]}")
+_styled_run = st.lists(_styled_word, min_size=1, max_size=6).map(" ".join)
+_styled_span = st.tuples(st.sampled_from(["", "**", "*", "~~"]), _styled_run).map(
+    lambda s: f"{s[0]}{s[1]}{s[0]}" if s[0] and "`" not in s[1] and "[" not in s[1] and s[0] not in s[1] else s[1])
+_styled_doc = st.lists(st.tuples(_styled_span, _sep), min_size=1, max_size=25).map(
+    lambda ws: "".join(w + s for w, s in ws))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_styled_doc, limit=st.integers(min_value=30, max_value=200), telegram=st.booleans())
+def test_every_visible_character_keeps_its_style_across_parts(text, limit, telegram):
+    measure = telegram_measure if telegram else len
+    parts = split_text(text, limit, measure)
+    assert all(measure(p) <= limit for p in parts)
+    assert [c for p in parts for c in styled(p)] == styled(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lifecycle._images import (
+from agent.images import (
     MAX_IMAGES,
     VISION_HINT,
     first_turn_content,
@@ -56,7 +56,7 @@ def urls(content) -> list[str]:
 
 
 def skipped(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "lifecycle.images" and r.levelno == logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.name == "agent.images" and r.levelno == logging.WARNING]
 
 
 # --- images_problem -----------------------------------------------------------------------------
@@ -143,19 +143,19 @@ def test_entries_are_trimmed(ws):
     ],
 )
 def test_unusable_images_are_skipped_and_logged(ws, caplog, image):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     assert urls(vision([image, "chart.png"], ws)) == [PNG_DATA_URL]
     assert len(skipped(caplog)) == 1 and "skipped" in skipped(caplog)[0]
 
 
 def test_outside_path_is_logged_with_the_reason(ws, caplog):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     vision(["../secret.png", "chart.png"], ws)
     assert "outside the workspace" in skipped(caplog)[0]
 
 
 def test_files_over_the_limit_are_skipped(ws, caplog):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     big = len(PNG) - 1
     assert vision(["chart.png"], ws, max_bytes=big) == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
     data_url = f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
@@ -167,14 +167,14 @@ def test_files_over_the_limit_are_skipped(ws, caplog):
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_unreadable_files_are_skipped(ws, caplog):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     (ws / "chart.png").chmod(0)
     assert vision(["chart.png"], ws) == GOAL
     assert any("cannot be read" in m for m in skipped(caplog))
 
 
 def test_no_usable_image_falls_back_to_text(ws, caplog):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     # Too big for a vision part, but it exists, so the text form still names it.
     assert vision(["chart.png", "missing.png"], ws, max_bytes=4) == (
         f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
@@ -197,7 +197,7 @@ def test_text_form_lists_images_and_hints_at_a_vision_tool(ws):
 
 
 def test_text_form_skips_unusable_images_and_data_urls(ws, caplog):
-    caplog.set_level(logging.WARNING, logger="lifecycle.images")
+    caplog.set_level(logging.WARNING, logger="agent.images")
     content = text(["missing.png", "../secret.png", "escape.png", "notes.png", PNG_DATA_URL, "chart.png"], ws)
     assert content == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
     assert len(skipped(caplog)) == 5

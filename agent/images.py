@@ -1,8 +1,9 @@
-"""Images for a child's first turn: native image parts for vision models, path lines otherwise.
+"""Images for a turn's first message: native image parts for vision models, path lines otherwise.
 
-Best effort by design: a task's images are a hint, never a reason for a spawn to
+Used for a subagent's task (``delegate_task`` ``images``) and for the photos a chat
+user sends. Best effort by design: images are a hint, never a reason for a turn to
 fail. An unusable image is skipped with a logged warning; if nothing usable is
-left, or anything unexpected goes wrong, the child gets the text goal.
+left, or anything unexpected goes wrong, the turn gets the text alone.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent import ToolError
+from agent._errors import ToolError
 from agent.tools import resolve_in_workspace
 
-log = logging.getLogger("lifecycle.images")
+log = logging.getLogger("agent.images")
 
 #: Images a task may carry at most.
 MAX_IMAGES = 8

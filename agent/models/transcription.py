@@ -1,0 +1,58 @@
+"""`Transcriber`: speech to text through any OpenAI-compatible ``audio/transcriptions`` endpoint.
+
+Configured by ``model.transcription`` (`agent.settings.TranscriptionSettings`): the
+model name (``whisper-1``, ``gpt-4o-mini-transcribe``, a local server's model), and a
+base URL and key that default to the chat model's (``model.base_url``,
+``model.api_key``, ``$OPENAI_API_KEY``). Requests go through the official SDK, which
+retries 429, 5xx and timeouts ``model.max_retries`` times; what fails after that
+is one `ModelError` whose text never contains the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+import openai
+from openai import AsyncOpenAI
+
+from agent._errors import ModelError
+from agent.models.openai import PLACEHOLDER_API_KEY, _translate_error
+from agent.settings import ModelSettings
+
+
+class Transcriber:
+    """One configured speech-to-text endpoint; `aclose` when done (idempotent)."""
+
+    def __init__(self, settings: ModelSettings, *, env: Mapping[str, str] | None = None,
+                 client: AsyncOpenAI | None = None) -> None:
+        speech = settings.transcription
+        if not speech.name:
+            raise ValueError("model.transcription.name: set a speech-to-text model to transcribe voice messages")
+        env = os.environ if env is None else env
+        api_key = speech.api_key or settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        self.name = speech.name
+        self._language = speech.language
+        self._client = client or AsyncOpenAI(api_key=api_key, base_url=speech.base_url or settings.base_url,
+                                             timeout=speech.timeout_seconds, max_retries=settings.max_retries)
+        self._owns_client = client is None
+        self._transcriptions = self._client.audio.transcriptions
+        self._secrets = tuple(k for k in (api_key,) if k != PLACEHOLDER_API_KEY and len(k) >= 4)
+
+    async def transcribe(self, audio: bytes, *, filename: str, mime_type: str | None = None) -> str:
+        """The text spoken in ``audio`` (stripped; may be empty for silence). Raises `ModelError`."""
+        kwargs = {"language": self._language} if self._language else {}
+        try:
+            result = await self._transcriptions.create(
+                model=self.name, file=(filename, audio, mime_type or "application/octet-stream"), **kwargs)
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _translate_error(exc, self._secrets) from exc
+        text = getattr(result, "text", None)
+        if not isinstance(text, str):
+            raise ModelError("transcription response malformed: no text", kind="malformed")
+        return text.strip()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.close()

@@ -1,0 +1,234 @@
+"""Files users send, from the platform to the model.
+
+`turn_input` turns a message with attachments into the turn's input. Each file is
+downloaded through its adapter (`platforms.base.SupportsDownload`), which refuses
+anything over the platform's ``max_attachment_bytes``, and stored in the session's
+workspace under ``attachments/<session id>/`` (`store`):
+
+- **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
+  as image parts (OpenAI-style content parts, via `agent.images`); a model
+  without vision gets their workspace paths and a hint instead. Images past the
+  eighth are listed as files.
+- **documents** are listed in the text with their workspace path, size and type, so
+  the model can read them with its file tools.
+- **voice** messages are transcribed when ``model.transcription.name`` is set (the
+  transcript becomes the turn's text); otherwise the user is told that voice is
+  not supported.
+
+What cannot be taken (too large, a failed download, voice without transcription)
+is explained to the user in one message, before the answer, and the model is told
+which files it did not get. When nothing is left for the model (no text, no file),
+that message is the whole answer and no turn runs.
+
+Storing is all-or-nothing: a file is written under a temporary name and renamed
+into place once complete, so a half-stored file never appears. File names are
+made safe (no directories, no leading dots, no control or special characters);
+a name already taken by other bytes gets ``-2``, ``-3``...; the same bytes under
+the same name (a replay after a restart) reuse the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import re
+import unicodedata
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent import ModelError
+from agent.images import MAX_IMAGES, first_turn_content_async
+from agent.settings import ModelSettings
+from agent.tools import resolve_in_workspace
+from platforms.base import Adapter, Attachment, AttachmentTooLarge, DeliveryError, Inbound, SupportsDownload
+
+log = logging.getLogger("gateway.attachments")
+
+FOLDER = "attachments"
+MAX_NAME = 100
+VOICE_UNSUPPORTED = "Voice messages aren't supported here yet — please type your message instead."
+_UNSAFE = re.compile(r"[^\w.\-]+")
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What a message's files give the turn."""
+
+    content: str | list[dict[str, Any]] | None
+    """The turn's input: text, or content parts with images; None when nothing is left for the model."""
+    notes: list[str] = field(default_factory=list)
+    """Sentences for the user about files that could not be taken."""
+
+
+# -- storing ----------------------------------------------------------------------------------
+
+def safe_name(name: str, fallback: str = "file") -> str:
+    """A file name that stays in its folder: no directories, no leading dot, only letters,
+    digits, ``_``, ``-`` and ``.``; at most `MAX_NAME` characters, extension kept."""
+    name = unicodedata.normalize("NFKC", name).replace("\\", "/").rsplit("/", 1)[-1]
+    name = _UNSAFE.sub("_", name).strip("._-")
+    if not name:
+        return fallback
+    if len(name) > MAX_NAME:
+        stem, dot, ext = name.rpartition(".")
+        ext = ext[:16] if dot and stem else ""
+        name = name[:MAX_NAME - len(ext) - 1].rstrip("._-") + (f".{ext}" if ext else "")
+    return name
+
+
+def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
+    """Write ``data`` as ``<folder>/<name>`` inside ``workspace`` (both made safe) and return its
+    workspace-relative path. Blocking: call it in a worker thread."""
+    directory = resolve_in_workspace(workspace, f"{FOLDER}/{safe_name(folder, 'session')}")
+    directory.mkdir(parents=True, exist_ok=True)
+    base = safe_name(name)
+    stem, dot, ext = base.rpartition(".")
+    stem, ext = (stem, f".{ext}") if dot and stem else (base, "")
+    for n in range(1, 10_000):
+        target = directory / (base if n == 1 else f"{stem}-{n}{ext}")  # a safe name: it stays in `directory`
+        if target.is_symlink():
+            continue
+        if target.exists():
+            if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
+                break  # the same file again (a replay): keep the one there
+            continue
+        temporary = directory / f".{target.name}.{uuid.uuid4().hex}.part"
+        try:
+            with open(temporary, "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+        break
+    else:
+        raise FileExistsError(f"no free name for {base} in {directory}")
+    return target.relative_to(workspace.resolve()).as_posix()
+
+
+# -- preparing a turn ----------------------------------------------------------------------------
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "unknown size"
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
+    if isinstance(exc, AttachmentTooLarge):
+        size = f" is {_size(exc.size)}, which is" if exc.size else " is"
+        return (f"{attachment.name}{size} larger than the {_size(exc.limit)} I can take on {platform}; "
+                "please send a smaller file.")
+    return f"I couldn't download {attachment.name} from {platform}; please send it again."
+
+
+async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[Attachment, ...], text: str, *,
+                  workspace: Path, folder: str, supports_vision: bool, transcriber: Any = None) -> Prepared:
+    """Download, store and describe ``attachments`` for the model; see the module docstring.
+    ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused."""
+    notes: list[str] = []
+    images: list[str] = []
+    files: list[tuple[str, Attachment]] = []
+    missed: list[str] = []
+    spoken: list[str] = []
+    for attachment in attachments:
+        if attachment.kind == "voice" and transcriber is None:
+            if VOICE_UNSUPPORTED not in notes:
+                notes.append(VOICE_UNSUPPORTED)
+            missed.append(f"{attachment.name} (a voice message; voice is not supported)")
+            continue
+        try:
+            data = await adapter.download(attachment)
+            if len(data) > adapter.max_attachment_bytes:  # an adapter that did not stop in time
+                raise AttachmentTooLarge("too large", size=len(data), limit=adapter.max_attachment_bytes)
+        except DeliveryError as exc:
+            log.info("%s attachment (%s) not taken: %s", platform, attachment.kind, type(exc).__name__)
+            notes.append(_refusal(attachment, exc, platform))
+            missed.append(f"{attachment.name} ({'too large' if isinstance(exc, AttachmentTooLarge) else 'failed'})")
+            continue
+        if attachment.kind == "voice":
+            transcript = await _transcribe(transcriber, data, attachment, notes)
+            if transcript:
+                spoken.append(transcript)
+            continue
+        path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
+        if attachment.kind == "image" and len(images) < MAX_IMAGES:
+            images.append(path)
+        else:
+            files.append((path, attachment))
+    body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
+    if not (body or images or files):
+        return Prepared(None, notes)
+    return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
+
+
+async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, notes: list[str]) -> str:
+    try:
+        transcript = await transcriber.transcribe(data, filename=attachment.name, mime_type=attachment.mime_type)
+    except ModelError as exc:
+        log.warning("transcribing a voice message failed: %s", exc)
+        notes.append("I couldn't transcribe that voice message; please type it instead.")
+        return ""
+    if not transcript:
+        notes.append("I couldn't make out any words in that voice message.")
+    return transcript
+
+
+async def _content(body: str, images: list[str], files: list[tuple[str, Attachment]], missed: list[str],
+                   workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
+    parts = [body] if body else []
+    if not body and images and not files:
+        parts.append(f"(The user sent {'an image' if len(images) == 1 else f'{len(images)} images'} without a caption.)")
+    if files:
+        listing = "\n".join(f"- {path} ({a.mime_type or 'unknown type'}, {_size(a.size)})" for path, a in files)
+        parts.append(f"[The user sent these files, saved in the workspace; read them with your file tools:\n{listing}]")
+    if missed:
+        parts.append(f"[Files the user sent that did not reach you: {'; '.join(missed)}]")
+    text = "\n\n".join(parts)
+    if not images:
+        return text
+    # Every stored image is inlined for a vision model (they are within the platform's cap already).
+    largest = max(os.path.getsize(workspace / p) for p in images)
+    return await first_turn_content_async(text, images, workspace=workspace, supports_vision=supports_vision,
+                                          max_bytes=largest)
+
+
+# -- the turn's side ---------------------------------------------------------------------------
+
+async def turn_input(text: str, event: Inbound | None, adapter: Adapter | None, *, workspace: Path, folder: str,
+                     supports_vision: bool, model: ModelSettings,
+                     tell: Callable[[str], None]) -> str | list[dict[str, Any]] | None:
+    """The input of a turn whose message is ``text`` (from ``event``): the text itself, or
+    what its attachments make of it. Notes about files that could not be taken go to the
+    chat first, through ``tell``. None: nothing for the model (the notes were the answer)."""
+    if event is None or not event.attachments:
+        return text
+    if not isinstance(adapter, SupportsDownload):
+        tell(f"I can't receive files on {event.platform}.")
+        return text or None
+    transcriber = await _transcriber(model) if model.transcription.name and any(
+        a.kind == "voice" for a in event.attachments) else None
+    try:
+        prepared = await prepare(adapter, event.platform, event.attachments, text, workspace=workspace, folder=folder,
+                                 supports_vision=supports_vision, transcriber=transcriber)
+    finally:
+        if transcriber is not None:
+            await transcriber.aclose()
+    if prepared.notes:
+        tell("\n".join(prepared.notes))
+    return prepared.content
+
+
+async def _transcriber(model: ModelSettings) -> Any:
+    # The openai SDK takes a second to import: not on the event loop.
+    module = await asyncio.to_thread(importlib.import_module, "agent.models.transcription")
+    return module.Transcriber(model)

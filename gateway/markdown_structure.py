@@ -1,0 +1,264 @@
+"""Where a Markdown text may be cut, as markdown-it reads it: inline styles, atoms and tables.
+
+`gateway.splitting` asks this module about the text between code fences. Each
+stretch between blank lines (a *region*) is parsed on first use with the same
+Markdown dialect the platform renderers read (`platforms.formatting.markdown`),
+through a parser whose inline rules also note where in the source each token
+came from, so the answers are positions in the text:
+
+- `Style`: an emphasis, strong, strikethrough or code span, with the source
+  positions of its opening and closing markers. A part cut inside one closes it
+  and the next part reopens it.
+- atoms: links, images, autolinks, entity and backslash escapes, which are
+  never cut (unless one alone is longer than a part).
+- `Table`: a top-level GFM table; it is cut only between body rows, and a part
+  that starts inside it repeats its header rows.
+
+Anything markdown-it cannot map back to the source exactly (a mismatch between a
+token's content and its lines) is left out: the splitter then treats that text
+as plain, which is never worse than before this module existed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import (
+    StateInline,
+    autolink,
+    backtick,
+    emphasis,
+    entity,
+    escape,
+    image,
+    link,
+    strikethrough,
+)
+from markdown_it.token import Token
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_CLOSE_OF = {"strong_open": "strong_close", "em_open": "em_close", "s_open": "s_close"}
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    open_start: int
+    open_end: int
+    close_start: int
+    close_end: int
+    opener: str
+    closer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    start: int
+    head_end: int
+    """``text[start:head_end]`` is the header and delimiter rows, newline included."""
+    row_ends: tuple[int, ...]
+    """Where each body row ends (its newline, or the table's end): the only cuts inside it."""
+
+    @property
+    def end(self) -> int:
+        return self.row_ends[-1] if self.row_ends else self.head_end
+
+
+@dataclass(slots=True)
+class _Region:
+    styles: list[Style] = field(default_factory=list)
+    atoms: list[tuple[int, int]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+# -- a parser that remembers positions ---------------------------------------------------
+
+def _first_pushed(state: StateInline) -> int:
+    # Text still pending becomes a token of its own the moment a rule pushes one: skip it.
+    return len(state.tokens) + (1 if state.pending else 0)
+
+
+def _delimiters(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+    # Emphasis and strikethrough push one text token per marker run piece; each learns its offset.
+    def tokenize(state: StateInline, silent: bool) -> bool:
+        start, before = state.pos, _first_pushed(state)
+        if not rule(state, silent):
+            return False
+        for tok in state.tokens[before:]:
+            tok.meta["pos"] = start
+            start += len(tok.content)
+        return True
+
+    return tokenize
+
+
+def _ranged(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+    # Code spans, links, images, autolinks and escapes: their first token learns the source range.
+    def tokenize(state: StateInline, silent: bool) -> bool:
+        start, before = state.pos, _first_pushed(state)
+        if not rule(state, silent):
+            return False
+        if not silent and len(state.tokens) > before:
+            state.tokens[before].meta["range"] = (start, state.pos)
+        return True
+
+    return tokenize
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md.disable("text_join")  # it would merge escapes and entities into text, and drop their ranges
+    md.inline.ruler.at("emphasis", _delimiters(emphasis.tokenize))
+    md.inline.ruler.at("strikethrough", _delimiters(strikethrough.tokenize))
+    for name, rule in (("backticks", backtick), ("link", link), ("image", image), ("autolink", autolink),
+                       ("entity", entity), ("escape", escape)):
+        md.inline.ruler.at(name, _ranged(rule))
+    return md
+
+
+# -- the structure of one text ------------------------------------------------------------
+
+class Structure:
+    """Lazily parsed facts about ``text``; ``fences`` are ``(start, end)`` ranges of code blocks,
+    which hold no inline structure and bound the regions."""
+
+    def __init__(self, text: str, fences: Sequence[tuple[int, int]]) -> None:
+        self.text = text
+        separators = sorted([*((m.start() + 1, m.end() - 1) for m in _BLANK_LINE.finditer(text)), *fences])
+        self._sep_starts = [s for s, _ in separators]
+        self._seps = separators
+        self._regions: dict[int, _Region] = {}
+
+    def styles_open_at(self, pos: int) -> list[Style]:
+        """Styles whose markers enclose ``pos`` (``open_end <= pos <= close_start``), outermost first."""
+        return [s for s in self._region(pos).styles if s.open_end <= pos <= s.close_start]
+
+    def splits_marker(self, pos: int) -> bool:
+        """A cut at ``pos`` would fall inside a marker, an atom or a table row, or leave a style empty."""
+        region = self._region(pos)
+        for s in region.styles:
+            if s.open_start < pos <= s.open_end or s.close_start < pos < s.close_end:
+                return True
+        if any(a < pos < b for a, b in region.atoms):
+            return True
+        table = self.table_at(pos)
+        return table is not None and pos not in table.row_ends
+
+    def atom_at(self, pos: int) -> tuple[int, int] | None:
+        return next(((a, b) for a, b in self._region(pos).atoms if a < pos < b), None)
+
+    def table_at(self, pos: int) -> Table | None:
+        """The table whose rows hold ``pos`` (from its first character to its end)."""
+        return next((t for t in self._region(pos).tables if t.start < pos <= t.end), None)
+
+    def _region(self, pos: int) -> _Region:
+        i = bisect.bisect_right(self._sep_starts, pos) - 1
+        start = max(self._seps[i][1], 0) if i >= 0 else 0
+        if i >= 0 and pos < self._seps[i][1]:
+            return _Region()  # inside a separator: whitespace or a fence
+        end = self._seps[i + 1][0] if i + 1 < len(self._seps) else len(self.text)
+        region = self._regions.get(start)
+        if region is None:
+            region = self._regions[start] = _parse_region(self.text, start, end)
+        return region
+
+
+def _parse_region(text: str, start: int, end: int) -> _Region:
+    src = text[start:end]
+    line_starts = [0, *(m.end() for m in re.finditer("\n", src))]
+    region = _Region()
+    tokens = _parser().parse(src)
+    for i, tok in enumerate(tokens):
+        if tok.type == "table_open" and tok.level == 0 and tok.map is not None:
+            region.tables.append(_table(src, start, line_starts, tok.map))
+        elif tok.type == "inline" and tok.map is not None and not _in_table(tokens, i):
+            where = _locator(src, start, line_starts, tok)
+            if where is not None:
+                _collect(tok.children or [], where, text, region)
+    return region
+
+
+def _in_table(tokens: list[Token], i: int) -> bool:
+    return i > 0 and tokens[i - 1].type in ("th_open", "td_open")
+
+
+def _table(src: str, base: int, line_starts: list[int], span: list[int]) -> Table:
+    first, last = span
+
+    def line_end(k: int) -> int:
+        return (line_starts[k + 1] - 1) if k + 1 < len(line_starts) else len(src)
+
+    head_end = line_starts[first + 2] if first + 2 < len(line_starts) else len(src)
+    return Table(base + line_starts[first], base + head_end, tuple(base + line_end(k) for k in range(first + 2, last)))
+
+
+def _locator(src: str, base: int, line_starts: list[int], tok: Token) -> Callable[[int], int] | None:
+    """Maps an offset in ``tok.content`` to one in the text, or None when the lines do not match."""
+    lines = tok.content.split("\n")
+    first = tok.map[0]  # type: ignore[index]
+    content_starts, origins = [], []
+    offset = 0
+    for k, line in enumerate(lines):
+        if first + k >= len(line_starts):
+            return None
+        a = line_starts[first + k]
+        b = line_starts[first + k + 1] - 1 if first + k + 1 < len(line_starts) else len(src)
+        source = src[a:b]
+        if not source.endswith(line):
+            source = source.rstrip()
+            if not source.endswith(line):
+                return None
+        content_starts.append(offset)
+        origins.append(base + a + len(source) - len(line))
+        offset += len(line) + 1
+
+    def locate(pos: int) -> int:
+        k = bisect.bisect_right(content_starts, pos) - 1
+        return origins[k] + pos - content_starts[k]
+
+    return locate
+
+
+def _collect(children: list[Token], locate: Callable[[int], int], text: str, region: _Region) -> None:
+    for i, tok in enumerate(children):
+        if "range" in tok.meta:
+            a, b = (locate(p) for p in tok.meta["range"])
+            if tok.type == "code_inline":
+                k = len(tok.markup)
+                _add_style(region, text, a, a + k, b - k, b, tok.markup)
+            elif b > a:
+                region.atoms.append((a, b))
+        elif tok.type in _CLOSE_OF and "pos" in tok.meta:
+            close = _matching(children, i, _CLOSE_OF[tok.type])
+            if close is None or "pos" not in close.meta:
+                continue
+            k = len(tok.markup)
+            o, c = locate(tok.meta["pos"]), locate(close.meta["pos"])
+            if tok.type == "s_open":
+                _add_style(region, text, o, o + k, c, c + k, tok.markup)
+            else:  # a strong pair's tokens are its second opening and first closing marker characters
+                _add_style(region, text, o - k + 1, o + 1, c, c + k, tok.markup)
+
+
+def _add_style(region: _Region, text: str, os: int, oe: int, cs: int, ce: int, marker: str) -> None:
+    opener, closer = text[os:oe], text[cs:ce]
+    if os < oe <= cs < ce and opener == closer == marker:
+        region.styles.append(Style(os, oe, cs, ce, opener, closer))
+
+
+def _matching(children: list[Token], i: int, close_type: str) -> Any:
+    depth = 0
+    for tok in children[i:]:
+        if tok.type == children[i].type:
+            depth += 1
+        elif tok.type == close_type:
+            depth -= 1
+            if depth == 0:
+                return tok
+    return None

@@ -1,0 +1,49 @@
+"""The fake Telegram's wire conventions: Bot API errors, parameters as the SDKs send them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class ApiError(Exception):
+    """Raised inside a method to answer with a Bot API error."""
+
+    def __init__(self, status: int, description: str, retry_after: int | None = None):
+        super().__init__(description)
+        self.status, self.description, self.retry_after = status, description, retry_after
+
+
+def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = params.get(key)
+    if value is None or value == "":
+        if default is None:
+            raise ApiError(400, f"Bad Request: {key} is empty")
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, "Bad Request: chat not found" if key == "chat_id" else f"Bad Request: bad {key}") from None
+
+
+def flag(value: Any) -> bool:
+    return value in (True, "true", "True", "1")
+
+
+def error_response(exc: ApiError) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
+    if exc.retry_after is not None:
+        body["parameters"] = {"retry_after": exc.retry_after}
+    return web.json_response(body, status=exc.status)
+
+
+def drop_connection(request: web.Request) -> web.Response:
+    assert request.transport is not None
+    request.transport.abort()  # the client sees the server disconnect before any answer
+    return web.Response()

@@ -1,0 +1,100 @@
+"""Files in the fake Telegram: what a test's users send (photos, documents, voice notes),
+``getFile``, and the download route ``GET /file/bot<token>/<file_path>``.
+
+As on Telegram, an update carries only the file's metadata (``file_id``,
+``file_unique_id``, ``file_size``); ``getFile`` turns an id into a ``file_path``
+(refusing files above 20 MB, "file is too big", like the real Bot API), and the
+bytes come from the file URL with the bot's token in it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from platforms.fakes._telegram_api import ApiError
+
+MAX_DOWNLOAD = 20 * 1024 * 1024
+"""Telegram lets bots download files up to 20 MB."""
+
+
+@dataclass
+class StoredFile:
+    file_id: str
+    unique_id: str
+    path: str
+    data: bytes
+
+
+class TelegramFiles:
+    """The file half of `FakeTelegram`, which holds ``files`` and mixes this in."""
+
+    files: dict[str, StoredFile]
+    _file_ids: itertools.count[int]
+
+    # -- driving it from a test ------------------------------------------------------
+
+    def add_file(self, data: bytes, folder: str = "documents", suffix: str = "") -> dict[str, Any]:
+        """Store ``data`` as a file users have sent; returns its metadata (``file_id``, ``file_unique_id``,
+        ``file_size``) to put in a message."""
+        n = next(self._file_ids)
+        stored = StoredFile(f"FILE{n:06d}-{len(data)}", f"U{n:06d}", f"{folder}/file_{n}{suffix}", data)
+        self.files[stored.file_id] = stored
+        return {"file_id": stored.file_id, "file_unique_id": stored.unique_id, "file_size": len(data)}
+
+    def push_photo(self, chat_id: int | str, data: bytes, *, caption: str | None = None,
+                   thumbnail: bytes | None = None, **kw: Any) -> int:
+        """A user sends a photo (``data``, the largest size; ``thumbnail`` a smaller one Telegram also
+        lists), with an optional caption; returns the update id. Keywords as `message_update`."""
+        sizes = [] if thumbnail is None else [{**self.add_file(thumbnail, "photos", ".jpg"), "width": 90, "height": 90}]
+        sizes.append({**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960})
+        return self.push_update(self.media_update(chat_id, {"photo": sizes}, caption, **kw))
+
+    def push_document(self, chat_id: int | str, data: bytes, file_name: str, *,
+                      mime_type: str = "application/octet-stream", caption: str | None = None, **kw: Any) -> int:
+        """A user sends a file as a document; returns the update id."""
+        document = {**self.add_file(data, "documents"), "file_name": file_name, "mime_type": mime_type}
+        return self.push_update(self.media_update(chat_id, {"document": document}, caption, **kw))
+
+    def push_voice(self, chat_id: int | str, data: bytes, *, duration: int = 3, mime_type: str = "audio/ogg",
+                   caption: str | None = None, **kw: Any) -> int:
+        """A user records a voice message; returns the update id."""
+        voice = {**self.add_file(data, "voice", ".oga"), "duration": duration, "mime_type": mime_type}
+        return self.push_update(self.media_update(chat_id, {"voice": voice}, caption, **kw))
+
+    def media_update(self, chat_id: int | str, media: dict[str, Any], caption: str | None = None,
+                     **kw: Any) -> dict[str, Any]:
+        """Build (not queue) an update whose message carries ``media`` and an optional caption."""
+        update = self.message_update(chat_id, caption or "", **kw)  # type: ignore[attr-defined]
+        message = update["message"]
+        message.pop("text")
+        entities = message.pop("entities", None)
+        if caption:
+            message["caption"] = caption
+            if entities:
+                message["caption_entities"] = entities
+        message.update(media)
+        return update
+
+    # -- the Bot API side ------------------------------------------------------------
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        stored = self.files.get(str(params.get("file_id", "")))
+        if stored is None:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        if len(stored.data) > MAX_DOWNLOAD:
+            raise ApiError(400, "Bad Request: file is too big")
+        return {"file_id": stored.file_id, "file_unique_id": stored.unique_id, "file_size": len(stored.data),
+                "file_path": stored.path}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:  # type: ignore[attr-defined]
+            return web.Response(status=401, text="Unauthorized")
+        path = request.match_info["path"]
+        stored = next((f for f in self.files.values() if f.path == path), None)
+        if stored is None or len(stored.data) > MAX_DOWNLOAD:
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        self.downloads.append(path)  # type: ignore[attr-defined]
+        return web.Response(body=stored.data, content_type="application/octet-stream")

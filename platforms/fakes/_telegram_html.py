@@ -1,0 +1,146 @@
+"""The fake Telegram's ``parse_mode=HTML``: Telegram's HTML subset into text and entities.
+
+It follows what Telegram does: the supported tags are ``b strong i em u ins s
+strike del tg-spoiler span(class=tg-spoiler) a(href) code pre blockquote
+tg-emoji``; ``&lt; &gt; &amp; &quot;`` and numeric references are decoded, any
+other ``&`` is a literal ampersand. A tag it does not support, an end tag that
+does not match, a tag left open or one never finished raise `HtmlError` with the
+description Telegram gives (``can't parse entities: Unsupported start tag "p" at
+byte offset 0``). Entity offsets and lengths are UTF-16 code units. Entities
+Telegram cannot nest are dropped as it drops them: anything inside code or pre
+(a pre's language comes from its inner ``<code class="language-x">``), a quote
+inside a quote, a link inside a link.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+TAGS = {
+    "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline", "ins": "underline",
+    "s": "strikethrough", "strike": "strikethrough", "del": "strikethrough", "tg-spoiler": "spoiler",
+    "span": "spoiler", "a": "text_link", "code": "code", "pre": "pre", "blockquote": "blockquote",
+    "tg-emoji": "custom_emoji",
+}  # fmt: skip
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_ENTITY = re.compile(r"&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]+));")
+_NAME = re.compile(r"[a-zA-Z0-9-]*")
+_ATTRIBUTE = re.compile(r"\s*([a-zA-Z0-9_-]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+)))?")
+
+
+class HtmlError(ValueError):
+    """Malformed markup; ``str()`` is Telegram's description after ``can't parse entities: ``."""
+
+
+@dataclass
+class _Open:
+    tag: str
+    offset: int  # UTF-16 units into the text
+    order: int  # how many tags opened before this one: an outer tag before an inner one on the same text
+    attrs: dict[str, str] = field(default_factory=dict)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _byte_offset(source: str, i: int) -> int:
+    return len(source[:i].encode("utf-8", "surrogatepass"))
+
+
+def _decode(value: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) or m.group(2):
+            code = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
+            return chr(code) if 0 < code < 0x110000 else m.group(0)
+        return _NAMED.get(m.group(3), m.group(0))
+
+    return _ENTITY.sub(one, value)
+
+
+def parse_html(source: str) -> tuple[str, list[dict[str, Any]]]:
+    """The text Telegram shows and its entities; `HtmlError` for markup Telegram refuses."""
+    out: list[str] = []
+    length = 0  # UTF-16 units in `out`
+    stack: list[_Open] = []
+    found: list[tuple[_Open, int]] = []
+    i, n = 0, len(source)
+    while i < n:
+        if source[i] != "<":
+            j = source.find("<", i)
+            j = n if j == -1 else j
+            chunk = _decode(source[i:j])
+            out.append(chunk)
+            length += _utf16(chunk)
+            i = j
+            continue
+        at = _byte_offset(source, i)
+        if source.startswith("</", i):
+            name = _NAME.match(source, i + 2).group().lower()  # type: ignore[union-attr]
+            end = source.find(">", i)
+            if end == -1:
+                raise HtmlError(f"Unclosed end tag at byte offset {at}")
+            if not stack:
+                raise HtmlError(f"Unexpected end tag at byte offset {at}")
+            if name != stack[-1].tag:
+                raise HtmlError(f'Unmatched end tag at byte offset {at}, expected "</{stack[-1].tag}>", '
+                                f'found "</{name}>"')  # fmt: skip
+            found.append((stack.pop(), length))
+            i = end + 1
+            continue
+        name = _NAME.match(source, i + 1).group().lower()  # type: ignore[union-attr]
+        if name not in TAGS:
+            raise HtmlError(f'Unsupported start tag "{name}" at byte offset {at}')
+        attrs, i = _attributes(source, i + 1 + len(name), at)
+        if name == "span" and attrs.get("class") != "tg-spoiler":
+            raise HtmlError(f'Tag "span" must have class "tg-spoiler" at byte offset {at}')
+        stack.append(_Open(name, length, len(found) + len(stack), attrs))
+    if stack:
+        raise HtmlError(f'Can\'t find end tag corresponding to start tag "{stack[-1].tag}"')
+    return "".join(out), _entities(found)
+
+
+def _attributes(source: str, i: int, at: int) -> tuple[dict[str, str], int]:
+    attrs: dict[str, str] = {}
+    while True:
+        while i < len(source) and source[i].isspace():
+            i += 1
+        if i >= len(source):
+            raise HtmlError(f"Unclosed start tag at byte offset {at}")
+        if source[i] == ">":
+            return attrs, i + 1
+        m = _ATTRIBUTE.match(source, i)
+        if m is None or m.end() == i:
+            raise HtmlError(f"Empty attribute name in the tag at byte offset {at}")
+        value = next((g for g in m.groups()[1:] if g is not None), "")
+        attrs[m.group(1).lower()] = _decode(value)
+        i = m.end()
+
+
+def _entities(found: list[tuple[_Open, int]]) -> list[dict[str, Any]]:
+    spans = sorted(((o.offset, end, o) for o, end in found if end > o.offset), key=lambda s: (s[0], -s[1], s[2].order))
+    entities: list[dict[str, Any]] = []
+    blockers: list[tuple[int, int, str]] = []  # code, pre, quotes and links that hide what they contain
+    for start, end, opened in spans:
+        kind = TAGS[opened.tag]
+        inside = [b for b in blockers if b[0] <= start and end <= b[1]]
+        if any(b[2] in ("code", "pre") for b in inside):
+            pre = next((e for e in entities if e["type"] == "pre" and (e["offset"], e["offset"] + e["length"])
+                        == (start, end)), None)  # fmt: skip
+            language = opened.attrs.get("class", "").removeprefix("language-")
+            if kind == "code" and pre is not None and language:
+                pre["language"] = language
+            continue
+        if kind in ("blockquote", "text_link") and any(b[2] == kind for b in inside):
+            continue
+        entity: dict[str, Any] = {"type": kind, "offset": start, "length": end - start}
+        if kind == "text_link":
+            entity["url"] = opened.attrs.get("href", "")
+        if kind == "custom_emoji":
+            entity["custom_emoji_id"] = opened.attrs.get("emoji-id", "")
+        entities.append(entity)
+        if kind in ("code", "pre", "blockquote", "text_link"):
+            blockers.append((start, end, kind))
+    return entities

@@ -1,0 +1,91 @@
+"""Markdown to Discord's own Markdown (message ``content``).
+
+Discord reads most of what the agent writes, so this mostly writes it back in
+the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
+inline code, fenced code with its language, ``> `` quotes (one level), ``-``
+and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines),
+masked links ``[label](url)`` (a bare URL stays bare). Tables, which Discord
+does not draw, become code blocks; rules a line of ``─``. Characters in the
+text that Discord would read as formatting the agent did not mean (``*`` not
+between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash
+before punctuation, ``](``, and ``#``, ``>``, ``-``, ``+``, ``1.`` at a line start)
+are escaped with a backslash, except inside URLs; ``snake_case`` stays as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from platforms.formatting.markdown import Context, Renderer
+
+# What Discord would read as formatting in text CommonMark left literal: a backslash before
+# punctuation, backticks, ``||`` spoilers, ``~~``, ``*`` not between spaces, ``_`` at a word's edge
+# (never inside snake_case), and ``](`` that would make a masked link.
+_SPECIAL = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|\|\||~~|\*(?!\s)|(?<!\s)\*|(?<![^\W_])_|_(?![^\W_])|\]\(")
+_URL = re.compile(r"https?://\S+")
+_LINE_START = re.compile(r"^([ \t]*)(#|>|-|\+|\d+(?=[.)]))", re.MULTILINE)
+_MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
+_BACKTICKS = re.compile(r"`+")
+_BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
+
+
+def _backslashed(m: re.Match[str]) -> str:
+    return "".join("\\" + c for c in m.group())
+
+
+def _escape(text: str) -> str:
+    out, last = [], 0
+    for url in _URL.finditer(text):
+        out.append(_SPECIAL.sub(_backslashed, text[last:url.start()]))
+        out.append(url.group())
+        last = url.end()
+    out.append(_SPECIAL.sub(_backslashed, text[last:]))
+    return "".join(out)
+
+
+class DiscordMarkdown(Renderer):
+    bullet = "-"
+
+    def text(self, text: str, ctx: Context) -> str:
+        return _escape(text)
+
+    def style(self, kind: str, inner: str, ctx: Context) -> str:
+        marker = _MARKERS[kind]
+        return f"{marker}{inner}{marker}" if inner else ""
+
+    def code_span(self, code: str, ctx: Context) -> str:
+        fence = "`" * (max((len(m) for m in _BACKTICKS.findall(code)), default=0) + 1)
+        pad = " " if code.startswith("`") or code.endswith("`") else ""
+        return f"{fence}{pad}{code}{pad}{fence}"
+
+    def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        if auto or label == href or not inner:
+            return href
+        if not href.lower().startswith(("http://", "https://")):
+            return f"{inner} ({href})"  # Discord masks only web links
+        return f"[{inner}]({href.replace(')', '%29')})"
+
+    def heading(self, level: int, inner: str, ctx: Context) -> str:
+        return f"{'#' * level} {inner}" if level <= 3 else f"**{inner}**"
+
+    def code_block(self, code: str, lang: str, ctx: Context) -> str:
+        # Discord has no longer fences: a ``` inside the code would end the block early.
+        code = code.replace("```", _BROKEN_FENCE)
+        return f"```{lang}\n{code}\n```"
+
+    def quote(self, inner: str, ctx: Context) -> str:
+        if ctx.quote:
+            return inner
+        return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+
+    def paragraph(self, inline: str, ctx: Context) -> str:
+        # Escape what would read as a heading, quote or list at the start of a line of text.
+        return _LINE_START.sub(r"\1\\\2", inline)
+
+
+_RENDERER = DiscordMarkdown()
+
+
+def render(markdown: str) -> str:
+    """Discord Markdown for ``markdown``."""
+    return _RENDERER.render(markdown)

@@ -1,0 +1,262 @@
+"""The Markdown the agent writes, as Switchboard reads it, and the walk every platform renderer shares.
+
+Dialect: CommonMark plus GFM tables and ``~~strikethrough~~``, parsed by markdown-it-py.
+Raw HTML is text (an agent's ``<b>`` is shown, never interpreted), and links with
+unsafe schemes (``javascript:``...) stay text, as markdown-it validates them.
+
+`Renderer.render` walks the token stream; a subclass says how each construct
+looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
+`quote`...). What every platform shares is decided here:
+
+- paragraphs are separated by a blank line; a tight list's items by one line break;
+- list items get a marker (``•`` or the number) and their continuation lines are
+  indented under the item's text;
+- tables become code blocks on every platform (no chat platform draws tables):
+  `table_text` lays the cells' text out in aligned columns;
+- images become links to the image, labelled with their alt text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+RULE = "─" * 10
+_LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
+
+
+@lru_cache(maxsize=1)
+def parser() -> MarkdownIt:
+    """The one configured parser (its rules are read-only once built; parsing is reentrant)."""
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def parse(markdown: str) -> list[Token]:
+    return parser().parse(markdown)
+
+
+def language(info: str) -> str:
+    """The language of a fence's info string, reduced to characters safe in any markup."""
+    word = info.strip().split(maxsplit=1)[0] if info.strip() else ""
+    return _LANGUAGE.sub("", word)[:32]
+
+
+def plain(children: Sequence[Token]) -> str:
+    """What a reader sees of inline tokens with every style removed."""
+    out = []
+    for tok in children:
+        if tok.type in ("text", "code_inline", "html_inline"):
+            out.append(tok.content)
+        elif tok.type in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif tok.type == "image":
+            out.append(plain(tok.children or ()) or tok.attrGet("src") or "")
+    return "".join(out)
+
+
+def closing(tokens: Sequence[Token], i: int) -> int:
+    """The index of the token closing the one opened at ``i``."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += tokens[j].nesting
+        if depth == 0:
+            return j
+    return len(tokens) - 1
+
+
+def width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font (East Asian wide characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def table_text(rows: Sequence[Sequence[str]], aligns: Sequence[str]) -> str:
+    """A table's cells as aligned monospace columns, its header ruled off from the body."""
+    columns = max(len(r) for r in rows)
+    rows = [[" ".join(c.split()) for c in r] + [""] * (columns - len(r)) for r in rows]
+    widths = [max(width(r[k]) for r in rows) for k in range(columns)]
+    aligns = [*aligns, *[""] * columns][:columns]
+
+    def cell(text: str, k: int) -> str:
+        pad = widths[k] - width(text)
+        if aligns[k] == "right":
+            return " " * pad + text
+        if aligns[k] == "center":
+            return " " * (pad // 2) + text + " " * (pad - pad // 2)
+        return text + " " * pad
+
+    lines = [" | ".join(cell(c, k) for k, c in enumerate(r)).rstrip() for r in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _table(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[str]], list[str]]:
+    rows: list[list[str]] = []
+    aligns: list[str] = []
+    for j in range(i, end):
+        tok = tokens[j]
+        if tok.type == "tr_open":
+            rows.append([])
+        elif tok.type in ("th_open", "td_open"):
+            rows[-1].append(plain(tokens[j + 1].children or ()))
+            if len(rows) == 1:
+                style = str(tok.attrGet("style") or "")
+                aligns.append(style.removeprefix("text-align:"))
+    return rows, aligns
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Where the walk is: renderers shape a construct differently inside a quote or a link."""
+
+    quote: bool = False
+    link: bool = False
+    depth: int = 0
+    """How many lists enclose this point."""
+
+
+class Renderer:
+    """Markdown to one platform's markup; see the module docstring. Stateless: share one."""
+
+    bullet = "•"
+
+    def render(self, markdown: str) -> str:
+        tokens = parse(markdown)
+        return self._blocks(tokens, 0, len(tokens), Context()).strip("\n")
+
+    # -- what a platform decides -------------------------------------------------------
+
+    def text(self, text: str, ctx: Context) -> str:
+        return text
+
+    def style(self, kind: str, inner: str, ctx: Context) -> str:
+        """``kind`` is ``strong``, ``em`` or ``strike``."""
+        return inner
+
+    def code_span(self, code: str, ctx: Context) -> str:
+        return code
+
+    def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        """``inner`` is the rendered label, ``label`` its plain text; ``auto``: written as a bare URL."""
+        return inner if auto else f"{inner} ({href})"
+
+    def image(self, src: str, alt: str, ctx: Context) -> str:
+        return self.link(src, self.text(alt or src, ctx), alt or src, ctx, auto=not alt)
+
+    def paragraph(self, inline: str, ctx: Context) -> str:
+        return inline
+
+    def line_break(self, ctx: Context) -> str:
+        return "\n"
+
+    def heading(self, level: int, inner: str, ctx: Context) -> str:
+        return inner
+
+    def code_block(self, code: str, lang: str, ctx: Context) -> str:
+        return code
+
+    def quote(self, inner: str, ctx: Context) -> str:
+        """A quotation; ``ctx.quote`` is true when it sits inside another one."""
+        return inner
+
+    def rule(self, ctx: Context) -> str:
+        return RULE
+
+    def list_item(self, marker: str, inner: str, ctx: Context) -> str:
+        pad = " " * (width(marker) + 1)
+        first, *rest = inner.split("\n")
+        return "\n".join([f"{marker} {first}", *(pad + line if line else line for line in rest)])
+
+    def table(self, rows: list[list[str]], aligns: list[str], ctx: Context) -> str:
+        return self.code_block(table_text(rows, aligns), "", ctx)
+
+    # -- the walk ------------------------------------------------------------------------
+
+    def _blocks(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
+        parts: list[str] = []
+        tight = False
+        while i < end:
+            tok = tokens[i]
+            kind = tok.type
+            if kind == "paragraph_open":
+                parts.append(self.paragraph(self._inline(tokens[i + 1].children or (), ctx), ctx))
+                tight = tight or tok.hidden  # hidden paragraphs belong to a tight list
+                i += 3
+            elif kind == "heading_open":
+                parts.append(self.heading(int(tok.tag[1:]), self._inline(tokens[i + 1].children or (), ctx), ctx))
+                i += 3
+            elif kind in ("fence", "code_block"):
+                parts.append(self.code_block(tok.content.removesuffix("\n"), language(tok.info), ctx))
+                i += 1
+            elif kind == "hr":
+                parts.append(self.rule(ctx))
+                i += 1
+            elif kind == "blockquote_open":
+                j = closing(tokens, i)
+                parts.append(self.quote(self._blocks(tokens, i + 1, j, replace(ctx, quote=True)), ctx))
+                i = j + 1
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                j = closing(tokens, i)
+                parts.append(self._list(tokens, i, j, ctx))
+                i = j + 1
+            elif kind == "table_open":
+                j = closing(tokens, i)
+                parts.append(self.table(*_table(tokens, i, j), ctx))
+                i = j + 1
+            else:
+                i += 1
+        return ("\n" if tight else "\n\n").join(p for p in parts if p)
+
+    def _list(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
+        ordered = tokens[i].type == "ordered_list_open"
+        number = int(tokens[i].attrGet("start") or 1)
+        inner_ctx = replace(ctx, depth=ctx.depth + 1)
+        items: list[str] = []
+        loose = False
+        k = i + 1
+        while k < end:
+            if tokens[k].type != "list_item_open":
+                k += 1
+                continue
+            close = closing(tokens, k)
+            marker = f"{number}." if ordered else self.bullet
+            items.append(self.list_item(marker, self._blocks(tokens, k + 1, close, inner_ctx), ctx))
+            loose = loose or any(t.type == "paragraph_open" and not t.hidden and t.level == tokens[k].level + 1
+                                 for t in tokens[k + 1:close])  # fmt: skip
+            number += 1
+            k = close + 1
+        return ("\n\n" if loose else "\n").join(items)
+
+    def _inline(self, children: Sequence[Token], ctx: Context) -> str:
+        out: list[str] = []
+        i = 0
+        while i < len(children):
+            tok = children[i]
+            kind = tok.type
+            if kind in ("text", "html_inline"):
+                out.append(self.text(tok.content, ctx))
+            elif kind == "code_inline":
+                out.append(self.code_span(tok.content, ctx))
+            elif kind in ("softbreak", "hardbreak"):
+                out.append(self.line_break(ctx))
+            elif kind in ("strong_open", "em_open", "s_open"):
+                j = closing(children, i)
+                name = {"strong_open": "strong", "em_open": "em", "s_open": "strike"}[kind]
+                out.append(self.style(name, self._inline(children[i + 1:j], ctx), ctx))
+                i = j
+            elif kind == "link_open":
+                j = closing(children, i)
+                inner = children[i + 1:j]
+                href = str(tok.attrGet("href") or "")
+                out.append(self.link(href, self._inline(inner, replace(ctx, link=True)), plain(inner), ctx,
+                                     auto=tok.markup == "autolink"))
+                i = j
+            elif kind == "image":
+                out.append(self.image(str(tok.attrGet("src") or ""), plain(tok.children or ()), ctx))
+            i += 1
+        return "".join(out)

@@ -1,0 +1,61 @@
+"""Markdown to Slack's mrkdwn (the ``text`` of ``chat.postMessage``).
+
+``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
+``~struck~``; links ``<url|label>`` (a bare URL ``<url>``); inline code and code
+blocks keep their backticks (Slack shows no language); quotes put ``> `` before
+each line (Slack has one level); headings are bold lines, lists use ``•`` or
+numbers, tables become code blocks. ``&``, ``<`` and ``>`` are escaped
+everywhere, as Slack asks, so text never turns into a link or a mention.
+"""
+
+from __future__ import annotations
+
+import re
+
+from platforms.formatting.markdown import Context, Renderer
+
+_MARKERS = {"strong": "*", "em": "_", "strike": "~"}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class SlackMrkdwn(Renderer):
+    def text(self, text: str, ctx: Context) -> str:
+        return escape(text)
+
+    def style(self, kind: str, inner: str, ctx: Context) -> str:
+        marker = _MARKERS[kind]
+        return f"{marker}{inner}{marker}" if inner else ""
+
+    def code_span(self, code: str, ctx: Context) -> str:
+        return f"`{escape(code)}`"
+
+    def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        url = escape(href).replace("|", "%7C")
+        if not _SCHEME.match(href):
+            return f"{inner} ({url})"  # Slack links only absolute URLs
+        if auto or label == href or not inner:
+            return f"<{url}>"
+        return f"<{url}|{inner.replace('|', '¦')}>"
+
+    def heading(self, level: int, inner: str, ctx: Context) -> str:
+        return f"*{inner}*"
+
+    def code_block(self, code: str, lang: str, ctx: Context) -> str:
+        return f"```\n{escape(code)}\n```"
+
+    def quote(self, inner: str, ctx: Context) -> str:
+        if ctx.quote:
+            return inner
+        return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+
+
+_RENDERER = SlackMrkdwn()
+
+
+def render(markdown: str) -> str:
+    """Slack mrkdwn for ``markdown``."""
+    return _RENDERER.render(markdown)

@@ -1,0 +1,91 @@
+"""Markdown to Telegram's HTML (``parse_mode=HTML``).
+
+Bold, italic and strikethrough become ``<b>``, ``<i>``, ``<s>``; inline code
+``<code>``; fenced code ``<pre><code class="language-x">`` (``<pre>`` without a
+language); quotes ``<blockquote>``; links ``<a href>`` (http, https, tg and
+mailto only; any other target is written out after its label). Headings are
+bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
+block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
+
+Telegram's nesting rules are kept, so a rendering is never refused for them:
+nothing is nested in code, a link holds no code (its label is plain text then),
+quotes are never nested (an inner quote joins the outer one), and a code block
+inside a quote ends the quote and starts it again after the block.
+
+`visible_text` is what Telegram shows (and counts, in UTF-16 units) once it has
+parsed the HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from platforms.formatting.markdown import Context, Renderer
+
+_TAG = re.compile(r"<[^>]*>")
+_EMPTY_QUOTE = re.compile(r"<blockquote>\s*</blockquote>")
+_QUOTE_OPEN_SPACE = re.compile(r"<blockquote>(\s+)")
+_QUOTE_CLOSE_SPACE = re.compile(r"(\s+)</blockquote>")
+_LINKABLE = ("http://", "https://", "tg://", "mailto:")
+_STYLE_TAGS = {"strong": "b", "em": "i", "strike": "s"}
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+class TelegramHtml(Renderer):
+    def text(self, text: str, ctx: Context) -> str:
+        return _escape(text)
+
+    def style(self, kind: str, inner: str, ctx: Context) -> str:
+        tag = _STYLE_TAGS[kind]
+        return f"<{tag}>{inner}</{tag}>" if inner else ""
+
+    def code_span(self, code: str, ctx: Context) -> str:
+        return _escape(code) if ctx.link else f"<code>{_escape(code)}</code>"
+
+    def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        if auto or not href.lower().startswith(_LINKABLE):
+            # A bare URL is linked by Telegram itself; other targets cannot be links at all.
+            return _escape(href) if auto or label == href else f"{inner} ({_escape(href)})"
+        return f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
+
+    def heading(self, level: int, inner: str, ctx: Context) -> str:
+        return f"<b>{inner}</b>"
+
+    def code_block(self, code: str, lang: str, ctx: Context) -> str:
+        if lang:
+            return f'<pre><code class="language-{lang}">{_escape(code)}</code></pre>'
+        return f"<pre>{_escape(code)}</pre>"
+
+    def quote(self, inner: str, ctx: Context) -> str:
+        if ctx.quote:
+            return inner
+        body = inner.replace("<pre>", "</blockquote><pre>").replace("</pre>", "</pre><blockquote>")
+        body = _EMPTY_QUOTE.sub("", f"<blockquote>{body}</blockquote>")
+        # Line breaks at a quote's edges belong outside it, between the blocks.
+        return _QUOTE_CLOSE_SPACE.sub(r"</blockquote>\1", _QUOTE_OPEN_SPACE.sub(r"\1<blockquote>", body))
+
+    def list_item(self, marker: str, inner: str, ctx: Context) -> str:
+        # Indenting a continuation line inside <pre> would change the code: leave those alone.
+        pad = " " * (len(marker) + 1)
+        lines, in_pre = [], False
+        for n, line in enumerate(inner.split("\n")):
+            lines.append(f"{marker} {line}" if n == 0 else (line if in_pre or not line else pad + line))
+            in_pre = (in_pre or "<pre>" in line) and "</pre>" not in line
+        return "\n".join(lines)
+
+
+_RENDERER = TelegramHtml()
+
+
+def render(markdown: str) -> str:
+    """Telegram HTML for ``markdown``."""
+    return _RENDERER.render(markdown)
+
+
+def visible_text(rendered: str) -> str:
+    """The text Telegram shows for HTML made by `render` (tags removed, entities decoded)."""
+    return html.unescape(_TAG.sub("", rendered))

@@ -1,0 +1,79 @@
+"""The files Slack users share: a message's ``files`` as `Attachment`s, and fetching them.
+
+A ``file_share`` message lists its files; each hosted one (not a link to an external
+service) becomes an attachment: ``image`` for the picture formats a model can read,
+``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
+The ``ref`` is the Slack file id. Fetching asks ``files.info`` for the file's current
+private URL and size, then GETs ``url_private_download`` with the bot token (scope
+``files:read``), streamed and stopped past the cap. Without that scope Slack answers
+with its sign-in page instead of the file; that is reported as `Forbidden`, naming
+the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from platforms.base import Attachment, AttachmentTooLarge, BadRequest, Forbidden, NetworkError, NotFound
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+CHUNK = 64 * 1024
+TIMEOUT = aiohttp.ClientTimeout(total=120)
+
+
+def attachments_of(event: dict[str, Any]) -> tuple[Attachment, ...]:
+    found = []
+    for file in event.get("files") or ():
+        if not isinstance(file, dict) or not file.get("id") or file.get("mode") in ("external", "tombstone"):
+            continue
+        mime = file.get("mimetype") or None
+        if file.get("subtype") == "slack_audio":
+            kind = "voice"
+        else:
+            kind = "image" if mime in IMAGE_TYPES else "document"
+        size = file.get("size")
+        found.append(Attachment(kind, str(file.get("name") or file["id"]), mime,
+                                size if isinstance(size, int) else None, str(file["id"])))
+    return tuple(found)
+
+
+async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: aiohttp.ClientSession, token: str,
+                   attachment: Attachment, max_bytes: int) -> bytes:
+    """The file's bytes; ``info(file_id)`` calls ``files.info`` with the adapter's error translation.
+    Raises `AttachmentTooLarge` or another `DeliveryError`."""
+    if attachment.size is not None and attachment.size > max_bytes:
+        raise _too_large(attachment, attachment.size, max_bytes)
+    file = (await info(attachment.ref)).get("file") or {}
+    size = file.get("size")
+    if isinstance(size, int) and size > max_bytes:
+        raise _too_large(attachment, size, max_bytes)
+    url = file.get("url_private_download") or file.get("url_private")
+    if not url:
+        raise NotFound(f"{attachment.name} has no downloadable copy on Slack", method="files.info")
+    received = bytearray()
+    try:
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as resp:
+            if resp.status == 404:
+                raise NotFound(f"{attachment.name} is gone from Slack", method="url_private")
+            if resp.status >= 400:
+                kind = NetworkError if resp.status >= 500 or resp.status == 429 else BadRequest
+                raise kind(f"downloading {attachment.name} failed: HTTP {resp.status}", method="url_private")
+            if resp.content_type == "text/html":
+                raise Forbidden("Slack sent its sign-in page instead of the file: give the app the files:read "
+                                "scope", method="url_private")
+            async for chunk in resp.content.iter_chunked(CHUNK):
+                received += chunk
+                if len(received) > max_bytes:
+                    raise _too_large(attachment, None, max_bytes)  # stop reading: nothing more is kept
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise NetworkError(f"downloading {attachment.name} failed: {type(exc).__name__}", method="url_private") \
+            from None
+    return bytes(received)
+
+
+def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:
+    return AttachmentTooLarge(f"{attachment.name} is larger than {limit} bytes", size=size, limit=limit,
+                              method="url_private")

@@ -1,0 +1,96 @@
+"""The files Telegram users send: turning a message's media into `Attachment`s, and fetching them.
+
+What becomes an attachment: a photo (the largest size Telegram offers that fits the
+cap, so a big photo still arrives at a smaller resolution), a document (``image`` when
+its MIME type is a picture format a model can read, else ``document``), a voice
+message (``voice``), and audio and video files (``document``). The ``ref`` is the
+``file_id``.
+
+Fetching is ``getFile`` (which names the file's path on Telegram's file server, and
+refuses files above 20 MB: "file is too big") followed by a streamed GET of
+``/file/bot<token>/<path>`` through aiogram's own HTTP session, stopped as soon as
+more than the cap has arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from aiogram import Bot
+from aiogram.exceptions import AiogramError
+from aiogram.types import Message, PhotoSize
+
+from platforms.base import Attachment, AttachmentTooLarge, DeliveryError, NetworkError, NotFound
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+CHUNK = 64 * 1024
+TIMEOUT = 60
+
+
+def attachments_of(message: Message, max_bytes: int) -> tuple[Attachment, ...]:
+    found: list[Attachment] = []
+    if message.photo:
+        photo = _largest_fitting(message.photo, max_bytes)
+        found.append(Attachment("image", f"photo-{photo.file_unique_id}.jpg", "image/jpeg", photo.file_size,
+                                photo.file_id))
+    if message.document is not None:
+        doc = message.document
+        kind = "image" if doc.mime_type in IMAGE_TYPES else "document"
+        found.append(Attachment(kind, doc.file_name or f"document-{doc.file_unique_id}", doc.mime_type,
+                                doc.file_size, doc.file_id))
+    if message.voice is not None:
+        voice = message.voice
+        found.append(Attachment("voice", f"voice-{voice.file_unique_id}.ogg", voice.mime_type or "audio/ogg",
+                                voice.file_size, voice.file_id))
+    for media, default in ((message.audio, "audio"), (message.video, "video")):
+        if media is not None:
+            name = getattr(media, "file_name", None) or f"{default}-{media.file_unique_id}"
+            found.append(Attachment("document", name, media.mime_type, media.file_size, media.file_id))
+    return tuple(found)
+
+
+def _largest_fitting(sizes: list[PhotoSize], max_bytes: int) -> PhotoSize:
+    fitting = [s for s in sizes if s.file_size is None or s.file_size <= max_bytes]
+    return max(fitting or sizes[:1], key=lambda s: (s.width * s.height, s.file_size or 0))
+
+
+async def download(bot: Bot, attachment: Attachment, max_bytes: int,
+                   call: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]) -> bytes:
+    """The file's bytes; ``call(method, request)`` makes a Bot API call with the adapter's error
+    translation. Raises `AttachmentTooLarge` or another `DeliveryError`."""
+    if attachment.size is not None and attachment.size > max_bytes:
+        raise _too_large(attachment, attachment.size, max_bytes)
+    try:
+        file = await call("getFile", lambda: bot.get_file(attachment.ref))
+    except DeliveryError as exc:
+        if "file is too big" in str(exc).lower():
+            raise _too_large(attachment, attachment.size, max_bytes) from exc
+        raise
+    if file.file_size is not None and file.file_size > max_bytes:
+        raise _too_large(attachment, file.file_size, max_bytes)
+    if not file.file_path:
+        raise NetworkError("getFile named no file path; the file is not available yet", method="getFile")
+    url = bot.session.api.file_url(bot.token, file.file_path)
+    received = bytearray()
+    stream = bot.session.stream_content(url, timeout=TIMEOUT, chunk_size=CHUNK, raise_for_status=True)
+    try:
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                received += chunk
+                if len(received) > max_bytes:
+                    raise _too_large(attachment, None, max_bytes)  # stop reading: nothing more is kept
+    except aiohttp.ClientResponseError as exc:
+        # The URL holds the bot token: name the failure, never the address.
+        kind = NotFound if exc.status == 404 else NetworkError
+        raise kind(f"downloading {attachment.name} failed: HTTP {exc.status}", method="file") from None
+    except (aiohttp.ClientError, TimeoutError, OSError, AiogramError) as exc:
+        raise NetworkError(f"downloading {attachment.name} failed: {type(exc).__name__}", method="file") from None
+    return bytes(received)
+
+
+def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:
+    return AttachmentTooLarge(f"{attachment.name} is larger than {limit} bytes", size=size, limit=limit,
+                              method="getFile")

@@ -1,0 +1,70 @@
+"""Transcriber against FakeOpenAIServer's audio/transcriptions: the official SDK over loopback."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent import ModelError
+from agent.models.transcription import Transcriber
+from agent.settings import ModelSettings, TranscriptionSettings
+from agent.testing import FakeOpenAIServer
+
+KEY = "sk-test-very-secret-0123456789"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer(api_key=KEY) as s:
+        yield s
+
+
+def settings(server: FakeOpenAIServer, **speech) -> ModelSettings:
+    return ModelSettings(provider="openai", base_url=server.base_url, api_key=KEY, max_retries=0,
+                         transcription=TranscriptionSettings(**{"name": "whisper-1", **speech}))
+
+
+async def test_transcribes_through_the_chat_models_endpoint_and_key(server: FakeOpenAIServer) -> None:
+    server.push_transcription("  hello there \n")
+    transcriber = Transcriber(settings(server, language="de"))
+    try:
+        assert await transcriber.transcribe(b"OggS...", filename="voice.ogg", mime_type="audio/ogg") == "hello there"
+    finally:
+        await transcriber.aclose()
+    (sent,) = server.transcriptions
+    assert (sent["model"], sent["language"], sent["filename"], sent["content_type"], sent["audio"]) == (
+        "whisper-1", "de", "voice.ogg", "audio/ogg", b"OggS...")
+
+
+async def test_its_own_endpoint_and_key_win(server: FakeOpenAIServer) -> None:
+    model = ModelSettings(provider="openai", base_url="http://127.0.0.1:9/v1", api_key="wrong", max_retries=0,
+                          transcription=TranscriptionSettings(name="w", base_url=server.base_url, api_key=KEY))
+    transcriber = Transcriber(model)
+    try:
+        assert await transcriber.transcribe(b"a", filename="a.ogg") == "(fake transcript)"
+    finally:
+        await transcriber.aclose()
+
+
+async def test_failures_are_model_errors_without_the_key(server: FakeOpenAIServer) -> None:
+    server.push_transcription(status=500)
+    transcriber = Transcriber(settings(server))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await transcriber.transcribe(b"a", filename="a.ogg")
+        assert caught.value.kind == "server_error"
+        bad = Transcriber(settings(server, api_key="sk-wrong-key-abcdef"))
+        try:
+            with pytest.raises(ModelError) as caught:
+                await bad.transcribe(b"a", filename="a.ogg")
+            assert caught.value.kind == "auth" and "sk-wrong-key-abcdef" not in str(caught.value)
+        finally:
+            await bad.aclose()
+    finally:
+        await transcriber.aclose()
+
+
+def test_a_name_is_required() -> None:
+    with pytest.raises(ValueError, match="model.transcription.name"):
+        Transcriber(ModelSettings())

@@ -1,0 +1,177 @@
+"""gateway.attachments: safe storage in the workspace, and what a message's files make of the turn's
+input. The platform side (real SDKs, real downloads) is in tests/platforms/test_*_files.py and
+tests/scenarios/test_attachments_chat.py; here an in-memory source stands in for the adapter."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+from agent import ModelError
+from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, prepare, safe_name, store
+from gateway.store import GatewayStore
+from platforms.base import Attachment, AttachmentTooLarge, Inbound, NetworkError
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+class Files:
+    """A download source holding files by ref, with the adapter's cap."""
+
+    def __init__(self, files: dict[str, bytes], cap: int = 1000) -> None:
+        self.files, self.max_attachment_bytes = files, cap
+
+    async def download(self, attachment: Attachment) -> bytes:
+        data = self.files.get(attachment.ref)
+        if data is None:
+            raise NetworkError("connection reset")
+        if len(data) > self.max_attachment_bytes:
+            raise AttachmentTooLarge("too large", size=len(data), limit=self.max_attachment_bytes)
+        return data
+
+
+class Transcriber:
+    def __init__(self, text: str | Exception) -> None:
+        self.text, self.calls = text, []
+
+    async def transcribe(self, audio: bytes, *, filename: str, mime_type: str | None = None) -> str:
+        self.calls.append((audio, filename, mime_type))
+        if isinstance(self.text, Exception):
+            raise self.text
+        return self.text
+
+
+def image(ref: str, name: str = "photo.jpg") -> Attachment:
+    return Attachment("image", name, "image/jpeg", None, ref)
+
+
+async def run(files: Files, attachments: list[Attachment], text: str = "", *, ws: Path, vision: bool = True,
+              transcriber: Transcriber | None = None):
+    return await prepare(files, "telegram", tuple(attachments), text, workspace=ws, folder="s-1",
+                         supports_vision=vision, transcriber=transcriber)
+
+
+# -- names and storage ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "safe"), [
+    ("../../etc/passwd", "passwd"), ("..", "file"), (".bashrc", "bashrc"), ("C:\\Users\\x\\evil.exe", "evil.exe"),
+    ("a b/c d.pdf", "c_d.pdf"), ("résumé 2024.pdf", "résumé_2024.pdf"), ("$(rm -rf ~);.sh", "rm_-rf_.sh"),
+    ("", "file"), ("\x00\x01", "file"),
+])
+def test_safe_names_stay_in_their_folder(name: str, safe: str) -> None:
+    assert safe_name(name) == safe
+
+
+def test_long_names_keep_their_extension() -> None:
+    name = safe_name("x" * 300 + ".pdf")
+    assert len(name) <= MAX_NAME and name.endswith(".pdf")
+
+
+def test_store_writes_inside_the_session_folder_and_never_clobbers(tmp_path: Path) -> None:
+    first = store(tmp_path, "s-1", "report.pdf", b"one")
+    assert first == "attachments/s-1/report.pdf" and (tmp_path / first).read_bytes() == b"one"
+    assert store(tmp_path, "s-1", "report.pdf", b"one") == first  # the same file again: reused
+    assert store(tmp_path, "s-1", "report.pdf", b"two") == "attachments/s-1/report-2.pdf"
+    assert store(tmp_path, "../../outside", "../x", b"3") == "attachments/outside/x"
+    assert sorted(p.name for p in (tmp_path / "attachments" / "s-1").iterdir()) == ["report-2.pdf", "report.pdf"]
+
+
+def test_a_symlink_in_the_folder_is_never_written_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    folder = tmp_path / "ws" / "attachments" / "s-1"
+    folder.mkdir(parents=True)
+    os.symlink(outside, folder / "a.txt")
+    assert store(tmp_path / "ws", "s-1", "a.txt", b"new") == "attachments/s-1/a-2.txt"
+    assert outside.read_bytes() == b"keep"
+
+
+# -- the turn's input ----------------------------------------------------------------------------------
+
+
+async def test_an_image_becomes_an_image_part_for_a_vision_model(tmp_path: Path) -> None:
+    prepared = await run(Files({"p1": PNG}), [image("p1")], "what is it?", ws=tmp_path)
+    text, part = prepared.content
+    assert text == {"type": "text", "text": "what is it?"}
+    assert part["type"] == "image_url"
+    assert base64.b64decode(part["image_url"]["url"].split(",", 1)[1]) == PNG
+    assert prepared.notes == [] and (tmp_path / "attachments/s-1/photo.jpg").read_bytes() == PNG
+
+
+async def test_without_vision_the_model_gets_the_path_and_a_hint(tmp_path: Path) -> None:
+    prepared = await run(Files({"p1": PNG}), [image("p1")], "what is it?", ws=tmp_path, vision=False)
+    assert isinstance(prepared.content, str)
+    assert "[Image attached at: attachments/s-1/photo.jpg]" in prepared.content
+    assert "cannot see these images" in prepared.content
+
+
+async def test_at_most_eight_images_go_as_parts_the_rest_as_files(tmp_path: Path) -> None:
+    files = Files({f"p{i}": PNG + bytes([i]) for i in range(10)})
+    prepared = await run(files, [image(f"p{i}", f"img{i}.png") for i in range(10)], ws=tmp_path)
+    parts = prepared.content
+    assert [p["type"] for p in parts].count("image_url") == 8
+    assert "attachments/s-1/img8.png" in parts[0]["text"] and "attachments/s-1/img9.png" in parts[0]["text"]
+
+
+async def test_a_document_is_listed_with_its_workspace_path(tmp_path: Path) -> None:
+    doc = Attachment("document", "notes.txt", "text/plain", 5, "d1")
+    prepared = await run(Files({"d1": b"hello"}), [doc], "summarise", ws=tmp_path)
+    assert prepared.content.startswith("summarise\n\n[The user sent these files")
+    assert "- attachments/s-1/notes.txt (text/plain, 5 bytes)" in prepared.content
+    assert (tmp_path / "attachments/s-1/notes.txt").read_text() == "hello"
+
+
+async def test_too_large_and_failed_files_are_explained_and_nothing_is_stored(tmp_path: Path) -> None:
+    big, lost = Attachment("document", "big.zip", None, None, "big"), Attachment("document", "lost.txt", None, None, "?")
+    prepared = await run(Files({"big": b"x" * 2048}), [big, lost], "here you go", ws=tmp_path)
+    assert prepared.notes == [
+        "big.zip is 2.0 KB, which is larger than the 1000 bytes I can take on telegram; please send a smaller file.",
+        "I couldn't download lost.txt from telegram; please send it again.",
+    ]
+    assert "[Files the user sent that did not reach you: big.zip (too large); lost.txt (failed)]" in prepared.content
+    assert not (tmp_path / "attachments").exists()
+
+
+async def test_with_nothing_left_there_is_no_turn(tmp_path: Path) -> None:
+    big = Attachment("document", "big.zip", None, None, "big")
+    prepared = await run(Files({"big": b"x" * 2048}), [big], ws=tmp_path)
+    assert prepared.content is None and len(prepared.notes) == 1
+
+
+async def test_voice_without_transcription_is_refused_clearly(tmp_path: Path) -> None:
+    voice = Attachment("voice", "voice.ogg", "audio/ogg", 4, "v1")
+    prepared = await run(Files({"v1": b"OggS"}), [voice], ws=tmp_path)
+    assert prepared == type(prepared)(None, [VOICE_UNSUPPORTED])
+
+
+async def test_a_transcript_is_the_turns_text(tmp_path: Path) -> None:
+    voice = Attachment("voice", "voice.ogg", "audio/ogg", 4, "v1")
+    transcriber = Transcriber("book a table for two")
+    prepared = await run(Files({"v1": b"OggS"}), [voice], ws=tmp_path, transcriber=transcriber)
+    assert prepared.content == "book a table for two" and prepared.notes == []
+    assert transcriber.calls == [(b"OggS", "voice.ogg", "audio/ogg")]
+    assert not (tmp_path / "attachments").exists()  # the audio itself is not kept
+
+
+async def test_a_failed_transcription_is_explained(tmp_path: Path) -> None:
+    voice = Attachment("voice", "voice.ogg", "audio/ogg", 4, "v1")
+    prepared = await run(Files({"v1": b"OggS"}), [voice], ws=tmp_path,
+                         transcriber=Transcriber(ModelError("boom", kind="server_error")))
+    assert prepared.content is None and prepared.notes == [
+        "I couldn't transcribe that voice message; please type it instead."]
+
+
+def test_attachments_survive_the_inbox_as_json(tmp_path: Path) -> None:
+    store_ = GatewayStore(tmp_path / "state.db")
+    try:
+        event = Inbound("telegram", "42", None, "7", "ann", "look", "u1",
+                        attachments=(Attachment("image", "p.jpg", "image/jpeg", 12, "FILE1"),
+                                     Attachment("voice", "v.ogg", None, None, "FILE2")))
+        assert store_.inbox.accept(event, "t-1").new
+        assert store_.inbox.unfinished() == [(event, "t-1")]
+    finally:
+        store_.close()

@@ -1,0 +1,81 @@
+"""Markdown on Discord: the adapter writes Discord's own Markdown and discord.py posts it to
+FakeDiscord, which records the content."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.base import Inbound, Outbound
+from platforms.discord import DiscordAdapter
+from platforms.fakes.discord import FakeDiscord
+
+USER = 42
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+    assert fake.errors == []
+
+
+@pytest.fixture
+async def discord_adapter(fake: FakeDiscord) -> AsyncIterator[DiscordAdapter]:
+    async def sink(inbound: Inbound) -> None:
+        return None
+
+    adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
+                             ready_timeout=5.0)
+    await adapter.start(sink)
+    yield adapter
+    await adapter.stop()
+    for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
+        if thread.name.startswith("keep-alive-handler"):
+            await asyncio.to_thread(thread.join, 5)
+
+
+async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> str:
+    channel = fake.dm_channel(USER)
+    await adapter.send(Outbound(chat_id=channel, thread_id=None, text=markdown))
+    return fake.bot_messages(channel)[-1].content
+
+
+@pytest.mark.parametrize(
+    ("markdown", "discord_md"),
+    [
+        ("a **bold** b", "a **bold** b"),
+        ("an *italic* and _this_", "an *italic* and *this*"),
+        ("~~gone~~ now", "~~gone~~ now"),
+        ("run `ls -l` and ``a`b``", "run `ls -l` and ``a`b``"),
+        ("see [the docs](https://example.com/a_b)", "see [the docs](https://example.com/a_b)"),
+        ("bare <https://example.com/a_b>", "bare https://example.com/a_b"),
+        ("> quoted\n> **words**", "> quoted\n> **words**"),
+        ("# Title\n\n#### small", "# Title\n\n**small**"),
+        ("- one\n  - nested\n- two", "- one\n  - nested\n- two"),
+        ("```python\nx = '```'\n```", "```python\nx = '`\u200b``'\n```"),
+        ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
+        ("snake_case, 2 * 3, \\*not italic\\*, ||not a spoiler||", "snake_case, 2 * 3, \\*not italic\\*, "
+                                                                   "\\|\\|not a spoiler\\|\\|"),
+        ("\\# not a heading", "\\# not a heading"),
+    ],
+)
+async def test_each_element_in_discord_markdown(fake: FakeDiscord, discord_adapter: DiscordAdapter, markdown: str,
+                                                discord_md: str) -> None:
+    assert await content(fake, discord_adapter, markdown) == discord_md
+
+
+async def test_edits_are_rendered_too(fake: FakeDiscord, discord_adapter: DiscordAdapter) -> None:
+    channel = fake.dm_channel(USER)
+    sent = await discord_adapter.send(Outbound(chat_id=channel, thread_id=None, text="⏳ working"))
+    await discord_adapter.edit(channel, None, sent.message_id, "| k | v |\n|---|---|\n| a | 1 |")
+    assert fake.bot_messages(channel)[-1].content == "```\nk | v\n--+--\na | 1\n```"
+
+
+def test_measure_counts_the_rendered_content() -> None:
+    adapter = DiscordAdapter("token")
+    assert adapter.measure("| a | b |\n|-|-|\n| 1 | 2 |") == len("```\na | b\n--+--\n1 | 2\n```")
+    assert adapter.measure("<https://example.com>") == len("https://example.com")

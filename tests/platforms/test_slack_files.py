@@ -1,0 +1,120 @@
+"""Files on Slack: a file share arrives as attachments, and the adapter fetches them with
+files.info and the private URL (bot token) through slack-sdk and aiohttp, against FakeSlack."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from platforms.base import (Attachment, AttachmentTooLarge, EditUnsupported, Forbidden, Inbound, NotFound, Outbound,
+                            Deleting, SupportsDownload)
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.inbound: list[Inbound] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.inbound.append(inbound)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(ack_timeout=2.0) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def started(fake: FakeSlack) -> AsyncIterator[tuple[SlackAdapter, Sink]]:
+    adapter, sink = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                                 ping_interval=0.2, max_attachment_bytes=1000), Sink()
+    await adapter.start(sink)
+    yield adapter, sink
+    await adapter.stop()
+
+
+async def received(fake: FakeSlack, sink: Sink) -> Inbound:
+    await fake.wait_for(lambda: sink.inbound)
+    return sink.inbound.pop()
+
+
+def test_capabilities() -> None:
+    adapter = SlackAdapter(bot_token="xoxb", app_token="xapp")
+    assert isinstance(adapter, SupportsDownload) and isinstance(adapter, Deleting)
+
+
+async def test_a_shared_image_arrives_with_its_text_and_downloads(fake: FakeSlack, started) -> None:
+    adapter, sink = started
+    await fake.push_file("DU1", "U1", PNG, "chart.png", mimetype="image/png", text="what does this show?")
+    inbound = await received(fake, sink)
+    assert inbound.text == "what does this show?"
+    (image,) = inbound.attachments
+    assert (image.kind, image.name, image.mime_type, image.size) == ("image", "chart.png", "image/png", len(PNG))
+    assert await adapter.download(image) == PNG
+    assert fake.calls_to("files.info")[-1].params["file"] == image.ref and fake.downloads == [image.ref]
+
+
+async def test_documents_and_audio_clips(fake: FakeSlack, started) -> None:
+    _, sink = started
+    await fake.push_file("DU1", "U1", b"a,b\n1,2\n", "data.csv", mimetype="text/csv")
+    assert (await received(fake, sink)).attachments[0].kind == "document"
+    await fake.push_file("DU1", "U1", b"webm", "audio_message.webm", mimetype="audio/webm", subtype="slack_audio")
+    assert (await received(fake, sink)).attachments[0].kind == "voice"
+
+
+async def test_a_file_in_a_channel_needs_a_mention(fake: FakeSlack, started) -> None:
+    _, sink = started
+    await fake.push_file("C1", "U1", b"x", "notes.txt", mimetype="text/plain")
+    await fake.push_file("C1", "U1", b"y", "todo.txt", mimetype="text/plain", text="look", mention=True)
+    inbound = await received(fake, sink)
+    assert inbound.text == "look" and inbound.attachments[0].name == "todo.txt"
+
+
+async def test_over_the_cap_is_refused(fake: FakeSlack, started) -> None:
+    adapter, sink = started
+    await fake.push_file("DU1", "U1", b"x" * 1001, "big.bin")
+    (big,) = (await received(fake, sink)).attachments
+    with pytest.raises(AttachmentTooLarge):
+        await adapter.download(big)
+    with pytest.raises(AttachmentTooLarge):  # the size files.info reports is checked too
+        await adapter.download(Attachment("document", "big.bin", None, None, big.ref))
+    assert fake.downloads == []
+
+
+async def test_without_files_read_the_scope_is_named(fake: FakeSlack, started) -> None:
+    adapter, sink = started
+    fake.files_read_scope = False
+    await fake.push_file("DU1", "U1", b"x", "a.txt")
+    (attachment,) = (await received(fake, sink)).attachments
+    with pytest.raises(Forbidden):
+        await adapter.download(attachment)
+
+
+async def test_a_deleted_file_is_not_found(fake: FakeSlack, started) -> None:
+    adapter, _ = started
+    with pytest.raises(NotFound):
+        await adapter.download(Attachment("document", "gone.txt", None, None, "F99999999"))
+
+
+async def test_the_private_url_needs_the_bot_token(fake: FakeSlack) -> None:
+    await fake.push_file("DU1", "U1", b"secret", "s.txt")
+    url = fake.file_object(next(iter(fake.files.values())))["url_private"]
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        assert resp.content_type == "text/html"  # Slack's sign-in page, not the file
+        assert b"secret" not in await resp.read()
+
+
+async def test_delete(fake: FakeSlack, started) -> None:
+    adapter, _ = started
+    sent = await adapter.send(Outbound(chat_id="C1", thread_id=None, text="card"))
+    await adapter.delete("C1", None, sent.message_id)
+    assert fake.texts("C1") == []
+    await adapter.delete("C1", None, sent.message_id)  # already gone: fine
+    with pytest.raises(EditUnsupported):
+        await adapter.delete("C1", None, "ephemeral:123")

@@ -1,0 +1,83 @@
+"""Markdown on Slack: the adapter renders mrkdwn and slack-sdk posts it to FakeSlack, which
+records what was sent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.base import Inbound, NotFound, Outbound
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
+    async def sink(inbound: Inbound) -> None:
+        return None
+
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    await adapter.start(sink)
+    yield adapter
+    await adapter.stop()
+
+
+async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
+    await slack.send(Outbound(chat_id="C1", thread_id=None, text=markdown))
+    return fake.texts("C1")[-1]
+
+
+@pytest.mark.parametrize(
+    ("markdown", "mrkdwn"),
+    [
+        ("a **bold** b", "a *bold* b"),
+        ("an *italic* and _this_", "an _italic_ and _this_"),
+        ("~~gone~~ now", "~gone~ now"),
+        ("run `ls -l` here", "run `ls -l` here"),
+        ("see [the docs](https://example.com/?a=1&b=2)", "see <https://example.com/?a=1&amp;b=2|the docs>"),
+        ("bare <https://example.com>", "bare <https://example.com>"),
+        ("> quoted\n> **words**", "> quoted\n> *words*"),
+        ("# Title\n\nbody", "*Title*\n\nbody"),
+        ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
+        ("```python\nif a < b:\n    pass\n```", "```\nif a &lt; b:\n    pass\n```"),
+        ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
+        ("1 < 2 & <@U123> stays text", "1 &lt; 2 &amp; &lt;@U123&gt; stays text"),
+    ],
+)
+async def test_each_element_becomes_mrkdwn(fake: FakeSlack, slack: SlackAdapter, markdown: str, mrkdwn: str) -> None:
+    assert await sent(fake, slack, markdown) == mrkdwn
+
+
+async def test_edits_are_rendered_too(fake: FakeSlack, slack: SlackAdapter) -> None:
+    message = await slack.send(Outbound(chat_id="C1", thread_id=None, text="⏳ working"))
+    await slack.edit("C1", None, message.message_id, "✓ **done**")
+    assert fake.calls_to("chat.update")[-1].params["text"] == "✓ *done*"
+
+
+async def test_a_formatting_error_falls_back_to_plain_text_exactly_once(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", "invalid_blocks")
+    sent_ = await slack.send(Outbound(chat_id="C1", thread_id=None, text="the **answer**"))
+    first, second = fake.calls_to("chat.postMessage")
+    assert first.params["text"] == "the *answer*" and "mrkdwn" not in first.params
+    assert (second.params["text"], second.params["mrkdwn"]) == ("the **answer**", False)
+    assert fake.texts("C1") == ["the **answer**"] and sent_.message_id == fake.messages[("C1", None)][0]["ts"]
+
+
+async def test_only_a_formatting_error_triggers_the_fallback(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", "channel_not_found")
+    with pytest.raises(NotFound):
+        await slack.send(Outbound(chat_id="C1", thread_id=None, text="the **answer**"))
+    assert len(fake.calls_to("chat.postMessage")) == 1
+
+
+def test_measure_counts_the_mrkdwn_or_the_markdown(slack: SlackAdapter) -> None:
+    assert slack.measure("a & b") == len("a &amp; b")
+    assert slack.measure("**bold**") == len("**bold**")  # the plain fallback must fit too

@@ -1,0 +1,132 @@
+"""Files on Telegram: photos, documents and voice arrive as attachments, and the adapter fetches
+them with getFile and the file URL through aiogram, against FakeTelegram."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.base import (Attachment, AttachmentTooLarge, BadRequest, Inbound, Outbound, Deleting,
+                            SupportsDownload)
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.inbound: list[Inbound] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.inbound.append(inbound)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def started(fake: FakeTelegram) -> AsyncIterator[tuple[TelegramAdapter, Sink]]:
+    adapter, sink = TelegramAdapter(fake.token, api_base=fake.base_url, max_attachment_bytes=1000), Sink()
+    await adapter.start(sink)
+    yield adapter, sink
+    await adapter.stop()
+
+
+async def received(fake: FakeTelegram, sink: Sink) -> Inbound:
+    await fake.wait_for(lambda: sink.inbound)
+    return sink.inbound.pop()
+
+
+def test_capabilities() -> None:
+    adapter = TelegramAdapter("1:x")
+    assert isinstance(adapter, SupportsDownload) and isinstance(adapter, Deleting)
+    assert adapter.max_attachment_bytes == 20 * 1024 * 1024
+
+
+async def test_a_photo_with_a_caption_arrives_and_downloads(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    fake.push_photo(42, PNG, caption="what is this?", thumbnail=b"small")
+    inbound = await received(fake, sink)
+    assert inbound.text == "what is this?"
+    (photo,) = inbound.attachments
+    assert (photo.kind, photo.mime_type, photo.size) == ("image", "image/jpeg", len(PNG))  # the largest size
+    assert photo.name.startswith("photo-") and photo.name.endswith(".jpg")
+    assert await adapter.download(photo) == PNG
+    assert fake.calls_to("getFile")[-1]["file_id"] == photo.ref and len(fake.downloads) == 1
+
+
+async def test_a_photo_without_caption_still_arrives(fake: FakeTelegram, started) -> None:
+    _, sink = started
+    fake.push_photo(42, PNG)
+    inbound = await received(fake, sink)
+    assert inbound.text == "" and [a.kind for a in inbound.attachments] == ["image"]
+
+
+async def test_the_largest_photo_size_under_the_cap_is_chosen(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    fake.push_photo(42, b"x" * 5000, thumbnail=PNG)  # the full size is over the 1000-byte cap
+    (photo,) = (await received(fake, sink)).attachments
+    assert photo.size == len(PNG) and await adapter.download(photo) == PNG
+
+
+async def test_documents_and_voice(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    fake.push_document(42, b"%PDF-1.4 report", "Q3 report.pdf", mime_type="application/pdf", caption="summarise")
+    doc = await received(fake, sink)
+    assert doc.text == "summarise"
+    assert doc.attachments[0] == Attachment("document", "Q3 report.pdf", "application/pdf", 15,
+                                            doc.attachments[0].ref)
+    fake.push_document(42, PNG, "scan.png", mime_type="image/png")
+    assert (await received(fake, sink)).attachments[0].kind == "image"  # a picture sent as a file
+    fake.push_voice(42, b"OggS voice")
+    (voice,) = (await received(fake, sink)).attachments
+    assert (voice.kind, voice.mime_type) == ("voice", "audio/ogg") and await adapter.download(voice) == b"OggS voice"
+
+
+async def test_over_the_cap_is_refused_before_downloading(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    fake.push_document(42, b"x" * 1001, "big.bin")
+    (big,) = (await received(fake, sink)).attachments
+    with pytest.raises(AttachmentTooLarge) as caught:
+        await adapter.download(big)
+    assert (caught.value.size, caught.value.limit) == (1001, 1000)
+    assert fake.calls_to("getFile") == [] and fake.downloads == []
+
+
+async def test_a_file_larger_than_it_said_is_cut_off_while_streaming(fake: FakeTelegram, started) -> None:
+    adapter, _ = started
+    meta = fake.add_file(b"y" * 5000)
+    liar = Attachment("document", "liar.bin", None, 10, meta["file_id"])  # claims 10 bytes
+    with pytest.raises(AttachmentTooLarge) as caught:
+        await adapter.download(liar)
+    assert caught.value.limit == 1000
+
+
+async def test_telegrams_own_20_mb_limit_is_a_clear_refusal(fake: FakeTelegram) -> None:
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, max_attachment_bytes=10**9)
+    try:
+        meta = fake.add_file(b"z" * (20 * 1024 * 1024 + 1))
+        with pytest.raises(AttachmentTooLarge):
+            await adapter.download(Attachment("document", "huge.bin", None, None, meta["file_id"]))
+    finally:
+        await adapter.stop()
+
+
+async def test_an_unknown_file_is_a_delivery_error(fake: FakeTelegram, started) -> None:
+    adapter, _ = started
+    with pytest.raises(BadRequest, match="invalid file_id"):
+        await adapter.download(Attachment("document", "gone.bin", None, None, "FILE-unknown"))
+
+
+async def test_delete_removes_a_message_and_a_gone_one_is_fine(fake: FakeTelegram, started) -> None:
+    adapter, _ = started
+    sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="card"))
+    await adapter.delete("42", None, sent.message_id)
+    assert fake.messages["42"] == []
+    await adapter.delete("42", None, sent.message_id)  # already gone: no error
+    assert len(fake.calls_to("deleteMessage")) == 2

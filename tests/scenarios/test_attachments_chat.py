@@ -1,0 +1,206 @@
+"""Files from chat to model, end to end: a user posts a photo, a document or a voice message into a
+fake chat; the real SDK in the adapter receives it and downloads it from the fake over HTTP; the
+gateway stores it in the session's workspace and the model gets it. What the model was sent is
+read from FakeOpenAIServer (the real OpenAI provider) or from the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeOpenAIServer
+from gateway.attachments import VOICE_UNSUPPORTED
+from gateway.config import config_from_mapping
+from gateway.app import Gateway
+from gateway.platform_factory import build_adapters
+from platforms.discord import DiscordAdapter
+from platforms.fakes.discord import FakeDiscord, Upload
+from platforms.fakes.slack import FakeSlack
+from platforms.fakes.telegram import FakeTelegram
+from platforms.slack import SlackAdapter
+from platforms.telegram import TelegramAdapter
+from gateway.testing import make_config, start_gateway
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+
+
+@pytest.fixture
+async def openai() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer(api_key="sk-test", default_text="Nice picture.") as server:
+        yield server
+
+
+def openai_model(server: FakeOpenAIServer, **extra) -> dict:
+    return {"provider": "openai", "name": "fake-model", "base_url": server.base_url, "api_key": "sk-test",
+            "max_retries": 0, **extra}
+
+
+def user_content(request: dict) -> object:
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+class Telegram:
+    """A gateway with the Telegram adapter on FakeTelegram; the workspace is ``workspace``."""
+
+    def __init__(self, fake: FakeTelegram, tmp_path: Path) -> None:
+        self.fake, self.tmp_path, self.gateway = fake, tmp_path, None
+
+    @property
+    def workspace(self) -> Path:
+        return self.tmp_path / "state" / "workspace"
+
+    async def start(self, *, model: dict | None = None, script=None, cap: int = 20 * 1024 * 1024,
+                    toolsets: tuple[str, ...] = ()) -> Gateway:
+        config = make_config(self.tmp_path, platforms={"telegram": {"allow_all": True, "toolsets": list(toolsets)}},
+                             model=model or {})
+        adapter = TelegramAdapter(self.fake.token, api_base=self.fake.base_url, polling_timeout=10,
+                                  max_attachment_bytes=cap)
+        self.gateway = await start_gateway(config, [adapter], script=script)
+        return self.gateway
+
+    def replies(self) -> list[str]:
+        return [m["text"] for m in self.fake.messages["42"]]
+
+    async def answered(self, count: int = 1) -> list[str]:
+        await self.fake.wait_for(lambda: len(self.replies()) >= count, timeout=10)
+        return self.replies()
+
+
+@pytest.fixture
+async def telegram(tmp_path) -> AsyncIterator[Telegram]:
+    async with FakeTelegram() as fake:
+        chat = Telegram(fake, tmp_path)
+        yield chat
+        if chat.gateway is not None:
+            await chat.gateway.stop(grace=0)
+
+
+# -- Telegram ------------------------------------------------------------------------------------
+
+
+async def test_a_photo_reaches_a_vision_model_as_an_image_part(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.push_photo(42, PNG, caption="what is in this picture?")
+    assert await telegram.answered() == ["Nice picture."]
+    text, image = user_content(openai.requests[0])
+    assert text == {"type": "text", "text": "what is in this picture?"}
+    url = image["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == PNG
+    (stored,) = (telegram.workspace / "attachments").glob("*/photo-*.jpg")
+    assert stored.read_bytes() == PNG
+
+
+async def test_without_vision_the_photo_is_a_workspace_path(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai))
+    telegram.fake.push_photo(42, PNG)
+    await telegram.answered()
+    content = user_content(openai.requests[0])
+    assert isinstance(content, str) and "[Image attached at: attachments/" in content
+    assert "(The user sent an image without a caption.)" in content
+
+
+def reading_model(request: ModelRequest) -> dict:
+    """Reads the first file the user's message names, then answers with what it found."""
+    last = request.messages[-1]
+    if last["role"] == "user":
+        path = next(line.split(" ")[1] for line in str(last["content"]).splitlines() if line.startswith("- "))
+        return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+    return {"text": f"The file says: {last['content'].splitlines()[-1].split('|')[-1].strip()}"}
+
+
+async def test_a_document_is_a_workspace_path_the_model_reads(telegram: Telegram) -> None:
+    await telegram.start(script={"parent": reading_model}, toolsets=("file",))  # reading files is opted into
+    telegram.fake.push_document(42, b"line one\nthe secret is 42\n", "notes.txt", mime_type="text/plain",
+                                caption="what does it say?")
+    assert await telegram.answered() == ["The file says: the secret is 42"]
+
+
+async def test_voice_without_transcription_gets_a_clear_reply(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai))
+    telegram.fake.push_voice(42, b"OggS voice")
+    assert await telegram.answered() == [VOICE_UNSUPPORTED]
+    assert openai.requests == [] and telegram.fake.downloads == []  # the reply ended the turn: no model call
+
+
+async def test_a_transcribed_voice_message_is_the_turns_text(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    openai.push_transcription("please summarise my inbox")
+    await telegram.start(model=openai_model(openai, transcription={"name": "whisper-1"}))
+    telegram.fake.push_voice(42, b"OggS voice")
+    assert await telegram.answered() == ["Nice picture."]
+    (sent,) = openai.transcriptions
+    assert (sent["model"], sent["audio"], sent["filename"].endswith(".ogg")) == ("whisper-1", b"OggS voice", True)
+    assert user_content(openai.requests[0]) == "please summarise my inbox"
+
+
+async def test_an_over_cap_file_is_refused_clearly_and_nothing_is_stored(telegram: Telegram,
+                                                                       openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai), cap=100)
+    telegram.fake.push_document(42, b"x" * 5000, "big.pdf", mime_type="application/pdf")
+    (reply,) = await telegram.answered()
+    assert reply == "big.pdf is 4.9 KB, which is larger than the 100 bytes I can take on telegram; " \
+                    "please send a smaller file."
+    assert openai.requests == [] and telegram.fake.downloads == []
+    assert not (telegram.workspace / "attachments").exists()
+
+
+async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram: Telegram,
+                                                                       openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai), cap=100)
+    telegram.fake.push_document(42, b"x" * 5000, "big.pdf", caption="can you read this?")
+    refusal, answer = await telegram.answered(2)
+    assert refusal.startswith("big.pdf is 4.9 KB") and answer == "Nice picture."
+    assert "did not reach you: big.pdf (too large)" in user_content(openai.requests[0])
+
+
+def test_the_cap_is_configured_per_platform(tmp_path) -> None:
+    config = config_from_mapping({"state_dir": str(tmp_path), "platforms": {
+        "telegram": {"enabled": True, "token": "1:x", "allow_all": True, "max_attachment_bytes": 1234},
+        "slack": {"enabled": True, "bot_token": "xoxb", "app_token": "xapp", "allow_all": True},
+    }}).config
+    caps = {a.name: a.max_attachment_bytes for a in build_adapters(config)}
+    assert caps == {"telegram": 1234, "slack": 20 * 1024 * 1024}
+
+
+# -- Slack and Discord ---------------------------------------------------------------------------
+
+
+async def test_a_slack_file_share_becomes_a_workspace_path(tmp_path) -> None:
+    model = ScriptedModel({"parent": reading_model})
+    async with FakeSlack() as fake:
+        config = make_config(tmp_path, platforms={"slack": {"allow_all": True, "toolsets": ["file"]}})
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2)
+        gateway = await start_gateway(config, [adapter], model=model)
+        try:
+            await fake.push_file("DU1", "U1", b"a,b\n1,the answer\n", "data.csv", mimetype="text/csv")
+            await fake.wait_for(lambda: "The file says: 1,the answer" in fake.texts("DU1"), timeout=10)
+            assert fake.downloads == [next(iter(fake.files))]
+        finally:
+            await gateway.stop(grace=0)
+
+
+async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, openai: FakeOpenAIServer) -> None:
+    async with FakeDiscord() as fake:
+        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
+                             model=openai_model(openai, supports_vision=True))
+        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
+                                 ready_timeout=5.0)
+        gateway = await start_gateway(config, [adapter])
+        try:
+            channel = fake.dm_channel(7)
+            fake.push_dm(7, "and this?", files=[Upload("chart.png", PNG, "image/png")])
+            await fake.wait_for(lambda: fake.bot_messages(channel), timeout=10)
+            text, image = user_content(openai.requests[0])
+            assert text["text"] == "and this?" and image["image_url"]["url"].startswith("data:image/png;base64,")
+        finally:
+            await gateway.stop(grace=0)
+            for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
+                if thread.name.startswith("keep-alive-handler"):
+                    await asyncio.to_thread(thread.join, 5)
