@@ -194,17 +194,17 @@ def test_config_is_frozen():
 
 
 def test_the_web_chat_off_loopback_needs_a_token_in_one_line(load):
-    errors, _ = problems(load, "server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: true}")
+    errors, _ = problems(load, "server: {host: 0.0.0.0, console: false}\nplatforms:\n  web: {enabled: true}")
     assert errors == ['platforms.web.token: required when server.host ("0.0.0.0") is not a loopback address '
                       "(or set platforms.web.user_header with allowed_users)"]
     for enough in ("{enabled: true, token: s3cret-token}",
                    "{enabled: true, user_header: X-Forwarded-User, allowed_users: [alice]}"):
-        config, warnings = load(f"server: {{host: 0.0.0.0}}\nplatforms:\n  web: {enough}")
+        config, warnings = load(f"server: {{host: 0.0.0.0, console: false}}\nplatforms:\n  web: {enough}")
         assert config.platforms.web.enabled and warnings == []
     for loopback in ("127.0.0.1", "localhost", "::1"):
         config, _ = load(f'server: {{host: "{loopback}"}}\nplatforms:\n  web: {{enabled: true}}')
         assert config.platforms.web.token is None
-    config, _ = load("server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: false}")  # off: nothing to protect
+    config, _ = load("server: {host: 0.0.0.0, console: false}\nplatforms:\n  web: {enabled: false}")  # off: nothing to protect
     assert config.platforms.web.history_limit == 200
 
 
