@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, exposition, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from gateway.sessions import GatewaySession, RunningTurn, WorkItem
     from gateway.store import GatewayStore, OutboxRow
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
+"""The classic text format every Prometheus reads (our names need none of the newer escaping)."""
 TURN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 CHILD_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 MAX_DEPTH = 8

@@ -82,8 +82,7 @@ class ConsoleView:
         live = view.children(session.session_id)
         finished = view.recent(session.session_id)
         running = session.running
-        turns = [running.turn_id] if running is not None else []
-        turns += [c.parent_turn_id for c in live if c.parent_turn_id not in turns]
+        turns = dict.fromkeys([*([running.turn_id] if running is not None else []), *(c.parent_turn_id for c in live)])
         for turn_id in turns:
             children = sorted((c for c in (*finished, *live) if c.parent_turn_id == turn_id),
                               key=lambda c: c.created_at)
