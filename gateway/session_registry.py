@@ -31,6 +31,7 @@ class SessionRegistry:
         self._clock = clock
         self._sessions: dict[str, GatewaySession] = {}
         self._by_agent: dict[str, GatewaySession] = {}
+        self._shutting_down = False
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -118,8 +119,9 @@ class SessionRegistry:
         session.queue.append(item)
 
     def begin(self, session: GatewaySession) -> tuple[WorkItem, RunningTurn] | None:
-        """Take the next queued item as the running turn; None when the queue is empty."""
-        if not session.queue:
+        """Take the next queued item as the running turn; None when the queue is empty, or once
+        `interrupt_all` has run (what is queued then is durable and runs after the next start)."""
+        if not session.queue or self._shutting_down:
             return None
         item = session.queue.popleft()
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time())
@@ -146,7 +148,9 @@ class SessionRegistry:
 
     def interrupt_all(self, reason: str) -> None:
         """Shutdown: interrupt every running turn hard. Such a turn sends nothing and stores
-        nothing; its event stays unsettled, so it runs again, whole, after the next start."""
+        nothing; its event stays unsettled, so it runs again, whole, after the next start. No
+        queued turn starts after this (a finished child's results wait in the ledger)."""
+        self._shutting_down = True
         for session in self._sessions.values():
             if session.running is not None:
                 session.running.shutdown = True
