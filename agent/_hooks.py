@@ -11,7 +11,9 @@ from typing import Any
 log = logging.getLogger("agent.hooks")
 
 #: Hook names with a meaning; plugins may not invent others, so a typo is an error, not silence.
-HOOK_NAMES = frozenset({"subagent_start", "subagent_stop", "turn_start", "turn_end"})
+HOOK_NAMES = frozenset({
+    "subagent_start", "subagent_stop", "turn_start", "turn_end", "model_call", "tool_start", "tool_end",
+})
 
 
 class HookRegistry:

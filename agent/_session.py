@@ -262,8 +262,14 @@ class AgentSession:
             metadata=self.metadata,
         )
         self.activity.api_calls += 1
-        self.activity.touch(self.clock.monotonic(), "waiting for the model")
-        response = await self._guarded(self.model.complete(request))
+        started = self.clock.monotonic()
+        self.activity.touch(started, "waiting for the model")
+        try:
+            response = await self._guarded(self.model.complete(request))
+        except ModelError as exc:
+            await self._model_hook(turn, started, None, error=exc.kind)
+            raise
+        await self._model_hook(turn, started, response)
         turn.api_calls += 1
         turn.usage += response.usage
         self.total_api_calls += 1
@@ -274,6 +280,20 @@ class AgentSession:
         turn.model_name = response.model or turn.model_name
         self.activity.touch(self.clock.monotonic(), "model answered")
         return response
+
+    async def _model_hook(self, turn: _TurnState, started: float, response: ModelResponse | None, *,
+                          error: str | None = None) -> None:
+        """``model_call``: after every model call, with what it used (never the messages)."""
+        if self.hooks is None or not self.hooks.has("model_call"):
+            return
+        usage = response.usage if response is not None else Usage()
+        await self.hooks.run(
+            "model_call", session_id=self.session_id, turn_id=turn.turn_id, role=self.role,
+            model=(response.model if response is not None else None) or getattr(self.model, "name", None),
+            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+            cost_usd=response.cost_usd if response is not None else None,
+            duration_seconds=self.clock.monotonic() - started, error=error,
+        )
 
     async def _call_tool(self, turn: _TurnState, call: ToolCall, observer: TurnObserver) -> str:
         started = self.clock.monotonic()
@@ -290,17 +310,23 @@ class AgentSession:
                 output = f"Error: {problem}"
             else:
                 await observer.on_tool_start(call.name, args)
+                await self._run_hook("tool_start", turn_id=turn.turn_id, role=self.role, tool_name=call.name,
+                                     call_id=call.id, arguments=args)
                 ctx = ToolContext(self, call.id, self.workspace, self.services, turn.turn_id)
                 try:
                     output = await self._guarded(tool.invoke(args, ctx))
                     ok = True
                 except ToolError as exc:
                     output = f"Error: {exc}"
-                except (_HardInterrupted, asyncio.CancelledError):
+                except _HardInterrupted:
+                    await self._tool_hook(turn, call, started, False, "[cancelled: the turn was interrupted]")
+                    raise
+                except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
                     output = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+                await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)
         finally:
             now = self.clock.monotonic()
@@ -318,6 +344,10 @@ class AgentSession:
             )
         )
         return output
+
+    async def _tool_hook(self, turn: _TurnState, call: ToolCall, started: float, ok: bool, output: str) -> None:
+        await self._run_hook("tool_end", turn_id=turn.turn_id, role=self.role, tool_name=call.name, call_id=call.id,
+                             ok=ok, output=output, duration_seconds=self.clock.monotonic() - started)
 
     async def _guarded(self, awaitable: Awaitable[Any]) -> Any:
         """Await a model call or tool so that a hard interrupt can cancel just it.

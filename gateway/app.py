@@ -17,17 +17,21 @@ from typing import Literal
 from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
+from gateway.console.recent_errors import RecentErrors
 from gateway.dead_letters import DeadLetterPolicy
 from gateway.delegation_cards import DelegationCards
 from gateway.display import DisplayResolver
+from gateway.events import GatewayEvents
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
+from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
 from gateway.store import GatewayStore, session_key
 from gateway.store.checkpointer import Checkpointer
+from gateway.telemetry import build_tracing
 from gateway.turn_runner import TurnRunner
 from platforms.base import (
     Accepted,
@@ -48,22 +52,26 @@ REMEMBERED_THREADS = 10_000
 
 class Gateway:
     def __init__(self, host: AgentHost, adapters: Sequence[Adapter], *, store: GatewayStore | None = None,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, tracer_provider: object | None = None) -> None:
+        """``tracer_provider``: an OpenTelemetry ``TracerProvider`` to trace on instead of the one
+        ``telemetry.otlp_endpoint`` asks for (the caller keeps it: it is not shut down here)."""
         self.host = host
         self.config = host.config
         self.clock = clock
         self.adapters: dict[str, Adapter] = {a.name: a for a in adapters}
         self.store = store or GatewayStore(db=host.database, clock=clock)
+        self.events = GatewayEvents()
+        """What happens, for metrics, traces and the console (`gateway.events`)."""
         webhook = self.config.platforms.webhook
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
-                             clock=clock, give_up_after={"webhook": webhook.retry_for_seconds})
+                             clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock)
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
-                                 model=self.config.model)
+                                 model=self.config.model, events=self.events)
         cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
@@ -74,6 +82,17 @@ class Gateway:
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
                                              clock=clock, handle=self._handle_accepted)
         self._checkpointer = Checkpointer(self.store.db)
+        self.metrics = GatewayMetrics(store=self.store, sessions=self.sessions, children=host.children,
+                                      platforms=self.adapters, clock=clock)
+        self.tracing = build_tracing(self.config.telemetry, provider=tracer_provider,
+                                     provider_name=self.config.model.provider, request_model=self.config.model.name,
+                                     origin_of=self._origin_of)
+        for watcher in (self.metrics, self.tracing):
+            if watcher is not None:
+                self.events.subscribe(watcher)
+                watcher.hooks(host.hooks)
+        self.recent_errors = RecentErrors()
+        """The latest warnings and errors logged, for the operator console."""
         self._accepting = False
         self._background: list[asyncio.Task] = []
         for adapter in self.adapters.values():
@@ -85,6 +104,7 @@ class Gateway:
     # -- lifetime -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.recent_errors.attach()
         await self.host.start()
         await self.outbox.start()
         self._accepting = True
@@ -130,6 +150,9 @@ class Gateway:
         await self.outbox.flush(timeout=grace or 1.0)
         await self.outbox.close()
         await self.host.close()
+        if self.tracing is not None:
+            await self.tracing.close()  # after the children's last spans, which closing the host ends
+        self.recent_errors.detach()
         self.store.close()
 
     def command_specs(self) -> list[CommandSpec]:
@@ -144,6 +167,7 @@ class Gateway:
         route = self._route(inbound)
         # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
         accepted = self.store.inbox.accept(inbound, new_turn_id() if route is None else None)
+        self.events.inbound(inbound.platform, duplicate=not accepted.new)
         if not accepted.new:
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             return Accepted(accepted.turn_id, key, duplicate=True)
@@ -210,6 +234,10 @@ class Gateway:
         delegate = self._background_delegate if mode == "background" else None
         return self.host.new_session(session_id=session_id, services={"send_message": send_message},
                                      delegate=delegate, platform=chat[0])
+
+    def _origin_of(self, delegation_id: str) -> str | None:
+        row = self.store.delegations.get(delegation_id)
+        return row.origin_turn_id if row is not None else None
 
     async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
         """The webhook platform's turn read: the turn's messages, then those of the background

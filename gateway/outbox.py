@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
+from gateway.events import GatewayEvents
 from gateway.sender import PROGRESS_KINDS, ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -63,12 +64,12 @@ class Outbox:
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, events: GatewayEvents | None = None) -> None:
         self._store = store
         self._adapters = adapters
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
-                              rng=rng or random.Random(), settle=self._resolve)
+                              rng=rng or random.Random(), settle=self._resolve, events=events)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
@@ -206,6 +207,28 @@ class Outbox:
             if row.id in dropped:
                 self._resolve(row.key, None)
         return len(dropped)
+
+    def retry(self, row_id: int) -> bool:
+        """Send a failed part again (the operator console's retry): it is pending once more, its
+        give-up clock restarted, queued behind what its chat has queued. False, changing
+        nothing, unless the part had failed."""
+        row = self._store.requeue(row_id)
+        if row is None:
+            return False
+        log.info("outbox: %s chat %s: %s re-queued by the operator", row.platform, row.chat_id, row.key)
+        self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
+        return True
+
+    def dismiss(self, row_id: int) -> bool:
+        """Give up on a failed or pending part for good (the operator console's dismiss): it is
+        marked dropped and never sent (one in the adapter's hands right now still counts as
+        sent). False when it was neither failed nor pending."""
+        row = self._store.message_by_id(row_id)
+        if row is None or row.op == "split":
+            return False
+        if row.status == "pending":
+            return self.drop(*row.chat, lambda r: r.id == row_id) == 1
+        return self._store.dismiss(row_id)
 
     def journaled(self, key: str) -> bool:
         """Whether a part with this key was ever journaled (and not yet pruned)."""

@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from agent import Clock
+from gateway.events import GatewayEvents
 from gateway.pacing import Pacer
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -68,8 +69,9 @@ def safe_measure(adapter: Adapter) -> Callable[[str], int]:
 class Sender:
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
-                 settle: Callable[[str, str | None], None]) -> None:
+                 settle: Callable[[str, str | None], None], events: GatewayEvents | None = None) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
+        self._events = events or GatewayEvents()
         self._max_retry_after = max_retry_after
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
         self._rng = rng
@@ -142,6 +144,8 @@ class Sender:
                 if isinstance(exc, _FINAL):
                     self._fail(row, exc)
                     return True
+                if isinstance(exc, RateLimited):
+                    self._events.rate_limited(row.platform, exc.retry_after)
                 if isinstance(exc, RateLimited) and exc.retry_after > 0:
                     wait = min(exc.retry_after, self._max_retry_after)
                     self._pacer.block(row.chat, wait, progress=progress)  # the chat, not just this message
@@ -165,6 +169,7 @@ class Sender:
                     return False
                 continue
             self._store.mark_sent(row.id, message_id)
+            self._events.settled(row, "sent")
             if row.op == "send":
                 self._pacer.called(row.chat, edit_of=message_id)  # a new message's first edit waits too
             if row.op == "send" and row.target_key is not None:
@@ -244,6 +249,7 @@ class Sender:
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         self._store.mark_failed(row.id, _describe(exc))
+        self._events.settled(row, "failed")
         age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
         self._settle_cb(row.key, None)

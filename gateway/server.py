@@ -1,4 +1,5 @@
-"""The HTTP server: health, the webhook platform, the web chat, and platform webhooks (Telegram, Slack).
+"""The HTTP server: health, metrics, the operator console, the webhook platform, the web chat, and
+platform webhooks (Telegram, Slack).
 
 Slow or half-sent requests are cut off and connections are capped
 (`gateway.http_guard`); the limits come from ``server.*`` in the configuration.
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from gateway.app import Gateway
+from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
 from gateway.http_guard import ConnectionGuard, ServerLog, body_guard
+from gateway.metrics import CONTENT_TYPE
 from platforms.base import Streaming
+from platforms.web_access import Refusal
 
 log = logging.getLogger("gateway.server")
 
@@ -42,12 +46,25 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "platforms": sorted(gateway.adapters)})
 
+    metrics_access = console_access(gateway)
+
+    async def metrics(request: web.Request) -> web.Response:
+        if isinstance(refusal := metrics_access.check(request), Refusal):
+            return refused(request, refusal)
+        return web.Response(body=gateway.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    console = Console(gateway) if gateway.config.server.console else None
+    if console is not None:
+        app.router.add_routes(list(console.web_routes()))
     for adapter in gateway.adapters.values():
         app.router.add_routes(list(adapter.web_routes()))
 
     async def end_streams(app: web.Application) -> None:
         # Before the server waits for its handlers: an open event stream would hold it for a minute.
+        if console is not None:
+            await console.close_streams()
         for adapter in gateway.adapters.values():
             if isinstance(adapter, Streaming):
                 await adapter.close_streams()

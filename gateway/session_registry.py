@@ -122,7 +122,7 @@ class SessionRegistry:
         if not session.queue:
             return None
         item = session.queue.popleft()
-        session.running = RunningTurn(item.turn_id, item.kind)
+        session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time())
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

@@ -44,6 +44,8 @@ class RunningTurn:
     shutdown: bool = False
     """Interrupted because the gateway is stopping: it runs again, whole, after the next start."""
     current_tool: str | None = None
+    started_at: float = 0.0
+    """Clock time the turn began (epoch seconds)."""
     run_id: str = field(default_factory=lambda: new_id("r-"))
     """This run of the turn: a turn replayed after a restart runs again under the same turn id."""
     steered: list[Inbound] = field(default_factory=list)

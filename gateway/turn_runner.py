@@ -19,6 +19,7 @@ from agent import Clock, TurnObserver, TurnResult
 from agent.settings import ModelSettings
 from gateway.attachments import turn_input
 from gateway.display import TurnDisplay
+from gateway.events import GatewayEvents
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
@@ -47,7 +48,8 @@ class TurnRunner:
 
     def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
-                 completion_ended: CompletionEnded, model: ModelSettings) -> None:
+                 completion_ended: CompletionEnded, model: ModelSettings,
+                 events: GatewayEvents | None = None) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
@@ -58,6 +60,7 @@ class TurnRunner:
         self._display = display
         self._adapters = adapters
         self._clock = clock
+        self._events = events or GatewayEvents()
         self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
         self._stopping = False
 
@@ -102,6 +105,7 @@ class TurnRunner:
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started = self._clock.monotonic()
+        self._events.turn_started(session, item, running)
         progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
@@ -118,6 +122,8 @@ class TurnRunner:
             progress.disarm()  # before anything else is queued: no progress may follow the reply
             if typing is not None:
                 typing.cancel()
+        self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
+                                self._clock.monotonic() - started)
         if progress.sent:  # queued before the reply; the outbox sends it after, and nothing is left stale
             self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
                                   self._clock.monotonic() - started, progress.subagents)

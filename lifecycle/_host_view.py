@@ -59,6 +59,17 @@ class HostView:
         supervisor = self._supervisor
         return await supervisor.interrupt(supervisor.children(parent_session_id), reason)
 
+    async def interrupt_child(self, subagent_id: str, reason: str) -> bool:
+        """Interrupt one live child (an operator's stop): it ends INTERRUPTED with the partial
+        output it had and ``reason`` as its error, exactly as `interrupt_children` ends each of
+        a session's children; its own children stop with it. False when it is not live in this
+        process (unknown, finished or already finishing). Returns before a running one has stopped."""
+        supervisor = self._supervisor
+        record = supervisor.get(subagent_id)
+        if not isinstance(record, Record):  # unknown, or only its result is left
+            return False
+        return await supervisor.interrupt([record], reason) == 1
+
     async def lookup(self, subagent_ids: Sequence[str]) -> dict[str, ChildSnapshot]:
         """Snapshots of these children, live or finished, from memory or (after a restart, or
         once forgotten) from the journal. Ids it does not know (swept, never launched) are left out."""

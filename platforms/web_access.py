@@ -1,4 +1,5 @@
-"""Who may use the web chat's API: the token, the proxy's user header, the allowlist, the Host.
+"""Who may use the web chat's API (and the operator console's): the token, the proxy's user
+header, the allowlist, the Host.
 
 Checks run in this order and stop at the first failure:
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 ANONYMOUS = "web"
+LOOPBACK_ONLY = "this chat answers on localhost only; set platforms.web.token to serve other hosts"
 _MAX_USER = 256
 
 
@@ -64,11 +66,12 @@ class Access:
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False,
-                 check_host: bool | None = None) -> None:
+                 check_host: bool | None = None, loopback_only: str = LOOPBACK_ONLY) -> None:
         self._token = token.encode() if token else None
         self.user_header = user_header or None
         self._allowed = {str(u).lstrip("@").lower() for u in allowed_users}
         self._allow_all = allow_all
+        self._loopback_only = loopback_only
         # Without a token only the loopback Host stands between a hostile page and the agent.
         self._check_host = self._token is None and self.user_header is None if check_host is None else check_host
 
@@ -81,7 +84,7 @@ class Access:
         if origin is not None and not _same_origin(origin, request.headers):
             return Refusal(403, "requests from other sites' pages are not served")
         if self._check_host and not is_loopback(request.headers.get("Host")):
-            return Refusal(403, "this chat answers on localhost only; set platforms.web.token to serve other hosts")
+            return Refusal(403, self._loopback_only)
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):

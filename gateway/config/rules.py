@@ -51,6 +51,14 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
 
     errors.extend(_web_rules(config, warnings))
+    server = config.server
+    if server.console and not server.console_token and not is_loopback(server.host):
+        errors.append(f'server.console_token: required when server.host ("{server.host}") is not a loopback address:'
+                      " the operator console at /console can stop subagents and resend messages (or set"
+                      " server.console: false)")
+    endpoint = config.telemetry.otlp_endpoint
+    if endpoint and (problem := _url_problem(endpoint, example="http://127.0.0.1:4318")):
+        errors.append(f"telemetry.otlp_endpoint: {problem}")
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and (problem := _url_problem(platform.api_base)):
@@ -86,14 +94,14 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     return errors
 
 
-def _url_problem(url: str) -> str | None:
+def _url_problem(url: str, *, example: str = "https://api.example.com") -> str | None:
     """Why ``url`` cannot be an API base URL, without echoing it (it may hold a token)."""
     try:
         parsed = URL(url)
     except ValueError:
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
-        return "expected an http(s) URL such as https://api.example.com (the scheme is missing or wrong)"
+        return f"expected an http(s) URL such as {example} (the scheme is missing or wrong)"
     if _TOKEN_PATH.search(parsed.path):
         return "give the server's base URL only, without /bot<token>: the token goes in platforms.telegram.token"
     return None

@@ -1,4 +1,4 @@
-"""The gateway-owned settings (`display`, `server`, `delivery`, `logging`) and `Config`.
+"""The gateway-owned settings (`display`, `server`, `delivery`, `logging`, `telemetry`) and `Config`.
 
 `Config` is the whole validated configuration: the agent's and lifecycle's own
 sections plus the gateway's. Built by `gateway.config.loader.load_config`; every
@@ -91,6 +91,12 @@ class ServerSettings:
     max_connections: int = setting(
         256, "Open HTTP connections at most; at the cap the oldest is closed to make room.", min=1
     )
+    console: bool = setting(True, "Serve the operator console at /console (see docs/console.md).")
+    console_token: str | None = setting(
+        None, "Token for the operator console and /metrics (Authorization: Bearer); required when server.host is"
+        " not a loopback address and the console is on.",
+        secret=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +111,19 @@ class InboxSettings:
     max_attempts: int = setting(
         3, "Times the gateway tries to handle an event before setting it aside as a dead letter.", min=1
     )
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySettings:
+    otlp_endpoint: str | None = setting(
+        None, "OTLP/HTTP endpoint traces are exported to, e.g. http://127.0.0.1:4318 (/v1/traces is added when the"
+        " URL has no path); unset: no traces."
+    )
+    capture_content: bool = setting(
+        False, "Record prompts, replies, tool arguments and tool results in spans; off: only names, ids, sizes,"
+        " tokens and timings."
+    )
+    service_name: str = setting("switchboard", "The service.name resource attribute of exported traces.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +164,7 @@ class Config:
     delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
     inbox: InboxSettings = nested(InboxSettings, "Inbound events the gateway cannot handle.")
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")
+    telemetry: TelemetrySettings = nested(TelemetrySettings, "OpenTelemetry traces.")
     state_dir: Path = field(
         # Reading the environment here keeps `Config()` meaning what a user gets with no file.
         default_factory=lambda: default_state_dir(os.environ),

@@ -57,6 +57,18 @@ class DeadLetters:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_dead_letters WHERE id=?", (letter_id,))
         return None if row is None else _letter(row)
 
+    def count(self) -> int:
+        row = self._db.read_one("SELECT COUNT(*) FROM gateway_dead_letters")
+        return int(row[0]) if row else 0
+
+    def dismiss(self, letter_id: int) -> DeadLetter | None:
+        """Forget the letter: the operator has seen it and it is not to be handled. Its event stays
+        ``dead`` in the inbox, so a redelivery is still a duplicate. None for an unknown id."""
+        letter = self.get(letter_id)
+        if letter is not None:
+            self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
+        return letter
+
     def retry(self, letter_id: int, requeue) -> DeadLetter | None:
         """Hand the letter back through ``requeue(platform, event_id, payload, turn_id, received_at)``
         (`Inbox.requeue`) and forget it here, in one transaction. None for an unknown id."""

@@ -118,6 +118,17 @@ class DelegationTable:
             f"SELECT {_COLUMNS} FROM gateway_delegations WHERE agent_session_id=? ORDER BY dispatched_at DESC LIMIT ?",
             (agent_session_id, limit))]
 
+    def recent(self, limit: int) -> list[DelegationRow]:
+        """Every delegation still running, then the latest settled ones, up to ``limit`` in all,
+        newest first within each."""
+        running = [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at DESC LIMIT ?",
+            (limit,))]
+        settled = [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status!='running' ORDER BY settled_at DESC LIMIT ?",
+            (max(0, limit - len(running)),))]
+        return running + settled
+
     def of_turn(self, origin_turn_id: str) -> list[DelegationRow]:
         """The delegations a turn dispatched, oldest first."""
         return [_row(r) for r in self._db.read(

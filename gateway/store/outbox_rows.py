@@ -34,6 +34,7 @@ SCHEMA = (
         WHERE status = 'pending'""",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_turn ON gateway_outbox (platform, turn_id, sequence)",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_created ON gateway_outbox (created_at)",
+    "CREATE INDEX IF NOT EXISTS gateway_outbox_failed ON gateway_outbox (id) WHERE status = 'failed'",
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
             "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
@@ -194,6 +195,31 @@ class OutboxRows:
                 if cur.rowcount:
                     dropped.append(row_id)
         return dropped
+
+    def requeue(self, row_id: int) -> OutboxRow | None:
+        """A failed row back to pending, as if journaled now (attempts from zero, so its give-up
+        clock restarts); None, changing nothing, unless it was failed."""
+        cur = self._db.write("UPDATE gateway_outbox SET status='pending', attempts=0, next_attempt_at=NULL,"
+                             " last_error=NULL, created_at=? WHERE id=? AND status='failed' AND op != 'split'",
+                             (self._clock.time(), row_id))
+        return self.message_by_id(row_id) if cur.rowcount == 1 else None
+
+    def dismiss(self, row_id: int) -> bool:
+        """Mark a failed row dropped: the operator gave up on it. False unless it was failed."""
+        return self._db.write("UPDATE gateway_outbox SET status='dropped' WHERE id=? AND status='failed'",
+                              (row_id,)).rowcount == 1
+
+    def counts(self) -> dict[str, int]:
+        """How many parts are ``pending`` and ``failed`` (within retention), split rows aside."""
+        found = dict(self._db.read("SELECT status, COUNT(*) FROM gateway_outbox WHERE status IN ('pending', 'failed')"
+                                   " AND op != 'split' GROUP BY status"))
+        return {"pending": found.get("pending", 0), "failed": found.get("failed", 0)}
+
+    def with_status(self, status: Status, limit: int) -> list[OutboxRow]:
+        """The newest ``limit`` rows in ``status``, newest first (split rows aside: their pieces stand for them)."""
+        rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status=? AND op != 'split'"
+                             " ORDER BY id DESC LIMIT ?", (status, limit))
+        return [_outbox_row(r) for r in rows]
 
     def turn_messages(self, platform: str, turn_id: str) -> list[dict[str, Any]]:
         """Every message of a turn, in sequence order (the pieces of a split row, which share

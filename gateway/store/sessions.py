@@ -78,6 +78,12 @@ class SessionTable:
         messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
         return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5])
 
+    def recent(self, limit: int) -> list[SessionRow]:
+        """The ``limit`` most recently active sessions, most recent first, without their transcripts."""
+        rows = self._db.read("SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions"
+                             " ORDER BY updated_at DESC LIMIT ?", (limit,))
+        return [SessionRow(r[0], r[1], r[2], r[3], [], r[4], r[5]) for r in rows]
+
     def recent_threads(self, platform: str, limit: int) -> list[tuple[str, str]]:
         """(chat_id, thread_id) of the platform's ``limit`` most recently active thread
         sessions, most recent last."""

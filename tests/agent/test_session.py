@@ -295,3 +295,26 @@ async def test_interrupt_listeners_hear_every_interrupt_of_a_running_turn():
     s.interrupt("then hard", hard=True)
     await task
     assert heard == [("soft first", False), ("then hard", True)]
+
+
+async def test_model_and_tool_hooks_see_every_call_with_its_usage_and_outcome():
+    from agent import HookRegistry
+
+    hooks = HookRegistry()
+    events = []
+
+    for name in ("model_call", "tool_start", "tool_end"):
+        hooks.register(name, lambda _n=name, **e: events.append((_n, e)))
+    script = [[{"tool_calls": [call("echo", text="hi")]}, {"error": "server_error", "message": "boom"}]]
+    s = session(script, registry(echo=lambda args, ctx: args["text"]), hooks=hooks, session_id="s1")
+    result = await s.run_turn("go")
+    assert result.exit_reason == "error"
+    names = [name for name, _ in events]
+    assert names == ["model_call", "tool_start", "tool_end", "model_call"]
+    first_call, start, end, failed = (e for _, e in events)
+    assert (first_call["session_id"], first_call["turn_id"], first_call["role"]) == ("s1", result.turn_id, "parent")
+    assert (first_call["prompt_tokens"], first_call["completion_tokens"], first_call["error"]) == (10, 5, None)
+    assert first_call["model"] == "scripted" and first_call["duration_seconds"] >= 0
+    assert (start["tool_name"], start["arguments"], start["turn_id"]) == ("echo", {"text": "hi"}, result.turn_id)
+    assert (end["tool_name"], end["call_id"], end["ok"], end["output"]) == ("echo", start["call_id"], True, "hi")
+    assert (failed["error"], failed["prompt_tokens"]) == ("server_error", 0)

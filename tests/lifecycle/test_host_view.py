@@ -106,3 +106,20 @@ async def test_interrupt_children_stops_live_ones_with_their_partial_output_and_
     assert (partial.state, partial.summary, partial.error_message) == (S.INTERRUPTED, "partial thoughts", "stopped by /stop")
     assert (never_ran.state, never_ran.summary, never_ran.started_at) == (S.INTERRUPTED, None, None)
 
+
+
+async def test_interrupt_child_stops_that_one_child_only_with_its_partial_output(make_env):
+    env = await make_env(max_running=2)
+    view = env.service.host_view()
+    target, other = await launch(env, "[hang] target", "[hang] other")
+    await until(lambda: [c.activity for c in view.children("parent-1")] == ["waiting for the model"] * 2)
+    assert await view.interrupt_child(target.subagent_id, "stopped from the operator console")
+    await finish(env, [target])
+    with env.turn():
+        stopped = await env.service.result(target)
+    assert (stopped.state, stopped.error_message) == (S.INTERRUPTED, "stopped from the operator console")
+    assert [c.subagent_id for c in view.children("parent-1")] == [other.subagent_id]  # the sibling runs on
+    assert not await view.interrupt_child(target.subagent_id, "again")  # finished: nothing to stop
+    assert not await view.interrupt_child("sa-unknown", "who?")
+    await view.interrupt_children("parent-1", "test over")
+    await finish(env, [other])

@@ -124,7 +124,8 @@ async def test_what_was_sent_while_the_page_was_disconnected_shows_after_it_reco
 
 
 async def test_off_loopback_the_page_asks_for_the_token_and_the_api_refuses_without_it(chat, page) -> None:
-    web = await chat(server={"host": "0.0.0.0", "port": 0}, platforms={"web": {"enabled": True, "token": TOKEN}})
+    web = await chat(server={"host": "0.0.0.0", "port": 0, "console": False},
+                     platforms={"web": {"enabled": True, "token": TOKEN}})
     async with aiohttp.ClientSession() as http, http.get(f"{web.base}/chat/api/history?chat=c1") as response:
         assert response.status == 401
     await page.goto(f"{web.base}/chat?chat=c1")

@@ -104,6 +104,7 @@ def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
           webhook: {{enabled: true, routes: {{hook: {{secret: {HOOK}}}}}}}
         server:
           host: "{HOOK}"
+          console: false
         model:
           name: "prefix-{HOOK}"
         """)

@@ -194,17 +194,17 @@ def test_config_is_frozen():
 
 
 def test_the_web_chat_off_loopback_needs_a_token_in_one_line(load):
-    errors, _ = problems(load, "server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: true}")
+    errors, _ = problems(load, "server: {host: 0.0.0.0, console: false}\nplatforms:\n  web: {enabled: true}")
     assert errors == ['platforms.web.token: required when server.host ("0.0.0.0") is not a loopback address '
                       "(or set platforms.web.user_header with allowed_users)"]
     for enough in ("{enabled: true, token: s3cret-token}",
                    "{enabled: true, user_header: X-Forwarded-User, allowed_users: [alice]}"):
-        config, warnings = load(f"server: {{host: 0.0.0.0}}\nplatforms:\n  web: {enough}")
+        config, warnings = load(f"server: {{host: 0.0.0.0, console: false}}\nplatforms:\n  web: {enough}")
         assert config.platforms.web.enabled and warnings == []
     for loopback in ("127.0.0.1", "localhost", "::1"):
         config, _ = load(f'server: {{host: "{loopback}"}}\nplatforms:\n  web: {{enabled: true}}')
         assert config.platforms.web.token is None
-    config, _ = load("server: {host: 0.0.0.0}\nplatforms:\n  web: {enabled: false}")  # off: nothing to protect
+    config, _ = load("server: {host: 0.0.0.0, console: false}\nplatforms:\n  web: {enabled: false}")  # off: nothing to protect
     assert config.platforms.web.history_limit == 200
 
 
@@ -222,3 +222,27 @@ def test_the_web_chat_allowlist_needs_a_user_header(load):
 def test_the_web_chat_token_is_a_secret(load):
     errors, _ = problems(load, "platforms:\n  web: {enabled: true, token: 12345678}")
     assert errors == ["platforms.web.token: expected a string or null, got a value of type integer"]
+
+
+def test_the_console_off_loopback_needs_its_token_in_one_line(load):
+    errors, _ = problems(load, "server: {host: 0.0.0.0}")
+    assert errors == ['server.console_token: required when server.host ("0.0.0.0") is not a loopback address: the '
+                      "operator console at /console can stop subagents and resend messages (or set server.console:"
+                      " false)"]
+    config, warnings = load("server: {host: 0.0.0.0, console_token: c0nsole-token}")
+    assert config.server.console_token == "c0nsole-token" and warnings == []
+    config, _ = load("server: {host: 0.0.0.0, console: false}")
+    assert config.server.console is False
+    config, _ = load("server: {host: localhost}")
+    assert config.server.console and config.server.console_token is None
+    errors, _ = problems(load, "server: {console_token: 12345678}")
+    assert errors == ["server.console_token: expected a string or null, got a value of type integer"]
+
+
+def test_telemetry_settings_and_a_bad_endpoint(load):
+    config, _ = load("telemetry: {otlp_endpoint: 'http://collector:4318', capture_content: true}")
+    assert (config.telemetry.otlp_endpoint, config.telemetry.capture_content) == ("http://collector:4318", True)
+    assert load("")[0].telemetry.otlp_endpoint is None and load("")[0].telemetry.capture_content is False
+    errors, _ = problems(load, "telemetry: {otlp_endpoint: 'collector:4318'}")
+    assert errors == ["telemetry.otlp_endpoint: expected an http(s) URL such as http://127.0.0.1:4318 (the scheme is"
+                      " missing or wrong)"]

@@ -1,0 +1,235 @@
+"""The operator console's HTTP side: the page, its live state over Server-Sent Events, its actions.
+
+Routes (see docs/console.md):
+
+- ``GET /console``, ``GET /console/static/<file>``: the page (plain files in the package).
+- ``GET /console/api/state``: one snapshot (`gateway.console.snapshot`) as JSON.
+- ``GET /console/api/events``: Server-Sent Events, a ``state`` event with a fresh snapshot at
+  once and again whenever it changes: at most every `MIN_GAP` seconds after something happened
+  (a turn, a child, a delivery), and at least every `INTERVAL` seconds looked at.
+- ``POST /console/api/children/{id}/stop``: interrupt one child through the lifecycle's host view.
+- ``POST /console/api/outbox/{id}/retry`` and ``/dismiss``: a failed (or, to dismiss, pending)
+  outbox part, through the outbox.
+- ``POST /console/api/dead-letters/{id}/retry`` and ``/dismiss``: retry re-queues the event
+  exactly as ``switchboard inbox retry`` does (the gateway takes it up within seconds);
+  dismiss forgets the letter.
+
+Every route but the page and its files is checked by `platforms.web_access.Access` with
+``server.console_token`` (401/403); actions take only ``application/json`` posts, which
+another site's page cannot send unasked. ``GET /metrics`` is guarded the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from gateway.console.snapshot import ConsoleView
+from gateway.events import GatewayListener
+from platforms.web_access import Access, Refusal
+from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+log = logging.getLogger("gateway.console")
+
+STATIC_DIR = Path(__file__).with_name("static")
+INTERVAL = 1.0
+MIN_GAP = 0.1
+KEEP_ALIVE_SECONDS = 15.0
+STOP_REASON = "stopped from the operator console"
+LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
+_STREAM = "console"
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def console_access(gateway: Gateway) -> Access:
+    """The console's (and /metrics') access check: ``server.console_token``, or loopback only."""
+    return Access(token=gateway.config.server.console_token, loopback_only=LOOPBACK_ONLY)
+
+
+class Console(GatewayListener):
+    """Serves one gateway's console; `web_routes` to mount, `close_streams` on shutdown."""
+
+    def __init__(self, gateway: Gateway, *, interval: float = INTERVAL, keep_alive: float = KEEP_ALIVE_SECONDS
+                 ) -> None:
+        self._gateway = gateway
+        self.access = console_access(gateway)
+        self.view = ConsoleView(gateway, gateway.recent_errors)
+        self._interval = interval
+        self._keep_alive = keep_alive
+        self._streams = ChatStreams()
+        self._nudged = asyncio.Event()
+        self._last: str | None = None
+        self._refresher: asyncio.Task[None] | None = None
+        gateway.events.subscribe(self)
+        for hook in ("subagent_start", "subagent_stop", "tool_start", "tool_end"):
+            gateway.host.hooks.register(hook, self._hooked)
+
+    def web_routes(self) -> Sequence[Any]:
+        return [
+            web.get("/console", self._page),
+            web.get("/console/", self._page),
+            web.static("/console/static", STATIC_DIR),
+            web.get("/console/api/state", self._get_state, allow_head=False),
+            web.get("/console/api/events", self._get_events, allow_head=False),
+            web.post("/console/api/children/{id}/stop", self._stop_child),
+            web.post("/console/api/outbox/{id}/{action:retry|dismiss}", self._outbox_action),
+            web.post("/console/api/dead-letters/{id}/{action:retry|dismiss}", self._dead_letter_action),
+        ]
+
+    async def close_streams(self) -> None:
+        self._streams.end_all()
+        self._gateway.events.unsubscribe(self)
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+            self._refresher = None
+
+    # -- what makes the view change ------------------------------------------------------------
+
+    def nudge(self) -> None:
+        self._nudged.set()
+
+    def turn_started(self, *args: Any) -> None:
+        self.nudge()
+
+    def turn_ended(self, *args: Any) -> None:
+        self.nudge()
+
+    def settled(self, *args: Any) -> None:
+        self.nudge()
+
+    async def _hooked(self, **_: Any) -> None:
+        self.nudge()
+
+    async def _refresh(self) -> None:
+        """While a page watches: a new snapshot after each nudge (or each interval), published if it changed."""
+        while self._streams.watching(_STREAM):
+            try:
+                await asyncio.wait_for(self._nudged.wait(), self._interval)
+            except TimeoutError:
+                pass
+            self._nudged.clear()
+            try:
+                await self._publish_if_changed(await self.view.snapshot())
+            except Exception:
+                log.exception("console: reading the gateway's state failed")
+            await asyncio.sleep(MIN_GAP)  # a burst of events makes one snapshot, not one each
+        self._refresher = None
+
+    async def _publish_if_changed(self, state: dict[str, Any]) -> None:
+        text = json.dumps({k: v for k, v in state.items() if k not in ("now", "platforms")}, sort_keys=True)
+        if text != self._last:
+            self._last = text
+            self._streams.publish(_STREAM, "state", state)
+
+    # -- the page and its API -----------------------------------------------------------------
+
+    async def _page(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+    async def _get_state(self, request: web.Request) -> web.Response:
+        if isinstance(refusal := self.access.check(request), Refusal):
+            return refused(request, refusal)
+        return web.json_response(await self.view.snapshot())
+
+    async def _get_events(self, request: web.Request) -> web.StreamResponse:
+        if isinstance(refusal := self.access.check(request), Refusal):
+            return refused(request, refusal)
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        sub = self._streams.subscribe(_STREAM)
+        if self._refresher is None:
+            self._refresher = asyncio.ensure_future(self._refresh())
+        try:
+            await response.prepare(request)
+            await response.write(encode("state", await self.view.snapshot()))
+            while (event := await sub.next(self._keep_alive)) is not None:
+                await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
+        except ConnectionError:  # the page went away
+            pass
+        finally:
+            self._streams.unsubscribe(sub)
+        return response
+
+    async def _stop_child(self, request: web.Request) -> web.Response:
+        async def stop(subagent_id: str) -> str | None:
+            if not await self._gateway.host.children.interrupt_child(subagent_id, STOP_REASON):
+                return "that subagent is not running (finished, finishing, or unknown)"
+            log.info("console: stopped subagent %s", subagent_id)
+            return None
+
+        return await self._act(request, stop, str)
+
+    async def _outbox_action(self, request: web.Request) -> web.Response:
+        action = request.match_info["action"]
+
+        async def act(row_id: int) -> str | None:
+            outbox = self._gateway.outbox
+            if action == "retry" and not outbox.retry(row_id):
+                return "only a failed message can be sent again"
+            if action == "dismiss" and not outbox.dismiss(row_id):
+                return "only a failed or pending message can be dismissed"
+            log.info("console: outbox message %d: %s", row_id, action)
+            return None
+
+        return await self._act(request, act, int)
+
+    async def _dead_letter_action(self, request: web.Request) -> web.Response:
+        action = request.match_info["action"]
+
+        async def act(letter_id: int) -> str | None:
+            store = self._gateway.store
+            if action == "retry":
+                letter = store.dead_letters.retry(letter_id, store.inbox.requeue)  # as `switchboard inbox retry`
+            else:
+                letter = store.dead_letters.dismiss(letter_id)
+            if letter is None:
+                return "no such dead letter (retried or dismissed already?)"
+            log.info("console: dead letter %d (%s event %s): %s", letter_id, letter.platform, letter.event_id, action)
+            return None
+
+        return await self._act(request, act, int)
+
+    async def _act(self, request: web.Request, action: Callable[[Any], Awaitable[str | None]],
+                   parse: Callable[[str], Any]) -> web.Response:
+        """Run an action on the id in the path: 200 ``{"ok": true}``, or 409 with why it did nothing."""
+        if isinstance(refusal := self.access.check(request), Refusal):
+            return refused(request, refusal)
+        if request.content_type != "application/json":
+            return _error(415, "send actions as application/json")
+        try:
+            target = parse(request.match_info["id"])
+        except ValueError:
+            return _error(404, "no such item")
+        problem = await action(target)
+        self.nudge()
+        if problem is not None:
+            return _error(409, problem)
+        await self._gateway.store.durable()
+        return web.json_response({"ok": True})
+
+
+def refused(request: web.Request, refusal: Refusal) -> web.Response:
+    log.info("console %s %s refused: %s", request.method, request.path, refusal.reason)
+    response = _error(refusal.status, refusal.reason)
+    if refusal.token:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="switchboard console"'
+    return response
+
+
+def _error(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)

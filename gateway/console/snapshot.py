@@ -1,0 +1,154 @@
+"""What the operator console shows, read from the gateway's owners as plain JSON-ready data.
+
+`ConsoleView.snapshot` reads, never changes: sessions (the store's most recently active,
+with what memory knows of each), running work (turns running now and turns whose
+children still run, each with its tree of children), background delegations (what ran
+apart from what was delivered), the outbox's pending and failed parts, dead letters,
+recent warnings and errors, and each platform's time since its last event. Times are
+epoch seconds on the gateway's clock; ``now`` says when the snapshot was taken.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from gateway.store import DelegationRow, OutboxRow, split_session_key
+from lifecycle import ChildSnapshot
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+    from gateway.console.recent_errors import RecentErrors
+    from gateway.sessions import GatewaySession
+
+SESSIONS = 50
+DELEGATIONS = 30
+MESSAGES = 50
+PREVIEW = 120
+MAX_DEPTH = 8
+FINISHED_CACHE = 2048
+
+
+class ConsoleView:
+    def __init__(self, gateway: Gateway, errors: RecentErrors) -> None:
+        self._gateway = gateway
+        self._errors = errors
+        self._finished: OrderedDict[str, ChildSnapshot] = OrderedDict()
+        """Snapshots of finished children: final, so read from the journal once."""
+
+    async def snapshot(self) -> dict[str, Any]:
+        g = self._gateway
+        return {
+            "now": g.clock.time(),
+            "sessions": self._sessions(),
+            "work": [w for s in g.sessions for w in self._work(s)],
+            "delegations": [await self._delegation(row) for row in g.store.delegations.recent(DELEGATIONS)],
+            "outbox": {
+                **g.store.outbox.counts(),
+                "dead": g.store.dead_letters.count(),
+                "pending_messages": [_message(r) for r in g.store.outbox.with_status("pending", MESSAGES)],
+                "failed_messages": [_message(r) for r in g.store.outbox.with_status("failed", MESSAGES)],
+                "dead_letters": [_letter(d) for d in g.store.dead_letters.all()[-MESSAGES:][::-1]],
+            },
+            "errors": self._errors.entries(),
+            "platforms": [{"name": name, "last_inbound_age": round(age, 1)}
+                          for name, age in g.metrics.inbound_ages().items()],
+        }
+
+    def _sessions(self) -> list[dict[str, Any]]:
+        g = self._gateway
+        rows = g.store.sessions.recent(SESSIONS)
+        out = []
+        for row in rows:
+            platform, chat_id, thread_id = split_session_key(row.key)
+            live = g.sessions.find(platform, chat_id, thread_id)
+            running = live.running if live is not None else None
+            out.append({
+                "key": row.key, "platform": platform, "chat_id": chat_id, "thread_id": thread_id,
+                "session_id": row.session_id, "mode": row.mode, "generation": row.generation,
+                "last_active": max(row.updated_at, live.last_active if live is not None else 0.0),
+                "in_memory": live is not None, "queued": len(live.queue) if live is not None else 0,
+                "running": None if running is None else {
+                    "turn_id": running.turn_id, "kind": running.kind, "started_at": running.started_at,
+                    "tool": running.current_tool},
+            })
+        return out
+
+    def _work(self, session: GatewaySession) -> Iterable[dict[str, Any]]:
+        """The session's running turn and every earlier turn with children still running, each
+        with its children (the finished ones it still remembers too), in launch order."""
+        view = self._gateway.host.children
+        live = view.children(session.session_id)
+        finished = view.recent(session.session_id)
+        running = session.running
+        turns = dict.fromkeys([*([running.turn_id] if running is not None else []), *(c.parent_turn_id for c in live)])
+        for turn_id in turns:
+            children = sorted((c for c in (*finished, *live) if c.parent_turn_id == turn_id),
+                              key=lambda c: c.created_at)
+            turn = running if running is not None and running.turn_id == turn_id else None
+            yield {
+                "session_key": session.key, "platform": session.platform, "chat_id": session.chat_id,
+                "session_id": session.session_id, "turn_id": turn_id, "running": turn is not None,
+                "kind": turn.kind if turn is not None else None,
+                "started_at": turn.started_at if turn is not None else None,
+                "tool": turn.current_tool if turn is not None else None,
+                "children": [self._child(c, 0) for c in children],
+            }
+
+    def _child(self, child: ChildSnapshot, depth: int) -> dict[str, Any]:
+        view = self._gateway.host.children
+        nested = [*view.recent(child.subagent_id), *view.children(child.subagent_id)] if depth < MAX_DEPTH else []
+        return {**_child(child), "children": [self._child(c, depth + 1)
+                                              for c in sorted(nested, key=lambda c: c.created_at)]}
+
+    async def _delegation(self, row: DelegationRow) -> dict[str, Any]:
+        found = await self._lookup([t.subagent_id for t in row.tasks])
+        platform, chat_id, _ = split_session_key(row.session_key)
+        tasks = []
+        for task in row.tasks:
+            child = found.get(task.subagent_id)
+            tasks.append({"index": task.task_index, "goal": _preview(task.goal), "subagent_id": task.subagent_id,
+                          "attempts": task.attempts, "state": child.state.value if child else "UNKNOWN",
+                          "error": child.error if child else None})
+        return {"id": row.delegation_id, "session_key": row.session_key, "platform": platform, "chat_id": chat_id,
+                "origin_turn_id": row.origin_turn_id, "dispatched_at": row.dispatched_at,
+                "ran": sum(1 for t in tasks if t["state"] not in _LIVE), "tasks": tasks, "status": row.status,
+                "reason": row.reason, "settled_at": row.settled_at}
+
+    async def _lookup(self, ids: list[str]) -> dict[str, ChildSnapshot]:
+        found = {sid: self._finished[sid] for sid in ids if sid in self._finished}
+        missing = [sid for sid in ids if sid not in found]
+        if missing:
+            for sid, child in (await self._gateway.host.children.lookup(missing)).items():
+                found[sid] = child
+                if child.state.terminal:
+                    self._finished[sid] = child
+                    if len(self._finished) > FINISHED_CACHE:
+                        self._finished.popitem(last=False)
+        return found
+
+
+_LIVE = frozenset({"PENDING", "STARTING", "RUNNING", "CANCEL_REQUESTED", "UNKNOWN"})
+
+
+def _child(c: ChildSnapshot) -> dict[str, Any]:
+    return {"id": c.subagent_id, "goal": _preview(c.goal), "role": c.role, "state": c.state.value,
+            "live": not c.state.terminal, "activity": c.activity, "model": c.model, "created_at": c.created_at,
+            "started_at": c.started_at, "completed_at": c.completed_at, "error": c.error}
+
+
+def _message(r: OutboxRow) -> dict[str, Any]:
+    return {"id": r.id, "key": r.key, "platform": r.platform, "chat_id": r.chat_id, "kind": r.kind, "op": r.op,
+            "status": r.status, "attempts": r.attempts, "created_at": r.created_at,
+            "next_attempt_at": r.next_attempt_at, "error": r.last_error, "text": _preview(r.text)}
+
+
+def _letter(d: Any) -> dict[str, Any]:
+    return {"id": d.id, "platform": d.platform, "chat_id": d.chat_id, "event_id": d.event_id,
+            "attempts": d.attempts, "error": d.error, "dead_at": d.dead_at, "text": _preview(d.text)}
+
+
+def _preview(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"

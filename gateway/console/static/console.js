@@ -1,0 +1,288 @@
+// The Switchboard operator console. Plain JavaScript, no build step, no third-party code.
+//
+// GET /console/api/events (Server-Sent Events, read with fetch so the token can travel in a
+// header) sends a "state" event with the whole picture at once and again whenever it changes;
+// the page redraws from it. Elapsed times tick here, from the gateway's clock ("now" in each
+// state). Buttons POST to /console/api/...; what they change arrives as the next state.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const TOKEN_KEY = "switchboard.console.token";
+  let skew = 0; // local clock minus the gateway's, in seconds
+
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.has("token")) {
+    sessionStorage.setItem(TOKEN_KEY, fragment.get("token"));
+    fragment.delete("token");
+    history.replaceState(null, "", location.pathname + location.search + (fragment.toString() ? "#" + fragment : ""));
+  }
+
+  function headers(extra) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    return Object.assign(token ? { Authorization: "Bearer " + token } : {}, extra || {});
+  }
+
+  // -- small DOM helpers: text only, never HTML ----------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined) continue;
+      if (key === "class") node.className = value;
+      else if (key.startsWith("data-")) node.setAttribute(key, value);
+      else if (key === "title") node.title = value;
+      else node[key] = value;
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  const td = (text, cls) => el("td", { class: cls || null }, text === null || text === undefined ? "" : String(text));
+  const badge = (text, cls) => el("span", { class: "badge " + (cls || text) }, text);
+  const chat = (platform, chatId) => platform + " · " + chatId;
+
+  function duration(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    if (seconds < 60) return seconds + "s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + "m " + String(seconds % 60).padStart(2, "0") + "s";
+    return Math.floor(seconds / 3600) + "h " + String(Math.floor((seconds % 3600) / 60)).padStart(2, "0") + "m";
+  }
+
+  // An element whose text is the time since (or, with data-until, between) gateway times; ticks.
+  function since(start, end, suffix) {
+    const node = el("span", { class: "since", "data-since": start, "data-until": end ?? null, "data-suffix": suffix || "" });
+    tick(node);
+    return node;
+  }
+
+  function tick(node) {
+    const now = Date.now() / 1000 - skew;
+    const end = node.dataset.until ? Number(node.dataset.until) : now;
+    node.textContent = duration(end - Number(node.dataset.since)) + (node.dataset.suffix || "");
+  }
+
+  setInterval(() => document.querySelectorAll(".since").forEach(tick), 1000);
+
+  // -- drawing ------------------------------------------------------------------------
+
+  function draw(state) {
+    skew = Date.now() / 1000 - state.now;
+    drawPlatforms(state.platforms);
+    drawWork(state.work);
+    drawDelegations(state.delegations);
+    drawOutbox(state.outbox);
+    drawSessions(state.sessions);
+    drawErrors(state.errors);
+  }
+
+  function drawPlatforms(platforms) {
+    $("platforms").replaceChildren(...platforms.map((p) =>
+      el("li", { "data-platform": p.name, title: "time since " + p.name + " last handed the gateway an event" },
+        p.name + " ", since(Date.now() / 1000 - skew - p.last_inbound_age, null, " ago"))));
+  }
+
+  function drawWork(work) {
+    $("work-count").textContent = work.length ? "(" + work.length + ")" : "";
+    $("work").replaceChildren(...work.map((w) => el("div", { class: "turn", "data-turn-id": w.turn_id },
+      el("div", { class: "turn-head" },
+        el("strong", {}, chat(w.platform, w.chat_id)),
+        el("span", { class: "id", title: "turn id" }, w.turn_id),
+        w.running ? badge(w.kind === "completion" ? "completion turn" : "turn running", "running")
+          : badge("turn ended", "suppressed"),
+        w.running ? since(w.started_at) : null,
+        w.tool ? el("span", { class: "meta" }, "running " + w.tool) : null),
+      w.children.length ? tree(w.children) : null)));
+  }
+
+  function tree(children) {
+    return el("ul", { class: "tree" }, ...children.map((c) => el("li", {},
+      el("div", { class: "child", "data-child-id": c.id, "data-state": c.state },
+        badge(c.state),
+        el("span", { class: "goal" }, c.goal),
+        el("span", { class: "meta" }, c.started_at ? since(c.started_at, c.completed_at) : "not started"),
+        el("span", { class: "meta activity" }, c.live ? c.activity : (c.error || c.activity)),
+        el("span", { class: "meta" }, [c.role, c.model].filter(Boolean).join(" · ")),
+        c.live ? action("Stop", "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
+          "Interrupt this subagent: it ends with the partial output it has") : null),
+      c.children && c.children.length ? tree(c.children) : null)));
+  }
+
+  function drawDelegations(rows) {
+    const running = rows.filter((d) => d.status === "running").length;
+    $("delegations-count").textContent = rows.length ? "(" + running + " running, " + rows.length + " shown)" : "";
+    $("delegations").replaceChildren(...rows.map((d) => el("tr", { "data-delegation-id": d.id, "data-status": d.status },
+      td(d.id, "id"),
+      td(chat(d.platform, d.chat_id)),
+      el("td", {}, since(d.dispatched_at, null, " ago")),
+      td(d.ran + " of " + d.tasks.length),
+      el("td", {}, badge(d.status), d.reason ? el("span", { class: "meta" }, " " + d.reason) : null),
+      el("td", {}, ...d.tasks.map((t) => el("div", { "data-subagent-id": t.subagent_id },
+        badge(t.state), " " + t.goal + (t.attempts > 1 ? " (attempt " + t.attempts + ")" : ""),
+        t.error ? el("span", { class: "error" }, " — " + t.error) : null))))));
+  }
+
+  function drawOutbox(outbox) {
+    $("outbox-counts").textContent = outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
+    $("failed").replaceChildren(...outbox.failed_messages.map((m) => el("tr", { "data-message-id": m.id },
+      td(chat(m.platform, m.chat_id)), td(m.kind), el("td", {}, since(m.created_at, null, " ago")), td(m.attempts),
+      td(m.error, "error"), td(m.text, "text"),
+      el("td", {}, action("Retry", "/console/api/outbox/" + m.id + "/retry", "", "Send it again"),
+        action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it")))));
+    $("dead").replaceChildren(...outbox.dead_letters.map((d) => el("tr", { "data-letter-id": d.id },
+      td(chat(d.platform, d.chat_id)), td(d.event_id, "id"), el("td", {}, since(d.dead_at, null, " ago")),
+      td(d.attempts), td(d.error, "error"), td(d.text, "text"),
+      el("td", {}, action("Retry", "/console/api/dead-letters/" + d.id + "/retry", "",
+        "Hand it back to the gateway (as switchboard inbox retry does)"),
+        action("Dismiss", "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it")))));
+    $("pending").replaceChildren(...outbox.pending_messages.map((m) => el("tr", { "data-message-id": m.id },
+      td(chat(m.platform, m.chat_id)), td(m.kind + (m.op !== "send" ? " (" + m.op + ")" : "")),
+      el("td", {}, since(m.created_at, null, " ago")), td(m.attempts), td(m.error, "error"), td(m.text, "text"),
+      el("td", {}, action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it")))));
+  }
+
+  function drawSessions(sessions) {
+    $("sessions-count").textContent = sessions.length ? "(" + sessions.length + " most recent)" : "";
+    $("sessions").replaceChildren(...sessions.map((s) => el("tr", { "data-session-key": s.key, "data-session-id": s.session_id },
+      td(s.platform), td(s.chat_id + (s.thread_id ? " / " + s.thread_id : "")), td(s.mode), td(s.generation),
+      el("td", {}, since(s.last_active, null, " ago")),
+      el("td", {}, s.running ? badge(s.running.kind === "completion" ? "delivering" : "turn running", "running")
+        : (s.queued ? badge(s.queued + " queued", "PENDING") : (s.in_memory ? "idle" : "")),
+      s.running && s.running.tool ? el("span", { class: "meta" }, " " + s.running.tool) : null))));
+  }
+
+  function drawErrors(errors) {
+    $("errors").replaceChildren(...errors.map((e) => el("li", { class: e.level },
+      el("span", { class: "meta" }, new Date(e.time * 1000).toLocaleTimeString() + " " + e.level + " " + e.logger + ": "),
+      e.message + (e.exception ? " — " + e.exception : ""),
+      e.session_id ? el("span", { class: "meta id" }, " session " + e.session_id) : null)));
+  }
+
+  // -- actions ------------------------------------------------------------------------
+
+  function action(label, url, cls, title) {
+    const button = el("button", { type: "button", class: cls || null, title: title || null }, label);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      let response;
+      try {
+        response = await fetch(url, { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: "{}" });
+      } catch {
+        response = null;
+      }
+      if (response && asksForToken(response)) {
+        await askForToken(true);
+        button.disabled = false;
+        return;
+      }
+      if (!response || !response.ok) {
+        const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status : "the gateway did not answer";
+        notice(label + " did nothing: " + reason);
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  let noticeTimer = null;
+  function notice(text) {
+    $("notice").textContent = text;
+    $("notice").hidden = false;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => { $("notice").hidden = true; }, 8000);
+  }
+
+  // -- the token ----------------------------------------------------------------------
+
+  function asksForToken(response) {
+    return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");
+  }
+
+  let asking = null;
+  $("login").addEventListener("cancel", (event) => event.preventDefault());
+  function askForToken(rejected) {
+    if (!asking) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      setState("login", "sign in");
+      $("login-error").hidden = !rejected || !$("token").value;
+      $("login").showModal();
+      asking = new Promise((resolve) => {
+        $("login-form").addEventListener("submit", () => {
+          sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+          asking = null;
+          resolve();
+        }, { once: true });
+      });
+    }
+    return asking;
+  }
+
+  // -- the live state -----------------------------------------------------------------
+
+  function setState(state, text) {
+    document.body.dataset.state = state;
+    $("status").textContent = text;
+  }
+
+  async function listen() {
+    let delay = 500;
+    for (;;) {
+      let received = false;
+      try {
+        const response = await fetch("/console/api/events", { headers: headers({ Accept: "text/event-stream" }), cache: "no-store" });
+        if (asksForToken(response)) {
+          await askForToken(true);
+          continue;
+        }
+        if (!response.ok || !response.body) {
+          const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
+          setState("refused", "not connected: " + reason);
+          await new Promise((resolve) => setTimeout(resolve, 10000));
+          continue;
+        }
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const event = parse(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+            if (!event || event.type !== "state") continue;
+            draw(event.data);
+            if (!received) {
+              received = true;
+              delay = 500;
+              setState("connected", "connected");
+            }
+          }
+        }
+      } catch {
+        // fall through: reconnect below
+      }
+      setState("reconnecting", "reconnecting…");
+      await new Promise((resolve) => setTimeout(resolve, received ? 200 : delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  }
+
+  function parse(block) {
+    let type = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue; // keep-alive
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") type = value;
+      else if (field === "data") data.push(value);
+    }
+    return data.length ? { type, data: JSON.parse(data.join("\n")) } : null;
+  }
+
+  listen();
+})();

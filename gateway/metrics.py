@@ -1,0 +1,176 @@
+"""Prometheus metrics of one gateway, served at ``/metrics`` (see docs/console.md for the list).
+
+Each gateway has its own `prometheus_client.CollectorRegistry`, never the process-wide
+default one, so several gateways in one process (tests, embedding) do not collide.
+Counters and histograms are fed as things happen: by the gateway's events
+(`gateway.events`) and by agent hooks (``subagent_stop``, ``model_call``). Gauges are
+read when Prometheus scrapes: the outbox's pending and failed parts and the dead
+letters from the store, children by state from the lifecycle's host view, and the
+seconds since each platform last handed the gateway an event.
+
+Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
+user, session or message id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, exposition, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from agent import Clock, HookRegistry, TurnResult
+from gateway.events import GatewayListener
+from lifecycle import HostView, SubagentState
+
+if TYPE_CHECKING:
+    from gateway.session_registry import SessionRegistry
+    from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+    from gateway.store import GatewayStore, OutboxRow
+
+CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
+"""The classic text format every Prometheus reads (our names need none of the newer escaping)."""
+TURN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+CHILD_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+MAX_DEPTH = 8
+"""How deep the gauge of children looks into orchestrators' own children."""
+
+
+class GatewayMetrics(GatewayListener):
+    """Subscribe it to the gateway's events and register its `hooks`; `exposition` is the page."""
+
+    def __init__(self, *, store: GatewayStore, sessions: SessionRegistry, children: HostView,
+                 platforms: Iterable[str], clock: Clock) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.turns = Counter("switchboard_turns", "Turns that ended, by platform, kind (message or completion)"
+                             " and outcome (done, stopped, superseded, shutdown, failed).",
+                             ["platform", "kind", "outcome"], registry=r)
+        self.turn_seconds = Histogram("switchboard_turn_duration_seconds", "How long turns ran.",
+                                      ["platform", "kind"], buckets=TURN_BUCKETS, registry=r)
+        self.child_runs = Counter("switchboard_subagent_runs", "Children that finished, by role and status"
+                                  " (completed, failed, error, interrupted, timeout).", ["role", "status"], registry=r)
+        self.child_seconds = Histogram("switchboard_subagent_duration_seconds", "How long finished children ran.",
+                                       ["role", "status"], buckets=CHILD_BUCKETS, registry=r)
+        self.deliveries = Counter("switchboard_deliveries", "Outbox parts settled, by platform, kind and outcome"
+                                  " (sent or failed).", ["platform", "kind", "outcome"], registry=r)
+        self.limited = Counter("switchboard_platform_rate_limited", "Platform answers asking the gateway to"
+                                    " slow down (HTTP 429 and the like).", ["platform"], registry=r)
+        self.inbound_events = Counter("switchboard_inbound_events", "Events platforms handed the gateway.",
+                                      ["platform"], registry=r)
+        self.duplicates = Counter("switchboard_inbound_duplicates", "Events dropped as redeliveries of one seen"
+                                  " before.", ["platform"], registry=r)
+        self.tokens = Counter("switchboard_model_tokens", "Model tokens used, by model, role (parent, leaf,"
+                              " orchestrator) and type (input or output).", ["model", "role", "type"], registry=r)
+        self.cost = Counter("switchboard_model_cost_usd", "Model cost in US dollars, as providers report it.",
+                            ["model", "role"], registry=r)
+        self.model_calls = Counter("switchboard_model_calls", "Model calls, by model, role and outcome (ok, or the"
+                                   " kind of failure).", ["model", "role", "outcome"], registry=r)
+        self._clock = clock
+        self._started = clock.monotonic()
+        self._last_inbound: dict[str, float] = {}
+        self._platforms = sorted(set(platforms))
+        for platform in self._platforms:  # present from the first scrape, at zero
+            self.inbound_events.labels(platform)
+            self.duplicates.labels(platform)
+            self.limited.labels(platform)
+        r.register(_Live(self, store, sessions, children))
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus' text format (`CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
+    def hooks(self, hooks: HookRegistry) -> None:
+        hooks.register("subagent_stop", self._child_stopped)
+        hooks.register("model_call", self._model_called)
+
+    def inbound_ages(self) -> dict[str, float]:
+        """Seconds since each platform last handed the gateway an event (since the start when none has)."""
+        now = self._clock.monotonic()
+        return {p: now - self._last_inbound.get(p, self._started) for p in self._platforms}
+
+    # -- events ---------------------------------------------------------------------------
+
+    def turn_ended(self, session: GatewaySession, item: WorkItem, running: RunningTurn, result: TurnResult | None,
+                   outcome: str, seconds: float) -> None:
+        self.turns.labels(session.platform, item.kind, outcome).inc()
+        self.turn_seconds.labels(session.platform, item.kind).observe(seconds)
+
+    def inbound(self, platform: str, *, duplicate: bool) -> None:
+        self._last_inbound[platform] = self._clock.monotonic()
+        if platform not in self._platforms:
+            self._platforms.append(platform)
+        self.inbound_events.labels(platform).inc()
+        if duplicate:
+            self.duplicates.labels(platform).inc()
+
+    def settled(self, row: OutboxRow, status: str) -> None:
+        self.deliveries.labels(row.platform, row.kind, status).inc()
+
+    def rate_limited(self, platform: str, retry_after: float) -> None:
+        self.limited.labels(platform).inc()
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    async def _child_stopped(self, *, child_role: str, child_status: str, duration_ms: int, **_: Any) -> None:
+        self.child_runs.labels(child_role, child_status).inc()
+        self.child_seconds.labels(child_role, child_status).observe(duration_ms / 1000)
+
+    async def _model_called(self, *, role: str, model: str | None, prompt_tokens: int, completion_tokens: int,
+                            cost_usd: float | None, error: str | None, **_: Any) -> None:
+        name = model or "unknown"
+        self.model_calls.labels(name, role, error or "ok").inc()
+        if prompt_tokens:
+            self.tokens.labels(name, role, "input").inc(prompt_tokens)
+        if completion_tokens:
+            self.tokens.labels(name, role, "output").inc(completion_tokens)
+        if cost_usd:
+            self.cost.labels(name, role).inc(cost_usd)
+
+
+class _Live(Collector):
+    """The gauges read at each scrape."""
+
+    def __init__(self, metrics: GatewayMetrics, store: GatewayStore, sessions: SessionRegistry,
+                 children: HostView) -> None:
+        self._metrics, self._store, self._sessions, self._children = metrics, store, sessions, children
+
+    def describe(self) -> list:
+        return []  # read live: nothing to check for clashes ahead of time
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        outbox = GaugeMetricFamily("switchboard_outbox_messages", "Outbox parts pending and failed (kept a week),"
+                                   " and inbound events set aside as dead letters (dead).", labels=["status"])
+        counts = self._store.outbox.counts()
+        outbox.add_metric(["pending"], counts["pending"])
+        outbox.add_metric(["failed"], counts["failed"])
+        outbox.add_metric(["dead"], self._store.dead_letters.count())
+        yield outbox
+        states = {s: 0 for s in SubagentState if not s.terminal}
+        for child in live_children(self._children, [s.session_id for s in self._sessions]):
+            states[child.state] = states.get(child.state, 0) + 1
+        gauge = GaugeMetricFamily("switchboard_subagents", "Children not finished, by state.", labels=["state"])
+        for state, n in states.items():
+            gauge.add_metric([state.value.lower()], n)
+        yield gauge
+        sessions = list(self._sessions)
+        yield GaugeMetricFamily("switchboard_sessions", "Sessions in memory (recently active).", value=len(sessions))
+        yield GaugeMetricFamily("switchboard_turns_running", "Turns running now.",
+                                value=sum(1 for s in sessions if s.running is not None))
+        ages = GaugeMetricFamily("switchboard_last_inbound_age_seconds", "Seconds since the platform last handed the"
+                                 " gateway an event (since the start if none yet): a watchdog for connections that"
+                                 " died silently.", labels=["platform"])
+        for platform, age in self._metrics.inbound_ages().items():
+            ages.add_metric([platform], age)
+        yield ages
+
+
+def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:
+    """Every live child of these sessions, and of those children (orchestrators), in launch order."""
+    for sid in session_ids:
+        for child in view.children(sid):
+            yield child
+            if depth < MAX_DEPTH:
+                yield from live_children(view, [child.subagent_id], depth + 1)

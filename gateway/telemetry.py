@@ -1,0 +1,62 @@
+"""Traces from the configuration: OTLP/HTTP export when ``telemetry.otlp_endpoint`` is set.
+
+The OpenTelemetry packages are optional (``pip install 'switchboard[telemetry]'``; the
+container image has them): nothing imports them unless traces are wanted, and a set
+endpoint without them stops the start with one line saying what to install.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from yarl import URL
+
+from gateway.config.sections import TelemetrySettings
+from gateway.errors import StartupError
+
+if TYPE_CHECKING:
+    from gateway.tracing import Tracing
+
+TRACES_PATH = "/v1/traces"
+
+
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL: the endpoint as given when it has a path, else with /v1/traces."""
+    url = URL(endpoint)
+    return str(url.with_path(TRACES_PATH)) if url.path in ("", "/") else endpoint
+
+
+def build_tracing(settings: TelemetrySettings, *, provider: object | None = None, provider_name: str | None = None,
+                  request_model: str | None = None, origin_of: Callable[[str], str | None] = lambda _: None,
+                  ) -> Tracing | None:
+    """`Tracing` on ``provider`` (an OpenTelemetry ``TracerProvider`` the caller owns: tests, an
+    application with its own set-up) or, without one, on a provider exporting to
+    ``settings.otlp_endpoint``; None when neither is given (no traces)."""
+    if provider is None and not settings.otlp_endpoint:
+        return None
+    try:
+        from gateway.tracing import Tracing
+    except ImportError as exc:
+        raise StartupError("telemetry.otlp_endpoint: set, but the OpenTelemetry packages are not installed;"
+                           " pip install 'switchboard[telemetry]', or unset it") from exc
+    owns = provider is None
+    if provider is None:
+        provider = _otlp_provider(settings)
+    return Tracing(provider, capture_content=settings.capture_content, provider_name=provider_name,  # type: ignore[arg-type]
+                   request_model=request_model, origin_of=origin_of, owns_provider=owns)
+
+
+def _otlp_provider(settings: TelemetrySettings) -> object:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise StartupError("telemetry.otlp_endpoint: set, but the OpenTelemetry SDK or its OTLP exporter is not"
+                           " installed; pip install 'switchboard[telemetry]', or unset it") from exc
+    assert settings.otlp_endpoint is not None
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_url(settings.otlp_endpoint))))
+    return provider

@@ -1,0 +1,261 @@
+"""OpenTelemetry traces of turns and their children, after the GenAI semantic conventions.
+
+One trace per chat turn:
+
+- ``invoke_agent switchboard`` (INTERNAL): the parent turn, from the turn runner's events,
+  with ``gen_ai.conversation.id`` (the session generation's agent session id), the platform,
+  the outcome and the turn's token usage. A completion turn (background results) joins the
+  trace of the turn that delegated.
+- ``execute_tool {name}`` (INTERNAL): every tool call of the parent and of every child,
+  from the agent's ``tool_start`` / ``tool_end`` hooks.
+- ``invoke_agent subagent`` (INTERNAL): every child, from the ``subagent_start`` /
+  ``subagent_stop`` hooks, a child of the ``execute_tool delegate_task`` span that launched
+  it (of the parent turn's span when another tool launched it), so an orchestrator's own
+  children nest under it.
+- ``chat {model}`` (CLIENT): every model call, from the ``model_call`` hook, with its tokens.
+
+The lifecycle knows nothing of this: spans are found by the ids the hooks carry (session,
+turn, subagent). Prompts, replies, goals, summaries, tool arguments and tool results are
+recorded (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``) only with
+``capture_content``. Importing this module needs the OpenTelemetry API; `gateway.telemetry`
+builds it from the configuration only when traces are wanted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from agent import HookRegistry, TurnResult
+from gateway.events import GatewayListener
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+
+DELEGATE = "delegate_task"
+REMEMBERED = 4096
+"""Span contexts kept after their span ended, for children and completion turns that come later."""
+_FAILED_CHILD = frozenset({"failed", "error", "timeout"})
+
+
+class Tracing(GatewayListener):
+    """Subscribe it to the gateway's events and register its `hooks`; `close` on the way out.
+
+    ``provider`` is an OpenTelemetry ``TracerProvider``; with ``owns_provider`` it is shut
+    down (its spans flushed) by `close`. ``origin_of(delegation_id)`` names the turn that
+    dispatched a background delegation, so its completion turn joins that turn's trace.
+    """
+
+    def __init__(self, provider: trace.TracerProvider, *, capture_content: bool = False,
+                 provider_name: str | None = None, request_model: str | None = None,
+                 origin_of: Callable[[str], str | None] = lambda _: None, owns_provider: bool = False) -> None:
+        self._provider = provider
+        self._owns = owns_provider
+        self._tracer = provider.get_tracer("switchboard")
+        self.capture_content = capture_content
+        self._provider_name = provider_name
+        self._request_model = request_model
+        self._origin_of = origin_of
+        self._turns: dict[tuple[str, str], Span] = {}
+        """Open parent turns by (agent session id, turn id)."""
+        self._agents: dict[str, Span] = {}
+        """Open children by subagent id (also their agent session id)."""
+        self._tools: dict[tuple[str, str, str], Span] = {}
+        """Open tool calls by (session id, turn id, call id)."""
+        self._conversations: dict[str, str] = {}
+        """The conversation of each open child: its root session's id."""
+        self._ended_turns: OrderedDict[str, trace.SpanContext] = OrderedDict()
+        self._launchers: OrderedDict[tuple[str, str], trace.SpanContext] = OrderedDict()
+        """The latest delegate_task span of each (session, turn): what its children hang under."""
+
+    def hooks(self, hooks: HookRegistry) -> None:
+        hooks.register("subagent_start", self._child_started)
+        hooks.register("subagent_stop", self._child_stopped)
+        hooks.register("tool_start", self._tool_started)
+        hooks.register("tool_end", self._tool_ended)
+        hooks.register("model_call", self._model_called)
+
+    async def close(self) -> None:
+        """End every span still open (the process is stopping) and, if owned, flush and shut the
+        provider down (in a thread: an exporter may wait on the network)."""
+        for span in [*self._tools.values(), *self._agents.values(), *self._turns.values()]:
+            span.set_attribute("switchboard.ended_by", "shutdown")
+            span.end()
+        self._tools.clear()
+        self._agents.clear()
+        self._turns.clear()
+        if self._owns:
+            await asyncio.to_thread(self._provider.shutdown)  # type: ignore[attr-defined]
+
+    # -- parent turns (gateway events) ----------------------------------------------------------
+
+    def turn_started(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
+        parent = None
+        if item.delegation_id is not None:
+            origin = self._origin_of(item.delegation_id)
+            parent = self._ended_turns.get(origin) if origin else None
+        attributes = self._agent_attributes("switchboard", session.session_id, session.session_id)
+        attributes.update({"switchboard.platform": session.platform, "switchboard.turn.id": item.turn_id,
+                           "switchboard.turn.kind": item.kind, "switchboard.delegation.mode": session.mode})
+        if self.capture_content:
+            attributes["gen_ai.input.messages"] = _messages("user", item.text)
+        context = trace.set_span_in_context(trace.NonRecordingSpan(parent)) if parent is not None else None
+        span = self._tracer.start_span("invoke_agent switchboard", context=context, kind=SpanKind.INTERNAL,
+                                       attributes=attributes)
+        self._turns[(session.session_id, item.turn_id)] = span
+
+    def turn_ended(self, session: GatewaySession, item: WorkItem, running: RunningTurn, result: TurnResult | None,
+                   outcome: str, seconds: float) -> None:
+        span = self._turns.pop((session.session_id, item.turn_id), None)
+        if span is None:
+            return
+        for key in [k for k in self._tools if k[:2] == (session.session_id, item.turn_id)]:
+            self._tools.pop(key).end()  # a tool cut short by a hard interrupt
+        span.set_attribute("switchboard.turn.outcome", outcome)
+        if result is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", result.usage.prompt_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", result.usage.completion_tokens)
+            if result.model:
+                span.set_attribute("gen_ai.response.model", result.model)
+            span.set_attribute("gen_ai.response.finish_reasons", [result.exit_reason])
+            if self.capture_content and result.text:
+                span.set_attribute("gen_ai.output.messages", _messages("assistant", result.text, result.exit_reason))
+        if outcome == "failed":
+            kind = "crash" if result is None else result.exit_reason
+            span.set_attribute("error.type", kind)
+            span.set_status(Status(StatusCode.ERROR, kind))
+        self._remember(self._ended_turns, item.turn_id, span.get_span_context())
+        span.end()
+
+    # -- children (lifecycle hooks) -------------------------------------------------------------
+
+    async def _child_started(self, *, parent_session_id: str, parent_turn_id: str, child_subagent_id: str,
+                             child_role: str, child_goal: str, **_: Any) -> None:
+        self._start_child(parent_session_id, parent_turn_id, child_subagent_id, child_role, child_goal)
+
+    def _start_child(self, parent_sid: str, parent_turn: str, sid: str, role: str, goal: str | None,
+                     start_time: int | None = None) -> Span:
+        conversation = self._conversations.get(parent_sid, parent_sid)
+        self._conversations[sid] = conversation
+        attributes = self._agent_attributes("subagent", sid, conversation)
+        attributes.update({"switchboard.subagent.role": role, "switchboard.parent.session_id": parent_sid,
+                           "switchboard.parent.turn_id": parent_turn})
+        if self.capture_content and goal:
+            attributes["gen_ai.input.messages"] = _messages("user", goal)
+        parent = self._launchers.get((parent_sid, parent_turn))
+        context = (trace.set_span_in_context(trace.NonRecordingSpan(parent)) if parent is not None
+                   else self._context_of(parent_sid, parent_turn))
+        span = self._tracer.start_span("invoke_agent subagent", context=context, kind=SpanKind.INTERNAL,
+                                       attributes=attributes, start_time=start_time)
+        self._agents[sid] = span
+        return span
+
+    async def _child_stopped(self, *, parent_session_id: str, parent_turn_id: str, child_session_id: str,
+                             child_role: str, child_summary: str | None, child_status: str, child_exit_reason: str,
+                             duration_ms: int, **_: Any) -> None:
+        span = self._agents.pop(child_session_id, None)
+        if span is None:  # stopped before it started: still one span, as long as it lasted
+            start = time.time_ns() - duration_ms * 1_000_000
+            span = self._start_child(parent_session_id, parent_turn_id, child_session_id, child_role, None, start)
+            self._agents.pop(child_session_id, None)
+        self._conversations.pop(child_session_id, None)
+        span.set_attribute("switchboard.subagent.status", child_status)
+        span.set_attribute("gen_ai.response.finish_reasons", [child_exit_reason])
+        if self.capture_content and child_summary:
+            span.set_attribute("gen_ai.output.messages", _messages("assistant", child_summary, child_exit_reason))
+        if child_status in _FAILED_CHILD:
+            span.set_attribute("error.type", child_status)
+            span.set_status(Status(StatusCode.ERROR, child_status))
+        span.end()
+
+    # -- tools and model calls (agent hooks) ----------------------------------------------------
+
+    async def _tool_started(self, *, session_id: str, turn_id: str, tool_name: str, call_id: str,
+                            arguments: Any, **_: Any) -> None:
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool_name,
+                                      "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function",
+                                      "gen_ai.conversation.id": self._conversations.get(session_id, session_id)}
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(arguments)
+        span = self._tracer.start_span(f"execute_tool {tool_name}", context=self._context_of(session_id, turn_id),
+                                       kind=SpanKind.INTERNAL, attributes=attributes)
+        self._tools[(session_id, turn_id, call_id)] = span
+        if tool_name == DELEGATE:
+            self._remember(self._launchers, (session_id, turn_id), span.get_span_context())
+
+    async def _tool_ended(self, *, session_id: str, turn_id: str, call_id: str, ok: bool, output: str,
+                          **_: Any) -> None:
+        span = self._tools.pop((session_id, turn_id, call_id), None)
+        if span is None:
+            return
+        if self.capture_content:
+            span.set_attribute("gen_ai.tool.call.result", output)
+        if not ok:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "tool_error"))
+        span.end()
+
+    async def _model_called(self, *, session_id: str, turn_id: str, model: str | None, prompt_tokens: int,
+                            completion_tokens: int, duration_seconds: float, error: str | None, **_: Any) -> None:
+        end = time.time_ns()
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
+                                      "gen_ai.conversation.id": self._conversations.get(session_id, session_id),
+                                      "gen_ai.usage.input_tokens": prompt_tokens,
+                                      "gen_ai.usage.output_tokens": completion_tokens}
+        if model:
+            attributes["gen_ai.request.model"] = attributes["gen_ai.response.model"] = model
+        if self._provider_name:
+            attributes["gen_ai.provider.name"] = self._provider_name
+        span = self._tracer.start_span(f"chat {model or 'model'}", context=self._context_of(session_id, turn_id),
+                                       kind=SpanKind.CLIENT, attributes=attributes,
+                                       start_time=end - max(0, int(duration_seconds * 1e9)))
+        if error is not None:
+            span.set_attribute("error.type", error)
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end(end_time=end)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _context_of(self, session_id: str, turn_id: str) -> Any:
+        """The context whose span a call in (session, turn) hangs under: the parent turn, else the child."""
+        span = self._turns.get((session_id, turn_id)) or self._agents.get(session_id)
+        return trace.set_span_in_context(span) if span is not None else None
+
+    def _agent_attributes(self, name: str, agent_id: str, conversation: str) -> dict[str, Any]:
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+                                      "gen_ai.agent.id": agent_id, "gen_ai.conversation.id": conversation}
+        if self._provider_name:
+            attributes["gen_ai.provider.name"] = self._provider_name
+        if self._request_model:
+            attributes["gen_ai.request.model"] = self._request_model
+        return attributes
+
+    @staticmethod
+    def _remember(store: OrderedDict, key: Any, value: trace.SpanContext) -> None:
+        store[key] = value
+        store.move_to_end(key)
+        while len(store) > REMEMBERED:
+            store.popitem(last=False)
+
+
+def _messages(role: str, text: str, finish_reason: str | None = None) -> str:
+    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
+    if finish_reason is not None:
+        message["finish_reason"] = finish_reason
+    return json.dumps([message], ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)

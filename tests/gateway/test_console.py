@@ -1,0 +1,214 @@
+"""The operator console's API over HTTP: what it shows, what its buttons do, who may use it.
+(The page itself is tested in a browser: tests/scenarios/test_console_browser.py.)"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
+from gateway.console.routes import STOP_REASON
+from gateway.testing import RecordingAdapter, make_config, settled
+from lifecycle import SubagentState
+from platforms.base import Forbidden
+from tests.gateway.observing import FailingAdapter, served
+
+TOKEN = "console-token-0123456789"
+TWO_TASKS = {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [{"goal": "apples"},
+                                                                             {"goal": "pears"}]}}]}
+JSON = {"Content-Type": "application/json"}
+
+
+async def state(base: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(f"{base}/console/api/state", headers=headers) as response:
+        assert response.status == 200, await response.text()
+        return await response.json()
+
+
+async def post(base: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    async with aiohttp.ClientSession() as http, http.post(f"{base}{path}", data="{}",
+                                                          headers={**JSON, **(headers or {})}) as response:
+        return response.status, await response.json()
+
+
+async def test_sessions_running_work_with_its_children_and_background_delegations_ran_apart_from_delivered(
+        tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"text": "results are in"}]],
+                           "leaf": lambda request: {"wait": request.metadata["goal"], "text": "found"}})
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("compare", chat="c1")
+        await chat.wait_for(lambda: chat.texts() == ["on it"])
+        await model.reached("apples")
+        await model.reached("pears")  # both children wait for the model
+        seen = await state(server.url)
+        [session] = seen["sessions"]
+        assert (session["platform"], session["chat_id"], session["mode"], session["generation"]) == (
+            "chat", "c1", "background", 1)
+        assert session["in_memory"] and session["last_active"] <= seen["now"]
+        [work] = seen["work"]  # the turn has ended; its children still run
+        assert (work["chat_id"], work["running"]) == ("c1", False)
+        assert [(c["goal"], c["state"], c["live"], c["model"]) for c in work["children"]] == [
+            ("apples", "RUNNING", True, "scripted"), ("pears", "RUNNING", True, "scripted")]
+        assert all(c["activity"] == "waiting for the model" and c["started_at"] for c in work["children"])
+        [delegation] = seen["delegations"]
+        assert (delegation["status"], delegation["ran"], delegation["origin_turn_id"]) == (
+            "running", 0, work["turn_id"])
+        assert [t["state"] for t in delegation["tasks"]] == ["RUNNING", "RUNNING"]
+        model.release("apples")
+        model.release("pears")
+        await settled(gateway)
+        seen = await state(server.url)
+    assert chat.texts() == ["on it", "results are in"]
+    assert seen["work"] == []
+    [delegation] = seen["delegations"]
+    assert (delegation["status"], delegation["ran"]) == ("delivered", 2)
+    assert [t["state"] for t in delegation["tasks"]] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [p["name"] for p in seen["platforms"]] == ["chat"]
+
+
+async def test_stopping_a_child_from_the_console_ends_it_with_its_partial_output_and_the_turn_goes_on(
+        tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "one of them was stopped"}]],
+                           "leaf": lambda request: ({"wait": "pears"} if request.metadata["goal"] == "pears"
+                                                    else {"text": "apples are red"})})
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "inline"}), [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("compare")
+        await model.reached("pears")  # never released: only a stop ends it
+        [work] = (await state(server.url))["work"]
+        assert work["running"] and work["tool"] == "delegate_task"
+        hanging = next(c for c in work["children"] if c["goal"] == "pears")
+        assert await post(server.url, f"/console/api/children/{hanging['id']}/stop") == (200, {"ok": True})
+        await settled(gateway)
+        status, body = await post(server.url, f"/console/api/children/{hanging['id']}/stop")
+        assert status == 409 and "not running" in body["error"]
+        assert (await post(server.url, "/console/api/children/sa-nobody/stop"))[0] == 409
+    assert chat.texts("reply") == ["one of them was stopped"]
+    snapshot = (await gateway.host.children.lookup([hanging["id"]]))[hanging["id"]]
+    assert (snapshot.state, snapshot.error) == (SubagentState.INTERRUPTED, STOP_REASON)
+    told = next(m for m in next(iter(gateway.sessions)).agent.messages if m["role"] == "tool")
+    results = json.loads(told["content"])["results"]  # what the parent was told
+    assert [(r["status"], r["error"]) for r in results] == [("completed", None), ("interrupted", STOP_REASON)]
+
+
+async def test_a_failed_message_is_sent_again_or_dismissed_and_recent_errors_show_why(tmp_path, gateways) -> None:
+    chat = FailingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "first"}],
+                                                                               [{"text": "second"}]]})
+    async with served(gateway) as server:
+        for text in ("one", "two"):
+            chat.fail_next(Forbidden("the bot was blocked"))
+            await chat.say(text)
+            await settled(gateway)
+        seen = await state(server.url)
+        assert seen["outbox"]["failed"] == 2
+        first, second = sorted(seen["outbox"]["failed_messages"], key=lambda m: m["id"])
+        assert (first["text"], first["kind"], first["error"]) == ("first", "reply", "Forbidden: the bot was blocked")
+        assert any("Forbidden" in e["message"] and e["level"] == "WARNING" for e in seen["errors"])
+        assert await post(server.url, f"/console/api/outbox/{first['id']}/retry") == (200, {"ok": True})
+        await settled(gateway)
+        assert chat.texts() == ["first"]
+        assert (await post(server.url, f"/console/api/outbox/{first['id']}/retry"))[0] == 409  # sent now
+        assert await post(server.url, f"/console/api/outbox/{second['id']}/dismiss") == (200, {"ok": True})
+        seen = await state(server.url)
+    assert seen["outbox"]["failed"] == 0 and seen["outbox"]["failed_messages"] == []
+    assert gateway.store.outbox.message_by_id(second["id"]).status == "dropped"
+    assert chat.texts() == ["first"]
+
+
+async def test_dead_letters_are_handed_back_as_the_cli_does_or_dismissed(tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, inbox={"max_attempts": 1}), [chat], clock=FakeClock(),
+                             script={"parent": [[{"text": "answered at last"}]]})
+    save = gateway.store.sessions.save
+
+    def refuse(row):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    gateway.store.sessions.save = refuse
+    async with served(gateway) as server:
+        await chat.say("please answer", chat="c1", event_id="ev-1")
+        await chat.say("and this", chat="c2", event_id="ev-2")
+        await settled(gateway)
+        letters = {d["event_id"]: d for d in (await state(server.url))["outbox"]["dead_letters"]}
+        assert letters["ev-1"]["text"] == "please answer" and "disk is full" in letters["ev-1"]["error"]
+        gateway.store.sessions.save = save
+        assert await post(server.url, f"/console/api/dead-letters/{letters['ev-1']['id']}/retry") == (200, {"ok": True})
+        await chat.wait_for(lambda: "answered at last" in chat.texts())  # the running gateway took it up
+        assert await post(server.url, f"/console/api/dead-letters/{letters['ev-2']['id']}/dismiss") == (
+            200, {"ok": True})
+        assert (await post(server.url, f"/console/api/dead-letters/{letters['ev-2']['id']}/dismiss"))[0] == 409
+        seen = await state(server.url)
+    assert seen["outbox"]["dead"] == 0
+    assert (await chat.say("and this", chat="c2", event_id="ev-2")).duplicate  # dismissed, never re-handled
+
+
+async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path, server={"console_token": TOKEN}), [RecordingAdapter()])
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/console") as page:  # the page itself holds nothing
+            assert page.status == 200 and "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+        for path in ("/console/api/state", "/console/api/events"):
+            async with http.get(f"{server.url}{path}") as response:
+                assert response.status == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+        assert (await post(server.url, "/console/api/children/sa-1/stop"))[0] == 401
+        await state(server.url, auth)
+        status, body = await post(server.url, "/console/api/children/sa-1/stop",
+                                  {**auth, "Origin": "https://evil.example"})
+        assert status == 403 and "other sites" in body["error"]
+        async with http.post(f"{server.url}/console/api/outbox/1/retry", data="x",
+                             headers={**auth, "Content-Type": "text/plain"}) as response:
+            assert response.status == 415
+
+
+async def test_without_a_token_the_console_answers_only_on_a_loopback_host_and_can_be_off(tmp_path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path / "on"), [RecordingAdapter()])
+    async with served(gateway) as server:
+        await state(server.url)
+        status, body = await post(server.url, "/console/api/outbox/1/retry", {"Host": "rebound.example"})
+        assert status == 403 and "server.console_token" in body["error"]
+    off = await gateways(make_config(tmp_path / "off", server={"console": False}), [RecordingAdapter()])
+    async with served(off) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/console") as response:
+            assert response.status == 404
+
+
+async def test_the_event_stream_sends_the_state_at_once_and_again_when_it_changes(tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "hi"}]]})
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/console/api/events") as response:
+            assert response.headers["Content-Type"] == "text/event-stream"
+            first = await next_state(response)
+            assert first["sessions"] == []
+            await chat.say("hello", chat="c7")
+            while not (later := await next_state(response))["sessions"]:
+                pass
+            assert later["sessions"][0]["chat_id"] == "c7"
+
+
+async def next_state(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    lines: list[str] = []
+    while True:
+        line = (await response.content.readline()).decode().rstrip("\n")
+        if line.startswith(":"):
+            continue
+        if line:
+            lines.append(line)
+        elif lines:
+            assert lines[0] == "event: state"
+            return json.loads(lines[1].removeprefix("data: "))
+
+
+@pytest.fixture(autouse=True)
+def _quiet_expected_errors(caplog):
+    caplog.set_level("CRITICAL", logger="gateway.dead_letters")

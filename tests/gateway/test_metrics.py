@@ -1,0 +1,139 @@
+"""/metrics: what Prometheus reads of a gateway, parsed with prometheus_client's own parser."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import aiohttp
+
+from agent.testing import FakeClock
+from gateway.testing import RecordingAdapter, make_config, settled
+from platforms.base import Forbidden, RateLimited
+from tests.gateway.observing import LIST, FailingAdapter, samples, served
+
+TOKEN = "console-token-0123456789"
+
+
+async def scrape(base: str, headers: dict[str, str] | None = None):
+    async with aiohttp.ClientSession() as http, http.get(f"{base}/metrics", headers=headers) as response:
+        assert response.status == 200, await response.text()
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return samples(await response.text())
+
+
+async def test_turns_children_deliveries_429s_duplicates_and_what_the_outbox_holds(tmp_path, gateways) -> None:
+    chat = FailingAdapter()
+    config = make_config(tmp_path, model={"demo": {"child_steps": 2, "step_seconds": 0.05}}, inbox={"max_attempts": 1})
+    gateway = await gateways(config, [chat])
+    started = asyncio.Event()
+
+    async def child_started(**_: object) -> None:
+        started.set()
+
+    gateway.host.hooks.register("subagent_start", child_started)
+    async with served(gateway) as server:
+        await chat.say(LIST, event_id="ev-list")  # background here: an acknowledgement, then the results
+        await started.wait()
+        live = await scrape(server.url)
+        assert sum(live("switchboard_subagents", state=s) for s in ("pending", "starting", "running")) == 2
+        await settled(gateway, timeout=10)
+        await chat.say(LIST, event_id="ev-list")  # a redelivery
+        chat.fail_next(RateLimited("slow down", retry_after=0.01))
+        await chat.say("hello", chat="c2")
+        await settled(gateway)
+        chat.fail_next(Forbidden("the bot was blocked"))
+        await chat.say("hello again", chat="c3")
+        await settled(gateway)
+
+        def refuse(row):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        gateway.store.sessions.save = refuse  # a new chat's event cannot be handled: a dead letter
+        await chat.say("doomed", chat="c4")
+        await settled(gateway)
+        value = await scrape(server.url)
+
+    assert value("switchboard_turns_total", platform="chat", kind="message", outcome="done") == 3
+    assert value("switchboard_turns_total", platform="chat", kind="completion", outcome="done") == 1
+    assert value("switchboard_turn_duration_seconds_count", platform="chat", kind="message") == 3
+    assert value("switchboard_subagent_runs_total", role="leaf", status="completed") == 2
+    assert value("switchboard_subagent_duration_seconds_count", role="leaf", status="completed") == 2
+    assert sum(value("switchboard_subagents", state=s) for s in ("pending", "starting", "running")) == 0
+    assert value("switchboard_inbound_events_total", platform="chat") == 5  # the redelivery too
+    assert value("switchboard_inbound_duplicates_total", platform="chat") == 1
+    assert value("switchboard_platform_rate_limited_total", platform="chat") == 1
+    assert value("switchboard_deliveries_total", platform="chat", kind="reply", outcome="sent") == 2
+    assert value("switchboard_deliveries_total", platform="chat", kind="reply", outcome="failed") == 1
+    assert value("switchboard_deliveries_total", platform="chat", kind="completion", outcome="sent") == 1
+    assert value("switchboard_outbox_messages", status="pending") == 0
+    assert value("switchboard_outbox_messages", status="failed") == 1
+    assert value("switchboard_outbox_messages", status="dead") == 1
+    assert value("switchboard_model_calls_total", model="demo", role="parent", outcome="ok") >= 4
+    assert value("switchboard_model_calls_total", model="demo", role="leaf", outcome="ok") >= 2
+    assert value("switchboard_sessions") == 3  # c4's never got stored
+
+
+async def test_model_tokens_and_cost_by_model_and_role(tmp_path, gateways) -> None:
+    from agent.models.scripted import ScriptedModel
+
+    chat = RecordingAdapter()
+    model = ScriptedModel({
+        "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "look"}}]}, {"text": "done"}]],
+        "leaf": [[{"text": "found it"}]],
+    }, name="gpt-test", cost_usd=0.25)
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "inline"}), [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("look something up")
+        await settled(gateway)
+        value = await scrape(server.url)
+    assert value("switchboard_model_tokens_total", model="gpt-test", role="parent", type="input") == 2 * 10
+    assert value("switchboard_model_tokens_total", model="gpt-test", role="parent", type="output") == 2 * 5
+    assert value("switchboard_model_tokens_total", model="gpt-test", role="leaf", type="input") == 10
+    assert value("switchboard_model_cost_usd_total", model="gpt-test", role="parent") == 0.5
+    assert value("switchboard_model_cost_usd_total", model="gpt-test", role="leaf") == 0.25
+
+
+async def test_seconds_since_the_last_inbound_event_per_platform(tmp_path, gateways) -> None:
+    clock = FakeClock(autojump=False)
+    telegram, slack = RecordingAdapter("telegram"), RecordingAdapter("slack")
+    gateway = await gateways(make_config(tmp_path), [telegram, slack], script={"parent": [[{"text": "hi"}]]},
+                             clock=clock)
+    async with served(gateway) as server:
+        clock.advance(30)
+        await telegram.say("hello")
+        await telegram.wait_for(lambda: telegram.messages)
+        clock.advance(12)
+        value = await scrape(server.url)
+    assert value("switchboard_last_inbound_age_seconds", platform="telegram") == 12
+    assert value("switchboard_last_inbound_age_seconds", platform="slack") == 42  # silent since the start
+    assert value("switchboard_inbound_duplicates_total", platform="slack") == 0  # there from the start
+
+
+async def test_each_gateway_counts_in_its_own_registry(tmp_path, gateways) -> None:
+    one, two = RecordingAdapter(), RecordingAdapter()
+    first = await gateways(make_config(tmp_path / "a"), [one])
+    second = await gateways(make_config(tmp_path / "b"), [two])
+    await one.say("hello")
+    await settled(first)
+    assert first.metrics.registry is not second.metrics.registry
+    assert samples(first.metrics.exposition().decode())("switchboard_inbound_events_total", platform="chat") == 1
+    assert samples(second.metrics.exposition().decode())("switchboard_inbound_events_total", platform="chat") == 0
+
+
+async def test_metrics_need_the_console_token_when_one_is_set(tmp_path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path, server={"console_token": TOKEN}), [RecordingAdapter()])
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/metrics") as response:
+            assert response.status == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+            assert TOKEN not in await response.text()
+        await scrape(server.url, {"Authorization": f"Bearer {TOKEN}"})
+
+
+async def test_without_a_token_metrics_answer_only_on_a_loopback_host(tmp_path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/metrics", headers={"Host": "attacker.example"}) as response:
+            assert response.status == 403
+            assert "server.console_token" in (await response.json())["error"]
+        await scrape(server.url)

@@ -1,0 +1,177 @@
+"""OpenTelemetry traces, read back with the SDK's in-memory exporter: a turn and its children are one trace."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agent import Tool
+from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
+from gateway.config.sections import TelemetrySettings
+from gateway.errors import StartupError
+from gateway.host import AgentHost
+from gateway.telemetry import build_tracing, traces_url
+from gateway.testing import RecordingAdapter, make_config, settled
+
+CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
+                "gen_ai.tool.call.result")
+SECRET_GOAL = "the launch codes are 0000"
+DELEGATING = {
+    "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [
+        {"goal": SECRET_GOAL}, {"goal": "second task"}]}}]}, {"text": "all done"}]],
+    "leaf": lambda request: ({"tool_calls": [{"name": "lookup", "arguments": {"query": "secret query"}}]}
+                             if request.iteration == 0 else {"text": "leaf answer"}),
+}
+
+
+def lookup_tool() -> Tool:
+    return Tool("lookup", "Look something up.", {"type": "object"}, lambda args, ctx: "secret result",
+                toolset="lookup")
+
+
+@pytest.fixture
+def exporter():
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+async def traced(tmp_path, exporter):
+    started: list[Gateway] = []
+
+    async def start(script, **sections) -> tuple[Gateway, RecordingAdapter]:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        chat = RecordingAdapter()
+        config = make_config(tmp_path / str(len(started)), **sections)
+        host = AgentHost(config, model=ScriptedModel(script))
+        host.tools.register(lookup_tool())
+        gateway = Gateway(host, [chat], tracer_provider=provider)
+        await gateway.start()
+        started.append(gateway)
+        return gateway, chat
+
+    yield start
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+def by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name == name]
+
+
+def parent_of(span: ReadableSpan, spans: tuple[ReadableSpan, ...]) -> ReadableSpan:
+    assert span.parent is not None, f"{span.name} has no parent"
+    [parent] = [s for s in spans if s.context.span_id == span.parent.span_id]
+    return parent
+
+
+async def test_a_turn_and_every_child_are_one_trace_with_no_content_by_default(traced, exporter) -> None:
+    gateway, chat = await traced(DELEGATING, delegation={"gateway_mode": "inline"})
+    await chat.say("split this up")
+    await settled(gateway)
+    assert chat.texts("reply") == ["all done"]
+    spans = exporter.get_finished_spans()
+    [turn] = by_name(spans, "invoke_agent switchboard")
+    assert {s.context.trace_id for s in spans} == {turn.context.trace_id}  # one trace
+    session_id = next(iter(gateway.sessions)).session_id
+    assert turn.parent is None
+    assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert turn.attributes["gen_ai.conversation.id"] == session_id
+    assert turn.attributes["switchboard.platform"] == "chat"
+    assert turn.attributes["switchboard.turn.outcome"] == "done"
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 20 and turn.attributes["gen_ai.usage.output_tokens"] == 10
+    # Each child hangs under the delegate_task call that launched it, which hangs under the turn.
+    [delegation] = by_name(spans, "execute_tool delegate_task")
+    assert parent_of(delegation, spans) is turn
+    assert delegation.attributes["gen_ai.tool.name"] == "delegate_task"
+    children = by_name(spans, "invoke_agent subagent")
+    assert len(children) == 2
+    for child in children:
+        assert parent_of(child, spans) is delegation
+        assert child.attributes["gen_ai.operation.name"] == "invoke_agent"
+        assert child.attributes["gen_ai.conversation.id"] == session_id
+        assert child.attributes["switchboard.parent.turn_id"] == turn.attributes["switchboard.turn.id"]
+        assert child.attributes["switchboard.subagent.status"] == "completed"
+    # The children's own tool calls hang under them.
+    lookups = by_name(spans, "execute_tool lookup")
+    assert sorted(parent_of(s, spans).context.span_id for s in lookups) == sorted(c.context.span_id for c in children)
+    # Model calls are chat spans under whichever agent made them, with their tokens.
+    chats = by_name(spans, "chat scripted")
+    assert len(chats) == 2 + 2 * 2
+    assert all(c.attributes["gen_ai.usage.input_tokens"] == 10 for c in chats)
+    assert {parent_of(c, spans).name for c in chats} == {"invoke_agent switchboard", "invoke_agent subagent"}
+    for span in spans:
+        assert not set(CONTENT_KEYS) & set(span.attributes), span.name
+        text = str(dict(span.attributes))
+        assert SECRET_GOAL not in text and "secret query" not in text and "secret result" not in text
+
+
+async def test_content_is_recorded_only_with_capture_content(traced, exporter) -> None:
+    gateway, chat = await traced(DELEGATING, delegation={"gateway_mode": "inline"},
+                                 telemetry={"capture_content": True})
+    await chat.say("split this up")
+    await settled(gateway)
+    spans = exporter.get_finished_spans()
+    [turn] = by_name(spans, "invoke_agent switchboard")
+    assert "split this up" in turn.attributes["gen_ai.input.messages"]
+    assert "all done" in turn.attributes["gen_ai.output.messages"]
+    children = by_name(spans, "invoke_agent subagent")
+    assert SECRET_GOAL in " ".join(str(s.attributes["gen_ai.input.messages"]) for s in children)
+    assert all("leaf answer" in s.attributes["gen_ai.output.messages"] for s in children)
+    [delegation] = by_name(spans, "execute_tool delegate_task")
+    assert SECRET_GOAL in delegation.attributes["gen_ai.tool.call.arguments"]
+    lookup = by_name(spans, "execute_tool lookup")[0]
+    assert "secret query" in lookup.attributes["gen_ai.tool.call.arguments"]
+    assert lookup.attributes["gen_ai.tool.call.result"] == "secret result"
+
+
+async def test_a_background_completion_joins_the_trace_of_the_turn_that_delegated(traced, exporter) -> None:
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "later"}}]},
+                          {"text": "on it"}], [{"text": "here are the results"}]],
+              "leaf": [[{"text": "found"}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "background"})
+    await chat.say("do it in the background")
+    await settled(gateway)
+    assert chat.texts() == ["on it", "here are the results"]
+    spans = exporter.get_finished_spans()
+    first, completion = sorted(by_name(spans, "invoke_agent switchboard"), key=lambda s: s.start_time)
+    [child] = by_name(spans, "invoke_agent subagent")
+    assert completion.attributes["switchboard.turn.kind"] == "completion"
+    assert completion.context.trace_id == first.context.trace_id == child.context.trace_id
+    assert completion.parent.span_id == first.context.span_id
+
+
+async def test_a_stopped_child_ends_its_span_interrupted(traced, exporter) -> None:
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "forever"}}]},
+                          {"text": "stopped"}]],
+              "leaf": [[{"hang": True}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "inline"})
+    await chat.say("go")
+    view = gateway.host.children
+    await chat.wait_for(lambda: any(view.children(s.session_id) for s in gateway.sessions))
+    [child] = view.children(next(iter(gateway.sessions)).session_id)
+    assert await view.interrupt_child(child.subagent_id, "stopped from the operator console")
+    await settled(gateway)
+    [span] = by_name(exporter.get_finished_spans(), "invoke_agent subagent")
+    assert span.attributes["switchboard.subagent.status"] == "interrupted"
+
+
+async def test_no_endpoint_means_no_traces_and_the_traces_path_is_added_only_when_missing() -> None:
+    assert build_tracing(TelemetrySettings()) is None
+    assert traces_url("http://127.0.0.1:4318") == "http://127.0.0.1:4318/v1/traces"
+    assert traces_url("http://127.0.0.1:4318/") == "http://127.0.0.1:4318/v1/traces"
+    assert traces_url("https://otel.example.com/custom/path") == "https://otel.example.com/custom/path"
+    tracing = build_tracing(TelemetrySettings(otlp_endpoint="http://127.0.0.1:4318"))
+    assert tracing is not None and tracing.capture_content is False
+    await tracing.close()  # nothing was traced: nothing is sent
+
+
+def test_an_endpoint_without_the_packages_is_one_clear_line(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    with pytest.raises(StartupError, match=r"pip install 'switchboard\[telemetry\]'"):
+        build_tracing(TelemetrySettings(otlp_endpoint="http://127.0.0.1:4318"))

@@ -1,0 +1,81 @@
+"""The operator console in a real headless chromium, next to the web chat: what an operator sees and does.
+
+A real gateway with the demo model serves both pages; Playwright reads the DOM and clicks.
+Every wait is for something on a page, never for time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from gateway.console.routes import STOP_REASON
+from tests.web_client import WebChat, post_message
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
+
+TOKEN = "console-token-0123456789abcdef"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def chat(tmp_path) -> AsyncIterator[Any]:
+    made: list[WebChat] = []
+
+    async def start(**sections: Any) -> WebChat:
+        web = await WebChat(tmp_path, **sections).start()
+        made.append(web)
+        return web
+
+    yield start
+    for web in made:
+        await web.stop()
+
+
+async def test_the_console_shows_the_session_its_children_and_the_delegation_going_from_ran_to_delivered(
+        chat, page) -> None:
+    web = await chat(model={"demo": {"child_steps": 2, "step_seconds": 0.3}})
+    await page.goto(f"{web.base}/console")
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await page.locator("#work .turn").count() == 0
+    async with aiohttp.ClientSession() as http:
+        status, _ = await post_message(http, web.base, "c1", "Compare these:\n- apples\n- pears", key="key-console-1")
+        assert status == 202
+    session = page.locator("#sessions tr", has_text="c1")
+    await session.wait_for()
+    assert await session.locator("td").nth(2).text_content() == "background"  # the web chat delegates so
+    # The turn's children appear live, with a Stop button each, under the turn that launched them.
+    await page.wait_for_selector("#work .child[data-state=RUNNING] >> text=apples")
+    assert await page.locator("#work .turn .child button", has_text="Stop").count() == 2
+    delegation = page.locator("#delegations tr[data-delegation-id]")
+    await page.wait_for_selector("#delegations tr[data-status=running]")
+    # ...and when they are done the results are delivered: the row changes in place, the tree goes.
+    await page.wait_for_selector("#delegations tr[data-status=delivered]")
+    assert await delegation.count() == 1
+    assert "2 of 2" in await delegation.inner_text()
+    await page.wait_for_selector("#work .turn", state="detached")
+    await web.settled()
+    assert await page.locator("#platforms li[data-platform=web]").count() == 1
+
+
+async def test_stopping_a_child_from_the_console_shows_in_the_chat(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, server={"console_token": TOKEN},
+                     model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    console = await page.context.new_page()
+    await console.goto(f"{web.base}/console#token={TOKEN}")  # a link with the token opens it at once
+    await console.wait_for_selector("body[data-state=connected]")
+    assert TOKEN not in console.url
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.fill("#input", "Compare these:\n- apples\n- [stall] pears")
+    await page.press("#input", "Enter")
+    stalled = console.locator("#work .child[data-state=RUNNING]", has_text="pears")
+    await stalled.get_by_role("button", name="Stop").click()
+    reply = await page.wait_for_selector("[data-kind=reply]")
+    text = await reply.get_attribute("data-text")
+    assert text is not None and f"[stall] pears: interrupted — {STOP_REASON}" in text
+    assert "apples: completed" in text
+    await console.wait_for_selector("#work .turn", state="detached")
