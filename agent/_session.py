@@ -24,6 +24,7 @@ from agent._turn import ToolTraceEntry, TurnResult
 log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
+TOOL_LOG_SIZE = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +90,9 @@ class AgentSession:
     ) -> None:
         self.model = model
         self.tools: dict[str, Tool] = dict(tools or {})
-        """Fixed after construction: their schemas are built once, on the first model call."""
+        """Fixed during a turn: their schemas are built on its first model call (see `replace_tool`)."""
         self._schemas: list[dict[str, Any]] | None = None
+        self._next_tools: dict[str, Tool] = {}
         self.role = role
         self.session_id = session_id or new_id("s-")
         self.max_iterations = max_iterations
@@ -115,6 +117,9 @@ class AgentSession:
         self.total_usage = Usage()
         self.total_cost_usd = 0.0
         self.total_api_calls = 0
+        self.tool_log: deque[ToolTraceEntry] = deque(maxlen=TOOL_LOG_SIZE)
+        """The session's latest tool calls, oldest first, metadata only (as in a turn's trace);
+        readable while a turn runs."""
         self._steer: deque[str] = deque()
         self.interrupt_listeners: list[Callable[[str, bool], None]] = []
         """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
@@ -143,6 +148,23 @@ class AgentSession:
             self._hard_cancel_sent = True
             self._guarded_task.cancel()
         return True
+
+    def replace_tool(self, tool: Tool) -> bool:
+        """Swap in ``tool`` for the session's tool of the same name from the next turn on: a
+        running turn keeps the tools (and schemas) it started with. False, and nothing
+        changes, when the session has no tool of that name."""
+        if tool.name not in self.tools:
+            return False
+        self._next_tools[tool.name] = tool
+        if not self._running:
+            self._apply_next_tools()
+        return True
+
+    def _apply_next_tools(self) -> None:
+        if self._next_tools:
+            self.tools.update(self._next_tools)
+            self._next_tools.clear()
+            self._schemas = None
 
     def steer(self, text: str) -> None:
         """Queue text for the model at the next iteration boundary (FIFO)."""
@@ -178,6 +200,7 @@ class AgentSession:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
+        self._apply_next_tools()
         turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
@@ -262,8 +285,12 @@ class AgentSession:
             metadata=self.metadata,
         )
         self.activity.api_calls += 1
+        self.activity.in_model_call = True
         self.activity.touch(self.clock.monotonic(), "waiting for the model")
-        response = await self._guarded(self.model.complete(request))
+        try:
+            response = await self._guarded(self.model.complete(request))
+        finally:
+            self.activity.in_model_call = False
         turn.api_calls += 1
         turn.usage += response.usage
         self.total_api_calls += 1
@@ -307,16 +334,16 @@ class AgentSession:
             self.activity.current_tool = None
             self.activity.tool_started_at = None
             self.activity.touch(now, f"finished {call.name}")
-        turn.trace.append(
-            ToolTraceEntry(
-                call.name,
-                tuple(args) if isinstance(args, dict) else (),
-                len(call.arguments.encode()),
-                len(output.encode()),
-                ok,
-                now - started,
-            )
+        entry = ToolTraceEntry(
+            call.name,
+            tuple(args) if isinstance(args, dict) else (),
+            len(call.arguments.encode()),
+            len(output.encode()),
+            ok,
+            now - started,
         )
+        turn.trace.append(entry)
+        self.tool_log.append(entry)
         return output
 
     async def _guarded(self, awaitable: Awaitable[Any]) -> Any:
