@@ -10,7 +10,9 @@ and script what it answers::
         assert server.requests[0]["tools"]
 
 Replies are consumed in order, one per ``POST /v1/chat/completions``; when the
-queue is empty the server answers ``default_text``. Only non-streaming chat
+queue is empty the server answers ``default_text``. Where several clients share
+one server and their order is not fixed (children running in parallel),
+``respond_with(fn)`` answers by the request's content instead. Only non-streaming chat
 completions and ``GET /v1/models`` are served. It binds 127.0.0.1 on a free port.
 """
 
@@ -21,7 +23,7 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,7 @@ class FakeOpenAIServer:
         self.models = tuple(models)
         self.requests: list[Any] = []
         self._replies: deque[_Reply] = deque()
+        self._responder: Callable[[Any], Mapping[str, Any] | None] | None = None
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -127,6 +130,24 @@ class FakeOpenAIServer:
             body = {"error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
         self._replies.append(_Reply(status=status, body=body, headers=dict(headers or {})))
 
+    def respond_with(self, fn: Callable[[Any], Mapping[str, Any] | None] | None) -> None:
+        """Answer each request with ``fn(body)`` (the parsed request body) before looking at the
+        queue: ``{"text": ...}``, ``{"tool_calls": [...], "text"?: ...}`` (as `push_tool_calls`),
+        ``{"hang": True}``, each with optional ``usage``; None falls through to the queue.
+        ``respond_with(None)`` removes it."""
+        self._responder = fn
+
+    def _from_responder(self, body: Any) -> _Reply | None:
+        if self._responder is None:
+            return None
+        spec = self._responder(body)
+        if spec is None:
+            return None
+        if spec.get("hang"):
+            return _Reply(delay=float("inf"))
+        calls = spec.get("tool_calls")
+        return _Reply(body=_Completion(spec.get("text"), list(calls) if calls else None, spec.get("usage")))
+
     def push_delay(self, seconds: float, text: str | None = None) -> None:
         """Wait ``seconds``, then answer with ``text`` (default text when None)."""
         self._replies.append(_Reply(body=_Completion(text, None, None, default=text is None), delay=seconds))
@@ -151,7 +172,9 @@ class FakeOpenAIServer:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)
-        reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
+        reply = self._from_responder(body)
+        if reply is None:
+            reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
         if reply.delay:
             timeout = None if reply.delay == float("inf") else reply.delay
             try:
