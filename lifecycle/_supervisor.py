@@ -30,6 +30,7 @@ from lifecycle._engine import Engine
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._journal import Journal
 from lifecycle._record import Record
+from lifecycle._routing import ChildRoute
 from lifecycle._snapshot import ChildSnapshot, snapshot
 
 log = logging.getLogger("lifecycle.service")
@@ -111,7 +112,7 @@ class Supervisor:
 
     async def submit(
         self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec], *,
-        correlation_id: str | None = None, durable: bool = True,
+        correlation_id: str | None = None, durable: bool = True, routes: Sequence[ChildRoute | None] = (),
     ) -> list[Record]:
         """Journal a batch as PENDING in one commit, then queue every child on the engine.
 
@@ -125,7 +126,8 @@ class Supervisor:
             key = (parent.session_id, correlation_id)
             if key in self._correlations or await self.journal.find_correlation(*key) is not None:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
-        records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
+        records = [self._new_record(parent, parent_turn_id, spec, correlation_id, routes[i] if i < len(routes) else None)
+                   for i, spec in enumerate(specs)]
         if durable:
             try:
                 await self.journal.sync()
@@ -145,12 +147,17 @@ class Supervisor:
         return records
 
     def _new_record(
-        self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None
+        self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
+        route: ChildRoute | None = None,
     ) -> Record:
         host = self.host
         subagent_id = new_id("sa-")
-        model = host.child_model(parent) if host.child_model else parent.model
-        job = plan_job(host, parent, spec, subagent_id=subagent_id, parent_turn_id=parent_turn_id, model=model)
+        if route is not None and route.model is not None:
+            model = route.model
+        else:
+            model = host.child_model(parent) if host.child_model else parent.model
+        job = plan_job(host, parent, spec, subagent_id=subagent_id, parent_turn_id=parent_turn_id, model=model,
+                       route=route)
         created = host.clock.time()
         identity = dict(
             subagent_id=subagent_id, parent_session_id=parent.session_id, correlation_id=correlation_id,
