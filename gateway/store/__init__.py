@@ -49,8 +49,9 @@ class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build)."""
 
 
-SCHEMA_VERSION = 2
-"""1: transcripts as one JSON array per session; 2: one row per message (migrated on open)."""
+SCHEMA_VERSION = 3
+"""1: transcripts as one JSON array per session; 2: one row per message; 3: each session's
+delegation backend. Older databases are migrated on open."""
 
 
 class GatewayStore:
@@ -92,8 +93,10 @@ class GatewayStore:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"{db.path}: gateway schema {row[0]} is newer than this build ({SCHEMA_VERSION})")
-            elif int(row[0]) == 1:
-                self.sessions.split_transcripts()
+            elif int(row[0]) < SCHEMA_VERSION:
+                if int(row[0]) == 1:
+                    self.sessions.split_transcripts()
+                self.sessions.add_backend_columns()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     async def durable(self) -> None:

@@ -18,7 +18,7 @@ def test_wal_mode_own_schema_version_and_user_version_left_alone(tmp_path):
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0  # the lifecycle journal's to use
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "3"
     db.execute("CREATE TABLE lifecycle_records (x)")  # a neighbour in the same file
     db.execute("PRAGMA user_version = 3")
     db.commit()
