@@ -10,6 +10,10 @@ every row not settled: results that ran but were not delivered are delivered (th
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
 with ``lifecycle.on_restart: resume``.
+
+A chat's backlog is bounded: with more than `BACKLOG_WARN` delegations undelivered
+the chat (and the model) are warned; a chat never holds more than `BACKLOG_LIMIT`:
+a new background delegation that would exceed it is refused before anything starts.
 """
 
 from __future__ import annotations
@@ -21,14 +25,22 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent import Clock, new_id
+from agent import Clock, ToolError, new_id
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
 from gateway.turn_runner import TurnRunner
-from lifecycle import PROCESS_EXIT, BackgroundDispatch, ChildSnapshot, ChildSpec, HostView, SubagentState
+from lifecycle import (
+    PROCESS_EXIT,
+    BackgroundDispatch,
+    ChildSnapshot,
+    ChildSpec,
+    HostView,
+    SubagentLifecycleError,
+    SubagentState,
+)
 from lifecycle.settings import LifecycleSettings
 
 log = logging.getLogger("gateway.ledger")
@@ -39,6 +51,10 @@ COMPLETION_PREFIX = (
     f"what they found. If nothing needs saying, reply with exactly {SILENCE}.\n"
 )
 FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
+BACKLOG_WARN = 25
+"""Above this many undelivered background delegations, a chat is warned."""
+BACKLOG_LIMIT = 50
+"""A chat never holds more undelivered background delegations than this: new ones are refused."""
 
 
 class Ledger:
@@ -63,6 +79,7 @@ class Ledger:
         session = self._registry.by_agent(dispatch.parent_session_id)
         if session is None:
             raise LookupError(f"no gateway session has agent session {dispatch.parent_session_id}")
+        before = self._table.count_unsettled(session.key)
         row = DelegationRow(
             dispatch.delegation_id, session.key, dispatch.parent_session_id, dispatch.parent_turn_id,
             dispatch.dispatched_at,
@@ -71,6 +88,29 @@ class Ledger:
         )
         self._table.add(row)
         self._watch(row)
+        if before == BACKLOG_WARN:  # just went above: once, until the backlog has fallen back
+            self._outbox.enqueue(
+                *session.chat, f"⚠️ {before + 1} background results are waiting to be delivered in this chat. New "
+                f"background work is refused once {BACKLOG_LIMIT} are waiting; /agents lists them, /stop drops them.",
+                kind="completion", key=f"{dispatch.delegation_id}:backlog", turn_id=dispatch.parent_turn_id)
+
+    def admit(self, agent_session_id: str) -> str | None:
+        """The background tool's ``admit``: refuse (`ToolError`) a delegation that would take the
+        chat above `BACKLOG_LIMIT` undelivered ones; above `BACKLOG_WARN`, a note for the model."""
+        session = self._registry.by_agent(agent_session_id)
+        if session is None:
+            return None  # `dispatched` refuses it, naming why
+        waiting = self._table.count_unsettled(session.key)
+        if waiting >= BACKLOG_LIMIT:
+            raise ToolError(
+                f"Refused, no subagent was started: this chat already has {waiting} background results waiting to be "
+                f"delivered, the most it may hold ({BACKLOG_LIMIT}). Tell the user; new background work is accepted "
+                "again as those results are delivered (/agents lists them, /stop drops them)."
+            )
+        if waiting >= BACKLOG_WARN:
+            return (f"This chat has {waiting + 1} background results waiting to be delivered; above {BACKLOG_LIMIT} "
+                    "new background work is refused. Let dispatched work finish before dispatching more.")
+        return None
 
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
@@ -101,9 +141,13 @@ class Ledger:
         if self._settings.on_restart == "resume" and retry:
             log.info("relaunching %d subagent(s) of %s interrupted by the restart", len(retry), row.delegation_id)
             session = self._registry.get(*split_session_key(row.session_key))
-            row = await self._relaunch(session, row, retry)
-            self._watch(row)
-            return
+            try:
+                row = await self._relaunch(session, row, retry)
+            except SubagentLifecycleError as exc:  # e.g. a route no longer configured: tell the chat instead
+                log.warning("cannot relaunch %s: %s", row.delegation_id, exc)
+            else:
+                self._watch(row)
+                return
         self._report(row, found, lost)
 
     def _report(self, row: DelegationRow, found: Mapping[str, ChildSnapshot], lost: Sequence[LedgerTask]) -> None:
@@ -157,8 +201,9 @@ class Ledger:
             self._table.settle(current.delegation_id, "suppressed", "/new")
             return
         found = await self._children.lookup(ids)
+        routes = {t.subagent_id: t.spec["route"] for t in current.tasks if t.spec.get("route")}
         entries = await self._children.result_entries([(t.task_index, t.subagent_id) for t in current.tasks],
-                                                      session.agent.workspace)
+                                                      session.agent.workspace, routes=routes)
         payload = {"delegation_id": current.delegation_id, "goals": [t.goal for t in current.tasks],
                    "results": entries}
         notes = tuple(_failure_line(t, found.get(t.subagent_id)) for t in current.tasks
@@ -184,10 +229,41 @@ class Ledger:
             return "Nothing to retry: every subagent of the latest background delegation succeeded."
         retry_row = DelegationRow(_retry_id(row.delegation_id), session.key, session.session_id, row.origin_turn_id,
                                   self._clock.time(), (), "running")
-        retry_row = await self._relaunch(session, retry_row, again, add=True)
+        try:
+            retry_row = await self._relaunch(session, retry_row, again, add=True)
+        except SubagentLifecycleError as exc:
+            return f"Nothing was retried: {exc}."
         self._watch(retry_row)
         goals = "; ".join(_short(t.goal, 60) for t in again)
         return f"Retrying {len(again)} subagent{'s' if len(again) != 1 else ''}: {goals}. The results will follow."
+
+    def task_of(self, session: GatewaySession, subagent_id: str) -> tuple[DelegationRow, LedgerTask] | None:
+        """The background delegation and task of the session generation that this child ran."""
+        for row in self._table.latest(session.session_id, LOOKBACK):
+            for task in row.tasks:
+                if task.subagent_id == subagent_id:
+                    return row, task
+        return None
+
+    async def retry_one(self, session: GatewaySession, subagent_id: str, task: ChildSpec | None,
+                        origin_turn_id: str) -> str:
+        """``/agents retry``: run one child's task again as a background delegation of its own (its
+        result arrives as a message, also for a child that ran inline). The task is the ledger's
+        when the child ran in the background, else ``task``."""
+        known = self.task_of(session, subagent_id)
+        if known is None and task is None:
+            return f"{subagent_id} cannot be run again: its task is no longer known."
+        ledger_task = known[1] if known is not None else LedgerTask(task.task_index, subagent_id, _spec_json(task), 0)
+        base = known[0].delegation_id if known is not None else new_id("deleg_")
+        row = DelegationRow(_retry_id(base), session.key, session.session_id, origin_turn_id, self._clock.time(), (),
+                            "running")
+        try:
+            row = await self._relaunch(session, row, [ledger_task], add=True)
+        except SubagentLifecycleError as exc:
+            return f"Nothing was retried: {exc}."
+        self._watch(row)
+        return (f"Retrying {subagent_id} as {row.tasks[0].subagent_id}: {_short(ledger_task.goal, 60)}. "
+                "The result will follow.")
 
     async def _relaunch(self, session: GatewaySession, row: DelegationRow, tasks: Sequence[LedgerTask], *,
                         add: bool = False) -> DelegationRow:
@@ -213,6 +289,10 @@ class Ledger:
     def of_turn(self, turn_id: str) -> list[DelegationRow]:
         """The delegations a turn dispatched, oldest first."""
         return self._table.of_turn(turn_id)
+
+
+LOOKBACK = 100
+"""Delegations of a session generation searched for a child's task."""
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:

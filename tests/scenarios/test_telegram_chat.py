@@ -235,7 +235,7 @@ async def test_new_after_a_finished_turn_confirms(fake, gateways):
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     assert texts(fake)[1] == "Started a new session. Delegation here is background."
     commands = [c["command"] for c in fake.commands]
-    assert commands[:5] == ["stop", "new", "agents", "retry", "help"]  # the bot's command menu
+    assert commands[:6] == ["stop", "new", "agents", "retry", "delegation", "help"]  # the bot's command menu
 
 
 async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
