@@ -13,18 +13,13 @@ class Activity:
     """
 
     api_calls: int = 0
-    """Model calls started, the one in flight included."""
-    in_model_call: bool = False
-    """A model call is in flight: ``api_calls - in_model_call`` calls have completed."""
+    """Model calls started, one still in flight included."""
+    answered_api_calls: int = 0
+    """Model calls that answered: what a turn result's ``api_calls`` counts."""
     current_tool: str | None = None
     tool_started_at: float | None = None
     last_activity: float = 0.0
     description: str = "idle"
-
-    @property
-    def completed_api_calls(self) -> int:
-        """Model calls that have answered (the count a turn result reports)."""
-        return self.api_calls - self.in_model_call
 
     def touch(self, now: float, description: str) -> None:
         self.last_activity = now

@@ -285,12 +285,9 @@ class AgentSession:
             metadata=self.metadata,
         )
         self.activity.api_calls += 1
-        self.activity.in_model_call = True
         self.activity.touch(self.clock.monotonic(), "waiting for the model")
-        try:
-            response = await self._guarded(self.model.complete(request))
-        finally:
-            self.activity.in_model_call = False
+        response = await self._guarded(self.model.complete(request))
+        self.activity.answered_api_calls += 1
         turn.api_calls += 1
         turn.usage += response.usage
         self.total_api_calls += 1

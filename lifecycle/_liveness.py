@@ -94,7 +94,7 @@ class Watch:
     def _timeout(self, now: float, limit: float, quiet: float, *, stalled: bool) -> Timeout:
         # Completed calls, as the entry's api_calls counts them: a child stuck in its first
         # model call has made none.
-        calls = self.session.activity.completed_api_calls
+        calls = self.session.activity.answered_api_calls
         return Timeout(
             timeout_seconds=limit,
             timed_out_after_seconds=round(now - self.started, 3),

@@ -45,7 +45,8 @@ class FakeOpenAIServer:
 
     ``api_key``: when set, requests without ``Authorization: Bearer <api_key>``
     get a 401 (and still consume no scripted reply). ``requests`` holds every
-    chat-completions request body received, in order, including rejected ones.
+    chat-completions request body received, in order, including rejected ones,
+    and ``authorizations`` their ``Authorization`` headers (None when absent).
     ``close`` releases handlers that are still delaying or hanging, so it
     returns promptly; it is idempotent.
     """
@@ -61,11 +62,13 @@ class FakeOpenAIServer:
         self.default_text = default_text
         self.models = tuple(models)
         self.requests: list[Any] = []
+        self.authorizations: list[str | None] = []
         self._replies: deque[_Reply] = deque()
         self._responder: Callable[[Any], Mapping[str, Any] | None] | None = None
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        self._arrived = asyncio.Event()
         self._port: int | None = None
 
     @property
@@ -160,6 +163,16 @@ class FakeOpenAIServer:
         """Answer with exactly ``body`` (JSON-encoded unless a str), for malformed-response tests."""
         self._replies.append(_Reply(status=status, body=_Raw(body, content_type)))
 
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Return once ``predicate()`` is true, checking it again as each request arrives;
+        TimeoutError after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self._arrived.clear()
+                if predicate():
+                    return
+                await self._arrived.wait()
+
     # -- handlers --------------------------------------------------------
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
@@ -169,6 +182,8 @@ class FakeOpenAIServer:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
+        self._arrived.set()
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)
