@@ -36,10 +36,10 @@ def model_map(fast, deep=None) -> dict:
     return options
 
 
-def routed_config(tmp_path, main, fast, deep=None, *, backend="model_map", mode="inline", **sections):
+def routed_config(tmp_path, main, fast, deep=None, *, backend="model_map", mode="inline", **delegation):
     return make_config(
         tmp_path, model=openai_model(main, api_key=PARENT_KEY), plugins=["advanced_delegation"],
-        delegation={"gateway_mode": mode, "backend": backend, "model_map": model_map(fast, deep)}, **sections,
+        delegation={"gateway_mode": mode, "backend": backend, "model_map": model_map(fast, deep), **delegation},
     )
 
 
@@ -233,3 +233,26 @@ async def test_a_configured_backend_that_fails_to_load_stops_the_start(tmp_path,
     with pytest.raises(StartupError, match=r"delegation\.backend: 'profile_routes' is not available .*"
                                            r"delegation\.profile_routes\.reviewer\.context_files\[0\]: cannot read"):
         await gateways(config, [RecordingAdapter()])
+
+
+async def test_an_orchestrator_child_routes_its_own_tasks_through_its_sessions_backend(tmp_path, llm, gateways):
+    main, fast = await llm(api_key=PARENT_KEY), await llm(api_key=FAST_KEY)
+    fast.respond_with(answering("fast"))
+
+    def child(body):
+        if body["messages"][-1]["role"] == "tool":
+            return {"text": "delegated: " + tool_results(body)[-1]["results"][0]["summary"]}
+        return {"tool_calls": [{"name": "delegate_task",
+                                "arguments": json.dumps({"goal": "leaf work", "route": "fast"})}]}
+
+    main.respond_with(parent_delegating({"goal": "coordinate", "role": "orchestrator"}, children=child))
+    chat = RecordingAdapter()
+    gateway = await gateways(routed_config(tmp_path, main, fast, max_spawn_depth=2), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    (orchestrator,) = child_requests(main)[:1]
+    assert delegate_parameters(orchestrator)["properties"]["route"]["enum"] == ["fast"]
+    assert [goal(b) for b in fast.requests] == ["leaf work"]
+    (entry,) = tool_results(parent_requests(main)[-1])[0]["results"]
+    assert entry["summary"] == "delegated: fast did leaf work"
+    await settled(gateway)
