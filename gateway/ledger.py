@@ -9,11 +9,8 @@ journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` an
 every row not settled: results that ran but were not delivered are delivered (the
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
-with ``lifecycle.on_restart: resume``.
-
-A chat's backlog is bounded: with more than `BACKLOG_WARN` delegations undelivered
-the chat (and the model) are warned; a chat never holds more than `BACKLOG_LIMIT`:
-a new background delegation that would exceed it is refused before anything starts.
+with ``lifecycle.on_restart: resume``. How many may wait undelivered per chat is
+`gateway.backlog`'s to say.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent import Clock, ToolError, new_id
+from agent import Clock, new_id
+from gateway.backlog import BacklogGuard
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE
 from gateway.session_registry import SessionRegistry
@@ -51,10 +49,6 @@ COMPLETION_PREFIX = (
     f"what they found. If nothing needs saying, reply with exactly {SILENCE}.\n"
 )
 FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
-BACKLOG_WARN = 25
-"""Above this many undelivered background delegations, a chat is warned."""
-BACKLOG_LIMIT = 50
-"""A chat never holds more undelivered background delegations than this: new ones are refused."""
 
 
 class Ledger:
@@ -69,6 +63,9 @@ class Ledger:
         self._settings = settings
         self._clock = clock
         self._watching: dict[str, asyncio.Task[None]] = {}
+        self.backlog = BacklogGuard(self._table, registry, outbox)
+        self.admit = self.backlog.admit
+        """The background tool's ``admit`` (see `gateway.backlog`)."""
 
     # -- recording ----------------------------------------------------------------------
 
@@ -79,7 +76,7 @@ class Ledger:
         session = self._registry.by_agent(dispatch.parent_session_id)
         if session is None:
             raise LookupError(f"no gateway session has agent session {dispatch.parent_session_id}")
-        before = self._table.count_unsettled(session.key)
+        before = self.backlog.waiting(session)
         row = DelegationRow(
             dispatch.delegation_id, session.key, dispatch.parent_session_id, dispatch.parent_turn_id,
             dispatch.dispatched_at,
@@ -88,29 +85,7 @@ class Ledger:
         )
         self._table.add(row)
         self._watch(row)
-        if before == BACKLOG_WARN:  # just went above: once, until the backlog has fallen back
-            self._outbox.enqueue(
-                *session.chat, f"⚠️ {before + 1} background results are waiting to be delivered in this chat. New "
-                f"background work is refused once {BACKLOG_LIMIT} are waiting; /agents lists them, /stop drops them.",
-                kind="completion", key=f"{dispatch.delegation_id}:backlog", turn_id=dispatch.parent_turn_id)
-
-    def admit(self, agent_session_id: str) -> str | None:
-        """The background tool's ``admit``: refuse (`ToolError`) a delegation that would take the
-        chat above `BACKLOG_LIMIT` undelivered ones; above `BACKLOG_WARN`, a note for the model."""
-        session = self._registry.by_agent(agent_session_id)
-        if session is None:
-            return None  # `dispatched` refuses it, naming why
-        waiting = self._table.count_unsettled(session.key)
-        if waiting >= BACKLOG_LIMIT:
-            raise ToolError(
-                f"Refused, no subagent was started: this chat already has {waiting} background results waiting to be "
-                f"delivered, the most it may hold ({BACKLOG_LIMIT}). Tell the user; new background work is accepted "
-                "again as those results are delivered (/agents lists them, /stop drops them)."
-            )
-        if waiting >= BACKLOG_WARN:
-            return (f"This chat has {waiting + 1} background results waiting to be delivered; above {BACKLOG_LIMIT} "
-                    "new background work is refused. Let dispatched work finish before dispatching more.")
-        return None
+        self.backlog.recorded(session, dispatch, before)
 
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will

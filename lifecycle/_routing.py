@@ -87,6 +87,7 @@ class Routing:
 
     def __init__(self, backends: MutableMapping[str, Any] | None = None) -> None:
         self.backends: MutableMapping[str, Any] = {} if backends is None else backends
+        self._retired: list[Any] = []
 
     def register(self, backend: DelegationBackend) -> None:
         if backend.name == DEFAULT_BACKEND or backend.name in self.backends:
@@ -94,8 +95,11 @@ class Routing:
         self.backends[backend.name] = backend
 
     def unregister(self, name: str) -> None:
-        """Forget a backend: sessions that use it can no longer delegate until they switch."""
-        self.backends.pop(name, None)
+        """Forget a backend: sessions that use it can no longer delegate until they switch.
+        Its children keep running; it is closed with the others by `close`."""
+        backend = self.backends.pop(name, None)
+        if backend is not None:
+            self._retired.append(backend)
 
     def names(self) -> list[str]:
         """``default`` first, then the registered backends in registration order."""
@@ -137,8 +141,9 @@ class Routing:
         return resolved
 
     async def close(self) -> None:
-        """Let every backend release what it holds (model clients)."""
-        for backend in list(self.backends.values()):
+        """Let every backend, registered or retired, release what it holds (model clients)."""
+        backends, self._retired = [*self.backends.values(), *self._retired], []
+        for backend in backends:
             aclose = getattr(backend, "aclose", None)
             if aclose is not None:
                 try:

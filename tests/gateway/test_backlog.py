@@ -4,7 +4,7 @@ by a parent (the openai provider against a fake server) that keeps delegating in
 
 from __future__ import annotations
 
-from gateway.ledger import BACKLOG_LIMIT, BACKLOG_WARN
+from gateway.backlog import BACKLOG_LIMIT, BACKLOG_WARN
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.wire import call, is_child, openai_model, parent_requests, tool_results
 

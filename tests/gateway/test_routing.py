@@ -256,3 +256,36 @@ async def test_an_orchestrator_child_routes_its_own_tasks_through_its_sessions_b
     (entry,) = tool_results(parent_requests(main)[-1])[0]["results"]
     assert entry["summary"] == "delegated: fast did leaf work"
     await settled(gateway)
+
+
+async def test_a_retry_runs_the_task_on_its_route_again_or_says_why_it_cannot(tmp_path, llm, gateways):
+    main, fast = await llm(api_key=PARENT_KEY), await llm(api_key=FAST_KEY)
+    answers = iter(["", "fast fixed it"])  # the first attempt answers nothing: it fails
+    fast.respond_with(lambda body: {"text": next(answers)})
+    delegating = parent_delegating({"tasks": [{"goal": "fragile", "route": "fast"}, {"goal": "fine"}]})
+    main.respond_with(lambda body: {"text": "the retry is in"} if "Background delegation results"
+                      in str(body["messages"][-1]["content"]) else delegating(body))
+    chat = RecordingAdapter()
+    gateway = await gateways(routed_config(tmp_path, main, fast), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
+    session = next(iter(gateway.sessions))
+    (failed,) = [c for c in gateway.host.children.recent(session.session_id) if c.route == "fast"]
+    await chat.say(f"/agents retry {failed.subagent_id}")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    assert chat.texts("completion") == ["the retry is in"]
+    assert [goal(b) for b in fast.requests] == ["fragile", "fragile"]  # on its route again
+    await settled(gateway)
+
+    fast.respond_with(lambda body: {"text": ""})
+    await chat.say("go again")
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    await settled(gateway)
+    failed = [c for c in gateway.host.children.recent(session.session_id) if c.route == "fast"][-1]
+    gateway.host.routing.unregister("model_map")
+    await chat.say(f"/agents retry {failed.subagent_id}")
+    await chat.wait_for(lambda: "command" in chat.kinds() and len(chat.texts("command")) == 2)
+    assert chat.texts("command")[-1] == ("Nothing was retried: cannot run 'fragile' again: the delegation backend "
+                                         "'model_map' is not available (its plugin is not loaded).")
+    assert len(fast.requests) == 3
