@@ -83,7 +83,7 @@ class AgentsCommand:
         known: dict[str, ChildSnapshot | None] = {}
         for child in (*self._children.recent(sid), *self._children.children(sid)):
             known[child.subagent_id] = child
-        for row, _ in await self._ledger.listing(session, limit=20):
+        for row in self._ledger.latest(session, 20):
             for task in row.tasks:
                 known.setdefault(task.subagent_id, None)
         if wanted in known:

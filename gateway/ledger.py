@@ -261,6 +261,10 @@ class Ledger:
         rows = self._table.latest(session.session_id, limit)
         return [(row, await self._children.lookup([t.subagent_id for t in row.tasks])) for row in rows]
 
+    def latest(self, session: GatewaySession, limit: int) -> list[DelegationRow]:
+        """The session generation's latest delegations, newest first (no children looked up)."""
+        return self._table.latest(session.session_id, limit)
+
     def of_turn(self, turn_id: str) -> list[DelegationRow]:
         """The delegations a turn dispatched, oldest first."""
         return self._table.of_turn(turn_id)

@@ -177,3 +177,28 @@ async def test_ids_that_match_nothing_or_several_and_bad_usage_are_answered(tmp_
     assert "matches 2 subagents" in await command(chat, "/agents stop sa-")
     assert (await command(chat, "/agents kill x")).startswith("Usage: /agents, /agents log ID")
     assert "Give more of the id" in await command(chat, "/agents log a")
+
+
+async def test_after_a_restart_a_background_child_is_found_and_retried_from_the_ledger(tmp_path, llm, gateways):
+    server = await llm()
+    server.respond_with(parent({"goal": "long haul"}, lambda body: {"hang": True}))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await server.wait_for(lambda: any(is_child(b) for b in server.requests))
+    (child,) = live(gateway)
+    await gateway.stop(grace=0)
+
+    server.respond_with(parent({"goal": "unused"}, lambda body: {"text": f"finished {goal(body)}"}))
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config(tmp_path, server), [chat2])
+    await chat2.wait_for(lambda: chat2.texts())  # the restart report
+    assert chat2.texts()[0].startswith("⚠️ The gateway restarted")
+    log = await command(chat2, f"/agents log {child.subagent_id}")
+    assert log == (f"{child.subagent_id} — long haul — interrupted by the restart\n"
+                   "Its tool calls are no longer kept (the gateway restarted since it ran).")
+    answer = await command(chat2, f"/agents retry {child.subagent_id}")
+    assert answer.startswith(f"Retrying {child.subagent_id} as sa-") and "long haul" in answer
+    await chat2.wait_for(lambda: "completion" in chat2.kinds()[1:])
+    assert chat2.texts("completion")[-1] == "results: completed finished long haul"
+    await settled(gateway2)
