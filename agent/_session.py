@@ -69,6 +69,11 @@ class AgentSession:
     """Runs turns one at a time. Not thread-safe except `interrupt` and `steer`, which
     may be called from any task on the session's loop."""
 
+    # Set on an instance only when first needed: an idle session (the gateway holds thousands)
+    # keeps a small, key-sharing attribute dict.
+    _next_tools: dict[str, Tool] | None = None
+    _tool_log: deque[ToolTraceEntry] | None = None
+
     def __init__(
         self,
         *,
@@ -92,7 +97,6 @@ class AgentSession:
         self.tools: dict[str, Tool] = dict(tools or {})
         """Fixed during a turn: their schemas are built on its first model call (see `replace_tool`)."""
         self._schemas: list[dict[str, Any]] | None = None
-        self._next_tools: dict[str, Tool] = {}
         self.role = role
         self.session_id = session_id or new_id("s-")
         self.max_iterations = max_iterations
@@ -117,9 +121,6 @@ class AgentSession:
         self.total_usage = Usage()
         self.total_cost_usd = 0.0
         self.total_api_calls = 0
-        self.tool_log: deque[ToolTraceEntry] = deque(maxlen=TOOL_LOG_SIZE)
-        """The session's latest tool calls, oldest first, metadata only (as in a turn's trace);
-        readable while a turn runs."""
         self._steer: deque[str] = deque()
         self.interrupt_listeners: list[Callable[[str, bool], None]] = []
         """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
@@ -149,12 +150,20 @@ class AgentSession:
             self._guarded_task.cancel()
         return True
 
+    @property
+    def tool_log(self) -> tuple[ToolTraceEntry, ...]:
+        """The session's latest tool calls (at most `TOOL_LOG_SIZE`), oldest first, metadata only
+        (as in a turn's trace); readable while a turn runs."""
+        return tuple(self._tool_log or ())
+
     def replace_tool(self, tool: Tool) -> bool:
         """Swap in ``tool`` for the session's tool of the same name from the next turn on: a
         running turn keeps the tools (and schemas) it started with. False, and nothing
         changes, when the session has no tool of that name."""
         if tool.name not in self.tools:
             return False
+        if self._next_tools is None:
+            self._next_tools = {}
         self._next_tools[tool.name] = tool
         if not self._running:
             self._apply_next_tools()
@@ -163,7 +172,7 @@ class AgentSession:
     def _apply_next_tools(self) -> None:
         if self._next_tools:
             self.tools.update(self._next_tools)
-            self._next_tools.clear()
+            self._next_tools = None
             self._schemas = None
 
     def steer(self, text: str) -> None:
@@ -340,7 +349,9 @@ class AgentSession:
             now - started,
         )
         turn.trace.append(entry)
-        self.tool_log.append(entry)
+        if self._tool_log is None:
+            self._tool_log = deque(maxlen=TOOL_LOG_SIZE)
+        self._tool_log.append(entry)
         return output
 
     async def _guarded(self, awaitable: Awaitable[Any]) -> Any:

@@ -90,7 +90,7 @@ class InProcessEngine:
         run = self._runs.get(subagent_id)
         if run is None:
             return None
-        return () if run.session is None else tuple(run.session.tool_log)
+        return () if run.session is None else run.session.tool_log
 
     async def close(self) -> None:
         self._closed = True
