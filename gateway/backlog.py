@@ -3,8 +3,9 @@
 Every background delegation whose results have not been delivered yet (``running``
 in the ledger) counts. When a delegation takes a chat above `BACKLOG_WARN`, the chat
 is warned once (again only after the backlog has fallen back) and the model gets a
-note; a chat never holds more than `BACKLOG_LIMIT`: a background delegation that
-would go above is refused before any child starts.
+note; a background delegation by the model that would take a chat above
+`BACKLOG_LIMIT` is refused before any child starts (what the user asks for —
+``/retry``, ``/agents retry`` — is not).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lifecycle import BackgroundDispatch
 BACKLOG_WARN = 25
 """Above this many undelivered background delegations, a chat is warned."""
 BACKLOG_LIMIT = 50
-"""A chat never holds more undelivered background delegations than this: new ones are refused."""
+"""The model's background delegations never take a chat above this many undelivered ones."""
 
 
 class BacklogGuard:
