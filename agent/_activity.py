@@ -13,6 +13,9 @@ class Activity:
     """
 
     api_calls: int = 0
+    """Model calls started, one still in flight included."""
+    answered_api_calls: int = 0
+    """Model calls that answered: what a turn result's ``api_calls`` counts."""
     current_tool: str | None = None
     tool_started_at: float | None = None
     last_activity: float = 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,8 @@ from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
 
 log = logging.getLogger("agent.plugins")
+
+_BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,7 @@ class PluginContext:
         self._tools: list[Tool] = []
         self._hooks: list[tuple[str, Callable[..., Any]]] = []
         self._commands: list[PluginCommand] = []
+        self._backends: list[Any] = []
 
     @property
     def subagent_lifecycle(self) -> Any:
@@ -78,6 +82,18 @@ class PluginContext:
             raise PluginError(self.module, f"command name {name!r} must be a single word")
         self._commands.append(PluginCommand(name, description, handler, self.module))
 
+    def register_delegation_backend(self, backend: Any) -> None:
+        """Offer a delegation backend (a ``lifecycle.DelegationBackend``: ``name``,
+        ``description``, ``options()``, ``resolve(route)``) that delegate_task can route
+        tasks through; ``delegation.backend`` or a chat's ``/delegation`` picks it by name."""
+        name = getattr(backend, "name", None)
+        if not isinstance(name, str) or not _BACKEND_NAME.fullmatch(name):
+            raise PluginError(self.module, f"delegation backend name {name!r} must be a lower-case word like 'model_map'")
+        for method in ("options", "resolve"):
+            if not callable(getattr(backend, method, None)):
+                raise PluginError(self.module, f"delegation backend {name!r} has no {method}() method")
+        self._backends.append(backend)
+
 
 @dataclass(slots=True)
 class PluginHost:
@@ -86,6 +102,8 @@ class PluginHost:
     tools: ToolRegistry
     hooks: HookRegistry
     commands: dict[str, PluginCommand] = field(default_factory=dict)
+    delegation_backends: dict[str, Any] = field(default_factory=dict)
+    """Delegation backends by name (``lifecycle.Routing`` reads them)."""
     loaded: list[str] = field(default_factory=list)
     failures: list[PluginError] = field(default_factory=list)
 
@@ -121,6 +139,8 @@ class PluginHost:
     def _apply(self, ctx: PluginContext) -> None:
         clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
         clashes += [f"/{c.name}" for c in ctx._commands if c.name in self.commands]
+        clashes += [f"delegation backend {b.name}" for b in ctx._backends
+                    if b.name in self.delegation_backends or b.name == "default"]
         if clashes:
             raise PluginError(ctx.module, f"already registered: {', '.join(clashes)}")
         for tool in ctx._tools:
@@ -129,3 +149,5 @@ class PluginHost:
             self.hooks.register(name, fn)
         for command in ctx._commands:
             self.commands[command.name] = command
+        for backend in ctx._backends:
+            self.delegation_backends[backend.name] = backend

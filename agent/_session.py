@@ -24,6 +24,7 @@ from agent._turn import ToolTraceEntry, TurnResult
 log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
+TOOL_LOG_SIZE = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,11 @@ class AgentSession:
     """Runs turns one at a time. Not thread-safe except `interrupt` and `steer`, which
     may be called from any task on the session's loop."""
 
+    # Set on an instance only when first needed: an idle session (the gateway holds thousands)
+    # keeps a small, key-sharing attribute dict.
+    _next_tools: dict[str, Tool] | None = None
+    _tool_log: deque[ToolTraceEntry] | None = None
+
     def __init__(
         self,
         *,
@@ -89,7 +95,7 @@ class AgentSession:
     ) -> None:
         self.model = model
         self.tools: dict[str, Tool] = dict(tools or {})
-        """Fixed after construction: their schemas are built once, on the first model call."""
+        """Fixed during a turn: their schemas are built on its first model call (see `replace_tool`)."""
         self._schemas: list[dict[str, Any]] | None = None
         self.role = role
         self.session_id = session_id or new_id("s-")
@@ -144,6 +150,31 @@ class AgentSession:
             self._guarded_task.cancel()
         return True
 
+    @property
+    def tool_log(self) -> tuple[ToolTraceEntry, ...]:
+        """The session's latest tool calls (at most `TOOL_LOG_SIZE`), oldest first, metadata only
+        (as in a turn's trace); readable while a turn runs."""
+        return tuple(self._tool_log or ())
+
+    def replace_tool(self, tool: Tool) -> bool:
+        """Swap in ``tool`` for the session's tool of the same name from the next turn on: a
+        running turn keeps the tools (and schemas) it started with. False, and nothing
+        changes, when the session has no tool of that name."""
+        if tool.name not in self.tools:
+            return False
+        if self._next_tools is None:
+            self._next_tools = {}
+        self._next_tools[tool.name] = tool
+        if not self._running:
+            self._apply_next_tools()
+        return True
+
+    def _apply_next_tools(self) -> None:
+        if self._next_tools:
+            self.tools.update(self._next_tools)
+            self._next_tools = None
+            self._schemas = None
+
     def steer(self, text: str) -> None:
         """Queue text for the model at the next iteration boundary (FIFO)."""
         self._steer.append(text)
@@ -178,6 +209,7 @@ class AgentSession:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
+        self._apply_next_tools()
         turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         try:
@@ -269,6 +301,7 @@ class AgentSession:
         except ModelError as exc:
             await self._model_hook(turn, started, None, error=exc.kind)
             raise
+        self.activity.answered_api_calls += 1
         await self._model_hook(turn, started, response)
         turn.api_calls += 1
         turn.usage += response.usage
@@ -333,16 +366,18 @@ class AgentSession:
             self.activity.current_tool = None
             self.activity.tool_started_at = None
             self.activity.touch(now, f"finished {call.name}")
-        turn.trace.append(
-            ToolTraceEntry(
-                call.name,
-                tuple(args) if isinstance(args, dict) else (),
-                len(call.arguments.encode()),
-                len(output.encode()),
-                ok,
-                now - started,
-            )
+        entry = ToolTraceEntry(
+            call.name,
+            tuple(args) if isinstance(args, dict) else (),
+            len(call.arguments.encode()),
+            len(output.encode()),
+            ok,
+            now - started,
         )
+        turn.trace.append(entry)
+        if self._tool_log is None:
+            self._tool_log = deque(maxlen=TOOL_LOG_SIZE)
+        self._tool_log.append(entry)
         return output
 
     async def _tool_hook(self, turn: _TurnState, call: ToolCall, started: float, ok: bool, output: str) -> None:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, new_id
+from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
@@ -67,7 +67,8 @@ class Gateway:
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
-                                        clock=clock)
+                                        clock=clock, backend_for=lambda: self.config.delegation.backend,
+                                        delegate_for=self._delegate_for)
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
@@ -76,9 +77,9 @@ class Gateway:
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
-                                 adapters=self.adapters, clock=clock)
+                                 adapters=self.adapters, clock=clock, routing=host.routing)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
-        self._background_delegate = host.background_delegate(self.ledger.dispatched)
+        self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
                                              clock=clock, handle=self._handle_accepted)
         self._checkpointer = Checkpointer(self.store.db)
@@ -225,13 +226,25 @@ class Gateway:
 
     # -- wiring -----------------------------------------------------------------------------
 
-    def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey) -> AgentSession:
+    def _delegate_for(self, mode: Mode, backend: str) -> Tool | None:
+        """The ``delegate_task`` of sessions with this mode and delegation backend: built on first
+        use (after the plugins have registered their backends), then shared."""
+        key = (mode, backend)
+        if key not in self._delegates:
+            if mode == "background":
+                self._delegates[key] = self.host.background_delegate(self.ledger.dispatched, backend=backend,
+                                                                     admit=self.ledger.admit)
+            else:
+                self._delegates[key] = self.host.inline_delegate(backend)
+        return self._delegates[key]
+
+    def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey, backend: str) -> AgentSession:
         async def send_message(text: str, target: str | None = None) -> str:
             # send_message reaches this chat only: a target elsewhere is not the model's to pick.
             self.outbox.enqueue(*chat, text, kind="interim", key=new_id("msg-"))
             return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
-        delegate = self._background_delegate if mode == "background" else None
+        delegate = self._delegate_for(mode, backend)
         return self.host.new_session(session_id=session_id, services={"send_message": send_message},
                                      delegate=delegate, platform=chat[0])
 

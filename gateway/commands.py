@@ -9,11 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand
+from gateway.agents_command import AgentsCommand
+from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
-from gateway.store import DelegationRow
-from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
+from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
 
 log = logging.getLogger("gateway.commands")
@@ -21,8 +22,9 @@ log = logging.getLogger("gateway.commands")
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
     CommandSpec("new", "Start a new session (forget this conversation)"),
-    CommandSpec("agents", "List this chat's subagents"),
+    CommandSpec("agents", "List this chat's subagents; /agents log|stop|retry ID for one of them"),
     CommandSpec("retry", "Run the interrupted or failed subagents of the last background task again"),
+    CommandSpec("delegation", "Show or switch how this chat's subagents are routed"),
     CommandSpec("help", "What the commands do"),
 )
 ALIASES = {"reset": "new"}
@@ -49,13 +51,16 @@ class Commands:
     """The built-in commands and the plugins' ones; `run` answers with the text to send."""
 
     def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
-                 plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock) -> None:
+                 plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock,
+                 routing: Routing | None = None) -> None:
         self._registry = registry
         self._adapters = adapters
         self._children = children
         self._ledger = ledger
         self._plugins = plugins
         self._clock = clock
+        self._agents = AgentsCommand(children, ledger, clock)
+        self._delegation = DelegationCommand(registry, routing or Routing())
 
     def specs(self) -> list[CommandSpec]:
         plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
@@ -71,9 +76,11 @@ class Commands:
         if command.name == "new":
             return await self._new(session)
         if command.name == "agents":
-            return await self._agents(session)
+            return await self._agents.run(session, command.args)
         if command.name == "retry":
             return await self._ledger.retry(session)
+        if command.name == "delegation":
+            return self._delegation.run(session, command.args)
         if command.name == "help":
             return self._help(session)
         plugin = self._plugins[command.name]
@@ -107,31 +114,6 @@ class Commands:
         extra = f" and ended {ended} subagent{'s' if ended != 1 else ''}" if ended else ""
         return f"Started a new session{extra}. Delegation here is {session.mode}."
 
-    async def _agents(self, session: GatewaySession) -> str:
-        now = self._clock.time()
-        lines = []
-        for child in self._children.children(session.session_id):
-            elapsed = now - (child.started_at or child.created_at)
-            lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}, {elapsed:.0f} s, {child.activity}")
-        listed = {c.subagent_id for c in self._children.children(session.session_id)}
-        for row, found in await self._ledger.listing(session):
-            if all(t.subagent_id in listed for t in row.tasks):
-                continue  # still running: listed above
-            lines.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
-            for task in row.tasks:
-                child = found.get(task.subagent_id)
-                state = _state_word(child)
-                text = (child.summary or child.error or "") if child is not None else ""
-                lines.append(f"• {task.goal[:80]} — {state}" + (f": {text[:160]}" if text else ""))
-                listed.add(task.subagent_id)
-        recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
-        if recent:
-            lines.append("Finished recently:")
-            for child in reversed(recent):
-                text = child.summary or child.error or ""
-                lines.append(f"• {child.goal[:80]} — {child.state.value.lower()}: {text[:160]}")
-        return "\n".join(lines) if lines else "No subagents in this chat."
-
     def _help(self, session: GatewaySession) -> str:
         # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
         adapter = self._adapters.get(session.platform)
@@ -139,21 +121,3 @@ class Commands:
         lines = [f"/{c.name} — {c.description}" for c in (*self.specs(), *own)]
         lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
         return "\n".join(lines)
-
-
-def _ledger_status(row: DelegationRow) -> str:
-    if row.status == "running":
-        return "running"
-    if row.status == "delivered":
-        return "results delivered"
-    if row.status == "reported":
-        return "interrupted by a restart"
-    return f"results not delivered ({row.reason})"
-
-
-def _state_word(child: ChildSnapshot | None) -> str:
-    if child is None:
-        return "unknown (forgotten)"
-    if child.state is SubagentState.INTERRUPTED and child.error == PROCESS_EXIT:
-        return "interrupted by the restart"
-    return child.state.value.lower()

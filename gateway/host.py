@@ -24,11 +24,15 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from gateway.config import Config
+from gateway.config.delegation_rules import BUNDLED_PLUGINS, backend_problem
+from gateway.errors import StartupError
 from gateway.toolsets import session_toolsets
 from lifecycle import (
+    DEFAULT_BACKEND,
     AsyncSubagentLifecycle,
     BackgroundDispatch,
     ChildHost,
+    Routing,
     SqliteDatabase,
     SqliteJournal,
     SubagentLifecycle,
@@ -62,38 +66,62 @@ class AgentHost:
         self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"
         self.compaction = CompactionPolicy.from_settings(config.compression)
         self._child_models: dict[tuple[str, str], Model] = {}
+        self.plugins = PluginHost(self.tools, self.hooks)
+        self.routing = Routing(self.plugins.delegation_backends)
+        """Delegation backends by name: ``default``, and those plugins register."""
+        self._inline_delegates: dict[str, Tool] = {}
         host = ChildHost(
             tools=self.tools, hooks=self.hooks, delegation=config.delegation, clock=clock,
-            child_model=self._child_model, compaction=self.compaction,
+            child_model=self._child_model, compaction=self.compaction, routing=self.routing,
+            inline_delegate=self.inline_delegate,
         )
         self.database = SqliteDatabase(self.state_dir / STATE_DB)
         """The state file: the lifecycle journal's and the gateway store's, with one group commit."""
         self.lifecycle = AsyncSubagentLifecycle(host, SqliteJournal(db=self.database), settings=config.lifecycle)
         self.children = self.lifecycle.host_view()
         """What the gateway reads of children: frozen snapshots, never lifecycle records."""
-        # The registry holds the inline variant; `new_session` gives background sessions theirs.
+        # The registry holds the inline default variant; `new_session` gives other sessions theirs.
         self.tools.register(delegate_tool(self.lifecycle))
-        self.plugins = PluginHost(self.tools, self.hooks)
 
     async def start(self) -> None:
+        """Raises `StartupError` when the configured ``delegation.backend`` is not there once
+        the plugins have loaded."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         await self.lifecycle.start()
-        self.plugins.load(self.config.plugins, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
+        modules = [BUNDLED_PLUGINS.get(m, m) for m in self.config.plugins]
+        self.plugins.load(modules, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
+        backend = self.config.delegation.backend
+        if not self.routing.available(backend):
+            why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)
+            raise StartupError(f"delegation.backend: {backend!r} is not available ({why})")
         log.info("state in %s, workspace %s, model %s", self.state_dir, self.workspace, self.config.model.provider)
 
     async def close(self) -> None:
         await self.lifecycle.close()
+        await self.routing.close()
         self.database.close()
         for model in (self.model, *self._child_models.values()):
             aclose = getattr(model, "aclose", None)
             if aclose is not None:
                 await aclose()
 
-    def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], None]) -> Tool:
+    def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], None], *,
+                            backend: str = DEFAULT_BACKEND, admit: Callable[[str], str | None] | None = None) -> Tool:
         """The ``delegate_task`` variant for background sessions: it launches the children,
-        hands ``on_dispatch`` the delegation to record and deliver, and returns at once."""
-        return delegate_tool(self.lifecycle, mode="background", on_dispatch=on_dispatch)
+        hands ``on_dispatch`` the delegation to record and deliver, and returns at once.
+        ``admit`` may refuse a call before anything starts (see `lifecycle.delegate_tool`)."""
+        return delegate_tool(self.lifecycle, mode="background", on_dispatch=on_dispatch, backend=backend, admit=admit)
+
+    def inline_delegate(self, backend: str = DEFAULT_BACKEND) -> Tool | None:
+        """The inline ``delegate_task`` routing through ``backend`` (the registry's for
+        ``default``); built once per backend, after the plugins have loaded."""
+        if backend == DEFAULT_BACKEND:
+            return self.tools.get("delegate_task")
+        tool = self._inline_delegates.get(backend)
+        if tool is None:
+            tool = self._inline_delegates[backend] = delegate_tool(self.lifecycle, backend=backend)
+        return tool
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,

@@ -9,7 +9,8 @@ journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` an
 every row not settled: results that ran but were not delivered are delivered (the
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
-with ``lifecycle.on_restart: resume``.
+with ``lifecycle.on_restart: resume``. How many may wait undelivered per chat is
+`gateway.backlog`'s to say.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
+from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE
@@ -30,7 +32,15 @@ from gateway.sessions import GatewaySession, WorkItem
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
 from gateway.store.delegations import Status
 from gateway.turn_runner import TurnRunner
-from lifecycle import PROCESS_EXIT, BackgroundDispatch, ChildSnapshot, ChildSpec, HostView, SubagentState
+from lifecycle import (
+    PROCESS_EXIT,
+    BackgroundDispatch,
+    ChildSnapshot,
+    ChildSpec,
+    HostView,
+    SubagentLifecycleError,
+    SubagentState,
+)
 from lifecycle.settings import LifecycleSettings
 
 log = logging.getLogger("gateway.ledger")
@@ -56,6 +66,9 @@ class Ledger:
         self._settings = settings
         self._clock = clock
         self._watching: dict[str, asyncio.Task[None]] = {}
+        self.backlog = BacklogGuard(self._table, registry, outbox)
+        self.admit = self.backlog.admit
+        """The background tool's ``admit`` (see `gateway.backlog`)."""
 
     # -- recording ----------------------------------------------------------------------
 
@@ -66,6 +79,7 @@ class Ledger:
         session = self._registry.by_agent(dispatch.parent_session_id)
         if session is None:
             raise LookupError(f"no gateway session has agent session {dispatch.parent_session_id}")
+        before = self.backlog.waiting(session)
         row = DelegationRow(
             dispatch.delegation_id, session.key, dispatch.parent_session_id, dispatch.parent_turn_id,
             dispatch.dispatched_at,
@@ -75,6 +89,7 @@ class Ledger:
         self._table.add(row)
         self._watch(row)
         self._cards.start(row, session)
+        self.backlog.recorded(session, dispatch, before)
 
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
@@ -130,9 +145,13 @@ class Ledger:
         if self._settings.on_restart == "resume" and retry:
             log.info("relaunching %d subagent(s) of %s interrupted by the restart", len(retry), row.delegation_id)
             session = self._registry.get(*split_session_key(row.session_key))
-            row = await self._relaunch(session, row, retry)
-            self._watch(row)
-            return
+            try:
+                row = await self._relaunch(session, row, retry)
+            except SubagentLifecycleError as exc:  # e.g. a route no longer configured: tell the chat instead
+                log.warning("cannot relaunch %s: %s", row.delegation_id, exc)
+            else:
+                self._watch(row)
+                return
         self._report(row, found, lost)
 
     def _report(self, row: DelegationRow, found: Mapping[str, ChildSnapshot], lost: Sequence[LedgerTask]) -> None:
@@ -179,7 +198,9 @@ class Ledger:
     async def _deliver_when_done(self, row: DelegationRow) -> None:
         ids = [t.subagent_id for t in row.tasks]
         workspace = self._registry.get(*split_session_key(row.session_key)).agent.workspace
-        entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks], workspace)
+        routes = {t.subagent_id: t.spec["route"] for t in row.tasks if t.spec.get("route")}
+        entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks], workspace,
+                                                        routes=routes)
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile
@@ -213,10 +234,41 @@ class Ledger:
             return "Nothing to retry: every subagent of the latest background delegation succeeded."
         retry_row = DelegationRow(_retry_id(row.delegation_id), session.key, session.session_id, row.origin_turn_id,
                                   self._clock.time(), (), "running")
-        retry_row = await self._relaunch(session, retry_row, again, add=True)
+        try:
+            retry_row = await self._relaunch(session, retry_row, again, add=True)
+        except SubagentLifecycleError as exc:
+            return f"Nothing was retried: {exc}."
         self._watch(retry_row)
         goals = "; ".join(_short(t.goal, 60) for t in again)
         return f"Retrying {len(again)} subagent{'s' if len(again) != 1 else ''}: {goals}. The results will follow."
+
+    def task_of(self, session: GatewaySession, subagent_id: str) -> tuple[DelegationRow, LedgerTask] | None:
+        """The background delegation and task of the session generation that this child ran."""
+        for row in self._table.latest(session.session_id, LOOKBACK):
+            for task in row.tasks:
+                if task.subagent_id == subagent_id:
+                    return row, task
+        return None
+
+    async def retry_one(self, session: GatewaySession, subagent_id: str, task: ChildSpec | None,
+                        origin_turn_id: str) -> str:
+        """``/agents retry``: run one child's task again as a background delegation of its own (its
+        result arrives as a message, also for a child that ran inline). The task is the ledger's
+        when the child ran in the background, else ``task``."""
+        known = self.task_of(session, subagent_id)
+        if known is None and task is None:
+            return f"{subagent_id} cannot be run again: its task is no longer known."
+        ledger_task = known[1] if known is not None else LedgerTask(task.task_index, subagent_id, _spec_json(task), 0)
+        base = known[0].delegation_id if known is not None else new_id("deleg_")
+        row = DelegationRow(_retry_id(base), session.key, session.session_id, origin_turn_id, self._clock.time(), (),
+                            "running")
+        try:
+            row = await self._relaunch(session, row, [ledger_task], add=True)
+        except SubagentLifecycleError as exc:
+            return f"Nothing was retried: {exc}."
+        self._watch(row)
+        return (f"Retrying {subagent_id} as {row.tasks[0].subagent_id}: {_short(ledger_task.goal, 60)}. "
+                "The result will follow.")
 
     async def _relaunch(self, session: GatewaySession, row: DelegationRow, tasks: Sequence[LedgerTask], *,
                         add: bool = False) -> DelegationRow:
@@ -239,9 +291,17 @@ class Ledger:
         rows = self._table.latest(session.session_id, limit)
         return [(row, await self._children.lookup([t.subagent_id for t in row.tasks])) for row in rows]
 
+    def latest(self, session: GatewaySession, limit: int) -> list[DelegationRow]:
+        """The session generation's latest delegations, newest first (no children looked up)."""
+        return self._table.latest(session.session_id, limit)
+
     def of_turn(self, turn_id: str) -> list[DelegationRow]:
         """The delegations a turn dispatched, oldest first."""
         return self._table.of_turn(turn_id)
+
+
+LOOKBACK = 100
+"""Delegations of a session generation searched for a child's task."""
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:

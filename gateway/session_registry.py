@@ -11,23 +11,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 
-from agent import AgentSession, Clock, new_id
+from agent import AgentSession, Clock, Tool, new_id
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
 
 log = logging.getLogger("gateway.sessions")
 
-NewAgent = Callable[[str, Mode, ChatKey], AgentSession]
-"""``new_agent(session_id, mode, chat)``: a fresh parent agent for a session generation."""
+NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
+"""``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
+DelegateFor = Callable[[Mode, str], Tool | None]
+"""``delegate_for(mode, backend)``: the ``delegate_task`` a session of that mode and backend gets."""
 
 
 class SessionRegistry:
     def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
-                 clock: Clock) -> None:
+                 clock: Clock, backend_for: Callable[[], str] = lambda: "default",
+                 delegate_for: DelegateFor | None = None) -> None:
         self._table = table
         self._new_agent = new_agent
         self._mode_for = mode_for
+        self._backend_for = backend_for
+        self._delegate_for = delegate_for
         self._clock = clock
         self._sessions: dict[str, GatewaySession] = {}
         self._by_agent: dict[str, GatewaySession] = {}
@@ -69,7 +74,8 @@ class SessionRegistry:
         now = self._clock.time()
         chat = (platform, chat_id, thread_id)
         session = GatewaySession(key, platform, chat_id, thread_id, row.session_id, row.generation, row.mode,
-                                 self._agent(row, chat), generation_started_at=now, last_active=now)
+                                 self._agent(row, chat), generation_started_at=now, last_active=now,
+                                 backend=row.backend, backend_choice=row.backend_choice)
         self._sessions[key] = session
         self._by_agent[session.session_id] = session
         return session
@@ -78,18 +84,33 @@ class SessionRegistry:
 
     def new_generation(self, session: GatewaySession) -> str:
         """``/new``: stop the running turn, drop the queue, and start a generation with its mode
-        re-resolved and an empty conversation. Returns the old generation's agent session id."""
+        re-resolved, the chat's chosen delegation backend, and an empty conversation. Returns the
+        old generation's agent session id."""
         old_id = session.session_id
         self.stop(session, "session reset by /new", why="new")
-        row = self._new_row(session.key, session.platform, generation=session.generation + 1)
+        row = self._new_row(session.key, session.platform, generation=session.generation + 1,
+                            choice=session.backend_choice)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
+        session.backend = row.backend
         session.agent = self._agent(row, session.chat)
         session.saved = None
         session.generation_started_at = self._clock.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
         return old_id
+
+    def choose_backend(self, session: GatewaySession, backend: str, *, now: bool) -> None:
+        """``/delegation``: the chat's delegation backend from its next generation on, and with
+        ``now`` also from its next turn (a running turn keeps the one it started with). Stored:
+        it survives restarts."""
+        session.backend_choice = backend
+        if now and backend != session.backend:
+            session.backend = backend
+            tool = self._delegate_for(session.mode, backend) if self._delegate_for is not None else None
+            if tool is not None:
+                session.agent.replace_tool(tool)
+        self._table.save_backend(session.key, session.backend, session.backend_choice)
 
     def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> bool:
         """``/stop``: suppress and interrupt the running turn and drop everything queued.
@@ -167,11 +188,12 @@ class SessionRegistry:
 
     # -- building ---------------------------------------------------------------------
 
-    def _new_row(self, key: str, platform: str, *, generation: int) -> SessionRow:
-        return SessionRow(key=key, session_id=new_id("s-"), generation=generation, mode=self._mode_for(platform))
+    def _new_row(self, key: str, platform: str, *, generation: int, choice: str | None = None) -> SessionRow:
+        return SessionRow(key=key, session_id=new_id("s-"), generation=generation, mode=self._mode_for(platform),
+                          backend=choice or self._backend_for(), backend_choice=choice)
 
     def _agent(self, row: SessionRow, chat: ChatKey) -> AgentSession:
-        agent = self._new_agent(row.session_id, row.mode, chat)
+        agent = self._new_agent(row.session_id, row.mode, chat, row.backend)
         if row.transcript:
             system = agent.messages[:1] if agent.messages and agent.messages[0]["role"] == "system" else []
             agent.messages = system + [m for m in row.transcript if m.get("role") != "system"]

@@ -76,6 +76,10 @@ class GatewaySession:
     saved: tuple[list[dict], int, int] | None = None
     """The agent's messages list, how many of them are stored, and its `history_version` then.
     None: unknown, store them all."""
+    backend: str = "default"
+    """The delegation backend this generation delegates through (``/delegation``)."""
+    backend_choice: str | None = None
+    """The backend the chat chose for its next generations; None: ``delegation.backend``."""
 
     @property
     def chat(self) -> ChatKey:

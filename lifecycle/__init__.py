@@ -8,7 +8,8 @@ gives sessions the ``delegate_task`` tool built by `delegate_tool`. Engines
 (`Engine`, `InProcessEngine`) run `ChildJob`s; journals (`Journal`,
 `SqliteJournal`, `MemoryJournal`) remember them; `SqliteDatabase` is the
 state file's connection with group commit, which the journal and the
-gateway's store can share.
+gateway's store can share. Delegation backends (`Routing`, `DelegationBackend`)
+route delegate_task's tasks to other models and profiles.
 """
 
 from lifecycle._capability import KeyRing
@@ -35,12 +36,21 @@ from lifecycle._contract import (
 )
 from lifecycle._database import SqliteDatabase
 from lifecycle._delegate import delegate_tool
+from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._engine import Engine, EngineHost
 from lifecycle._host_view import HostView
 from lifecycle._inprocess import InProcessEngine
-from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
+from lifecycle._routing import (
+    DEFAULT_BACKEND,
+    BackendUnavailable,
+    ChildRoute,
+    DelegationBackend,
+    RouteOption,
+    RouteRefused,
+    Routing,
+)
 from lifecycle._service import AsyncSubagentLifecycle
 from lifecycle._snapshot import ChildSnapshot
 from lifecycle._sqlite_journal import SqliteJournal
@@ -48,13 +58,17 @@ from lifecycle._sync import SubagentLifecycle
 
 __all__ = [
     "AsyncSubagentLifecycle",
+    "BackendUnavailable",
     "BackgroundDispatch",
     "CONTRACT_VERSION",
     "ChildHost",
     "ChildJob",
     "ChildOutcome",
+    "ChildRoute",
     "ChildSnapshot",
     "ChildSpec",
+    "DEFAULT_BACKEND",
+    "DelegationBackend",
     "DispatchedTask",
     "Engine",
     "EngineHost",
@@ -73,6 +87,9 @@ __all__ = [
     "NOT_READY",
     "PROCESS_EXIT",
     "RECONNECT_UNAVAILABLE",
+    "RouteOption",
+    "RouteRefused",
+    "Routing",
     "SqliteDatabase",
     "SqliteJournal",
     "SubagentCancelResult",

@@ -8,11 +8,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, HookRegistry, Model, ToolRegistry
+from agent import (
+    SYSTEM_CLOCK,
+    AgentSession,
+    Clock,
+    CompactionPolicy,
+    Compactor,
+    HookRegistry,
+    Model,
+    Tool,
+    ToolRegistry,
+)
 from lifecycle._contract import SubagentLifecycleError
 from lifecycle._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
+from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing
 from lifecycle.settings import DelegationSettings
 
 log = logging.getLogger("lifecycle.children")
@@ -45,6 +56,11 @@ class ChildHost:
     clock: Clock = SYSTEM_CLOCK
     compaction: CompactionPolicy | None = None
     """The parent's compaction policy; children apply ``delegation.compression_threshold_tokens`` on top."""
+    routing: Routing = field(default_factory=Routing)
+    """The delegation backends tasks may be routed through (see `lifecycle.Routing`)."""
+    inline_delegate: Callable[[str], Tool | None] | None = None
+    """The inline ``delegate_task`` for an orchestrator child of a session that delegates
+    through the named backend; None gives every orchestrator the registry's one."""
 
 
 @fast_init
@@ -66,6 +82,10 @@ class ChildSpec:
     """Local paths or URLs for the child's first turn."""
     task_index: int = 0
     """The task's position in a delegate_task call."""
+    route: str | None = None
+    """The option of ``backend`` the task asked for; None for the default child model."""
+    backend: str | None = None
+    """The delegation backend of the session that launched it; None for ``default``."""
 
 
 def effective_role(requested: str, depth: int, max_spawn_depth: int) -> str:
@@ -85,15 +105,18 @@ def check_toolsets(host: ChildHost, parent: AgentSession, allowed: tuple[str, ..
 
 
 def plan_job(
-    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, parent_turn_id: str, model: Model
+    host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, parent_turn_id: str, model: Model,
+    route: ChildRoute | None = None,
 ) -> ChildJob:
     """Resolve a launch into the job an engine runs: the effective role and depth, the
-    toolsets (only ever narrowed) and the tool names the child gets."""
+    toolsets (only ever narrowed, by the task and by its route) and the tool names the child gets."""
     depth = parent.depth + 1
     role = effective_role(spec.role, depth, host.delegation.max_spawn_depth)
     toolsets = parent.enabled_toolsets
-    if spec.allowed_toolsets:
-        toolsets = frozenset(spec.allowed_toolsets) if toolsets is None else toolsets & set(spec.allowed_toolsets)
+    if spec.allowed_toolsets:  # an empty tuple asks for no narrowing
+        toolsets = _narrow(toolsets, spec.allowed_toolsets)
+    if route is not None and route.toolsets is not None:  # a route's empty tuple means no toolsets at all
+        toolsets = _narrow(toolsets, route.toolsets)
     blocked = UNSAFE_CHILD_TOOLS if role == "orchestrator" else _LEAF_BLOCKED
     # Children inherit the parent's resolved tools (its disabled tools stay disabled), narrowed.
     tools = [
@@ -106,7 +129,13 @@ def plan_job(
         subagent_id, parent.session_id, parent_turn_id, spec.goal, spec.context, role, depth,
         None if toolsets is None else tuple(sorted(toolsets)), tuple(tools), spec.metadata,
         spec.output_schema, spec.images, type(model).__name__, getattr(model, "name", None), str(parent.workspace),
+        spec.backend if spec.backend != DEFAULT_BACKEND else None, spec.route,
+        route.system_prompt if route is not None else None, route.context if route is not None else "",
     )
+
+
+def _narrow(toolsets: frozenset[str] | None, allowed: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(allowed) if toolsets is None else toolsets & set(allowed)
 
 
 def build_child(
@@ -114,9 +143,11 @@ def build_child(
 ) -> AgentSession:
     """The child's session, from its job and its live parent: the parent's own tool objects
     and services, and the model chosen at launch."""
-    # An orchestrator waits for its own children: always the registry's inline variant,
-    # never a background one its parent may hold.
+    # An orchestrator waits for its own children: always an inline variant (routing through
+    # its parent's backend), never a background one its parent may hold.
     inline = host.tools.get(DELEGATE_TOOL)
+    if inline is not None and job.backend and host.inline_delegate is not None:
+        inline = host.inline_delegate(job.backend) or inline
     tools = {}
     for name in job.tools:
         tool = inline if name == DELEGATE_TOOL else parent.tools.get(name)
@@ -125,7 +156,7 @@ def build_child(
     return AgentSession(
         model=model,
         tools=tools,
-        system_prompt=child_system_prompt(job, project_context),
+        system_prompt=child_system_prompt(job, project_context, host.delegation.max_spawn_depth),
         role=job.role,
         session_id=job.subagent_id,
         max_iterations=host.delegation.max_iterations,
@@ -146,18 +177,26 @@ def _child_compactor(host: ChildHost) -> Compactor | None:
     return Compactor(host.compaction.for_child(host.delegation.compression_threshold_tokens))
 
 
-def child_system_prompt(job: ChildJob, project_context: str = "") -> str:
-    parts = [
+def child_system_prompt(job: ChildJob, project_context: str = "", max_spawn_depth: int = 1) -> str:
+    """A routed child's persona comes first: it runs as that profile."""
+    parts = [job.persona] if job.persona else []
+    parts += [
         "You are a subagent working on one task for a parent agent. You have no memory of the "
         "parent's conversation: everything you know is below.",
         f"YOUR TASK:\n{job.goal}",
     ]
     if job.context:
         parts.append(f"CONTEXT:\n{job.context}")
+    if job.route_context:
+        parts.append(job.route_context)
     if project_context:
         parts.append(project_context)
     if job.role == "orchestrator":
-        parts.append("You may split this task further with delegate_task when that clearly helps.")
+        leaves = "must be leaves" if job.depth + 1 >= max_spawn_depth else "may orchestrate too"
+        parts.append(
+            "You may split this task further with delegate_task when that clearly helps: you are at depth "
+            f"{job.depth} of at most {max_spawn_depth}, so subagents you start {leaves}."
+        )
     if job.output_schema is not None:
         parts.append(contract_prompt(dict(job.output_schema)))
     else:

@@ -3,13 +3,16 @@
 Inline, the call waits and returns every result, in task order. Background, it
 returns a dispatch handle at once and hands the host a `BackgroundDispatch`
 through ``on_dispatch``, which delivers the results once the children finish
-(`HostView.result_entries`); it then also offers ``action`` = list / steer /
-stop. Build it with `delegate_tool`.
+(`HostView.finished_entries`); it then also offers ``action`` = list / steer /
+stop. Each tool delegates through one delegation backend (`lifecycle.Routing`):
+every task's ``route`` is resolved before any child starts. Build it with
+`delegate_tool`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -17,10 +20,18 @@ from typing import Any, Literal
 
 from agent import Tool, ToolContext, ToolError, new_id
 from lifecycle._children import ChildSpec
-from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
+from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._record import Record
+from lifecycle._routing import (
+    DEFAULT_BACKEND,
+    BackendUnavailable,
+    ChildRoute,
+    RouteRefused,
+    refusal_entry,
+    with_route,
+)
 from lifecycle._service import AsyncSubagentLifecycle
 from lifecycle._snapshot import ChildSnapshot
 
@@ -28,12 +39,13 @@ log = logging.getLogger("lifecycle.delegate")
 
 Mode = Literal["inline", "background"]
 OnDispatch = Callable[[BackgroundDispatch], None]
+Admit = Callable[[str], str | None]
 
 DESCRIPTION = (
     "Hand work to subagents. Each subagent starts with an empty memory: it knows only the goal and "
     "context you give it, so include everything it needs. Give `goal` (and `context`) for one task, or "
     "`tasks` for several that run in parallel. A task may carry an `output_schema` (JSON Schema) its answer "
-    "must match, and up to 8 `images`."
+    "must match, up to 8 `images`, and a `role` (orchestrator: it may delegate further)."
 )
 BACKGROUND_NOTE = (
     "The subagents are working in the background. End your turn now with a brief acknowledgement to the "
@@ -42,9 +54,9 @@ BACKGROUND_NOTE = (
 )
 
 
-def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
-                  on_dispatch: OnDispatch | None = None) -> Tool:
-    """The ``delegate_task`` tool on ``service`` for one delegation mode.
+def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_dispatch: OnDispatch | None = None,
+                  backend: str = DEFAULT_BACKEND, admit: Admit | None = None) -> Tool:
+    """The ``delegate_task`` tool on ``service`` for one delegation mode and backend.
 
     ``inline``: a call waits for its children and returns every result; interrupting
     the calling turn interrupts them. ``background``: a call launches the children,
@@ -53,24 +65,41 @@ def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
     host delivers the results later. If ``on_dispatch`` raises, the children are
     interrupted and the call fails. Raises ValueError for background without
     ``on_dispatch``.
+
+    ``backend`` names the delegation backend (``service.host.routing``) whose options
+    the schema offers as each task's ``route``; its options are read now. If the backend
+    is gone when the tool is called, the call fails and no child starts; a task whose
+    route does not resolve gets an ``error`` entry with ``route.refused`` while the rest
+    run. ``admit(parent_session_id)`` is asked before a background call launches
+    anything: it may raise `agent.ToolError` to refuse the call, or return a note for
+    the model.
     """
-    return DelegateTool(service, mode=mode, on_dispatch=on_dispatch).tool()
+    return DelegateTool(service, mode=mode, on_dispatch=on_dispatch, backend=backend, admit=admit).tool()
 
 
 class DelegateTool:
-    """The ``delegate_task`` handler for one mode; the registry holds the inline one."""
+    """The ``delegate_task`` handler for one mode and backend; the registry holds the inline default one."""
 
     def __init__(self, service: AsyncSubagentLifecycle, *, mode: Mode = "inline",
-                 on_dispatch: OnDispatch | None = None) -> None:
+                 on_dispatch: OnDispatch | None = None, backend: str = DEFAULT_BACKEND,
+                 admit: Admit | None = None) -> None:
         if mode == "background" and on_dispatch is None:
             raise ValueError("background delegation needs an on_dispatch callback")
         self.service = service
         self.mode = mode
         self.on_dispatch = on_dispatch
+        self.backend = backend
+        self.admit = admit
 
     def tool(self) -> Tool:
-        return Tool("delegate_task", DESCRIPTION, tool_schema(background=self.mode == "background"),
-                    self.__call__, "delegation", checks_own_arguments=True)
+        host = self.service.host
+        try:
+            routes = host.routing.options(self.backend)
+        except BackendUnavailable:
+            routes = ()  # a call fails with the reason; the schema offers no routes meanwhile
+        schema = tool_schema(background=self.mode == "background", max_spawn_depth=host.delegation.max_spawn_depth,
+                             routes=routes)
+        return Tool("delegate_task", DESCRIPTION, schema, self.__call__, "delegation", checks_own_arguments=True)
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         parent = ctx.session
@@ -79,16 +108,48 @@ class DelegateTool:
             return self._control(action, args, parent.session_id)
         check_arguments(args)
         limit = self.service.host.delegation.max_concurrent_children
-        specs = parse_tasks(args, limit)
+        specs, routes, refused = self._route(parse_tasks(args, limit))
+        note = None
+        if self.mode == "background" and specs and self.admit is not None:
+            note = self.admit(parent.session_id)
         started = time.monotonic()
+        if not specs:  # every task was refused: nothing to start or to deliver later
+            return {"results": refused, "total_duration_seconds": 0.0}
         # Inline, nothing is handed out before the children end, and their terminal rows commit
         # after their PENDING ones: no need to wait for a commit before they start.
-        records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=self.mode == "background")
+        records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=self.mode == "background",
+                                                        routes=routes)
         if self.mode == "background":
-            return await self._dispatch(parent.session_id, ctx.turn_id, specs, records)
-        return await self._inline(parent, specs, records, started)
+            return await self._dispatch(parent.session_id, ctx.turn_id, specs, records, refused, note)
+        return await self._inline(parent, specs, records, started, refused)
 
-    async def _inline(self, parent: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+    def _route(self, specs: list[ChildSpec]) -> tuple[list[ChildSpec], list[ChildRoute | None], list[dict]]:
+        """Resolve every task's route before anything starts: the tasks that may run (tagged with
+        the backend), their routes, and entries for the refused ones."""
+        host = self.service.host
+        if not host.routing.available(self.backend):
+            raise ToolError(
+                f"No subagent was started: this chat's delegation backend {self.backend!r} is not available "
+                "(its plugin is not loaded). Tell the user: /delegation shows the backends and switches to another."
+            )
+        backend = None if self.backend == DEFAULT_BACKEND else self.backend
+        known = host.tools.toolsets()
+        kept, routes, refused = [], [], []
+        for spec in specs:
+            spec = dataclasses.replace(spec, backend=backend)
+            try:
+                route = None if spec.route is None else host.routing.resolve(self.backend, spec.route, known)
+            except RouteRefused as exc:
+                refused.append(refusal_entry(spec.task_index, spec.route, str(exc)))
+                continue
+            except BackendUnavailable as exc:  # gone between the check and now: still nothing started
+                raise ToolError(f"No subagent was started: {exc}.") from None
+            kept.append(spec)
+            routes.append(route)
+        return kept, routes, refused
+
+    async def _inline(self, parent: Any, specs: list[ChildSpec], records: list[Record], started: float,
+                      refused: list[dict]) -> dict:
         supervisor = self.service._supervisor
 
         def pass_interrupt(reason: str, hard: bool) -> None:
@@ -99,21 +160,26 @@ class DelegateTool:
             await asyncio.gather(*(r.waiter() for r in records))
         finally:
             parent.interrupt_listeners.remove(pass_interrupt)
-        return await self._payload(parent.workspace, specs, records, started)
+        return await self._payload(parent.workspace, specs, records, started, refused)
 
-    async def _payload(self, workspace: Any, specs: list[ChildSpec], records: list[Record], started: float) -> dict:
+    async def _payload(self, workspace: Any, specs: list[ChildSpec], records: list[Record], started: float,
+                       refused: list[dict]) -> dict:
         max_chars = self.service.host.delegation.max_summary_chars
-        results = []
+        results = list(refused)
         for spec, record in zip(specs, records, strict=True):
             item = entry(spec.task_index, record.handle.subagent_id, record.outcome)
+            item["role"] = record.handle.role
+            with_route(item, spec.route)
             if len(item.get("summary") or "") > max_chars:
                 item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace)
             results.append(item)
+        results.sort(key=lambda item: item["task_index"])
         return {"results": results, "total_duration_seconds": round(time.monotonic() - started, 3)}
 
     # -- background --------------------------------------------------------------------
 
-    async def _dispatch(self, parent_id: str, turn_id: str, specs: list[ChildSpec], records: list[Record]) -> dict:
+    async def _dispatch(self, parent_id: str, turn_id: str, specs: list[ChildSpec], records: list[Record],
+                        refused: list[dict], note: str | None) -> dict:
         dispatch = BackgroundDispatch(
             delegation_id=new_id("deleg_"), parent_session_id=parent_id, parent_turn_id=turn_id,
             dispatched_at=self.service.clock.time(),
@@ -125,7 +191,7 @@ class DelegateTool:
             log.exception("the host could not record background delegation %s", dispatch.delegation_id)
             await self.service._supervisor.interrupt(records, "the delegation could not be recorded")
             raise ToolError("the subagents could not be started; try again") from None
-        return {
+        payload = {
             "status": "dispatched",
             "mode": "background",
             "delegation_id": dispatch.delegation_id,
@@ -134,6 +200,11 @@ class DelegateTool:
             "subagent_ids": [r.handle.subagent_id for r in records],
             "note": BACKGROUND_NOTE,
         }
+        if refused:
+            payload["refused"] = refused
+        if note:
+            payload["backlog"] = note
+        return payload
 
     def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
         if self.mode != "background":

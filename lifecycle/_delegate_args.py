@@ -4,13 +4,17 @@ calls into tool errors saying exactly what to do (never a silent truncation)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agent import ToolError
+from agent.images import images_problem
 from lifecycle._children import ChildSpec
 from lifecycle._contract import MAX_CONTEXT_CHARS, MAX_GOAL_CHARS
-from agent.images import images_problem
 from lifecycle._output_schema import coerce_schema
+from lifecycle._routing import RouteOption
+
+ROLES = ("leaf", "orchestrator")
 
 _TASK = {
     "type": "object",
@@ -24,16 +28,44 @@ _TASK = {
 }
 
 
-def tool_schema(*, background: bool) -> dict[str, Any]:
-    """Inline sessions get no live-control parameters; background sessions do."""
+def role_schema(max_spawn_depth: int) -> dict[str, Any]:
+    if max_spawn_depth <= 1:
+        limit = "Here subagents may not nest at all, so every subagent runs as a leaf."
+    else:
+        limit = (f"Subagents nest at most {max_spawn_depth} levels deep (a top-level agent's subagents are level 1);"
+                 " an orchestrator at the deepest level runs as a leaf.")
+    return {"type": "string", "enum": list(ROLES), "description": (
+        "leaf (default): the subagent does the work itself. orchestrator: it may split the work further with its "
+        f"own delegate_task. {limit}")}
+
+
+def route_schema(options: Sequence[RouteOption]) -> dict[str, Any]:
+    listed = "; ".join(f"{o.name}: {o.description}" for o in options)
+    return {"type": "string", "enum": [o.name for o in options], "description": (
+        f"Which kind of subagent runs the task. {listed}. Without a route the task uses the default subagent.")}
+
+
+def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[RouteOption] = ()) -> dict[str, Any]:
+    """Inline sessions get no live-control parameters; background sessions do. ``role`` says
+    how deep subagents may nest; ``route`` (names and descriptions only) appears when the
+    session's delegation backend offers routes."""
+    task = {**_TASK, "properties": {**_TASK["properties"], "role": role_schema(max_spawn_depth)}}
+    if routes:
+        task["properties"]["route"] = route_schema(routes)
+    fields = "goal, context, role, route, output_schema, images" if routes else "goal, context, role, output_schema, images"
     properties: dict[str, Any] = {
         "goal": {"type": "string", "description": "One task's goal (use `tasks` for several)."},
         "context": {"type": "string", "description": "Shared background for the task."},
+        "role": {**role_schema(max_spawn_depth), "description": "The role of every task that names none. "
+                 + role_schema(max_spawn_depth)["description"]},
         "output_schema": {"type": "object", "description": "JSON Schema the answer of the single task must match."},
         "images": _TASK["properties"]["images"],
-        "tasks": {"description": "Several tasks to run in parallel: a list of {goal, context, output_schema, images}.",
-                  "anyOf": [{"type": "array", "items": _TASK}, {"type": "string"}]},
+        "tasks": {"description": f"Several tasks to run in parallel: a list of {{{fields}}}.",
+                  "anyOf": [{"type": "array", "items": task}, {"type": "string"}]},
     }
+    if routes:
+        properties["route"] = {**route_schema(routes), "description": "The route of every task that names none. "
+                               + route_schema(routes)["description"]}
     if background:
         properties["action"] = {"type": "string", "enum": ["delegate", "list", "steer", "stop"],
                                 "description": "delegate (default); list running subagents; steer or stop one."}
@@ -42,7 +74,8 @@ def tool_schema(*, background: bool) -> dict[str, Any]:
     return {"type": "object", "properties": properties}
 
 
-_KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "subagent_id", "message"})
+_KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "subagent_id", "message",
+                    "role", "route"})
 
 
 def check_arguments(args: dict[str, Any]) -> None:
@@ -54,6 +87,19 @@ def check_arguments(args: dict[str, Any]) -> None:
     for key in ("goal", "context"):
         if key in args and not isinstance(args[key], str):
             raise ToolError(f"`{key}` must be a string")
+    _check_role("", args.get("role"))
+    _check_route("", args.get("route"))
+
+
+def _check_role(where: str, role: Any) -> None:
+    if role is not None and role not in ROLES:
+        raise ToolError(f"{where}`role` must be \"leaf\" or \"orchestrator\", got {json.dumps(role)}")
+
+
+def _check_route(where: str, route: Any) -> None:
+    # An unknown name is refused per task (the batch still runs); a non-string is a malformed call.
+    if route is not None and not isinstance(route, str):
+        raise ToolError(f"{where}`route` must be the name of a route, as a string")
 
 
 def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
@@ -77,10 +123,11 @@ def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
             f"(delegation.max_concurrent_children). Split the work into batches of at most {limit} "
             "tasks and call delegate_task once per batch."
         )
-    return [_spec(i, task) for i, task in enumerate(tasks)]
+    defaults = {"role": args.get("role"), "route": args.get("route")}
+    return [_spec(i, task, defaults) for i, task in enumerate(tasks)]
 
 
-def _spec(index: int, task: Any) -> ChildSpec:
+def _spec(index: int, task: Any, defaults: dict[str, Any]) -> ChildSpec:
     where = f"task {index}"
     if not isinstance(task, dict):
         raise ToolError(f"{where} must be an object like {{\"goal\": \"...\", \"context\": \"...\"}}, "
@@ -103,5 +150,8 @@ def _spec(index: int, task: Any) -> ChildSpec:
     problem = images_problem(images)
     if problem:
         raise ToolError(f"{where}: {problem}")
-    return ChildSpec(goal=goal, context=context or None, output_schema=schema, images=tuple(images or ()),
-                     task_index=index)
+    role, route = task.get("role"), task.get("route")
+    _check_role(f"{where}: ", role)
+    _check_route(f"{where}: ", route)
+    return ChildSpec(goal=goal, context=context or None, role=role or defaults["role"] or "leaf", output_schema=schema,
+                     images=tuple(images or ()), task_index=index, route=route or defaults["route"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from agent import AgentSession, Clock
+from agent import AgentSession, Clock, ToolTraceEntry
 from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle.settings import DelegationSettings
 
@@ -92,6 +92,10 @@ class Engine(Protocol):
     def activity(self, subagent_id: str) -> str | None:
         """What the child is doing now (``waiting for a slot``, ``starting``, ``waiting for
         the model``, ``running web_search``...); None when this engine does not know it."""
+
+    def tool_trace(self, subagent_id: str) -> tuple[ToolTraceEntry, ...] | None:
+        """A running child's latest tool calls, oldest first, metadata only; None when this
+        engine does not know them. Optional: the host view reads it only where it exists."""
 
     async def close(self) -> None:
         """Stop starting jobs and wait for the running ones to report (the service interrupts

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent import AgentSession
+from agent import AgentSession, ToolTraceEntry
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentLifecycleError, SubagentResult
 from lifecycle._entries import apply_summary_budget, entry, entry_from_result
 from lifecycle._record import Record
+from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused, with_route
 from lifecycle._snapshot import ChildSnapshot
 
 if TYPE_CHECKING:
@@ -59,16 +60,38 @@ class HostView:
         supervisor = self._supervisor
         return await supervisor.interrupt(supervisor.children(parent_session_id), reason)
 
-    async def interrupt_child(self, subagent_id: str, reason: str) -> bool:
-        """Interrupt one live child (an operator's stop): it ends INTERRUPTED with the partial
-        output it had and ``reason`` as its error, exactly as `interrupt_children` ends each of
-        a session's children; its own children stop with it. False when it is not live in this
-        process (unknown, finished or already finishing). Returns before a running one has stopped."""
+    async def interrupt_child(self, subagent_id: str, reason: str, *, parent_session_id: str | None = None) -> bool:
+        """Interrupt one live child (``/agents stop``, the operator console's Stop): it ends
+        INTERRUPTED with the partial output it had and ``reason`` as its error, exactly as
+        `interrupt_children` ends each of a session's children, and whoever waits for it (a
+        tool, a background delivery) still gets that result; its own children stop with it.
+        With ``parent_session_id``, only a child of that session. False when there is no such
+        child live in this process (unknown, finished or already finishing). Returns before a
+        running one has stopped."""
         supervisor = self._supervisor
         record = supervisor.get(subagent_id)
         if not isinstance(record, Record):  # unknown, or only its result is left
             return False
+        if parent_session_id is not None and record.handle.parent_session_id != parent_session_id:
+            return False
         return await supervisor.interrupt([record], reason) == 1
+
+    def tool_trace(self, parent_session_id: str, subagent_id: str) -> tuple[ToolTraceEntry, ...] | None:
+        """The child's latest tool calls, oldest first, metadata only: live from its engine
+        (when the engine can tell), or as it finished while this process remembers it. None
+        when it is not the session's child, or its trace is no longer kept (after a restart)."""
+        supervisor = self._supervisor
+        record = supervisor.get(subagent_id)
+        if isinstance(record, Record) and record.handle.parent_session_id == parent_session_id:
+            if record.outcome is not None:
+                return record.outcome.tool_trace
+            live = getattr(supervisor.engine, "tool_trace", None)
+            if live is not None and not record.state.terminal:
+                return live(subagent_id)
+        for child in supervisor.tallies.recent(parent_session_id):
+            if child.subagent_id == subagent_id:
+                return child.tool_trace
+        return None
 
     async def lookup(self, subagent_ids: Sequence[str]) -> dict[str, ChildSnapshot]:
         """Snapshots of these children, live or finished, from memory or (after a restart, or
@@ -85,13 +108,15 @@ class HostView:
         as finished). Cancelling the wait leaves the children running."""
         await self._wait([self._supervisor.get(sid) for sid in subagent_ids])
 
-    async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path) -> list[dict[str, Any]]:
+    async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path, *,
+                               routes: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """Wait until these children, given as (task index, subagent id), have finished, then
         their delegate_task result entries: what an inline call returns, with the summary
         budget applied (an over-long summary is cut and kept whole in ``workspace``). A child
         that finished before the call, or before a restart, gets the fields the journal keeps
-        (no tool trace); one nothing remembers is an ``error`` entry. Cancelling the wait
-        leaves the children running."""
+        (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
+        of routed children to their route: their entries name it instead of the model behind
+        it. Cancelling the wait leaves the children running."""
         held = [self._supervisor.get(sid) for _, sid in tasks]
         await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
@@ -99,11 +124,15 @@ class HostView:
         for (task_index, sid), item in zip(tasks, held, strict=True):
             if isinstance(item, Record) and item.outcome is not None:
                 entry_ = entry(task_index, sid, item.outcome)
+                entry_["role"] = item.handle.role
             elif (result := await self._result(sid, item)) is not None:
                 entry_ = entry_from_result(task_index, sid, result)
+                entry_["role"] = result.handle.role
             else:
                 entry_ = {"task_index": task_index, "subagent_id": sid, "status": "error", "summary": None,
                           "error": "the subagent's result is no longer available"}
+            if routes:
+                with_route(entry_, routes.get(sid))
             if len(entry_.get("summary") or "") > max_chars:
                 entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace)
             items.append(entry_)
@@ -111,8 +140,20 @@ class HostView:
 
     async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec]) -> list[str]:
         """Launch children for these tasks again (new ids), as delegate_task would from
-        ``parent``'s turn ``parent_turn_id``; returns their ids once they are journaled."""
-        records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True)
+        ``parent``'s turn ``parent_turn_id``, each on its route again; returns their ids once
+        they are journaled. Raises `SubagentLifecycleError` (and starts nothing) when a task's
+        route can no longer be resolved."""
+        host = self._supervisor.host
+        routes: list[ChildRoute | None] = []
+        for spec in specs:
+            if spec.route is None:
+                routes.append(None)
+                continue
+            try:
+                routes.append(host.routing.resolve(spec.backend or "default", spec.route, host.tools.toolsets()))
+            except (RouteRefused, BackendUnavailable) as exc:
+                raise SubagentLifecycleError(f"cannot run {spec.goal[:60]!r} again: {exc}") from None
+        records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True, routes=routes)
         return [r.handle.subagent_id for r in records]
 
     @staticmethod

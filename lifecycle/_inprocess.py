@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Iterator, Sequence
 
+from agent import ToolTraceEntry
 from lifecycle._child_run import ChildRun
 from lifecycle._engine import EngineHost
 from lifecycle._job import ChildJob
@@ -85,6 +86,12 @@ class InProcessEngine:
         if run is None:
             return None
         return "starting" if run.session is None else run.session.activity.description
+
+    def tool_trace(self, subagent_id: str) -> tuple[ToolTraceEntry, ...] | None:
+        run = self._runs.get(subagent_id)
+        if run is None:
+            return None
+        return () if run.session is None else run.session.tool_log
 
     async def close(self) -> None:
         self._closed = True

@@ -59,6 +59,14 @@ class ChildJob:
     """The model chosen at launch, as the handle shows it."""
     workspace: str = ""
     """The parent's workspace directory, which the child works in."""
+    backend: str | None = None
+    """The delegation backend of the session that launched it; None for ``default``."""
+    route: str | None = None
+    """The backend's option the task was routed to; None for the default child model."""
+    persona: str | None = None
+    """The route's persona, the first part of the child's system prompt."""
+    route_context: str = ""
+    """Text the route adds to the child's system prompt (skills, context files)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe plain dict; `from_dict` of it gives an equal job."""

@@ -36,6 +36,7 @@ class Timeout:
     last_event_age: float
     timeout_phase: str
     api_calls: int
+    """Model calls that had answered (a call still in flight does not count)."""
     stalled: bool
 
     def message(self) -> str:
@@ -92,7 +93,9 @@ class Watch:
         return None
 
     def _timeout(self, now: float, limit: float, quiet: float, *, stalled: bool) -> Timeout:
-        calls = self.session.activity.api_calls
+        # Completed calls, as the entry's api_calls counts them: a child stuck in its first
+        # model call has made none.
+        calls = self.session.activity.answered_api_calls
         return Timeout(
             timeout_seconds=limit,
             timed_out_after_seconds=round(now - self.started, 3),

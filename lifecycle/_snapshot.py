@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent import ToolTraceEntry
+from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentState
 from lifecycle._frozen import fast_init
+from lifecycle._job import ChildJob
 from lifecycle._record import Record
+
+TRACE_KEPT = 50
+"""Tool calls a finished child's snapshot keeps (its latest)."""
 
 
 @fast_init
@@ -41,10 +47,20 @@ class ChildSnapshot:
     """What went wrong, once finished; None while live and on success."""
     model: str | None
     """The model it runs on."""
+    route: str | None = None
+    """The delegation route it was launched on (an option of its session's backend); None for
+    the default child model, and for a child read back from the journal."""
+    task: ChildSpec | None = None
+    """The task as it was launched (goal, context, effective role, toolsets, route...), for
+    running it again; None for a child read back from the journal."""
+    tool_trace: tuple[ToolTraceEntry, ...] = ()
+    """A finished child's latest tool calls (metadata only, at most `TRACE_KEPT`); empty while live."""
 
 
 def snapshot(record: Record, activity: str) -> ChildSnapshot:
     result = record.result
+    job = record.job
+    outcome = record.outcome
     return ChildSnapshot(
         subagent_id=record.handle.subagent_id,
         parent_session_id=record.handle.parent_session_id,
@@ -59,4 +75,15 @@ def snapshot(record: Record, activity: str) -> ChildSnapshot:
         summary=result.summary if result is not None else None,
         error=result.error_message if result is not None else None,
         model=record.handle.model,
+        route=job.route if job is not None else None,
+        task=task_of(job) if job is not None else None,
+        tool_trace=outcome.tool_trace[-TRACE_KEPT:] if outcome is not None else (),
+    )
+
+
+def task_of(job: ChildJob) -> ChildSpec:
+    """The task a job runs, as a spec that launches the same child again."""
+    return ChildSpec(
+        goal=job.goal, context=job.context, role=job.role, allowed_toolsets=job.toolsets, metadata=job.metadata,
+        output_schema=job.output_schema, images=job.images, route=job.route, backend=job.backend,
     )

@@ -27,6 +27,7 @@ from lifecycle._engine import Engine
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._journal import Journal
 from lifecycle._record import Record
+from lifecycle._routing import ChildRoute
 from lifecycle._snapshot import ChildSnapshot, snapshot
 from lifecycle._tallies import Tallies
 
@@ -127,6 +128,7 @@ class Supervisor:
     async def submit(
         self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec], *,
         correlation_id: str | None = None, durable: bool = True, handles_out: bool = False,
+        routes: Sequence[ChildRoute | None] = (),
     ) -> list[Record]:
         """Journal a batch as PENDING in one commit, then queue every child on the engine.
 
@@ -134,7 +136,8 @@ class Supervisor:
         batch: for callers that hand nothing out before the children finish (an inline
         delegate_task), whose terminal rows are committed after them anyway.
         ``handles_out``: the caller hands the handles out (the plugin API), so the results
-        are kept in memory for a while, for the reads that follow. If the commit fails, the
+        are kept in memory for a while, for the reads that follow. ``routes``: each spec's
+        delegation route (or None), in order; empty when none is routed. If the commit fails, the
         children are forgotten (never started) and the error propagates."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
@@ -142,7 +145,11 @@ class Supervisor:
             key = (parent.session_id, correlation_id)
             if key in self._correlations or await self.journal.find_correlation(*key) is not None:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
-        records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
+        if routes:  # one per spec
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, route)
+                       for spec, route in zip(specs, routes, strict=True)]
+        else:
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
         if handles_out:
             for record in records:
                 record.keep_result = True
@@ -164,13 +171,17 @@ class Supervisor:
         return records
 
     def _new_record(
-        self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None
+        self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
+        route: ChildRoute | None = None,
     ) -> Record:
         host = self.host
         sid = new_id("sa-")
         pid = parent.session_id
-        model = host.child_model(parent) if host.child_model else parent.model
-        job = plan_job(host, parent, spec, subagent_id=sid, parent_turn_id=parent_turn_id, model=model)
+        if route is not None and route.model is not None:
+            model = route.model
+        else:
+            model = host.child_model(parent) if host.child_model else parent.model
+        job = plan_job(host, parent, spec, subagent_id=sid, parent_turn_id=parent_turn_id, model=model, route=route)
         created = host.clock.time()
         capability = sign(
             self.keyring, subagent_id=sid, parent_session_id=pid, correlation_id=correlation_id, created_at=created,
@@ -288,7 +299,8 @@ class Supervisor:
                 del self._by_parent[handle.parent_session_id or ""]
         if handle.correlation_id:
             self._correlations.pop((handle.parent_session_id, handle.correlation_id), None)
-        record.job = record.parent = record.model = None
+        # The job stays: a finished child's snapshot shows its route and the task to run again.
+        record.parent = record.model = None
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -5,10 +5,55 @@ See `agent.settings` for the field-metadata conventions the config loader reads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
-from agent.settings import setting
+from agent.settings import nested, setting
+
+Backend = Literal["default", "model_map", "profile_routes"]
+RouteProvider = Literal["openai", "demo"]
+
+
+def _no_routes() -> Mapping:
+    # dataclasses refuse unhashable defaults, so immutable mappings come from a factory.
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRoute:
+    """One named option of the ``model_map`` backend. The model reads only its name and description."""
+
+    description: str | None = setting(None, "What the option is for, as the parent model reads it (required).")
+    provider: RouteProvider | None = setting(None, "Provider of the option's model: openai or demo (required).")
+    model: str | None = setting(None, "Model name sent to the provider (required).")
+    base_url: str | None = setting(
+        None, "Chat-completions base URL; model.base_url when unset and the provider is model.provider."
+    )
+    api_key: str | None = setting(
+        None, "API key for base_url; with base_url unset, model.api_key (the same server); else $OPENAI_API_KEY.",
+        secret=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRoute:
+    """One named profile of the ``profile_routes`` backend: a child routed to it runs as that profile."""
+
+    description: str | None = setting(None, "What the profile is for, as the parent model reads it (required).")
+    provider: RouteProvider | None = setting(None, "Provider of the profile's model; model.provider when unset.")
+    model: str | None = setting(None, "The profile's model; the default child model when unset.")
+    base_url: str | None = setting(None, "Chat-completions base URL of the profile's model (as for model_map).")
+    api_key: str | None = setting(None, "API key of the profile's model (as for model_map).", secret=True)
+    system_prompt: str | None = setting(None, "The persona: the first part of the child's system prompt.")
+    context_files: tuple[Path, ...] = setting(
+        (), "Skill or context files whose text the child gets in its system prompt; relative to the config file."
+    )
+    toolsets: tuple[str, ...] | None = setting(
+        None, "Toolsets the child may use (only ever narrows its parent's); the parent's when unset."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +80,16 @@ class DelegationSettings:
         1200.0, "A child with no progress this long inside one tool is stalled.", min=0.001
     )
     heartbeat_interval_seconds: float = setting(5.0, "How often the liveness monitor looks at children.", min=0.001)
+    backend: Backend = setting(
+        "default", "How tasks are routed: default (the child model above), model_map or profile_routes (both from"
+        " the advanced_delegation plugin); a chat may switch with /delegation."
+    )
+    model_map: Mapping[str, ModelRoute] = nested(
+        _no_routes, "model_map options by name: each {description, provider, model, base_url?, api_key?}."
+    )
+    profile_routes: Mapping[str, ProfileRoute] = nested(
+        _no_routes, "profile_routes profiles by name: a model and credentials, a persona, context files, toolsets."
+    )
 
 
 @dataclass(frozen=True, slots=True)

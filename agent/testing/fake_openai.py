@@ -10,7 +10,9 @@ and script what it answers::
         assert server.requests[0]["tools"]
 
 Replies are consumed in order, one per ``POST /v1/chat/completions``; when the
-queue is empty the server answers ``default_text``. Served: non-streaming chat
+queue is empty the server answers ``default_text``. Where several clients share
+one server and their order is not fixed (children running in parallel),
+``respond_with(fn)`` answers by the request's content instead. Served: non-streaming chat
 completions, ``GET /v1/models`` and ``POST /v1/audio/transcriptions`` (speech to
 text: `push_transcription` scripts the next transcript, `transcriptions` records
 what was sent). It binds 127.0.0.1 on a free port.
@@ -23,7 +25,7 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +47,8 @@ class FakeOpenAIServer:
 
     ``api_key``: when set, requests without ``Authorization: Bearer <api_key>``
     get a 401 (and still consume no scripted reply). ``requests`` holds every
-    chat-completions request body received, in order, including rejected ones.
+    chat-completions request body received, in order, including rejected ones,
+    and ``authorizations`` their ``Authorization`` headers (None when absent).
     ``close`` releases handlers that are still delaying or hanging, so it
     returns promptly; it is idempotent.
     """
@@ -67,10 +70,13 @@ class FakeOpenAIServer:
         """Every transcription request: ``model``, ``language``, ``filename``, ``content_type``
         and ``audio`` (the bytes of the uploaded file)."""
         self._transcripts: deque[_Reply] = deque()
+        self.authorizations: list[str | None] = []
         self._replies: deque[_Reply] = deque()
+        self._responder: Callable[[Any], Mapping[str, Any] | None] | None = None
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        self._arrived = asyncio.Event()
         self._port: int | None = None
 
     @property
@@ -136,6 +142,24 @@ class FakeOpenAIServer:
             body = {"error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
         self._replies.append(_Reply(status=status, body=body, headers=dict(headers or {})))
 
+    def respond_with(self, fn: Callable[[Any], Mapping[str, Any] | None] | None) -> None:
+        """Answer each request with ``fn(body)`` (the parsed request body) before looking at the
+        queue: ``{"text": ...}``, ``{"tool_calls": [...], "text"?: ...}`` (as `push_tool_calls`),
+        ``{"hang": True}``, each with optional ``usage``; None falls through to the queue.
+        ``respond_with(None)`` removes it."""
+        self._responder = fn
+
+    def _from_responder(self, body: Any) -> _Reply | None:
+        if self._responder is None:
+            return None
+        spec = self._responder(body)
+        if spec is None:
+            return None
+        if spec.get("hang"):
+            return _Reply(delay=float("inf"))
+        calls = spec.get("tool_calls")
+        return _Reply(body=_Completion(spec.get("text"), list(calls) if calls else None, spec.get("usage")))
+
     def push_delay(self, seconds: float, text: str | None = None) -> None:
         """Wait ``seconds``, then answer with ``text`` (default text when None)."""
         self._replies.append(_Reply(body=_Completion(text, None, None, default=text is None), delay=seconds))
@@ -153,6 +177,16 @@ class FakeOpenAIServer:
         body = {"text": text} if status == 200 else {
             "error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
         self._transcripts.append(_Reply(status=status, body=body))
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Return once ``predicate()`` is true, checking it again as each request arrives;
+        TimeoutError after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self._arrived.clear()
+                if predicate():
+                    return
+                await self._arrived.wait()
 
     # -- handlers --------------------------------------------------------
 
@@ -179,10 +213,14 @@ class FakeOpenAIServer:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
+        self._arrived.set()
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)
-        reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
+        reply = self._from_responder(body)
+        if reply is None:
+            reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
         if reply.delay:
             timeout = None if reply.delay == float("inf") else reply.delay
             try:

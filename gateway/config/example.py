@@ -19,6 +19,16 @@ HEADER = """\
 # so tokens stay out of this file. See docs/configuration.md.
 """
 EXAMPLES = {
+    "delegation.model_map": (
+        "fast:\n  description: Quick and cheap; for lookups and short summaries.\n  provider: openai\n"
+        "  model: gpt-4o-mini\ndeep:\n  description: Careful reasoning for hard problems; slower.\n  provider: openai\n"
+        "  model: o3\n  base_url: https://api.openai.com/v1\n  api_key: ${DEEP_API_KEY}"
+    ),
+    "delegation.profile_routes": (
+        "reviewer:\n  description: Reviews a change for bugs and unclear code.\n  model: gpt-4o\n"
+        "  system_prompt: You are a meticulous code reviewer.\n  context_files: [review-checklist.md]\n"
+        "  toolsets: [file]"
+    ),
     "display.platforms": "telegram:\n  interim_assistant_messages: false\n  long_running_notifications: generic",
     "platforms.webhook.routes": "alerts:\n  secret: ${ALERTS_WEBHOOK_SECRET}\n  deliver_url: https://example.com/hook",
 }

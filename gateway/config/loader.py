@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import yaml
 
+from gateway.config.delegation_rules import absolute_context_files, delegation_rules
 from gateway.config.interpolate import expand_tree
 from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
@@ -136,6 +137,8 @@ def config_from_mapping(
     validator.errors.extend(expansion_errors)
     config = validator.section(Config, tree, "")
     rule_errors, rule_warnings = check_rules(config)
+    delegation_errors, delegation_warnings = delegation_rules(config, source)
+    rule_errors, rule_warnings = rule_errors + delegation_errors, rule_warnings + delegation_warnings
     # One report per key: a token whose ${VAR} is unset is not "required" a second time.
     reported = {error.partition(": ")[0] for error in validator.errors}
     rule_errors = [error for error in rule_errors if error.partition(": ")[0] not in reported]
@@ -144,6 +147,7 @@ def config_from_mapping(
     if errors:
         raise ConfigError(errors, warnings, source)
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
+    config = absolute_context_files(config, source)
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
 
 

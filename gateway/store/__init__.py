@@ -52,9 +52,9 @@ class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build)."""
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
-dead letters. Older files are migrated on open."""
+dead letters; 4: each session's delegation backend. Older files are migrated on open."""
 
 
 class GatewayStore:
@@ -101,6 +101,7 @@ class GatewayStore:
             elif int(row[0]) < SCHEMA_VERSION:
                 if int(row[0]) == 1:
                     self.sessions.split_transcripts()
+                self.sessions.add_backend_columns()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _inbox_attempts(self) -> None:

@@ -107,6 +107,12 @@ class DelegationTable:
             sql, params = sql + " AND dispatched_at <= ?", (*params, before)
         return self._db.write(sql, params).rowcount
 
+    def count_unsettled(self, session_key: str) -> int:
+        """The chat's delegations whose results have not been delivered (or settled otherwise) yet."""
+        row = self._db.read_one("SELECT COUNT(*) FROM gateway_delegations WHERE session_key=? AND status='running'",
+                                (session_key,))
+        return int(row[0]) if row else 0
+
     def running(self) -> list[DelegationRow]:
         """Every delegation not settled yet, oldest first."""
         return [_row(r) for r in self._db.read(

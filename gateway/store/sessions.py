@@ -1,8 +1,10 @@
 """Gateway sessions and their transcripts: one row per session, one row per message.
 
 A session is keyed by (platform, chat, thread). Its row pins the delegation mode and
-generation (bumped by ``/new``); its transcript is stored a message per row, so a
-turn appends the few messages it added instead of rewriting the whole history.
+generation (bumped by ``/new``) and holds the chat's delegation backend: the one the
+current generation uses and the one ``/delegation`` chose for the next; its
+transcript is stored a message per row, so a turn appends the few messages it added
+instead of rewriting the whole history.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ Mode = Literal["inline", "background"]
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_sessions (
         key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
-        created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, backend TEXT NOT NULL DEFAULT 'default',
+        backend_choice TEXT)""",
     """CREATE TABLE IF NOT EXISTS gateway_transcript (
         key TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (key, seq))""",
 )
@@ -53,6 +56,10 @@ class SessionRow:
     transcript: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     created_at: float = 0.0
     updated_at: float = 0.0
+    backend: str = "default"
+    """The delegation backend this generation delegates through."""
+    backend_choice: str | None = None
+    """The backend ``/delegation`` chose for the chat's next generations; None: ``delegation.backend``."""
 
 
 class SessionTable:
@@ -69,14 +76,30 @@ class SessionTable:
         ])
         self._db.write("ALTER TABLE gateway_sessions DROP COLUMN transcript")
 
+    def add_backend_columns(self) -> None:
+        """Schema < 4: each session's delegation backend (``default`` for existing ones)."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_sessions)")}
+        if "backend" not in columns:
+            self._db.write("ALTER TABLE gateway_sessions ADD COLUMN backend TEXT NOT NULL DEFAULT 'default'")
+        if "backend_choice" not in columns:
+            self._db.write("ALTER TABLE gateway_sessions ADD COLUMN backend_choice TEXT")
+
     def load(self, key: str) -> SessionRow | None:
         row = self._db.read_one(
-            "SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions WHERE key=?",
-            (key,))  # fmt: skip
+            "SELECT key, session_id, generation, mode, created_at, updated_at, backend, backend_choice"
+            " FROM gateway_sessions WHERE key=?", (key,))  # fmt: skip
         if row is None:
             return None
         messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
-        return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5])
+        return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5],
+                          row[6], row[7])
+
+    def save_backend(self, key: str, backend: str, choice: str | None) -> None:
+        """Store the session's current backend and the chat's choice for later generations."""
+        touched = self._db.write("UPDATE gateway_sessions SET backend=?, backend_choice=?, updated_at=? WHERE key=?",
+                                 (backend, choice, self._clock.time(), key))
+        if touched.rowcount == 0:
+            raise KeyError(key)
 
     def recent(self, limit: int) -> list[SessionRow]:
         """The ``limit`` most recently active sessions, most recent first, without their transcripts."""
@@ -102,10 +125,13 @@ class SessionTable:
         now = self._clock.time()
         with self._db.transaction():
             self._db.write(
-                "INSERT INTO gateway_sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+                "INSERT INTO gateway_sessions (key, session_id, generation, mode, created_at, updated_at, backend,"
+                " backend_choice) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
                 " session_id=excluded.session_id, generation=excluded.generation, mode=excluded.mode,"
-                " created_at=excluded.created_at, updated_at=excluded.updated_at",
-                (row.key, row.session_id, row.generation, row.mode, row.created_at or now, now))
+                " created_at=excluded.created_at, updated_at=excluded.updated_at, backend=excluded.backend,"
+                " backend_choice=excluded.backend_choice",
+                (row.key, row.session_id, row.generation, row.mode, row.created_at or now, now, row.backend,
+                 row.backend_choice))
             self._replace_messages(row.key, row.transcript)
 
     def save_transcript(self, key: str, messages: Sequence[dict[str, Any]], *, start: int = 0) -> None:

@@ -1,4 +1,3 @@
-import asyncio
 import textwrap
 
 import pytest
@@ -85,3 +84,38 @@ async def test_hooks_run_in_order_and_a_failing_hook_does_not_stop_the_rest(capl
     assert "bad hook" in caplog.text
     with pytest.raises(ValueError, match="unknown hook"):
         hooks.register("subagent_sotp", first)
+
+
+class Backend:
+    description = "routes things"
+
+    def __init__(self, name):
+        self.name = name
+
+    def options(self):
+        return []
+
+    def resolve(self, route):
+        raise LookupError(route)
+
+
+def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path, monkeypatch):
+    (tmp_path / "routes_plugin.py").write_text(
+        "from tests.agent.test_plugins import Backend\n"
+        "def register(ctx):\n    ctx.register_delegation_backend(Backend('model_map'))\n")
+    (tmp_path / "clash_plugin.py").write_text(
+        "from tests.agent.test_plugins import Backend\n"
+        "def register(ctx):\n    ctx.register_delegation_backend(Backend('model_map'))\n")
+    (tmp_path / "default_plugin.py").write_text(
+        "from tests.agent.test_plugins import Backend\n"
+        "def register(ctx):\n    ctx.register_delegation_backend(Backend('default'))\n")
+    (tmp_path / "odd_plugin.py").write_text(
+        "def register(ctx):\n    ctx.register_delegation_backend(object())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = PluginHost(ToolRegistry(), HookRegistry())
+    plugins.load(["routes_plugin", "clash_plugin", "default_plugin", "odd_plugin"])
+    assert plugins.loaded == ["routes_plugin"] and list(plugins.delegation_backends) == ["model_map"]
+    messages = [str(f) for f in plugins.failures]
+    assert "already registered: delegation backend model_map" in messages[0]
+    assert "already registered: delegation backend default" in messages[1]
+    assert "delegation backend name None must be a lower-case word" in messages[2]

@@ -318,3 +318,48 @@ async def test_model_and_tool_hooks_see_every_call_with_its_usage_and_outcome():
     assert (start["tool_name"], start["arguments"], start["turn_id"]) == ("echo", {"text": "hi"}, result.turn_id)
     assert (end["tool_name"], end["call_id"], end["ok"], end["output"]) == ("echo", start["call_id"], True, "hi")
     assert (failed["error"], failed["prompt_tokens"]) == ("server_error", 0)
+
+
+async def test_a_replaced_tool_serves_from_the_next_turn_and_a_running_turn_keeps_its_own():
+    gate = asyncio.Event()
+
+    async def old(args, ctx):
+        await gate.wait()
+        return "old tool"
+
+    tools = registry(lookup=old)
+    s = session([[{"tool_calls": [call("lookup")]}, {"text": "first"}],
+                 [{"tool_calls": [call("lookup")]}, {"text": "second"}]], tools)
+    task = asyncio.create_task(s.run_turn("one"))
+    while s.activity.current_tool != "lookup":
+        await asyncio.sleep(0)
+    new = ToolRegistry()
+    new.add("lookup", "the new lookup", OBJ, lambda a, c: "new tool", toolset="test")
+    assert s.replace_tool(new.get("lookup")) is True
+    assert s.tools["lookup"] is tools["lookup"]  # not while the turn runs
+    gate.set()
+    await task
+    assert [m["content"] for m in s.messages if m["role"] == "tool"] == ["old tool"]
+    await s.run_turn("two")
+    assert [m["content"] for m in s.messages if m["role"] == "tool"] == ["old tool", "new tool"]
+    assert s.model.requests[-1].tools[0]["function"]["description"] == "the new lookup"
+    assert s.replace_tool(ToolRegistry().add("absent", "x", OBJ, lambda a, c: "", toolset="t")) is False
+
+
+async def test_the_tool_log_keeps_the_latest_calls_as_metadata():
+    tools = registry(echo=lambda a, c: "x")
+    s = session([[{"tool_calls": [call("echo", x="secret value")]} for _ in range(60)] + [{"text": "done"}]], tools)
+    await s.run_turn("go")
+    assert len(s.tool_log) == 50 and {e.name for e in s.tool_log} == {"echo"}
+    assert s.tool_log[-1].argument_keys == ("x",)
+
+
+async def test_a_model_call_in_flight_or_cut_off_is_started_but_never_answered():
+    s = session([[{"text": "thinking", "tool_calls": [call("nothing")]}, {"hang": True}]])
+    task = asyncio.create_task(s.run_turn("go"))
+    while s.activity.api_calls < 2:
+        await asyncio.sleep(0)
+    assert (s.activity.api_calls, s.activity.answered_api_calls) == (2, 1)
+    s.interrupt("stop", hard=True)
+    result = await task
+    assert (s.activity.api_calls, s.activity.answered_api_calls, result.api_calls) == (2, 1, 1)

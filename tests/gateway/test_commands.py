@@ -123,7 +123,7 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
     chat = RecordingAdapter()
     config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["ping_plugin"]}).config
     gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
-    assert [c.name for c in chat.commands] == ["stop", "new", "agents", "retry", "help", "ping"]
+    assert [c.name for c in chat.commands] == ["stop", "new", "agents", "retry", "delegation", "help", "ping"]
     await chat.say("/help")
     await chat.say("/ping loud")
     await chat.wait_for(lambda: len(chat.messages) == 2)

@@ -12,6 +12,9 @@ def test_public_names_are_a_conscious_choice():
         "SubagentCancelResult", "SubagentHandle", "SubagentLaunchRequest", "SubagentLifecycle",
         "SubagentLifecycleError", "SubagentReconnectResult", "SubagentResult", "SubagentState", "SubagentStatus",
         "SubagentTerminalState", "SubagentUsage", "UNKNOWN_HANDLE", "UNSAFE_CHILD_TOOLS", "delegate_tool",
+        # delegation routing (issue 17)
+        "BackendUnavailable", "ChildRoute", "DEFAULT_BACKEND", "DelegationBackend", "RouteOption", "RouteRefused",
+        "Routing",
     }
     for name in lifecycle.__all__:
         assert hasattr(lifecycle, name)

@@ -19,10 +19,10 @@ from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.host import AgentHost
 from gateway.server import Server
+from gateway.testing import make_config, settled, start_gateway
 from platforms.base import utf16_length
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from gateway.testing import make_config, settled, start_gateway
 
 BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
 LIST = "Compare these:\n- apples\n- pears"
@@ -235,7 +235,7 @@ async def test_new_after_a_finished_turn_confirms(fake, gateways):
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     assert texts(fake)[1] == "Started a new session. Delegation here is background."
     commands = [c["command"] for c in fake.commands]
-    assert commands[:5] == ["stop", "new", "agents", "retry", "help"]  # the bot's command menu
+    assert commands[:6] == ["stop", "new", "agents", "retry", "delegation", "help"]  # the bot's command menu
 
 
 async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):

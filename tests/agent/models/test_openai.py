@@ -243,3 +243,22 @@ async def test_fake_server_lists_models_and_rejects_bad_bearer(server, make_mode
     assert (await model.complete(HELLO)).text == "kept"
     assert len(server.requests) == 2 and json.dumps(server.requests[0])
 
+
+
+async def test_fake_server_answers_by_content_records_authorization_and_wakes_waiters(server, make_model):
+    server.push_text("from the queue")
+    server.respond_with(lambda body: {"text": "echo " + body["messages"][-1]["content"]}
+                        if body["messages"][-1]["content"] != "pass" else None)
+    model = make_model()
+    waiting = asyncio.ensure_future(server.wait_for(lambda: len(server.requests) == 2))
+    assert (await model.complete(HELLO)).text == "echo hello"
+    assert (await model.complete(ModelRequest(messages=[{"role": "user", "content": "pass"}]))).text == "from the queue"
+    await waiting
+    assert server.authorizations == [f"Bearer {KEY}"] * 2
+    server.respond_with(lambda body: {"tool_calls": [{"name": "f", "arguments": "{}"}], "text": "calling"})
+    response = await model.complete(HELLO)
+    assert (response.text, [c.name for c in response.tool_calls]) == ("calling", ["f"])
+    server.respond_with(None)
+    assert (await model.complete(HELLO)).text == "ok"
+    with pytest.raises(TimeoutError):
+        await server.wait_for(lambda: False, timeout=0.01)

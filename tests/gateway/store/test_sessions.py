@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 
 import pytest
 
-from gateway.store import GatewayStore, SessionRow, session_key, split_session_key
+from gateway.store import SCHEMA_VERSION, GatewayStore, SessionRow, session_key, split_session_key
 
 
 def test_session_key_is_unambiguous():
@@ -71,11 +72,39 @@ def test_schema_1_transcripts_are_split_into_rows(tmp_path):
     store = GatewayStore(path)
     row = store.sessions.load("k")
     assert (row.session_id, row.generation, row.mode, row.transcript) == ("s-1", 3, "background", transcript)
+    assert (row.backend, row.backend_choice) == ("default", None)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert "transcript" not in [c[1] for c in db.execute("PRAGMA table_info(gateway_sessions)")]
     db.close()
+
+
+def test_schema_2_sessions_get_the_default_backend_and_keep_a_choice_across_reopens(tmp_path):
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO gateway_meta VALUES ('schema_version', '2');
+        CREATE TABLE gateway_sessions (
+            key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL);
+        INSERT INTO gateway_sessions VALUES ('k', 's-1', 2, 'inline', 1.0, 2.0);
+    """)
+    db.close()
+    store = GatewayStore(path)
+    row = store.sessions.load("k")
+    assert (row.session_id, row.generation, row.backend, row.backend_choice) == ("s-1", 2, "default", None)
+    store.sessions.save_backend("k", "model_map", "model_map")
+    store.close()
+    store = GatewayStore(path)
+    row = store.sessions.load("k")
+    assert (row.backend, row.backend_choice) == ("model_map", "model_map")
+    store.sessions.save(dataclasses.replace(row, generation=3, backend="profile_routes"))
+    assert store.sessions.load("k").backend == "profile_routes"
+    with pytest.raises(KeyError):
+        store.sessions.save_backend("nobody", "default", None)
+    store.close()
 
 
 def test_session_keys_split_back_and_recent_threads_are_listed(store, clock):

@@ -1,0 +1,172 @@
+"""``/agents``: the chat's children, and control over one of them.
+
+- ``/agents`` lists the session's running children and its recent ones — id, goal,
+  state, elapsed time, current activity, model and route — with its latest
+  background delegations (also after a restart).
+- ``/agents log ID`` shows a child's latest tool calls: metadata only (tool, argument
+  names, sizes, outcome, duration), at most `LOG_LINES`.
+- ``/agents stop ID`` stops one running child; its partial result still reaches
+  whatever waits for it.
+- ``/agents retry ID`` runs a failed or interrupted child's task again; the result
+  arrives as a message.
+
+``ID`` is a child's id as listed, or any part of it that matches only one child.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agent import Clock, ToolTraceEntry
+from gateway.ledger import FAILED, Ledger
+from gateway.sessions import GatewaySession
+from gateway.store import DelegationRow
+from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
+
+LOG_LINES = 20
+MIN_ID_PART = 3
+USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
+
+
+class AgentsCommand:
+    def __init__(self, children: HostView, ledger: Ledger, clock: Clock) -> None:
+        self._children = children
+        self._ledger = ledger
+        self._clock = clock
+
+    async def run(self, session: GatewaySession, args: str) -> str:
+        words = args.split()
+        if not words or words == ["all"]:
+            return await self._list(session)
+        if len(words) != 2 or words[0] not in ("log", "stop", "retry"):
+            return USAGE
+        action, wanted = words
+        found = await self._find(session, wanted)
+        if isinstance(found, str):
+            return found
+        if action == "log":
+            return self._log(session, found)
+        if action == "stop":
+            return await self._stop(session, found)
+        return await self._retry(session, found)
+
+    # -- listing ---------------------------------------------------------------------------
+
+    async def _list(self, session: GatewaySession) -> str:
+        now = self._clock.time()
+        live = self._children.children(session.session_id)
+        lines = [_line(child, now) for child in live]
+        listed = {c.subagent_id for c in live}
+        for row, found in await self._ledger.listing(session):
+            if all(t.subagent_id in listed for t in row.tasks):
+                continue  # still running: listed above
+            lines.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
+            for task in row.tasks:
+                child = found.get(task.subagent_id)
+                text = (child.summary or child.error or "") if child is not None else ""
+                route = task.spec.get("route")
+                where = f", route {route}" if route else ""
+                lines.append(f"• {task.subagent_id} — {task.goal[:80]} — {_state_word(child)}{where}"
+                             + (f": {text[:160]}" if text else ""))
+                listed.add(task.subagent_id)
+        recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
+        if recent:
+            lines.append("Finished recently:")
+            lines += [_line(child, now) for child in reversed(recent)]
+        return "\n".join(lines) if lines else "No subagents in this chat."
+
+    # -- one child -----------------------------------------------------------------------------
+
+    async def _find(self, session: GatewaySession, wanted: str) -> ChildSnapshot | str:
+        """The session's child whose id is ``wanted`` or holds it, or a sentence saying why none."""
+        sid = session.session_id
+        known: dict[str, ChildSnapshot | None] = {}
+        for child in (*self._children.recent(sid), *self._children.children(sid)):
+            known[child.subagent_id] = child
+        for row in self._ledger.latest(session, 20):
+            for task in row.tasks:
+                known.setdefault(task.subagent_id, None)
+        if wanted in known:
+            matches = [wanted]
+        elif len(wanted) < MIN_ID_PART:
+            return f"Give more of the id than {wanted!r}: /agents lists the ids."
+        else:
+            matches = [s for s in known if wanted in s]
+        if not matches:
+            return f"No subagent {wanted!r} in this session: /agents lists them."
+        if len(matches) > 1:
+            return f"{wanted!r} matches {len(matches)} subagents ({', '.join(matches[:5])}); give more of the id."
+        child = known[matches[0]]
+        if child is None:  # only the ledger names it: read it back (from the journal after a restart)
+            child = (await self._children.lookup(matches)).get(matches[0])
+        return child if child is not None else f"Subagent {matches[0]} is no longer remembered."
+
+    def _log(self, session: GatewaySession, child: ChildSnapshot) -> str:
+        trace = self._children.tool_trace(session.session_id, child.subagent_id)
+        head = f"{child.subagent_id} — {child.goal[:80]} — {_state_word(child)}"
+        if trace is None:
+            return f"{head}\nIts tool calls are no longer kept (the gateway restarted since it ran)."
+        if not trace:
+            return f"{head}\nNo tool calls yet."
+        shown = trace[-LOG_LINES:]
+        more = f" (the latest {len(shown)} of {len(trace)})" if len(trace) > len(shown) else ""
+        return "\n".join([f"{head}\nTool calls{more}, oldest first:", *(_trace_line(e) for e in shown)])
+
+    async def _stop(self, session: GatewaySession, child: ChildSnapshot) -> str:
+        if child.state.terminal:
+            return f"{child.subagent_id} is not running: it {_state_word(child)}."
+        if not await self._children.interrupt_child(child.subagent_id, "stopped by /agents stop",
+                                                   parent_session_id=session.session_id):
+            return f"{child.subagent_id} is already finishing."
+        return (f"Stopping {child.subagent_id} ({child.goal[:80]}): it ends at its next step, and its partial "
+                "result still reaches whatever waits for it.")
+
+    async def _retry(self, session: GatewaySession, child: ChildSnapshot) -> str:
+        if child.state not in FAILED:
+            return f"Nothing to retry: {child.subagent_id} {_state_word(child)}."
+        known = self._ledger.task_of(session, child.subagent_id)
+        if known is None and child.task is None:
+            return f"{child.subagent_id} cannot be run again: its task is no longer known (it ran before a restart)."
+        origin = known[0].origin_turn_id if known is not None else child.parent_turn_id
+        return await self._ledger.retry_one(session, child.subagent_id, child.task, origin)
+
+
+def _line(child: ChildSnapshot, now: float) -> str:
+    end = child.completed_at if child.completed_at is not None else now
+    elapsed = end - (child.started_at or child.created_at)
+    text = f"• {child.subagent_id} — {child.goal[:80]} — {_state_word(child)}, {elapsed:.0f} s, {child.activity}"
+    text += "".join(f", {part}" for part in _model_route(child))
+    done = child.summary or child.error if child.state.terminal else None
+    return text + (f": {done[:160]}" if done else "")
+
+
+def _model_route(child: ChildSnapshot) -> Iterable[str]:
+    if child.model:
+        yield f"model {child.model}"
+    if child.route:
+        yield f"route {child.route}"
+
+
+def _trace_line(entry: ToolTraceEntry) -> str:
+    keys = ", ".join(entry.argument_keys) or "no arguments"
+    outcome = "ok" if entry.ok else "failed"
+    return (f"• {entry.name} ({keys}) — {outcome}, {entry.duration_seconds:.1f} s, "
+            f"{entry.input_bytes} B in, {entry.output_bytes} B out")
+
+
+def _ledger_status(row: DelegationRow) -> str:
+    if row.status == "running":
+        return "running"
+    if row.status == "delivered":
+        return "results delivered"
+    if row.status == "reported":
+        return "interrupted by a restart"
+    return f"results not delivered ({row.reason})"
+
+
+def _state_word(child: ChildSnapshot | None) -> str:
+    if child is None:
+        return "unknown (forgotten)"
+    if child.state is SubagentState.INTERRUPTED and child.error == PROCESS_EXIT:
+        return "interrupted by the restart"
+    return child.state.value.lower()

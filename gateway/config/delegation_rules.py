@@ -1,0 +1,97 @@
+"""Checks of the delegation backends' settings, so a backend that is missing or invalid stops
+``config check`` and the start instead of failing a user's first delegation.
+
+``delegation.model_map`` and ``delegation.profile_routes`` are checked whenever they have
+entries (a chat may switch to them with ``/delegation``); ``delegation.backend`` must name a
+backend that will be there: ``default``, or one the ``advanced_delegation`` plugin provides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from gateway.config.sections import Config
+
+PLUGIN = "advanced_delegation"
+BUNDLED_PLUGINS = {PLUGIN: "lifecycle.plugins.advanced_delegation"}
+"""Short names of the plugins that ship with Switchboard, and their import paths."""
+
+ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+MAX_FILE_CHARS = 32_000
+
+
+def plugin_enabled(config: Config) -> bool:
+    return PLUGIN in config.plugins or BUNDLED_PLUGINS[PLUGIN] in config.plugins
+
+
+def backend_problem(config: Config) -> str:
+    """Why ``delegation.backend`` would not be available, in words; "" when nothing is known wrong."""
+    backend = config.delegation.backend
+    if backend == "default":
+        return ""
+    if not plugin_enabled(config):
+        return f"it is provided by the {PLUGIN} plugin: add {PLUGIN} to plugins"
+    if not getattr(config.delegation, backend):
+        return f"delegation.{backend} has no entries: add at least one"
+    return ""
+
+
+def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], list[str]]:
+    """``(errors, warnings)`` about delegation backends; file paths are relative to ``source``'s directory."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    delegation = config.delegation
+    backend_missing = backend_problem(config)
+    if backend_missing:
+        errors.append(f'delegation.backend: "{delegation.backend}" is not available: {backend_missing}')
+    root = source.parent if source is not None else Path.cwd()
+    for name, option in delegation.model_map.items():
+        where = f"delegation.model_map.{name}"
+        _check_name(where, name, errors)
+        for key in ("description", "provider", "model"):
+            if getattr(option, key) in (None, ""):
+                errors.append(f"{where}.{key}: required (each option is {{description, provider, model, base_url?,"
+                              " api_key?})")
+    for name, profile in delegation.profile_routes.items():
+        where = f"delegation.profile_routes.{name}"
+        _check_name(where, name, errors)
+        if profile.description in (None, ""):
+            errors.append(f"{where}.description: required (the parent model chooses a profile by it)")
+        for i, path in enumerate(profile.context_files):
+            if problem := _file_problem(path if path.is_absolute() else root / path):
+                errors.append(f"{where}.context_files[{i}]: {problem}")
+    if (delegation.model_map or delegation.profile_routes) and not plugin_enabled(config) and not backend_missing:
+        warnings.append(f"delegation: model_map or profile_routes are set but the {PLUGIN} plugin is not in plugins,"
+                        " so no chat can use them")
+    return errors, warnings
+
+
+def absolute_context_files(config: Config, source: Path | None) -> Config:
+    """``config`` with each profile's relative context files made absolute (relative to the config file)."""
+    profiles = config.delegation.profile_routes
+    if source is None or not any(not p.is_absolute() for prof in profiles.values() for p in prof.context_files):
+        return config
+    root = source.parent
+    fixed = {name: dataclasses.replace(prof, context_files=tuple(p if p.is_absolute() else root / p
+                                                                 for p in prof.context_files))
+             for name, prof in profiles.items()}
+    delegation = dataclasses.replace(config.delegation, profile_routes=type(profiles)(fixed))
+    return dataclasses.replace(config, delegation=delegation)
+
+
+def _check_name(where: str, name: str, errors: list[str]) -> None:
+    if not ROUTE_NAME.fullmatch(name):
+        errors.append(f"{where}: the name must be a short word (letters, digits, _ . -): the model types it as a route")
+
+
+def _file_problem(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        return f"cannot read {path} ({reason})"
+    if len(text) > MAX_FILE_CHARS:
+        return f"{path} has {len(text)} characters; at most {MAX_FILE_CHARS}"
+    return None

@@ -1,0 +1,78 @@
+"""``/delegation``: show or switch the chat's delegation backend.
+
+``/delegation`` shows the backend this session delegates through and its options (names
+and descriptions only: never a provider, model or key), the one chosen for the next
+session if it differs, and the backends there are. ``/delegation <backend>`` switches
+from the next session (``/new``); with ``--now`` from the chat's next turn. The choice is
+stored with the session and survives restarts.
+"""
+
+from __future__ import annotations
+
+from gateway.logging import redact
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import GatewaySession
+from lifecycle import BackendUnavailable, Routing
+
+USAGE = ("/delegation <backend> switches from the next session (/new); add --now to switch from your next "
+         "message. Backends: {names}.")
+
+
+class DelegationCommand:
+    def __init__(self, registry: SessionRegistry, routing: Routing) -> None:
+        self._registry = registry
+        self._routing = routing
+
+    def run(self, session: GatewaySession, args: str) -> str:
+        # Option texts are the operator's words: redacted like a log line, so no configured secret shows.
+        return redact(self._run(session, args))
+
+    def _run(self, session: GatewaySession, args: str) -> str:
+        words = args.split()
+        now = "--now" in words
+        names = [w for w in words if w != "--now"]
+        if not names:
+            return self._show(session) if not now else "Say which backend: /delegation <backend> --now."
+        if len(names) > 1 or names[0].startswith("-"):
+            return "Usage: " + USAGE.format(names=", ".join(self._routing.names()))
+        backend = names[0].lower()
+        if not self._routing.available(backend):
+            return f"There is no delegation backend {backend!r} here. Backends: {', '.join(self._routing.names())}."
+        current = session.backend
+        self._registry.choose_backend(session, backend, now=now)
+        if now:
+            if backend == current:
+                return f"Delegation here already uses {backend}; it stays so for later sessions too."
+            return f"Delegation switched to {backend}: subagents started from your next message use it.\n" + self._options(
+                backend)
+        if backend == current:
+            return f"Delegation here uses {backend}, and later sessions will too."
+        return (f"From the next session (/new), delegation here uses {backend}. This session keeps {current}; "
+                f"/delegation {backend} --now switches it from your next message.")
+
+    def _show(self, session: GatewaySession) -> str:
+        backend = session.backend
+        lines = [f"Delegation here: {backend} — {self._describe(backend)}."]
+        if self._routing.available(backend):
+            lines.append(self._options(backend))
+        else:
+            lines.append("It is not available now, so subagents cannot be started: /delegation default --now "
+                         "switches back.")
+        chosen = session.backend_choice
+        if chosen is not None and chosen != backend:
+            lines.append(f"From the next session: {chosen}.")
+        lines.append(USAGE.format(names=", ".join(self._routing.names())))
+        return "\n".join(lines)
+
+    def _describe(self, backend: str) -> str:
+        try:
+            return self._routing.description(backend)
+        except BackendUnavailable:
+            return "not available (its plugin is not loaded)"
+
+    def _options(self, backend: str) -> str:
+        options = self._routing.options(backend)
+        if not options:
+            return "No options: every subagent runs on the default child model."
+        listed = "\n".join(f"• {o.name} — {o.description}" for o in options)
+        return f"Options (a task's route):\n{listed}\nA task without a route uses the default child model."

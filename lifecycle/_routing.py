@@ -1,0 +1,179 @@
+"""Delegation backends: how a task's ``route`` becomes the model, persona and tools a child runs with.
+
+A backend is offered by a plugin (``ctx.register_delegation_backend``) under a
+name, and picked per session: ``delegation.backend`` for new sessions, a chat's
+``/delegation`` after that. It has options, each a name and a description:
+that is all the parent model ever sees of it (a ``route`` argument per task in
+delegate_task's schema). `Routing.resolve` turns an option into a `ChildRoute`
+when a task is launched; providers, models and credentials stay inside the
+backend. The built-in ``default`` backend has no options: every child runs on
+the default child model.
+
+Failures are explicit: a session whose backend is gone cannot delegate at all
+(`BackendUnavailable`, nothing starts), and a task whose route does not resolve
+is refused (`RouteRefused`) while the rest of its batch runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent import Model
+
+log = logging.getLogger("lifecycle.routing")
+
+DEFAULT_BACKEND = "default"
+DEFAULT_DESCRIPTION = "every subagent runs on the default child model"
+
+
+@dataclass(frozen=True, slots=True)
+class RouteOption:
+    """One choice a backend offers, exactly as the parent model reads it."""
+
+    name: str
+    """What the model passes as a task's ``route``."""
+    description: str
+    """What the option is for; never a provider, model name or key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRoute:
+    """What a task's route resolved to: lives in memory only (it holds a model object), and
+    nothing of it but ``route`` reaches the parent model."""
+
+    route: str
+    """The option's name."""
+    model: Model | None = None
+    """The model the child runs on; None for the default child model."""
+    system_prompt: str | None = None
+    """A persona: the first part of the child's system prompt."""
+    context: str = ""
+    """Text (skills, context files) added to the child's system prompt."""
+    toolsets: tuple[str, ...] | None = None
+    """Narrows the child's toolsets (never broadens them); None leaves them as they are."""
+
+
+class RouteRefused(Exception):
+    """A route that cannot be used. The message is the reason the model is shown: it must name
+    no provider, model or key."""
+
+
+class BackendUnavailable(Exception):
+    """The session's delegation backend is not registered (any more)."""
+
+
+class DelegationBackend(Protocol):
+    """What a plugin registers. ``options`` and ``resolve`` are called on the event loop and
+    must not block; `Routing.close` awaits an ``aclose()`` the backend may have."""
+
+    name: str
+    """Lower-case word, e.g. ``model_map``: what ``delegation.backend`` and ``/delegation`` name."""
+    description: str
+    """One line for ``/delegation``."""
+
+    def options(self) -> Sequence[RouteOption]: ...
+
+    def resolve(self, route: str) -> ChildRoute:
+        """The route for a task; raises `RouteRefused` with a reason the model may read."""
+
+
+class Routing:
+    """The delegation backends a process knows, by name; ``default`` is always there.
+
+    ``backends`` is the registry plugins register into (shared with `agent.PluginHost`)."""
+
+    def __init__(self, backends: MutableMapping[str, Any] | None = None) -> None:
+        self.backends: MutableMapping[str, Any] = {} if backends is None else backends
+        self._retired: list[Any] = []
+
+    def register(self, backend: DelegationBackend) -> None:
+        if backend.name == DEFAULT_BACKEND or backend.name in self.backends:
+            raise ValueError(f"delegation backend {backend.name!r} is already registered")
+        self.backends[backend.name] = backend
+
+    def unregister(self, name: str) -> None:
+        """Forget a backend: sessions that use it can no longer delegate until they switch.
+        Its children keep running; it is closed with the others by `close`."""
+        backend = self.backends.pop(name, None)
+        if backend is not None:
+            self._retired.append(backend)
+
+    def names(self) -> list[str]:
+        """``default`` first, then the registered backends in registration order."""
+        return [DEFAULT_BACKEND, *self.backends]
+
+    def available(self, name: str) -> bool:
+        return name == DEFAULT_BACKEND or name in self.backends
+
+    def description(self, name: str) -> str:
+        if name == DEFAULT_BACKEND:
+            return DEFAULT_DESCRIPTION
+        return str(getattr(self._backend(name), "description", "") or name)
+
+    def options(self, name: str) -> tuple[RouteOption, ...]:
+        """The backend's options; raises `BackendUnavailable` when it is not registered."""
+        if name == DEFAULT_BACKEND:
+            return ()
+        return tuple(self._backend(name).options())
+
+    def resolve(self, backend: str, route: str, known_toolsets: frozenset[str] | None = None) -> ChildRoute:
+        """Resolve one task's route. Raises `BackendUnavailable`, or `RouteRefused` with the
+        reason (an unknown option, toolsets nobody registered, a backend that failed)."""
+        if backend == DEFAULT_BACKEND:
+            raise RouteRefused("this chat's delegation backend (default) has no routes; leave `route` out")
+        impl = self._backend(backend)
+        names = [o.name for o in impl.options()]
+        if route not in names:
+            raise RouteRefused(f"no route {route!r}; the routes are: {', '.join(names) or 'none'}")
+        try:
+            resolved = impl.resolve(route)
+        except RouteRefused:
+            raise
+        except Exception as exc:  # a backend's bug must refuse one task, not fail the batch
+            log.exception("delegation backend %s failed to resolve route %s", backend, route)
+            raise RouteRefused(f"route {route!r} could not be set up ({type(exc).__name__})") from None
+        unknown = sorted(set(resolved.toolsets or ()) - known_toolsets) if known_toolsets is not None else []
+        if unknown:
+            raise RouteRefused(f"route {route!r} names toolsets nobody provides: {', '.join(unknown)}")
+        return resolved
+
+    async def close(self) -> None:
+        """Let every backend, registered or retired, release what it holds (model clients)."""
+        backends, self._retired = [*self.backends.values(), *self._retired], []
+        for backend in backends:
+            aclose = getattr(backend, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:
+                    log.exception("closing delegation backend %s failed", backend.name)
+
+    def _backend(self, name: str) -> DelegationBackend:
+        backend = self.backends.get(name)
+        if backend is None:
+            raise BackendUnavailable(
+                f"the delegation backend {name!r} is not available (its plugin is not loaded)"
+            )
+        return backend
+
+
+def refusal_entry(task_index: int, route: Any, reason: str) -> dict[str, Any]:
+    """A delegate_task result entry for a task refused before any child started."""
+    return {
+        "task_index": task_index, "subagent_id": None, "status": "error", "summary": None,
+        "error": f"route refused: {reason}", "exit_reason": "error", "truncated": False, "api_calls": 0,
+        "duration_seconds": 0.0, "model": None, "tokens": {"input": 0, "output": 0}, "cost_usd": None,
+        "tool_trace": [], "route": {"name": route, "refused": True, "reason": reason},
+        "timeout_seconds": None, "timed_out_after_seconds": None, "last_event_age": None, "timeout_phase": None,
+    }
+
+
+def with_route(item: dict[str, Any], route: str | None) -> dict[str, Any]:
+    """A routed child's entry names its route, never the model behind it."""
+    if route is not None:
+        item["route"] = {"name": route}
+        item["model"] = None
+    return item

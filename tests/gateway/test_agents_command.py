@@ -1,0 +1,204 @@
+"""/agents: listing, log, stop and retry of one child, through the real tool loop (the openai
+provider against a fake server playing the parent and its children)."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.testing import RecordingAdapter, make_config, settled
+from lifecycle import SubagentState
+from tests.gateway.wire import call, goal, is_child, openai_model
+
+RESULTS = "[Background delegation results]"
+
+
+def parent(arguments: dict, children):
+    """A background parent: delegates on a user message, acknowledges, then reports the results."""
+
+    def play(body: dict) -> dict | None:
+        if is_child(body):
+            return children(body)
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"text": "on it"}
+        if RESULTS in str(last["content"]):
+            text = last["content"]
+            results = json.loads(text[text.index("{"):])["results"]
+            return {"text": "results: " + "; ".join(f"{r['status']} {r['summary']}" for r in results)}
+        return call("delegate_task", arguments)
+
+    return play
+
+
+def config(tmp_path, server, **sections):
+    return make_config(tmp_path, model=openai_model(server), agent={"toolsets": ["file"]}, **sections)
+
+
+async def command(chat: RecordingAdapter, text: str) -> str:
+    answers = len(chat.texts("command"))
+    await chat.say(text)
+    await chat.wait_for(lambda: len(chat.texts("command")) > answers)
+    return chat.texts("command")[-1]
+
+
+def live(gateway):
+    session = next(iter(gateway.sessions))
+    return gateway.host.children.children(session.session_id)
+
+
+def hanging_after_a_tool(body: dict) -> dict:
+    if body["messages"][-1]["role"] == "tool":
+        return {"hang": True}
+    return {"text": f"partial on {goal(body)}",
+            "tool_calls": [{"name": "read_file", "arguments": '{"path": "private-notes.txt"}'}]}
+
+
+async def test_agents_lists_ids_goals_states_elapsed_activity_and_model_route(tmp_path, llm, gateways):
+    server, fast = await llm(), await llm()
+    fast.respond_with(lambda body: {"hang": True})
+    server.respond_with(parent({"tasks": [{"goal": "survey the market"}, {"goal": "quick check", "route": "fast"}]},
+                               lambda body: {"hang": True}))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server, plugins=["advanced_delegation"], delegation={
+        "backend": "model_map", "model_map": {"fast": {"description": "quick", "provider": "openai",
+                                                       "model": "fast-model", "base_url": fast.base_url}}}), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts("reply") == ["on it"])
+    await fast.wait_for(lambda: len(fast.requests) == 1)
+    await server.wait_for(lambda: sum(1 for b in server.requests if is_child(b)) == 1)
+    survey, check = live(gateway)
+    listing = await command(chat, "/agents")
+    lines = listing.splitlines()
+    assert lines[0].startswith(f"• {survey.subagent_id} — survey the market — running, ")
+    assert lines[0].endswith(" s, waiting for the model, model parent-model")
+    assert lines[1].startswith(f"• {check.subagent_id} — quick check — running, ")
+    assert lines[1].endswith("waiting for the model, model fast-model, route fast")
+
+
+async def test_log_shows_the_latest_tool_calls_as_metadata_only(tmp_path, llm, gateways):
+    server = await llm()
+    server.respond_with(parent({"goal": "read around"}, hanging_after_a_tool))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await server.wait_for(lambda: sum(1 for b in server.requests if is_child(b)) == 2)  # a tool call, now hanging
+    (child,) = live(gateway)
+    log = await command(chat, f"/agents log {child.subagent_id[-5:]}")  # any unique part of the id
+    head, title, line = log.splitlines()
+    assert head == f"{child.subagent_id} — read around — running"
+    assert title == "Tool calls, oldest first:"
+    assert line.startswith("• read_file (path) — ") and " B in, " in line
+    assert "private-notes.txt" not in log  # argument names, never their values
+
+
+async def test_log_of_a_finished_child_is_capped(tmp_path, llm, gateways):
+    server = await llm()
+
+    def busy(body):
+        calls = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if calls >= 25:
+            return {"text": "done reading"}
+        return {"tool_calls": [{"name": "list_files", "arguments": "{}"}]}
+
+    server.respond_with(parent({"goal": "list a lot"}, busy))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await settled(gateway)
+    session = next(iter(gateway.sessions))
+    (child,) = gateway.host.children.recent(session.session_id)
+    log = await command(chat, f"/agents log {child.subagent_id}")
+    lines = log.splitlines()
+    assert lines[0] == f"{child.subagent_id} — list a lot — succeeded"
+    assert lines[1] == "Tool calls (the latest 20 of 25), oldest first:"
+    assert len(lines) == 22 and all(line.startswith("• list_files (no arguments) — ok") for line in lines[2:])
+
+
+async def test_stop_ends_one_child_and_its_partial_result_still_arrives(tmp_path, llm, gateways):
+    server = await llm()
+    server.respond_with(parent({"tasks": [{"goal": "first"}, {"goal": "second"}]}, hanging_after_a_tool))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await server.wait_for(lambda: sum(1 for b in server.requests if is_child(b)) == 4)
+    first, second = live(gateway)
+    answer = await command(chat, f"/agents stop {first.subagent_id}")
+    assert answer.startswith(f"Stopping {first.subagent_id} (first): it ends at its next step")
+    await gateway.host.children.wait_finished([first.subagent_id])
+    assert [c.subagent_id for c in live(gateway)] == [second.subagent_id]
+    assert "is not running: it interrupted" in await command(chat, f"/agents stop {first.subagent_id}")
+    listing = await command(chat, "/agents")
+    assert f"• {second.subagent_id} — second — running" in listing
+    assert f"• {first.subagent_id} — first — interrupted" in listing and "partial on first" in listing
+    await command(chat, f"/agents stop {second.subagent_id}")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    (report,) = chat.texts("completion")
+    assert report.startswith("results: interrupted partial on first; interrupted partial on second")
+    await settled(gateway)
+
+
+async def test_retry_runs_a_failed_child_again_and_its_result_follows(tmp_path, llm, gateways):
+    server = await llm()
+    attempts = []
+
+    def flaky(body):
+        attempts.append(goal(body))
+        return {"text": "" if len(attempts) == 1 else f"fixed {goal(body)}"}  # an empty answer fails
+
+    server.respond_with(parent({"goal": "fragile job"}, flaky))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server, delegation={"gateway_mode": "inline"}), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
+    session = next(iter(gateway.sessions))
+    (failed,) = gateway.host.children.recent(session.session_id)
+    assert failed.state is SubagentState.FAILED
+    answer = await command(chat, f"/agents retry {failed.subagent_id}")
+    assert answer.startswith(f"Retrying {failed.subagent_id} as sa-") and "fragile job" in answer
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    assert chat.texts("completion") == ["results: completed fixed fragile job"]
+    retried = [c for c in gateway.host.children.recent(session.session_id) if c.subagent_id != failed.subagent_id]
+    assert [c.state for c in retried] == [SubagentState.SUCCEEDED]
+    assert (await command(chat, f"/agents retry {retried[0].subagent_id}")).startswith("Nothing to retry")
+    await settled(gateway)
+
+
+async def test_ids_that_match_nothing_or_several_and_bad_usage_are_answered(tmp_path, llm, gateways):
+    server = await llm()
+    server.respond_with(parent({"tasks": [{"goal": "one"}, {"goal": "two"}]}, lambda body: {"hang": True}))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts("reply") == ["on it"])
+    assert len(live(gateway)) == 2
+    assert await command(chat, "/agents log nope-nope") == "No subagent 'nope-nope' in this session: /agents lists them."
+    assert "matches 2 subagents" in await command(chat, "/agents stop sa-")
+    assert (await command(chat, "/agents kill x")).startswith("Usage: /agents, /agents log ID")
+    assert "Give more of the id" in await command(chat, "/agents log a")
+
+
+async def test_after_a_restart_a_background_child_is_found_and_retried_from_the_ledger(tmp_path, llm, gateways):
+    server = await llm()
+    server.respond_with(parent({"goal": "long haul"}, lambda body: {"hang": True}))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await chat.say("go")
+    await server.wait_for(lambda: any(is_child(b) for b in server.requests))
+    (child,) = live(gateway)
+    await gateway.stop(grace=0)
+
+    server.respond_with(parent({"goal": "unused"}, lambda body: {"text": f"finished {goal(body)}"}))
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config(tmp_path, server), [chat2])
+    await chat2.wait_for(lambda: chat2.texts())  # the restart report
+    assert chat2.texts()[0].startswith("⚠️ The gateway restarted")
+    log = await command(chat2, f"/agents log {child.subagent_id}")
+    assert log == (f"{child.subagent_id} — long haul — interrupted by the restart\n"
+                   "Its tool calls are no longer kept (the gateway restarted since it ran).")
+    answer = await command(chat2, f"/agents retry {child.subagent_id}")
+    assert answer.startswith(f"Retrying {child.subagent_id} as sa-") and "long haul" in answer
+    await chat2.wait_for(lambda: "completion" in chat2.kinds()[1:])
+    assert chat2.texts("completion")[-1] == "results: completed finished long haul"
+    await settled(gateway2)

@@ -1,0 +1,98 @@
+"""`lifecycle.Routing` and delegate_task's route resolution with a backend of the test's own:
+refusals per task, narrowing, a failing backend, and relaunching on a route."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent import ToolContext
+from agent.models.scripted import ScriptedModel
+from lifecycle import (
+    ChildRoute,
+    ChildSpec,
+    RouteOption,
+    RouteRefused,
+    Routing,
+    SubagentLifecycleError,
+    delegate_tool,
+)
+
+
+class Backend:
+    name = "labs"
+    description = "test routes"
+
+    def __init__(self):
+        self.model = ScriptedModel({"*": lambda req: {"text": f"lab did {req.metadata['goal']}"}}, name="lab-model")
+
+    def options(self):
+        return [RouteOption("lab", "the lab"), RouteOption("narrow", "files only"), RouteOption("odd", "odd"),
+                RouteOption("broken", "breaks"), RouteOption("shy", "refuses")]
+
+    def resolve(self, route):
+        if route == "broken":
+            raise KeyError("a bug, with a secret sk-never-shown-1")
+        if route == "shy":
+            raise RouteRefused("not today")
+        toolsets = {"narrow": ("file",), "odd": ("teleport",)}.get(route)
+        return ChildRoute(route, model=self.model, system_prompt="You are the lab.", toolsets=toolsets)
+
+
+@pytest.fixture
+async def lab(make_env):
+    env = await make_env(delegate=True)
+    env.service.host.routing.register(Backend())
+    return env
+
+
+async def call(env, args):
+    tool = delegate_tool(env.service, backend="labs")
+    out = await tool.invoke(args, ToolContext(env.parent, "call-1", env.parent.workspace, {}, "turn-1"))
+    return json.loads(out)["results"]
+
+
+async def test_routes_resolve_per_task_and_refusals_name_a_reason_only(lab):
+    tasks = [{"goal": g, "route": r} for g, r in
+             [("a", "lab"), ("b", "odd"), ("c", "broken"), ("d", "shy"), ("e", "nope")]] + [{"goal": "f"}]
+    a, b, c, d, e, f = await call(lab, {"tasks": tasks})
+    assert (a["summary"], a["route"], a["model"]) == ("lab did a", {"name": "lab"}, None)
+    assert b["route"]["reason"] == "route 'odd' names toolsets nobody provides: teleport"
+    assert c["route"]["reason"] == "route 'broken' could not be set up (KeyError)"
+    assert d["route"]["reason"] == "not today"
+    assert e["route"]["reason"] == "no route 'nope'; the routes are: lab, narrow, odd, broken, shy"
+    assert all(x["status"] == "error" and x["subagent_id"] is None for x in (b, c, d, e))
+    assert f["summary"] == "done: f" and "route" not in f
+
+
+async def test_a_route_narrows_toolsets_and_gives_its_persona(lab):
+    (entry,) = await call(lab, {"goal": "look", "route": "narrow"})
+    (request,) = lab.service.host.routing.backends["labs"].model.requests
+    assert request.messages[0]["content"].startswith("You are the lab.")
+    assert {t["function"]["name"] for t in request.tools} == {"list_files", "read_file", "block"}
+    assert entry["route"] == {"name": "narrow"}
+
+
+async def test_relaunch_resolves_the_route_again_or_starts_nothing(lab):
+    view = lab.service.host_view()
+    spec = ChildSpec(goal="again", route="lab", backend="labs")
+    (sid,) = await view.relaunch(lab.parent, "turn-2", [spec])
+    await view.wait_finished([sid])
+    (child,) = view.recent(lab.parent.session_id)  # a finished child's snapshot keeps its route and task
+    assert child.summary == "lab did again" and child.route == "lab" and child.model == "lab-model"
+    assert child.task.route == "lab" and child.task.backend == "labs"
+    lab.service.host.routing.unregister("labs")
+    with pytest.raises(SubagentLifecycleError, match="'labs' is not available"):
+        await view.relaunch(lab.parent, "turn-3", [spec])
+
+
+def test_the_default_backend_is_always_there_and_names_are_unique():
+    routing = Routing()
+    assert routing.names() == ["default"] and routing.available("default") and routing.options("default") == ()
+    routing.register(Backend())
+    with pytest.raises(ValueError, match="already registered"):
+        routing.register(Backend())
+    assert routing.names() == ["default", "labs"] and routing.description("labs") == "test routes"
+    with pytest.raises(RouteRefused, match="has no routes"):
+        routing.resolve("default", "lab")
