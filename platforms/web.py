@@ -35,7 +35,7 @@ from typing import Any
 from aiohttp import web
 
 from platforms.base import CommandSpec, DisplayTier, HistoryReader, Inbound, InboundSink, Outbound, Sent
-from platforms.web_access import ANONYMOUS, Access, Refusal
+from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
 
 log = logging.getLogger(__name__)
@@ -139,21 +139,21 @@ class WebChatAdapter:
     async def _post_message(self, request: web.Request) -> web.Response:
         user = self.access.check(request)
         if isinstance(user, Refusal):
-            return _refused(request, user)
+            return refusal_response(request, user, realm="switchboard", what="web chat")
         if request.content_type != "application/json":
             # A cross-site form or a "simple" fetch cannot send this type without asking first.
-            return _error(415, "send the message as application/json")
+            return error_response(415, "send the message as application/json")
         if request.content_length is not None and request.content_length > MAX_BODY:
-            return _error(413, f"body over {MAX_BODY} bytes")
+            return error_response(413, f"body over {MAX_BODY} bytes")
         body = await request.read()  # the server caps it at client_max_size
         if len(body) > MAX_BODY:
-            return _error(413, f"body over {MAX_BODY} bytes")
+            return error_response(413, f"body over {MAX_BODY} bytes")
         try:
             chat, text, key = _parse(body)
         except ValueError as exc:
-            return _error(400, str(exc))
+            return error_response(400, str(exc))
         if self._sink is None:
-            return _error(503, "not accepting messages right now; retry with the same key")
+            return error_response(503, "not accepting messages right now; retry with the same key")
         chat_id = _chat_id(user, chat)
         page_id = f"user:{key}"
         # Published before the gateway takes it, so every page shows it before anything it causes;
@@ -167,7 +167,7 @@ class WebChatAdapter:
             accepted = await self._sink(inbound)
         except Exception:
             log.exception("web chat: the gateway failed to take event %s", inbound.event_id)
-            return _error(500, "internal error; retry with the same key")
+            return error_response(500, "internal error; retry with the same key")
         body = {"id": page_id, "turn_id": None, "duplicate": False}
         if accepted is not None:
             body.update(turn_id=accepted.turn_id, duplicate=accepted.duplicate)
@@ -176,21 +176,21 @@ class WebChatAdapter:
     async def _get_history(self, request: web.Request) -> web.Response:
         user = self.access.check(request)
         if isinstance(user, Refusal):
-            return _refused(request, user)
+            return refusal_response(request, user, realm="switchboard", what="web chat")
         chat = request.query.get("chat", "")
         if not _CHAT.fullmatch(chat):
-            return _error(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
         return web.json_response({"messages": self._read_history(_chat_id(user, chat))})
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         user = self.access.check(request)
         if isinstance(user, Refusal):
-            return _refused(request, user)
+            return refusal_response(request, user, realm="switchboard", what="web chat")
         chat = request.query.get("chat", "")
         if not _CHAT.fullmatch(chat):
-            return _error(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
         if self._sink is None:
-            return _error(503, "not serving right now; retry later")
+            return error_response(503, "not serving right now; retry later")
         chat_id = _chat_id(user, chat)
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -241,14 +241,3 @@ def _parse(body: bytes) -> tuple[str, str, str]:
         raise ValueError('"key" must be 8 to 128 letters, digits, "-" or "_" (a new one per message)')
     return chat, text, key
 
-
-def _refused(request: web.Request, refusal: Refusal) -> web.Response:
-    log.info("web chat %s %s refused: %s", request.method, request.path, refusal.reason)
-    response = _error(refusal.status, refusal.reason)
-    if refusal.token:
-        response.headers["WWW-Authenticate"] = 'Bearer realm="switchboard"'
-    return response
-
-
-def _error(status: int, reason: str) -> web.Response:
-    return web.json_response({"error": reason}, status=status)

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
+
+log = logging.getLogger("platforms.web_access")
 
 ANONYMOUS = "web"
 LOOPBACK_ONLY = "this chat answers on localhost only; set platforms.web.token to serve other hosts"
@@ -42,6 +45,20 @@ class Refusal:
     reason: str
     token: bool = False
     """The token is what was missing or wrong: the page should ask for it."""
+
+
+def refusal_response(request: web.Request, refusal: Refusal, *, realm: str, what: str) -> web.Response:
+    """The JSON error for a refused request; a missing or wrong token asks for one (``realm``).
+    Logged with ``what`` was asked (``web chat``, ``console``), never with the token."""
+    log.info("%s %s %s refused: %s", what, request.method, request.path, refusal.reason)
+    response = error_response(refusal.status, refusal.reason)
+    if refusal.token:
+        response.headers["WWW-Authenticate"] = f'Bearer realm="{realm}"'
+    return response
+
+
+def error_response(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
 
 
 def is_loopback(host: str | None) -> bool:

@@ -32,7 +32,7 @@ from aiohttp import web
 
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
-from platforms.web_access import Access, Refusal
+from platforms.web_access import Access, Refusal, error_response, refusal_response
 from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
 
 if TYPE_CHECKING:
@@ -210,26 +210,18 @@ class Console(GatewayListener):
         if isinstance(refusal := self.access.check(request), Refusal):
             return refused(request, refusal)
         if request.content_type != "application/json":
-            return _error(415, "send actions as application/json")
+            return error_response(415, "send actions as application/json")
         try:
             target = parse(request.match_info["id"])
         except ValueError:
-            return _error(404, "no such item")
+            return error_response(404, "no such item")
         problem = await action(target)
         self.nudge()
         if problem is not None:
-            return _error(409, problem)
+            return error_response(409, problem)
         await self._gateway.store.durable()
         return web.json_response({"ok": True})
 
 
 def refused(request: web.Request, refusal: Refusal) -> web.Response:
-    log.info("console %s %s refused: %s", request.method, request.path, refusal.reason)
-    response = _error(refusal.status, refusal.reason)
-    if refusal.token:
-        response.headers["WWW-Authenticate"] = 'Bearer realm="switchboard console"'
-    return response
-
-
-def _error(status: int, reason: str) -> web.Response:
-    return web.json_response({"error": reason}, status=status)
+    return refusal_response(request, refusal, realm="switchboard console", what="console")

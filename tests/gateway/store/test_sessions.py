@@ -80,12 +80,13 @@ def test_schema_1_transcripts_are_split_into_rows(tmp_path):
     db.close()
 
 
-def test_schema_2_sessions_get_the_default_backend_and_keep_a_choice_across_reopens(tmp_path):
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_older_sessions_get_the_default_backend_and_keep_a_choice_across_reopens(tmp_path, version):
     path = tmp_path / "state.db"
     db = sqlite3.connect(path)
-    db.executescript("""
+    db.executescript(f"""
         CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO gateway_meta VALUES ('schema_version', '2');
+        INSERT INTO gateway_meta VALUES ('schema_version', '{version}');
         CREATE TABLE gateway_sessions (
             key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
             created_at REAL NOT NULL, updated_at REAL NOT NULL);
@@ -95,6 +96,7 @@ def test_schema_2_sessions_get_the_default_backend_and_keep_a_choice_across_reop
     store = GatewayStore(path)
     row = store.sessions.load("k")
     assert (row.session_id, row.generation, row.backend, row.backend_choice) == ("s-1", 2, "default", None)
+    assert store.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")[0] == str(SCHEMA_VERSION)
     store.sessions.save_backend("k", "model_map", "model_map")
     store.close()
     store = GatewayStore(path)

@@ -124,24 +124,3 @@ def test_a_schema_2_inbox_learns_to_count_attempts_and_keeps_its_events(tmp_path
     assert (event.text, turn_id) == ("still here", "t-1")
     assert store.inbox.failed("telegram", "e1", "boom") == 1
     store.close()
-
-
-def test_a_schema_3_file_keeps_its_sessions_and_gains_their_delegation_backend(tmp_path):
-    path = tmp_path / "state.db"
-    db = sqlite3.connect(path)
-    db.executescript("""
-        CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO gateway_meta VALUES ('schema_version', '3');
-        CREATE TABLE gateway_sessions (
-            key TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation INTEGER NOT NULL, mode TEXT NOT NULL,
-            created_at REAL NOT NULL, updated_at REAL NOT NULL);
-        INSERT INTO gateway_sessions VALUES ('k', 's-1', 2, 'background', 1.0, 2.0);
-    """)
-    db.close()
-    store = GatewayStore(path)
-    row = store.sessions.load("k")
-    assert (row.session_id, row.mode, row.backend, row.backend_choice) == ("s-1", "background", "default", None)
-    store.close()
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-    db.close()
