@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -121,3 +123,21 @@ class EventStream:
                 lines.append(line)
             elif lines:
                 return lines
+
+
+@contextlib.asynccontextmanager
+async def web_chats(tmp_path) -> AsyncIterator[Callable[..., Awaitable[WebChat]]]:
+    """Yields ``start(**sections)``, which starts a gateway serving the web chat on ``tmp_path``
+    with those config sections; every one started stops on leaving."""
+    made: list[WebChat] = []
+
+    async def start(**sections: Any) -> WebChat:
+        web = await WebChat(tmp_path, **sections).start()
+        made.append(web)
+        return web
+
+    try:
+        yield start
+    finally:
+        for web in made:
+            await web.stop()

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from gateway.console.routes import STOP_REASON
-from tests.web_client import WebChat, post_message
+from tests.web_client import post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -23,16 +23,8 @@ TOKEN = "console-token-0123456789abcdef"
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def chat(tmp_path) -> AsyncIterator[Any]:
-    made: list[WebChat] = []
-
-    async def start(**sections: Any) -> WebChat:
-        web = await WebChat(tmp_path, **sections).start()
-        made.append(web)
-        return web
-
-    yield start
-    for web in made:
-        await web.stop()
+    async with web_chats(tmp_path) as start:
+        yield start
 
 
 async def test_the_console_shows_the_session_its_children_and_the_delegation_going_from_ran_to_delivered(

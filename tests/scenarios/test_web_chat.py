@@ -17,23 +17,15 @@ import pytest
 from gateway.config import Config
 from gateway.display import delegation_mode, turn_display
 from platforms.web import WebChatAdapter
-from tests.web_client import EventStream, WebChat, post_message
+from tests.web_client import EventStream, post_message, web_chats
 
 LIST = "Compare these:\n- apples\n- pears"
 
 
 @pytest.fixture
 async def chat(tmp_path) -> AsyncIterator[Any]:
-    made: list[WebChat] = []
-
-    async def start(**sections: Any) -> WebChat:
-        web = await WebChat(tmp_path, **sections).start()
-        made.append(web)
-        return web
-
-    yield start
-    for web in made:
-        await web.stop()
+    async with web_chats(tmp_path) as start:
+        yield start
 
 
 @pytest.fixture

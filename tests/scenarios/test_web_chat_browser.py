@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.web_client import WebChat, post_message
+from tests.web_client import post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -33,16 +33,8 @@ SHOWN = "els => els.map(e => [e.dataset.id, e.dataset.kind, e.dataset.text])"
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def chat(tmp_path) -> AsyncIterator[Any]:
-    made: list[WebChat] = []
-
-    async def start(**sections: Any) -> WebChat:
-        web = await WebChat(tmp_path, **sections).start()
-        made.append(web)
-        return web
-
-    yield start
-    for web in made:
-        await web.stop()
+    async with web_chats(tmp_path) as start:
+        yield start
 
 
 async def open_chat(page, url: str) -> None:
