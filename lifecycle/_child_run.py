@@ -23,7 +23,7 @@ class ChildRun:
     """One child in this process. `stop` may come at any time; the run checks it before
     each step, and a running turn is interrupted at its next safe boundary."""
 
-    __slots__ = ("job", "host", "session", "stop_reason", "timeout")
+    __slots__ = ("job", "host", "session", "stop_reason", "timeout", "turn_ids")
 
     def __init__(self, job: ChildJob, host: EngineHost) -> None:
         self.job = job
@@ -32,6 +32,9 @@ class ChildRun:
         self.stop_reason: str | None = None
         """Set by the first `stop`; the outcome's error when it lands before the child runs."""
         self.timeout: Timeout | None = None
+        self.turn_ids = False
+        """Name the child's turns after it (``<id>-turn-<n>``) instead of fresh random ids:
+        a workflow replays its code and must make the same ids again."""
 
     async def prepare(self) -> bool:
         """Report starting, build the child, report running. False (the child never makes
@@ -62,20 +65,23 @@ class ChildRun:
             self.timeout = timeout
             self.session.interrupt("timeout: no progress", hard=True)
 
-    async def execute(self) -> ChildOutcome:
+    async def execute(self, content: Any = None) -> ChildOutcome:
         """Run the child's turn (and one correction turn for a failed output contract);
-        never raises except when the caller itself is cancelled."""
+        never raises except when the caller itself is cancelled. ``content`` is the first
+        turn's message when the caller built it already (a workflow cannot read the images
+        itself); by default the goal, with the job's images read from the workspace."""
         session, job = self.session, self.job
         assert session is not None, "prepare() first"
         clock = self.host.clock
         started = clock.monotonic()
         try:
-            content: Any = job.goal
-            if job.images:
-                content = await first_turn_content_async(
-                    job.goal, job.images, workspace=session.workspace,
-                    supports_vision=bool(getattr(session.model, "supports_vision", False)),
-                )
+            if content is None:
+                content = job.goal
+                if job.images:
+                    content = await first_turn_content_async(
+                        job.goal, job.images, workspace=session.workspace,
+                        supports_vision=bool(getattr(session.model, "supports_vision", False)),
+                    )
             outcome = await self._turn(session, content)
             if job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
@@ -94,7 +100,8 @@ class ChildRun:
         # A stop that landed while no turn ran (between turns) must not be lost.
         if self.stop_reason is not None:
             return self.stopped()
-        return outcome_from_turn(await session.run_turn(content))
+        turn_id = f"{self.job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
+        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id))
 
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
         schema = dict(self.job.output_schema or {})
