@@ -21,7 +21,7 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
     try:
         tls = _tls(settings)
     except OSError as exc:
-        raise TemporalUnavailable(f"cannot read a TLS file of lifecycle.temporal.tls: {exc}") from exc
+        raise TemporalUnavailable(f"lifecycle.temporal.tls: cannot read {exc.filename} ({exc.strerror})") from exc
     try:
         return await Client.connect(
             settings.address, namespace=settings.namespace, api_key=settings.api_key or None, tls=tls,
@@ -29,8 +29,8 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
         )
     except Exception as exc:
         raise TemporalUnavailable(
-            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {_first_line(exc)};"
-            " start it (docs/scale-out.md) or fix lifecycle.temporal.address"
+            f"lifecycle.temporal.address: cannot reach Temporal at {settings.address} (namespace"
+            f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address"
         ) from exc
 
 

@@ -56,13 +56,15 @@ the call itself reports are final."""
 
 
 class _WorkflowClock:
-    """Workflow time: the same on every replay."""
+    """Workflow time: the same on every replay. Outside the workflow's loop — while a worker
+    evicts the workflow from its cache and `finally` blocks of the agent loop still run —
+    it reads 0 instead of raising, so the eviction stays quiet."""
 
     def time(self) -> float:
-        return workflow.time()
+        return workflow.time() if workflow.in_workflow() else 0.0
 
     def monotonic(self) -> float:
-        return workflow.time()
+        return self.time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -210,9 +212,9 @@ class ChildWorkflow:
         handle = workflow.start_activity(
             name, body, activity_id=f"{self._calls}-{label}", schedule_to_close_timeout=timedelta(seconds=limit),
             heartbeat_timeout=timedelta(seconds=self._limits.heartbeat_timeout_seconds), retry_policy=_RETRY,
-            # A stopped child has really stopped: its call in flight acknowledged the cancellation
-            # (at its next heartbeat), or its worker is gone (the heartbeat timeout).
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED)
+            # A stop takes effect at once: the child makes no further step and reports. The call in
+            # flight on its worker is abandoned and cut off there at its next heartbeat.
+            cancellation_type=ActivityCancellationType.TRY_CANCEL)
         try:
             if warn_at is not None:
                 done, _ = await asyncio.wait([handle], timeout=warn_at)
