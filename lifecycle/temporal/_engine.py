@@ -130,6 +130,10 @@ class TemporalEngine:
                 task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=10)
+        for task in list(self._tasks):  # a request that could not be sent in time is given up
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
 
     # -- following one child ----------------------------------------------------------------
 
@@ -178,7 +182,7 @@ class TemporalEngine:
                     self._host.running(child.job.subagent_id)
                     return
             await asyncio.wait([result], timeout=delay)
-            delay = min(delay * 2, _POLL_MAX)
+            delay = min(delay * 1.5, _POLL_MAX)
 
     async def _reattach(self, subagent_id: str) -> ChildJob | None:
         handle = self.client.get_workflow_handle(subagent_id)

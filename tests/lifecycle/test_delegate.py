@@ -384,6 +384,9 @@ async def test_background_list_steer_and_stop(denv):
         while len(json.loads(await run({"action": "list"}))["subagents"]) < 2 or not all(
                 c.state is SubagentState.RUNNING for c in denv.service.host_view().children("parent-1")):
             await asyncio.sleep(0.005)
+        # The child to stop has answered its first model call (its partial output) and hangs in its second.
+        while sum(1 for r in denv.child_model.requests if r.metadata.get("goal") == "[hang] stop me") < 2:
+            await asyncio.sleep(0.005)
     listing = json.loads(await run({"action": "list"}))["subagents"]
     assert {s["subagent_id"] for s in listing} == {steer_id, stop_id}
     assert all({"goal", "state", "running_seconds", "last_activity"} <= set(s) for s in listing)

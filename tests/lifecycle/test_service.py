@@ -62,6 +62,7 @@ async def test_launch_wait_result_round_trip(env):
 async def test_wait_times_out_without_stopping_the_child(env):
     with env.turn():
         handle = await env.service.launch(req("[hang]"))
+        await until(lambda: env.service.host_view().children("parent-1")[0].state is S.RUNNING)
         done = await env.service.wait(handle, timeout_seconds=0.05)
         assert (done.completed, done.timed_out, done.state) == (False, True, S.RUNNING)
         result = await env.service.result(handle)
