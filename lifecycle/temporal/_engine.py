@@ -6,12 +6,13 @@ without I/O; children keep running while the gateway is down (`survives_restart`
 and after a restart the engine follows the ones the journal holds as unfinished
 again — those that finished meanwhile report their outcome at once.
 
-Per child, one task follows the workflow: it starts it (``starting``), watches its
-description until a worker has built the child and scheduled its first model call
-(``running``; polled with backoff, nothing while nobody waits), and waits for its
-result (``finished``). `interrupt` is a Temporal cancellation request carrying the
-reason; `steer` is a signal; `activity` reads the last description it fetched
-(refreshed in the background when it is older than a second).
+Per child, one task follows the workflow: one call starts it and sends it the
+``running`` update (``starting``), which completes once a worker has built the child
+and schedules its first model call (``running``; no polling while it waits for a
+worker), then it waits for the result (``finished``). `interrupt` is a Temporal
+cancellation request carrying the reason; `steer` is a signal; `activity` reads the
+workflow's pending activity, fetched in the background when the last look is older
+than a second.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateStage,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -32,13 +39,10 @@ from agent import CompactionPolicy
 from lifecycle._engine import EngineHost
 from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle.settings import TemporalSettings
-from lifecycle.temporal._wire import STEER, WORKFLOW, ChildLimits
+from lifecycle.temporal._wire import RUNNING_UPDATE, STEER, WORKFLOW, ChildLimits
 
 log = logging.getLogger("lifecycle.temporal")
 
-_POLL_FIRST, _POLL_MAX = 0.02, 2.0
-"""Backoff of the wait for a worker to take a child: fast children are seen at once, and a
-queue of children waiting for workers costs one describe call per child every 2 s."""
 _ACTIVITY_FRESH = 1.0
 _SENDING = "temporal-request"
 """Tasks sending a cancellation or a signal: `close` lets them finish, the others it cancels."""
@@ -142,18 +146,31 @@ class TemporalEngine:
         assert host is not None
         try:
             if new:
+                # One call starts the workflow (or attaches to it: the id is the child's) and asks to
+                # hear when a worker has built the child: no polling while it waits for a worker.
                 limits = ChildLimits.from_settings(host.delegation, self.compaction)
-                child.handle = await self.client.start_workflow(
+                start = WithStartWorkflowOperation(
                     WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
                     task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+                update = await self.client.start_update_with_start_workflow(
+                    RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                child.handle = await start.workflow_handle()
                 child.started.set()
                 await host.starting(sid)
+            else:
+                update = await self._running_update(child.handle)
             result = asyncio.ensure_future(child.handle.result())
+            running = asyncio.ensure_future(update.result() if update is not None else asyncio.sleep(0, False))
             try:
-                await self._until_running(child, result)
+                await asyncio.wait([result, running], return_when=asyncio.FIRST_COMPLETED)
+                if running.done() and not running.cancelled() and running.exception() is None and running.result():
+                    child.running = True
+                    child.activity = "running"
+                    host.running(sid)
                 outcome = ChildOutcome.from_dict(await result)
             finally:
                 result.cancel()
+                running.cancel()
         except asyncio.CancelledError:
             raise
         except WorkflowFailureError as exc:
@@ -163,26 +180,20 @@ class TemporalEngine:
             outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
         child.started.set()
         if outcome.api_calls and not child.running:
-            child.running = True  # it ran on a worker before we saw it: say so before it ends
+            child.running = True  # it ran on a worker before we heard: say so before it ends
             host.running(sid)
         self._children.pop(sid, None)
         await host.finished(sid, outcome)
 
-    async def _until_running(self, child: _Child, result: asyncio.Future) -> None:
-        delay = _POLL_FIRST
-        while not result.done():
-            try:
-                desc = await child.handle.describe()
-            except RPCError as exc:
-                log.debug("describe %s failed: %s", child.job.subagent_id, exc)
-            else:
-                if _has_run(desc):
-                    child.running = True
-                    self._note_activity(child, desc)
-                    self._host.running(child.job.subagent_id)
-                    return
-            await asyncio.wait([result], timeout=delay)
-            delay = min(delay * 1.5, _POLL_MAX)
+    @staticmethod
+    async def _running_update(handle: WorkflowHandle) -> Any:
+        """The ``running`` update of a child re-attached after a restart; None once its workflow
+        has ended (its result says how)."""
+        try:
+            return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        except Exception as exc:  # an ended workflow refuses updates (as an RPC error, or a timeout)
+            log.debug("no running update for %s: %s", handle.id, exc)
+            return None
 
     async def _reattach(self, subagent_id: str) -> ChildJob | None:
         handle = self.client.get_workflow_handle(subagent_id)
@@ -246,13 +257,6 @@ class TemporalEngine:
         task.set_name(name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _has_run(desc: Any) -> bool:
-    """A worker built the child and scheduled its first call (or it ended: the result says how)."""
-    if desc.status is not WorkflowExecutionStatus.RUNNING:
-        return False
-    return bool(desc.raw_description.pending_activities) or desc.history_length > 5
 
 
 def _failed_workflow(exc: WorkflowFailureError, stop_reason: str | None) -> ChildOutcome:

@@ -21,6 +21,8 @@ PREPARE = "switchboard.prepare_child"
 MODEL_CALL = "switchboard.model_call"
 TOOL_CALL = "switchboard.tool_call"
 STEER = "steer"
+RUNNING_UPDATE = "running"
+"""Update that completes once a worker has built the child and schedules its first model call."""
 ACTIVITY_QUERY = "activity"
 
 MODEL_ERROR = "ModelError"

@@ -38,6 +38,7 @@ from lifecycle._liveness import WARNING_FRACTION, budget_warning, make_timeout
 from lifecycle.temporal._wire import (
     ACTIVITY_QUERY,
     MODEL_CALL,
+    RUNNING_UPDATE,
     MODEL_ERROR,
     PREPARE,
     SETUP_ERROR,
@@ -101,6 +102,7 @@ class ChildWorkflow:
         self._calls = 0
         self._running_since = 0.0
         self._slim: dict[str, Any] = {}
+        self._ended = False
 
     @workflow.run
     async def run(self, wire: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +114,9 @@ class ChildWorkflow:
         body = asyncio.ensure_future(self._child(job))
         while True:
             try:
-                return (await asyncio.shield(body)).to_dict()
+                outcome = await asyncio.shield(body)
+                self._ended = True
+                return outcome.to_dict()
             except asyncio.CancelledError:
                 if body.done():
                     raise
@@ -126,6 +130,15 @@ class ChildWorkflow:
             session.steer(text)
         else:
             self._steered.append(text)
+
+    # A child that ends before it ever ran leaves the update unfinished: the gateway then learns
+    # how it ended from the result instead.
+    @workflow.update(name=RUNNING_UPDATE, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def running(self) -> bool:
+        """Completes once the child is built and makes its first model call (True), or has ended
+        without ever running (False): how the gateway learns a worker took it, without polling."""
+        await workflow.wait_condition(lambda: self._running_since > 0 or self._ended)
+        return self._running_since > 0
 
     @workflow.query(name=ACTIVITY_QUERY)
     def activity(self) -> str:
