@@ -28,6 +28,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateStage,
@@ -190,8 +191,10 @@ class TemporalEngine:
         """The ``running`` update of a child re-attached after a restart; None once its workflow
         has ended (its result says how)."""
         try:
+            if (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING:
+                return None
             return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-        except Exception as exc:  # an ended workflow refuses updates (as an RPC error, or a timeout)
+        except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
             log.debug("no running update for %s: %s", handle.id, exc)
             return None
 
