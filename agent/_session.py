@@ -218,7 +218,10 @@ class AgentSession:
             exit_reason, error = await self._loop(turn, observer)
             await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
-            _ACTIVE_TURN.reset(token)
+            try:
+                _ACTIVE_TURN.reset(token)
+            except ValueError:
+                pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
             self._running = False
             self.activity.current_tool = None
             self.activity.tool_started_at = None

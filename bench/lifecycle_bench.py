@@ -8,7 +8,7 @@ drifts by 2x within a minute); ratios are taken per round and the median of the
 rounds is reported; every timed run starts after a full garbage collection, so
 none pays for an earlier one's garbage. Everything runs as `switchboard run` runs it: the garbage
 collector tuned (`gateway.gc_tuning`), and the SQLite journal's commits not
-checkpointing the WAL themselves while a worker thread does (`gateway.checkpoints`).
+checkpointing the WAL themselves while a worker thread does (`gateway.store.checkpointer`).
 
 Figures (target in brackets):
 - per child, N at once, SQLite journal: launch -> wait -> result() (≤ 20x a bare

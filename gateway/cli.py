@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--verbose", action="store_true",
                       help=f"print the log here instead of writing it to <state_dir>/{CHAT_LOG}")
     commands.add_parser("run", parents=[common], help="run the gateway: HTTP server and every enabled platform")
+    commands.add_parser("worker", parents=[common],
+                        help="run children for a gateway with lifecycle.engine: temporal (docs/scale-out.md)")
     config = commands.add_parser("config", parents=[common], help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
     check = config_commands.add_parser("check", parents=[common],
@@ -77,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
     try:
-        _claim_state_dir(config)
+        if args.command != "worker":  # a worker keeps no state: any number may run anywhere
+            _claim_state_dir(config)
         log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None
     except StartupError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -89,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"warning: {line}", file=sys.stderr)
         if args.command == "ask":
             runner = _ask(config, " ".join(args.message))
+        elif args.command == "worker":
+            runner = _worker(config)
         else:
             runner = _serve(config, local=args.command == "chat")
         try:
@@ -129,6 +134,13 @@ def _chat_log(config: Config) -> TextIO:
 async def _serve(config: Config, *, local: bool) -> int:
     await preflight.check_model(config.model)
     return await serve(config, local=local)
+
+
+async def _worker(config: Config) -> int:
+    from gateway.worker import run_worker  # imports the Temporal SDK: only for this command
+
+    await preflight.check_model(config.model)
+    return await run_worker(config)
 
 
 async def _ask(config: Config, message: str) -> int:

@@ -32,6 +32,7 @@ from lifecycle import (
     AsyncSubagentLifecycle,
     BackgroundDispatch,
     ChildHost,
+    Engine,
     Routing,
     SqliteDatabase,
     SqliteJournal,
@@ -77,7 +78,8 @@ class AgentHost:
         )
         self.database = SqliteDatabase(self.state_dir / STATE_DB)
         """The state file: the lifecycle journal's and the gateway store's, with one group commit."""
-        self.lifecycle = AsyncSubagentLifecycle(host, SqliteJournal(db=self.database), settings=config.lifecycle)
+        self.lifecycle = AsyncSubagentLifecycle(host, SqliteJournal(db=self.database), settings=config.lifecycle,
+                                                engine=build_engine(config, self.compaction))
         self.children = self.lifecycle.host_view()
         """What the gateway reads of children: frozen snapshots, never lifecycle records."""
         # The registry holds the inline default variant; `new_session` gives other sessions theirs.
@@ -88,7 +90,12 @@ class AgentHost:
         the plugins have loaded."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
-        await self.lifecycle.start()
+        try:
+            await self.lifecycle.start()
+        except Exception as exc:
+            if type(exc).__name__ == "TemporalUnavailable":  # already one line naming the key to fix
+                raise StartupError(str(exc)) from exc
+            raise
         modules = [BUNDLED_PLUGINS.get(m, m) for m in self.config.plugins]
         self.plugins.load(modules, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
         backend = self.config.delegation.backend
@@ -165,3 +172,16 @@ class AgentHost:
             model = build_model(replace(self.config.model, provider=provider, name=name))
             self._child_models[(provider, name)] = model
         return model
+
+
+def build_engine(config: Config, compaction: CompactionPolicy) -> Engine | None:
+    """The engine ``lifecycle.engine`` names; None for the in-process default (the service
+    builds it). ``temporal`` launches children on the task queue for `switchboard worker`."""
+    if config.lifecycle.engine != "temporal":
+        return None
+    try:
+        from lifecycle.temporal import TemporalEngine
+    except ImportError as exc:
+        raise StartupError("lifecycle.engine: temporal needs the temporal extra: pip install"
+                           " 'switchboard[temporal]'") from exc
+    return TemporalEngine(config.lifecycle.temporal, compaction=compaction)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agent import AgentSession, TurnResult
-from lifecycle._engine import EngineHost
 from agent.images import first_turn_content_async
+from lifecycle._engine import EngineHost
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._liveness import Timeout, Watch
 from lifecycle._output_schema import SCHEMA_NOTE, correction_prompt, validate_output
@@ -24,7 +24,7 @@ class ChildRun:
     """One child in this process. `stop` may come at any time; the run checks it before
     each step, and a running turn is interrupted at its next safe boundary."""
 
-    __slots__ = ("job", "host", "task", "session", "stop_reason", "timeout", "running_since", "watch")
+    __slots__ = ("job", "host", "task", "session", "stop_reason", "timeout", "running_since", "watch", "turn_ids")
 
     def __init__(self, job: ChildJob, host: EngineHost) -> None:
         self.job = job
@@ -39,6 +39,9 @@ class ChildRun:
         """The clock's monotonic time its turn began; None before and after."""
         self.watch: Watch | None = None
         """Its liveness state, from the monitor's first look at it."""
+        self.turn_ids = False
+        """Name the child's turns after it (``<id>-turn-<n>``) instead of fresh random ids:
+        a workflow replays its code and must make the same ids again."""
 
     async def run(self, release: Callable[[ChildRun], None]) -> None:
         """The child's whole life here, in one coroutine (a thousand of them wait at once):
@@ -55,32 +58,11 @@ class ChildRun:
                     if context is None:
                         context = await _PROJECT_CONTEXT.section(job.workspace)
                     self.session = host.build_child(job, context)
-                session = self.session
                 if self.stop_reason is not None:
                     outcome = self.stopped()  # it never makes a model call
                 else:
                     host.running(sid)
-                    started = self.running_since = host.clock.monotonic()
-                    try:
-                        content: Any = job.goal
-                        if job.images:
-                            content = await first_turn_content_async(
-                                job.goal, job.images, workspace=session.workspace,
-                                supports_vision=bool(getattr(session.model, "supports_vision", False)),
-                            )
-                        # A stop that landed while no turn ran (before this one) must not be lost.
-                        if self.stop_reason is not None:
-                            outcome = self.stopped()
-                        else:
-                            outcome = outcome_from_turn(await session.run_turn(content))
-                        if job.output_schema is not None and outcome.status == "completed":
-                            outcome = await self._check_contract(session, outcome)
-                    except Exception as exc:  # a bug in running must still end as a result
-                        log.exception("child %s crashed", sid)
-                        outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
-                    finally:
-                        self.running_since = None
-                    self._ran(outcome, host.clock.monotonic() - started)
+                    outcome = await self.execute()
             except asyncio.CancelledError:
                 await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
                 raise
@@ -116,14 +98,46 @@ class ChildRun:
             self.timeout = timeout
             self.session.interrupt("timeout: no progress", hard=True)
 
+    async def execute(self, content: Any = None) -> ChildOutcome:
+        """Run the built child's turn (and one correction turn for a failed output contract) and
+        return how it ended; never raises but for the caller's own cancellation. ``content`` is
+        the first turn's message when the caller built it already (a workflow cannot read the
+        images itself); by default the goal, with the job's images read from the workspace."""
+        session, job, clock = self.session, self.job, self.host.clock
+        assert session is not None, "build the child first"
+        started = self.running_since = clock.monotonic()
+        try:
+            if content is None:
+                content = job.goal
+                if job.images:
+                    content = await first_turn_content_async(
+                        job.goal, job.images, workspace=session.workspace,
+                        supports_vision=bool(getattr(session.model, "supports_vision", False)),
+                    )
+            outcome = await self._turn(session, content)
+            if job.output_schema is not None and outcome.status == "completed":
+                outcome = await self._check_contract(session, outcome)
+        except Exception as exc:  # a bug in running must still end as a result
+            log.exception("child %s crashed", job.subagent_id)
+            outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.running_since = None
+        self._ran(outcome, clock.monotonic() - started)
+        return outcome
+
+    async def _turn(self, session: AgentSession, content: Any) -> ChildOutcome:
+        # A stop that landed while no turn ran (before this one) must not be lost.
+        if self.stop_reason is not None:
+            return self.stopped()
+        turn_id = f"{self.job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
+        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id))
+
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
         schema = dict(self.job.output_schema or {})
         valid, errors, _ = validate_output(outcome.summary or "", schema)
         if not valid:
             # Exactly one correction turn, with the exact errors; the schema is not pasted again.
-            retry = self.stopped() if self.stop_reason is not None else outcome_from_turn(
-                await session.run_turn(correction_prompt(errors)))
-            corrected = _merged(outcome, retry)
+            corrected = _merged(outcome, await self._turn(session, correction_prompt(errors)))
             if corrected.status != "completed":
                 return corrected
             outcome = corrected

@@ -85,25 +85,37 @@ class Watch:
             return self._timeout(now, limit, quiet, stalled=stalled)
         if cap is not None and not in_tool and not self.warned and quiet >= WARNING_FRACTION * cap:
             self.warned = True
-            self.session.steer(
-                f"{BUDGET_WARNING} You have made no progress for {quiet:.0f}s of your {cap:g}s idle budget. "
-                "Finish the current step and return your summary now; work not returned before the budget "
-                "runs out is lost."
-            )
+            self.session.steer(budget_warning(quiet, cap))
         return None
 
     def _timeout(self, now: float, limit: float, quiet: float, *, stalled: bool) -> Timeout:
         # Completed calls, as the entry's api_calls counts them: a child stuck in its first
         # model call has made none.
-        calls = self.session.activity.answered_api_calls
-        return Timeout(
-            timeout_seconds=limit,
-            timed_out_after_seconds=round(now - self.started, 3),
-            last_event_age=round(quiet, 2),
-            timeout_phase="before_first_llm_call" if calls == 0 else "after_llm_calls",
-            api_calls=calls,
-            stalled=stalled,
-        )
+        return make_timeout(self.session.activity.answered_api_calls, now - self.started, limit, quiet,
+                            stalled=stalled)
+
+
+def budget_warning(quiet: float, cap: float) -> str:
+    """What a child is told (through its steer channel) at `WARNING_FRACTION` of its idle cap."""
+    return (
+        f"{BUDGET_WARNING} You have made no progress for {quiet:.0f}s of your {cap:g}s idle budget. "
+        "Finish the current step and return your summary now; work not returned before the budget "
+        "runs out is lost."
+    )
+
+
+def make_timeout(api_calls: int, running_for: float, limit: float, quiet: float, *, stalled: bool) -> Timeout:
+    """The `Timeout` of a child stopped after ``quiet`` seconds without progress (``limit`` fired),
+    ``running_for`` seconds after it started running. Engines that watch children their own way
+    (timers on a workflow engine) report stops in these same words."""
+    return Timeout(
+        timeout_seconds=limit,
+        timed_out_after_seconds=round(running_for, 3),
+        last_event_age=round(quiet, 2),
+        timeout_phase="before_first_llm_call" if api_calls == 0 else "after_llm_calls",
+        api_calls=api_calls,
+        stalled=stalled,
+    )
 
 
 def _fingerprint(session: AgentSession) -> tuple:

@@ -93,9 +93,35 @@ class DelegationSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TemporalTLSSettings:
+    ca_file: Path | None = setting(None, "PEM file of the CA that signed the server's certificate; the system's CAs when unset.")
+    cert_file: Path | None = setting(None, "Client certificate (PEM) for mutual TLS; needs key_file.")
+    key_file: Path | None = setting(None, "Private key (PEM) of cert_file.")
+    server_name: str | None = setting(None, "Name the server's certificate must carry; the address's host when unset.")
+
+
+@dataclass(frozen=True, slots=True)
+class TemporalSettings:
+    address: str = setting("127.0.0.1:7233", "host:port of the Temporal frontend.")
+    namespace: str = setting("default", "Temporal namespace the children's workflows run in.")
+    task_queue: str = setting("switchboard-children", "Task queue the gateway launches children on and workers poll.")
+    tls: bool | TemporalTLSSettings | None = setting(
+        None, "false: plaintext; true: TLS with the system's CAs; a mapping (ca_file, cert_file, key_file,"
+        " server_name) for a private CA or mutual TLS. Unset: TLS exactly when api_key is set."
+    )
+    api_key: str | None = setting(None, "API key (sent as a bearer token), e.g. ${TEMPORAL_API_KEY}.", secret=True)
+
+
+@dataclass(frozen=True, slots=True)
 class LifecycleSettings:
-    engine: Literal["inprocess"] = setting("inprocess", "Engine that runs children.")
-    max_running: int = setting(10, "Children running at once in the in-process engine; others wait in PENDING.", min=1)
+    engine: Literal["inprocess", "temporal"] = setting(
+        "inprocess", "Engine that runs children: inprocess (in the gateway) or temporal (on `switchboard worker`"
+        " processes, see docs/scale-out.md)."
+    )
+    max_running: int = setting(
+        10, "Children running at once in the in-process engine (others wait in PENDING); with temporal, the model"
+        " and tool calls one worker runs at once.", min=1
+    )
     retention_seconds: float = setting(3600.0, "How long finished records stay readable.", min=0)
     sweep_interval_seconds: float = setting(60.0, "How often expired records are swept.", min=0.01)
     on_restart: Literal["report", "resume"] = setting(
@@ -105,3 +131,4 @@ class LifecycleSettings:
     max_attempts: int = setting(
         3, "With on_restart: resume, how many times a child is run in all before it is reported as lost.", min=1
     )
+    temporal: TemporalSettings = nested(TemporalSettings, "The Temporal service, for engine: temporal.")

@@ -59,6 +59,7 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     endpoint = config.telemetry.otlp_endpoint
     if endpoint and (problem := _url_problem(endpoint, example="http://127.0.0.1:4318")):
         errors.append(f"telemetry.otlp_endpoint: {problem}")
+    errors.extend(_temporal_rules(config))
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and (problem := _url_problem(platform.api_base)):
@@ -91,6 +92,22 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
                       "(or set platforms.web.user_header with allowed_users)")
     if web.user_header and not web.allowed_users and not web.allow_all:
         warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
+    return errors
+
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
+
+
+def _temporal_rules(config: Config) -> list[str]:
+    """Checked whatever the engine, so a worker's config file fails the same way as the gateway's."""
+    temporal, errors = config.lifecycle.temporal, []
+    if not _HOST_PORT.fullmatch(temporal.address) or not 0 < int(temporal.address.rsplit(":", 1)[1]) < 65536:
+        errors.append(f'lifecycle.temporal.address: expected host:port such as "127.0.0.1:7233", got "{temporal.address}"')
+    if not temporal.task_queue.strip():
+        errors.append("lifecycle.temporal.task_queue: expected a non-empty name such as \"switchboard-children\"")
+    tls = temporal.tls
+    if not isinstance(tls, bool) and tls is not None and (tls.cert_file is None) != (tls.key_file is None):
+        errors.append("lifecycle.temporal.tls: cert_file and key_file go together (mutual TLS needs both)")
     return errors
 
 

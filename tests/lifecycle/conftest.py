@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import pytest
@@ -113,9 +114,21 @@ def make_registry(*, with_delegate_stub: bool = True) -> ToolRegistry:
     return registry
 
 
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("both_engines") is not None:
+        metafunc.parametrize("engine_name", ["inprocess", "temporal"], indirect=True)
+
+
 @pytest.fixture
-async def make_env(tmp_path):
+def engine_name(request):
+    """The engine `make_env` builds when a test names none; ``both_engines`` tests get each."""
+    return getattr(request, "param", "inprocess")
+
+
+@pytest.fixture
+async def make_env(tmp_path, request, engine_name):
     services = []
+    workers = TemporalWorkers(request) if engine_name == "temporal" else None
 
     async def make(*, max_running: int = 10, retention: float = 3600.0, delegation=None, enabled=None,
                    db="journal.db", sweep=60.0, clock=None, delegate=False, engine=None) -> Env:
@@ -123,6 +136,8 @@ async def make_env(tmp_path):
         hooks = HookRegistry()
         clock = clock or FakeClock()
         model = ScriptedModel({"leaf": child_script, "orchestrator": child_script, "parent": [[{"text": "hi"}]]})
+        if engine is None and workers is not None:
+            engine = await workers.engine(registry, model)
         host = ChildHost(tools=registry, hooks=hooks, delegation=delegation or DelegationSettings(), clock=clock)
         service = AsyncSubagentLifecycle(
             host, SqliteJournal(tmp_path / db),
@@ -141,6 +156,36 @@ async def make_env(tmp_path):
     yield make
     for service in services:
         await service.close()
+    if workers is not None:
+        await workers.close()
+
+
+class TemporalWorkers:
+    """Children on the session's Temporal dev server: each environment gets a task queue of its
+    own, served by a `ChildWorker` in this process that builds children from that
+    environment's tools and model."""
+
+    def __init__(self, request) -> None:
+        self.server = request.getfixturevalue("temporal_server")
+        self.client = None
+        self.workers = []
+
+    async def engine(self, registry, model):
+        from lifecycle.settings import TemporalSettings
+        from lifecycle.temporal import ChildWorker, TemporalEngine, WorkerToolbox, connect
+
+        settings = TemporalSettings(address=self.server.address, task_queue=f"test-{uuid.uuid4().hex[:12]}")
+        if self.client is None:
+            self.client = await connect(settings)
+        toolbox = WorkerToolbox(tools=registry, model_for=lambda provider, name: model)
+        worker = ChildWorker(self.client, settings.task_queue, toolbox, heartbeat_seconds=0.2)
+        await worker.__aenter__()
+        self.workers.append(worker)
+        return TemporalEngine(settings, client=self.client)
+
+    async def close(self) -> None:
+        for worker in self.workers:
+            await worker.__aexit__(None, None, None)
 
 
 @pytest.fixture

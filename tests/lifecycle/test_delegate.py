@@ -51,6 +51,7 @@ async def denv(make_env):
     return await make_env(delegate=True)
 
 
+@pytest.mark.both_engines
 async def test_a_batch_runs_in_parallel_and_returns_in_task_order(denv):
     tasks = [{"goal": "[sleep:0.3] slow"}, {"goal": "[sleep:0.01] fast"}, {"goal": "plain", "context": "ctx"}]
     started = asyncio.get_running_loop().time()
@@ -68,6 +69,7 @@ async def test_a_batch_runs_in_parallel_and_returns_in_task_order(denv):
         assert entry[name] is None
 
 
+@pytest.mark.both_engines
 async def test_single_task_and_json_string_tasks(denv):
     (single,) = await results(denv, {"goal": "alone", "context": "c"})
     assert single["summary"] == "done: alone"
@@ -92,11 +94,13 @@ async def test_bad_calls_are_tool_errors_that_say_what_to_do(denv, args, message
     assert denv.service.host_view().children("parent-1") == ()
 
 
+@pytest.mark.both_engines
 async def test_the_concurrency_limit_is_configurable_without_a_ceiling(make_env):
     env = await make_env(delegate=True, delegation=DelegationSettings(max_concurrent_children=12))
     assert len(await results(env, {"tasks": [{"goal": f"t{i}"} for i in range(12)]})) == 12
 
 
+@pytest.mark.both_engines
 async def test_the_iteration_budget_ends_as_max_iterations_and_truncated(make_env):
     env = await make_env(delegate=True, delegation=DelegationSettings(max_iterations=3))
     (entry,) = await results(env, {"goal": "[tools-forever]"})
@@ -127,6 +131,7 @@ async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
     assert tool.name == "delegate_task"
 
 
+@pytest.mark.both_engines
 async def test_a_stall_between_turns_times_out_with_its_fields(make_env):
     settings = DelegationSettings(stale_between_turns_seconds=0.1, heartbeat_interval_seconds=0.01)
     env = await make_env(delegate=True, delegation=settings, clock=SYSTEM_CLOCK)
@@ -139,6 +144,7 @@ async def test_a_stall_between_turns_times_out_with_its_fields(make_env):
     assert "stopped making progress" in entry["error"]
 
 
+@pytest.mark.both_engines
 async def test_a_stall_inside_a_tool_uses_the_in_tool_threshold(make_env):
     settings = DelegationSettings(stale_between_turns_seconds=0.05, stale_in_tool_seconds=0.3,
                                   heartbeat_interval_seconds=0.01)
@@ -213,6 +219,7 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
     assert "timed out after 30s idle" in entry["error"]
 
 
+@pytest.mark.both_engines
 async def test_output_schemas_pass_correct_or_keep_the_work(denv):
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
     tasks = [{"goal": g, "output_schema": schema} for g in ("[json-good]", "[json-fenced]", "[json-fixable]", "[json-bad]")]
@@ -229,6 +236,7 @@ async def test_output_schemas_pass_correct_or_keep_the_work(denv):
     assert "schema_valid" not in plain
 
 
+@pytest.mark.both_engines
 async def test_the_child_sees_its_contract_and_project_rules_from_the_start(denv):
     (denv.parent.workspace / "AGENTS.md").write_text("Always run the linter.")
     (entry,) = await results(denv, {"goal": "[show-prompt]", "output_schema": {"type": "object"}})
@@ -240,6 +248,7 @@ async def test_the_child_sees_its_contract_and_project_rules_from_the_start(denv
     assert prompt is None or "YOUR TASK" in prompt
 
 
+@pytest.mark.both_engines
 async def test_images_go_native_to_vision_models_and_as_text_otherwise(denv):
     (denv.parent.workspace / "shot.png").write_bytes(PNG)
     images = ["shot.png", "missing.png", "https://example.com/a.png"]
@@ -259,6 +268,7 @@ async def test_too_many_images_is_a_tool_error(denv):
         await delegate(denv, {"goal": "x", "images": [f"{i}.png" for i in range(9)]})
 
 
+@pytest.mark.both_engines
 async def test_long_summaries_are_cut_head_and_tail_with_the_full_text_kept(make_env):
     env = await make_env(delegate=True, delegation=DelegationSettings(max_summary_chars=1000))
     (entry,) = await results(env, {"goal": "[long]"})
@@ -268,6 +278,7 @@ async def test_long_summaries_are_cut_head_and_tail_with_the_full_text_kept(make
     assert (env.parent.workspace / entry["summary_full_path"]).read_text() == "x" * 40_000
 
 
+@pytest.mark.both_engines
 async def test_interrupting_the_parent_interrupts_children_with_their_partial_output(denv):
     model = ScriptedModel({
         "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {
@@ -277,7 +288,8 @@ async def test_interrupting_the_parent_interrupts_children_with_their_partial_ou
     parent = AgentSession(model=model, tools=denv.parent.tools, session_id="parent-1", workspace=denv.parent.workspace)
     turn = asyncio.create_task(parent.run_turn("go"))
     async with asyncio.timeout(5):
-        while sum(1 for r in model.requests if r.role == "leaf") < 4:
+        # In-process the children call their parent's model; on Temporal, the worker's.
+        while sum(1 for m in (model, denv.child_model) for r in m.requests if r.role == "leaf") < 4:
             await asyncio.sleep(0.005)
     parent.interrupt("user said stop")
     result = await asyncio.wait_for(turn, 5)
@@ -287,6 +299,7 @@ async def test_interrupting_the_parent_interrupts_children_with_their_partial_ou
     assert [e["summary"] for e in payload["results"]] == ["partial thoughts", "partial thoughts"]
 
 
+@pytest.mark.both_engines
 async def test_the_calling_turn_is_the_childrens_parent_turn_without_any_active_turn(denv):
     seen = []
     denv.hooks.register("subagent_start", lambda **e: seen.append(("start", e["parent_turn_id"])))
@@ -306,6 +319,7 @@ async def test_the_calling_turn_is_the_childrens_parent_turn_without_any_active_
     assert seen.count(("start", "turn-1")) == 2 and seen.count(("stop", "turn-1")) == 2
 
 
+@pytest.mark.both_engines
 async def test_the_completion_path_runs_exactly_once_per_child(denv):
     stops = []
     denv.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
@@ -314,6 +328,7 @@ async def test_the_completion_path_runs_exactly_once_per_child(denv):
     assert denv.parent.total_cost_usd == pytest.approx(0.25)
 
 
+@pytest.mark.both_engines
 async def test_background_dispatch_is_handed_to_the_host_which_reads_the_results(denv):
     host = Host(denv)
     handle = json.loads(await delegate(denv, {"tasks": [{"goal": "a"}, {"goal": "[fail] b"}]},
@@ -329,6 +344,7 @@ async def test_background_dispatch_is_handed_to_the_host_which_reads_the_results
     assert [e["status"] for e in entries] == ["completed", "failed"]
 
 
+@pytest.mark.both_engines
 async def test_a_host_that_cannot_record_the_dispatch_fails_the_call_and_stops_the_children(denv):
     refused = []
 
@@ -344,6 +360,7 @@ async def test_a_host_that_cannot_record_the_dispatch_fails_the_call_and_stops_t
     assert [c.state for c in (await view.lookup(ids)).values()] == [SubagentState.INTERRUPTED]
 
 
+@pytest.mark.both_engines
 async def test_results_are_read_from_the_journal_once_memory_forgot_them(denv):
     host = Host(denv)
     handle = json.loads(await delegate(denv, {"goal": "a"}, mode="background", on_dispatch=host))
@@ -356,6 +373,7 @@ async def test_results_are_read_from_the_journal_once_memory_forgot_them(denv):
     assert await view.lookup(["sa-never"]) == {}
 
 
+@pytest.mark.both_engines
 async def test_background_list_steer_and_stop(denv):
     host = Host(denv)
     run = lambda args: delegate(denv, args, mode="background", on_dispatch=host)  # noqa: E731
@@ -364,6 +382,9 @@ async def test_background_list_steer_and_stop(denv):
     async with asyncio.timeout(5):
         while len(json.loads(await run({"action": "list"}))["subagents"]) < 2 or not all(
                 c.state is SubagentState.RUNNING for c in denv.service.host_view().children("parent-1")):
+            await asyncio.sleep(0.005)
+        # The child to stop has answered its first model call (its partial output) and hangs in its second.
+        while sum(1 for r in denv.child_model.requests if r.metadata.get("goal") == "[hang] stop me") < 2:
             await asyncio.sleep(0.005)
     listing = json.loads(await run({"action": "list"}))["subagents"]
     assert {s["subagent_id"] for s in listing} == {steer_id, stop_id}

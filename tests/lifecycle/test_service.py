@@ -43,6 +43,7 @@ async def test_launch_outside_a_turn_fails_closed(env):
         await env.service.launch(req())
 
 
+@pytest.mark.both_engines
 async def test_launch_wait_result_round_trip(env):
     handle, done, result = await launch_and_wait(env, correlation_id="review-42")
     assert (done.state, done.completed, done.timed_out) == (S.SUCCEEDED, True, False)
@@ -57,15 +58,18 @@ async def test_launch_wait_result_round_trip(env):
         assert (await env.service.status(handle.to_dict())).state is S.SUCCEEDED
 
 
+@pytest.mark.both_engines
 async def test_wait_times_out_without_stopping_the_child(env):
     with env.turn():
         handle = await env.service.launch(req("[hang]"))
+        await until(lambda: env.service.host_view().children("parent-1")[0].state is S.RUNNING)
         done = await env.service.wait(handle, timeout_seconds=0.05)
         assert (done.completed, done.timed_out, done.state) == (False, True, S.RUNNING)
         result = await env.service.result(handle)
         assert (result.ready, result.error_classification) == (False, NOT_READY)
 
 
+@pytest.mark.both_engines
 async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
     with env.turn():
         handle = await env.service.launch(req("[sleep:0.2]"))
@@ -151,12 +155,14 @@ async def test_bad_requests_fail_closed(env, request_kw, message):
     assert env.service.host_view().children("parent-1") == ()
 
 
+@pytest.mark.both_engines
 async def test_duplicate_correlation_ids_are_rejected_per_parent(env):
     await launch_and_wait(env, correlation_id="c1")
     with env.turn(), pytest.raises(SubagentLifecycleError, match="Duplicate correlation_id"):
         await env.service.launch(req(correlation_id="c1"))
 
 
+@pytest.mark.both_engines
 async def test_toolsets_only_narrow_and_unsafe_tools_never_reach_children(make_env):
     env = await make_env(enabled={"file", "execute_code", "memory", "clarify", "messaging", "delegation"})
     with env.turn(), pytest.raises(SubagentLifecycleError, match="^Requested toolsets would broaden parent permissions.$"):
@@ -200,6 +206,7 @@ async def test_pending_and_starting_are_really_used(make_env):
     assert seen == [S.STARTING, S.STARTING]
 
 
+@pytest.mark.both_engines
 async def test_cancel_while_running_is_cooperative_and_keeps_partial_output(env):
     with env.turn():
         handle = await env.service.launch(req("[hang]"))
@@ -228,6 +235,7 @@ async def test_cancel_before_start_never_builds_the_child(make_env):
     assert starts == ["[hang] blocker"]
 
 
+@pytest.mark.both_engines
 async def test_cancelling_a_finished_child_changes_nothing(env):
     handle, _, result = await launch_and_wait(env)
     with env.turn():
@@ -236,6 +244,7 @@ async def test_cancelling_a_finished_child_changes_nothing(env):
         assert await env.service.result(handle) == result
 
 
+@pytest.mark.both_engines
 async def test_failures_are_classified(env):
     _, done, result = await launch_and_wait(env, "[fail]")
     assert done.state is S.FAILED
@@ -243,12 +252,14 @@ async def test_failures_are_classified(env):
     assert "model exploded" in result.error_message
 
 
+@pytest.mark.both_engines
 async def test_long_summaries_are_bounded_and_flagged(env):
     _, _, result = await launch_and_wait(env, "[long]")
     assert len(result.summary) == 32_000
     assert result.summary_truncated and result.summary_original_length == 40_000
 
 
+@pytest.mark.both_engines
 async def test_hooks_run_in_order_once_per_child_and_a_failing_hook_is_survived(env, caplog):
     calls = []
     env.hooks.register("subagent_start", lambda **e: calls.append(("start", e["child_goal"])))
@@ -264,6 +275,7 @@ async def test_hooks_run_in_order_once_per_child_and_a_failing_hook_is_survived(
     assert "hook broke" in caplog.text
 
 
+@pytest.mark.both_engines
 async def test_child_cost_rolls_up_into_the_parent(env):
     _, _, result = await launch_and_wait(env, "[cost] a")
     await launch_and_wait(env, "[cost] b")
@@ -272,6 +284,7 @@ async def test_child_cost_rolls_up_into_the_parent(env):
     assert env.parent.total_api_calls == 2
 
 
+@pytest.mark.both_engines
 async def test_memory_provider_is_told_once_per_child(make_env):
     env = await make_env()
     told = []

@@ -1,0 +1,114 @@
+"""`switchboard worker`: run children for gateways with ``lifecycle.engine: temporal``.
+
+A worker reads the same configuration file as the gateway and builds each child
+from it and from the child's job: the built-in tools and the plugins' tools (the
+job names which ones the child gets), the model the child was launched with
+(``model.*`` supplies the endpoint and key; the job the provider and name; a
+routed child's model comes from its route, ``delegation.model_map`` or
+``profile_routes``, as in the gateway), and
+the workspace path the gateway sent (mount it at the same path). It keeps no
+state of its own and takes no state-directory lock: run as many as you like,
+on any machines that reach the Temporal service. See docs/scale-out.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+from dataclasses import replace
+
+from agent import HookRegistry, Model, PluginHost, ToolRegistry
+from agent.models.factory import build_model
+from agent.tools import register_builtin_tools
+from gateway.config import Config
+from gateway.config.delegation_rules import BUNDLED_PLUGINS
+from gateway.errors import StartupError
+from lifecycle import Routing
+
+log = logging.getLogger("gateway.worker")
+
+#: The provider a job names (its model's class, as the handle shows it) -> `model.provider`.
+PROVIDERS = {"DemoModel": "demo", "OpenAIModel": "openai", "ScriptedModel": "scripted"}
+
+
+class WorkerModels:
+    """The models children on this worker call, one per (provider, name), built on first use."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._models: dict[tuple[str, str], Model] = {}
+
+    def __call__(self, provider_class: str | None, name: str | None) -> Model:
+        delegation, settings = self.config.delegation, self.config.model
+        provider = PROVIDERS.get(provider_class or "") or delegation.provider or settings.provider
+        name = name or delegation.model or settings.name
+        model = self._models.get((provider, name))
+        if model is None:
+            model = self._models[(provider, name)] = build_model(replace(settings, provider=provider, name=name))
+        return model
+
+    async def aclose(self) -> None:
+        for model in self._models.values():
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing]:
+    """The tools, hooks and models children on this worker are built from, and the delegation
+    backends the plugins registered (close them when done). The plugins load here as in the
+    gateway: a routed child calls its route's model, as it would in the gateway."""
+    from lifecycle.temporal import WorkerToolbox
+
+    tools, hooks = ToolRegistry(), HookRegistry()
+    register_builtin_tools(tools, execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,
+                           execute_code_output_limit=config.agent.execute_code_output_limit)
+    plugins = PluginHost(tools, hooks)
+    routing = Routing(plugins.delegation_backends)
+    # A child on a worker has no lifecycle service of its own to launch children from.
+    plugins.load([BUNDLED_PLUGINS.get(m, m) for m in config.plugins], lifecycle=None, config=config)
+
+    def route_model(backend: str, route: str) -> Model | None:
+        return routing.resolve(backend, route).model
+
+    return WorkerToolbox(tools=tools, model_for=models, route_model=route_model, hooks=hooks), routing
+
+
+async def run_worker(config: Config) -> int:
+    """Poll ``lifecycle.temporal.task_queue`` until SIGINT/SIGTERM, then give the calls in
+    flight ``server.shutdown_grace_seconds`` before other workers retry them."""
+    try:
+        from lifecycle.temporal import ChildWorker, TemporalUnavailable, connect
+    except ImportError as exc:
+        raise StartupError("switchboard worker needs the temporal extra: pip install 'switchboard[temporal]'") from exc
+    temporal = config.lifecycle.temporal
+    identity = f"switchboard-worker@{socket.gethostname()}:{os.getpid()}"
+    try:
+        client = await connect(temporal, identity=identity)
+    except TemporalUnavailable as exc:
+        raise StartupError(str(exc)) from exc
+    models = WorkerModels(config)
+    toolbox, routing = worker_toolbox(config, models)
+    worker = ChildWorker(client, temporal.task_queue, toolbox,
+                         max_concurrent=config.lifecycle.max_running,
+                         heartbeat_seconds=config.delegation.heartbeat_interval_seconds,
+                         grace_seconds=config.server.shutdown_grace_seconds, identity=identity)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        async with worker:
+            log.info("worker %s running children from task queue %s at %s", identity, temporal.task_queue,
+                     temporal.address)
+            await stopping.wait()
+            log.info("worker shutting down")
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        await models.aclose()
+        await routing.close()
+    return 0

@@ -1,0 +1,189 @@
+"""The worker's side of a child: building it, and its model calls and tool calls as activities.
+
+A worker builds a child from the job and its own configuration (`WorkerToolbox`):
+the tools the job names, the model it was launched with, the workspace path the
+gateway gave. Every activity heartbeats while it runs, so a worker that dies is
+noticed and the call is retried on another one; a cancellation request reaches the
+call at its next heartbeat. A failure that retrying cannot cure (a model error the
+provider's own retries did not fix, a child this worker cannot build) is raised as
+a non-retryable `ApplicationError`; tool failures are results, never errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+
+from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry
+from agent.images import first_turn_content_async
+from lifecycle._children import UNSAFE_CHILD_TOOLS, child_system_prompt
+from lifecycle._job import ChildJob
+from lifecycle._project_context import ProjectContext
+from lifecycle._routing import DEFAULT_BACKEND
+from lifecycle.temporal._wire import (
+    MODEL_CALL,
+    MODEL_ERROR,
+    PREPARE,
+    SETUP_ERROR,
+    TOOL_CALL,
+    request_from_wire,
+    response_to_wire,
+)
+
+log = logging.getLogger("lifecycle.temporal.worker")
+
+ModelFor = Callable[[str | None, str | None], Model]
+"""``(provider, model)`` as the job names them (``DemoModel``, ``demo``) -> the model to call."""
+RouteModel = Callable[[str, str], Model | None]
+"""``(backend, route)`` of a routed child -> its route's model; None when the route names none
+(the child then runs on the model its job names)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerToolbox:
+    """What a worker builds children from, in place of the parent's live session."""
+
+    tools: ToolRegistry
+    """Every tool this worker has; a child gets those its job names."""
+    model_for: ModelFor
+    route_model: RouteModel | None = None
+    """Resolves routed children's models (``delegation.backend`` routes); without it they run
+    on the model their job names, through ``model_for``."""
+    services: Mapping[str, Any] = field(default_factory=dict)
+    """Host services for `ToolContext.services` (children never get the parent-only ones)."""
+    hooks: HookRegistry | None = None
+
+
+class ChildActivities:
+    """The activities one worker registers; methods are bound to its toolbox."""
+
+    def __init__(self, toolbox: WorkerToolbox) -> None:
+        self.toolbox = toolbox
+        self._project = ProjectContext()
+        self.identity = f"{socket.gethostname()}"
+
+    @activity.defn(name=PREPARE)
+    async def prepare(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Everything the workflow needs to build the child that only this machine can know:
+        the system prompt with the workspace's project context, the first message (images
+        read from the workspace), the schemas of the tools it gets, and its model's traits."""
+        job = ChildJob.from_dict(body)
+        workspace = Path(job.workspace)
+        if not await asyncio.to_thread(workspace.is_dir):
+            raise _setup_error(f"the workspace {workspace} does not exist on worker {self.identity}; mount the "
+                               "gateway's workspace at the same path on every worker (docs/scale-out.md)")
+        model = self._model(job.provider, job.model, job.backend, job.route)
+        context = await self._project.section(workspace)
+        content: Any = job.goal
+        if job.images:
+            content = await first_turn_content_async(
+                job.goal, job.images, workspace=workspace, supports_vision=bool(getattr(model, "supports_vision", False)))
+        tools, missing = [], []
+        for name in job.tools:
+            tool = self.toolbox.tools.get(name)
+            if tool is None or name in UNSAFE_CHILD_TOOLS:
+                missing.append(name)
+                continue
+            tools.append({"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters),
+                          "toolset": tool.toolset})
+        if missing:
+            log.warning("child %s: this worker has no %s; the child runs without", job.subagent_id, ", ".join(missing))
+        return {
+            "system_prompt": child_system_prompt(job, context),
+            "content": content,
+            "tools": tools,
+            "model": {"name": getattr(model, "name", job.model), "context_window": model.context_window,
+                      "supports_vision": bool(getattr(model, "supports_vision", False))},
+        }
+
+    @activity.defn(name=MODEL_CALL)
+    async def model_call(self, body: dict[str, Any]) -> dict[str, Any]:
+        model = self._model(body.get("provider"), body.get("model"), body.get("backend"), body.get("route"))
+        async with heartbeating(body.get("heartbeat", 5.0)):
+            try:
+                response = await model.complete(request_from_wire(body["request"]))
+            except ModelError as exc:
+                # Benign: the child reports it; a worker log line per failed call would be noise.
+                raise ApplicationError(str(exc), exc.kind, type=MODEL_ERROR, non_retryable=True,
+                                       category=ApplicationErrorCategory.BENIGN) from None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a provider bug fails the call, as it would in-process
+                log.warning("model call failed", exc_info=True)
+                raise ApplicationError(f"{type(exc).__name__}: {exc}", "error", type=MODEL_ERROR,
+                                       non_retryable=True) from None
+        return response_to_wire(response)
+
+    @activity.defn(name=TOOL_CALL)
+    async def tool_call(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``{"ok": true, "output": ...}`` or ``{"ok": false, "error": ...}`` (the text the model reads)."""
+        name = body["name"]
+        tool = self.toolbox.tools.get(name)
+        if tool is None or name in UNSAFE_CHILD_TOOLS:
+            return {"ok": False, "error": f"{name} is not available on worker {self.identity}"}
+        session = self._stand_in(ChildJob.from_dict(body["child"]))
+        ctx = ToolContext(session, body.get("call_id", ""), session.workspace, session.services, body.get("turn_id", ""))
+        async with heartbeating(body.get("heartbeat", 5.0)):
+            try:
+                return {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
+            except ToolError as exc:
+                return {"ok": False, "error": str(exc)}
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
+                log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
+                return {"ok": False, "error": f"{name} failed: {type(exc).__name__}: {exc}"}
+
+    def _model(self, provider: str | None, name: str | None, backend: str | None = None,
+               route: str | None = None) -> Model:
+        try:
+            if route is not None and self.toolbox.route_model is not None:
+                model = self.toolbox.route_model(backend or DEFAULT_BACKEND, route)
+                if model is not None:
+                    return model
+            return self.toolbox.model_for(provider, name)
+        except Exception as exc:
+            what = f"route {route!r}" if route is not None else f"model {name!r} ({provider})"
+            raise _setup_error(f"worker {self.identity} cannot build the {what}: {exc}") from None
+
+    def _stand_in(self, job: ChildJob) -> AgentSession:
+        """The child as its tools see it (``ctx.session``): its id, role, depth, toolsets,
+        workspace and tools. Its conversation lives in the workflow, not here."""
+        tools = {n: t for n in job.tools if (t := self.toolbox.tools.get(n)) is not None}
+        return AgentSession(
+            model=self._model(job.provider, job.model, job.backend, job.route), tools=tools, role=job.role,
+            session_id=job.subagent_id,
+            workspace=Path(job.workspace), services=self.toolbox.services,
+            enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
+            metadata={"parent_session_id": job.parent_session_id, **job.metadata}, hooks=self.toolbox.hooks,
+        )
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(interval: float) -> AsyncIterator[None]:
+    """Heartbeat every ``interval`` seconds while the block runs: the child's liveness signal,
+    and how a cancellation request reaches a call in flight."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.ensure_future(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+def _setup_error(message: str) -> ApplicationError:
+    return ApplicationError(message, type=SETUP_ERROR, non_retryable=True)

@@ -1,0 +1,53 @@
+"""One way to reach the Temporal service from `lifecycle.temporal.*` settings: the gateway and
+every worker connect through here, so they cannot disagree about TLS or credentials."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.service import TLSConfig
+
+from lifecycle.settings import TemporalSettings
+
+
+class TemporalUnavailable(Exception):
+    """The Temporal service could not be reached (or refused us); the message says which and how to fix it."""
+
+
+async def connect(settings: TemporalSettings, *, identity: str | None = None) -> Client:
+    """A client for ``settings.namespace`` at ``settings.address``. Raises `TemporalUnavailable`
+    with one line naming the address (never the API key) when that fails."""
+    try:
+        tls = _tls(settings)
+    except OSError as exc:
+        raise TemporalUnavailable(f"lifecycle.temporal.tls: cannot read {exc.filename} ({exc.strerror})") from exc
+    try:
+        return await Client.connect(
+            settings.address, namespace=settings.namespace, api_key=settings.api_key or None, tls=tls,
+            identity=identity,
+        )
+    except Exception as exc:
+        raise TemporalUnavailable(
+            f"lifecycle.temporal.address: cannot reach Temporal at {settings.address} (namespace"
+            f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address"
+        ) from exc
+
+
+def _tls(settings: TemporalSettings) -> bool | TLSConfig | None:
+    tls = settings.tls
+    if tls is None or isinstance(tls, bool):
+        return tls
+    return TLSConfig(
+        server_root_ca_cert=_read(tls.ca_file), domain=tls.server_name,
+        client_cert=_read(tls.cert_file), client_private_key=_read(tls.key_file),
+    )
+
+
+def _read(path: Path | None) -> bytes | None:
+    return None if path is None else Path(path).expanduser().read_bytes()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

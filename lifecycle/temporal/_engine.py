@@ -1,0 +1,272 @@
+"""`TemporalEngine`: the gateway launches children as workflows on a task queue and follows them.
+
+It never runs a child itself: `switchboard worker` processes do (`ChildWorker`). The
+workflow id is the child's id, so a launch is idempotent and a handle re-attaches
+without I/O; children keep running while the gateway is down (`survives_restart`),
+and after a restart the engine follows the ones the journal holds as unfinished
+again — those that finished meanwhile report their outcome at once.
+
+Per child, one task follows the workflow: one call starts it and sends it the
+``running`` update (``starting``), which completes once a worker has built the child
+and schedules its first model call (``running``; no polling while it waits for a
+worker), then it waits for the result (``finished``). `interrupt` is a Temporal
+cancellation request carrying the reason; `steer` is a signal; `activity` reads the
+workflow's pending activity, fetched in the background when the last look is older
+than a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateStage,
+)
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from agent import CompactionPolicy
+from lifecycle._engine import EngineHost
+from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle.settings import TemporalSettings
+from lifecycle.temporal._wire import RUNNING_UPDATE, STEER, WORKFLOW, ChildLimits
+
+log = logging.getLogger("lifecycle.temporal")
+
+_ACTIVITY_FRESH = 1.0
+_SENDING = "temporal-request"
+"""Tasks sending a cancellation or a signal: `close` lets them finish, the others it cancels."""
+
+
+@dataclass(slots=True)
+class _Child:
+    job: ChildJob
+    handle: WorkflowHandle | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    running: bool = False
+    stop_reason: str | None = None
+    activity: str = "waiting for a worker"
+    activity_at: float = 0.0
+    refreshing: bool = False
+
+
+class TemporalEngine:
+    """Runs children as `ChildWorkflow`s on ``settings.task_queue``; use from one event loop."""
+
+    survives_restart = True
+
+    def __init__(self, settings: TemporalSettings, *, compaction: CompactionPolicy | None = None,
+                 client: Client | None = None, connect: Callable[[], Any] | None = None) -> None:
+        self.settings = settings
+        self.compaction = compaction
+        self._client = client
+        self._connect = connect
+        self._host: EngineHost | None = None
+        self._children: dict[str, _Child] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._closed = False
+
+    @property
+    def client(self) -> Client:
+        assert self._client is not None, "start() first"
+        return self._client
+
+    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+        if self._client is None:
+            if self._connect is not None:
+                self._client = await self._connect()
+            else:
+                from lifecycle.temporal._connect import connect
+
+                self._client = await connect(self.settings)
+        self._host = host
+        found = await asyncio.gather(*(self._reattach(sid) for sid in unfinished))
+        return [job for job in found if job is not None]
+
+    def submit(self, job: ChildJob) -> None:
+        if self._closed or self._host is None:
+            raise RuntimeError("the engine is not running")
+        child = self._children[job.subagent_id] = _Child(job)
+        self._spawn(self._follow(child, new=True), "temporal-follow")
+
+    def withdraw(self, subagent_id: str) -> bool:
+        return False  # once on the task queue, a child can only be cancelled
+
+    def interrupt(self, subagent_id: str, reason: str) -> None:
+        child = self._children.get(subagent_id)
+        if child is None or child.stop_reason is not None:
+            return
+        child.stop_reason = reason
+        self._spawn(self._cancel(child, reason), _SENDING)
+
+    def steer(self, subagent_id: str, text: str) -> bool:
+        child = self._children.get(subagent_id)
+        if child is None or not child.running or child.handle is None:
+            return False
+        self._spawn(self._signal(child.handle, text), _SENDING)
+        return True
+
+    def activity(self, subagent_id: str) -> str | None:
+        child = self._children.get(subagent_id)
+        if child is None:
+            return None
+        if child.running and not child.refreshing and time.monotonic() - child.activity_at > _ACTIVITY_FRESH:
+            child.refreshing = True
+            self._spawn(self._refresh(child), "temporal-describe")
+        return child.activity
+
+    async def close(self) -> None:
+        """Stop following: the children go on running on the workers, and the next start
+        re-attaches to them. Cancellation requests already made are sent first."""
+        self._closed = True
+        for task in list(self._tasks):
+            if task.get_name() != _SENDING:
+                task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10)
+        for task in list(self._tasks):  # a request that could not be sent in time is given up
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    # -- following one child ----------------------------------------------------------------
+
+    async def _follow(self, child: _Child, *, new: bool) -> None:
+        host, sid = self._host, child.job.subagent_id
+        assert host is not None
+        try:
+            if new:
+                # One call starts the workflow (or attaches to it: the id is the child's) and asks to
+                # hear when a worker has built the child: no polling while it waits for a worker.
+                limits = ChildLimits.from_settings(host.delegation, self.compaction)
+                start = WithStartWorkflowOperation(
+                    WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
+                    task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+                update = await self.client.start_update_with_start_workflow(
+                    RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                child.handle = await start.workflow_handle()
+                child.started.set()
+                await host.starting(sid)
+            else:
+                update = await self._running_update(child.handle)
+            result = asyncio.ensure_future(child.handle.result())
+            running = asyncio.ensure_future(update.result() if update is not None else asyncio.sleep(0, False))
+            try:
+                await asyncio.wait([result, running], return_when=asyncio.FIRST_COMPLETED)
+                if running.done() and not running.cancelled() and running.exception() is None and running.result():
+                    child.running = True
+                    child.activity = "running"
+                    host.running(sid)
+                outcome = ChildOutcome.from_dict(await result)
+            finally:
+                result.cancel()
+                running.cancel()
+        except asyncio.CancelledError:
+            raise
+        except WorkflowFailureError as exc:
+            outcome = _failed_workflow(exc, child.stop_reason)
+        except Exception as exc:
+            log.error("child %s: %s", sid, exc)
+            outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
+        child.started.set()
+        if outcome.api_calls and not child.running:
+            child.running = True  # it ran on a worker before we heard: say so before it ends
+            host.running(sid)
+        self._children.pop(sid, None)
+        await host.finished(sid, outcome)
+
+    @staticmethod
+    async def _running_update(handle: WorkflowHandle) -> Any:
+        """The ``running`` update of a child re-attached after a restart; None once its workflow
+        has ended (its result says how)."""
+        try:
+            if (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING:
+                return None
+            return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
+            log.debug("no running update for %s: %s", handle.id, exc)
+            return None
+
+    async def _reattach(self, subagent_id: str) -> ChildJob | None:
+        handle = self.client.get_workflow_handle(subagent_id)
+        try:
+            await handle.describe()
+            async for event in handle.fetch_history_events():
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                    payloads = event.workflow_execution_started_event_attributes.input.payloads
+                    (wire,) = await self.client.data_converter.decode(payloads, [dict])
+                    break
+            else:
+                return None
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                log.error("cannot re-attach to child %s: %s", subagent_id, exc)
+            return None
+        job = ChildJob.from_dict(wire["job"])
+        child = self._children[subagent_id] = _Child(job, handle)
+        child.started.set()
+        self._spawn(self._follow(child, new=False), "temporal-follow")
+        return job
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def _cancel(self, child: _Child, reason: str) -> None:
+        await child.started.wait()
+        if child.handle is None:
+            return
+        try:
+            await child.handle.cancel(reason=reason)
+        except RPCError as exc:  # it finished meanwhile: the outcome says how
+            log.debug("cancel of %s: %s", child.job.subagent_id, exc)
+
+    async def _signal(self, handle: WorkflowHandle, text: str) -> None:
+        try:
+            await handle.signal(STEER, text)
+        except RPCError as exc:
+            log.debug("steer of %s: %s", handle.id, exc)
+
+    async def _refresh(self, child: _Child) -> None:
+        try:
+            self._note_activity(child, await child.handle.describe())
+        except RPCError:
+            pass
+        finally:
+            child.refreshing = False
+
+    def _note_activity(self, child: _Child, desc: Any) -> None:
+        child.activity_at = time.monotonic()
+        pending = desc.raw_description.pending_activities
+        if not pending:
+            child.activity = "thinking" if child.running else child.activity
+            return
+        current = pending[-1]
+        label = current.activity_id.split("-", 1)[-1]
+        what = "waiting for the model" if label == "model" else f"running {label.removeprefix('tool-')}"
+        child.activity = what if current.attempt <= 1 else f"{what} (attempt {current.attempt}, another worker)"
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _failed_workflow(exc: WorkflowFailureError, stop_reason: str | None) -> ChildOutcome:
+    """A workflow that ended without an outcome: cancelled before it ran, terminated by an
+    operator, or timed out by a namespace limit."""
+    cause = exc.cause
+    name = type(cause).__name__
+    if name == "CancelledError":
+        return ChildOutcome("interrupted", "interrupted", None, stop_reason or "cancelled")
+    return ChildOutcome("error", "error", None, f"the child's workflow ended without a result ({name}: {cause})")

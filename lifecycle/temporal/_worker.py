@@ -1,0 +1,60 @@
+"""`ChildWorker`: a Temporal worker that runs children — their workflows, model calls and tools.
+
+Any number of them may poll one task queue, on any machines: each takes whole
+children and single calls as they come, and when one dies another finishes its
+children (the workflow replays from history; the call in flight is retried once its
+heartbeats stop).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from lifecycle.temporal._activities import ChildActivities, WorkerToolbox
+from lifecycle.temporal._workflow import ChildWorkflow
+
+STICKY_TIMEOUT = timedelta(seconds=3)
+"""How long a child's next step waits for the worker that ran its last one before any worker
+may take it: the pause a dead worker's children see before they go on elsewhere."""
+
+
+class ChildWorker:
+    """``async with ChildWorker(...)`` runs it for the block; `run` until cancelled.
+
+    ``max_concurrent`` bounds the model and tool calls this worker runs at once (each
+    child has at most one in flight); ``heartbeat_seconds`` is how often a running call
+    heartbeats at most (``delegation.heartbeat_interval_seconds``). On shutdown, calls
+    in flight get ``grace_seconds`` to finish; the rest are retried by other workers.
+    """
+
+    def __init__(self, client: Client, task_queue: str, toolbox: WorkerToolbox, *, max_concurrent: int = 100,
+                 heartbeat_seconds: float = 5.0, grace_seconds: float = 0.0, identity: str | None = None) -> None:
+        self.activities = ChildActivities(toolbox)
+        self.worker = Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[ChildWorkflow],
+            activities=[self.activities.prepare, self.activities.model_call, self.activities.tool_call],
+            max_concurrent_activities=max_concurrent,
+            max_concurrent_local_activities=max_concurrent,
+            max_heartbeat_throttle_interval=timedelta(seconds=heartbeat_seconds),
+            sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+            graceful_shutdown_timeout=timedelta(seconds=grace_seconds),
+            identity=identity,
+        )
+
+    async def run(self) -> None:
+        await self.worker.run()
+
+    async def shutdown(self) -> None:
+        await self.worker.shutdown()
+
+    async def __aenter__(self) -> ChildWorker:
+        await self.worker.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.worker.__aexit__(*exc)

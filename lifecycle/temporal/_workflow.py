@@ -1,0 +1,267 @@
+"""`ChildWorkflow`: one child as one Temporal workflow, its model and tool calls as activities.
+
+The workflow runs the same agent loop as the in-process engine (`AgentSession`
+driven by `ChildRun`), with a model and tools that are activity calls: its
+conversation is the workflow's state, rebuilt from history by replay when another
+worker takes over. It runs unsandboxed (the sandbox re-imports modules per run,
+which costs more than a short child does), so the code here must stay
+deterministic: time is workflow time, turn ids are derived from the child's id,
+and nothing reads files or the network outside an activity.
+
+Liveness maps onto activity timeouts. A model call (with its retries on other
+workers) has ``stale_between_turns_seconds`` (or the idle cap, if lower) from
+scheduling to close; a tool call ``stale_in_tool_seconds``; when the limit fires
+the child stops as in-process, with the same `Timeout` words. Heartbeats
+(three missed ones) tell a dead worker from a slow call. A cancellation request
+(``WorkflowHandle.cancel(reason=...)``) stops the child at its next safe boundary;
+the workflow then completes with the interrupted outcome and its partial output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.workflow import ActivityCancellationType
+
+from agent import AgentSession, CompactionPolicy, Compactor, ModelError, ModelRequest, ModelResponse, Tool, ToolError
+from lifecycle._child_run import ChildRun
+from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle._liveness import WARNING_FRACTION, budget_warning, make_timeout
+from lifecycle.temporal._wire import (
+    ACTIVITY_QUERY,
+    MODEL_CALL,
+    MODEL_ERROR,
+    PREPARE,
+    RUNNING_UPDATE,
+    SETUP_ERROR,
+    STEER,
+    TOOL_CALL,
+    WORKFLOW,
+    ChildLimits,
+    request_to_wire,
+    response_from_wire,
+)
+
+_RETRY = RetryPolicy(initial_interval=timedelta(seconds=0.5), backoff_coefficient=2.0,
+                     maximum_interval=timedelta(seconds=5), non_retryable_error_types=[MODEL_ERROR, SETUP_ERROR])
+"""Only a lost worker (a heartbeat timeout) or a worker shutting down is retried: failures
+the call itself reports are final."""
+
+
+class _WorkflowClock:
+    """Workflow time: the same on every replay. Outside the workflow's loop — while a worker
+    evicts the workflow from its cache and `finally` blocks of the agent loop still run —
+    it reads 0 instead of raising, so the eviction stays quiet."""
+
+    def time(self) -> float:
+        return workflow.time() if workflow.in_workflow() else 0.0
+
+    def monotonic(self) -> float:
+        return self.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class _Host:
+    """The part of an `EngineHost` a `ChildRun` reads while it executes."""
+
+    clock = _WorkflowClock()
+
+
+class _ActivityModel:
+    """The child's model: every completion is a model-call activity on some worker."""
+
+    def __init__(self, flow: ChildWorkflow, traits: Mapping[str, Any]) -> None:
+        self._flow = flow
+        self.name = traits.get("name") or "unknown"
+        self.context_window = int(traits.get("context_window") or 128_000)
+        self.supports_vision = bool(traits.get("supports_vision"))
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._flow.call_model(request)
+
+
+@workflow.defn(name=WORKFLOW, sandboxed=False)
+class ChildWorkflow:
+    def __init__(self) -> None:
+        self._job: ChildJob | None = None
+        self._limits = ChildLimits()
+        self._run: ChildRun | None = None
+        self._setup: asyncio.Task | None = None
+        self._stop_reason: str | None = None
+        self._steered: list[str] = []
+        self._calls = 0
+        self._running_since = 0.0
+        self._slim: dict[str, Any] = {}
+        self._ended = False
+
+    @workflow.run
+    async def run(self, wire: dict[str, Any]) -> dict[str, Any]:
+        """The child's `ChildOutcome` as a dict; never fails for the child's own failures."""
+        job = self._job = ChildJob.from_dict(wire["job"])
+        self._limits = ChildLimits.from_dict(wire.get("limits") or {})
+        # What a tool call needs of the child, without the goal and context each call would repeat.
+        self._slim = {**job.to_dict(), "goal": "", "context": None, "output_schema": None, "images": []}
+        body = asyncio.ensure_future(self._child(job))
+        while True:
+            try:
+                outcome = await asyncio.shield(body)
+                self._ended = True
+                return outcome.to_dict()
+            except asyncio.CancelledError:
+                if body.done():
+                    raise
+                self._stop(workflow.cancellation_reason() or "cancelled")
+
+    @workflow.signal(name=STEER)
+    def steer(self, text: str) -> None:
+        """Deliver text at the child's next iteration boundary (kept until it runs)."""
+        session = self._run.session if self._run is not None else None
+        if session is not None:
+            session.steer(text)
+        else:
+            self._steered.append(text)
+
+    # A child that ends before it ever ran leaves the update unfinished: the gateway then learns
+    # how it ended from the result instead.
+    @workflow.update(name=RUNNING_UPDATE, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def running(self) -> bool:
+        """Completes once the child is built and makes its first model call (True), or has ended
+        without ever running (False): how the gateway learns a worker took it, without polling."""
+        await workflow.wait_condition(lambda: self._running_since > 0 or self._ended)
+        return self._running_since > 0
+
+    @workflow.query(name=ACTIVITY_QUERY)
+    def activity(self) -> str:
+        session = self._run.session if self._run is not None else None
+        return "starting" if session is None else session.activity.description
+
+    # -- the child --------------------------------------------------------------------------
+
+    async def _child(self, job: ChildJob) -> ChildOutcome:
+        limits = self._limits
+        self._setup = asyncio.ensure_future(workflow.execute_local_activity(
+            PREPARE, job.to_dict(), start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[SETUP_ERROR])))
+        try:
+            prepared = await self._setup
+        except asyncio.CancelledError:
+            return ChildOutcome("interrupted", "interrupted", None, self._stop_reason or "cancelled")
+        except ActivityError as exc:
+            return ChildOutcome("error", "error", None, _reason(exc))
+        compaction = None if limits.compaction is None else Compactor(CompactionPolicy(**limits.compaction))
+        session = AgentSession(
+            model=_ActivityModel(self, prepared["model"]),
+            tools={spec["name"]: self._tool(spec) for spec in prepared["tools"]},
+            system_prompt=prepared["system_prompt"], role=job.role, session_id=job.subagent_id,
+            max_iterations=limits.max_iterations, workspace=Path(job.workspace),
+            enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
+            metadata={"goal": job.goal, "parent_session_id": job.parent_session_id, **job.metadata},
+            clock=_Host.clock, compactor=compaction,
+        )
+        run = self._run = ChildRun(job, _Host())  # type: ignore[arg-type]  # only its clock is read
+        run.session, run.turn_ids = session, True
+        if self._stop_reason is not None:
+            return ChildOutcome("interrupted", "interrupted", None, self._stop_reason)
+        for text in self._steered:
+            session.steer(text)
+        self._steered.clear()
+        self._running_since = workflow.time()
+        return await run.execute(prepared["content"])
+
+    def _stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._run is not None:
+            self._run.stop(reason)
+        elif self._setup is not None:
+            self._setup.cancel()
+
+    def _tool(self, spec: Mapping[str, Any]) -> Tool:
+        name = spec["name"]
+
+        async def handler(args: dict[str, Any], ctx: Any) -> str:
+            return await self.call_tool(name, args, ctx.call_id, ctx.turn_id)
+
+        # The worker's own tool checks the arguments, with the messages made for the model.
+        return Tool(name, spec.get("description", ""), spec.get("parameters") or {"type": "object"}, handler,
+                    spec.get("toolset", "unknown"), checks_own_arguments=True)
+
+    # -- activities ----------------------------------------------------------------------------
+
+    async def call_model(self, request: ModelRequest) -> ModelResponse:
+        job, limits = self._job, self._limits
+        cap = limits.idle_cap_seconds
+        # As the in-process monitor decides: the lower limit fires; on a tie it is the idle cap.
+        limit, stalled = min((limits.stale_between_turns_seconds, True), (cap, False)) if cap else (
+            limits.stale_between_turns_seconds, True)
+        body = {"provider": job.provider, "model": job.model, "backend": job.backend, "route": job.route,
+                "request": request_to_wire(request), "heartbeat": limits.heartbeat_interval_seconds}
+        warn_at = WARNING_FRACTION * cap if cap is not None and WARNING_FRACTION * cap < limit else None
+        result = await self._activity(MODEL_CALL, body, "model", limit, stalled, warn_at=warn_at)
+        return response_from_wire(result)
+
+    async def call_tool(self, name: str, args: dict[str, Any], call_id: str, turn_id: str) -> str:
+        body = {"child": self._slim, "name": name, "args": args, "call_id": call_id, "turn_id": turn_id,
+                "heartbeat": self._limits.heartbeat_interval_seconds}
+        result = await self._activity(TOOL_CALL, body, f"tool-{name}", self._limits.stale_in_tool_seconds, True)
+        if not result.get("ok"):
+            raise ToolError(result.get("error") or f"{name} failed")
+        return result.get("output", "")
+
+    async def _activity(self, name: str, body: dict[str, Any], label: str, limit: float, stalled: bool, *,
+                        warn_at: float | None = None) -> dict[str, Any]:
+        self._calls += 1
+        started = workflow.time()
+        handle = workflow.start_activity(
+            name, body, activity_id=f"{self._calls}-{label}", schedule_to_close_timeout=timedelta(seconds=limit),
+            heartbeat_timeout=timedelta(seconds=self._limits.heartbeat_timeout_seconds), retry_policy=_RETRY,
+            # A stop takes effect at once: the child makes no further step and reports. The call in
+            # flight on its worker is abandoned and cut off there at its next heartbeat.
+            cancellation_type=ActivityCancellationType.TRY_CANCEL)
+        try:
+            if warn_at is not None:
+                done, _ = await asyncio.wait([handle], timeout=warn_at)
+                if not done and self._run is not None and self._run.session is not None:
+                    self._run.session.steer(budget_warning(workflow.time() - started, warn_at / WARNING_FRACTION))
+            return await handle
+        except asyncio.CancelledError:
+            handle.cancel()  # asyncio.wait does not pass a cancellation on to what it waits for
+            raise
+        except ActivityError as exc:
+            if isinstance(exc.cause, TemporalCancelled):
+                raise asyncio.CancelledError() from None  # our own stop, which the session expects back
+            if isinstance(exc.cause, TimeoutError) and exc.cause.type is TimeoutType.SCHEDULE_TO_CLOSE:
+                await self._stalled(limit, workflow.time() - started, stalled)
+            if name == MODEL_CALL:
+                cause = exc.cause
+                kind = str(cause.details[0]) if isinstance(cause, ApplicationError) and cause.details else "error"
+                raise ModelError(_reason(exc), kind=kind) from None
+            raise ToolError(_reason(exc)) from None
+
+    async def _stalled(self, limit: float, quiet: float, stalled: bool) -> None:
+        """Stop the child for lack of progress, exactly as the in-process monitor does: the
+        stop cancels this very call, and the turn ends with the partial output it had."""
+        run = self._run
+        assert run is not None and run.session is not None
+        timeout = make_timeout(run.session.activity.answered_api_calls, workflow.time() - self._running_since, limit,
+                               quiet, stalled=stalled)
+        workflow.logger.warning("child %s: %s", run.job.subagent_id, timeout.message())
+        asyncio.get_running_loop().call_soon(run.stop_for_timeout, timeout)
+        await asyncio.get_running_loop().create_future()
+
+
+def _reason(exc: ActivityError) -> str:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or exc)

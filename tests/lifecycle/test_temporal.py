@@ -1,0 +1,157 @@
+"""What only the Temporal engine does: children outlive the service, re-attach by id, and the
+workflow's own liveness (activity timeouts, the budget warning) speaks as in-process.
+
+The contract both engines share runs in test_service.py and test_delegate.py (the
+``both_engines`` tests); the real processes (`switchboard run`, `switchboard worker`)
+are in tests/scenarios/test_scale_out.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
+from lifecycle._liveness import BUDGET_WARNING
+from lifecycle.settings import DelegationSettings, TemporalSettings
+from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
+from tests.lifecycle.conftest import make_registry
+
+S = SubagentState
+
+
+async def until(predicate, timeout=10.0):
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def queue(temporal_server):
+    """A task queue of this test's own, a client, and a worker on it built from ``tools``/``model``."""
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
+    client = await connect(settings)
+    workers = []
+
+    async def worker(model, tools=None):
+        toolbox = WorkerToolbox(tools=tools or make_registry(), model_for=lambda provider, name: model)
+        running = ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2)
+        await running.__aenter__()
+        workers.append(running)
+        return running
+
+    yield settings, client, worker
+    for running in workers:
+        await running.__aexit__(None, None, None)
+
+
+async def test_children_outlive_a_restart_of_the_service_and_finish_once(make_env, queue):
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": f"finished {r.metadata['goal']}"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="long job", correlation_id="job-1"))
+        await asyncio.wait_for(model.reached("gate"), 10)
+        await until(lambda: first.service.host_view().children("parent-1")[0].state is S.RUNNING)
+    await first.service.close()  # the gateway goes away; the child keeps running on the worker
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    stops = []
+    second.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
+    view = second.service.host_view()
+    await until(lambda: view.children("parent-1") and view.children("parent-1")[0].state is S.RUNNING)
+    assert view.children("parent-1")[0].goal == "long job"
+    with second.turn():
+        assert (await second.service.reconnect(handle.to_dict())).state is S.RUNNING
+        with pytest.raises(Exception, match="Duplicate correlation_id"):
+            await second.service.launch(SubagentLaunchRequest(goal="again", correlation_id="job-1"))
+        model.release("gate")
+        assert (await second.service.wait(handle.to_dict(), timeout_seconds=10)).state is S.SUCCEEDED
+        assert (await second.service.result(handle.to_dict())).summary == "finished long job"
+    assert stops == ["completed"]  # the completion ran once, after the restart
+
+
+async def test_a_child_that_finished_while_the_service_was_down_is_reported_at_the_next_start(make_env, queue):
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "done while away"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="quick"))
+        await asyncio.wait_for(model.reached("gate"), 10)
+    await first.service.close()
+    model.release("gate")
+    await client.get_workflow_handle(handle.subagent_id).result()
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+        assert (await second.service.result(handle)).summary == "done while away"
+
+
+async def test_a_launch_is_idempotent_by_child_id(queue):
+    settings, client, worker = queue
+    await worker(ScriptedModel({"leaf": lambda r: {"text": "once"}}))
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t", goal="g",
+                   workspace="/tmp")
+    wire = {"job": job.to_dict(), "limits": ChildLimits().to_dict()}
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    first = await client.start_workflow(WORKFLOW, wire, id=job.subagent_id, task_queue=settings.task_queue,
+                                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+    second = await client.start_workflow(WORKFLOW, wire, id=job.subagent_id, task_queue=settings.task_queue,
+                                         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+    assert first.result_run_id == second.result_run_id
+    assert ChildOutcome.from_dict(await first.result()).summary == "once"
+
+
+async def test_the_idle_cap_warns_at_80_percent_and_then_times_out_as_in_process(queue, tmp_path):
+    """The workflow's budget warning and idle timeout, with a 1 s cap set directly in the limits
+    (configured caps are 30 s at least: too slow for a test)."""
+    settings, client, worker = queue
+    seen = []
+
+    def leaf(request: ModelRequest) -> dict:
+        seen.append([m["content"] for m in request.messages if BUDGET_WARNING in str(m.get("content"))])
+        if request.iteration == 0:
+            return {"sleep": 0.9, "text": "working", "tool_calls": [{"name": "list_files"}]}
+        return {"hang": True}
+
+    await worker(ScriptedModel({"leaf": leaf}))
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t",
+                   goal="idle test", tools=("list_files",), workspace=str(tmp_path))
+    limits = ChildLimits.from_settings(DelegationSettings(heartbeat_interval_seconds=0.2), None)
+    limits = ChildLimits(**{**limits.to_dict(), "idle_cap_seconds": 1.0})
+    body = await client.execute_workflow(WORKFLOW, {"job": job.to_dict(), "limits": limits.to_dict()},
+                                         id=job.subagent_id, task_queue=settings.task_queue)
+    outcome = ChildOutcome.from_dict(body)
+    assert seen[0] == [] and len(seen[1]) == 1  # warned once, delivered at the next step
+    assert outcome.status == "timeout" and outcome.timeout.timeout_seconds == 1.0 and not outcome.timeout.stalled
+    assert outcome.summary == "working" and outcome.timeout.timeout_phase == "after_llm_calls"
+    # The second call never answered: as in-process, the timeout counts the answered one only.
+    assert "timed out after 1s idle with 1 API call(s) completed" in outcome.error
+
+
+async def test_a_child_the_workers_cannot_build_fails_with_the_reason(make_env, queue, tmp_path):
+    settings, client, worker = queue
+    await worker(ScriptedModel({"leaf": lambda r: {"text": "never"}}))
+    env = await make_env(engine=TemporalEngine(settings, client=client))
+    env.parent.workspace = tmp_path / "not-on-this-machine"
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="anything"))
+        assert (await env.service.wait(handle, timeout_seconds=10)).state is S.FAILED
+        result = await env.service.result(handle)
+    assert "does not exist on worker" in result.error_message and "scale-out" in result.error_message
+
+
+def test_limits_follow_the_delegation_settings():
+    limits = ChildLimits.from_settings(DelegationSettings(child_timeout_seconds=5, stale_between_turns_seconds=60,
+                                                          heartbeat_interval_seconds=2), None)
+    assert (limits.idle_cap_seconds, limits.stale_between_turns_seconds) == (30.0, 60.0)  # caps below 30 s become 30
+    assert limits.heartbeat_timeout_seconds == 6.0
+    assert ChildLimits.from_dict(limits.to_dict()) == limits
