@@ -20,7 +20,7 @@ from agent import (
     ToolRegistry,
 )
 from lifecycle._contract import SubagentLifecycleError
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing

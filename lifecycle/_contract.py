@@ -25,7 +25,7 @@ from typing import Any
 
 from lifecycle._canonical import canonical_json, scalar
 from lifecycle._canonical import handle_json as encoded_handle
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 
 CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000

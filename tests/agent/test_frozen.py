@@ -5,8 +5,8 @@ import inspect
 
 import pytest
 
-from lifecycle import ChildJob, ChildSnapshot, ChildSpec, JournalRecord, SubagentLaunchRequest, SubagentResult
-from lifecycle._frozen import fast_init
+from agent import ActiveTurn, ModelRequest, ModelResponse, ToolTraceEntry, TurnResult, Usage
+from agent._frozen import fast_init
 
 
 @fast_init
@@ -35,8 +35,8 @@ def test_records_stay_frozen():
     assert dataclasses.replace(record, a=5) == Sample(5)
 
 
-@pytest.mark.parametrize("cls", [ChildJob, ChildSnapshot, ChildSpec, JournalRecord, SubagentLaunchRequest, SubagentResult])
-def test_the_lifecycle_records_keep_their_signatures(cls):
+@pytest.mark.parametrize("cls", [ActiveTurn, ModelRequest, ModelResponse, ToolTraceEntry, TurnResult, Usage])
+def test_the_agent_records_keep_their_signatures(cls):
     names = [f.name for f in dataclasses.fields(cls)]
     assert list(inspect.signature(cls).parameters) == names
 
