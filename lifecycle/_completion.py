@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 
 from agent import AgentSession
-from lifecycle._canonical import handle_json
 from lifecycle._children import ChildHost
 from lifecycle._contract import SubagentResult, SubagentState, SubagentUsage, result_and_text
 from lifecycle._job import ChildJob, ChildOutcome
@@ -58,7 +57,7 @@ async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
 
 def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: float) -> tuple[SubagentResult, JournalRecord]:
     """The child's final, hashed result and the journal row that carries it."""
-    encoded = handle_json(record.handle)  # once, for the result's text and the row alike
+    encoded = record.handle_json()  # as the PENDING row carried it, for the result's text and the row alike
     usage = outcome.usage
     result, text = result_and_text(
         record.handle, state, outcome.summary, outcome.error,
@@ -66,4 +65,4 @@ def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: f
         SubagentUsage(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
         record.started_at, now, outcome.duration_seconds, encoded,
     )
-    return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text, encoded_handle=encoded)
+    return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text)

@@ -22,7 +22,7 @@ class Record:
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
         "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "keep_result", "_waiters",
-        "__weakref__",
+        "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -55,6 +55,7 @@ class Record:
         self.keep_result = False
         """Its handle was handed out: keep its result in memory for the reads that follow."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
+        self._handle_json: str | None = None
 
     @property
     def live(self) -> bool:
@@ -88,19 +89,30 @@ class Record:
             if not future.done():
                 future.set_result(None)
 
+    def handle_json(self) -> str:
+        """The handle's canonical JSON, encoded once while the child lives: its PENDING row,
+        its terminal row and its result's text all carry it."""
+        encoded = self._handle_json
+        if encoded is None:
+            encoded = self._handle_json = handle_json(self.handle)
+        return encoded
+
+    def release(self) -> None:
+        """Drop what only a live child needs (its result's text holds the handle's JSON now)."""
+        self.parent = self.model = self._handle_json = None
+
     def journal_row(
         self, *, state: SubagentState | None = None, updated_at: float | None = None,
-        completed_at: float | None = None, result: str | None = None, encoded_handle: str | None = None,
+        completed_at: float | None = None, result: str | None = None,
     ) -> JournalRecord:
         """What the journal keeps. Only PENDING and terminal rows are written: after a
-        crash every other state reads as INTERRUPTED anyway, so they would buy nothing.
-        ``encoded_handle`` is the handle's canonical JSON when the caller already has it (it
-        is not kept on the record: a thousand waiting children would hold it for nothing)."""
+        crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
         return JournalRecord(  # positional, in field order: this runs twice for every child
-            h.subagent_id, h.parent_session_id, h.correlation_id, encoded_handle or handle_json(h),
-            (state or self.state).value, self.created_at, updated_at if updated_at is not None else self.updated_at,
-            self.started_at, completed_at, result, self.goal,
+            h.subagent_id, h.parent_session_id, h.correlation_id, self.handle_json(),
+            # _value_: the member's value without the enum property's descriptor call
+            (state or self.state)._value_, self.created_at,
+            updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
         )
 
     @classmethod

@@ -300,7 +300,7 @@ class Supervisor:
         if handle.correlation_id:
             self._correlations.pop((handle.parent_session_id, handle.correlation_id), None)
         # The job stays: a finished child's snapshot shows its route and the task to run again.
-        record.parent = record.model = None
+        record.release()
 
     # -- reading -------------------------------------------------------------------------------
 
