@@ -68,6 +68,33 @@ class _HardInterrupted(Exception):
     """The in-flight model call or tool was cancelled by a hard interrupt."""
 
 
+class _Guard:
+    """``with _Guard(session): await ...`` lets a hard interrupt cancel just the awaited model
+    call or tool, raising `_HardInterrupted` out of the block.
+
+    The interrupt cancels the turn's own task and the cancellation is taken back on the way
+    out (``uncancel``), which costs no extra task per call; a cancellation of the turn from
+    outside still propagates. A context manager, not a wrapping coroutine: a thousand waiting
+    children would each hold one more frame.
+    """
+
+    __slots__ = ("session", "task")
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+
+    def __enter__(self) -> None:
+        self.task = self.session._guarded_task = asyncio.current_task()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        session = self.session
+        session._guarded_task = None
+        if session._hard_cancel_sent:  # our cancellation, or the awaited code swallowed it
+            session._hard_cancel_sent = False
+            if self.task.uncancel() == 0 and kind is not None and issubclass(kind, asyncio.CancelledError):
+                raise _HardInterrupted from None
+
+
 class AgentSession:
     """Runs turns one at a time. Not thread-safe except `interrupt` and `steer`, which
     may be called from any task on the session's loop."""
@@ -192,7 +219,8 @@ class AgentSession:
 
     def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0) -> None:
         """Roll a child's usage into this session's totals."""
-        self.total_usage += usage
+        if usage.prompt_tokens or usage.completion_tokens:
+            self.total_usage += usage
         self.total_api_calls += api_calls
         if cost_usd:
             self.total_cost_usd += cost_usd
@@ -290,7 +318,8 @@ class AgentSession:
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
-            await self._guarded(self.compactor(self))
+            with _Guard(self):
+                await self.compactor(self)
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:
@@ -303,7 +332,8 @@ class AgentSession:
         activity.last_activity = started = clock.monotonic()
         activity.description = "waiting for the model"
         try:
-            response = await self._guarded(self.model.complete(request))
+            with _Guard(self):
+                response = await self.model.complete(request)
         except ModelError as exc:
             if hooks is not None and hooks.has("model_call"):
                 await self._model_hook(turn, started, None, error=exc.kind)
@@ -357,7 +387,8 @@ class AgentSession:
                                      call_id=call.id, arguments=args)
                 ctx = ToolContext(self, call.id, self.workspace, self.services, turn.turn_id)
                 try:
-                    output = await self._guarded(tool.invoke(args, ctx))
+                    with _Guard(self):
+                        output = await tool.invoke(args, ctx)
                     ok = True
                 except ToolError as exc:
                     output = f"Error: {exc}"
@@ -393,29 +424,6 @@ class AgentSession:
     async def _tool_hook(self, turn: _TurnState, call: ToolCall, started: float, ok: bool, output: str) -> None:
         await self._run_hook("tool_end", turn_id=turn.turn_id, role=self.role, tool_name=call.name, call_id=call.id,
                              ok=ok, output=output, duration_seconds=self.clock.monotonic() - started)
-
-    async def _guarded(self, awaitable: Awaitable[Any]) -> Any:
-        """Await a model call or tool so that a hard interrupt can cancel just it.
-
-        The interrupt cancels this very task and the cancellation is taken back
-        here (``uncancel``), which costs no extra task per call; a cancellation
-        of the turn from outside still propagates.
-        """
-        task = asyncio.current_task()
-        self._guarded_task = task
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._hard_cancel_sent:
-                self._hard_cancel_sent = False
-                if task.uncancel() == 0:
-                    raise _HardInterrupted from None
-            raise
-        finally:
-            self._guarded_task = None
-            if self._hard_cancel_sent:  # the awaited code swallowed our cancellation
-                self._hard_cancel_sent = False
-                task.uncancel()
 
     def _append_tool_result(self, call: ToolCall, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
