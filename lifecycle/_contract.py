@@ -128,15 +128,17 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("working_directory is not supported; children use the parent's workspace.")
     if req.blocked_tools:
         raise _invalid("Per-tool blocking is not supported; use allowed_toolsets. Unsafe child tools are always blocked.")
-    if not isinstance(req.metadata, Mapping):
-        raise _invalid("metadata must be a mapping.")
-    try:
-        # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
-        encoded = json.dumps(dict(req.metadata), sort_keys=True, allow_nan=False) if req.metadata else "{}"
-    except (TypeError, ValueError, RecursionError):
-        raise _invalid("metadata must be JSON-serializable.") from None
-    if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
-        raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+    metadata = req.metadata
+    if metadata is not _EMPTY:  # the default: nothing to check
+        if not isinstance(metadata, Mapping):
+            raise _invalid("metadata must be a mapping.")
+        try:
+            # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
+            encoded = json.dumps(dict(metadata), sort_keys=True, allow_nan=False) if metadata else "{}"
+        except (TypeError, ValueError, RecursionError):
+            raise _invalid("metadata must be JSON-serializable.") from None
+        if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
+            raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
     cid = req.correlation_id
     if cid is not None and not (isinstance(cid, str) and 0 < len(cid) <= MAX_CORRELATION_ID_CHARS):
         raise _invalid(f"correlation_id must be a non-empty string of at most {MAX_CORRELATION_ID_CHARS} characters.")

@@ -192,7 +192,7 @@ class AsyncSubagentLifecycle:
                 found.forget(waiter)
             if found.result is None:
                 return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
-        return SubagentTerminalState(found.handle, found.state, completed=True)
+        return SubagentTerminalState(found.handle, found.state, True)
 
     async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:
