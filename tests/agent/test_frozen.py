@@ -54,3 +54,41 @@ def test_only_frozen_slotted_dataclasses_without_post_init_qualify():
 
     with pytest.raises(TypeError):
         fast_init(Checked)
+
+
+@fast_init
+@dataclasses.dataclass(frozen=True, slots=True)
+class Wide:
+    """Enough fields to be built through the twin class."""
+
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+    f: int
+    g: int
+    h: int
+    i: int = 9
+    j: list = dataclasses.field(default_factory=list)
+
+
+def test_a_wide_record_is_built_as_its_own_frozen_class():
+    record = Wide(1, 2, 3, 4, 5, 6, 7, 8)
+    assert type(record) is Wide and (record.a, record.h, record.i, record.j) == (1, 8, 9, [])
+    assert record == Wide(1, 2, 3, 4, 5, 6, 7, 8) and hash(Wide(1, 2, 3, 4, 5, 6, 7, 8, j=())) == hash(
+        Wide(1, 2, 3, 4, 5, 6, 7, 8, j=()))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.a = 2  # type: ignore[misc]
+    assert dataclasses.replace(record, b=0) == Wide(1, 0, 3, 4, 5, 6, 7, 8)
+    assert list(inspect.signature(Wide).parameters) == [f.name for f in dataclasses.fields(Wide)]
+
+
+def test_a_subclass_instance_of_a_wide_record_is_built_field_by_field():
+    class Tagged(Wide):  # inherits the fast __init__; its layout adds an attribute dict
+        pass
+
+    record = Tagged(1, 2, 3, 4, 5, 6, 7, 8)
+    assert type(record) is Tagged and (record.a, record.h, record.i) == (1, 8, 9)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.a = 2  # type: ignore[misc]
