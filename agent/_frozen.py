@@ -13,11 +13,11 @@ How the fields are stored depends on how many there are:
 
 - A few: through each slot's descriptor (``Record.field.__set__(self, value)``).
   Each such call still builds an argument tuple.
-- Ten or more: the instance is built as an instance of a *twin*, a plain class
+- Five or more: the instance is built as an instance of a *twin*, a plain class
   with exactly the same ``__slots__`` (so the same memory layout), whose fields
   are set by ordinary, specialised attribute stores; then it becomes an instance
   of the frozen class again. The two class assignments cost about as much as
-  eight descriptor calls, so this pays from ten fields on (a 19-field record:
+  four descriptor calls, so this pays from five fields on (a 19-field record:
   0.53 -> 0.30 µs). Only an instance of the class itself is built this way; a
   subclass's instance (its layout may differ) is built through the descriptors.
 """
@@ -30,7 +30,7 @@ from typing import TypeVar
 T = TypeVar("T", bound=type)
 
 _NO_DEFAULT = object()
-TWIN_FROM_FIELDS = 10
+TWIN_FROM_FIELDS = 5
 """Records with at least this many fields are built through a twin class (see above)."""
 
 

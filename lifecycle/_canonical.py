@@ -66,6 +66,22 @@ def float_json(value: float) -> str:
     return float.__repr__(value)
 
 
+_last_created: tuple[float | None, str] = (None, "")
+
+
+def created_json(value: float) -> str:
+    """`float_json` of a handle's ``created_at``. A launch writes it twice in a row (the
+    capability's message, then the handle's JSON), and a float's shortest repr is the
+    dearest part of either: the last one is kept."""
+    global _last_created
+    last = _last_created
+    if value is last[0]:
+        return last[1]
+    text = float_json(value)
+    _last_created = (value, text)
+    return text
+
+
 def handle_json(h: Any) -> str:
     """`canonical_json(handle.to_dict())` of a `SubagentHandle`."""
     s, e = scalar, encode_basestring
@@ -77,7 +93,7 @@ def handle_json(h: Any) -> str:
         f'{{"capability":{e(cap) if type(cap) is str else s(cap)},'
         f'"contract_version":{int.__repr__(version) if type(version) is int else s(version)},'
         f'"correlation_id":{"null" if cid is None else s(cid)},'
-        f'"created_at":{float_json(created) if type(created) is float else s(created)},'
+        f'"created_at":{created_json(created) if type(created) is float else s(created)},'
         f'"depth":{int.__repr__(depth) if type(depth) is int else s(depth)},'
         f'"model":{e(model) if type(model) is str else s(model)},'
         f'"parent_session_id":{e(pid) if type(pid) is str else s(pid)},'

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from json.encoder import encode_basestring_ascii
 
-from ._canonical import ascii_json, ascii_scalar, float_json
+from ._canonical import ascii_json, ascii_scalar, created_json
 from ._contract import CONTRACT_VERSION, SubagentHandle, is_well_formed_handle
 
 TOKEN_VERSION = "v1"
@@ -154,7 +154,7 @@ def _message(
     return (
         f'{_PREFIX}{e(subagent_id) if type(subagent_id) is s else j(subagent_id)},'
         f'{"null" if parent_session_id is None else e(parent_session_id) if type(parent_session_id) is s else j(parent_session_id)},'
-        f'{"null" if correlation_id is None else j(correlation_id)},{float_json(float(created_at))},'
+        f'{"null" if correlation_id is None else j(correlation_id)},{created_json(float(created_at))},'
         f'{e(role) if type(role) is s else j(role)},{int.__repr__(depth) if type(depth) is int else j(depth)},'
         f'{"null" if provider is None else e(provider) if type(provider) is s else j(provider)},'
         f'{"null" if model is None else e(model) if type(model) is s else j(model)}]'

@@ -7,7 +7,7 @@ import logging
 
 from agent import AgentSession
 from lifecycle._children import ChildHost
-from lifecycle._contract import SubagentResult, SubagentState, SubagentUsage, result_and_text
+from lifecycle._contract import STATES, SubagentResult, SubagentState, SubagentUsage, result_and_text
 from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle._journal import JournalRecord
 from lifecycle._record import Record
@@ -61,7 +61,7 @@ def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: f
     usage = outcome.usage
     result, text = result_and_text(
         record.handle, state, outcome.summary, outcome.error,
-        None if state is SubagentState.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
+        None if state is STATES.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
         SubagentUsage(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
         record.started_at, now, outcome.duration_seconds, encoded,
     )

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from lifecycle._canonical import canonical_json, float_json, scalar
@@ -69,6 +69,11 @@ class SubagentState(str, Enum):
         # By value: an enum member's own hash is computed in Python, a str's is cached.
         return self._value_ in _TERMINAL_VALUES
 
+
+STATES = SimpleNamespace(**SubagentState.__members__)
+"""The states as plain attributes (``STATES.RUNNING``) for hot paths: on Python 3.11 every
+``SubagentState.RUNNING`` goes through ``EnumType.__getattr__``, three times the cost of an
+attribute, and a child's life reads a state about ten times."""
 
 TERMINAL_STATES = frozenset(
     {SubagentState.SUCCEEDED, SubagentState.FAILED, SubagentState.INTERRUPTED, SubagentState.CANCELLED}
@@ -461,9 +466,11 @@ def result_and_text(
     duration = None if duration_seconds is None else float(duration_seconds)
     # Written once, for the hash and the journal alike, in sorted key order: this runs for every
     # child. Absent values, flags and the times are written inline; `scalar` writes the rest.
+    # ``body`` is the document without its closing brace: the hash is taken over body + "}",
+    # the journal's text is body + the hash + "}" (no copy of the document without its end).
     j, f = scalar, float_json
     cost = usage.cost_usd
-    text = (
+    body = (
         f'{{"completed_at":{"null" if completed is None else f(completed)},'
         f'"duration_seconds":{"null" if duration is None else f(duration)},'
         f'"error_classification":{"null" if error_classification is None else j(error_classification)},'
@@ -478,11 +485,13 @@ def result_and_text(
         f'"summary_original_length":{"null" if summary_length is None else j(summary_length)},'
         f'"summary_truncated":{"true" if summary_truncated else "false"},'
         f'"usage":{{"api_calls":{j(usage.api_calls)},"completion_tokens":{j(usage.completion_tokens)},'
-        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}}}'
+        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}'
     )
-    digest = _digest(text)
+    sha = hashlib.sha256(body.encode("utf-8", "surrogatepass"))  # as `_digest` encodes
+    sha.update(b"}")
+    digest = sha.hexdigest()
     result = SubagentResult(
         handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
         error_length, error_classification, exit_reason, usage, started, completed, duration, digest,
     )
-    return result, f'{text[:-1]},"result_hash":"{digest}"}}'
+    return result, f'{body},"result_hash":"{digest}"}}'

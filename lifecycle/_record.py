@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from lifecycle._canonical import handle_json
-from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
+from lifecycle._contract import STATES, SubagentHandle, SubagentResult, SubagentState
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Record:
         """The parent turn that launched it; empty when unknown (read back after a restart)."""
         self.goal = goal
         self.created_at = created_at
-        self.state = SubagentState.PENDING
+        self.state = STATES.PENDING
         self.updated_at = created_at
         self.started_at: float | None = None
         self.completed_at: float | None = None
@@ -66,10 +66,12 @@ class Record:
         self.state = state
         self.updated_at = now
 
-    def waiter(self) -> asyncio.Future:
+    def waiter(self, loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Future:
         """A future of the caller's own, resolved once the record is finished: cancelling it
-        (a caller giving up) leaves every other waiter waiting."""
-        future = asyncio.get_running_loop().create_future()
+        (a caller giving up) leaves every other waiter waiting. ``loop`` is the running loop
+        when the caller has it at hand: on Python 3.11 every ``asyncio.get_running_loop()``
+        costs a ``getpid()`` system call, and a fan-out waits for a thousand children."""
+        future = (loop or asyncio.get_running_loop()).create_future()
         if self.result is not None:
             future.set_result(None)
         elif self._waiters is None:

@@ -182,7 +182,7 @@ class AsyncSubagentLifecycle:
         if found is None:
             return SubagentTerminalState(_shown(handle), S.UNKNOWN, completed=True, diagnostic=UNKNOWN_HANDLE)
         if type(found) is Record and found.result is None:
-            waiter = found.waiter()
+            waiter = found.waiter(self.loop)
             timer = None if timeout_seconds is None else self.loop.call_later(max(0.0, timeout_seconds), _time_out, waiter)
             try:
                 await waiter
