@@ -195,7 +195,10 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
             return {"text": "working", "tool_calls": [{"name": "wait_gate"}]}
         return {"hang": True}
 
+    entered = asyncio.Event()
+
     async def wait_gate(args, ctx):
+        entered.set()
         await gate.wait()
         return "gate opened"
 
@@ -203,11 +206,13 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
     env.parent.tools["wait_gate"] = env.service.host.tools.get("wait_gate")
     env.child_model.script["leaf"] = script
     task = asyncio.create_task(delegate(env, {"goal": "idle test"}))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 5)
     await clock.advance(100)  # inside a tool: the idle cap is suspended
     assert not task.done()
     gate.set()  # progress: a new window starts, the child now hangs in its model call
-    await asyncio.sleep(0.05)
+    async with asyncio.timeout(5):
+        while len(steps) < 2:  # polling for the child's second model call
+            await asyncio.sleep(0.001)
     await clock.advance(25)  # 80 % of 30 s: the warning is queued once
     (run,) = env.service.engine._runs.values()  # the one live child
     assert list(run.session._steer) and list(run.session._steer)[0].startswith(BUDGET_WARNING)
