@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agent._frozen import fast_init
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -20,6 +22,7 @@ class ToolCall:
     """Raw JSON text as the model produced it; the loop parses it and reports bad JSON to the model."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
@@ -33,6 +36,7 @@ class Usage:
         return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     text: str | None
@@ -43,6 +47,7 @@ class ModelResponse:
     model: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     messages: Sequence[Mapping[str, Any]]

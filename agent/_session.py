@@ -15,6 +15,7 @@ from typing import Any
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, ToolError, TurnInProgress
+from agent._frozen import fast_init
 from agent._hooks import HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
@@ -25,8 +26,10 @@ log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
 TOOL_LOG_SIZE = 50
+_NO_USAGE = Usage()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ActiveTurn:
     session: AgentSession
@@ -63,6 +66,33 @@ class _Interrupt:
 
 class _HardInterrupted(Exception):
     """The in-flight model call or tool was cancelled by a hard interrupt."""
+
+
+class _Guard:
+    """``with _Guard(session): await ...`` lets a hard interrupt cancel just the awaited model
+    call or tool, raising `_HardInterrupted` out of the block.
+
+    The interrupt cancels the turn's own task and the cancellation is taken back on the way
+    out (``uncancel``), which costs no extra task per call; a cancellation of the turn from
+    outside still propagates. A context manager, not a wrapping coroutine: a thousand waiting
+    children would each hold one more frame.
+    """
+
+    __slots__ = ("session", "task")
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+
+    def __enter__(self) -> None:
+        self.task = self.session._guarded_task = asyncio.current_task()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        session = self.session
+        session._guarded_task = None
+        if session._hard_cancel_sent:  # our cancellation, or the awaited code swallowed it
+            session._hard_cancel_sent = False
+            if self.task.uncancel() == 0 and kind is not None and issubclass(kind, asyncio.CancelledError):
+                raise _HardInterrupted from None
 
 
 class AgentSession:
@@ -118,10 +148,12 @@ class AgentSession:
         otherwise only appended, never changed, so a saver can store just the new ones."""
         self.activity = Activity(last_activity=clock.monotonic())
         self.turns_run = 0
-        self.total_usage = Usage()
+        self.total_usage = _NO_USAGE
         self.total_cost_usd = 0.0
         self.total_api_calls = 0
-        self._steer: deque[str] = deque()
+        self._steer: list[str] = []
+        """Steered text not read yet, oldest first (a list: an empty deque takes 600 bytes, and a
+        thousand children wait at once)."""
         self.interrupt_listeners: list[Callable[[str, bool], None]] = []
         """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
         tool waiting on children passes the interrupt on to them)."""
@@ -182,13 +214,13 @@ class AgentSession:
     def take_steer(self) -> list[str]:
         """Remove and return steered text no model call has read yet (a turn that ended first
         leaves it here); the host decides what becomes of it."""
-        unread = list(self._steer)
-        self._steer.clear()
+        unread, self._steer = self._steer, []
         return unread
 
     def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0) -> None:
         """Roll a child's usage into this session's totals."""
-        self.total_usage += usage
+        if usage.prompt_tokens or usage.completion_tokens:
+            self.total_usage += usage
         self.total_api_calls += api_calls
         if cost_usd:
             self.total_cost_usd += cost_usd
@@ -209,36 +241,38 @@ class AgentSession:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
         self._running = True
         self._interrupt = None
-        self._apply_next_tools()
-        turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
+        if self._next_tools:
+            self._apply_next_tools()
+        clock, hooks = self.clock, self.hooks
+        turn = _TurnState(turn_id or new_id("turn-"), clock.monotonic())
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
+        activity = self.activity
         try:
             self.messages.append({"role": "user", "content": user_message})
-            await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
+            # Hooks are looked for before a call is made: most sessions have none, and a thousand
+            # children each run a turn.
+            if hooks is not None and hooks.has("turn_start"):
+                await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error = await self._loop(turn, observer)
-            await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
+            if hooks is not None and hooks.has("turn_end"):
+                await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
             try:
                 _ACTIVE_TURN.reset(token)
             except ValueError:
                 pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
             self._running = False
-            self.activity.current_tool = None
-            self.activity.tool_started_at = None
-            self.activity.touch(self.clock.monotonic(), "idle")
+            activity.current_tool = None
+            activity.tool_started_at = None
+            activity.last_activity = ended = clock.monotonic()
+            activity.description = "idle"
             self.turns_run += 1
-        return TurnResult(
-            turn_id=turn.turn_id,
-            text=turn.final_text if exit_reason == "completed" else turn.last_text,
-            exit_reason=exit_reason,
-            api_calls=turn.api_calls,
-            usage=turn.usage,
-            cost_usd=turn.cost,
-            duration_seconds=self.clock.monotonic() - turn.started,
-            tool_trace=tuple(turn.trace),
-            error=error,
-            interrupt_reason=self._interrupt.reason if exit_reason == "interrupted" and self._interrupt else None,
-            model=turn.model_name or getattr(self.model, "name", None),
+        interrupt = self._interrupt
+        return TurnResult(  # positional, in field order: this runs for every child
+            turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
+            turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
+            interrupt.reason if exit_reason == "interrupted" and interrupt else None,
+            turn.model_name or getattr(self.model, "name", None),
         )
 
     async def _run_hook(self, name: str, **event: Any) -> None:
@@ -252,7 +286,8 @@ class AgentSession:
                 return "interrupted", None
             if iterations >= self.max_iterations:
                 return "max_iterations", None
-            self._deliver_steer_as_note()
+            if self._steer:
+                self._deliver_steer_as_note()
             try:
                 response = await self._call_model(turn)
             except _HardInterrupted:
@@ -283,45 +318,47 @@ class AgentSession:
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
-            await self._guarded(self.compactor(self))
+            with _Guard(self):
+                await self.compactor(self)
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:
-            self._schemas = [t.schema() for t in self.tools.values()]
-        request = ModelRequest(
-            messages=self.messages,
-            tools=self._schemas,
-            role=self.role,
-            turn_index=self.turns_run,
-            iteration=turn.api_calls,
-            metadata=self.metadata,
+            self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
+        request = ModelRequest(  # positional, in field order
+            self.messages, self._schemas, self.role, self.turns_run, turn.api_calls, self.metadata,
         )
-        self.activity.api_calls += 1
-        started = self.clock.monotonic()
-        self.activity.touch(started, "waiting for the model")
+        activity, clock, hooks = self.activity, self.clock, self.hooks
+        activity.api_calls += 1
+        activity.last_activity = started = clock.monotonic()
+        activity.description = "waiting for the model"
         try:
-            response = await self._guarded(self.model.complete(request))
+            with _Guard(self):
+                response = await self.model.complete(request)
         except ModelError as exc:
-            await self._model_hook(turn, started, None, error=exc.kind)
+            if hooks is not None and hooks.has("model_call"):
+                await self._model_hook(turn, started, None, error=exc.kind)
             raise
-        self.activity.answered_api_calls += 1
-        await self._model_hook(turn, started, response)
+        activity.answered_api_calls += 1
+        if hooks is not None and hooks.has("model_call"):
+            await self._model_hook(turn, started, response)
         turn.api_calls += 1
-        turn.usage += response.usage
         self.total_api_calls += 1
-        self.total_usage += response.usage
+        usage = response.usage
+        if usage.prompt_tokens or usage.completion_tokens:
+            turn.usage += usage
+            self.total_usage += usage
         if response.cost_usd is not None:
             turn.cost = (turn.cost or 0.0) + response.cost_usd
             self.total_cost_usd += response.cost_usd
         turn.model_name = response.model or turn.model_name
-        self.activity.touch(self.clock.monotonic(), "model answered")
+        activity.last_activity = clock.monotonic()
+        activity.description = "model answered"
         return response
 
     async def _model_hook(self, turn: _TurnState, started: float, response: ModelResponse | None, *,
                           error: str | None = None) -> None:
-        """``model_call``: after every model call, with what it used (never the messages)."""
-        if self.hooks is None or not self.hooks.has("model_call"):
-            return
+        """``model_call``: after every model call, with what it used (never the messages); call
+        it only when the session has such hooks."""
         usage = response.usage if response is not None else Usage()
         await self.hooks.run(
             "model_call", session_id=self.session_id, turn_id=turn.turn_id, role=self.role,
@@ -350,7 +387,8 @@ class AgentSession:
                                      call_id=call.id, arguments=args)
                 ctx = ToolContext(self, call.id, self.workspace, self.services, turn.turn_id)
                 try:
-                    output = await self._guarded(tool.invoke(args, ctx))
+                    with _Guard(self):
+                        output = await tool.invoke(args, ctx)
                     ok = True
                 except ToolError as exc:
                     output = f"Error: {exc}"
@@ -387,29 +425,6 @@ class AgentSession:
         await self._run_hook("tool_end", turn_id=turn.turn_id, role=self.role, tool_name=call.name, call_id=call.id,
                              ok=ok, output=output, duration_seconds=self.clock.monotonic() - started)
 
-    async def _guarded(self, awaitable: Awaitable[Any]) -> Any:
-        """Await a model call or tool so that a hard interrupt can cancel just it.
-
-        The interrupt cancels this very task and the cancellation is taken back
-        here (``uncancel``), which costs no extra task per call; a cancellation
-        of the turn from outside still propagates.
-        """
-        task = asyncio.current_task()
-        self._guarded_task = task
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._hard_cancel_sent:
-                self._hard_cancel_sent = False
-                if task.uncancel() == 0:
-                    raise _HardInterrupted from None
-            raise
-        finally:
-            self._guarded_task = None
-            if self._hard_cancel_sent:  # the awaited code swallowed our cancellation
-                self._hard_cancel_sent = False
-                task.uncancel()
-
     def _append_tool_result(self, call: ToolCall, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
 
@@ -421,10 +436,9 @@ class AgentSession:
         return f"\n\n{STEER_NOTE}\n{notes}"
 
     def _deliver_steer_as_note(self) -> None:
-        if self._steer:
-            notes = "\n".join(self._steer)
-            self._steer.clear()
-            self.messages.append({"role": "user", "content": f"{STEER_NOTE}\n{notes}"})
+        notes = "\n".join(self._steer)
+        self._steer.clear()
+        self.messages.append({"role": "user", "content": f"{STEER_NOTE}\n{notes}"})
 
 
 @dataclass(slots=True)
@@ -432,7 +446,7 @@ class _TurnState:
     turn_id: str
     started: float
     api_calls: int = 0
-    usage: Usage = Usage()
+    usage: Usage = _NO_USAGE
     cost: float | None = None
     last_text: str = ""
     final_text: str = ""

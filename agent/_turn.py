@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agent._frozen import fast_init
 from agent._model import Usage
 
 ExitReason = Literal["completed", "max_iterations", "interrupted", "error"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolTraceEntry:
     """Metadata only: never arguments or output themselves."""
@@ -32,6 +34,7 @@ class ToolTraceEntry:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     turn_id: str

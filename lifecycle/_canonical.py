@@ -31,7 +31,7 @@ def scalar(value: Any) -> str:
     if value is None:
         return "null"
     if kind is float:
-        return _float(value)
+        return float_json(value)
     if kind is int:
         return int.__repr__(value)
     if kind is bool:
@@ -47,7 +47,7 @@ def ascii_scalar(value: Any) -> str:
     if value is None:
         return "null"
     if kind is float:
-        return _float(value)
+        return float_json(value)
     if kind is int:
         return int.__repr__(value)
     if kind is bool:
@@ -55,7 +55,8 @@ def ascii_scalar(value: Any) -> str:
     return ascii_json(value)
 
 
-def _float(value: float) -> str:
+def float_json(value: float) -> str:
+    """The JSON of a float (``float`` exactly, not a subclass), as both encoders write it."""
     if value != value:
         return "NaN"
     if value == _INFINITY:
@@ -65,16 +66,36 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
+_last_created: tuple[float | None, str] = (None, "")
+
+
+def created_json(value: float) -> str:
+    """`float_json` of a handle's ``created_at``. A launch writes it twice in a row (the
+    capability's message, then the handle's JSON), and a float's shortest repr is the
+    dearest part of either: the last one is kept."""
+    global _last_created
+    last = _last_created
+    if value is last[0]:
+        return last[1]
+    text = float_json(value)
+    _last_created = (value, text)
+    return text
+
+
 def handle_json(h: Any) -> str:
     """`canonical_json(handle.to_dict())` of a `SubagentHandle`."""
     s, e = scalar, encode_basestring
     # The common types inline (this runs twice for every child); anything else through `scalar`.
-    cap, sid, role, cid, pid, provider, model = (
-        h.capability, h.subagent_id, h.role, h.correlation_id, h.parent_session_id, h.provider, h.model)
+    cap, sid, role, cid, pid, provider, model, created, version, depth = (
+        h.capability, h.subagent_id, h.role, h.correlation_id, h.parent_session_id, h.provider, h.model,
+        h.created_at, h.contract_version, h.depth)
     return (
-        f'{{"capability":{e(cap) if type(cap) is str else s(cap)},"contract_version":{s(h.contract_version)},'
-        f'"correlation_id":{"null" if cid is None else s(cid)},"created_at":{s(h.created_at)},'
-        f'"depth":{s(h.depth)},"model":{e(model) if type(model) is str else s(model)},'
+        f'{{"capability":{e(cap) if type(cap) is str else s(cap)},'
+        f'"contract_version":{int.__repr__(version) if type(version) is int else s(version)},'
+        f'"correlation_id":{"null" if cid is None else s(cid)},'
+        f'"created_at":{created_json(created) if type(created) is float else s(created)},'
+        f'"depth":{int.__repr__(depth) if type(depth) is int else s(depth)},'
+        f'"model":{e(model) if type(model) is str else s(model)},'
         f'"parent_session_id":{e(pid) if type(pid) is str else s(pid)},'
         f'"provider":{e(provider) if type(provider) is str else s(provider)},'
         f'"role":{e(role) if type(role) is str else s(role)},"subagent_id":{e(sid) if type(sid) is str else s(sid)}}}'

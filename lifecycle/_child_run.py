@@ -114,7 +114,11 @@ class ChildRun:
                         job.goal, job.images, workspace=session.workspace,
                         supports_vision=bool(getattr(session.model, "supports_vision", False)),
                     )
-            outcome = await self._turn(session, content)
+            if self.stop_reason is not None:  # a stop that landed while no turn ran must not be lost
+                outcome = self.stopped()
+            else:  # `_turn`, inline: one coroutine less for every child
+                turn_id = f"{job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
+                outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id))
             if job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
         except Exception as exc:  # a bug in running must still end as a result

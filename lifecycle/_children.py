@@ -20,7 +20,7 @@ from agent import (
     ToolRegistry,
 )
 from lifecycle._contract import SubagentLifecycleError
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing
@@ -122,7 +122,7 @@ def plan_job(
     tools = [
         name for name, tool in parent.tools.items()
         if name not in blocked and (toolsets is None or tool.toolset in toolsets)
-    ]
+    ] if parent.tools else ()
     if DELEGATE_TOOL in tools and host.tools.get(DELEGATE_TOOL) is None:
         tools.remove(DELEGATE_TOOL)
     return ChildJob(  # positional, in field order: this runs for every child

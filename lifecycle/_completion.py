@@ -6,9 +6,8 @@ from __future__ import annotations
 import logging
 
 from agent import AgentSession
-from lifecycle._canonical import handle_json
 from lifecycle._children import ChildHost
-from lifecycle._contract import SubagentResult, SubagentState, SubagentUsage, result_and_text
+from lifecycle._contract import STATES, SubagentResult, SubagentState, SubagentUsage, result_and_text
 from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle._journal import JournalRecord
 from lifecycle._record import Record
@@ -58,12 +57,12 @@ async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
 
 def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: float) -> tuple[SubagentResult, JournalRecord]:
     """The child's final, hashed result and the journal row that carries it."""
-    encoded = handle_json(record.handle)  # once, for the result's text and the row alike
+    encoded = record.handle_json()  # as the PENDING row carried it, for the result's text and the row alike
     usage = outcome.usage
     result, text = result_and_text(
         record.handle, state, outcome.summary, outcome.error,
-        None if state is SubagentState.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
+        None if state is STATES.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
         SubagentUsage(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
         record.started_at, now, outcome.duration_seconds, encoded,
     )
-    return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text, encoded_handle=encoded)
+    return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text)

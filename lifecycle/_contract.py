@@ -20,12 +20,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
-from lifecycle._canonical import canonical_json, scalar
+from lifecycle._canonical import canonical_json, float_json, scalar
 from lifecycle._canonical import handle_json as encoded_handle
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 
 CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000
@@ -66,12 +66,19 @@ class SubagentState(str, Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in TERMINAL_STATES
+        # By value: an enum member's own hash is computed in Python, a str's is cached.
+        return self._value_ in _TERMINAL_VALUES
 
+
+STATES = SimpleNamespace(**SubagentState.__members__)
+"""The states as plain attributes (``STATES.RUNNING``) for hot paths: on Python 3.11 every
+``SubagentState.RUNNING`` goes through ``EnumType.__getattr__``, three times the cost of an
+attribute, and a child's life reads a state about ten times."""
 
 TERMINAL_STATES = frozenset(
     {SubagentState.SUCCEEDED, SubagentState.FAILED, SubagentState.INTERRUPTED, SubagentState.CANCELLED}
 )
+_TERMINAL_VALUES = frozenset(s._value_ for s in TERMINAL_STATES)
 
 
 @fast_init
@@ -126,15 +133,17 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("working_directory is not supported; children use the parent's workspace.")
     if req.blocked_tools:
         raise _invalid("Per-tool blocking is not supported; use allowed_toolsets. Unsafe child tools are always blocked.")
-    if not isinstance(req.metadata, Mapping):
-        raise _invalid("metadata must be a mapping.")
-    try:
-        # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
-        encoded = json.dumps(dict(req.metadata), sort_keys=True, allow_nan=False) if req.metadata else "{}"
-    except (TypeError, ValueError, RecursionError):
-        raise _invalid("metadata must be JSON-serializable.") from None
-    if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
-        raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+    metadata = req.metadata
+    if metadata is not _EMPTY:  # the default: nothing to check
+        if not isinstance(metadata, Mapping):
+            raise _invalid("metadata must be a mapping.")
+        try:
+            # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
+            encoded = json.dumps(dict(metadata), sort_keys=True, allow_nan=False) if metadata else "{}"
+        except (TypeError, ValueError, RecursionError):
+            raise _invalid("metadata must be JSON-serializable.") from None
+        if len(encoded) > MAX_METADATA_BYTES:  # ensure_ascii output: characters == UTF-8 bytes
+            raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
     cid = req.correlation_id
     if cid is not None and not (isinstance(cid, str) and 0 < len(cid) <= MAX_CORRELATION_ID_CHARS):
         raise _invalid(f"correlation_id must be a non-empty string of at most {MAX_CORRELATION_ID_CHARS} characters.")
@@ -401,10 +410,6 @@ def _bound(text: object) -> tuple[str | None, bool, int | None]:
 _UNBOUNDED = (None, False, None)
 
 
-def _float(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
 def make_terminal_result(*args: Any, **kwargs: Any) -> SubagentResult:
     """The final, hashed result of a terminal child; see `make_terminal_result_json`."""
     return make_terminal_result_json(*args, **kwargs)[0]
@@ -449,38 +454,44 @@ def result_and_text(
     """`make_terminal_result_json` with positional arguments (it runs for every child)."""
     if type(state) is not SubagentState:
         state = SubagentState(state)
-    if state not in TERMINAL_STATES:
+    if state._value_ not in _TERMINAL_VALUES:
         raise ValueError(f"{state.value} is not a terminal state.")
-    summary, summary_truncated, summary_length = _bound(summary)
-    error_message, error_truncated, error_length = _bound(error_message)
+    summary, summary_truncated, summary_length = _bound(summary) if summary is not None else _UNBOUNDED
+    error_message, error_truncated, error_length = _bound(error_message) if error_message is not None else _UNBOUNDED
     if duration_seconds is None and started_at is not None and completed_at is not None:
         duration_seconds = max(0.0, completed_at - started_at)
     usage = usage if usage is not None else SubagentUsage()
-    started, completed, duration = _float(started_at), _float(completed_at), _float(duration_seconds)
+    started = None if started_at is None else float(started_at)
+    completed = None if completed_at is None else float(completed_at)
+    duration = None if duration_seconds is None else float(duration_seconds)
     # Written once, for the hash and the journal alike, in sorted key order: this runs for every
-    # child. Absent values and flags are written inline; `scalar` writes the rest.
-    j = scalar
+    # child. Absent values, flags and the times are written inline; `scalar` writes the rest.
+    # ``body`` is the document without its closing brace: the hash is taken over body + "}",
+    # the journal's text is body + the hash + "}" (no copy of the document without its end).
+    j, f = scalar, float_json
     cost = usage.cost_usd
-    text = (
-        f'{{"completed_at":{"null" if completed is None else j(completed)},'
-        f'"duration_seconds":{"null" if duration is None else j(duration)},'
+    body = (
+        f'{{"completed_at":{"null" if completed is None else f(completed)},'
+        f'"duration_seconds":{"null" if duration is None else f(duration)},'
         f'"error_classification":{"null" if error_classification is None else j(error_classification)},'
         f'"error_message":{"null" if error_message is None else j(error_message)},'
         f'"error_original_length":{"null" if error_length is None else j(error_length)},'
         f'"error_truncated":{"true" if error_truncated else "false"},'
         f'"exit_reason":{"null" if exit_reason is None else j(exit_reason)},'
         f'"handle":{encoded_handle(handle) if handle_json is None else handle_json},'
-        f'"ready":true,"started_at":{"null" if started is None else j(started)},'
-        f'"state":"{state.value}",'  # the states are plain ASCII names
+        f'"ready":true,"started_at":{"null" if started is None else f(started)},'
+        f'"state":"{state._value_}",'  # the states are plain ASCII names
         f'"summary":{"null" if summary is None else j(summary)},'
         f'"summary_original_length":{"null" if summary_length is None else j(summary_length)},'
         f'"summary_truncated":{"true" if summary_truncated else "false"},'
         f'"usage":{{"api_calls":{j(usage.api_calls)},"completion_tokens":{j(usage.completion_tokens)},'
-        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}}}'
+        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}'
     )
-    digest = _digest(text)
+    sha = hashlib.sha256(body.encode("utf-8", "surrogatepass"))  # as `_digest` encodes
+    sha.update(b"}")
+    digest = sha.hexdigest()
     result = SubagentResult(
         handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
         error_length, error_classification, exit_reason, usage, started, completed, duration, digest,
     )
-    return result, f'{text[:-1]},"result_hash":"{digest}"}}'
+    return result, f'{body},"result_hash":"{digest}"}}'

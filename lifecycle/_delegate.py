@@ -157,7 +157,8 @@ class DelegateTool:
 
         parent.interrupt_listeners.append(pass_interrupt)
         try:
-            await asyncio.gather(*(r.waiter() for r in records))
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(r.waiter(loop) for r in records))
         finally:
             parent.interrupt_listeners.remove(pass_interrupt)
         return await self._payload(parent.workspace, specs, records, started, refused)

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agent import ToolTraceEntry, Usage
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 from lifecycle._liveness import Timeout
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
-from ._frozen import fast_init
+from agent._frozen import fast_init
 
 logger = logging.getLogger(__name__)
 

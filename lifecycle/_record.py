@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from lifecycle._canonical import handle_json
-from lifecycle._contract import SubagentHandle, SubagentResult, SubagentState
+from lifecycle._contract import STATES, SubagentHandle, SubagentResult, SubagentState
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ class Record:
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
         "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "keep_result", "_waiters",
-        "__weakref__",
+        "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -33,7 +33,7 @@ class Record:
         """The parent turn that launched it; empty when unknown (read back after a restart)."""
         self.goal = goal
         self.created_at = created_at
-        self.state = SubagentState.PENDING
+        self.state = STATES.PENDING
         self.updated_at = created_at
         self.started_at: float | None = None
         self.completed_at: float | None = None
@@ -55,6 +55,7 @@ class Record:
         self.keep_result = False
         """Its handle was handed out: keep its result in memory for the reads that follow."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
+        self._handle_json: str | None = None
 
     @property
     def live(self) -> bool:
@@ -65,10 +66,12 @@ class Record:
         self.state = state
         self.updated_at = now
 
-    def waiter(self) -> asyncio.Future:
+    def waiter(self, loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Future:
         """A future of the caller's own, resolved once the record is finished: cancelling it
-        (a caller giving up) leaves every other waiter waiting."""
-        future = asyncio.get_running_loop().create_future()
+        (a caller giving up) leaves every other waiter waiting. ``loop`` is the running loop
+        when the caller has it at hand: on Python 3.11 every ``asyncio.get_running_loop()``
+        costs a ``getpid()`` system call, and a fan-out waits for a thousand children."""
+        future = (loop or asyncio.get_running_loop()).create_future()
         if self.result is not None:
             future.set_result(None)
         elif self._waiters is None:
@@ -88,19 +91,30 @@ class Record:
             if not future.done():
                 future.set_result(None)
 
+    def handle_json(self) -> str:
+        """The handle's canonical JSON, encoded once while the child lives: its PENDING row,
+        its terminal row and its result's text all carry it."""
+        encoded = self._handle_json
+        if encoded is None:
+            encoded = self._handle_json = handle_json(self.handle)
+        return encoded
+
+    def release(self) -> None:
+        """Drop what only a live child needs (its result's text holds the handle's JSON now)."""
+        self.parent = self.model = self._handle_json = None
+
     def journal_row(
         self, *, state: SubagentState | None = None, updated_at: float | None = None,
-        completed_at: float | None = None, result: str | None = None, encoded_handle: str | None = None,
+        completed_at: float | None = None, result: str | None = None,
     ) -> JournalRecord:
         """What the journal keeps. Only PENDING and terminal rows are written: after a
-        crash every other state reads as INTERRUPTED anyway, so they would buy nothing.
-        ``encoded_handle`` is the handle's canonical JSON when the caller already has it (it
-        is not kept on the record: a thousand waiting children would hold it for nothing)."""
+        crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
         return JournalRecord(  # positional, in field order: this runs twice for every child
-            h.subagent_id, h.parent_session_id, h.correlation_id, encoded_handle or handle_json(h),
-            (state or self.state).value, self.created_at, updated_at if updated_at is not None else self.updated_at,
-            self.started_at, completed_at, result, self.goal,
+            h.subagent_id, h.parent_session_id, h.correlation_id, self.handle_json(),
+            # _value_: the member's value without the enum property's descriptor call
+            (state or self.state)._value_, self.created_at,
+            updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
         )
 
     @classmethod

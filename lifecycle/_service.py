@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from agent import active_turn
@@ -48,6 +49,9 @@ log = logging.getLogger("lifecycle.service")
 
 S = SubagentState
 NO_PARENT = "No active parent session is available."
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+_ASK_JOURNAL = object()
+"""`_issued` cannot answer without verifying the handle and perhaps reading the journal."""
 
 
 class AsyncSubagentLifecycle:
@@ -152,14 +156,17 @@ class AsyncSubagentLifecycle:
             check_toolsets(self.host, session, allowed)
         if request.parent_session_id is not None and request.parent_session_id != session.session_id:
             raise SubagentLifecycleError("parent_session_id does not match the active session.")
-        spec = ChildSpec(request.goal, request.context, request.role, allowed, dict(request.metadata))
+        metadata = request.metadata
+        spec = ChildSpec(request.goal, request.context, request.role, allowed, dict(metadata) if metadata else _NO_METADATA)
         (record,) = await self._supervisor.submit(
             session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )
         return record.handle
 
     async def status(self, handle: Any) -> SubagentStatus:
-        found = await self._lookup(handle)
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
         if found is None:
             return SubagentStatus(_shown(handle), S.UNKNOWN, self.clock.time(), UNKNOWN_HANDLE)
         if type(found) is SubagentResult:
@@ -169,11 +176,13 @@ class AsyncSubagentLifecycle:
     async def wait(self, handle: Any, timeout_seconds: float | None = None) -> SubagentTerminalState:
         """Wait until the child is terminal or ``timeout_seconds`` pass; the child keeps
         running after a timed-out wait, and cancelling the wait leaves it running too."""
-        found = await self._lookup(handle)
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
         if found is None:
             return SubagentTerminalState(_shown(handle), S.UNKNOWN, completed=True, diagnostic=UNKNOWN_HANDLE)
         if type(found) is Record and found.result is None:
-            waiter = found.waiter()
+            waiter = found.waiter(self.loop)
             timer = None if timeout_seconds is None else self.loop.call_later(max(0.0, timeout_seconds), _time_out, waiter)
             try:
                 await waiter
@@ -183,12 +192,14 @@ class AsyncSubagentLifecycle:
                 found.forget(waiter)
             if found.result is None:
                 return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
-        return SubagentTerminalState(found.handle, found.state, completed=True)
+        return SubagentTerminalState(found.handle, found.state, True)
 
     async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:
         `wait`/`result` show CANCELLED (or what it reached first) once it has stopped."""
-        found = await self._lookup(handle)
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
         if found is None:
             return SubagentCancelResult(False, S.UNKNOWN, unknown_handle=True, message="Unknown subagent handle.")
         if type(found) is SubagentResult or found.result is not None or found.state.terminal:
@@ -201,7 +212,9 @@ class AsyncSubagentLifecycle:
     async def result(self, handle: Any) -> SubagentResult:
         """The final result once the child is terminal (equal on every read, also after a
         restart); ``NOT_READY`` before, ``UNKNOWN_HANDLE`` for a handle that does not verify."""
-        found = await self._lookup(handle)
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
         if found is None:
             return SubagentResult(_shown(handle), S.UNKNOWN, False, error_classification=UNKNOWN_HANDLE)
         if type(found) is SubagentResult:
@@ -212,7 +225,9 @@ class AsyncSubagentLifecycle:
 
     async def reconnect(self, handle: Any) -> SubagentReconnectResult:
         """A pure lookup, also after a restart; it never starts a replacement child."""
-        found = await self._lookup(handle)
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
         if found is None:
             return SubagentReconnectResult(False, S.UNKNOWN, RECONNECT_UNAVAILABLE)
         return SubagentReconnectResult(True, found.state)
@@ -238,6 +253,21 @@ class AsyncSubagentLifecycle:
 
     # -- lookups and upkeep ---------------------------------------------------------------
 
+    def _issued(self, handle: Any) -> Record | SubagentResult | None | object:
+        """`_lookup` without awaiting, for the very handle object this service issued for a
+        child it still holds (what a plugin passes back nearly always): it needs no second
+        HMAC, as long as its key is not retired. `_ASK_JOURNAL` for anything else."""
+        supervisor = self._supervisor
+        keyring = supervisor.keyring
+        if type(handle) is SubagentHandle and keyring is not None:
+            found = supervisor.get(handle.subagent_id)
+            if found is not None and found.handle is handle and (
+                not keyring.has_retired or keyring.signs_for(handle.capability)
+            ):
+                turn = active_turn()  # the session a plugin's handle must belong to
+                return found if turn is not None and turn.session.session_id == handle.parent_session_id else None
+        return _ASK_JOURNAL
+
     async def _lookup(self, handle: Any) -> Record | SubagentResult | None:
         """What a verified handle of the active parent names: the record of a live child, or
         the final result of a finished one; None for anything else."""
@@ -248,14 +278,7 @@ class AsyncSubagentLifecycle:
         turn = active_turn()  # the session a plugin's handle must belong to
         if turn is None:
             return None
-        if type(handle) is SubagentHandle:
-            found = supervisor.get(handle.subagent_id)
-            # The very object we issued needs no second HMAC, as long as its key is not retired.
-            if found is not None and found.handle is handle and (
-                not keyring.has_retired or keyring.signs_for(handle.capability)
-            ):
-                return found if turn.session.session_id == handle.parent_session_id else None
-        elif isinstance(handle, Mapping):
+        if isinstance(handle, Mapping):
             try:
                 handle = SubagentHandle.from_dict(handle)
             except SubagentLifecycleError:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from agent import ToolTraceEntry
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentState
-from lifecycle._frozen import fast_init
+from agent._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._record import Record
 

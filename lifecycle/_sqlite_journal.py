@@ -119,6 +119,9 @@ class SqliteJournal:
         self._upto = 0  # puts the commit under way covers
         self._committed = 0  # every put numbered <= this is committed (or refused and reported)
         self._waiters: list[asyncio.Future[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the journal was opened on and is used from: every launch syncs, and asking
+        asyncio for the running loop costs a getpid() system call on Python 3.11."""
         """Sync calls waiting: the next commit of ours covers every one of them (it writes every
         record put before it)."""
         self._ops: list[tuple[Callable[[], Any], asyncio.Future]] = []
@@ -147,6 +150,7 @@ class SqliteJournal:
             if version > SCHEMA_VERSION:
                 raise JournalError(f"Journal schema {version} is newer than this build ({SCHEMA_VERSION}).")
             self._state = "open"
+            self._loop = asyncio.get_running_loop()
             if version < SCHEMA_VERSION:
                 await self._write(self._create_schema)
         except BaseException as exc:
@@ -183,7 +187,7 @@ class SqliteJournal:
     async def sync(self) -> None:
         self._check_open()
         if self._committed < self._seq:
-            waiter = asyncio.get_running_loop().create_future()
+            waiter = self._loop.create_future()
             self._waiters.append(waiter)
             self._request()
             await waiter

@@ -18,6 +18,7 @@ from lifecycle._children import ChildHost, ChildSpec, build_child, plan_job
 from lifecycle._completion import listening, notify, roll_up, terminal
 from lifecycle._contract import (
     CONTRACT_VERSION,
+    STATES,
     SubagentHandle,
     SubagentLifecycleError,
     SubagentResult,
@@ -33,7 +34,7 @@ from lifecycle._tallies import Tallies
 
 log = logging.getLogger("lifecycle.service")
 
-S = SubagentState
+S = STATES
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
 
 
@@ -263,7 +264,8 @@ class Supervisor:
     async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
         """`finished` for children the service finishes itself, returning once they are published."""
         await asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
-        await asyncio.gather(*(r.waiter() for r in records))
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(r.waiter(loop) for r in records))
 
     async def _publish(self) -> None:
         """Publish finished children once their terminal rows are committed: one commit wait
@@ -300,7 +302,7 @@ class Supervisor:
         if handle.correlation_id:
             self._correlations.pop((handle.parent_session_id, handle.correlation_id), None)
         # The job stays: a finished child's snapshot shows its route and the task to run again.
-        record.parent = record.model = None
+        record.release()
 
     # -- reading -------------------------------------------------------------------------------
 
