@@ -15,9 +15,8 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
-
 from json.encoder import encode_basestring_ascii
+from typing import NamedTuple
 
 from ._canonical import ascii_json, ascii_scalar, created_json
 from ._contract import CONTRACT_VERSION, SubagentHandle, is_well_formed_handle

@@ -19,8 +19,8 @@ from agent import (
     Tool,
     ToolRegistry,
 )
-from lifecycle._contract import SubagentLifecycleError
 from agent._frozen import fast_init
+from lifecycle._contract import SubagentLifecycleError
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
 from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing

@@ -23,9 +23,9 @@ from enum import Enum
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
+from agent._frozen import fast_init
 from lifecycle._canonical import canonical_json, float_json, scalar
 from lifecycle._canonical import handle_json as encoded_handle
-from agent._frozen import fast_init
 
 CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000

@@ -23,8 +23,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 from agent._frozen import fast_init
+
+from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
 logger = logging.getLogger(__name__)
 

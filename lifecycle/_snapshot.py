@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent import ToolTraceEntry
+from agent._frozen import fast_init
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentState
-from agent._frozen import fast_init
 from lifecycle._job import ChildJob
 from lifecycle._record import Record
 
