@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ from lifecycle.temporal._wire import (
 )
 
 log = logging.getLogger("lifecycle.temporal.worker")
+
+_WORKSPACE_TTL_SECONDS = 5.0
 
 ModelFor = Callable[[str | None, str | None], Model]
 """``(provider, model)`` as the job names them (``DemoModel``, ``demo``) -> the model to call."""
@@ -69,6 +72,7 @@ class ChildActivities:
     def __init__(self, toolbox: WorkerToolbox) -> None:
         self.toolbox = toolbox
         self._project = ProjectContext()
+        self._workspaces = _Workspaces()
         self.identity = f"{socket.gethostname()}"
 
     @activity.defn(name=PREPARE)
@@ -78,7 +82,7 @@ class ChildActivities:
         read from the workspace), the schemas of the tools it gets, and its model's traits."""
         job = ChildJob.from_dict(body)
         workspace = Path(job.workspace)
-        if not await asyncio.to_thread(workspace.is_dir):
+        if not await self._workspaces.exists(workspace):
             raise _setup_error(f"the workspace {workspace} does not exist on worker {self.identity}; mount the "
                                "gateway's workspace at the same path on every worker (docs/scale-out.md)")
         model = self._model(job.provider, job.model, job.backend, job.route)
@@ -166,6 +170,28 @@ class ChildActivities:
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
             metadata={"parent_session_id": job.parent_session_id, **job.metadata}, hooks=self.toolbox.hooks,
         )
+
+
+class _Workspaces:
+    """Which workspaces exist on this worker, looked up off the event loop and remembered for
+    a few seconds: a burst of children in one workspace shares one trip to a thread (a trip per
+    child costs a short child about a tenth of its worker CPU). A missing one is looked up
+    again each time, so mounting it takes effect at once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, asyncio.Task[bool]]] = {}
+
+    async def exists(self, workspace: Path) -> bool:
+        key, now, loop = str(workspace), time.monotonic(), asyncio.get_running_loop()
+        entry = self._seen.get(key)
+        if entry is None or now - entry[0] >= _WORKSPACE_TTL_SECONDS or entry[1].get_loop() is not loop:
+            entry = self._seen[key] = (now, loop.create_task(asyncio.to_thread(workspace.is_dir)))
+        task = entry[1]
+        # Shielded: one child being cancelled must not cancel the look-up the others wait for.
+        found = task.result() if task.done() else await asyncio.shield(task)
+        if not found and self._seen.get(key) is entry:
+            del self._seen[key]
+        return found
 
 
 @contextlib.asynccontextmanager

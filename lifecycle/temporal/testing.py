@@ -22,13 +22,19 @@ from pathlib import Path
 # The dev server's defaults suit a person clicking through its UI, not a test: one task queue
 # partition (no forwarding between partitions), no cap on how often history hands new tasks
 # to matching (20/s by default, which adds ~40 ms to every workflow step on an idle server),
-# and timers that fire within 50 ms of their time instead of up to a second late.
+# and timers that fire within 50 ms of their time instead of up to a second late. Visibility
+# (what `temporal workflow list` reads) is read for writing once a second, in batches of up to
+# 1,000 tasks: one row write per task is the costliest part of a short child for the server,
+# and batching them cut its CPU per child by a fifth (bench/temporal_bench.py); listings lag
+# by up to a second.
 FAST = (
     "matching.numTaskqueueReadPartitions=1",
     "matching.numTaskqueueWritePartitions=1",
     "history.transferProcessorMaxPollRPS=10000",
     "history.timerProcessorMaxPollRPS=10000",
     'history.timerProcessorMaxTimeShift="50ms"',
+    "history.visibilityProcessorMaxPollRPS=1",
+    "history.visibilityTaskBatchSize=1000",
 )
 
 
