@@ -133,6 +133,10 @@ class KeyRing:
         return kid, self._macs.get(kid) or self._verifying_mac(kid)
 
 
+_IPAD = bytes(b ^ 0x36 for b in range(256))  # RFC 2104's pads, as byte translation tables
+_OPAD = bytes(b ^ 0x5C for b in range(256))
+
+
 class _KeyedMac:
     """HMAC-SHA256 under one key, as RFC 2104 defines it, with both padded key blocks hashed
     once: a message then costs two copies of a hash state, not a copy of an `hmac.HMAC`
@@ -144,8 +148,8 @@ class _KeyedMac:
     def __init__(self, secret: bytes) -> None:
         block = hashlib.sha256().block_size
         key = (hashlib.sha256(secret).digest() if len(secret) > block else secret).ljust(block, b"\0")
-        self._inner = hashlib.sha256(key.translate(hmac.trans_36))
-        self._outer = hashlib.sha256(key.translate(hmac.trans_5C))
+        self._inner = hashlib.sha256(key.translate(_IPAD))
+        self._outer = hashlib.sha256(key.translate(_OPAD))
 
     def hexdigest(self, message: bytes) -> str:
         inner = self._inner.copy()
