@@ -140,7 +140,8 @@ _OPAD = bytes(b ^ 0x5C for b in range(256))
 class _KeyedMac:
     """HMAC-SHA256 under one key, as RFC 2104 defines it, with both padded key blocks hashed
     once: a message then costs two copies of a hash state, not a copy of an `hmac.HMAC`
-    through its Python wrapper (sign(): 1.78 -> 1.31 µs, 1.3 % of a lifecycle child).
+    through its Python wrapper (sign(): 1.78 -> 1.25 µs alone, 3.55 -> 3.12 µs inside a
+    1,000-child fan-out: about 1.2 % of a lifecycle child).
     ``tests/lifecycle/test_capability.py`` holds it to `hmac.new`'s digests."""
 
     __slots__ = ("_inner", "_outer")
