@@ -222,3 +222,19 @@ def test_the_ring_knows_whether_any_key_was_ever_retired():
     assert not ring.has_retired
     ring.retire(first)
     assert ring.has_retired and KeyRing(ring.export()).has_retired
+
+
+@pytest.mark.parametrize("secret_bytes", [16, 32, 64, 65, 200])
+def test_tokens_are_the_hmac_sha256_of_the_identity_message(secret_bytes: int) -> None:
+    """The precomputed key blocks give exactly `hmac.new`'s digest, for keys shorter and longer than a block."""
+    import hashlib
+    import hmac
+
+    from lifecycle._capability import _message
+
+    secret = bytes(range(256))[:secret_bytes]
+    ring = KeyRing([("k1", secret, 1.0, None)])
+    handle = issue(ring)
+    expected = hmac.new(secret, _message(**IDENTITY), hashlib.sha256).hexdigest()
+    assert handle.capability == f"v1.k1.{expected}"
+    assert verify(ring, handle)
