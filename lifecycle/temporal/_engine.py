@@ -31,6 +31,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy
@@ -153,9 +154,17 @@ class TemporalEngine:
                 start = WithStartWorkflowOperation(
                     WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
                     task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
-                update = await self.client.start_update_with_start_workflow(
-                    RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-                child.handle = await start.workflow_handle()
+                try:
+                    update = await self.client.start_update_with_start_workflow(
+                        RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                    child.handle = await start.workflow_handle()
+                except WorkflowUpdateRPCTimeoutOrCancelledError:
+                    if _cancelling():
+                        raise asyncio.CancelledError() from None
+                    # The call's deadline passed before a worker took the child: the workflow exists
+                    # (its id is the child's, so asking again starts nothing new); ask once more.
+                    child.handle = self.client.get_workflow_handle(sid)
+                    update = await self._running_update(child.handle)
                 child.started.set()
                 await host.starting(sid)
             else:
@@ -177,6 +186,10 @@ class TemporalEngine:
         except WorkflowFailureError as exc:
             outcome = _failed_workflow(exc, child.stop_reason)
         except Exception as exc:
+            if _cancelling():
+                # The SDK turns a cancelled call into an error of its own: this is `close` stopping
+                # the follow, and the child goes on on its worker; the next start re-attaches to it.
+                raise asyncio.CancelledError() from None
             log.error("child %s: %s", sid, exc)
             outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
         child.started.set()
@@ -260,6 +273,11 @@ class TemporalEngine:
         task.set_name(name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _failed_workflow(exc: WorkflowFailureError, stop_reason: str | None) -> ChildOutcome:

@@ -94,6 +94,33 @@ async def test_a_child_that_finished_while_the_service_was_down_is_reported_at_t
         assert (await second.service.result(handle)).summary == "done while away"
 
 
+async def test_closing_while_no_worker_has_taken_a_child_leaves_it_queued_not_failed(make_env, queue):
+    """The gateway stops while its launch still waits for a worker: the child stays queued on
+    Temporal and runs once a worker comes, and the next start reports it, as a success."""
+    settings, client, worker = queue
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="queued"))
+
+    async def started() -> bool:
+        try:
+            await client.get_workflow_handle(handle.subagent_id).describe()
+            return True
+        except Exception:
+            return False
+
+    async with asyncio.timeout(10):
+        while not await started():
+            await asyncio.sleep(0.01)
+    await first.service.close()  # its follow is cancelled inside the update-with-start call
+
+    await worker(ScriptedModel({"leaf": lambda r: {"text": "ran later"}}))
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+        assert (await second.service.result(handle)).summary == "ran later"
+
+
 async def test_a_launch_is_idempotent_by_child_id(queue):
     settings, client, worker = queue
     await worker(ScriptedModel({"leaf": lambda r: {"text": "once"}}))
