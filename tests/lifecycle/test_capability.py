@@ -226,7 +226,7 @@ def test_the_ring_knows_whether_any_key_was_ever_retired():
 
 @pytest.mark.parametrize("secret_bytes", [16, 32, 64, 65, 200])
 def test_tokens_are_the_hmac_sha256_of_the_identity_message(secret_bytes: int) -> None:
-    """The precomputed key blocks give exactly `hmac.new`'s digest, for keys shorter and longer than a block."""
+    """The reused keyed HMAC gives exactly `hmac.new`'s digest, for keys shorter and longer than a block."""
     import hashlib
     import hmac
 
