@@ -11,6 +11,7 @@ holds them to that.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
@@ -23,36 +24,28 @@ ascii_json = json.JSONEncoder(separators=(",", ":")).encode
 _INFINITY = float("inf")
 
 
-def scalar(value: Any) -> str:
-    """`canonical_json` of one value; fast for str, None, bool, int and float."""
-    kind = type(value)
-    if kind is str:
-        return encode_basestring(value)
-    if value is None:
-        return "null"
-    if kind is float:
-        return float_json(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is bool:
-        return "true" if value else "false"
-    return canonical_json(value)
+def _scalar_writer(write_str: Callable[[str], str], write_any: Callable[[Any], str]) -> Callable[[Any], str]:
+    def write(value: Any) -> str:
+        kind = type(value)
+        if kind is str:
+            return write_str(value)
+        if value is None:
+            return "null"
+        if kind is float:
+            return float_json(value)
+        if kind is int:
+            return int.__repr__(value)
+        if kind is bool:
+            return "true" if value else "false"
+        return write_any(value)
+
+    return write
 
 
-def ascii_scalar(value: Any) -> str:
-    """`ascii_json` of one value; fast for str, None, bool, int and float."""
-    kind = type(value)
-    if kind is str:
-        return encode_basestring_ascii(value)
-    if value is None:
-        return "null"
-    if kind is float:
-        return float_json(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is bool:
-        return "true" if value else "false"
-    return ascii_json(value)
+scalar = _scalar_writer(encode_basestring, canonical_json)
+"""`canonical_json` of one value; fast for str, None, bool, int and float."""
+ascii_scalar = _scalar_writer(encode_basestring_ascii, ascii_json)
+"""`ascii_json` of one value; fast for str, None, bool, int and float."""
 
 
 def float_json(value: float) -> str:
