@@ -13,17 +13,10 @@ from platforms.base import (Attachment, AttachmentTooLarge, CommandSpec, Inbound
                             SupportsDownload)
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
+from tests.platforms.sink import Sink
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 USER = 42
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.inbound: list[Inbound] = []
-
-    async def __call__(self, inbound: Inbound) -> None:
-        self.inbound.append(inbound)
 
 
 @pytest.fixture

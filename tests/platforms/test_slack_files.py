@@ -12,16 +12,9 @@ from platforms.base import (Attachment, AttachmentTooLarge, EditUnsupported, For
                             Deleting, SupportsDownload)
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.sink import Sink
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.inbound: list[Inbound] = []
-
-    async def __call__(self, inbound: Inbound) -> None:
-        self.inbound.append(inbound)
 
 
 @pytest.fixture

@@ -11,16 +11,9 @@ from platforms.base import (Attachment, AttachmentTooLarge, BadRequest, Inbound,
                             SupportsDownload)
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.platforms.sink import Sink
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.inbound: list[Inbound] = []
-
-    async def __call__(self, inbound: Inbound) -> None:
-        self.inbound.append(inbound)
 
 
 @pytest.fixture
