@@ -36,7 +36,7 @@ from aiohttp import web
 
 from platforms.base import CommandSpec, DisplayTier, HistoryReader, Inbound, InboundSink, Outbound, Sent
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
-from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
+from platforms.web_events import ChatStreams, serve_events
 
 log = logging.getLogger(__name__)
 
@@ -192,20 +192,10 @@ class WebChatAdapter:
         if self._sink is None:
             return error_response(503, "not serving right now; retry later")
         chat_id = _chat_id(user, chat)
-        response = web.StreamResponse(headers={
-            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        sub = self._streams.subscribe(chat_id)
-        try:
-            history = self._read_history(chat_id)  # at once: nothing can be sent in between
-            await response.prepare(request)
-            await response.write(encode("history", {"messages": history, "commands": self._commands}))
-            while (event := await sub.next(self._keep_alive)) is not None:
-                await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
-        except ConnectionError:  # the page went away
-            pass
-        finally:
-            self._streams.unsubscribe(sub)
-        return response
+        history = self._read_history(chat_id)
+        sub = self._streams.subscribe(chat_id)  # with no await since the read: nothing was sent in between
+        return await serve_events(request, self._streams, sub,
+                                  ("history", {"messages": history, "commands": self._commands}), self._keep_alive)
 
     def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
         if self._history is None:

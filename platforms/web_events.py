@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from aiohttp import web
+
 MAX_QUEUED = 1000
 
 Event = tuple[str, dict[str, Any]]
@@ -95,3 +97,22 @@ def encode(kind: str, data: dict[str, Any]) -> bytes:
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
+
+
+async def serve_events(request: web.Request, streams: ChatStreams, sub: Subscription, first: Event,
+                       keep_alive: float) -> web.StreamResponse:
+    """Stream ``first``, then ``sub``'s events, to a page as Server-Sent Events until the
+    stream ends or the page goes away (a keep-alive after ``keep_alive`` quiet seconds);
+    ``sub`` is unsubscribed from ``streams`` at the end."""
+    response = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        await response.prepare(request)
+        await response.write(encode(*first))
+        while (event := await sub.next(keep_alive)) is not None:
+            await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
+    except ConnectionError:  # the page went away
+        pass
+    finally:
+        streams.unsubscribe(sub)
+    return response

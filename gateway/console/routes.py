@@ -33,7 +33,7 @@ from aiohttp import web
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
 from platforms.web_access import Access, Refusal, error_response, refusal_response
-from platforms.web_events import IDLE, KEEP_ALIVE, ChatStreams, encode
+from platforms.web_events import ChatStreams, serve_events
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
@@ -149,21 +149,12 @@ class Console(GatewayListener):
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         if isinstance(refusal := self.access.check(request), Refusal):
             return refused(request, refusal)
-        response = web.StreamResponse(headers={
-            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        # Every event is a whole snapshot, so one taken before subscribing misses nothing the next won't show.
+        state = await self.view.snapshot()
         sub = self._streams.subscribe(_STREAM)
         if self._refresher is None:
             self._refresher = asyncio.ensure_future(self._refresh())
-        try:
-            await response.prepare(request)
-            await response.write(encode("state", await self.view.snapshot()))
-            while (event := await sub.next(self._keep_alive)) is not None:
-                await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
-        except ConnectionError:  # the page went away
-            pass
-        finally:
-            self._streams.unsubscribe(sub)
-        return response
+        return await serve_events(request, self._streams, sub, ("state", state), self._keep_alive)
 
     async def _stop_child(self, request: web.Request) -> web.Response:
         async def stop(subagent_id: str) -> str | None:
