@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolCall, ToolContext, ToolRegistry  # noqa: E402
 from agent.testing.turns import inside_turn  # noqa: E402
+from bench.machine import describe  # noqa: E402
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, delegate_tool  # noqa: E402
 from lifecycle.settings import LifecycleSettings  # noqa: E402
 
@@ -95,7 +96,7 @@ async def main() -> None:
     batch = statistics.median(batches)
     beyond = batch - 10 * work
     q = 25
-    print("delegate_task benchmark (in-process engine, SQLite journal)")
+    print(f"delegate_task benchmark on {describe()} (in-process engine, SQLite journal)")
     print(f"  10 children sleeping 1 s in a tool:  {sleepy:.3f} s      target ≤ 1.05 s")
     print(f"  batch of 10 instant children:        {batch * 1e3:.2f} ms median; beyond the children's own work "
           f"({work * 1e6:.0f} µs each): {beyond * 1e3:.2f} ms   target ≤ 5 ms")

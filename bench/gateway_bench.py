@@ -30,9 +30,10 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
 from agent import ModelRequest, ModelResponse  # noqa: E402
+from bench.machine import describe  # noqa: E402
 from gateway import gc_tuning  # noqa: E402
-from gateway.config import config_from_mapping  # noqa: E402
 from gateway.app import Gateway  # noqa: E402
+from gateway.config import config_from_mapping  # noqa: E402
 from gateway.host import AgentHost  # noqa: E402
 from gateway.server import Server  # noqa: E402
 from platforms.webhook import WebhookAdapter  # noqa: E402
@@ -229,8 +230,9 @@ async def main(turns: int) -> None:
     proc.stdin.write(b"\n")
     await proc.stdin.drain()
     await proc.wait()
-    print(f"gateway benchmark: {turns} signed webhook turns, {CHATS} chats in parallel, instant scripted model; "
-          "load generator and receiver in a second process; GC as `switchboard run` sets it (gateway.gc_tuning)")
+    print(f"gateway benchmark on {describe()}: {turns} signed webhook turns, {CHATS} chats in parallel, "
+          "instant scripted model; load generator and receiver in a second process; "
+          "GC as `switchboard run` sets it (gateway.gc_tuning)")
     print(f"  switchboard:  {ours_rate:7.0f} turns/s   p50 {pct(ours_lat, .5) * 1e3:6.1f} ms   "
           f"p99 {pct(ours_lat, .99) * 1e3:6.1f} ms   (targets: ≥ 500 turns/s, p99 ≤ 50 ms)")
     print(f"  bare aiohttp: {bare_rate:7.0f} turns/s   p50 {pct(bare_lat, .5) * 1e3:6.1f} ms   "

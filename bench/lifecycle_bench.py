@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolRegistry  # noqa: E402
 from agent.testing import inside_turn  # noqa: E402
+from bench.machine import describe  # noqa: E402
 from gateway import gc_tuning  # noqa: E402
 from gateway.store import checkpointer as checkpoints  # noqa: E402
 from lifecycle import (  # noqa: E402
@@ -235,8 +236,8 @@ async def main(n: int, count: int) -> None:
         if n != BASE:
             scale, big_cost, big_ratio = await scaling(tmp, n, count)
             memory[n] = await parked(tmp, n)
-    print(f"lifecycle benchmark: launch -> wait -> result() per child, instant scripted model, in-process engine; "
-          f"median of {count} rounds; a bare asyncio task here: {floor * 1e6:.1f} µs")
+    print(f"lifecycle benchmark on {describe()}: launch -> wait -> result() per child, instant scripted model, "
+          f"in-process engine; median of {count} rounds; a bare asyncio task here: {floor * 1e6:.1f} µs")
     line(f"per child, N = {BASE:,}, SQLite journal", f"{base_cost * 1e6:.1f} µs = {base_ratio:.1f}x bare",
          "≤ 20x (stretch 12x)", base_ratio <= 20)
     line(f"per child, N = {BASE:,}, memory journal", f"{memory_ratio:.1f}x bare", "≤ 10x", memory_ratio <= 10)

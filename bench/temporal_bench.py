@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolRegistry  # noqa: E402
 from agent.testing import inside_turn  # noqa: E402
+from bench.machine import describe  # noqa: E402
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLaunchRequest  # noqa: E402
 from lifecycle.settings import LifecycleSettings, TemporalSettings  # noqa: E402
 
@@ -123,7 +124,7 @@ async def main() -> None:
             worker.kill()
             worker.wait()
     print(f"launch -> result per child; {args.single} alone, {args.rounds} x {args.concurrent} at once "
-          f"(cores: {os.cpu_count()})")
+          f"({describe()})")
     print(f"{'':28}{'in-process':>14}{'temporal':>14}")
     rows = [("alone p50 (ms)", "alone_p50"), ("alone p95 (ms)", "alone_p95"),
             (f"{args.concurrent} at once p50 (ms)", "batch_p50"), (f"{args.concurrent} at once p95 (ms)", "batch_p95"),
