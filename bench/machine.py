@@ -1,8 +1,8 @@
 """Which machine a benchmark ran on, for its header line.
 
-Ratios to a bare asyncio task are not the same on every CPU: the same code measured
-10.4-11.2x a bare task on one 2-core machine of ours and 13.8x on another, so a
-figure is only comparable with the processor and Python that produced it.
+Ratios to a bare asyncio task differ from one processor to another for the same code
+(docs/lifecycle.md, "Speed"), so a figure is only comparable with the processor and
+Python that produced it.
 """
 
 from __future__ import annotations
