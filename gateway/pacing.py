@@ -6,6 +6,10 @@ platform's 429, which holds the chat for ``retry_after``: all of it when a reply
 refused, only its progress messages (notices, cards) when one of those was — a storm of
 refused card edits never holds back the answer. A wait for a progress message gives way
 the moment a reply is queued in the same chat.
+
+Each limit is kept as the time it lifts, and only while it holds: a platform without
+pacing (webhooks, the web chat) leaves nothing behind, and a busy gateway keeps one entry
+per chat or message written to within the last interval, however many it has sent.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from platforms.base import Adapter, Paced, Pacing
 ChatKey = tuple[str, str, str | None]
 NO_PACING = Pacing()
 _PRUNE_AT = 1024
+"""Lifted limits are dropped once this many are kept, and then only when the count has doubled
+since the last drop: a send never walks every limit still holding."""
 
 
 def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
@@ -27,39 +33,54 @@ def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
 class Pacer:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._last_call: dict[ChatKey, float] = {}
-        self._last_edit: dict[tuple[ChatKey, str], float] = {}
+        self._call_free: dict[ChatKey, float] = {}
+        """When the next call to a chat may go."""
+        self._edit_free: dict[tuple[ChatKey, str], float] = {}
+        """When the next edit of a message may go."""
         self._blocked: dict[tuple[ChatKey, bool], float] = {}
+        """When a 429 stops holding a chat (``True``: only its progress messages)."""
+        self._prune_at = _PRUNE_AT
 
-    def delay(self, chat: ChatKey, adapter: Adapter, *, edit_of: str | None = None, progress: bool = False) -> float:
+    def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False) -> float:
         """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message)
         may go; 0 when now."""
-        now = self._clock.monotonic()
-        pacing = pacing_of(adapter, chat[1])
-        blocked = self._blocked.get((chat, False), 0.0)
+        due = max(self._blocked.get((chat, False), 0.0), self._call_free.get(chat, 0.0))
         if progress:
-            blocked = max(blocked, self._blocked.get((chat, True), 0.0))
-        due = max(blocked, self._last_call.get(chat, -1e18) + pacing.call_interval)
+            due = max(due, self._blocked.get((chat, True), 0.0))
         if edit_of is not None:
-            due = max(due, self._last_edit.get((chat, edit_of), -1e18) + pacing.edit_interval)
-        return max(0.0, due - now)
+            due = max(due, self._edit_free.get((chat, edit_of), 0.0))
+        return max(0.0, due - self._clock.monotonic()) if due else 0.0
 
-    def called(self, chat: ChatKey, *, edit_of: str | None = None) -> None:
+    def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None) -> None:
+        """A call to ``chat`` (of message ``edit_of``, whose next edit must wait) went out now."""
+        if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0)):
+            return
         now = self._clock.monotonic()
-        self._last_call[chat] = now
-        if edit_of is not None:
-            self._last_edit[(chat, edit_of)] = now
-        if len(self._last_call) + len(self._last_edit) > _PRUNE_AT:  # forget what no interval still covers
-            horizon = now - 3600.0
-            self._last_call = {c: t for c, t in self._last_call.items() if t > horizon}
-            self._last_edit = {k: t for k, t in self._last_edit.items() if t > horizon}
-            self._blocked = {k: t for k, t in self._blocked.items() if t > now}
+        if pacing.call_interval > 0:
+            self._call_free[chat] = now + pacing.call_interval
+        if edit_of is not None and pacing.edit_interval > 0:
+            self._edit_free[(chat, edit_of)] = now + pacing.edit_interval
+        self._prune(now)
 
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:
         """The platform asked the chat to wait (a 429): every call to it waits too, or with
         ``progress`` (a progress message was refused) only its progress messages."""
         key = (chat, progress)
         self._blocked[key] = max(self._blocked.get(key, 0.0), self._clock.monotonic() + seconds)
+        self._prune(self._clock.monotonic())
+
+    @property
+    def kept(self) -> int:
+        """Limits kept in memory (some may have lifted since the last drop)."""
+        return len(self._call_free) + len(self._edit_free) + len(self._blocked)
+
+    def _prune(self, now: float) -> None:
+        if self.kept <= self._prune_at:
+            return
+        self._call_free = {k: t for k, t in self._call_free.items() if t > now}
+        self._edit_free = {k: t for k, t in self._edit_free.items() if t > now}
+        self._blocked = {k: t for k, t in self._blocked.items() if t > now}
+        self._prune_at = max(_PRUNE_AT, 2 * self.kept)
 
     async def wait(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
         """Sleep ``seconds`` on the clock; False (at once) if ``preempt`` is set first."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 from agent import Clock
 from gateway.events import GatewayEvents
-from gateway.pacing import Pacer
+from gateway.pacing import Pacer, pacing_of
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
@@ -29,6 +29,7 @@ from platforms.base import (
     MessageTooLong,
     NotFound,
     Outbound,
+    Pacing,
     RateLimited,
 )
 
@@ -107,6 +108,7 @@ class Sender:
                 return False
             stale = True
         delay = BACKOFF_FIRST
+        pacing = pacing_of(adapter, row.chat_id)
         while True:
             if stale:  # after any await the row may have been dropped, superseded or pruned
                 fresh = self._store.message_by_id(row.id)
@@ -122,14 +124,14 @@ class Sender:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            pause = self._pacer.delay(row.chat, adapter, edit_of=edit_of, progress=progress)
+            pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress)
             if pause > 0:
                 if not await self._pacer.wait(pause, preempt):
                     return False
                 stale = True
                 continue
             try:
-                message_id = await self._attempt(adapter, row, target_id, edit_of)
+                message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
             except Exception as exc:
                 stale = True
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
@@ -171,13 +173,15 @@ class Sender:
             self._store.mark_sent(row.id, message_id)
             self._events.settled(row, "sent")
             if row.op == "send":
-                self._pacer.called(row.chat, edit_of=message_id)  # a new message's first edit waits too
+                self._pacer.called(row.chat, pacing, edit_of=message_id)  # a new message's first edit waits too
             if row.op == "send" and row.target_key is not None:
                 self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
             self._settle_cb(row.key, message_id)
             return True
 
-    async def _attempt(self, adapter: Adapter, row: OutboxRow, target_id: str | None, edit_of: str | None) -> str:
+    async def _attempt(
+        self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
+    ) -> str:
         self._store.commit()  # journaled durably before it can reach the platform
         try:
             if row.op == "delete" and target_id is not None:
@@ -191,7 +195,7 @@ class Sender:
                 reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence))
             return sent.message_id
         finally:
-            self._pacer.called(row.chat, edit_of=edit_of)
+            self._pacer.called(row.chat, pacing, edit_of=edit_of)
 
     def _edit_target(self, row: OutboxRow) -> str | None:
         target = self._store.message(row.target_key) if row.target_key else None

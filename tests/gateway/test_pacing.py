@@ -1,0 +1,71 @@
+"""The outbox's pacer: each limit holds for its interval, and what it keeps stays bounded."""
+
+from __future__ import annotations
+
+from agent.testing import FakeClock
+from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer
+from platforms.base import Pacing
+
+CHAT = ("telegram", "-100", None)
+GROUP = Pacing(call_interval=3.0, edit_interval=1.0)
+
+
+def test_calls_and_edits_wait_for_their_intervals():
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    assert pacer.delay(CHAT) == 0.0
+    pacer.called(CHAT, GROUP, edit_of="m1")
+    assert pacer.delay(CHAT) == 3.0
+    clock.advance(2.0)
+    assert pacer.delay(CHAT, edit_of="m1") == 1.0
+    assert pacer.delay(("telegram", "other", None)) == 0.0
+    clock.advance(1.0)
+    assert pacer.delay(CHAT, edit_of="m1") == 0.0
+
+
+def test_edits_of_one_message_are_spaced_but_other_messages_are_not():
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    pacer.called(CHAT, Pacing(edit_interval=1.0), edit_of="m1")
+    assert pacer.delay(CHAT, edit_of="m1") == 1.0
+    assert pacer.delay(CHAT, edit_of="m2") == 0.0
+    assert pacer.delay(CHAT) == 0.0
+
+
+def test_a_429_holds_the_chat_or_only_its_progress_messages():
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    pacer.block(CHAT, 5.0, progress=True)
+    assert pacer.delay(CHAT) == 0.0
+    assert pacer.delay(CHAT, progress=True) == 5.0
+    pacer.block(CHAT, 2.0)
+    assert pacer.delay(CHAT) == 2.0
+    clock.advance(5.0)
+    assert pacer.delay(CHAT, progress=True) == 0.0
+
+
+def test_a_platform_without_pacing_leaves_nothing_behind():
+    pacer = Pacer(FakeClock())
+    for i in range(5_000):
+        pacer.called(("webhook", f"chat-{i}", None), NO_PACING, edit_of=f"m{i}")
+    assert pacer.kept == 0
+
+
+def test_a_busy_gateway_drops_lifted_limits_without_rescanning_holding_ones_on_every_send():
+    """Every sent message starts an edit interval. While thousands still hold (a burst within
+    one interval) a send does not walk them all again; once they have lifted they are dropped."""
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    slack = Pacing(edit_interval=1.0)
+    burst = 10 * _PRUNE_AT
+    for i in range(burst):
+        pacer.called(("slack", f"C{i % 50}", None), slack, edit_of=f"m{i}")
+    assert pacer.kept == burst  # nothing has lifted, nothing is lost
+    assert pacer.delay(("slack", "C0", None), edit_of="m0") == 1.0
+    assert pacer._prune_at >= burst  # the next drop waits until the count has grown again
+    clock.advance(1.0)
+    late = pacer._prune_at
+    for i in range(late):
+        pacer.called(("slack", "C0", None), slack, edit_of=f"late{i}")
+    assert pacer.kept == late  # the burst's lifted limits are gone, the late ones all held
+    assert pacer.delay(("slack", "C0", None), edit_of="m0") == 0.0
