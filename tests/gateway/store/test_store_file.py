@@ -124,3 +124,31 @@ def test_a_schema_2_inbox_learns_to_count_attempts_and_keeps_its_events(tmp_path
     assert (event.text, turn_id) == ("still here", "t-1")
     assert store.inbox.failed("telegram", "e1", "boom") == 1
     store.close()
+
+
+def test_no_partial_index_of_the_outbox_filters_on_its_platform(tmp_path):
+    """SQLite re-plans, on every run, a statement that compares a column with a bound value
+    when a partial index's WHERE tests that column: ``WHERE platform = 'web'`` made each
+    outbox insert (it looks up its turn's next sequence by ``platform = ?``) three times
+    dearer. The outbox's partial indexes may test only ``status``, which no statement binds."""
+    store = GatewayStore(tmp_path / "state.db")
+    partial = store.db.read(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'gateway_outbox' AND sql LIKE '%WHERE%'")
+    store.close()
+    assert partial  # the pending and failed indexes
+    for name, sql in partial:
+        condition = sql.split("WHERE", 1)[1]
+        assert condition.strip().startswith("status ="), (name, condition)
+
+
+def test_an_earlier_builds_partial_web_chat_index_is_replaced_on_open(tmp_path):
+    path = tmp_path / "state.db"
+    GatewayStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("CREATE INDEX gateway_outbox_web_chat ON gateway_outbox (chat_id, id) WHERE platform = 'web'")
+    db.commit()
+    db.close()
+    store = GatewayStore(path)
+    names = {r[0] for r in store.db.read("SELECT name FROM sqlite_master WHERE tbl_name = 'gateway_outbox'")}
+    store.close()
+    assert "gateway_outbox_web_chat" not in names and "gateway_outbox_chat" in names
