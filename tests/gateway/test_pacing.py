@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from agent.testing import FakeClock
-from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer
+from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer, pacing_of
 from platforms.base import Pacing
+from platforms.telegram import GROUP_PACING, PRIVATE_PACING
+from platforms.webhook import WebhookAdapter
 
 CHAT = ("telegram", "-100", None)
 GROUP = Pacing(call_interval=3.0, edit_interval=1.0)
@@ -69,3 +71,15 @@ def test_a_busy_gateway_drops_lifted_limits_without_rescanning_holding_ones_on_e
         pacer.called(("slack", "C0", None), slack, edit_of=f"late{i}")
     assert pacer.kept == late  # the burst's lifted limits are gone, the late ones all held
     assert pacer.delay(("slack", "C0", None), edit_of="m0") == 0.0
+
+
+def test_an_adapter_is_paced_as_its_class_says():
+    assert pacing_of(WebhookAdapter({}), "chat") is NO_PACING
+    assert pacing_of(WebhookAdapter({}), "chat") is NO_PACING  # asked again: the class's answer is kept
+
+    class Paced:
+        def pacing(self, chat_id: str) -> Pacing:
+            return GROUP_PACING if chat_id.startswith("-") else PRIVATE_PACING
+
+    assert pacing_of(Paced(), "-100") is GROUP_PACING
+    assert pacing_of(Paced(), "42") is PRIVATE_PACING
