@@ -43,13 +43,18 @@ async def test_shares_the_file_with_the_lifecycle_journal_and_creates_the_state_
     store.close()
 
 
-def test_a_newer_schema_is_refused(tmp_path):
-    path = tmp_path / "state.db"
+def _made_then_changed(path, sql: str) -> None:
+    """A state file as this build makes it, then changed behind its back (an older or newer build)."""
     GatewayStore(path).close()
     db = sqlite3.connect(path)
-    db.execute("UPDATE gateway_meta SET value='99' WHERE key='schema_version'")
+    db.execute(sql)
     db.commit()
     db.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "state.db"
+    _made_then_changed(path, "UPDATE gateway_meta SET value='99' WHERE key='schema_version'")
     with pytest.raises(StoreError, match="newer"):
         GatewayStore(path)
 
@@ -143,11 +148,7 @@ def test_no_partial_index_of_the_outbox_filters_on_its_platform(tmp_path):
 
 def test_an_earlier_builds_partial_web_chat_index_is_replaced_on_open(tmp_path):
     path = tmp_path / "state.db"
-    GatewayStore(path).close()
-    db = sqlite3.connect(path)
-    db.execute("CREATE INDEX gateway_outbox_web_chat ON gateway_outbox (chat_id, id) WHERE platform = 'web'")
-    db.commit()
-    db.close()
+    _made_then_changed(path, "CREATE INDEX gateway_outbox_web_chat ON gateway_outbox (chat_id, id) WHERE platform = 'web'")
     store = GatewayStore(path)
     names = {r[0] for r in store.db.read("SELECT name FROM sqlite_master WHERE tbl_name = 'gateway_outbox'")}
     store.close()
