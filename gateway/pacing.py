@@ -73,9 +73,9 @@ class Pacer:
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:
         """The platform asked the chat to wait (a 429): every call to it waits too, or with
         ``progress`` (a progress message was refused) only its progress messages."""
-        key = (chat, progress)
-        self._blocked[key] = max(self._blocked.get(key, 0.0), self._clock.monotonic() + seconds)
-        self._prune(self._clock.monotonic())
+        key, now = (chat, progress), self._clock.monotonic()
+        self._blocked[key] = max(self._blocked.get(key, 0.0), now + seconds)
+        self._prune(now)
 
     @property
     def kept(self) -> int:
