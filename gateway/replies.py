@@ -41,8 +41,14 @@ SUPPRESSED_NOTES = {
     "superseded": "(Superseded by your next message.)",
     "stop": "(Stopped by /stop.)",
     "new": "(Ended by /new.)",
+    "console": "(Stopped from the operator console.)",
 }
-"""What a caller that tracks turn ids (the webhook platform) reads for a turn that was cut short."""
+"""What a caller that tracks turn ids (the webhook platform) reads for a turn that was cut short;
+on every platform, for a stop the chat did not ask for itself (`UNASKED_STOPS`)."""
+UNASKED_STOPS = frozenset({"console"})
+"""Turns stopped from outside their chat: its people are told, since no reply of theirs said so."""
+SUPPRESSED_REASONS = {"superseded": "superseded", "stop": "/stop", "new": "/new", "console": "console"}
+"""Why a suppressed completion turn's results were not delivered, as the delegation records it."""
 
 
 def outcome(result: TurnResult | None, suppressed_by: str | None) -> str:

@@ -25,7 +25,7 @@ from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import ProgressCard
 from gateway.progress_message import ProgressMessage
-from gateway.replies import SILENCE, SUPPRESSED_NOTES, outcome, reply_text
+from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import Inbox
@@ -136,12 +136,12 @@ class TurnRunner:
             text = "\n\n".join(t for t in (reply_text(item.kind, result), "\n".join(item.notes)) if t) or None
             if text is not None:
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
-        elif session.platform in TRACKS_TURN_IDS:
+        elif session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS:
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
                        key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
         if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
             if running.suppressed:
-                self._completion_ended(item.delegation_id, "suppressed", f"/{running.suppressed_by}")
+                self._completion_ended(item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by])
             elif text is None:
                 self._completion_ended(item.delegation_id, "suppressed", SILENCE)
             else:

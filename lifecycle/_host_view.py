@@ -60,6 +60,13 @@ class HostView:
         supervisor = self._supervisor
         return await supervisor.interrupt(supervisor.children(parent_session_id), reason)
 
+    async def interrupt_turn(self, parent_session_id: str, turn_id: str, reason: str) -> int:
+        """`interrupt_children` for the live children one turn of the session launched (the
+        operator console's Stop of a turn). Returns how many it stopped."""
+        supervisor = self._supervisor
+        return await supervisor.interrupt(
+            [r for r in supervisor.children(parent_session_id) if r.turn_id == turn_id], reason)
+
     async def interrupt_child(self, subagent_id: str, reason: str, *, parent_session_id: str | None = None) -> bool:
         """Interrupt one live child (``/agents stop``, the operator console's Stop): it ends
         INTERRUPTED with the partial output it had and ``reason`` as its error, exactly as

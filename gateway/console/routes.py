@@ -7,6 +7,8 @@ Routes (see docs/console.md):
 - ``GET /console/api/events``: Server-Sent Events, a ``state`` event with a fresh snapshot at
   once and again whenever it changes: at most every `MIN_GAP` seconds after something happened
   (a turn, a child, a delivery), and at least every `INTERVAL` seconds looked at.
+- ``POST /console/api/turns/{id}/stop``: stop a running turn (its chat is told) and every
+  live child it launched, or, for a turn that has ended, its children still running.
 - ``POST /console/api/children/{id}/stop``: interrupt one child through the lifecycle's host view.
 - ``POST /console/api/outbox/{id}/retry`` and ``/dismiss``: a failed (or, to dismiss, pending)
   outbox part, through the outbox.
@@ -85,6 +87,7 @@ class Console(GatewayListener):
             web.static("/console/static", STATIC_DIR),
             web.get("/console/api/state", self._get_state, allow_head=False),
             web.get("/console/api/events", self._get_events, allow_head=False),
+            web.post("/console/api/turns/{id}/stop", self._stop_turn),
             web.post("/console/api/children/{id}/stop", self._stop_child),
             web.post("/console/api/outbox/{id}/{action:retry|dismiss}", self._outbox_action),
             web.post("/console/api/dead-letters/{id}/{action:retry|dismiss}", self._dead_letter_action),
@@ -155,6 +158,22 @@ class Console(GatewayListener):
         if self._refresher is None:
             self._refresher = asyncio.ensure_future(self._refresh())
         return await serve_events(request, self._streams, sub, ("state", state), self._keep_alive)
+
+    async def _stop_turn(self, request: web.Request) -> web.Response:
+        async def stop(turn_id: str) -> str | None:
+            g = self._gateway
+            for session in g.sessions:
+                running = session.running
+                # Only this turn: what the chat queued after it still runs, unlike /stop.
+                stopped = running is not None and running.turn_id == turn_id and g.sessions.stop_turn(
+                    session, STOP_REASON, why="console")
+                children = await g.host.children.interrupt_turn(session.session_id, turn_id, STOP_REASON)
+                if stopped or children:
+                    log.info("console: stopped turn %s%s", turn_id, f" and {children} subagent(s)" if children else "")
+                    return None
+            return "that turn is not running and has no running subagents"
+
+        return await self._act(request, stop, str)
 
     async def _stop_child(self, request: web.Request) -> web.Response:
         async def stop(subagent_id: str) -> str | None:

@@ -99,6 +99,79 @@ async def test_stopping_a_child_from_the_console_ends_it_with_its_partial_output
     assert [(r["status"], r["error"]) for r in results] == [("completed", None), ("interrupted", STOP_REASON)]
 
 
+async def test_stopping_a_running_turn_from_the_console_stops_its_children_tells_the_chat_and_keeps_its_queue(
+        tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "never said"}], [{"text": "the next one ran"}]],
+                           "leaf": lambda request: ({"wait": "pears"} if request.metadata["goal"] == "pears"
+                                                    else {"text": "apples are red"})})
+    config = make_config(tmp_path, delegation={"gateway_mode": "inline"}, display={"busy_input_mode": "queue"})
+    gateway = await gateways(config, [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("compare")
+        await model.reached("pears")  # never released: only a stop ends it
+        await chat.say("and then this")  # queued behind the running turn
+        [work] = (await state(server.url))["work"]
+        assert work["running"]
+        assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
+        await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+        await settled(gateway)
+        status, body = await post(server.url, f"/console/api/turns/{work['turn_id']}/stop")
+        assert status == 409 and "not running" in body["error"]
+        assert (await post(server.url, "/console/api/turns/turn-nobody/stop"))[0] == 409
+        seen = await state(server.url)
+    # The chat did not ask for the stop, so it is told; what it queued still runs.
+    assert chat.texts("reply") == ["(Stopped from the operator console.)", "the next one ran"]
+    pears = next(c for c in work["children"] if c["goal"] == "pears")
+    snapshot = (await gateway.host.children.lookup([pears["id"]]))[pears["id"]]
+    assert (snapshot.state, snapshot.error) == (SubagentState.INTERRUPTED, STOP_REASON)
+    assert seen["work"] == []
+    assert gateway.metrics.turns.labels("chat", "message", "stopped")._value.get() == 1
+
+
+async def test_stopping_an_ended_turn_from_the_console_interrupts_its_background_children_and_they_report(
+        tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"text": "results are in"}]],
+                           "leaf": lambda request: {"wait": request.metadata["goal"], "text": "found"}})
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("compare")
+        await chat.wait_for(lambda: chat.texts() == ["on it"])
+        await model.reached("apples")
+        await model.reached("pears")
+        [work] = (await state(server.url))["work"]
+        assert not work["running"] and len(work["children"]) == 2
+        assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
+        await chat.wait_for(lambda: len(chat.texts()) == 2)
+        await settled(gateway)
+        seen = await state(server.url)
+    assert chat.texts() == ["on it", f"results are in\n\n⚠️ Subagent failed: apples: {STOP_REASON}"
+                                     f"\n⚠️ Subagent failed: pears: {STOP_REASON}"]
+    [delegation] = seen["delegations"]
+    assert delegation["status"] == "delivered"
+    assert [(t["state"], t["error"]) for t in delegation["tasks"]] == [("INTERRUPTED", STOP_REASON)] * 2
+
+
+async def test_a_delivery_turn_stopped_from_the_console_delivers_nothing_and_the_delegation_says_why(
+        tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"wait": "deliver", "text": "never said"}]],
+                           "leaf": [[{"text": "found"}], [{"text": "found"}]]})
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    async with served(gateway) as server:
+        await chat.say("compare")
+        await model.reached("deliver")  # the completion turn waits for the model
+        [work] = [w for w in (await state(server.url))["work"] if w["running"]]
+        assert work["kind"] == "completion"
+        assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
+        await chat.wait_for(lambda: len(chat.texts()) == 2)
+        await settled(gateway)
+        [delegation] = (await state(server.url))["delegations"]
+    assert chat.texts() == ["on it", "(Stopped from the operator console.)"]
+    assert (delegation["status"], delegation["reason"]) == ("suppressed", "console")
+
+
 async def test_a_failed_message_is_sent_again_or_dismissed_and_recent_errors_show_why(tmp_path, gateways) -> None:
     chat = FailingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "first"}],

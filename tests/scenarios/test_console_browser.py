@@ -71,3 +71,19 @@ async def test_stopping_a_child_from_the_console_shows_in_the_chat(chat, page) -
     assert text is not None and f"[stall] pears: interrupted — {STOP_REASON}" in text
     assert "apples: completed" in text
     await console.wait_for_selector("#work .turn", state="detached")
+
+
+async def test_stopping_a_turn_from_the_console_tells_the_chat(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    console = await page.context.new_page()
+    await console.goto(f"{web.base}/console")
+    await console.wait_for_selector("body[data-state=connected]")
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.fill("#input", "Compare these:\n- [stall] apples\n- [stall] pears")
+    await page.press("#input", "Enter")
+    await console.wait_for_selector("#work .child[data-state=RUNNING] >> text=pears")
+    await console.locator("#work .turn-head").get_by_role("button", name="Stop").click()
+    reply = await page.wait_for_selector("[data-kind=reply]")
+    assert await reply.get_attribute("data-text") == "(Stopped from the operator console.)"
+    await console.wait_for_selector("#work .turn", state="detached")

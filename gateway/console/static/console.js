@@ -93,7 +93,12 @@
         w.running ? badge(w.kind === "completion" ? "completion turn" : "turn running", "running")
           : badge("turn ended", "suppressed"),
         w.running ? since(w.started_at) : null,
-        w.tool ? el("span", { class: "meta" }, "running " + w.tool) : null),
+        w.tool ? el("span", { class: "meta" }, "running " + w.tool) : null,
+        w.running || w.children.some((c) => c.live)
+          ? action("Stop", "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
+            w.running ? "Stop this turn and its subagents: the chat is told, what it queued still runs"
+              : "Interrupt this turn's running subagents: each ends with the partial output it has")
+          : null),
       w.children.length ? tree(w.children) : null)));
   }
 
