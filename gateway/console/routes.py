@@ -2,7 +2,8 @@
 
 Routes (see docs/console.md):
 
-- ``GET /console``, ``GET /console/static/<file>``: the page (plain files in the package).
+- ``GET /console``, ``GET /console/static/<file>``: the page (plain files in the package;
+  ``live.js``, its token, connection and event-stream code, is the web chat's own file).
 - ``GET /console/api/state``: one snapshot (`gateway.console.snapshot`) as JSON.
 - ``GET /console/api/events``: Server-Sent Events, a ``state`` event with a fresh snapshot at
   once and again whenever it changes: at most every `MIN_GAP` seconds after something happened
@@ -34,6 +35,7 @@ from aiohttp import web
 
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
+from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.console")
 
 STATIC_DIR = Path(__file__).with_name("static")
+SHARED_SCRIPT = WEB_STATIC_DIR / "live.js"
 INTERVAL = 1.0
 MIN_GAP = 0.1
 KEEP_ALIVE_SECONDS = 15.0
@@ -84,6 +87,7 @@ class Console(GatewayListener):
         return [
             web.get("/console", self._page),
             web.get("/console/", self._page),
+            web.get("/console/static/live.js", self._shared_script),
             web.static("/console/static", STATIC_DIR),
             web.get("/console/api/state", self._get_state, allow_head=False),
             web.get("/console/api/events", self._get_events, allow_head=False),
@@ -143,6 +147,9 @@ class Console(GatewayListener):
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+    async def _shared_script(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(SHARED_SCRIPT)
 
     async def _get_state(self, request: web.Request) -> web.Response:
         if isinstance(refusal := self.access.check(request), Refusal):

@@ -1,4 +1,5 @@
-// The Switchboard web chat page. Plain JavaScript, no build step, no third-party code.
+// The Switchboard web chat page. Plain JavaScript, no build step, no third-party code; the
+// token, the connection state and the event stream are live.js's (shared with the console).
 //
 // Messages are sent with POST /chat/api/messages, each with its own idempotency key: a
 // send that fails (network, 5xx) is retried with the same key until the gateway has it,
@@ -14,20 +15,13 @@
   const list = $("messages");
   const input = $("input");
   const working = $("working");
-  const status = $("status");
   const shown = new Map(); // message id -> element
-  const TOKEN_KEY = "switchboard.token";
+  const { setState } = SwitchboardLive;
+  const auth = SwitchboardLive.access("switchboard.token");
   const TYPING_LAPSE_MS = 8000; // the gateway repeats "typing" every few seconds while a turn runs
 
   // -- identity: the token and the chat ----------------------------------------------
 
-  const fragment = new URLSearchParams(location.hash.slice(1));
-  if (fragment.has("token")) {
-    sessionStorage.setItem(TOKEN_KEY, fragment.get("token"));
-    fragment.delete("token");
-    // Out of the address bar and the history at once.
-    history.replaceState(null, "", location.pathname + location.search + (fragment.toString() ? "#" + fragment : ""));
-  }
   const chat = (() => {
     const named = new URLSearchParams(location.search).get("chat");
     if (named && /^[A-Za-z0-9_-]{1,64}$/.test(named)) return named;
@@ -44,11 +38,6 @@
     // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
     const bytes = crypto.getRandomValues(new Uint8Array(16));
     return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-  }
-
-  function headers(extra) {
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    return Object.assign(token ? { Authorization: "Bearer " + token } : {}, extra || {});
   }
 
   // -- rendering ----------------------------------------------------------------------
@@ -150,11 +139,6 @@
     if (on) typingTimer = setTimeout(() => setWorking(false), TYPING_LAPSE_MS);
   }
 
-  function setState(state, text) {
-    document.body.dataset.state = state;
-    status.textContent = text;
-  }
-
   // -- sending ------------------------------------------------------------------------
 
   function pending() {
@@ -185,14 +169,14 @@
     try {
       response = await fetch("/chat/api/messages", {
         method: "POST",
-        headers: headers({ "Content-Type": "application/json" }),
+        headers: auth.headers({ "Content-Type": "application/json" }),
         body: JSON.stringify({ chat, text: item.text, key: item.key }),
       });
     } catch {
       response = null; // offline or the gateway is restarting: the same key again, later
     }
-    if (response && asksForToken(response)) {
-      askForToken(true).then(() => deliver(item, 0));
+    if (response && auth.asksForToken(response)) {
+      auth.askForToken(true).then(() => deliver(item, 0));
       return;
     }
     if (!response || response.status >= 500 || response.status === 401) {
@@ -227,31 +211,6 @@
   }
   $("stop").addEventListener("click", () => send("/stop"));
 
-  // -- the token ----------------------------------------------------------------------
-
-  function asksForToken(response) {
-    return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");
-  }
-
-  let asking = null;
-  $("login").addEventListener("cancel", (event) => event.preventDefault()); // Escape: nothing works without it
-  function askForToken(rejected) {
-    if (!asking) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      setState("login", "sign in");
-      $("login-error").hidden = !rejected || !$("token").value;
-      $("login").showModal();
-      asking = new Promise((resolve) => {
-        $("login-form").addEventListener("submit", () => {
-          sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
-          asking = null;
-          resolve();
-        }, { once: true });
-      });
-    }
-    return asking;
-  }
-
   // -- receiving ----------------------------------------------------------------------
 
   // What this page sent stays marked pending until its own POST is answered, whatever the stream says.
@@ -268,71 +227,11 @@
     idle: () => setWorking(false),
   };
 
-  async function listen() {
-    let delay = 500;
-    for (;;) {
-      let received = false;
-      try {
-        const response = await fetch("/chat/api/events?chat=" + encodeURIComponent(chat), {
-          headers: headers({ Accept: "text/event-stream" }),
-          cache: "no-store",
-        });
-        if (asksForToken(response)) {
-          await askForToken(true);
-          continue;
-        }
-        if (!response.ok || !response.body) {
-          // Refused for another reason (not an allowed user, another host): say why, keep trying slowly.
-          const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
-          setState("refused", "not connected: " + reason);
-          await new Promise((resolve) => setTimeout(resolve, 10000));
-          continue;
-        }
-        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += value;
-          let end;
-          while ((end = buffer.indexOf("\n\n")) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const event = parse(block);
-            if (!event || !handlers[event.type]) continue;
-            handlers[event.type](event.data);
-            if (event.type === "history") {
-              received = true;
-              delay = 500;
-              setState("connected", "connected");
-            }
-          }
-        }
-      } catch {
-        // fall through: reconnect below
-      }
-      setWorking(false);
-      setState("reconnecting", "reconnecting…");
-      await new Promise((resolve) => setTimeout(resolve, received ? 200 : delay));
-      delay = Math.min(delay * 2, 10000);
-    }
-  }
-
-  function parse(block) {
-    let type = "message";
-    const data = [];
-    for (const line of block.split("\n")) {
-      if (line.startsWith(":")) continue; // keep-alive
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "event") type = value;
-      else if (field === "data") data.push(value);
-    }
-    return data.length ? { type, data: JSON.parse(data.join("\n")) } : null;
-  }
-
   for (const item of pending()) deliver(item, 0); // sends a reload interrupted
-  listen();
+  SwitchboardLive.listen("/chat/api/events?chat=" + encodeURIComponent(chat), auth, {
+    ready: "history",
+    onEvent: (type, data) => handlers[type] && handlers[type](data),
+    onDrop: () => setWorking(false),
+  });
   input.focus();
 })();

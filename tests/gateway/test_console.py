@@ -16,6 +16,7 @@ from gateway.console.routes import STOP_REASON
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import SubagentState
 from platforms.base import Forbidden
+from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from tests.gateway.observing import FailingAdapter, served
 
 TOKEN = "console-token-0123456789"
@@ -230,6 +231,10 @@ async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, ga
     async with served(gateway) as server, aiohttp.ClientSession() as http:
         async with http.get(f"{server.url}/console") as page:  # the page itself holds nothing
             assert page.status == 200 and "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+        # Its token, connection and stream code is the web chat's file, served here with the web chat off.
+        async with http.get(f"{server.url}/console/static/live.js") as script:
+            assert script.status == 200 and "javascript" in script.headers["Content-Type"]
+            assert await script.text() == (WEB_STATIC_DIR / "live.js").read_text()
         for path in ("/console/api/state", "/console/api/events"):
             async with http.get(f"{server.url}{path}") as response:
                 assert response.status == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")

@@ -100,7 +100,7 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, h
         assert "default-src 'self'" in page.headers["Content-Security-Policy"]
         html = await page.text()
     assert '<script src="/chat/static/chat.js"' in html and "https://" not in html  # nothing from a CDN
-    for name, kind in (("chat.js", "javascript"), ("chat.css", "text/css")):
+    for name, kind in (("live.js", "javascript"), ("chat.js", "javascript"), ("chat.css", "text/css")):
         async with http.get(f"{base}/chat/static/{name}") as file:
             assert file.status == 200 and kind in file.headers["Content-Type"]
     async with http.get(f"{base}/chat/static/../web.py") as escape:

@@ -1,4 +1,5 @@
-// The Switchboard operator console. Plain JavaScript, no build step, no third-party code.
+// The Switchboard operator console. Plain JavaScript, no build step, no third-party code; the
+// token, the connection state and the event stream are live.js's (shared with the web chat).
 //
 // GET /console/api/events (Server-Sent Events, read with fetch so the token can travel in a
 // header) sends a "state" event with the whole picture at once and again whenever it changes;
@@ -8,20 +9,9 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
-  const TOKEN_KEY = "switchboard.console.token";
+  const { setState } = SwitchboardLive;
+  const auth = SwitchboardLive.access("switchboard.console.token");
   let skew = 0; // local clock minus the gateway's, in seconds
-
-  const fragment = new URLSearchParams(location.hash.slice(1));
-  if (fragment.has("token")) {
-    sessionStorage.setItem(TOKEN_KEY, fragment.get("token"));
-    fragment.delete("token");
-    history.replaceState(null, "", location.pathname + location.search + (fragment.toString() ? "#" + fragment : ""));
-  }
-
-  function headers(extra) {
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    return Object.assign(token ? { Authorization: "Bearer " + token } : {}, extra || {});
-  }
 
   // -- small DOM helpers: text only, never HTML ----------------------------------------
 
@@ -173,12 +163,12 @@
       button.disabled = true;
       let response;
       try {
-        response = await fetch(url, { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: "{}" });
+        response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }), body: "{}" });
       } catch {
         response = null;
       }
-      if (response && asksForToken(response)) {
-        await askForToken(true);
+      if (response && auth.asksForToken(response)) {
+        await auth.askForToken(true);
         button.disabled = false;
         return;
       }
@@ -199,95 +189,10 @@
     noticeTimer = setTimeout(() => { $("notice").hidden = true; }, 8000);
   }
 
-  // -- the token ----------------------------------------------------------------------
-
-  function asksForToken(response) {
-    return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");
-  }
-
-  let asking = null;
-  $("login").addEventListener("cancel", (event) => event.preventDefault());
-  function askForToken(rejected) {
-    if (!asking) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      setState("login", "sign in");
-      $("login-error").hidden = !rejected || !$("token").value;
-      $("login").showModal();
-      asking = new Promise((resolve) => {
-        $("login-form").addEventListener("submit", () => {
-          sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
-          asking = null;
-          resolve();
-        }, { once: true });
-      });
-    }
-    return asking;
-  }
-
   // -- the live state -----------------------------------------------------------------
 
-  function setState(state, text) {
-    document.body.dataset.state = state;
-    $("status").textContent = text;
-  }
-
-  async function listen() {
-    let delay = 500;
-    for (;;) {
-      let received = false;
-      try {
-        const response = await fetch("/console/api/events", { headers: headers({ Accept: "text/event-stream" }), cache: "no-store" });
-        if (asksForToken(response)) {
-          await askForToken(true);
-          continue;
-        }
-        if (!response.ok || !response.body) {
-          const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
-          setState("refused", "not connected: " + reason);
-          await new Promise((resolve) => setTimeout(resolve, 10000));
-          continue;
-        }
-        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += value;
-          let end;
-          while ((end = buffer.indexOf("\n\n")) >= 0) {
-            const event = parse(buffer.slice(0, end));
-            buffer = buffer.slice(end + 2);
-            if (!event || event.type !== "state") continue;
-            draw(event.data);
-            if (!received) {
-              received = true;
-              delay = 500;
-              setState("connected", "connected");
-            }
-          }
-        }
-      } catch {
-        // fall through: reconnect below
-      }
-      setState("reconnecting", "reconnecting…");
-      await new Promise((resolve) => setTimeout(resolve, received ? 200 : delay));
-      delay = Math.min(delay * 2, 10000);
-    }
-  }
-
-  function parse(block) {
-    let type = "message";
-    const data = [];
-    for (const line of block.split("\n")) {
-      if (line.startsWith(":")) continue; // keep-alive
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "event") type = value;
-      else if (field === "data") data.push(value);
-    }
-    return data.length ? { type, data: JSON.parse(data.join("\n")) } : null;
-  }
-
-  listen();
+  SwitchboardLive.listen("/console/api/events", auth, {
+    ready: "state",
+    onEvent: (type, data) => { if (type === "state") draw(data); },
+  });
 })();

@@ -1,0 +1,124 @@
+// What the web chat and the operator console share. Plain JavaScript, no build step, no
+// third-party code; loaded before each page's own script, it defines `SwitchboardLive`.
+//
+// - The access token: taken from a "#token=…" link (and out of the address bar at once), kept
+//   in this tab's sessionStorage, sent as "Authorization: Bearer …". A 401 that asks for a
+//   Bearer token opens the page's sign-in dialog (#login, #login-form, #token, #login-error).
+// - The connection state: body[data-state] and the #status line.
+// - A Server-Sent Events stream read with fetch (EventSource cannot send a header), opened
+//   again after any drop, with backoff. Each page's stream starts with a whole snapshot, so a
+//   reconnect loses nothing.
+"use strict";
+
+window.SwitchboardLive = (() => {
+  const $ = (id) => document.getElementById(id);
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  function setState(state, text) {
+    document.body.dataset.state = state;
+    $("status").textContent = text;
+  }
+
+  // The token kept under `tokenKey`: { headers(extra), asksForToken(response), askForToken(rejected) }.
+  function access(tokenKey) {
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    if (fragment.has("token")) {
+      sessionStorage.setItem(tokenKey, fragment.get("token"));
+      fragment.delete("token");
+      // Out of the address bar and the history at once.
+      history.replaceState(null, "", location.pathname + location.search + (fragment.toString() ? "#" + fragment : ""));
+    }
+    let asking = null;
+    $("login").addEventListener("cancel", (event) => event.preventDefault()); // Escape: nothing works without it
+    return {
+      headers(extra) {
+        const token = sessionStorage.getItem(tokenKey);
+        return Object.assign(token ? { Authorization: "Bearer " + token } : {}, extra || {});
+      },
+      asksForToken(response) {
+        return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");
+      },
+      askForToken(rejected) {
+        if (!asking) {
+          sessionStorage.removeItem(tokenKey);
+          setState("login", "sign in");
+          $("login-error").hidden = !rejected || !$("token").value;
+          $("login").showModal();
+          asking = new Promise((resolve) => {
+            $("login-form").addEventListener("submit", () => {
+              sessionStorage.setItem(tokenKey, $("token").value.trim());
+              asking = null;
+              resolve();
+            }, { once: true });
+          });
+        }
+        return asking;
+      },
+    };
+  }
+
+  // Read `url` as Server-Sent Events for as long as the page is open, calling `onEvent(type, data)`
+  // for each. The first event of type `ready` on a connection shows it connected; `onDrop()` runs
+  // each time a connection ends, before the next one is tried.
+  async function listen(url, auth, { ready, onEvent, onDrop }) {
+    let delay = 500;
+    for (;;) {
+      let received = false;
+      try {
+        const response = await fetch(url, { headers: auth.headers({ Accept: "text/event-stream" }), cache: "no-store" });
+        if (auth.asksForToken(response)) {
+          await auth.askForToken(true);
+          continue;
+        }
+        if (!response.ok || !response.body) {
+          // Refused for another reason (not an allowed user, another host): say why, keep trying slowly.
+          const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
+          setState("refused", "not connected: " + reason);
+          await sleep(10000);
+          continue;
+        }
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const event = parse(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+            if (!event) continue;
+            onEvent(event.type, event.data);
+            if (event.type === ready && !received) {
+              received = true;
+              delay = 500;
+              setState("connected", "connected");
+            }
+          }
+        }
+      } catch {
+        // fall through: reconnect below
+      }
+      if (onDrop) onDrop();
+      setState("reconnecting", "reconnecting…");
+      await sleep(received ? 200 : delay);
+      delay = Math.min(delay * 2, 10000);
+    }
+  }
+
+  function parse(block) {
+    let type = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue; // keep-alive
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") type = value;
+      else if (field === "data") data.push(value);
+    }
+    return data.length ? { type, data: JSON.parse(data.join("\n")) } : null;
+  }
+
+  return { access, listen, setState };
+})();
