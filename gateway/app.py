@@ -64,7 +64,8 @@ class Gateway:
         """What happens, for metrics, traces and the console (`gateway.events`)."""
         webhook = self.config.platforms.webhook
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
-                             clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events)
+                             clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
+                             late_after=self.config.delivery.late_after)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, backend_for=lambda: self.config.delegation.backend,

@@ -27,6 +27,8 @@ Guarantees:
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.
+- **Late.** A message whose first part goes out ``late_after`` seconds or more after it
+  was journaled is preceded by a note of its age (`gateway.late_notes`).
 """
 
 from __future__ import annotations
@@ -59,17 +61,20 @@ class Outbox:
 
     ``give_up_after`` maps platforms to the seconds a part may keep failing with retryable
     errors (default `DEFAULT_GIVE_UP_AFTER`; the webhook's ``retry_for_seconds``). Every wait
-    (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter.
+    (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter. ``late_after``:
+    the age at which a message is sent with a note saying so (0: never; `gateway.late_notes`).
     """
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
-                 rng: random.Random | None = None, events: GatewayEvents | None = None) -> None:
+                 rng: random.Random | None = None, events: GatewayEvents | None = None,
+                 late_after: float = 0.0) -> None:
         self._store = store
         self._adapters = adapters
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
-                              rng=rng or random.Random(), settle=self._resolve, events=events)
+                              rng=rng or random.Random(), settle=self._resolve, events=events,
+                              late_after=late_after)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}

@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from agent import Clock
+from gateway import late_notes
 from gateway.events import GatewayEvents
 from gateway.pacing import Pacer, pacing_of
 from gateway.splitting import split_text
@@ -70,8 +71,10 @@ def safe_measure(adapter: Adapter) -> Callable[[str], int]:
 class Sender:
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
-                 settle: Callable[[str, str | None], None], events: GatewayEvents | None = None) -> None:
+                 settle: Callable[[str, str | None], None], events: GatewayEvents | None = None,
+                 late_after: float = 0.0) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
+        self._late_after = late_after
         self._events = events or GatewayEvents()
         self._max_retry_after = max_retry_after
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
@@ -124,6 +127,12 @@ class Sender:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
+            note = self._late_note(row) if row.op == "send" and not progress else None
+            if note is not None:  # sent first, as a part of its own: it says how old what follows is
+                if not await self._deliver(adapter, note, preempt):
+                    return False
+                stale = True
+                continue
             pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress)
             if pause > 0:
                 if not await self._pacer.wait(pause, preempt):
@@ -196,6 +205,23 @@ class Sender:
             return sent.message_id
         finally:
             self._pacer.called(row.chat, pacing, edit_of=edit_of)
+
+    def _late_note(self, row: OutboxRow) -> OutboxRow | None:
+        """The pending note to send ahead of ``row`` (journaled now if it is not yet), when
+        ``row`` opens a message sent `late_after` seconds or more after it was journaled
+        (`gateway.late_notes`); None when there is none to send, or it is final already."""
+        age = self._clock.time() - row.created_at
+        if not (0 < self._late_after <= age and late_notes.opens_message(row.key)
+                and row.platform not in late_notes.WITHOUT_NOTES):
+            return None
+        key = row.key + late_notes.SUFFIX
+        note = self._store.message(key)
+        if note is None:
+            self._store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
+                                                 late_notes.note_text(age), kind=row.kind, silent=row.silent,
+                                                 turn_id=row.turn_id)])
+            note = self._store.message(key)
+        return note if note is not None and note.status == "pending" else None
 
     def _edit_target(self, row: OutboxRow) -> str | None:
         target = self._store.message(row.target_key) if row.target_key else None

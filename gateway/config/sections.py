@@ -104,6 +104,10 @@ class DeliverySettings:
     max_retry_after: float = setting(
         60.0, "Longest platform-requested retry wait honoured before a send counts as failed, in seconds.", min=0
     )
+    late_after: float = setting(
+        600.0, "A message first sent this many seconds or more after it was written is preceded by a note saying"
+        " how old it is (0: never; not on webhooks).", min=0
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,41 @@
+"""Late replies say so.
+
+A reply can reach its chat long after it was written: the platform was unreachable for a
+while, or the gateway was down (what it had not sent goes out after the restart). Read
+without a word of warning, an hours-old answer passes for a fresh one. So a message whose
+first part the outbox sends ``delivery.late_after`` seconds or more after journaling it is
+preceded by one short message saying how old it is (`note_text`). The note is journaled like
+any other part, under the late part's key plus `SUFFIX`: it is sent once, and before the
+message, also across restarts.
+
+Progress messages (notices, cards) get no note: they are edited to their newest state anyway.
+Neither do webhook deliveries: programs read them, and the note would read as the reply.
+"""
+
+from __future__ import annotations
+
+WITHOUT_NOTES = frozenset({"webhook"})
+"""Platforms whose late messages go out without a note."""
+SUFFIX = ":late"
+"""Appended to the late part's key to make the note's."""
+
+
+def opens_message(key: str) -> bool:
+    """Whether an outbox key is a message's first part (``<key>:0``; re-split pieces are not)."""
+    return key.endswith(":0")
+
+
+def note_text(age_seconds: float) -> str:
+    return f"⏱ Delivered late: what follows was written {age_text(age_seconds)} ago."
+
+
+def age_text(seconds: float) -> str:
+    """``12 min``, ``2 h 5 min``, ``3 days 4 h``: as precise as an age this large needs."""
+    minutes = max(1, int(seconds // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days, hours = divmod(hours, 24)
+    return f"{days} day{'s' if days != 1 else ''}" + (f" {hours} h" if hours else "")

@@ -1,0 +1,111 @@
+"""Late replies say so: a message sent long after it was written is preceded by a note of its age."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agent.testing import FakeClock
+from gateway.late_notes import age_text, note_text
+from gateway.outbox import Outbox
+from gateway.splitting import split_text
+from gateway.store import GatewayStore
+from gateway.testing import make_config
+from platforms.base import NetworkError
+from tests.gateway.observing import FailingAdapter
+from tests.gateway.test_outbox import WAIT, FakeAdapter
+
+LATE_AFTER = 600.0
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "1 min"), (59, "1 min"), (600, "10 min"), (3599, "59 min"), (3600, "1 h"), (7500, "2 h 5 min"),
+    (86_400, "1 day"), (90_000, "1 day 1 h"), (3 * 86_400 + 4 * 3600 + 59, "3 days 4 h"),
+])
+def test_an_age_reads_as_precisely_as_it_needs(seconds, text) -> None:
+    assert age_text(seconds) == text
+
+
+async def test_a_message_sent_after_a_long_outage_is_preceded_by_its_age_once_across_restarts(tmp_path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "state.db"
+    store = GatewayStore(path, clock=clock)
+    down = Outbox(store.outbox, {"fake": FakeAdapter(clock=clock, text_limit=20)}, clock=clock, late_after=LATE_AFTER)
+    down.enqueue("fake", "c1", None, "the answer, in two parts", kind="reply", key="t1:reply", turn_id="t1")
+    down.enqueue("fake", "c1", None, "⏳ still working", kind="notice", key="t1:notice", turn_id="t1")
+    down.enqueue("fake", "c2", None, "just in time", kind="reply", key="t2:reply", turn_id="t2")
+    store.close()  # the gateway was down before it sent any of them
+    clock.advance(7500)
+
+    store = GatewayStore(path, clock=clock)
+    adapter = FakeAdapter(clock=clock, text_limit=20)
+    up = Outbox(store.outbox, {"fake": adapter}, clock=clock, late_after=LATE_AFTER)
+    # A message journaled now, in the same chat, is not late.
+    up.enqueue("fake", "c2", None, "fresh", kind="reply", key="t3:reply", turn_id="t3")
+    await up.start()
+    assert await up.flush(timeout=WAIT)
+    assert len(split_text("the answer, in two parts", 20)) == 2  # one note, before the first part
+    assert adapter.texts("c1") == [note_text(7500), *split_text("the answer, in two parts", 20), "⏳ still working"]
+    assert adapter.texts("c2") == [note_text(7500), "just in time", "fresh"]
+    assert note_text(7500) == "⏱ Delivered late: what follows was written 2 h 5 min ago."
+    assert store.outbox.message("t1:reply:0:late").kind == "reply"
+    await up.close()
+    store.close()
+
+    store = GatewayStore(path, clock=clock)  # a restart sends nothing again
+    again = FakeAdapter(clock=clock, text_limit=20)
+    outbox = Outbox(store.outbox, {"fake": again}, clock=clock, late_after=LATE_AFTER)
+    await outbox.start()
+    assert outbox.enqueue("fake", "c1", None, "the answer, in two parts", kind="reply", key="t1:reply",
+                          turn_id="t1") == ["t1:reply:0", "t1:reply:1"]
+    assert await outbox.flush(timeout=WAIT)
+    assert again.calls == []
+    await outbox.close()
+    store.close()
+
+
+async def test_a_message_that_turns_late_while_the_platform_is_down_gets_its_note_before_it(tmp_path) -> None:
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(*[NetworkError("unreachable")] * 20)  # backs off 0.5 s doubling to 60 s: ~14 min in all
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock, late_after=LATE_AFTER, rng=random.Random(7))
+    await outbox.start()
+    outbox.enqueue("fake", "c1", None, "at last", kind="reply", key="k")
+    assert await outbox.wait_sent("k:0", timeout=WAIT) is not None
+    [(note, _, noted_at), (reply, _, sent_at)] = adapter.sent
+    assert note.text.startswith("⏱ Delivered late: what follows was written ") and reply.text == "at last"
+    assert noted_at - store.outbox.message("k:0").created_at >= LATE_AFTER
+    await outbox.close()
+    store.close()
+
+
+@pytest.mark.parametrize("case", ["notes off", "webhook"])
+async def test_no_note_when_notes_are_off_or_a_program_reads_the_deliveries(tmp_path, case) -> None:
+    clock = FakeClock()
+    name = "webhook" if case == "webhook" else "fake"
+    path = tmp_path / "state.db"
+    store = GatewayStore(path, clock=clock)
+    Outbox(store.outbox, {name: FakeAdapter(name, clock=clock)}, clock=clock).enqueue(
+        name, "c1", None, "late", kind="reply", key="k")
+    clock.advance(86_400)
+    adapter = FakeAdapter(name, clock=clock)
+    outbox = Outbox(store.outbox, {name: adapter}, clock=clock, late_after=0.0 if case == "notes off" else LATE_AFTER)
+    await outbox.start()
+    assert await outbox.flush(timeout=WAIT)
+    assert adapter.texts() == ["late"]
+    await outbox.close()
+    store.close()
+
+
+async def test_the_gateway_notes_a_reply_the_platform_took_minutes_to_accept(tmp_path, gateways) -> None:
+    chat = FailingAdapter()
+    chat.fail_next(*[NetworkError("unreachable")] * 10)  # 0.5 s doubling to 60 s: about four minutes
+    config = make_config(tmp_path, delivery={"late_after": 120}, agent={"gateway_notify_interval": 0})
+    await gateways(config, [chat], clock=FakeClock(), script={"parent": [[{"text": "hi"}]]})
+    await chat.say("hello")
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    note, reply = chat.texts()
+    assert note.startswith("⏱ Delivered late: what follows was written ") and note.endswith(" min ago.")
+    assert reply == "hi"
