@@ -37,17 +37,24 @@ async def post(base: str, path: str, headers: dict[str, str] | None = None) -> t
         return response.status, await response.json()
 
 
-async def test_sessions_running_work_with_its_children_and_background_delegations_ran_apart_from_delivered(
-        tmp_path, gateways) -> None:
+async def waiting_background_pair(tmp_path, gateways) -> tuple[RecordingAdapter, ScriptedModel, Any]:
+    """A gateway whose chat c1 delegated "apples" and "pears" in the background: the turn has
+    ended ("on it"), both children wait for the model (release them by goal)."""
     chat = RecordingAdapter()
     model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"text": "results are in"}]],
                            "leaf": lambda request: {"wait": request.metadata["goal"], "text": "found"}})
     gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    await chat.say("compare", chat="c1")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("apples")
+    await model.reached("pears")
+    return chat, model, gateway
+
+
+async def test_sessions_running_work_with_its_children_and_background_delegations_ran_apart_from_delivered(
+        tmp_path, gateways) -> None:
+    chat, model, gateway = await waiting_background_pair(tmp_path, gateways)
     async with served(gateway) as server:
-        await chat.say("compare", chat="c1")
-        await chat.wait_for(lambda: chat.texts() == ["on it"])
-        await model.reached("apples")
-        await model.reached("pears")  # both children wait for the model
         seen = await state(server.url)
         [session] = seen["sessions"]
         assert (session["platform"], session["chat_id"], session["mode"], session["generation"]) == (
@@ -132,15 +139,8 @@ async def test_stopping_a_running_turn_from_the_console_stops_its_children_tells
 
 async def test_stopping_an_ended_turn_from_the_console_interrupts_its_background_children_and_they_report(
         tmp_path, gateways) -> None:
-    chat = RecordingAdapter()
-    model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"text": "results are in"}]],
-                           "leaf": lambda request: {"wait": request.metadata["goal"], "text": "found"}})
-    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    chat, _, gateway = await waiting_background_pair(tmp_path, gateways)
     async with served(gateway) as server:
-        await chat.say("compare")
-        await chat.wait_for(lambda: chat.texts() == ["on it"])
-        await model.reached("apples")
-        await model.reached("pears")
         [work] = (await state(server.url))["work"]
         assert not work["running"] and len(work["children"]) == 2
         assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
