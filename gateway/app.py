@@ -73,7 +73,8 @@ class Gateway:
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
-                                 model=self.config.model, events=self.events)
+                                 model=self.config.model, events=self.events,
+                                 late_after=self.config.delivery.late_after)
         cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)

@@ -8,6 +8,11 @@ preceded by one short message saying how old it is (`note_text`). The note is jo
 any other part, under the late part's key plus `SUFFIX`: it is sent once, and before the
 message, also across restarts.
 
+The other way round, a message can wait that long before its turn even begins: the gateway
+was down when it came (it is handled after the restart), or it was set aside and handed back.
+Its turn then opens with `picked_up_text`, quoting the start of the message, so the answer
+that follows is not read as the answer to something newer.
+
 Progress messages (notices, cards) get no note: they are edited to their newest state anyway.
 Neither do webhook deliveries: programs read them, and the note would read as the reply.
 """
@@ -29,9 +34,21 @@ def note_text(age_seconds: float) -> str:
     return f"⏱ Delivered late: what follows was written {age_text(age_seconds)} ago."
 
 
+def picked_up_text(age_seconds: float, message: str) -> str:
+    first = message.strip().split("\n", 1)[0].strip()
+    quote = first if len(first) <= QUOTE_CHARS else first[: QUOTE_CHARS - 1].rstrip() + "…"
+    return f"⏱ Answering your message from {age_text(age_seconds)} ago" + (f": “{quote}”" if quote else ".")
+
+
+QUOTE_CHARS = 60
+"""How much of the first line of a late-handled message its note quotes."""
+
+
 def age_text(seconds: float) -> str:
-    """``12 min``, ``2 h 5 min``, ``3 days 4 h``: as precise as an age this large needs."""
-    minutes = max(1, int(seconds // 60))
+    """``40 s``, ``12 min``, ``2 h 5 min``, ``3 days 4 h``: as precise as an age this large needs."""
+    if seconds < 60:
+        return f"{max(1, int(seconds))} s"
+    minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)

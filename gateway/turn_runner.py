@@ -17,6 +17,7 @@ from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
 from agent.settings import ModelSettings
+from gateway import late_notes
 from gateway.attachments import turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
@@ -49,7 +50,7 @@ class TurnRunner:
     def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
                  completion_ended: CompletionEnded, model: ModelSettings,
-                 events: GatewayEvents | None = None) -> None:
+                 events: GatewayEvents | None = None, late_after: float = 0.0) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
@@ -61,6 +62,8 @@ class TurnRunner:
         self._adapters = adapters
         self._clock = clock
         self._events = events or GatewayEvents()
+        self._late_after = late_after
+        """A message that waited this long for its turn is answered with a note saying so (0: never)."""
         self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
         self._stopping = False
 
@@ -105,6 +108,8 @@ class TurnRunner:
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started = self._clock.monotonic()
+        if item.event is not None and self._late_after:
+            self._note_waited(session, item)
         self._events.turn_started(session, item, running)
         progress.start()
         result: TurnResult | None = None
@@ -152,6 +157,19 @@ class TurnRunner:
             self._inbox.settle(item.event.platform, item.event.event_id)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
+
+    def _note_waited(self, session: GatewaySession, item: WorkItem) -> None:
+        """Open the turn of a message that waited `_late_after` or more for it (the gateway was
+        down, or the message was set aside and handed back) with a note of its age
+        (`gateway.late_notes`); a turn run again after a restart does not repeat it."""
+        event = item.event
+        if event is None or session.platform in late_notes.WITHOUT_NOTES:
+            return
+        received = self._inbox.received_at(event.platform, event.event_id)
+        waited = self._clock.time() - received if received is not None else 0.0
+        if waited >= self._late_after:
+            self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
+                       key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id)
 
     async def _input(self, session: GatewaySession, item: WorkItem) -> str | list[dict[str, Any]] | None:
         def tell(text: str) -> None:

@@ -106,7 +106,8 @@ class DeliverySettings:
     )
     late_after: float = setting(
         600.0, "A message first sent this many seconds or more after it was written is preceded by a note saying"
-        " how old it is (0: never; not on webhooks).", min=0
+        " how old it is, and a message that waited this long for its turn is answered with a note quoting it"
+        " (0: never; not on webhooks).", min=0
     )
 
 

@@ -124,6 +124,12 @@ class Inbox:
                                 (platform, event_id))
         return row is not None and row[0] == "done"
 
+    def received_at(self, platform: str, event_id: str) -> float | None:
+        """When the event was first recorded (epoch seconds); None if the inbox has forgotten it."""
+        row = self._db.read_one("SELECT received_at FROM gateway_inbox WHERE platform=? AND event_id=?",
+                                (platform, event_id))
+        return None if row is None else row[0]
+
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
         row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",

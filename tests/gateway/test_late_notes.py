@@ -7,12 +7,13 @@ import random
 import pytest
 
 from agent.testing import FakeClock
-from gateway.late_notes import age_text, note_text
+from gateway.host import STATE_DB
+from gateway.late_notes import age_text, note_text, picked_up_text
 from gateway.outbox import Outbox
 from gateway.splitting import split_text
 from gateway.store import GatewayStore
-from gateway.testing import make_config
-from platforms.base import NetworkError
+from gateway.testing import RecordingAdapter, make_config, settled, start_gateway
+from platforms.base import Inbound, NetworkError
 from tests.gateway.observing import FailingAdapter
 from tests.gateway.test_outbox import WAIT, FakeAdapter
 
@@ -20,7 +21,7 @@ LATE_AFTER = 600.0
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
-    (0, "1 min"), (59, "1 min"), (600, "10 min"), (3599, "59 min"), (3600, "1 h"), (7500, "2 h 5 min"),
+    (0, "1 s"), (59.9, "59 s"), (60, "1 min"), (600, "10 min"), (3599, "59 min"), (3600, "1 h"), (7500, "2 h 5 min"),
     (86_400, "1 day"), (90_000, "1 day 1 h"), (3 * 86_400 + 4 * 3600 + 59, "3 days 4 h"),
 ])
 def test_an_age_reads_as_precisely_as_it_needs(seconds, text) -> None:
@@ -99,13 +100,55 @@ async def test_no_note_when_notes_are_off_or_a_program_reads_the_deliveries(tmp_
     store.close()
 
 
-async def test_the_gateway_notes_a_reply_the_platform_took_minutes_to_accept(tmp_path, gateways) -> None:
+async def test_the_gateway_notes_a_reply_the_platform_took_a_while_to_accept(tmp_path, gateways) -> None:
+    # Real time, kept short: the platform refuses twice (backing off 0.5 s, then 1 s, each ±25 %).
     chat = FailingAdapter()
-    chat.fail_next(*[NetworkError("unreachable")] * 10)  # 0.5 s doubling to 60 s: about four minutes
-    config = make_config(tmp_path, delivery={"late_after": 120}, agent={"gateway_notify_interval": 0})
-    await gateways(config, [chat], clock=FakeClock(), script={"parent": [[{"text": "hi"}]]})
+    chat.fail_next(NetworkError("unreachable"), NetworkError("unreachable"))
+    config = make_config(tmp_path, delivery={"late_after": 1}, agent={"gateway_notify_interval": 0})
+    await gateways(config, [chat], script={"parent": [[{"text": "hi"}]]})
     await chat.say("hello")
     await chat.wait_for(lambda: len(chat.texts()) == 2)
-    note, reply = chat.texts()
-    assert note.startswith("⏱ Delivered late: what follows was written ") and note.endswith(" min ago.")
-    assert reply == "hi"
+    assert chat.texts() == ["⏱ Delivered late: what follows was written 1 s ago.", "hi"]
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ("what is the weather in Lisbon?\nand tomorrow?", ": “what is the weather in Lisbon?”"),
+    ("x" * 80, ": “" + "x" * 59 + "…”"),
+    ("", "."),
+])
+def test_a_late_message_is_quoted_by_its_first_line(text, quoted) -> None:
+    assert picked_up_text(18_000, text) == "⏱ Answering your message from 5 h ago" + quoted
+
+
+async def test_a_message_that_came_while_the_gateway_was_down_is_answered_with_a_note_once(tmp_path) -> None:
+    """The gateway recorded the message and died before its turn ran; it starts again five hours
+    later, runs the turn, and says first how old the message is. A second restart repeats nothing."""
+    clock = FakeClock(autojump=False)
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 0})
+    config.state_dir.mkdir(parents=True)
+    store = GatewayStore(config.state_dir / STATE_DB, clock=clock)
+    store.inbox.accept(Inbound("chat", "c1", None, "u1", "ann", "what is the weather in Lisbon?", "ev-1"), "t-1")
+    store.close()
+    clock.advance(5 * 3600)
+    chat = RecordingAdapter()
+    gateway = await start_gateway(config, [chat], clock=clock, script={"parent": [[{"text": "sunny"}]]})
+    try:
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert chat.texts() == ["⏱ Answering your message from 5 h ago: “what is the weather in Lisbon?”", "sunny"]
+
+    again = RecordingAdapter()
+    gateway = await start_gateway(config, [again], clock=clock, script={"parent": []})
+    try:
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert again.texts() == []
+
+
+async def test_a_message_answered_at_once_gets_no_note(tmp_path, gateways) -> None:
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path), [chat], clock=FakeClock(), script={"parent": [[{"text": "hi"}]]})
+    await chat.say("hello")
+    await chat.wait_for(lambda: chat.texts() == ["hi"])
