@@ -166,7 +166,11 @@ class TurnRunner:
         if event is None or session.platform in late_notes.WITHOUT_NOTES:
             return
         received = self._inbox.received_at(event.platform, event.event_id)
-        waited = self._clock.time() - received if received is not None else 0.0
+        if received is None:
+            return
+        if event.sent_at is not None and event.sent_at < received:
+            received = event.sent_at  # the platform held it (a Telegram backlog read after a restart)
+        waited = self._clock.time() - received
         if waited >= self._late_after:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id)

@@ -113,6 +113,9 @@ class Inbound:
     """Opaque, adapter-specific: how to answer this command (an interaction token, a response URL)."""
     attachments: tuple[Attachment, ...] = ()
     """Files sent with the message (``text`` is then the caption, possibly empty)."""
+    sent_at: float | None = None
+    """When the person sent it, by the platform's clock (epoch seconds); None where the platform
+    does not say. Older than the gateway's receipt when the platform held it (the gateway was down)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field; `from_json` reads it back."""

@@ -278,7 +278,7 @@ class DiscordAdapter:
         self._queue.put_nowait(Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
             user_name=message.author.display_name, text=text, event_id=str(message.id),
-            is_private=message.guild is None, attachments=attachments,
+            is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
         ))
 
     def _addressed(self, message: discord.Message, me: int) -> bool:

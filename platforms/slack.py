@@ -289,7 +289,7 @@ class SlackAdapter:
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None, text=text,
             event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
-            attachments=slack_files.attachments_of(event),
+            attachments=slack_files.attachments_of(event), sent_at=float(ts),
         ))
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:

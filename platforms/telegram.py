@@ -276,6 +276,7 @@ class TelegramAdapter:
             is_command=command is not None,
             is_private=private,
             attachments=attachments,
+            sent_at=message.date.timestamp(),
         )
 
     def _addressed(self, message: Message, text: str) -> bool:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -55,6 +54,8 @@ from platforms.fakes._discord_model import FLAG_LOADING, ISO, Call, DiscordModel
 from platforms.fakes._discord_rest import INTERACTION_ACK_SECONDS, TEXT_LIMIT, DiscordRest, _Failure  # noqa: F401
 from platforms.fakes._waiting import wait_until
 
+_DISCORD_EPOCH_MS = 1_420_070_400_000
+"""2015-01-01 UTC, the zero of Discord's snowflake ids."""
 
 class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
     """Discord's REST API and gateway on 127.0.0.1; see the module docstring."""
@@ -78,7 +79,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self.heartbeat_interval = heartbeat_interval
         self.message_content_intent = message_content_intent
         self.strip_message_content = strip_message_content
-        self._ids = itertools.count(1_300_000_000_000_000_000)
+        self._last_id = 0
         self.bot_id = self.new_id()
         self.application_id = self.bot_id
         self.calls: list[Call] = []
@@ -168,7 +169,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
     # ---- observing -------------------------------------------------------------------------------
 
     def new_id(self) -> str:
-        return str(next(self._ids))
+        """A snowflake as Discord makes them: milliseconds since 2015 in the high bits (discord.py
+        reads a message's ``created_at`` from them), always greater than the last one made."""
+        self._last_id = max(self._last_id + 1, (int(time.time() * 1000) - _DISCORD_EPOCH_MS) << 22)
+        return str(self._last_id)
 
     def _touch(self) -> None:
         self._changed.set()

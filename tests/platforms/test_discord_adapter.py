@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -99,7 +100,8 @@ async def test_dm_becomes_inbound(fake: FakeDiscord, running: Running) -> None:
     [inbound] = await sink.wait(1)
     assert inbound == Inbound(platform="discord", chat_id=fake.dm_channel(USER), thread_id=None,
                               user_id=str(USER), user_name="ada", text="hello there", event_id=message_id,
-                              is_private=True)
+                              is_private=True, sent_at=inbound.sent_at)
+    assert inbound.sent_at is not None and abs(inbound.sent_at - time.time()) < 60  # read from the snowflake
 
 
 async def test_own_messages_are_ignored(fake: FakeDiscord, running: Running) -> None:

@@ -132,7 +132,8 @@ async def test_dm_is_one_private_session(fake: FakeSlack, slack: SlackAdapter, s
     await fake.wait_for(lambda: len(sink.items) == 1)
     [inbound] = sink.items
     assert inbound == Inbound(platform="slack", chat_id="DU1", thread_id=None, user_id="U1", user_name=None,
-                              text="hello there", event_id=body["event_id"], is_private=True)
+                              text="hello there", event_id=body["event_id"], is_private=True,
+                              sent_at=float(body["event"]["ts"]))
     await settled(fake)
     assert all(ack.connection == 1 for ack in fake.acks)
 

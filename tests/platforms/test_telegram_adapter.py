@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -97,8 +98,11 @@ async def test_private_message_becomes_one_inbound(fake: FakeTelegram, sink: Sin
             event_id=str(update_id),
             is_command=False,
             is_private=True,
+            sent_at=sink.inbound[0].sent_at,
         )
     ]
+    sent_at = sink.inbound[0].sent_at  # the message's date: whole seconds, by Telegram's clock
+    assert sent_at is not None and sent_at == int(sent_at) and abs(sent_at - time.time()) < 60
 
 
 async def test_private_command(fake: FakeTelegram, sink: Sink) -> None:

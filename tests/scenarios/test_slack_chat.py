@@ -328,7 +328,8 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
 # -- 7. signatures on the gateway's HTTP server ----------------------------------------------
 
 
-def dm_event(event_id: str, text: str, ts: str = "1700000000.000100") -> dict[str, Any]:
+def dm_event(event_id: str, text: str, ts: str | None = None) -> dict[str, Any]:
+    ts = ts or f"{time.time():.6f}"
     return {"token": "fake-verification-token", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
             "type": "event_callback", "event_id": event_id, "event_time": int(time.time()),
             "event": {"type": "message", "channel": DM, "channel_type": "im", "user": "U1", "ts": ts,

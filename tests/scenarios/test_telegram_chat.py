@@ -462,3 +462,21 @@ async def test_a_429_storm_on_card_edits_never_delays_the_reply(fake, gateways):
     assert asyncio.get_running_loop().time() - refused_at < 5  # not the 30 s the card edits must wait
     card, answer = fake.messages["42"]
     assert answer["text"] == "the answer" and card["text"].startswith("⏳")  # the card waits; the answer did not
+
+
+# -- a backlog read after an outage -----------------------------------------------------------
+
+
+async def test_a_message_telegram_held_while_the_gateway_was_down_is_answered_with_a_note(fake, gateways):
+    """Telegram keeps a bot's updates for a day; after a restart the gateway reads the backlog.
+    A message sent five hours ago is answered with a note first, dated by the message itself
+    (the gateway itself only just received it)."""
+    update = fake.message_update(42, "is the build green?")
+    update["message"]["date"] -= 5 * 3600
+    fake.push_update(update)
+    fake.push_message(42, "and now?")  # sent just now: no note
+    config = gateways.config(platforms=EVERYONE, display={"busy_input_mode": "queue"})
+    await gateways.start(config, script={"parent": [[{"text": "yes"}], [{"text": "still"}]]})
+    await fake.wait_for(lambda: len(fake.messages["42"]) == 3)
+    await gateways.quiet()
+    assert texts(fake) == ["⏱ Answering your message from 5 h ago: “is the build green?”", "yes", "still"]
