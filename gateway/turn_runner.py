@@ -108,7 +108,7 @@ class TurnRunner:
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started = self._clock.monotonic()
-        if item.event is not None and self._late_after:
+        if self._late_after:
             self._note_waited(session, item)
         self._events.turn_started(session, item, running)
         progress.start()
