@@ -1,7 +1,8 @@
 """The terminal as a chat platform: one chat, lines in, replies out.
 
 A message is one line, or several lines pasted at once (a list to delegate), or
-lines joined with a trailing backslash.
+lines joined with a trailing backslash. A pasted block of commands alone (every line
+starts with ``/``) is one command per line, in order.
 
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
@@ -22,6 +23,7 @@ import itertools
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TextIO
@@ -88,6 +90,7 @@ class LocalAdapter:
 
     async def _read(self, sink: InboundSink) -> None:
         lines: asyncio.Queue[str] = asyncio.Queue()
+        pasted: deque[str] = deque()  # the commands of a pasted block still to run
         # A daemon thread: a blocked readline() must never keep the process alive after /quit.
         threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
                          name="switchboard-terminal").start()
@@ -95,7 +98,11 @@ class LocalAdapter:
             if self._readline is None:  # readline shows its own prompt
                 self._write(PROMPT, newline=False)
                 self._prompting = True
-            text = await self._next_message(lines)
+            text = pasted.popleft() if pasted else await self._next_message(lines)
+            if text is not None and "\n" in text and _all_commands(text):
+                first, *rest = (line for line in text.split("\n") if line.strip())
+                pasted.extend(rest)
+                text = first
             if self._readline is None:
                 self._prompting = False
             if text is None or text.strip().lower() in _QUIT:  # EOF or an explicit quit
@@ -188,6 +195,11 @@ class LocalAdapter:
     def _write(self, text: str, *, newline: bool = True) -> None:
         self._output.write(scalar_text(text) + ("\n" if newline else ""))
         self._output.flush()
+
+
+def _all_commands(text: str) -> bool:
+    """Whether every line that is not blank is a command (``/name``)."""
+    return all(line.lstrip().startswith("/") for line in text.split("\n") if line.strip())
 
 
 def _isatty(stream: Any) -> bool:

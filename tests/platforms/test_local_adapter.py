@@ -35,13 +35,17 @@ async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
     await message()
     os.write(write_fd, b"one \\\ntwo\n")  # a trailing backslash continues the message
     await message()
+    os.write(write_fd, b"/agents\n\n/help\n")  # a pasted block of commands only: one command per line
+    await message()
+    await message()
     os.write(write_fd, b"/stop\n")
     os.close(write_fd)
     await asyncio.wait_for(ended.wait(), 5)
     assert [(m.text, m.is_command, m.user_id, m.platform) for m in got] == [
         ("hello", False, "me", "local"), ("Compare:\n- a\n- b", False, "me", "local"),
-        ("one \ntwo", False, "me", "local"), ("/stop", True, "me", "local")]
-    assert len({m.event_id for m in got}) == 4
+        ("one \ntwo", False, "me", "local"), ("/agents", True, "me", "local"), ("/help", True, "me", "local"),
+        ("/stop", True, "me", "local")]
+    assert len({m.event_id for m in got}) == 6
     await adapter.stop()
     reader.close()
 
