@@ -94,25 +94,29 @@ class Commands:
             return f"/{command.name} failed: {type(exc).__name__}."
 
     async def _stop(self, session: GatewaySession) -> str:
-        stopped_turn = self._registry.stop(session, "stopped by /stop")
+        stopped = self._registry.stop(session, "stopped by /stop")
         self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
-        if not stopped_turn and not children:
+        if not stopped.turn and not children and not stopped.dropped:
             return "Nothing was running."
-        parts = ["the running turn"] if stopped_turn else []
+        parts = ["the running turn"] if stopped.turn else []
         if children:
-            parts.append(f"{children} subagent{'s' if children != 1 else ''}")
-        return f"Stopped {' and '.join(parts)}. Their partial results are listed by /agents."
+            parts.append(_count(children, "subagent"))
+        said = [f"Stopped {' and '.join(parts)}."] if parts else []
+        if children:
+            said.append("Their partial results are listed by /agents.")
+        return " ".join([*said, *_dropped(stopped.dropped)])
 
     async def _new(self, session: GatewaySession) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
         results reach the new one."""
-        old_id = self._registry.new_generation(session)
+        old_id, stopped = self._registry.new_generation(session)
         self._ledger.suppress(old_id, "/new")
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
-        extra = f" and ended {ended} subagent{'s' if ended != 1 else ''}" if ended else ""
-        return f"Started a new session{extra}. Delegation here is {session.mode}."
+        extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
+        return " ".join([f"Started a new session{extra}. Delegation here is {session.mode}.",
+                         *_dropped(stopped.dropped)])
 
     def _help(self, session: GatewaySession) -> str:
         # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
@@ -121,3 +125,16 @@ class Commands:
         lines = [f"/{c.name} — {c.description}" for c in (*self.specs(), *own)]
         lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
         return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _dropped(n: int) -> list[str]:
+    """What to tell a chat whose waiting messages a stop dropped (nothing when none was)."""
+    if not n:
+        return []
+    if n == 1:
+        return ["Dropped 1 message that was waiting for its turn: send it again to have it answered."]
+    return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from agent import AgentSession, Clock, Tool, new_id
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
@@ -22,13 +23,28 @@ NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
 """``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
 DelegateFor = Callable[[Mode, str], Tool | None]
 """``delegate_for(mode, backend)``: the ``delegate_task`` a session of that mode and backend gets."""
+Dropped = Callable[[GatewaySession, list[WorkItem], str], None]
+"""``dropped(session, items, why)``: messages a stop (``why``: ``stop`` or ``new``) took out
+before their turn: settle their events, so that no restart answers them either."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """What `SessionRegistry.stop` ended."""
+
+    turn: bool
+    """A turn was running: it is suppressed and interrupted."""
+    dropped: int
+    """The chat's messages that waited for a turn (queued, or steered into the stopped turn and
+    not read yet): dropped for good, their events settled, so no restart answers them either."""
 
 
 class SessionRegistry:
     def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
-                 clock: Clock, backend_for: Callable[[], str] = lambda: "default",
+                 clock: Clock, dropped: Dropped, backend_for: Callable[[], str] = lambda: "default",
                  delegate_for: DelegateFor | None = None) -> None:
         self._table = table
+        self._dropped = dropped
         self._new_agent = new_agent
         self._mode_for = mode_for
         self._backend_for = backend_for
@@ -82,12 +98,12 @@ class SessionRegistry:
 
     # -- changes -------------------------------------------------------------------------
 
-    def new_generation(self, session: GatewaySession) -> str:
-        """``/new``: stop the running turn, drop the queue, and start a generation with its mode
-        re-resolved, the chat's chosen delegation backend, and an empty conversation. Returns the
-        old generation's agent session id."""
+    def new_generation(self, session: GatewaySession) -> tuple[str, Stopped]:
+        """``/new``: stop the running turn, drop the messages waiting for one, and start a
+        generation with its mode re-resolved, the chat's chosen delegation backend, and an empty
+        conversation. Returns the old generation's agent session id and what was stopped."""
         old_id = session.session_id
-        self.stop(session, "session reset by /new", why="new")
+        stopped = self.stop(session, "session reset by /new", why="new")
         row = self._new_row(session.key, session.platform, generation=session.generation + 1,
                             choice=session.backend_choice)
         self._table.save(row)
@@ -98,7 +114,7 @@ class SessionRegistry:
         session.generation_started_at = self._clock.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
-        return old_id
+        return old_id, stopped
 
     def choose_backend(self, session: GatewaySession, backend: str, *, now: bool) -> None:
         """``/delegation``: the chat's delegation backend from its next generation on, and with
@@ -112,11 +128,21 @@ class SessionRegistry:
                 session.agent.replace_tool(tool)
         self._table.save_backend(session.key, session.backend, session.backend_choice)
 
-    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> bool:
-        """``/stop``: suppress and interrupt the running turn and drop everything queued.
-        Returns whether a turn was running."""
+    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> Stopped:
+        """``/stop``: suppress and interrupt the running turn, and drop the messages waiting for
+        a turn. Queued background deliveries go too: the caller settles their delegations."""
+        dropped = [item for item in session.queue if item.event is not None]  # the ledger settles deliveries
         session.queue.clear()
-        return self.stop_turn(session, reason, why=why)
+        running = session.running
+        if running is not None and running.steered:
+            unread = session.agent.take_steer()  # else `end` would queue them again as turns
+            if unread:
+                first_unread = len(running.steered) - len(unread)
+                dropped += [WorkItem("message", e.text, running.turn_id, e) for e in running.steered[first_unread:]]
+                del running.steered[first_unread:]
+        if dropped:
+            self._dropped(session, dropped, why)
+        return Stopped(self.stop_turn(session, reason, why=why), len(dropped))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is

@@ -94,6 +94,17 @@ class TurnRunner:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
+    def dropped(self, session: GatewaySession, items: list[WorkItem], why: str) -> None:
+        """Messages a stop took out before their turn: settled, never to run; a caller that
+        follows turn ids reads the stop's note for each, as for the turn it stopped (a steered
+        message's turn id is that turn's: it has its note already)."""
+        running = session.running.turn_id if session.running is not None else None
+        for item in items:
+            if session.platform in TRACKS_TURN_IDS and item.turn_id != running:
+                self._send(session, SUPPRESSED_NOTES[why], kind="reply", key=f"{item.turn_id}:reply",
+                           turn_id=item.turn_id)
+            self._inbox.settle(item.event.platform, item.event.event_id)
+
     async def _work(self, session: GatewaySession) -> None:
         try:
             while not self._stopping and (taken := self._registry.begin(session)) is not None:

@@ -140,3 +140,62 @@ async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, g
     await chat.wait_for(lambda: len(chat.messages) == 2)
     assert chat.texts()[0] == "Nothing was running."
     assert chat.texts()[1].startswith("Started a new session")
+
+
+async def restarted_without_answers(tmp_path, gateways, gateway, config) -> RecordingAdapter:
+    """Stop ``gateway`` and start another on its state: it must find nothing left to answer."""
+    await gateway.stop(grace=0)
+    chat = RecordingAdapter()
+    again = await gateways(config, [chat], model=ScriptedModel({"parent": [[{"text": "resurrected"}]]}))
+    await settled(again)
+    assert chat.texts() == [] and again.store.inbox.unfinished() == []
+    return chat
+
+
+async def test_stop_drops_the_queued_messages_says_so_and_no_restart_answers_them(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "queue"})
+    model = ScriptedModel({"parent": [[{"wait": "first", "text": "first"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("one")
+    await model.reached("first")
+    await chat.say("two")
+    await chat.say("three")
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts() == ["Stopped the running turn. Dropped 2 messages that were waiting for their turn: "
+                            "send them again to have them answered."]
+    await restarted_without_answers(tmp_path, gateways, gateway, config)
+
+
+async def test_stop_drops_a_steered_message_the_turn_never_read(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "never sent"}], [{"text": "resurrected"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start")
+    await model.reached("thinking")
+    await chat.say("use metric units")
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts() == ["Stopped the running turn. Dropped 1 message that was waiting for its turn: "
+                            "send it again to have it answered."]
+    await restarted_without_answers(tmp_path, gateways, gateway, config)
+
+
+async def test_new_drops_the_queued_messages_of_the_old_session_and_says_so(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "queue"})
+    model = ScriptedModel({"parent": [[{"wait": "first", "text": "first"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("one")
+    await model.reached("first")
+    await chat.say("two")
+    await chat.say("/new")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts() == ["Started a new session. Delegation here is background. Dropped 1 message that was "
+                            "waiting for its turn: send it again to have it answered."]
+    await restarted_without_answers(tmp_path, gateways, gateway, config)

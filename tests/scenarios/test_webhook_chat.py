@@ -157,6 +157,22 @@ async def test_two_quick_posts_to_one_chat_each_end_with_a_delivered_message(ser
     assert by_turn == {first["turn_id"]: "(Superseded by your next message.)", second["turn_id"]: "second answer"}
 
 
+async def test_a_queued_turn_that_stop_drops_ends_with_the_stop_note(serve, receiver, tmp_path):
+    script = tmp_path / "script.json"  # the first turn is still thinking when the others come
+    script.write_text(json.dumps({"parent": [[{"sleep": 30, "text": "first answer"}], [{"text": "never"}]]}))
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}},
+                       model={"provider": "scripted", "script": str(script)}, display={"busy_input_mode": "queue"})
+    first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "first", "chat_id": "c"})).json()
+    second = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "second", "chat_id": "c"})).json()
+    await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "/stop", "chat_id": "c"})
+    await receiver.wait_for(lambda: len(receiver.unique) == 3)
+    await serve.quiet()
+    by_turn = {d.json["turn_id"]: d.json["text"] for d in receiver.unique.values() if d.json["kind"] == "reply"}
+    assert by_turn == {first["turn_id"]: "(Stopped by /stop.)", second["turn_id"]: "(Stopped by /stop.)"}
+    (answer,) = [d.json["text"] for d in receiver.unique.values() if d.json["kind"] == "command"]
+    assert answer.startswith("Stopped the running turn. Dropped 1 message that was waiting for its turn")
+
+
 async def test_a_pull_route_reads_the_background_completion_under_the_turn_that_started_it(serve):
     base = await serve({"pull": {"secret": SECRET}})
     accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST})).json()
