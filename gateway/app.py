@@ -170,7 +170,8 @@ class Gateway:
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         route = self._route(inbound)
         # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
-        accepted = self.store.inbox.accept(inbound, new_turn_id() if route is None else None)
+        opens_turn = route is None or (isinstance(route, Command) and route.then_message is not None)
+        accepted = self.store.inbox.accept(inbound, new_turn_id() if opens_turn else None)
         self.events.inbound(inbound.platform, duplicate=not accepted.new)
         if not accepted.new:
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
@@ -207,10 +208,16 @@ class Gateway:
             log.warning("refused %s user %s", inbound.platform, inbound.user_id)
             self._answer(session, inbound, REFUSAL.format(user_id=inbound.user_id))
             return Accepted(None, session.key)
-        if isinstance(route, Command):
+        if isinstance(route, Command) and route.then_message is None:
             self._answer(session, inbound, await self.commands.run(session, route, inbound))
             return Accepted(None, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
+        if isinstance(route, Command):  # /stop or /new, then the message that follows it
+            if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
+                self._send_answer(session, inbound, await self.commands.run(session, route, inbound))
+            # Queued whatever the busy mode: the command has stopped the running turn.
+            self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
+            return Accepted(turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         running = session.running
         if running is not None and busy_mode == "steer":
@@ -223,9 +230,13 @@ class Gateway:
         return Accepted(turn_id, session.key)
 
     def _answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
-        self.outbox.enqueue(*session.chat, text, kind="command", key=f"cmd-{inbound.platform}-{inbound.event_id}",
-                            reply_token=inbound.reply_token)
+        """Answer a command (or a refusal): the event is handled once the answer is journaled."""
+        self._send_answer(session, inbound, text)
         self.store.inbox.settle(inbound.platform, inbound.event_id)
+
+    def _send_answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
+        self.outbox.enqueue(*session.chat, text, kind="command", key=_answer_key(inbound),
+                            reply_token=inbound.reply_token)
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -269,3 +280,7 @@ class Gateway:
                     if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
         ended = self.store.inbox.settled(event.platform, event.event_id)
         return TurnRead(messages, complete=ended and all(d.status != "running" for d in delegations))
+
+
+def _answer_key(inbound: Inbound) -> str:
+    return f"cmd-{inbound.platform}-{inbound.event_id}"

@@ -30,21 +30,32 @@ BUILTIN = (
 ALIASES = {"reset": "new"}
 
 
+LEAD_A_MESSAGE = frozenset({"stop", "new"})
+"""Commands without arguments whose text after the name is the chat's next message."""
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     name: str
     args: str
 
+    @property
+    def then_message(self) -> str | None:
+        """What follows ``/stop`` or ``/new`` in the same message (``/new plan the trip``): the
+        chat's next message, handled once the command has run; None for the rest."""
+        return (self.args or None) if self.name in LEAD_A_MESSAGE else None
+
 
 def parse(text: str, known: set[str]) -> Command | None:
-    """``/name args`` or ``!name args`` for a known command; anything else is a message."""
+    """``/name args`` or ``!name args`` for a known command (the name ends at the first space or
+    line break); anything else is a message."""
     stripped = text.strip()
-    if not stripped or stripped[0] not in "/!":
+    if len(stripped) < 2 or stripped[0] not in "/!" or stripped[1].isspace():
         return None
-    head, _, args = stripped[1:].partition(" ")
+    head, *rest = stripped[1:].split(maxsplit=1)
     name = head.split("@", 1)[0].lower()  # /stop@botname
     name = ALIASES.get(name, name)
-    return Command(name, args.strip()) if name in known else None
+    return Command(name, rest[0] if rest else "") if name in known else None
 
 
 class Commands:

@@ -8,6 +8,7 @@ import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
+from gateway.commands import Command, parse
 from gateway.config import config_from_mapping
 from gateway.testing import RecordingAdapter, make_config, settled
 
@@ -199,3 +200,67 @@ async def test_new_drops_the_queued_messages_of_the_old_session_and_says_so(tmp_
     assert chat.texts() == ["Started a new session. Delegation here is background. Dropped 1 message that was "
                             "waiting for its turn: send it again to have it answered."]
     await restarted_without_answers(tmp_path, gateways, gateway, config)
+
+
+def user_messages(session) -> list[str]:
+    return [m["content"] for m in session.agent.messages if m["role"] == "user"]
+
+
+async def test_new_followed_by_text_starts_a_session_whose_first_message_it_is(tmp_path, gateways):
+    chat = RecordingAdapter()
+    def parent(request: ModelRequest) -> dict:
+        return {"text": "let's plan it" if "trip" in request.messages[-1]["content"] else "old answer"}
+
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": parent}))
+    await chat.say("hello")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    session = next(iter(gateway.sessions))
+    generation = session.generation
+    accepted = await chat.say("/new plan the trip\nto Lisbon")
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    await settled(gateway)
+    assert chat.texts() == ["old answer", "Started a new session. Delegation here is background.", "let's plan it"]
+    assert session.generation == generation + 1 and user_messages(session) == ["plan the trip\nto Lisbon"]
+    assert accepted.turn_id is not None
+
+
+async def test_stop_followed_by_text_stops_the_turn_and_answers_the_text_as_the_next_message(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})  # the text is not steered into it
+    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "never sent"}], [{"text": "with python then"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("write it in rust")
+    await model.reached("thinking")
+    await chat.say("/stop\nuse python instead")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts() == ["Stopped the running turn.", "with python then"]
+    assert user_messages(next(iter(gateway.sessions)))[-1] == "use python instead"
+
+
+async def test_new_with_text_interrupted_by_a_restart_resets_once_and_answers_once(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path)
+    model = ScriptedModel({"parent": [[{"wait": "cut", "text": "never sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("/new plan the trip")
+    await model.reached("cut")
+    generation = next(iter(gateway.sessions)).generation
+    await gateway.stop(grace=0)  # the reset is journaled, its message's turn is not over
+
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": [[{"text": "planned"}]]}))
+    await chat2.wait_for(lambda: "reply" in chat2.kinds())
+    await settled(gateway2)
+    session = next(iter(gateway2.sessions))
+    assert chat.texts() + chat2.texts() == ["Started a new session. Delegation here is background.", "planned"]
+    assert session.generation == generation and user_messages(session) == ["plan the trip"]
+
+
+def test_a_command_name_ends_at_a_space_or_a_line_break():
+    known = {"stop", "new", "agents"}
+    assert parse("/agents\nlog sa-1", known) == Command("agents", "log sa-1")
+    assert parse("/new  first line\nsecond", known).then_message == "first line\nsecond"
+    assert parse("/agents log sa-1", known).then_message is None
+    assert parse("/stop", known).then_message is None
+    assert parse("/ stop", known) is None and parse("/", known) is None and parse("/etc/hosts", known) is None

@@ -265,6 +265,17 @@ async def test_slash_stop_and_new_are_deferred_then_answered_once(fake, start):
     assert len(fake.bot_messages(dm)) == 3
 
 
+async def test_slash_new_with_arguments_answers_through_the_interaction_then_the_text_in_the_channel(fake, start):
+    gateway = await start(script=echo_script())
+    dm = fake.dm_channel(USER)
+    new = fake.push_interaction("new", USER, args="plan the trip")
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) == 2)
+    await start.quiet()
+    assert assert_answered_once_through_the_interaction(fake, new, dm).content.startswith("Started a new session")
+    assert contents(fake.bot_messages(dm))[1] == "echo: plan the trip" and len(in_channel(fake, SEND, dm)) == 1
+    assert next(iter(gateway.sessions)).generation == 2
+
+
 async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_posted_in(fake, start):
     gateway = await start(script=echo_script())
     dm = fake.dm_channel(USER)
