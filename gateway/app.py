@@ -68,7 +68,7 @@ class Gateway:
                              late_after=self.config.delivery.late_after)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
-                                        clock=clock, dropped=lambda *dropped: self.runner.dropped(*dropped),
+                                        clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,

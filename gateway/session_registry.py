@@ -23,9 +23,11 @@ NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
 """``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
 DelegateFor = Callable[[Mode, str], Tool | None]
 """``delegate_for(mode, backend)``: the ``delegate_task`` a session of that mode and backend gets."""
-Dropped = Callable[[GatewaySession, list[WorkItem], str], None]
-"""``dropped(session, items, why)``: messages a stop (``why``: ``stop`` or ``new``) took out
-before their turn: settle their events, so that no restart answers them either."""
+Ended = Callable[[GatewaySession, list[tuple[str, Inbound]], str], None]
+"""``ended(session, events, why)``: inbound events (with their turn ids) that a stop (``why``, as
+`RunningTurn.suppressed_by`) ended before they were answered — the stopped turn's own, and the
+messages that waited for a turn: settle them now, in the stop's own commit, so that no restart
+answers them, even one that comes before the stopped turn has wound down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +43,10 @@ class Stopped:
 
 class SessionRegistry:
     def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
-                 clock: Clock, dropped: Dropped, backend_for: Callable[[], str] = lambda: "default",
+                 clock: Clock, ended: Ended, backend_for: Callable[[], str] = lambda: "default",
                  delegate_for: DelegateFor | None = None) -> None:
         self._table = table
-        self._dropped = dropped
+        self._ended = ended
         self._new_agent = new_agent
         self._mode_for = mode_for
         self._backend_for = backend_for
@@ -131,27 +133,31 @@ class SessionRegistry:
     def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> Stopped:
         """``/stop``: suppress and interrupt the running turn, and drop the messages waiting for
         a turn. Queued background deliveries go too: the caller settles their delegations."""
-        dropped = [item for item in session.queue if item.event is not None]  # the ledger settles deliveries
+        waiting = [(item.turn_id, item.event) for item in session.queue if item.event is not None]
         session.queue.clear()
         running = session.running
         if running is not None and running.steered:
             unread = session.agent.take_steer()  # else `end` would queue them again as turns
             if unread:
                 first_unread = len(running.steered) - len(unread)
-                dropped += [WorkItem("message", e.text, running.turn_id, e) for e in running.steered[first_unread:]]
+                waiting += [(running.turn_id, event) for event in running.steered[first_unread:]]
                 del running.steered[first_unread:]
-        if dropped:
-            self._dropped(session, dropped, why)
-        return Stopped(self.stop_turn(session, reason, why=why), len(dropped))
+        stopped = self.stop_turn(session, reason, why=why)
+        if waiting:
+            self._ended(session, waiting, why)
+        return Stopped(stopped, len(waiting))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
-        `RunningTurn.suppressed_by`) and interrupt it hard."""
+        `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once."""
         running = session.running
         if running is None:
             return False
+        first = not running.suppressed
         running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)
+        if first and running.event is not None:
+            self._ended(session, [(running.turn_id, running.event)], why)
         return True
 
     def steer(self, session: GatewaySession, inbound: Inbound) -> None:
@@ -169,7 +175,7 @@ class SessionRegistry:
         if not session.queue:
             return None
         item = session.queue.popleft()
-        session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time())
+        session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event)
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

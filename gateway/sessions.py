@@ -51,6 +51,8 @@ class RunningTurn:
     steered: list[Inbound] = field(default_factory=list)
     """Events whose text was steered into this turn: settled when it ends, or re-queued as the
     next turn's input if the turn ended before reading them."""
+    event: Inbound | None = None
+    """The inbound event this turn answers (None for a completion turn)."""
 
     @property
     def suppressed(self) -> bool:

@@ -31,7 +31,7 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import Inbox
 from lifecycle import HostView
-from platforms.base import Adapter
+from platforms.base import Adapter, Inbound
 
 log = logging.getLogger("gateway.turn_runner")
 
@@ -94,16 +94,19 @@ class TurnRunner:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
-    def dropped(self, session: GatewaySession, items: list[WorkItem], why: str) -> None:
-        """Messages a stop took out before their turn: settled, never to run; a caller that
-        follows turn ids reads the stop's note for each, as for the turn it stopped (a steered
-        message's turn id is that turn's: it has its note already)."""
-        running = session.running.turn_id if session.running is not None else None
-        for item in items:
-            if session.platform in TRACKS_TURN_IDS and item.turn_id != running:
-                self._send(session, SUPPRESSED_NOTES[why], kind="reply", key=f"{item.turn_id}:reply",
-                           turn_id=item.turn_id)
-            self._inbox.settle(item.event.platform, item.event.event_id)
+    def ended_early(self, session: GatewaySession, events: list[tuple[str, Inbound]], why: str) -> None:
+        """Events a stop ended before their turn answered (the stopped turn's, messages that
+        waited for a turn): settled at once, never to run. A chat told of such a stop (a caller
+        that follows turn ids; any chat for a stop it did not ask for) gets the stop's note now,
+        under the key the turn's end would use, so it is journaled once."""
+        if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
+            running = session.running
+            for turn_id in dict.fromkeys(turn_id for turn_id, _ in events):
+                kind = "completion" if running is not None and running.turn_id == turn_id and \
+                    running.kind == "completion" else "reply"
+                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id)
+        for _, event in events:
+            self._inbox.settle(event.platform, event.event_id)
 
     async def _work(self, session: GatewaySession) -> None:
         try:
