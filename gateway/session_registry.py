@@ -23,11 +23,11 @@ NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
 """``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
 DelegateFor = Callable[[Mode, str], Tool | None]
 """``delegate_for(mode, backend)``: the ``delegate_task`` a session of that mode and backend gets."""
-Ended = Callable[[GatewaySession, list[tuple[str, Inbound]], str], None]
-"""``ended(session, events, why)``: inbound events (with their turn ids) that a stop (``why``, as
-`RunningTurn.suppressed_by`) ended before they were answered — the stopped turn's own, and the
-messages that waited for a turn: settle them now, in the stop's own commit, so that no restart
-answers them, even one that comes before the stopped turn has wound down."""
+Ended = Callable[[GatewaySession, str, RunningTurn | None, list[tuple[str, Inbound]]], None]
+"""``ended(session, why, stopped, waiting)``: a stop (``why``, as `RunningTurn.suppressed_by`) ended
+the ``stopped`` turn (or none) and the ``waiting`` messages (turn id, event) before they were
+answered: settle them now, in the stop's own commit, so that no restart answers them, even one
+that comes before the stopped turn has wound down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ class SessionRegistry:
                 del running.steered[first_unread:]
         stopped = self.stop_turn(session, reason, why=why)
         if waiting:
-            self._ended(session, waiting, why)
+            self._ended(session, why, None, waiting)
         return Stopped(stopped, len(waiting))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
@@ -156,8 +156,8 @@ class SessionRegistry:
         first = not running.suppressed
         running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)
-        if first and running.event is not None:
-            self._ended(session, [(running.turn_id, running.event)], why)
+        if first:
+            self._ended(session, why, running, [])
         return True
 
     def steer(self, session: GatewaySession, inbound: Inbound) -> None:
@@ -175,7 +175,8 @@ class SessionRegistry:
         if not session.queue:
             return None
         item = session.queue.popleft()
-        session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event)
+        session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
+                                      delegation_id=item.delegation_id)
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

@@ -53,6 +53,8 @@ class RunningTurn:
     next turn's input if the turn ended before reading them."""
     event: Inbound | None = None
     """The inbound event this turn answers (None for a completion turn)."""
+    delegation_id: str | None = None
+    """For a completion turn: the background delegation whose results it delivers."""
 
     @property
     def suppressed(self) -> bool:

@@ -4,7 +4,8 @@ directory, and `settled` — the moment after which nothing more happens by itse
 `RecordingAdapter` implements the adapter protocol in memory and records every send,
 edit and typing call; `say` feeds it a message as a platform would. For end-to-end
 tests through a real SDK, use the loopback fakes in `platforms.fakes` instead. Use
-`settled` instead of sleeping to show that nothing more arrives.
+`settled` instead of sleeping to show that nothing more arrives. `SlowToStop` makes a
+stopped turn wind down only when the test says so, to show what a crash in between would find.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import SYSTEM_CLOCK, Clock
+from agent import SYSTEM_CLOCK, Clock, Model, ModelRequest, ModelResponse
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.config import config_from_mapping
@@ -134,6 +135,26 @@ def make_config(tmp_path, **sections: Any):
     raw.setdefault("model", {}).setdefault("demo", {"child_steps": 1, "step_seconds": 0})
     loaded = config_from_mapping(raw)
     return loaded.config
+
+
+class SlowToStop:
+    """Wraps a model so that no call gives in to cancellation: a call ends only when the wrapped
+    one returns. A turn stopped meanwhile winds down only once the test lets that call go on
+    (``ScriptedModel.release``), so the test can look at what a crash before then would find."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.name = model.name
+        self.context_window = model.context_window
+        self.supports_vision = model.supports_vision
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        call = asyncio.ensure_future(self.model.complete(request))
+        while True:
+            try:
+                return await asyncio.shield(call)
+            except asyncio.CancelledError:
+                continue  # a stopped turn's hard interrupt: ignored until the call returns
 
 
 async def start_gateway(config, adapters, *, model=None, script=None, clock: Clock = SYSTEM_CLOCK) -> Gateway:

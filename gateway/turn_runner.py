@@ -94,19 +94,28 @@ class TurnRunner:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
-    def ended_early(self, session: GatewaySession, events: list[tuple[str, Inbound]], why: str) -> None:
-        """Events a stop ended before their turn answered (the stopped turn's, messages that
-        waited for a turn): settled at once, never to run. A chat told of such a stop (a caller
-        that follows turn ids; any chat for a stop it did not ask for) gets the stop's note now,
-        under the key the turn's end would use, so it is journaled once."""
-        if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
-            running = session.running
-            for turn_id in dict.fromkeys(turn_id for turn_id, _ in events):
-                kind = "completion" if running is not None and running.turn_id == turn_id and \
-                    running.kind == "completion" else "reply"
-                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id)
-        for _, event in events:
+    def ended_early(self, session: GatewaySession, why: str, stopped: RunningTurn | None,
+                    waiting: list[tuple[str, Inbound]]) -> None:
+        """A stop ended the ``stopped`` turn and the ``waiting`` messages (turn id, event) before
+        they were answered: their events and the stopped delivery's delegation are settled at
+        once, and a chat told of such a stop (a caller that follows turn ids; any chat for a
+        stop it did not ask for) gets the stop's note now. The turn's own end repeats nothing:
+        the note has the key it would use, and the first outcome of an event or a delegation stands."""
+        notes: dict[str, str] = {}  # turn id -> the kind of its reply
+        if stopped is not None:
+            notes[stopped.turn_id] = "completion" if stopped.kind == "completion" else "reply"
+            if stopped.event is not None:
+                self._inbox.settle(stopped.event.platform, stopped.event.event_id)
+            if stopped.delegation_id is not None:
+                self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
+        running = session.running
+        for turn_id, event in waiting:
+            if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
+                notes.setdefault(turn_id, "reply")
             self._inbox.settle(event.platform, event.event_id)
+        if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
+            for turn_id, kind in notes.items():
+                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id)
 
     async def _work(self, session: GatewaySession) -> None:
         try:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from agent import ModelRequest, ModelResponse
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
 from gateway.retention import IDLE_SESSION_SECONDS
-from gateway.testing import MESSAGING, RecordingAdapter, make_config, settled
+from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
 
 WEB_LIKE = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=False)
@@ -193,42 +190,17 @@ async def test_busy_input_interrupt_stops_the_running_turn_and_runs_the_new_mess
     assert chat.texts() == ["answer to the second"]
 
 
-class SlowToStop:
-    """Its first call gives in to no cancellation until ``release`` is set: a turn that winds down
-    slowly after it was stopped (a crash could come first)."""
-
-    name = "slow-to-stop"
-    context_window = 128_000
-    supports_vision = False
-
-    def __init__(self) -> None:
-        self.waiting, self.release = asyncio.Event(), asyncio.Event()
-        self.calls = 0
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.calls += 1
-        if self.calls == 1:
-            self.waiting.set()
-            while not self.release.is_set():
-                try:
-                    await self.release.wait()
-                except asyncio.CancelledError:
-                    pass
-            return ModelResponse(text="first, too late")
-        return ModelResponse(text=f"answer to {request.messages[-1]['content']}")
-
-
 @pytest.mark.parametrize("second", ["second", "/stop"])
 async def test_a_stopped_turn_is_settled_at_once_so_a_crash_before_it_winds_down_does_not_replay_it(
         tmp_path, gateways, second):
     chat = RecordingAdapter()
-    model = SlowToStop()
-    gateway = await gateways(make_config(tmp_path), [chat], model=model)
+    model = ScriptedModel({"parent": [[{"wait": "first", "text": "too late"}], [{"text": "answer to second"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=SlowToStop(model))
     await chat.say("first")
-    await model.waiting.wait()
+    await model.reached("first")
     await chat.say(second)  # supersedes or stops the first turn, which does not end yet
     unfinished = [event.text for event, _ in gateway.store.inbox.unfinished()]
-    model.release.set()
+    model.release("first")
     assert unfinished == ([] if second == "/stop" else ["second"])
     await settled(gateway)
     assert chat.texts() == (["Stopped the running turn."] if second == "/stop" else ["answer to second"])

@@ -13,7 +13,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.console.routes import STOP_REASON
-from gateway.testing import RecordingAdapter, make_config, settled
+from gateway.testing import RecordingAdapter, SlowToStop, make_config, settled
 from lifecycle import SubagentState
 from platforms.base import Forbidden
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
@@ -159,14 +159,19 @@ async def test_a_delivery_turn_stopped_from_the_console_delivers_nothing_and_the
     chat = RecordingAdapter()
     model = ScriptedModel({"parent": [[TWO_TASKS, {"text": "on it"}], [{"wait": "deliver", "text": "never said"}]],
                            "leaf": [[{"text": "found"}], [{"text": "found"}]]})
-    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat],
+                             model=SlowToStop(model))
     async with served(gateway) as server:
         await chat.say("compare")
         await model.reached("deliver")  # the completion turn waits for the model
         [work] = [w for w in (await state(server.url))["work"] if w["running"]]
         assert work["kind"] == "completion"
         assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
-        await chat.wait_for(lambda: len(chat.texts()) == 2)
+        try:  # settled at once, though the turn has not wound down: a crash now would deliver nothing
+            await chat.wait_for(lambda: len(chat.texts()) == 2)
+            assert gateway.store.delegations.running() == []
+        finally:
+            model.release("deliver")
         await settled(gateway)
         [delegation] = (await state(server.url))["delegations"]
     assert chat.texts() == ["on it", "(Stopped from the operator console.)"]
