@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, new_id
+from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, active_turn, new_id
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
@@ -253,9 +253,19 @@ class Gateway:
         return self._delegates[key]
 
     def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey, backend: str) -> AgentSession:
+        sent: dict[str, int] = {}  # the running turn's id: how many it has sent (one turn at a time)
+
         async def send_message(text: str, target: str | None = None) -> str:
             # send_message reaches this chat only: a target elsewhere is not the model's to pick.
-            self.outbox.enqueue(*chat, text, kind="interim", key=new_id("msg-"))
+            turn = active_turn()
+            if turn is None:
+                key = new_id("msg-")
+            else:  # by turn and count: a turn run again after a restart sends none of them twice
+                count = sent.get(turn.turn_id, 0)
+                sent.clear()
+                sent[turn.turn_id] = count + 1
+                key = f"{turn.turn_id}:message:{count}"
+            self.outbox.enqueue(*chat, text, kind="interim", key=key)
             return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
         delegate = self._delegate_for(mode, backend)

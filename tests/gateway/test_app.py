@@ -390,6 +390,26 @@ async def test_a_steer_survives_a_restart_before_the_turn_read_it(tmp_path, gate
     assert "use metric units" in said
 
 
+async def test_what_a_turn_sent_with_send_message_is_not_sent_again_when_it_runs_again_after_a_restart(
+        tmp_path, gateways):
+    def script(final: dict) -> dict:
+        progress = {"tool_calls": [{"name": "send_message", "arguments": {"text": "looking into it"}}]}
+        return {"parent": [[progress, final]]}
+
+    chat = RecordingAdapter()
+    config = make_config(tmp_path)
+    model = ScriptedModel(script({"wait": "never", "text": "cut short"}))
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("check the build")
+    await model.reached("never")
+    await gateway.stop(grace=0)  # the turn runs again, whole, after the restart
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel(script({"text": "it is green"})))
+    await chat2.wait_for(lambda: "reply" in chat2.kinds())
+    await settled(gateway2)
+    assert chat.texts() + chat2.texts() == ["looking into it", "it is green"]
+
+
 @pytest.mark.parametrize(("command", "final"), [("/stop", "⏹ Stopped"), ("hello again", "⏹ Stopped for your next message")])
 async def test_a_cut_short_turn_leaves_no_stale_notice(tmp_path, gateways, command, final):
     chat, clock, model, gateway = await gated_turn(tmp_path, gateways, agent={"gateway_notify_interval": 30})
