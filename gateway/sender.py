@@ -26,8 +26,10 @@ from platforms.base import (
     Deleting,
     DeliveryError,
     EditUnsupported,
+    FindsSent,
     Forbidden,
     MessageTooLong,
+    NetworkError,
     NotFound,
     Outbound,
     Pacing,
@@ -52,6 +54,11 @@ def _describe(exc: BaseException) -> str:
 def _piece_name(i: int) -> str:
     # Names sort in piece order (turn_messages orders a split's pieces by key): a..y, then z000025...
     return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
+
+
+def _outbound(row: OutboxRow) -> Outbound:
+    return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
+                    reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence)
 
 
 def safe_measure(adapter: Adapter) -> Callable[[str], int]:
@@ -81,6 +88,12 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock)
+        self._started = clock.time()
+        """Parts journaled before this may have been in flight when the last process died."""
+        self._unsure: set[int] = set()
+        """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
+        self._asked: set[int] = set()
+        """Parts journaled before the start that the platform was asked about already."""
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -139,10 +152,19 @@ class Sender:
                     return False
                 stale = True
                 continue
+            if row.op == "send" and isinstance(adapter, FindsSent) and self._maybe_sent(row):
+                found = await self._find_sent(adapter, row)
+                if found is not None:
+                    self._sent(row, found, pacing)
+                    return True
+                stale = True
+                continue
             try:
                 message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
             except Exception as exc:
                 stale = True
+                if isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError):
+                    self._unsure.add(row.id)  # it may have gone out, its answer lost
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
                     self._to_edit(row, type(exc).__name__)
                     continue
@@ -179,14 +201,42 @@ class Sender:
                 if not await self._pacer.wait(wait, preempt):
                     return False
                 continue
-            self._store.mark_sent(row.id, message_id)
-            self._events.settled(row, "sent")
-            if row.op == "send":
-                self._pacer.called(row.chat, pacing, edit_of=message_id)  # a new message's first edit waits too
-            if row.op == "send" and row.target_key is not None:
-                self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
-            self._settle_cb(row.key, message_id)
+            self._sent(row, message_id, pacing)
             return True
+
+    def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
+        self._forget(row)
+        self._store.mark_sent(row.id, message_id)
+        self._events.settled(row, "sent")
+        if row.op == "send":
+            self._pacer.called(row.chat, pacing, edit_of=message_id)  # a new message's first edit waits too
+        if row.op == "send" and row.target_key is not None:
+            self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
+        self._settle_cb(row.key, message_id)
+
+    def _maybe_sent(self, row: OutboxRow) -> bool:
+        """Whether an earlier attempt at ``row`` may have reached the platform unseen."""
+        return row.id in self._unsure or (row.created_at < self._started and row.id not in self._asked)
+
+    async def _find_sent(self, adapter: FindsSent, row: OutboxRow) -> str | None:
+        """Ask the platform whether ``row`` went out already; None (send it) when it did not or
+        cannot tell."""
+        self._unsure.discard(row.id)
+        self._asked.add(row.id)
+        try:
+            found = await adapter.find_sent(_outbound(row), row.created_at)
+        except Exception as exc:
+            log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); sending it", row.platform,
+                        row.chat_id, row.key, _describe(exc))
+            return None
+        if found is not None:
+            log.info("outbox: %s chat %s: %s had gone out already; not sent again", row.platform, row.chat_id,
+                     row.key)
+        return found
+
+    def _forget(self, row: OutboxRow) -> None:
+        self._unsure.discard(row.id)
+        self._asked.discard(row.id)
 
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
@@ -199,10 +249,7 @@ class Sender:
             if row.op == "edit" and target_id is not None:
                 await adapter.edit(row.chat_id, row.thread_id, target_id, row.text)
                 return target_id
-            sent = await adapter.send(Outbound(
-                row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
-                reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence))
-            return sent.message_id
+            return (await adapter.send(_outbound(row))).message_id
         finally:
             self._pacer.called(row.chat, pacing, edit_of=edit_of)
 
@@ -278,6 +325,7 @@ class Sender:
         self._settle_cb(row.key, first)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
+        self._forget(row)
         self._store.mark_failed(row.id, _describe(exc))
         self._events.settled(row, "failed")
         age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""

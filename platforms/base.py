@@ -363,6 +363,19 @@ class Deleting(Protocol):
 
 
 @runtime_checkable
+class FindsSent(Protocol):
+    """An adapter that can look up a message it sent by the part's idempotency key (Slack keeps
+    it in the message's metadata). Before sending a part again whose earlier attempt may have
+    reached the platform unseen — a network error or a 5xx, or a process that died mid-send —
+    the outbox asks, so the chat does not get the message twice."""
+
+    async def find_sent(self, message: Outbound, since: float) -> str | None:
+        """The platform's id of the message sent for ``message.idempotency_key`` at or after the
+        epoch time ``since``, or None when there is none to be found (it is then sent). Raises
+        `DeliveryError` when the platform cannot tell."""
+
+
+@runtime_checkable
 class OwnCommands(Protocol):
     """An adapter that serves commands of its own, outside the gateway (the terminal's /quit)."""
 

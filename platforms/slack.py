@@ -95,6 +95,12 @@ EPHEMERAL = "ephemeral:"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
+SENT_EVENT = "switchboard_part"
+"""The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
+part's idempotency key, which `SlackAdapter.find_sent` looks for."""
+LOOKUP_LIMIT = 200
+"""How many of a conversation's messages since the part was journaled `find_sent` reads (one page)."""
+_CLOCK_SKEW = 60.0
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
               "used_url", "file_not_found", "file_deleted"}
@@ -346,8 +352,29 @@ class SlackAdapter:
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             self._remember(message.chat_id, message.thread_id)
+        if message.idempotency_key:
+            kw["metadata"] = {"event_type": SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
         resp = await self._formatted("chat.postMessage", message.chat_id, message.text, **kw)
         return Sent(message_id=resp["ts"])
+
+    async def find_sent(self, message: Outbound, since: float) -> str | None:
+        """The ``ts`` of the message posted with this idempotency key in its conversation (the
+        thread's replies, or the channel's history) since ``since``, reading one page of
+        `LOOKUP_LIMIT` messages; answers to slash commands cannot be looked up."""
+        if message.reply_token or not message.idempotency_key:
+            return None
+        kw: dict[str, Any] = {"channel": message.chat_id, "oldest": f"{max(0.0, since - _CLOCK_SKEW):.6f}",
+                              "include_all_metadata": True, "limit": LOOKUP_LIMIT}
+        if message.thread_id:
+            resp = await self._api("conversations.replies", message.chat_id, ts=message.thread_id, **kw)
+        else:
+            resp = await self._api("conversations.history", message.chat_id, **kw)
+        for found in resp.get("messages") or ():
+            metadata = found.get("metadata") or {}
+            if metadata.get("event_type") == SENT_EVENT and \
+                    (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
+                return str(found["ts"])
+        return None
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):

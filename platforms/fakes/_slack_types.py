@@ -23,6 +23,8 @@ class Failure:
     error: str
     status: int = 200
     retry_after: float | None = None
+    after: bool = False
+    """The call takes effect, then its answer is this failure (an answer lost on the way)."""
 
 
 @dataclass

@@ -32,7 +32,7 @@ class SlackWebApi:
         self.calls.append(Call(method, params, token))
         self._bump()
         failure = self._next_failure(method)
-        if failure is not None:
+        if failure is not None and not failure.after:
             return self._failure_response(failure)
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != wanted:
@@ -40,7 +40,8 @@ class SlackWebApi:
         handler = self._methods.get(method)
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})
-        return _json(handler(self, params))
+        answer = handler(self, params)
+        return _json(answer) if failure is None else self._failure_response(failure)
 
     def _next_failure(self, method: str) -> Failure | None:
         queue = self._failures.get(method)
@@ -69,8 +70,10 @@ class SlackWebApi:
             channel = self.dm_channel(channel)
         if len(str(p.get("text", ""))) > 40_000:
             return {"ok": False, "error": "msg_too_long"}
-        message = self._store(channel, p.get("thread_ts") or None,
-                              {"user": self.bot_user_id, "bot_id": self.bot_id, "text": p.get("text", "")})
+        fields = {"user": self.bot_user_id, "bot_id": self.bot_id, "text": p.get("text", "")}
+        if isinstance(p.get("metadata"), dict):
+            fields["metadata"] = p["metadata"]
+        message = self._store(channel, p.get("thread_ts") or None, fields)
         self._echo({**message, "app_id": self.app_id})
         return {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
 
@@ -103,7 +106,33 @@ class SlackWebApi:
                                "thread_ts": p.get("thread_ts"), "via": "chat.postEphemeral", "ts": ts})
         return {"ok": True, "message_ts": ts}
 
+    def _history(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A channel's top-level messages after ``oldest``, newest first, at most ``limit``."""
+        channel = str(p.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        after = [m for m in self.messages.get((channel, None), []) if float(m["ts"]) > float(p.get("oldest") or 0)]
+        return self._page(list(reversed(after)), p)
+
+    def _replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A thread's parent, then its replies after ``oldest``, oldest first, at most ``limit``."""
+        channel, ts = str(p.get("channel") or ""), str(p.get("ts") or "")
+        parent = self._find(channel, ts)
+        if parent is None:
+            return {"ok": False, "error": "thread_not_found"}
+        replies = [m for m in self.messages.get((channel, ts), []) if float(m["ts"]) > float(p.get("oldest") or 0)]
+        return self._page([parent, *replies], p)
+
+    @staticmethod
+    def _page(messages: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
+        limit = int(p.get("limit") or 100)
+        everything = str(p.get("include_all_metadata", "")).lower() in {"1", "true"}
+        shown = [m if everything else {k: v for k, v in m.items() if k != "metadata"} for m in messages[:limit]]
+        return {"ok": True, "messages": shown, "has_more": len(messages) > limit}
+
     _methods: dict[str, Callable[[SlackWebApi, dict[str, Any]], dict[str, Any]]] = {
+        "conversations.history": _history,
+        "conversations.replies": _replies,
         "auth.test": _auth_test,
         "apps.connections.open": _connections_open,
         "chat.postMessage": _post_message,

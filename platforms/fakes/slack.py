@@ -7,7 +7,9 @@ hands out the fake's own WebSocket URL, so Socket Mode follows without patching.
 What it does:
 
 - Web API (``POST /api/<method>``, JSON or form): ``auth.test``, ``apps.connections.open``,
-  ``chat.postMessage``, ``chat.update``, ``chat.delete``, ``chat.postEphemeral``, ``files.info``. Bearer tokens
+  ``chat.postMessage`` (keeping its ``metadata``), ``chat.update``, ``chat.delete``,
+  ``chat.postEphemeral``, ``conversations.history`` and ``conversations.replies`` (``oldest``,
+  ``limit``, ``include_all_metadata``; one page), ``files.info``. Bearer tokens
   are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``.
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.
@@ -21,7 +23,8 @@ What it does:
 - ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at.
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
-- Scripted failures (`fail_next`): ``ok:false`` errors and 429 with ``Retry-After``.
+- Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, and answers
+  lost after the call took effect (``after=True``).
 
 Run it alone with ``python -m platforms.fakes.slack --port 8790``; ``/_fake/dm``,
 ``/_fake/mention`` and ``/_fake/command`` (POST JSON) push events, ``/_fake/messages`` lists
@@ -162,13 +165,14 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
 
     def fail_next(
         self, method: str, error: str = "ratelimited", *, status: int = 200, retry_after: float | None = None,
-        times: int = 1,
+        times: int = 1, after: bool = False,
     ) -> None:
         """Make the next ``times`` calls of ``method`` fail. ``status=429`` sends ``Retry-After``
-        (default 1); ``method="response_url"`` scripts the response URLs."""
+        (default 1); ``method="response_url"`` scripts the response URLs. ``after``: the call
+        takes effect first, and only its answer is the failure (an answer lost on the way)."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        self._failures[method].extend(Failure(error, status, retry_after) for _ in range(times))
+        self._failures[method].extend(Failure(error, status, retry_after, after) for _ in range(times))
 
     def lose_next_ack(self, count: int = 1) -> None:
         """Ignore the next ``count`` acks, as if they were lost on the way: Slack redelivers."""

@@ -491,3 +491,28 @@ async def test_send_before_start_is_a_network_error() -> None:
     with pytest.raises(NetworkError):
         await adapter.send(Outbound(chat_id="C1", thread_id=None, text="x"))
 
+
+
+async def test_find_sent_finds_a_post_by_its_idempotency_key_in_the_channel_and_in_a_thread(slack, fake):
+    since = time.time()
+    top = await slack.send(Outbound("C1", None, "top level", idempotency_key="t1:reply:0"))
+    parent = await slack.send(Outbound("C1", None, "parent", idempotency_key="t0:reply:0"))
+    reply = await slack.send(Outbound("C1", parent.message_id, "in the thread", idempotency_key="t2:reply:0"))
+    assert await slack.find_sent(Outbound("C1", None, "top level", idempotency_key="t1:reply:0"), since) == \
+        top.message_id
+    assert await slack.find_sent(Outbound("C1", parent.message_id, "x", idempotency_key="t2:reply:0"), since) == \
+        reply.message_id
+    assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="never-sent:0"), since) is None
+    # Nothing to look up without a key, nor for a slash command's answer.
+    assert await slack.find_sent(Outbound("C1", None, "x"), since) is None
+    assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:reply:0", reply_token="{}"),
+                                 since) is None
+    history = fake.calls_to("conversations.history")
+    assert len(history) == 2 and history[0].params["include_all_metadata"] in ("1", "true", True)
+    assert fake.calls_to("conversations.replies")[0].params["ts"] == parent.message_id
+
+
+async def test_find_sent_raises_a_delivery_error_when_slack_cannot_tell(slack, fake):
+    fake.fail_next("conversations.history", "missing_scope")
+    with pytest.raises(Forbidden):
+        await slack.find_sent(Outbound("C1", None, "x", idempotency_key="k:0"), time.time())

@@ -1,0 +1,102 @@
+"""A part whose earlier attempt may have reached the platform unseen is looked up before it is
+sent again (`platforms.base.FindsSent`): the real SlackAdapter against the loopback FakeSlack."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.outbox import Outbox
+from gateway.store import GatewayStore
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SENT_EVENT, SlackAdapter
+
+WAIT = 5.0
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def adapters(fake: FakeSlack):
+    """adapters() -> a started SlackAdapter on the fake (one per simulated process)."""
+    started: list[SlackAdapter] = []
+
+    async def make() -> SlackAdapter:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+        await adapter.start(_ignore, [])
+        started.append(adapter)
+        return adapter
+
+    yield make
+    for adapter in started:
+        await adapter.stop()
+
+
+async def _ignore(_inbound) -> None:
+    return None
+
+
+def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -> list[dict]:
+    return [m for m in fake.messages.get((channel, thread), []) if m.get("bot_id")]
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["channel", "thread"])
+async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_path, fake, adapters, thread):
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    await outbox.start()
+    thread_ts = None
+    if thread:
+        outbox.enqueue("slack", "C1", None, "the thread's start", kind="reply", key="t0")
+        thread_ts = await outbox.wait_sent("t0:0", timeout=WAIT)
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)  # posted; the answer is lost
+    outbox.enqueue("slack", "C1", thread_ts, "the answer", kind="reply", key="t1")
+    message_id = await outbox.wait_sent("t1:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    [post] = [m for m in bot_posts(fake, thread=thread_ts) if m["text"] == "the answer"]
+    assert post["ts"] == message_id and post["metadata"] == {"event_type": SENT_EVENT, "event_payload": {"key": "t1:0"}}
+    assert len(fake.calls_to("conversations.replies" if thread else "conversations.history")) == 1
+
+
+async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters):
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path)
+    outbox1 = Outbox(store1.outbox, {"slack": await adapters()})
+    await outbox1.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    outbox1.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    await fake.wait_for(lambda: bot_posts(fake))
+    await outbox1.close()  # the process dies before it knows the post went out
+    store1.close()
+
+    store2 = GatewayStore(path)
+    outbox2 = Outbox(store2.outbox, {"slack": await adapters()})
+    await outbox2.start()
+    message_id = await outbox2.wait_sent("t1:0", timeout=WAIT)
+    await outbox2.close()
+    assert [m["ts"] for m in bot_posts(fake)] == [message_id]
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert store2.outbox.message("t1:0").status == "sent"
+    store2.close()
+
+
+async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tmp_path, fake, adapters, caplog):
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    fake.fail_next("conversations.history", "missing_scope")
+    with caplog.at_level(logging.WARNING, logger="gateway.outbox"):
+        outbox.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+        await outbox.wait_sent("t1:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert [m["text"] for m in bot_posts(fake)] == ["the answer", "the answer"]  # as before this lookup existed
+    assert any("cannot tell whether t1:0 went out already" in r.getMessage() for r in caplog.records)
