@@ -29,7 +29,7 @@ from gateway.outbox import Outbox
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
-from gateway.store import GatewayStore, session_key
+from gateway.store import GatewayStore, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
 from gateway.turn_runner import TurnRunner
@@ -39,6 +39,7 @@ from platforms.base import (
     CommandSpec,
     HistoryReading,
     Inbound,
+    LeavesIndicators,
     ThreadMemory,
     TurnRead,
     TurnReading,
@@ -119,14 +120,24 @@ class Gateway:
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         unfinished = [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]
+        self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in unfinished} |
+                                {split_session_key(row.session_key) for row in self.store.delegations.running()})
         self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id})  # they start over
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
         await self.ledger.resume()
-        self._background = [asyncio.ensure_future(self.retention.run_forever()),
-                            asyncio.ensure_future(self.dead_letters.watch_requeued())]
+        self._background += [asyncio.ensure_future(self.retention.run_forever()),
+                             asyncio.ensure_future(self.dead_letters.watch_requeued())]
         self._checkpointer.start()
+
+    def _clear_left_behind(self, chats: set[ChatKey]) -> None:
+        """A turn may have run in these chats when the last process died (an event to replay, a
+        delivery still due): the "working" indicators it showed as messages go, in the background."""
+        for platform, chat_id, thread_id in chats:
+            adapter = self.adapters.get(platform)
+            if isinstance(adapter, LeavesIndicators):
+                self._background.append(asyncio.ensure_future(adapter.clear_left_behind(chat_id, thread_id)))
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake, let running turns finish for ``grace`` seconds, then interrupt

@@ -376,6 +376,16 @@ class FindsSent(Protocol):
 
 
 @runtime_checkable
+class LeavesIndicators(Protocol):
+    """An adapter whose "working" indicator is a message of its own (Slack's placeholder): a
+    process that dies mid-turn leaves it in the chat, so the next start clears it."""
+
+    async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
+        """Delete the indicators an earlier process left in this chat or thread, never one this
+        process shows; returns how many. Never raises: a failure is logged."""
+
+
+@runtime_checkable
 class OwnCommands(Protocol):
     """An adapter that serves commands of its own, outside the gateway (the terminal's /quit)."""
 

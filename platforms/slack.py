@@ -29,7 +29,9 @@ falling back to ``chat.postEphemeral``. Ephemeral messages cannot be edited.
 
 Progress: Slack bots have no typing indicator. `typing` posts one placeholder message per
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
-deletion is retried in the background, and `stop` deletes whatever is left.
+deletion is retried in the background, and `stop` deletes whatever is left. Placeholders
+carry metadata, so one a crashed process left behind is found and deleted after the
+restart (`clear_left_behind`, for the conversations whose turns run again).
 
 Sending: the gateway hands over Markdown, rendered here to mrkdwn
 (`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
@@ -98,6 +100,8 @@ SINK_TIMEOUT = 2.0
 SENT_EVENT = "switchboard_part"
 """The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
 part's idempotency key, which `SlackAdapter.find_sent` looks for."""
+PLACEHOLDER_EVENT = "switchboard_placeholder"
+"""The metadata ``event_type`` of progress placeholders, which `SlackAdapter.clear_left_behind` finds."""
 LOOKUP_LIMIT = 200
 """How many of a conversation's messages since the part was journaled `find_sent` reads (one page)."""
 _CLOCK_SKEW = 60.0
@@ -189,6 +193,7 @@ class SlackAdapter:
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
         self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
+        self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def pacing(self, chat_id: str) -> Pacing:
@@ -256,6 +261,7 @@ class SlackAdapter:
         for ts, channel in list(self._stale.items()):
             await self._try_delete(channel, ts)  # last attempt; nothing left to retry with
         self._stale.clear()
+        self._own_placeholders.clear()
         self._app = self._client = self._sink = None
         if self._session is not None:
             await self._session.close()
@@ -449,10 +455,33 @@ class SlackAdapter:
     async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
         kw = {"thread_ts": thread_id} if thread_id else {}
         try:
-            resp = await self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text, **kw)
+            resp = await self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
+                                   metadata={"event_type": PLACEHOLDER_EVENT, "event_payload": {}}, **kw)
         except DeliveryError:
             return None
+        self._own_placeholders.add(resp["ts"])
         return resp["ts"]
+
+    async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
+        """Delete the placeholders an earlier process left in the conversation (one page of
+        `LOOKUP_LIMIT` messages, newest first; a thread's replies)."""
+        kw: dict[str, Any] = {"channel": chat_id, "include_all_metadata": True, "limit": LOOKUP_LIMIT}
+        try:
+            if thread_id:
+                resp = await self._api("conversations.replies", chat_id, ts=thread_id, **kw)
+            else:
+                resp = await self._api("conversations.history", chat_id, **kw)
+        except DeliveryError as exc:
+            log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
+            return 0
+        left = [str(m["ts"]) for m in resp.get("messages") or ()
+                if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
+                and str(m["ts"]) not in self._own_placeholders]
+        for ts in left:
+            await self._try_delete(chat_id, ts)
+        if left:
+            log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(left), chat_id)
+        return len(left)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Delete the chat's placeholder (waiting for a post still in flight). A deletion that
@@ -480,6 +509,7 @@ class SlackAdapter:
         except DeliveryError:
             pass  # gone already, or not ours to delete: nothing more to do
         self._stale.pop(ts, None)
+        self._own_placeholders.discard(ts)
         return None
 
     async def _delete_later(self, chat_id: str, ts: str, wait: float) -> None:

@@ -1,0 +1,58 @@
+"""Slack across a SIGKILL: `switchboard run` in a subprocess on the loopback FakeSlack, killed
+while a turn runs with its `_working…_` placeholder up, then restarted on the same state."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import yaml
+
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import PLACEHOLDER_EVENT
+from tests.scenarios.test_outbox_restart import start
+
+DM = "DU1"  # the fake's DM channel with user U1
+
+
+def write_config(tmp_path: Path, fake: FakeSlack, script: dict) -> Path:
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({
+        "state_dir": str(tmp_path / "state"),
+        "server": {"port": 0},
+        "model": {"provider": "scripted", "script": str(tmp_path / "script.yaml")},
+        "platforms": {"slack": {"enabled": True, "bot_token": fake.bot_token, "app_token": fake.app_token,
+                                "api_base": fake.api_base, "allow_all": True}},
+    }))
+    return config
+
+
+def bot_texts(fake: FakeSlack) -> list[str]:
+    return [m.get("text", "") for m in fake.messages.get((DM, None), []) if m.get("bot_id")]
+
+
+async def test_a_placeholder_a_killed_gateway_left_is_deleted_when_its_turn_runs_again(tmp_path):
+    async with FakeSlack() as fake:
+        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 60, "text": "never sent"}]]})
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: fake.open_connections, timeout=15)
+            await fake.push_dm("U1", "is the build green?")
+            await fake.wait_for(lambda: bot_texts(fake) == ["_working…_"], timeout=15)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        [left] = fake.messages[(DM, None)][1:]
+        assert left["metadata"]["event_type"] == PLACEHOLDER_EVENT
+
+        write_config(tmp_path, fake, {"parent": [[{"text": "it is green"}]]})
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    deleted = {c.params["ts"] for c in fake.calls_to("chat.delete")}
+    assert left["ts"] in deleted
+    assert len([c for c in fake.calls_to("chat.postMessage") if c.params.get("text") == "it is green"]) == 1
