@@ -153,7 +153,15 @@ async def restarted_without_answers(tmp_path, gateways, gateway, config) -> Reco
     return chat
 
 
-async def test_stop_drops_the_queued_messages_says_so_and_no_restart_answers_them(tmp_path, gateways):
+DROPPED_TWO = "Dropped 2 messages that were waiting for their turn: send them again to have them answered."
+
+
+@pytest.mark.parametrize(("command", "answer"), [
+    ("/stop", f"Stopped the running turn. {DROPPED_TWO}"),
+    ("/new", f"Started a new session. Delegation here is background. {DROPPED_TWO}"),
+])
+async def test_stop_and_new_drop_the_queued_messages_say_so_and_no_restart_answers_them(tmp_path, gateways,
+                                                                                        command, answer):
     chat = RecordingAdapter()
     config = make_config(tmp_path, display={"busy_input_mode": "queue"})
     model = ScriptedModel({"parent": [[{"wait": "first", "text": "first"}]]})
@@ -162,11 +170,10 @@ async def test_stop_drops_the_queued_messages_says_so_and_no_restart_answers_the
     await model.reached("first")
     await chat.say("two")
     await chat.say("three")
-    await chat.say("/stop")
+    await chat.say(command)
     await chat.wait_for(lambda: "command" in chat.kinds())
     await settled(gateway)
-    assert chat.texts() == ["Stopped the running turn. Dropped 2 messages that were waiting for their turn: "
-                            "send them again to have them answered."]
+    assert chat.texts() == [answer]
     await restarted_without_answers(tmp_path, gateways, gateway, config)
 
 
@@ -183,22 +190,6 @@ async def test_stop_drops_a_steered_message_the_turn_never_read(tmp_path, gatewa
     await settled(gateway)
     assert chat.texts() == ["Stopped the running turn. Dropped 1 message that was waiting for its turn: "
                             "send it again to have it answered."]
-    await restarted_without_answers(tmp_path, gateways, gateway, config)
-
-
-async def test_new_drops_the_queued_messages_of_the_old_session_and_says_so(tmp_path, gateways):
-    chat = RecordingAdapter()
-    config = make_config(tmp_path, display={"busy_input_mode": "queue"})
-    model = ScriptedModel({"parent": [[{"wait": "first", "text": "first"}]]})
-    gateway = await gateways(config, [chat], model=model)
-    await chat.say("one")
-    await model.reached("first")
-    await chat.say("two")
-    await chat.say("/new")
-    await chat.wait_for(lambda: "command" in chat.kinds())
-    await settled(gateway)
-    assert chat.texts() == ["Started a new session. Delegation here is background. Dropped 1 message that was "
-                            "waiting for its turn: send it again to have it answered."]
     await restarted_without_answers(tmp_path, gateways, gateway, config)
 
 
