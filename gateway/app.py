@@ -223,10 +223,10 @@ class Gateway:
             self._answer(session, inbound, await self.commands.run(session, route, inbound))
             return Accepted(None, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
-        if isinstance(route, Command):  # /stop or /new, then the message that follows it
+        if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self._send_answer(session, inbound, await self.commands.run(session, route, inbound))
-            # Queued whatever the busy mode: the command has stopped the running turn.
+            # Queued whatever the busy mode: /new has stopped the running turn.
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode

@@ -30,8 +30,11 @@ BUILTIN = (
 ALIASES = {"reset": "new"}
 
 
-LEAD_A_MESSAGE = frozenset({"stop", "new"})
-"""Commands without arguments whose text after the name is the chat's next message."""
+LEAD_A_MESSAGE = frozenset({"new"})
+"""Commands without arguments whose text after the name is the chat's next message: ``/new
+plan the trip`` starts the new session with it. (After ``/stop`` it is mostly emphasis —
+``/stop now`` — so it is not sent to the model; the answer says so.)"""
+STOP_ARGS_NOTE = "What you wrote after /stop was not read: send it as a message of its own to have it answered."
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +44,8 @@ class Command:
 
     @property
     def then_message(self) -> str | None:
-        """What follows ``/stop`` or ``/new`` in the same message (``/new plan the trip``): the
-        chat's next message, handled once the command has run; None for the rest."""
+        """What follows ``/new`` in the same message (``/new plan the trip``): the chat's next
+        message, handled once the command has run; None for the other commands."""
         return (self.args or None) if self.name in LEAD_A_MESSAGE else None
 
 
@@ -83,7 +86,7 @@ class Commands:
 
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         if command.name == "stop":
-            return await self._stop(session)
+            return await self._stop(session, command.args)
         if command.name == "new":
             return await self._new(session)
         if command.name == "agents":
@@ -104,20 +107,21 @@ class Commands:
             log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
             return f"/{command.name} failed: {type(exc).__name__}."
 
-    async def _stop(self, session: GatewaySession) -> str:
+    async def _stop(self, session: GatewaySession, args: str) -> str:
+        note = [STOP_ARGS_NOTE] if args else []
         stopped = self._registry.stop(session, "stopped by /stop")
         self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
         if not stopped.turn and not children and not stopped.dropped:
-            return "Nothing was running."
+            return " ".join(["Nothing was running.", *note])
         parts = ["the running turn"] if stopped.turn else []
         if children:
             parts.append(_count(children, "subagent"))
         said = [f"Stopped {' and '.join(parts)}."] if parts else []
         if children:
             said.append("Their partial results are listed by /agents.")
-        return " ".join([*said, *_dropped(stopped.dropped)])
+        return " ".join([*said, *_dropped(stopped.dropped), *note])
 
     async def _new(self, session: GatewaySession) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its

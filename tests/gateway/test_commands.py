@@ -8,7 +8,7 @@ import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
-from gateway.commands import Command, parse
+from gateway.commands import STOP_ARGS_NOTE, Command, parse
 from gateway.config import config_from_mapping
 from gateway.testing import RecordingAdapter, make_config, settled
 
@@ -215,18 +215,17 @@ async def test_new_followed_by_text_starts_a_session_whose_first_message_it_is(t
     assert accepted.turn_id is not None
 
 
-async def test_stop_followed_by_text_stops_the_turn_and_answers_the_text_as_the_next_message(tmp_path, gateways):
+async def test_text_after_stop_is_not_sent_to_the_model_and_the_answer_says_so(tmp_path, gateways):
     chat = RecordingAdapter()
-    config = make_config(tmp_path, display={"busy_input_mode": "steer"})  # the text is not steered into it
-    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "never sent"}], [{"text": "with python then"}]]})
-    gateway = await gateways(config, [chat], model=model)
+    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "never sent"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model)
     await chat.say("write it in rust")
     await model.reached("thinking")
-    await chat.say("/stop\nuse python instead")
-    await chat.wait_for(lambda: "reply" in chat.kinds())
+    accepted = await chat.say("/stop\nuse python instead")
+    await chat.wait_for(lambda: "command" in chat.kinds())
     await settled(gateway)
-    assert chat.texts() == ["Stopped the running turn.", "with python then"]
-    assert user_messages(next(iter(gateway.sessions)))[-1] == "use python instead"
+    assert chat.texts() == [f"Stopped the running turn. {STOP_ARGS_NOTE}"] and accepted.turn_id is None
+    assert user_messages(next(iter(gateway.sessions))) == ["write it in rust"]
 
 
 async def test_new_with_text_interrupted_by_a_restart_resets_once_and_answers_once(tmp_path, gateways):
@@ -253,5 +252,5 @@ def test_a_command_name_ends_at_a_space_or_a_line_break():
     assert parse("/agents\nlog sa-1", known) == Command("agents", "log sa-1")
     assert parse("/new  first line\nsecond", known).then_message == "first line\nsecond"
     assert parse("/agents log sa-1", known).then_message is None
-    assert parse("/stop", known).then_message is None
+    assert parse("/stop", known).then_message is None and parse("/stop now", known).then_message is None
     assert parse("/ stop", known) is None and parse("/", known) is None and parse("/etc/hosts", known) is None
