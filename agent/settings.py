@@ -98,6 +98,9 @@ class AgentSettings:
     )
     execute_code_timeout_seconds: float = setting(30.0, "Time limit of one execute_code run.", min=0.1)
     execute_code_output_limit: int = setting(50_000, "Characters of execute_code output kept.", min=100)
+    clarify_timeout_seconds: float = setting(
+        600.0, "How long a question the model asks in chat (clarify) waits for an answer.", min=1.0
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from gateway.host import AgentHost
 from gateway.ledger import Ledger
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
+from gateway.questions import Questions, hand_answer
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
@@ -68,6 +69,7 @@ class Gateway:
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
                              late_after=self.config.delivery.late_after)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
+        self.questions = Questions(self.outbox, clock, self.config.agent.clarify_timeout_seconds)
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
@@ -229,8 +231,11 @@ class Gateway:
             # Queued whatever the busy mode: /new has stopped the running turn.
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
-        busy_mode = self.display.turn(session.platform).busy_input_mode
         running = session.running
+        if hand_answer(running, inbound.text):  # the model asked the chat: this is the answer
+            self.store.inbox.settle(inbound.platform, inbound.event_id)  # handed over: a restart asks again
+            return Accepted(running.turn_id, session.key)
+        busy_mode = self.display.turn(session.platform).busy_input_mode
         if running is not None and busy_mode == "steer":
             self.sessions.steer(session, inbound)  # settled once the turn has read it
             return Accepted(running.turn_id, session.key)
@@ -280,7 +285,8 @@ class Gateway:
             return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
         delegate = self._delegate_for(mode, backend)
-        return self.host.new_session(session_id=session_id, services={"send_message": send_message},
+        clarify = self.questions.asker(chat, lambda: self.sessions.find(*chat))
+        return self.host.new_session(session_id=session_id, services={"send_message": send_message, "clarify": clarify},
                                      delegate=delegate, platform=chat[0])
 
     def _origin_of(self, delegation_id: str) -> str | None:

@@ -9,6 +9,7 @@ turn — it runs as its own internal turn once the session is idle.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
@@ -55,6 +56,8 @@ class RunningTurn:
     """The inbound event this turn answers (None for a completion turn)."""
     delegation_id: str | None = None
     """For a completion turn: the background delegation whose results it delivers."""
+    question: asyncio.Future[str] | None = None
+    """Set while the model waits for the chat's answer to a question (`gateway.questions`)."""
 
     @property
     def suppressed(self) -> bool:

@@ -238,6 +238,28 @@ async def test_new_after_a_finished_turn_confirms(fake, gateways):
     assert commands[:6] == ["stop", "new", "agents", "retry", "delegation", "help"]  # the bot's command menu
 
 
+async def test_new_with_text_and_a_question_the_model_asks_answered_by_number(fake, gateways):
+    def parent(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "tool":
+            return {"text": f"booked: {last['content']}"}
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": f"Which day for {last['content']}?",
+                                                                  "choices": ["Monday", "Friday"]}}]}
+
+    config = gateways.config(platforms=EVERYONE)
+    gateway = await gateways.start(config, model=ScriptedModel({"parent": parent}))
+    fake.push_message(42, "/new the dentist")  # a new session whose first message is the rest
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[0].startswith("Started a new session")
+    assert texts(fake)[1] == ("❓ Which day for the dentist?\n\n1. Monday\n2. Friday\n\n"
+                              "Answer with your next message (a number picks an option); I wait 10 min.")
+    fake.push_message(42, "2")
+    await fake.wait_for(lambda: len(texts(fake)) == 3)
+    await gateways.quiet()
+    assert texts(fake)[2] == "booked: Friday"
+    assert next(iter(gateway.sessions)).generation == 2
+
+
 async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
     config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
     model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_leaf})

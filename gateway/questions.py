@@ -1,0 +1,101 @@
+"""Questions the model asks in chat (the ``clarify`` tool).
+
+The question goes to the chat as a reply of the running turn, and the chat's next
+message — whatever `display.busy_input_mode` says — is its answer; a number picks
+one of the offered choices. A question nobody answers within
+`agent.clarify_timeout_seconds` is given up on visibly: the chat is told, and the
+model carries on without the answer. The answer's event is settled as soon as it is
+handed over, so a restart re-asks the question (the replayed turn asks it again, as
+a new message) instead of replaying the answer as a message of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+from agent import Clock, ToolError, active_turn
+from gateway.late_notes import age_text
+from gateway.outbox import Outbox
+from gateway.sessions import ChatKey, GatewaySession, RunningTurn
+
+Ask = Callable[[str, Sequence[str] | None], Awaitable[str]]
+NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
+
+
+def question_text(question: str, choices: Sequence[str] | None, timeout: float) -> str:
+    """The question as Markdown: the choices a numbered list of their own (blank lines around
+    it, so that no platform's rendering runs the last line into the list)."""
+    blocks = [f"❓ {question.strip()}"]
+    if choices:
+        blocks.append("\n".join(f"{i}. {choice}" for i, choice in enumerate(choices, 1)))
+    pick = " (a number picks an option)" if choices else ""
+    blocks.append(f"Answer with your next message{pick}; I wait {age_text(timeout)}.")
+    return "\n\n".join(blocks)
+
+
+def expired_text(timeout: float) -> str:
+    return f"⏰ No answer within {age_text(timeout)}: going on without one."
+
+
+def chosen(answer: str, choices: Sequence[str] | None) -> str:
+    """The answer, with a bare option number replaced by that option."""
+    text = answer.strip()
+    if choices and text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1]
+    return text
+
+
+class Questions:
+    def __init__(self, outbox: Outbox, clock: Clock, timeout: float) -> None:
+        self._outbox = outbox
+        self._clock = clock
+        self._timeout = timeout
+
+    def asker(self, chat: ChatKey, session: Callable[[], GatewaySession | None]) -> Ask:
+        """The ``clarify`` service of one chat's parent agent; ``session`` finds its session."""
+        asked: dict[str, int] = {}  # the running turn's run id: how many questions it has asked
+
+        async def ask(question: str, choices: Sequence[str] | None = None) -> str:
+            gateway_session, turn = session(), active_turn()
+            running = gateway_session.running if gateway_session is not None else None
+            if running is None or turn is None or running.turn_id != turn.turn_id or running.suppressed:
+                raise ToolError(NOT_NOW)
+            count = asked.get(running.run_id, 0)
+            asked.clear()
+            asked[running.run_id] = count + 1
+            # By run, not turn: a turn run again after a restart asks again, in a new message.
+            key = f"{running.turn_id}:ask:{running.run_id}:{count}"
+            self._outbox.enqueue(*chat, question_text(question, choices, self._timeout), kind="reply", key=key,
+                                 turn_id=running.turn_id)
+            answer = await self._wait(running)
+            if answer is None:
+                self._outbox.enqueue(*chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
+                                     turn_id=running.turn_id)
+                return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
+            return chosen(answer, choices)
+
+        return ask
+
+    async def _wait(self, running: RunningTurn) -> str | None:
+        """The chat's answer, or None once the timeout has passed."""
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        timer = asyncio.ensure_future(self._clock.sleep(self._timeout))
+        running.question = answer
+        try:
+            await asyncio.wait((answer, timer), return_when=asyncio.FIRST_COMPLETED)
+            return answer.result() if answer.done() else None
+        finally:
+            running.question = None
+            timer.cancel()
+            if not answer.done():
+                answer.cancel()
+
+
+def hand_answer(running: RunningTurn | None, text: str) -> bool:
+    """Hand ``text`` to the question the running turn waits on; False when it waits on none."""
+    question = running.question if running is not None else None
+    if question is None or question.done():
+        return False
+    question.set_result(text)
+    return True

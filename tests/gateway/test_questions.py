@@ -1,0 +1,92 @@
+"""The model asks the chat (the clarify tool): the next message answers, whatever the busy
+mode; no answer in time is said in the chat; a stop or a restart leaves nothing waiting."""
+
+from __future__ import annotations
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
+from gateway.questions import chosen, expired_text, question_text
+from gateway.testing import RecordingAdapter, make_config, settled
+
+CHOICES = ["staging", "production"]
+QUESTION = question_text("Which environment?", CHOICES, 600)
+
+
+def asking_parent(request: ModelRequest) -> dict:
+    """Asks once, then answers with what the tool returned."""
+    last = request.messages[-1]
+    if last["role"] == "tool":
+        return {"text": f"deploying to: {last['content']}"}
+    if last["role"] == "user" and "deploy" in str(last["content"]):
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
+                                                                  "choices": CHOICES}}]}
+    return {"text": f"plain answer to {last['content']}"}
+
+
+async def test_the_next_message_answers_the_question_and_a_number_picks_a_choice(tmp_path, gateways):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    accepted = await chat.say("2")  # busy_input_mode interrupt: an answer interrupts nothing
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, "deploying to: production"]
+    assert accepted.turn_id == chat.messages[0].outbound.turn_id
+    assert gateway.store.inbox.unfinished() == []
+
+
+async def test_a_question_nobody_answers_in_time_says_so_and_the_turn_goes_on(tmp_path, gateways):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
+                             model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: len(chat.texts()) == 1)
+    await clock.until_sleeping(lasting=60)
+    clock.advance(60)
+    await chat.wait_for(lambda: len(chat.texts()) == 3)
+    await settled(gateway)
+    assert chat.texts()[1:] == [expired_text(60), "deploying to: (no answer within 1 min; proceed with your best "
+                                                  "judgement)"]
+    await chat.say("hello")  # a message after that is a message again
+    await chat.wait_for(lambda: len(chat.texts()) == 4)
+    assert chat.texts()[3] == "plain answer to hello"
+
+
+async def test_stop_while_waiting_for_an_answer_leaves_no_question_open(tmp_path, gateways):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await chat.say("staging")
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, "Stopped the running turn.", "plain answer to staging"]
+
+
+async def test_a_restart_while_waiting_asks_again_and_the_answer_is_not_replayed_as_a_message(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path)
+    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await gateway.stop(grace=0)  # the turn runs again after the restart
+
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": asking_parent}))
+    await chat2.wait_for(lambda: chat2.texts() == [QUESTION])  # asked again, in a message of its own
+    await chat2.say("staging")
+    await chat2.wait_for(lambda: len(chat2.texts()) == 2)
+    await settled(gateway2)
+    assert chat2.texts() == [QUESTION, "deploying to: staging"]
+    assert gateway2.store.inbox.unfinished() == []
+
+
+def test_a_number_outside_the_choices_and_free_text_are_the_answer_as_written():
+    assert chosen(" 3 ", CHOICES) == "3" and chosen("prod, please", CHOICES) == "prod, please"
+    assert chosen("1", None) == "1" and chosen("1", CHOICES) == "staging"
+    assert QUESTION == ("❓ Which environment?\n\n1. staging\n2. production\n\n"
+                        "Answer with your next message (a number picks an option); I wait 10 min.")
