@@ -232,7 +232,8 @@ class Gateway:
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
         running = session.running
-        if hand_answer(running, inbound.text):  # the model asked the chat: this is the answer
+        # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
+        if not inbound.attachments and hand_answer(running, inbound.text):
             self.store.inbox.settle(inbound.platform, inbound.event_id)  # handed over: a restart asks again
             return Accepted(running.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode

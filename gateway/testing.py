@@ -24,6 +24,7 @@ from gateway.config import config_from_mapping
 from gateway.host import AgentHost
 from platforms.base import (
     Accepted,
+    Attachment,
     CommandSpec,
     DisplayTier,
     EditUnsupported,
@@ -104,10 +105,12 @@ class RecordingAdapter:
         return ()
 
     async def say(self, text: str, *, chat: str = "c1", user: str = "u1", event_id: str | None = None,
-                  thread: str | None = None, name: str | None = "alice") -> Accepted:
+                  thread: str | None = None, name: str | None = "alice",
+                  attachments: Sequence[Attachment] = ()) -> Accepted:
         assert self._sink is not None, "start the gateway first"
         return await self._sink(Inbound(self.name, chat, thread, user, name, text,
-                                        event_id or f"ev-{os.urandom(6).hex()}", is_command=text.startswith("/")))
+                                        event_id or f"ev-{os.urandom(6).hex()}", is_command=text.startswith("/"),
+                                        attachments=tuple(attachments)))
 
     def _changed(self) -> None:
         self.changed.set()

@@ -8,6 +8,7 @@ from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.questions import chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
+from platforms.base import Attachment
 
 CHOICES = ["staging", "production"]
 QUESTION = question_text("Which environment?", CHOICES, 600)
@@ -90,3 +91,19 @@ def test_a_number_outside_the_choices_and_free_text_are_the_answer_as_written():
     assert chosen("1", None) == "1" and chosen("1", CHOICES) == "staging"
     assert QUESTION == ("❓ Which environment?\n\n1. staging\n2. production\n\n"
                         "Answer with your next message (a number picks an option); I wait 10 min.")
+
+
+async def test_a_message_with_a_file_is_not_taken_for_the_answer(tmp_path, gateways):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat],
+                             model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    # Queued behind the asking turn, not taken for its answer.
+    await chat.say("see this", attachments=[Attachment("image", "photo.jpg", "image/jpeg", None, "p1")])
+    assert gateway.sessions.find("chat", "c1", None).running.question is not None
+    await chat.say("1")
+    await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
+    await settled(gateway)
+    assert chat.texts()[:2] == [QUESTION, "deploying to: staging"]
+    assert len(chat.texts()) > 2  # the message with the photo had a turn of its own afterwards
