@@ -173,6 +173,24 @@ async def test_a_queued_turn_that_stop_drops_ends_with_the_stop_note(serve, rece
     assert answer.startswith("Stopped the running turn. Dropped 1 message that was waiting for its turn")
 
 
+async def test_a_question_the_model_asks_is_answered_by_the_next_post_under_the_asking_turn(serve, receiver,
+                                                                                            tmp_path):
+    script = tmp_path / "script.json"
+    ask = {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which region?"}}]}
+    script.write_text(json.dumps({"parent": [[ask, {"text": "deployed"}]]}))
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}},
+                       model={"provider": "scripted", "script": str(script)})
+    first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "deploy", "chat_id": "c"})).json()
+    await receiver.wait_for(lambda: receiver.unique)
+    [question] = [d.json for d in receiver.unique.values()]
+    assert question["text"].startswith("❓ Which region?") and question["turn_id"] == first["turn_id"]
+    answer = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "eu-west", "chat_id": "c"})).json()
+    assert answer["turn_id"] == first["turn_id"]
+    await receiver.wait_for(lambda: len(receiver.unique) == 2)
+    await serve.quiet()
+    assert [d.json["text"] for d in receiver.unique.values()][1] == "deployed"
+
+
 async def test_a_pull_route_reads_the_background_completion_under_the_turn_that_started_it(serve):
     base = await serve({"pull": {"secret": SECRET}})
     accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST})).json()
