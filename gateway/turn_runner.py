@@ -241,6 +241,8 @@ class TurnRunner:
         self._message(session, running).finish(final, delete=display.progress_final == "delete")
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
+        if running.question is not None:
+            return "waiting for your answer"
         tool = running.current_tool
         if tool is None:
             return "thinking"

@@ -107,3 +107,17 @@ async def test_a_message_with_a_file_is_not_taken_for_the_answer(tmp_path, gatew
     await settled(gateway)
     assert chat.texts()[:2] == [QUESTION, "deploying to: staging"]
     assert len(chat.texts()) > 2  # the message with the photo had a turn of its own afterwards
+
+
+async def test_a_notice_while_the_question_waits_says_it_waits_for_the_answer(tmp_path, gateways):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    await gateways(make_config(tmp_path, agent={"gateway_notify_interval": 30}, display={"progress": "off"}),
+                   [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await clock.until_sleeping(lasting=30)
+    clock.advance(30)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    assert chat.texts("notice") == ["⏳ Working — 30 s — waiting for your answer"]
+    await chat.say("1")
+    await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
