@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, active_turn, new_id
+from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, ToolError
 from gateway.access import REFUSAL, allowed
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
@@ -69,11 +69,13 @@ class Gateway:
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
                              late_after=self.config.delivery.late_after)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
-        self.questions = Questions(self.outbox, clock, self.config.agent.clarify_timeout_seconds)
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
+        self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds)
+        self._chat_services = {"send_message": self._send_message, "clarify": self.questions.ask}
+        """The services of every chat's parent agent: each finds its chat from the calling turn."""
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
@@ -270,25 +272,19 @@ class Gateway:
         return self._delegates[key]
 
     def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey, backend: str) -> AgentSession:
-        sent: dict[str, int] = {}  # the running turn's id: how many it has sent (one turn at a time)
+        return self.host.new_session(session_id=session_id, services=self._chat_services,
+                                     delegate=self._delegate_for(mode, backend), platform=chat[0])
 
-        async def send_message(text: str, target: str | None = None) -> str:
-            # send_message reaches this chat only: a target elsewhere is not the model's to pick.
-            turn = active_turn()
-            if turn is None:
-                key = new_id("msg-")
-            else:  # by turn and count: a turn run again after a restart sends none of them twice
-                count = sent.get(turn.turn_id, 0)
-                sent.clear()
-                sent[turn.turn_id] = count + 1
-                key = f"{turn.turn_id}:message:{count}"
-            self.outbox.enqueue(*chat, text, kind="interim", key=key)
-            return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
-
-        delegate = self._delegate_for(mode, backend)
-        clarify = self.questions.asker(chat, lambda: self.sessions.find(*chat))
-        return self.host.new_session(session_id=session_id, services={"send_message": send_message, "clarify": clarify},
-                                     delegate=delegate, platform=chat[0])
+    async def _send_message(self, text: str, target: str | None = None) -> str:
+        """``send_message``: to the calling turn's chat only (a target elsewhere is not the model's
+        to pick), keyed by turn and count, so a turn run again after a restart repeats none."""
+        calling = self.sessions.calling_turn()
+        if calling is None:
+            raise ToolError("This turn was stopped; nothing more of it reaches the chat.")
+        session, running = calling
+        self.outbox.enqueue(*session.chat, text, kind="interim", key=f"{running.turn_id}:message:{running.sent}")
+        running.sent += 1
+        return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
     def _origin_of(self, delegation_id: str) -> str | None:
         row = self.store.delegations.get(delegation_id)

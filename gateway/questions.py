@@ -12,14 +12,14 @@ a new message) instead of replaying the answer as a message of its own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from agent import Clock, ToolError, active_turn
+from agent import Clock, ToolError
 from gateway.late_notes import age_text
 from gateway.outbox import Outbox
-from gateway.sessions import ChatKey, GatewaySession, RunningTurn
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import RunningTurn
 
-Ask = Callable[[str, Sequence[str] | None], Awaitable[str]]
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 
 
@@ -47,35 +47,29 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
 
 
 class Questions:
-    def __init__(self, outbox: Outbox, clock: Clock, timeout: float) -> None:
+    def __init__(self, outbox: Outbox, sessions: SessionRegistry, clock: Clock, timeout: float) -> None:
         self._outbox = outbox
+        self._sessions = sessions
         self._clock = clock
         self._timeout = timeout
 
-    def asker(self, chat: ChatKey, session: Callable[[], GatewaySession | None]) -> Ask:
-        """The ``clarify`` service of one chat's parent agent; ``session`` finds its session."""
-        asked: dict[str, int] = {}  # the running turn's run id: how many questions it has asked
-
-        async def ask(question: str, choices: Sequence[str] | None = None) -> str:
-            gateway_session, turn = session(), active_turn()
-            running = gateway_session.running if gateway_session is not None else None
-            if running is None or turn is None or running.turn_id != turn.turn_id or running.suppressed:
-                raise ToolError(NOT_NOW)
-            count = asked.get(running.run_id, 0)
-            asked.clear()
-            asked[running.run_id] = count + 1
-            # By run, not turn: a turn run again after a restart asks again, in a new message.
-            key = f"{running.turn_id}:ask:{running.run_id}:{count}"
-            self._outbox.enqueue(*chat, question_text(question, choices, self._timeout), kind="reply", key=key,
+    async def ask(self, question: str, choices: Sequence[str] | None = None) -> str:
+        """The ``clarify`` service of every chat's parent agent: ask the chat of the calling turn."""
+        calling = self._sessions.calling_turn()
+        if calling is None:
+            raise ToolError(NOT_NOW)
+        session, running = calling
+        # By run, not turn: a turn run again after a restart asks again, in a new message.
+        key = f"{running.turn_id}:ask:{running.run_id}:{running.asked}"
+        running.asked += 1
+        self._outbox.enqueue(*session.chat, question_text(question, choices, self._timeout), kind="reply", key=key,
+                             turn_id=running.turn_id)
+        answer = await self._wait(running)
+        if answer is None:
+            self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
                                  turn_id=running.turn_id)
-            answer = await self._wait(running)
-            if answer is None:
-                self._outbox.enqueue(*chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
-                                     turn_id=running.turn_id)
-                return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
-            return chosen(answer, choices)
-
-        return ask
+            return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
+        return chosen(answer, choices)
 
     async def _wait(self, running: RunningTurn) -> str | None:
         """The chat's answer, or None once the timeout has passed."""

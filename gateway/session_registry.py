@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from agent import AgentSession, Clock, Tool, new_id
+from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
@@ -77,6 +77,16 @@ class SessionRegistry:
     def by_agent(self, session_id: str) -> GatewaySession | None:
         """The in-memory session whose *current* generation has this agent session id."""
         return self._by_agent.get(session_id)
+
+    def calling_turn(self) -> tuple[GatewaySession, RunningTurn] | None:
+        """The session and running turn whose agent runs the calling code (a tool's service);
+        None outside such a turn, and for a turn that was stopped or whose generation ended."""
+        turn = active_turn()
+        session = self._by_agent.get(turn.session.session_id) if turn is not None else None
+        running = session.running if session is not None else None
+        if running is None or running.turn_id != turn.turn_id or running.suppressed:
+            return None
+        return session, running
 
     def get(self, platform: str, chat_id: str, thread_id: str | None) -> GatewaySession:
         """The chat's session: from memory, else loaded from the store, else created (its

@@ -58,6 +58,11 @@ class RunningTurn:
     """For a completion turn: the background delegation whose results it delivers."""
     question: asyncio.Future[str] | None = None
     """Set while the model waits for the chat's answer to a question (`gateway.questions`)."""
+    asked: int = 0
+    """Questions this run has asked (their keys count them)."""
+    sent: int = 0
+    """Messages this run has sent with ``send_message`` (their keys count them: a run again
+    after a restart sends none twice)."""
 
     @property
     def suppressed(self) -> bool:
