@@ -152,7 +152,7 @@ class Sender:
                     return False
                 stale = True
                 continue
-            if row.op == "send" and isinstance(adapter, FindsSent) and self._maybe_sent(row):
+            if row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent):
                 found = await self._find_sent(adapter, row)
                 if found is not None:
                     self._sent(row, found, pacing)
