@@ -94,6 +94,8 @@ class Sender:
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
         self._asked: set[int] = set()
         """Parts journaled before the start that the platform was asked about already."""
+        self._waited: set[int] = set()
+        """Parts whose lookup was rate-limited once: the next refusal sends them."""
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -153,7 +155,13 @@ class Sender:
                 stale = True
                 continue
             if row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent):
-                found = await self._find_sent(adapter, row)
+                try:
+                    found = await self._find_sent(adapter, row)
+                except RateLimited as exc:  # asked again once the platform allows
+                    if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
+                        return False
+                    stale = True
+                    continue
                 if found is not None:
                     self._sent(row, found, pacing)
                     return True
@@ -220,23 +228,32 @@ class Sender:
 
     async def _find_sent(self, adapter: FindsSent, row: OutboxRow) -> str | None:
         """Ask the platform whether ``row`` went out already; None (send it) when it did not or
-        cannot tell."""
+        cannot tell. Raises `RateLimited` the first time the platform says to ask later."""
         self._unsure.discard(row.id)
         self._asked.add(row.id)
         try:
             found = await adapter.find_sent(_outbound(row), row.created_at)
+        except RateLimited as exc:
+            if row.id not in self._waited:
+                self._waited.add(row.id)
+                self._unsure.add(row.id)
+                raise
+            error: BaseException = exc
         except Exception as exc:
-            log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); sending it", row.platform,
-                        row.chat_id, row.key, _describe(exc))
-            return None
-        if found is not None:
-            log.info("outbox: %s chat %s: %s had gone out already; not sent again", row.platform, row.chat_id,
-                     row.key)
-        return found
+            error = exc
+        else:
+            if found is not None:
+                log.info("outbox: %s chat %s: %s had gone out already; not sent again", row.platform, row.chat_id,
+                         row.key)
+            return found
+        log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); sending it", row.platform,
+                    row.chat_id, row.key, _describe(error))
+        return None
 
     def _forget(self, row: OutboxRow) -> None:
         self._unsure.discard(row.id)
         self._asked.discard(row.id)
+        self._waited.discard(row.id)
 
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None

@@ -100,3 +100,17 @@ async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tm
     store.close()
     assert [m["text"] for m in bot_posts(fake)] == ["the answer", "the answer"]  # as before this lookup existed
     assert any("cannot tell whether t1:0 went out already" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_rate_limited_lookup_is_asked_again_after_the_wait_and_finds_the_post(tmp_path, fake, adapters):
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    fake.fail_next("conversations.history", status=429, retry_after=0.2)
+    outbox.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    message_id = await outbox.wait_sent("t1:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert [m["ts"] for m in bot_posts(fake)] == [message_id]
+    assert len(fake.calls_to("conversations.history")) == 2
