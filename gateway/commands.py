@@ -21,7 +21,7 @@ log = logging.getLogger("gateway.commands")
 
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
-    CommandSpec("new", "Start a new session (forget this conversation)"),
+    CommandSpec("new", "Start a new session (forget this conversation); text after it is its first message"),
     CommandSpec("agents", "List this chat's subagents; /agents log|stop|retry ID for one of them"),
     CommandSpec("retry", "Run the interrupted or failed subagents of the last background task again"),
     CommandSpec("delegation", "Show or switch how this chat's subagents are routed"),
