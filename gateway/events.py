@@ -1,8 +1,8 @@
 """What the gateway's owners report as it happens, for whoever watches: metrics, traces, the console.
 
 Each owner makes one call per event (`TurnRunner` when a turn starts and ends, `Gateway`
-when a platform event arrives, the outbox's `Sender` when a part is settled or a platform
-asks it to slow down); `GatewayEvents` hands the call on to every subscribed listener that
+when a platform event arrives, the outbox's `Sender` when a part is settled, a platform
+asks it to slow down, or it looks a part up); `GatewayEvents` hands the call on to every subscribed listener that
 defines a method of that name. A listener that raises is logged and skipped: watching the
 gateway never changes what it does. Children are watched through the agent's hooks instead
 (`subagent_start`, `subagent_stop`, `model_call`, `tool_start`, `tool_end`), since the
@@ -42,6 +42,10 @@ class GatewayListener:
     def rate_limited(self, platform: str, retry_after: float) -> None:
         """A platform answered 429 (or its SDK's equivalent), asking to wait ``retry_after`` seconds."""
 
+    def looked_up(self, platform: str, outcome: str) -> None:
+        """The outbox asked a platform whether a part went out already (`platforms.base.FindsSent`):
+        ``found`` (not sent again), ``not_found`` (sent), or ``unknown`` (the platform could not tell)."""
+
 
 class GatewayEvents:
     """The fan-out: the same methods as `GatewayListener`, calling each subscriber in turn."""
@@ -78,6 +82,9 @@ class GatewayEvents:
 
     def settled(self, row: OutboxRow, status: str) -> None:
         self._emit("settled", row, status)
+
+    def looked_up(self, platform: str, outcome: str) -> None:
+        self._emit("looked_up", platform, outcome)
 
     def rate_limited(self, platform: str, retry_after: float) -> None:
         self._emit("rate_limited", platform, retry_after)

@@ -58,6 +58,9 @@ class GatewayMetrics(GatewayListener):
                                   " (sent or failed).", ["platform", "kind", "outcome"], registry=r)
         self.limited = Counter("switchboard_platform_rate_limited", "Platform answers asking the gateway to"
                                     " slow down (HTTP 429 and the like).", ["platform"], registry=r)
+        self.lookups = Counter("switchboard_outbox_lookups", "Parts the outbox looked up on the platform before"
+                               " sending them again, by outcome (found: not sent twice; not_found; unknown).",
+                               ["platform", "outcome"], registry=r)
         self.inbound_events = Counter("switchboard_inbound_events", "Events platforms handed the gateway.",
                                       ["platform"], registry=r)
         self.duplicates = Counter("switchboard_inbound_duplicates", "Events dropped as redeliveries of one seen"
@@ -111,6 +114,9 @@ class GatewayMetrics(GatewayListener):
 
     def rate_limited(self, platform: str, retry_after: float) -> None:
         self.limited.labels(platform).inc()
+
+    def looked_up(self, platform: str, outcome: str) -> None:
+        self.lookups.labels(platform, outcome).inc()
 
     # -- hooks ------------------------------------------------------------------------------
 

@@ -158,6 +158,7 @@ class Sender:
                 try:
                     found = await self._find_sent(adapter, row)
                 except RateLimited as exc:  # asked again once the platform allows
+                    self._events.rate_limited(row.platform, exc.retry_after)
                     if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
                         return False
                     stale = True
@@ -242,10 +243,12 @@ class Sender:
         except Exception as exc:
             error = exc
         else:
+            self._events.looked_up(row.platform, "not_found" if found is None else "found")
             if found is not None:
                 log.info("outbox: %s chat %s: %s had gone out already; not sent again", row.platform, row.chat_id,
                          row.key)
             return found
+        self._events.looked_up(row.platform, "unknown")
         log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); sending it", row.platform,
                     row.chat_id, row.key, _describe(error))
         return None

@@ -9,7 +9,7 @@ import aiohttp
 
 from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
-from platforms.base import Forbidden, RateLimited
+from platforms.base import Forbidden, NetworkError, Outbound, RateLimited, Sent
 from tests.gateway.observing import LIST, FailingAdapter, samples, served
 
 TOKEN = "console-token-0123456789"
@@ -137,3 +137,34 @@ async def test_without_a_token_metrics_answer_only_on_a_loopback_host(tmp_path, 
             assert response.status == 403
             assert "server.console_token" in (await response.json())["error"]
         await scrape(server.url)
+
+
+class LosingAdapter(FailingAdapter):
+    """Its first send goes out and then fails as if the answer were lost; it can look sends up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lose_next = True
+
+    async def send(self, message: Outbound) -> Sent:
+        sent = await super().send(message)
+        if self.lose_next:
+            self.lose_next = False
+            raise NetworkError("the answer was lost")
+        return sent
+
+    async def find_sent(self, message: Outbound, since: float) -> str | None:
+        return next((m.message_id for m in self.messages if m.outbound.idempotency_key == message.idempotency_key),
+                    None)
+
+
+async def test_a_lookup_that_finds_a_lost_send_is_counted_and_nothing_is_sent_twice(tmp_path, gateways) -> None:
+    chat = LosingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "once"}]]})
+    async with served(gateway) as server:
+        await chat.say("hello")
+        await settled(gateway)
+        value = await scrape(server.url)
+    assert chat.texts() == ["once"]
+    assert value("switchboard_outbox_lookups_total", platform="chat", outcome="found") == 1
+    assert value("switchboard_deliveries_total", platform="chat", kind="reply", outcome="sent") == 1

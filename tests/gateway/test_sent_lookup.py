@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
 from platforms.fakes.slack import FakeSlack
@@ -42,14 +43,26 @@ async def _ignore(_inbound) -> None:
     return None
 
 
+class Lookups:
+    """Records the outbox's lookups, as the metrics see them."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+        self.events = GatewayEvents()
+        self.events.subscribe(self)
+
+    def looked_up(self, platform: str, outcome: str) -> None:
+        self.outcomes.append(f"{platform}:{outcome}")
+
+
 def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -> list[dict]:
     return [m for m in fake.messages.get((channel, thread), []) if m.get("bot_id")]
 
 
 @pytest.mark.parametrize("thread", [False, True], ids=["channel", "thread"])
 async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_path, fake, adapters, thread):
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
     await outbox.start()
     thread_ts = None
     if thread:
@@ -63,6 +76,7 @@ async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_pa
     [post] = [m for m in bot_posts(fake, thread=thread_ts) if m["text"] == "the answer"]
     assert post["ts"] == message_id and post["metadata"] == {"event_type": SENT_EVENT, "event_payload": {"key": "t1:0"}}
     assert len(fake.calls_to("conversations.replies" if thread else "conversations.history")) == 1
+    assert lookups.outcomes == ["slack:found"]
 
 
 async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters):
@@ -88,8 +102,8 @@ async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart
 
 
 async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tmp_path, fake, adapters, caplog):
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
     await outbox.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     fake.fail_next("conversations.history", "missing_scope")
@@ -100,6 +114,7 @@ async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tm
     store.close()
     assert [m["text"] for m in bot_posts(fake)] == ["the answer", "the answer"]  # as before this lookup existed
     assert any("cannot tell whether t1:0 went out already" in r.getMessage() for r in caplog.records)
+    assert lookups.outcomes == ["slack:unknown"]
 
 
 async def test_a_rate_limited_lookup_is_asked_again_after_the_wait_and_finds_the_post(tmp_path, fake, adapters):
