@@ -194,6 +194,8 @@ class SlackAdapter:
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
         self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
+        self._metadata = True
+        """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def pacing(self, chat_id: str) -> Pacing:
@@ -358,10 +360,26 @@ class SlackAdapter:
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             self._remember(message.chat_id, message.thread_id)
-        if message.idempotency_key:
-            kw["metadata"] = {"event_type": SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
-        resp = await self._formatted("chat.postMessage", message.chat_id, message.text, **kw)
+        metadata = {"event_type": SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
+        resp = await self._with_metadata(
+            lambda **extra: self._formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
+            metadata if message.idempotency_key else None)
         return Sent(message_id=resp["ts"])
+
+    async def _with_metadata(self, post: Callable[..., Awaitable[Any]], metadata: dict[str, Any] | None) -> Any:
+        """``post(metadata=...)``, or ``post()`` once Slack has refused message metadata: then the
+        gateway still works, but cannot look up its posts or its placeholders any more."""
+        if metadata is None or not self._metadata:
+            return await post()
+        try:
+            return await post(metadata=metadata)
+        except BadRequest as exc:
+            if "metadata" not in str(exc):
+                raise
+            self._metadata = False
+            log.warning("slack: Slack refused message metadata (%s); posting without it from now on, so a post "
+                        "whose answer is lost may be sent twice and a crash may leave a placeholder behind", exc)
+            return await post()
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this idempotency key in its conversation (the
@@ -455,8 +473,10 @@ class SlackAdapter:
     async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
         kw = {"thread_ts": thread_id} if thread_id else {}
         try:
-            resp = await self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
-                                   metadata={"event_type": PLACEHOLDER_EVENT, "event_payload": {}}, **kw)
+            resp = await self._with_metadata(
+                lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
+                                          **kw, **extra),
+                {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
         except DeliveryError:
             return None
         self._own_placeholders.add(resp["ts"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -516,3 +517,14 @@ async def test_find_sent_raises_a_delivery_error_when_slack_cannot_tell(slack, f
     fake.fail_next("conversations.history", "missing_scope")
     with pytest.raises(Forbidden):
         await slack.find_sent(Outbound("C1", None, "x", idempotency_key="k:0"), time.time())
+
+
+async def test_metadata_slack_refuses_is_dropped_once_and_posting_goes_on(slack, fake, caplog):
+    fake.fail_next("chat.postMessage", "invalid_metadata_format")
+    with caplog.at_level(logging.WARNING, logger="platforms.slack"):
+        first = await slack.send(Outbound("C1", None, "first", idempotency_key="t1:0"))
+    second = await slack.send(Outbound("C1", None, "second", idempotency_key="t2:0"))
+    posts = fake.calls_to("chat.postMessage")
+    assert "metadata" in posts[0].params and all("metadata" not in p.params for p in posts[1:])
+    assert [m["ts"] for m in fake.messages[("C1", None)]] == [first.message_id, second.message_id]
+    assert sum("refused message metadata" in r.getMessage() for r in caplog.records) == 1
