@@ -387,13 +387,8 @@ class SlackAdapter:
         `LOOKUP_LIMIT` messages; answers to slash commands cannot be looked up."""
         if message.reply_token or not message.idempotency_key:
             return None
-        kw: dict[str, Any] = {"channel": message.chat_id, "oldest": f"{max(0.0, since - _CLOCK_SKEW):.6f}",
-                              "include_all_metadata": True, "limit": LOOKUP_LIMIT}
-        if message.thread_id:
-            resp = await self._api("conversations.replies", message.chat_id, ts=message.thread_id, **kw)
-        else:
-            resp = await self._api("conversations.history", message.chat_id, **kw)
-        for found in resp.get("messages") or ():
+        oldest = f"{max(0.0, since - _CLOCK_SKEW):.6f}"
+        for found in await self._conversation(message.chat_id, message.thread_id, oldest=oldest):
             metadata = found.get("metadata") or {}
             if metadata.get("event_type") == SENT_EVENT and \
                     (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
@@ -482,19 +477,24 @@ class SlackAdapter:
         self._own_placeholders.add(resp["ts"])
         return resp["ts"]
 
+    async def _conversation(self, chat_id: str, thread_id: str | None, **kw: Any) -> list[dict[str, Any]]:
+        """One page (`LOOKUP_LIMIT`) of a thread's replies or a channel's history, with metadata."""
+        kw.update(channel=chat_id, include_all_metadata=True, limit=LOOKUP_LIMIT)
+        if thread_id:
+            resp = await self._api("conversations.replies", chat_id, ts=thread_id, **kw)
+        else:
+            resp = await self._api("conversations.history", chat_id, **kw)
+        return resp.get("messages") or []
+
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
         """Delete the placeholders an earlier process left in the conversation (one page of
         `LOOKUP_LIMIT` messages, newest first; a thread's replies)."""
-        kw: dict[str, Any] = {"channel": chat_id, "include_all_metadata": True, "limit": LOOKUP_LIMIT}
         try:
-            if thread_id:
-                resp = await self._api("conversations.replies", chat_id, ts=thread_id, **kw)
-            else:
-                resp = await self._api("conversations.history", chat_id, **kw)
+            messages = await self._conversation(chat_id, thread_id)
         except DeliveryError as exc:
             log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
             return 0
-        left = [str(m["ts"]) for m in resp.get("messages") or ()
+        left = [str(m["ts"]) for m in messages
                 if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
                 and str(m["ts"]) not in self._own_placeholders]
         for ts in left:
