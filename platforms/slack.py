@@ -103,7 +103,10 @@ part's idempotency key, which `SlackAdapter.find_sent` looks for."""
 PLACEHOLDER_EVENT = "switchboard_placeholder"
 """The metadata ``event_type`` of progress placeholders, which `SlackAdapter.clear_left_behind` finds."""
 LOOKUP_LIMIT = 200
-"""How many of a conversation's messages since the part was journaled `find_sent` reads (one page)."""
+"""Messages per page of a conversation that `find_sent` and `clear_left_behind` read."""
+LOOKUP_PAGES = 5
+"""Pages `find_sent` reads at most: a busy channel's thousand messages since the part was journaled.
+Each page is one call of a method Slack allows about fifty times a minute."""
 _CLOCK_SKEW = 60.0
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
@@ -383,16 +386,20 @@ class SlackAdapter:
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this idempotency key in its conversation (the
-        thread's replies, or the channel's history) since ``since``, reading one page of
-        `LOOKUP_LIMIT` messages; answers to slash commands cannot be looked up."""
+        thread's replies, or the channel's history) since ``since``, reading at most
+        `LOOKUP_PAGES` pages; answers to slash commands cannot be looked up."""
         if message.reply_token or not message.idempotency_key:
             return None
-        oldest = f"{max(0.0, since - _CLOCK_SKEW):.6f}"
-        for found in await self._conversation(message.chat_id, message.thread_id, oldest=oldest):
-            metadata = found.get("metadata") or {}
-            if metadata.get("event_type") == SENT_EVENT and \
-                    (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
-                return str(found["ts"])
+        oldest, cursor = f"{max(0.0, since - _CLOCK_SKEW):.6f}", None
+        for _ in range(LOOKUP_PAGES):
+            page, cursor = await self._page(message.chat_id, message.thread_id, oldest=oldest, cursor=cursor)
+            for found in page:
+                metadata = found.get("metadata") or {}
+                if metadata.get("event_type") == SENT_EVENT and \
+                        (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
+                    return str(found["ts"])
+            if not cursor:
+                break
         return None
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -477,26 +484,36 @@ class SlackAdapter:
         self._own_placeholders.add(resp["ts"])
         return resp["ts"]
 
-    async def _conversation(self, chat_id: str, thread_id: str | None, **kw: Any) -> list[dict[str, Any]]:
-        """One page (`LOOKUP_LIMIT`) of a thread's replies or a channel's history, with metadata."""
+    async def _page(
+        self, chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page (`LOOKUP_LIMIT`) of a thread's replies or a channel's history, with metadata,
+        and the cursor of the next page (None after the last)."""
         kw.update(channel=chat_id, include_all_metadata=True, limit=LOOKUP_LIMIT)
+        if cursor:
+            kw["cursor"] = cursor
         if thread_id:
             resp = await self._api("conversations.replies", chat_id, ts=thread_id, **kw)
         else:
             resp = await self._api("conversations.history", chat_id, **kw)
-        return resp.get("messages") or []
+        return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
 
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
-        """Delete the placeholders an earlier process left in the conversation (one page of
-        `LOOKUP_LIMIT` messages, newest first; a thread's replies)."""
-        try:
-            messages = await self._conversation(chat_id, thread_id)
-        except DeliveryError as exc:
-            log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
-            return 0
-        left = [str(m["ts"]) for m in messages
-                if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
-                and str(m["ts"]) not in self._own_placeholders]
+        """Delete the placeholders an earlier process left in the conversation: among a channel's
+        newest `LOOKUP_LIMIT` messages, or in a thread's replies (`LOOKUP_PAGES` pages of them:
+        they come oldest first, and the placeholder was among the last)."""
+        left, cursor = [], None
+        for _ in range(LOOKUP_PAGES if thread_id else 1):
+            try:
+                page, cursor = await self._page(chat_id, thread_id, cursor=cursor)
+            except DeliveryError as exc:
+                log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
+                break
+            left += [str(m["ts"]) for m in page
+                     if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
+                     and str(m["ts"]) not in self._own_placeholders]
+            if not cursor:
+                break
         for ts in left:
             await self._try_delete(chat_id, ts)
         if left:

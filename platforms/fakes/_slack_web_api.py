@@ -125,10 +125,19 @@ class SlackWebApi:
 
     @staticmethod
     def _page(messages: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
+        """``limit`` messages from the ``cursor`` on (Slack's cursors are opaque: here an offset),
+        with ``response_metadata.next_cursor`` when more follow."""
         limit = int(p.get("limit") or 100)
+        try:
+            start = int(p.get("cursor") or 0)
+        except ValueError:
+            return {"ok": False, "error": "invalid_cursor"}
         everything = str(p.get("include_all_metadata", "")).lower() in {"1", "true"}
-        shown = [m if everything else {k: v for k, v in m.items() if k != "metadata"} for m in messages[:limit]]
-        return {"ok": True, "messages": shown, "has_more": len(messages) > limit}
+        page = messages[start:start + limit]
+        shown = [m if everything else {k: v for k, v in m.items() if k != "metadata"} for m in page]
+        more = len(messages) > start + limit
+        return {"ok": True, "messages": shown, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     _methods: dict[str, Callable[[SlackWebApi, dict[str, Any]], dict[str, Any]]] = {
         "conversations.history": _history,

@@ -9,7 +9,7 @@ What it does:
 - Web API (``POST /api/<method>``, JSON or form): ``auth.test``, ``apps.connections.open``,
   ``chat.postMessage`` (keeping its ``metadata``), ``chat.update``, ``chat.delete``,
   ``chat.postEphemeral``, ``conversations.history`` and ``conversations.replies`` (``oldest``,
-  ``limit``, ``include_all_metadata``; one page), ``files.info``. Bearer tokens
+  ``limit``, ``include_all_metadata``, ``cursor``: pages of ``limit``), ``files.info``. Bearer tokens
   are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``.
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
+from platforms import slack as slack_module
 from platforms.base import (
     Adapter,
     BadRequest,
@@ -511,6 +512,39 @@ async def test_find_sent_finds_a_post_by_its_idempotency_key_in_the_channel_and_
     history = fake.calls_to("conversations.history")
     assert len(history) == 2 and history[0].params["include_all_metadata"] in ("1", "true", True)
     assert fake.calls_to("conversations.replies")[0].params["ts"] == parent.message_id
+
+
+async def test_find_sent_reads_further_pages_up_to_its_bound(slack, fake, monkeypatch):
+    monkeypatch.setattr(slack_module, "LOOKUP_LIMIT", 2)
+    since = time.time()
+    first = await slack.send(Outbound("C1", None, "first", idempotency_key="t1:0"))
+    for i in range(2 * slack_module.LOOKUP_PAGES - 1):  # `first` ends up last on the last page read
+        await slack.send(Outbound("C1", None, f"later {i}", idempotency_key=f"t{i + 2}:0"))
+    assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:0"), since) == first.message_id
+    pages = fake.calls_to("conversations.history")
+    assert len(pages) == slack_module.LOOKUP_PAGES
+    assert [p.params.get("cursor") for p in pages[1:]] == [str(2 * n) for n in range(1, slack_module.LOOKUP_PAGES)]
+    await slack.send(Outbound("C1", None, "one more", idempotency_key="t0:0"))  # pushes `first` past the bound
+    assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:0"), since) is None
+    assert len(fake.calls_to("conversations.history")) == 2 * slack_module.LOOKUP_PAGES
+
+
+async def test_placeholders_left_at_the_end_of_a_long_thread_are_found(fake, slack, sink, monkeypatch):
+    monkeypatch.setattr(slack_module, "LOOKUP_LIMIT", 2)
+    parent = await slack.send(Outbound("C1", None, "parent"))
+    for i in range(4):
+        await slack.send(Outbound("C1", parent.message_id, f"reply {i}"))
+    earlier = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    await earlier.start(sink, COMMANDS)
+    try:
+        await earlier.typing("C1", parent.message_id)  # the placeholder a killed process left
+    finally:
+        earlier._placeholders.clear()  # it died: it deletes nothing on its way out
+        await earlier.stop()
+    assert texts(fake, "C1", parent.message_id)[-1] == PLACEHOLDER
+    assert await slack.clear_left_behind("C1", parent.message_id) == 1
+    assert PLACEHOLDER not in texts(fake, "C1", parent.message_id)
+    assert len(fake.calls_to("conversations.replies")) == 3  # parent + 5 messages, two a page
 
 
 async def test_find_sent_raises_a_delivery_error_when_slack_cannot_tell(slack, fake):
