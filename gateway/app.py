@@ -299,7 +299,7 @@ class Gateway:
         if event is None or not event.chat_id.startswith(f"{route}:"):
             raise LookupError(turn_id)
         delegations = self.ledger.of_turn(turn_id)
-        messages = [m for t in (turn_id, *(d.completion_turn_id for d in delegations))
+        messages = [{**m, "turn_id": t} for t in (turn_id, *(d.completion_turn_id for d in delegations))
                     for m in self.store.outbox.turn_messages("webhook", t)
                     if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
         ended = self.store.inbox.settled(event.platform, event.event_id)

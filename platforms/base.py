@@ -296,7 +296,9 @@ class TurnRead:
     """What the gateway has for one turn, for a caller that reads replies back."""
 
     messages: list[dict[str, Any]]
-    """The turn's messages in order, then those of the background work it started."""
+    """The turn's messages in order, then those of the background work it started: outbox rows,
+    each with at least ``chat_id``, ``turn_id`` (the turn it belongs to), ``kind``, ``text`` and
+    ``sequence``."""
     complete: bool
     """True once nothing more will be added: the turn has ended and its background work has
     delivered its results (or an interruption report, or was stopped)."""

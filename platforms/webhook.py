@@ -185,7 +185,9 @@ class WebhookAdapter:
             read = await self._turn_reader(name, turn_id)
         except LookupError:
             return _error(404, f"unknown turn {turn_id!r}")
-        return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": read.messages})
+        messages = [_message(name, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
+                    for m in read.messages]
+        return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": messages})
 
     # -- out -------------------------------------------------------------------------
 
@@ -196,16 +198,14 @@ class WebhookAdapter:
         on. Raises `NotFound` for a chat of no configured route, `NetworkError` for a
         non-2xx answer (redirects included: a signed body is not forwarded) or a
         connection failure or timeout. Interim messages are dropped, reported as sent."""
-        name, _, chat = message.chat_id.partition(":")
+        name = message.chat_id.partition(":")[0]
         route = self.routes.get(name)
         if route is None:
             raise NotFound(f"no webhook route {name!r}", method="send", chat_id=message.chat_id)
         key = message.idempotency_key or _fallback_key(message)
         if route.deliver_url is None or message.kind == "interim":
             return Sent(key)
-        # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the receiver gets U+FFFD.
-        payload = {"route": name, "chat_id": None if chat in ("", "default") else chat, "turn_id": message.turn_id,
-                   "kind": message.kind, "text": scalar_text(message.text), "sequence": message.sequence}
+        payload = _message(name, message.chat_id, message.turn_id, message.kind, message.text, message.sequence)
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
                    "Content-Type": "application/json"}
@@ -233,6 +233,14 @@ class WebhookAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
+
+
+def _message(route: str, chat_id: str, turn_id: str | None, kind: str, text: str, sequence: int) -> dict[str, Any]:
+    """A message as callers see it, delivered or read: the same fields either way."""
+    chat = chat_id.partition(":")[2]
+    # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the caller gets U+FFFD.
+    return {"route": route, "chat_id": None if chat in ("", "default") else chat, "turn_id": turn_id,
+            "kind": kind, "text": scalar_text(text), "sequence": sequence}
 
 
 def _retry_after(header: str | None, now: float) -> float | None:

@@ -62,7 +62,8 @@ class Reader:
         self.calls.append((route, turn_id))
         if turn_id == "missing":
             raise KeyError(turn_id)
-        return TurnRead([{"sequence": 0, "kind": "reply", "text": f"answer to {turn_id}"}], complete=True)
+        return TurnRead([{"key": f"{turn_id}:reply:0", "chat_id": f"{route}:ops", "turn_id": turn_id, "kind": "reply",
+                          "text": f"answer to {turn_id}", "sequence": 0, "status": "sent"}], complete=True)
 
 
 async def serve(*routes: web.RouteDef) -> tuple[web.AppRunner, str]:
@@ -511,7 +512,8 @@ async def test_without_deliver_url_send_returns_at_once_and_get_reads_the_turn(
     reply = await signed_get(f"{base}/webhooks/reader/turns/turn-3", OTHER_SECRET, timestamp=TS)
     assert reply.status == 200
     assert reply.json() == {"turn_id": "turn-3", "complete": True,
-                            "messages": [{"sequence": 0, "kind": "reply", "text": "answer to turn-3"}]}
+                            "messages": [{"route": "reader", "chat_id": "ops", "turn_id": "turn-3", "kind": "reply",
+                                          "text": "answer to turn-3", "sequence": 0}]}
     assert reader.calls == [("reader", "turn-3")]
 
 

@@ -210,3 +210,24 @@ async def test_a_pull_read_is_incomplete_while_background_work_runs(serve, tmp_p
         while not (read := (await signed_get(path, SECRET)).json())["messages"]:
             await asyncio.sleep(0.02)  # polling, as a caller would
     assert read["complete"] is False and [m["kind"] for m in read["messages"]] == ["reply"]
+
+
+async def test_a_pull_read_gives_each_message_the_fields_of_a_delivery(serve, receiver):
+    base = await serve({"pull": {"secret": SECRET}, "push": {"secret": SECRET, "deliver_url": receiver.url}})
+    pulled = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST, "chat_id": "ops"})).json()
+    pushed = (await signed_post(f"{base}/webhooks/push", SECRET, {"text": LIST, "chat_id": "ops"})).json()
+    await receiver.wait_for(lambda: len(receiver.unique) == 2)
+    await serve.quiet()
+    read = (await signed_get(f"{base}/webhooks/pull/turns/{pulled['turn_id']}", SECRET)).json()
+    delivered = receiver.payloads
+    assert [sorted(m) for m in read["messages"]] == [sorted(d) for d in delivered]
+    (reply, completion), (push_reply, push_completion) = read["messages"], delivered
+    assert (reply["route"], reply["chat_id"], reply["turn_id"]) == ("pull", "ops", pulled["turn_id"])
+    assert (push_reply["turn_id"], reply["kind"], completion["kind"]) == (pushed["turn_id"], "reply", "completion")
+    # Like a delivered completion, a read one names its own internal turn, not the asking one.
+    assert completion["turn_id"] not in (None, pulled["turn_id"]) and completion["chat_id"] == "ops"
+    assert push_completion["turn_id"] not in (None, pushed["turn_id"])
+    default = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
+    await serve.quiet()
+    (message,) = (await signed_get(f"{base}/webhooks/pull/turns/{default['turn_id']}", SECRET)).json()["messages"]
+    assert message["chat_id"] is None and message["route"] == "pull"
