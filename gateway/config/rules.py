@@ -47,6 +47,10 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         for name, route in webhook.routes.items():
             if not route.secret:
                 errors.append(f"platforms.webhook.routes.{name}.secret: required (requests are signed with it)")
+            # Caught here, not at the first reply: that would fail as a network error for an hour, then be dropped.
+            url = route.deliver_url
+            if url is not None and (problem := _http_url_problem(url, example="https://example.com/hooks/switchboard")):
+                errors.append(f"platforms.webhook.routes.{name}.deliver_url: {problem}")
         if not webhook.routes:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
 
@@ -113,12 +117,19 @@ def _temporal_rules(config: Config) -> list[str]:
 
 def _url_problem(url: str, *, example: str = "https://api.example.com") -> str | None:
     """Why ``url`` cannot be an API base URL, without echoing it (it may hold a token)."""
+    if problem := _http_url_problem(url, example=example):
+        return problem
+    if _TOKEN_PATH.search(URL(url).path):
+        return "give the server's base URL only, without /bot<token>: the token goes in platforms.telegram.token"
+    return None
+
+
+def _http_url_problem(url: str, *, example: str) -> str | None:
+    """Why nothing can be POSTed to ``url``, without echoing it (it may hold a token)."""
     try:
         parsed = URL(url)
     except ValueError:
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
         return f"expected an http(s) URL such as {example} (the scheme is missing or wrong)"
-    if _TOKEN_PATH.search(parsed.path):
-        return "give the server's base URL only, without /bot<token>: the token goes in platforms.telegram.token"
     return None

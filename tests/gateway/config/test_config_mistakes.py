@@ -112,3 +112,19 @@ def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
     assert config_check(str(path), out, err, env={}) == 0
     assert HOOK not in out.getvalue() + err.getvalue()
     assert "host: '***'" in out.getvalue() and "name: '***'" in out.getvalue()
+
+
+@pytest.mark.parametrize("url", ["example.com/hooks/in", "ftp://example.com/in", "http:/in", "hooks.example.com"])
+def test_a_webhook_deliver_url_that_cannot_be_posted_to_is_an_error(load, url):
+    # Else the gateway starts, and every reply fails as a "network error" for an hour, then is dropped.
+    errors, _ = problems(load, f"platforms:\n  webhook: {{enabled: true, routes: {{hook: {{secret: {HOOK},"
+                               f" deliver_url: '{url}'}}}}}}\n")
+    assert errors == ["platforms.webhook.routes.hook.deliver_url: expected an http(s) URL such as"
+                      " https://example.com/hooks/switchboard (the scheme is missing or wrong)"]
+    assert not any(url in e or HOOK in e for e in errors)
+
+
+def test_a_webhook_deliver_url_with_a_token_in_it_is_fine(load):
+    config, _ = load("platforms:\n  webhook: {enabled: true, routes: {hook: {secret: s,"
+                     " deliver_url: 'https://hooks.example.com/in/bot1:x?token=abc'}}}\n")
+    assert config.platforms.webhook.routes["hook"].deliver_url.startswith("https://hooks.example.com/")
