@@ -236,7 +236,8 @@ class Gateway:
         running = session.running
         # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
         if not inbound.attachments and hand_answer(running, inbound.text):
-            self.store.inbox.settle(inbound.platform, inbound.event_id)  # handed over: a restart asks again
+            # Handed over: a restart asks again.
+            self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=running.turn_id)
             return Accepted(running.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         if running is not None and busy_mode == "steer":

@@ -67,10 +67,12 @@ class Inbox:
             return Acceptance(True, turn_id)
         return Acceptance(False, self.turn_of(inbound.platform, inbound.event_id))
 
-    def settle(self, platform: str, event_id: str) -> None:
-        """The event is handled: it is not replayed after a restart. Idempotent."""
-        self._db.write("UPDATE gateway_inbox SET status='done' WHERE platform=? AND event_id=?",
-                       (_text(platform), _text(event_id)))
+    def settle(self, platform: str, event_id: str, *, into_turn: str | None = None) -> None:
+        """The event is handled: it is not replayed after a restart. ``into_turn``: it was handled
+        within that running turn (an answer to its question), which a redelivery then names
+        instead of the unused one `accept` gave it. Idempotent."""
+        self._db.write("UPDATE gateway_inbox SET status='done', turn_id=COALESCE(?, turn_id)"
+                       " WHERE platform=? AND event_id=?", (into_turn, _text(platform), _text(event_id)))
 
     def failed(self, platform: str, event_id: str, error: str) -> int:
         """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""
@@ -132,8 +134,9 @@ class Inbox:
 
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
-        row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=? LIMIT 1",
-                            (platform, turn_id))  # fmt: skip
+        # The first: later ones were handled within the turn (`settle` ``into_turn``).
+        row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=?"
+                                " ORDER BY received_at, rowid LIMIT 1", (platform, turn_id))
         return None if row is None else _inbound(row[0])
 
     def unfinished(self) -> list[tuple[Inbound, str | None]]:

@@ -231,3 +231,23 @@ async def test_a_pull_read_gives_each_message_the_fields_of_a_delivery(serve, re
     await serve.quiet()
     (message,) = (await signed_get(f"{base}/webhooks/pull/turns/{default['turn_id']}", SECRET)).json()["messages"]
     assert message["chat_id"] is None and message["route"] == "pull"
+
+
+async def test_a_resent_answer_to_a_question_names_the_asking_turn_as_the_first_answer_did(serve, tmp_path):
+    script = tmp_path / "script.json"
+    ask = {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which region?"}}]}
+    script.write_text(json.dumps({"parent": [[ask, {"text": "deployed"}]]}))
+    base = await serve({"pull": {"secret": SECRET}}, model={"provider": "scripted", "script": str(script)})
+    asking = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "deploy", "chat_id": "c"})).json()
+    path = f"{base}/webhooks/pull/turns/{asking['turn_id']}"
+    async with asyncio.timeout(5):
+        while not (await signed_get(path, SECRET)).json()["messages"]:
+            await asyncio.sleep(0.02)  # polling, as a caller would, until the question is there
+    body, ts = json.dumps({"text": "eu-west", "chat_id": "c"}).encode(), str(int(time.time()))
+    first = (await signed_post(f"{base}/webhooks/pull", SECRET, body, timestamp=ts)).json()
+    again = (await signed_post(f"{base}/webhooks/pull", SECRET, body, timestamp=ts)).json()  # its answer was lost
+    assert first["turn_id"] == asking["turn_id"]
+    assert (again["duplicate"], again["turn_id"]) == (True, asking["turn_id"])
+    await serve.quiet()
+    read = (await signed_get(path, SECRET)).json()
+    assert read["complete"] is True and [m["text"] for m in read["messages"]][-1] == "deployed"
