@@ -104,7 +104,9 @@ class Access:
             return Refusal(403, self._loopback_only)
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
+            # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong token, not an error.
+            given_bytes = given.strip().encode("utf-8", "surrogateescape")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given_bytes, self._token):
                 return Refusal(401, "missing or wrong token", token=True)
         if self.user_header is None:
             return ANONYMOUS

@@ -7,6 +7,7 @@ tests/scenarios/test_web_chat_browser.py.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -175,6 +176,20 @@ async def test_with_a_token_every_api_call_needs_it_and_it_is_never_logged(start
                                    headers={"Authorization": f"Bearer {TOKEN}"})
     assert status == 202 and len(sink.inbound) == 1
     assert TOKEN not in caplog.text
+
+
+async def test_a_token_that_is_not_utf8_is_a_wrong_token_not_a_crash(started) -> None:
+    # A browser sends a Latin-1 character typed into the sign-in form as one raw byte.
+    _, _, base = await started(token=TOKEN)
+    host, _, port = base.removeprefix("http://").partition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /chat/api/history?chat=c1 HTTP/1.1\r\nHost: " + host.encode() +
+                 b"\r\nAuthorization: Bearer caf\xe9\r\nConnection: close\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+    assert b"WWW-Authenticate: Bearer" in answer  # so the page asks for the token again
 
 
 async def test_without_a_token_only_a_loopback_host_is_served(started, http) -> None:
