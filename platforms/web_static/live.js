@@ -33,7 +33,10 @@ window.SwitchboardLive = (() => {
     return {
       headers(extra) {
         const token = sessionStorage.getItem(tokenKey);
-        return Object.assign(token ? { Authorization: "Bearer " + token } : {}, extra || {});
+        // A header carries Latin-1 only and fetch throws on anything else (a pasted zero-width space,
+        // a curly quote): such a token cannot be right, so it is left out and the 401 asks again.
+        const sendable = token && !/[^\u0020-\u00ff]/.test(token);
+        return Object.assign(sendable ? { Authorization: "Bearer " + token } : {}, extra || {});
       },
       asksForToken(response) {
         return response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer");

@@ -136,3 +136,16 @@ async def test_off_loopback_the_page_asks_for_the_token_and_the_api_refuses_with
     await open_chat(other, f"{web.base}/chat?chat=c1#token={TOKEN}")
     assert TOKEN not in other.url
     assert [kind for _, kind, _ in await shown(other)] == ["user", "reply"]
+
+
+async def test_a_token_no_header_can_carry_is_asked_for_again(chat, page) -> None:
+    web = await chat(server={"host": "0.0.0.0", "port": 0, "console": False},
+                     platforms={"web": {"enabled": True, "token": TOKEN}})
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=login]")
+    await page.fill("#token", TOKEN + "\u200b")  # pasted with a zero-width space: fetch cannot send it as a header
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("#login-error", state="visible")
+    await page.fill("#token", TOKEN)
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("body[data-state=connected]")
