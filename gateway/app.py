@@ -49,7 +49,7 @@ from platforms.base import (
 log = logging.getLogger("gateway.app")
 
 REMEMBERED_THREADS = 10_000
-"""Thread sessions handed to an adapter that answers in threads without a mention (Slack) at start."""
+"""Thread sessions handed to an adapter that answers in threads without a mention (Slack, Discord) at start."""
 
 
 class Gateway:

@@ -310,7 +310,7 @@ TurnReader = Callable[[str, str], Awaitable[TurnRead]]
 
 @runtime_checkable
 class ThreadMemory(Protocol):
-    """An adapter that answers in threads without being mentioned again (Slack)."""
+    """An adapter that answers in threads without being mentioned again (Slack, Discord)."""
 
     def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
         """Before `Adapter.start`, the gateway hands over the ``(chat_id, thread_id)`` pairs of

@@ -14,7 +14,8 @@ Which messages are for the bot, and which session they belong to:
   plain text for the gateway to route.
 
 The bot's own messages and other bots' are ignored (two bots answering each other
-would never stop); the bot's mention is stripped from the text. Attached files arrive
+would never stop); the bot's mention is stripped from the text. The threads the bot posted in are remembered
+across restarts: the gateway hands them over (`remember_threads`). Attached files arrive
 as `Attachment`s (`platforms.discord_files`); `download` fetches one from its
 attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
@@ -46,7 +47,7 @@ import hashlib
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -153,6 +154,11 @@ class DiscordAdapter:
 
     def web_routes(self) -> Sequence[Any]:
         return ()
+
+    def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
+        """The gateway's stored thread sessions: after a restart the bot still hears every
+        message in a thread it had posted in, which Discord's data alone does not tell."""
+        self._posted_in.update(int(thread) for _chat, thread in threads)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

@@ -73,12 +73,17 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
         for gateway in started:
             await settled(gateway)
 
+    async def stop_all() -> None:
+        """Stop every gateway started so far, as a process exit would."""
+        while started:
+            await started.pop().stop(grace=0)
+
     start_.quiet = quiet  # type: ignore[attr-defined]
+    start_.stop_all = stop_all  # type: ignore[attr-defined]
     try:
         yield start_
     finally:
-        for gateway in started:
-            await gateway.stop(grace=0)
+        await stop_all()
         await _join_keepalive_threads()
 
 
@@ -202,6 +207,18 @@ async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start
     assert set(sessions) == {(str(CHANNEL), "701"), (str(CHANNEL), "702")}
     transcript_a = [m["content"] for m in sessions[(str(CHANNEL), "701")].agent.messages if m["role"] == "user"]
     assert transcript_a == ["question in A", "follow-up in A"]
+
+
+async def test_a_thread_the_bot_posted_in_needs_no_mention_after_a_gateway_restart(fake, start):
+    await start(script=echo_script())
+    fake.push_guild_message(GUILD, CHANNEL, USER, "first question", mention_bot=True, thread_id=701)
+    await fake.wait_for(lambda: fake.bot_messages(701))
+    await start.quiet()
+    await start.stop_all()
+    await start(script=echo_script())  # a new process knows the thread only from the database
+    fake.push_guild_message(GUILD, CHANNEL, USER, "a follow-up, no mention", thread_id=701)
+    await fake.wait_for(lambda: len(fake.bot_messages(701)) == 2)
+    assert contents(fake.bot_messages(701)) == ["echo: first question", "echo: a follow-up, no mention"]
 
 
 # ---- 4. long-running notices --------------------------------------------------------------------
