@@ -93,6 +93,8 @@ PORTAL_HINT = (
 )
 _MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
+_TOKEN_EXPIRED = 50027
+"""401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 
 
 class DiscordStartError(RuntimeError):
@@ -483,7 +485,7 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
             error = EditUnsupported(detail, **kw)
         elif isinstance(exc, discord.Forbidden):
             error = Forbidden(detail, **kw)
-        elif isinstance(exc, discord.NotFound):
+        elif isinstance(exc, discord.NotFound) or (exc.status == 401 and exc.code == _TOKEN_EXPIRED):
             error = NotFound(detail, **kw)
         elif exc.status >= 500:
             error = NetworkError(detail, **kw)

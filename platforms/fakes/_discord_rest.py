@@ -4,7 +4,6 @@ every call, checks the bot token and plays scripted failures, and one handler pe
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from platforms.fakes._discord_model import FLAG_LOADING, Call, FakeMessage, _use
 
 TEXT_LIMIT = 2000
 INTERACTION_ACK_SECONDS = 3.0
+INTERACTION_TOKEN_SECONDS = 15 * 60
 
 
 @dataclass
@@ -209,6 +209,16 @@ class DiscordRest:
     def _interaction_by_token(self, token: str) -> tuple[str, dict[str, Any]] | None:
         return next(((i, v) for i, v in self.interactions.items() if v["token"] == token), None)
 
+    def _webhook_interaction(self, token: str) -> tuple[str, dict[str, Any]] | web.Response:
+        """The interaction a follow-up, edit or delete names, or Discord's refusal: an unknown
+        token is 404 Unknown Webhook, one older than 15 minutes 401 Invalid Webhook Token."""
+        found = self._interaction_by_token(token)
+        if found is None:
+            return _error(404, 10015, "Unknown Webhook")
+        if self.clock() - found[1]["created"] > INTERACTION_TOKEN_SECONDS:
+            return _error(401, 50027, "Invalid Webhook Token")
+        return found
+
     async def _callback(self, request: web.Request) -> web.Response:
         interaction_id = request.match_info["interaction_id"]
         record = self.interactions.get(interaction_id)
@@ -216,7 +226,7 @@ class DiscordRest:
             return _error(404, 10062, "Unknown interaction")
         if record["responses"]:
             return _error(400, 40060, "Interaction has already been acknowledged.")
-        if time.monotonic() - record["created"] > INTERACTION_ACK_SECONDS:
+        if self.clock() - record["created"] > INTERACTION_ACK_SECONDS:
             return _error(404, 10062, "Unknown interaction")
         body = await request.json()
         kind = body.get("type")
@@ -233,9 +243,9 @@ class DiscordRest:
         })
 
     async def _followup(self, request: web.Request) -> web.Response:
-        found = self._interaction_by_token(request.match_info["token"])
-        if found is None:
-            return _error(404, 10015, "Unknown Webhook")
+        found = self._webhook_interaction(request.match_info["token"])
+        if isinstance(found, web.Response):
+            return found
         interaction_id, record = found
         if not record["responses"]:
             return _error(404, 10015, "Unknown Webhook")
@@ -250,9 +260,9 @@ class DiscordRest:
         return web.Response(status=204)
 
     async def _delete_webhook_message(self, request: web.Request) -> web.Response:
-        found = self._interaction_by_token(request.match_info["token"])
-        if found is None:
-            return _error(404, 10015, "Unknown Webhook")
+        found = self._webhook_interaction(request.match_info["token"])
+        if isinstance(found, web.Response):
+            return found
         _, record = found
         message_id = request.match_info["message_id"]
         message = self._find(record["channel_id"], record["original"] if message_id == "@original" else message_id)
@@ -262,9 +272,9 @@ class DiscordRest:
         return web.Response(status=204)
 
     async def _edit_webhook_message(self, request: web.Request) -> web.Response:
-        found = self._interaction_by_token(request.match_info["token"])
-        if found is None:
-            return _error(404, 10015, "Unknown Webhook")
+        found = self._webhook_interaction(request.match_info["token"])
+        if isinstance(found, web.Response):
+            return found
         _, record = found
         message_id = request.match_info["message_id"]
         if message_id == "@original":

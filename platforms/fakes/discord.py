@@ -12,7 +12,8 @@ What it serves (under ``/api/v10``): gateway info, ``users/@me``, the applicatio
 application commands (global and per guild), channel messages (create, edit,
 delete; 2,000-character limit as 50035; nonces deduplicated when enforced),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
-40060 when answered twice; edit and delete). Files users attach (``files=[Upload(...)]``
+40060 when answered twice; edit and delete; after 15 minutes the token is refused
+with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
 on `push_dm` and `push_guild_message`) are served from attachment URLs under
 ``/attachments/...``, like Discord's CDN, without a token. Every response is exactly ``application/json``:
 discord.py compares the content type for equality.
@@ -70,15 +71,18 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         heartbeat_interval: float = 0.5,
         message_content_intent: bool = True,
         strip_message_content: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``message_content_intent=False`` mimics the Developer Portal switch being off: the
         application's flags lack it and IDENTIFY asking for it is closed with 4014.
         ``strip_message_content=True`` delivers guild messages that do not mention the bot
-        with empty content, as Discord does for an app without the intent."""
+        with empty content, as Discord does for an app without the intent. ``clock`` (seconds,
+        monotonic) times interactions: the 3-second acknowledgement and the 15-minute token."""
         self.token, self.bot_name, self.host, self.port = token, bot_name, host, port
         self.heartbeat_interval = heartbeat_interval
         self.message_content_intent = message_content_intent
         self.strip_message_content = strip_message_content
+        self.clock = clock
         self._last_id = 0
         self.bot_id = self.new_id()
         self.application_id = self.bot_id
@@ -319,7 +323,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
             }
         payload["channel_id"] = channel_id
         self.interactions[interaction_id] = {
-            "token": token, "channel_id": channel_id, "created": time.monotonic(), "responses": [],
+            "token": token, "channel_id": channel_id, "created": self.clock(), "responses": [],
             "original": None,
         }
         self._dispatch("INTERACTION_CREATE", payload)

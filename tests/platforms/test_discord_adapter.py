@@ -23,7 +23,7 @@ from platforms.base import (
     Outbound,
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
-from platforms.fakes.discord import FakeDiscord
+from platforms.fakes.discord import FLAG_LOADING, FakeDiscord
 
 import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
 
@@ -31,6 +31,7 @@ COMMANDS = [CommandSpec("stop", "Stop the current turn"), CommandSpec("new", "St
             CommandSpec("agents", "List running subagents")]
 SEND = "POST /channels/{channel_id}/messages"
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
+ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
 GUILD, CHANNEL, USER = 500, 600, 42
 
 
@@ -180,6 +181,37 @@ async def test_expired_interaction_answers_in_the_channel(fake: FakeDiscord, run
     sent = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="Started a new session.",
                                        kind="command", reply_token=f"{fake.application_id}:expired-token"))
     assert [(m.id, m.content) for m in fake.bot_messages(channel)] == [(sent.message_id, "Started a new session.")]
+
+
+class Clock:
+    """A monotonic clock the test moves by hand (the fake's interaction deadlines read it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_an_answer_after_the_15_minute_token_lifetime_goes_to_the_channel() -> None:
+    clock = Clock()
+    async with FakeDiscord(clock=clock) as fake:
+        adapter, sink = _adapter(fake), Sink(fake)
+        await adapter.start(sink, COMMANDS)
+        try:
+            fake.push_interaction("agents", USER)
+            [command] = await sink.wait(1)
+            clock.now += 15 * 60 + 1  # Discord now answers the token with 401 Invalid Webhook Token
+            sent = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="No subagents.",
+                                               kind="command", reply_token=command.reply_token))
+            [thinking, answer] = fake.bot_messages(command.chat_id)
+            assert thinking.flags & FLAG_LOADING and thinking.interaction_id is not None
+            assert (answer.id, answer.content, answer.interaction_id) == (sent.message_id, "No subagents.", None)
+            assert fake.calls_to(ANSWER)[-1].status == 401
+        finally:
+            await adapter.stop()
+            await _join_keepalive_threads()
+        assert fake.errors == []
 
 
 async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
