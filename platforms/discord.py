@@ -28,7 +28,8 @@ globally when that is empty. An interaction is deferred (type 5, "thinking…")
 before it is handed over, so Discord's 3-second window holds whatever the
 gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
 (valid 15 minutes). The first answer replaces the "thinking…" response, later
-ones are follow-ups; an expired token falls back to a channel message.
+ones are follow-ups (after a restart Discord is asked which comes next); an expired
+token falls back to a channel message.
 
 Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 (`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
@@ -142,7 +143,8 @@ class DiscordAdapter:
         self._posted_in: set[int] = set()
         """Channels and threads the bot has posted in since start."""
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
-        self._answered: OrderedDict[str, None] = OrderedDict()
+        self._answered: OrderedDict[str, bool] = OrderedDict()
+        """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
 
@@ -333,6 +335,7 @@ class DiscordAdapter:
         reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
         try:
             await interaction.response.defer(thinking=True)
+            _remember(self._answered, reply_token, False)
         except Exception as exc:  # too late or already answered: run the command, answer in the channel
             _translate(exc, route="POST /interactions/{id}/{token}/callback", chat_id=str(interaction.channel_id))
             reply_token = None
@@ -367,12 +370,13 @@ class DiscordAdapter:
 
     async def _answer(self, message: Outbound) -> Sent:
         assert message.reply_token is not None
-        first = message.reply_token not in self._answered
-        route = "/webhooks/{application_id}/{token}"
-        route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+        route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
         try:
             webhook = self._webhook(message.reply_token)
+            first = await self._unanswered(webhook, message.reply_token)
+            route = "/webhooks/{application_id}/{token}"
+            route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
             if first:  # replace the "thinking…" placeholder of the deferred response
                 sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
                                                   allowed_mentions=_MENTIONS)
@@ -380,9 +384,17 @@ class DiscordAdapter:
                 sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
         except Exception as exc:
             raise _translate(exc, route=route, chat_id=message.chat_id) from exc
-        _remember(self._answered, message.reply_token, None)
+        _remember(self._answered, message.reply_token, True)
         _remember(self._webhook_messages, str(sent.id), message.reply_token)
         return Sent(str(sent.id))
+
+    async def _unanswered(self, webhook: discord.Webhook, reply_token: str) -> bool:
+        """Whether the interaction still shows "thinking…". Deferred by an earlier process (the
+        gateway restarted between the parts of an answer), only Discord knows: asked once."""
+        if reply_token not in self._answered:
+            original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
+            _remember(self._answered, reply_token, not original.flags.loading)
+        return not self._answered[reply_token]
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""

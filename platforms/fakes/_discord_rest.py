@@ -63,6 +63,7 @@ class DiscordRest:
             ("POST", "/channels/{channel_id}/typing", self._typing),
             ("POST", "/interactions/{interaction_id}/{token}/callback", self._callback),
             ("POST", "/webhooks/{application_id}/{token}", self._followup),
+            ("GET", "/webhooks/{application_id}/{token}/messages/{message_id}", self._get_webhook_message),
             ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._edit_webhook_message),
             ("DELETE", "/webhooks/{application_id}/{token}/messages/{message_id}", self._delete_webhook_message),
         ]
@@ -98,8 +99,8 @@ class DiscordRest:
         call = Call(request.method, name, path, body, dict(request.query), dict(request.headers))
         self.calls.append(call)
         response = self._scripted_failure(call)
-        if response is None and not name.startswith(("POST /interactions", "POST /webhooks", "PATCH /webhooks",
-                                                      "DELETE /webhooks")):
+        if response is None and not name.startswith(("POST /interactions", "GET /webhooks", "POST /webhooks",
+                                                      "PATCH /webhooks", "DELETE /webhooks")):
             if request.headers.get("Authorization") != f"Bot {self.token}":
                 response = _error(401, 0, "401: Unauthorized")
         if response is None:
@@ -270,6 +271,17 @@ class DiscordRest:
             return _error(404, 10008, "Unknown Message")
         message.deleted = True
         return web.Response(status=204)
+
+    async def _get_webhook_message(self, request: web.Request) -> web.Response:
+        found = self._webhook_interaction(request.match_info["token"])
+        if isinstance(found, web.Response):
+            return found
+        _, record = found
+        message_id = request.match_info["message_id"]
+        message = self._find(record["channel_id"], record["original"] if message_id == "@original" else message_id)
+        if message is None:
+            return _error(404, 10008, "Unknown Message")
+        return _json(self._message_json(message))
 
     async def _edit_webhook_message(self, request: web.Request) -> web.Response:
         found = self._webhook_interaction(request.match_info["token"])

@@ -12,7 +12,7 @@ What it serves (under ``/api/v10``): gateway info, ``users/@me``, the applicatio
 application commands (global and per guild), channel messages (create, edit,
 delete; 2,000-character limit as 50035; nonces deduplicated when enforced),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
-40060 when answered twice; edit and delete; after 15 minutes the token is refused
+40060 when answered twice; fetch, edit and delete; after 15 minutes the token is refused
 with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
 on `push_dm` and `push_guild_message`) are served from attachment URLs under
 ``/attachments/...``, like Discord's CDN, without a token. Every response is exactly ``application/json``:

@@ -214,6 +214,31 @@ async def test_an_answer_after_the_15_minute_token_lifetime_goes_to_the_channel(
         assert fake.errors == []
 
 
+async def test_a_split_answer_resumed_after_a_restart_follows_up_instead_of_overwriting(fake: FakeDiscord) -> None:
+    before, sink = _adapter(fake), Sink(fake)
+    await before.start(sink, COMMANDS)
+    try:
+        fake.push_interaction("agents", USER)
+        fake.push_interaction("stop", USER)
+        answered, unanswered = await sink.wait(2)
+        await before.send(Outbound(chat_id=answered.chat_id, thread_id=None, text="Part one.", kind="command",
+                                   reply_token=answered.reply_token))
+    finally:
+        await before.stop()
+    after = _adapter(fake)  # a new process: only the outbox's rows say what was sent
+    await after.start(Sink(fake), COMMANDS)
+    try:
+        await after.send(Outbound(chat_id=answered.chat_id, thread_id=None, text="Part two.", kind="command",
+                                  reply_token=answered.reply_token))
+        await after.send(Outbound(chat_id=unanswered.chat_id, thread_id=None, text="Stopped.", kind="command",
+                                  reply_token=unanswered.reply_token))
+    finally:
+        await after.stop()
+        await _join_keepalive_threads()
+    assert [(m.content, m.flags & FLAG_LOADING) for m in fake.bot_messages(answered.chat_id)] == [
+        ("Part one.", 0), ("Stopped.", 0), ("Part two.", 0)]
+
+
 async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
     adapter, sink = _adapter(fake, command_guilds=(GUILD, GUILD + 1)), Sink(fake)
     await adapter.start(sink, COMMANDS)
