@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,7 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
-        return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
+        try:
+            return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
+        except (sqlite3.Error, OSError) as exc:  # a corrupt or unreadable database: name it, as a start would
+            log.debug("the inbox command failed", exc_info=exc)
+            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+            return 1
     try:
         if args.command != "worker":  # a worker keeps no state: any number may run anywhere
             _claim_state_dir(config)

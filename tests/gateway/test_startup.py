@@ -188,3 +188,16 @@ def test_a_wrong_telegram_api_base_is_one_redacted_line(tmp_path, where):
     assert line.startswith("switchboard: platforms.telegram")
     assert "platforms.telegram.api_base" in line and api_base in line
 
+
+
+@pytest.mark.parametrize("damage", ["not sqlite", "a directory"])
+@pytest.mark.parametrize("command", [("inbox", "dead"), ("inbox", "retry", "1")])
+def test_inbox_commands_on_an_unusable_database_name_it(tmp_path, config, damage, command):
+    db = tmp_path / "state" / "switchboard.db"
+    if damage == "a directory":
+        db.mkdir(parents=True)
+    else:
+        db.parent.mkdir()
+        db.write_bytes(b"just some text\n")
+    line = only_line(run(tmp_path, *command, "--config", str(config)))
+    assert line.startswith(f"switchboard: state database {db}")
