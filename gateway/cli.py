@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -67,6 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = _command(argv)
+        sys.stdout.flush()  # here, where a reader that went away is still ours to handle
+        return status
+    except BrokenPipeError:
+        # The reader of our output stopped early (`switchboard config check | head`): nothing is wrong
+        # to tell it about. Python flushes stdout once more at exit: let that go to /dev/null quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "config":
         return config_check(args.path or args.config, sys.stdout, sys.stderr, overrides=args.set)

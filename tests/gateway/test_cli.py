@@ -1,10 +1,12 @@
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from gateway.cli import main
+from tests.gateway import cli_process
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +84,16 @@ def test_config_and_set_go_before_or_after_every_command(capsys, tmp_path):
     assert "port: 9001" in capsys.readouterr().out
     assert main(["config", "check", config, "--set", "server.port"]) == 1
     assert "--set server.port: expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    read, write = os.pipe()
+    os.close(read)  # `switchboard config check | head -3`, once head has read its lines
+    try:
+        result = subprocess.run(cli_process.command("config", "check"), stdout=write, stderr=subprocess.PIPE,
+                                text=True, stdin=subprocess.DEVNULL, timeout=cli_process.TIMEOUT, cwd=tmp_path,
+                                env=cli_process.environment(tmp_path))
+    finally:
+        os.close(write)
+    assert result.stderr == ""
+    assert result.returncode == 1
