@@ -2,11 +2,14 @@
 
 Both walk the settings dataclasses by their field metadata, so a new secret
 field is masked and registered for log redaction without touching this module.
+A password written into a URL (``http://user:password@host``) of any setting
+counts as a secret too: HTTP clients log the URLs they request.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +19,8 @@ from gateway.config.secret_values import MIN_LENGTH
 from gateway.config.sections import Config
 
 MASK = "***"
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)([^\s/?#@]+)@")
+"""``scheme://user:`` and the password after it, wherever a URL appears in a string."""
 
 
 def render_effective_config(config: Config) -> str:
@@ -66,4 +71,12 @@ def _plain(obj: object, *, mask: bool, found: list[str] | None = None) -> object
         return [_plain(item, mask=mask, found=found) for item in obj]
     if isinstance(obj, Path):
         return str(obj)
+    if isinstance(obj, str) and "@" in obj:
+        return _URL_PASSWORD.sub(lambda m: _url_password(m, mask=mask, found=found), obj)
     return obj
+
+
+def _url_password(match: re.Match[str], *, mask: bool, found: list[str] | None) -> str:
+    if found is not None:
+        found.append(match.group(2))
+    return f"{match.group(1)}{MASK if mask else match.group(2)}@"

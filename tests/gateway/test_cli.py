@@ -1,7 +1,9 @@
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -97,3 +99,34 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
         os.close(write)
     assert result.stderr == ""
     assert result.returncode == 1
+
+
+class _FailingModel(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that is there (preflight passes) but fails every completion."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.send_response(404)
+        self.end_headers()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": {"message": "down"}}')
+
+    def log_message(self, *args: object) -> None: ...
+
+
+def test_the_password_in_the_model_url_stays_out_of_the_log(tmp_path):
+    server = http.server.HTTPServer(("127.0.0.1", 0), _FailingModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://alice:pw-s3cret-9@127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        result = cli_process.run(tmp_path, "ask", "hi", "--set", "model.provider=openai", "--set",
+                                 f"model.base_url={url}", "--set", "model.max_retries=0")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1
+    assert "/v1/chat/completions" in result.stderr  # the request was logged, with its URL
+    assert "s3cret" not in result.stderr + result.stdout

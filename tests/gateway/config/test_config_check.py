@@ -82,3 +82,20 @@ def test_config_secrets_lists_set_secrets_only(load):
         "model: {api_key: sk-key}\nplatforms: {webhook: {routes: {a: {secret: route-secret}, b: {}}}}"
     )
     assert sorted(config_secrets(config)) == ["route-secret", "sk-key"]
+
+
+def test_a_password_in_a_url_is_masked_and_the_rest_of_the_url_kept(write):
+    path = write(
+        """
+        model: {provider: openai, base_url: "http://alice:pw-s3cret-9@127.0.0.1:8000/v1"}
+        telemetry: {otlp_endpoint: "https://collector:otlp%40pass@otel.example.com:4318"}
+        """
+    )
+    status, out, err = run_check(path)
+    assert status == 0, err
+    assert "s3cret" not in out and "otlp%40pass" not in out
+    rendered = yaml.safe_load(out)
+    assert rendered["model"]["base_url"] == "http://alice:***@127.0.0.1:8000/v1"
+    assert rendered["telemetry"]["otlp_endpoint"] == "https://collector:***@otel.example.com:4318"
+    config, _ = load_config(path, env={})
+    assert "pw-s3cret-9" in config_secrets(config)  # so the log masks it too
