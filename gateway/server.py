@@ -123,11 +123,11 @@ class Server:
         await self.bind()
         assert self._listener is not None
         await self._listener.start_serving()
-        log.info("listening on http://%s:%d", self.host, self.port)
+        log.info("listening on %s", self.url)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"http://{_address(self.host, self.port)}"
 
     async def stop(self) -> None:
         """Stop accepting, let requests in progress finish, close every connection. Idempotent."""
@@ -142,12 +142,17 @@ class Server:
             await listener.wait_closed()
 
 
+def _address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 host in brackets (``[::1]:8080``), as URLs write it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _bind_problem(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
-        return (f"server.port: {host}:{port} is already in use (another switchboard, or another program); stop it,"
+        return (f"server.port: {_address(host, port)} is already in use (another switchboard, or another program); stop it,"
                 " or set server.port to a free port")
     if exc.errno in (errno.EACCES, errno.EPERM):
         return (f"server.port: listening on port {port} is not permitted ({exc.strerror}); use a port above 1023,"
                 " or put a proxy in front")
-    return (f"server.host: cannot listen on {host}:{port} ({exc.strerror or exc}); set server.host to an address"
+    return (f"server.host: cannot listen on {_address(host, port)} ({exc.strerror or exc}); set server.host to an address"
             " of this machine, such as 127.0.0.1 or 0.0.0.0")

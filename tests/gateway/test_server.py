@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import re
@@ -10,11 +11,11 @@ import re
 import aiohttp
 import pytest
 
-from gateway.config import config_from_mapping
 from gateway.app import Gateway
-from gateway.platform_factory import build_adapters
+from gateway.config import config_from_mapping
 from gateway.host import AgentHost
-from gateway.server import Limits, Server
+from gateway.platform_factory import build_adapters
+from gateway.server import Limits, Server, _bind_problem
 from platforms.fakes._waiting import wait_until
 from platforms.fakes.webhook_receiver import signed_post
 
@@ -25,12 +26,12 @@ SECRET = "server-test-secret-0123"
 async def serve(tmp_path):
     running = []
 
-    async def start(limits: Limits) -> Server:
+    async def start(limits: Limits, host: str = "127.0.0.1") -> Server:
         raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
                "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}}}
         config = config_from_mapping(raw).config
         gateway = Gateway(AgentHost(config), build_adapters(config))
-        server = Server(gateway, "127.0.0.1", 0, limits=limits)
+        server = Server(gateway, host, 0, limits=limits)
         await gateway.start()
         await server.start()
         running.append((gateway, server))
@@ -147,3 +148,13 @@ async def test_a_client_hanging_up_mid_body_is_one_line_not_a_traceback(serve, c
     assert await healthz(server) == 200
     problems = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     assert problems == []
+
+
+async def test_an_ipv6_address_is_written_in_brackets(serve, caplog):
+    with caplog.at_level(logging.INFO, logger="gateway.server"):
+        server = await serve(Limits(header_timeout=5, body_timeout=5, max_connections=10), host="::1")
+    assert server.url == f"http://[::1]:{server.port}"
+    assert await healthz(server) == 200
+    assert f"listening on http://[::1]:{server.port}" in caplog.text
+    in_use = _bind_problem("::1", server.port, OSError(errno.EADDRINUSE, "Address already in use"))
+    assert in_use.startswith(f"server.port: [::1]:{server.port} is already in use")
