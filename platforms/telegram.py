@@ -16,8 +16,10 @@ Receiving, and what happens around restarts:
   update only with the ``offset`` of its *next* getUpdates call, and we run it with
   ``handle_as_tasks=False``, so that next call is made only after the sink has returned
   for every update of the batch. An update the gateway has not recorded is therefore
-  never confirmed; one that was recorded but not yet confirmed when the process stopped
-  is served again after a restart (at-least-once; the inbox dedups it). Errors while
+  never confirmed: when the sink raises, the update is handed over again (after 0.5 s,
+  doubling to 5 s) until it is recorded, and polling waits meanwhile. One that was
+  recorded but not yet confirmed when the process stopped is served again after a
+  restart (at-least-once; the inbox dedups it). Errors while
   polling (network, 5xx, 409 from a second instance) are logged by aiogram, which backs
   off (1 s to 5 s) and keeps polling. ``start`` deletes any webhook first (without
   dropping pending updates): Telegram refuses getUpdates while one is set.
@@ -98,6 +100,9 @@ log = logging.getLogger(__name__)
 
 GROUP_PACING = Pacing(call_interval=3.0, edit_interval=1.0)
 PRIVATE_PACING = Pacing(edit_interval=1.0)
+
+SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
+"""While polling, how long to wait before handing an update the gateway failed to record over again."""
 
 T = TypeVar("T")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -246,9 +251,21 @@ class TelegramAdapter:
 
     async def _on_message(self, message: Message, event_update: Update) -> None:
         inbound = self._to_inbound(message, event_update.update_id)
-        sink = self._sink
-        if inbound is not None and sink is not None:
-            await sink(inbound)
+        if inbound is None:
+            return
+        delay = SINK_RETRY_FIRST
+        while (sink := self._sink) is not None:
+            try:
+                await sink(inbound)
+                return
+            except Exception:
+                if self.mode == "webhook":
+                    raise  # answered 500: Telegram delivers it again
+                # aiogram would log this and confirm the update with its next poll: it would be lost.
+                log.warning("telegram: update %s was not recorded; handing it over again in %.1f s",
+                            inbound.event_id, delay, exc_info=delay == SINK_RETRY_FIRST)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, SINK_RETRY_MAX)
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
         text = (message.text if message.text is not None else message.caption) or ""

@@ -389,3 +389,24 @@ async def test_webhook_after_stop_asks_telegram_to_retry(
 def test_webhook_mode_needs_a_url() -> None:
     with pytest.raises(ValueError, match="webhook_url"):
         TelegramAdapter("1:x", mode="webhook")
+
+
+async def test_an_update_the_sink_failed_to_record_is_handed_over_again(
+    fake: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    received: list[Inbound] = []
+
+    async def flaky_sink(inbound: Inbound) -> None:
+        received.append(inbound)
+        if len(received) == 1:
+            raise RuntimeError("database is locked")  # the gateway could not record it
+
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    await adapter.start(flaky_sink)
+    try:
+        update_id = fake.push_message(42, "do not lose me")
+        await fake.wait_for(lambda: len(received) == 2)
+        assert [i.event_id for i in received] == [str(update_id)] * 2
+        await fake.wait_for(lambda: not fake.pending)  # confirmed only once recorded
+    finally:
+        await adapter.stop()
