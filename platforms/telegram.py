@@ -410,9 +410,9 @@ class TelegramAdapter:
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
-            raise _translate(exc, method, chat_id) from exc
+            raise _translate(exc, method, chat_id, self.bot.token) from exc
         except (AiogramError, ValueError) as exc:
-            raise _translate(exc, method, chat_id) from exc
+            raise _translate(exc, method, chat_id, self.bot.token) from exc
 
     async def _call_formatted(
         self,
@@ -441,9 +441,10 @@ def _thread(thread_id: str | None) -> int | None:
     return int(thread_id) if thread_id else None
 
 
-def _translate(exc: Exception, method: str, chat_id: str | None) -> DeliveryError:
+def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> DeliveryError:
     """The one place aiogram's errors become `DeliveryError`s, each logged with method and chat."""
-    text = getattr(exc, "message", None) or str(exc)
+    # aiohttp's errors name the URL, and a Bot API URL holds the token.
+    text = (getattr(exc, "message", None) or str(exc)).replace(token, "***")
     lowered = text.lower()
     kw: dict[str, Any] = {"method": method, "chat_id": chat_id, "platform": "telegram"}
     error: DeliveryError

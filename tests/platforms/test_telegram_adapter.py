@@ -410,3 +410,26 @@ async def test_an_update_the_sink_failed_to_record_is_handed_over_again(
         await fake.wait_for(lambda: not fake.pending)  # confirmed only once recorded
     finally:
         await adapter.stop()
+
+
+async def test_an_error_echoing_the_api_url_never_shows_the_token(caplog: pytest.LogCaptureFixture) -> None:
+    async def loop_forever(request: web.Request) -> web.Response:
+        raise web.HTTPFound(str(request.url))  # a misconfigured proxy in front of the Bot API
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", loop_forever)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    token = "123456:TOPSECRET"  # short enough that no log redaction pattern would catch it
+    adapter = TelegramAdapter(token, api_base=f"http://127.0.0.1:{runner.addresses[0][1]}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="platforms.telegram"), pytest.raises(NetworkError) as caught:
+            await adapter.send(Outbound(chat_id="42", thread_id=None, text="hi"))
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
+    assert "TooManyRedirects" in str(caught.value) and "/bot***/sendMessage" in str(caught.value)
+    assert "TOPSECRET" not in str(caught.value)
+    assert caplog.records and not any("TOPSECRET" in r.getMessage() for r in caplog.records)
