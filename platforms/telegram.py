@@ -5,10 +5,11 @@ only commands, messages that mention the bot (a ``mention`` of @botname, a
 ``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
 messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
 another bot is ignored. Photos, documents, voice messages, audio and video arrive as
-`Attachment`s (`platforms.telegram_files`), with the caption as the text; `download`
-fetches one through ``getFile`` and refuses files over ``max_attachment_bytes``
-(Telegram itself serves bots files up to 20 MB). ``Inbound.event_id`` is the
-``update_id``: the gateway inbox drops repeats.
+`Attachment`s (`platforms.telegram_files`), with the caption as the text; an album
+(one update per item) is one `Inbound` when polling, its first update id the event
+id. `download` fetches one through ``getFile`` and refuses files over
+``max_attachment_bytes`` (Telegram itself serves bots files up to 20 MB).
+``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
 
 Receiving, and what happens around restarts:
 
@@ -46,6 +47,7 @@ the method and the chat; aiogram never retries a 429 itself, the gateway does wi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import secrets
@@ -69,6 +71,7 @@ from aiogram.exceptions import (
     TelegramServerError,
     TelegramUnauthorizedError,
 )
+from aiogram.methods import GetUpdates, TelegramMethod
 from aiogram.types import BotCommand, Message, Update
 from aiohttp import web
 
@@ -155,6 +158,10 @@ class TelegramAdapter:
         self._dp = Dispatcher()
         self._dp.message.register(self._on_message)
         self._dp.startup.register(self._on_polling_started)
+        self._album: list[tuple[Message, int]] = []
+        """Polling: the items of an album seen so far in this batch, with their update ids."""
+        if mode == "polling":
+            self.bot.session.middleware(self._before_request)
 
     def pacing(self, chat_id: str) -> Pacing:
         """Telegram: at most 20 messages a minute in a group, one edit a second per message."""
@@ -234,6 +241,7 @@ class TelegramAdapter:
         it again), stop accepting webhook requests (they get 503, Telegram retries), close
         the HTTP session. Idempotent."""
         self._sink = None
+        self._album = []  # never confirmed: Telegram serves it again
         task, self._polling = self._polling, None
         if task is not None:
             if not task.done() and self._polling_started.is_set():
@@ -250,9 +258,37 @@ class TelegramAdapter:
     # -- receiving -----------------------------------------------------------------
 
     async def _on_message(self, message: Message, event_update: Update) -> None:
-        inbound = self._to_inbound(message, event_update.update_id)
-        if inbound is None:
+        # An album is one update per item: handed over as one message, or each item would be
+        # a turn of its own, interrupting the one before it (the caption is only on one item).
+        # Held at most until this batch ends: the next poll would confirm them (`_before_request`).
+        album = message.media_group_id
+        if self._album and (album is None or album != self._album[0][0].media_group_id):
+            await self._hand_over_album()
+        if album is not None and self.mode == "polling":
+            self._album.append((message, event_update.update_id))
             return
+        inbound = self._to_inbound(message, event_update.update_id)
+        if inbound is not None:
+            await self._hand_over(inbound)
+
+    async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
+        if isinstance(method, GetUpdates):
+            await self._hand_over_album()
+        return await make_request(bot, method)
+
+    async def _hand_over_album(self) -> None:
+        """The album held as one inbound: the item with the caption decides whether it is for
+        the bot; the first item's update id is its event id, also when Telegram serves it again."""
+        album, self._album = self._album, []
+        if not album:
+            return
+        lead = next((m for m, _ in album if m.caption), album[0][0])
+        inbound = self._to_inbound(lead, album[0][1])
+        if inbound is not None:
+            every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))
+            await self._hand_over(dataclasses.replace(inbound, attachments=every))
+
+    async def _hand_over(self, inbound: Inbound) -> None:
         delay = SINK_RETRY_FIRST
         while (sink := self._sink) is not None:
             try:

@@ -52,6 +52,19 @@ class TelegramFiles:
         sizes.append({**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960})
         return self.push_update(self.media_update(chat_id, {"photo": sizes}, caption, **kw))
 
+    def push_album(self, chat_id: int | str, photos: list[bytes], *, caption: str | None = None,
+                   **kw: Any) -> list[int]:
+        """A user sends several photos at once: as on Telegram, one update per photo, all with the
+        same ``media_group_id``, the caption on the first; returns their update ids."""
+        group = f"album-{next(self._file_ids)}"
+        ids = []
+        for n, data in enumerate(photos):
+            sizes = [{**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960}]
+            update = self.media_update(chat_id, {"photo": sizes, "media_group_id": group},
+                                       caption if n == 0 else None, **kw)
+            ids.append(self.push_update(update))
+        return ids
+
     def push_document(self, chat_id: int | str, data: bytes, file_name: str, *,
                       mime_type: str = "application/octet-stream", caption: str | None = None, **kw: Any) -> int:
         """A user sends a file as a document; returns the update id."""

@@ -32,7 +32,7 @@ What a test reads and drives:
   ``disable_notification``), ``parse_mode``.
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
 - ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates``;
-  ``push_photo``/``push_document``/``push_voice`` post a file into a chat (its bytes
+  ``push_photo``/``push_album``/``push_document``/``push_voice`` post files into a chat (their bytes
   are then served to ``getFile`` and the file URL; ``files``, ``downloads``);
   ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
   the registered webhook (with the registered secret, another one, or none).

@@ -60,6 +60,28 @@ async def test_a_photo_without_caption_still_arrives(fake: FakeTelegram, started
     assert inbound.text == "" and [a.kind for a in inbound.attachments] == ["image"]
 
 
+async def test_an_album_arrives_as_one_message_with_every_photo_and_the_caption(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    first, *_ = fake.push_album(42, [PNG, PNG + b"2", PNG + b"3"], caption="compare these")
+    fake.push_message(42, "and this is separate")
+    await fake.wait_for(lambda: len(sink.inbound) == 2)
+    album, text = sink.inbound
+    assert (album.text, album.event_id) == ("compare these", str(first))
+    assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
+    assert text.text == "and this is separate" and not text.attachments
+    await fake.wait_for(lambda: not fake.pending)  # all confirmed once handed over
+
+
+async def test_an_album_in_a_group_follows_its_caption(fake: FakeTelegram, started) -> None:
+    _, sink = started
+    group = dict(chat_type="supergroup", user_id=5)
+    fake.push_album(-100, [PNG, PNG], caption="not for the bot", **group)
+    fake.push_album(-100, [PNG, PNG], caption="@switchboard_bot look", **group)
+    fake.push_message(42, "sentinel")
+    await fake.wait_for(lambda: len(sink.inbound) == 2)
+    assert [(i.text, len(i.attachments)) for i in sink.inbound] == [("@switchboard_bot look", 2), ("sentinel", 0)]
+
+
 async def test_the_largest_photo_size_under_the_cap_is_chosen(fake: FakeTelegram, started) -> None:
     adapter, sink = started
     fake.push_photo(42, b"x" * 5000, thumbnail=PNG)  # the full size is over the 1000-byte cap

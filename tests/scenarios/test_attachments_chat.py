@@ -97,6 +97,15 @@ async def test_a_photo_reaches_a_vision_model_as_an_image_part(telegram: Telegra
     assert stored.read_bytes() == PNG
 
 
+async def test_an_album_is_one_turn_that_sees_every_photo(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.push_album(42, [PNG, PNG + b"second"], caption="which one is sharper?")
+    assert await telegram.answered() == ["Nice picture."]
+    assert len(openai.requests) == 1
+    text, *images = user_content(openai.requests[0])
+    assert text == {"type": "text", "text": "which one is sharper?"} and len(images) == 2
+
+
 async def test_without_vision_the_photo_is_a_workspace_path(telegram: Telegram, openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai))
     telegram.fake.push_photo(42, PNG)
