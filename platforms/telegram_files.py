@@ -27,6 +27,8 @@ from platforms.base import Attachment, AttachmentTooLarge, DeliveryError, Networ
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
+BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
+"""What Telegram's own Bot API server lets a bot download ("file is too big" above it)."""
 TIMEOUT = 60
 
 
@@ -67,7 +69,8 @@ async def download(bot: Bot, attachment: Attachment, max_bytes: int,
         file = await call("getFile", lambda: bot.get_file(attachment.ref))
     except DeliveryError as exc:
         if "file is too big" in str(exc).lower():
-            raise _too_large(attachment, attachment.size, max_bytes) from exc
+            # The server's limit, not a larger cap (meant for a self-hosted server): the user is told it.
+            raise _too_large(attachment, attachment.size, min(max_bytes, BOT_API_DOWNLOAD_LIMIT)) from exc
         raise
     if file.file_size is not None and file.file_size > max_bytes:
         raise _too_large(attachment, file.file_size, max_bytes)

@@ -126,8 +126,9 @@ async def test_telegrams_own_20_mb_limit_is_a_clear_refusal(fake: FakeTelegram) 
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, max_attachment_bytes=10**9)
     try:
         meta = fake.add_file(b"z" * (20 * 1024 * 1024 + 1))
-        with pytest.raises(AttachmentTooLarge):
+        with pytest.raises(AttachmentTooLarge) as caught:
             await adapter.download(Attachment("document", "huge.bin", None, None, meta["file_id"]))
+        assert caught.value.limit == 20 * 1024 * 1024  # Telegram's limit, told to the user: not the cap
     finally:
         await adapter.stop()
 
