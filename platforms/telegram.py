@@ -217,6 +217,7 @@ class TelegramAdapter:
 
     async def _start_polling(self) -> None:
         self._polling_started.clear()
+        self._album = []  # held by an earlier run, never confirmed: Telegram serves it again
         self._polling = asyncio.create_task(
             self._dp.start_polling(
                 self.bot,
@@ -241,7 +242,6 @@ class TelegramAdapter:
         it again), stop accepting webhook requests (they get 503, Telegram retries), close
         the HTTP session. Idempotent."""
         self._sink = None
-        self._album = []  # never confirmed: Telegram serves it again
         task, self._polling = self._polling, None
         if task is not None:
             if not task.done() and self._polling_started.is_set():
@@ -302,6 +302,10 @@ class TelegramAdapter:
                             inbound.event_id, delay, exc_info=delay == SINK_RETRY_FIRST)
             await asyncio.sleep(delay)
             delay = min(delay * 2, SINK_RETRY_MAX)
+        if self.mode == "webhook":
+            raise RuntimeError("the telegram adapter has stopped")  # answered 500: Telegram delivers it again
+        # Polling is stopping: returning would let aiogram confirm the update with its next poll.
+        await asyncio.Event().wait()
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
         text = (message.text if message.text is not None else message.caption) or ""

@@ -433,3 +433,25 @@ async def test_an_error_echoing_the_api_url_never_shows_the_token(caplog: pytest
     assert "TooManyRedirects" in str(caught.value) and "/bot***/sendMessage" in str(caught.value)
     assert "TOPSECRET" not in str(caught.value)
     assert caplog.records and not any("TOPSECRET" in r.getMessage() for r in caplog.records)
+
+
+async def test_stopping_mid_batch_leaves_the_updates_not_handed_over_unconfirmed(fake: FakeTelegram) -> None:
+    recorded: list[str] = []
+    entered, hold = asyncio.Event(), asyncio.Event()
+
+    async def slow_sink(inbound: Inbound) -> None:
+        entered.set()
+        await hold.wait()  # the gateway is committing the first update when the stop begins
+        recorded.append(inbound.event_id)
+
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    await adapter.start(slow_sink)
+    first = fake.push_message(42, "one")
+    second = fake.push_message(42, "two")  # same batch
+    await asyncio.wait_for(entered.wait(), 5)
+    stopping = asyncio.ensure_future(adapter.stop())
+    await asyncio.sleep(0)
+    hold.set()
+    await asyncio.wait_for(stopping, 5)
+    assert recorded == [str(first)]
+    assert [u["update_id"] for u in fake.pending] == [first, second]  # Telegram serves "two" again
