@@ -17,6 +17,8 @@ _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
 
 
 _TOKEN_PATH = re.compile(r"/bot\d+:")
+_BOT_TOKEN = re.compile(r"\d+:\S+")  # what aiogram accepts; anything else fails the start with no key named
+_WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # Telegram's setWebhook refuses any other
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -32,8 +34,14 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     telegram, slack, discord = config.platforms.telegram, config.platforms.slack, config.platforms.discord
     if telegram.enabled:
         require("telegram", "token", "when platforms.telegram.enabled is true")
+        if telegram.token and not _BOT_TOKEN.fullmatch(telegram.token):
+            errors.append("platforms.telegram.token: expected the token @BotFather gave, such as 123456789:AAE…:"
+                          " the bot's id, a colon, then the secret, without spaces")
         if telegram.mode == "webhook":
             require("telegram", "webhook_url", 'when platforms.telegram.mode is "webhook"')
+            if telegram.webhook_secret and not _WEBHOOK_SECRET.fullmatch(telegram.webhook_secret):
+                errors.append("platforms.telegram.webhook_secret: expected 1–256 characters among A-Z a-z 0-9 _ -"
+                              " (Telegram refuses any other)")
     if slack.enabled:
         require("slack", "bot_token", "when platforms.slack.enabled is true")
         if slack.mode == "socket":

@@ -128,3 +128,19 @@ def test_a_webhook_deliver_url_with_a_token_in_it_is_fine(load):
     config, _ = load("platforms:\n  webhook: {enabled: true, routes: {hook: {secret: s,"
                      " deliver_url: 'https://hooks.example.com/in/bot1:x?token=abc'}}}\n")
     assert config.platforms.webhook.routes["hook"].deliver_url.startswith("https://hooks.example.com/")
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        ('token: "AAE-no-bot-id"',
+         "platforms.telegram.token: expected the token @BotFather gave, such as 123456789:AAE…: the bot's id, a"
+         " colon, then the secret, without spaces"),
+        ('token: "123456:ABC", mode: webhook, webhook_url: "https://bot.example.com/tg", webhook_secret: "not ok!"',
+         "platforms.telegram.webhook_secret: expected 1–256 characters among A-Z a-z 0-9 _ - (Telegram refuses"
+         " any other)"),
+    ],
+)
+def test_a_telegram_credential_telegram_would_refuse_names_its_key(load, settings, error):
+    errors, _ = problems(load, f"platforms:\n  telegram: {{enabled: true, allow_all: true, {settings}}}\n")
+    assert errors == [error]
