@@ -129,17 +129,22 @@ class ProgressCard:
         return "\n".join([headline, *(_fit(line) for line in lines[-MAX_LINES:])])
 
 
+CHILD_INDENT = "\u00a0\u00a0"
+"""Subagent lines sit under the tool that started them. No-break spaces: every platform renders the
+card as Markdown, which drops a line's leading plain spaces and would flatten the tree."""
+
+
 def _child_line(child: ChildView, now: float) -> str:
     state = getattr(child.state, "value", str(child.state)).lower()
     goal = " ".join(child.goal.split())
     if child.completed_at is not None:
         mark = "✓" if state == "succeeded" else "✗"
         took = format_elapsed(max(0.0, child.completed_at - (child.started_at or child.completed_at)))
-        return f"  {mark} {goal} — {state}, {took}"
+        return f"{CHILD_INDENT}{mark} {goal} — {state}, {took}"
     if child.started_at is None:
-        return f"  · {goal} — waiting"
+        return f"{CHILD_INDENT}· {goal} — waiting"
     running = int(max(0.0, now - child.started_at) // 5 * 5)  # 5 s steps: fewer edits
-    return f"  ▸ {goal} — running, {format_elapsed(running)}"
+    return f"{CHILD_INDENT}▸ {goal} — running, {format_elapsed(running)}"
 
 
 def _fit(line: str) -> str:

@@ -8,8 +8,9 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.progress_card import LINE_CHARS, MAX_LINES
+from gateway.progress_card import CHILD_INDENT, LINE_CHARS, MAX_LINES
 from gateway.testing import RecordingAdapter, make_config, settled
+from platforms.formatting import discord_markdown, slack_mrkdwn, telegram_html
 
 CARD = {"progress": "card", "progress_delay": 3}
 
@@ -78,6 +79,9 @@ async def test_subagents_show_as_lines_and_the_outcome_counts_them(tmp_path, gat
     lines = card.outbound.text.splitlines()
     assert lines[0].startswith("⏳ Waiting for subagents: 0 of 3 done")
     assert [line.split(" — ")[0].strip() for line in lines[1:]] == [f"▸ check source {i}" for i in range(3)]
+    for render in (telegram_html.render, slack_mrkdwn.render, discord_markdown.render):
+        shown = render(card.outbound.text).splitlines()
+        assert all(line.startswith(CHILD_INDENT + "▸") for line in shown[1:]), render  # the tree survives Markdown
     model.release("children")
     await chat.wait_for(lambda: "reply" in chat.kinds())
     clock.advance(600)
