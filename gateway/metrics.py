@@ -154,7 +154,8 @@ class _Live(Collector):
         outbox.add_metric(["failed"], counts["failed"])
         outbox.add_metric(["dead"], self._store.dead_letters.count())
         yield outbox
-        states = {s: 0 for s in SubagentState if not s.terminal}
+        # UNKNOWN is what a bad handle reads as: no child is ever in it.
+        states = {s: 0 for s in SubagentState if not s.terminal and s is not SubagentState.UNKNOWN}
         for child in live_children(self._children, [s.session_id for s in self._sessions]):
             states[child.state] = states.get(child.state, 0) + 1
         gauge = GaugeMetricFamily("switchboard_subagents", "Children not finished, by state.", labels=["state"])

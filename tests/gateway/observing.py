@@ -52,4 +52,5 @@ def samples(text: str) -> Callable[..., float]:
         return found.get((name, tuple(sorted(labels.items()))), 0.0)
 
     value.names = {name for name, _ in found}  # type: ignore[attr-defined]
+    value.labels = lambda name, label: {dict(labels)[label] for n, labels in found if n == name}  # type: ignore
     return value

@@ -60,6 +60,7 @@ async def test_turns_children_deliveries_429s_duplicates_and_what_the_outbox_hol
     assert value("switchboard_subagent_runs_total", role="leaf", status="completed") == 2
     assert value("switchboard_subagent_duration_seconds_count", role="leaf", status="completed") == 2
     assert sum(value("switchboard_subagents", state=s) for s in ("pending", "starting", "running")) == 0
+    assert value.labels("switchboard_subagents", "state") == {"pending", "starting", "running", "cancel_requested"}
     assert value("switchboard_inbound_events_total", platform="chat") == 5  # the redelivery too
     assert value("switchboard_inbound_duplicates_total", platform="chat") == 1
     assert value("switchboard_platform_rate_limited_total", platform="chat") == 1
