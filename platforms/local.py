@@ -83,6 +83,11 @@ class LocalAdapter:
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
+        if self._prompting:
+            # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
+            self._output.write("\r\x1b[2K" if self._ansi else "\n")
+            self._output.flush()
+            self._prompting = False
         if self._saved_tty is not None:
             # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
             _restore_tty(self._input, self._saved_tty)
@@ -133,11 +138,11 @@ class LocalAdapter:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
         self._prompting = True
         try:
-            return input(PROMPT) + "\n"
-        except EOFError:
+            line = input(PROMPT) + "\n"
+        except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
-        finally:
-            self._prompting = False
+        self._prompting = False
+        return line
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together) or

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import pty
+import select
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,3 +58,65 @@ async def test_chat_delegate_a_list_watch_it_finish_and_quit(tmp_path):
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+class Terminal:
+    """`switchboard chat` on a pseudo-terminal, read as a person would see it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+        env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "TERM": "xterm", "INPUTRC": "/dev/null"}
+        self.controller, terminal = pty.openpty()
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+                                     stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
+                                     start_new_session=True)
+        os.close(terminal)
+        self.seen = b""
+
+    def read_until(self, needle: bytes, *, after: bytes | None = None, timeout: float = 20) -> None:
+        """Until `needle` is on screen (past the first `after`, when given)."""
+        deadline = time.monotonic() + timeout
+        while needle not in (self.seen if after is None else self.seen.partition(after)[2]):
+            ready, _, _ = select.select([self.controller], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no {needle!r} on the terminal; saw {self.seen!r}"
+            chunk = b""
+            with contextlib.suppress(OSError):  # EIO: the chat has ended and closed the terminal
+                chunk = os.read(self.controller, 4096)
+            assert chunk, f"the chat ended before {needle!r}; saw {self.seen!r}"
+            self.seen += chunk
+
+    def wait(self, timeout: float = 20) -> int:
+        """The exit status, once everything the chat wrote has been read."""
+        status = self.proc.wait(timeout)
+        while select.select([self.controller], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        return status
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.controller)
+
+
+@pytest.mark.parametrize("leave", [b"/quit\r", b"\x04"], ids=["quit", "ctrl-d"])
+def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
+    """The shell's prompt comes next, at the start of a clean line, not after a stale ``you> ``."""
+    chat = Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"hello\r")
+        chat.read_until(b"you> ", after=b"[demo] I am")  # the reply, and the prompt again under it
+        os.write(chat.controller, leave)
+        assert chat.wait() == 0
+        last_line = chat.seen.decode().rsplit("\n", 1)[-1]
+        assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+    finally:
+        chat.close()
