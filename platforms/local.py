@@ -10,6 +10,8 @@ arrives while you type is printed above the prompt with your half-typed line
 redrawn. The terminal's settings are restored when the chat ends, however it
 ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
 
+Input from a pipe or a file gets no prompt: the output is the replies alone.
+
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line.
 """
@@ -59,6 +61,8 @@ class LocalAdapter:
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._reader: asyncio.Task | None = None
         self._ansi = _isatty(self._output)
+        # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
+        self._interactive = _isatty(self._input)
         self._prompting = False  # "you> " is on screen, waiting for input
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._saved_tty: Any = None
@@ -100,7 +104,7 @@ class LocalAdapter:
         threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
                          name="switchboard-terminal").start()
         while True:
-            if self._readline is None:  # readline shows its own prompt
+            if self._readline is None and self._interactive:  # readline shows its own prompt
                 self._write(PROMPT, newline=False)
                 self._prompting = True
             text = pasted.popleft() if pasted else await self._next_message(lines)

@@ -120,3 +120,17 @@ def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
         assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
     finally:
         chat.close()
+
+
+def test_piped_input_gets_replies_without_prompts(tmp_path):
+    """Nobody types at a pipe: a prompt would only be glued to the replies (``you> you> agent> …``)."""
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+                            input="hello\n", capture_output=True, text=True, timeout=30, cwd=tmp_path,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("agent> [demo] I am") for line in lines), result.stdout
+    assert "you> " not in result.stdout
