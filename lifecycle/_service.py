@@ -260,7 +260,10 @@ class AsyncSubagentLifecycle:
         supervisor = self._supervisor
         keyring = supervisor.keyring
         if type(handle) is SubagentHandle and keyring is not None:
-            found = supervisor.get(handle.subagent_id)
+            try:
+                found = supervisor.get(handle.subagent_id)
+            except Exception:  # a hand-built handle's id may be unhashable (or hostile): never one we issued
+                return None
             if found is not None and found.handle is handle and (
                 not keyring.has_retired or keyring.signs_for(handle.capability)
             ):

@@ -130,6 +130,20 @@ async def test_forged_foreign_and_malformed_handles_are_unknown(env, make_env):
     assert (await env.service.status(handle)).state is S.UNKNOWN
 
 
+
+async def test_hand_built_handles_with_unhashable_ids_are_unknown_not_errors(env):
+    # A SubagentHandle object is never checked at construction: one built by hand may hold
+    # anything, and must read as unknown like any other malformed handle.
+    handle, _, _ = await launch_and_wait(env)
+    with env.turn():
+        for subagent_id in (["x"], {"a": 1}):
+            bad = dataclasses.replace(handle, subagent_id=subagent_id)
+            assert (await env.service.status(bad)).diagnostic == UNKNOWN_HANDLE
+            assert (await env.service.wait(bad, timeout_seconds=1)).state is S.UNKNOWN
+            assert (await env.service.result(bad)).error_classification == UNKNOWN_HANDLE
+            assert (await env.service.cancel(bad)).unknown_handle
+            assert (await env.service.reconnect(bad)).diagnostic == RECONNECT_UNAVAILABLE
+
 @pytest.mark.parametrize(
     ("request_kw", "message"),
     [
