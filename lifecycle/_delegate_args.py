@@ -110,6 +110,9 @@ def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
             tasks = json.loads(tasks)
         except json.JSONDecodeError as exc:
             raise ToolError(f"`tasks` is a string but not valid JSON ({exc.msg}); pass a list of task objects") from None
+        except RecursionError:  # json's own depth limit: the model must hear it, not a crash
+            raise ToolError(
+                "`tasks` is a string but not valid JSON (nested too deeply); pass a list of task objects") from None
     if tasks is None:
         if "goal" not in args:
             raise ToolError("Provide either `goal` (with optional `context`) for one task, or `tasks`: "

@@ -64,6 +64,9 @@ def coerce_schema(value: object) -> dict:
             value = json.loads(value)
         except ValueError:
             raise ValueError("output_schema must be a JSON object (a JSON Schema), got a non-JSON string") from None
+        except RecursionError:  # json's own depth limit; callers expect a ValueError naming the problem
+            raise ValueError(
+                "output_schema must be a JSON object (a JSON Schema), got a string nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ValueError(f"output_schema must be a JSON object (a JSON Schema), got {type(value).__name__}")
     try:

@@ -85,6 +85,9 @@ async def test_single_task_and_json_string_tasks(denv):
     ({"goal": 5}, "`goal` must be a string"),
     ({"tasks": []}, "must be a non-empty list"),
     ({"tasks": "[not json"}, "not valid JSON"),
+    ({"tasks": "[" * 5000}, "`tasks` is a string but not valid JSON (nested too deeply)"),
+    ({"goal": "x", "output_schema": "[" * 5000}, "task 0: output_schema must be a JSON object (a JSON Schema), "
+                                                  "got a string nested too deeply to read"),
     ({"tasks": [{"goal": "x"}] * 11}, "Too many tasks: got 11, but at most 10 run at once"),
     ({"goal": "x", "output_schema": {"type": "strng"}}, "task 0: output_schema is not a valid JSON Schema"),
 ])

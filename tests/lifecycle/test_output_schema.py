@@ -66,6 +66,7 @@ def test_invalid_schema_names_what_and_where():
         (True, "output_schema must be a JSON object (a JSON Schema), got bool"),
         ("not json", "output_schema must be a JSON object (a JSON Schema), got a non-JSON string"),
         ('"{}"', "output_schema must be a JSON object (a JSON Schema), got str"),
+        ("[" * 5000, "output_schema must be a JSON object (a JSON Schema), got a string nested too deeply to read"),
         ('{"type": 1}', "output_schema is not a valid JSON Schema: 1 is not valid under any of the given schemas (at type)"),
         ({"pattern": "("}, "output_schema is not a valid JSON Schema: '(' is not a 'regex' (at pattern)"),
         ({"$schema": 5}, "output_schema is not a valid JSON Schema: 5 is not of type 'string' (at $schema)"),
