@@ -242,9 +242,13 @@ class AsyncSubagentLifecycle:
         return kid
 
     async def retire_key(self, kid: str) -> None:
-        """Revoke every handle signed with ``kid`` (they read as unknown from now on)."""
+        """Revoke every handle signed with ``kid`` (they read as unknown from now on). Idempotent;
+        raises `SubagentLifecycleError` (``UNKNOWN_KEY``) for a key id the ring does not hold."""
         self._require_started()
-        self.keyring.retire(kid)
+        try:
+            self.keyring.retire(kid)
+        except (KeyError, TypeError):  # TypeError: an unhashable kid
+            raise SubagentLifecycleError(f"Unknown handle key {kid!r}.", code="UNKNOWN_KEY") from None
         await self._save_keys()
 
     async def _save_keys(self) -> None:

@@ -353,6 +353,16 @@ async def test_key_rotation_keeps_old_handles_until_their_key_is_retired(make_en
         assert (await again.service.reconnect(new.to_dict())).connected
 
 
+
+async def test_retiring_a_key_the_ring_does_not_hold_is_a_lifecycle_error(env):
+    handle, _, _ = await launch_and_wait(env)
+    for kid in ("nope", ["not", "a", "kid"]):
+        with pytest.raises(SubagentLifecycleError, match="^Unknown handle key") as err:
+            await env.service.retire_key(kid)
+        assert err.value.code == "UNKNOWN_KEY"
+    with env.turn():  # nothing was revoked
+        assert (await env.service.status(handle.to_dict())).state is S.SUCCEEDED
+
 async def test_result_after_wait_reads_no_journal_and_older_results_come_back_from_it(env):
     journal = env.service.journal
     real_get, reads = journal.get, []
