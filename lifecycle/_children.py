@@ -164,7 +164,7 @@ def build_child(
         services={k: v for k, v in parent.services.items() if k not in _PARENT_ONLY_SERVICES},
         enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets),
         depth=job.depth,
-        metadata={"goal": job.goal, "parent_session_id": job.parent_session_id, **job.metadata},
+        metadata={**job.metadata, "goal": job.goal, "parent_session_id": job.parent_session_id},  # ours win
         clock=host.clock,
         hooks=host.hooks,
         compactor=_child_compactor(host),

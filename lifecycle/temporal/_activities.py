@@ -168,7 +168,7 @@ class ChildActivities:
             session_id=job.subagent_id,
             workspace=Path(job.workspace), services=self.toolbox.services,
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
-            metadata={"parent_session_id": job.parent_session_id, **job.metadata}, hooks=self.toolbox.hooks,
+            metadata={**job.metadata, "parent_session_id": job.parent_session_id}, hooks=self.toolbox.hooks,
         )
 
 

@@ -165,7 +165,7 @@ class ChildWorkflow:
             system_prompt=prepared["system_prompt"], role=job.role, session_id=job.subagent_id,
             max_iterations=limits.max_iterations, workspace=Path(job.workspace),
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
-            metadata={"goal": job.goal, "parent_session_id": job.parent_session_id, **job.metadata},
+            metadata={**job.metadata, "goal": job.goal, "parent_session_id": job.parent_session_id},  # ours win
             clock=_Host.clock, compactor=compaction,
         )
         run = self._run = ChildRun(job, _Host())  # type: ignore[arg-type]  # only its clock is read

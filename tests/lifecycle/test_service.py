@@ -188,6 +188,14 @@ async def test_toolsets_only_narrow_and_unsafe_tools_never_reach_children(make_e
     assert tools["narrowed"] == ["block", "list_files", "read_file"]
 
 
+@pytest.mark.both_engines
+async def test_launch_metadata_cannot_pass_for_the_childs_goal_or_parent(env):
+    # A plugin's metadata reaches the child's model calls, but never as the fields the service sets.
+    await launch_and_wait(env, "the real goal", metadata={"goal": "spoofed", "parent_session_id": "other", "team": "a"})
+    (request,) = [r for r in env.child_model.requests if r.metadata.get("team") == "a"]
+    assert (request.metadata["goal"], request.metadata["parent_session_id"]) == ("the real goal", "parent-1")
+
+
 async def test_orchestrators_keep_delegate_task_only_below_the_depth_limit(make_env):
     env = await make_env(delegation=DelegationSettings(max_spawn_depth=2))
     handle, _, _ = await launch_and_wait(env, "orchestrate", role="orchestrator")
