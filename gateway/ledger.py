@@ -282,6 +282,9 @@ class Ledger:
         else:
             row = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
             self._table.replace_tasks(row.delegation_id, row.tasks)
+        # Children run again: the chat follows them on a card like any background delegation's (after a
+        # restart, the card the stopped process left is taken up again instead of staying stale).
+        self._cards.start(row, session)
         return row
 
     # -- reading -------------------------------------------------------------------------------

@@ -169,3 +169,66 @@ async def test_a_background_delegation_gets_a_card_finalised_with_its_results(tm
     clock.advance(600)
     await settled(gateway)
     assert card.text == final
+
+
+async def test_a_retried_delegation_gets_a_card_of_its_own(tmp_path, gateways):
+    attempts = []
+
+    def leaf(request: ModelRequest) -> dict:
+        attempts.append(request.metadata["goal"])
+        if len(attempts) == 1:
+            return {"text": ""}  # an empty answer fails the child
+        return {"wait": "retried", "text": "found"}
+
+    def one_task(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and not str(last["content"]).startswith("[Background delegation results]"):
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "a"}}]}
+        return background_parent(request)
+
+    model = ScriptedModel({"parent": one_task, "leaf": leaf})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    await chat.say("look into a")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await chat.say("/retry")
+    await model.reached("retried")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    card = chat.messages[chat.kinds().index("notice")]
+    assert card.outbound.text.startswith("⏳ Waiting for subagents: 0 of 1 done")
+    model.release("retried")
+    await chat.wait_for(lambda: chat.kinds().count("completion") == 2)
+    await chat.wait_for(lambda: card.text == "✓ Done in 3 s · 1 subagent")
+    clock.advance(600)
+    await settled(gateway)
+    assert chat.kinds().count("notice") == 1
+
+
+async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(tmp_path, gateways):
+    sections = {"display": {**CARD, "interim_assistant_messages": True}, "lifecycle": {"on_restart": "resume"},
+                "agent": {"gateway_notify_interval": 180, "toolsets": ["file"]}}
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "forever"}})
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
+    await chat.say("look into a and b")
+    await model.reached("forever")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    chat2.messages, chat2._ids = chat.messages, chat._ids  # the same chat, its card still showing
+    model2 = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "again", "text": "found"}})
+    gateway2 = await gateways(make_config(tmp_path, **sections), [chat2], model=model2, clock=clock)
+    card = chat2.messages[1]
+    await model2.reached("again")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 3 s\n"))
+    model2.release("again")
+    await chat2.wait_for(lambda: card.text.startswith("✓ Done in"))
+    clock.advance(600)
+    await settled(gateway2)
+    assert chat2.kinds() == ["reply", "notice", "completion"]
