@@ -66,6 +66,7 @@ class Ledger:
         self._settings = settings
         self._clock = clock
         self._watching: dict[str, asyncio.Task[None]] = {}
+        self._retrying = asyncio.Lock()
         self.backlog = BacklogGuard(self._table, registry, outbox)
         self.admit = self.backlog.admit
         """The background tool's ``admit`` (see `gateway.backlog`)."""
@@ -222,6 +223,12 @@ class Ledger:
     async def retry(self, session: GatewaySession) -> str:
         """Run the interrupted or failed children of the session's latest background delegation
         again, with the same tasks, as a new delegation; says what it did, or why it did nothing."""
+        # One at a time: a second /retry sent at once must find the first one's delegation (running) as
+        # the latest, not the same failed children to launch a second time.
+        async with self._retrying:
+            return await self._retry(session)
+
+    async def _retry(self, session: GatewaySession) -> str:
         rows = self._table.latest(session.session_id, 1)
         if not rows:
             return "Nothing to retry: no background work has been delegated in this session."

@@ -214,3 +214,29 @@ async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat
     first, second = sorted(gateway2.store.delegations.latest(next(iter(gateway2.sessions)).session_id, 5),
                            key=lambda r: r.dispatched_at)
     assert (first.status, first.reason) == ("suppressed", "replayed") and second.status == "delivered"
+
+
+async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, gateways):
+    betas = []
+
+    def leaf(request):
+        if request.metadata["goal"] != "beta":
+            return {"text": "fine"}
+        betas.append(request)
+        if len(betas) == 1:
+            return {"error": "server_error", "message": "model exploded"}
+        return {"wait": "retried", "text": "fine at last"}
+
+    chat, model, gateway = await start(gateways, tmp_path, leaf)
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await asyncio.gather(chat.say("/retry"), chat.say("/retry"))  # a double send, both handed over at once
+    await chat.wait_for(lambda: len(chat.texts("command")) == 2)
+    assert sorted(chat.texts("command")) == [
+        "Nothing to retry yet: the latest background delegation is still running.",
+        "Retrying 1 subagent: beta. The results will follow.",
+    ]
+    model.release("retried")
+    await chat.wait_for(lambda: len(chat.texts("completion")) == 2)
+    await settled(gateway)
+    assert len(betas) == 2 and len(chat.texts("completion")) == 2
