@@ -170,7 +170,12 @@ class Ledger:
             elif child is not None:
                 lines.append(f"• {child.state.value.lower().capitalize()}: {_short(task.goal, 80)} — "
                              f"{_short(child.summary or child.error, 200) or 'no output'}")
-        lines.append("Send /retry to run the interrupted ones again.")
+        latest = self._table.latest(row.agent_session_id, 1)
+        if latest and latest[0].delegation_id == row.delegation_id:
+            lines.append("Send /retry to run the interrupted ones again.")
+        else:  # /retry takes up only the chat's latest delegation, not this one
+            ids = ", ".join(t.subagent_id for t in lost)
+            lines.append(f"Send /agents retry ID to run one of them again ({ids}).")
         self._outbox.enqueue(platform, chat_id, thread_id, "\n".join(lines), kind="completion",
                              key=f"{row.completion_turn_id}:report", turn_id=row.completion_turn_id)
         self._settle(row, "reported")

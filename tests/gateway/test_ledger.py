@@ -240,3 +240,31 @@ async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, 
     await chat.wait_for(lambda: len(chat.texts("completion")) == 2)
     await settled(gateway)
     assert len(betas) == 2 and len(chat.texts("completion")) == 2
+
+
+async def test_after_a_restart_each_report_says_what_runs_its_own_children_again(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
+    for n in (1, 2):  # two background delegations at work in one chat
+        await chat.say("please delegate")
+        await chat.wait_for(lambda: chat.texts() == ["on it"] * n)
+    async with asyncio.timeout(5):
+        while sum(1 for r in model.requests if r.role == "leaf") < 4:
+            await model.reached("forever")
+            await asyncio.sleep(0)
+    older, newer = sorted(rows(gateway), key=lambda r: r.dispatched_at)
+    await gateway.stop(grace=0)
+
+    chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": f"redone {r.metadata['goal']}"})
+    await chat2.wait_for(lambda: len(chat2.messages) == 2)
+    await settled(gateway2)
+    first, second = chat2.texts()
+    assert first.endswith("Send /agents retry ID to run one of them again "
+                          f"({older.tasks[0].subagent_id}, {older.tasks[1].subagent_id}).")
+    assert second.endswith("Send /retry to run the interrupted ones again.")
+    await chat2.say("/retry")  # what the newer report says runs the newer delegation's children again
+    await chat2.wait_for(lambda: "completion" in chat2.kinds()[2:])
+    await chat2.say(f"/agents retry {older.tasks[0].subagent_id}")  # and what the older one says, one of its own
+    await chat2.wait_for(lambda: chat2.kinds()[2:].count("completion") == 2)
+    await settled(gateway2)
+    assert chat2.texts("command")[0] == "Retrying 2 subagents: alpha; beta. The results will follow."
+    assert chat2.texts("command")[1].startswith(f"Retrying {older.tasks[0].subagent_id} as sa-")
