@@ -95,7 +95,7 @@ class Ledger:
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing. Returns how many were still running."""
-        running = [r for r in self._table.latest(agent_session_id, 50) if r.status == "running"]
+        running = self._table.running_of(agent_session_id)
         for row in running:
             self._settle(row, "suppressed", reason)
         return len(running)

@@ -118,6 +118,12 @@ class DelegationTable:
         return [_row(r) for r in self._db.read(
             f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at")]
 
+    def running_of(self, agent_session_id: str) -> list[DelegationRow]:
+        """A session generation's delegations not settled yet, however many it has had since."""
+        return [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE agent_session_id=? AND status='running'"
+            " ORDER BY dispatched_at", (agent_session_id,))]
+
     def latest(self, agent_session_id: str, limit: int) -> list[DelegationRow]:
         """A session generation's latest delegations, newest first."""
         return [_row(r) for r in self._db.read(

@@ -268,3 +268,33 @@ async def test_after_a_restart_each_report_says_what_runs_its_own_children_again
     await settled(gateway2)
     assert chat2.texts("command")[0] == "Retrying 2 subagents: alpha; beta. The results will follow."
     assert chat2.texts("command")[1].startswith(f"Retrying {older.tasks[0].subagent_id} as sa-")
+
+
+async def test_stop_settles_a_delegation_older_than_the_latest_fifty(tmp_path, gateways):
+    def leaf(request):
+        return {"wait": "forever"} if request.metadata["goal"] == "slow" else {"text": "quick"}
+
+    def script(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        content = str(last.get("content"))
+        if last["role"] == "user" and content.startswith("[Background delegation results]"):
+            return {"text": "NO_REPLY"}
+        if last["role"] == "user":
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": content}}]}
+        return {"text": "on it"}
+
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": script, "leaf": leaf})
+    gateway = await gateways(make_config(tmp_path, **BACKGROUND), [chat], model=model)
+    for n, goal in enumerate(["slow", *["quick"] * 50], 1):  # a long session: one slow job, then fifty quick ones
+        await chat.say(goal)
+        await chat.wait_for(lambda: len(chat.texts()) == n)
+    async with asyncio.timeout(10):
+        while len(rows(gateway)) > 1:
+            await asyncio.sleep(0.01)
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts("command") == ["Stopped 1 subagent. Their partial results are listed by /agents."]
+    assert chat.texts("completion") == []  # nothing of the stopped work reaches the chat
+    assert rows(gateway) == []
