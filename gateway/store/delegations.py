@@ -97,16 +97,6 @@ class DelegationTable:
                              " AND status='running'", (status, reason, self._clock.time(), delegation_id))
         return cur.rowcount == 1
 
-    def suppress_session(self, agent_session_id: str, reason: str, *, before: float | None = None) -> int:
-        """Settle a session generation's running delegations as suppressed (by /stop or /new),
-        those dispatched before ``before`` if given. Returns how many."""
-        sql = ("UPDATE gateway_delegations SET status='suppressed', reason=?, settled_at=? WHERE agent_session_id=?"
-               " AND status='running'")
-        params: tuple = (reason, self._clock.time(), agent_session_id)
-        if before is not None:
-            sql, params = sql + " AND dispatched_at <= ?", (*params, before)
-        return self._db.write(sql, params).rowcount
-
     def count_unsettled(self, session_key: str) -> int:
         """The chat's delegations whose results have not been delivered (or settled otherwise) yet."""
         row = self._db.read_one("SELECT COUNT(*) FROM gateway_delegations WHERE session_key=? AND status='running'",
