@@ -34,6 +34,7 @@ Publish = Callable[[str, int], None]
 
 
 class ChildView(Protocol):
+    subagent_id: str
     goal: str
     state: object
     started_at: float | None
@@ -63,6 +64,8 @@ class ProgressCard:
         self._last_text: str | None = None
         self.subagents = 0
         """How many subagents the turn launched, as the card last saw."""
+        self._finished: dict[str, ChildView] = {}
+        """Subagents seen finished, by id: the source keeps only a session's latest few finished ones."""
 
     def start(self) -> None:
         self._armed = True
@@ -111,7 +114,7 @@ class ProgressCard:
     def render(self) -> str:
         now = self._clock.monotonic()
         elapsed = format_elapsed(now - self._started)
-        children = list(self._children())
+        children = self._seen_children()
         self.subagents = max(self.subagents, len(children))
         if self._current == DELEGATE and children:
             done = sum(1 for c in children if c.completed_at is not None)
@@ -127,6 +130,16 @@ class ProgressCard:
         if self._current is not None and self._current != DELEGATE:
             lines.append(f"▸ {self._current}")
         return "\n".join([headline, *(_fit(line) for line in lines[-MAX_LINES:])])
+
+    def _seen_children(self) -> list[ChildView]:
+        """The subagents the source gives now, after those seen finished that it has let go of
+        since (a finished child never changes): the counts never shrink."""
+        current = list(self._children())
+        for child in current:
+            if child.completed_at is not None:
+                self._finished[child.subagent_id] = child
+        shown = {child.subagent_id for child in current}
+        return [*(c for sid, c in self._finished.items() if sid not in shown), *current]
 
 
 CHILD_INDENT = "\u00a0\u00a0"

@@ -3,12 +3,14 @@ events, finalised when the turn ends, never outliving it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.progress_card import CHILD_INDENT, LINE_CHARS, MAX_LINES
+from gateway.progress_card import CHILD_INDENT, DELEGATE, LINE_CHARS, MAX_LINES, ProgressCard
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.formatting import discord_markdown, slack_mrkdwn, telegram_html
 
@@ -232,3 +234,28 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     clock.advance(600)
     await settled(gateway2)
     assert chat2.kinds() == ["reply", "notice", "completion"]
+
+
+async def test_subagents_the_source_lets_go_of_once_finished_still_count():
+    # The host keeps only a session's latest few finished children: a card of more must not lose the rest.
+    @dataclass
+    class Child:
+        subagent_id: str
+        goal: str
+        state: str = "RUNNING"
+        started_at: float | None = 1.0
+        completed_at: float | None = None
+        activity: str = ""
+
+    children = [Child(f"sa-{i}", f"task {i}") for i in range(12)]
+    source = list(children)
+    card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False), publish=lambda t, n: None,
+                        children=lambda: source)
+    card.tool_started(DELEGATE)
+    assert card.render().startswith("⏳ Waiting for subagents: 0 of 12 done")
+    for child in children[:11]:
+        child.state, child.completed_at = "SUCCEEDED", 2.0
+    assert card.render().startswith("⏳ Waiting for subagents: 11 of 12 done")
+    source[:] = children[1:]  # the source let the oldest finished one go
+    assert card.render().startswith("⏳ Waiting for subagents: 11 of 12 done")
+    assert card.subagents == 12
