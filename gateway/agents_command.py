@@ -54,21 +54,26 @@ class AgentsCommand:
 
     async def _list(self, session: GatewaySession) -> str:
         now = self._clock.time()
-        live = self._children.children(session.session_id)
-        lines = [_line(child, now) for child in live]
-        listed = {c.subagent_id for c in live}
+        live = {c.subagent_id: c for c in self._children.children(session.session_id)}
+        blocks: list[str] = []
+        listed: set[str] = set()
         for row, found in await self._ledger.listing(session):
-            if all(t.subagent_id in listed for t in row.tasks):
-                continue  # still running: listed above
-            lines.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
+            if all(t.subagent_id in live for t in row.tasks):
+                continue  # still running: listed with the other running children
+            blocks.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
             for task in row.tasks:
+                listed.add(task.subagent_id)
+                if task.subagent_id in live:  # one still at work: listed here, with its elapsed time and activity
+                    blocks.append(_line(live[task.subagent_id], now))
+                    continue
                 child = found.get(task.subagent_id)
                 text = (child.summary or child.error or "") if child is not None else ""
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
-                lines.append(f"• {task.subagent_id} — {task.goal[:80]} — {_state_word(child)}{where}"
-                             + (f": {text[:160]}" if text else ""))
-                listed.add(task.subagent_id)
+                blocks.append(f"• {task.subagent_id} — {task.goal[:80]} — {_state_word(child)}{where}"
+                              + (f": {text[:160]}" if text else ""))
+        lines = [_line(child, now) for sid, child in live.items() if sid not in listed] + blocks
+        listed.update(live)
         recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
         if recent:
             lines.append("Finished recently:")

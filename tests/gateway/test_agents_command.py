@@ -130,6 +130,7 @@ async def test_stop_ends_one_child_and_its_partial_result_still_arrives(tmp_path
     assert "is not running: it interrupted" in await command(chat, f"/agents stop {first.subagent_id}")
     listing = await command(chat, "/agents")
     assert f"• {second.subagent_id} — second — running" in listing
+    assert listing.count(second.subagent_id) == 1  # in its delegation's block only, not also among the running
     assert f"• {first.subagent_id} — first — interrupted" in listing and "partial on first" in listing
     await command(chat, f"/agents stop {second.subagent_id}")
     await chat.wait_for(lambda: "completion" in chat.kinds())
