@@ -139,8 +139,9 @@ class AgentsCommand:
 def _line(child: ChildSnapshot, now: float) -> str:
     end = child.completed_at if child.completed_at is not None else now
     elapsed = end - (child.started_at or child.created_at)
-    text = f"• {child.subagent_id} — {child.goal[:80]} — {_state_word(child)}, {elapsed:.0f} s, {child.activity}"
-    text += "".join(f", {part}" for part in _model_route(child))
+    state = _state_word(child)
+    text = f"• {child.subagent_id} — {child.goal[:80]} — {state}, {elapsed:.0f} s"
+    text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
     done = child.summary or child.error if child.state.terminal else None
     return text + (f": {done[:160]}" if done else "")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from gateway.agents_command import _line
 from gateway.testing import RecordingAdapter, make_config, settled
-from lifecycle import SubagentState
+from lifecycle import ChildSnapshot, SubagentState
 from tests.gateway.wire import call, goal, is_child, openai_model
 
 RESULTS = "[Background delegation results]"
@@ -203,3 +204,9 @@ async def test_after_a_restart_a_background_child_is_found_and_retried_from_the_
     await chat2.wait_for(lambda: "completion" in chat2.kinds()[1:])
     assert chat2.texts("completion")[-1] == "results: completed finished long haul"
     await settled(gateway2)
+
+
+def test_a_line_names_the_state_once_when_the_activity_says_the_same():
+    starting = ChildSnapshot("sa-1", "s-1", "t-1", "look", "leaf", SubagentState.STARTING, 100.0, None, None,
+                             "starting", None, None, "parent-model")
+    assert _line(starting, 103.0) == "• sa-1 — look — starting, 3 s, model parent-model"
