@@ -36,11 +36,12 @@ class AgentsCommand:
 
     async def run(self, session: GatewaySession, args: str) -> str:
         words = args.split()
-        if not words or words == ["all"]:
+        if not words or [w.lower() for w in words] == ["all"]:
             return await self._list(session)
-        if len(words) != 2 or words[0] not in ("log", "stop", "retry"):
+        action = words[0].lower()  # phone keyboards capitalise
+        if len(words) != 2 or action not in ("log", "stop", "retry"):
             return USAGE
-        action, wanted = words
+        wanted = words[1]
         found = await self._find(session, wanted)
         if isinstance(found, str):
             return found

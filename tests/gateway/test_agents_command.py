@@ -84,7 +84,7 @@ async def test_log_shows_the_latest_tool_calls_as_metadata_only(tmp_path, llm, g
     await chat.say("go")
     await server.wait_for(lambda: sum(1 for b in server.requests if is_child(b)) == 2)  # a tool call, now hanging
     (child,) = live(gateway)
-    log = await command(chat, f"/agents log {child.subagent_id[-5:]}")  # any unique part of the id
+    log = await command(chat, f"/agents Log {child.subagent_id[-5:]}")  # any unique part of the id, any case
     head, title, line = log.splitlines()
     assert head == f"{child.subagent_id} — read around — running"
     assert title == "Tool calls, oldest first:"
