@@ -471,7 +471,9 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         value = json.loads(raw) if raw.strip() else {}
         if isinstance(value, str):
             value = json.loads(value)
-    except (json.JSONDecodeError, AttributeError) as exc:
+    # Model output is untrusted text: json also raises a bare ValueError (an integer past Python's
+    # digit limit) and RecursionError (nesting too deep), and neither may escape the turn.
+    except (ValueError, RecursionError, AttributeError) as exc:
         return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
     if not isinstance(value, dict):
         return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"

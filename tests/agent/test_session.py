@@ -1,11 +1,15 @@
 import asyncio
+import json
 import threading
 
 import pytest
 
 from agent import AgentSession, ToolError, ToolRegistry, TurnInProgress, TurnObserver, active_turn
 from agent._session import STEER_NOTE
+from agent.models import OpenAIModel
 from agent.models.scripted import ScriptedModel
+from agent.settings import ModelSettings
+from agent.testing import FakeOpenAIServer
 
 OBJ = {"type": "object", "properties": {"x": {"type": "string"}}}
 
@@ -363,3 +367,30 @@ async def test_a_model_call_in_flight_or_cut_off_is_started_but_never_answered()
     s.interrupt("stop", hard=True)
     result = await task
     assert (s.activity.api_calls, s.activity.answered_api_calls, result.api_calls) == (2, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "[" * 100_000,  # nested past json's recursion limit: RecursionError
+        '{"x": ' + "1" * 5_000 + "}",  # past Python's int digit limit: a bare ValueError
+        json.dumps("[" * 100_000),  # the same, double-encoded
+    ],
+    ids=["too-deep", "huge-int", "double-encoded-too-deep"],
+)
+async def test_arguments_json_cannot_parse_are_reported_to_the_model_not_raised(arguments):
+    ran = []
+    tools = registry(echo=lambda a, c: ran.append(a) or "ran")
+    async with FakeOpenAIServer() as server:
+        server.push_tool_calls([{"id": "c1", "name": "echo", "arguments": arguments}])
+        server.push_text("recovered")
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                          max_retries=0, timeout_seconds=10), env={})
+        try:
+            result = await AgentSession(model=model, tools=tools).run_turn("go")
+        finally:
+            await model.aclose()
+        (answered,) = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert (result.exit_reason, result.text, ran) == ("completed", "recovered", [])
+    assert answered["tool_call_id"] == "c1"
+    assert answered["content"].startswith("Error: tool arguments are not valid JSON")
