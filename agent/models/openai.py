@@ -88,7 +88,7 @@ class OpenAIModel:
         # a broken body with a JSON content type.
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _translate_error(exc, self._secrets) from exc
-        return _to_response(completion, fallback_model=self.name)
+        return _to_response(completion, fallback_model=self.name, secrets=self._secrets)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it. Idempotent."""
@@ -120,10 +120,37 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
         kind = "malformed"
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    text = _scrub(getattr(exc, "message", None) or str(exc) or type(exc).__name__, secrets)
+    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status, retry_after=retry_after)
+
+
+def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
+    """The failure a server reported in a 200 body (``{"error": {"message", "code"}}``), if any.
+
+    OpenRouter and proxies like it commit to 200 before the upstream model runs, so what fails
+    after that rides the body; its numeric ``code`` stands in for the status line."""
+    if isinstance(error, str):
+        error = {"message": error}
+    if not isinstance(error, Mapping):
+        return None
+    code = error.get("code")
+    status = code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599 else None
+    if status == 429:
+        kind = "rate_limited"
+    elif status in (401, 403):
+        kind = "auth"
+    elif status is not None and status < 500:
+        kind = "bad_request"
+    else:  # no usable code: the server still says it failed
+        kind = "server_error"
+    text = _scrub(str(error.get("message") or "no message"), secrets)
+    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status)
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
-    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status, retry_after=retry_after)
+    return text
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -146,12 +173,12 @@ def _malformed(what: str) -> ModelError:
     return ModelError(f"model response malformed: {what}", kind="malformed")
 
 
-def _to_response(completion: Any, *, fallback_model: str) -> ModelResponse:
+def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...]) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
-        raise _malformed("no choices")
+        raise _error_in_body(getattr(completion, "error", None), secrets) or _malformed("no choices")
     message = getattr(choices[0], "message", None)
     if message is None:
         raise _malformed("choice has no message")

@@ -262,3 +262,22 @@ async def test_fake_server_answers_by_content_records_authorization_and_wakes_wa
     assert (await model.complete(HELLO)).text == "ok"
     with pytest.raises(TimeoutError):
         await server.wait_for(lambda: False, timeout=0.01)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "status"),
+    [
+        ({"message": "Rate limit exceeded: free-models-per-min", "code": 429}, "rate_limited", 429),
+        ({"message": "Provider returned error", "code": 502}, "server_error", 502),
+        ({"message": "Insufficient credits", "code": 402}, "bad_request", 402),
+        ({"message": "Upstream unavailable"}, "server_error", None),
+    ],
+    ids=["429", "502", "402", "no-code"],
+)
+async def test_an_error_in_a_200_body_keeps_the_servers_reason(server, make_model, error, kind, status):
+    # OpenRouter commits to 200 before the upstream model runs; a later failure rides the body.
+    server.push_raw({"error": {**error, "message": f"{error['message']} (key {KEY})"}})
+    failure = await raises_model_error(make_model())
+    assert (failure.kind, failure.status) == (kind, status)
+    assert error["message"] in str(failure)
+    assert KEY not in str(failure) and "[redacted]" in str(failure)
