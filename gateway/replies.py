@@ -13,11 +13,13 @@ SILENCE = "NO_REPLY"
 about background results). A reply to a user message is always sent."""
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
+EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
 
 
-def reply_text(kind: str, result: TurnResult | None) -> str | None:
+def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
     """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
-    None when nothing is to be sent."""
+    None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``),
+    so a completed turn without a final answer has said what it had to."""
     if result is None:
         text = CRASHED
     elif result.exit_reason == "error":
@@ -30,8 +32,8 @@ def reply_text(kind: str, result: TurnResult | None) -> str | None:
         text = result.text  # interrupted by an outside request (a platform shutdown): keep what there is
     elif result.exit_reason == "max_iterations":
         text = (result.text + "\n\n" if result.text else "") + "(I stopped here: this turn ran out of steps.)"
-    else:
-        text = result.text
+    else:  # completed: an empty answer (all its tokens spent on reasoning, say) must not read as a lost one
+        text = result.text or (None if spoke else EMPTY_ANSWER)
     if not text or (kind == "completion" and text.strip() == SILENCE):
         return None
     return text

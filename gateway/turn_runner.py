@@ -161,7 +161,8 @@ class TurnRunner:
             return
         text = None
         if not running.suppressed and not answered:
-            text = "\n\n".join(t for t in (reply_text(item.kind, result), "\n".join(item.notes)) if t) or None
+            reply = reply_text(item.kind, result, spoke=running.sent > 0)
+            text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
             if text is not None:
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
         elif session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS:

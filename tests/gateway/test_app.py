@@ -7,6 +7,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
+from gateway.replies import EMPTY_ANSWER
 from gateway.retention import IDLE_SESSION_SECONDS
 from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
@@ -443,3 +444,16 @@ async def test_progress_final_delete_removes_the_notice_where_the_platform_can(t
     await chat.wait_for(lambda: "reply" in chat.kinds())
     await settled(gateway)
     assert chat.kinds() == ["reply"]
+
+
+@pytest.mark.parametrize(("said", "replies"), [
+    ([], [EMPTY_ANSWER]),  # silence would read as a lost message
+    ([{"tool_calls": [{"name": "send_message", "arguments": {"text": "here it is"}}]}], ["here it is"]),
+])
+async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself(tmp_path, gateways, said, replies):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[*said, {"text": ""}]]}))
+    await chat.say("what now?")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == replies
