@@ -225,7 +225,7 @@ class SlackAdapter:
         try:
             auth = await self._api("auth.test", None)
             self.bot_user_id = auth["user_id"]
-            self._mention = re.compile(rf"<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>")
+            self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
             app = AsyncApp(client=self._client, signing_secret=self._signing_secret or "", name="switchboard",
                            process_before_response=True, request_verification_enabled=self.mode == "http")
             app.event("message")(self._on_message)
@@ -293,7 +293,8 @@ class SlackAdapter:
         private = event.get("channel_type") == "im" or channel.startswith("D")
         assert self._mention is not None
         mentioned = bool(self._mention.search(text))
-        text = " ".join(self._mention.sub(" ", text).split()) if mentioned else text.strip()
+        # Only the spaces around a mention go: the lines and indentation of code the user pasted stay.
+        text = self._mention.sub(" ", text).strip() if mentioned else text.strip()
         thread: str | None = None
         if not private:
             if mentioned:

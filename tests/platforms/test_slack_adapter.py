@@ -562,3 +562,13 @@ async def test_metadata_slack_refuses_is_dropped_once_and_posting_goes_on(slack,
     assert "metadata" in posts[0].params and all("metadata" not in p.params for p in posts[1:])
     assert [m["ts"] for m in fake.messages[("C1", None)]] == [first.message_id, second.message_id]
     assert sum("refused message metadata" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_mention_keeps_the_lines_and_indentation_of_the_message(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    code = "```\ndef f():\n    return 1\n```"
+    await fake.push_mention("C1", "U1", f"<@UBOT> why does this fail?\n{code}")
+    await fake.push_mention("C1", "U1", f"look  at this:\n{code}\n<@UBOT>")
+    await fake.wait_for(lambda: len(sink.items) == 2)
+    assert {i.text for i in sink.items} == {f"why does this fail?\n{code}", f"look  at this:\n{code}"}
