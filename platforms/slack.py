@@ -5,8 +5,8 @@ mentioned and each thread is its own session: ``thread_id`` is the thread's ``th
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it posted there) later replies in it need no
 mention; after a restart the gateway tells it its threads (`remember_threads`).
-``!stop``/``!new`` (``!`` + any command the gateway serves) typed in a thread pass
-through as plain text, because Slack refuses slash commands inside threads.
+``!stop``/``!new`` (``!`` + any command the gateway serves, in any case, with or without
+arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
 Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
@@ -300,7 +300,7 @@ class SlackAdapter:
             if mentioned:
                 thread = thread_ts or ts
                 self._remember(channel, thread)
-            elif thread_ts and ((channel, thread_ts) in self._threads or text.strip() in self._text_commands):
+            elif thread_ts and ((channel, thread_ts) in self._threads or self._is_text_command(text)):
                 thread = thread_ts
             else:
                 return
@@ -309,6 +309,11 @@ class SlackAdapter:
             event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
             attachments=slack_files.attachments_of(event), sent_at=float(ts),
         ))
+
+    def _is_text_command(self, text: str) -> bool:
+        """``!name`` or ``!name args``, any case: what the gateway's command parser accepts."""
+        words = text.split(maxsplit=1)
+        return bool(words) and words[0].lower() in self._text_commands
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         await ack()

@@ -572,3 +572,14 @@ async def test_a_mention_keeps_the_lines_and_indentation_of_the_message(
     await fake.push_mention("C1", "U1", f"look  at this:\n{code}\n<@UBOT>")
     await fake.wait_for(lambda: len(sink.items) == 2)
     assert {i.text for i in sink.items} == {f"why does this fail?\n{code}", f"look  at this:\n{code}"}
+
+
+async def test_bang_commands_with_arguments_or_capitals_pass_in_an_unknown_thread(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    # The gateway reads "!new plan the trip" and "!Stop" (a phone's capital) as commands; so must the adapter.
+    thread = "1700000000.000007"
+    for text in ("!new plan the trip", "!Stop", "!agents  all", "!newer things", "! stop"):
+        await fake.push_message("C1", "U1", text, thread_ts=thread)
+    await settled(fake)
+    assert sorted(i.text for i in sink.items) == ["!Stop", "!agents  all", "!new plan the trip"]
