@@ -305,7 +305,8 @@ class SlackAdapter:
             else:
                 return
         await self._deliver(Inbound(
-            platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None, text=text,
+            platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
+            text=slack_mrkdwn.unescape(text),
             event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
             attachments=slack_files.attachments_of(event), sent_at=float(ts),
         ))

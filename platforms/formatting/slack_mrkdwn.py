@@ -22,6 +22,12 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def unescape(text: str) -> str:
+    """The characters a user typed, from the ``text`` of a message event, where Slack escaped
+    them; its ``<…>`` links and mentions stay as they are."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 class SlackMrkdwn(Renderer):
     def text(self, text: str, ctx: Context) -> str:
         return escape(text)

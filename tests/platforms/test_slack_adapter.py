@@ -583,3 +583,14 @@ async def test_bang_commands_with_arguments_or_capitals_pass_in_an_unknown_threa
         await fake.push_message("C1", "U1", text, thread_ts=thread)
     await settled(fake)
     assert sorted(i.text for i in sink.items) == ["!Stop", "!agents  all", "!new plan the trip"]
+
+
+async def test_slack_escapes_in_user_text_reach_the_model_as_the_characters_typed(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    # Slack sends "&", "<" and ">" typed by a user as &amp;, &lt; and &gt; ("&lt;" typed as "&amp;lt;").
+    await fake.push_dm("U1", "is `a &lt; b &amp;&amp; c &gt; d` true? &amp;lt; is an entity")
+    await fake.push_mention("C1", "U1", "R&amp;D: &lt;@UBOT&gt; is not a mention")
+    await fake.wait_for(lambda: len(sink.items) == 2)
+    assert {i.text for i in sink.items} == {"is `a < b && c > d` true? &lt; is an entity",
+                                           "R&D: <@UBOT> is not a mention"}
