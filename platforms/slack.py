@@ -61,6 +61,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -184,6 +185,7 @@ class SlackAdapter:
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
         self._sink_timeout = sink_timeout
+        self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
         self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -278,8 +280,17 @@ class SlackAdapter:
     async def _handle_http(self, request: web.Request) -> web.Response:
         """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
         (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification."""
-        if self._app is None:
+        if self._app is None or self._verifier is None:
             return web.Response(status=503, text="slack adapter not started")
+        # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
+        # on one that is not a JSON object or form (or on a timestamp that is not a number).
+        try:
+            signed = self._verifier.is_valid(await request.text(), request.headers.get("X-Slack-Request-Timestamp"),
+                                             request.headers.get("X-Slack-Signature"))
+        except ValueError:
+            signed = False
+        if not signed:
+            return web.json_response({"error": "invalid request"}, status=401)
         return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
 
     # -- inbound -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -306,6 +307,22 @@ async def test_http_bad_signature_is_401(
     result = await fake.send_http_event(url, payload, secret, **kw)  # type: ignore[arg-type]
     assert result.status == 401
     assert sink.items == []
+
+
+@pytest.mark.parametrize("body, headers", [
+    ("{", {"Content-Type": "application/json"}),
+    ("[1]", {"Content-Type": "application/json"}),
+    ("payload=%7B", {"Content-Type": "application/x-www-form-urlencoded"}),
+    ("{}", {"Content-Type": "application/json", "X-Slack-Request-Timestamp": "soon", "X-Slack-Signature": "v0=00"}),
+])
+async def test_http_unsigned_garbage_is_401_not_a_crash(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], caplog: pytest.LogCaptureFixture, body: str,
+    headers: dict[str, str],
+) -> None:
+    _, url = http_slack
+    async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as resp:
+        assert resp.status == 401
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_http_event_and_its_retry_share_the_event_id(
