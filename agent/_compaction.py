@@ -13,13 +13,11 @@ import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent._model import Model, ModelRequest
+from agent._model import Model, ModelRequest, ModelResponse, Usage
+from agent._session import AgentSession, active_turn
 from agent.settings import CompressionSettings
-
-if TYPE_CHECKING:
-    from agent._session import AgentSession
 
 log = logging.getLogger("agent.compaction")
 
@@ -186,13 +184,16 @@ class Compactor:
             turn_index=session.turns_run,
             metadata={"session_id": session.session_id, "message_count": len(older)},
         )
+        started = session.clock.monotonic()
         try:
             response = await model.complete(request)
         except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
+            await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
             return self._extractive(older)
-        # The summary call is real spend: keep the session's totals honest.
+        # The summary call is real spend: the session's totals (and the turn's) count it, and so do the hooks.
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
+        await _model_call_hook(session, model, started, response, None)
         text = (response.text or "").strip()
         return text[: self.policy.summary_max_chars] if text else self._extractive(older)
 
@@ -206,6 +207,23 @@ class Compactor:
             if role in ("user", "assistant") and first:
                 lines.append(f"- {role}: {first[:width]}{'…' if len(first) > width else ''}")
         return "\n".join(lines)[: self.policy.summary_max_chars] or "(no text in the earlier messages)"
+
+
+async def _model_call_hook(session: AgentSession, model: Any, started: float, response: ModelResponse | None,
+                           error: str | None) -> None:
+    """``model_call`` for the summariser's call, as the session runs it for its own (role ``compactor``)."""
+    hooks = session.hooks
+    if hooks is None or not hooks.has("model_call"):
+        return
+    turn = active_turn()
+    usage = response.usage if response is not None else Usage()
+    await hooks.run(
+        "model_call", session_id=session.session_id, turn_id=turn.turn_id if turn is not None else None,
+        role="compactor", model=(response.model if response is not None else None) or getattr(model, "name", None),
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        cost_usd=response.cost_usd if response is not None else None,
+        duration_seconds=session.clock.monotonic() - started, error=error,
+    )
 
 
 def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> int | None:

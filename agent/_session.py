@@ -318,8 +318,11 @@ class AgentSession:
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
+            spent = self.total_usage, self.total_cost_usd, self.total_api_calls
             with _Guard(self):
                 await self.compactor(self)
+            if self.total_api_calls != spent[2]:  # it summarised: its model call is this turn's spend too
+                _charge_turn(turn, self, *spent)
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:
@@ -452,6 +455,16 @@ class _TurnState:
     final_text: str = ""
     model_name: str | None = None
     trace: list[ToolTraceEntry] = field(default_factory=list)
+
+
+def _charge_turn(turn: _TurnState, session: AgentSession, usage: Usage, cost: float, api_calls: int) -> None:
+    """Add to ``turn`` what ``session`` spent since its totals were ``usage``, ``cost`` and
+    ``api_calls`` (the compactor charges the session): a child's cost rolls up from its turn."""
+    turn.usage += Usage(session.total_usage.prompt_tokens - usage.prompt_tokens,
+                        session.total_usage.completion_tokens - usage.completion_tokens)
+    if session.total_cost_usd != cost:
+        turn.cost = (turn.cost or 0.0) + session.total_cost_usd - cost
+    turn.api_calls += session.total_api_calls - api_calls
 
 
 def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:

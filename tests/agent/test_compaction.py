@@ -3,7 +3,7 @@ import logging
 
 import pytest
 
-from agent import AgentSession, CompactionPolicy, Compactor, ModelRequest, ToolRegistry
+from agent import AgentSession, CompactionPolicy, Compactor, HookRegistry, ModelRequest, ToolRegistry, Usage
 from agent._compaction import SUMMARY_HEADER, estimate_tokens
 from agent.models.demo import DemoModel
 from agent.models.scripted import ScriptedModel
@@ -296,3 +296,23 @@ async def test_demo_model_answers_as_compactor():
     response = await DemoModel().complete(request)
     assert response.text == "[demo] summary of 7 earlier messages"
     assert not response.tool_calls
+
+
+async def test_the_summary_call_counts_in_the_turn_and_runs_the_model_call_hook():
+    # A child's cost rolls up from its turn, and metrics hear of model calls through the hook.
+    calls = []
+
+    async def heard(**event):
+        calls.append(event)
+
+    hooks = HookRegistry()
+    hooks.register("model_call", heard)
+    s, compactor, _ = session(chat(10), {"parent": lambda r: {"text": "done", "cost_usd": 0.01},
+                                         "compactor": lambda r: {"text": "they talked", "cost_usd": 0.02}},
+                              hooks=hooks)
+    result = await s.run_turn("next")
+    assert compactor.compactions == 1
+    assert (result.api_calls, result.usage, result.cost_usd) == (2, Usage(20, 10), pytest.approx(0.03))
+    assert (s.total_api_calls, s.total_usage, s.total_cost_usd) == (2, Usage(20, 10), pytest.approx(0.03))
+    assert [(c["role"], c["turn_id"], c["cost_usd"], c["error"]) for c in calls] == [
+        ("compactor", result.turn_id, 0.02, None), ("parent", result.turn_id, 0.01, None)]
