@@ -45,6 +45,8 @@ class ModelResponse:
     cost_usd: float | None = None
     """Cost as reported by the provider; None when it does not report one."""
     model: str | None = None
+    truncated: bool = False
+    """The answer was cut off at the model's output-length limit (OpenAI's ``finish_reason: length``)."""
 
 
 @fast_init

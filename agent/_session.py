@@ -272,7 +272,7 @@ class AgentSession:
             turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
-            turn.model_name or getattr(self.model, "name", None),
+            turn.model_name or getattr(self.model, "name", None), turn.truncated,
         )
 
     async def _run_hook(self, name: str, **event: Any) -> None:
@@ -299,7 +299,7 @@ class AgentSession:
             if text:
                 turn.last_text = text
             if not response.tool_calls:
-                turn.final_text = text
+                turn.final_text, turn.truncated = text, response.truncated
                 self.messages.append({"role": "assistant", "content": response.text or ""})
                 return "completed", None
             self.messages.append(_assistant_with_calls(response))
@@ -454,6 +454,7 @@ class _TurnState:
     last_text: str = ""
     final_text: str = ""
     model_name: str | None = None
+    truncated: bool = False
     trace: list[ToolTraceEntry] = field(default_factory=list)
 
 

@@ -49,3 +49,5 @@ class TurnResult:
     error: str | None = None
     interrupt_reason: str | None = None
     model: str | None = None
+    truncated: bool = False
+    """The final reply was cut off at the model's output-length limit."""

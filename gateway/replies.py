@@ -14,6 +14,7 @@ about background results). A reply to a user message is always sent."""
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
+CUT_OFF = "(The answer was cut off here: the model reached its limit on output length.)"
 
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
@@ -34,6 +35,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         text = (result.text + "\n\n" if result.text else "") + "(I stopped here: this turn ran out of steps.)"
     else:  # completed: an empty answer (all its tokens spent on reasoning, say) must not read as a lost one
         text = result.text or (None if spoke else EMPTY_ANSWER)
+        if result.truncated and result.text:  # else it reads as the whole answer
+            text = f"{text}\n\n{CUT_OFF}"
     if not text or (kind == "completion" and text.strip() == SILENCE):
         return None
     return text

@@ -193,6 +193,7 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         usage=_to_usage(getattr(completion, "usage", None)),
         cost_usd=_cost(getattr(completion, "usage", None)),
         model=model if isinstance(model, str) and model else fallback_model,
+        truncated=getattr(choices[0], "finish_reason", None) == "length",
     )
 
 

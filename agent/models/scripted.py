@@ -92,6 +92,7 @@ class ScriptedModel:
             usage=self.usage,
             cost_usd=step.get("cost_usd", self.cost_usd),
             model=self.name,
+            truncated=bool(step.get("truncated")),
         )
 
     def _step_for(self, request: ModelRequest) -> Step:

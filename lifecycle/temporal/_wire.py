@@ -101,6 +101,7 @@ def response_to_wire(response: ModelResponse) -> dict[str, Any]:
         "usage": [response.usage.prompt_tokens, response.usage.completion_tokens],
         "cost_usd": response.cost_usd,
         "model": response.model,
+        "truncated": response.truncated,
     }
 
 
@@ -111,4 +112,5 @@ def response_from_wire(body: Mapping[str, Any]) -> ModelResponse:
         usage=Usage(*body.get("usage") or (0, 0)),
         cost_usd=body.get("cost_usd"),
         model=body.get("model"),
+        truncated=bool(body.get("truncated")),
     )

@@ -7,7 +7,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
-from gateway.replies import EMPTY_ANSWER
+from gateway.replies import CUT_OFF, EMPTY_ANSWER
 from gateway.retention import IDLE_SESSION_SECONDS
 from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
@@ -457,3 +457,13 @@ async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)
     assert chat.texts() == replies
+
+
+async def test_an_answer_the_model_cut_off_at_its_output_limit_says_so(tmp_path, gateways):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"text": "The three steps are: first", "truncated": True}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model)
+    await chat.say("list the steps")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == [f"The three steps are: first\n\n{CUT_OFF}"]

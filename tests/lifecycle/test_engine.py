@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent import ToolTraceEntry, Usage
+from agent import ModelResponse, ToolCall, ToolTraceEntry, Usage
 from lifecycle import (
     ChildJob,
     ChildOutcome,
@@ -20,6 +20,7 @@ from lifecycle import (
     SubagentState,
 )
 from lifecycle._liveness import Timeout
+from lifecycle.temporal._wire import response_from_wire, response_to_wire
 
 S = SubagentState
 
@@ -70,6 +71,11 @@ def test_an_outcome_round_trips_through_json():
         timeout=Timeout(30.0, 31.0, 30.5, "after_llm_calls", 3, False), schema={"schema_valid": True},
     )
     assert ChildOutcome.from_dict(over_the_wire(outcome.to_dict())) == outcome
+
+
+def test_a_model_response_round_trips_through_the_temporal_wire():
+    response = ModelResponse("cut off", (ToolCall("c1", "read_file", "{}"),), Usage(10, 5), 0.01, "m", truncated=True)
+    assert response_from_wire(over_the_wire(response_to_wire(response))) == response
 
 
 # -- a second engine: children on "workers" that outlive the service ----------------------------

@@ -281,3 +281,12 @@ async def test_an_error_in_a_200_body_keeps_the_servers_reason(server, make_mode
     assert (failure.kind, failure.status) == (kind, status)
     assert error["message"] in str(failure)
     assert KEY not in str(failure) and "[redacted]" in str(failure)
+
+
+@pytest.mark.parametrize(("finish_reason", "truncated"), [("length", True), ("stop", False), (None, False)])
+async def test_an_answer_cut_off_at_the_output_limit_is_marked(server, make_model, finish_reason, truncated):
+    server.push_raw({"id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-test",
+                     "choices": [{"index": 0, "finish_reason": finish_reason,
+                                  "message": {"role": "assistant", "content": "The steps are: first"}}]})
+    response = await make_model().complete(HELLO)
+    assert (response.text, response.truncated) == ("The steps are: first", truncated)
