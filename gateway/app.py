@@ -116,6 +116,9 @@ class Gateway:
         self.recent_errors.attach()
         await self.host.start()
         await self.outbox.start()
+        # Taken before any platform starts: an event a platform hands over while a later one still
+        # starts is unsettled too, but already being handled; replayed, it would run twice.
+        unfinished = [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]
         self._accepting = True
         specs = self.command_specs()
         for adapter in self.adapters.values():
@@ -123,7 +126,6 @@ class Gateway:
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
-        unfinished = [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in unfinished} |
                                 {split_session_key(row.session_key) for row in self.store.delegations.running()})
         self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id})  # they start over
