@@ -108,6 +108,8 @@ class TurnRunner:
                 self._inbox.settle(stopped.event.platform, stopped.event.event_id)
             if stopped.delegation_id is not None:
                 self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
+            # Now, not when the turn winds down: after a crash in between nothing runs it again.
+            self._finish_progress(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
             if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
@@ -152,7 +154,9 @@ class TurnRunner:
                 typing.cancel()
         self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
                                 self._clock.monotonic() - started)
-        if progress.sent:  # queued before the reply; the outbox sends it after, and nothing is left stale
+        # Queued before the reply, so the outbox sends it after, and nothing is left stale. A
+        # stopped turn's was finished by the stop (`ended_early`).
+        if progress.sent and not running.suppressed:
             self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
                                   self._clock.monotonic() - started, progress.subagents)
         kind = "completion" if item.kind == "completion" else "reply"

@@ -424,6 +424,28 @@ async def test_a_cut_short_turn_leaves_no_stale_notice(tmp_path, gateways, comma
     assert chat.messages[0].text == final
 
 
+@pytest.mark.parametrize(("command", "final"), [("/stop", "⏹ Stopped"), ("hello again", "⏹ Stopped for your next message")])
+async def test_a_cut_short_notice_is_final_at_the_stop_so_a_crash_before_the_turn_winds_down_leaves_none_stale(
+        tmp_path, gateways, command, final):
+    # The stop settles the event at once: a crash before the turn winds down does not run it
+    # again, so nothing after a restart would finalise its notice.
+    chat, clock, model = RecordingAdapter(), FakeClock(autojump=False), ScriptedModel(GATED)
+    config = make_config(tmp_path, agent={"gateway_notify_interval": 30})
+    gateway = await gateways(config, [chat], model=SlowToStop(model), clock=clock)
+    await chat.say("work slowly")
+    await model.reached("go")
+    await tick(clock, 30)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    try:
+        await chat.say(command)
+        await chat.wait_for(lambda: chat.messages[0].text == final)  # the turn has not wound down yet
+        assert gateway.runner.busy
+    finally:
+        model.release("go")
+    await settled(gateway)
+    assert chat.messages[0].text == final and chat.messages[0].edits.count(final) == 1
+
+
 class DeletingAdapter(RecordingAdapter):
     """A platform that can delete the bot's messages."""
 
