@@ -146,9 +146,12 @@ class Inbox:
         return [(_inbound(payload), turn_id) for payload, turn_id in rows]
 
     def prune(self, older_than: float) -> int:
-        """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`),
-        settled or not: a redelivery after that is taken as new. Returns the count."""
-        return self._db.write("DELETE FROM gateway_inbox WHERE received_at < ?", (older_than,)).rowcount
+        """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`)
+        once handled or set aside: a redelivery after that is taken as new. Returns the count."""
+        # One not handled yet is kept however old (replayed after a week's downtime, a dead
+        # letter handed back): forgotten, a stop or crash before its turn ends would lose it.
+        return self._db.write("DELETE FROM gateway_inbox WHERE received_at < ? AND status IN ('done', 'dead')",
+                              (older_than,)).rowcount
 
 
 def _inbound(payload: str) -> Inbound:

@@ -318,6 +318,29 @@ async def test_retention_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(
     assert [m["content"] for m in restored.agent.messages if m["role"] == "user"] == ["hello", "hello again"]
 
 
+async def test_retention_keeps_an_event_not_handled_yet_however_old(tmp_path, gateways):
+    # A gateway down for over a week replays its unsettled events; the upkeep during their turns
+    # must not forget them, or a stop (or crash) before they end would lose them.
+    clock = FakeClock(autojump=False)
+    config = make_config(tmp_path, delivery={"late_after": 0})
+    held = {"parent": [[{"wait": "go", "text": "never"}]]}
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], model=(model := ScriptedModel(held)), clock=clock)
+    await chat.say("still there?")
+    await model.reached("go")
+    await gateway.stop(grace=0)  # its turn runs again, whole, after the next start
+    clock.advance(8 * 24 * 3600)
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=(model2 := ScriptedModel(held)), clock=clock)
+    await model2.reached("go")
+    gateway2.retention.sweep()
+    await gateway2.stop(grace=0)
+    chat3 = RecordingAdapter()
+    await gateways(config, [chat3], script={"parent": [[{"text": "yes"}]]}, clock=clock)
+    await chat3.wait_for(lambda: chat3.messages, timeout=2)
+    assert chat.texts() + chat2.texts() + chat3.texts() == ["yes"]
+
+
 async def test_no_reply_silences_only_completion_turns(tmp_path, gateways):
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "NO_REPLY"}]]})

@@ -29,10 +29,14 @@ def test_a_redelivery_names_the_turn_the_event_was_accepted_with(store):
     assert store.inbox.unfinished() == [(event("e1"), "t-1"), (event("e2", "/help"), None)]
 
 
-def test_prune_forgets_old_ids(store, clock):
+def test_prune_forgets_old_ids_once_handled(store, clock):
     store.inbox.accept(event("old"), None).new
+    store.inbox.accept(event("old-unhandled"), None).new
+    store.inbox.settle("telegram", "old")
     clock.now += 100
     store.inbox.accept(event("new"), None).new
+    store.inbox.settle("telegram", "new")
     assert store.inbox.prune(older_than=clock.now - 50) == 1
     assert store.inbox.accept(event("old"), None).new  # forgotten: taken as new
     assert not store.inbox.accept(event("new"), None).new
+    assert [e.event_id for e, _ in store.inbox.unfinished()] == ["old-unhandled", "old"]  # kept: not handled yet
