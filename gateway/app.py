@@ -243,7 +243,7 @@ class Gateway:
             return Accepted(running.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         if running is not None and busy_mode == "steer":
-            self.sessions.steer(session, inbound)  # settled once the turn has read it
+            self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(running.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost.
         if running is not None and busy_mode == "interrupt" and running.kind != "completion":

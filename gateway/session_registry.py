@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
 
@@ -170,10 +170,11 @@ class SessionRegistry:
             self._ended(session, why, running, [])
         return True
 
-    def steer(self, session: GatewaySession, inbound: Inbound) -> None:
-        """Hand a message to the running turn, read at its next model call."""
+    def steer(self, session: GatewaySession, inbound: Inbound, turn_id: str) -> None:
+        """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
         session.running.steered.append(inbound)
+        session.running.steered_turns[inbound.event_id] = turn_id
         session.agent.steer(inbound.text)
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
@@ -199,7 +200,8 @@ class SessionRegistry:
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
         for inbound in reversed(running.steered[len(read):] if running is not None else []):
-            session.queue.appendleft(WorkItem("message", inbound.text, new_turn_id(), inbound))
+            turn_id = running.steered_turns[inbound.event_id]
+            session.queue.appendleft(WorkItem("message", inbound.text, turn_id, inbound))
         session.last_active = self._clock.time()
         messages = session.agent.messages
         start = session.unsaved_from()

@@ -52,6 +52,9 @@ class RunningTurn:
     steered: list[Inbound] = field(default_factory=list)
     """Events whose text was steered into this turn: settled when it ends, or re-queued as the
     next turn's input if the turn ended before reading them."""
+    steered_turns: dict[str, str] = field(default_factory=dict)
+    """The turn id each steered event was accepted with, by event id: one re-queued runs as that
+    turn, the one a restart replays it under, so what it sends is keyed alike both times."""
     event: Inbound | None = None
     """The inbound event this turn answers (None for a completion turn)."""
     delegation_id: str | None = None

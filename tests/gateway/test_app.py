@@ -414,6 +414,26 @@ async def test_a_steer_survives_a_restart_before_the_turn_read_it(tmp_path, gate
     assert "use metric units" in said
 
 
+async def test_a_steer_run_as_the_next_turn_keeps_its_turn_id_across_a_restart(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    progress = {"tool_calls": [{"name": "send_message", "arguments": {"text": "converting"}}]}
+    model = ScriptedModel({"parent": [[{"wait": "last call", "text": "first answer"}],
+                                      [progress, {"wait": "never", "text": "cut short"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start")
+    await model.reached("last call")  # nothing reads steers now: the steer becomes the next turn
+    await chat.say("use metric units")
+    model.release("last call")
+    await model.reached("never")
+    await chat.wait_for(lambda: "converting" in chat.texts())
+    await gateway.stop(grace=0)  # the steer's turn runs again, whole, after the restart
+    chat2 = RecordingAdapter()
+    await gateways(config, [chat2], script={"parent": [[progress, {"text": "in metric"}]] * 2})
+    await chat2.wait_for(lambda: "in metric" in chat2.texts())
+    assert chat.texts() + chat2.texts() == ["first answer", "converting", "in metric"]
+
+
 async def test_what_a_turn_sent_with_send_message_is_not_sent_again_when_it_runs_again_after_a_restart(
         tmp_path, gateways):
     def script(final: dict) -> dict:
@@ -447,7 +467,8 @@ async def test_a_cut_short_turn_leaves_no_stale_notice(tmp_path, gateways, comma
     assert chat.messages[0].text == final
 
 
-@pytest.mark.parametrize(("command", "final"), [("/stop", "⏹ Stopped"), ("hello again", "⏹ Stopped for your next message")])
+@pytest.mark.parametrize(("command", "final"),
+                         [("/stop", "⏹ Stopped"), ("hello again", "⏹ Stopped for your next message")])
 async def test_a_cut_short_notice_is_final_at_the_stop_so_a_crash_before_the_turn_winds_down_leaves_none_stale(
         tmp_path, gateways, command, final):
     # The stop settles the event at once: a crash before the turn winds down does not run it
