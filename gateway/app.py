@@ -126,9 +126,13 @@ class Gateway:
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
+        undelivered = self.store.delegations.running()
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in unfinished} |
-                                {split_session_key(row.session_key) for row in self.store.delegations.running()})
-        self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id})  # they start over
+                                {split_session_key(row.session_key) for row in undelivered})
+        # They start over: the events' turns, and the completion turns of undelivered delegations
+        # (one that had begun may have delegated already).
+        self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id} |
+                                    {row.completion_turn_id for row in undelivered})
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start

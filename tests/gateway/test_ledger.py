@@ -298,3 +298,41 @@ async def test_stop_settles_a_delegation_older_than_the_latest_fifty(tmp_path, g
     assert chat.texts("command") == ["Stopped 1 subagent. Their partial results are listed by /agents."]
     assert chat.texts("completion") == []  # nothing of the stopped work reaches the chat
     assert rows(gateway) == []
+
+
+async def test_a_completion_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat_can_tell(
+        tmp_path, gateways):
+    def follows_up(ack: dict):
+        """Delegates alpha and beta; their completion turn delegates gamma, then says ``ack``."""
+
+        def script(request: ModelRequest) -> dict:
+            last = request.messages[-1]
+            results = [str(m["content"]) for m in request.messages if m["role"] == "user"][-1]
+            if not results.startswith("[Background delegation results]"):
+                return parent()(request)
+            if "gamma" in results:
+                return {"text": "gamma done"}
+            if last["role"] == "tool":
+                return ack
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [{"goal": "gamma"}]}}]}
+
+        return script
+
+    def leaf(request: ModelRequest) -> dict:
+        return {"wait": "forever"} if request.metadata["goal"] == "gamma" else {"text": "found"}
+
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": follows_up({"wait": "ack"}), "leaf": leaf})
+    config = make_config(tmp_path, **BACKGROUND)
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please delegate")
+    await model.reached("ack")  # the completion turn dispatched gamma; the process stops before it ends
+    await gateway.stop(grace=0)
+    assert chat.texts() == ["on it"]
+
+    chat2 = RecordingAdapter()
+    model2 = ScriptedModel({"parent": follows_up({"text": "following up"}), "leaf": lambda r: {"text": "found"}})
+    gateway2 = await gateways(config, [chat2], model=model2)
+    await chat2.wait_for(lambda: "gamma done" in chat2.texts())
+    await settled(gateway2)
+    assert chat2.texts() == ["following up", "gamma done"]  # no report on the first run's gamma
