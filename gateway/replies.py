@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from agent import TurnResult
 
@@ -15,6 +16,10 @@ CRASHED = "Sorry — something went wrong on my side while handling that. Please
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
 CUT_OFF = "(The answer was cut off here: the model reached its limit on output length.)"
+TOO_LONG = "Sorry — this conversation has grown longer than the model can take in. Send /new to start a new one."
+_CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
+"""How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
+proxies): trying again in a moment cannot help, a new session does."""
 
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
@@ -26,7 +31,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     elif result.exit_reason == "error":
         # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
         log.warning("turn %s ended early: the model call failed: %s", result.turn_id, result.error or "no detail")
-        text = MODEL_FAILED
+        text = TOO_LONG if _CONTEXT_EXCEEDED.search(result.error or "") else MODEL_FAILED
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":

@@ -7,7 +7,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
-from gateway.replies import CUT_OFF, EMPTY_ANSWER
+from gateway.replies import CUT_OFF, EMPTY_ANSWER, MODEL_FAILED, TOO_LONG
 from gateway.retention import IDLE_SESSION_SECONDS
 from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
@@ -533,3 +533,19 @@ async def test_an_answer_the_model_cut_off_at_its_output_limit_says_so(tmp_path,
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)
     assert chat.texts() == [f"The three steps are: first\n\n{CUT_OFF}"]
+
+
+@pytest.mark.parametrize(("message", "reply"), [
+    ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+     TOO_LONG),
+    ("the request exceeds the available context size, try increasing it", TOO_LONG),
+    ("Service Unavailable", MODEL_FAILED),
+])
+async def test_a_conversation_too_long_for_the_model_is_told_to_start_anew(tmp_path, gateways, message, reply):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"error": "bad_request", "message": message}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model)
+    await chat.say("and one more thing")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == [reply]
