@@ -63,6 +63,8 @@ class PluginContext:
         toolset: str | None = None,
     ) -> None:
         toolset = toolset or self.module.rsplit(".", 1)[-1]
+        if any(t.name == name for t in self._tools):
+            raise PluginError(self.module, f"tool {name!r} is registered twice")
         if toolset in RESERVED_TOOLSETS:
             raise PluginError(self.module, f"toolset name {toolset!r} is reserved")
         try:
@@ -80,6 +82,8 @@ class PluginContext:
         name = name.lstrip("/!").lower()
         if not name.isidentifier():
             raise PluginError(self.module, f"command name {name!r} must be a single word")
+        if any(c.name == name for c in self._commands):
+            raise PluginError(self.module, f"command /{name} is registered twice")
         self._commands.append(PluginCommand(name, description, handler, self.module))
 
     def register_delegation_backend(self, backend: Any) -> None:
@@ -92,6 +96,8 @@ class PluginContext:
         for method in ("options", "resolve"):
             if not callable(getattr(backend, method, None)):
                 raise PluginError(self.module, f"delegation backend {name!r} has no {method}() method")
+        if any(b.name == name for b in self._backends):
+            raise PluginError(self.module, f"delegation backend {name!r} is registered twice")
         self._backends.append(backend)
 
 

@@ -119,3 +119,23 @@ def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path,
     assert "already registered: delegation backend model_map" in messages[0]
     assert "already registered: delegation backend default" in messages[1]
     assert "delegation backend name None must be a lower-case word" in messages[2]
+
+
+def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(plugins, tmp_path):
+    (tmp_path / "twice_plugin.py").write_text(textwrap.dedent("""
+        def register(ctx):
+            ctx.register_tool("echo", "first", {"type": "object"}, lambda a, c: 1)
+            ctx.register_tool("echo", "second", {"type": "object"}, lambda a, c: 2)
+        """))
+    (tmp_path / "twice_cmd_plugin.py").write_text(textwrap.dedent("""
+        def register(ctx):
+            ctx.register_command("ping", lambda a, c: "1")
+            ctx.register_command("/PING", lambda a, c: "2")
+        """))
+    plugins.load(["twice_plugin", "twice_cmd_plugin", "good_plugin"])
+    assert plugins.loaded == ["good_plugin"]
+    messages = [str(f) for f in plugins.failures]
+    assert messages == ["plugin 'twice_plugin': tool 'echo' is registered twice",
+                        "plugin 'twice_cmd_plugin': command /ping is registered twice"]
+    assert plugins.tools.get("echo") is None
+    assert plugins.commands["ping"].plugin == "good_plugin"
