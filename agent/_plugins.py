@@ -112,6 +112,9 @@ class PluginHost:
     """Delegation backends by name (``lifecycle.Routing`` reads them)."""
     loaded: list[str] = field(default_factory=list)
     failures: list[PluginError] = field(default_factory=list)
+    reserved_commands: frozenset[str] = frozenset()
+    """Command names the host answers itself: its own handler runs first, so a plugin
+    command of that name could never run."""
 
     def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
         """Import and register each module; failures are logged and collected, never raised."""
@@ -144,7 +147,7 @@ class PluginHost:
 
     def _apply(self, ctx: PluginContext) -> None:
         clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
-        clashes += [f"/{c.name}" for c in ctx._commands if c.name in self.commands]
+        clashes += [f"/{c.name}" for c in ctx._commands if c.name in self.commands or c.name in self.reserved_commands]
         clashes += [f"delegation backend {b.name}" for b in ctx._backends
                     if b.name in self.delegation_backends or b.name == "default"]
         if clashes:

@@ -28,6 +28,8 @@ BUILTIN = (
     CommandSpec("help", "What the commands do"),
 )
 ALIASES = {"reset": "new"}
+BUILTIN_COMMAND_NAMES = frozenset({*(c.name for c in BUILTIN), *ALIASES})
+"""Names no plugin command may take (`parse` and `Commands.run` would never reach it)."""
 
 
 LEAD_A_MESSAGE = frozenset({"new"})

@@ -23,6 +23,7 @@ from agent import (
 )
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
+from gateway.commands import BUILTIN_COMMAND_NAMES
 from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS, backend_problem
 from gateway.errors import StartupError
@@ -67,7 +68,7 @@ class AgentHost:
         self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"
         self.compaction = CompactionPolicy.from_settings(config.compression)
         self._child_models: dict[tuple[str, str], Model] = {}
-        self.plugins = PluginHost(self.tools, self.hooks)
+        self.plugins = PluginHost(self.tools, self.hooks, reserved_commands=BUILTIN_COMMAND_NAMES)
         self.routing = Routing(self.plugins.delegation_backends)
         """Delegation backends by name: ``default``, and those plugins register."""
         self._inline_delegates: dict[str, Tool] = {}

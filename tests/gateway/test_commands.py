@@ -133,6 +133,24 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
     assert len(gateway.sessions)
 
 
+async def test_a_plugin_command_named_like_a_builtin_fails_that_plugin(tmp_path, gateways, monkeypatch):
+    (tmp_path / "shadow_plugin.py").write_text(
+        "def register(ctx):\n    ctx.register_command('ping', lambda a, c: 'pong')\n"
+        "    ctx.register_command('stop', lambda a, c: 'not stopping')\n")
+    (tmp_path / "alias_plugin.py").write_text(
+        "def register(ctx):\n    ctx.register_command('reset', lambda a, c: 'not resetting')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    chat = RecordingAdapter()
+    config = config_from_mapping({"state_dir": str(tmp_path / "state"),
+                                  "plugins": ["shadow_plugin", "alias_plugin"]}).config
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
+    plugins = gateway.host.plugins
+    assert plugins.loaded == []
+    assert [str(f) for f in plugins.failures] == ["plugin 'shadow_plugin': already registered: /stop",
+                                                  "plugin 'alias_plugin': already registered: /reset"]
+    assert [c.name for c in chat.commands] == ["stop", "new", "agents", "retry", "delegation", "help"]
+
+
 async def test_commands_addressed_to_the_bot_by_name_and_reset_alias(tmp_path, gateways):
     chat = RecordingAdapter()
     await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "x"}]]})
