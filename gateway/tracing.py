@@ -28,6 +28,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -75,7 +76,13 @@ class Tracing(GatewayListener):
         """The conversation of each open child: its root session's id."""
         self._ended_turns: OrderedDict[str, trace.SpanContext] = OrderedDict()
         self._launchers: OrderedDict[tuple[str, str], trace.SpanContext] = OrderedDict()
-        """The latest delegate_task span of each (session, turn): what its children hang under."""
+        """The latest delegate_task span of each (session, turn): what its children hang under
+        when they start outside the launching call's context (an engine's own task)."""
+        self._launcher: ContextVar[trace.SpanContext | None] = ContextVar(f"launcher-{id(self)}")
+        """The delegate_task span of the tool call running in this context (None for another
+        tool). Set by the tool_start hook, which runs in the turn's own context, so a child task
+        created by that call inherits it: a background call that returns at once may see its
+        children start only after the turn's next delegate_task has begun."""
 
     def hooks(self, hooks: HookRegistry) -> None:
         hooks.register("subagent_start", self._child_started)
@@ -151,7 +158,10 @@ class Tracing(GatewayListener):
                            "switchboard.parent.turn_id": parent_turn})
         if self.capture_content and goal:
             attributes["gen_ai.input.messages"] = _messages("user", goal)
-        parent = self._launchers.get((parent_sid, parent_turn))
+        try:
+            parent = self._launcher.get()
+        except LookupError:
+            parent = self._launchers.get((parent_sid, parent_turn))
         context = (trace.set_span_in_context(trace.NonRecordingSpan(parent)) if parent is not None
                    else self._context_of(parent_sid, parent_turn))
         span = self._tracer.start_span("invoke_agent subagent", context=context, kind=SpanKind.INTERNAL,
@@ -189,6 +199,7 @@ class Tracing(GatewayListener):
         span = self._tracer.start_span(f"execute_tool {tool_name}", context=self._context_of(session_id, turn_id),
                                        kind=SpanKind.INTERNAL, attributes=attributes)
         self._tools[(session_id, turn_id, call_id)] = span
+        self._launcher.set(span.get_span_context() if tool_name == DELEGATE else None)
         if tool_name == DELEGATE:
             self._remember(self._launchers, (session_id, turn_id), span.get_span_context())
 

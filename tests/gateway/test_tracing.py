@@ -175,3 +175,23 @@ def test_an_endpoint_without_the_packages_is_one_clear_line(monkeypatch) -> None
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
     with pytest.raises(StartupError, match=r"pip install 'switchboard\[telemetry\]'"):
         build_tracing(TelemetrySettings(otlp_endpoint="http://127.0.0.1:4318"))
+
+
+async def test_each_background_child_hangs_under_the_delegate_task_call_that_launched_it(traced, exporter) -> None:
+    calls = [{"name": "delegate_task", "arguments": {"goal": "first goal"}},
+             {"name": "delegate_task", "arguments": {"goal": "second goal"}}]
+    script = {"parent": lambda request: ({"tool_calls": calls} if request.iteration == 0 and request.turn_index == 0
+                                         else {"text": "ok"}),
+              "leaf": lambda request: {"text": "found"}}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "background"},
+                                 telemetry={"capture_content": True})
+    await chat.say("two things in the background")
+    await settled(gateway)
+    spans = exporter.get_finished_spans()
+    children = by_name(spans, "invoke_agent subagent")
+    assert len(children) == 2
+    for child in children:
+        launcher = parent_of(child, spans)
+        assert launcher.name == "execute_tool delegate_task"
+        goal = "first goal" if "first goal" in child.attributes["gen_ai.input.messages"] else "second goal"
+        assert goal in launcher.attributes["gen_ai.tool.call.arguments"]
