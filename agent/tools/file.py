@@ -36,10 +36,14 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     root = workspace.resolve()
     try:
         target = (root / path).resolve()
-    except (OSError, ValueError) as exc:  # NUL bytes, symlink loops, over-long names
-        raise ToolError(f"{path!r} is not a usable path: {exc}") from None
-    if target != root and root not in target.parents:
-        raise ToolError(f"{path!r} is outside the workspace")
+        if target != root and root not in target.parents:
+            raise ToolError(f"{path!r} is outside the workspace")
+        # resolve() lets an over-long name through; only the first system call on it says so.
+        target.exists()
+    except RuntimeError:  # how Python 3.11's resolve() reports a symlink loop
+        raise ToolError(f"{path!r} is not a usable path: a symlink loop") from None
+    except (OSError, ValueError) as exc:  # NUL bytes, over-long names; strerror leaves out the absolute path
+        raise ToolError(f"{path!r} is not a usable path: {getattr(exc, 'strerror', None) or exc}") from None
     return target
 
 

@@ -67,6 +67,19 @@ async def test_tools_refuse_escapes(call, workspace: Path, tmp_path: Path):
     assert (tmp_path / "secret.txt").read_text() == "s3cret"
 
 
+@pytest.mark.parametrize("path", ["a\0b", "x" * 300, "/".join(["d" * 200] * 30), "loop"],
+                         ids=["nul", "long-name", "long-path", "symlink-loop"])
+async def test_unusable_paths_are_tool_errors_without_the_workspace_location(call, workspace: Path, path: str):
+    if path == "loop":
+        (workspace / "loop").symlink_to("back")
+        (workspace / "back").symlink_to("loop")
+    for tool, args in ((READ, {"path": path}), (WRITE, {"path": path, "content": "x"}), (LIST, {"path": path})):
+        with pytest.raises(ToolError, match="is not a usable path") as refused:
+            await call(tool, args)
+        assert str(workspace) not in str(refused.value)
+    assert sorted(p.name for p in workspace.iterdir()) == (["back", "loop"] if path == "loop" else [])
+
+
 async def test_symlink_inside_is_followed(call, workspace: Path):
     (workspace / "real.txt").write_text("hello\n")
     (workspace / "alias.txt").symlink_to(workspace / "real.txt")
