@@ -18,19 +18,21 @@ HOOK_NAMES = frozenset({
 
 class HookRegistry:
     def __init__(self) -> None:
-        self._hooks: dict[str, list[Callable[..., Any]]] = {}
+        self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
 
-    def register(self, name: str, fn: Callable[..., Any]) -> None:
+    def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
+        """``owner`` (a plugin's module) is named when the hook fails: a lambda's name alone
+        does not say whose it is."""
         if name not in HOOK_NAMES:
             raise ValueError(f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
-        self._hooks.setdefault(name, []).append(fn)
+        self._hooks.setdefault(name, []).append((fn, owner))
 
     def has(self, name: str) -> bool:
         return bool(self._hooks.get(name))
 
     async def run(self, name: str, **kwargs: Any) -> None:
         """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread."""
-        for fn in self._hooks.get(name, ()):
+        for fn, owner in self._hooks.get(name, ()):
             try:
                 if inspect.iscoroutinefunction(fn):
                     await fn(**kwargs)
@@ -39,4 +41,5 @@ class HookRegistry:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("hook %s (%s) failed", name, getattr(fn, "__qualname__", fn))
+                log.exception("hook %s (%s%s) failed", name, f"plugin {owner}: " if owner else "",
+                              getattr(fn, "__qualname__", fn))

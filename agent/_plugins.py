@@ -155,7 +155,7 @@ class PluginHost:
         for tool in ctx._tools:
             self.tools.register(tool)
         for name, fn in ctx._hooks:
-            self.hooks.register(name, fn)
+            self.hooks.register(name, fn, owner=ctx.module)
         for command in ctx._commands:
             self.commands[command.name] = command
         for backend in ctx._backends:

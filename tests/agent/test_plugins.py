@@ -139,3 +139,15 @@ def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(p
                         "plugin 'twice_cmd_plugin': command /ping is registered twice"]
     assert plugins.tools.get("echo") is None
     assert plugins.commands["ping"].plugin == "good_plugin"
+
+
+async def test_a_failing_plugin_hook_is_logged_naming_its_plugin(plugins, tmp_path, caplog):
+    (tmp_path / "raising_hook_plugin.py").write_text(
+        "def register(ctx):\n    ctx.register_hook('turn_end', lambda **kw: 1 / 0)\n")
+    plugins.load(["raising_hook_plugin"])
+    calls = []
+    plugins.hooks.register("turn_end", lambda **kw: calls.append(kw))
+    await plugins.hooks.run("turn_end", session_id="s1", turn_id="t1", role="parent", exit_reason="completed")
+    assert calls and "ZeroDivisionError" in caplog.text
+    [record] = [r for r in caplog.records if r.name == "agent.hooks"]
+    assert "hook turn_end (plugin raising_hook_plugin: register.<locals>.<lambda>) failed" in record.getMessage()
