@@ -118,7 +118,11 @@ class Gateway:
         await self.outbox.start()
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
-        unfinished = [*self.store.inbox.unfinished(), *self.store.inbox.take_requeued()]
+        unfinished = self.store.inbox.unfinished()
+        if not self.store.begin_run():  # the last gateway died with these open: each counts as an attempt
+            unfinished = [(event, turn_id) for event, turn_id in unfinished if self.dead_letters.cut_short(event)]
+        unfinished += self.store.inbox.take_requeued()
+        await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
         for adapter in self.adapters.values():
@@ -174,6 +178,7 @@ class Gateway:
         await self.ledger.close()
         await self.outbox.flush(timeout=grace or 1.0)
         await self.outbox.close()
+        await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
         await self.host.close()
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends

@@ -3,7 +3,9 @@ into a crash.
 
 Handling an event can fail (the state database refuses a write, a bug meets an odd
 event). The failure is counted in the inbox and the event is tried again after a
-pause that doubles (0.5 s, 1 s, …); once it has failed ``inbox.max_attempts`` times it
+pause that doubles (0.5 s, 1 s, …). A gateway that died (rather than stopped) while an event
+was unsettled counts as a failed attempt too, so an event that crashes the process is not
+replayed into every start. Once it has failed ``inbox.max_attempts`` times it
 becomes a dead letter: logged once with its error, set aside, and its chat (when the
 outbox can reach it) gets a short apology. ``switchboard inbox retry ID`` hands one
 back; `DeadLetterPolicy.watch_requeued` picks it up within seconds while the
@@ -25,6 +27,7 @@ log = logging.getLogger("gateway.dead_letters")
 
 APOLOGY = ("Sorry — I could not handle your last message and have set it aside for the operator to look at. "
            "Please try again, perhaps in other words.")
+CUT_SHORT = "the gateway died while handling it"
 REQUEUE_POLL_SECONDS = 2.0
 FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS = 0.5, 30.0
 
@@ -53,6 +56,21 @@ class DeadLetterPolicy:
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
             return
+        self._set_aside(inbound, attempts, error, exc)
+
+    def cut_short(self, inbound: Inbound) -> bool:
+        """The last gateway died (it did not stop) while ``inbound`` was unsettled: that counts as a
+        failed attempt, so an event that kills the process (memory, a native crash) is set aside
+        rather than replayed into every start. True if it may be handled again."""
+        attempts = self._inbox.failed(inbound.platform, inbound.event_id, CUT_SHORT)
+        if attempts < self._max_attempts:
+            log.warning("%s event %s was being handled when the gateway died (attempt %d of %d); handling it again",
+                        inbound.platform, inbound.event_id, attempts, self._max_attempts)
+            return True
+        self._set_aside(inbound, attempts, CUT_SHORT, None)
+        return False
+
+    def _set_aside(self, inbound: Inbound, attempts: int, error: str, exc: BaseException | None) -> None:
         letter = self._inbox.set_aside(inbound.platform, inbound.event_id)
         log.error("%s event %s failed %d times; set aside as dead letter %s (`switchboard inbox dead`): %s",
                   inbound.platform, inbound.event_id, attempts, letter, error, exc_info=exc)

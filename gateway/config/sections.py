@@ -114,7 +114,8 @@ class DeliverySettings:
 @dataclass(frozen=True, slots=True)
 class InboxSettings:
     max_attempts: int = setting(
-        3, "Times the gateway tries to handle an event before setting it aside as a dead letter.", min=1
+        3, "Times the gateway tries to handle an event before setting it aside as a dead letter (a gateway that"
+        " died while handling it counts as a try).", min=1
     )
 
 

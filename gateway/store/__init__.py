@@ -113,6 +113,21 @@ class GatewayStore:
         self.db.write("ALTER TABLE gateway_inbox ADD COLUMN last_error TEXT")
         self.db.write("DROP INDEX IF EXISTS gateway_inbox_open")
 
+    def begin_run(self) -> bool:
+        """A gateway starts on this state: whether the one before it stopped cleanly (True the
+        first time). Until `end_run`, a later start reads this run as cut short (a crash)."""
+        row = self.db.read_one("SELECT value FROM gateway_meta WHERE key='stopped_cleanly'")
+        self.db.write("INSERT INTO gateway_meta VALUES ('stopped_cleanly', '0')"
+                      " ON CONFLICT(key) DO UPDATE SET value='0'")
+        return row is None or row[0] == "1"
+
+    async def end_run(self) -> None:
+        """The gateway stopped cleanly: what it left unsettled it interrupted on purpose. Durable
+        before it returns; nothing to do once the store is closed (a second stop)."""
+        if not self.db.closed:
+            self.db.write("UPDATE gateway_meta SET value='1' WHERE key='stopped_cleanly'")
+            await self.db.durable()
+
     async def durable(self) -> None:
         """Return once every write made so far is committed (see `Database.durable`)."""
         await self.db.durable()

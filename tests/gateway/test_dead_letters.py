@@ -8,10 +8,11 @@ import contextlib
 import io
 import sqlite3
 
+from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway import state_lock
 from gateway.cli import main
-from gateway.dead_letters import APOLOGY
+from gateway.dead_letters import APOLOGY, CUT_SHORT
 from gateway.testing import RecordingAdapter, make_config, settled
 
 
@@ -90,3 +91,43 @@ def test_inbox_commands_on_a_state_dir_that_has_nothing(tmp_path):
     with contextlib.redirect_stderr(err):
         assert main(["--config", str(config_file), "inbox", "dead"]) == 1
     assert "nothing has been received yet" in err.getvalue()
+
+
+def attempts_of(tmp_path, event_id: str) -> int:
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db:
+        return db.execute("SELECT attempts FROM gateway_inbox WHERE event_id=?", (event_id,)).fetchone()[0]
+
+
+def died(tmp_path) -> None:
+    """Leave the state as a gateway killed mid-run leaves it: not marked as stopped cleanly."""
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db, db:
+        db.execute("UPDATE gateway_meta SET value='0' WHERE key='stopped_cleanly'")
+
+
+async def test_an_event_a_gateway_died_on_counts_as_a_failed_attempt_and_a_clean_stop_does_not(tmp_path, gateways):
+    # An event that kills the process (memory, a native crash) must not be replayed into every start.
+    config = make_config(tmp_path, inbox={"max_attempts": 2})
+
+    async def run_until_the_model_is_called(cut_short: bool, say: bool = False) -> RecordingAdapter:
+        chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+        gateway = await gateways(config, [chat], model=model)
+        if say:
+            await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+        await model.reached("forever")
+        await gateway.stop(grace=0)  # the turn is left unsettled, to run again at the next start
+        if cut_short:
+            died(tmp_path)
+        return chat
+
+    await run_until_the_model_is_called(cut_short=False, say=True)
+    await run_until_the_model_is_called(cut_short=True)  # replayed after a clean stop: no attempt charged
+    assert attempts_of(tmp_path, "ev-poison") == 0
+    await run_until_the_model_is_called(cut_short=True)  # replayed after the first death: attempt 1 of 2
+    assert attempts_of(tmp_path, "ev-poison") == 1
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "never run"}]]})
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == [APOLOGY]
+    [letter] = gateway.store.dead_letters.all()
+    assert (letter.event_id, letter.attempts, letter.error) == ("ev-poison", 2, CUT_SHORT)

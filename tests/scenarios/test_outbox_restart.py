@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from gateway.dead_letters import APOLOGY
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,4 +73,30 @@ async def test_unsent_replies_are_sent_once_after_a_sigkill_and_sent_ones_never_
     assert set(by_turn) == {first["turn_id"], second["turn_id"]}
     assert len(accepted) == 2  # neither sent twice: the first never again, the second once
     assert all(d.json["text"] == "pong" for d in accepted)
+    assert proc.returncode == 0
+
+
+async def test_a_message_that_kills_the_gateway_every_time_is_set_aside_not_replayed_forever(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[{"hang": True}]]}))  # the turn never ends: killed in it
+    async with WebhookReceiver(SECRET) as receiver:
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "inbox": {"max_attempts": 2},
+            "model": {"provider": "scripted", "script": str(script)},
+            "platforms": {"webhook": {"enabled": True, "routes": {
+                "hook": {"secret": SECRET, "deliver_url": receiver.url}}}},
+        }))
+        proc, base = await start(config, tmp_path)
+        await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "poison", "chat_id": "c"})
+        for _ in range(2):  # killed with the event open, then killed again while it is replayed
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+            proc, base = await start(config, tmp_path)
+        try:
+            await receiver.wait_for(lambda: receiver.unique, timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert [d.json["text"] for d in receiver.unique.values()] == [APOLOGY]
     assert proc.returncode == 0
