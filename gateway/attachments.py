@@ -69,15 +69,18 @@ class Prepared:
 
 def safe_name(name: str, fallback: str = "file") -> str:
     """A file name that stays in its folder: no directories, no leading dot, only letters,
-    digits, ``_``, ``-`` and ``.``; at most `MAX_NAME` characters, extension kept."""
+    digits, ``_``, ``-`` and ``.``; at most `MAX_NAME` bytes in UTF-8, extension kept."""
     name = unicodedata.normalize("NFKC", name).replace("\\", "/").rsplit("/", 1)[-1]
     name = _UNSAFE.sub("_", name).strip("._-")
     if not name:
         return fallback
-    if len(name) > MAX_NAME:
+    # File systems limit a name's bytes (255 on most), not its characters, and `store` adds a
+    # temporary prefix and suffix: 100 CJK characters would be 300 bytes.
+    if len(name.encode()) > MAX_NAME:
         stem, dot, ext = name.rpartition(".")
         ext = ext[:16] if dot and stem else ""
-        name = name[:MAX_NAME - len(ext) - 1].rstrip("._-") + (f".{ext}" if ext else "")
+        budget = MAX_NAME - len(ext.encode()) - 1
+        name = name.encode()[:budget].decode(errors="ignore").rstrip("._-") + (f".{ext}" if ext else "")
     return name
 
 

@@ -69,6 +69,8 @@ def test_safe_names_stay_in_their_folder(name: str, safe: str) -> None:
 def test_long_names_keep_their_extension() -> None:
     name = safe_name("x" * 300 + ".pdf")
     assert len(name) <= MAX_NAME and name.endswith(".pdf")
+    name = safe_name("報告" * 100 + ".pdf")  # bytes count, not characters: the file system limits bytes
+    assert len(name.encode()) <= MAX_NAME and name.startswith("報告") and name.endswith(".pdf")
 
 
 def test_store_writes_inside_the_session_folder_and_never_clobbers(tmp_path: Path) -> None:

@@ -115,6 +115,19 @@ async def test_without_vision_the_photo_is_a_workspace_path(telegram: Telegram, 
     assert "(The user sent an image without a caption.)" in content
 
 
+async def test_a_long_non_latin_file_name_is_stored_and_the_caption_answered(telegram: Telegram,
+                                                                              openai: FakeOpenAIServer) -> None:
+    # 90 characters, 270 bytes in UTF-8: more than a file name may have on most file systems.
+    await telegram.start(model=openai_model(openai))
+    telegram.fake.push_document(42, b"quarterly numbers", "季度报告" * 22 + "終.txt", mime_type="text/plain",
+                                caption="summarise this")
+    assert await telegram.answered() == ["Nice picture."]
+    (stored,) = (telegram.workspace / "attachments").glob("*/*.txt")
+    assert stored.read_bytes() == b"quarterly numbers" and stored.name.startswith("季度报告")
+    content = user_content(openai.requests[0])
+    assert content.startswith("summarise this") and stored.name in content
+
+
 def reading_model(request: ModelRequest) -> dict:
     """Reads the first file the user's message names, then answers with what it found."""
     last = request.messages[-1]
