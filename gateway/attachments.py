@@ -160,7 +160,9 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             continue
         if attachment.kind == "voice":
             transcript = await _transcribe(transcriber, data, attachment, notes)
-            if transcript:
+            if transcript is None:
+                missed.append(f"{attachment.name} (a voice message; transcription failed)")
+            elif transcript:
                 spoken.append(transcript)
             continue
         path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
@@ -174,13 +176,14 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
     return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
 
 
-async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, notes: list[str]) -> str:
+async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, notes: list[str]) -> str | None:
+    """The transcript (empty for silence); None when transcribing failed."""
     try:
         transcript = await transcriber.transcribe(data, filename=attachment.name, mime_type=attachment.mime_type)
     except ModelError as exc:
         log.warning("transcribing a voice message failed: %s", exc)
         notes.append("I couldn't transcribe that voice message; please type it instead.")
-        return ""
+        return None
     if not transcript:
         notes.append("I couldn't make out any words in that voice message.")
     return transcript

@@ -161,6 +161,18 @@ async def test_a_transcribed_voice_message_is_the_turns_text(telegram: Telegram,
     assert user_content(openai.requests[0]) == "please summarise my inbox"
 
 
+async def test_a_failed_transcription_is_explained_and_the_caption_answered(telegram: Telegram,
+                                                                          openai: FakeOpenAIServer) -> None:
+    openai.push_transcription(status=400)
+    await telegram.start(model=openai_model(openai, transcription={"name": "whisper-1"}))
+    telegram.fake.push_voice(42, b"OggS voice", caption="and the details are in here")
+    refusal, answer = await telegram.answered(2)
+    assert refusal == "I couldn't transcribe that voice message; please type it instead." and answer == "Nice picture."
+    content = user_content(openai.requests[0])
+    assert content.startswith("and the details are in here")
+    assert "did not reach you: voice-" in content and "transcription failed)" in content
+
+
 async def test_an_over_cap_file_is_refused_clearly_and_nothing_is_stored(telegram: Telegram,
                                                                        openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai), cap=100)
