@@ -66,15 +66,23 @@ def images_problem(images: object) -> str | None:
     return None
 
 
-def _sniff(head: bytes) -> str:
+def image_type(data: bytes) -> str | None:
+    """The MIME type of a PNG, JPEG, GIF or WebP image by its leading bytes; None for anything else."""
     for magic, mime in _MAGIC:
-        if head.startswith(magic):
+        if data.startswith(magic):
             return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
-    # Magic bytes decide, not the extension: a mislabelled file sent as an image
-    # would make the model call itself fail, and with it the spawn.
-    raise _Skip("is not a PNG, JPEG, GIF or WebP image")
+    return None
+
+
+def _sniff(head: bytes) -> str:
+    mime = image_type(head)
+    if mime is None:
+        # Magic bytes decide, not the extension: a mislabelled file sent as an image
+        # would make the model call itself fail, and with it the spawn.
+        raise _Skip("is not a PNG, JPEG, GIF or WebP image")
+    return mime
 
 
 def _local(workspace: Path, image: str) -> Path:

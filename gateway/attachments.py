@@ -8,7 +8,7 @@ workspace under ``attachments/<session id>/`` (`store`):
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
   as image parts (OpenAI-style content parts, via `agent.images`); a model
   without vision gets their workspace paths and a hint instead. Images past the
-  eighth are listed as files.
+  eighth, and files labelled images whose bytes are not a picture, are listed as files.
 - **documents** are listed in the text with their workspace path, size and type, so
   the model can read them with its file tools.
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import ModelError
-from agent.images import MAX_IMAGES, first_turn_content_async
+from agent.images import MAX_IMAGES, first_turn_content_async, image_type
 from agent.settings import ModelSettings
 from agent.tools import resolve_in_workspace
 from platforms.base import Adapter, Attachment, AttachmentTooLarge, DeliveryError, Inbound, SupportsDownload
@@ -166,7 +166,9 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
                 spoken.append(transcript)
             continue
         path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
-        if attachment.kind == "image" and len(images) < MAX_IMAGES:
+        # The platform's label is not proof: a model would never see an image it cannot decode,
+        # nor learn of the file, so what is not a picture is listed like any other file.
+        if attachment.kind == "image" and len(images) < MAX_IMAGES and image_type(data):
             images.append(path)
         else:
             files.append((path, attachment))

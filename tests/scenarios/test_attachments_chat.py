@@ -128,6 +128,19 @@ async def test_a_long_non_latin_file_name_is_stored_and_the_caption_answered(tel
     assert content.startswith("summarise this") and stored.name in content
 
 
+@pytest.mark.parametrize("vision", [True, False])
+async def test_a_file_labelled_an_image_that_is_not_one_is_listed_as_a_file(telegram: Telegram,
+                                                                          openai: FakeOpenAIServer,
+                                                                          vision: bool) -> None:
+    await telegram.start(model=openai_model(openai, supports_vision=vision))
+    telegram.fake.push_document(42, b"%PDF-1.7 not a picture", "scan.png", mime_type="image/png",
+                                caption="what does this say?")
+    assert await telegram.answered() == ["Nice picture."]
+    content = user_content(openai.requests[0])
+    assert isinstance(content, str) and content.startswith("what does this say?")
+    assert "- attachments/" in content and "/scan.png (image/png, 22 bytes)" in content
+
+
 def reading_model(request: ModelRequest) -> dict:
     """Reads the first file the user's message names, then answers with what it found."""
     last = request.messages[-1]
