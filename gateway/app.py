@@ -251,7 +251,8 @@ class Gateway:
             self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=running.turn_id)
             return Accepted(running.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
-        if running is not None and busy_mode == "steer":
+        # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
+        if running is not None and busy_mode == "steer" and not inbound.attachments:
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(running.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost.

@@ -206,6 +206,34 @@ async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram
     assert "did not reach you: big.pdf (too large)" in user_content(openai.requests[0])
 
 
+async def test_a_file_sent_while_a_turn_runs_in_steer_mode_reaches_the_model(tmp_path) -> None:
+    seen: list[str] = []
+
+    def parent(request: ModelRequest) -> dict:
+        seen.append(str(request.messages[-1]["content"]))
+        if seen[-1] == "start":
+            return {"wait": "tool", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+        return {"text": f"answer {len(seen)}"}
+
+    model = ScriptedModel({"parent": parent})
+    async with FakeTelegram() as fake:
+        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
+                             display={"busy_input_mode": "steer"})
+        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+        gateway = await start_gateway(config, [adapter], model=model)
+        try:
+            fake.push_message(42, "start")
+            await model.reached("tool")
+            fake.push_photo(42, PNG, caption="and look at this")
+            await fake.wait_for(lambda: not fake.pending, timeout=10)  # the photo was taken in
+            model.release("tool")
+            await fake.wait_for(lambda: any("[Image attached at: attachments/" in c for c in seen), timeout=10)
+            await fake.wait_for(lambda: len(fake.messages["42"]) == 2, timeout=10)
+            assert any(c.startswith("and look at this") for c in seen)
+        finally:
+            await gateway.stop(grace=0)
+
+
 def test_the_cap_is_configured_per_platform(tmp_path) -> None:
     config = config_from_mapping({"state_dir": str(tmp_path), "platforms": {
         "telegram": {"enabled": True, "token": "1:x", "allow_all": True, "max_attachment_bytes": 1234},
