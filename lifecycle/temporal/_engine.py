@@ -46,6 +46,10 @@ from lifecycle.temporal._wire import RUNNING_UPDATE, STEER, WORKFLOW, ChildLimit
 log = logging.getLogger("lifecycle.temporal")
 
 _ACTIVITY_FRESH = 1.0
+_FOLLOW_AGAIN_FIRST, _FOLLOW_AGAIN_MAX = 0.5, 10.0
+_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCStatusCode.DEADLINE_EXCEEDED,
+                          RPCStatusCode.RESOURCE_EXHAUSTED})
+"""What Temporal answers while it is down, restarting or overloaded ("transport error" is UNKNOWN)."""
 _SENDING = "temporal-request"
 """Tasks sending a cancellation or a signal: `close` lets them finish, the others it cancels."""
 
@@ -146,58 +150,79 @@ class TemporalEngine:
     async def _follow(self, child: _Child, *, new: bool) -> None:
         host, sid = self._host, child.job.subagent_id
         assert host is not None
-        try:
-            if new:
-                # One call starts the workflow (or attaches to it: the id is the child's) and asks to
-                # hear when a worker has built the child: no polling while it waits for a worker.
-                limits = ChildLimits.from_settings(host.delegation, self.compaction)
-                start = WithStartWorkflowOperation(
-                    WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
-                    task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
-                try:
-                    update = await self.client.start_update_with_start_workflow(
-                        RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-                    child.handle = await start.workflow_handle()
-                except WorkflowUpdateRPCTimeoutOrCancelledError:
-                    if _cancelling():
-                        raise asyncio.CancelledError() from None
-                    # The call's deadline passed before a worker took the child: the workflow exists
-                    # (its id is the child's, so asking again starts nothing new); ask once more.
-                    child.handle = self.client.get_workflow_handle(sid)
-                    update = await self._running_update(child.handle)
-                child.started.set()
-                await host.starting(sid)
-            else:
-                update = await self._running_update(child.handle)
-            result = asyncio.ensure_future(child.handle.result())
-            running = asyncio.ensure_future(update.result() if update is not None else asyncio.sleep(0, False))
+        delay = _FOLLOW_AGAIN_FIRST
+        while True:
             try:
-                await asyncio.wait([result, running], return_when=asyncio.FIRST_COMPLETED)
-                if running.done() and not running.cancelled() and running.exception() is None and running.result():
-                    child.running = True
-                    child.activity = "running"
-                    host.running(sid)
-                outcome = ChildOutcome.from_dict(await result)
-            finally:
-                result.cancel()
-                running.cancel()
-        except asyncio.CancelledError:
-            raise
-        except WorkflowFailureError as exc:
-            outcome = _failed_workflow(exc, child.stop_reason)
-        except Exception as exc:
-            if _cancelling():
-                # The SDK turns a cancelled call into an error of its own: this is `close` stopping
-                # the follow, and the child goes on on its worker; the next start re-attaches to it.
-                raise asyncio.CancelledError() from None
-            log.error("child %s: %s", sid, exc)
-            outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
+                outcome = await self._outcome(child, new=new)
+                break
+            except asyncio.CancelledError:
+                raise
+            except WorkflowFailureError as exc:
+                outcome = _failed_workflow(exc, child.stop_reason)
+                break
+            except Exception as exc:
+                if _cancelling():
+                    # The SDK turns a cancelled call into an error of its own: this is `close` stopping
+                    # the follow, and the child goes on on its worker; the next start re-attaches to it.
+                    raise asyncio.CancelledError() from None
+                if isinstance(exc, RPCError) and exc.status in _UNREACHABLE:
+                    # Temporal is down or restarting, for longer than the client retries one call: the
+                    # child's workflow is safe in its history and goes on once Temporal is back, so
+                    # follow it again then rather than report as lost a child that is not.
+                    log.warning("child %s: Temporal at %s does not answer (%s); following it again in %gs",
+                                sid, self.settings.address, exc, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                    new = child.handle is None  # its start again attaches to it, if it got that far
+                    continue
+                log.error("child %s: %s", sid, exc)
+                outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
+                break
         child.started.set()
         if outcome.api_calls and not child.running:
             child.running = True  # it ran on a worker before we heard: say so before it ends
             host.running(sid)
         self._children.pop(sid, None)
         await host.finished(sid, outcome)
+
+    async def _outcome(self, child: _Child, *, new: bool) -> ChildOutcome:
+        """Start the child's workflow (``new``) or attach to it, report it running, and return its outcome."""
+        host, sid = self._host, child.job.subagent_id
+        assert host is not None
+        if new:
+            # One call starts the workflow (or attaches to it: the id is the child's) and asks to
+            # hear when a worker has built the child: no polling while it waits for a worker.
+            limits = ChildLimits.from_settings(host.delegation, self.compaction)
+            start = WithStartWorkflowOperation(
+                WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
+                task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+            try:
+                update = await self.client.start_update_with_start_workflow(
+                    RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                child.handle = await start.workflow_handle()
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                if _cancelling():
+                    raise asyncio.CancelledError() from None
+                # The call's deadline passed before a worker took the child: the workflow exists
+                # (its id is the child's, so asking again starts nothing new); ask once more.
+                child.handle = self.client.get_workflow_handle(sid)
+                update = await self._running_update(child.handle)
+            child.started.set()
+            await host.starting(sid)
+        else:
+            update = None if child.running else await self._running_update(child.handle)
+        result = asyncio.ensure_future(child.handle.result())
+        running = asyncio.ensure_future(update.result() if update is not None else asyncio.sleep(0, False))
+        try:
+            await asyncio.wait([result, running], return_when=asyncio.FIRST_COMPLETED)
+            if running.done() and not running.cancelled() and running.exception() is None and running.result():
+                child.running = True
+                child.activity = "running"
+                host.running(sid)
+            return ChildOutcome.from_dict(await result)
+        finally:
+            result.cancel()
+            running.cancel()
 
     @staticmethod
     async def _running_update(handle: WorkflowHandle) -> Any:

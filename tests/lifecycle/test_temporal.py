@@ -12,6 +12,8 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.client import Client
+from temporalio.service import RetryConfig
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
@@ -19,6 +21,7 @@ from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentSta
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
+from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
 
 S = SubagentState
@@ -182,3 +185,27 @@ def test_limits_follow_the_delegation_settings():
     assert (limits.idle_cap_seconds, limits.stale_between_turns_seconds) == (30.0, 60.0)  # caps below 30 s become 30
     assert limits.heartbeat_timeout_seconds == 6.0
     assert ChildLimits.from_dict(limits.to_dict()) == limits
+
+
+async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(make_env, tmp_path):
+    """Temporal restarts while a child runs, for longer than the client retries one call: the
+    child goes on on its worker, and the gateway follows it again instead of calling it lost."""
+    server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
+    await asyncio.to_thread(server.start)
+    try:
+        settings = TemporalSettings(address=server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
+        client = await Client.connect(server.address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
+        model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "survived the outage"}})
+        toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: model)
+        async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
+            env = await make_env(engine=TemporalEngine(settings, client=client))
+            with env.turn():
+                handle = await env.service.launch(SubagentLaunchRequest(goal="outlast"))
+                await asyncio.wait_for(model.reached("gate"), 10)
+                await asyncio.to_thread(server.stop)
+                await asyncio.to_thread(server.start)
+                model.release("gate")
+                assert (await env.service.wait(handle, timeout_seconds=30)).state is S.SUCCEEDED
+                assert (await env.service.result(handle)).summary == "survived the outage"
+    finally:
+        await asyncio.to_thread(server.stop)
