@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
-from temporalio.service import TLSConfig
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from lifecycle.settings import TemporalSettings
 
@@ -17,13 +18,14 @@ class TemporalUnavailable(Exception):
 
 async def connect(settings: TemporalSettings, *, identity: str | None = None) -> Client:
     """A client for ``settings.namespace`` at ``settings.address``. Raises `TemporalUnavailable`
-    with one line naming the address (never the API key) when that fails."""
+    with one line naming the setting to fix (never the API key) when the service cannot be
+    reached or has no such namespace."""
     try:
         tls = _tls(settings)
     except OSError as exc:
         raise TemporalUnavailable(f"lifecycle.temporal.tls: cannot read {exc.filename} ({exc.strerror})") from exc
     try:
-        return await Client.connect(
+        client = await Client.connect(
             settings.address, namespace=settings.namespace, api_key=settings.api_key or None, tls=tls,
             identity=identity,
         )
@@ -32,6 +34,19 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
             f"lifecycle.temporal.address: cannot reach Temporal at {settings.address} (namespace"
             f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address"
         ) from exc
+    # Connecting does not look at the namespace: without this a gateway would start and fail every
+    # child it launches, and a worker would say it runs before it stops.
+    try:
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=settings.namespace))
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise TemporalUnavailable(
+                f"lifecycle.temporal.namespace: Temporal at {settings.address} has no namespace"
+                f" {settings.namespace!r}; fix the namespace, or create it (temporal operator namespace create"
+                f" --namespace {settings.namespace})"
+            ) from exc
+        # Any other refusal (a key that may not describe namespaces) is left to the calls that need more.
+    return client
 
 
 def _tls(settings: TemporalSettings) -> bool | TLSConfig | None:

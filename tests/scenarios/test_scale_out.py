@@ -261,3 +261,18 @@ async def test_stop_and_stall_detection_reach_children_on_workers(cluster):
     [failure] = [t for t in texts(receiver, "t") if "Subagent failed" in t]
     assert "stopped making progress" in failure and "stall threshold 2s" in failure
     assert await scale.gateway.stop() == 0
+
+
+async def test_a_namespace_temporal_does_not_have_stops_the_gateway_and_the_worker_naming_the_setting(
+        cluster, temporal_server):
+    scale = cluster(lifecycle={"engine": "temporal", "temporal": {
+        "address": temporal_server.address, "namespace": "no-such-namespace", "task_queue": "unused"}})
+    for command in ("run", "worker"):
+        process = await Process.start(scale.config, command, scale.env, scale.tmp_path)
+        async with asyncio.timeout(30):
+            status = await process.proc.wait()
+        await process.kill()
+        assert status == 1, process.lines
+        assert not any("listening on" in line or "running children" in line for line in process.lines)
+        assert process.lines[-1].startswith("switchboard: lifecycle.temporal.namespace:"), process.lines
+        assert "no-such-namespace" in process.lines[-1] and "Traceback" not in "\n".join(process.lines)
