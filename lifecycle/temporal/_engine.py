@@ -18,6 +18,7 @@ than a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -260,13 +261,21 @@ class TemporalEngine:
     # -- requests ---------------------------------------------------------------------------
 
     async def _cancel(self, child: _Child, reason: str) -> None:
-        await child.started.wait()
-        if child.handle is None:
-            return
-        try:
-            await child.handle.cancel(reason=reason)
-        except RPCError as exc:  # it finished meanwhile: the outcome says how
-            log.debug("cancel of %s: %s", child.job.subagent_id, exc)
+        # Sent to the workflow as soon as it exists, not once a worker has taken it: while no worker
+        # runs, the request must already be in Temporal's history, or a gateway restart loses it
+        # and the child runs in full when a worker comes.
+        sid = child.job.subagent_id
+        while True:
+            try:
+                await (child.handle or self.client.get_workflow_handle(sid)).cancel(reason=reason)
+                return
+            except RPCError as exc:
+                if exc.status is not RPCStatusCode.NOT_FOUND or child.started.is_set():
+                    log.debug("cancel of %s: %s", sid, exc)  # it finished meanwhile: the outcome says how
+                    return
+            # Its start has not reached Temporal yet: ask again shortly, or as soon as it has.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(child.started.wait(), 0.2)
 
     async def _signal(self, handle: WorkflowHandle, text: str) -> None:
         try:

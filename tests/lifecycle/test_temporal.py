@@ -12,8 +12,9 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.service import RetryConfig
+from temporalio.service import RetryConfig, RPCError
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
@@ -209,3 +210,35 @@ async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(
                 assert (await env.service.result(handle)).summary == "survived the outage"
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_across_a_restart(make_env, queue):
+    """No worker runs when the child is cancelled, and the gateway restarts before one comes: the
+    request must already be in Temporal, or the child runs in full once a worker takes it."""
+    settings, client, worker = queue
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="never wanted"))
+        assert (await first.service.cancel(handle, reason="changed my mind")).state is S.CANCEL_REQUESTED
+    workflow = client.get_workflow_handle(handle.subagent_id)
+
+    async def cancel_recorded() -> bool:
+        try:
+            kinds = [e.event_type async for e in workflow.fetch_history_events()]
+        except RPCError:  # not started yet
+            return False
+        return EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in kinds
+
+    async with asyncio.timeout(5):
+        while not await cancel_recorded():
+            await asyncio.sleep(0.05)
+    await first.service.close()
+
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran anyway"}})
+    await worker(model)
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        # After a restart the journal no longer says a cancel was asked (the service's matter): it
+        # reads as interrupted; what counts here is that it never ran.
+        assert (await second.service.wait(handle, timeout_seconds=10)).state in (S.CANCELLED, S.INTERRUPTED)
+    assert model.requests == []
