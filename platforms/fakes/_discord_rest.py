@@ -260,38 +260,30 @@ class DiscordRest:
             return _json(data)
         return web.Response(status=204)
 
-    async def _delete_webhook_message(self, request: web.Request) -> web.Response:
+    def _webhook_message(self, request: web.Request) -> Any:
+        """The message a webhook edit, read or delete names (``@original``: the interaction's
+        first answer), or Discord's refusal."""
         found = self._webhook_interaction(request.match_info["token"])
         if isinstance(found, web.Response):
             return found
         _, record = found
         message_id = request.match_info["message_id"]
-        message = self._find(record["channel_id"], record["original"] if message_id == "@original" else message_id)
-        if message is None:
-            return _error(404, 10008, "Unknown Message")
+        message = self._find(record["channel_id"], record["original"] or "" if message_id == "@original" else message_id)
+        return _error(404, 10008, "Unknown Message") if message is None else message
+
+    async def _delete_webhook_message(self, request: web.Request) -> web.Response:
+        message = self._webhook_message(request)
+        if isinstance(message, web.Response):
+            return message
         message.deleted = True
         return web.Response(status=204)
 
     async def _get_webhook_message(self, request: web.Request) -> web.Response:
-        found = self._webhook_interaction(request.match_info["token"])
-        if isinstance(found, web.Response):
-            return found
-        _, record = found
-        message_id = request.match_info["message_id"]
-        message = self._find(record["channel_id"], record["original"] if message_id == "@original" else message_id)
-        if message is None:
-            return _error(404, 10008, "Unknown Message")
-        return _json(self._message_json(message))
+        message = self._webhook_message(request)
+        return message if isinstance(message, web.Response) else _json(self._message_json(message))
 
     async def _edit_webhook_message(self, request: web.Request) -> web.Response:
-        found = self._webhook_interaction(request.match_info["token"])
-        if isinstance(found, web.Response):
-            return found
-        _, record = found
-        message_id = request.match_info["message_id"]
-        if message_id == "@original":
-            message_id = record["original"] or ""
-        message = self._find(record["channel_id"], message_id)
-        if message is None:
-            return _error(404, 10008, "Unknown Message")
+        message = self._webhook_message(request)
+        if isinstance(message, web.Response):
+            return message
         return self._apply_edit(message, await request.json())
