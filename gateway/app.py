@@ -118,10 +118,10 @@ class Gateway:
         await self.outbox.start()
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
-        unfinished = self.store.inbox.unfinished()
-        if not self.store.begin_run():  # the last gateway died with these open: each counts as an attempt
-            unfinished = [(event, turn_id) for event, turn_id in unfinished if self.dead_letters.cut_short(event)]
-        unfinished += self.store.inbox.take_requeued()
+        opened = self.store.inbox.unfinished()
+        replayed = opened if self.store.begin_run() else [  # the last gateway died: each counts as an attempt
+            (event, turn_id) for event, turn_id in opened if self.dead_letters.cut_short(event)]
+        unfinished = [*replayed, *self.store.inbox.take_requeued()]
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
@@ -131,7 +131,7 @@ class Gateway:
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         undelivered = self.store.delegations.running()
-        self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in unfinished} |
+        self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
                                 {split_session_key(row.session_key) for row in undelivered})
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
