@@ -255,8 +255,11 @@ class Gateway:
         if running is not None and busy_mode == "steer" and not inbound.attachments:
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(running.turn_id, session.key)
-        # A completion turn is never interrupted by a message: its results would be lost.
-        if running is not None and busy_mode == "interrupt" and running.kind != "completion":
+        # A completion turn is never interrupted by a message: its results would be lost. Nor is the
+        # turn of a newer message (this one replayed after a restart, or handed back late): the
+        # older one waits its turn instead of silencing the newer.
+        if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
+                and not _sent_before(inbound, running.event):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
@@ -317,6 +320,12 @@ class Gateway:
                     if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
         ended = self.store.inbox.settled(event.platform, event.event_id)
         return TurnRead(messages, complete=ended and all(d.status != "running" for d in delegations))
+
+
+def _sent_before(inbound: Inbound, other: Inbound | None) -> bool:
+    """Whether the platform says ``inbound`` was sent before ``other`` (False when either time is unknown)."""
+    return other is not None and inbound.sent_at is not None and other.sent_at is not None \
+        and inbound.sent_at < other.sent_at
 
 
 def _answer_key(inbound: Inbound) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agent.models.scripted import ScriptedModel
@@ -549,3 +551,31 @@ async def test_a_conversation_too_long_for_the_model_is_told_to_start_anew(tmp_p
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)
     assert chat.texts() == [reply]
+
+
+async def test_a_message_replayed_after_a_restart_waits_for_a_newer_one_instead_of_silencing_it(tmp_path, gateways):
+    # Telegram hands over what was sent during the downtime as soon as polling starts, and its turn
+    # runs while later platforms start, before the gateway replays what it had not finished: the
+    # older message must not stop the newer one's turn.
+    model2 = ScriptedModel({"parent": [[{"wait": "newer", "text": "answer to the newer one"}],
+                                       [{"text": "answer to the older one"}]]})
+
+    class DeliversAtStart(RecordingAdapter):
+        async def start(self, sink, commands):
+            await super().start(sink, commands)
+            await self.say("the newer one", event_id="ev-2", sent_at=time.time() - 1)
+            await model2.reached("newer")
+
+    config = make_config(tmp_path)  # busy_input_mode: interrupt, the default
+    model = ScriptedModel({"parent": [[{"wait": "never"}]]})
+    gateway = await gateways(config, [RecordingAdapter()], model=model)
+    await gateway.adapters["chat"].say("the older one", event_id="ev-1", sent_at=time.time() - 5)
+    await model.reached("never")
+    await gateway.stop(grace=0)  # ev-1 is replayed at the next start
+
+    chat = DeliversAtStart()
+    gateway2 = await gateways(config, [chat], model=model2)
+    model2.release("newer")
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    await settled(gateway2)
+    assert chat.texts("reply") == ["answer to the newer one", "answer to the older one"]
