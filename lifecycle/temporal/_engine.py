@@ -47,6 +47,9 @@ from lifecycle.temporal._wire import RUNNING_UPDATE, STEER, WORKFLOW, ChildLimit
 log = logging.getLogger("lifecycle.temporal")
 
 _ACTIVITY_FRESH = 1.0
+NO_WORKER_WARNING_SECONDS = 30.0
+"""A child waiting this long for a worker to take it is worth a warning: with no worker on the task
+queue, children wait for ever and nothing else says why."""
 _FOLLOW_AGAIN_FIRST, _FOLLOW_AGAIN_MAX = 0.5, 10.0
 _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCStatusCode.DEADLINE_EXCEEDED,
                           RPCStatusCode.RESOURCE_EXHAUSTED})
@@ -82,6 +85,8 @@ class TemporalEngine:
         self._children: dict[str, _Child] = {}
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
+        self._warned_no_worker = False
+        """Warned that children wait for a worker, and no worker has taken one since."""
 
     @property
     def client(self) -> Client:
@@ -197,6 +202,7 @@ class TemporalEngine:
             start = WithStartWorkflowOperation(
                 WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
                 task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+            warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, sid)
             try:
                 update = await self.client.start_update_with_start_workflow(
                     RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
@@ -208,6 +214,9 @@ class TemporalEngine:
                 # (its id is the child's, so asking again starts nothing new); ask once more.
                 child.handle = self.client.get_workflow_handle(sid)
                 update = await self._running_update(child.handle)
+            finally:
+                warning.cancel()
+            self._warned_no_worker = False
             child.started.set()
             await host.starting(sid)
         else:
@@ -224,6 +233,13 @@ class TemporalEngine:
         finally:
             result.cancel()
             running.cancel()
+
+    def _no_worker(self, subagent_id: str) -> None:
+        if not self._warned_no_worker:  # once, not for each child of a fan-out, until a worker takes one
+            self._warned_no_worker = True
+            log.warning("child %s has waited %g s for a worker on Temporal task queue %r (at %s): is a"
+                        " `switchboard worker` running for it?", subagent_id, NO_WORKER_WARNING_SECONDS,
+                        self.settings.task_queue, self.settings.address)
 
     @staticmethod
     async def _running_update(handle: WorkflowHandle) -> Any:

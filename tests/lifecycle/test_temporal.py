@@ -22,6 +22,7 @@ from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentSta
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
+from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
 
@@ -242,3 +243,19 @@ async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_acros
         # reads as interrupted; what counts here is that it never ran.
         assert (await second.service.wait(handle, timeout_seconds=10)).state in (S.CANCELLED, S.INTERRUPTED)
     assert model.requests == []
+
+
+async def test_children_waiting_for_a_worker_get_one_warning_naming_the_task_queue(make_env, queue, monkeypatch,
+                                                                                      caplog):
+    # With no worker on the queue, children wait for ever: the log must say why, once, not per child.
+    monkeypatch.setattr(temporal_engine, "NO_WORKER_WARNING_SECONDS", 0.2)
+    settings, client, worker = queue
+    env = await make_env(engine=TemporalEngine(settings, client=client))
+    with caplog.at_level("WARNING", logger="lifecycle.temporal"), env.turn():
+        handles = [await env.service.launch(SubagentLaunchRequest(goal=f"queued {i}")) for i in range(3)]
+        await until(lambda: any("waited" in r.getMessage() for r in caplog.records))
+        await worker(ScriptedModel({"leaf": lambda r: {"text": "taken at last"}}))
+        for handle in handles:
+            assert (await env.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+    warnings = [r.getMessage() for r in caplog.records if "waited" in r.getMessage()]
+    assert len(warnings) == 1 and repr(settings.task_queue) in warnings[0] and "switchboard worker" in warnings[0]
