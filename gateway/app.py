@@ -33,7 +33,7 @@ from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_i
 from gateway.store import GatewayStore, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
-from gateway.turn_runner import TurnRunner
+from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
 from platforms.base import (
     Accepted,
     Adapter,
@@ -252,7 +252,10 @@ class Gateway:
             return Accepted(running.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
-        if running is not None and busy_mode == "steer" and not inbound.attachments:
+        # So does each request of a caller that follows its turn id (webhooks): a steer shares the running
+        # turn's id, and a turn that ends before reading it leaves the text to a turn of another id.
+        if running is not None and busy_mode == "steer" and not inbound.attachments \
+                and session.platform not in TRACKS_TURN_IDS:
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(running.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the

@@ -251,3 +251,18 @@ async def test_a_resent_answer_to_a_question_names_the_asking_turn_as_the_first_
     await serve.quiet()
     read = (await signed_get(path, SECRET)).json()
     assert read["complete"] is True and [m["text"] for m in read["messages"]][-1] == "deployed"
+
+
+async def test_in_steer_mode_each_request_still_gets_a_turn_of_its_own(serve, receiver, tmp_path):
+    # A steered request would share the running turn's id, and when that turn ended before reading it
+    # its answer came under another id than the one the 202 gave: a caller following its id missed it.
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"parent": [[{"sleep": 0.5, "text": "first answer"}], [{"text": "second answer"}]]}))
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}},
+                       model={"provider": "scripted", "script": str(script)}, display={"busy_input_mode": "steer"})
+    first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "first", "chat_id": "c"})).json()
+    second = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "second", "chat_id": "c"})).json()
+    await receiver.wait_for(lambda: len(receiver.unique) == 2)
+    await serve.quiet()
+    by_turn = {d.json["turn_id"]: d.json["text"] for d in receiver.unique.values()}
+    assert by_turn == {first["turn_id"]: "first answer", second["turn_id"]: "second answer"}
