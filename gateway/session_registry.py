@@ -150,7 +150,7 @@ class SessionRegistry:
             unread = session.agent.take_steer()  # else `end` would queue them again as turns
             if unread:
                 first_unread = len(running.steered) - len(unread)
-                waiting += [(running.turn_id, event) for event in running.steered[first_unread:]]
+                waiting += [(running.turn_id, item.event) for item in running.steered[first_unread:]]
                 del running.steered[first_unread:]
         stopped = self.stop_turn(session, reason, why=why)
         if waiting:
@@ -173,8 +173,7 @@ class SessionRegistry:
     def steer(self, session: GatewaySession, inbound: Inbound, turn_id: str) -> None:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
-        session.running.steered.append(inbound)
-        session.running.steered_turns[inbound.event_id] = turn_id
+        session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
         session.agent.steer(inbound.text)
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
@@ -199,16 +198,15 @@ class SessionRegistry:
             return []
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
-        for inbound in reversed(running.steered[len(read):] if running is not None else []):
-            turn_id = running.steered_turns[inbound.event_id]
-            session.queue.appendleft(WorkItem("message", inbound.text, turn_id, inbound))
+        for item in reversed(running.steered[len(read):] if running is not None else []):
+            session.queue.appendleft(item)
         session.last_active = self._clock.time()
         messages = session.agent.messages
         start = session.unsaved_from()
         if start < len(messages) or start == 0:
             self._table.save_transcript(session.key, messages, start=start)
         session.mark_saved()
-        return read
+        return [item.event for item in read if item.event is not None]
 
     def interrupt_all(self, reason: str) -> None:
         """Shutdown: interrupt every running turn hard. Such a turn sends nothing and stores

@@ -49,12 +49,10 @@ class RunningTurn:
     """Clock time the turn began (epoch seconds)."""
     run_id: str = field(default_factory=lambda: new_id("r-"))
     """This run of the turn: a turn replayed after a restart runs again under the same turn id."""
-    steered: list[Inbound] = field(default_factory=list)
-    """Events whose text was steered into this turn: settled when it ends, or re-queued as the
-    next turn's input if the turn ended before reading them."""
-    steered_turns: dict[str, str] = field(default_factory=dict)
-    """The turn id each steered event was accepted with, by event id: one re-queued runs as that
-    turn, the one a restart replays it under, so what it sends is keyed alike both times."""
+    steered: list[WorkItem] = field(default_factory=list)
+    """Messages steered into this turn: their events are settled when it ends, or they are queued
+    as the next turns if it ended before reading them, each under the turn id it was accepted with
+    (the one a restart replays it under, so what it sends is keyed alike both times)."""
     event: Inbound | None = None
     """The inbound event this turn answers (None for a completion turn)."""
     delegation_id: str | None = None
