@@ -37,7 +37,8 @@ would misread is escaped); `measure` counts the rendered content against Discord
 2,000 characters. Discord never refuses a message for its markup, so there is no
 plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
 ``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
-itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx.
+itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answers to slash
+commands go through a session of their own that holds them to the same cap (`platforms.discord_answers`).
 Every SDK error is translated by `_translate`, the one place that does so.
 """
 
@@ -55,7 +56,7 @@ from typing import Any
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
-from platforms import discord_files
+from platforms import discord_answers, discord_files
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -134,6 +135,7 @@ class DiscordAdapter:
         self._ready_timeout = ready_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
+        self._answers: aiohttp.ClientSession | None = None
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
@@ -179,7 +181,9 @@ class DiscordAdapter:
             self._urls = discord_urls.claim(self._api_base)
             intents = discord.Intents.none()
             intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
-            client = self._client = self._client_factory(intents=intents, max_ratelimit_timeout=30.0)
+            client = self._client = self._client_factory(
+                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT)
+            self._answers = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
             tree = self._command_tree(client, commands)
@@ -235,6 +239,9 @@ class DiscordAdapter:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+        answers, self._answers = self._answers, None
+        if answers is not None:
+            await answers.close()
         task, self._connect_task = self._connect_task, None
         if task is not None:
             await asyncio.wait({task})
@@ -454,7 +461,9 @@ class DiscordAdapter:
 
     def _webhook(self, reply_token: str) -> discord.Webhook:
         app_id, token = reply_token.split(":", 1)
-        return discord.Webhook.partial(int(app_id), token, client=self._require_client())
+        client = self._require_client()
+        assert self._answers is not None  # opened with the client
+        return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
 
 
 def _chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:

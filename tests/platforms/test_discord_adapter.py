@@ -21,6 +21,7 @@ from platforms.base import (
     MessageTooLong,
     NotFound,
     Outbound,
+    RateLimited,
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord
@@ -32,6 +33,7 @@ COMMANDS = [CommandSpec("stop", "Stop the current turn"), CommandSpec("new", "St
 SEND = "POST /channels/{channel_id}/messages"
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
 GUILD, CHANNEL, USER = 500, 600, 42
 
 
@@ -291,6 +293,34 @@ async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, runn
     # The gateway's own retry of the same part (same idempotency key) does not double it either.
     again = await adapter.send(Outbound(chat_id=channel, thread_id=None, text="hello", idempotency_key="turn-1:0"))
     assert again == sent and len(fake.bot_messages(channel)) == 1
+
+
+@pytest.mark.parametrize("route", [ANSWER, FOLLOW_UP])
+async def test_a_long_429_on_a_command_answer_fails_fast_as_rate_limited(
+    fake: FakeDiscord, running: Running, route: str
+) -> None:
+    """discord.py's webhook adapter would sleep out any wait; the adapter's cap (30 s) holds
+    for answers to slash commands too, so the outbox, not a sleeping call, waits and retries."""
+    adapter, sink = running
+    fake.push_interaction("agents", USER)
+    [command] = await sink.wait(1)
+
+    def answer(text: str) -> Outbound:
+        return Outbound(chat_id=command.chat_id, thread_id=None, text=text, kind="command",
+                        reply_token=command.reply_token)
+
+    if route == FOLLOW_UP:
+        await adapter.send(answer("Part one."))
+    fake.fail_next(route, 429, retry_after=3600)
+    with pytest.raises(RateLimited) as limited:
+        await asyncio.wait_for(adapter.send(answer("Part two.")), 5)
+    assert limited.value.retry_after == 3600 and limited.value.method.startswith(route.split("/{token}")[0])
+    assert [c.status for c in fake.calls_to(route)][-1:] == [429]
+
+    fake.fail_next(route, 429, retry_after=0.05)  # within the cap: discord.py waits it out itself
+    sent = await asyncio.wait_for(adapter.send(answer("Part two.")), 5)
+    assert [c.status for c in fake.calls_to(route)][-3:] == [429, 429, 200]
+    assert fake.bot_messages(command.chat_id)[-1].id == sent.message_id
 
 
 async def test_resume_replay_delivers_the_same_message_id_again(

@@ -391,6 +391,20 @@ async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
     assert session.running is None
 
 
+async def test_a_command_answer_told_to_wait_an_hour_is_retried_by_the_outbox_not_slept_on(fake, start):
+    await start(script=echo_script(), delivery={"max_retry_after": 0.2})
+    fake.fail_next(ANSWER, 429, retry_after=3600)
+    dm = fake.dm_channel(USER)
+    stop = fake.push_interaction("stop", USER)
+    await fake.wait_for(lambda: [c.status for c in for_token(fake, ANSWER, stop)] == [429, 200])
+    fake.push_dm(USER, "hello")  # the chat is served again
+    await fake.wait_for(lambda: "echo: hello" in contents(fake.bot_messages(dm)))
+    await start.quiet()
+    [message] = [m for m in fake.bot_messages(dm) if m.interaction_id == stop]
+    assert message.content == "Nothing was running." and not message.flags & FLAG_LOADING
+    assert for_token(fake, FOLLOW_UP, stop) == [] and len(in_channel(fake, SEND, dm)) == 1
+
+
 # ---- 8. RESUME replay ----------------------------------------------------------------------------------
 
 
