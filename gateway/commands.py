@@ -21,13 +21,14 @@ log = logging.getLogger("gateway.commands")
 
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
-    CommandSpec("new", "Start a new session (forget this conversation); text after it is its first message"),
+    CommandSpec("new", "Start a new session (forget this conversation); text after it is its first message",
+                aliases=("reset",)),
     CommandSpec("agents", "List this chat's subagents; /agents log|stop|retry ID for one of them"),
     CommandSpec("retry", "Run the interrupted or failed subagents of the last background task again"),
     CommandSpec("delegation", "Show or switch how this chat's subagents are routed"),
     CommandSpec("help", "What the commands do"),
 )
-ALIASES = {"reset": "new"}
+ALIASES = {alias: c.name for c in BUILTIN for alias in c.aliases}
 BUILTIN_COMMAND_NAMES = frozenset({*(c.name for c in BUILTIN), *ALIASES})
 """Names no plugin command may take (`parse` and `Commands.run` would never reach it)."""
 
@@ -140,7 +141,8 @@ class Commands:
         adapter = self._adapters.get(session.platform)
         own = adapter.own_commands if isinstance(adapter, OwnCommands) else ()
         lines = [f"/{c.name} — {c.description}" for c in (*self.specs(), *own)]
-        lines.append("Also as !stop and !new (where slash commands are unavailable); /reset is /new.")
+        aliases = "; ".join(f"/{alias} is /{name}" for alias, name in ALIASES.items())
+        lines.append(f"Also as !stop and !new (where slash commands are unavailable); {aliases}.")
         return "\n".join(lines)
 
 

@@ -245,6 +245,9 @@ class CommandSpec:
 
     name: str
     description: str
+    aliases: tuple[str, ...] = ()
+    """Other names the gateway reads as this command (``reset`` for ``new``). Adapters that
+    pick out ``!name`` text commands pick these out too; only ``name`` is registered."""
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ Which messages are for the bot, and which session they belong to:
   in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
   thread is its own session (the gateway keys sessions by platform, chat, thread);
   replies go into the thread.
-- Text commands (``!stop``, ``!new``, ``!<any registered command>``) are also heard
+- Text commands (``!stop``, ``!new``, ``!<any registered command or alias>``) are also heard
   without a mention in a channel where the bot has posted; they pass through as
   plain text for the gateway to route.
 
@@ -176,7 +176,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected = asyncio.Queue(), asyncio.Event()
-        self._text_commands = tuple({"!stop", "!new", *(f"!{c.name}" for c in commands)})
+        self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
             intents = discord.Intents.none()

@@ -5,8 +5,8 @@ mentioned and each thread is its own session: ``thread_id`` is the thread's ``th
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it posted there) later replies in it need no
 mention; after a restart the gateway tells it its threads (`remember_threads`).
-``!stop``/``!new`` (``!`` + any command the gateway serves, in any case, with or without
-arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
+``!stop``/``!new`` (``!`` + any command or alias the gateway serves, in any case, with or
+without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
 Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
@@ -217,9 +217,10 @@ class SlackAdapter:
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Check the token (``auth.test``), then connect Socket Mode or get ready for HTTP events.
         Slash commands are declared in the app manifest, not registered here; ``commands`` only
-        names the ``!name`` text forms accepted in threads (``stop`` and ``new`` by default)."""
+        names the ``!name`` text forms accepted in threads, aliases included (``stop`` and ``new``
+        by default)."""
         self._sink = sink
-        names = [c.name.lstrip("/") for c in commands] or ["stop", "new"]
+        names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
         self._session = aiohttp.ClientSession()
         self._client = AsyncWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,

@@ -30,7 +30,8 @@ from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 
 SECRET = "test-signing-secret"
-COMMANDS = [CommandSpec("stop", "Stop the turn"), CommandSpec("new", "New session"), CommandSpec("agents", "List")]
+COMMANDS = [CommandSpec("stop", "Stop the turn"), CommandSpec("new", "New session", aliases=("reset",)),
+            CommandSpec("agents", "List")]
 PLACEHOLDER = "_working…_"
 
 
@@ -596,10 +597,10 @@ async def test_bang_commands_with_arguments_or_capitals_pass_in_an_unknown_threa
 ) -> None:
     # The gateway reads "!new plan the trip" and "!Stop" (a phone's capital) as commands; so must the adapter.
     thread = "1700000000.000007"
-    for text in ("!new plan the trip", "!Stop", "!agents  all", "!newer things", "! stop"):
+    for text in ("!new plan the trip", "!Stop", "!agents  all", "!newer things", "! stop", "!RESET now"):
         await fake.push_message("C1", "U1", text, thread_ts=thread)
     await settled(fake)
-    assert sorted(i.text for i in sink.items) == ["!Stop", "!agents  all", "!new plan the trip"]
+    assert sorted(i.text for i in sink.items) == ["!RESET now", "!Stop", "!agents  all", "!new plan the trip"]
 
 
 async def test_slack_escapes_in_user_text_reach_the_model_as_the_characters_typed(

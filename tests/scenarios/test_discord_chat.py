@@ -312,6 +312,12 @@ async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_po
     assert channel_session.generation == generation + 1
     assert len(fake.bot_messages(dm)) == 1
 
+    fake.push_guild_message(GUILD, CHANNEL, USER, "!Reset")  # an alias of /new is a text command too
+    await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 3)
+    await start.quiet()
+    assert contents(fake.bot_messages(CHANNEL))[2].startswith("Started a new session")
+    assert channel_session.generation == generation + 2
+
 
 @pytest.mark.parametrize("how", ["interaction", "text"])
 async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_once(fake, start, how):

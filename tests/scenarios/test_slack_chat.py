@@ -325,6 +325,17 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
     assert not any(r.role == "parent" and r.iteration > 0 for r in model.requests)  # the parent never resumed
 
 
+async def test_every_alias_of_a_command_is_heard_in_a_thread_the_bot_is_not_in(slack_chat):
+    # /reset is /new: typed as text where the bot has not joined the thread, it must reach the gateway too.
+    chat = await slack_chat(script={"parent": echo})
+    await chat.fake.push_message("C1", "U1", "!reset", thread_ts="1700000000.000100")
+    await chat.fake.push_message("C1", "U1", "!Reset plan the trip", thread_ts="1700000000.000200")
+    [started] = await chat.answered("C1", "1700000000.000100")
+    assert started.startswith("Started a new session")
+    [started, reply] = await chat.answered("C1", "1700000000.000200", count=2)
+    assert started.startswith("Started a new session") and reply == "re: plan the trip"
+
+
 # -- 7. signatures on the gateway's HTTP server ----------------------------------------------
 
 
