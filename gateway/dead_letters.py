@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 
 from agent import Clock
@@ -61,13 +62,24 @@ class DeadLetterPolicy:
     def cut_short(self, inbound: Inbound) -> bool:
         """The last gateway died (it did not stop) while ``inbound`` was unsettled: that counts as a
         failed attempt, so an event that kills the process (memory, a native crash) is set aside
-        rather than replayed into every start. True if it may be handled again."""
-        attempts = self._inbox.failed(inbound.platform, inbound.event_id, CUT_SHORT)
+        rather than replayed into every start. True if it may be handled again.
+
+        If the state database refuses to record the attempt or the dead letter (a full disk), the
+        start goes on without the event: it is logged and stays unsettled, as it was, for the next
+        start. Handled uncounted, an event that kills the process would be replayed into every start."""
+        try:
+            attempts = self._inbox.failed(inbound.platform, inbound.event_id, CUT_SHORT)
+        except sqlite3.Error as exc:
+            _not_recorded(inbound, "attempt the gateway's death cut short", exc)
+            return False
         if attempts < self._max_attempts:
             log.warning("%s event %s was being handled when the gateway died (attempt %d of %d); handling it again",
                         inbound.platform, inbound.event_id, attempts, self._max_attempts)
             return True
-        self._set_aside(inbound, attempts, CUT_SHORT, None)
+        try:
+            self._set_aside(inbound, attempts, CUT_SHORT, None)
+        except sqlite3.Error as exc:  # raised before anything was logged or sent: nothing happened
+            _not_recorded(inbound, f"dead letter it became after {attempts} attempts", exc)
         return False
 
     def _set_aside(self, inbound: Inbound, attempts: int, error: str, exc: BaseException | None) -> None:
@@ -101,3 +113,8 @@ class DeadLetterPolicy:
         for task in retries:
             task.cancel()
         await asyncio.gather(*retries, return_exceptions=True)
+
+
+def _not_recorded(inbound: Inbound, what: str, exc: sqlite3.Error) -> None:
+    log.error("%s event %s: the state database refused to record the %s (%s: %s); it is not handled now and is "
+              "kept for the next start", inbound.platform, inbound.event_id, what, type(exc).__name__, exc)

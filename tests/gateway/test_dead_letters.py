@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import logging
 import sqlite3
+
+import pytest
 
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
@@ -131,3 +134,55 @@ async def test_an_event_a_gateway_died_on_counts_as_a_failed_attempt_and_a_clean
     assert chat.texts() == [APOLOGY]
     [letter] = gateway.store.dead_letters.all()
     assert (letter.event_id, letter.attempts, letter.error) == ("ev-poison", 2, CUT_SHORT)
+
+
+REFUSE = {  # the write a full disk would refuse, refused by the database itself for that one statement
+    "attempt": "CREATE TRIGGER refuse BEFORE UPDATE OF attempts ON gateway_inbox"
+               " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    "dead letter": "CREATE TRIGGER refuse BEFORE INSERT ON gateway_dead_letters"
+                   " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+}
+
+
+def execute(tmp_path, statement: str) -> None:
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db, db:
+        db.execute(statement)
+
+
+def echo(request) -> dict:
+    return {"text": f"re: {request.messages[-1]['content']}"}
+
+
+@pytest.mark.parametrize("refused", ["attempt", "dead letter"])
+async def test_a_start_that_cannot_record_a_cut_short_event_serves_and_keeps_the_event(
+    tmp_path, gateways, caplog, refused
+):
+    config = make_config(tmp_path, inbox={"max_attempts": 2 if refused == "attempt" else 1})
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+    await model.reached("forever")
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    execute(tmp_path, REFUSE[refused])
+
+    caplog.set_level(logging.ERROR, logger="gateway.dead_letters")
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], script={"parent": echo})  # starts all the same
+    await chat.say("are you there?", chat="c2")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == ["re: are you there?"]  # serving; the event it could not count is not run
+    [error] = [r.getMessage() for r in caplog.records if "ev-poison" in r.getMessage()]
+    assert f"refused to record the {refused}" in error and "database or disk is full" in error
+    assert "kept for the next start" in error
+    assert [(e.event_id, e.text) for e, _ in gateway.store.inbox.unfinished()] == [
+        ("ev-poison", "this one brings it down")]
+    assert gateway.store.dead_letters.all() == []
+    await gateway.stop(grace=0)
+
+    execute(tmp_path, "DROP TRIGGER refuse")  # room again: the next start takes it up
+    chat = RecordingAdapter()
+    await gateways(config, [chat], script={"parent": echo})
+    await chat.wait_for(lambda: chat.messages)
+    assert chat.texts() == ["re: this one brings it down"]
