@@ -1,4 +1,4 @@
-"""Named hooks run in registration order; a failing hook is logged and the rest still run."""
+"""Named hooks run in registration order; a failing or hanging hook is logged and the rest still run."""
 
 from __future__ import annotations
 
@@ -16,8 +16,16 @@ HOOK_NAMES = frozenset({
 })
 
 
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
 class HookRegistry:
-    def __init__(self) -> None:
+    """Hooks observe; they never gate. So one that hangs (a dead network call in a plugin) is
+    given up on after ``timeout_seconds``: otherwise the turn, or the child whose end it
+    observes, would never finish, and neither would the gateway's shutdown."""
+
+    def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.timeout_seconds = timeout_seconds
         self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
 
     def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
@@ -31,15 +39,27 @@ class HookRegistry:
         return bool(self._hooks.get(name))
 
     async def run(self, name: str, **kwargs: Any) -> None:
-        """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread."""
+        """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread
+        (one that overruns is left to finish there: a thread cannot be stopped)."""
         for fn, owner in self._hooks.get(name, ()):
+            limit = asyncio.timeout(self.timeout_seconds)
             try:
-                if inspect.iscoroutinefunction(fn):
-                    await fn(**kwargs)
-                else:
-                    await asyncio.to_thread(fn, **kwargs)
+                async with limit:
+                    if inspect.iscoroutinefunction(fn):
+                        await fn(**kwargs)
+                    else:
+                        await asyncio.to_thread(fn, **kwargs)
             except asyncio.CancelledError:
                 raise
+            except TimeoutError:
+                if limit.expired():
+                    log.error("hook %s (%s) did not finish in %g s; went on without it",
+                              name, _describe(fn, owner), self.timeout_seconds)
+                else:  # the hook's own
+                    log.exception("hook %s (%s) failed", name, _describe(fn, owner))
             except Exception:
-                log.exception("hook %s (%s%s) failed", name, f"plugin {owner}: " if owner else "",
-                              getattr(fn, "__qualname__", fn))
+                log.exception("hook %s (%s) failed", name, _describe(fn, owner))
+
+
+def _describe(fn: Callable[..., Any], owner: str | None) -> str:
+    return f"{'plugin ' + owner + ': ' if owner else ''}{getattr(fn, '__qualname__', fn)}"

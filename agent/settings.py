@@ -101,6 +101,9 @@ class AgentSettings:
     clarify_timeout_seconds: float = setting(
         600.0, "How long a question the model asks in chat (clarify) waits for an answer.", min=1.0
     )
+    hook_timeout_seconds: float = setting(
+        10.0, "How long one plugin hook may run before the turn or child goes on without it.", min=0.01
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ class AgentHost:
         self.clock = clock
         self.model = model or build_model(config.model)
         self.tools = ToolRegistry()
-        self.hooks = HookRegistry()
+        self.hooks = HookRegistry(config.agent.hook_timeout_seconds)
         register_builtin_tools(
             self.tools,
             execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,

@@ -63,7 +63,7 @@ def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routin
     gateway: a routed child calls its route's model, as it would in the gateway."""
     from lifecycle.temporal import WorkerToolbox
 
-    tools, hooks = ToolRegistry(), HookRegistry()
+    tools, hooks = ToolRegistry(), HookRegistry(config.agent.hook_timeout_seconds)
     register_builtin_tools(tools, execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,
                            execute_code_output_limit=config.agent.execute_code_output_limit)
     plugins = PluginHost(tools, hooks)

@@ -1,4 +1,6 @@
+import asyncio
 import textwrap
+import threading
 
 import pytest
 
@@ -84,6 +86,31 @@ async def test_hooks_run_in_order_and_a_failing_hook_does_not_stop_the_rest(capl
     assert "bad hook" in caplog.text
     with pytest.raises(ValueError, match="unknown hook"):
         hooks.register("subagent_sotp", first)
+
+
+async def test_a_hook_that_overruns_is_given_up_on_and_the_rest_still_run(caplog):
+    hooks = HookRegistry(timeout_seconds=0.05)
+    calls, release = [], threading.Event()
+
+    async def stuck(**kw):
+        await asyncio.Event().wait()
+
+    def own_timeout(**kw):
+        raise TimeoutError("the plugin's own call timed out")
+
+    hooks.register("turn_end", stuck, owner="slow_plugin")
+    hooks.register("turn_end", lambda **kw: release.wait(5), owner="blocking_plugin")  # a thread cannot be stopped
+    hooks.register("turn_end", own_timeout)
+    hooks.register("turn_end", lambda **kw: calls.append(kw))
+    try:
+        await asyncio.wait_for(hooks.run("turn_end", turn_id="t1"), 5)
+    finally:
+        release.set()
+    assert calls == [{"turn_id": "t1"}]
+    lines = [r.getMessage() for r in caplog.records if r.name == "agent.hooks"]
+    assert lines[0].startswith("hook turn_end (plugin slow_plugin: ") and "did not finish in 0.05 s" in lines[0]
+    assert lines[1].startswith("hook turn_end (plugin blocking_plugin: ") and "did not finish" in lines[1]
+    assert lines[2].endswith("own_timeout) failed")  # its own TimeoutError is a failure, not an overrun
 
 
 class Backend:

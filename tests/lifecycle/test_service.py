@@ -297,6 +297,21 @@ async def test_hooks_run_in_order_once_per_child_and_a_failing_hook_is_survived(
     assert "hook broke" in caplog.text
 
 
+async def test_a_hanging_stop_hook_does_not_keep_the_child_from_finishing(env, caplog):
+    # An observer that never returns (a dead network call in a plugin) must not hold the
+    # child's result, its waiters and the service's close for ever.
+    env.hooks.timeout_seconds = 0.05
+    env.hooks.register("subagent_stop", lambda **e: None, owner="quick_plugin")
+
+    async def hang(**e):
+        await asyncio.Event().wait()
+
+    env.hooks.register("subagent_stop", hang, owner="stuck_plugin")
+    _, done, result = await launch_and_wait(env, "work")
+    assert done.state is SubagentState.SUCCEEDED and result.summary
+    assert "hook subagent_stop (plugin stuck_plugin: " in caplog.text and "did not finish in 0.05 s" in caplog.text
+
+
 @pytest.mark.both_engines
 async def test_child_cost_rolls_up_into_the_parent(env):
     _, _, result = await launch_and_wait(env, "[cost] a")
