@@ -175,6 +175,9 @@ def _convert(value: object, tp: Any) -> Any:
     """Scalar conversion; strings from ``${...}`` may stand for numbers and booleans."""
     expanded = isinstance(value, Expanded)
     if get_origin(tp) is Literal:
+        # YAML 1.1 reads a bare `off` as false: `progress: off` means the choice "off".
+        if value is False and "off" in get_args(tp):
+            return "off"
         for choice in get_args(tp):
             # Case-insensitive so `level: info` works; the canonical spelling is stored.
             if isinstance(value, str) and isinstance(choice, str) and value.lower() == choice.lower():

@@ -45,6 +45,15 @@ def test_literal_matches_case_insensitively_and_stores_canonical_spelling(load):
     assert load("logging: {level: debug, format: JSON}").config.logging.level == "DEBUG"
 
 
+def test_a_choice_spelt_off_may_be_written_bare(load):
+    # YAML reads a bare `off` as false; `progress: off` is what the docs tell people to write.
+    config, _ = load("display: {progress: off, platforms: {telegram: {progress: off}}}")
+    assert config.display.progress == "off"
+    assert config.display.platforms["telegram"].progress == "off"
+    errors, _ = problems(load, "display: {progress: on}")
+    assert errors == ['display.progress: expected one of "off", "card", null, got true']
+
+
 def test_all_errors_are_collected(load):
     errors, _ = problems(
         load,
