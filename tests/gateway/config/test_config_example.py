@@ -6,11 +6,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.config import Config, ConfigError, config_from_mapping
+from gateway.config import Config, ConfigError, config_from_mapping, load_config
 from gateway.config.example import render_example
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "deploy" / "switchboard.example.yaml"
+SCALE_OUT = ROOT / "deploy" / "scale-out.yaml"
+COMPOSE = ROOT / "deploy" / "compose.scale-out.yaml"
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 SECTIONS = frozenset(Config.__dataclass_fields__)
 
@@ -26,6 +28,20 @@ def test_the_example_loads_cleanly_and_equals_the_defaults(monkeypatch, tmp_path
     config, warnings = config_from_mapping(yaml.safe_load(EXAMPLE.read_text()))
     assert warnings == []
     assert config == Config()
+
+
+def test_the_scale_out_config_loads_in_the_containers_compose_starts(tmp_path):
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    env = compose["x-switchboard"]["environment"]
+    for name in ("gateway", "worker"):
+        assert f"./scale-out.yaml:{env['SWITCHBOARD_CONFIG']}:ro" in compose["services"][name]["volumes"]
+    # compose passes on what the operator sets (`${VAR:?…}` refuses to start without it): any value will do.
+    env = {key: "123456:TEST-token" if "${" in value else value for key, value in env.items()}
+    try:
+        _, warnings = load_config(SCALE_OUT, env={**env, "SWITCHBOARD_STATE_DIR": str(tmp_path)})
+    except ConfigError as exc:
+        raise AssertionError("deploy/scale-out.yaml does not load:\n" + "\n".join(exc.errors)) from None
+    assert warnings == []
 
 
 def documented_configs():
