@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from gateway.commands import BUILTIN
+
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
 
@@ -25,3 +27,10 @@ def test_every_volume_a_switchboard_container_writes_to_belongs_to_its_user():
             source, target, *mode = mount.split(":")
             if source in compose["volumes"] and mode != ["ro"]:
                 assert target in owned, f"{name} writes to {target}, which the image does not give to {user}"
+
+
+def test_the_slack_manifest_declares_every_command_the_gateway_serves():
+    # Slack refuses a slash command the app does not declare before it reaches the gateway.
+    manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yaml").read_text(encoding="utf-8"))
+    declared = [command["command"] for command in manifest["features"]["slash_commands"]]
+    assert declared == [f"/{command.name}" for command in BUILTIN]
