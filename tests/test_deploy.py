@@ -2,14 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
+import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
+from gateway.cli import build_parser
 from gateway.commands import BUILTIN
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+
+
+def invocations():
+    """Each command line a deployment file (or `make run`) runs, as (where, argv)."""
+    unit = (DEPLOY / "switchboard.service").read_text(encoding="utf-8")
+    yield "switchboard.service", re.search(r"^ExecStart=(.+)$", unit, re.M).group(1).split()
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    yield "Dockerfile", json.loads(re.search(r"^CMD (.+)$", dockerfile, re.M).group(1))
+    compose = yaml.safe_load((DEPLOY / "compose.scale-out.yaml").read_text(encoding="utf-8"))
+    for name in ("gateway", "worker"):
+        yield f"compose.scale-out.yaml {name}", compose["services"][name]["command"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    yield "make run", re.search(r"^run:.*\n\t(.+)$", makefile, re.M).group(1).split()
+
+
+@pytest.mark.parametrize(("where", "argv"), [pytest.param(*pair, id=pair[0]) for pair in invocations()])
+def test_deployment_files_run_a_command_the_cli_has(where, argv):
+    program, *args = argv
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert Path(program).name in scripts, f"{where} runs {program}, which the package does not install"
+    usage = io.StringIO()
+    with contextlib.redirect_stderr(usage), contextlib.suppress(SystemExit):
+        build_parser().parse_args(args)
+    assert not usage.getvalue(), f"{where}: `switchboard {' '.join(args)}` is refused:\n{usage.getvalue()}"
 
 
 def test_every_volume_a_switchboard_container_writes_to_belongs_to_its_user():
