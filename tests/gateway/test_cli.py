@@ -1,13 +1,16 @@
+import argparse
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
+from gateway.cli import build_parser, main
 from tests.gateway import cli_process
 
 
@@ -60,6 +63,26 @@ def test_config_check_masks_secrets_and_exits_by_validity(capsys, tmp_path, monk
     (tmp_path / "bad.yaml").write_text("server:\n  port: 70000\n")
     assert main(["--config", str(tmp_path / "bad.yaml"), "config", "check"]) == 1
     assert "server.port" in capsys.readouterr().err
+
+
+def commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    """(words, parser) for the top level and every command and subcommand under it."""
+    yield words, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands(sub, (*words, name))
+
+
+def test_every_command_and_option_is_in_the_readme():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for words, parser in commands(build_parser()):
+        if words and not parser._subparsers:
+            command = f"switchboard {' '.join(words)}"
+            assert command in readme, f"README.md does not describe `{command}`"
+        options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+        for option in sorted(options):
+            assert re.search(rf"(?<![\w-]){option}(?![\w-])", readme), f"README.md does not describe {option}"
 
 
 def test_console_script_is_installed():
