@@ -1,6 +1,11 @@
-"""The configurations users copy — the example file and every one the docs show — load as written."""
+"""The configurations users copy — the example file and every one the docs show — load as written, and
+every setting the docs name exists."""
 
+import dataclasses
 import re
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -69,3 +74,51 @@ def test_every_configuration_the_docs_show_loads_without_errors_or_unknown_keys(
     except ConfigError as exc:
         raise AssertionError("a configuration the docs show does not load:\n" + "\n".join(exc.errors)) from None
     assert [w for w in warnings if "unknown key" in w or "ignored" in w] == []
+
+
+def setting_paths(cls: type, prefix: str = ""):
+    """Every key the schema accepts, dotted; ``<name>`` stands for a key the user chooses."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        yield prefix + f.name
+        tp = hints[f.name]
+        for tp in typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,):
+            if typing.get_origin(tp) is Mapping:
+                yield f"{prefix}{f.name}.<name>"
+                yield from setting_paths(typing.get_args(tp)[1], f"{prefix}{f.name}.<name>.")
+            elif dataclasses.is_dataclass(tp):
+                yield from setting_paths(tp, f"{prefix}{f.name}.")
+
+
+def names_a_setting(written: str, path: str) -> bool:
+    """``written`` as the docs spell it: ``<p>``, ``<k>``… stand for one key, ``*`` for the rest."""
+    written_parts, parts = written.split("."), path.split(".")
+    for word, part in zip(written_parts, parts):
+        if word == "*":
+            return True
+        if word != part and not word.startswith("<") and part != "<name>":
+            return False
+    return len(written_parts) == len(parts)
+
+
+def python_name(written: str) -> bool:
+    """A module of this repository, or a class or constant in one (``lifecycle.HostView``)."""
+    parts = written.split(".")
+    return (any(part[:1].isupper() for part in parts) or ROOT.joinpath(*parts).with_suffix(".py").exists()
+            or ROOT.joinpath(*parts, "__init__.py").exists())
+
+
+def test_every_setting_the_docs_name_exists():
+    paths = list(setting_paths(Config))
+    dotted = re.compile(rf"`((?:{'|'.join(SECTIONS)})(?:\.[\w<>*-]+)+)([:=][^`]*)?`")
+    for doc in DOCS:
+        prose = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.S | re.M)
+        for match in dotted.finditer(prose):
+            written, rest = match.groups()
+            if "unknown key" in (rest or "") or written.endswith(".py") or python_name(written):
+                continue  # a misspelling shown on purpose, a file, a Python name
+            assert any(names_a_setting(written, path) for path in paths), (
+                f"{doc.relative_to(ROOT)} names `{written}`, which is no setting"
+            )
