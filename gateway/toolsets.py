@@ -1,7 +1,7 @@
 """Which toolsets a parent session gets, by platform: safe by default on chat platforms.
 
-Anyone allowed to talk to a bot on Telegram, Slack, Discord or a webhook route can
-make the model call its tools. The toolsets that act on the gateway's machine —
+Anyone allowed to talk to a bot on Telegram, Slack, Discord, a webhook route or the web
+chat can make the model call its tools. The toolsets that act on the gateway's machine —
 ``execute_code`` (run Python as the gateway's user) and ``file`` (which includes
 ``write_file``) — are therefore off on those platforms unless the operator turns
 them on: ``platforms.<p>.toolsets`` for one platform, else ``agent.toolsets`` for
