@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
+from pathlib import Path
 
 import aiohttp
 
@@ -109,6 +111,15 @@ async def test_seconds_since_the_last_inbound_event_per_platform(tmp_path, gatew
     assert value("switchboard_last_inbound_age_seconds", platform="telegram") == 12
     assert value("switchboard_last_inbound_age_seconds", platform="slack") == 42  # silent since the start
     assert value("switchboard_inbound_duplicates_total", platform="slack") == 0  # there from the start
+
+
+async def test_the_metrics_are_the_ones_docs_console_md_lists(tmp_path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    served_names = {family.name + ("_total" if family.type == "counter" else ""): family.type
+                    for family in gateway.metrics.registry.collect()}
+    console_md = (Path(__file__).resolve().parents[2] / "docs" / "console.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^\| `(switchboard_\w+)` \| (\w+) \|", console_md, re.M))
+    assert listed == served_names
 
 
 async def test_each_gateway_counts_in_its_own_registry(tmp_path, gateways) -> None:
