@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 DELIVERY_TIMEOUT = 10.0
-_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
+ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
 _MAX_ID = 256
 
 
@@ -78,7 +78,7 @@ class WebhookAdapter:
         self.routes: dict[str, Route] = {}
         for name, spec in routes.items():
             route = Route(*spec) if isinstance(spec, tuple) else Route(spec.secret, spec.deliver_url)
-            if not _ROUTE_NAME.fullmatch(name):
+            if not ROUTE_NAME.fullmatch(name):
                 raise ValueError(f"webhook route name {name!r}: use letters, digits, '-' and '_' (at most 64)")
             if not route.secret:
                 # An unsigned route would let anyone on the network talk to the agent: fail closed.

@@ -12,6 +12,7 @@ from yarl import URL
 
 from gateway.config.sections import Config
 from platforms.web_access import is_loopback
+from platforms.webhook import ROUTE_NAME
 
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
 
@@ -53,6 +54,9 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     webhook = config.platforms.webhook
     if webhook.enabled:
         for name, route in webhook.routes.items():
+            if not ROUTE_NAME.fullmatch(name):
+                errors.append(f"platforms.webhook.routes.{name}: expected a route name of 1–64 letters, digits, '-' or"
+                              " '_', starting with a letter or digit (it is the path of its URL, /webhooks/<name>)")
             if not route.secret:
                 errors.append(f"platforms.webhook.routes.{name}.secret: required (requests are signed with it)")
             # Caught here, not at the first reply: that would fail as a network error for an hour, then be dropped.

@@ -124,6 +124,14 @@ def test_a_webhook_deliver_url_that_cannot_be_posted_to_is_an_error(load, url):
     assert not any(url in e or HOOK in e for e in errors)
 
 
+@pytest.mark.parametrize("name", ["ops/alerts", "ops alerts", "-alerts", "a" * 65])
+def test_a_webhook_route_name_the_adapter_refuses_is_a_configuration_error(load, name):
+    # Else `config check` passes and the start fails on a ValueError that names no key.
+    errors, _ = problems(load, f"platforms:\n  webhook: {{enabled: true, routes: {{'{name}': {{secret: {HOOK}}}}}}}\n")
+    assert errors == [f"platforms.webhook.routes.{name}: expected a route name of 1–64 letters, digits, '-' or '_',"
+                      " starting with a letter or digit (it is the path of its URL, /webhooks/<name>)"]
+
+
 def test_a_webhook_deliver_url_with_a_token_in_it_is_fine(load):
     config, _ = load("platforms:\n  webhook: {enabled: true, routes: {hook: {secret: s,"
                      " deliver_url: 'https://hooks.example.com/in/bot1:x?token=abc'}}}\n")
