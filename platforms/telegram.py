@@ -42,6 +42,15 @@ error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
 error becomes a `DeliveryError` in `_translate`, the one place, and is logged with
 the method and the chat; aiogram never retries a 429 itself, the gateway does with
 ``RateLimited.retry_after``.
+
+A group upgraded to a supergroup gets a new chat id, and Telegram refuses every write to
+the old one ("group chat was upgraded to a supergroup chat", with ``migrate_to_chat_id``)
+without doing it. The adapter then remembers the move and makes the call once more in
+the supergroup; from then on it sends, shows "typing" and deletes there whatever the
+gateway addresses to the old id. A message it sends there has the id
+``<supergroup>:<message id>``, so a later edit or deletion finds it. A message written
+in the old chat before the upgrade can no longer change: editing or deleting it raises
+`EditUnsupported`, and the gateway sends the text anew (into the supergroup).
 """
 
 from __future__ import annotations
@@ -160,6 +169,8 @@ class TelegramAdapter:
         self._dp.startup.register(self._on_polling_started)
         self._album: list[tuple[Message, int]] = []
         """Polling: the items of an album seen so far in this batch, with their update ids."""
+        self._moved_to: dict[str, str] = {}
+        """Groups upgraded to supergroups: the old chat id -> the supergroup's."""
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -379,29 +390,37 @@ class TelegramAdapter:
     async def send(self, message: Outbound) -> Sent:
         """sendMessage; notices (``silent``) go with ``disable_notification``. Telegram has
         no idempotency key: a retry after a lost answer may show the message twice."""
-        sent = await self._call_formatted(
-            "sendMessage",
-            message.chat_id,
-            message.text,
-            lambda text, parse_mode: self.bot.send_message(
-                chat_id=message.chat_id,
-                text=text,
-                message_thread_id=_thread(message.thread_id),
-                disable_notification=True if message.silent else None,
-                parse_mode=parse_mode,
-            ),
-        )
-        return Sent(str(sent.message_id))
+
+        def send_to(chat_id: str) -> Awaitable[Message]:
+            return self._call_formatted(
+                "sendMessage",
+                chat_id,
+                message.text,
+                lambda text, parse_mode: self.bot.send_message(
+                    chat_id=chat_id,
+                    text=text,
+                    message_thread_id=_thread(message.thread_id),
+                    disable_notification=True if message.silent else None,
+                    parse_mode=parse_mode,
+                ),
+            )
+
+        chat_id, sent = await self._where_it_is_now(message.chat_id, send_to)
+        return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """editMessageText; identical text ("message is not modified") is success. A message
-        that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`."""
+        that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`
+        (also one left behind in a group upgraded to a supergroup)."""
+        # Telegram checks an edit for edit rights only, so an edit in an upgraded group gets no
+        # migrate_to_chat_id: Telegram refuses it as a message that can't be edited.
+        chat, number = self._locate("editMessageText", chat_id, message_id)
         await self._call_formatted(
             "editMessageText",
-            chat_id,
+            chat,
             text,
             lambda body, parse_mode: self.bot.edit_message_text(
-                chat_id=chat_id, message_id=int(message_id), text=body, parse_mode=parse_mode
+                chat_id=chat, message_id=int(number), text=body, parse_mode=parse_mode
             ),
             not_modified_ok=True,
         )
@@ -409,11 +428,14 @@ class TelegramAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """sendChatAction "typing". Cosmetic: a failure is logged, never raised."""
         try:
-            await self._call(
-                "sendChatAction",
+            await self._where_it_is_now(
                 chat_id,
-                lambda: self.bot.send_chat_action(
-                    chat_id=chat_id, action="typing", message_thread_id=_thread(thread_id)
+                lambda chat: self._call(
+                    "sendChatAction",
+                    chat,
+                    lambda: self.bot.send_chat_action(
+                        chat_id=chat, action="typing", message_thread_id=_thread(thread_id)
+                    ),
                 ),
             )
         except DeliveryError:
@@ -423,10 +445,12 @@ class TelegramAdapter:
         """Nothing to clear: Telegram ends "typing" at the bot's next message, or after 5 s."""
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
-        """deleteMessage; a message already gone counts as deleted."""
+        """deleteMessage; a message already gone counts as deleted. One left behind in a group
+        upgraded to a supergroup raises `EditUnsupported`."""
+        chat, number = self._locate("deleteMessage", chat_id, message_id)
         try:
-            await self._call("deleteMessage", chat_id,
-                             lambda: self.bot.delete_message(chat_id=chat_id, message_id=int(message_id)))
+            await self._unmoved("deleteMessage", chat, self._call(
+                "deleteMessage", chat, lambda: self.bot.delete_message(chat_id=chat, message_id=int(number))))
         except NotFound:
             pass
 
@@ -435,6 +459,47 @@ class TelegramAdapter:
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
             lambda method, request: self._call(method, None, request))
+
+    # -- groups upgraded to supergroups --------------------------------------------------
+
+    async def _where_it_is_now(self, chat_id: str, call: Callable[[str], Awaitable[T]]) -> tuple[str, T]:
+        """``call(chat)`` in the chat ``chat_id`` is now, and that chat. When Telegram answers that
+        the group became a supergroup, the move is remembered and the call made once more, in
+        the supergroup: the refused call did nothing, so nothing is doubled."""
+        chat = self._moved_to.get(chat_id, chat_id)
+        try:
+            return chat, await call(chat)
+        except _ChatMoved as moved:
+            self._chat_moved(chat_id, moved.to)
+            return moved.to, await call(moved.to)
+
+    async def _unmoved(self, method: str, chat_id: str, call: Awaitable[T]) -> T:
+        """``call`` on a message in ``chat_id`` (a deletion): if Telegram answers that the group
+        became a supergroup, the move is remembered and `EditUnsupported` raised (the message
+        stays behind)."""
+        try:
+            return await call
+        except _ChatMoved as moved:
+            self._chat_moved(chat_id, moved.to)
+            raise EditUnsupported(f"the message stayed in chat {chat_id}, upgraded to the supergroup {moved.to}",
+                                  method=method, chat_id=chat_id, platform=self.name) from moved
+
+    def _locate(self, method: str, chat_id: str, message_id: str) -> tuple[str, str]:
+        """The chat a message the adapter sent is in, and its id there: ``<chat>:<id>`` names a
+        supergroup the gateway's chat became. Raises `EditUnsupported` for a message written in
+        a group before it became a supergroup: Telegram lets it change no more."""
+        chat, _, number = message_id.rpartition(":")
+        if chat:
+            return chat, number
+        if chat_id in self._moved_to:
+            raise EditUnsupported(f"the message stayed in chat {chat_id}, upgraded to the supergroup "
+                                  f"{self._moved_to[chat_id]}", method=method, chat_id=chat_id, platform=self.name)
+        return chat_id, message_id
+
+    def _chat_moved(self, old: str, new: str) -> None:
+        if self._moved_to.get(old) != new:
+            self._moved_to[old] = new
+            log.info("telegram: chat %s was upgraded to the supergroup %s; what is sent to it goes there", old, new)
 
     async def _call(
         self,
@@ -477,6 +542,15 @@ class TelegramAdapter:
             return await self._call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
 
 
+class _ChatMoved(BadRequest):
+    """Telegram refused a write to a group upgraded to a supergroup, doing nothing: ``to`` is the
+    supergroup's chat id."""
+
+    def __init__(self, message: str, *, to: str, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.to = to
+
+
 def _thread(thread_id: str | None) -> int | None:
     return int(thread_id) if thread_id else None
 
@@ -487,6 +561,8 @@ def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> 
     text = (getattr(exc, "message", None) or str(exc)).replace(token, "***")
     lowered = text.lower()
     kw: dict[str, Any] = {"method": method, "chat_id": chat_id, "platform": "telegram"}
+    if isinstance(exc, TelegramMigrateToChat):
+        return _ChatMoved(text, to=str(exc.migrate_to_chat_id), **kw)  # not a failure: the caller goes there
     error: DeliveryError
     if isinstance(exc, TelegramRetryAfter):
         error = RateLimited(text, retry_after=float(exc.retry_after), **kw)
@@ -496,7 +572,7 @@ def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> 
         error = NetworkError(text, **kw)
     elif isinstance(exc, (TelegramForbiddenError, TelegramUnauthorizedError)):
         error = Forbidden(text, **kw)
-    elif isinstance(exc, (TelegramNotFound, TelegramMigrateToChat)) or "not found" in lowered:
+    elif isinstance(exc, TelegramNotFound) or "not found" in lowered:
         error = NotFound(text, **kw)
     elif "can't be edited" in lowered:
         error = EditUnsupported(text, **kw)

@@ -15,9 +15,11 @@ def utf16(text: str) -> int:
 class ApiError(Exception):
     """Raised inside a method to answer with a Bot API error."""
 
-    def __init__(self, status: int, description: str, retry_after: int | None = None):
+    def __init__(self, status: int, description: str, retry_after: int | None = None, *,
+                 migrate_to_chat_id: int | None = None):
         super().__init__(description)
         self.status, self.description, self.retry_after = status, description, retry_after
+        self.migrate_to_chat_id = migrate_to_chat_id
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -40,6 +42,8 @@ def error_response(exc: ApiError) -> web.Response:
     body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
     if exc.retry_after is not None:
         body["parameters"] = {"retry_after": exc.retry_after}
+    if exc.migrate_to_chat_id is not None:
+        body["parameters"] = {"migrate_to_chat_id": exc.migrate_to_chat_id}
     return web.json_response(body, status=exc.status)
 
 

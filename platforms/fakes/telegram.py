@@ -38,6 +38,9 @@ What a test reads and drives:
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
+- ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
+  old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them
+  (`platforms.fakes._telegram_upgrades`).
 - ``wait_for(predicate)`` waits (10 ms steps) until a condition holds.
 
 Run it standalone with ``python -m platforms.fakes.telegram --port 8081``; it prints
@@ -62,6 +65,7 @@ from aiohttp import ClientSession, web
 from platforms.fakes._telegram_api import ApiError, drop_connection, error_response, flag, int_param, utf16
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
 from platforms.fakes._telegram_html import HtmlError, parse_html
+from platforms.fakes._telegram_upgrades import TelegramUpgrades
 from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
@@ -80,7 +84,7 @@ _DESCRIPTIONS = {
 }
 
 
-class FakeTelegram(TelegramFiles):
+class FakeTelegram(TelegramFiles, TelegramUpgrades):
     """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
 
     def __init__(
@@ -112,6 +116,9 @@ class FakeTelegram(TelegramFiles):
         """Files users sent (`push_photo`, `push_document`, `push_voice`), by ``file_id``."""
         self.downloads: list[str] = []
         """The ``file_path`` of every file downloaded, in order."""
+        self.upgraded: dict[str, int] = {}
+        """Groups upgraded to supergroups (`upgrade_group`): old chat id -> the supergroup's id."""
+        self._supergroup_ids = itertools.count(1000000001)
         self._file_ids = itertools.count(1)
         self._port = port
         self._update_ids = itertools.count(1000)
@@ -414,8 +421,8 @@ class FakeTelegram(TelegramFiles):
         return text, entities
 
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        chat_id = int_param(params, "chat_id")
         text, entities = self._parsed(params, editing=False)
+        chat_id = self._writable_chat(params)
         thread_id = params.get("message_thread_id")
         record = {
             "message_id": next(self._message_ids[str(chat_id)]),
@@ -432,6 +439,7 @@ class FakeTelegram(TelegramFiles):
         return self._bot_message(params, record)
 
     def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._check_editable(params)
         record = self._find(params)
         if record is None:
             raise ApiError(400, "Bad Request: message to edit not found")
@@ -444,6 +452,7 @@ class FakeTelegram(TelegramFiles):
         return self._bot_message(params, record, edit_date=int(time.time()))
 
     def _delete_message(self, params: dict[str, Any]) -> bool:
+        self._writable_chat(params)
         record = self._find(params)
         if record is None:
             raise ApiError(400, "Bad Request: message to delete not found")
@@ -451,7 +460,7 @@ class FakeTelegram(TelegramFiles):
         return True
 
     def _send_chat_action(self, params: dict[str, Any]) -> bool:
-        int_param(params, "chat_id")
+        self._writable_chat(params)
         if not params.get("action"):
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         return True

@@ -267,6 +267,41 @@ async def test_typing_sends_chat_action_and_never_raises(fake: FakeTelegram, ada
     ]
 
 
+async def test_writes_to_an_upgraded_group_go_to_its_supergroup_once_each(
+        fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    before = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="card", kind="notice", silent=True))
+    supergroup = str(fake.upgrade_group(-4001))
+    answer = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="the answer"))
+    assert answer.message_id == f"{supergroup}:1"
+    await adapter.typing("-4001", None)
+    later = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="later", kind="notice", silent=True))
+    await adapter.edit("-4001", None, later.message_id, "later, edited")
+    await adapter.delete("-4001", None, answer.message_id)
+    assert [(m["text"], m["silent"]) for m in fake.messages[supergroup]] == [("later, edited", True)]
+    for change in (adapter.edit("-4001", None, before.message_id, "done"),
+                   adapter.delete("-4001", None, before.message_id)):
+        with pytest.raises(EditUnsupported, match=f"stayed in chat -4001, upgraded to the supergroup {supergroup}"):
+            await change
+    assert [m["text"] for m in fake.messages["-4001"]] == ["card"]  # it stays as it was
+    refused = [(name, params["chat_id"]) for name, params in fake.calls if params.get("chat_id") == "-4001"]
+    assert refused == [("sendMessage", "-4001"), ("sendMessage", "-4001")]  # the card, then the refused answer
+
+
+async def test_a_message_left_in_an_upgraded_group_cannot_be_deleted_or_edited(
+        fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    """Deleting it is what tells the adapter (Telegram refuses with the supergroup's id), and
+    an edit then fails without asking Telegram."""
+    before = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="card"))
+    supergroup = str(fake.upgrade_group(-4001))
+    with pytest.raises(EditUnsupported):
+        await adapter.delete("-4001", None, before.message_id)
+    with pytest.raises(EditUnsupported):
+        await adapter.edit("-4001", None, before.message_id, "done")
+    assert [name for name, _ in fake.calls] == ["sendMessage", "deleteMessage"]
+    sent = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="done"))
+    assert sent.message_id == f"{supergroup}:1" and len(fake.calls_to("sendMessage")) == 2
+
+
 async def test_markup_rejected_falls_back_to_plain_text(fake: FakeTelegram) -> None:
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
     try:

@@ -155,6 +155,26 @@ async def test_fail_next_has_bot_api_shape_and_is_one_shot(fake: FakeTelegram, h
     )
 
 
+async def test_an_upgraded_group_refuses_writes_with_the_supergroups_id(fake: FakeTelegram,
+                                                                        http: ClientSession) -> None:
+    _, body = await call(http, fake, "sendMessage", chat_id=-4001, text="before")
+    written_before = body["result"]["message_id"]
+    new = fake.upgrade_group(-4001)
+    assert str(new).startswith("-100") and fake.upgraded == {"-4001": new}
+    upgraded = {"ok": False, "error_code": 400,
+                "description": "Bad Request: group chat was upgraded to a supergroup chat",
+                "parameters": {"migrate_to_chat_id": new}}
+    for method, params in (("sendMessage", {"text": "after"}), ("sendChatAction", {"action": "typing"}),
+                           ("deleteMessage", {"message_id": written_before})):
+        assert await call(http, fake, method, chat_id=-4001, **params) == (400, upgraded)
+    _, body = await call(http, fake, "editMessageText", chat_id=-4001, message_id=written_before, text="changed")
+    assert body["description"] == "Bad Request: message can't be edited"  # no migrate_to_chat_id for edits
+    assert [m["text"] for m in fake.messages["-4001"]] == ["before"]  # nothing refused took effect
+    _, body = await call(http, fake, "sendMessage", chat_id=new, text="there")
+    assert body["result"]["chat"] == {"id": new, "type": "supergroup", "title": "Group -4001"}
+    assert [m["text"] for m in fake.messages[str(new)]] == ["there"]
+
+
 async def test_drop_next_before_and_after_processing(fake: FakeTelegram, http: ClientSession) -> None:
     fake.drop_next("sendMessage")
     fake.drop_next("sendMessage", after_processing=True)

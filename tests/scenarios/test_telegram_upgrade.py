@@ -1,0 +1,61 @@
+"""End to end on Telegram: a group upgraded to a supergroup while the bot talks in it.
+
+The upgrade gives the chat a new id; Telegram refuses every write to the old one with
+``migrate_to_chat_id``. The real aiogram client in `TelegramAdapter` talks to `FakeTelegram`,
+which refuses them exactly so, with the real `Gateway` behind it. Groups are paced at one
+call per 3 s, so these chats take a few seconds each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from platforms.fakes.telegram import FakeTelegram
+from tests.scenarios.test_telegram_chat import BOT, EVERYONE, Gateways, texts
+
+GROUP = -4001
+PACED = 15.0
+"""Seconds to wait for what the 3 s pacing of group chats holds back."""
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def gateways(fake: FakeTelegram, tmp_path) -> AsyncIterator[Gateways]:
+    started = Gateways(fake, tmp_path)
+    yield started
+    for gateway in list(started.running):
+        await started.stop(gateway)
+
+
+def mention(fake, chat: int, text: str, chat_type: str = "group") -> int:
+    return fake.push_message(chat, f"@{BOT} {text}", chat_type=chat_type, user_id=5, username="bob")
+
+
+def sent_to(fake, chat: int) -> list[str]:
+    return [params["text"] for params in fake.calls_to("sendMessage") if int(params["chat_id"]) == chat]
+
+
+async def test_the_answer_written_during_the_upgrade_arrives_in_the_supergroup_and_the_card_is_finished_there(
+        fake, gateways):
+    config = gateways.config(platforms=EVERYONE, display={"progress_delay": 0.1})
+    model = ScriptedModel({"parent": [[{"wait": "upgraded", "text": "the answer"}]]})
+    await gateways.start(config, model=model)
+    mention(fake, GROUP, "work on it")
+    await fake.wait_for(lambda: fake.messages[str(GROUP)])  # the progress card
+    supergroup = fake.upgrade_group(GROUP)
+    model.release("upgraded")
+    await fake.wait_for(lambda: any(t.startswith("✓ Done") for t in texts(fake, supergroup)), PACED)
+    await gateways.quiet()
+    [card] = fake.messages[str(GROUP)]
+    assert card["text"].startswith("⏳")  # a message in the old chat cannot change any more
+    assert texts(fake, supergroup).count("the answer") == 1
+    assert not any(t.startswith("⏳") for t in texts(fake, supergroup))
+    assert sent_to(fake, GROUP)[1:] == ["the answer"]  # refused once; nothing else tried the old id again
