@@ -10,6 +10,7 @@ also mid-turn), then the busy-input policy — and lands in its session's queue.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Literal
@@ -41,6 +42,7 @@ from platforms.base import (
     HistoryReading,
     Inbound,
     LeavesIndicators,
+    MovesChats,
     ThreadMemory,
     TurnRead,
     TurnReading,
@@ -128,6 +130,9 @@ class Gateway:
         for adapter in self.adapters.values():
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
+            if isinstance(adapter, MovesChats):
+                adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
+                                        functools.partial(self._chat_moved, adapter.name))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         undelivered = self.store.delegations.running()
@@ -144,6 +149,12 @@ class Gateway:
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]
         self._checkpointer.start()
+
+    async def _chat_moved(self, platform: str, chat_id: str, moved_to: str) -> None:
+        """The platform gave the chat a new id: stored durably before the adapter acts on it, so
+        that after a restart too the new chat's messages reach the chat's session."""
+        self.store.chat_moves.record(platform, chat_id, moved_to)
+        await self.store.durable()
 
     def _clear_left_behind(self, chats: set[ChatKey]) -> None:
         """A turn may have run in these chats when the last process died (an event to replay, a

@@ -24,9 +24,10 @@ Optional features are small protocols of their own, checked with ``isinstance``:
 between calls per chat), `HistoryReading` (shows a chat's past messages, read back
 from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
 HTTP responses open that the server must end before it stops), `OwnCommands`
-(serves commands of its own) and `SupportsDownload` (fetches a user's file, an
+(serves commands of its own), `SupportsDownload` (fetches a user's file, an
 `Attachment`, through the platform's API, refusing anything over its
-``max_attachment_bytes``).
+``max_attachment_bytes``) and `MovesChats` (keeps a chat whose platform gave it a new
+id under the id it had, e.g. a Telegram group upgraded to a supergroup).
 """
 
 from __future__ import annotations
@@ -396,6 +397,24 @@ class OwnCommands(Protocol):
 
     own_commands: Sequence[CommandSpec]
     """Listed by /help on this platform, after the gateway's."""
+
+
+ChatMoved = Callable[[str, str], Awaitable[None]]
+"""``moved(old_chat_id, new_chat_id)``: stores that the chat the gateway knows as ``old_chat_id``
+is ``new_chat_id`` on the platform now; returns once that is durable, raises when it cannot be."""
+
+
+@runtime_checkable
+class MovesChats(Protocol):
+    """An adapter whose platform may give a chat a new id (Telegram, when a group becomes a
+    supergroup). The gateway keeps knowing the chat by the id it had: the adapter hands over
+    the events of the new chat under that id and sends there what the gateway addresses to
+    it. So the chat's session, its history and what is under way in it stay as they are."""
+
+    def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
+        """Called once, before `Adapter.start`, with the moves stored so far (the gateway's chat
+        id -> the chat's id on the platform) and ``moved``, which the adapter awaits for each
+        move it learns before it hands over an event of the new chat or writes there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,12 @@ the supergroup; from then on it sends, shows "typing" and deletes there whatever
 gateway addresses to the old id. A message it sends there has the id
 ``<supergroup>:<message id>``, so a later edit or deletion finds it. A message written
 in the old chat before the upgrade can no longer change: editing or deleting it raises
-`EditUnsupported`, and the gateway sends the text anew (into the supergroup).
+`EditUnsupported`, and the gateway sends the text anew (into the supergroup). The two
+service messages Telegram posts about the upgrade (``migrate_to_chat_id`` in the old
+chat, ``migrate_from_chat_id`` in the new) tell the adapter too, usually first. The
+supergroup's messages are handed over under the old chat id (`platforms.base.MovesChats`),
+so the conversation goes on in its session; each move is stored by the gateway before it
+is used, and handed back at the next start.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ import dataclasses
 import logging
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -89,6 +94,7 @@ from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
     BadRequest,
+    ChatMoved,
     CommandSpec,
     DeliveryError,
     DisplayTier,
@@ -170,7 +176,10 @@ class TelegramAdapter:
         self._album: list[tuple[Message, int]] = []
         """Polling: the items of an album seen so far in this batch, with their update ids."""
         self._moved_to: dict[str, str] = {}
-        """Groups upgraded to supergroups: the old chat id -> the supergroup's."""
+        """Groups upgraded to supergroups: the old chat id (the gateway's) -> the supergroup's."""
+        self._moved_from: dict[str, str] = {}
+        """The other way round: a supergroup's chat id -> the gateway's."""
+        self._store_move: ChatMoved | None = None
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -192,6 +201,12 @@ class TelegramAdapter:
             return text, None
         rendered = telegram_html.render(text)
         return (text, None) if rendered == text else (rendered, self._parse_mode)
+
+    def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
+        """The groups upgraded so far, and where to store the next upgrades (`MovesChats`)."""
+        self._moved_to = dict(moves)
+        self._moved_from = {new: old for old, new in moves.items()}
+        self._store_move = moved
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -275,6 +290,10 @@ class TelegramAdapter:
         album = message.media_group_id
         if self._album and (album is None or album != self._album[0][0].media_group_id):
             await self._hand_over_album()
+        upgrade = _upgrade_of(message)
+        if upgrade is not None:
+            await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))
+            return
         if album is not None and self.mode == "polling":
             self._album.append((message, event_update.update_id))
             return
@@ -300,17 +319,21 @@ class TelegramAdapter:
             await self._hand_over(dataclasses.replace(inbound, attachments=every))
 
     async def _hand_over(self, inbound: Inbound) -> None:
+        await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound))
+
+    async def _until_recorded(self, what: str, record: Callable[[InboundSink], Awaitable[object]]) -> None:
+        """``record(sink)`` until it succeeds: polling retries it (backing off), a webhook answers 500."""
         delay = SINK_RETRY_FIRST
         while (sink := self._sink) is not None:
             try:
-                await sink(inbound)
+                await record(sink)
                 return
             except Exception:
                 if self.mode == "webhook":
                     raise  # answered 500: Telegram delivers it again
                 # aiogram would log this and confirm the update with its next poll: it would be lost.
-                log.warning("telegram: update %s was not recorded; handing it over again in %.1f s",
-                            inbound.event_id, delay, exc_info=delay == SINK_RETRY_FIRST)
+                log.warning("telegram: %s was not recorded; handing it over again in %.1f s",
+                            what, delay, exc_info=delay == SINK_RETRY_FIRST)
             await asyncio.sleep(delay)
             delay = min(delay * 2, SINK_RETRY_MAX)
         if self.mode == "webhook":
@@ -335,7 +358,7 @@ class TelegramAdapter:
         topic = message.message_thread_id if message.is_topic_message else None
         return Inbound(
             platform=self.name,
-            chat_id=str(message.chat.id),
+            chat_id=self._moved_from.get(str(message.chat.id), str(message.chat.id)),
             thread_id=str(topic) if topic is not None else None,
             user_id=str(user.id),
             user_name=user.username,
@@ -439,7 +462,9 @@ class TelegramAdapter:
                 ),
             )
         except DeliveryError:
-            pass
+            pass  # logged by _translate
+        except Exception:  # the chat's upgrade could not be stored: the next write tells it again
+            log.warning("telegram: typing in chat %s failed", chat_id, exc_info=True)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Telegram ends "typing" at the bot's next message, or after 5 s."""
@@ -470,7 +495,7 @@ class TelegramAdapter:
         try:
             return chat, await call(chat)
         except _ChatMoved as moved:
-            self._chat_moved(chat_id, moved.to)
+            await self._chat_moved(chat_id, moved.to)
             return moved.to, await call(moved.to)
 
     async def _unmoved(self, method: str, chat_id: str, call: Awaitable[T]) -> T:
@@ -480,7 +505,7 @@ class TelegramAdapter:
         try:
             return await call
         except _ChatMoved as moved:
-            self._chat_moved(chat_id, moved.to)
+            await self._chat_moved(chat_id, moved.to)
             raise EditUnsupported(f"the message stayed in chat {chat_id}, upgraded to the supergroup {moved.to}",
                                   method=method, chat_id=chat_id, platform=self.name) from moved
 
@@ -496,10 +521,14 @@ class TelegramAdapter:
                                   f"{self._moved_to[chat_id]}", method=method, chat_id=chat_id, platform=self.name)
         return chat_id, message_id
 
-    def _chat_moved(self, old: str, new: str) -> None:
-        if self._moved_to.get(old) != new:
-            self._moved_to[old] = new
-            log.info("telegram: chat %s was upgraded to the supergroup %s; what is sent to it goes there", old, new)
+    async def _chat_moved(self, old: str, new: str) -> None:
+        """The group ``old`` is the supergroup ``new`` now: stored (`bind_chat_moves`), then used."""
+        if self._moved_to.get(old) == new:
+            return  # both service messages tell, and so may a refused write
+        if self._store_move is not None:
+            await self._store_move(old, new)
+        self._moved_to[old], self._moved_from[new] = new, old
+        log.info("telegram: chat %s was upgraded to the supergroup %s; the conversation goes on there", old, new)
 
     async def _call(
         self,
@@ -549,6 +578,15 @@ class _ChatMoved(BadRequest):
     def __init__(self, message: str, *, to: str, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.to = to
+
+
+def _upgrade_of(message: Message) -> tuple[str, str] | None:
+    """(old chat id, supergroup id) when ``message`` is one of the two service messages of an upgrade."""
+    if message.migrate_to_chat_id is not None:
+        return str(message.chat.id), str(message.migrate_to_chat_id)
+    if message.migrate_from_chat_id is not None:
+        return str(message.migrate_from_chat_id), str(message.chat.id)
+    return None
 
 
 def _thread(thread_id: str | None) -> int | None:

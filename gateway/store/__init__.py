@@ -5,7 +5,8 @@ group commit (`lifecycle.SqliteDatabase`), so a turn's store writes and its
 children's journal rows commit together. The journal keeps its own ``lifecycle_*``
 tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our schema version
 lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`,
-`gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`, and
+`gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`,
+`gateway.store.chat_moves` (chats a platform gave a new id), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
 `gateway.store.checkpointer`.
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.store import chat_history, dead_letters, delegations, inbox, outbox_rows, sessions
+from gateway.store import chat_history, chat_moves, dead_letters, delegations, inbox, outbox_rows, sessions
 from gateway.store.chat_history import ChatHistory
+from gateway.store.chat_moves import ChatMoves
 from gateway.store.dead_letters import DeadLetter, DeadLetters
 from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
@@ -29,6 +31,7 @@ from lifecycle import SqliteDatabase
 __all__ = [
     "Acceptance",
     "ChatHistory",
+    "ChatMoves",
     "DeadLetter",
     "DeadLetters",
     "DelegationRow",
@@ -52,9 +55,10 @@ class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build)."""
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
-dead letters; 4: each session's delegation backend. Older files are migrated on open."""
+dead letters; 4: each session's delegation backend; 5: chats that moved to a new id. Older
+files are migrated on open."""
 
 
 class GatewayStore:
@@ -74,6 +78,7 @@ class GatewayStore:
         self.delegations = DelegationTable(self.db, clock)
         self.dead_letters = DeadLetters(self.db)
         self.chat_history = ChatHistory(self.db)
+        self.chat_moves = ChatMoves(self.db, clock)
         try:
             self._open_schema()
         except BaseException:
@@ -91,7 +96,7 @@ class GatewayStore:
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
-                              *chat_history.SCHEMA, *dead_letters.SCHEMA):
+                              *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:

@@ -39,8 +39,9 @@ What a test reads and drives:
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
-  old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them
-  (`platforms.fakes._telegram_upgrades`).
+  old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
+  ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
+  it (`platforms.fakes._telegram_upgrades`).
 - ``wait_for(predicate)`` waits (10 ms steps) until a condition holds.
 
 Run it standalone with ``python -m platforms.fakes.telegram --port 8081``; it prints
@@ -62,6 +63,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import ClientSession, web
+
 from platforms.fakes._telegram_api import ApiError, drop_connection, error_response, flag, int_param, utf16
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
 from platforms.fakes._telegram_html import HtmlError, parse_html

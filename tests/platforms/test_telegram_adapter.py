@@ -302,6 +302,93 @@ async def test_a_message_left_in_an_upgraded_group_cannot_be_deleted_or_edited(
     assert sent.message_id == f"{supergroup}:1" and len(fake.calls_to("sendMessage")) == 2
 
 
+class Moves:
+    """Where the adapter stores the chats that moved (the gateway's store, in the gateway); can refuse."""
+
+    def __init__(self, refusals: int = 0) -> None:
+        self.stored: list[tuple[str, str]] = []
+        self.refusals = refusals
+
+    async def __call__(self, old: str, new: str) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise OSError("database or disk is full")
+        self.stored.append((old, new))
+
+
+def in_group(fake: FakeTelegram, chat: int, text: str, chat_type: str) -> int:
+    return fake.push_message(chat, f"@{BOT} {text}", chat_type=chat_type, user_id=5, username="bob")
+
+
+async def test_the_supergroup_of_an_upgraded_group_is_handed_over_as_the_group(fake: FakeTelegram) -> None:
+    """The upgrade's two service messages tell the adapter, which has the move stored (once,
+    and before it acts on it: the first refusal to store it is tried again)."""
+    adapter, sink, moves = TelegramAdapter(fake.token, api_base=fake.base_url), Sink(), Moves(refusals=1)
+    adapter.bind_chat_moves({}, moves)
+    await adapter.start(sink)
+    try:
+        in_group(fake, -4001, "before", "group")
+        supergroup = fake.upgrade_group(-4001)
+        fake.push_upgrade_updates(-4001)
+        in_group(fake, supergroup, "after", "supergroup")
+        await fake.wait_for(lambda: len(sink.inbound) == 2)
+        assert [(i.chat_id, i.text) for i in sink.inbound] == [("-4001", f"@{BOT} before"),
+                                                               ("-4001", f"@{BOT} after")]
+        assert moves.stored == [("-4001", str(supergroup))]
+        await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="answer"))
+        assert [m["text"] for m in fake.messages[str(supergroup)]] == ["answer"]
+        assert fake.calls_to("sendMessage") == [{"chat_id": str(supergroup), "text": "answer"}]  # none refused
+    finally:
+        await adapter.stop()
+
+
+async def test_moves_stored_before_a_restart_are_known_at_once(fake: FakeTelegram) -> None:
+    supergroup = fake.upgrade_group(-4001)
+    adapter, sink, moves = TelegramAdapter(fake.token, api_base=fake.base_url), Sink(), Moves()
+    adapter.bind_chat_moves({"-4001": str(supergroup)}, moves)
+    await adapter.start(sink)
+    try:
+        in_group(fake, supergroup, "still there?", "supergroup")
+        await fake.wait_for(lambda: sink.inbound)
+        assert sink.inbound[0].chat_id == "-4001"
+        await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="yes"))
+        assert fake.calls_to("sendMessage") == [{"chat_id": str(supergroup), "text": "yes"}]
+        assert moves.stored == []
+    finally:
+        await adapter.stop()
+
+
+async def test_a_move_learned_from_a_refused_send_is_stored_before_the_send_goes_there(fake: FakeTelegram) -> None:
+    adapter, moves = TelegramAdapter(fake.token, api_base=fake.base_url), Moves()
+    supergroup = str(fake.upgrade_group(-4001))
+    sends_when_stored: list[int] = []
+
+    async def store(old: str, new: str) -> None:
+        sends_when_stored.append(len(fake.calls_to("sendMessage")))
+        await moves(old, new)
+
+    adapter.bind_chat_moves({}, store)
+    try:
+        await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="answer"))
+        assert moves.stored == [("-4001", supergroup)] and sends_when_stored == [1]  # only the refused one yet
+        assert [m["text"] for m in fake.messages[supergroup]] == ["answer"]
+    finally:
+        await adapter.stop()
+
+
+async def test_typing_never_raises_even_when_the_upgrade_it_learns_cannot_be_stored(fake: FakeTelegram) -> None:
+    adapter, moves = TelegramAdapter(fake.token, api_base=fake.base_url), Moves(refusals=1)
+    supergroup = str(fake.upgrade_group(-4001))
+    adapter.bind_chat_moves({}, moves)
+    try:
+        await adapter.typing("-4001", None)  # refused, and the move not stored
+        await adapter.typing("-4001", None)  # refused again: stored now, and shown there
+        assert moves.stored == [("-4001", supergroup)]
+        assert [p["chat_id"] for p in fake.calls_to("sendChatAction")] == ["-4001", "-4001", supergroup]
+    finally:
+        await adapter.stop()
+
+
 async def test_markup_rejected_falls_back_to_plain_text(fake: FakeTelegram) -> None:
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
     try:

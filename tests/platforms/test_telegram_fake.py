@@ -175,6 +175,19 @@ async def test_an_upgraded_group_refuses_writes_with_the_supergroups_id(fake: Fa
     assert [m["text"] for m in fake.messages[str(new)]] == ["there"]
 
 
+async def test_an_upgrade_is_announced_in_both_chats(fake: FakeTelegram, http: ClientSession) -> None:
+    fake.message_update(-4001, "hello", chat_type="group")  # the group as the bot saw it
+    new = fake.upgrade_group(-4001, supergroup_id=-1009)
+    ids = fake.push_upgrade_updates(-4001, user_id=5, username="bob")
+    _, body = await call(http, fake, "getUpdates")
+    assert [u["update_id"] for u in body["result"]] == ids
+    left, first = (u["message"] for u in body["result"])
+    assert (left["chat"]["type"], left["migrate_to_chat_id"], left["from"]["id"]) == ("group", new, 5)
+    assert (first["chat"]["id"], first["chat"]["type"], first["migrate_from_chat_id"]) == (new, "supergroup", -4001)
+    assert first["message_id"] == 1 and first["chat"]["title"] == left["chat"]["title"] == "Group -4001"
+    assert "text" not in left and "text" not in first
+
+
 async def test_drop_next_before_and_after_processing(fake: FakeTelegram, http: ClientSession) -> None:
     fake.drop_next("sendMessage")
     fake.drop_next("sendMessage", after_processing=True)

@@ -59,3 +59,31 @@ async def test_the_answer_written_during_the_upgrade_arrives_in_the_supergroup_a
     assert texts(fake, supergroup).count("the answer") == 1
     assert not any(t.startswith("⏳") for t in texts(fake, supergroup))
     assert sent_to(fake, GROUP)[1:] == ["the answer"]  # refused once; nothing else tried the old id again
+
+
+def remembers_the_word(request) -> dict:
+    """Answers whether an earlier message of the conversation named the word."""
+    said = [str(m["content"]) for m in request.messages if m["role"] == "user"]
+    return {"text": "remembered: teal" if any("teal" in s for s in said[:-1]) else "noted"}
+
+
+async def test_the_conversation_goes_on_in_the_supergroup_with_its_history_also_after_a_restart(fake, gateways):
+    config = gateways.config(platforms=EVERYONE)
+    model = ScriptedModel({"parent": remembers_the_word})
+    gateway = await gateways.start(config, model=model)
+    mention(fake, GROUP, "the word is teal")
+    await fake.wait_for(lambda: texts(fake, GROUP) == ["noted"])
+    supergroup = fake.upgrade_group(GROUP)
+    fake.push_upgrade_updates(GROUP)
+    mention(fake, supergroup, "what was the word?", chat_type="supergroup")
+    await fake.wait_for(lambda: texts(fake, supergroup), PACED)
+    assert texts(fake, supergroup) == ["remembered: teal"]
+    await gateways.quiet()
+    await gateways.stop(gateway)
+
+    await gateways.start(config, model=model)
+    mention(fake, supergroup, "and the word now?", chat_type="supergroup")
+    await fake.wait_for(lambda: len(texts(fake, supergroup)) == 2, PACED)
+    await gateways.quiet()
+    assert texts(fake, supergroup) == ["remembered: teal", "remembered: teal"]
+    assert sent_to(fake, GROUP) == ["noted"]  # every later answer went straight to the supergroup
