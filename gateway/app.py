@@ -256,19 +256,22 @@ class Gateway:
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
         running = session.running
+        # A stopped turn may take a while to wind down (a tool tidying up), and what it reads meanwhile
+        # is never answered: a message sent after the stop is neither its answer nor its steer.
+        listening = running if running is not None and not running.suppressed else None
         # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
-        if not inbound.attachments and hand_answer(running, inbound.text):
+        if listening is not None and not inbound.attachments and hand_answer(listening, inbound.text):
             # Handed over: a restart asks again.
-            self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=running.turn_id)
-            return Accepted(running.turn_id, session.key)
+            self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=listening.turn_id)
+            return Accepted(listening.turn_id, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
         # So does each request of a caller that follows its turn id (webhooks): a steer shares the running
         # turn's id, and a turn that ends before reading it leaves the text to a turn of another id.
-        if running is not None and busy_mode == "steer" and not inbound.attachments \
+        if listening is not None and busy_mode == "steer" and not inbound.attachments \
                 and session.platform not in TRACKS_TURN_IDS:
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
-            return Accepted(running.turn_id, session.key)
+            return Accepted(listening.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the
         # turn of a newer message (this one replayed after a restart, or handed back late): the
         # older one waits its turn instead of silencing the newer.

@@ -1,0 +1,82 @@
+"""Messages that arrive while a chat's turn is busy, stopping or winding down: each is answered once, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from gateway.testing import RecordingAdapter, make_config, settled
+
+SLOW_TO_CANCEL = """
+import asyncio
+
+started = asyncio.Event()
+release = asyncio.Event()
+
+
+async def tidy(args, ctx):
+    started.set()
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        await release.wait()  # cleaning up (killing and reaping a process, say) before it gives in
+        raise
+
+
+def register(ctx):
+    ctx.register_tool("tidy", "works until stopped, then tidies up", {"type": "object"}, tidy)
+"""
+
+
+def slow_to_cancel_tool(tmp_path, monkeypatch):
+    """A plugin whose ``tidy`` tool runs until cancelled, then winds down only once the test sets
+    its ``release`` (as `execute_code` kills and reaps its process first)."""
+    (tmp_path / "slow_cancel_plugin.py").write_text(textwrap.dedent(SLOW_TO_CANCEL))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_cancel_plugin", raising=False)  # its events are this test's
+    return importlib.import_module("slow_cancel_plugin")
+
+
+async def test_a_message_steered_while_a_stopped_turn_winds_down_gets_a_turn_of_its_own(tmp_path, gateways,
+                                                                                          monkeypatch):
+    plugin = slow_to_cancel_tool(tmp_path, monkeypatch)
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "tidy", "arguments": {}}]}, {"text": "too late"}],
+                                      [{"text": "answer to the next message"}]]})
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"}, plugins=["slow_cancel_plugin"])
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start")
+    await plugin.started.wait()
+    await chat.say("/stop")
+    await chat.say("do this instead")  # the stopped turn is still tidying up: it must not swallow this
+    plugin.release.set()
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    await settled(gateway)
+    assert chat.texts() == ["Stopped the running turn.", "answer to the next message"]
+
+
+def asking_parent(request):
+    last = request.messages[-1]
+    if last["role"] == "user" and "deploy" in str(last["content"]):
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?"}}]}
+    return {"text": f"answer to {last['content']}"}
+
+
+@pytest.mark.parametrize("command", ["/stop", "/new"])
+async def test_a_message_arriving_with_a_stop_is_not_taken_for_the_stopped_turns_answer(tmp_path, gateways,
+                                                                                          command):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: len(chat.texts()) == 1)  # the question waits for an answer
+    # Delivered together (Slack and the web chat hand events over concurrently): the
+    # message is handled before the stopped turn has dropped its question.
+    await asyncio.gather(chat.say(command), chat.say("staging"))
+    await chat.wait_for(lambda: "answer to staging" in chat.texts())
+    await settled(gateway)
+    assert chat.texts("reply")[1:] == ["answer to staging"]
