@@ -80,3 +80,32 @@ async def test_a_message_arriving_with_a_stop_is_not_taken_for_the_stopped_turns
     await chat.wait_for(lambda: "answer to staging" in chat.texts())
     await settled(gateway)
     assert chat.texts("reply")[1:] == ["answer to staging"]
+
+
+def delegating_parent(request):
+    """Delegates in the background; its turn for the results looks at the files first and then has
+    nothing to say (``NO_REPLY``); any other message gets an answer naming it."""
+    last, before = request.messages[-1], request.messages[-2] if len(request.messages) > 1 else {}
+    if last["role"] == "user" and "Background delegation results" in str(last["content"]):
+        return {"wait": "results", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+    if last["role"] == "tool" and "list_files" in str(before):
+        return {"text": "NO_REPLY"}
+    if last["role"] == "tool":
+        return {"text": "on it"}
+    if last["role"] == "user" and "delegate" in str(last["content"]):
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "look it up"}}]}
+    return {"text": f"answer to {last['content']}"}
+
+
+async def test_a_message_during_a_completion_turn_is_answered_even_when_the_results_need_no_reply(tmp_path, gateways):
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"busy_input_mode": "steer", "interim_assistant_messages": True})
+    model = ScriptedModel({"parent": delegating_parent, "leaf": [[{"text": "found it"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please delegate")
+    await model.reached("results")  # the turn delivering the results runs...
+    await chat.say("what time is it?")  # ...when the user writes: a message of theirs is always answered
+    model.release("results")
+    await chat.wait_for(lambda: "answer to what time is it?" in chat.texts())
+    await settled(gateway)
+    assert chat.texts() == ["on it", "answer to what time is it?"]
