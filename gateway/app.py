@@ -279,10 +279,22 @@ class Gateway:
         # turn of a newer message (this one replayed after a restart, or handed back late): the
         # older one waits its turn instead of silencing the newer.
         if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
-                and not _sent_before(inbound, running.event):
+                and not self._sent_before(inbound, running.event):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
+
+    def _sent_before(self, inbound: Inbound, other: Inbound | None) -> bool:
+        """Whether ``inbound`` was sent before ``other``: as the platform dates them, else (the web chat,
+        the terminal, webhooks) as the inbox received them, so that an event handled again late (after
+        a failure, or handed back) still counts as the older."""
+        if other is None:
+            return False
+        if inbound.sent_at is not None and other.sent_at is not None:
+            return inbound.sent_at < other.sent_at
+        inbox = self.store.inbox
+        first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
+        return first is not None and then is not None and first < then
 
     def _answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""
@@ -340,12 +352,6 @@ class Gateway:
                     if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
         ended = self.store.inbox.settled(event.platform, event.event_id)
         return TurnRead(messages, complete=ended and all(d.status != "running" for d in delegations))
-
-
-def _sent_before(inbound: Inbound, other: Inbound | None) -> bool:
-    """Whether the platform says ``inbound`` was sent before ``other`` (False when either time is unknown)."""
-    return other is not None and inbound.sent_at is not None and other.sent_at is not None \
-        and inbound.sent_at < other.sent_at
 
 
 def _answer_key(inbound: Inbound) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import sqlite3
 import sys
 import textwrap
 
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
 
 SLOW_TO_CANCEL = """
@@ -58,6 +60,14 @@ async def test_a_message_steered_while_a_stopped_turn_winds_down_gets_a_turn_of_
     await chat.wait_for(lambda: "reply" in chat.kinds())
     await settled(gateway)
     assert chat.texts() == ["Stopped the running turn.", "answer to the next message"]
+
+
+def answering(request):
+    """Answers each message by its first line; the turn of ``start`` waits for the test at ``first``."""
+    said = str(request.messages[-1]["content"]).splitlines()[0]
+    if said == "start":
+        return {"wait": "first", "text": "answer to start"}
+    return {"text": f"answer to {said}"}
 
 
 def asking_parent(request):
@@ -109,3 +119,34 @@ async def test_a_message_during_a_completion_turn_is_answered_even_when_the_resu
     await chat.wait_for(lambda: "answer to what time is it?" in chat.texts())
     await settled(gateway)
     assert chat.texts() == ["on it", "answer to what time is it?"]
+
+
+async def test_a_message_handled_again_after_a_failure_waits_for_a_newer_ones_turn_instead_of_stopping_it(
+        tmp_path, gateways):
+    # The chat (like the web chat, the terminal and webhooks) does not date its messages: which came
+    # first is when the gateway received them.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": answering})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model, clock=clock)  # busy_input_mode: interrupt
+    save = gateway.store.sessions.save
+
+    def refuse_once(row):
+        gateway.store.sessions.save = save
+        raise sqlite3.OperationalError("database is locked")
+
+    gateway.store.sessions.save = refuse_once
+    await chat.say("older")  # its handling fails: tried again after a pause
+    await clock.until_sleeping(lasting=0.5)
+    clock.advance(0.1)
+    await chat.say("start")  # meanwhile the chat writes again, and that turn runs
+    await model.reached("first")
+    clock.advance(0.4)  # the older message is handled again while the newer one is answered
+    session = next(iter(gateway.sessions))
+    async with asyncio.timeout(5):  # until it is taken up: queued, or (stopping the newer) running
+        while not any(e is not None and e.text == "older" for e in (*(i.event for i in session.queue),
+                                                                    session.running and session.running.event)):
+            await asyncio.sleep(0)
+    model.release("first")
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    await settled(gateway)
+    assert chat.texts() == ["answer to start", "answer to older"]
