@@ -106,6 +106,8 @@ class Gateway:
         """The latest warnings and errors logged, for the operator console."""
         self._accepting = False
         self._background: list[asyncio.Task] = []
+        self._aside: set[asyncio.Task] = set()
+        """Plugin commands being answered (`_answer_aside`)."""
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
@@ -181,8 +183,13 @@ class Gateway:
                 await adapter.stop()
             except Exception:
                 log.exception("stopping %s failed", adapter.name)
-        self.runner.stop_taking()
-        await self.runner.drain(grace)
+        self.runner.stop_taking()  # nothing queued starts: the turns running get the grace, and plugin commands
+        running = [*self.runner.busy, *self._aside]
+        if running:
+            await asyncio.wait(running, timeout=grace)
+        for task in list(self._aside):
+            task.cancel()  # unanswered: handled again after the next start
+        await asyncio.gather(*self._aside, return_exceptions=True)
         self.sessions.interrupt_all("the gateway is shutting down")
         await asyncio.sleep(0)
         await self.runner.cancel()
@@ -246,7 +253,10 @@ class Gateway:
             self._answer(session, inbound, REFUSAL.format(user_id=inbound.user_id))
             return Accepted(None, session.key)
         if isinstance(route, Command) and route.then_message is None:
-            self._answer(session, inbound, await self.commands.run(session, route, inbound))
+            if self.commands.is_plugin(route):
+                self._answer_aside(session, inbound, route)
+            else:
+                self._answer(session, inbound, await self.commands.run(session, route, inbound))
             return Accepted(None, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
@@ -295,6 +305,24 @@ class Gateway:
         inbox = self.store.inbox
         first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
         return first is not None and then is not None and first < then
+
+    def _answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command) -> None:
+        """Run a plugin's command beside intake: its handler may take its time (another service to
+        ask), and no other chat's message waits for it. Its event is settled once it is answered,
+        so a stop before then runs it again after the next start."""
+        async def answer() -> None:
+            try:
+                self._answer(session, inbound, await self.commands.run(session, command, inbound))
+            except Exception as exc:
+                if self._accepting:
+                    self.dead_letters.failed(inbound, None, exc)
+                else:  # stopping: the event stays unsettled, and is handled again after the next start
+                    log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
+                                inbound.event_id, type(exc).__name__)
+
+        task = asyncio.ensure_future(answer())
+        self._aside.add(task)
+        task.add_done_callback(self._aside.discard)
 
     def _answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""

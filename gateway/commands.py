@@ -87,6 +87,10 @@ class Commands:
     def parse(self, text: str) -> Command | None:
         return parse(text, {c.name for c in self.specs()})
 
+    def is_plugin(self, command: Command) -> bool:
+        """Whether a plugin serves ``command``: its handler may take its time."""
+        return command.name in self._plugins
+
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         if command.name == "stop":
             return await self._stop(session, command.args)
@@ -101,8 +105,12 @@ class Commands:
         if command.name == "help":
             return self._help(session)
         plugin = self._plugins[command.name]
+        context = {"session": session.key, "user_id": inbound.user_id}
         try:
-            out = plugin.handler(command.args, {"session": session.key, "user_id": inbound.user_id})
+            if inspect.iscoroutinefunction(plugin.handler):
+                out = await plugin.handler(command.args, context)
+            else:  # a plain function may block (a synchronous HTTP call): never on the event loop
+                out = await asyncio.to_thread(plugin.handler, command.args, context)
             if inspect.isawaitable(out):
                 out = await out
             return str(out) if out is not None else "Done."

@@ -82,12 +82,6 @@ class TurnRunner:
         delegations undelivered: the next start takes them up)."""
         self._stopping = True
 
-    async def drain(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the running turns to end (after `stop_taking`, nothing
-        queued starts)."""
-        if self._workers:
-            await asyncio.wait(list(self._workers.values()), timeout=timeout)
-
     async def cancel(self) -> None:
         workers = list(self._workers.values())
         for task in workers:

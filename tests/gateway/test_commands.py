@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -131,6 +132,27 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
     assert "/stop" in chat.texts()[0] and "/ping — answers pong" in chat.texts()[0]
     assert chat.texts()[1] == "pong loud"
     assert len(gateway.sessions)
+
+
+async def test_a_plugin_command_cut_short_by_a_stop_is_answered_once_after_the_next_start(tmp_path, gateways,
+                                                                                         monkeypatch):
+    (tmp_path / "waiting_plugin.py").write_text(
+        "import asyncio\nanswering = asyncio.Event()\n\n"
+        "async def report(args, context):\n    await answering.wait()\n    return 'the report'\n\n"
+        "def register(ctx):\n    ctx.register_command('report', report)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "waiting_plugin", raising=False)  # its event is this test's
+    config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["waiting_plugin"]}).config
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
+    await chat.say("/report")
+    await gateway.stop(grace=0)  # while the command waits: it is not answered now
+    sys.modules["waiting_plugin"].answering.set()
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], script={"parent": [[{"text": "x"}]]})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    assert (chat.texts(), chat2.texts()) == ([], ["the report"])
 
 
 async def test_a_plugin_command_named_like_a_builtin_fails_that_plugin(tmp_path, gateways, monkeypatch):

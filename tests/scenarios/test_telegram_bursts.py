@@ -3,6 +3,9 @@ answered once each, in the order they were sent (the real aiogram client against
 
 from __future__ import annotations
 
+import importlib
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,8 +27,8 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-async def start(fake: FakeTelegram, tmp_path, model, **display) -> Gateway:
-    config = make_config(tmp_path, platforms=EVERYONE, display={"progress": "off", **display})
+async def start(fake: FakeTelegram, tmp_path, model, plugins=(), **display) -> Gateway:
+    config = make_config(tmp_path, platforms=EVERYONE, display={"progress": "off", **display}, plugins=list(plugins))
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
     gateway = await start_gateway(config, [adapter], model=model)
     await fake.wait_for(lambda: fake.calls_to("getUpdates"))  # polling is live
@@ -58,4 +61,50 @@ async def test_a_text_sent_after_a_photo_in_steer_mode_waits_for_the_photos_turn
         await settled(gateway)
         assert texts(fake) == ["answer to start", "answer to here is the chart", "answer to what does it show?"]
     finally:
+        await gateway.stop(grace=0)
+
+
+SLOW_COMMANDS = """
+import asyncio
+import threading
+
+release = asyncio.Event()
+released = threading.Event()
+
+
+async def report(args, context):
+    await release.wait()  # asking another service, say
+    return "the report"
+
+
+def status(args, context):
+    released.wait(5)  # a plain function that blocks: a synchronous HTTP call, say
+    return "the status"
+
+
+def register(ctx):
+    ctx.register_command("report", report, "a slow report")
+    ctx.register_command("status", status, "a slow status")
+"""
+
+
+@pytest.mark.parametrize("command", ["/report", "/status"])
+async def test_a_slow_plugin_command_holds_up_no_other_chat(fake, tmp_path, monkeypatch, command):
+    (tmp_path / "slow_commands_plugin.py").write_text(textwrap.dedent(SLOW_COMMANDS))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_commands_plugin", raising=False)  # its events are this test's
+    plugin = importlib.import_module("slow_commands_plugin")
+    gateway = await start(fake, tmp_path, ScriptedModel({"parent": answering}), plugins=["slow_commands_plugin"])
+    try:
+        fake.push_message(42, command)
+        fake.push_message(43, "hello")  # another chat, meanwhile
+        await fake.wait_for(lambda: texts(fake, 43))
+        assert texts(fake, 42) == []  # still working on it
+        plugin.release.set()
+        plugin.released.set()
+        await fake.wait_for(lambda: texts(fake, 42))
+        await settled(gateway)
+        assert (texts(fake, 42), texts(fake, 43)) == ([f"the {command[1:]}"], ["answer to hello"])
+    finally:
+        plugin.released.set()
         await gateway.stop(grace=0)
