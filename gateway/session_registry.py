@@ -146,12 +146,9 @@ class SessionRegistry:
         waiting = [(item.turn_id, item.event) for item in session.queue if item.event is not None]
         session.queue.clear()
         running = session.running
-        if running is not None and running.steered:
-            unread = session.agent.take_steer()  # else `end` would queue them again as turns
-            if unread:
-                first_unread = len(running.steered) - len(unread)
-                waiting += [(running.turn_id, item.event) for item in running.steered[first_unread:]]
-                del running.steered[first_unread:]
+        if running is not None:  # taken before `stop_turn`, which would queue them again as turns
+            waiting += [(running.turn_id, item.event) for item in _take_unread(session, running)
+                        if item.event is not None]
         stopped = self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
@@ -159,10 +156,15 @@ class SessionRegistry:
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
-        `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once."""
+        `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once. Messages
+        steered into it and not read yet go back to the front of the queue."""
         running = session.running
         if running is None:
             return False
+        # What was steered into it and not read yet runs next, as if the turn had ended before reading
+        # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
+        for item in reversed(_take_unread(session, running)):
+            session.queue.appendleft(item)
         first = not running.suppressed
         running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)
@@ -241,3 +243,14 @@ class SessionRegistry:
             system = agent.messages[:1] if agent.messages and agent.messages[0]["role"] == "system" else []
             agent.messages = system + [m for m in row.transcript if m.get("role") != "system"]
         return agent
+
+
+def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem]:
+    """Take the messages steered into ``running`` that it has not read yet back out of it, in order."""
+    unread = session.agent.take_steer() if running.steered else []
+    if not unread:
+        return []
+    first = len(running.steered) - len(unread)
+    taken = running.steered[first:]
+    del running.steered[first:]
+    return taken

@@ -8,11 +8,13 @@ import sqlite3
 import sys
 import textwrap
 
+import aiohttp
 import pytest
 
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.gateway.observing import served
 
 SLOW_TO_CANCEL = """
 import asyncio
@@ -150,3 +152,25 @@ async def test_a_message_handled_again_after_a_failure_waits_for_a_newer_ones_tu
     await chat.wait_for(lambda: len(chat.texts()) == 2)
     await settled(gateway)
     assert chat.texts() == ["answer to start", "answer to older"]
+
+
+async def test_a_message_steered_into_a_turn_stopped_from_the_console_still_runs(tmp_path, gateways, monkeypatch):
+    # The console stops only the turn: what the chat sent after it, queued or steered and not read yet,
+    # still runs, also when the stopped turn reads steers while it winds down.
+    plugin = slow_to_cancel_tool(tmp_path, monkeypatch)
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "tidy", "arguments": {}}]}, {"text": "too late"}],
+                                      [{"text": "answer to the steered message"}]]})
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"}, plugins=["slow_cancel_plugin"])
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("start")
+    await plugin.started.wait()
+    await chat.say("use metric units")  # steered: the turn reads it after its tool
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        turn_id = next(iter(gateway.sessions)).running.turn_id
+        async with http.post(f"{server.url}/console/api/turns/{turn_id}/stop", json={}) as response:
+            assert response.status == 200
+        plugin.release.set()
+        await chat.wait_for(lambda: len(chat.texts()) == 2)
+        await settled(gateway)
+    assert chat.texts() == ["(Stopped from the operator console.)", "answer to the steered message"]
