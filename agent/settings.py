@@ -101,6 +101,9 @@ class AgentSettings:
     clarify_timeout_seconds: float = setting(
         600.0, "How long a question the model asks in chat (clarify) waits for an answer.", min=1.0
     )
+    memory_scope: Literal["chat", "global"] = setting(
+        "chat", "Whose notes the memory tool keeps: each chat its own (chat), or one set for every chat (global)."
+    )
     hook_timeout_seconds: float = setting(
         10.0, "How long one plugin hook may run before the turn or child goes on without it.", min=0.01
     )

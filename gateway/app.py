@@ -349,7 +349,7 @@ class Gateway:
 
     def _new_agent(self, session_id: str, mode: Mode, chat: ChatKey, backend: str) -> AgentSession:
         return self.host.new_session(session_id=session_id, services=self._chat_services,
-                                     delegate=self._delegate_for(mode, backend), platform=chat[0])
+                                     delegate=self._delegate_for(mode, backend), platform=chat[0], chat_id=chat[1])
 
     async def _send_message(self, text: str, target: str | None = None) -> str:
         """``send_message``: to the calling turn's chat only (a target elsewhere is not the model's

@@ -3,11 +3,13 @@ and the lifecycle service — built from a `Config`, and the parent agent sessio
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from agent import (
     SYSTEM_CLOCK,
@@ -44,6 +46,10 @@ from lifecycle import (
 log = logging.getLogger("gateway.host")
 
 STATE_DB = "switchboard.db"
+SHARED_MEMORY = "memory.json"
+"""The memory of every chat, with ``agent.memory_scope: global``."""
+MEMORY_DIR = "memory"
+"""Each chat's memory, with ``agent.memory_scope: chat``."""
 BASE_PROMPT = (
     "You are Switchboard's assistant. Answer directly and concisely. When a request splits into "
     "independent pieces of work, hand them to subagents with delegate_task."
@@ -104,6 +110,10 @@ class AgentHost:
             why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)
             raise StartupError(f"delegation.backend: {backend!r} is not available ({why})")
         log.info("state in %s, workspace %s, model %s", self.state_dir, self.workspace, self.config.model.provider)
+        if self.config.agent.memory_scope == "chat" and (self.state_dir / SHARED_MEMORY).exists():
+            log.warning("%s holds notes every chat shared, kept before each chat had notes of its own "
+                        "(agent.memory_scope: chat): no chat sees them now. Set agent.memory_scope: global to "
+                        "share them again, or remove the file.", self.state_dir / SHARED_MEMORY)
 
     async def close(self) -> None:
         await self.lifecycle.close()
@@ -133,12 +143,12 @@ class AgentHost:
 
     def new_session(
         self, *, session_id: str | None = None, services: Mapping[str, Any] | None = None,
-        delegate: Tool | None = None, platform: str | None = None,
+        delegate: Tool | None = None, platform: str | None = None, chat_id: str | None = None,
     ) -> AgentSession:
         """A parent agent session with the configured tools, prompt and budget. ``delegate`` is
         the ``delegate_task`` it gets (the registry's inline one when None), if delegation is
         enabled; on a chat ``platform``, toolsets that are off there by default are left out
-        (`gateway.toolsets`)."""
+        (`gateway.toolsets`). The memory tool keeps the notes of ``chat_id`` (`memory_path`)."""
         agent = self.config.agent
         prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
         enabled = session_toolsets(self.config, self.tools.toolsets(), platform)
@@ -152,12 +162,23 @@ class AgentHost:
             session_id=session_id,
             max_iterations=agent.max_iterations,
             workspace=self.workspace,
-            services={"memory_path": self.state_dir / "memory.json", **(services or {})},
+            services={"memory_path": self.memory_path(platform, chat_id), **(services or {})},
             enabled_toolsets=enabled,
             clock=self.clock,
             hooks=self.hooks,
             compactor=Compactor(self.compaction),
         )
+
+    def memory_path(self, platform: str | None, chat_id: str | None) -> Path:
+        """The memory file of a chat: its own, ``memory/<platform>/<chat id>.json`` (notes kept in
+        one chat must not be read out in another, whose users may be strangers), and
+        ``memory/ask.json`` outside any chat (`switchboard ask`); or the one ``memory.json`` of
+        every chat with ``agent.memory_scope: global``."""
+        if self.config.agent.memory_scope == "global":
+            return self.state_dir / SHARED_MEMORY
+        if platform is None or chat_id is None:
+            return self.state_dir / MEMORY_DIR / "ask.json"
+        return self.state_dir / MEMORY_DIR / _file_name(platform) / f"{_file_name(chat_id)}.json"
 
     def _child_model(self, parent: AgentSession) -> Model:
         """``delegation.model`` / ``delegation.provider`` when set, else the parent's model.
@@ -186,3 +207,12 @@ def build_engine(config: Config, compaction: CompactionPolicy) -> Engine | None:
         raise StartupError("lifecycle.engine: temporal needs the temporal extra: pip install"
                            " 'switchboard[temporal]'") from exc
     return TemporalEngine(config.lifecycle.temporal, compaction=compaction)
+
+
+def _file_name(value: str) -> str:
+    """``value`` as one file name: every character but letters, digits, '-' and '_' escaped (no
+    '/' or '..' survives), a long one cut and made unique with its digest."""
+    name = quote(value, safe="-_", errors="surrogatepass")
+    if len(name) <= 100:
+        return name
+    return f"{name[:60]}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"

@@ -8,7 +8,8 @@ Ids are never reused, so a stale id cannot remove a newer note. Every change is 
 read-modify-write under a per-file lock, written to a temporary file and moved into
 place with `os.replace`, so concurrent adds lose nothing and a crash leaves either
 the old or the new file. The lock is per process: two processes sharing one file
-are not coordinated.
+are not coordinated. Which file a session uses is its host's choice: the gateway
+gives each chat its own (``agent.memory_scope``).
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from agent._tools import Tool, ToolContext
 MAX_NOTE_CHARS = 2000
 MAX_NOTES = 200
 
-_locks: dict[Path, threading.Lock] = {}
-_locks_guard = threading.Lock()
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+"""Striped: a lock per file would be kept for every chat that ever kept a note (the gateway
+gives each chat its own file); two files on one stripe merely wait for each other."""
 
 
 def _lock_for(path: Path) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(path, threading.Lock())
+    return _LOCKS[hash(path) % len(_LOCKS)]
 
 
 def _memory_path(ctx: ToolContext) -> Path:
