@@ -52,6 +52,8 @@ def child_script(request: ModelRequest) -> dict:
     """Children act on markers in their goal."""
     goal = request.metadata.get("goal", "")
     last = request.messages[-1]
+    if "[gate:" in goal:  # waits until the test calls model.release(<name>)
+        return {"wait": goal.split("[gate:")[1].split("]")[0], "text": f"done: {goal}"}
     if "[sleep:" in goal and request.iteration == 0:
         return {"sleep": float(goal.split("[sleep:")[1].split("]")[0]), "text": f"done: {goal}"}
     if "[tools-forever]" in goal:

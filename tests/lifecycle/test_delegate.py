@@ -53,14 +53,20 @@ async def denv(make_env):
 
 @pytest.mark.both_engines
 async def test_a_batch_runs_in_parallel_and_returns_in_task_order(denv):
-    tasks = [{"goal": "[sleep:0.3] slow"}, {"goal": "[sleep:0.01] fast"}, {"goal": "plain", "context": "ctx"}]
-    started = asyncio.get_running_loop().time()
-    payload = json.loads(await delegate(denv, {"tasks": tasks}))
-    elapsed = asyncio.get_running_loop().time() - started
+    tasks = [{"goal": "[gate:slow] slow"}, {"goal": "[sleep:0.01] fast"}, {"goal": "plain", "context": "ctx"}]
+    batch = asyncio.ensure_future(delegate(denv, {"tasks": tasks}))
+    await denv.child_model.reached("slow")
+    # In parallel: the later tasks make their model calls while the first one's is still waiting
+    # (an event, not a wall-clock bound: a loaded machine must not fail this).
+    async with asyncio.timeout(5):
+        while sum(r.role == "leaf" for r in denv.child_model.requests) < 3:
+            await asyncio.sleep(0.005)
+    assert not batch.done()
+    denv.child_model.release("slow")
+    payload = json.loads(await batch)
     assert [r["task_index"] for r in payload["results"]] == [0, 1, 2]
     assert [r["summary"] for r in payload["results"]] == [
-        "done: [sleep:0.3] slow", "done: [sleep:0.01] fast", "done: plain"]
-    assert elapsed < 0.6 and payload["total_duration_seconds"] >= 0.3
+        "done: [gate:slow] slow", "done: [sleep:0.01] fast", "done: plain"]
     entry = payload["results"][2]
     assert entry["status"] == "completed" and entry["exit_reason"] == "completed" and entry["truncated"] is False
     assert entry["api_calls"] == 1 and entry["tokens"] == {"input": 10, "output": 5} and entry["model"] == "scripted"
