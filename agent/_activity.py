@@ -20,6 +20,9 @@ class Activity:
     tool_started_at: float | None = None
     last_activity: float = 0.0
     description: str = "idle"
+    answered: bool = False
+    """The model has given the running turn its final answer (no tool calls): the turn only winds
+    down now (its hooks), so stopping it would only lose that answer."""
 
     def touch(self, now: float, description: str) -> None:
         self.last_activity = now

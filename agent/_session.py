@@ -266,6 +266,7 @@ class AgentSession:
             activity.tool_started_at = None
             activity.last_activity = ended = clock.monotonic()
             activity.description = "idle"
+            activity.answered = False
             self.turns_run += 1
         interrupt = self._interrupt
         return TurnResult(  # positional, in field order: this runs for every child
@@ -342,6 +343,7 @@ class AgentSession:
                 await self._model_hook(turn, started, None, error=exc.kind)
             raise
         activity.answered_api_calls += 1
+        activity.answered = not response.tool_calls
         if hooks is not None and hooks.has("model_call"):
             await self._model_hook(turn, started, response)
         turn.api_calls += 1

@@ -287,9 +287,10 @@ class Gateway:
             return Accepted(listening.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the
         # turn of a newer message (this one replayed after a restart, or handed back late): the
-        # older one waits its turn instead of silencing the newer.
+        # older one waits its turn instead of silencing the newer. Nor a turn whose model has answered
+        # and which only winds down (its hooks): its answer is sent, then this message runs.
         if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
-                and not self._sent_before(inbound, running.event):
+                and not session.agent.activity.answered and not self._sent_before(inbound, running.event):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)

@@ -174,3 +174,27 @@ async def test_a_message_steered_into_a_turn_stopped_from_the_console_still_runs
         await chat.wait_for(lambda: len(chat.texts()) == 2)
         await settled(gateway)
     assert chat.texts() == ["(Stopped from the operator console.)", "answer to the steered message"]
+
+
+@pytest.mark.parametrize("hook", ["model_call", "turn_end"])
+async def test_a_message_sent_while_an_answered_turn_winds_down_does_not_cost_that_answer(tmp_path, gateways, hook):
+    # Interrupt mode: a new message stops the running turn. But once the model has answered, the
+    # turn only runs its hooks (a plugin's, here one that takes its time): stopping it then would
+    # keep the answer in the transcript and never send it.
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"text": "the first answer"}], [{"text": "the second answer"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model)
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_bookkeeping(**event):
+        if not release.is_set():
+            reached.set()
+            await release.wait()
+
+    gateway.host.hooks.register(hook, slow_bookkeeping, owner="ledger_plugin")
+    await chat.say("first")
+    await reached.wait()
+    await chat.say("second")
+    release.set()
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
+    assert chat.texts("reply") == ["the first answer", "the second answer"]
