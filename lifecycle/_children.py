@@ -153,6 +153,9 @@ def build_child(
         tool = inline if name == DELEGATE_TOOL else parent.tools.get(name)
         if tool is not None:
             tools[name] = tool
+    metadata = {"goal": job.goal, "parent_session_id": job.parent_session_id}
+    if job.metadata:  # unpacking a mapping proxy costs microseconds even when it is empty (the usual case)
+        metadata = {**job.metadata, **metadata}  # ours win
     return AgentSession(
         model=model,
         tools=tools,
@@ -164,7 +167,7 @@ def build_child(
         services={k: v for k, v in parent.services.items() if k not in _PARENT_ONLY_SERVICES},
         enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets),
         depth=job.depth,
-        metadata={**job.metadata, "goal": job.goal, "parent_session_id": job.parent_session_id},  # ours win
+        metadata=metadata,
         clock=host.clock,
         hooks=host.hooks,
         compactor=_child_compactor(host),
