@@ -34,7 +34,7 @@ def _scalar_writer(write_str: Callable[[str], str], write_any: Callable[[Any], s
         if kind is float:
             return float_json(value)
         if kind is int:
-            return int.__repr__(value)
+            return repr(value)  # what int.__repr__ gives an exact int, without an unbound-method call
         if kind is bool:
             return "true" if value else "false"
         return write_any(value)
@@ -56,7 +56,7 @@ def float_json(value: float) -> str:
         return "Infinity"
     if value == -_INFINITY:
         return "-Infinity"
-    return float.__repr__(value)
+    return repr(value)  # float.__repr__ for an exact float; the builtin skips the unbound-method call
 
 
 _last_created: tuple[float | None, str] = (None, "")
@@ -79,15 +79,16 @@ def handle_json(h: Any) -> str:
     """`canonical_json(handle.to_dict())` of a `SubagentHandle`."""
     s, e = scalar, encode_basestring
     # The common types inline (this runs twice for every child); anything else through `scalar`.
+    # An exact int is written by the f-string itself: it formats as its repr, with no call at all.
     cap, sid, role, cid, pid, provider, model, created, version, depth = (
         h.capability, h.subagent_id, h.role, h.correlation_id, h.parent_session_id, h.provider, h.model,
         h.created_at, h.contract_version, h.depth)
     return (
         f'{{"capability":{e(cap) if type(cap) is str else s(cap)},'
-        f'"contract_version":{int.__repr__(version) if type(version) is int else s(version)},'
+        f'"contract_version":{version if type(version) is int else s(version)},'
         f'"correlation_id":{"null" if cid is None else s(cid)},'
         f'"created_at":{created_json(created) if type(created) is float else s(created)},'
-        f'"depth":{int.__repr__(depth) if type(depth) is int else s(depth)},'
+        f'"depth":{depth if type(depth) is int else s(depth)},'
         f'"model":{e(model) if type(model) is str else s(model)},'
         f'"parent_session_id":{e(pid) if type(pid) is str else s(pid)},'
         f'"provider":{e(provider) if type(provider) is str else s(provider)},'

@@ -148,13 +148,14 @@ def _message(
     # directly (the same bytes as json.dumps(fields, separators=(",", ":"))).
     # float(): a handle read back from JSON must sign the same as the one issued (1 vs 1.0).
     # Every non-ASCII character is escaped, lone surrogates included, so encoding cannot fail.
-    # Plain str values are escaped inline (they are nearly all of them); `ascii_scalar` takes the rest.
+    # Plain str values are escaped inline (they are nearly all of them), an exact int is formatted by
+    # the f-string itself; `ascii_scalar` takes the rest.
     j, e, s = ascii_scalar, encode_basestring_ascii, str
     return (
         f'{_PREFIX}{e(subagent_id) if type(subagent_id) is s else j(subagent_id)},'
         f'{"null" if parent_session_id is None else e(parent_session_id) if type(parent_session_id) is s else j(parent_session_id)},'
         f'{"null" if correlation_id is None else j(correlation_id)},{created_json(float(created_at))},'
-        f'{e(role) if type(role) is s else j(role)},{int.__repr__(depth) if type(depth) is int else j(depth)},'
+        f'{e(role) if type(role) is s else j(role)},{depth if type(depth) is int else j(depth)},'
         f'{"null" if provider is None else e(provider) if type(provider) is s else j(provider)},'
         f'{"null" if model is None else e(model) if type(model) is s else j(model)}]'
     ).encode("ascii")

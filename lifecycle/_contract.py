@@ -469,7 +469,7 @@ def result_and_text(
     # ``body`` is the document without its closing brace: the hash is taken over body + "}",
     # the journal's text is body + the hash + "}" (no copy of the document without its end).
     j, f = scalar, float_json
-    cost = usage.cost_usd
+    cost, calls, completion, prompt = usage.cost_usd, usage.api_calls, usage.completion_tokens, usage.prompt_tokens
     body = (
         f'{{"completed_at":{"null" if completed is None else f(completed)},'
         f'"duration_seconds":{"null" if duration is None else f(duration)},'
@@ -484,8 +484,10 @@ def result_and_text(
         f'"summary":{"null" if summary is None else j(summary)},'
         f'"summary_original_length":{"null" if summary_length is None else j(summary_length)},'
         f'"summary_truncated":{"true" if summary_truncated else "false"},'
-        f'"usage":{{"api_calls":{j(usage.api_calls)},"completion_tokens":{j(usage.completion_tokens)},'
-        f'"cost_usd":{"null" if cost is None else j(cost)},"prompt_tokens":{j(usage.prompt_tokens)}}}'
+        f'"usage":{{"api_calls":{calls if type(calls) is int else j(calls)},'  # an exact int formats as its JSON
+        f'"completion_tokens":{completion if type(completion) is int else j(completion)},'
+        f'"cost_usd":{"null" if cost is None else j(cost)},'
+        f'"prompt_tokens":{prompt if type(prompt) is int else j(prompt)}}}'
     )
     sha = hashlib.sha256(body.encode("utf-8", "surrogatepass"))  # as `_digest` encodes
     sha.update(b"}")
