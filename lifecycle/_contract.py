@@ -55,7 +55,7 @@ class SubagentState(str, Enum):
     """Where a child is. The four terminal states are final: a record never leaves them."""
 
     PENDING = "PENDING"
-    STARTING = "STARTING"  # reserved: nothing assigns it yet, but it is part of the stable set
+    STARTING = "STARTING"  # taken by the engine, building the child (`EngineHost.starting`)
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
