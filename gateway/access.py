@@ -15,13 +15,16 @@ REFUSAL = (
 
 
 def allowed(config: Config, inbound: Inbound) -> bool:
+    """Whether ``allowed_users`` names the sender: by id, or by the username the adapter
+    reports (`Inbound.user_name`). An entry of digits only is an id (Telegram's and Discord's
+    are numbers): a username that happens to be all digits does not match it."""
     if inbound.platform not in GUARDED:
         return True
     settings = getattr(config.platforms, inbound.platform)
     if settings.allow_all:
         return True
-    names = {str(u).lstrip("@").lower() for u in settings.allowed_users}
-    candidates = {inbound.user_id.lower()}
-    if inbound.user_name:
-        candidates.add(inbound.user_name.lstrip("@").lower())
-    return bool(names & candidates)
+    entries = {str(u).lstrip("@").lower() for u in settings.allowed_users}
+    if inbound.user_id.lower() in entries:
+        return True
+    name = (inbound.user_name or "").lstrip("@").lower()
+    return bool(name) and not name.isdigit() and name in entries

@@ -103,6 +103,9 @@ class Inbound:
     """A thread within the chat that is its own session (Slack/Discord threads); None otherwise."""
     user_id: str
     user_name: str | None
+    """The sender's name as the platform vouches for it — on Telegram and Discord the username no one
+    else holds, which ``allowed_users`` may list — never a display name or nickname, which anyone can
+    set to anything. None where the platform has no such name."""
     text: str
     event_id: str
     """The platform's id for this event, unique per platform: the durable inbox drops repeats."""

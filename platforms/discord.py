@@ -294,7 +294,7 @@ class DiscordAdapter:
         chat_id, thread_id = _chat_of(message.channel, message.channel.id)
         self._queue.put_nowait(Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
-            user_name=message.author.display_name, text=text, event_id=str(message.id),
+            user_name=_handle(message.author), text=text, event_id=str(message.id),
             is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
         ))
 
@@ -349,7 +349,7 @@ class DiscordAdapter:
         chat_id, thread_id = _chat_of(interaction.channel, interaction.channel_id)
         self._queue.put_nowait(Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
-            user_name=interaction.user.display_name, text=f"/{name} {args or ''}".strip(),
+            user_name=_handle(interaction.user), text=f"/{name} {args or ''}".strip(),
             event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
             reply_token=reply_token,
         ))
@@ -464,6 +464,13 @@ class DiscordAdapter:
         client = self._require_client()
         assert self._answers is not None  # opened with the client
         return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
+
+
+def _handle(user: discord.abc.User) -> str | None:
+    """The user's username, which no one else holds; never the display name or server nickname,
+    which anyone may set to anything (an allowed user's name, say). An account still on a
+    ``name#1234`` discriminator, or a webhook's ``#0000``, shares its name with others: None."""
+    return user.name if user.discriminator == "0" else None
 
 
 def _chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:

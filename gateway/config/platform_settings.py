@@ -80,7 +80,8 @@ class DiscordSettings:
     api_base: str = setting("https://discord.com/api/v10", "REST API base URL (point it at a fake server in tests).")
     gateway_url: str | None = setting(None, "Gateway WebSocket URL; the one the REST API names when unset.")
     command_guilds: tuple[int, ...] = setting((), "Guild ids to register slash commands in; global when empty.")
-    allowed_users: tuple[UserId, ...] = setting((), "Discord user ids allowed to talk to the bot.")
+    allowed_users: tuple[UserId, ...] = setting(
+        (), "Discord user ids, or usernames (never display names), allowed to talk to the bot.")
     allow_all: bool = setting(False, "Let anyone who can see the bot talk to it.")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
     max_attachment_bytes: int = setting(

@@ -47,6 +47,7 @@ class FakeMessage:
 
 
 def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
+    """A user object: ``username`` is the unique handle, ``global_name`` the display name (anyone's choice)."""
     name = name or f"user{user_id}"
     return {"id": user_id, "username": name, "global_name": name, "discriminator": "0", "avatar": None, "bot": bot}
 
@@ -72,14 +73,16 @@ class DiscordModel:
 
     def _message_payload(
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
-        uploads: Sequence[Upload] = (),
+        uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         stored = self._store(channel, user, text, from_bot=False, attachments=self._attachments(channel, uploads),
                              flags=FLAG_VOICE_MESSAGE if voice else 0)
         data = self._message_json(stored, guild=guild, name=name)
+        if global_name is not None:
+            data["author"]["global_name"] = global_name
         if guild is not None:
-            data["member"] = {"roles": [], "joined_at": ISO, "deaf": False, "mute": False, "flags": 0}
+            data["member"] = {"roles": [], "joined_at": ISO, "deaf": False, "mute": False, "flags": 0, "nick": nick}
         return data
 
     def _message_json(self, m: FakeMessage, *, guild: str | None = None, name: str | None = None) -> dict[str, Any]:

@@ -240,10 +240,12 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         as Discord sometimes does: the duplicates a gateway inbox must drop."""
         self._replay.extend(str(e) for e in events)
 
-    def push_dm(self, user: str | int, text: str, *, name: str | None = None, files: Sequence[Upload] = ()) -> str:
-        """A direct message from ``user`` to the bot, with ``files`` attached; returns the message id."""
+    def push_dm(self, user: str | int, text: str, *, name: str | None = None, global_name: str | None = None,
+                files: Sequence[Upload] = ()) -> str:
+        """A direct message from ``user`` (username ``name``, display name ``global_name``) to the
+        bot, with ``files`` attached; returns the message id."""
         channel = self.dm_channel(user)
-        data = self._message_payload(channel, str(user), name, text, uploads=files)
+        data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def push_guild_message(
@@ -257,11 +259,13 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         thread_id: str | int | None = None,
         *,
         name: str | None = None,
+        nick: str | None = None,
         thread_owner: str | int | None = None,
         files: Sequence[Upload] = (),
     ) -> str:
         """A message in a guild text channel, or in thread ``thread_id`` of that channel
-        (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread).
+        (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread), from
+        username ``name`` with the server nickname ``nick``.
         Unknown guilds, channels and threads are created and announced first."""
         guild, channel, user = str(guild), str(channel), str(user)
         self._ensure_channel(guild, channel)
@@ -273,7 +277,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content = ""
-        data = self._message_payload(where, user, name, content, guild=guild, uploads=files)
+        data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         if reply_to_bot:

@@ -467,3 +467,22 @@ async def test_a_stranger_gets_one_refusal_and_the_model_is_never_called(fake, s
     await fake.wait_for(lambda: fake.bot_messages(fake.dm_channel(USER)))
     assert contents(fake.bot_messages(fake.dm_channel(USER))) == ["echo: hello"]
     assert len(model.requests) == 1 and len(fake.bot_messages(stranger_dm)) == 1
+
+
+async def test_a_name_anyone_can_give_themselves_is_not_an_allowed_user(fake, start):
+    # A display name and a server nickname are free text, and a username may be all digits: a
+    # stranger can copy an allowed user's id or username into them. Only ids, and usernames, count.
+    model = ScriptedModel(echo_script())
+    await start(model=model, discord={"allowed_users": [str(USER), "ada"]})
+    fake.push_guild_message(GUILD, CHANNEL, STRANGER, "as nick", mention_bot=True, name="mallory", nick=str(USER))
+    fake.push_guild_message(GUILD, CHANNEL, STRANGER, "as nick", mention_bot=True, name="mallory", nick="ada")
+    fake.push_dm(STRANGER, "as display name", name="mallory", global_name="ada")
+    fake.push_dm(STRANGER + 1, "as username", name=str(USER))
+    strangers = [CHANNEL, fake.dm_channel(STRANGER), fake.dm_channel(STRANGER + 1)]
+    await fake.wait_for(lambda: sum(len(fake.bot_messages(c)) for c in strangers) == 4)
+    fake.push_dm(USER + 1, "by username", name="ada", global_name="Ada L.")  # the real ada
+    await fake.wait_for(lambda: fake.bot_messages(fake.dm_channel(USER + 1)))
+    await start.quiet()
+    assert all("only answers people" in r.content for c in strangers for r in fake.bot_messages(c))
+    assert contents(fake.bot_messages(fake.dm_channel(USER + 1))) == ["echo: by username"]
+    assert len(model.requests) == 1
