@@ -333,7 +333,9 @@ class SlackAdapter:
         channel, user = body["channel_id"], body["user_id"]
         token = json.dumps({"response_url": body.get("response_url"), "channel": channel, "user": user})
         await self._deliver(Inbound(
-            platform=self.name, chat_id=channel, thread_id=None, user_id=user, user_name=body.get("user_name"),
+            # Not the payload's user_name: Slack says not to rely on it (no longer unique, being phased
+            # out); access goes by the user id, as it does for messages.
+            platform=self.name, chat_id=channel, thread_id=None, user_id=user, user_name=None,
             text=f"{body['command']} {body.get('text') or ''}".strip(),
             event_id=f"command:{body.get('trigger_id') or body.get('response_url')}", is_command=True,
             is_private=channel.startswith("D"), reply_token=token,

@@ -242,13 +242,15 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
         await self._deliver("events_api", body)
         return body
 
-    async def push_slash_command(self, command: str, user: str, channel: str, text: str = "") -> dict[str, Any]:
-        """A user runs a slash command; over Socket Mode when connected, else over HTTP."""
+    async def push_slash_command(self, command: str, user: str, channel: str, text: str = "", *,
+                                 user_name: str | None = None) -> dict[str, Any]:
+        """A user runs a slash command; over Socket Mode when connected, else over HTTP.
+        ``user_name`` is the payload's legacy name field (default: the id in lower case)."""
         rid = f"R{next(self._ids):08d}"
         form = {
             "token": "fake-verification-token", "team_id": self.team_id, "team_domain": "fake",
             "channel_id": channel, "channel_name": "directmessage" if channel.startswith("D") else channel.lower(),
-            "user_id": user, "user_name": user.lower(), "command": command, "text": text,
+            "user_id": user, "user_name": user_name or user.lower(), "command": command, "text": text,
             "api_app_id": self.app_id, "is_enterprise_install": "false",
             "response_url": f"{self.base_url}/response/{rid}", "trigger_id": f"{rid}.{uuid.uuid4().hex[:12]}",
         }

@@ -219,7 +219,7 @@ async def test_slash_command_over_socket_is_answered_ephemerally(
     await fake.wait_for(lambda: len(sink.items) == 1)
     inbound = sink.items[0]
     assert (inbound.is_command, inbound.text, inbound.chat_id, inbound.thread_id) == (True, "/agents all", "C1", None)
-    assert inbound.event_id == f"command:{form['trigger_id']}" and inbound.user_name == "u1"
+    assert inbound.event_id == f"command:{form['trigger_id']}" and inbound.user_name is None
     assert inbound.reply_token and not inbound.is_private
     await settled(fake)
 

@@ -489,3 +489,14 @@ async def test_a_stranger_gets_one_refusal_and_nothing_runs(slack_chat):
     assert chat.bot_texts("DU2") == [refusal] and chat.bot_texts("C1", body["event"]["ts"]) == [refusal_in_thread]
     assert len(chat.fake.ephemeral) == 1
     assert chat.session("DU2").generation == 1  # the refused /new did not run
+
+
+async def test_a_slash_command_is_allowed_by_user_id_not_by_the_name_it_carries(slack_chat):
+    # A slash command's user_name is a name Slack says not to rely on (not unique, going away):
+    # a stranger's that reads like an allowed entry lets them in no more than a message would.
+    chat = await slack_chat(llm=ScriptedModel({"parent": echo}), slack={"allowed_users": ["U1", "alice"]})
+    await chat.fake.push_slash_command("/new", "U2", "DU2", user_name="alice")
+    await chat.fake.push_slash_command("/new", "U3", "DU3", user_name="u1")
+    await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 2)
+    assert all("only answers people" in e["text"] for e in chat.fake.ephemeral)
+    assert chat.session("DU2").generation == chat.session("DU3").generation == 1
