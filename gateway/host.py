@@ -50,6 +50,9 @@ SHARED_MEMORY = "memory.json"
 """The memory of every chat, with ``agent.memory_scope: global``."""
 MEMORY_DIR = "memory"
 """Each chat's memory, with ``agent.memory_scope: chat``."""
+PRIVATE = 0o700
+"""The mode of a state directory or workspace the gateway creates: conversations, handle keys and the
+files people sent are for the gateway's user only, whatever the umask. One that exists keeps its mode."""
 BASE_PROMPT = (
     "You are Switchboard's assistant. Answer directly and concisely. When a request splits into "
     "independent pieces of work, hand them to subagents with delegate_task."
@@ -95,8 +98,8 @@ class AgentHost:
     async def start(self) -> None:
         """Raises `StartupError` when the configured ``delegation.backend`` is not there once
         the plugins have loaded."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
         try:
             await self.lifecycle.start()
         except Exception as exc:

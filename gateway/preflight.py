@@ -25,7 +25,7 @@ from yarl import URL
 
 from agent.settings import ModelSettings
 from gateway.errors import StartupError
-from gateway.host import STATE_DB
+from gateway.host import PRIVATE, STATE_DB
 
 MIN_FREE_BYTES = 1024 * 1024
 """Less free space than this under the state directory stops the start: SQLite could not write."""
@@ -40,7 +40,7 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
         raise StartupError(f"state directory {state_dir} is a file, not a directory; move the file away, or point"
                            f" {_WHERE} at a directory")
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
     except OSError as exc:
         raise StartupError(f"cannot create the state directory {state_dir} ({exc.strerror}); create it with write"
                            f" access for the gateway's user, or point {_WHERE} elsewhere") from exc
@@ -93,7 +93,7 @@ def _check_workspace(workspace: Path) -> None:
         raise StartupError(f"agent.workspace: {workspace} is a file, not a directory; move it away or set"
                            " agent.workspace to a directory")
     try:
-        workspace.mkdir(parents=True, exist_ok=True)
+        workspace.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
     except OSError as exc:
         raise StartupError(f"agent.workspace: cannot create {workspace} ({exc.strerror}); create it, or set"
                            " agent.workspace to a writable directory") from exc

@@ -39,7 +39,8 @@ class StateLock:
         path = state_dir / LOCK_FILE
         try:
             # O_CLOEXEC: a child (execute_code) must not inherit the lock and outlive us holding it.
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # 0600: another user who could open the file could take the lock and keep us from starting.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise StartupError(_unwritable(state_dir, path, exc)) from exc
         try:

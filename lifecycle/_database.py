@@ -59,7 +59,12 @@ class SqliteDatabase:
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Conversations and handle keys live here: what this creates is its owner's alone, whatever
+        # the umask (SQLite gives the -wal and -shm files the database's mode). What exists keeps
+        # the mode its owner chose.
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # whatever is there, SQLite says what is wrong with it
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
         # Autocommit mode (isolation_level=None): batches are explicit BEGIN ... COMMIT.
         conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:

@@ -109,6 +109,28 @@ def test_a_missing_state_directory_is_created(tmp_path):
     assert (tmp_path / "a" / "b" / "state" / "switchboard.db").is_file()
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["created", "existing-0755"])
+def test_what_the_gateway_keeps_is_readable_by_its_user_only(tmp_path, existing):
+    # The database holds every conversation and the subagent handle keys; the workspace, the files
+    # people sent. Under the usual umask (022) they would be world-readable on a shared machine.
+    state = tmp_path / "state"
+    if existing:  # as systemd's StateDirectory= makes it by default
+        state.mkdir(mode=0o755)
+        state.chmod(0o755)
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
+    umask = os.umask(0o022)
+    try:
+        gateway = Running(tmp_path, "--config", str(config))
+    finally:
+        os.umask(umask)
+    with gateway:
+        gateway.started()
+        modes = {p.name: p.stat().st_mode & 0o777 for p in state.iterdir()}
+    assert modes["switchboard.db"] == modes["switchboard.db-wal"] == modes["switchboard.lock"] == 0o600
+    assert modes["workspace"] == 0o700
+    assert (state.stat().st_mode & 0o777) == (0o755 if existing else 0o700)  # an operator's own mode stays
+
+
 def test_a_read_only_state_directory(tmp_path):
     state = tmp_path / "state"
     config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
