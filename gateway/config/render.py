@@ -3,7 +3,9 @@
 Both walk the settings dataclasses by their field metadata, so a new secret
 field is masked and registered for log redaction without touching this module.
 A password written into a URL (``http://user:password@host``) of any setting
-counts as a secret too: HTTP clients log the URLs they request.
+counts as a secret too, and so does the value of a query parameter named like a
+credential (``?api-key=…``, ``&token=…``, ``sig``, ``secret``, ``password``…):
+HTTP clients log the URLs they request.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from gateway.config.sections import Config
 MASK = "***"
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)([^\s/?#@]+)@")
 """``scheme://user:`` and the password after it, wherever a URL appears in a string."""
+_QUERY_CREDENTIAL = re.compile(
+    r"([?&][^\s=&#]*(?:token|key|secret|pass|pwd|sig|auth|credential)[^\s=&#]*=)([^\s&#]+)", re.IGNORECASE)
+"""``?name=`` or ``&name=`` of a query parameter named like a credential, and its value."""
 
 
 def render_effective_config(config: Config) -> str:
@@ -71,12 +76,14 @@ def _plain(obj: object, *, mask: bool, found: list[str] | None = None) -> object
         return [_plain(item, mask=mask, found=found) for item in obj]
     if isinstance(obj, Path):
         return str(obj)
-    if isinstance(obj, str) and "@" in obj:
-        return _URL_PASSWORD.sub(lambda m: _url_password(m, mask=mask, found=found), obj)
+    if isinstance(obj, str) and "://" in obj:
+        for pattern in (_URL_PASSWORD, _QUERY_CREDENTIAL):
+            obj = pattern.sub(lambda m: _credential(m, mask=mask, found=found), obj)
     return obj
 
 
-def _url_password(match: re.Match[str], *, mask: bool, found: list[str] | None) -> str:
+def _credential(match: re.Match[str], *, mask: bool, found: list[str] | None) -> str:
+    """The match with its second group, the credential, masked (and collected into ``found``)."""
     if found is not None:
         found.append(match.group(2))
-    return f"{match.group(1)}{MASK if mask else match.group(2)}@"
+    return f"{match.group(1)}{MASK if mask else match.group(2)}{match.string[match.end(2):match.end()]}"

@@ -99,3 +99,25 @@ def test_a_password_in_a_url_is_masked_and_the_rest_of_the_url_kept(write):
     assert rendered["telemetry"]["otlp_endpoint"] == "https://collector:***@otel.example.com:4318"
     config, _ = load_config(path, env={})
     assert "pw-s3cret-9" in config_secrets(config)  # so the log masks it too
+
+
+def test_a_credential_in_a_url_query_is_masked_and_the_rest_of_the_url_kept(write):
+    # Receivers and proxies often take their key in the query string: config check output is pasted
+    # into bug reports, and HTTP clients log the URLs they request.
+    path = write(
+        """
+        model: {provider: openai, base_url: "https://llm.example.com/v1?api-version=2024-06&api-key=q-s3cret-1"}
+        platforms:
+          webhook:
+            routes: {out: {secret: route-secret, deliver_url: "https://hooks.example.com/in?token=q-s3cret-2&room=7"}}
+        """
+    )
+    status, out, err = run_check(path)
+    assert status == 0, err
+    assert "q-s3cret" not in out
+    rendered = yaml.safe_load(out)
+    assert rendered["model"]["base_url"] == "https://llm.example.com/v1?api-version=2024-06&api-key=***"
+    assert rendered["platforms"]["webhook"]["routes"]["out"]["deliver_url"] == (
+        "https://hooks.example.com/in?token=***&room=7")
+    config, _ = load_config(path, env={})
+    assert {"q-s3cret-1", "q-s3cret-2"} <= set(config_secrets(config))  # so the log masks them too
