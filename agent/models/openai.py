@@ -9,12 +9,14 @@ reaches us is final, and `_translate_error` turns it into one `ModelError`.
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import openai
 from openai import AsyncOpenAI
@@ -35,7 +37,8 @@ class OpenAIModel:
     """A `Model` backed by ``AsyncOpenAI.chat.completions.create`` (non-streaming).
 
     ``complete`` raises `ModelError` after the SDK's own retries, with the SDK's
-    exception in ``__cause__``; its message never contains the API key.
+    exception in ``__cause__``; its message never contains the API key, nor a password written
+    into ``base_url`` (as written, or as the Basic credentials the SDK sends for it).
     Cancelling ``complete`` cancels the in-flight HTTP request (the connection
     is dropped) and re-raises `asyncio.CancelledError` untouched.
 
@@ -72,7 +75,8 @@ class OpenAIModel:
         self._completions = client.chat.completions
         # An injected client may carry its own key; scrub both from error text.
         # Longest first, so a key that contains the other is scrubbed whole.
-        keys = {k for k in (api_key, getattr(client, "api_key", None)) if isinstance(k, str) and len(k) >= 4}
+        keys = {k for k in (api_key, getattr(client, "api_key", None), *_url_credentials(settings.base_url))
+                if isinstance(k, str) and len(k) >= 4}
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -145,6 +149,16 @@ def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
         kind = "server_error"
     text = _scrub(str(error.get("message") or "no message"), secrets)
     return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status)
+
+
+def _url_credentials(base_url: str | None) -> tuple[str, ...]:
+    """The password in ``http://user:password@host/v1``, as written, decoded, and as the ``Basic``
+    credentials the HTTP client sends it in: a server that echoes a request may echo those."""
+    parts = urlsplit(base_url or "")
+    if parts.password is None:
+        return ()
+    user, password = unquote(parts.username or ""), unquote(parts.password)
+    return parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

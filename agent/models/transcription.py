@@ -5,7 +5,7 @@ model name (``whisper-1``, ``gpt-4o-mini-transcribe``, a local server's model), 
 base URL and key that default to the chat model's (``model.base_url``,
 ``model.api_key``, ``$OPENAI_API_KEY``). Requests go through the official SDK, which
 retries 429, 5xx and timeouts ``model.max_retries`` times; what fails after that
-is one `ModelError` whose text never contains the key.
+is one `ModelError` whose text never contains the key (nor a password in the base URL).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 
 from agent._errors import ModelError
-from agent.models.openai import PLACEHOLDER_API_KEY, _translate_error
+from agent.models.openai import PLACEHOLDER_API_KEY, _translate_error, _url_credentials
 from agent.settings import ModelSettings
 
 
@@ -34,11 +34,13 @@ class Transcriber:
         api_key = speech.api_key or settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
         self.name = speech.name
         self._language = speech.language
-        self._client = client or AsyncOpenAI(api_key=api_key, base_url=speech.base_url or settings.base_url,
-                                             timeout=speech.timeout_seconds, max_retries=settings.max_retries)
+        base_url = speech.base_url or settings.base_url
+        self._client = client or AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=speech.timeout_seconds,
+                                             max_retries=settings.max_retries)
         self._owns_client = client is None
         self._transcriptions = self._client.audio.transcriptions
-        self._secrets = tuple(k for k in (api_key,) if k != PLACEHOLDER_API_KEY and len(k) >= 4)
+        self._secrets = tuple(sorted((k for k in (api_key, *_url_credentials(base_url))
+                                      if k != PLACEHOLDER_API_KEY and len(k) >= 4), key=len, reverse=True))
 
     async def transcribe(self, audio: bytes, *, filename: str, mime_type: str | None = None) -> str:
         """The text spoken in ``audio`` (stripped; may be empty for silence). Raises `ModelError`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import time
@@ -199,6 +200,24 @@ async def test_api_key_never_in_error_text(server, make_model):
         assert error.kind == kind
         assert KEY not in str(error) and KEY not in repr(error)
         assert "[redacted]" in str(error)
+
+
+async def test_a_password_in_the_base_url_never_in_error_text():
+    # base_url: http://user:password@host/v1 (a proxy with basic auth): the SDK sends it as a Basic
+    # header, and a server that echoes what it got must not have it passed on to the chat.
+    password = "pw-s3cret-9"
+    basic = base64.b64encode(f"alice:{password}".encode()).decode()
+    async with FakeOpenAIServer() as server:
+        base_url = server.base_url.replace("http://", f"http://alice:{password}@")
+        server.push_error(401, body={"error": {"message": f"no entry for alice:{password} (Basic {basic})"}})
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=base_url, max_retries=0), env={})
+        try:
+            error = await raises_model_error(model)
+        finally:
+            await model.aclose()
+    assert server.authorizations == [f"Basic {basic}"]
+    assert error.kind == "auth"
+    assert password not in str(error) and basic not in str(error) and "[redacted]" in str(error)
 
 
 async def test_wrong_key_is_auth_error(server, make_model):
