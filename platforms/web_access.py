@@ -49,8 +49,9 @@ class Refusal:
 
 def refusal_response(request: web.Request, refusal: Refusal, *, realm: str, what: str) -> web.Response:
     """The JSON error for a refused request; a missing or wrong token asks for one (``realm``).
-    Logged with ``what`` was asked (``web chat``, ``console``), never with the token."""
-    log.info("%s %s %s refused: %s", what, request.method, request.path, refusal.reason)
+    Logged with ``what`` was asked (``web chat``, ``console``), never with the token, and with the
+    path as sent: decoded, a stranger's ``%0A`` would start a line of their own in the log."""
+    log.info("%s %s %s refused: %s", what, request.method, request.rel_url.raw_path, refusal.reason)
     response = error_response(refusal.status, refusal.reason)
     if refusal.token:
         response.headers["WWW-Authenticate"] = f'Bearer realm="{realm}"'

@@ -253,6 +253,17 @@ async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, ga
             assert response.status == 415
 
 
+async def test_a_refused_request_cannot_write_lines_of_its_own_into_the_log(tmp_path, gateways, caplog) -> None:
+    # The id in the path is the stranger's: decoded, %0A would start a forged line of the text log.
+    gateway = await gateways(make_config(tmp_path, server={"console_token": TOKEN}), [RecordingAdapter()])
+    caplog.set_level("INFO", "platforms.web_access")
+    forged = "%0A2026-01-01%2000:00:00%20ERROR%20gateway:%20forged"
+    async with served(gateway) as server:
+        assert (await post(server.url, f"/console/api/children/x{forged}/stop"))[0] == 401
+    [line] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert line == f"console POST /console/api/children/x{forged}/stop refused: missing or wrong token"
+
+
 async def test_without_a_token_the_console_answers_only_on_a_loopback_host_and_can_be_off(tmp_path, gateways) -> None:
     gateway = await gateways(make_config(tmp_path / "on"), [RecordingAdapter()])
     async with served(gateway) as server:
