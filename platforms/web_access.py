@@ -10,7 +10,11 @@ Checks run in this order and stop at the first failure:
 1. **Host** (only when the page is open without a token, i.e. on loopback): the
    ``Host`` header must name a loopback address (``localhost``, ``127.x.x.x``,
    ``[::1]``). A web page elsewhere cannot then reach this API by pointing its own
-   domain name at 127.0.0.1 (DNS rebinding). 403.
+   domain name at 127.0.0.1 (DNS rebinding). Nor may a proxy's forwarding headers
+   (``X-Forwarded-For``, ``X-Real-IP``, ``X-Forwarded-Host``, ``Forwarded``) name
+   a client or host elsewhere: a reverse proxy on this machine that keeps the
+   upstream ``Host`` (nginx's and Apache's default) would make the internet look
+   local. 403.
 2. **Token**: with ``token`` set, ``Authorization: Bearer <token>`` (compared in
    constant time). 401.
 3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
@@ -31,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
+from multidict import MultiMapping
 
 log = logging.getLogger("platforms.web_access")
 
@@ -101,7 +106,7 @@ class Access:
         origin = request.headers.get("Origin")
         if origin is not None and not _same_origin(origin, request.headers):
             return Refusal(403, "requests from other sites' pages are not served")
-        if self._check_host and not is_loopback(request.headers.get("Host")):
+        if self._check_host and not (is_loopback(request.headers.get("Host")) and _not_forwarded(request.headers)):
             return Refusal(403, self._loopback_only)
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
@@ -117,6 +122,19 @@ class Access:
         if not self._allow_all and user.lstrip("@").lower() not in self._allowed:
             return Refusal(403, f"user {user!r} is not allowed to use this chat")
         return user
+
+
+def _not_forwarded(headers: MultiMapping[str]) -> bool:
+    """Whether every client and host a proxy's headers name is this machine (or there are none).
+    Anything unreadable (``unknown``, an obfuscated ``_name``) counts as elsewhere."""
+    named = [a for h in ("X-Forwarded-For", "X-Real-IP", "X-Forwarded-Host") for a in headers.getall(h, ())]
+    for value in headers.getall("Forwarded", ()):
+        for element in value.split(","):
+            for pair in element.split(";"):
+                key, _, address = pair.partition("=")
+                if key.strip().lower() in ("for", "host"):
+                    named.append(address.strip().strip('"'))
+    return all(is_loopback(part) for value in named for part in value.split(","))
 
 
 def _same_origin(origin: str, headers: Mapping[str, str]) -> bool:

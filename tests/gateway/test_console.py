@@ -276,6 +276,26 @@ async def test_without_a_token_the_console_answers_only_on_a_loopback_host_and_c
             assert response.status == 404
 
 
+@pytest.mark.parametrize("forwarded", [
+    {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Host": "bot.example.com"},  # Apache's ProxyPass
+    {"X-Real-IP": "203.0.113.7"},  # nginx's proxy_pass with its usual header
+    {"Forwarded": 'for="[2001:db8::7]:4711";proto=https'},
+], ids=["x-forwarded", "x-real-ip", "forwarded"])
+async def test_without_a_token_a_request_a_proxy_forwarded_from_elsewhere_is_refused(
+        tmp_path, gateways, forwarded) -> None:
+    # A reverse proxy on this machine (for the Telegram or Slack webhooks) that keeps the upstream
+    # Host makes every request look local: what it says about the real client must count.
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        for path in ("/console/api/state", "/metrics"):
+            async with http.get(f"{server.url}{path}", headers=forwarded) as response:
+                assert response.status == 403 and "server.console_token" in (await response.json())["error"]
+        status, _ = await post(server.url, "/console/api/outbox/1/retry", forwarded)
+        assert status == 403
+        local = {"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "::1", "Forwarded": "for=127.0.0.1"}
+        await state(server.url, local)  # a proxy forwarding a client of this machine is still local
+
+
 async def test_the_event_stream_sends_the_state_at_once_and_again_when_it_changes(tmp_path, gateways) -> None:
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "hi"}]]})

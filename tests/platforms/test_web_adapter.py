@@ -217,9 +217,13 @@ async def test_other_sites_pages_cannot_post_through_a_persons_browser(started, 
     assert sink.inbound == []
     status, _ = await post_message(http, base, "c1", "hi", key="key-00000003", headers={"Origin": f"http://{host}"})
     assert status == 202
+    proxied = {"Origin": "https://chat.example.com", "X-Forwarded-Host": "chat.example.com", "Host": "localhost"}
+    status, body_ = await post_message(http, base, "c1", "hi", key="key-00000004", headers=proxied)
+    assert status == 403 and "localhost only" in body_["error"]  # served elsewhere through a proxy: a token is due
+    _, sink, base = await started(token=TOKEN)
     status, _ = await post_message(http, base, "c1", "hi", key="key-00000004", headers={  # behind a proxy
-        "Origin": "https://chat.example.com", "X-Forwarded-Host": "chat.example.com", "Host": "localhost"})
-    assert status == 202 and len(sink.inbound) == 2
+        **proxied, "Authorization": f"Bearer {TOKEN}"})
+    assert status == 202 and len(sink.inbound) == 1
 
 
 async def test_a_proxy_user_header_names_the_user_and_the_allowlist_applies(started, http) -> None:
