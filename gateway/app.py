@@ -247,21 +247,23 @@ class Gateway:
     async def _dispatch(self, inbound: Inbound, turn_id: str | None, route: Command | Literal["refused"] | None,
                         ) -> Accepted:
         """Handle an accepted event that starts ``turn_id`` (None: a command or a refusal)."""
-        session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
         if route == "refused":
+            # Answered without a session: else each stranger's chat or thread (every top-level Slack
+            # mention is one) would add one for good to the database, and an agent to memory.
             log.warning("refused %s user %s", inbound.platform, inbound.user_id)
-            self._answer(session, inbound, REFUSAL.format(user_id=inbound.user_id))
-            return Accepted(None, session.key)
+            self._answer(inbound, REFUSAL.format(user_id=inbound.user_id))
+            return Accepted(None, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+        session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
         if isinstance(route, Command) and route.then_message is None:
             if self.commands.is_plugin(route):
                 self._answer_aside(session, inbound, route)
             else:
-                self._answer(session, inbound, await self.commands.run(session, route, inbound))
+                self._answer(inbound, await self.commands.run(session, route, inbound))
             return Accepted(None, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
-                self._send_answer(session, inbound, await self.commands.run(session, route, inbound))
+                self._send_answer(inbound, await self.commands.run(session, route, inbound))
             # Queued whatever the busy mode: /new has stopped the running turn.
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
@@ -313,7 +315,7 @@ class Gateway:
         so a stop before then runs it again after the next start."""
         async def answer() -> None:
             try:
-                self._answer(session, inbound, await self.commands.run(session, command, inbound))
+                self._answer(inbound, await self.commands.run(session, command, inbound))
             except Exception as exc:
                 if self._accepting:
                     self.dead_letters.failed(inbound, None, exc)
@@ -325,14 +327,15 @@ class Gateway:
         self._aside.add(task)
         task.add_done_callback(self._aside.discard)
 
-    def _answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
+    def _answer(self, inbound: Inbound, text: str) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""
-        self._send_answer(session, inbound, text)
+        self._send_answer(inbound, text)
         self.store.inbox.settle(inbound.platform, inbound.event_id)
 
-    def _send_answer(self, session: GatewaySession, inbound: Inbound, text: str) -> None:
-        self.outbox.enqueue(*session.chat, text, kind="command", key=_answer_key(inbound),
-                            reply_token=inbound.reply_token)
+    def _send_answer(self, inbound: Inbound, text: str) -> None:
+        """To the chat (and thread) the event came from, as its session's messages go."""
+        self.outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, text, kind="command",
+                            key=_answer_key(inbound), reply_token=inbound.reply_token)
 
     # -- wiring -----------------------------------------------------------------------------
 

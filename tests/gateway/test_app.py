@@ -280,6 +280,24 @@ async def test_access_control_refuses_strangers_once_and_runs_nothing(tmp_path, 
     assert len(model.requests) == 1
 
 
+async def test_a_strangers_messages_leave_no_session_behind(tmp_path, gateways):
+    # Each top-level Slack mention is a thread of its own: were every refusal a session, a stranger
+    # could add a row to the database (and an agent to memory) with every message.
+    chat = RecordingAdapter("slack")
+    config = make_config(tmp_path, platforms={"slack": {"enabled": False, "allowed_users": ["U1"]}})
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "hi"}]]})
+    for n in range(5):
+        await chat.say("let me in", user="U666", chat="C1", thread=f"17000000{n}.000100")
+    await chat.wait_for(lambda: len(chat.messages) == 5)
+    await settled(gateway)
+    assert all("only answers people" in t and "U666" in t for t in chat.texts())
+    assert [m.outbound.thread_id for m in chat.messages] == [f"17000000{n}.000100" for n in range(5)]
+    assert len(gateway.sessions) == 0 and gateway.store.sessions.recent(10) == []
+    await chat.say("/new", user="U666", chat="C1")  # a refused command neither
+    await chat.wait_for(lambda: len(chat.messages) == 6)
+    assert len(gateway.sessions) == 0 and gateway.store.sessions.recent(10) == []
+
+
 async def test_allow_all_serves_everyone(tmp_path, gateways):
     chat = RecordingAdapter("discord")
     config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})

@@ -488,7 +488,7 @@ async def test_a_stranger_gets_one_refusal_and_nothing_runs(slack_chat):
     assert len(model.requests) == 1
     assert chat.bot_texts("DU2") == [refusal] and chat.bot_texts("C1", body["event"]["ts"]) == [refusal_in_thread]
     assert len(chat.fake.ephemeral) == 1
-    assert chat.session("DU2").generation == 1  # the refused /new did not run
+    assert chat.session("DU2") is None  # the refused /new did not run: a stranger's chat has no session at all
 
 
 async def test_a_slash_command_is_allowed_by_user_id_not_by_the_name_it_carries(slack_chat):
@@ -499,4 +499,4 @@ async def test_a_slash_command_is_allowed_by_user_id_not_by_the_name_it_carries(
     await chat.fake.push_slash_command("/new", "U3", "DU3", user_name="u1")
     await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 2)
     assert all("only answers people" in e["text"] for e in chat.fake.ephemeral)
-    assert chat.session("DU2").generation == chat.session("DU3").generation == 1
+    assert chat.session("DU2") is chat.session("DU3") is None  # the /new ran in neither
