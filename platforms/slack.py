@@ -284,11 +284,13 @@ class SlackAdapter:
         if self._app is None or self._verifier is None:
             return web.Response(status=503, text="slack adapter not started")
         # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
-        # on one that is not a JSON object or form (or on a timestamp that is not a number).
+        # on one that is not a JSON object or form (or on a timestamp that is not a number). The
+        # verifier's own check raises too: ValueError for a body that is not UTF-8 or such a
+        # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII.
         try:
             signed = self._verifier.is_valid(await request.text(), request.headers.get("X-Slack-Request-Timestamp"),
                                              request.headers.get("X-Slack-Signature"))
-        except ValueError:
+        except (ValueError, TypeError):
             signed = False
         if not signed:
             return web.json_response({"error": "invalid request"}, status=401)
