@@ -385,7 +385,8 @@ class TelegramAdapter:
         return bool(self._username) and re.search(rf"(?<![\w@]){re.escape(handle)}\b", text, re.I) is not None
 
     async def _handle_webhook(self, request: web.Request) -> web.Response:
-        given = request.headers.get(SECRET_HEADER, "").encode()
+        # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong secret, not a 500.
+        given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")
         if not secrets.compare_digest(given, self._secret.encode()):
             log.warning("telegram webhook: refused a request without the right secret token from %s", request.remote)
             return web.Response(status=401, text="Unauthorized")

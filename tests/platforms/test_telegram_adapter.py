@@ -490,6 +490,21 @@ async def test_webhook_with_the_right_secret_delivers(fake: FakeTelegram, webhoo
     assert [(i.text, i.event_id, i.is_command) for i in sink.inbound] == [("/stop", str(update["update_id"]), True)]
 
 
+async def test_webhook_with_a_secret_that_is_not_utf8_is_refused_not_a_crash(
+    fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink], caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter, sink = webhook
+    port = int(adapter.webhook_url.rsplit(":", 1)[1].split("/")[0])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /telegram HTTP/1.1\r\nHost: bot\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                 b"X-Telegram-Bot-Api-Secret-Token: \xff\xfe\r\nContent-Length: 2\r\n\r\n{}")
+    async with asyncio.timeout(5):
+        reply = await reader.read()
+    writer.close()
+    assert reply.startswith(b"HTTP/1.1 401 ")
+    assert sink.inbound == [] and not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 @pytest.mark.parametrize("secret", ["wrong", None, ""])
 async def test_webhook_without_the_right_secret_is_refused(
     fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink], secret: str | None
