@@ -19,7 +19,9 @@ Four limits, from `gateway.config.sections.ServerSettings`:
   slow clients evicts itself and ``/healthz`` keeps answering.
 
 A client that hangs up mid-request, and a request too malformed to parse (aiohttp
-answers it 400), are each logged as one line, not a traceback (`ServerLog`).
+answers it 400), are each logged as one line, not a traceback (`ServerLog`). An
+``Expect`` header other than ``100-continue`` is answered 417 before aiohttp sees it
+(`expect_guard`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
@@ -86,6 +88,23 @@ def _expire(request: web.Request) -> None:
 def _gone(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
+
+
+def expect_guard(handler: Handler) -> Handler:
+    """Wraps the server's request handler (``web.Server.request_handler``): an ``Expect`` other
+    than ``100-continue`` gets 417. aiohttp answers it before any middleware, with the value in
+    its text, and a value that is not UTF-8 cannot be encoded there: a 500 and an ERROR
+    traceback that anyone could provoke, on any path."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        expect = request.headers.get(hdrs.EXPECT)
+        if expect and request.version >= (1, 1) and expect.lower() != "100-continue":
+            response = web.json_response({"error": "only Expect: 100-continue is supported"}, status=417)
+            response.force_close()  # a client that expected something else may be sending its body
+            return response
+        return await handler(request)
+
+    return guarded
 
 
 class ConnectionGuard:

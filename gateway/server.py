@@ -17,7 +17,7 @@ from aiohttp import web
 from gateway.app import Gateway
 from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionGuard, ServerLog, body_guard
+from gateway.http_guard import ConnectionGuard, ServerLog, body_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
 from platforms.base import Streaming
 from platforms.web_access import Refusal
@@ -105,6 +105,8 @@ class Server:
         runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.idle_timeout,
                                lingering_time=0, logger=ServerLog())
         await runner.setup()
+        assert runner.server is not None
+        runner.server.request_handler = expect_guard(runner.server.request_handler)
         self._runner = runner
         try:
             self._listener = await asyncio.get_running_loop().create_server(

@@ -150,6 +150,24 @@ async def test_a_client_hanging_up_mid_body_is_one_line_not_a_traceback(serve, c
     assert problems == []
 
 
+@pytest.mark.parametrize("expect", [b"\xff", b"\xc0\xaf", b"something-else"])
+async def test_an_expect_header_other_than_100_continue_is_417_not_a_crash(serve, caplog, expect):
+    # aiohttp answers it before any middleware, echoing the value, which it cannot encode when it
+    # is not UTF-8: a 500 and an ERROR traceback, on any path, for anyone.
+    server = await serve(Limits())
+    caplog.set_level(logging.INFO)
+    for path in (b"/healthz", b"/nowhere"):
+        reader, writer = await connect(server, b"GET " + path + b" HTTP/1.1\r\nHost: gateway\r\nExpect: " + expect
+                                       + b"\r\nConnection: close\r\n\r\n")
+        reply = await answer(reader)
+        writer.close()
+        assert reply.startswith(b"HTTP/1.1 417 ")
+        assert json.loads(reply.partition(b"\r\n\r\n")[2]) == {"error": "only Expect: 100-continue is supported"}
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    reply = await signed_post(f"{server.url}/webhooks/hook", SECRET, {"text": "hi"}, headers={"Expect": "100-continue"})
+    assert reply.status == 202
+
+
 async def test_an_ipv6_address_is_written_in_brackets(serve, caplog):
     with caplog.at_level(logging.INFO, logger="gateway.server"):
         server = await serve(Limits(header_timeout=5, body_timeout=5, max_connections=10), host="::1")
