@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from aiohttp import web
 from multidict import MultiMapping
 
+from platforms.base import has_surrogates
+
 log = logging.getLogger("platforms.web_access")
 
 ANONYMOUS = "web"
@@ -117,7 +119,8 @@ class Access:
         if self.user_header is None:
             return ANONYMOUS
         user = request.headers.get(self.user_header, "").strip()
-        if not user or len(user) > _MAX_USER:
+        # Bytes that are not UTF-8 arrive as lone surrogates: no name, and no chat id the store could hold.
+        if not user or len(user) > _MAX_USER or has_surrogates(user):
             return Refusal(401, f"no user in the {self.user_header} header")
         if not self._allow_all and user.lstrip("@").lower() not in self._allowed:
             return Refusal(403, f"user {user!r} is not allowed to use this chat")

@@ -244,6 +244,19 @@ async def test_a_proxy_user_header_names_the_user_and_the_allowlist_applies(star
     assert status == 202
 
 
+async def test_a_user_header_that_is_not_utf8_names_no_user(started) -> None:
+    # Its bytes would arrive as lone surrogates, which no chat id in the store can hold (a 500 there).
+    _, _, base = await started(user_header="X-Forwarded-User", allow_all=True)
+    host, port = base.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /chat/api/history?chat=c1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                 b"X-Forwarded-User: al\xffce\r\n\r\n")
+    async with asyncio.timeout(5):
+        reply = await reader.read()
+    writer.close()
+    assert reply.startswith(b"HTTP/1.1 401 ") and b"no user in the X-Forwarded-User header" in reply
+
+
 async def test_a_stream_starts_with_the_history_then_carries_this_chats_events(started, http) -> None:
     history = [{"id": "user:key-00000001@c1", "role": "user", "kind": "user", "text": "earlier", "time": 1.0,
                 "edited": False}]
