@@ -19,6 +19,8 @@ Guarantees:
 - **Coalescing.** A new edit or deletion of a progress message supersedes the ones still
   pending for it (they are dropped, also while the chat waits out a 429), and a
   deletion of one never sent drops both: only the newest state of a card goes out.
+  A progress message withdrawn when its work is over (`Outbox.withdraw`) before it
+  went out is never sent, nor are its edits and deletions: it would follow the answer.
 - **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
   same part again. Network errors, 5xx and unexpected exceptions: back off
   (0.5 s doubling to 60 s, jittered). A part still failing ``give_up_after`` seconds
@@ -156,8 +158,9 @@ class Outbox:
         The platform message id is looked up when the edit's turn comes. If the target failed,
         was dropped or never journaled, or the platform refuses the edit (EditUnsupported,
         NotFound, BadRequest, MessageTooLong), ``text`` is sent as a new message instead and
-        ``target_key`` then points at it, so later edits edit the new message. Text longer than
-        one part edits with the first part and sends the rest as new messages."""
+        ``target_key`` then points at it, so later edits edit the new message; but an edit of a
+        progress message dropped before it went out (`withdraw`) is dropped too. Text longer
+        than one part edits with the first part and sends the rest as new messages."""
         existing = self._existing(key)
         if existing:
             return existing
@@ -201,6 +204,21 @@ class Outbox:
         if deleting and target.status == "pending" and self._current.get(chat) != target.id:
             return self.drop(*chat, lambda r: r.id == target.id) == 1
         return False
+
+    def withdraw(self, platform: str, chat_id: str, thread_id: str | None, target_key: str) -> bool:
+        """The work a progress message reports on is over: if it has not reached the chat yet it
+        never will (dropped with its pending edits and deletions), since it would only appear
+        after the answer. True when it was withdrawn for sure: there is nothing to finalise.
+        False when it went out, or may still: it was being sent (a send in the adapter's hands
+        still counts as sent; one refused is not tried again), and an edit or deletion of it
+        queued now is made only if it did go out."""
+        target = self._store.message(target_key)
+        if target is None or target.kind not in PROGRESS_KINDS or target.status != "pending":
+            return False
+        chat = (platform, chat_id, thread_id)
+        self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
+        dropped = self.drop(*chat, lambda r: r.id == target.id) == 1
+        return dropped and self._current.get(chat) != target.id
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never

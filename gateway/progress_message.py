@@ -39,8 +39,9 @@ class ProgressMessage:
 
     def finish(self, final: str, *, delete: bool) -> None:
         """The work is over: delete the message (where the platform can; else it reads
-        ``final``), or edit it to ``final``. Nothing to do if it was never sent."""
-        if not self.exists:
+        ``final``), or edit it to ``final``. One that has not reached the chat yet never
+        will (`Outbox.withdraw`): after the answer it would be news of nothing."""
+        if not self.exists or self._outbox.withdraw(*self._chat, self.target):
             return
         key = f"{self._key}-final-{self._run_id}"
         if delete:

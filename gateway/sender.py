@@ -135,7 +135,12 @@ class Sender:
                         self._settle_final(fresh)
                     return True
                 row, stale = fresh, False
-            target_id = self._edit_target(row) if row.op in ("edit", "delete") else None
+            target = self._target(row) if row.op in ("edit", "delete") else None
+            target_id = target.message_id if target is not None else None
+            withdrawn = target is not None and target.status == "dropped" and target.kind in PROGRESS_KINDS
+            if withdrawn and target_id is None:
+                self._drop_change_of_withdrawn(row)
+                return True
             if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
                 row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
             if row.op == "edit" and target_id is None:
@@ -290,9 +295,17 @@ class Sender:
             note = self._store.message(key)
         return note if note is not None and note.status == "pending" else None
 
-    def _edit_target(self, row: OutboxRow) -> str | None:
-        target = self._store.message(row.target_key) if row.target_key else None
-        return target.message_id if target is not None else None
+    def _target(self, row: OutboxRow) -> OutboxRow | None:
+        return self._store.message(row.target_key) if row.target_key else None
+
+    def _drop_change_of_withdrawn(self, row: OutboxRow) -> None:
+        """An edit or deletion of a progress message withdrawn before it went out (`Outbox.withdraw`):
+        sent anew, as for any edit without a message, it would appear after the answer."""
+        self._forget(row)
+        self._store.drop([row.id])
+        log.info("outbox: %s chat %s: %s dropped: %s never went out", row.platform, row.chat_id, row.key,
+                 row.target_key)
+        self._settle_cb(row.key, None)
 
     def _to_send(self, row: OutboxRow, reason: str) -> OutboxRow:
         """An edit that cannot be: from now on (restarts included) this row sends a new message."""

@@ -422,6 +422,45 @@ async def test_deleting_a_card_that_never_went_out_sends_nothing(make, store, cl
     assert store.message("card:0").status == "dropped"
 
 
+async def test_a_card_withdrawn_before_it_went_out_is_never_sent(make, store, clock):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "an earlier answer", kind="reply", key="r0")
+    await adapter.until(lambda: len(adapter.calls) == 1)  # the chat is busy: the card waits its turn
+    outbox.enqueue("fake", "c1", None, "card", kind="notice", key="card")
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "card, later", key="e1")
+    assert outbox.withdraw("fake", "c1", None, "card:0")  # nothing left to finalise
+    outbox.enqueue("fake", "c1", None, "the answer", kind="reply", key="r1")
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    assert adapter.texts() == ["an earlier answer", "the answer"]
+    assert [store.message(k).status for k in ("card:0", "e1:0")] == ["dropped", "dropped"]
+
+
+@pytest.mark.parametrize("card_call", ["succeeds", "is refused"])
+async def test_a_card_withdrawn_while_in_the_adapters_hands_is_finalised_only_if_it_went_out(
+        make, store, clock, card_call):
+    adapter = FakeAdapter(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "card", kind="notice", key="card")
+    await adapter.until(lambda: len(adapter.calls) == 1)  # the card's send is under way
+    if card_call == "is refused":
+        adapter.fail_next(RateLimited("429", retry_after=5))
+    assert not outbox.withdraw("fake", "c1", None, "card:0")  # it may yet reach the chat
+    outbox.enqueue_edit("fake", "c1", None, "card:0", "✓ Done", key="final")
+    outbox.enqueue("fake", "c1", None, "the answer", kind="reply", key="r")
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    if card_call == "succeeds":
+        assert adapter.texts() == ["card", "the answer"] and adapter.messages["m1"] == "✓ Done"
+        assert store.message("card:0").status == "sent"
+    else:  # never after the answer: neither the card nor its outcome
+        assert adapter.texts() == ["the answer"]
+        assert [store.message(k).status for k in ("card:0", "final:0")] == ["dropped", "dropped"]
+
+
 async def test_a_reply_goes_before_progress_waiting_for_its_edit_interval(make, clock):
     adapter = FakeAdapter(clock=clock, edit_interval=1.0)
     outbox = await make(adapter)

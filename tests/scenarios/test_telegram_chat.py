@@ -486,6 +486,41 @@ async def test_a_429_storm_on_card_edits_never_delays_the_reply(fake, gateways):
     assert answer["text"] == "the answer" and card["text"].startswith("⏳")  # the card waits; the answer did not
 
 
+PROGRESS_SOON = {  # the card after 0.1 s, or the long-running notice after 0.1 s
+    "card": {"display": {"progress_delay": 0.1}},
+    "notice": {"display": {"progress": "off"}, "agent": {"gateway_notify_interval": 0.1}},
+}
+
+
+@pytest.mark.parametrize("progress", PROGRESS_SOON)
+async def test_progress_that_had_not_got_out_when_the_turn_ended_is_never_sent(fake, gateways, progress):
+    config = gateways.config(platforms=EVERYONE, **PROGRESS_SOON[progress])
+    await gateways.start(config, script={"parent": [[{"sleep": 0.4, "text": "the answer"}]]})
+    fake.fail_next("sendMessage", 429, retry_after=1)  # the progress message's first send
+    fake.push_message(42, "work")
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))
+    assert fake.calls_to("sendMessage")[0]["text"].startswith("⏳")
+    await fake.wait_for(lambda: texts(fake) == ["the answer"])
+    await gateways.quiet()  # past the second the 429 asked for: no "⏳", no "✓ Done" after the answer
+    assert texts(fake) == ["the answer"] and not fake.calls_to("editMessageText")
+    assert len(fake.calls_to("sendMessage")) == 2
+
+
+async def test_a_card_withdrawn_at_the_turns_end_stays_unsent_after_a_restart(fake, gateways):
+    config = gateways.config(platforms=EVERYONE, **PROGRESS_SOON["card"])
+    first = await gateways.start(config, script={"parent": [[{"sleep": 0.4, "text": "the answer"}]]})
+    fake.fail_next("sendMessage", 429, retry_after=2)
+    fake.push_message(42, "work")
+    await fake.wait_for(lambda: texts(fake) == ["the answer"])
+    await fake.wait_for(lambda: not fake.pending)
+    await gateways.stop(first)  # while the card still waits out its 429
+
+    await gateways.start(config, script={"parent": [[{"text": "never asked"}]]})
+    await gateways.quiet()
+    assert texts(fake) == ["the answer"] and not fake.calls_to("editMessageText")
+    assert len(fake.calls_to("sendMessage")) == 2
+
+
 # -- a backlog read after an outage -----------------------------------------------------------
 
 
