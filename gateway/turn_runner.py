@@ -135,7 +135,7 @@ class TurnRunner:
         answered = False  # by the attachments' notes alone: nothing for the model
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
-                content = await self._input(session, item)
+                content = await self._input(session, item, running)
                 answered = content is None
                 if content is not None and not running.suppressed:  # not stopped while files downloaded
                     result = await session.agent.run_turn(
@@ -197,9 +197,11 @@ class TurnRunner:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id)
 
-    async def _input(self, session: GatewaySession, item: WorkItem) -> str | list[dict[str, Any]] | None:
+    async def _input(self, session: GatewaySession, item: WorkItem,
+                     running: RunningTurn) -> str | list[dict[str, Any]] | None:
         def tell(text: str) -> None:
-            self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
+            if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
+                self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
 
         agent = session.agent
         return await turn_input(item.text, item.event, self._adapters.get(session.platform),

@@ -38,6 +38,8 @@ What a test reads and drives:
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
+  ``hold(method)`` leaves calls of ``method`` unanswered (a slow Telegram) until
+  ``release(method)``; then each is answered as usual, scripted faults included.
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
@@ -127,6 +129,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._chats: dict[str, dict[str, Any]] = {}
         self._faults: defaultdict[str, deque[ApiError | bool]] = defaultdict(deque)
+        self._held: dict[str, asyncio.Event] = {}
         self._changed = asyncio.Event()
         self._poller: object | None = None
         self._closing = False
@@ -170,9 +173,11 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         return self
 
     async def close(self) -> None:
-        """Wake every long poll (they answer ``[]``) and stop serving. Idempotent."""
+        """Wake every long poll (they answer ``[]``), answer held calls, and stop serving. Idempotent."""
         self._closing = True
         self._wake()
+        for method in list(self._held):
+            self.release(method)
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -275,6 +280,16 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         never learns it): the case that makes retries send duplicates."""
         self._faults[method.lower()].append(after_processing)
 
+    def hold(self, method: str) -> None:
+        """Leave calls of ``method`` (this one's and later ones) unanswered until `release`."""
+        self._held.setdefault(method.lower(), asyncio.Event())
+
+    def release(self, method: str) -> None:
+        """Answer the held calls of ``method``, and later ones at once again."""
+        held = self._held.pop(method.lower(), None)
+        if held is not None:
+            held.set()
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.calls if name.lower() == method.lower()]
 
@@ -298,6 +313,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         method = self._methods.get(name.lower())
         if method is None:
             return error_response(ApiError(404, "Not Found"))
+        held = self._held.get(name.lower())
+        if held is not None:
+            await held.wait()
         faults = self._faults.get(name.lower())
         fault = faults.popleft() if faults else None
         if isinstance(fault, ApiError):

@@ -197,6 +197,21 @@ async def test_drop_next_before_and_after_processing(fake: FakeTelegram, http: C
     assert [m["text"] for m in fake.messages["7"]] == ["lost?"]  # the second one got through
 
 
+async def test_held_calls_wait_for_release_then_answer_as_scripted(fake: FakeTelegram, http: ClientSession) -> None:
+    fake.hold("sendMessage")
+    fake.fail_next("sendMessage", 500)
+    first = asyncio.ensure_future(call(http, fake, "sendMessage", chat_id=7, text="one"))
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))
+    second = asyncio.ensure_future(call(http, fake, "sendMessage", chat_id=7, text="two"))
+    await fake.wait_for(lambda: len(fake.calls_to("sendMessage")) == 2)
+    assert (await call(http, fake, "getMe"))[0] == 200  # other methods are not held
+    assert not first.done() and not second.done() and not fake.messages["7"]
+    fake.release("sendMessage")
+    assert [(await first)[0], (await second)[0]] == [500, 200]
+    assert (await call(http, fake, "sendMessage", chat_id=7, text="three"))[0] == 200  # no longer held
+    assert [m["text"] for m in fake.messages["7"]] == ["two", "three"]
+
+
 async def test_webhooks_block_polling_and_deliver_with_secret(fake: FakeTelegram, http: ClientSession) -> None:
     seen: list[tuple[str | None, dict[str, Any]]] = []
 

@@ -16,17 +16,17 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeOpenAIServer
+from gateway.app import Gateway
 from gateway.attachments import VOICE_UNSUPPORTED
 from gateway.config import config_from_mapping
-from gateway.app import Gateway
 from gateway.platform_factory import build_adapters
+from gateway.testing import make_config, settled, start_gateway
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
 from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
-from gateway.testing import make_config, start_gateway
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
@@ -204,6 +204,24 @@ async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram
     refusal, answer = await telegram.answered(2)
     assert refusal.startswith("big.pdf is 4.9 KB") and answer == "Nice picture."
     assert "did not reach you: big.pdf (too large)" in user_content(openai.requests[0])
+
+
+async def test_a_turn_stopped_while_its_file_downloads_says_nothing_of_the_file(telegram: Telegram,
+                                                                               openai: FakeOpenAIServer) -> None:
+    gateway = await telegram.start(model=openai_model(openai))
+    fake = telegram.fake
+    fake.hold("getFile")
+    fake.fail_next("getFile", 500)  # once let go: the download fails, which the turn would explain
+    fake.push_document(42, b"%PDF-1.7 report", "report.pdf", caption="summarise this")
+    await fake.wait_for(lambda: fake.calls_to("getFile"))
+    fake.push_message(42, "/stop")
+    (confirmation,) = await telegram.answered()
+    assert confirmation.startswith("Stopped")
+    fake.release("getFile")
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)
+    assert telegram.replies() == [confirmation]  # no "I couldn't download report.pdf"
+    assert openai.requests == []
 
 
 async def test_a_file_sent_while_a_turn_runs_in_steer_mode_reaches_the_model(tmp_path) -> None:
