@@ -29,6 +29,11 @@ Guarantees:
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.
+- **Store failures.** If the store raises while a part is read or its outcome recorded,
+  the part stays at the head of its chat: the error is logged and the chat backs off
+  (as above, without giving up) and tries again, so nothing queued behind it overtakes
+  it. An outcome already known (the platform took the part, or refused it for good) is
+  then only recorded, never sent again.
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
   was journaled is preceded by a note of its age (`gateway.late_notes`).
 """
@@ -44,7 +49,7 @@ from collections.abc import Callable, Mapping
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
-from gateway.sender import PROGRESS_KINDS, ChatKey, Sender, safe_measure
+from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import Adapter
@@ -73,10 +78,10 @@ class Outbox:
                  late_after: float = 0.0) -> None:
         self._store = store
         self._adapters = adapters
+        self._rng = rng or random.Random()
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
-                              rng=rng or random.Random(), settle=self._resolve, events=events,
-                              late_after=late_after)
+                              rng=self._rng, settle=self._resolve, events=events, late_after=late_after)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
@@ -309,17 +314,26 @@ class Outbox:
         part that is still waiting gives way to a newly queued urgent one. Exits when the
         queue is empty; the next enqueue starts a new one."""
         queue = self._queues[chat]
+        delay = BACKOFF_FIRST
         try:
             while queue:
                 row_id, progress = queue.head()
                 self._current[chat] = row_id
                 queue.urgent_arrived.clear()
+                preempt = queue.urgent_arrived if progress else None
                 try:
-                    done = await self._sender.deliver(row_id, preempt=queue.urgent_arrived if progress else None)
-                except Exception:
-                    # The store failing under us: leave the part pending for the next start.
-                    log.exception("outbox: %s chat %s: delivering row %s failed", chat[0], chat[1], row_id)
-                    done = True
+                    done = await self._sender.deliver(row_id, preempt=preempt)
+                except Exception as exc:
+                    # The store failed under us, reading the part or recording what became of it.
+                    # The part stays at the head: what the chat has queued behind it waits.
+                    wait = delay * (0.75 + 0.5 * self._rng.random())
+                    log.error("outbox: %s chat %s: the store failed delivering row %s (%s: %s); the chat"
+                              " tries it again in %.1fs", chat[0], chat[1], row_id, type(exc).__name__, exc, wait,
+                              exc_info=exc if delay == BACKOFF_FIRST else None)
+                    delay = min(delay * 2, BACKOFF_MAX)
+                    await self._sender.pause(wait, preempt)
+                    continue
+                delay = BACKOFF_FIRST
                 if done:
                     queue.pop(progress)
                     self._queued -= 1

@@ -96,12 +96,19 @@ class Sender:
         """Parts journaled before the start that the platform was asked about already."""
         self._waited: set[int] = set()
         """Parts whose lookup was rate-limited once: the next refusal sends them."""
+        self._unrecorded: dict[int, Callable[[], None]] = {}
+        """Parts whose outcome (sent, failed) the store failed to record: recording it again is
+        all the next attempt at them does, so a part the platform took is never sent twice."""
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
         reported; a row of a platform without an adapter stays pending (that platform may be
         configured again). False when ``preempt`` was set while the row waited (pacing, a
-        429, a backoff): it is still pending, its retry time journaled, for a later call."""
+        429, a backoff): it is still pending, its retry time journaled, for a later call.
+        Raises what the store raises; the row's outcome, when known already, is kept for the
+        next call, which only records it."""
+        if self._record_again(row_id):
+            return True
         row = self._store.message_by_id(row_id)
         if row is None or row.status != "pending":
             if row is not None:
@@ -113,7 +120,14 @@ class Sender:
             return True
         return await self._deliver(adapter, row, preempt)
 
+    async def pause(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
+        """Sleep ``seconds`` on the clock, as the waits in `deliver` do: False, at once, when
+        ``preempt`` is set first."""
+        return await self._pacer.wait(seconds, preempt)
+
     async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
+        if self._record_again(row.id):  # a late note or a piece of a re-split part
+            return True
         if row.op == "split":
             # Resumed after a restart in the middle of a re-split (its pieces and this op are
             # journaled in one transaction).
@@ -220,13 +234,32 @@ class Sender:
 
     def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
         self._forget(row)
-        self._store.mark_sent(row.id, message_id)
-        self._events.settled(row, "sent")
         if row.op == "send":
             self._pacer.called(row.chat, pacing, edit_of=message_id)  # a new message's first edit waits too
-        if row.op == "send" and row.target_key is not None:
-            self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
-        self._settle_cb(row.key, message_id)
+
+        def record() -> None:
+            self._store.mark_sent(row.id, message_id)
+            if row.op == "send" and row.target_key is not None:
+                self._store.set_message_id(row.target_key, message_id)  # later edits edit this one
+            self._events.settled(row, "sent")
+            self._settle_cb(row.key, message_id)
+
+        self._record(row.id, record)
+
+    def _record(self, row_id: int, record: Callable[[], None]) -> None:
+        """Write a row's outcome to the store. Should the store raise, the outcome is kept for
+        the next `deliver` of the row, which then only records it (see ``_unrecorded``)."""
+        self._unrecorded[row_id] = record
+        record()
+        del self._unrecorded[row_id]
+
+    def _record_again(self, row_id: int) -> bool:
+        """Record the outcome the store failed to take before; False when there is none."""
+        record = self._unrecorded.get(row_id)
+        if record is None:
+            return False
+        self._record(row_id, record)
+        return True
 
     def _maybe_sent(self, row: OutboxRow) -> bool:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen."""
@@ -359,11 +392,15 @@ class Sender:
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         self._forget(row)
-        self._store.mark_failed(row.id, _describe(exc))
-        self._events.settled(row, "failed")
         age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
-        self._settle_cb(row.key, None)
+
+        def record() -> None:
+            self._store.mark_failed(row.id, _describe(exc))
+            self._events.settled(row, "failed")
+            self._settle_cb(row.key, None)
+
+        self._record(row.id, record)
 
     def _settle_final(self, row: OutboxRow) -> None:
         """Report a row already in a final state: its message id when sent, else None."""

@@ -1,0 +1,103 @@
+"""The outbox when its database fails: a part whose outcome cannot be recorded, or that cannot be
+read, holds its chat (backing off, logged) until it is settled; nothing overtakes it, nothing
+is sent twice, and other chats go on. The failures are real: SQLite itself refuses the one
+statement (a trigger raising, an authorizer denying reads), as a full disk or a failing device
+would."""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.testing import FakeClock
+from gateway.outbox import Outbox
+from gateway.store import GatewayStore
+from platforms.base import Forbidden, NetworkError
+from tests.gateway.test_outbox import WAIT, FakeAdapter
+
+REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part
+    "sent": "CREATE TRIGGER refuse BEFORE UPDATE OF status ON gateway_outbox"
+            " WHEN NEW.status = 'sent' AND NEW.chat_id = 'c1'"
+            " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    "failed": "CREATE TRIGGER refuse BEFORE UPDATE OF status ON gateway_outbox"
+              " WHEN NEW.status = 'failed' AND NEW.chat_id = 'c1'"
+              " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    "retried": "CREATE TRIGGER refuse BEFORE UPDATE OF attempts ON gateway_outbox"
+               " WHEN NEW.status = 'pending' AND NEW.chat_id = 'c1'"
+               " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+}
+OUTCOME = {  # what the platform does with the first part, and how often it is asked to
+    "sent": ([], 1),
+    "failed": ([Forbidden("bot was blocked")], 1),  # final: not asked again
+    "retried": ([NetworkError("HTTP 502")] * 3, 4),  # asked until it goes
+}
+
+
+@pytest.fixture
+async def setup(tmp_path) -> AsyncIterator[tuple[GatewayStore, FakeAdapter, Outbox, FakeClock]]:
+    clock = FakeClock(autojump=False)
+    state = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    outbox = Outbox(state.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7))
+    await outbox.start()
+    yield state, adapter, outbox, clock
+    await outbox.close()
+    state.close()
+
+
+async def recover(outbox: Outbox, clock: FakeClock) -> None:
+    """The store works again: time runs (every wait passes at once) until the outbox is idle."""
+    clock.autojump = True
+    clock.advance(60)  # past the chat's backoff
+    assert await outbox.flush(timeout=WAIT)
+
+
+@pytest.mark.parametrize("refused", REFUSE)
+async def test_a_part_whose_outcome_cannot_be_recorded_holds_its_chat_until_it_is(setup, caplog, refused):
+    state, adapter, outbox, clock = setup
+    errors, calls = OUTCOME[refused]
+    adapter.fail_next(*errors, chat="c1")
+    state.db.write(REFUSE[refused])
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+    outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="c")
+    for _ in range(2):  # the chat backs off and tries again, the store still refusing
+        await clock.until_sleeping()
+        await adapter.until(lambda: "elsewhere" in adapter.texts())  # other chats go on
+        assert "second" not in adapter.texts()  # nothing overtakes the unsettled part
+        assert [state.outbox.message(k).status for k in ("a:0", "b:0")] == ["pending", "pending"]
+        clock.advance(60)
+    errors_logged = [r for r in caplog.records if r.name == "gateway.outbox" and r.levelno == logging.ERROR]
+    assert errors_logged and all("c1" in r.getMessage() for r in errors_logged)
+
+    state.db.write("DROP TRIGGER refuse")
+    await recover(outbox, clock)
+    assert [text for _, chat, text, _ in adapter.calls if chat == "c1"] == ["first"] * calls + ["second"]
+    assert adapter.texts("c1") == (["second"] if refused == "failed" else ["first", "second"])
+    assert state.outbox.message("a:0").status == ("failed" if refused == "failed" else "sent")
+    assert state.outbox.message("b:0").status == "sent"
+
+
+async def test_a_part_that_cannot_be_read_holds_its_chat_until_it_can(setup, caplog):
+    state, adapter, outbox, clock = setup
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+
+    def no_reading_the_outbox(action: int, table: str | None, *_: object) -> int:
+        refused = action == sqlite3.SQLITE_READ and table == "gateway_outbox"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    state.db._conn.set_authorizer(no_reading_the_outbox)  # before the chat's sender takes its first part
+    for _ in range(2):
+        await clock.until_sleeping()
+        assert adapter.calls == []
+        clock.advance(60)
+    assert any(r.name == "gateway.outbox" and r.levelno == logging.ERROR for r in caplog.records)
+
+    state.db._conn.set_authorizer(None)
+    await recover(outbox, clock)
+    assert adapter.texts() == ["first", "second"]
