@@ -17,8 +17,9 @@ workspace under ``attachments/<session id>/`` (`store`):
 
 What cannot be taken (too large, a failed download, voice without transcription)
 is explained to the user in one message, before the answer (the turn runner sends
-none for a turn stopped meanwhile), and the model is told which files it did not get. When nothing is left for the model (no text, no file),
-that message is the whole answer and no turn runs.
+none for a turn stopped meanwhile), and the model is told which files it did not
+get. When nothing is left for the model (no text, no file), that message is the
+whole answer and no turn runs.
 
 Storing is all-or-nothing: a file is written under a temporary name and renamed
 into place once complete, so a half-stored file never appears. File names are
