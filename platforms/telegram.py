@@ -170,7 +170,9 @@ class TelegramAdapter:
         self._username = ""
         self._polling: asyncio.Task[None] | None = None
         self._polling_started = asyncio.Event()
-        self._dp = Dispatcher()
+        # No per-user FSM state: the adapter keeps none, and aiogram's in-memory storage would keep a
+        # record of every (chat, user) it ever sees, for good.
+        self._dp = Dispatcher(disable_fsm=True)
         self._dp.message.register(self._on_message)
         self._dp.startup.register(self._on_polling_started)
         self._album: list[tuple[Message, int]] = []

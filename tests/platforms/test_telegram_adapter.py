@@ -592,3 +592,15 @@ async def test_stopping_mid_batch_leaves_the_updates_not_handed_over_unconfirmed
     await asyncio.wait_for(stopping, 5)
     assert recorded == [str(first)]
     assert [u["update_id"] for u in fake.pending] == [first, second]  # Telegram serves "two" again
+
+
+async def test_the_people_of_busy_groups_leave_nothing_behind_in_memory(fake: FakeTelegram, sink: Sink,
+                                                                        adapter: TelegramAdapter) -> None:
+    # aiogram keeps a state record for each (chat, user) it sees unless the adapter turns its
+    # per-user state off: in a group whose members chat all day that grew for good.
+    for user in range(1, 1001):
+        fake.push_message(-100 - user % 10, f"chatting {user}", chat_type="supergroup", user_id=user, username=None)
+    fake.push_message(42, "sentinel")
+    await fake.wait_for(lambda: "sentinel" in sink.texts())
+    assert sink.texts() == ["sentinel"]
+    assert len(adapter._dp.storage.storage) == 0  # type: ignore[attr-defined]
