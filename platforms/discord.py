@@ -95,6 +95,7 @@ PORTAL_HINT = (
 )
 _MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
+_REMEMBERED_CHANNELS = 10_000  # channels and threads posted in, most recent kept (as many as the gateway hands over)
 _TOKEN_EXPIRED = 50027
 """401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 
@@ -142,8 +143,9 @@ class DiscordAdapter:
         self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
         self._connected = asyncio.Event()
         self._stopping = False
-        self._posted_in: set[int] = set()
-        """Channels and threads the bot has posted in since start."""
+        self._posted_in: OrderedDict[int, None] = OrderedDict()
+        """Channels and threads the bot has posted in (or was told of at start), least recent first:
+        the latest `_REMEMBERED_CHANNELS` of them."""
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._answered: OrderedDict[str, bool] = OrderedDict()
         """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
@@ -164,7 +166,8 @@ class DiscordAdapter:
     def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
         """The gateway's stored thread sessions: after a restart the bot still hears every
         message in a thread it had posted in, which Discord's data alone does not tell."""
-        self._posted_in.update(int(thread) for _chat, thread in threads)
+        for _chat, thread in threads:
+            _remember(self._posted_in, int(thread), None, _REMEMBERED_CHANNELS)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -372,7 +375,7 @@ class DiscordAdapter:
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
-        self._posted_in.add(int(target))
+        _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
     async def _answer(self, message: Outbound) -> Sent:
@@ -487,10 +490,10 @@ def _nonce(idempotency_key: str | None) -> str | None:
     return hashlib.blake2b(idempotency_key.encode(), digest_size=12).hexdigest()
 
 
-def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
+def _remember(store: OrderedDict[Any, Any], key: Any, value: Any, keep: int = _REMEMBERED) -> None:
     store[key] = value
     store.move_to_end(key)
-    while len(store) > _REMEMBERED:
+    while len(store) > keep:
         store.popitem(last=False)
 
 

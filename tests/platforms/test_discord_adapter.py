@@ -155,6 +155,28 @@ async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: Runnin
     assert fake.calls_to("POST /channels/{channel_id}/typing")[-1].path == "/channels/701/typing"
 
 
+async def test_the_threads_it_hears_unmentioned_are_the_latest_ten_thousand_it_posted_in(fake: FakeDiscord) -> None:
+    # A bot in busy servers posts in more threads every day: all of them were kept, for good.
+    adapter, sink = _adapter(fake), Sink(fake)
+    adapter.remember_threads([(str(CHANNEL), str(100_000 + i)) for i in range(10_000)])  # the stored ones
+    await adapter.start(sink, COMMANDS)
+    try:
+        for thread in range(701, 706):
+            fake.push_guild_message(GUILD, CHANNEL, USER, f"in {thread}", mention_bot=True, thread_id=thread)
+        for inbound in await sink.wait(5):
+            await adapter.send(Outbound(chat_id=inbound.chat_id, thread_id=inbound.thread_id, text="answer"))
+        fake.push_guild_message(GUILD, CHANNEL, USER, "in the least recent one", thread_id=100_000)
+        fake.push_guild_message(GUILD, CHANNEL, USER, "in the sixth least recent", thread_id=100_005)
+        fake.push_guild_message(GUILD, CHANNEL, USER, "in the latest", thread_id=705)
+        events = await sink.wait(7)
+        assert [(e.thread_id, e.text) for e in events[5:]] == [("100005", "in the sixth least recent"),
+                                                                ("705", "in the latest")]
+        assert len(adapter._posted_in) == 10_000  # type: ignore[attr-defined]
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+
+
 async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     assert {c["name"] for c in fake.commands[None]} == {"stop", "new", "agents"}
