@@ -100,6 +100,11 @@ class Sender:
         """Parts whose outcome (sent, failed) the store failed to record: recording it again is
         all the next attempt at them does, so a part the platform took is never sent twice."""
 
+    @property
+    def remembered(self) -> int:
+        """Parts the sender keeps something about in memory between attempts (none once final)."""
+        return len(self._unsure | self._asked | self._waited)
+
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
         reported; a row of a platform without an adapter stays pending (that platform may be
@@ -382,6 +387,7 @@ class Sender:
                 piece = self._store.message_by_id(piece.id) or piece
             if piece.status == "sent" and first is None:
                 first = piece.message_id
+        self._forget(row)  # its pieces are sent in its place: it is not tried again
         if first is None:
             self._store.mark_failed(row.id, "MessageTooLong: no piece of the re-split message was sent")
         else:
@@ -403,5 +409,7 @@ class Sender:
         self._record(row.id, record)
 
     def _settle_final(self, row: OutboxRow) -> None:
-        """Report a row already in a final state: its message id when sent, else None."""
+        """Report a row already in a final state (dropped or dismissed meanwhile, say): its
+        message id when sent, else None."""
+        self._forget(row)
         self._settle_cb(row.key, row.message_id if row.status == "sent" else None)

@@ -493,6 +493,29 @@ async def test_a_429_storm_delays_progress_but_the_reply_goes_first(make, store,
     assert store.message("e1:0").status == "dropped" and store.message("r:0").status == "sent"
 
 
+async def test_progress_edits_that_failed_then_were_replaced_leave_nothing_behind(make, store):
+    # On a flaky network a card's edit fails, and the next state of the card replaces it while
+    # it waits to be tried again: each such edit was remembered as "may have gone out", for good.
+    clock = FakeClock(autojump=False)
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter, clock=clock)
+    chats = [f"c{n}" for n in range(300)]
+    for chat in chats:
+        outbox.enqueue("fake", chat, None, "card v1", kind="notice", key=f"{chat}-card")
+    assert await outbox.flush(timeout=WAIT)
+    for chat in chats:
+        adapter.fail_next(NetworkError("reset"), chat=chat)
+        outbox.enqueue_edit("fake", chat, None, f"{chat}-card:0", "card v2", key=f"{chat}-e1")
+    await clock.until_sleeping(len(chats))  # each backs off before trying its edit again
+    for chat in chats:
+        outbox.enqueue_edit("fake", chat, None, f"{chat}-card:0", "card v3", key=f"{chat}-e2")
+    clock.advance(60)
+    assert await outbox.flush(timeout=WAIT)
+    assert {store.message(f"{chat}-e1:0").status for chat in chats} == {"dropped"}
+    assert set(adapter.messages.values()) == {"card v3"}
+    assert outbox._sender.remembered == 0
+
+
 # --- drop, flush, close, restart ------------------------------------------------------------
 
 
