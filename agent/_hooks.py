@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -27,6 +29,8 @@ class HookRegistry:
     def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.timeout_seconds = timeout_seconds
         self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
+        self._overrunning: dict[Callable[..., Any], int] = {}
+        """Synchronous hooks given up on, with how many of their worker threads have not returned yet."""
 
     def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
         """``owner`` (a plugin's module) is named when the hook fails: a lambda's name alone
@@ -39,16 +43,20 @@ class HookRegistry:
         return bool(self._hooks.get(name))
 
     async def run(self, name: str, **kwargs: Any) -> None:
-        """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread
-        (one that overruns is left to finish there: a thread cannot be stopped)."""
+        """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread.
+        One that overruns is left to finish there (a thread cannot be stopped), and until it has,
+        the hook is skipped: a hung one holds one thread, not one more per event."""
         for fn, owner in self._hooks.get(name, ()):
+            if fn in self._overrunning:
+                log.warning("hook %s (%s) is still running from an earlier call; skipped", name, _describe(fn, owner))
+                continue
             limit = asyncio.timeout(self.timeout_seconds)
             try:
                 async with limit:
                     if inspect.iscoroutinefunction(fn):
                         await fn(**kwargs)
                     else:
-                        await asyncio.to_thread(fn, **kwargs)
+                        await self._in_thread(fn, owner, kwargs)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
@@ -59,6 +67,27 @@ class HookRegistry:
                     log.exception("hook %s (%s) failed", name, _describe(fn, owner))
             except Exception:
                 log.exception("hook %s (%s) failed", name, _describe(fn, owner))
+
+    async def _in_thread(self, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
+        """``fn(**kwargs)`` in a worker thread, as `asyncio.to_thread` (in this context); the
+        thread is not waited for once the caller stops waiting, but remembered until it returns."""
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
+        try:
+            await asyncio.shield(call)
+        except asyncio.CancelledError:
+            if not call.done():
+                self._overrunning[fn] = self._overrunning.get(fn, 0) + 1
+                call.add_done_callback(functools.partial(self._returned, fn, owner))
+            raise
+
+    def _returned(self, fn: Callable[..., Any], owner: str | None, call: asyncio.Future[Any]) -> None:
+        if self._overrunning[fn] == 1:
+            del self._overrunning[fn]
+        else:
+            self._overrunning[fn] -= 1
+        if not call.cancelled() and call.exception() is not None:
+            log.error("hook %s failed after it was given up on", _describe(fn, owner), exc_info=call.exception())
 
 
 def _describe(fn: Callable[..., Any], owner: str | None) -> str:

@@ -113,6 +113,33 @@ async def test_a_hook_that_overruns_is_given_up_on_and_the_rest_still_run(caplog
     assert lines[2].endswith("own_timeout) failed")  # its own TimeoutError is a failure, not an overrun
 
 
+async def test_a_hung_synchronous_hook_holds_one_thread_not_one_per_call(caplog):
+    # A plugin's blocking call with no timeout of its own: every later event took another worker
+    # thread until none was left, and every tool or file read waiting for one hung too.
+    hooks = HookRegistry(timeout_seconds=0.01)
+    entered, release = [], threading.Event()
+
+    def blocking(**kw):
+        entered.append(kw["call_id"])
+        release.wait(10)
+
+    hooks.register("tool_end", blocking, owner="blocking_plugin")
+    try:
+        for n in range(20):
+            await hooks.run("tool_end", call_id=n)
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "a free thread"), 2) == "a free thread"
+        assert entered == [0]
+    finally:
+        release.set()
+    skipped = [r.getMessage() for r in caplog.records if "still running" in r.getMessage()]
+    assert len(skipped) == 19 and skipped[0].startswith("hook tool_end (plugin blocking_plugin: ")
+    async with asyncio.timeout(2):  # once its thread has returned, the hook runs again
+        while len(entered) == 1:
+            await hooks.run("tool_end", call_id="again")
+            await asyncio.sleep(0.01)
+    assert entered == [0, "again"]
+
+
 class Backend:
     description = "routes things"
 
