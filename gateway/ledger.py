@@ -27,6 +27,7 @@ from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE
+from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
@@ -202,6 +203,20 @@ class Ledger:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _deliver_when_done(self, row: DelegationRow) -> None:
+        """Hand the delegation's results on once its children are done. A store that fails meanwhile
+        (a full disk) is tried again, backing off, rather than leaving the results for the next start."""
+        delay = BACKOFF_FIRST
+        while True:
+            try:
+                await self._deliver(row)
+                return
+            except Exception:
+                log.error("delegation %s: handing its results on failed; trying again in %.1fs",
+                          row.delegation_id, delay, exc_info=delay == BACKOFF_FIRST)
+            await self._clock.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _deliver(self, row: DelegationRow) -> None:
         ids = [t.subagent_id for t in row.tasks]
         workspace = self._registry.get(*split_session_key(row.session_key)).agent.workspace
         routes = {t.subagent_id: t.spec["route"] for t in row.tasks if t.spec.get("route")}

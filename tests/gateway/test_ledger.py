@@ -4,6 +4,8 @@ interrupted children reported (or resumed); /retry; /agents after a restart; fai
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 
 import pytest
 
@@ -336,3 +338,25 @@ async def test_a_completion_turn_replayed_after_a_restart_delegates_once_as_far_
     await chat2.wait_for(lambda: "gamma done" in chat2.texts())
     await settled(gateway2)
     assert chat2.texts() == ["following up", "gamma done"]  # no report on the first run's gamma
+
+
+async def test_results_whose_delivery_the_store_refused_once_are_delivered_without_a_restart(tmp_path, gateways,
+                                                                                               caplog):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "children done", "text": "found"})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+
+    def no_reading_delegations(action, table, *_):
+        refused = action == sqlite3.SQLITE_READ and table == "gateway_delegations"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    connection = gateway.store.db._conn
+    connection.set_authorizer(no_reading_delegations)  # a failing disk, while the results are handed on
+    model.release("children done")
+    async with asyncio.timeout(5):
+        while not any(r.name == "gateway.ledger" and r.levelno == logging.ERROR for r in caplog.records):
+            await asyncio.sleep(0.01)
+    connection.set_authorizer(None)
+    await chat.wait_for(lambda: chat.texts() == ["on it", "results: alpha"])
+    await settled(gateway)
+    assert rows(gateway) == []
