@@ -29,6 +29,8 @@ from gateway.startup_errors import explain
 log = logging.getLogger("gateway.cli")
 
 CHAT_LOG = "chat.log"
+CHAT_LOG_CAP = 10 * 1024 * 1024
+"""Bytes past which `switchboard chat` sets its log aside as ``chat.log.1`` when it starts."""
 """Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 
 
@@ -142,7 +144,11 @@ def _chat_log(config: Config) -> TextIO:
     the prompt. Says where, first thing."""
     path = Path(config.state_dir).absolute() / CHAT_LOG
     try:
-        stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed by main
+        if path.exists() and path.stat().st_size > CHAT_LOG_CAP:  # one earlier log is kept, whole
+            os.replace(path, path.with_name(f"{CHAT_LOG}.1"))
+        # 0600, as the rest of the state directory: the log is the gateway's user's alone.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1)  # closed by main
     except OSError as exc:
         raise StartupError(f"cannot write the chat log {path} ({exc.strerror}); fix its permissions, or run"
                            " `switchboard chat --verbose` to log here instead") from exc

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 from agent.models.scripted import ScriptedModel
+from gateway.cli import CHAT_LOG_CAP
+from gateway.testing import RecordingAdapter, make_config
 from tests.gateway.cli_process import ROOT, command, environment, run, write_config
-from gateway.testing import RecordingAdapter, make_config, start_gateway
 
 ELEVEN = "".join(f"- item {i}\n" for i in range(11))
 
@@ -122,3 +123,15 @@ def test_ask_still_prints_the_turns_error_for_the_operator(tmp_path):
                                                 "model": {"provider": "scripted", "script": str(script)}})
     result = run(tmp_path, "ask", "x", "--config", str(config))
     assert result.returncode == 1 and "upstream down" in result.stderr
+
+
+def test_a_chat_log_grown_past_its_cap_is_set_aside_and_a_new_one_is_private(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    old = "an earlier session's line\n" * (CHAT_LOG_CAP // 26 + 1)
+    (state / "chat.log").write_text(old)
+    assert chat(tmp_path, "hello\n").returncode == 0
+    assert (state / "chat.log.1").read_text() == old  # one earlier log is kept, whole
+    log = (state / "chat.log").read_text()
+    assert "gateway running with local" in log and "an earlier session's line" not in log
+    assert (state / "chat.log").stat().st_mode & 0o777 == 0o600  # its user's alone, as the rest of the state
