@@ -49,7 +49,7 @@ class ConsoleView:
                 "dead": g.store.dead_letters.count(),
                 "pending_messages": [_message(r) for r in g.store.outbox.with_status("pending", MESSAGES)],
                 "failed_messages": [_message(r) for r in g.store.outbox.with_status("failed", MESSAGES)],
-                "dead_letters": [_letter(d) for d in g.store.dead_letters.all()[-MESSAGES:][::-1]],
+                "dead_letters": [_letter(d) for d in g.store.dead_letters.latest(MESSAGES)],
             },
             "errors": self._errors.entries(),
             "platforms": [{"name": name, "last_inbound_age": round(age, 1)}

@@ -53,6 +53,12 @@ class DeadLetters:
         """Every dead letter, oldest first."""
         return [_letter(r) for r in self._db.read(f"SELECT {_COLUMNS} FROM gateway_dead_letters ORDER BY id")]
 
+    def latest(self, limit: int) -> list[DeadLetter]:
+        """The ``limit`` newest dead letters, newest first (the console's view: it refreshes often,
+        and letters pile up until the operator dismisses them)."""
+        rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_dead_letters ORDER BY id DESC LIMIT ?", (limit,))
+        return [_letter(r) for r in rows]
+
     def get(self, letter_id: int) -> DeadLetter | None:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_dead_letters WHERE id=?", (letter_id,))
         return None if row is None else _letter(row)

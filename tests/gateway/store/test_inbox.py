@@ -40,3 +40,11 @@ def test_prune_forgets_old_ids_once_handled(store, clock):
     assert store.inbox.accept(event("old"), None).new  # forgotten: taken as new
     assert not store.inbox.accept(event("new"), None).new
     assert [e.event_id for e, _ in store.inbox.unfinished()] == ["old-unhandled", "old"]  # kept: not handled yet
+
+
+def test_the_latest_dead_letters_are_read_newest_first_and_no_more(store):
+    for i in range(5):
+        store.inbox.accept(event(f"e{i}", f"text {i}"), None)
+        store.inbox.set_aside("telegram", f"e{i}")
+    assert [d.event_id for d in store.dead_letters.latest(3)] == ["e4", "e3", "e2"]
+    assert [d.event_id for d in store.dead_letters.all()] == ["e0", "e1", "e2", "e3", "e4"]
