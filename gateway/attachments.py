@@ -3,7 +3,7 @@
 `turn_input` turns a message with attachments into the turn's input. Each file is
 downloaded through its adapter (`platforms.base.SupportsDownload`), which refuses
 anything over the platform's ``max_attachment_bytes``, and stored in the session's
-workspace under ``attachments/<session id>/`` (`store`):
+workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
 
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
   as image parts (OpenAI-style content parts, via `agent.images`); a model
@@ -26,6 +26,11 @@ into place once complete, so a half-stored file never appears. File names are
 made safe (no directories, no leading dots, no control or special characters);
 a name already taken by other bytes gets ``-2``, ``-3``...; the same bytes under
 the same name (a replay after a restart) reuse the file.
+
+A chat's files are for that chat only: its session's file tools (and its subagents')
+get a `chat_file_scope` that keeps them out of every other chat's folder, on every
+platform. Files stored before chats had folders of their own, under
+``attachments/<session id>/``, stay where they are and are not confined.
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ from typing import Any
 from agent import ModelError
 from agent.images import MAX_IMAGES, first_turn_content_async, image_type
 from agent.settings import ModelSettings
-from agent.tools import resolve_in_workspace
+from agent.tools import FileScope, resolve_in_workspace
+from gateway.config.platform_settings import PLATFORM_NAMES
+from gateway.file_names import file_name
 from platforms.base import Adapter, Attachment, AttachmentTooLarge, DeliveryError, Inbound, SupportsDownload
 
 log = logging.getLogger("gateway.attachments")
@@ -64,6 +71,22 @@ class Prepared:
     """The turn's input: text, or content parts with images; None when nothing is left for the model."""
     notes: list[str] = field(default_factory=list)
     """Sentences for the user about files that could not be taken."""
+
+
+# -- whose folder ----------------------------------------------------------------------------------
+
+def chat_folder(platform: str, chat_id: str) -> str:
+    """The folder of a chat's files inside `FOLDER`: ``<platform>/<chat id>``, each escaped
+    like the chat's memory file (`gateway.file_names`)."""
+    return f"{file_name(platform)}/{file_name(chat_id)}"
+
+
+def chat_file_scope(platform: str, chat_id: str) -> FileScope:
+    """What a chat's file tools may not touch: every platform's attachment folder but this
+    chat's own. Legacy ``attachments/<session id>/`` folders are not in it."""
+    platforms = sorted({*PLATFORM_NAMES, platform})
+    return FileScope(private=tuple(f"{FOLDER}/{file_name(p)}" for p in platforms),
+                     own=f"{FOLDER}/{chat_folder(platform, chat_id)}")
 
 
 # -- storing ----------------------------------------------------------------------------------
@@ -86,9 +109,10 @@ def safe_name(name: str, fallback: str = "file") -> str:
 
 
 def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
-    """Write ``data`` as ``<folder>/<name>`` inside ``workspace`` (both made safe) and return its
-    workspace-relative path. Blocking: call it in a worker thread."""
-    directory = resolve_in_workspace(workspace, f"{FOLDER}/{safe_name(folder, 'session')}")
+    """Write ``data`` as ``<name>`` (made safe) in ``attachments/<folder>`` inside ``workspace`` and
+    return its workspace-relative path. ``folder`` is a `chat_folder`. Blocking: call it in a worker
+    thread."""
+    directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
     directory.mkdir(parents=True, exist_ok=True)
     base = safe_name(name)
     stem, dot, ext = base.rpartition(".")

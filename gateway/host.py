@@ -3,13 +3,11 @@ and the lifecycle service — built from a `Config`, and the parent agent sessio
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from agent import (
     SYSTEM_CLOCK,
@@ -25,11 +23,14 @@ from agent import (
 )
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
+from gateway.attachments import chat_file_scope
 from gateway.commands import BUILTIN_COMMAND_NAMES
 from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS, backend_problem
 from gateway.errors import StartupError
-from gateway.toolsets import session_toolsets
+from gateway.file_names import file_name
+from gateway.toolsets import OPERATOR, session_toolsets
 from lifecycle import (
     DEFAULT_BACKEND,
     AsyncSubagentLifecycle,
@@ -151,7 +152,8 @@ class AgentHost:
         """A parent agent session with the configured tools, prompt and budget. ``delegate`` is
         the ``delegate_task`` it gets (the registry's inline one when None), if delegation is
         enabled; on a chat ``platform``, toolsets that are off there by default are left out
-        (`gateway.toolsets`). The memory tool keeps the notes of ``chat_id`` (`memory_path`)."""
+        (`gateway.toolsets`). The memory tool keeps the notes of ``chat_id`` (`memory_path`), and the
+        file tools of a chat's session keep out of other chats' attachments (`gateway.attachments.chat_file_scope`)."""
         agent = self.config.agent
         prompt = BASE_PROMPT + (f"\n\n{agent.system_prompt}" if agent.system_prompt else "")
         enabled = session_toolsets(self.config, self.tools.toolsets(), platform)
@@ -165,12 +167,19 @@ class AgentHost:
             session_id=session_id,
             max_iterations=agent.max_iterations,
             workspace=self.workspace,
-            services={"memory_path": self.memory_path(platform, chat_id), **(services or {})},
+            services={**self._per_chat_services(platform, chat_id), **(services or {})},
             enabled_toolsets=enabled,
             clock=self.clock,
             hooks=self.hooks,
             compactor=Compactor(self.compaction),
         )
+
+    def _per_chat_services(self, platform: str | None, chat_id: str | None) -> dict[str, Any]:
+        services: dict[str, Any] = {"memory_path": self.memory_path(platform, chat_id)}
+        # The operator's own sessions (the terminal, `switchboard ask`) see every chat's files.
+        if platform is not None and chat_id is not None and platform not in OPERATOR:
+            services[FILE_SCOPE] = chat_file_scope(platform, chat_id)
+        return services
 
     def memory_path(self, platform: str | None, chat_id: str | None) -> Path:
         """The memory file of a chat: its own, ``memory/<platform>/<chat id>.json`` (notes kept in
@@ -181,7 +190,7 @@ class AgentHost:
             return self.state_dir / SHARED_MEMORY
         if platform is None or chat_id is None:
             return self.state_dir / MEMORY_DIR / "ask.json"
-        return self.state_dir / MEMORY_DIR / _file_name(platform) / f"{_file_name(chat_id)}.json"
+        return self.state_dir / MEMORY_DIR / file_name(platform) / f"{file_name(chat_id)}.json"
 
     def _child_model(self, parent: AgentSession) -> Model:
         """``delegation.model`` / ``delegation.provider`` when set, else the parent's model.
@@ -211,11 +220,3 @@ def build_engine(config: Config, compaction: CompactionPolicy) -> Engine | None:
                            " 'switchboard[temporal]'") from exc
     return TemporalEngine(config.lifecycle.temporal, compaction=compaction)
 
-
-def _file_name(value: str) -> str:
-    """``value`` as one file name: every character but letters, digits, '-' and '_' escaped (no
-    '/' or '..' survives), a long one cut and made unique with its digest."""
-    name = quote(value, safe="-_", errors="surrogatepass")
-    if len(name) <= 100:
-        return name
-    return f"{name[:60]}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"

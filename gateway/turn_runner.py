@@ -18,7 +18,7 @@ from typing import Any
 from agent import Clock, TurnObserver, TurnResult
 from agent.settings import ModelSettings
 from gateway import late_notes
-from gateway.attachments import turn_input
+from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
 from gateway.logging import log_context
@@ -205,7 +205,7 @@ class TurnRunner:
 
         agent = session.agent
         return await turn_input(item.text, item.event, self._adapters.get(session.platform),
-                                workspace=agent.workspace, folder=session.session_id,
+                                workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
                                 supports_vision=bool(getattr(agent.model, "supports_vision", False)),
                                 model=self._model, tell=tell)
 

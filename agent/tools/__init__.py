@@ -3,7 +3,8 @@
 ======================  =====================================================
 toolset                 tools
 ======================  =====================================================
-``file``                read_file, list_files, write_file (inside the workspace)
+``file``                read_file, list_files, write_file (inside the workspace,
+                        within the session's ``file_scope`` when it has one)
 ``execute_code``        execute_code (Python in a subprocess, time-limited)
 ``memory``              memory (persistent notes; needs ``memory_path``)
 ``clarify``             clarify (needs the host's ``clarify`` service)
@@ -21,11 +22,13 @@ from agent._tools import Tool, ToolRegistry
 from agent.tools.clarify import clarify_toolset
 from agent.tools.execute_code import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS, execute_code_toolset
 from agent.tools.file import file_toolset, resolve_in_workspace
+from agent.tools.file_scope import FileScope
 from agent.tools.memory import memory_toolset
 from agent.tools.messaging import messaging_toolset
 
 __all__ = [
     "BUILTIN_TOOLSETS",
+    "FileScope",
     "builtin_toolsets",
     "clarify_toolset",
     "execute_code_toolset",

@@ -2,8 +2,10 @@
 
 Every path goes through `resolve_in_workspace`, which resolves symlinks before
 checking containment, so neither ``..``, an absolute path nor a symlink can reach
-outside the workspace. Handlers are plain functions: the registry runs them in a
-worker thread, so file I/O never blocks the event loop.
+outside the workspace; then through the session's `FileScope` (the ``file_scope``
+service), if it has one, so none reaches another person's files either. Handlers are
+plain functions: the registry runs them in a worker thread, so file I/O never blocks the
+event loop.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._glob import glob_regex
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
+from agent.tools.file_scope import FileScope
 
 #: Characters `read_file` returns at most; the model is told how to read on.
 MAX_READ_CHARS = 100_000
@@ -47,6 +51,15 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     return target
 
 
+def _resolve(ctx: ToolContext, path: str) -> Path:
+    """`resolve_in_workspace`, then refused when the session's `FileScope` says it is someone else's."""
+    target = resolve_in_workspace(ctx.workspace, path)
+    scope: FileScope | None = ctx.services.get(FILE_SCOPE)
+    if scope is not None:
+        scope.check(target, ctx.workspace.resolve(), path)
+    return target
+
+
 def _refuse_special(target: Path, path: str) -> None:
     # Opening a FIFO or device would park the worker thread forever.
     if target.exists() and not target.is_file():
@@ -64,7 +77,7 @@ def _capped_lines(f, cap: int):
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    target = resolve_in_workspace(ctx.workspace, args["path"])
+    target = _resolve(ctx, args["path"])
     offset, limit = args.get("offset", 1), args.get("limit")
     if target.is_dir():
         raise ToolError(f"{args['path']!r} is a directory; use list_files")
@@ -107,27 +120,32 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
-def _matches(base: Path, regex, max_depth: int | None):
-    """Entries under ``base`` whose relative path matches, directory by directory in name order."""
+def _matches(base: Path, regex, max_depth: int | None, hidden):
+    """Entries under ``base`` whose relative path matches and that are not ``hidden``, directory by
+    directory in name order."""
     # os.walk is told not to descend into symlinked directories, so the walk stays inside the workspace.
     for dirpath, dirnames, filenames in os.walk(base):
         here = Path(dirpath)
         for name in sorted(dirnames + filenames):
+            if hidden(here / name):
+                continue
             if regex.match((here / name).relative_to(base).as_posix()):
                 yield here / name
         deeper = max_depth is None or len(here.relative_to(base).parts) + 1 < max_depth
-        dirnames[:] = sorted(d for d in dirnames if deeper and not (here / d).is_symlink())
+        dirnames[:] = sorted(d for d in dirnames if deeper and not (here / d).is_symlink() and not hidden(here / d))
 
 
 def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    base = resolve_in_workspace(ctx.workspace, args.get("path", "."))
+    base = _resolve(ctx, args.get("path", "."))
     if not base.is_dir():
         raise ToolError(f"{args.get('path', '.')!r} is not a directory")
     regex, max_depth = glob_regex(args.get("pattern") or "*")
     root = ctx.workspace.resolve()
+    scope: FileScope | None = ctx.services.get(FILE_SCOPE)
+    hidden = scope.hidden_in(root) if scope is not None else (lambda entry: False)
     found = [
         e.relative_to(root).as_posix() + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
-        for e in itertools.islice(_matches(base, regex, max_depth), MAX_LIST_ENTRIES + 1)
+        for e in itertools.islice(_matches(base, regex, max_depth, hidden), MAX_LIST_ENTRIES + 1)
     ]
     if not found:
         return "(no matching entries)"
@@ -138,7 +156,7 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    target = resolve_in_workspace(ctx.workspace, args["path"])
+    target = _resolve(ctx, args["path"])
     if target.is_dir():
         raise ToolError(f"{args['path']!r} is a directory")
     _refuse_special(target, args["path"])

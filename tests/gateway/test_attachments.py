@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from agent import ModelError
-from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, prepare, safe_name, store
+from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, chat_file_scope, chat_folder, prepare, safe_name, store
+from gateway.file_names import file_name
 from gateway.store import GatewayStore
+from gateway.testing import RecordingAdapter, make_config
 from platforms.base import Attachment, AttachmentTooLarge, Inbound, NetworkError
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -73,13 +75,35 @@ def test_long_names_keep_their_extension() -> None:
     assert len(name.encode()) <= MAX_NAME and name.startswith("報告") and name.endswith(".pdf")
 
 
-def test_store_writes_inside_the_session_folder_and_never_clobbers(tmp_path: Path) -> None:
-    first = store(tmp_path, "s-1", "report.pdf", b"one")
-    assert first == "attachments/s-1/report.pdf" and (tmp_path / first).read_bytes() == b"one"
-    assert store(tmp_path, "s-1", "report.pdf", b"one") == first  # the same file again: reused
-    assert store(tmp_path, "s-1", "report.pdf", b"two") == "attachments/s-1/report-2.pdf"
-    assert store(tmp_path, "../../outside", "../x", b"3") == "attachments/outside/x"
-    assert sorted(p.name for p in (tmp_path / "attachments" / "s-1").iterdir()) == ["report-2.pdf", "report.pdf"]
+def test_store_writes_inside_the_chat_folder_and_never_clobbers(tmp_path: Path) -> None:
+    folder = chat_folder("telegram", "-1001234")
+    first = store(tmp_path, folder, "report.pdf", b"one")
+    assert first == "attachments/telegram/-1001234/report.pdf" and (tmp_path / first).read_bytes() == b"one"
+    assert store(tmp_path, folder, "report.pdf", b"one") == first  # the same file again: reused
+    assert store(tmp_path, folder, "report.pdf", b"two") == "attachments/telegram/-1001234/report-2.pdf"
+    escaped = store(tmp_path, chat_folder("webhook", "../../outside"), "../x", b"3")
+    assert escaped == "attachments/webhook/..%2F..%2Foutside/x"
+    assert sorted(p.name for p in (tmp_path / first).parent.iterdir()) == ["report-2.pdf", "report.pdf"]
+
+
+def test_a_chat_folder_is_named_like_the_chats_memory_file(tmp_path: Path) -> None:
+    # One escaping for every per-chat store, so a chat's notes and files sit under the same name.
+    long = "route:" + "x" * 300
+    assert chat_folder("webhook", long) == f"webhook/{file_name(long)}" and len(file_name(long)) < 110
+    scope = chat_file_scope("webhook", "../../etc")
+    assert scope.own == "attachments/webhook/..%2F..%2Fetc"
+    assert {"attachments/telegram", "attachments/slack", "attachments/webhook", "attachments/local"} \
+        <= set(scope.private)
+    assert "attachments/my-plugin" in chat_file_scope("my-plugin", "c1").private
+
+
+async def test_only_chat_sessions_are_kept_to_their_own_files(tmp_path: Path, gateways) -> None:
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter("telegram")])
+    chat = gateway.host.new_session(platform="telegram", chat_id="42").services["file_scope"]
+    assert chat == chat_file_scope("telegram", "42")
+    # The operator's own: the terminal chat and `switchboard ask`.
+    assert "file_scope" not in gateway.host.new_session(platform="local", chat_id="terminal").services
+    assert "file_scope" not in gateway.host.new_session().services
 
 
 def test_a_symlink_in_the_folder_is_never_written_through(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ async def test_a_photo_reaches_a_vision_model_as_an_image_part(telegram: Telegra
     assert text == {"type": "text", "text": "what is in this picture?"}
     url = image["image_url"]["url"]
     assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == PNG
-    (stored,) = (telegram.workspace / "attachments").glob("*/photo-*.jpg")
+    (stored,) = (telegram.workspace / "attachments").glob("telegram/42/photo-*.jpg")
     assert stored.read_bytes() == PNG
 
 
@@ -122,7 +122,7 @@ async def test_a_long_non_latin_file_name_is_stored_and_the_caption_answered(tel
     telegram.fake.push_document(42, b"quarterly numbers", "季度报告" * 22 + "終.txt", mime_type="text/plain",
                                 caption="summarise this")
     assert await telegram.answered() == ["Nice picture."]
-    (stored,) = (telegram.workspace / "attachments").glob("*/*.txt")
+    (stored,) = (telegram.workspace / "attachments").glob("telegram/42/*.txt")
     assert stored.read_bytes() == b"quarterly numbers" and stored.name.startswith("季度报告")
     content = user_content(openai.requests[0])
     assert content.startswith("summarise this") and stored.name in content

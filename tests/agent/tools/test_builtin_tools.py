@@ -11,6 +11,7 @@ def test_public_surface():
     assert agent.tools.__all__ == sorted(agent.tools.__all__)
     assert agent.tools.__all__ == [
         "BUILTIN_TOOLSETS",
+        "FileScope",
         "builtin_toolsets",
         "clarify_toolset",
         "execute_code_toolset",

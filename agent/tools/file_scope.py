@@ -1,0 +1,60 @@
+"""Which parts of a shared workspace a session's file tools may not touch.
+
+A host whose sessions serve different people over one workspace (the gateway: one per
+chat) gives each session a `FileScope` as the ``file_scope`` service. Inside each of
+its ``private`` folders only ``own`` is the session's; everything else there belongs to
+someone else, and the file tools refuse it (`FileScope.check`) and leave it out of
+listings (`FileScope.hidden_in`). A session without the service sees the whole workspace.
+Subagents in the same process inherit it with the parent's other services.
+
+Paths are compared after symlinks are resolved (`resolve_in_workspace`), so a link
+from the session's own folder into another's leads nowhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent._errors import ToolError
+
+SERVICE = "file_scope"
+
+
+@dataclass(frozen=True, slots=True)
+class FileScope:
+    """The ``file_scope`` service: folders of the workspace divided among owners, and this session's."""
+
+    private: tuple[str, ...]
+    """Workspace-relative folders divided among owners. The folder itself may be listed
+    (showing only ``own``); what lies inside it is off limits but for ``own``."""
+    own: str | None = None
+    """The workspace-relative folder, inside one of ``private``, that is this session's;
+    None: nothing in ``private`` is."""
+
+    def check(self, target: Path, root: Path, path: str) -> None:
+        """Raise `ToolError` when ``target`` (resolved, inside the resolved workspace ``root``)
+        is someone else's; ``path`` is how the model named it."""
+        area = self._foreign_area(target, *self._resolved(root))
+        if area is not None:
+            mine = f"only {self.own}/ is this session's" if self.own else "none of it is this session's"
+            raise ToolError(f"{path!r} is not this session's to use: it is in {area}/, "
+                            f"where other people's files are kept and {mine}")
+
+    def hidden_in(self, root: Path) -> Callable[[Path], bool]:
+        """For listings of the resolved workspace ``root``: whether an entry found walking it is
+        someone else's, and so left out (the folders are resolved once, not per entry)."""
+        own, areas = self._resolved(root)
+        return lambda entry: self._foreign_area(entry, own, areas) is not None
+
+    def _resolved(self, root: Path) -> tuple[Path | None, list[tuple[str, Path]]]:
+        own = (root / self.own).resolve() if self.own else None
+        return own, [(area.rstrip("/"), (root / area).resolve()) for area in self.private]
+
+    @staticmethod
+    def _foreign_area(target: Path, own: Path | None, areas: list[tuple[str, Path]]) -> str | None:
+        """The private folder holding ``target`` when ``target`` is someone else's, else None."""
+        if own is not None and (target == own or own in target.parents):
+            return None
+        return next((name for name, area in areas if area in target.parents), None)
