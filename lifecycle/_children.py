@@ -20,6 +20,7 @@ from agent import (
     ToolRegistry,
 )
 from agent._frozen import fast_init
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._contract import SubagentLifecycleError
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
@@ -131,6 +132,7 @@ def plan_job(
         spec.output_schema, spec.images, type(model).__name__, getattr(model, "name", None), str(parent.workspace),
         spec.backend if spec.backend != DEFAULT_BACKEND else None, spec.route,
         route.system_prompt if route is not None else None, route.context if route is not None else "",
+        parent.services.get(FILE_SCOPE),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from agent import ToolTraceEntry, Usage
 from agent._frozen import fast_init
+from agent.tools import FileScope
 from lifecycle._liveness import Timeout
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -67,6 +68,9 @@ class ChildJob:
     """The route's persona, the first part of the child's system prompt."""
     route_context: str = ""
     """Text the route adds to the child's system prompt (skills, context files)."""
+    file_scope: FileScope | None = None
+    """The parent's ``file_scope`` service: what its file tools may not touch. A child in the
+    parent's process inherits the service itself; a worker builds it from here."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe plain dict; `from_dict` of it gives an equal job."""
@@ -75,6 +79,8 @@ class ChildJob:
             body[name] = None if body[name] is None else list(body[name])
         body["metadata"] = dict(self.metadata)
         body["output_schema"] = None if self.output_schema is None else dict(self.output_schema)
+        scope = self.file_scope
+        body["file_scope"] = None if scope is None else {"private": list(scope.private), "own": scope.own}
         return body
 
     @classmethod
@@ -85,6 +91,8 @@ class ChildJob:
         if values.get("toolsets") is not None:
             values["toolsets"] = tuple(values["toolsets"])
         values["metadata"] = MappingProxyType(dict(values.get("metadata") or {}))
+        if (scope := values.get("file_scope")) is not None:
+            values["file_scope"] = FileScope(tuple(scope["private"]), scope.get("own"))
         return cls(**values)
 
 

@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry
 from agent.images import first_turn_content_async
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import UNSAFE_CHILD_TOOLS, child_system_prompt
 from lifecycle._job import ChildJob
 from lifecycle._project_context import ProjectContext
@@ -166,10 +167,15 @@ class ChildActivities:
         return AgentSession(
             model=self._model(job.provider, job.model, job.backend, job.route), tools=tools, role=job.role,
             session_id=job.subagent_id,
-            workspace=Path(job.workspace), services=self.toolbox.services,
+            workspace=Path(job.workspace), services=_services(self.toolbox.services, job),
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
             metadata={**job.metadata, "parent_session_id": job.parent_session_id}, hooks=self.toolbox.hooks,
         )
+
+
+def _services(services: Mapping[str, Any], job: ChildJob) -> Mapping[str, Any]:
+    """The worker's services, with the file scope the child's parent had (its chat's, in the gateway)."""
+    return services if job.file_scope is None else {**services, FILE_SCOPE: job.file_scope}
 
 
 class _Workspaces:

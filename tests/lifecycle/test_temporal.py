@@ -16,8 +16,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RetryConfig, RPCError
 
-from agent import ModelRequest
+from agent import ModelRequest, ToolRegistry
 from agent.models.scripted import ScriptedModel
+from agent.tools import FileScope, file_toolset
 from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
@@ -259,3 +260,27 @@ async def test_children_waiting_for_a_worker_get_one_warning_naming_the_task_que
             assert (await env.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
     warnings = [r.getMessage() for r in caplog.records if "waited" in r.getMessage()]
     assert len(warnings) == 1 and repr(settings.task_queue) in warnings[0] and "switchboard worker" in warnings[0]
+
+
+async def test_a_child_on_a_worker_keeps_out_of_the_files_its_parent_may_not_use(make_env, queue, tmp_path):
+    """The parent's `FileScope` travels in the job: the worker's file tools refuse what the parent's would."""
+    settings, client, worker = queue
+    (tmp_path / "files" / "tg" / "bob").mkdir(parents=True)
+    (tmp_path / "files" / "tg" / "bob" / "note.txt").write_text("bob's secret")
+
+    def leaf(request: ModelRequest) -> dict:
+        if request.messages[-1]["role"] == "tool":
+            return {"text": request.messages[-1]["content"]}
+        return {"tool_calls": [{"name": "read_file", "arguments": {"path": request.metadata["goal"]}}]}
+
+    tools = ToolRegistry()
+    for tool in file_toolset():
+        tools.register(tool)
+    await worker(ScriptedModel({"leaf": leaf}), tools)
+    env = await make_env(engine=TemporalEngine(settings, client=client))
+    env.parent.services["file_scope"] = FileScope(private=("files/tg",), own="files/tg/alice")
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="files/tg/bob/note.txt"))
+        assert (await env.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+        summary = (await env.service.result(handle)).summary
+    assert "'files/tg/bob/note.txt' is not this session's to use" in summary and "secret" not in summary
