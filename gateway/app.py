@@ -190,6 +190,7 @@ class Gateway:
         for task in list(self._aside):
             task.cancel()  # unanswered: handled again after the next start
         await asyncio.gather(*self._aside, return_exceptions=True)
+        self.commands.close()
         self.sessions.interrupt_all("the gateway is shutting down")
         await asyncio.sleep(0)
         await self.runner.cancel()

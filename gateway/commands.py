@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand
@@ -18,6 +21,11 @@ from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
 
 log = logging.getLogger("gateway.commands")
+
+PLUGIN_COMMAND_THREADS = 4
+"""Worker threads for plain plugin command handlers, apart from the loop's shared pool: handlers
+stuck on a dead service (and asked again and again) hold these, never the threads that tools, hooks
+and downloads need."""
 
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
@@ -78,6 +86,7 @@ class Commands:
         self._clock = clock
         self._agents = AgentsCommand(children, ledger, clock)
         self._delegation = DelegationCommand(registry, routing or Routing())
+        self._threads = ThreadPoolExecutor(PLUGIN_COMMAND_THREADS, thread_name_prefix="plugin-command")
 
     def specs(self) -> list[CommandSpec]:
         plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
@@ -110,13 +119,19 @@ class Commands:
             if inspect.iscoroutinefunction(plugin.handler):
                 out = await plugin.handler(command.args, context)
             else:  # a plain function may block (a synchronous HTTP call): never on the event loop
-                out = await asyncio.to_thread(plugin.handler, command.args, context)
+                call = functools.partial(contextvars.copy_context().run, plugin.handler, command.args, context)
+                out = await asyncio.get_running_loop().run_in_executor(self._threads, call)
             if inspect.isawaitable(out):
                 out = await out
             return str(out) if out is not None else "Done."
         except Exception as exc:
             log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
             return f"/{command.name} failed: {type(exc).__name__}."
+
+    def close(self) -> None:
+        """Shutdown: plain plugin handlers not started yet never start (their events run again after
+        the next start); one still running is left to return in its thread, which cannot be stopped."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _stop(self, session: GatewaySession, args: str) -> str:
         note = [STOP_ARGS_NOTE] if args else []

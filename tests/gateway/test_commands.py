@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import pytest
@@ -294,3 +295,26 @@ def test_a_command_name_ends_at_a_space_or_a_line_break():
     assert parse("/agents log sa-1", known).then_message is None
     assert parse("/stop", known).then_message is None and parse("/stop now", known).then_message is None
     assert parse("/ stop", known) is None and parse("/", known) is None and parse("/etc/hosts", known) is None
+
+
+async def test_hung_plain_plugin_commands_leave_the_threads_tools_need(tmp_path, gateways, monkeypatch):
+    # A plain handler blocking on a dead service, asked again and again: each call held one of the
+    # loop's shared worker threads, until another chat's file tools (and hooks, downloads) found none.
+    (tmp_path / "hanging_plugin.py").write_text(
+        "import threading\nrelease = threading.Event()\n\n"
+        "def status(args, context):\n    release.wait(30)\n    return 'the status'\n\n"
+        "def register(ctx):\n    ctx.register_command('status', status)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "hanging_plugin", raising=False)  # its event is this test's
+    config = make_config(tmp_path, plugins=["hanging_plugin"], agent={"toolsets": ["file"]})
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "list_files", "arguments": {}}]},
+                                       {"text": "listed"}]]})
+    chat = RecordingAdapter()
+    await gateways(config, [chat], model=model)
+    try:
+        for n in range(min(32, (os.cpu_count() or 1) + 4)):  # as many as the loop's default thread pool has
+            await chat.say("/status", chat=f"waiting-{n}")
+        await chat.say("what is there?", chat="other")
+        await chat.wait_for(lambda: "listed" in chat.texts())
+    finally:
+        sys.modules["hanging_plugin"].release.set()
