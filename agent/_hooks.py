@@ -44,8 +44,9 @@ class HookRegistry:
 
     async def run(self, name: str, **kwargs: Any) -> None:
         """Call every hook for ``name`` with keyword arguments; sync hooks run in a worker thread.
-        One that overruns is left to finish there (a thread cannot be stopped), and until it has,
-        the hook is skipped: a hung one holds one thread, not one more per event."""
+        One that overruns is left to finish (a thread cannot be stopped, a coroutine may not give in
+        to its cancellation), and until it has, the hook is skipped: a hung one holds one thread or
+        task, not one more per event."""
         for fn, owner in self._hooks.get(name, ()):
             if fn in self._overrunning:
                 log.warning("hook %s (%s) is still running from an earlier call; skipped", name, _describe(fn, owner))
@@ -53,10 +54,7 @@ class HookRegistry:
             limit = asyncio.timeout(self.timeout_seconds)
             try:
                 async with limit:
-                    if inspect.iscoroutinefunction(fn):
-                        await fn(**kwargs)
-                    else:
-                        await self._in_thread(fn, owner, kwargs)
+                    await self._call(fn, owner, kwargs)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
@@ -68,14 +66,26 @@ class HookRegistry:
             except Exception:
                 log.exception("hook %s (%s) failed", name, _describe(fn, owner))
 
-    async def _in_thread(self, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
-        """``fn(**kwargs)`` in a worker thread, as `asyncio.to_thread` (in this context); the
-        thread is not waited for once the caller stops waiting, but remembered until it returns."""
-        loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
+    async def _call(self, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
+        """``fn(**kwargs)``: a plain function in a worker thread (as `asyncio.to_thread`, in this context),
+        a plugin's coroutine function in a task of its own (in a copy of this context). Once the caller
+        stops waiting, such a call is cancelled if it is a task, but not waited for: a thread cannot be
+        stopped, and a coroutine may not give in (one that retries whatever interrupts it). It is
+        remembered until it returns. The host's own coroutine hooks (no ``owner``) are awaited here:
+        they may set context variables the caller reads on (the gateway's tracing does)."""
+        if inspect.iscoroutinefunction(fn):
+            if owner is None:
+                await fn(**kwargs)
+                return
+            call: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))
+        else:
+            loop = asyncio.get_running_loop()
+            call = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
         try:
             await asyncio.shield(call)
         except asyncio.CancelledError:
+            if isinstance(call, asyncio.Task):
+                call.cancel()  # a thread's future cancelled would read as done while the thread runs on
             if not call.done():
                 self._overrunning[fn] = self._overrunning.get(fn, 0) + 1
                 call.add_done_callback(functools.partial(self._returned, fn, owner))

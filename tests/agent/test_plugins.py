@@ -140,6 +140,30 @@ async def test_a_hung_synchronous_hook_holds_one_thread_not_one_per_call(caplog)
     assert entered == [0, "again"]
 
 
+async def test_a_hook_that_swallows_its_cancellation_is_still_given_up_on(caplog):
+    # A plugin that retries whatever interrupts its call (a bare except around a retry loop) took
+    # the timeout's cancellation for one more failure: the turn, its /stop and the shutdown waited for good.
+    hooks = HookRegistry(timeout_seconds=0.05)
+    calls, done = [], asyncio.Event()
+
+    async def stubborn(**kw):
+        while not done.is_set():
+            try:
+                await done.wait()
+            except asyncio.CancelledError:
+                pass  # tries again
+
+    hooks.register("turn_end", stubborn, owner="stubborn_plugin")
+    hooks.register("turn_end", lambda **kw: calls.append(kw))
+    running = asyncio.ensure_future(hooks.run("turn_end", turn_id="t1"))
+    try:
+        finished, _ = await asyncio.wait({running}, timeout=2)
+    finally:
+        done.set()  # lets the hook, and on the build that waited on it the run, end
+        await running
+    assert finished == {running} and calls == [{"turn_id": "t1"}]
+    assert "hook turn_end (plugin stubborn_plugin: " in caplog.text and "did not finish in 0.05 s" in caplog.text
+
 class Backend:
     description = "routes things"
 
