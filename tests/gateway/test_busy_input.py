@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import sqlite3
-import sys
-import textwrap
 
 import aiohttp
 import pytest
@@ -15,6 +12,7 @@ from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.observing import served
+from tests.plugin_modules import plugin_module
 
 SLOW_TO_CANCEL = """
 import asyncio
@@ -40,10 +38,7 @@ def register(ctx):
 def slow_to_cancel_tool(tmp_path, monkeypatch):
     """A plugin whose ``tidy`` tool runs until cancelled, then winds down only once the test sets
     its ``release`` (as `execute_code` kills and reaps its process first)."""
-    (tmp_path / "slow_cancel_plugin.py").write_text(textwrap.dedent(SLOW_TO_CANCEL))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "slow_cancel_plugin", raising=False)  # its events are this test's
-    return importlib.import_module("slow_cancel_plugin")
+    return plugin_module(tmp_path, monkeypatch, "slow_cancel_plugin", SLOW_TO_CANCEL)
 
 
 async def test_a_message_steered_while_a_stopped_turn_winds_down_gets_a_turn_of_its_own(tmp_path, gateways,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 
 import pytest
 
@@ -13,6 +12,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.commands import STOP_ARGS_NOTE, Command, parse
 from gateway.config import config_from_mapping
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.plugin_modules import plugin_module
 
 HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
 
@@ -137,18 +137,16 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
 
 async def test_a_plugin_command_cut_short_by_a_stop_is_answered_once_after_the_next_start(tmp_path, gateways,
                                                                                          monkeypatch):
-    (tmp_path / "waiting_plugin.py").write_text(
-        "import asyncio\nanswering = asyncio.Event()\n\n"
-        "async def report(args, context):\n    await answering.wait()\n    return 'the report'\n\n"
-        "def register(ctx):\n    ctx.register_command('report', report)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "waiting_plugin", raising=False)  # its event is this test's
+    plugin = plugin_module(tmp_path, monkeypatch, "waiting_plugin",
+                           "import asyncio\nanswering = asyncio.Event()\n\n"
+                           "async def report(args, context):\n    await answering.wait()\n    return 'the report'\n\n"
+                           "def register(ctx):\n    ctx.register_command('report', report)\n")
     config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["waiting_plugin"]}).config
     chat = RecordingAdapter()
     gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
     await chat.say("/report")
     await gateway.stop(grace=0)  # while the command waits: it is not answered now
-    sys.modules["waiting_plugin"].answering.set()
+    plugin.answering.set()
     chat2 = RecordingAdapter()
     gateway2 = await gateways(config, [chat2], script={"parent": [[{"text": "x"}]]})
     await chat2.wait_for(lambda: chat2.messages)
@@ -300,12 +298,10 @@ def test_a_command_name_ends_at_a_space_or_a_line_break():
 async def test_hung_plain_plugin_commands_leave_the_threads_tools_need(tmp_path, gateways, monkeypatch):
     # A plain handler blocking on a dead service, asked again and again: each call held one of the
     # loop's shared worker threads, until another chat's file tools (and hooks, downloads) found none.
-    (tmp_path / "hanging_plugin.py").write_text(
-        "import threading\nrelease = threading.Event()\n\n"
-        "def status(args, context):\n    release.wait(30)\n    return 'the status'\n\n"
-        "def register(ctx):\n    ctx.register_command('status', status)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "hanging_plugin", raising=False)  # its event is this test's
+    plugin = plugin_module(tmp_path, monkeypatch, "hanging_plugin",
+                           "import threading\nrelease = threading.Event()\n\n"
+                           "def status(args, context):\n    release.wait(30)\n    return 'the status'\n\n"
+                           "def register(ctx):\n    ctx.register_command('status', status)\n")
     config = make_config(tmp_path, plugins=["hanging_plugin"], agent={"toolsets": ["file"]})
     model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "list_files", "arguments": {}}]},
                                        {"text": "listed"}]]})
@@ -317,4 +313,4 @@ async def test_hung_plain_plugin_commands_leave_the_threads_tools_need(tmp_path,
         await chat.say("what is there?", chat="other")
         await chat.wait_for(lambda: "listed" in chat.texts())
     finally:
-        sys.modules["hanging_plugin"].release.set()
+        plugin.release.set()

@@ -3,9 +3,6 @@ answered once each, in the order they were sent (the real aiogram client against
 
 from __future__ import annotations
 
-import importlib
-import sys
-import textwrap
 from collections.abc import AsyncIterator
 
 import pytest
@@ -16,6 +13,7 @@ from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.plugin_modules import plugin_module
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 EVERYONE = {"telegram": {"allow_all": True}}
@@ -90,10 +88,7 @@ def register(ctx):
 
 @pytest.mark.parametrize("command", ["/report", "/status"])
 async def test_a_slow_plugin_command_holds_up_no_other_chat(fake, tmp_path, monkeypatch, command):
-    (tmp_path / "slow_commands_plugin.py").write_text(textwrap.dedent(SLOW_COMMANDS))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "slow_commands_plugin", raising=False)  # its events are this test's
-    plugin = importlib.import_module("slow_commands_plugin")
+    plugin = plugin_module(tmp_path, monkeypatch, "slow_commands_plugin", SLOW_COMMANDS)
     gateway = await start(fake, tmp_path, ScriptedModel({"parent": answering}), plugins=["slow_commands_plugin"])
     try:
         fake.push_message(42, command)
