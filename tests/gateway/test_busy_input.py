@@ -35,22 +35,25 @@ def register(ctx):
 """
 
 
-def slow_to_cancel_tool(tmp_path, monkeypatch):
-    """A plugin whose ``tidy`` tool runs until cancelled, then winds down only once the test sets
-    its ``release`` (as `execute_code` kills and reaps its process first)."""
-    return plugin_module(tmp_path, monkeypatch, "slow_cancel_plugin", SLOW_TO_CANCEL)
-
-
-async def test_a_message_steered_while_a_stopped_turn_winds_down_gets_a_turn_of_its_own(tmp_path, gateways,
-                                                                                          monkeypatch):
-    plugin = slow_to_cancel_tool(tmp_path, monkeypatch)
+async def tidying_turn(tmp_path, gateways, monkeypatch, next_answer: str):
+    """A steer-mode gateway whose first turn runs a plugin's ``tidy`` tool, which works until
+    cancelled and then winds down only once the test sets the plugin's ``release`` (as
+    `execute_code` kills and reaps its process first); the next turn answers ``next_answer``.
+    Returns (plugin, chat, gateway) once the tool runs."""
+    plugin = plugin_module(tmp_path, monkeypatch, "slow_cancel_plugin", SLOW_TO_CANCEL)
     chat = RecordingAdapter()
     model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "tidy", "arguments": {}}]}, {"text": "too late"}],
-                                      [{"text": "answer to the next message"}]]})
+                                      [{"text": next_answer}]]})
     config = make_config(tmp_path, display={"busy_input_mode": "steer"}, plugins=["slow_cancel_plugin"])
     gateway = await gateways(config, [chat], model=model)
     await chat.say("start")
     await plugin.started.wait()
+    return plugin, chat, gateway
+
+
+async def test_a_message_steered_while_a_stopped_turn_winds_down_gets_a_turn_of_its_own(tmp_path, gateways,
+                                                                                          monkeypatch):
+    plugin, chat, gateway = await tidying_turn(tmp_path, gateways, monkeypatch, "answer to the next message")
     await chat.say("/stop")
     await chat.say("do this instead")  # the stopped turn is still tidying up: it must not swallow this
     plugin.release.set()
@@ -152,14 +155,7 @@ async def test_a_message_handled_again_after_a_failure_waits_for_a_newer_ones_tu
 async def test_a_message_steered_into_a_turn_stopped_from_the_console_still_runs(tmp_path, gateways, monkeypatch):
     # The console stops only the turn: what the chat sent after it, queued or steered and not read yet,
     # still runs, also when the stopped turn reads steers while it winds down.
-    plugin = slow_to_cancel_tool(tmp_path, monkeypatch)
-    chat = RecordingAdapter()
-    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "tidy", "arguments": {}}]}, {"text": "too late"}],
-                                      [{"text": "answer to the steered message"}]]})
-    config = make_config(tmp_path, display={"busy_input_mode": "steer"}, plugins=["slow_cancel_plugin"])
-    gateway = await gateways(config, [chat], model=model)
-    await chat.say("start")
-    await plugin.started.wait()
+    plugin, chat, gateway = await tidying_turn(tmp_path, gateways, monkeypatch, "answer to the steered message")
     await chat.say("use metric units")  # steered: the turn reads it after its tool
     async with served(gateway) as server, aiohttp.ClientSession() as http:
         turn_id = next(iter(gateway.sessions)).running.turn_id
