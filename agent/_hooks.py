@@ -30,7 +30,8 @@ class HookRegistry:
         self.timeout_seconds = timeout_seconds
         self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
         self._overrunning: dict[Callable[..., Any], int] = {}
-        """Synchronous hooks given up on, with how many of their worker threads have not returned yet."""
+        """Hooks given up on (plain functions, and plugins' coroutine functions), with how many of their
+        calls have not returned yet."""
 
     def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
         """``owner`` (a plugin's module) is named when the hook fails: a lambda's name alone
