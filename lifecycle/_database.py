@@ -19,7 +19,11 @@ the loop shares one transaction, committed by a callback at the next turn
   until ``busy_timeout`` has passed.
 
 A commit that fails is reported to everyone waiting for it, and retried with
-the next write or wait. Durability: a committed row survives a process crash;
+the next write or wait. A full disk (or an I/O error) makes SQLite roll the whole
+batch back, whichever statement or commit met it: the writes of the batch that had
+succeeded are kept and written again, in order, before anything reads or writes
+after them (until then reads and writes raise), so no write its caller took for
+done is lost unheard. Durability: a committed row survives a process crash;
 a power cut may lose the last commits. Use one `SqliteDatabase` from one
 thread and one event loop.
 """
@@ -81,6 +85,10 @@ class SqliteDatabase:
         self._committing = False
         self._locked_since: float | None = None
         self._retry_delay = _RETRY_FIRST
+        self._redo: list[tuple[str, Any, bool]] = []
+        """The open batch's writes (participants' aside: they flush again), to write again when lost."""
+        self._lost = False
+        """SQLite rolled the batch back (a full disk): `_redo` must be written again first."""
         self.commits = 0
         """Transactions committed; for tests and metrics."""
 
@@ -114,9 +122,11 @@ class SqliteDatabase:
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """All rows of a query; sees this connection's uncommitted writes."""
+        self._restore()
         return self._connection().execute(sql, params).fetchall()
 
     def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        self._restore()
         return self._connection().execute(sql, params).fetchone()
 
     # -- writing ------------------------------------------------------------------------
@@ -125,7 +135,7 @@ class SqliteDatabase:
         """Run a write now, inside the current batch (committed at the next loop turn, or at
         once when no event loop runs and no `transaction` is open)."""
         batched = self._open_batch()
-        cursor = self._connection().execute(sql, params)
+        cursor = self._execute(sql, params, many=False)
         if not batched and not self._tx_depth:
             self.commit()
         return cursor
@@ -133,7 +143,7 @@ class SqliteDatabase:
     def write_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
         """`write` for many parameter rows of one statement."""
         batched = self._open_batch()
-        cursor = self._connection().executemany(sql, rows)
+        cursor = self._execute(sql, list(rows), many=True)
         if not batched and not self._tx_depth:
             self.commit()
         return cursor
@@ -144,16 +154,18 @@ class SqliteDatabase:
         back if the block raises. Nests."""
         batched = self._open_batch()
         conn = self._connection()
-        conn.execute("SAVEPOINT tx")
+        mark = len(self._redo)
+        self._execute("SAVEPOINT tx", (), many=False)
         self._tx_depth += 1
         try:
             yield
+            self._execute("RELEASE tx", (), many=False)
         except BaseException:
-            conn.execute("ROLLBACK TO tx")
-            conn.execute("RELEASE tx")
+            del self._redo[mark:]  # the block is undone, also when a full disk undid the whole batch
+            if conn.in_transaction and not self._lost:
+                conn.execute("ROLLBACK TO tx")
+                conn.execute("RELEASE tx")
             raise
-        else:
-            conn.execute("RELEASE tx")
         finally:
             self._tx_depth -= 1
         if not batched and not self._tx_depth:
@@ -179,7 +191,7 @@ class SqliteDatabase:
         commit's `sqlite3.Error` if it fails (it is retried with the next write or wait).
         A participant's own flush failure is reported to it, not here."""
         conn = self._connection()
-        if not conn.in_transaction and not self._due:
+        if not conn.in_transaction and not self._due and not self._lost:
             return
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
@@ -204,6 +216,7 @@ class SqliteDatabase:
         waiters, self._waiters = self._waiters, []
         failures: dict[Participant, BaseException] = {}
         try:
+            self._write_again()
             if due and not conn.in_transaction and not self._begin_without_waiting():
                 if self._still_waiting_for_lock():
                     self._due = dict.fromkeys(due) | self._due
@@ -215,8 +228,10 @@ class SqliteDatabase:
                 error = self._flush(conn, participant)
                 if error is not None:
                     failures[participant] = error
+            self._write_again()  # a participant's flush met a full disk
             if conn.in_transaction:
-                conn.execute("COMMIT")
+                self._execute("COMMIT", (), many=False)
+                self._redo.clear()
                 self.commits += 1
         except BaseException as exc:
             self._locked_since = None
@@ -260,7 +275,9 @@ class SqliteDatabase:
         """Open the batch if none is open. False when nothing will commit it later: no event
         loop runs, and no commit is under way (a participant's flush joins that one)."""
         conn = self._connection()
-        if not conn.in_transaction:
+        if self._lost:
+            self._write_again()
+        elif not conn.in_transaction:
             conn.execute("BEGIN IMMEDIATE")
         if self._committing:
             return True
@@ -270,6 +287,44 @@ class SqliteDatabase:
             return False
         self._schedule(loop)  # also after a failed commit left the batch open
         return True
+
+    def _execute(self, sql: str, params: Any, *, many: bool) -> sqlite3.Cursor:
+        """Run one statement of the batch and remember it, to write it again if the batch is lost."""
+        conn = self._connection()
+        try:
+            cursor = conn.executemany(sql, params) if many else conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            if self._redo and not conn.in_transaction and not self._lost:
+                self._lost = True
+                log.error("%s: SQLite rolled back the writes not yet committed (%s); they are written again"
+                          " with the next write or wait", self.path.name, exc)
+            raise
+        self._redo.append((sql, params, many))
+        return cursor
+
+    def _write_again(self) -> None:
+        """Write the lost batch again, in a new one; raises (and stays lost) if SQLite refuses again."""
+        if not self._lost:
+            return
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, params, many in self._redo:
+                if many:
+                    conn.executemany(sql, params)
+                else:
+                    conn.execute(sql, params)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._lost = False
+        log.info("%s: the writes a full disk rolled back are written again", self.path.name)
+
+    def _restore(self) -> None:
+        """Before a read: the lost batch is written again, so no read sees the state without it."""
+        if self._lost and not self._open_batch() and not self._tx_depth:
+            self.commit()
 
     def _begin_without_waiting(self) -> bool:
         conn = self._connection()
@@ -312,15 +367,19 @@ class SqliteDatabase:
         except sqlite3.Error as exc:  # everyone waiting was told; the next write or wait retries
             log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
 
-    @staticmethod
-    def _flush(conn: sqlite3.Connection, participant: Participant) -> BaseException | None:
+    def _flush(self, conn: sqlite3.Connection, participant: Participant) -> BaseException | None:
+        self._write_again()
+        mark = len(self._redo)
         conn.execute("SAVEPOINT flush")
         try:
             participant.flush()
         except Exception as exc:
-            conn.execute("ROLLBACK TO flush")
-            conn.execute("RELEASE flush")
+            if conn.in_transaction and not self._lost:
+                conn.execute("ROLLBACK TO flush")
+                conn.execute("RELEASE flush")
             return exc
+        finally:
+            del self._redo[mark:]  # a participant keeps its rows until it hears they are committed
         conn.execute("RELEASE flush")
         return None
 

@@ -101,3 +101,18 @@ async def test_a_part_that_cannot_be_read_holds_its_chat_until_it_can(setup, cap
     state.db._conn.set_authorizer(None)
     await recover(outbox, clock)
     assert adapter.texts() == ["first", "second"]
+
+
+async def test_a_reply_journaled_just_before_a_full_disk_refused_another_write_is_still_sent(setup):
+    # A full disk makes SQLite roll back every write not yet committed, not just the one it refused.
+    state, adapter, outbox, clock = setup
+    await state.db.durable()
+    outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="a")  # fits the pages there are
+    (pages,) = state.db.read_one("PRAGMA page_count")
+    state.db.read(f"PRAGMA max_page_count={pages}")  # the disk is full
+    with pytest.raises(sqlite3.OperationalError):
+        outbox.enqueue("fake", "c2", None, "a long answer " * 3000, kind="reply", key="b")
+    state.db.read("PRAGMA max_page_count=1000000")  # room again
+    await recover(outbox, clock)
+    assert adapter.texts("c1") == ["answer"]
+    assert state.outbox.message("a:0").status == "sent"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lifecycle import SqliteDatabase
+from tests.gateway.cli_process import ROOT, on_private_tmpfs
 
 
 @pytest.fixture
@@ -21,7 +25,7 @@ def db(tmp_path: Path):
 
 def outside(path: Path, sql: str) -> list[tuple]:
     """What another connection sees: committed rows only."""
-    conn = sqlite3.connect(path)
+    conn = sqlite3.connect(path, isolation_level=None)
     try:
         return conn.execute(sql).fetchall()
     finally:
@@ -181,3 +185,63 @@ async def test_close_commits_what_is_pending(tmp_path: Path) -> None:
     db.close()
     assert outside(db.path, "SELECT count(*) FROM t") == [(1,)] and recorder.outcomes == [None]
     assert outside(db.path, "PRAGMA journal_mode") == [("wal",)]
+
+
+def fill_up(db: SqliteDatabase) -> None:
+    """The file can grow no more: the next write that needs a new page fails with SQLITE_FULL, and
+    SQLite rolls the whole open transaction back, as it does on a full disk."""
+    (pages,) = db.read_one("PRAGMA page_count")
+    db.read(f"PRAGMA max_page_count={pages}")
+
+
+async def test_writes_a_full_disk_rolled_back_are_written_again_once_there_is_room(db: SqliteDatabase) -> None:
+    await db.durable()
+    db.write("INSERT INTO t VALUES ('small', 1)")  # fits the pages there are
+    fill_up(db)
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        db.write("INSERT INTO t VALUES ('big', ?)", ("x" * 50_000,))
+    assert db.read("SELECT k FROM t") == [("small",)]  # its writer took it for done
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t") == [("small",)]
+
+
+async def test_while_lost_writes_cannot_be_written_again_reads_and_waits_fail_rather_than_miss_them(
+        db: SqliteDatabase) -> None:
+    await db.durable()
+    db.write("INSERT INTO t VALUES ('small', 1)")
+    fill_up(db)
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        db.write("INSERT INTO t VALUES ('big', ?)", ("x" * 50_000,))
+    refusing = "CREATE TRIGGER refuse BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+    outside(db.path, refusing)  # the disk still refuses the lost write
+    with pytest.raises(sqlite3.DatabaseError, match="full"):
+        db.read("SELECT k FROM t")
+    with pytest.raises(sqlite3.DatabaseError, match="full"):
+        await db.durable()
+    outside(db.path, "DROP TRIGGER refuse")
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t") == [("small",)]
+
+
+async def test_a_block_rolled_back_by_a_full_disk_is_not_written_again_but_what_came_before_is(
+        db: SqliteDatabase) -> None:
+    await db.durable()
+    db.write("INSERT INTO t VALUES ('before', 1)")
+    fill_up(db)
+    with pytest.raises(sqlite3.OperationalError, match="full"), db.transaction():
+        db.write("INSERT INTO t VALUES ('inside', 1)")
+        db.write("INSERT INTO t VALUES ('big', ?)", ("x" * 50_000,))
+    db.read("PRAGMA max_page_count=1000000")
+    with db.transaction():
+        db.write("INSERT INTO t VALUES ('after', 1)")
+    await db.durable()
+    assert outside(db.path, "SELECT k FROM t ORDER BY k") == [("after",), ("before",)]
+
+
+def test_a_commit_a_real_full_disk_refused_is_written_once_there_is_room(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    prefix = on_private_tmpfs(disk, "size=512k") or pytest.skip("needs user and mount namespaces")
+    done = subprocess.run([*prefix, sys.executable, "-m", "tests.lifecycle.full_disk_worker", str(disk)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["refused: database or disk is full", "[('answer',)]"]
