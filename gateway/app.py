@@ -76,7 +76,8 @@ class Gateway:
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
         self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds)
-        self._chat_services = {"send_message": self._send_message, "clarify": self.questions.ask}
+        self._chat_services = {"send_message": self._send_message, "clarify": self.questions.ask,
+                               "note_key": self._note_key}
         """The services of every chat's parent agent: each finds its chat from the calling turn."""
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
@@ -366,6 +367,17 @@ class Gateway:
         self.outbox.enqueue(*session.chat, text, kind="interim", key=f"{running.turn_id}:message:{running.sent}")
         running.sent += 1
         return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
+
+    def _note_key(self) -> str | None:
+        """The memory tool's key for the note the calling turn adds now: by turn and count, so a
+        turn run again after a restart keeps each of its notes once. Called from the tool's thread;
+        a turn runs its tools one at a time."""
+        calling = self.sessions.calling_turn()
+        if calling is None:
+            return None
+        running = calling[1]
+        running.noted += 1
+        return f"{running.turn_id}:note:{running.noted - 1}"
 
     def _origin_of(self, delegation_id: str) -> str | None:
         row = self.store.delegations.get(delegation_id)

@@ -34,7 +34,7 @@ UNSAFE_CHILD_TOOLS = frozenset({"clarify", "memory", "send_message", "cronjob", 
 DELEGATE_TOOL = "delegate_task"
 _LEAF_BLOCKED = UNSAFE_CHILD_TOOLS | {DELEGATE_TOOL}
 #: Services children must not inherit, matching the tools taken away above.
-_PARENT_ONLY_SERVICES = frozenset({"clarify", "send_message", "memory_path"})
+_PARENT_ONLY_SERVICES = frozenset({"clarify", "send_message", "memory_path", "note_key"})
 
 
 class MemoryProvider(Protocol):

@@ -10,6 +10,12 @@ place with `os.replace`, so concurrent adds lose nothing and a crash leaves eith
 the old or the new file. The lock is per process: two processes sharing one file
 are not coordinated. Which file a session uses is its host's choice: the gateway
 gives each chat its own (``agent.memory_scope``).
+
+A host that runs a turn again after a crash (the gateway does, under the same turn
+id) passes ``ctx.services["note_key"]``, a callable naming the note the calling turn
+adds now (by turn and count). A note is kept under its key: the add of a turn run
+again finds the note its first run left, and takes this run's words for it, so the
+turn leaves one note, as if it had run once.
 """
 
 from __future__ import annotations
@@ -75,19 +81,26 @@ def _format(notes: list[dict[str, Any]]) -> str:
     return "\n".join(f"[{n['id']}] {n['text']}" for n in notes)
 
 
-def _add(path: Path, args: dict[str, Any]) -> str:
+def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
     text = (args.get("text") or "").strip()
     if not text:
         raise ToolError("action 'add' needs a non-empty 'text'")
     if len(text) > MAX_NOTE_CHARS:
         raise ToolError(f"the note has {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+    note_key = ctx.services.get("note_key")
+    key = note_key() if note_key is not None else None
     with _lock_for(path):
         data = _load(path)
+        left = next((n for n in data["notes"] if key is not None and n.get("key") == key), None)
+        if left is not None:
+            left["text"] = text
+            _save(path, data)
+            return f"added note {left['id']}"
         if len(data["notes"]) >= MAX_NOTES:
             raise ToolError(f"memory is full ({MAX_NOTES} notes); remove a note before adding another")
         note_id = int(data.get("next_id", 1))
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        data["notes"].append({"id": note_id, "text": text, "created_at": created})
+        data["notes"].append({"id": note_id, "text": text, "created_at": created, **({"key": key} if key else {})})
         data["next_id"] = note_id + 1
         _save(path, data)
     return f"added note {note_id}"
@@ -120,7 +133,7 @@ def memory(args: dict[str, Any], ctx: ToolContext) -> str:
     path = _memory_path(ctx)
     action = args["action"]
     if action == "add":
-        return _add(path, args)
+        return _add(path, args, ctx)
     if action == "remove":
         return _remove(path, args)
     if action == "search":

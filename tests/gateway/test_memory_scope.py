@@ -6,6 +6,7 @@ import json
 import logging
 
 from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config
 
 
@@ -61,3 +62,26 @@ async def test_notes_every_chat_shared_before_are_pointed_out_at_start(tmp_path,
         await gateways(make_config(tmp_path), [RecordingAdapter("telegram")])
     assert "memory.json holds notes every chat shared" in caplog.text
     assert "Set agent.memory_scope: global to share them again" in caplog.text
+
+
+def adding(text: str, then: dict) -> list[list[dict]]:
+    note = {"action": "add", "text": text}
+    return [[{"tool_calls": [{"name": "memory", "arguments": json.dumps(note)}]}, then]]
+
+
+async def test_a_note_added_by_a_turn_a_restart_runs_again_is_kept_once(tmp_path, gateways):
+    config = make_config(tmp_path)
+    cut_short = ScriptedModel({"parent": adding("the door code is 4711", {"wait": "killed here"})})
+    first = RecordingAdapter()
+    gateway = await gateways(config, [first], model=cut_short)
+    await first.say("remember: door code 4711")
+    await cut_short.reached("killed here")  # the note is written; the turn has not ended
+    await gateway.stop(grace=0)  # so it runs again after the restart, and notes it again
+
+    chat = RecordingAdapter()
+    again = ScriptedModel({"parent": adding("door code: 4711", {"text": "noted"})})  # a model words it anew
+    await gateways(config, [chat], model=again)
+    await chat.wait_for(lambda: chat.texts() == ["noted"])
+    notes = json.loads((tmp_path / "state" / "memory" / "chat" / "c1.json").read_text())["notes"]
+    assert [(n["id"], n["text"]) for n in notes] == [(1, "door code: 4711")]
+    assert [m["content"] for m in again.requests[-1].messages if m["role"] == "tool"] == ["added note 1"]
