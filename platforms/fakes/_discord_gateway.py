@@ -31,6 +31,8 @@ class _Conn:
     session: _Session | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Frames go out in the order they were dispatched (asyncio locks are FIFO)."""
+    stalled: bool = False
+    """Half-open (`FakeDiscord.stall`): frames for it are lost, what it sends is unheard."""
 
 
 class DiscordGateway:
@@ -63,7 +65,7 @@ class DiscordGateway:
 
     async def _send(self, conn: _Conn, frame: dict[str, Any]) -> None:
         async with conn.lock:
-            if conn.ws.closed:
+            if conn.ws.closed or conn.stalled:
                 return
             try:
                 await conn.ws.send_str(json.dumps(frame))
@@ -80,6 +82,8 @@ class DiscordGateway:
         try:
             await self._send(conn, {"op": 10, "d": {"heartbeat_interval": int(self.heartbeat_interval * 1000)}})
             async for msg in ws:
+                if conn.stalled:
+                    continue  # unheard (aiohttp still answers its close frame: see `FakeDiscord.stall`)
                 if msg.type is WSMsgType.TEXT:
                     await self._on_op(conn, json.loads(msg.data))
         finally:

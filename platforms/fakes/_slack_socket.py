@@ -18,7 +18,7 @@ class SlackSocketMode:
 
     async def disconnect(self, reason: str = "refresh_requested") -> None:
         """Ask every connected client to reconnect, as Slack does before recycling a host."""
-        for conn in self.open_connections:
+        for conn in [c for c in self.open_connections if not c.stalled]:
             await conn.ws.send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
 
     def drop_socket(self) -> None:
@@ -27,8 +27,17 @@ class SlackSocketMode:
             if conn.request.transport is not None:
                 conn.request.transport.abort()
 
+    def stall(self) -> None:
+        """Make every Socket Mode connection half-open, as when a NAT or load balancer forgets it:
+        no close frame, no FIN, and nothing in either direction any more (no pongs, no envelopes,
+        acks unheard). Envelopes sent on it are lost and redelivered when their ack times out;
+        the connection ends when the client closes its side."""
+        for conn in self.open_connections:
+            conn.stalled = True
+
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
+        # Pings are answered here, not by aiohttp, so that a stalled connection can stop answering.
+        ws = web.WebSocketResponse(autoping=False, autoclose=False)
         await ws.prepare(request)
         conn = Connection(len(self.connections) + 1, ws, request)
         self.connections.append(conn)
@@ -38,8 +47,18 @@ class SlackSocketMode:
         while self._queued and conn.open:
             await self._send_envelope(self._queued.popleft())
         try:
-            async for msg in ws:
-                if msg.type == aiohttp.WSMsgType.TEXT:
+            while True:
+                msg = await ws.receive()
+                if msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                    break
+                if conn.stalled:
+                    continue
+                if msg.type == aiohttp.WSMsgType.PING:
+                    await ws.pong(msg.data)
+                elif msg.type == aiohttp.WSMsgType.CLOSE:
+                    await ws.close()
+                    break
+                elif msg.type == aiohttp.WSMsgType.TEXT:
                     self._on_ack(conn, json.loads(msg.data))
         finally:
             self._bump()
@@ -67,7 +86,8 @@ class SlackSocketMode:
         conn = conns[next(self._rr) % len(conns)]
         envelope.deliveries.append(conn.id)
         try:
-            await conn.ws.send_json(envelope.wire())
+            if not conn.stalled:  # else lost on the way
+                await conn.ws.send_json(envelope.wire())
         except ConnectionError:
             pass  # the ack timer redelivers it
         loop = asyncio.get_running_loop()

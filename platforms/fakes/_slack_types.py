@@ -62,6 +62,8 @@ class Connection:
     id: int
     ws: web.WebSocketResponse
     request: web.Request
+    stalled: bool = False
+    """Half-open (`SlackSocketMode.stall`): nothing goes out on it, what comes in is ignored."""
 
     @property
     def open(self) -> bool:

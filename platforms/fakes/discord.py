@@ -20,7 +20,7 @@ discord.py compares the content type for equality.
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
-RECONNECT, op 9 INVALID_SESSION, a dropped socket, and close 4014 when the
+RECONNECT, op 9 INVALID_SESSION, a dropped socket, a half-open one (`stall`), and close 4014 when the
 Message Content intent is requested but not enabled.
 
 Scripted failures: `fail_next` (429 with ``retry_after`` and the ``Via`` header
@@ -234,6 +234,15 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         for conn in list(self._conns):
             if conn.request.transport is not None:
                 conn.request.transport.close()
+
+    def stall(self) -> None:
+        """Make the live gateway connection half-open, as when a NAT or load balancer forgets it:
+        no close frame, no FIN, no heartbeat ACK and no dispatch reaches the client any more
+        (events are still logged in the session, so a RESUME replays them). One thing still gets
+        through: the close frame the client sends when it gives up is answered, sparing the 30 s
+        discord.py would otherwise wait for that answer before it reconnects."""
+        for conn in self._conns:
+            conn.stalled = True
 
     def replay_on_resume(self, events: Iterable[str]) -> None:
         """On the next RESUME, dispatch these earlier events (message or interaction ids) again,

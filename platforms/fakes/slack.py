@@ -16,7 +16,8 @@ What it does:
 - Socket Mode (``/link``): ``hello`` on connect, envelopes (``events_api``,
   ``slash_commands``), ack collection (`acks`), redelivery of an ``events_api`` envelope not
   acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3), ``disconnect`` messages
-  (`disconnect`), dropped sockets (`drop_socket`) and lost acks (`lose_next_ack`).
+  (`disconnect`), dropped sockets (`drop_socket`), half-open ones (`stall`) and lost acks
+  (`lose_next_ack`).
 - HTTP delivery to a gateway (`send_http_event`, `send_http_command`): v0-signed, with
   ``X-Slack-Retry-Num``; pushes made without a Socket Mode connection go there when
   ``events_url`` is set, retried like Slack does on errors and timeouts (scaled down).
@@ -134,7 +135,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for conn in self.connections:
-            if conn.open:
+            if conn.open and conn.stalled and conn.request.transport is not None:
+                conn.request.transport.abort()  # a close frame would get no answer
+            elif conn.open:
                 await conn.ws.close()
         if self._http is not None:
             await self._http.close()

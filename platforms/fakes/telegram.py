@@ -40,6 +40,8 @@ What a test reads and drives:
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
   ``hold(method)`` leaves calls of ``method`` unanswered (a slow Telegram) until
   ``release(method)``; then each is answered as usual, scripted faults included.
+  ``hang_next(method)`` leaves the next call unanswered for good (a request lost in a
+  connection that went dead without a FIN): only the client's own timeout ends it.
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
@@ -128,7 +130,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._chats: dict[str, dict[str, Any]] = {}
-        self._faults: defaultdict[str, deque[ApiError | bool]] = defaultdict(deque)
+        self._faults: defaultdict[str, deque[ApiError | bool | None]] = defaultdict(deque)
         self._held: dict[str, asyncio.Event] = {}
         self._changed = asyncio.Event()
         self._poller: object | None = None
@@ -280,6 +282,11 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         never learns it): the case that makes retries send duplicates."""
         self._faults[method.lower()].append(after_processing)
 
+    def hang_next(self, method: str) -> None:
+        """Never answer the next call of ``method``, nor close its connection; later calls are
+        answered as usual."""
+        self._faults[method.lower()].append(None)
+
     def hold(self, method: str) -> None:
         """Leave calls of ``method`` (this one's and later ones) unanswered until `release`."""
         self._held.setdefault(method.lower(), asyncio.Event())
@@ -317,7 +324,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         if held is not None:
             await held.wait()
         faults = self._faults.get(name.lower())
-        fault = faults.popleft() if faults else None
+        fault = faults.popleft() if faults else ...
+        if fault is None:
+            await asyncio.Event().wait()  # until the fake closes
         if isinstance(fault, ApiError):
             return error_response(fault)
         if fault is False:

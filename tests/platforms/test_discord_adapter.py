@@ -373,6 +373,26 @@ async def test_a_reconnect_leaves_one_live_connection(
     assert inbound.text == "still there?" and fake.live_connections == 1
 
 
+async def test_a_half_open_connection_is_resumed_and_the_events_sent_into_it_arrive(fake: FakeDiscord) -> None:
+    """No heartbeat ACK and nothing else: discord.py gives up after ``heartbeat_timeout`` of
+    silence, reconnects and RESUMEs, and the messages dispatched into the dead socket arrive."""
+    adapter = DiscordAdapter(fake.token, api_base=fake.api_base, ready_timeout=5.0,
+                             client_factory=lambda **kw: fake.client_factory(heartbeat_timeout=1.0, **kw))
+    sink = Sink(fake)
+    await adapter.start(sink)
+    try:
+        fake.stall()
+        fake.push_dm(USER, "into the void")
+        await fake.wait_for(lambda: fake.connections_opened == 2 and fake.live_connections == 1)
+        fake.push_dm(USER, "after")
+        events = await sink.wait(2)
+        assert [e.text for e in events] == ["into the void", "after"]
+        assert [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6]
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+
+
 async def test_errors_are_translated_and_logged(
     fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture
 ) -> None:

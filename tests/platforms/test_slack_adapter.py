@@ -283,6 +283,21 @@ async def test_reconnect_leaves_a_single_consumer(
     assert {a.connection for a in fake.acks} == {2} and len(fake.acks) == 4
 
 
+async def test_a_half_open_socket_is_replaced_and_the_events_sent_into_it_arrive(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    """No close frame, no FIN, no pongs: the client's pings go unanswered, it drops the connection
+    within about 2.5 ping intervals and opens another, and Slack redelivers what it sent into the
+    dead one."""
+    fake.stall()
+    lost = await fake.push_dm("U1", "into the void")
+    await fake.wait_for(lambda: len(fake.open_connections) == 1 and fake.open_connections[0].id == 2, timeout=5)
+    await fake.push_dm("U1", "after")
+    await fake.wait_for(lambda: len(sink.items) == 2, timeout=5)
+    assert {i.text for i in sink.items} == {"into the void", "after"}
+    assert sink.items[0].event_id == lost["event_id"] or sink.items[1].event_id == lost["event_id"]
+
+
 # -- inbound over HTTP ---------------------------------------------------------------------
 
 

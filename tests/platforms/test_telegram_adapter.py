@@ -9,6 +9,9 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
 from aiohttp import web
 
 from platforms.base import (
@@ -237,6 +240,21 @@ async def test_polling_survives_a_failing_get_updates(fake: FakeTelegram, sink: 
     await fake.wait_for(lambda: len(sink.inbound) == 2)
     assert len(fake.calls_to("getUpdates")) > polls
     assert sink.texts() == ["before the outage", "after the outage"]
+
+
+async def test_a_long_poll_that_never_returns_is_given_up_and_polling_goes_on(fake: FakeTelegram) -> None:
+    """A getUpdates lost in a dead connection ends at the session timeout plus the polling timeout
+    (60 s + 30 s by default; 1 s + 1 s here), and the next poll gets what was sent meanwhile."""
+    bot = Bot(fake.token, session=AiohttpSession(api=TelegramAPIServer.from_base(fake.base_url), timeout=1))
+    adapter, sink = TelegramAdapter(fake.token, bot=bot, polling_timeout=1), Sink()
+    fake.hang_next("getUpdates")
+    await adapter.start(sink)
+    try:
+        fake.push_message(42, "sent while the poll hung")
+        await fake.wait_for(lambda: sink.inbound, timeout=8)
+        assert sink.texts() == ["sent while the poll hung"] and len(fake.calls_to("getUpdates")) >= 2
+    finally:
+        await adapter.stop()
 
 
 async def test_network_drop_on_send_is_network_error(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
