@@ -23,7 +23,8 @@ Guarantees:
   went out is never sent, nor are its edits and deletions: it would follow the answer.
 - **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
   same part again. Network errors, 5xx and unexpected exceptions: back off
-  (0.5 s doubling to 60 s, jittered). A part still failing ``give_up_after`` seconds
+  (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
+  meets one before a part is sent again. A part still failing ``give_up_after`` seconds
   after it was journaled (time queued behind other parts counts) is marked failed,
   and the chat moves on. Forbidden, NotFound and BadRequest are final at once.
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,

@@ -178,21 +178,21 @@ class Sender:
                     return False
                 stale = True
                 continue
-            if row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent):
-                try:
-                    found = await self._find_sent(adapter, row)
-                except RateLimited as exc:  # asked again once the platform allows
-                    self._events.rate_limited(row.platform, exc.retry_after)
-                    if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
-                        return False
+            try:
+                if row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent):
+                    try:
+                        found = await self._find_sent(adapter, row)  # a NetworkError backs off below
+                    except RateLimited as exc:  # asked again once the platform allows
+                        self._events.rate_limited(row.platform, exc.retry_after)
+                        if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
+                            return False
+                        stale = True
+                        continue
+                    if found is not None:
+                        self._sent(row, found, pacing)
+                        return True
                     stale = True
                     continue
-                if found is not None:
-                    self._sent(row, found, pacing)
-                    return True
-                stale = True
-                continue
-            try:
                 message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
             except Exception as exc:
                 stale = True
@@ -272,7 +272,9 @@ class Sender:
 
     async def _find_sent(self, adapter: FindsSent, row: OutboxRow) -> str | None:
         """Ask the platform whether ``row`` went out already; None (send it) when it did not or
-        cannot tell. Raises `RateLimited` the first time the platform says to ask later."""
+        cannot tell. Raises `RateLimited` the first time the platform says to ask later, and
+        `NetworkError` whenever it cannot be reached: an outage that lost the answer to a post
+        often loses the lookup too, and sending then, blind, would post it twice once it is over."""
         self._unsure.discard(row.id)
         self._asked.add(row.id)
         try:
@@ -283,6 +285,8 @@ class Sender:
                 self._unsure.add(row.id)
                 raise
             error: BaseException = exc
+        except NetworkError:
+            raise  # the caller marks it unsure again and backs off
         except Exception as exc:
             error = exc
         else:

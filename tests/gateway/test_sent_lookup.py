@@ -129,3 +129,22 @@ async def test_a_rate_limited_lookup_is_asked_again_after_the_wait_and_finds_the
     store.close()
     assert [m["ts"] for m in bot_posts(fake)] == [message_id]
     assert len(fake.calls_to("conversations.history")) == 2
+
+
+async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_the_post_is_not_doubled(
+    tmp_path, fake, adapters
+):
+    """Slack took the post but its answer was lost in an outage, and the lookup meets the outage
+    too (a 503, or no connection): asked again once Slack is back, never answered by posting."""
+    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    fake.fail_next("conversations.history", "service_unavailable", status=503, times=2)
+    outbox.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    message_id = await outbox.wait_sent("t1:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert [m["ts"] for m in bot_posts(fake)] == [message_id]
+    assert len(fake.calls_to("conversations.history")) == 3 and len(fake.calls_to("chat.postMessage")) == 1
+    assert lookups.outcomes == ["slack:found"]
