@@ -54,6 +54,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -98,6 +99,8 @@ EPHEMERAL = "ephemeral:"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
+CONNECT_TIMEOUT = 30.0
+"""Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
 SENT_EVENT = "switchboard_part"
 """The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
 part's idempotency key, which `SlackAdapter.find_sent` looks for."""
@@ -120,6 +123,13 @@ _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 _FORMATTING = ("invalid_blocks", "invalid_blocks_format")
+
+
+class SlackStartError(RuntimeError):
+    """Socket Mode could not connect at start although the Web API answered; the message says
+    what to check."""
+
+    platform = "slack"
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
@@ -171,6 +181,7 @@ class SlackAdapter:
         signing_secret: str | None = None,
         api_base: str = DEFAULT_API_BASE,
         ping_interval: float = 10.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
         placeholder_text: str = "_working…_",
         sink_timeout: float = SINK_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -184,7 +195,7 @@ class SlackAdapter:
         self.mode = mode
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
-        self._sink_timeout = sink_timeout
+        self._sink_timeout, self._connect_timeout = sink_timeout, connect_timeout
         self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
         self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
@@ -249,7 +260,13 @@ class SlackAdapter:
         # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
         opened = await self._api("apps.connections.open", None, app_token=self._app_token)
         client.wss_uri = opened["url"]
-        await asyncio.wait_for(self._socket.connect_async(), timeout=30)
+        try:
+            # slack_sdk retries a handshake that fails every ping_interval, for good.
+            await asyncio.wait_for(self._socket.connect_async(), timeout=self._connect_timeout)
+        except TimeoutError as exc:
+            host = urlsplit(opened["url"]).netloc  # not the URL: its ticket opens a connection
+            raise SlackStartError(f"Socket Mode: no WebSocket to {host} within {self._connect_timeout:g}s; a proxy or"
+                                  " firewall must let WebSockets (wss://) through") from exc
 
     async def stop(self) -> None:
         """Disconnect, delete any progress placeholder still shown, close the HTTP session."""

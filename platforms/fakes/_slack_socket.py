@@ -35,7 +35,15 @@ class SlackSocketMode:
         for conn in self.open_connections:
             conn.stalled = True
 
-    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+    def refuse_sockets(self, times: int = 1) -> None:
+        """Answer the next ``times`` Socket Mode handshakes with 503 instead of a WebSocket, as a
+        Slack host in trouble, or a proxy that does not pass WebSockets, does."""
+        self._refused_sockets += times
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        if self._refused_sockets:
+            self._refused_sockets -= 1
+            return web.Response(status=503, text="Service Unavailable")
         # Pings are answered here, not by aiohttp, so that a stalled connection can stop answering.
         ws = web.WebSocketResponse(autoping=False, autoclose=False)
         await ws.prepare(request)

@@ -16,8 +16,8 @@ What it does:
 - Socket Mode (``/link``): ``hello`` on connect, envelopes (``events_api``,
   ``slash_commands``), ack collection (`acks`), redelivery of an ``events_api`` envelope not
   acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3), ``disconnect`` messages
-  (`disconnect`), dropped sockets (`drop_socket`), half-open ones (`stall`) and lost acks
-  (`lose_next_ack`).
+  (`disconnect`), dropped sockets (`drop_socket`), half-open ones (`stall`), refused handshakes
+  (`refuse_sockets`) and lost acks (`lose_next_ack`).
 - HTTP delivery to a gateway (`send_http_event`, `send_http_command`): v0-signed, with
   ``X-Slack-Retry-Num``; pushes made without a Socket Mode connection go there when
   ``events_url`` is set, retried like Slack does on errors and timeouts (scaled down).
@@ -96,6 +96,7 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
         self._file_ids = itertools.count(1)
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._lost_acks = 0
+        self._refused_sockets = 0
         self._queued: deque[Envelope] = deque()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()

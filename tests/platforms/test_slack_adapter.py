@@ -27,7 +27,7 @@ from platforms.base import (
     RateLimited,
 )
 from platforms.fakes.slack import FakeSlack
-from platforms.slack import SlackAdapter
+from platforms.slack import SlackAdapter, SlackStartError
 
 SECRET = "test-signing-secret"
 COMMANDS = [CommandSpec("stop", "Stop the turn"), CommandSpec("new", "New session", aliases=("reset",)),
@@ -126,6 +126,22 @@ async def test_bad_app_token_fails_start(fake: FakeSlack, sink: Recorder) -> Non
     with pytest.raises(Forbidden):
         await adapter.start(sink)
     assert fake.connections == []
+
+
+async def test_a_socket_that_will_not_open_fails_start_naming_slack_and_socket_mode(
+    fake: FakeSlack, sink: Recorder
+) -> None:
+    """auth.test and apps.connections.open answer, but no WebSocket opens (a proxy that blocks
+    them): start fails within its bound with an error the operator can place, no ticket in it."""
+    fake.refuse_sockets(100)
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.1, connect_timeout=0.5)
+    with pytest.raises(SlackStartError) as raised:
+        await adapter.start(sink)
+    assert raised.value.platform == "slack"
+    assert str(raised.value) == (f"Socket Mode: no WebSocket to {fake.ws_url.split('/')[2]} within 0.5s;"
+                                 " a proxy or firewall must let WebSockets (wss://) through")
+    assert fake.open_connections == []
 
 
 # -- inbound over Socket Mode --------------------------------------------------------------
