@@ -30,10 +30,10 @@ Guarantees:
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.
-- **Store failures.** If the store raises while a part is read or its outcome recorded,
-  the part stays at the head of its chat: the error is logged and the chat backs off
-  (as above, without giving up) and tries again, so nothing queued behind it overtakes
-  it. An outcome already known (the platform took the part, or refused it for good) is
+- **Store failures.** If the store raises while a part is read, committed before its send
+  or its outcome recorded, the part stays at the head of its chat: the error is logged and
+  the chat backs off (as above, never giving up: the platform did not refuse it) and tries
+  again, so nothing queued behind it overtakes it. An outcome already known (the platform took the part, or refused it for good) is
   then only recorded, never sent again.
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
   was journaled is preceded by a note of its age (`gateway.late_notes`).

@@ -178,8 +178,14 @@ class Sender:
                     return False
                 stale = True
                 continue
+            lookup = row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent)
+            if not lookup:
+                # Journaled durably before it can reach the platform. A commit that fails is the
+                # store's failure, not the platform's: raised to the chat, which holds and backs off,
+                # never counted toward give_up_after (the platform has not seen the part).
+                self._store.commit()
             try:
-                if row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent):
+                if lookup:
                     try:
                         found = await self._find_sent(adapter, row)  # a NetworkError backs off below
                     except RateLimited as exc:  # asked again once the platform allows
@@ -308,7 +314,6 @@ class Sender:
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
     ) -> str:
-        self._store.commit()  # journaled durably before it can reach the platform
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]

@@ -116,3 +116,37 @@ async def test_a_reply_journaled_just_before_a_full_disk_refused_another_write_i
     await recover(outbox, clock)
     assert adapter.texts("c1") == ["answer"]
     assert state.outbox.message("a:0").status == "sent"
+
+
+async def test_a_part_whose_send_cannot_be_committed_waits_for_the_store_and_is_never_given_up_on(tmp_path, caplog):
+    # The journal's commit before a send fails (a full disk): the platform never saw the part,
+    # so no give_up_after deadline may run out on it; the chat holds until the store recovers.
+    clock = FakeClock(autojump=False)
+    state = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    outbox = Outbox(state.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7), give_up_after={"fake": 10.0})
+    await outbox.start()
+
+    def no_committing(action: int, arg1: str | None, *_: object) -> int:
+        refused = action == sqlite3.SQLITE_TRANSACTION and arg1 == "COMMIT"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    try:
+        state.db._conn.set_authorizer(no_committing)
+        outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+        outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+        for _ in range(4):  # 240 s, far past give_up_after, the store refusing every commit
+            await clock.until_sleeping()
+            assert adapter.calls == []  # nothing reaches the platform before it is journaled
+            assert [state.outbox.message(k).status for k in ("a:0", "b:0")] == ["pending", "pending"]
+            clock.advance(60)
+        assert any(r.name == "gateway.outbox" and r.levelno == logging.ERROR and "c1" in r.getMessage()
+                   for r in caplog.records)
+
+        state.db._conn.set_authorizer(None)
+        await recover(outbox, clock)
+        assert adapter.texts("c1") == ["first", "second"]
+        assert [state.outbox.message(k).status for k in ("a:0", "b:0")] == ["sent", "sent"]
+    finally:
+        await outbox.close()
+        state.close()
