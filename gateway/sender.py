@@ -115,11 +115,11 @@ class Sender:
         if self._record_again(row_id):
             return True
         row = self._store.message_by_id(row_id)
-        if row is None or row.status != "pending":
-            if row is not None:
-                self._settle_final(row)
+        if row is None:
             return True
         adapter = self._adapters.get(row.platform)
+        if row.status != "pending":
+            return await self._settle_final(adapter, row, preempt)
         if adapter is None:
             log.warning("outbox: no %s adapter; %s stays pending", row.platform, row.key)
             return True
@@ -149,10 +149,10 @@ class Sender:
         while True:
             if stale:  # after any await the row may have been dropped, superseded or pruned
                 fresh = self._store.message_by_id(row.id)
-                if fresh is None or fresh.status != "pending":
-                    if fresh is not None:
-                        self._settle_final(fresh)
+                if fresh is None:
                     return True
+                if fresh.status != "pending":
+                    return await self._settle_final(adapter, fresh, preempt)
                 row, stale = fresh, False
             target = self._target(row) if row.op in ("edit", "delete") else None
             target_id = target.message_id if target is not None else None
@@ -276,11 +276,12 @@ class Sender:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen."""
         return row.id in self._unsure or (row.created_at < self._started and row.id not in self._asked)
 
-    async def _find_sent(self, adapter: FindsSent, row: OutboxRow) -> str | None:
+    async def _find_sent(self, adapter: FindsSent, row: OutboxRow, unknown: str = "sending it") -> str | None:
         """Ask the platform whether ``row`` went out already; None (send it) when it did not or
-        cannot tell. Raises `RateLimited` the first time the platform says to ask later, and
-        `NetworkError` whenever it cannot be reached: an outage that lost the answer to a post
-        often loses the lookup too, and sending then, blind, would post it twice once it is over."""
+        cannot tell (logged with ``unknown``, what then happens). Raises `RateLimited` the first
+        time the platform says to ask later, and `NetworkError` whenever it cannot be reached: an
+        outage that lost the answer to a post often loses the lookup too, and sending then, blind,
+        would post it twice once it is over."""
         self._unsure.discard(row.id)
         self._asked.add(row.id)
         try:
@@ -302,8 +303,8 @@ class Sender:
                          row.key)
             return found
         self._events.looked_up(row.platform, "unknown")
-        log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); sending it", row.platform,
-                    row.chat_id, row.key, _describe(error))
+        log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); %s", row.platform,
+                    row.chat_id, row.key, _describe(error), unknown)
         return None
 
     def _forget(self, row: OutboxRow) -> None:
@@ -417,8 +418,29 @@ class Sender:
 
         self._record(row.id, record)
 
-    def _settle_final(self, row: OutboxRow) -> None:
+    async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its
-        message id when sent, else None."""
+        message id when sent, else None. A row dropped while an attempt at it lost its answer
+        (a progress card withdrawn mid-send) may be in the chat all the same: where the
+        platform can be asked, it is, and one found is recorded sent, so the edit or deletion
+        queued behind it finishes it instead of leaving it for good. False when ``preempt`` was
+        set while a rate-limited lookup waited (the row is still unsettled)."""
+        if row.status == "dropped" and row.id in self._unsure and isinstance(adapter, FindsSent):
+            try:
+                found = await self._find_sent(adapter, row, "it was withdrawn, so it stays as it is")
+            except RateLimited as exc:  # asked again once the platform allows
+                self._events.rate_limited(row.platform, exc.retry_after)
+                if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
+                    return False
+                return await self._settle_final(adapter, row, preempt)
+            except NetworkError as exc:  # an outage: a withdrawn card is not worth holding the chat for
+                self._events.looked_up(row.platform, "unknown")
+                log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); it was withdrawn, "
+                            "so it stays as it is", row.platform, row.chat_id, row.key, _describe(exc))
+                found = None
+            if found is not None:
+                self._sent(row, found, pacing_of(adapter, row.chat_id))
+                return True
         self._forget(row)
         self._settle_cb(row.key, row.message_id if row.status == "sent" else None)
+        return True

@@ -25,6 +25,8 @@ class Failure:
     retry_after: float | None = None
     after: bool = False
     """The call takes effect, then its answer is this failure (an answer lost on the way)."""
+    drop: bool = False
+    """No answer at all: the connection closes (with ``after``, once the call took effect)."""
 
 
 @dataclass

@@ -31,9 +31,12 @@ class SlackWebApi:
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
         self.calls.append(Call(method, params, token))
         self._bump()
+        held = self._holds.get(method)
+        if held is not None:
+            await held.wait()
         failure = self._next_failure(method)
         if failure is not None and not failure.after:
-            return self._failure_response(failure)
+            return self._failure_response(request, failure)
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != wanted:
             return _json({"ok": False, "error": "not_authed" if not token else "invalid_auth"})
@@ -41,14 +44,18 @@ class SlackWebApi:
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})
         answer = handler(self, params)
-        return _json(answer) if failure is None else self._failure_response(failure)
+        return _json(answer) if failure is None else self._failure_response(request, failure)
 
     def _next_failure(self, method: str) -> Failure | None:
         queue = self._failures.get(method)
         return queue.popleft() if queue else None
 
     @staticmethod
-    def _failure_response(failure: Failure) -> web.Response:
+    def _failure_response(request: web.Request, failure: Failure) -> web.Response:
+        if failure.drop:
+            assert request.transport is not None
+            request.transport.abort()  # the client sees the server disconnect before any answer
+            return web.Response()
         headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
         return _json({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
 

@@ -24,8 +24,9 @@ What it does:
 - ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at.
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
-- Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, and answers
-  lost after the call took effect (``after=True``).
+- Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections
+  closed without an answer (``drop=True``), and answers lost after the call took effect
+  (``after=True``); calls held in flight until a test releases them (`hold`).
 
 Run it alone with ``python -m platforms.fakes.slack --port 8790``; ``/_fake/dm``,
 ``/_fake/mention`` and ``/_fake/command`` (POST JSON) push events, ``/_fake/messages`` lists
@@ -95,6 +96,7 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
         """Ids of the files downloaded through their private URL, in order."""
         self._file_ids = itertools.count(1)
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self._holds: dict[str, asyncio.Event] = {}
         self._lost_acks = 0
         self._refused_sockets = 0
         self._queued: deque[Envelope] = deque()
@@ -169,14 +171,20 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
 
     def fail_next(
         self, method: str, error: str = "ratelimited", *, status: int = 200, retry_after: float | None = None,
-        times: int = 1, after: bool = False,
+        times: int = 1, after: bool = False, drop: bool = False,
     ) -> None:
         """Make the next ``times`` calls of ``method`` fail. ``status=429`` sends ``Retry-After``
         (default 1); ``method="response_url"`` scripts the response URLs. ``after``: the call
-        takes effect first, and only its answer is the failure (an answer lost on the way)."""
+        takes effect first, and only its answer is the failure (an answer lost on the way).
+        ``drop``: the connection closes without any answer instead (a reset, a proxy timing out)."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        self._failures[method].extend(Failure(error, status, retry_after, after) for _ in range(times))
+        self._failures[method].extend(Failure(error, status, retry_after, after, drop) for _ in range(times))
+
+    def hold(self, method: str) -> asyncio.Event:
+        """Hold every call of ``method`` (recorded, not yet answered) until the returned event is
+        set: a call in flight, for as long as a test needs."""
+        return self._holds.setdefault(method, asyncio.Event())
 
     def lose_next_ack(self, count: int = 1) -> None:
         """Ignore the next ``count`` acks, as if they were lost on the way: Slack redelivers."""

@@ -10,6 +10,7 @@ import pytest
 
 from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
+from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SENT_EVENT, SlackAdapter
@@ -148,3 +149,46 @@ async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_
     assert [m["ts"] for m in bot_posts(fake)] == [message_id]
     assert len(fake.calls_to("conversations.history")) == 3 and len(fake.calls_to("chat.postMessage")) == 1
     assert lookups.outcomes == ["slack:found"]
+
+
+@pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
+async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_finished(tmp_path, fake, adapters, delete):
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    await outbox.start()
+    card = ProgressMessage(outbox, ("slack", "C1", None), "card", turn_id="t1", run_id="r1")
+    released = fake.hold("chat.postMessage")
+    fake.fail_next("chat.postMessage", after=True, drop=True)  # posted; the connection drops before the answer
+    card.publish("⏳ Working…", 0)
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    card.finish("✓ Done", delete=delete)  # the turn ends while the post is in flight
+    released.set()
+    assert await outbox.flush(timeout=WAIT)
+    await outbox.close()
+    assert [m["text"] for m in bot_posts(fake)] == ([] if delete else ["✓ Done"])  # no "⏳ Working…" left behind
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert store.outbox.message("card:0").status == "sent"
+    store.close()
+
+
+async def test_a_withdrawn_card_whose_lookup_meets_an_outage_is_left_as_it_is(tmp_path, fake, adapters, caplog):
+    """The lookup of a withdrawn card fails too (a 503): a card is not worth holding the chat
+    for, so it stays as it is; nothing blames the store for the platform's outage."""
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    await outbox.start()
+    card = ProgressMessage(outbox, ("slack", "C1", None), "card", turn_id="t1", run_id="r1")
+    released = fake.hold("chat.postMessage")
+    fake.fail_next("chat.postMessage", after=True, drop=True)
+    fake.fail_next("conversations.history", "service_unavailable", status=503)
+    card.publish("⏳ Working…", 0)
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    card.finish("✓ Done", delete=True)
+    released.set()
+    assert await outbox.flush(timeout=WAIT)
+    await outbox.close()
+    assert [m["text"] for m in bot_posts(fake)] == ["⏳ Working…"]
+    assert store.outbox.message("card:0").status == "dropped"
+    assert len(fake.calls_to("conversations.history")) == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "the store is not at fault"
+    store.close()
