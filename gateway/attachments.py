@@ -25,7 +25,9 @@ Storing is all-or-nothing: a file is written under a temporary name and renamed
 into place once complete, so a half-stored file never appears. File names are
 made safe (no directories, no leading dots, no control or special characters);
 a name already taken by other bytes gets ``-2``, ``-3``...; the same bytes under
-the same name (a replay after a restart) reuse the file.
+the same name (a replay after a restart) reuse the file. A file that cannot be stored
+(something that is not a folder in the way of the chat's, a full disk) is explained to
+the user like a failed download and logged as an error naming the path in the way.
 
 A chat's files are for that chat only: its session's file tools (and its subagents')
 get a `chat_file_scope` that keeps them out of every other chat's folder, on every
@@ -113,7 +115,12 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     return its workspace-relative path. ``folder`` is a `chat_folder`. Blocking: call it in a worker
     thread."""
     directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: "
+                                 f"{_in_the_way(workspace, f'{FOLDER}/{folder}')} is in the way: it is not a folder"
+                                 ) from None
     base = safe_name(name)
     stem, dot, ext = base.rpartition(".")
     stem, ext = (stem, f".{ext}") if dot and stem else (base, "")
@@ -138,6 +145,17 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     else:
         raise FileExistsError(f"no free name for {base} in {directory}")
     return target.relative_to(workspace.resolve()).as_posix()
+
+
+def _in_the_way(workspace: Path, folder: str) -> str:
+    """The first of ``folder``'s steps (workspace-relative) that exists as something other than
+    a folder: a file the operator, or a file tool, left where the folder must be."""
+    path = workspace.resolve()
+    for part in Path(folder).parts:
+        path = path / part
+        if path.exists() and not path.is_dir():
+            break
+    return path.relative_to(workspace.resolve()).as_posix()
 
 
 # -- preparing a turn ----------------------------------------------------------------------------
@@ -190,7 +208,13 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             elif transcript:
                 spoken.append(transcript)
             continue
-        path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
+        try:
+            path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
+        except OSError as exc:  # the operator's to fix (a file in the way, a full disk): the chat is told
+            log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, exc)
+            notes.append(f"I couldn't store {attachment.name} on my side; please tell whoever runs me.")
+            missed.append(f"{attachment.name} (not stored)")
+            continue
         # The platform's label is not proof: a model would never see an image it cannot decode,
         # nor learn of the file, so what is not a picture is listed like any other file.
         if attachment.kind == "image" and len(images) < MAX_IMAGES and image_type(data):

@@ -51,12 +51,13 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     return target
 
 
-def _resolve(ctx: ToolContext, path: str) -> Path:
-    """`resolve_in_workspace`, then refused when the session's `FileScope` says it is someone else's."""
+def _resolve(ctx: ToolContext, path: str, *, writing: bool = False) -> Path:
+    """`resolve_in_workspace`, then refused when the session's `FileScope` says it is someone
+    else's (or, ``writing``, the place of a folder it keeps)."""
     target = resolve_in_workspace(ctx.workspace, path)
     scope: FileScope | None = ctx.services.get(FILE_SCOPE)
     if scope is not None:
-        scope.check(target, ctx.workspace.resolve(), path)
+        (scope.check_write if writing else scope.check)(target, ctx.workspace.resolve(), path)
     return target
 
 
@@ -156,7 +157,7 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    target = _resolve(ctx, args["path"])
+    target = _resolve(ctx, args["path"], writing=True)
     if target.is_dir():
         raise ToolError(f"{args['path']!r} is a directory")
     _refuse_special(target, args["path"])

@@ -4,7 +4,10 @@ A host whose sessions serve different people over one workspace (the gateway: on
 chat) gives each session a `FileScope` as the ``file_scope`` service. Inside each of
 its ``private`` folders only ``own`` is the session's; everything else there belongs to
 someone else, and the file tools refuse it (`FileScope.check`) and leave it out of
-listings (`FileScope.hidden_in`). A session without the service sees the whole workspace.
+listings (`FileScope.hidden_in`). Nor may a session write a file where one of those
+folders, its own, or a folder above them is or is still to be (`FileScope.check_write`):
+the host could then never make it, and every later file of its owners would fail. A
+session without the service sees the whole workspace.
 Subagents in the same process inherit it with the parent's other services.
 
 Paths are compared after symlinks are resolved (`resolve_in_workspace`), so a link
@@ -41,6 +44,18 @@ class FileScope:
             mine = f"only {self.own}/ is this session's" if self.own else "none of it is this session's"
             raise ToolError(f"{path!r} is not this session's to use: it is in {area}/, "
                             f"where other people's files are kept and {mine}")
+
+    def check_write(self, target: Path, root: Path, path: str) -> None:
+        """`check`, and also raise `ToolError` when ``target`` is, or lies on the way to, a
+        divided folder or the session's own: a file written there would take the place the
+        host keeps for those folders."""
+        self.check(target, root, path)
+        own, areas = self._resolved(root)
+        folders = [area for _, area in areas] + ([own] if own is not None else [])
+        if target != root and any(target == folder or target in folder.parents for folder in folders):
+            inside = f"write inside {self.own}/ instead" if self.own else "write elsewhere"
+            raise ToolError(f"{path!r} cannot be written: it is where the folders of other people's files are "
+                            f"kept ({', '.join(f'{name}/' for name, _ in areas)}); {inside}")
 
     def hidden_in(self, root: Path) -> Callable[[Path], bool]:
         """For listings of the resolved workspace ``root``: whether an entry found walking it is

@@ -162,6 +162,22 @@ async def test_too_large_and_failed_files_are_explained_and_nothing_is_stored(tm
     assert not (tmp_path / "attachments").exists()
 
 
+@pytest.mark.parametrize("in_the_way", ["attachments", "attachments/telegram", "attachments/telegram/42"])
+async def test_a_file_in_the_way_of_the_chats_folder_is_explained_and_logged_by_its_path(tmp_path: Path, caplog,
+                                                                                          in_the_way: str) -> None:
+    # Left there by hand, or by a file tool before tools were kept off the attachments tree.
+    (tmp_path / in_the_way).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / in_the_way).write_text("not a folder")
+    doc = Attachment("document", "notes.txt", "text/plain", 5, "d1")
+    prepared = await prepare(Files({"d1": b"hello"}), "telegram", (doc,), "summarise", workspace=tmp_path,
+                             folder=chat_folder("telegram", "42"), supports_vision=True)
+    assert prepared.notes == ["I couldn't store notes.txt on my side; please tell whoever runs me."]
+    assert prepared.content == "summarise\n\n[Files the user sent that did not reach you: notes.txt (not stored)]"
+    [error] = [r.getMessage() for r in caplog.records if r.name == "gateway.attachments"]
+    assert f"{in_the_way} is in the way: it is not a folder" in error and str(tmp_path) not in error
+    assert (tmp_path / in_the_way).read_text() == "not a folder"  # someone's file: left as it is
+
+
 async def test_with_nothing_left_there_is_no_turn(tmp_path: Path) -> None:
     big = Attachment("document", "big.zip", None, None, "big")
     prepared = await run(Files({"big": b"x" * 2048}), [big], ws=tmp_path)

@@ -92,3 +92,15 @@ async def test_without_an_own_folder_all_of_a_divided_folder_is_refused(call, fi
 async def test_a_session_without_a_scope_sees_everything(call, files: Path):
     assert await call(READ, {"path": "files/tg/bob/note.txt"}) == "tg/bob's secret\n"
     assert "files/slack/carol/note.txt" in await call(LIST, {"path": ".", "pattern": "**"})
+
+
+@pytest.mark.parametrize("path", ["files", "files/tg", "files/slack", "files/tg/alice", "files/tg/../slack"])
+async def test_the_divided_folders_and_the_own_one_cannot_be_written_as_files(call, workspace: Path, path: str):
+    # Before anyone's files arrive, none of these exist yet: a file in their place would stop
+    # the host from ever making the folder (every later file of that owner would fail).
+    out = await refusal(call, WRITE, {"path": path, "content": "x"})
+    assert out.startswith(f"{path!r} cannot be written: it is where the folders of other people's files are kept")
+    assert "write inside files/tg/alice/ instead" in out
+    assert not (workspace / "files").exists()
+    assert "wrote 1 characters" in await call(WRITE, {"path": "files/tg/alice/mine.txt", "content": "x"}, SCOPE)
+    assert (workspace / "files" / "tg" / "alice").is_dir()
