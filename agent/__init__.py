@@ -10,6 +10,7 @@ from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnIn
 from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
+from agent._plugin_threads import PluginThreads
 from agent._plugins import PluginCommand, PluginContext, PluginHost
 from agent._session import ActiveTurn, AgentSession, TurnObserver, active_turn
 from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry
@@ -33,6 +34,7 @@ __all__ = [
     "PluginContext",
     "PluginError",
     "PluginHost",
+    "PluginThreads",
     "RESERVED_TOOLSETS",
     "SYSTEM_CLOCK",
     "SystemClock",

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agent._plugin_threads import PluginThreads
+
 log = logging.getLogger("agent.hooks")
 
 #: Hook names with a meaning; plugins may not invent others, so a typo is an error, not silence.
@@ -19,6 +21,9 @@ HOOK_NAMES = frozenset({
 
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
+HOOK_THREADS = 8
+"""Threads for plain-function hooks (`PluginThreads`: a stopping process does not wait for them).
+A hook that hangs holds one until it returns (it is skipped meanwhile), the others share the rest."""
 
 
 class HookRegistry:
@@ -32,6 +37,7 @@ class HookRegistry:
         self._overrunning: dict[Callable[..., Any], int] = {}
         """Hooks given up on (plain functions, and plugins' coroutine functions), with how many of their
         calls have not returned yet."""
+        self._threads = PluginThreads(HOOK_THREADS, "hook")
 
     def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
         """``owner`` (a plugin's module) is named when the hook fails: a lambda's name alone
@@ -55,7 +61,7 @@ class HookRegistry:
             limit = asyncio.timeout(self.timeout_seconds)
             try:
                 async with limit:
-                    await self._call(fn, owner, kwargs)
+                    await self._call(name, fn, owner, kwargs)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
@@ -67,8 +73,14 @@ class HookRegistry:
             except Exception:
                 log.exception("hook %s (%s) failed", name, _describe(fn, owner))
 
-    async def _call(self, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
-        """``fn(**kwargs)``: a plain function in a worker thread (as `asyncio.to_thread`, in this context),
+    def close(self) -> list[str]:
+        """Shutdown: plain-function hooks still running are logged and left to their threads, which
+        the process does not wait for (`PluginThreads`); returns what they are. Later calls of
+        plain-function hooks fail (logged as any hook failure)."""
+        return self._threads.close()
+
+    async def _call(self, name: str, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
+        """``fn(**kwargs)``: a plain function in a worker thread (`PluginThreads`, in this context),
         a plugin's coroutine function in a task of its own (in a copy of this context). Once the caller
         stops waiting, such a call is cancelled if it is a task, but not waited for: a thread cannot be
         stopped, and a coroutine may not give in (one that retries whatever interrupts it). It is
@@ -80,8 +92,8 @@ class HookRegistry:
                 return
             call: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))
         else:
-            loop = asyncio.get_running_loop()
-            call = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
+            run = functools.partial(contextvars.copy_context().run, fn, **kwargs)
+            call = asyncio.wrap_future(self._threads.submit(f"hook {name} ({_describe(fn, owner)})", run))
         try:
             await asyncio.shield(call)
         except asyncio.CancelledError:

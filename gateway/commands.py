@@ -8,10 +8,9 @@ import functools
 import inspect
 import logging
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from agent import Clock, PluginCommand
+from agent import Clock, PluginCommand, PluginThreads
 from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
@@ -25,7 +24,7 @@ log = logging.getLogger("gateway.commands")
 PLUGIN_COMMAND_THREADS = 4
 """Worker threads for plain plugin command handlers, apart from the loop's shared pool: handlers
 stuck on a dead service (and asked again and again) hold these, never the threads that tools, hooks
-and downloads need."""
+and downloads need. A stopping gateway does not wait for them (`agent.PluginThreads`)."""
 
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
@@ -86,7 +85,7 @@ class Commands:
         self._clock = clock
         self._agents = AgentsCommand(children, ledger, clock)
         self._delegation = DelegationCommand(registry, routing or Routing())
-        self._threads = ThreadPoolExecutor(PLUGIN_COMMAND_THREADS, thread_name_prefix="plugin-command")
+        self._threads = PluginThreads(PLUGIN_COMMAND_THREADS, "plugin-command")
 
     def specs(self) -> list[CommandSpec]:
         plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
@@ -120,7 +119,8 @@ class Commands:
                 out = await plugin.handler(command.args, context)
             else:  # a plain function may block (a synchronous HTTP call): never on the event loop
                 call = functools.partial(contextvars.copy_context().run, plugin.handler, command.args, context)
-                out = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+                out = await asyncio.wrap_future(self._threads.submit(
+                    f"command /{command.name} (plugin {plugin.plugin})", call))
             if inspect.isawaitable(out):
                 out = await out
             return str(out) if out is not None else "Done."
@@ -130,8 +130,9 @@ class Commands:
 
     def close(self) -> None:
         """Shutdown: plain plugin handlers not started yet never start (their events run again after
-        the next start); one still running is left to return in its thread, which cannot be stopped."""
-        self._threads.shutdown(wait=False, cancel_futures=True)
+        the next start); one still running is logged and left to return in its thread, which cannot be
+        stopped and which the process does not wait for."""
+        self._threads.close()
 
     async def _stop(self, session: GatewaySession, args: str) -> str:
         note = [STOP_ARGS_NOTE] if args else []

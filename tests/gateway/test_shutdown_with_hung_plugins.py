@@ -1,0 +1,75 @@
+"""A graceful stop of the real `switchboard run` while a plugin's code hangs in a worker thread:
+the process still ends promptly after SIGTERM (before systemd's stop timeout has to kill it),
+and the log names the plugin it left running."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import textwrap
+import time
+import urllib.request
+
+import pytest
+
+from platforms.webhook_signing import sign
+from tests.gateway.cli_process import Running, write_config
+
+SECRET = "hung-plugin-secret-0123"
+EXIT_WITHIN = 10.0
+"""Seconds from SIGTERM to the end of the process: the grace below, the outbox's flush, and slack."""
+
+PLUGIN = """
+    import logging
+    import threading
+
+    log = logging.getLogger("hung_plugin")
+    forever = threading.Event()
+
+    def hang(args, context):
+        log.warning("the plugin's call has started")
+        forever.wait()
+
+    def on_turn_start(**kwargs):
+        log.warning("the plugin's call has started")
+        forever.wait()
+
+    def register(ctx):
+        ctx.register_command("hang", hang)
+        ctx.register_hook("turn_start", on_turn_start)
+"""
+
+
+def post(url: str, text: str) -> int:
+    body = json.dumps({"text": text, "chat_id": "c1"}).encode()
+    ts = str(int(time.time()))
+    request = urllib.request.Request(f"{url}/webhooks/hook", data=body, method="POST", headers={
+        "Content-Type": "application/json", "X-Switchboard-Timestamp": ts,
+        "X-Switchboard-Signature": sign(SECRET, ts, body)})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status
+
+
+@pytest.mark.parametrize(("text", "what"), [("/hang", "command /hang"), ("hello", "hook turn_start")])
+def test_a_plugin_call_hung_in_its_thread_does_not_hold_up_the_exit(tmp_path, text, what):
+    (tmp_path / "hung_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    config = write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"),
+        "server": {"port": 0, "shutdown_grace_seconds": 1},
+        "agent": {"hook_timeout_seconds": 0.5},
+        "model": {"demo": {"child_steps": 0, "step_seconds": 0}},
+        "plugins": ["hung_plugin"],
+        "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}},
+    })
+    with Running(tmp_path, "--config", str(config)).started() as gateway:
+        assert post(gateway.url, text) == 202
+        gateway.wait_for("the plugin's call has started")
+        gateway.proc.send_signal(signal.SIGTERM)
+        try:
+            code = gateway.proc.wait(EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
+        assert code == 0
+        line = gateway.wait_for(r".*plugin hung_plugin.*still running.*").group(0)
+        assert what in line
