@@ -38,7 +38,9 @@ would misread is escaped); `measure` counts the rendered content against Discord
 plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
 ``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
 itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answers to slash
-commands go through a session of their own that holds them to the same cap (`platforms.discord_answers`).
+commands go through a session of their own that holds them to the same cap, and a command's
+"thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
+handed over without its interaction and answered in the channel (`platforms.discord_answers`).
 Every SDK error is translated by `_translate`, the one place that does so.
 """
 
@@ -185,7 +187,8 @@ class DiscordAdapter:
             intents = discord.Intents.none()
             intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
             client = self._client = self._client_factory(
-                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT)
+                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT,
+                http_trace=discord_answers.callback_trace())
             self._answers = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
@@ -346,8 +349,11 @@ class DiscordAdapter:
         try:
             await interaction.response.defer(thinking=True)
             _remember(self._answered, reply_token, False)
-        except Exception as exc:  # too late or already answered: run the command, answer in the channel
-            _translate(exc, route="POST /interactions/{id}/{token}/callback", chat_id=str(interaction.channel_id))
+        except Exception as exc:  # too late, already answered, or rate limited: run it, answer in the channel
+            error = _translate(exc, route="POST /interactions/{id}/{token}/callback",
+                               chat_id=str(interaction.channel_id))
+            log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
+                        name, interaction.user.id, type(error).__name__)
             reply_token = None
         chat_id, thread_id = _chat_of(interaction.channel, interaction.channel_id)
         self._queue.put_nowait(Inbound(

@@ -1,15 +1,28 @@
-"""The HTTP session that answers slash commands (interaction follow-ups and edits).
+"""Rate-limit waits on answers to slash commands, held to what the gateway can afford.
 
-discord.py sends these through its webhook adapter, which sleeps out a 429's
+discord.py sends answers through its webhook adapter, which sleeps out a 429's
 ``retry_after`` however long it is: `discord.Client`'s ``max_ratelimit_timeout`` does
-not reach it. One answer told to wait an hour would hold its chat in the outbox for
-that hour. This session, handed to `discord.Webhook.partial` (its public ``session``
-parameter), refuses a rate-limit wait longer than `MAX_RATE_LIMIT_WAIT` by raising
-`discord.RateLimited`, as discord.py's own HTTP client does for every other call, so the
-outbox waits and retries instead. Shorter waits are left to discord.py to sleep out.
+not reach it.
+
+- Follow-ups and edits: one answer told to wait an hour would hold its chat in the
+  outbox for that hour. The session `open_session` makes, handed to
+  `discord.Webhook.partial` (its public ``session`` parameter), refuses a wait longer
+  than `MAX_RATE_LIMIT_WAIT` by raising `discord.RateLimited`, as discord.py's own HTTP
+  client does for every other call, so the outbox waits and retries instead.
+- The first response ("thinking…"): discord.py sends it on the client's own session,
+  and the command reaches the gateway only once it is made. Discord gives it
+  `INTERACTION_WINDOW` seconds, so a wait past that could only end in "Unknown
+  interaction". `callback_trace`, given to the client (its public ``http_trace``),
+  refuses such a wait at once with `discord.RateLimited`; the adapter then hands the
+  command over without its interaction, and its answer goes to the channel.
+
+Shorter waits are left to discord.py to sleep out.
 """
 
 from __future__ import annotations
+
+import re
+from types import SimpleNamespace
 
 import aiohttp
 
@@ -17,6 +30,9 @@ from platforms.discord_urls import discord  # discord.py, imported there without
 
 MAX_RATE_LIMIT_WAIT = 30.0
 """Seconds discord.py may sleep on a 429 before the call fails as rate limited (its minimum)."""
+INTERACTION_WINDOW = 3.0
+"""Seconds Discord waits for an interaction's first response before the interaction is gone."""
+_CALLBACK = re.compile(r"/interactions/\d+/[^/]+/callback")
 
 
 def open_session() -> aiohttp.ClientSession:
@@ -24,16 +40,40 @@ def open_session() -> aiohttp.ClientSession:
     return aiohttp.ClientSession(middlewares=(_refuse_long_waits,), cookie_jar=aiohttp.DummyCookieJar())
 
 
+def callback_trace() -> aiohttp.TraceConfig:
+    """Tracing for `discord.Client` (``http_trace``) that fails an interaction's first response
+    as `discord.RateLimited` when Discord asks it to wait `INTERACTION_WINDOW` seconds or more."""
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(_refuse_hopeless_callback_waits)
+    return trace
+
+
 async def _refuse_long_waits(request: aiohttp.ClientRequest,
                              handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
     response = await handler(request)
-    # Only the 429s discord.py would sleep on: from Discord itself (Via), with a JSON retry_after.
-    if response.status != 429 or not response.headers.get("Via"):
-        return response
-    try:
-        retry_after = float((await response.json(content_type=None))["retry_after"])
-    except (ValueError, LookupError, TypeError):
-        return response  # not Discord's shape: discord.py reports it as it is
-    if retry_after > MAX_RATE_LIMIT_WAIT:
+    retry_after = await _wait_asked(response)
+    if retry_after is not None and retry_after > MAX_RATE_LIMIT_WAIT:
         raise discord.RateLimited(retry_after)
     return response
+
+
+async def _refuse_hopeless_callback_waits(_: aiohttp.ClientSession, __: SimpleNamespace,
+                                          params: aiohttp.TraceRequestEndParams) -> None:
+    # Raised here, the error leaves the request (aiohttp closes the response) and discord.py's
+    # retry loop, which catches only connection resets.
+    if params.method != "POST" or not _CALLBACK.search(params.url.path):
+        return
+    retry_after = await _wait_asked(params.response)
+    if retry_after is not None and retry_after >= INTERACTION_WINDOW:
+        raise discord.RateLimited(retry_after)
+
+
+async def _wait_asked(response: aiohttp.ClientResponse) -> float | None:
+    """The wait a 429 that discord.py would sleep on asks for: from Discord itself (Via), with a
+    JSON ``retry_after``; None for anything else, which discord.py reports as it is."""
+    if response.status != 429 or not response.headers.get("Via"):
+        return None
+    try:
+        return float((await response.json(content_type=None))["retry_after"])
+    except (ValueError, LookupError, TypeError):
+        return None

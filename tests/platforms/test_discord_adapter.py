@@ -345,6 +345,38 @@ async def test_a_long_429_on_a_command_answer_fails_fast_as_rate_limited(
     assert fake.bot_messages(command.chat_id)[-1].id == sent.message_id
 
 
+@pytest.mark.parametrize("retry_after", [3600, 5])
+async def test_a_command_whose_thinking_response_is_rate_limited_is_answered_in_the_channel_at_once(
+    fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture, retry_after: float
+) -> None:
+    """discord.py would sleep out the 429 on the interaction callback, however long, before the
+    gateway even heard of the command; and past Discord's 3 seconds the interaction is gone anyway.
+    So the command is handed over at once, without a reply token: its answer goes to the channel."""
+    adapter, sink = running
+    fake.fail_next(CALLBACK, 429, retry_after=retry_after)
+    with caplog.at_level(logging.WARNING, logger="platforms.discord"):
+        fake.push_interaction("agents", USER)
+        [command] = await asyncio.wait_for(sink.wait(1), 2)
+    assert command.text == "/agents" and command.reply_token is None
+    assert [c.status for c in fake.calls_to(CALLBACK)] == [429]
+    assert any("could not acknowledge /agents" in r.getMessage() and "answering in the channel" in r.getMessage()
+               for r in caplog.records)
+    sent = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="No subagents.", kind="command",
+                                       reply_token=command.reply_token))
+    assert [(m.id, m.content) for m in fake.bot_messages(command.chat_id)] == [(sent.message_id, "No subagents.")]
+
+
+async def test_a_short_429_on_the_thinking_response_is_waited_out_within_discords_window(
+    fake: FakeDiscord, running: Running
+) -> None:
+    _, sink = running
+    fake.fail_next(CALLBACK, 429, retry_after=0.05)
+    interaction_id = fake.push_interaction("agents", USER)
+    [command] = await sink.wait(1)
+    assert [c.status for c in fake.calls_to(CALLBACK)] == [429, 200] and command.reply_token is not None
+    assert fake.interactions[interaction_id]["responses"] == [5]
+
+
 async def test_resume_replay_delivers_the_same_message_id_again(
     fake: FakeDiscord, running: Running
 ) -> None:
