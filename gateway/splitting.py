@@ -8,8 +8,11 @@ HTML is parsed; Discord: characters of the rendered content; Slack: characters
 of the mrkdwn), so a part that fits here fits there.
 
 `split_text` cuts where a reader would: at a paragraph break, else a line break,
-else a space, else anywhere (never between the two halves of a UTF-16 surrogate
-pair). What a cut never breaks:
+else a space, else between two characters as a reader sees them (never inside a
+grapheme cluster — a flag, an emoji with a skin tone or zero-width joiners, a letter
+and its combining marks: `gateway.graphemes` — nor between the two halves of a UTF-16
+surrogate pair; only a cluster longer than a whole part is cut between its code
+points). What a cut never breaks:
 
 - **code fences** (``` or ~~~): a cut inside one closes the fence at the end of
   the part and reopens it, with the same info string (the language), at the start
@@ -38,6 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
 
 Measure = Callable[[str], int]
@@ -88,6 +92,20 @@ def _scan_fences(text: str) -> list[_Fence]:
 def _is_pair(text: str, i: int) -> bool:
     """A high surrogate at i-1 and a low one at i: a cut at i would break one character."""
     return 0 < i < len(text) and "\ud800" <= text[i - 1] <= "\udbff" and "\udc00" <= text[i] <= "\udfff"
+
+
+def _whole(text: str, i: int) -> bool:
+    """A cut at i splits no character a reader sees: no surrogate pair, no grapheme cluster."""
+    return not _is_pair(text, i) and is_boundary(text, i)
+
+
+def _character_start(text: str, start: int, end: int) -> int:
+    """The last cut after ``start`` and at or before ``end`` that splits no cluster; when one
+    cluster fills the whole stretch (a letter under a pile of marks), ``end`` between code points."""
+    for p in range(end, start, -1):
+        if _whole(text, p):
+            return p
+    return end - 1 if _is_pair(text, end) else end
 
 
 class _Splitter:
@@ -239,7 +257,7 @@ class _Splitter:
                     # Every break between body_end and p ends the part at body_end too: skip them,
                     # so a long run of whitespace is walked once, not once per break in it.
                     p = text.rfind(sep, lo, body_end)
-        cut = end - 1 if _is_pair(text, end) else end
+        cut = _character_start(text, start, end)
         body_end = self.rstrip(start, cut)
         if not self.valid_end(start, body_end):
             # Rather than cut a fence line, a marker or a link, or end on an empty block, move it on.
@@ -258,7 +276,7 @@ class _Splitter:
         if atom is not None and atom[0] > start:
             return atom[0]
         for p in range(end - 1, max(start, end - 16), -1):
-            if self.valid_end(start, p) and not _is_pair(self.text, p):
+            if self.valid_end(start, p) and _whole(self.text, p):
                 return p
         return cut
 
@@ -324,7 +342,7 @@ class _Splitter:
             cut = self.choose_cut(start, end)
         # Give up on structure for this part: plain text, as much as fits, at least one character.
         end = self.max_end("", start, "")
-        end = end - 1 if _is_pair(text, end) else end
+        end = _character_start(text, start, end)
         end = end if end > start else start + (2 if _is_pair(text, start + 1) else 1)
         return self._kept(text[start:end], start, end), end
 

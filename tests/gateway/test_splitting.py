@@ -91,6 +91,31 @@ def test_surrogate_pairs_are_never_separated():
     assert parts == [pair, pair, pair, pair, pair]
 
 
+@pytest.mark.parametrize(
+    ("cluster", "limit"),
+    [
+        ("👨\u200d👩\u200d👧\u200d👦", 105),  # a family: four people joined by zero-width joiners
+        ("🇩🇪", 51),  # a flag: two regional indicators
+        ("👍🏽", 42),  # a thumb and its skin tone
+        ("e\u0301", 101),  # e and a combining acute accent
+        ("क्षि", 102),  # a Devanagari conjunct with its vowel sign
+    ],
+)
+def test_a_hard_cut_never_splits_what_a_reader_sees_as_one_character(cluster, limit):
+    text = cluster * 80  # no space or line break: every cut is a hard cut
+    parts = split_text(text, limit, utf16_length)
+    assert len(parts) > 1
+    assert all(utf16_length(p) <= limit for p in parts)
+    assert all(len(p) % len(cluster) == 0 and p == cluster * (len(p) // len(cluster)) for p in parts)
+    assert "".join(parts) == text
+
+
+def test_a_cluster_longer_than_a_part_is_still_cut_between_code_points():
+    zalgo = "a" + "\u0301" * 50
+    parts = split_text(zalgo, 20)
+    assert "".join(parts) == zalgo and all(len(p) <= 20 for p in parts)
+
+
 def test_a_limit_too_small_for_one_character_is_an_error():
     with pytest.raises(ValueError):
         split_text("😀😀", 1, utf16_length)
