@@ -12,7 +12,8 @@ looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
 - list items get a marker (``•`` or the number) and their continuation lines are
   indented under the item's text;
 - tables become code blocks on every platform (no chat platform draws tables):
-  `table_text` lays the cells' text out in aligned columns;
+  `table_text` lays the cells' text out in aligned columns, a link as its label
+  followed by its target in brackets (`cell_text`);
 - images become links to the image, labelled with their alt text.
 """
 
@@ -60,6 +61,27 @@ def plain(children: Sequence[Token]) -> str:
     return "".join(out)
 
 
+def cell_text(children: Sequence[Token]) -> str:
+    """A table cell's text: `plain`, with the target of each link and image written after its
+    label, since the code block a table becomes holds no link (a bare URL stays as it is)."""
+    out = []
+    i = 0
+    while i < len(children):
+        tok = children[i]
+        if tok.type == "link_open":
+            j = closing(children, i)
+            label, href = plain(children[i + 1:j]), str(tok.attrGet("href") or "")
+            out.append(label if tok.markup == "autolink" or not href or label == href else f"{label} ({href})")
+            i = j
+        elif tok.type == "image":
+            alt, src = plain(tok.children or ()), str(tok.attrGet("src") or "")
+            out.append(f"{alt} ({src})" if alt and src and alt != src else alt or src)
+        else:
+            out.append(plain((tok,)))
+        i += 1
+    return "".join(out)
+
+
 def closing(tokens: Sequence[Token], i: int) -> int:
     """The index of the token closing the one opened at ``i``."""
     depth = 0
@@ -103,7 +125,7 @@ def _table(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[str]], 
         if tok.type == "tr_open":
             rows.append([])
         elif tok.type in ("th_open", "td_open"):
-            rows[-1].append(plain(tokens[j + 1].children or ()))
+            rows[-1].append(cell_text(tokens[j + 1].children or ()))
             if len(rows) == 1:
                 style = str(tok.attrGet("style") or "")
                 aligns.append(style.removeprefix("text-align:"))

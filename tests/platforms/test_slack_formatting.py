@@ -49,6 +49,8 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
         ("```python\nif a < b:\n    pass\n```", "```\nif a &lt; b:\n    pass\n```"),
         ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
+        ("| a | b |\n|---|---|\n| 1 | [x](https://e.com/?q=<y>) |",
+         "```\na | b\n--+-----------------------------\n1 | x (https://e.com/?q=%3Cy%3E)\n```"),
         ("1 < 2 & <@U123> stays text", "1 &lt; 2 &amp; &lt;@U123&gt; stays text"),
     ],
 )

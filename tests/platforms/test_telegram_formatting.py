@@ -83,6 +83,16 @@ async def test_lists_and_tables(fake: FakeTelegram, adapter: TelegramAdapter) ->
     assert sorted(spans(message)) == [("bold", "two"), ("pre", "a | b\n--+---\n1 | 22")]
 
 
+async def test_a_table_keeps_the_targets_of_its_links_and_images(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    # A table is a code block, which holds no link: the target is written after the label.
+    message = await send(fake, adapter, "| what | where |\n|---|---|\n| docs | [the docs](https://example.com/d) |\n"
+                                        "| logo | ![logo](https://example.com/l.png) |\n| site | <https://example.org> |")
+    assert message["text"] == ("what | where\n-----+---------------------------------\n"
+                               "docs | the docs (https://example.com/d)\n"
+                               "logo | logo (https://example.com/l.png)\n"
+                               "site | https://example.org")
+
+
 async def test_plain_text_goes_without_a_parse_mode(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
     message = await send(fake, adapter, "just words, nothing to format")
     assert message["parse_mode"] is None and message["text"] == "just words, nothing to format"
