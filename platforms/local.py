@@ -14,6 +14,10 @@ Input from a pipe or a file gets no prompt: the output is the replies alone.
 
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line.
+
+What the agent sends is printed as written (Markdown and all), except control
+characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
+terminal (`shown`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import getpass
 import itertools
 import os
+import re
 import sys
 import threading
 from collections import deque
@@ -37,6 +42,9 @@ CHAT_ID = "terminal"
 PROMPT = "you> "
 _PREFIX = {"reply": "agent> ", "completion": "agent> ", "interim": "agent (working)> ", "command": "", "notice": ""}
 _QUIT = frozenset({"/quit", "/exit"})
+_CONTROLS = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""What a terminal would obey in a reply: the model's text (or a file or page it quotes) could
+otherwise clear the screen, retitle the window, write the clipboard (OSC 52), hide or overwrite lines."""
 PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
@@ -173,19 +181,20 @@ class LocalAdapter:
         message_id = str(next(self._ids))
         if self._prompting:  # print above the prompt, then show the prompt again
             self._output.write("\r\x1b[2K" if self._ansi else "\n")
-        self._write(_PREFIX.get(message.kind, "") + message.text)
+        self._write(_PREFIX.get(message.kind, "") + shown(message.text))
         self._last_id = message_id
         if self._prompting:
             self._write(PROMPT + self._typed(), newline=False)
         return Sent(message_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        text = shown(scalar_text(text))
         if not self._ansi or message_id != self._last_id or "\n" in text:
             raise EditUnsupported("the terminal can only redraw its last line", method="edit", chat_id=chat_id)
         # Up to the message's line (past the prompt when it shows), redraw, come back.
         clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
         prompt = PROMPT + self._typed() if self._prompting else ""
-        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + scalar_text(text) + "\n" + prompt)
+        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + prompt)
         self._output.flush()
 
     def _typed(self) -> str:
@@ -204,6 +213,22 @@ class LocalAdapter:
     def _write(self, text: str, *, newline: bool = True) -> None:
         self._output.write(scalar_text(text) + ("\n" if newline else ""))
         self._output.flush()
+
+
+def shown(text: str) -> str:
+    """``text`` with its control characters made visible instead of obeyed (tabs and line breaks
+    stay; CR LF is a line break): a C0 control as its Unicode control picture (ESC as ␛), DEL as ␡,
+    a C1 control (8-bit CSI and the like) as U+FFFD."""
+    return _CONTROLS.sub(_picture, text)
+
+
+def _picture(m: re.Match[str]) -> str:
+    c = m.group()
+    if c == "\r\n":
+        return "\n"
+    if c == "\x7f":
+        return "\u2421"
+    return chr(0x2400 + ord(c)) if c < " " else "\ufffd"
 
 
 def _all_commands(text: str) -> bool:

@@ -71,3 +71,21 @@ async def test_notices_are_redrawn_in_place_on_a_terminal_only_when_last():
     sent = await plain.send(Outbound("terminal", None, "⏳", kind="notice"))
     with pytest.raises(EditUnsupported):
         await plain.edit("terminal", None, sent.message_id, "⏳⏳")
+
+
+async def test_control_characters_in_a_reply_are_shown_never_obeyed():
+    # A model quoting a file or a web page may pass on escape sequences: clear the screen, set the
+    # window title, write the clipboard (OSC 52), hide what follows, return to the line's start.
+    out = TTY()
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    evil = "a\x1b[2J\x1b]52;c;ZXZpbA==\x07b\rc\x9b31md\x7f\r\nnext\tline"
+    sent = await adapter.send(Outbound("terminal", None, evil, kind="reply"))
+    assert out.getvalue() == "agent> a␛[2J␛]52;c;ZXZpbA==␇b␍c\ufffd31md␡\nnext\tline\n"
+    await adapter.send(Outbound("terminal", None, "⏳ working", kind="notice"))
+    out.seek(0)
+    out.truncate()
+    with pytest.raises(EditUnsupported):
+        await adapter.edit("terminal", None, sent.message_id, "x")  # not the last line
+    notice = str(int(sent.message_id) + 1)
+    await adapter.edit("terminal", None, notice, "⏳ still\x1b[8m hidden")
+    assert out.getvalue() == "\r\x1b[1A\x1b[2K⏳ still␛[8m hidden\n"
