@@ -35,7 +35,9 @@ Sending: the gateway hands over Markdown; it is rendered to Telegram's HTML
 (`platforms.formatting.telegram_html`) and sent with ``parse_mode=HTML``, or as plain
 text when it has nothing to format (then both are the same). `measure` counts what
 Telegram counts: the UTF-16 length of the text after entity parsing, or of the
-Markdown itself if that is longer, so a part also fits when sent as plain text. If
+Markdown itself if that is longer, so a part also fits when sent as plain text; and
+no part holds more than the 100 entities Telegram reads (it ignores the formatting
+past them, links included, without a word). If
 Telegram answers "can't parse entities", the same part is sent once more, as plain
 text (the Markdown as written): an answer is never lost to formatting. No other
 error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
@@ -191,10 +193,13 @@ class TelegramAdapter:
 
     def measure(self, text: str) -> int:
         """UTF-16 units of what Telegram shows once it has parsed the rendered HTML, or of the
-        Markdown as written (the plain-text fallback) when that is longer."""
+        Markdown as written (the plain-text fallback) when that is longer; and each entity counts
+        as a hundredth of the limit, so a part never holds more than the 100 Telegram reads."""
         if self._parse_mode is None:
             return utf16_length(text)
-        return max(utf16_length(telegram_html.visible_text(telegram_html.render(text))), utf16_length(text))
+        rendered = telegram_html.render(text)
+        entities = -(-telegram_html.entity_count(rendered) * self.text_limit // telegram_html.MAX_ENTITIES)
+        return max(utf16_length(telegram_html.visible_text(rendered)), utf16_length(text), entities)
 
     def _render(self, text: str) -> tuple[str, str | None]:
         """What to send for a Markdown part: Telegram HTML, or the text itself when rendering

@@ -19,7 +19,8 @@ entities), ``deleteMessage``, ``sendChatAction``, ``getFile`` (plus the download
 route ``/file/bot<token>/<file_path>``), ``setMyCommands``/``getMyCommands``/
 ``deleteMyCommands``. Other methods answer 404. With ``parse_mode=HTML`` the text
 is parsed as Telegram parses it (`platforms.fakes._telegram_html`): malformed
-markup answers 400 "Bad Request: can't parse entities: ...".
+markup answers 400 "Bad Request: can't parse entities: ...". As on Telegram, a
+message keeps its first 100 entities; the formatting past them is dropped silently.
 
 What a test reads and drives:
 
@@ -75,6 +76,7 @@ from platforms.fakes._telegram_upgrades import TelegramUpgrades
 from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
+MAX_ENTITIES = 100
 _KEEP = object()
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _COMMAND_RE = re.compile(r"^/[A-Za-z0-9_]+(?:@[A-Za-z0-9_]+)?")
@@ -447,7 +449,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
             raise ApiError(400, "Bad Request: text must be non-empty" if editing else "Bad Request: message text is empty")
         if utf16(text) > MAX_TEXT:  # Telegram counts the text after entity parsing
             raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG" if editing else "Bad Request: message is too long")
-        return text, entities
+        return text, entities[:MAX_ENTITIES]  # Telegram ignores the formatting past them, without a word
 
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         text, entities = self._parsed(params, editing=False)

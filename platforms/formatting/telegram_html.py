@@ -13,7 +13,8 @@ quotes are never nested (an inner quote joins the outer one), and a code block
 inside a quote ends the quote and starts it again after the block.
 
 `visible_text` is what Telegram shows (and counts, in UTF-16 units) once it has
-parsed the HTML.
+parsed the HTML; `entity_count` how many formatted spans (entities) it makes of
+it, of which Telegram keeps `MAX_ENTITIES`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ import re
 from platforms.formatting.markdown import Context, Renderer
 
 _TAG = re.compile(r"<[^>]*>")
+_ENTITY_TAG = re.compile(r"<(?:b|i|s|code|pre|a|blockquote)[ >]")
+MAX_ENTITIES = 100
+"""Telegram keeps a message's first 100 entities and ignores the formatting past them, links'
+addresses included, without an error (found by experiment: python-telegram-bot's MAX_MESSAGE_ENTITIES)."""
 _EMPTY_QUOTE = re.compile(r"<blockquote>\s*</blockquote>")
 _QUOTE_OPEN_SPACE = re.compile(r"<blockquote>(\s+)")
 _QUOTE_CLOSE_SPACE = re.compile(r"(\s+)</blockquote>")
@@ -89,3 +94,9 @@ def render(markdown: str) -> str:
 def visible_text(rendered: str) -> str:
     """The text Telegram shows for HTML made by `render` (tags removed, entities decoded)."""
     return html.unescape(_TAG.sub("", rendered))
+
+
+def entity_count(rendered: str) -> int:
+    """How many entities Telegram makes of HTML made by `render`: one per tag, a code block with
+    its language (``<pre><code class>``) one."""
+    return len(_ENTITY_TAG.findall(rendered)) - rendered.count("<pre><code ")

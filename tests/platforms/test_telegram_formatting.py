@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aiogram.exceptions import TelegramBadRequest
 
+from gateway.splitting import split_text
 from platforms.base import BadRequest, NotFound, Outbound
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
@@ -154,9 +155,30 @@ async def test_a_plain_text_adapter_never_formats(fake: FakeTelegram) -> None:
     assert fake.messages["42"][0]["text"] == "the **answer**" and fake.messages["42"][0]["parse_mode"] is None
 
 
+async def test_the_fake_ignores_formatting_past_the_100th_entity_like_telegram(fake: FakeTelegram,
+                                                                              adapter: TelegramAdapter) -> None:
+    await adapter.send(Outbound(chat_id="42", thread_id=None, text=" ".join(f"**{n}**" for n in range(120))))
+    message = fake.messages["42"][-1]
+    assert message["text"] == " ".join(str(n) for n in range(120))
+    assert len(message["entities"]) == 100 and spans(message)[-1] == ("bold", "99")
+
+
+async def test_a_reply_with_more_than_100_links_is_split_so_that_every_link_keeps_its_address(
+        fake: FakeTelegram, adapter: TelegramAdapter) -> None:
+    # 130 short links fit 4,096 characters easily, but Telegram reads only 100 entities a message.
+    markdown = "\n".join(f"- [{n}](https://e.co/{n})" for n in range(130))
+    for part in split_text(markdown, adapter.text_limit, adapter.measure):
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text=part))
+    links = [e["url"] for m in fake.messages["42"] for e in m["entities"] if e["type"] == "text_link"]
+    assert links == [f"https://e.co/{n}" for n in range(130)]
+
+
 def test_measure_counts_what_telegram_counts(adapter: TelegramAdapter) -> None:
-    assert adapter.measure("**😀**") == 6  # the Markdown as written: the plain fallback must fit too
-    table = "| a | bbbbbb |\n|-|-|\n| ccccc | d |"  # drawn wider than written
-    assert adapter.measure(table) == len("a     | bbbbbb\n------+-------\nccccc | d") > len(table)
+    assert adapter.measure("\\*😀\\*") == 6  # the Markdown as written: the plain fallback must fit too
+    assert adapter.measure(" ".join(["**a**"] * 100)) == 4096  # each entity a hundredth of the limit
+    assert adapter.measure(" ".join(["**a**"] * 101)) > 4096
+    table = "| a | bbbbbbbbbbbbbbbbbbbb |\n|-|-|\n| ccccc | d |"  # drawn wider than written
+    drawn = f"a     | {'b' * 20}\n------+{'-' * 21}\nccccc | d"
+    assert adapter.measure(table) == len(drawn) > len(table)
     bold = "**" + "x" * 5000 + "**"
     assert adapter.measure(bold) == 5004
