@@ -2,7 +2,8 @@
 
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
 ``~struck~``; links ``<url|label>`` (a bare URL ``<url>``); inline code and code
-blocks keep their backticks (Slack shows no language); quotes put ``> `` before
+blocks keep their backticks (Slack shows no language; three backticks in the code
+get a zero-width space, or they would end the block); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines, lists use ``•`` or
 numbers, tables become code blocks. ``&``, ``<`` and ``>`` are escaped
 everywhere, as Slack asks, so text never turns into a link or a mention.
@@ -16,6 +17,7 @@ from platforms.formatting.markdown import Context, Renderer
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
 
 
 def escape(text: str) -> str:
@@ -51,7 +53,8 @@ class SlackMrkdwn(Renderer):
         return f"*{inner}*"
 
     def code_block(self, code: str, lang: str, ctx: Context) -> str:
-        return f"```\n{escape(code)}\n```"
+        # Slack has no longer fences: a ``` inside the code would end the block early.
+        return f"```\n{escape(code).replace('```', _BROKEN_FENCE)}\n```"
 
     def quote(self, inner: str, ctx: Context) -> str:
         if ctx.quote:

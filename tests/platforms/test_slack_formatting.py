@@ -48,6 +48,7 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("# Title\n\nbody", "*Title*\n\nbody"),
         ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
         ("```python\nif a < b:\n    pass\n```", "```\nif a &lt; b:\n    pass\n```"),
+        ("````\n```python\nprint(1)\n```\n````", "```\n`\u200b``python\nprint(1)\n`\u200b``\n```"),  # ``` would end it
         ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
         ("| a | b |\n|---|---|\n| 1 | [x](https://e.com/?q=<y>) |",
          "```\na | b\n--+-----------------------------\n1 | x (https://e.com/?q=%3Cy%3E)\n```"),
