@@ -46,7 +46,9 @@
   // nodes from text, never as HTML, so nothing the model writes can run here.
   function render(text, into) {
     into.replaceChildren();
-    const parts = text.split(/```[^\n]*\n?/);
+    // A fence opens or closes a block only at the start of a line, as in Markdown: ``` within a
+    // sentence is text.
+    const parts = text.split(/^ {0,3}```[^`\n]*(?:\n|$)/m);
     parts.forEach((part, i) => {
       if (i % 2 === 1) {
         const pre = document.createElement("pre");

@@ -149,3 +149,16 @@ async def test_a_token_no_header_can_carry_is_asked_for_again(chat, page) -> Non
     await page.fill("#token", TOKEN)
     await page.click("#login-form button[type=submit]")
     await page.wait_for_selector("body[data-state=connected]")
+
+
+async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    text = "Type ``` and a language to start a block:\n```python\nprint('hi')\n```\nand ``` again to end it."
+    await page.fill("#input", text)
+    await page.click("#send")
+    mine = await page.wait_for_selector("[data-kind=user] .text")
+    blocks = await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)")
+    assert blocks == ["print('hi')"]
+    assert await mine.text_content() == ("Type ``` and a language to start a block:\nprint('hi')"
+                                         "and ``` again to end it.")
