@@ -363,6 +363,9 @@ class Gateway:
         calling = self.sessions.calling_turn()
         if calling is None:
             raise ToolError("This turn was stopped; nothing more of it reaches the chat.")
+        if not text or text.isspace():
+            # The outbox sends nothing for it; counted as said, it would also hide a turn's missing answer.
+            raise ToolError("The message is empty (only whitespace): nothing was sent.")
         session, running = calling
         self.outbox.enqueue(*session.chat, text, kind="interim", key=f"{running.turn_id}:message:{running.sent}")
         running.sent += 1

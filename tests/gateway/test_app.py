@@ -535,6 +535,7 @@ async def test_progress_final_delete_removes_the_notice_where_the_platform_can(t
 @pytest.mark.parametrize(("said", "replies"), [
     ([], [EMPTY_ANSWER]),  # silence would read as a lost message
     ([{"tool_calls": [{"name": "send_message", "arguments": {"text": "here it is"}}]}], ["here it is"]),
+    ([{"tool_calls": [{"name": "send_message", "arguments": {"text": " \n "}}]}], [EMPTY_ANSWER]),  # nothing sent
 ])
 async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself(tmp_path, gateways, said, replies):
     chat = RecordingAdapter()
