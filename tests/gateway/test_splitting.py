@@ -99,6 +99,8 @@ def test_surrogate_pairs_are_never_separated():
         ("👍🏽", 42),  # a thumb and its skin tone
         ("e\u0301", 101),  # e and a combining acute accent
         ("क्षि", 102),  # a Devanagari conjunct with its vowel sign
+        ("\u1112\u1161\u11ab", 101),  # 한 spelled as three jamo: leading, vowel, trailing
+        ("#\ufe0f\u20e3", 101),  # a keycap: an ASCII sign, a variation selector, the enclosing keycap
     ],
 )
 def test_a_hard_cut_never_splits_what_a_reader_sees_as_one_character(cluster, limit):
