@@ -220,8 +220,8 @@ class SlackAdapter:
         return PACING
 
     def measure(self, text: str) -> int:
-        """Characters of the mrkdwn sent, or of the Markdown (the plain fallback) if longer."""
-        return max(len(slack_mrkdwn.render(text)), len(text))
+        """Characters of the mrkdwn sent, or of the escaped Markdown (the plain fallback) if longer."""
+        return max(len(slack_mrkdwn.render(text)), len(slack_mrkdwn.escape(text)))
 
     # -- connecting --------------------------------------------------------------------------
 
@@ -449,7 +449,8 @@ class SlackAdapter:
 
     async def _formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
         """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
-        with the Markdown as plain text."""
+        with the Markdown as plain text: escaped all the same, since Slack reads ``<!channel>``
+        and ``<@U…>`` in any text, formatted or not."""
         markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
         try:
             return await self._api(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
@@ -458,7 +459,7 @@ class SlackAdapter:
                 raise
             log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
                         chat_id)
-            return await self._api(method, chat_id, text=markdown, mrkdwn=False, **kw)
+            return await self._api(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, **kw)
 
     async def _answer_command(self, message: Outbound) -> Sent:
         try:

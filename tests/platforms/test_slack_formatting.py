@@ -81,6 +81,14 @@ async def test_only_a_formatting_error_triggers_the_fallback(fake: FakeSlack, sl
     assert len(fake.calls_to("chat.postMessage")) == 1
 
 
+async def test_the_plain_fallback_is_escaped_so_it_cannot_ping_a_channel(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", "invalid_blocks")
+    await slack.send(Outbound(chat_id="C1", thread_id=None, text="quoted: <!channel> **now**"))
+    fallback = fake.calls_to("chat.postMessage")[-1].params
+    assert (fallback["text"], fallback["mrkdwn"]) == ("quoted: &lt;!channel&gt; **now**", False)
+
+
 def test_measure_counts_the_mrkdwn_or_the_markdown(slack: SlackAdapter) -> None:
     assert slack.measure("a & b") == len("a &amp; b")
     assert slack.measure("**bold**") == len("**bold**")  # the plain fallback must fit too
+    assert slack.measure("**<!here>**") == len("**&lt;!here&gt;**")
