@@ -88,6 +88,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.formatting import slack_mrkdwn
+from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
 
@@ -112,6 +113,11 @@ LOOKUP_PAGES = 5
 """Pages `find_sent` reads at most: a busy channel's thousand messages since the part was journaled.
 Each page is one call of a method Slack allows about fifty times a minute."""
 _CLOCK_SKEW = 60.0
+TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
+SIGNATURE_HEADER = "X-Slack-Signature"
+SIGNATURE_WINDOW = 300
+"""Seconds a request's timestamp may be off, either way (slack-sdk's `SignatureVerifier`)."""
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
               "used_url", "file_not_found", "file_deleted"}
@@ -185,6 +191,7 @@ class SlackAdapter:
         placeholder_text: str = "_working…_",
         sink_timeout: float = SINK_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        bodies: UnsignedBodies | None = None,
     ) -> None:
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
@@ -197,6 +204,8 @@ class SlackAdapter:
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
         self._sink_timeout, self._connect_timeout = sink_timeout, connect_timeout
         self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
+        self._bodies = bodies or UnsignedBodies()
+        """Bounds the HTTP-mode bodies read before their signature is checked (a seam for tests)."""
         self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -297,21 +306,52 @@ class SlackAdapter:
 
     async def _handle_http(self, request: web.Request) -> web.Response:
         """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
-        (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification."""
+        (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification.
+
+        A request whose headers no body could make valid (no signature or timestamp, either
+        malformed, the timestamp out of the window) or whose ``Content-Length`` is over the
+        server's limit is refused before its body is read; the rest are read and checked
+        through `UnsignedBodies` (503 with ``Retry-After`` when too many are, which Slack retries)."""
         if self._app is None or self._verifier is None:
             return web.Response(status=503, text="slack adapter not started")
+        timestamp, signature = request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)
+        if not self._plausible(timestamp, signature):
+            return web.json_response({"error": "invalid request"}, status=401)
+        if request.content_length is not None and request.content_length > request.client_max_size:
+            return web.json_response({"error": f"body over {request.client_max_size} bytes"}, status=413)
+        try:
+            signed = await self._bodies.check(request, lambda: self._signed(request, timestamp, signature))
+        except Busy:
+            log.info("slack %s: answered 503, too many unverified bodies at once", EVENTS_PATH)
+            busy = web.json_response({"error": "busy"}, status=503, headers={"Retry-After": str(RETRY_AFTER)})
+            busy.force_close()  # its body may be half read
+            return busy
+        if not signed:
+            return web.json_response({"error": "invalid request"}, status=401)
+        return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
+
+    def _plausible(self, timestamp: str | None, signature: str | None) -> bool:
+        """Whether some body could pass the verifier with these headers: it wants ``v0=`` and 64
+        lower-case hex digits, and a timestamp ``int()`` reads within 5 minutes of its clock."""
+        assert self._verifier is not None
+        if timestamp is None or signature is None or not _SIGNATURE.fullmatch(signature):
+            return False
+        try:
+            sent = int(timestamp)
+        except ValueError:
+            return False
+        return abs(self._verifier.clock.now() - sent) <= SIGNATURE_WINDOW
+
+    async def _signed(self, request: web.Request, timestamp: str | None, signature: str | None) -> bool:
         # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
         # on one that is not a JSON object or form (or on a timestamp that is not a number). The
         # verifier's own check raises too: ValueError for a body that is not UTF-8 or such a
         # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII.
+        assert self._verifier is not None
         try:
-            signed = self._verifier.is_valid(await request.text(), request.headers.get("X-Slack-Request-Timestamp"),
-                                             request.headers.get("X-Slack-Signature"))
+            return self._verifier.is_valid(await request.text(), timestamp, signature)
         except (ValueError, TypeError):
-            signed = False
-        if not signed:
-            return web.json_response({"error": "invalid request"}, status=401)
-        return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
+            return False
 
     # -- inbound -----------------------------------------------------------------------------
 

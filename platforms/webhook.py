@@ -3,8 +3,10 @@
 In: ``POST /webhooks/<route>`` with ``{"text", "chat_id"?, "user"?}``, signed as
 `platforms.webhook_signing` describes, answers 202 ``{"turn_id", "session",
 "duplicate"}``. Checks run cheapest-first and stop at the first failure: unknown
-route 404, body over ``max_body`` 413, signature or clock 401, payload 400 (a text
-field holding a lone surrogate included: it is refused, never stored).
+route 404, signature headers missing or malformed 401, ``Content-Length`` over ``max_body``
+413 (all before a byte of the body is read), too many bodies being read already 503 with
+``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
+401, payload 400 (a text field holding a lone surrogate included: it is refused, never stored).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
 ``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
@@ -34,9 +36,31 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, NetworkError, NotFound,
-                            Outbound, RateLimited, Sent, TurnReader, has_surrogates, scalar_text)
-from platforms.webhook_signing import SCHEME, SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, signed_headers, verify
+from platforms.base import (
+    CommandSpec,
+    DisplayTier,
+    EditUnsupported,
+    Inbound,
+    InboundSink,
+    NetworkError,
+    NotFound,
+    Outbound,
+    RateLimited,
+    Sent,
+    TurnReader,
+    has_surrogates,
+    scalar_text,
+)
+from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies
+from platforms.webhook_signing import (
+    SCHEME,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    get_payload,
+    malformed,
+    signed_headers,
+    verify,
+)
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +98,7 @@ class WebhookAdapter:
         clock: Callable[[], float] = time.time,
         max_body: int = MAX_BODY,
         delivery_timeout: float = DELIVERY_TIMEOUT,
+        bodies: UnsignedBodies | None = None,
     ) -> None:
         self.routes: dict[str, Route] = {}
         for name, spec in routes.items():
@@ -87,6 +112,8 @@ class WebhookAdapter:
         self.retry_for_seconds = retry_for_seconds
         """How long the gateway's outbox keeps retrying a failed delivery."""
         self.max_body = max_body
+        self._bodies = bodies or UnsignedBodies()
+        """Bounds the bodies read before their signature is checked (a seam for tests)."""
         self._turn_reader = turn_reader
         self._session = session
         self._owns_session = False
@@ -135,12 +162,21 @@ class WebhookAdapter:
             return _error(404, f"unknown route {name!r}")
         if self._sink is None:
             return _error(503, "not accepting messages right now; retry later")
-        too_long = request.content_length is not None and request.content_length > self.max_body
-        body = None if too_long else await _read_bounded(request, self.max_body)
+        headers = request.headers
+        # What no body could make valid is refused before a byte of it is read.
+        if reason := malformed(headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)):
+            return self._refusal(request, reason)
+        if request.content_length is not None and request.content_length > self.max_body:
+            return _error(413, f"body over {self.max_body} bytes")
+        try:
+            body, reason = await self._bodies.check(request, lambda: self._read_and_verify(route, request))
+        except Busy:
+            log.info("webhook POST %s: answered 503, too many unverified bodies at once", request.rel_url.raw_path)
+            return _error(503, "too many requests at once; retry shortly", busy=True)
         if body is None:
             return _error(413, f"body over {self.max_body} bytes")
-        if reason := self._refused(route, request, body):
-            return _error(401, reason)
+        if reason is not None:
+            return self._refusal(request, reason)
         try:
             text, chat, user = _parse(body)
         except ValueError as exc:
@@ -164,21 +200,27 @@ class WebhookAdapter:
             answer = {"turn_id": accepted.turn_id, "session": accepted.session, "duplicate": accepted.duplicate}
         return web.json_response(answer, status=202)
 
-    def _refused(self, route: Route, request: web.Request, payload: bytes) -> str | None:
+    async def _read_and_verify(self, route: Route, request: web.Request) -> tuple[bytes | None, str | None]:
+        """``(body, why it was refused)``; no body when it is over ``max_body``."""
+        body = await _read_bounded(request, self.max_body)
+        return body, None if body is None else self._unverified(route, request, body)
+
+    def _unverified(self, route: Route, request: web.Request, payload: bytes) -> str | None:
         headers = request.headers
-        reason = verify(route.secret, headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), payload,
-                        now=self._clock())
-        if reason is not None:
-            log.info("webhook %s %s refused: %s", request.method, request.rel_url.raw_path, reason)
-        return reason
+        return verify(route.secret, headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), payload,
+                      now=self._clock())
+
+    def _refusal(self, request: web.Request, reason: str) -> web.Response:
+        log.info("webhook %s %s refused: %s", request.method, request.rel_url.raw_path, reason)
+        return _error(401, reason)
 
     async def _handle_get(self, request: web.Request) -> web.Response:
         name, turn_id = request.match_info["name"], request.match_info["turn_id"]
         route = self.routes.get(name)
         if route is None:
             return _error(404, f"unknown route {name!r}")
-        if reason := self._refused(route, request, get_payload(request.rel_url.raw_path)):
-            return _error(401, reason)
+        if reason := self._unverified(route, request, get_payload(request.rel_url.raw_path)):
+            return self._refusal(request, reason)
         if self._turn_reader is None:
             return _error(404, "this gateway does not serve turn reads")
         try:
@@ -259,8 +301,13 @@ def _retry_after(header: str | None, now: float) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def _error(status: int, reason: str) -> web.Response:
-    return web.json_response({"error": reason}, status=status)
+def _error(status: int, reason: str, *, busy: bool = False) -> web.Response:
+    if not busy:
+        return web.json_response({"error": reason}, status=status)
+    # The body may be half read (cut off to make room): this connection cannot carry another request.
+    response = web.json_response({"error": reason}, status=status, headers={"Retry-After": str(RETRY_AFTER)})
+    response.force_close()
+    return response
 
 
 async def _read_bounded(request: web.Request, limit: int) -> bytes | None:

@@ -51,6 +51,23 @@ def signed_headers(secret: str, body: bytes, *, now: float) -> dict[str, str]:
     return {TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: sign(secret, timestamp, body)}
 
 
+def malformed(timestamp_header: str | None, signature_header: str | None) -> str | None:
+    """Why no body could make these headers valid (`verify`'s first five reasons), else None:
+    a request refused for this needs no body read."""
+    if not timestamp_header:
+        return "missing timestamp"
+    if not signature_header:
+        return "missing signature"
+    if not _TIMESTAMP.fullmatch(timestamp_header):
+        return "malformed timestamp"
+    scheme, sep, given = signature_header.strip().partition("=")
+    if not sep or scheme != SCHEME:
+        return "unsupported signature scheme"
+    if not _HEX.fullmatch(given):
+        return "malformed signature"
+    return None
+
+
 def verify(
     secret: str,
     timestamp_header: str | None,
@@ -69,17 +86,10 @@ def verify(
     learns that its clock is off; the comparison is constant-time. No reason
     contains the secret or the expected signature.
     """
-    if not timestamp_header:
-        return "missing timestamp"
-    if not signature_header:
-        return "missing signature"
-    if not _TIMESTAMP.fullmatch(timestamp_header):
-        return "malformed timestamp"
-    scheme, sep, given = signature_header.strip().partition("=")
-    if not sep or scheme != SCHEME:
-        return "unsupported signature scheme"
-    if not _HEX.fullmatch(given):
-        return "malformed signature"
+    if reason := malformed(timestamp_header, signature_header):
+        return reason
+    assert timestamp_header is not None and signature_header is not None
+    given = signature_header.strip().partition("=")[2]
     expected = sign(secret, timestamp_header, body).partition("=")[2]
     if not hmac.compare_digest(expected, given.lower()):
         return "bad signature"

@@ -62,7 +62,9 @@ async def healthz(server: Server) -> int:
         return response.status
 
 
-HALF_HEADERS = b"POST /webhooks/hook HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+# Signature headers of the right form (only then is a body read at all), signing nothing.
+HALF_HEADERS = (b"POST /webhooks/hook HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+                b"X-Switchboard-Timestamp: 1700000000\r\nX-Switchboard-Signature: v1=" + b"0" * 64 + b"\r\n")
 HALF_BODY = HALF_HEADERS + b"Content-Length: 1000\r\n\r\n" + b'{"text": "'
 
 
