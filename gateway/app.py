@@ -17,6 +17,7 @@ from typing import Literal
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, ToolError
 from gateway.access import REFUSAL, allowed
+from gateway.chat_intake import ChatIntake
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
 from gateway.dead_letters import DeadLetterPolicy
@@ -109,6 +110,7 @@ class Gateway:
         self._background: list[asyncio.Task] = []
         self._aside: set[asyncio.Task] = set()
         """Plugin commands being answered (`_answer_aside`)."""
+        self._intake = ChatIntake()
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
@@ -235,7 +237,10 @@ class Gateway:
         """`_dispatch` an accepted event. Never raises: a failure is counted, and the event is
         tried again later or set aside (`gateway.dead_letters`)."""
         try:
-            return await self._dispatch(inbound, turn_id, self._route(inbound))
+            # In the chat's order: a message sent right after /new waits until /new and its text are handled.
+            async with self._intake.turn(session_key(inbound.platform, inbound.chat_id, inbound.thread_id),
+                                         self.store.durable):
+                return await self._dispatch(inbound, turn_id, self._route(inbound))
         except Exception as exc:
             self.dead_letters.failed(inbound, turn_id, exc)
             return Accepted(turn_id, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))

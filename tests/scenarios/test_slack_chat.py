@@ -20,9 +20,10 @@ from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.server import Server
 from gateway.store import session_key
+from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.slack import Call, FakeSlack
 from platforms.slack import SlackAdapter
-from gateway.testing import make_config, settled, start_gateway
+from tests.plugin_modules import plugin_module
 
 SECRET = "scenario-signing-secret"
 PLACEHOLDER = "_working…_"
@@ -299,6 +300,58 @@ async def test_slash_stop_and_new_are_answered_ephemerally_once(slack_chat, mode
     else:
         commands = [e for e in chat.fake.envelopes.values() if e.type == "slash_commands"]
         assert len(commands) == 2 and all(e.acked for e in commands)
+
+
+SLOW_STOP_HOOK = """
+import asyncio
+
+stopping = asyncio.Event()
+release = asyncio.Event()
+
+
+async def on_stop(**event):
+    stopping.set()
+    await release.wait()  # a plugin's subagent_stop hook taking its time (filing a report, say)
+
+
+def register(ctx):
+    ctx.register_hook("subagent_stop", on_stop)
+"""
+
+
+def delegating_echo(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] != "user":
+        return {"text": "on it"}
+    if "delegat" in str(last["content"]):
+        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+    return {"text": f"re: {last['content']}"}
+
+
+async def test_a_message_sent_right_after_new_with_text_is_answered_after_that_text(slack_chat, tmp_path,
+                                                                                    monkeypatch):
+    # Slack hands events over concurrently: the second message reaches the gateway while /new is
+    # still withdrawing the chat's waiting child (a plugin's subagent_stop hook takes its time).
+    plugin = plugin_module(tmp_path, monkeypatch, "slow_stop_hook", SLOW_STOP_HOOK)
+    model = ScriptedModel({"parent": delegating_echo, "leaf": hanging_child})
+    chat = await slack_chat(llm=model, plugins=["slow_stop_hook"], lifecycle={"max_running": 1},
+                            display={"busy_input_mode": "queue"})
+    await chat.fake.push_dm("U1", "please delegate this")
+    async with asyncio.timeout(5):
+        await model.reached(HANGING_CHILDREN["tasks"][0]["goal"])  # the first runs, the second waits for a slot
+    assert await chat.answered(settle=False) == ["on it"]
+
+    await chat.fake.push_dm("U1", "!new first")
+    async with asyncio.timeout(5):
+        await plugin.stopping.wait()  # /new is withdrawing the waiting child
+    second = await chat.fake.push_dm("U1", "second")
+    inbox = chat.gateway.store.inbox
+    await chat.fake.wait_for(lambda: inbox.received_at("slack", second["event_id"]) is not None)
+    plugin.release.set()
+
+    texts = await chat.answered(count=4)
+    assert texts[1].startswith("Started a new session and ended 2 subagents")
+    assert texts[2:] == ["re: first", "re: second"]
 
 
 # -- 6. !stop in a thread during an inline delegation ----------------------------------------
