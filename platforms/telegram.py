@@ -57,7 +57,8 @@ service messages Telegram posts about the upgrade (``migrate_to_chat_id`` in the
 chat, ``migrate_from_chat_id`` in the new) tell the adapter too, usually first. The
 supergroup's messages are handed over under the old chat id (`platforms.base.MovesChats`),
 so the conversation goes on in its session; each move is stored by the gateway before it
-is used, and handed back at the next start.
+is used, and handed back at the next start. A webhook may get the supergroup's first
+messages before the service messages: they wait for them a while (`platforms.telegram_moves`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ from platforms.base import (
     utf16_length,
 )
 from platforms.formatting import telegram_html
+from platforms.telegram_moves import UpgradeWait
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +186,8 @@ class TelegramAdapter:
         self._moved_from: dict[str, str] = {}
         """The other way round: a supergroup's chat id -> the gateway's."""
         self._store_move: ChatMoved | None = None
+        self.upgrade_wait = UpgradeWait()
+        """Webhook mode: holds a supergroup's message that may have come before its upgrade's."""
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -305,8 +309,11 @@ class TelegramAdapter:
             self._album.append((message, event_update.update_id))
             return
         inbound = self._to_inbound(message, event_update.update_id)
-        if inbound is not None:
-            await self._hand_over(inbound)
+        if inbound is None:
+            return
+        if self.mode == "webhook" and (group := await self.upgrade_wait.group_of(message, self._moved_from)):
+            inbound = dataclasses.replace(inbound, chat_id=group)
+        await self._hand_over(inbound)
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):
@@ -536,6 +543,7 @@ class TelegramAdapter:
         if self._store_move is not None:
             await self._store_move(old, new)
         self._moved_to[old], self._moved_from[new] = new, old
+        self.upgrade_wait.moved()
         log.info("telegram: chat %s was upgraded to the supergroup %s; the conversation goes on there", old, new)
 
     async def _call(

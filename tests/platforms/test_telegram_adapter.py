@@ -541,6 +541,22 @@ async def test_webhook_after_stop_asks_telegram_to_retry(
     assert sink.inbound == []
 
 
+async def test_webhook_holds_only_a_young_supergroups_first_message_and_only_until_its_wait_is_over(
+    fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink]
+) -> None:
+    adapter, sink = webhook
+    adapter.upgrade_wait.wait = 0.0  # no upgrade is coming here: the wait has nothing to wait for
+    first = fake.message_update(-1007, "/new", chat_type="supergroup")  # message 1 of a brand-new supergroup
+    assert await fake.deliver_webhook(first) == 200
+    adapter.upgrade_wait.wait = 60.0  # a message held now would time the test out
+    assert await fake.deliver_webhook(fake.message_update(-1007, "/stop", chat_type="supergroup")) == 200
+    old = fake.message_update(-1008, "/stop", chat_type="supergroup")
+    old["message"]["message_id"] = 5000  # a supergroup with that many messages was not upgraded just now
+    assert await fake.deliver_webhook(old) == 200
+    assert [(i.chat_id, i.text) for i in sink.inbound] == [("-1007", "/new"), ("-1007", "/stop"), ("-1008", "/stop")]
+    assert adapter.upgrade_wait.held == 0
+
+
 def test_webhook_mode_needs_a_url() -> None:
     with pytest.raises(ValueError, match="webhook_url"):
         TelegramAdapter("1:x", mode="webhook")

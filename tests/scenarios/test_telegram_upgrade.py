@@ -8,11 +8,16 @@ call per 3 s, so these chats take a few seconds each.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
+from gateway.host import AgentHost
+from gateway.server import Server
+from platforms.fakes._waiting import wait_until
 from platforms.fakes.telegram import FakeTelegram
 from tests.scenarios.test_telegram_chat import BOT, EVERYONE, Gateways, texts
 
@@ -87,3 +92,42 @@ async def test_the_conversation_goes_on_in_the_supergroup_with_its_history_also_
     await gateways.quiet()
     assert texts(fake, supergroup) == ["remembered: teal", "remembered: teal"]
     assert sent_to(fake, GROUP) == ["noted"]  # every later answer went straight to the supergroup
+
+
+async def test_in_webhook_mode_a_supergroup_message_delivered_before_the_upgrade_goes_on_with_the_group(
+        fake, gateways):
+    # A webhook gets updates over several connections at once: the supergroup's first message may
+    # come before the service messages of the upgrade (polling serves them in order).
+    config = gateways.config(platforms=EVERYONE)
+    model = ScriptedModel({"parent": remembers_the_word})
+    adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram", webhook_secret="s3cret")
+    gateway = Gateway(AgentHost(config, model=model), [adapter])
+    server = Server(gateway, "127.0.0.1", 0)
+    await server.start()
+    adapter.webhook_url = f"{server.url}/telegram"
+    try:
+        await gateway.start()
+        gateways.running.append(gateway)
+        told = fake.message_update(GROUP, f"@{BOT} the word is teal", chat_type="group", user_id=5, username="bob")
+        assert await fake.deliver_webhook(told) == 200
+        await fake.wait_for(lambda: texts(fake, GROUP) == ["noted"])
+
+        supergroup = fake.upgrade_group(GROUP)
+        in_group, in_supergroup = fake.upgrade_updates(GROUP)  # the supergroup's message 1, written first
+        asked = fake.message_update(supergroup, f"@{BOT} what was the word?", chat_type="supergroup", user_id=5,
+                                    username="bob")
+        assert asked["message"]["message_id"] == 2
+        delivering = asyncio.create_task(fake.deliver_webhook(asked))
+        inbox = gateway.store.inbox
+        await wait_until(lambda: adapter.upgrade_wait.held
+                         or inbox.received_at("telegram", str(asked["update_id"])) is not None, 5.0)
+        assert await fake.deliver_webhook(in_supergroup) == 200
+        assert await fake.deliver_webhook(in_group) == 200
+        assert await delivering == 200
+
+        await fake.wait_for(lambda: texts(fake, supergroup), PACED)
+        await gateways.quiet()
+        assert texts(fake, supergroup) == ["remembered: teal"]
+        assert gateway.sessions.find("telegram", str(supergroup), None) is None  # no conversation of its own
+    finally:
+        await server.stop()
