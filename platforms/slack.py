@@ -346,11 +346,12 @@ class SlackAdapter:
         # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
         # on one that is not a JSON object or form (or on a timestamp that is not a number). The
         # verifier's own check raises too: ValueError for a body that is not UTF-8 or such a
-        # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII.
+        # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII;
+        # reading the body as text raises LookupError for a charset Python does not know.
         assert self._verifier is not None
         try:
             return self._verifier.is_valid(await request.text(), timestamp, signature)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, LookupError):
             return False
 
     # -- inbound -----------------------------------------------------------------------------

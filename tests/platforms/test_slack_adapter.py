@@ -346,14 +346,17 @@ async def test_http_bad_signature_is_401(
     ("[1]", {"Content-Type": "application/json"}),
     ("payload=%7B", {"Content-Type": "application/x-www-form-urlencoded"}),
     ("{}", {"Content-Type": "application/json", "X-Slack-Request-Timestamp": "soon", "X-Slack-Signature": "v0=00"}),
-    ("{}", {"Content-Type": "application/json", "X-Slack-Request-Timestamp": str(int(time.time())),
+    ("{}", {"Content-Type": "application/json", "X-Slack-Request-Timestamp": "NOW",
             "X-Slack-Signature": "v0=ünsigned"}),  # hmac.compare_digest refuses to compare non-ASCII text
+    ("{}", {"Content-Type": "application/json; charset=no-such-codec",  # decoding it raises LookupError
+            "X-Slack-Request-Timestamp": "NOW", "X-Slack-Signature": "v0=" + "0" * 64}),
 ])
 async def test_http_unsigned_garbage_is_401_not_a_crash(
     fake: FakeSlack, http_slack: tuple[SlackAdapter, str], caplog: pytest.LogCaptureFixture, body: str,
     headers: dict[str, str],
 ) -> None:
     _, url = http_slack
+    headers = {k: str(int(time.time())) if v == "NOW" else v for k, v in headers.items()}  # "NOW": when it runs
     async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as resp:
         assert resp.status == 401
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
