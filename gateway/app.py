@@ -48,6 +48,7 @@ from platforms.base import (
     TurnRead,
     TurnReading,
 )
+from platforms.connection import NO_CONNECTION, ConnectionState, Connects
 
 log = logging.getLogger("gateway.app")
 
@@ -96,7 +97,7 @@ class Gateway:
                                              clock=clock, handle=self._handle_accepted)
         self._checkpointer = Checkpointer(self.store.db)
         self.metrics = GatewayMetrics(store=self.store, sessions=self.sessions, children=host.children,
-                                      platforms=self.adapters, clock=clock)
+                                      platforms=self.adapters, clock=clock, connections=self.connections)
         self.tracing = build_tracing(self.config.telemetry, provider=tracer_provider,
                                      provider_name=self.config.model.provider, request_model=self.config.model.name,
                                      origin_of=self._origin_of)
@@ -206,6 +207,11 @@ class Gateway:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
         self.recent_errors.detach()
         self.store.close()
+
+    def connections(self) -> dict[str, ConnectionState]:
+        """Each platform's connection now, by name (`platforms.connection`)."""
+        return {name: adapter.connection() if isinstance(adapter, Connects) else NO_CONNECTION
+                for name, adapter in sorted(self.adapters.items())}
 
     def command_specs(self) -> list[CommandSpec]:
         return self.commands.specs()

@@ -5,8 +5,9 @@ default one, so several gateways in one process (tests, embedding) do not collid
 Counters and histograms are fed as things happen: by the gateway's events
 (`gateway.events`) and by agent hooks (``subagent_stop``, ``model_call``). Gauges are
 read when Prometheus scrapes: the outbox's pending and failed parts and the dead
-letters from the store, children by state from the lifecycle's host view, and the
-seconds since each platform last handed the gateway an event.
+letters from the store, children by state from the lifecycle's host view, the
+seconds since each platform last handed the gateway an event, and whether each
+platform's connection is up.
 
 Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
 user, session or message id.
@@ -14,7 +15,7 @@ user, session or message id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, exposition, generate_latest
@@ -24,6 +25,7 @@ from prometheus_client.registry import Collector
 from agent import Clock, HookRegistry, TurnResult
 from gateway.events import GatewayListener
 from lifecycle import HostView, SubagentState
+from platforms.connection import ConnectionState
 
 if TYPE_CHECKING:
     from gateway.session_registry import SessionRegistry
@@ -42,7 +44,9 @@ class GatewayMetrics(GatewayListener):
     """Subscribe it to the gateway's events and register its `hooks`; `exposition` is the page."""
 
     def __init__(self, *, store: GatewayStore, sessions: SessionRegistry, children: HostView,
-                 platforms: Iterable[str], clock: Clock) -> None:
+                 platforms: Iterable[str], clock: Clock,
+                 connections: Callable[[], Mapping[str, ConnectionState]] = dict) -> None:
+        """``connections``: each platform's connection now (`Gateway.connections`)."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.turns = Counter("switchboard_turns", "Turns that ended, by platform, kind (message or completion)"
@@ -79,7 +83,7 @@ class GatewayMetrics(GatewayListener):
             self.inbound_events.labels(platform)
             self.duplicates.labels(platform)
             self.limited.labels(platform)
-        r.register(_Live(self, store, sessions, children))
+        r.register(_Live(self, store, sessions, children, connections))
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format (`CONTENT_TYPE`)."""
@@ -140,8 +144,9 @@ class _Live(Collector):
     """The gauges read at each scrape."""
 
     def __init__(self, metrics: GatewayMetrics, store: GatewayStore, sessions: SessionRegistry,
-                 children: HostView) -> None:
+                 children: HostView, connections: Callable[[], Mapping[str, ConnectionState]]) -> None:
         self._metrics, self._store, self._sessions, self._children = metrics, store, sessions, children
+        self._connections = connections
 
     def describe(self) -> list:
         return []  # read live: nothing to check for clashes ahead of time
@@ -172,6 +177,12 @@ class _Live(Collector):
         for platform, age in self._metrics.inbound_ages().items():
             ages.add_metric([platform], age)
         yield ages
+        up = GaugeMetricFamily("switchboard_platform_up", "1 while the platform can hand the gateway events (its"
+                               " connection is up, or it has none: webhooks), 0 while reconnecting or down (see"
+                               " /healthz for which and why).", labels=["platform"])
+        for platform, state in self._connections().items():
+            up.add_metric([platform], 1 if state.up else 0)
+        yield up
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

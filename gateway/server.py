@@ -44,7 +44,13 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout, arrived)])
 
     async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "platforms": sorted(gateway.adapters)})
+        # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or
+        # health check that restarted on every dropped connection would make outages longer.
+        connections = gateway.connections()
+        down = [name for name, state in connections.items() if state.status == "down"]
+        return web.json_response({"status": "down" if down else "ok", "platforms": sorted(gateway.adapters),
+                                  "down": down, "connections": {n: s.to_json() for n, s in connections.items()}},
+                                 status=503 if down else 200)
 
     metrics_access = console_access(gateway)
 

@@ -27,7 +27,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 (serves commands of its own), `SupportsDownload` (fetches a user's file, an
 `Attachment`, through the platform's API, refusing anything over its
 ``max_attachment_bytes``) and `MovesChats` (keeps a chat whose platform gave it a new
-id under the id it had, e.g. a Telegram group upgraded to a supergroup).
+id under the id it had, e.g. a Telegram group upgraded to a supergroup). An adapter that
+holds a connection to its platform reports its state: `platforms.connection.Connects`.
 """
 
 from __future__ import annotations

@@ -21,9 +21,11 @@ Receiving, and what happens around restarts:
   doubling to 5 s) until it is recorded, and polling waits meanwhile. One that was
   recorded but not yet confirmed when the process stopped is served again after a
   restart (at-least-once; the inbox dedups it). Errors while
-  polling (network, 5xx, 409 from a second instance) are logged by aiogram, which backs
-  off (1 s to 5 s) and keeps polling. ``start`` deletes any webhook first (without
-  dropping pending updates): Telegram refuses getUpdates while one is set.
+  polling (network, 5xx) are logged by aiogram, which backs off (1 s to 5 s) and keeps
+  polling; `connection` says how polling fares (`platforms.telegram_polling`: a 401 stops
+  it, a 409 from a second poller or a webhook is ``down`` while it lasts). ``start``
+  deletes any webhook first (without dropping pending updates): Telegram refuses
+  getUpdates while one is set.
 - webhook: ``start`` registers ``webhook_url`` with ``secret_token``; ``web_routes()``
   serves its path. A request without the right ``X-Telegram-Bot-Api-Secret-Token``
   gets 401 and nothing runs. The answer (200) is given after the sink returned, so a
@@ -115,8 +117,10 @@ from platforms.base import (
     scalar_text,
     utf16_length,
 )
+from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import telegram_html
 from platforms.telegram_moves import UpgradeWait
+from platforms.telegram_polling import PollWatch
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +192,7 @@ class TelegramAdapter:
         self._store_move: ChatMoved | None = None
         self.upgrade_wait = UpgradeWait()
         """Webhook mode: holds a supergroup's message that may have come before its upgrade's."""
+        self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -212,6 +217,10 @@ class TelegramAdapter:
             return text, None
         rendered = telegram_html.render(text)
         return (text, None) if rendered == text else (rendered, self._parse_mode)
+
+    def connection(self) -> ConnectionState:
+        """How polling fares (`platforms.telegram_polling`); a webhook has no connection to watch."""
+        return self._poll_watch.state.state if self.mode == "polling" else NO_CONNECTION
 
     def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
         """The groups upgraded so far, and where to store the next upgrades (`MovesChats`)."""
@@ -272,6 +281,7 @@ class TelegramAdapter:
             self._polling.result()  # start_polling failed before it ran: raise that
 
     async def _on_polling_started(self) -> None:
+        self._poll_watch.started()
         self._polling_started.set()
 
     async def stop(self) -> None:
@@ -318,6 +328,7 @@ class TelegramAdapter:
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):
             await self._hand_over_album()
+            return await self._poll_watch.get_updates(lambda: make_request(bot, method))
         return await make_request(bot, method)
 
     async def _hand_over_album(self) -> None:

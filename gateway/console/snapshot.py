@@ -39,6 +39,7 @@ class ConsoleView:
 
     async def snapshot(self) -> dict[str, Any]:
         g = self._gateway
+        connections = g.connections()
         return {
             "now": g.clock.time(),
             "sessions": self._sessions(),
@@ -52,7 +53,8 @@ class ConsoleView:
                 "dead_letters": [_letter(d) for d in g.store.dead_letters.latest(MESSAGES)],
             },
             "errors": self._errors.entries(),
-            "platforms": [{"name": name, "last_inbound_age": round(age, 1)}
+            "platforms": [{"name": name, "last_inbound_age": round(age, 1),
+                           "connection": connections[name].to_json() if name in connections else None}
                           for name, age in g.metrics.inbound_ages().items()],
         }
 

@@ -69,9 +69,16 @@
   }
 
   function drawPlatforms(platforms) {
-    $("platforms").replaceChildren(...platforms.map((p) =>
-      el("li", { "data-platform": p.name, title: "time since " + p.name + " last handed the gateway an event" },
-        p.name + " ", since(Date.now() / 1000 - skew - p.last_inbound_age, null, " ago"))));
+    $("platforms").replaceChildren(...platforms.map((p) => {
+      const status = p.connection ? p.connection.status : "no_connection";
+      // Only a connection that is not up is worth the words: reconnecting, or down and why.
+      const unwell = status === "reconnecting" || status === "down";
+      return el("li", { "data-platform": p.name, "data-connection": status,
+                        title: unwell ? p.name + " " + status + ": " + p.connection.reason
+                                      : "time since " + p.name + " last handed the gateway an event" },
+        p.name + " ", unwell ? el("strong", {}, status + " ") : null,
+        since(Date.now() / 1000 - skew - p.last_inbound_age, null, " ago"));
+    }));
   }
 
   function drawWork(work) {

@@ -1,0 +1,91 @@
+"""What an adapter's connection to its platform is doing now: for ``/healthz``, the
+``switchboard_platform_up`` metric and the operator console (docs/gateway.md#platform-connections).
+
+    connected       the connection is up (Socket Mode, the Discord gateway, Telegram's long poll)
+    reconnecting    it dropped, or a poll failed; the SDK is retrying by itself, as it always has
+    down            the platform refused the gateway (a revoked token, a disallowed intent, another
+                    instance polling the same bot): retrying will not fix it, an operator must
+    no_connection   the platform connects to the gateway (webhooks, Slack's HTTP mode, Telegram's
+                    webhook mode, the web chat, the terminal): there is nothing to watch
+
+A ``reason`` says what happened in words an operator can act on; it is built from the
+platform's own error texts and exception names, never from URLs or tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+log = logging.getLogger(__name__)
+
+Status = Literal["connected", "reconnecting", "down", "no_connection"]
+
+NO_CONNECTION_REASON = "the platform connects to the gateway (webhook or HTTP): no connection to watch"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionState:
+    status: Status
+    reason: str | None = None
+    """Why it is not connected (None when connected)."""
+    since: float | None = None
+    """Epoch seconds the status began; None for ``no_connection``."""
+
+    @property
+    def up(self) -> bool:
+        """Whether events can arrive: connected, or nothing to connect."""
+        return self.status in ("connected", "no_connection")
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "reason": self.reason, "since": self.since}
+
+
+NO_CONNECTION = ConnectionState("no_connection", NO_CONNECTION_REASON)
+
+
+@runtime_checkable
+class Connects(Protocol):
+    """An adapter that holds a connection of its own to its platform."""
+
+    def connection(self) -> ConnectionState:
+        """Its state now; ``no_connection`` in a mode where the platform connects to the gateway."""
+
+
+class ConnectionWatch:
+    """The state of one adapter's connection, changed by the SDK's signals. Each change is
+    logged once: a drop as a warning, ``down`` as an error naming the cause, a recovery as info.
+    Starts ``reconnecting`` ("not connected yet") until the adapter reports it is up."""
+
+    def __init__(self, platform: str) -> None:
+        self._platform = platform
+        self._state = ConnectionState("reconnecting", "not connected yet", time.time())
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    def connected(self) -> None:
+        if self._state.status == "connected":
+            return
+        if self._state.status in ("down", "reconnecting") and self._state.reason != "not connected yet":
+            log.info("%s: connected again (was %s: %s)", self._platform, self._state.status, self._state.reason)
+        self._state = ConnectionState("connected", None, time.time())
+
+    def reconnecting(self, reason: str) -> None:
+        """A drop the SDK retries by itself. Ignored while ``down``: a refusal stays the news
+        until the platform accepts the gateway again."""
+        if self._state.status in ("reconnecting", "down"):
+            return
+        log.warning("%s: connection lost, reconnecting: %s", self._platform, reason)
+        self._state = ConnectionState("reconnecting", reason, time.time())
+
+    def down(self, reason: str) -> None:
+        if self._state.status == "down" and self._state.reason == reason:
+            return
+        log.error("%s: the platform refused the connection and the gateway cannot fix it by retrying: %s",
+                  self._platform, reason)
+        self._state = ConnectionState("down", reason, time.time())
+

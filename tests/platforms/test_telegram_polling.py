@@ -1,0 +1,117 @@
+"""Telegram polling's connection state (`platforms.telegram_polling`): the real aiogram polling
+loop against FakeTelegram, which answers getUpdates with 401 for a revoked token and with 409 when
+a second poller or a webhook is in the way, as Telegram does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from platforms.connection import Connects
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+from tests.platforms.sink import Sink
+
+POLL = 1
+"""Seconds each long poll waits: the conflict clears ``POLL`` + 5 s after the other poller stops."""
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def polling(fake: FakeTelegram) -> AsyncIterator[tuple[TelegramAdapter, Sink]]:
+    adapter, sink = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=POLL), Sink()
+    await adapter.start(sink)
+    yield adapter, sink
+    await adapter.stop()
+
+
+async def status(adapter: TelegramAdapter, fake: FakeTelegram, want: str, timeout: float = 5.0) -> str | None:
+    """Wait until the adapter's connection has status ``want``; its reason."""
+    await fake.wait_for(lambda: adapter.connection().status == want, timeout)
+    return adapter.connection().reason
+
+
+async def test_connected_once_polling_and_no_connection_for_a_webhook(fake: FakeTelegram, polling) -> None:
+    adapter, _ = polling
+    assert isinstance(adapter, Connects)
+    assert adapter.connection().status == "connected"
+    webhook = TelegramAdapter(fake.token, api_base=fake.base_url, mode="webhook", webhook_url="https://bot.example/tg")
+    try:
+        assert webhook.connection().status == "no_connection"
+    finally:
+        await webhook.stop()
+
+
+async def test_a_failed_poll_is_reconnecting_and_polling_recovers(fake: FakeTelegram, polling) -> None:
+    adapter, sink = polling
+    fake.fail_next("getUpdates", 502)
+    assert "getUpdates failed" in await status(adapter, fake, "reconnecting")
+    fake.push_message(42, "still there?")
+    await status(adapter, fake, "connected")
+    await fake.wait_for(lambda: sink.inbound)
+
+
+async def test_a_revoked_token_is_down_for_good_and_stops_polling(fake: FakeTelegram, polling,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    adapter, _ = polling
+    old = fake.token
+    with caplog.at_level(logging.INFO):
+        fake.token = "123456:NEW-token"  # revoked in BotFather: the old one gets 401 from now on
+        reason = await status(adapter, fake, "down")
+        await fake.wait_for(lambda: any(r.getMessage() == "Polling stopped" for r in caplog.records))
+    assert "401" in reason and "platforms.telegram.token" in reason and old not in reason
+    errors = [r.getMessage() for r in caplog.records if r.name == "platforms.connection" and r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "401" in errors[0] and old not in errors[0]
+    assert adapter.connection().status == "down"
+
+
+async def poll_as_another_instance(fake: FakeTelegram) -> None:
+    """A second process polling the same bot, as a second gateway does: each of its polls ends ours."""
+    async with aiohttp.ClientSession() as session:
+        while True:
+            async with session.post(f"{fake.base_url}/bot{fake.token}/getUpdates", json={"timeout": POLL}) as r:
+                await r.read()
+            await asyncio.sleep(0.05)
+
+
+async def test_a_second_poller_is_down_with_its_cause_until_it_stops(fake: FakeTelegram, polling,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    adapter, sink = polling
+    other = asyncio.ensure_future(poll_as_another_instance(fake))
+    try:
+        with caplog.at_level(logging.ERROR, logger="platforms.connection"):
+            reason = await status(adapter, fake, "down")
+        assert "another process is polling this bot" in reason and "terminated by other getUpdates" in reason
+        assert [r.getMessage() for r in caplog.records if "another process is polling" in r.getMessage()]
+    finally:
+        other.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await other
+    # Polling went on: once the other poller is gone, the bot is back by itself.
+    await status(adapter, fake, "connected", timeout=POLL + 5 + 5)
+    fake.push_message(42, "hello again")
+    await fake.wait_for(lambda: sink.inbound)
+
+
+async def test_a_webhook_set_elsewhere_is_down_until_deleted(fake: FakeTelegram, polling) -> None:
+    adapter, sink = polling
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{fake.base_url}/bot{fake.token}/setWebhook",
+                                json={"url": "https://elsewhere.example/hook"}) as r:
+            assert r.status == 200
+        assert "webhook is set" in await status(adapter, fake, "down")
+        async with session.post(f"{fake.base_url}/bot{fake.token}/deleteWebhook", json={}) as r:
+            assert r.status == 200
+    await status(adapter, fake, "connected", timeout=POLL + 5 + 5)
+    fake.push_message(42, "back")
+    await fake.wait_for(lambda: sink.inbound)
