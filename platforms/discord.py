@@ -79,6 +79,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.formatting import discord_markdown
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -153,6 +154,12 @@ class DiscordAdapter:
         """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
+        self._watch = ConnectionWatch(self.name)
+
+    def connection(self) -> ConnectionState:
+        """The gateway connection, from discord.py's ``on_connect``/``on_disconnect``/``on_resumed``
+        and the exception its connection ends with (`platforms.connection`)."""
+        return self._watch.state
 
     def pacing(self, chat_id: str) -> Pacing:
         """discord.py paces calls per route bucket itself; edits of one message go a second apart."""
@@ -181,6 +188,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected = asyncio.Queue(), asyncio.Event()
+        self._watch = ConnectionWatch(self.name)
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
@@ -191,6 +199,8 @@ class DiscordAdapter:
                 http_trace=discord_answers.callback_trace())
             self._answers = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
+            client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
+            client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
             tree = self._command_tree(client, commands)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
@@ -233,10 +243,10 @@ class DiscordAdapter:
         raise DiscordStartError(f"the Discord gateway connection failed: {exc!r}") from exc
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or self._stopping:
-            return
-        if (exc := task.exception()) is not None and self._connected.is_set():
-            log.error("discord: the gateway connection ended and will not reconnect: %r", exc)
+        # discord.py reconnects after anything but the close codes that say retrying cannot help.
+        if task.cancelled() or self._stopping or not self._connected.is_set():
+            return  # a start that failed raises it (_wait_connected)
+        self._watch.down(_ended_because(task.exception()))
 
     async def stop(self) -> None:
         """Close the gateway connection and HTTP session, hand over what was already queued.
@@ -265,7 +275,15 @@ class DiscordAdapter:
             urls.release()
 
     async def _on_connect(self) -> None:
+        self._watch.connected()
         self._connected.set()
+
+    async def _on_resumed(self) -> None:
+        self._watch.connected()
+
+    async def _on_disconnect(self) -> None:
+        if not self._stopping:
+            self._watch.reconnecting("the Discord gateway connection closed; discord.py reconnects")
 
     async def _deliver(self, sink: InboundSink) -> None:
         # One consumer: events reach the gateway one at a time, in the order they arrived.
@@ -473,6 +491,21 @@ class DiscordAdapter:
         client = self._require_client()
         assert self._answers is not None  # opened with the client
         return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
+
+
+def _ended_because(exc: BaseException | None) -> str:
+    """Why the gateway connection ended for good, and what to do, for `ConnectionWatch.down`."""
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return f"the Discord gateway refused the Message Content intent (close code 4014); {PORTAL_HINT}, then restart"
+    if isinstance(exc, discord.ConnectionClosed):
+        if exc.code == 4004:
+            return ("the Discord gateway refused the bot token (close code 4004, authentication failed): it was reset;"
+                    " set platforms.discord.token to the new token and restart")
+        return (f"the Discord gateway closed the connection with code {exc.code}, after which discord.py does not"
+                " reconnect (4010-4013: bad shard or intents settings); restart once the cause is fixed")
+    if exc is None:
+        return "the Discord gateway connection ended; restart to connect again"
+    return f"the Discord gateway connection ended: {type(exc).__name__}; restart to connect again"
 
 
 def _handle(user: discord.abc.User) -> str | None:

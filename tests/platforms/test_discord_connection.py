@@ -1,0 +1,69 @@
+"""DiscordAdapter's connection state (`platforms.connection`): the real discord.py client against
+FakeDiscord's gateway, which closes an IDENTIFY with 4004 for a token that was reset and with 4014
+for a Message Content intent switched off, as Discord does."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.connection import Connects
+from platforms.discord import DiscordAdapter
+from platforms.fakes.discord import FakeDiscord
+from tests.platforms.sink import Sink
+from tests.platforms.test_discord_adapter import _adapter, _join_keepalive_threads
+
+USER = 42
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
+    adapter, sink = _adapter(fake), Sink()
+    await adapter.start(sink)
+    try:
+        yield adapter, sink
+    finally:
+        await adapter.stop()
+        await _join_keepalive_threads()
+
+
+async def status(adapter: DiscordAdapter, fake: FakeDiscord, want: str) -> str | None:
+    await fake.wait_for(lambda: adapter.connection().status == want, 10.0)
+    return adapter.connection().reason
+
+
+async def test_a_dropped_connection_is_reconnecting_until_resumed(fake: FakeDiscord, running) -> None:
+    adapter, sink = running
+    assert isinstance(adapter, Connects) and adapter.connection().status == "connected"
+    fake.drop_socket()
+    assert "discord.py reconnects" in await status(adapter, fake, "reconnecting")
+    await status(adapter, fake, "connected")
+    fake.push_dm(USER, "still there?")
+    await fake.wait_for(lambda: sink.inbound)
+
+
+async def test_a_reset_token_is_down_with_4004(fake: FakeDiscord, running, caplog: pytest.LogCaptureFixture) -> None:
+    adapter, _ = running
+    old = fake.token
+    with caplog.at_level(logging.ERROR, logger="platforms.connection"):
+        fake.token = "reset-" + old  # reset in the Developer Portal: RESUME and IDENTIFY with the old one fail
+        fake.invalidate_session()
+        reason = await status(adapter, fake, "down")
+    assert "4004" in reason and "platforms.discord.token" in reason and old not in reason
+    assert [r for r in caplog.records if "4004" in r.getMessage()]
+
+
+async def test_a_message_content_intent_switched_off_is_down_with_4014(fake: FakeDiscord, running) -> None:
+    adapter, _ = running
+    fake.message_content_intent = False
+    fake.invalidate_session()  # the next IDENTIFY asks for the intent
+    reason = await status(adapter, fake, "down")
+    assert "4014" in reason and "Message Content Intent" in reason
