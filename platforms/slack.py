@@ -87,7 +87,9 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
+from platforms.slack_connection import SocketWatch
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
@@ -222,6 +224,11 @@ class SlackAdapter:
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._socket_watch = SocketWatch()
+
+    def connection(self) -> ConnectionState:
+        """Socket Mode's connection (`platforms.slack_connection`); HTTP mode has none to watch."""
+        return self._socket_watch.state.state if self.mode == "socket" else NO_CONNECTION
 
     def pacing(self, chat_id: str) -> Pacing:
         """Slack allows short bursts of chat.postMessage and answers 429 beyond; edits of one
@@ -264,14 +271,20 @@ class SlackAdapter:
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None
-        self._socket = AsyncSocketModeHandler(self._app, app_token=self._app_token, ping_interval=self._ping_interval)
+        # Reconnects ask apps.connections.open through this client: the watch sees a refused app token.
+        opener = self._socket_watch.web_client(token=self._bot_token, base_url=self._api_base, session=self._session,
+                                               retry_handlers=[])
+        self._socket = AsyncSocketModeHandler(self._app, app_token=self._app_token, ping_interval=self._ping_interval,
+                                              web_client=opener)
         client = self._socket.client
+        self._socket_watch.watch(client)
         # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
         opened = await self._api("apps.connections.open", None, app_token=self._app_token)
         client.wss_uri = opened["url"]
         try:
             # slack_sdk retries a handshake that fails every ping_interval, for good.
             await asyncio.wait_for(self._socket.connect_async(), timeout=self._connect_timeout)
+            self._socket_watch.state.connected()
         except TimeoutError as exc:
             host = urlsplit(opened["url"]).netloc  # not the URL: its ticket opens a connection
             raise SlackStartError(f"Socket Mode: no WebSocket to {host} within {self._connect_timeout:g}s; a proxy or"

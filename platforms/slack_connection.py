@@ -1,0 +1,63 @@
+"""Slack Socket Mode's connection state, from slack_sdk's own signals (`platforms.connection`).
+
+slack_sdk reconnects by itself (a ``disconnect`` message, a closed socket, failing pings):
+each reconnect asks ``apps.connections.open`` for a new URL, and each new WebSocket opens
+with Slack's ``hello``. When Slack refuses the app token there (it was revoked, or the app
+uninstalled), slack_sdk logs the error and tries again every ``ping_interval``, for good.
+`SocketWatch` sees both:
+
+- ``hello`` on a new WebSocket: ``connected``;
+- ``apps.connections.open`` called: ``reconnecting``; refused for the token
+  (`REFUSED`): ``down`` (still retried by slack_sdk, so a token made valid again is back
+  by itself); any other failure: ``reconnecting``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.web.async_client import AsyncWebClient
+
+from platforms.connection import ConnectionWatch
+
+REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
+"""``apps.connections.open`` errors no retry can fix: the app token is not (or no longer) good."""
+
+
+class SocketWatch:
+    def __init__(self) -> None:
+        self.state = ConnectionWatch("slack")
+
+    def web_client(self, **options: Any) -> AsyncWebClient:
+        """The Socket Mode client's Web API client (slack_sdk uses it for ``apps.connections.open``
+        alone), built from `AsyncWebClient`'s options."""
+        return _WatchedWebClient(self.state, **options)
+
+    def watch(self, client: AsyncBaseSocketModeClient) -> None:
+        client.message_listeners.append(self._on_message)
+
+    async def _on_message(self, client: AsyncBaseSocketModeClient, message: dict, raw: str | None) -> None:
+        if message.get("type") == "hello":
+            self.state.connected()
+
+
+class _WatchedWebClient(AsyncWebClient):
+    def __init__(self, state: ConnectionWatch, **options: Any) -> None:
+        super().__init__(**options)
+        self._state = state
+
+    async def apps_connections_open(self, *, app_token: str, **kwargs: Any) -> Any:
+        self._state.reconnecting("Socket Mode is reconnecting (asking apps.connections.open for a new URL)")
+        try:
+            return await super().apps_connections_open(app_token=app_token, **kwargs)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error in REFUSED:
+                self._state.down(f"Slack refused the app token at apps.connections.open ({error}): it was revoked or"
+                                 " the app uninstalled; set platforms.slack.app_token to a valid xapp- token and"
+                                 " restart (Socket Mode keeps retrying meanwhile)")
+            else:
+                self._state.reconnecting(f"apps.connections.open failed: {error or type(exc).__name__}")
+            raise

@@ -1,0 +1,64 @@
+"""SlackAdapter's Socket Mode connection state (`platforms.slack_connection`): the real slack_sdk
+Socket Mode client against FakeSlack, which answers apps.connections.open with ``invalid_auth`` for
+an app token it does not know, as Slack does for a revoked one."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.connection import Connects
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+from tests.platforms.sink import Sink
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(ack_timeout=2.0) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    await adapter.start(Sink())
+    yield adapter
+    await adapter.stop()
+
+
+async def status(adapter: SlackAdapter, fake: FakeSlack, want: str) -> str | None:
+    await fake.wait_for(lambda: adapter.connection().status == want, 10.0)
+    return adapter.connection().reason
+
+
+async def test_connected_after_start_and_again_after_slack_asks_for_a_reconnect(fake: FakeSlack, slack) -> None:
+    assert isinstance(slack, Connects) and slack.connection().status == "connected"
+    opened = len(fake.calls_to("apps.connections.open"))
+    await fake.disconnect()
+    await fake.wait_for(lambda: len(fake.calls_to("apps.connections.open")) > opened)
+    await status(slack, fake, "connected")
+
+
+async def test_a_revoked_app_token_is_down_and_back_once_valid_again(fake: FakeSlack, slack,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    app_token = fake.app_token
+    with caplog.at_level(logging.ERROR, logger="platforms.connection"):
+        fake.app_token = "xapp-the-new-one"  # the old one was revoked: apps.connections.open says invalid_auth
+        fake.drop_socket()
+        reason = await status(slack, fake, "down")
+    assert "invalid_auth" in reason and "platforms.slack.app_token" in reason and app_token not in reason
+    ours = [r for r in caplog.records if r.name == "platforms.connection"]
+    assert len(ours) == 1 and "invalid_auth" in ours[0].getMessage()  # not once per retry
+    fake.app_token = app_token  # slack_sdk keeps retrying: a token valid again reconnects
+    await status(slack, fake, "connected")
+
+
+async def test_http_mode_has_no_connection(fake: FakeSlack) -> None:
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    assert adapter.connection().status == "no_connection"
