@@ -13,6 +13,7 @@ import base64
 import email.utils
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -87,7 +88,11 @@ class OpenAIModel:
         if self._temperature is not None:
             kwargs["temperature"] = self._temperature
         try:
-            completion = await self._completions.create(**kwargs)
+            try:
+                completion = await self._completions.create(**kwargs)
+            except UnicodeEncodeError:  # a lone surrogate in the conversation: rare, so mended only then
+                kwargs["messages"] = _mend_surrogates(kwargs["messages"])
+                completion = await self._completions.create(**kwargs)
         # JSON/Unicode decode errors escape the SDK unwrapped when a server sends
         # a broken body with a JSON content type.
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -183,6 +188,27 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""JSON may escape half of a UTF-16 pair (``"\\ud83d"``, a server cutting an emoji in two); Python
+decodes it to a lone surrogate that no UTF-8 encoder accepts: the next request, the chat's
+platform and the database would each fail on it."""
+
+
+def _mend(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _mend_surrogates(value: Any) -> Any:
+    """A copy of ``value`` (messages, JSON-shaped) with every lone surrogate replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _mend(value)
+    if isinstance(value, Mapping):
+        return {k: _mend_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_mend_surrogates(v) for v in value]
+    return value
+
+
 def _malformed(what: str) -> ModelError:
     return ModelError(f"model response malformed: {what}", kind="malformed")
 
@@ -199,6 +225,8 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
     text = getattr(message, "content", None)
     if text is not None and not isinstance(text, str):
         raise _malformed("message content is not a string")
+    if text is not None:
+        text = _mend(text)
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
     model = getattr(completion, "model", None)
     return ModelResponse(
@@ -224,7 +252,7 @@ def _to_tool_call(tool_call: Any, index: int) -> ToolCall:
         # Some local servers omit ids; the result still needs one to pair with its call.
         call_id = f"call_{index}_{name}"
     # Invalid JSON in `arguments` is passed through: the loop tells the model.
-    return ToolCall(id=call_id, name=name, arguments=arguments)
+    return ToolCall(id=_mend(call_id), name=_mend(name), arguments=_mend(arguments))
 
 
 def _to_usage(usage: Any) -> Usage:

@@ -309,3 +309,30 @@ async def test_an_answer_cut_off_at_the_output_limit_is_marked(server, make_mode
                                   "message": {"role": "assistant", "content": "The steps are: first"}}]})
     response = await make_model().complete(HELLO)
     assert (response.text, response.truncated) == ("The steps are: first", truncated)
+
+
+async def test_a_lone_surrogate_from_the_server_never_reaches_the_conversation(server, make_model):
+    # A server that splits an emoji's \ud83d\ude00 escape (or streams half of it) sends a lone
+    # surrogate: Python decodes it, but no UTF-8 encoder takes it back, the SDK's included.
+    server.push_raw('{"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0,'
+                    ' "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "half \\ud83d smile",'
+                    ' "tool_calls": [{"id": "t", "type": "function", "function": {"name": "search",'
+                    ' "arguments": "{\\"q\\": \\"\\ude00\\"}"}}]}}]}')
+    model = make_model()
+    response = await model.complete(HELLO)
+    assert response.text == "half \ufffd smile"
+    assert response.tool_calls[0].arguments == '{"q": "\ufffd"}'
+    response.text.encode()
+
+
+async def test_a_lone_surrogate_in_the_conversation_is_sent_as_a_replacement_character(server, make_model):
+    # Text from elsewhere (a browser's broken paste, a tool) may hold one too: the request is still sent.
+    server.push_text("fine")
+    history = [{"role": "user", "content": [{"type": "text", "text": "broken \udc80 paste"}]},
+               {"role": "assistant", "content": "ok \ud800"}, {"role": "user", "content": "and?"}]
+    response = await make_model().complete(ModelRequest(messages=history))
+    assert response.text == "fine"
+    assert server.requests[0]["messages"][:2] == [
+        {"role": "user", "content": [{"type": "text", "text": "broken \ufffd paste"}]},
+        {"role": "assistant", "content": "ok \ufffd"}]
+    assert history[1]["content"] == "ok \ud800"  # the caller's messages are not changed
