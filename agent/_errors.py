@@ -18,8 +18,12 @@ class ModelError(AgentError):
     """A model request failed after the provider's own retries.
 
     ``kind`` is one of ``rate_limited``, ``server_error``, ``timeout``,
-    ``connection``, ``bad_request``, ``auth``, ``malformed``, ``scripted``,
-    ``demo``. ``retry_after`` is the provider's hint in seconds when it gave one.
+    ``connection``, ``bad_request``, ``auth``, ``not_found`` (no such model or
+    endpoint), ``quota`` (the account is out of credit), ``content_filter`` (the
+    provider's filter refused the request or withheld the answer), ``malformed``,
+    ``scripted``, ``demo``. The first seven may pass once retried; the next four
+    need someone to change something first. ``retry_after`` is the provider's
+    hint in seconds when it gave one.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None, retry_after: float | None = None):

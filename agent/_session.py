@@ -253,7 +253,7 @@ class AgentSession:
             # children each run a turn.
             if hooks is not None and hooks.has("turn_start"):
                 await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
-            exit_reason, error = await self._loop(turn, observer)
+            exit_reason, error, error_kind = await self._loop(turn, observer)
             if hooks is not None and hooks.has("turn_end"):
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
@@ -273,36 +273,37 @@ class AgentSession:
             turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
-            turn.model_name or getattr(self.model, "name", None), turn.truncated,
+            turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind,
         )
 
     async def _run_hook(self, name: str, **event: Any) -> None:
         if self.hooks is not None and self.hooks.has(name):
             await self.hooks.run(name, session_id=self.session_id, **event)
 
-    async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None]:
+    async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None, str | None]:
+        """(exit reason, error text, `ModelError` kind) of the turn."""
         iterations = 0
         while True:
             if self._interrupt is not None:
-                return "interrupted", None
+                return "interrupted", None, None
             if iterations >= self.max_iterations:
-                return "max_iterations", None
+                return "max_iterations", None, None
             if self._steer:
                 self._deliver_steer_as_note()
             try:
                 response = await self._call_model(turn)
             except _HardInterrupted:
-                return "interrupted", None
+                return "interrupted", None, None
             except ModelError as exc:
                 log.warning("model call failed (%s): %s", exc.kind, exc)
-                return "error", str(exc)
+                return "error", str(exc), exc.kind
             text = (response.text or "").strip()
             if text:
                 turn.last_text = text
             if not response.tool_calls:
                 turn.final_text, turn.truncated = text, response.truncated
                 self.messages.append({"role": "assistant", "content": response.text or ""})
-                return "completed", None
+                return "completed", None, None
             self.messages.append(_assistant_with_calls(response))
             if text:
                 await observer.on_interim(text)

@@ -51,3 +51,5 @@ class TurnResult:
     model: str | None = None
     truncated: bool = False
     """The final reply was cut off at the model's output-length limit."""
+    error_kind: str | None = None
+    """The `ModelError` kind of the model call that ended the turn (``exit_reason="error"``)."""

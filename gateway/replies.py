@@ -17,6 +17,16 @@ MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Ple
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
 CUT_OFF = "(The answer was cut off here: the model reached its limit on output length.)"
 TOO_LONG = "Sorry — this conversation has grown longer than the model can take in. Send /new to start a new one."
+AUTH_REFUSED = ("Sorry — the model provider did not accept this gateway's credentials, so I cannot answer until "
+                "the operator fixes them.")
+NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gateway is set up to use, so I cannot "
+                 "answer until the operator fixes that.")
+OUT_OF_CREDIT = ("Sorry — this gateway's account with the model provider has run out of credit, so I cannot answer "
+                 "until the operator tops it up.")
+FILTERED = "Sorry — the model provider's content filter blocked this request. Please put it another way."
+_PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED}
+"""Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
+is told what is wrong, so nobody keeps trying; the detail is in the log."""
 _CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
 """How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
 proxies): trying again in a moment cannot help, a new session does."""
@@ -31,7 +41,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     elif result.exit_reason == "error":
         # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
         log.warning("turn %s ended early: the model call failed: %s", result.turn_id, result.error or "no detail")
-        text = TOO_LONG if _CONTEXT_EXCEEDED.search(result.error or "") else MODEL_FAILED
+        text = _PERMANENT.get(result.error_kind or "") or (
+            TOO_LONG if _CONTEXT_EXCEEDED.search(result.error or "") else MODEL_FAILED)
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":

@@ -119,12 +119,9 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
         kind = "auth"
     elif isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
-        if isinstance(exc, openai.RateLimitError):
-            kind = "rate_limited"
-        elif exc.status_code >= 500:
-            kind = "server_error"
-        else:
-            kind = "bad_request"
+        kind = _permanent_kind(exc.status_code, exc.code) or (
+            "rate_limited" if isinstance(exc, openai.RateLimitError)
+            else "server_error" if exc.status_code >= 500 else "bad_request")
     elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         kind = "malformed"
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
@@ -144,16 +141,28 @@ def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
         return None
     code = error.get("code")
     status = code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599 else None
-    if status == 429:
-        kind = "rate_limited"
-    elif status in (401, 403):
-        kind = "auth"
-    elif status is not None and status < 500:
-        kind = "bad_request"
-    else:  # no usable code: the server still says it failed
-        kind = "server_error"
+    kind = _permanent_kind(status, code) or (
+        "rate_limited" if status == 429 else "auth" if status in (401, 403)
+        else "bad_request" if status is not None and status < 500
+        else "server_error")  # no usable code: the server still says it failed
     text = _scrub(str(error.get("message") or "no message"), secrets)
     return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status)
+
+
+_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
+_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+
+
+def _permanent_kind(status: int | None, code: object) -> str | None:
+    """``not_found``, ``quota`` or ``content_filter`` for a failure no retry cures, by the status
+    and the ``error.code`` of OpenAI's error body (Azure's filter, OpenRouter's 402); else None."""
+    if code in _QUOTA_CODES or status == 402:
+        return "quota"
+    if code in _FILTER_CODES:
+        return "content_filter"
+    if status == 404:
+        return "not_found"
+    return None
 
 
 def _url_credentials(base_url: str | None) -> tuple[str, ...]:
@@ -225,6 +234,9 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
     text = getattr(message, "content", None)
     if text is not None and not isinstance(text, str):
         raise _malformed("message content is not a string")
+    if getattr(choices[0], "finish_reason", None) == "content_filter" and not text and not message.tool_calls:
+        raise ModelError("model request failed (content_filter): the provider's content filter withheld the answer",
+                         kind="content_filter")
     if text is not None:
         text = _mend(text)
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))

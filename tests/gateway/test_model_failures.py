@@ -3,8 +3,13 @@ through the gateway."""
 
 from __future__ import annotations
 
+import pytest
+
+from gateway.replies import AUTH_REFUSED, FILTERED, MODEL_FAILED, NO_SUCH_MODEL, OUT_OF_CREDIT, TOO_LONG
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.wire import openai_model
+
+KEY = "sk-proj-secret-0123456789"
 
 
 async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
@@ -24,3 +29,41 @@ async def test_half_an_emoji_from_the_model_does_not_break_the_conversation(tmp_
     gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat])
     assert await ask(chat, gateway, "hello") == "smile \ufffd"
     assert await ask(chat, gateway, "and again") == "still here"
+
+
+def error(status: int, message: str, code: str | None, kind: str | None = "invalid_request_error") -> tuple:
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+@pytest.mark.parametrize(("failure", "reply"), [
+    (error(401, f"Incorrect API key provided: {KEY}.", "invalid_api_key"), AUTH_REFUSED),
+    (error(403, "Project does not have access to model `gpt-x`", "model_not_found"), AUTH_REFUSED),
+    (error(404, "The model `gpt-x` does not exist or you do not have access to it.", "model_not_found"), NO_SUCH_MODEL),
+    (error(429, "You exceeded your current quota, please check your plan and billing details.", "insufficient_quota",
+           "insufficient_quota"), OUT_OF_CREDIT),
+    (error(402, "Insufficient credits. Add more using https://openrouter.ai/settings/credits", None), OUT_OF_CREDIT),
+    (error(400, "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
+           "content_filter", None), FILTERED),
+    (error(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+           "context_length_exceeded"), TOO_LONG),
+    (error(500, "The server had an error while processing your request.", None, "server_error"), MODEL_FAILED),
+], ids=["401", "403", "404", "quota", "402", "filtered", "context", "500"])
+async def test_a_model_failure_trying_again_cannot_cure_says_what_is_wrong(tmp_path, llm, gateways, caplog, failure,
+                                                                           reply):
+    server = await llm()
+    server.push_error(*failure)
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server, api_key=KEY)), [chat])
+    assert await ask(chat, gateway, "hello") == reply
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "gateway.replies")
+    assert failure[1]["error"]["message"].replace(KEY, "[redacted]") in logged
+    assert KEY not in logged
+
+
+async def test_an_answer_the_content_filter_withheld_says_so(tmp_path, llm, gateways):
+    server = await llm()
+    server.push_raw({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "content_filter", "message": {"role": "assistant", "content": None}}]})
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat])
+    assert await ask(chat, gateway, "hello") == FILTERED

@@ -134,7 +134,7 @@ async def test_server_error_exhausted(server, make_model):
 
 
 @pytest.mark.parametrize(
-    ("status", "kind"), [(400, "bad_request"), (404, "bad_request"), (422, "bad_request"), (403, "auth")]
+    ("status", "kind"), [(400, "bad_request"), (404, "not_found"), (422, "bad_request"), (403, "auth"), (402, "quota")]
 )
 async def test_client_errors_are_not_retried(server, make_model, status, kind):
     server.push_error(status)
@@ -288,7 +288,7 @@ async def test_fake_server_answers_by_content_records_authorization_and_wakes_wa
     [
         ({"message": "Rate limit exceeded: free-models-per-min", "code": 429}, "rate_limited", 429),
         ({"message": "Provider returned error", "code": 502}, "server_error", 502),
-        ({"message": "Insufficient credits", "code": 402}, "bad_request", 402),
+        ({"message": "Insufficient credits", "code": 402}, "quota", 402),
         ({"message": "Upstream unavailable"}, "server_error", None),
     ],
     ids=["429", "502", "402", "no-code"],
@@ -336,3 +336,25 @@ async def test_a_lone_surrogate_in_the_conversation_is_sent_as_a_replacement_cha
         {"role": "user", "content": [{"type": "text", "text": "broken \ufffd paste"}]},
         {"role": "assistant", "content": "ok \ufffd"}]
     assert history[1]["content"] == "ok \ud800"  # the caller's messages are not changed
+
+
+@pytest.mark.parametrize(("status", "code", "kind"), [
+    (429, "insufficient_quota", "quota"), (400, "content_filter", "content_filter"),
+    (400, "context_length_exceeded", "bad_request"), (429, "rate_limit_exceeded", "rate_limited"),
+])
+async def test_failures_no_retry_cures_are_told_by_their_error_code(server, make_model, status, code, kind):
+    server.push_error(status, {"error": {"message": "no", "type": "invalid_request_error", "param": None, "code": code}},
+                      headers=FAST_RETRY)
+    server.push_error(status, {"error": {"message": "no", "type": "invalid_request_error", "param": None, "code": code}},
+                      headers=FAST_RETRY)
+    assert (await raises_model_error(make_model(max_retries=1))).kind == kind
+
+
+async def test_an_answer_the_content_filter_withheld_is_a_failure_of_its_own(server, make_model):
+    server.push_raw({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "content_filter", "message": {"role": "assistant", "content": None}}]})
+    server.push_raw({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "content_filter", "message": {"role": "assistant", "content": "Partly"}}]})
+    model = make_model()
+    assert (await raises_model_error(model)).kind == "content_filter"
+    assert (await model.complete(HELLO)).text == "Partly"
