@@ -218,6 +218,18 @@ def _mend_surrogates(value: Any) -> Any:
     return value
 
 
+def _without_reasoning(text: str) -> str:
+    """``text`` without the ``<think>…</think>`` block it starts with, if any (all of it when the
+    block is never closed). DeepSeek-R1, Qwen3 and their kind reason in that block, which servers
+    without a reasoning parser (vLLM's default, llama.cpp's ``--reasoning-format none``) leave in
+    ``content``: it is not the answer, and neither the chat nor the next request should get it."""
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("<think>", start):
+        return text
+    end = text.find("</think>", start)
+    return "" if end < 0 else text[end + len("</think>"):].lstrip()
+
+
 def _malformed(what: str) -> ModelError:
     return ModelError(f"model response malformed: {what}", kind="malformed")
 
@@ -238,7 +250,7 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         raise ModelError("model request failed (content_filter): the provider's content filter withheld the answer",
                          kind="content_filter")
     if text is not None:
-        text = _mend(text)
+        text = _without_reasoning(_mend(text))
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
     model = getattr(completion, "model", None)
     return ModelResponse(

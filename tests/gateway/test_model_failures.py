@@ -67,3 +67,14 @@ async def test_an_answer_the_content_filter_withheld_says_so(tmp_path, llm, gate
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat])
     assert await ask(chat, gateway, "hello") == FILTERED
+
+
+async def test_the_models_thinking_left_in_its_answer_stays_out_of_the_chat(tmp_path, llm, gateways):
+    server = await llm()
+    server.push_text("<think>\nThey said hello; greet them back.\n</think>\n\nHello!")
+    server.push_text("Bye!")
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat])
+    assert await ask(chat, gateway, "hello") == "Hello!"
+    await ask(chat, gateway, "bye")
+    assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": "Hello!"}

@@ -358,3 +358,16 @@ async def test_an_answer_the_content_filter_withheld_is_a_failure_of_its_own(ser
     model = make_model()
     assert (await raises_model_error(model)).kind == "content_filter"
     assert (await model.complete(HELLO)).text == "Partly"
+
+
+@pytest.mark.parametrize(("content", "text"), [
+    ("<think>\nThe user greets me.\n</think>\n\nHello!", "Hello!"),
+    ("  <think>plan</think>Hello!", "Hello!"),
+    ("<think>cut off at the output limit while still thinking", ""),
+    ("Tags look like <think>this</think>.", "Tags look like <think>this</think>."),
+], ids=["block", "leading-space", "unclosed", "mid-text"])
+async def test_the_reasoning_a_server_leaves_in_the_answer_is_not_the_answer(server, make_model, content, text):
+    # vLLM without a reasoning parser, llama.cpp's --reasoning-format none: DeepSeek-R1 and Qwen3
+    # write their reasoning into `content`, in a <think> block before the answer.
+    server.push_text(content)
+    assert (await make_model().complete(HELLO)).text == text
