@@ -2,8 +2,9 @@
 
 Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 ``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
-429, 5xx, timeouts and connection errors ``max_retries`` times, honouring
-``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``. What
+429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
+``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``; an
+answer that does not come in time is not asked for again (`_AskOnceClient`). What
 reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
@@ -20,7 +21,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+
+try:
+    import httpx2 as httpx  # the HTTP client of openai 3
+except ImportError:  # openai 1 and 2
+    import httpx
 
 from agent._errors import ModelError
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
@@ -69,6 +75,7 @@ class OpenAIModel:
                 base_url=settings.base_url,
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
+                http_client=_AskOnceClient(timeout=settings.timeout_seconds),
             )
         self._client = client
         # The SDK imports its resource modules on first attribute access; do it
@@ -103,6 +110,20 @@ class OpenAIModel:
         """Close the HTTP client if this model created it. Idempotent."""
         if self._owns_client:
             await self._client.close()
+
+
+class _AskOnceClient(DefaultAsyncHttpxClient):
+    """The SDK's HTTP client, except that an answer which does not come in time is not asked for
+    again: the server had the whole request and may still be writing, and billing, the answer,
+    so a retry pays twice and, for an answer that just takes longer, times out the same way.
+    (The SDK passes its own errors on without retrying them.) Connection errors, 429 and 5xx,
+    which the server did not answer, are still retried."""
+
+    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except httpx.ReadTimeout as exc:
+            raise openai.APITimeoutError(request=request) from exc
 
 
 def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError:

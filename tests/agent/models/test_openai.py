@@ -152,6 +152,18 @@ async def test_timeout(server, make_model):
     assert error.__cause__.__class__.__name__ == "APITimeoutError"
 
 
+async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server, make_model):
+    # The server has the whole request and may still be writing (and billing) the answer: asking
+    # again pays for it twice and, for an answer that simply takes longer, times out the same way.
+    server.push_delay(2, "too late")
+    server.push_text("asked again")
+    started = time.monotonic()
+    error = await raises_model_error(make_model(timeout_seconds=0.2, max_retries=2))
+    assert error.kind == "timeout"
+    assert time.monotonic() - started < 1.5
+    assert len(server.requests) == 1
+
+
 async def test_connection_refused(make_model):
     with socket.socket() as sock:  # a port nobody listens on once closed
         sock.bind(("127.0.0.1", 0))
