@@ -9,7 +9,7 @@ came from, so the answers are positions in the text:
 - `Style`: an emphasis, strong, strikethrough or code span, with the source
   positions of its opening and closing markers. A part cut inside one closes it
   and the next part reopens it.
-- atoms: links, images, autolinks, entity and backslash escapes, which are
+- atoms: links, images, autolinks, bare URLs, entity and backslash escapes, which are
   never cut (unless one alone is longer than a part).
 - `Table`: a top-level GFM table; it is cut only between body rows, and a part
   that starts inside it repeats its header rows.
@@ -41,6 +41,8 @@ from markdown_it.rules_inline import (
     strikethrough,
 )
 from markdown_it.token import Token
+
+from platforms.formatting import bare_urls
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _CLOSE_OF = {"strong_open": "strong_close", "em_open": "em_close", "s_open": "s_close"}
@@ -110,6 +112,17 @@ def _ranged(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline,
     return tokenize
 
 
+def _bare_url(state: StateInline, silent: bool) -> bool:
+    # The rule starts at the scheme's ":", past the scheme it takes back: the range comes from the URL.
+    before = len(state.tokens)
+    if not bare_urls.bare_url(state, silent):
+        return False
+    if not silent:
+        link = next(t for t in state.tokens[before:] if t.type == "link_open")
+        link.meta["range"] = (state.pos - len(str(link.attrGet("href"))), state.pos)
+    return True
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
@@ -119,6 +132,7 @@ def _parser() -> MarkdownIt:
     for name, rule in (("backticks", backtick), ("link", link), ("image", image), ("autolink", autolink),
                        ("entity", entity), ("escape", escape)):
         md.inline.ruler.at(name, _ranged(rule))
+    md.inline.ruler.after("text", "bare_url", _bare_url)
     return md
 
 

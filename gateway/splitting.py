@@ -20,7 +20,7 @@ points). What a cut never breaks:
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker;
-- **links, images, escapes and entities**, which are kept whole;
+- **links, bare URLs, images, escapes and entities**, which are kept whole;
 - **tables**, cut only between body rows; the next part repeats the header rows.
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is

@@ -4,7 +4,7 @@ Discord reads most of what the agent writes, so this mostly writes it back in
 the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
 inline code, fenced code with its language, ``> `` quotes (one level), ``-``
 and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines),
-masked links ``[label](url)`` (a bare URL stays bare). Tables, which Discord
+masked links ``[label](url)`` (a bare URL stays bare, as written). Tables, which Discord
 does not draw, become code blocks; rules a line of ``─``. Characters in the
 text that Discord would read as formatting the agent did not mean (``*`` not
 between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash

@@ -1,6 +1,8 @@
 """The Markdown the agent writes, as Switchboard reads it, and the walk every platform renderer shares.
 
-Dialect: CommonMark plus GFM tables and ``~~strikethrough~~``, parsed by markdown-it-py.
+Dialect: CommonMark plus GFM tables and ``~~strikethrough~~``, parsed by markdown-it-py;
+a bare ``http(s)://`` address is a link written as itself, its characters never Markdown
+(`bare_urls`).
 Raw HTML is text (an agent's ``<b>`` is shown, never interpreted), and links with
 unsafe schemes (``javascript:``...) stay text, as markdown-it validates them.
 
@@ -28,14 +30,18 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from platforms.formatting import bare_urls
+
 RULE = "─" * 10
+_AUTO = ("autolink", bare_urls.MARKUP)
+"""Link markups of an address written as itself: ``<https://…>`` and a bare URL."""
 _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
 
 
 @lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
     """The one configured parser (its rules are read-only once built; parsing is reentrant)."""
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    return bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
 
 
 def parse(markdown: str) -> list[Token]:
@@ -71,7 +77,7 @@ def cell_text(children: Sequence[Token]) -> str:
         if tok.type == "link_open":
             j = closing(children, i)
             label, href = plain(children[i + 1:j]), str(tok.attrGet("href") or "")
-            out.append(label if tok.markup == "autolink" or not href or label == href else f"{label} ({href})")
+            out.append(label if tok.markup in _AUTO or not href or label == href else f"{label} ({href})")
             i = j
         elif tok.type == "image":
             alt, src = plain(tok.children or ()), str(tok.attrGet("src") or "")
@@ -276,7 +282,7 @@ class Renderer:
                 inner = children[i + 1:j]
                 href = str(tok.attrGet("href") or "")
                 out.append(self.link(href, self._inline(inner, replace(ctx, link=True)), plain(inner), ctx,
-                                     auto=tok.markup == "autolink"))
+                                     auto=tok.markup in _AUTO))
                 i = j
             elif kind == "image":
                 out.append(self.image(str(tok.attrGet("src") or ""), plain(tok.children or ()), ctx))

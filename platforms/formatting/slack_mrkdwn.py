@@ -1,7 +1,7 @@
 """Markdown to Slack's mrkdwn (the ``text`` of ``chat.postMessage``).
 
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
-``~struck~``; links ``<url|label>`` (a bare URL ``<url>``); inline code and code
+``~struck~``; links ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
 blocks keep their backticks (Slack shows no language; three backticks in the code
 get a zero-width space, or they would end the block); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines, lists use ``•`` or

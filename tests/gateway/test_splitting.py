@@ -214,6 +214,15 @@ def test_links_are_never_cut():
         assert any(link in part for part in split_text(text, limit)), limit
 
 
+def test_a_bare_url_is_never_cut_nor_read_as_styles():
+    # Its underscores are no italics: a cut inside it would add markers to the address.
+    url = "https://example.com/_docs_/page_(2)"
+    text = "x" * 30 + f"({url}) and more"
+    for limit in range(len(url), len(text)):
+        parts = split_text(text, limit)
+        assert any(url in part for part in parts) and "".join(parts).count("_") == url.count("_"), limit
+
+
 def test_no_cut_lands_inside_a_marker():
     # A hard cut would fall between the two asterisks of the closing marker.
     parts = split_text("**abcdefghij** klm", 13)

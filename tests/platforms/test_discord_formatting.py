@@ -53,6 +53,8 @@ async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> 
         ("run `ls -l` and ``a`b``", "run `ls -l` and ``a`b``"),
         ("see [the docs](https://example.com/a_b)", "see [the docs](https://example.com/a_b)"),
         ("bare <https://example.com/a_b>", "bare https://example.com/a_b"),
+        ("see https://example.com/_a_/b and _this_", "see https://example.com/_a_/b and *this*"),
+        ("(https://example.com/~~a~~/b_(c)_)", "(https://example.com/~~a~~/b_(c)_)"),
         ("> quoted\n> **words**", "> quoted\n> **words**"),
         ("# Title\n\n#### small", "# Title\n\n**small**"),
         ("- one\n  - nested\n- two", "- one\n  - nested\n- two"),

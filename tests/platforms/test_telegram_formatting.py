@@ -66,6 +66,25 @@ async def test_a_link_keeps_its_url(fake: FakeTelegram, adapter: TelegramAdapter
                                     "url": "https://example.com/d?a=1&b=2"}]
 
 
+@pytest.mark.parametrize(
+    ("markdown", "text", "expected"),
+    [
+        ("see https://example.com/_a_/b and *this*", "see https://example.com/_a_/b and this", [("italic", "this")]),
+        ("**https://example.com/a_b_c**, (https://example.com/~x~*y*)", "https://example.com/a_b_c, "
+         "(https://example.com/~x~*y*)", [("bold", "https://example.com/a_b_c")]),
+        ("`https://example.com/_a_` <https://example.com/_b_>", "https://example.com/_a_ https://example.com/_b_",
+         [("code", "https://example.com/_a_")]),
+        ("[the _docs_](https://example.com/_a_)", "the docs", [("text_link", "the docs"), ("italic", "docs")]),
+    ],
+)
+async def test_a_bare_url_is_shown_as_written(fake: FakeTelegram, adapter: TelegramAdapter, markdown: str, text: str,
+                                              expected: list[tuple[str, str]]) -> None:
+    # Telegram links a URL in the text itself; its characters are never formatting.
+    message = await send(fake, adapter, markdown)
+    assert message["text"] == text
+    assert sorted(spans(message)) == sorted(expected)
+
+
 async def test_a_code_block_is_pre_with_its_language(fake: FakeTelegram, adapter: TelegramAdapter) -> None:
     message = await send(fake, adapter, "Try:\n\n```python\nif a < b and c > d:\n    print('&')\n```")
     assert message["text"] == "Try:\n\nif a < b and c > d:\n    print('&')"

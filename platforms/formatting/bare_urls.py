@@ -1,0 +1,69 @@
+"""Bare web addresses in the agent's Markdown, read as links before anything else reads them.
+
+Models write URLs without ``<…>`` all the time, and CommonMark reads their
+characters as Markdown: the ``_a_`` of ``https://example.com/_a_/b`` becomes
+italics and the address shown is wrong. This inline rule takes an ``http://`` or
+``https://`` address as one link token first (``markup == "linkify"``), its text
+and target exactly as written, so every renderer can leave it verbatim (Telegram,
+Slack and Discord link a bare URL themselves).
+
+Not markdown-it's own linkify (`linkify-it-py`): it shows an address
+percent-decoded (``a%20b`` as ``a b``), and its other half, which also links bare
+domains and e-mail addresses, runs after emphasis has already eaten a ``_``.
+
+Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``,
+without trailing punctuation (``.,:;!?*~'"``) or a closing bracket it did not open,
+so ``(see https://x.org/a)`` and ``**https://x.org**`` read as meant.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+
+MARKUP = "linkify"
+_SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
+_REST = re.compile(r"//[^\s<>`]+")
+_TRAILING = ".,:;!?*~'\""
+_PAIRS = {")": "(", "]": "["}
+
+
+def _trimmed(url: str) -> str:
+    while url:
+        last = url[-1]
+        if last in _TRAILING or (last in _PAIRS and url.count(last) > url.count(_PAIRS[last])):
+            url = url[:-1]
+        else:
+            break
+    return url
+
+
+def bare_url(state: StateInline, silent: bool) -> bool:
+    """At the ``:`` of ``https://``, with the scheme just read as text: the address as a link."""
+    if state.linkLevel > 0 or state.src[state.pos] != ":":
+        return False
+    scheme = _SCHEME.search(state.pending)
+    rest = _REST.match(state.src, state.pos + 1, state.posMax)
+    if scheme is None or rest is None:
+        return False
+    url = _trimmed(scheme.group(1) + ":" + rest.group())
+    if len(url) <= len(scheme.group(1)) + 3:
+        return False  # nothing after the "//"
+    if not silent:
+        state.pending = state.pending[: -len(scheme.group(1))]
+        token = state.push("link_open", "a", 1)
+        token.attrs = {"href": url}
+        token.markup = MARKUP
+        token.info = "auto"
+        state.push("text", "", 0).content = url
+        state.push("link_close", "a", -1).markup = MARKUP
+    state.pos += len(url) - len(scheme.group(1))
+    return True
+
+
+def enable(md: MarkdownIt) -> MarkdownIt:
+    """Adds the rule to ``md`` (before every rule but plain text's)."""
+    md.inline.ruler.after("text", "bare_url", bare_url)
+    return md
