@@ -4,7 +4,9 @@ Discord reads most of what the agent writes, so this mostly writes it back in
 the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
 inline code, fenced code with its language, ``> `` quotes (one level), ``-``
 and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines),
-masked links ``[label](url)`` (a bare URL stays bare, as written). Tables, which Discord
+masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
+masked link cannot hold, with a bracket, an address or a character that needs a
+backslash, is followed by its address instead: ``label (<url>)``). Tables, which Discord
 does not draw, become code blocks; rules a line of ``─``. Characters in the
 text that Discord would read as formatting the agent did not mean (``*`` not
 between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash
@@ -27,6 +29,11 @@ _LINE_START = re.compile(r"^([ \t]*)(#|>|-|\+|\d+(?=[.)]))", re.MULTILINE)
 _MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
 _BACKTICKS = re.compile(r"`+")
 _BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
+# What a masked link's label cannot hold: a bracket ends it early or is read as a link of its own,
+# and Discord prints a link whose label holds a web address as typed. Nor can a label escape anything
+# (Discord shows a backslash in one as typed, discord-api-docs#6185): such a label is written
+# followed by its address, in <…> so that Discord links the address exactly, brackets and all.
+_UNMASKABLE = re.compile(r"[\[\]]|https?://", re.IGNORECASE)
 
 
 def _backslashed(m: re.Match[str]) -> str:
@@ -63,6 +70,8 @@ class DiscordMarkdown(Renderer):
             return href
         if not href.lower().startswith(("http://", "https://")):
             return f"{inner} ({href})"  # Discord masks only web links
+        if _UNMASKABLE.search(label) or _escape(label) != label:
+            return f"{inner} (<{href}>)"
         return f"[{inner}]({href.replace(')', '%29')})"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
