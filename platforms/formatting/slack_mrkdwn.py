@@ -3,7 +3,8 @@
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
 ``~struck~``; links ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
 blocks keep their backticks (Slack shows no language; three backticks in the code
-get a zero-width space, or they would end the block); quotes put ``> `` before
+get a zero-width space, or they would end the block; inline code holding a backtick,
+which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines, lists use ``•`` or
 numbers, tables become code blocks. ``&``, ``<`` and ``>`` are escaped
 everywhere, as Slack asks, so text never turns into a link or a mention.
@@ -17,7 +18,8 @@ from platforms.formatting.markdown import Context, Renderer
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
+_ZWSP = "\u200b"
+_BROKEN_FENCE = f"`{_ZWSP}``"  # a zero-width space keeps three backticks from closing a block
 
 
 def escape(text: str) -> str:
@@ -39,7 +41,13 @@ class SlackMrkdwn(Renderer):
         return f"{marker}{inner}{marker}" if inner else ""
 
     def code_span(self, code: str, ctx: Context) -> str:
-        return f"`{escape(code)}`"
+        if "`" not in code:
+            return f"`{escape(code)}`"
+        # Slack's inline code has no longer delimiters and no escapes, so a backtick would end it;
+        # its preformatted text holds one. A zero-width space keeps a backtick at an edge from
+        # lengthening the fence.
+        body = escape(code).replace("```", _BROKEN_FENCE)
+        return f"```{_ZWSP if body.startswith('`') else ''}{body}{_ZWSP if body.endswith('`') else ''}```"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         url = escape(href).replace("|", "%7C")

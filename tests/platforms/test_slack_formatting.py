@@ -42,6 +42,8 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("an *italic* and _this_", "an _italic_ and _this_"),
         ("~~gone~~ now", "~gone~ now"),
         ("run `ls -l` here", "run `ls -l` here"),
+        # Slack's inline code cannot hold a backtick: such a span is preformatted text, which can.
+        ("run ``a`b`` and `` `x` `` or ````y```z````", "run ```a`b``` and ```\u200b`x`\u200b``` or ```y`\u200b``z```"),
         ("see [the docs](https://example.com/?a=1&b=2)", "see <https://example.com/?a=1&amp;b=2|the docs>"),
         ("bare <https://example.com>", "bare <https://example.com>"),
         ("see https://example.com/_a_/b?c=1&d=*2*/ and *this*",
