@@ -3,6 +3,7 @@ events, finalised when the turn ends, never outliving it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -259,3 +260,35 @@ async def test_subagents_the_source_lets_go_of_once_finished_still_count():
     source[:] = children[1:]  # the source let the oldest finished one go
     assert card.render().startswith("⏳ Waiting for subagents: 11 of 12 done")
     assert card.subagents == 12
+
+
+def test_a_long_line_is_cut_between_whole_characters_and_leaves_no_markdown_open():
+    # A goal is the model's Markdown: a cut at the limit fell inside a flag, a bold span, a code span
+    # or a link, and the card showed half a flag, or the platform showed the rest of the card wrongly.
+    @dataclass
+    class Child:
+        subagent_id: str
+        goal: str
+        state: str = "RUNNING"
+        started_at: float | None = 1.0
+        completed_at: float | None = None
+        activity: str = ""
+
+    head = "x" * (LINE_CHARS - 6)  # the goal's text from here reaches the cut
+    goals = [head + "🇩🇪🇩🇪 flags", head[:-20] + "**a bold span running past the cut**",
+             head[:-20] + "`a code span running past the cut`", head[:-20] + "[a link label](https://example.com/a)",
+             head[:-3] + "*it* " + "*an italic span running past the cut*"]
+    children = [Child(f"sa-{i}", goal) for i, goal in enumerate(goals)]
+    card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False), publish=lambda t, n: None,
+                        children=lambda: children)
+    lines = card.render().splitlines()[1:]
+    assert len(lines) == len(goals) and all(len(line) <= LINE_CHARS and line.endswith("…") for line in lines)
+    flag, bold, code, link, italic = lines
+    assert flag.count("\U0001F1E9") == 2 * flag.count("🇩🇪")  # no regional indicator left alone
+    for line in (bold, code, link, italic):
+        shown = telegram_html.visible_text(telegram_html.render(line))
+        assert not any(marker in shown for marker in ("*", "`", "[", "](")), line
+        assert discord_markdown.render(line).count("**") % 2 == 0 and "\\" not in discord_markdown.render(line)
+    assert re.search(r"x<b>a bold span[^<]*</b>…$", telegram_html.render(bold))  # closed where it was cut
+    assert re.search(r"x<code>a code span[^<]*</code>…$", telegram_html.render(code))
+    assert link.endswith("x…") and italic.endswith("x*it*…")  # a link is dropped whole, not cut
