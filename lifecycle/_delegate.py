@@ -155,12 +155,23 @@ class DelegateTool:
         def pass_interrupt(reason: str, hard: bool) -> None:
             asyncio.ensure_future(supervisor.interrupt(records, f"parent interrupted: {reason}"))
 
+        # A parent that is itself a child holding an engine slot lends it to its children while
+        # it waits: were it to hold it, orchestrators filling every slot would wait for ever.
+        engine = supervisor.engine
+        lend = getattr(engine, "lend_slot", None)
+        lent = lend is not None and lend(parent.session_id)
         parent.interrupt_listeners.append(pass_interrupt)
         try:
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(r.waiter(loop) for r in records))
+        except BaseException:
+            if lent:  # stopped: it only winds down, and needs no wait for a slot to do it
+                engine.reclaim_slot_nowait(parent.session_id)
+            raise
         finally:
             parent.interrupt_listeners.remove(pass_interrupt)
+        if lent:
+            await engine.reclaim_slot(parent.session_id)
         return await self._payload(parent.workspace, specs, records, started, refused)
 
     async def _payload(self, workspace: Any, specs: list[ChildSpec], records: list[Record], started: float,

@@ -21,6 +21,11 @@ class InProcessEngine:
     Children die with the process: `survives_restart` is False, so the service
     interrupts them on close and marks those a crash left behind INTERRUPTED.
     One liveness monitor watches every running child (see `lifecycle._liveness`).
+
+    An orchestrator child that waits for its own children lends them its slot
+    (`lend_slot`) and takes one back before it goes on (`reclaim_slot`): were it to
+    hold its slot while they queue for one, orchestrators filling every slot would
+    wait for ever.
     """
 
     survives_restart = False
@@ -33,7 +38,11 @@ class InProcessEngine:
         self._queue: dict[str, ChildJob] = {}
         """Jobs waiting for a slot, oldest first (a dict: withdrawing one is O(1))."""
         self._runs: dict[str, ChildRun] = {}
-        """Children holding a slot, until their task has reported their end."""
+        """Children holding a slot, until their task has reported their end (and those lending theirs)."""
+        self._lending: set[str] = set()
+        """Runs waiting for their own children, whose slots those children may take meanwhile."""
+        self._reclaiming: dict[str, asyncio.Future] = {}
+        """Lenders whose children are done, waiting for a slot back, oldest first: served before the queue."""
         self._monitor: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -41,7 +50,7 @@ class InProcessEngine:
     @property
     def running(self) -> int:
         """Children holding a slot (being built, running, or reporting their end)."""
-        return len(self._runs)
+        return len(self._runs) - len(self._lending)
 
     @property
     def pending(self) -> int:
@@ -59,7 +68,7 @@ class InProcessEngine:
     def submit(self, job: ChildJob) -> None:
         if self._closed or self._host is None:
             raise RuntimeError("the engine is not running")
-        if len(self._runs) < self.max_running:
+        if self.running < self.max_running and not self._reclaiming:
             self._start(job)
         else:
             self._queue[job.subagent_id] = job
@@ -71,6 +80,36 @@ class InProcessEngine:
         run = self._runs.get(subagent_id)
         if run is not None:
             run.stop(reason)
+
+    def lend_slot(self, subagent_id: str) -> bool:
+        """A running child is about to wait for its own children: its slot may go to another
+        job until it calls `reclaim_slot` (or `reclaim_slot_nowait`). False, changing nothing,
+        when it holds no slot here (a top-level session, or one already lending)."""
+        if subagent_id not in self._runs or subagent_id in self._lending:
+            return False
+        self._lending.add(subagent_id)
+        self._fill()
+        return True
+
+    async def reclaim_slot(self, subagent_id: str) -> None:
+        """Take a lent slot back, waiting (ahead of every queued job) until one is free. If the
+        wait is cancelled, the child has its slot back all the same: it is winding down."""
+        if subagent_id not in self._lending:
+            return
+        if self.running < self.max_running and not self._reclaiming:
+            self._lending.discard(subagent_id)
+            return
+        waiter = self._reclaiming[subagent_id] = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            if self._reclaiming.pop(subagent_id, None) is not None:  # not granted: cancelled
+                self._lending.discard(subagent_id)
+
+    def reclaim_slot_nowait(self, subagent_id: str) -> None:
+        """Take a lent slot back at once, even above ``max_running``: for a child that stops
+        waiting because it was stopped, and only winds down."""
+        self._lending.discard(subagent_id)
 
     def steer(self, subagent_id: str, text: str) -> bool:
         run = self._runs.get(subagent_id)
@@ -115,7 +154,21 @@ class InProcessEngine:
         run.task = self._loop.create_task(run.run(self._release))
 
     def _release(self, run: ChildRun) -> None:
-        """A child has reported its end: its slot goes to the oldest queued job."""
+        """A child has reported its end: its slot goes to a lender taking one back, else to the
+        oldest queued job."""
         del self._runs[run.job.subagent_id]
-        while self._queue and len(self._runs) < self.max_running and not self._closed:
-            self._start(self._queue.pop(next(iter(self._queue))))
+        self._lending.discard(run.job.subagent_id)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self.running < self.max_running and not self._closed:
+            if self._reclaiming:
+                sid = next(iter(self._reclaiming))
+                waiter = self._reclaiming.pop(sid)
+                self._lending.discard(sid)
+                if not waiter.done():  # one cancelled meanwhile takes its slot back all the same
+                    waiter.set_result(None)
+            elif self._queue:
+                self._start(self._queue.pop(next(iter(self._queue))))
+            else:
+                break

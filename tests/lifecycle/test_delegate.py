@@ -140,6 +140,50 @@ async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
     assert tool.name == "delegate_task"
 
 
+async def test_orchestrators_filling_every_slot_lend_them_to_their_own_children(make_env):
+    # Each orchestrator waits inside a slot for children that need one: holding it, they waited for ever.
+    env = await make_env(delegate=True, max_running=2, delegation=DelegationSettings(max_spawn_depth=2))
+    engine = env.service._supervisor.engine
+    busy = []
+
+    def script(request):
+        busy.append(engine.running)
+        if request.role == "orchestrator" and request.iteration == 0:
+            tasks = [{"goal": f"{request.metadata['goal']} part {n}"} for n in (1, 2)]
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]}
+        return child_script(request)
+
+    env.child_model.script.update(orchestrator=script, leaf=script)
+    tasks = [{"goal": f"plan {n}", "role": "orchestrator"} for n in (1, 2)]
+    entries = await asyncio.wait_for(results(env, {"tasks": tasks}), 10)
+    assert [(e["status"], e["role"]) for e in entries] == [("completed", "orchestrator")] * 2
+    leaves = [r for r in env.child_model.requests if r.role == "leaf"]
+    assert len(leaves) == 4
+    assert max(busy) <= 2  # lending never lets more than max_running children run at once
+    assert (engine.running, engine.pending) == (0, 0)
+
+
+async def test_a_stopped_orchestrator_waiting_for_its_children_gives_its_slot_back(make_env):
+    env = await make_env(delegate=True, max_running=1, delegation=DelegationSettings(max_spawn_depth=2))
+    engine = env.service._supervisor.engine
+
+    def script(request):
+        if request.role == "orchestrator" and request.iteration == 0:
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "[gate:leaf] dig"}}]}
+        return child_script(request)
+
+    env.child_model.script["orchestrator"] = script
+    batch = asyncio.ensure_future(results(env, {"goal": "plan", "role": "orchestrator"}))
+    await env.child_model.reached("leaf")
+    assert engine.running == 1  # the leaf, on the slot its orchestrator lent it
+    assert await env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 1
+    (entry,) = await asyncio.wait_for(batch, 10)  # the stop reaches the leaf through its orchestrator
+    assert entry["status"] == "interrupted"
+    assert (engine.running, engine.pending) == (0, 0)
+    (after,) = await asyncio.wait_for(results(env, {"goal": "after the stop"}), 10)  # the slot is free again
+    assert after["status"] == "completed"
+
+
 @pytest.mark.both_engines
 async def test_a_stall_between_turns_times_out_with_its_fields(make_env):
     settings = DelegationSettings(stale_between_turns_seconds=0.1, heartbeat_interval_seconds=0.01)
