@@ -16,7 +16,12 @@ log = logging.getLogger("lifecycle.engine")
 
 
 class InProcessEngine:
-    """Runs at most ``max_running`` children at once; the rest wait in FIFO order.
+    """Runs at most ``max_running`` children at once; the rest wait, taking turns by chat.
+
+    Each top-level session (a chat) has a lane of waiting jobs, oldest first, and a free
+    slot goes to the next lane in turn: a chat's batch of fifty children does not make
+    another chat's single child wait behind all of them. A nested child waits in the lane
+    of the chat it works for.
 
     Children die with the process: `survives_restart` is False, so the service
     interrupts them on close and marks those a crash left behind INTERRUPTED.
@@ -35,8 +40,13 @@ class InProcessEngine:
             raise ValueError("max_running must be at least 1")
         self.max_running = max_running
         self._host: EngineHost | None = None
-        self._queue: dict[str, ChildJob] = {}
-        """Jobs waiting for a slot, oldest first (a dict: withdrawing one is O(1))."""
+        self._lanes: dict[str, dict[str, ChildJob]] = {}
+        """Jobs waiting for a slot, by lane (the chat's session id), each oldest first; the lane
+        served next is first (dicts: withdrawing a job and rotating a lane are O(1))."""
+        self._waiting: dict[str, str] = {}
+        """The lane of each waiting job."""
+        self._nested: dict[str, str] = {}
+        """The lane of each nested child holding a slot: its own children wait in it too."""
         self._runs: dict[str, ChildRun] = {}
         """Children holding a slot, until their task has reported their end (and those lending theirs)."""
         self._lending: set[str] = set()
@@ -55,7 +65,7 @@ class InProcessEngine:
     @property
     def pending(self) -> int:
         """Jobs waiting for a slot."""
-        return len(self._queue)
+        return len(self._waiting)
 
     async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
         self._host = host
@@ -68,13 +78,27 @@ class InProcessEngine:
     def submit(self, job: ChildJob) -> None:
         if self._closed or self._host is None:
             raise RuntimeError("the engine is not running")
+        pid = job.parent_session_id
+        parent = self._runs.get(pid)  # an orchestrator child of ours: its chat's lane
+        lane = pid if parent is None else self._nested.get(pid, parent.job.parent_session_id)
         if self.running < self.max_running and not self._reclaiming:
-            self._start(job)
+            self._start(job, lane)
         else:
-            self._queue[job.subagent_id] = job
+            self._waiting[job.subagent_id] = lane
+            waiting = self._lanes.get(lane)
+            if waiting is None:
+                waiting = self._lanes[lane] = {}
+            waiting[job.subagent_id] = job
 
     def withdraw(self, subagent_id: str) -> bool:
-        return self._queue.pop(subagent_id, None) is not None
+        lane = self._waiting.pop(subagent_id, None)
+        if lane is None:
+            return False
+        waiting = self._lanes[lane]
+        del waiting[subagent_id]
+        if not waiting:
+            del self._lanes[lane]
+        return True
 
     def interrupt(self, subagent_id: str, reason: str) -> None:
         run = self._runs.get(subagent_id)
@@ -119,7 +143,7 @@ class InProcessEngine:
         return True
 
     def activity(self, subagent_id: str) -> str | None:
-        if subagent_id in self._queue:
+        if subagent_id in self._waiting:
             return "waiting for a slot"
         run = self._runs.get(subagent_id)
         if run is None:
@@ -148,16 +172,20 @@ class InProcessEngine:
                     run.watch = Watch(run.session, run.running_since, run.stop_for_timeout)
                 yield run.watch
 
-    def _start(self, job: ChildJob) -> None:
+    def _start(self, job: ChildJob, lane: str) -> None:
         assert self._host is not None
         run = self._runs[job.subagent_id] = ChildRun(job, self._host)
+        if lane != job.parent_session_id:
+            self._nested[job.subagent_id] = lane
         run.task = self._loop.create_task(run.run(self._release))
 
     def _release(self, run: ChildRun) -> None:
         """A child has reported its end: its slot goes to a lender taking one back, else to the
         oldest queued job."""
-        del self._runs[run.job.subagent_id]
-        self._lending.discard(run.job.subagent_id)
+        sid = run.job.subagent_id
+        del self._runs[sid]
+        self._lending.discard(sid)
+        self._nested.pop(sid, None)
         self._fill()
 
     def _fill(self) -> None:
@@ -168,7 +196,19 @@ class InProcessEngine:
                 self._lending.discard(sid)
                 if not waiter.done():  # one cancelled meanwhile takes its slot back all the same
                     waiter.set_result(None)
-            elif self._queue:
-                self._start(self._queue.pop(next(iter(self._queue))))
+            elif self._lanes:
+                self._start_next()
             else:
                 break
+
+    def _start_next(self) -> None:
+        """Start the oldest job of the lane whose turn it is; that lane's next turn comes after
+        every other lane's."""
+        lane = next(iter(self._lanes))
+        waiting = self._lanes.pop(lane)
+        sid = next(iter(waiting))
+        job = waiting.pop(sid)
+        del self._waiting[sid]
+        if waiting:
+            self._lanes[lane] = waiting
+        self._start(job, lane)

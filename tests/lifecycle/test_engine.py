@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent import ModelResponse, ToolCall, ToolTraceEntry, Usage
+from agent import AgentSession, ModelResponse, ToolCall, ToolTraceEntry, Usage
 from lifecycle import (
     ChildJob,
     ChildOutcome,
@@ -19,7 +19,9 @@ from lifecycle import (
     SubagentLaunchRequest,
     SubagentState,
 )
+from lifecycle._children import ChildSpec
 from lifecycle._liveness import Timeout
+from lifecycle.settings import DelegationSettings
 from lifecycle.temporal._wire import response_from_wire, response_to_wire
 
 S = SubagentState
@@ -279,3 +281,49 @@ async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steerin
         await env.service.wait(queued, timeout_seconds=5)
     await until(lambda: engine.running == 0)
     assert engine.activity(running.subagent_id) is None
+
+
+async def test_waiting_children_take_turns_by_chat_so_one_chats_batch_does_not_hold_up_another(make_env):
+    engine = InProcessEngine(1)
+    env = await make_env(engine=engine)
+    other = AgentSession(model=env.parent.model, tools=env.parent.tools, session_id="parent-2", clock=env.clock,
+                         workspace=env.parent.workspace)
+    supervisor = env.service._supervisor
+    batch = [ChildSpec(goal="[gate:first] a0"), *(ChildSpec(goal=f"a{n}") for n in (1, 2, 3))]
+    records = await supervisor.submit(env.parent, "turn-a", batch)
+    await env.child_model.reached("first")  # the only slot is taken; a1-a3 wait
+    (lone,) = await supervisor.submit(other, "turn-b", [ChildSpec(goal="b")])
+    assert engine.pending == 4
+    env.child_model.release("first")
+    for record in (*records, lone):
+        await record.waiter()
+    order = [r.metadata["goal"] for r in env.child_model.requests if r.role == "leaf"]
+    # Round robin between the chats waiting: the other chat's child is next after a1, not after a3.
+    assert order == ["[gate:first] a0", "a1", "b", "a2", "a3"]
+    assert engine.pending == 0
+
+
+async def test_a_nested_child_waits_in_the_lane_of_its_top_level_chat(make_env):
+    engine = InProcessEngine(1)
+    env = await make_env(engine=engine, delegate=True, delegation=DelegationSettings(max_spawn_depth=2))
+    other = AgentSession(model=env.parent.model, tools=env.parent.tools, session_id="parent-2", clock=env.clock,
+                         workspace=env.parent.workspace)
+
+    def orchestrate(request):
+        if request.iteration == 0:
+            tasks = [{"goal": "[gate:deep] c1"}, {"goal": "c2"}, {"goal": "c3"}]
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]}
+        return {"text": "planned"}
+
+    env.child_model.script["orchestrator"] = orchestrate
+    supervisor = env.service._supervisor
+    (plan,) = await supervisor.submit(env.parent, "turn-a", [ChildSpec(goal="plan", role="orchestrator")])
+    await env.child_model.reached("deep")  # c1 runs on the slot the orchestrator lent; c2, c3 wait
+    (lone,) = await supervisor.submit(other, "turn-b", [ChildSpec(goal="b")])
+    (later,) = await supervisor.submit(env.parent, "turn-a2", [ChildSpec(goal="a1")])
+    env.child_model.release("deep")
+    for record in (plan, lone, later):
+        await record.waiter()
+    order = [r.metadata["goal"] for r in env.child_model.requests if r.role == "leaf"]
+    # c2, c3 and a1 are all the first chat's, which takes turns with the other chat as one.
+    assert order == ["[gate:deep] c1", "c2", "b", "c3", "a1"]
