@@ -40,9 +40,13 @@ class DelegationCards:
             sid = session.session_id
             return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.subagent_id in ids]
 
+        def counts() -> tuple[int, int]:
+            live = sum(1 for c in self._children.children(session.session_id) if c.subagent_id in ids)
+            return len(ids) - live, len(ids)
+
         card = ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                             mode=display.long_running_notifications, clock=self._clock,
-                            publish=self._message(row).publish, children=children)
+                            publish=self._message(row).publish, children=children, counts=counts)
         card.tool_started(DELEGATE)  # its headline counts the subagents done
         card.start()
         self._cards[row.delegation_id] = card

@@ -48,13 +48,17 @@ class ProgressCard:
     """Arm with `start`; feed it tool events; `disarm` is synchronous and final."""
 
     def __init__(self, *, delay: float, heartbeat: float, mode: bool | Literal["generic"], clock: Clock,
-                 publish: Publish, children: Callable[[], Sequence[ChildView]]) -> None:
+                 publish: Publish, children: Callable[[], Sequence[ChildView]],
+                 counts: Callable[[], tuple[int, int]] | None = None) -> None:
         self._delay = delay
         self._heartbeat = heartbeat
         self._generic = mode == "generic"
         self._clock = clock
         self._publish = publish
         self._children = children
+        self._counts = counts
+        """(done, launched) subagents, exact, while any of them runs; (0, 0) otherwise. `children` may
+        miss some finished between two looks, more than the source keeps of a session's finished ones."""
         self._started = clock.monotonic()
         self._tools: deque[str] = deque(maxlen=MAX_LINES)
         self._current: str | None = None
@@ -117,10 +121,12 @@ class ProgressCard:
         now = self._clock.monotonic()
         elapsed = format_elapsed(now - self._started)
         children = self._seen_children()
-        self.subagents = max(self.subagents, len(children))
-        if self._current == DELEGATE and children:
-            done = sum(1 for c in children if c.completed_at is not None)
-            doing = f"Waiting for subagents: {done} of {len(children)} done"
+        done, launched = self._counts() if self._counts is not None else (0, 0)
+        if not launched:
+            done, launched = sum(1 for c in children if c.completed_at is not None), len(children)
+        self.subagents = max(self.subagents, launched)
+        if self._current == DELEGATE and launched:
+            doing = f"Waiting for subagents: {done} of {launched} done"
         elif self._current is not None:
             doing = f"Running {self._current}"
         else:

@@ -227,7 +227,8 @@ class TurnRunner:
         if display.progress == "card":
             return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                                 mode=display.long_running_notifications, clock=self._clock, publish=publish,
-                                children=lambda: self._turn_children(session, running))
+                                children=lambda: self._turn_children(session, running),
+                                counts=lambda: self._children.turn_progress(session.session_id, running.turn_id))
         return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
                         detail=lambda: self._detail(session, running), clock=self._clock)
 

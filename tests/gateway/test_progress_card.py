@@ -3,6 +3,7 @@ events, finalised when the turn ends, never outliving it."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
@@ -292,3 +293,50 @@ def test_a_long_line_is_cut_between_whole_characters_and_leaves_no_markdown_open
     assert re.search(r"x<b>a bold span[^<]*</b>…$", telegram_html.render(bold))  # closed where it was cut
     assert re.search(r"x<code>a code span[^<]*</code>…$", telegram_html.render(code))
     assert link.endswith("x…") and italic.endswith("x*it*…")  # a link is dropped whole, not cut
+
+
+def fan_out(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    if last["role"] == "user" and str(last["content"]).startswith("[Background delegation results]"):
+        return {"text": "here is what they found"}
+    if last["role"] == "user":
+        goals = [{"goal": f"quick {i}"} for i in range(20)] + [{"goal": f"slow {i}"} for i in range(10)]
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": goals}}]}
+    return {"text": "on it"}
+
+
+@pytest.mark.parametrize("interim", [True, False], ids=["background", "inline"])
+async def test_a_card_of_many_subagents_counts_those_finished_between_two_looks(tmp_path, gateways, interim):
+    # Twenty finish at once, more than the host keeps of a session's finished children: the card's
+    # headline still counts every one of them, and all thirty subagents.
+    model = ScriptedModel({"parent": fan_out, "leaf": lambda r: {"wait": r.metadata["goal"].split()[0], "text": "ok"}})
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    config = make_config(tmp_path, display={**CARD, "interim_assistant_messages": interim},
+                         agent={"gateway_notify_interval": 180}, delegation={"max_concurrent_children": 50})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("look into thirty things")
+    if interim:  # background: the acknowledgement first, then the delegation's own card
+        await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("quick")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    card = chat.messages[chat.kinds().index("notice")]
+    assert card.outbound.text.startswith("⏳ Waiting for subagents: 0 of 30 done")
+    model.release("quick")
+    await model.reached("slow")
+    await chat.wait_for(lambda: sum(r.role == "leaf" for r in model.requests) == 30)
+    await settled_children(gateway, live=10)
+    clock.advance(2)  # the card's next look at its subagents
+    await chat.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 20 of 30 done"))
+    assert len(card.text.splitlines()) == 1 + MAX_LINES
+    model.release("slow")
+    await chat.wait_for(lambda: card.text == "✓ Done in 5 s · 30 subagents")
+
+
+async def settled_children(gateway, *, live: int) -> None:
+    """Until the chat has exactly ``live`` children not yet finished."""
+    session = gateway.sessions.find("chat", "c1", None)
+    async with asyncio.timeout(5):
+        while len(gateway.host.children.children(session.session_id)) != live:
+            await asyncio.sleep(0.001)
