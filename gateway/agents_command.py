@@ -2,7 +2,9 @@
 
 - ``/agents`` lists the session's running children and its recent ones — id, goal,
   state, elapsed time, current activity, model and route — with its latest
-  background delegations (also after a restart).
+  background delegations (also after a restart). At most `SHOWN` children are listed,
+  the rest counted by state, so a fan-out of fifty stays one readable message;
+  ``/agents all`` lists every one.
 - ``/agents log ID`` shows a child's latest tool calls: metadata only (tool, argument
   names, sizes, outcome, duration), at most `LOG_LINES`.
 - ``/agents stop ID`` stops one running child; its partial result still reaches
@@ -15,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from agent import Clock, ToolTraceEntry
@@ -24,6 +27,8 @@ from gateway.store import DelegationRow
 from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
 
 LOG_LINES = 20
+SHOWN = 12
+"""Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
 MIN_ID_PART = 3
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 
@@ -37,7 +42,7 @@ class AgentsCommand:
     async def run(self, session: GatewaySession, args: str) -> str:
         words = args.split()
         if not words or [w.lower() for w in words] == ["all"]:
-            return await self._list(session)
+            return await self._list(session, everything=bool(words))
         action = words[0].lower()  # phone keyboards capitalise
         if len(words) != 2 or action not in ("log", "stop", "retry"):
             return USAGE
@@ -53,32 +58,46 @@ class AgentsCommand:
 
     # -- listing ---------------------------------------------------------------------------
 
-    async def _list(self, session: GatewaySession) -> str:
+    async def _list(self, session: GatewaySession, *, everything: bool = False) -> str:
         now = self._clock.time()
         live = {c.subagent_id: c for c in self._children.children(session.session_id)}
-        blocks: list[str] = []
+        delegations: list[tuple[str, list[tuple[str, str]]]] = []
         listed: set[str] = set()
         for row, found in await self._ledger.listing(session):
             if all(t.subagent_id in live for t in row.tasks):
                 continue  # still running: listed with the other running children
-            blocks.append(f"Background task {row.delegation_id} ({_ledger_status(row)}):")
+            items = []
             for task in row.tasks:
                 listed.add(task.subagent_id)
                 if task.subagent_id in live:  # one still at work: listed here, with its elapsed time and activity
-                    blocks.append(_line(live[task.subagent_id], now))
+                    items.append(_item(live[task.subagent_id], now))
                     continue
                 child = found.get(task.subagent_id)
                 text = (child.summary or child.error or "") if child is not None else ""
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
-                blocks.append(f"• {task.subagent_id} — {task.goal[:80]} — {_state_word(child)}{where}"
-                              + (f": {text[:160]}" if text else ""))
-        lines = [_line(child, now) for sid, child in live.items() if sid not in listed] + blocks
+                state = _state_word(child)
+                items.append((f"• {task.subagent_id} — {task.goal[:80]} — {state}{where}"
+                              + (f": {text[:160]}" if text else ""), state))
+            delegations.append((f"Background task {row.delegation_id} ({_ledger_status(row)}):", items))
+        blocks = [("", [_item(child, now) for sid, child in live.items() if sid not in listed]), *delegations]
         listed.update(live)
         recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
         if recent:
-            lines.append("Finished recently:")
-            lines += [_line(child, now) for child in reversed(recent)]
+            blocks.append(("Finished recently:", [_item(child, now) for child in reversed(recent)]))
+        lines, room, cut = [], None if everything else SHOWN, False
+        for head, items in blocks:
+            if head:
+                lines.append(head)
+            shown = items if room is None else items[:room]
+            lines += [text for text, _ in shown]
+            if room is not None:
+                room -= len(shown)
+                if len(shown) < len(items):
+                    cut = True
+                    lines.append(f"… and {len(items) - len(shown)} more: {_tally(items[len(shown):])}")
+        if cut:
+            lines.append("/agents all lists every one.")
         return "\n".join(lines) if lines else "No subagents in this chat."
 
     # -- one child -----------------------------------------------------------------------------
@@ -135,6 +154,15 @@ class AgentsCommand:
             return f"{child.subagent_id} cannot be run again: its task is no longer known (it ran before a restart)."
         origin = known[0].origin_turn_id if known is not None else child.parent_turn_id
         return await self._ledger.retry_one(session, child.subagent_id, child.task, origin)
+
+
+def _item(child: ChildSnapshot, now: float) -> tuple[str, str]:
+    """A child's line and its state word, which counts it when it is not listed."""
+    return _line(child, now), _state_word(child)
+
+
+def _tally(items: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{n} {state}" for state, n in Counter(state for _, state in items).items())
 
 
 def _line(child: ChildSnapshot, now: float) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from gateway.agents_command import _line
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from gateway.agents_command import SHOWN, _line
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import ChildSnapshot, SubagentState
 from tests.gateway.wire import call, goal, is_child, openai_model
@@ -210,3 +212,46 @@ def test_a_line_names_the_state_once_when_the_activity_says_the_same():
     starting = ChildSnapshot("sa-1", "s-1", "t-1", "look", "leaf", SubagentState.STARTING, 100.0, None, None,
                              "starting", None, None, "parent-model")
     assert _line(starting, 103.0) == "• sa-1 — look — starting, 3 s, model parent-model"
+
+
+async def test_a_fan_out_of_fifty_is_summarised_and_agents_all_lists_every_one(tmp_path, gateways):
+    def fan_out(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and RESULTS in str(last["content"]):
+            return {"text": "NO_REPLY"}
+        if last["role"] == "user":
+            goals = [{"goal": f"Research company number {i} and summarise its annual report"} for i in range(50)]
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": goals}}]}
+        return {"text": "on it"}
+
+    def child(request: ModelRequest) -> dict:
+        if request.metadata["goal"].startswith("Research company number 4"):  # 4 and 40-49 fail
+            return {"wait": "go", "error": "server_error", "message": "model exploded"}
+        return {"wait": "go", "text": "revenue grew, margins shrank, and the outlook is cautious " * 3}
+
+    model = ScriptedModel({"parent": fan_out, "leaf": child})
+    chat = RecordingAdapter()
+    sections = {"display": {"interim_assistant_messages": True}, "delegation": {"max_concurrent_children": 50}}
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model)
+    await chat.say("research fifty companies")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("go")
+
+    listing = await command(chat, "/agents")
+    lines = listing.splitlines()
+    assert sum(line.startswith("• sa-") for line in lines) == SHOWN
+    assert lines[-2].startswith("… and 38 more: ") and lines[-1] == "/agents all lists every one."
+    assert len(listing) <= 4000  # one message on Telegram and Slack
+    before = len(chat.texts("command"))
+    await chat.say("/agents all")  # long: the outbox splits it into parts
+
+    def listed() -> int:
+        return sum(line.startswith("• sa-") for part in chat.texts("command")[before:] for line in part.splitlines())
+
+    await chat.wait_for(lambda: listed() == 50)
+
+    model.release("go")
+    await settled(gateway)
+    lines = (await command(chat, "/agents")).splitlines()
+    assert lines[0].startswith("Background task deleg_") and sum(line.startswith("• sa-") for line in lines) == SHOWN
+    assert lines[-2] == "… and 38 more: 28 succeeded, 10 failed"  # of 39 succeeded and 11 failed, 12 listed
