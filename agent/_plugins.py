@@ -7,6 +7,7 @@ reported and the remaining plugins still load.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import re
@@ -18,11 +19,16 @@ import jsonschema
 
 from agent._errors import PluginError
 from agent._hooks import HOOK_NAMES, HookRegistry
+from agent._plugin_threads import PluginThreads
 from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
 
 log = logging.getLogger("agent.plugins")
 
 _BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+PLUGIN_TOOL_THREADS = 8
+"""Threads for plugins' plain-function tools (`PluginThreads`: a stopping process does not wait for
+them). A tool call that hangs holds one until it returns; the others share the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +121,14 @@ class PluginHost:
     reserved_commands: frozenset[str] = frozenset()
     """Command names the host answers itself: its own handler runs first, so a plugin
     command of that name could never run."""
+    tool_threads: PluginThreads = field(default_factory=lambda: PluginThreads(PLUGIN_TOOL_THREADS, "plugin-tool"))
+    """Where the plugins' plain-function tools run."""
+
+    def close(self) -> list[str]:
+        """Shutdown: plugin tool calls still running in their threads are logged and left to them,
+        which the process does not wait for; returns what they are. Later calls of plain-function
+        plugin tools fail (the model reads that they did). Idempotent."""
+        return self.tool_threads.close()
 
     def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
         """Import and register each module; failures are logged and collected, never raised."""
@@ -153,7 +167,7 @@ class PluginHost:
         if clashes:
             raise PluginError(ctx.module, f"already registered: {', '.join(clashes)}")
         for tool in ctx._tools:
-            self.tools.register(tool)
+            self.tools.register(dataclasses.replace(tool, owner=ctx.module, threads=self.tool_threads))
         for name, fn in ctx._hooks:
             self.hooks.register(name, fn, owner=ctx.module)
         for command in ctx._commands:

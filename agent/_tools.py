@@ -4,11 +4,15 @@ A tool is a handler plus a JSON schema for its arguments. Handlers are called as
 ``handler(args, ctx)``: async handlers run on the loop; plain functions (as
 plugins often write them) run in a worker thread that carries the turn's
 context variables, so `lifecycle` calls made from them find their parent turn.
+A plugin's plain functions run on its host's `PluginThreads`, which a stopping
+process does not wait for: one that never returns cannot keep it alive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +23,7 @@ from typing import Any
 import jsonschema
 
 from agent._errors import ToolError
+from agent._plugin_threads import PluginThreads
 
 #: Names later issues give meaning to; nothing may register them by accident.
 RESERVED_TOOLSETS = frozenset({"delegation", "cronjob", "start_chat"})
@@ -51,6 +56,10 @@ class Tool:
     checks_own_arguments: bool = False
     """The handler validates its arguments itself (with messages made for the model), so the
     generic schema check is skipped; the schema is still what the model sees."""
+    owner: str | None = None
+    """The plugin (its module) that registered the tool; None for the host's own."""
+    threads: PluginThreads | None = field(default=None, repr=False, compare=False)
+    """Where a plain-function handler runs; None: the loop's default executor."""
     _validator: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -72,9 +81,12 @@ class Tool:
             raise ToolError(f"invalid arguments for {self.name} ({where}): {error.message}")
         if inspect.iscoroutinefunction(self.handler):
             out = await self.handler(args, ctx)
-        else:
+        elif self.threads is None:
             # to_thread copies the current context, so the active turn travels with the call.
             out = await asyncio.to_thread(self.handler, args, ctx)
+        else:
+            run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
+            out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
         return render_tool_output(out)
 
 

@@ -122,6 +122,7 @@ class AgentHost:
     async def close(self) -> None:
         await self.lifecycle.close()
         await self.routing.close()
+        self.plugins.close()
         self.hooks.close()  # last: closing the lifecycle runs hooks (children's ends)
         self.database.close()
         for model in (self.model, *self._child_models.values()):

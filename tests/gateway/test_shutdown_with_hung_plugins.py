@@ -35,10 +35,18 @@ PLUGIN = """
         log.warning("the plugin's call has started")
         forever.wait()
 
+    def hang_tool(args, context):
+        log.warning("the plugin's call has started")
+        forever.wait()
+
     def register(ctx):
         ctx.register_command("hang", hang)
         ctx.register_hook("turn_start", on_turn_start)
+        ctx.register_tool("hang_tool", "Never returns.", {"type": "object"}, hang_tool)
 """
+
+TOOL_SCRIPT = {"parent": [[{"tool_calls": [{"name": "hang_tool", "arguments": {}}]}]]}
+"""The model's first step calls the plugin's tool."""
 
 
 def post(url: str, text: str) -> int:
@@ -51,14 +59,19 @@ def post(url: str, text: str) -> int:
         return response.status
 
 
-@pytest.mark.parametrize(("text", "what"), [("/hang", "command /hang"), ("hello", "hook turn_start")])
-def test_a_plugin_call_hung_in_its_thread_does_not_hold_up_the_exit(tmp_path, text, what):
+@pytest.mark.parametrize(("text", "what", "model"), [
+    ("/hang", "command /hang", {"demo": {"child_steps": 0, "step_seconds": 0}}),
+    ("hello", "hook turn_start", {"demo": {"child_steps": 0, "step_seconds": 0}}),
+    ("hello", "tool hang_tool", {"provider": "scripted", "script": "script.json"}),
+])
+def test_a_plugin_call_hung_in_its_thread_does_not_hold_up_the_exit(tmp_path, text, what, model):
     (tmp_path / "hung_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (tmp_path / "script.json").write_text(json.dumps(TOOL_SCRIPT))
     config = write_config(tmp_path / "c.yaml", {
         "state_dir": str(tmp_path / "state"),
         "server": {"port": 0, "shutdown_grace_seconds": 1},
         "agent": {"hook_timeout_seconds": 0.5},
-        "model": {"demo": {"child_steps": 0, "step_seconds": 0}},
+        "model": model,
         "plugins": ["hung_plugin"],
         "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}},
     })
