@@ -57,10 +57,10 @@ class WorkerModels:
                 await aclose()
 
 
-def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing]:
-    """The tools, hooks and models children on this worker are built from, and the delegation
-    backends the plugins registered (close them when done). The plugins load here as in the
-    gateway: a routed child calls its route's model, as it would in the gateway."""
+def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing, PluginHost]:
+    """The tools, hooks and models children on this worker are built from, the delegation
+    backends the plugins registered, and the plugins (close both when done). The plugins load
+    here as in the gateway: a routed child calls its route's model, as it would in the gateway."""
     from lifecycle.temporal import WorkerToolbox
 
     tools, hooks = ToolRegistry(), HookRegistry(config.agent.hook_timeout_seconds)
@@ -74,7 +74,7 @@ def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routin
     def route_model(backend: str, route: str) -> Model | None:
         return routing.resolve(backend, route).model
 
-    return WorkerToolbox(tools=tools, model_for=models, route_model=route_model, hooks=hooks), routing
+    return WorkerToolbox(tools=tools, model_for=models, route_model=route_model, hooks=hooks), routing, plugins
 
 
 async def run_worker(config: Config) -> int:
@@ -91,7 +91,7 @@ async def run_worker(config: Config) -> int:
     except TemporalUnavailable as exc:
         raise StartupError(str(exc)) from exc
     models = WorkerModels(config)
-    toolbox, routing = worker_toolbox(config, models)
+    toolbox, routing, plugins = worker_toolbox(config, models)
     worker = ChildWorker(client, temporal.task_queue, toolbox,
                          max_concurrent=config.lifecycle.max_running,
                          heartbeat_seconds=config.delegation.heartbeat_interval_seconds,
@@ -111,4 +111,7 @@ async def run_worker(config: Config) -> int:
             loop.remove_signal_handler(signum)
         await models.aclose()
         await routing.close()
+        # As in the gateway: plugin calls still running are named, and the exit does not wait for them.
+        plugins.close()
+        toolbox.hooks.close()
     return 0

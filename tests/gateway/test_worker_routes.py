@@ -25,7 +25,7 @@ async def test_a_worker_calls_a_routed_childs_route_model_with_the_routes_key(tm
             "api_key": FAST_KEY}}},
     )
     models = WorkerModels(config)
-    toolbox, routing = worker_toolbox(config, models)
+    toolbox, routing, plugins = worker_toolbox(config, models)
     try:
         model = toolbox.route_model("model_map", "fast")
         response = await model.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}], role="leaf"))
@@ -37,3 +37,4 @@ async def test_a_worker_calls_a_routed_childs_route_model_with_the_routes_key(tm
     finally:
         await models.aclose()
         await routing.close()
+        plugins.close()

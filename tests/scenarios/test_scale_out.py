@@ -54,6 +54,24 @@ def register(ctx):
     ctx.register_hook("turn_start", on_turn)
 '''
 
+HUNG_PLUGIN = '''
+"""A tool that never returns, on the worker that runs the child calling it."""
+import logging, threading
+log, forever = logging.getLogger("hung_plugin"), threading.Event()
+
+def hang_tool(args, context):
+    log.warning("the plugin's tool has started")
+    forever.wait()
+
+def register(ctx):
+    ctx.register_tool("hang_tool", "Never returns.", {"type": "object"}, hang_tool)
+'''
+HUNG_SCRIPT = {
+    "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "hang"}}]}, {"text": "started"}]],
+    "leaf": [[{"tool_calls": [{"name": "hang_tool", "arguments": {}}]}]],
+}
+"""The parent delegates one task; the child calls the plugin's tool."""
+
 
 class Process:
     """A `switchboard` command in the background; its stderr is kept line by line."""
@@ -127,6 +145,8 @@ class Cluster:
         self.config.write_text(yaml.safe_dump(data))
         (tmp_path / "plugins").mkdir(exist_ok=True)
         (tmp_path / "plugins" / "probe_plugin.py").write_text(PROBE_PLUGIN)
+        (tmp_path / "plugins" / "hung_plugin.py").write_text(HUNG_PLUGIN)
+        (tmp_path / "hung_script.json").write_text(json.dumps(HUNG_SCRIPT))
         self.env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path / 'plugins'}",
                     "PROBE_FILE": str(tmp_path / "probe.json")}
         self.env.pop("SWITCHBOARD_CONFIG", None)
@@ -261,6 +281,19 @@ async def test_stop_and_stall_detection_reach_children_on_workers(cluster):
     [failure] = [t for t in texts(receiver, "t") if "Subagent failed" in t]
     assert "stopped making progress" in failure and "stall threshold 2s" in failure
     assert await scale.gateway.stop() == 0
+
+
+async def test_a_stopped_worker_exits_naming_the_plugin_tool_it_left_running(cluster, tmp_path):
+    script = str(tmp_path / "hung_script.json")
+    scale = cluster(plugins=["hung_plugin"], model={"provider": "scripted", "script": script})
+    worker = await scale.start_worker()
+    await scale.start_gateway()
+    await scale.say("h", "go")
+    await worker.wait_for("the plugin's tool has started")
+    async with asyncio.timeout(10):  # well before a supervisor's stop timeout
+        assert await worker.stop() == 0
+    line = (await worker.wait_for(r".*plugin hung_plugin.*still running.*", timeout=1)).group(0)
+    assert "tool hang_tool" in line
 
 
 async def test_a_namespace_temporal_does_not_have_stops_the_gateway_and_the_worker_naming_the_setting(
