@@ -90,7 +90,7 @@ from platforms.base import (
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
 from platforms.slack_connection import SocketWatch
-from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies
+from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 
 log = logging.getLogger("platforms.slack")
 
@@ -315,7 +315,9 @@ class SlackAdapter:
             self._session = None
 
     def web_routes(self) -> Sequence[Any]:
-        return [web.post(EVENTS_PATH, self._handle_http)] if self.mode == "http" else []
+        if self.mode != "http":
+            return []
+        return [web.post(EVENTS_PATH, self._handle_http, expect_handler=refuse_before_continue(self._early))]
 
     async def _handle_http(self, request: web.Request) -> web.Response:
         """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
@@ -325,13 +327,10 @@ class SlackAdapter:
         malformed, the timestamp out of the window) or whose ``Content-Length`` is over the
         server's limit is refused before its body is read; the rest are read and checked
         through `UnsignedBodies` (503 with ``Retry-After`` when too many are, which Slack retries)."""
-        if self._app is None or self._verifier is None:
-            return web.Response(status=503, text="slack adapter not started")
+        if (refusal := self._early(request)) is not None:
+            return refusal
+        assert self._app is not None
         timestamp, signature = request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)
-        if not self._plausible(timestamp, signature):
-            return web.json_response({"error": "invalid request"}, status=401)
-        if request.content_length is not None and request.content_length > request.client_max_size:
-            return web.json_response({"error": f"body over {request.client_max_size} bytes"}, status=413)
         try:
             signed = await self._bodies.check(request, lambda: self._signed(request, timestamp, signature))
         except Busy:
@@ -342,6 +341,16 @@ class SlackAdapter:
         if not signed:
             return web.json_response({"error": "invalid request"}, status=401)
         return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
+
+    def _early(self, request: web.Request) -> web.Response | None:
+        """What no body could make valid, refused before a byte of it is read (or asked for)."""
+        if self._app is None or self._verifier is None:
+            return web.Response(status=503, text="slack adapter not started")
+        if not self._plausible(request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)):
+            return web.json_response({"error": "invalid request"}, status=401)
+        if request.content_length is not None and request.content_length > request.client_max_size:
+            return web.json_response({"error": f"body over {request.client_max_size} bytes"}, status=413)
+        return None
 
     def _plausible(self, timestamp: str | None, signature: str | None) -> bool:
         """Whether some body could pass the verifier with these headers: it wants ``v0=`` and 64

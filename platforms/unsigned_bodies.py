@@ -12,6 +12,9 @@ going on for ``patience`` seconds, a waiting request cuts it off and takes its p
 stranger trickling bodies slowly cannot keep the places, and the senders that matter send
 their bodies at once. A request that gets no place in time, and one cut off, raise `Busy`;
 adapters answer it 503 with ``Retry-After``, which Slack and webhook callers retry.
+
+A client that sends ``Expect: 100-continue`` waits for leave before sending its body; what
+the headers already refuse gets that refusal instead of leave (`refuse_before_continue`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler
 
 T = TypeVar("T")
 
@@ -33,6 +37,25 @@ PATIENCE = 1.0
 """Seconds a read keeps its place while others wait."""
 RETRY_AFTER = 1
 """Seconds a sender refused with `Busy` is told to wait."""
+
+
+Early = Callable[[web.Request], web.StreamResponse | None]
+"""A route's refusal from the headers alone (None: the body is needed to tell)."""
+
+
+def refuse_before_continue(early: Early) -> Callable[[web.Request], Awaitable[web.StreamResponse | None]]:
+    """A route's ``expect_handler``: a request that ``early`` refuses gets the refusal instead of
+    the "100 Continue" aiohttp sends before any handler runs, so its client never sends the body it
+    asked leave for; any other request gets aiohttp's usual answer."""
+
+    async def expect(request: web.Request) -> web.StreamResponse | None:
+        refusal = early(request)
+        if refusal is None:
+            return await _default_expect_handler(request)  # private, but the route's own default
+        refusal.force_close()  # a client that stopped waiting may be sending its body already
+        return refusal
+
+    return expect
 
 
 class Busy(Exception):

@@ -51,7 +51,7 @@ from platforms.base import (
     has_surrogates,
     scalar_text,
 )
-from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies
+from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.webhook_signing import (
     SCHEME,
     SIGNATURE_HEADER,
@@ -148,26 +148,32 @@ class WebhookAdapter:
 
     def web_routes(self) -> Sequence[Any]:
         return [
-            web.post("/webhooks/{name}", self._handle_post),
+            web.post("/webhooks/{name}", self._handle_post, expect_handler=refuse_before_continue(self._early)),
             # HEAD off: a HEAD would be checked against a "GET " signature it was not made for.
             web.get("/webhooks/{name}/turns/{turn_id}", self._handle_get, allow_head=False),
         ]
 
     # -- in --------------------------------------------------------------------------
 
-    async def _handle_post(self, request: web.Request) -> web.Response:
+    def _early(self, request: web.Request) -> web.Response | None:
+        """What no body could make valid, refused before a byte of it is read (or asked for)."""
         name = request.match_info["name"]
-        route = self.routes.get(name)
-        if route is None:
+        if name not in self.routes:
             return _error(404, f"unknown route {name!r}")
         if self._sink is None:
             return _error(503, "not accepting messages right now; retry later")
         headers = request.headers
-        # What no body could make valid is refused before a byte of it is read.
         if reason := malformed(headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)):
             return self._refusal(request, reason)
         if request.content_length is not None and request.content_length > self.max_body:
             return _error(413, f"body over {self.max_body} bytes")
+        return None
+
+    async def _handle_post(self, request: web.Request) -> web.Response:
+        if (refusal := self._early(request)) is not None:
+            return refusal
+        name = request.match_info["name"]
+        route = self.routes[name]
         try:
             body, reason = await self._bodies.check(request, lambda: self._read_and_verify(route, request))
         except Busy:

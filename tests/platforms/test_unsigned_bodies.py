@@ -19,6 +19,7 @@ from platforms.fakes.webhook_receiver import signed_post
 from platforms.slack import SlackAdapter
 from platforms.unsigned_bodies import UnsignedBodies
 from platforms.webhook import WebhookAdapter
+from platforms.webhook_signing import sign
 
 SECRET = "unsigned-bodies-secret-0123"
 LARGE = 900_000  # under both caps: a stranger's body the old code buffered whole before refusing it
@@ -107,6 +108,34 @@ async def test_a_webhook_request_without_usable_signature_headers_is_refused_bef
     assert sink.texts == []
 
 
+@pytest.mark.parametrize("path, headers, length, status", [
+    ("/webhooks/hook", {"X-Switchboard-Timestamp": "1700000000"}, LARGE, 401),
+    ("/webhooks/elsewhere", {}, LARGE, 404),
+    ("/webhooks/hook", {"X-Switchboard-Timestamp": "1700000000", "X-Switchboard-Signature": FAKE_WEBHOOK_SIGNATURE},
+     2_000_000, 413),
+], ids=["signature headers", "route", "length"])
+async def test_a_webhook_request_expecting_100_continue_gets_its_refusal_instead(webhook, path, headers, length,
+                                                                                  status):
+    # A client that asks first must not be told to send a body that would be refused unread.
+    stranger = await Raw(webhook[2], path, {**headers, "Expect": "100-continue"}, length).open()
+    answer, _, _ = await stranger.answer()
+    stranger.close()
+    assert answer == status
+
+
+async def test_a_plausible_webhook_request_expecting_100_continue_is_told_to_send_its_body(webhook):
+    _, sink, port = webhook
+    body, timestamp = json.dumps({"text": "asked first"}).encode(), str(int(time.time()))
+    signed = {"X-Switchboard-Timestamp": timestamp, "X-Switchboard-Signature": sign(SECRET, timestamp, body),
+              "Expect": "100-continue"}
+    caller = await Raw(port, "/webhooks/hook", signed, len(body)).open()
+    assert (await caller.answer())[0] == 100
+    await caller.send(body)
+    status, _, _ = await caller.answer()
+    caller.close()
+    assert status == 202 and sink.texts == ["asked first"]
+
+
 async def test_webhook_bodies_read_before_their_signature_is_checked_are_bounded(webhook):
     adapter, sink, port = webhook
     plausible = {"X-Switchboard-Timestamp": str(int(time.time())), "X-Switchboard-Signature": FAKE_WEBHOOK_SIGNATURE}
@@ -186,6 +215,17 @@ async def test_a_slack_request_that_could_not_be_signed_is_refused_before_its_bo
     stranger.close()
     assert (status, json.loads(body)) == (401, {"error": "invalid request"})
     assert sink.texts == []
+
+
+@pytest.mark.parametrize("timestamp, length, status", [(-302, 10, 401), (0, 2 * 1024 * 1024 + 1, 413)],
+                         ids=["stale", "length"])
+async def test_a_slack_request_expecting_100_continue_gets_its_refusal_instead(slack, timestamp, length, status):
+    headers = {"X-Slack-Request-Timestamp": str(int(time.time()) + timestamp),
+               "X-Slack-Signature": FAKE_SLACK_SIGNATURE, "Expect": "100-continue"}
+    stranger = await Raw(slack[3], "/slack/events", headers, length).open()
+    answer, _, _ = await stranger.answer()
+    stranger.close()
+    assert answer == status
 
 
 async def test_a_slack_body_announced_over_the_limit_is_refused_before_it_is_read(slack):
