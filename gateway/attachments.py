@@ -63,6 +63,8 @@ FOLDER = "attachments"
 MAX_NAME = 100
 VOICE_UNSUPPORTED = "Voice messages aren't supported here yet — please type your message instead."
 _UNSAFE = re.compile(r"[^\w.\-]+")
+_PART = re.compile(r"\..+\.[0-9a-f]{32}\.part")
+"""The name `store` writes a file under until it is complete."""
 
 
 @dataclass(slots=True)
@@ -145,6 +147,20 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     else:
         raise FileExistsError(f"no free name for {base} in {directory}")
     return target.relative_to(workspace.resolve()).as_posix()
+
+
+def remove_parts(workspace: Path) -> list[Path]:
+    """Remove the incomplete files `store` left in the attachments folders of ``workspace`` when its
+    process was killed while writing; returns them. Call only where nothing may be storing now (the
+    gateway holds its state directory's lock). Blocking."""
+    removed = []
+    for directory, _, names in os.walk(workspace / FOLDER):
+        for name in names:
+            path = Path(directory, name)
+            if _PART.fullmatch(name) and not path.is_dir():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def _in_the_way(workspace: Path, folder: str) -> str:

@@ -3,6 +3,7 @@ and the lifecycle service — built from a `Config`, and the parent agent sessio
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -24,7 +25,9 @@ from agent import (
 from agent.models.factory import build_model
 from agent.tools import register_builtin_tools
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
-from gateway.attachments import chat_file_scope
+from agent.tools.memory import remove_temporaries
+from gateway import state_lock
+from gateway.attachments import chat_file_scope, remove_parts
 from gateway.commands import BUILTIN_COMMAND_NAMES
 from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS, backend_problem
@@ -101,6 +104,8 @@ class AgentHost:
         the plugins have loaded."""
         self.state_dir.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
         self.workspace.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
+        if state_lock.held_here(self.state_dir):  # no other process may be writing them now
+            await asyncio.to_thread(self._remove_leftovers)
         try:
             await self.lifecycle.start()
         except Exception as exc:
@@ -118,6 +123,14 @@ class AgentHost:
             log.warning("%s holds notes every chat shared, kept before each chat had notes of its own "
                         "(agent.memory_scope: chat): no chat sees them now. Set agent.memory_scope: global to "
                         "share them again, or remove the file.", self.state_dir / SHARED_MEMORY)
+
+    def _remove_leftovers(self) -> None:
+        """The temporary files of attachments and memory files that a process killed mid-write left."""
+        removed = remove_parts(self.workspace)
+        removed += remove_temporaries(self.state_dir, below=False) + remove_temporaries(self.state_dir / MEMORY_DIR)
+        if removed:
+            log.info("removed %d temporary files a process stopped mid-write left: %s", len(removed),
+                     ", ".join(str(p) for p in removed[:5]) + (", …" if len(removed) > 5 else ""))
 
     async def close(self) -> None:
         await self.lifecycle.close()

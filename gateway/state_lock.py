@@ -84,6 +84,12 @@ def hold(state_dir: Path) -> StateLock:
     return lock
 
 
+def held_here(state_dir: Path) -> bool:
+    """Whether this process holds the lock of ``state_dir`` (so no other process uses it)."""
+    lock = _held.get(Path(state_dir).absolute())
+    return lock is not None and lock.held
+
+
 def _read_pid(fd: int) -> int | None:
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()

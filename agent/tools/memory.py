@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 from datetime import datetime, timezone
@@ -37,6 +38,26 @@ MAX_NOTES = 200
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 """Striped: a lock per file would be kept for every chat that ever kept a note (the gateway
 gives each chat its own file); two files on one stripe merely wait for each other."""
+
+
+_TEMPORARY = re.compile(r"\..+\.json\.[a-z0-9_]{8}\.tmp")
+"""The name `_save` writes a memory file under until it is complete (``tempfile.mkstemp``'s)."""
+
+
+def remove_temporaries(folder: Path, *, below: bool = True) -> list[Path]:
+    """Remove the temporary files of memory files in ``folder`` (and the folders below it, with
+    ``below``), which a process killed while saving left behind; returns them. Call only where no
+    process may be saving now (the gateway holds its state directory's lock). Blocking."""
+    removed = []
+    for directory, folders, names in os.walk(folder):
+        for name in names:
+            path = Path(directory, name)
+            if _TEMPORARY.fullmatch(name) and not path.is_dir():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        if not below:
+            folders.clear()
+    return removed
 
 
 def _lock_for(path: Path) -> threading.Lock:
