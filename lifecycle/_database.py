@@ -23,7 +23,9 @@ the next write or wait. A full disk (or an I/O error) makes SQLite roll the whol
 batch back, whichever statement or commit met it: the writes of the batch that had
 succeeded are kept and written again, in order, before anything reads or writes
 after them (until then reads and writes raise), so no write its caller took for
-done is lost unheard. Durability: a committed row survives a process crash;
+done is lost unheard. They are also tried again on their own, on the event loop, backing
+off up to ``lost_retry``'s bound: in an idle gateway they would otherwise stay in memory
+only until the next use, and be lost to a crash meanwhile. Durability: a committed row survives a process crash;
 a power cut may lose the last commits. Use one `SqliteDatabase` from one
 thread and one event loop.
 """
@@ -60,9 +62,13 @@ class Participant(Protocol):
 class SqliteDatabase:
     """An open connection to one SQLite file (created with its directory if missing)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0,
+                 lost_retry: tuple[float, float] = (0.5, 30.0)) -> None:
+        """``lost_retry``: seconds before writes a full disk rolled back are first tried again on
+        their own, and the most between two tries (the wait doubles)."""
         self.path = Path(path)
         self.busy_timeout = busy_timeout
+        self.lost_retry = lost_retry
         # Conversations and handle keys live here: what this creates is its owner's alone, whatever
         # the umask (SQLite gives the -wal and -shm files the database's mode). What exists keeps
         # the mode its owner chose.
@@ -89,6 +95,8 @@ class SqliteDatabase:
         """The open batch's writes (participants' aside: they flush again), to write again when lost."""
         self._lost = False
         """SQLite rolled the batch back (a full disk): `_redo` must be written again first."""
+        self._rewrite: asyncio.TimerHandle | None = None
+        self._rewrite_delay = lost_retry[0]
         self.commits = 0
         """Transactions committed; for tests and metrics."""
 
@@ -258,6 +266,9 @@ class SqliteDatabase:
         """Commit what is pending (raising if that fails) and close. Idempotent."""
         if self._conn is None:
             return
+        if self._rewrite is not None:
+            self._rewrite.cancel()
+            self._rewrite = None
         try:
             self.commit()
         finally:
@@ -297,7 +308,8 @@ class SqliteDatabase:
             if self._redo and not conn.in_transaction and not self._lost:
                 self._lost = True
                 log.error("%s: SQLite rolled back the writes not yet committed (%s); they are written again"
-                          " with the next write or wait", self.path.name, exc)
+                          " with the next write or wait, or once there is room", self.path.name, exc)
+                self._retry_lost()
             raise
         self._redo.append((sql, params, many))
         return cursor
@@ -319,7 +331,35 @@ class SqliteDatabase:
                 conn.execute("ROLLBACK")
             raise
         self._lost = False
+        self._rewrite_delay = self.lost_retry[0]
         log.info("%s: the writes a full disk rolled back are written again", self.path.name)
+
+    def _retry_lost(self) -> None:
+        """Try the lost batch again after the current wait, unless a try is due already."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to try on: the next write or wait writes it
+        if self._rewrite is None:
+            self._rewrite = loop.call_later(self._rewrite_delay, self._try_lost)
+
+    def _try_lost(self) -> None:
+        self._rewrite = None
+        if self._conn is None or not self._lost:
+            return  # written by a use of the database meanwhile
+        if self._committing or self._tx_depth:
+            self._retry_lost()
+            return
+        self._rewrite_delay = min(self._rewrite_delay * 2, self.lost_retry[1])  # if this try fails too
+        try:
+            self.commit()  # writes the lost batch first, then commits it with whatever is due
+        except sqlite3.Error as exc:
+            if self._lost:
+                log.warning("%s: the writes a full disk rolled back still cannot be written (%s); trying again"
+                            " in %g s", self.path.name, exc, self._rewrite_delay)
+                self._retry_lost()
+            else:
+                log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
 
     def _restore(self) -> None:
         """Before a read: the lost batch is written again, so no read sees the state without it."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lifecycle import SqliteDatabase
+from platforms.fakes._waiting import wait_until
 from tests.gateway.cli_process import ROOT, on_private_tmpfs
 
 
@@ -203,6 +204,26 @@ async def test_writes_a_full_disk_rolled_back_are_written_again_once_there_is_ro
     assert db.read("SELECT k FROM t") == [("small",)]  # its writer took it for done
     await db.durable()
     assert outside(db.path, "SELECT k FROM t") == [("small",)]
+
+
+async def test_lost_writes_are_written_again_once_there_is_room_without_waiting_for_other_traffic(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = SqliteDatabase(tmp_path / "idle.db", lost_retry=(0.01, 0.05))
+    try:
+        db.write("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+        await db.durable()
+        refusing = "CREATE TRIGGER refuse BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        db.write("INSERT INTO t VALUES ('small', 1)")  # its writer takes it for done
+        fill_up(db)
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            db.write("INSERT INTO t VALUES ('big', ?)", ("x" * 50_000,))
+        outside(db.path, refusing)  # the disk still refuses the lost write
+        await wait_until(lambda: any("still cannot" in r.getMessage() for r in caplog.records), 5.0, poll=0.01)
+        outside(db.path, "DROP TRIGGER refuse")  # room again; nobody uses the database meanwhile
+        await wait_until(lambda: outside(db.path, "SELECT k FROM t") == [("small",)], 5.0, poll=0.01)
+        assert any("written again" in r.getMessage() for r in caplog.records)
+    finally:
+        db.close()
 
 
 async def test_while_lost_writes_cannot_be_written_again_reads_and_waits_fail_rather_than_miss_them(
