@@ -224,7 +224,8 @@ class Outbox:
         chat = (platform, chat_id, thread_id)
         self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
         dropped = self.drop(*chat, lambda r: r.id == target.id) == 1
-        return dropped and self._current.get(chat) != target.id
+        # Journaled before this start, it may have gone out just before the last process died.
+        return dropped and self._current.get(chat) != target.id and not self._sender.maybe_sent(target)
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never

@@ -158,6 +158,11 @@ class Sender:
             target_id = target.message_id if target is not None else None
             withdrawn = target is not None and target.status == "dropped" and target.kind in PROGRESS_KINDS
             if withdrawn and target_id is None:
+                if self._withdrawn_maybe_sent(adapter, target):  # posted just before a crash, say: ask first
+                    if not await self._settle_final(adapter, target, preempt):
+                        return False
+                    stale = True
+                    continue
                 self._drop_change_of_withdrawn(row)
                 return True
             if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
@@ -178,7 +183,7 @@ class Sender:
                     return False
                 stale = True
                 continue
-            lookup = row.op == "send" and self._maybe_sent(row) and isinstance(adapter, FindsSent)
+            lookup = row.op == "send" and self.maybe_sent(row) and isinstance(adapter, FindsSent)
             if not lookup:
                 # Journaled durably before it can reach the platform. A commit that fails is the
                 # store's failure, not the platform's: raised to the chat, which holds and backs off,
@@ -272,8 +277,9 @@ class Sender:
         self._record(row_id, record)
         return True
 
-    def _maybe_sent(self, row: OutboxRow) -> bool:
-        """Whether an earlier attempt at ``row`` may have reached the platform unseen."""
+    def maybe_sent(self, row: OutboxRow) -> bool:
+        """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
+        was lost, or it was journaled before this start (the last process may have died sending it)."""
         return row.id in self._unsure or (row.created_at < self._started and row.id not in self._asked)
 
     async def _find_sent(self, adapter: FindsSent, row: OutboxRow, unknown: str = "sending it") -> str | None:
@@ -418,14 +424,19 @@ class Sender:
 
         self._record(row.id, record)
 
+    def _withdrawn_maybe_sent(self, adapter: Adapter | None, row: OutboxRow) -> bool:
+        """A dropped part the platform can be asked about, which may have gone out all the same."""
+        maybe_sent = row.id in self._unsure or (row.op == "send" and self.maybe_sent(row))
+        return row.status == "dropped" and maybe_sent and isinstance(adapter, FindsSent)
+
     async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its
         message id when sent, else None. A row dropped while an attempt at it lost its answer
-        (a progress card withdrawn mid-send) may be in the chat all the same: where the
-        platform can be asked, it is, and one found is recorded sent, so the edit or deletion
-        queued behind it finishes it instead of leaving it for good. False when ``preempt`` was
-        set while a rate-limited lookup waited (the row is still unsettled)."""
-        if row.status == "dropped" and row.id in self._unsure and isinstance(adapter, FindsSent):
+        (a progress card withdrawn mid-send, in this process or before a crash) may be in the
+        chat all the same: where the platform can be asked, it is, and one found is recorded
+        sent, so the edit or deletion queued behind it finishes it instead of leaving it for good.
+        False when ``preempt`` was set while a rate-limited lookup waited (the row is still unsettled)."""
+        if self._withdrawn_maybe_sent(adapter, row) and isinstance(adapter, FindsSent):
             try:
                 found = await self._find_sent(adapter, row, "it was withdrawn, so it stays as it is")
             except RateLimited as exc:  # asked again once the platform allows

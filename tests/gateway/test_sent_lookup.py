@@ -192,3 +192,28 @@ async def test_a_withdrawn_card_whose_lookup_meets_an_outage_is_left_as_it_is(tm
     assert len(fake.calls_to("conversations.history")) == 1
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "the store is not at fault"
     store.close()
+
+
+@pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
+async def test_a_card_whose_post_a_dead_process_left_in_flight_is_found_and_finished_after_the_restart(
+        tmp_path, fake, adapters, delete):
+    store = GatewayStore(tmp_path / "state.db")
+    first = Outbox(store.outbox, {"slack": await adapters()})
+    await first.start()
+    released = fake.hold("chat.postMessage")
+    ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    await first.close()  # the process dies with the post in flight: the card stays pending in the store
+    released.set()  # Slack posts it all the same
+    await fake.wait_for(lambda: bot_posts(fake))
+
+    again = Outbox(store.outbox, {"slack": await adapters()})  # the next start
+    card = ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2")
+    card.finish("✓ Done", delete=delete)  # the turn, run again, ends before the card's turn to be sent
+    await again.start()
+    assert await again.flush(timeout=WAIT)
+    await again.close()
+    assert [m["text"] for m in bot_posts(fake)] == ([] if delete else ["✓ Done"])  # no "⏳ Working…" left behind
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert store.outbox.message("card:0").status == "sent"
+    store.close()
