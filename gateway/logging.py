@@ -9,6 +9,8 @@ Redaction rewrites each record's message and exception text before any
 formatter sees it: registered secrets (the config's tokens and keys) and
 well-known token shapes become ``***``. Then identical lines repeated within
 ``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
+Libraries that write a line for every event they handle are held to WARNING below
+DEBUG (`PER_EVENT_LOGGERS`), so a busy deployment's log grows with what matters.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _PATTERNS = [
     (re.compile(r"(?<![0-9])[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),  # Telegram bot token, also inside /bot<token>/
     (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
 ]
+PER_EVENT_LOGGERS = ("aiogram.event",)
+"""Loggers that write an INFO line per platform event ("Update id=… is handled. Duration … ms")."""
 _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
 _secrets: set[str] = set()
 _secrets_re: re.Pattern[str] | None = None
@@ -181,6 +185,7 @@ def setup_logging(
     a reload) does not duplicate lines. ``secrets`` are registered for redaction;
     pass `gateway.config.config_secrets(config)`. A line identical to one written
     less than ``repeat_window`` seconds ago is dropped and counted (0 keeps all).
+    `PER_EVENT_LOGGERS` log only warnings and errors unless ``level`` is DEBUG.
     """
     for value in secrets:
         register_secret(value)
@@ -201,4 +206,6 @@ def setup_logging(
         old.close()
     root.addHandler(handler)
     root.setLevel(numeric)
+    for name in PER_EVENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING)
     return handler

@@ -8,6 +8,8 @@ chat, with its edits) and ``fake.calls`` (every Bot API request, in order).
 from __future__ import annotations
 
 import asyncio
+import io
+import logging
 import re
 from collections.abc import AsyncIterator
 
@@ -18,6 +20,7 @@ from agent.models.factory import build_model
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.host import AgentHost
+from gateway.logging import setup_logging
 from gateway.server import Server
 from gateway.testing import make_config, settled, start_gateway
 from platforms.base import utf16_length
@@ -400,6 +403,30 @@ async def test_update_served_again_after_a_restart_is_dropped_by_the_inbox(fake,
     await gateways.quiet()
     assert texts(fake) == ["answered once"]
     assert model.requests == []
+
+
+async def test_a_busy_chat_logs_no_line_per_update_at_the_default_level(fake, gateways):
+    root = logging.getLogger()
+    level, stream = root.level, io.StringIO()
+    handler = setup_logging("INFO", stream=stream)
+    try:
+        await gateways.start(gateways.config(platforms=EVERYONE), script={"parent": lambda request: {"text": "ok"}})
+        for i in range(3):
+            fake.push_message(42, f"message {i}")
+        await fake.wait_for(lambda: texts(fake) == ["ok"] * 3)
+        await gateways.quiet()
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    # aiogram says "Update id=… is handled. Duration … ms" at INFO for every update: a line per
+    # message fills the disk of a busy bot. At DEBUG it is back, for whoever looks for it.
+    assert "Update id=" not in stream.getvalue()
+    debug = setup_logging("DEBUG", stream=io.StringIO())
+    try:
+        assert logging.getLogger("aiogram.event").isEnabledFor(logging.INFO)
+    finally:
+        root.removeHandler(debug)
+        root.setLevel(level)
 
 
 # -- 9. webhook mode ------------------------------------------------------------------------
