@@ -27,6 +27,8 @@ SCHEMA = (
         backend_choice TEXT)""",
     """CREATE TABLE IF NOT EXISTS gateway_transcript (
         key TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (key, seq))""",
+    # `recent`, which the console reads up to ten times a second, over every chat ever seen.
+    "CREATE INDEX IF NOT EXISTS gateway_sessions_updated ON gateway_sessions (updated_at)",
 )
 
 

@@ -13,6 +13,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.console.routes import STOP_REASON
+from gateway.console.snapshot import ConsoleView
 from gateway.testing import RecordingAdapter, SlowToStop, make_config, settled
 from lifecycle import SubagentState
 from platforms.base import Forbidden
@@ -326,3 +327,59 @@ async def next_state(response: aiohttp.ClientResponse) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _quiet_expected_errors(caplog):
     caplog.set_level("CRITICAL", logger="gateway.dead_letters")
+
+
+def pile_up(db, ids: range) -> None:
+    """What weeks of a busy gateway leave in the store: a chat seen, a delegation delivered and a
+    message sent for each of ``ids``, all settled."""
+    db.write_many("INSERT INTO gateway_sessions (key, session_id, generation, mode, created_at, updated_at)"
+                  " VALUES (?, ?, 1, 'inline', ?, ?)", ((f"chat|old-{i}|", f"s-old-{i}", i, i) for i in ids))
+    db.write_many("INSERT INTO gateway_delegations VALUES (?, ?, 's', 't', ?, '[]', 'delivered', NULL, ?)",
+                  ((f"d-old-{i}", f"chat|old-{i}|", i, i) for i in ids))
+    db.write_many("INSERT INTO gateway_outbox (key, platform, chat_id, kind, op, text, silent, sequence, status,"
+                  " created_at) VALUES (?, 'chat', ?, 'reply', 'send', 'an old answer', 0, 0, 'sent', ?)",
+                  ((f"old-{i}:reply", f"old-{i}", 1e12) for i in ids))
+
+
+async def sqlite_steps(gateway, read) -> int:
+    """SQLite virtual-machine steps that ``read`` costs: a measure of the rows it visits that no
+    machine's speed changes."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn = gateway.store.db._connection()
+    conn.set_progress_handler(count, 1)
+    try:
+        await read()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return steps
+
+
+async def test_a_snapshot_and_a_scrape_cost_no_more_after_weeks_of_chats_delegations_and_messages(
+        tmp_path, gateways) -> None:
+    # The console takes a snapshot up to ten times a second while a page is open, and Prometheus
+    # scrapes /metrics, both on the event loop every chat shares: a read that scans every chat
+    # ever seen or every message of the week stalls all of them more as the weeks go by.
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat])
+    await chat.say("hello")
+    await settled(gateway)
+    view = ConsoleView(gateway, gateway.recent_errors)
+
+    async def read() -> None:
+        await view.snapshot()
+        gateway.metrics.exposition()
+
+    pile_up(gateway.store.db, range(1000))
+    await gateway.store.durable()
+    shown = await view.snapshot()
+    assert (len(shown["sessions"]), len(shown["delegations"])) == (50, 30)  # full lists from here on
+    weeks = await sqlite_steps(gateway, read)
+    pile_up(gateway.store.db, range(1000, 10_000))
+    await gateway.store.durable()
+    assert await sqlite_steps(gateway, read) < 1.5 * weeks
