@@ -2,7 +2,8 @@
 
 The OpenTelemetry packages are optional (``pip install 'switchboard[telemetry]'``; the
 container image has them): nothing imports them unless traces are wanted, and a set
-endpoint without them stops the start with one line saying what to install.
+endpoint without them stops the start with one line saying what to install. A collector that
+does not answer is logged once, not at every attempt (`gateway.trace_export`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ def _otlp_provider(settings: TelemetrySettings) -> object:
     except ImportError as exc:
         raise StartupError("telemetry.otlp_endpoint: set, but the OpenTelemetry SDK or its OTLP exporter is not"
                            " installed; pip install 'switchboard[telemetry]', or unset it") from exc
+    from gateway.trace_export import OutageReportingExporter
+
     assert settings.otlp_endpoint is not None
+    url = traces_url(settings.otlp_endpoint)
+    exporter = OutageReportingExporter(OTLPSpanExporter(endpoint=url), str(URL(url).origin()))
     provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_url(settings.otlp_endpoint))))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import logging
+
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -13,8 +16,11 @@ from gateway.app import Gateway
 from gateway.config.sections import TelemetrySettings
 from gateway.errors import StartupError
 from gateway.host import AgentHost
+from gateway.logging import setup_logging
 from gateway.telemetry import build_tracing, traces_url
-from gateway.testing import RecordingAdapter, make_config, settled
+from gateway.testing import RecordingAdapter, make_config, settled, start_gateway
+from platforms.fakes._waiting import wait_until
+from tests.gateway.otlp_collector import FakeCollector
 
 CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
                 "gen_ai.tool.call.result")
@@ -195,3 +201,38 @@ async def test_each_background_child_hangs_under_the_delegate_task_call_that_lau
         assert launcher.name == "execute_tool delegate_task"
         goal = "first goal" if "first goal" in child.attributes["gen_ai.input.messages"] else "second goal"
         assert goal in launcher.attributes["gen_ai.tool.call.arguments"]
+
+
+async def test_a_collector_that_is_down_is_one_warning_and_its_return_one_line(tmp_path, monkeypatch) -> None:
+    # The exporter logs each failed attempt with its own retry delay in the text, so the repeat
+    # filter cannot fold them: a collector down for a day was thousands of lines, and they pushed
+    # everything else out of the console's recent warnings.
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")  # milliseconds: each turn's spans go at once
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "3")  # seconds an export may retry
+    root = logging.getLogger()
+    level, stream = root.level, io.StringIO()
+    handler = setup_logging("INFO", stream=stream)
+    try:
+        async with FakeCollector() as collector:
+            chat = RecordingAdapter()
+            config = make_config(tmp_path, telemetry={"otlp_endpoint": collector.url})
+            gateway = await start_gateway(config, [chat], script={"parent": lambda request: {"text": "ok"}})
+            try:
+                collector.down = True
+                for n in (1, 2):
+                    await chat.say(f"message {n}", chat=f"c{n}")
+                    await wait_until(lambda: collector.refused >= 2 * n, timeout=10)
+                collector.down = False
+                await chat.say("and another")
+                await wait_until(lambda: collector.accepted, timeout=10)
+                assert chat.texts() == ["ok"] * 3  # the turns never waited for the collector
+            finally:
+                await gateway.stop(grace=0)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    lines = [line for line in stream.getvalue().splitlines() if "trace" in line.lower()]
+    [down, back] = lines
+    assert "WARNING gateway.telemetry: traces could not be sent to " + collector.url in down
+    assert "503" in down or "Service Unavailable" in down
+    assert "INFO gateway.telemetry: traces reach " + collector.url + " again" in back
