@@ -25,7 +25,10 @@ builds it from the configuration only when traces are wanted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import threading
 import time
 from collections import OrderedDict
 from contextvars import ContextVar
@@ -42,10 +45,14 @@ if TYPE_CHECKING:
 
     from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 
+log = logging.getLogger("gateway.telemetry")
+
 DELEGATE = "delegate_task"
 REMEMBERED = 4096
 """Span contexts kept after their span ended, for children and completion turns that come later."""
 _FAILED_CHILD = frozenset({"failed", "error", "timeout"})
+FLUSH_SECONDS = 2.0
+"""How long a stop waits for the collector to take the last spans."""
 
 
 class Tracing(GatewayListener):
@@ -93,15 +100,33 @@ class Tracing(GatewayListener):
 
     async def close(self) -> None:
         """End every span still open (the process is stopping) and, if owned, flush and shut the
-        provider down (in a thread: an exporter may wait on the network)."""
+        provider down, waiting at most `FLUSH_SECONDS` for it: a collector that does not answer
+        would hold the stop for the exporter's timeout and retries, past a supervisor's patience.
+        The flush goes on in a daemon thread, which the process's exit does not wait for."""
         for span in [*self._tools.values(), *self._agents.values(), *self._turns.values()]:
             span.set_attribute("switchboard.ended_by", "shutdown")
             span.end()
         self._tools.clear()
         self._agents.clear()
         self._turns.clear()
-        if self._owns:
-            await asyncio.to_thread(self._provider.shutdown)  # type: ignore[attr-defined]
+        if not self._owns:
+            return
+        loop = asyncio.get_running_loop()
+        flushed = loop.create_future()
+
+        def shut_down() -> None:
+            try:
+                self._provider.shutdown()  # type: ignore[attr-defined]
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                    loop.call_soon_threadsafe(lambda: flushed.done() or flushed.set_result(None))
+
+        threading.Thread(target=shut_down, name="switchboard-trace-flush", daemon=True).start()
+        try:
+            await asyncio.wait_for(flushed, FLUSH_SECONDS)
+        except TimeoutError:
+            log.warning("traces: the collector did not take the last spans within %.0f s; stopping without them",
+                        FLUSH_SECONDS)
 
     # -- parent turns (gateway events) ----------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 
@@ -19,6 +20,7 @@ from gateway.host import AgentHost
 from gateway.logging import setup_logging
 from gateway.telemetry import build_tracing, traces_url
 from gateway.testing import RecordingAdapter, make_config, settled, start_gateway
+from gateway.tracing import FLUSH_SECONDS
 from platforms.fakes._waiting import wait_until
 from tests.gateway.otlp_collector import FakeCollector
 
@@ -236,3 +238,22 @@ async def test_a_collector_that_is_down_is_one_warning_and_its_return_one_line(t
     assert "WARNING gateway.telemetry: traces could not be sent to " + collector.url in down
     assert "503" in down or "Service Unavailable" in down
     assert "INFO gateway.telemetry: traces reach " + collector.url + " again" in back
+
+
+async def test_a_collector_that_does_not_answer_holds_the_stop_only_briefly(tmp_path) -> None:
+    # The last spans are sent when the gateway stops; a collector that takes the connection and
+    # never answers held the stop for the exporter's whole timeout and retries (10 to 30 s), past a
+    # container's stop grace, which then killed the process before it closed its database.
+    async with FakeCollector() as collector:
+        collector.hangs = True
+        chat = RecordingAdapter()
+        config = make_config(tmp_path, telemetry={"otlp_endpoint": collector.url})
+        gateway = await start_gateway(config, [chat], script={"parent": [[{"text": "ok"}]]})
+        await chat.say("hello")
+        await settled(gateway)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await gateway.stop(grace=0)
+        assert collector.hanging == 1  # the stop did try to send them
+        assert loop.time() - began < FLUSH_SECONDS + 2
+        assert gateway.store.db.closed
