@@ -105,7 +105,7 @@ class Gateway:
             if watcher is not None:
                 self.events.subscribe(watcher)
                 watcher.hooks(host.hooks)
-        self.recent_errors = RecentErrors()
+        self.recent_errors = RecentErrors(repeat_window=self.config.logging.repeat_window_seconds)
         """The latest warnings and errors logged, for the operator console."""
         self._accepting = False
         self._background: list[asyncio.Task] = []

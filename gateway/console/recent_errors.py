@@ -3,7 +3,9 @@
 A logging handler on the root logger keeps the last `CAPACITY` records at WARNING or
 above, redacted as the log is (`gateway.logging`) and with the ids of the turn that
 logged them. Only the message and, for an exception, its last line are kept: the
-full traceback is in the log.
+full traceback is in the log. Repeats are folded as in the log (`gateway.log_repeats`): a
+line identical to one kept less than ``repeat_window`` seconds ago is counted, not kept, so a
+flood of one warning (a stranger writing again and again) cannot push the others out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from gateway.log_repeats import DEFAULT_WINDOW, RepeatFilter
 from gateway.logging import ContextFilter, RedactionFilter
 
 CAPACITY = 50
@@ -20,11 +23,12 @@ CAPACITY = 50
 class RecentErrors(logging.Handler):
     """`attach` at start, `detach` at stop; `entries` newest first."""
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, *, repeat_window: float = DEFAULT_WINDOW) -> None:
         super().__init__(logging.WARNING)
         self._entries: deque[dict[str, Any]] = deque(maxlen=capacity)
         self.addFilter(ContextFilter())
         self.addFilter(RedactionFilter())
+        self._repeats = RepeatFilter(repeat_window)
         self.version = 0
         """Bumped by every record kept: a view redraws when it changes."""
 
@@ -38,6 +42,11 @@ class RecentErrors(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            # A copy: folding rewrites the message of the next line that passes, and the log's own
+            # handler folds the same record by its own count.
+            record = logging.makeLogRecord(record.__dict__)
+            if not self._repeats.filter(record):
+                return
             entry: dict[str, Any] = {"time": record.created, "level": record.levelname, "logger": record.name,
                                      "message": record.getMessage(), **getattr(record, "ids", {})}
             if record.exc_text:

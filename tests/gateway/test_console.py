@@ -383,3 +383,20 @@ async def test_a_snapshot_and_a_scrape_cost_no_more_after_weeks_of_chats_delegat
     pile_up(gateway.store.db, range(1000, 10_000))
     await gateway.store.durable()
     assert await sqlite_steps(gateway, read) < 1.5 * weeks
+
+
+async def test_a_stranger_repeating_a_message_cannot_push_the_errors_out_of_the_console(tmp_path, gateways) -> None:
+    # Each refused message logs a warning. The log folds identical lines (gateway.log_repeats); the
+    # console kept every one, so fifty messages from a stranger left none of the errors that mattered.
+    chat = FailingAdapter("telegram")
+    gateway = await gateways(make_config(tmp_path, platforms={"telegram": {"allowed_users": ["1"]}}), [chat])
+    async with served(gateway) as server:
+        chat.fail_next(Forbidden("the bot was blocked"))
+        await chat.say("hello", user="1")
+        await settled(gateway)
+        for _ in range(60):
+            await chat.say("let me in", chat="c9", user="666")
+        await settled(gateway)
+        errors = (await state(server.url))["errors"]
+    assert any("Forbidden: the bot was blocked" in e["message"] for e in errors)
+    assert [e["message"] for e in errors if "666" in e["message"]] == ["refused telegram user 666"]
