@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.models.scripted import ScriptedModel
 from gateway.cli import CHAT_LOG_CAP
+from gateway.replies import AUTH_REFUSED
 from gateway.testing import RecordingAdapter, make_config
 from tests.gateway.cli_process import ROOT, command, environment, run, write_config
 
@@ -112,7 +113,7 @@ async def test_a_failing_model_gives_the_chat_a_short_sentence_and_the_log_the_d
     await adapter.say("hello")
     await adapter.wait_for(lambda: adapter.texts("reply"))
     [reply] = adapter.texts("reply")
-    assert reply == "Sorry — I could not get an answer from the model just now. Please try again in a moment."
+    assert reply == AUTH_REFUSED  # no retry can cure a wrong key: the chat is told who must fix it
     assert any(detail in r.getMessage() and r.name == "gateway.replies" for r in caplog.records)
 
 
