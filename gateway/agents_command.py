@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from agent import Clock, ToolTraceEntry
+from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
@@ -30,6 +31,9 @@ LOG_LINES = 20
 SHOWN = 12
 """Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
 MIN_ID_PART = 3
+GOAL_CHARS = 80
+SUMMARY_CHARS = 160
+"""A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 
 
@@ -77,8 +81,8 @@ class AgentsCommand:
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
                 state = _state_word(child)
-                items.append((f"• {task.subagent_id} — {task.goal[:80]} — {state}{where}"
-                              + (f": {text[:160]}" if text else ""), state))
+                items.append((f"• {task.subagent_id} — {excerpt(task.goal, GOAL_CHARS)} — {state}{where}"
+                              + (f": {excerpt(text, SUMMARY_CHARS)}" if text else ""), state))
             delegations.append((f"Background task {row.delegation_id} ({_ledger_status(row)}):", items))
         blocks = [("", [_item(child, now) for sid, child in live.items() if sid not in listed]), *delegations]
         listed.update(live)
@@ -128,7 +132,7 @@ class AgentsCommand:
 
     def _log(self, session: GatewaySession, child: ChildSnapshot) -> str:
         trace = self._children.tool_trace(session.session_id, child.subagent_id)
-        head = f"{child.subagent_id} — {child.goal[:80]} — {_state_word(child)}"
+        head = f"{child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {_state_word(child)}"
         if trace is None:
             return f"{head}\nIts tool calls are no longer kept (the gateway restarted since it ran)."
         if not trace:
@@ -143,8 +147,8 @@ class AgentsCommand:
         if not await self._children.interrupt_child(child.subagent_id, "stopped by /agents stop",
                                                    parent_session_id=session.session_id):
             return f"{child.subagent_id} is already finishing."
-        return (f"Stopping {child.subagent_id} ({child.goal[:80]}): it ends at its next step, and its partial "
-                "result still reaches whatever waits for it.")
+        return (f"Stopping {child.subagent_id} ({excerpt(child.goal, GOAL_CHARS)}): it ends at its next step, "
+                "and its partial result still reaches whatever waits for it.")
 
     async def _retry(self, session: GatewaySession, child: ChildSnapshot) -> str:
         if child.state not in FAILED:
@@ -169,10 +173,10 @@ def _line(child: ChildSnapshot, now: float) -> str:
     end = child.completed_at if child.completed_at is not None else now
     elapsed = end - (child.started_at or child.created_at)
     state = _state_word(child)
-    text = f"• {child.subagent_id} — {child.goal[:80]} — {state}, {elapsed:.0f} s"
+    text = f"• {child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
     text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
     done = child.summary or child.error if child.state.terminal else None
-    return text + (f": {done[:160]}" if done else "")
+    return text + (f": {excerpt(done, SUMMARY_CHARS)}" if done else "")
 
 
 def _model_route(child: ChildSnapshot) -> Iterable[str]:

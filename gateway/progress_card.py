@@ -2,7 +2,7 @@
 is edited in place as the turn goes, instead of a stack of notices.
 
 The card is a headline (what the agent is doing, for how long) and up to `MAX_LINES`
-lines of at most `LINE_CHARS` characters (a longer one is cut with "…", see `_fit`), made from real events only: tools started
+lines of at most `LINE_CHARS` characters (a longer one is cut with "…", see `gateway.excerpt`), made from real events only: tools started
 and finished (by name: never their arguments or output) and the turn's subagents
 (goal, state, elapsed time, N of M done). A turn that ends before
 ``display.progress_delay`` seconds shows no card at all. The outbox coalesces the
@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from agent import Clock
-from gateway.graphemes import is_boundary
-from gateway.markdown_structure import Structure
+from gateway.excerpt import shorten
 from gateway.notices import format_elapsed
 
 log = logging.getLogger("gateway.progress_card")
@@ -137,7 +136,7 @@ class ProgressCard:
         lines = [*self._tools, *(_child_line(c, self._clock.time()) for c in children)]
         if self._current is not None and self._current != DELEGATE:
             lines.append(f"▸ {self._current}")
-        return "\n".join([headline, *(_fit(line) for line in lines[-MAX_LINES:])])
+        return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:])])
 
     def _seen_children(self) -> list[ChildView]:
         """The subagents the source gives now, after those seen finished that it has let go of
@@ -166,22 +165,3 @@ def _child_line(child: ChildView, now: float) -> str:
         return f"{CHILD_INDENT}· {goal} — waiting"
     running = int(max(0.0, now - child.started_at) // 5 * 5)  # 5 s steps: fewer edits
     return f"{CHILD_INDENT}▸ {goal} — running, {format_elapsed(running)}"
-
-
-def _fit(line: str) -> str:
-    """``line`` cut to `LINE_CHARS` with "…": between whole characters as a reader sees them, never
-    inside a link or a marker, and closing the styles open at the cut. A goal is the model's Markdown,
-    and a ``**``, backtick or ``[`` left open would show as typed or restyle the rest of the card."""
-    if len(line) <= LINE_CHARS:
-        return line
-    structure = Structure(line, ())
-    cut = LINE_CHARS - 1
-    while cut > 0:
-        if not is_boundary(line, cut) or structure.splits_marker(cut) or line[cut - 1].isspace():
-            cut -= 1  # a closing marker after a space closes nothing
-            continue
-        closers = "".join(style.closer for style in reversed(structure.styles_open_at(cut)))
-        if cut + len(closers) < LINE_CHARS:
-            return line[:cut] + closers + "…"
-        cut -= 1
-    return "…"

@@ -10,6 +10,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.agents_command import SHOWN, _line
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import ChildSnapshot, SubagentState
+from platforms.formatting import telegram_html
 from tests.gateway.wire import call, goal, is_child, openai_model
 
 RESULTS = "[Background delegation results]"
@@ -255,3 +256,43 @@ async def test_a_fan_out_of_fifty_is_summarised_and_agents_all_lists_every_one(t
     lines = (await command(chat, "/agents")).splitlines()
     assert lines[0].startswith("Background task deleg_") and sum(line.startswith("• sa-") for line in lines) == SHOWN
     assert lines[-2] == "… and 38 more: 28 succeeded, 10 failed"  # of 39 succeeded and 11 failed, 12 listed
+
+
+async def test_goals_and_summaries_are_cut_between_whole_characters_and_leave_no_markdown_open(tmp_path, gateways):
+    # /agents cut a goal at 80 characters and a summary at 160: a flag lost half of itself, and a
+    # summary's code fence or ** cut open made the platform show the rest of the reply as code or bold.
+    flag_goal = "g" * 79 + "🇩🇪 and more words after the flag"
+    bold_goal = "b" * 60 + " **a bold span that runs past the cut** tail"
+    fenced = "Here is the fix:\n```python\n" + "x = 1\n" * 40 + "```\nDone."
+    bold = "s" * 150 + " **bold past the cut** and more"
+
+    def fan_out(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and RESULTS in str(last["content"]):
+            return {"text": "NO_REPLY"}
+        if last["role"] == "user":
+            tasks = [{"goal": flag_goal}, {"goal": bold_goal}]
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]}
+        return {"text": "on it"}
+
+    def child(request: ModelRequest) -> dict:
+        return {"text": fenced if request.metadata["goal"] == flag_goal else bold}
+
+    model = ScriptedModel({"parent": fan_out, "leaf": child})
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await settled(gateway)
+
+    listing = await command(chat, "/agents")
+    lines = [line for line in listing.splitlines() if line.startswith("• sa-")]
+    assert len(lines) == 2 and len(listing.splitlines()) == 3  # each child one line: the fence's lines joined
+    flag_line, bold_line = lines
+    assert flag_line.count("\U0001F1E9") == 2 * flag_line.count("🇩🇪")  # no regional indicator left alone
+    assert "g" * 79 + "…" in flag_line
+    html = telegram_html.render(listing)
+    shown = telegram_html.visible_text(html)
+    assert "`" not in shown and "*" not in shown, listing
+    assert "<pre>" not in html and html.count("<b>") == html.count("</b>") == 2, html
+    assert "Done." not in flag_line and bold_line.endswith("…")

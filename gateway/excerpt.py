@@ -1,0 +1,46 @@
+"""Cutting the model's Markdown short for one line of a status message: the progress card's
+lines, ``/agents``' goals and summaries.
+
+A cut at a fixed number of characters can halve what a reader sees as one character (a
+flag, an emoji with a skin tone) or leave a ``**``, a backtick or a link open, which the
+platform then shows as typed or applies to the rest of the message. `shorten` cuts
+between whole characters (`gateway.graphemes`), never inside a link or a marker, and
+closes the styles it cuts through (`gateway.markdown_structure`). `excerpt` first joins
+a text's lines into one: a code fence or a list in a summary would otherwise break out
+of its line, and a fence cut open would turn the rest of the message into code.
+"""
+
+from __future__ import annotations
+
+from gateway.graphemes import is_boundary
+from gateway.markdown_structure import Structure
+
+ELLIPSIS = "…"
+_LEAD = "x "
+"""Parsed before the text: it shows after other words on its line, where a leading ``` or #
+opens no block, so it must be read as inline Markdown, as the platform will."""
+
+
+def shorten(line: str, limit: int) -> str:
+    """``line`` (one line) as is when it has at most ``limit`` characters, else cut with "…" to at most
+    ``limit``, between whole characters, outside links and markers, with the styles open at the cut closed."""
+    if len(line) <= limit:
+        return line
+    structure = Structure(_LEAD + line, ())
+    lead = len(_LEAD)
+    cut = limit - 1
+    while cut > 0:
+        at = lead + cut
+        if not is_boundary(line, cut) or structure.splits_marker(at) or line[cut - 1].isspace():
+            cut -= 1  # a closing marker after a space closes nothing
+            continue
+        closers = "".join(style.closer for style in reversed(structure.styles_open_at(at)))
+        if cut + len(closers) < limit:
+            return line[:cut] + closers + ELLIPSIS
+        cut -= 1
+    return ELLIPSIS
+
+
+def excerpt(text: str, limit: int) -> str:
+    """``text``'s lines joined by single spaces, then `shorten`ed to ``limit``."""
+    return shorten(" ".join(text.split()), limit)
