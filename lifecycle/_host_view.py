@@ -55,17 +55,18 @@ class HostView:
     async def interrupt_children(self, parent_session_id: str, reason: str) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial
         output it had (``reason`` as its error), a queued one at once, a running one at its
-        next safe boundary. Returns how many it stopped: children already finishing, or
-        finished, are not counted. Returns before the running ones have stopped."""
+        next safe boundary, and so do their own children (an orchestrator's). Returns how many
+        it stopped, nested ones included: children already finishing, or finished, are not
+        counted. Returns before the running ones have stopped."""
         supervisor = self._supervisor
-        return await supervisor.interrupt(supervisor.children(parent_session_id), reason)
+        return await supervisor.interrupt(supervisor.with_descendants(supervisor.children(parent_session_id)), reason)
 
     async def interrupt_turn(self, parent_session_id: str, turn_id: str, reason: str) -> int:
         """`interrupt_children` for the live children one turn of the session launched (the
-        operator console's Stop of a turn). Returns how many it stopped."""
+        operator console's Stop of a turn). Returns how many it stopped, nested ones included."""
         supervisor = self._supervisor
-        return await supervisor.interrupt(
-            [r for r in supervisor.children(parent_session_id) if r.turn_id == turn_id], reason)
+        return await supervisor.interrupt(supervisor.with_descendants(
+            [r for r in supervisor.children(parent_session_id) if r.turn_id == turn_id]), reason)
 
     async def interrupt_child(self, subagent_id: str, reason: str, *, parent_session_id: str | None = None) -> bool:
         """Interrupt one live child (``/agents stop``, the operator console's Stop): it ends

@@ -316,6 +316,14 @@ class Supervisor:
         siblings = self._by_parent.get(parent_session_id)
         return [r for r in siblings.values() if not r.state.terminal] if siblings else []
 
+    def with_descendants(self, records: Iterable[Record]) -> list[Record]:
+        """``records`` followed by their live children, theirs, and so on (a child's session id is
+        its subagent id): what stopping them stops."""
+        out = list(records)
+        for record in out:  # grows while it is walked: breadth first, each level after the one above
+            out.extend(self.children(record.handle.subagent_id))
+        return out
+
     def activity(self, record: Record) -> str:
         if record.state.terminal:
             return "finished"

@@ -314,3 +314,46 @@ async def test_hung_plain_plugin_commands_leave_the_threads_tools_need(tmp_path,
         await chat.wait_for(lambda: "listed" in chat.texts())
     finally:
         plugin.release.set()
+
+
+def nested_script() -> dict:
+    """The parent delegates to one orchestrator, which delegates to two leaves that hang."""
+    def orchestrator(request: ModelRequest) -> dict:
+        if request.messages[-1]["role"] == "tool":
+            return {"text": "leaves finished"}
+        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
+
+    def parent(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and "delegat" in str(last["content"]).lower():
+            tasks = {"tasks": [{"goal": "plan the work", "role": "orchestrator"}]}
+            return {"tool_calls": [{"name": "delegate_task", "arguments": tasks}]}
+        if last["role"] == "tool":
+            return {"text": "I started the subagents."}
+        return {"text": "all done"}
+    return {"parent": parent, "orchestrator": orchestrator, "leaf": child}
+
+
+@pytest.mark.parametrize("interim", [False, True], ids=["inline", "background"])
+@pytest.mark.parametrize("command", ["/stop", "/new"])
+async def test_stop_and_new_count_the_nested_subagents_they_stop(tmp_path, gateways, interim, command):
+    # An orchestrator's own children stop with it, but the confirmation counted only the orchestrator:
+    # "Stopped 1 subagent" while three stopped.
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, display={"interim_assistant_messages": interim},
+                         delegation={"max_spawn_depth": 2})
+    model = ScriptedModel(nested_script())
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please delegate this")
+    await children_hanging(model)
+    session = next(iter(gateway.sessions))
+    old_id = session.session_id
+    await chat.say(command)
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    (confirmation,) = chat.texts("command")
+    assert "3 subagents" in confirmation, confirmation
+    assert chat.messages[chat.kinds().index("command") + 1:] == []  # nothing more from the stopped work
+    (orchestrator,) = gateway.host.children.recent(old_id)
+    leaves = gateway.host.children.recent(orchestrator.subagent_id)
+    assert [c.state.value for c in (orchestrator, *leaves)] == ["INTERRUPTED"] * 3

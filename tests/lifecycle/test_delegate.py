@@ -176,7 +176,7 @@ async def test_a_stopped_orchestrator_waiting_for_its_children_gives_its_slot_ba
     batch = asyncio.ensure_future(results(env, {"goal": "plan", "role": "orchestrator"}))
     await env.child_model.reached("leaf")
     assert engine.running == 1  # the leaf, on the slot its orchestrator lent it
-    assert await env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 1
+    assert await env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 2  # the leaf too
     (entry,) = await asyncio.wait_for(batch, 10)  # the stop reaches the leaf through its orchestrator
     assert entry["status"] == "interrupted"
     assert (engine.running, engine.pending) == (0, 0)
