@@ -137,10 +137,10 @@ class Commands:
     async def _stop(self, session: GatewaySession, args: str) -> str:
         note = [STOP_ARGS_NOTE] if args else []
         stopped = self._registry.stop(session, "stopped by /stop")
-        self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
+        finished = self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
-        if not stopped.turn and not children and not stopped.dropped:
+        if not stopped.turn and not children and not stopped.dropped and not finished:
             return " ".join(["Nothing was running.", *note])
         parts = ["the running turn"] if stopped.turn else []
         if children:
@@ -148,16 +148,19 @@ class Commands:
         said = [f"Stopped {' and '.join(parts)}."] if parts else []
         if children:
             said.append("Their partial results are listed by /agents.")
+        if finished:
+            said.append(_undelivered(finished) + ": /agents lists them.")
         return " ".join([*said, *_dropped(stopped.dropped), *note])
 
     async def _new(self, session: GatewaySession) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
         results reach the new one."""
         old_id, stopped = self._registry.new_generation(session)
-        self._ledger.suppress(old_id, "/new")
+        finished = self._ledger.suppress(old_id, "/new")
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
-        return " ".join([f"Started a new session{extra}. Delegation here is {session.mode}.",
+        results = [_undelivered(finished) + "."] if finished else []
+        return " ".join([f"Started a new session{extra}.", *results, f"Delegation here is {session.mode}.",
                          *_dropped(stopped.dropped)])
 
     def _help(self, session: GatewaySession) -> str:
@@ -172,6 +175,13 @@ class Commands:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _undelivered(n: int) -> str:
+    """A stop's word on background results that were ready when it came: no child of theirs was
+    left to stop, and without this the chat would never hear of them."""
+    tasks = "finished background task" if n == 1 else "finished background tasks"
+    return f"The results of {n} {tasks} will not be delivered"
 
 
 def _dropped(n: int) -> list[str]:

@@ -95,11 +95,15 @@ class Ledger:
 
     def suppress(self, agent_session_id: str, reason: str) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
-        deliver nothing. Returns how many were still running."""
+        deliver nothing. Returns how many of them had no child left at work: their results were
+        ready (or being answered) and are dropped, which the chat must be told, as the stop
+        reaches no child of theirs. Call it before the session's children are interrupted."""
         running = self._table.running_of(agent_session_id)
+        # A finishing child is past any stop (its activity says so): its results are as good as ready.
+        live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
         for row in running:
             self._settle(row, "suppressed", reason)
-        return len(running)
+        return sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
 
     def completion_ended(self, delegation_id: str, status: str, reason: str | None) -> None:
         """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`)."""

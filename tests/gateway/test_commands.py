@@ -357,3 +357,73 @@ async def test_stop_and_new_count_the_nested_subagents_they_stop(tmp_path, gatew
     (orchestrator,) = gateway.host.children.recent(old_id)
     leaves = gateway.host.children.recent(orchestrator.subagent_id)
     assert [c.state.value for c in (orchestrator, *leaves)] == ["INTERRUPTED"] * 3
+
+
+def finishing_script() -> dict:
+    """A background parent whose one child answers once the test releases it; a later user turn
+    waits at "thinking" until released."""
+    def parent(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and str(last["content"]).startswith("[Background delegation results]"):
+            return {"text": "here are the results"}
+        if last["role"] == "user" and last["content"] == "go":
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "dig"}}]}
+        if last["role"] == "user":
+            return {"wait": "thinking", "text": "thought"}
+        return {"text": "on it"}
+    return {"parent": parent, "leaf": lambda request: {"wait": "dig", "text": "found it"}}
+
+
+def told_once(chat: RecordingAdapter) -> None:
+    """The child's work reached the chat once, as one of: its results, or a confirmation saying the
+    child was stopped, or that its finished results will not be delivered."""
+    confirmation = chat.texts("command")[-1]
+    outcomes = [chat.texts("completion") == ["here are the results"], "1 subagent" in confirmation,
+                "results of 1 finished background task will not be delivered" in confirmation]
+    assert sum(outcomes) == 1, (chat.texts("completion"), confirmation)
+
+
+@pytest.mark.parametrize("turns", [-1, *range(8)])  # -1: the stop arrives first, the release in the same loop turn
+@pytest.mark.parametrize("command", ["/stop", "/new"])
+async def test_a_stop_as_a_child_finishes_shows_one_outcome(tmp_path, gateways, command, turns):
+    # Released and stopped within a few loop turns of each other: between the child's end and its
+    # results' turn, /stop said "Nothing was running." and /new nothing, and the results never came.
+    chat = RecordingAdapter()
+    model = ScriptedModel(finishing_script())
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("dig")
+    if turns < 0:
+        said = asyncio.ensure_future(chat.say(command))
+        model.release("dig")
+        await said
+    else:
+        model.release("dig")
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        await chat.say(command)
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    told_once(chat)
+
+
+async def test_a_stop_while_finished_results_wait_for_a_busy_turn_says_they_will_not_come(tmp_path, gateways):
+    chat = RecordingAdapter()
+    model = ScriptedModel(finishing_script())
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await chat.say("and meanwhile?")
+    await model.reached("thinking")
+    session = next(iter(gateway.sessions))
+    (digging,) = gateway.host.children.children(session.session_id)
+    model.release("dig")  # the child finishes; its results wait for the running turn
+    await asyncio.wait_for(gateway.host.children.wait_finished([digging.subagent_id]), 5)
+    await chat.say("/stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    (confirmation,) = chat.texts("command")
+    assert confirmation.startswith("Stopped the running turn. The results of 1 finished background task will not "
+                                   "be delivered: /agents lists them."), confirmation
+    told_once(chat)
