@@ -360,3 +360,20 @@ async def test_results_whose_delivery_the_store_refused_once_are_delivered_witho
     await chat.wait_for(lambda: chat.texts() == ["on it", "results: alpha"])
     await settled(gateway)
     assert rows(gateway) == []
+
+
+@pytest.mark.parametrize("on_restart", ["report", "resume"])
+async def test_children_new_ended_do_not_come_back_after_a_restart(tmp_path, gateways, on_restart):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"},
+                                       lifecycle={"on_restart": on_restart})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("forever")
+    await chat.say("/new")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await gateway.stop(grace=0)
+
+    chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "done after all"},
+                                          lifecycle={"on_restart": on_restart})
+    await settled(gateway2)
+    assert chat2.texts() == [] and not [r for r in model2.requests if r.role == "leaf"]
