@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from agent import Clock, ToolTraceEntry
 from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
+from gateway.replies import SILENCE
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
 from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
@@ -200,6 +201,8 @@ def _ledger_status(row: DelegationRow) -> str:
         return "results delivered"
     if row.status == "reported":
         return "interrupted by a restart"
+    if row.reason == SILENCE:  # the model read them and chose to say nothing: nothing went missing
+        return f"results read, nothing to tell the chat ({SILENCE})"
     return f"results not delivered ({row.reason})"
 
 

@@ -154,6 +154,9 @@ async def test_no_reply_to_results_without_failures_sends_nothing_and_settles(tm
     assert chat.texts() == ["on it"]
     [row] = gateway.store.delegations.latest(next(iter(gateway.sessions)).session_id, 1)
     assert (row.status, row.reason) == ("suppressed", "NO_REPLY")
+    await chat.say("/agents")  # the model read them and chose silence: not a failure to deliver
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    assert "results read, nothing to tell the chat (NO_REPLY)" in chat.texts()[1]
 
 
 async def test_stop_settles_the_delegation_and_nothing_arrives_later(tmp_path, gateways):
