@@ -291,7 +291,10 @@ def _to_tool_call(tool_call: Any, index: int) -> ToolCall:
     call_id = getattr(tool_call, "id", None)
     if not isinstance(name, str) or not name:
         raise _malformed("tool call without a function name")
-    if not isinstance(arguments, str):
+    if isinstance(arguments, dict):
+        # Some OpenAI-compatible servers send the arguments as the object itself, not as its JSON.
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    elif not isinstance(arguments, str):
         raise _malformed(f"tool call {name!r} arguments are not a string")
     if not isinstance(call_id, str) or not call_id:
         # Some local servers omit ids; the result still needs one to pair with its call.

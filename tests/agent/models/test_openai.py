@@ -179,6 +179,13 @@ async def test_tool_calls_without_an_id_get_one(server, make_model):
     assert response.tool_calls[0].id == "call_0_search"
 
 
+async def test_arguments_sent_as_an_object_are_taken_as_its_json(server, make_model):
+    # Some OpenAI-compatible servers send the object itself where OpenAI sends its JSON text.
+    server.push_tool_calls([{"id": "c", "name": "search", "arguments": {"q": "café", "n": 1}}])
+    response = await make_model().complete(HELLO)
+    assert response.tool_calls == (ToolCall(id="c", name="search", arguments='{"q": "café", "n": 1}'),)
+
+
 async def test_invalid_json_arguments_are_passed_through_raw(server, make_model):
     server.push_tool_calls([{"id": "c", "name": "search", "arguments": '{"q": "unterminated'}])
     response = await make_model().complete(HELLO)
@@ -189,12 +196,12 @@ async def test_invalid_json_arguments_are_passed_through_raw(server, make_model)
     "script",
     [
         lambda s: s.push_tool_calls([{"arguments": "{}"}]),  # no function name
-        lambda s: s.push_tool_calls([{"name": "search", "arguments": {"q": 1}}]),  # arguments not a string
+        lambda s: s.push_tool_calls([{"name": "search", "arguments": ["q", 1]}]),  # arguments neither JSON nor an object
         lambda s: s.push_raw({"id": "x", "object": "chat.completion", "choices": []}),
         lambda s: s.push_raw('{"choices": [', content_type="application/json"),  # broken JSON
         lambda s: s.push_raw("<html>oops</html>", content_type="text/html"),
     ],
-    ids=["no-name", "dict-arguments", "no-choices", "broken-json", "html"],
+    ids=["no-name", "list-arguments", "no-choices", "broken-json", "html"],
 )
 async def test_malformed_responses(server, make_model, script):
     script(server)
