@@ -4,8 +4,10 @@ Configured by ``model.transcription`` (`agent.settings.TranscriptionSettings`): 
 model name (``whisper-1``, ``gpt-4o-mini-transcribe``, a local server's model), and a
 base URL and key that default to the chat model's (``model.base_url``,
 ``model.api_key``, ``$OPENAI_API_KEY``). Requests go through the official SDK, which
-retries 429, 5xx and timeouts ``model.max_retries`` times; what fails after that
-is one `ModelError` whose text never contains the key (nor a password in the base URL).
+retries 429, 5xx and connection errors ``model.max_retries`` times; a transcript that does
+not come within ``timeout_seconds`` is not asked for again (the server had the whole upload
+and is still working on it, see `_AskOnceClient`). What fails is one `ModelError` whose
+text never contains the key (nor a password in the base URL).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import openai
 from openai import AsyncOpenAI
 
 from agent._errors import ModelError
-from agent.models.openai import PLACEHOLDER_API_KEY, _translate_error, _url_credentials
+from agent.models.openai import PLACEHOLDER_API_KEY, _AskOnceClient, _translate_error, _url_credentials
 from agent.settings import ModelSettings
 
 
@@ -36,7 +38,8 @@ class Transcriber:
         self._language = speech.language
         base_url = speech.base_url or settings.base_url
         self._client = client or AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=speech.timeout_seconds,
-                                             max_retries=settings.max_retries)
+                                             max_retries=settings.max_retries,
+                                             http_client=_AskOnceClient(timeout=speech.timeout_seconds))
         self._owns_client = client is None
         self._transcriptions = self._client.audio.transcriptions
         self._secrets = tuple(sorted((k for k in (api_key, *_url_credentials(base_url))

@@ -172,11 +172,12 @@ class FakeOpenAIServer:
         """Answer with exactly ``body`` (JSON-encoded unless a str), for malformed-response tests."""
         self._replies.append(_Reply(status=status, body=_Raw(body, content_type)))
 
-    def push_transcription(self, text: str | None = None, *, status: int = 200) -> None:
-        """Answer the next transcription with ``text``, or with an HTTP error ``status``."""
+    def push_transcription(self, text: str | None = None, *, status: int = 200, delay: float = 0.0) -> None:
+        """Answer the next transcription with ``text``, or with an HTTP error ``status``, after
+        ``delay`` seconds (``inf``: not before the server closes)."""
         body = {"text": text} if status == 200 else {
             "error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
-        self._transcripts.append(_Reply(status=status, body=body))
+        self._transcripts.append(_Reply(status=status, body=body, delay=delay))
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         """Return once ``predicate()`` is true, checking it again as each request arrives;
@@ -195,7 +196,8 @@ class FakeOpenAIServer:
         upload = form.get("file")
         record: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str)}
         if upload is not None and not isinstance(upload, str):
-            record.update(filename=upload.filename, content_type=upload.content_type, audio=upload.file.read())
+            with upload.file:  # closed now: a handler cancelled while delaying would leave it open
+                record.update(filename=upload.filename, content_type=upload.content_type, audio=upload.file.read())
         self.transcriptions.append(record)
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
@@ -204,6 +206,8 @@ class FakeOpenAIServer:
             error = {"message": "file and model are required", "type": "invalid_request_error", "code": None}
             return web.json_response({"error": error}, status=400)
         reply = self._transcripts.popleft() if self._transcripts else _Reply(body={"text": self.default_transcript})
+        if reply.delay and await self._delayed_until_closing(reply.delay):
+            return web.Response(status=503, text="fake server closing")
         return web.json_response(reply.body, status=reply.status)
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
@@ -221,14 +225,8 @@ class FakeOpenAIServer:
         reply = self._from_responder(body)
         if reply is None:
             reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
-        if reply.delay:
-            timeout = None if reply.delay == float("inf") else reply.delay
-            try:
-                await asyncio.wait_for(self._closing.wait(), timeout)
-            except TimeoutError:
-                pass
-            if self._closing.is_set():
-                return web.Response(status=503, text="fake server closing")
+        if reply.delay and await self._delayed_until_closing(reply.delay):
+            return web.Response(status=503, text="fake server closing")
         model = body.get("model", self.models[0]) if isinstance(body, dict) else self.models[0]
         if isinstance(reply.body, _Completion):
             return web.json_response(self._completion_json(reply.body, model, body), headers=reply.headers)
@@ -238,6 +236,14 @@ class FakeOpenAIServer:
         if isinstance(reply.body, str):
             return web.Response(status=reply.status, text=reply.body, headers=reply.headers)
         return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    async def _delayed_until_closing(self, delay: float) -> bool:
+        """Wait ``delay`` seconds (``inf``: for ever); True when the server began closing meanwhile."""
+        try:
+            await asyncio.wait_for(self._closing.wait(), None if delay == float("inf") else delay)
+        except TimeoutError:
+            pass
+        return self._closing.is_set()
 
     async def _list_models(self, request: web.Request) -> web.Response:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -63,6 +64,22 @@ async def test_failures_are_model_errors_without_the_key(server: FakeOpenAIServe
             await bad.aclose()
     finally:
         await transcriber.aclose()
+
+
+async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server: FakeOpenAIServer) -> None:
+    # The server had the whole upload and is still transcribing: a retry pays for it twice and, for
+    # audio that simply takes longer, times out the same way.
+    server.push_transcription("too late", delay=5)
+    server.push_transcription("asked again")
+    model = replace(settings(server, timeout_seconds=0.2), max_retries=2)
+    transcriber = Transcriber(model)
+    try:
+        with pytest.raises(ModelError) as caught:
+            await transcriber.transcribe(b"a", filename="a.ogg")
+    finally:
+        await transcriber.aclose()
+    assert caught.value.kind == "timeout"
+    assert len(server.transcriptions) == 1
 
 
 def test_a_name_is_required() -> None:
