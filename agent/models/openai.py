@@ -4,7 +4,8 @@ Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 ``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
 429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
 ``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``; an
-answer that does not come in time is not asked for again (`_AskOnceClient`). What
+answer that does not come in time, and a 429 for an account out of credit, are not
+asked for again (`_AskOnceClient`). What
 reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
@@ -113,17 +114,35 @@ class OpenAIModel:
 
 
 class _AskOnceClient(DefaultAsyncHttpxClient):
-    """The SDK's HTTP client, except that an answer which does not come in time is not asked for
-    again: the server had the whole request and may still be writing, and billing, the answer,
-    so a retry pays twice and, for an answer that just takes longer, times out the same way.
-    (The SDK passes its own errors on without retrying them.) Connection errors, 429 and 5xx,
-    which the server did not answer, are still retried."""
+    """The SDK's HTTP client, except that it asks again only where asking again can help.
+
+    An answer which does not come in time is not asked for again: the server had the whole
+    request and may still be writing, and billing, the answer, so a retry pays twice and, for an
+    answer that just takes longer, times out the same way. (The SDK passes its own errors on
+    without retrying them.) A 429 that says the account is out of credit (``insufficient_quota``)
+    is marked ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
+    Connection errors, other 429s and 5xx are still retried."""
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         try:
-            return await super().send(request, **kwargs)
+            response = await super().send(request, **kwargs)
+            if response.status_code == 429:
+                await response.aread()  # kept on the response: the SDK's own read gets the same bytes
         except httpx.ReadTimeout as exc:
             raise openai.APITimeoutError(request=request) from exc
+        if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
+            response.headers["x-should-retry"] = "false"
+        return response
+
+
+def _error_code(body: bytes) -> str | None:
+    """``error.code`` of an OpenAI-shaped error body, None when there is none."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError, RecursionError):  # not JSON, not an object, nested too deep
+        return None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return code if isinstance(code, str) else None
 
 
 def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError:

@@ -78,3 +78,15 @@ async def test_the_models_thinking_left_in_its_answer_stays_out_of_the_chat(tmp_
     assert await ask(chat, gateway, "hello") == "Hello!"
     await ask(chat, gateway, "bye")
     assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": "Hello!"}
+
+
+async def test_an_account_out_of_credit_is_told_at_once_not_retried(tmp_path, llm, gateways):
+    # OpenAI answers 429 for an empty account too; unlike a rate limit, no wait cures it.
+    server = await llm()
+    server.push_error(*error(429, "You exceeded your current quota, please check your plan and billing details.",
+                             "insufficient_quota", "insufficient_quota"))
+    server.push_text("answered on a retry")
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server, max_retries=2)), [chat])
+    assert await ask(chat, gateway, "hello") == OUT_OF_CREDIT
+    assert len(server.requests) == 1
