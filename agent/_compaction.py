@@ -2,7 +2,9 @@
 
 A `Compactor` runs before every model call of a session (``AgentSession(compactor=...)``).
 Once the estimated prompt reaches the policy's trigger, everything between the system
-message and the last few messages becomes one user message holding a summary.
+message and the last few messages becomes one user message holding a summary (the user's
+newest message stays as it was). The session also runs it when the server refuses a
+request as over its context window, whatever the estimate says.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import AgentSession, active_turn
 from agent.settings import CompressionSettings
@@ -130,36 +134,50 @@ class Compactor:
         # ones instead of the whole history.
         self._tallies: weakref.WeakKeyDictionary[AgentSession, tuple] = weakref.WeakKeyDictionary()
 
-    async def __call__(self, session: AgentSession) -> None:
+    async def __call__(self, session: AgentSession, overflow: ModelError | None = None) -> bool:
+        """Compact ``session`` if its estimated prompt reached the trigger; True when it did.
+
+        ``overflow``: the server refused the session's last request as over the model's context
+        window (``model.context_window`` says more than the server has). Then compact whatever the
+        estimate says, with the summariser's prompt and the summary bounded by what the failed
+        request showed to be too long (half of it, or of the window the server named)."""
         try:
-            await self._compact(session)
+            return await self._compact(session, overflow)
         except Exception:  # a compaction bug must not end the turn; the model call may still fit
             log.warning("compaction of session %s failed", session.session_id, exc_info=True)
+            return False
 
-    async def _compact(self, session: AgentSession) -> None:
+    async def _compact(self, session: AgentSession, overflow: ModelError | None) -> bool:
         messages = session.messages
-        if not messages or self._last_after.get(session) is messages[-1]:
-            return
+        if not messages or (overflow is None and self._last_after.get(session) is messages[-1]):
+            return False
         before = self._estimate(session)
         trigger = self.policy.trigger_tokens(session.model.context_window)
-        if before < trigger:
-            return
+        if overflow is None and before < trigger:
+            return False
         head = 1 if messages[0].get("role") == "system" else 0
         cut = _cut_point(messages, head, self.policy.keep_recent_messages)
-        if cut is None:
+        older = messages[head:cut] if cut is not None else []
+        # The user's newest message is what the turn answers: it stays word for word, after the summary.
+        newest = _newest_user_message(messages, head)
+        kept = [messages[newest]] if newest is not None and cut is not None and newest < cut else []
+        rest = [m for m in older if not kept or m is not kept[0]]
+        if not rest or (overflow is not None and all(_is_summary(m) for m in rest)):
             log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
-            return
-        older = messages[head:cut]
-        summary = await self._summarise(session, older)
-        messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}]
+            return False
+        budget = None if overflow is None else _budget_chars(before, str(overflow))
+        summary = await self._summarise(session, older, budget)
+        messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
         self._tallies.pop(session, None)
         session.history_version += 1
         self._last_after[session] = messages[-1]
         self.compactions += 1
         log.info(
-            "compacted %d messages of session %s: ~%d -> ~%d tokens (trigger %d)",
-            len(older), session.session_id, before, estimate_tokens(messages), trigger,
+            "compacted %d messages of session %s%s: ~%d -> ~%d tokens (trigger %d)", len(older), session.session_id,
+            " after the server refused it as too long" if overflow is not None else "",
+            before, estimate_tokens(messages), trigger,
         )
+        return True
 
     def _estimate(self, session: AgentSession) -> int:
         """`estimate_tokens` of the session's messages, measuring only those added since the last call."""
@@ -173,12 +191,16 @@ class Compactor:
         self._tallies[session] = (messages, len(messages), messages[-1], chars, extra)
         return math.ceil(chars / 4) + extra
 
-    async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]]) -> str:
+    async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]], budget: int | None) -> str:
+        """A summary of ``older``; ``budget`` (characters) bounds the summariser's prompt, and half of
+        it the summary, when the model's real window is smaller than its settings say."""
         model = self.summarizer_model or session.model
+        width = _RENDER_CHARS if budget is None else max(1, min(_RENDER_CHARS, budget // len(older)))
+        limit = self.policy.summary_max_chars if budget is None else min(self.policy.summary_max_chars, budget // 2)
         request = ModelRequest(
             messages=[
                 {"role": "system", "content": SUMMARY_PROMPT},
-                {"role": "user", "content": "\n\n".join(_render(m) for m in older)},
+                {"role": "user", "content": "\n\n".join(_render(m, width) for m in older)},
             ],
             role="compactor",
             turn_index=session.turns_run,
@@ -190,12 +212,12 @@ class Compactor:
         except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
-            return self._extractive(older)
+            return self._extractive(older)[:limit]
         # The summary call is real spend: the session's totals (and the turn's) count it, and so do the hooks.
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
         await _model_call_hook(session, model, started, response, None)
         text = (response.text or "").strip()
-        return text[: self.policy.summary_max_chars] if text else self._extractive(older)
+        return text[:limit] if text else self._extractive(older)[:limit]
 
     def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
         """First line of each older user or assistant message, truncated."""
@@ -243,12 +265,39 @@ def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> i
     return later if head < later < len(messages) else None
 
 
-def _render(message: Mapping[str, Any]) -> str:
+_STATED_WINDOW = re.compile(r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)",
+                            re.IGNORECASE)
+"""The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
+length is 8192 tokens. However, …")."""
+
+
+def _budget_chars(refused_tokens: int, error: str) -> int:
+    """Characters the summariser may be sent after a request of ``refused_tokens`` (estimated) was
+    refused as too long: half of that request, or of the window the server named if smaller, so
+    the summariser's own request fits with room for its answer."""
+    stated = _STATED_WINDOW.search(error)
+    window = int(stated.group(1) or stated.group(2)) if stated else refused_tokens
+    return max(1, min(refused_tokens, window) // 2) * 4  # the estimate's four characters a token
+
+
+def _is_summary(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "user" and _text(message.get("content")).startswith(SUMMARY_HEADER)
+
+
+def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> int | None:
+    """Index of the last message the user wrote (a summary is not one), if any after ``head``."""
+    for index in range(len(messages) - 1, head - 1, -1):
+        if messages[index].get("role") == "user" and not _is_summary(messages[index]):
+            return index
+    return None
+
+
+def _render(message: Mapping[str, Any], width: int = _RENDER_CHARS) -> str:
     role = str(message.get("role", "?")).upper()
-    parts = [_text(message.get("content"))[:_RENDER_CHARS]]
+    parts = [_text(message.get("content"))[:width]]
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
-        parts.append(f"(calls {function.get('name')} {str(function.get('arguments', ''))[:_RENDER_CHARS]})")
+        parts.append(f"(calls {function.get('name')} {str(function.get('arguments', ''))[:width]})")
     return f"{role}: " + " ".join(p for p in parts if p)
 
 

@@ -9,6 +9,11 @@
 
 from __future__ import annotations
 
+import re
+
+_CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
+"""How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
+proxies); the same as `gateway.replies` reads from a turn's error text."""
 
 class AgentError(Exception):
     """Root of every error the agent package raises."""
@@ -31,6 +36,12 @@ class ModelError(AgentError):
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+
+    @property
+    def context_exceeded(self) -> bool:
+        """The server refused the request as longer than the model's context window: the same
+        request fails again, a shorter one (the conversation compacted) may not."""
+        return _CONTEXT_EXCEEDED.search(str(self)) is not None
 
 
 class ToolError(AgentError):

@@ -103,6 +103,7 @@ class AgentSession:
     # keeps a small, key-sharing attribute dict.
     _next_tools: dict[str, Tool] | None = None
     _tool_log: deque[ToolTraceEntry] | None = None
+    _overflow_warned = False
 
     def __init__(
         self,
@@ -120,7 +121,7 @@ class AgentSession:
         metadata: Mapping[str, Any] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None,
-        compactor: Callable[[AgentSession], Awaitable[None]] | None = None,
+        compactor: Callable[..., Awaitable[bool | None]] | None = None,
         hooks: HookRegistry | None = None,
     ) -> None:
         self.model = model
@@ -139,8 +140,10 @@ class AgentSession:
         self.clock = clock
         self.before_model_call = before_model_call
         self.compactor = compactor
-        """Awaited before `before_model_call` ahead of every model call; may rewrite
-        `messages` (see `agent.Compactor`). A hard interrupt cancels it."""
+        """Awaited as ``compactor(session)`` before `before_model_call` ahead of every model call; may
+        rewrite `messages` (see `agent.Compactor`). When the server refuses a call as over the model's
+        context window (`ModelError.context_exceeded`), awaited as ``compactor(session, error)``: a true
+        result (it compacted) has the call asked once more. A hard interrupt cancels it."""
         self.hooks = hooks
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
         self.history_version = 0
@@ -283,6 +286,7 @@ class AgentSession:
     async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None, str | None]:
         """(exit reason, error text, `ModelError` kind) of the turn."""
         iterations = 0
+        compacted_for_overflow = False  # since the last answer: a call is asked again once
         while True:
             if self._interrupt is not None:
                 return "interrupted", None, None
@@ -295,8 +299,16 @@ class AgentSession:
             except _HardInterrupted:
                 return "interrupted", None, None
             except ModelError as exc:
-                log.warning("model call failed (%s): %s", exc.kind, exc)
-                return "error", str(exc), exc.kind
+                try:
+                    again = not compacted_for_overflow and await self._compact_for_overflow(turn, exc)
+                except _HardInterrupted:
+                    return "interrupted", None, None
+                if not again:
+                    log.warning("model call failed (%s): %s", exc.kind, exc)
+                    return "error", str(exc), exc.kind
+                compacted_for_overflow = True
+                continue  # asked once more, after the checks every call gets (interrupts, steering)
+            compacted_for_overflow = False
             text = (response.text or "").strip()
             if text:
                 turn.last_text = text
@@ -320,11 +332,7 @@ class AgentSession:
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
-            spent = self.total_usage, self.total_cost_usd, self.total_api_calls
-            with _Guard(self):
-                await self.compactor(self)
-            if self.total_api_calls != spent[2]:  # it summarised: its model call is this turn's spend too
-                _charge_turn(turn, self, *spent)
+            await self._compact(turn)
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:
@@ -360,6 +368,32 @@ class AgentSession:
         activity.last_activity = clock.monotonic()
         activity.description = "model answered"
         return response
+
+    async def _compact(self, turn: _TurnState, overflow: ModelError | None = None) -> bool:
+        """Run the compactor (a hard interrupt cancels it: `_HardInterrupted`); True when it compacted."""
+        spent = self.total_usage, self.total_cost_usd, self.total_api_calls
+        with _Guard(self):
+            compacted = await (self.compactor(self) if overflow is None else self.compactor(self, overflow))
+        if self.total_api_calls != spent[2]:  # it summarised: its model call is this turn's spend too
+            _charge_turn(turn, self, *spent)
+        return bool(compacted)
+
+    async def _compact_for_overflow(self, turn: _TurnState, exc: ModelError) -> bool:
+        """Whether to ask the model again after ``exc``: the server refused the request as over its
+        context window, which the compaction estimate (from ``model.context_window``) did not
+        foresee, and compacting now shortened the conversation."""
+        if not exc.context_exceeded:
+            return False
+        if not self._overflow_warned:
+            self._overflow_warned = True
+            log.warning(
+                "session %s: the model server refused a request as longer than the model's context window, "
+                "which model.context_window puts at %s tokens; set model.context_window to the server's real "
+                "window so that conversations are compacted before they reach it%s", self.session_id,
+                getattr(self.model, "context_window", "?"),
+                "" if self.compactor is not None else " (this session has no compactor: it cannot go on)",
+            )
+        return self.compactor is not None and await self._compact(turn, exc)
 
     async def _model_hook(self, turn: _TurnState, started: float, response: ModelResponse | None, *,
                           error: str | None = None) -> None:

@@ -66,7 +66,9 @@ class ModelSettings:
     )
     timeout_seconds: float = setting(120.0, "Timeout of one model request, in seconds.", min=0.001)
     max_retries: int = setting(2, "Retries of a failed model request (429, 5xx, connection errors).", min=0)
-    context_window: int = setting(128_000, "The model's context window in tokens (drives compaction).", min=1024)
+    context_window: int = setting(
+        128_000, "The model's context window in tokens (drives compaction); set the server's real one (a local "
+        "server's is often 8192 or 32768).", min=1024)
     supports_vision: bool = setting(False, "Whether the model accepts image parts.")
     temperature: float | None = setting(None, "Sampling temperature; provider default when unset.", min=0, max=2)
     script: str | None = setting(None, "Path of a YAML/JSON script for the scripted provider.")

@@ -51,6 +51,11 @@ class FakeOpenAIServer:
     and ``authorizations`` their ``Authorization`` headers (None when absent).
     ``close`` releases handlers that are still delaying or hanging, so it
     returns promptly; it is idempotent.
+
+    ``context_window``: when set, a request whose messages come to more tokens than
+    this (counted as the ``usage`` is, a character of their JSON a quarter token) is
+    refused as OpenAI refuses it (400, ``context_length_exceeded``) and consumes no
+    scripted reply: a small local server behind a larger ``model.context_window``.
     """
 
     def __init__(
@@ -60,8 +65,10 @@ class FakeOpenAIServer:
         default_text: str = "ok",
         models: Sequence[str] = ("fake-model",),
         default_transcript: str = "(fake transcript)",
+        context_window: int | None = None,
     ):
         self.api_key = api_key
+        self.context_window = context_window
         self.default_text = default_text
         self.models = tuple(models)
         self.requests: list[Any] = []
@@ -222,6 +229,8 @@ class FakeOpenAIServer:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)
+        if (refused := self._over_context_window(body)) is not None:
+            return refused
         reply = self._from_responder(body)
         if reply is None:
             reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
@@ -236,6 +245,17 @@ class FakeOpenAIServer:
         if isinstance(reply.body, str):
             return web.Response(status=reply.status, text=reply.body, headers=reply.headers)
         return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    def _over_context_window(self, body: Any) -> web.Response | None:
+        if self.context_window is None:
+            return None
+        tokens = _prompt_tokens(body)
+        if tokens <= self.context_window:
+            return None
+        error = {"message": f"This model's maximum context length is {self.context_window} tokens. However, your "
+                            f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+                 "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
+        return web.json_response({"error": error}, status=400)
 
     async def _delayed_until_closing(self, delay: float) -> bool:
         """Wait ``delay`` seconds (``inf``: for ever); True when the server began closing meanwhile."""
@@ -254,9 +274,8 @@ class FakeOpenAIServer:
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         if reply.tool_calls:
             message["tool_calls"] = [self._tool_call_json(call) for call in reply.tool_calls]
-        # A rough chars/4 estimate so code that budgets tokens sees plausible numbers.
         usage = {
-            "prompt_tokens": len(json.dumps(request_body.get("messages", []) if isinstance(request_body, dict) else "")) // 4,
+            "prompt_tokens": _prompt_tokens(request_body),
             "completion_tokens": len(text or "") // 4,
             **(reply.usage or {}),
         }
@@ -281,6 +300,11 @@ class FakeOpenAIServer:
         function = {k: call[k] for k in ("name", "arguments") if k in call}
         function.setdefault("arguments", "{}")
         return {"id": call.get("id", f"call_fake_{next(self._ids)}"), "type": "function", "function": function}
+
+
+def _prompt_tokens(request_body: Any) -> int:
+    """A rough chars/4 count of a request's messages, so code that budgets tokens sees plausible numbers."""
+    return len(json.dumps(request_body.get("messages", []) if isinstance(request_body, dict) else "")) // 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -316,3 +316,95 @@ async def test_the_summary_call_counts_in_the_turn_and_runs_the_model_call_hook(
     assert (s.total_api_calls, s.total_usage, s.total_cost_usd) == (2, Usage(20, 10), pytest.approx(0.03))
     assert [(c["role"], c["turn_id"], c["cost_usd"], c["error"]) for c in calls] == [
         ("compactor", result.turn_id, 0.02, None), ("parent", result.turn_id, 0.01, None)]
+
+
+# -- a server whose real window is smaller than the model's settings say --------------------------
+
+OVERFLOW = {"error": "bad_request", "message": "Error code: 400 - This model's maximum context length is 2000 tokens. "
+                                               "However, your messages resulted in 9000 tokens."}
+BIG = 128_000  # model.context_window as configured: the estimate never triggers
+
+
+def small_server(answer=None, summary=None, fits=lambda request: any(
+        str(m.get("content") or "").startswith(SUMMARY_HEADER) for m in request.messages)):
+    """A role script refusing the parent's requests until they carry a summary."""
+    return {"parent": lambda r: (answer(r) if answer else {"text": "done"}) if fits(r) else OVERFLOW,
+            "compactor": summary or (lambda r: {"text": "they talked", "cost_usd": 0.02})}
+
+
+async def test_a_refused_request_is_compacted_and_asked_once_more_with_its_spend_counted(caplog):
+    calls = []
+
+    async def heard(**event):
+        calls.append(event)
+
+    hooks = HookRegistry()
+    hooks.register("model_call", heard)
+    s, compactor, model = session(chat(10), small_server(), hooks=hooks)
+    model.context_window = BIG
+    result = await s.run_turn("next")
+    assert (result.exit_reason, result.text) == ("completed", "done")
+    assert compactor.compactions == 1
+    assert [r.role for r in model.requests] == ["parent", "compactor", "parent"]
+    assert s.messages[1]["content"] == f"{SUMMARY_HEADER}\nthey talked"
+    assert s.messages[-2:] == [{"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]
+    assert (result.api_calls, result.usage, result.cost_usd) == (2, Usage(20, 10), pytest.approx(0.02))
+    assert [(c["role"], c["error"]) for c in calls] == [("parent", "bad_request"), ("compactor", None),
+                                                        ("parent", None)]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "agent.session"]
+    assert len(warned) == 1 and "set model.context_window" in warned[0] and "128000" in warned[0]
+
+
+async def test_the_summariser_is_sent_what_fits_the_window_the_server_named():
+    # 2000 tokens named: the summariser gets half, about 4000 characters, not 2000 of each message.
+    s, _, model = session(chat(30, chars=3_000), small_server())
+    model.context_window = BIG
+    result = await s.run_turn("next")
+    assert result.exit_reason == "completed"
+    (summariser,) = [r for r in model.requests if r.role == "compactor"]
+    assert len(summariser.messages[1]["content"]) <= 4_000 + 30 * 16  # its share of each message, plus roles
+
+
+async def test_the_users_newest_message_is_kept_word_for_word_when_a_turn_outgrows_the_window():
+    reg = ToolRegistry()
+    reg.add("echo", "echo", {"type": "object"}, lambda a, c: "r" * 400, toolset="test")
+    step = {"tool_calls": [{"name": "echo", "arguments": {}}]}
+    steps = iter([step] * 4 + [{"text": "done"}])
+    refusals = iter([False] * 4 + [True])  # the fifth request is refused, once
+    s, compactor, model = session(chat(4), small_server(answer=lambda r: next(steps), fits=lambda r: not next(
+        refusals, False)), tools=reg.resolve())
+    model.context_window = BIG
+    result = await s.run_turn("the request " + "q" * 500)
+    assert result.exit_reason == "completed" and compactor.compactions == 1
+    assert s.messages[1]["content"].startswith(SUMMARY_HEADER)
+    assert s.messages[2] == {"role": "user", "content": "the request " + "q" * 500}
+    assert_tool_pairs_intact(s.messages)
+
+
+async def test_a_request_still_too_long_after_compacting_or_without_a_compactor_ends_the_turn(caplog):
+    s, compactor, model = session(chat(10), small_server(fits=lambda r: False))
+    model.context_window = BIG
+    result = await s.run_turn("next")
+    assert (result.exit_reason, result.error_kind) == ("error", "bad_request")
+    assert "maximum context length" in result.error
+    assert [r.role for r in model.requests] == ["parent", "compactor", "parent"]
+    child = AgentSession(model=model, role="parent")
+    for _ in range(2):
+        assert (await child.run_turn("go")).exit_reason == "error"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "agent.session"
+              and "context_window" in r.getMessage()]
+    assert len(warned) == 2  # one per session
+
+
+async def test_a_hard_interrupt_while_compacting_after_a_refusal_ends_the_turn_and_keeps_the_messages():
+    s, compactor, model = session(chat(10), small_server(summary=lambda r: {"hang": True}))
+    model.context_window = BIG
+    task = asyncio.create_task(s.run_turn("next"))
+    async with asyncio.timeout(5):
+        while not any(r.role == "compactor" for r in model.requests) and not task.done():
+            await asyncio.sleep(0)
+    before = list(s.messages)
+    assert s.interrupt("stop", hard=True)
+    result = await task
+    assert result.exit_reason == "interrupted"
+    assert s.messages == before and compactor.compactions == 0

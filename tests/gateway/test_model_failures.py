@@ -3,8 +3,11 @@ through the gateway."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from agent._compaction import SUMMARY_HEADER, SUMMARY_PROMPT
 from gateway.replies import AUTH_REFUSED, FILTERED, MODEL_FAILED, NO_SUCH_MODEL, OUT_OF_CREDIT, TOO_LONG
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.wire import openai_model
@@ -90,3 +93,35 @@ async def test_an_account_out_of_credit_is_told_at_once_not_retried(tmp_path, ll
     gateway = await gateways(make_config(tmp_path, model=openai_model(server, max_retries=2)), [chat])
     assert await ask(chat, gateway, "hello") == OUT_OF_CREDIT
     assert len(server.requests) == 1
+
+
+def summarising(body: dict) -> bool:
+    return body["messages"][0]["content"] == SUMMARY_PROMPT
+
+
+async def test_a_conversation_over_the_servers_real_window_is_compacted_and_goes_on(tmp_path, llm, gateways,
+                                                                                    caplog):
+    # model.context_window says 128,000 (the default), the server takes 2,500: the estimate never asks for
+    # compaction, the server's refusal does.
+    server = await llm(context_window=2_500)
+    turns = iter(range(1, 100))
+    server.respond_with(lambda body: {"text": "SUMMARY: the user asked about topics 1 to n." if summarising(body)
+                                      else f"answer {next(turns)}"})
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat])
+    for n in range(1, 14):
+        assert await ask(chat, gateway, f"topic {n}: " + "words " * 300) == f"answer {n}"
+    refused = [i for i, body in enumerate(server.requests) if _refused(server, body)]
+    assert len(refused) >= 2  # the conversation outgrew the window twice and was compacted both times
+    for i in refused:
+        refused_body, summariser, retried = server.requests[i:i + 3]
+        assert summarising(summariser) and not summarising(retried)
+        assert retried["messages"][1]["content"].startswith(SUMMARY_HEADER + "\nSUMMARY:")
+        assert retried["messages"][-1] == refused_body["messages"][-1]  # the user's newest message, word for word
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "context_window" in
+                r.getMessage()]
+    assert len(warnings) == 1 and "model.context_window" in warnings[0]
+
+
+def _refused(server, body: dict) -> bool:
+    return len(json.dumps(body["messages"])) // 4 > server.context_window
