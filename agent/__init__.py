@@ -6,7 +6,7 @@ Knows nothing of chats or children; `lifecycle` and `gateway` build on it.
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent._compaction import CompactionPolicy, Compactor
-from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress
+from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress, exceeds_context
 from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
@@ -49,5 +49,6 @@ __all__ = [
     "TurnResult",
     "Usage",
     "active_turn",
+    "exceeds_context",
     "new_id",
 ]

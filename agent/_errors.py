@@ -13,7 +13,14 @@ import re
 
 _CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
 """How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
-proxies); the same as `gateway.replies` reads from a turn's error text."""
+proxies)."""
+
+
+def exceeds_context(error_text: str) -> bool:
+    """Whether a model error's text says the request was longer than the model's context window
+    (also read from a finished turn's ``TurnResult.error``)."""
+    return _CONTEXT_EXCEEDED.search(error_text) is not None
+
 
 class AgentError(Exception):
     """Root of every error the agent package raises."""
@@ -41,7 +48,7 @@ class ModelError(AgentError):
     def context_exceeded(self) -> bool:
         """The server refused the request as longer than the model's context window: the same
         request fails again, a shorter one (the conversation compacted) may not."""
-        return _CONTEXT_EXCEEDED.search(str(self)) is not None
+        return exceeds_context(str(self))
 
 
 class ToolError(AgentError):

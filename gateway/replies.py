@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-import re
 
-from agent import TurnResult
+from agent import TurnResult, exceeds_context
 
 log = logging.getLogger("gateway.replies")
 
@@ -27,9 +26,6 @@ FILTERED = "Sorry — the model provider's content filter blocked this request. 
 _PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED}
 """Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
 is told what is wrong, so nobody keeps trying; the detail is in the log."""
-_CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
-"""How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
-proxies): trying again in a moment cannot help, a new session does."""
 
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
@@ -42,7 +38,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
         log.warning("turn %s ended early: the model call failed: %s", result.turn_id, result.error or "no detail")
         text = _PERMANENT.get(result.error_kind or "") or (
-            TOO_LONG if _CONTEXT_EXCEEDED.search(result.error or "") else MODEL_FAILED)
+            TOO_LONG if exceeds_context(result.error or "") else MODEL_FAILED)
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":
