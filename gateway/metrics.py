@@ -124,20 +124,35 @@ class GatewayMetrics(GatewayListener):
 
     # -- hooks ------------------------------------------------------------------------------
 
-    async def _child_stopped(self, *, child_role: str, child_status: str, duration_ms: int, **_: Any) -> None:
+    async def _child_stopped(self, *, child_role: str, child_status: str, duration_ms: int, child_ran_here: bool,
+                             child_model: str | None, child_usage: Mapping[str, Any], child_error_kind: str | None,
+                             **_: Any) -> None:
         self.child_runs.labels(child_role, child_status).inc()
         self.child_seconds.labels(child_role, child_status).observe(duration_ms / 1000)
+        if not child_ran_here:
+            # Its model calls ran on a worker, where no model_call hook runs: count them once, now,
+            # from its outcome, which tells only the calls that answered from the one that ended it.
+            name = child_model or "unknown"
+            if calls := child_usage["api_calls"]:
+                self.model_calls.labels(name, child_role, "ok").inc(calls)
+            if child_error_kind:
+                self.model_calls.labels(name, child_role, child_error_kind).inc()
+            self._used(name, child_role, child_usage["prompt_tokens"], child_usage["completion_tokens"],
+                       child_usage["cost_usd"])
 
     async def _model_called(self, *, role: str, model: str | None, prompt_tokens: int, completion_tokens: int,
                             cost_usd: float | None, error: str | None, **_: Any) -> None:
         name = model or "unknown"
         self.model_calls.labels(name, role, error or "ok").inc()
+        self._used(name, role, prompt_tokens, completion_tokens, cost_usd)
+
+    def _used(self, model: str, role: str, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
         if prompt_tokens:
-            self.tokens.labels(name, role, "input").inc(prompt_tokens)
+            self.tokens.labels(model, role, "input").inc(prompt_tokens)
         if completion_tokens:
-            self.tokens.labels(name, role, "output").inc(completion_tokens)
+            self.tokens.labels(model, role, "output").inc(completion_tokens)
         if cost_usd:
-            self.cost.labels(name, role).inc(cost_usd)
+            self.cost.labels(model, role).inc(cost_usd)
 
 
 class _Live(Collector):

@@ -163,7 +163,7 @@ def outcome_from_turn(result: TurnResult) -> ChildOutcome:
         status, error = "failed", "Subagent did not produce a response."
     return ChildOutcome(  # positional, in field order: this runs for every child
         status, result.exit_reason, result.text or None, error, result.api_calls, 0.0, result.usage,
-        result.cost_usd, result.model, result.tool_trace,
+        result.cost_usd, result.model, result.tool_trace, None, None, result.error_kind,
     )
 
 

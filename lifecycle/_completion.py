@@ -28,9 +28,10 @@ def listening(host: ChildHost) -> bool:
     return host.memory is not None or host.hooks.has("subagent_stop")
 
 
-async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
+async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome, *, ran_here: bool) -> None:
     """Tell the memory provider, then run ``subagent_stop`` hooks in registration order (a
-    failing one is logged, the rest still run)."""
+    failing one is logged, the rest still run). ``ran_here``: the child ran in this process, so
+    its own ``model_call`` hooks already ran here (`Engine.runs_here`)."""
     sid = job.subagent_id
     if host.memory is not None:
         try:
@@ -41,6 +42,7 @@ async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
         except Exception:
             log.exception("memory provider failed for child %s", sid)
     if host.hooks.has("subagent_stop"):
+        usage = outcome.usage
         await host.hooks.run(
             "subagent_stop",
             parent_session_id=job.parent_session_id,
@@ -52,6 +54,11 @@ async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome) -> None:
             child_exit_reason=outcome.exit_reason,
             tool_call_history=[e.to_dict() for e in outcome.tool_trace],
             duration_ms=int(outcome.duration_seconds * 1000),
+            child_model=outcome.model or job.model,
+            child_usage={"api_calls": outcome.api_calls, "prompt_tokens": usage.prompt_tokens,
+                         "completion_tokens": usage.completion_tokens, "cost_usd": outcome.cost_usd},
+            child_error_kind=outcome.error_kind,
+            child_ran_here=ran_here,
         )
 
 

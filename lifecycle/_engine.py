@@ -67,6 +67,12 @@ class Engine(Protocol):
     then leaves them running on `close` and re-attaches to them on `start`; otherwise it
     interrupts them on `close` and marks those a dead process left behind INTERRUPTED."""
 
+    runs_here: bool
+    """True when children run in the service's process, built by `EngineHost.build_child`: their
+    own ``turn_*``, ``model_call`` and ``tool_*`` hooks run on the host's registry. False when they
+    run elsewhere, where no hooks run: what they spent reaches this process only in their outcome
+    (``subagent_stop`` says which, ``child_ran_here``)."""
+
     async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
         """Begin serving ``host``. ``unfinished`` names the children the journal holds as
         not finished (always empty unless `survives_restart`); returns the jobs among them

@@ -34,6 +34,7 @@ class InProcessEngine:
     """
 
     survives_restart = False
+    runs_here = True
 
     def __init__(self, max_running: int) -> None:
         if max_running < 1:

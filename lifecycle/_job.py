@@ -122,6 +122,9 @@ class ChildOutcome:
     """Why a child stopped for lack of progress (status ``timeout``)."""
     schema: dict[str, Any] | None = None
     """``schema_valid`` and, when invalid, ``schema_errors`` and ``schema_note``."""
+    error_kind: str | None = None
+    """The `ModelError` kind of the model call that ended the child (``exit_reason="error"``);
+    ``api_calls`` counts only the calls that answered, so this is the one more that failed."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe plain dict; `from_dict` of it gives an equal outcome."""

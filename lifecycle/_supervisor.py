@@ -113,7 +113,7 @@ class Supervisor:
             elif record.state is S.CANCEL_REQUESTED and not record.ran:
                 outcome.error = _before_start(record)
         if record.job is not None and listening(self.host):
-            await notify(self.host, record.job, outcome)
+            await notify(self.host, record.job, outcome, ran_here=self.engine.runs_here)
         roll_up(record.parent, outcome)
         record.outcome = outcome
         now = self.host.clock.time()

@@ -74,6 +74,7 @@ class TemporalEngine:
     """Runs children as `ChildWorkflow`s on ``settings.task_queue``; use from one event loop."""
 
     survives_restart = True
+    runs_here = False  # on workers, which run no hooks: the children's spend comes in their outcomes
 
     def __init__(self, settings: TemporalSettings, *, compaction: CompactionPolicy | None = None,
                  client: Client | None = None, connect: Callable[[], Any] | None = None) -> None:

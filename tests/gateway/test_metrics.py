@@ -180,3 +180,47 @@ async def test_a_lookup_that_finds_a_lost_send_is_counted_and_nothing_is_sent_tw
     assert chat.texts() == ["once"]
     assert value("switchboard_outbox_lookups_total", platform="chat", outcome="found") == 1
     assert value("switchboard_deliveries_total", platform="chat", kind="reply", outcome="sent") == 1
+
+
+async def test_children_on_temporal_workers_count_in_the_model_metrics_once(tmp_path, gateways,
+                                                                            temporal_server) -> None:
+    import uuid
+
+    from agent import ToolRegistry
+    from agent.models.scripted import ScriptedModel
+    from lifecycle.settings import TemporalSettings
+    from lifecycle.temporal import ChildWorker, WorkerToolbox, connect
+
+    def leaf(request):
+        goal = next(m["content"] for m in request.messages if m["role"] == "user")
+        if "doomed" in goal:  # one answered call, then the provider refuses the second
+            return {"tool_calls": [{"name": "nothing", "arguments": {}}]} if request.iteration == 0 else {
+                "error": "quota", "message": "out of credit"}
+        return {"text": "found it", "cost_usd": 0.25}
+
+    chat = RecordingAdapter()
+    model = ScriptedModel({
+        "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {
+            "tasks": [{"goal": "look"}, {"goal": "doomed search"}]}}]}, {"text": "done"}]],
+        "leaf": leaf,
+    }, name="gpt-test", cost_usd=0.5)
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"metrics-{uuid.uuid4().hex[:10]}")
+    config = make_config(tmp_path, delegation={"gateway_mode": "inline"}, lifecycle={
+        "engine": "temporal", "temporal": {"address": settings.address, "task_queue": settings.task_queue}})
+    toolbox = WorkerToolbox(tools=ToolRegistry(), model_for=lambda provider, name: model)
+    async with ChildWorker(await connect(settings), settings.task_queue, toolbox, heartbeat_seconds=0.2):
+        gateway = await gateways(config, [chat], model=model)
+        async with served(gateway) as server:
+            await chat.say("look two things up")
+            await settled(gateway, timeout=30)
+            value = await scrape(server.url)
+    assert value("switchboard_subagent_runs_total", role="leaf", status="completed") == 1
+    assert value("switchboard_subagent_runs_total", role="leaf", status="failed") == 1
+    # The worker runs no hooks: each child is counted once, from its outcome, when it ends.
+    assert value("switchboard_model_calls_total", model="gpt-test", role="leaf", outcome="ok") == 2
+    assert value("switchboard_model_calls_total", model="gpt-test", role="leaf", outcome="quota") == 1
+    assert value("switchboard_model_tokens_total", model="gpt-test", role="leaf", type="input") == 2 * 10
+    assert value("switchboard_model_tokens_total", model="gpt-test", role="leaf", type="output") == 2 * 5
+    assert value("switchboard_model_cost_usd_total", model="gpt-test", role="leaf") == 0.25 + 0.5
+    assert value("switchboard_model_calls_total", model="gpt-test", role="parent", outcome="ok") == 2
+    assert value("switchboard_model_cost_usd_total", model="gpt-test", role="parent") == 2 * 0.5

@@ -136,6 +136,7 @@ class WorkerEngine:
     """A distributed engine in miniature: submits jobs to `Workers` and follows them."""
 
     survives_restart = True
+    runs_here = False
 
     def __init__(self, workers: Workers) -> None:
         self.workers = workers
