@@ -104,6 +104,10 @@ class AgentSession:
     _next_tools: dict[str, Tool] | None = None
     _tool_log: deque[ToolTraceEntry] | None = None
     _overflow_warned = False
+    _turn: _TurnState | None = None
+    """The running turn's spend so far, for `add_cost`."""
+    _unbilled: tuple[Usage, float | None, int] | None = None
+    """Spend `add_cost` gave a turn that had ended: the next turn's."""
 
     def __init__(
         self,
@@ -220,13 +224,25 @@ class AgentSession:
         unread, self._steer = self._steer, []
         return unread
 
-    def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0) -> None:
-        """Roll a child's usage into this session's totals."""
+    def add_cost(self, usage: Usage, cost_usd: float | None, api_calls: int = 0, *, turn_id: str | None = None) -> None:
+        """Add spend made for this session outside its own model calls (a child's, rolled up; the
+        compactor's summary) to its totals and to one turn's figures, exactly once: the running
+        turn's; with ``turn_id`` (a child's launching turn), that turn's while it runs, else the
+        next turn's (a background child's lands in the turn that runs next, most often the one
+        that delivers its result). Spend with no ``turn_id`` while no turn runs is the session's only."""
         if usage.prompt_tokens or usage.completion_tokens:
             self.total_usage += usage
         self.total_api_calls += api_calls
         if cost_usd:
             self.total_cost_usd += cost_usd
+        turn = self._turn
+        if turn is not None and (turn_id is None or turn_id == turn.turn_id):
+            _charge(turn, usage, cost_usd, api_calls)
+            if turn_id is not None:
+                turn.child_calls += api_calls
+        elif turn_id is not None:
+            held = self._unbilled or (_NO_USAGE, None, 0)
+            self._unbilled = (held[0] + usage, _plus(held[1], cost_usd), held[2] + api_calls)
 
     # -- the loop --------------------------------------------------------------------
 
@@ -247,7 +263,11 @@ class AgentSession:
         if self._next_tools:
             self._apply_next_tools()
         clock, hooks = self.clock, self.hooks
-        turn = _TurnState(turn_id or new_id("turn-"), clock.monotonic())
+        turn = self._turn = _TurnState(turn_id or new_id("turn-"), clock.monotonic())
+        if self._unbilled is not None:
+            _charge(turn, *self._unbilled)
+            turn.child_calls = turn.api_calls
+            self._unbilled = None
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         activity = self.activity
         try:
@@ -265,6 +285,7 @@ class AgentSession:
             except ValueError:
                 pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
             self._running = False
+            self._turn = None
             activity.current_tool = None
             activity.tool_started_at = None
             activity.last_activity = ended = clock.monotonic()
@@ -332,13 +353,13 @@ class AgentSession:
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
-            await self._compact(turn)
+            await self._compact()
         if self.before_model_call is not None:
             await self.before_model_call(self)
         if self._schemas is None:
             self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
         request = ModelRequest(  # positional, in field order
-            self.messages, self._schemas, self.role, self.turns_run, turn.api_calls, self.metadata,
+            self.messages, self._schemas, self.role, self.turns_run, turn.api_calls - turn.child_calls, self.metadata,
         )
         activity, clock, hooks = self.activity, self.clock, self.hooks
         activity.api_calls += 1
@@ -369,13 +390,10 @@ class AgentSession:
         activity.description = "model answered"
         return response
 
-    async def _compact(self, turn: _TurnState, overflow: ModelError | None = None) -> bool:
+    async def _compact(self, overflow: ModelError | None = None) -> bool:
         """Run the compactor (a hard interrupt cancels it: `_HardInterrupted`); True when it compacted."""
-        spent = self.total_usage, self.total_cost_usd, self.total_api_calls
-        with _Guard(self):
+        with _Guard(self):  # a summary's model call is this turn's spend too (`add_cost`)
             compacted = await (self.compactor(self) if overflow is None else self.compactor(self, overflow))
-        if self.total_api_calls != spent[2]:  # it summarised: its model call is this turn's spend too
-            _charge_turn(turn, self, *spent)
         return bool(compacted)
 
     async def _compact_for_overflow(self, turn: _TurnState, exc: ModelError) -> bool:
@@ -393,7 +411,7 @@ class AgentSession:
                 getattr(self.model, "context_window", "?"),
                 "" if self.compactor is not None else " (this session has no compactor: it cannot go on)",
             )
-        return self.compactor is not None and await self._compact(turn, exc)
+        return self.compactor is not None and await self._compact(exc)
 
     async def _model_hook(self, turn: _TurnState, started: float, response: ModelResponse | None, *,
                           error: str | None = None) -> None:
@@ -486,6 +504,8 @@ class _TurnState:
     turn_id: str
     started: float
     api_calls: int = 0
+    child_calls: int = 0
+    """Of `api_calls`, the children's (`add_cost`): not this turn's own iterations."""
     usage: Usage = _NO_USAGE
     cost: float | None = None
     last_text: str = ""
@@ -495,14 +515,16 @@ class _TurnState:
     trace: list[ToolTraceEntry] = field(default_factory=list)
 
 
-def _charge_turn(turn: _TurnState, session: AgentSession, usage: Usage, cost: float, api_calls: int) -> None:
-    """Add to ``turn`` what ``session`` spent since its totals were ``usage``, ``cost`` and
-    ``api_calls`` (the compactor charges the session): a child's cost rolls up from its turn."""
-    turn.usage += Usage(session.total_usage.prompt_tokens - usage.prompt_tokens,
-                        session.total_usage.completion_tokens - usage.completion_tokens)
-    if session.total_cost_usd != cost:
-        turn.cost = (turn.cost or 0.0) + session.total_cost_usd - cost
-    turn.api_calls += session.total_api_calls - api_calls
+def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: int) -> None:
+    if usage.prompt_tokens or usage.completion_tokens:
+        turn.usage += usage
+    turn.cost = _plus(turn.cost, cost_usd)
+    turn.api_calls += api_calls
+
+
+def _plus(cost: float | None, more: float | None) -> float | None:
+    """None (no provider reported a cost) stays None until one does."""
+    return cost if more is None else (cost or 0.0) + more
 
 
 def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:

@@ -15,12 +15,13 @@ from lifecycle._record import Record
 log = logging.getLogger("lifecycle.children")
 
 
-def roll_up(parent: AgentSession | None, outcome: ChildOutcome) -> None:
-    """Add the child's usage and cost to its parent's totals. ``parent`` is None for a child
-    re-attached after a restart: the totals of the session that launched it went with that
-    process, so there is nothing to add to."""
+def roll_up(parent: AgentSession | None, turn_id: str, outcome: ChildOutcome) -> None:
+    """Add the child's usage and cost to its parent's totals and to the figures of the turn
+    that launched it (or the parent's next turn, if that one has ended: `AgentSession.add_cost`).
+    ``parent`` is None for a child re-attached after a restart: the session that launched it
+    went with that process, so there is nothing to add to."""
     if parent is not None:
-        parent.add_cost(outcome.usage, outcome.cost_usd, outcome.api_calls)
+        parent.add_cost(outcome.usage, outcome.cost_usd, outcome.api_calls, turn_id=turn_id)
 
 
 def listening(host: ChildHost) -> bool:

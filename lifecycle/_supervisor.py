@@ -114,7 +114,7 @@ class Supervisor:
                 outcome.error = _before_start(record)
         if record.job is not None and listening(self.host):
             await notify(self.host, record.job, outcome, ran_here=self.engine.runs_here)
-        roll_up(record.parent, outcome)
+        roll_up(record.parent, record.turn_id, outcome)
         record.outcome = outcome
         now = self.host.clock.time()
         result, row = terminal(record, outcome, _terminal_state(outcome, record.state), now)

@@ -271,6 +271,25 @@ async def test_cost_is_summed_when_the_provider_reports_it():
     assert s.total_cost_usd == 0.25
 
 
+async def test_spend_handed_in_for_a_turn_counts_in_it_or_in_the_next_one_exactly_once():
+    from agent import Usage
+
+    s = AgentSession(model=ScriptedModel({"parent": [
+        [{"wait": "child", "tool_calls": [{"name": "nothing"}]}, {"text": "a"}], [{"text": "b"}]]}, cost_usd=0.25))
+    first = asyncio.ensure_future(s.run_turn("go", turn_id="t-1"))
+    await s.model.reached("child")
+    s.add_cost(Usage(100, 50), 1.0, 3, turn_id="t-1")  # a child of this turn, while it runs
+    s.add_cost(Usage(7, 7), None, 1, turn_id="t-0")  # one an earlier turn launched
+    s.model.release("child")
+    result = await first
+    assert (result.api_calls, result.usage, result.cost_usd) == (2 + 3, Usage(120, 60), 1.5)
+    assert result.text == "a"  # its script goes by the turn's own calls, not its children's
+    s.add_cost(Usage(1, 1), 0.5, 1, turn_id="t-1")  # one that ended after its turn
+    second = await s.run_turn("again")
+    assert (second.api_calls, second.usage, second.cost_usd) == (1 + 1 + 1, Usage(18, 13), 0.75)
+    assert (s.total_api_calls, s.total_usage, s.total_cost_usd) == (8, Usage(138, 73), 2.25)
+
+
 async def test_turn_hooks_run_around_every_turn():
     from agent import HookRegistry
 

@@ -90,7 +90,8 @@ async def test_a_turn_and_every_child_are_one_trace_with_no_content_by_default(t
     assert turn.attributes["gen_ai.conversation.id"] == session_id
     assert turn.attributes["switchboard.platform"] == "chat"
     assert turn.attributes["switchboard.turn.outcome"] == "done"
-    assert turn.attributes["gen_ai.usage.input_tokens"] == 20 and turn.attributes["gen_ai.usage.output_tokens"] == 10
+    # The turn's tokens are its own two calls and its children's four.
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 60 and turn.attributes["gen_ai.usage.output_tokens"] == 30
     # Each child hangs under the delegate_task call that launched it, which hangs under the turn.
     [delegation] = by_name(spans, "execute_tool delegate_task")
     assert parent_of(delegation, spans) is turn
@@ -165,6 +166,60 @@ async def test_a_stopped_child_ends_its_span_interrupted(traced, exporter) -> No
     await settled(gateway)
     [span] = by_name(exporter.get_finished_spans(), "invoke_agent subagent")
     assert span.attributes["switchboard.subagent.status"] == "interrupted"
+
+
+async def test_a_turns_tokens_include_its_children_failed_and_stopped_ones_too(traced, exporter) -> None:
+    def leaf(request):
+        goal = next(m["content"] for m in request.messages if m["role"] == "user")
+        if request.iteration == 0:
+            return {"tool_calls": [{"name": "lookup", "arguments": {}}]}
+        if "doomed" in goal:
+            return {"error": "quota", "message": "out of credit"}
+        return {"wait": "never"} if "forever" in goal else {"text": "found"}
+
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [
+        {"goal": "fine"}, {"goal": "doomed"}, {"goal": "forever"}]}}]}, {"text": "all done"}]], "leaf": leaf}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "inline"})
+    await chat.say("go")
+    await gateway.host.model.reached("never")
+    view = gateway.host.children
+    [stuck] = [c for c in view.children(next(iter(gateway.sessions)).session_id) if c.goal == "forever"]
+    assert await view.interrupt_child(stuck.subagent_id, "stopped from the operator console")
+    await settled(gateway)
+    spans = exporter.get_finished_spans()
+    assert sorted(s.attributes["switchboard.subagent.status"] for s in by_name(spans, "invoke_agent subagent")) == [
+        "completed", "failed", "interrupted"]
+    [turn] = by_name(spans, "invoke_agent switchboard")
+    # Its own 2 calls; fine's 2; doomed's 1 answered (the refused one used nothing); forever's 1 answered.
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 10 * 6
+    assert turn.attributes["gen_ai.usage.output_tokens"] == 5 * 6
+
+
+async def test_a_turns_tokens_include_an_orchestrators_own_children_once(traced, exporter) -> None:
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {
+                  "goal": "split it", "role": "orchestrator"}}]}, {"text": "all done"}]],
+              "orchestrator": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "a part"}}]},
+                                {"text": "parts done"}]],
+              "leaf": [[{"text": "part"}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "inline", "max_spawn_depth": 2})
+    await chat.say("go")
+    await settled(gateway)
+    spans = exporter.get_finished_spans()
+    assert len(by_name(spans, "invoke_agent subagent")) == 2
+    [turn] = by_name(spans, "invoke_agent switchboard")
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 10 * (2 + 2 + 1)  # parent, orchestrator, its leaf
+
+
+async def test_a_background_childs_tokens_count_in_one_turn_of_its_exchange(traced, exporter) -> None:
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "later"}}]},
+                          {"text": "on it"}], [{"text": "here are the results"}]],
+              "leaf": [[{"text": "found"}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "background"})
+    await chat.say("do it in the background")
+    await settled(gateway)
+    turns = by_name(exporter.get_finished_spans(), "invoke_agent switchboard")
+    # 3 parent calls and the child's 1, each in exactly one of the two turns.
+    assert sum(t.attributes["gen_ai.usage.input_tokens"] for t in turns) == 4 * 10
 
 
 async def test_no_endpoint_means_no_traces_and_the_traces_path_is_added_only_when_missing() -> None:
