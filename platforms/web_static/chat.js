@@ -202,6 +202,7 @@
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
+    input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
   });
   input.addEventListener("keydown", (event) => {

@@ -174,3 +174,12 @@ async def test_a_bare_url_is_linked_as_written_brackets_and_underscores_included
     links = await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])")
     assert links == [["https://en.wikipedia.org/wiki/Python_(language)"] * 2, ["https://example.com/_a_/b"] * 2]
     assert await mine.text_content() == text
+
+
+async def test_after_sending_with_the_button_the_cursor_is_back_in_the_box(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", "hello")
+    await page.click("#send")
+    await page.wait_for_selector("[data-kind=user]")
+    assert await page.evaluate("document.activeElement.id") == "input"  # the next message can be typed at once
