@@ -97,6 +97,7 @@
       el.dataset.id = message.id;
       el.append(document.createElement("div"));
       el.firstChild.className = "text";
+      el.firstChild.dir = "auto"; // Arabic or Hebrew reads right to left, its punctuation at the left end
       shown.set(message.id, el);
       list.append(el);
     }

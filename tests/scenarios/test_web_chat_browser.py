@@ -183,3 +183,14 @@ async def test_after_sending_with_the_button_the_cursor_is_back_in_the_box(chat,
     await page.click("#send")
     await page.wait_for_selector("[data-kind=user]")
     assert await page.evaluate("document.activeElement.id") == "input"  # the next message can be typed at once
+
+
+async def test_right_to_left_text_reads_right_to_left_in_the_box_and_in_the_chat(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    direction = "el => getComputedStyle(el).direction"
+    await page.fill("#input", "שלום עולם!")  # the "!" belongs at the left end
+    assert await page.eval_on_selector("#input", direction) == "rtl"
+    await page.press("#input", "Enter")
+    assert await (await page.wait_for_selector("[data-kind=user] .text")).evaluate(direction) == "rtl"
+    assert await (await page.wait_for_selector("[data-kind=reply] .text")).evaluate(direction) == "ltr"
