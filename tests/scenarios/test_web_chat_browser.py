@@ -194,3 +194,12 @@ async def test_right_to_left_text_reads_right_to_left_in_the_box_and_in_the_chat
     await page.press("#input", "Enter")
     assert await (await page.wait_for_selector("[data-kind=user] .text")).evaluate(direction) == "rtl"
     assert await (await page.wait_for_selector("[data-kind=reply] .text")).evaluate(direction) == "ltr"
+
+
+async def test_on_a_phone_every_button_is_on_screen_and_nothing_scrolls_sideways(chat, page) -> None:
+    web = await chat()
+    await page.set_viewport_size({"width": 320, "height": 640})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 320
+    right_edges = await page.eval_on_selector_all("header button, #send", "els => els.map(e => e.getBoundingClientRect().right)")
+    assert len(right_edges) == 4 and max(right_edges) <= 320
