@@ -107,8 +107,14 @@
     el.classList.toggle("pending", Boolean(message.pending));
     el.classList.toggle("failed", Boolean(message.failed));
     el.classList.toggle("edited", Boolean(message.edited));
-    if (message.failed) el.title = message.failed;
-    else el.removeAttribute("title");
+    let reason = el.querySelector(".reason");
+    if (message.failed && !reason) {
+      reason = document.createElement("div"); // in words, not in a tooltip a phone cannot show
+      reason.className = "reason";
+      el.append(reason);
+    }
+    if (message.failed) reason.textContent = message.failed;
+    else if (reason) reason.remove();
     if (el.dataset.text !== message.text) {
       el.dataset.text = message.text;
       render(message.text, el.firstChild);
@@ -195,6 +201,7 @@
     } else {
       const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
       upsert(ownMessage(item, { pending: false, failed: "Not sent: " + reason }));
+      if (!input.value) input.value = item.text; // back in the box, to shorten or correct and send again
     }
   }
 

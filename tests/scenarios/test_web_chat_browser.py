@@ -203,3 +203,15 @@ async def test_on_a_phone_every_button_is_on_screen_and_nothing_scrolls_sideways
     assert await page.evaluate("document.documentElement.scrollWidth") <= 320
     right_edges = await page.eval_on_selector_all("header button, #send", "els => els.map(e => e.getBoundingClientRect().right)")
     assert len(right_edges) == 4 and max(right_edges) <= 320
+
+
+async def test_a_message_over_the_limit_is_refused_in_words_and_stays_in_the_box(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    text = "x" * 32_001
+    await page.fill("#input", text)
+    await page.press("#input", "Enter")
+    refused = await page.wait_for_selector("[data-kind=user].failed")
+    assert await refused.is_visible()
+    assert await refused.inner_text() == text + '\nNot sent: "text" must be at most 32000 characters'
+    assert await page.input_value("#input") == text  # to shorten and send again, not to type again
