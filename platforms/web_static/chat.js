@@ -16,6 +16,9 @@
   const input = $("input");
   const working = $("working");
   const shown = new Map(); // message id -> element
+  // What this page sent and shows at the bottom before the gateway has it. Others' messages may
+  // reach the gateway first: when the gateway publishes ours, it moves to where the gateway took it.
+  const unplaced = new Set();
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.token");
   const TYPING_LAPSE_MS = 8000; // the gateway repeats "typing" every few seconds while a turn runs
@@ -139,8 +142,12 @@
   function showHistory(messages) {
     list.replaceChildren();
     shown.clear();
+    unplaced.clear();
     for (const message of messages) upsert(confirmedUnlessPending(message));
-    for (const send of pending()) upsert(ownMessage(send)); // not confirmed yet: still shown, still retried
+    for (const send of pending()) { // not confirmed yet: still shown, still retried
+      if (!shown.has("user:" + send.key)) unplaced.add("user:" + send.key);
+      upsert(ownMessage(send));
+    }
   }
 
   let typingTimer = null;
@@ -172,6 +179,7 @@
     const item = { key: randomId(), text };
     savePending([...pending(), item]);
     upsert(ownMessage(item));
+    unplaced.add("user:" + item.key);
     deliver(item, 0);
   }
 
@@ -199,6 +207,7 @@
       const el = shown.get("user:" + item.key);
       if (el) el.classList.remove("pending");
     } else {
+      unplaced.delete("user:" + item.key); // refused: the gateway never publishes it
       const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
       upsert(ownMessage(item, { pending: false, failed: "Not sent: " + reason }));
       if (!input.value) input.value = item.text; // back in the box, to shorten or correct and send again
@@ -232,7 +241,10 @@
 
   const handlers = {
     history: (data) => showHistory(data.messages),
-    user: (data) => upsert(confirmedUnlessPending(data)),
+    user: (data) => {
+      if (unplaced.delete(data.id)) remove(data.id); // shown again below, where the gateway took it
+      upsert(confirmedUnlessPending(data));
+    },
     message: (data) => upsert(data),
     edit: (data) => edit(data.id, data.text),
     delete: (data) => remove(data.id),

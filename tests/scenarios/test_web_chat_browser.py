@@ -215,3 +215,35 @@ async def test_a_message_over_the_limit_is_refused_in_words_and_stays_in_the_box
     assert await refused.is_visible()
     assert await refused.inner_text() == text + '\nNot sent: "text" must be at most 32000 characters'
     assert await page.input_value("#input") == text  # to shorten and send again, not to type again
+
+
+async def test_a_message_that_reached_the_gateway_late_shows_where_the_gateway_took_it_in_every_tab(chat, page) -> None:
+    web = await chat()
+    released = asyncio.Event()
+
+    async def held_until_released(route) -> None:  # a slow network, or the gateway restarting
+        await released.wait()
+        await route.continue_()
+
+    await page.route("**/chat/api/messages", held_until_released)
+    other = await page.context.new_page()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await open_chat(other, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", "typed first, arrives second")
+    await page.press("#input", "Enter")
+    await other.fill("#input", "typed second, arrives first")
+    await other.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=reply]")
+    released.set()
+    await page.wait_for_selector("[data-kind=user]:not(.pending) >> text=typed first")
+    await web.settled()
+    expected = [("user", "typed second, arrives first"), ("reply", ANY_DEMO),
+                ("user", "typed first, arrives second"), ("reply", ANY_DEMO)]
+    for tab in (page, other):
+        await tab.wait_for_function("() => document.querySelectorAll('[data-kind=reply]').length === 2")
+        assert [(kind, text) for _, kind, text in await shown(tab)] == expected  # each answer below its question
+    ids = await shown(page)
+    assert ids == await shown(other)
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await shown(page) == ids
