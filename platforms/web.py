@@ -11,8 +11,8 @@ Routes (see docs/platforms/web.md):
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
 - ``GET /chat/api/events?chat=``: Server-Sent Events. First ``history`` (the same
-  messages, plus the chat commands), then live ``user``, ``message``, ``edit``,
-  ``delete``, ``typing`` and ``idle`` events. The history is read right after the
+  messages, plus the chat commands and whether a turn is running), then live ``user``,
+  ``message``, ``edit``, ``delete``, ``typing`` and ``idle`` events. The history is read right after the
   stream subscribes, with nothing sent in between, so the two neither overlap nor
   leave a gap; a page that reconnects gets a fresh ``history`` and misses nothing.
 
@@ -79,6 +79,8 @@ class WebChatAdapter:
         self._streams = ChatStreams()
         self._sink: InboundSink | None = None
         self._commands: list[dict[str, str]] = []
+        self._working: set[str] = set()
+        """Chats with a turn running (between `typing` and `idle`): a page that opens then shows it at once."""
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -127,9 +129,11 @@ class WebChatAdapter:
         self._streams.publish(chat_id, "delete", {"id": message_id})
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self._working.add(chat_id)
         self._streams.publish(chat_id, "typing", {})
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        self._working.discard(chat_id)
         self._streams.publish(chat_id, "idle", {})
 
     # -- in: the page and its API ------------------------------------------------------
@@ -200,7 +204,8 @@ class WebChatAdapter:
         history = self._read_history(chat_id)
         sub = self._streams.subscribe(chat_id)  # with no await since the read: nothing was sent in between
         return await serve_events(request, self._streams, sub,
-                                  ("history", {"messages": history, "commands": self._commands}), self._keep_alive)
+                                  ("history", {"messages": history, "commands": self._commands,
+                                               "working": chat_id in self._working}), self._keep_alive)
 
     def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
         if self._history is None:

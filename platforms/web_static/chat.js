@@ -240,7 +240,10 @@
     Object.assign(message, { pending: pending().some((p) => "user:" + p.key === message.id) });
 
   const handlers = {
-    history: (data) => showHistory(data.messages),
+    history: (data) => {
+      showHistory(data.messages);
+      setWorking(Boolean(data.working));
+    },
     user: (data) => {
       if (unplaced.delete(data.id)) remove(data.id); // shown again below, where the gateway took it
       upsert(confirmedUnlessPending(data));

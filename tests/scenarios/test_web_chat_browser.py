@@ -247,3 +247,19 @@ async def test_a_message_that_reached_the_gateway_late_shows_where_the_gateway_t
     await page.reload()
     await page.wait_for_selector("body[data-state=connected]")
     assert await shown(page) == ids
+
+
+async def test_a_reload_mid_turn_shows_working_and_stop_at_once(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 30, "step_seconds": 1}})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", LIST)
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("#working", state="visible")
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await page.is_visible("#stop")  # not only at the next "typing", seconds later
+    await page.click("#stop")
+    await page.wait_for_selector("#working", state="hidden")
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await page.is_hidden("#working")
