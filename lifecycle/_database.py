@@ -232,10 +232,19 @@ class SqliteDatabase:
                     self._schedule_retry()
                     return
                 raise sqlite3.OperationalError("database is locked")
+            flushed: list[Participant] = []
             for participant in due:
                 error = self._flush(conn, participant)
+                if not conn.in_transaction:
+                    # SQLite rolled the whole batch back (a full disk), the rows flushed before this
+                    # one with it, also when the flush caught the error itself: none of them is durable.
+                    error = error or sqlite3.OperationalError(f"{self.path.name}: SQLite rolled the batch back")
+                    failures.update(dict.fromkeys(flushed, error))
+                    flushed = []
                 if error is not None:
                     failures[participant] = error
+                else:
+                    flushed.append(participant)
             self._write_again()  # a participant's flush met a full disk
             if conn.in_transaction:
                 self._execute("COMMIT", (), many=False)

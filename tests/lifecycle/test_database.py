@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import subprocess
@@ -266,3 +267,18 @@ def test_a_commit_a_real_full_disk_refused_is_written_once_there_is_room(tmp_pat
                           capture_output=True, text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["refused: database or disk is full", "[('answer',)]"]
+
+
+async def test_participants_are_not_told_their_rows_are_durable_when_a_later_flush_met_a_full_disk(
+        db: SqliteDatabase) -> None:
+    await db.durable()
+    first, second = Recorder(db), Recorder(db)
+    first.pending = [("first", 1)]
+    second.pending = [("big", "x" * 50_000)]  # the disk has no room for it: SQLite rolls the batch back
+    fill_up(db)
+    db.request(first)
+    db.request(second)
+    with contextlib.suppress(sqlite3.Error):
+        await db.durable()
+    assert outside(db.path, "SELECT k FROM t") == []
+    assert first.outcomes[0] is not None and second.outcomes[0] is not None
