@@ -12,7 +12,7 @@ percent-decoded (``a%20b`` as ``a b``), and its other half, which also links bar
 domains and e-mail addresses, runs after emphasis has already eaten a ``_``.
 
 Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``,
-without trailing punctuation (``.,:;!?*~'"``) or a closing bracket it did not open,
+without trailing punctuation (``.,:;!?*_~'"``) or a closing bracket it did not open,
 so ``(see https://x.org/a)`` and ``**https://x.org**`` read as meant.
 """
 
@@ -26,7 +26,7 @@ from markdown_it.rules_inline import StateInline
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
 _REST = re.compile(r"//[^\s<>`]+")
-_TRAILING = ".,:;!?*~'\""
+_TRAILING = ".,:;!?*_~'\""
 _PAIRS = {")": "(", "]": "["}
 
 

@@ -50,6 +50,7 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
          "see <https://example.com/_a_/b?c=1&amp;d=*2*/> and _this_"),
         ("**https://example.com/a_b**.", "*<https://example.com/a_b>*."),
         ("`https://example.com/_a_`", "`https://example.com/_a_`"),
+        ("_Source: https://example.com/a_ and more", "_Source: <https://example.com/a>_ and more"),
         ("> quoted\n> **words**", "> quoted\n> *words*"),
         ("# Title\n\nbody", "*Title*\n\nbody"),
         ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
