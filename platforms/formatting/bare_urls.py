@@ -12,8 +12,9 @@ percent-decoded (``a%20b`` as ``a b``), and its other half, which also links bar
 domains and e-mail addresses, runs after emphasis has already eaten a ``_``.
 
 Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``,
-without trailing punctuation (``.,:;!?*_~'"``) or a closing bracket it did not open,
-so ``(see https://x.org/a)`` and ``**https://x.org**`` read as meant.
+without trailing punctuation (``.,:;!?*_~'"``, and "…", which is not GitHub's: a line cut
+short ends with it, `gateway.excerpt`) or a closing bracket it did not open, so
+``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from markdown_it.rules_inline import StateInline
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
 _REST = re.compile(r"//[^\s<>`]+")
-_TRAILING = ".,:;!?*_~'\""
+_TRAILING = ".,:;!?*_~'\"…"
 _PAIRS = {")": "(", "]": "["}
 
 

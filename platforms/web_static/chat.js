@@ -68,7 +68,7 @@
   function inline(text, into) {
     // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
     // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
-    const token = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~']|\([^\s<>()"]*\)))/g;
+    const token = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\)))/g;
     let last = 0;
     for (const m of text.matchAll(token)) {
       if (m.index > last) into.append(text.slice(last, m.index));

@@ -340,3 +340,27 @@ async def settled_children(gateway, *, live: int) -> None:
     async with asyncio.timeout(5):
         while len(gateway.host.children.children(session.session_id)) != live:
             await asyncio.sleep(0.001)
+
+
+def test_a_line_cut_right_after_a_bare_url_links_the_address_without_the_ellipsis():
+    # The cut keeps a bare URL whole, and its "…" then came straight after it: read as part of the
+    # address, Slack linked https://example.com/docs/page… (a page that does not exist).
+    @dataclass
+    class Child:
+        subagent_id: str
+        goal: str
+        state: str = "RUNNING"
+        started_at: float | None = 1.0
+        completed_at: float | None = None
+        activity: str = ""
+
+    url = "https://example.com/docs/page"
+    lines = []
+    for pad in range(LINE_CHARS):  # the cut lands before, right after and past the address
+        child = Child("sa-1", "x" * pad + f" {url} " + "and more words " * 10)
+        card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False),
+                            publish=lambda t, n: None, children=lambda child=child: [child])
+        lines += card.render().splitlines()[1:]
+    assert any(line.endswith(url + "…") for line in lines)
+    for line in lines:
+        assert re.findall(r"<(https://[^>|]*)", slack_mrkdwn.render(line)) in ([], [url]), line

@@ -167,13 +167,13 @@ async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page
 async def test_a_bare_url_is_linked_as_written_brackets_and_underscores_included(chat, page) -> None:
     web = await chat()
     await open_chat(page, f"{web.base}/chat?chat=c1")
-    text = "see https://en.wikipedia.org/wiki/Python_(language), or (https://example.com/_a_/b), _https://x.org/c_."
+    text = "see https://en.wikipedia.org/wiki/Python_(language), or (https://example.com/_a_/b), _https://x.org/c_ https://x.org/d…"
     await page.fill("#input", text)
     await page.click("#send")
     mine = await page.wait_for_selector("[data-kind=user] .text")
     links = await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])")
     assert links == [["https://en.wikipedia.org/wiki/Python_(language)"] * 2, ["https://example.com/_a_/b"] * 2,
-                     ["https://x.org/c"] * 2]  # a trailing underscore is not the address's, as in the gateway
+                     ["https://x.org/c"] * 2, ["https://x.org/d"] * 2]  # nor a trailing _ or …, as in the gateway
     assert await mine.text_content() == text
 
 
