@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from lifecycle.temporal.testing import DevServer
 
 # The properties are about what the code computes, not how fast: on a loaded 2-core machine one
-# example can take longer than Hypothesis's default 200 ms deadline, failing a correct test.
-settings.register_profile("switchboard", deadline=None)
+# example can take longer than Hypothesis's default 200 ms deadline, and generating them longer than
+# its too_slow health check allows, failing a correct test.
+settings.register_profile("switchboard", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("switchboard")
 
 
