@@ -228,10 +228,13 @@
       $("composer").requestSubmit();
     }
   });
+  // A command acts once per click burst: the second click of a double click (event.detail 2) would
+  // send it again, and a second /stop could stop the turn after the one meant.
+  const once = (command) => (event) => event.detail > 1 || send(command);
   for (const button of document.querySelectorAll("button.command")) {
-    button.addEventListener("click", () => send(button.dataset.command));
+    button.addEventListener("click", once(button.dataset.command));
   }
-  $("stop").addEventListener("click", () => send("/stop"));
+  $("stop").addEventListener("click", once("/stop"));
 
   // -- receiving ----------------------------------------------------------------------
 

@@ -264,3 +264,19 @@ async def test_a_reload_mid_turn_shows_working_and_stop_at_once(chat, page) -> N
     await page.reload()
     await page.wait_for_selector("body[data-state=connected]")
     assert await page.is_hidden("#working")
+
+
+async def test_a_double_click_on_new_session_or_stop_sends_the_command_once(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 30, "step_seconds": 1}})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.dblclick("button.command[data-command='/new']")
+    await page.wait_for_selector("[data-kind=command] >> text=Started a new session")
+    await page.fill("#input", LIST)
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("#working", state="visible")
+    await page.dblclick("#stop")  # a second /stop would stop whatever runs next too
+    await page.wait_for_selector("[data-kind=command] >> text=Stopped")
+    await web.settled()
+    await page.wait_for_selector("[data-role=user].pending", state="detached")
+    assert [(kind, text[:4]) for _, kind, text in await shown(page)] == [
+        ("user", "/new"), ("command", "Star"), ("user", "Comp"), ("user", "/sto"), ("command", "Stop")]
