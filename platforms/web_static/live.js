@@ -3,7 +3,8 @@
 //
 // - The access token: taken from a "#token=…" link (and out of the address bar at once), kept
 //   in this tab's sessionStorage, sent as "Authorization: Bearer …". A 401 that asks for a
-//   Bearer token opens the page's sign-in dialog (#login, #login-form, #token, #login-error).
+//   Bearer token opens the page's sign-in dialog (#login, #login-form, #token, #login-error),
+//   saying whether the token refused was the link's or the one typed.
 // - The connection state: body[data-state] and the #status line.
 // - A Server-Sent Events stream read with fetch (EventSource cannot send a header), opened
 //   again after any drop, with backoff. Each page's stream starts with a whole snapshot, so a
@@ -22,6 +23,8 @@ window.SwitchboardLive = (() => {
   // The token kept under `tokenKey`: { headers(extra), asksForToken(response), askForToken(rejected) }.
   function access(tokenKey) {
     const fragment = new URLSearchParams(location.hash.slice(1));
+    let linked = fragment.get("token"); // until refused: a refusal then blames the link, not what was typed
+    const typedRefused = $("login-error").textContent;
     if (fragment.has("token")) {
       sessionStorage.setItem(tokenKey, fragment.get("token"));
       fragment.delete("token");
@@ -43,9 +46,13 @@ window.SwitchboardLive = (() => {
       },
       askForToken(rejected) {
         if (!asking) {
+          const tried = sessionStorage.getItem(tokenKey);
           sessionStorage.removeItem(tokenKey);
           setState("login", "sign in");
-          $("login-error").hidden = !rejected || !$("token").value;
+          const error = $("login-error");
+          error.hidden = !rejected || !(tried || $("token").value);
+          error.textContent = tried && tried === linked ? "The token in the link was not accepted." : typedRefused;
+          linked = null;
           $("login").showModal();
           asking = new Promise((resolve) => {
             $("login-form").addEventListener("submit", () => {

@@ -280,3 +280,19 @@ async def test_a_double_click_on_new_session_or_stop_sends_the_command_once(chat
     await page.wait_for_selector("[data-role=user].pending", state="detached")
     assert [(kind, text[:4]) for _, kind, text in await shown(page)] == [
         ("user", "/new"), ("command", "Star"), ("user", "Comp"), ("user", "/sto"), ("command", "Stop")]
+
+
+async def test_a_link_with_a_wrong_token_says_the_links_token_was_refused(chat, page) -> None:
+    web = await chat(server={"host": "0.0.0.0", "port": 0, "console": False},
+                     platforms={"web": {"enabled": True, "token": TOKEN}})
+    await page.goto(f"{web.base}/chat?chat=c1#token=not-the-token")
+    await page.wait_for_selector("body[data-state=login]")
+    error = await page.wait_for_selector("#login-error", state="visible")
+    assert await error.inner_text() == "The token in the link was not accepted."
+    assert "not-the-token" not in page.url
+    await page.fill("#token", "still-not-it")
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_function("() => document.getElementById('login-error').innerText === 'That token was not accepted.'")
+    await page.fill("#token", TOKEN)
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("body[data-state=connected]")
