@@ -36,6 +36,7 @@
     return id;
   })();
   const PENDING_KEY = "switchboard.pending." + chat;
+  const REFUSED_KEY = "switchboard.refused." + chat;
 
   function randomId() {
     // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
@@ -114,10 +115,9 @@
     if (message.failed && !reason) {
       reason = document.createElement("div"); // in words, not in a tooltip a phone cannot show
       reason.className = "reason";
-      el.append(reason);
+      el.append(reason, refusedActions(message.id));
     }
     if (message.failed) reason.textContent = message.failed;
-    else if (reason) reason.remove();
     if (el.dataset.text !== message.text) {
       el.dataset.text = message.text;
       render(message.text, el.firstChild);
@@ -148,6 +148,7 @@
       if (!shown.has("user:" + send.key)) unplaced.add("user:" + send.key);
       upsert(ownMessage(send));
     }
+    for (const draft of stored(REFUSED_KEY)) upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
   }
 
   let typingTimer = null;
@@ -159,13 +160,14 @@
 
   // -- sending ------------------------------------------------------------------------
 
-  function pending() {
+  function stored(key) {
     try {
-      return JSON.parse(sessionStorage.getItem(PENDING_KEY) || "[]");
+      return JSON.parse(sessionStorage.getItem(key) || "[]");
     } catch {
       return [];
     }
   }
+  const pending = () => stored(PENDING_KEY);
 
   function savePending(sends) {
     sessionStorage.setItem(PENDING_KEY, JSON.stringify(sends));
@@ -209,9 +211,38 @@
     } else {
       unplaced.delete("user:" + item.key); // refused: the gateway never publishes it
       const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
-      upsert(ownMessage(item, { pending: false, failed: "Not sent: " + reason }));
+      const draft = Object.assign({}, item, { failed: "Not sent: " + reason });
+      sessionStorage.setItem(REFUSED_KEY, JSON.stringify([...stored(REFUSED_KEY), draft]));
+      upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
       if (!input.value) input.value = item.text; // back in the box, to shorten or correct and send again
     }
+  }
+
+  // A refused message is the only copy of its text (the gateway never took it): it stays, also through
+  // a reload (from sessionStorage), until dismissed; Edit puts its text into the box again.
+  function refusedActions(id) {
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    const draft = () => stored(REFUSED_KEY).find((d) => "user:" + d.key === id);
+    const edit = document.createElement("button");
+    edit.type = "button";
+    edit.className = "edit";
+    edit.textContent = "Edit";
+    edit.addEventListener("click", () => {
+      const text = draft() ? draft().text : "";
+      input.value = input.value && input.value !== text ? input.value + "\n\n" + text : text; // what was typed stays
+      input.focus();
+    });
+    const dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "dismiss";
+    dismiss.textContent = "Dismiss";
+    dismiss.addEventListener("click", () => {
+      sessionStorage.setItem(REFUSED_KEY, JSON.stringify(stored(REFUSED_KEY).filter((d) => "user:" + d.key !== id)));
+      remove(id);
+    });
+    actions.append(edit, dismiss);
+    return actions;
   }
 
   $("composer").addEventListener("submit", (event) => {

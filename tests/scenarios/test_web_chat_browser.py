@@ -20,6 +20,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser 
 
 LIST = "Compare these:\n- apples\n- pears"
 TOKEN = "page-token-0123456789abcdef"
+REFUSED = 'Not sent: "text" must be at most 32000 characters'
 class _Demo(str):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, str) and other.startswith("[demo]")
@@ -214,7 +215,8 @@ async def test_a_message_over_the_limit_is_refused_in_words_and_stays_in_the_box
     await page.press("#input", "Enter")
     refused = await page.wait_for_selector("[data-kind=user].failed")
     assert await refused.is_visible()
-    assert await refused.inner_text() == text + '\nNot sent: "text" must be at most 32000 characters'
+    assert await refused.eval_on_selector(".text", "e => e.innerText") == text
+    assert await refused.eval_on_selector(".reason", "e => e.innerText") == REFUSED
     assert await page.input_value("#input") == text  # to shorten and send again, not to type again
 
 
@@ -296,3 +298,34 @@ async def test_a_link_with_a_wrong_token_says_the_links_token_was_refused(chat, 
     await page.fill("#token", TOKEN)
     await page.click("#login-form button[type=submit]")
     await page.wait_for_selector("body[data-state=connected]")
+
+
+async def test_a_refused_message_stays_through_a_reload_until_dismissed_and_edit_puts_it_back(chat, page) -> None:
+    web = await chat()
+    released = asyncio.Event()
+
+    async def held_until_released(route) -> None:
+        await released.wait()
+        await route.continue_()
+
+    await page.route("**/chat/api/messages", held_until_released)
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    text = "x" * 32_001
+    await page.fill("#input", text)
+    await page.press("#input", "Enter")
+    await page.fill("#input", "typed meanwhile")
+    released.set()
+    await page.wait_for_selector("[data-kind=user].failed")
+    assert await page.input_value("#input") == "typed meanwhile"  # not replaced: the refused text is in its bubble
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    refused = await page.wait_for_selector("[data-kind=user].failed")
+    assert await refused.eval_on_selector(".text", "e => e.innerText") == text
+    assert await refused.eval_on_selector(".reason", "e => e.innerText") == REFUSED
+    await (await refused.query_selector("button.edit")).click()
+    assert await page.input_value("#input") == text
+    await (await refused.query_selector("button.dismiss")).click()
+    await page.wait_for_selector("[data-kind=user].failed", state="detached")
+    await page.reload()
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await shown(page) == []
