@@ -18,7 +18,9 @@ from gateway.testing import settled
 
 
 class WebChat:
-    """One gateway with the web chat on a state directory; `restart` starts a new one on it."""
+    """One gateway with the web chat on a state directory; `restart` (or `stop`, then `start`)
+    starts a new one on it, on the same port, as systemd restarting the real gateway does, so an
+    open page can find it again."""
 
     def __init__(self, tmp_path, **sections: Any) -> None:
         raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
@@ -27,6 +29,7 @@ class WebChat:
         self.config = config_from_mapping(raw).config
         self.gateway: Gateway | None = None
         self.server: Server | None = None
+        self.port = 0  # a free one at the first start, then that one again
 
     @property
     def base(self) -> str:
@@ -35,9 +38,10 @@ class WebChat:
 
     async def start(self) -> WebChat:
         self.gateway = Gateway(AgentHost(self.config), build_adapters(self.config))
-        self.server = Server(self.gateway, "127.0.0.1", 0)
+        self.server = Server(self.gateway, "127.0.0.1", self.port)
         await self.gateway.start()
         await self.server.start()
+        self.port = self.server.port
         return self
 
     async def stop(self) -> None:

@@ -329,3 +329,24 @@ async def test_a_refused_message_stays_through_a_reload_until_dismissed_and_edit
     await page.reload()
     await page.wait_for_selector("body[data-state=connected]")
     assert await shown(page) == []
+
+
+async def test_an_open_page_reconnects_by_itself_after_a_restart_and_shows_what_came_meanwhile_once(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    address = web.base
+    await web.stop()  # as systemd restarting the gateway: the same address, the same state directory
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    await page.fill("#input", "sent while it was away")  # retried, with the same key, until it is back
+    await page.press("#input", "Enter")
+    await web.start()
+    assert web.base == address
+    async with aiohttp.ClientSession() as http:  # another tab, quicker to reconnect
+        await post_message(http, web.base, "c1", "hello from elsewhere", key="key-other-tab")
+    await page.wait_for_function("() => document.querySelectorAll('[data-kind=reply]').length === 2")
+    await web.settled()
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.wait_for_selector("[data-role=user].pending", state="detached")
+    got = [(kind, text) for _, kind, text in await shown(page)]
+    assert sorted(text for kind, text in got if kind == "user") == ["hello from elsewhere", "sent while it was away"]
+    assert [kind for kind, _ in got].count("reply") == 2 and len(got) == 4
