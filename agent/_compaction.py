@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import AgentSession, active_turn
@@ -152,7 +152,8 @@ class Compactor:
         if not messages or (overflow is None and self._last_after.get(session) is messages[-1]):
             return False
         before = self._estimate(session)
-        trigger = self.policy.trigger_tokens(session.model.context_window)
+        window = context_window(session.model)
+        trigger = self.policy.trigger_tokens(window)
         if overflow is None and before < trigger:
             return False
         head = 1 if messages[0].get("role") == "system" else 0
@@ -165,7 +166,8 @@ class Compactor:
         if not rest or (overflow is not None and all(_is_summary(m) for m in rest)):
             log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
             return False
-        budget = None if overflow is None else _budget_chars(before, str(overflow))
+        known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
+        budget = _budget_chars(before, window) if overflow is not None or known_smaller else None
         summary = await self._summarise(session, older, budget)
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
         self._tallies.pop(session, None)
@@ -265,19 +267,11 @@ def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> i
     return later if head < later < len(messages) else None
 
 
-_STATED_WINDOW = re.compile(r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)",
-                            re.IGNORECASE)
-"""The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
-length is 8192 tokens. However, …")."""
-
-
-def _budget_chars(refused_tokens: int, error: str) -> int:
-    """Characters the summariser may be sent after a request of ``refused_tokens`` (estimated) was
-    refused as too long: half of that request, or of the window the server named if smaller, so
-    the summariser's own request fits with room for its answer."""
-    stated = _STATED_WINDOW.search(error)
-    window = int(stated.group(1) or stated.group(2)) if stated else refused_tokens
-    return max(1, min(refused_tokens, window) // 2) * 4  # the estimate's four characters a token
+def _budget_chars(tokens: int, window: int) -> int:
+    """Characters the summariser may be sent to summarise a conversation of ``tokens`` (estimated)
+    that the server refused, or will refuse, as too long: half of it, or of the window the server
+    named if smaller, so the summariser's own request fits with room for its answer."""
+    return max(1, min(tokens, window) // 2) * 4  # the estimate's four characters a token
 
 
 def _is_summary(message: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
+from agent._context_window import remember_window
 from agent._errors import ModelError, ToolError, TurnInProgress
 from agent._frozen import fast_init
 from agent._hooks import HookRegistry
@@ -402,6 +403,7 @@ class AgentSession:
         foresee, and compacting now shortened the conversation."""
         if not exc.context_exceeded:
             return False
+        remember_window(self.model, str(exc))  # later calls, in every session, compact to fit it
         if not self._overflow_warned:
             self._overflow_warned = True
             log.warning(

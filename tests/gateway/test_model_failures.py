@@ -4,6 +4,7 @@ through the gateway."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -102,7 +103,8 @@ def summarising(body: dict) -> bool:
 async def test_a_conversation_over_the_servers_real_window_is_compacted_and_goes_on(tmp_path, llm, gateways,
                                                                                     caplog):
     # model.context_window says 128,000 (the default), the server takes 2,500: the estimate never asks for
-    # compaction, the server's refusal does.
+    # compaction, the server's first refusal does, and the window it names drives compaction from then on.
+    caplog.set_level(logging.INFO, logger="agent.context_window")
     server = await llm(context_window=2_500)
     turns = iter(range(1, 100))
     server.respond_with(lambda body: {"text": "SUMMARY: the user asked about topics 1 to n." if summarising(body)
@@ -112,7 +114,8 @@ async def test_a_conversation_over_the_servers_real_window_is_compacted_and_goes
     for n in range(1, 14):
         assert await ask(chat, gateway, f"topic {n}: " + "words " * 300) == f"answer {n}"
     refused = [i for i, body in enumerate(server.requests) if _refused(server, body)]
-    assert len(refused) >= 2  # the conversation outgrew the window twice and was compacted both times
+    assert len(refused) == 1  # later turns, and their summariser, keep within the window the server named
+    assert sum(summarising(body) for body in server.requests[refused[0] + 3:]) >= 2
     for i in refused:
         refused_body, summariser, retried = server.requests[i:i + 3]
         assert summarising(summariser) and not summarising(retried)
@@ -121,6 +124,8 @@ async def test_a_conversation_over_the_servers_real_window_is_compacted_and_goes
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "context_window" in
                 r.getMessage()]
     assert len(warnings) == 1 and "model.context_window" in warnings[0]
+    learned = [r.getMessage() for r in caplog.records if r.name == "agent.context_window"]
+    assert len(learned) == 1 and "2500 tokens" in learned[0]
 
 
 def _refused(server, body: dict) -> bool:

@@ -1,0 +1,52 @@
+"""The context windows model servers named. A server that refuses a request as over its window
+often says how large the window is ("This model's maximum context length is 8192 tokens"). That
+number is kept per model object for the life of the process, so compaction works to the real
+window from then on instead of to ``model.context_window``, which said more: without it every
+later overflow, in every session, cost one more refused request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import weakref
+from typing import Any
+
+log = logging.getLogger("agent.context_window")
+
+_STATED_WINDOW = re.compile(r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)",
+                            re.IGNORECASE)
+"""The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
+length is 8192 tokens. However, …")."""
+
+_named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def stated_window(error_text: str) -> int | None:
+    """The window, in tokens, that a refusal's text names; None when it names none."""
+    stated = _STATED_WINDOW.search(error_text)
+    return int(stated.group(1) or stated.group(2)) if stated else None
+
+
+def remember_window(model: Any, error_text: str) -> None:
+    """Keep the window ``error_text`` names as ``model``'s when it is less than the one known,
+    and say so once per window learned."""
+    window = stated_window(error_text)
+    if window is None or window >= context_window(model):
+        return
+    try:
+        _named[model] = window
+    except TypeError:  # a model object that cannot be weakly referenced: its refusals stay one-offs
+        return
+    log.info("model %s: its server's context window is %d tokens (named when it refused a request), not the %d of "
+             "model.context_window; conversations are compacted to fit %d from now on",
+             getattr(model, "name", "?"), window, model.context_window, window)
+
+
+def context_window(model: Any) -> int:
+    """The smaller of ``model.context_window`` and the window its server named, if it named one."""
+    try:
+        named = _named.get(model)
+    except TypeError:
+        named = None
+    return model.context_window if named is None else min(model.context_window, named)
