@@ -19,9 +19,11 @@ messages from bots, this one included, are ignored.
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
-redelivers. ``event_id`` is Slack's ``event_id`` (the same on HTTP retries and Socket Mode
-redeliveries) and ``command:<trigger_id>`` for slash commands; the gateway inbox drops
-repeats. Slack does not order events, so neither does this adapter.
+redelivers. ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
+and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
+``event_id``: retries keep it, but Slack has also sent one message as several events, each with
+an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
+events, so neither does this adapter.
 
 Slash commands are acked empty and answered ephemerally through the command's
 ``response_url`` (valid 30 minutes, 5 uses; works where the bot is not a channel member),
@@ -401,7 +403,7 @@ class SlackAdapter:
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
             text=slack_mrkdwn.unescape(text),
-            event_id=body.get("event_id") or f"{channel}:{ts}", is_private=private,
+            event_id=f"{channel}:{ts}", is_private=private,
             attachments=slack_files.attachments_of(event), sent_at=float(ts),
         ))
 

@@ -346,7 +346,7 @@ async def test_a_message_sent_right_after_new_with_text_is_answered_after_that_t
         await plugin.stopping.wait()  # /new is withdrawing the waiting child
     second = await chat.fake.push_dm("U1", "second")
     inbox = chat.gateway.store.inbox
-    await chat.fake.wait_for(lambda: inbox.received_at("slack", second["event_id"]) is not None)
+    await chat.fake.wait_for(lambda: inbox.received_at("slack", f"{DM}:{second['event']['ts']}") is not None)
     plugin.release.set()
 
     texts = await chat.answered(count=4)
@@ -445,6 +445,20 @@ async def test_socket_mode_redelivery_is_one_turn_and_one_reply(slack_chat):
     [envelope] = [e for e in chat.fake.envelopes.values() if e.payload.get("event_id") == body["event_id"]]
     await chat.fake.wait_for(lambda: envelope.retry_attempt >= 1 and envelope.acked)
     assert len(envelope.deliveries) >= 2
+    assert await chat.answered() == ["once"]
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_one_message_slack_sends_again_as_a_new_event_is_one_turn_and_one_reply(slack_chat, mode):
+    # Slack has sent one message as several events, each with an event_id of its own and no retry
+    # header (node-slack-sdk#2141: up to 11); the message's channel and ts stay the same.
+    model = ScriptedModel({"parent": [[{"text": "once"}], [{"text": "twice"}]]})
+    chat = await slack_chat(mode=mode, llm=model)
+    body = await chat.fake.push_dm("U1", "hello")
+    assert await chat.answered(settle=False) == ["once"]
+    again = await chat.fake.push_event(body["event"])
+    assert again["event_id"] != body["event_id"]
     assert await chat.answered() == ["once"]
     assert len(model.requests) == 1
 
