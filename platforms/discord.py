@@ -80,6 +80,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
+from platforms.discord_twins import Twins
 from platforms.formatting import discord_markdown
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -146,6 +147,7 @@ class DiscordAdapter:
         self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
         self._connected = asyncio.Event()
         self._stopping = False
+        self._twins = Twins()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `_REMEMBERED_CHANNELS` of them."""
@@ -300,6 +302,8 @@ class DiscordAdapter:
 
     async def _on_message(self, message: discord.Message) -> None:
         me = self._client.user if self._client is not None else None
+        if me is not None and message.author.id == me.id:
+            self._twins.heard(message.id, message.channel.id, message.nonce)
         if me is None or message.author.bot or message.author.id == me.id:
             return
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -392,10 +396,11 @@ class DiscordAdapter:
             except NotFound:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         target = message.thread_id or message.chat_id
+        nonce = _nonce(message.idempotency_key)
+        self._twins.sending(nonce)
         try:
             sent = await self._channel(target).send(
-                discord_markdown.render(message.text), silent=message.silent, nonce=_nonce(message.idempotency_key),
-                allowed_mentions=_MENTIONS,
+                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc

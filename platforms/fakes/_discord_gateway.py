@@ -39,16 +39,23 @@ class DiscordGateway:
     """The gateway half of `FakeDiscord`, which holds the state (sessions, connections, the
     pending and replay queues) and mixes this in."""
 
-    def _dispatch(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    def _dispatch(self, event: str, data: dict[str, Any], *, only: _Session | None = None) -> dict[str, Any]:
+        """To the newest session (logged for its RESUME), and to every other one still connected:
+        Discord sends each session of a bot every event, so two clients on one token both hear a
+        message. ``only``: a session's own events (READY, its GUILD_CREATEs, RESUMED)."""
         session = self._session
         if session is None or not session.valid:
             self._pending.append((event, data))
             return data
-        session.seq += 1
-        frame = {"op": 0, "t": event, "s": session.seq, "d": data}
-        session.log.append(frame)
-        if session.conn is not None and not session.conn.ws.closed:
-            self._send_soon(session.conn, frame)
+        for target in [only] if only is not None else self._sessions.values():
+            connected = target.conn is not None and not target.conn.ws.closed
+            if target.valid and (target is session or connected):
+                target.seq += 1
+                frame = {"op": 0, "t": event, "s": target.seq, "d": data}
+                target.log.append(frame)
+                if connected:
+                    assert target.conn is not None
+                    self._send_soon(target.conn, frame)
         self._touch()
         return data
 
@@ -122,9 +129,9 @@ class DiscordGateway:
             "v": 10, "user": _user(self.bot_id, self.bot_name, bot=True), "guilds": guilds,
             "session_id": session.id, "resume_gateway_url": self.gateway_url, "private_channels": [],
             "application": {"id": self.application_id, "flags": self._app_flags()},
-        })
+        }, only=session)
         for guild in self._guilds:
-            self._dispatch("GUILD_CREATE", self._guild_json(guild))
+            self._dispatch("GUILD_CREATE", self._guild_json(guild), only=session)
         pending, self._pending = self._pending, []
         for event, data in pending:
             self._dispatch(event, data)
@@ -138,8 +145,8 @@ class DiscordGateway:
         by_id = {f["d"].get("id"): f for f in session.log if isinstance(f.get("d"), dict)}
         for event_id in replay:
             if event_id in by_id:
-                self._dispatch(by_id[event_id]["t"], by_id[event_id]["d"])
-        self._dispatch("RESUMED", {})
+                self._dispatch(by_id[event_id]["t"], by_id[event_id]["d"], only=session)
+        self._dispatch("RESUMED", {}, only=session)
 
     def _app_flags(self) -> int:
         return APP_FLAG_MESSAGE_CONTENT if self.message_content_intent else 0

@@ -21,7 +21,8 @@ discord.py compares the content type for equality.
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
 RECONNECT, op 9 INVALID_SESSION, a dropped socket, a half-open one (`stall`), and close 4014 when the
-Message Content intent is requested but not enabled.
+Message Content intent is requested but not enabled. Every connected session hears every event, as
+on Discord: two clients logged in with one token (two gateways) each get each message.
 
 Scripted failures: `fail_next` (429 with ``retry_after`` and the ``Via`` header
 discord.py needs to retry, or any status and error code). Everything the bot

@@ -57,10 +57,11 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
     """Starts the gateway with a DiscordAdapter pointed at the fake; stops both cleanly."""
     started: list[Gateway] = []
 
-    async def start_(*, model=None, script=None, discord=None, demo=None, **sections) -> Gateway:
+    async def start_(*, model=None, script=None, discord=None, demo=None, home=None, **sections) -> Gateway:
+        """``home``: a folder for the state directory other than the test's (a second gateway)."""
         if demo is not None:
             sections["model"] = {"demo": demo}
-        config = make_config(tmp_path, platforms={"discord": discord or {"allow_all": True}}, **sections)
+        config = make_config(home or tmp_path, platforms={"discord": discord or {"allow_all": True}}, **sections)
         adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
                                  ready_timeout=5.0)
         gateway = await start_gateway(config, [adapter], model=model, script=script)
@@ -447,6 +448,26 @@ async def test_after_an_op7_reconnect_one_message_gets_one_reply_on_one_connecti
     assert contents(fake.bot_messages(dm)) == ["echo: still there?"]
     assert len(model.requests) == 1
     assert fake.live_connections == 1 and fake.connections_opened == 2
+
+
+async def test_a_second_gateway_on_the_same_token_is_named_in_the_log_by_both(fake, start, tmp_path, caplog):
+    # Discord sends every connected session each message: both gateways answer it. The state lock
+    # cannot see this (two state directories); each gateway can see the other's reply arrive.
+    await start(model=ScriptedModel(echo_script("first")))
+    await start(model=ScriptedModel(echo_script("second")), home=tmp_path / "other")
+    await fake.wait_for(lambda: fake.live_connections == 2)
+    dm = fake.dm_channel(USER)
+    fake.push_dm(USER, "hello")
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) == 2)
+    await start.quiet()
+    assert sorted(contents(fake.bot_messages(dm))) == ["first: hello", "second: hello"]  # what the user sees
+    warned = [r for r in caplog.records if r.levelno == logging.ERROR and "same bot token" in r.getMessage()]
+    assert len(warned) == 2, [r.getMessage() for r in warned]
+    assert all(fake.token not in r.getMessage() for r in warned)
+    fake.push_dm(USER, "again")
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) == 4)
+    await start.quiet()
+    assert len([r for r in caplog.records if "same bot token" in r.getMessage()]) == 2  # once per process
 
 
 # ---- 10. access control ------------------------------------------------------------------------------
