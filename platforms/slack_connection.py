@@ -6,7 +6,11 @@ with Slack's ``hello``. When Slack refuses the app token there (it was revoked, 
 uninstalled), slack_sdk logs the error and tries again every ``ping_interval``, for good.
 `SocketWatch` sees both:
 
-- ``hello`` on a new WebSocket: ``connected``;
+- ``hello`` on a new WebSocket: ``connected``. The first one also says how many Socket Mode
+  connections Slack counts for the app: more than this one means another process (a second
+  gateway, or one that has only just died) holds the same app token, and Slack hands each
+  event to one connection of its choice, so each gets part of every chat. Logged as an error
+  (later hellos count the connection a reconnect is replacing);
 - ``apps.connections.open`` called: ``reconnecting``; refused for the token
   (`REFUSED`): ``down`` (still retried by slack_sdk, so a token made valid again is back
   by itself); any other failure: ``reconnecting``.
@@ -14,6 +18,7 @@ uninstalled), slack_sdk logs the error and tries again every ``ping_interval``, 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -25,10 +30,18 @@ from platforms.connection import ConnectionWatch
 REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 """``apps.connections.open`` errors no retry can fix: the app token is not (or no longer) good."""
 
+SHARED = ("slack: Slack counts %d Socket Mode connections for this app as this gateway connects: another gateway"
+          " (or program, or one that has only just stopped) uses the same app token, and Slack hands each"
+          " message to one of them, so each answers part of every chat; stop the other one or give it an app"
+          " of its own")
+
+log = logging.getLogger(__name__)
+
 
 class SocketWatch:
     def __init__(self) -> None:
         self.state = ConnectionWatch("slack")
+        self._greeted = False
 
     def web_client(self, **options: Any) -> AsyncWebClient:
         """The Socket Mode client's Web API client (slack_sdk uses it for ``apps.connections.open``
@@ -40,6 +53,10 @@ class SocketWatch:
 
     async def _on_message(self, client: AsyncBaseSocketModeClient, message: dict, raw: str | None) -> None:
         if message.get("type") == "hello":
+            count = message.get("num_connections")
+            if not self._greeted and isinstance(count, int) and count > 1:
+                log.error(SHARED, count)
+            self._greeted = True
             self.state.connected()
 
 

@@ -8,6 +8,7 @@ Everything stays on 127.0.0.1 with port 0. Each test waits for what it expects w
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -485,6 +486,24 @@ async def test_after_a_reconnect_one_message_gets_exactly_one_reply(slack_chat, 
     [envelope] = [e for e in fake.envelopes.values() if e.payload.get("event_id") == body["event_id"]]
     assert envelope.deliveries == [2] and envelope.acked
     assert [a.connection for a in fake.acks if a.envelope_id == envelope.envelope_id] == [2]
+
+
+async def test_a_second_gateway_on_the_same_app_token_is_named_in_its_log(slack_chat, tmp_path, caplog):
+    # Slack hands each event to one of an app's Socket Mode connections: two gateways on one app
+    # token (two state directories, so the state lock cannot tell) each answer part of a chat.
+    chat = await slack_chat(script={"parent": echo})
+    assert not [r for r in caplog.records if "same app token" in r.getMessage()]
+    adapter = SlackAdapter(bot_token=chat.fake.bot_token, app_token=chat.fake.app_token, api_base=chat.fake.api_base,
+                           ping_interval=0.2)
+    config = make_config(tmp_path / "other", platforms={"slack": {"allow_all": True}})
+    second = await start_gateway(config, [adapter], script={"parent": echo})
+    try:
+        [warned] = await chat.fake.wait_for(lambda: [r for r in caplog.records if "same app token" in r.getMessage()])
+        assert warned.levelno == logging.ERROR
+        assert "2 Socket Mode connections" in warned.getMessage()
+        assert chat.fake.app_token not in warned.getMessage()
+    finally:
+        await second.stop(grace=0)
 
 
 # -- 10. rate limits and vanished messages -----------------------------------------------------
