@@ -6,7 +6,15 @@ Knows nothing of chats or children; `lifecycle` and `gateway` build on it.
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent._compaction import CompactionPolicy, Compactor
-from agent._errors import AgentError, ModelError, PluginError, ToolError, TurnInProgress, exceeds_context
+from agent._errors import (
+    AgentError,
+    ModelError,
+    PluginError,
+    ToolError,
+    TurnInProgress,
+    exceeds_context,
+    model_failure_kind,
+)
 from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
@@ -50,5 +58,6 @@ __all__ = [
     "Usage",
     "active_turn",
     "exceeds_context",
+    "model_failure_kind",
     "new_id",
 ]

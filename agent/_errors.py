@@ -22,6 +22,21 @@ def exceeds_context(error_text: str) -> bool:
     return _CONTEXT_EXCEEDED.search(error_text) is not None
 
 
+_FAILURE_KIND = re.compile(r"model request failed \((\w+)\): ")
+
+
+def model_failure_text(kind: str, detail: str) -> str:
+    """The text of a `ModelError` a provider raises for a failed request: its kind comes first, where
+    `model_failure_kind` reads it back from text that outlived the error (a child's journaled error)."""
+    return f"model request failed ({kind}): {detail}"
+
+
+def model_failure_kind(error_text: str) -> str | None:
+    """The `ModelError` kind of an error text `model_failure_text` wrote, else None."""
+    match = _FAILURE_KIND.match(error_text)
+    return match.group(1) if match else None
+
+
 class AgentError(Exception):
     """Root of every error the agent package raises."""
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from agent import Clock, ToolTraceEntry
 from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
-from gateway.replies import SILENCE
+from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
 from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
@@ -78,7 +78,7 @@ class AgentsCommand:
                     items.append(_item(live[task.subagent_id], now))
                     continue
                 child = found.get(task.subagent_id)
-                text = (child.summary or child.error or "") if child is not None else ""
+                text = (child.summary or child_failure_reason(child.error or "")) if child is not None else ""
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
                 state = _state_word(child)
@@ -176,7 +176,7 @@ def _line(child: ChildSnapshot, now: float) -> str:
     state = _state_word(child)
     text = f"• {child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
     text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
-    done = child.summary or child.error if child.state.terminal else None
+    done = child.summary or child_failure_reason(child.error or "") if child.state.terminal else None
     return text + (f": {excerpt(done, SUMMARY_CHARS)}" if done else "")
 
 

@@ -26,7 +26,7 @@ from agent import Clock, new_id
 from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
-from gateway.replies import SILENCE
+from gateway.replies import SILENCE, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem
@@ -361,7 +361,7 @@ def _failed(child: ChildSnapshot | None) -> bool:
 
 
 def _failure_line(task: LedgerTask, child: ChildSnapshot | None) -> str:
-    reason = (child.error if child is not None else None) or "its result is no longer available"
+    reason = child_failure_reason((child.error if child is not None else None) or "its result is no longer available")
     return f"⚠️ Subagent failed: {_short(task.goal, 80)}: {_short(reason, 160)}"
 
 

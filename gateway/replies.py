@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from agent import TurnResult, exceeds_context
+from agent import TurnResult, exceeds_context, model_failure_kind
 
 log = logging.getLogger("gateway.replies")
 
@@ -52,6 +52,26 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     if not text or (kind == "completion" and text.strip() == SILENCE):
         return None
     return text
+
+
+_CHILD_PERMANENT = {
+    "auth": "the model provider did not accept this gateway's credentials",
+    "not_found": "the model provider does not know the model it was set up to use",
+    "quota": "this gateway's account with the model provider has run out of credit",
+    "content_filter": "the model provider's content filter blocked it",
+}
+CHILD_TOO_LONG = "its work grew longer than the model can take in"
+CHILD_MODEL_FAILED = "it could not get an answer from the model just now"
+
+
+def child_failure_reason(error: str) -> str:
+    """Why a subagent failed, as the chat reads it: for a failed model call the same news as a
+    turn's (`reply_text`), never the provider's words, which may quote an account id or a part of
+    a key (the parent model reads them in its results, the operator in the log); else ``error``."""
+    kind = model_failure_kind(error)
+    if kind is None:
+        return error
+    return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error) else CHILD_MODEL_FAILED)
 
 
 SUPPRESSED_NOTES = {

@@ -29,7 +29,7 @@ try:
 except ImportError:  # openai 1 and 2
     import httpx
 
-from agent._errors import ModelError
+from agent._errors import ModelError, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.settings import ModelSettings
 
@@ -167,7 +167,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
     text = _scrub(getattr(exc, "message", None) or str(exc) or type(exc).__name__, secrets)
-    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status, retry_after=retry_after)
+    return ModelError(model_failure_text(kind, text), kind=kind, status=status, retry_after=retry_after)
 
 
 def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
@@ -186,7 +186,7 @@ def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
         else "bad_request" if status is not None and status < 500
         else "server_error")  # no usable code: the server still says it failed
     text = _scrub(str(error.get("message") or "no message"), secrets)
-    return ModelError(f"model request failed ({kind}): {text}", kind=kind, status=status)
+    return ModelError(model_failure_text(kind, text), kind=kind, status=status)
 
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -287,7 +287,7 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
     if text is not None and not isinstance(text, str):
         raise _malformed("message content is not a string")
     if getattr(choices[0], "finish_reason", None) == "content_filter" and not text and not message.tool_calls:
-        raise ModelError("model request failed (content_filter): the provider's content filter withheld the answer",
+        raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
                          kind="content_filter")
     if text is not None:
         text = _without_reasoning(_mend(text))

@@ -7,7 +7,7 @@ def test_public_names_are_a_conscious_choice():
         "HOOK_NAMES", "RESERVED_TOOLSETS", "SYSTEM_CLOCK", "Activity", "ActiveTurn", "AgentError", "AgentSession",
         "Clock", "CompactionPolicy", "Compactor", "HookRegistry", "Model", "ModelError", "ModelRequest", "ModelResponse", "PluginCommand",
         "PluginContext", "PluginError", "PluginHost", "PluginThreads", "SystemClock", "Tool", "ToolCall", "ToolContext", "ToolError",
-        "ToolRegistry", "ToolTraceEntry", "TurnInProgress", "TurnObserver", "TurnResult", "Usage", "active_turn", "exceeds_context", "new_id",
+        "ToolRegistry", "ToolTraceEntry", "TurnInProgress", "TurnObserver", "TurnResult", "Usage", "active_turn", "exceeds_context", "model_failure_kind", "new_id",
     }
     for name in agent.__all__:
         assert hasattr(agent, name)

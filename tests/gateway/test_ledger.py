@@ -12,6 +12,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.gateway.wire import call, is_child, openai_model
 
 BACKGROUND = {"display": {"interim_assistant_messages": True}}
 TASKS = {"tasks": [{"goal": "alpha"}, {"goal": "beta"}]}
@@ -380,3 +381,53 @@ async def test_children_new_ended_do_not_come_back_after_a_restart(tmp_path, gat
                                           lifecycle={"on_restart": on_restart})
     await settled(gateway2)
     assert chat2.texts() == [] and not [r for r in model2.requests if r.role == "leaf"]
+
+
+PROVIDER_KEY = "sk-proj-secret-0123456789"
+
+
+def provider_error(status: int, message: str, code: str | None) -> tuple:
+    return status, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+
+
+@pytest.mark.parametrize(("failure", "reason"), [
+    (provider_error(401, f"Incorrect API key provided: {PROVIDER_KEY[:8]}****6789.", "invalid_api_key"),
+     "the model provider did not accept this gateway's credentials"),
+    (provider_error(429, "You exceeded your current quota, org-a1b2c3.", "insufficient_quota"),
+     "this gateway's account with the model provider has run out of credit"),
+    (provider_error(400, "This model's maximum context length is 8192 tokens (org-a1b2c3).",
+                    "context_length_exceeded"), "its work grew longer than the model can take in"),
+    (provider_error(429, "Rate limit reached for gpt-4o in organization org-a1b2c3.", "rate_limit_exceeded"),
+     "it could not get an answer from the model just now"),
+], ids=["auth", "quota", "context", "rate_limited"])
+async def test_a_child_the_model_provider_failed_is_told_to_the_chat_in_its_words_not_the_providers(
+        tmp_path, llm, gateways, caplog, failure, reason):
+    server = await llm()
+    parent_saw = []
+
+    def play(body):
+        if is_child(body):
+            return None  # the child's call takes the queued failure
+        last = body["messages"][-1]
+        if str(last.get("content")).startswith("[Background delegation results]"):
+            parent_saw.append(last["content"])
+            return {"text": "results are in"}
+        return {"text": "on it"} if last["role"] == "tool" else call("delegate_task", {"goal": "alpha"})
+
+    server.respond_with(play)
+    server.push_error(*failure)
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server, api_key=PROVIDER_KEY), **BACKGROUND),
+                             [chat])
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    await chat.say("/agents")
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    await settled(gateway)
+    completion, listing = chat.texts()[1:]
+    assert completion == f"results are in\n\n⚠️ Subagent failed: alpha: {reason}"
+    assert f"— alpha — failed: {reason}" in listing
+    provider_words = failure[1]["error"]["message"]
+    assert provider_words in parent_saw[0]  # the model reads the detail it can act on; the operator, the log
+    assert provider_words in caplog.text
+    assert not any("org-a1b2c3" in text or "****" in text for text in chat.texts())
