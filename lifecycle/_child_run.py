@@ -118,7 +118,7 @@ class ChildRun:
                 outcome = self.stopped()
             else:  # `_turn`, inline: one coroutine less for every child
                 turn_id = f"{job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
-                outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id))
+                outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations)
             if job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
         except Exception as exc:  # a bug in running must still end as a result
@@ -134,7 +134,7 @@ class ChildRun:
         if self.stop_reason is not None:
             return self.stopped()
         turn_id = f"{self.job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
-        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id))
+        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations)
 
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
         schema = dict(self.job.output_schema or {})
@@ -152,13 +152,16 @@ class ChildRun:
         return outcome
 
 
-def outcome_from_turn(result: TurnResult) -> ChildOutcome:
+def outcome_from_turn(result: TurnResult, max_iterations: int) -> ChildOutcome:
     if result.exit_reason == "interrupted":
         status, error = "interrupted", result.interrupt_reason or "interrupted"
     elif result.exit_reason == "error":
         status, error = "failed", result.error or "the child's model call failed"
     elif result.text:
         status, error = "completed", None
+    elif result.exit_reason == "max_iterations":  # says what to change: a narrower task, or a larger budget
+        status, error = "failed", (f"it ran out of steps (delegation.max_iterations: {max_iterations}) "
+                                   "before writing an answer")
     else:
         status, error = "failed", "Subagent did not produce a response."
     return ChildOutcome(  # positional, in field order: this runs for every child

@@ -431,3 +431,16 @@ async def test_a_child_the_model_provider_failed_is_told_to_the_chat_in_its_word
     assert provider_words in parent_saw[0]  # the model reads the detail it can act on; the operator, the log
     assert provider_words in caplog.text
     assert not any("org-a1b2c3" in text or "****" in text for text in chat.texts())
+
+
+async def test_a_child_that_spent_its_steps_without_an_answer_says_so(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"tool_calls": [{"name": "list_files"}]},
+                                       delegation={"max_iterations": 2})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    await settled(gateway)
+    reason = "it ran out of steps (delegation.max_iterations: 2) before writing an answer"
+    assert chat.texts()[1].endswith(f"⚠️ Subagent failed: alpha: {reason}\n⚠️ Subagent failed: beta: {reason}")
+    results = [str(m.get("content")) for r in model.requests if r.role == "parent" for m in r.messages
+               if str(m.get("content")).startswith("[Background delegation results]")]
+    assert f'"error": "{reason}", "exit_reason": "max_iterations", "truncated": true' in results[0]
