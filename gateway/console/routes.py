@@ -78,6 +78,7 @@ class Console(GatewayListener):
         self._streams = ChatStreams()
         self._nudged = asyncio.Event()
         self._last: str | None = None
+        self._last_heard: dict[str, float] = {}
         self._refresher: asyncio.Task[None] | None = None
         gateway.events.subscribe(self)
         for hook in ("subagent_start", "subagent_stop", "tool_start", "tool_end"):
@@ -138,8 +139,16 @@ class Console(GatewayListener):
         self._refresher = None
 
     async def _publish_if_changed(self, state: dict[str, Any]) -> None:
-        text = json.dumps({k: v for k, v in state.items() if k not in ("now", "platforms")}, sort_keys=True)
-        if text != self._last:
+        # Ages grow by themselves (the page ticks them): what changes a platform is its connection, or a
+        # later last event, which may have changed nothing else (a duplicate, a stranger's). Within a second
+        # is the same (ages are rounded, and the page shows seconds).
+        platforms = [[p["name"], p["connection"]] for p in state["platforms"]]
+        text = json.dumps({**{k: v for k, v in state.items() if k not in ("now", "platforms")},
+                           "platforms": platforms}, sort_keys=True)
+        last_heard = {p["name"]: state["now"] - p["last_inbound_age"] for p in state["platforms"]}
+        heard = any(abs(at - self._last_heard.get(name, at)) >= 1 for name, at in last_heard.items())
+        self._last_heard = last_heard
+        if text != self._last or heard:
             self._last = text
             self._streams.publish(_STREAM, "state", state)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from typing import Any
@@ -309,6 +310,24 @@ async def test_the_event_stream_sends_the_state_at_once_and_again_when_it_change
             while not (later := await next_state(response))["sessions"]:
                 pass
             assert later["sessions"][0]["chat_id"] == "c7"
+
+
+async def test_the_event_stream_tells_of_an_event_a_platform_handed_over_that_changed_nothing_else(
+        tmp_path, gateways) -> None:
+    clock = FakeClock(autojump=False)
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "hi"}]]}, clock=clock)
+    await chat.say("hello", chat="c7", event_id="ev-1")
+    await settled(gateway)
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        async with http.get(f"{server.url}/console/api/events") as response:
+            await next_state(response)  # at once
+            await next_state(response)  # and the first look of the stream's refresher
+            clock.advance(1800)  # half an hour without a word from the platform: the page ticks that by itself
+            await chat.say("hello", chat="c7", event_id="ev-1")  # redelivered: a duplicate, dropped
+            # The page must learn the platform is alive (it is looked at every second), not keep ticking the hour.
+            later = await asyncio.wait_for(next_state(response), timeout=5)
+            assert later["platforms"][0]["last_inbound_age"] < 60
 
 
 async def next_state(response: aiohttp.ClientResponse) -> dict[str, Any]:

@@ -4,6 +4,7 @@ other platforms keep serving. The real aiogram client polls FakeTelegram over lo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -13,6 +14,7 @@ from gateway.testing import RecordingAdapter, make_config, settled, start_gatewa
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.gateway.observing import samples, served
+from tests.gateway.test_console import next_state
 
 
 @pytest.fixture
@@ -61,5 +63,28 @@ async def test_a_revoked_token_while_running_shows_in_healthz_metrics_and_consol
             await web.say("hello")
             await settled(gateway)
             assert web.messages
+    finally:
+        await gateway.stop(grace=0)
+
+
+async def test_the_console_page_is_told_when_a_platform_is_back_though_nothing_else_changed(tmp_path, fake) -> None:
+    telegram = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=1)
+    gateway = await start_gateway(make_config(tmp_path, platforms={"telegram": {"allow_all": True}}), [telegram])
+    try:
+        async with served(gateway) as server, aiohttp.ClientSession() as http, \
+                http.get(f"{server.url}/console/api/events") as events:
+
+            async def shown(status: str) -> dict:
+                while (state := await next_state(events))["platforms"][0]["connection"]["status"] != status:
+                    pass
+                return state
+
+            await shown("connected")
+            fake.fail_next("getUpdates", 409)  # a second poller for a moment: logged, so the page shows it too
+            assert "another process is polling" in (await shown("down"))["platforms"][0]["connection"]["reason"]
+            # Back: the chats, turns, outbox and warnings stay as they were.
+            await fake.wait_for(lambda: telegram.connection().status == "connected", timeout=15)
+            # The stream is looked at every second: a few seconds is plenty, never is the defect.
+            await asyncio.wait_for(shown("connected"), timeout=5)
     finally:
         await gateway.stop(grace=0)
