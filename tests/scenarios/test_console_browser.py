@@ -65,6 +65,7 @@ async def test_stopping_a_child_from_the_console_shows_in_the_chat(chat, page) -
     await page.fill("#input", "Compare these:\n- apples\n- [stall] pears")
     await page.press("#input", "Enter")
     stalled = console.locator("#work .child[data-state=RUNNING]", has_text="pears")
+    console.once("dialog", lambda dialog: dialog.accept())
     await stalled.get_by_role("button", name="Stop").click()
     reply = await page.wait_for_selector("[data-kind=reply]")
     text = await reply.get_attribute("data-text")
@@ -83,7 +84,24 @@ async def test_stopping_a_turn_from_the_console_tells_the_chat(chat, page) -> No
     await page.fill("#input", "Compare these:\n- [stall] apples\n- [stall] pears")
     await page.press("#input", "Enter")
     await console.wait_for_selector("#work .child[data-state=RUNNING] >> text=pears")
-    await console.locator("#work .turn-head").get_by_role("button", name="Stop").click()
+    posted: list[str] = []
+    console.on("request", lambda request: posted.append(request.url) if request.method == "POST" else None)
+    stop = console.locator("#work .turn-head").get_by_role("button", name="Stop")
+    # Stopping cannot be undone: a slip of the mouse is asked about, and "Cancel" sends nothing.
+    asked: list[tuple[str, str]] = []
+
+    async def cancel(dialog) -> None:
+        asked.append((dialog.type, dialog.message))
+        await dialog.dismiss()
+
+    console.once("dialog", cancel)
+    await stop.click()
+    assert asked and asked[0][0] == "confirm" and "Stop the turn running in web · c1?" in asked[0][1]
+    await console.wait_for_selector("#work .turn-head button:enabled")
+    assert posted == []
+    console.on("dialog", lambda dialog: dialog.accept())
+    await stop.dblclick()  # a double click, each click confirmed, still stops it once
     reply = await page.wait_for_selector("[data-kind=reply]")
     assert await reply.get_attribute("data-text") == "(Stopped from the operator console.)"
     await console.wait_for_selector("#work .turn", state="detached")
+    assert [url.rsplit("/", 1)[-1] for url in posted] == ["stop"]

@@ -94,7 +94,10 @@
         w.running || w.children.some((c) => c.live)
           ? action("Stop", "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
             w.running ? "Stop this turn and its subagents: the chat is told, what it queued still runs"
-              : "Interrupt this turn's running subagents: each ends with the partial output it has")
+              : "Interrupt this turn's running subagents: each ends with the partial output it has",
+            w.running ? "Stop the turn running in " + chat(w.platform, w.chat_id) + "? Nothing more of it is sent, "
+                + "its subagents stop too, and the chat is told."
+              : "Interrupt the running subagents of this turn in " + chat(w.platform, w.chat_id) + "?")
           : null),
       w.children.length ? tree(w.children) : null)));
   }
@@ -108,7 +111,8 @@
         el("span", { class: "meta activity" }, c.live ? c.activity : (c.error || c.activity)),
         el("span", { class: "meta" }, [c.role, c.model].filter(Boolean).join(" · ")),
         c.live ? action("Stop", "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
-          "Interrupt this subagent: it ends with the partial output it has") : null),
+          "Interrupt this subagent: it ends with the partial output it has",
+          "Interrupt the subagent \u201c" + c.goal + "\u201d? It ends with the partial output it has.") : null),
       c.children && c.children.length ? tree(c.children) : null)));
   }
 
@@ -132,17 +136,20 @@
       td(chat(m.platform, m.chat_id)), td(m.kind), el("td", {}, since(m.created_at, null, " ago")), td(m.attempts),
       td(m.error, "error"), td(m.text, "text"),
       el("td", {}, action("Retry", "/console/api/outbox/" + m.id + "/retry", "", "Send it again"),
-        action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it")))));
+        action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it",
+          "Give up on this message to " + chat(m.platform, m.chat_id) + " for good? It is never sent.")))));
     $("dead").replaceChildren(...outbox.dead_letters.map((d) => el("tr", { "data-letter-id": d.id },
       td(chat(d.platform, d.chat_id)), td(d.event_id, "id"), el("td", {}, since(d.dead_at, null, " ago")),
       td(d.attempts), td(d.error, "error"), td(d.text, "text"),
       el("td", {}, action("Retry", "/console/api/dead-letters/" + d.id + "/retry", "",
         "Hand it back to the gateway (as switchboard inbox retry does)"),
-        action("Dismiss", "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it")))));
+        action("Dismiss", "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it",
+          "Forget this event from " + chat(d.platform, d.chat_id) + " for good? It is never handled.")))));
     $("pending").replaceChildren(...outbox.pending_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind + (m.op !== "send" ? " (" + m.op + ")" : "")),
       el("td", {}, since(m.created_at, null, " ago")), td(m.attempts), td(m.error, "error"), td(m.text, "text"),
-      el("td", {}, action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it")))));
+      el("td", {}, action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it",
+        "Never send this message to " + chat(m.platform, m.chat_id) + "?")))));
   }
 
   function drawSessions(sessions) {
@@ -164,10 +171,15 @@
 
   // -- actions ------------------------------------------------------------------------
 
-  function action(label, url, cls, title) {
+  // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
+  function action(label, url, cls, title, question) {
     const button = el("button", { type: "button", class: cls || null, title: title || null }, label);
     button.addEventListener("click", async () => {
       button.disabled = true;
+      if (question && !confirm(question)) {
+        button.disabled = false;
+        return;
+      }
       let response;
       try {
         response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }), body: "{}" });
