@@ -6,8 +6,11 @@ Every wait is for something on a page, never for time.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import aiohttp
 import pytest
@@ -105,3 +108,18 @@ async def test_stopping_a_turn_from_the_console_tells_the_chat(chat, page) -> No
     assert await reply.get_attribute("data-text") == "(Stopped from the operator console.)"
     await console.wait_for_selector("#work .turn", state="detached")
     assert [url.rsplit("/", 1)[-1] for url in posted] == ["stop"]
+
+
+async def test_recent_errors_say_when_with_the_date_and_zone(chat, browser) -> None:
+    web = await chat()
+    logging.getLogger("gateway.test").warning("the disk is nearly full")
+    context = await browser.new_context(timezone_id="Asia/Tokyo", locale="en-GB")
+    try:
+        page = await context.new_page()
+        await page.goto(f"{web.base}/console")
+        line = await page.wait_for_selector("#errors li >> text=the disk is nearly full")
+        # A clock time alone reads the same for yesterday's error, and in no zone the logs can be matched to.
+        today = datetime.now(ZoneInfo("Asia/Tokyo")).strftime("%d/%m/%Y")
+        assert today in await line.inner_text() and "GMT+9" in await line.inner_text()
+    finally:
+        await context.close()

@@ -41,6 +41,12 @@
     return Math.floor(seconds / 3600) + "h " + String(Math.floor((seconds % 3600) / 60)).padStart(2, "0") + "m";
   }
 
+  // A gateway time as this browser's date and time with its zone: the errors kept may be days old, and
+  // are compared with logs written elsewhere.
+  const when = (time) => new Date(time * 1000).toLocaleString(undefined, {
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+    timeZoneName: "short" });
+
   // An element whose text is the time since (or, with data-until, between) gateway times; ticks.
   function since(start, end, suffix) {
     const node = el("span", { class: "since", "data-since": start, "data-until": end ?? null, "data-suffix": suffix || "" });
@@ -164,7 +170,7 @@
 
   function drawErrors(errors) {
     $("errors").replaceChildren(...errors.map((e) => el("li", { class: e.level },
-      el("span", { class: "meta" }, new Date(e.time * 1000).toLocaleTimeString() + " " + e.level + " " + e.logger + ": "),
+      el("span", { class: "meta" }, when(e.time) + " " + e.level + " " + e.logger + ": "),
       e.message + (e.exception ? " — " + e.exception : ""),
       e.session_id ? el("span", { class: "meta id" }, " session " + e.session_id) : null)));
   }
