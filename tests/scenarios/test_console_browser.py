@@ -6,7 +6,9 @@ Every wait is for something on a page, never for time.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -123,3 +125,18 @@ async def test_recent_errors_say_when_with_the_date_and_zone(chat, browser) -> N
         assert today in await line.inner_text() and "GMT+9" in await line.inner_text()
     finally:
         await context.close()
+
+
+async def test_a_list_cut_to_its_newest_says_how_many_more_there_are(chat, page) -> None:
+    web = await chat()
+    now = time.time()
+    web.gateway.store.db.write_many(
+        "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)"
+        " VALUES ('web', ?, ?, NULL, 3, 'database or disk is full', ?, ?)",
+        ((f"ev-{i}", json.dumps({"chat_id": f"c{i}", "text": f"message {i}"}), now, now) for i in range(200)))
+    await page.goto(f"{web.base}/console")
+    await page.wait_for_selector("#dead tr >> text=message 199")
+    assert await page.locator("#dead tr").count() == 50
+    # Dismissing the fifty shown must not look like the end of them.
+    assert await page.locator("#dead-shown").text_content() == "the 50 newest of 200 shown"
+    assert await page.locator("#failed-shown").text_content() == ""

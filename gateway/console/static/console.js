@@ -138,6 +138,11 @@
 
   function drawOutbox(outbox) {
     $("outbox-counts").textContent = outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
+    // Each list holds the newest few: say so when there are more, or the rest looks handled.
+    for (const [id, shown, total] of [["failed-shown", outbox.failed_messages.length, outbox.failed],
+      ["dead-shown", outbox.dead_letters.length, outbox.dead], ["pending-shown", outbox.pending_messages.length, outbox.pending]]) {
+      $(id).textContent = shown < total ? "the " + shown + " newest of " + total + " shown" : "";
+    }
     $("failed").replaceChildren(...outbox.failed_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind), el("td", {}, since(m.created_at, null, " ago")), td(m.attempts),
       td(m.error, "error"), td(m.text, "text"),
