@@ -140,3 +140,15 @@ async def test_a_list_cut_to_its_newest_says_how_many_more_there_are(chat, page)
     # Dismissing the fifty shown must not look like the end of them.
     assert await page.locator("#dead-shown").text_content() == "the 50 newest of 200 shown"
     assert await page.locator("#failed-shown").text_content() == ""
+
+
+async def test_a_link_with_a_wrong_token_says_the_links_token_was_not_accepted(chat, page) -> None:
+    web = await chat(server={"console_token": TOKEN})
+    await page.goto(f"{web.base}/console#token=an-old-token-since-replaced")
+    await page.wait_for_selector("body[data-state=login]")
+    # Not the same page as a first visit: the operator learns the link's token is wrong, not only that one is needed.
+    error = page.locator("#login-error")
+    assert await error.is_visible() and await error.text_content() == "The token in the link was not accepted."
+    await page.fill("#token", TOKEN)
+    await page.press("#token", "Enter")
+    await page.wait_for_selector("body[data-state=connected]")
