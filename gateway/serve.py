@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable
 
 from gateway import gc_tuning, state_lock
 from gateway.app import Gateway
@@ -18,7 +19,8 @@ log = logging.getLogger("gateway.serve")
 
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
-    ``server.shutdown_grace_seconds``, flush the outbox, journal running children."""
+    ``server.shutdown_grace_seconds``, flush the outbox, journal running children. A signal
+    while the gateway still starts cancels the start and stops the same way."""
     state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping = asyncio.Event()
     adapters = build_adapters(config, local=local, on_local_exit=stopping.set)
@@ -30,15 +32,13 @@ async def serve(config: Config, *, local: bool = False) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopping.set)
     try:
-        if server is not None:
-            await server.bind()  # a port in use stops the start before any platform takes a message
-        await gateway.start()
-        if server is not None:
-            await server.start()
-        gc_tuning.tune_for_serving()
-        log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
-        await stopping.wait()
-        log.info("shutting down")
+        if await _unless_stopped(_start(gateway, server), stopping):
+            gc_tuning.tune_for_serving()
+            log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
+            await stopping.wait()
+            log.info("shutting down")
+        else:
+            log.info("stopped before it had started")
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
@@ -46,3 +46,30 @@ async def serve(config: Config, *, local: bool = False) -> int:
             await server.stop()
         await gateway.stop()
     return 0
+
+
+async def _start(gateway: Gateway, server: Server | None) -> None:
+    if server is not None:
+        await server.bind()  # a port in use stops the start before any platform takes a message
+    await gateway.start()
+    if server is not None:
+        await server.start()
+
+
+async def _unless_stopped(start: Awaitable[None], stopping: asyncio.Event) -> bool:
+    """Whether ``start`` finished before ``stopping`` was set; else it is cancelled. A platform
+    can take a minute to answer at start: a stop asked for meanwhile must not wait for it, past a
+    supervisor's stop timeout. What ``start`` raises is raised here."""
+    task = asyncio.ensure_future(start)
+    stopped = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)  # what it had begun unwinds before the stop
+    if task.cancelled():
+        return False
+    task.result()
+    return True
