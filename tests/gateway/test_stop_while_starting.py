@@ -1,16 +1,18 @@
-"""Ctrl-C or SIGTERM while `switchboard run` is still starting (a platform slow to answer) ends
-the process at once, cleanly, instead of once the platform has answered or given up a minute later,
-past `docker stop`'s grace and systemd's patience."""
+"""Ctrl-C or SIGTERM while `switchboard run` is still starting ends the process at once, cleanly:
+while a platform is slow to answer (instead of once it has answered or given up a minute later,
+past `docker stop`'s grace and systemd's patience), and while the program is still loading."""
 
 from __future__ import annotations
 
 import signal
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.gateway.cli_process import Running, write_config
+from tests.gateway.cli_process import TIMEOUT, Running, environment, write_config
 
 TOKEN = "777003:AAE-abcdefghijklmnopqrstuvwxyz0123456"
 EXIT_WITHIN = 10.0
@@ -40,3 +42,26 @@ def test_a_signal_while_a_platform_is_starting_stops_the_start(tmp_path, signum)
             assert code == 0, gateway.lines
             gateway.wait_for("stopped before it had started")
             assert not any("Traceback" in line or line.startswith("switchboard:") for line in gateway.lines)
+
+
+def test_ctrl_c_while_the_program_loads_is_no_traceback(tmp_path):
+    """The installed `switchboard` command, interrupted while it still imports its modules (the
+    first second or more of every command), the way a user's Ctrl-C often lands."""
+    script = Path(sys.executable).with_name("switchboard")
+    # Python reports each module it has imported on stderr: the signal lands in the middle of them.
+    env = environment(tmp_path, PYTHONPROFILEIMPORTTIME="1", SWITCHBOARD_STATE_DIR=str(tmp_path / "state"))
+    proc = subprocess.Popen([str(script), "run", "--set", "server.port=0"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.rstrip().endswith("gateway.errors"):  # one of the first of the gateway's own modules
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert proc.returncode == 130
