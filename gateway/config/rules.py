@@ -76,6 +76,7 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     if endpoint and (problem := _url_problem(endpoint, example="http://127.0.0.1:4318")):
         errors.append(f"telemetry.otlp_endpoint: {problem}")
     errors.extend(_temporal_rules(config))
+    errors.extend(_model_url_rules(config))
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and (problem := _url_problem(platform.api_base)):
@@ -109,6 +110,18 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     if web.user_header and not web.allowed_users and not web.allow_all:
         warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
     return errors
+
+
+def _model_url_rules(config: Config) -> list[str]:
+    """Every model endpoint that is set must be one: the start refuses a bad model.base_url (its
+    check cannot reach it), and the others would fail each voice message or routed child."""
+    urls = {"model.base_url": config.model.base_url, "model.transcription.base_url": config.model.transcription.base_url}
+    for name, option in config.delegation.model_map.items():
+        urls[f"delegation.model_map.{name}.base_url"] = option.base_url
+    for name, profile in config.delegation.profile_routes.items():
+        urls[f"delegation.profile_routes.{name}.base_url"] = profile.base_url
+    return [f"{key}: {problem}" for key, url in urls.items()
+            if url and (problem := _http_url_problem(url, example="http://127.0.0.1:11434/v1"))]
 
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")

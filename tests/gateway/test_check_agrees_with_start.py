@@ -1,0 +1,30 @@
+"""`switchboard config check` refuses what a start would refuse: a configuration it passes does
+not then stop `run` or `ask` with an error about a setting. Both run as the real CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gateway.cli_process import problem_lines, run, write_config
+
+CASES = {
+    "a model URL without its scheme": ({"model": {"provider": "openai", "base_url": "127.0.0.1:11434/v1"}},
+                                       "model.base_url"),
+    "a model URL on another scheme": ({"model": {"provider": "openai", "base_url": "ftp://models.example/v1"}},
+                                      "model.base_url"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_what_a_start_refuses_config_check_refuses(tmp_path, case):
+    settings, key = CASES[case]
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
+                                                **settings})
+    check = run(tmp_path, "config", "check", str(config))
+    assert check.returncode == 1, check.stderr
+    assert any(line.startswith(f"error: {key}: expected an http(s) URL") for line in check.stderr.splitlines()), \
+        check.stderr
+    start = run(tmp_path, "ask", "hi", "--config", str(config))
+    assert start.returncode == 1
+    assert [line.partition(": ")[2] for line in problem_lines(start.stderr)][0].startswith(f"{key}:"), start.stderr
+    assert "Traceback" not in start.stderr
