@@ -40,6 +40,10 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
                           " the bot's id, a colon, then the secret, without spaces")
         if telegram.mode == "webhook":
             require("telegram", "webhook_url", 'when platforms.telegram.mode is "webhook"')
+            # Its path is the route the gateway serves: without a scheme there is none, and the start fails.
+            url = telegram.webhook_url
+            if url and (problem := _http_url_problem(url, example="https://bot.example.com/telegram")):
+                errors.append(f"platforms.telegram.webhook_url: {problem}")
             if telegram.webhook_secret and not _WEBHOOK_SECRET.fullmatch(telegram.webhook_secret):
                 errors.append("platforms.telegram.webhook_secret: expected 1–256 characters among A-Z a-z 0-9 _ -"
                               " (Telegram refuses any other)")

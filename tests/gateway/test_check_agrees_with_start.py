@@ -12,6 +12,10 @@ CASES = {
                                        "model.base_url"),
     "a model URL on another scheme": ({"model": {"provider": "openai", "base_url": "ftp://models.example/v1"}},
                                       "model.base_url"),
+    "a Telegram webhook URL without its scheme": ({"platforms": {"telegram": {
+        "enabled": True, "token": "777004:AAE-abcdefghijklmnopqrstuvwxyz0123456", "allow_all": True,
+        "mode": "webhook", "webhook_url": "bot.example.com/telegram", "api_base": "http://127.0.0.1:9"}}},
+        "platforms.telegram.webhook_url"),
 }
 
 
