@@ -7,6 +7,7 @@ starts (a missing token) or never (a bot nobody may talk to).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from yarl import URL
 
@@ -81,6 +82,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         errors.append(f"telemetry.otlp_endpoint: {problem}")
     errors.extend(_temporal_rules(config))
     errors.extend(_model_url_rules(config))
+    if config.model.provider == "scripted":
+        errors.extend(_script_rules(config.model.script))
 
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and (problem := _url_problem(platform.api_base)):
@@ -126,6 +129,17 @@ def _model_url_rules(config: Config) -> list[str]:
         urls[f"delegation.profile_routes.{name}.base_url"] = profile.base_url
     return [f"{key}: {problem}" for key, url in urls.items()
             if url and (problem := _http_url_problem(url, example="http://127.0.0.1:11434/v1"))]
+
+
+def _script_rules(script: str | None) -> list[str]:
+    """The scripted model's script is read when the model is built, at start (relative to the cwd)."""
+    if not script:
+        return ['model.script: required when model.provider is "scripted" (the path of a YAML or JSON script)']
+    try:
+        with open(script, "rb"):
+            return []
+    except OSError as exc:
+        return [f"model.script: cannot read {Path(script).absolute()} ({exc.strerror})"]
 
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
