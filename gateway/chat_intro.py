@@ -34,4 +34,14 @@ def chat_intro(config: Config) -> str:
     else:
         shown = "delegated work runs in the background: an acknowledgement now, the results when they are ready"
     body = _DEMO_TRY if model.provider == "demo" else _MODEL_TRY
-    return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n"
+    return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config)}\n"
+
+
+def _elsewhere(config: Config) -> str:
+    """Where the same agent can be reached besides this terminal, and how to get there."""
+    host = config.server.host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    where = config.source or "switchboard.yaml"
+    return (f"Elsewhere: `switchboard run` serves the web chat at http://{host}:{config.server.port}/chat\n"
+            f"once {where} sets platforms.web.enabled: true, and Telegram, Slack or Discord\n"
+            "once enabled under platforms: there (README.md, docs/platforms/).")

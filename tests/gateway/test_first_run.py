@@ -39,6 +39,12 @@ def test_the_first_screen_says_what_to_try_and_logs_go_to_a_file(tmp_path):
     assert "gateway running with local" in log.read_text()
 
 
+def test_the_first_screen_says_where_else_to_chat(tmp_path):
+    result = chat(tmp_path, "hello\n")
+    assert "`switchboard run`" in result.stdout and "http://127.0.0.1:8080/chat" in result.stdout
+    assert "platforms.web.enabled: true" in result.stdout and "Telegram, Slack or Discord" in result.stdout
+
+
 def test_verbose_prints_the_log_instead(tmp_path):
     result = chat(tmp_path, "hello\n", "--verbose")
     assert result.returncode == 0
