@@ -29,9 +29,9 @@ from gateway.startup_errors import explain
 log = logging.getLogger("gateway.cli")
 
 CHAT_LOG = "chat.log"
+"""Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 CHAT_LOG_CAP = 10 * 1024 * 1024
 """Bytes past which `switchboard chat` sets its log aside as ``chat.log.1`` when it starts."""
-"""Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 
 
 def build_parser() -> argparse.ArgumentParser:
