@@ -1,13 +1,23 @@
 """The ``switchboard`` command's entry point, apart from `gateway.cli` so that it imports nothing.
 
 Loading the program takes a second or more (the SDKs, the agent, the store): Ctrl-C then must
-end it as it does later, exit status 130 and no traceback, so the loading happens in here.
+end it as it does later, exit status 130 and no traceback, so the loading happens in here. So
+must SIGTERM: in a container the command is PID 1, which the kernel spares every signal it set
+no handler for, so `docker stop` did nothing until Docker killed it. A handler is set first thing
+(exit status 143, as the signal's default); the gateway replaces it with its graceful stop.
 """
 
 from __future__ import annotations
 
+import signal
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
 
 def main() -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         from gateway.cli import main as command
 

@@ -4,6 +4,8 @@ past `docker stop`'s grace and systemd's patience), and while the program is sti
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,3 +67,35 @@ def test_ctrl_c_while_the_program_loads_is_no_traceback(tmp_path):
             proc.communicate()
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
     assert proc.returncode == 130
+
+
+def test_sigterm_while_the_program_loads_as_a_containers_pid_1_ends_it(tmp_path):
+    """In a container `switchboard run` is PID 1, which the kernel spares every signal it set no
+    handler for: SIGTERM (`docker stop`) while it still loaded did nothing, and Docker killed it."""
+    prefix = ["unshare", "-rpf"]  # a new PID namespace in which the command is PID 1
+    if shutil.which("unshare") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
+        pytest.skip("needs user and PID namespaces")
+    script = Path(sys.executable).with_name("switchboard")
+    env = environment(tmp_path, PYTHONPROFILEIMPORTTIME="1", SWITCHBOARD_STATE_DIR=str(tmp_path / "state"))
+    proc = subprocess.Popen([*prefix, str(script), "run", "--set", "server.port=0"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    pid_1 = None
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.rstrip().endswith("gateway.errors"):
+                (pid_1,) = map(int, Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+                os.kill(pid_1, signal.SIGTERM)
+                break
+        try:
+            _, err = proc.communicate(timeout=EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"PID 1 still running {EXIT_WITHIN}s after SIGTERM")
+    finally:
+        if proc.poll() is None:
+            if pid_1 is not None:
+                os.kill(pid_1, signal.SIGKILL)  # the only signal the kernel delivers to it regardless
+            proc.kill()
+            proc.communicate()
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode == 128 + signal.SIGTERM
