@@ -19,6 +19,23 @@ from platforms.formatting import discord_markdown, slack_mrkdwn, telegram_html
 CARD = {"progress": "card", "progress_delay": 3}
 
 
+@dataclass
+class Child:
+    """A subagent as the card reads it (gateway.progress_card.ChildView), running unless set otherwise."""
+    subagent_id: str
+    goal: str
+    state: str = "RUNNING"
+    started_at: float | None = 1.0
+    completed_at: float | None = None
+    activity: str = ""
+
+
+def card_of(children) -> ProgressCard:
+    """A card shown at once, reading its subagents from ``children()``, published nowhere: for render()."""
+    return ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False), publish=lambda t, n: None,
+                        children=children)
+
+
 async def start(tmp_path, gateways, model, **display):
     chat, clock = RecordingAdapter(), FakeClock(autojump=False)
     config = make_config(tmp_path, display={**CARD, **display},
@@ -240,19 +257,9 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
 
 async def test_subagents_the_source_lets_go_of_once_finished_still_count():
     # The host keeps only a session's latest few finished children: a card of more must not lose the rest.
-    @dataclass
-    class Child:
-        subagent_id: str
-        goal: str
-        state: str = "RUNNING"
-        started_at: float | None = 1.0
-        completed_at: float | None = None
-        activity: str = ""
-
     children = [Child(f"sa-{i}", f"task {i}") for i in range(12)]
     source = list(children)
-    card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False), publish=lambda t, n: None,
-                        children=lambda: source)
+    card = card_of(lambda: source)
     card.tool_started(DELEGATE)
     assert card.render().startswith("⏳ Waiting for subagents: 0 of 12 done")
     for child in children[:11]:
@@ -266,22 +273,12 @@ async def test_subagents_the_source_lets_go_of_once_finished_still_count():
 def test_a_long_line_is_cut_between_whole_characters_and_leaves_no_markdown_open():
     # A goal is the model's Markdown: a cut at the limit fell inside a flag, a bold span, a code span
     # or a link, and the card showed half a flag, or the platform showed the rest of the card wrongly.
-    @dataclass
-    class Child:
-        subagent_id: str
-        goal: str
-        state: str = "RUNNING"
-        started_at: float | None = 1.0
-        completed_at: float | None = None
-        activity: str = ""
-
     head = "x" * (LINE_CHARS - 6)  # the goal's text from here reaches the cut
     goals = [head + "🇩🇪🇩🇪 flags", head[:-20] + "**a bold span running past the cut**",
              head[:-20] + "`a code span running past the cut`", head[:-20] + "[a link label](https://example.com/a)",
              head[:-3] + "*it* " + "*an italic span running past the cut*"]
     children = [Child(f"sa-{i}", goal) for i, goal in enumerate(goals)]
-    card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False), publish=lambda t, n: None,
-                        children=lambda: children)
+    card = card_of(lambda: children)
     lines = card.render().splitlines()[1:]
     assert len(lines) == len(goals) and all(len(line) <= LINE_CHARS and line.endswith("…") for line in lines)
     flag, bold, code, link, italic = lines
@@ -345,21 +342,11 @@ async def settled_children(gateway, *, live: int) -> None:
 def test_a_line_cut_right_after_a_bare_url_links_the_address_without_the_ellipsis():
     # The cut keeps a bare URL whole, and its "…" then came straight after it: read as part of the
     # address, Slack linked https://example.com/docs/page… (a page that does not exist).
-    @dataclass
-    class Child:
-        subagent_id: str
-        goal: str
-        state: str = "RUNNING"
-        started_at: float | None = 1.0
-        completed_at: float | None = None
-        activity: str = ""
-
     url = "https://example.com/docs/page"
     lines = []
     for pad in range(LINE_CHARS):  # the cut lands before, right after and past the address
         child = Child("sa-1", "x" * pad + f" {url} " + "and more words " * 10)
-        card = ProgressCard(delay=0, heartbeat=60, mode=True, clock=FakeClock(autojump=False),
-                            publish=lambda t, n: None, children=lambda child=child: [child])
+        card = card_of(lambda child=child: [child])
         lines += card.render().splitlines()[1:]
     assert any(line.endswith(url + "…") for line in lines)
     for line in lines:
