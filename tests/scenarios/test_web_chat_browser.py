@@ -152,13 +152,18 @@ async def test_a_token_no_header_can_carry_is_asked_for_again(chat, page) -> Non
     await page.wait_for_selector("body[data-state=connected]")
 
 
-async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page) -> None:
+async def shown_as_sent(chat, page, text: str):
+    """The text of the user's message ``text`` as a fresh chat's page shows it once sent."""
     web = await chat()
     await open_chat(page, f"{web.base}/chat?chat=c1")
-    text = "Type ``` and a language to start a block:\n```python\nprint('hi')\n```\nand ``` again to end it."
     await page.fill("#input", text)
     await page.click("#send")
-    mine = await page.wait_for_selector("[data-kind=user] .text")
+    return await page.wait_for_selector("[data-kind=user] .text")
+
+
+async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page) -> None:
+    text = "Type ``` and a language to start a block:\n```python\nprint('hi')\n```\nand ``` again to end it."
+    mine = await shown_as_sent(chat, page, text)
     blocks = await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)")
     assert blocks == ["print('hi')"]
     assert await mine.text_content() == ("Type ``` and a language to start a block:\nprint('hi')"
@@ -166,12 +171,8 @@ async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page
 
 
 async def test_a_bare_url_is_linked_as_written_brackets_and_underscores_included(chat, page) -> None:
-    web = await chat()
-    await open_chat(page, f"{web.base}/chat?chat=c1")
     text = "see https://en.wikipedia.org/wiki/Python_(language), or (https://example.com/_a_/b), _https://x.org/c_ https://x.org/d…"
-    await page.fill("#input", text)
-    await page.click("#send")
-    mine = await page.wait_for_selector("[data-kind=user] .text")
+    mine = await shown_as_sent(chat, page, text)
     links = await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])")
     assert links == [["https://en.wikipedia.org/wiki/Python_(language)"] * 2, ["https://example.com/_a_/b"] * 2,
                      ["https://x.org/c"] * 2, ["https://x.org/d"] * 2]  # nor a trailing _ or …, as in the gateway
