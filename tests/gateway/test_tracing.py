@@ -66,6 +66,17 @@ async def traced(tmp_path, exporter):
         await gateway.stop(grace=0)
 
 
+async def background_exchange(traced) -> RecordingAdapter:
+    """One turn delegating one child in the background ("on it"), then the completion turn with its results."""
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "later"}}]},
+                          {"text": "on it"}], [{"text": "here are the results"}]],
+              "leaf": [[{"text": "found"}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "background"})
+    await chat.say("do it in the background")
+    await settled(gateway)
+    return chat
+
+
 def by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [s for s in spans if s.name == name]
 
@@ -138,12 +149,7 @@ async def test_content_is_recorded_only_with_capture_content(traced, exporter) -
 
 
 async def test_a_background_completion_joins_the_trace_of_the_turn_that_delegated(traced, exporter) -> None:
-    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "later"}}]},
-                          {"text": "on it"}], [{"text": "here are the results"}]],
-              "leaf": [[{"text": "found"}]]}
-    gateway, chat = await traced(script, delegation={"gateway_mode": "background"})
-    await chat.say("do it in the background")
-    await settled(gateway)
+    chat = await background_exchange(traced)
     assert chat.texts() == ["on it", "here are the results"]
     spans = exporter.get_finished_spans()
     first, completion = sorted(by_name(spans, "invoke_agent switchboard"), key=lambda s: s.start_time)
@@ -211,12 +217,7 @@ async def test_a_turns_tokens_include_an_orchestrators_own_children_once(traced,
 
 
 async def test_a_background_childs_tokens_count_in_one_turn_of_its_exchange(traced, exporter) -> None:
-    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "later"}}]},
-                          {"text": "on it"}], [{"text": "here are the results"}]],
-              "leaf": [[{"text": "found"}]]}
-    gateway, chat = await traced(script, delegation={"gateway_mode": "background"})
-    await chat.say("do it in the background")
-    await settled(gateway)
+    await background_exchange(traced)
     turns = by_name(exporter.get_finished_spans(), "invoke_agent switchboard")
     # 3 parent calls and the child's 1, each in exactly one of the two turns.
     assert sum(t.attributes["gen_ai.usage.input_tokens"] for t in turns) == 4 * 10
