@@ -54,6 +54,20 @@ def assert_tool_pairs_intact(messages):
             open_ids = {c["id"] for c in m.get("tool_calls") or ()}
 
 
+async def assert_a_hard_interrupt_while_summarising_keeps_the_messages(s, compactor, model):
+    """Runs a turn of ``s`` and stops it hard once its summariser is asked: the turn ends interrupted,
+    the session's messages as they were, nothing compacted."""
+    task = asyncio.create_task(s.run_turn("next"))
+    async with asyncio.timeout(5):
+        while not any(r.role == "compactor" for r in model.requests) and not task.done():
+            await asyncio.sleep(0)
+    before = list(s.messages)
+    assert s.interrupt("stop", hard=True)
+    result = await task
+    assert result.exit_reason == "interrupted"
+    assert s.messages == before and compactor.compactions == 0
+
+
 # -- policy ------------------------------------------------------------------------------
 
 
@@ -281,14 +295,7 @@ async def test_compaction_inside_a_tool_loop():
 
 async def test_a_hard_interrupt_cancels_the_summariser_and_keeps_the_messages():
     s, compactor, model = session(chat(10), {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"hang": True}})
-    task = asyncio.create_task(s.run_turn("next"))
-    while not model.requests:
-        await asyncio.sleep(0)
-    before = list(s.messages)
-    assert s.interrupt("stop", hard=True)
-    result = await task
-    assert result.exit_reason == "interrupted"
-    assert s.messages == before and compactor.compactions == 0
+    await assert_a_hard_interrupt_while_summarising_keeps_the_messages(s, compactor, model)
 
 
 async def test_demo_model_answers_as_compactor():
@@ -399,12 +406,4 @@ async def test_a_request_still_too_long_after_compacting_or_without_a_compactor_
 async def test_a_hard_interrupt_while_compacting_after_a_refusal_ends_the_turn_and_keeps_the_messages():
     s, compactor, model = session(chat(10), small_server(summary=lambda r: {"hang": True}))
     model.context_window = BIG
-    task = asyncio.create_task(s.run_turn("next"))
-    async with asyncio.timeout(5):
-        while not any(r.role == "compactor" for r in model.requests) and not task.done():
-            await asyncio.sleep(0)
-    before = list(s.messages)
-    assert s.interrupt("stop", hard=True)
-    result = await task
-    assert result.exit_reason == "interrupted"
-    assert s.messages == before and compactor.compactions == 0
+    await assert_a_hard_interrupt_while_summarising_keeps_the_messages(s, compactor, model)
