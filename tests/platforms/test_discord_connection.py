@@ -12,6 +12,7 @@ import pytest
 from platforms.connection import Connects
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
+from tests.platforms.connection_state import status
 from tests.platforms.sink import Sink
 from tests.platforms.test_discord_adapter import _adapter, _join_keepalive_threads
 
@@ -33,11 +34,6 @@ async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink
     finally:
         await adapter.stop()
         await _join_keepalive_threads()
-
-
-async def status(adapter: DiscordAdapter, fake: FakeDiscord, want: str) -> str | None:
-    await fake.wait_for(lambda: adapter.connection().status == want, 10.0)
-    return adapter.connection().reason
 
 
 async def test_a_dropped_connection_is_reconnecting_until_resumed(fake: FakeDiscord, running) -> None:

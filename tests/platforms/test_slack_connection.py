@@ -12,6 +12,7 @@ import pytest
 from platforms.connection import Connects
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.connection_state import status
 from tests.platforms.sink import Sink
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -30,11 +31,6 @@ async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
     await adapter.start(Sink())
     yield adapter
     await adapter.stop()
-
-
-async def status(adapter: SlackAdapter, fake: FakeSlack, want: str) -> str | None:
-    await fake.wait_for(lambda: adapter.connection().status == want, 10.0)
-    return adapter.connection().reason
 
 
 async def test_connected_after_start_and_again_after_slack_asks_for_a_reconnect(fake: FakeSlack, slack) -> None:

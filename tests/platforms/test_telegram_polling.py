@@ -15,6 +15,7 @@ import pytest
 from platforms.connection import Connects
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.platforms.connection_state import status
 from tests.platforms.sink import Sink
 
 POLL = 1
@@ -33,12 +34,6 @@ async def polling(fake: FakeTelegram) -> AsyncIterator[tuple[TelegramAdapter, Si
     await adapter.start(sink)
     yield adapter, sink
     await adapter.stop()
-
-
-async def status(adapter: TelegramAdapter, fake: FakeTelegram, want: str, timeout: float = 5.0) -> str | None:
-    """Wait until the adapter's connection has status ``want``; its reason."""
-    await fake.wait_for(lambda: adapter.connection().status == want, timeout)
-    return adapter.connection().reason
 
 
 async def test_connected_once_polling_and_no_connection_for_a_webhook(fake: FakeTelegram, polling) -> None:
