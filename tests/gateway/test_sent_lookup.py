@@ -151,9 +151,11 @@ async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_
     assert lookups.outcomes == ["slack:found"]
 
 
-@pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
-async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_finished(tmp_path, fake, adapters, delete):
-    store = GatewayStore(tmp_path / "state.db")
+async def finish_a_card_while_its_post_loses_its_answer(store: GatewayStore, fake: FakeSlack, adapters, *,
+                                                       delete: bool) -> None:
+    """A card's first post reaches Slack but its connection drops before the answer, and the turn
+    finishes the card (``delete``: withdraws it) while that post is in flight; returns once the
+    outbox has sent all it will and closed."""
     outbox = Outbox(store.outbox, {"slack": await adapters()})
     await outbox.start()
     card = ProgressMessage(outbox, ("slack", "C1", None), "card", turn_id="t1", run_id="r1")
@@ -165,9 +167,20 @@ async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_fini
     released.set()
     assert await outbox.flush(timeout=WAIT)
     await outbox.close()
+
+
+def assert_found_and_finished(store: GatewayStore, fake: FakeSlack, *, delete: bool) -> None:
+    """The card's one post was found and deleted, or edited to its final text."""
     assert [m["text"] for m in bot_posts(fake)] == ([] if delete else ["✓ Done"])  # no "⏳ Working…" left behind
     assert len(fake.calls_to("chat.postMessage")) == 1
     assert store.outbox.message("card:0").status == "sent"
+
+
+@pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
+async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_finished(tmp_path, fake, adapters, delete):
+    store = GatewayStore(tmp_path / "state.db")
+    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=delete)
+    assert_found_and_finished(store, fake, delete=delete)
     store.close()
 
 
@@ -175,18 +188,8 @@ async def test_a_withdrawn_card_whose_lookup_meets_an_outage_is_left_as_it_is(tm
     """The lookup of a withdrawn card fails too (a 503): a card is not worth holding the chat
     for, so it stays as it is; nothing blames the store for the platform's outage."""
     store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
-    await outbox.start()
-    card = ProgressMessage(outbox, ("slack", "C1", None), "card", turn_id="t1", run_id="r1")
-    released = fake.hold("chat.postMessage")
-    fake.fail_next("chat.postMessage", after=True, drop=True)
     fake.fail_next("conversations.history", "service_unavailable", status=503)
-    card.publish("⏳ Working…", 0)
-    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
-    card.finish("✓ Done", delete=True)
-    released.set()
-    assert await outbox.flush(timeout=WAIT)
-    await outbox.close()
+    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=True)
     assert [m["text"] for m in bot_posts(fake)] == ["⏳ Working…"]
     assert store.outbox.message("card:0").status == "dropped"
     assert len(fake.calls_to("conversations.history")) == 1
@@ -213,7 +216,5 @@ async def test_a_card_whose_post_a_dead_process_left_in_flight_is_found_and_fini
     await again.start()
     assert await again.flush(timeout=WAIT)
     await again.close()
-    assert [m["text"] for m in bot_posts(fake)] == ([] if delete else ["✓ Done"])  # no "⏳ Working…" left behind
-    assert len(fake.calls_to("chat.postMessage")) == 1
-    assert store.outbox.message("card:0").status == "sent"
+    assert_found_and_finished(store, fake, delete=delete)
     store.close()
