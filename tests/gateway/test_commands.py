@@ -374,6 +374,17 @@ def finishing_script() -> dict:
     return {"parent": parent, "leaf": lambda request: {"wait": "dig", "text": "found it"}}
 
 
+async def delegated_in_the_background(tmp_path, gateways):
+    """(chat, model, gateway) once the chat's turn has delegated finishing_script's child in the
+    background and said "on it"."""
+    chat = RecordingAdapter()
+    model = ScriptedModel(finishing_script())
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
+    await chat.say("go")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    return chat, model, gateway
+
+
 def told_once(chat: RecordingAdapter) -> None:
     """The child's work reached the chat once, as one of: its results, or a confirmation saying the
     child was stopped, or that its finished results will not be delivered."""
@@ -388,11 +399,7 @@ def told_once(chat: RecordingAdapter) -> None:
 async def test_a_stop_as_a_child_finishes_shows_one_outcome(tmp_path, gateways, command, turns):
     # Released and stopped within a few loop turns of each other: between the child's end and its
     # results' turn, /stop said "Nothing was running." and /new nothing, and the results never came.
-    chat = RecordingAdapter()
-    model = ScriptedModel(finishing_script())
-    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
-    await chat.say("go")
-    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    chat, model, gateway = await delegated_in_the_background(tmp_path, gateways)
     await model.reached("dig")
     if turns < 0:
         said = asyncio.ensure_future(chat.say(command))
@@ -409,11 +416,7 @@ async def test_a_stop_as_a_child_finishes_shows_one_outcome(tmp_path, gateways, 
 
 
 async def test_a_stop_while_finished_results_wait_for_a_busy_turn_says_they_will_not_come(tmp_path, gateways):
-    chat = RecordingAdapter()
-    model = ScriptedModel(finishing_script())
-    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": True}), [chat], model=model)
-    await chat.say("go")
-    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    chat, model, gateway = await delegated_in_the_background(tmp_path, gateways)
     await chat.say("and meanwhile?")
     await model.reached("thinking")
     session = next(iter(gateway.sessions))
