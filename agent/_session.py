@@ -243,7 +243,8 @@ class AgentSession:
                 turn.child_calls += api_calls
         elif turn_id is not None:
             held = self._unbilled or (_NO_USAGE, None, 0)
-            self._unbilled = (held[0] + usage, _plus(held[1], cost_usd), held[2] + api_calls)
+            tokens = held[0] + usage if usage.prompt_tokens or usage.completion_tokens else held[0]
+            self._unbilled = (tokens, _plus(held[1], cost_usd), held[2] + api_calls)
 
     # -- the loop --------------------------------------------------------------------
 

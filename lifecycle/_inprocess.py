@@ -82,7 +82,7 @@ class InProcessEngine:
         pid = job.parent_session_id
         parent = self._runs.get(pid)  # an orchestrator child of ours: its chat's lane
         lane = pid if parent is None else self._nested.get(pid, parent.job.parent_session_id)
-        if self.running < self.max_running and not self._reclaiming:
+        if len(self._runs) - len(self._lending) < self.max_running and not self._reclaiming:  # `running`, inline
             self._start(job, lane)
         else:
             self._waiting[job.subagent_id] = lane
@@ -187,10 +187,11 @@ class InProcessEngine:
         del self._runs[sid]
         self._lending.discard(sid)
         self._nested.pop(sid, None)
-        self._fill()
+        if self._lanes or self._reclaiming:  # most often nothing waits for the slot
+            self._fill()
 
     def _fill(self) -> None:
-        while self.running < self.max_running and not self._closed:
+        while len(self._runs) - len(self._lending) < self.max_running and not self._closed:  # `running`, inline
             if self._reclaiming:
                 sid = next(iter(self._reclaiming))
                 waiter = self._reclaiming.pop(sid)
