@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import threading
+import time
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -261,6 +263,20 @@ async def test_each_background_child_hangs_under_the_delegate_task_call_that_lau
         assert goal in launcher.attributes["gen_ai.tool.call.arguments"]
 
 
+@pytest.fixture
+def export_threads_end():
+    """Every export thread a collector test started has ended when it does: one left retrying into
+    later tests draws its backoff's jitter from `random`, which Hypothesis, in a property running
+    meanwhile, takes for a strategy that depends on outside state, failing a correct test."""
+    yield
+    deadline = time.monotonic() + 15
+    for thread in threading.enumerate():
+        if thread.name.startswith(("OtelBatch", "switchboard-trace-flush")):
+            thread.join(max(0.0, deadline - time.monotonic()))
+            assert not thread.is_alive(), f"{thread.name} still exporting"
+
+
+@pytest.mark.usefixtures("export_threads_end")
 async def test_a_collector_that_is_down_is_one_warning_and_its_return_one_line(tmp_path, monkeypatch) -> None:
     # The exporter logs each failed attempt with its own retry delay in the text, so the repeat
     # filter cannot fold them: a collector down for a day was thousands of lines, and they pushed
@@ -296,10 +312,12 @@ async def test_a_collector_that_is_down_is_one_warning_and_its_return_one_line(t
     assert "INFO gateway.telemetry: traces reach " + collector.url + " again" in back
 
 
-async def test_a_collector_that_does_not_answer_holds_the_stop_only_briefly(tmp_path) -> None:
+@pytest.mark.usefixtures("export_threads_end")
+async def test_a_collector_that_does_not_answer_holds_the_stop_only_briefly(tmp_path, monkeypatch) -> None:
     # The last spans are sent when the gateway stops; a collector that takes the connection and
     # never answers held the stop for the exporter's whole timeout and retries (10 to 30 s), past a
     # container's stop grace, which then killed the process before it closed its database.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "5")  # past FLUSH_SECONDS, and retries end soon after
     async with FakeCollector() as collector:
         collector.hangs = True
         chat = RecordingAdapter()
