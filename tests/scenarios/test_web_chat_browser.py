@@ -195,8 +195,12 @@ async def test_right_to_left_text_reads_right_to_left_in_the_box_and_in_the_chat
     await page.fill("#input", "שלום עולם!")  # the "!" belongs at the left end
     assert await page.eval_on_selector("#input", direction) == "rtl"
     await page.press("#input", "Enter")
-    assert await (await page.wait_for_selector("[data-kind=user] .text")).evaluate(direction) == "rtl"
-    assert await (await page.wait_for_selector("[data-kind=reply] .text")).evaluate(direction) == "ltr"
+    # Read from the page as it is when each message shows: the sent message's element is replaced once
+    # the gateway takes it, and one read just then is detached (no computed style at all).
+    shown = "([kind, dir]) => [...document.querySelectorAll(`[data-kind=${kind}] .text`)].some(" \
+            "el => el.isConnected && getComputedStyle(el).direction === dir)"
+    await page.wait_for_function(shown, arg=["user", "rtl"])
+    await page.wait_for_function(shown, arg=["reply", "ltr"])
 
 
 async def test_on_a_phone_every_button_is_on_screen_and_nothing_scrolls_sideways(chat, page) -> None:
