@@ -174,7 +174,7 @@ class Ledger:
                 lines.append(f"• Interrupted{gave_up}: {_short(task.goal, 80)} — partial output: {partial}")
             elif child is not None:
                 lines.append(f"• {child.state.value.lower().capitalize()}: {_short(task.goal, 80)} — "
-                             f"{_short(child.summary or child.error, 200) or 'no output'}")
+                             f"{_short(child.summary or child_failure_reason(child.error or ''), 200) or 'no output'}")
         latest = self._table.latest(row.agent_session_id, 1)
         if latest and latest[0].delegation_id == row.delegation_id:
             lines.append("Send /retry to run the interrupted ones again.")

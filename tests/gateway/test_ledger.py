@@ -12,6 +12,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled
+from lifecycle import SubagentState
 from tests.gateway.wire import call, is_child, openai_model
 
 BACKGROUND = {"display": {"interim_assistant_messages": True}}
@@ -444,3 +445,30 @@ async def test_a_child_that_spent_its_steps_without_an_answer_says_so(tmp_path, 
     results = [str(m.get("content")) for r in model.requests if r.role == "parent" for m in r.messages
                if str(m.get("content")).startswith("[Background delegation results]")]
     assert f'"error": "{reason}", "exit_reason": "max_iterations", "truncated": true' in results[0]
+
+
+async def test_the_restart_report_tells_a_child_the_model_provider_failed_in_its_words_not_the_providers(
+        tmp_path, gateways):
+    provider_words = "model request failed (auth): Incorrect API key provided: sk-proj-****6789 (org-a1b2c3)."
+
+    def leaf(request):
+        if request.metadata["goal"] == "alpha":
+            return {"error": "auth", "message": provider_words}
+        return {"wait": "forever"}
+
+    chat, model, gateway = await start(gateways, tmp_path, leaf)
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("forever")
+    session_id = next(iter(gateway.sessions)).session_id
+    async with asyncio.timeout(5):  # alpha failed while beta still works: the delegation is not done
+        while not any(c.state is SubagentState.FAILED for c in gateway.host.children.recent(session_id)):
+            await asyncio.sleep(0.01)
+    await gateway.stop(grace=0)
+
+    chat2, _, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "unused"})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    [report] = chat2.texts()
+    assert "• Failed: alpha — the model provider did not accept this gateway's credentials" in report
+    assert "org-a1b2c3" not in report and "****" not in report
