@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import itertools
 import logging
 import os
 import re
@@ -62,7 +63,8 @@ log = logging.getLogger("gateway.attachments")
 FOLDER = "attachments"
 MAX_NAME = 100
 VOICE_UNSUPPORTED = "Voice messages aren't supported here yet — please type your message instead."
-_UNSAFE = re.compile(r"[^\w.\-]+")
+_MARKS = frozenset({"Mn", "Mc"})
+"""Combining marks: the vowel signs of Devanagari, Tamil or Thai, Arabic's vowels, accents."""
 _PART = re.compile(r"\..+\.[0-9a-f]{32}\.part")
 """The name `store` writes a file under until it is complete."""
 
@@ -96,10 +98,11 @@ def chat_file_scope(platform: str, chat_id: str) -> FileScope:
 # -- storing ----------------------------------------------------------------------------------
 
 def safe_name(name: str, fallback: str = "file") -> str:
-    """A file name that stays in its folder: no directories, no leading dot, only letters,
-    digits, ``_``, ``-`` and ``.``; at most `MAX_NAME` bytes in UTF-8, extension kept."""
+    """A file name that stays in its folder: no directories, no leading dot, only letters (with
+    their combining marks), digits, ``_``, ``-`` and ``.``, each run of anything else one ``_``;
+    at most `MAX_NAME` bytes in UTF-8, extension kept."""
     name = unicodedata.normalize("NFKC", name).replace("\\", "/").rsplit("/", 1)[-1]
-    name = _UNSAFE.sub("_", name).strip("._-")
+    name = "".join("".join(run) if kept else "_" for kept, run in itertools.groupby(name, _kept)).strip("._-")
     if not name:
         return fallback
     # File systems limit a name's bytes (255 on most), not its characters, and `store` adds a
@@ -110,6 +113,11 @@ def safe_name(name: str, fallback: str = "file") -> str:
         budget = MAX_NAME - len(ext.encode()) - 1
         name = name.encode()[:budget].decode(errors="ignore").rstrip("._-") + (f".{ext}" if ext else "")
     return name
+
+
+def _kept(char: str) -> bool:
+    # A mark is part of the letter before it: without it "रिपोर्ट" (report) would be "र_प_र_ट".
+    return char.isalnum() or char in "_.-" or unicodedata.category(char) in _MARKS
 
 
 def store(workspace: Path, folder: str, name: str, data: bytes) -> str:

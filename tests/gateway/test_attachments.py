@@ -68,6 +68,12 @@ def test_safe_names_stay_in_their_folder(name: str, safe: str) -> None:
     assert safe_name(name) == safe
 
 
+@pytest.mark.parametrize("name", ["रिपोर्ट.pdf", "தமிழ்_அறிக்கை.txt", "مُرَاجَعَة.txt", "ສະບາຍດີ.doc"])
+def test_names_keep_the_vowel_signs_and_accents_of_every_script(name: str) -> None:
+    # Devanagari, Tamil, Arabic and Lao write vowels as combining marks: dropping them garbles the word.
+    assert safe_name(name) == name
+
+
 def test_long_names_keep_their_extension() -> None:
     name = safe_name("x" * 300 + ".pdf")
     assert len(name) <= MAX_NAME and name.endswith(".pdf")
