@@ -3,8 +3,8 @@
 What becomes an attachment: a photo (the largest size Telegram offers that fits the
 cap, so a big photo still arrives at a smaller resolution), a document (``image`` when
 its MIME type is a picture format a model can read, else ``document``), a voice
-message (``voice``), and audio and video files (``document``). The ``ref`` is the
-``file_id``.
+message (``voice``), and audio files, videos and round video messages (``document``).
+The ``ref`` is the ``file_id``.
 
 Fetching is ``getFile`` (which names the file's path on Telegram's file server, and
 refuses files above 20 MB: "file is too big") followed by a streamed GET of
@@ -51,6 +51,10 @@ def attachments_of(message: Message, max_bytes: int) -> tuple[Attachment, ...]:
         if media is not None:
             name = getattr(media, "file_name", None) or f"{default}-{media.file_unique_id}"
             found.append(Attachment("document", name, media.mime_type, media.file_size, media.file_id))
+    if message.video_note is not None:  # a round video: always an MP4, with no name or type of its own
+        note = message.video_note
+        found.append(Attachment("document", f"video-note-{note.file_unique_id}.mp4", "video/mp4", note.file_size,
+                                note.file_id))
     return tuple(found)
 
 

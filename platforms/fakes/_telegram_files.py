@@ -1,4 +1,4 @@
-"""Files in the fake Telegram: what a test's users send (photos, documents, voice notes),
+"""Files in the fake Telegram: what a test's users send (photos, documents, voice notes, round videos),
 ``getFile``, and the download route ``GET /file/bot<token>/<file_path>``.
 
 As on Telegram, an update carries only the file's metadata (``file_id``,
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
 from platforms.fakes._telegram_api import ApiError
 
 MAX_DOWNLOAD = 20 * 1024 * 1024
@@ -76,6 +77,13 @@ class TelegramFiles:
         """A user records a voice message; returns the update id."""
         voice = {**self.add_file(data, "voice", ".oga"), "duration": duration, "mime_type": mime_type}
         return self.push_update(self.media_update(chat_id, {"voice": voice}, caption, **kw))
+
+    def push_video_note(self, chat_id: int | str, data: bytes, *, duration: int = 5, length: int = 240,
+                        **kw: Any) -> int:
+        """A user records a round video message (no caption, file name or MIME type, as on Telegram);
+        returns the update id."""
+        note = {**self.add_file(data, "video_notes", ".mp4"), "duration": duration, "length": length}
+        return self.push_update(self.media_update(chat_id, {"video_note": note}, **kw))
 
     def media_update(self, chat_id: int | str, media: dict[str, Any], caption: str | None = None,
                      **kw: Any) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import (Attachment, AttachmentTooLarge, BadRequest, Inbound, Outbound, Deleting,
-                            SupportsDownload)
+from platforms.base import Attachment, AttachmentTooLarge, BadRequest, Deleting, Inbound, Outbound, SupportsDownload
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
@@ -101,6 +100,14 @@ async def test_documents_and_voice(fake: FakeTelegram, started) -> None:
     fake.push_voice(42, b"OggS voice")
     (voice,) = (await received(fake, sink)).attachments
     assert (voice.kind, voice.mime_type) == ("voice", "audio/ogg") and await adapter.download(voice) == b"OggS voice"
+
+
+async def test_a_round_video_message_arrives_and_downloads(fake: FakeTelegram, started) -> None:
+    adapter, sink = started
+    fake.push_video_note(42, b"\x00\x00\x00\x18ftypmp42 round")
+    (note,) = (await received(fake, sink)).attachments
+    assert (note.kind, note.mime_type, note.name.endswith(".mp4")) == ("document", "video/mp4", True)
+    assert await adapter.download(note) == b"\x00\x00\x00\x18ftypmp42 round"
 
 
 async def test_over_the_cap_is_refused_before_downloading(fake: FakeTelegram, started) -> None:
