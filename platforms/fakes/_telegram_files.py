@@ -34,6 +34,7 @@ class TelegramFiles:
 
     files: dict[str, StoredFile]
     _file_ids: itertools.count[int]
+    _cuts: list[int]
 
     # -- driving it from a test ------------------------------------------------------
 
@@ -85,6 +86,11 @@ class TelegramFiles:
         note = {**self.add_file(data, "video_notes", ".mp4"), "duration": duration, "length": length}
         return self.push_update(self.media_update(chat_id, {"video_note": note}, **kw))
 
+    def cut_next_download(self, after: int) -> None:
+        """The next file download announces the whole file (``Content-Length``) but the connection
+        drops after ``after`` bytes of it: a download that fails midway."""
+        self._cuts.append(after)
+
     def media_update(self, chat_id: int | str, media: dict[str, Any], caption: str | None = None,
                      **kw: Any) -> dict[str, Any]:
         """Build (not queue) an update whose message carries ``media`` and an optional caption."""
@@ -118,4 +124,12 @@ class TelegramFiles:
         if stored is None or len(stored.data) > MAX_DOWNLOAD:
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
         self.downloads.append(path)  # type: ignore[attr-defined]
-        return web.Response(body=stored.data, content_type="application/octet-stream")
+        if not self._cuts:
+            return web.Response(body=stored.data, content_type="application/octet-stream")
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream",
+                                               "Content-Length": str(len(stored.data))})
+        await response.prepare(request)
+        await response.write(stored.data[:self._cuts.pop(0)])
+        assert request.transport is not None
+        request.transport.abort()
+        return response

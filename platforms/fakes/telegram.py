@@ -34,7 +34,8 @@ What a test reads and drives:
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
 - ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates``;
   ``push_photo``/``push_album``/``push_document``/``push_voice`` post files into a chat (their bytes
-  are then served to ``getFile`` and the file URL; ``files``, ``downloads``);
+  are then served to ``getFile`` and the file URL; ``files``, ``downloads``;
+  ``cut_next_download(after)`` drops the connection midway through the next one);
   ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
@@ -128,6 +129,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         """Groups upgraded to supergroups (`upgrade_group`): old chat id -> the supergroup's id."""
         self._supergroup_ids = itertools.count(1000000001)
         self._file_ids = itertools.count(1)
+        self._cuts: list[int] = []
         self._port = port
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))

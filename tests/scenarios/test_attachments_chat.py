@@ -206,6 +206,19 @@ async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram
     assert "did not reach you: big.pdf (too large)" in user_content(openai.requests[0])
 
 
+async def test_a_download_cut_off_midway_is_told_and_never_stored_as_whole(telegram: Telegram,
+                                                                            openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai))
+    telegram.fake.cut_next_download(after=1000)
+    telegram.fake.push_document(42, b"x" * 200_000, "report.pdf", mime_type="application/pdf",
+                                caption="summarise this")
+    refusal, answer = await telegram.answered(2)
+    assert refusal == "I couldn't download report.pdf from telegram; please send it again."
+    assert answer == "Nice picture."
+    assert "did not reach you: report.pdf (failed)" in user_content(openai.requests[0])
+    assert not (telegram.workspace / "attachments").exists()  # no part of it, under any name
+
+
 async def test_a_turn_stopped_while_its_file_downloads_says_nothing_of_the_file(telegram: Telegram,
                                                                                openai: FakeOpenAIServer) -> None:
     gateway = await telegram.start(model=openai_model(openai))
