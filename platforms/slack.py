@@ -404,8 +404,15 @@ class SlackAdapter:
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
             text=slack_mrkdwn.unescape(text),
             event_id=f"{channel}:{ts}", is_private=private,
-            attachments=slack_files.attachments_of(event), sent_at=float(ts),
+            attachments=await self._attachments(event), sent_at=float(ts),
         ))
+
+    async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
+        files = event.get("files")
+        if not files:
+            return ()
+        files = await slack_files.described(list(files), lambda file_id: self._api("files.info", None, file=file_id))
+        return slack_files.attachments_of({"files": files})
 
     def _is_text_command(self, text: str) -> bool:
         """``!name`` or ``!name args``, any case: what the gateway's command parser accepts."""

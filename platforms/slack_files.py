@@ -3,7 +3,10 @@
 A ``file_share`` message lists its files; each hosted one (not a link to an external
 service) becomes an attachment: ``image`` for the picture formats a model can read,
 ``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
-The ``ref`` is the Slack file id. Fetching asks ``files.info`` for the file's current
+The ``ref`` is the Slack file id. In a Slack Connect channel the message lists a file by
+its id alone (``file_access: check_file_info``); ``files.info`` describes it first
+(`described`), or an image would be a nameless document and a clip never transcribed.
+Fetching asks ``files.info`` for the file's current
 private URL and size, then GETs ``url_private_download`` with the bot token (scope
 ``files:read``), streamed and stopped past the cap. Without that scope Slack answers
 with its sign-in page instead of the file; that is reported as `Forbidden`, naming
@@ -12,19 +15,43 @@ the scope.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 
-from platforms.base import Attachment, AttachmentTooLarge, BadRequest, Forbidden, NetworkError, NotFound
+from platforms.base import Attachment, AttachmentTooLarge, BadRequest, DeliveryError, Forbidden, NetworkError, NotFound
+
+log = logging.getLogger("platforms.slack")
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
 TIMEOUT = aiohttp.ClientTimeout(total=120)
+DESCRIBE_TIMEOUT = 1.5
+"""How long a message waits for ``files.info`` before it is handed over: Slack wants its ack within 3 s."""
+
+
+async def described(files: list[Any], info: Callable[[str], Awaitable[dict[str, Any]]]) -> list[Any]:
+    """``files`` (a message's) with each that Slack Connect lists by id alone (``file_access:
+    check_file_info``) replaced by what ``files.info`` says of it, within `DESCRIBE_TIMEOUT`; one that
+    cannot be described stays as listed (its download then fails, and the user is told)."""
+    async def describe(file: Any) -> Any:
+        if not (isinstance(file, dict) and file.get("file_access") == "check_file_info" and file.get("id")):
+            return file
+        try:
+            found = (await asyncio.wait_for(info(str(file["id"])), DESCRIBE_TIMEOUT)).get("file")
+        except (DeliveryError, TimeoutError) as exc:
+            log.warning("slack: file %s could not be described: %s", file["id"], type(exc).__name__)
+            return file
+        return found if isinstance(found, dict) and found.get("id") else file
+
+    return list(await asyncio.gather(*(describe(f) for f in files)))
 
 
 def attachments_of(event: dict[str, Any]) -> tuple[Attachment, ...]:
+    """``event``'s files (`described` first, where it may list Slack Connect files)."""
     found = []
     for file in event.get("files") or ():
         if not isinstance(file, dict) or not file.get("id") or file.get("mode") in ("external", "tombstone"):

@@ -36,16 +36,18 @@ class SlackFiles:
 
     async def push_file(self, channel: str, user: str, data: bytes, name: str, *, mimetype: str = "application/octet-stream",
                         text: str = "", thread_ts: str | None = None, channel_type: str | None = None,
-                        subtype: str | None = None, mention: bool = False) -> dict[str, Any]:
+                        subtype: str | None = None, mention: bool = False, connect: bool = False) -> dict[str, Any]:
         """``user`` shares a file (with an optional message ``text``) in ``channel``; a ``D...`` channel
         is a DM. ``subtype="slack_audio"`` makes it a recorded audio clip, ``mention`` prepends the bot's
-        mention. Returns the event callback."""
+        mention. ``connect``: shared in a Slack Connect channel, where the event names the file by its id
+        alone (``file_access: check_file_info``) and only ``files.info`` tells the rest. Returns the event
+        callback."""
         shared = SharedFile(f"F{next(self._file_ids):08d}", name, mimetype, data, subtype)
         self.files[shared.id] = shared
         if mention:
             text = f"<@{self.bot_user_id}> {text}".strip()  # type: ignore[attr-defined]
         message = self._store(channel, thread_ts, {  # type: ignore[attr-defined]
-            "user": user, "text": text, "subtype": "file_share", "files": [self.file_object(shared)], "upload": True,
+            "user": user, "text": text, "subtype": "file_share", "files": [_check_file_info(shared) if connect else self.file_object(shared)], "upload": True,
         })
         kind = channel_type or ("im" if channel.startswith("D") else "channel")
         event = {**message, "channel_type": kind, "team": self.team_id,  # type: ignore[attr-defined]
@@ -83,3 +85,9 @@ class SlackFiles:
 
     async def _signin(self, request: web.Request) -> web.Response:
         return web.Response(text="<html><body>Sign in to Slack</body></html>", content_type="text/html")
+
+
+def _check_file_info(shared: SharedFile) -> dict[str, Any]:
+    """How a Slack Connect channel's message event lists a file: no name, type, size or URL."""
+    return {"id": shared.id, "mode": "file_access", "file_access": "check_file_info", "created": 0, "timestamp": 0,
+            "user": ""}

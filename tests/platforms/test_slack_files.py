@@ -8,8 +8,17 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from platforms.base import (Attachment, AttachmentTooLarge, EditUnsupported, Forbidden, Inbound, NotFound, Outbound,
-                            Deleting, SupportsDownload)
+from platforms.base import (
+    Attachment,
+    AttachmentTooLarge,
+    Deleting,
+    EditUnsupported,
+    Forbidden,
+    Inbound,
+    NotFound,
+    Outbound,
+    SupportsDownload,
+)
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.platforms.sink import Sink
@@ -59,6 +68,29 @@ async def test_documents_and_audio_clips(fake: FakeSlack, started) -> None:
     assert (await received(fake, sink)).attachments[0].kind == "document"
     await fake.push_file("DU1", "U1", b"webm", "audio_message.webm", mimetype="audio/webm", subtype="slack_audio")
     assert (await received(fake, sink)).attachments[0].kind == "voice"
+
+
+async def test_a_slack_connect_file_is_described_by_files_info(fake: FakeSlack, started) -> None:
+    # Slack Connect events name a file by its id alone: without files.info an image would reach the model
+    # as a document called F00000001 and a recorded clip would never be transcribed.
+    adapter, sink = started
+    await fake.push_file("DU1", "U1", PNG, "chart.png", mimetype="image/png", text="and this?", connect=True)
+    (image,) = (await received(fake, sink)).attachments
+    assert (image.kind, image.name, image.mime_type, image.size) == ("image", "chart.png", "image/png", len(PNG))
+    assert await adapter.download(image) == PNG
+    await fake.push_file("DU1", "U1", b"webm", "audio_message.webm", mimetype="audio/webm", subtype="slack_audio",
+                         connect=True)
+    assert (await received(fake, sink)).attachments[0].kind == "voice"
+
+
+async def test_a_slack_connect_file_files_info_cannot_describe_still_arrives(fake: FakeSlack, started) -> None:
+    adapter, sink = started
+    fake.files_read_scope = False  # so the download fails later, and the chat is told it could not be fetched
+    await fake.push_file("DU1", "U1", PNG, "chart.png", mimetype="image/png", connect=True)
+    (stub,) = (await received(fake, sink)).attachments
+    assert (stub.kind, stub.name) == ("document", stub.ref)
+    with pytest.raises(Forbidden):
+        await adapter.download(stub)
 
 
 async def test_a_file_in_a_channel_needs_a_mention(fake: FakeSlack, started) -> None:
