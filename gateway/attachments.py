@@ -65,6 +65,8 @@ MAX_NAME = 100
 VOICE_UNSUPPORTED = "Voice messages aren't supported here yet — please type your message instead."
 _MARKS = frozenset({"Mn", "Mc"})
 """Combining marks: the vowel signs of Devanagari, Tamil or Thai, Arabic's vowels, accents."""
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+"""ASCII punctuation, each of which Markdown lets a backslash escape."""
 _PART = re.compile(r"\..+\.[0-9a-f]{32}\.part")
 """The name `store` writes a file under until it is complete."""
 
@@ -193,12 +195,19 @@ def _size(n: int | None) -> str:
     return f"{n} bytes"
 
 
+def _named(name: str) -> str:
+    """``name`` for a note to the user, which is Markdown: every ASCII punctuation mark escaped, so
+    ``__init__.py`` is not shown as a bold "init.py", nor ``1. draft.md`` as a list."""
+    return _PUNCTUATION.sub(r"\\\g<0>", name)
+
+
 def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
+    name = _named(attachment.name)
     if isinstance(exc, AttachmentTooLarge):
         size = f" is {_size(exc.size)}, which is" if exc.size else " is"
-        return (f"{attachment.name}{size} larger than the {_size(exc.limit)} I can take on {platform}; "
+        return (f"{name}{size} larger than the {_size(exc.limit)} I can take on {platform}; "
                 "please send a smaller file.")
-    return f"I couldn't download {attachment.name} from {platform}; please send it again."
+    return f"I couldn't download {name} from {platform}; please send it again."
 
 
 async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[Attachment, ...], text: str, *,
@@ -236,7 +245,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
         except OSError as exc:  # the operator's to fix (a file in the way, a full disk): the chat is told
             log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, exc)
-            notes.append(f"I couldn't store {attachment.name} on my side; please tell whoever runs me.")
+            notes.append(f"I couldn't store {_named(attachment.name)} on my side; please tell whoever runs me.")
             missed.append(f"{attachment.name} (not stored)")
             continue
         # The platform's label is not proof: a model would never see an image it cannot decode,

@@ -160,9 +160,9 @@ async def test_a_document_is_listed_with_its_workspace_path(tmp_path: Path) -> N
 async def test_too_large_and_failed_files_are_explained_and_nothing_is_stored(tmp_path: Path) -> None:
     big, lost = Attachment("document", "big.zip", None, None, "big"), Attachment("document", "lost.txt", None, None, "?")
     prepared = await run(Files({"big": b"x" * 2048}), [big, lost], "here you go", ws=tmp_path)
-    assert prepared.notes == [
-        "big.zip is 2.0 KB, which is larger than the 1000 bytes I can take on telegram; please send a smaller file.",
-        "I couldn't download lost.txt from telegram; please send it again.",
+    assert prepared.notes == [  # Markdown, as every reply: the names' punctuation escaped
+        "big\\.zip is 2.0 KB, which is larger than the 1000 bytes I can take on telegram; please send a smaller file.",
+        "I couldn't download lost\\.txt from telegram; please send it again.",
     ]
     assert "[Files the user sent that did not reach you: big.zip (too large); lost.txt (failed)]" in prepared.content
     assert not (tmp_path / "attachments").exists()
@@ -177,7 +177,7 @@ async def test_a_file_in_the_way_of_the_chats_folder_is_explained_and_logged_by_
     doc = Attachment("document", "notes.txt", "text/plain", 5, "d1")
     prepared = await prepare(Files({"d1": b"hello"}), "telegram", (doc,), "summarise", workspace=tmp_path,
                              folder=chat_folder("telegram", "42"), supports_vision=True)
-    assert prepared.notes == ["I couldn't store notes.txt on my side; please tell whoever runs me."]
+    assert prepared.notes == ["I couldn't store notes\\.txt on my side; please tell whoever runs me."]
     assert prepared.content == "summarise\n\n[Files the user sent that did not reach you: notes.txt (not stored)]"
     [error] = [r.getMessage() for r in caplog.records if r.name == "gateway.attachments"]
     assert f"{in_the_way} is in the way: it is not a folder" in error and str(tmp_path) not in error

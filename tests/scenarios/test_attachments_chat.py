@@ -197,6 +197,15 @@ async def test_an_over_cap_file_is_refused_clearly_and_nothing_is_stored(telegra
     assert not (telegram.workspace / "attachments").exists()
 
 
+async def test_a_refused_file_is_named_as_sent_not_as_markdown(telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai), cap=100)
+    telegram.fake.push_document(42, b"x" * 5000, "__init__.py", mime_type="text/x-python")
+    telegram.fake.push_document(42, b"x" * 5000, "1. *draft*.md", mime_type="text/markdown")
+    first, second = await telegram.answered(2)
+    assert first.startswith("__init__.py is 4.9 KB") and second.startswith("1. *draft*.md is 4.9 KB")
+    assert all(not m["entities"] for m in telegram.fake.messages["42"])  # no bold "init", no list, no italics
+
+
 async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram: Telegram,
                                                                        openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai), cap=100)
