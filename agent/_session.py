@@ -20,7 +20,7 @@ from agent._frozen import fast_init
 from agent._hooks import HookRegistry
 from agent._ids import new_id
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
-from agent._tools import Tool, ToolContext
+from agent._tools import Tool, ToolContext, utf8_text
 from agent._turn import ToolTraceEntry, TurnResult
 
 log = logging.getLogger("agent.session")
@@ -441,7 +441,7 @@ class AgentSession:
         ok = False
         try:
             if problem is not None:
-                output = f"Error: {problem}"
+                output = utf8_text(f"Error: {problem}")  # the name is the model's, decoded from JSON escapes
             else:
                 await observer.on_tool_start(call.name, args)
                 await self._run_hook("tool_start", turn_id=turn.turn_id, role=self.role, tool_name=call.name,
@@ -461,6 +461,7 @@ class AgentSession:
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
                     output = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+                output = utf8_text(output)
                 await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)
         finally:

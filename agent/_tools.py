@@ -15,6 +15,7 @@ import contextvars
 import functools
 import inspect
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,20 @@ class Tool:
             run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
             out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
         return render_tool_output(out)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD. What a tool decoded with
+    ``surrogateescape`` (a file name or command output that is not UTF-8) holds them, and no
+    model request, log line or stored message can encode them."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def render_tool_output(out: Any) -> str:

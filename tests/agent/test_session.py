@@ -413,3 +413,29 @@ async def test_arguments_json_cannot_parse_are_reported_to_the_model_not_raised(
     assert (result.exit_reason, result.text, ran) == ("completed", "recovered", [])
     assert answered["tool_call_id"] == "c1"
     assert answered["content"].startswith("Error: tool arguments are not valid JSON")
+
+
+async def test_tool_output_with_undecodable_bytes_reaches_the_model_instead_of_ending_the_turn():
+    # What a tool reads with errors="surrogateescape" (a file name or command output that is
+    # not UTF-8) holds lone surrogates, which no UTF-8 request can carry.
+    def listing(args, ctx):
+        return b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+
+    def missing(args, ctx):
+        raise FileNotFoundError(b"no such file: caf\xe9.txt".decode("utf-8", "surrogateescape"))
+
+    tools = registry(listing=listing, missing=missing)
+    async with FakeOpenAIServer() as server:
+        server.push_tool_calls([{"id": "c1", "name": "listing", "arguments": "{}"},
+                                {"id": "c2", "name": "missing", "arguments": "{}"}])
+        server.push_text("listed")
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                          max_retries=0, timeout_seconds=10), env={})
+        try:
+            result = await AgentSession(model=model, tools=tools).run_turn("go")
+        finally:
+            await model.aclose()
+        answered = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert (result.exit_reason, result.text) == ("completed", "listed")
+    assert answered[0] == "caf\ufffd.txt"
+    assert answered[1] == "Error: missing failed: FileNotFoundError: no such file: caf\ufffd.txt"
