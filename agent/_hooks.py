@@ -34,9 +34,10 @@ class HookRegistry:
     def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.timeout_seconds = timeout_seconds
         self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
-        self._overrunning: dict[Callable[..., Any], int] = {}
+        self._overrunning: dict[int, int] = {}
         """Hooks given up on (plain functions, and plugins' coroutine functions), with how many of their
-        calls have not returned yet."""
+        calls have not returned yet; by ``id``, since a hook may be unhashable (a dataclass instance
+        with ``__call__``), and this registry keeps each one alive."""
         self._threads = PluginThreads(HOOK_THREADS, "hook")
 
     def register(self, name: str, fn: Callable[..., Any], *, owner: str | None = None) -> None:
@@ -55,7 +56,7 @@ class HookRegistry:
         to its cancellation), and until it has, the hook is skipped: a hung one holds one thread or
         task, not one more per event."""
         for fn, owner in self._hooks.get(name, ()):
-            if fn in self._overrunning:
+            if id(fn) in self._overrunning:
                 log.warning("hook %s (%s) is still running from an earlier call; skipped", name, _describe(fn, owner))
                 continue
             limit = asyncio.timeout(self.timeout_seconds)
@@ -100,15 +101,15 @@ class HookRegistry:
             if isinstance(call, asyncio.Task):
                 call.cancel()  # a thread's future cancelled would read as done while the thread runs on
             if not call.done():
-                self._overrunning[fn] = self._overrunning.get(fn, 0) + 1
+                self._overrunning[id(fn)] = self._overrunning.get(id(fn), 0) + 1
                 call.add_done_callback(functools.partial(self._returned, fn, owner))
             raise
 
     def _returned(self, fn: Callable[..., Any], owner: str | None, call: asyncio.Future[Any]) -> None:
-        if self._overrunning[fn] == 1:
-            del self._overrunning[fn]
+        if self._overrunning[id(fn)] == 1:
+            del self._overrunning[id(fn)]
         else:
-            self._overrunning[fn] -= 1
+            self._overrunning[id(fn)] -= 1
         if not call.cancelled() and call.exception() is not None:
             log.error("hook %s failed after it was given up on", _describe(fn, owner), exc_info=call.exception())
 

@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from agent import HookRegistry, PluginHost, ToolRegistry
+from agent import AgentSession, HookRegistry, PluginHost, ToolRegistry
+from agent.models.scripted import ScriptedModel
 
 GOOD = """
 def register(ctx):
@@ -229,3 +230,28 @@ async def test_a_failing_plugin_hook_is_logged_naming_its_plugin(plugins, tmp_pa
     assert calls and "ZeroDivisionError" in caplog.text
     [record] = [r for r in caplog.records if r.name == "agent.hooks"]
     assert "hook turn_end (plugin raising_hook_plugin: register.<locals>.<lambda>) failed" in record.getMessage()
+
+
+async def test_a_hook_that_is_a_callable_dataclass_runs_and_the_turn_goes_on(plugins, tmp_path):
+    # A dataclass with __call__ is unhashable (eq=True sets __hash__ to None): the registry once
+    # looked it up in a dict before every call, and each turn ended with that TypeError.
+    (tmp_path / "recorder_plugin.py").write_text(textwrap.dedent("""
+        from dataclasses import dataclass, field
+
+        @dataclass
+        class Recorder:
+            turns: list = field(default_factory=list)
+
+            def __call__(self, **event):
+                self.turns.append(event["turn_id"])
+
+        RECORDER = Recorder()
+
+        def register(ctx):
+            ctx.register_hook("turn_start", RECORDER)
+        """))
+    plugins.load(["recorder_plugin"])
+    session = AgentSession(model=ScriptedModel({"parent": [[{"text": "hi"}]]}), hooks=plugins.hooks)
+    result = await session.run_turn("go", turn_id="t1")
+    import recorder_plugin
+    assert (result.exit_reason, result.text, recorder_plugin.RECORDER.turns) == ("completed", "hi", ["t1"])
