@@ -25,6 +25,8 @@ from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
 log = logging.getLogger("agent.plugins")
 
 _BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What OpenAI-compatible APIs accept as a function name."""
 
 PLUGIN_TOOL_THREADS = 8
 """Threads for plugins' plain-function tools (`PluginThreads`: a stopping process does not wait for
@@ -68,7 +70,16 @@ class PluginContext:
         *,
         toolset: str | None = None,
     ) -> None:
+        # What the model APIs refuse would fail every model call of every chat, not just this tool's.
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise PluginError(self.module, f"tool name {name!r} must be 1 to 64 letters, digits, '_' or '-'")
+        if not isinstance(description, str):
+            raise PluginError(self.module, f"tool {name!r} needs a description (a string)")
+        if not callable(handler):
+            raise PluginError(self.module, f"tool {name!r} has no callable handler")
         toolset = toolset or self.module.rsplit(".", 1)[-1]
+        if not isinstance(toolset, str):
+            raise PluginError(self.module, f"toolset name {toolset!r} must be a non-empty string")
         if any(t.name == name for t in self._tools):
             raise PluginError(self.module, f"tool {name!r} is registered twice")
         if toolset in RESERVED_TOOLSETS:
@@ -77,17 +88,23 @@ class PluginContext:
             jsonschema.Draft202012Validator.check_schema(parameters)
         except jsonschema.SchemaError as exc:
             raise PluginError(self.module, f"tool {name!r} has an invalid parameter schema: {exc.message}") from None
+        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+            raise PluginError(self.module, f"tool {name!r} has an invalid parameter schema: it must describe an "
+                                           "object ({'type': 'object', ...}), whose properties are the arguments")
         self._tools.append(Tool(name, description, parameters, handler, toolset))
 
     def register_hook(self, name: str, fn: Callable[..., Any]) -> None:
         if name not in HOOK_NAMES:
             raise PluginError(self.module, f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
+        if not callable(fn):
+            raise PluginError(self.module, f"hook {name}: {fn!r} is not callable")
         self._hooks.append((name, fn))
 
     def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
-        name = name.lstrip("/!").lower()
-        if not name.isidentifier():
+        if not isinstance(name, str) or not (name := name.lstrip("/!").lower()).isidentifier():
             raise PluginError(self.module, f"command name {name!r} must be a single word")
+        if not callable(handler):
+            raise PluginError(self.module, f"command /{name} has no callable handler")
         if any(c.name == name for c in self._commands):
             raise PluginError(self.module, f"command /{name} is registered twice")
         self._commands.append(PluginCommand(name, description, handler, self.module))

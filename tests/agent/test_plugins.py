@@ -1,4 +1,5 @@
 import asyncio
+import sys
 import textwrap
 import threading
 
@@ -255,3 +256,31 @@ async def test_a_hook_that_is_a_callable_dataclass_runs_and_the_turn_goes_on(plu
     result = await session.run_turn("go", turn_id="t1")
     import recorder_plugin
     assert (result.exit_reason, result.text, recorder_plugin.RECORDER.turns) == ("completed", "hi", ["t1"])
+
+
+@pytest.mark.parametrize(("call", "problem"), [
+    ('register_tool("my tool", "x", {"type": "object"}, lambda a, c: 1)',
+     "tool name 'my tool' must be 1 to 64 letters, digits, '_' or '-'"),
+    ('register_tool("x" * 65, "x", {"type": "object"}, lambda a, c: 1)', "must be 1 to 64 letters"),
+    ('register_tool(None, "x", {"type": "object"}, lambda a, c: 1)', "tool name None must be 1 to 64 letters"),
+    ('register_tool("t", "x", {"type": "object"}, "not a function")', "tool 't' has no callable handler"),
+    ('register_tool("t", "x", {"type": "string"}, lambda a, c: 1)',
+     "tool 't' has an invalid parameter schema: it must describe an object"),
+    ('register_tool("t", "x", True, lambda a, c: 1)', "tool 't' has an invalid parameter schema: it must describe an object"),
+    ('register_tool("t", None, {"type": "object"}, lambda a, c: 1)', "tool 't' needs a description (a string)"),
+    ('register_tool("t", "x", {"type": "object"}, lambda a, c: 1, toolset=3)', "toolset name 3 must be a non-empty string"),
+    ('register_hook("turn_end", None)', "hook turn_end: None is not callable"),
+    ('register_command("ping", None)', "command /ping has no callable handler"),
+    ('register_command(7, lambda a, c: "x")', "command name 7 must be a single word"),
+])
+def test_a_registration_no_model_or_host_could_use_fails_the_plugin_naming_what(plugins, tmp_path, monkeypatch,
+                                                                                call, problem):
+    # Each of these loaded once and broke later: a tool name or a schema the model APIs refuse
+    # failed every model call of every chat, a missing handler failed each call of the tool,
+    # hook or command, and a name that is no string raised AttributeError instead of this.
+    (tmp_path / "bad_call_plugin.py").write_text(f"def register(ctx):\n    ctx.{call}\n")
+    monkeypatch.delitem(sys.modules, "bad_call_plugin", raising=False)  # each case's own module
+    plugins.load(["bad_call_plugin", "good_plugin"])
+    assert plugins.loaded == ["good_plugin"]
+    message = str(plugins.failures[0])
+    assert message.startswith("plugin 'bad_call_plugin': ") and problem in message
