@@ -11,6 +11,7 @@ import dataclasses
 import importlib
 import logging
 import re
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,7 +154,7 @@ class PluginHost:
             try:
                 self._load_one(module, lifecycle, config)
             except PluginError as exc:
-                log.error("%s", exc)
+                log.error("%s", exc, exc_info=exc.__cause__)  # the plugin's own traceback, when it raised
                 self.failures.append(exc)
             else:
                 self.loaded.append(module)
@@ -163,7 +164,7 @@ class PluginHost:
         try:
             mod = importlib.import_module(module)
         except Exception as exc:
-            raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}") from exc
+            raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
         register = getattr(mod, "register", None)
         if not callable(register):
             raise PluginError(module, "has no register(ctx) function")
@@ -173,7 +174,7 @@ class PluginHost:
         except PluginError:
             raise
         except Exception as exc:
-            raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}") from exc
+            raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
         self._apply(ctx)
 
     def _apply(self, ctx: PluginContext) -> None:
@@ -191,3 +192,16 @@ class PluginHost:
             self.commands[command.name] = command
         for backend in ctx._backends:
             self.delegation_backends[backend.name] = backend
+
+
+def _raised_at(module: str, exc: BaseException) -> str:
+    """`` (at <file>:<line>)`` of the plugin's own line that raised: the innermost frame of its
+    package, even when a library it called raised deeper. Empty when none ran (a plugin module that
+    does not exist, or a SyntaxError, whose own text names the file and line)."""
+    package = module.split(".", 1)[0]
+    where = ""
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_globals.get("__name__", "")
+        if name == package or name.startswith(package + "."):
+            where = f" (at {frame.f_code.co_filename}:{line})"
+    return where

@@ -284,3 +284,23 @@ def test_a_registration_no_model_or_host_could_use_fails_the_plugin_naming_what(
     assert plugins.loaded == ["good_plugin"]
     message = str(plugins.failures[0])
     assert message.startswith("plugin 'bad_call_plugin': ") and problem in message
+
+
+def test_a_plugin_that_raises_is_reported_with_the_file_and_line_that_raised(plugins, tmp_path, caplog):
+    # 'register() failed: KeyError: 'token'' alone left its author to guess which lookup failed.
+    (tmp_path / "keyed_plugin.py").write_text(textwrap.dedent("""
+        def register(ctx):
+            token = _settings()["token"]
+
+        def _settings():
+            return {}["token"]
+        """))
+    (tmp_path / "importing_plugin.py").write_text("import json\nVALUE = json.loads('{')\n")
+    plugins.load(["keyed_plugin", "importing_plugin", "missing_plugin"])
+    keyed, importing, missing = (str(f) for f in plugins.failures)
+    assert keyed == f"plugin 'keyed_plugin': register() failed: KeyError: 'token' (at {tmp_path / 'keyed_plugin.py'}:6)"
+    assert importing.startswith("plugin 'importing_plugin': import failed: JSONDecodeError: ")
+    assert importing.endswith(f" (at {tmp_path / 'importing_plugin.py'}:2)")
+    assert missing == "plugin 'missing_plugin': import failed: ModuleNotFoundError: No module named 'missing_plugin'"
+    logged = [r for r in caplog.records if r.name == "agent.plugins" and r.levelname == "ERROR"]
+    assert [r.exc_info[1] for r in logged] == [f.__cause__ for f in plugins.failures]  # the whole traceback
