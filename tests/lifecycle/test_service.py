@@ -5,7 +5,6 @@ import json
 import pytest
 
 from agent import AgentSession
-
 from lifecycle import (
     NOT_READY,
     RECONNECT_UNAVAILABLE,
@@ -67,6 +66,17 @@ async def test_wait_times_out_without_stopping_the_child(env):
         assert (done.completed, done.timed_out, done.state) == (False, True, S.RUNNING)
         result = await env.service.result(handle)
         assert (result.ready, result.error_classification) == (False, NOT_READY)
+
+
+@pytest.mark.parametrize("timeout", ["5", True, float("nan"), [1]])
+async def test_a_wait_timeout_that_is_no_number_of_seconds_fails_closed(env, timeout):
+    # A string raised TypeError out of the API, True waited one second, NaN did not wait at all.
+    with env.turn():
+        handle = await env.service.launch(req("[hang]"))
+        with pytest.raises(SubagentLifecycleError, match=r"^timeout_seconds must be a number of seconds or None\.$"):
+            await env.service.wait(handle, timeout_seconds=timeout)
+        assert (await env.service.status(handle)).state in (S.PENDING, S.STARTING, S.RUNNING)
+        assert (await env.service.wait(handle, timeout_seconds=-1)).timed_out  # negative: do not wait
 
 
 @pytest.mark.both_engines
