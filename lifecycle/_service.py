@@ -42,7 +42,7 @@ from lifecycle._inprocess import InProcessEngine
 from lifecycle._job import PROCESS_EXIT
 from lifecycle._journal import Journal, JournalRecord
 from lifecycle._record import Record
-from lifecycle._supervisor import Supervisor
+from lifecycle._supervisor import CLOSED, Supervisor
 from lifecycle.settings import LifecycleSettings
 
 log = logging.getLogger("lifecycle.service")
@@ -329,6 +329,8 @@ class AsyncSubagentLifecycle:
     def _require_started(self) -> None:
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
+        if self._closed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
 
 
 def _interrupted_result(row: JournalRecord, now: float) -> str:

@@ -36,6 +36,7 @@ log = logging.getLogger("lifecycle.service")
 
 S = STATES
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
+CLOSED = "The lifecycle service is closed."
 
 
 class Supervisor:
@@ -47,6 +48,8 @@ class Supervisor:
         self.engine = engine
         self.keyring: KeyRing | None = None
         """Set once the service has started: launches are signed with it."""
+        self.closed = False
+        """Set when the service closes: from then on nothing launches (the engine would not run it)."""
         self._live: dict[str, Record] = {}
         """Children not finished yet, held strongly, in launch order."""
         self._by_parent: dict[str, dict[str, Record]] = {}
@@ -142,6 +145,8 @@ class Supervisor:
         children are forgotten (never started) and the error propagates."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
+        if self.closed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
         if correlation_id is not None:
             key = (parent.session_id, correlation_id)
             if key in self._correlations or await self.journal.find_correlation(*key) is not None:
@@ -253,6 +258,7 @@ class Supervisor:
     async def close(self) -> None:
         """Stop every child this process would lose (all of them unless the engine's children
         survive a restart) and wait for the engine to wind down."""
+        self.closed = True
         if not self.engine.survives_restart:
             await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
         await self.engine.close()

@@ -9,6 +9,8 @@ from lifecycle import (
     NOT_READY,
     RECONNECT_UNAVAILABLE,
     UNKNOWN_HANDLE,
+    AsyncSubagentLifecycle,
+    MemoryJournal,
     SubagentHandle,
     SubagentLaunchRequest,
     SubagentLifecycleError,
@@ -416,3 +418,20 @@ async def test_result_after_wait_reads_no_journal_and_older_results_come_back_fr
         assert await env.service.result(handles[0].to_dict()) == results[0]
         assert await env.service.result(handles[0]) == results[0]  # read back once, then remembered
     assert reads == [handles[0].subagent_id]
+
+
+@pytest.mark.parametrize("journal", ["sqlite", "memory"])
+async def test_launching_after_close_fails_closed_and_leaves_nothing_pending(env, journal):
+    # On the memory journal the child was journaled PENDING and then the engine raised
+    # RuntimeError('the engine is not running'): a wait() on it would never return.
+    service = env.service
+    if journal == "memory":
+        service = AsyncSubagentLifecycle(service.host, MemoryJournal())
+        await service.start()
+    await service.close()
+    with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as err:
+        await service.launch(req())
+    assert err.value.code == "CLOSED"
+    assert service.host_view().children("parent-1") == ()
+    with pytest.raises(SubagentLifecycleError, match="closed"):
+        await service.rotate_key()
