@@ -120,7 +120,9 @@ def validate_request(req: SubagentLaunchRequest) -> None:
     Checks needing the parent (toolset existence, broadening, session match,
     duplicate correlation ids) belong to the service.
     """
-    goal = req.goal if isinstance(req, SubagentLaunchRequest) else None
+    if not isinstance(req, SubagentLaunchRequest):
+        raise _invalid(f"request must be a SubagentLaunchRequest, not {type(req).__name__}.")
+    goal = req.goal
     if not isinstance(goal, str) or not goal.strip() or len(goal) > MAX_GOAL_CHARS:
         raise _invalid(f"goal must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
     if req.context is not None and (not isinstance(req.context, str) or len(req.context) > MAX_CONTEXT_CHARS):

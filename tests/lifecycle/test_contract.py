@@ -96,8 +96,10 @@ def test_goal_must_be_a_bounded_non_blank_string(goal: object) -> None:
     assert rejection(SubagentLaunchRequest(goal)) == GOAL_MSG  # type: ignore[arg-type]
 
 
-def test_not_a_request_at_all_is_reported_like_a_bad_goal() -> None:
-    assert rejection({"goal": "x"}) == GOAL_MSG
+def test_not_a_request_at_all_is_named_as_such() -> None:
+    # It read "goal must be a non-empty string…" even for a dict whose goal was fine.
+    assert rejection({"goal": "x"}) == "request must be a SubagentLaunchRequest, not dict."
+    assert rejection(None) == "request must be a SubagentLaunchRequest, not NoneType."
 
 
 def test_limits_are_inclusive() -> None:
