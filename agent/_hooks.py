@@ -86,7 +86,8 @@ class HookRegistry:
         stops waiting, such a call is cancelled if it is a task, but not waited for: a thread cannot be
         stopped, and a coroutine may not give in (one that retries whatever interrupts it). It is
         remembered until it returns. The host's own coroutine hooks (no ``owner``) are awaited here:
-        they may set context variables the caller reads on (the gateway's tracing does)."""
+        they may set context variables the caller reads on (the gateway's tracing does). An awaitable
+        that a plain callable returns (``lambda **e: notify(**e)``) runs as a plugin's coroutine does."""
         if inspect.iscoroutinefunction(fn):
             if owner is None:
                 await fn(**kwargs)
@@ -95,6 +96,12 @@ class HookRegistry:
         else:
             run = functools.partial(contextvars.copy_context().run, fn, **kwargs)
             call = asyncio.wrap_future(self._threads.submit(f"hook {name} ({_describe(fn, owner)})", run))
+        await self._wait(call, fn, owner)
+        out = call.result()
+        if inspect.isawaitable(out):  # a plain callable handing back a coroutine: `lambda **e: notify(**e)`
+            await self._wait(asyncio.ensure_future(out), fn, owner)
+
+    async def _wait(self, call: asyncio.Future[Any], fn: Callable[..., Any], owner: str | None) -> None:
         try:
             await asyncio.shield(call)
         except asyncio.CancelledError:

@@ -88,6 +88,8 @@ class Tool:
         else:
             run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
             out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
+        if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
+            out = await out
         return render_tool_output(out)
 
 

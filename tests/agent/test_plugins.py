@@ -304,3 +304,34 @@ def test_a_plugin_that_raises_is_reported_with_the_file_and_line_that_raised(plu
     assert missing == "plugin 'missing_plugin': import failed: ModuleNotFoundError: No module named 'missing_plugin'"
     logged = [r for r in caplog.records if r.name == "agent.plugins" and r.levelname == "ERROR"]
     assert [r.exc_info[1] for r in logged] == [f.__cause__ for f in plugins.failures]  # the whole traceback
+
+
+async def test_a_plain_hook_or_tool_that_returns_a_coroutine_has_it_awaited(plugins, tmp_path):
+    # `lambda **event: notify(**event)` with an async notify: the coroutine came back from the
+    # worker thread and was dropped (never awaited), and a tool's reached the model as
+    # '"<coroutine object answer at 0x…>"'; the gateway's commands already awaited theirs.
+    (tmp_path / "async_inside_plugin.py").write_text(textwrap.dedent("""
+        SEEN = []
+
+        async def notify(**event):
+            SEEN.append(event["turn_id"])
+
+        async def answer(args):
+            return {"answer": 42}
+
+        class Recorder:
+            async def __call__(self, **event):
+                SEEN.append("recorder " + event["turn_id"])
+
+        def register(ctx):
+            ctx.register_hook("turn_end", lambda **event: notify(**event))
+            ctx.register_hook("turn_end", Recorder())
+            ctx.register_tool("answer", "Answers.", {"type": "object"}, lambda args, tool_ctx: answer(args))
+        """))
+    plugins.load(["async_inside_plugin"])
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "answer"}]}, {"text": "done"}]]})
+    session = AgentSession(model=model, tools=plugins.tools.resolve(), hooks=plugins.hooks)
+    result = await session.run_turn("go", turn_id="t1")
+    import async_inside_plugin
+    assert (result.exit_reason, session.messages[2]["content"]) == ("completed", '{"answer": 42}')
+    assert async_inside_plugin.SEEN == ["t1", "recorder t1"]
