@@ -4,8 +4,10 @@ Which messages reach the gateway: in private chats, every text message; in group
 only commands, messages that mention the bot (a ``mention`` of @botname, a
 ``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
 messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
-another bot is ignored. Photos, documents, voice messages, audio and video arrive as
-`Attachment`s (`platforms.telegram_files`), with the caption as the text; an album
+another bot is ignored, and so is a bare one the gateway does not serve (``/weather``,
+another bot's) unless the message is addressed to the bot otherwise. Photos, documents,
+voice messages, audio and video arrive as `Attachment`s (`platforms.telegram_files`), with
+the caption as the text; an album
 (one update per item) is one `Inbound` when polling, its first update id the event
 id. `download` fetches one through ``getFile`` and refuses files over
 ``max_attachment_bytes`` (Telegram itself serves bots files up to 20 MB).
@@ -176,6 +178,8 @@ class TelegramAdapter:
         self._sink: InboundSink | None = None
         self._bot_id = self.bot.id
         self._username = ""
+        self._command_names: frozenset[str] = frozenset()
+        """The gateway's commands and aliases, lower case: the bare commands heard in groups."""
         self._polling: asyncio.Task[None] | None = None
         self._polling_started = asyncio.Event()
         # No per-user FSM state: the adapter keeps none, and aiogram's in-memory storage would keep a
@@ -236,6 +240,7 @@ class TelegramAdapter:
         token is refused (setMyCommands failing is only logged)."""
         if self._sink is not None:
             raise RuntimeError("the telegram adapter is already started")
+        self._command_names = frozenset(n.lstrip("/").lower() for c in commands for n in (c.name, *c.aliases))
         try:
             me = await self._call("getMe", None, self.bot.me)
             self._bot_id, self._username = me.id, (me.username or "").lower()
@@ -374,9 +379,13 @@ class TelegramAdapter:
             return None
         private = message.chat.type == "private"
         command = _COMMAND.match(text)
+        if command and command.group(2) and command.group(2).lower() != self._username:
+            return None  # "/stop@otherbot": not for us
+        if command and not (private or command.group(2) or command.group(1)[1:].lower() in self._command_names):
+            # Telegram hands a group's bare commands to the bot that spoke last there: another bot's
+            # "/weather" is for us only if addressed to us, as any other message.
+            command = None
         if command:
-            if command.group(2) and command.group(2).lower() != self._username:
-                return None  # "/stop@otherbot": not for us
             text = command.group(1) + text[command.end() :]
         elif not private and not self._addressed(message, text):
             return None

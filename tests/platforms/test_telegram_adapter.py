@@ -141,6 +141,25 @@ async def test_group_messages_only_when_addressed(fake: FakeTelegram, sink: Sink
     assert (stop.is_command, stop.is_private, stop.chat_id, stop.user_id) == (True, False, "-100", "5")
 
 
+async def test_another_bots_bare_command_in_a_group_is_not_for_us(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    """Telegram hands a group's bare commands (``/weather``, no ``@bot``) to the bot that spoke last
+    there: one of another bot's is not this bot's to answer, unless addressed to it."""
+    sink = Sink()
+    await adapter.start(sink, [*COMMANDS, CommandSpec("new", "", aliases=("reset",))])
+    group = dict(chat_type="supergroup", user_id=5, username="bob")
+    fake.push_message(-100, "/weather Lisbon", **group)
+    fake.push_message(-100, "/reset", **group)  # an alias the gateway reads as /new
+    fake.push_message(-100, f"/weather@{BOT} Lisbon", **group)
+    fake.push_message(-100, f"/weather @{BOT}", **group)
+    fake.push_message(-100, "/weather, as you said", reply_to_bot=True, **group)
+    fake.push_message(42, "/weather Porto")  # a private chat is all for the bot
+    await fake.wait_for(lambda: "/weather Porto" in sink.texts())
+    assert sink.texts() == ["/reset", "/weather Lisbon", f"/weather @{BOT}", "/weather, as you said",
+                            "/weather Porto"]
+
+
 async def test_mention_entity_after_emoji_uses_utf16_offsets(fake: FakeTelegram, sink: Sink) -> None:
     fake.push_message(-100, f"😀😀 @{BOT}", chat_type="group", entities=None)
     await fake.wait_for(lambda: sink.inbound)
