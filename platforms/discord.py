@@ -3,8 +3,9 @@
 Which messages are for the bot, and which session they belong to:
 
 - **DM**: every message. ``chat_id`` = the DM channel, ``thread_id`` = None.
-- **Guild channel**: messages that mention the bot or reply to one of its
-  messages. ``chat_id`` = the channel, ``thread_id`` = None; replies go to the channel.
+- **Guild channel**: messages that mention the bot (or the role Discord made for it, which
+  its mention picker offers under the same name) or reply to one of its messages.
+  ``chat_id`` = the channel, ``thread_id`` = None; replies go to the channel.
 - **Thread**: the same, plus every message in a thread the bot owns or has posted
   in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
   thread is its own session (the gateway keys sessions by platform, chat, thread);
@@ -14,10 +15,10 @@ Which messages are for the bot, and which session they belong to:
   plain text for the gateway to route.
 
 The bot's own messages and other bots' are ignored (two bots answering each other
-would never stop); the bot's mention is stripped from the text. The threads the bot posted in are remembered
-across restarts: the gateway hands them over (`remember_threads`). Attached files arrive
-as `Attachment`s (`platforms.discord_files`); `download` fetches one from its
-attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
+would never stop); the bot's mention (or its role's) is stripped from the text. The threads
+the bot posted in are remembered across restarts: the gateway hands them over
+(`remember_threads`). Attached files arrive as `Attachment`s (`platforms.discord_files`);
+`download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
@@ -308,10 +309,13 @@ class DiscordAdapter:
             return
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return
-        mentioned = any(user.id == me.id for user in message.mentions)
+        # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
+        own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
+        mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
         if message.guild is not None and not (mentioned or self._addressed(message, me.id)):
             return
-        text = re.sub(rf"<@!?{me.id}>", "", message.content).strip()
+        own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
+        text = re.sub(own, "", message.content).strip()
         attachments = discord_files.attachments_of(message.attachments)
         if not text and not attachments:
             if message.guild is not None and not mentioned and not self._content_warned:

@@ -104,6 +104,8 @@ class DiscordModel:
 
     def _ensure_guild(self, guild: str) -> dict[str, Any]:
         if guild not in self._guilds:
+            # Discord gives a bot a role of its own name in each server it joins (tags.bot_id names the bot).
+            own_role = self.new_id()
             self._guilds[guild] = {
                 "id": guild, "name": f"guild {guild}", "icon": None, "owner_id": self.new_id(),
                 "features": [], "emojis": [], "stickers": [], "member_count": 2, "large": False,
@@ -111,15 +113,33 @@ class DiscordModel:
                 "default_message_notifications": 0, "explicit_content_filter": 0, "mfa_level": 0,
                 "nsfw_level": 0, "preferred_locale": "en-US", "system_channel_flags": 0, "afk_timeout": 300,
                 "roles": [{"id": guild, "name": "@everyone", "permissions": "2248473465835073", "position": 0,
-                           "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
-                "members": [{"user": _user(self.bot_id, self.bot_name, bot=True), "roles": [], "joined_at": ISO,
-                             "deaf": False, "mute": False, "flags": 0}],
+                           "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0},
+                          {"id": own_role, "name": self.bot_name, "permissions": "274877975552", "position": 1,
+                           "color": 0, "hoist": False, "managed": True, "mentionable": False, "flags": 0,
+                           "tags": {"bot_id": self.bot_id}}],
+                "members": [{"user": _user(self.bot_id, self.bot_name, bot=True), "roles": [own_role],
+                             "joined_at": ISO, "deaf": False, "mute": False, "flags": 0}],
                 "channels": {}, "threads": {}, "voice_states": [], "presences": [], "stage_instances": [],
                 "guild_scheduled_events": [], "soundboard_sounds": [],
             }
             if self._session is not None:
                 self._dispatch("GUILD_CREATE", self._guild_json(guild))
         return self._guilds[guild]
+
+    def bot_role(self, guild: str | int) -> str:
+        """The id of the role Discord made for the bot in ``guild`` (created with the guild)."""
+        roles = self._ensure_guild(str(guild))["roles"]
+        return next(r["id"] for r in roles if (r.get("tags") or {}).get("bot_id") == self.bot_id)
+
+    def add_role(self, guild: str | int, name: str) -> str:
+        """An ordinary role in ``guild`` (announced with GUILD_ROLE_CREATE); returns its id."""
+        guild = str(guild)
+        role = {"id": self.new_id(), "name": name, "permissions": "0", "position": 1, "color": 0, "hoist": False,
+                "managed": False, "mentionable": True, "flags": 0}
+        self._ensure_guild(guild)["roles"].append(role)
+        if self._session is not None:
+            self._dispatch("GUILD_ROLE_CREATE", {"guild_id": guild, "role": role})
+        return str(role["id"])
 
     def _guild_json(self, guild: str) -> dict[str, Any]:
         g = self._guilds[guild]

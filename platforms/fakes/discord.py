@@ -272,10 +272,12 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         nick: str | None = None,
         thread_owner: str | int | None = None,
         files: Sequence[Upload] = (),
+        mention_roles: Sequence[str] = (),
     ) -> str:
         """A message in a guild text channel, or in thread ``thread_id`` of that channel
         (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread), from
-        username ``name`` with the server nickname ``nick``.
+        username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
+        (`bot_role`, `add_role`) before ``text``.
         Unknown guilds, channels and threads are created and announced first."""
         guild, channel, user = str(guild), str(channel), str(user)
         self._ensure_channel(guild, channel)
@@ -284,12 +286,14 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
             where = str(thread_id)
             self._ensure_thread(guild, channel, where, str(thread_owner or user))
         mentions_bot = mention_bot
+        text = "".join(f"<@&{role}> " for role in mention_roles) + text
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content = ""
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
+        data["mention_roles"] = [str(role) for role in mention_roles]
         if reply_to_bot:
             earlier = self.bot_messages(where)
             target = earlier[-1] if earlier else self._store(where, self.bot_id, "(earlier reply)", from_bot=True)

@@ -133,6 +133,17 @@ async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, runni
     assert [(e.event_id, e.text) for e in events[1:]] == [(reply, "are you sure?"), (stop, "!stop")]
 
 
+async def test_a_mention_of_the_bots_own_role_is_a_mention_of_the_bot(fake: FakeDiscord, running: Running) -> None:
+    """Discord's picker offers the bot's role (same name) beside the bot: picking it addresses
+    the bot all the same. Another role, even one the bot could hold, does not."""
+    _, sink = running
+    helpers = fake.add_role(GUILD, "helpers")
+    fake.push_guild_message(GUILD, CHANNEL, USER, "anyone around?", mention_roles=[helpers])
+    own = fake.push_guild_message(GUILD, CHANNEL, USER, "what's up?", mention_roles=[fake.bot_role(GUILD)])
+    [inbound] = await sink.wait(1)
+    assert (inbound.event_id, inbound.text, inbound.chat_id) == (own, "what's up?", str(CHANNEL))
+
+
 async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "in A", mention_bot=True, thread_id=701)
