@@ -3,8 +3,9 @@
 Sessions: a DM is one session (``thread_id`` None). In channels the bot answers when
 mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
-the bot is in a thread (mentioned there, or it posted there) later replies in it need no
-mention; after a restart the gateway tells it its threads (`remember_threads`).
+the bot is in a thread (mentioned there, or it answered a message there: the answer to a
+command does not count) later replies in it need no mention; after a restart the gateway
+tells it its threads (`remember_threads`).
 ``!stop``/``!new`` (``!`` + any command or alias the gateway serves, in any case, with or
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
@@ -474,7 +475,8 @@ class SlackAdapter:
         kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
-            self._remember(message.chat_id, message.thread_id)
+            if message.kind != "command":  # answering a "!help" typed there does not make a thread the bot's
+                self._remember(message.chat_id, message.thread_id)
         metadata = {"event_type": SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
         resp = await self._with_metadata(
             lambda **extra: self._formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),

@@ -111,12 +111,14 @@ class SessionTable:
 
     def recent_threads(self, platform: str, limit: int) -> list[tuple[str, str]]:
         """(chat_id, thread_id) of the platform's ``limit`` most recently active thread
-        sessions, most recent last."""
+        sessions that hold a conversation, most recent last. A thread where only commands were
+        answered (``!help`` typed in people's thread, for another bot) is not the bot's to hear."""
         # Keys are "platform|chat|thread": a range on the primary key ('}' sorts right after '|'),
         # then only keys with a thread (not ending in '|').
         low = session_key(platform, "", None)[:-1]
         rows = self._db.read(
-            "SELECT key FROM gateway_sessions WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
+            "SELECT key FROM gateway_sessions s WHERE key >= ? AND key < ? AND key NOT LIKE '%|'"
+            " AND EXISTS (SELECT 1 FROM gateway_transcript t WHERE t.key = s.key)"
             " ORDER BY updated_at DESC LIMIT ?", (low, low[:-1] + "}", limit))  # fmt: skip
         return [(chat, thread) for _, chat, thread in (split_session_key(key) for (key,) in reversed(rows))]
 

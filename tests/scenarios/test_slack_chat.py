@@ -241,6 +241,40 @@ async def test_a_bot_thread_needs_no_mention_after_a_gateway_restart(tmp_path):
         await fake.close()
 
 
+async def test_a_command_answered_in_a_thread_does_not_put_the_bot_in_it(tmp_path):
+    """``!help`` in people's thread (meant for another bot, say) is answered there; what they
+    write after it is still not for the bot, also after a restart."""
+    fake = await FakeSlack().start()
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = ScriptedModel({"parent": echo})
+
+    async def gateway() -> Gateway:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2)
+        return await start_gateway(config, [adapter], model=model)
+
+    def handed_over() -> bool:  # an envelope is acked once the adapter has handed its message over, or not
+        return all(e.acked for e in fake.envelopes.values())
+
+    thread = "1700000000.000300"
+    chat = SlackChat(fake, None, await gateway(), None)  # type: ignore[arg-type]
+    try:
+        await fake.push_message("C1", "U1", "!help", thread_ts=thread)
+        [help_text] = await chat.answered("C1", thread)
+        await fake.push_message("C1", "U2", "that was for the other bot", thread_ts=thread)
+        await fake.wait_for(handed_over)
+        await settled(chat.gateway)
+        await chat.gateway.stop(grace=0)
+        chat.gateway = await gateway()
+        await fake.push_message("C1", "U2", "still not for you", thread_ts=thread)
+        await fake.wait_for(handed_over)
+        await settled(chat.gateway)
+        assert chat.bot_texts("C1", thread) == [help_text] and model.requests == []
+    finally:
+        await chat.gateway.stop(grace=0)
+        await fake.close()
+
+
 # -- 4. long-running notices ------------------------------------------------------------------
 
 

@@ -112,11 +112,13 @@ def test_older_sessions_get_the_default_backend_and_keep_a_choice_across_reopens
 def test_session_keys_split_back_and_recent_threads_are_listed(store, clock):
     for parts in [("slack", "C1", "171.2"), ("telegram", "a|b%c", None), ("web", "x", "t|%7C")]:
         assert split_session_key(session_key(*parts)) == parts
+    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     for i, (chat, thread) in enumerate([("C1", "1.1"), ("C2", None), ("C1", "2.2"), ("C|3", "3.3")]):
         clock.now += 1
-        store.sessions.save(SessionRow(session_key("slack", chat, thread), f"s-{i}", 1, "inline", []))
-    store.sessions.save(SessionRow(session_key("slacker", "C9", "9.9"), "s-9", 1, "inline", []))
-    store.sessions.save(SessionRow(session_key("discord", "C1", "1.1"), "s-8", 1, "inline", []))
+        store.sessions.save(SessionRow(session_key("slack", chat, thread), f"s-{i}", 1, "inline", said))
+    store.sessions.save(SessionRow(session_key("slack", "C1", "4.4"), "s-7", 1, "inline", []))  # commands only
+    store.sessions.save(SessionRow(session_key("slacker", "C9", "9.9"), "s-9", 1, "inline", said))
+    store.sessions.save(SessionRow(session_key("discord", "C1", "1.1"), "s-8", 1, "inline", said))
     assert store.sessions.recent_threads("slack", 10) == [("C1", "1.1"), ("C1", "2.2"), ("C|3", "3.3")]
     assert store.sessions.recent_threads("slack", 2) == [("C1", "2.2"), ("C|3", "3.3")]
 
