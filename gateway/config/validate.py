@@ -71,7 +71,7 @@ class Validator:
                 values[name] = self.value(raw[name], hints[name], join(path, name), f.metadata)
             except Invalid as exc:
                 message = (f"{join(path, name)}: expected {exc.expected}, got {self.show(raw[name], f.metadata)}"
-                           f"{quoted_hint(name, raw[name], hints[name])}")
+                           f"{misread_hint(name, raw[name], hints[name])}")
                 if f.metadata.get("lenient"):
                     self.warnings.append(f"{message}; ignored, using the default {show(_default(f))}")
                 else:
@@ -127,7 +127,7 @@ class Validator:
             return self.value(value, tp, path)
         except Invalid as exc:
             self.errors.append(f"{path}: expected {exc.expected}, got {self.show(value, meta)}"
-                               f"{quoted_hint(None, value, tp)}")
+                               f"{misread_hint(None, value, tp)}")
             return FAILED
 
     def _mapping(self, value: object, tp: Any, path: str, meta: Mapping) -> Mapping:
@@ -214,11 +214,18 @@ def _convert(value: object, tp: Any) -> Any:
     raise Invalid(describe((tp,)))
 
 
-def quoted_hint(name: str | None, value: object, tp: Any) -> str:
-    """``" (drop the quotes: …)"`` when a number or boolean was written in quotes, else ""."""
+def misread_hint(name: str | None, value: object, tp: Any) -> str:
+    """How to write what was likely meant, in parentheses, when YAML read it as another type; else "".
+
+    A number or boolean in quotes is text; a bare ``no`` or ``off`` meant as text is false (YAML 1.1).
+    """
+    members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
+    if isinstance(value, bool) and str in members:
+        words, word = ("yes or on", "yes") if value else ("no or off", "no")
+        written = f'{name}: "{word}"' if name else f'"{word}"'
+        return f" (YAML reads a bare {words} as {show(value)}: quote it to mean the text, {written})"
     if not isinstance(value, str) or isinstance(value, Expanded):
         return ""
-    members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
     for member in members:
         if member in (int, float, bool):
             try:
