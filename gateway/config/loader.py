@@ -21,6 +21,7 @@ from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
 from gateway.config.secret_values import mask, secret_values
 from gateway.config.sections import Config, default_state_dir
+from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import Validator, show
 from gateway.errors import ConfigError
 
@@ -78,28 +79,6 @@ def _must_exist(path: Path, origin: str) -> Path:
     return path
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys, which PyYAML would silently overwrite."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *defaults` may legitimately repeat keys it merges in
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                continue  # unhashable key: the base class reports it
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {show(key)}",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep)
-
-
 def read_yaml(source: Path) -> object:
     """The parsed document; raises ConfigError naming the file (and line) on failure."""
     try:
@@ -107,7 +86,7 @@ def read_yaml(source: Path) -> object:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"{source}: cannot read: {exc}"], source=source) from exc
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(source)

@@ -2,7 +2,7 @@
 
 ``KEY`` is a dotted key path (``agent.gateway_notify_interval``); ``VALUE`` is read
 as a YAML scalar, so ``1``, ``2.5``, ``true`` and ``null`` are what they look like
-and anything else is a string. The result is validated like the file, with the
+and anything else is a string; it is read as the file is (`gateway.config.strict_yaml`). The result is validated like the file, with the
 same messages. Meant for trying things (``make run`` uses it), not for secrets:
 a command line is visible to every user of the machine.
 """
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from gateway.config.strict_yaml import StrictLoader
 from gateway.errors import ConfigError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
@@ -34,7 +35,10 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
             errors.append(f"--set {pair}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
             continue
         try:
-            value = yaml.safe_load(text) if text.strip() else ""
+            value = yaml.load(text, Loader=StrictLoader) if text.strip() else ""  # noqa: S506 - a SafeLoader
+        except yaml.constructor.ConstructorError as exc:
+            errors.append(f"--set {key}: {exc.problem}")  # an octal number: refused as in the file
+            continue
         except yaml.YAMLError:
             value = text
         if isinstance(value, (dict, list)):

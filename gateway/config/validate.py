@@ -25,6 +25,7 @@ from gateway.config.interpolate import FAILED, Expanded
 
 _NO_META: Mapping = types.MappingProxyType({})
 _INT = re.compile(r"[+-]?\d+")
+_LEADING_ZERO = re.compile(r"[+-]?0\d+")
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -217,7 +218,8 @@ def _convert(value: object, tp: Any) -> Any:
 def misread_hint(name: str | None, value: object, tp: Any) -> str:
     """How to write what was likely meant, in parentheses, when YAML read it as another type; else "".
 
-    A number or boolean in quotes is text; a bare ``no`` or ``off`` meant as text is false (YAML 1.1).
+    A number or boolean in quotes is text, and so is a number with a leading 0 that is no octal
+    one (``08080``); a bare ``no`` or ``off`` meant as text is false (YAML 1.1).
     """
     members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
     if isinstance(value, bool) and str in members:
@@ -229,9 +231,13 @@ def misread_hint(name: str | None, value: object, tp: Any) -> str:
     for member in members:
         if member in (int, float, bool):
             try:
-                _convert(Expanded(value), member)
+                number = _convert(Expanded(value), member)
             except Invalid:
                 continue
+            if member is int and _LEADING_ZERO.fullmatch(value.strip()):
+                # Written bare or quoted alike (08080), so dropping quotes would not help.
+                written = f"{name}: {number}" if name else str(number)
+                return f" (YAML reads it as text for its leading 0: write {written})"
             written = f"{name}: {value.strip()}" if name else value.strip()
             return f" (quoted, so it is text: drop the quotes and write {written})"
     return ""

@@ -38,3 +38,27 @@ def test_the_same_word_given_with_set_says_the_same(write):
     errors = problems(write, "", overrides=["model.transcription.language=no"])
     assert errors == ['model.transcription.language: expected a string or null, got false (YAML reads a bare no'
                       ' or off as false: quote it to mean the text, language: "no")']
+
+
+OCTAL = ("a number written with a leading 0, which YAML 1.1 reads as octal (0755 as 493): write it without the"
+         " leading 0, or in quotes if it is text")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [("server:\n  port: 0755\n", "2:9"), ("platforms:\n  telegram:\n    allowed_users: [42, 0123]\n", "3:25")],
+)
+def test_a_number_with_a_leading_zero_is_not_silently_read_as_octal(write, text, where):
+    path = write(text)
+    assert problems(write, text) == [f"{path}:{where}: invalid YAML: {OCTAL}"]
+
+
+def test_the_same_number_given_with_set_is_refused_the_same_way(write):
+    assert problems(write, "", overrides=["server.port=0755"]) == [f"--set server.port: {OCTAL}"]
+
+
+def test_a_leading_zero_yaml_reads_as_text_is_not_called_quoted(write):
+    # 08080 is no octal number, so YAML keeps it as text: there are no quotes to drop.
+    assert problems(write, "server:\n  port: 08080\n") == [
+        'server.port: expected an integer ≥ 0 and ≤ 65535, got "08080" (YAML reads it as text for its leading 0:'
+        " write port: 8080)"]

@@ -1,0 +1,51 @@
+"""The YAML reader of configuration files and ``--set`` values: PyYAML's safe loader, minus two
+of YAML 1.1's silent surprises.
+
+- A key written twice in one mapping is an error; PyYAML keeps the last value.
+- A plain number with a leading 0 is an error: YAML 1.1 reads ``0755`` as octal 493, YAML 1.2
+  and most readers as 755, and no setting is a file mode. Quoted, it stays text.
+
+Messages do not echo the value: the loader does not know which keys hold secrets.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from gateway.config.validate import show
+
+OCTAL = ("a number written with a leading 0, which YAML 1.1 reads as octal (0755 as 493): write it without the"
+         " leading 0, or in quotes if it is text")
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")  # PyYAML's own octal pattern
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and octal numbers."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults` may legitimately repeat keys it merges in
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # unhashable key: the base class reports it
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {show(key)}",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node):
+        if _OCTAL.fullmatch(node.value):
+            raise yaml.constructor.ConstructorError(None, None, OCTAL, node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
