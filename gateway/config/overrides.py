@@ -19,6 +19,7 @@ from gateway.config.strict_yaml import StrictLoader
 from gateway.errors import ConfigError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
+_KEY_CHARS = re.compile(r"[\w.-]*")
 
 
 def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
@@ -32,7 +33,7 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
         key, sep, text = pair.partition("=")
         key = key.strip()
         if not sep or not _KEY.fullmatch(key):
-            errors.append(f"--set {pair}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
+            errors.append(f"--set {_key_part(pair)}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
             continue
         try:
             value = yaml.load(text, Loader=StrictLoader) if text.strip() else ""  # noqa: S506 - a SafeLoader
@@ -56,3 +57,10 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
     if errors:
         raise ConfigError(errors)
     return tree
+
+
+def _key_part(pair: str) -> str:
+    """The start of ``pair`` that could be a key, then "…" if more follows: what follows may be a
+    value (``token:…``, the file's habit, or a space before ``=``), and values may be secrets."""
+    end = _KEY_CHARS.match(pair).end()
+    return pair[:end] + ("…" if end < len(pair) else "")

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from gateway.config import ConfigError, config_check
+from gateway.config import ConfigError, config_check, load_config
 
 TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123"
 HOOK = "whsec-0123456789abcdef"
@@ -152,3 +152,14 @@ def test_a_webhook_deliver_url_with_a_token_in_it_is_fine(load):
 def test_a_telegram_credential_telegram_would_refuse_names_its_key(load, settings, error):
     errors, _ = problems(load, f"platforms:\n  telegram: {{enabled: true, allow_all: true, {settings}}}\n")
     assert errors == [error]
+
+
+@pytest.mark.parametrize("pair", ["platforms.telegram.token:777002:AAE-secretpart0123", "platforms.telegram.token",
+                                  "platforms.telegram token=777002:AAE-secretpart0123"])
+def test_a_set_that_is_not_key_value_does_not_echo_what_followed_the_key(pair):
+    # `token:value` (the file's habit) leaves the whole pair one word: it may well hold the secret.
+    with pytest.raises(ConfigError) as info:
+        load_config(None, env={}, overrides=[pair])
+    errors = info.value.errors
+    assert len(errors) == 1 and errors[0].startswith("--set platforms.telegram")
+    assert "expected KEY=VALUE" in errors[0] and "secretpart" not in errors[0]

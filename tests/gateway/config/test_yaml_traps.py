@@ -62,3 +62,4 @@ def test_a_leading_zero_yaml_reads_as_text_is_not_called_quoted(write):
     assert problems(write, "server:\n  port: 08080\n") == [
         'server.port: expected an integer ≥ 0 and ≤ 65535, got "08080" (YAML reads it as text for its leading 0:'
         " write port: 8080)"]
+
