@@ -112,7 +112,7 @@ def config_from_mapping(
     # Expansion problems come first: they often explain a later "expected ..." one.
     tree = expand_tree(raw, env, "", expansion_errors)
     secrets = secret_values(Config, tree)
-    validator = Validator(secrets)
+    validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
     config = validator.section(Config, tree, "")
     rule_errors, rule_warnings = check_rules(config)

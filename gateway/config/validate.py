@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from gateway.config.interpolate import FAILED, Expanded
+from gateway.config.misplaced import homes
 
 _NO_META: Mapping = types.MappingProxyType({})
 _INT = re.compile(r"[+-]?\d+")
@@ -38,11 +39,13 @@ class Invalid(Exception):
 class Validator:
     """Builds settings objects, collecting ``errors`` and ``warnings`` as it goes."""
 
-    def __init__(self, secrets: frozenset[str] = frozenset()) -> None:
+    def __init__(self, secrets: frozenset[str] = frozenset(), schema: type | None = None) -> None:
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.secrets = secrets
         """Values never to echo, wherever they were typed."""
+        self.homes = homes(schema) if schema is not None else {}
+        """Where each key name is a setting, to tell where a key in the wrong place goes."""
         self._strict = 0  # > 0 inside a strict_keys section: unknown keys are errors
 
     def section(self, cls: type, raw: object, path: str, meta: Mapping = _NO_META) -> Any:
@@ -164,10 +167,17 @@ class Validator:
         for key in raw:
             if key not in known:
                 close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                places = () if close else self.homes.get(str(key), ())
+                guess = close[0] if close else places[0].path if len(places) == 1 else None
+                hint = f' (did you mean "{guess}"?)' if guess else ""
                 if self._strict:
                     self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt key here would"
                                        " silently leave something off")
+                elif len(places) == 1 and places[0].strict and places[0].section:
+                    # Out of place, a platform (`telegram:` at the top) is as lost as a misspelt one in platforms.
+                    parent = places[0].path.rpartition(".")[0]
+                    self.errors.append(f"{join(path, key)}: unknown key{hint}; a key that belongs under {parent}"
+                                       " would silently leave something off here")
                 else:
                     self.warnings.append(f"{join(path, key)}: unknown key{hint}")
 

@@ -163,3 +163,17 @@ def test_a_set_that_is_not_key_value_does_not_echo_what_followed_the_key(pair):
     errors = info.value.errors
     assert len(errors) == 1 and errors[0].startswith("--set platforms.telegram")
     assert "expected KEY=VALUE" in errors[0] and "secretpart" not in errors[0]
+
+
+def test_a_platform_written_outside_platforms_is_an_error_that_says_where_it_goes(load):
+    # The gateway would otherwise start with Telegram silently off, as for a misspelt `telgram:`.
+    errors, _ = problems(load, "telegram: {enabled: true, token: '123456:AAE', allow_all: true}\n")
+    assert errors == ['telegram: unknown key (did you mean "platforms.telegram"?); a key that belongs under'
+                      " platforms would silently leave something off here"]
+
+
+def test_a_setting_in_the_wrong_section_is_a_warning_that_says_where_it_goes(load):
+    _, warnings = load("port: 9000\nagent: {max_concurrent_children: 3}\nserver: {token: t0k3n}\n")
+    assert warnings == ['port: unknown key (did you mean "server.port"?)', 'agent.max_concurrent_children: unknown key'
+                        ' (did you mean "delegation.max_concurrent_children"?)',
+                        "server.token: unknown key"]  # a platform's setting, but which platform's?
