@@ -122,3 +122,102 @@ def test_every_setting_the_docs_name_exists():
             assert any(names_a_setting(written, path) for path in paths), (
                 f"{doc.relative_to(ROOT)} names `{written}`, which is no setting"
             )
+
+
+def schema_defaults(cls: type = Config, prefix: str = ""):
+    """``(dotted path, default)`` of every setting with a fixed default; ``<name>`` as in `setting_paths`."""
+    hints = typing.get_type_hints(cls)
+    instance = cls()
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        tp, value = hints[f.name], getattr(instance, f.name)
+        members = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+        if dataclasses.is_dataclass(value):
+            yield from schema_defaults(type(value), f"{prefix}{f.name}.")
+        elif any(typing.get_origin(m) is Mapping for m in members):
+            entry = next(typing.get_args(m)[1] for m in members if typing.get_origin(m) is Mapping)
+            if dataclasses.is_dataclass(entry):
+                yield from schema_defaults(entry, f"{prefix}{f.name}.<name>.")
+        elif f.name != "state_dir":  # its default depends on the environment
+            yield prefix + f.name, value
+
+
+MIB = 1024 * 1024
+LITERAL = r"`?(-?[\d,]+(?:\.\d+)?(?!\w|\.\d)|true|false|\[\]|unset|—|\w[\w.:/-]*)`?(?: (MB))?"
+TABLE_ROW = re.compile(rf"^\| `([\w.<>]+)` \| {LITERAL}(?: \(.*?\))? \|", re.M)
+PROSE = re.compile(rf"(?:`([a-z_]+(?:\.[\w<>]+)+)`(?: /|,) )?`([a-z_]+(?:\.[\w<>]+)+)`(?:,? \(?| [\w ]{{0,24}} \()default {LITERAL}")
+"""``key`` (default 3), ``key``, default 3, ``key`` seconds (default 3), or two at once:
+``server.host`` / ``server.port`` (default ``host:port``)."""
+
+
+def documented_defaults():
+    """``(where, dotted key, default as written)`` for each default the docs state in a table or in prose."""
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+        page = doc.relative_to(ROOT)
+        for match in TABLE_ROW.finditer(prose):
+            key = match.group(1)
+            if "." not in key and doc.parent.name == "platforms":  # a platform page's table: its own keys
+                key = f"platforms.{doc.stem}.{key}"
+            yield f"{page}: {match.group(0)}", key, match.group(2), match.group(3)
+        for match in PROSE.finditer(re.sub(r"\s+", " ", prose)):
+            first, key, written, unit = match.groups()
+            if first is not None:
+                first_written, _, written = written.rpartition(":")
+                yield f"{page}: {match.group(0)}", first, first_written, None
+            yield f"{page}: {match.group(0)}", key, written, unit
+
+
+def as_written(value: object) -> object:
+    """A schema default as the docs would write it."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple) and not value:
+        return "[]"
+    return value
+
+
+def test_every_default_the_docs_state_is_the_schema_default():
+    defaults = dict(schema_defaults())
+    checked = 0
+    for where, key, written, unit in documented_defaults():
+        matches = [path for path in defaults if names_a_setting(key, path)]
+        if not matches or written.startswith(tuple(SECTIONS)):
+            continue  # no setting (a metric, a payload field), or a default that is another setting
+        written = "unset" if written == "—" else written
+        for path in matches:
+            default = as_written(defaults[path])
+            if isinstance(default, (int, float)) and not isinstance(default, bool):
+                number = float(written.replace(",", "")) * (MIB if unit else 1)
+                assert number == default, f"{where}: the docs say {written}{' MB' if unit else ''}, {path} is {default}"
+            else:
+                assert written == default, f"{where}: the docs say {written}, {path} is {default}"
+            checked += 1
+    assert checked >= 30  # the patterns still find the docs' defaults
+
+
+def undocumented(cls: type = Config, prefix: str = ""):
+    """Dotted paths of the settings with no ``doc``, the line the example file shows above each key."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        if not f.metadata.get("doc", "").strip():
+            yield prefix + f.name
+        tp = hints[f.name]
+        for member in typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,):
+            if typing.get_origin(member) is Mapping and dataclasses.is_dataclass(typing.get_args(member)[1]):
+                yield from undocumented(typing.get_args(member)[1], f"{prefix}{f.name}.<name>.")
+            elif dataclasses.is_dataclass(member):
+                yield from undocumented(member, f"{prefix}{f.name}.")
+
+
+def test_every_setting_the_schema_accepts_is_documented():
+    # The README sends readers to the example file for "every key with its default": each key there
+    # carries its doc line (the example is generated, and checked above to be current).
+    assert "deploy/switchboard.example.yaml" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert list(undocumented()) == []
