@@ -14,6 +14,7 @@ import yaml
 
 from gateway.cli import build_parser
 from gateway.commands import BUILTIN
+from gateway.config import Config, config_check
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -65,3 +66,25 @@ def test_the_slack_manifest_declares_every_command_the_gateway_serves():
     manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yaml").read_text(encoding="utf-8"))
     declared = [command["command"] for command in manifest["features"]["slash_commands"]]
     assert declared == [f"/{command.name}" for command in BUILTIN]
+
+
+def switchboard_configs():
+    """Every configuration file in deploy/: a mapping whose keys are all configuration sections."""
+    sections = set(Config.__dataclass_fields__)
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(raw, dict) and raw and set(raw) <= sections:
+            yield pytest.param(path, id=path.name)
+
+
+@pytest.mark.parametrize("path", list(switchboard_configs()))
+def test_every_configuration_in_deploy_passes_config_check(path, tmp_path):
+    # The variables a file reads (compose and systemd set them) get a value every secret accepts.
+    env = {name: "123456:TEST-token" for name in re.findall(r"\$\{(\w+)\}", path.read_text(encoding="utf-8"))}
+    out, err = io.StringIO(), io.StringIO()
+    assert config_check(str(path), out, err, env={**env, "SWITCHBOARD_STATE_DIR": str(tmp_path)}) == 0, err.getvalue()
+    assert err.getvalue() == ""
+
+
+def test_the_deploy_configurations_found_are_the_ones_shipped():
+    assert [p.values[0].name for p in switchboard_configs()] == ["scale-out.yaml", "switchboard.example.yaml"]
