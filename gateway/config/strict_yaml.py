@@ -10,11 +10,10 @@ Messages do not echo the value: the loader does not know which keys hold secrets
 
 from __future__ import annotations
 
+import json
 import re
 
 import yaml
-
-from gateway.config.validate import show
 
 OCTAL = ("a number written with a leading 0, which YAML 1.1 reads as octal (0755 as 493): write it without the"
          " leading 0, or in quotes if it is text")
@@ -37,7 +36,7 @@ class StrictLoader(yaml.SafeLoader):
                 continue  # unhashable key: the base class reports it
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {show(key)}",
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {_written(key)}",
                     key_node.start_mark,
                 )
         return super().construct_mapping(node, deep)
@@ -46,6 +45,11 @@ class StrictLoader(yaml.SafeLoader):
         if _OCTAL.fullmatch(node.value):
             raise yaml.constructor.ConstructorError(None, None, OCTAL, node.start_mark)
         return super().construct_yaml_int(node)
+
+
+def _written(key: object) -> str:
+    """A mapping key as YAML wrote it (JSON-ish), as `gateway.config.validate.show` would."""
+    return json.dumps(key if isinstance(key, (str, int, float, bool, type(None))) else str(key), ensure_ascii=False)
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)

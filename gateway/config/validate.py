@@ -21,12 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+import yaml
+
 from gateway.config.interpolate import FAILED, Expanded
 from gateway.config.misplaced import homes
+from gateway.config.strict_yaml import StrictLoader
 
 _NO_META: Mapping = types.MappingProxyType({})
 _INT = re.compile(r"[+-]?\d+")
-_LEADING_ZERO = re.compile(r"[+-]?0\d+")
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -228,8 +230,8 @@ def _convert(value: object, tp: Any) -> Any:
 def misread_hint(name: str | None, value: object, tp: Any) -> str:
     """How to write what was likely meant, in parentheses, when YAML read it as another type; else "".
 
-    A number or boolean in quotes is text, and so is a number with a leading 0 that is no octal
-    one (``08080``); a bare ``no`` or ``off`` meant as text is false (YAML 1.1).
+    A number or boolean in quotes is text, and so are some bare ones YAML 1.1 does not read as
+    numbers (``08080``, ``1e3``); a bare ``no`` or ``off`` meant as text is false.
     """
     members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
     if isinstance(value, bool) and str in members:
@@ -241,16 +243,25 @@ def misread_hint(name: str | None, value: object, tp: Any) -> str:
     for member in members:
         if member in (int, float, bool):
             try:
-                number = _convert(Expanded(value), member)
+                meant = _convert(Expanded(value), member)
             except Invalid:
                 continue
-            if member is int and _LEADING_ZERO.fullmatch(value.strip()):
-                # Written bare or quoted alike (08080), so dropping quotes would not help.
-                written = f"{name}: {number}" if name else str(number)
-                return f" (YAML reads it as text for its leading 0: write {written})"
+            if not _fits(_bare(value.strip()), member):
+                # Text to YAML with or without quotes (08080, 1e3): dropping quotes would not help.
+                spelt = yaml.safe_dump(meant).removesuffix("...\n").strip()
+                return f" (YAML reads it as text: write {f'{name}: ' if name else ''}{spelt})"
             written = f"{name}: {value.strip()}" if name else value.strip()
             return f" (quoted, so it is text: drop the quotes and write {written})"
     return ""
+
+
+def _bare(text: str) -> object:
+    """What the configuration's YAML reader makes of ``text`` written without quotes; ``text`` when
+    it refuses it (``0755``)."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError:
+        return text
 
 
 def _fits(value: object, tp: Any) -> bool:

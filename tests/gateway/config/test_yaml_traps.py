@@ -60,6 +60,26 @@ def test_the_same_number_given_with_set_is_refused_the_same_way(write):
 def test_a_leading_zero_yaml_reads_as_text_is_not_called_quoted(write):
     # 08080 is no octal number, so YAML keeps it as text: there are no quotes to drop.
     assert problems(write, "server:\n  port: 08080\n") == [
-        'server.port: expected an integer ≥ 0 and ≤ 65535, got "08080" (YAML reads it as text for its leading 0:'
-        " write port: 8080)"]
+        'server.port: expected an integer ≥ 0 and ≤ 65535, got "08080" (YAML reads it as text: write port:'
+        " 8080)"]
 
+
+
+@pytest.mark.parametrize(("written", "meant"), [("1e3", "1000.0"), ("1.5e3", "1500.0"), ("2E-1", "0.2")])
+def test_an_exponent_yaml_reads_as_text_is_not_called_quoted(write, written, meant):
+    # YAML 1.1 wants a dot and a signed exponent (1.0e+3): a bare 1e3 is text, with no quotes to drop.
+    assert problems(write, f"model:\n  timeout_seconds: {written}\n") == [
+        f'model.timeout_seconds: expected a number ≥ 0.001, got "{written}" (YAML reads it as text: write'
+        f" timeout_seconds: {meant})"]
+
+
+def test_a_quoted_whole_number_in_a_number_setting_is_told_to_drop_the_quotes(write):
+    assert problems(write, 'model:\n  timeout_seconds: "90"\n') == [
+        'model.timeout_seconds: expected a number ≥ 0.001, got "90" (quoted, so it is text: drop the quotes and'
+        " write timeout_seconds: 90)"]
+
+
+def test_a_quoted_number_with_a_leading_zero_is_told_how_to_write_it(write):
+    # Not "drop the quotes": bare, 0755 would be refused as octal.
+    assert problems(write, 'server:\n  port: "0755"\n') == [
+        'server.port: expected an integer ≥ 0 and ≤ 65535, got "0755" (YAML reads it as text: write port: 755)']
