@@ -79,6 +79,14 @@ def _must_exist(path: Path, origin: str) -> Path:
     return path
 
 
+_YAML_HINTS = {
+    # PyYAML's words for the two commonest slips of a hand-written file, which say what, not why.
+    "mapping values are not allowed here": "a value with a colon and a space in it needs quotes; or a key is"
+                                           " indented under one that already has a value",
+    "found character '\\t' that cannot start any token": "YAML indents with spaces, not tabs",
+}
+
+
 def read_yaml(source: Path) -> object:
     """The parsed document; raises ConfigError naming the file (and line) on failure."""
     try:
@@ -93,6 +101,7 @@ def read_yaml(source: Path) -> object:
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         detail = f"{context}, {problem}" if context else problem
+        detail += next((f" ({hint})" for start, hint in _YAML_HINTS.items() if problem.startswith(start)), "")
         raise ConfigError([f"{where}: invalid YAML: {detail}"], source=source) from exc
 
 

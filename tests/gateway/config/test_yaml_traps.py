@@ -83,3 +83,22 @@ def test_a_quoted_number_with_a_leading_zero_is_told_how_to_write_it(write):
     # Not "drop the quotes": bare, 0755 would be refused as octal.
     assert problems(write, 'server:\n  port: "0755"\n') == [
         'server.port: expected an integer ≥ 0 and ≤ 65535, got "0755" (YAML reads it as text: write port: 755)']
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "error"),
+    [
+        ("agent:\n  system_prompt: Note: be brief\n", "2:22",
+         "mapping values are not allowed here (a value with a colon and a space in it needs quotes; or a key is"
+         " indented under one that already has a value)"),
+        ("server:\n  port: 80\n    host: x\n", "3:9",
+         "mapping values are not allowed here (a value with a colon and a space in it needs quotes; or a key is"
+         " indented under one that already has a value)"),
+        ("server:\n\tport: 80\n", "2:1",
+         "while scanning for the next token, found character '\\t' that cannot start any token (YAML indents with"
+         " spaces, not tabs)"),
+    ],
+)
+def test_a_yaml_mistake_says_what_to_write(write, text, where, error):
+    path = write(text)
+    assert problems(write, text) == [f"{path}:{where}: invalid YAML: {error}"]
