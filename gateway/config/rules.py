@@ -135,11 +135,8 @@ def _script_rules(script: str | None) -> list[str]:
     """The scripted model's script is read when the model is built, at start (relative to the cwd)."""
     if not script:
         return ['model.script: required when model.provider is "scripted" (the path of a YAML or JSON script)']
-    try:
-        with open(script, "rb"):
-            return []
-    except OSError as exc:
-        return [f"model.script: cannot read {Path(script).absolute()} ({exc.strerror})"]
+    problem = _unreadable(Path(script))
+    return [f"model.script: {problem}"] if problem else []
 
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}")
@@ -153,9 +150,23 @@ def _temporal_rules(config: Config) -> list[str]:
     if not temporal.task_queue.strip():
         errors.append("lifecycle.temporal.task_queue: expected a non-empty name such as \"switchboard-children\"")
     tls = temporal.tls
-    if not isinstance(tls, bool) and tls is not None and (tls.cert_file is None) != (tls.key_file is None):
-        errors.append("lifecycle.temporal.tls: cert_file and key_file go together (mutual TLS needs both)")
+    if not isinstance(tls, bool) and tls is not None:
+        if (tls.cert_file is None) != (tls.key_file is None):
+            errors.append("lifecycle.temporal.tls: cert_file and key_file go together (mutual TLS needs both)")
+        # A worker reads them whatever the engine, as the gateway does with engine: temporal, when it connects.
+        for key in ("ca_file", "cert_file", "key_file"):
+            if (path := getattr(tls, key)) is not None and (problem := _unreadable(path)):
+                errors.append(f"lifecycle.temporal.tls.{key}: {problem}")
     return errors
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the file at ``path`` (relative to the cwd, as where it is read) cannot be read; None if it can."""
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        return f"cannot read {Path(path).absolute()} ({exc.strerror})"
 
 
 def _url_problem(url: str, *, example: str = "https://api.example.com") -> str | None:

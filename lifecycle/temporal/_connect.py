@@ -20,10 +20,7 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
     """A client for ``settings.namespace`` at ``settings.address``. Raises `TemporalUnavailable`
     with one line naming the setting to fix (never the API key) when the service cannot be
     reached or has no such namespace."""
-    try:
-        tls = _tls(settings)
-    except OSError as exc:
-        raise TemporalUnavailable(f"lifecycle.temporal.tls: cannot read {exc.filename} ({exc.strerror})") from exc
+    tls = _tls(settings)
     try:
         client = await Client.connect(
             settings.address, namespace=settings.namespace, api_key=settings.api_key or None, tls=tls,
@@ -54,13 +51,18 @@ def _tls(settings: TemporalSettings) -> bool | TLSConfig | None:
     if tls is None or isinstance(tls, bool):
         return tls
     return TLSConfig(
-        server_root_ca_cert=_read(tls.ca_file), domain=tls.server_name,
-        client_cert=_read(tls.cert_file), client_private_key=_read(tls.key_file),
+        server_root_ca_cert=_read(tls.ca_file, "ca_file"), domain=tls.server_name,
+        client_cert=_read(tls.cert_file, "cert_file"), client_private_key=_read(tls.key_file, "key_file"),
     )
 
 
-def _read(path: Path | None) -> bytes | None:
-    return None if path is None else Path(path).expanduser().read_bytes()
+def _read(path: Path | None, key: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as exc:
+        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: cannot read {exc.filename} ({exc.strerror})") from exc
 
 
 def _first_line(exc: BaseException) -> str:

@@ -20,6 +20,8 @@ CASES = {
     "a scripted model without its script": ({"model": {"provider": "scripted"}}, "model.script", "required"),
     "a scripted model whose script is not there": ({"model": {"provider": "scripted", "script": "gone.yaml"}},
                                                    "model.script", "cannot read"),
+    "a Temporal CA file that is not there": ({"lifecycle": {"engine": "temporal", "temporal": {
+        "address": "127.0.0.1:9", "tls": {"ca_file": "gone.pem"}}}}, "lifecycle.temporal.tls.ca_file", "cannot read"),
 }
 
 

@@ -10,18 +10,30 @@ import yaml
 from gateway.config import ConfigError, config_check
 
 
-def test_the_temporal_section_loads_with_its_defaults_and_tls_forms(load):
+def test_the_temporal_section_loads_with_its_defaults_and_tls_forms(load, isolated):
     config, warnings = load("lifecycle: {engine: temporal}")
     temporal = config.lifecycle.temporal
     assert (config.lifecycle.engine, warnings) == ("temporal", [])
     assert (temporal.address, temporal.namespace, temporal.task_queue, temporal.tls, temporal.api_key) == (
         "127.0.0.1:7233", "default", "switchboard-children", None, None)
+    (isolated / "cwd" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     config, _ = load("""
         lifecycle:
           temporal: {address: "temporal.internal:7233", tls: {ca_file: ca.pem, server_name: temporal}, api_key: "${K}"}
         """, env={"K": "key-123456"})
     assert config.lifecycle.temporal.tls.ca_file.name == "ca.pem" and config.lifecycle.temporal.api_key == "key-123456"
     assert load("lifecycle: {temporal: {tls: true}}")[0].lifecycle.temporal.tls is True
+
+
+def test_the_temporal_tls_files_must_be_readable(load, isolated):
+    # The gateway (engine: temporal) and every worker read them when they connect: else config check
+    # passes and the start stops on them.
+    (isolated / "cwd" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    with pytest.raises(ConfigError) as caught:
+        load("lifecycle: {temporal: {tls: {ca_file: ca.pem, cert_file: gone.pem, key_file: /nonexistent/key.pem}}}")
+    assert caught.value.errors == [
+        f"lifecycle.temporal.tls.cert_file: cannot read {isolated / 'cwd' / 'gone.pem'} (No such file or directory)",
+        "lifecycle.temporal.tls.key_file: cannot read /nonexistent/key.pem (No such file or directory)"]
 
 
 @pytest.mark.parametrize(("text", "error"), [
