@@ -80,10 +80,12 @@ def _must_exist(path: Path, origin: str) -> Path:
 
 
 _YAML_HINTS = {
-    # PyYAML's words for the two commonest slips of a hand-written file, which say what, not why.
+    # PyYAML's words for the commonest slips of a hand-written file, which say what, not why.
     "mapping values are not allowed here": "a value with a colon and a space in it needs quotes; or a key is"
                                            " indented under one that already has a value",
     "found character '\\t' that cannot start any token": "YAML indents with spaces, not tabs",
+    **{f"found character '{c}' that cannot start any token": 'a value that starts with @, ` or % needs quotes, as in'
+       ' "@alice"' for c in "@`%"},
 }
 
 

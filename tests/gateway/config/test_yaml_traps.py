@@ -102,3 +102,13 @@ def test_a_quoted_number_with_a_leading_zero_is_told_how_to_write_it(write):
 def test_a_yaml_mistake_says_what_to_write(write, text, where, error):
     path = write(text)
     assert problems(write, text) == [f"{path}:{where}: invalid YAML: {error}"]
+
+
+@pytest.mark.parametrize("character", ["@", "`", "%"])
+def test_a_value_starting_with_a_character_yaml_reserves_is_told_to_be_quoted(write, character):
+    # `@alice` is how Telegram writes a username, which allowed_users takes.
+    text = f"platforms:\n  telegram:\n    allowed_users: [{character}alice]\n"
+    path = write(text)
+    assert problems(write, text) == [
+        f"{path}:3:21: invalid YAML: while scanning for the next token, found character '{character}' that cannot"
+        f' start any token (a value that starts with @, ` or % needs quotes, as in "@alice")']
