@@ -18,6 +18,9 @@ output is a terminal; otherwise an update is printed as a new line.
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
 terminal (`shown`).
+
+When nothing reads the output any more (``switchboard chat | head -1``) the chat ends,
+as at end of input; a reply it could not print stays in the outbox for the next chat.
 """
 
 from __future__ import annotations
@@ -35,8 +38,17 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
-from platforms.base import (CommandSpec, DisplayTier, EditUnsupported, Inbound, InboundSink, Outbound, Sent,
-                            scalar_text)
+from platforms.base import (
+    CommandSpec,
+    DisplayTier,
+    EditUnsupported,
+    Inbound,
+    InboundSink,
+    NetworkError,
+    Outbound,
+    Sent,
+    scalar_text,
+)
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -74,6 +86,7 @@ class LocalAdapter:
         self._prompting = False  # "you> " is on screen, waiting for input
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._saved_tty: Any = None
+        self._output_gone = False  # the reader of the output went away: nothing more can be shown
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -97,8 +110,7 @@ class LocalAdapter:
             self._reader = None
         if self._prompting:
             # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
-            self._output.write("\r\x1b[2K" if self._ansi else "\n")
-            self._output.flush()
+            self._emit("\r\x1b[2K" if self._ansi else "\n")
             self._prompting = False
         if self._saved_tty is not None:
             # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
@@ -123,8 +135,7 @@ class LocalAdapter:
             if self._readline is None:
                 self._prompting = False
             if text is None or text.strip().lower() in _QUIT:  # EOF or an explicit quit
-                if self._on_exit is not None:
-                    self._on_exit()
+                self._end()
                 return
             if not text.strip():
                 continue
@@ -178,13 +189,14 @@ class LocalAdapter:
         return "\n".join(parts)
 
     async def send(self, message: Outbound) -> Sent:
+        """Print the message. Raises `NetworkError` once nothing reads the output: the outbox keeps
+        the message, and the next chat prints it."""
         message_id = str(next(self._ids))
-        if self._prompting:  # print above the prompt, then show the prompt again
-            self._output.write("\r\x1b[2K" if self._ansi else "\n")
-        self._write(_PREFIX.get(message.kind, "") + shown(message.text))
+        above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
+        after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
+        if not self._emit(above + scalar_text(_PREFIX.get(message.kind, "") + shown(message.text)) + "\n" + after):
+            raise NetworkError("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
         self._last_id = message_id
-        if self._prompting:
-            self._write(PROMPT + self._typed(), newline=False)
         return Sent(message_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -194,8 +206,8 @@ class LocalAdapter:
         # Up to the message's line (past the prompt when it shows), redraw, come back.
         clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
         prompt = PROMPT + self._typed() if self._prompting else ""
-        self._output.write(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + prompt)
-        self._output.flush()
+        if not self._emit(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + prompt):
+            raise NetworkError("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
 
     def _typed(self) -> str:
         """What the user has typed so far at the prompt (known only with line editing)."""
@@ -211,8 +223,24 @@ class LocalAdapter:
         return ()
 
     def _write(self, text: str, *, newline: bool = True) -> None:
-        self._output.write(scalar_text(text) + ("\n" if newline else ""))
-        self._output.flush()
+        self._emit(scalar_text(text) + ("\n" if newline else ""))
+
+    def _emit(self, text: str) -> bool:
+        """Write and flush ``text``; False, and the chat ends, when nothing reads the output."""
+        if self._output_gone:
+            return False
+        try:
+            self._output.write(text)
+            self._output.flush()
+        except BrokenPipeError:  # `switchboard chat | head -1`: the reader has what it wanted
+            self._output_gone = True
+            self._end()
+            return False
+        return True
+
+    def _end(self) -> None:
+        if self._on_exit is not None:
+            self._on_exit()
 
 
 def shown(text: str) -> str:

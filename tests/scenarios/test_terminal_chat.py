@@ -134,3 +134,40 @@ def test_piped_input_gets_replies_without_prompts(tmp_path):
     lines = result.stdout.splitlines()
     assert any(line.startswith("agent> [demo] I am") for line in lines), result.stdout
     assert "you> " not in result.stdout
+
+
+def chat_on_pipes(tmp_path: Path) -> subprocess.Popen:
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONUNBUFFERED", None)  # buffered, as by default: the chat's greeting is its first write
+    return subprocess.Popen([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            env=env)
+
+
+@pytest.mark.parametrize("gone", ["at once", "after the greeting"])
+def test_a_reader_of_the_output_that_goes_away_ends_the_chat_quietly_and_loses_no_reply(tmp_path, gone):
+    """`switchboard chat | head -1`: once nothing reads the replies the chat ends, while its input is still
+    open, with no error (it had started) and no traceback; a reply it could not show is shown next time
+    (a message it never read, the reader gone before its greeting, is not a reply owed)."""
+    chat = chat_on_pipes(tmp_path)
+    try:
+        if gone == "after the greeting":
+            while b"docs/platforms/" not in (line := chat.stdout.readline()):  # the greeting's last line
+                assert line, "the chat ended before its greeting"
+        chat.stdout.close()
+        chat.stdin.write(b"hello\n")
+        chat.stdin.flush()
+        chat.wait(30)
+        errors = chat.stderr.read().decode()
+        assert "Traceback" not in errors and "could not start" not in errors, errors
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+            chat.wait()
+        chat.stdin.close()
+        chat.stderr.close()
+    if gone == "after the greeting":  # "hello" was read: its reply is owed
+        shown, _ = chat_on_pipes(tmp_path).communicate(b"", timeout=30)
+        assert b"agent> [demo] I am" in shown, shown
