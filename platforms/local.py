@@ -13,7 +13,9 @@ ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
 Input from a pipe or a file gets no prompt: the output is the replies alone.
 
 Notices are redrawn in place when the notice is the last thing on screen and the
-output is a terminal; otherwise an update is printed as a new line.
+output is a terminal; otherwise an update is printed as a new line. A redraw goes up
+over every row the old text took, wrapped at the terminal's width (wide characters
+take two columns), so a notice wider than the window leaves no stale rows behind.
 
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
@@ -33,6 +35,7 @@ import os
 import re
 import sys
 import threading
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -79,6 +82,7 @@ class LocalAdapter:
         self._greeting = greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
+        self._last_rows = 1  # the screen rows it took, wrapped: a redraw goes up over all of them
         self._reader: asyncio.Task | None = None
         self._ansi = _isatty(self._output)
         # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
@@ -194,9 +198,10 @@ class LocalAdapter:
         message_id = str(next(self._ids))
         above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
         after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
-        if not self._emit(above + scalar_text(_PREFIX.get(message.kind, "") + shown(message.text)) + "\n" + after):
+        text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
+        if not self._emit(above + text + "\n" + after):
             raise NetworkError("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
-        self._last_id = message_id
+        self._last_id, self._last_rows = message_id, self._rows(text)
         return Sent(message_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -206,8 +211,18 @@ class LocalAdapter:
         # Up to the message's line (past the prompt when it shows), redraw, come back.
         clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
         prompt = PROMPT + self._typed() if self._prompting else ""
-        if not self._emit(clear_prompt + "\x1b[1A\x1b[2K" + text + "\n" + prompt):
+        # Up over every row the message took (a line wider than the window wraps), erase them all.
+        if not self._emit(f"{clear_prompt}\x1b[{self._last_rows}A\x1b[J{text}\n{prompt}"):
             raise NetworkError("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
+        self._last_rows = self._rows(text)
+
+    def _rows(self, text: str) -> int:
+        """Screen rows ``text`` takes, each line wrapped at the terminal's current width."""
+        try:
+            columns = os.get_terminal_size(self._output.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's stream), or no terminal
+            columns = 80
+        return sum(max(1, -(-_columns(line) // columns)) for line in text.split("\n"))
 
     def _typed(self) -> str:
         """What the user has typed so far at the prompt (known only with line editing)."""
@@ -257,6 +272,13 @@ def _picture(m: re.Match[str]) -> str:
     if c == "\x7f":
         return "\u2421"
     return chr(0x2400 + ord(c)) if c < " " else "\ufffd"
+
+
+def _columns(line: str) -> int:
+    """Terminal columns ``line`` takes: East Asian wide characters (CJK, most emoji) two, combining
+    marks and format characters (a zero-width joiner) none."""
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf") else 2 if unicodedata.east_asian_width(c) in "WF"
+               else 1 for c in line)
 
 
 def _all_commands(text: str) -> bool:

@@ -1,6 +1,8 @@
 import asyncio
 import io
 import os
+import re
+import unicodedata
 
 import pytest
 
@@ -11,6 +13,44 @@ from platforms.local import LocalAdapter
 class TTY(io.StringIO):
     def isatty(self):
         return True
+
+
+def screen(written: str, columns: int = 80) -> list[str]:
+    """The rows a terminal ``columns`` wide shows after ``written``, for as much of VT100 as the adapter
+    uses: CR, LF (as CR LF, a terminal's onlcr), cursor up, erase line, erase below; lines wrap, and a
+    wide character takes two columns (wrapping whole)."""
+    rows: list[list[str]] = [[]]
+    row = col = 0
+    i = 0
+    while i < len(written):
+        if escape := re.match(r"\x1b\[(\d*)([AJK])", written[i:]):
+            count, command = int(escape.group(1) or 0), escape.group(2)
+            if command == "A":
+                row = max(0, row - max(count, 1))
+            elif command == "K":  # only ever 2K here: the whole line
+                rows[row] = []
+            else:  # J: from the cursor to the end of the screen
+                rows[row] = rows[row][:col]
+                del rows[row + 1:]
+            i += len(escape.group())
+            continue
+        c = written[i]
+        i += 1
+        if c in "\r\n":
+            row, col = (row + 1, 0) if c == "\n" else (row, 0)
+        else:
+            width = 2 if unicodedata.east_asian_width(c) in "WF" else 1
+            if col + width > columns:
+                row, col = row + 1, 0
+            while len(rows) <= row:
+                rows.append([])
+            cells = rows[row]
+            cells.extend(" " * (col + width - len(cells)))
+            cells[col:col + width] = [c] + [""] * (width - 1)
+            col += width
+        while len(rows) <= row:
+            rows.append([])
+    return ["".join(cells).rstrip() for cells in rows if cells or rows.index(cells) < row]
 
 
 async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
@@ -63,7 +103,7 @@ async def test_notices_are_redrawn_in_place_on_a_terminal_only_when_last():
     adapter = LocalAdapter(input=io.StringIO(""), output=out)
     sent = await adapter.send(Outbound("terminal", None, "⏳ Working — 5 s", kind="notice"))
     await adapter.edit("terminal", None, sent.message_id, "⏳ Working — 10 s")
-    assert "\x1b[1A\x1b[2K⏳ Working — 10 s" in out.getvalue()
+    assert screen(out.getvalue()) == ["⏳ Working — 10 s"]
     await adapter.send(Outbound("terminal", None, "other"))
     with pytest.raises(EditUnsupported):
         await adapter.edit("terminal", None, sent.message_id, "⏳ Working — 15 s")
@@ -71,6 +111,19 @@ async def test_notices_are_redrawn_in_place_on_a_terminal_only_when_last():
     sent = await plain.send(Outbound("terminal", None, "⏳", kind="notice"))
     with pytest.raises(EditUnsupported):
         await plain.edit("terminal", None, sent.message_id, "⏳⏳")
+
+
+async def test_a_notice_wider_than_the_terminal_is_redrawn_over_all_its_rows():
+    """A notice wraps in a narrow window (or with wide characters): its redraw leaves no stale rows."""
+    out = TTY()  # 80 columns, as for a terminal whose size cannot be read
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    await adapter.send(Outbound("terminal", None, "hello"))
+    notice = "⏳ Working — {} s — running " + "検索" * 30  # 150 columns: two rows
+    sent = await adapter.send(Outbound("terminal", None, notice.format(1), kind="notice"))
+    for seconds in (2, 3):
+        await adapter.edit("terminal", None, sent.message_id, notice.format(seconds))
+    rows = screen(out.getvalue())
+    assert rows[0] == "agent> hello" and "".join(rows[1:]) == notice.format(3), rows
 
 
 async def test_control_characters_in_a_reply_are_shown_never_obeyed():
@@ -88,4 +141,4 @@ async def test_control_characters_in_a_reply_are_shown_never_obeyed():
         await adapter.edit("terminal", None, sent.message_id, "x")  # not the last line
     notice = str(int(sent.message_id) + 1)
     await adapter.edit("terminal", None, notice, "⏳ still\x1b[8m hidden")
-    assert out.getvalue() == "\r\x1b[1A\x1b[2K⏳ still␛[8m hidden\n"
+    assert out.getvalue() == "\r\x1b[1A\x1b[J⏳ still␛[8m hidden\n"
