@@ -208,6 +208,16 @@ class Gateway:
         self.recent_errors.detach()
         self.store.close()
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing left to do by itself now: no turn running or queued, no plugin command being
+        answered, no background delegation waiting for its children or their delivery, no child of
+        any session alive, nothing waiting in the outbox. A child that just finished hands its
+        results on within a few loop iterations: ask again a little later before counting on it."""
+        if self.runner.busy or self._aside or not self.outbox.idle or self.ledger.watching:
+            return False
+        return not any(self.host.children.children(s.session_id) for s in self.sessions)
+
     def connections(self) -> dict[str, ConnectionState]:
         """Each platform's connection now, by name (`platforms.connection`)."""
         return {name: adapter.connection() if isinstance(adapter, Connects) else NO_CONNECTION

@@ -8,17 +8,19 @@ from gateway.config import Config
 from platforms.base import Adapter
 
 
-def build_adapters(config: Config, *, local: bool = False,
-                   on_local_exit: Callable[[], object] | None = None) -> list[Adapter]:
+def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callable[[], object] | None = None,
+                   on_local_input_end: Callable[[], object] | None = None) -> list[Adapter]:
     """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``),
-    which calls ``on_local_exit`` when the person leaves it."""
+    which calls ``on_local_exit`` when the person leaves it, and ``on_local_input_end`` when
+    input piped to it runs out."""
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
         from gateway.chat_intro import chat_intro
         from platforms.local import LocalAdapter
 
-        adapters.append(LocalAdapter(on_exit=on_local_exit, greeting=chat_intro(config)))
+        adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
+                                     greeting=chat_intro(config)))
     if p.webhook.enabled:
         from platforms.webhook import WebhookAdapter
 

@@ -16,14 +16,22 @@ from gateway.server import Server
 
 log = logging.getLogger("gateway.serve")
 
+QUIET_CHECKS, QUIET_PAUSE = 3, 0.05
+"""A finished child hands its results on within a few loop iterations: quiet this long in a row is done."""
+
 
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns
     ``server.shutdown_grace_seconds``, flush the outbox, journal running children. A signal
     while the gateway still starts cancels the start and stops the same way."""
     state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
-    stopping = asyncio.Event()
-    adapters = build_adapters(config, local=local, on_local_exit=stopping.set)
+    stopping, started = asyncio.Event(), asyncio.Event()
+    draining: list[asyncio.Task[None]] = []
+
+    def answer_then_stop() -> None:
+        draining.append(asyncio.ensure_future(_stop_once_quiet(gateway, started, stopping)))
+
+    adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop)
     gateway = Gateway(AgentHost(config), adapters)
     # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
     with_server = not local or len(adapters) > 1
@@ -33,6 +41,7 @@ async def serve(config: Config, *, local: bool = False) -> int:
         loop.add_signal_handler(signum, stopping.set)
     try:
         if await _unless_stopped(_start(gateway, server), stopping):
+            started.set()
             gc_tuning.tune_for_serving()
             log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
             await stopping.wait()
@@ -40,12 +49,27 @@ async def serve(config: Config, *, local: bool = False) -> int:
         else:
             log.info("stopped before it had started")
     finally:
+        for task in draining:
+            task.cancel()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         if server is not None:
             await server.stop()
         await gateway.stop()
     return 0
+
+
+async def _stop_once_quiet(gateway: Gateway, started: asyncio.Event, stopping: asyncio.Event) -> None:
+    """Stop once the gateway, started, has had nothing to do for `QUIET_CHECKS` checks in a row:
+    the input piped to the chat ran out, and what it asked (turns, background work and its
+    results) is done and shown. A signal still stops at once."""
+    await started.wait()  # what a start hands on (replies owed, events to handle again) comes first
+    quiet = 0
+    while quiet < QUIET_CHECKS:
+        await asyncio.sleep(QUIET_PAUSE)
+        quiet = quiet + 1 if gateway.quiet else 0
+    log.info("the chat's input has ended and everything it asked is answered")
+    stopping.set()
 
 
 async def _start(gateway: Gateway, server: Server | None) -> None:

@@ -185,10 +185,4 @@ async def settled(gateway: Gateway, *, timeout: float = 5.0) -> None:
         quiet = 0
         while quiet < QUIET_ROUNDS:
             await asyncio.sleep(0)
-            quiet = quiet + 1 if _quiet(gateway) else 0
-
-
-def _quiet(gateway: Gateway) -> bool:
-    if gateway.runner.busy or not gateway.outbox.idle or gateway.ledger.watching:
-        return False
-    return not any(gateway.host.children.children(s.session_id) for s in gateway.sessions)
+            quiet = quiet + 1 if gateway.quiet else 0

@@ -10,7 +10,10 @@ arrives while you type is printed above the prompt with your half-typed line
 redrawn. The terminal's settings are restored when the chat ends, however it
 ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
 
-Input from a pipe or a file gets no prompt: the output is the replies alone.
+Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
+is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
+the chat end once everything asked has been answered (Ctrl-D on a terminal, or
+``/quit``, leaves at once: ``on_exit``).
 
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line. A redraw goes up
@@ -74,11 +77,13 @@ class LocalAdapter:
     own_commands = OWN_COMMANDS
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
-                 on_exit: Callable[[], Any] | None = None, greeting: str | None = None) -> None:
+                 on_exit: Callable[[], Any] | None = None, on_input_end: Callable[[], Any] | None = None,
+                 greeting: str | None = None) -> None:
         self._input = input or sys.stdin
         self._output = output or sys.stdout
         self._user = user or _user_name()
         self._on_exit = on_exit
+        self._on_input_end = on_input_end or on_exit
         self._greeting = greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
@@ -138,7 +143,10 @@ class LocalAdapter:
                 text = first
             if self._readline is None:
                 self._prompting = False
-            if text is None or text.strip().lower() in _QUIT:  # EOF or an explicit quit
+            if text is None and not self._interactive and self._on_input_end is not None:
+                self._on_input_end()  # a pipe or a file ran out: its messages still get their answers
+                return
+            if text is None or text.strip().lower() in _QUIT:  # Ctrl-D or an explicit quit: leave now
                 self._end()
                 return
             if not text.strip():

@@ -136,6 +136,26 @@ def test_piped_input_gets_replies_without_prompts(tmp_path):
     assert "you> " not in result.stdout
 
 
+
+def test_piped_input_that_ends_is_answered_whole_before_the_chat_ends(tmp_path):
+    """`printf 'Compare these:…' | switchboard chat`: the end of a pipe is the end of the questions, not
+    of the answers; the chat ends once its work is done and shown (here past a grace of 0 s, which a
+    signal's stop would give the turn, and past its background children's acknowledgement)."""
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({
+        "state_dir": str(tmp_path / "state"),
+        "server": {"shutdown_grace_seconds": 0},
+        "model": {"demo": {"child_steps": 2, "step_seconds": 0.2}},
+    }))
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+                            input="Compare these:\n- apples\n- pears\n", capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Started 2 subagent" in result.stdout, result.stdout
+    assert "apples: completed" in result.stdout and "pears: completed" in result.stdout, result.stdout
+
+
 def chat_on_pipes(tmp_path: Path) -> subprocess.Popen:
     config = tmp_path / "switchboard.yaml"
     config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
