@@ -25,6 +25,7 @@ from gateway.inbox_cli import inbox_command
 from gateway.logging import setup_logging
 from gateway.serve import serve
 from gateway.startup_errors import explain
+from platforms.base import scalar_text
 
 log = logging.getLogger("gateway.cli")
 
@@ -112,7 +113,9 @@ def _command(argv: Sequence[str] | None) -> int:
         for line in warnings:
             print(f"warning: {line}", file=sys.stderr)
         if args.command == "ask":
-            runner = _ask(config, " ".join(args.message))
+            # Bytes of the arguments that are not UTF-8 arrive as lone surrogates, which nothing
+            # downstream can encode: U+FFFD instead, as for bytes typed into the chat.
+            runner = _ask(config, scalar_text(" ".join(args.message)))
         elif args.command == "worker":
             runner = _worker(config)
         else:
@@ -177,7 +180,7 @@ async def _ask(config: Config, message: str) -> int:
     finally:
         await host.close()
     if result.text:
-        print(result.text)
+        print(scalar_text(result.text))  # a model can emit a lone surrogate too
     if result.exit_reason != "completed":
         print(f"switchboard: the turn ended early ({result.exit_reason}): {result.error or ''}".rstrip(": "),
               file=sys.stderr)

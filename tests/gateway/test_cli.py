@@ -40,6 +40,14 @@ def test_ask_with_a_scripted_model_runs_tools(capsys, tmp_path):
     assert capsys.readouterr().out == "read it\n"
 
 
+def test_ask_takes_a_message_that_is_not_utf8_as_the_chat_does(capsys, tmp_path):
+    """`switchboard ask "$(cat notes-latin1.txt)"`: Python hands over the bytes that are not UTF-8 as
+    lone surrogates, which no UTF-8 output can print; they become U+FFFD, as typed into the chat."""
+    latin1 = os.fsdecode(b"Compare:\n- caf\xe9\n- tea")  # the demo model names each item in its answer
+    assert main(["ask", latin1]) == 0
+    assert "caf\ufffd: completed" in capsys.readouterr().out
+
+
 def test_a_failed_turn_exits_non_zero(capsys, tmp_path):
     (tmp_path / "script.yaml").write_text("parent:\n  - - error: server_error\n      message: upstream down\n")
     (tmp_path / "switchboard.yaml").write_text(f"model:\n  provider: scripted\n  script: {tmp_path / 'script.yaml'}\n")
