@@ -37,6 +37,7 @@ from lifecycle.temporal._wire import (
     PREPARE,
     SETUP_ERROR,
     TOOL_CALL,
+    oversize,
     request_from_wire,
     response_to_wire,
 )
@@ -126,7 +127,11 @@ class ChildActivities:
                 log.warning("model call failed", exc_info=True)
                 raise ApplicationError(f"{type(exc).__name__}: {exc}", "error", type=MODEL_ERROR,
                                        non_retryable=True) from None
-        return response_to_wire(response)
+        wire = response_to_wire(response)
+        if (too_big := oversize("the model's answer", wire)) is not None:
+            # Sent anyway, Temporal refuses it and the call is retried (and paid for) until its stall limit.
+            raise ApplicationError(too_big, "bad_request", type=MODEL_ERROR, non_retryable=True)
+        return wire
 
     @activity.defn(name=TOOL_CALL)
     async def tool_call(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +144,10 @@ class ChildActivities:
         ctx = ToolContext(session, body.get("call_id", ""), session.workspace, session.services, body.get("turn_id", ""))
         async with heartbeating(body.get("heartbeat", 5.0)):
             try:
-                return {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
+                result = {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
+                # Sent anyway, Temporal refuses it and the tool runs again and again until its stall limit.
+                too_big = oversize(f"{name}'s output", result)
+                return result if too_big is None else {"ok": False, "error": too_big}
             except ToolError as exc:
                 return {"ok": False, "error": str(exc)}
             except asyncio.CancelledError:

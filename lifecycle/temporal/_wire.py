@@ -8,6 +8,7 @@ here, so the wire format is ours, not the data converter's guess about a class.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,24 @@ MODEL_ERROR = "ModelError"
 """ApplicationError type of a model call that failed for good (the provider's retries are spent)."""
 SETUP_ERROR = "ChildSetupError"
 """ApplicationError type of a child this worker cannot build (a missing workspace, no such model)."""
+
+PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
+"""Temporal's default limit on one payload (the server's ``limit.blobSize.error``). Past it the SDK
+refuses to send: an activity's result fails the call, which is then retried until its stall limit,
+and a workflow's command (a model call carrying the conversation) fails every workflow task for
+ever. Each side checks its payloads against it first, and ends the call or the child saying so."""
+_ENVELOPE_BYTES = 1024
+"""Room for what Temporal adds to a payload (its encoding metadata)."""
+
+
+def oversize(what: str, body: Any) -> str | None:
+    """Why ``body`` cannot travel through Temporal, as ``what`` names it; None when it fits. Measured
+    as the SDK's JSON converter encodes it (compact, non-ASCII escaped)."""
+    size = len(json.dumps(body, separators=(",", ":")))
+    if size + _ENVELOPE_BYTES <= PAYLOAD_LIMIT_BYTES:
+        return None
+    return (f"{what} ({size / 2**20:.1f} MB) is over Temporal's payload limit ({PAYLOAD_LIMIT_BYTES // 2**20} MB),"
+            " which bounds what a child on a worker can pass on (docs/scale-out.md)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ the workflow then completes with the interrupted outcome and its partial output.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -46,6 +47,7 @@ from lifecycle.temporal._wire import (
     TOOL_CALL,
     WORKFLOW,
     ChildLimits,
+    oversize,
     request_to_wire,
     response_from_wire,
 )
@@ -116,7 +118,7 @@ class ChildWorkflow:
             try:
                 outcome = await asyncio.shield(body)
                 self._ended = True
-                return outcome.to_dict()
+                return _fitting(outcome)
             except asyncio.CancelledError:
                 if body.done():
                     raise
@@ -220,6 +222,12 @@ class ChildWorkflow:
 
     async def _activity(self, name: str, body: dict[str, Any], label: str, limit: float, stalled: bool, *,
                         warn_at: float | None = None) -> dict[str, Any]:
+        # Temporal would refuse to schedule the call, failing every workflow task for ever: the child
+        # ends (or the tool call fails) saying why instead.
+        if name == MODEL_CALL and (too_big := oversize("the child's conversation", body)) is not None:
+            raise ModelError(too_big, kind="bad_request")
+        if name == TOOL_CALL and (too_big := oversize(f"the arguments of {body['name']}", body)) is not None:
+            raise ToolError(too_big)
         self._calls += 1
         started = workflow.time()
         handle = workflow.start_activity(
@@ -258,6 +266,17 @@ class ChildWorkflow:
         workflow.logger.warning("child %s: %s", run.job.subagent_id, timeout.message())
         asyncio.get_running_loop().call_soon(run.stop_for_timeout, timeout)
         await asyncio.get_running_loop().create_future()
+
+
+def _fitting(outcome: ChildOutcome) -> dict[str, Any]:
+    """The outcome as the workflow's result; one over Temporal's payload limit could never be
+    recorded (the workflow would retry completing for ever), so it fails, keeping what it spent."""
+    body = outcome.to_dict()
+    too_big = oversize("the child's outcome", body)
+    if too_big is None:
+        return body
+    return dataclasses.replace(outcome, status="failed", exit_reason="error", summary=None, error=too_big,
+                               tool_trace=(), schema=None, error_kind=None).to_dict()
 
 
 def _reason(exc: ActivityError) -> str:

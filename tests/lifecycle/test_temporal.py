@@ -24,6 +24,7 @@ from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
 from lifecycle.temporal import _engine as temporal_engine
+from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
 
@@ -284,3 +285,65 @@ async def test_a_child_on_a_worker_keeps_out_of_the_files_its_parent_may_not_use
         assert (await env.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
         summary = (await env.service.result(handle)).summary
     assert "'files/tg/bob/note.txt' is not this session's to use" in summary and "secret" not in summary
+
+
+BIG = 3_000_000
+"""Characters of one tool output or answer past Temporal's 2 MB payload limit."""
+
+
+async def run_child(queue, model, tool_output: int) -> tuple[ChildOutcome, list]:
+    """One child on a worker whose ``bulky`` tool answers ``tool_output`` characters, its calls counted."""
+    settings, client, worker = queue
+    calls = []
+    tools = make_registry()
+    tools.add("bulky", "big output", {"type": "object"}, lambda args, ctx: calls.append(1) or "x" * tool_output,
+              toolset="file")
+    await worker(model, tools)
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t",
+                   goal="bulk", tools=("bulky",), workspace="/tmp")
+    limits = ChildLimits.from_settings(DelegationSettings(heartbeat_interval_seconds=0.2), None)
+    async with asyncio.timeout(30):  # well inside the stall limits (450 s, 1200 s) a retried call would run to
+        body = await client.execute_workflow(WORKFLOW, {"job": job.to_dict(), "limits": limits.to_dict()},
+                                             id=job.subagent_id, task_queue=settings.task_queue)
+    return ChildOutcome.from_dict(body), calls
+
+
+async def test_a_tool_output_over_temporals_payload_limit_is_refused_once_and_the_child_goes_on(queue):
+    def leaf(request: ModelRequest) -> dict:
+        if request.iteration == 0:
+            return {"tool_calls": [{"name": "bulky"}]}
+        return {"text": request.messages[-1]["content"]}
+
+    outcome, calls = await run_child(queue, ScriptedModel({"leaf": leaf}), BIG)
+    assert calls == [1]  # not run again and again until its stall limit
+    assert outcome.status == "completed"
+    assert "bulky's output (2.9 MB) is over Temporal's payload limit (2 MB)" in outcome.summary
+
+
+async def test_an_answer_over_temporals_payload_limit_fails_the_child_once_saying_so(queue):
+    model = ScriptedModel({"leaf": lambda r: {"text": "y" * BIG}})
+    outcome, _ = await run_child(queue, model, 0)
+    assert len(model.requests) == 1  # the model is not asked (and paid) again until the stall limit
+    assert outcome.status == "failed"
+    assert "the model's answer (2.9 MB) is over Temporal's payload limit" in outcome.error
+
+
+async def test_a_conversation_that_outgrows_temporals_payload_limit_fails_the_child_saying_so(queue):
+    """Each output fits, their sum does not: the next model call, which carries the conversation,
+    would fail every workflow task for ever (WORKFLOW_TASK_FAILED_CAUSE_PAYLOADS_TOO_LARGE)."""
+    model = ScriptedModel({"leaf": lambda r: {"tool_calls": [{"name": "bulky"}]} if r.iteration < 3 else {"text": "x"}})
+    outcome, calls = await run_child(queue, model, 800_000)
+    assert len(calls) == 3 and len(model.requests) == 3
+    assert outcome.status == "failed"
+    assert "the child's conversation (2.3 MB) is over Temporal's payload limit (2 MB)" in outcome.error
+
+
+async def test_an_outcome_over_temporals_payload_limit_fails_the_child_saying_so(queue):
+    """The answer fits, the outcome with its tool trace does not: the workflow could never complete."""
+    answer = "z" * (PAYLOAD_LIMIT_BYTES - 1300)
+    model = ScriptedModel({"leaf": lambda r: {"tool_calls": [{"name": "bulky"}]} if r.iteration < 20
+                           else {"text": answer}})
+    outcome, calls = await run_child(queue, model, 1)
+    assert len(calls) == 20 and outcome.status == "failed" and outcome.summary is None
+    assert "the child's outcome (2.0 MB) is over Temporal's payload limit (2 MB)" in outcome.error
+    assert outcome.api_calls == 21  # what it spent still counts
