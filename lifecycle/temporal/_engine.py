@@ -282,11 +282,20 @@ class TemporalEngine:
         # runs, the request must already be in Temporal's history, or a gateway restart loses it
         # and the child runs in full when a worker comes.
         sid = child.job.subagent_id
+        delay = _FOLLOW_AGAIN_FIRST
         while True:
             try:
                 await (child.handle or self.client.get_workflow_handle(sid)).cancel(reason=reason)
                 return
             except RPCError as exc:
+                if exc.status in _UNREACHABLE:
+                    # Temporal is down or restarting: dropped now, the stop would never reach the child,
+                    # which runs to its end once Temporal is back. Ask again until it answers.
+                    log.warning("child %s: Temporal at %s does not answer (%s); asking again in %gs to stop it",
+                                sid, self.settings.address, exc, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                    continue
                 if exc.status is not RPCStatusCode.NOT_FOUND or child.started.is_set():
                     log.debug("cancel of %s: %s", sid, exc)  # it finished meanwhile: the outcome says how
                     return

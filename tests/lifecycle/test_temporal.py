@@ -9,6 +9,7 @@ are in tests/scenarios/test_scale_out.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import pytest
@@ -191,28 +192,38 @@ def test_limits_follow_the_delegation_settings():
     assert ChildLimits.from_dict(limits.to_dict()) == limits
 
 
-async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(make_env, tmp_path):
-    """Temporal restarts while a child runs, for longer than the client retries one call: the
-    child goes on on its worker, and the gateway follows it again instead of calling it lost."""
+@contextlib.asynccontextmanager
+async def restartable(make_env, tmp_path, goal: str, text: str):
+    """A Temporal dev server of this test's own, which it may stop and start again, and a child
+    launched on it that waits at the model's ``gate`` (then answers ``text``); the client retries
+    a call for 0.3 s at most, so an outage outlasts its retries."""
     server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
     await asyncio.to_thread(server.start)
     try:
         settings = TemporalSettings(address=server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
-        client = await Client.connect(server.address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
-        model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "survived the outage"}})
+        client = await Client.connect(server.address,
+                                      retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
+        model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": text}})
         toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: model)
         async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
             env = await make_env(engine=TemporalEngine(settings, client=client))
             with env.turn():
-                handle = await env.service.launch(SubagentLaunchRequest(goal="outlast"))
+                handle = await env.service.launch(SubagentLaunchRequest(goal=goal))
                 await asyncio.wait_for(model.reached("gate"), 10)
-                await asyncio.to_thread(server.stop)
-                await asyncio.to_thread(server.start)
-                model.release("gate")
-                assert (await env.service.wait(handle, timeout_seconds=30)).state is S.SUCCEEDED
-                assert (await env.service.result(handle)).summary == "survived the outage"
+                yield server, client, model, env, handle
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(make_env, tmp_path):
+    """Temporal restarts while a child runs, for longer than the client retries one call: the
+    child goes on on its worker, and the gateway follows it again instead of calling it lost."""
+    async with restartable(make_env, tmp_path, "outlast", "survived the outage") as (server, _, model, env, handle):
+        await asyncio.to_thread(server.stop)
+        await asyncio.to_thread(server.start)
+        model.release("gate")
+        assert (await env.service.wait(handle, timeout_seconds=30)).state is S.SUCCEEDED
+        assert (await env.service.result(handle)).summary == "survived the outage"
 
 
 async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_across_a_restart(make_env, queue):
@@ -347,3 +358,19 @@ async def test_an_outcome_over_temporals_payload_limit_fails_the_child_saying_so
     assert len(calls) == 20 and outcome.status == "failed" and outcome.summary is None
     assert "the child's outcome (2.0 MB) is over Temporal's payload limit (2 MB)" in outcome.error
     assert outcome.api_calls == 21  # what it spent still counts
+
+
+async def test_a_stop_asked_while_temporal_is_down_reaches_the_child_once_it_is_back(make_env, tmp_path):
+    """/stop while Temporal restarts, for longer than the client retries one call: the request is
+    sent once it answers again, not dropped, and the child stops instead of running on to the end."""
+    async with restartable(make_env, tmp_path, "stop me", "ran to the end") as (server, client, model, env, handle):
+        await asyncio.to_thread(server.stop)
+        await env.service.cancel(handle, reason="stop")
+        await asyncio.to_thread(server.start)
+        workflow = client.get_workflow_handle(handle.subagent_id)
+        async with asyncio.timeout(20):
+            while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
+                    e.event_type async for e in workflow.fetch_history_events()]:
+                await asyncio.sleep(0.1)
+        model.release("gate")
+        assert (await env.service.wait(handle, timeout_seconds=20)).state is S.CANCELLED
