@@ -102,8 +102,8 @@ async def run_worker(config: Config) -> int:
         loop.add_signal_handler(signum, stopping.set)
     try:
         async with worker:
-            log.info("worker %s running children from task queue %s at %s", identity, temporal.task_queue,
-                     temporal.address)
+            log.info("worker %s running children from task queue %s in namespace %s at %s", identity,
+                     temporal.task_queue, temporal.namespace, temporal.address)
             await stopping.wait()
             log.info("worker shutting down")
     finally:

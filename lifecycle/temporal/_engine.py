@@ -238,9 +238,9 @@ class TemporalEngine:
     def _no_worker(self, subagent_id: str) -> None:
         if not self._warned_no_worker:  # once, not for each child of a fan-out, until a worker takes one
             self._warned_no_worker = True
-            log.warning("child %s has waited %g s for a worker on Temporal task queue %r (at %s): is a"
-                        " `switchboard worker` running for it?", subagent_id, NO_WORKER_WARNING_SECONDS,
-                        self.settings.task_queue, self.settings.address)
+            log.warning("child %s has waited %g s for a worker on Temporal task queue %r in namespace %r (at %s):"
+                        " is a `switchboard worker` running for it?", subagent_id, NO_WORKER_WARNING_SECONDS,
+                        self.settings.task_queue, self.settings.namespace, self.settings.address)
 
     @staticmethod
     async def _running_update(handle: WorkflowHandle) -> Any:

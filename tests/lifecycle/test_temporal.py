@@ -272,6 +272,8 @@ async def test_children_waiting_for_a_worker_get_one_warning_naming_the_task_que
             assert (await env.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
     warnings = [r.getMessage() for r in caplog.records if "waited" in r.getMessage()]
     assert len(warnings) == 1 and repr(settings.task_queue) in warnings[0] and "switchboard worker" in warnings[0]
+    # A worker on another namespace polls a queue of the same name: the warning must tell them apart.
+    assert f"namespace {settings.namespace!r}" in warnings[0]
 
 
 async def test_a_child_on_a_worker_keeps_out_of_the_files_its_parent_may_not_use(make_env, queue, tmp_path):

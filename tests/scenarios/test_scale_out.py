@@ -157,7 +157,8 @@ class Cluster:
 
     async def start_worker(self) -> Process:
         worker = await Process.start(self.config, "worker", self.env, self.tmp_path)
-        await worker.wait_for("running children from task queue")
+        # The namespace too: a worker on another one, same queue and address, takes none of the gateway's children.
+        await worker.wait_for(f"running children from task queue {self.queue} in namespace default at ")
         self.workers.append(worker)
         return worker
 
