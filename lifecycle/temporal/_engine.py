@@ -256,24 +256,39 @@ class TemporalEngine:
 
     async def _reattach(self, subagent_id: str) -> ChildJob | None:
         handle = self.client.get_workflow_handle(subagent_id)
-        try:
-            await handle.describe()
-            async for event in handle.fetch_history_events():
-                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-                    payloads = event.workflow_execution_started_event_attributes.input.payloads
-                    (wire,) = await self.client.data_converter.decode(payloads, [dict])
-                    break
-            else:
+        delay = _FOLLOW_AGAIN_FIRST
+        while True:
+            try:
+                wire = await self._started_with(handle)
+                break
+            except RPCError as exc:
+                if exc.status in _UNREACHABLE:
+                    # Given up now, the child would be reported interrupted while it runs on its worker.
+                    log.warning("child %s: Temporal at %s does not answer (%s); re-attaching in %gs",
+                                subagent_id, self.settings.address, exc, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                    continue
+                if exc.status is not RPCStatusCode.NOT_FOUND:
+                    log.error("cannot re-attach to child %s: %s", subagent_id, exc)
                 return None
-        except RPCError as exc:
-            if exc.status is not RPCStatusCode.NOT_FOUND:
-                log.error("cannot re-attach to child %s: %s", subagent_id, exc)
+        if wire is None:
             return None
         job = ChildJob.from_dict(wire["job"])
         child = self._children[subagent_id] = _Child(job, handle)
         child.started.set()
         self._spawn(self._follow(child, new=False), "temporal-follow")
         return job
+
+    async def _started_with(self, handle: WorkflowHandle) -> dict[str, Any] | None:
+        """The input the child's workflow was started with; None if its history has no start."""
+        await handle.describe()
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                payloads = event.workflow_execution_started_event_attributes.input.payloads
+                (wire,) = await self.client.data_converter.decode(payloads, [dict])
+                return wire
+        return None
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -210,7 +211,8 @@ async def restartable(make_env, tmp_path, goal: str, text: str):
             with env.turn():
                 handle = await env.service.launch(SubagentLaunchRequest(goal=goal))
                 await asyncio.wait_for(model.reached("gate"), 10)
-                yield server, client, model, env, handle
+                yield SimpleNamespace(server=server, settings=settings, client=client, model=model, env=env,
+                                      handle=handle)
     finally:
         await asyncio.to_thread(server.stop)
 
@@ -218,12 +220,12 @@ async def restartable(make_env, tmp_path, goal: str, text: str):
 async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(make_env, tmp_path):
     """Temporal restarts while a child runs, for longer than the client retries one call: the
     child goes on on its worker, and the gateway follows it again instead of calling it lost."""
-    async with restartable(make_env, tmp_path, "outlast", "survived the outage") as (server, _, model, env, handle):
-        await asyncio.to_thread(server.stop)
-        await asyncio.to_thread(server.start)
-        model.release("gate")
-        assert (await env.service.wait(handle, timeout_seconds=30)).state is S.SUCCEEDED
-        assert (await env.service.result(handle)).summary == "survived the outage"
+    async with restartable(make_env, tmp_path, "outlast", "survived the outage") as run:
+        await asyncio.to_thread(run.server.stop)
+        await asyncio.to_thread(run.server.start)
+        run.model.release("gate")
+        assert (await run.env.service.wait(run.handle, timeout_seconds=30)).state is S.SUCCEEDED
+        assert (await run.env.service.result(run.handle)).summary == "survived the outage"
 
 
 async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_across_a_restart(make_env, queue):
@@ -365,14 +367,34 @@ async def test_an_outcome_over_temporals_payload_limit_fails_the_child_saying_so
 async def test_a_stop_asked_while_temporal_is_down_reaches_the_child_once_it_is_back(make_env, tmp_path):
     """/stop while Temporal restarts, for longer than the client retries one call: the request is
     sent once it answers again, not dropped, and the child stops instead of running on to the end."""
-    async with restartable(make_env, tmp_path, "stop me", "ran to the end") as (server, client, model, env, handle):
-        await asyncio.to_thread(server.stop)
-        await env.service.cancel(handle, reason="stop")
-        await asyncio.to_thread(server.start)
-        workflow = client.get_workflow_handle(handle.subagent_id)
+    async with restartable(make_env, tmp_path, "stop me", "ran to the end") as run:
+        await asyncio.to_thread(run.server.stop)
+        await run.env.service.cancel(run.handle, reason="stop")
+        await asyncio.to_thread(run.server.start)
+        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
         async with asyncio.timeout(20):
             while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
                     e.event_type async for e in workflow.fetch_history_events()]:
                 await asyncio.sleep(0.1)
-        model.release("gate")
-        assert (await env.service.wait(handle, timeout_seconds=20)).state is S.CANCELLED
+        run.model.release("gate")
+        assert (await run.env.service.wait(run.handle, timeout_seconds=20)).state is S.CANCELLED
+
+
+async def test_a_restart_while_temporal_does_not_answer_follows_its_children_again_not_interrupted(make_env, tmp_path):
+    """The gateway starts again while Temporal is down (connected, then refused): its children are
+    followed once Temporal answers, not reported interrupted while they run on their workers."""
+    async with restartable(make_env, tmp_path, "outlast", "still running") as run:
+        pass  # its worker stops with the block: the child's call is taken up again by the next one
+    await run.env.service.close()
+    back = asyncio.ensure_future(asyncio.to_thread(run.server.start))
+    try:
+        second = await make_env(engine=TemporalEngine(run.settings, client=run.client))
+        await back
+        toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: run.model)
+        async with ChildWorker(run.client, run.settings.task_queue, toolbox, heartbeat_seconds=0.2):
+            run.model.release("gate")
+            with second.turn():
+                assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
+    finally:
+        await back
+        await asyncio.to_thread(run.server.stop)
