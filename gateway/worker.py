@@ -84,6 +84,13 @@ async def run_worker(config: Config) -> int:
         from lifecycle.temporal import ChildWorker, TemporalUnavailable, connect
     except ImportError as exc:
         raise StartupError("switchboard worker needs the temporal extra: pip install 'switchboard[temporal]'") from exc
+    if config.lifecycle.engine != "temporal":
+        # A gateway on this file runs its children itself: this worker would wait for ever, and nothing
+        # would say why the workers stay idle.
+        raise StartupError(
+            f"lifecycle.engine: {config.lifecycle.engine} here means a gateway on this file runs its children itself"
+            " and sends none to workers; set lifecycle.engine: temporal in the file the gateway and its workers"
+            " share (docs/scale-out.md)")
     temporal = config.lifecycle.temporal
     identity = f"switchboard-worker@{socket.gethostname()}:{os.getpid()}"
     try:

@@ -310,3 +310,16 @@ async def test_a_namespace_temporal_does_not_have_stops_the_gateway_and_the_work
         assert not any("listening on" in line or "running children" in line for line in process.lines)
         assert process.lines[-1].startswith("switchboard: lifecycle.temporal.namespace:"), process.lines
         assert "no-such-namespace" in process.lines[-1] and "Traceback" not in "\n".join(process.lines)
+
+
+async def test_a_worker_on_a_file_whose_gateway_runs_children_itself_stops_naming_the_setting(cluster):
+    """Without ``lifecycle.engine: temporal`` the gateway on the same file never sends a child to
+    a worker: the worker must say so, not poll an empty task queue for ever."""
+    scale = cluster(lifecycle={"engine": "inprocess"})  # the temporal settings stay
+    process = await Process.start(scale.config, "worker", scale.env, scale.tmp_path)
+    async with asyncio.timeout(30):
+        status = await process.proc.wait()
+    await process.kill()
+    assert status == 1 and not any("running children" in line for line in process.lines), process.lines
+    assert process.lines[-1].startswith("switchboard: lifecycle.engine: "), process.lines
+    assert "inprocess" in process.lines[-1] and "temporal" in process.lines[-1]
