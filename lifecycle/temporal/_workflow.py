@@ -109,7 +109,14 @@ class ChildWorkflow:
     @workflow.run
     async def run(self, wire: dict[str, Any]) -> dict[str, Any]:
         """The child's `ChildOutcome` as a dict; never fails for the child's own failures."""
-        job = self._job = ChildJob.from_dict(wire["job"])
+        try:
+            job = self._job = ChildJob.from_dict(wire["job"])
+        except (KeyError, TypeError, ValueError) as exc:
+            # Raised, it would fail every workflow task for ever and the child wait with no word of why.
+            self._ended = True
+            return ChildOutcome("failed", "error", None, (
+                f"this worker cannot read the child's job ({exc}): a gateway newer than its workers sends what"
+                " they do not know; run the gateway and its workers on one version (docs/scale-out.md)")).to_dict()
         self._limits = ChildLimits.from_dict(wire.get("limits") or {})
         # What a tool call needs of the child, without the goal and context each call would repeat.
         self._slim = {**job.to_dict(), "goal": "", "context": None, "output_schema": None, "images": []}

@@ -398,3 +398,19 @@ async def test_a_restart_while_temporal_does_not_answer_follows_its_children_aga
     finally:
         await back
         await asyncio.to_thread(run.server.stop)
+
+
+async def test_a_job_from_a_newer_gateway_fails_the_child_saying_so_not_stuck_for_ever(queue):
+    """docs/scale-out.md (Upgrading): a worker older than the gateway fails the children it is
+    handed. A job field it does not know failed every workflow task instead, and the child waited."""
+    settings, client, worker = queue
+    await worker(ScriptedModel({"leaf": lambda r: {"text": "never"}}))
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t", goal="g",
+                   workspace="/tmp").to_dict()
+    job["a_newer_field"] = 1
+    async with asyncio.timeout(20):
+        body = await client.execute_workflow(WORKFLOW, {"job": job, "limits": ChildLimits().to_dict()},
+                                             id=job["subagent_id"], task_queue=settings.task_queue)
+    outcome = ChildOutcome.from_dict(body)
+    assert outcome.status == "failed" and "a_newer_field" in outcome.error
+    assert "the gateway and its workers on one version" in outcome.error
