@@ -5,8 +5,8 @@ and the fix. They run before anything is opened for writing, before any platform
 connects, so a failed check leaves nothing accepted and then lost.
 
 - `check_state_dir`: the state directory exists or can be made, is a directory,
-  has room; the database, if there is one, is a SQLite file; the workspace is a
-  directory.
+  has room; the database, if there is one, is a SQLite file, and a ``-wal`` file
+  has its database; the workspace is a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
   a 401 is a key problem the turn reports, not an unreachable server).
 """
@@ -54,7 +54,8 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
 
 
 def _check_database(db: Path) -> None:
-    if not db.exists():
+    if not db.exists() or (db.is_file() and db.stat().st_size == 0):
+        _check_no_stray_log(db)
         return
     if db.is_dir():
         raise StartupError(f"state database {db} is a directory; move it away (the gateway creates the file)")
@@ -70,6 +71,15 @@ def _check_database(db: Path) -> None:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise StartupError(describe_database_error(db, exc)) from exc
+
+
+def _check_no_stray_log(db: Path) -> None:
+    """A ``-wal`` with no database to go with it holds the last commits of one that was moved or
+    lost: SQLite would start an empty database and delete the ``-wal``, and them with it."""
+    wal = db.with_name(db.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StartupError(f"{wal} holds the last commits of a database, but {db} is missing or empty; put the"
+                           " database back next to it, or move the -wal (and -shm) away too to start afresh")
 
 
 def describe_database_error(db: Path, exc: sqlite3.Error) -> str:

@@ -81,6 +81,21 @@ def test_a_good_database_is_left_alone(tmp_path, config):
     assert gateway.proc.returncode == 0
 
 
+def test_a_write_ahead_log_without_its_database_is_not_thrown_away(tmp_path, config):
+    # The database moved away (as the corrupt-database line says to) or lost, its -wal left behind:
+    # SQLite would start a new empty database and delete the -wal, with the last commits in it.
+    state = tmp_path / "state"
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+        wal = (state / "switchboard.db-wal").read_bytes()
+    (state / "switchboard.db").unlink()
+    (state / "switchboard.db-wal").write_bytes(wal)
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert f"{state / 'switchboard.db-wal'} holds the last commits of a database, but {state / 'switchboard.db'}" \
+           " is missing" in line
+    assert (state / "switchboard.db-wal").read_bytes() == wal and not (state / "switchboard.db").exists()
+
+
 def test_a_port_in_use_names_server_port(tmp_path, config):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
