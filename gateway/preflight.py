@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
 import shutil
 import socket
 import sqlite3
@@ -44,6 +45,10 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
     except OSError as exc:
         raise StartupError(f"cannot create the state directory {state_dir} ({exc.strerror}); create it with write"
                            f" access for the gateway's user, or point {_WHERE} elsewhere") from exc
+    if not os.access(state_dir, os.R_OK | os.X_OK):
+        raise StartupError(f"state directory {state_dir} cannot be entered by the gateway's user (it belongs to"
+                           f" {_owner(state_dir)}, mode {state_dir.stat().st_mode & 0o777:04o}); give it to the"
+                           f" gateway's user (chown -R), or point {_WHERE} elsewhere")
     free = shutil.disk_usage(state_dir).free
     if free < MIN_FREE_BYTES:
         raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"
@@ -51,6 +56,14 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
     _check_database(state_dir / STATE_DB)
     if workspace is not None:
         _check_workspace(Path(workspace).absolute())
+
+
+def _owner(path: Path) -> str:
+    uid = path.stat().st_uid
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:  # no name for it here (a uid from another machine or container)
+        return f"uid {uid}"
 
 
 def _check_database(db: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -160,6 +161,27 @@ def test_a_read_only_state_directory(tmp_path):
     finally:
         state.chmod(0o755)
     assert str(state) in line and ("read-only" in line or "not writable" in line)
+
+
+def test_a_state_directory_of_another_user(tmp_path):
+    # As after a first start as root, then as the service's user: the gateway makes it 0700.
+    state = tmp_path / "state"
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root enters any directory: run as an unprivileged user of the same files
+        os.chown(state, 65534, 65534)
+        prefix = ["unshare", "--map-user=1000", "--map-group=1000"]
+        if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+            pytest.skip("needs user namespaces as root")
+    else:
+        state.chmod(0o000)
+    try:
+        line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
+    finally:
+        state.chmod(0o700)
+    assert f"state directory {state} cannot be entered by the gateway's user (it belongs to" in line
 
 
 def test_a_state_directory_that_cannot_be_created(tmp_path):
