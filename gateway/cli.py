@@ -25,6 +25,7 @@ from gateway.inbox_cli import inbox_command
 from gateway.logging import setup_logging
 from gateway.serve import serve
 from gateway.startup_errors import explain
+from gateway.store import StoreError
 from platforms.base import scalar_text
 
 log = logging.getLogger("gateway.cli")
@@ -96,7 +97,7 @@ def _command(argv: Sequence[str] | None) -> int:
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         try:
             return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
-        except (sqlite3.Error, OSError) as exc:  # a corrupt or unreadable database: name it, as a start would
+        except (sqlite3.Error, OSError, StoreError) as exc:  # a database it cannot use: name it, as a start would
             log.debug("the inbox command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
             return 1

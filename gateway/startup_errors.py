@@ -2,7 +2,7 @@
 
 `explain` turns whatever a start raised into a line naming the key, file or URL to
 fix. The exception and everything it was raised from or during are searched, most
-telling first: a `StartupError` (already phrased for the operator), then a
+telling first: a `StartupError` or `StoreError` (already phrased for the operator), then a
 platform that would not start, then a state-database or file-system error. What
 nothing here recognises is still one line: its type and message. Every line is
 redacted (`gateway.logging.redact`), so a token inside a URL an SDK echoed is
@@ -22,6 +22,7 @@ from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact
 from gateway.preflight import describe_database_error
+from gateway.store import StoreError
 
 # Where each platform's credential and API location are set.
 _CREDENTIALS = {"telegram": "token", "slack": "bot_token and platforms.slack.app_token", "discord": "token"}
@@ -56,7 +57,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _startup(error: BaseException, config: Config) -> str | None:
-    return str(error) if isinstance(error, StartupError) else None
+    return str(error) if isinstance(error, (StartupError, StoreError)) else None
 
 
 def _platform(error: BaseException, config: Config) -> str | None:

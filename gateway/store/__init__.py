@@ -52,7 +52,8 @@ __all__ = [
 
 
 class StoreError(GatewayError):
-    """The state database is unusable (e.g. written by a newer build)."""
+    """The state database is unusable (e.g. written by a newer build); the message is one line
+    for the operator, naming the file and the fix."""
 
 
 SCHEMA_VERSION = 5
@@ -102,7 +103,9 @@ class GatewayStore:
             if row is None:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(f"{db.path}: gateway schema {row[0]} is newer than this build ({SCHEMA_VERSION})")
+                raise StoreError(f"state database {db.path} was written by a newer switchboard (gateway schema"
+                                 f" {row[0]}; this one reads up to {SCHEMA_VERSION}): run that version or a later"
+                                 " one, or restore a backup this version made")
             elif int(row[0]) < SCHEMA_VERSION:
                 if int(row[0]) == 1:
                     self.sessions.split_transcripts()

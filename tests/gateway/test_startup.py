@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from gateway.store import SCHEMA_VERSION
 from tests.gateway.cli_process import Running, environment, on_private_tmpfs, problem_lines, run, write_config
 
 TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123456"
@@ -95,6 +96,22 @@ def test_a_write_ahead_log_without_its_database_is_not_thrown_away(tmp_path, con
     assert f"{state / 'switchboard.db-wal'} holds the last commits of a database, but {state / 'switchboard.db'}" \
            " is missing" in line
     assert (state / "switchboard.db-wal").read_bytes() == wal and not (state / "switchboard.db").exists()
+
+
+@pytest.mark.parametrize("command", [("run",), ("inbox", "dead"), ("inbox", "retry", "1")])
+def test_a_database_of_a_newer_version_is_refused_naming_both_versions(tmp_path, config, command):
+    db = tmp_path / "state" / "switchboard.db"
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE gateway_meta SET value='99' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()  # the last connection: checkpointed into the file, no -wal left
+    before = db.read_bytes()
+    line = only_line(run(tmp_path, *command, "--config", str(config)))
+    assert line.startswith(f"switchboard: state database {db} was written by a newer switchboard (gateway"
+                           f" schema 99; this one reads up to {SCHEMA_VERSION})"), line
+    assert db.read_bytes() == before
 
 
 def test_a_port_in_use_names_server_port(tmp_path, config):
