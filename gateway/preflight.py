@@ -5,8 +5,8 @@ and the fix. They run before anything is opened for writing, before any platform
 connects, so a failed check leaves nothing accepted and then lost.
 
 - `check_state_dir`: the state directory exists or can be made, is a directory,
-  has room; the database, if there is one, is a SQLite file, and a ``-wal`` file
-  has its database; the workspace is a directory.
+  has room; the database, if there is one, is a SQLite file whose pages all pass
+  ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
   a 401 is a key problem the turn reports, not an unreachable server).
 """
@@ -80,6 +80,12 @@ def _check_database(db: Path) -> None:
         conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=5.0)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            # Every page, once (about a second per GB): a damaged table otherwise shows only when a
+            # message is written to it, after the platforms connected and began handing them over.
+            (verdict,) = conn.execute("PRAGMA quick_check(1)").fetchone()
+            if verdict != "ok":
+                detail = " ".join(verdict.replace("*** in database main ***", "").split())  # one line
+                raise sqlite3.DatabaseError(f"database disk image is malformed: {detail}")
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:

@@ -75,6 +75,25 @@ def test_a_corrupt_or_foreign_database(tmp_path, config, content):
     assert "move it away" in line
 
 
+def test_a_database_with_a_damaged_table_is_refused_before_a_message_is_taken(tmp_path, config):
+    # Its header and schema read fine: without a check of every page, the gateway would start and
+    # then fail each message it was handed, as a restored torn copy or a bad disk block would make it.
+    db = tmp_path / "state" / "switchboard.db"
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    conn = sqlite3.connect(db)
+    (root, page_size) = conn.execute("SELECT rootpage, (SELECT page_size FROM pragma_page_size)"
+                                     " FROM sqlite_master WHERE name = 'gateway_inbox'").fetchone()
+    conn.close()
+    with db.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\xa5" * page_size)
+    before = db.read_bytes()
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert line.startswith(f"switchboard: state database {db} is corrupt (") and "move it away" in line
+    assert db.read_bytes() == before
+
+
 def test_a_good_database_is_left_alone(tmp_path, config):
     (tmp_path / "state").mkdir()
     sqlite3.connect(tmp_path / "state" / "switchboard.db").close()  # empty but valid
