@@ -88,7 +88,8 @@ class AgentSettings:
     system_prompt: str | None = setting(None, "Extra system prompt text for the parent agent.")
     max_iterations: int = setting(90, "Tool-calling iterations a parent turn may take.", min=1)
     workspace: str | None = setting(
-        None, "Working directory for file tools and project context files; default <state_dir>/workspace."
+        None, "Working directory for file tools and project context files, relative to the config file;"
+        " default <state_dir>/workspace."
     )
     enabled_toolsets: tuple[str, ...] | None = setting(None, "Toolsets the parent may use; all when unset.")
     toolsets: tuple[GatedToolset, ...] = setting(

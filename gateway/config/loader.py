@@ -138,6 +138,9 @@ def config_from_mapping(
         raise ConfigError(errors, warnings, source)
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
     config = absolute_context_files(config, source)
+    if config.agent.workspace:
+        workspace = str(_in_config_dir(Path(config.agent.workspace).expanduser(), source))
+        config = dataclasses.replace(config, agent=dataclasses.replace(config.agent, workspace=workspace))
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
 
 
@@ -149,6 +152,12 @@ def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, s
     """
     if configured is None:
         return default_state_dir(env)
-    if not configured.is_absolute() and source is not None:
-        return source.parent / configured
-    return configured.absolute()
+    return _in_config_dir(configured, source)
+
+
+def _in_config_dir(path: Path, source: Path | None) -> Path:
+    """``path`` made absolute: a relative one is relative to the config file's directory (the
+    working directory with no file)."""
+    if not path.is_absolute() and source is not None:
+        return source.parent / path
+    return path.absolute()

@@ -210,3 +210,12 @@ def test_relative_state_dir_key_is_relative_to_the_config_file(write, isolated):
 def test_state_dir_key_expands_user_and_variables(load, isolated):
     config, _ = load("state_dir: ~/s/${NAME}", env={"NAME": "bot"})
     assert config.state_dir == isolated / "home" / "s" / "bot"
+
+
+def test_agent_workspace_expands_user_and_is_relative_to_the_config_file(write, isolated):
+    # As state_dir: a service's working directory is often /, so "ws" must not mean /ws, nor "~/ws" a
+    # directory named "~" there.
+    assert load_config(write("agent: {workspace: ~/ws}"), env={}).config.agent.workspace == str(isolated / "home" / "ws")
+    assert load_config(write("agent: {workspace: ws}"), env={}).config.agent.workspace == str(isolated / "ws")
+    assert load_config(write("agent: {workspace: /abs/ws}"), env={}).config.agent.workspace == "/abs/ws"
+    assert load_config(write("agent: {}"), env={}).config.agent.workspace is None  # <state_dir>/workspace
