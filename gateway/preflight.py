@@ -89,7 +89,14 @@ def _check_database(db: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StartupError(describe_database_error(db, exc)) from exc
+        line = describe_database_error(db, exc)
+        wal = db.with_name(db.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            # SQLite reads a -wal as the database's own, whichever database left it: a backup copied
+            # over the database of a gateway that did not stop cleanly is read with that one's log.
+            line += (f"; if a backup was just put in its place, move {wal.name} and {db.name}-shm away: they"
+                     " are the log of the database it replaced")
+        raise StartupError(line) from exc
 
 
 def _check_no_stray_log(db: Path) -> None:

@@ -94,6 +94,38 @@ def test_a_database_with_a_damaged_table_is_refused_before_a_message_is_taken(tm
     assert db.read_bytes() == before
 
 
+def test_a_backup_restored_beside_the_log_of_the_database_it_replaced(tmp_path, config):
+    # A backup copied over the database of a gateway that did not stop cleanly: SQLite would read the
+    # -wal that gateway left as the backup's own. The line says which files to move; then it starts.
+    state = tmp_path / "state"
+    db, wal = state / "switchboard.db", state / "switchboard.db-wal"
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    backup = sqlite3.connect(tmp_path / "backup.db")
+    with sqlite3.connect(db) as source:
+        source.backup(backup)
+    backup.close()
+    live = sqlite3.connect(db, isolation_level=None)  # the gateway's writes after the backup, some checkpointed
+    live.execute("PRAGMA wal_autocheckpoint=0")
+    payload = '{"chat_id": "c", "text": "%s"}' % ("x" * 300)
+    live.executemany("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at)"
+                     " VALUES ('web', ?, ?, 'done', 1)", [(f"e{i}", payload) for i in range(2000)])
+    live.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    live.execute("DELETE FROM gateway_inbox WHERE event_id LIKE 'e1%'")
+    left = wal.read_bytes()  # as a crash leaves it
+    live.close()
+    db.write_bytes((tmp_path / "backup.db").read_bytes())
+    wal.write_bytes(left)
+    line = only_line(run(tmp_path, "run", "--config", str(config)))
+    assert f"state database {db} is corrupt" in line
+    assert "if a backup was just put in its place, move switchboard.db-wal and switchboard.db-shm away" in line
+    assert db.read_bytes() == (tmp_path / "backup.db").read_bytes() and wal.read_bytes() == left
+    wal.unlink()
+    (state / "switchboard.db-shm").unlink(missing_ok=True)
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+
+
 def test_a_good_database_is_left_alone(tmp_path, config):
     (tmp_path / "state").mkdir()
     sqlite3.connect(tmp_path / "state" / "switchboard.db").close()  # empty but valid
