@@ -4,9 +4,11 @@ Each problem raises `StartupError` with one line that names the path, key or URL
 and the fix. They run before anything is opened for writing, before any platform
 connects, so a failed check leaves nothing accepted and then lost.
 
-- `check_state_dir`: the state directory exists or can be made, is a directory,
-  has room; the database, if there is one, is a SQLite file whose pages all pass
-  ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is a directory.
+- `check_state_dir`: the state directory exists or can be made, is a directory
+  the gateway's user can enter, on a writable file system, and has room; the
+  database, if there is one, is a SQLite file whose pages all pass
+  ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is
+  a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
   a 401 is a key problem the turn reports, not an unreachable server).
 """
@@ -25,6 +27,7 @@ import aiohttp
 from yarl import URL
 
 from agent.settings import ModelSettings
+from gateway import state_lock
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
 
@@ -49,6 +52,8 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
         raise StartupError(f"state directory {state_dir} cannot be entered by the gateway's user (it belongs to"
                            f" {_owner(state_dir)}, mode {state_dir.stat().st_mode & 0o777:04o}); give it to the"
                            f" gateway's user (chown -R), or point {_WHERE} elsewhere")
+    if os.statvfs(state_dir).f_flag & os.ST_RDONLY:  # before the database check, which would blame its mode
+        raise StartupError(state_lock.read_only(state_dir))
     free = shutil.disk_usage(state_dir).free
     if free < MIN_FREE_BYTES:
         raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"

@@ -98,12 +98,17 @@ def _read_pid(fd: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def read_only(state_dir: Path) -> str:
+    """The line for a state directory on a read-only file system."""
+    return (f"state directory {state_dir} is on a read-only file system; make it writable, or point"
+            " state_dir (or $SWITCHBOARD_STATE_DIR) at a writable directory")
+
+
 def _unwritable(state_dir: Path, path: Path, exc: OSError) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return (f"state directory {state_dir}: no space left on its disk (writing {path.name} failed);"
                 " free some space, or point state_dir at another disk")
     if exc.errno == errno.EROFS:
-        return (f"state directory {state_dir} is on a read-only file system; make it writable, or point"
-                " state_dir (or $SWITCHBOARD_STATE_DIR) at a writable directory")
+        return read_only(state_dir)
     return (f"state directory {state_dir} is not writable ({exc.strerror} on {path.name}); give the gateway's"
             f" user write access, or point state_dir (or $SWITCHBOARD_STATE_DIR) elsewhere")

@@ -231,6 +231,19 @@ def test_a_read_only_state_directory(tmp_path):
     assert str(state) in line and ("read-only" in line or "not writable" in line)
 
 
+def test_a_read_only_mount_holding_the_database(tmp_path):
+    # A backup mounted read-only, or a volume mounted ro by mistake: the fix is the mount, not the file's mode.
+    state = tmp_path / "state"
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    (tmp_path / "copy.db").write_bytes((state / "switchboard.db").read_bytes())
+    then = f'cp "{tmp_path / "copy.db"}" "$0/switchboard.db" && mount -o remount,ro "$0"'
+    prefix = on_private_tmpfs(state, "size=4m", then=then) or pytest.skip("needs user and mount namespaces")
+    line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
+    assert f"state directory {state} is on a read-only file system" in line
+
+
 def test_a_state_directory_of_another_user(tmp_path):
     # As after a first start as root, then as the service's user: the gateway makes it 0700.
     state = tmp_path / "state"
