@@ -4,7 +4,8 @@
 toolset                 tools
 ======================  =====================================================
 ``file``                read_file, list_files, write_file (inside the workspace,
-                        within the session's ``file_scope`` when it has one)
+                        within the session's ``file_scope`` when it has one);
+                        send_file (the same paths; needs the host's ``send_file``)
 ``execute_code``        execute_code (Python in a subprocess, time-limited)
 ``memory``              memory (persistent notes; needs ``memory_path``)
 ``clarify``             clarify (needs the host's ``clarify`` service)
@@ -25,6 +26,7 @@ from agent.tools.file import file_toolset, resolve_in_workspace
 from agent.tools.file_scope import FileScope
 from agent.tools.memory import memory_toolset
 from agent.tools.messaging import messaging_toolset
+from agent.tools.send_file import send_file_toolset
 
 __all__ = [
     "BUILTIN_TOOLSETS",
@@ -37,6 +39,7 @@ __all__ = [
     "messaging_toolset",
     "register_builtin_tools",
     "resolve_in_workspace",
+    "send_file_toolset",
 ]
 
 BUILTIN_TOOLSETS = ("file", "execute_code", "memory", "clarify", "messaging")
@@ -60,6 +63,7 @@ def register_builtin_tools(
     """
     tools = (
         *file_toolset(),
+        *send_file_toolset(),
         *execute_code_toolset(execute_code_timeout_seconds, execute_code_output_limit),
         *memory_toolset(),
         *clarify_toolset(),

@@ -20,6 +20,7 @@ def test_public_surface():
         "messaging_toolset",
         "register_builtin_tools",
         "resolve_in_workspace",
+        "send_file_toolset",
     ]
 
 
@@ -27,13 +28,13 @@ def test_register_builtin_tools():
     registry = ToolRegistry()
     tools = register_builtin_tools(registry, execute_code_timeout_seconds=7, execute_code_output_limit=1234)
     assert [t.name for t in registry] == [t.name for t in tools] == [
-        "read_file", "list_files", "write_file", "execute_code", "memory", "clarify", "send_message",
+        "read_file", "list_files", "write_file", "send_file", "execute_code", "memory", "clarify", "send_message",
     ]  # fmt: skip
     assert builtin_toolsets() == BUILTIN_TOOLSETS == ("file", "execute_code", "memory", "clarify", "messaging")
     assert registry.toolsets() == frozenset(BUILTIN_TOOLSETS)
     assert "7 s" in registry.get("execute_code").description
     assert "1234 characters" in registry.get("execute_code").description
-    assert set(registry.resolve(["file"])) == {"read_file", "list_files", "write_file"}
+    assert set(registry.resolve(["file"])) == {"read_file", "list_files", "write_file", "send_file"}
 
 
 def test_registering_twice_changes_nothing():
@@ -41,7 +42,7 @@ def test_registering_twice_changes_nothing():
     register_builtin_tools(registry)
     with pytest.raises(ValueError, match="already registered"):
         register_builtin_tools(registry)
-    assert len(registry) == 7
+    assert len(registry) == 8
 
 
 def test_partial_clash_registers_nothing():

@@ -1,0 +1,98 @@
+"""``send_file``: send a workspace file to the user's chat (in the ``file`` toolset).
+
+The host supplies ``ctx.services["send_file"]``, an async callable ``(FileToSend) -> str``
+whose answer (a delivery note) the model reads; without it the tool refuses. A chat may
+send only what its own file tools may read: the path goes through the same checks as
+``read_file`` (inside the workspace, symlinks resolved, within the session's
+``file_scope``) before the host sees it. What only the host knows — the platform's size
+limit — it checks with `sendable_size`, which also refuses a missing, empty or special file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent._errors import ToolError
+from agent._tools import Tool, ToolContext
+from agent.tools.file import _resolve
+
+SERVICE = "send_file"
+NOT_AVAILABLE = "Sending files is not available in this session."
+
+
+@dataclass(frozen=True, slots=True)
+class FileToSend:
+    """What the tool hands the host."""
+
+    path: Path
+    """Absolute and symlink-free, inside the workspace and the session's scope; it may have
+    gone or changed by the time the host reads it."""
+    shown: str
+    """The path as the model wrote it, for errors it reads."""
+    caption: str | None
+    """Markdown to show with the file; None for none."""
+
+
+def human_size(n: int) -> str:
+    """Decimal units, as the platforms state their limits (Telegram's 50 MB is 50,000,000 bytes)."""
+    for unit, scale in (("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def sendable_size(file: FileToSend, limit: int, where: str) -> int:
+    """The file's size in bytes; `ToolError` naming the path (and the limit of ``where``, the
+    platform) when it is missing, not a regular file, empty, or over ``limit`` bytes. Blocking."""
+    try:
+        info = file.path.stat()
+    except FileNotFoundError:
+        raise ToolError(f"{file.shown!r} does not exist; nothing was sent") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {file.shown!r}: {exc.strerror or exc}; nothing was sent") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{file.shown!r} is a directory; send_file sends one file, so nothing was sent")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{file.shown!r} is not a regular file; nothing was sent")
+    if info.st_size == 0:
+        raise ToolError(f"{file.shown!r} is empty (0 bytes); an empty file cannot be sent, so nothing was sent")
+    if info.st_size > limit:
+        size, most = human_size(info.st_size), human_size(limit)
+        if size == most:  # just over: the rounded sizes alone would read alike
+            size, most = f"{info.st_size:,} bytes", f"{limit:,} bytes"
+        raise ToolError(f"{file.shown!r} is {size}, larger than the {most} a file sent on {where} may be; "
+                        "nothing was sent")
+    return info.st_size
+
+
+async def send_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    send = ctx.services.get(SERVICE)
+    if send is None:
+        raise ToolError(NOT_AVAILABLE)
+    target = await asyncio.to_thread(_resolve, ctx, args["path"])
+    caption = args.get("caption")
+    caption = caption if caption and not caption.isspace() else None
+    return str(await send(FileToSend(target, args["path"], caption)))
+
+
+def send_file_toolset() -> tuple[Tool, ...]:
+    """The ``send_file`` tool, in the ``file`` toolset."""
+    parameters = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1,
+                     "description": "Path relative to the workspace (absolute paths must lie inside it)."},
+            "caption": {"type": "string", "description": "Text shown with the file (Markdown)."},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    description = (
+        "Send a workspace file to the user's chat as a file they can download (a report, a CSV, a chart "
+        "you wrote). It goes out in order with your messages; the answer says whether it was queued."
+    )
+    return (Tool("send_file", description, parameters, send_file, "file"),)
