@@ -24,10 +24,13 @@ from gateway.dead_letters import DeadLetterPolicy
 from gateway.delegation_cards import DelegationCards
 from gateway.display import DisplayResolver
 from gateway.events import GatewayEvents
+from gateway.file_sends import FileSends
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
+from gateway.outbox_files import FOLDER as OUTBOX_FILES
+from gateway.outbox_files import OutboxFiles
 from gateway.questions import Questions, hand_answer
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
@@ -69,17 +72,20 @@ class Gateway:
         self.events = GatewayEvents()
         """What happens, for metrics, traces and the console (`gateway.events`)."""
         webhook = self.config.platforms.webhook
+        kept = OutboxFiles(host.state_dir / OUTBOX_FILES)
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
-                             late_after=self.config.delivery.late_after)
+                             late_after=self.config.delivery.late_after,
+                             files=kept)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
         self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds)
-        self._chat_services = {"send_message": self._send_message, "clarify": self.questions.ask,
-                               "note_key": self._note_key}
+        self._chat_services = {"send_message": self._send_message,
+                               "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
+                               "clarify": self.questions.ask, "note_key": self._note_key}
         """The services of every chat's parent agent: each finds its chat from the calling turn."""
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,

@@ -35,6 +35,13 @@ Guarantees:
   the chat backs off (as above, never giving up: the platform did not refuse it) and tries
   again, so nothing queued behind it overtakes it. An outcome already known (the platform took the part, or refused it for good) is
   then only recorded, never sent again.
+- **Files.** A file send (`enqueue_file`, op ``file``) is one part like any other: its text is
+  the caption, and the bytes are the copy `gateway.outbox_files` keeps under its key, made
+  before it was journaled. It is retried like text; a platform that refuses its size or its
+  caption's length fails it at once. Its copy is removed once it is sent or dropped; a failed
+  one keeps it for the operator's retry until it is dismissed (or forgotten with its row, then
+  removed at the next start). Adapters cannot be asked whether a file went out, so a process
+  that dies during an upload sends that file again after the restart.
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
   was journaled is preceded by a note of its age (`gateway.late_notes`).
 """
@@ -50,6 +57,7 @@ from collections.abc import Callable, Mapping
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
+from gateway.outbox_files import OutboxFiles
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -71,18 +79,21 @@ class Outbox:
     errors (default `DEFAULT_GIVE_UP_AFTER`; the webhook's ``retry_for_seconds``). Every wait
     (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter. ``late_after``:
     the age at which a message is sent with a note saying so (0: never; `gateway.late_notes`).
+    ``files``: where the copies of files to send are kept (none: a file send fails).
     """
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
                  rng: random.Random | None = None, events: GatewayEvents | None = None,
-                 late_after: float = 0.0) -> None:
+                 late_after: float = 0.0, files: OutboxFiles | None = None) -> None:
         self._store = store
+        self._files = files
         self._adapters = adapters
         self._rng = rng or random.Random()
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
-                              rng=self._rng, settle=self._resolve, events=events, late_after=late_after)
+                              rng=self._rng, settle=self._resolve, events=events, late_after=late_after,
+                              files=files)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
@@ -100,6 +111,8 @@ class Outbox:
         if self._started or self._closed:
             return
         self._started = True
+        if self._files is not None:  # copies of sends settled meanwhile, or never journaled (a crash between)
+            self._files.sweep(self._store.kept_files())
         pending = self._store.pending_messages()
         for row in pending:
             self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
@@ -155,6 +168,18 @@ class Outbox:
             return self._existing(key)
         self._queue(rows, ids)
         return [r.key for r in rows]
+
+    def enqueue_file(self, platform: str, chat_id: str, thread_id: str | None, caption: str, *,
+                     key: str) -> bool:
+        """Journal and queue the upload of the copy kept under ``key`` (`OutboxFiles.keep`, made
+        first), with ``caption`` (may be empty), as one part of kind ``interim``. False, adding
+        nothing, when ``key`` was journaled before."""
+        rows = [NewMessage(key, platform, chat_id, thread_id, caption, kind="interim", op="file", sequence=0)]
+        ids = self._store.add_new_messages(rows)
+        if ids is None:
+            return False
+        self._queue(rows, ids)
+        return True
 
     def enqueue_edit(self, platform: str, chat_id: str, thread_id: str | None, target_key: str, text: str, *,
                      key: str, kind: str | None = None) -> list[str]:
@@ -258,7 +283,10 @@ class Outbox:
             return False
         if row.status == "pending":
             return self.drop(*row.chat, lambda r: r.id == row_id) == 1
-        return self._store.dismiss(row_id)
+        dismissed = self._store.dismiss(row_id)
+        if dismissed and row.op == "file" and self._files is not None:
+            self._files.remove(row.key)
+        return dismissed
 
     def journaled(self, key: str) -> bool:
         """Whether a part with this key was ever journaled (and not yet pruned)."""
@@ -348,6 +376,12 @@ class Outbox:
                 self._idle.set()
 
     def _resolve(self, key: str, message_id: str | None) -> None:
+        """A part is settled (sent, failed or dropped): its waiters learn how, and the copy of a
+        file is removed unless the send failed (the operator may retry it)."""
+        if self._files is not None and ":file:" in key:  # the keys `send_file` journals
+            row = self._store.message(key)
+            if row is not None and row.op == "file" and row.status != "failed":
+                self._files.remove(key)
         for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(message_id)

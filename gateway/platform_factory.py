@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from gateway.config import Config
 from platforms.base import Adapter
@@ -20,7 +21,7 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         from platforms.local import LocalAdapter
 
         adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
-                                     greeting=chat_intro(config)))
+                                     greeting=chat_intro(config), files_dir=Path(config.state_dir) / "sent-files"))
     if p.webhook.enabled:
         from platforms.webhook import WebhookAdapter
 

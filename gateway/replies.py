@@ -30,7 +30,7 @@ is told what is wrong, so nobody keeps trying; the detail is in the log."""
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
     """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
-    None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``),
+    None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``, ``send_file``),
     so a completed turn without a final answer has said what it had to."""
     if result is None:
         text = CRASHED

@@ -17,11 +17,13 @@ from collections.abc import Callable, Mapping
 from agent import Clock
 from gateway import late_notes
 from gateway.events import GatewayEvents
+from gateway.outbox_files import OutboxFiles
 from gateway.pacing import Pacer, pacing_of
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
     Adapter,
+    AttachmentTooLarge,
     BadRequest,
     Deleting,
     DeliveryError,
@@ -34,6 +36,7 @@ from platforms.base import (
     Outbound,
     Pacing,
     RateLimited,
+    SendsFiles,
 )
 
 log = logging.getLogger("gateway.outbox")
@@ -44,6 +47,8 @@ PROGRESS_KINDS = frozenset({"notice"})
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
 _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
+_FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
+"""A file's send the platform refuses for its size or its caption's: trying again changes nothing."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -79,8 +84,9 @@ class Sender:
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
                  settle: Callable[[str, str | None], None], events: GatewayEvents | None = None,
-                 late_after: float = 0.0) -> None:
+                 late_after: float = 0.0, files: OutboxFiles | None = None) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
+        self._files = files
         self._late_after = late_after
         self._events = events or GatewayEvents()
         self._max_retry_after = max_retry_after
@@ -171,7 +177,7 @@ class Sender:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            note = self._late_note(row) if row.op == "send" and not progress else None
+            note = self._late_note(row) if row.op in ("send", "file") and not progress else None
             if note is not None:  # sent first, as a part of its own: it says how old what follows is
                 if not await self._deliver(adapter, note, preempt):
                     return False
@@ -215,6 +221,9 @@ class Sender:
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
                     self._to_send(row, type(exc).__name__)
                     continue
+                if row.op == "file" and isinstance(exc, _FILE_REFUSED):
+                    self._fail(row, exc)
+                    return True
                 if isinstance(exc, MessageTooLong):
                     await self._resplit(adapter, row, exc)
                     return True
@@ -328,9 +337,22 @@ class Sender:
             if row.op == "edit" and target_id is not None:
                 await adapter.edit(row.chat_id, row.thread_id, target_id, row.text)
                 return target_id
+            if row.op == "file":
+                return await self._send_file(adapter, row)
             return (await adapter.send(_outbound(row))).message_id
         finally:
             self._pacer.called(row.chat, pacing, edit_of=edit_of)
+
+    async def _send_file(self, adapter: Adapter, row: OutboxRow) -> str:
+        """Upload the copy `send_file` kept for ``row``, its text the caption. A copy that has gone
+        (removed by hand) or a platform that no longer takes files is final: BadRequest."""
+        file = self._files.get(row.key) if self._files is not None else None
+        if file is None:
+            raise BadRequest("the gateway's copy of the file to send is gone", chat_id=row.chat_id,
+                             platform=row.platform)
+        if not isinstance(adapter, SendsFiles):
+            raise BadRequest(f"{row.platform} cannot send files", chat_id=row.chat_id, platform=row.platform)
+        return (await adapter.send_file(_outbound(row), file)).message_id
 
     def _late_note(self, row: OutboxRow) -> OutboxRow | None:
         """The pending note to send ahead of ``row`` (journaled now if it is not yet), when

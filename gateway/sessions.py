@@ -64,6 +64,8 @@ class RunningTurn:
     sent: int = 0
     """Messages this run has sent with ``send_message`` (their keys count them: a run again
     after a restart sends none twice)."""
+    files: int = 0
+    """Files this run has sent with ``send_file`` (their keys count them, as ``sent`` does)."""
     noted: int = 0
     """Notes this run has added with the memory tool (their keys count them: a run again after
     a restart keeps none twice)."""

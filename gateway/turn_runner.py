@@ -159,7 +159,7 @@ class TurnRunner:
             return
         text = None
         if not running.suppressed and not answered:
-            reply = reply_text(item.kind, result, spoke=running.sent > 0)
+            reply = reply_text(item.kind, result, spoke=running.sent + running.files > 0)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
             if text is not None:
                 self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)

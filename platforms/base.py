@@ -26,7 +26,8 @@ from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
 HTTP responses open that the server must end before it stops), `OwnCommands`
 (serves commands of its own), `SupportsDownload` (fetches a user's file, an
 `Attachment`, through the platform's API, refusing anything over its
-``max_attachment_bytes``) and `MovesChats` (keeps a chat whose platform gave it a new
+``max_attachment_bytes``), `SendsFiles` (uploads a file the agent sends, an
+`OutboundFile`, up to its ``upload_limit``) and `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`.
 """
@@ -164,6 +165,19 @@ class Outbound:
     """The gateway turn this message belongs to."""
     sequence: int = 0
     """Position of this message among the turn's messages, from 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file to upload with a message part (`SendsFiles.send_file`): the gateway's own copy,
+    which stays in place until the send is settled."""
+
+    path: str
+    """Where the bytes are: a file only the gateway writes, never the agent's workspace."""
+    name: str
+    """The name the chat shows (the file's name in the workspace)."""
+    size: int
+    """Bytes; the gateway has checked it against `SendsFiles.upload_limit`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,6 +464,23 @@ class SupportsDownload(Protocol):
         """The file's bytes, through the platform's own API. Raises `AttachmentTooLarge` for a
         file over ``max_attachment_bytes`` (nothing beyond the limit is read), another
         `DeliveryError` when the platform refuses or cannot be reached."""
+
+
+@runtime_checkable
+class SendsFiles(Protocol):
+    """An adapter that uploads files the agent sends (the ``send_file`` tool) into the chat."""
+
+    caption_limit: int
+    """Longest caption the platform takes with a file, in the adapter's `measure` units."""
+
+    def upload_limit(self, chat_id: str) -> int:
+        """Bytes the platform takes in one file for this chat (Discord's depends on the server)."""
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Upload ``file`` into the message's chat (and thread), with ``message.text`` as its
+        caption (Markdown, rendered as `send` renders a part; empty: none). Raises a
+        `DeliveryError` subclass as `send` does; `AttachmentTooLarge` when the platform refuses
+        the file's size."""
 
 
 def utf16_length(text: str) -> int:

@@ -26,6 +26,10 @@ terminal (`shown`).
 
 When nothing reads the output any more (``switchboard chat | head -1``) the chat ends,
 as at end of input; a reply it could not print stays in the outbox for the next chat.
+
+A file the agent sends (``send_file``) is copied into ``files_dir`` (a name already there gets
+``-2``, ``-3``...) and its path printed, with the caption: the terminal's person is the operator,
+on the gateway's machine.
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ import getpass
 import itertools
 import os
 import re
+import shutil
 import sys
 import threading
 import unicodedata
 from collections import deque
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
@@ -52,6 +58,7 @@ from platforms.base import (
     InboundSink,
     NetworkError,
     Outbound,
+    OutboundFile,
     Sent,
     scalar_text,
 )
@@ -63,6 +70,8 @@ _QUIT = frozenset({"/quit", "/exit"})
 _CONTROLS = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """What a terminal would obey in a reply: the model's text (or a file or page it quotes) could
 otherwise clear the screen, retitle the window, write the clipboard (OSC 52), hide or overwrite lines."""
+UPLOAD_LIMIT = 1024**3
+"""The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
 PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
@@ -75,10 +84,12 @@ class LocalAdapter:
     typing_interval = 0.0  # a terminal needs no typing indicator
 
     own_commands = OWN_COMMANDS
+    caption_limit = text_limit
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
                  on_exit: Callable[[], Any] | None = None, on_input_end: Callable[[], Any] | None = None,
-                 greeting: str | None = None) -> None:
+                 greeting: str | None = None, files_dir: Path | None = None) -> None:
+        self.files_dir = files_dir or Path("sent-files")
         self._input = input or sys.stdin
         self._output = output or sys.stdout
         self._user = user or _user_name()
@@ -212,6 +223,16 @@ class LocalAdapter:
         self._last_id, self._last_rows = message_id, self._rows(text)
         return Sent(message_id)
 
+    def upload_limit(self, chat_id: str) -> int:
+        return UPLOAD_LIMIT
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Copy the file into ``files_dir`` and print where it is, then the caption."""
+        kept = await asyncio.to_thread(_keep, Path(file.path), self.files_dir / file.name)
+        caption = f"\n{message.text}" if message.text else ""
+        return await self.send(Outbound(message.chat_id, message.thread_id, f"📎 {file.name}: {kept}{caption}",
+                                        kind=message.kind))
+
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         text = shown(scalar_text(text))
         if not self._ansi or message_id != self._last_id or "\n" in text:
@@ -264,6 +285,20 @@ class LocalAdapter:
     def _end(self) -> None:
         if self._on_exit is not None:
             self._on_exit()
+
+
+def _keep(source: Path, wanted: Path) -> Path:
+    """Copy ``source`` to ``wanted``, or beside it as ``<stem>-2<suffix>``... when that is taken."""
+    wanted.parent.mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        target = wanted if n == 1 else wanted.with_name(f"{wanted.stem}-{n}{wanted.suffix}")
+        try:
+            with source.open("rb") as src, target.open("xb") as dst:
+                shutil.copyfileobj(src, dst)
+            return target.resolve()
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
 
 
 def shown(text: str) -> str:

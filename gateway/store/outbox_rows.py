@@ -51,7 +51,7 @@ class NewMessage:
     thread_id: str | None
     text: str
     kind: str = "reply"
-    op: Literal["send", "edit", "delete"] = "send"
+    op: Literal["send", "edit", "delete", "file"] = "send"
     target_key: str | None = None
     silent: bool = False
     reply_token: str | None = None
@@ -70,7 +70,8 @@ class OutboxRow:
     kind: str
     op: str
     """'send', 'edit', 'delete' (of ``target_key``; ``text`` is the edit to make instead where the
-    platform cannot delete), or 'split' (replaced by its pieces ``key/a``, ``key/b``...)."""
+    platform cannot delete), 'file' (upload the copy `gateway.outbox_files` keeps under ``key``,
+    ``text`` its caption), or 'split' (replaced by its pieces ``key/a``, ``key/b``...)."""
     target_key: str | None
     text: str
     silent: bool
@@ -208,6 +209,11 @@ class OutboxRows:
         """Mark a failed row dropped: the operator gave up on it. False unless it was failed."""
         return self._db.write("UPDATE gateway_outbox SET status='dropped' WHERE id=? AND status='failed'",
                               (row_id,)).rowcount == 1
+
+    def kept_files(self) -> list[str]:
+        """Keys of the file sends still pending or failed: their copies are kept."""
+        return [r[0] for r in self._db.read("SELECT key FROM gateway_outbox WHERE op='file'"
+                                            " AND status IN ('pending', 'failed')")]
 
     def counts(self) -> dict[str, int]:
         """How many parts are ``pending`` and ``failed`` (within retention), split rows aside."""

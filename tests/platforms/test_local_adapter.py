@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from platforms.base import EditUnsupported, Outbound
+from platforms.base import EditUnsupported, Outbound, OutboundFile
 from platforms.local import LocalAdapter
 
 
@@ -142,3 +142,15 @@ async def test_control_characters_in_a_reply_are_shown_never_obeyed():
     notice = str(int(sent.message_id) + 1)
     await adapter.edit("terminal", None, notice, "⏳ still\x1b[8m hidden")
     assert out.getvalue() == "\r\x1b[1A\x1b[J⏳ still␛[8m hidden\n"
+
+
+async def test_a_sent_file_is_kept_in_files_dir_and_its_path_printed(tmp_path):
+    out = io.StringIO()
+    adapter = LocalAdapter(input=io.StringIO(), output=out, user="me", files_dir=tmp_path / "sent")
+    (tmp_path / "copy").write_text("a,b\n")
+    file = OutboundFile(str(tmp_path / "copy"), "report.csv", 4)
+    await adapter.send_file(Outbound("terminal", None, "**Q3**", kind="interim"), file)
+    await adapter.send_file(Outbound("terminal", None, ""), file)  # the same name again: kept beside it
+    first, second = tmp_path / "sent" / "report.csv", tmp_path / "sent" / "report-2.csv"
+    assert first.read_text() == second.read_text() == "a,b\n"
+    assert out.getvalue() == f"agent (working)> 📎 report.csv: {first}\n**Q3**\nagent> 📎 report.csv: {second}\n"

@@ -1,0 +1,69 @@
+"""The gateway's ``send_file`` service: a workspace file to the calling turn's chat, once.
+
+The tool has already confined the path to what the chat's file tools may read
+(`agent.tools.send_file`). Here the platform's limits are checked (its upload limit for
+this chat, its caption length), the file is copied into the state directory
+(`gateway.outbox_files`) and the send journaled in the outbox, in the chat's order with
+its other messages. The key is the turn's and the count of files it has sent
+(``<turn>:file:<n>:0``), like ``send_message``'s: a turn run again after a restart journals
+none twice, and what its first run journaled is sent from the copy made then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent import ToolError
+from agent.tools.send_file import FileToSend, human_size, sendable_size
+from gateway.outbox import Outbox
+from gateway.outbox_files import FileChanged, OutboxFiles
+from gateway.sender import safe_measure
+from gateway.session_registry import SessionRegistry
+from platforms.base import Adapter, SendsFiles
+
+STOPPED = "This turn was stopped; nothing more of it reaches the chat."
+
+
+class FileSends:
+    def __init__(self, sessions: SessionRegistry, outbox: Outbox, files: OutboxFiles,
+                 adapters: dict[str, Adapter]) -> None:
+        self._sessions, self._outbox, self._files, self._adapters = sessions, outbox, files, adapters
+
+    async def send_file(self, file: FileToSend) -> str:
+        """The ``send_file`` service. Raises `ToolError` (for the model) when the turn was stopped,
+        the platform takes no files, or the file or caption is not one it takes."""
+        calling = self._sessions.calling_turn()
+        if calling is None:
+            raise ToolError(STOPPED)
+        session, running = calling
+        adapter = self._adapters.get(session.platform)
+        if not isinstance(adapter, SendsFiles):
+            raise ToolError(f"This chat's platform ({session.platform}) cannot receive files yet; nothing was "
+                            "sent. Tell the user where the file is in the workspace instead.")
+        key = f"{running.turn_id}:file:{running.files}:0"
+        name = file.path.name
+        if not self._outbox.journaled(key):  # else a run before a restart journaled it: sent from its copy
+            caption = file.caption or ""
+            length, most = safe_measure(adapter)(caption), adapter.caption_limit
+            if length > most:
+                raise ToolError(f"The caption is {length} characters long, more than the {most} {session.platform} "
+                                "shows with a file; nothing was sent. Send the text with send_message and the file "
+                                "with a shorter caption.")
+            limit = adapter.upload_limit(session.chat_id)
+            size = await asyncio.to_thread(self._keep, key, file, limit, session.platform)
+            if running.suppressed:  # stopped while the file was copied
+                self._files.remove(key)
+                raise ToolError(STOPPED)
+            self._outbox.enqueue_file(*session.chat, caption, key=key)
+            name = f"{name} ({human_size(size)})"
+        running.files += 1
+        return f"{name} is queued to this chat; it goes out in order with your messages."
+
+    def _keep(self, key: str, file: FileToSend, limit: int, platform: str) -> int:
+        sendable_size(file, limit, platform)
+        try:
+            return self._files.keep(key, file, limit)
+        except FileChanged as exc:
+            raise ToolError(f"{exc}; nothing was sent") from None
+        except OSError as exc:
+            raise ToolError(f"cannot copy {file.shown!r} to send it: {exc.strerror or exc}; nothing was sent") from None

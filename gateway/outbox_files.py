@@ -1,0 +1,110 @@
+"""The gateway's own copies of the files the agent sends, kept until their sends are settled.
+
+`send_file` copies the workspace file here before it journals the send, so what goes out is
+what was asked for: editing or deleting the workspace file afterwards, or a crash and a
+restart, changes nothing. Each send has a folder named after its outbox key (escaped like a
+memory file, `gateway.file_names`) holding one file under the name the chat will see. A copy is
+written into a temporary folder, flushed to disk, and renamed into place whole, so a folder
+that exists holds a complete file. The outbox removes a copy once its send is sent or dropped;
+a failed send keeps it for the console's retry until it is dismissed. `sweep` removes what
+no pending or failed send names (a copy whose send was never journaled: the process died in
+between).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from agent.tools.send_file import FileToSend, human_size
+from gateway.file_names import file_name
+from platforms.base import OutboundFile
+
+log = logging.getLogger("gateway.outbox")
+
+FOLDER = "outbox-files"
+"""Under the state directory."""
+_CHUNK = 1024 * 1024
+
+
+class FileChanged(Exception):
+    """The file grew past the limit, or went, while it was copied; the message says which."""
+
+
+class OutboxFiles:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _folder(self, key: str) -> Path:
+        return self.root / file_name(key)
+
+    def keep(self, key: str, file: FileToSend, limit: int) -> int:
+        """Copy ``file`` as the copy of the send ``key`` (replacing one an earlier run left) and
+        return its size. Raises `FileChanged` when it has gone or is over ``limit`` bytes now,
+        OSError when it cannot be copied. Blocking."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        staging = self.root / f".{uuid.uuid4().hex}.tmp"
+        staging.mkdir(mode=0o700)
+        try:
+            size = 0
+            try:
+                source = file.path.open("rb")
+            except FileNotFoundError:
+                raise FileChanged(f"{file.shown!r} was removed while it was being sent") from None
+            with source, (staging / file.path.name).open("xb") as copy:
+                while chunk := source.read(_CHUNK):
+                    size += len(chunk)
+                    if size > limit:  # it grew since it was measured: never more than the platform takes
+                        raise FileChanged(f"{file.shown!r} grew past {human_size(limit)} while it was being sent")
+                    copy.write(chunk)
+                copy.flush()
+                os.fsync(copy.fileno())
+            if size == 0:
+                raise FileChanged(f"{file.shown!r} was emptied while it was being sent")
+            folder = self._folder(key)
+            if folder.exists():
+                shutil.rmtree(folder)
+            staging.rename(folder)
+            _fsync_dir(self.root)
+            return size
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def get(self, key: str) -> OutboundFile | None:
+        """The copy of the send ``key``; None when there is none."""
+        try:
+            entries = list(os.scandir(self._folder(key)))
+        except FileNotFoundError:
+            return None
+        return next((OutboundFile(e.path, e.name, e.stat().st_size) for e in entries if e.is_file()), None)
+
+    def remove(self, key: str) -> None:
+        shutil.rmtree(self._folder(key), ignore_errors=True)
+
+    def sweep(self, kept: Iterable[str]) -> int:
+        """Remove every copy (and temporary folder) but those of the keys in ``kept``; returns how
+        many went. Only while nothing is being sent or kept (at start)."""
+        if not self.root.is_dir():
+            return 0
+        keep = {file_name(key) for key in kept}
+        gone = 0
+        for entry in os.scandir(self.root):
+            if entry.name not in keep:
+                shutil.rmtree(entry.path, ignore_errors=True)
+                gone += 1
+        if gone:
+            log.info("outbox: removed %d copies of files whose sends were settled or never journaled", gone)
+        return gone
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

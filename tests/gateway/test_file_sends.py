@@ -1,0 +1,74 @@
+"""The gateway's ``send_file`` service: where the chat's platform takes no files the model is told
+so and nothing is journaled or copied; a file's copy is kept while its send may still go out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.models.scripted import ScriptedModel
+from gateway.testing import RecordingAdapter, make_config, settled
+from platforms.base import BadRequest, Outbound, OutboundFile, Sent
+
+
+async def test_a_platform_without_file_uploads_refuses_clearly_and_journals_nothing(tmp_path, gateways):
+    chat = RecordingAdapter()  # no send_file: like the web chat and webhooks
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    (Path(config.state_dir) / "workspace").mkdir(parents=True)
+    (Path(config.state_dir) / "workspace" / "a.csv").write_text("x")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": "it is in the workspace"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send it")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    [result] = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert "This chat's platform (chat) cannot receive files yet; nothing was sent." in result
+    assert chat.texts() == ["it is in the workspace"]
+    assert gateway.store.outbox.kept_files() == []
+    assert not (Path(config.state_dir) / "outbox-files").exists()
+
+
+class RefusingUploads(RecordingAdapter):
+    """Takes files, but the platform refuses every upload for good (a permission it lacks)."""
+
+    caption_limit = 100
+
+    def upload_limit(self, chat_id: str) -> int:
+        return 1000
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        self.uploads.append(Path(file.path).read_bytes())
+        raise BadRequest("missing_scope", method="files.completeUploadExternal", chat_id=message.chat_id)
+
+
+async def test_a_failed_files_copy_is_kept_for_a_retry_until_it_is_dismissed(tmp_path, gateways):
+    chat = RefusingUploads()
+    chat.uploads = []
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("first")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": "sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send it")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    [failed] = gateway.store.outbox.with_status("failed", 10)
+    copies = Path(config.state_dir) / "outbox-files"
+    assert failed.op == "file" and len(list(copies.iterdir())) == 1
+    (workspace / "a.csv").write_text("changed")
+    assert gateway.outbox.retry(failed.id)
+    await settled(gateway)
+    assert chat.uploads == [b"first", b"first"]  # the retry sends the copy, not the workspace file
+    assert gateway.outbox.dismiss(failed.id)
+    assert list(copies.iterdir()) == []
+
+
+async def test_a_copy_no_pending_or_failed_send_names_is_removed_at_start(tmp_path, gateways):
+    config = make_config(tmp_path)
+    stray = Path(config.state_dir) / "outbox-files" / "t-gone%3Afile%3A0%3A0"
+    stray.mkdir(parents=True)  # copied, then the process died before the send was journaled
+    (stray / "a.csv").write_text("x")
+    await gateways(config, [RecordingAdapter()])
+    assert list(stray.parent.iterdir()) == []
