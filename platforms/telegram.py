@@ -93,7 +93,7 @@ from aiogram.exceptions import (
     TelegramUnauthorizedError,
 )
 from aiogram.methods import GetUpdates, TelegramMethod
-from aiogram.types import BotCommand, Message, Update
+from aiogram.types import BotCommand, FSInputFile, Message, Update
 from aiohttp import web
 
 from platforms import telegram_files
@@ -113,6 +113,7 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    OutboundFile,
     Pacing,
     RateLimited,
     Sent,
@@ -134,6 +135,10 @@ SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 
 T = TypeVar("T")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+UPLOAD_LIMIT = 50 * 1000 * 1000
+PHOTO_LIMIT = 10 * 1000 * 1000
+_PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
+"""JPEG and PNG: what Telegram takes as a photo and shows in the chat."""
 _COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
 
 
@@ -148,6 +153,8 @@ class TelegramAdapter:
     """Telegram counts UTF-16 code units (see `measure`)."""
     typing_interval = 4.0
     """Telegram shows "typing" for 5 s, or until the bot's next message."""
+    caption_limit = 1024
+    """A file's caption, in UTF-16 units after entity parsing, like a message's text."""
 
     def __init__(
         self,
@@ -466,6 +473,42 @@ class TelegramAdapter:
         chat_id, sent = await self._where_it_is_now(message.chat_id, send_to)
         return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
 
+    def upload_limit(self, chat_id: str) -> int:
+        """The Bot API takes uploads of up to 50 MB from bots."""
+        return UPLOAD_LIMIT
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """sendPhoto for a JPEG or PNG picture of at most 10 MB (Telegram shows it in the chat),
+        sendDocument for anything else and for a picture Telegram will not take as a photo; the
+        caption rendered as a part's text is. As for `send`, no idempotency key."""
+        photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
+
+        async def send_to(chat_id: str) -> Message:
+            def upload(method: str) -> Awaitable[Message]:
+                def request(caption: str, parse_mode: str | None) -> Awaitable[Message]:
+                    kw: dict[str, Any] = {
+                        "chat_id": chat_id, "caption": caption or None, "parse_mode": parse_mode,
+                        "message_thread_id": _thread(message.thread_id),
+                        "disable_notification": True if message.silent else None,
+                    }
+                    upload = FSInputFile(file.path, filename=file.name)
+                    return self.bot.send_photo(photo=upload, **kw) if method == "sendPhoto" else \
+                        self.bot.send_document(document=upload, **kw)
+                return self._call_formatted(method, chat_id, message.text, request)
+
+            if photo:
+                try:
+                    return await upload("sendPhoto")
+                except BadRequest as exc:
+                    if isinstance(exc, _ChatMoved) or not any(w in str(exc).upper() for w in ("PHOTO", "IMAGE")):
+                        raise
+                    log.info("telegram: chat %s: %s was refused as a photo; sending it as a document", chat_id,
+                             file.name)
+            return await upload("sendDocument")
+
+        chat_id, sent = await self._where_it_is_now(message.chat_id, send_to)
+        return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
+
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """editMessageText; identical text ("message is not modified") is success. A message
         that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`
@@ -623,6 +666,11 @@ def _upgrade_of(message: Message) -> tuple[str, str] | None:
     if message.migrate_from_chat_id is not None:
         return str(message.migrate_from_chat_id), str(message.chat.id)
     return None
+
+
+def _is_picture(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8).startswith(_PICTURES)
 
 
 def _thread(thread_id: str | None) -> int | None:

@@ -17,7 +17,8 @@ UTF-16 code units of the text *after* entity parsing, else "message is too
 long"), ``editMessageText`` ("message is not modified" for identical text and
 entities), ``deleteMessage``, ``sendChatAction``, ``getFile`` (plus the download
 route ``/file/bot<token>/<file_path>``), ``setMyCommands``/``getMyCommands``/
-``deleteMyCommands``. Other methods answer 404. With ``parse_mode=HTML`` the text
+``deleteMyCommands``, ``sendDocument``/``sendPhoto`` (multipart uploads;
+`platforms.fakes._telegram_uploads`). Other methods answer 404. With ``parse_mode=HTML`` the text
 is parsed as Telegram parses it (`platforms.fakes._telegram_html`): malformed
 markup answers 400 "Bad Request: can't parse entities: ...". As on Telegram, a
 message keeps its first 100 entities; the formatting past them is dropped silently.
@@ -74,6 +75,7 @@ from platforms.fakes._telegram_api import ApiError, drop_connection, error_respo
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
 from platforms.fakes._telegram_html import HtmlError, parse_html
 from platforms.fakes._telegram_upgrades import TelegramUpgrades
+from platforms.fakes._telegram_uploads import MAX_UPLOAD, TelegramUploads
 from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
@@ -93,7 +95,7 @@ _DESCRIPTIONS = {
 }
 
 
-class FakeTelegram(TelegramFiles, TelegramUpgrades):
+class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
     """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
 
     def __init__(
@@ -121,6 +123,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         self.webhook_secret: str | None = None
         self.pending: list[dict[str, Any]] = []
         """Updates not yet confirmed by a ``getUpdates`` offset."""
+        self.uploads: dict[str, tuple[str, str, bytes]] = {}
         self.files: dict[str, StoredFile] = {}
         """Files users sent (`push_photo`, `push_document`, `push_voice`), by ``file_id``."""
         self.downloads: list[str] = []
@@ -153,6 +156,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
             "deletemessage": self._delete_message,
             "getfile": self._get_file,
             "sendchataction": self._send_chat_action,
+            "senddocument": self._send_document,
+            "sendphoto": self._send_photo,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
             "deletemycommands": self._delete_my_commands,
@@ -161,7 +166,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
     # -- lifecycle -------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application()
+        # Uploads past aiohttp's 1 MB default reach the method, which answers as Telegram does.
+        app = web.Application(client_max_size=MAX_UPLOAD + 1024 * 1024)
         app.router.add_post("/bot{token}/{method}", self._handle)
         app.router.add_get("/bot{token}/{method}", self._handle)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
@@ -315,11 +321,14 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
             return error_response(ApiError(401, "Unauthorized"))
         name = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
+        uploads: dict[str, tuple[str, str, bytes]] = {}
         if request.content_type == "application/json":
             params.update(await request.json())
         elif request.can_read_body:
             form = await request.post()
             params.update({k: v if isinstance(v, str) else f"<file {v.filename}>" for k, v in form.items()})
+            uploads = {k: (v.filename, v.content_type, v.file.read())
+                       for k, v in form.items() if not isinstance(v, str)}
         self.calls.append((name, params))
         method = self._methods.get(name.lower())
         if method is None:
@@ -336,6 +345,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades):
         if fault is False:
             return drop_connection(request)
         try:
+            self.uploads = uploads  # read by the method, before any await
             result = method(params)
             if asyncio.iscoroutine(result):
                 result = await result

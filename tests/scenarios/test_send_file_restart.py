@@ -1,0 +1,56 @@
+"""A file the agent sent survives a SIGKILL: `switchboard run` is killed after the send is
+journaled (Telegram answering 429 to it) while the turn still runs; the workspace file is then
+changed. Restarted on the same state directory, the turn runs again and the file arrives once,
+as it was when the agent sent it."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import yaml
+
+from platforms.fakes.telegram import FakeTelegram
+from tests.scenarios.test_outbox_restart import start
+
+SEND = {"tool_calls": [{"name": "send_file", "arguments": {"path": "report.csv", "caption": "the report"}}]}
+
+
+async def test_a_journaled_file_is_sent_once_from_its_copy_after_a_sigkill(tmp_path: Path):
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[SEND, {"wait": "never", "text": "cut short"}]]}))
+    workspace = tmp_path / "state" / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "report.csv").write_text("as asked\n")
+    async with FakeTelegram() as fake:
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+            "model": {"provider": "scripted", "script": str(script)},
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True, "toolsets": ["file"]}},
+        }))
+        fake.fail_next("sendDocument", status=429, retry_after=5)  # long enough to kill it first
+        proc, _ = await start(config, tmp_path)
+        try:
+            fake.push_message(42, "the report please")
+            await fake.wait_for(lambda: fake.calls_to("sendDocument"), timeout=30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        assert fake.messages["42"] == []
+        (workspace / "report.csv").write_text("changed afterwards\n")
+        script.write_text(yaml.safe_dump({"parent": [[SEND, {"text": "sent it"}]]}))
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: len(fake.messages["42"]) == 2, timeout=30)
+        finally:  # a graceful stop flushes the outbox: a second copy, if one were pending, would go out now
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    document, reply = fake.messages["42"]
+    assert (document["document"]["data"], document["caption"]) == (b"as asked\n", "the report")
+    assert reply["text"] == "sent it"
+    assert len(fake.calls_to("sendDocument")) == 2  # the 429 before the kill, the one after
+    assert list((tmp_path / "state" / "outbox-files").iterdir()) == []
+    assert proc.returncode == 0
