@@ -43,6 +43,10 @@ commands go through a session of their own that holds them to the same cap, and 
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
 handed over without its interaction and answered in the channel (`platforms.discord_answers`).
 Every SDK error is translated by `_translate`, the one place that does so.
+
+Files the agent sends go as a message with the file attached (``files[0]``), the caption as its
+content, with the same nonce, so a repeated upload is dropped too; at most the guild's upload
+limit as discord.py knows it from the guild's boost level (10 MiB without boosts, and in DMs).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    OutboundFile,
     Pacing,
     RateLimited,
     Sent,
@@ -116,6 +121,8 @@ class DiscordAdapter:
     tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
                        progress="card")
     text_limit = 2000
+    caption_limit = text_limit
+    """A file's caption is the message's content."""
     typing_interval = 8.0
     """Discord's indicator lasts about 10 s."""
 
@@ -408,6 +415,33 @@ class DiscordAdapter:
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
+        _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
+        return Sent(str(sent.id))
+
+    def upload_limit(self, chat_id: str) -> int:
+        """The guild's limit per file (by its boost level); 10 MiB in DMs and for a channel
+        discord.py has not seen."""
+        channel = self._client.get_channel(int(chat_id)) if self._client is not None else None
+        guild = getattr(channel, "guild", None)
+        return guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Post the file in the message's channel or thread, the caption rendered as a part's
+        content is, with the part's nonce: Discord drops a repeated upload of it."""
+        target = message.thread_id or message.chat_id
+        nonce = _nonce(message.idempotency_key)
+        self._twins.sending(nonce)
+        route = "POST /channels/{channel_id}/messages"
+        try:
+            upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+            try:
+                sent = await self._channel(target).send(
+                    discord_markdown.render(scalar_text(message.text)) or None, file=upload, silent=message.silent,
+                    nonce=nonce, allowed_mentions=_MENTIONS)
+            finally:
+                upload.close()
+        except Exception as exc:
+            raise _translate(exc, route=route, chat_id=target) from exc
         _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 

@@ -1,10 +1,17 @@
 """Files in the fake Discord: what a test's users attach to a message (`Upload`), served from
-attachment URLs under ``/attachments/<channel>/<id>/<filename>`` like Discord's CDN (no token)."""
+attachment URLs under ``/attachments/<channel>/<id>/<filename>`` like Discord's CDN (no token),
+and what the bot uploads: a message create sent as ``multipart/form-data`` with the message as
+JSON in ``payload_json`` and each file in a part ``files[n]`` (discord.py's form), each at most
+the guild's upload limit (10 MiB, 50 MB from boost tier 2, 100 MB at tier 3; 10 MiB in DMs),
+else 413 with code 40005 "Request entity too large"."""
 
 from __future__ import annotations
 
 import base64
+import email.parser
+import email.policy
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +19,9 @@ from typing import Any
 from aiohttp import web
 
 FLAG_VOICE_MESSAGE = 1 << 13
+DEFAULT_UPLOAD_LIMIT = 10 * 1024 * 1024
+UPLOAD_LIMITS = {2: 50 * 1024 * 1024, 3: 100 * 1024 * 1024}
+"""Per file, by the guild's ``premium_tier``; other tiers and DMs get the default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +58,37 @@ class DiscordFiles:
             out.append(item)
         return out
 
+    def _upload_limit(self, channel: str) -> int:
+        guild = self._channel_guild.get(channel)  # type: ignore[attr-defined]
+        tier = self._guilds[guild]["premium_tier"] if guild is not None else None  # type: ignore[attr-defined]
+        return UPLOAD_LIMITS.get(tier, DEFAULT_UPLOAD_LIMIT)
+
+    def boost(self, guild: str | int, tier: int) -> None:
+        """Set the guild's boost level (``premium_tier``), announced with GUILD_UPDATE: tiers 2 and 3
+        raise its upload limit."""
+        self._ensure_guild(str(guild))["premium_tier"] = tier  # type: ignore[attr-defined]
+        if self._session is not None:  # type: ignore[attr-defined]
+            self._dispatch("GUILD_UPDATE", self._guild_json(str(guild)))  # type: ignore[attr-defined]
+
     async def _serve_attachment(self, request: web.Request) -> web.Response:
         data = self.attachment_data.get(request.match_info["attachment_id"])
         if data is None:
             return web.Response(status=404, text="Not Found")
         self.downloads.append(request.match_info["attachment_id"])
         return web.Response(body=data, content_type="application/octet-stream")
+
+
+def parse_multipart(content_type: str, raw: bytes) -> tuple[dict[str, Any], list[Upload]]:
+    """A message create sent as multipart: its ``payload_json`` and its ``files[n]`` parts, in order."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    payload: dict[str, Any] = {}
+    uploads: list[Upload] = []
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if name == "payload_json":
+            payload = json.loads(data)
+        elif isinstance(name, str) and name.startswith("files["):
+            uploads.append(Upload(part.get_filename() or "file", data, part.get_content_type()))
+    return payload, uploads

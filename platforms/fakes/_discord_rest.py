@@ -9,10 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from platforms.fakes._discord_files import parse_multipart
 from platforms.fakes._discord_model import FLAG_LOADING, Call, FakeMessage, _user
 
 TEXT_LIMIT = 2000
 INTERACTION_ACK_SECONDS = 3.0
+_MULTIPART = web.RequestKey("multipart", tuple)
+"""A multipart message create's parsed payload and files (its body is read once, recording it)."""
 INTERACTION_TOKEN_SECONDS = 15 * 60
 
 
@@ -45,7 +49,8 @@ class DiscordRest:
     scripted failures) and mixes this in; `_build_app` also mounts the gateway's ``/gateway``."""
 
     def _build_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._record])
+        # Uploads up to the largest guild limit reach the handlers, which answer as Discord does.
+        app = web.Application(middlewares=[self._record], client_max_size=101 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         r = "/api/v10"
         routes: list[tuple[str, str, Callable[..., Any]]] = [
@@ -92,10 +97,14 @@ class DiscordRest:
         body: Any = None
         if request.can_read_body:
             raw = await request.read()
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                body = raw.decode(errors="replace")
+            if request.content_type == "multipart/form-data":
+                request[_MULTIPART] = body, uploads = parse_multipart(request.headers["Content-Type"], raw)
+                body = body | {"files": [u.filename for u in uploads]}
+            else:
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode(errors="replace")
         call = Call(request.method, name, path, body, dict(request.query), dict(request.headers))
         self.calls.append(call)
         response = self._scripted_failure(call)
@@ -160,18 +169,21 @@ class DiscordRest:
         channel = request.match_info["channel_id"]
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
-        body = await request.json()
+        body, uploads = request.get(_MULTIPART) or (await request.json(), [])
         if (refused := self._check_content(body)) is not None:
             return refused
-        if not body.get("content"):
+        if not body.get("content") and not uploads:
             return _error(400, 50006, "Cannot send an empty message")
+        if any(len(u.data) > self._upload_limit(channel) for u in uploads):
+            return _error(413, 40005, "Request entity too large")
         nonce = body.get("nonce")
         if nonce is not None and body.get("enforce_nonce"):
             for earlier in self.messages[channel]:
                 if earlier.from_bot and earlier.nonce == str(nonce):
                     return _json(self._message_json(earlier))  # Discord returns the first message again
-        message = self._store(channel, self.bot_id, body["content"], from_bot=True,
-                              flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce))
+        message = self._store(channel, self.bot_id, body.get("content") or "", from_bot=True,
+                              flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce),
+                              attachments=self._attachments(channel, uploads))
         return _json(self._echo(message))
 
     async def _edit_message(self, request: web.Request) -> web.Response:

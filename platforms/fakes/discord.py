@@ -15,8 +15,10 @@ typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
 40060 when answered twice; fetch, edit and delete; after 15 minutes the token is refused
 with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
 on `push_dm` and `push_guild_message`) are served from attachment URLs under
-``/attachments/...``, like Discord's CDN, without a token. Every response is exactly ``application/json``:
-discord.py compares the content type for equality.
+``/attachments/...``, like Discord's CDN, without a token. Files the bot uploads (a
+message create as multipart, ``payload_json`` + ``files[n]``) are kept the same way, each at
+most the guild's upload limit (10 MiB; more once `boost` raises its boost level), else 413 40005.
+Every response is exactly ``application/json``: discord.py compares the content type for equality.
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
@@ -161,8 +163,9 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         """A discord.Client for tests: no 2 s wait for guilds before on_ready and no 5 s pause
         before a re-IDENTIFY (both guard real Discord, not this fake). Pass it as the adapter's
         ``client_factory``."""
-        from platforms import discord_urls  # noqa: F401  (imports discord.py without its audioop warning)
         import discord
+
+        from platforms import discord_urls  # noqa: F401  (imports discord.py without its audioop warning)
 
         class FastClient(discord.Client):
             async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
