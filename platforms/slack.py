@@ -64,12 +64,12 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from platforms import slack_files
+from platforms import slack_files, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -85,6 +85,7 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    OutboundFile,
     Pacing,
     RateLimited,
     Sent,
@@ -180,6 +181,8 @@ class SlackAdapter:
     tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
                        progress="card")
     text_limit = 4000
+    caption_limit = text_limit
+    """A file's caption is the ``initial_comment`` Slack posts with it, as long as a post may be."""
     typing_interval = 30.0
     """The placeholder does not lapse; a refresh only re-posts one whose post failed."""
 
@@ -567,6 +570,27 @@ class SlackAdapter:
             await self._api("chat.delete", chat_id, channel=chat_id, ts=message_id)
         except NotFound:
             pass
+
+    def upload_limit(self, chat_id: str) -> int:
+        return slack_uploads.UPLOAD_LIMIT
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Share the file in the channel or thread (`platforms.slack_uploads`), the caption rendered
+        as mrkdwn like a post; the message id is the file's id. A failed upload step answering
+        5xx or 429 is retried like a post."""
+        method = "files.upload_v2"
+        if self._client is None:
+            raise NetworkError("slack adapter not started", method=method, chat_id=message.chat_id)
+        if message.thread_id:
+            self._remember(message.chat_id, message.thread_id)
+        comment = slack_mrkdwn.render(scalar_text(message.text)) or None
+        try:
+            return Sent(await slack_uploads.upload(self._client, message.chat_id, message.thread_id, file, comment))
+        except SlackRequestError as exc:  # the upload URL refused the bytes
+            status = slack_uploads.upload_status(str(exc))
+            raise translate(method, message.chat_id, status=status, error="upload failed", retry_after=None) from exc
+        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise _translate_exception(exc, method, message.chat_id) from exc
 
     async def download(self, attachment: Attachment) -> bytes:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""

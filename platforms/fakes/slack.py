@@ -24,6 +24,8 @@ What it does:
 - ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at.
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
+- Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
+  the bytes to the upload URL, ``files.completeUploadExternal`` (`platforms.fakes._slack_uploads`).
 - Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections
   closed without an answer (``drop=True``), and answers lost after the call took effect
   (``after=True``); calls held in flight until a test releases them (`hold`).
@@ -53,12 +55,15 @@ from platforms.fakes._slack_files import SharedFile, SlackFiles
 from platforms.fakes._slack_http import HttpResult, SlackHttpDelivery, sign  # noqa: F401
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
+from platforms.fakes._slack_uploads import MAX_UPLOAD, SlackUploads, _Pending
 from platforms.fakes._slack_web_api import SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
 
-class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
-    _methods = {**SlackWebApi._methods, "files.info": SlackFiles._files_info}
+class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, SlackUploads):
+    _methods = {**SlackWebApi._methods, "files.info": SlackFiles._files_info,
+                "files.getUploadURLExternal": SlackUploads._get_upload_url,
+                "files.completeUploadExternal": SlackUploads._complete_upload}
 
     def __init__(
         self,
@@ -95,6 +100,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
         self.downloads: list[str] = []
         """Ids of the files downloaded through their private URL, in order."""
         self._file_ids = itertools.count(1)
+        self.pending_uploads: dict[str, _Pending] = {}
+        self.uploaded: dict[str, int] = {}
+        """How many times each file the bot uploads reached the upload URL."""
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._holds: dict[str, asyncio.Event] = {}
         self._lost_acks = 0
@@ -113,8 +121,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles):
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> FakeSlack:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_UPLOAD + 1024 * 1024)  # the upload URL takes Slack's 1 GB
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/upload/v1/{id}", self._upload)
         app.router.add_get("/link", self._socket)
         app.router.add_post("/response/{id}", self._response_url)
         app.router.add_get("/files-pri/{team}-{id:F[0-9]+}/{name}", self._file_download)
