@@ -30,11 +30,11 @@ from lifecycle.settings import DelegationSettings
 log = logging.getLogger("lifecycle.children")
 
 #: Tools no child ever gets: they reach the user, persist memory or schedule work.
-UNSAFE_CHILD_TOOLS = frozenset({"clarify", "memory", "send_message", "cronjob", "start_chat"})
+UNSAFE_CHILD_TOOLS = frozenset({"clarify", "memory", "send_message", "send_file", "cronjob", "start_chat"})
 DELEGATE_TOOL = "delegate_task"
 _LEAF_BLOCKED = UNSAFE_CHILD_TOOLS | {DELEGATE_TOOL}
 #: Services children must not inherit, matching the tools taken away above.
-_PARENT_ONLY_SERVICES = frozenset({"clarify", "send_message", "memory_path", "note_key"})
+_PARENT_ONLY_SERVICES = frozenset({"clarify", "send_message", "send_file", "memory_path", "note_key"})
 
 
 class MemoryProvider(Protocol):

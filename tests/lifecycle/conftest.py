@@ -18,7 +18,7 @@ from lifecycle.settings import DelegationSettings, LifecycleSettings
 
 OBJ = {"type": "object"}
 TOOLSETS = {
-    "file": ["list_files", "read_file"],
+    "file": ["list_files", "read_file", "send_file"],
     "execute_code": ["execute_code"],
     "memory": ["memory"],
     "clarify": ["clarify"],
