@@ -10,7 +10,8 @@ Per child, one task follows the workflow: one call starts it and sends it the
 ``running`` update (``starting``), which completes once a worker has built the child
 and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). `interrupt` is a Temporal
-cancellation request carrying the reason; `steer` is a signal; `activity` reads the
+cancellation request carrying the reason; `steer` is a signal, sent again (in order, once) while
+Temporal does not answer; `activity` reads the
 workflow's pending activity, fetched in the background when the last look is older
 than a second.
 """
@@ -21,6 +22,8 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +71,8 @@ class _Child:
     activity: str = "waiting for a worker"
     activity_at: float = 0.0
     refreshing: bool = False
+    steers: deque[dict[str, str]] = field(default_factory=deque)
+    """Steers Temporal has not taken yet, oldest first; the first is being sent."""
 
 
 class TemporalEngine:
@@ -126,7 +131,9 @@ class TemporalEngine:
         child = self._children.get(subagent_id)
         if child is None or not child.running or child.handle is None:
             return False
-        self._spawn(self._signal(child.handle, text), _SENDING)
+        child.steers.append({"id": uuid.uuid4().hex, "text": text})
+        if len(child.steers) == 1:  # else the sender under way takes it after the ones before it
+            self._spawn(self._send_steers(child), _SENDING)
         return True
 
     def activity(self, subagent_id: str) -> str | None:
@@ -318,11 +325,28 @@ class TemporalEngine:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(child.started.wait(), 0.2)
 
-    async def _signal(self, handle: WorkflowHandle, text: str) -> None:
-        try:
-            await handle.signal(STEER, text)
-        except RPCError as exc:
-            log.debug("steer of %s: %s", handle.id, exc)
+    async def _send_steers(self, child: _Child) -> None:
+        # One sender per child, so that a steer never overtakes an earlier one Temporal has not taken.
+        sid, delay = child.job.subagent_id, _FOLLOW_AGAIN_FIRST
+        while child.steers:
+            try:
+                await child.handle.signal(STEER, child.steers[0])
+            except RPCError as exc:
+                if exc.status in _UNREACHABLE:
+                    # Temporal is down or restarting: dropped now, the text would never reach the child.
+                    # The signal may have landed though its answer did not: the workflow reads a request
+                    # id once, so sending it again never doubles it.
+                    log.warning("child %s: Temporal at %s does not answer (%s); steering it again in %gs",
+                                sid, self.settings.address, exc, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                    continue
+                # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
+                log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
+                            sid, len(child.steers), exc)
+                child.steers.clear()
+                return
+            child.steers.popleft()
 
     async def _refresh(self, child: _Child) -> None:
         try:

@@ -101,6 +101,7 @@ class ChildWorkflow:
         self._setup: asyncio.Task | None = None
         self._stop_reason: str | None = None
         self._steered: list[str] = []
+        self._steer_ids: set[str] = set()
         self._calls = 0
         self._running_since = 0.0
         self._slim: dict[str, Any] = {}
@@ -132,8 +133,14 @@ class ChildWorkflow:
                 self._stop(workflow.cancellation_reason() or "cancelled")
 
     @workflow.signal(name=STEER)
-    def steer(self, text: str) -> None:
-        """Deliver text at the child's next iteration boundary (kept until it runs)."""
+    def steer(self, request: dict[str, str]) -> None:
+        """Deliver ``request["text"]`` at the child's next iteration boundary (kept until it runs),
+        once per ``request["id"]``: the gateway sends a steer again when Temporal's answer was
+        lost, and a signal that landed all the same must not be read twice."""
+        if request["id"] in self._steer_ids:
+            return
+        self._steer_ids.add(request["id"])
+        text = request["text"]
         session = self._run.session if self._run is not None else None
         if session is not None:
             session.steer(text)

@@ -26,7 +26,7 @@ from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
 from lifecycle.temporal import _engine as temporal_engine
-from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES
+from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
 
@@ -194,20 +194,20 @@ def test_limits_follow_the_delegation_settings():
 
 
 @contextlib.asynccontextmanager
-async def restartable(make_env, tmp_path, goal: str, text: str):
+async def restartable(make_env, tmp_path, goal: str, text: str, *, db: str = "journal.db", script=None):
     """A Temporal dev server of this test's own, which it may stop and start again, and a child
-    launched on it that waits at the model's ``gate`` (then answers ``text``); the client retries
-    a call for 0.3 s at most, so an outage outlasts its retries."""
+    launched on it that waits at the model's ``gate`` (then answers ``text``; ``script`` replaces
+    that); the client retries a call for 0.3 s at most, so an outage outlasts its retries."""
     server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
     await asyncio.to_thread(server.start)
     try:
         settings = TemporalSettings(address=server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
         client = await Client.connect(server.address,
                                       retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
-        model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": text}})
+        model = ScriptedModel({"leaf": script or (lambda r: {"wait": "gate", "text": text})})
         toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: model)
         async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
-            env = await make_env(engine=TemporalEngine(settings, client=client))
+            env = await make_env(engine=TemporalEngine(settings, client=client), db=db)
             with env.turn():
                 handle = await env.service.launch(SubagentLaunchRequest(goal=goal))
                 await asyncio.wait_for(model.reached("gate"), 10)
@@ -414,3 +414,49 @@ async def test_a_job_from_a_newer_gateway_fails_the_child_saying_so_not_stuck_fo
     outcome = ChildOutcome.from_dict(body)
     assert outcome.status == "failed" and "a_newer_field" in outcome.error
     assert "the gateway and its workers on one version" in outcome.error
+
+
+def steered_echo(request: ModelRequest) -> dict:
+    """A child that waits at ``gate`` in its first model call, lists files, and then answers with
+    what it read in the tool's result: the steered text delivered with it."""
+    if request.iteration == 0:
+        return {"wait": "gate", "text": "looking", "tool_calls": [{"name": "list_files"}]}
+    return {"text": request.messages[-1]["content"]}
+
+
+async def test_steering_a_child_while_temporal_is_down_reaches_it_once_it_is_back_in_order(make_env, tmp_path):
+    """Steers asked while Temporal restarts were dropped with a debug line, though reported as delivered."""
+    async with restartable(make_env, tmp_path, "steer me", "", script=steered_echo) as run:
+        await until(lambda: run.env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+        await asyncio.to_thread(run.server.stop)
+        assert run.env.service.engine.steer(run.handle.subagent_id, "first: use metric units")
+        assert run.env.service.engine.steer(run.handle.subagent_id, "second: and cite sources")
+        await asyncio.to_thread(run.server.start)
+        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
+        async with asyncio.timeout(20):  # both taken by Temporal before the child's next step reads them
+            while [e.event_type async for e in workflow.fetch_history_events()].count(
+                    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < 2:
+                await asyncio.sleep(0.1)
+        run.model.release("gate")
+        assert (await run.env.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
+        summary = (await run.env.service.result(run.handle)).summary
+    assert summary.endswith("first: use metric units\nsecond: and cite sources")
+
+
+async def test_a_steer_sent_again_after_a_lost_answer_is_read_once(queue):
+    """Temporal signals are not idempotent: a steer whose answer was lost (it landed all the same) and
+    that the gateway therefore sends again must not reach the child twice."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": steered_echo})
+    await worker(model)
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t",
+                   goal="steer once", tools=("list_files",), workspace="/tmp")
+    workflow = await client.start_workflow(WORKFLOW, {"job": job.to_dict(), "limits": ChildLimits().to_dict()},
+                                           id=job.subagent_id, task_queue=settings.task_queue)
+    await asyncio.wait_for(model.reached("gate"), 10)
+    for request in ({"id": "r1", "text": "once"}, {"id": "r1", "text": "once"}, {"id": "r2", "text": "twice"}):
+        await workflow.signal(STEER, request)
+    model.release("gate")
+    async with asyncio.timeout(20):
+        outcome = ChildOutcome.from_dict(await workflow.result())
+    assert outcome.summary.endswith("\nonce\ntwice")
