@@ -29,7 +29,7 @@ from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 KeyRowTuple = tuple[str, bytes, float, float | None]
 
@@ -66,6 +66,10 @@ class JournalRecord:
     """``SubagentResult.to_dict()`` as JSON, once terminal."""
     goal: str = ""
     """Kept for listings."""
+    stop_reason: str | None = None
+    """Why a stop was asked of the live child (its cancel reason while ``CANCEL_REQUESTED``): an
+    engine whose children outlive the process is asked again after a restart, in case the
+    request never reached it."""
 
     @property
     def terminal(self) -> bool:

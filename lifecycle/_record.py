@@ -21,8 +21,8 @@ class Record:
 
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "ran", "closing", "completing", "keep_result", "_waiters",
-        "_handle_json", "__weakref__",
+        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "ran", "closing", "completing",
+        "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -46,6 +46,8 @@ class Record:
         self.model: Model | None = None
         """The model chosen at launch, for an engine that builds the child in this process."""
         self.cancel_reason: str | None = None
+        self.interrupt_reason: str | None = None
+        """Why it was asked to stop as interrupted (``/stop``, ``/new``, its parent's stop)."""
         self.ran = False
         """The engine reported it running: an interrupt now keeps partial output."""
         self.closing = False
@@ -103,18 +105,28 @@ class Record:
         """Drop what only a live child needs (its result's text holds the handle's JSON now)."""
         self.parent = self.model = self._handle_json = None
 
+    @property
+    def stop_request(self) -> str | None:
+        """The reason the engine is asked to stop it with, if a stop was asked."""
+        if self.state is STATES.CANCEL_REQUESTED:
+            return f"cancellation requested: {self.cancel_reason}"
+        return self.interrupt_reason
+
     def journal_row(
         self, *, state: SubagentState | None = None, updated_at: float | None = None,
         completed_at: float | None = None, result: str | None = None,
     ) -> JournalRecord:
-        """What the journal keeps. Only PENDING and terminal rows are written: after a
-        crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
+        """What the journal keeps. PENDING and terminal rows are written, and a stop request
+        to an engine whose children outlive the process (`Supervisor` decides): after a crash
+        every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
+        stop = self.cancel_reason if self.state is STATES.CANCEL_REQUESTED else self.interrupt_reason
         return JournalRecord(  # positional, in field order: this runs twice for every child
             h.subagent_id, h.parent_session_id, h.correlation_id, self.handle_json(),
             # _value_: the member's value without the enum property's descriptor call
             (state or self.state)._value_, self.created_at,
             updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
+            stop,
         )
 
     @classmethod
@@ -124,4 +136,8 @@ class Record:
         record.state = SubagentState(row.state)
         record.updated_at = row.updated_at
         record.started_at = row.started_at
+        if record.state is STATES.CANCEL_REQUESTED:
+            record.cancel_reason = row.stop_reason
+        else:
+            record.interrupt_reason = row.stop_reason
         return record

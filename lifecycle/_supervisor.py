@@ -218,6 +218,10 @@ class Supervisor:
         self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
         if record.handle.correlation_id:
             self._correlations[(record.handle.parent_session_id, record.handle.correlation_id)] = sid
+        if record.stop_request is not None:
+            # Asked before the restart, perhaps never sent (the engine's service did not answer before
+            # the process stopped): asked again, or the child runs on to its end.
+            self.engine.interrupt(sid, record.stop_request)
 
     # -- stopping ------------------------------------------------------------------------------
 
@@ -235,6 +239,9 @@ class Supervisor:
             if self.engine.withdraw(sid):
                 withdrawn.append(record)
             else:
+                if record.interrupt_reason is None:
+                    record.interrupt_reason = reason
+                    self._journal_stop(record)
                 self.engine.interrupt(sid, reason)
         if withdrawn:  # completed together: their terminal rows share one commit
             await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
@@ -253,7 +260,14 @@ class Supervisor:
         if self.engine.withdraw(sid):
             await self._complete_now([record], lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
         else:
-            self.engine.interrupt(sid, f"cancellation requested: {record.cancel_reason}")
+            self._journal_stop(record)
+            self.engine.interrupt(sid, record.stop_request)
+
+    def _journal_stop(self, record: Record) -> None:
+        """Keep a stop asked of a child that outlives this process: the next start asks its engine
+        again, as the request may not have reached it (its service down until this process stopped)."""
+        if self.engine.survives_restart:
+            self.journal.put(record.journal_row())
 
     async def close(self) -> None:
         """Stop every child this process would lose (all of them unless the engine's children

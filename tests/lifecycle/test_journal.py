@@ -21,8 +21,8 @@ import pytest
 
 from lifecycle._capability import KeyRing, sign, verify
 from lifecycle._contract import CONTRACT_VERSION, SubagentHandle
-from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._database import SqliteDatabase
+from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._sqlite_journal import SqliteJournal
 
 
@@ -125,7 +125,7 @@ async def test_synced_records_survive_reopening_exactly(backend: Backend, journa
         goal="goal with \ud83d\ude00 and \udfff",
         result=json.dumps({"nested": {"x": [None, True, 1e-300]}, "text": "\u2603 \ud800"}, ensure_ascii=False),
     )
-    records = [record("sa-1"), record("sa-2", "SUCCEEDED"), odd]
+    records = [record("sa-1", stop_reason="stopped by /stop"), record("sa-2", "SUCCEEDED"), odd]
     for rec in records:
         journal.put(rec)
     await journal.sync()
@@ -326,7 +326,7 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
     try:
         path = tmp_path / "j.db"
         assert await asyncio.to_thread(inspect, path, "PRAGMA journal_mode") == [("wal",)]
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(1,)]
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(2,)]
         plan = await asyncio.to_thread(
             inspect,
             path,
@@ -334,6 +334,38 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
             " WHERE IFNULL(parent_session_id, 0) = IFNULL('s', 0) AND correlation_id = 'c'",
         )
         assert "lifecycle_records_correlation" in str(plan)
+    finally:
+        await journal.close()
+
+
+def _version_1_journal(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("""CREATE TABLE lifecycle_records (
+            subagent_id TEXT NOT NULL PRIMARY KEY, parent_session_id TEXT, correlation_id TEXT,
+            handle TEXT NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            started_at REAL, completed_at REAL, result TEXT, goal TEXT NOT NULL)""")
+        conn.execute("INSERT INTO lifecycle_records VALUES ('sa-old', 'p', NULL, '{}', 'PENDING', 1.0, 2.0,"
+                     " NULL, NULL, NULL, 'g')")
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+async def test_sqlite_a_journal_from_before_stop_requests_opens_with_its_rows_and_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    await asyncio.to_thread(_version_1_journal, path)
+    journal = SqliteJournal(path)
+    await journal.open()
+    assert (await journal.get("sa-old")) == JournalRecord("sa-old", "p", None, "{}", "PENDING", 1.0, 2.0, goal="g")
+    journal.put(record("sa-old", stop_reason="stopped by /stop"))
+    await journal.close()
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        assert (await journal.get("sa-old")).stop_reason == "stopped by /stop"
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(2,)]
     finally:
         await journal.close()
 

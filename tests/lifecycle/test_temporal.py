@@ -254,9 +254,9 @@ async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_acros
     await worker(model)
     second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
     with second.turn():
-        # After a restart the journal no longer says a cancel was asked (the service's matter): it
-        # reads as interrupted; what counts here is that it never ran.
-        assert (await second.service.wait(handle, timeout_seconds=10)).state in (S.CANCELLED, S.INTERRUPTED)
+        # The journal remembers the cancel across the restart: the child ends as cancelled, not interrupted.
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.CANCELLED
+        assert (await second.service.result(handle)).error_message == "cancelled before start: changed my mind"
     assert model.requests == []
 
 
@@ -460,3 +460,29 @@ async def test_a_steer_sent_again_after_a_lost_answer_is_read_once(queue):
     async with asyncio.timeout(20):
         outcome = ChildOutcome.from_dict(await workflow.result())
     assert outcome.summary.endswith("\nonce\ntwice")
+
+
+async def test_a_stop_asked_while_temporal_is_down_outlives_a_restart_of_the_gateway(make_env, tmp_path):
+    """/stop while Temporal is down, and the gateway stops before Temporal is back: the stop it could
+    not send is sent by the next start, instead of the child running to its end on its worker."""
+    async with restartable(make_env, tmp_path, "stop me", "ran to the end", db="shared.db") as run:
+        await until(lambda: run.env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+        await asyncio.to_thread(run.server.stop)
+        assert await run.env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 1
+        await run.env.service.close()  # the request still unsent is given up after a short grace
+        await asyncio.to_thread(run.server.start)
+
+        second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")
+        stops = []
+        second.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
+        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
+        async with asyncio.timeout(20):
+            while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
+                    e.event_type async for e in workflow.fetch_history_events()]:
+                await asyncio.sleep(0.1)
+        run.model.release("gate")
+        with second.turn():
+            assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.INTERRUPTED
+            result = await second.service.result(run.handle)
+    assert result.summary != "ran to the end" and result.error_message == "stopped by /stop"
+    assert stops == ["interrupted"]  # its completion ran once
