@@ -1,7 +1,7 @@
 """The ``switchboard`` command line. Errors become user-facing text here, and only here.
 
 Whatever stops a command is one line on stderr naming what to fix, and exit
-status 1: configuration errors (one line each), then start-up problems
+status 1: configuration errors (one line each, then the configuration's warnings), or start-up problems
 (`gateway.startup_errors`). Tracebacks go to the log at DEBUG only, redacted.
 """
 
@@ -19,6 +19,7 @@ from typing import TextIO
 
 from gateway import preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
+from gateway.config.check import write_problems
 from gateway.errors import StartupError
 from gateway.host import AgentHost
 from gateway.inbox_cli import inbox_command
@@ -90,8 +91,7 @@ def _command(argv: Sequence[str] | None) -> int:
     try:
         config, warnings = load_config(args.config, overrides=args.set)
     except ConfigError as exc:
-        for line in exc.errors:
-            print(f"error: {line}", file=sys.stderr)
+        write_problems(exc, sys.stderr)
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only

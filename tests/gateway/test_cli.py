@@ -62,6 +62,17 @@ def test_config_errors_stop_the_command_with_the_key_path(capsys, tmp_path):
     assert 'delegation.max_concurrent_children: expected an integer ≥ 1, got "ten"' in err
 
 
+@pytest.mark.parametrize("command", [["run"], ["ask", "x"], ["config", "check"]])
+def test_config_errors_come_with_the_warnings_errors_first(capsys, command):
+    # An operator who fixes the errors must not learn of the misspelt key only on the next run.
+    (Path("switchboard.yaml")).write_text("server:\n  port: 70000\ndelegation:\n  max_concurent_children: 3\n")
+    assert main(command) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["error: server.port: expected an integer ≥ 0 and ≤ 65535, got 70000",
+                         'warning: delegation.max_concurent_children: unknown key (did you mean'
+                         ' "max_concurrent_children"?)'], lines
+
+
 def test_config_check_masks_secrets_and_exits_by_validity(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-supersecretvalue123456")
     (tmp_path / "good.yaml").write_text("model:\n  provider: openai\n  api_key: ${MY_KEY}\n")

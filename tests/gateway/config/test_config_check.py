@@ -43,9 +43,9 @@ def test_invalid_config_prints_every_problem_and_fails(write):
     assert status == 1
     assert out == ""
     assert err.splitlines() == [
-        "warning: zzz: unknown key",
         "error: model.api_key: expected a string or null, got a value of type integer",
         "error: server.port: expected an integer ≥ 0 and ≤ 65535, got 70000",
+        "warning: zzz: unknown key",
         f"2 errors in {path}; the gateway would not start",
     ]
 
