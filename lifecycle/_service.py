@@ -105,7 +105,10 @@ class AsyncSubagentLifecycle:
     async def start(self) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
         previous process left unfinished: re-attached when the engine still runs them,
-        INTERRUPTED otherwise."""
+        INTERRUPTED otherwise. After `close`, raises `SubagentLifecycleError` (code ``CLOSED``):
+        a closed service stays closed, as its children and engine were stopped for good."""
+        if self._closed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
         await self.journal.open()
         rows = await self.journal.load_keys()

@@ -435,3 +435,20 @@ async def test_launching_after_close_fails_closed_and_leaves_nothing_pending(env
     assert service.host_view().children("parent-1") == ()
     with pytest.raises(SubagentLifecycleError, match="closed"):
         await service.rotate_key()
+
+
+
+@pytest.mark.parametrize("journal", ["sqlite", "memory"])
+async def test_starting_again_after_close_fails_closed_and_starts_nothing(env, journal):
+    # On the memory journal start() after close() reopened it and started a sweeper that no
+    # later close() ended; on SQLite it failed with 'The journal is closed.', a journal error.
+    service = env.service
+    if journal == "memory":
+        service = AsyncSubagentLifecycle(service.host, MemoryJournal())
+        await service.start()
+    await service.close()
+    sweepers = {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()}
+    with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as err:
+        await service.start()
+    assert err.value.code == "CLOSED"
+    assert {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()} == sweepers
