@@ -2,15 +2,21 @@
 
 A plugin's registrations are staged and applied only when its ``register``
 returns, so a plugin that fails half-way leaves nothing behind; the failure is
-reported and the remaining plugins still load.
+reported and the remaining plugins still load. A ``register`` that does not return
+within `REGISTER_TIMEOUT_SECONDS` fails its plugin the same way: a service it waits
+for without a timeout must not keep the host from ever starting.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
 import importlib
+import inspect
 import logging
 import re
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +38,8 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 PLUGIN_TOOL_THREADS = 8
 """Threads for plugins' plain-function tools (`PluginThreads`: a stopping process does not wait for
 them). A tool call that hangs holds one until it returns; the others share the rest."""
+REGISTER_TIMEOUT_SECONDS = 30.0
+"""Seconds one plugin's ``register(ctx)`` may take before that plugin fails to load."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +149,7 @@ class PluginHost:
     command of that name could never run."""
     tool_threads: PluginThreads = field(default_factory=lambda: PluginThreads(PLUGIN_TOOL_THREADS, "plugin-tool"))
     """Where the plugins' plain-function tools run."""
+    register_timeout_seconds: float = REGISTER_TIMEOUT_SECONDS
 
     def close(self) -> list[str]:
         """Shutdown: plugin tool calls still running in their threads are logged and left to them,
@@ -148,11 +157,18 @@ class PluginHost:
         plugin tools fail (the model reads that they did). Idempotent."""
         return self.tool_threads.close()
 
-    def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
-        """Import and register each module; failures are logged and collected, never raised."""
+    async def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
+        """Import and register each module, in order; failures are logged and collected, never raised.
+
+        A plain ``register`` runs in a thread of its own, so the event loop keeps serving (a
+        signal to stop, the lifecycle calls it makes) and one that hangs can be given up on;
+        an ``async def register`` runs on the loop. One that has not returned within
+        `register_timeout_seconds` fails its plugin: its task is cancelled, its thread (which
+        cannot be stopped) is left to it, and the process does not wait for it at exit.
+        """
         for module in modules:
             try:
-                self._load_one(module, lifecycle, config)
+                await self._load_one(module, lifecycle, config)
             except PluginError as exc:
                 log.error("%s", exc, exc_info=exc.__cause__)  # the plugin's own traceback, when it raised
                 self.failures.append(exc)
@@ -160,7 +176,7 @@ class PluginHost:
                 self.loaded.append(module)
                 log.info("plugin %s loaded", module)
 
-    def _load_one(self, module: str, lifecycle: Any, config: Any) -> None:
+    async def _load_one(self, module: str, lifecycle: Any, config: Any) -> None:
         try:
             mod = importlib.import_module(module)
         except Exception as exc:
@@ -170,12 +186,22 @@ class PluginHost:
             raise PluginError(module, "has no register(ctx) function")
         ctx = PluginContext(module, lifecycle=lifecycle, config=config)
         try:
-            register(ctx)
+            await self._register(module, register, ctx)
         except PluginError:
             raise
         except Exception as exc:
             raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
         self._apply(ctx)
+
+    async def _register(self, module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> None:
+        limit = self.register_timeout_seconds
+        deadline = asyncio.get_running_loop().time() + limit
+        if inspect.iscoroutinefunction(register):
+            returned = register(ctx)
+        else:
+            returned = await _within(asyncio.wrap_future(_in_thread(module, register, ctx)), deadline, module, limit)
+        if inspect.isawaitable(returned):  # async def register, or a plain one that returned its coroutine
+            await _within(asyncio.ensure_future(returned), deadline, module, limit)
 
     def _apply(self, ctx: PluginContext) -> None:
         clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
@@ -192,6 +218,34 @@ class PluginHost:
             self.commands[command.name] = command
         for backend in ctx._backends:
             self.delegation_backends[backend.name] = backend
+
+
+def _in_thread(module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> concurrent.futures.Future:
+    """``register(ctx)`` in a daemon thread of its own: one that never returns holds up neither the
+    next plugin's register nor the process's exit (see `PluginThreads` for why that is safe)."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(register(ctx))
+            except BaseException as exc:  # carried to the loop, which reports it as register()'s failure
+                future.set_exception(exc)
+
+    threading.Thread(target=run, name=f"plugin-register-{module}", daemon=True).start()
+    return future
+
+
+async def _within(running: asyncio.Future, deadline: float, module: str, limit: float) -> Any:
+    """What ``running`` returns (or raises) by ``deadline``; cancelled, and PluginError, if it is not done by then."""
+    try:
+        done, _ = await asyncio.wait({running}, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+    finally:
+        if not running.done():  # too late, or the start itself was cancelled (a signal to stop)
+            running.cancel()
+    if not done:
+        raise PluginError(module, f"register() did not return within {limit:g} s")
+    return running.result()
 
 
 def _raised_at(module: str, exc: BaseException) -> str:

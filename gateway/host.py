@@ -113,7 +113,7 @@ class AgentHost:
                 raise StartupError(str(exc)) from exc
             raise
         modules = [BUNDLED_PLUGINS.get(m, m) for m in self.config.plugins]
-        self.plugins.load(modules, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
+        await self.plugins.load(modules, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
         backend = self.config.delegation.backend
         if not self.routing.available(backend):
             why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)

@@ -57,7 +57,7 @@ class WorkerModels:
                 await aclose()
 
 
-def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing, PluginHost]:
+async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing, PluginHost]:
     """The tools, hooks and models children on this worker are built from, the delegation
     backends the plugins registered, and the plugins (close both when done). The plugins load
     here as in the gateway: a routed child calls its route's model, as it would in the gateway."""
@@ -69,7 +69,7 @@ def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routin
     plugins = PluginHost(tools, hooks)
     routing = Routing(plugins.delegation_backends)
     # A child on a worker has no lifecycle service of its own to launch children from.
-    plugins.load([BUNDLED_PLUGINS.get(m, m) for m in config.plugins], lifecycle=None, config=config)
+    await plugins.load([BUNDLED_PLUGINS.get(m, m) for m in config.plugins], lifecycle=None, config=config)
 
     def route_model(backend: str, route: str) -> Model | None:
         return routing.resolve(backend, route).model
@@ -98,7 +98,7 @@ async def run_worker(config: Config) -> int:
     except TemporalUnavailable as exc:
         raise StartupError(str(exc)) from exc
     models = WorkerModels(config)
-    toolbox, routing, plugins = worker_toolbox(config, models)
+    toolbox, routing, plugins = await worker_toolbox(config, models)
     worker = ChildWorker(client, temporal.task_queue, toolbox,
                          max_concurrent=config.lifecycle.max_running,
                          heartbeat_seconds=config.delegation.heartbeat_interval_seconds,

@@ -35,8 +35,9 @@ def plugins(tmp_path, monkeypatch):
     return PluginHost(ToolRegistry(), HookRegistry())
 
 
-def test_a_broken_plugin_is_reported_and_the_rest_still_load(plugins, caplog):
-    plugins.load(["syntax_plugin", "half_plugin", "missing_plugin", "no_register_plugin", "reserved_plugin", "good_plugin"])
+async def test_a_broken_plugin_is_reported_and_the_rest_still_load(plugins, caplog):
+    await plugins.load(["syntax_plugin", "half_plugin", "missing_plugin", "no_register_plugin", "reserved_plugin",
+                        "good_plugin"])
     assert plugins.loaded == ["good_plugin"]
     messages = [str(f) for f in plugins.failures]
     assert messages[0].startswith("plugin 'syntax_plugin': import failed: SyntaxError")
@@ -52,20 +53,20 @@ def test_a_broken_plugin_is_reported_and_the_rest_still_load(plugins, caplog):
     assert "config missing" in caplog.text
 
 
-def test_lifecycle_is_reachable_only_when_the_host_provides_it(plugins, tmp_path):
+async def test_lifecycle_is_reachable_only_when_the_host_provides_it(plugins, tmp_path):
     (tmp_path / "lc_plugin.py").write_text("def register(ctx):\n    ctx.subagent_lifecycle\n")
-    plugins.load(["lc_plugin"])
+    await plugins.load(["lc_plugin"])
     assert "lifecycle service is not available" in str(plugins.failures[0])
     sentinel = object()
     (tmp_path / "lc2_plugin.py").write_text("SEEN = []\ndef register(ctx):\n    SEEN.append(ctx.subagent_lifecycle)\n")
-    plugins.load(["lc2_plugin"], lifecycle=sentinel)
+    await plugins.load(["lc2_plugin"], lifecycle=sentinel)
     import lc2_plugin
     assert lc2_plugin.SEEN == [sentinel]
 
 
-def test_duplicate_tool_names_fail_the_second_plugin(plugins, tmp_path):
+async def test_duplicate_tool_names_fail_the_second_plugin(plugins, tmp_path):
     (tmp_path / "dup_plugin.py").write_text(textwrap.dedent(GOOD))
-    plugins.load(["good_plugin", "dup_plugin"])
+    await plugins.load(["good_plugin", "dup_plugin"])
     assert plugins.loaded == ["good_plugin"]
     assert "already registered: shout, /ping" in str(plugins.failures[0])
 
@@ -179,7 +180,7 @@ class Backend:
         raise LookupError(route)
 
 
-def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path, monkeypatch):
+async def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path, monkeypatch):
     (tmp_path / "routes_plugin.py").write_text(
         "from tests.agent.test_plugins import Backend\n"
         "def register(ctx):\n    ctx.register_delegation_backend(Backend('model_map'))\n")
@@ -193,7 +194,7 @@ def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path,
         "def register(ctx):\n    ctx.register_delegation_backend(object())\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = PluginHost(ToolRegistry(), HookRegistry())
-    plugins.load(["routes_plugin", "clash_plugin", "default_plugin", "odd_plugin"])
+    await plugins.load(["routes_plugin", "clash_plugin", "default_plugin", "odd_plugin"])
     assert plugins.loaded == ["routes_plugin"] and list(plugins.delegation_backends) == ["model_map"]
     messages = [str(f) for f in plugins.failures]
     assert "already registered: delegation backend model_map" in messages[0]
@@ -201,7 +202,7 @@ def test_delegation_backends_register_by_name_and_bad_ones_are_refused(tmp_path,
     assert "delegation backend name None must be a lower-case word" in messages[2]
 
 
-def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(plugins, tmp_path):
+async def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(plugins, tmp_path):
     (tmp_path / "twice_plugin.py").write_text(textwrap.dedent("""
         def register(ctx):
             ctx.register_tool("echo", "first", {"type": "object"}, lambda a, c: 1)
@@ -212,7 +213,7 @@ def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(p
             ctx.register_command("ping", lambda a, c: "1")
             ctx.register_command("/PING", lambda a, c: "2")
         """))
-    plugins.load(["twice_plugin", "twice_cmd_plugin", "good_plugin"])
+    await plugins.load(["twice_plugin", "twice_cmd_plugin", "good_plugin"])
     assert plugins.loaded == ["good_plugin"]
     messages = [str(f) for f in plugins.failures]
     assert messages == ["plugin 'twice_plugin': tool 'echo' is registered twice",
@@ -224,7 +225,7 @@ def test_a_plugin_registering_a_name_twice_is_reported_with_nothing_registered(p
 async def test_a_failing_plugin_hook_is_logged_naming_its_plugin(plugins, tmp_path, caplog):
     (tmp_path / "raising_hook_plugin.py").write_text(
         "def register(ctx):\n    ctx.register_hook('turn_end', lambda **kw: 1 / 0)\n")
-    plugins.load(["raising_hook_plugin"])
+    await plugins.load(["raising_hook_plugin"])
     calls = []
     plugins.hooks.register("turn_end", lambda **kw: calls.append(kw))
     await plugins.hooks.run("turn_end", session_id="s1", turn_id="t1", role="parent", exit_reason="completed")
@@ -251,7 +252,7 @@ async def test_a_hook_that_is_a_callable_dataclass_runs_and_the_turn_goes_on(plu
         def register(ctx):
             ctx.register_hook("turn_start", RECORDER)
         """))
-    plugins.load(["recorder_plugin"])
+    await plugins.load(["recorder_plugin"])
     session = AgentSession(model=ScriptedModel({"parent": [[{"text": "hi"}]]}), hooks=plugins.hooks)
     result = await session.run_turn("go", turn_id="t1")
     import recorder_plugin
@@ -273,20 +274,20 @@ async def test_a_hook_that_is_a_callable_dataclass_runs_and_the_turn_goes_on(plu
     ('register_command("ping", None)', "command /ping has no callable handler"),
     ('register_command(7, lambda a, c: "x")', "command name 7 must be a single word"),
 ])
-def test_a_registration_no_model_or_host_could_use_fails_the_plugin_naming_what(plugins, tmp_path, monkeypatch,
+async def test_a_registration_no_model_or_host_could_use_fails_the_plugin_naming_what(plugins, tmp_path, monkeypatch,
                                                                                 call, problem):
     # Each of these loaded once and broke later: a tool name or a schema the model APIs refuse
     # failed every model call of every chat, a missing handler failed each call of the tool,
     # hook or command, and a name that is no string raised AttributeError instead of this.
     (tmp_path / "bad_call_plugin.py").write_text(f"def register(ctx):\n    ctx.{call}\n")
     monkeypatch.delitem(sys.modules, "bad_call_plugin", raising=False)  # each case's own module
-    plugins.load(["bad_call_plugin", "good_plugin"])
+    await plugins.load(["bad_call_plugin", "good_plugin"])
     assert plugins.loaded == ["good_plugin"]
     message = str(plugins.failures[0])
     assert message.startswith("plugin 'bad_call_plugin': ") and problem in message
 
 
-def test_a_plugin_that_raises_is_reported_with_the_file_and_line_that_raised(plugins, tmp_path, caplog):
+async def test_a_plugin_that_raises_is_reported_with_the_file_and_line_that_raised(plugins, tmp_path, caplog):
     # 'register() failed: KeyError: 'token'' alone left its author to guess which lookup failed.
     (tmp_path / "keyed_plugin.py").write_text(textwrap.dedent("""
         def register(ctx):
@@ -296,7 +297,7 @@ def test_a_plugin_that_raises_is_reported_with_the_file_and_line_that_raised(plu
             return {}["token"]
         """))
     (tmp_path / "importing_plugin.py").write_text("import json\nVALUE = json.loads('{')\n")
-    plugins.load(["keyed_plugin", "importing_plugin", "missing_plugin"])
+    await plugins.load(["keyed_plugin", "importing_plugin", "missing_plugin"])
     keyed, importing, missing = (str(f) for f in plugins.failures)
     assert keyed == f"plugin 'keyed_plugin': register() failed: KeyError: 'token' (at {tmp_path / 'keyed_plugin.py'}:6)"
     assert importing.startswith("plugin 'importing_plugin': import failed: JSONDecodeError: ")
@@ -328,10 +329,53 @@ async def test_a_plain_hook_or_tool_that_returns_a_coroutine_has_it_awaited(plug
             ctx.register_hook("turn_end", Recorder())
             ctx.register_tool("answer", "Answers.", {"type": "object"}, lambda args, tool_ctx: answer(args))
         """))
-    plugins.load(["async_inside_plugin"])
+    await plugins.load(["async_inside_plugin"])
     model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "answer"}]}, {"text": "done"}]]})
     session = AgentSession(model=model, tools=plugins.tools.resolve(), hooks=plugins.hooks)
     result = await session.run_turn("go", turn_id="t1")
     import async_inside_plugin
     assert (result.exit_reason, session.messages[2]["content"]) == ("completed", '{"answer": 42}')
     assert async_inside_plugin.SEEN == ["t1", "recorder t1"]
+
+
+async def test_a_register_that_does_not_return_fails_its_plugin_and_the_rest_load(plugins, tmp_path, caplog):
+    # It held the start for ever: the gateway neither started nor said why.
+    (tmp_path / "hung_plugin.py").write_text(textwrap.dedent("""
+        import threading
+
+        release = threading.Event()
+
+        def register(ctx):
+            ctx.register_tool("never", "Never registered.", {"type": "object"}, lambda args, c: 1)
+            release.wait(5)
+        """))
+    (tmp_path / "hung_async_plugin.py").write_text(textwrap.dedent("""
+        import asyncio
+
+        async def register(ctx):
+            ctx.register_command("never", lambda args, c: "no")
+            await asyncio.Event().wait()
+        """))
+    (tmp_path / "async_plugin.py").write_text(textwrap.dedent("""
+        import asyncio
+
+        TASKS = []
+
+        async def register(ctx):  # a plugin that needs the event loop in register declares it async
+            TASKS.append(asyncio.get_running_loop().create_task(asyncio.sleep(0)))
+            ctx.register_command("tick", lambda args, c: "tock")
+        """))
+    plugins.register_timeout_seconds = 0.2
+    import hung_plugin
+    try:
+        await plugins.load(["hung_plugin", "hung_async_plugin", "async_plugin", "good_plugin"])
+    finally:
+        hung_plugin.release.set()
+    assert plugins.loaded == ["async_plugin", "good_plugin"]
+    assert [str(f) for f in plugins.failures] == [
+        "plugin 'hung_plugin': register() did not return within 0.2 s",
+        "plugin 'hung_async_plugin': register() did not return within 0.2 s",
+    ]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [str(f) for f in plugins.failures]
+    assert plugins.tools.get("never") is None and "never" not in plugins.commands
+    assert plugins.commands["tick"].plugin == "async_plugin"

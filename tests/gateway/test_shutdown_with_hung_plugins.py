@@ -1,6 +1,6 @@
-"""A graceful stop of the real `switchboard run` while a plugin's code hangs in a worker thread:
-the process still ends promptly after SIGTERM (before systemd's stop timeout has to kill it),
-and the log names the plugin it left running."""
+"""A graceful stop of the real `switchboard run` while a plugin's code hangs in a worker thread,
+or its register(ctx) while the gateway starts: the process still ends promptly after SIGTERM
+(before systemd's stop timeout has to kill it), and the log names the plugin it left running."""
 
 from __future__ import annotations
 
@@ -86,3 +86,31 @@ def test_a_plugin_call_hung_in_its_thread_does_not_hold_up_the_exit(tmp_path, te
         assert code == 0
         line = gateway.wait_for(r".*plugin hung_plugin.*still running.*").group(0)
         assert what in line
+
+
+HUNG_REGISTER = """
+    import logging
+    import threading
+
+    def register(ctx):
+        logging.getLogger("hung_register").warning("the plugin's register has started")
+        threading.Event().wait()
+"""
+
+
+def test_sigterm_while_a_plugin_register_hangs_stops_the_start(tmp_path):
+    # register ran on the event loop's thread, so the loop never saw the signal: only SIGKILL ended it.
+    (tmp_path / "hung_register.py").write_text(textwrap.dedent(HUNG_REGISTER))
+    config = write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "plugins": ["hung_register"],
+        "model": {"demo": {"child_steps": 0, "step_seconds": 0}}})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.wait_for("the plugin's register has started")
+        gateway.proc.send_signal(signal.SIGTERM)
+        try:
+            code = gateway.proc.wait(EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            gateway.proc.kill()
+            pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
+        assert code == 0
+        gateway.wait_for("stopped before it had started")

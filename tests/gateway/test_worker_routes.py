@@ -25,7 +25,7 @@ async def test_a_worker_calls_a_routed_childs_route_model_with_the_routes_key(tm
             "api_key": FAST_KEY}}},
     )
     models = WorkerModels(config)
-    toolbox, routing, plugins = worker_toolbox(config, models)
+    toolbox, routing, plugins = await worker_toolbox(config, models)
     try:
         model = toolbox.route_model("model_map", "fast")
         response = await model.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}], role="leaf"))

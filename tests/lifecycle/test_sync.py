@@ -42,7 +42,7 @@ async def test_the_documented_usage_works_from_a_plugin_tool(env, tmp_path, monk
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = env.service.host.tools
     plugins = PluginHost(registry, env.hooks)
-    plugins.load(["review_plugin"], lifecycle=SubagentLifecycle(env.service))
+    await plugins.load(["review_plugin"], lifecycle=SubagentLifecycle(env.service))
     assert plugins.failures == []
     model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "review"}]}, {"text": "reviewed"}]],
                            "leaf": child_script})
