@@ -3,7 +3,10 @@
 Used for a subagent's task (``delegate_task`` ``images``) and for the photos a chat
 user sends. Best effort by design: images are a hint, never a reason for a turn to
 fail. An unusable image is skipped with a logged warning; if nothing usable is
-left, or anything unexpected goes wrong, the turn gets the text alone.
+left, or anything unexpected goes wrong, the turn gets the text alone. An image
+inlined for a vision model is fitted first (`agent._image_fit`: at most 2048 px,
+upright, still, re-encoded when that makes it smaller), once, since the message it
+enters is re-sent with every later turn; one Pillow cannot decode is unusable.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent._errors import ToolError
+from agent._image_fit import UnusableImage, fit_image
 from agent.tools import resolve_in_workspace
 
 log = logging.getLogger("agent.images")
@@ -109,8 +113,8 @@ def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
             raise _Skip("has malformed base64 data") from None
         if len(data) > max_bytes:
             raise _Skip(f"is larger than {max_bytes} bytes")
-        _sniff(data[:_HEAD_BYTES])
-        return image
+        fitted, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
+        return image if fitted is data else f"data:{mime};base64,{base64.b64encode(fitted).decode('ascii')}"
     target = _local(workspace, image)
     try:
         if target.stat().st_size > max_bytes:
@@ -121,8 +125,15 @@ def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
         raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise _Skip(f"is larger than {max_bytes} bytes")
-    mime = _sniff(data[:_HEAD_BYTES])
+    data, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _fitted(data: bytes, mime: str) -> tuple[bytes, str]:
+    try:
+        return fit_image(data, mime)
+    except UnusableImage as why:
+        raise _Skip(str(why)) from None
 
 
 def _text_line(image: str, workspace: Path) -> str:
@@ -170,7 +181,8 @@ def first_turn_content(
 
     Without images: ``goal`` unchanged. For a vision model: OpenAI chat content
     parts, the goal's text part then one ``image_url`` part per usable image
-    (local files inlined as data URLs, http(s) and data URLs passed through).
+    (local files and data URLs inlined as data URLs, fitted by `agent._image_fit`;
+    http(s) URLs passed through).
     Otherwise, or when no image is usable: the goal text plus an
     ``[Image attached at: ...]`` line per image that exists or is a URL, and
     `VISION_HINT`. Local paths go through the workspace guard. Unusable images

@@ -6,7 +6,8 @@ anything over the platform's ``max_attachment_bytes``, and stored in the session
 workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
 
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
-  as image parts (OpenAI-style content parts, via `agent.images`); a model
+  as image parts (OpenAI-style content parts, via `agent.images`, which fits each
+  to at most 2048 px once, as it enters the conversation); a model
   without vision gets their workspace paths and a hint instead. Images past the
   eighth, and files labelled images whose bytes are not a picture, are listed as files.
 - **documents** are listed in the text with their workspace path, size and type, so

@@ -56,6 +56,10 @@ class FakeOpenAIServer:
     this (counted as the ``usage`` is, a character of their JSON a quarter token) is
     refused as OpenAI refuses it (400, ``context_length_exceeded``) and consumes no
     scripted reply: a small local server behind a larger ``model.context_window``.
+
+    ``max_request_bytes``: a larger request body is refused with 413 before it is
+    recorded; OpenAI takes up to 50 MB per request, a gateway in front of another
+    provider often less (5 MB per image behind Anthropic-compatible ones).
     """
 
     def __init__(
@@ -66,7 +70,9 @@ class FakeOpenAIServer:
         models: Sequence[str] = ("fake-model",),
         default_transcript: str = "(fake transcript)",
         context_window: int | None = None,
+        max_request_bytes: int = 50 * 1024 * 1024,
     ):
+        self.max_request_bytes = max_request_bytes
         self.api_key = api_key
         self.context_window = context_window
         self.default_text = default_text
@@ -93,7 +99,7 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self._port}/v1"
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)

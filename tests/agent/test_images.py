@@ -16,12 +16,8 @@ from agent.images import (
     first_turn_content_async,
     images_problem,
 )
+from tests.pictures import GIF, JPEG, PNG, WEBP
 
-# Real leading bytes of each format, plus a little body; enough for sniffing.
-PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
-JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xd9"
-GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,;"
-WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"
 GOAL = "Describe the chart."
 PNG_DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
 URL = "https://example.com/chart.png"
@@ -156,11 +152,11 @@ def test_outside_path_is_logged_with_the_reason(ws, caplog):
 
 def test_files_over_the_limit_are_skipped(ws, caplog):
     caplog.set_level(logging.WARNING, logger="agent.images")
-    big = len(PNG) - 1
-    assert vision(["chart.png"], ws, max_bytes=big) == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
-    data_url = f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
-    assert urls(vision([data_url, "photo.jpg"], ws, max_bytes=big)) == [
-        "data:image/jpeg;base64," + base64.b64encode(JPEG).decode()
+    big = len(JPEG) - 1  # the PNG is smaller
+    assert vision(["photo.jpg"], ws, max_bytes=big) == f"{GOAL}\n\n[Image attached at: photo.jpg]\n{VISION_HINT}"
+    data_url = f"data:image/jpeg;base64,{base64.b64encode(JPEG).decode()}"
+    assert urls(vision([data_url, "chart.png"], ws, max_bytes=big)) == [
+        "data:image/png;base64," + base64.b64encode(PNG).decode()
     ]
     assert any("larger than" in m for m in skipped(caplog))
 

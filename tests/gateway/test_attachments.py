@@ -16,8 +16,7 @@ from gateway.file_names import file_name
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config
 from platforms.base import Attachment, AttachmentTooLarge, Inbound, NetworkError
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+from tests.pictures import PNG
 
 
 class Files:

@@ -15,8 +15,7 @@ from lifecycle._children import ChildSpec
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings
 from tests.lifecycle.conftest import child_script
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+from tests.pictures import PNG
 
 
 async def delegate(env, args, *, mode="inline", on_dispatch=None):

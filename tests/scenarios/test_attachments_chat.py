@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
+import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
@@ -27,8 +30,7 @@ from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
-
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+from tests.pictures import PNG, photo
 
 
 @pytest.fixture
@@ -319,3 +321,39 @@ async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, open
             for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
                 if thread.name.startswith("keep-alive-handler"):
                     await asyncio.to_thread(thread.join, 5)
+
+
+async def test_a_phone_photo_reaches_the_model_fitted_once_for_every_later_turn(tmp_path) -> None:
+    # A 4000×3000 photo of megabytes went as it was, in this request and every later one of the
+    # chat, past the 5 MB per image an Anthropic-compatible gateway accepts: every turn then failed.
+    original = photo()
+    async with FakeDiscord() as fake, FakeOpenAIServer(api_key="sk-test", max_request_bytes=5 * 1024 * 1024) as openai:
+        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
+                             model=openai_model(openai, supports_vision=True))
+        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
+                                 ready_timeout=5.0)
+        gateway = await start_gateway(config, [adapter])
+        try:
+            channel = fake.dm_channel(7)
+            fake.push_dm(7, "what is this?", files=[Upload("IMG_2041.jpg", original, "image/jpeg")])
+            await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 1, timeout=20)
+            fake.push_dm(7, "and its colour?")
+            await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 2, timeout=20)
+        finally:
+            await gateway.stop(grace=0)
+            for thread in threading.enumerate():
+                if thread.name.startswith("keep-alive-handler"):
+                    await asyncio.to_thread(thread.join, 5)
+    sent = [[part["image_url"]["url"] for m in request["messages"] if m["role"] == "user"
+             and isinstance(m["content"], list) for part in m["content"] if part["type"] == "image_url"]
+            for request in openai.requests]
+    assert len(sent) == 2 and sent[0] == sent[1]  # the second turn re-sends the first's image, fitted once
+    (url,) = sent[0]
+    data = base64.b64decode(url.split(",", 1)[1])
+    assert url.startswith("data:image/jpeg;base64,") and len(data) < 5 * 1024 * 1024 < len(original)
+    assert Image.open(io.BytesIO(data)).size == (2048, 1536)
+    (stored,) = (tmp_path / "state" / "workspace" / "attachments").glob("discord/*/IMG_2041.jpg")
+    assert stored.read_bytes() == original  # the file tools still read the photo as it was sent
+    with sqlite3.connect(tmp_path / "state" / "switchboard.db") as db:
+        transcript = [row[0] for row in db.execute("SELECT message FROM gateway_transcript")]
+    assert sum(len(message) for message in transcript) < len(url) + 10_000  # the fitted image, stored once

@@ -1,0 +1,99 @@
+"""An image fitted for a vision model: at most `MAX_EDGE` pixels on its longest edge, upright, still.
+
+An image goes to the model inside the conversation, so it is re-sent with every later turn
+until compaction: a phone photo (4000×3000, 4–8 MB) sent as it is costs megabytes per request,
+and one over a provider's cap (5 MB per image behind Anthropic-compatible gateways) fails every
+later turn of its chat. OpenAI scales anything past 2048 px down itself, so nothing a model can
+see is lost below that. The fitting is done once, as the image enters the conversation:
+
+- an image past `MAX_EDGE` is scaled down; one an EXIF tag says to turn is turned (a model reads
+  pixels, not the tag); an animated one (GIF, WebP, PNG) is its first frame, as OpenAI takes only
+  still GIFs and other APIs read one frame;
+- such an image is re-encoded as JPEG, or as PNG when it has transparency (which JPEG would
+  flatten) or when PNG is smaller (a diagram, a screenshot that was a PNG);
+- an image that needs none of that is sent as it is, unless it is a PNG, GIF or WebP without
+  transparency that is smaller as a JPEG.
+
+A re-encoded image carries no metadata (no EXIF, so no location either).
+"""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image
+
+MAX_EDGE = 2048
+"""Pixels on an image's longest edge at most."""
+JPEG_QUALITY = 85
+_ORIENTATION = 0x0112
+"""The EXIF tag saying how the camera was held; 1 (or none) is upright."""
+_UPRIGHT = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+"""What turns an image with each orientation upright (as `PIL.ImageOps.exif_transpose` does)."""
+_LOSSLESS = frozenset({"image/png", "image/gif"})
+
+
+class UnusableImage(Exception):
+    """Pillow cannot decode the image (a broken or truncated file, an unsupported variant)."""
+
+
+def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
+    """``(data, mime)`` as the model should get them; see the module docstring. The bytes are
+    returned unchanged when nothing smaller or more correct comes of re-encoding.
+    Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return _fit(image, data, mime)
+    except Image.DecompressionBombError as exc:
+        raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None
+    except Exception as exc:  # Pillow's decoders raise OSError, ValueError, SyntaxError, struct.error, ...
+        raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {exc}") from None
+
+
+def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
+    upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
+    animated = getattr(image, "is_animated", False)
+    scale = MAX_EDGE / max(image.size)
+    if scale < 1:
+        image.draft("RGB", (round(image.width * scale), round(image.height * scale)))  # JPEG: decode smaller
+    image.load()  # decodes it all: a truncated file fails here, not at the model
+    changed = upright is not None or animated or scale < 1
+    if not changed and mime == "image/jpeg":
+        return data, mime
+    frame = _still(image)
+    if scale < 1:
+        frame.thumbnail((MAX_EDGE, MAX_EDGE), Image.Resampling.LANCZOS)
+    if upright is not None:
+        frame = frame.transpose(upright)
+    transparent = _has_transparency(frame)
+    candidates = [] if changed else [(data, mime)]
+    if not transparent and (changed or mime != "image/jpeg"):
+        candidates.append((_encode(frame.convert("RGB"), "JPEG", quality=JPEG_QUALITY), "image/jpeg"))
+    if changed and (transparent or mime in _LOSSLESS):
+        candidates.append((_encode(frame, "PNG"), "image/png"))
+    return min(candidates, key=lambda candidate: len(candidate[0]))
+
+
+def _still(image: Image.Image) -> Image.Image:
+    """The current (first) frame, in a mode that scales smoothly and JPEG or PNG can hold."""
+    if image.mode in ("RGB", "RGBA", "L", "LA"):
+        return image.copy()
+    return image.convert("RGBA" if image.has_transparency_data else "RGB")
+
+
+def _has_transparency(image: Image.Image) -> bool:
+    """Whether any pixel is not fully opaque (a screenshot saved as RGBA often has none)."""
+    if not image.has_transparency_data:
+        return False
+    alpha = image.getchannel("A") if image.mode in ("RGBA", "LA") else image.convert("RGBA").getchannel("A")
+    return alpha.getextrema()[0] < 255
+
+
+def _encode(image: Image.Image, kind: str, **options: object) -> bytes:
+    out = io.BytesIO()
+    image.save(out, kind, **options)
+    return out.getvalue()
