@@ -28,6 +28,7 @@ import json
 import logging
 import math
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -331,7 +332,9 @@ async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
 def _parse(body: bytes) -> tuple[str, str | None, str | None]:
     """``(text, chat_id, user)`` from the JSON body; ValueError naming the problem."""
     try:
-        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant, parse_int=_read_int)
+    except _NumberTooLong:
+        raise ValueError(f"body has a number too long to read (over {sys.get_int_max_str_digits()} digits)") from None
     except (ValueError, RecursionError):
         raise ValueError("body is not valid UTF-8 JSON") from None
     if not isinstance(data, dict):
@@ -359,6 +362,17 @@ def _require_scalars(field: str, value: str | None) -> None:
     # caller made a mistake worth telling it about, rather than a message to repair.
     if value is not None and has_surrogates(value):
         raise ValueError(f'"{field}" is not valid Unicode text: it holds a lone surrogate (\\ud800-\\udfff)')
+
+
+class _NumberTooLong(ValueError):
+    """Valid JSON that Python will not turn into an int (its int-string conversion limit)."""
+
+
+def _read_int(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:
+        raise _NumberTooLong from None
 
 
 def _no_constant(name: str) -> None:

@@ -274,6 +274,8 @@ async def test_accepts_a_timestamp_299_seconds_off(base: str, sink: Sink) -> Non
         (b'{"text": "hi \\udfff"}', '"text" is not valid Unicode'),
         (b'{"text": "hi", "user": "a\\udc80b"}', '"user" is not valid Unicode'),
         (b"[" * 100_000, "not valid UTF-8 JSON"),
+        # Valid JSON that Python's int-string conversion limit will not read: said so, not "not JSON".
+        (b'{"text": "x", "amount": ' + b"9" * 4301 + b"}", "a number too long to read (over 4300 digits)"),
     ],
 )
 async def test_rejects_malformed_payloads(base: str, sink: Sink, body: bytes, problem: str) -> None:
