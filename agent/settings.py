@@ -71,7 +71,9 @@ class ModelSettings:
         "server's is often 8192 or 32768).", min=1024)
     supports_vision: bool = setting(False, "Whether the model accepts image parts.")
     temperature: float | None = setting(None, "Sampling temperature; provider default when unset.", min=0, max=2)
-    script: str | None = setting(None, "Path of a YAML/JSON script for the scripted provider.")
+    script: str | None = setting(
+        None, "Path of a YAML/JSON script for the scripted provider, relative to the config file."
+    )
     demo: DemoModelSettings = nested(DemoModelSettings, "Behaviour of the offline demo model.")
     transcription: TranscriptionSettings = nested(
         TranscriptionSettings, "Speech-to-text for voice messages (any OpenAI-compatible audio/transcriptions endpoint)."

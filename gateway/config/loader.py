@@ -125,7 +125,8 @@ def config_from_mapping(
     secrets = secret_values(Config, tree)
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
-    config = validator.section(Config, tree, "")
+    # Before the rules: they read the script file the start will read.
+    config = _paths_in_config_dir(validator.section(Config, tree, ""), source)
     rule_errors, rule_warnings = check_rules(config)
     delegation_errors, delegation_warnings = delegation_rules(config, source)
     rule_errors, rule_warnings = rule_errors + delegation_errors, rule_warnings + delegation_warnings
@@ -138,9 +139,6 @@ def config_from_mapping(
         raise ConfigError(errors, warnings, source)
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
     config = absolute_context_files(config, source)
-    if config.agent.workspace:
-        workspace = str(_in_config_dir(Path(config.agent.workspace).expanduser(), source))
-        config = dataclasses.replace(config, agent=dataclasses.replace(config.agent, workspace=workspace))
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
 
 
@@ -153,6 +151,19 @@ def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, s
     if configured is None:
         return default_state_dir(env)
     return _in_config_dir(configured, source)
+
+
+def _paths_in_config_dir(config: Config, source: Path | None) -> Config:
+    """``config`` with agent.workspace and model.script read as state_dir is: ``~`` expanded, a
+    relative path relative to the config file, not to wherever switchboard was started (/ for a service)."""
+    agent, model = config.agent, config.model
+    if agent.workspace:
+        workspace = str(_in_config_dir(Path(agent.workspace).expanduser(), source))
+        config = dataclasses.replace(config, agent=dataclasses.replace(agent, workspace=workspace))
+    if model.script:
+        script = str(_in_config_dir(Path(model.script).expanduser(), source))
+        config = dataclasses.replace(config, model=dataclasses.replace(model, script=script))
+    return config
 
 
 def _in_config_dir(path: Path, source: Path | None) -> Path:

@@ -132,7 +132,7 @@ def _model_url_rules(config: Config) -> list[str]:
 
 
 def _script_rules(script: str | None) -> list[str]:
-    """The scripted model's script is read when the model is built, at start (relative to the cwd)."""
+    """The scripted model's script is read when the model is built, at start (the loader made its path absolute)."""
     if not script:
         return ['model.script: required when model.provider is "scripted" (the path of a YAML or JSON script)']
     problem = _unreadable(Path(script))

@@ -219,3 +219,16 @@ def test_agent_workspace_expands_user_and_is_relative_to_the_config_file(write, 
     assert load_config(write("agent: {workspace: ws}"), env={}).config.agent.workspace == str(isolated / "ws")
     assert load_config(write("agent: {workspace: /abs/ws}"), env={}).config.agent.workspace == "/abs/ws"
     assert load_config(write("agent: {}"), env={}).config.agent.workspace is None  # <state_dir>/workspace
+
+
+def test_model_script_expands_user_and_is_relative_to_the_config_file(write, isolated):
+    # As state_dir and agent.workspace: the script beside the config file is found whatever the working
+    # directory (here another one), and config check reads the same file the start will.
+    (isolated / "replies.yaml").write_text("parent: []\n")
+    (isolated / "home" / "replies.yaml").write_text("parent: []\n")
+    scripted = "model: {{provider: scripted, script: {}}}"
+    assert load_config(write(scripted.format("replies.yaml")), env={}).config.model.script == str(isolated / "replies.yaml")
+    home = str(isolated / "home" / "replies.yaml")
+    assert load_config(write(scripted.format("~/replies.yaml")), env={}).config.model.script == home
+    errors = errors_of(lambda: load_config(write(scripted.format("missing.yaml")), env={}))
+    assert errors == [f"model.script: cannot read {isolated / 'missing.yaml'} (No such file or directory)"]
