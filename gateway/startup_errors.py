@@ -2,8 +2,9 @@
 
 `explain` turns whatever a start raised into a line naming the key, file or URL to
 fix. The exception and everything it was raised from or during are searched, most
-telling first: a `StartupError` or `StoreError` (already phrased for the operator), then a
-platform that would not start, then a state-database or file-system error. What
+telling first: a `StartupError`, `StoreError` or a journal a newer version wrote (already
+phrased for the operator), then a platform that would not start, then a state-database
+or file-system error. What
 nothing here recognises is still one line: its type and message. Every line is
 redacted (`gateway.logging.redact`), so a token inside a URL an SDK echoed is
 ``***``; the full traceback goes to the log at DEBUG.
@@ -23,6 +24,7 @@ from gateway.host import STATE_DB
 from gateway.logging import redact
 from gateway.preflight import describe_database_error
 from gateway.store import StoreError
+from lifecycle import JournalError
 
 # Where each platform's credential and API location are set.
 _CREDENTIALS = {"telegram": "token", "slack": "bot_token and platforms.slack.app_token", "discord": "token"}
@@ -57,6 +59,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _startup(error: BaseException, config: Config) -> str | None:
+    if isinstance(error, JournalError) and error.code == "JOURNAL_TOO_NEW":  # names the file and what to do
+        return str(error)
     return str(error) if isinstance(error, (StartupError, StoreError)) else None
 
 

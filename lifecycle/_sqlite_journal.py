@@ -150,7 +150,9 @@ class SqliteJournal:
                 self._db = SqliteDatabase(self._path, busy_timeout=self._busy_timeout)
             version = self._db.read_one("PRAGMA user_version")[0]
             if version > SCHEMA_VERSION:
-                raise JournalError(f"Journal schema {version} is newer than this build ({SCHEMA_VERSION}).")
+                raise JournalError(f"{self._db.path} was written by a newer version (lifecycle journal schema {version};"
+                                   f" this one reads up to {SCHEMA_VERSION}): run that version or a later one, or"
+                                   " restore a backup this version made", code="JOURNAL_TOO_NEW")
             self._state = "open"
             self._loop = asyncio.get_running_loop()
             if version < SCHEMA_VERSION:

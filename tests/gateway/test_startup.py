@@ -165,6 +165,25 @@ def test_a_database_of_a_newer_version_is_refused_naming_both_versions(tmp_path,
     assert db.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", [("run",), ("ask", "hi")])
+def test_a_lifecycle_journal_of_a_newer_version_is_refused_naming_the_file(tmp_path, config, command):
+    # The journal keeps its schema version apart from the gateway's (SQLite's user_version): a newer
+    # build may have moved only that one.
+    db = tmp_path / "state" / "switchboard.db"
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    conn = sqlite3.connect(db)
+    (ours,) = conn.execute("PRAGMA user_version").fetchone()
+    conn.execute(f"PRAGMA user_version = {ours + 6}")
+    conn.close()
+    before = db.read_bytes()
+    line = only_line(run(tmp_path, *command, "--config", str(config)))
+    assert line == (f"switchboard: {db} was written by a newer version (lifecycle journal schema {ours + 6};"
+                    f" this one reads up to {ours}): run that version or a later one, or restore a backup this"
+                    " version made"), line
+    assert db.read_bytes() == before
+
+
 def test_a_port_in_use_names_server_port(tmp_path, config):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

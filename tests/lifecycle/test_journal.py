@@ -373,8 +373,9 @@ async def test_sqlite_a_journal_from_before_stop_requests_opens_with_its_rows_an
 async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
     await asyncio.to_thread(inspect, path, "PRAGMA user_version = 99")
-    with pytest.raises(JournalError, match="newer"):
+    with pytest.raises(JournalError, match=f"{path} was written by a newer version") as refused:
         await SqliteJournal(path).open()
+    assert refused.value.code == "JOURNAL_TOO_NEW"
 
 
 async def test_sqlite_closed_journal_refuses_puts_and_close_is_idempotent(tmp_path: Path) -> None:
