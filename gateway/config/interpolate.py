@@ -12,6 +12,10 @@ structure. Syntax:
 
 Strings that went through an expansion come back as `Expanded`, which lets the
 validator accept ``port: ${PORT}`` for an integer field.
+
+A variable that is set but empty (``TOKEN=`` in an env file) is no error by itself
+(an optional setting reads it as unset), but the key it fed is noted, so that a
+problem found with that key later names the variable (`name_empty_variables`).
 """
 
 from __future__ import annotations
@@ -42,23 +46,44 @@ class Failed:
 FAILED = Failed()
 
 
-def expand_tree(node: object, env: Mapping[str, str], path: str, errors: list[str]) -> object:
-    """A copy of ``node`` with every string scalar expanded; problems go to ``errors``."""
+def expand_tree(
+    node: object, env: Mapping[str, str], path: str, errors: list[str], empty: dict[str, list[str]] | None = None
+) -> object:
+    """A copy of ``node`` with every string scalar expanded; problems go to ``errors``, and the
+    names of the set-but-empty variables each key took a value from to ``empty`` (by key)."""
     if isinstance(node, dict):
-        return {key: expand_tree(value, env, _join(path, key), errors) for key, value in node.items()}
+        return {key: expand_tree(value, env, _join(path, key), errors, empty) for key, value in node.items()}
     if isinstance(node, list):
-        return [expand_tree(item, env, f"{path}[{i}]", errors) for i, item in enumerate(node)]
+        return [expand_tree(item, env, f"{path}[{i}]", errors, empty) for i, item in enumerate(node)]
     if isinstance(node, str):
+        names: list[str] = []
         try:
-            return expand(node, env)
+            value = expand(node, env, names)
         except ValueError as exc:
             errors.append(f"{path}: {exc}")
             return FAILED
+        if names and empty is not None:
+            empty[path] = names
+        return value
     return node
 
 
-def expand(text: str, env: Mapping[str, str]) -> str:
-    """``text`` with references replaced; raises ValueError naming the bad reference.
+def name_empty_variables(messages: list[str], empty: Mapping[str, list[str]]) -> list[str]:
+    """``messages`` with each one about a key that took a set-but-empty variable naming it: an
+    error that says "required" or ``got ""`` points at the file, while the variable is what is wrong."""
+    out = []
+    for message in messages:
+        names = list(dict.fromkeys(empty.get(message.partition(": ")[0], ())))
+        if names:
+            refs = " and ".join(f"${{{name}}}" for name in names)
+            message += f" (from {refs}, which {'is' if len(names) == 1 else 'are'} set but empty)"
+        out.append(message)
+    return out
+
+
+def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None) -> str:
+    """``text`` with references replaced; raises ValueError naming the bad reference. The name of
+    each variable without a default that is set but empty is appended to ``empty``.
 
     Error messages name variables, never values, so secrets stay out of them.
     """
@@ -83,6 +108,8 @@ def expand(text: str, env: Mapping[str, str]) -> str:
         value = env.get(name)
         if default is not None and not value:
             value = default
+        elif value == "" and empty is not None:
+            empty.append(name)
         if value is None:
             raise ValueError(
                 f"environment variable {name} is not set (use ${{{name}:-default}} to give a default)"

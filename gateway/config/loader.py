@@ -16,7 +16,7 @@ from typing import NamedTuple
 import yaml
 
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
-from gateway.config.interpolate import expand_tree
+from gateway.config.interpolate import expand_tree, name_empty_variables
 from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
 from gateway.config.secret_values import mask, secret_values
@@ -121,7 +121,8 @@ def config_from_mapping(
         raw = {k: v for k, v in raw.items() if k != "state_dir"}  # `state_dir:` left empty means the default
     expansion_errors: list[str] = []
     # Expansion problems come first: they often explain a later "expected ..." one.
-    tree = expand_tree(raw, env, "", expansion_errors)
+    empty_variables: dict[str, list[str]] = {}
+    tree = expand_tree(raw, env, "", expansion_errors, empty_variables)
     secrets = secret_values(Config, tree)
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
@@ -133,7 +134,7 @@ def config_from_mapping(
     # One report per key: a token whose ${VAR} is unset is not "required" a second time.
     reported = {error.partition(": ")[0] for error in validator.errors}
     rule_errors = [error for error in rule_errors if error.partition(": ")[0] not in reported]
-    errors = mask(validator.errors + rule_errors, secrets)
+    errors = mask(name_empty_variables(validator.errors + rule_errors, empty_variables), secrets)
     warnings = mask(validator.warnings + rule_warnings, secrets)
     if errors:
         raise ConfigError(errors, warnings, source)

@@ -136,6 +136,28 @@ def test_unset_variable_is_an_error_naming_key_and_variable(load):
     ]
 
 
+def test_a_value_an_empty_variable_made_invalid_names_that_variable(load):
+    # Set but empty (TELEGRAM_TOKEN= in an env file): "required" or got "" alone point at the file,
+    # which is right; the variable is what is wrong. Its name is said, never another variable's value.
+    errors = errors_of(lambda: load(
+        """
+        server: {port: "${PORT}"}
+        platforms:
+          telegram: {enabled: true, allow_all: true, token: "${TELEGRAM_TOKEN}"}
+        model: {base_url: "http://${LLM_HOST}:${LLM_PORT}/v1", api_key: "${KEY}"}
+        """,
+        env={"PORT": "", "TELEGRAM_TOKEN": "", "LLM_HOST": "", "LLM_PORT": "8000", "KEY": "sk-secret-value"},
+    ))
+    assert [e for e in errors if e.startswith("server.port")] == [
+        'server.port: expected an integer ≥ 0 and ≤ 65535, got "" (from ${PORT}, which is set but empty)']
+    assert [e for e in errors if e.startswith("platforms.telegram.token")] == [
+        "platforms.telegram.token: required when platforms.telegram.enabled is true"
+        " (from ${TELEGRAM_TOKEN}, which is set but empty)"]
+    assert [e for e in errors if e.startswith("model.base_url")][0].endswith(
+        "(from ${LLM_HOST}, which is set but empty)")
+    assert len(errors) == 3 and "sk-secret-value" not in "\n".join(errors)
+
+
 def test_expansion_happens_after_parsing_so_values_cannot_inject_yaml(load):
     config, warnings = load('model: {name: "${NAME}"}', env={"NAME": "x\nserver: {port: 1}"})
     assert config.model.name == "x\nserver: {port: 1}"
