@@ -5,12 +5,14 @@ only commands, messages that mention the bot (a ``mention`` of @botname, a
 ``text_mention`` of the bot, or @botname in the text) and replies to the bot's own
 messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed to
 another bot is ignored, and so is a bare one the gateway does not serve (``/weather``,
-another bot's) unless the message is addressed to the bot otherwise. Photos, documents,
-voice messages, audio and video arrive as `Attachment`s (`platforms.telegram_files`), with
-the caption as the text; an album
-(one update per item) is one `Inbound` when polling, its first update id the event
-id. `download` fetches one through ``getFile`` and refuses files over
-``max_attachment_bytes`` (Telegram itself serves bots files up to 20 MB).
+another bot's) unless the message is addressed to the bot otherwise. A message written as a
+chat (``sender_chat``: an anonymous admin as the group, someone as their channel) is from that
+chat, its id the user id; a linked channel's post Telegram copies into the group is not for the
+bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
+(`platforms.telegram_files`), with the caption as the text; an album (one update per item)
+is one `Inbound` when polling, its first update id the event id. `download` fetches one
+through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
+bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
 
 Receiving, and what happens around restarts:
@@ -381,8 +383,12 @@ class TelegramAdapter:
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
         text = (message.text if message.text is not None else message.caption) or ""
         attachments = telegram_files.attachments_of(message, self.max_attachment_bytes)
-        user = message.from_user
-        if not (text or attachments) or user is None or user.is_bot:
+        # Written as a chat (an anonymous admin as the group, someone as their channel): that chat is
+        # the sender, and ``from`` only one of Telegram's stand-in accounts (GroupAnonymousBot, a bot).
+        user, sender = message.from_user, message.sender_chat
+        if not (text or attachments) or message.is_automatic_forward:
+            return None  # a linked channel's post, copied here by Telegram: written to the channel
+        if sender is None and (user is None or user.is_bot):
             return None
         private = message.chat.type == "private"
         command = _COMMAND.match(text)
@@ -401,8 +407,8 @@ class TelegramAdapter:
             platform=self.name,
             chat_id=self._moved_from.get(str(message.chat.id), str(message.chat.id)),
             thread_id=str(topic) if topic is not None else None,
-            user_id=str(user.id),
-            user_name=user.username,
+            user_id=str(sender.id if sender else user.id),
+            user_name=sender.username if sender else user.username,
             text=text,
             event_id=str(update_id),
             is_command=command is not None,

@@ -33,7 +33,9 @@ What a test reads and drives:
   it was edited to, in order), ``thread_id``, ``silent`` (sent with
   ``disable_notification``), ``parse_mode``.
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
-- ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates``;
+- ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates`` (``sender_chat=``
+  writes it as a chat: an anonymous admin, a channel, or with ``automatic_forward`` a linked
+  channel's post, each with the stand-in ``from`` account Telegram uses);
   ``push_photo``/``push_album``/``push_document``/``push_voice`` post files into a chat (their bytes
   are then served to ``getFile`` and the file URL; ``files``, ``downloads``;
   ``cut_next_download(after)`` drops the connection midway through the next one);
@@ -84,6 +86,12 @@ _KEEP = object()
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _COMMAND_RE = re.compile(r"^/[A-Za-z0-9_]+(?:@[A-Za-z0-9_]+)?")
 _MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{3,32}")
+# The accounts Telegram puts in ``from`` of a message sent on behalf of a chat (``sender_chat``),
+# "for backward compatibility" as the Bot API says: an anonymous group admin, someone writing as a
+# channel, and a linked channel's post Telegram copies into the channel's discussion group.
+GROUP_ANONYMOUS_BOT = {"id": 1087968824, "is_bot": True, "first_name": "Group", "username": "GroupAnonymousBot"}
+CHANNEL_BOT = {"id": 136817688, "is_bot": True, "first_name": "Channel", "username": "Channel_Bot"}
+TELEGRAM_SERVICE = {"id": 777000, "is_bot": False, "first_name": "Telegram"}
 _DESCRIPTIONS = {
     400: "Bad Request",
     401: "Unauthorized",
@@ -216,10 +224,17 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         reply_to_bot: bool = False,
         entities: list[dict[str, Any]] | None = None,
         thread_id: int | None = None,
+        sender_chat: int | None = None,
+        automatic_forward: bool = False,
     ) -> dict[str, Any]:
         """Build (not queue) an update with a user's message. ``entities=None`` derives them
         as Telegram does: a leading ``bot_command`` and ``mention``s, UTF-16 offsets;
-        pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats."""
+        pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats.
+
+        ``sender_chat`` sends it on behalf of a chat, as Telegram shows it: the group's own id is
+        an anonymous admin (``from`` is GroupAnonymousBot), another id a channel someone writes as
+        (``from`` is Channel_Bot); with ``automatic_forward`` it is that channel's post, copied
+        into its discussion group (``from`` is Telegram, 777000)."""
         cid = int(chat_id)
         chat = self._chat(cid, chat_type, thread_id is not None)
         uid = user_id if user_id is not None else (cid if chat_type == "private" else 1)
@@ -233,6 +248,13 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
             "from": user,
             "text": text,
         }
+        if sender_chat is not None:
+            anonymous = sender_chat == cid
+            message["sender_chat"] = chat if anonymous else self._chat(sender_chat, "channel")
+            message["from"] = TELEGRAM_SERVICE if automatic_forward else GROUP_ANONYMOUS_BOT if anonymous else CHANNEL_BOT
+            if automatic_forward:
+                origin = {"type": "channel", "chat": message["sender_chat"], "message_id": 1, "date": message["date"]}
+                message.update(is_automatic_forward=True, forward_origin=origin)
         if entities is None:
             entities = _derive_entities(text)
         if entities:
@@ -373,7 +395,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         if chat is None or chat_type is not None:
             kind = chat_type or ("private" if chat_id > 0 else "supergroup")
             chat = {"id": chat_id, "type": kind}
-            chat.update({"first_name": "User"} if kind == "private" else {"title": f"Group {chat_id}"})
+            title = f"Channel {chat_id}" if kind == "channel" else f"Group {chat_id}"
+            chat.update({"first_name": "User"} if kind == "private" else {"title": title})
             if is_forum:
                 chat["is_forum"] = True
             self._chats[str(chat_id)] = chat

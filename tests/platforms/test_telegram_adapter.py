@@ -141,6 +141,27 @@ async def test_group_messages_only_when_addressed(fake: FakeTelegram, sink: Sink
     assert (stop.is_command, stop.is_private, stop.chat_id, stop.user_id) == (True, False, "-100", "5")
 
 
+async def test_a_message_sent_on_behalf_of_a_chat_comes_from_that_chat(fake: FakeTelegram, sink: Sink) -> None:
+    """Telegram puts one of its own accounts in ``from`` of a message written as a chat (an
+    anonymous admin: GroupAnonymousBot, a bot; as a channel: Channel_Bot) and the chat in
+    ``sender_chat``: that chat is the sender, whose id access rules can name. A linked channel's post
+    Telegram copies into its discussion group was written to the channel, not to the bot."""
+    group = dict(chat_type="supergroup")
+    fake.push_message(-100, f"@{BOT} from an anonymous admin", sender_chat=-100, **group)
+    fake.push_message(-100, f"@{BOT} written as my channel", sender_chat=-200, **group)
+    fake.push_message(-100, f"New post! Ask @{BOT}", sender_chat=-200, automatic_forward=True, **group)
+    from_a_bot = fake.message_update(-100, f"@{BOT} from another bot", user_id=7, **group)
+    from_a_bot["message"]["from"]["is_bot"] = True
+    fake.push_update(from_a_bot)
+    fake.push_message(42, "sentinel")
+    await fake.wait_for(lambda: "sentinel" in sink.texts())
+    assert [(i.text, i.chat_id, i.user_id) for i in sink.inbound] == [
+        (f"@{BOT} from an anonymous admin", "-100", "-100"),
+        (f"@{BOT} written as my channel", "-100", "-200"),
+        ("sentinel", "42", "42"),
+    ]
+
+
 async def test_another_bots_bare_command_in_a_group_is_not_for_us(
     fake: FakeTelegram, adapter: TelegramAdapter
 ) -> None:

@@ -480,6 +480,24 @@ async def test_a_stranger_gets_one_polite_refusal_and_the_model_is_never_called(
     assert texts(fake, 999) == [refusal]
 
 
+async def test_an_anonymous_group_admin_is_refused_naming_the_group_and_answered_once_it_is_allowed(
+        fake, gateways):
+    # No user id comes with an anonymous admin's message: the group is the sender, and the refusal
+    # names the id that allows it (only the group's admins can write as the group).
+    model = ScriptedModel({"parent": [[{"text": "hello admins"}]]})
+    gateway = await gateways.start(gateways.config(platforms={"telegram": {"allowed_users": ["friend"]}}), model=model)
+    fake.push_message(-1001234, f"@{BOT} status?", chat_type="supergroup", sender_chat=-1001234)
+    await fake.wait_for(lambda: fake.messages["-1001234"])
+    await gateways.quiet()
+    (refusal,) = texts(fake, -1001234)
+    assert refusal.startswith("Sorry") and "(-1001234)" in refusal and model.requests == []
+    await gateways.stop(gateway)
+    await gateways.start(gateways.config(platforms={"telegram": {"allowed_users": [-1001234]}}), model=model)
+    fake.push_message(-1001234, f"@{BOT} status?", chat_type="supergroup", sender_chat=-1001234)
+    await fake.wait_for(lambda: len(fake.messages["-1001234"]) == 2)
+    assert texts(fake, -1001234) == [refusal, "hello admins"]
+
+
 # -- 11. the progress card ---------------------------------------------------------------------
 
 
