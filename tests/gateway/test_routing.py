@@ -186,7 +186,7 @@ async def test_profile_routes_run_a_child_as_its_profile(tmp_path, llm, gateways
     assert prompt.startswith("You are Rhea, a meticulous code reviewer.")
     assert "Look for off-by-one errors." in prompt and "YOUR TASK:\nreview the patch" in prompt
     # toolsets narrowed to file
-    assert set(tool_names(review)) == {"read_file", "list_files", "write_file", "send_file"}
+    assert set(tool_names(review)) == {"read_file", "list_files", "write_file"}  # no send_file: children never reach the chat
     (plain,) = child_requests(main)
     assert "execute_code" in tool_names(plain) and not system_prompt(plain).startswith("You are Rhea")
     entries = tool_results(parent_requests(main)[-1])[0]["results"]
