@@ -51,10 +51,13 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
             command_guilds=p.discord.command_guilds, max_attachment_bytes=p.discord.max_attachment_bytes,
         ))
     if p.web.enabled:
+        from gateway.store.outbox_rows import RETENTION_SECONDS
         from platforms.web import WebChatAdapter
 
         adapters.append(WebChatAdapter(
             token=p.web.token, user_header=p.web.user_header, allowed_users=p.web.allowed_users,
             allow_all=p.web.allow_all, history_limit=p.web.history_limit,
+            # A sent file's link works as long as its message shows: the outbox keeps it that long.
+            files_dir=Path(config.state_dir) / "web-files", keep_files_seconds=RETENTION_SECONDS,
         ))
     return adapters

@@ -366,7 +366,8 @@ class HistoryReading(Protocol):
         ``user:<event_id>`` for what a person sent), ``role`` (``user`` or ``assistant``),
         ``kind`` (``user`` or an `OutboundKind`), ``text`` (after every edit), ``time``
         (epoch seconds it was sent or received) and ``edited`` (bool). Deleted messages are
-        left out."""
+        left out. A file the adapter sent (`SendsFiles.send_file`) is a message whose id is the
+        one that returned, whose ``text`` is the caption, with ``file`` true."""
 
 
 @runtime_checkable

@@ -15,6 +15,9 @@ Routes (see docs/platforms/web.md):
   ``message``, ``edit``, ``delete``, ``typing`` and ``idle`` events. The history is read right after the
   stream subscribes, with nothing sent in between, so the two neither overlap nor
   leave a gap; a page that reconnects gets a fresh ``history`` and misses nothing.
+- ``GET /chat/api/files/<id>?chat=``: a file the agent sent to that chat, as a download
+  (`platforms.web_files`). Its message carries ``file``: ``{"id", "name", "size"}``, or
+  ``{"expired": true}`` once the file is no longer kept.
 
 Every ``/chat/api`` route is checked by `platforms.web_access.Access` first (401/403).
 Sending is publishing to the chat's open pages: the outbox has journaled the message
@@ -35,9 +38,20 @@ from typing import Any
 
 from aiohttp import web
 
-from platforms.base import CommandSpec, DisplayTier, HistoryReader, Inbound, InboundSink, Outbound, Sent
+from platforms.base import (
+    CommandSpec,
+    DisplayTier,
+    HistoryReader,
+    Inbound,
+    InboundSink,
+    NetworkError,
+    Outbound,
+    OutboundFile,
+    Sent,
+)
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
+from platforms.web_files import WebFiles, download_headers
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +60,11 @@ MAX_BODY = 256 * 1024
 MAX_TEXT = 32_000
 HISTORY_LIMIT = 200
 KEEP_ALIVE_SECONDS = 15.0
+UPLOAD_LIMIT = 100 * 1000 * 1000
+"""Bytes in one file the agent sends: the page holds a download in memory before saving it."""
+KEEP_FILES_SECONDS = 7 * 24 * 3600.0
+"""How long a sent file stays downloadable: as long as the gateway keeps the chat's messages."""
+SWEEP_SECONDS = 3600.0
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
 _PAGE_HEADERS = {
@@ -65,11 +84,13 @@ class WebChatAdapter:
     text_limit = 100_000
     typing_interval = 5.0
     """The page shows "working" while typing events keep coming, and a Stop button with it."""
+    caption_limit = text_limit
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False, check_host: bool | None = None,
                  history_limit: int = HISTORY_LIMIT, history_reader: HistoryReader | None = None,
-                 clock: Callable[[], float] = time.time, keep_alive: float = KEEP_ALIVE_SECONDS) -> None:
+                 clock: Callable[[], float] = time.time, keep_alive: float = KEEP_ALIVE_SECONDS,
+                 files_dir: Path | None = None, keep_files_seconds: float = KEEP_FILES_SECONDS) -> None:
         self.access = Access(token=token, user_header=user_header, allowed_users=allowed_users,
                              allow_all=allow_all, check_host=check_host)
         self.history_limit = history_limit
@@ -81,6 +102,8 @@ class WebChatAdapter:
         self._commands: list[dict[str, str]] = []
         self._working: set[str] = set()
         """Chats with a turn running (between `typing` and `idle`): a page that opens then shows it at once."""
+        self.files = WebFiles(files_dir or Path("web-files"), keep_seconds=keep_files_seconds, clock=clock)
+        self._sweeping: asyncio.Task | None = None
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -92,11 +115,16 @@ class WebChatAdapter:
         """Accept messages from now on (before, and after `stop`, POSTs answer 503)."""
         self._sink = sink
         self._commands = [{"name": c.name, "description": c.description} for c in commands]
+        if self._sweeping is None:
+            self._sweeping = asyncio.ensure_future(self._sweep_files())
 
     async def stop(self) -> None:
         """Stop accepting messages and end every open stream (pages reconnect). Idempotent."""
         self._sink = None
         self._streams.end_all()
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            self._sweeping = None
 
     async def close_streams(self) -> None:
         self._streams.end_all()
@@ -109,6 +137,7 @@ class WebChatAdapter:
             web.post("/chat/api/messages", self._post_message),
             web.get("/chat/api/history", self._get_history, allow_head=False),
             web.get("/chat/api/events", self._get_events, allow_head=False),
+            web.get("/chat/api/files/{file_id}", self._get_file, allow_head=False),
         ]
 
     # -- out: publishing to open pages -------------------------------------------------
@@ -121,6 +150,30 @@ class WebChatAdapter:
             "id": message_id, "role": "assistant", "kind": message.kind, "text": message.text,
             "time": self._clock(), "edited": False})  # fmt: skip
         return Sent(message_id)
+
+    def upload_limit(self, chat_id: str) -> int:
+        return UPLOAD_LIMIT
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Keep the file for the page (the outbox's copy goes once this returns) and publish its
+        message: the caption and ``file``. The id is the file's, which the history shows for it."""
+        try:
+            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file)
+        except OSError as exc:  # a full disk: worth another try later, as the outbox does for a network error
+            raise NetworkError(f"cannot keep the file for the web chat: {exc.strerror or exc}", method="send_file",
+                               chat_id=message.chat_id, platform=self.name) from exc
+        self._streams.publish(message.chat_id, "message", {
+            "id": kept.id, "role": "assistant", "kind": message.kind, "text": message.text, "time": kept.time,
+            "edited": False, "file": kept.shown()})  # fmt: skip
+        return Sent(kept.id)
+
+    async def _sweep_files(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.files.sweep)
+            except Exception:
+                log.exception("web chat: removing expired sent files failed")
+            await asyncio.sleep(SWEEP_SECONDS)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         self._streams.publish(chat_id, "edit", {"id": message_id, "text": text})
@@ -207,6 +260,19 @@ class WebChatAdapter:
                                   ("history", {"messages": history, "commands": self._commands,
                                                "working": chat_id in self._working}), self._keep_alive)
 
+    async def _get_file(self, request: web.Request) -> web.StreamResponse:
+        user = self.access.check(request)
+        if isinstance(user, Refusal):
+            return refusal_response(request, user, realm="switchboard", what="web chat")
+        chat = request.query.get("chat", "")
+        if not _CHAT.fullmatch(chat):
+            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+        kept = self.files.find(_chat_id(user, chat), request.match_info["file_id"])
+        if kept is None:  # another chat's file answers the same: a link tells nothing about other chats
+            days = self.files.keep_seconds / 86400
+            return error_response(404, f"no such file in this chat (sent files are kept {days:g} days)")
+        return web.FileResponse(kept.path, headers=download_headers(kept.name))
+
     def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
         if self._history is None:
             return []
@@ -214,6 +280,9 @@ class WebChatAdapter:
         for message in messages:
             if message["role"] == "user":  # the page knows what it sent by its own key
                 message["id"] = "user:" + message["id"].removeprefix("user:").partition("@")[0]
+            elif message.get("file"):
+                kept = self.files.find(chat_id, message["id"])
+                message["file"] = kept.shown() if kept is not None else {"expired": True}
         return messages
 
 

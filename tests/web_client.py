@@ -20,13 +20,15 @@ from gateway.testing import settled
 class WebChat:
     """One gateway with the web chat on a state directory; `restart` (or `stop`, then `start`)
     starts a new one on it, on the same port, as systemd restarting the real gateway does, so an
-    open page can find it again."""
+    open page can find it again. ``agent_model``: a model object (a `ScriptedModel`) instead of the
+    one the ``model`` section configures."""
 
-    def __init__(self, tmp_path, **sections: Any) -> None:
+    def __init__(self, tmp_path, *, agent_model: Any = None, **sections: Any) -> None:
         raw = {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
                "model": {"demo": {"child_steps": 1, "step_seconds": 0}},
                "platforms": {"web": {"enabled": True}}, **sections}
         self.config = config_from_mapping(raw).config
+        self.agent_model = agent_model
         self.gateway: Gateway | None = None
         self.server: Server | None = None
         self.port = 0  # a free one at the first start, then that one again
@@ -37,7 +39,7 @@ class WebChat:
         return self.server.url
 
     async def start(self) -> WebChat:
-        self.gateway = Gateway(AgentHost(self.config), build_adapters(self.config))
+        self.gateway = Gateway(AgentHost(self.config, model=self.agent_model), build_adapters(self.config))
         self.server = Server(self.gateway, "127.0.0.1", self.port)
         await self.gateway.start()
         await self.server.start()
@@ -131,12 +133,12 @@ class EventStream:
 
 @contextlib.asynccontextmanager
 async def web_chats(tmp_path) -> AsyncIterator[Callable[..., Awaitable[WebChat]]]:
-    """Yields ``start(**sections)``, which starts a gateway serving the web chat on ``tmp_path``
-    with those config sections; every one started stops on leaving."""
+    """Yields ``start(agent_model=None, **sections)``, which starts a gateway serving the web chat on
+    ``tmp_path`` with those config sections; every one started stops on leaving."""
     made: list[WebChat] = []
 
-    async def start(**sections: Any) -> WebChat:
-        web = await WebChat(tmp_path, **sections).start()
+    async def start(*, agent_model: Any = None, **sections: Any) -> WebChat:
+        web = await WebChat(tmp_path, agent_model=agent_model, **sections).start()
         made.append(web)
         return web
 

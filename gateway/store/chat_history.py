@@ -3,7 +3,8 @@
 The web chat page shows what a person sent and what the gateway sent back, after a
 reload or a reconnect, from the durable store alone: what the person typed is the
 inbox's record of the event, what the agent said is the outbox's sent rows, with
-their later edits applied and deleted messages left out. Both keep seven days
+their later edits applied and deleted messages left out. A file the agent sent (op ``file``) is
+a message whose text is its caption, marked ``"file": true``: the web chat adds what it kept. Both keep seven days
 (`inbox.RETENTION_SECONDS`, `outbox_rows.RETENTION_SECONDS`); older messages are gone.
 
 The inbox indexes only the ``web`` platform's events by chat (a partial index: the chat id
@@ -59,21 +60,23 @@ class ChatHistory:
     def _sent(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
         sends = self._db.read(
             "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND status = 'sent'"
-            " AND op = 'send' ORDER BY id DESC LIMIT ?", (chat_id, limit))  # fmt: skip
+            " AND op IN ('send', 'file') ORDER BY id DESC LIMIT ?", (chat_id, limit))  # fmt: skip
         if not sends:
             return []
         # Edits and deletions always come after the message they change: one range covers them all.
         rows = self._db.read(
             "SELECT op, kind, text, message_id, sent_at FROM gateway_outbox WHERE platform = 'web' AND chat_id = ?"
-            " AND id >= ? AND status = 'sent' AND op IN ('send', 'edit', 'delete') ORDER BY id",
+            " AND id >= ? AND status = 'sent' AND op IN ('send', 'file', 'edit', 'delete') ORDER BY id",
             (chat_id, sends[-1][0]))  # fmt: skip
         shown: dict[str, dict[str, Any]] = {}
         for op, kind, text, message_id, sent_at in rows:
             if message_id is None:
                 continue
-            if op == "send":
+            if op in ("send", "file"):
                 shown[message_id] = {"id": message_id, "role": "assistant", "kind": kind, "text": from_text(text),
                                      "time": sent_at, "edited": False}
+                if op == "file":
+                    shown[message_id]["file"] = True
             elif op == "edit" and message_id in shown:
                 shown[message_id].update(text=from_text(text), edited=True)
             elif op == "delete":

@@ -8,6 +8,8 @@
 // travel in a header): a "history" event with the conversation from the gateway's
 // durable store, then live events. Every (re)connect starts with a fresh history, so a
 // dropped connection loses nothing; messages are merged by id, so nothing shows twice.
+// A file the agent sent is a message with a download link; the download is fetched with the
+// token too (a plain link cannot carry the header) and saved under the file's name.
 "use strict";
 
 (() => {
@@ -111,6 +113,7 @@
     el.classList.toggle("pending", Boolean(message.pending));
     el.classList.toggle("failed", Boolean(message.failed));
     el.classList.toggle("edited", Boolean(message.edited));
+    el.classList.toggle("has-file", Boolean(message.file));
     let reason = el.querySelector(".reason");
     if (message.failed && !reason) {
       reason = document.createElement("div"); // in words, not in a tooltip a phone cannot show
@@ -122,7 +125,76 @@
       el.dataset.text = message.text;
       render(message.text, el.firstChild);
     }
+    if (message.file) showFile(message.file, el);
     if (nearBottom || message.role === "user") list.scrollTop = list.scrollHeight;
+  }
+
+  function showFile(file, el) {
+    let box = el.querySelector(".file");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "file";
+      el.append(box);
+    }
+    box.classList.toggle("expired", Boolean(file.expired));
+    if (file.expired) {
+      box.textContent = "📎 This file is no longer kept.";
+      return;
+    }
+    const link = document.createElement("a");
+    link.href = "/chat/api/files/" + encodeURIComponent(file.id) + "?chat=" + encodeURIComponent(chat);
+    link.download = file.name;
+    link.textContent = file.name;
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      download(link.href, file.name, box);
+    });
+    const size = document.createElement("span");
+    size.className = "size";
+    size.textContent = humanSize(file.size);
+    box.replaceChildren("📎 ", link, " ", size);
+  }
+
+  async function download(url, name, box) {
+    let response;
+    try {
+      response = await fetch(url, { headers: auth.headers(), cache: "no-store" });
+    } catch {
+      response = null;
+    }
+    if (response && auth.asksForToken(response)) {
+      await auth.askForToken(true);
+      return download(url, name, box);
+    }
+    let problem = box.querySelector(".problem");
+    if (!response || !response.ok) {
+      const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status
+        : "the gateway cannot be reached";
+      if (!problem) {
+        problem = document.createElement("span");
+        problem.className = "problem";
+        box.append(problem);
+      }
+      problem.textContent = "Not downloaded: " + reason;
+      return;
+    }
+    if (problem) problem.remove();
+    const saved = URL.createObjectURL(await response.blob());
+    const save = document.createElement("a");
+    save.href = saved;
+    save.download = name;
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(saved), 60000); // the download has long started by then
+  }
+
+  // Decimal units, as the gateway states upload limits (agent/tools/send_file.py human_size).
+  function humanSize(n) {
+    for (const [unit, scale] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
+      if (n >= scale) return (n / scale).toFixed(1) + " " + unit;
+    }
+    return n + " bytes";
   }
 
   function edit(id, text) {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -355,3 +356,32 @@ async def test_an_open_page_reconnects_by_itself_after_a_restart_and_shows_what_
     got = [(kind, text) for _, kind, text in await shown(page)]
     assert sorted(text for kind, text in got if kind == "user") == ["hello from elsewhere", "sent while it was away"]
     assert [kind for kind, _ in got].count("reply") == 2 and len(got) == 4
+
+
+async def test_a_file_the_agent_sends_is_a_link_that_downloads_it_under_its_name(chat, page, tmp_path) -> None:
+    from agent.models.scripted import ScriptedModel
+
+    data = "name,total\nÅsa,12\n".encode() * 100
+    (tmp_path / "state" / "workspace").mkdir(parents=True)
+    (tmp_path / "state" / "workspace" / "Q3 – totals.csv").write_bytes(data)
+    model = ScriptedModel({"parent": [[
+        {"tool_calls": [{"name": "send_file", "arguments": {"path": "Q3 – totals.csv", "caption": "**Q3** totals"}}]},
+        {"text": "done"}]]})  # fmt: skip
+    web = await chat(agent_model=model, agent={"toolsets": ["file"]},
+                     platforms={"web": {"enabled": True, "token": TOKEN}})
+    await open_chat(page, f"{web.base}/chat?chat=c1#token={TOKEN}")  # a plain link could not carry the token
+    await page.fill("#input", "the numbers please")
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=reply]")
+    file = await page.wait_for_selector(".has-file")
+    assert await file.eval_on_selector(".text", "e => e.innerHTML") == "<strong>Q3</strong> totals"
+    assert await file.eval_on_selector(".file", "e => e.textContent") == "📎 Q3 – totals.csv 1.9 KB"
+    async with page.expect_download() as downloading:
+        await page.click(".has-file .file a")
+    download = await downloading.value
+    assert download.suggested_filename == "Q3 – totals.csv"
+    assert Path(await download.path()).read_bytes() == data
+    await page.reload()  # from the history: the same message, the same link
+    await page.wait_for_selector("body[data-state=connected]")
+    assert [kind for _, kind, _ in await shown(page)] == ["user", "interim", "reply"]
+    assert await page.eval_on_selector(".has-file .file", "e => e.textContent") == "📎 Q3 – totals.csv 1.9 KB"

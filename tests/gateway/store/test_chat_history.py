@@ -37,6 +37,21 @@ def test_what_was_said_and_sent_in_order_with_edits_applied_and_deletions_left_o
     assert [m["time"] for m in messages] == sorted(m["time"] for m in messages)
 
 
+def test_a_sent_file_is_a_message_with_its_caption_marked_as_a_file(store, clock) -> None:
+    said(store, clock, "k1", "the numbers please")
+    (row_id,) = store.outbox.add_messages([msg("t1:file:0:0", "**Q3**", platform="web", chat_id="c1",
+                                               kind="interim", op="file")])
+    store.outbox.mark_sent(row_id, "FileIdFromTheAdapter0000")  # the id the web chat's send_file returned
+    clock.advance(1)
+    sent(store, clock, "t1:reply:0", "done")
+    messages = store.chat_history.messages("c1", 50)
+    assert [(m["id"], m["kind"], m["text"], m.get("file")) for m in messages] == [
+        ("user:k1@c1", "user", "the numbers please", None),
+        ("FileIdFromTheAdapter0000", "interim", "**Q3**", True),
+        ("t1:reply:0", "reply", "done", None),
+    ]
+
+
 def test_only_what_reached_the_page_of_this_chat_counts(store, clock) -> None:
     said(store, clock, "k1", "hi")
     said(store, clock, "k2", "elsewhere", chat="c2")
@@ -63,6 +78,6 @@ def test_a_chat_is_read_through_its_indexes(store) -> None:
     for sql in ("SELECT event_id FROM gateway_inbox WHERE platform = 'web' AND json_extract(payload, '$.chat_id') = ?"
                 " ORDER BY received_at DESC LIMIT 5",
                 "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND status = 'sent'"
-                " AND op = 'send' ORDER BY id DESC LIMIT 5"):
+                " AND op IN ('send', 'file') ORDER BY id DESC LIMIT 5"):
         plans.append(" ".join(row[-1] for row in store.db.read(f"EXPLAIN QUERY PLAN {sql}", ("c1",))))
     assert "gateway_inbox_web_chat" in plans[0] and "gateway_outbox_chat" in plans[1]

@@ -1,0 +1,163 @@
+"""Files the agent sent to a web chat, kept for its page to download.
+
+The outbox removes its copy of a file (`OutboundFile`) once the send is settled, but the page's
+link must work after that, and after a reload. So sending one makes the web chat's own copy:
+``<root>/<id>/data`` (the bytes; a hard link to the outbox's copy where the disk allows, else a
+copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>`` is random
+(144 bits) and a download must name the chat too, which is checked: a link gives away no other
+chat's file. Each is written in a staging folder and renamed whole, so a folder that exists is
+complete.
+
+A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
+outbox's seven days), so the message and its link go together; `sweep` removes older ones,
+and staging folders a crash left. Until then a file takes its space on the disk: that is the
+price of a link that keeps working.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from urllib.parse import quote
+
+from platforms.base import OutboundFile, scalar_text
+
+log = logging.getLogger("platforms.web")
+
+FILE_ID = re.compile(r"[A-Za-z0-9_-]{24}")
+_DATA, _META = "data", "meta.json"
+_STAGING_GRACE = 3600.0
+"""A staging folder this old (by its mtime) was left by a crash, not being written now."""
+SAFE_TYPES = {
+    ".txt": "text/plain", ".csv": "text/csv", ".json": "application/json", ".pdf": "application/pdf",
+    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+    ".webp": "image/webp", ".zip": "application/zip",
+}  # fmt: skip
+"""The content types a download may carry: none of them runs script in the page's origin (no HTML,
+SVG or XML). Anything else is ``application/octet-stream``."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFile:
+    id: str
+    chat_id: str
+    name: str
+    size: int
+    time: float
+    path: Path
+    """The bytes."""
+
+    def shown(self) -> dict[str, object]:
+        """What a message carries about it (``file`` in the page's messages)."""
+        return {"id": self.id, "name": self.name, "size": self.size}
+
+
+class WebFiles:
+    def __init__(self, root: Path, *, keep_seconds: float, clock: Callable[[], float] = time.time) -> None:
+        self.root = root
+        self.keep_seconds = keep_seconds
+        self._clock = clock
+
+    def keep(self, chat_id: str, file: OutboundFile) -> KeptFile:
+        """Keep ``file`` for the chat under a new id. Raises OSError when it cannot. Blocking."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        file_id = secrets.token_urlsafe(18)
+        staging = self.root / f".{file_id}.tmp"
+        staging.mkdir(mode=0o700)
+        try:
+            try:  # the outbox's copy is complete and fsynced, and only ever removed: share it
+                os.link(file.path, staging / _DATA)
+            except OSError:  # another file system, or one without hard links
+                shutil.copyfile(file.path, staging / _DATA)
+                _fsync(staging / _DATA)
+            kept = KeptFile(file_id, chat_id, scalar_text(file.name), os.stat(staging / _DATA).st_size,
+                            self._clock(), self.root / file_id / _DATA)
+            meta = {"chat_id": chat_id, "name": kept.name, "size": kept.size, "time": kept.time}
+            (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
+            _fsync(staging / _META)
+            staging.rename(self.root / file_id)
+            _fsync(self.root)
+            return kept
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def find(self, chat_id: str, file_id: str) -> KeptFile | None:
+        """The file ``file_id`` when it is the chat's and still kept; else None. Blocking (one small read)."""
+        if not FILE_ID.fullmatch(file_id):
+            return None
+        meta = self._meta(self.root / file_id)
+        if meta is None or meta.get("chat_id") != chat_id or self._expired(meta):
+            return None
+        return KeptFile(file_id, chat_id, meta["name"], meta["size"], meta["time"], self.root / file_id / _DATA)
+
+    def sweep(self) -> int:
+        """Remove the files kept longer than ``keep_seconds``, unreadable ones and staging folders a
+        crash left; returns how many went. Blocking."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return 0
+        gone = 0
+        for entry in entries:
+            meta = None if entry.name.startswith(".") else self._meta(Path(entry.path))
+            if meta is not None and not self._expired(meta):
+                continue
+            if meta is None and time.time() - _mtime(entry) < _STAGING_GRACE:  # mtimes are wall-clock
+                continue  # being written now, or just renamed into place
+            shutil.rmtree(entry.path, ignore_errors=True)
+            gone += 1
+        if gone:
+            log.info("web chat: removed %d sent files older than %.0f days", gone, self.keep_seconds / 86400)
+        return gone
+
+    def _expired(self, meta: dict) -> bool:
+        return self._clock() - meta["time"] >= self.keep_seconds
+
+    @staticmethod
+    def _meta(folder: Path) -> dict | None:
+        try:
+            meta = json.loads((folder / _META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        valid = (isinstance(meta, dict) and isinstance(meta.get("name"), str) and isinstance(meta.get("size"), int)
+                 and isinstance(meta.get("time"), (int, float)))  # fmt: skip
+        return meta if valid else None
+
+
+def download_headers(name: str) -> dict[str, str]:
+    """Headers for serving the file ``name`` as a download that nothing can show in the page's origin."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\;%' else "_" for c in name) or "file"
+    return {
+        "Content-Type": SAFE_TYPES.get(PurePath(name).suffix.lower(), "application/octet-stream"),
+        # RFC 6266: the quoted ASCII name for old clients, the exact one percent-encoded (RFC 8187).
+        "Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}",
+        "X-Content-Type-Options": "nosniff",
+        # Opened as a page after all (a link copied into the address bar), it still runs nothing.
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+        "Cache-Control": "private, no-store",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mtime(entry: os.DirEntry) -> float:
+    try:
+        return entry.stat().st_mtime
+    except OSError:
+        return 0.0
