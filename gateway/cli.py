@@ -190,4 +190,6 @@ async def _ask(config: Config, message: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gateway.process_exit import exit_process
+
+    exit_process(main())

@@ -20,7 +20,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         from gateway.cli import main as command
+        from gateway.process_exit import exit_process
 
-        return command()
+        status = command()
     except KeyboardInterrupt:  # also from what runs before the command's own loop (config, state lock)
         return 130
+    exit_process(status)  # where Temporal's runtime is loaded, without the finalization that can abort

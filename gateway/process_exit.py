@@ -1,0 +1,33 @@
+"""Ending the ``switchboard`` process once its command has returned.
+
+A process that loaded Temporal's client (the gateway on the Temporal engine, a worker) ends
+without the interpreter's finalization: the SDK's Rust runtime keeps threads that may call
+into Python while it finalizes, which aborts the process (``Fatal Python error:
+PyGILState_Release``, temporalio/sdk-python#300) — seen about once in 25 when a worker stops
+after Temporal refused it, so its one-line reason was followed by a core dump and status 134.
+By then the command has closed what it opened (the state database, the journal, the trace
+exporter), so only the logs and the standard streams are left to flush, and they are flushed
+here. Every other process ends as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import NoReturn
+
+_TEMPORAL_RUNTIME = "temporalio.bridge.temporal_sdk_bridge"
+
+
+def exit_process(status: int) -> NoReturn:
+    """End the process with ``status``, skipping finalization where Temporal's runtime is loaded."""
+    if _TEMPORAL_RUNTIME not in sys.modules:
+        sys.exit(status)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, a stream already closed: nothing left to tell
+            pass
+    os._exit(status)
