@@ -94,9 +94,14 @@ class DelegationSettings:
 
 @dataclass(frozen=True, slots=True)
 class TemporalTLSSettings:
-    ca_file: Path | None = setting(None, "PEM file of the CA that signed the server's certificate; the system's CAs when unset.")
-    cert_file: Path | None = setting(None, "Client certificate (PEM) for mutual TLS; needs key_file.")
-    key_file: Path | None = setting(None, "Private key (PEM) of cert_file.")
+    # Each file is relative to the config file (the loader resolves it), as state_dir is.
+    ca_file: Path | None = setting(
+        None, "PEM file of the CA that signed the server's certificate, relative to the config file; the system's"
+        " CAs when unset."
+    )
+    cert_file: Path | None = setting(None, "Client certificate (PEM) for mutual TLS, relative to the config file;"
+                                     " needs key_file.")
+    key_file: Path | None = setting(None, "Private key (PEM) of cert_file, relative to the config file.")
     server_name: str | None = setting(None, "Name the server's certificate must carry; the address's host when unset.")
 
 

@@ -24,6 +24,7 @@ from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import Validator, show
 from gateway.errors import ConfigError
+from lifecycle.settings import TemporalTLSSettings
 
 
 class LoadedConfig(NamedTuple):
@@ -155,15 +156,23 @@ def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, s
 
 
 def _paths_in_config_dir(config: Config, source: Path | None) -> Config:
-    """``config`` with agent.workspace and model.script read as state_dir is: ``~`` expanded, a
-    relative path relative to the config file, not to wherever switchboard was started (/ for a service)."""
-    agent, model = config.agent, config.model
+    """``config`` with agent.workspace, model.script and the Temporal TLS files read as state_dir is:
+    ``~`` expanded, a relative path relative to the config file, not to wherever switchboard was started
+    (/ for a service). A profile's context_files are likewise, in `absolute_context_files`."""
+    agent, model, temporal = config.agent, config.model, config.lifecycle.temporal
     if agent.workspace:
         workspace = str(_in_config_dir(Path(agent.workspace).expanduser(), source))
         config = dataclasses.replace(config, agent=dataclasses.replace(agent, workspace=workspace))
     if model.script:
         script = str(_in_config_dir(Path(model.script).expanduser(), source))
         config = dataclasses.replace(config, model=dataclasses.replace(model, script=script))
+    if isinstance(temporal.tls, TemporalTLSSettings):
+        tls = temporal.tls
+        files = {key: _in_config_dir(path, source) for key in ("ca_file", "cert_file", "key_file")
+                 if (path := getattr(tls, key)) is not None}  # the validator expanded ``~`` in a Path
+        temporal = dataclasses.replace(temporal, tls=dataclasses.replace(tls, **files))
+        lifecycle = dataclasses.replace(config.lifecycle, temporal=temporal)
+        config = dataclasses.replace(config, lifecycle=lifecycle)
     return config
 
 

@@ -161,7 +161,7 @@ def _temporal_rules(config: Config) -> list[str]:
 
 
 def _unreadable(path: Path) -> str | None:
-    """Why the file at ``path`` (relative to the cwd, as where it is read) cannot be read; None if it can."""
+    """Why the file at ``path`` (made absolute by the loader) cannot be read; None if it can."""
     try:
         with open(path, "rb"):
             return None

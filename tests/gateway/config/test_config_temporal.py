@@ -16,7 +16,7 @@ def test_the_temporal_section_loads_with_its_defaults_and_tls_forms(load, isolat
     assert (config.lifecycle.engine, warnings) == ("temporal", [])
     assert (temporal.address, temporal.namespace, temporal.task_queue, temporal.tls, temporal.api_key) == (
         "127.0.0.1:7233", "default", "switchboard-children", None, None)
-    (isolated / "cwd" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (isolated / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     config, _ = load("""
         lifecycle:
           temporal: {address: "temporal.internal:7233", tls: {ca_file: ca.pem, server_name: temporal}, api_key: "${K}"}
@@ -28,12 +28,33 @@ def test_the_temporal_section_loads_with_its_defaults_and_tls_forms(load, isolat
 def test_the_temporal_tls_files_must_be_readable(load, isolated):
     # The gateway (engine: temporal) and every worker read them when they connect: else config check
     # passes and the start stops on them.
-    (isolated / "cwd" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (isolated / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     with pytest.raises(ConfigError) as caught:
         load("lifecycle: {temporal: {tls: {ca_file: ca.pem, cert_file: gone.pem, key_file: /nonexistent/key.pem}}}")
     assert caught.value.errors == [
-        f"lifecycle.temporal.tls.cert_file: cannot read {isolated / 'cwd' / 'gone.pem'} (No such file or directory)",
+        f"lifecycle.temporal.tls.cert_file: cannot read {isolated / 'gone.pem'} (No such file or directory)",
         "lifecycle.temporal.tls.key_file: cannot read /nonexistent/key.pem (No such file or directory)"]
+
+
+def test_the_temporal_tls_files_are_relative_to_the_config_file(load, isolated):
+    # As state_dir: a service starts in /, so a path read from the working directory (here cwd/, which
+    # holds a decoy) would not be the file beside the config that config check was run next to.
+    (isolated / "certs").mkdir()
+    for name in ("ca.pem", "client.pem"):
+        (isolated / "certs" / name).write_text("-----BEGIN CERTIFICATE-----\n")
+    (isolated / "cwd" / "certs").mkdir()
+    (isolated / "cwd" / "certs" / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (isolated / "home" / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    config, _ = load("lifecycle: {temporal: {tls: {ca_file: certs/ca.pem, cert_file: certs/client.pem,"
+                     " key_file: ~/key.pem}}}")
+    tls = config.lifecycle.temporal.tls
+    assert (tls.ca_file, tls.cert_file, tls.key_file) == (
+        isolated / "certs" / "ca.pem", isolated / "certs" / "client.pem", isolated / "home" / "key.pem")
+    with pytest.raises(ConfigError) as caught:
+        load("lifecycle: {temporal: {tls: {ca_file: certs/ca.pem, cert_file: certs/client.pem,"
+             " key_file: certs/key.pem}}}")
+    assert caught.value.errors == [
+        f"lifecycle.temporal.tls.key_file: cannot read {isolated / 'certs' / 'key.pem'} (No such file or directory)"]
 
 
 @pytest.mark.parametrize(("text", "error"), [
