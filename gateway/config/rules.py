@@ -85,6 +85,12 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     if config.model.provider == "scripted":
         errors.extend(_script_rules(config.model.script))
 
+    for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord),
+                           ("web", config.platforms.web)):
+        # An empty ${ADMIN_ID} matches no one: nobody would get in, and nothing would say why.
+        errors.extend(f"platforms.{name}.allowed_users[{i}]: an empty entry lets nobody in: write a user id or"
+                      " name, or remove it" for i, user in enumerate(platform.allowed_users)
+                      if platform.enabled and isinstance(user, str) and not user.strip())
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
         if platform.enabled and (problem := _url_problem(platform.api_base)):
             errors.append(f"platforms.{name}.api_base: {problem}")

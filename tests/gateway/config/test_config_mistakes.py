@@ -177,3 +177,23 @@ def test_a_setting_in_the_wrong_section_is_a_warning_that_says_where_it_goes(loa
     assert warnings == ['port: unknown key (did you mean "server.port"?)', 'agent.max_concurrent_children: unknown key'
                         ' (did you mean "delegation.max_concurrent_children"?)',
                         "server.token: unknown key"]  # a platform's setting, but which platform's?
+
+
+@pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "web"])
+def test_an_empty_allowed_user_is_an_error_naming_the_variable_it_came_from(load, platform):
+    # ADMIN_ID= in an env file gave allowed_users [""]: nobody got in, and nothing said why.
+    credentials = {"telegram": f"token: '{TOKEN}'", "slack": "bot_token: xoxb-1, app_token: xapp-1",
+                   "discord": "token: d1sc0rd", "web": "user_header: X-Forwarded-User"}[platform]
+    text = (f"platforms: {{{platform}: {{enabled: true, {credentials},"
+            ' allowed_users: [alice, "${ADMIN_ID}", "  ", "${OTHER:-}"]}}')
+    errors, _ = problems(load, text, {"ADMIN_ID": ""})
+    key = f"platforms.{platform}.allowed_users"
+    nobody = "an empty entry lets nobody in: write a user id or name, or remove it"
+    assert errors == [f"{key}[1]: {nobody} (from ${{ADMIN_ID}}, which is set but empty)",
+                      f"{key}[2]: {nobody}", f"{key}[3]: {nobody}"]
+
+
+def test_an_empty_allowed_user_of_a_platform_that_is_off_stops_nothing(load):
+    # As its token: a platform that is off reads none of its settings.
+    config, _ = load('platforms: {slack: {allowed_users: ["${ADMIN_ID}"]}}', {"ADMIN_ID": ""})
+    assert config.platforms.slack.allowed_users == ("",)
