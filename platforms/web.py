@@ -28,7 +28,6 @@ the page is its outbox idempotency key; what a person sent is ``user:<key>``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -49,6 +48,7 @@ from platforms.base import (
     OutboundFile,
     Sent,
 )
+from platforms.json_body import load_json_body
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
 from platforms.web_files import WebFiles, download_headers
@@ -293,10 +293,7 @@ def _chat_id(user: str, chat: str) -> str:
 
 def _parse(body: bytes) -> tuple[str, str, str]:
     """``(chat, text, key)`` from the JSON body; ValueError naming the problem."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise ValueError("body is not valid UTF-8 JSON") from None
+    data = load_json_body(body)
     if not isinstance(data, dict):
         raise ValueError("body must be a JSON object")
     chat, text, key = data.get("chat"), data.get("text"), data.get("key")

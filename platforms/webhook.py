@@ -28,7 +28,6 @@ import json
 import logging
 import math
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from platforms.base import (
     has_surrogates,
     scalar_text,
 )
+from platforms.json_body import load_json_body
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.webhook_signing import (
     SCHEME,
@@ -331,12 +331,7 @@ async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
 
 def _parse(body: bytes) -> tuple[str, str | None, str | None]:
     """``(text, chat_id, user)`` from the JSON body; ValueError naming the problem."""
-    try:
-        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant, parse_int=_read_int)
-    except _NumberTooLong:
-        raise ValueError(f"body has a number too long to read (over {sys.get_int_max_str_digits()} digits)") from None
-    except (ValueError, RecursionError):
-        raise ValueError("body is not valid UTF-8 JSON") from None
+    data = load_json_body(body)
     if not isinstance(data, dict):
         raise ValueError("body must be a JSON object")
     text = data.get("text")
@@ -362,21 +357,6 @@ def _require_scalars(field: str, value: str | None) -> None:
     # caller made a mistake worth telling it about, rather than a message to repair.
     if value is not None and has_surrogates(value):
         raise ValueError(f'"{field}" is not valid Unicode text: it holds a lone surrogate (\\ud800-\\udfff)')
-
-
-class _NumberTooLong(ValueError):
-    """Valid JSON that Python will not turn into an int (its int-string conversion limit)."""
-
-
-def _read_int(digits: str) -> int:
-    try:
-        return int(digits)
-    except ValueError:
-        raise _NumberTooLong from None
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _fallback_key(message: Outbound) -> str:

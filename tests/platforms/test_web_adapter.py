@@ -121,12 +121,16 @@ async def test_a_message_reaches_the_sink_with_its_key_as_the_event_id(started, 
 
 @pytest.mark.parametrize(("payload", "error"), [
     (b"not json", "valid UTF-8 JSON"),
+    (b'{"chat": "c1", "text": "hi", "key": "key-00000001", "n": NaN}', "valid UTF-8 JSON"),
     (b"[1]", "JSON object"),
     (b'{"chat": "c1", "text": "hi"}', '"key"'),
     (b'{"chat": "c1", "text": "hi", "key": "short"}', '"key"'),
     (b'{"chat": "c 1", "text": "hi", "key": "key-00000001"}', '"chat"'),
     (b'{"chat": "c1", "text": "  ", "key": "key-00000001"}', '"text"'),
     (b'{"chat": "c1", "text": "' + b"x" * (MAX_TEXT + 1) + b'", "key": "key-00000001"}', "at most"),
+    # Valid JSON that Python's int-string conversion limit will not read: said so, not "not JSON".
+    (b'{"chat": "c1", "text": "hi", "key": "key-00000001", "n": ' + b"9" * 4301 + b"}",
+     "body has a number too long to read (over 4300 digits)"),
 ])  # fmt: skip
 async def test_a_bad_message_is_400_naming_the_problem(started, http, payload: bytes, error: str) -> None:
     _, sink, base = await started()
