@@ -2,11 +2,13 @@
 
 Used for a subagent's task (``delegate_task`` ``images``) and for the photos a chat
 user sends. Best effort by design: images are a hint, never a reason for a turn to
-fail. An unusable image is skipped with a logged warning; if nothing usable is
-left, or anything unexpected goes wrong, the turn gets the text alone. An image
-inlined for a vision model is fitted first (`agent._image_fit`: at most 2048 px,
-upright, still, re-encoded when that makes it smaller), once, since the message it
-enters is re-sent with every later turn; one Pillow cannot decode is unusable.
+fail. An unusable image is skipped with a logged warning and named, with why, to the
+model, which would otherwise take an image it never got for no image at all; if
+nothing usable is left the turn gets the text, and if anything unexpected goes wrong,
+the text alone. An image inlined for a vision model is fitted first (`agent._image_fit`:
+at most 2048 px, upright, still, re-encoded when that makes it smaller), once, since
+the message it enters is re-sent with every later turn; one Pillow cannot decode is
+unusable.
 """
 
 from __future__ import annotations
@@ -47,7 +49,11 @@ _HTTP_URL = re.compile(r"https?://\S+\Z", re.IGNORECASE)
 
 
 class _Skip(Exception):
-    """This image is unusable; the message says why (for the log, not the model)."""
+    """This image is unusable; the message says why (for the log and the model)."""
+
+
+class _Undecodable(_Skip):
+    """Its leading bytes say image but Pillow cannot decode it: no vision tool could read it either."""
 
 
 def images_problem(images: object) -> str | None:
@@ -133,7 +139,7 @@ def _fitted(data: bytes, mime: str) -> tuple[bytes, str]:
     try:
         return fit_image(data, mime)
     except UnusableImage as why:
-        raise _Skip(str(why)) from None
+        raise _Undecodable(str(why)) from None
 
 
 def _text_line(image: str, workspace: Path) -> str:
@@ -153,20 +159,46 @@ def _text_line(image: str, workspace: Path) -> str:
 
 
 def _shown(image: str) -> str:
-    # Logs name the image, but not a multi-megabyte data URL in full.
+    # Logs and the model's note name the image, but not a multi-megabyte data URL in full.
     return repr(image if len(image) <= 120 else image[:100] + "...")
 
 
-def _text_form(goal: str, images: list[str], workspace: Path) -> str:
+def _skip(image: str, why: _Skip, skipped: list[tuple[str, _Skip]]) -> None:
+    log.warning("image %s skipped: %s", _shown(image), why)
+    skipped.append((image, why))
+
+
+def _text_form(goal: str, images: list[str], workspace: Path, skipped: list[tuple[str, _Skip]]) -> str:
     lines = []
     for image in images:
         try:
             lines.append(_text_line(image, workspace))
         except _Skip as why:
-            log.warning("image %s skipped: %s", _shown(image), why)
+            _skip(image, why, skipped)
     if not lines:
         return goal
     return "\n".join([goal, "", *lines, VISION_HINT])
+
+
+def _vision_form(goal: str, images: list[str], workspace: Path, max_bytes: int,
+                 skipped: list[tuple[str, _Skip]]) -> list[dict] | None:
+    parts: list[dict] = [{"type": "text", "text": goal}]
+    for image in images:
+        try:
+            url = _image_url(image, workspace, max_bytes)
+        except _Skip as why:
+            _skip(image, why, skipped)
+            continue
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts if len(parts) > 1 else None
+
+
+def with_text(content: str | list[dict], text: str) -> str | list[dict]:
+    """``content`` (a `first_turn_content`) with ``text`` as a paragraph after its own text."""
+    if isinstance(content, str):
+        return f"{content}\n\n{text}" if content else text
+    first = content[0]["text"]
+    return [{"type": "text", "text": f"{first}\n\n{text}" if first else text}, *content[1:]]
 
 
 def first_turn_content(
@@ -176,6 +208,7 @@ def first_turn_content(
     workspace: Path,
     supports_vision: bool,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    unusable: list[tuple[str, str]] | None = None,
 ) -> str | list[dict]:
     """The child's first user message: ``goal`` alone, or with its images.
 
@@ -184,10 +217,13 @@ def first_turn_content(
     (local files and data URLs inlined as data URLs, fitted by `agent._image_fit`;
     http(s) URLs passed through).
     Otherwise, or when no image is usable: the goal text plus an
-    ``[Image attached at: ...]`` line per image that exists or is a URL, and
-    `VISION_HINT`. Local paths go through the workspace guard. Unusable images
-    are skipped with a warning. Never raises. Does blocking file I/O: from async
-    code use `first_turn_content_async`.
+    ``[Image attached at: ...]`` line per image that exists or is a URL (and, for a
+    vision model, is not one Pillow cannot decode), and `VISION_HINT`. Local paths
+    go through the workspace guard. Unusable images are skipped with a warning and
+    named with why in a last paragraph, ``[Images that could not be used: ...]``;
+    a caller that passes ``unusable`` gets them there as ``(image, why)`` instead,
+    to tell the model in its own words. Never raises. Does blocking file I/O: from
+    async code use `first_turn_content_async`.
     """
     try:
         if isinstance(images, str):  # a bare string is one image, not a sequence of characters
@@ -195,19 +231,24 @@ def first_turn_content(
         wanted = [i.strip() for i in images or () if isinstance(i, str) and i.strip()]
         if not wanted:
             return goal
+        workspace = Path(workspace)
+        skipped: list[tuple[str, _Skip]] = []
+        content: str | list[dict] | None = None
         if supports_vision:
-            parts: list[dict] = [{"type": "text", "text": goal}]
-            for image in wanted:
-                try:
-                    url = _image_url(image, Path(workspace), max_bytes)
-                except _Skip as why:
-                    log.warning("image %s skipped: %s", _shown(image), why)
-                    continue
-                parts.append({"type": "image_url", "image_url": {"url": url}})
-            if len(parts) > 1:
-                return parts
-            log.warning("no usable image for a vision model; the child gets the text goal")
-        return _text_form(goal, wanted, Path(workspace))
+            content = _vision_form(goal, wanted, workspace, max_bytes, skipped)
+            if content is None:
+                log.warning("no usable image for a vision model; the child gets the text goal")
+                # A path a vision tool might open (an image too large to inline), not one that is no image.
+                wanted = [image for image, why in skipped if not isinstance(why, _Undecodable)]
+                skipped = [(image, why) for image, why in skipped if isinstance(why, _Undecodable)]
+        if content is None:
+            content = _text_form(goal, wanted, workspace, skipped)
+        if unusable is not None:
+            unusable.extend((image, str(why)) for image, why in skipped)
+        elif skipped:
+            named = "; ".join(f"{_shown(image)} ({why})" for image, why in skipped)
+            content = with_text(content, f"[Images that could not be used: {named}]")
+        return content
     except Exception:
         log.exception("attaching images failed; the child gets the plain goal")
         return goal
@@ -220,9 +261,10 @@ async def first_turn_content_async(
     workspace: Path,
     supports_vision: bool,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    unusable: list[tuple[str, str]] | None = None,
 ) -> str | list[dict]:
     """`first_turn_content` in a worker thread, so its file I/O never blocks the event loop."""
     return await asyncio.to_thread(
         first_turn_content, goal, images,
-        workspace=workspace, supports_vision=supports_vision, max_bytes=max_bytes,
+        workspace=workspace, supports_vision=supports_vision, max_bytes=max_bytes, unusable=unusable,
     )

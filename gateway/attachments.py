@@ -9,7 +9,9 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   as image parts (OpenAI-style content parts, via `agent.images`, which fits each
   to at most 2048 px once, as it enters the conversation); a model
   without vision gets their workspace paths and a hint instead. Images past the
-  eighth, and files labelled images whose bytes are not a picture, are listed as files.
+  eighth, and files labelled images whose bytes are not a picture, are listed as files;
+  one a vision model is not sent because it cannot be decoded is among the files that
+  did not reach the model.
 - **documents** are listed in the text with their workspace path, size and type, so
   the model can read them with its file tools.
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
@@ -52,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import ModelError
-from agent.images import MAX_IMAGES, first_turn_content_async, image_type
+from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
 from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
 from gateway.config.platform_settings import PLATFORM_NAMES
@@ -216,7 +218,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
     """Download, store and describe ``attachments`` for the model; see the module docstring.
     ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused."""
     notes: list[str] = []
-    images: list[str] = []
+    images: list[tuple[str, Attachment]] = []
     files: list[tuple[str, Attachment]] = []
     missed: list[str] = []
     spoken: list[str] = []
@@ -252,7 +254,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         # The platform's label is not proof: a model would never see an image it cannot decode,
         # nor learn of the file, so what is not a picture is listed like any other file.
         if attachment.kind == "image" and len(images) < MAX_IMAGES and image_type(data):
-            images.append(path)
+            images.append((path, attachment))
         else:
             files.append((path, attachment))
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
@@ -274,23 +276,28 @@ async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, not
     return transcript
 
 
-async def _content(body: str, images: list[str], files: list[tuple[str, Attachment]], missed: list[str],
-                   workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
+async def _content(body: str, images: list[tuple[str, Attachment]], files: list[tuple[str, Attachment]],
+                   missed: list[str], workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
     parts = [body] if body else []
     if not body and images and not files:
         parts.append(f"(The user sent {'an image' if len(images) == 1 else f'{len(images)} images'} without a caption.)")
     if files:
         listing = "\n".join(f"- {path} ({a.mime_type or 'unknown type'}, {_size(a.size)})" for path, a in files)
         parts.append(f"[The user sent these files, saved in the workspace; read them with your file tools:\n{listing}]")
+    content: str | list[dict[str, Any]] = "\n\n".join(parts)
+    if images:
+        # Every stored image is inlined for a vision model (they are within the platform's cap already).
+        largest = max(os.path.getsize(workspace / p) for p, _ in images)
+        unusable: list[tuple[str, str]] = []
+        content = await first_turn_content_async(content, [p for p, _ in images], workspace=workspace,
+                                                 supports_vision=supports_vision, max_bytes=largest,
+                                                 unusable=unusable)
+        # One Pillow cannot decode (a photo cut short) did not reach the model any more than a failed download.
+        names = dict(images)
+        missed = [*missed, *(f"{names[path].name} ({why})" for path, why in unusable)]
     if missed:
-        parts.append(f"[Files the user sent that did not reach you: {'; '.join(missed)}]")
-    text = "\n\n".join(parts)
-    if not images:
-        return text
-    # Every stored image is inlined for a vision model (they are within the platform's cap already).
-    largest = max(os.path.getsize(workspace / p) for p in images)
-    return await first_turn_content_async(text, images, workspace=workspace, supports_vision=supports_vision,
-                                          max_bytes=largest)
+        content = with_text(content, f"[Files the user sent that did not reach you: {'; '.join(missed)}]")
+    return content
 
 
 # -- the turn's side ---------------------------------------------------------------------------

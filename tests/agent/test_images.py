@@ -47,7 +47,7 @@ def text(images, ws: Path, **kw):
 
 
 def urls(content) -> list[str]:
-    assert isinstance(content, list) and content[0] == {"type": "text", "text": GOAL}
+    assert isinstance(content, list) and content[0]["type"] == "text" and content[0]["text"].startswith(GOAL)
     return [part["image_url"]["url"] for part in content[1:] if part["type"] == "image_url"]
 
 
@@ -138,10 +138,14 @@ def test_entries_are_trimmed(ws):
         "https://example.com/has space.png",  # a URL with whitespace in it
     ],
 )
-def test_unusable_images_are_skipped_and_logged(ws, caplog, image):
+def test_unusable_images_are_skipped_logged_and_named_to_the_model(ws, caplog, image):
     caplog.set_level(logging.WARNING, logger="agent.images")
-    assert urls(vision([image, "chart.png"], ws)) == [PNG_DATA_URL]
+    content = vision([image, "chart.png"], ws)
+    assert urls(content) == [PNG_DATA_URL]
     assert len(skipped(caplog)) == 1 and "skipped" in skipped(caplog)[0]
+    # Else a child asked to describe it would take the missing image for no image at all.
+    why = skipped(caplog)[0].split(" skipped: ", 1)[1]
+    assert content[0]["text"] == f"{GOAL}\n\n[Images that could not be used: {image.strip()!r} ({why})]"
 
 
 def test_outside_path_is_logged_with_the_reason(ws, caplog):
@@ -173,9 +177,23 @@ def test_no_usable_image_falls_back_to_text(ws, caplog):
     caplog.set_level(logging.WARNING, logger="agent.images")
     # Too big for a vision part, but it exists, so the text form still names it.
     assert vision(["chart.png", "missing.png"], ws, max_bytes=4) == (
-        f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
+        f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}\n\n"
+        "[Images that could not be used: 'missing.png' (does not exist or is not a regular file)]"
     )
-    assert vision(["missing.png", "../secret.png"], ws) == GOAL
+    assert vision(["missing.png", "../secret.png"], ws) == (
+        f"{GOAL}\n\n[Images that could not be used: 'missing.png' (does not exist or is not a regular file);"
+        " '../secret.png' ('../secret.png' is outside the workspace)]"
+    )
+
+
+def test_an_image_no_one_can_decode_is_named_not_offered_to_a_vision_tool(ws, caplog):
+    (ws / "broken.jpg").write_bytes(JPEG[:-40])
+    unusable: list[tuple[str, str]] = []
+    content = vision(["broken.jpg"], ws, unusable=unusable)
+    assert content == GOAL  # no "[Image attached at: broken.jpg]": a vision tool could not read it either
+    ((image, why),) = unusable
+    assert image == "broken.jpg" and why.startswith("cannot be decoded as an image: ")
+    assert vision(["broken.jpg"], ws) == f"{GOAL}\n\n[Images that could not be used: 'broken.jpg' ({why})]"
 
 
 # --- text form ----------------------------------------------------------------------------------
@@ -195,13 +213,18 @@ def test_text_form_lists_images_and_hints_at_a_vision_tool(ws):
 def test_text_form_skips_unusable_images_and_data_urls(ws, caplog):
     caplog.set_level(logging.WARNING, logger="agent.images")
     content = text(["missing.png", "../secret.png", "escape.png", "notes.png", PNG_DATA_URL, "chart.png"], ws)
-    assert content == f"{GOAL}\n\n[Image attached at: chart.png]\n{VISION_HINT}"
+    shown, note = content.split(f"{VISION_HINT}\n\n")
+    assert shown == f"{GOAL}\n\n[Image attached at: chart.png]\n"
+    assert note.startswith("[Images that could not be used: 'missing.png' (") and note.count("; ") == 4
     assert len(skipped(caplog)) == 5
     assert all(len(m) < 300 for m in skipped(caplog))  # a data URL is not logged in full
 
 
-def test_text_form_with_nothing_usable_is_the_plain_goal(ws):
-    assert text(["missing.png", "sub"], ws) == GOAL
+def test_text_form_with_nothing_usable_is_the_goal_naming_the_images(ws):
+    assert text(["missing.png", "sub"], ws) == (
+        f"{GOAL}\n\n[Images that could not be used: 'missing.png' (does not exist or is not a regular file);"
+        " 'sub' (does not exist or is not a regular file)]"
+    )
 
 
 # --- robustness ---------------------------------------------------------------------------------

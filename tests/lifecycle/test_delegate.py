@@ -312,12 +312,16 @@ async def test_images_go_native_to_vision_models_and_as_text_otherwise(denv):
     await results(denv, {"goal": "[show-prompt] text only", "images": images})
     text_first = [r for r in denv.child_model.requests if "text only" in r.metadata["goal"]][0].messages[1]["content"]
     assert isinstance(text_first, str) and "[Image attached at: shot.png]" in text_first
-    assert "missing.png" not in text_first and "https://example.com/a.png" in text_first
+    assert "[Image attached at: missing.png]" not in text_first and "https://example.com/a.png" in text_first
+    # The child learns an image it was given is not there, rather than describing a picture it never got.
+    missing = "[Images that could not be used: 'missing.png' (does not exist or is not a regular file)]"
+    assert text_first.endswith(f"\n\n{missing}")
     denv.child_model.supports_vision = True
     await results(denv, {"goal": "[show-prompt] vision", "images": images})
     parts = [r for r in denv.child_model.requests if "vision" in r.metadata["goal"]][0].messages[1]["content"]
     urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
     assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode(), "https://example.com/a.png"]
+    assert parts[0]["text"].endswith(f"\n\n{missing}")
 
 
 async def test_too_many_images_is_a_tool_error(denv):

@@ -108,6 +108,27 @@ async def test_an_album_is_one_turn_that_sees_every_photo(telegram: Telegram, op
     assert text == {"type": "text", "text": "which one is sharper?"} and len(images) == 2
 
 
+async def test_a_photo_that_cannot_be_decoded_is_named_to_the_model(telegram: Telegram,
+                                                                     openai: FakeOpenAIServer) -> None:
+    # A JPEG cut short: its first bytes say JPEG, so it is taken as a photo, but Pillow cannot decode it
+    # to fit it. It used to vanish: the model saw one picture of two, or none and only the caption.
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.push_album(42, [PNG, photo((800, 600))[:5000]], caption="which one is sharper?")
+    assert await telegram.answered() == ["Nice picture."]
+    text, *images = user_content(openai.requests[0])
+    assert len(images) == 1 and base64.b64decode(images[0]["image_url"]["url"].split(",", 1)[1]) == PNG
+    first, missed = text["text"].split("\n\n")
+    assert first == "which one is sharper?"
+    assert missed.startswith("[Files the user sent that did not reach you: photo-") and missed.endswith("]")
+    assert ".jpg (cannot be decoded as an image: OSError: image file is truncated" in missed
+    telegram.fake.push_photo(42, photo((800, 600))[:5000])
+    await telegram.answered(2)
+    content = user_content(openai.requests[1])  # nothing usable: the text says so, and names no image path
+    assert content.startswith("(The user sent an image without a caption.)\n\n[Files the user sent that did not"
+                              " reach you: photo-") and "cannot be decoded as an image" in content
+    assert "[Image attached at" not in content
+
+
 async def test_without_vision_the_photo_is_a_workspace_path(telegram: Telegram, openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai))
     telegram.fake.push_photo(42, PNG)
