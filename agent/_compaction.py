@@ -34,7 +34,8 @@ SUMMARY_PROMPT = (
     "You compress a conversation between a user and an AI assistant that uses tools. "
     "Write a summary the assistant can continue from: the user's requests and constraints, "
     "decisions made, facts learned (file paths, names, numbers, errors), work done and work "
-    "still open. Be concise and factual; plain text, no preamble."
+    "still open. Be concise and factual; plain text, no preamble. A part marked EARLIER SUMMARY is all that is "
+    "left of the oldest part of the conversation: carry its facts over."
 )
 _MESSAGE_OVERHEAD = 4  # role and separators, roughly what chat templates add per message
 _IMAGE_TOKENS = 512  # flat guess: counting a base64 data URL's characters would overshoot wildly
@@ -197,12 +198,16 @@ class Compactor:
         """A summary of ``older``; ``budget`` (characters) bounds the summariser's prompt, and half of
         it the summary, when the model's real window is smaller than its settings say."""
         model = self.summarizer_model or session.model
-        width = _RENDER_CHARS if budget is None else max(1, min(_RENDER_CHARS, budget // len(older)))
         limit = self.policy.summary_max_chars if budget is None else min(self.policy.summary_max_chars, budget // 2)
+        # An earlier summary is all that is left of the oldest messages: it goes whole (it is at most
+        # `limit` long when written), not cut as one ordinary message is; the others share what remains.
+        earlier = min(limit, sum(len(_summary_body(m)) for m in older if _is_summary(m)))
+        others = sum(1 for m in older if not _is_summary(m)) or 1
+        width = _RENDER_CHARS if budget is None else max(1, min(_RENDER_CHARS, (budget - earlier) // others))
         request = ModelRequest(
             messages=[
                 {"role": "system", "content": SUMMARY_PROMPT},
-                {"role": "user", "content": "\n\n".join(_render(m, width) for m in older)},
+                {"role": "user", "content": "\n\n".join(_render(m, width, limit) for m in older)},
             ],
             role="compactor",
             turn_index=session.turns_run,
@@ -222,10 +227,14 @@ class Compactor:
         return text[:limit] if text else self._extractive(older)[:limit]
 
     def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
-        """First line of each older user or assistant message, truncated."""
+        """An earlier summary (up to half the summary's length, its oldest facts first), then the first
+        line of each older user or assistant message, truncated."""
         width = self.policy.fallback_line_chars
         lines = []
         for message in older:
+            if _is_summary(message):
+                lines.append(_summary_body(message)[: self.policy.summary_max_chars // 2].strip())
+                continue
             role = message.get("role")
             first = next(iter(_text(message.get("content")).strip().splitlines()), "")
             if role in ("user", "assistant") and first:
@@ -278,6 +287,11 @@ def _is_summary(message: Mapping[str, Any]) -> bool:
     return message.get("role") == "user" and _text(message.get("content")).startswith(SUMMARY_HEADER)
 
 
+def _summary_body(message: Mapping[str, Any]) -> str:
+    """What a summary message says, without its header."""
+    return _text(message.get("content"))[len(SUMMARY_HEADER):].strip()
+
+
 def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> int | None:
     """Index of the last message the user wrote (a summary is not one), if any after ``head``."""
     for index in range(len(messages) - 1, head - 1, -1):
@@ -286,7 +300,11 @@ def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> in
     return None
 
 
-def _render(message: Mapping[str, Any], width: int = _RENDER_CHARS) -> str:
+def _render(message: Mapping[str, Any], width: int = _RENDER_CHARS, summary_width: int = 0) -> str:
+    """One message for the summariser: ``width`` characters of its text and of each call's arguments;
+    an earlier summary as such (never as words the user wrote), ``summary_width`` characters of it."""
+    if _is_summary(message):
+        return f"EARLIER SUMMARY: {_summary_body(message)[:summary_width]}"
     role = str(message.get("role", "?")).upper()
     parts = [_text(message.get("content"))[:width]]
     for call in message.get("tool_calls") or ():

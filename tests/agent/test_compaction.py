@@ -226,6 +226,39 @@ async def test_summariser_failure_falls_back_to_an_extractive_summary(failure, c
     assert any("extractive summary" in r.getMessage() for r in caplog.records)
 
 
+EARLY, LATE = "The user is Ada; her server is db-7.", "The deadline moved to Friday."
+
+
+def summarised_before(filler=6_000):
+    """A conversation compacted once already: its summary (long, facts at both ends) and six more messages."""
+    earlier = f"{SUMMARY_HEADER}\n{EARLY}\n" + "- detail\n" * (filler // 9) + LATE
+    return [{"role": "user", "content": earlier}, *chat(6, chars=300)]
+
+
+async def test_a_summary_of_a_summary_is_sent_all_of_the_earlier_one_not_as_the_users_words():
+    policy = CompactionPolicy(threshold_tokens=100, keep_recent_messages=2)
+    s, compactor, model = session(summarised_before(), policy=policy)
+    await compactor(s)
+    (request,) = [r for r in model.requests if r.role == "compactor"]
+    rendered = request.messages[1]["content"]
+    assert EARLY in rendered and LATE in rendered  # not cut at the 2,000 characters of an ordinary message
+    assert rendered.startswith("EARLIER SUMMARY: ") and "USER: [Summary" not in rendered
+    assert "EARLIER SUMMARY" in request.messages[0]["content"]  # the summariser is told to carry it over
+
+
+async def test_an_extractive_summary_of_a_summary_keeps_the_earlier_facts():
+    down = {"error": "server_error", "message": "down"}
+    failing = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: down}
+    s, compactor, _ = session(summarised_before(filler=600), failing,
+                              policy=CompactionPolicy(threshold_tokens=100, keep_recent_messages=2))
+    await compactor(s)
+    (summary,) = summaries(s.messages)
+    lines = summary["content"].splitlines()
+    assert lines[:2] == [SUMMARY_HEADER, EARLY] and LATE in lines
+    assert SUMMARY_HEADER not in summary["content"][len(SUMMARY_HEADER):]  # not "- user: [Summary of …]"
+    assert lines[-1].startswith("- assistant: m3 ")
+
+
 async def test_no_second_compaction_without_new_messages():
     huge = {"role": "user", "content": "h" * 8_000}  # over the trigger on its own
     s, compactor, model = session([*chat(4), huge], policy=CompactionPolicy(keep_recent_messages=2))
