@@ -26,6 +26,9 @@ from agent._turn import ToolTraceEntry, TurnResult
 log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
+NOT_RUN = "[not run: the turn ended before it ran]"
+"""The result of a tool call a turn ended without running by an exception (a failing observer or
+host): every call is answered, or the server refuses each later request of the conversation."""
 TOOL_LOG_SIZE = 50
 _NO_USAGE = Usage()
 
@@ -282,6 +285,7 @@ class AgentSession:
             if hooks is not None and hooks.has("turn_end"):
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
+            _answer_open_calls(self.messages)
             try:
                 _ACTIVE_TURN.reset(token)
             except ValueError:
@@ -529,6 +533,19 @@ def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: i
 def _plus(cost: float | None, more: float | None) -> float | None:
     """None (no provider reported a cost) stays None until one does."""
     return cost if more is None else (cost or 0.0) + more
+
+
+def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
+    """Answer with `NOT_RUN` each call of the last assistant message that has no result yet."""
+    index = len(messages) - 1
+    while index >= 0 and messages[index].get("role") == "tool":
+        index -= 1
+    calls = messages[index].get("tool_calls") if index >= 0 and messages[index].get("role") == "assistant" else None
+    if not calls:
+        return
+    answered = {m.get("tool_call_id") for m in messages[index + 1:]}
+    messages.extend({"role": "tool", "tool_call_id": c["id"], "content": NOT_RUN}
+                    for c in calls if c["id"] not in answered)
 
 
 def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:

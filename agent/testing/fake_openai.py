@@ -57,6 +57,10 @@ class FakeOpenAIServer:
     refused as OpenAI refuses it (400, ``context_length_exceeded``) and consumes no
     scripted reply: a small local server behind a larger ``model.context_window``.
 
+    A request whose ``tool`` messages do not answer the assistant message right before them,
+    one for each of its ``tool_calls``, is refused with OpenAI's 400 and its words: a
+    conversation saved that way would be refused on every later call too.
+
     ``max_request_bytes``: a larger request body is refused with 413 before it is
     recorded; OpenAI takes up to 50 MB per request, a gateway in front of another
     provider often less (5 MB per image behind Anthropic-compatible ones).
@@ -235,6 +239,8 @@ class FakeOpenAIServer:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)
+        if (refused := _unanswered_tool_calls(body)) is not None:
+            return refused
         if (refused := self._over_context_window(body)) is not None:
             return refused
         reply = self._from_responder(body)
@@ -306,6 +312,36 @@ class FakeOpenAIServer:
         function = {k: call[k] for k in ("name", "arguments") if k in call}
         function.setdefault("arguments", "{}")
         return {"id": call.get("id", f"call_fake_{next(self._ids)}"), "type": "function", "function": function}
+
+
+def _unanswered_tool_calls(body: Any) -> web.Response | None:
+    """OpenAI's 400 for a request whose tool messages do not pair with the tool calls before them."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    waiting: list[str] = []  # ids of the last assistant message's calls not answered yet
+    caller = 0
+    for index, message in enumerate([*messages, {"role": "end"}]):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return _invalid(f"messages.[{index}].role", "Invalid parameter: messages with role 'tool' must be a "
+                                "response to a preceeding message with 'tool_calls'.")
+            waiting.remove(message.get("tool_call_id"))
+            continue
+        if waiting:
+            return _invalid(f"messages.[{caller}].role", "An assistant message with 'tool_calls' must be followed by "
+                            "tool messages responding to each 'tool_call_id'. The following tool_call_ids did not "
+                            f"have response messages: {', '.join(waiting)}")
+        calls = message.get("tool_calls") if role == "assistant" else None
+        waiting = [c.get("id") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+        caller = index
+    return None
+
+
+def _invalid(param: str, message: str) -> web.Response:
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": None}
+    return web.json_response({"error": error}, status=400)
 
 
 def _prompt_tokens(request_body: Any) -> int:

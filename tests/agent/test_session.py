@@ -439,3 +439,30 @@ async def test_tool_output_with_undecodable_bytes_reaches_the_model_instead_of_e
     assert (result.exit_reason, result.text) == ("completed", "listed")
     assert answered[0] == "caf\ufffd.txt"
     assert answered[1] == "Error: missing failed: FileNotFoundError: no such file: caf\ufffd.txt"
+
+
+async def test_a_turn_that_raises_between_a_tool_call_and_its_result_leaves_every_call_answered():
+    # A host's observer that fails (the gateway's, when its outbox cannot journal an interim message
+    # on a full disk) ends the turn with an exception after the assistant's calls were added: an
+    # unanswered call kept in the conversation would have the server refuse every later request.
+    class Failing(TurnObserver):
+        async def on_interim(self, text):
+            raise RuntimeError("database or disk is full")
+
+    ran = []
+    tools = registry(echo=lambda a, c: ran.append(a) or "ran")
+    async with FakeOpenAIServer() as server:
+        server.push_tool_calls([{"id": "c1", "name": "echo"}, {"id": "c2", "name": "echo"}], text="on it")
+        server.push_text("answered")
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                          max_retries=0, timeout_seconds=10), env={})
+        s = AgentSession(model=model, tools=tools)
+        try:
+            with pytest.raises(RuntimeError, match="disk is full"):
+                await s.run_turn("go", observer=Failing())
+            result = await s.run_turn("and now?")
+        finally:
+            await model.aclose()
+    assert (result.exit_reason, result.text, ran) == ("completed", "answered", [])
+    assert [m.get("tool_call_id") for m in s.messages if m["role"] == "tool"] == ["c1", "c2"]
+    assert s.messages[3]["content"] == "[not run: the turn ended before it ran]"
