@@ -169,8 +169,10 @@ class Compactor:
             return False
         known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
         budget = _budget_chars(before, window) if overflow is not None or known_smaller else None
-        summary = await self._summarise(session, older, budget)
+        summary, written = await self._summarise(session, older, budget)
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
+        if not written:
+            session.summary_failed()
         self._tallies.pop(session, None)
         session.history_version += 1
         self._last_after[session] = messages[-1]
@@ -194,9 +196,11 @@ class Compactor:
         self._tallies[session] = (messages, len(messages), messages[-1], chars, extra)
         return math.ceil(chars / 4) + extra
 
-    async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]], budget: int | None) -> str:
-        """A summary of ``older``; ``budget`` (characters) bounds the summariser's prompt, and half of
-        it the summary, when the model's real window is smaller than its settings say."""
+    async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]],
+                         budget: int | None) -> tuple[str, bool]:
+        """A summary of ``older``, and whether the model wrote it (else it is extractive); ``budget``
+        (characters) bounds the summariser's prompt, and half of it the summary, when the model's
+        real window is smaller than its settings say."""
         model = self.summarizer_model or session.model
         limit = self.policy.summary_max_chars if budget is None else min(self.policy.summary_max_chars, budget // 2)
         # An earlier summary is all that is left of the oldest messages: it goes whole (it is at most
@@ -219,12 +223,12 @@ class Compactor:
         except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
-            return self._extractive(older)[:limit]
+            return self._extractive(older)[:limit], False
         # The summary call is real spend: the session's totals (and the turn's) count it, and so do the hooks.
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
         await _model_call_hook(session, model, started, response, None)
         text = (response.text or "").strip()
-        return text[:limit] if text else self._extractive(older)[:limit]
+        return (text[:limit], True) if text else (self._extractive(older)[:limit], False)
 
     def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
         """An earlier summary (up to half the summary's length, its oldest facts first), then the first

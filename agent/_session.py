@@ -249,6 +249,12 @@ class AgentSession:
             tokens = held[0] + usage if usage.prompt_tokens or usage.completion_tokens else held[0]
             self._unbilled = (tokens, _plus(held[1], cost_usd), held[2] + api_calls)
 
+    def summary_failed(self) -> None:
+        """The compactor could not get a summary from the model (`agent.Compactor`): the running
+        turn's result says so (`TurnResult.summary_failed`), for the host to tell the user."""
+        if self._turn is not None:
+            self._turn.summary_failed = True
+
     # -- the loop --------------------------------------------------------------------
 
     async def run_turn(
@@ -303,7 +309,7 @@ class AgentSession:
             turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
-            turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind,
+            turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
         )
 
     async def _run_hook(self, name: str, **event: Any) -> None:
@@ -520,6 +526,7 @@ class _TurnState:
     final_text: str = ""
     model_name: str | None = None
     truncated: bool = False
+    summary_failed: bool = False
     trace: list[ToolTraceEntry] = field(default_factory=list)
 
 

@@ -53,3 +53,7 @@ class TurnResult:
     """The final reply was cut off at the model's output-length limit."""
     error_kind: str | None = None
     """The `ModelError` kind of the model call that ended the turn (``exit_reason="error"``)."""
+    summary_failed: bool = False
+    """A context compaction in this turn got no summary from the model (it failed or answered
+    nothing) and kept only the first line of each older message: details of the earlier
+    conversation may be lost, which the user should hear."""

@@ -23,6 +23,9 @@ NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gate
 OUT_OF_CREDIT = ("Sorry — this gateway's account with the model provider has run out of credit, so I cannot answer "
                  "until the operator tops it up.")
 FILTERED = "Sorry — the model provider's content filter blocked this request. Please put it another way."
+SUMMARY_FAILED = ("(Our conversation had grown long, and the model could not summarise its earlier part just now: "
+                  "I kept only the first line of each of those messages, so remind me of anything there I should "
+                  "keep in mind.)")
 _PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED}
 """Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
 is told what is wrong, so nobody keeps trying; the detail is in the log."""
@@ -51,7 +54,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
             text = f"{text}\n\n{CUT_OFF}"
     if not text or (kind == "completion" and text.strip() == SILENCE):
         return None
-    return text
+    return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
 
 
 _CHILD_PERMANENT = {

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from agent._compaction import SUMMARY_HEADER, SUMMARY_PROMPT
-from gateway.replies import AUTH_REFUSED, FILTERED, MODEL_FAILED, NO_SUCH_MODEL, OUT_OF_CREDIT, TOO_LONG
+from gateway.replies import AUTH_REFUSED, FILTERED, MODEL_FAILED, NO_SUCH_MODEL, OUT_OF_CREDIT, SUMMARY_FAILED, TOO_LONG
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.wire import openai_model
 
@@ -130,3 +130,25 @@ async def test_a_conversation_over_the_servers_real_window_is_compacted_and_goes
 
 def _refused(server, body: dict) -> bool:
     return len(json.dumps(body["messages"])) // 4 > server.context_window
+
+
+@pytest.mark.parametrize("failure", ["500", "timeout"])
+async def test_a_summary_the_model_could_not_write_is_told_in_the_reply_and_the_chat_goes_on(tmp_path, llm, gateways,
+                                                                                           failure):
+    server = await llm()
+    turns = iter(range(1, 100))
+    server.respond_with(lambda body: None if summarising(body) else {"text": f"answer {next(turns)}"})
+    if failure == "500":
+        server.push_error(*error(500, "The server had an error while processing your request.", None, "server_error"))
+    else:
+        server.push_hang()
+    chat = RecordingAdapter()
+    model = openai_model(server, context_window=4_000, timeout_seconds=0.5)  # compacts at ~2,000 tokens
+    gateway = await gateways(make_config(tmp_path, model=model), [chat])
+    replies = [await ask(chat, gateway, f"topic {n}: " + "words " * 200) for n in range(1, 11)]
+    asked = next(i for i, body in enumerate(server.requests) if summarising(body))  # the first: it fails
+    compacted = sum(not summarising(body) for body in server.requests[:asked]) + 1  # the turn that compacted
+    assert replies[compacted - 1] == f"answer {compacted}\n\n{SUMMARY_FAILED}"
+    assert replies[:compacted - 1] == [f"answer {n}" for n in range(1, compacted)]
+    assert replies[compacted:] == [f"answer {n}" for n in range(compacted + 1, 11)]  # later summaries are written
+    assert server.requests[asked + 1]["messages"][1]["content"].startswith(SUMMARY_HEADER + "\n- user: topic 1: ")
