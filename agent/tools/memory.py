@@ -99,7 +99,9 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 
 
 def _format(notes: list[dict[str, Any]]) -> str:
-    return "\n".join(f"[{n['id']}] {n['text']}" for n in notes)
+    """A note a line, ``[id] text``; a note's further lines indented, so that no text a note holds
+    (``[1] …`` on a line of its own) reads as another note."""
+    return "\n".join(f"[{n['id']}] " + "\n    ".join(str(n["text"]).splitlines()) for n in notes)
 
 
 def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
