@@ -57,6 +57,8 @@ log = logging.getLogger("gateway.app")
 
 REMEMBERED_THREADS = 10_000
 """Thread sessions handed to an adapter that answers in threads without a mention (Slack, Discord) at start."""
+_NOT_ROUTED = object()
+"""`Gateway._handle_accepted` called without the event's route: it routes the event itself."""
 
 
 class Gateway:
@@ -251,21 +253,24 @@ class Gateway:
             # handle it after the next start, with the other unsettled events.
             await self.store.durable()
             return Accepted(None, key)
-        result = await self._handle_accepted(inbound, accepted.turn_id)
+        result = await self._handle_accepted(inbound, accepted.turn_id, route)
         await self.store.durable()
         return result
 
-    async def _handle_accepted(self, inbound: Inbound, turn_id: str | None) -> Accepted:
-        """`_dispatch` an accepted event. Never raises: a failure is counted, and the event is
-        tried again later or set aside (`gateway.dead_letters`)."""
+    async def _handle_accepted(self, inbound: Inbound, turn_id: str | None, route: object = _NOT_ROUTED) -> Accepted:
+        """`_dispatch` an accepted event; ``route`` is its `_route` when the caller knows it already
+        (an event read back from the inbox is routed here). Never raises: a failure is counted, and
+        the event is tried again later or set aside (`gateway.dead_letters`)."""
+        key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         try:
             # In the chat's order: a message sent right after /new waits until /new and its text are handled.
-            async with self._intake.turn(session_key(inbound.platform, inbound.chat_id, inbound.thread_id),
-                                         self.store.durable):
-                return await self._dispatch(inbound, turn_id, self._route(inbound))
+            async with self._intake.turn(key, self.store.durable):
+                if route is _NOT_ROUTED:
+                    route = self._route(inbound)
+                return await self._dispatch(inbound, turn_id, route)  # type: ignore[arg-type]
         except Exception as exc:
             self.dead_letters.failed(inbound, turn_id, exc)
-            return Accepted(turn_id, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+            return Accepted(turn_id, key)
 
     def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:
         """A refusal, a command, or None for a message that starts a turn."""
