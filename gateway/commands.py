@@ -7,7 +7,8 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand, PluginThreads
@@ -59,7 +60,7 @@ class Command:
         return (self.args or None) if self.name in LEAD_A_MESSAGE else None
 
 
-def parse(text: str, known: set[str]) -> Command | None:
+def parse(text: str, known: Container[str]) -> Command | None:
     """``/name args`` or ``!name args`` for a known command (the name ends at the first space or
     line break); anything else is a message."""
     stripped = text.strip()
@@ -82,6 +83,8 @@ class Commands:
         self._children = children
         self._ledger = ledger
         self._plugins = plugins
+        self._known = ChainMap(dict.fromkeys(c.name for c in BUILTIN), plugins)
+        """Every command's name, the plugins' read live: `parse` runs for every message."""
         self._clock = clock
         self._agents = AgentsCommand(children, ledger, clock)
         self._delegation = DelegationCommand(registry, routing or Routing())
@@ -93,7 +96,7 @@ class Commands:
         return [*BUILTIN, *plugins]
 
     def parse(self, text: str) -> Command | None:
-        return parse(text, {c.name for c in self.specs()})
+        return parse(text, self._known)
 
     def is_plugin(self, command: Command) -> bool:
         """Whether a plugin serves ``command``: its handler may take its time."""
