@@ -81,9 +81,14 @@ class DisplayResolver:
     def __init__(self, config: Config, tiers: dict[str, DisplayTier]) -> None:
         self._config = config
         self._tiers = tiers
+        self._turns: dict[str, TurnDisplay] = {}
+        """Resolved once per platform: the config and the tiers never change, and every turn asks."""
 
     def turn(self, platform: str) -> TurnDisplay:
-        return turn_display(self._config, platform, self._tiers.get(platform))
+        display = self._turns.get(platform)
+        if display is None:
+            display = self._turns[platform] = turn_display(self._config, platform, self._tiers.get(platform))
+        return display
 
     def mode(self, platform: str) -> Mode:
         return delegation_mode(self._config, platform, self._tiers.get(platform))
