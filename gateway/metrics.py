@@ -78,6 +78,8 @@ class GatewayMetrics(GatewayListener):
         self._clock = clock
         self._started = clock.monotonic()
         self._last_inbound: dict[str, float] = {}
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+        """Each metric's child per label values (see `_child`)."""
         self._platforms = sorted(set(platforms))
         for platform in self._platforms:  # present from the first scrape, at zero
             self.inbound_events.labels(platform)
@@ -102,25 +104,34 @@ class GatewayMetrics(GatewayListener):
 
     def turn_ended(self, session: GatewaySession, item: WorkItem, running: RunningTurn, result: TurnResult | None,
                    outcome: str, seconds: float) -> None:
-        self.turns.labels(session.platform, item.kind, outcome).inc()
-        self.turn_seconds.labels(session.platform, item.kind).observe(seconds)
+        self._child(self.turns, session.platform, item.kind, outcome).inc()
+        self._child(self.turn_seconds, session.platform, item.kind).observe(seconds)
 
     def inbound(self, platform: str, *, duplicate: bool) -> None:
         self._last_inbound[platform] = self._clock.monotonic()
         if platform not in self._platforms:
             self._platforms.append(platform)
-        self.inbound_events.labels(platform).inc()
+        self._child(self.inbound_events, platform).inc()
         if duplicate:
-            self.duplicates.labels(platform).inc()
+            self._child(self.duplicates, platform).inc()
 
     def settled(self, row: OutboxRow, status: str) -> None:
-        self.deliveries.labels(row.platform, row.kind, status).inc()
+        self._child(self.deliveries, row.platform, row.kind, status).inc()
 
     def rate_limited(self, platform: str, retry_after: float) -> None:
         self.limited.labels(platform).inc()
 
     def looked_up(self, platform: str, outcome: str) -> None:
         self.lookups.labels(platform, outcome).inc()
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once: labels are bounded, and for each turn and
+        each part sent `labels` would check and convert them again and take the metric's lock."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -143,7 +154,7 @@ class GatewayMetrics(GatewayListener):
     async def _model_called(self, *, role: str, model: str | None, prompt_tokens: int, completion_tokens: int,
                             cost_usd: float | None, error: str | None, **_: Any) -> None:
         name = model or "unknown"
-        self.model_calls.labels(name, role, error or "ok").inc()
+        self._child(self.model_calls, name, role, error or "ok").inc()
         self._used(name, role, prompt_tokens, completion_tokens, cost_usd)
 
     def _used(self, model: str, role: str, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
