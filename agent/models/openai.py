@@ -31,6 +31,7 @@ except ImportError:  # openai 1 and 2
 
 from agent._errors import ModelError, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
+from agent.models._alternation import alternating
 from agent.settings import ModelSettings
 
 PLACEHOLDER_API_KEY = "not-set"
@@ -89,7 +90,8 @@ class OpenAIModel:
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        kwargs: dict[str, Any] = {"model": self.name, "messages": list(request.messages)}
+        # Strict chat templates (vLLM, llama.cpp) refuse a conversation whose roles do not alternate.
+        kwargs: dict[str, Any] = {"model": self.name, "messages": alternating(request.messages)}
         if request.tools:
             kwargs["tools"] = list(request.tools)
             kwargs["tool_choice"] = "auto"

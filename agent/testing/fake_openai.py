@@ -64,6 +64,12 @@ class FakeOpenAIServer:
     ``max_request_bytes``: a larger request body is refused with 413 before it is
     recorded; OpenAI takes up to 50 MB per request, a gateway in front of another
     provider often less (5 MB per image behind Anthropic-compatible ones).
+
+    ``strict_alternation``: refuse, as vLLM serving a model with Mistral's chat template does
+    (400, ``BadRequestError``), a request whose messages after an optional first system message
+    do not alternate user/assistant starting with a user message, tool results and assistant
+    messages with tool calls left out of the count; or that holds a system message anywhere
+    else. OpenAI takes both; Mistral, Mixtral, Devstral and Gemma templates do not.
     """
 
     def __init__(
@@ -75,8 +81,10 @@ class FakeOpenAIServer:
         default_transcript: str = "(fake transcript)",
         context_window: int | None = None,
         max_request_bytes: int = 50 * 1024 * 1024,
+        strict_alternation: bool = False,
     ):
         self.max_request_bytes = max_request_bytes
+        self.strict_alternation = strict_alternation
         self.api_key = api_key
         self.context_window = context_window
         self.default_text = default_text
@@ -241,6 +249,8 @@ class FakeOpenAIServer:
             return web.json_response({"error": error}, status=401)
         if (refused := _unanswered_tool_calls(body)) is not None:
             return refused
+        if self.strict_alternation and (refused := _roles_not_alternating(body)) is not None:
+            return refused
         if (refused := self._over_context_window(body)) is not None:
             return refused
         reply = self._from_responder(body)
@@ -337,6 +347,30 @@ def _unanswered_tool_calls(body: Any) -> web.Response | None:
         waiting = [c.get("id") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
         caller = index
     return None
+
+
+def _roles_not_alternating(body: Any) -> web.Response | None:
+    """vLLM's 400 for a request Mistral's chat template (the one that knows tools) raises on."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
+        messages = messages[1:]
+    checked = [m for m in messages if isinstance(m, dict) and m.get("role") not in ("tool", "tool_results")
+               and m.get("tool_calls") is None]
+    if any((m.get("role") == "user") != (index % 2 == 0) for index, m in enumerate(checked)):
+        return _template_error("After the optional system message, conversation roles must alternate "
+                               "user/assistant/user/assistant/...")
+    if any(m.get("role") not in ("user", "assistant") for m in checked):
+        return _template_error("Only user and assistant roles are supported, with the exception of an initial "
+                               "optional system message!")
+    return None
+
+
+def _template_error(message: str) -> web.Response:
+    """How vLLM answers a request its chat template raised on (`create_error_response`)."""
+    error = {"message": message, "type": "BadRequestError", "param": None, "code": 400}
+    return web.json_response({"error": error}, status=400)
 
 
 def _invalid(param: str, message: str) -> web.Response:
