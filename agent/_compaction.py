@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import AgentSession, active_turn
+from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens
 from agent.settings import CompressionSettings
 
 log = logging.getLogger("agent.compaction")
@@ -37,8 +37,6 @@ SUMMARY_PROMPT = (
     "still open. Be concise and factual; plain text, no preamble. A part marked EARLIER SUMMARY is all that is "
     "left of the oldest part of the conversation: carry its facts over."
 )
-_MESSAGE_OVERHEAD = 4  # role and separators, roughly what chat templates add per message
-_IMAGE_TOKENS = 512  # flat guess: counting a base64 data URL's characters would overshoot wildly
 _RENDER_CHARS = 2_000  # per message sent to the summariser, so its own prompt stays bounded
 _warned_child_values: set[int] = set()
 
@@ -87,34 +85,6 @@ class CompactionPolicy:
         return replace(self, threshold_tokens=cap)
 
 
-def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """About characters / 4 over text, tool-call names and arguments and tool results,
-    plus a small overhead per message. Deterministic and cheap; it ignores tool schemas
-    and provider-specific tokenisation, so keep the ratio trigger with some headroom."""
-    chars, extra = _measure(messages)
-    return math.ceil(chars / 4) + extra
-
-
-def _measure(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """(characters, extra tokens) of `estimate_tokens`: sums, so a tally can grow message by message."""
-    chars, extra = 0, 0
-    for message in messages:
-        extra += _MESSAGE_OVERHEAD
-        content = message.get("content")
-        if isinstance(content, str):
-            chars += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, Mapping) and part.get("type") == "text":
-                    chars += len(str(part.get("text", "")))
-                else:
-                    extra += _IMAGE_TOKENS
-        for call in message.get("tool_calls") or ():
-            function = call.get("function", {})
-            chars += len(str(function.get("name", ""))) + len(str(function.get("arguments", "")))
-    return chars, extra
-
-
 class Compactor:
     """Summarises older messages of a session in place; await it before each model call.
 
@@ -130,7 +100,7 @@ class Compactor:
         self.compactions = 0
         # The last message seen right after compacting, per session: unchanged means nothing new.
         self._last_after: weakref.WeakKeyDictionary[AgentSession, Mapping[str, Any]] = weakref.WeakKeyDictionary()
-        # Per session: (its messages list, how many were measured, the last of them, chars, extra).
+        # Per session: (its messages list, how many were measured, the last of them, eighths, extra).
         # Messages are only ever appended between compactions, so each call measures only the new
         # ones instead of the whole history.
         self._tallies: weakref.WeakKeyDictionary[AgentSession, tuple] = weakref.WeakKeyDictionary()
@@ -168,7 +138,7 @@ class Compactor:
             log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
             return False
         known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
-        budget = _budget_chars(before, window) if overflow is not None or known_smaller else None
+        budget = _budget_chars(before, window, older) if overflow is not None or known_smaller else None
         summary, written = await self._summarise(session, older, budget)
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
         if not written:
@@ -189,12 +159,12 @@ class Compactor:
         messages = session.messages
         tally = self._tallies.get(session)
         if tally is not None and tally[0] is messages and 0 < tally[1] <= len(messages) and messages[tally[1] - 1] is tally[2]:
-            chars, extra = _measure(messages[tally[1]:])
-            chars, extra = chars + tally[3], extra + tally[4]
+            eighths, extra = measure(messages[tally[1]:])
+            eighths, extra = eighths + tally[3], extra + tally[4]
         else:
-            chars, extra = _measure(messages)
-        self._tallies[session] = (messages, len(messages), messages[-1], chars, extra)
-        return math.ceil(chars / 4) + extra
+            eighths, extra = measure(messages)
+        self._tallies[session] = (messages, len(messages), messages[-1], eighths, extra)
+        return tally_tokens(eighths, extra)
 
     async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]],
                          budget: int | None) -> tuple[str, bool]:
@@ -280,11 +250,12 @@ def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> i
     return later if head < later < len(messages) else None
 
 
-def _budget_chars(tokens: int, window: int) -> int:
-    """Characters the summariser may be sent to summarise a conversation of ``tokens`` (estimated)
-    that the server refused, or will refuse, as too long: half of it, or of the window the server
-    named if smaller, so the summariser's own request fits with room for its answer."""
-    return max(1, min(tokens, window) // 2) * 4  # the estimate's four characters a token
+def _budget_chars(tokens: int, window: int, older: Sequence[Mapping[str, Any]]) -> int:
+    """Characters of ``older`` the summariser may be sent to summarise a conversation of ``tokens``
+    (estimated) that the server refused, or will refuse, as too long: half of it, or of the window
+    the server named if smaller, so the summariser's own request fits with room for its answer.
+    Converted at ``older``'s own characters a token: four for English, about one for Chinese."""
+    return max(1, int(max(1, min(tokens, window) // 2) * chars_per_token(older)))
 
 
 def _is_summary(message: Mapping[str, Any]) -> bool:

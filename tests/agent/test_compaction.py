@@ -1,5 +1,6 @@
 import asyncio
 import logging
+import math
 
 import pytest
 
@@ -164,6 +165,40 @@ async def test_lower_absolute_tokens_trigger_first():
     await s.run_turn("next")
     assert s.compactor.compactions == 1
     assert len(summaries(s.messages)) == 1
+
+
+ZH = "我们讨论了发布计划、预算和截止日期。" * 6  # 102 characters: about a token each
+EN = "We talked about the release plan, the budget and the deadlines. " * 3  # 192 characters: 48 tokens
+
+
+async def test_a_chinese_conversation_is_compacted_before_it_passes_the_threshold():
+    # The ratio trigger is 1,000 tokens of the 2,000-token window. At four characters a token a Chinese
+    # conversation was compacted only at about 4,000 characters: twice the window.
+    sent = []  # characters of each request to the model, as it was sent
+
+    def parent(request):
+        sent.append(sum(len(m["content"]) for m in request.messages))
+        return {"text": ZH}
+
+    s, compactor, _ = session([], {"parent": parent, "compactor": lambda r: {"text": "总结"}})
+    for _ in range(20):
+        assert (await s.run_turn(ZH)).exit_reason == "completed"
+    assert compactor.compactions >= 2
+    assert max(sent) <= 1_000 < 20 * 2 * len(ZH)
+
+
+async def test_an_english_conversation_is_compacted_exactly_when_four_characters_a_token_say():
+    s, compactor, _ = session([], {"parent": lambda r: {"text": EN}})
+    history = [SYSTEM]
+    for turn in range(1, 20):
+        history.append({"role": "user", "content": EN})
+        due = math.ceil(sum(len(m["content"]) for m in history) / 4) + 4 * len(history) >= 1_000
+        await s.run_turn(EN)
+        assert compactor.compactions == (1 if due else 0), turn
+        if due:
+            return
+        history.append({"role": "assistant", "content": EN})
+    raise AssertionError("never compacted")
 
 
 async def test_summariser_request_and_the_next_model_request():
@@ -403,6 +438,17 @@ async def test_the_summariser_is_sent_what_fits_the_window_the_server_named():
     assert result.exit_reason == "completed"
     (summariser,) = [r for r in model.requests if r.role == "compactor"]
     assert len(summariser.messages[1]["content"]) <= 4_000 + 30 * 16  # its share of each message, plus roles
+
+
+async def test_the_summariser_of_a_chinese_conversation_is_sent_what_fits_the_window_the_server_named():
+    # A token a character: half of the 2,000 tokens named is about 1,000 characters, not 4,000 (twice the window).
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "话" * 1_500} for i in range(30)]
+    s, _, model = session(history, small_server())
+    model.context_window = BIG
+    result = await s.run_turn("下一个")
+    assert result.exit_reason == "completed"
+    (summariser,) = [r for r in model.requests if r.role == "compactor"]
+    assert len(summariser.messages[1]["content"]) <= 1_000 + 30 * 16  # its share of each message, plus roles
 
 
 async def test_the_users_newest_message_is_kept_word_for_word_when_a_turn_outgrows_the_window():
