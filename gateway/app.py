@@ -31,7 +31,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
-from gateway.questions import Questions, hand_answer
+from gateway.questions import Questions
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
@@ -306,7 +306,8 @@ class Gateway:
         # is never answered: a message sent after the stop is neither its answer nor its steer.
         listening = running if running is not None and not running.suppressed else None
         # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
-        if listening is not None and not inbound.attachments and hand_answer(listening, inbound.text):
+        if listening is not None and not inbound.attachments \
+                and self.questions.hand_answer(listening, inbound.text):
             # Handed over: a restart asks again.
             self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=listening.turn_id)
             return Accepted(listening.turn_id, session.key)

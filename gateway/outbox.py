@@ -293,6 +293,15 @@ class Outbox:
         """Whether a part with this key was ever journaled (and not yet pruned)."""
         return self._store.has_message(key)
 
+    def maybe_seen(self, key: str) -> bool:
+        """Whether the part under ``key`` may be in the chat: sent, being sent, or sent before
+        with its answer lost. False for one that waits for its first try or for a retry after
+        the platform refused it (a 429), and for one that failed or was dropped unsent."""
+        row = self._store.message(key)
+        if row is None:
+            return False
+        return row.status == "sent" or (row.status == "pending" and self._sender.maybe_seen(row))
+
     async def wait_sent(self, key: str, timeout: float | None = None) -> str | None:
         """The platform message id once the part under ``key`` is sent; None once it failed or
         was dropped. Waits for keys not journaled yet. TimeoutError after ``timeout`` seconds;

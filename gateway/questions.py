@@ -2,7 +2,9 @@
 
 The question goes to the chat as a reply of the running turn, and the chat's next
 message — whatever `display.busy_input_mode` says — is its answer; a number picks
-one of the offered choices. A question nobody answers within
+one of the offered choices. Only a message that comes once the question may be in the chat:
+one written while the question still waits to be sent (behind a 429) answers nothing the user
+could see, and is handled as any message while a turn runs. A question nobody answers within
 `agent.clarify_timeout_seconds` is given up on visibly: the chat is told, and the
 model carries on without the answer. The answer's event is settled as soon as it is
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
@@ -64,32 +66,33 @@ class Questions:
         running.asked += 1
         self._outbox.enqueue(*session.chat, question_text(question, choices, self._timeout), kind="reply", key=key,
                              turn_id=running.turn_id)
-        answer = await self._wait(running)
+        answer = await self._wait(running, f"{key}:0")
         if answer is None:
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
                                  turn_id=running.turn_id)
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         return chosen(answer, choices)
 
-    async def _wait(self, running: RunningTurn) -> str | None:
-        """The chat's answer, or None once the timeout has passed."""
+    async def _wait(self, running: RunningTurn, shown_by: str) -> str | None:
+        """The chat's answer, or None once the timeout has passed. ``shown_by``: the key of the
+        question's first part."""
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._clock.sleep(self._timeout))
-        running.question = answer
+        running.question, running.question_key = answer, shown_by
         try:
             await asyncio.wait((answer, timer), return_when=asyncio.FIRST_COMPLETED)
             return answer.result() if answer.done() else None
         finally:
-            running.question = None
+            running.question = running.question_key = None
             timer.cancel()
             if not answer.done():
                 answer.cancel()
 
-
-def hand_answer(running: RunningTurn | None, text: str) -> bool:
-    """Hand ``text`` to the question the running turn waits on; False when it waits on none."""
-    question = running.question if running is not None else None
-    if question is None or question.done():
-        return False
-    question.set_result(text)
-    return True
+    def hand_answer(self, running: RunningTurn | None, text: str) -> bool:
+        """Hand ``text`` to the question the running turn waits on; False when it waits on none,
+        or on one that cannot be in the chat yet."""
+        question = running.question if running is not None else None
+        if question is None or question.done() or not self._outbox.maybe_seen(running.question_key):
+            return False
+        question.set_result(text)
+        return True

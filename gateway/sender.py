@@ -100,6 +100,8 @@ class Sender:
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
         self._asked: set[int] = set()
         """Parts journaled before the start that the platform was asked about already."""
+        self._attempting: set[int] = set()
+        """Parts on their way to the platform now (an attempt not answered yet)."""
         self._waited: set[int] = set()
         """Parts whose lookup was rate-limited once: the next refusal sends them."""
         self._unrecorded: dict[int, Callable[[], None]] = {}
@@ -286,6 +288,12 @@ class Sender:
         self._record(row_id, record)
         return True
 
+    def maybe_seen(self, row: OutboxRow) -> bool:
+        """Whether a pending ``row`` may be in the chat already: an attempt at it is under way,
+        or an earlier one may have reached the platform (`maybe_sent`). False while it waits for
+        its first try or for a retry after the platform refused it (a 429)."""
+        return row.id in self._attempting or self.maybe_sent(row)
+
     def maybe_sent(self, row: OutboxRow) -> bool:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
         was lost, or it was journaled before this start (the last process may have died sending it)."""
@@ -330,6 +338,7 @@ class Sender:
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
     ) -> str:
+        self._attempting.add(row.id)
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]
@@ -341,6 +350,7 @@ class Sender:
                 return await self._send_file(adapter, row)
             return (await adapter.send(_outbound(row))).message_id
         finally:
+            self._attempting.discard(row.id)
             self._pacer.called(row.chat, pacing, edit_of=edit_of)
 
     async def _send_file(self, adapter: Adapter, row: OutboxRow) -> str:

@@ -59,6 +59,8 @@ class RunningTurn:
     """For a completion turn: the background delegation whose results it delivers."""
     question: asyncio.Future[str] | None = None
     """Set while the model waits for the chat's answer to a question (`gateway.questions`)."""
+    question_key: str | None = None
+    """The outbox key of that question's first part: no answer comes before it may be in the chat."""
     asked: int = 0
     """Questions this run has asked (their keys count them)."""
     sent: int = 0

@@ -21,6 +21,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.host import AgentHost
 from gateway.logging import setup_logging
+from gateway.questions import question_text
 from gateway.server import Server
 from gateway.testing import make_config, settled, start_gateway
 from platforms.base import utf16_length
@@ -582,3 +583,49 @@ async def test_a_message_telegram_held_while_the_gateway_was_down_is_answered_wi
     await fake.wait_for(lambda: len(fake.messages["42"]) == 3)
     await gateways.quiet()
     assert texts(fake) == ["⏱ Answering your message from 5 h ago: “is the build green?”", "yes", "still"]
+
+
+# -- questions the model asks (clarify) ------------------------------------------------
+
+
+CHOICES = ["staging", "production"]
+
+
+def asking_parent(request: ModelRequest) -> dict:
+    """Asks once, then answers with what the tool returned."""
+    last = request.messages[-1]
+    if last["role"] == "tool":
+        return {"text": f"deploying to: {last['content']}"}
+    if last["role"] == "user" and "deploy" in str(last["content"]):
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
+                                                                  "choices": CHOICES}}]}
+    return {"text": f"plain answer to {last['content']}"}
+
+
+def handled(gateway, update_id: int) -> bool:
+    """The gateway has dealt with this update: settled it (an answer), or queued it for a turn."""
+    event = str(update_id)
+    waiting = any(item.event is not None and item.event.event_id == event
+                  for session in gateway.sessions for item in session.queue)
+    return waiting or gateway.store.inbox.settled("telegram", event)
+
+
+async def test_a_message_sent_while_the_question_is_still_being_sent_is_not_its_answer(fake: FakeTelegram,
+                                                                                       gateways):
+    # The user cannot answer a question that is not in the chat yet: what they write meanwhile
+    # is a message of its own, handled as the busy mode says (here: after the turn).
+    config = gateways.config(platforms=EVERYONE, display={"busy_input_mode": "queue"})
+    gateway = await gateways.start(config, model=ScriptedModel({"parent": asking_parent}))
+    fake.fail_next("sendMessage", 429, retry_after=1)
+    fake.push_message(42, "please deploy the app")
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))  # the question's first try: 429
+    fake.hold("sendMessage")  # and its retry still under way
+    meanwhile = fake.push_message(42, "also, is the CI green?")
+    await fake.wait_for(lambda: handled(gateway, meanwhile))
+    fake.release("sendMessage")
+    await fake.wait_for(lambda: texts(fake))
+    assert texts(fake) == [question_text("Which environment?", CHOICES, 600)]
+    fake.push_message(42, "1")
+    await fake.wait_for(lambda: len(texts(fake)) == 3)
+    await gateways.quiet()
+    assert texts(fake)[1:] == ["deploying to: staging", "plain answer to also, is the CI green?"]
