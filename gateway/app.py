@@ -34,7 +34,7 @@ from gateway.outbox_files import OutboxFiles
 from gateway.questions import Questions
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import ChatKey, GatewaySession, Mode, WorkItem, new_turn_id
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
 from gateway.store import GatewayStore, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
@@ -84,7 +84,8 @@ class Gateway:
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
-        self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds)
+        self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds,
+                                   private=self._private_chat)
         self._chat_services = {"send_message": self._send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
                                "clarify": self.questions.ask, "note_key": self._note_key}
@@ -414,6 +415,16 @@ class Gateway:
         running = calling[1]
         running.noted += 1
         return f"{running.turn_id}:note:{running.noted - 1}"
+
+    def _private_chat(self, session: GatewaySession, running: RunningTurn) -> bool:
+        """Whether the turn's chat is a private one, as the message that started it (or, for a
+        background delivery, the one that started the delegation) says; a chat it cannot tell
+        counts as private."""
+        event = running.event
+        if event is None and running.delegation_id is not None:
+            origin = self._origin_of(running.delegation_id)
+            event = self.store.inbox.event_of_turn(session.platform, origin) if origin is not None else None
+        return event is None or event.is_private
 
     def _origin_of(self, delegation_id: str) -> str | None:
         row = self.store.delegations.get(delegation_id)

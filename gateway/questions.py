@@ -14,25 +14,28 @@ a new message) instead of replaying the answer as a message of its own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from agent import Clock, ToolError
 from gateway.late_notes import age_text
 from gateway.outbox import Outbox
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import RunningTurn
+from gateway.sessions import GatewaySession, RunningTurn
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 
 
-def question_text(question: str, choices: Sequence[str] | None, timeout: float) -> str:
+def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True) -> str:
     """The question as Markdown: the choices a numbered list of their own (blank lines around
-    it, so that no platform's rendering runs the last line into the list)."""
+    it, so that no platform's rendering runs the last line into the list). Not ``private``: a
+    group, where the bot hears only what is addressed to it (Telegram, a Discord channel), and
+    a reply to the question always is."""
     blocks = [f"❓ {question.strip()}"]
     if choices:
         blocks.append("\n".join(f"{i}. {choice}" for i, choice in enumerate(choices, 1)))
     pick = " (a number picks an option)" if choices else ""
-    blocks.append(f"Answer with your next message{pick}; I wait {age_text(timeout)}.")
+    how = "Answer with your next message" if private else "Reply to this message to answer"
+    blocks.append(f"{how}{pick}; I wait {age_text(timeout)}.")
     return "\n\n".join(blocks)
 
 
@@ -49,11 +52,14 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
 
 
 class Questions:
-    def __init__(self, outbox: Outbox, sessions: SessionRegistry, clock: Clock, timeout: float) -> None:
+    def __init__(self, outbox: Outbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
+                 private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True) -> None:
+        """``private(session, running)``: whether the turn's chat is a private one (`question_text`)."""
         self._outbox = outbox
         self._sessions = sessions
         self._clock = clock
         self._timeout = timeout
+        self._private = private
 
     async def ask(self, question: str, choices: Sequence[str] | None = None) -> str:
         """The ``clarify`` service of every chat's parent agent: ask the chat of the calling turn."""
@@ -64,8 +70,8 @@ class Questions:
         # By run, not turn: a turn run again after a restart asks again, in a new message.
         key = f"{running.turn_id}:ask:{running.run_id}:{running.asked}"
         running.asked += 1
-        self._outbox.enqueue(*session.chat, question_text(question, choices, self._timeout), kind="reply", key=key,
-                             turn_id=running.turn_id)
+        text = question_text(question, choices, self._timeout, private=self._private(session, running))
+        self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
         answer = await self._wait(running, f"{key}:0")
         if answer is None:
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",

@@ -106,11 +106,13 @@ class RecordingAdapter:
 
     async def say(self, text: str, *, chat: str = "c1", user: str = "u1", event_id: str | None = None,
                   thread: str | None = None, name: str | None = "alice",
-                  attachments: Sequence[Attachment] = (), sent_at: float | None = None) -> Accepted:
+                  attachments: Sequence[Attachment] = (), sent_at: float | None = None,
+                  private: bool = True) -> Accepted:
+        """``private``: said in a direct chat (False: in a group)."""
         assert self._sink is not None, "start the gateway first"
         return await self._sink(Inbound(self.name, chat, thread, user, name, text,
                                         event_id or f"ev-{os.urandom(6).hex()}", is_command=text.startswith("/"),
-                                        attachments=tuple(attachments), sent_at=sent_at))
+                                        is_private=private, attachments=tuple(attachments), sent_at=sent_at))
 
     def _changed(self) -> None:
         self.changed.set()

@@ -121,3 +121,32 @@ async def test_a_notice_while_the_question_waits_says_it_waits_for_the_answer(tm
     assert chat.texts("notice") == ["⏳ Working — 30 s — waiting for your answer"]
     await chat.say("1")
     await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
+
+
+def results_asking_parent(request: ModelRequest) -> dict:
+    """Delegates in the background, then asks about the results in the turn that delivers them."""
+    last = request.messages[-1]
+    if last["role"] == "user" and "Background delegation results" in str(last["content"]):
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
+                                                                  "choices": CHOICES}}]}
+    if last["role"] == "tool" and last["content"] in CHOICES:
+        return {"text": f"deploying to: {last['content']}"}
+    if last["role"] == "tool":
+        return {"text": "on it"}
+    return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "build it"}}]}
+
+
+async def test_a_question_in_a_group_asks_for_a_reply_also_in_the_turn_delivering_background_results(
+        tmp_path, gateways):
+    # A group hears only what is addressed to the bot (Telegram, a Discord channel): a reply always is.
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": results_asking_parent, "leaf": [[{"text": "built"}]]})
+    gateway = await gateways(make_config(tmp_path, delegation={"gateway_mode": "background"}), [chat], model=model)
+    await chat.say("please build and deploy", private=False)
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    assert chat.texts() == ["on it", question_text("Which environment?", CHOICES, 600, private=False)]
+    assert chat.texts()[1].endswith("\n\nReply to this message to answer (a number picks an option); I wait 10 min.")
+    await chat.say("2", private=False)
+    await chat.wait_for(lambda: len(chat.texts()) == 3)
+    await settled(gateway)
+    assert chat.texts()[2] == "deploying to: production"

@@ -629,3 +629,19 @@ async def test_a_message_sent_while_the_question_is_still_being_sent_is_not_its_
     await fake.wait_for(lambda: len(texts(fake)) == 3)
     await gateways.quiet()
     assert texts(fake)[1:] == ["deploying to: staging", "plain answer to also, is the CI green?"]
+
+
+async def test_in_a_group_the_question_asks_for_a_reply_and_any_members_reply_answers_it(fake, gateways):
+    # The bot hears only what is addressed to it in a group: "your next message" went unheard.
+    config = gateways.config(platforms=EVERYONE)
+    await gateways.start(config, model=ScriptedModel({"parent": asking_parent}))
+    bot = fake.bot_user["username"]
+    fake.push_message(-100, f"@{bot} please deploy the app", chat_type="supergroup", user_id=5, username="bob")
+    await fake.wait_for(lambda: texts(fake, -100))
+    assert texts(fake, -100) == ["❓ Which environment?\n\n1. staging\n2. production\n\n"
+                                 "Reply to this message to answer (a number picks an option); I wait 10 min."]
+    fake.push_message(-100, "1", chat_type="supergroup", user_id=6, username="carol")  # not for the bot
+    fake.push_message(-100, "2", chat_type="supergroup", user_id=6, username="carol", reply_to_bot=True)
+    await fake.wait_for(lambda: len(texts(fake, -100)) == 2)
+    await gateways.quiet()
+    assert texts(fake, -100)[1] == "deploying to: production"
