@@ -14,6 +14,7 @@ a new message) instead of replaying the answer as a message of its own.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 
 from agent import Clock, ToolError
@@ -43,11 +44,17 @@ def expired_text(timeout: float) -> str:
     return f"⏰ No answer within {age_text(timeout)}: going on without one."
 
 
+OPTION_NUMBER = re.compile(r"[#＃]?\s*[(（]?\s*(\d{1,6})\s*[.)．）]?")
+"""An option's number as people write it: ``2``, ``2.``, ``(2)``, ``#2``, in full-width forms too.
+Its digits are decimal digits of any script, each of which `int` reads (a superscript ``²`` is none)."""
+
+
 def chosen(answer: str, choices: Sequence[str] | None) -> str:
-    """The answer, with a bare option number replaced by that option."""
+    """The answer, with an option's number replaced by that option."""
     text = answer.strip()
-    if choices and text.isdigit() and 1 <= int(text) <= len(choices):
-        return choices[int(text) - 1]
+    number = OPTION_NUMBER.fullmatch(text) if choices else None
+    if number and 1 <= int(number[1]) <= len(choices):
+        return choices[int(number[1]) - 1]
     return text
 
 

@@ -150,3 +150,12 @@ async def test_a_question_in_a_group_asks_for_a_reply_also_in_the_turn_deliverin
     await chat.wait_for(lambda: len(chat.texts()) == 3)
     await settled(gateway)
     assert chat.texts()[2] == "deploying to: production"
+
+
+def test_an_option_number_written_as_people_write_it_picks_that_option():
+    for answer in ("2", " 2 ", "2.", "2)", "(2)", "#2", "２", "２．"):
+        assert chosen(answer, CHOICES) == "production", answer
+    # Not an option's number: passed on as written (a superscript two is not a digit to count with,
+    # and a number past Python's 4300 digits no number to read).
+    for answer in ("²", "2.5", "#7", "12", "0", "1" * 5000):
+        assert chosen(answer, CHOICES) == answer, answer
