@@ -31,7 +31,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
-from gateway.questions import Questions
+from gateway.questions import FILE_WAITS, Questions
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
@@ -331,6 +331,9 @@ class Gateway:
                 and not session.agent.activity.answered and not self._sent_before(inbound, running.event):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
+        if inbound.attachments and self.questions.waits(listening):
+            # Not the answer the user may have meant it for: said now, not once the question gives up.
+            self._send_answer(inbound, FILE_WAITS)
         return Accepted(turn_id, session.key)
 
     def _sent_before(self, inbound: Inbound, other: Inbound | None) -> bool:

@@ -24,6 +24,7 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
+FILE_WAITS = "📎 The question above still waits for a written answer; your file or voice note is read after it."
 
 
 def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True) -> str:
@@ -101,11 +102,15 @@ class Questions:
             if not answer.done():
                 answer.cancel()
 
+    def waits(self, running: RunningTurn | None) -> bool:
+        """Whether the running turn waits on a question that may be in the chat."""
+        question = running.question if running is not None and not running.suppressed else None
+        return question is not None and not question.done() and self._outbox.maybe_seen(running.question_key)
+
     def hand_answer(self, running: RunningTurn | None, text: str) -> bool:
         """Hand ``text`` to the question the running turn waits on; False when it waits on none,
         or on one that cannot be in the chat yet."""
-        question = running.question if running is not None else None
-        if question is None or question.done() or not self._outbox.maybe_seen(running.question_key):
+        if not self.waits(running):
             return False
-        question.set_result(text)
+        running.question.set_result(text)
         return True

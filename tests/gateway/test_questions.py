@@ -3,10 +3,12 @@ mode; no answer in time is said in the chat; a stop or a restart leaves nothing 
 
 from __future__ import annotations
 
+import pytest
+
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.questions import chosen, expired_text, question_text
+from gateway.questions import FILE_WAITS, chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Attachment
 
@@ -93,20 +95,23 @@ def test_a_number_outside_the_choices_and_free_text_are_the_answer_as_written():
                         "Answer with your next message (a number picks an option); I wait 10 min.")
 
 
-async def test_a_message_with_a_file_is_not_taken_for_the_answer(tmp_path, gateways):
+@pytest.mark.parametrize("busy_mode", ["queue", "steer"])
+async def test_a_message_with_a_file_is_not_taken_for_the_answer_and_the_chat_is_told(tmp_path, gateways, busy_mode):
     chat = RecordingAdapter()
-    gateway = await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat],
+    gateway = await gateways(make_config(tmp_path, display={"busy_input_mode": busy_mode}), [chat],
                              model=ScriptedModel({"parent": asking_parent}))
     await chat.say("please deploy the app")
     await chat.wait_for(lambda: chat.texts() == [QUESTION])
-    # Queued behind the asking turn, not taken for its answer.
-    await chat.say("see this", attachments=[Attachment("image", "photo.jpg", "image/jpeg", None, "p1")])
+    # Queued behind the asking turn, not taken for its answer: said at once, not after the wait.
+    await chat.say("staging", attachments=[Attachment("voice", "voice.ogg", "audio/ogg", None, "v1")])
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    assert chat.texts()[1] == FILE_WAITS and chat.kinds()[1] == "command"
     assert gateway.sessions.find("chat", "c1", None).running.question is not None
     await chat.say("1")
     await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
     await settled(gateway)
-    assert chat.texts()[:2] == [QUESTION, "deploying to: staging"]
-    assert len(chat.texts()) > 2  # the message with the photo had a turn of its own afterwards
+    assert chat.texts()[:3] == [QUESTION, FILE_WAITS, "deploying to: staging"]
+    assert len(chat.texts()) > 3  # the message with the voice note had a turn of its own afterwards
 
 
 async def test_a_notice_while_the_question_waits_says_it_waits_for_the_answer(tmp_path, gateways):
