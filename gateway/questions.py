@@ -80,7 +80,13 @@ class Questions:
         running.asked += 1
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
-        answer = await self._wait(running, f"{key}:0")
+        try:
+            answer = await self._wait(running, f"{key}:0")
+        except BaseException:
+            # Its turn was stopped (or the gateway stops, and the turn asks again after the start): a
+            # question not in the chat yet would ask for an answer nothing waits for any more.
+            self._outbox.drop(*session.chat, lambda row: row.key.startswith(f"{key}:"))
+            raise
         if answer is None:
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
                                  turn_id=running.turn_id)

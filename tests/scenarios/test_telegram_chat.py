@@ -645,3 +645,18 @@ async def test_in_a_group_the_question_asks_for_a_reply_and_any_members_reply_an
     await fake.wait_for(lambda: len(texts(fake, -100)) == 2)
     await gateways.quiet()
     assert texts(fake, -100)[1] == "deploying to: production"
+
+
+async def test_a_question_still_waiting_to_be_sent_when_its_turn_is_stopped_is_never_sent(fake: FakeTelegram,
+                                                                                         gateways):
+    # Sent after the stop, it would ask for an answer nothing waits for any more.
+    config = gateways.config(platforms=EVERYONE)
+    gateway = await gateways.start(config, model=ScriptedModel({"parent": asking_parent}))
+    fake.fail_next("sendMessage", 429, retry_after=3)
+    fake.push_message(42, "please deploy the app")
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))  # the question's first try: 429, again in 3 s
+    stop = fake.push_message(42, "/stop")
+    await fake.wait_for(lambda: gateway.store.inbox.settled("telegram", str(stop)))
+    await fake.wait_for(lambda: texts(fake), timeout=10)
+    await gateways.quiet()
+    assert texts(fake) == ["Stopped the running turn."]
