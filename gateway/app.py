@@ -84,8 +84,8 @@ class Gateway:
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
                                         delegate_for=self._delegate_for)
-        self.questions = Questions(self.outbox, self.sessions, clock, self.config.agent.clarify_timeout_seconds,
-                                   private=self._private_chat)
+        self.questions = Questions(self.outbox, self.store.inbox, self.sessions, clock,
+                                   self.config.agent.clarify_timeout_seconds, private=self._private_chat)
         self._chat_services = {"send_message": self._send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
                                "clarify": self.questions.ask, "note_key": self._note_key}
@@ -312,6 +312,11 @@ class Gateway:
             # Handed over: a restart asks again.
             self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=listening.turn_id)
             return Accepted(listening.turn_id, session.key)
+        # Run again after a restart, the turn has not asked again what the chat may be answering. Not for
+        # a caller that follows its turn id (webhooks): the turn it is answered in is not known yet.
+        if listening is not None and not inbound.attachments and session.platform not in TRACKS_TURN_IDS \
+                and self.questions.hold(session, listening, WorkItem("message", inbound.text, turn_id, inbound)):
+            return Accepted(listening.turn_id, session.key)  # settled once used, else run as its own turn
         busy_mode = self.display.turn(session.platform).busy_input_mode
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
         # So does each request of a caller that follows its turn id (webhooks): a steer shares the running

@@ -54,6 +54,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
@@ -292,6 +293,10 @@ class Outbox:
     def journaled(self, key: str) -> bool:
         """Whether a part with this key was ever journaled (and not yet pruned)."""
         return self._store.has_message(key)
+
+    def turn_messages(self, platform: str, turn_id: str) -> list[dict[str, Any]]:
+        """Every message journaled for the turn, as `OutboxRows.turn_messages` gives them."""
+        return self._store.turn_messages(platform, turn_id)
 
     def maybe_seen(self, key: str) -> bool:
         """Whether the part under ``key`` may be in the chat: sent, being sent, or sent before

@@ -8,7 +8,8 @@ could see, and is handled as any message while a turn runs. A question nobody an
 `agent.clarify_timeout_seconds` is given up on visibly: the chat is told, and the
 model carries on without the answer. The answer's event is settled as soon as it is
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
-a new message) instead of replaying the answer as a message of its own.
+a new message) instead of replaying the answer as a message of its own. What the chat
+writes in the replayed turn before it asks again is held for that question (`Questions.hold`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from agent import Clock, ToolError
 from gateway.late_notes import age_text
 from gateway.outbox import Outbox
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import GatewaySession, RunningTurn
+from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+from gateway.store.inbox import Inbox
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 FILE_WAITS = "📎 The question above still waits for a written answer; your file or voice note is read after it."
@@ -60,10 +62,11 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
 
 
 class Questions:
-    def __init__(self, outbox: Outbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
+    def __init__(self, outbox: Outbox, inbox: Inbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
                  private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True) -> None:
         """``private(session, running)``: whether the turn's chat is a private one (`question_text`)."""
         self._outbox = outbox
+        self._inbox = inbox
         self._sessions = sessions
         self._clock = clock
         self._timeout = timeout
@@ -76,9 +79,16 @@ class Questions:
             raise ToolError(NOT_NOW)
         session, running = calling
         # By run, not turn: a turn run again after a restart asks again, in a new message.
-        key = f"{running.turn_id}:ask:{running.run_id}:{running.asked}"
+        number = running.asked
+        key = f"{running.turn_id}:ask:{running.run_id}:{number}"
         running.asked += 1
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
+        held = running.held_answer if running.held_for == number else None
+        if held is not None and held.event is not None and self._unanswered(session, running, number) == text:
+            # Answered as the user saw it before the restart: not asked twice.
+            running.held_answer = None
+            self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
+            return chosen(held.text, choices)
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
         try:
             answer = await self._wait(running, f"{key}:0")
@@ -107,6 +117,40 @@ class Questions:
             timer.cancel()
             if not answer.done():
                 answer.cancel()
+
+    def hold(self, session: GatewaySession, running: RunningTurn, item: WorkItem) -> bool:
+        """Hold the text message ``item`` for the question the turn will ask next, when an earlier
+        run of it (before a restart) asked that question and the chat may have answered it; False,
+        holding nothing, otherwise. The question, if asked again word for word, takes it for its
+        answer; else it is a message of its own once the turn ends (`RunningTurn.held_answer`)."""
+        if running.suppressed or running.question is not None or running.held_answer is not None:
+            return False
+        if self._unanswered(session, running, running.asked) is None:
+            return False
+        running.held_answer, running.held_for = item, running.asked
+        return True
+
+    def _unanswered(self, session: GatewaySession, running: RunningTurn, number: int) -> str | None:
+        """The text of question ``number`` as the last earlier run of the turn (before a restart)
+        sent it to the chat (whole, in one part), while nothing answered it and its wait did not
+        run out; else None."""
+        prefix, last, expired = f"{running.turn_id}:ask:", None, set()
+        for message in self._outbox.turn_messages(session.platform, running.turn_id):
+            if not message["key"].startswith(prefix):
+                continue
+            run, _, rest = message["key"][len(prefix):].partition(":")
+            if run == running.run_id:
+                continue
+            if rest == f"{number}:expired:0":
+                expired.add(run)
+            elif rest == f"{number}:0" and message["status"] == "sent" and message["kind"] == "reply" \
+                    and (last is None or message["created_at"] > last["created_at"]):
+                last = {**message, "run": run}
+        # An answer comes once the question is journaled: whatever the turn was handed since answered it.
+        if last is None or last["run"] in expired \
+                or self._inbox.answered_since(session.platform, running.turn_id, last["created_at"]):
+            return None
+        return last["text"]
 
     def waits(self, running: RunningTurn | None) -> bool:
         """Whether the running turn waits on a question that may be in the chat."""

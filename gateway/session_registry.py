@@ -202,6 +202,8 @@ class SessionRegistry:
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
         for item in reversed(running.steered[len(read):] if running is not None else []):
             session.queue.appendleft(item)
+        if running is not None and running.held_answer is not None:  # it came before those
+            session.queue.appendleft(running.held_answer)
         session.last_active = self._clock.time()
         messages = session.agent.messages
         start = session.unsaved_from()
@@ -246,11 +248,14 @@ class SessionRegistry:
 
 
 def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem]:
-    """Take the messages steered into ``running`` that it has not read yet back out of it, in order."""
+    """Take the messages steered into ``running`` that it has not read yet back out of it, in order,
+    after the answer it holds for a question it has not asked again (`RunningTurn.held_answer`)."""
+    held = [running.held_answer] if running.held_answer is not None else []
+    running.held_answer = None
     unread = session.agent.take_steer() if running.steered else []
     if not unread:
-        return []
+        return held
     first = len(running.steered) - len(unread)
     taken = running.steered[first:]
     del running.steered[first:]
-    return taken
+    return held + taken

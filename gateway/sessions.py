@@ -63,6 +63,11 @@ class RunningTurn:
     """The outbox key of that question's first part: no answer comes before it may be in the chat."""
     asked: int = 0
     """Questions this run has asked (their keys count them)."""
+    held_answer: WorkItem | None = None
+    """A message that came, in a turn run again after a restart, before the turn asked again the
+    question an earlier run had asked (number ``held_for``): its answer if the turn asks it again
+    word for word, else a message of its own, queued next when the turn ends (as an unread steer)."""
+    held_for: int = 0
     sent: int = 0
     """Messages this run has sent with ``send_message`` (their keys count them: a run again
     after a restart sends none twice)."""

@@ -21,11 +21,12 @@ what was sent). It binds 127.0.0.1 on a free port.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +98,7 @@ class FakeOpenAIServer:
         self._transcripts: deque[_Reply] = deque()
         self.authorizations: list[str | None] = []
         self._replies: deque[_Reply] = deque()
-        self._responder: Callable[[Any], Mapping[str, Any] | None] | None = None
+        self._responder: Callable[[Any], Any] | None = None
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -167,17 +168,21 @@ class FakeOpenAIServer:
             body = {"error": {"message": f"fake error {status}", "type": "fake_error", "param": None, "code": None}}
         self._replies.append(_Reply(status=status, body=body, headers=dict(headers or {})))
 
-    def respond_with(self, fn: Callable[[Any], Mapping[str, Any] | None] | None) -> None:
+    def respond_with(self, fn: Callable[[Any], Mapping[str, Any] | None | Awaitable[Mapping[str, Any] | None]]
+                     | None) -> None:
         """Answer each request with ``fn(body)`` (the parsed request body) before looking at the
         queue: ``{"text": ...}``, ``{"tool_calls": [...], "text"?: ...}`` (as `push_tool_calls`),
-        ``{"hang": True}``, each with optional ``usage``; None falls through to the queue.
-        ``respond_with(None)`` removes it."""
+        ``{"hang": True}``, each with optional ``usage``; None falls through to the queue. ``fn``
+        may be async: the request waits for it, as for a model that takes its time (until the test
+        lets it answer). ``respond_with(None)`` removes it."""
         self._responder = fn
 
-    def _from_responder(self, body: Any) -> _Reply | None:
+    async def _from_responder(self, body: Any) -> _Reply | None:
         if self._responder is None:
             return None
         spec = self._responder(body)
+        if inspect.isawaitable(spec):
+            spec = await spec
         if spec is None:
             return None
         if spec.get("hang"):
@@ -253,7 +258,7 @@ class FakeOpenAIServer:
             return refused
         if (refused := self._over_context_window(body)) is not None:
             return refused
-        reply = self._from_responder(body)
+        reply = await self._from_responder(body)
         if reply is None:
             reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
         if reply.delay and await self._delayed_until_closing(reply.delay):

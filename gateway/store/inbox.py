@@ -132,6 +132,12 @@ class Inbox:
                                 (platform, event_id))
         return None if row is None else row[0]
 
+    def answered_since(self, platform: str, turn_id: str, since: float) -> bool:
+        """Whether an event received after ``since`` was handled within ``turn_id``, as the answer
+        to a question it asked (`settle` ``into_turn``)."""
+        return self._db.read_one("SELECT 1 FROM gateway_inbox WHERE platform=? AND turn_id=? AND received_at>?"
+                                 " AND status='done' LIMIT 1", (platform, turn_id, since)) is not None
+
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
         # The first: later ones were handled within the turn (`settle` ``into_turn``).

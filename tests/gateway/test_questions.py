@@ -164,3 +164,87 @@ def test_an_option_number_written_as_people_write_it_picks_that_option():
     # and a number past Python's 4300 digits no number to read).
     for answer in ("²", "2.5", "#7", "12", "0", "1" * 5000):
         assert chosen(answer, CHOICES) == answer, answer
+
+
+def replaying_parent(gate: str):
+    """`asking_parent`, whose question waits at ``gate`` before it is asked."""
+    def parent(request: ModelRequest) -> dict:
+        step = asking_parent(request)
+        return {**step, "wait": gate} if "tool_calls" in step else step
+    return parent
+
+
+async def test_an_answer_to_a_question_asked_before_a_restart_answers_it_when_the_turn_asks_it_again(
+        tmp_path, gateways):
+    # The user answers what they saw; the turn run again after the restart has not asked yet. Taken
+    # for a message of its own, it stopped that turn and reached the model without the question.
+    chat, config = RecordingAdapter(), make_config(tmp_path)
+    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await gateway.stop(grace=0)  # the turn runs again after the restart
+
+    chat2, model = RecordingAdapter(), ScriptedModel({"parent": replaying_parent("asking")})
+    gateway2 = await gateways(config, [chat2], model=model)
+    await model.reached("asking")
+    await chat2.say("2")
+    model.release("asking")
+    await chat2.wait_for(lambda: chat2.texts())
+    await settled(gateway2)
+    assert chat2.texts() == ["deploying to: production"]  # the same question: not asked twice
+    assert gateway2.store.inbox.unfinished() == []
+
+
+async def test_an_answer_held_for_a_question_the_turn_run_again_asks_otherwise_is_a_message_of_its_own(
+        tmp_path, gateways):
+    chat, config = RecordingAdapter(), make_config(tmp_path, display={"busy_input_mode": "steer"})
+    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await gateway.stop(grace=0)
+
+    def other_question(request: ModelRequest) -> dict:  # the model asks otherwise this time
+        step = replaying_parent("asking")(request)
+        if "tool_calls" in step:
+            return {**step, "tool_calls": [{"name": "clarify", "arguments": {"question": "Which region?"}}]}
+        return step
+
+    chat2, model = RecordingAdapter(), ScriptedModel({"parent": other_question})
+    gateway2 = await gateways(config, [chat2], model=model)
+    await model.reached("asking")
+    await chat2.say("2")  # meant for "Which environment?": never taken for the region
+    model.release("asking")
+    await chat2.wait_for(lambda: len(chat2.texts()) == 1)
+    assert chat2.texts() == [question_text("Which region?", None, 600)]
+    await chat2.say("eu-west")
+    await chat2.wait_for(lambda: len(chat2.texts()) == 3)
+    await settled(gateway2)
+    assert chat2.texts()[1:] == ["deploying to: eu-west", "plain answer to 2"]
+    assert gateway2.store.inbox.unfinished() == []
+
+
+async def test_a_question_answered_before_a_restart_holds_no_later_message_for_its_answer(tmp_path, gateways):
+    chat, config = RecordingAdapter(), make_config(tmp_path, display={"busy_input_mode": "queue"})
+
+    def answered_then_working(request: ModelRequest) -> dict:
+        step = asking_parent(request)
+        return {**step, "wait": "working"} if request.messages[-1]["role"] == "tool" else step
+
+    model = ScriptedModel({"parent": answered_then_working})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await chat.say("1")
+    await model.reached("working")
+    await gateway.stop(grace=0)  # the turn runs again after the restart, and asks again
+
+    chat2, model2 = RecordingAdapter(), ScriptedModel({"parent": replaying_parent("asking")})
+    gateway2 = await gateways(config, [chat2], model=model2)
+    await model2.reached("asking")
+    await chat2.say("how is it going?")  # no answer to the question the user answered already
+    model2.release("asking")
+    await chat2.wait_for(lambda: chat2.texts() == [QUESTION])
+    await chat2.say("2")
+    await chat2.wait_for(lambda: len(chat2.texts()) == 3)
+    await settled(gateway2)
+    assert chat2.texts()[1:] == ["deploying to: production", "plain answer to how is it going?"]

@@ -1,0 +1,85 @@
+"""The model's question across a SIGKILL: `switchboard run` killed while its question waits in a
+Telegram chat, the user answering while it is down. Restarted on the same state directory, the
+turn runs again, and the answer the user gave is its answer: not taken for a message of its own,
+which stopped the turn run again and reached the model without the question it answered."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sqlite3
+from pathlib import Path
+
+import yaml
+
+from agent.testing import FakeOpenAIServer
+from gateway.questions import question_text
+from platforms.fakes.telegram import FakeTelegram
+from tests.gateway.wire import call, openai_model
+from tests.scenarios.test_outbox_restart import start
+
+CHOICES = ["staging", "production"]
+QUESTION = question_text("Which environment?", CHOICES, 600)
+
+
+class Model:
+    """Asks which environment, then deploys to the answer; ``gate``: what the question waits for."""
+
+    def __init__(self) -> None:
+        self.gate: asyncio.Event | None = None
+        self.asks = 0
+
+    async def __call__(self, body: dict) -> dict:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"text": f"deploying to: {last['content']}"}
+        if "deploy" in str(last.get("content")):
+            self.asks += 1
+            if self.gate is not None:
+                await self.gate.wait()
+            return call("clarify", {"question": "Which environment?", "choices": CHOICES})
+        return {"text": f"plain answer to {last.get('content')}"}
+
+
+def sent_questions(database: Path) -> int:
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT count(*) FROM gateway_outbox WHERE key LIKE '%:ask:%' AND status='sent'").fetchone()[0]
+
+
+def texts(fake: FakeTelegram) -> list[str]:
+    return [m["text"] for m in fake.messages["42"]]
+
+
+async def test_an_answer_given_while_the_gateway_was_down_answers_the_question_the_turn_asks_again(tmp_path: Path):
+    model = Model()
+    async with FakeOpenAIServer() as server, FakeTelegram() as fake:
+        server.respond_with(model)
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True}},
+        }))
+        proc, _ = await start(config, tmp_path)
+        try:
+            fake.push_message(42, "please deploy the app")
+            await fake.wait_for(lambda: texts(fake) == [QUESTION], timeout=30)
+            # Killed once the gateway knows it sent it (else it sends it again after the start).
+            await fake.wait_for(lambda: sent_questions(tmp_path / "state" / "switchboard.db") == 1, timeout=30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        fake.push_message(42, "2")  # answered while the gateway is down
+        model.gate = asyncio.Event()  # the turn run again asks only once the answer is in
+        proc, _ = await start(config, tmp_path)
+        try:
+            await server.wait_for(lambda: model.asks == 2, timeout=30)
+            await fake.wait_for(lambda: not fake.pending, timeout=30)  # the answer is handed over
+            model.gate.set()
+            await fake.wait_for(lambda: len(texts(fake)) == 2, timeout=30)
+        finally:  # a graceful stop flushes the outbox: anything more would go out now
+            model.gate.set()
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert texts(fake) == [QUESTION, "deploying to: production"]  # the same question: not asked twice
