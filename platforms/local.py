@@ -227,11 +227,20 @@ class LocalAdapter:
         return UPLOAD_LIMIT
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
-        """Copy the file into ``files_dir`` and print where it is, then the caption."""
+        """Copy the file into ``files_dir`` and print where it is, then the caption. A copy whose
+        path could not be printed is removed: the outbox sends the file again (in the next chat),
+        which must not leave ``report.csv`` behind and print ``report-2.csv``."""
+        if self._output_gone:
+            raise NetworkError("nothing reads the terminal's output any more", method="send_file",
+                               chat_id=message.chat_id)
         kept = await asyncio.to_thread(_keep, Path(file.path), self.files_dir / file.name)
         caption = f"\n{message.text}" if message.text else ""
-        return await self.send(Outbound(message.chat_id, message.thread_id, f"📎 {file.name}: {kept}{caption}",
-                                        kind=message.kind))
+        try:
+            return await self.send(Outbound(message.chat_id, message.thread_id, f"📎 {file.name}: {kept}{caption}",
+                                            kind=message.kind))
+        except NetworkError:
+            kept.unlink(missing_ok=True)
+            raise
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         text = shown(scalar_text(text))

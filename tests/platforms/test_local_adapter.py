@@ -6,13 +6,20 @@ import unicodedata
 
 import pytest
 
-from platforms.base import EditUnsupported, Outbound, OutboundFile
+from platforms.base import EditUnsupported, NetworkError, Outbound, OutboundFile
 from platforms.local import LocalAdapter
 
 
 class TTY(io.StringIO):
     def isatty(self):
         return True
+
+
+class Gone(io.StringIO):
+    """The output of `switchboard chat | head -1` once head has exited."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
 
 
 def screen(written: str, columns: int = 80) -> list[str]:
@@ -154,3 +161,19 @@ async def test_a_sent_file_is_kept_in_files_dir_and_its_path_printed(tmp_path):
     first, second = tmp_path / "sent" / "report.csv", tmp_path / "sent" / "report-2.csv"
     assert first.read_text() == second.read_text() == "a,b\n"
     assert out.getvalue() == f"agent (working)> 📎 report.csv: {first}\n**Q3**\nagent> 📎 report.csv: {second}\n"
+
+
+async def test_a_file_that_could_not_be_shown_leaves_no_copy_behind(tmp_path):
+    # Nothing read the output: each try (the outbox's retries, then the next chat) copied the file
+    # again, so sent-files filled with report.csv, report-2.csv... and the path printed at last was not the first.
+    (tmp_path / "copy").write_text("a,b\n")
+    file = OutboundFile(str(tmp_path / "copy"), "report.csv", 4)
+    gone = LocalAdapter(input=io.StringIO(), output=Gone(), user="me", files_dir=tmp_path / "sent")
+    for _ in range(2):
+        with pytest.raises(NetworkError):
+            await gone.send_file(Outbound("terminal", None, "Q3"), file)
+    assert not list((tmp_path / "sent").glob("*"))
+    out = io.StringIO()
+    next_chat = LocalAdapter(input=io.StringIO(), output=out, user="me", files_dir=tmp_path / "sent")
+    await next_chat.send_file(Outbound("terminal", None, "Q3"), file)
+    assert out.getvalue() == f"agent> 📎 report.csv: {tmp_path / 'sent' / 'report.csv'}\nQ3\n"
