@@ -18,11 +18,18 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGTERM, _terminate)
+    from gateway.process_exit import exit_process  # the standard library only: loads at once
+
     try:
         from gateway.cli import main as command
-        from gateway.process_exit import exit_process
 
         status = command()
     except KeyboardInterrupt:  # also from what runs before the command's own loop (config, state lock)
         return 130
+    except SystemExit as stop:
+        if not isinstance(stop.code, int):  # sys.exit("a message") or sys.exit(): ended as usual
+            raise
+        # SIGTERM before the command set its own handlers (a worker connecting to Temporal or loading
+        # its plugins): that process may have loaded Temporal's runtime too.
+        status = stop.code
     exit_process(status)  # where Temporal's runtime is loaded, without the finalization that can abort

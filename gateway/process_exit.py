@@ -1,4 +1,5 @@
-"""Ending the ``switchboard`` process once its command has returned.
+"""Ending the ``switchboard`` process once its command has returned, or SIGTERM has ended it
+before the command set its own handlers (`gateway.entry`).
 
 A process that loaded Temporal's client (the gateway on the Temporal engine, a worker) ends
 without the interpreter's finalization: the SDK's Rust runtime keeps threads that may call
