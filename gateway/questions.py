@@ -84,14 +84,17 @@ class Questions:
         running.asked += 1
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         held = running.held_answer if running.held_for == number else None
-        if held is not None and held.event is not None and self._unanswered(session, running, number) == text:
+        # Asked word for word before a restart, and not answered: the chat has it already, also
+        # while the message that asks again still waits to be sent.
+        shown = self._unanswered(session, running, number) == text
+        if held is not None and held.event is not None and shown:
             # Answered as the user saw it before the restart: not asked twice.
             running.held_answer = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
             return chosen(held.text, choices)
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
         try:
-            answer = await self._wait(running, f"{key}:0")
+            answer = await self._wait(running, None if shown else f"{key}:0")
         except BaseException:
             # Its turn was stopped (or the gateway stops, and the turn asks again after the start): a
             # question not in the chat yet would ask for an answer nothing waits for any more.
@@ -103,9 +106,9 @@ class Questions:
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         return chosen(answer, choices)
 
-    async def _wait(self, running: RunningTurn, shown_by: str) -> str | None:
+    async def _wait(self, running: RunningTurn, shown_by: str | None) -> str | None:
         """The chat's answer, or None once the timeout has passed. ``shown_by``: the key of the
-        question's first part."""
+        question's first part; None when the question is in the chat already."""
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._clock.sleep(self._timeout))
         running.question, running.question_key = answer, shown_by
@@ -155,7 +158,9 @@ class Questions:
     def waits(self, running: RunningTurn | None) -> bool:
         """Whether the running turn waits on a question that may be in the chat."""
         question = running.question if running is not None and not running.suppressed else None
-        return question is not None and not question.done() and self._outbox.maybe_seen(running.question_key)
+        if question is None or question.done():
+            return False
+        return running.question_key is None or self._outbox.maybe_seen(running.question_key)
 
     def hand_answer(self, running: RunningTurn | None, text: str) -> bool:
         """Hand ``text`` to the question the running turn waits on; False when it waits on none,

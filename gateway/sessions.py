@@ -60,7 +60,9 @@ class RunningTurn:
     question: asyncio.Future[str] | None = None
     """Set while the model waits for the chat's answer to a question (`gateway.questions`)."""
     question_key: str | None = None
-    """The outbox key of that question's first part: no answer comes before it may be in the chat."""
+    """The outbox key of that question's first part: no answer comes before it may be in the chat.
+    None while one waits that is in the chat already (an earlier run, before a restart, asked it word
+    for word)."""
     asked: int = 0
     """Questions this run has asked (their keys count them)."""
     held_answer: WorkItem | None = None

@@ -660,3 +660,24 @@ async def test_a_question_still_waiting_to_be_sent_when_its_turn_is_stopped_is_n
     await fake.wait_for(lambda: texts(fake), timeout=10)
     await gateways.quiet()
     assert texts(fake) == ["Stopped the running turn."]
+
+
+async def test_an_answer_to_the_question_seen_before_a_restart_answers_it_while_it_waits_to_be_asked_again(
+        fake: FakeTelegram, gateways):
+    # Run again after the restart, the turn asks the same question again, and a 429 holds that back;
+    # the user answers the question in the chat. Taken for a message of its own, the answer stopped
+    # the turn (its question never sent) and reached the model as a bare "2".
+    question = question_text("Which environment?", CHOICES, 600)
+    config = gateways.config(platforms=EVERYONE)  # busy_input_mode: interrupt, the default
+    gateway = await gateways.start(config, model=ScriptedModel({"parent": asking_parent}))
+    fake.push_message(42, "please deploy the app")
+    await fake.wait_for(lambda: texts(fake) == [question])
+    await gateways.stop(gateway)  # the turn runs again after the restart, and asks again
+    fake.fail_next("sendMessage", 429, retry_after=1)
+    gateway = await gateways.start(config, model=ScriptedModel({"parent": asking_parent}))
+    await fake.wait_for(lambda: [c["text"] for c in fake.calls_to("sendMessage")] == [question, question])
+    answer = fake.push_message(42, "2")  # while the question asked again waits out the 429
+    await fake.wait_for(lambda: handled(gateway, answer))
+    await fake.wait_for(lambda: any(t.startswith(("deploying", "plain")) for t in texts(fake)))
+    await gateways.quiet()
+    assert texts(fake)[1:] == [question, "deploying to: production"]
