@@ -75,6 +75,27 @@ class _Child:
     """Steers Temporal has not taken yet, oldest first; the first is being sent."""
 
 
+@dataclass(slots=True)
+class _Patience:
+    """How one request waits for Temporal to answer again: from `_FOLLOW_AGAIN_FIRST` s between tries,
+    doubling up to `_FOLLOW_AGAIN_MAX` s, with a warning each time it does not answer."""
+
+    subagent_id: str
+    address: str
+    delay: float = _FOLLOW_AGAIN_FIRST
+
+    async def waited(self, exc: BaseException, again: str) -> bool:
+        """True, after the wait, when ``exc`` says Temporal does not answer, so the caller tries again;
+        False at once for any other error. ``again`` says what is tried again, its ``%g`` the wait."""
+        if not isinstance(exc, RPCError) or exc.status not in _UNREACHABLE:
+            return False
+        log.warning("child %s: Temporal at %s does not answer (%s); %s",
+                    self.subagent_id, self.address, exc, again % self.delay)
+        await asyncio.sleep(self.delay)
+        self.delay = min(2 * self.delay, _FOLLOW_AGAIN_MAX)
+        return True
+
+
 class TemporalEngine:
     """Runs children as `ChildWorkflow`s on ``settings.task_queue``; use from one event loop."""
 
@@ -164,7 +185,7 @@ class TemporalEngine:
     async def _follow(self, child: _Child, *, new: bool) -> None:
         host, sid = self._host, child.job.subagent_id
         assert host is not None
-        delay = _FOLLOW_AGAIN_FIRST
+        patience = _Patience(sid, self.settings.address)
         while True:
             try:
                 outcome = await self._outcome(child, new=new)
@@ -179,14 +200,10 @@ class TemporalEngine:
                     # The SDK turns a cancelled call into an error of its own: this is `close` stopping
                     # the follow, and the child goes on on its worker; the next start re-attaches to it.
                     raise asyncio.CancelledError() from None
-                if isinstance(exc, RPCError) and exc.status in _UNREACHABLE:
-                    # Temporal is down or restarting, for longer than the client retries one call: the
-                    # child's workflow is safe in its history and goes on once Temporal is back, so
-                    # follow it again then rather than report as lost a child that is not.
-                    log.warning("child %s: Temporal at %s does not answer (%s); following it again in %gs",
-                                sid, self.settings.address, exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                # Temporal is down or restarting, for longer than the client retries one call: the
+                # child's workflow is safe in its history and goes on once Temporal is back, so
+                # follow it again then rather than report as lost a child that is not.
+                if await patience.waited(exc, "following it again in %gs"):
                     new = child.handle is None  # its start again attaches to it, if it got that far
                     continue
                 log.error("child %s: %s", sid, exc)
@@ -263,18 +280,14 @@ class TemporalEngine:
 
     async def _reattach(self, subagent_id: str) -> ChildJob | None:
         handle = self.client.get_workflow_handle(subagent_id)
-        delay = _FOLLOW_AGAIN_FIRST
+        patience = _Patience(subagent_id, self.settings.address)
         while True:
             try:
                 wire = await self._started_with(handle)
                 break
             except RPCError as exc:
-                if exc.status in _UNREACHABLE:
-                    # Given up now, the child would be reported interrupted while it runs on its worker.
-                    log.warning("child %s: Temporal at %s does not answer (%s); re-attaching in %gs",
-                                subagent_id, self.settings.address, exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                # Given up now, the child would be reported interrupted while it runs on its worker.
+                if await patience.waited(exc, "re-attaching in %gs"):
                     continue
                 if exc.status is not RPCStatusCode.NOT_FOUND:
                     log.error("cannot re-attach to child %s: %s", subagent_id, exc)
@@ -304,19 +317,15 @@ class TemporalEngine:
         # runs, the request must already be in Temporal's history, or a gateway restart loses it
         # and the child runs in full when a worker comes.
         sid = child.job.subagent_id
-        delay = _FOLLOW_AGAIN_FIRST
+        patience = _Patience(sid, self.settings.address)
         while True:
             try:
                 await (child.handle or self.client.get_workflow_handle(sid)).cancel(reason=reason)
                 return
             except RPCError as exc:
-                if exc.status in _UNREACHABLE:
-                    # Temporal is down or restarting: dropped now, the stop would never reach the child,
-                    # which runs to its end once Temporal is back. Ask again until it answers.
-                    log.warning("child %s: Temporal at %s does not answer (%s); asking again in %gs to stop it",
-                                sid, self.settings.address, exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                # Temporal is down or restarting: dropped now, the stop would never reach the child,
+                # which runs to its end once Temporal is back. Ask again until it answers.
+                if await patience.waited(exc, "asking again in %gs to stop it"):
                     continue
                 if exc.status is not RPCStatusCode.NOT_FOUND or child.started.is_set():
                     log.debug("cancel of %s: %s", sid, exc)  # it finished meanwhile: the outcome says how
@@ -327,19 +336,16 @@ class TemporalEngine:
 
     async def _send_steers(self, child: _Child) -> None:
         # One sender per child, so that a steer never overtakes an earlier one Temporal has not taken.
-        sid, delay = child.job.subagent_id, _FOLLOW_AGAIN_FIRST
+        sid = child.job.subagent_id
+        patience = _Patience(sid, self.settings.address)
         while child.steers:
             try:
                 await child.handle.signal(STEER, child.steers[0])
             except RPCError as exc:
-                if exc.status in _UNREACHABLE:
-                    # Temporal is down or restarting: dropped now, the text would never reach the child.
-                    # The signal may have landed though its answer did not: the workflow reads a request
-                    # id once, so sending it again never doubles it.
-                    log.warning("child %s: Temporal at %s does not answer (%s); steering it again in %gs",
-                                sid, self.settings.address, exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+                # Temporal is down or restarting: dropped now, the text would never reach the child.
+                # The signal may have landed though its answer did not: the workflow reads a request
+                # id once, so sending it again never doubles it.
+                if await patience.waited(exc, "steering it again in %gs"):
                     continue
                 # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
                 log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
