@@ -66,6 +66,7 @@ KEEP_FILES_SECONDS = 7 * 24 * 3600.0
 """How long a sent file stays downloadable: as long as the gateway keeps the chat's messages."""
 SWEEP_SECONDS = 3600.0
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
 _PAGE_HEADERS = {
     # Only the page's own files, and no framing: the page holds a token.
@@ -197,7 +198,7 @@ class WebChatAdapter:
     async def _post_message(self, request: web.Request) -> web.Response:
         user = self.access.check(request)
         if isinstance(user, Refusal):
-            return refusal_response(request, user, realm="switchboard", what="web chat")
+            return _refused(request, user)
         if request.content_type != "application/json":
             # A cross-site form or a "simple" fetch cannot send this type without asking first.
             return error_response(415, "send the message as application/json")
@@ -236,24 +237,17 @@ class WebChatAdapter:
         return web.json_response(body, status=202)
 
     async def _get_history(self, request: web.Request) -> web.Response:
-        user = self.access.check(request)
-        if isinstance(user, Refusal):
-            return refusal_response(request, user, realm="switchboard", what="web chat")
-        chat = request.query.get("chat", "")
-        if not _CHAT.fullmatch(chat):
-            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
-        return web.json_response({"messages": self._read_history(_chat_id(user, chat))})
+        chat_id = self._queried_chat(request)
+        if isinstance(chat_id, web.Response):
+            return chat_id
+        return web.json_response({"messages": self._read_history(chat_id)})
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
-        user = self.access.check(request)
-        if isinstance(user, Refusal):
-            return refusal_response(request, user, realm="switchboard", what="web chat")
-        chat = request.query.get("chat", "")
-        if not _CHAT.fullmatch(chat):
-            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
+        chat_id = self._queried_chat(request)
+        if isinstance(chat_id, web.Response):
+            return chat_id
         if self._sink is None:
             return error_response(503, "not serving right now; retry later")
-        chat_id = _chat_id(user, chat)
         history = self._read_history(chat_id)
         sub = self._streams.subscribe(chat_id)  # with no await since the read: nothing was sent in between
         return await serve_events(request, self._streams, sub,
@@ -261,17 +255,25 @@ class WebChatAdapter:
                                                "working": chat_id in self._working}), self._keep_alive)
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
-        user = self.access.check(request)
-        if isinstance(user, Refusal):
-            return refusal_response(request, user, realm="switchboard", what="web chat")
-        chat = request.query.get("chat", "")
-        if not _CHAT.fullmatch(chat):
-            return error_response(400, '"chat" must be 1 to 64 letters, digits, "-" or "_"')
-        kept = self.files.find(_chat_id(user, chat), request.match_info["file_id"])
+        chat_id = self._queried_chat(request)
+        if isinstance(chat_id, web.Response):
+            return chat_id
+        kept = self.files.find(chat_id, request.match_info["file_id"])
         if kept is None:  # another chat's file answers the same: a link tells nothing about other chats
             days = self.files.keep_seconds / 86400
             return error_response(404, f"no such file in this chat (sent files are kept {days:g} days)")
         return web.FileResponse(kept.path, headers=download_headers(kept.name))
+
+    def _queried_chat(self, request: web.Request) -> str | web.Response:
+        """The gateway's chat id a GET names in ``?chat=``, or the answer refusing it: 401/403 from
+        the access check first, then 400 for a malformed name."""
+        user = self.access.check(request)
+        if isinstance(user, Refusal):
+            return _refused(request, user)
+        chat = request.query.get("chat", "")
+        if not _CHAT.fullmatch(chat):
+            return error_response(400, _CHAT_RULE)
+        return _chat_id(user, chat)
 
     def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
         if self._history is None:
@@ -286,6 +288,10 @@ class WebChatAdapter:
         return messages
 
 
+def _refused(request: web.Request, refusal: Refusal) -> web.Response:
+    return refusal_response(request, refusal, realm="switchboard", what="web chat")
+
+
 def _chat_id(user: str, chat: str) -> str:
     """The gateway's chat id: each signed-in user's chats are their own."""
     return chat if user == ANONYMOUS else f"{user}:{chat}"
@@ -298,7 +304,7 @@ def _parse(body: bytes) -> tuple[str, str, str]:
         raise ValueError("body must be a JSON object")
     chat, text, key = data.get("chat"), data.get("text"), data.get("key")
     if not isinstance(chat, str) or not _CHAT.fullmatch(chat):
-        raise ValueError('"chat" must be 1 to 64 letters, digits, "-" or "_"')
+        raise ValueError(_CHAT_RULE)
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')
     if len(text) > MAX_TEXT:
