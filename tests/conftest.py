@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import aiohttp
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -12,6 +15,12 @@ from lifecycle.temporal.testing import DevServer
 # its too_slow health check allows, failing a correct test.
 settings.register_profile("switchboard", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("switchboard")
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
 
 
 @pytest.fixture(scope="package")

@@ -1,4 +1,5 @@
-"""The web chat for tests: a gateway serving it (`WebChat`), and a small client of its API."""
+"""The web chat for tests: a gateway serving it (`WebChat`) or an adapter served alone (`serve`),
+and a small client of its API."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from gateway.app import Gateway
 from gateway.config import config_from_mapping
@@ -15,6 +17,7 @@ from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
 from gateway.testing import settled
+from platforms.web import WebChatAdapter
 
 
 class WebChat:
@@ -60,6 +63,23 @@ class WebChat:
     async def settled(self) -> None:
         assert self.gateway is not None
         await settled(self.gateway, timeout=10)
+
+
+async def serve(adapter: WebChatAdapter) -> tuple[web.AppRunner, str]:
+    """The adapter's routes alone, without a gateway, on a loopback port: (runner, base url)."""
+    app = web.Application()
+    app.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+async def get_history(http: aiohttp.ClientSession, base: str, chat: str = "c1") -> list[dict[str, Any]]:
+    """The chat's messages as ``GET /chat/api/history`` answers them (asserting a 200)."""
+    async with http.get(f"{base}/chat/api/history", params={"chat": chat}) as response:
+        assert response.status == 200
+        return (await response.json())["messages"]
 
 
 async def post_message(http: aiohttp.ClientSession, base: str, chat: str, text: str, *, key: str,

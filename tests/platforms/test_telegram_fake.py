@@ -24,12 +24,6 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[ClientSession]:
-    async with ClientSession() as session:
-        yield session
-
-
 async def call(http: ClientSession, fake: FakeTelegram, method: str, **params: Any) -> tuple[int, dict[str, Any]]:
     data = {k: str(v) for k, v in params.items()}
     async with http.post(f"{fake.base_url}/bot{fake.token}/{method}", data=data) as resp:

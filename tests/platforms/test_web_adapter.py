@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 
@@ -20,7 +19,7 @@ from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound,
 from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
 from platforms.web_events import ChatStreams
-from tests.web_client import EventStream, post_message
+from tests.web_client import EventStream, post_message, serve
 
 TOKEN = "tok-0123456789-abcdefghij"
 JSON = {"Content-Type": "application/json"}
@@ -41,15 +40,6 @@ class Sink:
         return Accepted(None if duplicate else f"turn-{len(self.inbound)}", f"web|{inbound.chat_id}|", duplicate)
 
 
-async def serve(adapter: WebChatAdapter) -> tuple[web.AppRunner, str]:
-    app = web.Application()
-    app.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
-
-
 @pytest.fixture
 async def started() -> AsyncIterator[Any]:
     """``started(**adapter_kwargs)`` -> (adapter, sink, base url); all stopped after the test."""
@@ -67,12 +57,6 @@ async def started() -> AsyncIterator[Any]:
     for adapter, runner in running:
         await adapter.stop()
         await runner.cleanup()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 def test_is_an_adapter_with_the_background_web_tier() -> None:

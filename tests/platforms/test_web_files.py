@@ -12,13 +12,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 
 from platforms.base import Accepted, Inbound, NetworkError, Outbound, OutboundFile, SendsFiles
 from platforms.web import KEEP_FILES_SECONDS, UPLOAD_LIMIT, WebChatAdapter
-from tests.web_client import EventStream
+from tests.web_client import EventStream, serve
 
 TOKEN = "tok-0123456789-abcdefghij"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -44,24 +43,14 @@ async def started(tmp_path: Path) -> AsyncIterator[Any]:
     async def start(**kw: Any) -> tuple[WebChatAdapter, str]:
         adapter = WebChatAdapter(files_dir=tmp_path / "web-files", **kw)
         await adapter.start(accept)
-        app = web.Application()
-        app.add_routes(adapter.web_routes())
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runner, url = await serve(adapter)
         running.append((adapter, runner))
-        return adapter, f"http://127.0.0.1:{runner.addresses[0][1]}"
+        return adapter, url
 
     yield start
     for adapter, runner in running:
         await adapter.stop()
         await runner.cleanup()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 def outbox_copy(tmp_path: Path, name: str, data: bytes) -> OutboundFile:

@@ -113,12 +113,6 @@ async def base(adapter: WebhookAdapter) -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
 def body_of(payload: Any) -> bytes:
     return json.dumps(payload).encode()
 

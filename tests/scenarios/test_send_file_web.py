@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from agent.models.scripted import ScriptedModel
-from tests.web_client import EventStream, post_message, web_chats
+from tests.web_client import EventStream, get_history, post_message, web_chats
 
 DATA = b"region,total\nnorth,12\n" + bytes(range(256))
 
@@ -28,18 +28,6 @@ async def chat(tmp_path) -> AsyncIterator[Any]:
     (tmp_path / "state" / "workspace").mkdir(parents=True)
     async with web_chats(tmp_path) as start:
         yield start
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def history(http: aiohttp.ClientSession, base: str) -> list[dict[str, Any]]:
-    async with http.get(f"{base}/chat/api/history", params={"chat": "c1"}) as response:
-        assert response.status == 200
-        return (await response.json())["messages"]
 
 
 async def download(http: aiohttp.ClientSession, base: str, file_id: str) -> bytes:
@@ -65,14 +53,14 @@ async def test_a_file_the_model_sends_shows_in_order_and_its_link_downloads_the_
     assert live["file"] == {"id": live["id"], "name": "q3 report.csv", "size": len(DATA)}
     assert (live["text"], reply["text"]) == ("**Q3** totals", "done")  # the file first: the chat's order
     (workspace / "q3 report.csv").write_bytes(b"changed afterwards")  # what was sent is what was asked for
-    shown = await history(http, web.base)
+    shown = await get_history(http, web.base)
     assert [(m["kind"], m["text"]) for m in shown] == [
         ("user", "the numbers please"), ("interim", "**Q3** totals"), ("reply", "done")]
     assert shown[1]["id"] == live["id"] and shown[1]["file"] == live["file"]
     assert not list((Path(web.config.state_dir) / "outbox-files").iterdir())  # the outbox's copy went
     assert await download(http, web.base, live["id"]) == DATA
     await web.restart()
-    assert (await history(http, web.base))[1]["file"] == live["file"]
+    assert (await get_history(http, web.base))[1]["file"] == live["file"]
     assert await download(http, web.base, live["id"]) == DATA
 
 
@@ -85,4 +73,4 @@ async def test_a_file_over_the_web_chats_limit_is_refused_to_the_model(chat, htt
     await web.settled()
     [result] = [str(m.get("content")) for m in model.requests[-1].messages if m.get("role") == "tool"]
     assert "larger than the 100,000,000 bytes a file sent on web may be; nothing was sent" in result
-    assert [m["text"] for m in await history(http, web.base)] == ["send it", "done"]
+    assert [m["text"] for m in await get_history(http, web.base)] == ["send it", "done"]

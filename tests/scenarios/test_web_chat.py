@@ -11,13 +11,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 
 from gateway.config import Config
 from gateway.display import delegation_mode, turn_display
 from platforms.web import WebChatAdapter
-from tests.web_client import EventStream, post_message, web_chats
+from tests.web_client import EventStream, get_history, post_message, web_chats
 
 LIST = "Compare these:\n- apples\n- pears"
 
@@ -26,18 +25,6 @@ LIST = "Compare these:\n- apples\n- pears"
 async def chat(tmp_path) -> AsyncIterator[Any]:
     async with web_chats(tmp_path) as start:
         yield start
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def history(http: aiohttp.ClientSession, base: str, chat_id: str) -> list[dict[str, Any]]:
-    async with http.get(f"{base}/chat/api/history", params={"chat": chat_id}) as response:
-        assert response.status == 200
-        return (await response.json())["messages"]
 
 
 def test_the_web_chat_delegates_in_the_background_and_shows_interim_messages_and_notices() -> None:
@@ -58,10 +45,10 @@ async def test_a_message_is_answered_live_and_kept_in_the_history(chat, http) ->
         reply = await stream.until("message")
         assert reply["kind"] == "reply" and reply["text"].startswith("[demo]")
     await web.settled()
-    shown = await history(http, web.base, "c1")
+    shown = await get_history(http, web.base, "c1")
     assert [(m["id"], m["role"], m["kind"]) for m in shown] == [
         ("user:key-00000001", "user", "user"), (reply["id"], "assistant", "reply")]
-    assert await history(http, web.base, "c2") == []
+    assert await get_history(http, web.base, "c2") == []
 
 
 async def test_a_retried_post_with_the_same_key_runs_one_turn(chat, http) -> None:
@@ -74,7 +61,7 @@ async def test_a_retried_post_with_the_same_key_runs_one_turn(chat, http) -> Non
     status, again = await post_message(http, web.base, "c1", LIST, key="key-retried-1")  # after the turn, too
     assert status == 202 and again["duplicate"] and again["turn_id"] == answers[0][1]["turn_id"]
     await web.settled()
-    kinds = [m["kind"] for m in await history(http, web.base, "c1")]
+    kinds = [m["kind"] for m in await get_history(http, web.base, "c1")]
     assert kinds == ["user", "reply", "completion"]  # background delegation: acknowledgement, then results
 
 
@@ -82,7 +69,7 @@ async def test_the_conversation_survives_a_restart_and_a_reconnect_starts_from_i
     web = await chat()
     await post_message(http, web.base, "c1", LIST, key="key-00000001")
     await web.settled()
-    before = await history(http, web.base, "c1")
+    before = await get_history(http, web.base, "c1")
     assert [m["kind"] for m in before] == ["user", "reply", "completion"]
     await web.restart()
     async with EventStream(http, web.base, "c1") as stream:
@@ -91,7 +78,7 @@ async def test_the_conversation_survives_a_restart_and_a_reconnect_starts_from_i
         answer = await stream.until("message", kind="command")
         assert "/stop" in answer["text"]
     await web.settled()
-    assert [m["kind"] for m in await history(http, web.base, "c1")] == ["user", "reply", "completion", "user",
+    assert [m["kind"] for m in await get_history(http, web.base, "c1")] == ["user", "reply", "completion", "user",
                                                                          "command"]
 
 
@@ -112,7 +99,7 @@ async def test_a_notice_is_edited_in_place_and_deleted_when_the_turn_ends(chat, 
             seen.append((event, data.get("id") if event == "delete" else data.get("kind")))
         assert ("message", "reply") in seen  # one message: inline
     await web.settled()
-    assert [m["kind"] for m in await history(http, web.base, "c1")] == ["user", "reply"]  # the notice is gone
+    assert [m["kind"] for m in await get_history(http, web.base, "c1")] == ["user", "reply"]  # the notice is gone
 
 
 async def test_a_finalised_notice_shows_its_last_edit_in_the_history(chat, http) -> None:
@@ -120,7 +107,7 @@ async def test_a_finalised_notice_shows_its_last_edit_in_the_history(chat, http)
                      model={"demo": {"child_steps": 4, "step_seconds": 0.05}})
     await post_message(http, web.base, "c1", LIST, key="key-00000001")
     await web.settled()
-    shown = await history(http, web.base, "c1")
+    shown = await get_history(http, web.base, "c1")
     assert [m["kind"] for m in shown] == ["user", "notice", "reply"]
     assert shown[1]["text"].startswith("✓ Done in") and shown[1]["edited"] is True
 
