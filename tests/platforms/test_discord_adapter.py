@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -25,6 +24,7 @@ from platforms.base import (
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
 
@@ -54,19 +54,7 @@ class Sink:
         return self.events
 
 
-async def _join_keepalive_threads() -> None:
-    # discord.py heartbeats from a thread; make sure it has seen its stop flag before the loop closes.
-    for thread in threading.enumerate():
-        if thread.name.startswith("keep-alive-handler"):
-            await asyncio.to_thread(thread.join, 5)
-
-
 Running = tuple[DiscordAdapter, Sink]
-
-
-def _adapter(fake: FakeDiscord, **kw: object) -> DiscordAdapter:
-    return DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                          ready_timeout=5.0, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -78,13 +66,13 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture
 async def running(fake: FakeDiscord) -> AsyncIterator[Running]:
-    adapter, sink = _adapter(fake), Sink(fake)
+    adapter, sink = adapter_for(fake), Sink(fake)
     await adapter.start(sink, COMMANDS)
     try:
         yield adapter, sink
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 def test_adapter_surface() -> None:
@@ -168,7 +156,7 @@ async def test_each_thread_is_its_own_session(fake: FakeDiscord, running: Runnin
 
 async def test_the_threads_it_hears_unmentioned_are_the_latest_ten_thousand_it_posted_in(fake: FakeDiscord) -> None:
     # A bot in busy servers posts in more threads every day: all of them were kept, for good.
-    adapter, sink = _adapter(fake), Sink(fake)
+    adapter, sink = adapter_for(fake), Sink(fake)
     adapter.remember_threads([(str(CHANNEL), str(100_000 + i)) for i in range(10_000)])  # the stored ones
     await adapter.start(sink, COMMANDS)
     try:
@@ -185,7 +173,7 @@ async def test_the_threads_it_hears_unmentioned_are_the_latest_ten_thousand_it_p
         assert len(adapter._posted_in) == 10_000  # type: ignore[attr-defined]
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: Running) -> None:
@@ -231,7 +219,7 @@ class Clock:
 async def test_an_answer_after_the_15_minute_token_lifetime_goes_to_the_channel() -> None:
     clock = Clock()
     async with FakeDiscord(clock=clock) as fake:
-        adapter, sink = _adapter(fake), Sink(fake)
+        adapter, sink = adapter_for(fake), Sink(fake)
         await adapter.start(sink, COMMANDS)
         try:
             fake.push_interaction("agents", USER)
@@ -245,12 +233,12 @@ async def test_an_answer_after_the_15_minute_token_lifetime_goes_to_the_channel(
             assert fake.calls_to(ANSWER)[-1].status == 401
         finally:
             await adapter.stop()
-            await _join_keepalive_threads()
+            await join_heartbeat_threads()
         assert fake.errors == []
 
 
 async def test_a_split_answer_resumed_after_a_restart_follows_up_instead_of_overwriting(fake: FakeDiscord) -> None:
-    before, sink = _adapter(fake), Sink(fake)
+    before, sink = adapter_for(fake), Sink(fake)
     await before.start(sink, COMMANDS)
     try:
         fake.push_interaction("agents", USER)
@@ -260,7 +248,7 @@ async def test_a_split_answer_resumed_after_a_restart_follows_up_instead_of_over
                                    reply_token=answered.reply_token))
     finally:
         await before.stop()
-    after = _adapter(fake)  # a new process: only the outbox's rows say what was sent
+    after = adapter_for(fake)  # a new process: only the outbox's rows say what was sent
     await after.start(Sink(fake), COMMANDS)
     try:
         await after.send(Outbound(chat_id=answered.chat_id, thread_id=None, text="Part two.", kind="command",
@@ -269,13 +257,13 @@ async def test_a_split_answer_resumed_after_a_restart_follows_up_instead_of_over
                                   reply_token=unanswered.reply_token))
     finally:
         await after.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
     assert [(m.content, m.flags & FLAG_LOADING) for m in fake.bot_messages(answered.chat_id)] == [
         ("Part one.", 0), ("Stopped.", 0), ("Part two.", 0)]
 
 
 async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
-    adapter, sink = _adapter(fake, command_guilds=(GUILD, GUILD + 1)), Sink(fake)
+    adapter, sink = adapter_for(fake, command_guilds=(GUILD, GUILD + 1)), Sink(fake)
     await adapter.start(sink, COMMANDS)
     try:
         routes = [c.path for c in fake.calls if c.method == "PUT"]
@@ -287,7 +275,7 @@ async def test_commands_register_per_guild(fake: FakeDiscord) -> None:
         assert (command.text, command.chat_id, command.is_private) == ("/new", str(CHANNEL), False)
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 async def test_silent_notice_is_edited_in_place(fake: FakeDiscord, running: Running) -> None:
@@ -433,7 +421,7 @@ async def test_a_half_open_connection_is_resumed_and_the_events_sent_into_it_arr
         assert [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 6]
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 async def test_errors_are_translated_and_logged(
@@ -470,10 +458,10 @@ async def test_errors_are_translated_and_logged(
 
 async def test_missing_message_content_intent_fails_start_clearly(caplog: pytest.LogCaptureFixture) -> None:
     async with FakeDiscord(message_content_intent=False) as fake:
-        adapter = _adapter(fake)
+        adapter = adapter_for(fake)
         with pytest.raises(DiscordStartError, match="Message Content"):
             await adapter.start(Sink(fake), COMMANDS)
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
         assert fake.live_connections == 0
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR and r.name == "platforms.discord"]
     assert errors and all("Developer Portal" in e and "Message Content Intent" in e for e in errors)
@@ -481,7 +469,7 @@ async def test_missing_message_content_intent_fails_start_clearly(caplog: pytest
 
 async def test_stripped_message_content_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
     async with FakeDiscord(strip_message_content=True) as fake:
-        adapter, sink = _adapter(fake), Sink(fake)
+        adapter, sink = adapter_for(fake), Sink(fake)
         await adapter.start(sink, COMMANDS)
         try:
             fake.push_guild_message(GUILD, CHANNEL, USER, "a reply", reply_to_bot=True)
@@ -491,7 +479,7 @@ async def test_stripped_message_content_is_reported_once(caplog: pytest.LogCaptu
             assert inbound.text == "mentions still carry text"
         finally:
             await adapter.stop()
-            await _join_keepalive_threads()
+            await join_heartbeat_threads()
     hints = [r for r in caplog.records if "without content" in r.getMessage()]
     assert len(hints) == 1 and "Developer Portal" in hints[0].getMessage()
 
@@ -513,7 +501,7 @@ async def test_unreachable_api_fails_start() -> None:
 
 
 async def test_stop_is_idempotent_and_restarts_cleanly(fake: FakeDiscord) -> None:
-    adapter, sink = _adapter(fake), Sink(fake)
+    adapter, sink = adapter_for(fake), Sink(fake)
     await adapter.start(sink, COMMANDS)
     await adapter.stop()
     await adapter.stop()
@@ -525,7 +513,7 @@ async def test_stop_is_idempotent_and_restarts_cleanly(fake: FakeDiscord) -> Non
         assert fake.live_connections == 1
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
     with pytest.raises(DeliveryError, match="not connected"):
         await adapter.send(Outbound(chat_id="1", thread_id=None, text="nobody home"))
 
@@ -545,7 +533,7 @@ async def test_url_self_check_names_the_version_when_internals_move(
     with pytest.raises(discord_urls.DiscordInternalsChanged, match=discord.__version__):
         discord_urls.check()
     with pytest.raises(discord_urls.DiscordInternalsChanged):
-        await _adapter(fake).start(Sink(fake))
+        await adapter_for(fake).start(Sink(fake))
     assert fake.calls == []
 
 

@@ -12,9 +12,9 @@ import pytest
 from platforms.connection import Connects
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
 from tests.platforms.connection_state import status
 from tests.platforms.sink import Sink
-from tests.platforms.test_discord_adapter import _adapter, _join_keepalive_threads
 
 USER = 42
 
@@ -27,13 +27,13 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture
 async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
-    adapter, sink = _adapter(fake), Sink()
+    adapter, sink = adapter_for(fake), Sink()
     await adapter.start(sink)
     try:
         yield adapter, sink
     finally:
         await adapter.stop()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 async def test_a_dropped_connection_is_reconnecting_until_resumed(fake: FakeDiscord, running) -> None:

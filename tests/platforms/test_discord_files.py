@@ -3,16 +3,23 @@ fetches them from their attachment URLs, against FakeDiscord with the real disco
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import (Attachment, AttachmentTooLarge, CommandSpec, Inbound, NotFound, Outbound, Deleting,
-                            SupportsDownload)
+from platforms.base import (
+    Attachment,
+    AttachmentTooLarge,
+    CommandSpec,
+    Deleting,
+    Inbound,
+    NotFound,
+    Outbound,
+    SupportsDownload,
+)
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
+from tests.discord_client import adapter_for, join_heartbeat_threads
 from tests.platforms.sink import Sink
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
@@ -28,14 +35,11 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture
 async def started(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Sink]]:
-    adapter, sink = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                   ready_timeout=5.0, max_attachment_bytes=1000), Sink()
+    adapter, sink = adapter_for(fake, max_attachment_bytes=1000), Sink()
     await adapter.start(sink, [CommandSpec("stop", "Stop the current turn")])
     yield adapter, sink
     await adapter.stop()
-    for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
-        if thread.name.startswith("keep-alive-handler"):
-            await asyncio.to_thread(thread.join, 5)
+    await join_heartbeat_threads()
 
 
 async def received(fake: FakeDiscord, sink: Sink) -> Inbound:

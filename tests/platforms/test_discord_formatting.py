@@ -3,8 +3,6 @@ FakeDiscord, which records the content."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 USER = 42
 
@@ -28,14 +27,11 @@ async def discord_adapter(fake: FakeDiscord) -> AsyncIterator[DiscordAdapter]:
     async def sink(inbound: Inbound) -> None:
         return None
 
-    adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                             ready_timeout=5.0)
+    adapter = adapter_for(fake)
     await adapter.start(sink)
     yield adapter
     await adapter.stop()
-    for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
-        if thread.name.startswith("keep-alive-handler"):
-            await asyncio.to_thread(thread.join, 5)
+    await join_heartbeat_threads()
 
 
 async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> str:

@@ -16,16 +16,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from platforms.base import Inbound, Outbound, has_surrogates, scalar_text
-from platforms.fakes.webhook_receiver import WebhookReceiver
-from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
+from platforms.fakes.webhook_receiver import WebhookReceiver
 from platforms.local import LocalAdapter
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
 from platforms.webhook import WebhookAdapter
-from tests.platforms.test_discord_adapter import _join_keepalive_threads
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 LONE = "bad \ud800 text \udfff"
 REPAIRED = "bad \ufffd text \ufffd"
@@ -110,8 +109,7 @@ async def test_slack() -> None:
 
 async def test_discord() -> None:
     async with FakeDiscord() as fake:
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         sink = Sink()
         await adapter.start(sink)
         try:
@@ -122,7 +120,7 @@ async def test_discord() -> None:
             [message] = fake.bot_messages(inbound.chat_id)
         finally:
             await adapter.stop()
-            await _join_keepalive_threads()
+            await join_heartbeat_threads()
     assert_clean(inbound)
     assert inbound.text == REPAIRED and inbound.user_name == "a\ufffd"
     assert message.content == REPAIRED + "!"

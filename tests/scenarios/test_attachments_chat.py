@@ -5,11 +5,9 @@ read from FakeOpenAIServer (the real OpenAI provider) or from the scripted model
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import sqlite3
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,12 +22,12 @@ from gateway.attachments import VOICE_UNSUPPORTED
 from gateway.config import config_from_mapping
 from gateway.platform_factory import build_adapters
 from gateway.testing import make_config, settled, start_gateway
-from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
 from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
+from tests.discord_client import adapter_for, join_heartbeat_threads
 from tests.pictures import PNG, photo
 
 
@@ -328,8 +326,7 @@ async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, open
     async with FakeDiscord() as fake:
         config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
                              model=openai_model(openai, supports_vision=True))
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         gateway = await start_gateway(config, [adapter])
         try:
             channel = fake.dm_channel(7)
@@ -339,9 +336,7 @@ async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, open
             assert text["text"] == "and this?" and image["image_url"]["url"].startswith("data:image/png;base64,")
         finally:
             await gateway.stop(grace=0)
-            for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
-                if thread.name.startswith("keep-alive-handler"):
-                    await asyncio.to_thread(thread.join, 5)
+            await join_heartbeat_threads()
 
 
 async def test_a_phone_photo_reaches_the_model_fitted_once_for_every_later_turn(tmp_path) -> None:
@@ -351,8 +346,7 @@ async def test_a_phone_photo_reaches_the_model_fitted_once_for_every_later_turn(
     async with FakeDiscord() as fake, FakeOpenAIServer(api_key="sk-test", max_request_bytes=5 * 1024 * 1024) as openai:
         config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
                              model=openai_model(openai, supports_vision=True))
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         gateway = await start_gateway(config, [adapter])
         try:
             channel = fake.dm_channel(7)
@@ -362,9 +356,7 @@ async def test_a_phone_photo_reaches_the_model_fitted_once_for_every_later_turn(
             await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 2, timeout=20)
         finally:
             await gateway.stop(grace=0)
-            for thread in threading.enumerate():
-                if thread.name.startswith("keep-alive-handler"):
-                    await asyncio.to_thread(thread.join, 5)
+            await join_heartbeat_threads()
     sent = [[part["image_url"]["url"] for m in request["messages"] if m["role"] == "user"
              and isinstance(m["content"], list) for part in m["content"] if part["type"] == "image_url"]
             for request in openai.requests]

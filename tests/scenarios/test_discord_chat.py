@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -18,9 +17,9 @@ import platforms.discord  # noqa: F401  (first: imports discord.py without its a
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
-from platforms.discord import DiscordAdapter
-from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
 from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 SEND = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -36,13 +35,6 @@ Start = Callable[..., Awaitable[Gateway]]
 
 
 # ---- fixtures ----------------------------------------------------------------------------------
-
-
-async def _join_keepalive_threads() -> None:
-    # discord.py heartbeats from a thread; make sure it has seen its stop flag before the loop closes.
-    for thread in threading.enumerate():
-        if thread.name.startswith("keep-alive-handler"):
-            await asyncio.to_thread(thread.join, 5)
 
 
 @pytest.fixture
@@ -62,8 +54,7 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
         if demo is not None:
             sections["model"] = {"demo": demo}
         config = make_config(home or tmp_path, platforms={"discord": discord or {"allow_all": True}}, **sections)
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         gateway = await start_gateway(config, [adapter], model=model, script=script)
         started.append(gateway)
         return gateway
@@ -85,7 +76,7 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Start]:
         yield start_
     finally:
         await stop_all()
-        await _join_keepalive_threads()
+        await join_heartbeat_threads()
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -4,18 +4,16 @@ platform's limit as the platform counts it, and styles, code and tables survive 
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator
 
 import pytest
 
+from gateway.testing import make_config, start_gateway
 from platforms.base import utf16_length
-from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from gateway.testing import make_config, start_gateway
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 BOLD = "**" + " ".join(f"bold{i}" for i in range(900)) + "**"  # ~6,300 characters of one bold span
 CODE = "```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(150)) + "\n```"
@@ -38,14 +36,11 @@ async def telegram(tmp_path) -> AsyncIterator[FakeTelegram]:
 async def discord_chat(tmp_path) -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as fake:
         config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         gateway = await start_gateway(config, [adapter], script={"parent": [[{"text": REPLY}]]})
         yield fake
         await gateway.stop(grace=0)
-        for thread in threading.enumerate():  # discord.py's heartbeat thread must see its stop flag
-            if thread.name.startswith("keep-alive-handler"):
-                await asyncio.to_thread(thread.join, 5)
+        await join_heartbeat_threads()
 
 
 async def test_telegram_parts_fit_4096_units_after_parsing_and_keep_their_styles(telegram: FakeTelegram) -> None:

@@ -4,8 +4,6 @@ its content, up to the guild's upload limit (10 MiB without boosts, more once bo
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,8 +11,8 @@ import pytest
 
 from agent.models.scripted import ScriptedModel
 from gateway.testing import make_config, settled, start_gateway
-from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
 
 MIB = 1024 * 1024
 
@@ -48,17 +46,14 @@ async def start(tmp_path, fake: FakeDiscord):
 
     async def start_(model: ScriptedModel):
         config = make_config(tmp_path, agent={"toolsets": ["file"]}, platforms={"discord": {"allow_all": True}})
-        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=fake.client_factory,
-                                 ready_timeout=5.0)
+        adapter = adapter_for(fake)
         started.append(await start_gateway(config, [adapter], model=model))
         return started[-1]
 
     yield start_
     for gateway in started:
         await gateway.stop(grace=0)
-    for thread in threading.enumerate():  # discord.py's heartbeat thread, before the loop closes
-        if thread.name.startswith("keep-alive-handler"):
-            await asyncio.to_thread(thread.join, 5)
+    await join_heartbeat_threads()
 
 
 async def test_a_file_is_posted_in_the_thread_with_its_caption_and_the_parts_nonce(fake, start, workspace):
