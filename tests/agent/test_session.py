@@ -1,4 +1,5 @@
 import asyncio
+import contextlib
 import json
 import threading
 
@@ -27,6 +28,17 @@ def registry(**handlers):
 
 def session(script, tools=None, **kw):
     return AgentSession(model=ScriptedModel({"parent": script}), tools=tools or {}, **kw)
+
+
+@contextlib.asynccontextmanager
+async def served_model(server: FakeOpenAIServer):
+    """The real OpenAI-compatible client against ``server``, closed on leaving."""
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                      max_retries=0, timeout_seconds=10), env={})
+    try:
+        yield model
+    finally:
+        await model.aclose()
 
 
 async def test_tool_calls_then_final_text_with_trace():
@@ -403,12 +415,8 @@ async def test_arguments_json_cannot_parse_are_reported_to_the_model_not_raised(
     async with FakeOpenAIServer() as server:
         server.push_tool_calls([{"id": "c1", "name": "echo", "arguments": arguments}])
         server.push_text("recovered")
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0, timeout_seconds=10), env={})
-        try:
+        async with served_model(server) as model:
             result = await AgentSession(model=model, tools=tools).run_turn("go")
-        finally:
-            await model.aclose()
         (answered,) = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert (result.exit_reason, result.text, ran) == ("completed", "recovered", [])
     assert answered["tool_call_id"] == "c1"
@@ -429,12 +437,8 @@ async def test_tool_output_with_undecodable_bytes_reaches_the_model_instead_of_e
         server.push_tool_calls([{"id": "c1", "name": "listing", "arguments": "{}"},
                                 {"id": "c2", "name": "missing", "arguments": "{}"}])
         server.push_text("listed")
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0, timeout_seconds=10), env={})
-        try:
+        async with served_model(server) as model:
             result = await AgentSession(model=model, tools=tools).run_turn("go")
-        finally:
-            await model.aclose()
         answered = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert (result.exit_reason, result.text) == ("completed", "listed")
     assert answered[0] == "caf\ufffd.txt"
@@ -454,15 +458,11 @@ async def test_a_turn_that_raises_between_a_tool_call_and_its_result_leaves_ever
     async with FakeOpenAIServer() as server:
         server.push_tool_calls([{"id": "c1", "name": "echo"}, {"id": "c2", "name": "echo"}], text="on it")
         server.push_text("answered")
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0, timeout_seconds=10), env={})
-        s = AgentSession(model=model, tools=tools)
-        try:
+        async with served_model(server) as model:
+            s = AgentSession(model=model, tools=tools)
             with pytest.raises(RuntimeError, match="disk is full"):
                 await s.run_turn("go", observer=Failing())
             result = await s.run_turn("and now?")
-        finally:
-            await model.aclose()
     assert (result.exit_reason, result.text, ran) == ("completed", "answered", [])
     assert [m.get("tool_call_id") for m in s.messages if m["role"] == "tool"] == ["c1", "c2"]
     assert s.messages[3]["content"] == "[not run: the turn ended before it ran]"
