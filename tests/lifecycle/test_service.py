@@ -420,15 +420,21 @@ async def test_result_after_wait_reads_no_journal_and_older_results_come_back_fr
     assert reads == [handles[0].subagent_id]
 
 
-@pytest.mark.parametrize("journal", ["sqlite", "memory"])
-async def test_launching_after_close_fails_closed_and_leaves_nothing_pending(env, journal):
-    # On the memory journal the child was journaled PENDING and then the engine raised
-    # RuntimeError('the engine is not running'): a wait() on it would never return.
+@pytest.fixture(params=["sqlite", "memory"])
+async def closed_service(env, request) -> AsyncSubagentLifecycle:
+    """The env's service (its SQLite journal) or one on a memory journal, started and then closed."""
     service = env.service
-    if journal == "memory":
+    if request.param == "memory":
         service = AsyncSubagentLifecycle(service.host, MemoryJournal())
         await service.start()
     await service.close()
+    return service
+
+
+async def test_launching_after_close_fails_closed_and_leaves_nothing_pending(env, closed_service):
+    # On the memory journal the child was journaled PENDING and then the engine raised
+    # RuntimeError('the engine is not running'): a wait() on it would never return.
+    service = closed_service
     with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as err:
         await service.launch(req())
     assert err.value.code == "CLOSED"
@@ -437,16 +443,10 @@ async def test_launching_after_close_fails_closed_and_leaves_nothing_pending(env
         await service.rotate_key()
 
 
-
-@pytest.mark.parametrize("journal", ["sqlite", "memory"])
-async def test_starting_again_after_close_fails_closed_and_starts_nothing(env, journal):
+async def test_starting_again_after_close_fails_closed_and_starts_nothing(closed_service):
     # On the memory journal start() after close() reopened it and started a sweeper that no
     # later close() ended; on SQLite it failed with 'The journal is closed.', a journal error.
-    service = env.service
-    if journal == "memory":
-        service = AsyncSubagentLifecycle(service.host, MemoryJournal())
-        await service.start()
-    await service.close()
+    service = closed_service
     sweepers = {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()}
     with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as err:
         await service.start()
