@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RetryConfig, RPCError
 
 from agent import ModelRequest, ToolRegistry
@@ -37,6 +37,14 @@ async def until(predicate, timeout=10.0):
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.01)
+
+
+async def until_cancel_requested(workflow: WorkflowHandle) -> None:
+    """Until the workflow's history holds a cancellation request: the stop reached Temporal."""
+    async with asyncio.timeout(20):
+        while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
+                e.event_type async for e in workflow.fetch_history_events()]:
+            await asyncio.sleep(0.1)
 
 
 @pytest.fixture
@@ -372,10 +380,7 @@ async def test_a_stop_asked_while_temporal_is_down_reaches_the_child_once_it_is_
         await run.env.service.cancel(run.handle, reason="stop")
         await asyncio.to_thread(run.server.start)
         workflow = run.client.get_workflow_handle(run.handle.subagent_id)
-        async with asyncio.timeout(20):
-            while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
-                    e.event_type async for e in workflow.fetch_history_events()]:
-                await asyncio.sleep(0.1)
+        await until_cancel_requested(workflow)
         run.model.release("gate")
         assert (await run.env.service.wait(run.handle, timeout_seconds=20)).state is S.CANCELLED
 
@@ -476,10 +481,7 @@ async def test_a_stop_asked_while_temporal_is_down_outlives_a_restart_of_the_gat
         stops = []
         second.hooks.register("subagent_stop", lambda **e: stops.append(e["child_status"]))
         workflow = run.client.get_workflow_handle(run.handle.subagent_id)
-        async with asyncio.timeout(20):
-            while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
-                    e.event_type async for e in workflow.fetch_history_events()]:
-                await asyncio.sleep(0.1)
+        await until_cancel_requested(workflow)
         run.model.release("gate")
         with second.turn():
             assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.INTERRUPTED
