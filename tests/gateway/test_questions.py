@@ -11,20 +11,9 @@ from agent.testing import FakeClock
 from gateway.questions import FILE_WAITS, chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Attachment
+from tests.asking_model import CHOICES, asking_parent
 
-CHOICES = ["staging", "production"]
 QUESTION = question_text("Which environment?", CHOICES, 600)
-
-
-def asking_parent(request: ModelRequest) -> dict:
-    """Asks once, then answers with what the tool returned."""
-    last = request.messages[-1]
-    if last["role"] == "tool":
-        return {"text": f"deploying to: {last['content']}"}
-    if last["role"] == "user" and "deploy" in str(last["content"]):
-        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
-                                                                  "choices": CHOICES}}]}
-    return {"text": f"plain answer to {last['content']}"}
 
 
 async def test_the_next_message_answers_the_question_and_a_number_picks_a_choice(tmp_path, gateways):

@@ -27,6 +27,7 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.base import utf16_length
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.asking_model import CHOICES, asking_parent
 
 BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
 LIST = "Compare these:\n- apples\n- pears"
@@ -586,20 +587,6 @@ async def test_a_message_telegram_held_while_the_gateway_was_down_is_answered_wi
 
 
 # -- questions the model asks (clarify) ------------------------------------------------
-
-
-CHOICES = ["staging", "production"]
-
-
-def asking_parent(request: ModelRequest) -> dict:
-    """Asks once, then answers with what the tool returned."""
-    last = request.messages[-1]
-    if last["role"] == "tool":
-        return {"text": f"deploying to: {last['content']}"}
-    if last["role"] == "user" and "deploy" in str(last["content"]):
-        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
-                                                                  "choices": CHOICES}}]}
-    return {"text": f"plain answer to {last['content']}"}
 
 
 def handled(gateway, update_id: int) -> bool:
