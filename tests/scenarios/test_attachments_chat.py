@@ -6,6 +6,7 @@ read from FakeOpenAIServer (the real OpenAI provider) or from the scripted model
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import sqlite3
 from collections.abc import AsyncIterator
@@ -322,41 +323,40 @@ async def test_a_slack_file_share_becomes_a_workspace_path(tmp_path) -> None:
             await gateway.stop(grace=0)
 
 
-async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, openai: FakeOpenAIServer) -> None:
+@contextlib.asynccontextmanager
+async def discord_chat(tmp_path, openai: FakeOpenAIServer) -> AsyncIterator[FakeDiscord]:
+    """A gateway on FakeDiscord whose model, served by ``openai``, sees images; stopped on leaving."""
     async with FakeDiscord() as fake:
         config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
                              model=openai_model(openai, supports_vision=True))
-        adapter = adapter_for(fake)
-        gateway = await start_gateway(config, [adapter])
+        gateway = await start_gateway(config, [adapter_for(fake)])
         try:
-            channel = fake.dm_channel(7)
-            fake.push_dm(7, "and this?", files=[Upload("chart.png", PNG, "image/png")])
-            await fake.wait_for(lambda: fake.bot_messages(channel), timeout=10)
-            text, image = user_content(openai.requests[0])
-            assert text["text"] == "and this?" and image["image_url"]["url"].startswith("data:image/png;base64,")
+            yield fake
         finally:
             await gateway.stop(grace=0)
             await join_heartbeat_threads()
+
+
+async def test_a_discord_image_reaches_the_model_as_an_image_part(tmp_path, openai: FakeOpenAIServer) -> None:
+    async with discord_chat(tmp_path, openai) as fake:
+        channel = fake.dm_channel(7)
+        fake.push_dm(7, "and this?", files=[Upload("chart.png", PNG, "image/png")])
+        await fake.wait_for(lambda: fake.bot_messages(channel), timeout=10)
+        text, image = user_content(openai.requests[0])
+        assert text["text"] == "and this?" and image["image_url"]["url"].startswith("data:image/png;base64,")
 
 
 async def test_a_phone_photo_reaches_the_model_fitted_once_for_every_later_turn(tmp_path) -> None:
     # A 4000×3000 photo of megabytes went as it was, in this request and every later one of the
     # chat, past the 5 MB per image an Anthropic-compatible gateway accepts: every turn then failed.
     original = photo()
-    async with FakeDiscord() as fake, FakeOpenAIServer(api_key="sk-test", max_request_bytes=5 * 1024 * 1024) as openai:
-        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}},
-                             model=openai_model(openai, supports_vision=True))
-        adapter = adapter_for(fake)
-        gateway = await start_gateway(config, [adapter])
-        try:
-            channel = fake.dm_channel(7)
-            fake.push_dm(7, "what is this?", files=[Upload("IMG_2041.jpg", original, "image/jpeg")])
-            await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 1, timeout=20)
-            fake.push_dm(7, "and its colour?")
-            await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 2, timeout=20)
-        finally:
-            await gateway.stop(grace=0)
-            await join_heartbeat_threads()
+    async with (FakeOpenAIServer(api_key="sk-test", max_request_bytes=5 * 1024 * 1024) as openai,
+                discord_chat(tmp_path, openai) as fake):
+        channel = fake.dm_channel(7)
+        fake.push_dm(7, "what is this?", files=[Upload("IMG_2041.jpg", original, "image/jpeg")])
+        await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 1, timeout=20)
+        fake.push_dm(7, "and its colour?")
+        await fake.wait_for(lambda: len(fake.bot_messages(channel)) == 2, timeout=20)
     sent = [[part["image_url"]["url"] for m in request["messages"] if m["role"] == "user"
              and isinstance(m["content"], list) for part in m["content"] if part["type"] == "image_url"]
             for request in openai.requests]
