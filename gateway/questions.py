@@ -71,6 +71,19 @@ class Questions:
         self._clock = clock
         self._timeout = timeout
         self._private = private
+        self._deaf: set[str] = set()
+        """Platforms whose chats can no longer answer (`input_ended`)."""
+        self._waits: dict[str, set[asyncio.Future[str | None]]] = {}
+        """The questions waiting for an answer, by platform."""
+
+    def input_ended(self, platform: str) -> None:
+        """Nobody on ``platform`` can answer any more (the terminal chat's piped input ran out): a
+        question waiting there, and any asked from now on, goes on at once without an answer,
+        instead of waiting out the timeout for one that cannot come."""
+        self._deaf.add(platform)
+        for waiting in self._waits.pop(platform, set()):
+            if not waiting.done():
+                waiting.set_result(None)
 
     async def ask(self, question: str, choices: Sequence[str] | None = None) -> str:
         """The ``clarify`` service of every chat's parent agent: ask the chat of the calling turn."""
@@ -78,6 +91,8 @@ class Questions:
         if calling is None:
             raise ToolError(NOT_NOW)
         session, running = calling
+        if session.platform in self._deaf:
+            raise ToolError(NOT_NOW)
         # By run, not turn: a turn run again after a restart asks again, in a new message.
         number = running.asked
         key = f"{running.turn_id}:ask:{running.run_id}:{number}"
@@ -94,29 +109,35 @@ class Questions:
             return chosen(held.text, choices)
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
         try:
-            answer = await self._wait(running, None if shown else f"{key}:0")
+            answer = await self._wait(running, None if shown else f"{key}:0", session.platform)
         except BaseException:
             # Its turn was stopped (or the gateway stops, and the turn asks again after the start): a
             # question not in the chat yet would ask for an answer nothing waits for any more.
             self._outbox.drop(*session.chat, lambda row: row.key.startswith(f"{key}:"))
             raise
+        if answer is None and session.platform in self._deaf:  # no answer can come: not one more wait
+            raise ToolError(NOT_NOW)
         if answer is None:
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
                                  turn_id=running.turn_id)
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         return chosen(answer, choices)
 
-    async def _wait(self, running: RunningTurn, shown_by: str | None) -> str | None:
-        """The chat's answer, or None once the timeout has passed. ``shown_by``: the key of the
-        question's first part; None when the question is in the chat already."""
-        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    async def _wait(self, running: RunningTurn, shown_by: str | None, platform: str) -> str | None:
+        """The chat's answer, or None once the timeout has passed or nobody on ``platform`` can
+        answer any more. ``shown_by``: the key of the question's first part; None when the question
+        is in the chat already."""
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._clock.sleep(self._timeout))
         running.question, running.question_key = answer, shown_by
+        waits = self._waits.setdefault(platform, set())
+        waits.add(answer)
         try:
             await asyncio.wait((answer, timer), return_when=asyncio.FIRST_COMPLETED)
             return answer.result() if answer.done() else None
         finally:
             running.question = running.question_key = None
+            waits.discard(answer)
             timer.cancel()
             if not answer.done():
                 answer.cancel()

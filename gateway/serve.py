@@ -29,6 +29,9 @@ async def serve(config: Config, *, local: bool = False) -> int:
     draining: list[asyncio.Task[None]] = []
 
     def answer_then_stop() -> None:
+        from platforms.local import LocalAdapter  # only a terminal chat's piped input ends
+
+        gateway.questions.input_ended(LocalAdapter.name)  # nobody is left to answer the model's questions
         draining.append(asyncio.ensure_future(_stop_once_quiet(gateway, started, stopping)))
 
     adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop)

@@ -156,6 +156,28 @@ def test_piped_input_that_ends_is_answered_whole_before_the_chat_ends(tmp_path):
     assert "apples: completed" in result.stdout and "pears: completed" in result.stdout, result.stdout
 
 
+def test_a_question_asked_after_piped_input_ended_is_not_waited_for(tmp_path):
+    """Nobody can answer once the pipe has ended: the model goes on at once instead of the chat
+    waiting out ``agent.clarify_timeout_seconds`` for an answer that cannot come."""
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[
+        {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which one?", "choices": ["a", "b"]}}]},
+        {"text": "went on without an answer"},
+    ]]}))
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({
+        "state_dir": str(tmp_path / "state"), "model": {"provider": "scripted", "script": str(script)},
+        "agent": {"clarify_timeout_seconds": 600},
+    }))
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+                            input="pick one for me\n", capture_output=True, text=True, timeout=40, cwd=tmp_path,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Which one?" in result.stdout and "went on without an answer" in result.stdout, result.stdout
+    assert "No answer within" not in result.stdout
+
+
 def chat_on_pipes(tmp_path: Path) -> subprocess.Popen:
     config = tmp_path / "switchboard.yaml"
     config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
