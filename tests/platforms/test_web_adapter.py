@@ -306,3 +306,12 @@ async def test_an_ended_subscription_says_so() -> None:
     assert await sub.next(1.0) is None
     streams.unsubscribe(sub)
     assert streams.watching("c1") == 0
+
+
+async def test_a_lone_surrogate_in_a_message_reaches_the_gateway_as_u_fffd(started, http) -> None:
+    # JSON may spell one ("\ud800"), and no UTF-8 store or platform can hold it (docs/gateway.md).
+    _, sink, base = await started(token=TOKEN)
+    async with http.post(f"{base}/chat/api/messages", headers={**JSON, "Authorization": f"Bearer {TOKEN}"},
+                         data=b'{"chat": "c1", "text": "caf\\ud800 ok", "key": "key-00000001"}') as response:
+        assert response.status == 202, await response.text()
+    assert [i.text for i in sink.inbound] == ["caf\ufffd ok"]
