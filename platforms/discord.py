@@ -103,7 +103,10 @@ PORTAL_HINT = (
     "enable it in the Discord Developer Portal: Applications → your application → Bot → "
     "Privileged Gateway Intents → Message Content Intent"
 )
-_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
+# What the bot posts is the model's text, which may copy mentions from what users wrote or a page it
+# read: it never pings anyone (a mention still shows as one). The bot does not post replies, so
+# there is no asker to ping either.
+_MENTIONS = discord.AllowedMentions.none()
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
 _REMEMBERED_CHANNELS = 10_000  # channels and threads posted in, most recent kept (as many as the gateway hands over)
 _TOKEN_EXPIRED = 50027

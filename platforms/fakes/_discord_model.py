@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from platforms.fakes._discord_files import FLAG_VOICE_MESSAGE, Upload
+from platforms.fakes._discord_mentions import Pings
 
 FLAG_LOADING = 128
 ISO = "2026-01-01T00:00:00.000000+00:00"
@@ -44,6 +45,9 @@ class FakeMessage:
     interaction_id: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)
     """The attachment objects of a user's message (see `platforms.fakes._discord_files`)."""
+    pings: Pings = field(default_factory=Pings)
+    """Whom the bot's message notifies, as its content and ``allowed_mentions`` say
+    (`platforms.fakes._discord_mentions`); worked out afresh by each edit of the content."""
 
 
 def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
@@ -90,7 +94,8 @@ class DiscordModel:
         data: dict[str, Any] = {
             "id": m.id, "channel_id": m.channel_id, "author": author, "content": m.content,
             "timestamp": ISO, "edited_timestamp": ISO if m.edits else None, "tts": False,
-            "mention_everyone": False, "mentions": [], "mention_roles": [], "attachments": m.attachments, "embeds": [],
+            "mention_everyone": m.pings.everyone, "mentions": [_user(u) for u in m.pings.users],
+            "mention_roles": list(m.pings.roles), "attachments": m.attachments, "embeds": [],
             "components": [], "pinned": False, "type": 0, "flags": m.flags,
         }
         if m.nonce is not None:

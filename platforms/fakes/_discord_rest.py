@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from platforms.fakes._discord_files import parse_multipart
+from platforms.fakes._discord_mentions import Pings, Refused, pings
 from platforms.fakes._discord_model import FLAG_LOADING, Call, FakeMessage, _user
 
 TEXT_LIMIT = 2000
@@ -157,21 +158,27 @@ class DiscordRest:
     async def _get_commands(self, request: web.Request) -> web.Response:
         return _json(self.commands.get(request.match_info.get("guild_id"), []))
 
-    def _check_content(self, body: dict[str, Any]) -> web.Response | None:
+    def _check_content(self, body: dict[str, Any]) -> web.Response | Pings:
+        """Discord's refusal of the content or its ``allowed_mentions``, else whom it pings."""
         content = body.get("content")
         if content is not None and len(content) > TEXT_LIMIT:
             errors = {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
                                                "message": f"Must be {TEXT_LIMIT} or fewer in length."}]}}
             return _error(400, 50035, "Invalid Form Body", errors)
-        return None
+        try:
+            return pings(content or "", body.get("allowed_mentions"))
+        except Refused as exc:
+            errors = {"allowed_mentions": {"_errors": [{"code": "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+                                                        "message": str(exc)}]}}
+            return _error(400, 50035, "Invalid Form Body", errors)
 
     async def _create_message(self, request: web.Request) -> web.Response:
         channel = request.match_info["channel_id"]
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
         body, uploads = request.get(_MULTIPART) or (await request.json(), [])
-        if (refused := self._check_content(body)) is not None:
-            return refused
+        if isinstance(pinged := self._check_content(body), web.Response):
+            return pinged
         if not body.get("content") and not uploads:
             return _error(400, 50006, "Cannot send an empty message")
         if any(len(u.data) > self._upload_limit(channel) for u in uploads):
@@ -183,7 +190,7 @@ class DiscordRest:
                     return _json(self._message_json(earlier))  # Discord returns the first message again
         message = self._store(channel, self.bot_id, body.get("content") or "", from_bot=True,
                               flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce),
-                              attachments=self._attachments(channel, uploads))
+                              attachments=self._attachments(channel, uploads), pings=pinged)
         return _json(self._echo(message))
 
     async def _edit_message(self, request: web.Request) -> web.Response:
@@ -198,11 +205,12 @@ class DiscordRest:
         return self._apply_edit(message, await request.json())
 
     def _apply_edit(self, message: FakeMessage, body: dict[str, Any]) -> web.Response:
-        if (refused := self._check_content(body)) is not None:
-            return refused
+        if isinstance(pinged := self._check_content(body), web.Response):
+            return pinged
         if "content" in body:
             message.edits.append(message.content)
             message.content = body["content"]
+            message.pings = pinged
             message.flags &= ~FLAG_LOADING
         self._touch()
         return _json(self._message_json(message))
@@ -242,11 +250,13 @@ class DiscordRest:
         if self.clock() - record["created"] > INTERACTION_ACK_SECONDS:
             return _error(404, 10062, "Unknown interaction")
         body = await request.json()
+        data = body.get("data") or {}
+        if isinstance(pinged := self._check_content(data), web.Response):
+            return pinged
         kind = body.get("type")
         record["responses"].append(kind)
-        content = (body.get("data") or {}).get("content") or ""
-        message = self._store(record["channel_id"], self.bot_id, content, from_bot=True,
-                              flags=FLAG_LOADING if kind == 5 else 0, interaction_id=interaction_id)
+        message = self._store(record["channel_id"], self.bot_id, data.get("content") or "", from_bot=True,
+                              flags=FLAG_LOADING if kind == 5 else 0, interaction_id=interaction_id, pings=pinged)
         record["original"] = message.id
         resource: dict[str, Any] = {"type": kind, "message": self._message_json(message)}
         return _json({
@@ -263,10 +273,10 @@ class DiscordRest:
         if not record["responses"]:
             return _error(404, 10015, "Unknown Webhook")
         body = await request.json()
-        if (refused := self._check_content(body)) is not None:
-            return refused
+        if isinstance(pinged := self._check_content(body), web.Response):
+            return pinged
         message = self._store(record["channel_id"], self.bot_id, body.get("content") or "", from_bot=True,
-                              flags=int(body.get("flags") or 0), interaction_id=interaction_id)
+                              flags=int(body.get("flags") or 0), interaction_id=interaction_id, pings=pinged)
         data = self._echo(message)
         if request.query.get("wait") in ("true", "1", "True"):
             return _json(data)

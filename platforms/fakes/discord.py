@@ -10,7 +10,8 @@ The real discord.py client talks to it over real HTTP and a real WebSocket::
 
 What it serves (under ``/api/v10``): gateway info, ``users/@me``, the application,
 application commands (global and per guild), channel messages (create, edit,
-delete; 2,000-character limit as 50035; nonces deduplicated when enforced),
+delete; 2,000-character limit as 50035; nonces deduplicated when enforced; whom each
+message pings, as its ``allowed_mentions`` allows),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
 40060 when answered twice; fetch, edit and delete; after 15 minutes the token is refused
 with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
@@ -54,6 +55,7 @@ from platforms.fakes._discord_gateway import (  # noqa: F401
     _Conn,
     _Session,
 )
+from platforms.fakes._discord_mentions import Pings  # noqa: F401
 from platforms.fakes._discord_model import FLAG_LOADING, ISO, Call, DiscordModel, FakeMessage, _user  # noqa: F401
 from platforms.fakes._discord_rest import INTERACTION_ACK_SECONDS, TEXT_LIMIT, DiscordRest, _Failure  # noqa: F401
 from platforms.fakes._waiting import wait_until

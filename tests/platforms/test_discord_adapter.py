@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +21,11 @@ from platforms.base import (
     MessageTooLong,
     NotFound,
     Outbound,
+    OutboundFile,
     RateLimited,
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
-from platforms.fakes.discord import FLAG_LOADING, FakeDiscord
+from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, Pings
 from tests.discord_client import adapter_for, join_heartbeat_threads
 
 import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
@@ -299,6 +301,35 @@ async def test_the_fake_enforces_2000_characters(fake: FakeDiscord, running: Run
     with pytest.raises(MessageTooLong):
         await adapter.edit(channel, None, sent.message_id, "y" * 2001)
     assert fake.calls_to(SEND)[-1].status == 400
+
+
+async def test_what_the_model_writes_pings_nobody(fake: FakeDiscord, running: Running, tmp_path: Path) -> None:
+    # Text copied from a user or a web page the model read: a mention in it must not notify anyone,
+    # whichever way the bot posts it (reply, progress edit, file caption, command answer and follow-up).
+    adapter, sink = running
+    helpers = fake.add_role(GUILD, "helpers")
+    loud = f"<@{USER}> <@!43> <@&{helpers}> @everyone @here"
+    fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True)
+    await sink.wait(1)
+    chat = str(CHANNEL)
+    reply = await adapter.send(Outbound(chat_id=chat, thread_id=None, text=loud, idempotency_key="t1/0"))
+    notice = await adapter.send(Outbound(chat_id=chat, thread_id=None, text="Working…", kind="notice", silent=True,
+                                         idempotency_key="t1/notice"))
+    await adapter.edit(chat, None, notice.message_id, loud)
+    path = tmp_path / "report.txt"
+    path.write_text("report")
+    await adapter.send_file(Outbound(chat_id=chat, thread_id=None, text=loud, kind="file", idempotency_key="t1/1"),
+                            OutboundFile(str(path), "report.txt", path.stat().st_size))
+    fake.push_interaction("agents", USER, CHANNEL, GUILD)
+    [_, command] = await sink.wait(2)
+    answer = Outbound(chat_id=chat, thread_id=None, text=loud, kind="command", reply_token=command.reply_token)
+    await adapter.send(answer)
+    follow_up = await adapter.send(answer)
+    await adapter.edit(chat, None, follow_up.message_id, loud + " again")
+    posted = fake.bot_messages(CHANNEL)
+    assert len(posted) == 5 and reply.message_id == posted[0].id
+    assert all("@everyone" in m.content for m in posted)
+    assert [m.pings for m in posted] == [Pings()] * 5
 
 
 async def test_429_is_retried_once_and_sends_one_message(fake: FakeDiscord, running: Running) -> None:

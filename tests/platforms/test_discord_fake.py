@@ -97,6 +97,27 @@ async def test_messages_limits_nonces_and_edits(fake: FakeDiscord, http: aiohttp
         assert response.status == 204 and fake.bot_messages(channel) == []
 
 
+async def test_mentions_ping_as_allowed_mentions_say(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    fake.push_guild_message(1, 2, 7, "hi", mention_bot=True)
+    url = "/api/v10/channels/2/messages"
+    content = "<@7> <@!8> <@&9> @here"
+    for allowed, users, roles, everyone in [(None, ("7", "8"), ("9",), True),  # none given: everything pings
+                                            ({"parse": []}, (), (), False),
+                                            ({"parse": ["everyone"], "users": ["8"]}, ("8",), (), True)]:
+        body = {"content": content} | ({} if allowed is None else {"allowed_mentions": allowed})
+        async with http.post(url, json=body) as response:
+            sent = await response.json()
+        assert ([u["id"] for u in sent["mentions"]], sent["mention_roles"], sent["mention_everyone"]) == (
+            list(users), list(roles), everyone)
+        assert fake.bot_messages(2)[-1].pings.users == users
+    async with http.post(url, json={"content": content, "allowed_mentions": {"parse": ["users"], "users": ["7"]}}) as r:
+        assert (r.status, (await r.json())["code"]) == (400, 50035)
+    # An edit's pings are worked out afresh: without allowed_mentions, from everything its content names.
+    quiet = fake.bot_messages(2)[1]
+    async with http.patch(f"{url}/{quiet.id}", json={"content": "now <@7>"}) as response:
+        assert response.status == 200 and quiet.pings.users == ("7",)
+
+
 async def test_scripted_failures(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
     channel = fake.dm_channel(7)
     fake.fail_next("POST /channels/{channel_id}/messages", 429, retry_after=0.25)
