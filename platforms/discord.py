@@ -17,7 +17,8 @@ Which messages are for the bot, and which session they belong to:
 The bot's own messages and other bots' are ignored (two bots answering each other
 would never stop); the bot's mention (or its role's) is stripped from the text. The threads
 the bot posted in are remembered across restarts: the gateway hands them over
-(`remember_threads`). Attached files arrive as `Attachment`s (`platforms.discord_files`);
+(`remember_threads`). A forward is heard as the message it forwards (Discord sends it empty,
+with a snapshot of that message). Attached files arrive as `Attachment`s (`platforms.discord_files`);
 `download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
@@ -327,6 +328,10 @@ class DiscordAdapter:
         own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
         text = re.sub(own, "", message.content).strip()
         attachments = discord_files.attachments_of(message.attachments)
+        # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent.
+        for snapshot in message.message_snapshots:
+            text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
+            attachments += discord_files.attachments_of(snapshot.attachments)
         if not text and not attachments:
             if message.guild is not None and not mentioned and not self._content_warned:
                 self._content_warned = True

@@ -78,11 +78,22 @@ class DiscordModel:
     def _message_payload(
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
+        forwarded: bool = False,
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
-        stored = self._store(channel, user, text, from_bot=False, attachments=self._attachments(channel, uploads),
-                             flags=FLAG_VOICE_MESSAGE if voice else 0)
+        attachments = self._attachments(channel, uploads)
+        flags = FLAG_VOICE_MESSAGE if voice else 0
+        if forwarded:  # the forward itself holds nothing: its snapshot holds the message forwarded
+            stored = self._store(channel, user, "", from_bot=False)
+        else:
+            stored = self._store(channel, user, text, from_bot=False, attachments=attachments, flags=flags)
         data = self._message_json(stored, guild=guild, name=name)
+        if forwarded:
+            data["message_reference"] = {"type": 1, "message_id": self.new_id(), "channel_id": self.new_id()}
+            data["message_snapshots"] = [{"message": {
+                "type": 0, "content": text, "embeds": [], "attachments": attachments, "timestamp": ISO,
+                "edited_timestamp": None, "flags": flags, "mentions": [], "mention_roles": [], "components": [],
+            }}]
         if global_name is not None:
             data["author"]["global_name"] = global_name
         if guild is not None:

@@ -256,11 +256,14 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._replay.extend(str(e) for e in events)
 
     def push_dm(self, user: str | int, text: str, *, name: str | None = None, global_name: str | None = None,
-                files: Sequence[Upload] = ()) -> str:
+                files: Sequence[Upload] = (), forwarded: bool = False) -> str:
         """A direct message from ``user`` (username ``name``, display name ``global_name``) to the
-        bot, with ``files`` attached; returns the message id."""
+        bot, with ``files`` attached; ``forwarded``: ``text`` and ``files`` are those of a message
+        ``user`` forwarded, which Discord sends as an empty message with a snapshot of the forwarded
+        one (``message_snapshots``). Returns the message id."""
         channel = self.dm_channel(user)
-        data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name)
+        data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name,
+                                     forwarded=forwarded)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def push_guild_message(
@@ -278,12 +281,16 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         thread_owner: str | int | None = None,
         files: Sequence[Upload] = (),
         mention_roles: Sequence[str] = (),
+        forwarded: bool = False,
     ) -> str:
         """A message in a guild text channel, or in thread ``thread_id`` of that channel
         (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread), from
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
-        (`bot_role`, `add_role`) before ``text``.
+        (`bot_role`, `add_role`) before ``text``; ``forwarded`` as for `push_dm` (a forward
+        neither mentions nor replies: ValueError with those options).
         Unknown guilds, channels and threads are created and announced first."""
+        if forwarded and (mention_bot or reply_to_bot or mention_roles):
+            raise ValueError("a forwarded message carries no mention or reply of its own")
         guild, channel, user = str(guild), str(channel), str(user)
         self._ensure_channel(guild, channel)
         where = channel
@@ -295,7 +302,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content = ""
-        data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick)
+        data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
+                                     forwarded=forwarded)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         data["mention_roles"] = [str(role) for role in mention_roles]

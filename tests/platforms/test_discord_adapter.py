@@ -25,7 +25,7 @@ from platforms.base import (
     RateLimited,
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
-from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, Pings
+from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, Pings, Upload
 from tests.discord_client import adapter_for, join_heartbeat_threads
 
 import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
@@ -176,6 +176,23 @@ async def test_the_threads_it_hears_unmentioned_are_the_latest_ten_thousand_it_p
     finally:
         await adapter.stop()
         await join_heartbeat_threads()
+
+
+async def test_a_forwarded_message_is_heard_as_what_it_forwards(
+    fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Discord sends a forward as an empty message holding a snapshot of the one forwarded.
+    adapter, sink = running
+    fake.push_dm(USER, "deploy failed: exit 137", forwarded=True, files=[Upload("log.txt", b"oom", "text/plain")])
+    fake.push_guild_message(GUILD, CHANNEL, USER, "look at this", mention_bot=True, thread_id=701)
+    await sink.wait(2)
+    await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id="701", text="Send it here.", idempotency_key="k"))
+    fake.push_guild_message(GUILD, CHANNEL, USER, "the second error", thread_id=701, forwarded=True)
+    dm, _, in_thread = await sink.wait(3)
+    assert (dm.text, [(a.name, a.size) for a in dm.attachments]) == ("deploy failed: exit 137", [("log.txt", 3)])
+    assert await adapter.download(dm.attachments[0]) == b"oom"
+    assert (in_thread.text, in_thread.chat_id, in_thread.thread_id) == ("the second error", str(CHANNEL), "701")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no word of a missing intent
 
 
 async def test_slash_command_is_deferred_then_answered(fake: FakeDiscord, running: Running) -> None:
