@@ -439,19 +439,21 @@ class Gateway:
         return row.origin_turn_id if row is not None else None
 
     async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
-        """The webhook platform's turn read: the turn's messages, then those of the background
-        delegations it started (their completion or interruption report). Complete once the
-        turn has ended and each of those delegations is settled. LookupError for a turn this
-        route never started."""
+        """The webhook platform's turn read: the turn's messages (files sent included), then those
+        of the background delegations it started (their completion or interruption report).
+        Complete once the turn has ended, each of those delegations is settled and no file of
+        theirs waits to be kept. LookupError for a turn this route never started."""
         event = self.store.inbox.event_of_turn("webhook", turn_id)
         if event is None or not event.chat_id.startswith(f"{route}:"):
             raise LookupError(turn_id)
         delegations = self.ledger.of_turn(turn_id)
         messages = [{**m, "turn_id": t} for t in (turn_id, *(d.completion_turn_id for d in delegations))
                     for m in self.store.outbox.turn_messages("webhook", t)
-                    if m.get("kind") != "interim" and str(m.get("chat_id", "")).startswith(f"{route}:")]
+                    if (m.get("kind") != "interim" or m.get("op") == "file")
+                    and str(m.get("chat_id", "")).startswith(f"{route}:")]
         ended = self.store.inbox.settled(event.platform, event.event_id)
-        return TurnRead(messages, complete=ended and all(d.status != "running" for d in delegations))
+        files_kept = all(m["status"] != "pending" for m in messages if m.get("op") == "file")
+        return TurnRead(messages, complete=ended and files_kept and all(d.status != "running" for d in delegations))
 
 
 def _answer_key(inbound: Inbound) -> str:

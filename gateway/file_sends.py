@@ -54,7 +54,7 @@ class FileSends:
             if running.suppressed:  # stopped while the file was copied
                 self._files.remove(key)
                 raise ToolError(STOPPED)
-            self._outbox.enqueue_file(*session.chat, caption, key=key)
+            self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id)
             name = f"{name} ({human_size(size)})"
         running.files += 1
         return f"{name} is queued to this chat; it goes out in order with your messages."

@@ -23,10 +23,14 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
                                      greeting=chat_intro(config), files_dir=Path(config.state_dir) / "sent-files"))
     if p.webhook.enabled:
+        from gateway.store.outbox_rows import RETENTION_SECONDS
         from platforms.webhook import WebhookAdapter
 
         routes = {name: (route.secret, route.deliver_url) for name, route in p.webhook.routes.items()}
-        adapters.append(WebhookAdapter(routes, retry_for_seconds=p.webhook.retry_for_seconds))
+        # A sent file downloads as long as its turn can be read: the outbox keeps it that long.
+        adapters.append(WebhookAdapter(routes, retry_for_seconds=p.webhook.retry_for_seconds,
+                                       files_dir=Path(config.state_dir) / "webhook-files",
+                                       keep_files_seconds=RETENTION_SECONDS))
     if p.telegram.enabled:
         from platforms.telegram import TelegramAdapter
 

@@ -320,7 +320,8 @@ class TurnRead:
     messages: list[dict[str, Any]]
     """The turn's messages in order, then those of the background work it started: outbox rows,
     each with at least ``chat_id``, ``turn_id`` (the turn it belongs to), ``kind``, ``text`` and
-    ``sequence``."""
+    ``sequence``. A file the turn sent is a row with ``op`` ``file`` (its ``text`` the caption),
+    its ``status`` and, once sent, its ``message_id``: the id `SendsFiles.send_file` returned."""
     complete: bool
     """True once nothing more will be added: the turn has ended and its background work has
     delivered its results (or an interruption report, or was stopped)."""

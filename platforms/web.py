@@ -117,7 +117,7 @@ class WebChatAdapter:
         self._sink = sink
         self._commands = [{"name": c.name, "description": c.description} for c in commands]
         if self._sweeping is None:
-            self._sweeping = asyncio.ensure_future(self._sweep_files())
+            self._sweeping = asyncio.ensure_future(self.files.sweep_every(SWEEP_SECONDS))
 
     async def stop(self) -> None:
         """Stop accepting messages and end every open stream (pages reconnect). Idempotent."""
@@ -167,14 +167,6 @@ class WebChatAdapter:
             "id": kept.id, "role": "assistant", "kind": message.kind, "text": message.text, "time": kept.time,
             "edited": False, "file": kept.shown()})  # fmt: skip
         return Sent(kept.id)
-
-    async def _sweep_files(self) -> None:
-        while True:
-            try:
-                await asyncio.to_thread(self.files.sweep)
-            except Exception:
-                log.exception("web chat: removing expired sent files failed")
-            await asyncio.sleep(SWEEP_SECONDS)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         self._streams.publish(chat_id, "edit", {"id": message_id, "text": text})

@@ -1,12 +1,14 @@
-"""Files the agent sent to a web chat, kept for its page to download.
+"""Files the agent sent to a web chat or a webhook route, kept for their callers to download.
 
 The outbox removes its copy of a file (`OutboundFile`) once the send is settled, but the page's
 link must work after that, and after a reload. So sending one makes the web chat's own copy:
 ``<root>/<id>/data`` (the bytes; a hard link to the outbox's copy where the disk allows, else a
 copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>`` is random
 (144 bits) and a download must name the chat too, which is checked: a link gives away no other
-chat's file. Each is written in a staging folder and renamed whole, so a folder that exists is
-complete.
+chat's file. The webhook gives the id itself, derived from the send's outbox key (`keep` with
+``file_id``): a send tried again after a restart finds its file kept and announces the same
+download (whose request is signed with the route's secret). Each is written in a staging folder
+and renamed whole, so a folder that exists is complete.
 
 A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
 outbox's seven days), so the message and its link go together; `sweep` removes older ones,
@@ -16,6 +18,7 @@ price of a link that keeps working.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -61,16 +64,24 @@ class KeptFile:
 
 
 class WebFiles:
-    def __init__(self, root: Path, *, keep_seconds: float, clock: Callable[[], float] = time.time) -> None:
+    """``label`` names the platform in the log (``web chat``, ``webhook``)."""
+
+    def __init__(self, root: Path, *, keep_seconds: float, clock: Callable[[], float] = time.time,
+                 label: str = "web chat") -> None:
         self.root = root
         self.keep_seconds = keep_seconds
         self._clock = clock
+        self._label = label
 
-    def keep(self, chat_id: str, file: OutboundFile) -> KeptFile:
-        """Keep ``file`` for the chat under a new id. Raises OSError when it cannot. Blocking."""
+    def keep(self, chat_id: str, file: OutboundFile, *, file_id: str | None = None) -> KeptFile:
+        """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``; default a new
+        random one). A ``file_id`` already kept is kept once: that file is returned as it is.
+        Raises OSError when it cannot. Blocking."""
+        if file_id is not None and (kept := self.get(file_id)) is not None:
+            return kept
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        file_id = secrets.token_urlsafe(18)
-        staging = self.root / f".{file_id}.tmp"
+        file_id = file_id or secrets.token_urlsafe(18)
+        staging = self.root / f".{secrets.token_urlsafe(12)}.tmp"  # its own: a crash may have left one
         staging.mkdir(mode=0o700)
         try:
             try:  # the outbox's copy is complete and fsynced, and only ever removed: share it
@@ -83,6 +94,8 @@ class WebFiles:
             meta = {"chat_id": chat_id, "name": kept.name, "size": kept.size, "time": kept.time}
             (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
             _fsync(staging / _META)
+            if (self.root / file_id).exists():  # expired or unreadable, yet asked for again: replaced
+                shutil.rmtree(self.root / file_id)
             staging.rename(self.root / file_id)
             _fsync(self.root)
             return kept
@@ -92,12 +105,19 @@ class WebFiles:
 
     def find(self, chat_id: str, file_id: str) -> KeptFile | None:
         """The file ``file_id`` when it is the chat's and still kept; else None. Blocking (one small read)."""
+        kept = self.get(file_id)
+        return kept if kept is not None and kept.chat_id == chat_id else None
+
+    def get(self, file_id: str) -> KeptFile | None:
+        """The file ``file_id``, whichever chat it was sent to, while it is kept; else None.
+        Blocking (one small read)."""
         if not FILE_ID.fullmatch(file_id):
             return None
         meta = self._meta(self.root / file_id)
-        if meta is None or meta.get("chat_id") != chat_id or self._expired(meta):
+        if meta is None or not isinstance(meta.get("chat_id"), str) or self._expired(meta):
             return None
-        return KeptFile(file_id, chat_id, meta["name"], meta["size"], meta["time"], self.root / file_id / _DATA)
+        return KeptFile(file_id, meta["chat_id"], meta["name"], meta["size"], meta["time"],
+                        self.root / file_id / _DATA)
 
     def sweep(self) -> int:
         """Remove the files kept longer than ``keep_seconds``, unreadable ones and staging folders a
@@ -116,8 +136,17 @@ class WebFiles:
             shutil.rmtree(entry.path, ignore_errors=True)
             gone += 1
         if gone:
-            log.info("web chat: removed %d sent files older than %.0f days", gone, self.keep_seconds / 86400)
+            log.info("%s: removed %d sent files older than %.0f days", self._label, gone, self.keep_seconds / 86400)
         return gone
+
+    async def sweep_every(self, seconds: float) -> None:
+        """`sweep` now and every ``seconds``, until cancelled; a failed sweep is logged and tried again."""
+        while True:
+            try:
+                await asyncio.to_thread(self.sweep)
+            except Exception:
+                log.exception("%s: removing expired sent files failed", self._label)
+            await asyncio.sleep(seconds)
 
     def _expired(self, meta: dict) -> bool:
         return self._clock() - meta["time"] >= self.keep_seconds

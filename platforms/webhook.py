@@ -16,12 +16,17 @@ Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox.
 
+Files (`send_file`): the adapter keeps its own copy (`platforms.webhook_files`) and delivers a
+message of kind ``file`` naming it; ``GET /webhooks/<route>/files/<id>``, signed like the turn
+read, downloads it while it is kept, to the route it was sent in only.
+
 Webhook callers are programs, not people: no typing, no edits, never interim
 messages (dropped here, whatever the display config says). See docs/platforms/webhook.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import hashlib
 import json
@@ -31,6 +36,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -45,6 +51,7 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
+    OutboundFile,
     RateLimited,
     Sent,
     TurnReader,
@@ -53,6 +60,8 @@ from platforms.base import (
 )
 from platforms.json_body import load_json_body
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
+from platforms.web_files import WebFiles, download_headers
+from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described, file_id_for
 from platforms.webhook_signing import (
     SCHEME,
     SIGNATURE_HEADER,
@@ -87,6 +96,7 @@ class WebhookAdapter:
     name = "webhook"
     tier = DisplayTier(interim_assistant_messages=False, long_running_notifications=False, messaging=False)
     text_limit = 100_000
+    caption_limit = text_limit
     typing_interval = 0.0  # no progress to show: typing() and idle() are never called
 
     def __init__(
@@ -100,6 +110,8 @@ class WebhookAdapter:
         max_body: int = MAX_BODY,
         delivery_timeout: float = DELIVERY_TIMEOUT,
         bodies: UnsignedBodies | None = None,
+        files_dir: Path | None = None,
+        keep_files_seconds: float = KEEP_SECONDS,
     ) -> None:
         self.routes: dict[str, Route] = {}
         for name, spec in routes.items():
@@ -121,6 +133,10 @@ class WebhookAdapter:
         self._clock = clock
         self._timeout = aiohttp.ClientTimeout(total=delivery_timeout)
         self._sink: InboundSink | None = None
+        self.files = WebFiles(files_dir or Path("webhook-files"), keep_seconds=keep_files_seconds, clock=clock,
+                              label="webhook")
+        """The files sent in the routes' chats, kept for their downloads."""
+        self._sweeping: asyncio.Task | None = None
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -133,10 +149,15 @@ class WebhookAdapter:
         """Accept requests from now on (before, and after `stop`, POSTs answer 503)."""
         self._sink = sink
         self._client()
+        if self._sweeping is None:
+            self._sweeping = asyncio.ensure_future(self.files.sweep_every(SWEEP_SECONDS))
 
     async def stop(self) -> None:
         """Stop accepting requests; close the HTTP session if the adapter made it. Idempotent."""
         self._sink = None
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            self._sweeping = None
         session, self._session = self._session, None
         if session is not None and self._owns_session:
             await session.close()
@@ -152,6 +173,7 @@ class WebhookAdapter:
             web.post("/webhooks/{name}", self._handle_post, expect_handler=refuse_before_continue(self._early)),
             # HEAD off: a HEAD would be checked against a "GET " signature it was not made for.
             web.get("/webhooks/{name}/turns/{turn_id}", self._handle_get, allow_head=False),
+            web.get("/webhooks/{name}/files/{file_id}", self._handle_file, allow_head=False),
         ]
 
     # -- in --------------------------------------------------------------------------
@@ -221,22 +243,46 @@ class WebhookAdapter:
         log.info("webhook %s %s refused: %s", request.method, request.rel_url.raw_path, reason)
         return _error(401, reason)
 
-    async def _handle_get(self, request: web.Request) -> web.Response:
-        name, turn_id = request.match_info["name"], request.match_info["turn_id"]
+    def _signed_get(self, request: web.Request) -> web.Response | None:
+        """Why a signed GET of a route is refused (404 or 401), or None when it may be answered."""
+        name = request.match_info["name"]
         route = self.routes.get(name)
         if route is None:
             return _error(404, f"unknown route {name!r}")
         if reason := self._unverified(route, request, get_payload(request.rel_url.raw_path)):
             return self._refusal(request, reason)
+        return None
+
+    async def _handle_get(self, request: web.Request) -> web.Response:
+        if (refusal := self._signed_get(request)) is not None:
+            return refusal
+        name, turn_id = request.match_info["name"], request.match_info["turn_id"]
         if self._turn_reader is None:
             return _error(404, "this gateway does not serve turn reads")
         try:
             read = await self._turn_reader(name, turn_id)
         except LookupError:
             return _error(404, f"unknown turn {turn_id!r}")
-        messages = [_message(name, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
-                    for m in read.messages]
+        messages = [self._read_message(name, m) for m in read.messages
+                    if m.get("op") != "file" or m.get("status") == "sent"]  # a file is there once it is kept
         return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": messages})
+
+    def _read_message(self, route: str, m: Mapping[str, Any]) -> dict[str, Any]:
+        if m.get("op") != "file":
+            return _message(route, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
+        kept = self.files.get(m["message_id"] or "")
+        file = described(route, kept) if kept is not None else {"id": m["message_id"], "expired": True}
+        return {**_message(route, m["chat_id"], m["turn_id"], "file", m["text"], m["sequence"]), "file": file}
+
+    async def _handle_file(self, request: web.Request) -> web.StreamResponse:
+        """A kept file, to the route it was sent in; any other (or none) is unknown, as turns are."""
+        if (refusal := self._signed_get(request)) is not None:
+            return refusal
+        name, file_id = request.match_info["name"], request.match_info["file_id"]
+        kept = self.files.get(file_id)
+        if kept is None or kept.chat_id.partition(":")[0] != name:
+            return _error(404, f"unknown file {file_id!r}")
+        return web.FileResponse(kept.path, headers=download_headers(kept.name))
 
     # -- out -------------------------------------------------------------------------
 
@@ -255,6 +301,35 @@ class WebhookAdapter:
         if route.deliver_url is None or message.kind == "interim":
             return Sent(key)
         payload = _message(name, message.chat_id, message.turn_id, message.kind, message.text, message.sequence)
+        await self._deliver(name, route, payload, key, message.chat_id)
+        return Sent(key)
+
+    def upload_limit(self, chat_id: str) -> int:
+        return UPLOAD_LIMIT
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Keep the file for its download (the outbox's copy goes once this returns) and deliver a
+        message of kind ``file`` describing it, its text the caption; returns the file's id. The
+        id follows from the idempotency key, so a send tried again keeps nothing twice and
+        announces the same download. Raises as `send` does; `NetworkError` when the file cannot
+        be kept (a full disk: worth another try)."""
+        name = message.chat_id.partition(":")[0]
+        route = self.routes.get(name)
+        if route is None:
+            raise NotFound(f"no webhook route {name!r}", method="send_file", chat_id=message.chat_id)
+        key = message.idempotency_key or _fallback_key(message)
+        try:
+            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file, file_id=file_id_for(key))
+        except OSError as exc:
+            raise NetworkError(f"webhook route {name!r}: cannot keep the file: {exc.strerror or exc}",
+                               method="send_file", chat_id=message.chat_id, platform=self.name) from exc
+        if route.deliver_url is not None:
+            payload = _message(name, message.chat_id, message.turn_id, "file", message.text, message.sequence)
+            await self._deliver(name, route, {**payload, "file": described(name, kept)}, key, message.chat_id)
+        return Sent(kept.id)
+
+    async def _deliver(self, name: str, route: Route, payload: dict[str, Any], key: str, chat_id: str) -> None:
+        assert route.deliver_url is not None
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
                    "Content-Type": "application/json"}
@@ -266,15 +341,15 @@ class WebhookAdapter:
         except (aiohttp.ClientError, TimeoutError) as exc:
             # Named by type only: a ClientError's text may carry the URL, and URLs carry tokens.
             raise NetworkError(f"webhook route {name!r}: delivery failed: {type(exc).__name__}",
-                               method="send", chat_id=message.chat_id) from exc
+                               method="send", chat_id=chat_id) from exc
         if 200 <= status < 300:
-            return Sent(key)
+            return
         wait = _retry_after(retry_after, self._clock()) if status == 429 or status >= 500 else None
         if wait is not None:
             raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
-                              retry_after=wait, method="send", chat_id=message.chat_id)
+                              retry_after=wait, method="send", chat_id=chat_id)
         raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}",
-                           method="send", chat_id=message.chat_id)
+                           method="send", chat_id=chat_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         raise EditUnsupported("webhook deliveries cannot be edited", method="edit", chat_id=chat_id)

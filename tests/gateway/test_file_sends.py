@@ -11,7 +11,7 @@ from platforms.base import BadRequest, Outbound, OutboundFile, Sent
 
 
 async def test_a_platform_without_file_uploads_refuses_clearly_and_journals_nothing(tmp_path, gateways):
-    chat = RecordingAdapter()  # no send_file: like webhooks
+    chat = RecordingAdapter()  # no send_file: a platform without uploads
     config = make_config(tmp_path, agent={"toolsets": ["file"]})
     (Path(config.state_dir) / "workspace").mkdir(parents=True)
     (Path(config.state_dir) / "workspace" / "a.csv").write_text("x")
