@@ -14,7 +14,8 @@ see is lost below that. The fitting is done once, as the image enters the conver
 - an image that needs none of that is sent as it is, unless it is a PNG, GIF or WebP without
   transparency that is smaller as a JPEG.
 
-A re-encoded image carries no metadata (no EXIF, so no location either).
+A re-encoded image carries no metadata (no EXIF, so no location either). An image that would
+decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from PIL import Image
 
 MAX_EDGE = 2048
 """Pixels on an image's longest edge at most."""
+MAX_PIXELS = 40_000_000
+"""Pixels an image may decode to (a JPEG after decoding it smaller, which needs no more): an 8K
+screenshot is 33 million. A PNG of zeros compresses a thousandfold, so a file of a few hundred KB
+can hold a hundred million pixels, gigabytes once decoded and fitted; Pillow's own limit
+(`Image.MAX_IMAGE_PIXELS`, 89 million) only warns below twice that."""
 JPEG_QUALITY = 85
 _ORIENTATION = 0x0112
 """The EXIF tag saying how the camera was held; 1 (or none) is upright."""
@@ -55,11 +61,14 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
 
 
 def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
-    upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
-    animated = getattr(image, "is_animated", False)
     scale = MAX_EDGE / max(image.size)
     if scale < 1:
         image.draft("RGB", (round(image.width * scale), round(image.height * scale)))  # JPEG: decode smaller
+    # The size to decode, after draft; before getexif, which decodes a PNG whole to find its eXIf chunk.
+    if image.width * image.height > MAX_PIXELS:
+        raise Image.DecompressionBombError(f"{image.width}×{image.height} is more than {MAX_PIXELS:,} pixels")
+    upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
+    animated = getattr(image, "is_animated", False)
     image.load()  # decodes it all: a truncated file fails here, not at the model
     changed = upright is not None or animated or scale < 1
     if not changed and mime == "image/jpeg":

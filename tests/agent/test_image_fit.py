@@ -94,6 +94,17 @@ def test_an_image_pillow_cannot_decode_is_unusable():
         fit_image(b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png")
 
 
+def test_an_image_of_more_pixels_than_it_may_decode_to_is_unusable_unless_a_jpeg_decodes_smaller():
+    # 8000×6000 is 48 million pixels, past MAX_PIXELS; a JPEG is decoded at an eighth to a half of
+    # its size when fitted, so a 48 MP camera's photo still reaches the model, a PNG of as many not.
+    # Cut short, so that decoding any of it (as getexif does to find a PNG's eXIf) would fail otherwise.
+    header_only = picture("PNG", (8000, 6000), "L")[:1000]
+    with pytest.raises(UnusableImage, match="has too many pixels to decode safely: 8000×6000 is more than"):
+        fit_image(header_only, "image/png")
+    fitted, mime = fit_image(picture("JPEG", (8000, 6000), color="white"), "image/jpeg")
+    assert mime == "image/jpeg" and opened(fitted).size == (MAX_EDGE, 1536)
+
+
 def test_for_the_model_a_photo_is_fitted_and_a_broken_one_skipped_with_a_warning(tmp_path, caplog):
     (tmp_path / "big.jpg").write_bytes(photo())
     (tmp_path / "broken.jpg").write_bytes(photo((800, 600))[:5000])

@@ -29,7 +29,7 @@ from platforms.fakes.telegram import FakeTelegram
 from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
 from tests.discord_client import adapter_for, join_heartbeat_threads
-from tests.pictures import PNG, photo
+from tests.pictures import PNG, photo, picture
 
 
 @pytest.fixture
@@ -126,6 +126,23 @@ async def test_a_photo_that_cannot_be_decoded_is_named_to_the_model(telegram: Te
     assert content.startswith("(The user sent an image without a caption.)\n\n[Files the user sent that did not"
                               " reach you: photo-") and "cannot be decoded as an image" in content
     assert "[Image attached at" not in content
+
+
+async def test_a_small_picture_of_too_many_pixels_is_named_to_the_model_not_decoded(telegram: Telegram,
+                                                                                   openai: FakeOpenAIServer) -> None:
+    # 49 million pixels in a 50 KB PNG: under Pillow's own bomb limit (89 million, which only warns
+    # below twice that), so it used to be decoded whole for fitting, gigabytes of memory for one
+    # small file any user could send, and several such at once could take the gateway down.
+    bomb = picture("PNG", (7000, 7000), "L", compress_level=9)
+    assert len(bomb) < 100_000
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.push_album(42, [PNG, bomb], caption="which one is sharper?")
+    assert await telegram.answered() == ["Nice picture."]
+    text, *images = user_content(openai.requests[0])
+    assert len(images) == 1 and base64.b64decode(images[0]["image_url"]["url"].split(",", 1)[1]) == PNG
+    missed = text["text"].split("\n\n")[1]
+    assert missed.startswith("[Files the user sent that did not reach you: photo-")
+    assert ".jpg (has too many pixels to decode safely: 7000×7000 is more than 40,000,000 pixels)]" in missed
 
 
 async def test_without_vision_the_photo_is_a_workspace_path(telegram: Telegram, openai: FakeOpenAIServer) -> None:
