@@ -6,7 +6,8 @@ In: ``POST /webhooks/<route>`` with ``{"text", "chat_id"?, "user"?}``, signed as
 route 404, signature headers missing or malformed 401, ``Content-Length`` over ``max_body``
 413 (all before a byte of the body is read), too many bodies being read already 503 with
 ``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
-401, payload 400 (a text field holding a lone surrogate included: it is refused, never stored).
+401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
+lone surrogate included: it is refused, never stored).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
 ``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
@@ -78,6 +79,13 @@ MAX_BODY = 1024 * 1024
 DELIVERY_TIMEOUT = 10.0
 ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
 _MAX_ID = 256
+SENT_BACK = "a delivery of this route sent back, not a request to it"
+_DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
+"""What a delivery (`_message`) has and a request does not."""
+
+
+class SentBack(Exception):
+    """The body is one of the route's own deliveries (see `_parse`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +215,9 @@ class WebhookAdapter:
         if reason is not None:
             return self._refusal(request, reason)
         try:
-            text, chat, user = _parse(body)
+            text, chat, user = _parse(body, name)
+        except SentBack:
+            return self._refusal(request, SENT_BACK)
         except ValueError as exc:
             return _error(400, str(exc))
         timestamp = request.headers[TIMESTAMP_HEADER]
@@ -404,11 +414,16 @@ async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _parse(body: bytes) -> tuple[str, str | None, str | None]:
-    """``(text, chat_id, user)`` from the JSON body; ValueError naming the problem."""
+def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
+    """``(text, chat_id, user)`` from the JSON body sent to ``route``; ValueError naming the problem.
+    `SentBack` for one of the route's deliveries: one secret signs both ways, so a delivery someone
+    saw (a plain-http ``deliver_url``, a receiver's log) verifies as a request to its own route, and
+    the agent's reply would be taken for the caller's message."""
     data = load_json_body(body)
     if not isinstance(data, dict):
         raise ValueError("body must be a JSON object")
+    if data.get("route") == route and all(field in data for field in _DELIVERY_FIELDS):
+        raise SentBack
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')

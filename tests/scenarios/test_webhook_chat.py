@@ -9,10 +9,10 @@ import time
 import aiohttp
 import pytest
 
-from gateway.config import config_from_mapping
 from gateway.app import Gateway
-from gateway.platform_factory import build_adapters
+from gateway.config import config_from_mapping
 from gateway.host import AgentHost
+from gateway.platform_factory import build_adapters
 from gateway.server import Server
 from gateway.testing import settled
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
@@ -90,6 +90,24 @@ async def test_a_replayed_request_is_the_duplicate_it_is(serve, receiver):
     assert first.status == second.status == 202
     assert second.json()["duplicate"] is True and second.json()["turn_id"] == first.json()["turn_id"]
     await receiver.wait_for(lambda: receiver.unique)
+    await serve.quiet()
+    assert len(receiver.deliveries) == 1
+
+
+async def test_a_delivery_sent_back_to_its_route_is_refused_not_taken_for_the_callers_message(serve, receiver):
+    # One secret signs both ways, so a delivery is a validly signed request to its own route: anyone
+    # who saw it (a plain-http deliver_url, the receiver's logs) could send it back within 300 s and
+    # the agent's reply started a turn as the caller's message, answered and delivered in its turn.
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "hello", "chat_id": "42"})).status == 202
+    await receiver.wait_for(lambda: receiver.unique)
+    await serve.quiet()
+    (delivery,) = receiver.unique.values()
+    sent_back = await signed_post(f"{base}/webhooks/hook", SECRET, delivery.body,
+                                  timestamp=delivery.headers["X-Switchboard-Timestamp"],
+                                  signature=delivery.headers["X-Switchboard-Signature"])
+    assert (sent_back.status, sent_back.json()) == (401, {"error": "a delivery of this route sent back, not a "
+                                                                   "request to it"})
     await serve.quiet()
     assert len(receiver.deliveries) == 1
 
