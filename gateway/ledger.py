@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
@@ -222,10 +223,12 @@ class Ledger:
 
     async def _deliver(self, row: DelegationRow) -> None:
         ids = [t.subagent_id for t in row.tasks]
-        workspace = self._registry.get(*split_session_key(row.session_key)).agent.workspace
+        agent = self._registry.get(*split_session_key(row.session_key)).agent
+        scope = agent.services.get(FILE_SCOPE)  # a full summary is kept in the chat's own folder
         routes = {t.subagent_id: t.spec["route"] for t in row.tasks if t.spec.get("route")}
-        entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks], workspace,
-                                                        routes=routes)
+        entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks],
+                                                        agent.workspace, routes=routes,
+                                                        folder=scope.own if scope is not None else None)
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile

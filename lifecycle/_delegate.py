@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from agent import Tool, ToolContext, ToolError, new_id
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
@@ -172,10 +173,12 @@ class DelegateTool:
             parent.interrupt_listeners.remove(pass_interrupt)
         if lent:
             await engine.reclaim_slot(parent.session_id)
-        return await self._payload(parent.workspace, specs, records, started, refused)
+        scope = parent.services.get(FILE_SCOPE)
+        return await self._payload(parent.workspace, scope.own if scope is not None else None, specs, records,
+                                   started, refused)
 
-    async def _payload(self, workspace: Any, specs: list[ChildSpec], records: list[Record], started: float,
-                       refused: list[dict]) -> dict:
+    async def _payload(self, workspace: Any, folder: str | None, specs: list[ChildSpec], records: list[Record],
+                       started: float, refused: list[dict]) -> dict:
         max_chars = self.service.host.delegation.max_summary_chars
         results = list(refused)
         for spec, record in zip(specs, records, strict=True):
@@ -183,7 +186,7 @@ class DelegateTool:
             item["role"] = record.handle.role
             with_route(item, spec.route)
             if len(item.get("summary") or "") > max_chars:
-                item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace)
+                item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace, folder)
             results.append(item)
         results.sort(key=lambda item: item["task_index"])
         return {"results": results, "total_duration_seconds": round(time.monotonic() - started, 3)}

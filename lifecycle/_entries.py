@@ -67,13 +67,16 @@ def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult)
     return item
 
 
-def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path) -> dict[str, Any]:
+def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, folder: str | None = None
+                         ) -> dict[str, Any]:
     """Cut an over-long summary to head and tail with an explicit marker, keeping the
-    full text in the workspace where ``read_file`` can read it back."""
+    full text in the workspace where ``read_file`` can read it back: under ``folder``
+    (workspace-relative), the parent session's own (its `FileScope`'s ``own``) where it has
+    one, since the workspace may be shared with sessions that must not read it (other chats)."""
     summary = item.get("summary")
     if not isinstance(summary, str) or len(summary) <= max_chars:
         return item
-    relative = SPILL_DIR / f"{item['subagent_id']}.md"
+    relative = Path(folder or "") / SPILL_DIR / f"{item['subagent_id']}.md"
     saved = _spill(workspace / relative, summary)
     where = f"full text: read_file path={relative}" if saved else "the full text could not be saved"
     marker = f"\n\n[... {len(summary) - max_chars} characters omitted; {where} ...]\n\n"

@@ -117,10 +117,12 @@ class HostView:
         await self._wait([self._supervisor.get(sid) for sid in subagent_ids])
 
     async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path, *,
-                               routes: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+                               routes: Mapping[str, str] | None = None, folder: str | None = None
+                               ) -> list[dict[str, Any]]:
         """Wait until these children, given as (task index, subagent id), have finished, then
         their delegate_task result entries: what an inline call returns, with the summary
-        budget applied (an over-long summary is cut and kept whole in ``workspace``). A child
+        budget applied (an over-long summary is cut and kept whole in ``workspace``, under
+        ``folder``: see `apply_summary_budget`). A child
         that finished before the call, or before a restart, gets the fields the journal keeps
         (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
         of routed children to their route: their entries name it instead of the model behind
@@ -142,7 +144,7 @@ class HostView:
             if routes:
                 with_route(entry_, routes.get(sid))
             if len(entry_.get("summary") or "") > max_chars:
-                entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace)
+                entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace, folder)
             items.append(entry_)
         return items
 

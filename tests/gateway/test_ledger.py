@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 
 import pytest
@@ -472,3 +473,18 @@ async def test_the_restart_report_tells_a_child_the_model_provider_failed_in_its
     [report] = chat2.texts()
     assert "• Failed: alpha — the model provider did not accept this gateway's credentials" in report
     assert "org-a1b2c3" not in report and "****" not in report
+
+
+async def test_a_background_answer_kept_whole_is_kept_in_its_chats_own_folder(tmp_path, gateways):
+    # Cut for the parent past delegation.max_summary_chars, the whole answer is kept in the workspace,
+    # which every chat shares: in .switchboard/delegation/ any chat's file tools could read it.
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"text": f"{r.metadata['goal']} " * 100},
+                                       delegation={"max_summary_chars": 200})
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: len(chat.messages) == 2)
+    results = next(str(m["content"]) for r in model.requests for m in r.messages
+                   if str(m["content"]).startswith("[Background delegation results]"))
+    kept = sorted(re.findall(r"full text: read_file path=(\S+) ", results))
+    assert len(kept) == 2 and all(p.startswith("attachments/chat/c1/.switchboard/delegation/sa-") for p in kept)
+    workspace = gateway.host.workspace
+    assert sorted((workspace / p).read_text().split()[0] for p in kept) == ["alpha", "beta"]

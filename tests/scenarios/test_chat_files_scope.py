@@ -58,7 +58,7 @@ class Chats:
 
     async def start(self) -> Gateway:
         config = make_config(self.tmp_path, platforms={"telegram": {"allow_all": True, "toolsets": ["file"]}},
-                             delegation={"gateway_mode": "inline"})
+                             delegation={"gateway_mode": "inline", "max_summary_chars": 1000})
         adapter = TelegramAdapter(self.fake.token, api_base=self.fake.base_url, polling_timeout=10)
         self.gateway = await start_gateway(config, [adapter], script={"parent": parent, "leaf": leaf})
         return self.gateway
@@ -108,3 +108,17 @@ async def test_files_stored_before_chats_had_folders_stay_readable(chats: Chats)
     legacy.parent.mkdir()
     legacy.write_text("kept as it was\n")
     assert await chats.say(BOB, "read attachments/0123abcd1/report.txt") == "tool: kept as it was"
+
+
+async def test_a_subagents_answer_kept_whole_for_one_chat_is_not_another_chats_to_read(chats: Chats) -> None:
+    # An answer over delegation.max_summary_chars is cut for the parent and kept whole in the workspace,
+    # which all chats share: it was kept in .switchboard/delegation/, which any chat could list and read
+    # (or send_file to itself), so a subagent's summary of one chat's document reached another chat.
+    chats.fake.push_document(ALICE, b"the door code is 4711; " * 80, "long.txt", mime_type="text/plain")
+    await chats.fake.wait_for(lambda: len(chats.fake.messages[str(ALICE)]) == 2, timeout=10)
+    answer = await chats.say(ALICE, "delegate read attachments/telegram/42/long.txt")
+    kept = re.search(r"full text: read_file path=(\S+) ", answer).group(1)
+    assert (await chats.say(ALICE, f"read {kept}")).startswith("tool: tool: the door code is 4711;")
+    assert (await chats.say(BOB, f"read {kept}")).startswith(f"tool: Error: {kept!r} is not this session's to use")
+    assert kept.rsplit("/", 1)[-1] not in await chats.say(BOB, "list .")
+    assert kept.startswith("attachments/telegram/42/.switchboard/delegation/")
