@@ -32,6 +32,7 @@ from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
 from gateway.questions import FILE_WAITS, Questions
+from gateway.refusals import Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
@@ -69,6 +70,8 @@ class Gateway:
         self.host = host
         self.config = host.config
         self.clock = clock
+        self.refusals = Refusals(clock)
+        """Who was refused lately where, so a chatty stranger is not refused at every message."""
         self.adapters: dict[str, Adapter] = {a.name: a for a in adapters}
         self.store = store or GatewayStore(db=host.database, clock=clock)
         self.events = GatewayEvents()
@@ -285,8 +288,12 @@ class Gateway:
         if route == "refused":
             # Answered without a session: else each stranger's chat or thread (every top-level Slack
             # mention is one) would add one for good to the database, and an agent to memory.
-            log.warning("refused %s user %s", inbound.platform, inbound.user_id)
-            self._answer(inbound, REFUSAL.format(user_id=inbound.user_id))
+            if self.refusals.due(inbound):
+                log.warning("refused %s user %s", inbound.platform, inbound.user_id)
+                self._answer(inbound, REFUSAL.format(user_id=inbound.user_id))
+            else:  # told a moment ago in this chat or thread
+                log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id)
+                self.store.inbox.settle(inbound.platform, inbound.event_id)
             return Accepted(None, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
         if isinstance(route, Command) and route.then_message is None:

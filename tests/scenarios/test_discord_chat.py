@@ -487,7 +487,8 @@ async def test_a_name_anyone_can_give_themselves_is_not_an_allowed_user(fake, st
     model = ScriptedModel(echo_script())
     await start(model=model, discord={"allowed_users": [str(USER), "ada"]})
     fake.push_guild_message(GUILD, CHANNEL, STRANGER, "as nick", mention_bot=True, name="mallory", nick=str(USER))
-    fake.push_guild_message(GUILD, CHANNEL, STRANGER, "as nick", mention_bot=True, name="mallory", nick="ada")
+    # Another stranger: one refused in a channel is refused there once in a while, not at each message.
+    fake.push_guild_message(GUILD, CHANNEL, STRANGER + 2, "as nick", mention_bot=True, name="eve", nick="ada")
     fake.push_dm(STRANGER, "as display name", name="mallory", global_name="ada")
     fake.push_dm(STRANGER + 1, "as username", name=str(USER))
     strangers = [CHANNEL, fake.dm_channel(STRANGER), fake.dm_channel(STRANGER + 1)]

@@ -611,6 +611,27 @@ async def test_a_stranger_gets_one_refusal_and_nothing_runs(slack_chat):
     assert chat.session("DU2") is None  # the refused /new did not run: a stranger's chat has no session at all
 
 
+async def test_a_stranger_talking_in_the_bots_thread_is_refused_once_not_at_every_message(slack_chat):
+    # Once the bot is in a thread it hears every reply there: a stranger talking to the others in
+    # it was refused at each of their messages, a bot message under each of theirs.
+    model = ScriptedModel({"parent": echo})
+    chat = await slack_chat(llm=model, slack={"allowed_users": ["U1"]})
+    thread = (await chat.fake.push_mention("C1", "U1", "help us plan"))["event"]["ts"]
+    assert await chat.answered("C1", thread) == ["re: help us plan"]
+    pushed = [(await chat.fake.push_message("C1", "U2", f"what do you all think, {n}?", thread_ts=thread))
+              for n in range(3)]
+    await chat.fake.wait_for(lambda: all(e.acked for e in chat.fake.envelopes.values() if e.payload in pushed))
+    [_, refusal] = await chat.answered("C1", thread, count=2)
+    assert "only answers people" in refusal and "U2" in refusal
+    await chat.fake.push_message("C1", "U3", "me neither?", thread_ts=thread)  # another stranger is told too
+    await chat.fake.push_dm("U2", "let me in")  # and so is U2 in another chat
+    assert len(await chat.answered("C1", thread, count=3)) == 3
+    assert len(await chat.answered("DU2")) == 1
+    await chat.fake.push_slash_command("/new", "U2", "DU2")  # a slash command is always answered
+    await chat.fake.wait_for(lambda: len(chat.fake.ephemeral) == 1)
+    assert len(model.requests) == 1
+
+
 async def test_a_slash_command_is_allowed_by_user_id_not_by_the_name_it_carries(slack_chat):
     # A slash command's user_name is a name Slack says not to rely on (not unique, going away):
     # a stranger's that reads like an allowed entry lets them in no more than a message would.
