@@ -9,7 +9,8 @@ tells it its threads (`remember_threads`).
 ``!stop``/``!new`` (``!`` + any command or alias the gateway serves, in any case, with or
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
-Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
+A message's text reaches the gateway with Slack's links, channels and mentions as Slack shows
+them (`platforms.slack_text`). Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
 (scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
@@ -69,7 +70,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from platforms import slack_files, slack_uploads
+from platforms import slack_files, slack_text, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -406,7 +407,7 @@ class SlackAdapter:
                 return
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
-            text=slack_mrkdwn.unescape(text),
+            text=slack_text.readable(text),
             event_id=f"{channel}:{ts}", is_private=private,
             attachments=await self._attachments(event), sent_at=float(ts),
         ))

@@ -653,3 +653,21 @@ async def test_slack_escapes_in_user_text_reach_the_model_as_the_characters_type
     await fake.wait_for(lambda: len(sink.items) == 2)
     assert {i.text for i in sink.items} == {"is `a < b && c > d` true? &lt; is an entity",
                                            "R&D: <@UBOT> is not a mention"}
+
+
+async def test_links_channels_and_mentions_reach_the_model_as_slack_shows_them(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    # Slack writes them between < and >, with the name it shows after a "|"; raw, the model saw
+    # channel ids and took "http://example.com|example.com" for an address.
+    await fake.push_dm("U1", "read <https://example.com/a?b=1&amp;c=2|the docs &amp; more>, "
+                             "<http://example.com|example.com>, <https://example.com/x> and "
+                             "<mailto:ada@example.com|ada@example.com>")
+    await fake.push_dm("U2", "ask <!subteam^S0123|@devs> in <#C0123|general> (not <#C0456>), "
+                             "<!here> <!channel> <!everyone>, <@U0789> by <!date^1392734382^{date}|Feb 18, 2014>")
+    await fake.wait_for(lambda: len(sink.items) == 2)
+    assert {i.user_id: i.text for i in sink.items} == {
+        "U1": "read [the docs & more](https://example.com/a?b=1&c=2), example.com, https://example.com/x and "
+              "ada@example.com",
+        "U2": "ask @devs in #general (not <#C0456>), @here @channel @everyone, <@U0789> by Feb 18, 2014",
+    }
