@@ -15,7 +15,9 @@ them (`platforms.slack_text`). Shared files arrive as `Attachment`s (`platforms.
 (scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
 Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
-ignored, so a mention seen through both subscriptions becomes one `Inbound`. Messages
+ignored, so a mention seen through both subscriptions becomes one `Inbound`. ``tokens_revoked``
+(for the bot) and ``app_uninstalled``, like a Web API call refused for the bot token, make the
+platform ``down`` (`platforms.slack_connection.BotToken`). Messages
 with a subtype other than ``file_share``/``thread_broadcast`` (edits, deletions, joins) and
 messages from bots, this one included, are ignored.
 
@@ -94,7 +96,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
-from platforms.slack_connection import SocketWatch
+from platforms.slack_connection import REFUSED, BotToken, SocketWatch
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 
 log = logging.getLogger("platforms.slack")
@@ -136,6 +138,9 @@ _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 _FORMATTING = ("invalid_blocks", "invalid_blocks_format")
+_NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
+"""Calls that say nothing of the bot token while running: the first takes the app token, the other
+runs at start only, where a refused token stops the start with a line of its own."""
 
 
 class SlackStartError(RuntimeError):
@@ -232,9 +237,13 @@ class SlackAdapter:
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._socket_watch = SocketWatch()
+        self._bot_token_state = BotToken()
 
     def connection(self) -> ConnectionState:
-        """Socket Mode's connection (`platforms.slack_connection`); HTTP mode has none to watch."""
+        """``down`` while Slack refuses the bot token, else Socket Mode's connection
+        (`platforms.slack_connection`); HTTP mode has none to watch."""
+        if (refusal := self._bot_token_state.refusal) is not None:
+            return refusal
         return self._socket_watch.state.state if self.mode == "socket" else NO_CONNECTION
 
     def pacing(self, chat_id: str) -> Pacing:
@@ -267,6 +276,8 @@ class SlackAdapter:
                            process_before_response=True, request_verification_enabled=self.mode == "http")
             app.event("message")(self._on_message)
             app.command(re.compile(r"^/.+"))(self._on_command)
+            app.event("tokens_revoked")(self._on_tokens_revoked)
+            app.event("app_uninstalled")(self._on_app_uninstalled)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             self._app = app
             if self.mode == "socket":
@@ -419,6 +430,13 @@ class SlackAdapter:
         files = await slack_files.described(list(files), lambda file_id: self._api("files.info", None, file=file_id))
         return slack_files.attachments_of({"files": files})
 
+    async def _on_tokens_revoked(self, event: dict[str, Any]) -> None:
+        if (event.get("tokens") or {}).get("bot"):
+            self._bot_token_state.refused("Slack's tokens_revoked event: the bot token was revoked")
+
+    async def _on_app_uninstalled(self) -> None:
+        self._bot_token_state.refused("Slack's app_uninstalled event: the app was removed from the workspace")
+
     def _is_text_command(self, text: str) -> bool:
         """``!name`` or ``!name args``, any case: what the gateway's command parser accepts."""
         words = text.split(maxsplit=1)
@@ -469,9 +487,15 @@ class SlackAdapter:
         if self._client is None:
             raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
         try:
-            return await getattr(self._client, method.replace(".", "_"))(**kw)
+            answer = await getattr(self._client, method.replace(".", "_"))(**kw)
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+            if error in REFUSED and method not in _NOT_BOT_TOKEN:
+                self._bot_token_state.refused(f"{method} answered {error}")
             raise _translate_exception(exc, method, chat_id) from exc
+        if method not in _NOT_BOT_TOKEN:
+            self._bot_token_state.accepted()
+        return answer
 
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from platforms.base import Forbidden, Outbound
 from platforms.connection import Connects
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
@@ -58,3 +59,37 @@ async def test_a_revoked_app_token_is_down_and_back_once_valid_again(fake: FakeS
 async def test_http_mode_has_no_connection(fake: FakeSlack) -> None:
     adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
     assert adapter.connection().status == "no_connection"
+
+
+async def test_a_revoked_bot_token_is_down_though_the_socket_stays_up(fake: FakeSlack, slack,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    # Socket Mode runs on the app token, which an uninstall or a revoked bot token leaves good:
+    # the connection stayed "connected" while every reply failed.
+    bot_token = fake.bot_token
+    with caplog.at_level(logging.ERROR, logger="platforms.slack_connection"):
+        fake.bot_token = "xoxb-the-new-one"  # the old one answers invalid_auth
+        await fake.push_event({"type": "tokens_revoked", "tokens": {"bot": [fake.bot_user_id]}})
+        reason = await status(slack, fake, "down")
+        for _ in range(3):
+            with pytest.raises(Forbidden):
+                await slack.send(Outbound(chat_id="C1", thread_id=None, text="hello"))
+    assert "tokens_revoked" in reason and "platforms.slack.bot_token" in reason and bot_token not in reason
+    ours = [r for r in caplog.records if r.name == "platforms.slack_connection"]
+    assert len(ours) == 1 and "tokens_revoked" in ours[0].getMessage()  # not once per failed reply
+    fake.bot_token = bot_token  # a call Slack takes again: the token is good after all
+    await slack.send(Outbound(chat_id="C1", thread_id=None, text="hello"))
+    assert slack.connection().status == "connected"
+
+
+async def test_a_reply_refused_for_the_bot_token_makes_http_mode_down(fake: FakeSlack) -> None:
+    # HTTP mode holds no connection, so nothing at all showed that Slack no longer took the bot.
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    await adapter.start(Sink())
+    try:
+        fake.fail_next("chat.postMessage", "token_revoked")
+        with pytest.raises(Forbidden):
+            await adapter.send(Outbound(chat_id="C1", thread_id=None, text="hello"))
+        assert adapter.connection().status == "down"
+        assert "chat.postMessage answered token_revoked" in (adapter.connection().reason or "")
+    finally:
+        await adapter.stop()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import pytest
 
 from agent import ModelRequest
@@ -583,6 +584,18 @@ async def test_message_not_found_on_update_falls_back_to_a_new_message(slack_cha
     [fallback_ts] = {u.params["ts"] for u in later}  # later notices edit the new message
     assert fallback_ts != failed.params["ts"] and later[-1].params["text"].startswith("✓ Done in")
     assert texts == [first.params["text"], later[-1].params["text"], "finished"]
+
+
+async def test_an_uninstalled_app_makes_healthz_say_slack_is_down(slack_chat):
+    # Over HTTP the gateway holds no connection: without Slack's app_uninstalled event /healthz
+    # said all was well while every reply failed.
+    chat = await slack_chat(mode="http")
+    await chat.fake.push_event({"type": "app_uninstalled"})
+    await chat.fake.wait_for(lambda: chat.adapter.connection().status == "down")
+    async with aiohttp.ClientSession() as http, http.get(f"{chat.server.url}/healthz") as response:
+        health = await response.json()
+    assert response.status == 503 and health["down"] == ["slack"]
+    assert "app_uninstalled" in health["connections"]["slack"]["reason"]
 
 
 # -- 11. access control -----------------------------------------------------------------------
