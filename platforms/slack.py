@@ -10,7 +10,7 @@ tells it its threads (`remember_threads`).
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
 A message's text reaches the gateway with Slack's links, channels and mentions as Slack shows
-them (`platforms.slack_text`). Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
+them, followed by the messages forwarded with it (`platforms.slack_text`). Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
 (scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
@@ -418,7 +418,7 @@ class SlackAdapter:
                 return
         await self._deliver(Inbound(
             platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
-            text=slack_text.readable(text),
+            text=slack_text.with_forwarded(slack_text.readable(text), event.get("attachments")),
             event_id=f"{channel}:{ts}", is_private=private,
             attachments=await self._attachments(event), sent_at=float(ts),
         ))

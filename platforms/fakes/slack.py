@@ -238,15 +238,34 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         return body
 
     async def push_message(
-        self, channel: str, user: str, text: str, *, thread_ts: str | None = None, channel_type: str = "channel"
+        self, channel: str, user: str, text: str, *, thread_ts: str | None = None, channel_type: str = "channel",
+        attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A user posts a message (no mention added); ``thread_ts`` makes it a thread reply."""
-        message = self._store(channel, thread_ts, {"user": user, "text": text})
+        """A user posts a message (no mention added); ``thread_ts`` makes it a thread reply.
+        ``attachments``: what Slack lists with it, such as a forwarded message (`shared_message`)."""
+        fields: dict[str, Any] = {"user": user, "text": text}
+        if attachments:
+            fields["attachments"] = attachments
+        message = self._store(channel, thread_ts, fields)
         event = {**message, "channel_type": channel_type, "team": self.team_id,
                  "client_msg_id": str(uuid.uuid4()), "event_ts": message["ts"]}
         if thread_ts is not None:
             event["parent_user_id"] = self._author(channel, thread_ts)
         return await self.push_event(event)
+
+    def shared_message(self, channel: str, user: str, text: str, *, author: str,
+                       channel_name: str | None = None) -> dict[str, Any]:
+        """The attachment Slack lists with a message that forwards (shares) another: the shared
+        message's ``text`` (mrkdwn, escaped as in events), its author and channel; the forwarding
+        message's own ``text`` holds only the comment typed with it, if any."""
+        ts = f"{time.time():.6f}"
+        return {
+            "is_share": True, "is_msg_unfurl": True, "ts": ts, "channel_id": channel,
+            "channel_name": channel_name or "", "author_id": user, "author_name": author, "author_subname": author,
+            "text": text, "fallback": f"[{ts}] {author}: {text}", "mrkdwn_in": ["text"], "color": "D0D0D0",
+            "footer": f"Posted in #{channel_name}" if channel_name else "Direct Message",
+            "from_url": f"https://fake.slack.com/archives/{channel}/p{ts.replace('.', '')}",
+        }
 
     async def push_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """Deliver one Events API event, wrapped in its ``event_callback``; returns the callback."""

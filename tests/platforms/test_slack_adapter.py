@@ -671,3 +671,21 @@ async def test_links_channels_and_mentions_reach_the_model_as_slack_shows_them(
               "ada@example.com",
         "U2": "ask @devs in #general (not <#C0456>), @here @channel @everyone, <@U0789> by Feb 18, 2014",
     }
+
+
+async def test_a_forwarded_message_reaches_the_model_with_the_comment_typed_with_it(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder
+) -> None:
+    # Slack puts a forwarded (shared) message in the new message's attachments, never in its text:
+    # the model got only "what do you make of this?", or an empty message for a bare forward.
+    incident = fake.shared_message("C0INC", "U7", "db01 is down &amp; <#C0OPS|ops> paged\n"
+                                   "see <https://status.example.com|status>", author="Grace", channel_name="incidents")
+    await fake.push_message("DU1", "U1", "what do you make of this?", channel_type="im", attachments=[incident])
+    await fake.push_message("DU2", "U2", "", channel_type="im",
+                            attachments=[fake.shared_message("DU9", "U9", "lunch?", author="Alan")])
+    await fake.wait_for(lambda: len(sink.items) == 2)
+    assert {i.user_id: i.text for i in sink.items} == {
+        "U1": "what do you make of this?\n\nForwarded message from Grace in #incidents:\n"
+              "> db01 is down & #ops paged\n> see [status](https://status.example.com)",
+        "U2": "Forwarded message from Alan:\n> lunch?",
+    }
