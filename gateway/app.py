@@ -106,7 +106,7 @@ class Gateway:
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
-                                             clock=clock, handle=self._handle_accepted)
+                                             clock=clock, handle=self._handle_again)
         self._checkpointer = Checkpointer(self.store.db)
         self.metrics = GatewayMetrics(store=self.store, sessions=self.sessions, children=host.children,
                                       platforms=self.adapters, clock=clock, connections=self.connections)
@@ -158,8 +158,9 @@ class Gateway:
                                 {split_session_key(row.session_key) for row in undelivered})
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
-        self.ledger.forget_replayed({turn_id for _, turn_id in unfinished if turn_id} |
-                                    {row.completion_turn_id for row in undelivered})
+        replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
+        self.ledger.forget_replayed(replays)
+        self.runner.replaying(replays)
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
@@ -275,6 +276,13 @@ class Gateway:
         except Exception as exc:
             self.dead_letters.failed(inbound, turn_id, exc)
             return Accepted(turn_id, key)
+
+    async def _handle_again(self, inbound: Inbound, turn_id: str | None) -> Accepted:
+        """`_handle_accepted` an event handed back (`switchboard inbox retry`) or tried again after a
+        failure: its turn may have run before, in a process that died with it."""
+        if turn_id is not None:
+            self.runner.replaying({turn_id})
+        return await self._handle_accepted(inbound, turn_id)
 
     def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:
         """A refusal, a command, or None for a message that starts a turn."""

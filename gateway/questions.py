@@ -9,7 +9,8 @@ could see, and is handled as any message while a turn runs. A question nobody an
 model carries on without the answer. The answer's event is settled as soon as it is
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
 a new message) instead of replaying the answer as a message of its own. What the chat
-writes in the replayed turn before it asks again is held for that question (`Questions.hold`).
+writes in the replayed turn before it asks again is held for that question (`Questions.hold`);
+only a replay (`RunningTurn.replay`) looks for questions an earlier run asked.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class Questions:
         held = running.held_answer if running.held_for == number else None
         # Asked word for word before a restart, and not answered: the chat has it already, also
         # while the message that asks again still waits to be sent.
-        shown = self._unanswered(session, running, number) == text
+        shown = running.replay and self._unanswered(session, running, number) == text
         if held is not None and held.event is not None and shown:
             # Answered as the user saw it before the restart: not asked twice.
             running.held_answer = None
@@ -147,7 +148,9 @@ class Questions:
         run of it (before a restart) asked that question and the chat may have answered it; False,
         holding nothing, otherwise. The question, if asked again word for word, takes it for its
         answer; else it is a message of its own once the turn ends (`RunningTurn.held_answer`)."""
-        if running.suppressed or running.question is not None or running.held_answer is not None:
+        # Only a replay can have asked before: an ordinary turn reads nothing for each message.
+        if not running.replay or running.suppressed or running.question is not None \
+                or running.held_answer is not None:
             return False
         if self._unanswered(session, running, running.asked) is None:
             return False

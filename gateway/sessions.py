@@ -49,6 +49,9 @@ class RunningTurn:
     """Clock time the turn began (epoch seconds)."""
     run_id: str = field(default_factory=lambda: new_id("r-"))
     """This run of the turn: a turn replayed after a restart runs again under the same turn id."""
+    replay: bool = False
+    """An earlier run of the turn may have begun (before a restart, or before its event was handed
+    back): only then may the chat have seen a question it asked (`gateway.questions`)."""
     steered: list[WorkItem] = field(default_factory=list)
     """Messages steered into this turn: their events are settled when it ends, or they are queued
     as the next turns if it ended before reading them, each under the turn id it was accepted with

@@ -66,6 +66,13 @@ class TurnRunner:
         """A message that waited this long for its turn is answered with a note saying so (0: never)."""
         self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
         self._stopping = False
+        self._replays: set[str] = set()
+        """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
+
+    def replaying(self, turn_ids: set[str]) -> None:
+        """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
+        handed back, a delivery a stopped process left): each is a replay when it begins."""
+        self._replays |= turn_ids
 
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
         """Queue ``item``; it runs after everything queued before it."""
@@ -116,7 +123,11 @@ class TurnRunner:
     async def _work(self, session: GatewaySession) -> None:
         try:
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
-                await self._run(session, *taken)
+                item, running = taken
+                if item.turn_id in self._replays:
+                    self._replays.discard(item.turn_id)
+                    running.replay = True
+                await self._run(session, item, running)
         finally:
             self._workers.pop(session, None)
 

@@ -237,3 +237,27 @@ async def test_a_question_answered_before_a_restart_holds_no_later_message_for_i
     await chat2.wait_for(lambda: len(chat2.texts()) == 3)
     await settled(gateway2)
     assert chat2.texts()[1:] == ["deploying to: production", "plain answer to how is it going?"]
+
+
+async def test_messages_sent_while_an_ordinary_turn_runs_read_no_earlier_run_of_it(tmp_path, gateways):
+    # Only a turn run again after a restart may have asked before: reading the turn's outbox rows
+    # for each message sent while any turn runs cost a query per message for nothing.
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": replaying_parent("asking")})
+    gateway = await gateways(make_config(tmp_path, display={"busy_input_mode": "queue"}), [chat], model=model)
+    await chat.say("please deploy the app")
+    await model.reached("asking")
+    statements: list[str] = []
+    gateway.store.db._conn.set_trace_callback(statements.append)
+    try:
+        await chat.say("how is it going?")
+        await chat.say("and now?")
+        model.release("asking")
+        await chat.wait_for(lambda: chat.texts() == [QUESTION])
+        await chat.say("2")
+        await chat.wait_for(lambda: len(chat.texts()) == 4)
+    finally:
+        gateway.store.db._conn.set_trace_callback(None)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, "deploying to: production", "plain answer to how is it going?",
+                            "plain answer to and now?"]
+    assert not [s for s in statements if "FROM gateway_outbox WHERE platform=" in s and "turn_id=" in s]
