@@ -2,9 +2,9 @@
 
 A plugin's registrations are staged and applied only when its ``register``
 returns, so a plugin that fails half-way leaves nothing behind; the failure is
-reported and the remaining plugins still load. A ``register`` that does not return
-within `REGISTER_TIMEOUT_SECONDS` fails its plugin the same way: a service it waits
-for without a timeout must not keep the host from ever starting.
+reported and the remaining plugins still load. An import, or a ``register``, that
+does not return within `LOAD_TIMEOUT_SECONDS` fails its plugin the same way: a service
+it waits for without a timeout must not keep the host from ever starting.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 PLUGIN_TOOL_THREADS = 8
 """Threads for plugins' plain-function tools (`PluginThreads`: a stopping process does not wait for
 them). A tool call that hangs holds one until it returns; the others share the rest."""
-REGISTER_TIMEOUT_SECONDS = 30.0
-"""Seconds one plugin's ``register(ctx)`` may take before that plugin fails to load."""
+LOAD_TIMEOUT_SECONDS = 30.0
+"""Seconds one plugin's import, and then its ``register(ctx)``, may each take before that plugin
+fails to load (``agent.plugin_load_timeout_seconds``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,7 @@ class PluginHost:
     command of that name could never run."""
     tool_threads: PluginThreads = field(default_factory=lambda: PluginThreads(PLUGIN_TOOL_THREADS, "plugin-tool"))
     """Where the plugins' plain-function tools run."""
-    register_timeout_seconds: float = REGISTER_TIMEOUT_SECONDS
+    load_timeout_seconds: float = LOAD_TIMEOUT_SECONDS
 
     def close(self) -> list[str]:
         """Shutdown: plugin tool calls still running in their threads are logged and left to them,
@@ -160,11 +161,11 @@ class PluginHost:
     async def load(self, modules: Iterable[str], *, lifecycle: Any = None, config: Any = None) -> None:
         """Import and register each module, in order; failures are logged and collected, never raised.
 
-        A plain ``register`` runs in a thread of its own, so the event loop keeps serving (a
-        signal to stop, the lifecycle calls it makes) and one that hangs can be given up on;
-        an ``async def register`` runs on the loop. One that has not returned within
-        `register_timeout_seconds` fails its plugin: its task is cancelled, its thread (which
-        cannot be stopped) is left to it, and the process does not wait for it at exit.
+        The import and a plain ``register`` each run in a thread of their own, so the event loop
+        keeps serving (a signal to stop, the lifecycle calls it makes) and one that hangs can be
+        given up on; an ``async def register`` runs on the loop. An import or a register that has
+        not returned within `load_timeout_seconds` fails its plugin: its task is cancelled, its
+        thread (which cannot be stopped) is left to it, and the process does not wait for it at exit.
         """
         for module in modules:
             try:
@@ -177,10 +178,9 @@ class PluginHost:
                 log.info("plugin %s loaded", module)
 
     async def _load_one(self, module: str, lifecycle: Any, config: Any) -> None:
-        try:
-            mod = importlib.import_module(module)
-        except Exception as exc:
-            raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
+        limit = self.load_timeout_seconds
+        importing = asyncio.wrap_future(_in_thread(f"plugin-import-{module}", _import, module))
+        mod = await _within(importing, asyncio.get_running_loop().time() + limit, module, "did not import", limit)
         register = getattr(mod, "register", None)
         if not callable(register):
             raise PluginError(module, "has no register(ctx) function")
@@ -194,14 +194,16 @@ class PluginHost:
         self._apply(ctx)
 
     async def _register(self, module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> None:
-        limit = self.register_timeout_seconds
+        limit = self.load_timeout_seconds
         deadline = asyncio.get_running_loop().time() + limit
+        late = "register() did not return"
         if inspect.iscoroutinefunction(register):
             returned = register(ctx)
         else:
-            returned = await _within(asyncio.wrap_future(_in_thread(module, register, ctx)), deadline, module, limit)
+            running = asyncio.wrap_future(_in_thread(f"plugin-register-{module}", register, ctx))
+            returned = await _within(running, deadline, module, late, limit)
         if inspect.isawaitable(returned):  # async def register, or a plain one that returned its coroutine
-            await _within(asyncio.ensure_future(returned), deadline, module, limit)
+            await _within(asyncio.ensure_future(returned), deadline, module, late, limit)
 
     def _apply(self, ctx: PluginContext) -> None:
         clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
@@ -220,31 +222,40 @@ class PluginHost:
             self.delegation_backends[backend.name] = backend
 
 
-def _in_thread(module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> concurrent.futures.Future:
-    """``register(ctx)`` in a daemon thread of its own: one that never returns holds up neither the
-    next plugin's register nor the process's exit (see `PluginThreads` for why that is safe)."""
+def _import(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:
+        raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
+
+
+def _in_thread(name: str, fn: Callable[[Any], Any], arg: Any) -> concurrent.futures.Future:
+    """``fn(arg)`` (a plugin's import or its register) in a daemon thread of its own: one that never
+    returns holds up neither the next plugin nor the process's exit (see `PluginThreads` for why
+    that is safe)."""
     future: concurrent.futures.Future = concurrent.futures.Future()
 
     def run() -> None:
         if future.set_running_or_notify_cancel():
             try:
-                future.set_result(register(ctx))
-            except BaseException as exc:  # carried to the loop, which reports it as register()'s failure
+                future.set_result(fn(arg))
+            except BaseException as exc:  # carried to the loop, which reports it as the import's or register()'s
                 future.set_exception(exc)
 
-    threading.Thread(target=run, name=f"plugin-register-{module}", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
     return future
 
 
-async def _within(running: asyncio.Future, deadline: float, module: str, limit: float) -> Any:
-    """What ``running`` returns (or raises) by ``deadline``; cancelled, and PluginError, if it is not done by then."""
+async def _within(running: asyncio.Future, deadline: float, module: str, late: str, limit: float) -> Any:
+    """What ``running`` returns (or raises) by ``deadline``; cancelled, and PluginError (``late``
+    within ``limit`` s), if it is not done by then."""
     try:
         done, _ = await asyncio.wait({running}, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
     finally:
         if not running.done():  # too late, or the start itself was cancelled (a signal to stop)
             running.cancel()
     if not done:
-        raise PluginError(module, f"register() did not return within {limit:g} s")
+        raise PluginError(module, f"{late} within {limit:g} s")
     return running.result()
 
 

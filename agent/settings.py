@@ -112,6 +112,10 @@ class AgentSettings:
     hook_timeout_seconds: float = setting(
         10.0, "How long one plugin hook may run before the turn or child goes on without it.", min=0.01
     )
+    plugin_load_timeout_seconds: float = setting(
+        30.0, "How long one plugin's import, and then its register(ctx), may each take before it fails to load.",
+        min=0.01,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,8 @@ class AgentHost:
         self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"
         self.compaction = CompactionPolicy.from_settings(config.compression)
         self._child_models: dict[tuple[str, str], Model] = {}
-        self.plugins = PluginHost(self.tools, self.hooks, reserved_commands=BUILTIN_COMMAND_NAMES)
+        self.plugins = PluginHost(self.tools, self.hooks, reserved_commands=BUILTIN_COMMAND_NAMES,
+                                  load_timeout_seconds=config.agent.plugin_load_timeout_seconds)
         self.routing = Routing(self.plugins.delegation_backends)
         """Delegation backends by name: ``default``, and those plugins register."""
         self._inline_delegates: dict[str, Tool] = {}

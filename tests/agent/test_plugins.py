@@ -365,7 +365,7 @@ async def test_a_register_that_does_not_return_fails_its_plugin_and_the_rest_loa
             TASKS.append(asyncio.get_running_loop().create_task(asyncio.sleep(0)))
             ctx.register_command("tick", lambda args, c: "tock")
         """))
-    plugins.register_timeout_seconds = 0.2
+    plugins.load_timeout_seconds = 0.2
     import hung_plugin
     try:
         await plugins.load(["hung_plugin", "hung_async_plugin", "async_plugin", "good_plugin"])
@@ -379,3 +379,28 @@ async def test_a_register_that_does_not_return_fails_its_plugin_and_the_rest_loa
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [str(f) for f in plugins.failures]
     assert plugins.tools.get("never") is None and "never" not in plugins.commands
     assert plugins.commands["tick"].plugin == "async_plugin"
+
+
+async def test_a_plugin_whose_import_does_not_return_fails_to_load_and_the_rest_load(plugins, tmp_path, caplog):
+    # Its import ran on the event loop's thread: a module waiting at import for a service without
+    # a timeout held the start for ever, register's time limit never reached.
+    (tmp_path / "import_gate.py").write_text("import threading\n\nrelease = threading.Event()\n")
+    (tmp_path / "hung_import_plugin.py").write_text(textwrap.dedent("""
+        import import_gate
+
+        import_gate.release.wait(5)
+
+
+        def register(ctx):
+            ctx.register_command("never", lambda args, c: "no")
+        """))
+    plugins.load_timeout_seconds = 0.2
+    import import_gate
+    try:
+        await plugins.load(["hung_import_plugin", "good_plugin"])
+    finally:
+        import_gate.release.set()
+    assert plugins.loaded == ["good_plugin"]
+    assert [str(f) for f in plugins.failures] == ["plugin 'hung_import_plugin': did not import within 0.2 s"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [str(f) for f in plugins.failures]
+    assert "never" not in plugins.commands and plugins.commands["ping"].plugin == "good_plugin"

@@ -114,3 +114,42 @@ def test_sigterm_while_a_plugin_register_hangs_stops_the_start(tmp_path):
             pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
         assert code == 0
         gateway.wait_for("stopped before it had started")
+
+
+HUNG_IMPORT = """
+    import logging
+    import threading
+
+    logging.getLogger("hung_import").warning("the plugin's import has started")
+    threading.Event().wait()
+
+
+    def register(ctx):
+        pass
+"""
+HELLO = """
+    def register(ctx):
+        ctx.register_command("hello", lambda args, c: "hi")
+"""
+
+
+def test_a_plugin_whose_import_hangs_fails_to_load_and_sigterm_ends_the_gateway(tmp_path):
+    # The import ran on the event loop's thread, unbounded: the gateway never started, and only
+    # SIGKILL ended it.
+    (tmp_path / "hung_import.py").write_text(textwrap.dedent(HUNG_IMPORT))
+    (tmp_path / "hello_plugin.py").write_text(textwrap.dedent(HELLO))
+    config = write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "plugins": ["hung_import", "hello_plugin"],
+        "agent": {"plugin_load_timeout_seconds": 1}, "model": {"demo": {"child_steps": 0, "step_seconds": 0}}})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.wait_for("the plugin's import has started")
+        gateway.started()
+        gateway.wait_for(r"plugin 'hung_import': did not import within 1 s")
+        gateway.wait_for("plugin hello_plugin loaded")
+        gateway.proc.send_signal(signal.SIGTERM)
+        try:
+            code = gateway.proc.wait(EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            gateway.proc.kill()
+            pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
+        assert code == 0
