@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import AgentSession, active_turn
-from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens
+from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens, within_tokens
 from agent.settings import CompressionSettings
 
 log = logging.getLogger("agent.compaction")
@@ -49,8 +49,9 @@ class CompactionPolicy:
     """Absolute trigger in estimated tokens; 0 = off. The lower of the two triggers wins."""
     keep_recent_messages: int = 6
     """Messages kept verbatim at the end (more when needed to keep a tool call with its results)."""
-    summary_max_chars: int = 8_000
-    """A longer summary is cut, so a verbose summariser cannot refill the window."""
+    summary_max_tokens: int = 2_000
+    """A longer summary (by `estimate_tokens`: 8,000 characters of English, about 2,000 of Chinese)
+    is cut, so a verbose summariser cannot refill the window."""
     fallback_line_chars: int = 160
     """Length of each line of the extractive summary used when the summariser fails."""
 
@@ -172,16 +173,20 @@ class Compactor:
         (characters) bounds the summariser's prompt, and half of it the summary, when the model's
         real window is smaller than its settings say."""
         model = self.summarizer_model or session.model
-        limit = self.policy.summary_max_chars if budget is None else min(self.policy.summary_max_chars, budget // 2)
-        # An earlier summary is all that is left of the oldest messages: it goes whole (it is at most
-        # `limit` long when written), not cut as one ordinary message is; the others share what remains.
-        earlier = min(limit, sum(len(_summary_body(m)) for m in older if _is_summary(m)))
+
+        def fit(text: str) -> str:
+            """A summary as long as one may be: within the tokens, and within half the budget's characters."""
+            return within_tokens(text if budget is None else text[: budget // 2], self.policy.summary_max_tokens)
+
+        # An earlier summary is all that is left of the oldest messages: it goes whole (it fitted when
+        # written), not cut as one ordinary message is; the others share what remains.
+        earlier = sum(len(fit(_summary_body(m))) for m in older if _is_summary(m))
         others = sum(1 for m in older if not _is_summary(m)) or 1
         width = _RENDER_CHARS if budget is None else max(1, min(_RENDER_CHARS, (budget - earlier) // others))
         request = ModelRequest(
             messages=[
                 {"role": "system", "content": SUMMARY_PROMPT},
-                {"role": "user", "content": "\n\n".join(_render(m, width, limit) for m in older)},
+                {"role": "user", "content": "\n\n".join(_render(m, width, fit) for m in older)},
             ],
             role="compactor",
             turn_index=session.turns_run,
@@ -193,12 +198,12 @@ class Compactor:
         except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
-            return self._extractive(older)[:limit], False
+            return fit(self._extractive(older)), False
         # The summary call is real spend: the session's totals (and the turn's) count it, and so do the hooks.
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
         await _model_call_hook(session, model, started, response, None)
         text = (response.text or "").strip()
-        return (text[:limit], True) if text else (self._extractive(older)[:limit], False)
+        return (fit(text), True) if text else (fit(self._extractive(older)), False)
 
     def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
         """An earlier summary (up to half the summary's length, its oldest facts first), then the first
@@ -207,13 +212,13 @@ class Compactor:
         lines = []
         for message in older:
             if _is_summary(message):
-                lines.append(_summary_body(message)[: self.policy.summary_max_chars // 2].strip())
+                lines.append(within_tokens(_summary_body(message), self.policy.summary_max_tokens // 2).strip())
                 continue
             role = message.get("role")
             first = next(iter(_text(message.get("content")).strip().splitlines()), "")
             if role in ("user", "assistant") and first:
                 lines.append(f"- {role}: {first[:width]}{'…' if len(first) > width else ''}")
-        return "\n".join(lines)[: self.policy.summary_max_chars] or "(no text in the earlier messages)"
+        return within_tokens("\n".join(lines), self.policy.summary_max_tokens) or "(no text in the earlier messages)"
 
 
 async def _model_call_hook(session: AgentSession, model: Any, started: float, response: ModelResponse | None,
@@ -275,11 +280,11 @@ def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> in
     return None
 
 
-def _render(message: Mapping[str, Any], width: int = _RENDER_CHARS, summary_width: int = 0) -> str:
+def _render(message: Mapping[str, Any], width: int, summary: Callable[[str], str]) -> str:
     """One message for the summariser: ``width`` characters of its text and of each call's arguments;
-    an earlier summary as such (never as words the user wrote), ``summary_width`` characters of it."""
+    an earlier summary as such (never as words the user wrote), as much of it as ``summary`` keeps."""
     if _is_summary(message):
-        return f"EARLIER SUMMARY: {_summary_body(message)[:summary_width]}"
+        return f"EARLIER SUMMARY: {summary(_summary_body(message))}"
     role = str(message.get("role", "?")).upper()
     parts = [_text(message.get("content"))[:width]]
     for call in message.get("tool_calls") or ():

@@ -6,6 +6,7 @@ import pytest
 
 from agent import AgentSession, CompactionPolicy, Compactor, HookRegistry, ModelRequest, ToolRegistry, Usage
 from agent._compaction import SUMMARY_HEADER, estimate_tokens
+from agent._token_estimate import weight
 from agent.models.demo import DemoModel
 from agent.models.scripted import ScriptedModel
 from agent.settings import CompressionSettings
@@ -199,6 +200,20 @@ async def test_an_english_conversation_is_compacted_exactly_when_four_characters
             return
         history.append({"role": "assistant", "content": EN})
     raise AssertionError("never compacted")
+
+
+@pytest.mark.parametrize(("summary", "kept"), [
+    ("s" * 9_000, 8_000),  # 2,000 tokens of English: the 8,000 characters it always kept
+    ("总" * 9_000, 2_000),  # about a token each: 8,000 of them were four times the budget
+    ("s" * 7_999 + "😀", 7_999),  # the cut falls between characters: an emoji that would pass the budget is left out
+])
+async def test_the_summary_is_cut_at_two_thousand_estimated_tokens_whatever_its_script(summary, kept):
+    script = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"text": summary}}
+    s, compactor, _ = session(chat(10), script)
+    await s.run_turn("next")
+    (message,) = summaries(s.messages)
+    assert message["content"] == f"{SUMMARY_HEADER}\n{summary[:kept]}"
+    assert weight(summary[:kept]) <= 8 * 2_000  # eighths of a token
 
 
 async def test_summariser_request_and_the_next_model_request():
