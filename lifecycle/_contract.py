@@ -139,6 +139,7 @@ def validate_request(req: SubagentLaunchRequest) -> None:
     if metadata is not _EMPTY:  # the default: nothing to check
         if not isinstance(metadata, Mapping):
             raise _invalid("metadata must be a mapping.")
+        _check_json_shape(metadata)
         try:
             # allow_nan=False: NaN/Infinity are not JSON, whatever the json module's default says.
             encoded = json.dumps(dict(metadata), sort_keys=True, allow_nan=False) if metadata else "{}"
@@ -156,6 +157,30 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("model must be a string or None.")
     if req.parent_session_id is not None and not isinstance(req.parent_session_id, str):
         raise _invalid("parent_session_id must be a string or None.")
+
+
+def _check_json_shape(metadata: Mapping[str, Any]) -> None:
+    """Refuse what JSON would change: an in-process child gets the metadata as given, a child on
+    Temporal as JSON made it (a key 1 as '1', a tuple as a list), and the two must read the same."""
+    pending: list[tuple[str, Any]] = [("metadata", metadata)]
+    # Each item takes a byte of JSON at least: past the size limit in items (or round a cycle), the
+    # size or serializability check after this one refuses it. A loop, not recursion, for deep nesting.
+    for _ in range(MAX_METADATA_BYTES):
+        if not pending:
+            return
+        where, value = pending.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _invalid(f"{where} has a key {key!r} of type {type(key).__name__}: metadata keys must be"
+                                   " strings (a child on Temporal gets its metadata through JSON, which makes every"
+                                   " key one).")
+                pending.append((f"{where}[{key!r}]", item))
+        elif isinstance(value, tuple):
+            raise _invalid(f"{where} is a tuple: use a list (a child on Temporal gets its metadata through JSON,"
+                           " which makes it one).")
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{index}]", item) for index, item in enumerate(value))
 
 
 @fast_init

@@ -125,9 +125,38 @@ def test_metadata_size_is_measured_as_sorted_json() -> None:
     assert rejection(SubagentLaunchRequest("x", metadata={"k": "é" * 1400})) == META_SIZE_MSG
 
 
-@pytest.mark.parametrize("metadata", [{"x": float("nan")}, {"x": {1, 2}}, {1: "a", "b": 2}, {"x": b"bytes"}])
+@pytest.mark.parametrize("metadata", [{"x": float("nan")}, {"x": {1, 2}}, {"x": b"bytes"}])
 def test_metadata_must_be_json(metadata: dict) -> None:
     assert rejection(SubagentLaunchRequest("x", metadata=metadata)) == META_JSON_MSG
+
+
+def test_metadata_round_the_json_size_limit_in_items_is_refused_not_walked_for_ever() -> None:
+    looped: dict = {}
+    looped["again"] = looped
+    assert rejection(SubagentLaunchRequest("x", metadata=looped)) == META_JSON_MSG
+    assert rejection(SubagentLaunchRequest("x", metadata={"k": [0] * 9000})) == META_SIZE_MSG
+
+
+KEY_MSG = ("has a key {} of type {}: metadata keys must be strings (a child on Temporal gets its metadata through"
+           " JSON, which makes every key one).")
+
+
+@pytest.mark.parametrize(("metadata", "where", "key"), [
+    ({1: "a"}, "metadata", 1),
+    ({1: "a", "b": 2}, "metadata", 1),
+    ({"opts": {None: 2}}, "metadata['opts']", None),
+    ({"a": [{"ok": 1}, {True: 1}]}, "metadata['a'][1]", True),
+])
+def test_metadata_keys_must_be_strings_as_a_child_on_temporal_gets_them(metadata: dict, where: str, key) -> None:
+    # An in-process child read {1: 'a'}, a child on a worker {'1': 'a'}: one request, two children.
+    message = rejection(SubagentLaunchRequest("x", metadata=metadata))
+    assert message == f"{where} " + KEY_MSG.format(repr(key), type(key).__name__)
+
+
+def test_metadata_tuples_are_refused_as_a_child_on_temporal_gets_a_list() -> None:
+    assert rejection(SubagentLaunchRequest("x", metadata={"tags": ["a", ("b", "c")]})) == (
+        "metadata['tags'][1] is a tuple: use a list (a child on Temporal gets its metadata through JSON, which makes"
+        " it one).")
 
 
 def test_metadata_must_be_a_mapping() -> None:

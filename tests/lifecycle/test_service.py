@@ -168,6 +168,7 @@ async def test_hand_built_handles_with_unhashable_ids_are_unknown_not_errors(env
         ({"blocked_tools": ("execute_code",)}, "Per-tool blocking is not supported"),
         ({"metadata": {"x": object()}}, "metadata must be JSON-serializable."),
         ({"metadata": {"x": "y" * 9000}}, "metadata exceeds 8192 bytes."),
+        ({"metadata": {"n": {7: "seven"}}}, "metadata['n'] has a key 7 of type int: metadata keys must be strings"),
         ({"allowed_toolsets": ("nope", "also")}, "Unknown toolsets: also, nope."),
         ({"model": "gpt-x"}, "Per-launch model override is not supported"),
         ({"parent_session_id": "other"}, "parent_session_id does not match the active session."),
