@@ -11,7 +11,7 @@ in this process; a distributed engine runs the same jobs on workers elsewhere
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from agent import AgentSession, Clock, ToolTraceEntry
@@ -52,6 +52,11 @@ class EngineHost(Protocol):
     def running(self, subagent_id: str) -> None:
         """The child is built and about to make its first model call: the state becomes
         RUNNING (unless a cancel was requested) and ``started_at`` is set."""
+
+    def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
+        """Reported by an engine whose children survive a restart as it closes, for each child it still
+        follows: the steers asked of it that it could not send (``{"id", "text"}``, oldest first; often
+        none). They are journaled, and handed back to the next start's engine (`Engine.steer_again`)."""
 
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
         """The child has ended, however it ended. Runs the completion pipeline and puts the
@@ -94,6 +99,11 @@ class Engine(Protocol):
     def steer(self, subagent_id: str, text: str) -> bool:
         """Deliver text to a running child at its next iteration boundary; False when the
         child is not running (yet or any more)."""
+
+    def steer_again(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
+        """Send a re-attached child the steers a previous process could not (`EngineHost.unsent_steers`),
+        in order, before any new one, each once: under its id, which the child reads once. Only an
+        engine that reports unsent steers is ever asked."""
 
     def activity(self, subagent_id: str) -> str | None:
         """What the child is doing now (``waiting for a slot``, ``starting``, ``waiting for

@@ -29,7 +29,7 @@ from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 KeyRowTuple = tuple[str, bytes, float, float | None]
 
@@ -70,6 +70,10 @@ class JournalRecord:
     """Why a stop was asked of the live child (its cancel reason while ``CANCEL_REQUESTED``): an
     engine whose children outlive the process is asked again after a restart, in case the
     request never reached it."""
+    steers: str | None = None
+    """Steers asked of the live child that its engine had not sent when the process stopped (its
+    service did not answer), as JSON: ``[{"id": ..., "text": ...}, ...]``, oldest first. An engine
+    whose children outlive the process sends them after the next start, before any new one."""
 
     @property
     def terminal(self) -> bool:

@@ -21,7 +21,7 @@ class Record:
 
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "ran", "closing", "completing",
+        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "ran", "closing", "completing",
         "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
@@ -48,6 +48,8 @@ class Record:
         self.cancel_reason: str | None = None
         self.interrupt_reason: str | None = None
         """Why it was asked to stop as interrupted (``/stop``, ``/new``, its parent's stop)."""
+        self.steers: str | None = None
+        """Its journal row's steers (`JournalRecord.steers`): asked, and not sent when a process stopped."""
         self.ran = False
         """The engine reported it running: an interrupt now keeps partial output."""
         self.closing = False
@@ -126,7 +128,7 @@ class Record:
             # _value_: the member's value without the enum property's descriptor call
             (state or self.state)._value_, self.created_at,
             updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
-            stop,
+            stop, self.steers,
         )
 
     @classmethod
@@ -140,4 +142,5 @@ class Record:
             record.cancel_reason = row.stop_reason
         else:
             record.interrupt_reason = row.stop_reason
+        record.steers = row.steers
         return record

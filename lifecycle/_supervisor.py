@@ -9,8 +9,9 @@ memory while they matter and in the journal always.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from agent import AgentSession, new_id
 from lifecycle._capability import KeyRing, sign
@@ -99,6 +100,15 @@ class Supervisor:
         record.started_at = now = self.host.clock.time()
         if record.state is not S.CANCEL_REQUESTED:
             record.set_state(S.RUNNING, now)
+
+    def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
+        record = self._live.get(subagent_id)
+        if record is None or not record.live:
+            return
+        kept = json.dumps(list(steers)) if steers else None
+        if kept != record.steers:  # the journal's copy is rewritten only when it changes: most often none
+            record.steers = kept
+            self.journal.put(record.journal_row())
 
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
         """Finish a child exactly once: the completion pipeline, then the terminal result, put
@@ -222,6 +232,10 @@ class Supervisor:
             # Asked before the restart, perhaps never sent (the engine's service did not answer before
             # the process stopped): asked again, or the child runs on to its end.
             self.engine.interrupt(sid, record.stop_request)
+        if record.steers is not None:
+            # Asked before the restart and not sent (the engine's service did not answer before the
+            # process stopped): sent now, in order, under the ids they had, so none is read twice.
+            self.engine.steer_again(sid, json.loads(record.steers))
 
     # -- stopping ------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ Per child, one task follows the workflow: one call starts it and sends it the
 and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). `interrupt` is a Temporal
 cancellation request carrying the reason; `steer` is a signal, sent again (in order, once) while
-Temporal does not answer; `activity` reads the
+Temporal does not answer, and those still unsent when it closes are journaled and sent by the next
+start (`steer_again`); `activity` reads the
 workflow's pending activity, fetched in the background when the last look is older
 than a second.
 """
@@ -24,7 +25,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,10 +153,19 @@ class TemporalEngine:
         child = self._children.get(subagent_id)
         if child is None or not child.running or child.handle is None:
             return False
-        child.steers.append({"id": uuid.uuid4().hex, "text": text})
-        if len(child.steers) == 1:  # else the sender under way takes it after the ones before it
-            self._spawn(self._send_steers(child), _SENDING)
+        self._queue_steers(child, [{"id": uuid.uuid4().hex, "text": text}])
         return True
+
+    def steer_again(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
+        child = self._children.get(subagent_id)
+        if child is not None:  # else it ended while no process followed it, and reads no steer
+            self._queue_steers(child, [{"id": s["id"], "text": s["text"]} for s in steers])
+
+    def _queue_steers(self, child: _Child, steers: list[dict[str, str]]) -> None:
+        sending = bool(child.steers)  # then the sender under way takes these after the ones before them
+        child.steers.extend(steers)
+        if not sending and child.steers:
+            self._spawn(self._send_steers(child), _SENDING)
 
     def activity(self, subagent_id: str) -> str | None:
         child = self._children.get(subagent_id)
@@ -175,10 +185,13 @@ class TemporalEngine:
                 task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=10)
-        for task in list(self._tasks):  # a request that could not be sent in time is given up
+        for task in list(self._tasks):  # a request that could not be sent in time is given up here
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks))
+        if self._host is not None:  # and left to the next start: a cancel is in the journal, steers go there
+            for sid, child in self._children.items():
+                self._host.unsent_steers(sid, tuple(child.steers))
 
     # -- following one child ----------------------------------------------------------------
 

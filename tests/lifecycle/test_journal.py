@@ -125,7 +125,8 @@ async def test_synced_records_survive_reopening_exactly(backend: Backend, journa
         goal="goal with \ud83d\ude00 and \udfff",
         result=json.dumps({"nested": {"x": [None, True, 1e-300]}, "text": "\u2603 \ud800"}, ensure_ascii=False),
     )
-    records = [record("sa-1", stop_reason="stopped by /stop"), record("sa-2", "SUCCEEDED"), odd]
+    steers = json.dumps([{"id": "s1", "text": "use metric units \ud800"}])
+    records = [record("sa-1", stop_reason="stopped by /stop", steers=steers), record("sa-2", "SUCCEEDED"), odd]
     for rec in records:
         journal.put(rec)
     await journal.sync()
@@ -326,7 +327,7 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
     try:
         path = tmp_path / "j.db"
         assert await asyncio.to_thread(inspect, path, "PRAGMA journal_mode") == [("wal",)]
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(2,)]
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(3,)]
         plan = await asyncio.to_thread(
             inspect,
             path,
@@ -338,34 +339,39 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
         await journal.close()
 
 
-def _version_1_journal(path: Path) -> None:
+def _old_journal(path: Path, version: int) -> None:
+    """A journal as version 1 (before stop requests were kept) or 2 (before unsent steers were) wrote it."""
     conn = sqlite3.connect(path)
     try:
-        conn.execute("""CREATE TABLE lifecycle_records (
+        conn.execute(f"""CREATE TABLE lifecycle_records (
             subagent_id TEXT NOT NULL PRIMARY KEY, parent_session_id TEXT, correlation_id TEXT,
             handle TEXT NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-            started_at REAL, completed_at REAL, result TEXT, goal TEXT NOT NULL)""")
+            started_at REAL, completed_at REAL, result TEXT, goal TEXT NOT NULL
+            {", stop_reason TEXT" if version == 2 else ""})""")
         conn.execute("INSERT INTO lifecycle_records VALUES ('sa-old', 'p', NULL, '{}', 'PENDING', 1.0, 2.0,"
-                     " NULL, NULL, NULL, 'g')")
-        conn.execute("PRAGMA user_version = 1")
+                     f" NULL, NULL, NULL, 'g'{', NULL' if version == 2 else ''})")
+        conn.execute(f"PRAGMA user_version = {version}")
         conn.commit()
     finally:
         conn.close()
 
 
-async def test_sqlite_a_journal_from_before_stop_requests_opens_with_its_rows_and_keeps_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+async def test_sqlite_a_journal_from_before_stops_or_steers_were_kept_opens_with_its_rows(tmp_path: Path,
+                                                                                           version: int) -> None:
     path = tmp_path / "j.db"
-    await asyncio.to_thread(_version_1_journal, path)
+    await asyncio.to_thread(_old_journal, path, version)
     journal = SqliteJournal(path)
     await journal.open()
     assert (await journal.get("sa-old")) == JournalRecord("sa-old", "p", None, "{}", "PENDING", 1.0, 2.0, goal="g")
-    journal.put(record("sa-old", stop_reason="stopped by /stop"))
+    journal.put(record("sa-old", stop_reason="stopped by /stop", steers='[{"id": "s1", "text": "hurry"}]'))
     await journal.close()
     journal = SqliteJournal(path)
     await journal.open()
     try:
-        assert (await journal.get("sa-old")).stop_reason == "stopped by /stop"
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(2,)]
+        kept = await journal.get("sa-old")
+        assert (kept.stop_reason, kept.steers) == ("stopped by /stop", '[{"id": "s1", "text": "hurry"}]')
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(3,)]
     finally:
         await journal.close()
 

@@ -488,3 +488,29 @@ async def test_a_stop_asked_while_temporal_is_down_outlives_a_restart_of_the_gat
             result = await second.service.result(run.handle)
     assert result.summary != "ran to the end" and result.error_message == "stopped by /stop"
     assert stops == ["interrupted"]  # its completion ran once
+
+
+async def test_steers_still_unsent_when_the_gateway_stops_during_an_outage_reach_the_child_after_the_restart(
+        make_env, tmp_path):
+    """Steers asked while Temporal is down, and the gateway stops before it is back: the next start sends
+    them, in order, each once, as it does a stop, instead of their being lost with the process."""
+    async with restartable(make_env, tmp_path, "steer me", "", db="shared.db", script=steered_echo) as run:
+        await until(lambda: run.env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+        await asyncio.to_thread(run.server.stop)
+        assert run.env.service.engine.steer(run.handle.subagent_id, "first: use metric units")
+        assert run.env.service.engine.steer(run.handle.subagent_id, "second: and cite sources")
+        await run.env.service.close()  # the steers still unsent are given up after a short grace
+        await asyncio.to_thread(run.server.start)
+
+        second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")
+        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
+        async with asyncio.timeout(20):  # both taken by Temporal before the child's next step reads them
+            while [e.event_type async for e in workflow.fetch_history_events()].count(
+                    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < 2:
+                await asyncio.sleep(0.1)
+        run.model.release("gate")
+        with second.turn():
+            assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
+            summary = (await second.service.result(run.handle)).summary
+    assert summary.endswith("first: use metric units\nsecond: and cite sources")
+    assert summary.count("first: use metric units") == 1
