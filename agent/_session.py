@@ -269,24 +269,76 @@ class AgentSession:
         to the children); a fresh one is made when it is None."""
         if self._running:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
-        self._running = True
-        self._interrupt = None
-        if self._next_tools:
-            self._apply_next_tools()
-        clock, hooks = self.clock, self.hooks
-        turn = self._turn = _TurnState(turn_id or new_id("turn-"), clock.monotonic())
+        turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
         if self._unbilled is not None:
             _charge(turn, *self._unbilled)
             turn.child_calls = turn.api_calls
             self._unbilled = None
+        return await self._run(turn, observer, user_message)
+
+    def saved_turn(self) -> dict[str, Any]:
+        """The running turn, with the conversation and totals it runs on, as JSON-ready data for
+        `resume_turn` to run on in another session: a workflow that continues as new takes it inside
+        `Model.complete`, where the turn is about to call its model and nothing else is under way.
+        The tool log (`tool_log`) is not in it: the other session's starts empty."""
+        turn = self._turn
+        assert turn is not None, "only a running turn can be saved"
+        return {
+            "messages": list(self.messages), "history_version": self.history_version, "turns_run": self.turns_run,
+            "steer": list(self._steer), "answered_api_calls": self.activity.answered_api_calls,
+            "totals": [self.total_usage.prompt_tokens, self.total_usage.completion_tokens, self.total_cost_usd,
+                       self.total_api_calls],
+            "turn": {
+                "turn_id": turn.turn_id, "started": turn.started, "api_calls": turn.api_calls,
+                "child_calls": turn.child_calls, "usage": [turn.usage.prompt_tokens, turn.usage.completion_tokens],
+                "cost": turn.cost, "last_text": turn.last_text, "model_name": turn.model_name,
+                "summary_failed": turn.summary_failed, "iterations": turn.iterations, "asked_again": turn.asked_again,
+                "trace": [[e.name, list(e.argument_keys), e.input_bytes, e.output_bytes, e.ok, e.duration_seconds]
+                          for e in turn.trace],
+            },
+        }
+
+    async def resume_turn(self, saved: Mapping[str, Any], *, observer: TurnObserver = _NO_OBSERVER,
+                          interrupted: str | None = None) -> TurnResult:
+        """Run on the turn `saved_turn` took (in a session built as that one was: the same model,
+        tools and settings), from the model call it was about to make, as if it had never stopped:
+        its result counts the calls, usage, cost and tool trace from the turn's start. Steered text
+        this session holds already is read after what the saved turn had not read yet.
+        ``interrupted``: a stop that came meanwhile, which ends it at once, with its partial output."""
+        if self._running:
+            raise TurnInProgress(f"session {self.session_id} is already running a turn")
+        self.messages = list(saved["messages"])
+        self.history_version, self.turns_run = saved["history_version"], saved["turns_run"]
+        self._steer = [*saved["steer"], *self._steer]
+        self.activity.api_calls = self.activity.answered_api_calls = saved["answered_api_calls"]
+        prompt, completion, self.total_cost_usd, self.total_api_calls = saved["totals"]
+        self.total_usage = Usage(prompt, completion)
+        kept = saved["turn"]
+        turn = _TurnState(kept["turn_id"], kept["started"], kept["api_calls"], kept["child_calls"],
+                          Usage(*kept["usage"]), kept["cost"], kept["last_text"], model_name=kept["model_name"],
+                          summary_failed=kept["summary_failed"], iterations=kept["iterations"],
+                          asked_again=kept["asked_again"],
+                          trace=[ToolTraceEntry(e[0], tuple(e[1]), *e[2:]) for e in kept["trace"]])
+        return await self._run(turn, observer, None, None if interrupted is None else _Interrupt(interrupted, True))
+
+    async def _run(self, turn: _TurnState, observer: TurnObserver, user_message: str | list[dict[str, Any]] | None,
+                   interrupt: _Interrupt | None = None) -> TurnResult:
+        """The turn from its first model call (``user_message`` None: a resumed turn, from its next one)."""
+        self._running = True
+        self._interrupt = interrupt
+        if self._next_tools:
+            self._apply_next_tools()
+        clock, hooks = self.clock, self.hooks
+        self._turn = turn
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         activity = self.activity
         try:
-            self.messages.append({"role": "user", "content": user_message})
-            # Hooks are looked for before a call is made: most sessions have none, and a thousand
-            # children each run a turn.
-            if hooks is not None and hooks.has("turn_start"):
-                await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
+            if user_message is not None:
+                self.messages.append({"role": "user", "content": user_message})
+                # Hooks are looked for before a call is made: most sessions have none, and a thousand
+                # children each run a turn.
+                if hooks is not None and hooks.has("turn_start"):
+                    await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
             if hooks is not None and hooks.has("turn_end"):
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
@@ -318,12 +370,10 @@ class AgentSession:
 
     async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None, str | None]:
         """(exit reason, error text, `ModelError` kind) of the turn."""
-        iterations = 0
-        compacted_for_overflow = False  # since the last answer: a call is asked again once
         while True:
             if self._interrupt is not None:
                 return "interrupted", None, None
-            if iterations >= self.max_iterations:
+            if turn.iterations >= self.max_iterations:
                 return "max_iterations", None, None
             if self._steer:
                 self._deliver_steer_as_note()
@@ -333,15 +383,15 @@ class AgentSession:
                 return "interrupted", None, None
             except ModelError as exc:
                 try:
-                    again = not compacted_for_overflow and await self._compact_for_overflow(turn, exc)
+                    again = not turn.asked_again and await self._compact_for_overflow(turn, exc)
                 except _HardInterrupted:
                     return "interrupted", None, None
                 if not again:
                     log.warning("model call failed (%s): %s", exc.kind, exc)
                     return "error", str(exc), exc.kind
-                compacted_for_overflow = True
+                turn.asked_again = True
                 continue  # asked once more, after the checks every call gets (interrupts, steering)
-            compacted_for_overflow = False
+            turn.asked_again = False
             text = (response.text or "").strip()
             if text:
                 turn.last_text = text
@@ -352,7 +402,7 @@ class AgentSession:
             self.messages.append(_assistant_with_calls(response))
             if text:
                 await observer.on_interim(text)
-            iterations += 1
+            turn.iterations += 1
             for call in response.tool_calls:
                 if self._interrupt is not None:
                     self._append_tool_result(call, "[not run: the turn was interrupted]")
@@ -528,6 +578,10 @@ class _TurnState:
     truncated: bool = False
     summary_failed: bool = False
     trace: list[ToolTraceEntry] = field(default_factory=list)
+    iterations: int = 0
+    """Model answers with tool calls so far: what `AgentSession.max_iterations` bounds."""
+    asked_again: bool = False
+    """The next model call is one asked again after compacting for a context overflow (once per answer)."""
 
 
 def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import AgentSession, TurnResult
@@ -24,7 +24,8 @@ class ChildRun:
     """One child in this process. `stop` may come at any time; the run checks it before
     each step, and a running turn is interrupted at its next safe boundary."""
 
-    __slots__ = ("job", "host", "task", "session", "stop_reason", "timeout", "running_since", "watch", "turn_ids")
+    __slots__ = ("job", "host", "task", "session", "stop_reason", "timeout", "running_since", "watch", "turn_ids",
+                 "first")
 
     def __init__(self, job: ChildJob, host: EngineHost) -> None:
         self.job = job
@@ -42,6 +43,8 @@ class ChildRun:
         self.turn_ids = False
         """Name the child's turns after it (``<id>-turn-<n>``) instead of fresh random ids:
         a workflow replays its code and must make the same ids again."""
+        self.first: ChildOutcome | None = None
+        """The first turn's outcome while the correction turn of a failed output contract runs."""
 
     async def run(self, release: Callable[[ChildRun], None]) -> None:
         """The child's whole life here, in one coroutine (a thousand of them wait at once):
@@ -98,28 +101,45 @@ class ChildRun:
             self.timeout = timeout
             self.session.interrupt("timeout: no progress", hard=True)
 
-    async def execute(self, content: Any = None) -> ChildOutcome:
+    def saved(self) -> dict[str, Any]:
+        """The running child as JSON-ready data, for `execute` (``resume=``) to run on in another
+        `ChildRun`: taken where its turn is about to call its model (see `AgentSession.saved_turn`)."""
+        assert self.session is not None and self.running_since is not None, "only a running child can be saved"
+        return {"turn": self.session.saved_turn(), "started": self.running_since,
+                "first": None if self.first is None else self.first.to_dict()}
+
+    async def execute(self, content: Any = None, *, resume: Mapping[str, Any] | None = None) -> ChildOutcome:
         """Run the built child's turn (and one correction turn for a failed output contract) and
         return how it ended; never raises but for the caller's own cancellation. ``content`` is
         the first turn's message when the caller built it already (a workflow cannot read the
-        images itself); by default the goal, with the job's images read from the workspace."""
+        images itself); by default the goal, with the job's images read from the workspace.
+        ``resume``, what `saved` gave, runs on the turn it saved instead, as if it had never stopped."""
         session, job, clock = self.session, self.job, self.host.clock
         assert session is not None, "build the child first"
-        started = self.running_since = clock.monotonic()
+        started = self.running_since = clock.monotonic() if resume is None else resume["started"]
         try:
-            if content is None:
-                content = job.goal
-                if job.images:
-                    content = await first_turn_content_async(
-                        job.goal, job.images, workspace=session.workspace,
-                        supports_vision=bool(getattr(session.model, "supports_vision", False)),
-                    )
-            if self.stop_reason is not None:  # a stop that landed while no turn ran must not be lost
-                outcome = self.stopped()
-            else:  # `_turn`, inline: one coroutine less for every child
-                turn_id = f"{job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
-                outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations)
-            if job.output_schema is not None and outcome.status == "completed":
+            correcting = resume is not None and resume["first"] is not None
+            if resume is not None:
+                # A stop that landed before it ran on ends it at once, with the partial output it had.
+                turn = await session.resume_turn(resume["turn"], interrupted=self.stop_reason)
+                outcome = outcome_from_turn(turn, session.max_iterations)
+                if correcting:  # it saved the correction turn of a failed output contract
+                    outcome = self._corrected(ChildOutcome.from_dict(resume["first"]), outcome)
+            else:
+                if content is None:
+                    content = job.goal
+                    if job.images:
+                        content = await first_turn_content_async(
+                            job.goal, job.images, workspace=session.workspace,
+                            supports_vision=bool(getattr(session.model, "supports_vision", False)),
+                        )
+                if self.stop_reason is not None:  # a stop that landed while no turn ran must not be lost
+                    outcome = self.stopped()
+                else:  # `_turn`, inline: one coroutine less for every child
+                    turn_id = f"{job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
+                    outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id),
+                                                session.max_iterations)
+            if not correcting and job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
         except Exception as exc:  # a bug in running must still end as a result
             log.exception("child %s crashed", job.subagent_id)
@@ -137,15 +157,21 @@ class ChildRun:
         return outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations)
 
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
-        schema = dict(self.job.output_schema or {})
-        valid, errors, _ = validate_output(outcome.summary or "", schema)
-        if not valid:
-            # Exactly one correction turn, with the exact errors; the schema is not pasted again.
-            corrected = _merged(outcome, await self._turn(session, correction_prompt(errors)))
-            if corrected.status != "completed":
-                return corrected
-            outcome = corrected
-            valid, errors, _ = validate_output(outcome.summary or "", schema)
+        valid, errors, _ = validate_output(outcome.summary or "", dict(self.job.output_schema or {}))
+        if valid:
+            outcome.schema = {"schema_valid": True}
+            return outcome
+        # Exactly one correction turn, with the exact errors; the schema is not pasted again.
+        self.first = outcome
+        return self._corrected(outcome, await self._turn(session, correction_prompt(errors)))
+
+    def _corrected(self, first: ChildOutcome, second: ChildOutcome) -> ChildOutcome:
+        """The outcome after the correction turn: both turns' spend, and the contract checked again."""
+        self.first = None
+        outcome = _merged(first, second)
+        if outcome.status != "completed":
+            return outcome
+        valid, errors, _ = validate_output(outcome.summary or "", dict(self.job.output_schema or {}))
         outcome.schema = {"schema_valid": True} if valid else {
             "schema_valid": False, "schema_errors": errors, "schema_note": SCHEMA_NOTE,
         }

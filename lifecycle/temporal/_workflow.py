@@ -15,6 +15,12 @@ the child stops as in-process, with the same `Timeout` words. Heartbeats
 (three missed ones) tell a dead worker from a slow call. A cancellation request
 (``WorkflowHandle.cancel(reason=...)``) stops the child at its next safe boundary;
 the workflow then completes with the interrupted outcome and its partial output.
+
+Every model call carries the whole conversation, so a long child's history grows with
+the square of its length, towards Temporal's limits (50 MB or 51,200 events), past which
+the child would fail. Before a model call, once the history is past a bound, the workflow
+continues as new, carrying the child's state (the saved turn, usage, counters, unread
+steers, steer ids): the child's id, its result, stops and steers work across the switch.
 """
 
 from __future__ import annotations
@@ -57,6 +63,13 @@ _RETRY = RetryPolicy(initial_interval=timedelta(seconds=0.5), backoff_coefficien
 """Only a lost worker (a heartbeat timeout) or a worker shutting down is retried: failures
 the call itself reports are final."""
 
+# Test-only knobs, not settings: tests lower them to make a child continue as new within a few
+# calls. Past either bound (or when Temporal suggests it) the workflow continues as new before its
+# next model call. Each is a fifth of Temporal's hard limit, and one step adds at most a few
+# payloads of 2 MB, so no child comes near the limit.
+_CONTINUE_AFTER_EVENTS = 10_240
+_CONTINUE_AFTER_BYTES = 10 * 2**20
+
 
 class _WorkflowClock:
     """Workflow time: the same on every replay. Outside the workflow's loop — while a worker
@@ -94,16 +107,23 @@ class _ActivityModel:
 
 @workflow.defn(name=WORKFLOW, sandboxed=False)
 class ChildWorkflow:
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, wire: dict[str, Any]) -> None:
         self._job: ChildJob | None = None
+        self._wire_job = wire.get("job")
+        """The job as the gateway sent it, for the input of a run continued as new."""
         self._limits = ChildLimits()
         self._run: ChildRun | None = None
         self._setup: asyncio.Task | None = None
         self._stop_reason: str | None = None
         self._steered: list[str] = []
-        self._steer_ids: set[str] = set()
-        self._calls = 0
-        self._running_since = 0.0
+        # What a run continued as new carries, restored before any signal or update of the new run is handled.
+        self._resume: dict[str, Any] | None = wire.get("resume")
+        carried = self._resume or {}
+        self._steer_ids: set[str] = set(carried.get("steer_ids") or ())
+        self._calls = carried.get("calls", 0)
+        self._running_since = carried.get("running_since", 0.0)
+        self._prepared: dict[str, Any] = {}
         self._slim: dict[str, Any] = {}
         self._ended = False
 
@@ -164,21 +184,26 @@ class ChildWorkflow:
     # -- the child --------------------------------------------------------------------------
 
     async def _child(self, job: ChildJob) -> ChildOutcome:
-        limits = self._limits
-        self._setup = asyncio.ensure_future(workflow.execute_local_activity(
-            PREPARE, job.to_dict(), start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[SETUP_ERROR])))
-        try:
-            prepared = await self._setup
-        except asyncio.CancelledError:
-            return ChildOutcome("interrupted", "interrupted", None, self._stop_reason or "cancelled")
-        except ActivityError as exc:
-            return ChildOutcome("error", "error", None, _reason(exc))
+        limits, resume = self._limits, self._resume
+        if resume is not None:
+            prepared = resume["prepared"]
+        else:
+            self._setup = asyncio.ensure_future(workflow.execute_local_activity(
+                PREPARE, job.to_dict(), start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[SETUP_ERROR])))
+            try:
+                prepared = await self._setup
+            except asyncio.CancelledError:
+                return ChildOutcome("interrupted", "interrupted", None, self._stop_reason or "cancelled")
+            except ActivityError as exc:
+                return ChildOutcome("error", "error", None, _reason(exc))
+        # What a run continued as new needs to build the child again (the conversation has the rest).
+        self._prepared = {"tools": prepared["tools"], "model": prepared["model"]}
         compaction = None if limits.compaction is None else Compactor(CompactionPolicy(**limits.compaction))
         session = AgentSession(
             model=_ActivityModel(self, prepared["model"]),
             tools={spec["name"]: self._tool(spec) for spec in prepared["tools"]},
-            system_prompt=prepared["system_prompt"], role=job.role, session_id=job.subagent_id,
+            system_prompt=prepared.get("system_prompt", ""), role=job.role, session_id=job.subagent_id,
             max_iterations=limits.max_iterations, workspace=Path(job.workspace),
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
             metadata={**job.metadata, "goal": job.goal, "parent_session_id": job.parent_session_id},  # ours win
@@ -186,13 +211,40 @@ class ChildWorkflow:
         )
         run = self._run = ChildRun(job, _Host())  # type: ignore[arg-type]  # only its clock is read
         run.session, run.turn_ids = session, True
-        if self._stop_reason is not None:
-            return ChildOutcome("interrupted", "interrupted", None, self._stop_reason)
         for text in self._steered:
             session.steer(text)
         self._steered.clear()
+        if resume is not None:  # a stop that came meanwhile ends it at once, keeping what it had
+            run.stop_reason = self._stop_reason
+            return await run.execute(resume=resume["run"])
+        if self._stop_reason is not None:
+            return ChildOutcome("interrupted", "interrupted", None, self._stop_reason)
         self._running_since = workflow.time()
         return await run.execute(prepared["content"])
+
+    def _continue_due(self) -> bool:
+        info = workflow.info()
+        return (info.is_continue_as_new_suggested() or info.get_current_history_length() >= _CONTINUE_AFTER_EVENTS
+                or info.get_current_history_size() >= _CONTINUE_AFTER_BYTES)
+
+    async def _continue_as_new(self) -> None:
+        """Continue as new, carrying the child as it stands: called where its turn is about to call
+        the model, never while an activity runs. Returns (and the child goes on in this run) only when
+        its state would not fit in one payload, or it is being stopped."""
+        # Signals and updates that came with this task are handled first (a steer lands in the state
+        # carried); one that reaches Temporal while the switch is under way has the switch refused, and
+        # the task is done again with it. Waiting lets a stop that came with this task end the child here.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        run = self._run
+        if self._stop_reason is not None or run is None or run.timeout is not None:
+            return
+        carried = {"prepared": self._prepared, "run": run.saved(), "steer_ids": sorted(self._steer_ids),
+                   "calls": self._calls, "running_since": self._running_since}
+        wire = {"job": self._wire_job, "limits": self._limits.to_dict(), "resume": carried}
+        if (too_big := oversize("the child's state", wire)) is not None:
+            workflow.logger.warning("child %s cannot continue as new: %s", run.job.subagent_id, too_big)
+            return
+        workflow.continue_as_new(wire)
 
     def _stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -215,6 +267,8 @@ class ChildWorkflow:
     # -- activities ----------------------------------------------------------------------------
 
     async def call_model(self, request: ModelRequest) -> ModelResponse:
+        if self._continue_due():
+            await self._continue_as_new()
         job, limits = self._job, self._limits
         cap = limits.idle_cap_seconds
         # As the in-process monitor decides: the lower limit fires; on a tie it is the idle cap.

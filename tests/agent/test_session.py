@@ -466,3 +466,65 @@ async def test_a_turn_that_raises_between_a_tool_call_and_its_result_leaves_ever
     assert (result.exit_reason, result.text, ran) == ("completed", "answered", [])
     assert [m.get("tool_call_id") for m in s.messages if m["role"] == "tool"] == ["c1", "c2"]
     assert s.messages[3]["content"] == "[not run: the turn ended before it ran]"
+
+
+class _Saved(BaseException):
+    """Leaves the turn where a workflow continues as new: inside the model call, after taking the turn."""
+
+
+class _SavingModel:
+    """Answers as ``model`` does, but at call ``at`` saves the running turn (as JSON would carry it) and leaves."""
+
+    def __init__(self, model, at):
+        self.model, self.at, self.calls, self.saved = model, at, 0, None
+        self.name, self.context_window = model.name, model.context_window
+
+    async def complete(self, request):
+        self.calls += 1
+        if self.calls == self.at:
+            self.session.steer("read me after")  # came while the call ran: not read yet when the turn is saved
+            self.saved = json.loads(json.dumps(self.session.saved_turn()))
+            raise _Saved
+        return await self.model.complete(request)
+
+
+def step_script(request):
+    if request.iteration < 4:
+        return {"text": f"step {request.iteration}", "tool_calls": [call("echo", x=str(request.iteration))]}
+    return {"text": f"done after {len(request.messages)} messages"}
+
+
+async def test_a_turn_saved_at_a_model_call_runs_on_in_another_session_as_if_it_had_not_stopped():
+    tools = registry(echo=lambda a, c: f"echo:{a['x']}")
+    whole = await session(step_script, tools).run_turn("go", turn_id="t-1")
+    saving = _SavingModel(ScriptedModel({"parent": step_script}), at=3)
+    first = AgentSession(model=saving, tools=tools)
+    saving.session = first
+    with pytest.raises(_Saved):
+        await first.run_turn("go", turn_id="t-1")
+    second = session(step_script, tools)
+    second.steer("and me last")  # came to the other session before it ran on: read after the saved one
+    resumed = await second.resume_turn(saving.saved)
+    assert whole.text == "done after 9 messages"  # and one more, the steered note, below
+    assert (resumed.turn_id, resumed.exit_reason, resumed.text) == ("t-1", "completed", "done after 10 messages")
+    assert (resumed.api_calls, resumed.usage, resumed.tool_trace[0].name) == (5, whole.usage, "echo")
+    assert len(resumed.tool_trace) == len(whole.tool_trace) == 4
+    assert (second.total_api_calls, second.turns_run, second.activity.answered_api_calls) == (5, 1, 5)
+    assert second.messages[:5] == first.messages[:5]
+    assert second.messages[5]["content"] == f"{STEER_NOTE}\nread me after\nand me last"
+    bounded = session(step_script, tools, max_iterations=3)  # its steps so far count against the budget
+    assert (await bounded.resume_turn(saving.saved)).exit_reason == "max_iterations"
+
+
+async def test_a_saved_turn_stopped_meanwhile_ends_at_once_with_its_partial_output():
+    tools = registry(echo=lambda a, c: "ok")
+    saving = _SavingModel(ScriptedModel({"parent": step_script}), at=3)
+    first = AgentSession(model=saving, tools=tools)
+    saving.session = first
+    with pytest.raises(_Saved):
+        await first.run_turn("go")
+    second = session(step_script, tools)
+    resumed = await second.resume_turn(saving.saved, interrupted="stopped by /stop")
+    assert (resumed.exit_reason, resumed.interrupt_reason, resumed.text) == ("interrupted", "stopped by /stop", "step 1")
+    assert resumed.api_calls == 2 and len(resumed.tool_trace) == 2
+    assert second.model.requests == []  # no further model call

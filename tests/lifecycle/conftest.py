@@ -193,3 +193,25 @@ class TemporalWorkers:
 @pytest.fixture
 async def env(make_env):
     return await make_env()
+
+
+@pytest.fixture
+async def queue(temporal_server):
+    """A task queue of this test's own, a client, and a worker on it built from ``tools``/``model``."""
+    from lifecycle.settings import TemporalSettings
+    from lifecycle.temporal import ChildWorker, WorkerToolbox, connect
+
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
+    client = await connect(settings)
+    workers = []
+
+    async def worker(model, tools=None):
+        toolbox = WorkerToolbox(tools=tools or make_registry(), model_for=lambda provider, name: model)
+        running = ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2)
+        await running.__aenter__()
+        workers.append(running)
+        return running
+
+    yield settings, client, worker
+    for running in workers:
+        await running.__aexit__(None, None, None)

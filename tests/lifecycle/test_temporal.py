@@ -24,7 +24,7 @@ from agent.tools import FileScope, file_toolset
 from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
-from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox, connect
+from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox
 from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
 from lifecycle.temporal.testing import DevServer
@@ -45,25 +45,6 @@ async def until_cancel_requested(workflow: WorkflowHandle) -> None:
         while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
                 e.event_type async for e in workflow.fetch_history_events()]:
             await asyncio.sleep(0.1)
-
-
-@pytest.fixture
-async def queue(temporal_server):
-    """A task queue of this test's own, a client, and a worker on it built from ``tools``/``model``."""
-    settings = TemporalSettings(address=temporal_server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
-    client = await connect(settings)
-    workers = []
-
-    async def worker(model, tools=None):
-        toolbox = WorkerToolbox(tools=tools or make_registry(), model_for=lambda provider, name: model)
-        running = ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2)
-        await running.__aenter__()
-        workers.append(running)
-        return running
-
-    yield settings, client, worker
-    for running in workers:
-        await running.__aexit__(None, None, None)
 
 
 async def test_children_outlive_a_restart_of_the_service_and_finish_once(make_env, queue):
