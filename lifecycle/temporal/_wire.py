@@ -40,14 +40,47 @@ _ENVELOPE_BYTES = 1024
 """Room for what Temporal adds to a payload (its encoding metadata)."""
 
 
-def oversize(what: str, body: Any) -> str | None:
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""JSON as the SDK's converter writes it (compact, non-ASCII escaped)."""
+
+
+def oversize(what: str, body: Any, size: int | None = None) -> str | None:
     """Why ``body`` cannot travel through Temporal, as ``what`` names it; None when it fits. Measured
-    as the SDK's JSON converter encodes it (compact, non-ASCII escaped)."""
-    size = len(json.dumps(body, separators=(",", ":")))
+    as the SDK's JSON converter encodes it, unless the caller knows its ``size`` that way already."""
+    if size is None:
+        size = len(_encode(body))
     if size + _ENVELOPE_BYTES <= PAYLOAD_LIMIT_BYTES:
         return None
     return (f"{what} ({size / 2**20:.1f} MB) is over Temporal's payload limit ({PAYLOAD_LIMIT_BYTES // 2**20} MB),"
             " which bounds what a child on a worker can pass on (docs/scale-out.md)")
+
+
+class ConversationSize:
+    """The encoded size of a model call's body, its conversation measured a message at a time: each
+    message once, as it is added, instead of the whole conversation again for every call (a child's
+    time in its workflow then grew with the square of its conversation).
+
+    Exact, because an `AgentSession` only appends to its ``messages``, or replaces some of them and
+    bumps its ``history_version`` (then they are all measured again), and a list's JSON is its items'
+    JSON between brackets, joined by commas, whatever comes before or after them."""
+
+    __slots__ = ("_messages", "_version", "_count", "_bytes")
+
+    def __init__(self) -> None:
+        self._messages: list[Any] | None = None
+        self._version = -1
+        self._count = self._bytes = 0
+
+    def body(self, body: Mapping[str, Any], messages: list[Any], version: int) -> int:
+        """The encoded size of ``body``, a model call whose ``body["request"]["messages"]`` is ``messages``,
+        the conversation at ``history_version`` ``version``."""
+        if messages is not self._messages or version != self._version or len(messages) < self._count:
+            self._messages, self._version, self._count, self._bytes = messages, version, 0, 0
+        self._bytes += sum(len(_encode(m)) for m in messages[self._count:])
+        self._count = len(messages)
+        listed = 2 + self._bytes + max(0, self._count - 1)  # [a,b,c]
+        rest = {**body, "request": {**body["request"], "messages": []}}
+        return len(_encode(rest)) - 2 + listed
 
 
 @dataclass(frozen=True, slots=True)

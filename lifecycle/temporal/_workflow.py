@@ -53,6 +53,7 @@ from lifecycle.temporal._wire import (
     TOOL_CALL,
     WORKFLOW,
     ChildLimits,
+    ConversationSize,
     oversize,
     request_to_wire,
     response_from_wire,
@@ -124,6 +125,7 @@ class ChildWorkflow:
         self._calls = carried.get("calls", 0)
         self._running_since = carried.get("running_since", 0.0)
         self._prepared: dict[str, Any] = {}
+        self._sized = ConversationSize()
         self._slim: dict[str, Any] = {}
         self._ended = False
 
@@ -277,7 +279,11 @@ class ChildWorkflow:
         body = {"provider": job.provider, "model": job.model, "backend": job.backend, "route": job.route,
                 "request": request_to_wire(request), "heartbeat": limits.heartbeat_interval_seconds}
         warn_at = WARNING_FRACTION * cap if cap is not None and WARNING_FRACTION * cap < limit else None
-        result = await self._activity(MODEL_CALL, body, "model", limit, stalled, warn_at=warn_at)
+        session = self._run.session if self._run is not None else None
+        # The compactor's summary request has a short conversation of its own: measured whole.
+        size = self._sized.body(body, session.messages, session.history_version) if (
+            session is not None and request.messages is session.messages) else None
+        result = await self._activity(MODEL_CALL, body, "model", limit, stalled, warn_at=warn_at, size=size)
         return response_from_wire(result)
 
     async def call_tool(self, name: str, args: dict[str, Any], call_id: str, turn_id: str) -> str:
@@ -289,10 +295,10 @@ class ChildWorkflow:
         return result.get("output", "")
 
     async def _activity(self, name: str, body: dict[str, Any], label: str, limit: float, stalled: bool, *,
-                        warn_at: float | None = None) -> dict[str, Any]:
+                        warn_at: float | None = None, size: int | None = None) -> dict[str, Any]:
         # Temporal would refuse to schedule the call, failing every workflow task for ever: the child
         # ends (or the tool call fails) saying why instead.
-        if name == MODEL_CALL and (too_big := oversize("the child's conversation", body)) is not None:
+        if name == MODEL_CALL and (too_big := oversize("the child's conversation", body, size)) is not None:
             raise ModelError(too_big, kind="bad_request")
         if name == TOOL_CALL and (too_big := oversize(f"the arguments of {body['name']}", body)) is not None:
             raise ToolError(too_big)
