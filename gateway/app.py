@@ -212,7 +212,7 @@ class Gateway:
         await asyncio.sleep(0)
         await self.runner.cancel()
         await self.ledger.close()
-        await self.outbox.flush(timeout=grace or 1.0)
+        await self.outbox.flush(timeout=grace or 1.0, give_up_when_held=True)
         await self.outbox.close()
         await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
         await self.host.close()

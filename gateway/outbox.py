@@ -92,10 +92,12 @@ class Outbox:
         self._files = files
         self._adapters = adapters
         self._rng = rng or random.Random()
+        self._stirred = asyncio.Event()
+        """Set when a chat's sender begins to wait or ends: what `flush` may give up on changed."""
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
                               rng=self._rng, settle=self._resolve, events=events, late_after=late_after,
-                              files=files)
+                              files=files, on_wait=self._stirred.set)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
@@ -126,16 +128,30 @@ class Outbox:
         """Nothing is queued to send (parts journaled before `start` are not queued yet)."""
         return self._queued == 0
 
-    async def flush(self, timeout: float | None = None) -> bool:
+    async def flush(self, timeout: float | None = None, *, give_up_when_held: bool = False) -> bool:
         """Wait until every queued part is sent, failed or dropped, or ``timeout`` seconds
-        pass; True if nothing is left. Parts left pending are sent by the next start."""
+        pass; True if nothing is left. Parts left pending are sent by the next start. With
+        ``give_up_when_held``, False at once when every chat still sending is held past the
+        timeout (a 429's ``retry_after``, a backoff): nothing would be sent meanwhile."""
         if self._queued == 0:
             return True
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        idle = asyncio.ensure_future(self._idle.wait())
         try:
-            async with asyncio.timeout(timeout):
-                await self._idle.wait()
-        except TimeoutError:
-            return False
+            while not idle.done():
+                self._stirred.clear()
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and (left <= 0 or give_up_when_held and self._sender.waiting_beyond(
+                        self._tasks.values(), left)):
+                    return False
+                waiting = asyncio.ensure_future(self._stirred.wait())
+                try:
+                    await asyncio.wait((idle, waiting), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiting.cancel()
+        finally:
+            idle.cancel()
         return True
 
     async def close(self) -> None:
@@ -389,6 +405,7 @@ class Outbox:
             if not queue:
                 self._queues.pop(chat, None)
             self._tasks.pop(chat, None)
+            self._stirred.set()
             if self._queued == 0 or self._closed:
                 self._idle.set()
 

@@ -15,6 +15,7 @@ per chat or message written to within the last interval, however many it has sen
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Collection
 
 from agent import Clock
 from platforms.base import Adapter, Paced, Pacing
@@ -39,8 +40,10 @@ def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
 
 
 class Pacer:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, on_wait: Callable[[], None] | None = None) -> None:
         self._clock = clock
+        self._on_wait = on_wait
+        """Called each time a task begins to wait (`waiting_beyond` may have become true)."""
         self._call_free: dict[ChatKey, float] = {}
         """When the next call to a chat may go."""
         self._edit_free: dict[tuple[ChatKey, str], float] = {}
@@ -48,6 +51,8 @@ class Pacer:
         self._blocked: dict[tuple[ChatKey, bool], float] = {}
         """When a 429 stops holding a chat (``True``: only its progress messages)."""
         self._prune_at = _PRUNE_AT
+        self._waking: dict[asyncio.Task[object] | None, float] = {}
+        """The tasks in `wait` now, and when each wakes (unless preempted first)."""
 
     def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False) -> float:
         """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message)
@@ -90,12 +95,28 @@ class Pacer:
         self._blocked = {k: t for k, t in self._blocked.items() if t > now}
         self._prune_at = max(_PRUNE_AT, 2 * self.kept)
 
+    def waiting_beyond(self, tasks: Collection[asyncio.Task[object]], seconds: float) -> bool:
+        """Whether each of ``tasks`` (at least one) is in `wait` and wakes more than ``seconds``
+        from now: none of them calls a platform before then."""
+        now = self._clock.monotonic()
+        return bool(tasks) and all(self._waking.get(task, now) - now > seconds for task in tasks)
+
     async def wait(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
         """Sleep ``seconds`` on the clock; False (at once) if ``preempt`` is set first."""
         if preempt is not None and preempt.is_set():
             return False
         if seconds <= 0:
             return True
+        task = asyncio.current_task()
+        self._waking[task] = self._clock.monotonic() + seconds
+        if self._on_wait is not None:
+            self._on_wait()
+        try:
+            return await self._sleep(seconds, preempt)
+        finally:
+            del self._waking[task]
+
+    async def _sleep(self, seconds: float, preempt: asyncio.Event | None) -> bool:
         if preempt is None:
             await self._clock.sleep(seconds)
             return True

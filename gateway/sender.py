@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from agent import Clock
 from gateway import late_notes
@@ -84,7 +84,8 @@ class Sender:
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
                  settle: Callable[[str, str | None], None], events: GatewayEvents | None = None,
-                 late_after: float = 0.0, files: OutboxFiles | None = None) -> None:
+                 late_after: float = 0.0, files: OutboxFiles | None = None,
+                 on_wait: Callable[[], None] | None = None) -> None:
         self._store, self._adapters, self._clock = store, adapters, clock
         self._files = files
         self._late_after = late_after
@@ -93,7 +94,7 @@ class Sender:
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
         self._rng = rng
         self._settle_cb = settle
-        self._pacer = Pacer(clock)
+        self._pacer = Pacer(clock, on_wait)
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
         self._unsure: set[int] = set()
@@ -132,6 +133,11 @@ class Sender:
             log.warning("outbox: no %s adapter; %s stays pending", row.platform, row.key)
             return True
         return await self._deliver(adapter, row, preempt)
+
+    def waiting_beyond(self, tasks: Collection[asyncio.Task[object]], seconds: float) -> bool:
+        """Whether every one of ``tasks`` (chats' senders) waits (pacing, a 429, a backoff) past
+        ``seconds`` from now; ``on_wait`` is called each time one begins to wait."""
+        return self._pacer.waiting_beyond(tasks, seconds)
 
     async def pause(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
         """Sleep ``seconds`` on the clock, as the waits in `deliver` do: False, at once, when

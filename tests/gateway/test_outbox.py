@@ -550,6 +550,40 @@ async def test_flush_times_out_while_a_chat_is_stuck_and_close_ends_waits(make, 
     assert store_status(outbox, "k:0") == "pending"  # the next start sends it
 
 
+async def test_flush_gives_up_at_once_when_every_chat_waits_past_its_timeout(tmp_path):
+    # A SIGTERM while the only part left waits out a 429 longer than the stop's grace: nothing can
+    # go before the grace ends, and the stop sat the whole grace out for nothing (it goes next start).
+    clock = FakeClock(autojump=False)
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(RateLimited("slow down", retry_after=30), chat="c1")
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock)
+    await outbox.start()
+    try:
+        outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
+        await clock.until_sleeping(lasting=30)
+        adapter.gate.clear()
+        outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="e")  # in flight: waited for
+        await adapter.until(lambda: len(adapter.calls) == 2)
+        flushing = asyncio.ensure_future(outbox.flush(timeout=10, give_up_when_held=True))
+        await asyncio.sleep(0.05)
+        assert not flushing.done()
+        adapter.gate.set()  # sent: the chat held past the timeout is all that is left
+        assert not await asyncio.wait_for(flushing, WAIT)
+        assert not await asyncio.wait_for(outbox.flush(timeout=10, give_up_when_held=True), WAIT)  # not 10 s of it
+        assert not await asyncio.wait_for(outbox.flush(timeout=29, give_up_when_held=True), WAIT)
+        assert store_status(outbox, "k:0") == "pending"  # the next start sends it
+        flushing = asyncio.ensure_future(outbox.flush(timeout=31, give_up_when_held=True))  # due before: waited
+        await asyncio.sleep(0.05)
+        assert not flushing.done()
+        clock.advance(30)
+        assert await asyncio.wait_for(flushing, WAIT)
+        assert adapter.texts() == ["elsewhere", "answer"]
+    finally:
+        await outbox.close()
+        store.close()
+
+
 async def test_wait_sent_times_out(make):
     outbox = await make(FakeAdapter())
     with pytest.raises(TimeoutError):

@@ -4,9 +4,11 @@ while a reply is still failing to deliver, then restarted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -100,3 +102,34 @@ async def test_a_message_that_kills_the_gateway_every_time_is_set_aside_not_repl
             await asyncio.wait_for(proc.wait(), 30)
     assert [d.json["text"] for d in receiver.unique.values()] == [APOLOGY]
     assert proc.returncode == 0
+
+
+async def test_a_sigterm_while_the_only_reply_waits_out_a_retry_after_past_the_grace_ends_at_once(tmp_path):
+    # Nothing can go out before the grace ends: the stop sat the whole grace out doing nothing,
+    # past a supervisor's patience (docker stop waits 10 s, the default grace). The reply stays pending.
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[{"text": "pong"}]]}))
+    async with WebhookReceiver(SECRET) as receiver:
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0, "shutdown_grace_seconds": 120},
+            "delivery": {"max_retry_after": 600}, "model": {"provider": "scripted", "script": str(script)},
+            "platforms": {"webhook": {"enabled": True, "routes": {
+                "hook": {"secret": SECRET, "deliver_url": receiver.url}}}},
+        }))
+        receiver.fail_next(1, 503, retry_after=300)
+        proc, base = await start(config, tmp_path)
+        try:
+            await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "ping"})
+            await receiver.wait_for(lambda: receiver.deliveries, timeout=30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 60)  # not the 120 s grace
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    assert proc.returncode == 0 and [d.status for d in receiver.deliveries] == [503]
+    with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db:
+        assert db.execute("SELECT status FROM gateway_outbox").fetchall() == [("pending",)]  # the next start sends it
