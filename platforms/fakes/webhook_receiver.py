@@ -14,14 +14,15 @@ delivery whose answer it did not get, so the same message can arrive twice):
 What a test reads and drives:
 
 - ``deliveries``: every request, in order, as `Delivery` (headers, raw body, JSON,
-  the status answered or None for a dropped connection, why the signature was
+  the status answered or None for a dropped or held connection, why the signature was
   refused, whether its key was seen before).
 - ``unique``: the first accepted delivery per ``Idempotency-Key``, in arrival order;
   ``payloads`` their JSON bodies.
 - ``fail_next(count, status=500, retry_after=None)``: answer the next ``count``
   requests with ``status`` (and a ``Retry-After`` header when ``retry_after`` is
   given: seconds, or an HTTP date as a string); ``drop_next(count)``: close their
-  connections without an answer.
+  connections without an answer; ``hold_next(count)``: take them and answer nothing
+  until ``heal()`` or ``close()`` (a receiver that stores a delivery, then hangs).
 - ``wait_for(predicate, timeout)``: wait until a condition holds.
 
 Answers: 200 ``{"ok": true, "duplicate": bool}``; 401 for a missing, bad or stale
@@ -94,7 +95,9 @@ class WebhookReceiver:
         self._port = port
         self._clock = clock
         self._tolerance = tolerance
-        self._faults: deque[tuple[int, str | None] | None] = deque()
+        self._faults: deque[tuple[int, str | None] | str | None] = deque()
+        self._released = asyncio.Event()
+        """Set by `heal` and `close`: held deliveries get their answer."""
         self._runner: web.AppRunner | None = None
 
     @property
@@ -108,9 +111,15 @@ class WebhookReceiver:
     def drop_next(self, count: int = 1) -> None:
         self._faults.extend([None] * count)
 
+    def hold_next(self, count: int = 1) -> None:
+        self._released.clear()
+        self._faults.extend(["hold"] * count)
+
     def heal(self) -> None:
-        """Forget scripted failures not yet used: from now on every request is answered normally."""
+        """Forget scripted failures not yet used: from now on every request is answered normally,
+        and held ones are let go (answered 503)."""
         self._faults.clear()
+        self._released.set()
 
     async def start(self) -> WebhookReceiver:
         app = web.Application()
@@ -124,6 +133,7 @@ class WebhookReceiver:
     async def close(self) -> None:
         """Stop serving. Idempotent."""
         runner, self._runner = self._runner, None
+        self._released.set()
         if runner is not None:
             await runner.cleanup()
 
@@ -150,11 +160,14 @@ class WebhookReceiver:
 
         if self._faults:
             fault = self._faults.popleft()
-            record(None if fault is None else fault[0])
+            record(fault[0] if isinstance(fault, tuple) else None)
             if fault is None:
                 assert request.transport is not None
                 request.transport.abort()  # the sender sees the connection close before any answer
                 return web.Response()
+            if fault == "hold":
+                await self._released.wait()
+                return web.json_response({"error": "held"}, status=503)
             status, retry_after = fault
             extra = {"Retry-After": retry_after} if retry_after is not None else None
             return web.json_response({"error": "scripted failure"}, status=status, headers=extra)
