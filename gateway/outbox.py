@@ -26,7 +26,10 @@ Guarantees:
   (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
   meets one before a part is sent again. A part still failing ``give_up_after`` seconds
   after it was journaled (time queued behind other parts counts) is marked failed,
-  and the chat moves on. Forbidden, NotFound and BadRequest are final at once.
+  and the chat moves on. Forbidden, NotFound and BadRequest are final at once. Unauthorized
+  (the platform refuses the bot's own credentials, in every chat) is not: the platform's
+  parts are held, in order, until it takes them again or they give up as above
+  (`gateway.credential_hold`).
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from agent import Clock
 from gateway import late_notes
+from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
 from gateway.pacing import Pacer, pacing_of
@@ -37,6 +38,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     SendsFiles,
+    Unauthorized,
 )
 
 log = logging.getLogger("gateway.outbox")
@@ -95,6 +97,7 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
+        self._holds = CredentialHolds(clock)
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
         self._unsure: set[int] = set()
@@ -203,16 +206,28 @@ class Sender:
                 # store's failure, not the platform's: raised to the chat, which holds and backs off,
                 # never counted toward give_up_after (the platform has not seen the part).
                 self._store.commit()
+            if (held := self._holds.claim(row.platform, row.id)) > 0:  # held: another part tries for all
+                now = self._clock.time()
+                deadline = row.created_at + self._give_up_after.get(row.platform, self._default_give_up)
+                if now >= deadline:
+                    self._fail(row, self._holds.error(row.platform), gave_up=True)
+                    return True
+                if not await self._holds.wait(row.platform, min(held, deadline - now), preempt):
+                    return False
+                stale = True
+                continue
             try:
                 if lookup:
                     try:
                         found = await self._find_sent(adapter, row)  # a NetworkError backs off below
                     except RateLimited as exc:  # asked again once the platform allows
+                        self._holds.answered(row.platform)
                         self._events.rate_limited(row.platform, exc.retry_after)
                         if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
                             return False
                         stale = True
                         continue
+                    self._holds.answered(row.platform)
                     if found is not None:
                         self._sent(row, found, pacing)
                         return True
@@ -221,8 +236,13 @@ class Sender:
                 message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
             except Exception as exc:
                 stale = True
-                if isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError):
-                    self._unsure.add(row.id)  # it may have gone out, its answer lost
+                unanswered = isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError)
+                if unanswered or (lookup and isinstance(exc, Unauthorized)):
+                    self._unsure.add(row.id)  # it may have gone out, its answer lost (or not asked about yet)
+                if unanswered:
+                    self._holds.release(row.platform, row.id)
+                elif not isinstance(exc, Unauthorized):
+                    self._holds.answered(row.platform)
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
                     self._to_edit(row, type(exc).__name__)
                     continue
@@ -240,7 +260,9 @@ class Sender:
                     return True
                 if isinstance(exc, RateLimited):
                     self._events.rate_limited(row.platform, exc.retry_after)
-                if isinstance(exc, RateLimited) and exc.retry_after > 0:
+                if isinstance(exc, Unauthorized):  # every chat of the platform waits (logged once, there)
+                    wait = self._holds.refused(row.platform, row.id, exc)
+                elif isinstance(exc, RateLimited) and exc.retry_after > 0:
                     wait = min(exc.retry_after, self._max_retry_after)
                     self._pacer.block(row.chat, wait, progress=progress)  # the chat, not just this message
                 else:  # NetworkError, 5xx, anything unexpected: worth another try, later
@@ -257,11 +279,16 @@ class Sender:
                     return True
                 wait = min(wait, deadline - now)  # one last try at the deadline
                 self._store.record_attempt(row.id, _describe(exc), now + wait)
+                if isinstance(exc, Unauthorized):
+                    if not await self._holds.wait(row.platform, wait, preempt):
+                        return False
+                    continue
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
                          type(exc).__name__, wait)
                 if not await self._pacer.wait(wait, preempt):
                     return False
                 continue
+            self._holds.answered(row.platform)
             self._sent(row, message_id, pacing)
             return True
 
@@ -321,8 +348,8 @@ class Sender:
                 self._unsure.add(row.id)
                 raise
             error: BaseException = exc
-        except NetworkError:
-            raise  # the caller marks it unsure again and backs off
+        except (NetworkError, Unauthorized):
+            raise  # the caller marks it unsure again and backs off, or holds the platform
         except Exception as exc:
             error = exc
         else:
@@ -482,7 +509,7 @@ class Sender:
                 if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
                     return False
                 return await self._settle_final(adapter, row, preempt)
-            except NetworkError as exc:  # an outage: a withdrawn card is not worth holding the chat for
+            except (NetworkError, Unauthorized) as exc:  # an outage: a withdrawn card is not worth holding for
                 self._events.looked_up(row.platform, "unknown")
                 log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); it was withdrawn, "
                             "so it stays as it is", row.platform, row.chat_id, row.key, _describe(exc))

@@ -74,7 +74,7 @@ def _platform(error: BaseException, config: Config) -> str | None:
     if kind == "NetworkError":
         return (f"platforms.{platform}.api_base: no working {_API[platform]} at {settings.api_base} ({detail}); fix"
                 f" platforms.{platform}.api_base, or the network or proxy between")
-    if kind in ("Forbidden", "NotFound", "BadRequest"):
+    if kind in ("Unauthorized", "Forbidden", "NotFound", "BadRequest"):
         return (f"platforms.{platform}: {settings.api_base} refused the bot ({detail}); check"
                 f" platforms.{platform}.{_CREDENTIALS[platform]} and platforms.{platform}.api_base")
     return f"platforms.{platform}: could not start ({detail}); check the platforms.{platform} settings"

@@ -11,6 +11,7 @@ platform said through the errors below, translated once, in one place.
     ├── RateLimited               429: ``retry_after`` seconds
     ├── MessageTooLong            the platform refused the length
     ├── Forbidden                 blocked by the user, not in the channel, missing permissions
+    ├── Unauthorized              the platform refused the bot's own credentials (a revoked token)
     ├── NotFound                  unknown chat, or the message to edit is gone
     ├── EditUnsupported           this platform or message cannot be edited
     ├── NetworkError              connection dropped, 5xx: worth retrying
@@ -222,6 +223,13 @@ class MessageTooLong(DeliveryError): ...
 
 
 class Forbidden(DeliveryError): ...
+
+
+class Unauthorized(DeliveryError):
+    """The platform refused the bot's own credentials, for every chat alike: the token was revoked,
+    rotated or reset, the app uninstalled. Raised only for such answers, never for a refusal in one
+    chat (`Forbidden`). Not final: once the credentials work again (a fixed token and a restart, or
+    the platform taking the token again), the same call succeeds."""
 
 
 class NotFound(DeliveryError): ...

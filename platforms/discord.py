@@ -84,6 +84,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    Unauthorized,
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
@@ -604,6 +605,11 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
             error = MessageTooLong(detail, **kw)
         elif exc.code == 50005:
             error = EditUnsupported(detail, **kw)
+        elif exc.status == 401 and exc.code != _TOKEN_EXPIRED:
+            # The bot token, in every channel (403 is one channel's refusal). Said once where it is
+            # noticed (the outbox's hold), not on every call made while it lasts.
+            log.debug("discord: %s for channel %s: the token was refused: %s", route, chat_id, detail)
+            return Unauthorized(detail, **kw)
         elif isinstance(exc, discord.Forbidden):
             error = Forbidden(detail, **kw)
         elif isinstance(exc, discord.NotFound) or (exc.status == 401 and exc.code == _TOKEN_EXPIRED):

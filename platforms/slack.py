@@ -92,6 +92,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    Unauthorized,
     scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
@@ -130,10 +131,11 @@ _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
               "used_url", "file_not_found", "file_deleted"}
-_FORBIDDEN = {"not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive", "token_revoked",
-              "token_expired", "missing_scope", "no_permission", "not_allowed_token_type", "ekm_access_denied",
-              "restricted_action", "restricted_action_read_only_channel", "restricted_action_thread_only_channel",
-              "restricted_action_non_threadable_channel", "team_access_not_granted", "cannot_dm_bot"}
+_FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission", "not_allowed_token_type",
+              "ekm_access_denied", "restricted_action", "restricted_action_read_only_channel",
+              "restricted_action_thread_only_channel", "restricted_action_non_threadable_channel",
+              "team_access_not_granted", "cannot_dm_bot"}
+"""One channel's (or one method's) refusal. The token's own (`REFUSED`) is `Unauthorized`."""
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
@@ -153,9 +155,14 @@ class SlackStartError(RuntimeError):
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
               retry_after: str | None) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged)."""
-    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     message = f"{method}: {error or f'HTTP {status}'}"
+    if error in REFUSED:
+        # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
+        # not on every call made while it lasts.
+        log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
+        return Unauthorized(message, **kw)
+    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
     if status == 429 or error == "ratelimited":
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0

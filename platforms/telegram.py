@@ -119,6 +119,7 @@ from platforms.base import (
     Pacing,
     RateLimited,
     Sent,
+    Unauthorized,
     scalar_text,
     utf16_length,
 )
@@ -698,7 +699,12 @@ def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> 
         error = MessageTooLong(text, **kw)
     elif isinstance(exc, (TelegramNetworkError, TelegramServerError, ClientDecodeError)):
         error = NetworkError(text, **kw)
-    elif isinstance(exc, (TelegramForbiddenError, TelegramUnauthorizedError)):
+    elif isinstance(exc, TelegramUnauthorizedError):
+        # 401: the token, in every chat (403 is one chat's refusal). Said once where it is noticed
+        # (polling's state, the outbox's hold), not on every call made while it lasts.
+        log.debug("telegram %s to chat %s: the token was refused: %s", method, chat_id, text)
+        return Unauthorized(text, **kw)
+    elif isinstance(exc, TelegramForbiddenError):
         error = Forbidden(text, **kw)
     elif isinstance(exc, TelegramNotFound) or "not found" in lowered:
         error = NotFound(text, **kw)

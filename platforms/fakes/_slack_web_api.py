@@ -40,6 +40,8 @@ class SlackWebApi:
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != wanted:
             return _json({"ok": False, "error": "not_authed" if not token else "invalid_auth"})
+        if token == self.bot_token and self.bot_token_revoked:
+            return _json({"ok": False, "error": "token_revoked"})
         handler = self._methods.get(method)
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})

@@ -26,6 +26,7 @@ What it does:
   download URL that needs the bot token (`files`, `downloads`).
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
   the bytes to the upload URL, ``files.completeUploadExternal`` (`platforms.fakes._slack_uploads`).
+- A revoked bot token (`bot_token_revoked`): ``token_revoked`` for every bot-token call.
 - Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections
   closed without an answer (``drop=True``), and answers lost after the call took effect
   (``after=True``); calls held in flight until a test releases them (`hold`).
@@ -83,6 +84,10 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         port: int = 0,
     ) -> None:
         self.bot_token, self.app_token = bot_token, app_token
+        self.bot_token_revoked = False
+        """While True, every Web API call made with the bot token is answered ``token_revoked``, as
+        Slack answers once the token is revoked or the app uninstalled (set it False again: the
+        token works again, as a reinstall's new one would)."""
         self.signing_secret, self.events_url = signing_secret, events_url
         self.team_id, self.app_id, self.bot_user_id, self.bot_id = team_id, app_id, bot_user_id, bot_id
         self.ack_timeout, self.http_retry_delays = ack_timeout, http_retry_delays

@@ -5,6 +5,7 @@ Each test runs ``switchboard`` as a subprocess on a temporary state directory.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import sqlite3
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from gateway.store import SCHEMA_VERSION
+from platforms.fakes.telegram import FakeTelegram
 from tests.gateway.cli_process import Running, environment, on_private_tmpfs, problem_lines, run, write_config
 
 TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123456"
@@ -360,3 +362,18 @@ def test_inbox_commands_on_an_unusable_database_name_it(tmp_path, config, damage
         db.write_bytes(b"just some text\n")
     line = only_line(run(tmp_path, *command, "--config", str(config)))
     assert line.startswith(f"switchboard: state database {db}")
+
+
+async def test_a_telegram_token_refused_at_start_is_one_line_naming_it(tmp_path):
+    async with FakeTelegram() as fake:  # it takes its own token only: ours is answered 401 Unauthorized
+        config = write_config(tmp_path / "c.yaml", {
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+            "platforms": {"telegram": {"enabled": True, "token": "${TG_TOKEN}", "allow_all": True,
+                                       "api_base": fake.base_url}},
+        })
+        result = await asyncio.to_thread(run, tmp_path, "run", "--config", str(config),
+                                         env=environment(tmp_path, TG_TOKEN=TOKEN))
+    line = only_line(result)
+    assert TOKEN not in result.stderr + result.stdout
+    assert line.startswith("switchboard: platforms.telegram:") and "refused the bot" in line
+    assert "check platforms.telegram.token" in line

@@ -25,6 +25,7 @@ from platforms.base import (
     NotFound,
     Outbound,
     RateLimited,
+    Unauthorized,
 )
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter, SlackStartError
@@ -116,14 +117,14 @@ def test_constructor_rejects_incomplete_config(kw: dict[str, str]) -> None:
 
 async def test_bad_bot_token_fails_start(fake: FakeSlack, sink: Recorder) -> None:
     adapter = SlackAdapter(bot_token="xoxb-wrong", app_token=fake.app_token, api_base=fake.api_base)
-    with pytest.raises(Forbidden):
+    with pytest.raises(Unauthorized):
         await adapter.start(sink)
     await adapter.stop()
 
 
 async def test_bad_app_token_fails_start(fake: FakeSlack, sink: Recorder) -> None:
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token="xapp-wrong", api_base=fake.api_base)
-    with pytest.raises(Forbidden):
+    with pytest.raises(Unauthorized):
         await adapter.start(sink)
     assert fake.connections == []
 
@@ -477,7 +478,8 @@ async def test_message_not_found_on_update(fake: FakeSlack, slack: SlackAdapter)
 @pytest.mark.parametrize(("error", "status", "kind"), [
     ("channel_not_found", 200, NotFound),
     ("not_in_channel", 200, Forbidden),
-    ("invalid_auth", 200, Forbidden),
+    ("invalid_auth", 200, Unauthorized),  # the token, in every channel: the outbox holds, not fails
+    ("token_revoked", 200, Unauthorized),
     ("msg_too_long", 200, MessageTooLong),
     ("cant_update_message", 200, EditUnsupported),
     ("internal_error", 500, NetworkError),

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import Forbidden, Outbound
+from platforms.base import Outbound, Unauthorized
 from platforms.connection import Connects
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
@@ -71,7 +71,7 @@ async def test_a_revoked_bot_token_is_down_though_the_socket_stays_up(fake: Fake
         await fake.push_event({"type": "tokens_revoked", "tokens": {"bot": [fake.bot_user_id]}})
         reason = await status(slack, fake, "down")
         for _ in range(3):
-            with pytest.raises(Forbidden):
+            with pytest.raises(Unauthorized):
                 await slack.send(Outbound(chat_id="C1", thread_id=None, text="hello"))
     assert "tokens_revoked" in reason and "platforms.slack.bot_token" in reason and bot_token not in reason
     ours = [r for r in caplog.records if r.name == "platforms.slack_connection"]
@@ -87,7 +87,7 @@ async def test_a_reply_refused_for_the_bot_token_makes_http_mode_down(fake: Fake
     await adapter.start(Sink())
     try:
         fake.fail_next("chat.postMessage", "token_revoked")
-        with pytest.raises(Forbidden):
+        with pytest.raises(Unauthorized):
             await adapter.send(Outbound(chat_id="C1", thread_id=None, text="hello"))
         assert adapter.connection().status == "down"
         assert "chat.postMessage answered token_revoked" in (adapter.connection().reason or "")

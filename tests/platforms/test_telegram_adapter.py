@@ -26,6 +26,7 @@ from platforms.base import (
     NotFound,
     Outbound,
     RateLimited,
+    Unauthorized,
 )
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
@@ -498,7 +499,7 @@ async def test_stop_is_idempotent_and_restartable(fake: FakeTelegram, adapter: T
 
 async def test_start_fails_cleanly_on_a_refused_token(fake: FakeTelegram) -> None:
     adapter = TelegramAdapter("999:WRONG", api_base=fake.base_url)
-    with pytest.raises(Forbidden):
+    with pytest.raises(Unauthorized):
         await adapter.start(Sink())
     await adapter.stop()
 

@@ -56,3 +56,28 @@ async def test_a_placeholder_a_killed_gateway_left_is_deleted_when_its_turn_runs
     deleted = {c.params["ts"] for c in fake.calls_to("chat.delete")}
     assert left["ts"] in deleted
     assert len([c for c in fake.calls_to("chat.postMessage") if c.params.get("text") == "it is green"]) == 1
+
+
+async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_after_a_restart(tmp_path):
+    async with FakeSlack() as fake:
+        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: fake.open_connections, timeout=15)
+            await fake.push_dm("U1", "is the build green?")
+            await fake.wait_for(lambda: bot_texts(fake) == ["_working…_"], timeout=15)
+            fake.bot_token_revoked = True  # the app uninstalled mid-turn: Socket Mode, on the app token, stays up
+            await fake.wait_for(lambda: [c for c in fake.calls_to("chat.postMessage")
+                                         if c.params.get("text") == "it is green"], timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+
+        fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: "it is green" in bot_texts(fake), timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    assert bot_texts(fake) == ["_working…_", "it is green"] and proc.returncode == 0

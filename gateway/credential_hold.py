@@ -1,0 +1,128 @@
+"""Holding a platform's sends while it refuses the bot's credentials (`platforms.base.Unauthorized`).
+
+A revoked or rotated token is refused in every chat alike: failing each part at once, as a
+chat's own refusal (`Forbidden`) is failed, would lose every reply written until an operator
+fixes the token. Instead the platform is *held*:
+
+- the first refusal is logged once (a warning naming the platform and the platform's answer),
+  not once per part or per try;
+- while held, one part at a time, from any chat, tries again (a *probe*), the first after
+  `FIRST_PROBE` seconds, then twice as long each time up to `MAX_PROBE`; every other chat's
+  next part waits for the hold to end, so chats keep their order and the platform is not called
+  once per chat per minute with a token it refuses (Discord restricts an IP after too many 401s);
+- any answer that is not a refusal of the credentials (a success, a chat's own refusal, a 429)
+  ends the hold, logged once, and every held chat goes on at once. A restart with the fixed token
+  sends what is still pending as any restart does.
+
+A part does not wait for ever: its give-up rule is the outbox's (``give_up_after`` seconds after
+it was journaled, the webhook's ``retry_for_seconds``), so one journaled during a refusal that
+outlasts it is marked failed, and the operator console can retry it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from agent import Clock
+from platforms.base import Unauthorized
+
+log = logging.getLogger("gateway.outbox")
+
+FIRST_PROBE, MAX_PROBE = 5.0, 60.0
+
+
+@dataclass
+class _Hold:
+    since: float
+    error: Unauthorized
+    """The last refusal: what a part that gives up while held is failed with."""
+    delay: float = FIRST_PROBE
+    next_probe: float = 0.0
+    prober: int | None = None
+    """The row trying now, on behalf of every held chat."""
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set, and replaced, whenever a probe ends: the waiting chats look again."""
+
+    def bump(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class CredentialHolds:
+    """Which platforms are held, and whose turn it is to try. Use from one event loop."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._holds: dict[str, _Hold] = {}
+
+    def error(self, platform: str) -> Unauthorized:
+        """The held platform's last refusal."""
+        return self._holds[platform].error
+
+    def claim(self, platform: str, row_id: int) -> float:
+        """0 when ``row_id`` may call the platform now (it is not held, or the row is its probe);
+        else the seconds to wait at most before asking again (`wait` ends sooner on any change)."""
+        hold = self._holds.get(platform)
+        if hold is None or hold.prober == row_id:
+            return 0.0
+        if hold.prober is not None:
+            return MAX_PROBE
+        wait = hold.next_probe - self._clock.time()
+        if wait > 0:
+            return wait
+        hold.prober = row_id
+        return 0.0
+
+    async def wait(self, platform: str, seconds: float, preempt: asyncio.Event | None) -> bool:
+        """Sleep ``seconds`` on the clock, less if the hold changes first; False, at once, when
+        ``preempt`` is set first."""
+        hold = self._holds.get(platform)
+        if preempt is not None and preempt.is_set():
+            return False
+        if hold is None:
+            return True
+        waits = [asyncio.ensure_future(self._clock.sleep(seconds)), asyncio.ensure_future(hold.changed.wait())]
+        if preempt is not None:
+            waits.append(asyncio.ensure_future(preempt.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+        return preempt is None or not preempt.is_set()
+
+    def refused(self, platform: str, row_id: int, error: Unauthorized) -> float:
+        """The platform refused the credentials for ``row_id``: hold it (logged when it begins) and
+        return the seconds until the next probe."""
+        now = self._clock.time()
+        hold = self._holds.get(platform)
+        if hold is None:
+            hold = self._holds[platform] = _Hold(since=now, error=error)
+            log.warning("outbox: %s refuses the bot's credentials (%s: %s); its messages are held, in order,"
+                        " and sent once it takes them again (a fixed token and a restart), each kept for as long"
+                        " as the outbox retries a message", platform, type(error).__name__, error)
+        elif hold.prober == row_id:
+            hold.delay = min(hold.delay * 2, MAX_PROBE)
+            hold.prober = None
+        hold.error = error
+        hold.next_probe = max(hold.next_probe, now + hold.delay)
+        hold.bump()
+        return hold.next_probe - now
+
+    def answered(self, platform: str) -> None:
+        """The platform answered a call other than by refusing the credentials: it takes them."""
+        hold = self._holds.pop(platform, None)
+        if hold is None:
+            return
+        log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
+                 self._clock.time() - hold.since)
+        hold.bump()
+
+    def release(self, platform: str, row_id: int) -> None:
+        """``row_id``'s probe ended without an answer (a network error, a cancellation): another may try."""
+        hold = self._holds.get(platform)
+        if hold is not None and hold.prober == row_id:
+            hold.prober = None
+            hold.bump()

@@ -1,0 +1,179 @@
+"""A platform that refuses the bot's credentials holds its sends instead of failing them
+(`gateway.credential_hold`): the real Slack, Telegram and Discord SDKs against their loopback fakes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from agent.testing import FakeClock
+from gateway.credential_hold import FIRST_PROBE
+from gateway.outbox import Outbox
+from gateway.store import GatewayStore
+from platforms.base import Adapter
+from platforms.fakes._waiting import wait_until
+from platforms.fakes.discord import FakeDiscord
+from platforms.fakes.slack import FakeSlack
+from platforms.fakes.telegram import FakeTelegram
+from platforms.slack import SlackAdapter
+from platforms.telegram import TelegramAdapter
+from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.platforms.sink import Sink
+
+WAIT = 5.0
+
+
+@dataclass
+class Platform:
+    """A started adapter on its fake, and what a test does to the fake."""
+
+    adapter: Adapter
+    chats: tuple[str, str]
+    revoke: Callable[[], None]
+    """The platform refuses the bot's token from now on, in every chat (revoked, rotated, reset)."""
+    restore: Callable[[], None]
+    texts: Callable[[str], list[str]]
+    """What the bot has in a chat, in order."""
+    refuse_in: Callable[[str], None]
+    """The next send to this chat is refused for that chat alone (kicked, blocked)."""
+    logger: str
+
+
+@contextlib.asynccontextmanager
+async def slack() -> AsyncIterator[Platform]:
+    async with FakeSlack() as fake:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+        await adapter.start(Sink(), [])
+        try:
+            yield Platform(
+                adapter, ("C1", "C2"),
+                revoke=lambda: setattr(fake, "bot_token_revoked", True),
+                restore=lambda: setattr(fake, "bot_token_revoked", False),
+                texts=lambda chat: [m["text"] for m in fake.messages.get((chat, None), []) if m.get("bot_id")],
+                refuse_in=lambda chat: fake.fail_next("chat.postMessage", "not_in_channel"),
+                logger="platforms.slack")
+        finally:
+            await adapter.stop()
+
+
+@contextlib.asynccontextmanager
+async def telegram() -> AsyncIterator[Platform]:
+    async with FakeTelegram() as fake:
+        token = fake.token
+        adapter = TelegramAdapter(token, api_base=fake.base_url)
+        await adapter.start(Sink())
+        try:
+            yield Platform(
+                adapter, ("42", "43"),
+                revoke=lambda: setattr(fake, "token", "999999:a-new-token-from-botfather"),  # the old one: 401
+                restore=lambda: setattr(fake, "token", token),
+                texts=lambda chat: [m["text"] for m in fake.messages.get(chat, [])],
+                refuse_in=lambda chat: fake.fail_next("sendMessage", 403, description="Forbidden: bot was blocked by"
+                                                                                      " the user"),
+                logger="platforms.telegram")
+        finally:
+            await adapter.stop()
+
+
+@contextlib.asynccontextmanager
+async def discord() -> AsyncIterator[Platform]:
+    async with FakeDiscord() as fake:
+        token = fake.token
+        adapter = adapter_for(fake)
+        await adapter.start(Sink(), [])
+        try:
+            yield Platform(
+                adapter, (fake.dm_channel("111"), fake.dm_channel("222")),
+                revoke=lambda: setattr(fake, "token", "a-reset-token"),  # REST answers the old one 401
+                restore=lambda: setattr(fake, "token", token),
+                texts=lambda chat: [m.content for m in fake.bot_messages(chat)],
+                refuse_in=lambda chat: fake.fail_next(f"POST /channels/{chat}/messages", 403, code=50013,
+                                                      message="Missing Permissions"),
+                logger="platforms.discord")
+        finally:
+            await adapter.stop()
+            await join_heartbeat_threads()
+
+
+PLATFORMS = {"slack": slack, "telegram": telegram, "discord": discord}
+
+
+@pytest.fixture(params=list(PLATFORMS))
+async def platform(request) -> AsyncIterator[Platform]:
+    async with PLATFORMS[request.param]() as platform:
+        yield platform
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(autojump=False)
+
+
+@pytest.fixture
+async def outbox(tmp_path, clock, platform) -> AsyncIterator[tuple[Outbox, GatewayStore]]:
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {platform.adapter.name: platform.adapter}, clock=clock)
+    await outbox.start()
+    yield outbox, store
+    await outbox.close()
+    store.close()
+
+
+async def test_replies_written_while_the_token_is_refused_go_out_once_in_order_when_it_is_taken_again(
+        platform, outbox, clock, caplog):
+    outbox, store = outbox
+    name, (one, two) = platform.adapter.name, platform.chats
+    platform.revoke()
+    with caplog.at_level(logging.DEBUG):
+        outbox.enqueue(name, one, None, "first", kind="reply", key="a")
+        outbox.enqueue(name, one, None, "second", kind="reply", key="b")
+        outbox.enqueue(name, two, None, "other chat", kind="reply", key="c")
+        refused = await wait_until(lambda: store.outbox.message("a:0").last_error, WAIT)
+        # Refused for the token, each was failed at once (as Forbidden or BadRequest): all lost.
+        assert refused.startswith("Unauthorized") and store.outbox.message("a:0").status == "pending"
+        await clock.until_sleeping(2)  # both chats wait for the platform to take the token again
+        assert [store.outbox.message(k).status for k in ("a:0", "b:0", "c:0")] == ["pending"] * 3
+        platform.restore()
+        clock.advance(FIRST_PROBE)
+        for key in ("a:0", "b:0", "c:0"):
+            assert await outbox.wait_sent(key, timeout=WAIT) is not None
+    assert platform.texts(one) == ["first", "second"] and platform.texts(two) == ["other chat"]
+    said = [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name in ("gateway.outbox", platform.logger)]
+    assert len(said) == 1 and "refuses the bot's credentials" in said[0]  # one line, not one per reply or try
+
+
+async def test_a_refusal_in_one_chat_still_fails_its_reply_at_once(platform, outbox, clock):
+    outbox, store = outbox
+    name, (one, _) = platform.adapter.name, platform.chats
+    platform.refuse_in(one)
+    outbox.enqueue(name, one, None, "refused here", kind="reply", key="a")
+    outbox.enqueue(name, one, None, "next one", kind="reply", key="b")
+    assert await outbox.wait_sent("a:0", timeout=WAIT) is None
+    assert await outbox.wait_sent("b:0", timeout=WAIT) is not None
+    assert store.outbox.message("a:0").status == "failed" and "Forbidden" in store.outbox.message("a:0").last_error
+    assert platform.texts(one) == ["next one"] and clock.sleeps == []
+
+
+@pytest.mark.parametrize("platform", ["slack"], indirect=True)
+async def test_a_reply_held_past_the_outboxs_retry_window_fails_then(tmp_path, platform):
+    clock = FakeClock()  # every wait passes at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    try:
+        platform.revoke()
+        written = clock.now
+        outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="a")
+        assert await outbox.wait_sent("a:0", timeout=WAIT) is None
+        row = store.outbox.message("a:0")
+        assert row.status == "failed" and row.last_error == "Unauthorized: chat.postMessage: token_revoked"
+        assert clock.now == pytest.approx(written + 120.0)
+        assert sum(clock.sleeps) == pytest.approx(120.0) and len(clock.sleeps) < 10  # tried now and then, not in a loop
+    finally:
+        await outbox.close()
+        store.close()
