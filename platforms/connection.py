@@ -54,6 +54,31 @@ class Connects(Protocol):
         """Its state now; ``no_connection`` in a mode where the platform connects to the gateway."""
 
 
+class TokenWatch:
+    """Whether the platform still takes the bot's token, from what it answers the adapter's calls:
+    refused (`platforms.base.Unauthorized`), the platform is ``down`` with a reason naming the
+    setting to fix, logged once as an error on ``logger``, until a call succeeds again. For a
+    refusal no connection shows: a webhook or HTTP mode has none, and Slack's Socket Mode runs
+    on another token."""
+
+    def __init__(self, platform: str, title: str, fix: str, logger: logging.Logger = log) -> None:
+        self._platform, self._title, self._fix, self._log = platform, title, fix, logger
+        self.refusal: ConnectionState | None = None
+
+    def refused(self, cause: str) -> None:
+        if self.refusal is not None:
+            return
+        reason = f"{self._title} refused the bot token ({cause}); {self._fix}"
+        self._log.error("%s: %s", self._platform, reason)
+        self.refusal = ConnectionState("down", reason, time.time())
+
+    def accepted(self) -> None:
+        if self.refusal is not None:
+            self._log.info("%s: %s takes the bot token again (was down: %s)", self._platform, self._title,
+                           self.refusal.reason)
+            self.refusal = None
+
+
 class ConnectionWatch:
     """The state of one adapter's connection, changed by the SDK's signals. Each change is
     logged once: a drop as a warning, ``down`` as an error naming the cause, a recovery as info.

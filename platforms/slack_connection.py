@@ -23,14 +23,13 @@ token left the platform healthy while every reply failed.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms.connection import ConnectionState, ConnectionWatch
+from platforms.connection import ConnectionWatch, TokenWatch
 
 REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 """``apps.connections.open`` errors no retry can fix: the app token is not (or no longer) good."""
@@ -45,25 +44,12 @@ log = logging.getLogger(__name__)
 BOT_TOKEN_FIX = "reinstall the app and set platforms.slack.bot_token to its new xoxb- token, then restart"
 
 
-class BotToken:
-    """Whether Slack still takes the bot token. Refused (a Web API call answered with one of
-    `REFUSED`, or Slack's ``tokens_revoked`` or ``app_uninstalled`` event came), the platform is
-    ``down`` with that reason, logged once as an error, until a call succeeds again."""
+class BotToken(TokenWatch):
+    """Whether Slack still takes the bot token: refused when a Web API call answers with one of
+    `REFUSED`, or Slack's ``tokens_revoked`` or ``app_uninstalled`` event comes."""
 
     def __init__(self) -> None:
-        self.refusal: ConnectionState | None = None
-
-    def refused(self, cause: str) -> None:
-        if self.refusal is not None:
-            return
-        reason = f"Slack refused the bot token ({cause}); {BOT_TOKEN_FIX}"
-        log.error("slack: %s", reason)
-        self.refusal = ConnectionState("down", reason, time.time())
-
-    def accepted(self) -> None:
-        if self.refusal is not None:
-            log.info("slack: Slack takes the bot token again (was down: %s)", self.refusal.reason)
-            self.refusal = None
+        super().__init__("slack", "Slack", BOT_TOKEN_FIX, log)
 
 
 class SocketWatch:

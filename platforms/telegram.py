@@ -27,7 +27,8 @@ Receiving, and what happens around restarts:
   restart (at-least-once; the inbox dedups it). Errors while
   polling (network, 5xx) are logged by aiogram, which backs off (1 s to 5 s) and keeps
   polling; `connection` says how polling fares (`platforms.telegram_polling`: a 401 stops
-  it, a 409 from a second poller or a webhook is ``down`` while it lasts). ``start``
+  it, a 409 from a second poller or a webhook is ``down`` while it lasts; in either mode, so
+  is any call answered 401, until one succeeds). ``start``
   deletes any webhook first (without dropping pending updates): Telegram refuses
   getUpdates while one is set.
 - webhook: ``start`` registers ``webhook_url`` with ``secret_token``; ``web_routes()``
@@ -123,12 +124,15 @@ from platforms.base import (
     scalar_text,
     utf16_length,
 )
-from platforms.connection import NO_CONNECTION, ConnectionState
+from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 
 log = logging.getLogger(__name__)
+
+TOKEN_FIX = ("it was revoked or replaced in BotFather; set platforms.telegram.token to the current token and"
+             " restart")
 
 GROUP_PACING = Pacing(call_interval=3.0, edit_interval=1.0)
 PRIVATE_PACING = Pacing(edit_interval=1.0)
@@ -207,6 +211,8 @@ class TelegramAdapter:
         self.upgrade_wait = UpgradeWait()
         """Webhook mode: holds a supergroup's message that may have come before its upgrade's."""
         self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
+        self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
+        """Calls refused 401: a webhook has no connection to show it, and polling may not have met it yet."""
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -233,7 +239,10 @@ class TelegramAdapter:
         return (text, None) if rendered == text else (rendered, self._parse_mode)
 
     def connection(self) -> ConnectionState:
-        """How polling fares (`platforms.telegram_polling`); a webhook has no connection to watch."""
+        """``down`` while Telegram refuses the token for the adapter's calls, else how polling fares
+        (`platforms.telegram_polling`); a webhook has no connection to watch."""
+        if (refusal := self._token_watch.refusal) is not None:
+            return refusal
         return self._poll_watch.state.state if self.mode == "polling" else NO_CONNECTION
 
     def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
@@ -624,15 +633,21 @@ class TelegramAdapter:
         *,
         not_modified_ok: bool = False,
     ) -> T:
-        """Make one Bot API call; every failure leaves as a `DeliveryError`."""
+        """Make one Bot API call; every failure leaves as a `DeliveryError`. A 401 makes the
+        platform ``down`` until a call succeeds (`connection`)."""
         try:
-            return await request()
+            result = await request()
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
             raise _translate(exc, method, chat_id, self.bot.token) from exc
         except (AiogramError, ValueError) as exc:
-            raise _translate(exc, method, chat_id, self.bot.token) from exc
+            error = _translate(exc, method, chat_id, self.bot.token)
+            if isinstance(error, Unauthorized):
+                self._token_watch.refused(f"{method} answered 401 Unauthorized")
+            raise error from exc
+        self._token_watch.accepted()
+        return result
 
     async def _call_formatted(
         self,

@@ -679,3 +679,23 @@ async def test_the_people_of_busy_groups_leave_nothing_behind_in_memory(fake: Fa
     await fake.wait_for(lambda: "sentinel" in sink.texts())
     assert sink.texts() == ["sentinel"]
     assert len(adapter._dp.storage.storage) == 0  # type: ignore[attr-defined]
+
+
+async def test_a_token_telegram_refuses_in_webhook_mode_is_down_until_a_call_succeeds(
+        fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink], caplog: pytest.LogCaptureFixture) -> None:
+    # A webhook has no connection to watch: the platform stayed 'no_connection' (healthy) while every
+    # reply was refused 401, and nothing but a debug line said so.
+    adapter, _ = webhook
+    token = fake.token
+    fake.token = "999999:the-new-one-from-botfather"  # the old one answers 401 Unauthorized
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            with pytest.raises(Unauthorized):
+                await adapter.send(Outbound(chat_id="42", thread_id=None, text="hello"))
+    state = adapter.connection()
+    assert state.status == "down" and "platforms.telegram.token" in (state.reason or "")
+    assert token not in (state.reason or "") and token.split(":")[1] not in caplog.text
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1  # not once per reply
+    fake.token = token  # taken again
+    await adapter.send(Outbound(chat_id="42", thread_id=None, text="hello"))
+    assert adapter.connection().status == "no_connection"
