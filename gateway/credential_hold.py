@@ -75,23 +75,12 @@ class CredentialHolds:
         hold.prober = row_id
         return 0.0
 
-    async def wait(self, platform: str, seconds: float, preempt: asyncio.Event | None) -> bool:
-        """Sleep ``seconds`` on the clock, less if the hold changes first; False, at once, when
-        ``preempt`` is set first."""
+    def changed(self, platform: str) -> asyncio.Event | None:
+        """Set when the hold of ``platform`` changes (a probe ends): its waiting chats look again.
+        None when it is not held. The chats wait on the outbox's pacer, which tells a shutdown
+        when each will call the platform next."""
         hold = self._holds.get(platform)
-        if preempt is not None and preempt.is_set():
-            return False
-        if hold is None:
-            return True
-        waits = [asyncio.ensure_future(self._clock.sleep(seconds)), asyncio.ensure_future(hold.changed.wait())]
-        if preempt is not None:
-            waits.append(asyncio.ensure_future(preempt.wait()))
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-        return preempt is None or not preempt.is_set()
+        return None if hold is None else hold.changed
 
     def refused(self, platform: str, row_id: int, error: Unauthorized) -> float:
         """The platform refused the credentials for ``row_id``: hold it (logged when it begins) and

@@ -101,8 +101,10 @@ class Pacer:
         now = self._clock.monotonic()
         return bool(tasks) and all(self._waking.get(task, now) - now > seconds for task in tasks)
 
-    async def wait(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
-        """Sleep ``seconds`` on the clock; False (at once) if ``preempt`` is set first."""
+    async def wait(self, seconds: float, preempt: asyncio.Event | None = None,
+                   wake: asyncio.Event | None = None) -> bool:
+        """Sleep ``seconds`` on the clock, less if ``wake`` is set first; False (at once) if
+        ``preempt`` is set first."""
         if preempt is not None and preempt.is_set():
             return False
         if seconds <= 0:
@@ -112,19 +114,19 @@ class Pacer:
         if self._on_wait is not None:
             self._on_wait()
         try:
-            return await self._sleep(seconds, preempt)
+            return await self._sleep(seconds, preempt, wake)
         finally:
             del self._waking[task]
 
-    async def _sleep(self, seconds: float, preempt: asyncio.Event | None) -> bool:
-        if preempt is None:
+    async def _sleep(self, seconds: float, preempt: asyncio.Event | None, wake: asyncio.Event | None) -> bool:
+        if preempt is None and wake is None:
             await self._clock.sleep(seconds)
             return True
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waiter = asyncio.ensure_future(preempt.wait())
+        waits = [asyncio.ensure_future(self._clock.sleep(seconds))]
+        waits += [asyncio.ensure_future(event.wait()) for event in (preempt, wake) if event is not None]
         try:
-            await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sleeper, waiter):
+            for task in waits:
                 task.cancel()
-        return not preempt.is_set()
+        return preempt is None or not preempt.is_set()

@@ -212,7 +212,7 @@ class Sender:
                 if now >= deadline:
                     self._fail(row, self._holds.error(row.platform), gave_up=True)
                     return True
-                if not await self._holds.wait(row.platform, min(held, deadline - now), preempt):
+                if not await self._pacer.wait(min(held, deadline - now), preempt, self._holds.changed(row.platform)):
                     return False
                 stale = True
                 continue
@@ -280,7 +280,7 @@ class Sender:
                 wait = min(wait, deadline - now)  # one last try at the deadline
                 self._store.record_attempt(row.id, _describe(exc), now + wait)
                 if isinstance(exc, Unauthorized):
-                    if not await self._holds.wait(row.platform, wait, preempt):
+                    if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
                         return False
                     continue
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,

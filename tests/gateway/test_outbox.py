@@ -12,11 +12,25 @@ from collections.abc import Callable
 import pytest
 
 from agent.testing import FakeClock
+from gateway.credential_hold import FIRST_PROBE
 from gateway.outbox import Outbox, OutboxClosed
 from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage
-from platforms.base import (BadRequest, DisplayTier, EditUnsupported, Forbidden, MessageTooLong, NetworkError, NotFound,
-                            Outbound, Pacing, RateLimited, Sent, utf16_length)
+from platforms.base import (
+    BadRequest,
+    DisplayTier,
+    EditUnsupported,
+    Forbidden,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    Outbound,
+    Pacing,
+    RateLimited,
+    Sent,
+    Unauthorized,
+    utf16_length,
+)
 
 WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
 
@@ -579,6 +593,29 @@ async def test_flush_gives_up_at_once_when_every_chat_waits_past_its_timeout(tmp
         clock.advance(30)
         assert await asyncio.wait_for(flushing, WAIT)
         assert adapter.texts() == ["elsewhere", "answer"]
+    finally:
+        await outbox.close()
+        store.close()
+
+
+async def test_flush_gives_up_at_once_while_the_platform_refuses_the_bots_credentials(tmp_path):
+    # A SIGTERM to restart with a fixed token while the old one is refused: every chat waits for the
+    # next probe (`gateway.credential_hold`), so nothing can go before the grace ends either.
+    clock = FakeClock(autojump=False)
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(Unauthorized("token revoked"), chat="c1")
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock)
+    await outbox.start()
+    try:
+        outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
+        await clock.until_sleeping(lasting=FIRST_PROBE)
+        outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="e")  # held behind the probe
+        await clock.until_sleeping(lasting=FIRST_PROBE, count=2)
+        # before, the held chats slept where the flush could not see them: it sat out its timeout
+        assert not await asyncio.wait_for(outbox.flush(timeout=4, give_up_when_held=True), 2)
+        assert adapter.texts() == []
+        assert store_status(outbox, "k:0") == store_status(outbox, "e:0") == "pending"  # the next start sends them
     finally:
         await outbox.close()
         store.close()
