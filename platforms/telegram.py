@@ -9,8 +9,9 @@ another bot's) unless the message is addressed to the bot otherwise. A message w
 chat (``sender_chat``: an anonymous admin as the group, someone as their channel) is from that
 chat, its id the user id; a linked channel's post Telegram copies into the group is not for the
 bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
-(`platforms.telegram_files`), with the caption as the text; an album (one update per item)
-is one `Inbound` when polling, its first update id the event id. `download` fetches one
+(`platforms.telegram_files`), with the caption as the text; an album (one update per item, maybe
+over several polls) is one `Inbound` when polling (`platforms.telegram_albums`), its first update
+id the event id. `download` fetches one
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
@@ -126,6 +127,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
+from platforms.telegram_albums import Album, AlbumHold
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 
@@ -201,8 +203,8 @@ class TelegramAdapter:
         self._dp = Dispatcher(disable_fsm=True)
         self._dp.message.register(self._on_message)
         self._dp.startup.register(self._on_polling_started)
-        self._album: list[tuple[Message, int]] = []
-        """Polling: the items of an album seen so far in this batch, with their update ids."""
+        self.albums = AlbumHold()
+        """Polling: the albums whose items are still coming."""
         self._moved_to: dict[str, str] = {}
         """Groups upgraded to supergroups: the old chat id (the gateway's) -> the supergroup's."""
         self._moved_from: dict[str, str] = {}
@@ -287,7 +289,7 @@ class TelegramAdapter:
 
     async def _start_polling(self) -> None:
         self._polling_started.clear()
-        self._album = []  # held by an earlier run, never confirmed: Telegram serves it again
+        self.albums.reset()
         self._polling = asyncio.create_task(
             self._dp.start_polling(
                 self.bot,
@@ -331,16 +333,16 @@ class TelegramAdapter:
     async def _on_message(self, message: Message, event_update: Update) -> None:
         # An album is one update per item: handed over as one message, or each item would be
         # a turn of its own, interrupting the one before it (the caption is only on one item).
-        # Held at most until this batch ends: the next poll would confirm them (`_before_request`).
-        album = message.media_group_id
-        if self._album and (album is None or album != self._album[0][0].media_group_id):
-            await self._hand_over_album()
+        # The chat's albums held go first: this message was written after them.
+        album = message.media_group_id if self.mode == "polling" else None
+        for held in self.albums.take(chat=message.chat.id, but=album):
+            await self._hand_over_album(held)
         upgrade = _upgrade_of(message)
         if upgrade is not None:
             await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))
             return
-        if album is not None and self.mode == "polling":
-            self._album.append((message, event_update.update_id))
+        if album is not None:
+            self.albums.hold(message, event_update.update_id)
             return
         inbound = self._to_inbound(message, event_update.update_id)
         if inbound is None:
@@ -351,16 +353,14 @@ class TelegramAdapter:
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):
-            await self._hand_over_album()
-            return await self._poll_watch.get_updates(lambda: make_request(bot, method))
+            return await self.albums.poll(
+                lambda poll: self._poll_watch.get_updates(lambda: make_request(bot, poll)), method,
+                self._hand_over_album)
         return await make_request(bot, method)
 
-    async def _hand_over_album(self) -> None:
-        """The album held as one inbound: the item with the caption decides whether it is for
-        the bot; the first item's update id is its event id, also when Telegram serves it again."""
-        album, self._album = self._album, []
-        if not album:
-            return
+    async def _hand_over_album(self, album: Album) -> None:
+        """An album as one inbound: the item with the caption decides whether it is for the bot;
+        the first item's update id is its event id, also when Telegram serves it again."""
         lead = next((m for m, _ in album if m.caption), album[0][0])
         inbound = self._to_inbound(lead, album[0][1])
         if inbound is not None:

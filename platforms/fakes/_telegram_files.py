@@ -55,10 +55,12 @@ class TelegramFiles:
         return self.push_update(self.media_update(chat_id, {"photo": sizes}, caption, **kw))
 
     def push_album(self, chat_id: int | str, photos: list[bytes], *, caption: str | None = None,
-                   **kw: Any) -> list[int]:
+                   media_group_id: str | None = None, **kw: Any) -> list[int]:
         """A user sends several photos at once: as on Telegram, one update per photo, all with the
-        same ``media_group_id``, the caption on the first; returns their update ids."""
-        group = f"album-{next(self._file_ids)}"
+        same ``media_group_id``, the caption on the first; returns their update ids. A
+        ``media_group_id`` given continues that album: Telegram may serve an album's items over
+        several ``getUpdates`` answers."""
+        group = media_group_id or f"album-{next(self._file_ids)}"
         ids = []
         for n, data in enumerate(photos):
             sizes = [{**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960}]

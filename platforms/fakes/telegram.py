@@ -33,6 +33,7 @@ What a test reads and drives:
   it was edited to, in order), ``thread_id``, ``silent`` (sent with
   ``disable_notification``), ``parse_mode``.
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
+  ``pending``: the updates not yet confirmed; ``served``: the ids of those answered, in order.
 - ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates`` (``sender_chat=``
   writes it as a chat: an anonymous admin, a channel, or with ``automatic_forward`` a linked
   channel's post, each with the stand-in ``from`` account Telegram uses);
@@ -131,6 +132,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         self.webhook_secret: str | None = None
         self.pending: list[dict[str, Any]] = []
         """Updates not yet confirmed by a ``getUpdates`` offset."""
+        self.served: list[int] = []
+        """The ``update_id`` of every update a ``getUpdates`` answer carried, in order (repeats included)."""
         self.uploads: dict[str, tuple[str, str, bytes]] = {}
         self.files: dict[str, StoredFile] = {}
         """Files users sent (`push_photo`, `push_document`, `push_voice`), by ``file_id``."""
@@ -442,6 +445,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
                 raise ApiError(409, "Conflict: terminated by other getUpdates request; "
                                "make sure that only one bot instance is running")  # fmt: skip
             if self.pending or self._closing or loop.time() >= deadline:
+                self.served += [u["update_id"] for u in self.pending[:limit]]
                 return self.pending[:limit]
             changed = self._changed
             try:

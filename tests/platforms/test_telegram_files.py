@@ -71,14 +71,29 @@ async def test_an_album_arrives_as_one_message_with_every_photo_and_the_caption(
     await fake.wait_for(lambda: not fake.pending)  # all confirmed once handed over
 
 
+async def test_an_album_served_over_two_polls_is_still_one_message(fake: FakeTelegram, started) -> None:
+    # Telegram's long poll answers as soon as the first item is there: the rest come in the next answer.
+    adapter, sink = started
+    (first,) = fake.push_album(42, [PNG], caption="compare these", media_group_id="g1")
+    await fake.wait_for(lambda: first in fake.served)
+    fake.push_album(42, [PNG + b"2", PNG + b"3"], media_group_id="g1")
+    fake.push_message(42, "and this is separate")
+    await fake.wait_for(lambda: sink.inbound and sink.inbound[-1].text == "and this is separate")
+    album, text = sink.inbound
+    assert (album.text, album.event_id) == ("compare these", str(first))
+    assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
+    await fake.wait_for(lambda: not fake.pending)
+
+
 async def test_an_album_in_a_group_follows_its_caption(fake: FakeTelegram, started) -> None:
     _, sink = started
     group = dict(chat_type="supergroup", user_id=5)
     fake.push_album(-100, [PNG, PNG], caption="not for the bot", **group)
     fake.push_album(-100, [PNG, PNG], caption="@switchboard_bot look", **group)
-    fake.push_message(42, "sentinel")
+    fake.push_message(-100, "@switchboard_bot sentinel", **group)  # the chat's albums go before it
     await fake.wait_for(lambda: len(sink.inbound) == 2)
-    assert [(i.text, len(i.attachments)) for i in sink.inbound] == [("@switchboard_bot look", 2), ("sentinel", 0)]
+    assert [(i.text, len(i.attachments)) for i in sink.inbound] == [("@switchboard_bot look", 2),
+                                                                    ("@switchboard_bot sentinel", 0)]
 
 
 async def test_the_largest_photo_size_under_the_cap_is_chosen(fake: FakeTelegram, started) -> None:

@@ -1,0 +1,78 @@
+"""Polling: albums (several photos or files sent at once) held until all their items are in, so
+each is handed over as one message.
+
+Telegram sends each item of an album as an update of its own, all with one ``media_group_id``,
+and its long poll answers as soon as the first update is there: the other items often come in
+the next answer. Nothing says how many items an album has, so an album is held until none of
+its items came for ``wait`` seconds (a client sends an album's items together).
+
+Meanwhile nothing from the oldest update held on is confirmed: the polls that look for more
+items ask from that update on (its ``offset``) without waiting (``timeout`` 0), and only the
+updates no answer carried before go on to the dispatcher. A process stopped while an album is
+held is served it again after a restart, whole. Albums of other chats, and other messages, are
+not held back: they go on with the next look, at most ``wait`` seconds later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from aiogram.methods import GetUpdates
+from aiogram.types import Message, Update
+
+WAIT = 1.0
+"""Seconds without a new item after which an album is taken as complete."""
+
+Album = list[tuple[Message, int]]
+"""An album's items so far, with their update ids, in order."""
+
+
+class AlbumHold:
+    def __init__(self, *, wait: float = WAIT) -> None:
+        self.wait = wait
+        self._albums: dict[str, Album] = {}
+        self._due: dict[str, float] = {}
+        """When each album is taken as complete, unless another item comes."""
+        self._served_up_to = 0
+        """The newest update id a poll answered with: a later poll hands on only those after it."""
+
+    def reset(self) -> None:
+        """Polling (re)starts: what an earlier run held was never confirmed, Telegram serves it again."""
+        self._albums, self._due, self._served_up_to = {}, {}, 0
+
+    def hold(self, message: Message, update_id: int) -> None:
+        assert message.media_group_id is not None
+        self._albums.setdefault(message.media_group_id, []).append((message, update_id))
+        self._due[message.media_group_id] = asyncio.get_running_loop().time() + self.wait
+
+    def take(self, *, chat: int | None = None, but: str | None = None, due_by: float | None = None) -> list[Album]:
+        """The albums held (of ``chat``, other than the album ``but``, complete by ``due_by``),
+        no longer held, oldest first."""
+        taken = [group for group, items in self._albums.items()
+                 if (chat is None or items[0][0].chat.id == chat) and group != but
+                 and (due_by is None or self._due[group] <= due_by)]
+        for group in taken:
+            del self._due[group]
+        return sorted((self._albums.pop(group) for group in taken), key=lambda album: album[0][1])
+
+    async def poll(self, get_updates: Callable[[GetUpdates], Awaitable[list[Update]]], method: GetUpdates,
+                   hand_over: Callable[[Album], Awaitable[None]]) -> list[Update]:
+        """What aiogram's ``method`` (its next getUpdates, confirming all it handled) should answer.
+        While albums are held: the updates that came after them (more items, other messages),
+        the albums complete by then handed over (``hand_over``) first."""
+        loop = asyncio.get_running_loop()
+        while self._albums:
+            await asyncio.sleep(max(0.0, min(self._due.values()) - loop.time()))
+            oldest = min(items[0][1] for items in self._albums.values())
+            look = method.model_copy(update={"offset": oldest, "timeout": 0})
+            fresh = [u for u in await get_updates(look) if u.update_id > self._served_up_to]
+            if fresh:
+                self._served_up_to = fresh[-1].update_id
+                return fresh
+            for album in self.take(due_by=loop.time()):
+                await hand_over(album)
+        updates = await get_updates(method)
+        if updates:
+            self._served_up_to = max(self._served_up_to, updates[-1].update_id)
+        return updates
