@@ -100,7 +100,7 @@ from aiogram.methods import GetUpdates, TelegramMethod
 from aiogram.types import BotCommand, FSInputFile, Message, Update
 from aiohttp import web
 
-from platforms import telegram_files
+from platforms import telegram_files, telegram_updates
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -205,6 +205,8 @@ class TelegramAdapter:
         self._dp.startup.register(self._on_polling_started)
         self.albums = AlbumHold()
         """Polling: the albums whose items are still coming."""
+        self._skipped_to = 0
+        """Polling: the offset that confirms the updates skipped as unreadable."""
         self._moved_to: dict[str, str] = {}
         """Groups upgraded to supergroups: the old chat id (the gateway's) -> the supergroup's."""
         self._moved_from: dict[str, str] = {}
@@ -353,10 +355,27 @@ class TelegramAdapter:
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):
+            # Past the updates skipped as unreadable: every update before them was handed over.
+            if self._skipped_to > (method.offset or 0):
+                method.offset = self._skipped_to
             return await self.albums.poll(
-                lambda poll: self._poll_watch.get_updates(lambda: make_request(bot, poll)), method,
-                self._hand_over_album)
+                lambda poll: self._poll_watch.get_updates(lambda: self._get_updates(make_request, bot, poll)),
+                method, self._hand_over_album)
         return await make_request(bot, method)
+
+    async def _get_updates(self, make_request: Any, bot: Bot, method: GetUpdates) -> list[Update]:
+        """One getUpdates; an answer aiogram cannot read as a whole is read update by update
+        (`platforms.telegram_updates`), or polling would get it again and again."""
+        try:
+            return await make_request(bot, method)
+        except ClientDecodeError as exc:
+            answered = telegram_updates.answered(exc, bot)
+            if answered is None:
+                raise
+        for update_id, update in answered:
+            if update is None:
+                self._skipped_to = max(self._skipped_to, update_id + 1)
+        return [update for _, update in answered if update is not None]
 
     async def _hand_over_album(self, album: Album) -> None:
         """An album as one inbound: the item with the caption decides whether it is for the bot;
@@ -450,9 +469,14 @@ class TelegramAdapter:
         if self._sink is None:
             return web.Response(status=503, text="not running")  # Telegram delivers it again later
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self.bot})
+            body = await request.json()
         except ValueError:
             return web.Response(status=400, text="malformed update")
+        if not (isinstance(body, dict) and isinstance(body.get("update_id"), int)):
+            return web.Response(status=400, text="malformed update")
+        update = telegram_updates.readable(body, self.bot)
+        if update is None:
+            return web.json_response({})  # logged: refused, Telegram would deliver it again and again
         try:
             await self._dp.feed_update(self.bot, update)
         except Exception:
