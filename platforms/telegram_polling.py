@@ -13,6 +13,9 @@ set (no update arrives at all). `PollWatch` sees each answer:
   goes on, so the bot is back by itself once the other poller stops or the webhook is
   deleted: ``connected`` again after a poll answers with no 409 for ``polling_timeout``
   plus aiogram's 5 s of backoff (a second poller ends a poll of ours sooner than that).
+- **429** (flood control): ``reconnecting``, and the next poll waits the ``retry_after`` Telegram
+  names (at most `RETRY_AFTER_MAX`), where aiogram alone would poll again after its 1-5 s of
+  backoff, into the same 429, with an error line each time, for as long as the flood control lasts.
 - anything else (network, 5xx, timeouts): ``reconnecting`` until a poll answers.
 """
 
@@ -23,7 +26,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from aiogram.exceptions import TelegramConflictError, TelegramUnauthorizedError
+from aiogram.exceptions import TelegramConflictError, TelegramRetryAfter, TelegramUnauthorizedError
 
 from platforms.connection import ConnectionWatch
 
@@ -31,6 +34,8 @@ T = TypeVar("T")
 
 BACKOFF_MAX = 5.0
 """aiogram's longest wait between two failed polls (its ``DEFAULT_BACKOFF_CONFIG``)."""
+RETRY_AFTER_MAX = 300.0
+"""The longest a 429 holds polling back, whatever ``retry_after`` says."""
 
 REVOKED = ("Telegram refused the bot token (401 Unauthorized) while polling: it was revoked or replaced in"
            " BotFather; set platforms.telegram.token to the current token and restart (polling has stopped)")
@@ -69,6 +74,8 @@ class PollWatch:
             raise
         except Exception as exc:
             self.state.reconnecting(f"getUpdates failed: {type(exc).__name__}: {exc}".replace(self._token, "<token>"))
+            if isinstance(exc, TelegramRetryAfter):
+                await asyncio.sleep(min(float(exc.retry_after), RETRY_AFTER_MAX))
             raise
         if self._last_conflict is None or loop.time() - self._last_conflict >= self._conflict_hold:
             self._last_conflict = None

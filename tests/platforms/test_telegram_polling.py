@@ -56,6 +56,20 @@ async def test_a_failed_poll_is_reconnecting_and_polling_recovers(fake: FakeTele
     await fake.wait_for(lambda: sink.inbound)
 
 
+async def test_a_poll_refused_for_flood_control_waits_as_long_as_telegram_says(fake: FakeTelegram, polling) -> None:
+    # aiogram alone polls again after its 1-5 s back-off, into the same 429, as long as it lasts.
+    adapter, sink = polling
+    loop, polls = asyncio.get_running_loop(), len(fake.calls_to("getUpdates"))
+    fake.fail_next("getUpdates", 429, retry_after=3)
+    await fake.wait_for(lambda: len(fake.calls_to("getUpdates")) > polls, timeout=POLL + 5)  # the refused one
+    refused = loop.time()
+    assert "retry after 3" in await status(adapter, fake, "reconnecting")
+    await fake.wait_for(lambda: len(fake.calls_to("getUpdates")) > polls + 1, timeout=10)
+    assert loop.time() - refused >= 3
+    fake.push_message(42, "still there?")
+    await fake.wait_for(lambda: sink.inbound)
+
+
 async def test_a_revoked_token_is_down_for_good_and_stops_polling(fake: FakeTelegram, polling,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     adapter, _ = polling
