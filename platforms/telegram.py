@@ -10,8 +10,8 @@ chat (``sender_chat``: an anonymous admin as the group, someone as their channel
 chat, its id the user id; a linked channel's post Telegram copies into the group is not for the
 bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
 (`platforms.telegram_files`), with the caption as the text; an album (one update per item, maybe
-over several polls) is one `Inbound` when polling (`platforms.telegram_albums`), its first update
-id the event id. `download` fetches one
+over several polls or webhook requests) is one `Inbound` (`platforms.telegram_albums`), its first
+update id the event id. `download` fetches one
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
@@ -127,7 +127,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
-from platforms.telegram_albums import Album, AlbumHold
+from platforms.telegram_albums import Album, AlbumGather, AlbumHold
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 
@@ -205,6 +205,8 @@ class TelegramAdapter:
         self._dp.startup.register(self._on_polling_started)
         self.albums = AlbumHold()
         """Polling: the albums whose items are still coming."""
+        self.webhook_albums = AlbumGather()
+        """Webhook: the albums whose items are still coming."""
         self._skipped_to = 0
         """Polling: the offset that confirms the updates skipped as unreadable."""
         self._moved_to: dict[str, str] = {}
@@ -336,15 +338,18 @@ class TelegramAdapter:
         # An album is one update per item: handed over as one message, or each item would be
         # a turn of its own, interrupting the one before it (the caption is only on one item).
         # The chat's albums held go first: this message was written after them.
-        album = message.media_group_id if self.mode == "polling" else None
+        album = message.media_group_id
         for held in self.albums.take(chat=message.chat.id, but=album):
             await self._hand_over_album(held)
         upgrade = _upgrade_of(message)
         if upgrade is not None:
             await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))
             return
-        if album is not None:
+        if album is not None and self.mode == "polling":
             self.albums.hold(message, event_update.update_id)
+            return
+        if album is not None:
+            await self.webhook_albums.join(message, event_update.update_id, self._hand_over_album)
             return
         inbound = self._to_inbound(message, event_update.update_id)
         if inbound is None:

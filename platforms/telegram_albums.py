@@ -1,5 +1,5 @@
-"""Polling: albums (several photos or files sent at once) held until all their items are in, so
-each is handed over as one message.
+"""Albums (several photos or files sent at once) held until all their items are in, so each is
+handed over as one message.
 
 Telegram sends each item of an album as an update of its own, all with one ``media_group_id``,
 and its long poll answers as soon as the first update is there: the other items often come in
@@ -11,11 +11,17 @@ items ask from that update on (its ``offset``) without waiting (``timeout`` 0), 
 updates no answer carried before go on to the dispatcher. A process stopped while an album is
 held is served it again after a restart, whole. Albums of other chats, and other messages, are
 not held back: they go on with the next look, at most ``wait`` seconds later.
+
+A webhook gets an album's items as requests of their own, over several connections at once
+(`AlbumGather`): each request waits, unanswered, until no item of its album came for ``wait``
+seconds; the album is then handed over once, and every item's request answered as that went (a
+failure answers them all 500, and Telegram delivers them again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 from aiogram.methods import GetUpdates
@@ -76,3 +82,44 @@ class AlbumHold:
         if updates:
             self._served_up_to = max(self._served_up_to, updates[-1].update_id)
         return updates
+
+
+@dataclasses.dataclass
+class _Gathering:
+    items: Album
+    last: float
+    """When the latest item came."""
+    done: asyncio.Future[None]
+
+
+class AlbumGather:
+    """Webhook: the items of each album, gathered from their requests."""
+
+    def __init__(self, *, wait: float = WAIT) -> None:
+        self.wait = wait
+        self._gathering: dict[str, _Gathering] = {}
+
+    async def join(self, message: Message, update_id: int, hand_over: Callable[[Album], Awaitable[None]]) -> None:
+        """Returns once the album of ``message`` was handed over (``hand_over``, by the request of
+        its first item to come), items in order; raises what that raised."""
+        assert message.media_group_id is not None
+        loop, group = asyncio.get_running_loop(), message.media_group_id
+        gathering = self._gathering.get(group)
+        if gathering is not None:
+            gathering.items.append((message, update_id))
+            gathering.last = loop.time()
+            return await asyncio.shield(gathering.done)
+        gathering = self._gathering[group] = _Gathering([(message, update_id)], loop.time(), loop.create_future())
+        # Read, so that a failure no other request waits for is not reported as never retrieved.
+        gathering.done.add_done_callback(lambda done: done.cancelled() or done.exception())
+        try:
+            while (left := gathering.last + self.wait - loop.time()) > 0:
+                await asyncio.sleep(left)
+            del self._gathering[group]
+            await hand_over(sorted(gathering.items, key=lambda item: item[1]))
+        except BaseException as exc:
+            if self._gathering.get(group) is gathering:
+                del self._gathering[group]
+            gathering.done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+            raise
+        gathering.done.set_result(None)

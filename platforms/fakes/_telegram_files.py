@@ -60,14 +60,19 @@ class TelegramFiles:
         same ``media_group_id``, the caption on the first; returns their update ids. A
         ``media_group_id`` given continues that album: Telegram may serve an album's items over
         several ``getUpdates`` answers."""
+        updates = self.album_updates(chat_id, photos, caption=caption, media_group_id=media_group_id, **kw)
+        return [self.push_update(update) for update in updates]
+
+    def album_updates(self, chat_id: int | str, photos: list[bytes], *, caption: str | None = None,
+                      media_group_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
+        """Build (not queue) the updates of an album, as `push_album` (for `deliver_webhook`)."""
         group = media_group_id or f"album-{next(self._file_ids)}"
-        ids = []
+        updates = []
         for n, data in enumerate(photos):
             sizes = [{**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960}]
-            update = self.media_update(chat_id, {"photo": sizes, "media_group_id": group},
-                                       caption if n == 0 else None, **kw)
-            ids.append(self.push_update(update))
-        return ids
+            updates.append(self.media_update(chat_id, {"photo": sizes, "media_group_id": group},
+                                             caption if n == 0 else None, **kw))
+        return updates
 
     def push_document(self, chat_id: int | str, data: bytes, file_name: str, *,
                       mime_type: str = "application/octet-stream", caption: str | None = None, **kw: Any) -> int:

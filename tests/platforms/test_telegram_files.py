@@ -3,6 +3,7 @@ them with getFile and the file URL through aiogram, against FakeTelegram."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,6 +12,7 @@ from platforms.base import Attachment, AttachmentTooLarge, BadRequest, Deleting,
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
+from tests.platforms.telegram_webhook import webhook_adapter
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
 
@@ -168,3 +170,36 @@ async def test_delete_removes_a_message_and_a_gone_one_is_fine(fake: FakeTelegra
     assert fake.messages["42"] == []
     await adapter.delete("42", None, sent.message_id)  # already gone: no error
     assert len(fake.calls_to("deleteMessage")) == 2
+
+
+async def test_an_album_posted_to_a_webhook_is_one_message(fake: FakeTelegram) -> None:
+    # Telegram posts an album's items to the webhook each on its own, over several connections at once.
+    async with webhook_adapter(fake, max_attachment_bytes=1000) as (adapter, sink):
+        updates = fake.album_updates(42, [PNG, PNG + b"2", PNG + b"3"], caption="compare these")
+        assert await asyncio.gather(*(fake.deliver_webhook(u) for u in reversed(updates))) == [200] * 3
+        (album,) = sink.inbound
+        assert (album.text, album.event_id) == ("compare these", str(updates[0]["update_id"]))
+        assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
+
+
+class FailingOnce(Sink):
+    """A gateway whose first write fails (its database refused it, say)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    async def __call__(self, inbound: Inbound) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OSError("disk full")
+        await super().__call__(inbound)
+
+
+async def test_an_album_a_webhook_could_not_record_is_refused_whole_and_taken_again(fake: FakeTelegram) -> None:
+    async with webhook_adapter(fake, sink=FailingOnce()) as (_, sink):
+        updates = fake.album_updates(42, [PNG, PNG + b"2"], caption="compare these")
+        assert await asyncio.gather(*(fake.deliver_webhook(u) for u in updates)) == [500, 500]
+        assert await asyncio.gather(*(fake.deliver_webhook(u) for u in updates)) == [200, 200]  # Telegram again
+        (album,) = sink.inbound
+        assert (album.text, len(album.attachments)) == ("compare these", 2)

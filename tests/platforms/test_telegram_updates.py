@@ -3,16 +3,15 @@ never stop the bot hearing the others: the real aiogram against FakeTelegram, po
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
+from tests.platforms.telegram_webhook import webhook_adapter
 
 
 @pytest.fixture
@@ -57,22 +56,8 @@ async def test_an_update_aiogram_cannot_read_does_not_stop_polling(fake: FakeTel
 
 
 async def test_a_webhook_update_aiogram_cannot_read_is_still_heard(fake: FakeTelegram) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, mode="webhook",
-                              webhook_url=f"http://127.0.0.1:{sock.getsockname()[1]}/telegram")
-    app = web.Application()
-    app.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.SockSite(runner, sock).start()
-    sink = Sink()
-    await adapter.start(sink)
-    try:
+    async with webhook_adapter(fake) as (_, sink):
         # Telegram delivers a webhook update again and again while it is refused (400).
         assert await fake.deliver_webhook(forwarded_from_a_hidden_user(fake, "what does this say?")) == 200
         assert await fake.deliver_webhook({"update_id": 7, "message": {"message_id": 9, "text": "in no chat"}}) == 200
         assert [i.text for i in sink.inbound] == ["what does this say?"]
-    finally:
-        await adapter.stop()
-        await runner.cleanup()
