@@ -228,13 +228,17 @@ class TelegramAdapter:
 
     def measure(self, text: str) -> int:
         """UTF-16 units of what Telegram shows once it has parsed the rendered HTML, or of the
-        Markdown as written (the plain-text fallback) when that is longer; and each entity counts
-        as a hundredth of the limit, so a part never holds more than the 100 Telegram reads."""
+        Markdown as written (the plain-text fallback) when that is longer; past every limit when
+        it holds more than the 100 entities Telegram reads, so no part (nor caption) holds more.
+        Not a share of the limit per entity: a caption's limit is a quarter of a message's, its
+        entities' the same 100."""
         if self._parse_mode is None:
             return utf16_length(text)
         rendered = telegram_html.render(text)
-        entities = -(-telegram_html.entity_count(rendered) * self.text_limit // telegram_html.MAX_ENTITIES)
-        return max(utf16_length(telegram_html.visible_text(rendered)), utf16_length(text), entities)
+        length = max(utf16_length(telegram_html.visible_text(rendered)), utf16_length(text))
+        if telegram_html.entity_count(rendered) > telegram_html.MAX_ENTITIES:
+            return max(length, self.text_limit + 1)
+        return length
 
     def _render(self, text: str) -> tuple[str, str | None]:
         """What to send for a Markdown part: Telegram HTML, or the text itself when rendering

@@ -197,8 +197,8 @@ async def test_a_reply_with_more_than_100_links_is_split_so_that_every_link_keep
 
 def test_measure_counts_what_telegram_counts(adapter: TelegramAdapter) -> None:
     assert adapter.measure("\\*😀\\*") == 6  # the Markdown as written: the plain fallback must fit too
-    assert adapter.measure(" ".join(["**a**"] * 100)) == 4096  # each entity a hundredth of the limit
-    assert adapter.measure(" ".join(["**a**"] * 101)) > 4096
+    assert adapter.measure(" ".join(["**a**"] * 100)) == 599  # the most entities Telegram reads: the text counts
+    assert adapter.measure(" ".join(["**a**"] * 101)) > 4096  # past them: too long for any message or caption
     table = "| a | bbbbbbbbbbbbbbbbbbbb |\n|-|-|\n| ccccc | d |"  # drawn wider than written
     drawn = f"a     | {'b' * 20}\n------+{'-' * 21}\nccccc | d"
     assert adapter.measure(table) == len(drawn) > len(table)

@@ -123,3 +123,16 @@ async def test_over_50_mb_and_an_over_long_caption_are_refused_to_the_model(fake
     assert "'huge.bin' is 50,000,001 bytes, larger than the 50,000,000 bytes a file sent on telegram may be" in too_big
     assert "The caption is 1025 characters long, more than the 1024 telegram shows with a file" in too_long
     assert fake.calls_to("sendDocument") == [] and [m["text"] for m in fake.messages["42"]] == ["could not"]
+
+
+async def test_a_short_caption_with_many_formatted_words_is_sent(fake, config, gateway_on):
+    # 30 spans of a 100 Telegram reads: each used to count as 41 characters, 1,229 in all, over 1,024.
+    (workspace(config) / "sizes.txt").write_text("fine")
+    caption = " ".join(f"**{n}**" for n in range(30))
+    model = ScriptedModel(sending("sizes.txt", caption))
+    gateway = await gateway_on(model)
+    fake.push_message(42, "send it")
+    await fake.wait_for(lambda: len(fake.messages["42"]) == 2)
+    await settled(gateway)
+    document, _ = fake.messages["42"]
+    assert document["caption"] == " ".join(str(n) for n in range(30)) and len(document["entities"]) == 30
