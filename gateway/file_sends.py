@@ -2,7 +2,7 @@
 
 The tool has already confined the path to what the chat's file tools may read
 (`agent.tools.send_file`). Here the platform's limits are checked (its upload limit for
-this chat, its caption length), the file is copied into the state directory
+this chat, on the open file, and its caption length), the file is copied into the state directory
 (`gateway.outbox_files`) and the send journaled in the outbox, in the chat's order with
 its other messages. The key is the turn's and the count of files it has sent
 (``<turn>:file:<n>:0``), like ``send_message``'s: a turn run again after a restart journals
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from agent import ToolError
-from agent.tools.send_file import FileToSend, human_size, sendable_size
+from agent.tools.send_file import FileToSend, human_size
 from gateway.outbox import Outbox
 from gateway.outbox_files import FileChanged, OutboxFiles
 from gateway.sender import safe_measure
@@ -60,9 +60,8 @@ class FileSends:
         return f"{name} is queued to this chat; it goes out in order with your messages."
 
     def _keep(self, key: str, file: FileToSend, limit: int, platform: str) -> int:
-        sendable_size(file, limit, platform)
         try:
-            return self._files.keep(key, file, limit)
+            return self._files.keep(key, file, limit, platform)
         except FileChanged as exc:
             raise ToolError(f"{exc}; nothing was sent") from None
         except OSError as exc:

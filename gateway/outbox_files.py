@@ -1,8 +1,9 @@
 """The gateway's own copies of the files the agent sends, kept until their sends are settled.
 
 `send_file` copies the workspace file here before it journals the send, so what goes out is
-what was asked for: editing or deleting the workspace file afterwards, or a crash and a
-restart, changes nothing. Each send has a folder named after its outbox key (escaped like a
+what was asked for: the copy is read from the descriptor its checks were made on
+(`agent.tools.send_file.open_to_send`), and editing or deleting the workspace file afterwards,
+or a crash and a restart, changes nothing. Each send has a folder named after its outbox key (escaped like a
 memory file, `gateway.file_names`) holding one file under the name the chat will see. A copy is
 written into a temporary folder, flushed to disk, and renamed into place whole, so a folder
 that exists holds a complete file. The outbox removes a copy once its send is sent or dropped;
@@ -19,8 +20,9 @@ import shutil
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
-from agent.tools.send_file import FileToSend, human_size
+from agent.tools.send_file import FileToSend, human_size, open_to_send
 from gateway.file_names import file_name
 from platforms.base import OutboundFile
 
@@ -32,7 +34,7 @@ _CHUNK = 1024 * 1024
 
 
 class FileChanged(Exception):
-    """The file grew past the limit, or went, while it was copied; the message says which."""
+    """The file grew past the limit, or was emptied, while it was copied; the message says which."""
 
 
 class OutboxFiles:
@@ -42,20 +44,22 @@ class OutboxFiles:
     def _folder(self, key: str) -> Path:
         return self.root / file_name(key)
 
-    def keep(self, key: str, file: FileToSend, limit: int) -> int:
+    def keep(self, key: str, file: FileToSend, limit: int, where: str) -> int:
         """Copy ``file`` as the copy of the send ``key`` (replacing one an earlier run left) and
-        return its size. Raises `FileChanged` when it has gone or is over ``limit`` bytes now,
-        OSError when it cannot be copied. Blocking."""
+        return its size. Raises `ToolError` when it is not one to send now (`open_to_send`, with
+        ``limit`` and ``where``), `FileChanged` when it grows past ``limit`` or is emptied while it
+        is copied, OSError when it cannot be copied. Blocking."""
+        source, _ = open_to_send(file, limit, where)
+        with source:
+            return self._copy(key, source, file, limit)
+
+    def _copy(self, key: str, source: BinaryIO, file: FileToSend, limit: int) -> int:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         staging = self.root / f".{uuid.uuid4().hex}.tmp"
         staging.mkdir(mode=0o700)
         try:
             size = 0
-            try:
-                source = file.path.open("rb")
-            except FileNotFoundError:
-                raise FileChanged(f"{file.shown!r} was removed while it was being sent") from None
-            with source, (staging / file.path.name).open("xb") as copy:
+            with (staging / file.path.name).open("xb") as copy:
                 while chunk := source.read(_CHUNK):
                     size += len(chunk)
                     if size > limit:  # it grew since it was measured: never more than the platform takes

@@ -4,17 +4,20 @@ The host supplies ``ctx.services["send_file"]``, an async callable ``(FileToSend
 whose answer (a delivery note) the model reads; without it the tool refuses. A chat may
 send only what its own file tools may read: the path goes through the same checks as
 ``read_file`` (inside the workspace, symlinks resolved, within the session's
-``file_scope``) before the host sees it. What only the host knows — the platform's size
-limit — it checks with `sendable_size`, which also refuses a missing, empty or special file.
+``file_scope``) before the host sees it. The host opens it with `open_to_send`, which checks
+what only the host knows — the platform's size limit — on the open file, and refuses a missing,
+empty, special or hard-linked file, or a symlink put on the path since it was checked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
@@ -29,8 +32,8 @@ class FileToSend:
     """What the tool hands the host."""
 
     path: Path
-    """Absolute and symlink-free, inside the workspace and the session's scope; it may have
-    gone or changed by the time the host reads it."""
+    """Absolute and symlink-free, inside the workspace and the session's scope when it was
+    checked; it may have gone or changed by the time the host opens it (`open_to_send`)."""
     shown: str
     """The path as the model wrote it, for errors it reads."""
     caption: str | None
@@ -45,19 +48,46 @@ def human_size(n: int) -> str:
     return f"{n} bytes"
 
 
-def sendable_size(file: FileToSend, limit: int, where: str) -> int:
-    """The file's size in bytes; `ToolError` naming the path (and the limit of ``where``, the
-    platform) when it is missing, not a regular file, empty, or over ``limit`` bytes. Blocking."""
+def open_to_send(file: FileToSend, limit: int, where: str) -> tuple[BinaryIO, int]:
+    """``file`` open for reading, and its size in bytes; `ToolError` naming the path (and the limit
+    of ``where``, the platform) when it is missing, not a regular file, linked elsewhere, empty, or
+    over ``limit`` bytes. Blocking; the caller closes the file.
+
+    The path was checked when it was resolved, but by path: a file swapped afterwards for a
+    symlink to ``/etc/…``, a FIFO (whose reading never ends) or a device would be read all the
+    same. So the checks are made on the descriptor opened here, and what is read is that
+    descriptor: no symlink is followed anywhere on the path (it was resolved, so one there now was
+    put there since), nothing blocks on opening, and a file with other hard links is refused, as
+    one of its links may be outside the workspace (``ln ../config.yaml notes.txt``), which no
+    check of the path can see. One whose every name is inside is refused too, since telling the
+    two apart would take a search of the disk: the file tools and attachments never make hard
+    links, and the model can send a copy.
+    """
     try:
-        info = file.path.stat()
+        fd = _open_unfollowed(file.path)
     except FileNotFoundError:
         raise ToolError(f"{file.shown!r} does not exist; nothing was sent") from None
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ToolError(f"{file.shown!r} changed after it was checked: a symlink (or a file) is now where a "
+                            "folder or the file was, and send_file follows none; nothing was sent") from None
         raise ToolError(f"cannot read {file.shown!r}: {exc.strerror or exc}; nothing was sent") from None
+    try:
+        size = _size(os.fstat(fd), file, limit, where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), size
+
+
+def _size(info: os.stat_result, file: FileToSend, limit: int, where: str) -> int:
     if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{file.shown!r} is a directory; send_file sends one file, so nothing was sent")
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{file.shown!r} is not a regular file; nothing was sent")
+    if info.st_nlink > 1:
+        raise ToolError(f"{file.shown!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
+                        "the workspace; nothing was sent. Send a copy of it instead")
     if info.st_size == 0:
         raise ToolError(f"{file.shown!r} is empty (0 bytes); an empty file cannot be sent, so nothing was sent")
     if info.st_size > limit:
@@ -67,6 +97,25 @@ def sendable_size(file: FileToSend, limit: int, where: str) -> int:
         raise ToolError(f"{file.shown!r} is {size}, larger than the {most} a file sent on {where} may be; "
                         "nothing was sent")
     return info.st_size
+
+
+# O_PATH opens a folder without needing leave to list it (a home folder of mode 0711 above the workspace).
+_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _open_unfollowed(path: Path) -> int:
+    """``path`` (absolute) opened one folder at a time from the root, following no symlink: O_NOFOLLOW
+    alone guards only the last part. A symlink raises ELOOP as the file, ENOTDIR as a folder."""
+    folder = os.open(path.anchor, _FOLDER)
+    try:
+        for part in path.parts[1:-1]:
+            inner = os.open(part, _FOLDER, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(path.name, _FILE, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 async def send_file(args: dict[str, Any], ctx: ToolContext) -> str:

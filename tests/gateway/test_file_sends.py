@@ -3,9 +3,14 @@ so and nothing is journaled or copied; a file's copy is kept while its send may 
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
+import pytest
+
 from agent.models.scripted import ScriptedModel
+from gateway.outbox_files import OutboxFiles
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import BadRequest, Outbound, OutboundFile, Sent
 
@@ -72,3 +77,77 @@ async def test_a_copy_no_pending_or_failed_send_names_is_removed_at_start(tmp_pa
     (stray / "a.csv").write_text("x")
     await gateways(config, [RecordingAdapter()])
     assert list(stray.parent.iterdir()) == []
+
+
+class TakingUploads(RecordingAdapter):
+    """Takes files up to 1000 bytes and records each upload's bytes."""
+
+    caption_limit = 100
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uploads: list[bytes] = []
+
+    def upload_limit(self, chat_id: str) -> int:
+        return 1000
+
+    async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
+        self.uploads.append(Path(file.path).read_bytes())
+        return await self.send(message)
+
+
+def _symlink_to_outside(target: Path, outside: Path) -> None:
+    target.unlink()
+    target.symlink_to(outside / "secret.txt")
+
+
+def _fifo(target: Path, outside: Path) -> None:
+    target.unlink()
+    os.mkfifo(target)  # a copy opened by path waits for a writer for ever
+
+
+def _folder_symlink_to_outside(target: Path, outside: Path) -> None:
+    folder = target.parent
+    shutil.rmtree(folder)
+    folder.symlink_to(outside)  # outside/report.csv: the last part is no symlink, a folder on the way is
+
+
+@pytest.mark.parametrize("swap, refusal", [
+    (_symlink_to_outside, "changed after it was checked: a symlink"),
+    (_fifo, "is not a regular file"),
+    (_folder_symlink_to_outside, "changed after it was checked: a symlink"),
+    (None, "has 2 hard links"),
+])
+async def test_a_file_swapped_after_its_check_or_linked_outside_is_refused_and_nothing_is_copied(
+        tmp_path, gateways, monkeypatch, swap, refusal):
+    chat = TakingUploads()
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    (workspace / "out").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("token=s3cret")
+    (outside / "report.csv").write_text("token=s3cret")
+    report = workspace / "out" / "report.csv"
+    if swap is None:  # a hard link is what it was when checked: the check by path cannot see the other name
+        os.link(outside / "secret.txt", report)
+    else:
+        report.write_text("a,b\n1,2\n")
+        keep = OutboxFiles.keep
+
+        def swapped_then_kept(self, *args):  # the tool checked the path; the gateway is about to copy it
+            swap(report, outside)
+            return keep(self, *args)
+
+        monkeypatch.setattr(OutboxFiles, "keep", swapped_then_kept)
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "out/report.csv"}}]},
+                                       {"text": "carried on"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send the report")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    [result] = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert f"'out/report.csv' {refusal}" in result and "nothing was sent" in result
+    assert chat.texts() == ["carried on"] and chat.uploads == []
+    assert gateway.store.outbox.kept_files() == []
+    assert not (Path(config.state_dir) / "outbox-files").exists()

@@ -10,7 +10,7 @@ import pytest
 
 from agent._errors import ToolError
 from agent.tools import FileScope
-from agent.tools.send_file import FileToSend, send_file_toolset, sendable_size
+from agent.tools.send_file import FileToSend, open_to_send, send_file_toolset
 
 (SEND,) = send_file_toolset()
 LIMIT = 1000
@@ -23,7 +23,9 @@ class Host:
         self.sent: list[tuple[FileToSend, int]] = []
 
     async def __call__(self, file: FileToSend) -> str:
-        self.sent.append((file, sendable_size(file, LIMIT, "testchat")))
+        opened, size = open_to_send(file, LIMIT, "testchat")
+        opened.close()
+        self.sent.append((file, size))
         return "queued"
 
 
