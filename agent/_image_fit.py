@@ -15,12 +15,14 @@ see is lost below that. The fitting is done once, as the image enters the conver
   transparency that is smaller as a JPEG.
 
 A re-encoded image carries no metadata (no EXIF, so no location either). An image that would
-decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`).
+decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`), and at most
+`MAX_DECODES` images are decoded at once in the process, however many chats send photos.
 """
 
 from __future__ import annotations
 
 import io
+import threading
 
 from PIL import Image
 
@@ -31,6 +33,11 @@ MAX_PIXELS = 40_000_000
 screenshot is 33 million. A PNG of zeros compresses a thousandfold, so a file of a few hundred KB
 can hold a hundred million pixels, gigabytes once decoded and fitted; Pillow's own limit
 (`Image.MAX_IMAGE_PIXELS`, 89 million) only warns below twice that."""
+MAX_DECODES = 2
+"""Images decoded at once at most, in the whole process. One of `MAX_PIXELS` takes about 550 MB
+at its peak, and every chat's photos are fitted as its turn starts: five chats sending photos at
+once would take five times that. Decoding is CPU-bound, so more at once than this would not
+finish sooner on the small machines a gateway runs on either."""
 JPEG_QUALITY = 85
 _ORIENTATION = 0x0112
 """The EXIF tag saying how the camera was held; 1 (or none) is upright."""
@@ -43,6 +50,11 @@ _UPRIGHT = {
 _LOSSLESS = frozenset({"image/png", "image/gif"})
 
 
+# A thread's semaphore, not asyncio's: images are fitted in worker threads, for chats and for
+# subagents, on whichever event loop runs them. A fit waiting here keeps its thread, but no memory.
+_decoding = threading.BoundedSemaphore(MAX_DECODES)
+
+
 class UnusableImage(Exception):
     """Pillow cannot decode the image (a broken or truncated file, an unsupported variant)."""
 
@@ -50,14 +62,16 @@ class UnusableImage(Exception):
 def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
     """``(data, mime)`` as the model should get them; see the module docstring. The bytes are
     returned unchanged when nothing smaller or more correct comes of re-encoding.
-    Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread."""
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return _fit(image, data, mime)
-    except Image.DecompressionBombError as exc:
-        raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None
-    except Exception as exc:  # Pillow's decoders raise OSError, ValueError, SyntaxError, struct.error, ...
-        raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {exc}") from None
+    Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread, where it waits
+    while `MAX_DECODES` others are decoding."""
+    with _decoding:
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                return _fit(image, data, mime)
+        except Image.DecompressionBombError as exc:
+            raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None
+        except Exception as exc:  # Pillow's decoders raise OSError, ValueError, SyntaxError, struct.error, ...
+            raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {exc}") from None
 
 
 def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
