@@ -48,6 +48,10 @@ _UPRIGHT = {
 }
 """What turns an image with each orientation upright (as `PIL.ImageOps.exif_transpose` does)."""
 _LOSSLESS = frozenset({"image/png", "image/gif"})
+_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
+"""Pillow's name for each type an image is taken as (`agent.images.image_type`). Only the one its
+leading bytes name is tried: by default Pillow tries every format it knows once that one fails,
+six of which (Photo CD, TGA, …) need no leading bytes of their own, so any file reached them."""
 
 
 # A thread's semaphore, not asyncio's: images are fitted in worker threads, for chats and for
@@ -60,13 +64,15 @@ class UnusableImage(Exception):
 
 
 def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
-    """``(data, mime)`` as the model should get them; see the module docstring. The bytes are
-    returned unchanged when nothing smaller or more correct comes of re-encoding.
+    """``(data, mime)`` as the model should get them; see the module docstring. ``mime`` is the
+    type the leading bytes say (`agent.images.image_type`), and the image is decoded as that
+    format only. The bytes are returned unchanged when nothing smaller or more correct comes of
+    re-encoding.
     Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread, where it waits
     while `MAX_DECODES` others are decoding."""
     with _decoding:
         try:
-            with Image.open(io.BytesIO(data)) as image:
+            with Image.open(io.BytesIO(data), formats=[_FORMATS[mime]]) as image:
                 return _fit(image, data, mime)
         except Image.DecompressionBombError as exc:
             raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None

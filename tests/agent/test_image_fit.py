@@ -94,6 +94,29 @@ def test_an_image_pillow_cannot_decode_is_unusable():
         fit_image(b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png")
 
 
+@pytest.mark.parametrize(("head", "mime"), [
+    (b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF89a", "image/gif"),
+    (b"RIFF\0\0\0\0WEBP", "image/webp"),
+])
+def test_only_the_format_its_leading_bytes_name_is_decoded(head: bytes, mime: str):
+    # A Kodak Photo CD image behind a picture's first bytes: once the format those bytes name failed,
+    # Pillow tried every format it knows, among them six (Photo CD, TGA, SPIDER, ...) that need no
+    # leading bytes of their own, so any file could reach their decoders, which nothing here asked for.
+    photo_cd = head.ljust(2048, b"\0") + b"PCD_IPI".ljust(2048, b"\0")
+    photo_cd = photo_cd.ljust(96 * 2048 + 768 * 512 * 3 // 2, b"\x80")
+    assert Image.open(io.BytesIO(photo_cd)).format == "PCD"
+    with pytest.raises(UnusableImage, match="cannot be decoded as an image"):
+        fit_image(photo_cd, mime)
+
+
+def test_a_phones_multi_picture_jpeg_is_still_decoded_as_a_jpeg():
+    out = io.BytesIO()  # MPO: a JPEG with more pictures after it (a depth map, a preview), as phones take them
+    Image.new("RGB", (3000, 2000), "red").save(out, "MPO", save_all=True, append_images=[Image.new("RGB", (30, 20))])
+    assert opened(out.getvalue()).format == "MPO"
+    fitted, mime = fit_image(out.getvalue(), "image/jpeg")
+    assert mime == "image/jpeg" and opened(fitted).size == (MAX_EDGE, 1365)
+
+
 def test_an_image_of_more_pixels_than_it_may_decode_to_is_unusable_unless_a_jpeg_decodes_smaller():
     # 8000×6000 is 48 million pixels, past MAX_PIXELS; a JPEG is decoded at an eighth to a half of
     # its size when fitted, so a 48 MP camera's photo still reaches the model, a PNG of as many not.
