@@ -274,7 +274,8 @@ class Gateway:
                     route = self._route(inbound)
                 return await self._dispatch(inbound, turn_id, route)  # type: ignore[arg-type]
         except Exception as exc:
-            self.dead_letters.failed(inbound, turn_id, exc)
+            if not self.dead_letters.failed(inbound, turn_id, exc) and turn_id is not None:
+                self.runner.not_beginning(turn_id)
             return Accepted(turn_id, key)
 
     async def _handle_again(self, inbound: Inbound, turn_id: str | None) -> Accepted:

@@ -45,8 +45,8 @@ class DeadLetterPolicy:
         self._handle = handle
         self._retries: set[asyncio.Task] = set()
 
-    def failed(self, inbound: Inbound, turn_id: str | None, exc: BaseException) -> None:
-        """Handling ``inbound`` raised ``exc``: try again later, or set it aside for good."""
+    def failed(self, inbound: Inbound, turn_id: str | None, exc: BaseException) -> bool:
+        """Handling ``inbound`` raised ``exc``: try again later (True), or set it aside for good."""
         error = f"{type(exc).__name__}: {exc}"
         attempts = self._inbox.failed(inbound.platform, inbound.event_id, error)
         if attempts < self._max_attempts:
@@ -56,8 +56,9 @@ class DeadLetterPolicy:
             task = asyncio.ensure_future(self._again(inbound, turn_id, pause))
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
-            return
+            return True
         self._set_aside(inbound, attempts, error, exc)
+        return False
 
     def cut_short(self, inbound: Inbound) -> bool:
         """The last gateway died (it did not stop) while ``inbound`` was unsettled: that counts as a

@@ -74,6 +74,10 @@ class TurnRunner:
         handed back, a delivery a stopped process left): each is a replay when it begins."""
         self._replays |= turn_ids
 
+    def not_beginning(self, turn_id: str) -> None:
+        """The turn of ``turn_id`` will not begin (its event was set aside): no replay to wait for."""
+        self._replays.discard(turn_id)
+
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
         """Queue ``item``; it runs after everything queued before it."""
         self._registry.enqueue(session, item)
@@ -113,6 +117,7 @@ class TurnRunner:
             self._finish_progress(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
+            self._replays.discard(turn_id)  # it never begins now
             if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
                 notes.setdefault(turn_id, "reply")
             self._inbox.settle(event.platform, event.event_id)
