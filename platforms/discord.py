@@ -90,6 +90,7 @@ from platforms.base import (
 from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_twins import Twins
 from platforms.formatting import discord_markdown
+from platforms.repeated_warnings import RepeatedWarnings
 
 import discord  # noqa: E402  (after discord_urls, see above)
 from discord import app_commands  # noqa: E402
@@ -112,6 +113,8 @@ _MENTIONS = discord.AllowedMentions.none()
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
 _REMEMBERED_CHANNELS = 10_000  # channels and threads posted in, most recent kept (as many as the gateway hands over)
 _TOKEN_EXPIRED = 50027
+FAILED = "discord: %s for channel %s failed: %s: %s"
+TYPING = "POST /channels/{channel_id}/typing"
 """401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 
 
@@ -153,6 +156,7 @@ class DiscordAdapter:
         self._ready_timeout = ready_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
+        self._typing_failures = RepeatedWarnings(log)
         self._answers: aiohttp.ClientSession | None = None
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
@@ -500,11 +504,16 @@ class DiscordAdapter:
             raise _translate(exc, route=route, chat_id=target) from exc
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Refreshed every few seconds while a turn runs: a channel that refuses it for one reason
+        (deleted, or the bot's permission gone) is warned of once (`platforms.repeated_warnings`)."""
         target = thread_id or chat_id
         try:
             await self._channel(target).typing()
         except Exception as exc:
-            raise _translate(exc, route="POST /channels/{channel_id}/typing", chat_id=target) from exc
+            error = _delivery_error(exc, route=TYPING, chat_id=target)
+            self._typing_failures.warning((target, type(error).__name__), FAILED, TYPING, target,
+                                          type(error).__name__, error)
+            raise error from exc
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""
@@ -589,7 +598,15 @@ def _remember(store: OrderedDict[Any, Any], key: Any, value: Any, keep: int = _R
 
 
 def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """The one place where discord.py and aiohttp errors become `DeliveryError`s; logs each."""
+    """`_delivery_error`, logged."""
+    error = _delivery_error(exc, route=route, chat_id=chat_id)
+    if error is not exc:
+        log.warning(FAILED, route, chat_id, type(error).__name__, error)
+    return error
+
+
+def _delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
+    """The one place where discord.py and aiohttp errors become `DeliveryError`s."""
     if isinstance(exc, DeliveryError):
         return exc
     kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
@@ -622,5 +639,4 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
         error = NetworkError(f"{type(exc).__name__}: {exc}", **kw)
     else:
         error = BadRequest(f"{type(exc).__name__}: {exc}", **kw)
-    log.warning("discord: %s for channel %s failed: %s: %s", route, chat_id, type(error).__name__, error)
     return error

@@ -127,6 +127,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
+from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
@@ -188,6 +189,7 @@ class TelegramAdapter:
         self.mode = mode
         self.webhook_url = webhook_url
         self._secret = webhook_secret or secrets.token_urlsafe(32)
+        self._refusals = RepeatedWarnings(log)
         self._parse_mode = parse_mode
         self._polling_timeout = polling_timeout
         self.max_attachment_bytes = max_attachment_bytes
@@ -473,7 +475,9 @@ class TelegramAdapter:
         # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong secret, not a 500.
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")
         if not secrets.compare_digest(given, self._secret.encode()):
-            log.warning("telegram webhook: refused a request without the right secret token from %s", request.remote)
+            # Once, then counted: a stranger could post from as many addresses as they have.
+            self._refusals.warning("secret token", "telegram webhook: refused a request without the right secret "
+                                   "token from %s", request.remote)
             return web.Response(status=401, text="Unauthorized")
         if self._sink is None:
             return web.Response(status=503, text="not running")  # Telegram delivers it again later

@@ -504,6 +504,23 @@ async def test_errors_are_translated_and_logged(
     assert fake.bot_messages(channel)[-1].content == "still working"
 
 
+async def test_typing_refused_all_turn_long_is_one_warning(
+    fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A deleted channel refuses every typing refresh (each ~6 s, for the whole turn): one warning per
+    # refresh buried the log. The first is logged; the others are counted (platforms.repeated_warnings).
+    adapter, _ = running
+    caplog.set_level(logging.WARNING, logger="platforms.discord")
+    for _ in range(5):
+        with pytest.raises(NotFound):
+            await adapter.typing("999", None)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "typing" in warned[0] and "999" in warned[0] and "NotFound" in warned[0]
+    with pytest.raises(NotFound):
+        await adapter.send(Outbound(chat_id="999", thread_id=None, text="hi"))  # a reply's failure is its own
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+
+
 async def test_missing_message_content_intent_fails_start_clearly(caplog: pytest.LogCaptureFixture) -> None:
     async with FakeDiscord(message_content_intent=False) as fake:
         adapter = adapter_for(fake)

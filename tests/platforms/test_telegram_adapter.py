@@ -573,6 +573,17 @@ async def test_webhook_without_the_right_secret_is_refused(
     assert sink.inbound == []
 
 
+async def test_webhook_refusals_are_one_warning_not_one_each(
+    fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stranger posting to the webhook (from any number of addresses) wrote a warning per request.
+    caplog.set_level(logging.WARNING, logger="platforms.telegram")
+    for n in range(5):
+        assert await fake.deliver_webhook(fake.message_update(42, f"let me in {n}"), secret="wrong") == 401
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "refused a request without the right secret token" in warned[0]
+
+
 async def test_webhook_after_stop_asks_telegram_to_retry(
     fake: FakeTelegram, webhook: tuple[TelegramAdapter, Sink]
 ) -> None:
