@@ -54,9 +54,11 @@ class EngineHost(Protocol):
         RUNNING (unless a cancel was requested) and ``started_at`` is set."""
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
-        """Reported by an engine whose children survive a restart as it closes, for each child it still
-        follows: the steers asked of it that it could not send (``{"id", "text"}``, oldest first; often
-        none). They are journaled, and handed back to the next start's engine (`Engine.steer_again`)."""
+        """Reported by an engine whose children survive a restart: the steers asked of the child that it
+        has not sent (``{"id", "text"}``, oldest first; none once they are sent), as soon as its service
+        does not take one at once, whenever they change until they are all sent, and as it closes. They
+        are journaled (the journal's copy only when it changes), so a process killed meanwhile loses
+        none, and handed back to the next start's engine (`Engine.steer_again`)."""
 
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
         """The child has ended, however it ended. Runs the completion pipeline and puts the

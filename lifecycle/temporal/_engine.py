@@ -11,8 +11,8 @@ Per child, one task follows the workflow: one call starts it and sends it the
 and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). `interrupt` is a Temporal
 cancellation request carrying the reason; `steer` is a signal, sent again (in order, once) while
-Temporal does not answer, and those still unsent when it closes are journaled and sent by the next
-start (`steer_again`); `activity` reads the
+Temporal does not answer, journaled meanwhile (as a stop is when asked) so that the next start sends
+them (`steer_again`) if this process stops or is killed first; `activity` reads the
 workflow's pending activity, fetched in the background when the last look is older
 than a second.
 """
@@ -74,6 +74,9 @@ class _Child:
     refreshing: bool = False
     steers: deque[dict[str, str]] = field(default_factory=deque)
     """Steers Temporal has not taken yet, oldest first; the first is being sent."""
+    steers_kept: bool = False
+    """The journal holds `steers` (`EngineHost.unsent_steers`): Temporal did not answer, or a
+    previous process left them. Kept up to date until Temporal has taken them all."""
 
 
 @dataclass(slots=True)
@@ -159,13 +162,22 @@ class TemporalEngine:
     def steer_again(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         child = self._children.get(subagent_id)
         if child is not None:  # else it ended while no process followed it, and reads no steer
+            child.steers_kept = True  # in the journal: it forgets them once they are sent
             self._queue_steers(child, [{"id": s["id"], "text": s["text"]} for s in steers])
 
     def _queue_steers(self, child: _Child, steers: list[dict[str, str]]) -> None:
         sending = bool(child.steers)  # then the sender under way takes these after the ones before them
         child.steers.extend(steers)
+        if child.steers_kept:  # Temporal does not answer now: these wait in the journal too
+            self._keep_steers(child)
         if not sending and child.steers:
             self._spawn(self._send_steers(child), _SENDING)
+
+    def _keep_steers(self, child: _Child) -> None:
+        """Journal the steers Temporal has not taken (none: forget them there), so that a process killed
+        before they are sent leaves them to the next start, as it does a stop."""
+        if self._host is not None:
+            self._host.unsent_steers(child.job.subagent_id, tuple(child.steers))
 
     def activity(self, subagent_id: str) -> str | None:
         child = self._children.get(subagent_id)
@@ -358,14 +370,22 @@ class TemporalEngine:
                 # Temporal is down or restarting: dropped now, the text would never reach the child.
                 # The signal may have landed though its answer did not: the workflow reads a request
                 # id once, so sending it again never doubles it.
+                if exc.status in _UNREACHABLE and not child.steers_kept:
+                    child.steers_kept = True  # not sent at once: kept before the wait, which a kill may end
+                    self._keep_steers(child)
                 if await patience.waited(exc, "steering it again in %gs"):
                     continue
                 # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
                 log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
                             sid, len(child.steers), exc)
                 child.steers.clear()
+                if child.steers_kept:
+                    self._keep_steers(child)
                 return
             child.steers.popleft()
+            if child.steers_kept:  # taken by Temporal: the journal keeps only the ones it has not
+                child.steers_kept = bool(child.steers)
+                self._keep_steers(child)
 
     async def _refresh(self, child: _Child) -> None:
         try:

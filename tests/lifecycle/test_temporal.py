@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import sqlite3
 import uuid
 from types import SimpleNamespace
 
@@ -45,6 +47,28 @@ async def until_cancel_requested(workflow: WorkflowHandle) -> None:
         while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
                 e.event_type async for e in workflow.fetch_history_events()]:
             await asyncio.sleep(0.1)
+
+
+async def until_signalled(workflow: WorkflowHandle, count: int) -> None:
+    """Until the workflow's history holds ``count`` signals: the steers reached Temporal."""
+    async with asyncio.timeout(20):
+        while [e.event_type async for e in workflow.fetch_history_events()].count(
+                EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < count:
+            await asyncio.sleep(0.1)
+
+
+def journaled_steers(db, subagent_id: str) -> list[str]:
+    """The texts of the child's unsent steers as the journal's file holds them (another process's view)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        (steers,) = conn.execute("SELECT steers FROM lifecycle_records WHERE subagent_id = ?", (subagent_id,)).fetchone()
+    return [s["text"] for s in json.loads(steers)] if steers else []
+
+
+def crash(engine: TemporalEngine) -> None:
+    """What a SIGKILL does to the engine: its requests stop where they are, and nothing of its `close` happens."""
+    for task in list(engine._tasks):
+        task.cancel()
+    engine._host = None
 
 
 async def test_children_outlive_a_restart_of_the_service_and_finish_once(make_env, queue):
@@ -484,11 +508,34 @@ async def test_steers_still_unsent_when_the_gateway_stops_during_an_outage_reach
         await asyncio.to_thread(run.server.start)
 
         second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")
-        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
-        async with asyncio.timeout(20):  # both taken by Temporal before the child's next step reads them
-            while [e.event_type async for e in workflow.fetch_history_events()].count(
-                    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < 2:
-                await asyncio.sleep(0.1)
+        # Both taken by Temporal before the child's next step reads them.
+        await until_signalled(run.client.get_workflow_handle(run.handle.subagent_id), 2)
+        run.model.release("gate")
+        with second.turn():
+            assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
+            summary = (await second.service.result(run.handle)).summary
+    assert summary.endswith("first: use metric units\nsecond: and cite sources")
+    assert summary.count("first: use metric units") == 1
+
+
+async def test_steers_asked_during_an_outage_outlive_a_crash_of_the_gateway(make_env, tmp_path):
+    """Steers asked while Temporal is down are journaled once they cannot be sent, as a stop is, not only
+    when the engine closes: a gateway killed during the outage lost the steers delegate_task had reported
+    delivered. Once sent after the restart, the journal forgets them."""
+    async with restartable(make_env, tmp_path, "steer me", "", db="shared.db", script=steered_echo) as run:
+        sid, db = run.handle.subagent_id, tmp_path / "shared.db"
+        await until(lambda: run.env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+        await asyncio.to_thread(run.server.stop)
+        assert run.env.service.engine.steer(sid, "first: use metric units")
+        await until(lambda: journaled_steers(db, sid) == ["first: use metric units"])
+        assert run.env.service.engine.steer(sid, "second: and cite sources")  # while the first waits
+        await until(lambda: journaled_steers(db, sid) == ["first: use metric units", "second: and cite sources"])
+        crash(run.env.service.engine)
+        await asyncio.to_thread(run.server.start)
+
+        second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")
+        await until_signalled(run.client.get_workflow_handle(sid), 2)
+        await until(lambda: journaled_steers(db, sid) == [])  # sent: not sent again by a later start
         run.model.release("gate")
         with second.turn():
             assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
