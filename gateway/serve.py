@@ -34,7 +34,15 @@ async def serve(config: Config, *, local: bool = False) -> int:
         gateway.questions.input_ended(LocalAdapter.name)  # nobody is left to answer the model's questions
         draining.append(asyncio.ensure_future(_stop_once_quiet(gateway, started, stopping)))
 
-    adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop)
+    def chat_busy() -> bool:
+        from platforms.local import CHAT_ID, LocalAdapter
+
+        session = gateway.sessions.find(LocalAdapter.name, CHAT_ID, None)
+        running = session.running if session is not None else None
+        return session is not None and ((running is not None and not running.suppressed) or bool(session.queue))
+
+    adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop,
+                              local_busy=chat_busy)
     gateway = Gateway(AgentHost(config), adapters)
     # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
     with_server = not local or len(adapters) > 1

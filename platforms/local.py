@@ -10,6 +10,12 @@ arrives while you type is printed above the prompt with your half-typed line
 redrawn. The terminal's settings are restored when the chat ends, however it
 ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
 
+Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off while the
+chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
+stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
+prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
+whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
+
 Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
 the chat end once everything asked has been answered (Ctrl-D on a terminal, or
@@ -73,7 +79,10 @@ otherwise clear the screen, retitle the window, write the clipboard (OSC 52), hi
 UPLOAD_LIMIT = 1024**3
 """The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
 PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
-OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, or Ctrl-D)"),)
+CTRL_C = "\x03"
+"""Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so)."""
+LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
+OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
 
 
@@ -88,13 +97,17 @@ class LocalAdapter:
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
                  on_exit: Callable[[], Any] | None = None, on_input_end: Callable[[], Any] | None = None,
-                 greeting: str | None = None, files_dir: Path | None = None) -> None:
+                 greeting: str | None = None, files_dir: Path | None = None,
+                 busy: Callable[[], bool] | None = None) -> None:
+        """``busy``: whether the chat has a turn running or waiting, which Ctrl-C stops."""
         self.files_dir = files_dir or Path("sent-files")
         self._input = input or sys.stdin
         self._output = output or sys.stdout
         self._user = user or _user_name()
         self._on_exit = on_exit
         self._on_input_end = on_input_end or on_exit
+        self._busy = busy or (lambda: False)
+        self._leaving = False  # Ctrl-C was pressed at an empty, idle prompt: pressed again, it leaves
         self._greeting = greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
@@ -119,6 +132,8 @@ class LocalAdapter:
         if self._input is sys.stdin and _isatty(self._input) and self._ansi:
             self._readline = _line_editing()
             self._saved_tty = _tty_state(self._input)
+            if self._readline is not None:
+                _without_interrupt_key(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
         if self._greeting:
             self._write(self._greeting)
         self._reader = asyncio.ensure_future(self._read(sink))
@@ -160,14 +175,39 @@ class LocalAdapter:
             if text is None or text.strip().lower() in _QUIT:  # Ctrl-D or an explicit quit: leave now
                 self._end()
                 return
+            if CTRL_C in text:
+                if await self._ctrl_c(sink, typed=text.replace(CTRL_C, "")):
+                    return
+                continue
             if not text.strip():
                 continue
+            self._leaving = False
             self._last_id = None
             await sink(Inbound(
                 platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
                 user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
                 is_command=text.startswith("/"),
             ))
+
+    async def _ctrl_c(self, sink: InboundSink, *, typed: str) -> bool:
+        """Ctrl-C, with ``typed`` on the line (dropped): stop the running turn, or at an idle prompt
+        say how to leave, and leave if it was pressed there just before. True once the chat is left."""
+        self._last_id = None  # its line is under the last message now: that one is not redrawn in place
+        if self._busy():
+            self._leaving = False
+            await sink(Inbound(platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
+                               user_name=self._user, text="/stop", event_id=f"local-{os.urandom(8).hex()}",
+                               is_command=True))
+            return False
+        if typed.strip():  # as a shell does: the line is gone, the next one starts afresh
+            self._leaving = False
+            return False
+        if self._leaving:
+            self._end()
+            return True
+        self._leaving = True
+        await self.send(Outbound(CHAT_ID, None, LEAVE_HINT, kind="command"))
+        return False
 
     def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
         """Worker thread: every line read (and "" at EOF) goes to the loop."""
@@ -184,11 +224,14 @@ class LocalAdapter:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
         self._prompting = True
         try:
-            line = input(PROMPT) + "\n"
+            line = input(PROMPT)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
         self._prompting = False
-        return line
+        if CTRL_C in line:  # not a line to find again with the arrow keys or Ctrl-R
+            with contextlib.suppress(ValueError):  # libedit counts history otherwise: kept there
+                self._readline.remove_history_item(self._readline.get_current_history_length() - 1)
+        return line + "\n"
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together) or
@@ -196,6 +239,8 @@ class LocalAdapter:
         first = await lines.get()
         if not first:
             return None
+        if CTRL_C in first:  # a key, never joined with the lines after it
+            return first.rstrip("\n")
         parts = [first.rstrip("\n")]
         while True:
             continued = parts[-1].endswith("\\")
@@ -350,6 +395,8 @@ def _line_editing() -> ModuleType | None:
         import readline  # noqa: PLC0415 - importing it is what turns line editing on for input()
     except ImportError:  # Python built without it (some minimal images): plain lines still work
         return None
+    # Ctrl-C inserts itself (quoted) and ends the line: the chat decides what it means (`CTRL_C`).
+    readline.parse_and_bind(r'"\C-c": "\C-v\C-c\C-m"')
     return readline
 
 
@@ -360,6 +407,22 @@ def _tty_state(stream: TextIO) -> Any:
         return termios.tcgetattr(stream.fileno())
     except (ImportError, OSError, ValueError):
         return None
+
+
+def _without_interrupt_key(stream: TextIO, state: Any) -> None:
+    """Turn the terminal's interrupt character (Ctrl-C) off, so that it reaches readline as a key
+    instead of sending SIGINT; `stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay."""
+    if state is None:
+        return
+    import termios  # noqa: PLC0415
+
+    with contextlib.suppress(OSError, ValueError):
+        disabled = os.fpathconf(stream.fileno(), "PC_VDISABLE")
+        if disabled < 0:  # the terminal cannot turn a key off: Ctrl-C stays SIGINT, which leaves
+            return
+        attrs = [*state[:6], list(state[6])]
+        attrs[6][termios.VINTR] = bytes([disabled])
+        termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, attrs)
 
 
 def _restore_tty(stream: TextIO, state: Any) -> None:

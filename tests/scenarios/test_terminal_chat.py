@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from platforms.local import LEAVE_HINT
+
 ROOT = Path(__file__).resolve().parents[2]
+CONTROLLING = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+               "os.execv(sys.executable, [sys.executable, '-m', 'gateway.cli', *sys.argv[1:]])")
+"""Runs the chat with its terminal as the controlling one, as a shell does: Ctrl-C typed there would be SIGINT."""
 
 
 async def read_until(stream, needle: str, seen: list[str], timeout: float = 20) -> None:
@@ -63,12 +68,12 @@ async def test_chat_delegate_a_list_watch_it_finish_and_quit(tmp_path):
 class Terminal:
     """`switchboard chat` on a pseudo-terminal, read as a person would see it."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, **settings: object) -> None:
         config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+        config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state"), **settings}))
         env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "TERM": "xterm", "INPUTRC": "/dev/null"}
         self.controller, terminal = pty.openpty()
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
+        self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, "--config", str(config), "chat"],
                                      stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
                                      start_new_session=True)
         os.close(terminal)
@@ -118,6 +123,47 @@ def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
         assert chat.wait() == 0
         last_line = chat.seen.decode().rsplit("\n", 1)[-1]
         assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+    finally:
+        chat.close()
+
+
+def test_ctrl_c_drops_the_typed_line_and_pressed_twice_at_an_empty_prompt_leaves(tmp_path):
+    """Ctrl-C was SIGINT, which stopped the whole chat at once, saying nothing, whatever was typed."""
+    chat = Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"half typed\x03")
+        chat.read_until(b"you> ", after=b"half typed^C")  # gone, as in a shell: a fresh prompt under it
+        os.write(chat.controller, b"hello\r")
+        chat.read_until(b"you> ", after=b"[demo] I am")
+        assert b"you> hello" in chat.seen.partition(b"half typed^C")[2]  # the line started afresh
+        os.write(chat.controller, b"\x03")  # at an empty prompt: says how to leave
+        chat.read_until(LEAVE_HINT.encode())
+        os.write(chat.controller, b"\x03")
+        assert chat.wait() == 0
+        assert b"Traceback" not in chat.seen
+        last_line = chat.seen.decode().rsplit("\n", 1)[-1]
+        assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+    finally:
+        chat.close()
+
+
+def test_ctrl_c_during_a_turn_stops_the_turn_and_the_chat_goes_on(tmp_path):
+    """Ctrl-C while the agent works is /stop: it was SIGINT, which ended the chat, silent for the
+    shutdown grace while the turn ran on."""
+    chat = Terminal(tmp_path, model={"demo": {"child_steps": 40, "step_seconds": 0.5}},
+                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2})
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
+        chat.read_until(b"Working")
+        os.write(chat.controller, b"\x03")
+        chat.read_until(b"Stopped the running turn")
+        os.write(chat.controller, b"hello\r")
+        chat.read_until(b"you> ", after=b"[demo] I am")
+        assert LEAVE_HINT.encode() not in chat.seen  # a turn's Ctrl-C is not one of the two that leave
+        os.write(chat.controller, b"\x04")
+        assert chat.wait() == 0
     finally:
         chat.close()
 
