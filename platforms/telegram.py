@@ -133,6 +133,7 @@ from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 
 log = logging.getLogger(__name__)
+FAILED = "telegram %s to chat %s failed: %s: %s"
 
 TOKEN_FIX = ("it was revoked or replaced in BotFather; set platforms.telegram.token to the current token and"
              " restart")
@@ -190,6 +191,7 @@ class TelegramAdapter:
         self.webhook_url = webhook_url
         self._secret = webhook_secret or secrets.token_urlsafe(32)
         self._refusals = RepeatedWarnings(log)
+        self._typing_failures = RepeatedWarnings(log)
         self._parse_mode = parse_mode
         self._polling_timeout = polling_timeout
         self.max_attachment_bytes = max_attachment_bytes
@@ -590,6 +592,7 @@ class TelegramAdapter:
                     lambda: self.bot.send_chat_action(
                         chat_id=chat, action="typing", message_thread_id=_thread(thread_id)
                     ),
+                    warn=self._typing_failures,  # refreshed every few seconds: once per cause
                 ),
             )
         except DeliveryError:
@@ -669,22 +672,38 @@ class TelegramAdapter:
         request: Callable[[], Awaitable[T]],
         *,
         not_modified_ok: bool = False,
+        warn: RepeatedWarnings | None = None,
     ) -> T:
-        """Make one Bot API call; every failure leaves as a `DeliveryError`. A 401 makes the
-        platform ``down`` until a call succeeds (`connection`)."""
+        """Make one Bot API call; every failure leaves as a `DeliveryError`, logged (`_failed`). A 401
+        makes the platform ``down`` until a call succeeds (`connection`)."""
         try:
             result = await request()
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
-            raise _translate(exc, method, chat_id, self.bot.token) from exc
+            raise self._failed(exc, method, chat_id, warn) from exc
         except (AiogramError, ValueError) as exc:
-            error = _translate(exc, method, chat_id, self.bot.token)
+            error = self._failed(exc, method, chat_id, warn)
             if isinstance(error, Unauthorized):
                 self._token_watch.refused(f"{method} answered 401 Unauthorized")
             raise error from exc
         self._token_watch.accepted()
         return result
+
+    def _failed(self, exc: Exception, method: str, chat_id: str | None, warn: RepeatedWarnings | None,
+                ) -> DeliveryError:
+        """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
+        and again for as long as it fails (typing). A refused token is said where it is noticed
+        (polling's state, the outbox's hold), a chat's move is no failure: neither is logged here."""
+        error = _translate(exc, method, chat_id, self.bot.token)
+        if isinstance(error, (_ChatMoved, Unauthorized)):
+            return error
+        line = (FAILED, method, chat_id, type(error).__name__, error)
+        if warn is None:
+            log.warning(*line)
+        else:
+            warn.warning((method, chat_id, type(error).__name__), *line)
+        return error
 
     async def _call_formatted(
         self,
@@ -737,7 +756,7 @@ def _thread(thread_id: str | None) -> int | None:
 
 
 def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> DeliveryError:
-    """The one place aiogram's errors become `DeliveryError`s, each logged with method and chat."""
+    """The one place aiogram's errors become `DeliveryError`s (`TelegramAdapter._call` logs them)."""
     # aiohttp's errors name the URL, and a Bot API URL holds the token.
     text = (getattr(exc, "message", None) or str(exc)).replace(token, "***")
     lowered = text.lower()
@@ -764,5 +783,4 @@ def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> 
         error = EditUnsupported(text, **kw)
     else:  # other 4xx, and arguments aiogram refused to send (pydantic, a bad message id)
         error = BadRequest(text, **kw)
-    log.warning("telegram %s to chat %s failed: %s: %s", method, chat_id, type(error).__name__, text)
     return error

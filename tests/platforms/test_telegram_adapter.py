@@ -326,6 +326,22 @@ async def test_typing_sends_chat_action_and_never_raises(fake: FakeTelegram, ada
     ]
 
 
+async def test_typing_refused_all_turn_long_is_one_warning(
+        fake: FakeTelegram, adapter: TelegramAdapter, caplog: pytest.LogCaptureFixture) -> None:
+    # A group where the bot may no longer write refuses every typing refresh (each ~3 s, for the whole
+    # turn): one warning per refresh. The first is logged, the others counted (platforms.repeated_warnings).
+    caplog.set_level(logging.WARNING, logger="platforms.telegram")
+    for _ in range(5):
+        fake.fail_next("sendChatAction", 403, description="Forbidden: bot was kicked from the group chat")
+        await adapter.typing("-100", None)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "sendChatAction" in warned[0] and "-100" in warned[0] and "Forbidden" in warned[0]
+    fake.fail_next("sendMessage", 403, description="Forbidden: bot was kicked from the group chat")
+    with pytest.raises(Forbidden):
+        await adapter.send(Outbound(chat_id="-100", thread_id=None, text="hi"))  # a reply's failure is its own
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+
+
 async def test_writes_to_an_upgraded_group_go_to_its_supergroup_once_each(
         fake: FakeTelegram, adapter: TelegramAdapter) -> None:
     before = await adapter.send(Outbound(chat_id="-4001", thread_id=None, text="card", kind="notice", silent=True))
