@@ -598,9 +598,9 @@ def _remember(store: OrderedDict[Any, Any], key: Any, value: Any, keep: int = _R
 
 
 def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """`_delivery_error`, logged."""
+    """`_delivery_error`, logged (a refused token is said once where it is noticed, not here)."""
     error = _delivery_error(exc, route=route, chat_id=chat_id)
-    if error is not exc:
+    if error is not exc and not isinstance(error, Unauthorized):
         log.warning(FAILED, route, chat_id, type(error).__name__, error)
     return error
 
