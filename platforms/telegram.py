@@ -349,6 +349,7 @@ class TelegramAdapter:
         album = message.media_group_id
         for held in self.albums.take(chat=message.chat.id, but=album):
             await self._hand_over_album(held)
+        await self.webhook_albums.after(message.chat.id, but=album)  # a webhook's requests come at once
         upgrade = _upgrade_of(message)
         if upgrade is not None:
             await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))

@@ -15,12 +15,14 @@ not held back: they go on with the next look, at most ``wait`` seconds later.
 A webhook gets an album's items as requests of their own, over several connections at once
 (`AlbumGather`): each request waits, unanswered, until no item of its album came for ``wait``
 seconds; the album is then handed over once, and every item's request answered as that went (a
-failure answers them all 500, and Telegram delivers them again).
+failure answers them all 500, and Telegram delivers them again). A message of the same chat posted
+meanwhile waits for the album (`AlbumGather.after`), so it reaches the gateway after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 
@@ -86,6 +88,7 @@ class AlbumHold:
 
 @dataclasses.dataclass
 class _Gathering:
+    chat: int
     items: Album
     last: float
     """When the latest item came."""
@@ -99,6 +102,19 @@ class AlbumGather:
         self.wait = wait
         self._gathering: dict[str, _Gathering] = {}
 
+    def gathering(self, chat: int) -> bool:
+        """Whether an album of ``chat`` is being gathered now."""
+        return any(g.chat == chat for g in self._gathering.values())
+
+    async def after(self, chat: int, *, but: str | None = None) -> None:
+        """Returns once the albums of ``chat`` being gathered now (but the album ``but``) were handed
+        over, or failed to be: a message of the chat posted meanwhile was written after them, and
+        handed over first its turn would be interrupted by theirs."""
+        for group, gathering in list(self._gathering.items()):
+            if gathering.chat == chat and group != but:
+                with contextlib.suppress(Exception):  # answered 500 to their own requests
+                    await asyncio.shield(gathering.done)
+
     async def join(self, message: Message, update_id: int, hand_over: Callable[[Album], Awaitable[None]]) -> None:
         """Returns once the album of ``message`` was handed over (``hand_over``, by the request of
         its first item to come), items in order; raises what that raised."""
@@ -109,7 +125,8 @@ class AlbumGather:
             gathering.items.append((message, update_id))
             gathering.last = loop.time()
             return await asyncio.shield(gathering.done)
-        gathering = self._gathering[group] = _Gathering([(message, update_id)], loop.time(), loop.create_future())
+        gathering = _Gathering(message.chat.id, [(message, update_id)], loop.time(), loop.create_future())
+        self._gathering[group] = gathering
         # Read, so that a failure no other request waits for is not reported as never retrieved.
         gathering.done.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:

@@ -182,6 +182,19 @@ async def test_an_album_posted_to_a_webhook_is_one_message(fake: FakeTelegram) -
         assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
 
 
+async def test_a_text_posted_to_a_webhook_while_its_chats_album_gathers_is_handed_over_after_it(
+        fake: FakeTelegram) -> None:
+    # Telegram posts the album's items and then the text, each over a connection of its own: the
+    # text must not overtake the album, or its turn is interrupted by the album's.
+    async with webhook_adapter(fake, max_attachment_bytes=1000) as (adapter, sink):
+        updates = fake.album_updates(42, [PNG, PNG + b"2"], caption="compare these")
+        album = [asyncio.ensure_future(fake.deliver_webhook(u)) for u in updates]
+        await fake.wait_for(lambda: adapter.webhook_albums.gathering(42))
+        assert await fake.deliver_webhook(fake.message_update(42, "which one is sharper?")) == 200
+        assert await asyncio.gather(*album) == [200, 200]
+        assert [i.text for i in sink.inbound] == ["compare these", "which one is sharper?"]
+
+
 class FailingOnce(Sink):
     """A gateway whose first write fails (its database refused it, say)."""
 
