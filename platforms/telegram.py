@@ -345,11 +345,11 @@ class TelegramAdapter:
     async def _on_message(self, message: Message, event_update: Update) -> None:
         # An album is one update per item: handed over as one message, or each item would be
         # a turn of its own, interrupting the one before it (the caption is only on one item).
-        # The chat's albums held go first: this message was written after them.
+        # The sender's albums held in this chat go first: this message was written after them.
         album = message.media_group_id
-        for held in self.albums.take(chat=message.chat.id, but=album):
+        for held in self.albums.take(after=message):
             await self._hand_over_album(held)
-        await self.webhook_albums.after(message.chat.id, but=album)  # a webhook's requests come at once
+        await self.webhook_albums.after(message)  # a webhook's requests come at once
         upgrade = _upgrade_of(message)
         if upgrade is not None:
             await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))

@@ -10,13 +10,15 @@ Meanwhile nothing from the oldest update held on is confirmed: the polls that lo
 items ask from that update on (its ``offset``) without waiting (``timeout`` 0), and only the
 updates no answer carried before go on to the dispatcher. A process stopped while an album is
 held is served it again after a restart, whole. Albums of other chats, and other messages, are
-not held back: they go on with the next look, at most ``wait`` seconds later.
+not held back: they go on with the next look, at most ``wait`` seconds later. A message of the
+album's sender in its chat hands the album over first (it was written after it); another member's
+does not, since in a group it may come between two items of the album.
 
 A webhook gets an album's items as requests of their own, over several connections at once
 (`AlbumGather`): each request waits, unanswered, until no item of its album came for ``wait``
 seconds; the album is then handed over once, and every item's request answered as that went (a
-failure answers them all 500, and Telegram delivers them again). A message of the same chat posted
-meanwhile waits for the album (`AlbumGather.after`), so it reaches the gateway after it.
+failure answers them all 500, and Telegram delivers them again). A message of the album's sender in
+its chat posted meanwhile waits for the album (`AlbumGather.after`), so it reaches the gateway after it.
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ class AlbumHold:
         self._albums.setdefault(message.media_group_id, []).append((message, update_id))
         self._due[message.media_group_id] = asyncio.get_running_loop().time() + self.wait
 
-    def take(self, *, chat: int | None = None, but: str | None = None, due_by: float | None = None) -> list[Album]:
-        """The albums held (of ``chat``, other than the album ``but``, complete by ``due_by``),
-        no longer held, oldest first."""
+    def take(self, *, after: Message | None = None, due_by: float | None = None) -> list[Album]:
+        """The albums held (those ``after`` was written after: of its chat and sender, other than its
+        own album; complete by ``due_by``), no longer held, oldest first."""
         taken = [group for group, items in self._albums.items()
-                 if (chat is None or items[0][0].chat.id == chat) and group != but
+                 if (after is None or _same_sender(items[0][0], after) and group != after.media_group_id)
                  and (due_by is None or self._due[group] <= due_by)]
         for group in taken:
             del self._due[group]
@@ -86,9 +88,16 @@ class AlbumHold:
         return updates
 
 
+def _same_sender(message: Message, other: Message) -> bool:
+    """Whether both are of one chat and sender (a user, or a chat someone writes as)."""
+    def sender(m: Message) -> int | None:
+        return m.sender_chat.id if m.sender_chat else m.from_user.id if m.from_user else None
+    return message.chat.id == other.chat.id and sender(message) == sender(other)
+
+
 @dataclasses.dataclass
 class _Gathering:
-    chat: int
+    first: Message
     items: Album
     last: float
     """When the latest item came."""
@@ -104,14 +113,14 @@ class AlbumGather:
 
     def gathering(self, chat: int) -> bool:
         """Whether an album of ``chat`` is being gathered now."""
-        return any(g.chat == chat for g in self._gathering.values())
+        return any(g.first.chat.id == chat for g in self._gathering.values())
 
-    async def after(self, chat: int, *, but: str | None = None) -> None:
-        """Returns once the albums of ``chat`` being gathered now (but the album ``but``) were handed
-        over, or failed to be: a message of the chat posted meanwhile was written after them, and
-        handed over first its turn would be interrupted by theirs."""
+    async def after(self, message: Message) -> None:
+        """Returns once the albums of the chat and sender of ``message`` being gathered now (but its
+        own) were handed over, or failed to be: ``message`` was written after them, and handed over
+        first its turn would be interrupted by theirs."""
         for group, gathering in list(self._gathering.items()):
-            if gathering.chat == chat and group != but:
+            if _same_sender(gathering.first, message) and group != message.media_group_id:
                 with contextlib.suppress(Exception):  # answered 500 to their own requests
                     await asyncio.shield(gathering.done)
 
@@ -125,7 +134,7 @@ class AlbumGather:
             gathering.items.append((message, update_id))
             gathering.last = loop.time()
             return await asyncio.shield(gathering.done)
-        gathering = _Gathering(message.chat.id, [(message, update_id)], loop.time(), loop.create_future())
+        gathering = _Gathering(message, [(message, update_id)], loop.time(), loop.create_future())
         self._gathering[group] = gathering
         # Read, so that a failure no other request waits for is not reported as never retrieved.
         gathering.done.add_done_callback(lambda done: done.cancelled() or done.exception())

@@ -98,6 +98,22 @@ async def test_an_album_in_a_group_follows_its_caption(fake: FakeTelegram, start
                                                                     ("@switchboard_bot sentinel", 0)]
 
 
+async def test_another_members_message_does_not_cut_an_album_short(fake: FakeTelegram, started) -> None:
+    # In a group the bot hears everyone: a message of someone else, between two polls of an album,
+    # was not written after it by its sender, so the album is still gathered whole.
+    adapter, sink = started
+    alice, bob = dict(chat_type="supergroup", user_id=5), dict(chat_type="supergroup", user_id=6, username="bob")
+    (first,) = fake.push_album(-100, [PNG], caption="@switchboard_bot compare these", media_group_id="g1", **alice)
+    await fake.wait_for(lambda: first in fake.served)
+    fake.push_message(-100, "lunch?", **bob)  # served before the rest of the album
+    fake.push_album(-100, [PNG + b"2", PNG + b"3"], media_group_id="g1", **alice)
+    fake.push_message(-100, "@switchboard_bot sentinel", **alice)
+    await fake.wait_for(lambda: sink.inbound and sink.inbound[-1].text == "@switchboard_bot sentinel")
+    album, _ = sink.inbound
+    assert (album.text, album.event_id) == ("@switchboard_bot compare these", str(first))
+    assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
+
+
 async def test_the_largest_photo_size_under_the_cap_is_chosen(fake: FakeTelegram, started) -> None:
     adapter, sink = started
     fake.push_photo(42, b"x" * 5000, thumbnail=PNG)  # the full size is over the 1000-byte cap
