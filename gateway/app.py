@@ -135,6 +135,7 @@ class Gateway:
     async def start(self) -> None:
         self.recent_errors.attach()
         await self.host.start()
+        unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it
         await self.outbox.start()
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
@@ -155,7 +156,7 @@ class Gateway:
             log.info("platform %s started", adapter.name)
         undelivered = self.store.delegations.running()
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-                                {split_session_key(row.session_key) for row in undelivered})
+                                {split_session_key(row.session_key) for row in undelivered} | unsent)
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
@@ -177,7 +178,9 @@ class Gateway:
 
     def _clear_left_behind(self, chats: set[ChatKey]) -> None:
         """A turn may have run in these chats when the last process died (an event to replay, a
-        delivery still due): the "working" indicators it showed as messages go, in the background."""
+        delivery still due), or ended unable to remove its indicator (the platform refused the
+        token, so its replies are still pending): the "working" indicators it showed as messages go,
+        in the background."""
         for platform, chat_id, thread_id in chats:
             adapter = self.adapters.get(platform)
             if isinstance(adapter, LeavesIndicators):

@@ -35,9 +35,11 @@ falling back to ``chat.postEphemeral``. Ephemeral messages cannot be edited.
 
 Progress: Slack bots have no typing indicator. `typing` posts one placeholder message per
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
-deletion is retried in the background, and `stop` deletes whatever is left. Placeholders
-carry metadata, so one a crashed process left behind is found and deleted after the
-restart (`clear_left_behind`, for the conversations whose turns run again).
+deletion is retried in the background, and `stop` deletes whatever is left; one refused for
+the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
+metadata, so one a crashed process left behind (or could not delete) is found and deleted
+after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
+replies are still to send).
 
 Sending: the gateway hands over Markdown, rendered here to mrkdwn
 (`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
@@ -239,6 +241,9 @@ class SlackAdapter:
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
         self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
+        self._refused: dict[str, str] = {}
+        """Placeholders (ts -> channel) whose deletion Slack refused for the bot token: deleted once
+        a call succeeds again (a timed retry would only be refused again until someone fixes it)."""
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
@@ -330,9 +335,10 @@ class SlackAdapter:
         for (channel, _), future in placeholders.items():
             if (ts := await future) is not None:
                 self._stale[ts] = channel
-        for ts, channel in list(self._stale.items()):
-            await self._try_delete(channel, ts)  # last attempt; nothing left to retry with
+        refused, self._refused = self._refused, {}
+        await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
         self._stale.clear()
+        self._refused.clear()  # a later start finds them again (`clear_left_behind`)
         self._own_placeholders.clear()
         self._app = self._client = self._sink = None
         if self._session is not None:
@@ -502,6 +508,9 @@ class SlackAdapter:
             raise _translate_exception(exc, method, chat_id) from exc
         if method not in _NOT_BOT_TOKEN:
             self._bot_token_state.accepted()
+            if self._refused:
+                refused, self._refused = self._refused, {}
+                self._background(self._delete_all(refused))
         return answer
 
     async def send(self, message: Outbound) -> Sent:
@@ -702,9 +711,21 @@ class SlackAdapter:
         wait = await self._try_delete(chat_id, ts)
         if wait is not None:
             self._stale[ts] = chat_id
-            task = asyncio.ensure_future(self._delete_later(chat_id, ts, wait))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._background(self._delete_later(chat_id, ts, wait))
+
+    def _background(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _delete_all(self, placeholders: dict[str, str]) -> None:
+        left = dict(placeholders)
+        try:
+            for ts, channel in placeholders.items():
+                await self._try_delete(channel, ts)
+                del left[ts]
+        finally:
+            self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them
 
     async def _try_delete(self, chat_id: str, ts: str) -> float | None:
         """Delete one placeholder: None when done, else the seconds to wait before trying again."""
@@ -714,6 +735,10 @@ class SlackAdapter:
             return min(exc.retry_after, 60.0)
         except NetworkError:
             return 2.0
+        except Unauthorized:
+            self._stale.pop(ts, None)
+            self._refused[ts] = chat_id
+            return None
         except DeliveryError:
             pass  # gone already, or not ours to delete: nothing more to do
         self._stale.pop(ts, None)

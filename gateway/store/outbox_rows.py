@@ -162,6 +162,11 @@ class OutboxRows:
                                     " AND chat_id=? AND thread_id IS ? ORDER BY id", chat)  # fmt: skip
         return [_outbox_row(r) for r in rows]
 
+    def pending_chats(self) -> set[tuple[str, str, str | None]]:
+        """The chats (platform, chat_id, thread_id) with a pending row."""
+        return {(r[0], r[1], r[2]) for r in
+                self._db.read("SELECT DISTINCT platform, chat_id, thread_id FROM gateway_outbox WHERE status='pending'")}
+
     def record_attempt(self, row_id: int, error: str, next_attempt_at: float | None) -> None:
         """A retryable failure: count it; the row stays pending."""
         self._db.write("UPDATE gateway_outbox SET attempts=attempts+1, last_error=?, next_attempt_at=? WHERE id=?",

@@ -536,6 +536,17 @@ async def test_rate_limited_delete_is_retried(fake: FakeSlack, slack: SlackAdapt
     assert len(fake.calls_to("chat.delete")) == 2
 
 
+async def test_a_placeholder_whose_deletion_slack_refused_for_the_token_goes_once_it_takes_the_token_again(
+        fake: FakeSlack, slack: SlackAdapter) -> None:
+    await slack.typing("C1", None)
+    fake.bot_token_revoked = True  # the app uninstalled mid-turn
+    await slack.idle("C1", None)
+    assert texts(fake, "C1") == [PLACEHOLDER]  # refused: still there, as is every reply meanwhile (held)
+    fake.bot_token_revoked = False  # reinstalled with the same token (or rotated back)
+    await slack.send(Outbound(chat_id="C1", thread_id=None, text="the answer"))  # the outbox's held reply
+    await fake.wait_for(lambda: texts(fake, "C1") == ["the answer"])
+
+
 async def test_stop_removes_placeholders_left_behind(fake: FakeSlack, sink: Recorder) -> None:
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     await adapter.start(sink)
