@@ -64,7 +64,7 @@ from typing import Any
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
-from platforms import discord_answers, discord_files
+from platforms import discord_answers, discord_files, discord_token
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -174,11 +174,16 @@ class DiscordAdapter:
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
         self._watch = ConnectionWatch(self.name)
+        self._token_watch = discord_token.token_watch()
 
     def connection(self) -> ConnectionState:
         """The gateway connection, from discord.py's ``on_connect``/``on_disconnect``/``on_resumed``
-        and the exception its connection ends with (`platforms.connection`)."""
-        return self._watch.state
+        and the exception its connection ends with (`platforms.connection`); ``down`` also while
+        REST refuses the bot token, which the connection may outlive (`platforms.discord_token`)."""
+        state = self._watch.state
+        if state.status != "down" and (refusal := self._token_watch.refusal) is not None:
+            return refusal
+        return state
 
     def pacing(self, chat_id: str) -> Pacing:
         """discord.py paces calls per route bucket itself; edits of one message go a second apart."""
@@ -207,15 +212,16 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected = asyncio.Queue(), asyncio.Event()
-        self._watch = ConnectionWatch(self.name)
+        self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
             intents = discord.Intents.none()
             intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
+            trace = discord_answers.callback_trace()
+            discord_token.watch_answers(trace, self._token_watch)
             client = self._client = self._client_factory(
-                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT,
-                http_trace=discord_answers.callback_trace())
+                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
             self._answers = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from platforms.base import Outbound, Unauthorized
 from platforms.connection import Connects
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
@@ -63,3 +64,22 @@ async def test_a_message_content_intent_switched_off_is_down_with_4014(fake: Fak
     fake.invalidate_session()  # the next IDENTIFY asks for the intent
     reason = await status(adapter, fake, "down")
     assert "4014" in reason and "Message Content Intent" in reason
+
+
+async def test_discord_is_down_while_rest_refuses_the_token_though_the_gateway_connection_stays_up(
+        fake: FakeDiscord, running, caplog: pytest.LogCaptureFixture) -> None:
+    adapter, _ = running
+    channel, old = fake.dm_channel(str(USER)), fake.token
+    with caplog.at_level(logging.INFO, logger="platforms.discord"):
+        fake.token = "reset-" + old  # reset in the Developer Portal; the open connection is not closed (yet)
+        for _ in range(2):
+            with pytest.raises(Unauthorized):
+                await adapter.send(Outbound(channel, None, "refused"))
+        assert adapter.connection().status == "down"
+        reason = adapter.connection().reason
+        assert "401" in reason and "platforms.discord.token" in reason and old not in reason
+        fake.token = old  # the gateway took a token again (here: the same one)
+        await adapter.send(Outbound(channel, None, "taken"))
+        assert adapter.connection().status == "connected"
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "platforms.discord.token" in errors[0].getMessage()  # once, not once per call
