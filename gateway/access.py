@@ -14,6 +14,14 @@ REFUSAL = (
 )
 
 
+def refused_user(text: str) -> str | None:
+    """The user id a `REFUSAL` names, when ``text`` is one; else None."""
+    before, after = REFUSAL.split("{user_id}")
+    if len(text) > len(before) + len(after) and text.startswith(before) and text.endswith(after):
+        return text[len(before):len(text) - len(after)]
+    return None
+
+
 def allowed(config: Config, inbound: Inbound) -> bool:
     """Whether ``allowed_users`` names the sender: by id, or by the username the adapter
     reports (`Inbound.user_name`). An entry of digits only is an id (Telegram's and Discord's

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, ToolError
-from gateway.access import REFUSAL, allowed
+from gateway.access import REFUSAL, allowed, refused_user
 from gateway.chat_intake import ChatIntake
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
@@ -32,7 +32,7 @@ from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
 from gateway.questions import FILE_WAITS, Questions
-from gateway.refusals import Refusals
+from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
@@ -137,6 +137,7 @@ class Gateway:
         await self.host.start()
         unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it
         await self.outbox.start()
+        self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
         opened = self.store.inbox.unfinished()
@@ -175,6 +176,14 @@ class Gateway:
         that after a restart too the new chat's messages reach the chat's session."""
         self.store.chat_moves.record(platform, chat_id, moved_to)
         await self.store.durable()
+
+    def _recall_refusals(self) -> None:
+        """The refusals the last processes gave in the last `QUIET_SECONDS`, from what they journaled:
+        a user refused there is not refused again, also for a message replayed from before."""
+        now = self.clock.time()
+        for row in self.store.outbox.journaled_since(now - QUIET_SECONDS, kind="command"):
+            if (user_id := refused_user(row.text)) is not None:
+                self.refusals.told(row.platform, row.chat_id, row.thread_id, user_id, max(0.0, now - row.created_at))
 
     def _clear_left_behind(self, chats: set[ChatKey]) -> None:
         """A turn may have run in these chats when the last process died (an event to replay, a

@@ -6,7 +6,9 @@ a user talking to the others would get one refusal per message, as would one who
 to the bot in a Telegram group. So a user is refused at most once per chat or thread in `QUIET_SECONDS`;
 their later messages there are dropped without an answer (and logged). A slash command is
 always answered: only its user sees the answer, and nothing else tells them it did nothing.
-What was refused is kept in memory only: after a restart the next message is refused again.
+The refusals of the last `QUIET_SECONDS` are read back from the outbox's journal at start
+(`told`), so a restart neither refuses the same user there again, nor answers a message
+of theirs replayed from the inbox (it came before the restart) with a second refusal.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class Refusals:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._told: OrderedDict[_Key, float] = OrderedDict()  # oldest refusal first
+
+    def told(self, platform: str, chat_id: str, thread_id: str | None, user_id: str, ago: float) -> None:
+        """A refusal given ``ago`` seconds ago (by an earlier process); call oldest first."""
+        self._told[(platform, chat_id, thread_id, user_id)] = self._clock.monotonic() - ago
 
     def due(self, inbound: Inbound) -> bool:
         """Whether this refused event gets a refusal (and, if so, counts it as given now)."""

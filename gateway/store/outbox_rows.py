@@ -162,6 +162,12 @@ class OutboxRows:
                                     " AND chat_id=? AND thread_id IS ? ORDER BY id", chat)  # fmt: skip
         return [_outbox_row(r) for r in rows]
 
+    def journaled_since(self, since: float, kind: str) -> list[OutboxRow]:
+        """The rows of ``kind`` journaled at or after the epoch time ``since``, oldest first."""
+        rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE created_at >= ? AND kind=? ORDER BY id",
+                             (since, kind))
+        return [_outbox_row(r) for r in rows]
+
     def pending_chats(self) -> set[tuple[str, str, str | None]]:
         """The chats (platform, chat_id, thread_id) with a pending row."""
         return {(r[0], r[1], r[2]) for r in

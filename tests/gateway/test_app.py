@@ -321,6 +321,25 @@ async def test_a_message_arriving_during_shutdown_is_handled_after_the_next_star
     assert chat2.texts() == ["handled after restart"]
 
 
+async def test_a_strangers_message_replayed_after_a_restart_gets_no_second_refusal(tmp_path, gateways):
+    config = make_config(tmp_path, platforms={"telegram": {"enabled": False, "allowed_users": ["friend"]}})
+    chat = RecordingAdapter("telegram")
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "never"}]]})
+    await chat.say("hello", user="999", event_id="ev-1")
+    await chat.wait_for(lambda: chat.messages)
+    gateway._accepting = False  # what stop() does first: this one is kept for the next start
+    await chat.say("hello?", user="999", event_id="ev-2")
+    await gateway.stop(grace=0)
+    chat2 = RecordingAdapter("telegram")
+    gateway2 = await gateways(config, [chat2], script={"parent": [[{"text": "never"}]]})
+    await settled(gateway2)
+    assert gateway2.store.inbox.unfinished() == []  # ev-2 was handled: told a moment ago, so not again
+    assert chat2.messages == [] and len(chat.messages) == 1
+    await chat2.say("anyone?", user="999", event_id="ev-3")  # written after the restart: within the hour too
+    await settled(gateway2)
+    assert chat2.messages == []
+
+
 async def test_retention_forgets_old_rows_and_idle_sessions_but_keeps_busy_ones(tmp_path, gateways):
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat],
