@@ -30,8 +30,10 @@ stretches where a cut is considered.
 
 Cost: each part needs a handful of ``measure`` calls on text of about the part's
 size (the search interpolates, so a measure proportional to the length converges
-in two or three), so a 100 KB text splits in milliseconds with a cheap measure
-and in well under a second with a rendering one.
+in two or three; Telegram's cap on formatted spans takes about twenty), so a
+100 KB text splits in milliseconds with a cheap measure; a rendering one renders
+only the block a candidate ends in, the renderer remembering the others
+(`platforms.formatting.blocks`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from platforms.formatting import bare_urls
+from platforms.formatting import bare_urls, blocks
 
 RULE = "─" * 10
 _AUTO = ("autolink", bare_urls.MARKUP)
@@ -154,8 +154,19 @@ class Renderer:
     bullet = "•"
 
     def render(self, markdown: str) -> str:
-        tokens = parse(markdown)
-        return self._blocks(tokens, 0, len(tokens), Context()).strip("\n")
+        """The text rendered a run of blocks at a time (`blocks.chunks`), each run but the last
+        remembered: the splitter renders the same runs again and again as it tries where to cut,
+        each candidate part ending somewhere else in its last one."""
+        *runs, last = blocks.chunks(markdown)
+        parts = [p for run in runs for p in (_top_level(self, run) if len(run) <= _CACHED_RUN else self._run(run))]
+        parts += self._run(last)
+        return "\n\n".join(p for p in parts if p).strip("\n")
+
+    def _run(self, run: str) -> list[str]:
+        """A run's top-level blocks, each rendered (a paragraph at the top level is never a tight
+        list's, so they are always joined by a blank line)."""
+        tokens = parse(run)
+        return self._block_parts(tokens, 0, len(tokens), Context())[0]
 
     # -- what a platform decides -------------------------------------------------------
 
@@ -206,6 +217,11 @@ class Renderer:
     # -- the walk ------------------------------------------------------------------------
 
     def _blocks(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
+        parts, tight = self._block_parts(tokens, i, end, ctx)
+        return ("\n" if tight else "\n\n").join(p for p in parts if p)
+
+    def _block_parts(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> tuple[list[str], bool]:
+        """Each block rendered, and whether they belong to a tight list (joined by one line break)."""
         parts: list[str] = []
         tight = False
         while i < end:
@@ -238,7 +254,7 @@ class Renderer:
                 i = j + 1
             else:
                 i += 1
-        return ("\n" if tight else "\n\n").join(p for p in parts if p)
+        return parts, tight
 
     def _list(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
         ordered = tokens[i].type == "ordered_list_open"
@@ -288,3 +304,12 @@ class Renderer:
                 out.append(self.image(str(tok.attrGet("src") or ""), plain(tok.children or ()), ctx))
             i += 1
         return "".join(out)
+
+
+_CACHED_RUN = 16_000
+"""Longer runs (a huge code block) are rendered each time: no part holds one, and the cache stays small."""
+
+
+@lru_cache(maxsize=1024)
+def _top_level(renderer: Renderer, run: str) -> tuple[str, ...]:
+    return tuple(renderer._run(run))

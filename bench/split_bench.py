@@ -1,0 +1,118 @@
+"""Splitting a long reply heavy with formatting, per platform (issue: split speed).
+
+A reply of ~30 KB as a model writes one (headings, lists, bold, italic and code spans,
+links, a code block, a table) is split with each adapter's own ``measure``, as
+`Outbox.enqueue` does; prints the parts, the milliseconds per split and the calls of
+``measure`` per split for Telegram, Slack and Discord, and the same for the largest
+reply a model can send (`LARGEST`, about 130 KB: 32,000 output tokens of such text).
+
+Run: .venv/bin/python bench/split_bench.py [repeats]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.machine import describe  # noqa: E402
+from gateway.sender import safe_measure  # noqa: E402
+from gateway.splitting import split_text  # noqa: E402
+from platforms.discord import DiscordAdapter  # noqa: E402
+from platforms.formatting import markdown  # noqa: E402
+from platforms.slack import SlackAdapter  # noqa: E402
+from platforms.telegram import TelegramAdapter  # noqa: E402
+
+LARGEST = 130_000
+"""Characters of the longest reply: 32k output tokens at about four characters each."""
+
+
+def section(i: int) -> str:
+    return f"""## Step {i}: **configure** the `service-{i}` _carefully_
+
+The **first** thing to check is the *timeout* of `client.connect()`: see [the docs](https://example.com/docs/{i})
+and [the FAQ](https://example.com/faq#{i}). A ~~wrong~~ **right** value is _between_ `5` and `30` seconds, and
+**never** `0` — that one *blocks* for ever. Keep `retries=3` unless the [status page](https://status.example.com)
+says otherwise, and read https://example.com/changelog/{i} first.
+
+- **Option A**: set `timeout=10` in *config.yaml* ([details](https://example.com/a/{i}))
+- **Option B**: pass `--timeout 10` on the _command line_
+  - nested: `export TIMEOUT=10` for **every** shell
+- ~~Option C~~: *deprecated* since `v{i}.0`
+
+1. Stop the service with `systemctl stop svc-{i}`
+2. Edit **/etc/svc/{i}.conf** and set `timeout`
+3. Start it again and check `journalctl -u svc-{i}`
+
+```python
+def connect(host: str, port: int = {8000 + i}) -> Client:
+    client = Client(host, port, timeout=10)
+    for attempt in range(3):
+        if client.ping():
+            return client
+    raise ConnectionError(f"no answer from {{host}}:{{port}}")
+```
+
+| setting | default | **recommended** | note |
+|---|---|---|---|
+| `timeout` | 0 | 10 | *seconds* |
+| `retries` | 1 | 3 | [why](https://example.com/why/{i}) |
+| `backoff` | none | exponential | ~~linear~~ |
+
+> **Note:** the _first_ start after an upgrade takes longer; `svc-{i}` migrates its data.
+
+"""
+
+
+def reply(size: int) -> str:
+    parts: list[str] = []
+    i = 0
+    while sum(map(len, parts)) < size:
+        i += 1
+        parts.append(section(i))
+    return "".join(parts)[:size].rsplit("\n\n", 1)[0] + "\n"
+
+
+def counted(measure: Callable[[str], int]) -> tuple[Callable[[str], int], list[int]]:
+    calls = [0]
+
+    def wrapped(text: str) -> int:
+        calls[0] += 1
+        return measure(text)
+
+    return wrapped, calls
+
+
+def adapters() -> list[tuple[str, object]]:
+    return [
+        ("telegram", TelegramAdapter("123456:bench-token")),
+        ("slack", SlackAdapter(bot_token="xoxb-bench", mode="http", signing_secret="s")),
+        ("discord", DiscordAdapter("bench-token")),
+    ]
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    print(f"split_bench on {describe()}")
+    print(f"{'platform':<9} {'reply':>7} {'parts':>5} {'ms/split':>9} {'calls/split':>11} {'ms/call':>8}")
+    for size in (30_000, LARGEST):
+        text = reply(size)
+        for name, adapter in adapters():
+            measure, calls = counted(safe_measure(adapter))  # type: ignore[arg-type]
+            limit = adapter.text_limit  # type: ignore[attr-defined]
+            times = []
+            for _ in range(repeats):
+                markdown._top_level.cache_clear()  # each reply is new: nothing of it rendered before
+                calls[0] = 0
+                started = time.perf_counter()
+                parts = split_text(text, limit, measure)
+                times.append(time.perf_counter() - started)
+            best = min(times) * 1000
+            print(f"{name:<9} {len(text):>7} {len(parts):>5} {best:>9.1f} {calls[0]:>11} {best / calls[0]:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
