@@ -19,7 +19,7 @@ from gateway.outbox import Outbox
 from gateway.outbox_files import FileChanged, OutboxFiles
 from gateway.sender import safe_measure
 from gateway.session_registry import SessionRegistry
-from platforms.base import Adapter, SendsFiles
+from platforms.base import Adapter, CapsSpans, SendsFiles
 
 STOPPED = "This turn was stopped; nothing more of it reaches the chat."
 
@@ -44,6 +44,10 @@ class FileSends:
         name = file.path.name
         if not self._outbox.journaled(key):  # else a run before a restart journaled it: sent from its copy
             caption = file.caption or ""
+            if isinstance(adapter, CapsSpans) and (spans := adapter.spans(caption)) > adapter.max_spans:
+                raise ToolError(f"The caption has {spans} formatted spans (bold, italic, code, links), more than "
+                                f"the {adapter.max_spans} {session.platform} reads; nothing was sent. Send the file "
+                                "with a caption with less formatting, or the text with send_message.")
             length, most = safe_measure(adapter)(caption), adapter.caption_limit
             if length > most:
                 raise ToolError(f"The caption is {length} characters long, more than the {most} {session.platform} "

@@ -493,6 +493,17 @@ class SendsFiles(Protocol):
         the file's size."""
 
 
+@runtime_checkable
+class CapsSpans(Protocol):
+    """An adapter whose platform reads at most ``max_spans`` formatted spans in one text or
+    caption (Telegram: 100 entities), past which its `measure` is past every limit."""
+
+    max_spans: int
+
+    def spans(self, text: str) -> int:
+        """The formatted spans (bold, italic, code, links...) the Markdown ``text`` renders to."""
+
+
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units: what Telegram counts."""
     return len(text.encode("utf-16-le")) // 2

@@ -244,6 +244,13 @@ class TelegramAdapter:
             return max(length, self.text_limit + 1)
         return length
 
+    max_spans = telegram_html.MAX_ENTITIES
+    """Telegram reads a message's or a caption's first 100 entities only (see `measure`)."""
+
+    def spans(self, text: str) -> int:
+        """The entities Telegram makes of the Markdown ``text`` once rendered (none as plain text)."""
+        return 0 if self._parse_mode is None else telegram_html.entity_count(telegram_html.render(text))
+
     def _render(self, text: str) -> tuple[str, str | None]:
         """What to send for a Markdown part: Telegram HTML, or the text itself when rendering
         changes nothing (plain text then, which Telegram can never refuse)."""

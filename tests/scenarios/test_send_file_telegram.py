@@ -136,3 +136,20 @@ async def test_a_short_caption_with_many_formatted_words_is_sent(fake, config, g
     await settled(gateway)
     document, _ = fake.messages["42"]
     assert document["caption"] == " ".join(str(n) for n in range(30)) and len(document["entities"]) == 30
+
+
+async def test_a_caption_with_more_spans_than_telegram_reads_is_refused_for_that(fake, config, gateway_on):
+    # 101 bold words: 501 characters, well within 1,024, used to be refused as "1025 characters long".
+    (workspace(config) / "sizes.txt").write_text("fine")
+    model = ScriptedModel({"parent": [[
+        {"tool_calls": [{"name": "send_file", "arguments": {"path": "sizes.txt",
+                                                            "caption": " ".join(["**b**"] * 101)}}]},
+        {"text": "could not"}]]})
+    gateway = await gateway_on(model)
+    fake.push_message(42, "send it")
+    await fake.wait_for(lambda: fake.messages["42"])
+    await settled(gateway)
+    (refused,) = tool_results(model)
+    assert "The caption has 101 formatted spans (bold, italic, code, links), more than the 100 telegram reads" in refused
+    assert "characters long" not in refused
+    assert fake.calls_to("sendDocument") == [] and [m["text"] for m in fake.messages["42"]] == ["could not"]
