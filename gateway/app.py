@@ -437,8 +437,9 @@ class Gateway:
             # The outbox sends nothing for it; counted as said, it would also hide a turn's missing answer.
             raise ToolError("The message is empty (only whitespace): nothing was sent.")
         session, running = calling
-        self.outbox.enqueue(*session.chat, text, kind="interim", key=f"{running.turn_id}:message:{running.sent}")
-        running.sent += 1
+        key = f"{running.turn_id}:message:{running.sent}"
+        running.sent += 1  # now: a call made while this one is split gets the next key
+        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key)
         return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 
     def _note_key(self) -> str | None:

@@ -3,7 +3,8 @@
 Guarantees:
 
 - **Journal first.** `Outbox.enqueue` splits the text to the adapter's limit and
-  writes each part to the store, pending, before anything is sent. Keys are the
+  writes each part to the store, pending, before anything is sent (`enqueue_long`
+  splits in a worker thread first, for a model's replies). Keys are the
   caller's key plus the part number; a key already journaled is not journaled
   again, so replaying a turn after a restart never sends twice.
 - **Once.** A part is marked sent with the platform's message id right after the
@@ -105,6 +106,8 @@ class Outbox:
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
+        self._splitting: dict[ChatKey, _SplitTurn] = {}
+        """Chats with an `enqueue_long` under way: their calls journal one after another."""
         self._queued = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -179,7 +182,35 @@ class Outbox:
         the part keys. Idempotent: if ``{key}:0`` was ever journaled (and not yet pruned) nothing
         is added and the existing keys are returned. Empty text journals nothing. Parts of a
         turn get the turn's next ``sequence`` numbers. KeyError for a platform without adapter."""
-        parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
+        return self._enqueue_parts(platform, chat_id, thread_id, self._split(platform, text), kind=kind, key=key,
+                                   turn_id=turn_id, silent=silent, reply_token=reply_token)
+
+    async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
+                           key: str, turn_id: str | None = None, silent: bool = False) -> list[str]:
+        """`enqueue`, the text split in a worker thread first: for what a model writes, which can
+        be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
+        during which no other chat would be served. Calls in one chat are journaled in the order
+        they were made (each with all its parts, in order); an `enqueue` made meanwhile may come
+        first. Cancelled while splitting: nothing is journaled."""
+        chat = (platform, chat_id, thread_id)
+        turn = self._splitting.setdefault(chat, _SplitTurn())
+        turn.users += 1
+        try:
+            async with turn.lock:
+                parts = await asyncio.to_thread(self._split, platform, text)
+                return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
+                                           silent=silent, reply_token=None)
+        finally:
+            turn.users -= 1
+            if not turn.users:
+                del self._splitting[chat]
+
+    def _split(self, platform: str, text: str) -> list[str]:
+        adapter = self._adapters[platform]
+        return split_text(text, adapter.text_limit, safe_measure(adapter))
+
+    def _enqueue_parts(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
+                       key: str, turn_id: str | None, silent: bool, reply_token: str | None) -> list[str]:
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
                            reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i)
                 for i, part in enumerate(parts)]  # fmt: skip
@@ -220,7 +251,7 @@ class Outbox:
             return existing
         target = self._store.message(target_key)
         self._supersede((platform, chat_id, thread_id), target, deleting=False)
-        parts = split_text(text, self._adapters[platform].text_limit, safe_measure(self._adapters[platform]))
+        parts = self._split(platform, text)
         kind = kind or (target.kind if target is not None else "notice")
         turn_id = target.turn_id if target is not None else None
         silent = target.silent if target is not None else True
@@ -450,3 +481,11 @@ class _ChatQueue:
 
     def pop(self, progress: bool) -> None:
         (self.progress if progress else self.urgent).popleft()
+
+
+class _SplitTurn:
+    """One chat's `enqueue_long` calls, waiting their turn (asyncio's lock is first come, first served)."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0

@@ -178,7 +178,8 @@ class TurnRunner:
             reply = reply_text(item.kind, result, spoke=running.sent + running.files > 0)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
             if text is not None:
-                self._send(session, text, kind=kind, key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
+                await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
+                                                turn_id=item.turn_id)
         elif session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS:
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
                        key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
