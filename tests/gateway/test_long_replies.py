@@ -3,7 +3,7 @@ every chat meanwhile, and the parts are journaled whole and in order."""
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import time
 
 import pytest
@@ -22,21 +22,14 @@ class SlowMeasure(RecordingAdapter):
     def __init__(self) -> None:
         super().__init__(text_limit=1000)
         self.measured = 0
+        self.on_the_loop = 0
+        """Measures made on the event loop's thread (the main one), which every chat waited for."""
 
     def measure(self, text: str) -> int:
         time.sleep(MEASURE_SECONDS)
         self.measured += 1
+        self.on_the_loop += threading.current_thread() is threading.main_thread()
         return len(text)
-
-
-async def stalls_while(done: asyncio.Event) -> float:
-    """The longest the event loop went without running this task, until ``done``."""
-    longest = 0.0
-    while not done.is_set():
-        before = time.monotonic()
-        await asyncio.sleep(0.002)
-        longest = max(longest, time.monotonic() - before)
-    return longest
 
 
 @pytest.mark.parametrize("how", ["reply", "send_message"])
@@ -47,13 +40,10 @@ async def test_a_long_reply_is_split_without_stalling_the_gateway(tmp_path, gate
             if how == "send_message" else [{"text": text}])
     chat = SlowMeasure()
     gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [turn]}))
-    done = asyncio.Event()
-    watch = asyncio.ensure_future(stalls_while(done))
     await chat.say("write a lot")
     await chat.wait_for(lambda: len(chat.texts()) >= len(parts) + (how == "send_message"), timeout=30)
-    done.set()
-    longest = await watch
     await settled(gateway)
     assert chat.measured * MEASURE_SECONDS > 0.5  # the split took that long, in all
-    assert longest < 0.25, f"the event loop stalled {longest:.2f} s"
+    # counted, not timed (a loaded machine): the split's measures ran in a worker thread
+    assert chat.on_the_loop <= 2, f"{chat.on_the_loop} of {chat.measured} measures stalled the event loop"
     assert chat.texts() == parts + (["done"] if how == "send_message" else [])
