@@ -3,21 +3,27 @@
 Every path goes through `resolve_in_workspace`, which resolves symlinks before
 checking containment, so neither ``..``, an absolute path nor a symlink can reach
 outside the workspace; then through the session's `FileScope` (the ``file_scope``
-service), if it has one, so none reaches another person's files either. Handlers are
+service), if it has one, so none reaches another person's files either. What passed is
+opened with `open_unfollowed` and checked again on the open descriptor, so a symlink or a
+FIFO put on the path after the check is refused, not followed or waited on. Handlers are
 plain functions: the registry runs them in a worker thread, so file I/O never blocks the
 event loop.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import itertools
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._glob import glob_regex
+from agent.tools._open_unfollowed import READ, WRITE, is_swapped, open_unfollowed
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from agent.tools.file_scope import FileScope
 
@@ -34,8 +40,9 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
 
     Relative paths are taken from the workspace; absolute ones must already lie
     inside it. The result may not exist yet. Raises `ToolError` when the resolved
-    path is outside the workspace (or is not a usable path at all). A symlink
-    swapped in between this check and the later I/O is not guarded against.
+    path is outside the workspace (or is not a usable path at all). The check is by
+    path: open the result with `open_unfollowed`, which refuses a symlink swapped in
+    since, and check what was opened on its descriptor.
     """
     root = workspace.resolve()
     try:
@@ -61,10 +68,30 @@ def _resolve(ctx: ToolContext, path: str, *, writing: bool = False) -> Path:
     return target
 
 
-def _refuse_special(target: Path, path: str) -> None:
-    # Opening a FIFO or device would park the worker thread forever.
-    if target.exists() and not target.is_file():
-        raise ToolError(f"{path!r} is not a regular file")
+def _open(target: Path, path: str, flags: int, verb: str) -> tuple[int, os.stat_result]:
+    """``target`` (checked by `_resolve`) opened with `open_unfollowed`, so that a file swapped for a
+    symlink since, or a folder on its way, is refused rather than followed out of the workspace, and
+    a FIFO neither blocks the worker thread for ever nor is used; with what it is, by its descriptor.
+    Raises `ToolError`."""
+    try:
+        fd = open_unfollowed(target, flags, make_folders=bool(flags & os.O_CREAT))
+    except FileNotFoundError:
+        raise ToolError(f"{path!r} does not exist") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a directory") from None
+    except OSError as exc:
+        if is_swapped(exc):
+            raise ToolError(f"{path!r} changed after it was checked: a symlink is now where a folder or the file "
+                            f"was, and {verb}_file follows none") from None
+        if exc.errno == errno.ENXIO:  # a FIFO opened to write with no reader
+            raise ToolError(f"{path!r} is not a regular file") from None
+        raise ToolError(f"cannot {verb} {path!r}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "is a directory; use list_files" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
+        raise ToolError(f"{path!r} {kind}")
+    return fd, info
 
 
 def _capped_lines(f, cap: int):
@@ -78,16 +105,17 @@ def _capped_lines(f, cap: int):
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    target = _resolve(ctx, args["path"])
+    # A file with other hard links is read: one may be outside the workspace, but reading changes
+    # nothing, and only someone who may read and write the file already can make one (Linux's
+    # protected_hardlinks); refusing would refuse the user's own (pnpm's node_modules, cp -al copies).
+    fd, _ = _open(_resolve(ctx, args["path"]), args["path"], READ, "read")
     offset, limit = args.get("offset", 1), args.get("limit")
-    if target.is_dir():
-        raise ToolError(f"{args['path']!r} is a directory; use list_files")
-    _refuse_special(target, args["path"])
     try:
-        with target.open("rb") as raw:
+        with os.fdopen(fd, "rb") as raw:
             if b"\0" in raw.read(_SNIFF_BYTES):
                 raise ToolError(f"{args['path']!r} looks like a binary file; read_file returns text only")
-        with target.open(encoding="utf-8", errors="replace") as f:
+            raw.seek(0)
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
             lines: list[str] = []
             used, last, note, n = 0, offset - 1, "", 0
             for n, line in enumerate(_capped_lines(f, MAX_READ_CHARS + 1), start=1):
@@ -109,8 +137,6 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
                     break
                 lines.append(line)
                 used, last = used + len(line), n
-    except FileNotFoundError:
-        raise ToolError(f"{args['path']!r} does not exist") from None
     except OSError as exc:
         raise ToolError(f"cannot read {args['path']!r}: {exc.strerror or exc}") from None
     if not lines and offset > max(n, 1):
@@ -158,12 +184,15 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     target = _resolve(ctx, args["path"], writing=True)
-    if target.is_dir():
-        raise ToolError(f"{args['path']!r} is a directory")
-    _refuse_special(target, args["path"])
+    fd, info = _open(target, args["path"], WRITE, "write")
+    if info.st_nlink > 1:  # written through, every name of it would change, one perhaps outside the workspace
+        os.close(fd)
+        raise ToolError(f"{args['path']!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
+                        "the workspace; nothing was written. Write to a new path instead")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(args["content"], encoding="utf-8")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.ftruncate(fd, 0)
+            f.write(args["content"])
     except OSError as exc:
         raise ToolError(f"cannot write {args['path']!r}: {exc.strerror or exc}") from None
     return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"

@@ -12,7 +12,6 @@ empty, special or hard-linked file, or a symlink put on the path since it was ch
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any, BinaryIO
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
+from agent.tools._open_unfollowed import is_swapped, open_unfollowed
 from agent.tools.file import _resolve
 
 SERVICE = "send_file"
@@ -55,20 +55,19 @@ def open_to_send(file: FileToSend, limit: int, where: str) -> tuple[BinaryIO, in
 
     The path was checked when it was resolved, but by path: a file swapped afterwards for a
     symlink to ``/etc/…``, a FIFO (whose reading never ends) or a device would be read all the
-    same. So the checks are made on the descriptor opened here, and what is read is that
-    descriptor: no symlink is followed anywhere on the path (it was resolved, so one there now was
-    put there since), nothing blocks on opening, and a file with other hard links is refused, as
+    same. So the checks are made on the descriptor opened here (`open_unfollowed`), and what is
+    read is that descriptor; and a file with other hard links is refused, as
     one of its links may be outside the workspace (``ln ../config.yaml notes.txt``), which no
     check of the path can see. One whose every name is inside is refused too, since telling the
     two apart would take a search of the disk: the file tools and attachments never make hard
     links, and the model can send a copy.
     """
     try:
-        fd = _open_unfollowed(file.path)
+        fd = open_unfollowed(file.path)
     except FileNotFoundError:
         raise ToolError(f"{file.shown!r} does not exist; nothing was sent") from None
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        if is_swapped(exc):
             raise ToolError(f"{file.shown!r} changed after it was checked: a symlink (or a file) is now where a "
                             "folder or the file was, and send_file follows none; nothing was sent") from None
         raise ToolError(f"cannot read {file.shown!r}: {exc.strerror or exc}; nothing was sent") from None
@@ -97,25 +96,6 @@ def _size(info: os.stat_result, file: FileToSend, limit: int, where: str) -> int
         raise ToolError(f"{file.shown!r} is {size}, larger than the {most} a file sent on {where} may be; "
                         "nothing was sent")
     return info.st_size
-
-
-# O_PATH opens a folder without needing leave to list it (a home folder of mode 0711 above the workspace).
-_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-def _open_unfollowed(path: Path) -> int:
-    """``path`` (absolute) opened one folder at a time from the root, following no symlink: O_NOFOLLOW
-    alone guards only the last part. A symlink raises ELOOP as the file, ENOTDIR as a folder."""
-    folder = os.open(path.anchor, _FOLDER)
-    try:
-        for part in path.parts[1:-1]:
-            inner = os.open(part, _FOLDER, dir_fd=folder)
-            os.close(folder)
-            folder = inner
-        return os.open(path.name, _FILE, dir_fd=folder)
-    finally:
-        os.close(folder)
 
 
 async def send_file(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 from agent._errors import ToolError
 from agent.tools import file as file_tools
 from agent.tools.file import file_toolset, resolve_in_workspace
+from tests import swaps
 
 READ, LIST, WRITE = file_toolset()
 
@@ -205,3 +207,89 @@ async def test_empty_file(call, workspace: Path):
     (workspace / "empty").write_text("")
     assert await call(READ, {"path": "empty"}) == ""
     assert "the file has 0 lines" in await call(READ, {"path": "empty", "offset": 2})
+
+
+# --- a path changed between its check and its open ----------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the workspace holding secret.txt and, for a folder swapped, notes.txt."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("token=s3cret\n")
+    (folder / "notes.txt").write_text("token=s3cret\n")
+    return folder
+
+
+SWAPS = {
+    "symlink": lambda target, outside: swaps.symlink_to(target, outside / "secret.txt"),
+    "folder symlink": swaps.folder_symlink_to,
+    "fifo": lambda target, outside: swaps.fifo(target),
+}
+REFUSALS = {"symlink": "changed after it was checked: a symlink is now where a folder or the file was",
+            "folder symlink": "changed after it was checked: a symlink is now where a folder or the file was",
+            "fifo": "is not a regular file"}
+
+
+async def _swapped(call, tool, args, target: Path, change) -> str:
+    """``call`` with ``change`` made after the tool checked the path, just before it opens it; the
+    tool's error (a refusal is what is expected)."""
+    check = file_tools._resolve
+
+    def checked_then_changed(*a, **kw):
+        resolved = check(*a, **kw)
+        swaps.swap_at_next_open(change)
+        return resolved
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(file_tools, "_resolve", checked_then_changed)
+        try:
+            async with asyncio.timeout(5):
+                await call(tool, args)
+        except ToolError as refused:
+            return str(refused)
+        finally:
+            swaps.disarm()
+            swaps.unblock(target)
+    pytest.fail(f"{tool.name} did what it was asked, through the path changed after its check")
+
+
+@pytest.mark.parametrize("swap", SWAPS)
+async def test_read_refuses_a_path_changed_after_its_check(call, workspace: Path, outside: Path, swap):
+    (workspace / "docs").mkdir()
+    target = workspace / "docs" / "notes.txt"
+    target.write_text("mine\n")
+    refusal = await _swapped(call, READ, {"path": "docs/notes.txt"}, target, lambda: SWAPS[swap](target, outside))
+    assert refusal.startswith("'docs/notes.txt' ") and REFUSALS[swap] in refusal and "s3cret" not in refusal
+
+
+@pytest.mark.parametrize("swap", SWAPS)
+async def test_write_refuses_a_path_changed_after_its_check(call, workspace: Path, outside: Path, swap):
+    (workspace / "docs").mkdir()
+    target = workspace / "docs" / "notes.txt"
+    target.write_text("mine\n")
+    refusal = await _swapped(call, WRITE, {"path": "docs/notes.txt", "content": "overwritten"}, target,
+                             lambda: SWAPS[swap](target, outside))
+    assert refusal.startswith("'docs/notes.txt' ") and REFUSALS[swap] in refusal
+    assert {f.name: f.read_text() for f in outside.iterdir()} == {"secret.txt": "token=s3cret\n",
+                                                                  "notes.txt": "token=s3cret\n"}
+
+
+async def test_write_makes_no_folder_through_a_folder_swapped_for_a_symlink(call, workspace: Path, outside: Path):
+    (workspace / "docs").mkdir()
+    target = workspace / "docs" / "new" / "deeper" / "notes.txt"
+    refusal = await _swapped(call, WRITE, {"path": "docs/new/deeper/notes.txt", "content": "x"}, target,
+                             lambda: swaps.folder_symlink_to(workspace / "docs" / "new", outside))
+    assert "changed after it was checked" in refusal
+    assert sorted(f.name for f in outside.iterdir()) == ["notes.txt", "secret.txt"]  # no folder new/ made there
+
+
+async def test_a_hard_link_is_read_but_not_written_through(call, workspace: Path, outside: Path):
+    # Reading changes nothing, and only someone who may read and write a file can link it (Linux's
+    # protected_hardlinks); writing through it would change every name of it, one outside here.
+    os.link(outside / "secret.txt", workspace / "linked.txt")
+    assert await call(READ, {"path": "linked.txt"}) == "token=s3cret\n"
+    with pytest.raises(ToolError, match="'linked.txt' has 2 hard links, .* nothing was written"):
+        await call(WRITE, {"path": "linked.txt", "content": "overwritten"})
+    assert (outside / "secret.txt").read_text() == "token=s3cret\n"

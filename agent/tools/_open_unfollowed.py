@@ -1,0 +1,76 @@
+"""Opening a path that was checked, without following a symlink or blocking on the way.
+
+The file tools, `send_file` and a subagent's images check a path (`resolve_in_workspace`: inside
+the workspace once symlinks are resolved; the session's `FileScope`), then use it. Used by path,
+a file swapped in between for a symlink to ``/etc/…`` (or a folder on the way for a symlink to
+elsewhere) would be read or written all the same, and a FIFO would block its reader (or writer)
+for ever. So the path is opened one folder at a time from the root, following no symlink (it was
+resolved, so one there now was put there since), the file without blocking, and the caller
+checks what it opened on the descriptor (`os.fstat`), never by path again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+# O_PATH opens a folder without needing leave to list it (a home folder of mode 0711 above the workspace).
+_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_ANY = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+READ = os.O_RDONLY
+"""Flags to read the file."""
+WRITE = os.O_WRONLY | os.O_CREAT
+"""Flags to write the file, made when missing: without ``O_TRUNC``, so that the caller can refuse
+what it opened (not a regular file, other hard links) before changing anything, then truncate."""
+
+
+def open_unfollowed(path: Path, flags: int = READ, *, make_folders: bool = False) -> int:
+    """The descriptor of ``path`` (absolute) opened with ``flags``, following no symlink anywhere on
+    it and without blocking (``O_NONBLOCK``: a FIFO opens at once, or fails with ENXIO when written
+    to with no reader). ``make_folders`` makes the missing folders on the way (mode 0o777 less the
+    umask), each inside the one opened before it.
+
+    Raises OSError: ELOOP for a symlink as the file or as a folder on the way (`is_swapped`),
+    NotADirectoryError for a file as a folder, FileNotFoundError, or whatever ``open`` raises. The
+    caller closes the descriptor. Blocking.
+    """
+    folder = os.open(path.anchor, _FOLDER)
+    try:
+        for part in path.parts[1:-1]:
+            inner = _folder(folder, part, make_folders)
+            os.close(folder)
+            folder = inner
+        return os.open(path.name, flags | _ANY, 0o666, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _folder(parent: int, name: str, make: bool) -> int:
+    try:
+        return _open_folder(parent, name)
+    except FileNotFoundError:
+        if not make:
+            raise
+    try:
+        os.mkdir(name, dir_fd=parent)
+    except FileExistsError:  # made meanwhile; opened, unfollowed, like any other
+        pass
+    return _open_folder(parent, name)
+
+
+def _open_folder(parent: int, name: str) -> int:
+    try:
+        return os.open(name, _FOLDER, dir_fd=parent)
+    except NotADirectoryError:
+        if stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
+            raise OSError(errno.ELOOP, "a symlink where a folder was") from None
+        raise
+
+
+def is_swapped(exc: OSError) -> bool:
+    """Whether `open_unfollowed` met a symlink on the path, which it was checked without (symlinks
+    resolved): the path changed after it was checked."""
+    return exc.errno == errno.ELOOP
