@@ -17,13 +17,17 @@ import asyncio
 import base64
 import binascii
 import logging
+import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from agent._errors import ToolError
 from agent._image_fit import UnusableImage, fit_image
 from agent.tools import resolve_in_workspace
+from agent.tools._open_unfollowed import is_swapped, open_unfollowed
 
 log = logging.getLogger("agent.images")
 
@@ -95,14 +99,28 @@ def _sniff(head: bytes) -> str:
     return mime
 
 
-def _local(workspace: Path, image: str) -> Path:
+def _local(workspace: Path, image: str) -> tuple[BinaryIO, int]:
+    """The local image ``image`` open for reading, and its size; or `_Skip`. Checked as read_file
+    checks a path, and opened as it opens one (`open_unfollowed`), what was opened checked on its
+    descriptor: a symlink out of the workspace put on the path since is refused, and a FIFO neither
+    blocks the worker thread for ever nor is read."""
     try:
         target = resolve_in_workspace(workspace, image)  # the same guard as read_file
     except ToolError as exc:
         raise _Skip(str(exc)) from None
-    if not target.is_file():  # missing, a directory, or a FIFO that would block the read
+    try:
+        fd = open_unfollowed(target)
+    except FileNotFoundError:
+        raise _Skip("does not exist or is not a regular file") from None
+    except OSError as exc:
+        if is_swapped(exc):
+            raise _Skip("changed after it was checked: a symlink is now where a folder or the file was") from None
+        raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a directory, or a FIFO or device
+        os.close(fd)
         raise _Skip("does not exist or is not a regular file")
-    return target
+    return os.fdopen(fd, "rb"), info.st_size
 
 
 def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
@@ -121,12 +139,12 @@ def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
             raise _Skip(f"is larger than {max_bytes} bytes")
         fitted, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
         return image if fitted is data else f"data:{mime};base64,{base64.b64encode(fitted).decode('ascii')}"
-    target = _local(workspace, image)
+    opened, size = _local(workspace, image)
     try:
-        if target.stat().st_size > max_bytes:
-            raise _Skip(f"is larger than {max_bytes} bytes")
-        with target.open("rb") as f:
-            data = f.read(max_bytes + 1)  # the file may have grown since stat
+        with opened as f:
+            if size > max_bytes:
+                raise _Skip(f"is larger than {max_bytes} bytes")
+            data = f.read(max_bytes + 1)  # the file may have grown since fstat
     except OSError as exc:
         raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
@@ -149,9 +167,9 @@ def _text_line(image: str, workspace: Path) -> str:
     if image[:5].lower() == "data:":
         # Neither a path nor a URL a tool could open, and pasting it would flood the context.
         raise _Skip("is a data URL, which a model without vision cannot use")
-    target = _local(workspace, image)
+    opened, _ = _local(workspace, image)
     try:
-        with target.open("rb") as f:
+        with opened as f:
             _sniff(f.read(_HEAD_BYTES))
     except OSError as exc:
         raise _Skip(f"cannot be read: {exc.strerror or exc}") from None

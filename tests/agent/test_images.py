@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import images as images_module
 from agent.images import (
     MAX_IMAGES,
     VISION_HINT,
@@ -16,6 +18,7 @@ from agent.images import (
     first_turn_content_async,
     images_problem,
 )
+from tests import swaps
 from tests.pictures import GIF, JPEG, PNG, WEBP
 
 GOAL = "Describe the chart."
@@ -264,3 +267,37 @@ async def test_async_variant_runs_off_the_loop(ws):
         PNG_DATA_URL
     ]
     assert await first_turn_content_async(GOAL, [], workspace=ws, supports_vision=False) == GOAL
+
+
+# --- a path changed between its check and its open ----------------------------------------------
+
+
+@pytest.mark.parametrize("swap, why", [
+    ("symlink", "changed after it was checked: a symlink is now where a folder or the file was"),
+    ("fifo", "does not exist or is not a regular file"),
+])
+@pytest.mark.parametrize("supports_vision", [True, False])
+async def test_an_image_changed_after_its_check_is_skipped_not_read_or_waited_on(
+        ws, monkeypatch, swap, why, supports_vision):
+    target = ws / "chart.png"
+    check = images_module.resolve_in_workspace
+
+    def checked_then_changed(*args):
+        resolved = check(*args)
+        if resolved == target:  # it exists and is a PNG; it changes just before it is opened
+            swaps.swap_at_next_open(lambda: swaps.symlink_to(target, ws.parent / "secret.png") if swap == "symlink"
+                                    else swaps.fifo(target))
+        return resolved
+
+    monkeypatch.setattr(images_module, "resolve_in_workspace", checked_then_changed)
+    unusable: list[tuple[str, str]] = []
+    try:
+        async with asyncio.timeout(5):
+            content = await first_turn_content_async(GOAL, ["chart.png", URL], workspace=ws,
+                                                     supports_vision=supports_vision, unusable=unusable)
+    finally:
+        swaps.disarm()
+        swaps.unblock(target)
+    assert unusable == [("chart.png", why)]
+    assert content == ([{"type": "text", "text": GOAL}, {"type": "image_url", "image_url": {"url": URL}}]
+                       if supports_vision else f"{GOAL}\n\n[Image attached at: {URL}]\n{VISION_HINT}")
