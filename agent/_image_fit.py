@@ -16,13 +16,19 @@ see is lost below that. The fitting is done once, as the image enters the conver
 
 A re-encoded image carries no metadata (no EXIF, so no location either). An image that would
 decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`), and at most
-`MAX_DECODES` images are decoded at once in the process, however many chats send photos.
+`MAX_DECODES` images are decoded at once in the process, however many chats send photos: async
+callers wait for one of the `MAX_DECODES` decode threads (`run_decoding`) holding no thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import io
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from PIL import Image
 
@@ -55,8 +61,25 @@ six of which (Photo CD, TGA, …) need no leading bytes of their own, so any fil
 
 
 # A thread's semaphore, not asyncio's: images are fitted in worker threads, for chats and for
-# subagents, on whichever event loop runs them. A fit waiting here keeps its thread, but no memory.
+# subagents, on whichever event loop runs them (several: a gateway's, a Temporal worker's). A fit
+# waiting here keeps its thread, so async callers queue in `_decoders` instead, whose threads are
+# as many as the slots and so never wait here unless a caller of `fit_image` outside it holds one.
 _decoding = threading.BoundedSemaphore(MAX_DECODES)
+# The process's own, not a loop's default executor: that one has few threads on a small machine
+# (5 with one core), every `asyncio.to_thread` shares them, and fits waiting their turn there
+# would take them all. A call queued here waits in the executor's queue, in no thread.
+_decoders = ThreadPoolExecutor(MAX_DECODES, thread_name_prefix="image-fit")
+
+T = TypeVar("T")
+
+
+async def run_decoding(call: Callable[[], T]) -> T:
+    """``call()`` (which fits images with `fit_image`) in one of the process's `MAX_DECODES` decode
+    threads, in this task's context, once one is free; meanwhile the caller waits holding no thread,
+    from any event loop. Cancelled while it waits, ``call`` never runs; once it runs it finishes, its
+    result dropped."""
+    context = contextvars.copy_context()
+    return await asyncio.wrap_future(_decoders.submit(context.run, call))
 
 
 class UnusableImage(Exception):
@@ -69,7 +92,7 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
     format only. The bytes are returned unchanged when nothing smaller or more correct comes of
     re-encoding.
     Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread, where it waits
-    while `MAX_DECODES` others are decoding."""
+    while `MAX_DECODES` others are decoding; from async code, in `run_decoding`."""
     with _decoding:
         try:
             with Image.open(io.BytesIO(data), formats=[_FORMATS[mime]]) as image:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import logging
 import os
 import re
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agent._errors import ToolError
-from agent._image_fit import UnusableImage, fit_image
+from agent._image_fit import UnusableImage, fit_image, run_decoding
 from agent.tools import resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_unfollowed
 
@@ -281,8 +282,21 @@ async def first_turn_content_async(
     max_bytes: int = DEFAULT_MAX_BYTES,
     unusable: list[tuple[str, str]] | None = None,
 ) -> str | list[dict]:
-    """`first_turn_content` in a worker thread, so its file I/O never blocks the event loop."""
-    return await asyncio.to_thread(
-        first_turn_content, goal, images,
-        workspace=workspace, supports_vision=supports_vision, max_bytes=max_bytes, unusable=unusable,
-    )
+    """`first_turn_content` in a worker thread, so its file I/O never blocks the event loop. When it
+    has images to fit, in one of the decode threads (`run_decoding`), waiting for one while
+    `MAX_DECODES` others decode without taking one of the loop's own, which every
+    ``asyncio.to_thread`` shares."""
+    call = functools.partial(first_turn_content, goal, images, workspace=workspace,
+                             supports_vision=supports_vision, max_bytes=max_bytes, unusable=unusable)
+    if supports_vision and _to_fit(images):
+        return await run_decoding(call)
+    return await asyncio.to_thread(call)
+
+
+def _to_fit(images: Sequence[str]) -> bool:
+    """Whether any of ``images`` is one a vision model gets fitted (a local file or a data URL)."""
+    try:
+        wanted = [images] if isinstance(images, str) else list(images or ())
+        return any(isinstance(i, str) and i.strip() and not _HTTP_URL.match(i.strip()) for i in wanted)
+    except Exception:  # garbage, which first_turn_content turns into the goal alone
+        return False

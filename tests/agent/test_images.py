@@ -6,11 +6,15 @@ import asyncio
 import base64
 import logging
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from agent import _image_fit
 from agent import images as images_module
+from agent._image_fit import MAX_DECODES
 from agent.images import (
     MAX_IMAGES,
     VISION_HINT,
@@ -301,3 +305,41 @@ async def test_an_image_changed_after_its_check_is_skipped_not_read_or_waited_on
     assert unusable == [("chart.png", why)]
     assert content == ([{"type": "text", "text": GOAL}, {"type": "image_url", "image_url": {"url": URL}}]
                        if supports_vision else f"{GOAL}\n\n[Image attached at: {URL}]\n{VISION_HINT}")
+
+
+# --- waiting for a decode -----------------------------------------------------------------------
+
+
+async def test_images_waiting_for_a_decode_leave_the_loops_threads_to_other_work(ws, monkeypatch):
+    # A 2-core machine's loop has min(32, cores + 4) = 6 threads for every asyncio.to_thread.
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(6))
+    held, decoding = threading.Event(), []
+    fit = _image_fit._fit
+
+    def held_fit(*args):
+        decoding.append(threading.get_ident())
+        held.wait()
+        return fit(*args)
+
+    monkeypatch.setattr(_image_fit, "_fit", held_fit)
+    # Six chats' photos: two decoding, four waiting for their turn.
+    fits = [asyncio.create_task(first_turn_content_async(GOAL, ["chart.png"], workspace=ws, supports_vision=True))
+            for _ in range(6)]
+    ran = 0
+
+    def other_work() -> None:
+        nonlocal ran
+        ran += 1
+
+    try:
+        async with asyncio.timeout(5):
+            while len(decoding) < MAX_DECODES:
+                await asyncio.sleep(0.01)
+        async with asyncio.timeout(5):
+            for _ in range(10):
+                await asyncio.to_thread(other_work)
+        assert ran == 10 and len(decoding) == MAX_DECODES  # the decodes still full, other work done meanwhile
+    finally:
+        held.set()
+    assert [urls(content) for content in await asyncio.gather(*fits)] == [[PNG_DATA_URL]] * 6
+    assert len(decoding) == 6

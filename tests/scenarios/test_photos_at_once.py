@@ -6,7 +6,6 @@ FakeTelegram, the model behind FakeOpenAIServer."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 
 from agent import _image_fit, images
@@ -21,18 +20,16 @@ CHATS = [41, 42, 43, 44, 45]
 
 
 class Decodes:
-    """Counts the decodes running at once, each held until `release`; and which threads asked for one."""
+    """Counts the decodes running at once, each held until `release`; and the turns that asked for one."""
 
     def __init__(self, monkeypatch) -> None:
-        self.running = self.most = 0
-        self.asking: set[int] = set()
+        self.running = self.most = self.asked = 0
         self._lock, self._go = threading.Lock(), threading.Event()
-        fit, decode = images.fit_image, _image_fit._fit
+        run, decode = images.run_decoding, _image_fit._fit
 
-        def asked(*args):
-            with self._lock:
-                self.asking.add(threading.get_ident())
-            return fit(*args)
+        async def asked(call):
+            self.asked += 1
+            return await run(call)
 
         def decoding(*args):
             with self._lock:
@@ -45,23 +42,18 @@ class Decodes:
                 with self._lock:
                     self.running -= 1
 
-        monkeypatch.setattr(images, "fit_image", asked)
+        monkeypatch.setattr(images, "run_decoding", asked)
         monkeypatch.setattr(_image_fit, "_fit", decoding)
 
     async def all_waiting(self, count: int) -> None:
-        """Until ``count`` threads asked for a decode and each waits: held here, or for its turn to decode."""
+        """Until ``count`` turns asked for a decode and `MAX_DECODES` of them are decoding, held here
+        (the others queued for a decode thread, in none)."""
         async with asyncio.timeout(10):
-            while not (len(self.asking) == count and all(map(_waiting, self.asking))):
+            while not (self.asked == count and self.running == MAX_DECODES):
                 await asyncio.sleep(0.01)
 
     def release(self) -> None:
         self._go.set()
-
-
-def _waiting(thread: int) -> bool:
-    # Blocked in threading's Condition.wait: what both an Event and a Semaphore wait in.
-    frame = sys._current_frames().get(thread)
-    return frame is not None and frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__
 
 
 async def test_photos_from_five_chats_at_once_are_decoded_at_most_two_at_a_time_and_all_reach_the_model(
