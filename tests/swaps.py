@@ -1,6 +1,7 @@
 """A path changed between its check and its open, deterministically: `swap_at_next_open` runs a
-change just before the next file this thread opens or folder it makes (an ``open`` or ``os.mkdir``
-audit event: Python's ``open`` and ``os.open`` both raise the first), so whatever the code checks by path before that sees the path as it
+change just before the next file this thread opens, folder it lists or folder it makes (an
+``open``, ``os.scandir`` or ``os.mkdir`` audit event: Python's ``open`` and ``os.open`` both raise
+the first), so whatever the code checks by path before that sees the path as it
 was, and what it opens sees the change. Plus the changes a hostile neighbour in the workspace
 could make, and `unblock`, which ends a read or write stuck on a FIFO so a failing test cannot hang.
 """
@@ -19,7 +20,7 @@ _armed: dict[int, Callable[[], None]] = {}
 
 
 def _on_audit(event: str, args: tuple) -> None:
-    if event in ("open", "os.mkdir") and _armed:
+    if event in ("open", "os.mkdir", "os.scandir") and _armed:
         change = _armed.pop(threading.get_ident(), None)
         if change is not None:
             change()
@@ -29,7 +30,7 @@ sys.addaudithook(_on_audit)  # hooks cannot be removed: this one does nothing un
 
 
 def swap_at_next_open(change: Callable[[], None]) -> None:
-    """Run ``change`` once, as this thread next opens a file or makes a folder (before it does)."""
+    """Run ``change`` once, as this thread next opens a file, lists a folder or makes one (before it does)."""
     _armed[threading.get_ident()] = change
 
 

@@ -33,7 +33,7 @@ def open_unfollowed(path: Path, flags: int = READ, *, make_folders: bool = False
     to with no reader). ``make_folders`` makes the missing folders on the way (mode 0o777 less the
     umask), each inside the one opened before it.
 
-    Raises OSError: ELOOP for a symlink as the file or as a folder on the way (`is_swapped`),
+    Raises OSError: ELOOP for a symlink as the file (or folder) or a folder on the way (`is_swapped`),
     NotADirectoryError for a file as a folder, FileNotFoundError, or whatever ``open`` raises. The
     caller closes the descriptor. Blocking.
     """
@@ -43,14 +43,14 @@ def open_unfollowed(path: Path, flags: int = READ, *, make_folders: bool = False
             inner = _folder(folder, part, make_folders)
             os.close(folder)
             folder = inner
-        return os.open(path.name, flags | _ANY, 0o666, dir_fd=folder)
+        return _open(folder, path.name, flags | _ANY)
     finally:
         os.close(folder)
 
 
 def _folder(parent: int, name: str, make: bool) -> int:
     try:
-        return _open_folder(parent, name)
+        return _open(parent, name, _FOLDER)
     except FileNotFoundError:
         if not make:
             raise
@@ -58,13 +58,13 @@ def _folder(parent: int, name: str, make: bool) -> int:
         os.mkdir(name, dir_fd=parent)
     except FileExistsError:  # made meanwhile; opened, unfollowed, like any other
         pass
-    return _open_folder(parent, name)
+    return _open(parent, name, _FOLDER)
 
 
-def _open_folder(parent: int, name: str) -> int:
+def _open(parent: int, name: str, flags: int) -> int:
     try:
-        return os.open(name, _FOLDER, dir_fd=parent)
-    except NotADirectoryError:
+        return os.open(name, flags, 0o666, dir_fd=parent)
+    except NotADirectoryError:  # what O_NOFOLLOW with O_DIRECTORY (a folder) says of a symlink
         if stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
             raise OSError(errno.ELOOP, "a symlink where a folder was") from None
         raise

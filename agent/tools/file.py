@@ -147,33 +147,54 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
-def _matches(base: Path, regex, max_depth: int | None, hidden):
-    """Entries under ``base`` whose relative path matches and that are not ``hidden``, directory by
-    directory in name order."""
-    # os.walk is told not to descend into symlinked directories, so the walk stays inside the workspace.
-    for dirpath, dirnames, filenames in os.walk(base):
-        here = Path(dirpath)
+def _matches(base: Path, folder: int, regex, max_depth: int | None, hidden):
+    """Entries under ``base`` (open as ``folder``) whose relative path matches and that are not
+    ``hidden``, directory by directory in name order, each with its mark ('/' a directory, '@' a
+    symlink)."""
+    # os.fwalk opens each directory through the one above it and descends into none that is, or
+    # was swapped for, a symlink: the walk stays inside the workspace whatever changes meanwhile.
+    for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=folder):
+        here = base / dirpath
         for name in sorted(dirnames + filenames):
             if hidden(here / name):
                 continue
             if regex.match((here / name).relative_to(base).as_posix()):
-                yield here / name
+                yield here / name, _mark(name, dirfd)
         deeper = max_depth is None or len(here.relative_to(base).parts) + 1 < max_depth
-        dirnames[:] = sorted(d for d in dirnames if deeper and not (here / d).is_symlink() and not hidden(here / d))
+        dirnames[:] = sorted(d for d in dirnames if deeper and not hidden(here / d))
+
+
+def _mark(name: str, folder: int) -> str:
+    try:
+        kind = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+    except OSError:  # gone meanwhile
+        return ""
+    return "@" if stat.S_ISLNK(kind) else "/" if stat.S_ISDIR(kind) else ""
 
 
 def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    base = _resolve(ctx, args.get("path", "."))
-    if not base.is_dir():
-        raise ToolError(f"{args.get('path', '.')!r} is not a directory")
+    path = args.get("path", ".")
+    base = _resolve(ctx, path)
+    try:
+        folder = open_unfollowed(base, READ | os.O_DIRECTORY)
+    except OSError as exc:
+        if is_swapped(exc):
+            raise ToolError(f"{path!r} changed after it was checked: a symlink is now where a folder was, "
+                            "and list_files follows none") from None
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            raise ToolError(f"{path!r} is not a directory") from None
+        raise ToolError(f"cannot list {path!r}: {exc.strerror or exc}") from None
     regex, max_depth = glob_regex(args.get("pattern") or "*")
     root = ctx.workspace.resolve()
     scope: FileScope | None = ctx.services.get(FILE_SCOPE)
     hidden = scope.hidden_in(root) if scope is not None else (lambda entry: False)
-    found = [
-        e.relative_to(root).as_posix() + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
-        for e in itertools.islice(_matches(base, regex, max_depth, hidden), MAX_LIST_ENTRIES + 1)
-    ]
+    try:
+        found = [
+            entry.relative_to(root).as_posix() + mark
+            for entry, mark in itertools.islice(_matches(base, folder, regex, max_depth, hidden), MAX_LIST_ENTRIES + 1)
+        ]
+    finally:
+        os.close(folder)
     if not found:
         return "(no matching entries)"
     shown = sorted(found[:MAX_LIST_ENTRIES])

@@ -293,3 +293,12 @@ async def test_a_hard_link_is_read_but_not_written_through(call, workspace: Path
     with pytest.raises(ToolError, match="'linked.txt' has 2 hard links, .* nothing was written"):
         await call(WRITE, {"path": "linked.txt", "content": "overwritten"})
     assert (outside / "secret.txt").read_text() == "token=s3cret\n"
+
+
+async def test_list_refuses_a_folder_swapped_for_a_symlink_after_its_check(call, workspace: Path, outside: Path):
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "notes.txt").write_text("mine\n")
+    refusal = await _swapped(call, LIST, {"path": "docs"}, workspace / "docs" / "notes.txt",
+                             lambda: swaps.folder_symlink_to(workspace / "docs" / "notes.txt", outside))
+    assert refusal == ("'docs' changed after it was checked: a symlink is now where a folder was, "
+                       "and list_files follows none")
