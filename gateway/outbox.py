@@ -186,18 +186,23 @@ class Outbox:
                                    turn_id=turn_id, silent=silent, reply_token=reply_token)
 
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
-                           key: str, turn_id: str | None = None, silent: bool = False) -> list[str]:
+                           key: str, turn_id: str | None = None, silent: bool = False,
+                           first: Callable[[], object] | None = None) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
         be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
         during which no other chat would be served. Calls in one chat are journaled in the order
         they were made (each with all its parts, in order); an `enqueue` made meanwhile may come
-        first. Cancelled while splitting: nothing is journaled."""
+        first. ``first`` is called once the parts are split, right before they are journaled (a
+        turn's progress message finished with its reply, not a split's time before it).
+        Cancelled while splitting: nothing is journaled, ``first`` not called."""
         chat = (platform, chat_id, thread_id)
         turn = self._splitting.setdefault(chat, _SplitTurn())
         turn.users += 1
         try:
             async with turn.lock:
                 parts = await asyncio.to_thread(self._split, platform, text)
+                if first is not None:
+                    first()
                 return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
                                            silent=silent, reply_token=None)
         finally:

@@ -164,23 +164,29 @@ class TurnRunner:
                 typing.cancel()
         self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
                                 self._clock.monotonic() - started)
-        # Queued before the reply, so the outbox sends it after, and nothing is left stale. A
-        # stopped turn's was finished by the stop (`ended_early`).
-        if progress.sent and not running.suppressed:
-            self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
-                                  self._clock.monotonic() - started, progress.subagents)
+        # Queued before the reply, so the outbox sends it after, and nothing is left stale; with the
+        # reply's parts, once they are split (a split can take a while: queued before it, the card
+        # would go before any answer came). A stopped turn's was finished by the stop (`ended_early`).
+        def finish_progress() -> None:
+            if progress.sent and not running.suppressed:
+                self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
+                                      self._clock.monotonic() - started, progress.subagents)
+
         kind = "completion" if item.kind == "completion" else "reply"
+        text = None
+        if not running.suppressed and not answered and not running.shutdown:
+            reply = reply_text(item.kind, result, spoke=running.sent + running.files > 0)
+            text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
+        if text is None:
+            finish_progress()
         if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
             self._registry.end(session)
             return
-        text = None
-        if not running.suppressed and not answered:
-            reply = reply_text(item.kind, result, spoke=running.sent + running.files > 0)
-            text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
-            if text is not None:
-                await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
-                                                turn_id=item.turn_id)
-        elif session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS:
+        if text is not None:
+            await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
+                                            turn_id=item.turn_id, first=finish_progress)
+        elif (running.suppressed or answered) and (
+                session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
                        key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
         if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
