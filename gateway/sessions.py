@@ -74,8 +74,10 @@ class RunningTurn:
     word for word, else a message of its own, queued next when the turn ends (as an unread steer)."""
     held_for: int = 0
     sent: int = 0
-    """Messages this run has sent with ``send_message`` (their keys count them: a run again
-    after a restart sends none twice)."""
+    """``send_message`` calls this run has made (their keys count them: a run again after a
+    restart sends none twice); taken as a call begins, so calls split at once get keys of their own."""
+    said: int = 0
+    """Of those, the messages journaled: a call the journal refused said nothing."""
     files: int = 0
     """Files this run has sent with ``send_file`` (their keys count them, as ``sent`` does)."""
     noted: int = 0

@@ -175,7 +175,7 @@ class TurnRunner:
         kind = "completion" if item.kind == "completion" else "reply"
         text = None
         if not running.suppressed and not answered and not running.shutdown:
-            reply = reply_text(item.kind, result, spoke=running.sent + running.files > 0)
+            reply = reply_text(item.kind, result, spoke=running.said + running.files > 0)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()

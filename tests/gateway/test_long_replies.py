@@ -9,6 +9,7 @@ import time
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from gateway.replies import EMPTY_ANSWER
 from gateway.splitting import split_text
 from gateway.testing import RecordingAdapter, make_config, settled
 
@@ -47,3 +48,16 @@ async def test_a_long_reply_is_split_without_stalling_the_gateway(tmp_path, gate
     # counted, not timed (a loaded machine): the split's measures ran in a worker thread
     assert chat.on_the_loop <= 2, f"{chat.on_the_loop} of {chat.measured} measures stalled the event loop"
     assert chat.texts() == parts + (["done"] if how == "send_message" else [])
+
+
+async def test_a_send_message_the_journal_refused_does_not_count_as_said(tmp_path, gateways):
+    # The model's message cannot be journaled (a full disk); it then ends without an answer.
+    turn = [{"tool_calls": [{"name": "send_message", "arguments": {"text": "here it is"}}]}, {"text": ""}]
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [turn]}))
+    gateway.store.db.write("CREATE TRIGGER refuse BEFORE INSERT ON gateway_outbox WHEN NEW.kind = 'interim'"
+                           " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    await chat.say("send me it")
+    await chat.wait_for(lambda: chat.texts(), timeout=10)
+    await settled(gateway)
+    assert chat.texts() == [EMPTY_ANSWER]  # nothing reached the chat, so the turn's missing answer is said
