@@ -139,8 +139,10 @@ class Commands:
 
     async def _stop(self, session: GatewaySession, args: str) -> str:
         note = [STOP_ARGS_NOTE] if args else []
+        delivering = _delivering(session)
         stopped = self._registry.stop(session, "stopped by /stop")
-        finished = self._ledger.suppress(session.session_id, "/stop")  # their results will not be delivered
+        # Their results will not be delivered.
+        finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
         if not stopped.turn and not children and not stopped.dropped and not finished:
@@ -158,8 +160,9 @@ class Commands:
     async def _new(self, session: GatewaySession) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
         results reach the new one."""
+        delivering = _delivering(session)
         old_id, stopped = self._registry.new_generation(session)
-        finished = self._ledger.suppress(old_id, "/new")
+        finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
         results = [_undelivered(finished) + "."] if finished else []
@@ -194,3 +197,10 @@ def _dropped(n: int) -> list[str]:
     if n == 1:
         return ["Dropped 1 message that was waiting for its turn: send it again to have it answered."]
     return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]
+
+
+def _delivering(session: GatewaySession) -> str | None:
+    """The delegation whose results the running turn is journaling now (`RunningTurn.replying`):
+    past any stop, they are delivered."""
+    running = session.running
+    return running.delegation_id if running is not None and running.replying else None

@@ -94,12 +94,13 @@ class Ledger:
         self._cards.start(row, session)
         self.backlog.recorded(session, dispatch, before)
 
-    def suppress(self, agent_session_id: str, reason: str) -> int:
+    def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
-        deliver nothing. Returns how many of them had no child left at work: their results were
+        deliver nothing, but ``delivering``, whose results' reply is being journaled (past any
+        stop). Returns how many of them had no child left at work: their results were
         ready (or being answered) and are dropped, which the chat must be told, as the stop
         reaches no child of theirs. Call it before the session's children are interrupted."""
-        running = self._table.running_of(agent_session_id)
+        running = [row for row in self._table.running_of(agent_session_id) if row.delegation_id != delivering]
         # A finishing child is past any stop (its activity says so): its results are as good as ready.
         live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
         for row in running:

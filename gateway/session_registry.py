@@ -157,9 +157,10 @@ class SessionRegistry:
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
         `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once. Messages
-        steered into it and not read yet go back to the front of the queue."""
+        steered into it and not read yet go back to the front of the queue. False when no turn
+        runs, or only its reply is still being journaled (`RunningTurn.replying`)."""
         running = session.running
-        if running is None:
+        if running is None or running.replying:
             return False
         # What was steered into it and not read yet runs next, as if the turn had ended before reading
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.

@@ -80,6 +80,9 @@ class RunningTurn:
     """Of those, the messages journaled: a call the journal refused said nothing."""
     files: int = 0
     """Files this run has sent with ``send_file`` (their keys count them, as ``sent`` does)."""
+    replying: bool = False
+    """Its reply is decided and being journaled (split in a worker thread first): it has ended for
+    a stop, which comes after the reply, as one did when the reply was journaled at once."""
     noted: int = 0
     """Notes this run has added with the memory tool (their keys count them: a run again after
     a restart keeps none twice)."""

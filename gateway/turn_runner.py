@@ -183,6 +183,7 @@ class TurnRunner:
             self._registry.end(session)
             return
         if text is not None:
+            running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
             await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
                                             turn_id=item.turn_id, first=finish_progress)
         elif (running.suppressed or answered) and (

@@ -3,6 +3,7 @@ every chat meanwhile, and the parts are journaled whole and in order."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -61,3 +62,33 @@ async def test_a_send_message_the_journal_refused_does_not_count_as_said(tmp_pat
     await chat.wait_for(lambda: chat.texts(), timeout=10)
     await settled(gateway)
     assert chat.texts() == [EMPTY_ANSWER]  # nothing reached the chat, so the turn's missing answer is said
+
+
+class HeldSplit(RecordingAdapter):
+    """Holds a split made in a worker thread (a model's long reply) until released."""
+
+    def __init__(self) -> None:
+        super().__init__(text_limit=1000)
+        self.splitting = threading.Event()
+        self.release = threading.Event()
+
+    def measure(self, text: str) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            self.splitting.set()
+            assert self.release.wait(10)
+        return len(text)
+
+
+async def test_a_stop_while_the_reply_is_split_comes_after_the_reply(tmp_path, gateways):
+    # It said "Stopped the running turn." and the whole reply followed it; a background task's results
+    # (a completion turn) were delivered too, recorded as not delivered (/stop).
+    text = "\n\n".join(f"Paragraph {n}: " + "word " * 40 for n in range(10))
+    chat = HeldSplit()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[{"text": text}]]}))
+    await chat.say("write a lot")
+    assert await asyncio.to_thread(chat.splitting.wait, 10)
+    await chat.say("/stop")
+    await chat.wait_for(lambda: chat.texts())
+    chat.release.set()
+    await settled(gateway)
+    assert chat.texts() == ["Nothing was running.", *split_text(text, 1000)]  # as if sent a moment later
