@@ -40,8 +40,14 @@ _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
 
 @lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
-    """The one configured parser (its rules are read-only once built; parsing is reentrant)."""
-    return bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
+    """The one configured parser (its rules are read-only once built; parsing is reentrant), used
+    from several threads at once (replies are split in worker threads, the loop renders too)."""
+    md = bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
+    # Each rule chain is compiled now, not at its first use, which empties then fills a dict that
+    # another thread's parse may read meanwhile, finding no rules.
+    for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
+        ruler.getRules("")
+    return md
 
 
 def parse(markdown: str) -> list[Token]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gateway.splitting import split_text
 from platforms.base import utf16_length
-from platforms.formatting import blocks, discord_markdown, slack_mrkdwn, telegram_html
+from platforms.formatting import blocks, discord_markdown, markdown, slack_mrkdwn, telegram_html
 from platforms.formatting.markdown import Context, Renderer, parse
 
 RENDERERS = [telegram_html._RENDERER, slack_mrkdwn._RENDERER, discord_markdown._RENDERER]
@@ -78,3 +78,13 @@ def test_splitting_gives_the_parts_rendering_whole_texts_gave(platform, text, li
             split_text(text, limit, new)
         return
     assert split_text(text, limit, new) == expected
+
+
+def test_the_parser_is_ready_before_two_threads_use_it():
+    # markdown-it compiles each rule chain on first use, filling a dict another thread may already
+    # read: a split in a worker thread and a render on the event loop, both the process's first,
+    # got no block rules ("none of the block rules matched") or no inline ones (the text dropped).
+    markdown.parser.cache_clear()
+    md = markdown.parser()
+    rulers = {"core": md.core.ruler, "block": md.block.ruler, "inline": md.inline.ruler, "inline2": md.inline.ruler2}
+    assert [name for name, ruler in rulers.items() if ruler.__cache__ is None] == []
