@@ -15,6 +15,8 @@ chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy`
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
 whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
+A reader that fails (the gateway could not take a message) ends the chat, saying why:
+nothing typed, Ctrl-C included, would be read any more.
 
 Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
@@ -44,6 +46,7 @@ import asyncio
 import contextlib
 import getpass
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -76,6 +79,9 @@ _QUIT = frozenset({"/quit", "/exit"})
 _CONTROLS = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """What a terminal would obey in a reply: the model's text (or a file or page it quotes) could
 otherwise clear the screen, retitle the window, write the clipboard (OSC 52), hide or overwrite lines."""
+
+log = logging.getLogger(__name__)
+
 UPLOAD_LIMIT = 1024**3
 """The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
 PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
@@ -137,6 +143,7 @@ class LocalAdapter:
         if self._greeting:
             self._write(self._greeting)
         self._reader = asyncio.ensure_future(self._read(sink))
+        self._reader.add_done_callback(self._read_ended)
 
     async def stop(self) -> None:
         """Stop reading and give the terminal back as it was. Idempotent."""
@@ -188,6 +195,16 @@ class LocalAdapter:
                 user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
                 is_command=text.startswith("/"),
             ))
+
+    def _read_ended(self, reader: asyncio.Task[None]) -> None:
+        """The reader failed (the gateway could not take a message, its database full): nothing typed
+        is read any more, Ctrl-C included (a key here, not SIGINT), so the chat ends, saying why."""
+        if reader.cancelled() or (exc := reader.exception()) is None:
+            return
+        log.error("the terminal chat stopped reading: %s: %s", type(exc).__name__, exc, exc_info=exc)
+        self._write(("\n" if self._prompting else "") + f"(The chat has ended: {type(exc).__name__}: {exc})")
+        self._prompting = False
+        self._end()
 
     async def _ctrl_c(self, sink: InboundSink, *, typed: str) -> bool:
         """Ctrl-C, with ``typed`` on the line (dropped): stop the running turn, or at an idle prompt

@@ -7,14 +7,17 @@ import contextlib
 import os
 import pty
 import select
+import sqlite3
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from gateway.host import STATE_DB
 from platforms.local import LEAVE_HINT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +167,24 @@ def test_ctrl_c_during_a_turn_stops_the_turn_and_the_chat_goes_on(tmp_path):
         assert LEAVE_HINT.encode() not in chat.seen  # a turn's Ctrl-C is not one of the two that leave
         os.write(chat.controller, b"\x04")
         assert chat.wait() == 0
+    finally:
+        chat.close()
+
+
+def test_a_chat_that_cannot_take_a_message_ends_and_gives_the_terminal_back(tmp_path):
+    """The chat could not journal a message (a full disk): its reader ended, and with it every way
+    out, as Ctrl-C is a key there (the terminal's interrupt character off) and nothing read it."""
+    chat = Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        with contextlib.closing(sqlite3.connect(tmp_path / "state" / STATE_DB)) as db:
+            db.execute("CREATE TRIGGER refuse BEFORE INSERT ON gateway_inbox"
+                       " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+            db.commit()
+        os.write(chat.controller, b"hello\r")
+        chat.read_until(b"(The chat has ended: IntegrityError: database or disk is full)")
+        assert chat.wait() == 0
+        assert termios.tcgetattr(chat.controller)[6][termios.VINTR] == b"\x03"  # Ctrl-C is Ctrl-C again
     finally:
         chat.close()
 
