@@ -517,8 +517,9 @@ class DiscordAdapter:
             await self._channel(target).typing()
         except Exception as exc:
             error = _delivery_error(exc, route=TYPING, chat_id=target)
-            self._typing_failures.warning((target, type(error).__name__), FAILED, TYPING, target,
-                                          type(error).__name__, error)
+            if not isinstance(error, Unauthorized):  # a refused token is said once for all (`discord_token`)
+                self._typing_failures.warning((target, type(error).__name__), FAILED, TYPING, target,
+                                              type(error).__name__, error)
             raise error from exc
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:

@@ -83,3 +83,19 @@ async def test_discord_is_down_while_rest_refuses_the_token_though_the_gateway_c
         assert adapter.connection().status == "connected"
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "platforms.discord.token" in errors[0].getMessage()  # once, not once per call
+
+
+async def test_typing_refused_for_the_token_adds_no_warning_to_its_one_error(
+        fake: FakeDiscord, running, caplog: pytest.LogCaptureFixture) -> None:
+    # Typing is refreshed in every chat with a turn running; its failures are warned of once per
+    # channel (platforms.repeated_warnings), but a refused token is said once for all, as replies' are.
+    adapter, _ = running
+    channels = [fake.dm_channel(str(user)) for user in (USER, USER + 1, USER + 2)]
+    with caplog.at_level(logging.INFO, logger="platforms.discord"):
+        fake.token = "reset-" + fake.token
+        for channel in channels:
+            with pytest.raises(Unauthorized):
+                await adapter.typing(channel, None)
+    assert adapter.connection().status == "down"
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and "platforms.discord.token" in warned[0], warned
