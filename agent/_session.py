@@ -258,23 +258,67 @@ class AgentSession:
     # -- the loop --------------------------------------------------------------------
 
     async def run_turn(
-        self, user_message: str | list[dict[str, Any]], *, observer: TurnObserver = _NO_OBSERVER,
-        turn_id: str | None = None,
+        self, user_message: str | list[dict[str, Any]] | None, *, observer: TurnObserver = _NO_OBSERVER,
+        turn_id: str | None = None, _resumed: tuple[_TurnState, _Interrupt | None] | None = None,
     ) -> TurnResult:
         """Run the tool-calling loop until the model answers without tool calls, the
         budget runs out, or an interrupt lands. Never raises for model or tool failures:
         they end the turn with ``exit_reason="error"`` or become tool results.
 
         ``turn_id`` names the turn (a host passes its own, so one id runs from the chat
-        to the children); a fresh one is made when it is None."""
+        to the children); a fresh one is made when it is None. ``_resumed`` is `resume_turn`'s:
+        the turn to go on with (``user_message`` None), and a stop that came meanwhile. One
+        coroutine for both, not one awaiting another: a thousand children each wait in a turn,
+        and every frame they hold is memory."""
         if self._running:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
-        turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
-        if self._unbilled is not None:
-            _charge(turn, *self._unbilled)
-            turn.child_calls = turn.api_calls
-            self._unbilled = None
-        return await self._run(turn, observer, user_message)
+        if _resumed is None:
+            turn = _TurnState(turn_id or new_id("turn-"), self.clock.monotonic())
+            if self._unbilled is not None:
+                _charge(turn, *self._unbilled)
+                turn.child_calls = turn.api_calls
+                self._unbilled = None
+            self._interrupt = None
+        else:
+            turn, self._interrupt = _resumed
+        self._running = True
+        if self._next_tools:
+            self._apply_next_tools()
+        clock, hooks = self.clock, self.hooks
+        self._turn = turn
+        token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
+        activity = self.activity
+        try:
+            if user_message is not None:
+                self.messages.append({"role": "user", "content": user_message})
+                # Hooks are looked for before a call is made: most sessions have none, and a thousand
+                # children each run a turn.
+                if hooks is not None and hooks.has("turn_start"):
+                    await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
+            exit_reason, error, error_kind = await self._loop(turn, observer)
+            if hooks is not None and hooks.has("turn_end"):
+                await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
+        finally:
+            _answer_open_calls(self.messages)
+            try:
+                _ACTIVE_TURN.reset(token)
+            except ValueError:
+                pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
+            self._running = False
+            self._turn = None
+            activity.current_tool = None
+            activity.tool_started_at = None
+            activity.last_activity = ended = clock.monotonic()
+            activity.description = "idle"
+            activity.answered = False
+            self.turns_run += 1
+        interrupt = self._interrupt
+        return TurnResult(  # positional, in field order: this runs for every child
+            turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
+            turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
+            interrupt.reason if exit_reason == "interrupted" and interrupt else None,
+            turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
+        )
 
     def saved_turn(self) -> dict[str, Any]:
         """The running turn, with the conversation and totals it runs on, as JSON-ready data for
@@ -319,50 +363,8 @@ class AgentSession:
                           summary_failed=kept["summary_failed"], iterations=kept["iterations"],
                           asked_again=kept["asked_again"],
                           trace=[ToolTraceEntry(e[0], tuple(e[1]), *e[2:]) for e in kept["trace"]])
-        return await self._run(turn, observer, None, None if interrupted is None else _Interrupt(interrupted, True))
-
-    async def _run(self, turn: _TurnState, observer: TurnObserver, user_message: str | list[dict[str, Any]] | None,
-                   interrupt: _Interrupt | None = None) -> TurnResult:
-        """The turn from its first model call (``user_message`` None: a resumed turn, from its next one)."""
-        self._running = True
-        self._interrupt = interrupt
-        if self._next_tools:
-            self._apply_next_tools()
-        clock, hooks = self.clock, self.hooks
-        self._turn = turn
-        token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
-        activity = self.activity
-        try:
-            if user_message is not None:
-                self.messages.append({"role": "user", "content": user_message})
-                # Hooks are looked for before a call is made: most sessions have none, and a thousand
-                # children each run a turn.
-                if hooks is not None and hooks.has("turn_start"):
-                    await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
-            exit_reason, error, error_kind = await self._loop(turn, observer)
-            if hooks is not None and hooks.has("turn_end"):
-                await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
-        finally:
-            _answer_open_calls(self.messages)
-            try:
-                _ACTIVE_TURN.reset(token)
-            except ValueError:
-                pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
-            self._running = False
-            self._turn = None
-            activity.current_tool = None
-            activity.tool_started_at = None
-            activity.last_activity = ended = clock.monotonic()
-            activity.description = "idle"
-            activity.answered = False
-            self.turns_run += 1
-        interrupt = self._interrupt
-        return TurnResult(  # positional, in field order: this runs for every child
-            turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
-            turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
-            interrupt.reason if exit_reason == "interrupted" and interrupt else None,
-            turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
-        )
+        return await self.run_turn(
+            None, observer=observer, _resumed=(turn, None if interrupted is None else _Interrupt(interrupted, True)))
 
     async def _run_hook(self, name: str, **event: Any) -> None:
         if self.hooks is not None and self.hooks.has(name):
