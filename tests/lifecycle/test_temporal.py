@@ -41,20 +41,26 @@ async def until(predicate, timeout=10.0):
             await asyncio.sleep(0.01)
 
 
+async def until_in_history(workflow: WorkflowHandle, event_type: EventType.ValueType, count: int = 1) -> None:
+    """Until the workflow's history holds ``count`` events of ``event_type``, read as Temporal
+    appends them (a long poll: ``wait_new_event``), not polled."""
+    seen = 0
+    async with asyncio.timeout(20):
+        async for event in workflow.fetch_history_events(wait_new_event=True):
+            seen += event.event_type == event_type
+            if seen >= count:
+                return
+    raise AssertionError(f"the workflow closed with {seen} of {count} {EventType.Name(event_type)} events")
+
+
 async def until_cancel_requested(workflow: WorkflowHandle) -> None:
     """Until the workflow's history holds a cancellation request: the stop reached Temporal."""
-    async with asyncio.timeout(20):
-        while EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in [
-                e.event_type async for e in workflow.fetch_history_events()]:
-            await asyncio.sleep(0.1)
+    await until_in_history(workflow, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED)
 
 
 async def until_signalled(workflow: WorkflowHandle, count: int) -> None:
     """Until the workflow's history holds ``count`` signals: the steers reached Temporal."""
-    async with asyncio.timeout(20):
-        while [e.event_type async for e in workflow.fetch_history_events()].count(
-                EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < count:
-            await asyncio.sleep(0.1)
+    await until_in_history(workflow, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, count)
 
 
 def journaled_steers(db, subagent_id: str) -> list[str]:
@@ -442,11 +448,8 @@ async def test_steering_a_child_while_temporal_is_down_reaches_it_once_it_is_bac
         assert run.env.service.engine.steer(run.handle.subagent_id, "first: use metric units")
         assert run.env.service.engine.steer(run.handle.subagent_id, "second: and cite sources")
         await asyncio.to_thread(run.server.start)
-        workflow = run.client.get_workflow_handle(run.handle.subagent_id)
-        async with asyncio.timeout(20):  # both taken by Temporal before the child's next step reads them
-            while [e.event_type async for e in workflow.fetch_history_events()].count(
-                    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) < 2:
-                await asyncio.sleep(0.1)
+        # both taken by Temporal before the child's next step reads them
+        await until_signalled(run.client.get_workflow_handle(run.handle.subagent_id), 2)
         run.model.release("gate")
         assert (await run.env.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
         summary = (await run.env.service.result(run.handle)).summary
