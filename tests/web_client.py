@@ -18,6 +18,7 @@ from gateway.platform_factory import build_adapters
 from gateway.server import Server
 from gateway.testing import settled
 from platforms.web import WebChatAdapter
+from platforms.webhook import WebhookAdapter
 
 
 class WebChat:
@@ -65,8 +66,8 @@ class WebChat:
         await settled(self.gateway, timeout=10)
 
 
-async def serve(adapter: WebChatAdapter) -> tuple[web.AppRunner, str]:
-    """The adapter's routes alone, without a gateway, on a loopback port: (runner, base url)."""
+async def serve(adapter: WebChatAdapter | WebhookAdapter) -> tuple[web.AppRunner, str]:
+    """The adapter's routes alone (web chat or webhook), without a gateway, on a loopback port: (runner, base url)."""
     app = web.Application()
     app.add_routes(adapter.web_routes())
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from platforms.base import Accepted, Inbound, NetworkError, Outbound, OutboundFile, SendsFiles
 from platforms.web import KEEP_FILES_SECONDS, UPLOAD_LIMIT, WebChatAdapter
+from tests.platforms.outbox_copies import outbox_copy
 from tests.web_client import EventStream, serve
 
 TOKEN = "tok-0123456789-abcdefghij"
@@ -51,14 +52,6 @@ async def started(tmp_path: Path) -> AsyncIterator[Any]:
     for adapter, runner in running:
         await adapter.stop()
         await runner.cleanup()
-
-
-def outbox_copy(tmp_path: Path, name: str, data: bytes) -> OutboundFile:
-    """A file as the outbox hands it over: its own copy, removed once the send is settled."""
-    folder = tmp_path / "outbox-files" / "k"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_bytes(data)
-    return OutboundFile(str(folder / name), name, len(data))
 
 
 async def send(adapter: WebChatAdapter, file: OutboundFile, *, chat: str = "c1", caption: str = "") -> str:

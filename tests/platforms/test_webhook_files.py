@@ -15,13 +15,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
-from platforms.base import Accepted, Inbound, NetworkError, Outbound, OutboundFile, SendsFiles, TurnRead
+from platforms.base import Accepted, Inbound, NetworkError, Outbound, SendsFiles, TurnRead
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get
 from platforms.webhook import Route, WebhookAdapter
 from platforms.webhook_files import KEEP_SECONDS, UPLOAD_LIMIT
 from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, sign
+from tests.platforms.outbox_copies import outbox_copy
+from tests.web_client import serve
 
 SECRET = "alerts-secret-0123456789"
 READER_SECRET = "reader-secret-abcdef"
@@ -70,22 +71,10 @@ async def served(tmp_path: Path, receiver: WebhookReceiver, clock: Clock) -> Asy
     adapter = WebhookAdapter({"alerts": Route(SECRET, receiver.url), "reader": (READER_SECRET, None)},
                              turn_reader=reader, clock=clock, files_dir=tmp_path / "webhook-files")
     await adapter.start(accept)
-    app = web.Application()
-    app.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    yield adapter, f"http://127.0.0.1:{runner.addresses[0][1]}", reader
+    runner, url = await serve(adapter)
+    yield adapter, url, reader
     await adapter.stop()
     await runner.cleanup()
-
-
-def outbox_copy(tmp_path: Path, name: str, data: bytes) -> OutboundFile:
-    """A file as the outbox hands it over: its own copy, removed once the send is settled."""
-    folder = tmp_path / "outbox-files" / "k"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_bytes(data)
-    return OutboundFile(str(folder / name), name, len(data))
 
 
 def file_send(chat: str, caption: str = "", key: str = "t1:file:0:0") -> Outbound:
