@@ -98,6 +98,8 @@ from discord import app_commands  # noqa: E402
 log = logging.getLogger(__name__)
 
 PACING = Pacing(edit_interval=1.0)
+SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
+"""How long to wait before handing an event the gateway failed to record over again."""
 
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
@@ -315,9 +317,7 @@ class DiscordAdapter:
         while True:
             inbound = await self._queue.get()
             try:
-                await sink(inbound)
-            except Exception:
-                log.exception("discord: the gateway refused event %s", inbound.event_id)
+                await _until_recorded(sink, inbound)
             finally:
                 self._queue.task_done()
 
@@ -610,6 +610,26 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
     if error is not exc and not isinstance(error, Unauthorized):
         log.warning(FAILED, route, chat_id, type(error).__name__, error)
     return error
+
+
+async def _until_recorded(sink: InboundSink, inbound: Inbound) -> None:
+    """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
+    once and never again, so one the gateway failed to record (its database full) would be lost.
+    The events after it wait, in order."""
+    delay = SINK_RETRY_FIRST
+    while True:
+        try:
+            await sink(inbound)
+        except Exception:
+            first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
+            log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded; handing it"
+                    " over again in %.1f s, and until it is", inbound.event_id, delay, exc_info=first)
+        else:
+            if delay > SINK_RETRY_FIRST:
+                log.info("discord: event %s is recorded", inbound.event_id)
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, SINK_RETRY_MAX)
 
 
 def _delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:

@@ -1,0 +1,74 @@
+"""The state database full while the gateway runs, end to end through the real SDKs against the
+loopback fakes: ``PRAGMA max_page_count`` on the gateway's live connection makes SQLite refuse
+writes with SQLITE_FULL exactly as a full disk does, and raising it again is the room an operator
+frees. Nothing a user sent may be lost for it, and everything resumes without a restart."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from agent import ModelRequest
+from gateway.app import Gateway
+from gateway.testing import make_config, start_gateway
+from lifecycle import SqliteDatabase
+from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
+
+USER = 42
+LONG = "x" * 3990  # past a page: its inbox row needs a page the full disk cannot give
+
+
+def echo(request: ModelRequest) -> dict:
+    return {"text": f"echo: {request.messages[-1]['content'][:12]}"}
+
+
+async def disk_full(db: SqliteDatabase) -> None:
+    await db.durable()
+    (pages,) = db.read_one("PRAGMA page_count")
+    db.read(f"PRAGMA max_page_count={pages}")
+
+
+def room_again(db: SqliteDatabase) -> None:
+    db.read("PRAGMA max_page_count=1073741823")
+
+
+@pytest.fixture
+async def discord_gateway(tmp_path) -> AsyncIterator[tuple[FakeDiscord, Callable[[], Awaitable[Gateway]]]]:
+    async with FakeDiscord() as fake:
+        started: list[Gateway] = []
+
+        async def start() -> Gateway:
+            config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+            started.append(await start_gateway(config, [adapter_for(fake)], script={"parent": echo}))
+            return started[-1]
+
+        try:
+            yield fake, start
+        finally:
+            for gateway in started:
+                await gateway.stop(grace=0)
+            await join_heartbeat_threads()
+        assert fake.errors == []
+
+
+async def test_a_discord_message_the_full_disk_kept_out_of_the_inbox_is_answered_once_there_is_room(
+        discord_gateway, caplog):
+    # Discord sends a message once, over the gateway connection: an event the inbox could not record
+    # is handed over again until it is, not dropped (Discord never sends it again).
+    fake, start = discord_gateway
+    gateway = await start()
+    dm = fake.dm_channel(USER)
+    await disk_full(gateway.store.db)
+    fake.push_dm(USER, "first " + LONG)
+    await fake.wait_for(lambda: any(r.name == "platforms.discord" and r.levelno >= logging.WARNING
+                                    for r in caplog.records))
+    assert fake.bot_messages(dm) == []
+    room_again(gateway.store.db)
+    await fake.wait_for(lambda: fake.bot_messages(dm), timeout=10)
+    fake.push_dm(USER, "second")
+    await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 2)
+    assert [m.content for m in fake.bot_messages(dm)] == ["echo: first xxxxxx", "echo: second"]
