@@ -243,6 +243,15 @@ class Gateway:
             return False
         return not any(self.host.children.children(s.session_id) for s in self.sessions)
 
+    def storage(self) -> dict[str, object]:
+        """The state database: ``ok``, or ``down`` with why and since when while SQLite cannot write
+        it (a full disk, a failing device), until a write succeeds again. The file's name, not its path."""
+        db = self.store.db
+        if db.write_error is None:
+            return {"status": "ok", "reason": None, "since": None}
+        return {"status": "down", "reason": f"{db.path.name} cannot be written: {db.write_error}",
+                "since": db.write_error_since}
+
     def connections(self) -> dict[str, ConnectionState]:
         """Each platform's connection now, by name (`platforms.connection`)."""
         return {name: adapter.connection() if isinstance(adapter, Connects) else NO_CONNECTION

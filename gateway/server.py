@@ -48,9 +48,11 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         # health check that restarted on every dropped connection would make outages longer.
         connections = gateway.connections()
         down = [name for name, state in connections.items() if state.status == "down"]
-        return web.json_response({"status": "down" if down else "ok", "platforms": sorted(gateway.adapters),
-                                  "down": down, "connections": {n: s.to_json() for n, s in connections.items()}},
-                                 status=503 if down else 200)
+        storage = gateway.storage()
+        unwell = bool(down) or storage["status"] == "down"
+        return web.json_response({"status": "down" if unwell else "ok", "platforms": sorted(gateway.adapters),
+                                  "down": down, "connections": {n: s.to_json() for n, s in connections.items()},
+                                  "storage": storage}, status=503 if unwell else 200)
 
     metrics_access = console_access(gateway)
 

@@ -45,6 +45,9 @@ from typing import Any, Protocol
 log = logging.getLogger("lifecycle.database")
 
 _RETRY_FIRST, _RETRY_MAX = 0.001, 0.05
+_STORAGE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
+"""Primary result codes of a file that cannot be written (a full disk, a failing device), as
+against a statement's own failure (a constraint, a lock another connection holds)."""
 
 
 class Participant(Protocol):
@@ -99,6 +102,11 @@ class SqliteDatabase:
         self._rewrite_delay = lost_retry[0]
         self.commits = 0
         """Transactions committed; for tests and metrics."""
+        self.write_error: str | None = None
+        """Why the file cannot be written (``database or disk is full``), from the first write SQLite
+        refused for it (not a statement's own failure) until a commit succeeds again; None while it can."""
+        self.write_error_since: float | None = None
+        """When `write_error` began (epoch seconds)."""
 
     @property
     def closed(self) -> bool:
@@ -250,6 +258,7 @@ class SqliteDatabase:
                 self._execute("COMMIT", (), many=False)
                 self._redo.clear()
                 self.commits += 1
+                self._written()
         except BaseException as exc:
             self._locked_since = None
             for participant in due:
@@ -314,6 +323,7 @@ class SqliteDatabase:
         try:
             cursor = conn.executemany(sql, params) if many else conn.execute(sql, params)
         except sqlite3.Error as exc:
+            self._refused(exc)
             if self._redo and not conn.in_transaction and not self._lost:
                 self._lost = True
                 log.error("%s: SQLite rolled back the writes not yet committed (%s); they are written again"
@@ -335,7 +345,9 @@ class SqliteDatabase:
                     conn.executemany(sql, params)
                 else:
                     conn.execute(sql, params)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, sqlite3.Error):
+                self._refused(exc)
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
@@ -369,6 +381,21 @@ class SqliteDatabase:
                 self._retry_lost()
             else:
                 log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
+
+    def _refused(self, exc: sqlite3.Error) -> None:
+        """SQLite refused a write: when the file cannot be written, say so once, until it can."""
+        if self.write_error is not None or (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _STORAGE:
+            return
+        self.write_error, self.write_error_since = str(exc), time.time()
+        log.error("%s cannot be written: %s; what the gateway must record waits (a message is not"
+                  " acknowledged, a reply not sent) and is written once it can be: free space on its disk",
+                  self.path, exc)
+
+    def _written(self) -> None:
+        if self.write_error is None or self._lost:
+            return
+        log.info("%s is written again, after %.0f s", self.path, time.time() - (self.write_error_since or 0))
+        self.write_error = self.write_error_since = None
 
     def _restore(self) -> None:
         """Before a read: the lost batch is written again, so no read sees the state without it."""

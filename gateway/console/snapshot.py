@@ -56,6 +56,7 @@ class ConsoleView:
             "platforms": [{"name": name, "last_inbound_age": round(age, 1),
                            "connection": connections[name].to_json() if name in connections else None}
                           for name, age in g.metrics.inbound_ages().items()],
+            "storage": g.storage(),
         }
 
     def _sessions(self) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import aiohttp
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
@@ -17,6 +18,7 @@ from gateway.testing import make_config, start_gateway
 from lifecycle import SqliteDatabase
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.web_client import get_history, post_message, web_chats
 
 USER = 42
 LONG = "x" * 3990  # past a page: its inbox row needs a page the full disk cannot give
@@ -72,3 +74,36 @@ async def test_a_discord_message_the_full_disk_kept_out_of_the_inbox_is_answered
     fake.push_dm(USER, "second")
     await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 2)
     assert [m.content for m in fake.bot_messages(dm)] == ["echo: first xxxxxx", "echo: second"]
+
+
+async def test_healthz_and_the_console_say_the_state_database_cannot_be_written_until_it_can(tmp_path, caplog):
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start()
+        db = web.gateway.store.db
+        assert (await post_message(http, web.base, "c1", "hello", key="first-key"))[0] == 202
+        await web.settled()
+        await disk_full(db)
+        for _ in range(3):  # a page posting again and again, as it does
+            assert (await post_message(http, web.base, "c1", "later " + LONG, key="later-key"))[0] == 500
+        async with http.get(f"{web.base}/healthz") as answer:
+            assert answer.status == 503
+            health = await answer.json()
+        assert health["status"] == "down" and health["down"] == []  # no platform is down: the database is
+        assert health["storage"]["status"] == "down"
+        assert health["storage"]["reason"] == f"{db.path.name} cannot be written: database or disk is full"
+        async with http.get(f"{web.base}/console/api/state") as answer:
+            assert answer.status == 200
+            state = await answer.json()
+        assert state["storage"] == health["storage"]
+        said = [r.getMessage() for r in caplog.records if r.name == "lifecycle.database" and r.levelno == logging.ERROR
+                and "cannot be written" in r.getMessage()]
+        assert len(said) == 1 and str(db.path) in said[0]  # once, naming the file, not once per message
+
+        room_again(db)
+        assert (await post_message(http, web.base, "c1", "later " + LONG, key="later-key"))[0] == 202
+        await web.settled()
+        async with http.get(f"{web.base}/healthz") as answer:
+            assert answer.status == 200
+            assert (await answer.json())["storage"] == {"status": "ok", "reason": None, "since": None}
+        assert [m["text"][:8] for m in await get_history(http, web.base)] == [
+            "hello", "[demo] I", "later xx", "[demo] I"]

@@ -67,11 +67,19 @@
   function draw(state) {
     skew = Date.now() / 1000 - state.now;
     drawPlatforms(state.platforms);
+    drawStorage(state.storage);
     drawWork(state.work);
     drawDelegations(state.delegations);
     drawOutbox(state.outbox);
     drawSessions(state.sessions);
     drawErrors(state.errors);
+  }
+
+  function drawStorage(storage) {
+    const node = $("storage");
+    node.hidden = storage.status !== "down";
+    node.replaceChildren(...(node.hidden ? [] : [el("strong", {}, "state database down "), storage.reason + " for ",
+                                                 since(storage.since)]));
   }
 
   function drawPlatforms(platforms) {
