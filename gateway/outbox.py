@@ -26,7 +26,8 @@ Guarantees:
   same part again. Network errors, 5xx and unexpected exceptions: back off
   (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
   meets one before a part is sent again. A part still failing ``give_up_after`` seconds
-  after it was journaled (time queued behind other parts counts) is marked failed,
+  after it was journaled (time queued behind other parts counts; time the machine was
+  suspended or the gateway stopped does not: `Sender._give_up_in`) is marked failed,
   and the chat moves on. Forbidden, NotFound and BadRequest are final at once. Unauthorized
   (the platform refuses the bot's own credentials, in every chat) is not: the platform's
   parts are held, in order, until it takes them again or they give up as above
@@ -330,6 +331,8 @@ class Outbox:
         if row is None:
             return False
         log.info("outbox: %s chat %s: %s re-queued by the operator", row.platform, row.chat_id, row.key)
+        if not self._closed:
+            self._sender.journaled(row.id)
         self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         return True
 
@@ -400,6 +403,8 @@ class Outbox:
         """Queue the rows just journaled (None: a key journaled before, left alone)."""
         for row, row_id in zip(rows, ids, strict=True):
             if row_id is not None:
+                if self._started and not self._closed:
+                    self._sender.journaled(row_id)
                 self._push((row.platform, row.chat_id, row.thread_id), row_id, progress=row.kind in PROGRESS_KINDS)
 
     def _push(self, chat: ChatKey, row_id: int, *, progress: bool) -> None:

@@ -100,6 +100,9 @@ class Sender:
         self._holds = CredentialHolds(clock)
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
+        self._started_awake = clock.monotonic()
+        self._journaled: dict[int, float] = {}
+        """When each pending part's give-up clock started, on the monotonic clock (`journaled`)."""
         self._unsure: set[int] = set()
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
         self._asked: set[int] = set()
@@ -117,6 +120,29 @@ class Sender:
         """Parts the sender keeps something about in memory between attempts (none once final)."""
         return len(self._unsure | self._asked | self._waited)
 
+    def journaled(self, row_id: int) -> None:
+        """The part ``row_id`` was journaled just now: its give-up clock starts."""
+        self._journaled[row_id] = self._clock.monotonic()
+
+    def _give_up_in(self, row: OutboxRow) -> float:
+        """Seconds left before ``row`` is given up on (≤ 0: now). Its give-up clock counts the time
+        the gateway ran and the machine was awake, on the monotonic clock, which stops in a suspend:
+        a reply whose network went as the laptop's lid closed is not given up on at the first failure
+        after a night asleep, when the network is often not back yet. For a part journaled before
+        this start, the time it was tried then counts (from its journaling to its last retry time);
+        the time the gateway was stopped does not, nor does a part's first failure at a boot before
+        the network is up end it."""
+        since = self._journaled.get(row.id)
+        if since is None:
+            if row.created_at >= self._started:  # journaled by this sender (a late note, a re-split piece)
+                since = self._clock.monotonic() - max(0.0, self._clock.time() - row.created_at)
+            else:
+                tried = 0.0 if row.next_attempt_at is None else min(row.next_attempt_at, self._started) - row.created_at
+                since = self._started_awake - max(0.0, tried)
+            self._journaled[row.id] = since
+        limit = self._give_up_after.get(row.platform, self._default_give_up)
+        return since + limit - self._clock.monotonic()
+
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
         reported; a row of a platform without an adapter stays pending (that platform may be
@@ -128,6 +154,7 @@ class Sender:
             return True
         row = self._store.message_by_id(row_id)
         if row is None:
+            self._journaled.pop(row_id, None)
             return True
         adapter = self._adapters.get(row.platform)
         if row.status != "pending":
@@ -207,12 +234,11 @@ class Sender:
                 # never counted toward give_up_after (the platform has not seen the part).
                 self._store.commit()
             if (held := self._holds.claim(row.platform, row.id)) > 0:  # held: another part tries for all
-                now = self._clock.time()
-                deadline = row.created_at + self._give_up_after.get(row.platform, self._default_give_up)
-                if now >= deadline:
+                left = self._give_up_in(row)
+                if left <= 0:
                     self._fail(row, self._holds.error(row.platform), gave_up=True)
                     return True
-                if not await self._pacer.wait(min(held, deadline - now), preempt, self._holds.changed(row.platform)):
+                if not await self._pacer.wait(min(held, left), preempt, self._holds.changed(row.platform)):
                     return False
                 stale = True
                 continue
@@ -272,13 +298,12 @@ class Sender:
                                     row.key, exc_info=exc)
                     wait = delay * (0.75 + 0.5 * self._rng.random())
                     delay = min(delay * 2, BACKOFF_MAX)
-                now = self._clock.time()
-                deadline = row.created_at + self._give_up_after.get(row.platform, self._default_give_up)
-                if now >= deadline:
+                left = self._give_up_in(row)
+                if left <= 0:
                     self._fail(row, exc, gave_up=True)
                     return True
-                wait = min(wait, deadline - now)  # one last try at the deadline
-                self._store.record_attempt(row.id, _describe(exc), now + wait)
+                wait = min(wait, left)  # one last try at the deadline
+                self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
                 if isinstance(exc, Unauthorized):
                     if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
                         return False
@@ -364,6 +389,7 @@ class Sender:
         return None
 
     def _forget(self, row: OutboxRow) -> None:
+        self._journaled.pop(row.id, None)
         self._unsure.discard(row.id)
         self._asked.discard(row.id)
         self._waited.discard(row.id)
@@ -478,8 +504,9 @@ class Sender:
         self._settle_cb(row.key, first)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
+        tried = self._clock.monotonic() - self._journaled.get(row.id, self._clock.monotonic())
         self._forget(row)
-        age = f" after {self._clock.time() - row.created_at:.0f}s of retries" if gave_up else ""
+        age = f" after {tried:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
 
         def record() -> None:

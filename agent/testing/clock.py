@@ -5,6 +5,9 @@ its own length at once, so retry and backoff loops that sleep minutes finish in
 microseconds and record what they slept. **Manual**: sleepers wait until the test
 calls `FakeClock.advance` past their deadline — for code that sleeps in a loop
 forever (notices, heartbeats), where autojump would spin.
+
+Wall time can also move apart from monotonic time (`FakeClock.jump`): a machine waking from
+a suspend, or an NTP step.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ EPOCH = 1_700_000_000.0
 
 
 class FakeClock:
-    """Implements `agent.Clock`. ``time()`` and ``monotonic()`` read the same counter."""
+    """Implements `agent.Clock`. ``time()`` and ``monotonic()`` read the same counter, ``time()``
+    plus what `jump` added."""
 
     def __init__(self, *, autojump: bool = True, start: float = EPOCH) -> None:
         self.now = start
+        self.wall_ahead = 0.0
+        """Seconds ``time()`` is ahead of ``monotonic()`` (negative: behind), by `jump`."""
         self.autojump = autojump
         self.sleeps: list[float] = []
         """Every duration passed to `sleep`, in call order."""
@@ -29,7 +35,7 @@ class FakeClock:
         self._slept = asyncio.Event()
 
     def time(self) -> float:
-        return self.now
+        return self.now + self.wall_ahead
 
     def monotonic(self) -> float:
         return self.now
@@ -65,6 +71,12 @@ class FakeClock:
             _, _, future, _ = heapq.heappop(self._sleepers)
             if not future.done():
                 future.set_result(None)
+
+    def jump(self, seconds: float) -> None:
+        """Move wall time (``time()``) by ``seconds``, back if negative, and not monotonic time, so
+        no sleeper wakes: the machine was suspended that long (Linux's monotonic clock stops in a
+        suspend; the process's timers resume where they were), or NTP stepped the clock."""
+        self.wall_ahead += seconds
 
     async def until_sleeping(self, count: int = 1, *, lasting: float | None = None, timeout: float = 5.0) -> None:
         """Wait (in real time, at most ``timeout`` seconds) until ``count`` tasks sleep on this clock

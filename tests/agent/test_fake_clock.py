@@ -41,3 +41,18 @@ async def test_a_cancelled_manual_sleeper_is_forgotten():
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert clock.sleeping == 0
+
+
+async def test_a_jump_moves_wall_time_only_and_wakes_no_sleeper():
+    clock = FakeClock(autojump=False)
+    task = asyncio.ensure_future(clock.sleep(5))
+    await clock.until_sleeping()
+    wall, monotonic = clock.time(), clock.monotonic()
+    clock.jump(8 * 3600)  # a night's suspend
+    assert (clock.time(), clock.monotonic()) == (wall + 8 * 3600, monotonic)
+    await asyncio.sleep(0)
+    assert not task.done()
+    clock.jump(-60)  # NTP steps it back a minute
+    clock.advance(5)
+    await task
+    assert (clock.time(), clock.monotonic()) == (wall + 8 * 3600 - 60 + 5, monotonic + 5)

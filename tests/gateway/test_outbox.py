@@ -278,6 +278,51 @@ async def test_network_errors_back_off_then_give_up(make, store, clock):
     assert await sent(outbox, "a3:0") is not None  # the chat is not stuck
 
 
+async def test_a_night_asleep_does_not_count_toward_giving_up(tmp_path, make):
+    # The laptop's Wi-Fi goes as its lid closes, mid-send; it wakes 8 h later, and its network
+    # takes a few seconds to come back. The reply is not given up on for that first failure (with
+    # no late note to go first: a webhook's, or delivery.late_after 0).
+    clock = FakeClock(autojump=False)
+    state = GatewayStore(tmp_path / "asleep.db", clock=clock)
+    store = state.outbox
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter, clock=clock, store=store, give_up_after={"fake": 3600.0})
+    adapter.fail_next(NetworkError("network is unreachable"), chat="a")
+    outbox.enqueue("fake", "a", None, "the answer", kind="reply", key="a1")
+    await clock.until_sleeping()  # backing off after the failure
+    clock.jump(8 * 3600)  # suspended: the wall clock goes on, the monotonic one stops
+    adapter.fail_next(NetworkError("network is unreachable"), chat="a")
+    clock.advance(1)
+    await clock.until_sleeping()  # failed again right after waking: it backs off once more
+    assert store.message("a1:0").status == "pending"
+    clock.advance(2)
+    assert await sent(outbox, "a1:0") is not None
+    assert adapter.texts("a") == ["the answer"]
+    await outbox.close()
+    state.close()
+
+
+async def test_a_part_journaled_before_a_start_counts_only_the_time_it_was_tried_then(tmp_path, make):
+    # A reply journaled and tried for ten minutes, then the gateway stopped for a day; it starts at
+    # boot, before the network is up. Its first try fails, and it is tried again, not given up on.
+    clock = FakeClock(autojump=False)
+    before = GatewayStore(tmp_path / "before.db", clock=clock)
+    before.outbox.add_messages([NewMessage("r:0", "fake", "a", None, "the answer")])
+    (row,) = before.outbox.pending_messages()
+    clock.advance(600)
+    before.outbox.record_attempt(row.id, "NetworkError: HTTP 502", clock.time() + 30)
+    clock.advance(24 * 3600)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(NetworkError("network is unreachable"))
+    outbox = await make(adapter, clock=clock, store=before.outbox, give_up_after={"fake": 3600.0})
+    await clock.until_sleeping()
+    assert before.outbox.message("r:0").status == "pending"
+    clock.advance(60)
+    assert await sent(outbox, "r:0") is not None
+    await outbox.close()
+    before.close()
+
+
 async def test_an_adapter_bug_is_retried_like_a_network_error_and_logged_with_its_traceback(make, clock, caplog):
     adapter = FakeAdapter(clock=clock)
     outbox = await make(adapter)
