@@ -7,6 +7,11 @@ turns, or ``stale_in_tool_seconds`` inside one tool. The optional idle cap
 window; at 80 % of the window it is warned once through its steer channel, and
 any progress opens a new window. While a tool runs the idle cap is suspended:
 only the in-tool stall threshold can end it.
+
+Silence is measured on the clock's monotonic time, which stops while the machine is
+suspended. It does not stop while the process is paused (SIGSTOP, ``docker pause``) or
+its event loop is held up, when no child can make progress either: a heartbeat that
+comes late by some time takes that time off every child's silence (`Watch.excuse`).
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ class Watch:
         self.warned = False
         self.on_timeout = on_timeout
 
+    def excuse(self, seconds: float, now: float) -> None:
+        """The process did not run for ``seconds`` before ``now`` (paused): not the child's silence."""
+        self.last_progress = min(now, self.last_progress + seconds)
+
     def check(self, now: float, settings: DelegationSettings, cap: float | None) -> Timeout | None:
         activity = self.session.activity
         fingerprint = _fingerprint(self.session)
@@ -128,11 +137,15 @@ async def monitor(watches: Callable[[], Iterable[Watch]], settings: Callable[[],
     """Check every running child each heartbeat; runs until cancelled."""
     while True:
         current = settings()
+        before = clock.monotonic()
         await clock.sleep(current.heartbeat_interval_seconds)
         now = clock.monotonic()
+        paused = now - before - current.heartbeat_interval_seconds
         cap = idle_cap(current)
         for watch in list(watches()):
             try:
+                if paused > 0:
+                    watch.excuse(paused, now)
                 verdict = watch.check(now, current, cap)
             except Exception:  # one odd child must not blind the monitor to the rest
                 log.exception("liveness check failed")

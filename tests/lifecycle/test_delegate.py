@@ -276,6 +276,32 @@ async def test_the_idle_cap_warns_once_per_window_and_rearms_after_progress(make
     assert "timed out after 30s idle" in entry["error"]
 
 
+async def test_a_paused_process_does_not_count_the_pause_as_its_childrens_silence(make_env):
+    # docker pause, SIGSTOP: the monotonic clock goes on while nothing in the process runs, the
+    # children and the liveness monitor alike; the monitor's next heartbeat comes 20 min late.
+    clock = ManualClock()
+    settings = DelegationSettings(stale_between_turns_seconds=450, heartbeat_interval_seconds=5)
+    env = await make_env(delegate=True, delegation=settings, clock=clock)
+    calls = []
+
+    def script(request):
+        calls.append(request)
+        return {"hang": True}  # a long model call: no progress to see until it answers
+
+    env.child_model.script["leaf"] = script
+    task = asyncio.create_task(delegate(env, {"goal": "paused"}))
+    async with asyncio.timeout(5):
+        while not calls:  # polling for the child's model call
+            await asyncio.sleep(0.001)
+    await clock.advance(10, step=5)  # two heartbeats: the child is watched
+    await clock.advance(1200, step=1200)  # paused for 20 min, then continued
+    await clock.advance(10, step=5)
+    assert not task.done()  # not stalled for a silence the whole process kept
+    await clock.advance(450, step=5)
+    entry = json.loads(await asyncio.wait_for(task, 5))["results"][0]
+    assert entry["status"] == "timeout" and entry["last_event_age"] < 480
+
+
 @pytest.mark.both_engines
 async def test_output_schemas_pass_correct_or_keep_the_work(denv):
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
