@@ -35,6 +35,7 @@ FIRST_PROBE, MAX_PROBE = 5.0, 60.0
 
 @dataclass
 class _Hold:
+    # Both on the monotonic clock: a wall clock stepped back an hour put the next probe off an hour.
     since: float
     error: Unauthorized
     """The last refusal: what a part that gives up while held is failed with."""
@@ -69,7 +70,7 @@ class CredentialHolds:
             return 0.0
         if hold.prober is not None:
             return MAX_PROBE
-        wait = hold.next_probe - self._clock.time()
+        wait = hold.next_probe - self._clock.monotonic()
         if wait > 0:
             return wait
         hold.prober = row_id
@@ -85,7 +86,7 @@ class CredentialHolds:
     def refused(self, platform: str, row_id: int, error: Unauthorized) -> float:
         """The platform refused the credentials for ``row_id``: hold it (logged when it begins) and
         return the seconds until the next probe."""
-        now = self._clock.time()
+        now = self._clock.monotonic()
         hold = self._holds.get(platform)
         if hold is None:
             hold = self._holds[platform] = _Hold(since=now, error=error)
@@ -106,7 +107,7 @@ class CredentialHolds:
         if hold is None:
             return
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
-                 self._clock.time() - hold.since)
+                 self._clock.monotonic() - hold.since)
         hold.bump()
 
     def release(self, platform: str, row_id: int) -> None:

@@ -666,6 +666,24 @@ async def test_flush_gives_up_at_once_while_the_platform_refuses_the_bots_creden
         store.close()
 
 
+async def test_a_clock_stepped_back_while_the_credentials_are_refused_does_not_put_off_the_next_try(tmp_path):
+    clock = FakeClock(autojump=False)
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(Unauthorized("token revoked"), chat="c1")
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock)
+    await outbox.start()
+    try:
+        outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
+        await clock.until_sleeping(lasting=FIRST_PROBE)
+        clock.jump(-3600)  # NTP steps the wall clock back an hour; the token is fixed meanwhile
+        clock.advance(FIRST_PROBE)
+        assert await sent(outbox, "k:0") is not None  # tried when due, not an hour later
+    finally:
+        await outbox.close()
+        store.close()
+
+
 async def test_wait_sent_times_out(make):
     outbox = await make(FakeAdapter())
     with pytest.raises(TimeoutError):
