@@ -11,7 +11,8 @@ message, also across restarts.
 The other way round, a message can wait that long before its turn even begins: the gateway
 was down when it came (it is handled after the restart), or it was set aside and handed back.
 Its turn then opens with `picked_up_text`, quoting the start of the message, so the answer
-that follows is not read as the answer to something newer.
+that follows is not read as the answer to something newer. So does the reply of a turn that
+the machine slept through as long (a laptop's lid closed mid-turn): the note goes right before it.
 
 Progress messages (notices, cards) get no note: they are edited to their newest state anyway.
 Neither do webhook deliveries: programs read them, and the note would read as the reply.

@@ -142,7 +142,7 @@ class TurnRunner:
         progress = self._progress_for(session, running, display)
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
-        started = self._clock.monotonic()
+        started, started_at = self._clock.monotonic(), self._clock.time()
         if self._late_after:
             self._note_waited(session, item)
         self._events.turn_started(session, item, running)
@@ -183,6 +183,8 @@ class TurnRunner:
             self._registry.end(session)
             return
         if text is not None:
+            if self._late_after and self._slept(started, started_at) >= self._late_after:
+                self._note_waited(session, item)  # unless it went at the start: its key is the turn's
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
             await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
                                             turn_id=item.turn_id, first=finish_progress)
@@ -204,10 +206,18 @@ class TurnRunner:
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
 
+    def _slept(self, started: float, started_at: float) -> float:
+        """Seconds the machine was suspended (or the wall clock stepped forward) since a turn began at
+        monotonic ``started``, wall ``started_at``: the monotonic clock stops in a suspend. A turn
+        that spanned a night's suspend answers a message hours old, which its reply's note says;
+        one that merely ran long told the chat so as it went (notices, the progress card)."""
+        return (self._clock.time() - started_at) - (self._clock.monotonic() - started)
+
     def _note_waited(self, session: GatewaySession, item: WorkItem) -> None:
         """Open the turn of a message that waited `_late_after` or more for it (the gateway was
-        down, or the message was set aside and handed back) with a note of its age
-        (`gateway.late_notes`); a turn run again after a restart does not repeat it."""
+        down, or the message was set aside and handed back), or precede the reply of a turn the
+        machine slept through as long, with a note of its age (`gateway.late_notes`); once per
+        turn, also when it runs again after a restart."""
         event = item.event
         if event is None or session.platform in late_notes.WITHOUT_NOTES:
             return

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.host import STATE_DB
 from gateway.late_notes import age_text, note_text, picked_up_text
@@ -152,3 +153,32 @@ async def test_a_message_answered_at_once_gets_no_note(tmp_path, gateways) -> No
     await gateways(make_config(tmp_path), [chat], clock=FakeClock(), script={"parent": [[{"text": "hi"}]]})
     await chat.say("hello")
     await chat.wait_for(lambda: chat.texts() == ["hi"])
+
+
+async def test_a_reply_written_across_a_nights_suspend_says_how_old_its_message_is(tmp_path, gateways) -> None:
+    # Asked just before the laptop's lid closed, answered once it woke 8 h later: without a word,
+    # the answer would pass for one to something said just now.
+    clock = FakeClock(autojump=False)
+    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "sunny"}]]})
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path, agent={"gateway_notify_interval": 0}), [chat], model=model, clock=clock)
+    await chat.say("what is the weather in Lisbon?")
+    await model.reached("thinking")
+    clock.jump(8 * 3600)  # suspended mid-turn: the wall clock went on, the monotonic one did not
+    model.release("thinking")
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    assert chat.texts() == ["⏱ Answering your message from 8 h ago: “what is the weather in Lisbon?”", "sunny"]
+
+
+async def test_a_long_turn_awake_gets_no_note(tmp_path, gateways) -> None:
+    # Its notices said how long it took; a note would only repeat it.
+    clock = FakeClock(autojump=False)
+    model = ScriptedModel({"parent": [[{"wait": "thinking", "text": "done"}]]})
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path, agent={"gateway_notify_interval": 0}), [chat], model=model, clock=clock)
+    await chat.say("research this")
+    await model.reached("thinking")
+    clock.advance(3600)
+    model.release("thinking")
+    await chat.wait_for(lambda: "done" in chat.texts())
+    assert [t for t in chat.texts() if t.startswith("⏱")] == []
