@@ -130,7 +130,7 @@ class DiscordModel:
                 "nsfw_level": 0, "preferred_locale": "en-US", "system_channel_flags": 0, "afk_timeout": 300,
                 "roles": [{"id": guild, "name": "@everyone", "permissions": "2248473465835073", "position": 0,
                            "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0},
-                          {"id": own_role, "name": self.bot_name, "permissions": "274877975552", "position": 1,
+                          {"id": own_role, "name": self.bot_name, "permissions": "274878008320", "position": 1,
                            "color": 0, "hoist": False, "managed": True, "mentionable": False, "flags": 0,
                            "tags": {"bot_id": self.bot_id}}],
                 "members": [{"user": _user(self.bot_id, self.bot_name, bot=True), "roles": [own_role],
