@@ -7,6 +7,7 @@ so a cycle hidden from the interpreter still fails here.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,15 @@ def test_no_import_cycle_inside_a_package(package):
 
     for node in sorted(graph):
         visit(node)
+
+
+def test_the_readme_maps_every_module_of_the_gateway():
+    # The README's table "Inside gateway/" is where a newcomer looks for a concern's module.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("Inside `gateway/`"):]
+    named = set(re.findall(r"`([\w/]+(?:\.py|/))`", table))
+    store = {f"{path.name}" for path in (ROOT / "gateway" / "store").glob("*.py")}
+    gateway = {path.name + ("/" if path.is_dir() else "") for path in (ROOT / "gateway").iterdir()
+               if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").exists())}
+    missing = sorted((gateway | store) - named - {"__init__.py", "config/"})  # config/: the row above the table
+    assert missing == [], f"README.md's table of gateway/ does not name {missing}"
