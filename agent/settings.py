@@ -54,13 +54,22 @@ class TranscriptionSettings:
     timeout_seconds: float = setting(60.0, "Timeout of one transcription request, in seconds.", min=0.001)
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the ``openai`` provider goes when ``model.base_url`` is unset: OpenAI's own API, named
+here rather than left to the SDK, whose default is ``$OPENAI_BASE_URL`` when that is set: a server
+the configuration does not name, which ``config check`` would not show nor the start's
+reachability check try, yet every conversation would be sent to."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
     provider: Literal["demo", "openai", "scripted"] = setting(
         "demo", "Model provider: demo (offline), openai (any OpenAI-compatible endpoint) or scripted (tests)."
     )
     name: str = setting("demo", "Model name sent to the provider.")
-    base_url: str | None = setting(None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider).")
+    base_url: str | None = setting(
+        None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider); unset: OpenAI's own, "
+        f"{DEFAULT_BASE_URL}.")
     api_key: str | None = setting(
         None, "API key for the openai provider; defaults to $OPENAI_API_KEY.", secret=True
     )

@@ -26,14 +26,13 @@ from pathlib import Path
 import aiohttp
 from yarl import URL
 
-from agent.settings import ModelSettings
+from agent.settings import DEFAULT_BASE_URL, ModelSettings
 from gateway import state_lock
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
 
 MIN_FREE_BYTES = 1024 * 1024
 """Less free space than this under the state directory stops the start: SQLite could not write."""
-OPENAI_DEFAULT = "https://api.openai.com/v1"
 _WHERE = "state_dir (or $SWITCHBOARD_STATE_DIR)"
 
 
@@ -145,7 +144,7 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0) -> None
     nothing answers HTTP there within ``timeout`` (or the model's own timeout, if shorter)."""
     if settings.provider != "openai":
         return
-    url = (settings.base_url or OPENAI_DEFAULT).rstrip("/")
+    url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
     shown = _without_userinfo(url)
     try:
         target = URL(url + "/models")

@@ -32,7 +32,7 @@ except ImportError:  # openai 1 and 2
 from agent._errors import ModelError, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
-from agent.settings import ModelSettings
+from agent.settings import DEFAULT_BASE_URL, ModelSettings
 
 PLACEHOLDER_API_KEY = "not-set"
 """Sent when neither ``model.api_key`` nor ``$OPENAI_API_KEY`` is set.
@@ -52,9 +52,8 @@ class OpenAIModel:
     is dropped) and re-raises `asyncio.CancelledError` untouched.
 
     The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
-    (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. When
-    ``settings.base_url`` is unset the SDK picks its default, which also reads
-    ``$OPENAI_BASE_URL`` from the real process environment.
+    (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. The server is
+    ``settings.base_url``, else `DEFAULT_BASE_URL` (never ``$OPENAI_BASE_URL``).
     """
 
     def __init__(
@@ -74,7 +73,7 @@ class OpenAIModel:
         if client is None:
             client = AsyncOpenAI(
                 api_key=api_key,
-                base_url=settings.base_url,
+                base_url=settings.base_url or DEFAULT_BASE_URL,
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
                 http_client=_AskOnceClient(timeout=settings.timeout_seconds),

@@ -390,3 +390,18 @@ async def test_the_reasoning_a_server_leaves_in_the_answer_is_not_the_answer(ser
     # write their reasoning into `content`, in a <think> block before the answer.
     server.push_text(content)
     assert (await make_model().complete(HELLO)).text == text
+
+
+async def test_without_a_base_url_the_model_calls_openai_not_the_server_openai_base_url_names(server, monkeypatch):
+    # The SDK's own default reads $OPENAI_BASE_URL: a server the configuration does not name, which
+    # `config check` does not show and the start's reachability check (api.openai.com) does not try.
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    with socket.socket() as sock:  # api.openai.com through a proxy nobody listens on: nothing leaves the machine
+        sock.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{sock.getsockname()[1]}")
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", api_key=KEY, max_retries=0), env={})
+    try:
+        assert (await raises_model_error(model)).kind == "connection"
+    finally:
+        await model.aclose()
+    assert server.requests == []
