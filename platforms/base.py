@@ -310,8 +310,8 @@ class Adapter(Protocol):
         `EditUnsupported` where editing is impossible, so the gateway sends anew."""
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        """Show a typing or progress indicator once; the gateway refreshes it every
-        `typing_interval` seconds while a turn runs. May do nothing."""
+        """Show a typing or progress indicator once; the gateway refreshes it a little sooner
+        than every `typing_interval` seconds while a turn runs. May do nothing."""
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """The chat's turn has ended and its last message was sent: clear any progress
