@@ -17,6 +17,8 @@ Field metadata understood by the loader:
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -55,10 +57,8 @@ class TranscriptionSettings:
 
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-"""Where the ``openai`` provider goes when ``model.base_url`` is unset: OpenAI's own API, named
-here rather than left to the SDK, whose default is ``$OPENAI_BASE_URL`` when that is set: a server
-the configuration does not name, which ``config check`` would not show nor the start's
-reachability check try, yet every conversation would be sent to."""
+"""Where the ``openai`` provider goes when neither ``model.base_url`` nor ``$OPENAI_BASE_URL`` is set."""
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +68,8 @@ class ModelSettings:
     )
     name: str = setting("demo", "Model name sent to the provider.")
     base_url: str | None = setting(
-        None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider); unset: OpenAI's own, "
-        f"{DEFAULT_BASE_URL}.")
+        None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider); unset: $OPENAI_BASE_URL, else "
+        f"OpenAI's own, {DEFAULT_BASE_URL}.")
     api_key: str | None = setting(
         None, "API key for the openai provider; defaults to $OPENAI_API_KEY.", secret=True
     )
@@ -87,6 +87,14 @@ class ModelSettings:
     transcription: TranscriptionSettings = nested(
         TranscriptionSettings, "Speech-to-text for voice messages (any OpenAI-compatible audio/transcriptions endpoint)."
     )
+
+
+def base_url_of(settings: ModelSettings, env: Mapping[str, str] | None = None) -> str:
+    """The server the ``openai`` provider talks to: ``model.base_url``, else ``$OPENAI_BASE_URL`` (the
+    SDK's own convention, honoured like ``$OPENAI_API_KEY``), else `DEFAULT_BASE_URL`. Resolved here,
+    not left to the SDK, so the start's reachability check tries the server the conversations go to."""
+    env = os.environ if env is None else env
+    return settings.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
 
 GatedToolset = Literal["execute_code", "file"]

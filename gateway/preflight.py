@@ -21,12 +21,13 @@ import pwd
 import shutil
 import socket
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 
 import aiohttp
 from yarl import URL
 
-from agent.settings import DEFAULT_BASE_URL, ModelSettings
+from agent.settings import ModelSettings, base_url_of
 from gateway import state_lock
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
@@ -139,19 +140,23 @@ def _check_workspace(workspace: Path) -> None:
                            " agent.workspace to a writable directory") from exc
 
 
-async def check_model(settings: ModelSettings, *, timeout: float = 10.0) -> None:
-    """For the ``openai`` provider: raise `StartupError` naming ``model.base_url`` when
-    nothing answers HTTP there within ``timeout`` (or the model's own timeout, if shorter)."""
+async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
+                      env: Mapping[str, str] | None = None) -> None:
+    """For the ``openai`` provider: raise `StartupError` naming ``model.base_url`` (or
+    ``$OPENAI_BASE_URL``, when the server comes from there) when nothing answers HTTP there
+    within ``timeout`` (or the model's own timeout, if shorter)."""
     if settings.provider != "openai":
         return
-    url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
+    env = os.environ if env is None else env
+    url = base_url_of(settings, env).rstrip("/")
+    where = "$OPENAI_BASE_URL" if not settings.base_url and env.get("OPENAI_BASE_URL") else "model.base_url"
     shown = _without_userinfo(url)
     try:
         target = URL(url + "/models")
         if not target.is_absolute() or target.scheme not in ("http", "https"):
             raise ValueError("not an http(s) URL")
     except ValueError as exc:
-        raise StartupError(f"model.base_url: {shown} is not a usable URL ({exc}); write it like"
+        raise StartupError(f"{where}: {shown} is not a usable URL ({exc}); write it like"
                            " http://127.0.0.1:11434/v1") from None
     limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
     try:
@@ -159,8 +164,8 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0) -> None
             return  # any answer at all: the server is there
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         reason = _reason(exc)
-    raise StartupError(f"model.base_url: cannot reach {shown} ({reason}); start the model server, or fix"
-                       " model.base_url (and the network or proxy between)")
+    raise StartupError(f"{where}: cannot reach {shown} ({reason}); start the model server, or fix"
+                       f" {where} (and the network or proxy between)")
 
 
 def _reason(exc: BaseException) -> str:

@@ -32,7 +32,7 @@ except ImportError:  # openai 1 and 2
 from agent._errors import ModelError, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
-from agent.settings import DEFAULT_BASE_URL, ModelSettings
+from agent.settings import ModelSettings, base_url_of
 
 PLACEHOLDER_API_KEY = "not-set"
 """Sent when neither ``model.api_key`` nor ``$OPENAI_API_KEY`` is set.
@@ -53,7 +53,8 @@ class OpenAIModel:
 
     The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
     (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. The server is
-    ``settings.base_url``, else `DEFAULT_BASE_URL` (never ``$OPENAI_BASE_URL``).
+    `agent.settings.base_url_of`: ``settings.base_url``, else ``env["OPENAI_BASE_URL"]``, else
+    OpenAI's own API.
     """
 
     def __init__(
@@ -73,7 +74,7 @@ class OpenAIModel:
         if client is None:
             client = AsyncOpenAI(
                 api_key=api_key,
-                base_url=settings.base_url or DEFAULT_BASE_URL,
+                base_url=base_url_of(settings, env),
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
                 http_client=_AskOnceClient(timeout=settings.timeout_seconds),

@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 from agent._errors import ModelError
 from agent.models.openai import PLACEHOLDER_API_KEY, _AskOnceClient, _translate_error, _url_credentials
-from agent.settings import DEFAULT_BASE_URL, ModelSettings
+from agent.settings import ModelSettings, base_url_of
 
 
 class Transcriber:
@@ -36,7 +36,7 @@ class Transcriber:
         api_key = speech.api_key or settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
         self.name = speech.name
         self._language = speech.language
-        base_url = speech.base_url or settings.base_url or DEFAULT_BASE_URL
+        base_url = speech.base_url or base_url_of(settings, env)
         self._client = client or AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=speech.timeout_seconds,
                                              max_retries=settings.max_retries,
                                              http_client=_AskOnceClient(timeout=speech.timeout_seconds))

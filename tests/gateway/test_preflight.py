@@ -31,6 +31,18 @@ async def test_an_unreachable_model_url_is_named_without_its_credentials(unused_
     assert "hunter2" not in str(info.value)
 
 
+async def test_the_server_openai_base_url_names_is_the_one_checked_and_named(aiohttp_server, unused_tcp_port):
+    app = web.Application()
+    app.router.add_get("/v1/models", lambda request: web.json_response({"data": []}))
+    server = await aiohttp_server(app)
+    await check_model(ModelSettings(provider="openai"), env={"OPENAI_BASE_URL": str(server.make_url("/v1"))})
+    dead = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    with pytest.raises(StartupError) as info:
+        await check_model(ModelSettings(provider="openai", timeout_seconds=2), env={"OPENAI_BASE_URL": dead})
+    assert str(info.value).startswith(f"$OPENAI_BASE_URL: cannot reach {dead} (")
+    assert str(info.value).endswith("fix $OPENAI_BASE_URL (and the network or proxy between)")
+
+
 async def test_other_providers_are_not_probed():
     await check_model(ModelSettings(provider="demo", base_url="http://127.0.0.1:1/v1"))
 

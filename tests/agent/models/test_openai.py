@@ -392,9 +392,19 @@ async def test_the_reasoning_a_server_leaves_in_the_answer_is_not_the_answer(ser
     assert (await make_model().complete(HELLO)).text == text
 
 
-async def test_without_a_base_url_the_model_calls_openai_not_the_server_openai_base_url_names(server, monkeypatch):
-    # The SDK's own default reads $OPENAI_BASE_URL: a server the configuration does not name, which
-    # `config check` does not show and the start's reachability check (api.openai.com) does not try.
+async def test_without_a_base_url_the_model_calls_the_server_openai_base_url_names(server):
+    # The SDK's own convention, honoured like $OPENAI_API_KEY; the start checks this same server.
+    server.push_text("from the server the environment names")
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", api_key=KEY, max_retries=0),
+                        env={"OPENAI_BASE_URL": server.base_url})
+    try:
+        assert (await model.complete(HELLO)).text == "from the server the environment names"
+    finally:
+        await model.aclose()
+
+
+async def test_without_a_base_url_or_openai_base_url_the_model_calls_openai(server, monkeypatch):
+    # Resolved by us from the env given, not by the SDK from the process's: nothing else is consulted.
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     with socket.socket() as sock:  # api.openai.com through a proxy nobody listens on: nothing leaves the machine
         sock.bind(("127.0.0.1", 0))
