@@ -90,6 +90,7 @@ from platforms.base import (
 from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_twins import Twins
 from platforms.formatting import discord_markdown
+from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -615,15 +616,20 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
 async def _until_recorded(sink: InboundSink, inbound: Inbound) -> None:
     """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
     once and never again, so one the gateway failed to record (its database full) would be lost.
-    The events after it wait, in order."""
+    The events after it wait, in order. Any other failure is the event's own, and would recur at
+    every try, holding up every later event: it is logged and the event dropped."""
     delay = SINK_RETRY_FIRST
     while True:
         try:
             await sink(inbound)
-        except Exception:
+        except Exception as exc:
+            if not storage_refusal(exc):
+                log.exception("discord: the gateway refused event %s", inbound.event_id)
+                return
             first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
-            log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded; handing it"
-                    " over again in %.1f s, and until it is", inbound.event_id, delay, exc_info=first)
+            log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"
+                    " handing it over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc,
+                    delay)
         else:
             if delay > SINK_RETRY_FIRST:
                 log.info("discord: event %s is recorded", inbound.event_id)

@@ -106,6 +106,32 @@ async def test_own_messages_are_ignored(fake: FakeDiscord, running: Running) -> 
     assert [e.text for e in events] == ["from the user"]
 
 
+class FailsOnOdd(Sink):
+    """A gateway that a bug makes refuse one message, whatever the try."""
+
+    async def __call__(self, inbound: Inbound) -> None:
+        if inbound.text == "odd":
+            raise ValueError("a bug one odd message trips")
+        await super().__call__(inbound)
+
+
+async def test_a_message_the_gateway_refuses_for_its_own_sake_is_dropped_not_retried_forever(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    # Handing it over again would fail alike at every try, and every later message would wait behind it.
+    adapter, sink = adapter_for(fake), FailsOnOdd(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        odd = fake.push_dm(USER, "odd")
+        fake.push_dm(USER, "next")
+        [after] = await sink.wait(1)
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()
+    assert after.text == "next"
+    [refused] = [r for r in caplog.records if r.name == "platforms.discord" and r.levelno >= logging.WARNING]
+    assert refused.getMessage() == f"discord: the gateway refused event {odd}" and refused.exc_info is not None
+
+
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")

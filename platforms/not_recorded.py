@@ -1,0 +1,24 @@
+"""Whether the gateway failed to take an event for want of storage, which a later try can fix.
+
+The sink (`platforms.base.InboundSink`) records an event before it returns, so what it raises
+when its state database cannot write is SQLite's own error: ``sqlite3.OperationalError``
+(``database or disk is full``, ``disk I/O error``, ``database is locked``). Such a refusal ends
+once there is room (or the lock is released), and the event must come again then; anything else
+(a bug one odd message trips) would fail the same way at every try.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_LATER = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
+                    sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+"""Primary result codes of a file that cannot be written now, or is locked by another connection."""
+
+
+def storage_refusal(exc: BaseException) -> bool:
+    """True when ``exc`` says the gateway could not store the event (its database or disk), not why
+    the event itself failed."""
+    if isinstance(exc, OSError):
+        return True
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _LATER
