@@ -49,6 +49,8 @@ from platforms.base import (
     Sent,
 )
 from platforms.json_body import load_json_body
+from platforms.not_recorded import storage_refusal
+from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
 from platforms.web_files import WebFiles, download_headers
@@ -105,6 +107,8 @@ class WebChatAdapter:
         """Chats with a turn running (between `typing` and `idle`): a page that opens then shows it at once."""
         self.files = WebFiles(files_dir or Path("web-files"), keep_seconds=keep_files_seconds, clock=clock)
         self._sweeping: asyncio.Task | None = None
+        self._not_recorded = RepeatedWarnings(log)
+        """A database that cannot store messages refuses every one while it lasts: warned of once."""
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -220,8 +224,13 @@ class WebChatAdapter:
                           is_command=text.startswith("/"))
         try:
             accepted = await self._sink(inbound)
-        except Exception:
-            log.exception("web chat: the gateway failed to take event %s", inbound.event_id)
+        except Exception as exc:
+            if storage_refusal(exc):  # the database's own error line says why, once
+                self._not_recorded.warning("storage", "web chat: the gateway could not record event %s (%s: %s);"
+                                           " answered 500, the page posts it again", inbound.event_id,
+                                           type(exc).__name__, exc)
+            else:
+                log.exception("web chat: the gateway failed to take event %s", inbound.event_id)
             return error_response(500, "internal error; retry with the same key")
         body = {"id": page_id, "turn_id": None, "duplicate": False}
         if accepted is not None:

@@ -60,6 +60,8 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.json_body import load_json_body
+from platforms.not_recorded import storage_refusal
+from platforms.repeated_warnings import RepeatedWarnings
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.web_files import WebFiles, download_headers
 from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described, file_id_for
@@ -145,6 +147,8 @@ class WebhookAdapter:
                               label="webhook")
         """The files sent in the routes' chats, kept for their downloads."""
         self._sweeping: asyncio.Task | None = None
+        self._not_recorded = RepeatedWarnings(log)
+        """A database that cannot store events refuses every one while it lasts: warned of once."""
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -230,9 +234,14 @@ class WebhookAdapter:
                           event_id=hashlib.sha256(event.encode()).hexdigest(), is_command=text.startswith("/"))
         try:
             accepted = await self._sink(inbound)
-        except Exception:
+        except Exception as exc:
             # The caller may send the same signed request again: it is the same event id.
-            log.exception("webhook route %r: the gateway failed to take event %s", name, inbound.event_id)
+            if storage_refusal(exc):  # the database's own error line says why, once
+                self._not_recorded.warning("storage", "webhook route %r: the gateway could not record event %s"
+                                           " (%s: %s); answered 500, for the caller to send it again", name,
+                                           inbound.event_id, type(exc).__name__, exc)
+            else:
+                log.exception("webhook route %r: the gateway failed to take event %s", name, inbound.event_id)
             return _error(500, "internal error; retry the same request")
         answer = {"turn_id": None, "session": None, "duplicate": False}  # the sink dropped it quietly
         if accepted is not None:

@@ -17,10 +17,12 @@ from gateway.app import Gateway
 from gateway.testing import make_config, start_gateway
 from lifecycle import SqliteDatabase
 from platforms.fakes.discord import FakeDiscord
+from platforms.fakes.webhook_receiver import signed_post
 from tests.discord_client import adapter_for, join_heartbeat_threads
 from tests.web_client import get_history, post_message, web_chats
 
 USER = 42
+SECRET = "s3cret-for-tests"
 LONG = "x" * 3990  # past a page: its inbox row needs a page the full disk cannot give
 
 
@@ -107,3 +109,23 @@ async def test_healthz_and_the_console_say_the_state_database_cannot_be_written_
             assert (await answer.json())["storage"] == {"status": "ok", "reason": None, "since": None}
         assert [m["text"][:8] for m in await get_history(http, web.base)] == [
             "hello", "[demo] I", "later xx", "[demo] I"]
+
+
+async def test_messages_the_full_disk_refuses_are_one_warning_per_adapter_not_a_traceback_each(tmp_path, caplog):
+    # The database's own error line says why; a busy gateway would otherwise log a traceback per message.
+    platforms = {"web": {"enabled": True}, "webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}}
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(platforms=platforms)
+        await disk_full(web.gateway.store.db)
+        for n in range(3):
+            assert (await post_message(http, web.base, "c1", f"{n} " + LONG, key=f"later-key-{n}"))[0] == 500
+            answer = await signed_post(f"{web.base}/webhooks/hook", SECRET, {"text": f"{n} " + LONG, "chat_id": "42"})
+            assert answer.status == 500
+        for adapter in ("platforms.web", "platforms.webhook"):
+            [said] = [r for r in caplog.records if r.name == adapter]
+            assert said.levelno == logging.WARNING and said.exc_info is None, adapter
+            assert "could not record event" in said.getMessage() and "database or disk is full" in said.getMessage()
+            assert LONG not in said.getMessage() and SECRET not in said.getMessage()
+        room_again(web.gateway.store.db)
+        assert (await post_message(http, web.base, "c1", "0 " + LONG, key="later-key-0"))[0] == 202
+        await web.settled()
