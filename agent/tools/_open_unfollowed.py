@@ -22,9 +22,6 @@ _ANY = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 READ = os.O_RDONLY
 """Flags to read the file."""
-WRITE = os.O_WRONLY | os.O_CREAT
-"""Flags to write the file, made when missing: without ``O_TRUNC``, so that the caller can refuse
-what it opened (not a regular file, other hard links) before changing anything, then truncate."""
 
 
 def open_unfollowed(path: Path, flags: int = READ, *, make_folders: bool = False) -> int:
@@ -37,15 +34,27 @@ def open_unfollowed(path: Path, flags: int = READ, *, make_folders: bool = False
     NotADirectoryError for a file as a folder, FileNotFoundError, or whatever ``open`` raises. The
     caller closes the descriptor. Blocking.
     """
+    folder = open_folder(path, make_folders=make_folders)
+    try:
+        return _open(folder, path.name, flags | _ANY)
+    finally:
+        os.close(folder)
+
+
+def open_folder(path: Path, *, make_folders: bool = False) -> int:
+    """The descriptor (``O_PATH``) of the folder ``path`` (absolute) is in, opened as `open_unfollowed`
+    opens it, for calls on the file's name relative to it (``dir_fd=``). Raises as `open_unfollowed`;
+    the caller closes the descriptor. Blocking."""
     folder = os.open(path.anchor, _FOLDER)
     try:
         for part in path.parts[1:-1]:
             inner = _folder(folder, part, make_folders)
             os.close(folder)
             folder = inner
-        return _open(folder, path.name, flags | _ANY)
-    finally:
+    except BaseException:
         os.close(folder)
+        raise
+    return folder
 
 
 def _folder(parent: int, name: str, make: bool) -> int:

@@ -5,25 +5,29 @@ checking containment, so neither ``..``, an absolute path nor a symlink can reac
 outside the workspace; then through the session's `FileScope` (the ``file_scope``
 service), if it has one, so none reaches another person's files either. What passed is
 opened with `open_unfollowed` and checked again on the open descriptor, so a symlink or a
-FIFO put on the path after the check is refused, not followed or waited on. Handlers are
+FIFO put on the path after the check is refused, not followed or waited on. `write_file` writes
+a new file beside the old one, in the folder so opened, and renames it over the old one once
+whole: a disk that refuses the write (full) leaves the old file as it was, not cut short. Handlers are
 plain functions: the registry runs them in a worker thread, so file I/O never blocks the
 event loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import itertools
 import os
 import stat
+import uuid
 from pathlib import Path
 from typing import Any
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._glob import glob_regex
-from agent.tools._open_unfollowed import READ, WRITE, is_swapped, open_unfollowed
+from agent.tools._open_unfollowed import READ, is_swapped, open_folder, open_unfollowed
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from agent.tools.file_scope import FileScope
 
@@ -74,24 +78,27 @@ def _open(target: Path, path: str, flags: int, verb: str) -> tuple[int, os.stat_
     a FIFO neither blocks the worker thread for ever nor is used; with what it is, by its descriptor.
     Raises `ToolError`."""
     try:
-        fd = open_unfollowed(target, flags, make_folders=bool(flags & os.O_CREAT))
-    except FileNotFoundError:
-        raise ToolError(f"{path!r} does not exist") from None
-    except IsADirectoryError:
-        raise ToolError(f"{path!r} is a directory") from None
+        fd = open_unfollowed(target, flags)
     except OSError as exc:
-        if is_swapped(exc):
-            raise ToolError(f"{path!r} changed after it was checked: a symlink is now where a folder or the file "
-                            f"was, and {verb}_file follows none") from None
-        if exc.errno == errno.ENXIO:  # a FIFO opened to write with no reader
-            raise ToolError(f"{path!r} is not a regular file") from None
-        raise ToolError(f"cannot {verb} {path!r}: {exc.strerror or exc}") from None
+        raise _unopened(exc, path, verb) from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         kind = "is a directory; use list_files" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
         raise ToolError(f"{path!r} {kind}")
     return fd, info
+
+
+def _unopened(exc: OSError, path: str, verb: str) -> ToolError:
+    """What the model is told of ``path`` that could not be opened (or its folder)."""
+    if isinstance(exc, FileNotFoundError):
+        return ToolError(f"{path!r} does not exist")
+    if isinstance(exc, IsADirectoryError):
+        return ToolError(f"{path!r} is a directory")
+    if is_swapped(exc):
+        return ToolError(f"{path!r} changed after it was checked: a symlink is now where a folder or the file "
+                         f"was, and {verb}_file follows none")
+    return ToolError(f"cannot {verb} {path!r}: {exc.strerror or exc}")
 
 
 def _capped_lines(f, cap: int):
@@ -204,19 +211,60 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    target = _resolve(ctx, args["path"], writing=True)
-    fd, info = _open(target, args["path"], WRITE, "write")
-    if info.st_nlink > 1:  # written through, every name of it would change, one perhaps outside the workspace
-        os.close(fd)
-        raise ToolError(f"{args['path']!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
-                        "the workspace; nothing was written. Write to a new path instead")
+    path = args["path"]
+    target = _resolve(ctx, path, writing=True)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.ftruncate(fd, 0)
-            f.write(args["content"])
+        folder = open_folder(target, make_folders=True)
     except OSError as exc:
-        raise ToolError(f"cannot write {args['path']!r}: {exc.strerror or exc}") from None
+        raise _unopened(exc, path, "write") from None
+    try:
+        _write_whole(folder, target.name, args["content"], _replaced_mode(folder, target.name, path), path)
+    finally:
+        os.close(folder)
     return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
+
+
+def _replaced_mode(folder: int, name: str, path: str) -> int | None:
+    """The permissions of the file ``name`` in ``folder`` that writing replaces; None when there is none.
+    Raises `ToolError` when it is not a file to replace."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            return None
+        raise _unopened(exc, path, "write") from None
+    if stat.S_ISLNK(info.st_mode):  # the path was resolved: a symlink there now was put there since
+        raise _unopened(OSError(errno.ELOOP, "a symlink"), path, "write")
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{path!r} is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{path!r} is not a regular file")
+    if info.st_nlink > 1:  # replaced, it would part from its other names (one perhaps outside), which keep the old text
+        raise ToolError(f"{path!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
+                        "the workspace; nothing was written. Write to a new path instead")
+    return stat.S_IMODE(info.st_mode)
+
+
+def _write_whole(folder: int, name: str, content: str, mode: int | None, path: str) -> None:
+    """``content`` as the file ``name`` in ``folder``, with permissions ``mode`` (None: a new file's):
+    written under a temporary name, then renamed over ``name`` once whole."""
+    temporary = f".write_file.{uuid.uuid4().hex}.part"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
+                     dir_fd=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                if mode is not None:
+                    os.fchmod(f.fileno(), mode)
+                f.write(content)
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+    except OSError as exc:
+        raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}; nothing was written, the file is as it "
+                        "was") from None
 
 
 _PATH = {"type": "string", "description": "Path relative to the workspace (absolute paths must lie inside it)."}

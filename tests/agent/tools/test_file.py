@@ -11,6 +11,7 @@ from agent._errors import ToolError
 from agent.tools import file as file_tools
 from agent.tools.file import file_toolset, resolve_in_workspace
 from tests import swaps
+from tests.capped_writes import run_capped
 
 READ, LIST, WRITE = file_toolset()
 
@@ -302,3 +303,35 @@ async def test_list_refuses_a_folder_swapped_for_a_symlink_after_its_check(call,
                              lambda: swaps.folder_symlink_to(workspace / "docs" / "notes.txt", outside))
     assert refusal == ("'docs' changed after it was checked: a symlink is now where a folder was, "
                        "and list_files follows none")
+
+
+# --- a disk that refuses the write -------------------------------------------------------------
+
+
+WRITE_CAPPED = """
+from pathlib import Path
+from agent._errors import ToolError
+from agent._tools import ToolContext
+from agent.tools.file import write_file
+ctx = ToolContext(session=None, call_id="call-1", workspace=Path(given["workspace"]), services={})
+result = []
+for path in ("notes.md", "new/notes.md"):
+    try:
+        result.append(write_file({"path": path, "content": "rewritten " * 1000}, ctx))
+    except ToolError as refused:
+        result.append(str(refused))
+"""
+
+
+def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_not_cut_short(workspace: Path):
+    # A full disk, for real: the child's writes fail past 4 KB. Cut short, the old notes would be lost and
+    # the model, reading the file back, would take the half it finds for what it wrote.
+    (workspace / "notes.md").write_text("precious\n")
+    (workspace / "notes.md").chmod(0o640)
+    told = run_capped(WRITE_CAPPED, limit=4096, workspace=str(workspace))
+    assert told == ["cannot write 'notes.md': File too large; nothing was written, the file is as it was",
+                    "cannot write 'new/notes.md': File too large; nothing was written, the file is as it was"]
+    assert (workspace / "notes.md").read_text() == "precious\n"
+    assert sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*")) == ["new", "notes.md"]
+    assert run_capped(WRITE_CAPPED, limit=1 << 20, workspace=str(workspace))[0] == "wrote 10000 characters to notes.md"
+    assert (workspace / "notes.md").stat().st_mode & 0o777 == 0o640  # replaced, yet with its permissions
