@@ -21,6 +21,7 @@ turn leaves one note, as if it had run once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -31,6 +32,8 @@ from typing import Any
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
+
+log = logging.getLogger(__name__)
 
 MAX_NOTE_CHARS = 2000
 MAX_NOTES = 200
@@ -78,24 +81,31 @@ def _load(path: Path) -> dict[str, Any]:
         return {"version": 1, "next_id": 1, "notes": []}
     except (OSError, ValueError) as exc:
         # Refuse rather than start afresh: overwriting would destroy every note.
-        raise ToolError(f"the memory file cannot be read ({exc}); memory is unavailable") from None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc  # not the host's path
+        raise ToolError(f"the memory file cannot be read ({why}); memory is unavailable") from None
     if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
         raise ToolError("the memory file is not in the expected format; memory is unavailable")
     return data
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Raises `ToolError` when the file cannot be written (a full disk, a file where its folder
+    must be): it is as it was. The model is told the cause, not where the host keeps the file."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, ensure_ascii=False, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        log.warning("memory: %s cannot be written: %s", path, exc)
+        raise ToolError(f"the memory file cannot be written ({exc.strerror or exc}); nothing was changed") from None
 
 
 def _format(notes: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ import pytest
 from agent._errors import ToolError
 from agent.tools import memory as memory_module
 from agent.tools.memory import memory_toolset
+from tests.capped_writes import run_capped
 
 (MEMORY,) = memory_toolset()
 
@@ -106,6 +107,49 @@ async def test_corrupt_file_is_not_overwritten(call, services):
     with pytest.raises(ToolError, match="cannot be read"):
         await call(MEMORY, {"action": "add", "text": "x"}, services)
     assert services["memory_path"].read_text() == "{not json"
+
+
+ADD_CAPPED = """
+import logging
+from agent._errors import ToolError
+from agent._tools import ToolContext
+from agent.tools.memory import memory
+
+class Said(logging.Handler):
+    def emit(self, record):
+        result["said"].append(record.getMessage())
+
+logging.getLogger("agent.tools.memory").addHandler(Said())
+ctx = ToolContext(session=None, call_id="call-1", workspace=None, services={"memory_path": given["path"]})
+result = {"told": [], "said": []}
+for text in given["notes"]:
+    try:
+        result["told"].append(memory({"action": "add", "text": text}, ctx))
+    except ToolError as refused:
+        result["told"].append(str(refused))
+"""
+
+
+def test_a_note_the_disk_refuses_is_a_clear_error_and_the_notes_stay_as_they_were(services):
+    # A full disk, for real: the child's writes fail past 4 KB, which the second note's save passes.
+    path = services["memory_path"]
+    ran = run_capped(ADD_CAPPED, limit=4096, path=str(path), notes=["a" * 1500, "b" * 1500, "c" * 1500])
+    assert ran["told"] == ["added note 1", "added note 2",
+                           "the memory file cannot be written (File too large); nothing was changed"]
+    assert ran["said"] == [f"memory: {path} cannot be written: [Errno 27] File too large"]  # the operator's to fix
+    assert [n["text"][0] for n in json.loads(path.read_text())["notes"]] == ["a", "b"]
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+
+async def test_a_file_where_the_notes_folder_must_be_is_a_clear_error_not_the_hosts_path(call, services):
+    path = services["memory_path"]
+    path.parent.write_text("not a folder")
+    for action in ({"action": "add", "text": "x"}, {"action": "list"}):
+        with pytest.raises(ToolError) as refused:
+            await call(MEMORY, action, services)
+        assert str(refused.value) == "the memory file cannot be read (Not a directory); memory is unavailable"
+    assert path.parent.read_text() == "not a folder"
 
 
 @pytest.mark.parametrize(
