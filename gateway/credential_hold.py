@@ -14,9 +14,11 @@ fixes the token. Instead the platform is *held*:
   ends the hold, logged once, and every held chat goes on at once. A restart with the fixed token
   sends what is still pending as any restart does.
 
-A part does not wait for ever: its give-up rule is the outbox's (``give_up_after`` seconds after
-it was journaled, the webhook's ``retry_for_seconds``), so one journaled during a refusal that
-outlasts it is marked failed, and the operator console can retry it.
+A part does not give up while its platform is held: the time a part spends held does not count
+toward the outbox's give-up rule (``give_up_after`` seconds, the webhook's ``retry_for_seconds``),
+which still applies to every other failure, so a token refused all night loses nothing. The holds
+are journaled (`OutboxRows.begin_hold`): one on when the process stopped is on again at the next
+start (its first part tries at once), and the time between counts as held.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 from dataclasses import dataclass, field
 
 from agent import Clock
+from gateway.store import OutboxRows
 from platforms.base import Unauthorized
 
 log = logging.getLogger("gateway.outbox")
@@ -37,8 +40,6 @@ FIRST_PROBE, MAX_PROBE = 5.0, 60.0
 class _Hold:
     # Both on the monotonic clock: a wall clock stepped back an hour put the next probe off an hour.
     since: float
-    error: Unauthorized
-    """The last refusal: what a part that gives up while held is failed with."""
     delay: float = FIRST_PROBE
     next_probe: float = 0.0
     prober: int | None = None
@@ -52,15 +53,27 @@ class _Hold:
 
 
 class CredentialHolds:
-    """Which platforms are held, and whose turn it is to try. Use from one event loop."""
+    """Which platforms are held, and whose turn it is to try; each hold journaled in ``store``.
+    Use from one event loop."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, store: OutboxRows) -> None:
         self._clock = clock
+        self._store = store
         self._holds: dict[str, _Hold] = {}
+        self._periods: dict[str, list[tuple[float, float | None]]] = {}
+        for platform, since, until in store.hold_periods():
+            self._periods.setdefault(platform, []).append((since, until))
+            if until is None:  # on when the last process stopped: its first part tries at once
+                self._holds[platform] = _Hold(since=since)
+                log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages are"
+                         " held until it takes them again", platform)
 
-    def error(self, platform: str) -> Unauthorized:
-        """The held platform's last refusal."""
-        return self._holds[platform].error
+    def held_since(self, platform: str, since: float) -> float:
+        """Seconds ``platform`` held its parts between ``since`` and now (the hold on now included):
+        time that does not count toward a part's giving up."""
+        now = self._clock.time()
+        return sum(max(0.0, min(now if until is None else until, now) - max(start, since))
+                   for start, until in self._periods.get(platform, ()))
 
     def claim(self, platform: str, row_id: int) -> float:
         """0 when ``row_id`` may call the platform now (it is not held, or the row is its probe);
@@ -89,14 +102,15 @@ class CredentialHolds:
         now = self._clock.monotonic()
         hold = self._holds.get(platform)
         if hold is None:
-            hold = self._holds[platform] = _Hold(since=now, error=error)
+            hold = self._holds[platform] = _Hold(since=now)
+            self._store.begin_hold(platform, now)
+            self._periods.setdefault(platform, []).append((now, None))
             log.warning("outbox: %s refuses the bot's credentials (%s: %s); its messages are held, in order,"
-                        " and sent once it takes them again (a fixed token and a restart), each kept for as long"
-                        " as the outbox retries a message", platform, type(error).__name__, error)
+                        " and sent once it takes them again (a fixed token and a restart); none gives up meanwhile",
+                        platform, type(error).__name__, error)
         elif hold.prober == row_id:
             hold.delay = min(hold.delay * 2, MAX_PROBE)
             hold.prober = None
-        hold.error = error
         hold.next_probe = max(hold.next_probe, now + hold.delay)
         hold.bump()
         return hold.next_probe - now
@@ -106,6 +120,8 @@ class CredentialHolds:
         hold = self._holds.pop(platform, None)
         if hold is None:
             return
+        self._store.end_hold(platform, self._clock.time())
+        self._periods[platform] = [(since, until) for _, since, until in self._store.hold_periods(platform)]
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
                  self._clock.monotonic() - hold.since)
         hold.bump()

@@ -30,8 +30,8 @@ Guarantees:
   suspended or the gateway stopped does not: `Sender._give_up_in`) is marked failed,
   and the chat moves on. Forbidden, NotFound and BadRequest are final at once. Unauthorized
   (the platform refuses the bot's own credentials, in every chat) is not: the platform's
-  parts are held, in order, until it takes them again or they give up as above
-  (`gateway.credential_hold`).
+  parts are held, in order, until it takes them again; time held does not count toward
+  ``give_up_after`` (`gateway.credential_hold`).
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.

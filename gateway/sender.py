@@ -97,7 +97,7 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
-        self._holds = CredentialHolds(clock)
+        self._holds = CredentialHolds(clock, store)
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
         self._started_awake = clock.monotonic()
@@ -131,7 +131,8 @@ class Sender:
         after a night asleep, when the network is often not back yet. For a part journaled before
         this start, the time it was tried then counts (from its journaling to its last retry time);
         the time the gateway was stopped does not, nor does a part's first failure at a boot before
-        the network is up end it."""
+        the network is up end it. Time its platform held it for a refused token does not count either
+        (`gateway.credential_hold`)."""
         since = self._journaled.get(row.id)
         if since is None:
             if row.created_at >= self._started:  # journaled by this sender (a late note, a re-split piece)
@@ -141,7 +142,8 @@ class Sender:
                 since = self._started_awake - max(0.0, tried)
             self._journaled[row.id] = since
         limit = self._give_up_after.get(row.platform, self._default_give_up)
-        return since + limit - self._clock.monotonic()
+        held = self._holds.held_since(row.platform, row.created_at)  # a refused token: not the part's failure
+        return since + limit + held - self._clock.monotonic()
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -234,11 +236,7 @@ class Sender:
                 # never counted toward give_up_after (the platform has not seen the part).
                 self._store.commit()
             if (held := self._holds.claim(row.platform, row.id)) > 0:  # held: another part tries for all
-                left = self._give_up_in(row)
-                if left <= 0:
-                    self._fail(row, self._holds.error(row.platform), gave_up=True)
-                    return True
-                if not await self._pacer.wait(min(held, left), preempt, self._holds.changed(row.platform)):
+                if not await self._pacer.wait(held, preempt, self._holds.changed(row.platform)):
                     return False
                 stale = True
                 continue
@@ -298,16 +296,17 @@ class Sender:
                                     row.key, exc_info=exc)
                     wait = delay * (0.75 + 0.5 * self._rng.random())
                     delay = min(delay * 2, BACKOFF_MAX)
+                if isinstance(exc, Unauthorized):  # held: never given up meanwhile
+                    self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
+                    if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
+                        return False
+                    continue
                 left = self._give_up_in(row)
                 if left <= 0:
                     self._fail(row, exc, gave_up=True)
                     return True
                 wait = min(wait, left)  # one last try at the deadline
                 self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
-                if isinstance(exc, Unauthorized):
-                    if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
-                        return False
-                    continue
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
                          type(exc).__name__, wait)
                 if not await self._pacer.wait(wait, preempt):

@@ -3,7 +3,8 @@
 A row is keyed by its idempotency key (journaling a key again is a no-op) and moves
 from ``pending`` to one final status: ``sent`` (with the platform's message id),
 ``failed`` or ``dropped``. `gateway.outbox` decides what to send and when; this
-module only stores.
+module only stores (also when each platform held its parts for a refused token,
+`gateway.credential_hold`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS gateway_outbox_turn ON gateway_outbox (platform, turn_id, sequence)",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_created ON gateway_outbox (created_at)",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_failed ON gateway_outbox (id) WHERE status = 'failed'",
+    # When each platform refused the bot's credentials (`gateway.credential_hold`), open while it still
+    # does: a part's time held does not count toward giving up on it, before a restart either.
+    """CREATE TABLE IF NOT EXISTS gateway_credential_holds (
+        platform TEXT NOT NULL, since REAL NOT NULL, until REAL, PRIMARY KEY (platform, since))""",
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
             "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
@@ -252,6 +257,26 @@ class OutboxRows:
         names = ("key", "chat_id", "thread_id", "kind", "op", "target_key", "text", "status", "sequence",
                  "message_id", "created_at", "sent_at")
         return [dict(zip(names, (*r[:6], _untext(r[6]), *r[7:]), strict=True)) for r in rows]
+
+    def hold_periods(self, platform: str | None = None) -> list[tuple[str, float, float | None]]:
+        """The periods (platform, since, until) a platform held its parts for a refused token, oldest
+        first; until None: it still does (also when the last process stopped while it did)."""
+        where, args = ("WHERE platform=?", (platform,)) if platform is not None else ("", ())
+        return [(r[0], r[1], r[2]) for r in self._db.read(
+            f"SELECT platform, since, until FROM gateway_credential_holds {where} ORDER BY since", args)]
+
+    def begin_hold(self, platform: str, since: float) -> None:
+        self._db.write("INSERT OR IGNORE INTO gateway_credential_holds (platform, since) VALUES (?, ?)",
+                       (platform, since))
+
+    def end_hold(self, platform: str, until: float) -> None:
+        """The platform's open hold ended at ``until``; periods no pending part of it overlaps are forgotten."""
+        with self._db.transaction():
+            self._db.write("UPDATE gateway_credential_holds SET until=? WHERE platform=? AND until IS NULL",
+                           (until, platform))
+            self._db.write("DELETE FROM gateway_credential_holds WHERE platform=? AND until < COALESCE((SELECT"
+                           " MIN(created_at) FROM gateway_outbox WHERE platform=? AND status='pending'), ?)",
+                           (platform, platform, until + 1))
 
     def prune(self, older_than: float) -> int:
         """Delete settled rows created before the epoch time ``older_than`` (see `RETENTION_SECONDS`);

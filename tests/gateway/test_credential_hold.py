@@ -41,6 +41,7 @@ class Platform:
     refuse_in: Callable[[str], None]
     """The next send to this chat is refused for that chat alone (kicked, blocked)."""
     logger: str
+    fake: FakeSlack | FakeTelegram | FakeDiscord
 
 
 @contextlib.asynccontextmanager
@@ -55,7 +56,7 @@ async def slack() -> AsyncIterator[Platform]:
                 restore=lambda: setattr(fake, "bot_token_revoked", False),
                 texts=lambda chat: [m["text"] for m in fake.messages.get((chat, None), []) if m.get("bot_id")],
                 refuse_in=lambda chat: fake.fail_next("chat.postMessage", "not_in_channel"),
-                logger="platforms.slack")
+                logger="platforms.slack", fake=fake)
         finally:
             await adapter.stop()
 
@@ -74,7 +75,7 @@ async def telegram() -> AsyncIterator[Platform]:
                 texts=lambda chat: [m["text"] for m in fake.messages.get(chat, [])],
                 refuse_in=lambda chat: fake.fail_next("sendMessage", 403, description="Forbidden: bot was blocked by"
                                                                                       " the user"),
-                logger="platforms.telegram")
+                logger="platforms.telegram", fake=fake)
         finally:
             await adapter.stop()
 
@@ -93,7 +94,7 @@ async def discord() -> AsyncIterator[Platform]:
                 texts=lambda chat: [m.content for m in fake.bot_messages(chat)],
                 refuse_in=lambda chat: fake.fail_next(f"POST /channels/{chat}/messages", 403, code=50013,
                                                       message="Missing Permissions"),
-                logger="platforms.discord")
+                logger="platforms.discord", fake=fake)
         finally:
             await adapter.stop()
             await join_heartbeat_threads()
@@ -160,7 +161,7 @@ async def test_a_refusal_in_one_chat_still_fails_its_reply_at_once(platform, out
 
 
 @pytest.mark.parametrize("platform", ["slack"], indirect=True)
-async def test_a_reply_held_past_the_outboxs_retry_window_fails_then(tmp_path, platform):
+async def test_a_reply_held_all_night_is_not_given_up_and_goes_out_once_the_token_is_fixed(tmp_path, platform):
     clock = FakeClock()  # every wait passes at once
     store = GatewayStore(tmp_path / "state.db", clock=clock)
     outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
@@ -168,12 +169,69 @@ async def test_a_reply_held_past_the_outboxs_retry_window_fails_then(tmp_path, p
     try:
         platform.revoke()
         written = clock.now
+        outbox.enqueue("slack", "C1", None, "written at night", kind="reply", key="a")
+        # An operator asleep, a probe a minute.
+        await wait_until(lambda: clock.now >= written + 8 * 3600 or store.outbox.message("a:0").status != "pending",
+                         WAIT)
+        row = store.outbox.message("a:0")
+        assert row.status == "pending" and row.last_error == "Unauthorized: chat.postMessage: token_revoked"
+        assert len(clock.sleeps) < 8 * 70  # tried now and then, not in a loop
+        platform.restore()
+        assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
+        assert platform.texts("C1") == ["written at night"]
+    finally:
+        await outbox.close()
+        store.close()
+
+
+@pytest.mark.parametrize("platform", ["telegram"], indirect=True)
+async def test_the_time_held_before_a_restart_still_does_not_count_toward_giving_up(tmp_path, platform):
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"telegram": platform.adapter}, clock=clock, give_up_after={"telegram": 120.0})
+    await outbox.start()
+    platform.revoke()
+    written = clock.now
+    outbox.enqueue("telegram", "42", None, "written at night", kind="reply", key="a")
+    await wait_until(lambda: clock.now >= written + 3600 or store.outbox.message("a:0").status != "pending", WAIT)
+    await outbox.close()  # stopped while held; the token fixed, the gateway started again later
+    store.close()
+    clock.advance(600)
+    platform.restore()
+    platform.fake.fail_next("sendMessage", 502)  # the first try after the restart meets an outage
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"telegram": platform.adapter}, clock=clock, give_up_after={"telegram": 120.0})
+    await outbox.start()
+    try:
+        # Its 120 s were spent held (before, and while the gateway was down): it is tried again.
+        assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
+        assert platform.texts("42") == ["written at night"]
+        assert store.outbox.message("a:0").last_error.startswith("NetworkError")
+    finally:
+        await outbox.close()
+        store.close()
+
+
+@pytest.mark.parametrize("platform", ["slack"], indirect=True)
+async def test_after_the_hold_other_failures_still_give_up_after_the_retry_window(tmp_path, platform):
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    try:
+        platform.revoke()
+        written = clock.now
         outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="a")
+        await wait_until(lambda: clock.now >= written + 1000 or store.outbox.message("a:0").status != "pending",
+                         WAIT)
+        platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=100)
+        platform.restore()
         assert await outbox.wait_sent("a:0", timeout=WAIT) is None
         row = store.outbox.message("a:0")
-        assert row.status == "failed" and row.last_error == "Unauthorized: chat.postMessage: token_revoked"
-        assert clock.now == pytest.approx(written + 120.0)
-        assert sum(clock.sleeps) == pytest.approx(120.0) and len(clock.sleeps) < 10  # tried now and then, not in a loop
+        assert row.status == "failed" and row.last_error.startswith("RateLimited")
+        [(_, since, until)] = store.outbox.hold_periods("slack")  # held from the first refusal to the first 429
+        assert since == written and until > written + 1000
+        assert clock.now == pytest.approx(until + 120.0)
     finally:
         await outbox.close()
         store.close()
