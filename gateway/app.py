@@ -196,8 +196,13 @@ class Gateway:
                 self._background.append(asyncio.ensure_future(adapter.clear_left_behind(chat_id, thread_id)))
 
     async def stop(self, grace: float | None = None) -> None:
-        """Stop intake, let running turns finish for ``grace`` seconds, then interrupt
-        them; flush the outbox; journal running children as interrupted."""
+        """Stop intake, let running turns finish, then interrupt them; flush the outbox; journal
+        running children as interrupted. All of it within ``grace`` seconds (a supervisor's stop
+        timeout is set to it): the flush gets what the turns left of it, and parts it had no time
+        for stay pending for the next start. With no grace at all the flush still gets a second."""
+        loop = asyncio.get_running_loop()
+        grace = self.config.server.shutdown_grace_seconds if grace is None else grace
+        deadline = loop.time() + grace
         self._accepting = False
         for task in self._background:
             task.cancel()
@@ -206,7 +211,6 @@ class Gateway:
         self._background = []
         await self.dead_letters.close()
         await self._checkpointer.stop()
-        grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         for adapter in self.adapters.values():
             try:
                 await adapter.stop()
@@ -215,7 +219,7 @@ class Gateway:
         self.runner.stop_taking()  # nothing queued starts: the turns running get the grace, and plugin commands
         running = [*self.runner.busy, *self._aside]
         if running:
-            await asyncio.wait(running, timeout=grace)
+            await asyncio.wait(running, timeout=max(deadline - loop.time(), 0))
         for task in list(self._aside):
             task.cancel()  # unanswered: handled again after the next start
         await asyncio.gather(*self._aside, return_exceptions=True)
@@ -224,7 +228,7 @@ class Gateway:
         await asyncio.sleep(0)
         await self.runner.cancel()
         await self.ledger.close()
-        await self.outbox.flush(timeout=grace or 1.0, give_up_when_held=True)
+        await self.outbox.flush(timeout=max(deadline - loop.time(), 0) if grace else 1.0, give_up_when_held=True)
         await self.outbox.close()
         await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
         await self.host.close()

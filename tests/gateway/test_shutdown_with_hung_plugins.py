@@ -18,7 +18,7 @@ from tests.gateway.cli_process import Running, write_config
 
 SECRET = "hung-plugin-secret-0123"
 EXIT_WITHIN = 10.0
-"""Seconds from SIGTERM to the end of the process: the grace below, the outbox's flush, and slack."""
+"""Seconds from SIGTERM to the end of the process: the grace below (turns and the outbox's flush), and slack."""
 
 PLUGIN = """
     import logging
