@@ -10,8 +10,8 @@ chat (``sender_chat``: an anonymous admin as the group, someone as their channel
 chat, its id the user id; a linked channel's post Telegram copies into the group is not for the
 bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
 (`platforms.telegram_files`), with the caption as the text; an album (one update per item, maybe
-over several polls or webhook requests) is one `Inbound` (`platforms.telegram_albums`), its first
-update id the event id. `download` fetches one
+over several polls or webhook requests) is one `Inbound` (`platforms.telegram_albums`), its captions the
+text and its first update id the event id. `download` fetches one
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
@@ -128,7 +128,7 @@ from platforms.base import (
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
 from platforms.repeated_warnings import RepeatedWarnings
-from platforms.telegram_albums import Album, AlbumGather, AlbumHold
+from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 
@@ -399,9 +399,13 @@ class TelegramAdapter:
         return [update for _, update in answered if update is not None]
 
     async def _hand_over_album(self, album: Album) -> None:
-        """An album as one inbound: the item with the caption decides whether it is for the bot;
-        the first item's update id is its event id, also when Telegram serves it again."""
+        """An album as one inbound: its captions, read as one text (`telegram_albums.captions_of`),
+        decide whether it is for the bot; the first item's update id is its event id, also when
+        Telegram serves it again."""
         lead = next((m for m, _ in album if m.caption), album[0][0])
+        caption, entities = captions_of([m for m, _ in album])
+        if caption:
+            lead = lead.model_copy(update={"caption": caption, "caption_entities": entities or None})
         inbound = self._to_inbound(lead, album[0][1])
         if inbound is not None:
             every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))

@@ -14,6 +14,10 @@ not held back: they go on with the next look, at most ``wait`` seconds later. A 
 album's sender in its chat hands the album over first (it was written after it); another member's
 does not, since in a group it may come between two items of the album.
 
+Telegram takes a caption per item (apps put one on the first): the album's text is every
+distinct caption, in album order, one paragraph each (`captions_of`), their entities moved along
+with them, so that a mention or a command in any of them reads as in a message.
+
 A webhook gets an album's items as requests of their own, over several connections at once
 (`AlbumGather`): each request waits, unanswered, until no item of its album came for ``wait``
 seconds; the album is then handed over once, and every item's request answered as that went (a
@@ -29,13 +33,33 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 
 from aiogram.methods import GetUpdates
-from aiogram.types import Message, Update
+from aiogram.types import Message, MessageEntity, Update
+
+from platforms.base import utf16_length
 
 WAIT = 1.0
 """Seconds without a new item after which an album is taken as complete."""
 
 Album = list[tuple[Message, int]]
 """An album's items so far, with their update ids, in order."""
+
+CAPTION_SEPARATOR = "\n\n"
+
+
+def captions_of(items: list[Message]) -> tuple[str, list[MessageEntity]]:
+    """The album's captions as one text, each distinct one once, in order, and their entities,
+    offsets moved to where each caption now starts (in UTF-16 units, as Telegram counts them)."""
+    text, entities, seen = "", [], set()
+    for item in items:
+        if not item.caption or item.caption in seen:
+            continue
+        seen.add(item.caption)
+        if text:
+            text += CAPTION_SEPARATOR
+        shift = utf16_length(text)
+        entities += [e.model_copy(update={"offset": e.offset + shift}) for e in item.caption_entities or ()]
+        text += item.caption
+    return text, entities
 
 
 class AlbumHold:

@@ -55,23 +55,27 @@ class TelegramFiles:
         return self.push_update(self.media_update(chat_id, {"photo": sizes}, caption, **kw))
 
     def push_album(self, chat_id: int | str, photos: list[bytes], *, caption: str | None = None,
-                   media_group_id: str | None = None, **kw: Any) -> list[int]:
+                   captions: list[str | None] | None = None, media_group_id: str | None = None,
+                   **kw: Any) -> list[int]:
         """A user sends several photos at once: as on Telegram, one update per photo, all with the
-        same ``media_group_id``, the caption on the first; returns their update ids. A
-        ``media_group_id`` given continues that album: Telegram may serve an album's items over
-        several ``getUpdates`` answers."""
-        updates = self.album_updates(chat_id, photos, caption=caption, media_group_id=media_group_id, **kw)
+        same ``media_group_id``, the caption on the first (``captions``: one per photo, as a user
+        who captions each item sends them); returns their update ids. A ``media_group_id`` given
+        continues that album: Telegram may serve an album's items over several ``getUpdates`` answers."""
+        updates = self.album_updates(chat_id, photos, caption=caption, captions=captions,
+                                     media_group_id=media_group_id, **kw)
         return [self.push_update(update) for update in updates]
 
     def album_updates(self, chat_id: int | str, photos: list[bytes], *, caption: str | None = None,
-                      media_group_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
+                      captions: list[str | None] | None = None, media_group_id: str | None = None,
+                      **kw: Any) -> list[dict[str, Any]]:
         """Build (not queue) the updates of an album, as `push_album` (for `deliver_webhook`)."""
         group = media_group_id or f"album-{next(self._file_ids)}"
+        if captions is None:
+            captions = [caption, *[None] * (len(photos) - 1)]
         updates = []
-        for n, data in enumerate(photos):
+        for data, item_caption in zip(photos, captions, strict=True):
             sizes = [{**self.add_file(data, "photos", ".jpg"), "width": 1280, "height": 960}]
-            updates.append(self.media_update(chat_id, {"photo": sizes, "media_group_id": group},
-                                             caption if n == 0 else None, **kw))
+            updates.append(self.media_update(chat_id, {"photo": sizes, "media_group_id": group}, item_caption, **kw))
         return updates
 
     def push_document(self, chat_id: int | str, data: bytes, file_name: str, *,

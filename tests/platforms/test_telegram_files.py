@@ -98,6 +98,22 @@ async def test_an_album_in_a_group_follows_its_caption(fake: FakeTelegram, start
                                                                     ("@switchboard_bot sentinel", 0)]
 
 
+async def test_every_caption_of_an_album_reaches_the_model_in_order_each_once(fake: FakeTelegram, started) -> None:
+    # Telegram takes a caption per item: only the first item's was read, the others dropped.
+    _, sink = started
+    fake.push_album(42, [PNG, PNG + b"2", PNG + b"3", PNG + b"4"],
+                    captions=["the front 🚪", None, "the back", "the front 🚪"])
+    group = dict(chat_type="supergroup", user_id=5)
+    fake.push_album(-100, [PNG, PNG], captions=["two photos", "@switchboard_bot which is sharper?"], **group)
+    fake.push_message(-100, "@switchboard_bot sentinel", **group)
+    await fake.wait_for(lambda: len(sink.inbound) == 3)
+    [private] = [i for i in sink.inbound if i.chat_id == "42"]
+    [addressed, _] = [i for i in sink.inbound if i.chat_id == "-100"]
+    assert (private.text, len(private.attachments)) == ("the front 🚪\n\nthe back", 4)
+    # The second item's mention addresses the album to the bot, as it would a message.
+    assert (addressed.text, len(addressed.attachments)) == ("two photos\n\n@switchboard_bot which is sharper?", 2)
+
+
 async def test_another_members_message_does_not_cut_an_album_short(fake: FakeTelegram, started) -> None:
     # In a group the bot hears everyone: a message of someone else, between two polls of an album,
     # was not written after it by its sender, so the album is still gathered whole.
