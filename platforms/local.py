@@ -21,7 +21,8 @@ nothing typed, Ctrl-C included, would be read any more.
 Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
 the chat end once everything asked has been answered (Ctrl-D on a terminal, or
-``/quit``, leaves at once: ``on_exit``).
+``/quit``, leaves at once: ``on_exit``). Left on a terminal while a turn runs, the chat says so
+at once (`LEAVING`) and ends as soon as the turn does, Ctrl-C still stopping it meanwhile.
 
 Notices are redrawn in place when the notice is the last thing on screen and the
 output is a terminal; otherwise an update is printed as a new line. A redraw goes up
@@ -88,6 +89,10 @@ PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one mes
 CTRL_C = "\x03"
 """Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so)."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
+LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
+"""Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
+LEAVE_POLL = 0.1
+"""Seconds between looks at whether the turn a leaving chat waits for has ended."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
 
@@ -114,6 +119,7 @@ class LocalAdapter:
         self._on_input_end = on_input_end or on_exit
         self._busy = busy or (lambda: False)
         self._leaving = False  # Ctrl-C was pressed at an empty, idle prompt: pressed again, it leaves
+        self._leaving_after_turn = False  # left while a turn ran: the chat ends once it has
         self._greeting = greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
@@ -162,9 +168,7 @@ class LocalAdapter:
     async def _read(self, sink: InboundSink) -> None:
         lines: asyncio.Queue[str] = asyncio.Queue()
         pasted: deque[str] = deque()  # the commands of a pasted block still to run
-        # A daemon thread: a blocked readline() must never keep the process alive after /quit.
-        threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
-                         name="switchboard-terminal").start()
+        self._start_pump(lines)
         while True:
             if self._readline is None and self._interactive:  # readline shows its own prompt
                 self._write(PROMPT, newline=False)
@@ -179,7 +183,9 @@ class LocalAdapter:
             if text is None and not self._interactive and self._on_input_end is not None:
                 self._on_input_end()  # a pipe or a file ran out: its messages still get their answers
                 return
-            if text is None or text.strip().lower() in _QUIT:  # Ctrl-D or an explicit quit: leave now
+            if text is None or text.strip().lower() in _QUIT:  # Ctrl-D or an explicit quit: leave
+                if self._interactive and self._busy():
+                    await self._leave_after_turn(sink, lines, ended=text is None)
                 self._end()
                 return
             if CTRL_C in text:
@@ -195,6 +201,32 @@ class LocalAdapter:
                 user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
                 is_command=text.startswith("/"),
             ))
+
+    def _start_pump(self, lines: asyncio.Queue[str]) -> None:
+        # A daemon thread: a blocked readline() must never keep the process alive after /quit.
+        threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
+                         name="switchboard-terminal").start()
+
+    async def _leave_after_turn(self, sink: InboundSink, lines: asyncio.Queue[str], *, ended: bool) -> None:
+        """Left (/quit, Ctrl-D: ``ended``) while a turn runs: say so at once, and return once the
+        turn (and what waits behind it) is over; Ctrl-C meanwhile stops it, as /stop. Leaving at
+        once would sit silent for the shutdown grace, with Ctrl-C no longer a key of the chat."""
+        self._leaving_after_turn = True
+        self._emit(("\r\x1b[2K" if self._ansi else "\n") if self._prompting else "")
+        self._prompting = False  # no prompt while leaving: nothing typed is read but Ctrl-C
+        self._write(LEAVING)
+        self._last_id = None
+        if ended and self._readline is not None:
+            self._start_pump(lines)  # a terminal's Ctrl-D ended one read, not the terminal: Ctrl-C is read
+        while self._busy():
+            try:
+                line = await asyncio.wait_for(lines.get(), LEAVE_POLL)
+            except TimeoutError:
+                continue
+            if CTRL_C in line:
+                await self._ctrl_c(sink, typed="")
+            elif not line:
+                return  # the terminal is gone: nothing can stop the turn from here but the shutdown
 
     def _read_ended(self, reader: asyncio.Task[None]) -> None:
         """The reader failed (the gateway could not take a message, its database full): nothing typed
@@ -239,9 +271,10 @@ class LocalAdapter:
 
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
-        self._prompting = True
+        leaving = self._leaving_after_turn
+        self._prompting = not leaving
         try:
-            line = input(PROMPT)
+            line = input("" if leaving else PROMPT)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
         self._prompting = False

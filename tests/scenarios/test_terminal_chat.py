@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from gateway.host import STATE_DB
-from platforms.local import LEAVE_HINT
+from platforms.local import LEAVE_HINT, LEAVING
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLING = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -167,6 +167,44 @@ def test_ctrl_c_during_a_turn_stops_the_turn_and_the_chat_goes_on(tmp_path):
         assert LEAVE_HINT.encode() not in chat.seen  # a turn's Ctrl-C is not one of the two that leave
         os.write(chat.controller, b"\x04")
         assert chat.wait() == 0
+    finally:
+        chat.close()
+
+
+@pytest.mark.parametrize("leave", [b"/quit\r", b"\x04"], ids=["quit", "ctrl-d"])
+def test_leaving_during_a_turn_says_so_at_once_and_ctrl_c_then_stops_it(tmp_path, leave):
+    """Leaving while the agent worked said nothing and sat for the shutdown grace (here a minute), and
+    Ctrl-C meanwhile killed the chat (status 130) instead of stopping the turn."""
+    chat = Terminal(tmp_path, model={"demo": {"child_steps": 400, "step_seconds": 0.5}},
+                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2},
+                    server={"shutdown_grace_seconds": 60})
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
+        chat.read_until(b"Working")
+        os.write(chat.controller, leave)
+        chat.read_until(LEAVING.encode())
+        os.write(chat.controller, b"\x03")
+        chat.read_until(b"Stopped the running turn", after=LEAVING.encode())
+        assert chat.wait(timeout=20) == 0  # the chat left as soon as the turn had ended
+        assert b"Traceback" not in chat.seen and LEAVE_HINT.encode() not in chat.seen
+        assert termios.tcgetattr(chat.controller)[6][termios.VINTR] == b"\x03"
+    finally:
+        chat.close()
+
+
+def test_leaving_during_a_turn_waits_only_until_it_ends(tmp_path):
+    chat = Terminal(tmp_path, model={"demo": {"child_steps": 4, "step_seconds": 0.5}},
+                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2},
+                    server={"shutdown_grace_seconds": 60})
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
+        chat.read_until(b"Working")
+        os.write(chat.controller, b"\x04")
+        chat.read_until(LEAVING.encode())
+        assert chat.wait(timeout=20) == 0
+        assert b"pears: completed" in chat.seen.partition(LEAVING.encode())[2]  # its answer, then the end
     finally:
         chat.close()
 
