@@ -136,6 +136,7 @@ class Gateway:
         self.recent_errors.attach()
         await self.host.start()
         unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it
+        left = self.store.indicators_left.take()  # before an adapter starts and records more
         await self.outbox.start()
         self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
@@ -150,6 +151,8 @@ class Gateway:
         for adapter in self.adapters.values():
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
+            if isinstance(adapter, LeavesIndicators):
+                adapter.bind_indicators_left(functools.partial(self._indicator_left, adapter.name))
             if isinstance(adapter, MovesChats):
                 adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                         functools.partial(self._chat_moved, adapter.name))
@@ -157,7 +160,7 @@ class Gateway:
             log.info("platform %s started", adapter.name)
         undelivered = self.store.delegations.running()
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-                                {split_session_key(row.session_key) for row in undelivered} | unsent)
+                                {split_session_key(row.session_key) for row in undelivered} | unsent | left)
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
@@ -185,11 +188,18 @@ class Gateway:
             if (user_id := refused_user(row.text)) is not None:
                 self.refusals.told(row.platform, row.chat_id, row.thread_id, user_id, max(0.0, now - row.created_at))
 
+    def _indicator_left(self, platform: str, chat_id: str, thread_id: str | None) -> None:
+        """The adapter could not remove its indicator there: the next start clears it."""
+        try:
+            self.store.indicators_left.record(platform, chat_id, thread_id)
+        except Exception:  # the adapter's deletion must go on; at worst the indicator stays, as before
+            log.exception("could not record that %s chat %s still shows a working indicator", platform, chat_id)
+
     def _clear_left_behind(self, chats: set[ChatKey]) -> None:
         """A turn may have run in these chats when the last process died (an event to replay, a
         delivery still due), or ended unable to remove its indicator (the platform refused the
-        token, so its replies are still pending): the "working" indicators it showed as messages go,
-        in the background."""
+        token: its replies still pending, or the chat recorded by the adapter): the "working"
+        indicators it showed as messages go, in the background."""
         for platform, chat_id, thread_id in chats:
             adapter = self.adapters.get(platform)
             if isinstance(adapter, LeavesIndicators):

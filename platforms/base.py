@@ -409,6 +409,10 @@ class FindsSent(Protocol):
         `DeliveryError` when the platform cannot tell."""
 
 
+IndicatorLeft = Callable[[str, str | None], None]
+"""``left(chat_id, thread_id)``: an indicator the adapter could not remove is still in that chat."""
+
+
 @runtime_checkable
 class LeavesIndicators(Protocol):
     """An adapter whose "working" indicator is a message of its own (Slack's placeholder): a
@@ -416,7 +420,13 @@ class LeavesIndicators(Protocol):
 
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
         """Delete the indicators an earlier process left in this chat or thread, never one this
-        process shows; returns how many. Never raises: a failure is logged."""
+        process shows; returns how many. Never raises: a failure is logged (and told to
+        ``left``, as for `bind_indicators_left`)."""
+
+    def bind_indicators_left(self, left: IndicatorLeft) -> None:
+        """Called once, before `Adapter.start`, with ``left``, which the adapter calls for each
+        chat or thread where it could not remove an indicator (the platform refused the token):
+        the gateway keeps it, durably, and the next start calls `clear_left_behind` there."""
 
 
 @runtime_checkable

@@ -39,7 +39,8 @@ deletion is retried in the background, and `stop` deletes whatever is left; one 
 the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
 metadata, so one a crashed process left behind (or could not delete) is found and deleted
 after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
-replies are still to send).
+replies are still to send, and those this adapter told the gateway it could not clean:
+`bind_indicators_left`, kept in the state database).
 
 Sending: the gateway hands over Markdown, rendered here to mrkdwn
 (`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
@@ -86,6 +87,7 @@ from platforms.base import (
     Forbidden,
     Inbound,
     InboundSink,
+    IndicatorLeft,
     MessageTooLong,
     NetworkError,
     NotFound,
@@ -105,6 +107,8 @@ from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_
 log = logging.getLogger("platforms.slack")
 
 PACING = Pacing(edit_interval=1.0)
+Where = tuple[str, str | None]
+"""A conversation: a channel, and a thread's ts in it or None."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
@@ -240,10 +244,12 @@ class SlackAdapter:
         self._text_commands: frozenset[str] = frozenset()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
-        self._stale: dict[str, str] = {}  # placeholder ts -> channel, deletion pending
-        self._refused: dict[str, str] = {}
-        """Placeholders (ts -> channel) whose deletion Slack refused for the bot token: deleted once
-        a call succeeds again (a timed retry would only be refused again until someone fixes it)."""
+        self._stale: dict[str, Where] = {}  # placeholder ts -> its conversation, deletion pending
+        self._refused: dict[str, Where] = {}
+        """Placeholders (ts -> conversation) whose deletion Slack refused for the bot token: deleted once
+        a call succeeds again (a timed retry would only be refused again until someone fixes it), or
+        by the next start (told to ``_left``, which the gateway keeps)."""
+        self._left: IndicatorLeft = lambda chat_id, thread_id: None
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
@@ -332,9 +338,9 @@ class SlackAdapter:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         placeholders, self._placeholders = self._placeholders, {}
-        for (channel, _), future in placeholders.items():
+        for where, future in placeholders.items():
             if (ts := await future) is not None:
-                self._stale[ts] = channel
+                self._stale[ts] = where
         refused, self._refused = self._refused, {}
         await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
         self._stale.clear()
@@ -678,6 +684,9 @@ class SlackAdapter:
             resp = await self._api("conversations.history", chat_id, **kw)
         return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
 
+    def bind_indicators_left(self, left: IndicatorLeft) -> None:
+        self._left = left
+
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
         """Delete the placeholders an earlier process left in the conversation: among a channel's
         newest `LOOKUP_LIMIT` messages, or in a thread's replies (`LOOKUP_PAGES` pages of them:
@@ -688,6 +697,7 @@ class SlackAdapter:
                 page, cursor = await self._page(chat_id, thread_id, cursor=cursor)
             except DeliveryError as exc:
                 log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
+                self._left(chat_id, thread_id)  # the next start looks again
                 break
             left += [str(m["ts"]) for m in page
                      if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
@@ -695,7 +705,8 @@ class SlackAdapter:
             if not cursor:
                 break
         for ts in left:
-            await self._try_delete(chat_id, ts)
+            if await self._try_delete((chat_id, thread_id), ts) is not None:
+                self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
         if left:
             log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(left), chat_id)
         return len(left)
@@ -708,27 +719,30 @@ class SlackAdapter:
         ts = await future if future is not None else None
         if ts is None:
             return
-        wait = await self._try_delete(chat_id, ts)
+        wait = await self._try_delete((chat_id, thread_id), ts)
         if wait is not None:
-            self._stale[ts] = chat_id
-            self._background(self._delete_later(chat_id, ts, wait))
+            self._stale[ts] = (chat_id, thread_id)
+            self._background(self._delete_later((chat_id, thread_id), ts, wait))
 
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _delete_all(self, placeholders: dict[str, str]) -> None:
+    async def _delete_all(self, placeholders: dict[str, Where]) -> None:
         left = dict(placeholders)
         try:
-            for ts, channel in placeholders.items():
-                await self._try_delete(channel, ts)
+            for ts, where in placeholders.items():
+                if await self._try_delete(where, ts) is not None:
+                    self._left(*where)  # not now (a 429, an outage): the next start tries again
                 del left[ts]
         finally:
             self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them
 
-    async def _try_delete(self, chat_id: str, ts: str) -> float | None:
-        """Delete one placeholder: None when done, else the seconds to wait before trying again."""
+    async def _try_delete(self, where: Where, ts: str) -> float | None:
+        """Delete one placeholder of conversation ``where``: None when done (or refused for the
+        token: deleted later), else the seconds to wait before trying again."""
+        chat_id = where[0]
         try:
             await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
         except RateLimited as exc:
@@ -737,7 +751,8 @@ class SlackAdapter:
             return 2.0
         except Unauthorized:
             self._stale.pop(ts, None)
-            self._refused[ts] = chat_id
+            self._refused[ts] = where
+            self._left(*where)  # a restart before Slack takes the token again must still look there
             return None
         except DeliveryError:
             pass  # gone already, or not ours to delete: nothing more to do
@@ -745,13 +760,14 @@ class SlackAdapter:
         self._own_placeholders.discard(ts)
         return None
 
-    async def _delete_later(self, chat_id: str, ts: str, wait: float) -> None:
+    async def _delete_later(self, where: Where, ts: str, wait: float) -> None:
         for _ in range(5):
             await asyncio.sleep(wait)
-            retry = await self._try_delete(chat_id, ts)
+            retry = await self._try_delete(where, ts)
             if retry is None:
                 return
             wait = retry
+        self._left(*where)  # Slack would not take the deletion for now: the next start tries again
 
 
 async def _ignore() -> None:

@@ -6,7 +6,8 @@ children's journal rows commit together. The journal keeps its own ``lifecycle_*
 tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our schema version
 lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`,
 `gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`,
-`gateway.store.chat_moves` (chats a platform gave a new id), and
+`gateway.store.chat_moves` (chats a platform gave a new id),
+`gateway.store.indicators_left` (chats still showing a "working" message), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
 `gateway.store.checkpointer`.
@@ -18,12 +19,22 @@ from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
-from gateway.store import chat_history, chat_moves, dead_letters, delegations, inbox, outbox_rows, sessions
+from gateway.store import (
+    chat_history,
+    chat_moves,
+    dead_letters,
+    delegations,
+    inbox,
+    indicators_left,
+    outbox_rows,
+    sessions,
+)
 from gateway.store.chat_history import ChatHistory
 from gateway.store.chat_moves import ChatMoves
 from gateway.store.dead_letters import DeadLetter, DeadLetters
 from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
+from gateway.store.indicators_left import IndicatorsLeft
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
 from lifecycle import SqliteDatabase
@@ -38,6 +49,7 @@ __all__ = [
     "DelegationTable",
     "GatewayStore",
     "Inbox",
+    "IndicatorsLeft",
     "LedgerTask",
     "NewMessage",
     "OutboxRow",
@@ -80,6 +92,7 @@ class GatewayStore:
         self.dead_letters = DeadLetters(self.db)
         self.chat_history = ChatHistory(self.db)
         self.chat_moves = ChatMoves(self.db, clock)
+        self.indicators_left = IndicatorsLeft(self.db)
         try:
             self._open_schema()
         except BaseException:
@@ -97,7 +110,8 @@ class GatewayStore:
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
-                              *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA):
+                              *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
+                              *indicators_left.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:

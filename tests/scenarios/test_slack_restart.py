@@ -3,9 +3,11 @@ while a turn runs with its `_working…_` placeholder up, then restarted on the 
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
 
+import aiohttp
 import yaml
 
 from platforms.fakes.slack import FakeSlack
@@ -26,6 +28,16 @@ def write_config(tmp_path: Path, fake: FakeSlack, script: dict) -> Path:
                                 "api_base": fake.api_base, "allow_all": True}},
     }))
     return config
+
+
+async def refused(url: str) -> None:
+    """Until the gateway reports Slack down: the deletion was answered, refused for the token."""
+    async with aiohttp.ClientSession() as session, asyncio.timeout(15):
+        while True:
+            async with session.get(f"{url}/healthz") as response:
+                if response.status == 503:
+                    return
+            await asyncio.sleep(0.05)  # another process: nothing to wait on but its answers
 
 
 def bot_texts(fake: FakeSlack) -> list[str]:
@@ -79,6 +91,35 @@ async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_and_its_pl
         try:
             await fake.wait_for(lambda: "it is green" in bot_texts(fake), timeout=15)
             # Its deletion was refused too: the placeholder goes once Slack takes the token again.
+            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    assert proc.returncode == 0
+
+
+async def test_a_placeholder_slack_refused_to_delete_after_the_reply_went_out_is_deleted_after_a_restart(tmp_path):
+    # The reply went out before the token was revoked: nothing of the conversation was left to send
+    # or to run again after the restart, so the next start did not look there, and it stayed for good.
+    async with FakeSlack() as fake:
+        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
+        deleting = fake.hold("chat.delete")
+        proc, url = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: fake.open_connections, timeout=15)
+            await fake.push_dm("U1", "is the build green?")
+            await fake.wait_for(lambda: fake.calls_to("chat.delete") and "it is green" in bot_texts(fake), timeout=15)
+            fake.bot_token_revoked = True  # revoked between the reply and the placeholder's deletion
+            deleting.set()
+            await refused(url)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+        assert bot_texts(fake) == ["_working…_", "it is green"]
+
+        fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
+        proc, _ = await start(config, tmp_path)
+        try:
             await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
         finally:
             proc.send_signal(signal.SIGTERM)
