@@ -56,3 +56,44 @@ async def page(browser) -> AsyncIterator[object]:
     page = await context.new_page()
     yield page
     await context.close()
+
+
+# WCAG 2's contrast ratio of each element's own text against the background it is drawn on (the
+# nearest opaque one, translucent ones blended over it): at least 4.5:1, 3:1 for large text.
+# Elements under a translucent ancestor (opacity) are left out: their colours are not what shows.
+_CONTRAST = """() => {
+  const rgba = (css) => { const [r, g, b, a = 1] = css.match(/[\\d.]+/g).map(Number); return [r, g, b, a]; };
+  const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
+  const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const background = (el) => {
+    const layers = [];
+    for (let node = el; node; node = node.parentElement) {
+      const c = rgba(getComputedStyle(node).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] === 1) break;
+    }
+    return layers.reverse().reduce((under, top) => over(top, under), [255, 255, 255, 1]);
+  };
+  const faint = (el) => { for (let n = el; n; n = n.parentElement) if (getComputedStyle(n).opacity !== "1") return true; return false; };
+  const failures = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const text = [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.data).join("").trim();
+    if (!text || !el.checkVisibility() || faint(el) || el.disabled) continue;
+    const style = getComputedStyle(el);
+    const bg = background(el);
+    const fg = over(rgba(style.color), bg);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(style.fontSize), bold = Number(style.fontWeight) >= 700;
+    const needed = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < needed) failures.push(`${el.tagName.toLowerCase()}.${el.className} "${text.slice(0, 30)}": ${ratio.toFixed(2)}`);
+  }
+  return failures;
+}"""
+
+
+async def contrast_failures(page) -> list[str]:
+    """The elements whose text is too faint against its background on ``page`` as it shows now, each
+    as ``tag.class "text": ratio``; empty when every text reads."""
+    return await page.evaluate(_CONTRAST)

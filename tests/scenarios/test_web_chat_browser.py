@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from tests.browser import contrast_failures
 from tests.web_client import post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
@@ -385,3 +386,24 @@ async def test_a_file_the_agent_sends_is_a_link_that_downloads_it_under_its_name
     await page.wait_for_selector("body[data-state=connected]")
     assert [kind for _, kind, _ in await shown(page)] == ["user", "interim", "reply"]
     assert await page.eval_on_selector(".has-file .file", "e => e.textContent") == "📎 Q3 – totals.csv 1.9 KB"
+
+
+async def test_every_text_reads_against_its_background_in_light_and_in_dark(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.1},
+                     model={"demo": {"child_steps": 30, "step_seconds": 1}})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", "x" * 32_001)  # refused: shown in the danger colour
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=user].failed")
+    await page.fill("#input", "Run it:\n```\nmake test\n```\nthen `git push`, see https://example.com")
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=reply]")
+    await page.fill("#input", LIST)
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=notice]")  # the muted progress card, and the Stop button
+    await page.wait_for_selector("[data-role=user].pending", state="detached")  # faded only until confirmed
+    faint = {}
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        faint[scheme] = await contrast_failures(page)
+    assert faint == {"light": [], "dark": []}
