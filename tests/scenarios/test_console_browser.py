@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 
 from gateway.console.routes import STOP_REASON
+from tests.browser import contrast_failures
 from tests.web_client import post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
@@ -152,3 +153,26 @@ async def test_a_link_with_a_wrong_token_says_the_links_token_was_not_accepted(c
     await page.fill("#token", TOKEN)
     await page.press("#token", "Enter")
     await page.wait_for_selector("body[data-state=connected]")
+
+
+async def test_every_text_reads_against_its_background_in_light_and_in_dark(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    now = time.time()
+    web.gateway.store.db.write_many(
+        "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)"
+        " VALUES ('web', 'ev-1', ?, NULL, 3, 'database or disk is full', ?, ?)",
+        [(json.dumps({"chat_id": "c1", "text": "hello"}), now, now)])
+    logging.getLogger("gateway.test").warning("the disk is nearly full")
+    logging.getLogger("gateway.test").error("the disk is full")
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "Compare these:\n- [stall] apples\n- pears", key="key-contrast")
+    await page.goto(f"{web.base}/console")
+    await page.wait_for_selector("#work .child[data-state=RUNNING] >> text=apples")  # running, with Stop buttons
+    await page.wait_for_selector("#work .child[data-state=SUCCEEDED]")
+    await page.wait_for_selector("#dead tr >> text=hello")
+    await page.wait_for_selector("#errors li.ERROR")
+    faint = {}
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        faint[scheme] = await contrast_failures(page)
+    assert faint == {"light": [], "dark": []}
