@@ -200,6 +200,9 @@
   function edit(id, text) {
     const el = shown.get(id);
     if (!el) return; // older than the history the page holds: nothing to show
+    // The progress card is edited every few seconds all turn long: a screen reader hears it when it
+    // appears, then not at each edit, which would drown the replies.
+    if (el.dataset.kind === "notice") el.setAttribute("aria-live", "off");
     el.classList.add("edited");
     el.dataset.text = text;
     render(text, el.firstChild);

@@ -407,3 +407,37 @@ async def test_every_text_reads_against_its_background_in_light_and_in_dark(chat
         await page.emulate_media(color_scheme=scheme)
         faint[scheme] = await contrast_failures(page)
     assert faint == {"light": [], "dark": []}
+
+
+# ARIA's rule: the nearest live region around an element, itself included, says how its changes are read out.
+SPOKEN_AS = """el => {
+  for (; el; el = el.parentElement) {
+    if (el.hasAttribute("aria-live")) return el.getAttribute("aria-live");
+    const implied = {log: "polite", status: "polite", alert: "assertive"}[el.getAttribute("role")];
+    if (implied) return implied;
+  }
+  return null;
+}"""
+
+
+async def spoken_as(page, selector: str) -> str | None:
+    """How a screen reader is told of changes to the element: "polite", "assertive", "off", or None."""
+    return await page.eval_on_selector(selector, SPOKEN_AS)
+
+
+async def test_a_screen_reader_hears_each_reply_and_the_progress_card_once_not_at_every_edit(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.1},
+                     model={"demo": {"child_steps": 30, "step_seconds": 1}})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", "hello")
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=reply]")
+    assert await page.get_attribute("#messages", "role") == "log"  # a chat's history: new lines are read out
+    assert await spoken_as(page, "[data-kind=reply] .text") == "polite"
+    await page.fill("#input", LIST)
+    await page.press("#input", "Enter")
+    notice = await page.wait_for_selector("[data-kind=notice]")
+    first = await notice.get_attribute("data-text")
+    await page.wait_for_function("([el, first]) => el.dataset.text !== first", arg=[notice, first])
+    # Edited every few seconds all turn long: read out each time, it would drown the chat.
+    assert await spoken_as(page, "[data-kind=notice] .text") == "off"
