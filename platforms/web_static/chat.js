@@ -126,7 +126,7 @@
       render(message.text, el.firstChild);
     }
     if (message.file) showFile(message.file, el);
-    if (nearBottom || message.role === "user") list.scrollTop = list.scrollHeight;
+    if (nearBottom) list.scrollTop = list.scrollHeight; // one reading further up stays where they are
   }
 
   function showFile(file, el) {
@@ -256,6 +256,7 @@
     const item = { key: randomId(), text };
     savePending([...pending(), item]);
     upsert(ownMessage(item));
+    list.scrollTop = list.scrollHeight; // what one sends shows, wherever one was reading
     unplaced.add("user:" + item.key);
     deliver(item, 0);
   }

@@ -441,3 +441,29 @@ async def test_a_screen_reader_hears_each_reply_and_the_progress_card_once_not_a
     await page.wait_for_function("([el, first]) => el.dataset.text !== first", arg=[notice, first])
     # Edited every few seconds all turn long: read out each time, it would drown the chat.
     assert await spoken_as(page, "[data-kind=notice] .text") == "off"
+
+
+async def long_conversation(web, page, turns: int) -> None:
+    """``turns`` messages and their replies in chat c1, shown in ``page`` (a short window: it scrolls)."""
+    await page.set_viewport_size({"width": 375, "height": 500})
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    async with aiohttp.ClientSession() as http:
+        for i in range(turns):
+            await post_message(http, web.base, "c1", f"question {i}", key=f"key-long-{i}")
+            await web.settled()
+    await page.wait_for_function("n => document.querySelectorAll('[data-kind=reply]').length === n", arg=turns)
+
+
+async def test_a_message_from_another_tab_does_not_scroll_the_reader_away_from_what_they_read(chat, page) -> None:
+    web = await chat()
+    await long_conversation(web, page, 8)
+    await page.eval_on_selector("#messages", "el => { el.scrollTop = 0; }")
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "from the phone", key="key-phone")
+    await web.settled()
+    await page.wait_for_function("() => document.querySelectorAll('[data-kind=reply]').length === 9")
+    assert await page.eval_on_selector("#messages", "el => el.scrollTop") == 0
+    await page.fill("#input", "and from here")  # one's own message: shown, at the bottom
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("[data-kind=user] >> text=and from here")
+    assert await page.eval_on_selector("#messages", "el => el.scrollHeight - el.scrollTop - el.clientHeight < 2")
