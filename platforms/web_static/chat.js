@@ -214,16 +214,35 @@
     shown.delete(id);
   }
 
+  // Every (re)connect's history is merged into what shows, not drawn again: a message already shown
+  // keeps its element, so the reader is not scrolled away from what they read and a screen reader
+  // does not read the whole conversation out again; what the history lacks goes (a /new elsewhere).
   function showHistory(messages) {
-    list.replaceChildren();
-    shown.clear();
+    const inHistory = new Set(messages.map((m) => m.id));
     unplaced.clear();
-    for (const message of messages) upsert(confirmedUnlessPending(message));
-    for (const send of pending()) { // not confirmed yet: still shown, still retried
-      if (!shown.has("user:" + send.key)) unplaced.add("user:" + send.key);
-      upsert(ownMessage(send));
+    const order = [];
+    for (const message of messages) {
+      upsert(confirmedUnlessPending(message));
+      order.push(message.id);
     }
-    for (const draft of stored(REFUSED_KEY)) upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
+    for (const send of pending()) { // not confirmed yet: still shown, still retried
+      if (!inHistory.has("user:" + send.key)) unplaced.add("user:" + send.key);
+      upsert(ownMessage(send));
+      order.push("user:" + send.key);
+    }
+    for (const draft of stored(REFUSED_KEY)) {
+      upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
+      order.push("user:" + draft.key);
+    }
+    const keep = new Set(order);
+    for (const id of [...shown.keys()]) if (!keep.has(id)) remove(id);
+    let previous = null;
+    for (const id of keep) { // moved only where out of order: a moved element is read out as new
+      const el = shown.get(id);
+      const next = previous ? previous.nextElementSibling : list.firstElementChild;
+      if (el !== next) list.insertBefore(el, next);
+      previous = el;
+    }
   }
 
   let typingTimer = null;

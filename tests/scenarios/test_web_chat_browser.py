@@ -454,6 +454,28 @@ async def long_conversation(web, page, turns: int) -> None:
     await page.wait_for_function("n => document.querySelectorAll('[data-kind=reply]').length === n", arg=turns)
 
 
+async def test_a_reconnect_leaves_the_reader_where_they_were_and_the_messages_as_they_were(chat, page) -> None:
+    web = await chat()
+    await long_conversation(web, page, 12)
+    await page.eval_on_selector("#messages", "el => { el.scrollTop = 0; el.firstElementChild.marked = true; }")
+    assert web.gateway is not None
+    await web.gateway.adapters["web"].close_streams()  # a proxy's idle timeout, a network change
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    await page.wait_for_selector("body[data-state=connected]")
+    assert await page.eval_on_selector("#messages", "el => el.scrollTop") == 0  # still reading the start
+    # The same elements, not drawn again: a screen reader does not read the whole conversation out again.
+    assert await page.eval_on_selector("#messages", "el => el.firstElementChild.marked === true")
+    assert len(await shown(page)) == 24
+    await page.eval_on_selector("#messages", "el => { el.scrollTop = el.scrollHeight; }")
+    await web.gateway.adapters["web"].close_streams()
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    async with aiohttp.ClientSession() as http:  # said while the page was away: followed, at the bottom
+        await post_message(http, web.base, "c1", "while away", key="key-away")
+    await web.settled()
+    await page.wait_for_function("() => document.querySelectorAll('[data-kind=reply]').length === 13")
+    assert await page.eval_on_selector("#messages", "el => el.scrollHeight - el.scrollTop - el.clientHeight < 2")
+
+
 async def test_a_message_from_another_tab_does_not_scroll_the_reader_away_from_what_they_read(chat, page) -> None:
     web = await chat()
     await long_conversation(web, page, 8)
