@@ -176,3 +176,28 @@ async def test_every_text_reads_against_its_background_in_light_and_in_dark(chat
         await page.emulate_media(color_scheme=scheme)
         faint[scheme] = await contrast_failures(page)
     assert faint == {"light": [], "dark": []}
+
+
+async def test_on_a_phone_each_row_reads_whole_with_its_buttons_and_nothing_scrolls_sideways(chat, page) -> None:
+    web = await chat()
+    now = time.time()
+    web.gateway.store.db.write_many(
+        "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)"
+        " VALUES ('web', 'ev-1', ?, NULL, 3, 'database or disk is full', ?, ?)",
+        [(json.dumps({"chat_id": "c1", "text": "the quarterly numbers, please"}), now, now)])
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "hello", key="key-phone-1")
+    await web.settled()
+    await page.set_viewport_size({"width": 375, "height": 700})
+    await page.goto(f"{web.base}/console")
+    row = page.locator("#dead tr", has_text="quarterly")  # a locator: each new state draws the rows again
+    await row.wait_for()
+    await page.wait_for_selector("#sessions tr >> text=c1")
+    sideways = "els => els.filter(s => s.scrollWidth > s.clientWidth).map(s => s.id)"
+    assert await page.eval_on_selector_all("section", sideways) == []
+    # Each cell wide enough for its words (not "datab ase or disk is full"), each named by its column.
+    error = row.locator("td.error")
+    assert (await error.bounding_box())["width"] > 200
+    assert await error.evaluate("e => getComputedStyle(e, '::before').content") == '"Error: "'
+    for box in [await button.bounding_box() for button in await row.get_by_role("button").all()]:
+        assert box["x"] + box["width"] <= 375

@@ -73,6 +73,15 @@
     drawOutbox(state.outbox);
     drawSessions(state.sessions);
     drawErrors(state.errors);
+    document.querySelectorAll("table").forEach(labelCells);
+  }
+
+  // Each cell carries its column's name: on a phone a row shows as a card, a cell a line, named so.
+  function labelCells(table) {
+    const names = [...table.tHead.rows[0].cells].map((th) => th.textContent);
+    for (const row of table.tBodies[0].rows) {
+      [...row.cells].forEach((cell, i) => { if (names[i]) cell.dataset.label = names[i]; });
+    }
   }
 
   function drawStorage(storage) {
