@@ -314,7 +314,8 @@
   }
 
   // A refused message is the only copy of its text (the gateway never took it): it stays, also through
-  // a reload (from sessionStorage), until dismissed; Edit puts its text into the box again.
+  // a reload (from sessionStorage), until dismissed (asked first unless the box holds the same text);
+  // Edit puts its text into the box again.
   function refusedActions(id) {
     const actions = document.createElement("div");
     actions.className = "actions";
@@ -333,6 +334,9 @@
     dismiss.className = "dismiss";
     dismiss.textContent = "Dismiss";
     dismiss.addEventListener("click", () => {
+      // The bubble may be the text's only copy (the box holds other words): a slip must not lose it.
+      const text = draft() ? draft().text : "";
+      if (input.value !== text && !confirm("Dismiss this message? Its text is kept nowhere else.")) return;
       sessionStorage.setItem(REFUSED_KEY, JSON.stringify(stored(REFUSED_KEY).filter((d) => "user:" + d.key !== id)));
       remove(id);
     });

@@ -489,3 +489,26 @@ async def test_a_message_from_another_tab_does_not_scroll_the_reader_away_from_w
     await page.press("#input", "Enter")
     await page.wait_for_selector("[data-kind=user] >> text=and from here")
     assert await page.eval_on_selector("#messages", "el => el.scrollHeight - el.scrollTop - el.clientHeight < 2")
+
+
+async def test_dismissing_a_refused_message_whose_text_is_nowhere_else_asks_first(chat, page) -> None:
+    web = await chat()
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+    await page.fill("#input", "x" * 32_001)
+    await page.press("#input", "Enter")
+    refused = page.locator("[data-kind=user].failed")
+    await refused.wait_for()
+    await page.fill("#input", "something else")  # the box holds other words: the bubble is the only copy
+    asked: list[str] = []
+
+    async def cancel(dialog) -> None:
+        asked.append(dialog.message)
+        await dialog.dismiss()
+
+    page.once("dialog", cancel)
+    await refused.get_by_role("button", name="Dismiss").click()
+    assert asked == ["Dismiss this message? Its text is kept nowhere else."]
+    assert await refused.count() == 1  # a slip of the finger loses nothing
+    page.once("dialog", lambda dialog: dialog.accept())
+    await refused.get_by_role("button", name="Dismiss").click()
+    await refused.wait_for(state="detached")
