@@ -280,6 +280,18 @@
     deliver(item, 0);
   }
 
+  // Sends waiting to be retried, by key. The page reconnecting means the gateway is back: they go at
+  // once then, not at the end of their backoff (up to 10 s after a long outage, faded meanwhile).
+  const waiting = new Map();
+  function deliverWaiting() {
+    for (const item of pending()) {
+      if (!waiting.has(item.key)) continue; // being sent now
+      clearTimeout(waiting.get(item.key));
+      waiting.delete(item.key);
+      deliver(item, 0);
+    }
+  }
+
   async function deliver(item, attempt) {
     let response;
     try {
@@ -296,7 +308,10 @@
       return;
     }
     if (!response || response.status >= 500 || response.status === 401) {
-      setTimeout(() => deliver(item, attempt + 1), Math.min(500 * 2 ** attempt, 10000));
+      waiting.set(item.key, setTimeout(() => {
+        waiting.delete(item.key);
+        deliver(item, attempt + 1);
+      }, Math.min(500 * 2 ** attempt, 10000)));
       return;
     }
     savePending(pending().filter((p) => p.key !== item.key));
@@ -376,6 +391,7 @@
     history: (data) => {
       showHistory(data.messages);
       setWorking(Boolean(data.working));
+      deliverWaiting();
     },
     user: (data) => {
       if (unplaced.delete(data.id)) remove(data.id); // shown again below, where the gateway took it

@@ -512,3 +512,29 @@ async def test_dismissing_a_refused_message_whose_text_is_nowhere_else_asks_firs
     page.once("dialog", lambda dialog: dialog.accept())
     await refused.get_by_role("button", name="Dismiss").click()
     await refused.wait_for(state="detached")
+
+
+async def test_a_message_that_waited_out_a_long_outage_is_sent_as_soon_as_the_page_reconnects(chat, page) -> None:
+    web = await chat()
+    await page.clock.install()  # the page's own timers: its retries wait long without the test waiting
+    await open_chat(page, f"{web.base}/chat?chat=c1")
+
+    async def offline(route) -> None:
+        await route.abort("internetdisconnected")
+
+    await page.route("**/chat/api/messages", offline)
+    await page.fill("#input", "typed on the train")
+    async with page.expect_event("requestfailed"):
+        await page.press("#input", "Enter")
+    for _ in range(6):  # each retry waits twice as long as the one before, up to 10 s
+        async with page.expect_event("requestfailed"):
+            await page.clock.fast_forward(10_000)
+    await page.unroute("**/chat/api/messages")  # the network is back: the page's stream reconnects
+    assert web.gateway is not None
+    await web.gateway.adapters["web"].close_streams()
+    await page.wait_for_selector("body[data-state=reconnecting]")
+    await page.clock.fast_forward(1_000)
+    await page.wait_for_selector("body[data-state=connected]")
+    # Not up to 10 s later, faded all the while under "connected": the next retry is due in 10 s.
+    await page.wait_for_selector("[data-role=user].pending", state="detached", timeout=5_000)
+    await page.wait_for_selector("[data-kind=reply]")
