@@ -201,3 +201,19 @@ async def test_on_a_phone_each_row_reads_whole_with_its_buttons_and_nothing_scro
     assert await error.evaluate("e => getComputedStyle(e, '::before').content") == '"Error: "'
     for box in [await button.bounding_box() for button in await row.get_by_role("button").all()]:
         assert box["x"] + box["width"] <= 375
+
+
+async def test_a_button_reached_with_the_keyboard_keeps_the_focus_when_the_state_changes(chat, page) -> None:
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "Compare these:\n- [stall] apples\n- [stall] pears", key="key-focus-1")
+    await page.goto(f"{web.base}/console")
+    stop = page.locator("#work .child", has_text="pears").get_by_role("button", name="Stop")
+    await stop.focus()  # as by Tab: the operator is about to press Enter
+    await stop.evaluate("button => { button.dataset.before = 'yes'; }")
+    async with aiohttp.ClientSession() as http:  # something else happens meanwhile: the console redraws
+        await post_message(http, web.base, "c2", "hello", key="key-focus-2")
+    await page.wait_for_function("() => !document.querySelector('[data-before]')")
+    focused = "() => [document.activeElement.textContent, document.activeElement.closest('.child')?.textContent]"
+    label, child = await page.evaluate(focused)
+    assert label == "Stop" and child is not None and "pears" in child  # Enter still stops what was chosen

@@ -65,6 +65,9 @@
   // -- drawing ------------------------------------------------------------------------
 
   function draw(state) {
+    // Every state draws the page again: the button the keyboard was on is a new one then, and is given
+    // the focus back (else it falls to the page, and Enter does nothing, or Tab starts over).
+    const focused = document.activeElement && document.activeElement.dataset.action;
     skew = Date.now() / 1000 - state.now;
     drawPlatforms(state.platforms);
     drawStorage(state.storage);
@@ -74,6 +77,7 @@
     drawSessions(state.sessions);
     drawErrors(state.errors);
     document.querySelectorAll("table").forEach(labelCells);
+    if (focused) [...document.querySelectorAll("button[data-action]")].find((b) => b.dataset.action === focused)?.focus();
   }
 
   // Each cell carries its column's name: on a phone a row shows as a card, a cell a line, named so.
@@ -201,7 +205,7 @@
 
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
   function action(label, url, cls, title, question) {
-    const button = el("button", { type: "button", class: cls || null, title: title || null }, label);
+    const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url }, label);
     button.addEventListener("click", async () => {
       button.disabled = true;
       if (question && !confirm(question)) {
