@@ -61,6 +61,7 @@ async def page(browser) -> AsyncIterator[object]:
 # WCAG 2's contrast ratio of each element's own text against the background it is drawn on (the
 # nearest opaque one, translucent ones blended over it): at least 4.5:1, 3:1 for large text.
 # Elements under a translucent ancestor (opacity) are left out: their colours are not what shows.
+# An empty input's placeholder counts as its text.
 _CONTRAST = """() => {
   const rgba = (css) => { const [r, g, b, a = 1] = css.match(/[\\d.]+/g).map(Number); return [r, g, b, a]; };
   const over = (top, under) => top.slice(0, 3).map((c, i) => c * top[3] + under[i] * (1 - top[3])).concat(1);
@@ -78,9 +79,12 @@ _CONTRAST = """() => {
   const faint = (el) => { for (let n = el; n; n = n.parentElement) if (getComputedStyle(n).opacity !== "1") return true; return false; };
   const failures = [];
   for (const el of document.querySelectorAll("body *")) {
-    const text = [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.data).join("").trim();
+    // An empty box's placeholder is its text (it says what to type).
+    const placeholder = el.placeholder && !el.value;
+    const text = placeholder ? el.placeholder
+      : [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.data).join("").trim();
     if (!text || !el.checkVisibility() || faint(el) || el.disabled) continue;
-    const style = getComputedStyle(el);
+    const style = getComputedStyle(el, placeholder ? "::placeholder" : null);
     const bg = background(el);
     const fg = over(rgba(style.color), bg);
     const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
