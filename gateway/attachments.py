@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import ModelError
+from agent._durable import write_whole
 from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
 from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
@@ -147,15 +148,7 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
             if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
                 break  # the same file again (a replay): keep the one there
             continue
-        temporary = directory / f".{target.name}.{uuid.uuid4().hex}.part"
-        try:
-            with open(temporary, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, target)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part")
         break
     else:
         raise FileExistsError(f"no free name for {base} in {directory}")

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
+from agent._durable import fsync_path
 from agent.tools.send_file import FileToSend, human_size, open_to_send
 from gateway.file_names import file_name
 from platforms.base import OutboundFile
@@ -73,7 +74,7 @@ class OutboxFiles:
             if folder.exists():
                 shutil.rmtree(folder)
             staging.rename(folder)
-            _fsync_dir(self.root)
+            fsync_path(self.root)
             return size
         finally:
             if staging.exists():
@@ -104,11 +105,3 @@ class OutboxFiles:
         if gone:
             log.info("outbox: removed %d copies of files whose sends were settled or never journaled", gone)
         return gone
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

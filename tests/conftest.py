@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -30,3 +33,34 @@ def temporal_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("temporal") / "server.log"
     with DevServer(log_file=log) as server:
         yield server
+
+
+class Fsyncs:
+    """What a test flushed to disk with ``os.fsync``, in order: each file, and each folder with the
+    names it held then. The flushes still run: short of cutting the power, this is how a test
+    sees that a write was made to last (a rename lasts once its folder is flushed after it)."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[tuple[int, int], frozenset[str] | None]] = []
+
+    def record(self, fd: int) -> None:
+        st = os.fstat(fd)
+        names = frozenset(os.listdir(fd)) if stat.S_ISDIR(st.st_mode) else None
+        self._seen.append(((st.st_dev, st.st_ino), names))
+
+    def of(self, *paths: Path) -> list[tuple[Path, frozenset[str] | None]]:
+        """The flushes of ``paths`` (as they are now), in order: (path, names in it or None for a file)."""
+        ids = {(st.st_dev, st.st_ino): path for path in paths for st in [os.stat(path)]}
+        return [(ids[key], names) for key, names in self._seen if key in ids]
+
+
+@pytest.fixture
+def fsyncs(monkeypatch) -> Fsyncs:
+    flushes, real = Fsyncs(), os.fsync
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        flushes.record(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return flushes

@@ -5,9 +5,9 @@ Notes live in one JSON file, ``ctx.services["memory_path"]``::
     {"version": 1, "next_id": 4, "notes": [{"id": 3, "text": "...", "created_at": "..."}]}
 
 Ids are never reused, so a stale id cannot remove a newer note. Every change is a
-read-modify-write under a per-file lock, written to a temporary file and moved into
-place with `os.replace`, so concurrent adds lose nothing and a crash leaves either
-the old or the new file. The lock is per process: two processes sharing one file
+read-modify-write under a per-file lock, written whole (`agent._durable.write_whole`),
+so concurrent adds lose nothing, a crash leaves either the old or the new file, and a
+note reported added is still there after a power cut. The lock is per process: two processes sharing one file
 are not coordinated. Which file a session uses is its host's choice: the gateway
 gives each chat its own (``agent.memory_scope``).
 
@@ -24,12 +24,13 @@ import json
 import logging
 import os
 import re
-import tempfile
+import secrets
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from agent._durable import write_whole
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 
@@ -44,7 +45,7 @@ gives each chat its own file); two files on one stripe merely wait for each othe
 
 
 _TEMPORARY = re.compile(r"\..+\.json\.[a-z0-9_]{8}\.tmp")
-"""The name `_save` writes a memory file under until it is complete (``tempfile.mkstemp``'s)."""
+"""The name `_save` writes a memory file under until it is complete (as ``tempfile.mkstemp`` named them)."""
 
 
 def remove_temporaries(folder: Path, *, below: bool = True) -> list[Path]:
@@ -91,18 +92,12 @@ def _load(path: Path) -> dict[str, Any]:
 def _save(path: Path, data: dict[str, Any]) -> None:
     """Raises `ToolError` when the file cannot be written (a full disk, a file where its folder
     must be): it is as it was. The model is told the cause, not where the host keeps the file."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # 0600: the notes are the user's alone, as the state directory is.
+        write_whole(path, text.encode("utf-8"), temporary=path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"),
+                    mode=0o600)
     except OSError as exc:
         log.warning("memory: %s cannot be written: %s", path, exc)
         raise ToolError(f"the memory file cannot be written ({exc.strerror or exc}); nothing was changed") from None

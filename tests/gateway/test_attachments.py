@@ -91,6 +91,13 @@ def test_store_writes_inside_the_chat_folder_and_never_clobbers(tmp_path: Path) 
     assert sorted(p.name for p in (tmp_path / first).parent.iterdir()) == ["report-2.pdf", "report.pdf"]
 
 
+def test_a_stored_file_is_on_disk_for_good_before_the_model_is_told_its_path(tmp_path: Path, fsyncs) -> None:
+    # Flushed before its rename, its folder after: else a power cut could lose a file whose path the
+    # journaled turn names.
+    path = tmp_path / store(tmp_path, chat_folder("telegram", "42"), "report.pdf", b"one")
+    assert fsyncs.of(path, path.parent) == [(path, None), (path.parent, {"report.pdf"})]
+
+
 def test_a_chat_folder_is_named_like_the_chats_memory_file(tmp_path: Path) -> None:
     # One escaping for every per-chat store, so a chat's notes and files sit under the same name.
     long = "route:" + "x" * 300

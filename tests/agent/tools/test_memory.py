@@ -69,6 +69,15 @@ async def test_persists_as_json_across_toolsets(call, services):
     assert [p.name for p in services["memory_path"].parent.iterdir()] == ["memory.json"]  # no temp files left
 
 
+async def test_a_note_reported_added_is_on_disk_for_good(call, services, fsyncs):
+    # The new file is flushed before it replaces the old, and its folder after: until then a power
+    # cut could bring back the file without the note the tool had answered "added note 1" for.
+    await call(MEMORY, {"action": "add", "text": "remember me"}, services)
+    path = services["memory_path"]
+    assert fsyncs.of(path, path.parent) == [(path, None), (path.parent, {"memory.json"})]
+    assert path.stat().st_mode & 0o777 == 0o600  # the notes are the user's alone
+
+
 async def test_concurrent_adds_lose_nothing(call, services):
     await asyncio.gather(*(call(MEMORY, {"action": "add", "text": f"note {i}"}, services) for i in range(40)))
     notes = json.loads(services["memory_path"].read_text())["notes"]

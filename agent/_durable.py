@@ -1,0 +1,41 @@
+"""Writing a file whole or not at all, so that it survives a crash or a power cut once written.
+
+A file is written under a temporary name in its folder, flushed to disk, renamed over the old one,
+and then the folder is flushed. Both flushes matter: without the first, the rename can reach the
+disk before the bytes do, and a power cut leaves an empty or partial file under the real name;
+without the second, the rename itself can be lost, and the old file (or none) comes back after
+the caller reported the new one written. The memory tool, the gateway's stored attachments and
+its copies of files to send write this way. (`platforms/` imports nothing of `agent/`: the web
+chat's kept files flush their own.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666) -> None:
+    """Write ``data`` as ``target``, replacing it, through ``temporary`` (a new name in the same
+    folder, made with ``mode`` before the umask; FileExistsError, untouched, when it exists):
+    once this returns, ``target`` holds ``data`` whatever happens to the machine; until then it
+    holds what it held. The ``temporary`` this made is gone either way. Blocking."""
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    fsync_path(target.parent)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush ``path`` (a file, or a folder: the names in it) to disk. Blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
