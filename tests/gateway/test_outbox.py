@@ -624,18 +624,18 @@ async def test_flush_gives_up_at_once_when_every_chat_waits_past_its_timeout(tmp
         adapter.gate.clear()
         outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="e")  # in flight: waited for
         await adapter.until(lambda: len(adapter.calls) == 2)
-        flushing = asyncio.ensure_future(outbox.flush(timeout=10, give_up_when_held=True))
-        await asyncio.sleep(0.05)
-        assert not flushing.done()
-        adapter.gate.set()  # sent: the chat held past the timeout is all that is left
-        assert not await asyncio.wait_for(flushing, WAIT)
+        async def flush_and_what_was_sent() -> tuple[bool, list[str]]:
+            return await outbox.flush(timeout=10, give_up_when_held=True), adapter.texts()
+
+        flushing = asyncio.ensure_future(flush_and_what_was_sent())
+        adapter.gate.set()  # the flush looks first (it was scheduled first), while the send is in flight
+        # It waited for that send, then gave up on the held chat: the send had gone when it ended.
+        assert await asyncio.wait_for(flushing, WAIT) == (False, ["elsewhere"])
         assert not await asyncio.wait_for(outbox.flush(timeout=10, give_up_when_held=True), WAIT)  # not 10 s of it
         assert not await asyncio.wait_for(outbox.flush(timeout=29, give_up_when_held=True), WAIT)
         assert store_status(outbox, "k:0") == "pending"  # the next start sends it
         flushing = asyncio.ensure_future(outbox.flush(timeout=31, give_up_when_held=True))  # due before: waited
-        await asyncio.sleep(0.05)
-        assert not flushing.done()
-        clock.advance(30)
+        asyncio.get_running_loop().call_soon(clock.advance, 30)  # once the flush has looked: it runs first
         assert await asyncio.wait_for(flushing, WAIT)
         assert adapter.texts() == ["elsewhere", "answer"]
     finally:

@@ -82,7 +82,11 @@ async def test_child_markers_fail_slow_and_stall():
     slow = ModelRequest([user("x")], tools=[LIST_FILES], role="leaf", iteration=4, metadata={"goal": "[slow:5]"})
     assert (await model.complete(slow)).tool_calls
     stalled = asyncio.create_task(model.complete(ModelRequest([user("x")], role="leaf", metadata={"goal": "[stall]"})))
-    await asyncio.sleep(0.05)
+    reg = ToolRegistry()
+    reg.add("list_files", "ls", {"type": "object"}, lambda a, c: "a.txt", toolset="file")
+    later = AgentSession(model=model, tools=reg.resolve(), role="leaf", metadata={"goal": "[slow:5]"})
+    # A child started after it takes five steps and reports; the stalled call still has no answer.
+    assert (await later.run_turn("[slow:5]")).exit_reason == "completed"
     assert not stalled.done()
     stalled.cancel()
     with pytest.raises(asyncio.CancelledError):
