@@ -24,6 +24,7 @@ from agent.images import (
 )
 from tests import swaps
 from tests.pictures import GIF, JPEG, PNG, WEBP
+from tests.polling import until
 
 GOAL = "Describe the chart."
 PNG_DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
@@ -332,9 +333,7 @@ async def test_images_waiting_for_a_decode_leave_the_loops_threads_to_other_work
         ran += 1
 
     try:
-        async with asyncio.timeout(5):
-            while len(decoding) < MAX_DECODES:
-                await asyncio.sleep(0.01)
+        await until(lambda: len(decoding) >= MAX_DECODES)  # decode threads: no event to wait for
         async with asyncio.timeout(5):
             for _ in range(10):
                 await asyncio.to_thread(other_work)

@@ -15,6 +15,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import SubagentState
 from tests.gateway.wire import call, is_child, openai_model
+from tests.polling import until
 
 BACKGROUND = {"display": {"interim_assistant_messages": True}}
 TASKS = {"tasks": [{"goal": "alpha"}, {"goal": "beta"}]}
@@ -297,9 +298,7 @@ async def test_stop_settles_a_delegation_older_than_the_latest_fifty(tmp_path, g
     for n, goal in enumerate(["slow", *["quick"] * 50], 1):  # a long session: one slow job, then fifty quick ones
         await chat.say(goal)
         await chat.wait_for(lambda: len(chat.texts()) == n)
-    async with asyncio.timeout(10):
-        while len(rows(gateway)) > 1:
-            await asyncio.sleep(0.01)
+    await until(lambda: len(rows(gateway)) <= 1)
     await chat.say("/stop")
     await chat.wait_for(lambda: "command" in chat.kinds())
     await settled(gateway)
@@ -359,9 +358,7 @@ async def test_results_whose_delivery_the_store_refused_once_are_delivered_witho
     connection = gateway.store.db._conn
     connection.set_authorizer(no_reading_delegations)  # a failing disk, while the results are handed on
     model.release("children done")
-    async with asyncio.timeout(5):
-        while not any(r.name == "gateway.ledger" and r.levelno == logging.ERROR for r in caplog.records):
-            await asyncio.sleep(0.01)
+    await until(lambda: any(r.name == "gateway.ledger" and r.levelno == logging.ERROR for r in caplog.records))
     connection.set_authorizer(None)
     await chat.wait_for(lambda: chat.texts() == ["on it", "results: alpha"])
     await settled(gateway)
@@ -462,9 +459,8 @@ async def test_the_restart_report_tells_a_child_the_model_provider_failed_in_its
     await chat.wait_for(lambda: chat.texts() == ["on it"])
     await model.reached("forever")
     session_id = next(iter(gateway.sessions)).session_id
-    async with asyncio.timeout(5):  # alpha failed while beta still works: the delegation is not done
-        while not any(c.state is SubagentState.FAILED for c in gateway.host.children.recent(session_id)):
-            await asyncio.sleep(0.01)
+    # alpha failed while beta still works: the delegation is not done
+    await until(lambda: any(c.state is SubagentState.FAILED for c in gateway.host.children.recent(session_id)))
     await gateway.stop(grace=0)
 
     chat2, _, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "unused"})

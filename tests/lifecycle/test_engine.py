@@ -23,18 +23,13 @@ from lifecycle._children import ChildSpec
 from lifecycle._liveness import Timeout
 from lifecycle.settings import DelegationSettings
 from lifecycle.temporal._wire import response_from_wire, response_to_wire
+from tests.polling import until
 
 S = SubagentState
 
 
 def over_the_wire(body: dict) -> dict:
     return json.loads(json.dumps(body))
-
-
-async def until(predicate, timeout=5.0):
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.001)
 
 
 class Recording(InProcessEngine):

@@ -1,19 +1,13 @@
 """The host's view: frozen snapshots of a session's children, and stopping them."""
 
-import asyncio
 import dataclasses
 
 import pytest
 
 from lifecycle import ChildSnapshot, SubagentLaunchRequest, SubagentState
+from tests.polling import until
 
 S = SubagentState
-
-
-async def until(predicate, timeout=5.0):
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.001)
 
 
 async def launch(env, *goals):

@@ -18,6 +18,7 @@ from lifecycle import (
 )
 from lifecycle._contract import compute_result_hash
 from lifecycle.settings import DelegationSettings
+from tests.polling import until
 
 S = SubagentState
 
@@ -31,12 +32,6 @@ async def launch_and_wait(env, goal="Review this change.", **kw):
         handle = await env.service.launch(req(goal, **kw))
         done = await env.service.wait(handle, timeout_seconds=5)
         return handle, done, await env.service.result(handle)
-
-
-async def until(predicate, timeout=5.0):
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.001)
 
 
 async def test_launch_outside_a_turn_fails_closed(env):

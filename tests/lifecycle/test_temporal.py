@@ -31,14 +31,9 @@ from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
+from tests.polling import until
 
 S = SubagentState
-
-
-async def until(predicate, timeout=10.0):
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 async def until_in_history(workflow: WorkflowHandle, event_type: EventType.ValueType, count: int = 1) -> None:

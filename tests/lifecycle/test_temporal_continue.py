@@ -22,6 +22,7 @@ from lifecycle.temporal import WORKFLOW, ChildLimits, TemporalEngine
 from lifecycle.temporal import _workflow as temporal_workflow
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
 from tests.lifecycle.conftest import make_registry
+from tests.polling import until
 
 STEPS = 12
 """Model calls with a tool call each before the answer."""
@@ -31,12 +32,6 @@ STEPS = 12
 def continue_early(monkeypatch):
     # About two steps of history (a model call and a tool call are six events each).
     monkeypatch.setattr(temporal_workflow, "_CONTINUE_AFTER_EVENTS", 20)
-
-
-async def until(predicate, timeout=10.0):
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 async def runs(client: Client, workflow_id: str) -> int:

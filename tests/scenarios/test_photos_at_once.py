@@ -5,7 +5,6 @@ FakeTelegram, the model behind FakeOpenAIServer."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 from agent import _image_fit, images
@@ -15,6 +14,7 @@ from gateway.testing import make_config, start_gateway
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.pictures import picture
+from tests.polling import until
 
 CHATS = [41, 42, 43, 44, 45]
 
@@ -48,9 +48,7 @@ class Decodes:
     async def all_waiting(self, count: int) -> None:
         """Until ``count`` turns asked for a decode and `MAX_DECODES` of them are decoding, held here
         (the others queued for a decode thread, in none)."""
-        async with asyncio.timeout(10):
-            while not (self.asked == count and self.running == MAX_DECODES):
-                await asyncio.sleep(0.01)
+        await until(lambda: self.asked == count and self.running == MAX_DECODES)
 
     def release(self) -> None:
         self._go.set()

@@ -261,8 +261,7 @@ async def test_cancellation_propagates_promptly(server, make_model):
     server.push_text("still usable")
     model = make_model(timeout_seconds=30)
     task = asyncio.create_task(model.complete(HELLO))
-    while not server.requests:
-        await asyncio.sleep(0.01)
+    await server.wait_for(lambda: server.requests)
     started = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

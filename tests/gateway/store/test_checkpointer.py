@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.store import checkpointer as checkpoints
 from gateway.store import GatewayStore, SessionRow
+from gateway.store import checkpointer as checkpoints
 from gateway.testing import make_config, start_gateway
+from tests.polling import until
 
 
 async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_nothing(tmp_path, monkeypatch):
@@ -28,9 +29,7 @@ async def test_the_log_is_checkpointed_off_the_loop_while_the_store_checkpoints_
             store.sessions.save(SessionRow(f"k{i}", f"s{i}", 1, "inline", [{"role": "user", "content": "x" * 2000}]))
             await store.durable()
         assert store.db.read_one("PRAGMA wal_autocheckpoint")[0] == 0
-        async with asyncio.timeout(5):
-            while sum(copied) < 1000:  # polling a worker thread, which has no event to wait for
-                await asyncio.sleep(0.01)
+        await until(lambda: sum(copied) >= 1000)  # a worker thread's count: no event to wait for
     finally:
         task.cancel()
         await asyncio.wait([task])
