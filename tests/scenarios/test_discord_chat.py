@@ -6,7 +6,6 @@ in a channel, the REST calls the bot made, and the interaction responses."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,6 +19,7 @@ from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
 from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.hanging_children import children_hanging, delegating_parent, hanging_child
 
 SEND = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -100,32 +100,6 @@ def echo_script(prefix: str = "echo") -> dict:
     def parent(request: ModelRequest) -> dict:
         return {"text": f"{prefix}: {request.messages[-1]['content']}"}
     return {"parent": parent}
-
-
-HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
-
-
-def hanging_child(request: ModelRequest) -> dict:
-    goal = request.metadata.get("goal", "")
-    if request.iteration == 0:
-        return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-    return {"wait": goal}  # never released: it hangs here with its partial output
-
-
-def delegate_to_hanging_children(request: ModelRequest) -> dict:
-    last = request.messages[-1]
-    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
-        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
-    if last["role"] == "tool":
-        return {"text": "I started the subagents."}
-    return {"text": "all done"}
-
-
-async def children_hanging(model: ScriptedModel) -> None:
-    """Every child did its first step and hangs in its second model call."""
-    async with asyncio.timeout(5):
-        for task in HANGING_CHILDREN["tasks"]:
-            await model.reached(task["goal"])
 
 
 def fence_lines(text: str) -> list[str]:
@@ -313,7 +287,7 @@ async def test_text_stop_and_new_in_a_dm_and_unmentioned_in_a_channel_the_bot_po
 
 @pytest.mark.parametrize("how", ["interaction", "text"])
 async def test_stop_during_an_inline_delegation_with_hanging_children_confirms_once(fake, start, how):
-    model = ScriptedModel({"parent": delegate_to_hanging_children, "leaf": hanging_child})
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
     gateway = await start(model=model, display={"interim_assistant_messages": False})
     dm = fake.dm_channel(USER)
     fake.push_dm(USER, "please delegate this")

@@ -25,13 +25,13 @@ from gateway.store import session_key
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.slack import Call, FakeSlack
 from platforms.slack import SlackAdapter
+from tests.hanging_children import HANGING_CHILDREN, children_hanging, delegating_parent, hanging_child
 from tests.plugin_modules import plugin_module
 
 SECRET = "scenario-signing-secret"
 PLACEHOLDER = "_working…_"
 LIST = "Compare these:\n- apples\n- pears"
 DM = "DU1"  # the fake's DM channel with user U1
-HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
 
 
 # -- models ----------------------------------------------------------------------------------
@@ -41,20 +41,6 @@ def echo(request: ModelRequest) -> dict:
     """A parent that answers every user message with ``re: <message>``."""
     last = request.messages[-1]
     return {"text": f"re: {last.get('content')}"}
-
-
-def hanging_child(request: ModelRequest) -> dict:
-    goal = request.metadata.get("goal", "")
-    if request.iteration == 0:
-        return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-    return {"wait": goal}  # never released: it hangs here with its partial output
-
-
-def delegating_parent(request: ModelRequest) -> dict:
-    last = request.messages[-1]
-    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
-        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
-    return {"text": "all done"}
 
 
 def slow(seconds: float, text: str = "finished") -> dict:
@@ -398,9 +384,7 @@ async def test_bang_stop_in_a_thread_stops_inline_delegation_with_one_confirmati
     chat = await slack_chat(llm=model, display={"interim_assistant_messages": False})
     body = await chat.fake.push_mention("C1", "U1", "please delegate this")
     ts = body["event"]["ts"]
-    async with asyncio.timeout(5):
-        for task in HANGING_CHILDREN["tasks"]:
-            await model.reached(task["goal"])  # each did its first step and hangs in the second
+    await children_hanging(model)
     assert chat.session("C1", ts).mode == "inline"
 
     await chat.fake.push_message("C1", "U1", "!stop", thread_ts=ts)  # no slash commands in threads

@@ -28,6 +28,7 @@ from platforms.base import utf16_length
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.asking_model import CHOICES, asking_parent
+from tests.hanging_children import children_hanging, delegating_parent, hanging_child
 
 BOT = "sb_gateway_test_bot"  # not the fake's default: the adapter must learn it from getMe
 LIST = "Compare these:\n- apples\n- pears"
@@ -114,37 +115,6 @@ def slow_script(seconds: float = 0.45, text: str = "finished") -> dict:
     return {"parent": [[{"sleep": seconds, "text": text}]]}
 
 
-HANGING_CHILDREN = {"tasks": [{"goal": "first [hang]"}, {"goal": "second [hang]"}]}
-
-
-def hanging_leaf(request: ModelRequest) -> dict:
-    goal = request.metadata.get("goal", "")
-    if "[hang]" in goal:
-        if request.iteration == 0:
-            return {"text": f"partial work on {goal}", "tool_calls": [{"name": "list_files", "arguments": {}}]}
-        return {"hang": True}
-    return {"text": f"done: {goal}"}
-
-
-def delegating_parent(request: ModelRequest) -> dict:
-    last = request.messages[-1]
-    if last["role"] == "user" and "delegat" in str(last["content"]).lower():
-        return {"tool_calls": [{"name": "delegate_task", "arguments": HANGING_CHILDREN}]}
-    if last["role"] == "tool":
-        return {"text": "I started the subagents."}
-    return {"text": "all done"}
-
-
-async def children_hanging(fake: FakeTelegram, gateway: Gateway, model: ScriptedModel, n: int = 2) -> None:
-    """Until ``n`` children run and each has reached its hanging model call."""
-    def hanging() -> bool:
-        running = sum(len(gateway.host.children.children(s.session_id)) for s in gateway.sessions)
-        stuck = [r for r in model.requests if r.role == "leaf" and r.iteration >= 1]
-        return running >= n and len(stuck) >= n
-
-    await fake.wait_for(hanging)
-
-
 # -- 1. a private-chat turn ----------------------------------------------------------
 
 
@@ -214,10 +184,10 @@ async def test_notice_is_sent_silently_once_then_edited_in_place_and_none_after_
 async def test_command_during_a_hanging_inline_delegation_gives_one_confirmation_and_nothing_more(
         fake, gateways, command, confirmation):
     config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
-    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_leaf})
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
     gateway = await gateways.start(config, model=model)
     fake.push_message(42, "please delegate this")
-    await children_hanging(fake, gateway, model)
+    await children_hanging(model)
     assert texts(fake) == []  # inline: nothing before the final reply
     session = next(iter(gateway.sessions))
     delegating_session = session.session_id
@@ -267,12 +237,12 @@ async def test_new_with_text_and_a_question_the_model_asks_answered_by_number(fa
 
 async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
     config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
-    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_leaf})
-    gateway = await gateways.start(config, model=model)
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    await gateways.start(config, model=model)
     bot = fake.bot_user["username"]  # what getMe told the adapter
     group = dict(chat_type="supergroup", user_id=5, username="bob")
     fake.push_message(-100, f"@{bot} please delegate this", **group)
-    await children_hanging(fake, gateway, model)
+    await children_hanging(model)
     fake.push_message(-100, "/stop@some_other_bot", **group)  # not ours: ignored
     fake.push_message(-100, f"/stop@{bot}", **group)
     await fake.wait_for(lambda: fake.messages["-100"])
