@@ -358,9 +358,10 @@ async def test_the_sweep_runs_in_the_background(make_env):
     handle, _, _ = await launch_and_wait(env)
     env.clock.advance(1)
     with env.turn():
-        async with asyncio.timeout(5):
-            while (await env.service.reconnect(handle)).connected:
-                await asyncio.sleep(0.01)
+        async def swept() -> bool:
+            return not (await env.service.reconnect(handle)).connected
+
+        await until(swept)
 
 
 async def test_key_rotation_keeps_old_handles_until_their_key_is_retired(make_env):

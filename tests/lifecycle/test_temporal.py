@@ -259,9 +259,7 @@ async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_acros
             return False
         return EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in kinds
 
-    async with asyncio.timeout(5):
-        while not await cancel_recorded():
-            await asyncio.sleep(0.05)
+    await until(cancel_recorded, 5, every=0.05)
     await first.service.close()
 
     model = ScriptedModel({"leaf": lambda r: {"text": "ran anyway"}})

@@ -21,6 +21,7 @@ from lifecycle import ChildOutcome
 from lifecycle.settings import TemporalSettings
 from lifecycle.temporal import connect
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
+from tests.polling import until
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "scale-out-secret"
@@ -181,10 +182,11 @@ class Cluster:
         return found
 
     async def until_running(self, count: int, timeout: float = 30.0) -> list[tuple[str, str]]:
-        async with asyncio.timeout(timeout):
-            while len(calls := await self.running_calls()) < count:
-                await asyncio.sleep(0.1)
-        return calls
+        async def enough() -> list[tuple[str, str]] | None:
+            calls = await self.running_calls()
+            return calls if len(calls) >= count else None
+
+        return await until(enough, timeout, every=0.1)  # Temporal's view: no event to wait on
 
     async def close(self) -> None:
         for process in [self.gateway, *self.workers]:
@@ -252,9 +254,11 @@ async def test_a_gateway_killed_while_children_run_delivers_once_after_it_restar
     await scale.start_gateway()
     await receiver.wait_for(lambda: any(RESULTS in t for t in texts(receiver, "b")), timeout=60)
     await scale.say("p", "still there?")  # the plugin reconnects to its child by its handle
-    async with asyncio.timeout(60):
-        while "final" not in (probe := json.loads((tmp_path / "probe.json").read_text())):
-            await asyncio.sleep(0.1)
+    def probed() -> dict | None:  # the plugin writes it in the gateway's process
+        probe = json.loads((tmp_path / "probe.json").read_text())
+        return probe if "final" in probe else None
+
+    probe = await until(probed, 60, every=0.1)
     assert probe["connected"] is True and probe["state"] in ("RUNNING", "SUCCEEDED")
     assert probe["final"] == "SUCCEEDED" and "plugin job" in probe["summary"]
     assert await scale.gateway.stop() == 0

@@ -18,6 +18,7 @@ from gateway.platform_factory import build_adapters
 from gateway.server import Server
 from gateway.testing import settled
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
+from tests.polling import until
 
 SECRET = "s3cret-for-tests"
 DATA = b"alert,count\ndisk full,3\n" + bytes(range(256))
@@ -97,9 +98,7 @@ async def test_a_turn_read_is_not_complete_while_its_file_waits_to_be_kept(gatew
     turn = f"{base}/webhooks/reports/turns/{accepted['turn_id']}"
     inbox = running.store.inbox
     event_id = inbox.event_of_turn("webhook", accepted["turn_id"]).event_id
-    async with asyncio.timeout(10):  # the turn has ended: its answer is journaled after the file
-        while not inbox.settled("webhook", event_id):
-            await asyncio.sleep(0.02)
+    await until(lambda: inbox.settled("webhook", event_id))  # the turn has ended: its answer is journaled after the file
     read = (await signed_get(turn, SECRET)).json()
     assert read["complete"] is False  # the file is still to come
     assert [m["kind"] for m in read["messages"]] == ["reply"]
