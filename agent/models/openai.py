@@ -70,11 +70,12 @@ class OpenAIModel:
         self._temperature = settings.temperature
         env = os.environ if env is None else env
         api_key = settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        base_url = base_url_of(settings, env)  # its password scrubbed too, also from $OPENAI_BASE_URL
         self._owns_client = client is None
         if client is None:
             client = AsyncOpenAI(
                 api_key=api_key,
-                base_url=base_url_of(settings, env),
+                base_url=base_url,
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
                 http_client=_AskOnceClient(timeout=settings.timeout_seconds),
@@ -85,7 +86,7 @@ class OpenAIModel:
         self._completions = client.chat.completions
         # An injected client may carry its own key; scrub both from error text.
         # Longest first, so a key that contains the other is scrubbed whole.
-        keys = {k for k in (api_key, getattr(client, "api_key", None), *_url_credentials(settings.base_url))
+        keys = {k for k in (api_key, getattr(client, "api_key", None), *_url_credentials(base_url))
                 if isinstance(k, str) and len(k) >= 4}
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
 

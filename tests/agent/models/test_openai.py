@@ -221,7 +221,8 @@ async def test_api_key_never_in_error_text(server, make_model):
         assert "[redacted]" in str(error)
 
 
-async def test_a_password_in_the_base_url_never_in_error_text():
+@pytest.mark.parametrize("written_in", ["model.base_url", "$OPENAI_BASE_URL"])
+async def test_a_password_in_the_base_url_never_in_error_text(written_in):
     # base_url: http://user:password@host/v1 (a proxy with basic auth): the SDK sends it as a Basic
     # header, and a server that echoes what it got must not have it passed on to the chat.
     password = "pw-s3cret-9"
@@ -229,7 +230,11 @@ async def test_a_password_in_the_base_url_never_in_error_text():
     async with FakeOpenAIServer() as server:
         base_url = server.base_url.replace("http://", f"http://alice:{password}@")
         server.push_error(401, body={"error": {"message": f"no entry for alice:{password} (Basic {basic})"}})
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=base_url, max_retries=0), env={})
+        if written_in == "model.base_url":
+            settings, env = ModelSettings(provider="openai", name="m", base_url=base_url, max_retries=0), {}
+        else:
+            settings, env = ModelSettings(provider="openai", name="m", max_retries=0), {"OPENAI_BASE_URL": base_url}
+        model = OpenAIModel(settings, env=env)
         try:
             error = await raises_model_error(model)
         finally:
