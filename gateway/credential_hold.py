@@ -18,7 +18,7 @@ A part does not give up while its platform is held: the time a part spends held 
 toward the outbox's give-up rule (``give_up_after`` seconds, the webhook's ``retry_for_seconds``),
 which still applies to every other failure, so a token refused all night loses nothing. The holds
 are journaled (`OutboxRows.begin_hold`): one on when the process stopped is on again at the next
-start (its first part tries at once), and the time between counts as held.
+start (its first part tries at once); the time between counts toward nothing, as for any part.
 """
 
 from __future__ import annotations
@@ -60,20 +60,37 @@ class CredentialHolds:
         self._clock = clock
         self._store = store
         self._holds: dict[str, _Hold] = {}
-        self._periods: dict[str, list[tuple[float, float | None]]] = {}
+        self._journaled: dict[str, list[tuple[float, float | None]]] = {}
+        """The periods journaled before this start, on the wall clock (the only one that outlives a process)."""
+        self._awake: dict[str, list[tuple[float, float | None]]] = {}
+        """The periods of this process, on the monotonic clock, as a part's give-up clock counts
+        (`gateway.sender.Sender`): a suspend during a hold counts toward neither."""
         for platform, since, until in store.hold_periods():
-            self._periods.setdefault(platform, []).append((since, until))
+            self._journaled.setdefault(platform, []).append((since, until))
             if until is None:  # on when the last process stopped: its first part tries at once
-                self._holds[platform] = _Hold(since=since)
+                self._begin(platform)
                 log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages are"
                          " held until it takes them again", platform)
 
-    def held_since(self, platform: str, since: float) -> float:
-        """Seconds ``platform`` held its parts between ``since`` and now (the hold on now included):
-        time that does not count toward a part's giving up."""
-        now = self._clock.time()
-        return sum(max(0.0, min(now if until is None else until, now) - max(start, since))
-                   for start, until in self._periods.get(platform, ()))
+    def held_before(self, platform: str, start: float, end: float) -> float:
+        """Seconds ``platform`` held its parts between the epoch times ``start`` and ``end``, as the
+        processes before this one journaled it: the part of a part's tries then that does not count
+        toward its giving up (the time the gateway was stopped is not in ``start``..``end``)."""
+        return sum(max(0.0, min(end if until is None else until, end) - max(since, start))
+                   for since, until in self._journaled.get(platform, ()))
+
+    def held_awake(self, platform: str, since: float) -> float:
+        """Seconds ``platform`` held its parts in this process since the monotonic ``since`` (the hold
+        on now included): time that does not count toward a part's giving up."""
+        now = self._clock.monotonic()
+        return sum(max(0.0, (now if until is None else until) - max(start, since))
+                   for start, until in self._awake.get(platform, ()))
+
+    def _begin(self, platform: str) -> _Hold:
+        now = self._clock.monotonic()
+        self._awake.setdefault(platform, []).append((now, None))
+        hold = self._holds[platform] = _Hold(since=now)
+        return hold
 
     def claim(self, platform: str, row_id: int) -> float:
         """0 when ``row_id`` may call the platform now (it is not held, or the row is its probe);
@@ -102,9 +119,8 @@ class CredentialHolds:
         now = self._clock.monotonic()
         hold = self._holds.get(platform)
         if hold is None:
-            hold = self._holds[platform] = _Hold(since=now)
-            self._store.begin_hold(platform, now)
-            self._periods.setdefault(platform, []).append((now, None))
+            hold = self._begin(platform)
+            self._store.begin_hold(platform, self._clock.time())
             log.warning("outbox: %s refuses the bot's credentials (%s: %s); its messages are held, in order,"
                         " and sent once it takes them again (a fixed token and a restart); none gives up meanwhile",
                         platform, type(error).__name__, error)
@@ -121,7 +137,8 @@ class CredentialHolds:
         if hold is None:
             return
         self._store.end_hold(platform, self._clock.time())
-        self._periods[platform] = [(since, until) for _, since, until in self._store.hold_periods(platform)]
+        periods = self._awake[platform]
+        periods[-1] = (periods[-1][0], self._clock.monotonic())
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
                  self._clock.monotonic() - hold.since)
         hold.bump()

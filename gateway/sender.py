@@ -139,10 +139,12 @@ class Sender:
                 since = self._clock.monotonic() - max(0.0, self._clock.time() - row.created_at)
             else:
                 tried = 0.0 if row.next_attempt_at is None else min(row.next_attempt_at, self._started) - row.created_at
-                since = self._started_awake - max(0.0, tried)
+                tried = max(0.0, tried)
+                held = self._holds.held_before(row.platform, row.created_at, row.created_at + tried)
+                since = self._started_awake - tried + held
             self._journaled[row.id] = since
         limit = self._give_up_after.get(row.platform, self._default_give_up)
-        held = self._holds.held_since(row.platform, row.created_at)  # a refused token: not the part's failure
+        held = self._holds.held_awake(row.platform, since)  # a refused token: not the part's failure
         return since + limit + held - self._clock.monotonic()
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:

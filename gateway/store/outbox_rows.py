@@ -266,6 +266,8 @@ class OutboxRows:
             f"SELECT platform, since, until FROM gateway_credential_holds {where} ORDER BY since", args)]
 
     def begin_hold(self, platform: str, since: float) -> None:
+        """The platform began to hold its parts at the epoch time ``since`` (the wall clock: the
+        periods outlive the process, and its monotonic clock)."""
         self._db.write("INSERT OR IGNORE INTO gateway_credential_holds (platform, since) VALUES (?, ?)",
                        (platform, since))
 

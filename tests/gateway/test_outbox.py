@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from agent.testing import FakeClock
+from agent.testing.clock import EPOCH
 from gateway.credential_hold import FIRST_PROBE
 from gateway.outbox import Outbox, OutboxClosed
 from gateway.splitting import split_text
@@ -31,6 +32,7 @@ from platforms.base import (
     Unauthorized,
     utf16_length,
 )
+from platforms.fakes._waiting import wait_until
 
 WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
 
@@ -679,6 +681,63 @@ async def test_a_clock_stepped_back_while_the_credentials_are_refused_does_not_p
         clock.jump(-3600)  # NTP steps the wall clock back an hour; the token is fixed meanwhile
         clock.advance(FIRST_PROBE)
         assert await sent(outbox, "k:0") is not None  # tried when due, not an hour later
+    finally:
+        await outbox.close()
+        store.close()
+
+
+def machine_clock() -> FakeClock:
+    """Clocks as a machine's read: the monotonic one from its boot an hour ago, the wall one the date."""
+    clock = FakeClock(start=3600.0)
+    clock.jump(EPOCH - 3600.0)
+    return clock
+
+
+async def test_only_the_time_held_for_a_refused_token_is_added_to_the_retry_window(tmp_path):
+    # A minute of network errors, then the token refused for one probe's wait, then 429s: the part
+    # gives up after its 120 s plus the 5 s held, not plus the whole minute before the hold too.
+    clock = machine_clock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(*[NetworkError("HTTP 502")] * 7, Unauthorized("token revoked"),
+                      *[RateLimited("429", retry_after=10) for _ in range(100)])
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7), give_up_after={"fake": 120.0})
+    await outbox.start()
+    try:
+        journaled = clock.monotonic()
+        outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
+        assert await sent(outbox, "k:0") is None
+        # (at the first 429 past that, each blocking the chat its 10 s)
+        assert journaled + 120.0 + FIRST_PROBE <= clock.monotonic() <= journaled + 120.0 + FIRST_PROBE + 10.0
+    finally:
+        await outbox.close()
+        store.close()
+
+
+async def test_a_restart_while_held_does_not_count_the_time_the_gateway_was_stopped_as_held(tmp_path):
+    # Held a minute, stopped for a day, started with the fixed token: the part's 120 s for other
+    # failures (429s here) count from then, as they would have without the restart.
+    clock = machine_clock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    adapter.fail_next(*[Unauthorized("token revoked") for _ in range(1000)])
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7), give_up_after={"fake": 120.0})
+    await outbox.start()
+    outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
+    await wait_until(lambda: len(adapter.calls) >= 5, WAIT)
+    await outbox.close()
+    store.close()
+    adapter.scripts.clear()
+    clock.advance(24 * 3600)
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter.fail_next(*[RateLimited("429", retry_after=10) for _ in range(10_000)])
+    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7), give_up_after={"fake": 120.0})
+    started = clock.monotonic()
+    await outbox.start()
+    try:
+        await wait_until(lambda: store_status(outbox, "k:0") != "pending" or clock.monotonic() > started + 3600, WAIT)
+        assert store_status(outbox, "k:0") == "failed"
+        assert clock.monotonic() <= started + 120.0 + 10.0
     finally:
         await outbox.close()
         store.close()
