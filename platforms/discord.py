@@ -53,6 +53,7 @@ limit as discord.py knows it from the guild's boost level (10 MiB without boosts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -167,6 +168,8 @@ class DiscordAdapter:
         self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
         self._connected = asyncio.Event()
         self._stopping = False
+        self._stop_asked = asyncio.Event()
+        """Set as a stop begins: a consumer waiting to hand an event over again gives up at once."""
         self._twins = Twins()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
@@ -214,7 +217,7 @@ class DiscordAdapter:
         if self._client is not None:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
-        self._queue, self._connected = asyncio.Queue(), asyncio.Event()
+        self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
@@ -280,6 +283,7 @@ class DiscordAdapter:
         """Close the gateway connection and HTTP session, hand over what was already queued.
         Idempotent."""
         self._stopping = True
+        self._stop_asked.set()
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -318,7 +322,7 @@ class DiscordAdapter:
         while True:
             inbound = await self._queue.get()
             try:
-                await _until_recorded(sink, inbound)
+                await _until_recorded(sink, inbound, self._stop_asked)
             finally:
                 self._queue.task_done()
 
@@ -613,11 +617,13 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
     return error
 
 
-async def _until_recorded(sink: InboundSink, inbound: Inbound) -> None:
+async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.Event) -> None:
     """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
     once and never again, so one the gateway failed to record (its database full) would be lost.
     The events after it wait, in order. Any other failure is the event's own, and would recur at
-    every try, holding up every later event: it is logged and the event dropped."""
+    every try, holding up every later event: it is logged and the event dropped. Once the adapter
+    stops, an event refused is not tried again: the stop's grace is the gateway's to share (the
+    running turns, the outbox's flush), not the adapter's to spend waiting for room."""
     delay = SINK_RETRY_FIRST
     while True:
         try:
@@ -625,6 +631,10 @@ async def _until_recorded(sink: InboundSink, inbound: Inbound) -> None:
         except Exception as exc:
             if not storage_refusal(exc):
                 log.exception("discord: the gateway refused event %s", inbound.event_id)
+                return
+            if stopping.is_set():
+                log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: it is lost",
+                            inbound.event_id, type(exc).__name__, exc)
                 return
             first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
             log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"
@@ -634,7 +644,8 @@ async def _until_recorded(sink: InboundSink, inbound: Inbound) -> None:
             if delay > SINK_RETRY_FIRST:
                 log.info("discord: event %s is recorded", inbound.event_id)
             return
-        await asyncio.sleep(delay)
+        with contextlib.suppress(TimeoutError):  # a stop cuts the wait short: one last try
+            await asyncio.wait_for(stopping.wait(), delay)
         delay = min(delay * 2, SINK_RETRY_MAX)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -130,6 +131,42 @@ async def test_a_message_the_gateway_refuses_for_its_own_sake_is_dropped_not_ret
     assert after.text == "next"
     [refused] = [r for r in caplog.records if r.name == "platforms.discord" and r.levelno >= logging.WARNING]
     assert refused.getMessage() == f"discord: the gateway refused event {odd}" and refused.exc_info is not None
+
+
+class FullDisk(Sink):
+    """A gateway whose state database cannot be written: SQLite's own refusal, at every try."""
+
+    def __init__(self, fake: FakeDiscord) -> None:
+        super().__init__(fake)
+        self.tries = 0
+        self._db = sqlite3.connect(":memory:", isolation_level=None)
+        self._db.execute("CREATE TABLE inbox (text)")
+        self._db.execute("PRAGMA max_page_count=2")
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.tries += 1
+        self._db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
+
+
+async def test_a_stop_does_not_wait_on_a_message_the_full_database_keeps_refusing(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    # The stop's grace is the gateway's to share (turns, the outbox's flush); handing the message
+    # over again until the drain's own 5 s ran out spent them, past a grace under 5 s.
+    adapter, sink = adapter_for(fake), FullDisk(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        message = fake.push_dm(USER, "hello")
+        await fake.wait_for(lambda: sink.tries >= 1)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await adapter.stop()
+        assert loop.time() - began < 2.0
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()
+    lost = [r.getMessage() for r in caplog.records if r.name == "platforms.discord" and r.levelno >= logging.WARNING]
+    assert lost[-1].startswith(f"discord: event {message} was not recorded (OperationalError: database or disk is full)"
+                               " and the gateway stops: it is lost")
 
 
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
