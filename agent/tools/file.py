@@ -239,6 +239,10 @@ def _replaced_mode(folder: int, name: str, path: str) -> int | None:
         raise ToolError(f"{path!r} is a directory")
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{path!r} is not a regular file")
+    if not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):
+        # Renamed over, a file made read-only (chmod a-w) would change all the same: only the folder's
+        # permissions are asked. It stays as its owner made it, as opening it to write kept it.
+        raise ToolError(f"cannot write {path!r}: {os.strerror(errno.EACCES)}")
     if info.st_nlink > 1:  # replaced, it would part from its other names (one perhaps outside), which keep the old text
         raise ToolError(f"{path!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
                         "the workspace; nothing was written. Write to a new path instead")

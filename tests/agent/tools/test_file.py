@@ -3,6 +3,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -335,3 +337,38 @@ def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_not_cut_short(worksp
     assert sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*")) == ["new", "notes.md"]
     assert run_capped(WRITE_CAPPED, limit=1 << 20, workspace=str(workspace))[0] == "wrote 10000 characters to notes.md"
     assert (workspace / "notes.md").stat().st_mode & 0o777 == 0o640  # replaced, yet with its permissions
+
+
+# --- a file made read-only -------------------------------------------------------------------
+
+
+WRITE_AS_USER = """
+import sys
+from pathlib import Path
+from agent._errors import ToolError
+from agent._tools import ToolContext
+from agent.tools.file import write_file
+ctx = ToolContext(session=None, call_id="call-1", workspace=Path(sys.argv[1]), services={})
+try:
+    print(write_file({"path": "locked.md", "content": "overwritten"}, ctx))
+except ToolError as refused:
+    print(refused)
+"""
+
+
+def test_a_file_made_read_only_is_not_replaced(workspace: Path):
+    # An operator's chmod a-w keeps the agent from changing a file, as it kept the write that opened it
+    # from doing so: a rename over it needs only the folder to be writable, and the file kept its
+    # read-only mode, new text and all.
+    (workspace / "locked.md").write_text("as the operator left it\n")
+    (workspace / "locked.md").chmod(0o444)
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root writes whatever the mode: run as an unprivileged owner of the same files
+        prefix = ["unshare", "--map-user=1000", "--map-group=1000"]
+        if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+            pytest.skip("needs user namespaces as root")
+    done = subprocess.run([*prefix, sys.executable, "-c", WRITE_AS_USER, str(workspace)], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cannot write 'locked.md': Permission denied"
+    assert (workspace / "locked.md").read_text() == "as the operator left it\n"
