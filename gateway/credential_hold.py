@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import Clock
@@ -120,7 +121,7 @@ class CredentialHolds:
         hold = self._holds.get(platform)
         if hold is None:
             hold = self._begin(platform)
-            self._store.begin_hold(platform, self._clock.time())
+            self._journal("begins", self._store.begin_hold, platform)
             log.warning("outbox: %s refuses the bot's credentials (%s: %s); its messages are held, in order,"
                         " and sent once it takes them again (a fixed token and a restart); none gives up meanwhile",
                         platform, type(error).__name__, error)
@@ -136,12 +137,23 @@ class CredentialHolds:
         hold = self._holds.pop(platform, None)
         if hold is None:
             return
-        self._store.end_hold(platform, self._clock.time())
+        self._journal("ends", self._store.end_hold, platform)
         periods = self._awake[platform]
         periods[-1] = (periods[-1][0], self._clock.monotonic())
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
                  self._clock.monotonic() - hold.since)
         hold.bump()
+
+    def _journal(self, what: str, write: Callable[[str, float], None], platform: str) -> None:
+        """Journal that the hold of ``platform`` begins or ends now; a store that refuses (a full disk)
+        is logged, not raised: the call that tells it is a part's answer, and raised from there it
+        would have a part the platform took sent again. Unjournaled, a hold's start or end is only
+        missed by the next start, whose first part tries at once either way."""
+        try:
+            write(platform, self._clock.time())
+        except Exception as exc:
+            log.error("outbox: could not record that %s's credential hold %s (%s: %s)", platform, what,
+                      type(exc).__name__, exc)
 
     def release(self, platform: str, row_id: int) -> None:
         """``row_id``'s probe ended without an answer (a network error, a cancellation): another may try."""

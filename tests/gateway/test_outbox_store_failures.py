@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent.testing import FakeClock
+from gateway.credential_hold import FIRST_PROBE
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
-from platforms.base import Forbidden, NetworkError
+from platforms.base import Forbidden, NetworkError, Unauthorized
 from tests.gateway.test_outbox import WAIT, FakeAdapter
 
 REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part
@@ -150,3 +151,25 @@ async def test_a_part_whose_send_cannot_be_committed_waits_for_the_store_and_is_
     finally:
         await outbox.close()
         state.close()
+
+
+async def test_a_part_the_platform_takes_as_it_takes_the_token_again_is_sent_once_though_the_store_refuses(
+        setup, caplog):
+    # The probe that ends a hold (`gateway.credential_hold`) is a part sent: the store refusing to
+    # record the hold's end must not have it sent again, nor keep the chats held behind it waiting.
+    state, adapter, outbox, clock = setup
+    adapter.fail_next(Unauthorized("token revoked"), chat="c1")
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    await clock.until_sleeping(lasting=FIRST_PROBE)
+    outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="c")
+    await clock.until_sleeping(lasting=FIRST_PROBE, count=2)
+    state.db.write("CREATE TRIGGER refuse BEFORE UPDATE ON gateway_credential_holds"
+                   " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    clock.advance(FIRST_PROBE)  # the token is fixed: the probe goes
+    assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
+    assert await outbox.wait_sent("c:0", timeout=WAIT) is not None
+    state.db.write("DROP TRIGGER refuse")
+    await recover(outbox, clock)
+    assert adapter.texts("c1") == ["first"] and adapter.texts("c2") == ["elsewhere"]
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert error == "outbox: could not record that fake's credential hold ends (IntegrityError: database or disk is full)"
