@@ -68,24 +68,37 @@
     });
   }
 
-  function inline(text, into) {
-    // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
-    // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
-    const token = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\)))/g;
+  // A link's text may hold brackets in pairs and code spans; a lone backtick in it opens a code
+  // span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, and only a
+  // web or mail address is linked: a javascript: link stays text as written.
+  const LINK_TEXT = "(?:[^\\[\\]`\\n]|`[^`\\n]+`)";
+  const LINK = "\\[(?<label>(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+)\\]" +
+    "\\((?<href>(?:https?:\\/\\/|mailto:)(?:[^\\s()<>]|\\([^\\s()<>]*\\))+)\\)";
+  // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
+  // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
+  const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
+  const CODE = "(?<code>`[^`\\n]+`)";
+  const BOLD = "(?<bold>\\*\\*[^*\\n]+\\*\\*)";
+  const INLINE = new RegExp([CODE, LINK, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  const INLINE_IN_LINK = new RegExp(CODE + "|" + BOLD, "g"); // a link within a link cannot be followed
+
+  function inline(text, into, token = INLINE) {
     let last = 0;
     for (const m of text.matchAll(token)) {
       if (m.index > last) into.append(text.slice(last, m.index));
+      const { code, label, href, bold, bare } = m.groups;
       let node;
-      if (m[1]) {
+      if (code) {
         node = document.createElement("code");
-        node.textContent = m[1].slice(1, -1);
-      } else if (m[2]) {
+        node.textContent = code.slice(1, -1);
+      } else if (bold) {
         node = document.createElement("strong");
-        node.textContent = m[2].slice(2, -2);
+        inline(bold.slice(2, -2), node, token);
       } else {
         node = document.createElement("a");
-        node.href = m[3];
-        node.textContent = m[3];
+        node.href = href || bare;
+        if (label) inline(label, node, INLINE_IN_LINK);
+        else node.textContent = bare;
         node.rel = "noopener noreferrer";
         node.target = "_blank";
       }

@@ -181,6 +181,24 @@ async def test_a_bare_url_is_linked_as_written_brackets_and_underscores_included
     assert await mine.text_content() == text
 
 
+async def test_a_markdown_link_shows_its_text_linked_and_only_a_web_or_mail_address_is_linked(chat, page) -> None:
+    text = ("Read [the docs](https://example.com/x), [Foo [bar] `baz`](https://en.wikipedia.org/wiki/Foo_(bar)) "
+            "or **[mail us](mailto:help@example.com)**; not [this](javascript:alert(1)), "
+            "`[code](https://example.com/c)` nor [`a](https://example.com/d)`.")
+    mine = await shown_as_sent(chat, page, text)
+    links = await mine.eval_on_selector_all(
+        "a", "els => els.map(e => [e.getAttribute('href'), e.textContent, e.rel, e.target])")
+    blank = ["noopener noreferrer", "_blank"]
+    assert links == [["https://example.com/x", "the docs", *blank],
+                     ["https://en.wikipedia.org/wiki/Foo_(bar)", "Foo [bar] baz", *blank],
+                     ["mailto:help@example.com", "mail us", *blank]]
+    assert await mine.eval_on_selector_all("code", "els => els.map(e => e.textContent)") == [
+        "baz", "[code](https://example.com/c)", "a](https://example.com/d)"]
+    assert await mine.text_content() == (
+        "Read the docs, Foo [bar] baz or mail us; not [this](javascript:alert(1)), "
+        "[code](https://example.com/c) nor [a](https://example.com/d).")
+
+
 async def test_after_sending_with_the_button_the_cursor_is_back_in_the_box(chat, page) -> None:
     web = await chat()
     await open_chat(page, f"{web.base}/chat?chat=c1")
