@@ -6,8 +6,8 @@ Counters and histograms are fed as things happen: by the gateway's events
 (`gateway.events`) and by agent hooks (``subagent_stop``, ``model_call``). Gauges are
 read when Prometheus scrapes: the outbox's pending and failed parts and the dead
 letters from the store, children by state from the lifecycle's host view, the
-seconds since each platform last handed the gateway an event, and whether each
-platform's connection is up.
+seconds since each platform last handed the gateway an event, whether each
+platform's connection is up, and whether the state database can be written.
 
 Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
 user, session or message id.
@@ -209,6 +209,9 @@ class _Live(Collector):
         for platform, state in self._connections().items():
             up.add_metric([platform], 1 if state.up else 0)
         yield up
+        yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
+                                " write it refused (a full disk, a failing device) until one succeeds again (see"
+                                " /healthz for why).", value=0 if self._store.db.write_error else 1)
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

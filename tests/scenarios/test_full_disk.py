@@ -19,6 +19,7 @@ from lifecycle import SqliteDatabase
 from platforms.fakes.discord import FakeDiscord
 from platforms.fakes.webhook_receiver import signed_post
 from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.gateway.observing import samples
 from tests.web_client import get_history, post_message, web_chats
 
 USER = 42
@@ -78,10 +79,17 @@ async def test_a_discord_message_the_full_disk_kept_out_of_the_inbox_is_answered
     assert [m.content for m in fake.bot_messages(dm)] == ["echo: first xxxxxx", "echo: second"]
 
 
-async def test_healthz_and_the_console_say_the_state_database_cannot_be_written_until_it_can(tmp_path, caplog):
+async def storage_up(http: aiohttp.ClientSession, base: str) -> float:
+    async with http.get(f"{base}/metrics") as answer:
+        return samples(await answer.text())("switchboard_storage_up")
+
+
+async def test_healthz_the_console_and_metrics_say_the_state_database_cannot_be_written_until_it_can(
+        tmp_path, caplog):
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start()
         db = web.gateway.store.db
+        assert await storage_up(http, web.base) == 1
         assert (await post_message(http, web.base, "c1", "hello", key="first-key"))[0] == 202
         await web.settled()
         await disk_full(db)
@@ -97,6 +105,7 @@ async def test_healthz_and_the_console_say_the_state_database_cannot_be_written_
             assert answer.status == 200
             state = await answer.json()
         assert state["storage"] == health["storage"]
+        assert await storage_up(http, web.base) == 0
         said = [r.getMessage() for r in caplog.records if r.name == "lifecycle.database" and r.levelno == logging.ERROR
                 and "cannot be written" in r.getMessage()]
         assert len(said) == 1 and str(db.path) in said[0]  # once, naming the file, not once per message
@@ -107,6 +116,7 @@ async def test_healthz_and_the_console_say_the_state_database_cannot_be_written_
         async with http.get(f"{web.base}/healthz") as answer:
             assert answer.status == 200
             assert (await answer.json())["storage"] == {"status": "ok", "reason": None, "since": None}
+        assert await storage_up(http, web.base) == 1
         assert [m["text"][:8] for m in await get_history(http, web.base)] == [
             "hello", "[demo] I", "later xx", "[demo] I"]
 
