@@ -19,13 +19,15 @@ toward the outbox's give-up rule (``give_up_after`` seconds, the webhook's ``ret
 which still applies to every other failure, so a token refused all night loses nothing. The holds
 are journaled (`OutboxRows.begin_hold`): one on when the process stopped is on again at the next
 start (its first part tries at once); the time between counts toward nothing, as for any part.
+A platform no longer configured is not held: its parts stay pending, untried, until it is
+configured again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from agent import Clock
@@ -57,7 +59,9 @@ class CredentialHolds:
     """Which platforms are held, and whose turn it is to try; each hold journaled in ``store``.
     Use from one event loop."""
 
-    def __init__(self, clock: Clock, store: OutboxRows) -> None:
+    def __init__(self, clock: Clock, store: OutboxRows, platforms: Collection[str]) -> None:
+        """``platforms``: those configured now. A hold of another one stays journaled, open, for its
+        parts, which stay pending without an adapter; it is on again once the platform is configured."""
         self._clock = clock
         self._store = store
         self._holds: dict[str, _Hold] = {}
@@ -68,7 +72,8 @@ class CredentialHolds:
         (`gateway.sender.Sender`): a suspend during a hold counts toward neither."""
         for platform, since, until in store.hold_periods():
             self._journaled.setdefault(platform, []).append((since, until))
-            if until is None:  # on when the last process stopped: its first part tries at once
+            # On when the last process stopped: its first part tries at once.
+            if until is None and platform in platforms:
                 self._begin(platform)
                 log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages are"
                          " held until it takes them again", platform)

@@ -97,7 +97,7 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
-        self._holds = CredentialHolds(clock, store)
+        self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
         self._started_awake = clock.monotonic()

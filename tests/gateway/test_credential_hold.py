@@ -235,3 +235,34 @@ async def test_after_the_hold_other_failures_still_give_up_after_the_retry_windo
     finally:
         await outbox.close()
         store.close()
+
+
+@pytest.mark.parametrize("platform", ["telegram"], indirect=True)
+async def test_a_hold_of_a_platform_no_longer_configured_is_not_restored_nor_logged_at_each_start(
+        tmp_path, platform, caplog):
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"telegram": platform.adapter}, clock=clock)
+    await outbox.start()
+    platform.revoke()
+    outbox.enqueue("telegram", "42", None, "held", kind="reply", key="a")
+    await wait_until(lambda: store.outbox.hold_periods("telegram"), WAIT)
+    await outbox.close()
+    store.close()
+    caplog.set_level(logging.INFO, "gateway.outbox")
+    for adapters in ({}, {}, {"telegram": platform.adapter}):  # Telegram taken out of the config, then back
+        caplog.clear()
+        store = GatewayStore(tmp_path / "state.db", clock=clock)
+        outbox = Outbox(store.outbox, adapters, clock=clock)
+        await outbox.start()
+        held = [r for r in caplog.records if "when the gateway stopped" in r.getMessage()]
+        await outbox.close()
+        assert store.outbox.message("a:0").status == "pending"
+        [(_, _, until)] = store.outbox.hold_periods("telegram")  # kept for its pending part
+        assert until is None
+        store.close()
+        if not adapters:
+            assert held == []
+    assert [(r.levelno, r.getMessage()) for r in held] == [(logging.INFO, "outbox: telegram refused the bot's"
+                                                            " credentials when the gateway stopped; its messages"
+                                                            " are held until it takes them again")]
