@@ -28,6 +28,11 @@ from gateway.store.inbox import Inbox
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 FILE_WAITS = "📎 The question above still waits for a written answer; your file or voice note is read after it."
+LATE = 2.0
+"""Seconds a timeout's sleep may return late before the process counts as having been paused."""
+PAUSE_GRACE = 10.0
+"""Seconds a question still waits after a pause: the platform's next poll (a long poll timed out, a
+socket read again) hands over an answer the user sent meanwhile."""
 
 
 def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True) -> str:
@@ -129,7 +134,7 @@ class Questions:
         answer any more. ``shown_by``: the key of the question's first part; None when the question
         is in the chat already."""
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        timer = asyncio.ensure_future(self._clock.sleep(self._timeout))
+        timer = asyncio.ensure_future(self._expiry())
         running.question, running.question_key = answer, shown_by
         waits = self._waits.setdefault(platform, set())
         waits.add(answer)
@@ -142,6 +147,18 @@ class Questions:
             timer.cancel()
             if not answer.done():
                 answer.cancel()
+
+    async def _expiry(self) -> None:
+        """Sleep out the timeout on the monotonic clock, which goes on while the process is paused
+        (SIGSTOP, ``docker pause``): a sleep that returns late was paused, and an answer the user
+        sent meanwhile has not been handed over yet, so the question waits `PAUSE_GRACE` more."""
+        seconds = self._timeout
+        while True:
+            due = self._clock.monotonic() + seconds
+            await self._clock.sleep(seconds)
+            if self._clock.monotonic() - due <= LATE:
+                return
+            seconds = PAUSE_GRACE
 
     def hold(self, session: GatewaySession, running: RunningTurn, item: WorkItem) -> bool:
         """Hold the text message ``item`` for the question the turn will ask next, when an earlier

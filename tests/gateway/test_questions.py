@@ -8,9 +8,10 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.questions import FILE_WAITS, chosen, expired_text, question_text
+from gateway.questions import FILE_WAITS, PAUSE_GRACE, chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Attachment
+from platforms.fakes._waiting import wait_until
 from tests.asking_model import CHOICES, asking_parent
 
 QUESTION = question_text("Which environment?", CHOICES, 600)
@@ -44,6 +45,36 @@ async def test_a_question_nobody_answers_in_time_says_so_and_the_turn_goes_on(tm
     await chat.say("hello")  # a message after that is a message again
     await chat.wait_for(lambda: len(chat.texts()) == 4)
     assert chat.texts()[3] == "plain answer to hello"
+
+
+async def test_after_a_pause_of_the_process_the_answer_sent_meanwhile_is_still_taken(tmp_path, gateways):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
+                   model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: len(chat.texts()) == 1)
+    await clock.until_sleeping(lasting=60)
+    clock.advance(300)  # SIGSTOP, or docker pause: monotonic time goes on while nothing runs
+    # As the process continues, what fell due runs before the platform's next poll hands over the
+    # answer the user sent during the pause: the question gave up, or waits a grace.
+    await wait_until(lambda: expired_text(60) in chat.texts() or PAUSE_GRACE in clock.sleeps, 5.0)
+    await chat.say("2")
+    await chat.wait_for(lambda: "deploying to: production" in chat.texts())
+    assert expired_text(60) not in chat.texts()
+
+
+async def test_after_a_pause_a_question_nobody_answered_expires_after_a_short_grace(tmp_path, gateways):
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
+                   model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: len(chat.texts()) == 1)
+    await clock.until_sleeping(lasting=60)
+    clock.advance(300)
+    await clock.until_sleeping(lasting=PAUSE_GRACE)
+    assert expired_text(60) not in chat.texts()
+    clock.advance(PAUSE_GRACE)
+    await chat.wait_for(lambda: expired_text(60) in chat.texts())
 
 
 async def test_stop_while_waiting_for_an_answer_leaves_no_question_open(tmp_path, gateways):
