@@ -28,9 +28,14 @@ class DelegationCards:
         self._display = display
         self._clock = clock
         self._cards: dict[str, ProgressCard] = {}
+        self._began: dict[str, float] = {}
+        """When each delegation dispatched by this process began, on the monotonic clock."""
 
-    def start(self, row: DelegationRow, session: GatewaySession) -> None:
-        """Show the delegation's card once it has run `display.progress_delay` seconds."""
+    def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
+        """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
+        the delegation was dispatched by an earlier process, and its children run again now."""
+        if not resumed:
+            self._began.setdefault(row.delegation_id, self._clock.monotonic())
         display = self._display(session.platform)
         if display.progress != "card" or row.delegation_id in self._cards:
             return
@@ -59,13 +64,22 @@ class DelegationCards:
             card.disarm()
         platform = split_session_key(row.session_key)[0]
         display = self._display(platform)
-        final = final_text(how, self._clock.time() - row.dispatched_at, subagents=len(row.tasks))
+        final = final_text(how, self._elapsed(row), subagents=len(row.tasks))
         self._message(row).finish(final, delete=display.progress_final == "delete")
 
     def close(self) -> None:
         for card in self._cards.values():
             card.disarm()
         self._cards.clear()
+        self._began.clear()
+
+    def _elapsed(self, row: DelegationRow) -> float:
+        # The monotonic clock where this process saw both ends: an NTP step changes nothing. Across a
+        # restart only the wall clock spans them; stepped back meanwhile, it reads as no time, not less.
+        began = self._began.pop(row.delegation_id, None)
+        if began is not None:
+            return self._clock.monotonic() - began
+        return max(0.0, self._clock.time() - row.dispatched_at)
 
     def _message(self, row: DelegationRow) -> ProgressMessage:
         return ProgressMessage(self._outbox, split_session_key(row.session_key), f"{row.completion_turn_id}:card",

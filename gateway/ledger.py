@@ -319,7 +319,7 @@ class Ledger:
             self._table.replace_tasks(row.delegation_id, row.tasks)
         # Children run again: the chat follows them on a card like any background delegation's (after a
         # restart, the card the stopped process left is taken up again instead of staying stale).
-        self._cards.start(row, session)
+        self._cards.start(row, session, resumed=not add)
         return row
 
     # -- reading -------------------------------------------------------------------------------

@@ -192,6 +192,21 @@ async def test_a_background_delegation_gets_a_card_finalised_with_its_results(tm
     assert card.text == final
 
 
+async def test_a_background_delegation_is_done_in_the_time_it_ran_whatever_the_wall_clock_did(tmp_path, gateways):
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "children", "text": "found"}})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    await chat.say("look into a and b")
+    await model.reached("children")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+    clock.jump(-3600)  # NTP steps the wall clock back an hour while the subagents work
+    model.release("children")
+    await chat.wait_for(lambda: card.text.startswith("✓"))
+    assert card.text == "✓ Done in 3 s · 2 subagents"
+
+
 async def test_a_retried_delegation_gets_a_card_of_its_own(tmp_path, gateways):
     attempts = []
 
@@ -238,6 +253,7 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
     await gateway.stop(grace=0)
+    clock.jump(-3600)  # NTP steps the clock back while the gateway restarts: no time is measured across it
 
     chat2 = RecordingAdapter()
     chat2.messages, chat2._ids = chat.messages, chat._ids  # the same chat, its card still showing
@@ -250,6 +266,7 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 3 s\n"))
     model2.release("again")
     await chat2.wait_for(lambda: card.text.startswith("✓ Done in"))
+    assert card.text == "✓ Done in 0 s · 2 subagents"  # never a negative time
     clock.advance(600)
     await settled(gateway2)
     assert chat2.kinds() == ["reply", "notice", "completion"]
