@@ -47,6 +47,9 @@ class _Hold:
     next_probe: float = 0.0
     prober: int | None = None
     """The row trying now, on behalf of every held chat."""
+    held_before: float = 0.0
+    """Seconds it was on before this start (journaled open when the last process stopped), the
+    downtime included: the log says how long the platform refused the token, not this process."""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     """Set, and replaced, whenever a probe ends: the waiting chats look again."""
 
@@ -74,7 +77,7 @@ class CredentialHolds:
             self._journaled.setdefault(platform, []).append((since, until))
             # On when the last process stopped: its first part tries at once.
             if until is None and platform in platforms:
-                self._begin(platform)
+                self._begin(platform).held_before = max(0.0, clock.time() - since)
                 log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages are"
                          " held until it takes them again", platform)
 
@@ -146,7 +149,7 @@ class CredentialHolds:
         periods = self._awake[platform]
         periods[-1] = (periods[-1][0], self._clock.monotonic())
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
-                 self._clock.monotonic() - hold.since)
+                 hold.held_before + self._clock.monotonic() - hold.since)
         hold.bump()
 
     def _journal(self, what: str, write: Callable[[str, float], None], platform: str) -> None:

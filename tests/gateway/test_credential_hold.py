@@ -185,8 +185,9 @@ async def test_a_reply_held_all_night_is_not_given_up_and_goes_out_once_the_toke
 
 
 @pytest.mark.parametrize("platform", ["telegram"], indirect=True)
-async def test_the_time_held_before_a_restart_still_does_not_count_toward_giving_up(tmp_path, platform):
+async def test_the_time_held_before_a_restart_still_does_not_count_toward_giving_up(tmp_path, platform, caplog):
     clock = FakeClock()
+    clock.jump(86400.0)  # as on any machine: the monotonic clock counts from the boot, the wall clock from 1970
     store = GatewayStore(tmp_path / "state.db", clock=clock)
     outbox = Outbox(store.outbox, {"telegram": platform.adapter}, clock=clock, give_up_after={"telegram": 120.0})
     await outbox.start()
@@ -195,8 +196,11 @@ async def test_the_time_held_before_a_restart_still_does_not_count_toward_giving
     outbox.enqueue("telegram", "42", None, "written at night", kind="reply", key="a")
     await wait_until(lambda: clock.now >= written + 3600 or store.outbox.message("a:0").status != "pending", WAIT)
     await outbox.close()  # stopped while held; the token fixed, the gateway started again later
+    [(_, since, _)] = store.outbox.hold_periods("telegram")
     store.close()
     clock.advance(600)
+    restarted = clock.time()
+    caplog.set_level(logging.INFO, "gateway.outbox")
     platform.restore()
     platform.fake.fail_next("sendMessage", 502)  # the first try after the restart meets an outage
     store = GatewayStore(tmp_path / "state.db", clock=clock)
@@ -207,6 +211,9 @@ async def test_the_time_held_before_a_restart_still_does_not_count_toward_giving
         assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
         assert platform.texts("42") == ["written at night"]
         assert store.outbox.message("a:0").last_error.startswith("NetworkError")
+        [ended] = [r.getMessage() for r in caplog.records if "takes the bot's credentials again" in r.getMessage()]
+        held = float(ended.split(" after ")[1].split("s;")[0])
+        assert restarted - since <= held <= clock.time() - since + 1  # the hold's time, the restart's included
     finally:
         await outbox.close()
         store.close()
@@ -266,3 +273,25 @@ async def test_a_hold_of_a_platform_no_longer_configured_is_not_restored_nor_log
     assert [(r.levelno, r.getMessage()) for r in held] == [(logging.INFO, "outbox: telegram refused the bot's"
                                                             " credentials when the gateway stopped; its messages"
                                                             " are held until it takes them again")]
+
+
+@pytest.mark.parametrize("platform", ["slack"], indirect=True)
+async def test_only_the_time_held_is_excused_with_a_wall_clock_apart_from_the_monotonic_one(tmp_path, platform):
+    clock = FakeClock()
+    clock.jump(86400.0)  # as on any machine: the monotonic clock counts from the boot, the wall clock from 1970
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    try:
+        platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=2)  # 60 s that count
+        platform.fake.fail_next("chat.postMessage", "token_revoked")  # held until the probe, 5 s later
+        platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=100)
+        written, wall = clock.monotonic(), clock.time()
+        outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="a")
+        assert await outbox.wait_sent("a:0", timeout=WAIT) is None
+        assert store.outbox.message("a:0").last_error.startswith("RateLimited")
+        assert clock.monotonic() - written == pytest.approx(120 + FIRST_PROBE)  # not the 60 s before the hold too
+        assert store.outbox.hold_periods("slack") == [("slack", wall + 60, wall + 60 + FIRST_PROBE)]
+    finally:
+        await outbox.close()
+        store.close()
