@@ -293,10 +293,10 @@ class AgentSession:
                 self.messages.append({"role": "user", "content": user_message})
                 # Hooks are looked for before a call is made: most sessions have none, and a thousand
                 # children each run a turn.
-                if hooks is not None and hooks.has("turn_start"):
+                if hooks is not None and "turn_start" in hooks.registered:
                     await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
-            if hooks is not None and hooks.has("turn_end"):
+            if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
             _answer_open_calls(self.messages)
@@ -433,12 +433,12 @@ class AgentSession:
             with _Guard(self):
                 response = await self.model.complete(request)
         except ModelError as exc:
-            if hooks is not None and hooks.has("model_call"):
+            if hooks is not None and "model_call" in hooks.registered:
                 await self._model_hook(turn, started, None, error=exc.kind)
             raise
         activity.answered_api_calls += 1
         activity.answered = not response.tool_calls
-        if hooks is not None and hooks.has("model_call"):
+        if hooks is not None and "model_call" in hooks.registered:
             await self._model_hook(turn, started, response)
         turn.api_calls += 1
         self.total_api_calls += 1

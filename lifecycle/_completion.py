@@ -26,7 +26,7 @@ def roll_up(parent: AgentSession | None, turn_id: str, outcome: ChildOutcome) ->
 
 def listening(host: ChildHost) -> bool:
     """Whether `notify` has anyone to tell (most hosts have no one: then it need not be awaited)."""
-    return host.memory is not None or host.hooks.has("subagent_stop")
+    return host.memory is not None or "subagent_stop" in host.hooks.registered
 
 
 async def notify(host: ChildHost, job: ChildJob, outcome: ChildOutcome, *, ran_here: bool) -> None:

@@ -85,7 +85,7 @@ class Supervisor:
         if record.state is S.PENDING:
             record.set_state(S.STARTING, self.host.clock.time())
         job, hooks = record.job, self.host.hooks
-        if hooks.has("subagent_start"):
+        if "subagent_start" in hooks.registered:
             await hooks.run(
                 "subagent_start", parent_session_id=job.parent_session_id, parent_turn_id=job.parent_turn_id,
                 child_session_id=subagent_id, child_subagent_id=subagent_id, child_role=job.role,

@@ -314,6 +314,20 @@ async def test_turn_hooks_run_around_every_turn():
     assert events == [("start", "s1", result.turn_id), ("end", "completed", result.turn_id)]
 
 
+async def test_a_hook_registered_after_the_session_was_built_runs_from_its_next_turn():
+    from agent import HookRegistry
+
+    hooks = HookRegistry()
+    s = session([[{"text": "one"}], [{"text": "two"}]], hooks=hooks)
+    await s.run_turn("go")
+    assert hooks.registered == frozenset()
+    ended = []
+    hooks.register("turn_end", lambda **e: ended.append(e["exit_reason"]))
+    assert hooks.registered == {"turn_end"} and hooks.has("turn_end") and not hooks.has("turn_start")
+    await s.run_turn("again")
+    assert ended == ["completed"]
+
+
 async def test_interrupt_listeners_hear_every_interrupt_of_a_running_turn():
     heard = []
     started = asyncio.Event()
