@@ -288,6 +288,7 @@ class AgentSession:
         self._turn = turn
         token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
         activity = self.activity
+        exit_reason = None
         try:
             if user_message is not None:
                 self.messages.append({"role": "user", "content": user_message})
@@ -299,7 +300,8 @@ class AgentSession:
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
-            _answer_open_calls(self.messages)
+            if exit_reason != "completed":  # a completed turn ended on an answer without calls
+                _answer_open_calls(self.messages)
             try:
                 _ACTIVE_TURN.reset(token)
             except ValueError:

@@ -199,7 +199,8 @@ class AsyncSubagentLifecycle:
             finally:
                 if timer is not None:
                     timer.cancel()
-                found.forget(waiter)
+                if found.result is None:  # it gave up (timed out, cancelled); `wake` dropped a woken one
+                    found.forget(waiter)
             if found.result is None:
                 return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
         return SubagentTerminalState(found.handle, found.state, True)
