@@ -145,19 +145,17 @@ def build_child(
 ) -> AgentSession:
     """The child's session, from its job and its live parent: the parent's own tool objects
     and services, and the model chosen at launch."""
-    # An orchestrator waits for its own children: always an inline variant (routing through
-    # its parent's backend), never a background one its parent may hold.
-    inline = host.tools.get(DELEGATE_TOOL)
-    if inline is not None and job.backend and host.inline_delegate is not None:
-        inline = host.inline_delegate(job.backend) or inline
     tools = {}
     for name in job.tools:
-        tool = inline if name == DELEGATE_TOOL else parent.tools.get(name)
+        tool = _inline_delegate(host, job) if name == DELEGATE_TOOL else parent.tools.get(name)
         if tool is not None:
             tools[name] = tool
     metadata = {"goal": job.goal, "parent_session_id": job.parent_session_id}
     if job.metadata:  # unpacking a mapping proxy costs microseconds even when it is empty (the usual case)
         metadata = {**job.metadata, **metadata}  # ours win
+    services = parent.services  # the session copies it: filtered only when there is something to leave out
+    if not _PARENT_ONLY_SERVICES.isdisjoint(services):
+        services = {k: v for k, v in services.items() if k not in _PARENT_ONLY_SERVICES}
     return AgentSession(
         model=model,
         tools=tools,
@@ -166,7 +164,7 @@ def build_child(
         session_id=job.subagent_id,
         max_iterations=host.delegation.max_iterations,
         workspace=parent.workspace,
-        services={k: v for k, v in parent.services.items() if k not in _PARENT_ONLY_SERVICES},
+        services=services,
         enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets),
         depth=job.depth,
         metadata=metadata,
@@ -174,6 +172,15 @@ def build_child(
         hooks=host.hooks,
         compactor=_child_compactor(host),
     )
+
+
+def _inline_delegate(host: ChildHost, job: ChildJob) -> Tool | None:
+    """An orchestrator waits for its own children: always an inline variant of delegate_task
+    (routing through its parent's backend), never a background one its parent may hold."""
+    inline = host.tools.get(DELEGATE_TOOL)
+    if inline is not None and job.backend and host.inline_delegate is not None:
+        inline = host.inline_delegate(job.backend) or inline
+    return inline
 
 
 def _child_compactor(host: ChildHost) -> Compactor | None:
