@@ -44,7 +44,7 @@ class KeyRing:
     the caller must persist: save `export()` (``Journal.save_key`` is an upsert).
     """
 
-    __slots__ = ("_keys", "_active", "_clock", "_retired", "_macs")
+    __slots__ = ("_keys", "_active", "_clock", "has_retired", "_macs")
 
     def __init__(self, rows: Iterable[tuple] = (), *, clock: Callable[[], float] = time.time):
         """Load ``rows`` (as from ``Journal.load_keys``); create a first key when none can sign.
@@ -65,7 +65,9 @@ class KeyRing:
             retired = None if row.retired_at is None else float(row.retired_at)
             self._keys[row.kid] = KeyRow(row.kid, bytes(row.secret), float(row.created_at), retired)
         live = [row for row in self._keys.values() if row.retired_at is None]
-        self._retired = len(self._keys) - len(live)
+        self.has_retired = len(live) < len(self._keys)
+        """Whether any key was ever retired: until one is, every capability this ring made still
+        verifies (an attribute, not a property: a plugin's every wait and result reads it)."""
         # The newest live key signs; ties (same created_at) break on kid so every load picks the same one.
         self._active = max(live, key=lambda r: (r.created_at, r.kid)).kid if live else None
         if self._active is None:
@@ -99,17 +101,11 @@ class KeyRing:
             self.rotate()
         self._keys[kid] = row._replace(retired_at=float(self._clock()))
         self._macs.pop(kid, None)
-        self._retired += 1
+        self.has_retired = True
 
     def export(self) -> list[KeyRow]:
         """Every key, retired ones included (so a retired kid stays known as retired), oldest first."""
         return sorted(self._keys.values(), key=lambda r: (r.created_at, r.kid))
-
-    @property
-    def has_retired(self) -> bool:
-        """Whether any key was ever retired: until one is, every capability this ring made
-        still verifies."""
-        return self._retired > 0
 
     def signs_for(self, capability: str) -> bool:
         """Whether the key that made ``capability`` is known and not retired (no HMAC check)."""

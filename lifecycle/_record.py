@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from lifecycle._canonical import handle_json
-from lifecycle._contract import STATES, SubagentHandle, SubagentResult, SubagentState
+from lifecycle._contract import _TERMINAL_VALUES, STATES, SubagentHandle, SubagentResult, SubagentState
 from lifecycle._journal import JournalRecord
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class Record:
     @property
     def live(self) -> bool:
         """Neither finished nor finishing: an interrupt or cancel can still reach it."""
-        return not (self.completing or self.state.terminal)
+        return not self.completing and self.state._value_ not in _TERMINAL_VALUES  # `terminal`, inline
 
     def set_state(self, state: SubagentState, now: float) -> None:
         self.state = state
