@@ -136,7 +136,7 @@ class Gateway:
         self.recent_errors.attach()
         await self.host.start()
         unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it
-        left = self.store.indicators_left.take()  # before an adapter starts and records more
+        left = self.store.indicators_left.chats()  # before an adapter starts and records more
         await self.outbox.start()
         self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
@@ -160,7 +160,8 @@ class Gateway:
             log.info("platform %s started", adapter.name)
         undelivered = self.store.delegations.running()
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-                                {split_session_key(row.session_key) for row in undelivered} | unsent | left)
+                                {split_session_key(row.session_key) for row in undelivered} | unsent | left,
+                                recorded=left)
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
@@ -195,15 +196,25 @@ class Gateway:
         except Exception:  # the adapter's deletion must go on; at worst the indicator stays, as before
             log.exception("could not record that %s chat %s still shows a working indicator", platform, chat_id)
 
-    def _clear_left_behind(self, chats: set[ChatKey]) -> None:
+    def _clear_left_behind(self, chats: set[ChatKey], *, recorded: set[ChatKey]) -> None:
         """A turn may have run in these chats when the last process died (an event to replay, a
         delivery still due), or ended unable to remove its indicator (the platform refused the
-        token: its replies still pending, or the chat recorded by the adapter): the "working"
+        token: its replies still pending, or the chat ``recorded`` by the adapter): the "working"
         indicators it showed as messages go, in the background."""
-        for platform, chat_id, thread_id in chats:
-            adapter = self.adapters.get(platform)
+        for chat in chats:
+            adapter = self.adapters.get(chat[0])
             if isinstance(adapter, LeavesIndicators):
-                self._background.append(asyncio.ensure_future(adapter.clear_left_behind(chat_id, thread_id)))
+                self._background.append(asyncio.ensure_future(self._clear(adapter, chat, chat in recorded)))
+
+    async def _clear(self, adapter: LeavesIndicators, chat: ChatKey, recorded: bool) -> None:
+        platform, chat_id, thread_id = chat
+        await adapter.clear_left_behind(chat_id, thread_id)
+        if not recorded:
+            return
+        try:  # only now: a stop or a crash before the clean-up leaves the chat to the next start
+            self.store.indicators_left.cleared(platform, chat_id, thread_id)
+        except Exception:  # at worst the next start looks there again, finding nothing
+            log.exception("could not forget %s chat %s, whose working indicators are gone", platform, chat_id)
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake, let running turns finish, then interrupt them; flush the outbox; journal

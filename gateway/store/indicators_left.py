@@ -3,7 +3,8 @@
 Slack's placeholder is a message of the bot's: one whose deletion Slack refused (the bot token
 revoked) stays in the chat. The adapter says so (`platforms.base.LeavesIndicators`), and the chat is
 kept here until the next start has looked there again (`Gateway.start`), also when nothing else of
-the chat (a reply to send, a turn to run again) would take that start there.
+the chat (a reply to send, a turn to run again) would take that start there; it is forgotten only once
+that start's clean-up has run there.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ SCHEMA = (
 class IndicatorsLeft:
     def __init__(self, db: SqliteDatabase) -> None:
         self._db = db
+        self._recorded: set[tuple[str, str, str]] = set()
+        """Recorded by this process: kept for the next start, whatever a clean-up here finds."""
 
     def record(self, platform: str, chat_id: str, thread_id: str | None) -> None:
+        self._recorded.add((platform, chat_id, thread_id or ""))
         self._db.write("INSERT OR IGNORE INTO gateway_indicators_left VALUES (?, ?, ?)",
                        (platform, chat_id, thread_id or ""))
 
-    def take(self) -> set[tuple[str, str, str | None]]:
-        """Every chat recorded (platform, chat_id, thread_id), forgotten here: one whose indicator
-        cannot be removed this time either is recorded again."""
-        with self._db.transaction():
-            rows = self._db.read("SELECT platform, chat_id, thread_id FROM gateway_indicators_left")
-            self._db.write("DELETE FROM gateway_indicators_left")
+    def chats(self) -> set[tuple[str, str, str | None]]:
+        """Every chat recorded (platform, chat_id, thread_id). Each stays recorded until `cleared`:
+        a stop or a crash before its clean-up has run leaves it to the next start."""
+        rows = self._db.read("SELECT platform, chat_id, thread_id FROM gateway_indicators_left")
         return {(platform, chat_id, thread_id or None) for platform, chat_id, thread_id in rows}
+
+    def cleared(self, platform: str, chat_id: str, thread_id: str | None) -> None:
+        """This start looked in the chat and removed what it found (or found it gone): forgotten,
+        unless this process recorded it (an indicator it could not remove, then or before)."""
+        if (platform, chat_id, thread_id or "") not in self._recorded:
+            self._db.write("DELETE FROM gateway_indicators_left WHERE platform=? AND chat_id=? AND thread_id=?",
+                           (platform, chat_id, thread_id or ""))

@@ -98,26 +98,58 @@ async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_and_its_pl
     assert proc.returncode == 0
 
 
+async def leave_a_placeholder_slack_refused_to_delete(fake: FakeSlack, tmp_path: Path) -> Path:
+    """A gateway whose placeholder's deletion Slack refused for a revoked token after the reply went
+    out, stopped: the config to start it again with."""
+    config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
+    deleting = fake.hold("chat.delete")
+    proc, url = await start(config, tmp_path)
+    try:
+        await fake.wait_for(lambda: fake.open_connections, timeout=15)
+        await fake.push_dm("U1", "is the build green?")
+        await fake.wait_for(lambda: fake.calls_to("chat.delete") and "it is green" in bot_texts(fake), timeout=15)
+        fake.bot_token_revoked = True  # revoked between the reply and the placeholder's deletion
+        deleting.set()
+        await refused(url)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+    assert bot_texts(fake) == ["_working…_", "it is green"]
+    return config
+
+
 async def test_a_placeholder_slack_refused_to_delete_after_the_reply_went_out_is_deleted_after_a_restart(tmp_path):
     # The reply went out before the token was revoked: nothing of the conversation was left to send
     # or to run again after the restart, so the next start did not look there, and it stayed for good.
     async with FakeSlack() as fake:
-        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
-        deleting = fake.hold("chat.delete")
-        proc, url = await start(config, tmp_path)
+        config = await leave_a_placeholder_slack_refused_to_delete(fake, tmp_path)
+        fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
+        proc, _ = await start(config, tmp_path)
         try:
-            await fake.wait_for(lambda: fake.open_connections, timeout=15)
-            await fake.push_dm("U1", "is the build green?")
-            await fake.wait_for(lambda: fake.calls_to("chat.delete") and "it is green" in bot_texts(fake), timeout=15)
-            fake.bot_token_revoked = True  # revoked between the reply and the placeholder's deletion
-            deleting.set()
-            await refused(url)
+            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
         finally:
             proc.send_signal(signal.SIGTERM)
             await proc.wait()
+    assert proc.returncode == 0
+
+
+async def test_a_stop_before_the_clean_up_ran_leaves_the_placeholder_to_the_next_start(tmp_path):
+    # The start forgot the conversation before its clean-up had run: stopped in its first moments,
+    # the gateway left the placeholder in the chat for good.
+    async with FakeSlack() as fake:
+        config = await leave_a_placeholder_slack_refused_to_delete(fake, tmp_path)
+        fake.bot_token_revoked = False
+        looking = fake.hold("conversations.history")  # the clean-up's lookup, unanswered
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: fake.calls_to("conversations.history"), timeout=15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+        assert proc.returncode == 0
         assert bot_texts(fake) == ["_working…_", "it is green"]
 
-        fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
+        looking.set()
         proc, _ = await start(config, tmp_path)
         try:
             await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
