@@ -5,9 +5,10 @@ what was asked for: the copy is read from the descriptor its checks were made on
 (`agent.tools.send_file.open_to_send`), and editing or deleting the workspace file afterwards,
 or a crash and a restart, changes nothing. Each send has a folder named after its outbox key (escaped like a
 memory file, `gateway.file_names`) holding one file under the name the chat will see. A copy is
-written into a temporary folder, flushed to disk, and renamed into place whole, so a folder
-that exists holds a complete file. The outbox removes a copy once its send is sent or dropped;
-a failed send keeps it for the console's retry until it is dismissed. `sweep` removes what
+written into a temporary folder, flushed to disk (the file, then the folder's name for it), and
+renamed into place whole, so a folder that exists holds a complete file, also after a power
+cut. The outbox removes a copy once its send is sent or dropped; a failed send keeps it for
+the console's retry until it is dismissed. `sweep` removes what
 no pending or failed send names (a copy whose send was never journaled: the process died in
 between).
 """
@@ -70,6 +71,7 @@ class OutboxFiles:
                 os.fsync(copy.fileno())
             if size == 0:
                 raise FileChanged(f"{file.shown!r} was emptied while it was being sent")
+            fsync_path(staging)  # its name for the file: else the folder renamed in could come back empty
             folder = self._folder(key)
             if folder.exists():
                 shutil.rmtree(folder)

@@ -7,8 +7,9 @@ copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>
 (144 bits) and a download must name the chat too, which is checked: a link gives away no other
 chat's file. The webhook gives the id itself, derived from the send's outbox key (`keep` with
 ``file_id``): a send tried again after a restart finds its file kept and announces the same
-download (whose request is signed with the route's secret). Each is written in a staging folder
-and renamed whole, so a folder that exists is complete.
+download (whose request is signed with the route's secret). Each is written in a staging folder,
+flushed to disk (its files, then the folder's names for them) and renamed whole, so a folder that
+exists is complete, also after a power cut.
 
 A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
 outbox's seven days), so the message and its link go together; `sweep` removes older ones,
@@ -94,6 +95,7 @@ class WebFiles:
             meta = {"chat_id": chat_id, "name": kept.name, "size": kept.size, "time": kept.time}
             (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
             _fsync(staging / _META)
+            _fsync(staging)  # its names: else the folder renamed into place could come back without them
             if (self.root / file_id).exists():  # expired or unreadable, yet asked for again: replaced
                 shutil.rmtree(self.root / file_id)
             staging.rename(self.root / file_id)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.tools.send_file import FileToSend
 from gateway.outbox_files import OutboxFiles
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import BadRequest, Outbound, OutboundFile, Sent
@@ -151,3 +152,14 @@ async def test_a_file_swapped_after_its_check_or_linked_outside_is_refused_and_n
     assert chat.texts() == ["carried on"] and chat.uploads == []
     assert gateway.store.outbox.kept_files() == []
     assert not (Path(config.state_dir) / "outbox-files").exists()
+
+
+def test_a_files_copy_is_in_its_folder_on_disk_before_the_folder_is_renamed_into_place(tmp_path, fsyncs) -> None:
+    # The folder's own names were not flushed before its rename: after a power cut the renamed
+    # folder, journaled as the send's copy, could come back empty.
+    (tmp_path / "report.csv").write_text("a,b\n1,2\n")
+    files = OutboxFiles(tmp_path / "outbox-files")
+    files.keep("t1:file:0:0", FileToSend(tmp_path / "report.csv", "report.csv", None), 1000, "the test chat")
+    copy = Path(files.get("t1:file:0:0").path)
+    assert fsyncs.of(copy, copy.parent, files.root) == [
+        (copy, None), (copy.parent, {"report.csv"}), (files.root, {copy.parent.name})]

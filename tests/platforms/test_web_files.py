@@ -17,6 +17,7 @@ from aiohttp import web
 
 from platforms.base import Accepted, Inbound, NetworkError, Outbound, OutboundFile, SendsFiles
 from platforms.web import KEEP_FILES_SECONDS, UPLOAD_LIMIT, WebChatAdapter
+from platforms.web_files import WebFiles
 from tests.platforms.outbox_copies import outbox_copy
 from tests.web_client import EventStream, serve
 
@@ -181,3 +182,12 @@ async def test_a_file_that_cannot_be_kept_is_a_network_error_the_outbox_retries(
     (tmp_path / "web-files").write_text("in the way")  # a full disk, say: nothing can be written there
     with pytest.raises(NetworkError, match="cannot keep the file for the web chat"):
         await adapter.send_file(Outbound("c1", None, ""), outbox_copy(tmp_path, "a.txt", b"a"))
+
+
+def test_a_kept_file_is_in_its_folder_on_disk_before_the_folder_is_renamed_into_place(tmp_path, fsyncs) -> None:
+    # The folder's own names were not flushed before its rename: after a power cut the renamed
+    # folder could come back without the file the message links to, or without its meta.json.
+    kept = WebFiles(tmp_path / "web-files", keep_seconds=60).keep("c1", outbox_copy(tmp_path, "a.txt", b"a"))
+    folder = kept.path.parent
+    assert fsyncs.of(folder / "meta.json", folder, folder.parent) == [
+        (folder / "meta.json", None), (folder, {kept.path.name, "meta.json"}), (folder.parent, {kept.id})]
