@@ -49,7 +49,9 @@ class FakeOpenAIServer:
     ``api_key``: when set, requests without ``Authorization: Bearer <api_key>``
     get a 401 (and still consume no scripted reply). ``requests`` holds every
     chat-completions request body received, in order, including rejected ones,
-    and ``authorizations`` their ``Authorization`` headers (None when absent).
+    and ``authorizations`` their ``Authorization`` headers (None when absent);
+    ``dropped`` the indexes in ``requests`` of those whose client went away
+    before they were answered (a timeout, a cancelled call).
     ``close`` releases handlers that are still delaying or hanging, so it
     returns promptly; it is idempotent.
 
@@ -91,6 +93,7 @@ class FakeOpenAIServer:
         self.default_text = default_text
         self.models = tuple(models)
         self.requests: list[Any] = []
+        self.dropped: list[int] = []
         self.default_transcript = default_transcript
         self.transcriptions: list[dict[str, Any]] = []
         """Every transcription request: ``model``, ``language``, ``filename``, ``content_type``
@@ -102,7 +105,8 @@ class FakeOpenAIServer:
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
-        self._arrived = asyncio.Event()
+        self._changed = asyncio.Event()
+        """Set as a request arrives or is dropped, for `wait_for`."""
         self._port: int | None = None
 
     @property
@@ -210,14 +214,14 @@ class FakeOpenAIServer:
         self._transcripts.append(_Reply(status=status, body=body, delay=delay))
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Return once ``predicate()`` is true, checking it again as each request arrives;
-        TimeoutError after ``timeout`` seconds."""
+        """Return once ``predicate()`` is true, checking it again as each request arrives and as
+        each is dropped; TimeoutError after ``timeout`` seconds."""
         async with asyncio.timeout(timeout):
             while not predicate():
-                self._arrived.clear()
+                self._changed.clear()
                 if predicate():
                     return
-                await self._arrived.wait()
+                await self._changed.wait()
 
     # -- handlers --------------------------------------------------------
 
@@ -248,7 +252,16 @@ class FakeOpenAIServer:
             body = raw.decode("utf-8", "replace")
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization"))
-        self._arrived.set()
+        self._changed.set()
+        index = len(self.requests) - 1
+        try:
+            return await self._answer(request, body)
+        except asyncio.CancelledError:  # handler_cancellation: the client closed the connection
+            self.dropped.append(index)
+            self._changed.set()
+            raise
+
+    async def _answer(self, request: web.Request, body: Any) -> web.StreamResponse:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)

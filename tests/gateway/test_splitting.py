@@ -137,9 +137,9 @@ def test_unclosed_fence_is_closed_in_earlier_parts_and_left_as_written_in_the_la
 def test_100kb_splits_fast():
     text = ("Lorem ipsum dolor sit amet, consectetur. " * 30 + "\n") * 80 + "```\n" + "x = 1\n" * 2000 + "```\n"
     text += "z" * 20_000
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU: a loaded machine stretches the wall clock, not this
     parts = split_text(text, 4096, utf16_length)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert all(utf16_length(p) <= 4096 for p in parts)
     assert content("\n".join(parts)) == content(text)
 
@@ -161,9 +161,9 @@ def test_a_long_reply_heavy_with_formatting_is_parsed_a_few_times_over_not_once_
 
 @pytest.mark.parametrize("text", ["```\n" + " " * 50_000 + "x\n```", "x " * 50_000, "\n" * 50_000 + "y" * 5000])
 def test_long_whitespace_runs_split_fast(text):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU, as above
     parts = split_text(text, 4096)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert all(len(p) <= 4096 for p in parts)
 
 

@@ -417,12 +417,12 @@ async def test_http_acks_within_three_seconds_even_if_sink_is_slow(fake: FakeSla
     host, port = runner.addresses[0][:2]
     try:
         await adapter.start(slow_sink)
-        started = time.monotonic()
         payload = {"type": "event_callback", "event_id": "EvSlow", "team_id": fake.team_id,
                    "event": {"type": "message", "channel": "DU1", "channel_type": "im", "user": "U1",
                              "ts": "1.1", "text": "slow"}}
+        # The fake gives up after Slack's 3 s, as Slack does: the ack came in time, while the sink still held it.
         result = await fake.send_http_event(f"http://{host}:{port}/slack/events", payload, SECRET)
-        assert result.status == 200 and time.monotonic() - started < 1
+        assert result.status == 200 and not handed
         release.set()
         await fake.wait_for(lambda: len(handed) == 1)
     finally:

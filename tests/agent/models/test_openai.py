@@ -157,11 +157,9 @@ async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server, make
     # again pays for it twice and, for an answer that simply takes longer, times out the same way.
     server.push_delay(2, "too late")
     server.push_text("asked again")
-    started = time.monotonic()
     error = await raises_model_error(make_model(timeout_seconds=0.2, max_retries=2))
     assert error.kind == "timeout"
-    assert time.monotonic() - started < 1.5
-    assert len(server.requests) == 1
+    assert len(server.requests) == 1  # counted, not timed: a retry is asked before the error is raised
 
 
 async def test_connection_refused(make_model):
@@ -262,16 +260,17 @@ async def test_api_key_from_env_then_placeholder(server):
 
 
 async def test_cancellation_propagates_promptly(server, make_model):
-    server.push_hang()
+    # Promptly: the server sees the connection dropped while it still waits to answer, not once it
+    # answers 20 s later; no wall-clock bound, which a loaded machine can miss.
+    server.push_delay(20, "too late")
     server.push_text("still usable")
-    model = make_model(timeout_seconds=30)
+    model = make_model(timeout_seconds=60)
     task = asyncio.create_task(model.complete(HELLO))
     await server.wait_for(lambda: server.requests)
-    started = time.monotonic()
     task.cancel()
+    await server.wait_for(lambda: server.dropped == [0], timeout=30)
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 1)
-    assert time.monotonic() - started < 0.5
+        await task
     assert (await model.complete(HELLO)).text == "still usable"
 
 
