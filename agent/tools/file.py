@@ -218,15 +218,15 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     except OSError as exc:
         raise _unopened(exc, path, "write") from None
     try:
-        _write_whole(folder, target.name, args["content"], _replaced_mode(folder, target.name, path), path)
+        _write_whole(folder, target.name, args["content"], _replaced(folder, target.name, path), path)
     finally:
         os.close(folder)
     return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
 
 
-def _replaced_mode(folder: int, name: str, path: str) -> int | None:
-    """The permissions of the file ``name`` in ``folder`` that writing replaces; None when there is none.
-    Raises `ToolError` when it is not a file to replace."""
+def _replaced(folder: int, name: str, path: str) -> os.stat_result | None:
+    """The file ``name`` in ``folder`` that writing replaces; None when there is none. Raises
+    `ToolError` when it is not a file to replace."""
     try:
         info = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except OSError as exc:
@@ -246,20 +246,22 @@ def _replaced_mode(folder: int, name: str, path: str) -> int | None:
     if info.st_nlink > 1:  # replaced, it would part from its other names (one perhaps outside), which keep the old text
         raise ToolError(f"{path!r} has {info.st_nlink} hard links, names of one file, and one may be outside "
                         "the workspace; nothing was written. Write to a new path instead")
-    return stat.S_IMODE(info.st_mode)
+    return info
 
 
-def _write_whole(folder: int, name: str, content: str, mode: int | None, path: str) -> None:
-    """``content`` as the file ``name`` in ``folder``, with permissions ``mode`` (None: a new file's):
-    written under a temporary name, then renamed over ``name`` once whole."""
+def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result | None, path: str) -> None:
+    """``content`` as the file ``name`` in ``folder``, with the owner, group and permissions of
+    the file it ``replaced`` (None: a new file's): written under a temporary name, then renamed
+    over ``name`` once whole."""
     temporary = f".write_file.{uuid.uuid4().hex}.part"
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
                      dir_fd=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                if mode is not None:
-                    os.fchmod(f.fileno(), mode)
+                if replaced is not None:
+                    _keep_owner(f.fileno(), replaced)  # first: a new owner clears the setuid and setgid bits
+                    os.fchmod(f.fileno(), stat.S_IMODE(replaced.st_mode))
                 f.write(content)
             os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
@@ -269,6 +271,20 @@ def _write_whole(folder: int, name: str, content: str, mode: int | None, path: s
     except OSError as exc:
         raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}; nothing was written, the file is as it "
                         "was") from None
+
+
+def _keep_owner(fd: int, replaced: os.stat_result) -> None:
+    """Give the new file the owner and group of the one it replaces: a gateway running as root (a
+    container) would otherwise take a user's file from them. A writer that may not (not root, or
+    root of a user namespace that does not map that owner) leaves it its own, as it always did."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (replaced.st_uid, replaced.st_gid):
+        return
+    try:
+        os.fchown(fd, replaced.st_uid, replaced.st_gid)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EINVAL):
+            raise
 
 
 _PATH = {"type": "string", "description": "Path relative to the workspace (absolute paths must lie inside it)."}

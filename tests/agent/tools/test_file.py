@@ -350,7 +350,7 @@ from agent._tools import ToolContext
 from agent.tools.file import write_file
 ctx = ToolContext(session=None, call_id="call-1", workspace=Path(sys.argv[1]), services={})
 try:
-    print(write_file({"path": "locked.md", "content": "overwritten"}, ctx))
+    print(write_file({"path": sys.argv[2], "content": "overwritten"}, ctx))
 except ToolError as refused:
     print(refused)
 """
@@ -367,8 +367,44 @@ def test_a_file_made_read_only_is_not_replaced(workspace: Path):
         prefix = ["unshare", "--map-user=1000", "--map-group=1000"]
         if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
             pytest.skip("needs user namespaces as root")
-    done = subprocess.run([*prefix, sys.executable, "-c", WRITE_AS_USER, str(workspace)], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
+    done = subprocess.run([*prefix, sys.executable, "-c", WRITE_AS_USER, str(workspace), "locked.md"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cannot write 'locked.md': Permission denied"
     assert (workspace / "locked.md").read_text() == "as the operator left it\n"
+
+
+# --- a file another user owns ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another user (CI runs as root)")
+async def test_a_file_written_as_root_keeps_its_owner_and_group(call, workspace: Path):
+    # Renamed over it, the new text was root's: a gateway running as root (a container) took a user's
+    # file from them, who could then no longer change their own notes.
+    notes = workspace / "notes.md"
+    notes.write_text("the user's\n")
+    os.chown(notes, 1234, 1234)
+    notes.chmod(0o2750)  # setgid: changing the owner clears it, so the mode is set after
+    assert await call(WRITE, {"path": "notes.md", "content": "the model's\n"}) == "wrote 12 characters to notes.md"
+    info = notes.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (1234, 1234, 0o2750)
+    assert notes.read_text() == "the model's\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs root without the right to give files away")
+@pytest.mark.parametrize("prefix", [
+    ["setpriv", "--inh-caps=-chown", "--bounding-set=-chown"],  # root without CAP_CHOWN: EPERM
+    ["unshare", "--map-root-user"],  # root of a user namespace that maps no uid 1234 (rootless containers): EINVAL
+], ids=["without CAP_CHOWN", "in a user namespace"])
+def test_a_writer_that_may_not_give_the_file_its_owner_back_writes_it_all_the_same(workspace: Path, prefix):
+    (workspace / "notes.md").write_text("the user's\n")
+    (workspace / "notes.md").chmod(0o666)  # theirs, and one anyone may write
+    os.chown(workspace / "notes.md", 1234, 1234)
+    if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip(f"{prefix[0]} is not allowed here")
+    done = subprocess.run([*prefix, sys.executable, "-c", WRITE_AS_USER, str(workspace), "notes.md"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "wrote 11 characters to notes.md"  # as before: the writer's file now, said nowhere
+    assert (workspace / "notes.md").read_text() == "overwritten"
+    assert (workspace / "notes.md").stat().st_uid == 0
