@@ -4,7 +4,8 @@ Guarantees:
 
 - **Journal first.** `Outbox.enqueue` splits the text to the adapter's limit and
   writes each part to the store, pending, before anything is sent (`enqueue_long`
-  splits in a worker thread first, for a model's replies). Keys are the
+  splits in a worker thread first, for a model's replies, unless the text fits and
+  the adapter only counts characters). Keys are the
   caller's key plus the part number; a key already journaled is not journaled
   again, so replaying a turn after a restart never sends twice.
 - **Once.** A part is marked sent with the platform's message id right after the
@@ -68,7 +69,7 @@ from gateway.outbox_files import OutboxFiles
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender, safe_measure
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
-from platforms.base import Adapter
+from platforms.base import Adapter, CountsCharacters
 
 log = logging.getLogger("gateway.outbox")
 
@@ -109,6 +110,8 @@ class Outbox:
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
         self._splitting: dict[ChatKey, _SplitTurn] = {}
         """Chats with an `enqueue_long` under way: their calls journal one after another."""
+        self._counts_characters: dict[str, bool] = {}
+        """Per platform, whether its adapter counts characters (asked once: an isinstance check is slow)."""
         self._queued = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -191,9 +194,10 @@ class Outbox:
                            first: Callable[[], object] | None = None) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
         be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
-        during which no other chat would be served. Calls in one chat are journaled in the order
-        they were made (each with all its parts, in order); an `enqueue` made meanwhile may come
-        first. ``first`` is called once the parts are split, right before they are journaled (a
+        during which no other chat would be served (a text that fits an adapter counting characters,
+        `CountsCharacters`, is split at once: there is nothing to render). Calls in one chat are
+        journaled in the order they were made (each with all its parts, in order); an `enqueue`
+        made meanwhile may come first. ``first`` is called once the parts are split, right before they are journaled (a
         turn's progress message finished with its reply, not a split's time before it).
         Cancelled while splitting: nothing is journaled, ``first`` not called."""
         chat = (platform, chat_id, thread_id)
@@ -201,7 +205,10 @@ class Outbox:
         turn.users += 1
         try:
             async with turn.lock:
-                parts = await asyncio.to_thread(self._split, platform, text)
+                if self._fits_as_counted(platform, text):  # no rendering to wait for: not worth a thread
+                    parts = self._split(platform, text)
+                else:
+                    parts = await asyncio.to_thread(self._split, platform, text)
                 if first is not None:
                     first()
                 return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
@@ -210,6 +217,16 @@ class Outbox:
             turn.users -= 1
             if not turn.users:
                 del self._splitting[chat]
+
+    def _fits_as_counted(self, platform: str, text: str) -> bool:
+        """Whether ``text`` is known to fit one part without rendering it: its adapter counts
+        characters (`CountsCharacters`) and it has no more than the limit."""
+        adapter = self._adapters[platform]
+        counts = self._counts_characters.get(platform)
+        if counts is None:
+            counts = self._counts_characters[platform] = isinstance(adapter, CountsCharacters) and \
+                adapter.counts_characters
+        return counts and len(text) <= adapter.text_limit
 
     def _split(self, platform: str, text: str) -> list[str]:
         adapter = self._adapters[platform]

@@ -504,6 +504,15 @@ class SendsFiles(Protocol):
 
 
 @runtime_checkable
+class CountsCharacters(Protocol):
+    """An adapter whose `measure` is the text's length in characters (``len``): measuring renders
+    nothing, so whether a text fits its ``text_limit`` is known at once (the outbox then splits
+    it on the event loop instead of in a worker thread). Say so with ``counts_characters = True``."""
+
+    counts_characters: bool
+
+
+@runtime_checkable
 class CapsSpans(Protocol):
     """An adapter whose platform reads at most ``max_spans`` formatted spans in one text or
     caption (Telegram: 100 entities), past which its `measure` is past every limit."""

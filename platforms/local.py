@@ -105,6 +105,7 @@ class LocalAdapter:
 
     own_commands = OWN_COMMANDS
     caption_limit = text_limit
+    counts_characters = True  # `measure` is len: `platforms.base.CountsCharacters`
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
                  on_exit: Callable[[], Any] | None = None, on_input_end: Callable[[], Any] | None = None,

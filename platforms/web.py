@@ -88,6 +88,7 @@ class WebChatAdapter:
     typing_interval = 5.0
     """The page shows "working" while typing events keep coming, and a Stop button with it."""
     caption_limit = text_limit
+    counts_characters = True  # `measure` is len: `platforms.base.CountsCharacters`
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False, check_host: bool | None = None,

@@ -107,6 +107,7 @@ class WebhookAdapter:
     tier = DisplayTier(interim_assistant_messages=False, long_running_notifications=False, messaging=False)
     text_limit = 100_000
     caption_limit = text_limit
+    counts_characters = True  # `measure` is len: `platforms.base.CountsCharacters`
     typing_interval = 0.0  # no progress to show: typing() and idle() are never called
 
     def __init__(

@@ -51,6 +51,37 @@ async def test_a_long_reply_is_split_without_stalling_the_gateway(tmp_path, gate
     assert chat.texts() == parts + (["done"] if how == "send_message" else [])
 
 
+class CountingCharacters(RecordingAdapter):
+    """Measures with ``len``, as the webhook, web and terminal adapters do, and says so."""
+
+    counts_characters = True
+
+    def __init__(self) -> None:
+        super().__init__(text_limit=1000)
+        self.measured_in: list[threading.Thread] = []
+
+    def measure(self, text: str) -> int:
+        self.measured_in.append(threading.current_thread())
+        return len(text)
+
+
+async def test_a_reply_that_fits_an_adapter_counting_characters_takes_no_worker_thread(tmp_path, gateways):
+    # A thread's hop cost each webhook turn more than its split (about 6 % of its instructions), for nothing to render.
+    long = "\n\n".join(f"Paragraph {n}: " + "word " * 40 for n in range(10))
+    chat = CountingCharacters()
+    gateway = await gateways(make_config(tmp_path), [chat],
+                             model=ScriptedModel({"parent": [[{"text": "short"}], [{"text": long}]]}))
+    await chat.say("a short one")
+    await chat.wait_for(lambda: chat.texts() == ["short"])
+    assert chat.measured_in == [threading.main_thread()]
+    chat.measured_in.clear()
+    await chat.say("a long one")  # over the limit: split where its measures keep no chat waiting
+    await chat.wait_for(lambda: len(chat.texts()) > 1)
+    await settled(gateway)
+    assert chat.texts() == ["short", *split_text(long, 1000)]
+    assert chat.measured_in and threading.main_thread() not in chat.measured_in
+
+
 async def test_a_send_message_the_journal_refused_does_not_count_as_said(tmp_path, gateways):
     # The model's message cannot be journaled (a full disk); it then ends without an answer.
     turn = [{"tool_calls": [{"name": "send_message", "arguments": {"text": "here it is"}}]}, {"text": ""}]
