@@ -295,14 +295,13 @@ async def _content(body: str, images: list[tuple[str, Attachment]], files: list[
 
 # -- the turn's side ---------------------------------------------------------------------------
 
-async def turn_input(text: str, event: Inbound | None, adapter: Adapter | None, *, workspace: Path, folder: str,
+async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, workspace: Path, folder: str,
                      supports_vision: bool, model: ModelSettings,
                      tell: Callable[[str], None]) -> str | list[dict[str, Any]] | None:
-    """The input of a turn whose message is ``text`` (from ``event``): the text itself, or
-    what its attachments make of it. Notes about files that could not be taken go to the
-    chat first, through ``tell``. None: nothing for the model (the notes were the answer)."""
-    if event is None or not event.attachments:
-        return text
+    """The input of a turn whose message is ``text``, from ``event``, which came with files: the
+    text, or what the files make of it. Notes about files that could not be taken go to the chat
+    first, through ``tell``. None: nothing for the model (the notes were the answer). A message
+    without files is its text alone: the turn runner asks nothing here for it."""
     if not isinstance(adapter, SupportsDownload):
         tell(f"I can't receive files on {event.platform}.")
         return text or None

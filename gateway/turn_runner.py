@@ -233,6 +233,9 @@ class TurnRunner:
 
     async def _input(self, session: GatewaySession, item: WorkItem,
                      running: RunningTurn) -> str | list[dict[str, Any]] | None:
+        if item.event is None or not item.event.attachments:
+            return item.text  # most turns: no files, so no folder, model or adapter to look at
+
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
                 self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
