@@ -84,6 +84,8 @@ _MAX_ID = 256
 SENT_BACK = "a delivery of this route sent back, not a request to it"
 _DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
 """What a delivery (`_message`) has and a request does not."""
+_DELIVERY_JSON = json.JSONEncoder(ensure_ascii=False)
+"""Encodes every delivery: ``json.dumps`` given any option builds a new encoder for each call."""
 
 
 class SentBack(Exception):
@@ -350,7 +352,7 @@ class WebhookAdapter:
 
     async def _deliver(self, name: str, route: Route, payload: dict[str, Any], key: str, chat_id: str) -> None:
         assert route.deliver_url is not None
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = _DELIVERY_JSON.encode(payload).encode("utf-8")
         headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
                    "Content-Type": "application/json"}
         try:
