@@ -125,8 +125,9 @@ class GatewayMetrics(GatewayListener):
         self.lookups.labels(platform, outcome).inc()
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
-        """``metric.labels(*labels)``, looked up once: labels are bounded, and for each turn and
-        each part sent `labels` would check and convert them again and take the metric's lock."""
+        """``metric.labels(*labels)``, looked up once: labels are bounded, and for each turn, part
+        sent, model call and child `labels` would check and convert them again and take the
+        metric's lock."""
         key = (metric, labels)
         child = self._children.get(key)
         if child is None:
@@ -138,16 +139,16 @@ class GatewayMetrics(GatewayListener):
     async def _child_stopped(self, *, child_role: str, child_status: str, duration_ms: int, child_ran_here: bool,
                              child_model: str | None, child_usage: Mapping[str, Any], child_error_kind: str | None,
                              **_: Any) -> None:
-        self.child_runs.labels(child_role, child_status).inc()
-        self.child_seconds.labels(child_role, child_status).observe(duration_ms / 1000)
+        self._child(self.child_runs, child_role, child_status).inc()
+        self._child(self.child_seconds, child_role, child_status).observe(duration_ms / 1000)
         if not child_ran_here:
             # Its model calls ran on a worker, where no model_call hook runs: count them once, now,
             # from its outcome, which tells only the calls that answered from the one that ended it.
             name = child_model or "unknown"
             if calls := child_usage["api_calls"]:
-                self.model_calls.labels(name, child_role, "ok").inc(calls)
+                self._child(self.model_calls, name, child_role, "ok").inc(calls)
             if child_error_kind:
-                self.model_calls.labels(name, child_role, child_error_kind).inc()
+                self._child(self.model_calls, name, child_role, child_error_kind).inc()
             self._used(name, child_role, child_usage["prompt_tokens"], child_usage["completion_tokens"],
                        child_usage["cost_usd"])
 
@@ -159,11 +160,11 @@ class GatewayMetrics(GatewayListener):
 
     def _used(self, model: str, role: str, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
         if prompt_tokens:
-            self.tokens.labels(model, role, "input").inc(prompt_tokens)
+            self._child(self.tokens, model, role, "input").inc(prompt_tokens)
         if completion_tokens:
-            self.tokens.labels(model, role, "output").inc(completion_tokens)
+            self._child(self.tokens, model, role, "output").inc(completion_tokens)
         if cost_usd:
-            self.cost.labels(model, role).inc(cost_usd)
+            self._child(self.cost, model, role).inc(cost_usd)
 
 
 class _Live(Collector):
