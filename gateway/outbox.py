@@ -197,15 +197,23 @@ class Outbox:
         during which no other chat would be served (a text that fits an adapter counting characters,
         `CountsCharacters`, is split at once: there is nothing to render). Calls in one chat are
         journaled in the order they were made (each with all its parts, in order); an `enqueue`
-        made meanwhile may come first. ``first`` is called once the parts are split, right before they are journaled (a
-        turn's progress message finished with its reply, not a split's time before it).
-        Cancelled while splitting: nothing is journaled, ``first`` not called."""
+        made meanwhile may come first. ``first`` is called once the parts are split, right before
+        they are journaled (a turn's progress message finished with its reply, not a split's time
+        before it). Cancelled while splitting: nothing is journaled, ``first`` not called."""
         chat = (platform, chat_id, thread_id)
+        if chat not in self._splitting and self._fits_as_counted(platform, text):
+            # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
+            # nothing can come between: journaled at once, without a turn in the chat's line.
+            parts = self._split(platform, text)
+            if first is not None:
+                first()
+            return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
+                                       silent=silent, reply_token=None)
         turn = self._splitting.setdefault(chat, _SplitTurn())
         turn.users += 1
         try:
             async with turn.lock:
-                if self._fits_as_counted(platform, text):  # no rendering to wait for: not worth a thread
+                if self._fits_as_counted(platform, text):  # behind a split under way in the chat
                     parts = self._split(platform, text)
                 else:
                     parts = await asyncio.to_thread(self._split, platform, text)

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import logging
 import random
+import threading
 from collections import deque
 from collections.abc import Callable
 
@@ -161,6 +162,32 @@ async def test_long_text_is_split_journaled_and_sent_in_order(make, store, clock
         "c1", "th", "reply", "t1:reply:0", "t1", 0)
     assert [m.sequence for m, _, _ in adapter.sent] == list(range(len(parts)))
     assert [(m["key"], m["status"]) for m in store.turn_messages("fake", "t1")] == [(k, "sent") for k in keys]
+
+
+async def test_a_text_that_fits_as_counted_waits_for_its_chats_split_under_way(make):
+    # Such a text is journaled at once, in no thread and without the chat's lock, unless the
+    # chat has a text being split: it never overtakes one the model wrote before it.
+    splitting, release = threading.Event(), threading.Event()
+
+    def measure(text: str) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            splitting.set()
+            assert release.wait(WAIT)
+        return len(text)
+
+    adapter = FakeAdapter(text_limit=100, measure=measure)
+    adapter.counts_characters = True
+    outbox = await make(adapter)
+    long = "word " * 50
+    first = asyncio.ensure_future(outbox.enqueue_long("fake", "c", None, long, kind="reply", key="long"))
+    assert await asyncio.to_thread(splitting.wait, WAIT)
+    second = asyncio.ensure_future(outbox.enqueue_long("fake", "c", None, "short", kind="reply", key="short"))
+    await asyncio.sleep(0.05)
+    assert not second.done()
+    release.set()
+    await asyncio.gather(first, second)
+    assert await outbox.flush(timeout=WAIT)
+    assert adapter.texts() == [*split_text(long, 100), "short"]
 
 
 async def test_enqueuing_the_same_key_twice_sends_once(make, clock):
