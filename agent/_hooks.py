@@ -33,7 +33,9 @@ class HookRegistry:
 
     def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.timeout_seconds = timeout_seconds
-        self._hooks: dict[str, list[tuple[Callable[..., Any], str | None]]] = {}
+        self._hooks: dict[str, list[tuple[Callable[..., Any], str | None, bool]]] = {}
+        """Each name's hooks: the function, its owner, and whether it is a coroutine function (asked
+        once here, not at each of the many calls: a model_call hook runs at every model call)."""
         self.registered: frozenset[str] = frozenset()
         """The names with at least one hook: hot paths test ``name in hooks.registered`` before
         building a call (a thousand children each ask five times, and most hosts have none)."""
@@ -48,7 +50,7 @@ class HookRegistry:
         does not say whose it is."""
         if name not in HOOK_NAMES:
             raise ValueError(f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
-        self._hooks.setdefault(name, []).append((fn, owner))
+        self._hooks.setdefault(name, []).append((fn, owner, inspect.iscoroutinefunction(fn)))
         self.registered = self.registered | {name}
 
     def has(self, name: str) -> bool:
@@ -59,14 +61,14 @@ class HookRegistry:
         One that overruns is left to finish (a thread cannot be stopped, a coroutine may not give in
         to its cancellation), and until it has, the hook is skipped: a hung one holds one thread or
         task, not one more per event."""
-        for fn, owner in self._hooks.get(name, ()):
+        for fn, owner, is_coroutine in self._hooks.get(name, ()):
             if id(fn) in self._overrunning:
                 log.warning("hook %s (%s) is still running from an earlier call; skipped", name, _describe(fn, owner))
                 continue
             limit = asyncio.timeout(self.timeout_seconds)
             try:
                 async with limit:
-                    await self._call(name, fn, owner, kwargs)
+                    await self._call(name, fn, owner, is_coroutine, kwargs)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
@@ -84,7 +86,8 @@ class HookRegistry:
         plain-function hooks fail (logged as any hook failure)."""
         return self._threads.close()
 
-    async def _call(self, name: str, fn: Callable[..., Any], owner: str | None, kwargs: dict[str, Any]) -> None:
+    async def _call(self, name: str, fn: Callable[..., Any], owner: str | None, is_coroutine: bool,
+                    kwargs: dict[str, Any]) -> None:
         """``fn(**kwargs)``: a plain function in a worker thread (`PluginThreads`, in this context),
         a plugin's coroutine function in a task of its own (in a copy of this context). Once the caller
         stops waiting, such a call is cancelled if it is a task, but not waited for: a thread cannot be
@@ -92,7 +95,7 @@ class HookRegistry:
         remembered until it returns. The host's own coroutine hooks (no ``owner``) are awaited here:
         they may set context variables the caller reads on (the gateway's tracing does). An awaitable
         that a plain callable returns (``lambda **e: notify(**e)``) runs as a plugin's coroutine does."""
-        if inspect.iscoroutinefunction(fn):
+        if is_coroutine:
             if owner is None:
                 await fn(**kwargs)
                 return
