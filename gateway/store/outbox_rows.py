@@ -267,9 +267,14 @@ class OutboxRows:
 
     def begin_hold(self, platform: str, since: float) -> None:
         """The platform began to hold its parts at the epoch time ``since`` (the wall clock: the
-        periods outlive the process, and its monotonic clock)."""
-        self._db.write("INSERT OR IGNORE INTO gateway_credential_holds (platform, since) VALUES (?, ?)",
-                       (platform, since))
+        periods outlive the process, and its monotonic clock). One still open had ended by then, its
+        end unrecorded (`CredentialHolds` logs a refused write and goes on): left open, it would be
+        counted twice, and restored twice by the next start, one of them never ending."""
+        with self._db.transaction():
+            self._db.write("UPDATE gateway_credential_holds SET until=? WHERE platform=? AND until IS NULL"
+                           " AND since < ?", (since, platform, since))
+            self._db.write("INSERT OR IGNORE INTO gateway_credential_holds (platform, since) VALUES (?, ?)",
+                           (platform, since))
 
     def end_hold(self, platform: str, until: float) -> None:
         """The platform's open hold ended at ``until``; periods no pending part of it overlaps are forgotten."""

@@ -295,3 +295,42 @@ async def test_only_the_time_held_is_excused_with_a_wall_clock_apart_from_the_mo
     finally:
         await outbox.close()
         store.close()
+
+
+@pytest.mark.parametrize("platform", ["slack"], indirect=True)
+async def test_a_hold_whose_end_went_unrecorded_excuses_nothing_after_the_next_start_takes_the_token(
+        tmp_path, platform):
+    # The store refused to record a hold's end (a full disk), and the platform refused the token again
+    # later: two holds are journaled open at the stop, though one ended before the other began.
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    platform.revoke()
+    outbox.enqueue("slack", "C1", None, "first", kind="reply", key="a")
+    await wait_until(lambda: store.outbox.hold_periods("slack"), WAIT)
+    store.db.write("CREATE TRIGGER refuse BEFORE UPDATE ON gateway_credential_holds"
+                   " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    platform.restore()
+    assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
+    store.db.write("DROP TRIGGER refuse")
+    platform.revoke()
+    outbox.enqueue("slack", "C1", None, "second", kind="reply", key="b")
+    await wait_until(lambda: len(store.outbox.hold_periods("slack")) == 2, WAIT)
+    await outbox.close()
+    store.close()
+    platform.restore()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    try:
+        assert await outbox.wait_sent("b:0", timeout=WAIT) is not None  # the hold ends
+        platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=100)
+        written = clock.monotonic()
+        outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="c")
+        assert await outbox.wait_sent("c:0", timeout=WAIT) is None
+        assert store.outbox.message("c:0").status == "failed"
+        assert clock.monotonic() - written == pytest.approx(120.0)  # held no more: nothing excused
+    finally:
+        await outbox.close()
+        store.close()
