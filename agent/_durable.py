@@ -11,15 +11,19 @@ chat's kept files flush their own.)
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+log = logging.getLogger("agent.durable")
 
 
 def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666) -> None:
     """Write ``data`` as ``target``, replacing it, through ``temporary`` (a new name in the same
     folder, made with ``mode`` before the umask; FileExistsError, untouched, when it exists):
-    once this returns, ``target`` holds ``data`` whatever happens to the machine; until then it
-    holds what it held. The ``temporary`` this made is gone either way. Blocking."""
+    once this returns, ``target`` holds ``data`` whatever happens to the machine (unless its folder
+    could not be flushed: logged); raising, it holds what it held. The ``temporary`` this made is
+    gone either way. Blocking."""
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -29,7 +33,13 @@ def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
-    fsync_path(target.parent)
+    try:
+        fsync_path(target.parent)
+    except OSError as exc:
+        # Raised, it would say nothing was written of a file in place now: a memory note the model
+        # was told is not there, and adds again. Some file systems flush no folders (EINVAL).
+        log.warning("%s is written, but its folder could not be flushed to disk (%s): a power cut may"
+                    " bring back what it held before", target, exc.strerror or exc)
 
 
 def fsync_path(path: Path) -> None:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -174,3 +177,18 @@ async def test_a_file_where_the_notes_folder_must_be_is_a_clear_error_not_the_ho
 async def test_invalid_arguments(call, services, args):
     with pytest.raises(ToolError, match="invalid arguments for memory"):
         await call(MEMORY, args, services)
+
+
+async def test_a_note_added_though_its_folder_cannot_be_flushed_is_reported_added(call, services, monkeypatch):
+    # The folder is flushed after the rename: the note is in the file by then, and the model told
+    # "nothing was changed" adds it again.
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")  # a file system that flushes no folders
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert await call(MEMORY, {"action": "add", "text": "remember me"}, services) == "added note 1"
+    assert [n["text"] for n in json.loads(services["memory_path"].read_text())["notes"]] == ["remember me"]
