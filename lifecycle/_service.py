@@ -21,6 +21,7 @@ from lifecycle._capability import KeyRing, verify
 from lifecycle._children import ChildHost, ChildSpec, check_toolsets
 from lifecycle._contract import (
     CONTRACT_VERSION,
+    MAX_GOAL_CHARS,
     NOT_READY,
     RECONNECT_UNAVAILABLE,
     UNKNOWN_HANDLE,
@@ -219,6 +220,19 @@ class AsyncSubagentLifecycle:
             )
         await self._supervisor.cancel(found, str(reason))
         return SubagentCancelResult(True, S.CANCEL_REQUESTED, message="Cancellation requested.")
+
+    async def steer(self, handle: Any, text: str) -> bool:
+        """Hand ``text`` to the running child, which reads it at its next step. False, queueing nothing,
+        when the child is not running (waiting for a slot, starting, finished) or the handle is unknown;
+        a child that ends before that step does not read it."""
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_GOAL_CHARS:
+            raise SubagentLifecycleError(f"text must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
+        found = self._issued(handle)
+        if found is _ASK_JOURNAL:
+            found = await self._lookup(handle)
+        if type(found) is not Record or found.result is not None or found.state is not S.RUNNING:
+            return False
+        return self._supervisor.engine.steer(found.handle.subagent_id, text)
 
     async def result(self, handle: Any) -> SubagentResult:
         """The final result once the child is terminal (equal on every read, also after a

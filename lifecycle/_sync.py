@@ -57,6 +57,9 @@ class SubagentLifecycle:
     def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         return self._call(self._service.cancel(handle, reason))
 
+    def steer(self, handle: Any, text: str) -> bool:
+        return self._call(self._service.steer(handle, text))
+
     def result(self, handle: Any) -> SubagentResult:
         return self._call(self._service.result(handle))
 

@@ -449,3 +449,17 @@ async def test_starting_again_after_close_fails_closed_and_starts_nothing(closed
         await service.start()
     assert err.value.code == "CLOSED"
     assert {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()} == sweepers
+
+
+async def test_a_plugin_steers_its_running_child_and_is_told_when_it_cannot(env):
+    with env.turn():
+        handle = await env.service.launch(req("[echo-steer]"))
+        await until(lambda: env.child_model.requests)  # its first model call: it runs
+        assert await env.service.steer(handle, "wrap up") is True
+        assert (await env.service.wait(handle, timeout_seconds=5)).state is S.SUCCEEDED
+        assert "wrap up" in (await env.service.result(handle)).summary
+        assert await env.service.steer(handle, "too late") is False  # finished: nothing is queued
+        assert await env.service.steer(handle.to_dict() | {"capability": "v1.x.forged"}, "hi") is False
+        with pytest.raises(SubagentLifecycleError, match="text must be a non-empty string"):
+            await env.service.steer(handle, " ")
+    assert await env.service.steer(handle, "outside the turn") is False

@@ -1,5 +1,6 @@
 """The synchronous facade, used exactly as the public docs show, from a plugin tool."""
 
+import asyncio
 import json
 import textwrap
 
@@ -7,8 +8,9 @@ import pytest
 
 from agent import AgentSession, PluginHost
 from agent.models.scripted import ScriptedModel
-from lifecycle import SubagentLifecycle, SubagentLifecycleError, SubagentState
+from lifecycle import SubagentLaunchRequest, SubagentLifecycle, SubagentLifecycleError, SubagentState
 from tests.lifecycle.conftest import child_script
+from tests.polling import until
 
 PLUGIN = '''
 from lifecycle import SubagentLaunchRequest
@@ -71,3 +73,13 @@ async def test_the_sync_facade_outside_a_turn_fails_closed(env):
         await asyncio.to_thread(facade.launch, SubagentLaunchRequest(goal="x"))
     status = await asyncio.to_thread(facade.status, {"garbage": True})
     assert status.state is SubagentState.UNKNOWN
+
+
+async def test_a_plugin_steers_a_running_child_through_the_sync_facade(env):
+    facade = SubagentLifecycle(env.service)
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="[echo-steer]"))
+        await until(lambda: env.child_model.requests)  # its first model call: it runs
+        assert await asyncio.to_thread(facade.steer, handle, "wrap up") is True
+        assert (await env.service.wait(handle, timeout_seconds=5)).state is SubagentState.SUCCEEDED
+        assert "wrap up" in (await env.service.result(handle)).summary
