@@ -1,4 +1,5 @@
-"""The synchronous facade, used exactly as the public docs show, from a plugin tool."""
+"""The synchronous facade from plugin tools and threads (the Usage example of docs/lifecycle.md
+runs as written in test_usage_example.py)."""
 
 import asyncio
 import json
@@ -39,7 +40,7 @@ def _summary(result):
 '''
 
 
-async def test_the_documented_usage_works_from_a_plugin_tool(env, tmp_path, monkeypatch):
+async def test_the_facade_works_from_a_plugin_tool(env, tmp_path, monkeypatch):
     (tmp_path / "review_plugin.py").write_text(textwrap.dedent(PLUGIN))
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = env.service.host.tools
