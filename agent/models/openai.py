@@ -5,15 +5,18 @@ Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
 ``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``; an
 answer that does not come in time, and a 429 for an account out of credit, are not
-asked for again (`_AskOnceClient`). What
+asked for again, and a request the machine slept through is given up as a connection
+error, asked again (`_AskOnceClient`). What
 reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import json
+import logging
 import os
 import re
 import time
@@ -29,10 +32,14 @@ try:
 except ImportError:  # openai 1 and 2
     import httpx
 
+from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
+from agent.models._suspend import expire_after_suspend, lost_after
 from agent.settings import ModelSettings, base_url_of
+
+log = logging.getLogger("agent.models")
 
 PLACEHOLDER_API_KEY = "not-set"
 """Sent when neither ``model.api_key`` nor ``$OPENAI_API_KEY`` is set.
@@ -54,7 +61,7 @@ class OpenAIModel:
     The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
     (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. The server is
     `agent.settings.base_url_of`: ``settings.base_url``, else ``env["OPENAI_BASE_URL"]``, else
-    OpenAI's own API.
+    OpenAI's own API. ``clock`` tells a suspend (`agent.models._suspend`), unless ``client`` is given.
     """
 
     def __init__(
@@ -63,6 +70,7 @@ class OpenAIModel:
         *,
         client: AsyncOpenAI | None = None,
         env: Mapping[str, str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ):
         self.name = settings.name
         self.context_window = settings.context_window
@@ -78,7 +86,7 @@ class OpenAIModel:
                 base_url=base_url,
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
-                http_client=_AskOnceClient(timeout=settings.timeout_seconds),
+                http_client=_AskOnceClient(timeout=settings.timeout_seconds, clock=clock),
             )
         self._client = client
         # The SDK imports its resource modules on first attribute access; do it
@@ -124,15 +132,36 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     answer that just takes longer, times out the same way. (The SDK passes its own errors on
     without retrying them.) A 429 that says the account is out of credit (``insufficient_quota``)
     is marked ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
-    Connection errors, other 429s and 5xx are still retried."""
+    Connection errors, other 429s and 5xx are still retried.
+
+    A request the machine was suspended through for longer than `_suspend.lost_after` its timeout
+    is dropped as a connection error (``httpx.ReadError``), which the SDK retries: its answer can
+    no longer come, though the connection does not say so, and the server is no longer making it.
+    A response's body is watched only when read here (not streamed), as the SDK reads its answers."""
+
+    def __init__(self, *, timeout: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(timeout=timeout)
+        self._clock = clock
+        self._lost_after = lost_after(timeout)
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         try:
-            response = await super().send(request, **kwargs)
-            if response.status_code == 429:
-                await response.aread()  # kept on the response: the SDK's own read gets the same bytes
+            async with asyncio.timeout(None) as cutoff:
+                watch = asyncio.create_task(expire_after_suspend(cutoff, self._clock, self._lost_after))
+                try:
+                    response = await super().send(request, **kwargs)
+                    if response.status_code == 429:
+                        await response.aread()  # kept on the response: the SDK's own read gets the same bytes
+                finally:
+                    watch.cancel()
         except httpx.ReadTimeout as exc:
             raise openai.APITimeoutError(request=request) from exc
+        except TimeoutError:
+            if not cutoff.expired():
+                raise
+            lost = f"no answer after the machine was suspended for over {self._lost_after:.0f} s: taken for lost"
+            log.warning("model server request: %s", lost)  # the SDK's error says only "Connection error."
+            raise httpx.ReadError(lost, request=request) from None
         if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
             response.headers["x-should-retry"] = "false"
         return response

@@ -6,7 +6,8 @@ base URL and key that default to the chat model's (``model.base_url``,
 ``model.api_key``, ``$OPENAI_API_KEY``). Requests go through the official SDK, which
 retries 429, 5xx and connection errors ``model.max_retries`` times; a transcript that does
 not come within ``timeout_seconds`` is not asked for again (the server had the whole upload
-and is still working on it, see `_AskOnceClient`). What fails is one `ModelError` whose
+and is still working on it, see `_AskOnceClient`), unless the machine slept through it long enough
+that no transcript can come any more (`agent.models._suspend`). What fails is one `ModelError` whose
 text never contains the key (nor a password in the base URL).
 """
 
@@ -19,16 +20,18 @@ from collections.abc import Mapping
 import openai
 from openai import AsyncOpenAI
 
+from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError
 from agent.models.openai import PLACEHOLDER_API_KEY, _AskOnceClient, _translate_error, _url_credentials
 from agent.settings import ModelSettings, base_url_of
 
 
 class Transcriber:
-    """One configured speech-to-text endpoint; `aclose` when done (idempotent)."""
+    """One configured speech-to-text endpoint; `aclose` when done (idempotent). ``clock`` tells a
+    suspend, unless ``client`` is given."""
 
     def __init__(self, settings: ModelSettings, *, env: Mapping[str, str] | None = None,
-                 client: AsyncOpenAI | None = None) -> None:
+                 client: AsyncOpenAI | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         speech = settings.transcription
         if not speech.name:
             raise ValueError("model.transcription.name: set a speech-to-text model to transcribe voice messages")
@@ -39,7 +42,7 @@ class Transcriber:
         base_url = speech.base_url or base_url_of(settings, env)
         self._client = client or AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=speech.timeout_seconds,
                                              max_retries=settings.max_retries,
-                                             http_client=_AskOnceClient(timeout=speech.timeout_seconds))
+                                             http_client=_AskOnceClient(timeout=speech.timeout_seconds, clock=clock))
         self._owns_client = client is None
         self._transcriptions = self._client.audio.transcriptions
         self._secrets = tuple(sorted((k for k in (api_key, *_url_credentials(base_url))

@@ -214,8 +214,8 @@ class FakeOpenAIServer:
         self._transcripts.append(_Reply(status=status, body=body, delay=delay))
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Return once ``predicate()`` is true, checking it again as each request arrives and as
-        each is dropped; TimeoutError after ``timeout`` seconds."""
+        """Return once ``predicate()`` is true, checking it again as each request (a transcription
+        too) arrives and as each is dropped; TimeoutError after ``timeout`` seconds."""
         async with asyncio.timeout(timeout):
             while not predicate():
                 self._changed.clear()
@@ -233,6 +233,7 @@ class FakeOpenAIServer:
             with upload.file:  # closed now: a handler cancelled while delaying would leave it open
                 record.update(filename=upload.filename, content_type=upload.content_type, audio=upload.file.read())
         self.transcriptions.append(record)
+        self._changed.set()
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             error = {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}
             return web.json_response({"error": error}, status=401)

@@ -10,11 +10,12 @@ import time
 
 import pytest
 
-from agent import _errors
+from agent import SYSTEM_CLOCK, Clock, _errors
 from agent._model import Model, ModelRequest, ToolCall, Usage
 from agent.models import OpenAIModel
+from agent.models._suspend import TICK
 from agent.settings import ModelSettings
-from agent.testing import FakeOpenAIServer
+from agent.testing import FakeClock, FakeOpenAIServer
 
 KEY = "sk-test-very-secret-0123456789"
 HELLO = ModelRequest(messages=[{"role": "user", "content": "hello"}])
@@ -37,10 +38,10 @@ async def server():
 async def make_model(server):
     models: list[OpenAIModel] = []
 
-    def make(**overrides) -> OpenAIModel:
+    def make(*, clock: Clock = SYSTEM_CLOCK, **overrides) -> OpenAIModel:
         fields = {"provider": "openai", "name": "gpt-test", "base_url": server.base_url, "api_key": KEY,
                   "timeout_seconds": 5.0, "max_retries": 0, **overrides}
-        model = OpenAIModel(ModelSettings(**fields), env={})
+        model = OpenAIModel(ModelSettings(**fields), env={}, clock=clock)
         models.append(model)
         return model
 
@@ -160,6 +161,48 @@ async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server, make
     error = await raises_model_error(make_model(timeout_seconds=0.2, max_retries=2))
     assert error.kind == "timeout"
     assert len(server.requests) == 1  # counted, not timed: a retry is asked before the error is raised
+
+
+async def test_an_answer_the_machine_slept_through_is_asked_for_again(server, make_model):
+    # A night's suspend: the server answered (or gave up) hours ago, into a connection that is dead
+    # now, and nothing tells the client; it waited out the rest of model.timeout_seconds (the
+    # monotonic clock skipped the night) and failed the turn with a timeout, never asked again.
+    clock = FakeClock(autojump=False)
+    server.push_hang()
+    server.push_text("after the night")
+    model = make_model(timeout_seconds=120, max_retries=1, clock=clock)
+    task = asyncio.create_task(model.complete(HELLO))
+    await server.wait_for(lambda: server.requests)
+    await clock.until_sleeping()
+    clock.jump(8 * 3600)
+    clock.advance(TICK)
+    await server.wait_for(lambda: server.dropped == [0], timeout=10)
+    assert (await task).text == "after the night"
+    assert len(server.requests) == 2
+
+
+async def test_an_answer_that_can_still_come_after_a_short_suspend_is_waited_for(server, make_model):
+    # A server sends an unacknowledged answer again for about a quarter of an hour (Linux): after a
+    # shorter suspend, on top of the time the answer may take, it can still arrive, and a request
+    # asked again might be paid twice.
+    clock = FakeClock(autojump=False)
+    answer = asyncio.Event()
+
+    async def slow(body):
+        await answer.wait()
+        return {"text": "worth the wait"}
+
+    server.respond_with(slow)
+    model = make_model(timeout_seconds=120, max_retries=1, clock=clock)
+    task = asyncio.create_task(model.complete(HELLO))
+    await server.wait_for(lambda: server.requests)
+    await clock.until_sleeping()
+    clock.jump(120 + 15 * 60)
+    clock.advance(TICK)
+    await clock.until_sleeping()  # looked, and went on waiting
+    answer.set()
+    assert (await task).text == "worth the wait"
+    assert (len(server.requests), server.dropped) == (1, [])
 
 
 async def test_connection_refused(make_model):

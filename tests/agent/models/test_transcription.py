@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
 
 from agent import ModelError
+from agent.models._suspend import TICK
 from agent.models.transcription import Transcriber
 from agent.settings import ModelSettings, TranscriptionSettings
-from agent.testing import FakeOpenAIServer
+from agent.testing import FakeClock, FakeOpenAIServer
 
 KEY = "sk-test-very-secret-0123456789"
 
@@ -80,6 +82,26 @@ async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server: Fake
         await transcriber.aclose()
     assert caught.value.kind == "timeout"
     assert len(server.transcriptions) == 1
+
+
+async def test_a_transcript_the_machine_slept_through_is_asked_for_again(server: FakeOpenAIServer) -> None:
+    # As a model's answer (tests/agent/models/test_openai.py): after a night's suspend no transcript
+    # can come on that connection any more.
+    clock = FakeClock(autojump=False)
+    server.push_transcription("lost in the night", delay=float("inf"))
+    server.push_transcription("hello again")
+    transcriber = Transcriber(replace(settings(server), max_retries=1), clock=clock)
+    try:
+        task = asyncio.create_task(transcriber.transcribe(b"a", filename="a.ogg"))
+        await server.wait_for(lambda: server.transcriptions)
+        await clock.until_sleeping()
+        clock.jump(8 * 3600)
+        clock.advance(TICK)
+        await server.wait_for(lambda: len(server.transcriptions) == 2, timeout=10)
+        assert await task == "hello again"
+    finally:
+        await transcriber.aclose()
+    assert len(server.transcriptions) == 2
 
 
 def test_a_name_is_required() -> None:
