@@ -76,6 +76,8 @@ class PluginError(AgentError):
     def __init__(self, module: str, message: str):
         super().__init__(f"plugin {module!r}: {message}")
         self.module = module
+        self.reason = message
+        """What went wrong, without the plugin's name (``import failed: ModuleNotFoundError: …``)."""
 
 
 class TurnInProgress(AgentError):

@@ -27,6 +27,7 @@ from gateway.events import GatewayEvents
 from gateway.file_sends import FileSends
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
+from gateway.logging import redact
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
@@ -48,6 +49,7 @@ from platforms.base import (
     Inbound,
     LeavesIndicators,
     MovesChats,
+    ShowsStartProblems,
     ThreadMemory,
     TurnRead,
     TurnReading,
@@ -148,7 +150,12 @@ class Gateway:
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
+        # Logged too, but the terminal chat's log is a file: its user would not know why /ping is no command.
+        problems = [redact(f"plugin {failure.module} did not load: {failure.reason}")
+                    for failure in self.host.plugins.failures]
         for adapter in self.adapters.values():
+            if problems and isinstance(adapter, ShowsStartProblems):
+                adapter.show_start_problems(problems)
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             if isinstance(adapter, LeavesIndicators):

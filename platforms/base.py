@@ -350,6 +350,16 @@ class ThreadMemory(Protocol):
 
 
 @runtime_checkable
+class ShowsStartProblems(Protocol):
+    """An adapter on the operator's own screen (the terminal chat), whose log goes elsewhere."""
+
+    def show_start_problems(self, lines: Sequence[str]) -> None:
+        """Called before `Adapter.start`, when the start went wrong in ways the log alone would hide
+        (a plugin that did not load, whose commands would be ordinary messages): one line each, redacted,
+        to show before the first prompt."""
+
+
+@runtime_checkable
 class TurnReading(Protocol):
     """An adapter whose callers read a turn's messages back (the webhook platform's GET)."""
 

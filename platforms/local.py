@@ -122,6 +122,7 @@ class LocalAdapter:
         self._leaving = False  # Ctrl-C was pressed at an empty, idle prompt: pressed again, it leaves
         self._leaving_after_turn = False  # left while a turn ran: the chat ends once it has
         self._greeting = greeting
+        self._start_problems: list[str] = []  # shown under the greeting
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._last_rows = 1  # the screen rows it took, wrapped: a redraw goes up over all of them
@@ -149,8 +150,14 @@ class LocalAdapter:
                 _without_interrupt_key(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
         if self._greeting:
             self._write(self._greeting)
+        if self._start_problems:
+            self._write(shown("\n".join(self._start_problems)) + "\n")
         self._reader = asyncio.ensure_future(self._read(sink))
         self._reader.add_done_callback(self._read_ended)
+
+    def show_start_problems(self, lines: Sequence[str]) -> None:
+        """`platforms.base.ShowsStartProblems`: printed by `start`, after the greeting, before the first prompt."""
+        self._start_problems = list(lines)
 
     async def stop(self) -> None:
         """Stop reading and give the terminal back as it was. Idempotent."""

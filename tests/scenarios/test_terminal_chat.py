@@ -71,10 +71,12 @@ async def test_chat_delegate_a_list_watch_it_finish_and_quit(tmp_path):
 class Terminal:
     """`switchboard chat` on a pseudo-terminal, read as a person would see it."""
 
-    def __init__(self, tmp_path: Path, **settings: object) -> None:
+    def __init__(self, tmp_path: Path, *, plugin_dir: Path | None = None, **settings: object) -> None:
+        """``plugin_dir``: a folder of plugin modules, put on ``PYTHONPATH``."""
         config = tmp_path / "switchboard.yaml"
         config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state"), **settings}))
-        env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "TERM": "xterm", "INPUTRC": "/dev/null"}
+        path = os.pathsep.join(str(p) for p in (ROOT, plugin_dir) if p is not None)
+        env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": path, "TERM": "xterm", "INPUTRC": "/dev/null"}
         self.controller, terminal = pty.openpty()
         self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, "--config", str(config), "chat"],
                                      stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
@@ -126,6 +128,27 @@ def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
         assert chat.wait() == 0
         last_line = chat.seen.decode().rsplit("\n", 1)[-1]
         assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+    finally:
+        chat.close()
+
+
+def test_a_plugin_that_did_not_load_is_named_before_the_first_prompt(tmp_path):
+    """A plugin that failed to load was told of in chat.log alone: the chat started as if all was well,
+    and a command the plugin would have added went to the model as an ordinary message."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "shouty.py").write_text("raise RuntimeError('SHOUTY_URL is not set (key sk-0123456789abcdefghij)')\n")
+    chat = Terminal(tmp_path, plugin_dir=plugins, plugins=["shouty", "nowhere_plugin"])
+    try:
+        chat.read_until(b"you> ")
+        start = chat.seen.partition(b"you> ")[0].decode()
+        assert ("plugin shouty did not load: import failed: RuntimeError: SHOUTY_URL is not set (key ***)"
+                f" (at {plugins / 'shouty.py'}:1)") in start, start
+        assert ("plugin nowhere_plugin did not load: import failed: ModuleNotFoundError: No module named"
+                " 'nowhere_plugin'") in start, start
+        assert "Traceback" not in start and "sk-0123" not in start
+        os.write(chat.controller, b"\x04")
+        assert chat.wait() == 0
     finally:
         chat.close()
 
