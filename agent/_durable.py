@@ -5,12 +5,13 @@ and then the folder is flushed. Both flushes matter: without the first, the rena
 disk before the bytes do, and a power cut leaves an empty or partial file under the real name;
 without the second, the rename itself can be lost, and the old file (or none) comes back after
 the caller reported the new one written. The memory tool, the gateway's stored attachments and
-its copies of files to send write this way. (`platforms/` imports nothing of `agent/`: the web
-chat's kept files flush their own.)
+its copies of files to send write this way (`flush_folder` for a folder of their own). (`platforms/`
+imports nothing of `agent/`: the web chat's kept files flush their own.)
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from pathlib import Path
@@ -47,5 +48,22 @@ def fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def flush_folder(path: Path) -> None:
+    """Flush the folder ``path`` (the names in it) to disk, as `fsync_path` does, where its file
+    system can: one that flushes no folders (EINVAL: some network and FUSE mounts) is warned of
+    and left to keep the names as it does, since refusing every write there would keep
+    nothing at all. Other errors raise. Blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        log.warning("the folder %s could not be flushed to disk (%s): its file system flushes no folders,"
+                    " and a power cut may lose what was just written in it", path, exc.strerror or exc)
     finally:
         os.close(fd)

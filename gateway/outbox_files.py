@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from agent._durable import fsync_path
+from agent._durable import flush_folder
 from agent.tools.send_file import FileToSend, human_size, open_to_send
 from gateway.file_names import file_name
 from platforms.base import OutboundFile
@@ -71,12 +71,12 @@ class OutboxFiles:
                 os.fsync(copy.fileno())
             if size == 0:
                 raise FileChanged(f"{file.shown!r} was emptied while it was being sent")
-            fsync_path(staging)  # its name for the file: else the folder renamed in could come back empty
+            flush_folder(staging)  # its name for the file: else the folder renamed in could come back empty
             folder = self._folder(key)
             if folder.exists():
                 shutil.rmtree(folder)
             staging.rename(folder)
-            fsync_path(self.root)
+            flush_folder(self.root)
             return size
         finally:
             if staging.exists():

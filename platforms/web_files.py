@@ -20,6 +20,7 @@ price of a link that keeps working.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -95,11 +96,11 @@ class WebFiles:
             meta = {"chat_id": chat_id, "name": kept.name, "size": kept.size, "time": kept.time}
             (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
             _fsync(staging / _META)
-            _fsync(staging)  # its names: else the folder renamed into place could come back without them
+            _flush_folder(staging)  # its names: else the folder renamed into place could come back without them
             if (self.root / file_id).exists():  # expired or unreadable, yet asked for again: replaced
                 shutil.rmtree(self.root / file_id)
             staging.rename(self.root / file_id)
-            _fsync(self.root)
+            _flush_folder(self.root)
             return kept
         finally:
             if staging.exists():
@@ -185,6 +186,19 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _flush_folder(path: Path) -> None:
+    """`_fsync` of a folder, where its file system can: one that flushes no folders (EINVAL: some
+    network and FUSE mounts) is warned of, and the file kept as well as it keeps names, not
+    refused (every file sent to the chat would be). Other errors raise."""
+    try:
+        _fsync(path)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        log.warning("the folder %s could not be flushed to disk (%s): its file system flushes no folders,"
+                    " and a power cut may lose a file just kept in it", path, exc.strerror or exc)
 
 
 def _mtime(entry: os.DirEntry) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -64,3 +65,17 @@ def fsyncs(monkeypatch) -> Fsyncs:
 
     monkeypatch.setattr(os, "fsync", fsync)
     return flushes
+
+
+@pytest.fixture
+def folders_not_flushable(monkeypatch) -> None:
+    """A file system that flushes no folders (some network and FUSE mounts): ``os.fsync`` of a
+    folder fails with EINVAL, as fsync(2) does for an object that does not support it; files flush."""
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)

@@ -163,3 +163,24 @@ def test_a_files_copy_is_in_its_folder_on_disk_before_the_folder_is_renamed_into
     copy = Path(files.get("t1:file:0:0").path)
     assert fsyncs.of(copy, copy.parent, files.root) == [
         (copy, None), (copy.parent, {"report.csv"}), (files.root, {copy.parent.name})]
+
+
+@pytest.mark.usefixtures("folders_not_flushable")
+async def test_a_file_is_sent_from_a_state_dir_whose_file_system_flushes_no_folders(tmp_path, gateways, caplog):
+    # Its copy's folder could not be flushed (EINVAL), so every send_file failed, "nothing was sent",
+    # where memory notes and stored attachments carry on with a warning.
+    chat = TakingUploads()
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("a,b\n")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": "sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send it")
+    await chat.wait_for(lambda: "sent" in chat.texts())
+    await settled(gateway)
+    [result] = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert "is queued to this chat" in result
+    assert chat.uploads == [b"a,b\n"]
+    assert "could not be flushed" in caplog.text

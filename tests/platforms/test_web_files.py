@@ -191,3 +191,13 @@ def test_a_kept_file_is_in_its_folder_on_disk_before_the_folder_is_renamed_into_
     folder = kept.path.parent
     assert fsyncs.of(folder / "meta.json", folder, folder.parent) == [
         (folder / "meta.json", None), (folder, {kept.path.name, "meta.json"}), (folder.parent, {kept.id})]
+
+
+@pytest.mark.usefixtures("folders_not_flushable")
+def test_a_file_is_kept_where_the_file_system_flushes_no_folders(tmp_path, caplog) -> None:
+    # Its folder could not be flushed (EINVAL): every file sent to the web chat failed as a network
+    # error, retried until the outbox gave up.
+    files = WebFiles(tmp_path / "web-files", keep_seconds=60)
+    kept = files.keep("c1", outbox_copy(tmp_path, "a.txt", b"a"))
+    assert kept.path.read_bytes() == b"a" and files.find("c1", kept.id) == kept
+    assert "could not be flushed" in caplog.text
