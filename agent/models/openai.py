@@ -61,7 +61,9 @@ class OpenAIModel:
     The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
     (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. The server is
     `agent.settings.base_url_of`: ``settings.base_url``, else ``env["OPENAI_BASE_URL"]``, else
-    OpenAI's own API. ``clock`` tells a suspend (`agent.models._suspend`), unless ``client`` is given.
+    OpenAI's own API. ``clock`` tells a suspend (`agent.models._suspend`), unless ``client`` is given;
+    a test's `FakeClock` must be a manual one (``autojump=False``): the watcher looks every few seconds
+    for as long as a request runs, which an autojump clock turns into a spin.
     """
 
     def __init__(

@@ -28,7 +28,7 @@ from agent.settings import ModelSettings, base_url_of
 
 class Transcriber:
     """One configured speech-to-text endpoint; `aclose` when done (idempotent). ``clock`` tells a
-    suspend, unless ``client`` is given."""
+    suspend, unless ``client`` is given (a manual `FakeClock` in tests, as for `OpenAIModel`)."""
 
     def __init__(self, settings: ModelSettings, *, env: Mapping[str, str] | None = None,
                  client: AsyncOpenAI | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
