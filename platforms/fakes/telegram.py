@@ -48,6 +48,11 @@ What a test reads and drives:
   ``release(method)``; then each is answered as usual, scripted faults included.
   ``hang_next(method)`` leaves the next call unanswered for good (a request lost in a
   connection that went dead without a FIN): only the client's own timeout ends it.
+- ``enforce_flood_limits(clock)`` turns on Telegram's flood control (off by default): a message
+  sent or edited past one a second in a chat, 20 a minute in a group or 30 a second overall is
+  refused with 429 and ``retry_after``, as Telegram refuses it; ``flood.writes`` and
+  ``flood.refused`` record what it let through and the 429s it gave
+  (`platforms.fakes._telegram_flood`).
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
@@ -76,6 +81,7 @@ from aiohttp import ClientSession, web
 
 from platforms.fakes._telegram_api import ApiError, drop_connection, error_response, flag, int_param, utf16
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
+from platforms.fakes._telegram_flood import OVERALL, PER_CHAT, PER_GROUP, FloodControl, MonotonicClock, Window
 from platforms.fakes._telegram_html import HtmlError, parse_html
 from platforms.fakes._telegram_upgrades import TelegramUpgrades
 from platforms.fakes._telegram_uploads import MAX_UPLOAD, TelegramUploads
@@ -150,6 +156,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         self._chats: dict[str, dict[str, Any]] = {}
         self._faults: defaultdict[str, deque[ApiError | bool | None]] = defaultdict(deque)
         self._held: dict[str, asyncio.Event] = {}
+        self.flood: FloodControl | None = None
+        """Telegram's flood control, once `enforce_flood_limits` turned it on."""
         self._changed = asyncio.Event()
         self._poller: object | None = None
         self._closing = False
@@ -332,6 +340,15 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         if held is not None:
             held.set()
 
+    def enforce_flood_limits(self, clock: MonotonicClock | None = None, *, per_chat: Window = PER_CHAT,
+                             per_group: Window = PER_GROUP, overall: Window = OVERALL) -> FloodControl:
+        """Refuse writes past Telegram's flood limits with 429 and ``retry_after``, as Telegram
+        does (`platforms.fakes._telegram_flood`), measuring time on ``clock`` (a test's fake
+        clock; the real monotonic clock by default). Returns the `FloodControl`, also `flood`,
+        whose ``writes`` and ``refused`` record what it let through and what it refused."""
+        self.flood = FloodControl(clock or time, per_chat=per_chat, per_group=per_group, overall=overall)
+        return self.flood
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.calls if name.lower() == method.lower()]
 
@@ -369,12 +386,17 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
             return error_response(fault)
         if fault is False:
             return drop_connection(request)
+        write = None
         try:
+            if self.flood is not None:
+                write = self.flood.admit(name, params)
             self.uploads = uploads  # read by the method, before any await
             result = method(params)
             if asyncio.iscoroutine(result):
                 result = await result
         except ApiError as exc:
+            if write is not None:
+                self.flood.withdraw(write)  # type: ignore[union-attr]
             return error_response(exc)
         if fault is True:
             return drop_connection(request)

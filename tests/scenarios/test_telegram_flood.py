@@ -1,0 +1,122 @@
+"""A busy Telegram group stays inside Telegram's flood limits, end to end: one turn fans out a
+background batch of ten subagents whose card changes as each one finishes, another member asks
+questions meanwhile, and the results come back as an answer long enough to be split. The fake
+enforces Telegram's limits (one message a second per chat, 20 a minute per group, 30 a second
+overall, edits counted) on the gateway's own fake clock, so minutes of pacing pass in a moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes._telegram_flood import FloodControl
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+
+BOT = "sb_flood_bot"
+GROUP = -1001234567
+ALICE = dict(chat_type="supergroup", user_id=5, username="alice")
+BOB = dict(chat_type="supergroup", user_id=6, username="bob")
+GOALS = [f"survey source {n}" for n in range(1, 11)]
+QUESTIONS = ["what time is it?", "is the build green?", "who is on call?", "where are the logs?", "any news?"]
+STEP = 0.5
+"""Fake seconds the test moves the clock at a time."""
+
+
+def final_answer() -> str:
+    """Paragraphs enough for three Telegram messages, each line saying where it belongs."""
+    return "\n\n".join(f"Finding {n:03}: " + " ".join(["the sources agree on this point."] * 6) for n in range(1, 61))
+
+
+def parent(request: ModelRequest) -> dict:
+    last = request.messages[-1]
+    said = str(last["content"])
+    if last["role"] == "tool":
+        return {"text": "On it: ten subagents are surveying the sources."}
+    if "Background delegation results" in said:
+        return {"text": final_answer()}
+    if "fan out" in said:
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [{"goal": g} for g in GOALS]}}]}
+    question = next(q for q in QUESTIONS if q in said)
+    return {"text": f"Answer to {question!r}"}
+
+
+def child(request: ModelRequest) -> dict:
+    goal = request.metadata["goal"]
+    return {"wait": goal, "text": f"notes on {goal}"}
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+async def run_clock(clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps."""
+    for _ in range(round(seconds / STEP)):
+        clock.advance(STEP)
+        await asyncio.sleep(0.005)
+
+
+async def run_clock_until(clock: FakeClock, done, timeout: float = 15.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not done():
+            await run_clock(clock, STEP)
+
+
+def busiest(flood: FloodControl, seconds: float) -> int:
+    """The most writes to the group in any ``seconds`` (the window ending at each write)."""
+    stamps = [w.at for w in flood.writes if w.chat_id == str(GROUP)]
+    return max(sum(1 for t in stamps if end - seconds < t <= end) for end in stamps)
+
+
+async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path):
+    alice, bob = ALICE, BOB
+    clock = FakeClock(autojump=False)
+    flood = fake.enforce_flood_limits(clock)
+    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 1.0})
+    model = ScriptedModel({"parent": parent, "leaf": child})
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+        fake.push_message(GROUP, f"@{BOT} please fan out over the sources", **alice)
+        for goal in GOALS:
+            await model.reached(goal)
+        for n, goal in enumerate(GOALS):
+            if n % 2:  # bob asks meanwhile, while the card keeps changing
+                fake.push_message(GROUP, f"@{BOT} {QUESTIONS[n // 2]}", **bob)
+            await run_clock(clock, 5.0)
+            model.release(goal)
+        parts = lambda: [m["text"] for m in fake.messages[str(GROUP)] if m["text"].startswith("Finding")]  # noqa: E731
+        await run_clock_until(clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
+        await run_clock(clock, 10.0)  # anything still to come (the card's last edit) has its time
+        await settled(gateway)
+
+        assert flood.refused == []  # not one 429
+        texts = [m["text"] for m in fake.messages[str(GROUP)]]
+        cards = [m for m in fake.messages[str(GROUP)] if m["silent"]]
+        answers = [t for t in texts if not t.startswith(("⏳", "✓", "⏹"))]
+        assert answers[0] == "On it: ten subagents are surveying the sources."
+        assert [a for a in answers if a.startswith("Answer")] == [f"Answer to {q!r}" for q in QUESTIONS]
+        assert "\n\n".join(a for a in answers if a.startswith("Finding")) == final_answer()  # whole, in order, once
+        assert len(parts()) > 1 and answers[-len(parts()):] == parts()  # split, its parts last and together
+        delegation_card = next(c for c in cards if any("survey source" in e for e in c["edits"]))
+        assert delegation_card["text"].startswith("✓ Done in") and "10 subagents" in delegation_card["text"]
+        *progress, _ = delegation_card["edits"]  # shown as the subagents worked (edits are coalesced)
+        assert progress and all(e.startswith("⏳ Waiting for subagents:") for e in progress)
+
+        minute, second = busiest(flood, 60.0), busiest(flood, 1.0)
+        print(f"\n{len(flood.writes)} writes to the group over {flood.writes[-1].at - flood.writes[0].at:.0f} s; "
+              f"busiest minute {minute} (limit 20), busiest second {second} (limit 1); 429s: {len(flood.refused)}")
+        assert minute <= 20 and second <= 1
+    finally:
+        await gateway.stop(grace=0)
