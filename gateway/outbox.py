@@ -16,8 +16,9 @@ Guarantees:
 - **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
   one exception: progress messages (``notice`` parts: notices and progress cards) give
   way to everything else, so a reply never waits behind a card edit. Calls are paced
-  as the adapter asks (`platforms.base.Paced`: per chat, and per edited message). Chats
-  never wait for each other: a 429 or a backoff holds only its own chat.
+  as the adapter asks (`platforms.base.Paced`: per chat, its threads' senders together, and
+  per edited message). Chats never wait for each other: a 429 holds only its own chat (with
+  its threads), a backoff only its own sender.
 - **Coalescing.** A new edit or deletion of a progress message supersedes the ones still
   pending for it (they are dropped, also while the chat waits out a 429), and a
   deletion of one never sent drops both: only the newest state of a card goes out.

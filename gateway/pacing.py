@@ -7,6 +7,11 @@ refused, only its progress messages (notices, cards) when one of those was — a
 refused card edits never holds back the answer. A wait for a progress message gives way
 the moment a reply is queued in the same chat.
 
+A chat here is the platform's: its threads (a Telegram forum's topics, a Slack channel's
+threads) are sent by senders of their own but share its limits, as those platforms count them,
+so busy topics never add up to more than the group may take. A sender counts a call from its
+start too (`Pacer.called` before and after), so another thread's sender never calls alongside.
+
 Each limit is kept as the time it lifts, and only while it holds: a platform without
 pacing (webhooks, the web chat) leaves nothing behind, and a busy gateway keeps one entry
 per chat or message written to within the last interval, however many it has sent.
@@ -21,6 +26,8 @@ from agent import Clock
 from platforms.base import Adapter, Paced, Pacing
 
 ChatKey = tuple[str, str, str | None]
+PlatformChat = tuple[str, str]
+"""(platform, chat id): what a platform's limits are counted by, whatever the thread."""
 NO_PACING = Pacing()
 _PRUNE_AT = 1024
 """Lifted limits are dropped once this many are kept, and then only when the count has doubled
@@ -44,11 +51,11 @@ class Pacer:
         self._clock = clock
         self._on_wait = on_wait
         """Called each time a task begins to wait (`waiting_beyond` may have become true)."""
-        self._call_free: dict[ChatKey, float] = {}
+        self._call_free: dict[PlatformChat, float] = {}
         """When the next call to a chat may go."""
-        self._edit_free: dict[tuple[ChatKey, str], float] = {}
+        self._edit_free: dict[tuple[PlatformChat, str], float] = {}
         """When the next edit of a message may go."""
-        self._blocked: dict[tuple[ChatKey, bool], float] = {}
+        self._blocked: dict[tuple[PlatformChat, bool], float] = {}
         """When a 429 stops holding a chat (``True``: only its progress messages)."""
         self._prune_at = _PRUNE_AT
         self._waking: dict[asyncio.Task[object] | None, float] = {}
@@ -57,6 +64,7 @@ class Pacer:
     def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False) -> float:
         """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message)
         may go; 0 when now."""
+        chat = chat[:2]
         due = max(self._blocked.get((chat, False), 0.0), self._call_free.get(chat, 0.0))
         if progress:
             due = max(due, self._blocked.get((chat, True), 0.0))
@@ -68,7 +76,7 @@ class Pacer:
         """A call to ``chat`` (of message ``edit_of``, whose next edit must wait) went out now."""
         if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0)):
             return
-        now = self._clock.monotonic()
+        chat, now = chat[:2], self._clock.monotonic()
         if pacing.call_interval > 0:
             self._call_free[chat] = now + pacing.call_interval
         if edit_of is not None and pacing.edit_interval > 0:
@@ -78,7 +86,7 @@ class Pacer:
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:
         """The platform asked the chat to wait (a 429): every call to it waits too, or with
         ``progress`` (a progress message was refused) only its progress messages."""
-        key, now = (chat, progress), self._clock.monotonic()
+        key, now = (chat[:2], progress), self._clock.monotonic()
         self._blocked[key] = max(self._blocked.get(key, 0.0), now + seconds)
         self._prune(now)
 

@@ -399,6 +399,9 @@ class Sender:
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
     ) -> str:
         self._attempting.add(row.id)
+        # Counted from now as well as from its answer: another sender of the chat (another topic
+        # of a forum group) must not call alongside it, the platform counting both.
+        self._pacer.called(row.chat, pacing, edit_of=edit_of)
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]

@@ -83,3 +83,16 @@ def test_an_adapter_is_paced_as_its_class_says():
 
     assert pacing_of(Paced(), "-100") is GROUP_PACING
     assert pacing_of(Paced(), "42") is PRIVATE_PACING
+
+
+def test_the_topics_of_a_chat_share_its_pacing_and_its_429():
+    """A forum group's topics (threads) are one chat to the platform: its limits and 429s hold for all."""
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    topic, other_topic = ("telegram", "-100", "11"), ("telegram", "-100", "12")
+    pacer.called(topic, GROUP, edit_of="m1")
+    assert pacer.delay(other_topic) == 3.0
+    assert pacer.delay(other_topic, edit_of="m1") == 3.0
+    clock.advance(3.0)
+    pacer.block(other_topic, 5.0)
+    assert pacer.delay(topic) == 5.0

@@ -78,8 +78,10 @@ def busiest(flood: FloodControl, seconds: float) -> int:
     return max(sum(1 for t in stamps if end - seconds < t <= end) for end in stamps)
 
 
-async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path):
-    alice, bob = ALICE, BOB
+@pytest.mark.parametrize("topics", [None, (11, 12)], ids=["group", "forum-topics"])
+async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path, topics):
+    """``topics``: alice and bob write in two topics of a forum group, one chat to Telegram."""
+    alice, bob = (ALICE, BOB) if topics is None else ({**ALICE, "thread_id": topics[0]}, {**BOB, "thread_id": topics[1]})
     clock = FakeClock(autojump=False)
     flood = fake.enforce_flood_limits(clock)
     config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 1.0})
@@ -91,27 +93,30 @@ async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_
         fake.push_message(GROUP, f"@{BOT} please fan out over the sources", **alice)
         for goal in GOALS:
             await model.reached(goal)
+        said = lambda: fake.messages[str(GROUP)]  # noqa: E731
+        await run_clock_until(clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
+        card = next(m for m in said() if m["silent"] and "0 of 10 done" in m["text"])  # the delegation's
         for n, goal in enumerate(GOALS):
             if n % 2:  # bob asks meanwhile, while the card keeps changing
                 fake.push_message(GROUP, f"@{BOT} {QUESTIONS[n // 2]}", **bob)
             await run_clock(clock, 5.0)
             model.release(goal)
-        parts = lambda: [m["text"] for m in fake.messages[str(GROUP)] if m["text"].startswith("Finding")]  # noqa: E731
+            if n == 4:  # the card follows them
+                await run_clock_until(clock, lambda: any(" of 10 done" in e for e in card["edits"]))
+        parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
         await run_clock_until(clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
-        await run_clock(clock, 10.0)  # anything still to come (the card's last edit) has its time
+        await run_clock(clock, 10.0)  # anything still to come has its time
         await settled(gateway)
 
         assert flood.refused == []  # not one 429
-        texts = [m["text"] for m in fake.messages[str(GROUP)]]
-        cards = [m for m in fake.messages[str(GROUP)] if m["silent"]]
-        answers = [t for t in texts if not t.startswith(("⏳", "✓", "⏹"))]
+        answers = [m["text"] for m in said() if not m["silent"]]
         assert answers[0] == "On it: ten subagents are surveying the sources."
         assert [a for a in answers if a.startswith("Answer")] == [f"Answer to {q!r}" for q in QUESTIONS]
-        assert "\n\n".join(a for a in answers if a.startswith("Finding")) == final_answer()  # whole, in order, once
+        assert "\n\n".join(parts()) == final_answer()  # whole, in order, once
         assert len(parts()) > 1 and answers[-len(parts()):] == parts()  # split, its parts last and together
-        delegation_card = next(c for c in cards if any("survey source" in e for e in c["edits"]))
-        assert delegation_card["text"].startswith("✓ Done in") and "10 subagents" in delegation_card["text"]
-        *progress, _ = delegation_card["edits"]  # shown as the subagents worked (edits are coalesced)
+        assert len(answers) == 1 + len(QUESTIONS) + len(parts())  # nothing else, nothing twice
+        *progress, final = card["edits"]  # edits are coalesced: only the newest state goes out
+        assert card["text"] == final and final.startswith("✓ Done in") and final.endswith("· 10 subagents")
         assert progress and all(e.startswith("⏳ Waiting for subagents:") for e in progress)
 
         minute, second = busiest(flood, 60.0), busiest(flood, 1.0)
