@@ -44,6 +44,19 @@ def bot_texts(fake: FakeSlack) -> list[str]:
     return [m.get("text", "") for m in fake.messages.get((DM, None), []) if m.get("bot_id")]
 
 
+async def run_until(fake: FakeSlack, config: Path, tmp_path: Path, *conditions) -> int:
+    """Start the gateway on ``config``, wait for each of ``conditions`` in turn, then stop it with
+    SIGTERM: its exit status."""
+    proc, _ = await start(config, tmp_path)
+    try:
+        for condition in conditions:
+            await fake.wait_for(condition, timeout=15)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+    return proc.returncode
+
+
 async def test_a_placeholder_a_killed_gateway_left_is_deleted_when_its_turn_runs_again(tmp_path):
     async with FakeSlack() as fake:
         config = write_config(tmp_path, fake, {"parent": [[{"sleep": 60, "text": "never sent"}]]})
@@ -59,12 +72,7 @@ async def test_a_placeholder_a_killed_gateway_left_is_deleted_when_its_turn_runs
         assert left["metadata"]["event_type"] == PLACEHOLDER_EVENT
 
         write_config(tmp_path, fake, {"parent": [[{"text": "it is green"}]]})
-        proc, _ = await start(config, tmp_path)
-        try:
-            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
+        await run_until(fake, config, tmp_path, lambda: bot_texts(fake) == ["it is green"])
     deleted = {c.params["ts"] for c in fake.calls_to("chat.delete")}
     assert left["ts"] in deleted
     assert len([c for c in fake.calls_to("chat.postMessage") if c.params.get("text") == "it is green"]) == 1
@@ -87,15 +95,9 @@ async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_and_its_pl
             await proc.wait()
 
         fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
-        proc, _ = await start(config, tmp_path)
-        try:
-            await fake.wait_for(lambda: "it is green" in bot_texts(fake), timeout=15)
-            # Its deletion was refused too: the placeholder goes once Slack takes the token again.
-            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
-    assert proc.returncode == 0
+        # Its deletion was refused too: the placeholder goes once Slack takes the token again.
+        assert await run_until(fake, config, tmp_path, lambda: "it is green" in bot_texts(fake),
+                               lambda: bot_texts(fake) == ["it is green"]) == 0
 
 
 async def leave_a_placeholder_slack_refused_to_delete(fake: FakeSlack, tmp_path: Path) -> Path:
@@ -124,13 +126,7 @@ async def test_a_placeholder_slack_refused_to_delete_after_the_reply_went_out_is
     async with FakeSlack() as fake:
         config = await leave_a_placeholder_slack_refused_to_delete(fake, tmp_path)
         fake.bot_token_revoked = False  # reinstalled, and the gateway restarted with the token
-        proc, _ = await start(config, tmp_path)
-        try:
-            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
-    assert proc.returncode == 0
+        assert await run_until(fake, config, tmp_path, lambda: bot_texts(fake) == ["it is green"]) == 0
 
 
 async def test_a_stop_before_the_clean_up_ran_leaves_the_placeholder_to_the_next_start(tmp_path):
@@ -140,20 +136,8 @@ async def test_a_stop_before_the_clean_up_ran_leaves_the_placeholder_to_the_next
         config = await leave_a_placeholder_slack_refused_to_delete(fake, tmp_path)
         fake.bot_token_revoked = False
         looking = fake.hold("conversations.history")  # the clean-up's lookup, unanswered
-        proc, _ = await start(config, tmp_path)
-        try:
-            await fake.wait_for(lambda: fake.calls_to("conversations.history"), timeout=15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
-        assert proc.returncode == 0
+        assert await run_until(fake, config, tmp_path, lambda: fake.calls_to("conversations.history")) == 0
         assert bot_texts(fake) == ["_working…_", "it is green"]
 
         looking.set()
-        proc, _ = await start(config, tmp_path)
-        try:
-            await fake.wait_for(lambda: bot_texts(fake) == ["it is green"], timeout=15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
-    assert proc.returncode == 0
+        assert await run_until(fake, config, tmp_path, lambda: bot_texts(fake) == ["it is green"]) == 0
