@@ -176,10 +176,17 @@ def _answer_for(payload: Mapping[str, Any], goals: Sequence[str]) -> str:
     if payload.get("status") == "dispatched":
         goals = payload.get("goals") or []
         return f"{DEMO_TAG} Started {len(goals)} subagent(s); I will report back when they finish."
+    results = payload.get("results", [])
+    # Background results carry their own goals, one per result in the same order (a /retry keeps the original
+    # task indexes of the few it runs again): the latest call may be another list's, dispatched meanwhile.
+    own = payload.get("goals")
     lines = [f"{DEMO_TAG} Results:"]
-    for entry in payload.get("results", []):
+    for position, entry in enumerate(results):
         index = entry.get("task_index")
-        named = goals[index] if isinstance(index, int) and 0 <= index < len(goals) else None
+        if isinstance(own, list) and len(own) == len(results):
+            named = own[position]
+        else:
+            named = goals[index] if isinstance(index, int) and 0 <= index < len(goals) else None
         goal = entry.get("goal") or named or f"task {index}"
         outcome = entry.get("summary") if entry.get("status") == "completed" else entry.get("error") or entry.get("summary")
         lines.append(f"- {goal}: {entry.get('status', 'unknown')} — {outcome or 'no output'}")

@@ -59,6 +59,31 @@ async def test_parent_answers_results_with_one_line_per_task_naming_it():
     assert lines[2] == "- pears: failed — boom"
 
 
+async def test_background_results_are_named_by_their_own_goals_not_the_latest_calls():
+    # Two lists sent one after the other: the first one's results come back after the second was dispatched.
+    def call(cid, *goals):
+        tasks = [{"goal": g} for g in goals]
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "delegate_task", "arguments": json.dumps({"tasks": tasks})}}]}
+
+    def dispatched(cid, *goals):
+        return {"role": "tool", "tool_call_id": cid, "content": json.dumps({"status": "dispatched", "goals": goals})}
+
+    first = {"delegation_id": "d1", "goals": ["apples", "pears", "plums"], "results": [
+        {"task_index": i, "status": "completed", "summary": f"found {i}"} for i in range(3)]}
+    messages = [user("- apples\n- pears\n- plums"), call("c1", "apples", "pears", "plums"), dispatched("c1", "a", "p", "p"),
+                user("- cats"), call("c2", "cats"), dispatched("c2", "cats"),
+                user("[Background delegation results] ...\n" + json.dumps(first))]
+    resp = await DemoModel(FAST).complete(ModelRequest(messages, tools=[DELEGATE]))
+    assert resp.text.splitlines()[1:] == ["- apples: completed — found 0", "- pears: completed — found 1",
+                                          "- plums: completed — found 2"]
+    # A /retry of two of them: the results keep their first task indexes, the goals are theirs in order.
+    retried = {"delegation_id": "d1-r", "goals": ["pears", "plums"], "results": [
+        {"task_index": i, "status": "completed", "summary": f"again {i}"} for i in (1, 2)]}
+    resp = await DemoModel(FAST).complete(ModelRequest([*messages, user("[...]\n" + json.dumps(retried))]))
+    assert resp.text.splitlines()[1:] == ["- pears: completed — again 1", "- plums: completed — again 2"]
+
+
 async def test_parent_acknowledges_a_background_dispatch():
     payload = {"status": "dispatched", "delegation_id": "d1", "goals": ["a", "b"]}
     resp = await DemoModel(FAST).complete(ModelRequest([user("x"), {"role": "tool", "content": json.dumps(payload)}]))
