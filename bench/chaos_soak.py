@@ -1,0 +1,367 @@
+"""A long chaos soak of `switchboard run` (local only, never in CI: tests/scenarios/test_restart_chaos.py
+is its short cousin): Telegram polling, a webhook route and optionally Slack Socket Mode against the
+loopback fakes, several chats each, with the demo model delegating lists in the background, while the
+process is killed (SIGKILL), stopped (SIGTERM with a 1 s grace), paused (SIGSTOP/SIGCONT), the platforms
+answer 429/5xx or drop connections, and the state directory's file system (a tmpfs; needs root) is
+filled by a ballast file for a few seconds.
+
+At the end each chat must hold exactly one answer per message: one demo explanation per plain
+message, and per list one acknowledgement plus one set of results (all parts, every task once, in
+order) or one restart report; no progress card left at ``⏳`` nor Slack placeholder; no child run
+to success twice or left unfinished, no delegation undelivered, nothing pending, failed or dead in
+the outbox and inbox; every SIGTERM exits 0 within twice the grace (plus slack for a loaded box).
+Anomalies are printed, each failing chat's transcript written to the work directory with the logs.
+Drops of a Telegram send are made before the fake takes it: an answer lost after it may double a
+message, as documented (Telegram cannot be asked what it got). Give the tmpfs room (64m for
+20 minutes): a state that outgrows it is a real full disk, which a start rightly refuses.
+
+    sudo .venv/bin/python bench/chaos_soak.py --minutes 20 --slack --tmpfs 64m --workdir /tmp/soak
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import aiohttp
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gateway.outbox import PROGRESS_KINDS  # noqa: E402
+from platforms.fakes.slack import FakeSlack  # noqa: E402
+from platforms.fakes.telegram import FakeTelegram  # noqa: E402
+from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post  # noqa: E402
+
+SECRET = "soak-secret"
+GRACE = 1.0
+PAD = "lorem ipsum dolor sit amet " * 9  # long goals: a list's results run past Telegram's 4096
+EXPLANATION = "I am Switchboard's offline demo model"
+ACK = re.compile(r"Started (\d+) subagent\(s\)")
+TASK = re.compile(r"task (\w+)-(\d+)-(\d+)\b")
+PROGRESS = ("⏳", "✓ Done", "⏹", "⚠️ Failed")
+
+
+class Gateway:
+    def __init__(self, config: Path, work: Path) -> None:
+        self.config, self.work = config, work
+        self.proc: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self.runs = 0
+        self.paused = False
+
+    async def start(self) -> None:
+        self.runs += 1
+        env = {**os.environ, "HOME": str(self.work), "PYTHONPATH": str(ROOT)}
+        env.pop("SWITCHBOARD_CONFIG", None)
+        log = open(self.work / f"run-{self.runs:04d}.log", "wb")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.cli", "run", "--config", str(self.config),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.work))
+        async with asyncio.timeout(60):
+            while True:
+                line = await self.proc.stderr.readline()
+                log.write(line)
+                if not line:
+                    raise RuntimeError(f"gateway run {self.runs} exited before listening")
+                if match := re.search(rb"listening on (http://\S+)", line):
+                    self.url = match.group(1).decode()
+                    asyncio.ensure_future(_tee(self.proc.stderr, log))
+                    return
+
+    async def stop(self, how: signal.Signals) -> float:
+        assert self.proc is not None
+        if self.paused:
+            self.proc.send_signal(signal.SIGCONT)
+            self.paused = False
+        began = time.monotonic()
+        self.proc.send_signal(how)
+        async with asyncio.timeout(60):
+            await self.proc.wait()
+        took = time.monotonic() - began
+        if how == signal.SIGTERM and self.proc.returncode != 0:
+            anomaly(f"run {self.runs}: SIGTERM exit code {self.proc.returncode}")
+        if how == signal.SIGTERM and took > GRACE * 2 + 1.5:
+            anomaly(f"run {self.runs}: SIGTERM took {took:.1f}s with a {GRACE}s grace")
+        return took
+
+
+async def _tee(stream, log) -> None:
+    while line := await stream.readline():
+        log.write(line)
+    log.close()
+
+
+ANOMALIES: list[str] = []
+
+
+def anomaly(text: str) -> None:
+    ANOMALIES.append(text)
+    print("ANOMALY:", text, flush=True)
+
+
+def list_text(chat: str, n: int, items: int) -> str:
+    return "Compare these:\n" + "\n".join(f"- task {chat}-{n}-{k} {PAD}" for k in range(items))
+
+
+class Soak:
+    def __init__(self, args) -> None:
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.sent: dict[str, list[tuple[str, int]]] = {}  # chat -> [(kind, items)]
+        self.stats = Counter()
+        self.stopping = False
+        self.lock = asyncio.Lock()  # one chaos action on the process at a time
+
+    def message(self, chat: str) -> str:
+        n = len(self.sent.setdefault(chat, []))
+        if self.rng.random() < 0.5:
+            items = self.rng.randint(2, 8)
+            self.sent[chat].append(("list", items))
+            return list_text(chat, n, items)
+        self.sent[chat].append(("hello", 0))
+        return f"hello {chat}-{n}"
+
+    async def telegram_user(self, fake: FakeTelegram, chat: int) -> None:
+        while not self.stopping:
+            fake.push_message(chat, self.message(f"t{chat}"))
+            self.stats["telegram messages"] += 1
+            await asyncio.sleep(self.rng.uniform(2, 12))
+
+    async def slack_user(self, fake: FakeSlack, user: str) -> None:
+        while not self.stopping:
+            await fake.wait_for(lambda: fake.open_connections, timeout=120)
+            await fake.push_dm(user, self.message(f"s{user}"))
+            self.stats["slack messages"] += 1
+            await asyncio.sleep(self.rng.uniform(2, 12))
+
+    async def webhook_user(self, gateway: Gateway, chat: str) -> None:
+        while not self.stopping:
+            body = json.dumps({"text": self.message(chat), "chat_id": chat}).encode()
+            stamp = str(int(time.time()))
+            while True:  # until accepted: the same signed request again, which the inbox knows
+                try:
+                    async with asyncio.timeout(15):
+                        reply = await signed_post(f"{gateway.url}/webhooks/soak", SECRET, body, timestamp=stamp)
+                except (aiohttp.ClientError, OSError, TimeoutError):
+                    await asyncio.sleep(0.2)
+                    continue
+                if reply.status == 202:
+                    break
+                if reply.status < 500:
+                    anomaly(f"webhook {chat}: answered {reply.status}")
+                    break
+                await asyncio.sleep(0.2)
+            self.stats["webhook messages"] += 1
+            await asyncio.sleep(self.rng.uniform(2, 12))
+
+    async def chaos(self, gateway: Gateway, fake: FakeTelegram, receiver: WebhookReceiver, state: Path,
+                    slack: FakeSlack) -> None:
+        actions = ["kill", "term", "pause", "tg429", "tg5xx", "tgdrop", "tgedit", "poll", "hook5xx", "hook429",
+                   "hookdrop"] + (["disk"] if self.args.tmpfs else []) + (["sl429", "sldrop"] if self.args.slack else [])
+        while not self.stopping:
+            await asyncio.sleep(self.rng.uniform(1, 6))
+            action = self.rng.choice(actions)
+            self.stats[action] += 1
+            async with self.lock:
+                if action in ("kill", "term"):
+                    took = await gateway.stop(signal.SIGKILL if action == "kill" else signal.SIGTERM)
+                    self.stats["stop seconds max"] = max(self.stats["stop seconds max"], round(took, 2))
+                    await asyncio.sleep(self.rng.uniform(0, 1.5))
+                    await gateway.start()
+                elif action == "pause":
+                    gateway.proc.send_signal(signal.SIGSTOP)
+                    gateway.paused = True
+                    await asyncio.sleep(self.rng.uniform(1, 5))
+                    gateway.proc.send_signal(signal.SIGCONT)
+                    gateway.paused = False
+                elif action == "tg429":
+                    for _ in range(self.rng.randint(1, 3)):
+                        fake.fail_next("sendMessage", 429, retry_after=self.rng.randint(1, 3))
+                elif action == "tg5xx":
+                    fake.fail_next("sendMessage", self.rng.choice([500, 502]))
+                elif action == "tgdrop":  # before the fake takes it: a lost answer after would double (documented)
+                    fake.drop_next("sendMessage")
+                elif action == "tgedit":
+                    fake.fail_next("editMessageText", self.rng.choice([429, 500]))
+                elif action == "poll":
+                    fake.fail_next("getUpdates", self.rng.choice([429, 502]))
+                elif action == "hook5xx":
+                    receiver.fail_next(self.rng.randint(1, 4), self.rng.choice([500, 503]))
+                elif action == "hook429":
+                    receiver.fail_next(self.rng.randint(1, 3), 429, retry_after=self.rng.randint(1, 3))
+                elif action == "hookdrop":
+                    receiver.drop_next(self.rng.randint(1, 2))
+                elif action == "sl429":
+                    slack.fail_next(self.rng.choice(["chat.postMessage", "chat.update"]), status=429,
+                                    retry_after=self.rng.randint(1, 3))
+                elif action == "sldrop":  # no answer, the call not taken: Slack is asked before a resend
+                    slack.fail_next("chat.postMessage", drop=True)
+                elif action == "disk":
+                    ballast = state / "ballast"
+                    subprocess.run(["dd", "if=/dev/zero", f"of={ballast}", "bs=64k"], capture_output=True)
+                    await asyncio.sleep(self.rng.uniform(2, 12))  # long enough for the WAL to need new pages
+                    ballast.unlink()
+
+    # -- checking ----------------------------------------------------------------------
+
+    def expected(self, chat: str) -> tuple[int, int]:
+        kinds = [k for k, _ in self.sent.get(chat, [])]
+        return kinds.count("hello"), kinds.count("list")
+
+    def check_chat(self, chat: str, texts: list[str], final: bool) -> list[str]:
+        """What is wrong with a chat's final messages (empty when it is complete)."""
+        problems = []
+        hellos, lists = self.expected(chat)
+        answers = [t for t in texts if not t.startswith(PROGRESS) and not t.startswith("⏱")]
+        got_hellos = sum(EXPLANATION in t for t in answers)
+        got_acks = sum(bool(ACK.search(t)) for t in answers)
+        if got_hellos != hellos:
+            problems.append(f"{got_hellos} explanations for {hellos} plain messages")
+        if got_acks != lists:
+            problems.append(f"{got_acks} acknowledgements for {lists} lists")
+        for n, (kind, items) in enumerate(self.sent.get(chat, [])):
+            if kind != "list":
+                continue
+            # The last task named on a line is the child's own output (the demo may label it otherwise).
+            found = [TASK.findall(line)[-1] for t in answers if not ACK.search(t) for line in t.splitlines()
+                     if TASK.search(line)]
+            ks = [int(k) for c, m, k in found if c == chat and int(m) == n]
+            reported = any("restarted while subagents" in t and f"task {chat}-{n}-" in t for t in answers)
+            if ks != list(range(items)) and not (reported and sorted(set(ks)) == ks and len(ks) <= items):
+                problems.append(f"list {n}: task lines {ks} for {items} tasks")
+        if final:
+            stuck = [t[:60] for t in texts if t.startswith("⏳") or t == "_working…_"]
+            if stuck:
+                problems.append(f"progress left behind: {stuck}")
+        return problems
+
+    def check_children(self, db: Path) -> None:
+        """No child run to success twice, none left unfinished, no delegation left undelivered."""
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            runs = Counter(TASK.search(goal).groups() for goal, in conn.execute(
+                "SELECT goal FROM lifecycle_records WHERE state = 'SUCCEEDED'") if TASK.search(goal or ""))
+            states = dict(conn.execute("SELECT state, count(*) FROM lifecycle_records GROUP BY state").fetchall())
+            delegations = dict(conn.execute("SELECT status, count(*) FROM gateway_delegations GROUP BY status").fetchall())
+            outbox = dict(conn.execute("SELECT status, count(*) FROM gateway_outbox GROUP BY status").fetchall())
+            dead = conn.execute("SELECT count(*) FROM gateway_dead_letters").fetchone()[0]
+            dropped = dict(conn.execute("SELECT kind, count(*) FROM gateway_outbox WHERE status = 'dropped' "
+                                        "GROUP BY kind").fetchall())
+        self.stats.update({f"children {k}": v for k, v in states.items()})
+        self.stats.update({f"delegations {k}": v for k, v in delegations.items()})
+        self.stats.update({f"outbox {k}": v for k, v in outbox.items()})
+        if twice := [task for task, count in runs.items() if count > 1]:
+            anomaly(f"children run to success more than once: {twice}")
+        if live := {k: v for k, v in states.items() if k not in ("SUCCEEDED", "FAILED", "INTERRUPTED", "CANCELLED")}:
+            anomaly(f"children left unfinished: {live}")
+        if delegations.get("running"):
+            anomaly(f"{delegations['running']} delegations never delivered")
+        if dropped.keys() - PROGRESS_KINDS:
+            anomaly(f"answers withdrawn from the outbox: {dropped}")
+        if outbox.get("pending") or outbox.get("failed") or dead:
+            anomaly(f"outbox {outbox}, {dead} dead letters")
+
+    def telegram_texts(self, fake: FakeTelegram, chat: str) -> list[str]:
+        return [m["text"] for m in fake.messages.get(chat.removeprefix("t"), [])]
+
+    def slack_texts(self, fake: FakeSlack, chat: str) -> list[str]:
+        channel = fake.dm_channel(chat.removeprefix("s"))
+        return [m.get("text", "") for (c, _), ms in fake.messages.items() if c == channel for m in ms if m.get("bot_id")]
+
+    def texts(self, chat: str) -> list[str]:
+        if chat.startswith("t"):
+            return self.telegram_texts(self.fake, chat)
+        return self.slack_texts(self.slack, chat) if chat.startswith("s") else self.webhook_texts(self.receiver, chat)
+
+    def webhook_texts(self, receiver: WebhookReceiver, chat: str) -> list[str]:
+        return [p["text"] for p in receiver.payloads if str(p.get("chat_id")) == chat]
+
+    def all_problems(self, final: bool) -> dict[str, list[str]]:
+        out = {}
+        for chat in self.sent:
+            if problems := self.check_chat(chat, self.texts(chat), final):
+                out[chat] = problems
+        return out
+
+
+async def main(args) -> None:
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    state = work / "state"
+    state.mkdir(exist_ok=True)
+    if args.tmpfs:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.tmpfs}", "tmpfs", str(state)], check=True)
+    soak = Soak(args)
+    try:
+        async with FakeTelegram() as fake, WebhookReceiver(SECRET) as receiver, FakeSlack(ack_timeout=20) as slack:
+            soak.fake, soak.receiver, soak.slack = fake, receiver, slack
+            config = work / "switchboard.yaml"
+            config.write_text(yaml.safe_dump({
+                "state_dir": str(state), "server": {"port": 0, "shutdown_grace_seconds": GRACE},
+                "model": {"demo": {"child_steps": 2, "step_seconds": 0.4}},
+                "display": {"busy_input_mode": "queue", "progress_delay": 0.5},
+                "platforms": {
+                    "telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url, "allow_all": True},
+                    **({"slack": {"enabled": True, "bot_token": slack.bot_token, "app_token": slack.app_token,
+                                  "api_base": slack.api_base, "allow_all": True}} if args.slack else {}),
+                    "webhook": {"enabled": True, "routes": {"soak": {"secret": SECRET, "deliver_url": receiver.url}}},
+                },
+            }))
+            gateway = Gateway(config, work)
+            await gateway.start()
+            users = [asyncio.ensure_future(soak.telegram_user(fake, 100 + i)) for i in range(args.chats)]
+            users += [asyncio.ensure_future(soak.webhook_user(gateway, f"w{i}")) for i in range(args.chats)]
+            if args.slack:
+                users += [asyncio.ensure_future(soak.slack_user(slack, f"U{i}")) for i in range(args.chats)]
+            chaos = asyncio.ensure_future(soak.chaos(gateway, fake, receiver, state, slack))
+            await asyncio.sleep(args.minutes * 60)
+            soak.stopping = True
+            await asyncio.gather(chaos, *users)
+            try:
+                await fake.wait_for(lambda: not fake.pending and not soak.all_problems(False), 180)
+            except TimeoutError:
+                pass
+            took = await gateway.stop(signal.SIGTERM)
+            soak.stats["final stop seconds"] = round(took, 2)
+            for chat, problems in soak.all_problems(True).items():
+                anomaly(f"{chat}: {problems}")
+                texts = soak.texts(chat)
+                (work / f"transcript-{chat}.json").write_text(json.dumps(
+                    {"sent": soak.sent[chat], "texts": texts}, indent=1, ensure_ascii=False))
+            for name in ("switchboard.db", "switchboard.db-wal"):
+                if (state / name).exists():
+                    shutil.copy(state / name, work / name)
+            soak.check_children(work / "switchboard.db")
+            soak.stats["runs"] = gateway.runs
+            soak.stats["telegram messages out"] = sum(len(v) for v in fake.messages.values())
+            soak.stats["webhook deliveries (unique)"] = len(receiver.unique)
+    finally:
+        if args.tmpfs:
+            subprocess.run(["umount", "-l", str(state)])
+    print(json.dumps(dict(soak.stats), indent=1))
+    print(f"{len(ANOMALIES)} anomalies")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=20)
+    parser.add_argument("--chats", type=int, default=3, help="chats per platform")
+    parser.add_argument("--seed", default="soak")
+    parser.add_argument("--slack", action="store_true", help="Slack (Socket Mode) chats too")
+    parser.add_argument("--workdir", default="/tmp/switchboard-soak")
+    parser.add_argument("--tmpfs", default="", help="size of a tmpfs for the state dir (e.g. 24m), to fill it")
+    asyncio.run(main(parser.parse_args()))
