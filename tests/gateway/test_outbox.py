@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import random
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -672,9 +673,10 @@ async def test_flush_gives_up_at_once_when_every_chat_waits_past_its_timeout(tmp
         store.close()
 
 
-async def test_flush_gives_up_at_once_while_the_platform_refuses_the_bots_credentials(tmp_path):
-    # A SIGTERM to restart with a fixed token while the old one is refused: every chat waits for the
-    # next probe (`gateway.credential_hold`), so nothing can go before the grace ends either.
+@contextlib.asynccontextmanager
+async def refused_credentials(tmp_path) -> AsyncIterator[tuple[Outbox, FakeAdapter, FakeClock]]:
+    """An outbox on a manual clock whose platform refused the bot's credentials for the reply ``k``
+    in chat c1: held, its next try due in `FIRST_PROBE`."""
     clock = FakeClock(autojump=False)
     store = GatewayStore(tmp_path / "state.db", clock=clock)
     adapter = FakeAdapter(clock=clock)
@@ -684,33 +686,29 @@ async def test_flush_gives_up_at_once_while_the_platform_refuses_the_bots_creden
     try:
         outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
         await clock.until_sleeping(lasting=FIRST_PROBE)
+        yield outbox, adapter, clock
+    finally:
+        await outbox.close()
+        store.close()
+
+
+async def test_flush_gives_up_at_once_while_the_platform_refuses_the_bots_credentials(tmp_path):
+    # A SIGTERM to restart with a fixed token while the old one is refused: every chat waits for the
+    # next probe (`gateway.credential_hold`), so nothing can go before the grace ends either.
+    async with refused_credentials(tmp_path) as (outbox, adapter, clock):
         outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="e")  # held behind the probe
         await clock.until_sleeping(lasting=FIRST_PROBE, count=2)
         # before, the held chats slept where the flush could not see them: it sat out its timeout
         assert not await asyncio.wait_for(outbox.flush(timeout=4, give_up_when_held=True), 2)
         assert adapter.texts() == []
         assert store_status(outbox, "k:0") == store_status(outbox, "e:0") == "pending"  # the next start sends them
-    finally:
-        await outbox.close()
-        store.close()
 
 
 async def test_a_clock_stepped_back_while_the_credentials_are_refused_does_not_put_off_the_next_try(tmp_path):
-    clock = FakeClock(autojump=False)
-    store = GatewayStore(tmp_path / "state.db", clock=clock)
-    adapter = FakeAdapter(clock=clock)
-    adapter.fail_next(Unauthorized("token revoked"), chat="c1")
-    outbox = Outbox(store.outbox, {"fake": adapter}, clock=clock)
-    await outbox.start()
-    try:
-        outbox.enqueue("fake", "c1", None, "answer", kind="reply", key="k")
-        await clock.until_sleeping(lasting=FIRST_PROBE)
+    async with refused_credentials(tmp_path) as (outbox, _, clock):
         clock.jump(-3600)  # NTP steps the wall clock back an hour; the token is fixed meanwhile
         clock.advance(FIRST_PROBE)
         assert await sent(outbox, "k:0") is not None  # tried when due, not an hour later
-    finally:
-        await outbox.close()
-        store.close()
 
 
 def machine_clock() -> FakeClock:
