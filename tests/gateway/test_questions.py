@@ -47,14 +47,21 @@ async def test_a_question_nobody_answers_in_time_says_so_and_the_turn_goes_on(tm
     assert chat.texts()[3] == "plain answer to hello"
 
 
-async def test_after_a_pause_of_the_process_the_answer_sent_meanwhile_is_still_taken(tmp_path, gateways):
+async def paused_while_asking(tmp_path, gateways) -> tuple[RecordingAdapter, FakeClock]:
+    """A question with a 60 s timeout asked, then the process paused for 300 s (SIGSTOP, docker
+    pause: monotonic time goes on while nothing runs)."""
     chat, clock = RecordingAdapter(), FakeClock(autojump=False)
     await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
                    model=ScriptedModel({"parent": asking_parent}), clock=clock)
     await chat.say("please deploy the app")
     await chat.wait_for(lambda: len(chat.texts()) == 1)
     await clock.until_sleeping(lasting=60)
-    clock.advance(300)  # SIGSTOP, or docker pause: monotonic time goes on while nothing runs
+    clock.advance(300)
+    return chat, clock
+
+
+async def test_after_a_pause_of_the_process_the_answer_sent_meanwhile_is_still_taken(tmp_path, gateways):
+    chat, clock = await paused_while_asking(tmp_path, gateways)
     # As the process continues, what fell due runs before the platform's next poll hands over the
     # answer the user sent during the pause: the question gave up, or waits a grace.
     await wait_until(lambda: expired_text(60) in chat.texts() or PAUSE_GRACE in clock.sleeps, 5.0)
@@ -64,13 +71,7 @@ async def test_after_a_pause_of_the_process_the_answer_sent_meanwhile_is_still_t
 
 
 async def test_after_a_pause_a_question_nobody_answered_expires_after_a_short_grace(tmp_path, gateways):
-    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
-    await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
-                   model=ScriptedModel({"parent": asking_parent}), clock=clock)
-    await chat.say("please deploy the app")
-    await chat.wait_for(lambda: len(chat.texts()) == 1)
-    await clock.until_sleeping(lasting=60)
-    clock.advance(300)
+    chat, clock = await paused_while_asking(tmp_path, gateways)
     await clock.until_sleeping(lasting=PAUSE_GRACE)
     assert expired_text(60) not in chat.texts()
     clock.advance(PAUSE_GRACE)

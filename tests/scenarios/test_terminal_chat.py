@@ -116,6 +116,22 @@ class Terminal:
         os.close(self.controller)
 
 
+def working_terminal(tmp_path, child_steps: int) -> Terminal:
+    """A chat whose turn delegates two children of ``child_steps`` half-second steps, once it shows
+    it is working (a shutdown grace of a minute, which leaving must not sit out)."""
+    chat = Terminal(tmp_path, model={"demo": {"child_steps": child_steps, "step_seconds": 0.5}},
+                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2},
+                    server={"shutdown_grace_seconds": 60})
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
+        chat.read_until(b"Working")
+    except BaseException:
+        chat.close()
+        raise
+    return chat
+
+
 @pytest.mark.parametrize("leave", [b"/quit\r", b"\x04"], ids=["quit", "ctrl-d"])
 def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
     """The shell's prompt comes next, at the start of a clean line, not after a stale ``you> ``."""
@@ -198,13 +214,8 @@ def test_ctrl_c_during_a_turn_stops_the_turn_and_the_chat_goes_on(tmp_path):
 def test_leaving_during_a_turn_says_so_at_once_and_ctrl_c_then_stops_it(tmp_path, leave):
     """Leaving while the agent worked said nothing and sat for the shutdown grace (here a minute), and
     Ctrl-C meanwhile killed the chat (status 130) instead of stopping the turn."""
-    chat = Terminal(tmp_path, model={"demo": {"child_steps": 400, "step_seconds": 0.5}},
-                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2},
-                    server={"shutdown_grace_seconds": 60})
+    chat = working_terminal(tmp_path, child_steps=400)
     try:
-        chat.read_until(b"you> ")
-        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
-        chat.read_until(b"Working")
         os.write(chat.controller, leave)
         chat.read_until(LEAVING.encode())
         os.write(chat.controller, b"\x03")
@@ -217,13 +228,8 @@ def test_leaving_during_a_turn_says_so_at_once_and_ctrl_c_then_stops_it(tmp_path
 
 
 def test_leaving_during_a_turn_waits_only_until_it_ends(tmp_path):
-    chat = Terminal(tmp_path, model={"demo": {"child_steps": 4, "step_seconds": 0.5}},
-                    delegation={"gateway_mode": "inline"}, agent={"gateway_notify_interval": 0.2},
-                    server={"shutdown_grace_seconds": 60})
+    chat = working_terminal(tmp_path, child_steps=4)
     try:
-        chat.read_until(b"you> ")
-        os.write(chat.controller, b"Compare these:\r- apples\r- pears\r")
-        chat.read_until(b"Working")
         os.write(chat.controller, b"\x04")
         chat.read_until(LEAVING.encode())
         assert chat.wait(timeout=20) == 0
