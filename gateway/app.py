@@ -44,6 +44,7 @@ from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
 from platforms.base import (
     Accepted,
     Adapter,
+    CatchesUp,
     CommandSpec,
     HistoryReading,
     Inbound,
@@ -160,6 +161,9 @@ class Gateway:
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             if isinstance(adapter, LeavesIndicators):
                 adapter.bind_indicators_left(functools.partial(self._indicator_left, adapter.name))
+            if isinstance(adapter, CatchesUp):
+                adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
+                                       functools.partial(self.store.last_seen.record, adapter.name))
             if isinstance(adapter, MovesChats):
                 adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                         functools.partial(self._chat_moved, adapter.name))

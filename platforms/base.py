@@ -447,6 +447,22 @@ class OwnCommands(Protocol):
     """Listed by /help on this platform, after the gateway's."""
 
 
+SeenRecorder = Callable[[str, int], None]
+"""``seen(channel_id, message_id)``: the newest message handed over from that channel (recorded by the
+gateway, or not addressed to the bot); stored, not yet durable when it returns; raises when it cannot be."""
+
+
+@runtime_checkable
+class CatchesUp(Protocol):
+    """An adapter whose platform does not redeliver a message sent while the gateway was down
+    (Discord): at each start it asks the platform for what came after the last message seen in
+    each channel it talks in, and hands those over as if they had come live."""
+
+    def bind_last_seen(self, last_seen: Mapping[str, int], seen: SeenRecorder) -> None:
+        """Called once, before `Adapter.start`, with what earlier processes recorded (channel id ->
+        last message id) and ``seen``, which the adapter calls as it hands messages over."""
+
+
 ChatMoved = Callable[[str, str], Awaitable[None]]
 """``moved(old_chat_id, new_chat_id)``: stores that the chat the gateway knows as ``old_chat_id``
 is ``new_chat_id`` on the platform now; returns once that is durable, raises when it cannot be."""

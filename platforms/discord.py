@@ -17,7 +17,9 @@ Which messages are for the bot, and which session they belong to:
 The bot's own messages and other bots' are ignored (two bots answering each other
 would never stop); the bot's mention (or its role's) is stripped from the text. The threads
 the bot posted in are remembered across restarts: the gateway hands them over
-(`remember_threads`). A forward is heard as the message it forwards (Discord sends it empty,
+(`remember_threads`). What was said to the bot while the gateway was down, which Discord never sends
+again, is asked for at each new session (`platforms.discord_catch_up`): the last message seen in each
+channel is kept in the gateway's store (`bind_last_seen`). A forward is heard as the message it forwards (Discord sends it empty,
 with a snapshot of that message). Attached files arrive as `Attachment`s (`platforms.discord_files`);
 `download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
@@ -54,18 +56,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import re
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
-from platforms import discord_answers, discord_files, discord_token
+from platforms import discord_answers, discord_catch_up, discord_files, discord_token
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -84,6 +88,7 @@ from platforms.base import (
     OutboundFile,
     Pacing,
     RateLimited,
+    SeenRecorder,
     Sent,
     Unauthorized,
     scalar_text,
@@ -122,6 +127,10 @@ TYPING = "POST /channels/{channel_id}/typing"
 """401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 
 
+_Item = tuple[Inbound | None, int, int]
+"""A queued event: what to hand over (None: a message not for the bot), its channel and message id (0: none)."""
+
+
 class DiscordStartError(RuntimeError):
     """The adapter could not log in or connect; the message says what to fix."""
 
@@ -148,10 +157,11 @@ class DiscordAdapter:
         client_factory: ClientFactory | None = None,
         ready_timeout: float = 30.0,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
-        is the test seam (default `discord.Client`). Only one api_base per process: see
-        `platforms.discord_urls`."""
+        is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
+        caught up at start. Only one api_base per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
         self._gateway_url = gateway_url
@@ -165,7 +175,15 @@ class DiscordAdapter:
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
-        self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
+        self._clock = clock
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._last_seen: dict[int, int] = {}
+        """Channel -> the newest message handed over from it (see `_seen`)."""
+        self._record_seen: SeenRecorder | None = None
+        self._caught_up = asyncio.Event()
+        """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
+        self._caught_up.set()
+        self._catch_up_task: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
         self._stopping = False
         self._stop_asked = asyncio.Event()
@@ -208,6 +226,11 @@ class DiscordAdapter:
         for _chat, thread in threads:
             _remember(self._posted_in, int(thread), None, _REMEMBERED_CHANNELS)
 
+    def bind_last_seen(self, last_seen: Mapping[str, int], seen: SeenRecorder) -> None:
+        """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
+        self._last_seen = {int(channel): int(message) for channel, message in last_seen.items()}
+        self._record_seen = seen
+
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
@@ -218,6 +241,8 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
+        self._caught_up = asyncio.Event()
+        self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
@@ -233,6 +258,7 @@ class DiscordAdapter:
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
+            client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
             tree = self._command_tree(client, commands)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
             try:
@@ -287,6 +313,10 @@ class DiscordAdapter:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+        catching_up, self._catch_up_task = self._catch_up_task, None
+        if catching_up is not None:  # what it had not handed over is looked for again at the next start
+            catching_up.cancel()
+            await asyncio.wait({catching_up})
         answers, self._answers = self._answers, None
         if answers is not None:
             await answers.close()
@@ -298,7 +328,8 @@ class DiscordAdapter:
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             queued = asyncio.ensure_future(self._queue.join())
-            await asyncio.wait({queued}, timeout=5.0)
+            if self._caught_up.is_set():  # else live events wait for a catch-up that will not finish
+                await asyncio.wait({queued}, timeout=5.0)
             queued.cancel()
             consumer.cancel()
             await asyncio.wait({consumer})
@@ -307,8 +338,25 @@ class DiscordAdapter:
             urls.release()
 
     async def _on_connect(self) -> None:
+        # discord.py says "connect" at READY only: a new session, after which nothing missed is replayed.
+        self._caught_up.clear()
         self._watch.connected()
         self._connected.set()
+
+    async def _on_ready(self, sink: InboundSink) -> None:
+        """The new session's guilds are known: ask for what was missed (`platforms.discord_catch_up`)."""
+        if self._catch_up_task is not None:  # a READY again before it was done: start over
+            self._catch_up_task.cancel()
+        self._catch_up_task = asyncio.create_task(self._catch_up(sink), name="discord-catch-up")
+
+    async def _catch_up(self, sink: InboundSink) -> None:
+        client = self._require_client()
+
+        async def deliver(message: discord.Message) -> None:
+            await self._hand_over(sink, (self._inbound_of(message), message.channel.id, message.id))
+
+        await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen, now=self._clock())
+        self._caught_up.set()  # not when cancelled: the next READY's catch-up sets it
 
     async def _on_resumed(self) -> None:
         self._watch.connected()
@@ -318,13 +366,36 @@ class DiscordAdapter:
             self._watch.reconnecting("the Discord gateway connection closed; discord.py reconnects")
 
     async def _deliver(self, sink: InboundSink) -> None:
-        # One consumer: events reach the gateway one at a time, in the order they arrived.
+        # One consumer: events reach the gateway one at a time, in the order they arrived, after
+        # what a catch-up found (older).
         while True:
-            inbound = await self._queue.get()
+            item = await self._queue.get()
             try:
-                await _until_recorded(sink, inbound, self._stop_asked)
+                await self._caught_up.wait()
+                await self._hand_over(sink, item)
             finally:
                 self._queue.task_done()
+
+    async def _hand_over(self, sink: InboundSink, item: _Item) -> None:
+        inbound, channel_id, message_id = item
+        if inbound is not None and not await _until_recorded(sink, inbound, self._stop_asked):
+            if message_id and channel_id not in self._last_seen:  # so that the next start looks there
+                self._seen(channel_id, message_id - 1)
+            return  # not seen: the next start's catch-up hands it over
+        if message_id:
+            self._seen(channel_id, message_id)
+
+    def _seen(self, channel_id: int, message_id: int) -> None:
+        """Everything up to ``message_id`` in the channel is handed over (events go in order), so a
+        catch-up starts after it."""
+        if message_id <= self._last_seen.get(channel_id, 0):
+            return
+        self._last_seen[channel_id] = message_id
+        if self._record_seen is not None:
+            try:
+                self._record_seen(str(channel_id), message_id)
+            except Exception:  # at worst the next start asks for messages the inbox then drops
+                log.exception("discord: could not record the last message seen in channel %s", channel_id)
 
     # ---- inbound -----------------------------------------------------------------------------
 
@@ -332,15 +403,23 @@ class DiscordAdapter:
         me = self._client.user if self._client is not None else None
         if me is not None and message.author.id == me.id:
             self._twins.heard(message.id, message.channel.id, message.nonce)
+        inbound = self._inbound_of(message)
+        # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
+        if inbound is not None or message.channel.id in self._last_seen:
+            self._queue.put_nowait((inbound, message.channel.id, message.id))
+
+    def _inbound_of(self, message: discord.Message) -> Inbound | None:
+        """The event for the gateway, if the message is for the bot; a live one and one caught up alike."""
+        me = self._client.user if self._client is not None else None
         if me is None or message.author.bot or message.author.id == me.id:
-            return
+            return None
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
-            return
+            return None
         # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
         own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
         mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
         if message.guild is not None and not (mentioned or self._addressed(message, me.id)):
-            return
+            return None
         own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
         text = re.sub(own, "", message.content).strip()
         attachments = discord_files.attachments_of(message.attachments)
@@ -353,13 +432,13 @@ class DiscordAdapter:
                 self._content_warned = True
                 log.error("discord: a message for the bot arrived without content; is the Message Content "
                           "intent enabled? %s", PORTAL_HINT)
-            return
+            return None
         chat_id, thread_id = _chat_of(message.channel, message.channel.id)
-        self._queue.put_nowait(Inbound(
+        return Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
             user_name=_handle(message.author), text=text, event_id=str(message.id),
             is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
-        ))
+        )
 
     def _addressed(self, message: discord.Message, me: int) -> bool:
         resolved = message.reference.resolved if message.reference is not None else None
@@ -413,12 +492,12 @@ class DiscordAdapter:
                         name, interaction.user.id, type(error).__name__)
             reply_token = None
         chat_id, thread_id = _chat_of(interaction.channel, interaction.channel_id)
-        self._queue.put_nowait(Inbound(
+        self._queue.put_nowait((Inbound(
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
             user_name=_handle(interaction.user), text=f"/{name} {args or ''}".strip(),
             event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
             reply_token=reply_token,
-        ))
+        ), 0, 0))  # an interaction is no message of the channel's history
 
     # ---- outbound ----------------------------------------------------------------------------
 
@@ -617,13 +696,14 @@ def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError
     return error
 
 
-async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.Event) -> None:
+async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.Event) -> bool:
     """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
     once and never again, so one the gateway failed to record (its database full) would be lost.
     The events after it wait, in order. Any other failure is the event's own, and would recur at
     every try, holding up every later event: it is logged and the event dropped. Once the adapter
     stops, an event refused is not tried again: the stop's grace is the gateway's to share (the
-    running turns, the outbox's flush), not the adapter's to spend waiting for room."""
+    running turns, the outbox's flush), not the adapter's to spend waiting for room. False for an
+    event given up for that reason (a later start's catch-up finds it again), True once settled."""
     delay = SINK_RETRY_FIRST
     while True:
         try:
@@ -631,11 +711,11 @@ async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio
         except Exception as exc:
             if not storage_refusal(exc):
                 log.exception("discord: the gateway refused event %s", inbound.event_id)
-                return
+                return True
             if stopping.is_set():
-                log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: it is lost",
-                            inbound.event_id, type(exc).__name__, exc)
-                return
+                log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: a message is"
+                            " looked for again at the next start, a command is lost", inbound.event_id, type(exc).__name__, exc)
+                return False
             first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
             log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"
                     " handing it over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc,
@@ -643,7 +723,7 @@ async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio
         else:
             if delay > SINK_RETRY_FIRST:
                 log.info("discord: event %s is recorded", inbound.event_id)
-            return
+            return True
         with contextlib.suppress(TimeoutError):  # a stop cuts the wait short: one last try
             await asyncio.wait_for(stopping.wait(), delay)
         delay = min(delay * 2, SINK_RETRY_MAX)

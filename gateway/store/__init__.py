@@ -7,7 +7,8 @@ tables and ``PRAGMA user_version``; ours are ``gateway_*`` and our schema versio
 lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`,
 `gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`,
 `gateway.store.chat_moves` (chats a platform gave a new id),
-`gateway.store.indicators_left` (chats still showing a "working" message), and
+`gateway.store.indicators_left` (chats still showing a "working" message),
+`gateway.store.last_seen` (the last message seen per channel, for a catch-up at start), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
 `gateway.store.checkpointer`.
@@ -26,6 +27,7 @@ from gateway.store import (
     delegations,
     inbox,
     indicators_left,
+    last_seen,
     outbox_rows,
     sessions,
 )
@@ -35,6 +37,7 @@ from gateway.store.dead_letters import DeadLetter, DeadLetters
 from gateway.store.delegations import DelegationRow, DelegationTable, LedgerTask
 from gateway.store.inbox import Acceptance, Inbox
 from gateway.store.indicators_left import IndicatorsLeft
+from gateway.store.last_seen import LastSeen
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
 from lifecycle import SqliteDatabase
@@ -50,6 +53,7 @@ __all__ = [
     "GatewayStore",
     "Inbox",
     "IndicatorsLeft",
+    "LastSeen",
     "LedgerTask",
     "NewMessage",
     "OutboxRow",
@@ -93,6 +97,7 @@ class GatewayStore:
         self.chat_history = ChatHistory(self.db)
         self.chat_moves = ChatMoves(self.db, clock)
         self.indicators_left = IndicatorsLeft(self.db)
+        self.last_seen = LastSeen(self.db)
         try:
             self._open_schema()
         except BaseException:
@@ -111,7 +116,7 @@ class GatewayStore:
             self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
                               *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
-                              *indicators_left.SCHEMA):
+                              *indicators_left.SCHEMA, *last_seen.SCHEMA):
                 db.write(statement)
             row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
             if row is None:

@@ -43,6 +43,8 @@ class DiscordGateway:
         """To the newest session (logged for its RESUME), and to every other one still connected:
         Discord sends each session of a bot every event, so two clients on one token both hear a
         message. ``only``: a session's own events (READY, its GUILD_CREATEs, RESUMED)."""
+        if event == "MESSAGE_CREATE":  # what the history serves (`_history_json`)
+            self._dispatched[data["id"]] = data
         session = self._session
         if session is None or not session.valid:
             self._pending.append((event, data))

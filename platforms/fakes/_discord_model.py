@@ -63,8 +63,33 @@ class DiscordModel:
     def _store(self, channel: str, author: str, content: str, *, from_bot: bool, **kw: Any) -> FakeMessage:
         message = FakeMessage(self.new_id(), channel, author, content, from_bot, **kw)
         self.messages[channel].append(message)
+        if (known := self._channel_json(channel)) is not None:
+            known["last_message_id"] = message.id  # as Discord sends it with the channel
         self._touch()
         return message
+
+    def _channel_json(self, channel: str) -> dict[str, Any] | None:
+        """A guild channel's or thread's object (kept, so it changes as the channel does), or a DM's."""
+        if (guild := self._channel_guild.get(channel)) is not None:
+            g = self._guilds[guild]
+            return g["channels"].get(channel) or g["threads"].get(channel)
+        user = next((u for u, dm in self._dm_channels.items() if dm == channel), None)
+        if user is None:
+            return None
+        last = self.messages[channel][-1].id if self.messages.get(channel) else None
+        return {"id": channel, "type": 1, "last_message_id": last, "flags": 0, "recipients": [_user(user)]}
+
+    def _history_json(self, m: FakeMessage) -> dict[str, Any]:
+        """A message as ``GET /channels/{id}/messages`` serves it: as it was dispatched (mentions, the
+        message replied to, a forward's snapshot) with its current content, without the gateway-only
+        ``guild_id`` and ``member``."""
+        data = dict(self._dispatched.get(m.id) or self._message_json(m))
+        data.pop("guild_id", None)
+        data.pop("member", None)
+        if m.from_bot:
+            data |= self._message_json(m)
+            data.pop("guild_id", None)
+        return data
 
     def _echo(self, message: FakeMessage) -> dict[str, Any]:
         """Discord sends the bot its own messages over the gateway too; bots must ignore them."""

@@ -63,6 +63,8 @@ class DiscordRest:
             ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", self._put_commands),
             ("GET", "/applications/{application_id}/commands", self._get_commands),
             ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._get_commands),
+            ("GET", "/channels/{channel_id}", self._get_channel),
+            ("GET", "/channels/{channel_id}/messages", self._get_messages),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._delete_message),
@@ -171,6 +173,29 @@ class DiscordRest:
             errors = {"allowed_mentions": {"_errors": [{"code": "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
                                                         "message": str(exc)}]}}
             return _error(400, 50035, "Invalid Form Body", errors)
+
+    async def _get_channel(self, request: web.Request) -> web.Response:
+        channel = self._channel_json(request.match_info["channel_id"])
+        return _error(404, 10003, "Unknown Channel") if channel is None else _json(channel)
+
+    async def _get_messages(self, request: web.Request) -> web.Response:
+        """Discord's paging: ``after`` gives the oldest ``limit`` messages after that id, ``before`` (or
+        neither) the newest ones before it; either way newest first. ``limit`` 1-100, 50 by default."""
+        channel = request.match_info["channel_id"]
+        if channel not in self._channels:
+            return _error(404, 10003, "Unknown Channel")
+        try:
+            limit = int(request.query.get("limit", 50))
+            after, before = (int(request.query[k]) if k in request.query else None for k in ("after", "before"))
+        except ValueError:
+            return _error(400, 50035, "Invalid Form Body")
+        if not 1 <= limit <= 100:
+            return _error(400, 50035, "Invalid Form Body", {"limit": {"_errors": [
+                {"code": "NUMBER_TYPE_MAX", "message": "int value should be less than or equal to 100."}]}})
+        found = [m for m in self.messages[channel] if not m.deleted and (after is None or int(m.id) > after)
+                 and (before is None or int(m.id) < before)]
+        page = found[:limit] if after is not None and before is None else found[-limit:]
+        return _json([self._history_json(m) for m in reversed(page)])
 
     async def _create_message(self, request: web.Request) -> web.Response:
         channel = request.match_info["channel_id"]

@@ -9,7 +9,9 @@ The real discord.py client talks to it over real HTTP and a real WebSocket::
         await fake.wait_for(lambda: fake.bot_messages(fake.dm_channel(42)))
 
 What it serves (under ``/api/v10``): gateway info, ``users/@me``, the application,
-application commands (global and per guild), channel messages (create, edit,
+application commands (global and per guild), a channel (``GET /channels/{id}``, with its
+``last_message_id``), its history (``GET /channels/{id}/messages`` with ``before``/``after``/``limit``,
+newest first, at most 100, as Discord pages it), channel messages (create, edit,
 delete; 2,000-character limit as 50035; nonces deduplicated when enforced; whom each
 message pings, as its ``allowed_mentions`` allows),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
@@ -114,6 +116,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._session: _Session | None = None
         self._sessions: dict[str, _Session] = {}
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._dispatched: dict[str, dict[str, Any]] = {}
+        """Each MESSAGE_CREATE's data, by message id."""
         self._replay: list[str] = []
         self._changed = asyncio.Event()
         self._sending: set[asyncio.Task[None]] = set()

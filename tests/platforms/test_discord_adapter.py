@@ -166,7 +166,7 @@ async def test_a_stop_does_not_wait_on_a_message_the_full_database_keeps_refusin
         await join_heartbeat_threads()
     lost = [r.getMessage() for r in caplog.records if r.name == "platforms.discord" and r.levelno >= logging.WARNING]
     assert lost[-1].startswith(f"discord: event {message} was not recorded (OperationalError: database or disk is full)"
-                               " and the gateway stops: it is lost")
+                               " and the gateway stops: a message is looked for again at the next start, a command is lost")
 
 
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:

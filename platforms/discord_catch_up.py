@@ -1,0 +1,77 @@
+"""What was said to the bot while the gateway was down, asked of Discord at each new session.
+
+Discord sends a message once, over the live gateway connection; discord.py replays what was
+missed only when it RESUMEs a session, never after a new IDENTIFY (a restart, a crash, a
+session Discord invalidated). So at each READY the adapter asks, for every channel it has seen
+a message in (the last one's id kept in the gateway's store: `gateway.store.last_seen`), for
+the messages after that one (``GET /channels/{id}/messages``), and hands them over oldest first
+exactly as if they had come live: the same rules say which are for the bot, and the gateway's
+inbox drops one that also came live.
+
+Bounds, as a user would expect of a bot that was away: messages older than `MAX_AGE` (a day,
+as long as Telegram keeps updates) are not answered, and at most `MAX_MESSAGES` per channel
+are looked at, the newest (Discord's page size: one request a channel); each bound that left
+messages out says so in a warning. Channels are looked at most recently active first, at most
+`MAX_CHANNELS` of them; one whose newest message (``last_message_id``, which Discord sends with
+the channel) is the last one seen costs no request for messages.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import discord  # imported by platforms.discord, after discord_urls has imported it without its audioop warning
+
+log = logging.getLogger("platforms.discord")
+
+MAX_AGE = 24 * 3600.0
+"""Seconds: an older message is not answered after a restart."""
+MAX_MESSAGES = 100
+"""Messages looked at per channel, the newest: one page of Discord's history."""
+MAX_CHANNELS = 1000
+"""Channels looked at, those with the most recent last-seen message first."""
+
+Deliver = Callable[[discord.Message], Awaitable[None]]
+"""Hands one message over as a live one is (if it is for the bot), then records it as seen."""
+Seen = Callable[[int, int], None]
+"""``seen(channel_id, message_id)``: record a message as seen without handing it over."""
+
+
+async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
+                   now: float) -> None:
+    """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
+    after. A channel that cannot be read (deleted, the bot removed) is logged and passed over;
+    never raises but for a cancellation."""
+    for channel_id, after in sorted(last_seen.items(), key=lambda item: item[1], reverse=True)[:MAX_CHANNELS]:
+        try:
+            await _channel(client, channel_id, after, deliver, seen, now)
+        except Exception as exc:
+            log.warning("discord: could not catch up on channel %s: %s: %s", channel_id, type(exc).__name__, exc)
+
+
+async def _channel(client: discord.Client, channel_id: int, after: int, deliver: Deliver, seen: Seen,
+                   now: float) -> None:
+    channel: Any = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
+    newest = getattr(channel, "last_message_id", None)
+    if newest is not None and newest <= after:
+        return  # nothing since
+    # Newest first, so that past the bound it is the oldest that are left out.
+    messages = [m async for m in channel.history(limit=MAX_MESSAGES, after=discord.Object(after), oldest_first=False)]
+    if not messages:
+        return
+    messages.reverse()
+    bound = now - MAX_AGE
+    old = [m for m in messages if m.created_at.timestamp() < bound]
+    if old:  # never answered, so never looked at again
+        seen(channel_id, old[-1].id)
+    for message in messages[len(old):]:
+        await deliver(message)
+    log.info("discord: caught up on channel %s: %d message(s) since the last one seen, %d of them too old to answer",
+             channel_id, len(messages), len(old))
+    if old or len(messages) == MAX_MESSAGES:
+        log.warning("discord: channel %s: %s were sent while the gateway was down and are not answered",
+                    channel_id, " and ".join(filter(None, (
+                        f"{len(old)} message(s) older than {MAX_AGE / 3600:g} h" if old else "",
+                        f"any before the newest {MAX_MESSAGES}" if len(messages) == MAX_MESSAGES else ""))))

@@ -1,0 +1,129 @@
+"""What was said to the bot while the adapter was down, asked of the fake's message history at
+the next start (`platforms.discord_catch_up`): the real discord.py client against `FakeDiscord`."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from platforms.base import Inbound, Outbound
+from platforms.discord import DiscordAdapter
+from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
+
+GUILD, CHANNEL, USER = 500, 600, 42
+HISTORY = "GET /channels/{channel_id}/messages"
+
+
+class Store:
+    """The gateway's `LastSeen`, for one platform."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def record(self, channel: str, message: int) -> None:
+        self.seen[channel] = max(self.seen.get(channel, 0), message)
+
+
+class Sink:
+    def __init__(self, fake: FakeDiscord) -> None:
+        self.fake = fake
+        self.events: list[Inbound] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.events.append(inbound)
+
+    async def has(self, event_id: str) -> None:
+        await self.fake.wait_for(lambda: any(e.event_id == event_id for e in self.events))
+
+
+@pytest.fixture
+async def fake():
+    async with FakeDiscord() as fake:
+        yield fake
+    assert fake.errors == []
+
+
+async def run(fake: FakeDiscord, store: Store, sink: Sink, **kw) -> DiscordAdapter:
+    adapter = adapter_for(fake, **kw)
+    adapter.bind_last_seen(dict(store.seen), store.record)
+    await adapter.start(sink)
+    return adapter
+
+
+async def stop(adapter: DiscordAdapter) -> None:
+    await adapter.stop()
+    await join_heartbeat_threads()
+
+
+async def test_what_was_said_while_down_is_handed_over_at_the_next_start_oldest_first(fake: FakeDiscord) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+        await sink.has(fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True))
+        await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=None, text="hello", idempotency_key=f"k{len(fake.calls)}"))
+        dm = fake.dm_channel(USER)
+        await adapter.send(Outbound(chat_id=dm, thread_id=None, text="hello", idempotency_key=f"k{len(fake.calls)}"))
+        await fake.wait_for(lambda: store.seen.get(dm) == int(fake.bot_messages(dm)[-1].id))
+    finally:
+        await stop(adapter)
+    before = len(sink.events)
+    missed = [fake.push_dm(USER, "two"), fake.push_dm(USER, "three")]
+    fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")  # not for the bot
+    missed.append(fake.push_guild_message(GUILD, CHANNEL, USER, "four", mention_bot=True))
+    fake._echo(fake._store(dm, fake.bot_id, "the bot's own, from elsewhere", from_bot=True))
+    adapter = await run(fake, store, sink)
+    try:
+        live = fake.push_dm(USER, "five")  # waits for what was missed, which is older
+        for event_id in (*missed, live):
+            await sink.has(event_id)
+    finally:
+        await stop(adapter)
+    # Each chat in its order; one that came live and is in the history too is the inbox's to drop.
+    caught = list({e.event_id: e for e in sink.events[before:]}.values())
+    assert [(e.event_id, e.text) for e in caught if e.is_private] == [*zip(missed[:2], ["two", "three"]), (live, "five")]
+    assert [(e.event_id, e.text) for e in caught if not e.is_private] == [(missed[2], "four")]
+    assert store.seen[str(CHANNEL)] == int(fake.messages[str(CHANNEL)][-1].id)
+
+
+async def test_messages_older_than_a_day_are_not_answered_and_a_warning_says_so(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    old = fake.push_dm(USER, "too old by the time the bot is back")
+    dm = fake.dm_channel(USER)
+    adapter = await run(fake, store, sink, clock=lambda: time.time() + 25 * 3600)  # back a day and an hour later
+    try:
+        await fake.wait_for(lambda: store.seen[dm] == int(old))  # looked at, not answered
+        await sink.has(live := fake.push_dm(USER, "now"))
+    finally:
+        await stop(adapter)
+    assert [e.text for e in sink.events] == ["one", "now"]
+    assert fake.calls_to(HISTORY)  # it was looked at
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "catch" not in r.getMessage()]
+    assert f"discord: channel {dm}: 1 message(s) older than 24 h were sent while the gateway was down" \
+           " and are not answered" in warnings
+    assert store.seen[dm] == int(live)
+
+
+async def test_a_channel_with_nothing_new_costs_no_history_request(fake: FakeDiscord) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True))
+    finally:
+        await stop(adapter)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_guild_message(GUILD, CHANNEL, USER, "again", mention_bot=True))
+    finally:
+        await stop(adapter)
+    assert fake.calls_to(HISTORY) == []
+    assert [e.text for e in sink.events] == ["hi", "again"]
