@@ -28,8 +28,9 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 (serves commands of its own), `SupportsDownload` (fetches a user's file, an
 `Attachment`, through the platform's API, refusing anything over its
 ``max_attachment_bytes``), `SendsFiles` (uploads a file the agent sends, an
-`OutboundFile`, up to its ``upload_limit``) and `MovesChats` (keeps a chat whose platform gave it a new
-id under the id it had, e.g. a Telegram group upgraded to a supergroup). An adapter that
+`OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
+id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
+start what was said while the gateway was down: Discord, Slack). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`.
 """
 
@@ -447,20 +448,23 @@ class OwnCommands(Protocol):
     """Listed by /help on this platform, after the gateway's."""
 
 
-SeenRecorder = Callable[[str, int], None]
-"""``seen(channel_id, message_id)``: the newest message handed over from that channel (recorded by the
-gateway, or not addressed to the bot); stored, not yet durable when it returns; raises when it cannot be."""
+SeenRecorder = Callable[[str, str], None]
+"""``seen(conversation, position)``: the newest message handed over from that conversation (recorded
+by the gateway, or not addressed to the bot), both in the platform's own terms; stored, not yet
+durable when it returns; raises when it cannot be."""
 
 
 @runtime_checkable
 class CatchesUp(Protocol):
     """An adapter whose platform does not redeliver a message sent while the gateway was down
-    (Discord): at each start it asks the platform for what came after the last message seen in
-    each channel it talks in, and hands those over as if they had come live."""
+    (Discord never does; Slack gives up after a few minutes): at each start it asks the platform for
+    what came after the last message seen in each conversation it talks in, and hands those over as
+    if they had come live."""
 
-    def bind_last_seen(self, last_seen: Mapping[str, int], seen: SeenRecorder) -> None:
-        """Called once, before `Adapter.start`, with what earlier processes recorded (channel id ->
-        last message id) and ``seen``, which the adapter calls as it hands messages over."""
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
+        """Called once, before `Adapter.start`, with what earlier processes recorded (conversation ->
+        position of the last message seen) and ``seen``, which the adapter calls as it hands messages
+        over, only ever with a newer position than the one it holds for that conversation."""
 
 
 ChatMoved = Callable[[str, str], Awaitable[None]]

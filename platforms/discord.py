@@ -226,7 +226,7 @@ class DiscordAdapter:
         for _chat, thread in threads:
             _remember(self._posted_in, int(thread), None, _REMEMBERED_CHANNELS)
 
-    def bind_last_seen(self, last_seen: Mapping[str, int], seen: SeenRecorder) -> None:
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
         self._last_seen = {int(channel): int(message) for channel, message in last_seen.items()}
         self._record_seen = seen
@@ -393,7 +393,7 @@ class DiscordAdapter:
         self._last_seen[channel_id] = message_id
         if self._record_seen is not None:
             try:
-                self._record_seen(str(channel_id), message_id)
+                self._record_seen(str(channel_id), str(message_id))
             except Exception:  # at worst the next start asks for messages the inbox then drops
                 log.exception("discord: could not record the last message seen in channel %s", channel_id)
 

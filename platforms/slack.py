@@ -29,6 +29,10 @@ and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
 events, so neither does this adapter.
 
+Messages sent while the gateway was down, which Slack stopped retrying, are read back at start
+and handed on as their live events (`platforms.slack_catchup`; `bind_last_seen` says how far each
+conversation was taken in).
+
 Slash commands are acked empty and answered ephemerally through the command's
 ``response_url`` (valid 30 minutes, 5 uses; works where the bot is not a channel member),
 falling back to ``chat.postEphemeral``. Ephemeral messages cannot be edited.
@@ -61,7 +65,8 @@ import logging
 import re
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -95,20 +100,20 @@ from platforms.base import (
     OutboundFile,
     Pacing,
     RateLimited,
+    SeenRecorder,
     Sent,
     Unauthorized,
     scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
+from platforms.slack_catchup import CatchUp, Limits, Where, conversation_key, ts_key, where_of
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 
 log = logging.getLogger("platforms.slack")
 
 PACING = Pacing(edit_interval=1.0)
-Where = tuple[str, str | None]
-"""A conversation: a channel, and a thread's ts in it or None."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
@@ -149,6 +154,26 @@ _FORMATTING = ("invalid_blocks", "invalid_blocks_format")
 _NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
 """Calls that say nothing of the bot token while running: the first takes the app token, the other
 runs at start only, where a refused token stops the start with a line of its own."""
+
+
+@dataclass(frozen=True)
+class _Addressed:
+    """How the bot takes a message (`SlackAdapter._addressed`)."""
+
+    thread: str | None
+    """The session's thread: the message's, or the one a mention in a channel starts; None in a DM."""
+    private: bool
+    text: str
+    """Without the mention."""
+    mentioned: bool
+
+
+@dataclass(frozen=True)
+class _Taken:
+    inbound: Inbound
+    ts: str
+    conversations: tuple[Where, ...]
+    """Where it becomes the newest message taken in (`platforms.slack_catchup`)."""
 
 
 class SlackStartError(RuntimeError):
@@ -219,6 +244,7 @@ class SlackAdapter:
         sink_timeout: float = SINK_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         bodies: UnsignedBodies | None = None,
+        catch_up: Limits = Limits(),
     ) -> None:
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
@@ -256,6 +282,13 @@ class SlackAdapter:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._socket_watch = SocketWatch()
         self._bot_token_state = BotToken()
+        self._catch_up_limits = catch_up
+        self._last_seen: dict[Where, str] = {}
+        """As the gateway's store had it at start: what the catch-up reads after."""
+        self._newest: dict[Where, str] = {}
+        """The newest message taken in per conversation, as recorded (`_mark_seen`)."""
+        self._seen: SeenRecorder = lambda conversation, ts: None
+        self._catch_up: CatchUp | None = None
 
     def connection(self) -> ConnectionState:
         """``down`` while Slack refuses the bot token, else Socket Mode's connection
@@ -304,6 +337,11 @@ class SlackAdapter:
             await self.stop()
             raise
         log.info("slack connected as %s over %s", self.bot_user_id, self.mode)
+        if self._last_seen:
+            self._catch_up = CatchUp(self._page, addressed=lambda event: self._addressed(event) is not None,
+                                     take=self._take, seen=self._mark_seen,
+                                     limits=self._catch_up_limits)
+            self._background(self._catch_up.run(self._last_seen))
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None
@@ -416,9 +454,16 @@ class SlackAdapter:
     # -- inbound -----------------------------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        taken = await self._inbound(event)
+        if taken is not None:
+            await self._deliver(taken.inbound, then=lambda: self._record_seen(taken))
+
+    def _addressed(self, event: dict[str, Any]) -> _Addressed | None:
+        """How the bot takes a message: None for what it does not answer (another subtype, a bot's,
+        a channel message neither mentioning it nor in its thread)."""
         user = event.get("user")
         if event.get("subtype") not in _KEEP_SUBTYPES or event.get("bot_id") or not user or user == self.bot_user_id:
-            return
+            return None
         channel, ts, text = event["channel"], event["ts"], event.get("text") or ""
         thread_ts = event.get("thread_ts")
         private = event.get("channel_type") == "im" or channel.startswith("D")
@@ -426,21 +471,35 @@ class SlackAdapter:
         mentioned = bool(self._mention.search(text))
         # Only the spaces around a mention go: the lines and indentation of code the user pasted stay.
         text = self._mention.sub(" ", text).strip() if mentioned else text.strip()
-        thread: str | None = None
-        if not private:
-            if mentioned:
-                thread = thread_ts or ts
-                self._remember(channel, thread)
-            elif thread_ts and ((channel, thread_ts) in self._threads or self._is_text_command(text)):
-                thread = thread_ts
-            else:
-                return
-        await self._deliver(Inbound(
-            platform=self.name, chat_id=channel, thread_id=thread, user_id=user, user_name=None,
-            text=slack_text.with_forwarded(slack_text.readable(text), event.get("attachments")),
-            event_id=f"{channel}:{ts}", is_private=private,
+        if private:
+            return _Addressed(None, private, text, mentioned)
+        if mentioned:
+            return _Addressed(thread_ts or ts, private, text, mentioned)
+        if thread_ts and ((channel, thread_ts) in self._threads or self._is_text_command(text)):
+            return _Addressed(thread_ts, private, text, mentioned)
+        return None
+
+    async def _inbound(self, event: dict[str, Any]) -> _Taken | None:
+        """The `Inbound` for a message the bot takes, and the conversations it is the newest
+        message of once taken: where it was posted, and the thread a mention opens."""
+        addressed = self._addressed(event)
+        if addressed is None:
+            return None
+        channel, ts = event["channel"], event["ts"]
+        thread = addressed.thread
+        if thread is not None and addressed.mentioned:
+            self._remember(channel, thread)
+        inbound = Inbound(
+            platform=self.name, chat_id=channel, thread_id=thread, user_id=event["user"], user_name=None,
+            text=slack_text.with_forwarded(slack_text.readable(addressed.text), event.get("attachments")),
+            event_id=f"{channel}:{ts}", is_private=addressed.private,
             attachments=await self._attachments(event), sent_at=float(ts),
-        ))
+        )
+        posted: Where = (channel, event.get("thread_ts"))
+        if thread is not None and (channel, thread) not in self._threads:
+            return _Taken(inbound, ts, ())  # "!help" in people's thread: nothing there to catch up on later
+        opened = thread is not None and posted != (channel, thread)
+        return _Taken(inbound, ts, (posted, (channel, thread)) if opened else (posted,))
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
         files = event.get("files")
@@ -474,18 +533,58 @@ class SlackAdapter:
             is_private=channel.startswith("D"), reply_token=token,
         ))
 
-    async def _deliver(self, inbound: Inbound) -> None:
+    async def _deliver(self, inbound: Inbound, then: Callable[[], None] | None = None) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
-        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds."""
+        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds.
+        ``then`` runs once the gateway has it."""
         if self._sink is None:
             return
         task = asyncio.ensure_future(self._sink(inbound))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if then is not None:
+            task.add_done_callback(lambda done: None if done.cancelled() or done.exception() is not None else then())
         try:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:
             log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+
+    def _record_seen(self, taken: _Taken) -> None:
+        ts = taken.ts
+        for where in taken.conversations:
+            reading = self._catch_up.reading if self._catch_up is not None else {}
+            if where in reading:  # recorded once the catch-up has handed on what it read there
+                held = reading[where]
+                if held is None or ts_key(ts) > ts_key(held):
+                    reading[where] = ts
+            else:
+                self._mark_seen(*where, ts)
+
+    def _mark_seen(self, channel: str, thread_ts: str | None, ts: str) -> None:
+        """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events)."""
+        where = (channel, thread_ts)
+        newest = self._newest.get(where)
+        if newest is not None and ts_key(newest) >= ts_key(ts):
+            return
+        self._newest[where] = ts
+        try:
+            self._seen(conversation_key(where), ts)
+        except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats
+            log.exception("slack: could not record the newest message taken in from %s", channel)
+
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
+        self._last_seen = {where_of(key): ts for key, ts in last_seen.items()}
+        self._newest, self._seen = dict(self._last_seen), seen
+
+    async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
+        """Hand on a message the catch-up read, as its live event would have been; returns once the
+        gateway has it, with the conversations it is the newest message of."""
+        taken = await self._inbound(event)
+        if taken is None or self._sink is None:
+            return ()
+        await self._sink(taken.inbound)
+        self._record_seen(taken)
+        return taken.conversations
 
     def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
         """Threads the bot was in before a restart (the gateway's stored thread sessions, most

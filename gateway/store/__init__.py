@@ -8,7 +8,7 @@ lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`
 `gateway.store.inbox`, `gateway.store.outbox_rows`, `gateway.store.delegations`,
 `gateway.store.chat_moves` (chats a platform gave a new id),
 `gateway.store.indicators_left` (chats still showing a "working" message),
-`gateway.store.last_seen` (the last message seen per channel, for a catch-up at start), and
+`gateway.store.last_seen` (the newest message seen per conversation, for a catch-up at start), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
 `gateway.store.checkpointer`.

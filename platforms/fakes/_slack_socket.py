@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import aiohttp
@@ -53,7 +54,11 @@ class SlackSocketMode:
                             "debug_info": {"host": "fake"}, "connection_info": {"app_id": self.app_id}})
         self._bump()
         while self._queued and conn.open:
-            await self._send_envelope(self._queued.popleft())
+            envelope, queued_at = self._queued.popleft()
+            if self.give_up_after is not None and time.monotonic() - queued_at >= self.give_up_after:
+                self.given_up.append(envelope)  # Slack's last retry found no connection either
+                continue
+            await self._send_envelope(envelope)
         try:
             while True:
                 msg = await ws.receive()
@@ -89,7 +94,7 @@ class SlackSocketMode:
     async def _send_envelope(self, envelope: Envelope) -> None:
         conns = self.open_connections
         if not conns:
-            self._queued.append(envelope)
+            self._queued.append((envelope, time.monotonic()))
             return
         conn = conns[next(self._rr) % len(conns)]
         envelope.deliveries.append(conn.id)

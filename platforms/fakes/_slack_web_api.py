@@ -12,6 +12,21 @@ from aiohttp import web
 from platforms.fakes._slack_types import Call, Failure
 
 
+def _ts(ts: Any) -> tuple[int, int]:
+    seconds, _, micros = str(ts).partition(".")
+    return int(seconds or 0), int(micros.ljust(6, "0")[:6] or 0)
+
+
+def _between(ts: str, p: dict[str, Any]) -> bool:
+    """Whether a message is in the ``oldest``..``latest`` range asked for: both ends left out unless
+    ``inclusive``, as Slack does."""
+    inclusive = str(p.get("inclusive", "")).lower() in {"1", "true"}
+    oldest, latest = p.get("oldest"), p.get("latest")
+    if oldest and (_ts(ts) < _ts(oldest) or (_ts(ts) == _ts(oldest) and not inclusive)):
+        return False
+    return not (latest and (_ts(ts) > _ts(latest) or (_ts(ts) == _ts(latest) and not inclusive)))
+
+
 def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response(body, status=status, headers=headers)
 
@@ -102,7 +117,8 @@ class SlackWebApi:
         message = self._find(str(p.get("channel")), str(p.get("ts")))
         if message is None:
             return {"ok": False, "error": "message_not_found"}
-        self.messages[(message["channel"], message.get("thread_ts"))].remove(message)
+        thread_ts = message.get("thread_ts")
+        self.messages[(message["channel"], None if thread_ts == message["ts"] else thread_ts)].remove(message)
         self._echo({"subtype": "message_deleted", "channel": message["channel"], "deleted_ts": message["ts"],
                     "previous_message": message, "hidden": True, "ts": self._next_ts()})
         return {"ok": True, "channel": message["channel"], "ts": message["ts"]}
@@ -116,20 +132,21 @@ class SlackWebApi:
         return {"ok": True, "message_ts": ts}
 
     def _history(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A channel's top-level messages after ``oldest``, newest first, at most ``limit``."""
+        """A channel's top-level messages between ``oldest`` and ``latest``, newest first, at most ``limit``."""
         channel = str(p.get("channel") or "")
         if not channel:
             return {"ok": False, "error": "channel_not_found"}
-        after = [m for m in self.messages.get((channel, None), []) if float(m["ts"]) > float(p.get("oldest") or 0)]
-        return self._page(list(reversed(after)), p)
+        between = [m for m in self.messages.get((channel, None), []) if _between(m["ts"], p)]
+        return self._page(list(reversed(between)), p)
 
     def _replies(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A thread's parent, then its replies after ``oldest``, oldest first, at most ``limit``."""
+        """A thread's parent (always, as Slack's first item), then its replies between ``oldest`` and
+        ``latest``, oldest first, at most ``limit``."""
         channel, ts = str(p.get("channel") or ""), str(p.get("ts") or "")
         parent = self._find(channel, ts)
         if parent is None:
             return {"ok": False, "error": "thread_not_found"}
-        replies = [m for m in self.messages.get((channel, ts), []) if float(m["ts"]) > float(p.get("oldest") or 0)]
+        replies = [m for m in self.messages.get((channel, ts), []) if _between(m["ts"], p)]
         return self._page([parent, *replies], p)
 
     @staticmethod
@@ -175,12 +192,19 @@ class SlackWebApi:
     # -- storage -----------------------------------------------------------------------------
 
     def _next_ts(self) -> str:
-        return f"{int(time.time())}.{next(self._ts):06d}"
+        """Now to the microsecond, as Slack's ``ts`` (so a message's age reads right), and later than
+        the last one: a ``ts`` names one message."""
+        self._last_ts = max(int(time.time() * 1_000_000), self._last_ts + 1)
+        return f"{self._last_ts // 1_000_000}.{self._last_ts % 1_000_000:06d}"
 
     def _store(self, channel: str, thread_ts: str | None, fields: dict[str, Any]) -> dict[str, Any]:
         message = {"type": "message", "channel": channel, "ts": self._next_ts(), **fields}
         if thread_ts is not None:
             message["thread_ts"] = thread_ts
+            parent = self._find(channel, thread_ts)
+            if parent is not None:  # Slack marks a thread's parent, as history shows it
+                parent.update(thread_ts=thread_ts, reply_count=int(parent.get("reply_count", 0)) + 1,
+                              latest_reply=message["ts"])
         self.messages[(channel, thread_ts)].append(message)
         self._bump()
         return message

@@ -8,14 +8,17 @@ What it does:
 
 - Web API (``POST /api/<method>``, JSON or form): ``auth.test``, ``apps.connections.open``,
   ``chat.postMessage`` (keeping its ``metadata``), ``chat.update``, ``chat.delete``,
-  ``chat.postEphemeral``, ``conversations.history`` and ``conversations.replies`` (``oldest``,
-  ``limit``, ``include_all_metadata``, ``cursor``: pages of ``limit``), ``files.info``. Bearer tokens
+  ``chat.postEphemeral``, ``conversations.history`` (newest first) and ``conversations.replies``
+  (the parent, then its replies oldest first) with ``oldest``, ``latest``, ``inclusive``,
+  ``limit``, ``include_all_metadata`` and ``cursor`` (pages of ``limit``); a thread's parent
+  carries ``thread_ts``, ``reply_count`` and ``latest_reply`` as Slack's do; ``files.info``. Bearer tokens
   are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``.
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.
 - Socket Mode (``/link``): ``hello`` on connect, envelopes (``events_api``,
   ``slash_commands``), ack collection (`acks`), redelivery of an ``events_api`` envelope not
-  acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3), ``disconnect`` messages
+  acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3), envelopes sent while no client is
+  connected kept for the next one, or lost after ``give_up_after`` seconds (`given_up`), ``disconnect`` messages
   (`disconnect`), dropped sockets (`drop_socket`), half-open ones (`stall`), refused handshakes
   (`refuse_sockets`) and lost acks (`lose_next_ack`).
 - HTTP delivery to a gateway (`send_http_event`, `send_http_command`): v0-signed, with
@@ -80,6 +83,7 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         ack_timeout: float = 3.0,
         http_retry_delays: tuple[float, ...] = (0.0, 0.1, 0.2),
         echo_bot_messages: bool = True,
+        give_up_after: float | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -112,10 +116,17 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self._holds: dict[str, asyncio.Event] = {}
         self._lost_acks = 0
         self._refused_sockets = 0
-        self._queued: deque[Envelope] = deque()
+        self._queued: deque[tuple[Envelope, float]] = deque()
+        """Envelopes no connection was open for, with when (monotonic) they first were."""
+        self.give_up_after = give_up_after
+        """Seconds an envelope waits for a Socket Mode connection before it is lost (`given_up`), as
+        Slack gives up after its last retry, about five minutes after the first attempt; None: kept
+        until a connection opens."""
+        self.given_up: list[Envelope] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._ts = itertools.count(1)
+        self._last_ts = 0
+        """The newest ``ts`` handed out, in microseconds."""
         self._ids = itertools.count(1)
         self._rr = itertools.count()
         self._changed = asyncio.Event()

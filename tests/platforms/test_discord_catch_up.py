@@ -23,8 +23,9 @@ class Store:
     def __init__(self) -> None:
         self.seen: dict[str, int] = {}
 
-    def record(self, channel: str, message: int) -> None:
-        self.seen[channel] = max(self.seen.get(channel, 0), message)
+    def record(self, channel: str, message: str) -> None:
+        assert int(message) > self.seen.get(channel, 0), "only ever a newer message is recorded"
+        self.seen[channel] = int(message)
 
 
 class Sink:
@@ -48,7 +49,7 @@ async def fake():
 
 async def run(fake: FakeDiscord, store: Store, sink: Sink, **kw) -> DiscordAdapter:
     adapter = adapter_for(fake, **kw)
-    adapter.bind_last_seen(dict(store.seen), store.record)
+    adapter.bind_last_seen({channel: str(message) for channel, message in store.seen.items()}, store.record)
     await adapter.start(sink)
     return adapter
 

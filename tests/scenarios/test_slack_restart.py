@@ -141,3 +141,25 @@ async def test_a_stop_before_the_clean_up_ran_leaves_the_placeholder_to_the_next
 
         looking.set()
         assert await run_until(fake, config, tmp_path, lambda: bot_texts(fake) == ["it is green"]) == 0
+
+
+async def test_a_message_sent_while_the_gateway_was_killed_is_answered_once_after_the_restart(tmp_path):
+    # Slack gives up on an event after a few retries over a few minutes: a message sent to a gateway
+    # down longer than that came as no event, and went unanswered for good.
+    async with FakeSlack(give_up_after=0.0) as fake:
+        config = write_config(tmp_path, fake, {"parent": [[{"text": "hello to you"}]]})
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: fake.open_connections, timeout=15)
+            await fake.push_dm("U1", "hello")
+            await fake.wait_for(lambda: bot_texts(fake) == ["hello to you"], timeout=15)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        await fake.wait_for(lambda: not fake.open_connections, timeout=15)
+        await fake.push_dm("U1", "are you there?")
+
+        write_config(tmp_path, fake, {"parent": [[{"text": "yes, back now"}]]})
+        await run_until(fake, config, tmp_path, lambda: fake.given_up,
+                        lambda: bot_texts(fake) == ["hello to you", "yes, back now"])
+    assert len([c for c in fake.calls_to("chat.postMessage") if c.params.get("text") == "yes, back now"]) == 1

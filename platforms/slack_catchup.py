@@ -1,0 +1,215 @@
+"""Catching up, at start, on what was said to the bot while the gateway was down.
+
+Slack delivers an event to an open Socket Mode connection or the Events API URL, retries it a few
+times over a few minutes (at once, after a minute, after five) and then gives up: a message sent
+while the gateway was stopped, crashed or being deployed for longer than that never comes as an
+event. So at each start the adapter reads the conversations it was talking in, for the messages
+after the newest one the gateway took in there (`CatchUp.run`, ``conversations.history`` for a
+DM's or channel's top level, ``conversations.replies`` for a thread), and hands each on as the
+live event would have been, oldest first: the same checks (only what is addressed to the bot, no
+bot's message, no edits, joins or other subtypes), the same ``event_id``, so the gateway's inbox
+drops a message that also comes as a late retried event. Its ``ts`` is when it was sent, so the
+answer opens with the late note (`gateway.late_notes`).
+
+Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
+bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
+conversations are read; one warning says what was skipped. Both methods are Slack's Tier 3 (about
+50 calls a minute, shared with the placeholder clean-up): calls are `Limits.pace` seconds apart,
+and a 429 is waited out (``Retry-After``) a few times before the conversation is left for the next
+start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from platforms.base import RateLimited, Unauthorized
+
+log = logging.getLogger("platforms.slack")
+
+Where = tuple[str, str | None]
+"""A conversation: a channel (or DM), and a thread's ts in it or None for its top level."""
+Page = Callable[..., Awaitable[tuple[list[dict[str, Any]], str | None]]]
+"""``page(channel, thread_ts, oldest=..., cursor=...)``: one page of messages and the next cursor."""
+PAGES = 5
+"""Pages read per conversation at most (of the adapter's page size)."""
+RATE_LIMITED_TRIES = 3
+
+
+def conversation_key(where: Where) -> str:
+    """How the gateway's store names a conversation: ``C1``, or ``C1/<thread ts>`` for a thread
+    (Slack's channel ids have no slash)."""
+    channel, thread = where
+    return channel if thread is None else f"{channel}/{thread}"
+
+
+def where_of(key: str) -> Where:
+    """The conversation a `conversation_key` names."""
+    channel, _, thread = key.partition("/")
+    return channel, thread or None
+
+
+def ts_key(ts: str) -> tuple[int, int]:
+    """A Slack ``ts`` (``seconds.micros``, a string) in order; a float would round the micros away."""
+    seconds, _, micros = ts.partition(".")
+    return int(seconds), int(micros.ljust(6, "0")[:6] or 0)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_age: float = 24 * 3600.0
+    """Seconds: an older message is not answered any more (it is counted as skipped)."""
+    max_messages: int = 20
+    """Messages for the bot handed on per conversation at most: the newest ones."""
+    max_conversations: int = 100
+    """Conversations read per start at most: those with the newest message taken in."""
+    pace: float = 60 / 50
+    """Seconds between two reads: Slack allows about 50 a minute of each method."""
+
+
+@dataclass
+class _Skipped:
+    too_old: int = 0
+    too_many: int = 0
+    unread: list[str] = field(default_factory=list)
+    """Conversations not read (or not to the end): why, one line each."""
+
+
+class CatchUp:
+    """One start's catch-up. ``addressed(event)`` says whether the live path would hand the
+    message on; ``take(event)`` hands it on and returns once the gateway has it (raising when it
+    cannot take it) with the conversations it is now the newest message of; ``seen(channel,
+    thread_ts, ts)`` records how far a conversation was read."""
+
+    def __init__(self, page: Page, *, addressed: Callable[[dict[str, Any]], bool],
+                 take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
+                 seen: Callable[[str, str | None, str], None], limits: Limits = Limits()) -> None:
+        self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
+        self._limits = limits
+        self._reads = 0
+        self.reading: dict[Where, str | None] = {}
+        """Conversations being caught up -> the newest ts a live event took in there meanwhile: recorded
+        only once the older messages read have been handed on, so a crash cannot skip them."""
+
+    async def run(self, last_seen: dict[Where, str]) -> None:
+        """Catch up on every conversation in ``last_seen`` (where -> the newest ts taken in), the most
+        recently active first. Never raises but for cancellation: a failure leaves the conversation
+        where it was, for the next start."""
+        order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
+        chosen, left = order[:self._limits.max_conversations], order[self._limits.max_conversations:]
+        skipped = _Skipped()
+        if left:
+            skipped.unread.append(f"{len(left)} conversation(s) quiet longest, over {self._limits.max_conversations}")
+        queue = deque(chosen)
+        for where, ts in chosen:
+            self.reading[where] = None
+        while queue:
+            where, ts = queue.popleft()
+            try:
+                for opened in await self._conversation(where, ts, skipped):
+                    if opened[0] not in self.reading and opened[0] not in last_seen:
+                        self.reading[opened[0]] = None  # a thread a caught-up mention opened: read it too
+                        queue.append(opened)
+            except Unauthorized as exc:
+                skipped.unread.append(f"every conversation from {where[0]} on: {exc}")
+                break
+            finally:
+                self.reading.pop(where, None)
+        self.reading.clear()
+        if skipped.too_old or skipped.too_many or skipped.unread:
+            log.warning("slack: catching up on messages sent while the gateway was down skipped %d older than %g h"
+                        " and %d over %d per conversation%s", skipped.too_old, self._limits.max_age / 3600,
+                        skipped.too_many, self._limits.max_messages,
+                        "; not read: " + "; ".join(skipped.unread) if skipped.unread else "")
+
+    async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]]:
+        """Hand on what came after ``last`` there, with one line saying what it found; the other
+        conversations the messages handed on are the newest of (a thread a mention opened). How far it
+        got is recorded whatever happens."""
+        channel, thread = where
+        done, complete, handed = last, False, 0
+        opened: list[tuple[Where, str]] = []
+        try:
+            messages, more = await self._read(where, last)
+            cutoff = time.time() - self._limits.max_age
+            mine = [m for m in messages if self._addressed(m)]
+            fresh = [m for m in mine if float(m["ts"]) >= cutoff]
+            kept = fresh[-self._limits.max_messages:]
+            too_old, too_many = len(mine) - len(fresh), len(fresh) - len(kept)
+            skipped.too_old += too_old
+            skipped.too_many += too_many
+            keep = {id(m) for m in kept}
+            for message in messages:
+                if id(message) in keep:
+                    opened += [(other, message["ts"]) for other in await self._take(message) if other != where]
+                    handed += 1
+                done = message["ts"]
+            complete = not (more and thread)  # a thread's newest are unread: a live ts must not pass over them
+            if more:
+                skipped.unread.append(f"{_name(where)} past its first {len(messages)} new messages (the next start"
+                                      " reads on)" if thread else f"{_name(where)}'s messages before the newest"
+                                      f" {len(messages)}")
+            if kept or too_old or too_many:
+                log.info("slack: caught up on %s: %d message(s) for the bot handed on, %d skipped", _name(where),
+                         handed, too_old + too_many)
+        except Unauthorized:
+            raise
+        except Exception as exc:  # a read Slack refused, or a message the gateway could not take
+            skipped.unread.append(f"{_name(where)}: {exc}")
+        finally:
+            live = self.reading.get(where)
+            if complete and live is not None and ts_key(live) > ts_key(done):
+                done = live
+            if done != last:
+                self._seen(channel, thread, done)
+        return opened
+
+    async def _read(self, where: Where, last: str) -> tuple[list[dict[str, Any]], bool]:
+        """The messages after ``last``, oldest first, and whether more were left unread (a thread's
+        newest, or a top level's oldest: `conversations.history` pages from the newest)."""
+        channel, thread = where
+        messages: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(PAGES):
+            page, cursor = await self._paced(channel, thread, last, cursor)
+            messages += [m for m in page if ts_key(str(m.get("ts") or "0")) > ts_key(last)]
+            if not cursor:
+                break
+        if thread is None:
+            messages.reverse()
+        return [_as_event(m, channel, thread) for m in messages], cursor is not None
+
+    async def _paced(self, channel: str, thread: str | None, last: str,
+                     cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        tries = 0
+        while True:
+            if self._reads:
+                await asyncio.sleep(self._limits.pace)
+            self._reads += 1
+            try:
+                return await self._page(channel, thread, oldest=last, cursor=cursor)
+            except RateLimited as exc:
+                tries += 1
+                if tries == RATE_LIMITED_TRIES:
+                    raise
+                await asyncio.sleep(exc.retry_after)
+
+
+def _as_event(message: dict[str, Any], channel: str, thread: str | None) -> dict[str, Any]:
+    """A message read back, as its live ``message`` event had it: the event names its channel, and a
+    top-level message has no ``thread_ts`` (read back, a thread's parent carries its own ts as one)."""
+    event = {**message, "channel": channel, "channel_type": "im" if channel.startswith("D") else "channel"}
+    if thread is None and event.get("thread_ts") == event.get("ts"):
+        del event["thread_ts"]
+    return event
+
+
+def _name(where: Where) -> str:
+    channel, thread = where
+    return f"{channel} thread {thread}" if thread else channel

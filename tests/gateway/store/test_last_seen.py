@@ -1,0 +1,30 @@
+"""The newest message seen per conversation, kept across restarts for the catch-up at start."""
+
+from __future__ import annotations
+
+from gateway.store import GatewayStore
+from platforms.slack import SlackAdapter
+
+
+def test_the_newest_position_per_platform_and_conversation_survives_a_reopen(tmp_path):
+    store = GatewayStore(tmp_path / "state.db")
+    store.last_seen.record("slack", "D1", "1700000000.000009")
+    store.last_seen.record("slack", "D1", "1700000000.000010")
+    store.last_seen.record("slack", "C1/1700000000.000001", "1700000005.000001")
+    store.last_seen.record("discord", "600", "1234567890123456789")
+    store.close()
+    store = GatewayStore(tmp_path / "state.db")
+    assert store.last_seen.of("slack") == {"D1": "1700000000.000010", "C1/1700000000.000001": "1700000005.000001"}
+    assert store.last_seen.of("discord") == {"600": "1234567890123456789"}  # a snowflake as it was, not a float
+    store.close()
+
+
+def test_slack_records_only_a_newer_ts_than_it_holds_even_where_a_float_would_round_them_together():
+    recorded: list[tuple[str, str]] = []
+    adapter = SlackAdapter(bot_token="xoxb-test", app_token="xapp-test", api_base="http://127.0.0.1:9/api/")
+    adapter.bind_last_seen({"D1": "1999999999.999998"}, lambda conversation, ts: recorded.append((conversation, ts)))
+    adapter._mark_seen("D1", None, "1999999999.999997")  # an older event taken in late: Slack does not order them
+    adapter._mark_seen("D1", None, "1999999999.999999")
+    adapter._mark_seen("C1", "1700000000.000001", "1700000005.000001")
+    adapter._mark_seen("D1", None, "1999999999.999998")
+    assert recorded == [("D1", "1999999999.999999"), ("C1/1700000000.000001", "1700000005.000001")]

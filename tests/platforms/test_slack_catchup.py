@@ -1,0 +1,207 @@
+"""The Slack adapter catching up at start on what was said while the gateway was down
+(`platforms.slack_catchup`): the real slack-bolt / slack-sdk clients on the loopback FakeSlack,
+a recording sink in the gateway's place, and the last-seen record kept in a dict."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.base import Inbound
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+from platforms.slack_catchup import Limits, conversation_key, where_of
+
+DM = "DU1"  # the fake's DM channel with user U1
+NO_PACE = Limits(pace=0.0)
+
+
+class Gateway:
+    """What the gateway keeps across restarts for the adapter: the Inbounds handed over and the
+    newest message taken in per conversation."""
+
+    def __init__(self) -> None:
+        self.items: list[Inbound] = []
+        self.last_seen: dict[tuple[str, str | None], str] = {}
+
+    async def sink(self, inbound: Inbound) -> None:
+        self.items.append(inbound)
+
+    def seen(self, conversation: str, ts: str) -> None:
+        self.last_seen[where_of(conversation)] = ts
+
+    def bind(self, adapter: SlackAdapter) -> None:
+        adapter.bind_last_seen({conversation_key(where): ts for where, ts in self.last_seen.items()}, self.seen)
+
+    def texts(self) -> list[str]:
+        return [i.text for i in self.items]
+
+    async def start(self, fake: FakeSlack, limits: Limits = NO_PACE) -> SlackAdapter:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2, catch_up=limits)
+        adapter.remember_threads([key for key in self.last_seen if key[1] is not None])  # type: ignore[misc]
+        self.bind(adapter)
+        await adapter.start(self.sink)
+        return adapter
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(give_up_after=0.0) as fake:  # an event no connection was open for is lost
+        yield fake
+
+
+async def down(fake: FakeSlack, adapter: SlackAdapter) -> None:
+    await adapter.stop()
+    await fake.wait_for(lambda: not fake.open_connections)
+
+
+async def test_dm_messages_sent_while_down_are_handed_over_oldest_first_as_their_live_events(fake):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    first = (await fake.push_dm("U1", "first"))["event"]
+    await fake.wait_for(lambda: gateway.texts() == ["first"])
+    assert gateway.last_seen == {(DM, None): first["ts"]}
+    await down(fake, adapter)
+
+    lost = [(await fake.push_dm("U1", text))["event"] for text in ("while down", "and again")]
+    fake._store(DM, None, {"user": fake.bot_user_id, "bot_id": fake.bot_id, "text": "a bot's own post"})
+    fake._store(DM, None, {"user": "U1", "subtype": "channel_join", "text": "<@U1> has joined"})
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 3)
+        await fake.wait_for(lambda: fake.given_up)  # Slack gave up on those events: they never came live
+        assert gateway.texts() == ["first", "while down", "and again"]
+        assert [i.event_id for i in gateway.items[1:]] == [f"{DM}:{e['ts']}" for e in lost]
+        assert [i.sent_at for i in gateway.items[1:]] == [float(e["ts"]) for e in lost]
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] > lost[-1]["ts"])  # read past the bot's post
+    finally:
+        await adapter.stop()
+
+    adapter = await gateway.start(fake)  # nothing new: nothing handed over again
+    try:
+        await fake.wait_for(lambda: len(fake.calls_to("conversations.history")) >= 2)
+    finally:
+        await adapter.stop()
+    assert len(gateway.items) == 3
+
+
+async def test_in_channels_only_mentions_and_replies_in_the_bots_threads_are_handed_over(fake):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    thread = (await fake.push_mention("C1", "U1", "start a thread"))["event"]["ts"]
+    await fake.wait_for(lambda: len(gateway.items) == 1)
+    await fake.wait_for(lambda: (("C1", None) in gateway.last_seen and ("C1", thread) in gateway.last_seen))
+    await down(fake, adapter)
+
+    await fake.push_message("C1", "U1", "a follow-up, no mention", thread_ts=thread)
+    await fake.push_message("C1", "U2", "people talking, not to the bot")
+    new = (await fake.push_mention("C1", "U2", "a new question"))["event"]["ts"]
+    await fake.push_message("C1", "U2", "a reply in people's thread", thread_ts=new)  # the bot is in it: mentioned
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 4)
+    finally:
+        await adapter.stop()
+    handed = {(i.chat_id, i.thread_id, i.text) for i in gateway.items[1:]}
+    assert ("C1", thread, "a follow-up, no mention") in handed
+    assert ("C1", new, "a new question") in handed
+    assert "people talking, not to the bot" not in gateway.texts()
+    # The thread the caught-up mention opened is read at the next start too.
+    assert ("C1", new) in gateway.last_seen
+
+
+async def test_the_newest_messages_within_the_bounds_are_handed_over_and_one_warning_names_the_rest(fake, caplog):
+    gateway = Gateway()
+    two_days_ago = time.time() - 2 * 86400
+    gateway.last_seen[(DM, None)] = f"{two_days_ago - 1:.6f}"
+    fake.messages[(DM, None)].insert(0, {"type": "message", "channel": DM, "user": "U1", "text": "from two days ago",
+                                         "ts": f"{two_days_ago:.6f}"})
+    for n in range(4):
+        await fake.push_dm("U1", f"while down {n}")
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, max_messages=3))
+    try:
+        await fake.wait_for(lambda: [r for r in caplog.records if r.levelno == logging.WARNING])
+    finally:
+        await adapter.stop()
+    assert gateway.texts() == ["while down 1", "while down 2", "while down 3"]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "skipped 1 older than 24 h and 1 over 3 per conversation" in warning
+    [summary] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("slack: caught up on")]
+    assert summary == f"slack: caught up on {DM}: 3 message(s) for the bot handed on, 2 skipped"
+
+
+async def test_reads_are_paced_and_a_429_is_waited_out(fake):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    await fake.push_dm("U1", "first")
+    await fake.push_dm("U2", "first too")
+    await fake.wait_for(lambda: len(gateway.last_seen) == 2)
+    await down(fake, adapter)
+
+    await fake.push_dm("U1", "while down")
+    await fake.push_dm("U2", "while down too")
+    fake.fail_next("conversations.history", status=429, retry_after=0)
+    started = time.monotonic()
+    adapter = await gateway.start(fake, Limits(pace=0.4))
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 4)
+    finally:
+        await adapter.stop()
+    # Three reads (one answered 429), each after the pace: Slack's 50 a minute, scaled.
+    assert len(fake.calls_to("conversations.history")) == 3
+    assert time.monotonic() - started >= 2 * 0.4
+    assert sorted(gateway.texts()[2:]) == ["while down", "while down too"]
+
+
+async def test_a_message_the_gateway_could_not_take_is_read_again_at_the_next_start(fake):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    await fake.push_dm("U1", "first")
+    await fake.wait_for(lambda: gateway.last_seen)
+    await down(fake, adapter)
+    seen_before = dict(gateway.last_seen)
+
+    await fake.push_dm("U1", "while down")
+    await fake.push_dm("U1", "and again")
+    refused = 0
+
+    async def failing(inbound: Inbound) -> None:
+        nonlocal refused
+        refused += 1
+        raise RuntimeError("the inbox is down")
+
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2, catch_up=NO_PACE)
+    gateway.bind(adapter)
+    await adapter.start(failing)
+    try:
+        await fake.wait_for(lambda: refused == 1)
+    finally:
+        await adapter.stop()
+    assert gateway.last_seen == seen_before
+
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 3)
+    finally:
+        await adapter.stop()
+    assert gateway.texts() == ["first", "while down", "and again"]
+
+
+async def test_a_command_typed_in_peoples_thread_leaves_nothing_to_read_back(fake):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    try:
+        top = (await fake.push_message("C1", "U1", "people talking"))["event"]["ts"]
+        await fake.push_message("C1", "U2", "!stop", thread_ts=top)
+        await fake.wait_for(lambda: gateway.texts() == ["!stop"])
+        await fake.push_dm("U1", "then a DM")
+        await fake.wait_for(lambda: gateway.last_seen)
+    finally:
+        await adapter.stop()
+    assert list(gateway.last_seen) == [(DM, None)]  # the thread is not the bot's: no read of it at each start

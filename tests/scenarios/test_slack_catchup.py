@@ -1,0 +1,94 @@
+"""End to end on Slack: messages sent while the gateway was down, read back at its next start
+(`platforms.slack_catchup`), through the real Gateway with its durable last-seen record and inbox,
+the real SlackAdapter and the loopback FakeSlack."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from agent import ModelRequest
+from gateway.app import Gateway
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+from platforms.slack_catchup import Limits
+
+DM = "DU1"  # the fake's DM channel with user U1
+PLACEHOLDER = "_working…_"
+LATE_AFTER = 2.0
+
+
+def echo(request: ModelRequest) -> dict:
+    return {"text": f"re: {request.messages[-1].get('content')}"}
+
+
+def answers(fake: FakeSlack, channel: str = DM, thread: str | None = None) -> list[str]:
+    return [m.get("text", "") for m in fake.messages.get((channel, thread), [])
+            if m.get("bot_id") and m.get("text") != PLACEHOLDER]
+
+
+Start = Callable[[], Awaitable[Gateway]]
+
+
+@pytest.fixture
+async def restarts(tmp_path) -> AsyncIterator[tuple[FakeSlack, Start]]:
+    """A fake Slack and a way to start a gateway on the same state directory (the last one started
+    is stopped at the end)."""
+    fake = await FakeSlack().start()
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, delivery={"late_after": LATE_AFTER})
+    running: list[Gateway] = []
+
+    async def start() -> Gateway:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2, catch_up=Limits(pace=0.0))
+        running.append(await start_gateway(config, [adapter], script={"parent": echo}))
+        return running[-1]
+
+    yield fake, start
+    for gateway in running:
+        await gateway.stop(grace=0)
+    await fake.close()
+
+
+async def stopped_after_one_answer(fake: FakeSlack, start: Start) -> None:
+    gateway = await start()
+    await fake.push_dm("U1", "hello")
+    await fake.wait_for(lambda: answers(fake) == ["re: hello"])
+    await settled(gateway)
+    await gateway.stop(grace=0)
+    await fake.wait_for(lambda: not fake.open_connections)
+
+
+async def test_a_message_read_back_and_then_retried_live_is_answered_once_with_the_late_note(restarts):
+    fake, start = restarts
+    await stopped_after_one_answer(fake, start)
+    fake.give_up_after = 0.0  # Slack gave up on its event: only the catch-up can find it
+    event = (await fake.push_dm("U1", "sent while it was down"))["event"]
+    await asyncio.sleep(LATE_AFTER)  # down long enough for the answer to be late
+
+    gateway = await start()
+    await fake.wait_for(lambda: "re: sent while it was down" in answers(fake))
+    assert fake.given_up
+    await fake.push_event(event)  # a late retry of the same message after all
+    await fake.wait_for(lambda: len(fake.acks) == 2)
+    await settled(gateway)
+    hello, note, answer = answers(fake)
+    assert (hello, answer) == ("re: hello", "re: sent while it was down")
+    assert note.startswith("⏱ Answering your message from ") and note.endswith(" ago: “sent while it was down”")
+
+
+async def test_a_message_retried_live_while_the_catch_up_reads_it_is_answered_once(restarts):
+    fake, start = restarts
+    await stopped_after_one_answer(fake, start)
+    event = (await fake.push_dm("U1", "sent while it was down"))["event"]  # queued: Slack retries it
+    reading = fake.hold("conversations.history")
+
+    gateway = await start()
+    await fake.wait_for(lambda: len(fake.acks) == 2)  # the retried event came and was taken first
+    reading.set()
+    await fake.wait_for(lambda: gateway.store.last_seen.of("slack")[DM] == event["ts"])  # read back too
+    await settled(gateway)
+    assert answers(fake) == ["re: hello", "re: sent while it was down"]
