@@ -3,7 +3,8 @@
 Routes (see docs/platforms/web.md):
 
 - ``GET /chat``: the page; ``GET /chat/static/<file>``: its script and style. Plain
-  files shipped in the package (``platforms/web_static``), no build step, no CDN.
+  files shipped in the package (``platforms/web_static``), no build step, no CDN, each with the
+  page's headers (`platforms.web_pages`).
 - ``POST /chat/api/messages`` with ``{"chat", "text", "key"}``: one message from the
   page, answered 202 ``{"id", "turn_id", "duplicate"}``. ``key`` is the page's
   idempotency key: the same key in the same chat is the same event, so a retried POST
@@ -54,6 +55,7 @@ from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
 from platforms.web_files import WebFiles, download_headers
+from platforms.web_pages import page_response, static_route
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +72,6 @@ SWEEP_SECONDS = 3600.0
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
-_PAGE_HEADERS = {
-    # Only the page's own files, and no framing: the page holds a token.
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
 
 
 class WebChatAdapter:
@@ -139,7 +134,7 @@ class WebChatAdapter:
         return [
             web.get("/chat", self._page),
             web.get("/chat/", self._page),
-            web.static("/chat/static", STATIC_DIR),
+            static_route("/chat/static", STATIC_DIR),
             web.post("/chat/api/messages", self._post_message),
             web.get("/chat/api/history", self._get_history, allow_head=False),
             web.get("/chat/api/events", self._get_events, allow_head=False),
@@ -190,7 +185,7 @@ class WebChatAdapter:
     # -- in: the page and its API ------------------------------------------------------
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
-        return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+        return page_response(STATIC_DIR / "index.html")
 
     async def _post_message(self, request: web.Request) -> web.Response:
         user = self.access.check(request)

@@ -38,6 +38,7 @@ from gateway.events import GatewayListener
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
+from platforms.web_pages import page_response, static_route
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
@@ -52,12 +53,6 @@ KEEP_ALIVE_SECONDS = 15.0
 STOP_REASON = "stopped from the operator console"
 LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
 _STREAM = "console"
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
 
 
 def console_access(gateway: Gateway) -> Access:
@@ -88,8 +83,7 @@ class Console(GatewayListener):
         return [
             web.get("/console", self._page),
             web.get("/console/", self._page),
-            web.get("/console/static/live.js", self._shared_script),
-            web.static("/console/static", STATIC_DIR),
+            static_route("/console/static", STATIC_DIR, {"live.js": SHARED_SCRIPT}),
             web.get("/console/api/state", self._get_state, allow_head=False),
             web.get("/console/api/events", self._get_events, allow_head=False),
             web.post("/console/api/turns/{id}/stop", self._stop_turn),
@@ -155,10 +149,7 @@ class Console(GatewayListener):
     # -- the page and its API -----------------------------------------------------------------
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
-        return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
-
-    async def _shared_script(self, request: web.Request) -> web.StreamResponse:
-        return web.FileResponse(SHARED_SCRIPT)
+        return page_response(STATIC_DIR / "index.html")
 
     async def _get_state(self, request: web.Request) -> web.Response:
         if isinstance(refusal := self.access.check(request), Refusal):

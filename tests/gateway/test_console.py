@@ -255,6 +255,18 @@ async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, ga
             assert response.status == 415
 
 
+async def test_the_console_page_under_its_static_path_may_not_be_framed_either(tmp_path, gateways) -> None:
+    # /console/static/index.html is the whole working console (its files are linked by absolute paths):
+    # framed by another site on loopback, where no token is asked, its Stop buttons take a visitor's clicks.
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        for name in ("index.html", "console.js", "console.css", "live.js"):
+            async with http.get(f"{server.url}/console/static/{name}") as file:
+                assert file.status == 200, name
+                assert "frame-ancestors 'none'" in file.headers.get("Content-Security-Policy", ""), name
+                assert file.headers.get("X-Content-Type-Options") == "nosniff", name
+
+
 async def test_a_refused_request_cannot_write_lines_of_its_own_into_the_log(tmp_path, gateways, caplog) -> None:
     # The id in the path is the stranger's: decoded, %0A would start a forged line of the text log.
     gateway = await gateways(make_config(tmp_path, server={"console_token": TOKEN}), [RecordingAdapter()])

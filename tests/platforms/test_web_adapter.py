@@ -92,6 +92,20 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, h
         assert escape.status in (403, 404)
 
 
+async def test_the_page_under_its_static_path_may_not_be_framed_either(started, http) -> None:
+    # /chat/static/index.html is the whole working page (its files are linked by absolute paths):
+    # without the page's headers there, another site could frame it and steer a visitor's clicks.
+    _, _, base = await started()
+    for name in ("index.html", "chat.js", "live.js", "chat.css"):
+        async with http.get(f"{base}/chat/static/{name}") as file:
+            assert file.status == 200, name
+            assert "frame-ancestors 'none'" in file.headers.get("Content-Security-Policy", ""), name
+            assert file.headers.get("X-Content-Type-Options") == "nosniff", name
+    for name in ("missing.js", "..%2Fweb.py", "%2E%2E/web.py"):
+        async with http.get(f"{base}/chat/static/{name}") as other:
+            assert other.status == 404, name
+
+
 async def test_a_message_reaches_the_sink_with_its_key_as_the_event_id(started, http) -> None:
     _, sink, base = await started()
     status, body = await post_message(http, base, "c1", "hello", key="key-00000001")
