@@ -1,41 +1,75 @@
 """Glob patterns over ``/``-separated relative paths, for `list_files`.
 
 `pathlib.Path.glob` follows symlinked directories during ``**`` (before 3.13),
-which could walk out of the workspace; matching walked paths against a regex keeps
-the walk under our control.
+which could walk out of the workspace; matching walked paths ourselves keeps the
+walk under our control.
+
+Matching takes time in proportion to the path times the pattern, whatever the pattern:
+the model writes it, and anyone who may talk to it can have it write ``*a*a*a…b``.
+One regex for the whole pattern (``[^/]*a[^/]*a…``) tried every way of splitting a name
+among its stars, for hours, holding the GIL, and so every chat of the gateway with it.
+So a ``**`` is matched over whole path segments (`GlobMatch`), and within a segment each
+run of stars takes the first place where what follows it fits, never looking back (as
+`fnmatch` does): what follows a star has a fixed length, so a later place could only
+leave less of the name to the rest.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+_TOKEN = re.compile(r"(\*+|\?|\[!?\]?[^\]]*\])")
 
 
-def glob_regex(pattern: str) -> tuple[re.Pattern[str], int | None]:
-    """A regex for a glob over ``/``-separated relative paths, and the deepest level it can match.
+class GlobMatch:
+    """Whether a relative path (``a/b/c``, no empty segments) matches the pattern.
 
     ``*``, ``?`` and ``[...]`` stay within one path segment; a ``**`` segment spans
-    any number of directories (depth ``None``: unbounded).
+    any number of directories: none or more before another segment, one or more as the last.
     """
-    segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")] or ["*"]
-    out = []
-    for i, seg in enumerate(segments):
-        last = i == len(segments) - 1
-        if seg == "**":
-            out.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        parts = re.split(r"(\*+|\?|\[!?\]?[^\]]*\])", seg)
-        for part in parts:
-            if part.startswith("*"):
-                out.append("[^/]*")
-            elif part == "?":
-                out.append("[^/]")
-            elif part.startswith("[") and part.endswith("]") and part not in ("[]", "[!]"):
-                negate, body = part[1] == "!", part[1:-1].removeprefix("!")
-                # Escape all but '-' so regex syntax inside a class ('^', '\\', '&&') stays literal.
-                body = "".join(c if c == "-" else re.escape(c) for c in body)
-                out.append("[" + ("^" if negate else "") + body + "]")
+
+    def __init__(self, pattern: str) -> None:
+        segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")] or ["*"]
+        self._segments: list[Callable[[str], object] | None] = [
+            None if s == "**" else _segment(s) for s in segments]
+        self.depth = None if "**" in segments else len(segments)
+        """The deepest level it can match; None: unbounded."""
+
+    def __call__(self, path: str) -> bool:
+        parts = path.split("/")
+        reached = {0}  # how many of the path's segments the pattern's segments so far can take
+        for i, segment in enumerate(self._segments):
+            if segment is None:
+                if i == len(self._segments) - 1:
+                    return any(r < len(parts) for r in reached)
+                reached = set(range(min(reached), len(parts) + 1)) if reached else set()
             else:
-                out.append(re.escape(part))
-        out.append("" if last else "/")
-    depth = None if "**" in segments else len(segments)
-    return re.compile("".join(out) + r"\Z"), depth
+                reached = {r + 1 for r in reached if r < len(parts) and segment(parts[r])}
+            if not reached:
+                return False
+        return len(parts) in reached
+
+
+def _segment(segment: str) -> Callable[[str], object]:
+    """A matcher of one path segment (``fullmatch``), its stars taken as described above."""
+    chunks: list[str] = [""]  # the regexes between runs of stars
+    for part in _TOKEN.split(segment):
+        if part.startswith("*"):
+            chunks.append("")
+        elif part == "?":
+            chunks[-1] += "."
+        elif part.startswith("[") and part.endswith("]") and part not in ("[]", "[!]"):
+            negate, body = part[1] == "!", part[1:-1].removeprefix("!")
+            # Escape all but '-' so regex syntax inside a class ('^', '\\', '&&') stays literal.
+            body = "".join(c if c == "-" else re.escape(c) for c in body)
+            chunks[-1] += "[" + ("^" if negate else "") + body + "]"
+        else:
+            chunks[-1] += re.escape(part)
+    if len(chunks) == 1:
+        regex = chunks[0]
+    else:
+        head, *middle, tail = chunks
+        # An atomic group commits to the first fit of each middle chunk: no way back into it.
+        regex = head + "".join(f"(?>.*?{chunk})" for chunk in middle if chunk) + ".*" + tail
+    return re.compile(regex, re.DOTALL).fullmatch

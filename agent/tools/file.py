@@ -26,7 +26,7 @@ from typing import Any
 
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
-from agent.tools._glob import glob_regex
+from agent.tools._glob import GlobMatch
 from agent.tools._open_unfollowed import READ, is_swapped, open_folder, open_unfollowed
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from agent.tools.file_scope import FileScope
@@ -154,7 +154,7 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
-def _matches(base: Path, folder: int, regex, max_depth: int | None, hidden):
+def _matches(base: Path, folder: int, matches: GlobMatch, hidden):
     """Entries under ``base`` (open as ``folder``) whose relative path matches and that are not
     ``hidden``, directory by directory in name order, each with its mark ('/' a directory, '@' a
     symlink)."""
@@ -165,9 +165,9 @@ def _matches(base: Path, folder: int, regex, max_depth: int | None, hidden):
         for name in sorted(dirnames + filenames):
             if hidden(here / name):
                 continue
-            if regex.match((here / name).relative_to(base).as_posix()):
+            if matches((here / name).relative_to(base).as_posix()):
                 yield here / name, _mark(name, dirfd)
-        deeper = max_depth is None or len(here.relative_to(base).parts) + 1 < max_depth
+        deeper = matches.depth is None or len(here.relative_to(base).parts) + 1 < matches.depth
         dirnames[:] = sorted(d for d in dirnames if deeper and not hidden(here / d))
 
 
@@ -191,14 +191,14 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
         if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
             raise ToolError(f"{path!r} is not a directory") from None
         raise ToolError(f"cannot list {path!r}: {exc.strerror or exc}") from None
-    regex, max_depth = glob_regex(args.get("pattern") or "*")
+    matches = GlobMatch(args.get("pattern") or "*")
     root = ctx.workspace.resolve()
     scope: FileScope | None = ctx.services.get(FILE_SCOPE)
     hidden = scope.hidden_in(root) if scope is not None else (lambda entry: False)
     try:
         found = [
             entry.relative_to(root).as_posix() + mark
-            for entry, mark in itertools.islice(_matches(base, folder, regex, max_depth, hidden), MAX_LIST_ENTRIES + 1)
+            for entry, mark in itertools.islice(_matches(base, folder, matches, hidden), MAX_LIST_ENTRIES + 1)
         ]
     finally:
         os.close(folder)

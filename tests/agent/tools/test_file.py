@@ -153,6 +153,43 @@ async def test_list_files(call, workspace: Path, tmp_path: Path):
     assert await call(LIST, {"pattern": "*.rs"}) == "(no matching entries)"
 
 
+@pytest.mark.parametrize(("pattern", "listed"), [
+    ("**", ["a.b.txt", "aab", "src/", "src/deep/", "src/deep/x.py", "src/main.py"]),
+    ("src/**", ["src/deep/", "src/deep/x.py", "src/main.py"]),
+    ("**/x.py", ["src/deep/x.py"]),
+    ("src/**/*.py", ["src/deep/x.py", "src/main.py"]),
+    ("*a*b", ["aab"]),
+    ("*.*.*", ["a.b.txt"]),
+    ("a?b", ["aab"]),
+    ("[!s]*", ["a.b.txt", "aab"]),
+    ("s[r-s]c/m*n.py", ["src/main.py"]),
+    ("**/**/x.py", ["src/deep/x.py"]),
+])  # fmt: skip
+async def test_list_files_patterns(call, workspace: Path, pattern: str, listed: list[str]):
+    (workspace / "src/deep").mkdir(parents=True)
+    for name in ("a.b.txt", "aab", "src/main.py", "src/deep/x.py"):
+        (workspace / name).write_text("")
+    out = await call(LIST, {"pattern": pattern})
+    assert out.splitlines() == listed
+
+
+def test_list_files_takes_no_time_over_a_pattern_of_many_stars(workspace: Path):
+    # One regex for the pattern tried every way of sharing the name among the stars: hours for
+    # this one, with the GIL held, so every chat of the gateway stood still. Run apart, to be killed.
+    (workspace / ("a" * 60)).write_text("")
+    code = (
+        "import asyncio, pathlib, sys\n"
+        "from agent._tools import ToolContext\n"
+        "from agent.tools.file import file_toolset\n"
+        "ctx = ToolContext(session=None, call_id='c', workspace=pathlib.Path(sys.argv[1]), services={})\n"
+        "print(asyncio.run(file_toolset()[1].invoke({'pattern': '*a' * 25 + 'b'}, ctx)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, timeout=30,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(no matching entries)"
+
+
 async def test_list_does_not_follow_symlinks_out(call, workspace: Path, tmp_path: Path):
     (tmp_path / "secret.txt").write_text("")
     (workspace / "outside").symlink_to(tmp_path)
