@@ -30,7 +30,8 @@ Message Content intent is requested but not enabled. Every connected session hea
 on Discord: two clients logged in with one token (two gateways) each get each message.
 
 Scripted failures: `fail_next` (429 with ``retry_after`` and the ``Via`` header
-discord.py needs to retry, or any status and error code). Everything the bot
+discord.py needs to retry, or any status and error code), and `hold` (a route's calls left
+unanswered until the test releases them). Everything the bot
 called is in `calls`; everything said in a channel is in `messages`.
 
 Run it alone with ``python -m platforms.fakes.discord --port 8765``.
@@ -112,6 +113,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._channels: set[str] = set()
         self._channel_guild: dict[str, str] = {}
         self._failures: list[_Failure] = []
+        self._holds: list[tuple[str, asyncio.Event]] = []
         self._conns: set[_Conn] = set()
         self._session: _Session | None = None
         self._sessions: dict[str, _Session] = {}
@@ -134,6 +136,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         return self
 
     async def close(self) -> None:
+        for _route, release in self._holds:  # a held call is answered, so that the server can shut down
+            release.set()
         for conn in list(self._conns):
             await conn.ws.close(code=1001)
         if self._sending:
@@ -228,6 +232,14 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         """Make the next ``times`` calls to ``route`` fail. ``route`` is a template
         (``POST /channels/{channel_id}/messages``) or a concrete path (``POST /channels/12/messages``)."""
         self._failures.extend(_Failure(route, status, retry_after, code, message, errors) for _ in range(times))
+
+    def hold(self, route: str) -> asyncio.Event:
+        """Make calls to ``route`` (as in `fail_next`) wait, recorded in `calls` but unanswered, until the
+        returned event is set, as a Discord that is slow or never answers would (a scripted failure
+        is played once it is set)."""
+        release = asyncio.Event()
+        self._holds.append((route, release))
+        return release
 
     def request_reconnect(self) -> None:
         """Send op 7 RECONNECT: the client should close and RESUME."""

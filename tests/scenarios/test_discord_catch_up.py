@@ -1,0 +1,67 @@
+"""Discord's catch-up at start (`platforms.discord_catch_up`) with the real `Gateway`: a message that
+comes live while the catch-up is still asking for history reaches the adapter twice, once in the
+history and once live, and is answered once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from agent import ModelRequest
+from gateway.store import inbox
+from gateway.testing import make_config, settled, start_gateway
+from platforms import discord_catch_up
+from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads
+
+USER = 42
+HISTORY = "GET /channels/{channel_id}/messages"
+
+
+def echo(request: ModelRequest) -> dict:
+    return {"text": f"echo: {request.messages[-1]['content']}"}
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+        await join_heartbeat_threads()
+    assert fake.errors == []
+
+
+async def test_a_message_both_caught_up_and_heard_live_is_answered_once(
+        tmp_path, fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="gateway")
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    dm = fake.dm_channel(USER)
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        fake.push_dm(USER, "before")
+        await fake.wait_for(lambda: fake.bot_messages(dm))
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    fake.push_dm(USER, "while down")
+    release = fake.hold(HISTORY)  # the catch-up's history request is slow to answer...
+    adapter = adapter_for(fake)
+    gateway = await start_gateway(config, [adapter], script={"parent": echo})
+    try:
+        await fake.wait_for(lambda: fake.calls_to(HISTORY))
+        live = int(fake.push_dm(USER, "meanwhile"))  # ...and this comes live meanwhile: the history has it too
+        await fake.wait_for(lambda: any(m.id == live for m in adapter._require_client().cached_messages))
+        release.set()
+        await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 3)
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert [m.content for m in fake.bot_messages(dm)] == ["echo: before", "echo: while down", "echo: meanwhile"]
+    assert f"dropping duplicate discord event {live}" in caplog.messages  # it did come twice
+
+
+def test_the_inbox_remembers_an_event_at_least_as_long_as_the_catch_up_looks_back() -> None:
+    # Else a message answered live long ago, found again by a catch-up, would be taken as new.
+    assert inbox.RETENTION_SECONDS >= discord_catch_up.MAX_AGE
