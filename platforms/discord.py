@@ -158,10 +158,12 @@ class DiscordAdapter:
         ready_timeout: float = 30.0,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         clock: Callable[[], float] = time.time,
+        catch_up_timeout: float = discord_catch_up.DEADLINE,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
-        caught up at start. Only one api_base per process: see `platforms.discord_urls`."""
+        caught up at start, which is given up after ``catch_up_timeout`` seconds. Only one api_base
+        per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
         self._gateway_url = gateway_url
@@ -176,6 +178,7 @@ class DiscordAdapter:
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._clock = clock
+        self._catch_up_timeout = catch_up_timeout
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._last_seen: dict[int, int] = {}
         """Channel -> the newest message handed over from it (see `_seen`)."""
@@ -339,24 +342,30 @@ class DiscordAdapter:
 
     async def _on_connect(self) -> None:
         # discord.py says "connect" at READY only: a new session, after which nothing missed is replayed.
+        # Live events wait for this session's catch-up (`_on_ready`); an earlier one still running is
+        # of no use any more and must not let them through when it ends.
         self._caught_up.clear()
+        if self._catch_up_task is not None:
+            self._catch_up_task.cancel()
+            self._catch_up_task = None
         self._watch.connected()
         self._connected.set()
 
     async def _on_ready(self, sink: InboundSink) -> None:
         """The new session's guilds are known: ask for what was missed (`platforms.discord_catch_up`)."""
-        if self._catch_up_task is not None:  # a READY again before it was done: start over
-            self._catch_up_task.cancel()
         self._catch_up_task = asyncio.create_task(self._catch_up(sink), name="discord-catch-up")
 
     async def _catch_up(self, sink: InboundSink) -> None:
-        client = self._require_client()
-
         async def deliver(message: discord.Message) -> None:
             await self._hand_over(sink, (self._inbound_of(message), message.channel.id, message.id))
 
-        await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen, now=self._clock())
-        self._caught_up.set()  # not when cancelled: the next READY's catch-up sets it
+        try:
+            client = self._require_client()
+            await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen, now=self._clock(),
+                                            deadline=self._catch_up_timeout)
+        finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
+            if self._catch_up_task is asyncio.current_task():
+                self._caught_up.set()
 
     async def _on_resumed(self) -> None:
         self._watch.connected()

@@ -13,11 +13,13 @@ as long as Telegram keeps updates) are not answered, and at most `MAX_MESSAGES` 
 are looked at, the newest (Discord's page size: one request a channel); each bound that left
 messages out says so in a warning. Channels are looked at most recently active first, at most
 `MAX_CHANNELS` of them; one whose newest message (``last_message_id``, which Discord sends with
-the channel) is the last one seen costs no request for messages.
+the channel) is the last one seen costs no request for messages. Live events wait for the
+catch-up, so it is given up after `DEADLINE`, naming the channels it did not get to.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -32,6 +34,8 @@ MAX_MESSAGES = 100
 """Messages looked at per channel, the newest: one page of Discord's history."""
 MAX_CHANNELS = 1000
 """Channels looked at, those with the most recent last-seen message first."""
+DEADLINE = 60.0
+"""Seconds the whole catch-up may take: live events wait for it, so it must end."""
 
 Deliver = Callable[[discord.Message], Awaitable[None]]
 """Hands one message over as a live one is (if it is for the bot), then records it as seen."""
@@ -40,15 +44,29 @@ Seen = Callable[[int, int], None]
 
 
 async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
-                   now: float) -> None:
+                   now: float, deadline: float = DEADLINE) -> None:
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
     after. A channel that cannot be read (deleted, the bot removed) is logged and passed over;
-    never raises but for a cancellation."""
-    for channel_id, after in sorted(last_seen.items(), key=lambda item: item[1], reverse=True)[:MAX_CHANNELS]:
-        try:
-            await _channel(client, channel_id, after, deliver, seen, now)
-        except Exception as exc:
-            log.warning("discord: could not catch up on channel %s: %s: %s", channel_id, type(exc).__name__, exc)
+    what is not done within ``deadline`` seconds (Discord not answering, or discord.py waiting
+    out a 429) is given up with a warning naming the channels left, since live events wait for
+    the catch-up. Never raises but for a cancellation."""
+    left = sorted(last_seen, key=last_seen.__getitem__, reverse=True)[:MAX_CHANNELS]
+    try:
+        async with asyncio.timeout(deadline):
+            while left:
+                try:
+                    await _channel(client, left[0], last_seen[left[0]], deliver, seen, now)
+                except Exception as exc:
+                    log.warning("discord: could not catch up on channel %s: %s: %s", left[0], type(exc).__name__, exc)
+                left.pop(0)
+    except TimeoutError:
+        log.warning("discord: the catch-up did not finish within %g s: channel(s) %s not caught up; messages sent"
+                    " there while the gateway was down are not answered", deadline, _listed(left))
+
+
+def _listed(channels: list[int], most: int = 10) -> str:
+    shown = ", ".join(map(str, channels[:most]))
+    return shown if len(channels) <= most else f"{shown} and {len(channels) - most} more"
 
 
 async def _channel(client: discord.Client, channel_id: int, after: int, deliver: Deliver, seen: Seen,

@@ -128,3 +128,26 @@ async def test_a_channel_with_nothing_new_costs_no_history_request(fake: FakeDis
         await stop(adapter)
     assert fake.calls_to(HISTORY) == []
     assert [e.text for e in sink.events] == ["hi", "again"]
+
+
+async def test_a_catch_up_that_gets_no_answer_is_given_up_at_its_deadline_and_live_messages_flow(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    fake.push_dm(USER, "while down")
+    fake.hold(HISTORY)  # never answered, as a Discord that hangs (or a long 429) would leave it
+    adapter = await run(fake, store, sink, catch_up_timeout=0.2)
+    try:
+        await fake.wait_for(lambda: fake.calls_to(HISTORY))
+        await sink.has(fake.push_dm(USER, "live"))  # not held back for good
+        assert adapter._caught_up.is_set()
+    finally:
+        await stop(adapter)
+    assert [e.text for e in sink.events] == ["one", "live"]
+    dm = fake.dm_channel(USER)
+    assert f"discord: the catch-up did not finish within 0.2 s: channel(s) {dm} not caught up; messages sent" \
+           " there while the gateway was down are not answered" in caplog.messages
