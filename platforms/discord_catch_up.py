@@ -15,6 +15,12 @@ messages out says so in a warning. Channels are looked at most recently active f
 `MAX_CHANNELS` of them; one whose newest message (``last_message_id``, which Discord sends with
 the channel) is the last one seen costs no request for messages. Live events wait for the
 catch-up, so it is given up after `DEADLINE`, naming the channels it did not get to.
+
+Only channels where a message for the bot came are caught up on: a baseline of every guild
+channel at READY (the ``last_message_id`` Discord sends with each) would catch a first mention
+in a channel never seen, at one history request per channel that had any message during the
+downtime, holding live events and sharing the rate limit with the channels the bot talks in:
+not worth it (docs/platforms/discord.md, "Messages sent while the gateway was down").
 """
 
 from __future__ import annotations
