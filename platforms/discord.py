@@ -183,6 +183,10 @@ class DiscordAdapter:
         self._last_seen: dict[int, int] = {}
         """Channel -> the newest message handed over from it (see `_seen`)."""
         self._record_seen: SeenRecorder | None = None
+        self._behind: set[int] = set()
+        """Channels the last catch-up gave up on at its deadline: what was said there while the gateway
+        was down is not handed over yet, so the last message seen stays put until a catch-up reads them
+        again (the inbox drops what was answered live meanwhile)."""
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
         self._caught_up.set()
@@ -361,8 +365,9 @@ class DiscordAdapter:
 
         try:
             client = self._require_client()
-            await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen, now=self._clock(),
-                                            deadline=self._catch_up_timeout)
+            self._behind = set()  # each read again from where it was left; live events wait meanwhile
+            self._behind = set(await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen,
+                                                               now=self._clock(), deadline=self._catch_up_timeout))
         finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
             if self._catch_up_task is asyncio.current_task():
                 self._caught_up.set()
@@ -397,7 +402,7 @@ class DiscordAdapter:
     def _seen(self, channel_id: int, message_id: int) -> None:
         """Everything up to ``message_id`` in the channel is handed over (events go in order), so a
         catch-up starts after it."""
-        if message_id <= self._last_seen.get(channel_id, 0):
+        if message_id <= self._last_seen.get(channel_id, 0) or channel_id in self._behind:
             return
         self._last_seen[channel_id] = message_id
         # Written at every message, chatter not for the bot too, and not coalesced: one upsert in the

@@ -149,5 +149,29 @@ async def test_a_catch_up_that_gets_no_answer_is_given_up_at_its_deadline_and_li
         await stop(adapter)
     assert [e.text for e in sink.events] == ["one", "live"]
     dm = fake.dm_channel(USER)
-    assert f"discord: the catch-up did not finish within 0.2 s: channel(s) {dm} not caught up; messages sent" \
-           " there while the gateway was down are not answered" in caplog.messages
+    assert f"discord: the catch-up did not finish within 0.2 s: channel(s) {dm} not caught up; what was sent" \
+           " there while the gateway was down is looked for again at the next start" in caplog.messages
+
+
+async def test_a_channel_left_at_the_deadline_is_looked_at_again_at_the_next_start(fake: FakeDiscord) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    missed = fake.push_dm(USER, "while down")
+    release = fake.hold(HISTORY)
+    adapter = await run(fake, store, sink, catch_up_timeout=0.2)
+    try:
+        await sink.has(fake.push_dm(USER, "live"))  # after the deadline, before the channel was caught up
+    finally:
+        await stop(adapter)
+    release.set()
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed)
+        await sink.has(fake.push_dm(USER, "later"))
+    finally:
+        await stop(adapter)
+    assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
