@@ -15,8 +15,8 @@ surrogate pair; only a cluster longer than a whole part is cut between its code
 points). What a cut never breaks:
 
 - **code fences** (``` or ~~~): a cut inside one closes the fence at the end of
-  the part and reopens it, with the same info string (the language), at the start
-  of the next, so every part renders as code on its own;
+  the part and reopens it, with the same info string (the language) and
+  indentation, at the start of the next, so every part renders as code on its own;
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker;
@@ -50,7 +50,7 @@ Measure = Callable[[str], int]
 
 # CommonMark fences: up to three spaces of indent, three or more backticks (an info string without
 # backticks) or tildes. A closing fence has at least as many of the same character and nothing else.
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 
@@ -61,33 +61,38 @@ class _Fence:
     open_end: int  # end of the opening line (its newline, or len(text))
     close_start: int  # start of the closing line; len(text) when never closed
     close_end: int  # end of the closing line
+    indent: str  # the opening line's; a fence in a list item is indented to the item's text
     ticks: str
     info: str
     closed: bool
 
+    # Both at the opening line's indentation: a closing fence in the first column would end the list
+    # item holding the block instead, and itself open an empty block; a reopened one drops as many
+    # spaces from each code line as it is indented, as the original did.
     def reopen(self) -> str:
-        return f"{self.ticks}{self.info}\n"
+        return f"{self.indent}{self.ticks}{self.info}\n"
 
     def close(self) -> str:
-        return f"\n{self.ticks}"
+        return f"\n{self.indent}{self.ticks}"
 
 
 def _scan_fences(text: str) -> list[_Fence]:
     fences: list[_Fence] = []
     current: re.Match[str] | None = None
     for m in _FENCE_LINE.finditer(text):
-        ticks, rest = m.group(1), m.group(2)
+        ticks, rest = m.group(2), m.group(3)
         if current is None:
             if ticks[0] == "`" and "`" in rest:
                 continue  # not a fence: a backtick fence's info string has no backticks
             current = m
-        elif ticks[0] == current.group(1)[0] and len(ticks) >= len(current.group(1)) and not rest.strip():
+        elif ticks[0] == current.group(2)[0] and len(ticks) >= len(current.group(2)) and not rest.strip():
             fences.append(_Fence(current.start(), current.end(), m.start(), m.end(), current.group(1),
-                                 current.group(2).strip(), True))
+                                 current.group(2), current.group(3).strip(), True))
             current = None
     if current is not None:
         n = len(text)
-        fences.append(_Fence(current.start(), current.end(), n, n, current.group(1), current.group(2).strip(), False))
+        fences.append(_Fence(current.start(), current.end(), n, n, current.group(1), current.group(2),
+                             current.group(3).strip(), False))
     return fences
 
 
@@ -117,10 +122,10 @@ class _Splitter:
         self._starts = [f.open_start for f in self.fences]
         self.content_end = self.rstrip(0, len(text))
         self._close_starts = [f.close_start for f in self.fences]
-        # _longest[i]: the longest backtick run among fences[i:], to reserve room for a closing fence.
+        # _longest[i]: the longest closing fence among fences[i:], to reserve room for one.
         self._longest = [""] * (len(self.fences) + 1)
         for i in range(len(self.fences) - 1, -1, -1):
-            self._longest[i] = max(self._longest[i + 1], self.fences[i].ticks, key=len)
+            self._longest[i] = max(self._longest[i + 1], self.fences[i].close(), key=len)
         self._structure: Structure | None = None
 
     @property
@@ -157,8 +162,7 @@ class _Splitter:
 
     def reserve(self, start: int) -> str:
         """Room for a closing fence, while any fence may still be open in a part from ``start``."""
-        ticks = self._longest[bisect.bisect_left(self._close_starts, start)]
-        return "\n" + ticks if ticks else ""
+        return self._longest[bisect.bisect_left(self._close_starts, start)]
 
     # -- what a part starting or ending somewhere needs --------------------------------------
 

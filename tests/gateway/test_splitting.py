@@ -73,6 +73,20 @@ def test_cut_inside_code_closes_and_reopens_the_fence_keeping_indentation():
     assert all(len(p) <= 44 for p in parts)
 
 
+def test_a_code_block_in_a_list_item_is_closed_and_reopened_at_its_own_indentation():
+    # Closed in the first column, the fence ended the list item instead, and the closing line opened
+    # an empty code block shown after the code; reopened there, the code lines kept the item's indent.
+    steps = "".join(f"   echo step {i}\n" for i in range(12))
+    text = f"1. Install:\n   ```bash\n{steps}   ```\n2. Run it."
+    parts = split_text(text, 120)
+    assert len(parts) > 1
+    for part in parts:
+        code = [t for t in markdown.parse(part) if t.type == "fence"]
+        assert [t.info for t in code] == ["bash"]
+        assert re.fullmatch(r"(echo step \d+\n)+", code[0].content)
+    assert "".join(t.content for p in parts for t in markdown.parse(p) if t.type == "fence") == steps.replace("   ", "")
+
+
 def test_a_cut_never_lands_inside_a_fence_line():
     text = "x" * 10 + "\n```javascript\n" + "y" * 5 + "\n```"
     for part in split_text(text, 24):
