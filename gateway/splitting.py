@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
 
@@ -362,7 +363,9 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     Empty or whitespace-only text gives ``[]``; text that fits is returned whole and
     unchanged. Whitespace-only parts are dropped. Joined, the parts give back the text
     except for the whitespace at the cuts and the markers added to close and reopen
-    code blocks, styles and tables (see the module docstring). Raises ValueError when
+    code blocks, styles and tables (see the module docstring); a text with link reference
+    definitions has them all at the end of each part, and no part of definitions only
+    (`gateway.link_references`). Raises ValueError when
     ``limit`` cannot hold even one character; a limit too small for a part's markers
     plus a character splits that stretch without them.
     """
@@ -372,11 +375,20 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return []
     if measure(text) <= limit:
         return [text]
-    splitter = _Splitter(text, limit, measure)
+    references = link_references.definitions(text)
+    splitter = _Splitter(text, limit, (lambda part: measure(part + references)) if references else measure)
     parts: list[str] = []
     start, n = 0, len(text)
     while start < n:
         part, start = splitter.next_part(start)
         if part is not None:
             parts.append(part)
+    if references:
+        # Not after a fence the original leaves open: there they would be code, shown as written.
+        return [p if _leaves_code_open(p) else p + references for p in parts if not link_references.shows_nothing(p)]
     return parts
+
+
+def _leaves_code_open(part: str) -> bool:
+    fences = _scan_fences(part)
+    return bool(fences) and not fences[-1].closed

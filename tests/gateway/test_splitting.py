@@ -260,6 +260,20 @@ def test_no_cut_lands_inside_a_marker():
     assert content("".join(parts)).replace("*", "") == "abcdefghijklm"
 
 
+def test_reference_style_links_stay_links_in_every_part():
+    # Each part is rendered on its own: without the definitions, written once at the end, every part but
+    # the last showed "[the docs][d1]" as typed, and a part holding only definitions rendered empty.
+    body = "".join(f"Step {i} is in [the docs][d{i % 3}], with more words to fill the line.\n\n" for i in range(30))
+    text = body + "".join(f"[d{i}]: https://example.com/docs/{i}\n" for i in range(3))
+    parts = split_text(text, 500, telegram_measure)
+    assert len(parts) > 3
+    assert all(telegram_measure(p) <= 500 for p in parts)
+    shown = [parse_html(telegram_html.render(p)) for p in parts]
+    assert all(visible.strip() and "[" not in visible for visible, _ in shown)
+    links = [e["url"] for _, entities in shown for e in entities if e["type"] == "text_link"]
+    assert links == [f"https://example.com/docs/{i % 3}" for i in range(30)]
+
+
 def test_a_table_is_cut_between_rows_and_repeats_its_header():
     table = "| name | qty |\n|------|-----|\n" + "".join(f"| item{i} | {i} |\n" for i in range(6))
     parts = split_text("Intro\n\n" + table, 60)
