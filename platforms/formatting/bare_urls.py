@@ -15,6 +15,11 @@ Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``
 without trailing punctuation (``.,:;!?*_~'"``, and "…", which is not GitHub's: a line cut
 short ends with it, `gateway.excerpt`) or a closing bracket it did not open, so
 ``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant.
+
+An address between ``<>`` (CommonMark's autolink) is shown as written too: markdown-it's own
+text for it is percent-decoded (``a%20b`` as ``a b``), its link target percent-encoded (so an
+address with ``Москва`` in it showed as ``%D0%9C…``) and, for an e-mail address, ``mailto:…``.
+`autolink` keeps the target markdown-it makes and gives the link the text between the brackets.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline import autolink as _autolink
 
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
@@ -64,7 +70,18 @@ def bare_url(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def autolink(state: StateInline, silent: bool) -> bool:
+    """markdown-it's autolink, its text the address as written between the brackets."""
+    start = state.pos
+    if not _autolink(state, silent):
+        return False
+    if not silent:
+        state.tokens[-2].content = state.src[start + 1:state.pos - 1]
+    return True
+
+
 def enable(md: MarkdownIt) -> MarkdownIt:
-    """Adds the rule to ``md`` (before every rule but plain text's)."""
+    """Adds the bare URL rule to ``md`` (before every rule but plain text's), and shows autolinks as written."""
     md.inline.ruler.after("text", "bare_url", bare_url)
+    md.inline.ruler.at("autolink", autolink)
     return md

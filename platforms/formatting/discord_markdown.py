@@ -66,7 +66,9 @@ class DiscordMarkdown(Renderer):
         return f"{fence}{pad}{code}{pad}{fence}"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
-        if auto or label == href or not inner:
+        if auto:
+            return label  # as written: Discord links an address itself
+        if label == href or not inner:
             return href
         if not href.lower().startswith(("http://", "https://")):
             return f"{inner} ({href})"  # Discord masks only web links

@@ -53,7 +53,7 @@ class SlackMrkdwn(Renderer):
         url = escape(href).replace("|", "%7C")
         if not _SCHEME.match(href):
             return f"{inner} ({url})"  # Slack links only absolute URLs
-        if auto or label == href or not inner:
+        if label == href or not inner:
             return f"<{url}>"
         return f"<{url}|{inner.replace('|', '¦')}>"
 

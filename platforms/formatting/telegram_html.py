@@ -53,8 +53,8 @@ class TelegramHtml(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto or not href.lower().startswith(_LINKABLE):
-            # A bare URL is linked by Telegram itself; other targets cannot be links at all.
-            return _escape(href) if auto or label == href else f"{inner} ({_escape(href)})"
+            # An address written as itself is linked by Telegram; other targets cannot be links at all.
+            return _escape(label) if auto else inner if label == href else f"{inner} ({_escape(href)})"
         return f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:

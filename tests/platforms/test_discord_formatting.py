@@ -49,6 +49,7 @@ async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> 
         ("run `ls -l` and ``a`b``", "run `ls -l` and ``a`b``"),
         ("see [the docs](https://example.com/a_b)", "see [the docs](https://example.com/a_b)"),
         ("bare <https://example.com/a_b>", "bare https://example.com/a_b"),
+        ("<https://ru.wikipedia.org/wiki/Москва> <me@example.com>", "https://ru.wikipedia.org/wiki/Москва me@example.com"),
         # Labels a masked link cannot hold: Discord shows backslashes in one as typed, and would read a
         # bracket or a web address in it as the link's end or refuse the link.
         ("see [list\\[0\\]](https://example.com/a_(b))", "see list[0] (<https://example.com/a_(b)>)"),

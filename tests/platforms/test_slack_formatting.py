@@ -59,6 +59,9 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
         ("| a | b |\n|---|---|\n| 1 | [x](https://e.com/?q=<y>) |",
          "```\na | b\n--+-----------------------------\n1 | x (https://e.com/?q=%3Cy%3E)\n```"),
+        ("<https://ru.wikipedia.org/wiki/Москва> <me@example.com>",
+         "<https://ru.wikipedia.org/wiki/%D0%9C%D0%BE%D1%81%D0%BA%D0%B2%D0%B0|https://ru.wikipedia.org/wiki/Москва> "
+         "<mailto:me@example.com|me@example.com>"),
         ("1 < 2 & <@U123> stays text", "1 &lt; 2 &amp; &lt;@U123&gt; stays text"),
     ],
 )

@@ -75,6 +75,9 @@ async def test_a_link_keeps_its_url(fake: FakeTelegram, adapter: TelegramAdapter
         ("`https://example.com/_a_` <https://example.com/_b_>", "https://example.com/_a_ https://example.com/_b_",
          [("code", "https://example.com/_a_")]),
         ("[the _docs_](https://example.com/_a_)", "the docs", [("text_link", "the docs"), ("italic", "docs")]),
+        # Between <>, as written too: not percent-encoded, nor an e-mail address behind "mailto:".
+        ("<https://ru.wikipedia.org/wiki/Москва> <me@example.com>", "https://ru.wikipedia.org/wiki/Москва me@example.com",
+         []),
         # A trailing underscore closes the italics around it, as on GitHub: it is not the address's.
         ("_Source: https://example.com/a_ and more", "Source: https://example.com/a and more",
          [("italic", "Source: https://example.com/a")]),
