@@ -16,7 +16,9 @@ points). What a cut never breaks:
 
 - **code fences** (``` or ~~~): a cut inside one closes the fence at the end of
   the part and reopens it, with the same info string (the language) and
-  indentation, at the start of the next, so every part renders as code on its own;
+  indentation, at the start of the next, so every part renders as code on its own
+  (one in a nested list item, four spaces in or more, is reopened in the first
+  column, and its lines up to its close are taken as far out);
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker;
@@ -46,12 +48,16 @@ from dataclasses import dataclass
 from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
+from platforms.formatting import markdown
 
 Measure = Callable[[str], int]
 
 # CommonMark fences: up to three spaces of indent, three or more backticks (an info string without
 # backticks) or tildes. A closing fence has at least as many of the same character and nothing else.
 _FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+# A fence further in can only be one in a nested list item, which markdown-it tells from indented code.
+_DEEP_FENCE_LINE = re.compile(r"^ {4,}(?:`{3,}|~{3,})", re.MULTILINE)
+_LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 
@@ -66,18 +72,52 @@ class _Fence:
     ticks: str
     info: str
     closed: bool
+    nested: bool = False
+    """Four spaces in or more (in a nested list item): reopened in the first column, its lines up to
+    its close taken as far out (see `_Splitter.assemble`), since so indented it would be indented code."""
 
     # Both at the opening line's indentation: a closing fence in the first column would end the list
     # item holding the block instead, and itself open an empty block; a reopened one drops as many
     # spaces from each code line as it is indented, as the original did.
     def reopen(self) -> str:
-        return f"{self.indent}{self.ticks}{self.info}\n"
+        return f"{'' if self.nested else self.indent}{self.ticks}{self.info}\n"
 
     def close(self) -> str:
         return f"\n{self.indent}{self.ticks}"
 
 
 def _scan_fences(text: str) -> list[_Fence]:
+    fences = _top_fences(text)
+    nested = _nested_fences(text) if _DEEP_FENCE_LINE.search(text) else []
+    if not nested:
+        return fences
+    fences = [f for f in fences if not any(n.open_start < f.close_end and f.open_start < n.close_end for n in nested)]
+    return sorted(fences + nested, key=lambda f: f.open_start)
+
+
+def _nested_fences(text: str) -> list[_Fence]:
+    """Closed fences four spaces in or more, as markdown-it reads them (one unclosed, or in a quote, is
+    left as text, as before)."""
+    if "\r" in text or "\0" in text:
+        return []  # markdown-it rewrites them: its line numbers may not be this text's
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    fences = []
+    for tok in markdown.parse(text):
+        if tok.type != "fence" or tok.map is None or tok.map[1] - 1 <= tok.map[0]:
+            continue
+        first, last = tok.map[0], tok.map[1] - 1
+        opening = _LINE.fullmatch(text, starts[first], starts[first + 1] - 1)
+        closing = _LINE.fullmatch(text, starts[last], starts[last + 1] - 1 if last + 1 < len(starts) else len(text))
+        if opening is None or closing is None or len(opening.group(1)) < 4 or closing.group(3).strip():
+            continue
+        if closing.group(2)[0] != opening.group(2)[0] or len(closing.group(2)) < len(opening.group(2)):
+            continue
+        fences.append(_Fence(opening.start(), opening.end(), closing.start(), closing.end(), opening.group(1),
+                             opening.group(2), opening.group(3).strip(), True, nested=True))
+    return fences
+
+
+def _top_fences(text: str) -> list[_Fence]:
     fences: list[_Fence] = []
     current: re.Match[str] | None = None
     for m in _FENCE_LINE.finditer(text):
@@ -95,6 +135,10 @@ def _scan_fences(text: str) -> list[_Fence]:
         fences.append(_Fence(current.start(), current.end(), n, n, current.group(1), current.group(2),
                              current.group(3).strip(), False))
     return fences
+
+
+def _outdented(lines: str, spaces: int) -> str:
+    return re.sub(rf"^ {{1,{spaces}}}", "", lines, flags=re.MULTILINE)
 
 
 def _is_pair(text: str, i: int) -> bool:
@@ -296,7 +340,25 @@ class _Splitter:
         closes = markers and fence is None and cut < len(self.text) and not self.in_code(body_end - 1)
         styles = self.styles_left_open(body_end) if closes else []
         tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles))
-        return head + self.text[start:body_end] + tail, fence, styles
+        body = self.text[start:body_end]
+        outside = self.outside_its_item(start, head)
+        if outside is not None:
+            # Opened in the first column, outside the list item: its code lines and close go there too.
+            until = max(0, min(body_end, outside.close_end) - start)
+            body = _outdented(body[:until], len(outside.indent)) + body[until:]
+            if fence is outside:
+                tail = f"\n{outside.ticks}"
+        return head + body + tail, fence, styles
+
+    def outside_its_item(self, start: int, head: str) -> _Fence | None:
+        """The nested fence a part from ``start`` opens in the first column: reopened by ``head``, or
+        starting the part (its indentation dropped as whitespace at the cut)."""
+        f = self.fence_before(start + 1)
+        if f is None or not f.nested:
+            return None
+        if (head and f.open_end < start < f.close_start) or f.open_start <= start <= f.open_start + len(f.indent):
+            return f
+        return None
 
     def next_start(self, cut: int, left_open: _Fence | None, closed: list[Style]) -> int:
         """Skip the whitespace at the cut (inside code keep the next line's indentation) and any

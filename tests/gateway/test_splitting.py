@@ -87,6 +87,24 @@ def test_a_code_block_in_a_list_item_is_closed_and_reopened_at_its_own_indentati
     assert "".join(t.content for p in parts for t in markdown.parse(p) if t.type == "fence") == steps.replace("   ", "")
 
 
+def test_a_code_block_in_a_nested_list_item_is_reopened_as_code():
+    # Four spaces in, the fence was not known as one: the next part showed the rest of the code as
+    # paragraphs (Markdown in it read as such) and its closing fence as text.
+    steps = "".join(f"     echo *step* {i}\n" for i in range(30))
+    text = f"1. Setup\n   - Install:\n     ```bash\n{steps}     ```\n   - Done\n2. Run it."
+    parts = split_text(text, 150)
+    assert len(parts) > 2
+    for part in parts:
+        code = [t for t in markdown.parse(part) if t.type == "fence"]
+        assert [t.info for t in code] == ["bash"]
+        assert re.fullmatch(r"(echo \*step\* \d+\n)+", code[0].content)
+    assert "".join(t.content for p in parts for t in markdown.parse(p) if t.type == "fence") == steps.replace("     ", "")
+    assert "Done" in parts[-1] and "Run it." in parts[-1]
+    # A part that starts at such a fence's opening line opens it in the first column too.
+    text = "Setup:\n\n- Install\n  - on Linux:\n    ```bash\n    apt install pkg\n    ```\n- Run"
+    assert split_text(text, 40) == ["Setup:\n\n- Install\n  - on Linux:", "```bash\napt install pkg\n```", "- Run"]
+
+
 def test_a_cut_never_lands_inside_a_fence_line():
     text = "x" * 10 + "\n```javascript\n" + "y" * 5 + "\n```"
     for part in split_text(text, 24):
