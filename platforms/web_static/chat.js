@@ -52,20 +52,34 @@
   // nodes from text, never as HTML, so nothing the model writes can run here.
   function render(text, into) {
     into.replaceChildren();
-    // A fence opens or closes a block only at the start of a line, as in Markdown: ``` within a
-    // sentence is text.
-    const parts = text.split(/^ {0,3}```[^`\n]*(?:\n|$)/m);
-    parts.forEach((part, i) => {
-      if (i % 2 === 1) {
-        const pre = document.createElement("pre");
-        const code = document.createElement("code");
-        code.textContent = part.replace(/\n$/, "");
-        pre.append(code);
-        into.append(pre);
-      } else if (part) {
-        inline(part, into);
+    // As in Markdown, a fence (``` or ~~~, or longer) opens a block only at the start of a line (```
+    // within a sentence is text), and only a line of as many of the same character or more, alone,
+    // closes it: a ```` block shows the ``` lines of the Markdown it quotes.
+    let prose = [];
+    let code = null;
+    let fence = "";
+    for (const line of text.split("\n")) {
+      const m = line.match(/^ {0,3}(`{3,}|~{3,})(.*)$/);
+      if (code === null && m && !(m[1][0] === "`" && m[2].includes("`"))) {
+        if (prose.length) inline(prose.join("\n") + "\n", into);
+        [prose, code, fence] = [[], [], m[1]];
+      } else if (code !== null && m && m[1][0] === fence[0] && m[1].length >= fence.length && !m[2].trim()) {
+        block(code.join("\n"), into);
+        code = null;
+      } else {
+        (code === null ? prose : code).push(line);
       }
-    });
+    }
+    if (code !== null) block(code.join("\n"), into); // never closed: code to the end, as in Markdown
+    else if (prose.join("\n")) inline(prose.join("\n"), into);
+  }
+
+  function block(text, into) {
+    const pre = document.createElement("pre");
+    const code = document.createElement("code");
+    code.textContent = text;
+    pre.append(code);
+    into.append(pre);
   }
 
   // A link's text may hold brackets in pairs and code spans; a lone backtick in it opens a code

@@ -172,6 +172,16 @@ async def test_only_a_fence_at_the_start_of_a_line_opens_a_code_block(chat, page
                                          "and ``` again to end it.")
 
 
+async def test_a_longer_fence_holds_the_fences_of_the_markdown_it_shows_and_tildes_fence_too(chat, page) -> None:
+    # Every ``` line opened or closed a block: the quoted Markdown's own fences cut it into pieces, and
+    # the four-backtick lines showed as text around them.
+    text = "A README:\n````markdown\n# Title\n```python\nprint(1)\n```\n````\nand a diff:\n~~~\n**kept**\n~~~"
+    mine = await shown_as_sent(chat, page, text)
+    blocks = await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)")
+    assert blocks == ["# Title\n```python\nprint(1)\n```", "**kept**"]
+    assert await mine.text_content() == "A README:\n# Title\n```python\nprint(1)\n```and a diff:\n**kept**"
+
+
 async def test_a_bare_url_is_linked_as_written_brackets_and_underscores_included(chat, page) -> None:
     text = "see https://en.wikipedia.org/wiki/Python_(language), or (https://example.com/_a_/b), _https://x.org/c_ https://x.org/d…"
     mine = await shown_as_sent(chat, page, text)
