@@ -146,10 +146,11 @@ def _table(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[str]], 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Where the walk is: renderers shape a construct differently inside a quote or a link."""
+    """Where the walk is: renderers shape a construct differently inside a quote, a link or a heading."""
 
     quote: bool = False
     link: bool = False
+    heading: bool = False
     depth: int = 0
     """How many lists enclose this point."""
 
@@ -238,7 +239,8 @@ class Renderer:
                 tight = tight or tok.hidden  # hidden paragraphs belong to a tight list
                 i += 3
             elif kind == "heading_open":
-                parts.append(self.heading(int(tok.tag[1:]), self._inline(tokens[i + 1].children or (), ctx), ctx))
+                inline = self._inline(tokens[i + 1].children or (), replace(ctx, heading=True))
+                parts.append(self.heading(int(tok.tag[1:]), inline, ctx))
                 i += 3
             elif kind in ("fence", "code_block"):
                 parts.append(self.code_block(tok.content.removesuffix("\n"), language(tok.info), ctx))

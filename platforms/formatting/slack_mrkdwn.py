@@ -5,7 +5,7 @@
 blocks keep their backticks (Slack shows no language; three backticks in the code
 get a zero-width space, or they would end the block; inline code holding a backtick,
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
-each line (Slack has one level); headings are bold lines, lists use ``•`` or
+each line (Slack has one level); headings are bold lines (bold within them is left plain), lists use ``•`` or
 numbers, tables become code blocks. ``&``, ``<`` and ``>`` are escaped
 everywhere, as Slack asks, so text never turns into a link or a mention.
 """
@@ -37,6 +37,8 @@ class SlackMrkdwn(Renderer):
         return escape(text)
 
     def style(self, kind: str, inner: str, ctx: Context) -> str:
+        if kind == "strong" and ctx.heading:
+            return inner  # the heading is bold already, and Slack's bold holds no bold: the * would show
         marker = _MARKERS[kind]
         return f"{marker}{inner}{marker}" if inner else ""
 

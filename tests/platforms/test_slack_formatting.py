@@ -53,6 +53,8 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("_Source: https://example.com/a_ and more", "_Source: <https://example.com/a>_ and more"),
         ("> quoted\n> **words**", "> quoted\n> *words*"),
         ("# Title\n\nbody", "*Title*\n\nbody"),
+        # A heading is bold already: Slack has no bold within bold, and showed its asterisks as typed.
+        ("### **Summary**\n\n## The **new** _plan_", "*Summary*\n\n*The new _plan_*"),
         ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
         ("```python\nif a < b:\n    pass\n```", "```\nif a &lt; b:\n    pass\n```"),
         ("````\n```python\nprint(1)\n```\n````", "```\n`\u200b``python\nprint(1)\n`\u200b``\n```"),  # ``` would end it
