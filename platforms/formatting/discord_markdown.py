@@ -3,7 +3,8 @@
 Discord reads most of what the agent writes, so this mostly writes it back in
 the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
 inline code, fenced code with its language, ``> `` quotes (one level), ``-``
-and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines),
+and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold within a heading
+is left plain),
 masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
 masked link cannot hold, with a bracket, an address or a character that needs a
 backslash, is followed by its address instead: ``label (<url>)``). Tables, which Discord
@@ -57,6 +58,8 @@ class DiscordMarkdown(Renderer):
         return _escape(text)
 
     def style(self, kind: str, inner: str, ctx: Context) -> str:
+        if kind == "strong" and ctx.heading:
+            return inner  # bold already; a deep heading is **…**, which a ** within would end
         marker = _MARKERS[kind]
         return f"{marker}{inner}{marker}" if inner else ""
 

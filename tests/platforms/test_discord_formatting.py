@@ -62,6 +62,8 @@ async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> 
         ("(https://example.com/~~a~~/b_(c)_)", "(https://example.com/~~a~~/b_(c)\\_)"),
         ("> quoted\n> **words**", "> quoted\n> **words**"),
         ("# Title\n\n#### small", "# Title\n\n**small**"),
+        # A heading is bold already; a deep one is written as bold, which four asterisks would end at once.
+        ("#### **Note** and more\n\n## **Summary**", "**Note and more**\n\n## Summary"),
         ("- one\n  - nested\n- two", "- one\n  - nested\n- two"),
         ("```python\nx = '```'\n```", "```python\nx = '`\u200b``'\n```"),
         ("| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"),
