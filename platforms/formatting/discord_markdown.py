@@ -2,7 +2,8 @@
 
 Discord reads most of what the agent writes, so this mostly writes it back in
 the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
-inline code, fenced code with its language, ``> `` quotes (one level), ``-``
+inline code (backticks in it kept apart by a zero-width space, since Discord's inline code has no
+fence longer than two and three backticks open a code block), fenced code with its language, ``> `` quotes (one level), ``-``
 and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold within a heading
 is left plain),
 masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
@@ -28,7 +29,7 @@ _SPECIAL = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|\|\||~~|\*(?!\s)|(?<!\s)\*|(?<![
 _URL = re.compile(r"https?://\S+")
 _LINE_START = re.compile(r"^([ \t]*)(#|>|-|\+|\d+(?=[.)]))", re.MULTILINE)
 _MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
-_BACKTICKS = re.compile(r"`+")
+_BACKTICK_RUN = re.compile(r"`(?=`)")
 _BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
 # What a masked link's label cannot hold: a bracket ends it early or is read as a link of its own,
 # and Discord prints a link whose label holds a web address as typed. Nor can a label escape anything
@@ -64,7 +65,10 @@ class DiscordMarkdown(Renderer):
         return f"{marker}{inner}{marker}" if inner else ""
 
     def code_span(self, code: str, ctx: Context) -> str:
-        fence = "`" * (max((len(m) for m in _BACKTICKS.findall(code)), default=0) + 1)
+        # Discord's inline code is between one or two backticks; three open a code block. A zero-width
+        # space after each backtick followed by another leaves no run in the code, so two always do.
+        code = _BACKTICK_RUN.sub("`\u200b", code)
+        fence = "``" if "`" in code else "`"
         pad = " " if code.startswith("`") or code.endswith("`") else ""
         return f"{fence}{pad}{code}{pad}{fence}"
 

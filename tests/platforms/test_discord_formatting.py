@@ -47,6 +47,9 @@ async def content(fake: FakeDiscord, adapter: DiscordAdapter, markdown: str) -> 
         ("an *italic* and _this_", "an *italic* and *this*"),
         ("~~gone~~ now", "~~gone~~ now"),
         ("run `ls -l` and ``a`b``", "run `ls -l` and ``a`b``"),
+        # Three backticks open a code block on Discord, whose inline code has one or two: a zero-width
+        # space keeps the backticks in the code from making a run.
+        ("Start with ```` ``` ```` then", "Start with `` `\u200b`\u200b` `` then"),
         ("see [the docs](https://example.com/a_b)", "see [the docs](https://example.com/a_b)"),
         ("bare <https://example.com/a_b>", "bare https://example.com/a_b"),
         ("<https://ru.wikipedia.org/wiki/Москва> <me@example.com>", "https://ru.wikipedia.org/wiki/Москва me@example.com"),
