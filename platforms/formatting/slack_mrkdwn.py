@@ -6,7 +6,8 @@ blocks keep their backticks (Slack shows no language; three backticks in the cod
 get a zero-width space, or they would end the block; inline code holding a backtick,
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines (bold within them is left plain), lists use ``•`` or
-numbers, tables become code blocks. ``&``, ``<`` and ``>`` are escaped
+numbers, tables become code blocks; backticks left as text are kept apart by zero-width spaces, so
+three never open a block. ``&``, ``<`` and ``>`` are escaped
 everywhere, as Slack asks, so text never turns into a link or a mention.
 """
 
@@ -20,6 +21,7 @@ _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _ZWSP = "\u200b"
 _BROKEN_FENCE = f"`{_ZWSP}``"  # a zero-width space keeps three backticks from closing a block
+_BACKTICK_RUN = re.compile(r"`(?=`)")
 
 
 def escape(text: str) -> str:
@@ -34,7 +36,9 @@ def unescape(text: str) -> str:
 
 class SlackMrkdwn(Renderer):
     def text(self, text: str, ctx: Context) -> str:
-        return escape(text)
+        # Backticks CommonMark left as text, kept apart: Slack would read three as a fence, and pair
+        # it with the next one, a code block's perhaps.
+        return _BACKTICK_RUN.sub(f"`{_ZWSP}", escape(text))
 
     def style(self, kind: str, inner: str, ctx: Context) -> str:
         if kind == "strong" and ctx.heading:

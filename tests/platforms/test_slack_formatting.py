@@ -53,6 +53,9 @@ async def sent(fake: FakeSlack, slack: SlackAdapter, markdown: str) -> str:
         ("_Source: https://example.com/a_ and more", "_Source: <https://example.com/a>_ and more"),
         ("> quoted\n> **words**", "> quoted\n> *words*"),
         ("# Title\n\nbody", "*Title*\n\nbody"),
+        # Backticks CommonMark leaves as text: Slack took them for a fence and paired them with the block's.
+        ("Type ``` and a language:\n\n```python\nprint(1)\n```",
+         "Type `\u200b`\u200b` and a language:\n\n```\nprint(1)\n```"),
         # A heading is bold already: Slack has no bold within bold, and showed its asterisks as typed.
         ("### **Summary**\n\n## The **new** _plan_", "*Summary*\n\n*The new _plan_*"),
         ("- one\n- two\n\n1. first\n2. second", "• one\n• two\n\n1. first\n2. second"),
