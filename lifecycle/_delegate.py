@@ -24,6 +24,7 @@ from lifecycle._children import ChildSpec
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry
+from lifecycle._journal import JournalError
 from lifecycle._record import Record
 from lifecycle._routing import (
     DEFAULT_BACKEND,
@@ -52,6 +53,12 @@ BACKGROUND_NOTE = (
     "The subagents are working in the background. End your turn now with a brief acknowledgement to the "
     "user. Their results will arrive as a new message after your turn has ended; do not poll, wait, or "
     "call delegate_task to check on them."
+)
+
+NOT_RECORDED = (
+    "No subagent was started: the state database cannot be written right now, so the launch could not be "
+    "recorded, and nothing of it runs. Tell the user the task could not be started and to ask again later; "
+    "whoever runs me is told why in the logs."
 )
 
 
@@ -118,8 +125,11 @@ class DelegateTool:
             return {"results": refused, "total_duration_seconds": 0.0}
         # Inline, nothing is handed out before the children end, and their terminal rows commit
         # after their PENDING ones: no need to wait for a commit before they start.
-        records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=self.mode == "background",
-                                                        routes=routes)
+        try:
+            records = await self.service._supervisor.submit(parent, ctx.turn_id, specs,
+                                                            durable=self.mode == "background", routes=routes)
+        except JournalError:  # logged by the journal and its database, with the file and the cause
+            raise ToolError(NOT_RECORDED) from None
         if self.mode == "background":
             return await self._dispatch(parent.session_id, ctx.turn_id, specs, records, refused, note)
         return await self._inline(parent, specs, records, started, refused)

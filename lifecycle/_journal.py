@@ -11,6 +11,10 @@ Every backend passes the conformance suite in ``tests/lifecycle/test_journal.py`
   correlation id is held by another child of the same parent) or
   ``"JOURNAL_REJECTED"`` (it cannot be serialised). Refused records are dropped
   and logged: retrying them could never succeed.
+- `sync_launch` is `sync` for the records of a launch: when the commit that should carry
+  them fails, they are dropped before it raises (``JOURNAL_WRITE_FAILED``), as are those of
+  every launch waiting on that commit, so a launch refused leaves no record for a later
+  commit to write. The other records are kept and retried, as `sync` says.
 - Synced records survive a process crash. `SqliteJournal` runs WAL with
   ``synchronous=NORMAL``: a power cut may lose the last commits.
 """
@@ -100,6 +104,11 @@ class Journal(Protocol):
     async def sync(self) -> None:
         """Return once every earlier put is committed; see the module docstring for errors."""
 
+    async def sync_launch(self, subagent_ids: Collection[str]) -> None:
+        """`sync`, for a launch whose records are ``subagent_ids``: if the commit fails, raises
+        `JournalError` (``JOURNAL_WRITE_FAILED``) with those records dropped, never written.
+        A call cancelled while it waits keeps them: its caller finishes those children."""
+
     async def get(self, subagent_id: str) -> JournalRecord | None:
         """The latest record put for ``subagent_id``, committed or not."""
 
@@ -165,6 +174,9 @@ class MemoryJournal:
         if self._refused:
             ids, self._refused = tuple(self._refused), []
             raise JournalError(f"Correlation id already in use: {', '.join(ids)}.", code="JOURNAL_CONFLICT", subagent_ids=ids)
+
+    async def sync_launch(self, subagent_ids: Collection[str]) -> None:
+        await self.sync()  # nothing to drop: a write here cannot fail, and a conflict is refused at its put
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         return self._records.get(subagent_id)

@@ -103,7 +103,8 @@ class SqliteJournal:
     record; the records put during one turn of the event loop are written together, as
     multi-row upserts, into the commit at the next turn. Nothing here waits for a lock on
     the loop (see `SqliteDatabase.request`), and reads run inline, seeing unflushed puts.
-    A failed write keeps the records for the next attempt, made with the next put or sync.
+    A failed write keeps the records for the next attempt, made with the next put or sync,
+    except those of the launches waiting on it in `sync_launch`, which are dropped.
     """
 
     def __init__(
@@ -132,6 +133,8 @@ class SqliteJournal:
         self._ops_flushed: list[tuple[asyncio.Future, Any, BaseException | None]] = []
         self._refused: list[tuple[str, str]] = []
         self._unreported: JournalError | None = None  # a refusal no sync was waiting for
+        self._launches: dict[asyncio.Future[None], tuple[str, ...]] = {}
+        """`sync_launch` calls waiting, with the ids of their records: dropped if the commit fails."""
         self.commits = 0
         """Commits that carried records; for tests and metrics."""
 
@@ -197,6 +200,21 @@ class SqliteJournal:
             self._waiters.append(waiter)
             self._request()
             await waiter
+        if self._unreported is not None:
+            error, self._unreported = self._unreported, None
+            raise error
+
+    async def sync_launch(self, subagent_ids: Collection[str]) -> None:
+        self._check_open()
+        if self._committed < self._seq:
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            self._launches[waiter] = tuple(subagent_ids)
+            try:
+                self._request()
+                await waiter
+            finally:
+                del self._launches[waiter]
         if self._unreported is not None:
             error, self._unreported = self._unreported, None
             raise error
@@ -287,6 +305,10 @@ class SqliteJournal:
             if batch:
                 batch.update(self._pending)  # puts made since are newer: they win
                 self._pending = batch
+            dropped = self._drop_launches(error)
+            if dropped:
+                logger.error("journal: writing failed, %d launches refused and their %d records dropped: %r",
+                             len(dropped), sum(map(len, dropped)), error)
             if self._pending:
                 logger.error("journal: writing %d records failed, will retry: %r", len(self._pending), error)
             failure = JournalError(f"Journal write failed: {error!r}", code="JOURNAL_WRITE_FAILED")
@@ -364,6 +386,24 @@ class SqliteJournal:
                 waiter.set_result(None)
         if refused and not told:
             self._unreported = _refusal(refused)
+
+    def _drop_launches(self, error: BaseException) -> list[tuple[str, ...]]:
+        """Refuse every launch waiting on a failed commit: its records leave the pending ones, so
+        a child never started is never written by a later commit (to be listed, or called
+        INTERRUPTED after a restart). Its waiter hears why; the other writes are kept."""
+        dropped = []
+        refusal = JournalError(f"Not launched: the journal could not record the launch ({error}); nothing of it"
+                               " was kept, launch again once its database can be written",
+                               code="JOURNAL_WRITE_FAILED")
+        refusal.__cause__ = error
+        for waiter, ids in self._launches.items():
+            if waiter.done():  # its caller gave up: it finishes those children itself
+                continue
+            for subagent_id in ids:
+                self._pending.pop(subagent_id, None)
+            waiter.set_exception(refusal)
+            dropped.append(ids)
+        return dropped
 
     def _fail_waiters(self, error: JournalError) -> None:
         waiters, self._waiters = self._waiters, []

@@ -152,7 +152,8 @@ class Supervisor:
         ``handles_out``: the caller hands the handles out (the plugin API), so the results
         are kept in memory for a while, for the reads that follow. ``routes``: each spec's
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
-        children are forgotten (never started) and the error propagates."""
+        children are forgotten (never started, and the journal drops their records: see
+        `Journal.sync_launch`) and its `JournalError` propagates."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
         if self.closed:
@@ -171,7 +172,7 @@ class Supervisor:
                 record.keep_result = True
         if durable:
             try:
-                await self.journal.sync()
+                await self.journal.sync_launch([r.handle.subagent_id for r in records])
             except asyncio.CancelledError:
                 # The caller gave up (its turn was interrupted) while the launch was journaled:
                 # the rows may be committed, so every child still ends, as interrupted, never PENDING.

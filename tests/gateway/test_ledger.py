@@ -178,17 +178,17 @@ async def test_stop_settles_the_delegation_and_nothing_arrives_later(tmp_path, g
 async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_path, gateways):
     chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
     journal = gateway.host.lifecycle.journal
-    real_sync = journal.sync
+    real_sync = journal.sync_launch
     reached = asyncio.Event()
 
-    async def slow_sync():
+    async def slow_sync(subagent_ids):
         reached.set()
         await asyncio.Event().wait()  # the launch's commit never returns: the turn is interrupted meanwhile
 
-    journal.sync = slow_sync
+    journal.sync_launch = slow_sync
     await chat.say("please delegate")
     await reached.wait()
-    journal.sync = real_sync
+    journal.sync_launch = real_sync
     await chat.say("/stop")
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)

@@ -492,3 +492,25 @@ async def test_inline_schemas_have_no_live_control_parameters(denv):
     assert {"action", "subagent_id", "message"} <= set(background)
     with pytest.raises(ToolError, match="only available for background"):
         await delegate_tool(denv.service).handler({"action": "list"}, ToolContext(denv.parent, "c", denv.parent.workspace, {}))
+
+
+def disk_full(env) -> None:
+    db = env.service.journal.db
+    (pages,) = db.read_one("PRAGMA page_count")
+    db.read(f"PRAGMA max_page_count={pages}")  # SQLite refuses what needs a new page: SQLITE_FULL
+
+
+async def test_a_background_launch_the_full_disk_refused_is_a_clear_error_and_leaves_no_child(denv, caplog):
+    await denv.service.journal.sync()
+    disk_full(denv)
+    host = Host(denv)
+    with pytest.raises(ToolError) as refused:
+        await delegate(denv, {"tasks": [{"goal": "a " + "x" * 12_000}, {"goal": "b"}]}, mode="background",
+                       on_dispatch=host)
+    text = str(refused.value)
+    assert text.startswith("No subagent was started: the state database cannot be written")
+    assert "Journal" not in text and "Error" not in text and str(denv.parent.workspace) not in text
+    assert host.dispatches == [] and denv.service.host_view().children("parent-1") == ()
+    denv.service.journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+    await denv.service.journal.sync()
+    assert await denv.service.journal.unfinished() == []  # a restart finds no child to call INTERRUPTED

@@ -487,3 +487,46 @@ async def test_sqlite_synced_records_survive_sigkill(tmp_path: Path) -> None:
     finally:
         await journal.close()
     assert await asyncio.to_thread(inspect, path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_launch_synced_on_its_own_is_committed(journal: Journal) -> None:
+    journal.put(record("sa-1", "PENDING"))
+    await journal.sync_launch(["sa-1"])
+    assert await journal.get("sa-1") == record("sa-1", "PENDING")
+    await journal.sync_launch([])  # nothing pending: returns at once
+
+
+async def test_sqlite_launches_the_full_disk_refused_leave_no_record_and_other_writes_are_kept(
+        tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        journal.put(record("sa-old"))
+        await journal.sync()
+        (pages,) = journal.db.read_one("PRAGMA page_count")
+        journal.db.read(f"PRAGMA max_page_count={pages}")  # the disk is full
+        big = "x" * 50_000  # needs pages the full disk cannot give
+        journal.put(record("sa-old", "SUCCEEDED", goal=big))  # another child, finishing in the same batch
+        journal.put(record("sa-a1", "PENDING", goal=big))
+        journal.put(record("sa-a2", "PENDING"))
+        first = asyncio.ensure_future(journal.sync_launch(["sa-a1", "sa-a2"]))
+        journal.put(record("sa-b1", "PENDING"))
+        second = asyncio.ensure_future(journal.sync_launch(["sa-b1"]))
+        for launch in (first, second):  # every launch of the refused batch is refused, whole
+            with pytest.raises(JournalError) as info:
+                await launch
+            assert info.value.code == "JOURNAL_WRITE_FAILED" and "database or disk is full" in str(info.value)
+        for sid in ("sa-a1", "sa-a2", "sa-b1"):
+            assert await journal.get(sid) is None
+        journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+        await journal.sync()
+    finally:
+        await journal.close()
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        assert await journal.unfinished() == []  # nothing a restart would call INTERRUPTED
+        assert await journal.get("sa-old") == record("sa-old", "SUCCEEDED", goal=big)  # kept and written
+    finally:
+        await journal.close()

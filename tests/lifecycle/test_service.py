@@ -463,3 +463,19 @@ async def test_a_plugin_steers_its_running_child_and_is_told_when_it_cannot(env)
         with pytest.raises(SubagentLifecycleError, match="text must be a non-empty string"):
             await env.service.steer(handle, " ")
     assert await env.service.steer(handle, "outside the turn") is False
+
+
+async def test_a_launch_the_full_disk_refused_raises_and_leaves_no_child(env):
+    journal = env.service.journal
+    await journal.sync()
+    (pages,) = journal.db.read_one("PRAGMA page_count")
+    journal.db.read(f"PRAGMA max_page_count={pages}")  # SQLite refuses what needs a new page: SQLITE_FULL
+    with env.turn(), pytest.raises(SubagentLifecycleError) as refused:
+        await env.service.launch(req("x" * 12_000, correlation_id="job-1"))
+    assert refused.value.code == "JOURNAL_WRITE_FAILED"
+    assert str(refused.value).startswith("Not launched: the journal could not record the launch (database or disk")
+    journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+    await journal.sync()
+    assert await journal.unfinished() == [] and env.service.host_view().children("parent-1") == ()
+    handle, done, _ = await launch_and_wait(env, correlation_id="job-1")  # the id was never taken
+    assert done.state is S.SUCCEEDED
