@@ -91,7 +91,7 @@ class AgentHost:
             child_model=self._child_model, compaction=self.compaction, routing=self.routing,
             inline_delegate=self.inline_delegate,
         )
-        self.database = SqliteDatabase(self.state_dir / STATE_DB)
+        self.database = SqliteDatabase(self.state_dir / STATE_DB, clock=clock)
         """The state file: the lifecycle journal's and the gateway store's, with one group commit."""
         self.lifecycle = AsyncSubagentLifecycle(host, SqliteJournal(db=self.database), settings=config.lifecycle,
                                                 engine=build_engine(config, self.compaction))

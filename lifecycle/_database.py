@@ -42,9 +42,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent._clock import SYSTEM_CLOCK, Clock
+
 log = logging.getLogger("lifecycle.database")
 
 _RETRY_FIRST, _RETRY_MAX = 0.001, 0.05
+RECOVERY_SECONDS = 30.0
+"""How long writes must go through, none refused, before a file that could not be written counts
+as written again: on a nearly full disk a commit now and then slips through, and health that
+cleared at each would flip between up and down."""
 _STORAGE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
 """Primary result codes of a file that cannot be written (a full disk, a failing device), as
 against a statement's own failure (a constraint, a lock another connection holds)."""
@@ -66,10 +72,14 @@ class SqliteDatabase:
     """An open connection to one SQLite file (created with its directory if missing)."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0,
-                 lost_retry: tuple[float, float] = (0.5, 30.0)) -> None:
+                 lost_retry: tuple[float, float] = (0.5, 30.0), clock: Clock = SYSTEM_CLOCK,
+                 recovery_seconds: float = RECOVERY_SECONDS) -> None:
         """``lost_retry``: seconds before writes a full disk rolled back are first tried again on
-        their own, and the most between two tries (the wait doubles)."""
+        their own, and the most between two tries (the wait doubles). ``clock`` and
+        ``recovery_seconds``: see `write_error`."""
         self.path = Path(path)
+        self.clock = clock
+        self.recovery_seconds = recovery_seconds
         self.busy_timeout = busy_timeout
         self.lost_retry = lost_retry
         # Conversations and handle keys live here: what this creates is its owner's alone, whatever
@@ -102,15 +112,28 @@ class SqliteDatabase:
         self._rewrite_delay = lost_retry[0]
         self.commits = 0
         """Transactions committed; for tests and metrics."""
-        self.write_error: str | None = None
-        """Why the file cannot be written (``database or disk is full``), from the first write SQLite
-        refused for it (not a statement's own failure) until a commit succeeds again; None while it can."""
+        self._write_error: str | None = None
         self.write_error_since: float | None = None
-        """When `write_error` began (epoch seconds)."""
+        """When `write_error` began (epoch seconds, ``clock.time()``)."""
+        self._refused_at = 0.0
+        """``clock.monotonic()`` of the latest write refused for the file."""
+        self._written_since = False
+        """A commit went through since that refusal."""
 
     @property
     def closed(self) -> bool:
         return self._conn is None
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the file cannot be written (``database or disk is full``), from the first write SQLite
+        refused for it (not a statement's own failure) until writes have gone through for
+        ``recovery_seconds`` with none refused (a commit since the last refusal, and that long
+        since it); None while it can. One episode logs one ERROR as it begins and one INFO as it
+        ends, when a commit or a read of this property finds it over."""
+        if self._write_error is not None:
+            self._check_recovered()
+        return self._write_error
 
     # -- text that always binds ---------------------------------------------------------
 
@@ -384,18 +407,28 @@ class SqliteDatabase:
 
     def _refused(self, exc: sqlite3.Error) -> None:
         """SQLite refused a write: when the file cannot be written, say so once, until it can."""
-        if self.write_error is not None or (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _STORAGE:
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _STORAGE:
             return
-        self.write_error, self.write_error_since = str(exc), time.time()
+        self._refused_at, self._written_since = self.clock.monotonic(), False
+        if self._write_error is not None:
+            return
+        self._write_error, self.write_error_since = str(exc), self.clock.time()
         log.error("%s cannot be written: %s; what the gateway must record waits (a message is not"
                   " acknowledged, a reply not sent) and is written once it can be: free space on its disk",
                   self.path, exc)
 
     def _written(self) -> None:
-        if self.write_error is None or self._lost:
+        if self._write_error is None or self._lost:
             return
-        log.info("%s is written again, after %.0f s", self.path, time.time() - (self.write_error_since or 0))
-        self.write_error = self.write_error_since = None
+        self._written_since = True
+        self._check_recovered()
+
+    def _check_recovered(self) -> None:
+        if (not self._written_since or self._lost
+                or self.clock.monotonic() - self._refused_at < self.recovery_seconds):
+            return
+        log.info("%s is written again, after %.0f s", self.path, self.clock.time() - (self.write_error_since or 0))
+        self._write_error = self.write_error_since = None
 
     def _restore(self) -> None:
         """Before a read: the lost batch is written again, so no read sees the state without it."""

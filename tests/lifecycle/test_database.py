@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.testing import FakeClock
 from lifecycle import SqliteDatabase
 from platforms.fakes._waiting import wait_until
 from tests.gateway.cli_process import ROOT, on_private_tmpfs
@@ -282,3 +284,35 @@ async def test_participants_are_not_told_their_rows_are_durable_when_a_later_flu
         await db.durable()
     assert outside(db.path, "SELECT k FROM t") == []
     assert first.outcomes[0] is not None and second.outcomes[0] is not None
+
+
+async def test_a_nearly_full_disk_is_down_until_writes_go_through_for_a_while_with_one_error_and_one_info(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A commit now and then slips through a nearly full disk: that is no recovery, and /healthz must
+    # not flip between 200 and 503 with an ERROR and an INFO each time.
+    caplog.set_level(logging.INFO, "lifecycle.database")
+    clock = FakeClock(autojump=False)
+    db = SqliteDatabase(tmp_path / "near.db", clock=clock, recovery_seconds=30.0)
+    try:
+        db.write("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+        await db.durable()
+        for n in range(3):
+            fill_up(db)
+            with pytest.raises(sqlite3.OperationalError, match="full"):
+                db.write("INSERT INTO t VALUES (?, ?)", (f"big-{n}", "x" * 50_000))
+            db.read("PRAGMA max_page_count=1073741823")  # a little room: the next writes go through
+            db.write("INSERT INTO t VALUES (?, 1)", (f"small-{n}",))
+            await db.durable()
+            assert db.write_error == "database or disk is full"
+            clock.advance(20.0)
+            assert db.write_error == "database or disk is full"  # 20 s without a refusal: not yet
+        since = db.write_error_since
+        assert since == clock.time() - 60.0  # the episode's first refusal
+        clock.advance(10.0)
+        assert db.write_error is None and db.write_error_since is None  # 30 s: written again, even idle
+        said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lifecycle.database"
+                and ("cannot be written" in r.getMessage() or "is written again" in r.getMessage())]
+        assert [level for level, _ in said] == [logging.ERROR, logging.INFO]
+        assert said[1][1].endswith("is written again, after 70 s")
+    finally:
+        db.close()

@@ -5,7 +5,9 @@ frees. Nothing a user sent may be lost for it, and everything resumes without a 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
@@ -16,6 +18,7 @@ from agent import ModelRequest
 from gateway.app import Gateway
 from gateway.testing import make_config, start_gateway
 from lifecycle import SqliteDatabase
+from lifecycle._database import RECOVERY_SECONDS
 from platforms.fakes.discord import FakeDiscord
 from platforms.fakes.webhook_receiver import signed_post
 from tests.discord_client import adapter_for, join_heartbeat_threads
@@ -35,6 +38,22 @@ async def disk_full(db: SqliteDatabase) -> None:
     await db.durable()
     (pages,) = db.read_one("PRAGMA page_count")
     db.read(f"PRAGMA max_page_count={pages}")
+
+
+class Ahead:
+    """The system clock, ``seconds`` ahead: the time the gateway would otherwise have to wait."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return time.time() + self.seconds
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.seconds
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 def room_again(db: SqliteDatabase) -> None:
@@ -113,6 +132,9 @@ async def test_healthz_the_console_and_metrics_say_the_state_database_cannot_be_
         room_again(db)
         assert (await post_message(http, web.base, "c1", "later " + LONG, key="later-key"))[0] == 202
         await web.settled()
+        async with http.get(f"{web.base}/healthz") as answer:  # one write through is no recovery yet
+            assert answer.status == 503
+        db.clock = Ahead(RECOVERY_SECONDS)  # writes have gone through that long, none refused
         async with http.get(f"{web.base}/healthz") as answer:
             assert answer.status == 200
             assert (await answer.json())["storage"] == {"status": "ok", "reason": None, "since": None}
