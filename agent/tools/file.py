@@ -7,9 +7,10 @@ service), if it has one, so none reaches another person's files either. What pas
 opened with `open_unfollowed` and checked again on the open descriptor, so a symlink or a
 FIFO put on the path after the check is refused, not followed or waited on. `write_file` writes
 a new file beside the old one, in the folder so opened, and renames it over the old one once
-whole: a disk that refuses the write (full) leaves the old file as it was, not cut short. Handlers are
-plain functions: the registry runs them in a worker thread, so file I/O never blocks the
-event loop.
+whole: a disk that refuses the write (full) leaves the old file as it was, not cut short. What a
+crash between the two left under its temporary name is removed by a later write to that folder.
+Handlers are plain functions: the registry runs them in a worker thread, so file I/O never blocks
+the event loop.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import contextlib
 import errno
 import io
 import itertools
+import logging
 import os
+import re
 import stat
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,13 @@ MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 1000
 # Enough of a file's head to tell text from binary data without reading it all.
 _SNIFF_BYTES = 8192
+#: Seconds unchanged after which a temporary file of write_file's is a crash's leftover, not a
+#: write under way (a write takes milliseconds: its content is in hand).
+LEFTOVER_SECONDS = 600
+# write_file's temporary names, exactly: nothing else is ever taken for one of them.
+_TEMPORARY = re.compile(r"\.write_file\.[0-9a-f]{32}\.part")
+
+log = logging.getLogger("agent.tools.file")
 
 
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
@@ -219,6 +230,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise _unopened(exc, path, "write") from None
     try:
         _write_whole(folder, target.name, args["content"], _replaced(folder, target.name, path), path)
+        _remove_leftovers(folder, path)
     finally:
         os.close(folder)
     return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
@@ -271,6 +283,34 @@ def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result 
     except OSError as exc:
         raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}; nothing was written, the file is as it "
                         "was") from None
+
+
+def _remove_leftovers(folder: int, path: str) -> None:
+    """Remove from ``folder`` the temporary files of writes a crash cut short before their rename
+    (any other failure removes its own): only regular files named exactly as `_write_whole` names
+    them, unchanged for `LEFTOVER_SECONDS`. Each holds a whole or partial copy of text the model
+    wrote that never reached its file; the file is as it was. Best effort: what cannot be
+    listed or removed stays, for the next write."""
+    try:
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)  # ``folder`` is O_PATH
+        try:
+            names = [name for name in os.listdir(listing) if _TEMPORARY.fullmatch(name)]
+        finally:
+            os.close(listing)
+    except OSError:
+        return
+    stale_before, removed = time.time() - LEFTOVER_SECONDS, 0
+    for name in names:
+        try:
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < stale_before:
+                os.unlink(name, dir_fd=folder)
+                removed += 1
+        except OSError:
+            continue
+    if removed:
+        log.info("write_file: removed %d temporary file(s) beside %r that a crash left before their rename",
+                 removed, path)
 
 
 def _keep_owner(fd: int, replaced: os.stat_result) -> None:

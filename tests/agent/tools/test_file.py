@@ -5,15 +5,17 @@ import inspect
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agent._errors import ToolError
+from agent._tools import ToolContext
 from agent.tools import file as file_tools
 from agent.tools.file import file_toolset, resolve_in_workspace
 from tests import swaps
-from tests.capped_writes import run_capped
+from tests.capped_writes import ROOT, run_capped
 
 READ, LIST, WRITE = file_toolset()
 
@@ -374,6 +376,45 @@ def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_not_cut_short(worksp
     assert sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*")) == ["new", "notes.md"]
     assert run_capped(WRITE_CAPPED, limit=1 << 20, workspace=str(workspace))[0] == "wrote 10000 characters to notes.md"
     assert (workspace / "notes.md").stat().st_mode & 0o777 == 0o640  # replaced, yet with its permissions
+
+
+# --- a write a crash cut short ------------------------------------------------------------------
+
+
+CRASH_BEFORE_RENAME = """
+import os, signal, sys
+from pathlib import Path
+from agent._tools import ToolContext
+from agent.tools.file import write_file
+os.replace = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)  # the process dies right there
+write_file({"path": "notes.md", "content": "half way"}, ToolContext(None, "call-1", Path(sys.argv[1]), {}))
+"""
+
+
+def test_what_a_crash_left_beside_a_file_goes_with_a_later_write_there_and_nothing_else(workspace: Path):
+    (workspace / "notes.md").write_text("precious\n")
+    crashed = subprocess.run([sys.executable, "-c", CRASH_BEFORE_RENAME, str(workspace)], cwd=ROOT)
+    assert crashed.returncode == -9
+    [left] = [p for p in workspace.iterdir() if p.name != "notes.md"]
+    assert left.name.startswith(".write_file.") and left.read_text() == "half way"
+    old = time.time() - file_tools.LEFTOVER_SECONDS - 60
+    os.utime(left, (old, old))
+    in_flight = workspace / f".write_file.{'0' * 32}.part"  # another turn's write, under way: recent
+    in_flight.write_text("being written")
+    users = [workspace / ".write_file.notes.part", workspace / "draft.part", workspace / f".write_file.{'a' * 32}.parts"]
+    for path in users:
+        path.write_text("the user's")
+        os.utime(path, (old, old))
+    sub = workspace / "sub"
+    sub.mkdir()
+    elsewhere = sub / left.name  # beside no file this write touches
+    elsewhere.write_text("left")
+    os.utime(elsewhere, (old, old))
+
+    ctx = ToolContext(None, "call-2", workspace, {})
+    assert file_tools.write_file({"path": "other.md", "content": "x"}, ctx) == "wrote 1 characters to other.md"
+    assert not left.exists() and (workspace / "notes.md").read_text() == "precious\n"
+    assert in_flight.exists() and all(path.exists() for path in users) and elsewhere.exists()
 
 
 # --- a file made read-only -------------------------------------------------------------------
