@@ -475,7 +475,8 @@ async def test_an_anonymous_group_admin_is_refused_naming_the_group_and_answered
 
 async def test_a_card_appears_only_for_a_slow_turn_and_ends_as_one_line(fake, gateways):
     config = gateways.config(platforms=EVERYONE, display={"progress_delay": 0.2})
-    model = ScriptedModel({"parent": [[{"text": "quick"}], [{"sleep": 0.6, "text": "slow answer"}]]})
+    # Slow past the second Telegram asks between two messages to a chat: the card waits that long after "quick".
+    model = ScriptedModel({"parent": [[{"text": "quick"}], [{"sleep": 1.6, "text": "slow answer"}]]})
     await gateways.start(config, model=model)
     fake.push_message(42, "fast, please")
     await fake.wait_for(lambda: texts(fake) == ["quick"])

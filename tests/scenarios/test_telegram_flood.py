@@ -125,3 +125,45 @@ async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_
         assert minute <= 20 and second <= 1
     finally:
         await gateway.stop(grace=0)
+
+
+async def test_a_fan_out_in_a_private_chat_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path):
+    """A private chat has Telegram's one message a second too: the card's edits, the answers to the
+    questions asked meanwhile and the parts of the long answer share it."""
+    user = dict(chat_type="private", user_id=5, username="alice")
+    chat = user["user_id"]
+    clock = FakeClock(autojump=False)
+    flood = fake.enforce_flood_limits(clock)
+    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 1.0})
+    model = ScriptedModel({"parent": parent, "leaf": child})
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+        fake.push_message(chat, "please fan out over the sources", **user)
+        for goal in GOALS:
+            await model.reached(goal)
+        said = lambda: fake.messages[str(chat)]  # noqa: E731
+        await run_clock_until(clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
+        card = next(m for m in said() if m["silent"] and "0 of 10 done" in m["text"])
+        for n, goal in enumerate(GOALS):
+            if n % 2:
+                fake.push_message(chat, QUESTIONS[n // 2], **user)
+            await run_clock(clock, 2.0)
+            model.release(goal)
+        parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
+        await run_clock_until(clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
+        await run_clock(clock, 10.0)
+        await settled(gateway)
+
+        assert flood.refused == []  # not one 429
+        answers = [m["text"] for m in said() if not m["silent"]]
+        assert answers[0] == "On it: ten subagents are surveying the sources."
+        assert [a for a in answers if a.startswith("Answer")] == [f"Answer to {q!r}" for q in QUESTIONS]
+        assert "\n\n".join(parts()) == final_answer() and len(parts()) > 1  # whole, in order, once
+        assert len(answers) == 1 + len(QUESTIONS) + len(parts())  # nothing else, nothing twice
+        assert card["text"].startswith("✓ Done in")
+        second = max(sum(1 for w in flood.writes if end.at - 1.0 < w.at <= end.at) for end in flood.writes)
+        assert second <= 1
+    finally:
+        await gateway.stop(grace=0)
