@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+
+from platforms.fakes._slack_limits import RateLimited
 from platforms.fakes._slack_types import Call, Failure
 
 
@@ -60,7 +62,15 @@ class SlackWebApi:
         handler = self._methods.get(method)
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})
+        admitted = None
+        if self.rate_limits is not None:
+            try:
+                admitted = self.rate_limits.admit(method, params)
+            except RateLimited as exc:
+                return _json({"ok": False, "error": "ratelimited"}, 429, {"Retry-After": str(exc.retry_after)})
         answer = handler(self, params)
+        if admitted is not None and not answer.get("ok"):
+            self.rate_limits.withdraw(admitted)
         return _json(answer) if failure is None else self._failure_response(request, failure)
 
     def _next_failure(self, method: str) -> Failure | None:

@@ -30,6 +30,11 @@ What it does:
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
   the bytes to the upload URL, ``files.completeUploadExternal`` (`platforms.fakes._slack_uploads`).
 - A revoked bot token (`bot_token_revoked`): ``token_revoked`` for every bot-token call.
+- Slack's rate limits, off until `enforce_rate_limits` turns them on: ``chat.postMessage`` past
+  one a second per channel, ``chat.update`` / ``chat.delete`` past Tier 3 (50 a minute) and the
+  upload methods past Tier 2 (20 a minute) are refused with HTTP 429, ``Retry-After`` and
+  ``ratelimited``; ``rate_limits.calls`` and ``rate_limits.refused`` record what they let
+  through and refused (`platforms.fakes._slack_limits`).
 - Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections
   closed without an answer (``drop=True``), and answers lost after the call took effect
   (``after=True``); calls held in flight until a test releases them (`hold`).
@@ -47,7 +52,7 @@ import itertools
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -57,6 +62,7 @@ from aiohttp import web
 # (hence the noqa: some are only re-exported).
 from platforms.fakes._slack_files import SharedFile, SlackFiles
 from platforms.fakes._slack_http import HttpResult, SlackHttpDelivery, sign  # noqa: F401
+from platforms.fakes._slack_limits import PER_CHANNEL, TIERS, MonotonicClock, SlackRateLimits, Window
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
 from platforms.fakes._slack_uploads import MAX_UPLOAD, SlackUploads, _Pending
@@ -113,6 +119,8 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.uploaded: dict[str, int] = {}
         """How many times each file the bot uploads reached the upload URL."""
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self.rate_limits: SlackRateLimits | None = None
+        """Slack's rate limits, once `enforce_rate_limits` turned them on."""
         self._holds: dict[str, asyncio.Event] = {}
         self._lost_acks = 0
         self._refused_sockets = 0
@@ -205,6 +213,15 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         if status == 429 and retry_after is None:
             retry_after = 1
         self._failures[method].extend(Failure(error, status, retry_after, after, drop) for _ in range(times))
+
+    def enforce_rate_limits(self, clock: MonotonicClock | None = None, *, per_channel: Window = PER_CHANNEL,
+                            tiers: Mapping[str, Window] = TIERS) -> SlackRateLimits:
+        """Refuse calls past Slack's rate limits with HTTP 429, ``Retry-After`` and ``ratelimited``,
+        as Slack does (`platforms.fakes._slack_limits`), measuring time on ``clock`` (a test's
+        fake clock; the real monotonic clock by default). Returns the `SlackRateLimits`, also
+        `rate_limits`, whose ``calls`` and ``refused`` record what it let through and refused."""
+        self.rate_limits = SlackRateLimits(clock or time, per_channel=per_channel, tiers=tiers)
+        return self.rate_limits
 
     def hold(self, method: str) -> asyncio.Event:
         """Hold every call of ``method`` (recorded, not yet answered) until the returned event is
