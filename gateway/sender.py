@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import random
 from collections.abc import Callable, Collection, Mapping
@@ -39,6 +40,7 @@ from platforms.base import (
     RateLimited,
     SendsFiles,
     Unauthorized,
+    WritesAside,
 )
 
 log = logging.getLogger("gateway.outbox")
@@ -97,6 +99,9 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
+        for name, adapter in adapters.items():
+            if isinstance(adapter, WritesAside):
+                adapter.bind_writes(functools.partial(self._wrote_aside, name, adapter))
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
@@ -177,6 +182,9 @@ class Sender:
         """Sleep ``seconds`` on the clock, as the waits in `deliver` do: False, at once, when
         ``preempt`` is set first."""
         return await self._pacer.wait(seconds, preempt)
+
+    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str) -> None:
+        self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
 
     async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         if self._record_again(row.id):  # a late note or a piece of a re-split part

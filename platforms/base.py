@@ -504,6 +504,17 @@ class Paced(Protocol):
 
 
 @runtime_checkable
+class WritesAside(Protocol):
+    """A `Paced` adapter that also writes to chats itself, outside the outbox (Slack's "working"
+    placeholder is a message): those writes count against the chat's pacing as the outbox's do,
+    or the outbox's next call to the chat would be refused."""
+
+    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+        """Called once, before `Adapter.start`, with ``wrote``, which the adapter calls with the
+        chat id as such a write starts and again once answered (it counts from both)."""
+
+
+@runtime_checkable
 class SupportsDownload(Protocol):
     """An adapter that fetches the files users send."""
 

@@ -113,7 +113,8 @@ from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_
 
 log = logging.getLogger("platforms.slack")
 
-PACING = Pacing(edit_interval=1.0)
+PACING = Pacing(call_interval=1.0, edit_interval=1.0)
+"""Slack's rate-limit guide: chat.postMessage about one a second per channel, chat.update 50 a minute."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
@@ -276,6 +277,8 @@ class SlackAdapter:
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
         self._left: IndicatorLeft = lambda chat_id, thread_id: None
+        self._wrote: Callable[[str], None] = lambda chat_id: None
+        """Told of each placeholder post (`bind_writes`): the outbox paces the channel's messages."""
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
@@ -298,8 +301,9 @@ class SlackAdapter:
         return self._socket_watch.state.state if self.mode == "socket" else NO_CONNECTION
 
     def pacing(self, chat_id: str) -> Pacing:
-        """Slack allows short bursts of chat.postMessage and answers 429 beyond; edits of one
-        message are kept a second apart."""
+        """Slack: about one message a second per channel (a burst may be refused), so every call
+        to a channel goes a second apart, placeholders counted (`bind_writes`); edits of one
+        message too."""
         return PACING
 
     def measure(self, text: str) -> int:
@@ -757,8 +761,13 @@ class SlackAdapter:
         if future is not None and await asyncio.shield(future) is None and self._placeholders.get(key) is future:
             del self._placeholders[key]  # the post failed; the next refresh tries again
 
+    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+        self._wrote = wrote
+
     async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
         kw = {"thread_ts": thread_id} if thread_id else {}
+        # A message like any other to Slack's one a second per channel: the outbox must count it.
+        self._wrote(chat_id)
         try:
             resp = await self._with_metadata(
                 lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
@@ -766,6 +775,8 @@ class SlackAdapter:
                 {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
         except DeliveryError:
             return None
+        finally:
+            self._wrote(chat_id)
         self._own_placeholders.add(resp["ts"])
         return resp["ts"]
 

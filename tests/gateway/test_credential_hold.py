@@ -342,6 +342,7 @@ async def test_a_hold_whose_end_went_unrecorded_excuses_nothing_after_the_next_s
     try:
         assert await outbox.wait_sent("b:0", timeout=WAIT) is not None  # the hold ends
         platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=100)
+        await clock.sleep(1.0)  # the channel's second after "second" (Slack's message a second) has passed
         written = clock.monotonic()
         outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="c")
         assert await outbox.wait_sent("c:0", timeout=WAIT) is None

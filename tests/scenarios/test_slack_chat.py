@@ -270,9 +270,10 @@ def notice_posts(chat: SlackChat) -> list[Call]:
 
 
 async def test_notices_are_posted_once_then_updated_in_place_and_none_follow_the_reply(slack_chat):
-    # Edits of one message go a second apart: a turn of 1.6 s shows one progress edit, then the outcome.
+    # The notice goes a second after the placeholder (one message a second per channel), its edits a
+    # second apart: a turn of 2.6 s shows one progress edit, then the outcome.
     chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
-                            script=slow(1.6))
+                            script=slow(2.6))
     await chat.fake.push_dm("U1", "work slowly")
     await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
     texts = await chat.answered(count=2)
@@ -542,7 +543,7 @@ async def test_429_on_post_message_is_retried_and_the_reply_arrives_once(slack_c
 
 async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_chat):
     chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
-                            script=slow(0.45))
+                            script=slow(1.45))  # its notice goes a second after the placeholder
     chat.fake.fail_next("chat.update", status=429, retry_after=1)  # nothing but notices calls chat.update
     await chat.fake.push_dm("U1", "work slowly")
     await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=6)
@@ -557,7 +558,7 @@ async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_
 
 async def test_message_not_found_on_update_falls_back_to_a_new_message(slack_chat):
     chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
-                            script=slow(1.6))
+                            script=slow(3.6))  # a message a second: placeholder, notice, edit, the notice anew
     chat.fake.fail_next("chat.update", "message_not_found")
     await chat.fake.push_dm("U1", "work slowly")
     await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())

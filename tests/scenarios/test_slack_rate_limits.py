@@ -1,0 +1,114 @@
+"""A busy Slack channel stays inside Slack's rate limits, end to end: one member's thread fans out a
+background batch of ten subagents whose card changes as each one finishes, another member asks
+questions in a thread of their own meanwhile, and the results come back as an answer long enough
+to be split. The fake enforces Slack's limits (chat.postMessage one a second per channel, threads
+included; chat.update and chat.delete 50 a minute) on the gateway's own fake clock, answering 429
+with ``Retry-After`` as Slack does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes._slack_limits import Window
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+from tests.scenarios.test_telegram_flood import (
+    GOALS,
+    QUESTIONS,
+    child,
+    final_answer,
+    parent,
+    run_clock,
+    run_clock_until,
+)
+
+CHANNEL = "C1"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+def busiest(stamps: list[float], seconds: float) -> int:
+    return max(sum(1 for t in stamps if end - seconds < t <= end) for end in stamps)
+
+
+async def test_a_fan_out_in_a_busy_channel_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path):
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock)
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress_delay": 1.0})
+    model = ScriptedModel({"parent": parent, "leaf": child})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        thread = (await fake.push_mention(CHANNEL, "U1", "please fan out over the sources"))["event"]["ts"]
+        for goal in GOALS:
+            await model.reached(goal)
+        said = lambda: [m for m in fake.messages.get((CHANNEL, thread), []) if m.get("bot_id")]  # noqa: E731
+        await run_clock_until(clock, lambda: any("0 of 10 done" in m["text"] for m in said()))
+        card = next(m for m in said() if "0 of 10 done" in m["text"])
+        bob = None
+        for n, goal in enumerate(GOALS):
+            if n % 2:  # bob asks meanwhile, in a thread of his own, while the card keeps changing
+                if bob is None:
+                    bob = (await fake.push_mention(CHANNEL, "U2", QUESTIONS[0]))["event"]["ts"]
+                else:
+                    await fake.push_message(CHANNEL, "U2", QUESTIONS[n // 2], thread_ts=bob)
+            await run_clock(clock, 5.0)
+            model.release(goal)
+        parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
+        await run_clock_until(clock, lambda: len(parts()) > 1 and gateway.quiet, timeout=30.0)
+        await run_clock(clock, 10.0)
+        await settled(gateway)
+
+        assert limits.refused == []  # not one 429
+        answers = [m["text"] for m in said() if m is not card]
+        assert answers[0] == "On it: ten subagents are surveying the sources."
+        assert answers[1:] == parts() and len(parts()) > 1  # nothing else, nothing twice
+        assert "".join(parts()).replace("\n", "") == final_answer().replace("\n", "")  # whole, in order
+        bobs = [m["text"] for m in fake.messages.get((CHANNEL, bob), []) if m.get("bot_id")]
+        assert bobs == [f"Answer to {q!r}" for q in QUESTIONS]
+        assert card["text"].startswith("✓ Done in")
+        posts = [c.at for c in limits.calls if c.method == "chat.postMessage"]
+        updates = [c.at for c in limits.calls if c.method == "chat.update"]
+        print(f"\n{len(posts)} posts, {len(updates)} updates; busiest second {busiest(posts, 1.0)} posts, "
+              f"busiest minute {busiest(updates, 60.0)} updates")
+    finally:
+        await gateway.stop(grace=0)
+
+
+async def test_a_channel_refused_with_retry_after_is_not_written_to_again_before_it(fake, tmp_path):
+    """Slack may refuse sooner than its one a second (a burst, the workspace's limit): its
+    ``Retry-After`` then holds the whole channel, every thread of it, and nothing is lost or doubled."""
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock, per_channel=Window(1, 3.0))
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = ScriptedModel({"parent": lambda request: {"text": f"re: {request.messages[-1]['content']}"}})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        threads = [(await fake.push_mention(CHANNEL, f"U{n}", f"question {n}"))["event"]["ts"] for n in range(4)]
+        answers = lambda: [[m["text"] for m in fake.messages.get((CHANNEL, t), []) if m.get("bot_id")]  # noqa: E731
+                           for t in threads]
+        await run_clock_until(clock, lambda: answers() == [[f"re: question {n}"] for n in range(4)] and gateway.quiet)
+        await run_clock(clock, 5.0)
+        await settled(gateway)
+
+        assert answers() == [[f"re: question {n}"] for n in range(4)]  # each once
+        assert limits.refused  # the fake refused sooner than the gateway's pacing expects
+        posts = [c.at for c in limits.calls if c.method == "chat.postMessage"]
+        for refusal in limits.refused:  # nothing written to the channel before its Retry-After
+            assert not [at for at in posts if refusal.at < at < refusal.at + refusal.retry_after]
+        assert len(limits.refused) <= len(posts)  # one refusal per post at most: never asked again too soon
+    finally:
+        await gateway.stop(grace=0)
