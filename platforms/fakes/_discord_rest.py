@@ -119,8 +119,17 @@ class DiscordRest:
                                                       "PATCH /webhooks", "DELETE /webhooks")):
             if request.headers.get("Authorization") != f"Bot {self.token}":
                 response = _error(401, 0, "401: Unauthorized")
+        limits: dict[str, str] = {}
+        if response is None and self.rate_limits is not None and "channel_id" in request.match_info:
+            admitted = self.rate_limits.admit(name, request.match_info["channel_id"])
+            if isinstance(admitted, tuple):
+                status, headers, refusal = admitted
+                response = _json(refusal, status, headers)
+            else:
+                limits = admitted
         if response is None:
             response = await handler(request)
+            response.headers.update(limits)
         call.status = response.status
         self._touch()
         return response

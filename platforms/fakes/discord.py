@@ -31,7 +31,10 @@ on Discord: two clients logged in with one token (two gateways) each get each me
 
 Scripted failures: `fail_next` (429 with ``retry_after`` and the ``Via`` header
 discord.py needs to retry, or any status and error code), and `hold` (a route's calls left
-unanswered until the test releases them). Everything the bot
+unanswered until the test releases them). Discord's rate limits, off until
+`enforce_rate_limits` turns them on: a bucket per channel route (5 per 5 s by default), the
+``X-RateLimit-*`` headers on every answer, 429 with ``retry_after`` and ``global`` beyond
+(`platforms.fakes._discord_limits`). Everything the bot
 called is in `calls`; everything said in a channel is in `messages`.
 
 Run it alone with ``python -m platforms.fakes.discord --port 8765``.
@@ -58,6 +61,7 @@ from platforms.fakes._discord_gateway import (  # noqa: F401
     _Conn,
     _Session,
 )
+from platforms.fakes._discord_limits import GLOBAL, PER_CHANNEL_ROUTE, Clock, DiscordRateLimits, Window
 from platforms.fakes._discord_mentions import Pings  # noqa: F401
 from platforms.fakes._discord_model import FLAG_LOADING, ISO, Call, DiscordModel, FakeMessage, _user  # noqa: F401
 from platforms.fakes._discord_rest import INTERACTION_ACK_SECONDS, TEXT_LIMIT, DiscordRest, _Failure  # noqa: F401
@@ -114,6 +118,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._channel_guild: dict[str, str] = {}
         self._failures: list[_Failure] = []
         self._holds: list[tuple[str, asyncio.Event]] = []
+        self.rate_limits: DiscordRateLimits | None = None
+        """Discord's rate limits, once `enforce_rate_limits` turned them on."""
         self._conns: set[_Conn] = set()
         self._session: _Session | None = None
         self._sessions: dict[str, _Session] = {}
@@ -240,6 +246,16 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         release = asyncio.Event()
         self._holds.append((route, release))
         return release
+
+    def enforce_rate_limits(self, window: Window = PER_CHANNEL_ROUTE, *, global_window: Window = GLOBAL,
+                            clock: Clock | None = None) -> DiscordRateLimits:
+        """Answer every ``/channels/{channel_id}/…`` request with Discord's ``X-RateLimit-*``
+        headers and refuse one past its bucket (``window`` per route and channel, ``global_window``
+        in all) with 429 as Discord does (`platforms.fakes._discord_limits`). ``clock``: the real
+        one by default, which discord.py waits on too. Returns the `DiscordRateLimits`, also
+        `rate_limits`, whose ``calls`` and ``refused`` record what it let through and refused."""
+        self.rate_limits = DiscordRateLimits(clock or time, window, global_window)
+        return self.rate_limits
 
     def request_reconnect(self) -> None:
         """Send op 7 RECONNECT: the client should close and RESUME."""
