@@ -396,16 +396,20 @@ class Gateway:
         # turn's id, and a turn that ends before reading it leaves the text to a turn of another id. Nor
         # is a completion turn steered: its reply may be silenced (NO_REPLY), a reply to a message never is.
         # Nor is a message sent after one still waiting for its turn (one with files): it is answered after it.
+        # Nor is another group member's message: it is a request of its own (as with interrupt below).
         if listening is not None and busy_mode == "steer" and not inbound.attachments \
                 and listening.kind != "completion" and session.platform not in TRACKS_TURN_IDS \
+                and _from_its_asker(inbound, listening) \
                 and not any(item.event is not None for item in session.queue):
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(listening.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the
         # turn of a newer message (this one replayed after a restart, or handed back late): the
         # older one waits its turn instead of silencing the newer. Nor a turn whose model has answered
-        # and which only winds down (its hooks): its answer is sent, then this message runs.
+        # and which only winds down (its hooks): its answer is sent, then this message runs. Nor, in a
+        # group, the turn of another member's message: that member would never get their answer.
         if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
+                and _from_its_asker(inbound, running) \
                 and not session.agent.activity.answered and not self._sent_before(inbound, running.event):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
@@ -529,6 +533,13 @@ class Gateway:
         ended = self.store.inbox.settled(event.platform, event.event_id)
         files_kept = all(m["status"] != "pending" for m in messages if m.get("op") == "file")
         return TurnRead(messages, complete=ended and files_kept and all(d.status != "running" for d in delegations))
+
+
+def _from_its_asker(inbound: Inbound, running: RunningTurn) -> bool:
+    """Whether ``inbound`` may change the course of ``running`` (interrupt or steer it): anything
+    said in a private chat may; in a group, channel or thread only what the member whose message the
+    turn answers says, as the others' messages are requests of their own, which wait their turn."""
+    return inbound.is_private or (running.event is not None and running.event.user_id == inbound.user_id)
 
 
 def _answer_key(inbound: Inbound) -> str:

@@ -1,0 +1,102 @@
+"""Several people asking the bot at once in one Telegram group, through the real aiogram client
+in `TelegramAdapter` against the loopback `FakeTelegram`, with the real `Gateway` behind it.
+
+A group is one session: its members' turns run one at a time, and what one member says while
+another's turn runs is a request of its own (answered after it), never taken for a change of mind
+of whoever asked; a member's own follow-up still interrupts or steers their turn, as in a private chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+
+BOT = "sb_group_test_bot"
+GROUP = -1001
+BOB = dict(chat_type="supergroup", user_id=5, username="bob")
+CAROL = dict(chat_type="supergroup", user_id=6, username="carol")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def group_chat(fake, tmp_path):
+    """Starts a gateway on a Telegram adapter pointed at the fake, with ``busy_input_mode``."""
+    started: list[Gateway] = []
+
+    async def start(busy_input_mode: str, model: ScriptedModel) -> Gateway:
+        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
+                             display={"busy_input_mode": busy_input_mode})
+        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+        gateway = await start_gateway(config, [adapter], model=model)
+        started.append(gateway)
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))  # polling is live
+        return gateway
+
+    yield start
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+def texts(fake: FakeTelegram) -> list[str]:
+    return [m["text"] for m in fake.messages[str(GROUP)]]
+
+
+def handled(gateway: Gateway, update_id: int) -> bool:
+    """Queued for a turn of its own, steered into the running one, or settled."""
+    event = str(update_id)
+    waiting = any(item.event is not None and item.event.event_id == event
+                  for session in gateway.sessions
+                  for item in [*session.queue, *(session.running.steered if session.running else ())])
+    return waiting or gateway.store.inbox.settled("telegram", event)
+
+
+def bobs_turn_then_carols() -> ScriptedModel:
+    # Bob's turn looks at something, held at a gate, then reads what was steered into it, if anything.
+    return ScriptedModel({"parent": [
+        [{"wait": "bob", "tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": "answer for bob"}],
+        [{"text": "answer for carol"}],
+    ]})
+
+
+@pytest.mark.parametrize("busy_input_mode", ["interrupt", "steer"])
+async def test_another_members_message_waits_for_the_running_turn_and_is_answered_after_it(
+        fake, group_chat, busy_input_mode):
+    # It stopped Bob's turn (interrupt: Bob never got his answer) or was read into it as Bob's
+    # (steer: Carol never got one of her own).
+    model = bobs_turn_then_carols()
+    gateway = await group_chat(busy_input_mode, model)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    model.release("bob")
+    await fake.wait_for(lambda: texts(fake))
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)
+    assert texts(fake) == ["answer for bob", "answer for carol"]
+    said = [str(m["content"]) for m in model.requests[-1].messages if m["role"] == "user"]
+    assert "who is on call" in said[-1] and "how big" in said[-2]
+
+
+async def test_a_members_own_follow_up_still_interrupts_their_turn(fake, group_chat):
+    model = bobs_turn_then_carols()
+    gateway = await group_chat("interrupt", model)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    fake.push_message(GROUP, f"@{BOT} no wait, how big was the last one?", **BOB)
+    await fake.wait_for(lambda: texts(fake))
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)
+    assert texts(fake) == ["answer for carol"]  # the script's next turn: Bob's first one was stopped
