@@ -4,7 +4,9 @@ is edited in place as the turn goes, instead of a stack of notices.
 The card is a headline (what the agent is doing, for how long) and up to `MAX_LINES`
 lines of at most `LINE_CHARS` characters (a longer one is cut with "…", see `gateway.excerpt`), made from real events only: tools started
 and finished (by name: never their arguments or output) and the turn's subagents
-(goal, state, elapsed time, N of M done). A turn that ends before
+(goal, state, elapsed time, N of M done), and the chat's messages waiting for their turn behind
+it (`waiting_line`), so that whoever sent one (another member of a group, say) sees it was taken
+and will be answered. A turn that ends before
 ``display.progress_delay`` seconds shows no card at all. The outbox coalesces the
 card's edits and paces them as the platform asks; the turn runner finalises the card
 when the turn ends.
@@ -48,7 +50,8 @@ class ProgressCard:
 
     def __init__(self, *, delay: float, heartbeat: float, mode: bool | Literal["generic"], clock: Clock,
                  publish: Publish, children: Callable[[], Sequence[ChildView]],
-                 counts: Callable[[], tuple[int, int]] | None = None) -> None:
+                 counts: Callable[[], tuple[int, int]] | None = None,
+                 waiting: Callable[[], int] = lambda: 0) -> None:
         self._delay = delay
         self._heartbeat = heartbeat
         self._generic = mode == "generic"
@@ -58,6 +61,8 @@ class ProgressCard:
         self._counts = counts
         """(done, launched) subagents, exact, while any of them runs; (0, 0) otherwise. `children` may
         miss some finished between two looks, more than the source keeps of a session's finished ones."""
+        self._waiting = waiting
+        """How many of the chat's messages wait for their turns behind this one."""
         self._started = clock.monotonic()
         self._tools: deque[str] = deque(maxlen=MAX_LINES)
         self._current: str | None = None
@@ -81,6 +86,10 @@ class ProgressCard:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+    def queue_changed(self) -> None:
+        """A message of the chat was queued behind the turn: shown at once (once the card is due)."""
+        self._wake.set()
 
     def tool_started(self, name: str) -> None:
         self._current = name
@@ -131,12 +140,13 @@ class ProgressCard:
         else:
             doing = "Thinking"
         headline = f"⏳ {doing} — {elapsed}"
+        waiting = waiting_line(self._waiting())
         if self._generic:
-            return f"⏳ Still working — {elapsed}"
+            return "\n".join([f"⏳ Still working — {elapsed}", *waiting])
         lines = [*self._tools, *(_child_line(c, self._clock.time()) for c in children)]
         if self._current is not None and self._current != DELEGATE:
             lines.append(f"▸ {self._current}")
-        return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:])])
+        return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:]), *waiting])
 
     def _seen_children(self) -> list[ChildView]:
         """The subagents the source gives now, after those seen finished that it has let go of
@@ -147,6 +157,13 @@ class ProgressCard:
                 self._finished[child.subagent_id] = child
         shown = {child.subagent_id for child in current}
         return [*(c for sid, c in self._finished.items() if sid not in shown), *current]
+
+
+def waiting_line(n: int) -> list[str]:
+    """The card's last line while ``n`` messages wait for their turns (none while none does)."""
+    if not n:
+        return []
+    return [f"⋯ {n} more message{'s' if n != 1 else ''} waiting, answered after this"]
 
 
 CHILD_INDENT = "\u00a0\u00a0"

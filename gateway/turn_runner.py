@@ -65,6 +65,8 @@ class TurnRunner:
         self._late_after = late_after
         """A message that waited this long for its turn is answered with a note saying so (0: never)."""
         self._workers: dict[GatewaySession, asyncio.Task[None]] = {}
+        self._cards: dict[GatewaySession, ProgressCard] = {}
+        """The running turn's progress card, per session that shows one."""
         self._stopping = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
@@ -81,6 +83,8 @@ class TurnRunner:
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
         """Queue ``item``; it runs after everything queued before it."""
         self._registry.enqueue(session, item)
+        if (card := self._cards.get(session)) is not None:
+            card.queue_changed()
         if session not in self._workers:
             self._workers[session] = asyncio.ensure_future(self._work(session))
 
@@ -140,6 +144,8 @@ class TurnRunner:
         """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
         display = self._display(session.platform)
         progress = self._progress_for(session, running, display)
+        if isinstance(progress, ProgressCard):
+            self._cards[session] = progress
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started, started_at = self._clock.monotonic(), self._clock.time()
@@ -160,6 +166,7 @@ class TurnRunner:
             log.exception("turn %s crashed", item.turn_id)
         finally:
             progress.disarm()  # before anything else is queued: no progress may follow the reply
+            self._cards.pop(session, None)
             if typing is not None:
                 typing.cancel()
         self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
@@ -265,7 +272,8 @@ class TurnRunner:
             return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                                 mode=display.long_running_notifications, clock=self._clock, publish=publish,
                                 children=lambda: self._turn_children(session, running),
-                                counts=lambda: self._children.turn_progress(session.session_id, running.turn_id))
+                                counts=lambda: self._children.turn_progress(session.session_id, running.turn_id),
+                                waiting=lambda: sum(1 for item in session.queue if item.event is not None))
         return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
                         detail=lambda: self._detail(session, running), clock=self._clock)
 

@@ -368,3 +368,13 @@ def test_a_line_cut_right_after_a_bare_url_links_the_address_without_the_ellipsi
     assert any(line.endswith(url + "…") for line in lines)
     for line in lines:
         assert re.findall(r"<(https://[^>|]*)", slack_mrkdwn.render(line)) in ([], [url]), line
+
+
+@pytest.mark.parametrize("mode", [True, "generic"])
+def test_messages_waiting_behind_the_turn_are_counted_last_also_on_a_generic_card(mode):
+    waiting = [0]
+    card = ProgressCard(delay=0, heartbeat=60, mode=mode, clock=FakeClock(autojump=False),
+                        publish=lambda t, n: None, children=list, waiting=lambda: waiting[0])
+    assert "waiting" not in card.render()
+    waiting[0] = 2
+    assert card.render().splitlines()[-1] == "⋯ 2 more messages waiting, answered after this"

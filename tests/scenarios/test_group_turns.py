@@ -32,12 +32,13 @@ async def fake() -> AsyncIterator[FakeTelegram]:
 
 @pytest.fixture
 async def group_chat(fake, tmp_path):
-    """Starts a gateway on a Telegram adapter pointed at the fake, with ``busy_input_mode``."""
+    """Starts a gateway on a Telegram adapter pointed at the fake, with ``busy_input_mode`` and
+    other ``display`` settings."""
     started: list[Gateway] = []
 
-    async def start(busy_input_mode: str, model: ScriptedModel) -> Gateway:
+    async def start(busy_input_mode: str, model: ScriptedModel, **display) -> Gateway:
         config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
-                             display={"busy_input_mode": busy_input_mode})
+                             display={"busy_input_mode": busy_input_mode, **display})
         adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
         gateway = await start_gateway(config, [adapter], model=model)
         started.append(gateway)
@@ -100,3 +101,21 @@ async def test_a_members_own_follow_up_still_interrupts_their_turn(fake, group_c
     await fake.wait_for(lambda: not fake.pending)
     await settled(gateway)
     assert texts(fake) == ["answer for carol"]  # the script's next turn: Bob's first one was stopped
+
+
+async def test_the_running_turns_card_shows_that_another_members_message_waits(fake, group_chat):
+    # Else Carol saw only Bob's card, nothing of her message, for as long as his turn ran.
+    model = bobs_turn_then_carols()
+    gateway = await group_chat("interrupt", model, progress_delay=0)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    await fake.wait_for(lambda: texts(fake))
+    assert texts(fake) == ["⏳ Thinking — 0 s"]  # Bob's card
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    await fake.wait_for(lambda: texts(fake)[0].endswith("\n⋯ 1 more message waiting, answered after this"))
+    model.release("bob")
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=20)  # a group gets a message every 3 s
+    card, *answers = texts(fake)
+    assert "waiting" not in card and answers == ["answer for bob", "answer for carol"]
