@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
+from gateway import senders
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
@@ -177,7 +178,7 @@ class SessionRegistry:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
         session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
-        session.agent.steer(inbound.text)
+        session.agent.steer(senders.for_model(inbound.text, inbound))
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
         session.last_active = self._clock.time()

@@ -17,7 +17,7 @@ from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
 from agent.settings import ModelSettings
-from gateway import late_notes
+from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
@@ -240,15 +240,16 @@ class TurnRunner:
 
     async def _input(self, session: GatewaySession, item: WorkItem,
                      running: RunningTurn) -> str | list[dict[str, Any]] | None:
+        text = senders.for_model(item.text, item.event) if item.kind == "message" else item.text
         if item.event is None or not item.event.attachments:
-            return item.text  # most turns: no files, so no folder, model or adapter to look at
+            return text  # most turns: no files, so no folder, model or adapter to look at
 
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
                 self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
 
         agent = session.agent
-        return await turn_input(item.text, item.event, self._adapters.get(session.platform),
+        return await turn_input(text, item.event, self._adapters.get(session.platform),
                                 workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
                                 supports_vision=bool(getattr(agent.model, "supports_vision", False)),
                                 model=self._model, tell=tell)

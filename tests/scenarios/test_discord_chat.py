@@ -95,10 +95,14 @@ def for_token(fake: FakeDiscord, route: str, interaction_id: str) -> list:
     return [c for c in fake.calls_to(route) if f"/{token}" in c.path]
 
 
+SENDER = r"^\[@[^\]]+\] "
+
+
 def echo_script(prefix: str = "echo") -> dict:
-    """A parent that answers every user message with ``<prefix>: <text>``."""
+    """A parent that answers every user message with ``<prefix>: <text>``, without the sender's
+    name a guild channel's message comes with (`gateway.senders`)."""
     def parent(request: ModelRequest) -> dict:
-        return {"text": f"{prefix}: {request.messages[-1]['content']}"}
+        return {"text": f"{prefix}: {re.sub(SENDER, '', request.messages[-1]['content'])}"}
     return {"parent": parent}
 
 
@@ -172,7 +176,7 @@ async def test_each_thread_is_its_own_session_and_replies_land_in_it(fake, start
     sessions = {(s.chat_id, s.thread_id): s for s in gateway.sessions}
     assert set(sessions) == {(str(CHANNEL), "701"), (str(CHANNEL), "702")}
     transcript_a = [m["content"] for m in sessions[(str(CHANNEL), "701")].agent.messages if m["role"] == "user"]
-    assert transcript_a == ["question in A", "follow-up in A"]
+    assert transcript_a == ["[@user42] question in A", "[@user42] follow-up in A"]  # a thread: with who said it
 
 
 async def test_a_thread_the_bot_posted_in_needs_no_mention_after_a_gateway_restart(fake, start):

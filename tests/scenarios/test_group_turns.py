@@ -119,3 +119,20 @@ async def test_the_running_turns_card_shows_that_another_members_message_waits(f
     await settled(gateway, timeout=20)  # a group gets a message every 3 s
     card, *answers = texts(fake)
     assert "waiting" not in card and answers == ["answer for bob", "answer for carol"]
+
+
+async def test_the_model_reads_who_wrote_each_message_of_a_group(fake, group_chat):
+    # It read the members' messages as one person's: it could not tell whose question was whose.
+    model = bobs_turn_then_carols()
+    gateway = await group_chat("interrupt", model)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    model.release("bob")
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    said = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
+    assert said == [f"[@bob] @{BOT} how big is the release?", f"[@carol] @{BOT} who is on call tonight?"]
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)
+    assert texts(fake) == ["answer for bob", "answer for carol"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ DM = "DU1"  # the fake's DM channel with user U1
 
 
 def echo(request: ModelRequest) -> dict:
-    """A parent that answers every user message with ``re: <message>``."""
+    """A parent that answers every user message with ``re: <message>``, without the sender a
+    channel's message comes with (`gateway.senders`)."""
     last = request.messages[-1]
-    return {"text": f"re: {last.get('content')}"}
+    return {"text": "re: " + re.sub(r"^\[user U\w+\] ", "", str(last.get("content")))}
 
 
 def slow(seconds: float, text: str = "finished") -> dict:
