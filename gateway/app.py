@@ -381,7 +381,7 @@ class Gateway:
         listening = running if running is not None and not running.suppressed else None
         # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
         if listening is not None and not inbound.attachments \
-                and self.questions.hand_answer(listening, inbound.text):
+                and self.questions.hand_answer(listening, inbound):
             # Handed over: a restart asks again.
             self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=listening.turn_id)
             return Accepted(listening.turn_id, session.key)

@@ -20,11 +20,13 @@ import re
 from collections.abc import Callable, Sequence
 
 from agent import Clock, ToolError
+from gateway import senders
 from gateway.late_notes import age_text
 from gateway.outbox import Outbox
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store.inbox import Inbox
+from platforms.base import Inbound
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 FILE_WAITS = "📎 The question above still waits for a written answer; your file or voice note is read after it."
@@ -112,7 +114,7 @@ class Questions:
             # Answered as the user saw it before the restart: not asked twice.
             running.held_answer = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
-            return chosen(held.text, choices)
+            return senders.for_model(chosen(held.text, choices), held.event)
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
         try:
             answer = await self._wait(running, None if shown else f"{key}:0", session.platform)
@@ -127,7 +129,8 @@ class Questions:
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
                                  turn_id=running.turn_id)
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
-        return chosen(answer, choices)
+        # Anyone in a group may answer: the model reads who did (the asker, or another member).
+        return senders.for_model(chosen(answer, choices), running.answered_by)
 
     async def _wait(self, running: RunningTurn, shown_by: str | None, platform: str) -> str | None:
         """The chat's answer, or None once the timeout has passed or nobody on ``platform`` can
@@ -203,10 +206,11 @@ class Questions:
             return False
         return running.question_key is None or self._outbox.maybe_seen(running.question_key)
 
-    def hand_answer(self, running: RunningTurn | None, text: str) -> bool:
-        """Hand ``text`` to the question the running turn waits on; False when it waits on none,
-        or on one that cannot be in the chat yet."""
+    def hand_answer(self, running: RunningTurn | None, answer: Inbound) -> bool:
+        """Hand the text message ``answer`` to the question the running turn waits on; False when it
+        waits on none, or on one that cannot be in the chat yet."""
         if not self.waits(running):
             return False
-        running.question.set_result(text)
+        running.answered_by = answer
+        running.question.set_result(answer.text)
         return True

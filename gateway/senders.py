@@ -4,9 +4,10 @@ Several people talk to the bot in one session there (`gateway.sessions`: the ses
 chat's), and the model would read their messages as one person's: it could not tell Bob's
 question from Carol's, answer either by name, or know whose earlier request someone refers to.
 So a message said where others talk too reaches the model as ``[@bob] how big is the release?``
-— the name the platform vouches for (`Inbound.user_name`), else the user id. A private chat's
+— the name the platform vouches for (`Inbound.user_name`), else the user id — and so does the
+answer to a question it asked (`gateway.questions`), which anyone there may give. A private chat's
 messages reach it as written. What the chat sees, what the inbox keeps and what a question's
-answer is matched against stay the message as written.
+answer is matched against (an option's number) stay the message as written.
 """
 
 from __future__ import annotations

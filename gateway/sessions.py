@@ -66,6 +66,8 @@ class RunningTurn:
     """The outbox key of that question's first part: no answer comes before it may be in the chat.
     None while one waits that is in the chat already (an earlier run, before a restart, asked it word
     for word)."""
+    answered_by: Inbound | None = None
+    """The message that answered the question last: in a group, the model reads who it came from."""
     asked: int = 0
     """Questions this run has asked (their keys count them)."""
     held_answer: WorkItem | None = None

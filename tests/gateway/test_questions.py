@@ -155,7 +155,7 @@ def results_asking_parent(request: ModelRequest) -> dict:
     if last["role"] == "user" and "Background delegation results" in str(last["content"]):
         return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
                                                                   "choices": CHOICES}}]}
-    if last["role"] == "tool" and last["content"] in CHOICES:
+    if last["role"] == "tool" and last["content"].removeprefix("[@alice] ") in CHOICES:  # in a group: who answered
         return {"text": f"deploying to: {last['content']}"}
     if last["role"] == "tool":
         return {"text": "on it"}
@@ -175,7 +175,7 @@ async def test_a_question_in_a_group_asks_for_a_reply_also_in_the_turn_deliverin
     await chat.say("2", private=False)
     await chat.wait_for(lambda: len(chat.texts()) == 3)
     await settled(gateway)
-    assert chat.texts()[2] == "deploying to: production"
+    assert chat.texts()[2] == "deploying to: [@alice] production"
 
 
 def test_an_option_number_written_as_people_write_it_picks_that_option():

@@ -17,6 +17,7 @@ from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.asking_model import asking_parent
 
 BOT = "sb_group_test_bot"
 GROUP = -1001
@@ -136,3 +137,14 @@ async def test_the_model_reads_who_wrote_each_message_of_a_group(fake, group_cha
     await fake.wait_for(lambda: not fake.pending)
     await settled(gateway)
     assert texts(fake) == ["answer for bob", "answer for carol"]
+
+
+async def test_the_model_reads_which_member_answered_its_question(fake, group_chat):
+    # Anyone may answer; the model read every answer as the asker's, Carol's choice as Bob's.
+    model = ScriptedModel({"parent": asking_parent})
+    await group_chat("interrupt", model)
+    fake.push_message(GROUP, f"@{BOT} please deploy the app", **BOB)
+    await fake.wait_for(lambda: texts(fake))
+    fake.push_message(GROUP, "2", **CAROL, reply_to_bot=True)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[1] == "deploying to: [@carol] production"

@@ -602,7 +602,7 @@ async def test_in_a_group_the_question_asks_for_a_reply_and_any_members_reply_an
     fake.push_message(-100, "2", chat_type="supergroup", user_id=6, username="carol", reply_to_bot=True)
     await fake.wait_for(lambda: len(texts(fake, -100)) == 2)
     await gateways.quiet()
-    assert texts(fake, -100)[1] == "deploying to: production"
+    assert texts(fake, -100)[1] == "deploying to: [@carol] production"  # the model reads who answered
 
 
 async def test_a_question_still_waiting_to_be_sent_when_its_turn_is_stopped_is_never_sent(fake: FakeTelegram,
