@@ -16,11 +16,21 @@ looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
 - tables become code blocks on every platform (no chat platform draws tables):
   `table_text` lays the cells' text out in aligned columns, a link as its label
   followed by its target in brackets (`cell_text`);
-- images become links to the image, labelled with their alt text.
+- images become links to the image, labelled with their alt text;
+- a style within one of its own kind is left plain (bold within bold is bold already; Slack's bold
+  holds no bold, and Discord's ``**`` within ``**`` ends it), so the walk nests at most three
+  styles deep: markdown-it nests blocks and links no deeper than its ``maxNesting`` (20), but
+  pairs emphasis markers without a bound, and ``"*" * 2000 + "a" + "*" * 2000`` is a thousand
+  styles deep;
+- quotes and lists nested twenty deep, whose innermost lines markdown-it drops (its
+  ``maxNesting``), are shown as written, their run of blocks one paragraph of plain text;
+- a text the walk fails on all the same is rendered as plain text, shown as written
+  (`Renderer.render`), so a reply is never held up by its rendering.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -32,7 +42,13 @@ from markdown_it.token import Token
 
 from platforms.formatting import bare_urls, blocks
 
+log = logging.getLogger("platforms.formatting")
+
 RULE = "─" * 10
+_CONTAINERS = frozenset({"blockquote_open", "bullet_list_open", "ordered_list_open", "list_item_open"})
+"""A quote or list opened at markdown-it's ``maxNesting`` less one holds nothing, its lines dropped
+(``"> " * 21 + "a"`` parses as quotes only), so a run with one is shown as written."""
+_STYLE_OPENS = {"strong_open": "strong", "em_open": "em", "s_open": "strike"}
 _AUTO = ("autolink", bare_urls.MARKUP)
 """Link markups of an address written as itself: ``<https://…>`` and a bare URL."""
 _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
@@ -153,6 +169,8 @@ class Context:
     heading: bool = False
     depth: int = 0
     """How many lists enclose this point."""
+    styles: frozenset[str] = frozenset()
+    """The styles enclosing this point (``strong``, ``em``, ``strike``)."""
 
 
 class Renderer:
@@ -163,7 +181,23 @@ class Renderer:
     def render(self, markdown: str) -> str:
         """The text rendered a run of blocks at a time (`blocks.chunks`), each run but the last
         remembered: the splitter renders the same runs again and again as it tries where to cut,
-        each candidate part ending somewhere else in its last one."""
+        each candidate part ending somewhere else in its last one.
+
+        Never raises: should the walk fail on some text, that text is rendered as one paragraph of
+        plain text (its Markdown shown as written) and the failure logged, without the text: an
+        error here would reach the outbox as a failed send, retried for an hour."""
+        try:
+            return self._render(markdown)
+        except Exception as exc:  # any bug in a walk must not stop a reply
+            log.warning("rendering %d characters for %s failed (%s); sent as plain text", len(markdown),
+                        type(self).__name__, type(exc).__name__)
+            return self._as_written(markdown).strip("\n")
+
+    def _as_written(self, markdown: str) -> str:
+        """``markdown`` as one paragraph of text, its Markdown shown as typed."""
+        return self.paragraph(self.text(markdown, Context()), Context())
+
+    def _render(self, markdown: str) -> str:
         *runs, last = blocks.chunks(markdown)
         parts = [p for run in runs for p in (_top_level(self, run) if len(run) <= _CACHED_RUN else self._run(run))]
         parts += self._run(last)
@@ -173,6 +207,9 @@ class Renderer:
         """A run's top-level blocks, each rendered (a paragraph at the top level is never a tight
         list's, so they are always joined by a blank line)."""
         tokens = parse(run)
+        deepest = parser().options["maxNesting"] - 1
+        if any(t.level >= deepest and t.type in _CONTAINERS for t in tokens):
+            return [self._as_written(run)]  # markdown-it dropped what the deepest container holds
         return self._block_parts(tokens, 0, len(tokens), Context())[0]
 
     # -- what a platform decides -------------------------------------------------------
@@ -296,10 +333,15 @@ class Renderer:
                 out.append(self.code_span(tok.content, ctx))
             elif kind in ("softbreak", "hardbreak"):
                 out.append(self.line_break(ctx))
-            elif kind in ("strong_open", "em_open", "s_open"):
+            elif kind in _STYLE_OPENS:
                 j = closing(children, i)
-                name = {"strong_open": "strong", "em_open": "em", "s_open": "strike"}[kind]
-                out.append(self.style(name, self._inline(children[i + 1:j], ctx), ctx))
+                name, inner = _STYLE_OPENS[kind], children[i + 1:j]
+                if name in ctx.styles:
+                    # Its kind's markers within are dropped too, so the walk never recurses into it again.
+                    same = (kind, kind.replace("_open", "_close"))
+                    out.append(self._inline([t for t in inner if t.type not in same], ctx))
+                else:
+                    out.append(self.style(name, self._inline(inner, replace(ctx, styles=ctx.styles | {name})), ctx))
                 i = j
             elif kind == "link_open":
                 j = closing(children, i)
