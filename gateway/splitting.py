@@ -21,7 +21,9 @@ points). What a cut never breaks:
   column, and its lines up to its close are taken as far out);
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
-  no cut falls inside a marker;
+  no cut falls inside a marker; unless the markers to close (or to reopen) would
+  take more than a quarter of the limit (hundreds of styles open at once): then
+  the part closes (or reopens) none, so every part keeps most of the limit for text;
 - **links, bare URLs, images, escapes and entities**, which are kept whole;
 - **tables**, cut only between body rows; the next part repeats the header rows.
 
@@ -60,6 +62,7 @@ _DEEP_FENCE_LINE = re.compile(r"^ {4,}(?:`{3,}|~{3,})", re.MULTILINE)
 _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
+_MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +227,12 @@ class _Splitter:
         table = self.structure.table_at(start)
         if table is not None and start >= table.head_end:
             return self.text[table.start:table.head_end]
-        return "".join(s.opener for s in self.structure.styles_open_at(start) if start < s.close_start)
+        return self._carried("".join(s.opener for s in self.structure.styles_open_at(start) if start < s.close_start))
+
+    def _carried(self, markers: str) -> str:
+        """``markers`` if they leave the part most of the limit, else nothing: a thousand styles open at
+        once (``"*" * 4000``) would leave each part a few characters, and a reply thousands of parts."""
+        return markers if len(markers) <= self.limit // _MARKER_SHARE else ""
 
     def styles_left_open(self, end: int) -> list[Style]:
         """The styles a part ending at ``end`` must close, outermost first."""
@@ -339,6 +347,8 @@ class _Splitter:
         fence = self.open_at_end(body_end) if markers and (head or self.reserve(start)) else None
         closes = markers and fence is None and cut < len(self.text) and not self.in_code(body_end - 1)
         styles = self.styles_left_open(body_end) if closes else []
+        if not self._carried("".join(st.closer for st in styles)):
+            styles = []
         tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles))
         body = self.text[start:body_end]
         outside = self.outside_its_item(start, head)

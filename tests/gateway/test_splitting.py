@@ -278,6 +278,25 @@ def test_no_cut_lands_inside_a_marker():
     assert content("".join(parts)).replace("*", "") == "abcdefghijklm"
 
 
+@pytest.mark.parametrize("text", ["*" * 4000 + "a" + "*" * 4000, "*a " * 3000 + "b" + " a*" * 3000,
+                                  "~~" * 3000 + "a" + "~~" * 3000], ids=["bold", "italic", "struck"])
+def test_thousands_of_open_styles_are_not_carried_into_every_part(text):
+    # Each part reopened every style open at its cut and closed them all at its end: the markers left a
+    # few hundred characters of text a part, 1,860 messages flooding the chat for "*" * 4000 + "a" + ...
+    measured = []
+
+    def measure(part: str) -> int:
+        measured.append(len(part))
+        return len(part)
+
+    started = time.process_time()  # CPU, as above: matching each style's markers was quadratic in their nesting
+    parts = split_text(text, 4096, measure)
+    assert time.process_time() - started < 0.6
+    assert len(parts) <= len(text) // 4096 + 2
+    assert sum(measured) <= 30 * len(text)  # the work done: a few measures of a part's size per part
+    assert re.sub(r"[*~]", "", content("".join(parts))) == re.sub(r"[*~]", "", content(text))
+
+
 def test_reference_style_links_stay_links_in_every_part():
     # Each part is rendered on its own: without the definitions, written once at the end, every part but
     # the last showed "[the docs][d1]" as typed, and a part holding only definitions rendered empty.
