@@ -2,30 +2,66 @@
 
 Each part is rendered on its own, so a link whose definition is in another part showed as
 typed, brackets and all, and a part holding only definitions rendered as nothing (a message
-Telegram and Discord refuse as empty). `definitions` writes every definition of a text once
-more, for the splitter to add to each part; a definition renders as nothing, and a part may
-hold one it never uses.
+Telegram and Discord refuse as empty). `References` writes the definitions a part uses once
+more, for the splitter to add to it: only those, since every definition in every part left a
+part of a reply with many long ones no room for its text (or none, a reply that could not be
+sent), and no more than a share of the limit, past which a part's further references show as
+typed.
 """
 
 from __future__ import annotations
 
+import re
+
+from markdown_it.common.utils import normalizeReference
+
 from platforms.formatting.markdown import parse, parser
 
+# A bracketed text holding no unescaped bracket: a link label is one (CommonMark allows no unescaped
+# bracket in a label), so every reference a part makes is among these.
+_BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
+_LINE_INDENT = re.compile(r" {0,3}")
 
-def definitions(text: str) -> str:
-    """The link reference definitions of ``text``, one a line after a blank line, or ``""``: each
-    with its label as markdown-it keys it (which matches the links written with it), its address
-    between ``<>`` and its title."""
-    if "]:" not in text:
-        return ""
-    env: dict[str, dict[str, dict[str, str]]] = {}
-    parser().parse(text, env)
-    lines = []
-    for label, ref in env.get("references", {}).items():
-        title = ref.get("title") or ""
-        quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
-        lines.append(f"[{label}]: <{ref['href']}>{quoted}")
-    return "\n\n" + "\n".join(lines) if lines else ""
+
+class References:
+    """The link reference definitions of a text, to be written again after the parts that use them."""
+
+    def __init__(self, text: str, budget: int) -> None:
+        """``budget``: the most characters the definitions added to one part may take."""
+        self.budget = budget
+        self._lines: dict[str, str] = {}
+        if "]:" not in text:
+            return
+        env: dict[str, dict[str, dict[str, str]]] = {}
+        parser().parse(text, env)
+        for label, ref in env.get("references", {}).items():
+            # The label as markdown-it keys it (matching the links written with it), the address between <>.
+            title = ref.get("title") or ""
+            quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
+            self._lines[label] = f"[{label}]: <{ref['href']}>{quoted}"
+
+    def __bool__(self) -> bool:
+        return bool(self._lines)
+
+    def for_part(self, part: str) -> str:
+        """The definitions ``part`` refers to, in the order it first does, one a line after a blank
+        line (``""`` for none), as many as fit the budget: those already defined in it too, which
+        costs some room and changes nothing, since the first definition of a label wins."""
+        lines: list[str] = []
+        seen: set[str] = set()
+        room = self.budget - 2
+        for m in _BRACKETED.finditer(part):
+            if part.startswith(":", m.end()) and _LINE_INDENT.fullmatch(part, part.rfind("\n", 0, m.start()) + 1,
+                                                                          m.start()):
+                continue  # a definition itself
+            label = normalizeReference(m.group(1))
+            line = self._lines.get(label)
+            if line is None or label in seen or len(line) + 1 > room:
+                continue
+            seen.add(label)
+            lines.append(line)
+            room -= len(line) + 1
+        return "\n\n" + "\n".join(lines) if lines else ""
 
 
 def shows_nothing(part: str) -> bool:

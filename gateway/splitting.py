@@ -63,6 +63,7 @@ _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
+_REFERENCE_SHARE = 2  # the link definitions a part carries take at most 1/_REFERENCE_SHARE of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,8 +437,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     unchanged. Whitespace-only parts are dropped. Joined, the parts give back the text
     except for the whitespace at the cuts and the markers added to close and reopen
     code blocks, styles and tables (see the module docstring); a text with link reference
-    definitions has them all at the end of each part, and no part of definitions only
-    (`gateway.link_references`). Raises ValueError when
+    definitions has those a part uses at its end (up to half the limit), and no part of
+    definitions only (`gateway.link_references`). Raises ValueError when
     ``limit`` cannot hold even one character; a limit too small for a part's markers
     plus a character splits that stretch without them.
     """
@@ -447,8 +448,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return []
     if measure(text) <= limit:
         return [text]
-    references = link_references.definitions(text)
-    splitter = _Splitter(text, limit, (lambda part: measure(part + references)) if references else measure)
+    references = link_references.References(text, limit // _REFERENCE_SHARE)
+    splitter = _Splitter(text, limit, (lambda part: measure(part + references.for_part(part))) if references else measure)
     parts: list[str] = []
     start, n = 0, len(text)
     while start < n:
@@ -457,7 +458,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
             parts.append(part)
     if references:
         # Not after a fence the original leaves open: there they would be code, shown as written.
-        return [p if _leaves_code_open(p) else p + references for p in parts if not link_references.shows_nothing(p)]
+        return [p if _leaves_code_open(p) else p + references.for_part(p)
+                for p in parts if not link_references.shows_nothing(p)]
     return parts
 
 

@@ -311,6 +311,31 @@ def test_reference_style_links_stay_links_in_every_part():
     assert links == [f"https://example.com/docs/{i % 3}" for i in range(30)]
 
 
+@pytest.mark.parametrize(("limit", "measure"), [(4096, TelegramAdapter("123:token").measure), (2000, len)],
+                         ids=["telegram", "webhook"])
+def test_a_part_carries_only_the_link_definitions_it_uses(limit, measure):
+    # Every part carried all 60 definitions, 5,600 characters of Markdown: more than the limit, so the reply
+    # could not be split at all ("limit 4096 cannot hold the character at 0").
+    body = "".join(f"Step {i} is in [the docs][d{i}], " + "with more words to fill the line. " * 4 + "\n\n"
+                   for i in range(60))
+    text = body + "".join(f"[d{i}]: https://example.com/{'x' * 60}/{i:04d}\n" for i in range(60))
+    parts = split_text(text, limit, measure)
+    assert all(measure(p) <= limit for p in parts)
+    assert len(parts) <= 2 * len(body) // limit + 1
+    shown = [parse_html(telegram_html.render(p)) for p in parts]
+    links = [e["url"] for _, entities in shown for e in entities if e["type"] == "text_link"]
+    assert links == [f"https://example.com/{'x' * 60}/{i:04d}" for i in range(60)]
+
+
+def test_link_definitions_past_half_the_limit_are_not_carried():
+    # A part dense with references to long addresses would otherwise hold a few words and its definitions.
+    text = "".join(f"[d{i}] " for i in range(400)) + "\n\n" + "".join(
+        f"[d{i}]: https://example.com/{'x' * 200}/{i}\n" for i in range(400))
+    parts = split_text(text, 2000)
+    assert len(parts) <= 2 * len(text) // 2000 + 1
+    assert all(len(p) <= 2000 for p in parts)
+
+
 def test_a_table_is_cut_between_rows_and_repeats_its_header():
     table = "| name | qty |\n|------|-----|\n" + "".join(f"| item{i} | {i} |\n" for i in range(6))
     parts = split_text("Intro\n\n" + table, 60)
