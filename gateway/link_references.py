@@ -15,7 +15,7 @@ import re
 
 from markdown_it.common.utils import normalizeReference
 
-from platforms.formatting.markdown import parse, parser
+from platforms.formatting.markdown import definitions, parse
 
 # A bracketed text holding no unescaped bracket: a link label is one (CommonMark allows no unescaped
 # bracket in a label), so every reference a part makes is among these.
@@ -30,15 +30,10 @@ class References:
         """``budget``: the most characters the definitions added to one part may take."""
         self.budget = budget
         self._lines: dict[str, str] = {}
-        if "]:" not in text:
-            return
-        env: dict[str, dict[str, dict[str, str]]] = {}
-        parser().parse(text, env)
-        for label, ref in env.get("references", {}).items():
+        for label, href, title in definitions(text):
             # The label as markdown-it keys it (matching the links written with it), the address between <>.
-            title = ref.get("title") or ""
             quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
-            self._lines[label] = f"[{label}]: <{ref['href']}>{quoted}"
+            self._lines[label] = f"[{label}]: <{href}>{quoted}"
 
     def __bool__(self) -> bool:
         return bool(self._lines)

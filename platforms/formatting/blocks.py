@@ -10,9 +10,10 @@ A cut goes before a line that follows a blank line, starts in the first column w
 character that opens no list item, quote or fence, and is not inside a fenced code
 block. Where that cannot be told by looking at lines alone, no cut is made: after an
 indented fence line (it may open a fence at the top level or one inside a list item,
-which end differently), and nowhere in a text with a ``]:`` (a link reference definition
-anywhere changes links everywhere) or a carriage return or NUL (which markdown-it
-rewrites first).
+which end differently), and nowhere in a text with a carriage return or NUL (which
+markdown-it rewrites first). A link reference definition anywhere changes links
+everywhere, so the renderer gives every run the whole text's definitions
+(`markdown.definitions`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _LIST_ITEM = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 
 def chunks(markdown: str) -> list[str]:
     """``markdown`` cut into runs that, joined, give it back; one run when no cut is safe."""
-    if "]:" in markdown or "\r" in markdown or "\0" in markdown:
+    if "\r" in markdown or "\0" in markdown:
         return [markdown]
     out: list[str] = []
     last = pos = 0

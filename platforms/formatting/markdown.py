@@ -66,8 +66,33 @@ def parser() -> MarkdownIt:
     return md
 
 
-def parse(markdown: str) -> list[Token]:
-    return parser().parse(markdown)
+@lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    """`parser` without its inline rules: what finds a text's link reference definitions (a block
+    rule) for a fraction of a whole parse."""
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).disable("inline")
+    for ruler in (md.core.ruler, md.block.ruler):  # compiled now, as `parser`'s are
+        ruler.getRules("")
+    return md
+
+
+Definitions = tuple[tuple[str, str, str], ...]
+"""Link reference definitions: (label as markdown-it keys it, address, title), the first of a label first."""
+
+
+def definitions(markdown: str) -> Definitions:
+    """The link reference definitions of ``markdown``; they apply to the links of the whole text."""
+    if "]:" not in markdown:
+        return ()
+    env: dict[str, dict[str, dict[str, str]]] = {}
+    _block_parser().parse(markdown, env)
+    return tuple((label, ref["href"], ref.get("title") or "") for label, ref in env.get("references", {}).items())
+
+
+def parse(markdown: str, references: Definitions = ()) -> list[Token]:
+    """``markdown``'s tokens, its links also reading ``references`` (defined elsewhere in a text)."""
+    env = {"references": {label: {"href": href, "title": title} for label, href, title in references}}
+    return parser().parse(markdown, env)
 
 
 def language(info: str) -> str:
@@ -198,15 +223,19 @@ class Renderer:
         return self.paragraph(self.text(markdown, Context()), Context())
 
     def _render(self, markdown: str) -> str:
+        # A definition anywhere applies to the links of every run: each run reads them all (a run
+        # with no bracket has no link to read them, and is remembered once whatever they are).
+        refs = definitions(markdown)
         *runs, last = blocks.chunks(markdown)
-        parts = [p for run in runs for p in (_top_level(self, run) if len(run) <= _CACHED_RUN else self._run(run))]
-        parts += self._run(last)
+        parts = [p for run in runs for p in (
+            _top_level(self, run, refs if "[" in run else ()) if len(run) <= _CACHED_RUN else self._run(run, refs))]
+        parts += self._run(last, refs)
         return "\n\n".join(p for p in parts if p).strip("\n")
 
-    def _run(self, run: str) -> list[str]:
+    def _run(self, run: str, refs: Definitions = ()) -> list[str]:
         """A run's top-level blocks, each rendered (a paragraph at the top level is never a tight
-        list's, so they are always joined by a blank line)."""
-        tokens = parse(run)
+        list's, so they are always joined by a blank line); its links read ``refs`` too."""
+        tokens = parse(run, refs)
         deepest = parser().options["maxNesting"] - 1
         if any(t.level >= deepest and t.type in _CONTAINERS for t in tokens):
             return [self._as_written(run)]  # markdown-it dropped what the deepest container holds
@@ -361,5 +390,5 @@ _CACHED_RUN = 16_000
 
 
 @lru_cache(maxsize=1024)
-def _top_level(renderer: Renderer, run: str) -> tuple[str, ...]:
-    return tuple(renderer._run(run))
+def _top_level(renderer: Renderer, run: str, refs: Definitions) -> tuple[str, ...]:
+    return tuple(renderer._run(run, refs))

@@ -176,19 +176,46 @@ def test_100kb_splits_fast():
     assert content("\n".join(parts)) == content(text)
 
 
+SECTION = ("## Step {}: **configure** the `service` _carefully_\n\nThe **first** thing is the *timeout* of "
+           "`connect()`: see [the docs](https://example.com/d) and https://example.com/c_1 first.\n\n"
+           "- **A**: set `t=10` in *config*\n- **B**: pass `--t 10`\n\n```python\nx = connect()\n\ny = 1\n```\n\n"
+           "| a | **b** |\n|---|---|\n| `1` | [2](https://example.com/2) |\n\n> **Note:** _first_ start is slow.\n\n")
+
+
+def counting_parses(monkeypatch) -> list[int]:
+    """The length of every text handed to markdown-it whole, from now on."""
+    parsed: list[int] = []
+    monkeypatch.setattr(markdown, "parse", lambda text, *refs, parse=markdown.parse: parsed.append(len(text))
+                        or parse(text, *refs))
+    return parsed
+
+
 def test_a_long_reply_heavy_with_formatting_is_parsed_a_few_times_over_not_once_per_candidate_cut(monkeypatch):
     # Each candidate part used to be parsed and rendered whole: about 2 s for this reply, some 25 times
     # its length parsed. Counted in characters handed to markdown-it, not timed (a loaded machine).
-    parsed = []
-    monkeypatch.setattr(markdown, "parse", lambda text, parse=markdown.parse: parsed.append(len(text)) or parse(text))
-    section = ("## Step {}: **configure** the `service` _carefully_\n\nThe **first** thing is the *timeout* of "
-               "`connect()`: see [the docs](https://example.com/d) and https://example.com/c_1 first.\n\n"
-               "- **A**: set `t=10` in *config*\n- **B**: pass `--t 10`\n\n```python\nx = connect()\n\ny = 1\n```\n\n"
-               "| a | **b** |\n|---|---|\n| `1` | [2](https://example.com/2) |\n\n> **Note:** _first_ start is slow.\n\n")
-    text = "".join(section.format(i) for i in range(30_000 // len(section)))  # each run new: nothing remembered
+    parsed = counting_parses(monkeypatch)
+    text = "".join(SECTION.format(i) for i in range(30_000 // len(SECTION)))  # each run new: nothing remembered
     parts = split_text(text, 4096, TelegramAdapter("123:token").measure)
     assert len(parts) > 5
     assert sum(parsed) < 5 * len(text), sum(parsed) / len(text)
+
+
+@pytest.mark.parametrize("extra", ["Read [the docs][d{}] again.\n\n", "Declare `counts[key]: int` first.\n\n"],
+                         ids=["reference links", "a ]: in code"])
+def test_a_reply_with_link_definitions_or_a_bracket_colon_is_parsed_a_few_times_over_too(monkeypatch, extra):
+    # A text with "]:" anywhere was rendered whole for every candidate, as a definition changes links
+    # everywhere (and each part carrying definitions has one): some 25 times its length parsed, 7 s on Telegram.
+    parsed = counting_parses(monkeypatch)
+    section = SECTION + extra
+    text = "".join(section.format(i, i % 5) for i in range(30_000 // len(section)))
+    text += "".join(f"[d{i}]: https://example.com/docs/{i}\n" for i in range(5))
+    parts = split_text(text, 4096, TelegramAdapter("123:token").measure)
+    assert len(parts) > 5
+    assert sum(parsed) < 5 * len(text), sum(parsed) / len(text)
+    if "[d" in extra:
+        shown = [parse_html(telegram_html.render(p)) for p in parts]
+        links = [e["url"] for _, entities in shown for e in entities if "/docs/" in e.get("url", "")]
+        assert links == [f"https://example.com/docs/{i % 5}" for i in range(30_000 // len(section))]
 
 
 @pytest.mark.parametrize("text", ["```\n" + " " * 50_000 + "x\n```", "x " * 50_000, "\n" * 50_000 + "y" * 5000])
