@@ -56,6 +56,7 @@ from platforms.base import (
     TurnReading,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, Connects
+from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.app")
 
@@ -482,9 +483,9 @@ class Gateway:
         calling = self.sessions.calling_turn()
         if calling is None:
             raise ToolError("This turn was stopped; nothing more of it reaches the chat.")
-        if not text or text.isspace():
+        if is_blank(text):
             # The outbox sends nothing for it; counted as said, it would also hide a turn's missing answer.
-            raise ToolError("The message is empty (only whitespace): nothing was sent.")
+            raise ToolError("The message is empty (only whitespace or invisible characters): nothing was sent.")
         session, running = calling
         key = f"{running.turn_id}:message:{running.sent}"
         running.sent += 1  # now: a call made while this one is split gets the next key

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from agent import TurnResult, exceeds_context, model_failure_kind
+from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.replies")
 
@@ -49,8 +50,10 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     elif result.exit_reason == "max_iterations":
         text = (result.text + "\n\n" if result.text else "") + "(I stopped here: this turn ran out of steps.)"
     else:  # completed: an empty answer (all its tokens spent on reasoning, say) must not read as a lost one
-        text = result.text or (None if spoke else EMPTY_ANSWER)
-        if result.truncated and result.text:  # else it reads as the whole answer
+        # A blank one too (only zero-width spaces, say): no platform shows it, and Telegram refuses it.
+        answered = not is_blank(result.text or "")
+        text = result.text if answered else (None if spoke else EMPTY_ANSWER)
+        if result.truncated and answered:  # else it reads as the whole answer
             text = f"{text}\n\n{CUT_OFF}"
     if not text or (kind == "completion" and text.strip() == SILENCE):
         return None

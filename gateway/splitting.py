@@ -51,6 +51,7 @@ from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
 from platforms.formatting import markdown
+from platforms.formatting.blank import is_blank
 
 Measure = Callable[[str], int]
 
@@ -427,14 +428,14 @@ class _Splitter:
         return self._kept(text[start:end], start, end), end
 
     def _kept(self, part: str, start: int, end: int) -> str | None:
-        return part if self.text[start:end].strip() else None
+        return None if is_blank(self.text[start:end]) else part
 
 
 def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     """Cut the Markdown ``text`` into parts with ``measure(part) <= limit``, in order.
 
-    Empty or whitespace-only text gives ``[]``; text that fits is returned whole and
-    unchanged. Whitespace-only parts are dropped. Joined, the parts give back the text
+    Blank text (empty, or only whitespace and invisible characters: `platforms.formatting.blank`)
+    gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined, the parts give back the text
     except for the whitespace at the cuts and the markers added to close and reopen
     code blocks, styles and tables (see the module docstring); a text with link reference
     definitions has those a part uses at its end (up to half the limit), and no part of
@@ -444,7 +445,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     """
     if limit < 1:
         raise ValueError(f"limit must be positive, got {limit}")
-    if not text or text.isspace():
+    if is_blank(text):
         return []
     if measure(text) <= limit:
         return [text]

@@ -88,6 +88,10 @@ from platforms.fakes._telegram_uploads import MAX_UPLOAD, TelegramUploads
 from platforms.fakes._waiting import wait_until
 
 MAX_TEXT = 4096
+_EMPTY = re.compile(
+    "[\\s\u00a0\u1680\u180e\u2000-\u200f\u202e\u202f\u205f\u2800\u3000\ufeff\ufffc\U000e0000-\U000e007f]*")
+"""A text Telegram refuses as empty: whitespace and the characters TDLib's strip_empty_characters takes for
+none (td/telegram/misc.cpp: spaces such as U+2000-U+200A and U+3000, zero-width ones, U+00A0, U+FEFF, tags)."""
 MAX_ENTITIES = 100
 _KEEP = object()
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -506,7 +510,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         else:
             text = raw
             entities = json.loads(params["entities"]) if params.get("entities") else []
-        if not text.strip():
+        if _EMPTY.fullmatch(text):
             raise ApiError(400, "Bad Request: text must be non-empty" if editing else "Bad Request: message text is empty")
         if utf16(text) > MAX_TEXT:  # Telegram counts the text after entity parsing
             raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG" if editing else "Bad Request: message is too long")

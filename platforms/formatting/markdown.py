@@ -25,7 +25,9 @@ looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
 - quotes and lists nested twenty deep, whose innermost lines markdown-it drops (its
   ``maxNesting``), are shown as written, their run of blocks one paragraph of plain text;
 - a text the walk fails on all the same is rendered as plain text, shown as written
-  (`Renderer.render`), so a reply is never held up by its rendering.
+  (`Renderer.render`), so a reply is never held up by its rendering; so is a text that
+  would show nothing rendered but something as written (only an empty code block, ``[]()``),
+  which Telegram and Discord would refuse as empty.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from platforms.formatting import bare_urls, blocks
+from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("platforms.formatting")
 
@@ -212,7 +215,11 @@ class Renderer:
         plain text (its Markdown shown as written) and the failure logged, without the text: an
         error here would reach the outbox as a failed send, retried for an hour."""
         try:
-            return self._render(markdown)
+            rendered = self._render(markdown)
+            if is_blank(self.shown(rendered)) and not is_blank(markdown):
+                # Only an empty code block, say: the platform would refuse it as empty, or show nothing.
+                return self._as_written(markdown).strip("\n")
+            return rendered
         except Exception as exc:  # any bug in a walk must not stop a reply
             log.warning("rendering %d characters for %s failed (%s); sent as plain text", len(markdown),
                         type(self).__name__, type(exc).__name__)
@@ -242,6 +249,10 @@ class Renderer:
         return self._block_parts(tokens, 0, len(tokens), Context())[0]
 
     # -- what a platform decides -------------------------------------------------------
+
+    def shown(self, rendered: str) -> str:
+        """What the platform shows of ``rendered`` (its markup removed)."""
+        return rendered
 
     def text(self, text: str, ctx: Context) -> str:
         return text

@@ -41,6 +41,9 @@ def _escape(text: str) -> str:
 
 
 class TelegramHtml(Renderer):
+    def shown(self, rendered: str) -> str:
+        return visible_text(rendered)
+
     def text(self, text: str, ctx: Context) -> str:
         return _escape(text)
 

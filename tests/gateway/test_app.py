@@ -555,10 +555,14 @@ async def test_progress_final_delete_removes_the_notice_where_the_platform_can(t
     ([], [EMPTY_ANSWER]),  # silence would read as a lost message
     ([{"tool_calls": [{"name": "send_message", "arguments": {"text": "here it is"}}]}], ["here it is"]),
     ([{"tool_calls": [{"name": "send_message", "arguments": {"text": " \n "}}]}], [EMPTY_ANSWER]),  # nothing sent
+    # Zero-width and other invisible characters show nothing either, and Telegram refuses them as empty.
+    ([{"tool_calls": [{"name": "send_message", "arguments": {"text": "\u200b\u00a0"}}]}], [EMPTY_ANSWER]),
 ])
-async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself(tmp_path, gateways, said, replies):
+@pytest.mark.parametrize("answer", ["", "\u200b\u2003\ufeff"])
+async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself(tmp_path, gateways, said, replies,
+                                                                                  answer):
     chat = RecordingAdapter()
-    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[*said, {"text": ""}]]}))
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[*said, {"text": answer}]]}))
     await chat.say("what now?")
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)

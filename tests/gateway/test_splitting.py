@@ -324,6 +324,12 @@ def test_thousands_of_open_styles_are_not_carried_into_every_part(text):
     assert re.sub(r"[*~]", "", content("".join(parts))) == re.sub(r"[*~]", "", content(text))
 
 
+def test_invisible_characters_alone_are_no_text_and_no_part():
+    # Telegram refuses a message of zero-width spaces, no-break spaces and the like as empty.
+    assert split_text("\u200b\u00a0 \ufeff", 10) == []
+    assert split_text("abc\n\n\u200b\u2003\n\ndef", 5) == ["abc", "def"]
+
+
 def test_reference_style_links_stay_links_in_every_part():
     # Each part is rendered on its own: without the definitions, written once at the end, every part but
     # the last showed "[the docs][d1]" as typed, and a part holding only definitions rendered empty.

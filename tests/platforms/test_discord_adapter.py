@@ -681,3 +681,11 @@ def test_url_override_is_process_wide_and_restored() -> None:
         first.release()
         first.release()
     assert (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == before
+
+
+async def test_a_part_that_renders_to_nothing_is_sent_as_written(fake: FakeDiscord, running: Running) -> None:
+    # An empty link rendered as empty content, which Discord refuses (50006 "Cannot send an empty message").
+    adapter, _ = running
+    channel = fake.dm_channel(USER)
+    await adapter.send(Outbound(chat_id=channel, thread_id=None, text="[]()"))
+    assert [m.content for m in fake.bot_messages(int(channel))] == ["[\\]\\()"]

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from platforms.base import (
     Adapter,
+    BadRequest,
     CommandSpec,
     DeliveryError,
     EditUnsupported,
@@ -474,6 +475,24 @@ async def test_markup_rejected_falls_back_to_plain_text(fake: FakeTelegram) -> N
     first, second = fake.calls_to("sendMessage")
     assert first["parse_mode"] == "HTML" and "parse_mode" not in second
     assert fake.messages["42"][0]["message_id"] == int(sent.message_id)
+
+
+@pytest.mark.parametrize("text", ["```\n```", "**\u200b**"])
+async def test_a_part_that_renders_to_nothing_is_sent_as_written(fake: FakeTelegram, text: str) -> None:
+    # Only an empty code block rendered as <pre></pre>: "Bad Request: message text is empty", a part lost.
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
+    try:
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text=text))
+    finally:
+        await adapter.stop()
+    assert fake.messages["42"][0]["text"] == text
+
+
+@pytest.mark.parametrize("text", ["\u200b", " \u00a0\n\u2003\ufeff"])
+async def test_invisible_characters_alone_are_refused_as_empty_as_telegram_does(
+        fake: FakeTelegram, adapter: TelegramAdapter, text: str) -> None:
+    with pytest.raises(BadRequest, match="message text is empty"):
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text=text))
 
 
 async def test_unconfirmed_update_is_redelivered_after_restart(fake: FakeTelegram) -> None:
