@@ -1,4 +1,5 @@
-"""What the gateway forgets, and when: old inbox and outbox rows, and idle sessions' memory.
+"""What the gateway forgets, and when: old inbox and outbox rows, conversations no message was seen
+in for a month, and idle sessions' memory.
 
 Sessions live in the store; one idle for a while (no turn running, nothing queued, no
 child still working for it) leaves memory and is loaded again when its chat next speaks.
@@ -10,7 +11,7 @@ import logging
 
 from agent import Clock
 from gateway.session_registry import SessionRegistry
-from gateway.store import GatewayStore, delegations, inbox, outbox_rows
+from gateway.store import GatewayStore, delegations, inbox, last_seen, outbox_rows
 from lifecycle import HostView
 
 log = logging.getLogger("gateway.retention")
@@ -34,6 +35,7 @@ class Retention:
         pruned_in = self._store.inbox.prune(now - inbox.RETENTION_SECONDS)
         pruned_out = self._store.outbox.prune(now - outbox_rows.RETENTION_SECONDS)
         self._store.delegations.prune(now - delegations.RETENTION_SECONDS)
+        self._store.last_seen.prune(now - last_seen.RETENTION_SECONDS)
         evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
         if pruned_in or pruned_out or evicted:
             log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", pruned_in, pruned_out,

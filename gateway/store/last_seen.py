@@ -5,7 +5,9 @@ retries over a few minutes. A message sent while the process was down (a deploy,
 then never sent again. The adapter records here, per conversation, the newest message it has
 handed over and the gateway recorded (or found not addressed to the bot), and at its next start
 asks the platform for what came after it (`platforms.discord_catch_up`, `platforms.slack_catchup`).
-Kept in the state database, so it survives a SIGKILL.
+Kept in the state database, so it survives a SIGKILL, and forgotten once no message was seen
+in the conversation for `RETENTION_SECONDS` (`gateway.retention`): every thread and DM the bot
+heard in would otherwise stay for good, each start reading them all.
 
 A conversation and a position are the platform's own strings (a Discord channel id and message
 id; a Slack channel, or channel and thread, and a ``ts``): the adapter alone knows their order,
@@ -14,23 +16,42 @@ so it only ever records a newer position than the one it was given or recorded b
 
 from __future__ import annotations
 
+from agent import Clock
 from lifecycle import SqliteDatabase
 
+RETENTION_SECONDS = 30 * 24 * 3600.0
+"""Seconds a conversation no message was seen in is kept: after that, what is said there while the
+gateway is down is not caught up, as in a conversation the bot never heard in."""
+
 SCHEMA = (
+    # seen_at: the gateway's epoch time of the last record (positions are the platform's own strings).
     """CREATE TABLE IF NOT EXISTS gateway_last_seen (
-        platform TEXT NOT NULL, conversation TEXT NOT NULL, position TEXT NOT NULL,
+        platform TEXT NOT NULL, conversation TEXT NOT NULL, position TEXT NOT NULL, seen_at REAL NOT NULL,
         PRIMARY KEY (platform, conversation))""",
+    "CREATE INDEX IF NOT EXISTS gateway_last_seen_at ON gateway_last_seen (seen_at)",
 )
 
 
 class LastSeen:
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
+        self._clock = clock
+
+    def add_seen_at(self) -> None:
+        """Schema < 6: when each conversation was last recorded, unknown for the rows there are: now."""
+        if "seen_at" not in {r[1] for r in self._db.read("PRAGMA table_info(gateway_last_seen)")}:
+            self._db.write("ALTER TABLE gateway_last_seen ADD COLUMN seen_at REAL NOT NULL DEFAULT 0")
+            self._db.write("UPDATE gateway_last_seen SET seen_at=?", (self._clock.time(),))
 
     def record(self, platform: str, conversation: str, position: str) -> None:
         """``position`` is the newest message seen in the conversation now."""
-        self._db.write("INSERT INTO gateway_last_seen VALUES (?, ?, ?) ON CONFLICT(platform, conversation)"
-                       " DO UPDATE SET position=excluded.position", (platform, conversation, position))
+        self._db.write("INSERT INTO gateway_last_seen VALUES (?, ?, ?, ?) ON CONFLICT(platform, conversation)"
+                       " DO UPDATE SET position=excluded.position, seen_at=excluded.seen_at",
+                       (platform, conversation, position, self._clock.time()))
+
+    def prune(self, older_than: float) -> int:
+        """Forget the conversations last recorded before the epoch time ``older_than``; returns the count."""
+        return self._db.write("DELETE FROM gateway_last_seen WHERE seen_at < ?", (older_than,)).rowcount
 
     def of(self, platform: str) -> dict[str, str]:
         """The platform's conversations -> the newest message seen there."""

@@ -621,3 +621,20 @@ async def test_a_message_replayed_after_a_restart_waits_for_a_newer_one_instead_
     await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
     await settled(gateway2)
     assert chat.texts("reply") == ["answer to the newer one", "answer to the older one"]
+
+
+async def test_retention_forgets_conversations_no_message_was_seen_in_for_a_month(tmp_path, gateways):
+    # Every Slack thread and Discord channel or DM the bot hears in adds a row, and each start
+    # reads them all: without retention the table, and that read, grew with every one for good.
+    clock = FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()], clock=clock)
+    gateway.store.last_seen.record("slack", "C1/1700000000.000001", "1700000000.000002")
+    gateway.store.last_seen.record("discord", "600", "1234567890123456789")
+    clock.advance(29 * 24 * 3600)
+    gateway.store.last_seen.record("discord", "600", "1234567890123456790")  # still talked in: kept
+    gateway.retention.sweep()
+    assert gateway.store.last_seen.of("slack") == {"C1/1700000000.000001": "1700000000.000002"}
+    clock.advance(2 * 24 * 3600)
+    gateway.retention.sweep()
+    assert gateway.store.last_seen.of("slack") == {}
+    assert gateway.store.last_seen.of("discord") == {"600": "1234567890123456790"}
