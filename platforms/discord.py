@@ -180,8 +180,11 @@ class DiscordAdapter:
         self._clock = clock
         self._catch_up_timeout = catch_up_timeout
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
-        self._last_seen: dict[int, int] = {}
-        """Channel -> the newest message handed over from it (see `_seen`)."""
+        self._last_seen: OrderedDict[int, int] = OrderedDict()
+        """Channel -> the newest message handed over from it (see `_seen`), least recently recorded first:
+        the latest `_REMEMBERED_CHANNELS`, ten times the channels a catch-up reads (its `MAX_CHANNELS`,
+        the most recently active). One dropped is only recorded without the check that its message is
+        newer than the one recorded before."""
         self._record_seen: SeenRecorder | None = None
         self._behind: set[int] = set()
         """Channels the last catch-up gave up on at its deadline: what was said there while the gateway
@@ -235,7 +238,9 @@ class DiscordAdapter:
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
-        self._last_seen = {int(channel): int(message) for channel, message in last_seen.items()}
+        channels = sorted(((int(channel), int(message)) for channel, message in last_seen.items()),
+                          key=lambda item: item[1])
+        self._last_seen = OrderedDict(channels[-_REMEMBERED_CHANNELS:])
         self._record_seen = seen
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -404,7 +409,7 @@ class DiscordAdapter:
         catch-up starts after it."""
         if message_id <= self._last_seen.get(channel_id, 0) or channel_id in self._behind:
             return
-        self._last_seen[channel_id] = message_id
+        _remember(self._last_seen, channel_id, message_id, _REMEMBERED_CHANNELS)
         # Written at every message, chatter not for the bot too, and not coalesced: one upsert in the
         # store's group commit (WAL, no fsync) costs ~50 µs of the loop (measured: 43-49 µs a message
         # on this project's 2-core machine), 0.5 ms a second for a channel of ten messages a second;

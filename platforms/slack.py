@@ -121,6 +121,10 @@ EVENTS_PATH = "/slack/events"
 EPHEMERAL = "ephemeral:"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
+_REMEMBERED_NEWEST = 10_000
+"""Conversations whose newest message taken in is kept in memory, the most recently recorded: far
+more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
+check that its message is newer than the one recorded before."""
 SINK_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
 """Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
@@ -288,8 +292,9 @@ class SlackAdapter:
         self._catch_up_limits = catch_up
         self._last_seen: dict[Where, str] = {}
         """As the gateway's store had it at start: what the catch-up reads after."""
-        self._newest: dict[Where, str] = {}
-        """The newest message taken in per conversation, as recorded (`_mark_seen`)."""
+        self._newest: OrderedDict[Where, str] = OrderedDict()
+        """The newest message taken in per conversation, as recorded (`_mark_seen`), least recently
+        recorded first: the latest `_REMEMBERED_NEWEST`."""
         self._seen: SeenRecorder = lambda conversation, ts: None
         self._catch_up: CatchUp | None = None
 
@@ -571,6 +576,9 @@ class SlackAdapter:
         if newest is not None and ts_key(newest) >= ts_key(ts):
             return
         self._newest[where] = ts
+        self._newest.move_to_end(where)
+        if len(self._newest) > _REMEMBERED_NEWEST:
+            self._newest.popitem(last=False)
         try:
             self._seen(conversation_key(where), ts)
         except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats
@@ -578,7 +586,8 @@ class SlackAdapter:
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         self._last_seen = {where_of(key): ts for key, ts in last_seen.items()}
-        self._newest, self._seen = dict(self._last_seen), seen
+        newest = sorted(self._last_seen.items(), key=lambda item: ts_key(item[1]))[-_REMEMBERED_NEWEST:]
+        self._newest, self._seen = OrderedDict(newest), seen
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been; returns once the

@@ -49,3 +49,17 @@ def test_a_schema_5_file_keeps_its_conversations_as_seen_when_opened(tmp_path, c
     assert store.last_seen.prune(clock.time() - 3600) == 0
     assert store.last_seen.of("discord") == {"600": "1234567890123456789"}
     store.close()
+
+
+def test_slack_keeps_in_memory_the_newest_message_of_the_ten_thousand_conversations_most_recently_taken_in():
+    # Every thread and DM the bot took a message in was kept for as long as the process ran.
+    recorded: list[tuple[str, str]] = []
+    adapter = SlackAdapter(bot_token="xoxb-test", app_token="xapp-test", api_base="http://127.0.0.1:9/api/")
+    adapter.bind_last_seen({"D1": "1700000000.000001"}, lambda conversation, ts: recorded.append((conversation, ts)))
+    for n in range(20_000):
+        adapter._mark_seen("C1", f"1700000000.{n:06d}", f"1700000001.{n:06d}")
+    adapter._mark_seen("D1", None, "1700000002.000001")
+    assert len(adapter._newest) == 10_000 and adapter._newest[("D1", None)] == "1700000002.000001"
+    assert ("C1", "1700000000.019999") in adapter._newest and ("C1", "1700000000.000000") not in adapter._newest
+    adapter._mark_seen("C1", "1700000000.019999", "1700000001.019998")  # older than the one held: not recorded
+    assert len(recorded) == 20_001
