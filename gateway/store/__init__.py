@@ -72,10 +72,10 @@ class StoreError(GatewayError):
     for the operator, naming the file and the fix."""
 
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 5
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
-dead letters; 4: each session's delegation backend; 5: chats that moved to a new id; 6: when each
-conversation's last message seen was recorded. Older files are migrated on open."""
+dead letters; 4: each session's delegation backend; 5: chats that moved to a new id. Older files
+are migrated on open; a table added since (e.g. gateway_last_seen) is created where missing."""
 
 
 class GatewayStore:
@@ -114,8 +114,6 @@ class GatewayStore:
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
-            if db.read_one("SELECT 1 FROM sqlite_master WHERE name='gateway_last_seen'"):
-                self.last_seen.add_seen_at()  # before its index on seen_at is made
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
                               *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
                               *indicators_left.SCHEMA, *last_seen.SCHEMA):

@@ -37,12 +37,6 @@ class LastSeen:
         self._db = db
         self._clock = clock
 
-    def add_seen_at(self) -> None:
-        """Schema < 6: when each conversation was last recorded, unknown for the rows there are: now."""
-        if "seen_at" not in {r[1] for r in self._db.read("PRAGMA table_info(gateway_last_seen)")}:
-            self._db.write("ALTER TABLE gateway_last_seen ADD COLUMN seen_at REAL NOT NULL DEFAULT 0")
-            self._db.write("UPDATE gateway_last_seen SET seen_at=?", (self._clock.time(),))
-
     def record(self, platform: str, conversation: str, position: str) -> None:
         """``position`` is the newest message seen in the conversation now."""
         self._db.write("INSERT INTO gateway_last_seen VALUES (?, ?, ?, ?) ON CONFLICT(platform, conversation)"

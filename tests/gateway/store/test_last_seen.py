@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from gateway.store import GatewayStore
 from platforms.slack import SlackAdapter
 
@@ -30,25 +28,6 @@ def test_slack_records_only_a_newer_ts_than_it_holds_even_where_a_float_would_ro
     adapter._mark_seen("C1", "1700000000.000001", "1700000005.000001")
     adapter._mark_seen("D1", None, "1999999999.999998")
     assert recorded == [("D1", "1999999999.999999"), ("C1/1700000000.000001", "1700000005.000001")]
-
-
-def test_a_schema_5_file_keeps_its_conversations_as_seen_when_opened(tmp_path, clock):
-    path = tmp_path / "state.db"
-    db = sqlite3.connect(path)
-    db.executescript("""
-        CREATE TABLE gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO gateway_meta VALUES ('schema_version', '5');
-        CREATE TABLE gateway_last_seen (platform TEXT NOT NULL, conversation TEXT NOT NULL, position TEXT NOT NULL,
-            PRIMARY KEY (platform, conversation));
-        INSERT INTO gateway_last_seen VALUES ('discord', '600', '1234567890123456789');
-    """)
-    db.commit()
-    db.close()
-    clock.advance(1e9)  # an old file: when its rows were last written is not known, so they count from now
-    store = GatewayStore(path, clock=clock)
-    assert store.last_seen.prune(clock.time() - 3600) == 0
-    assert store.last_seen.of("discord") == {"600": "1234567890123456789"}
-    store.close()
 
 
 def test_slack_keeps_in_memory_the_newest_message_of_the_ten_thousand_conversations_most_recently_taken_in():
