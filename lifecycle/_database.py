@@ -160,7 +160,8 @@ class SqliteDatabase:
     # -- reading ------------------------------------------------------------------------
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """All rows of a query; sees this connection's uncommitted writes."""
+        """All rows of a query; sees this connection's uncommitted writes. Raises SQLite's error
+        while a batch a full disk rolled back cannot be written again (`cannot_write` says so)."""
         self._restore()
         return self._connection().execute(sql, params).fetchall()
 
@@ -407,7 +408,7 @@ class SqliteDatabase:
 
     def _refused(self, exc: sqlite3.Error) -> None:
         """SQLite refused a write: when the file cannot be written, say so once, until it can."""
-        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _STORAGE:
+        if not cannot_write(exc):
             return
         self._refused_at, self._written_since = self.clock.monotonic(), False
         if self._write_error is not None:
@@ -491,6 +492,12 @@ class SqliteDatabase:
             del self._redo[mark:]  # a participant keeps its rows until it hears they are committed
         conn.execute("RELEASE flush")
         return None
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """``exc`` is SQLite's word that the file cannot be written (a full disk, a failing device),
+    for a write or for a read that had to write a lost batch again first (see `SqliteDatabase.read`)."""
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STORAGE
 
 
 def _tell(participant: Participant, error: BaseException | None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -21,6 +22,7 @@ from typing import Any, Literal
 from agent import Tool, ToolContext, ToolError, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
+from lifecycle._database import cannot_write
 from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry
@@ -80,7 +82,9 @@ def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_
     route does not resolve gets an ``error`` entry with ``route.refused`` while the rest
     run. ``admit(parent_session_id)`` is asked before a background call launches
     anything: it may raise `agent.ToolError` to refuse the call, or return a note for
-    the model.
+    the model; SQLite's error for a state database that cannot be written (what a read
+    raises while a full disk keeps a lost batch out) fails the call as a launch the
+    journal refused does (`NOT_RECORDED`).
     """
     return DelegateTool(service, mode=mode, on_dispatch=on_dispatch, backend=backend, admit=admit).tool()
 
@@ -119,7 +123,15 @@ class DelegateTool:
         specs, routes, refused = self._route(parse_tasks(args, limit))
         note = None
         if self.mode == "background" and specs and self.admit is not None:
-            note = self.admit(parent.session_id)
+            try:
+                note = self.admit(parent.session_id)
+            except sqlite3.Error as exc:
+                if not cannot_write(exc):
+                    raise
+                # Refused, not let through unchecked: the host's check reads the state database the
+                # launch must be committed to next, and one it cannot read for want of room cannot
+                # record the launch either; passing would also lift the host's limit meanwhile.
+                raise ToolError(NOT_RECORDED) from None
         started = time.monotonic()
         if not specs:  # every task was refused: nothing to start or to deliver later
             return {"results": refused, "total_duration_seconds": 0.0}
