@@ -6,7 +6,9 @@ disk before the bytes do, and a power cut leaves an empty or partial file under 
 without the second, the rename itself can be lost, and the old file (or none) comes back after
 the caller reported the new one written. The memory tool, the gateway's stored attachments and
 its copies of files to send write this way (`flush_folder` for a folder of their own). (`platforms/`
-imports nothing of `agent/`: the web chat's kept files flush their own.)
+imports nothing of `agent/`: the web chat's kept files flush their own.) A process killed between
+the write and the rename leaves the temporary file: `remove_leftovers` is how a writer that may
+meet a write under way (another turn's, another process's) sweeps its own.
 """
 
 from __future__ import annotations
@@ -14,9 +16,16 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
+import stat
+import time
 from pathlib import Path
 
 log = logging.getLogger("agent.durable")
+
+LEFTOVER_SECONDS = 600
+"""Seconds unchanged after which a temporary file is a crash's leftover, not a write under way (a
+write takes milliseconds: its content is in hand)."""
 
 
 def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666) -> None:
@@ -41,6 +50,36 @@ def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666
         # was told is not there, and adds again. Some file systems flush no folders (EINVAL).
         log.warning("%s is written, but its folder could not be flushed to disk (%s): a power cut may"
                     " bring back what it held before", target, exc.strerror or exc)
+
+
+def remove_leftovers(folder: int | Path, temporary: re.Pattern[str]) -> int:
+    """Remove from ``folder`` (or the folder a descriptor is open on, ``O_PATH`` will do) the
+    temporary files of writes a crash cut short before their rename (any other failure removes its
+    own): only regular files whose whole name ``temporary`` matches, unchanged for
+    `LEFTOVER_SECONDS`. Returns how many it removed. Best effort: what cannot be listed or removed
+    stays, for the next call. Blocking."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        listing = os.open(".", flags, dir_fd=folder) if isinstance(folder, int) else os.open(folder, flags)
+    except OSError:
+        return 0
+    removed = 0
+    try:
+        names = [name for name in os.listdir(listing) if temporary.fullmatch(name)]
+        stale_before = time.time() - LEFTOVER_SECONDS
+        for name in names:
+            try:
+                info = os.stat(name, dir_fd=listing, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < stale_before:
+                    os.unlink(name, dir_fd=listing)
+                    removed += 1
+            except OSError:
+                continue
+    except OSError:
+        pass
+    finally:
+        os.close(listing)
+    return removed
 
 
 def fsync_path(path: Path) -> None:

@@ -23,11 +23,11 @@ import logging
 import os
 import re
 import stat
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from agent._durable import remove_leftovers
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._glob import GlobMatch
@@ -41,9 +41,6 @@ MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 1000
 # Enough of a file's head to tell text from binary data without reading it all.
 _SNIFF_BYTES = 8192
-#: Seconds unchanged after which a temporary file of write_file's is a crash's leftover, not a
-#: write under way (a write takes milliseconds: its content is in hand).
-LEFTOVER_SECONDS = 600
 # write_file's temporary names, exactly: nothing else is ever taken for one of them.
 _TEMPORARY = re.compile(r"\.write_file\.[0-9a-f]{32}\.part")
 
@@ -286,28 +283,10 @@ def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result 
 
 
 def _remove_leftovers(folder: int, path: str) -> None:
-    """Remove from ``folder`` the temporary files of writes a crash cut short before their rename
-    (any other failure removes its own): only regular files named exactly as `_write_whole` names
-    them, unchanged for `LEFTOVER_SECONDS`. Each holds a whole or partial copy of text the model
-    wrote that never reached its file; the file is as it was. Best effort: what cannot be
-    listed or removed stays, for the next write."""
-    try:
-        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)  # ``folder`` is O_PATH
-        try:
-            names = [name for name in os.listdir(listing) if _TEMPORARY.fullmatch(name)]
-        finally:
-            os.close(listing)
-    except OSError:
-        return
-    stale_before, removed = time.time() - LEFTOVER_SECONDS, 0
-    for name in names:
-        try:
-            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISREG(info.st_mode) and info.st_mtime < stale_before:
-                os.unlink(name, dir_fd=folder)
-                removed += 1
-        except OSError:
-            continue
+    """Remove from ``folder`` what a crash left under `_write_whole`'s temporary names (see
+    `remove_leftovers`). Each holds a whole or partial copy of text the model wrote that never
+    reached its file; the file is as it was."""
+    removed = remove_leftovers(folder, _TEMPORARY)
     if removed:
         log.info("write_file: removed %d temporary file(s) beside %r that a crash left before their rename",
                  removed, path)

@@ -7,7 +7,8 @@ Notes live in one JSON file, ``ctx.services["memory_path"]``::
 Ids are never reused, so a stale id cannot remove a newer note. Every change is a
 read-modify-write under a per-file lock, written whole (`agent._durable.write_whole`),
 so concurrent adds lose nothing, a crash leaves either the old or the new file, and a
-note reported added is still there after a power cut. The lock is per process: two processes sharing one file
+note reported added is still there after a power cut. The temporary file a crash left
+beside it goes with the file's next save, once ten minutes old (`agent._durable.remove_leftovers`). The lock is per process: two processes sharing one file
 are not coordinated. Which file a session uses is its host's choice: the gateway
 gives each chat its own (``agent.memory_scope``).
 
@@ -30,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agent._durable import write_whole
+from agent._durable import remove_leftovers, write_whole
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 
@@ -101,6 +102,11 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     except OSError as exc:
         log.warning("memory: %s cannot be written: %s", path, exc)
         raise ToolError(f"the memory file cannot be written ({exc.strerror or exc}); nothing was changed") from None
+    # This file's own only, as named just above: another file's in the folder may be another host's
+    # (or chat's) save under way, and those of a gateway's chats go at its start (`remove_temporaries`).
+    removed = remove_leftovers(path.parent, re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp"))
+    if removed:
+        log.info("memory: removed %d temporary file(s) beside %s that a crash left before their rename", removed, path)
 
 
 def _format(notes: list[dict[str, Any]]) -> str:

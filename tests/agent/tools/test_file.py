@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import _durable
 from agent._errors import ToolError
 from agent._tools import ToolContext
 from agent.tools import file as file_tools
@@ -397,7 +398,7 @@ def test_what_a_crash_left_beside_a_file_goes_with_a_later_write_there_and_nothi
     assert crashed.returncode == -9
     [left] = [p for p in workspace.iterdir() if p.name != "notes.md"]
     assert left.name.startswith(".write_file.") and left.read_text() == "half way"
-    old = time.time() - file_tools.LEFTOVER_SECONDS - 60
+    old = time.time() - _durable.LEFTOVER_SECONDS - 60
     os.utime(left, (old, old))
     in_flight = workspace / f".write_file.{'0' * 32}.part"  # another turn's write, under way: recent
     in_flight.write_text("being written")

@@ -5,14 +5,18 @@ import errno
 import json
 import os
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from agent import _durable
 from agent._errors import ToolError
 from agent.tools import memory as memory_module
 from agent.tools.memory import memory_toolset
-from tests.capped_writes import run_capped
+from tests.capped_writes import ROOT, run_capped
 
 (MEMORY,) = memory_toolset()
 
@@ -123,6 +127,7 @@ async def test_corrupt_file_is_not_overwritten(call, services):
 
 ADD_CAPPED = """
 import logging
+from agent import _durable
 from agent._errors import ToolError
 from agent._tools import ToolContext
 from agent.tools.memory import memory
@@ -152,6 +157,43 @@ def test_a_note_the_disk_refuses_is_a_clear_error_and_the_notes_stay_as_they_wer
     assert [n["text"][0] for n in json.loads(path.read_text())["notes"]] == ["a", "b"]
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
 
+
+
+CRASH_BEFORE_RENAME = """
+import os, signal, sys
+from pathlib import Path
+from agent._tools import ToolContext
+from agent.tools.memory import memory
+os.replace = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)  # the process dies right there
+memory({"action": "add", "text": "half saved"}, ToolContext(None, "call-1", Path("."), {"memory_path": sys.argv[1]}))
+"""
+
+
+async def test_what_a_crash_left_beside_a_notes_file_goes_with_its_next_save_and_nothing_else(call, services):
+    path = services["memory_path"]
+    await call(MEMORY, {"action": "add", "text": "kept"}, services)
+    crashed = subprocess.run([sys.executable, "-c", CRASH_BEFORE_RENAME, str(path)], cwd=ROOT)
+    assert crashed.returncode == -9
+    [left] = [p for p in path.parent.iterdir() if p != path]
+    assert left.name.startswith(".memory.json.") and "half saved" in left.read_text()
+    old = time.time() - _durable.LEFTOVER_SECONDS - 60
+    os.utime(left, (old, old))
+    in_flight = path.with_name(".memory.json.0a1b2c3d.tmp")  # another thread's save, under way: recent
+    in_flight.write_text("being written")
+    others = [path.with_name(".memory.json.tmp"), path.with_name(".memory.json.0a1b2c3d.tmp.x"),
+              path.with_name(".other.json.0a1b2c3e.tmp"), path.with_name("memory.json.0a1b2c3f.tmp")]
+    folder = path.with_name(".memory.json.0a1b2c40.tmp")  # not a regular file
+    folder.mkdir()
+    for other in [*others, folder]:
+        if not other.is_dir():
+            other.write_text("someone else's")
+        os.utime(other, (old, old))
+
+    assert await call(MEMORY, {"action": "list"}, services) == "[1] kept"
+    assert left.exists()  # a read saves nothing, and removes nothing
+    assert await call(MEMORY, {"action": "add", "text": "next"}, services) == "added note 2"
+    assert not left.exists() and await call(MEMORY, {"action": "list"}, services) == "[1] kept\n[2] next"
+    assert in_flight.exists() and folder.is_dir() and all(other.exists() for other in others)
 
 
 async def test_a_file_where_the_notes_folder_must_be_is_a_clear_error_not_the_hosts_path(call, services):
