@@ -194,6 +194,8 @@ class DiscordAdapter:
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
         self._caught_up.set()
         self._catch_up_task: asyncio.Task[None] | None = None
+        self._catch_ups: set[asyncio.Task[None]] = set()
+        """Every catch-up not ended: the current one, and those a newer READY cancelled, still winding down."""
         self._connected = asyncio.Event()
         self._stopping = False
         self._stop_asked = asyncio.Event()
@@ -328,7 +330,8 @@ class DiscordAdapter:
         catching_up, self._catch_up_task = self._catch_up_task, None
         if catching_up is not None:  # what it had not handed over is looked for again at the next start
             catching_up.cancel()
-            await asyncio.wait({catching_up})
+        if self._catch_ups:  # with those a newer READY cancelled, which may be winding down still
+            await asyncio.wait(set(self._catch_ups))
         answers, self._answers = self._answers, None
         if answers is not None:
             await answers.close()
@@ -362,13 +365,25 @@ class DiscordAdapter:
 
     async def _on_ready(self, sink: InboundSink) -> None:
         """The new session's guilds are known: ask for what was missed (`platforms.discord_catch_up`)."""
-        self._catch_up_task = asyncio.create_task(self._catch_up(sink), name="discord-catch-up")
+        earlier = set(self._catch_ups)  # cancelled at this session's connect, perhaps not ended yet
+        task = self._catch_up_task = asyncio.create_task(self._catch_up(sink, earlier), name="discord-catch-up")
+        self._catch_ups.add(task)
+        task.add_done_callback(self._catch_up_ended)
 
-    async def _catch_up(self, sink: InboundSink) -> None:
+    def _catch_up_ended(self, task: asyncio.Task[None]) -> None:
+        self._catch_ups.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("discord: the catch-up failed", exc_info=exc)
+
+    async def _catch_up(self, sink: InboundSink, earlier: set[asyncio.Task[None]]) -> None:
         async def deliver(message: discord.Message) -> None:
             await self._hand_over(sink, (self._inbound_of(message), message.channel.id, message.id))
 
         try:
+            if earlier:
+                # One catch-up at a time: a cancelled one may still be handing a message over (the sink
+                # finishing its record), and would otherwise move the last message seen under this one.
+                await asyncio.wait(earlier)
             client = self._require_client()
             self._behind = set()  # each read again from where it was left; live events wait meanwhile
             self._behind = set(await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen,

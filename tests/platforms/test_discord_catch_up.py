@@ -3,6 +3,8 @@ the next start (`platforms.discord_catch_up`): the real discord.py client agains
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 
@@ -189,3 +191,74 @@ def test_the_channels_kept_for_a_catch_up_after_a_reconnect_are_the_most_recentl
     assert adapter._last_seen[7] == 6 and adapter._last_seen[20_099] == 1_020_099 and 10_100 not in adapter._last_seen
     adapter._seen(20_099, 1_020_098)  # an older message than the one held is still not recorded
     assert recorded[-1] == (7, 6) and len(recorded) == 20_001
+
+
+class SlowToGiveIn(Sink):
+    """A sink that finishes recording the event ``slow`` before it gives in to a cancellation: here
+    its record ends once the adapter asks Discord's history again, or after ``wind_down`` seconds."""
+
+    def __init__(self, fake: FakeDiscord, slow: str, wind_down: float) -> None:
+        super().__init__(fake)
+        self.slow, self.wind_down = slow, wind_down
+        self.handing: asyncio.Task | None = None
+        """The task that handed ``slow`` over first: the catch-up of the first session."""
+        self.cancelled = asyncio.Event()
+        self.asked_meanwhile: int | None = None
+        """History requests the adapter had made when that record ended."""
+
+    async def __call__(self, inbound: Inbound) -> None:
+        if inbound.event_id != self.slow or self.handing is not None:
+            return await super().__call__(inbound)
+        self.handing = asyncio.current_task()
+        try:
+            await asyncio.Event().wait()  # recording, until cancelled
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            with contextlib.suppress(TimeoutError):
+                await self.fake.wait_for(lambda: len(self.fake.calls_to(HISTORY)) > 1, timeout=self.wind_down)
+            self.asked_meanwhile = len(self.fake.calls_to(HISTORY))
+            raise
+
+
+async def catching_up_when_a_new_session_begins(fake: FakeDiscord, wind_down: float) -> tuple[DiscordAdapter,
+                                                                                            SlowToGiveIn]:
+    """An adapter whose catch-up is handing a message over when Discord invalidates its session: the
+    new session's READY cancels that catch-up while the sink is still recording the message."""
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    slow = SlowToGiveIn(fake, fake.push_dm(USER, "while down"), wind_down)
+    adapter = await run(fake, store, slow)
+    await fake.wait_for(lambda: slow.handing is not None)
+    fake.invalidate_session()
+    await slow.cancelled.wait()
+    return adapter, slow
+
+
+def catch_ups() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "discord-catch-up" and not t.done()]
+
+
+async def test_a_catch_up_a_new_session_cancelled_ends_before_the_new_one_begins(fake: FakeDiscord) -> None:
+    adapter, sink = await catching_up_when_a_new_session_begins(fake, wind_down=0.5)
+    try:
+        await sink.has(fake.push_dm(USER, "after"))  # once the new session's catch-up is done
+        assert sink.asked_meanwhile == 1  # the new catch-up asked Discord nothing before the old one ended
+        # Handed over by the new one ("after" perhaps live and in its history too: the inbox drops one).
+        assert list(dict.fromkeys(e.text for e in sink.events)) == ["while down", "after"]
+    finally:
+        await stop(adapter)
+
+
+async def test_stop_right_after_a_new_session_leaves_no_catch_up_behind(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    # The old catch-up is still winding down (its sink recording) when the adapter stops: the stop
+    # waits for it, rather than leave a task pending that the loop's close would destroy.
+    adapter, sink = await catching_up_when_a_new_session_begins(fake, wind_down=0.5)
+    await stop(adapter)
+    assert sink.handing is not None and sink.handing.done() and catch_ups() == []
+    assert sink.events == [] and sink.asked_meanwhile is not None
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
