@@ -562,6 +562,8 @@ class SlackAdapter:
         ts = taken.ts
         for where in taken.conversations:
             reading = self._catch_up.reading if self._catch_up is not None else {}
+            if self._catch_up is not None and where in self._catch_up.behind:
+                continue  # the next start reads on from where the catch-up left it
             if where in reading:  # recorded once the catch-up has handed on what it read there
                 held = reading[where]
                 if held is None or ts_key(ts) > ts_key(held):

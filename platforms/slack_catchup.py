@@ -96,6 +96,11 @@ class CatchUp:
         self.reading: dict[Where, str | None] = {}
         """Conversations being caught up -> the newest ts a live event took in there meanwhile: recorded
         only once the older messages read have been handed on, so a crash cannot skip them."""
+        self.behind: set[Where] = set()
+        """Conversations left unread, or not read to the end (a failure, a thread's newest): what was said
+        there while the gateway was down is not handed on yet, so a live message must not be recorded
+        past it; the next start reads them from where they were left (the inbox drops what was answered
+        live meanwhile)."""
 
     async def run(self, last_seen: dict[Where, str]) -> None:
         """Catch up on every conversation in ``last_seen`` (where -> the newest ts taken in), the most
@@ -118,6 +123,7 @@ class CatchUp:
                         queue.append(opened)
             except Unauthorized as exc:
                 skipped.unread.append(f"every conversation from {where[0]} on: {exc}")
+                self.behind.update(later for later, _ in queue)
                 break
             finally:
                 self.reading.pop(where, None)
@@ -164,7 +170,9 @@ class CatchUp:
             skipped.unread.append(f"{_name(where)}: {exc}")
         finally:
             live = self.reading.get(where)
-            if complete and live is not None and ts_key(live) > ts_key(done):
+            if not complete:
+                self.behind.add(where)
+            elif live is not None and ts_key(live) > ts_key(done):
                 done = live
             if done != last:
                 self._seen(channel, thread, done)

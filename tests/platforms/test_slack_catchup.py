@@ -205,3 +205,30 @@ async def test_a_command_typed_in_peoples_thread_leaves_nothing_to_read_back(fak
     finally:
         await adapter.stop()
     assert list(gateway.last_seen) == [(DM, None)]  # the thread is not the bot's: no read of it at each start
+
+
+async def test_a_conversation_the_catch_up_could_not_read_is_read_again_though_a_live_message_came_since(
+        fake, caplog):
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    await fake.push_dm("U1", "first")
+    await fake.wait_for(lambda: gateway.last_seen)
+    await down(fake, adapter)
+
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "internal_error")
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: [r for r in caplog.records if "not read: DU1" in r.getMessage()])
+        await fake.push_dm("U1", "live")
+        await fake.wait_for(lambda: gateway.texts() == ["first", "live"])
+    finally:
+        await down(fake, adapter)
+
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 4)
+    finally:
+        await adapter.stop()
+    assert gateway.texts() == ["first", "live", "while down", "live"]  # the gateway's inbox drops the repeat
