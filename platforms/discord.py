@@ -187,9 +187,9 @@ class DiscordAdapter:
         newer than the one recorded before."""
         self._record_seen: SeenRecorder | None = None
         self._behind: set[int] = set()
-        """Channels the last catch-up gave up on at its deadline: what was said there while the gateway
-        was down is not handed over yet, so the last message seen stays put until a catch-up reads them
-        again (the inbox drops what was answered live meanwhile)."""
+        """Channels the last catch-up could not read or gave up on at its deadline: what was said there
+        while the gateway was down is not handed over yet, so the last message seen stays put until a
+        catch-up reads them again (the inbox drops what was answered live meanwhile)."""
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
         self._caught_up.set()

@@ -15,7 +15,8 @@ messages out says so in a warning. Channels are looked at most recently active f
 `MAX_CHANNELS` of them; one whose newest message (``last_message_id``, which Discord sends with
 the channel) is the last one seen costs no request for messages. Live events wait for the
 catch-up, so it is given up after `DEADLINE`, naming the channels it did not get to: the
-adapter keeps their last message seen where it was, so that the next catch-up reads them again.
+adapter keeps their last message seen where it was, so that the next catch-up reads them again,
+as it does for a channel whose history could not be read.
 
 Only channels where a message for the bot came are caught up on: a baseline of every guild
 channel at READY (the ``last_message_id`` Discord sends with each) would catch a first mention
@@ -53,24 +54,28 @@ Seen = Callable[[int, int], None]
 async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
                    now: float, deadline: float = DEADLINE) -> list[int]:
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
-    after. A channel that cannot be read (deleted, the bot removed) is logged and passed over;
-    what is not done within ``deadline`` seconds (Discord not answering, or discord.py waiting
-    out a 429) is given up with a warning naming the channels left, since live events wait for
-    the catch-up. Returns the channels left (the one it was in among them). Never raises but for
-    a cancellation."""
+    after. A channel that cannot be read (Discord failing, the channel deleted, the bot removed)
+    is logged and passed over; what is not done within ``deadline`` seconds (Discord not
+    answering, or discord.py waiting out a 429) is given up with a warning naming the channels
+    left, since live events wait for the catch-up. Returns the channels not caught up: those it
+    could not read, and those left at the deadline (the one it was in among them). Never raises
+    but for a cancellation."""
     left = sorted(last_seen, key=last_seen.__getitem__, reverse=True)[:MAX_CHANNELS]
+    unread: list[int] = []
     try:
         async with asyncio.timeout(deadline):
             while left:
                 try:
                     await _channel(client, left[0], last_seen[left[0]], deliver, seen, now)
                 except Exception as exc:
-                    log.warning("discord: could not catch up on channel %s: %s: %s", left[0], type(exc).__name__, exc)
+                    log.warning("discord: could not catch up on channel %s: %s: %s; it is looked at again at the next"
+                                " start", left[0], type(exc).__name__, exc)
+                    unread.append(left[0])
                 left.pop(0)
     except TimeoutError:
         log.warning("discord: the catch-up did not finish within %g s: channel(s) %s not caught up; what was sent"
                     " there while the gateway was down is looked for again at the next start", deadline, _listed(left))
-    return left
+    return unread + left
 
 
 def _listed(channels: list[int], most: int = 10) -> str:

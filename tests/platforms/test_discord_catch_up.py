@@ -179,6 +179,31 @@ async def test_a_channel_left_at_the_deadline_is_looked_at_again_at_the_next_sta
     assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
 
 
+async def test_a_channel_whose_history_could_not_be_read_is_looked_at_again_at_the_next_start(
+        fake: FakeDiscord) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    missed = fake.push_dm(USER, "while down")
+    fake.fail_next(HISTORY, 503)  # Discord's "upstream unavailable", which discord.py does not retry
+    adapter = await run(fake, store, sink)
+    try:
+        await fake.wait_for(lambda: fake.calls_to(HISTORY))
+        await sink.has(fake.push_dm(USER, "live"))
+    finally:
+        await stop(adapter)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed)
+        await sink.has(fake.push_dm(USER, "later"))
+    finally:
+        await stop(adapter)
+    assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
+
+
 def test_the_channels_kept_for_a_catch_up_after_a_reconnect_are_the_most_recently_active_ten_thousand():
     # Every channel, thread and DM the bot hears a message in was kept for as long as the process ran.
     adapter = DiscordAdapter("token")
