@@ -12,7 +12,7 @@ Bounds, as a user would expect of a bot that was away: messages older than `MAX_
 as long as Telegram keeps updates) are not answered, and at most `MAX_MESSAGES` per channel
 are looked at, the newest (Discord's page size: one request a channel); each bound that left
 messages out says so in a warning. Channels are looked at most recently active first, at most
-`MAX_CHANNELS` of them; one whose newest message (``last_message_id``, which Discord sends with
+`MAX_CHANNELS` of them (a warning names the others); one whose newest message (``last_message_id``, which Discord sends with
 the channel) is the last one seen costs no request for messages. Live events wait for the
 catch-up, so it is given up after `DEADLINE`, naming the channels it did not get to: the
 adapter keeps their last message seen where it was, so that the next catch-up reads them again,
@@ -60,7 +60,11 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     left, since live events wait for the catch-up. Returns the channels not caught up: those it
     could not read, and those left at the deadline (the one it was in among them). Never raises
     but for a cancellation."""
-    left = sorted(last_seen, key=last_seen.__getitem__, reverse=True)[:MAX_CHANNELS]
+    order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
+    left, quiet = order[:MAX_CHANNELS], order[MAX_CHANNELS:]
+    if quiet:
+        log.warning("discord: %d channel(s) quiet longest, over the %d caught up on, not caught up: %s; what was sent"
+                    " there while the gateway was down is not answered", len(quiet), MAX_CHANNELS, _listed(quiet))
     unread: list[int] = []
     try:
         async with asyncio.timeout(deadline):

@@ -204,6 +204,29 @@ async def test_a_channel_whose_history_could_not_be_read_is_looked_at_again_at_t
     assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
 
 
+async def test_the_channels_past_the_bound_are_named_in_a_warning(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+        await sink.has(fake.push_dm(USER + 1, "one too"))  # the most recently active
+    finally:
+        await stop(adapter)
+    fake.push_dm(USER, "while down")
+    missed = fake.push_dm(USER + 1, "while down too")
+    monkeypatch.setattr("platforms.discord_catch_up.MAX_CHANNELS", 1)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed)
+    finally:
+        await stop(adapter)
+    assert [e.text for e in sink.events] == ["one", "one too", "while down too"]
+    quiet = fake.dm_channel(USER)
+    assert f"discord: 1 channel(s) quiet longest, over the 1 caught up on, not caught up: {quiet}; what was" \
+           " sent there while the gateway was down is not answered" in caplog.messages
+
+
 def test_the_channels_kept_for_a_catch_up_after_a_reconnect_are_the_most_recently_active_ten_thousand():
     # Every channel, thread and DM the bot hears a message in was kept for as long as the process ran.
     adapter = DiscordAdapter("token")
