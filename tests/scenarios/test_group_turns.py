@@ -148,3 +148,23 @@ async def test_the_model_reads_which_member_answered_its_question(fake, group_ch
     fake.push_message(GROUP, "2", **CAROL, reply_to_bot=True)
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     assert texts(fake)[1] == "deploying to: [@carol] production"
+
+
+async def test_a_members_own_follow_up_steers_their_turn_while_another_members_message_waits(fake, group_chat):
+    # Carol's message waiting behind Bob's turn made Bob's own correction a turn of its own, after
+    # hers: his turn answered without it, and the correction got an answer of its own much later.
+    model = bobs_turn_then_carols()
+    gateway = await group_chat("steer", model)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    correction = fake.push_message(GROUP, f"@{BOT} the staging one, I mean", **BOB)
+    await fake.wait_for(lambda: handled(gateway, correction))
+    session = next(iter(gateway.sessions))
+    assert [item.event.event_id for item in session.running.steered] == [str(correction)]
+    model.release("bob")
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)
+    assert texts(fake) == ["answer for bob", "answer for carol"]
+    assert len(model.requests) == 3  # Bob's turn (two calls), Carol's: none for the correction alone
