@@ -182,6 +182,7 @@ class Supervisor:
             except BaseException:
                 for record in records:
                     self._forget(record)
+                    self.tallies.not_launched(record)
                 raise
         for record in records:
             self.engine.submit(record.job)

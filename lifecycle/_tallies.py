@@ -40,6 +40,16 @@ class Tallies:
         else:
             counts[1] += 1
 
+    def not_launched(self, record: Record) -> None:
+        """``record``'s launch was refused (its journal write failed): it was counted in its turn's
+        progress when made, and will never finish to balance that."""
+        key = (record.handle.parent_session_id or "", record.turn_id)
+        counts = self._turns.get(key)
+        if counts is not None:
+            counts[1] -= 1
+            if counts[0] >= counts[1]:
+                del self._turns[key]
+
     def finished(self, record: Record, result: SubagentResult) -> None:
         parent_id = record.handle.parent_session_id or ""
         key = (parent_id, record.turn_id)

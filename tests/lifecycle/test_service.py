@@ -479,3 +479,22 @@ async def test_a_launch_the_full_disk_refused_raises_and_leaves_no_child(env):
     assert await journal.unfinished() == [] and env.service.host_view().children("parent-1") == ()
     handle, done, _ = await launch_and_wait(env, correlation_id="job-1")  # the id was never taken
     assert done.state is S.SUCCEEDED
+
+
+async def test_a_launch_the_full_disk_refused_is_not_counted_in_its_turns_progress(env):
+    # It was: the turn's progress card read "Waiting for subagents: 1 of 2 done" for a turn whose
+    # one child had finished, and the count was kept for good, never reaching its launched total.
+    journal, view = env.service.journal, env.service.host_view()
+    await journal.sync()
+    (pages,) = journal.db.read_one("PRAGMA page_count")
+    journal.db.read(f"PRAGMA max_page_count={pages}")
+    with env.turn(), pytest.raises(SubagentLifecycleError):
+        await env.service.launch(req("x" * 12_000))
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+    journal.db.read("PRAGMA max_page_count=1073741823")
+    await journal.sync()
+    with env.turn():
+        handle = await env.service.launch(req())
+        assert view.turn_progress("parent-1", "turn-1") == (0, 1)
+        await env.service.wait(handle, timeout_seconds=5)
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
