@@ -12,6 +12,8 @@ answer is matched against (an option's number) stay the message as written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from platforms.base import Inbound
 
 
@@ -21,3 +23,11 @@ def for_model(text: str, event: Inbound | None) -> str:
         return text
     who = f"@{event.user_name.lstrip('@')}" if event.user_name else f"user {event.user_id}"
     return f"[{who}] {text}" if text else f"[{who}]"
+
+
+def content_for_model(content: str | list[dict[str, Any]], event: Inbound) -> str | list[dict[str, Any]]:
+    """`for_model` of a turn's input made of a message with files (`gateway.attachments.turn_input`):
+    the text, or the text part that opens the parts of a message with pictures."""
+    if isinstance(content, str):
+        return for_model(content, event)
+    return [{"type": "text", "text": for_model(content[0]["text"], event)}, *content[1:]]

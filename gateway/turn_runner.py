@@ -240,19 +240,22 @@ class TurnRunner:
 
     async def _input(self, session: GatewaySession, item: WorkItem,
                      running: RunningTurn) -> str | list[dict[str, Any]] | None:
-        text = senders.for_model(item.text, item.event) if item.kind == "message" else item.text
         if item.event is None or not item.event.attachments:
-            return text  # most turns: no files, so no folder, model or adapter to look at
+            # Most turns: no files, so no folder, model or adapter to look at.
+            return senders.for_model(item.text, item.event) if item.kind == "message" else item.text
 
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
                 self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
 
         agent = session.agent
-        return await turn_input(text, item.event, self._adapters.get(session.platform),
-                                workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
-                                supports_vision=bool(getattr(agent.model, "supports_vision", False)),
-                                model=self._model, tell=tell)
+        # Who sent it is said of what the files make of the message: the text alone would never be
+        # empty, and a message none of whose files could be taken (its notes the answer) would run a turn.
+        content = await turn_input(item.text, item.event, self._adapters.get(session.platform),
+                                   workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
+                                   supports_vision=bool(getattr(agent.model, "supports_vision", False)),
+                                   model=self._model, tell=tell)
+        return None if content is None else senders.content_for_model(content, item.event)
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)

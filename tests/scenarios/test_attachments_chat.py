@@ -203,6 +203,31 @@ async def test_voice_without_transcription_gets_a_clear_reply(telegram: Telegram
     assert openai.requests == [] and telegram.fake.downloads == []  # the reply ended the turn: no model call
 
 
+async def test_in_a_group_a_file_that_did_not_reach_the_model_is_answered_by_its_note_alone(
+        telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    # Read with its sender ([@bob]) before its files were looked at, a message without a caption had a
+    # text all the same: a turn ran for nothing, its answer after the note, on the model's bill.
+    await telegram.start(model=openai_model(openai), cap=100)
+    group = dict(chat_type="supergroup", user_id=5, username="bob", reply_to_bot=True)
+    telegram.fake.push_voice(-1001, b"OggS voice", **group)
+    telegram.fake.push_document(-1001, b"x" * 5000, "big.pdf", mime_type="application/pdf", **group)
+    await telegram.fake.wait_for(lambda: len(telegram.fake.messages["-1001"]) >= 2, timeout=10)
+    await settled(telegram.gateway)
+    assert [m["text"] for m in telegram.fake.messages["-1001"]] == [
+        VOICE_UNSUPPORTED, "big.pdf is 4.9 KB, which is larger than the 100 bytes I can take on telegram; "
+                           "please send a smaller file."]
+    assert openai.requests == []
+
+
+async def test_in_a_group_the_model_reads_who_sent_a_picture_and_that_it_came_without_a_caption(
+        telegram: Telegram, openai: FakeOpenAIServer) -> None:
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.push_photo(-1001, PNG, chat_type="supergroup", user_id=5, username="bob", reply_to_bot=True)
+    await telegram.fake.wait_for(lambda: telegram.fake.messages["-1001"], timeout=10)
+    content = user_content(openai.requests[0])
+    assert content[0] == {"type": "text", "text": "[@bob] (The user sent an image without a caption.)"}
+
+
 async def test_a_transcribed_voice_message_is_the_turns_text(telegram: Telegram, openai: FakeOpenAIServer) -> None:
     openai.push_transcription("please summarise my inbox")
     await telegram.start(model=openai_model(openai, transcription={"name": "whisper-1"}))
