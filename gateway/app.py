@@ -491,7 +491,7 @@ class Gateway:
         session, running = calling
         key = f"{running.turn_id}:message:{running.sent}"
         running.sent += 1  # now: a call made while this one is split gets the next key
-        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key)
+        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=running.take_quote())
         running.said += 1
         return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 

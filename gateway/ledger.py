@@ -30,7 +30,7 @@ from gateway.outbox import Outbox
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import GatewaySession, WorkItem
+from gateway.sessions import GatewaySession, WorkItem, quote_of
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
 from gateway.store.delegations import Status
 from gateway.turn_runner import TurnRunner
@@ -62,6 +62,7 @@ class Ledger:
         self._cards = cards
         self._table = store.delegations
         self._sessions = store.sessions
+        self._inbox = store.inbox
         self._registry = registry
         self._runner = runner
         self._children = children
@@ -184,7 +185,8 @@ class Ledger:
             ids = ", ".join(t.subagent_id for t in lost)
             lines.append(f"Send /agents retry ID to run one of them again ({ids}).")
         self._outbox.enqueue(platform, chat_id, thread_id, "\n".join(lines), kind="completion",
-                             key=f"{row.completion_turn_id}:report", turn_id=row.completion_turn_id)
+                             key=f"{row.completion_turn_id}:report", turn_id=row.completion_turn_id,
+                             reply_to=self._asked(platform, row))
         self._settle(row, "reported")
 
     # -- delivering ------------------------------------------------------------------------
@@ -244,7 +246,14 @@ class Ledger:
                       if _failed(found.get(t.subagent_id)))
         text = COMPLETION_PREFIX + json.dumps(payload, ensure_ascii=False)
         self._runner.submit(session, WorkItem("completion", text, current.completion_turn_id,
-                                              delegation_id=current.delegation_id, notes=notes))
+                                              delegation_id=current.delegation_id, notes=notes,
+                                              quote=self._asked(session.platform, current)))
+
+    def _asked(self, platform: str, row: DelegationRow) -> str | None:
+        """The message that asked for the delegation, for its results to quote (`quote_of`), while the
+        inbox remembers it (a week). The platform may not have it any more (deleted meanwhile): the
+        adapter then sends the results unquoted."""
+        return quote_of(self._inbox.event_of_turn(platform, row.origin_turn_id))
 
     # -- /retry ------------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ Guarantees:
   splits in a worker thread first, for a model's replies, unless the text fits and
   the adapter only counts characters). Keys are the
   caller's key plus the part number; a key already journaled is not journaled
-  again, so replaying a turn after a restart never sends twice.
+  again, so replaying a turn after a restart never sends twice. The user's message a
+  part quotes (``reply_to``, the first part's only) is journaled with it: a part sent
+  after a restart quotes it too.
 - **Once.** A part is marked sent with the platform's message id right after the
   adapter returns. Pending parts are sent by the next `Outbox.start` after a
   restart. The one gap: a process that dies (or an outbox closed) while an adapter
@@ -182,17 +184,19 @@ class Outbox:
     # --- journaling -----------------------------------------------------------------------
 
     def enqueue(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str, key: str,
-                turn_id: str | None = None, silent: bool = False, reply_token: str | None = None) -> list[str]:
+                turn_id: str | None = None, silent: bool = False, reply_token: str | None = None,
+                reply_to: str | None = None) -> list[str]:
         """Split ``text``, journal the parts as ``{key}:0``, ``{key}:1``... and queue them; returns
         the part keys. Idempotent: if ``{key}:0`` was ever journaled (and not yet pruned) nothing
         is added and the existing keys are returned. Empty text journals nothing. Parts of a
-        turn get the turn's next ``sequence`` numbers. KeyError for a platform without adapter."""
+        turn get the turn's next ``sequence`` numbers. ``reply_to``: the user's message the first
+        part quotes (journaled with it). KeyError for a platform without adapter."""
         return self._enqueue_parts(platform, chat_id, thread_id, self._split(platform, text), kind=kind, key=key,
-                                   turn_id=turn_id, silent=silent, reply_token=reply_token)
+                                   turn_id=turn_id, silent=silent, reply_token=reply_token, reply_to=reply_to)
 
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
                            key: str, turn_id: str | None = None, silent: bool = False,
-                           first: Callable[[], object] | None = None) -> list[str]:
+                           first: Callable[[], object] | None = None, reply_to: str | None = None) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
         be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
         during which no other chat would be served (a text that fits an adapter counting characters,
@@ -209,7 +213,7 @@ class Outbox:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                       silent=silent, reply_token=None)
+                                       silent=silent, reply_token=None, reply_to=reply_to)
         turn = self._splitting.setdefault(chat, _SplitTurn())
         turn.users += 1
         try:
@@ -221,7 +225,7 @@ class Outbox:
                 if first is not None:
                     first()
                 return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                           silent=silent, reply_token=None)
+                                           silent=silent, reply_token=None, reply_to=reply_to)
         finally:
             turn.users -= 1
             if not turn.users:
@@ -242,9 +246,11 @@ class Outbox:
         return split_text(text, adapter.text_limit, safe_measure(adapter))
 
     def _enqueue_parts(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
-                       key: str, turn_id: str | None, silent: bool, reply_token: str | None) -> list[str]:
+                       key: str, turn_id: str | None, silent: bool, reply_token: str | None,
+                       reply_to: str | None) -> list[str]:
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
-                           reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i)
+                           reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
+                           reply_to=reply_to if i == 0 else None)  # the rest follow it: quoted once is enough
                 for i, part in enumerate(parts)]  # fmt: skip
         # Journaling tells whether the message was journaled before, in the same statement.
         ids = self._store.add_new_messages(rows) if rows else None

@@ -115,7 +115,8 @@ class Questions:
             running.held_answer = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
             return senders.for_model(chosen(held.text, choices), held.event)
-        self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id)
+        self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id,
+                             reply_to=running.take_quote())
         try:
             answer = await self._wait(running, None if shown else f"{key}:0", session.platform)
         except BaseException:

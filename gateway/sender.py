@@ -67,7 +67,8 @@ def _piece_name(i: int) -> str:
 
 def _outbound(row: OutboxRow) -> Outbound:
     return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
-                    reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence)
+                    reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
+                    reply_to=row.reply_to)
 
 
 def safe_measure(adapter: Adapter) -> Callable[[str], int]:
@@ -490,7 +491,8 @@ class Sender:
             return
         self._store.add_messages([
             NewMessage(f"{row.key}/{_piece_name(i)}", row.platform, row.chat_id, row.thread_id, part, kind=row.kind,
-                       silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id, sequence=row.sequence)
+                       silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id, sequence=row.sequence,
+                       reply_to=row.reply_to if i == 0 else None)
             for i, part in enumerate(parts)])  # fmt: skip
         self._store.set_op(row.id, "split")
         log.info("outbox: %s chat %s: %s too long for the platform; re-split in %d", row.platform, row.chat_id,

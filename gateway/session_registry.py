@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway import senders
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, quote_of
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
 
@@ -190,7 +190,8 @@ class SessionRegistry:
             return None
         item = session.queue.popleft()
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
-                                      delegation_id=item.delegation_id)
+                                      delegation_id=item.delegation_id,
+                                      quote=item.quote if item.event is None else quote_of(item.event))
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

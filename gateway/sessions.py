@@ -22,6 +22,13 @@ ChatKey = tuple[str, str, str | None]
 """(platform, chat_id, thread_id): where a session's messages go."""
 
 
+def quote_of(event: Inbound | None) -> str | None:
+    """The message an answer to ``event`` quotes (`platforms.base.Outbound.reply_to`): in a group,
+    channel or thread, where several members ask, the answer shows whose question it answers; in a
+    private chat (the web chat, the terminal and webhooks are private) quoting would be noise."""
+    return None if event is None or event.is_private else event.message_id
+
+
 @dataclass(slots=True)
 class WorkItem:
     kind: Literal["message", "completion"]
@@ -33,6 +40,9 @@ class WorkItem:
     """For a completion turn: the background delegation whose results it delivers."""
     notes: tuple[str, ...] = ()
     """Lines sent after the turn's reply whatever the model says (failed subagents)."""
+    quote: str | None = None
+    """For a completion turn: the message its answer quotes, the one that asked for the delegation
+    (`quote_of`). A message's turn quotes its event."""
 
 
 @dataclass(slots=True)
@@ -88,10 +98,19 @@ class RunningTurn:
     noted: int = 0
     """Notes this run has added with the memory tool (their keys count them: a run again after
     a restart keeps none twice)."""
+    quote: str | None = None
+    """The user's message the turn's first message to the chat quotes (`WorkItem.quote`), until taken."""
 
     @property
     def suppressed(self) -> bool:
         return self.suppressed_by is not None
+
+    def take_quote(self) -> str | None:
+        """The message to quote, for the turn's first message of its answer (a note, a question, an
+        interim text or the reply), None for the rest: in a group where several members ask, the
+        answer to each shows whose question it answers, and its later parts follow on."""
+        quote, self.quote = self.quote, None
+        return quote
 
 
 @dataclass(eq=False)

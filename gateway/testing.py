@@ -107,12 +107,14 @@ class RecordingAdapter:
     async def say(self, text: str, *, chat: str = "c1", user: str = "u1", event_id: str | None = None,
                   thread: str | None = None, name: str | None = "alice",
                   attachments: Sequence[Attachment] = (), sent_at: float | None = None,
-                  private: bool = True) -> Accepted:
-        """``private``: said in a direct chat (False: in a group)."""
+                  private: bool = True, message_id: str | None = None) -> Accepted:
+        """``private``: said in a direct chat (False: in a group); ``message_id``: the platform's id of
+        the message, which a group's answers quote (`Outbound.reply_to`)."""
         assert self._sink is not None, "start the gateway first"
         return await self._sink(Inbound(self.name, chat, thread, user, name, text,
                                         event_id or f"ev-{os.urandom(6).hex()}", is_command=text.startswith("/"),
-                                        is_private=private, attachments=tuple(attachments), sent_at=sent_at))
+                                        is_private=private, attachments=tuple(attachments), sent_at=sent_at,
+                                        message_id=message_id))
 
     def _changed(self) -> None:
         self.changed.set()

@@ -194,7 +194,8 @@ class TurnRunner:
                 self._note_waited(session, item)  # unless it went at the start: its key is the turn's
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
             await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
-                                            turn_id=item.turn_id, first=finish_progress)
+                                            turn_id=item.turn_id, first=finish_progress,
+                                            reply_to=running.take_quote())
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
@@ -246,7 +247,8 @@ class TurnRunner:
 
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
-                self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id)
+                self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id,
+                           reply_to=running.take_quote())
 
         agent = session.agent
         # Who sent it is said of what the files make of the message: the text alone would never be
@@ -317,7 +319,7 @@ class _Observer(TurnObserver):
     async def on_interim(self, text: str) -> None:
         if self.display.interim_assistant_messages and not self.running.suppressed:
             self.runner._send(self.session, text, kind="interim", key=f"{self.running.turn_id}:interim:{self.interim}",
-                              turn_id=self.running.turn_id)
+                              turn_id=self.running.turn_id, reply_to=self.running.take_quote())
             self.interim += 1
 
     async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:

@@ -124,6 +124,9 @@ class Inbound:
     sent_at: float | None = None
     """When the person sent it, by the platform's clock (epoch seconds); None where the platform
     does not say. Older than the gateway's receipt when the platform held it (the gateway was down)."""
+    message_id: str | None = None
+    """The platform's id of the message itself, which an answer may quote (`Outbound.reply_to`): a
+    Telegram message id, a Discord message id; None where the adapter cannot quote one."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field; `from_json` reads it back."""
@@ -167,6 +170,10 @@ class Outbound:
     """The gateway turn this message belongs to."""
     sequence: int = 0
     """Position of this message among the turn's messages, from 0."""
+    reply_to: str | None = None
+    """The `Inbound.message_id` this message answers: an adapter that can shows it as a reply to
+    (a quote of) that message, and sends it all the same, unquoted, when that message is gone.
+    Adapters that cannot quote ignore it."""
 
 
 @dataclass(frozen=True, slots=True)

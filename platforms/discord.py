@@ -476,6 +476,7 @@ class DiscordAdapter:
             platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
             user_name=_handle(message.author), text=text, event_id=str(message.id),
             is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
+            message_id=str(message.id),
         )
 
     def _addressed(self, message: discord.Message, me: int) -> bool:
@@ -550,9 +551,14 @@ class DiscordAdapter:
         target = message.thread_id or message.chat_id
         nonce = _nonce(message.idempotency_key)
         self._twins.sending(nonce)
+        # A reply to the message it answers, without pinging its author (allowed_mentions); sent all
+        # the same, as a plain message, if that message was deleted meanwhile.
+        quote = None if message.reply_to is None else discord.MessageReference(
+            message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)
         try:
             sent = await self._channel(target).send(
                 discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
+                reference=quote,  # type: ignore[arg-type]
             )
         except Exception as exc:
             raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc

@@ -97,7 +97,7 @@ from aiogram.exceptions import (
     TelegramUnauthorizedError,
 )
 from aiogram.methods import GetUpdates, TelegramMethod
-from aiogram.types import BotCommand, FSInputFile, Message, Update
+from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
 
 from platforms import telegram_files, telegram_updates
@@ -470,6 +470,7 @@ class TelegramAdapter:
             is_private=private,
             attachments=attachments,
             sent_at=message.date.timestamp(),
+            message_id=str(message.message_id),
         )
 
     def _addressed(self, message: Message, text: str) -> bool:
@@ -521,8 +522,12 @@ class TelegramAdapter:
     # -- sending -------------------------------------------------------------------
 
     async def send(self, message: Outbound) -> Sent:
-        """sendMessage; notices (``silent``) go with ``disable_notification``. Telegram has
-        no idempotency key: a retry after a lost answer may show the message twice."""
+        """sendMessage; notices (``silent``) go with ``disable_notification``, a part that quotes a
+        message (``reply_to``) with ``reply_parameters``, sent unquoted if that message is gone
+        (``allow_sending_without_reply``). Telegram has no idempotency key: a retry after a lost
+        answer may show the message twice."""
+        quote = None if message.reply_to is None else \
+            ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
 
         def send_to(chat_id: str) -> Awaitable[Message]:
             return self._call_formatted(
@@ -535,6 +540,7 @@ class TelegramAdapter:
                     message_thread_id=_thread(message.thread_id),
                     disable_notification=True if message.silent else None,
                     parse_mode=parse_mode,
+                    reply_parameters=quote,
                 ),
             )
 

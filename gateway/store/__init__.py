@@ -72,10 +72,11 @@ class StoreError(GatewayError):
     for the operator, naming the file and the fix."""
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
-dead letters; 4: each session's delegation backend; 5: chats that moved to a new id. Older files
-are migrated on open; a table added since (e.g. gateway_last_seen) is created where missing."""
+dead letters; 4: each session's delegation backend; 5: chats that moved to a new id; 6: the user's
+message an outbox part quotes. Older files are migrated on open; a table added since (e.g.
+gateway_last_seen) is created where missing."""
 
 
 class GatewayStore:
@@ -129,6 +130,7 @@ class GatewayStore:
                 if int(row[0]) == 1:
                     self.sessions.split_transcripts()
                 self.sessions.add_backend_columns()
+                self.outbox.add_reply_to()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _inbox_attempts(self) -> None:

@@ -29,7 +29,7 @@ SCHEMA = (
         chat_id TEXT NOT NULL, thread_id TEXT, kind TEXT NOT NULL, op TEXT NOT NULL, target_key TEXT,
         text, silent INTEGER NOT NULL, reply_token TEXT, turn_id TEXT, sequence INTEGER NOT NULL,
         status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL,
-        created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT)""",
+        created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT, reply_to TEXT)""",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
     """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
         WHERE status = 'pending'""",
@@ -42,7 +42,8 @@ SCHEMA = (
         platform TEXT NOT NULL, since REAL NOT NULL, until REAL, PRIMARY KEY (platform, since))""",
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
-            "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error")  # fmt: skip
+            "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error, "
+            "reply_to")  # fmt: skip
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -62,6 +63,8 @@ class NewMessage:
     reply_token: str | None = None
     turn_id: str | None = None
     sequence: int | None = None
+    reply_to: str | None = None
+    """The platform id of the user's message this part answers (`platforms.base.Outbound.reply_to`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,8 @@ class OutboxRow:
     sent_at: float | None
     message_id: str | None
     last_error: str | None
+    reply_to: str | None
+    """The platform id of the user's message this part quotes, if any."""
 
     @property
     def chat(self) -> tuple[str, str, str | None]:
@@ -98,13 +103,19 @@ class OutboxRow:
 
 def _outbox_row(r: tuple) -> OutboxRow:
     return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _untext(r[8]), bool(r[9]), r[10], r[11],
-                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]))  # fmt: skip
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20])  # fmt: skip
 
 
 class OutboxRows:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+
+    def add_reply_to(self) -> None:
+        """Schema < 6: each part may quote the user's message it answers (none for the existing ones)."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
+        if "reply_to" not in columns:
+            self._db.write("ALTER TABLE gateway_outbox ADD COLUMN reply_to TEXT")
 
     def commit(self) -> None:
         """Commit what is journaled now: the sender calls this right before every send."""
@@ -132,11 +143,11 @@ class OutboxRows:
     def _insert_message(self, m: NewMessage, now: float) -> int | None:
         cur = self._db.write(
             "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
-            " text, silent, reply_token, turn_id, sequence, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,"
-            " COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
-            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?)",
+            " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to) VALUES (?,?,?,?,?,?,?,?,"
+            " ?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?)",
             (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
-             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now))  # fmt: skip
+             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def message(self, key: str) -> OutboxRow | None:

@@ -48,6 +48,8 @@ class FakeMessage:
     pings: Pings = field(default_factory=Pings)
     """Whom the bot's message notifies, as its content and ``allowed_mentions`` say
     (`platforms.fakes._discord_mentions`); worked out afresh by each edit of the content."""
+    reply_to: str | None = None
+    """The id of the message the bot's message replies to (its ``message_reference``), if any."""
 
 
 def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
@@ -136,6 +138,13 @@ class DiscordModel:
         }
         if m.nonce is not None:
             data["nonce"] = m.nonce
+        if m.reply_to is not None:  # a reply: type 19, with the message replied to while it exists
+            replied = self._find(m.channel_id, m.reply_to)
+            data["type"] = 19
+            data["message_reference"] = {"type": 0, "message_id": m.reply_to, "channel_id": m.channel_id,
+                                         **({"guild_id": guild} if guild is not None else {})}
+            data["referenced_message"] = None if replied is None else \
+                {k: v for k, v in self._history_json(replied).items() if k != "referenced_message"}
         if guild is not None:
             data["guild_id"] = guild
         if m.interaction_id is not None:

@@ -226,9 +226,15 @@ class DiscordRest:
             for earlier in self.messages[channel]:
                 if earlier.from_bot and earlier.nonce == str(nonce):
                     return _json(self._message_json(earlier))  # Discord returns the first message again
+        reference = body.get("message_reference") or {}
+        replied = self._find(channel, str(reference["message_id"])) if reference.get("message_id") else None
+        if reference and replied is None and reference.get("fail_if_not_exists", True):
+            return _error(400, 50035, "Invalid Form Body", {"message_reference": {"_errors": [
+                {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
         message = self._store(channel, self.bot_id, body.get("content") or "", from_bot=True,
                               flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce),
-                              attachments=self._attachments(channel, uploads), pings=pinged)
+                              attachments=self._attachments(channel, uploads), pings=pinged,
+                              reply_to=None if replied is None else replied.id)
         return _json(self._echo(message))
 
     async def _edit_message(self, request: web.Request) -> web.Response:

@@ -13,7 +13,10 @@ application commands (global and per guild), a channel (``GET /channels/{id}``, 
 ``last_message_id``), its history (``GET /channels/{id}/messages`` with ``before``/``after``/``limit``,
 newest first, at most 100, as Discord pages it), channel messages (create, edit,
 delete; 2,000-character limit as 50035; nonces deduplicated when enforced; whom each
-message pings, as its ``allowed_mentions`` allows),
+message pings, as its ``allowed_mentions`` allows; a reply's ``message_reference`` to a message
+not in the channel (never there, or deleted: `delete_message`) refused as 50035
+MESSAGE_REFERENCE_UNKNOWN_MESSAGE, or with ``fail_if_not_exists: false`` sent as a plain message;
+a reply kept as `FakeMessage.reply_to` and served as type 19 with ``referenced_message``),
 typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
 40060 when answered twice; fetch, edit and delete; after 15 minutes the token is refused
 with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
@@ -297,6 +300,18 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name,
                                      forwarded=forwarded)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
+
+    def delete_message(self, channel: str | int, message_id: str | int) -> None:
+        """Someone deletes a message (a user's own, or a moderator any): it is gone from the channel's
+        history and replies to it, and the gateway sends MESSAGE_DELETE, as Discord does."""
+        channel, message_id = str(channel), str(message_id)
+        message = self._find(channel, message_id)
+        if message is None:
+            raise KeyError(f"no message {message_id} in channel {channel}")
+        message.deleted = True
+        guild = self._channel_guild.get(channel)
+        self._dispatch("MESSAGE_DELETE", {"id": message_id, "channel_id": channel,
+                                          **({"guild_id": guild} if guild is not None else {})})
 
     def push_guild_message(
         self,

@@ -31,7 +31,11 @@ What a test reads and drives:
   ``text`` (current, as Telegram shows it: after HTML parsing), ``entities`` (its
   formatting, UTF-16 offsets), ``raw`` (the text as sent), ``edits`` (every text
   it was edited to, in order), ``thread_id``, ``silent`` (sent with
-  ``disable_notification``), ``parse_mode``.
+  ``disable_notification``), ``parse_mode``, ``reply_to`` (the id of the message it replies
+  to, or None; `platforms.fakes._telegram_replies`).
+- ``said[chat_id]``: users' messages the fake served, by message id;
+  ``delete_user_message(chat_id, message_id)`` deletes one (a reply to it is then refused, or
+  sent as a plain message with ``allow_sending_without_reply``).
 - ``commands``: the last ``setMyCommands`` list. ``webhook_url``/``webhook_secret``.
   ``pending``: the updates not yet confirmed; ``served``: the ids of those answered, in order.
 - ``push_message(...)`` / ``push_update(...)`` queue an update for ``getUpdates`` (``sender_chat=``
@@ -83,6 +87,7 @@ from platforms.fakes._telegram_api import ApiError, drop_connection, error_respo
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
 from platforms.fakes._telegram_flood import OVERALL, PER_CHAT, PER_GROUP, FloodControl, MonotonicClock, Window
 from platforms.fakes._telegram_html import HtmlError, parse_html
+from platforms.fakes._telegram_replies import TelegramReplies
 from platforms.fakes._telegram_upgrades import TelegramUpgrades
 from platforms.fakes._telegram_uploads import MAX_UPLOAD, TelegramUploads
 from platforms.fakes._waiting import wait_until
@@ -114,7 +119,7 @@ _DESCRIPTIONS = {
 }
 
 
-class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
+class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramReplies):
     """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
 
     def __init__(
@@ -137,6 +142,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         }
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.messages: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.said: defaultdict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+        """Users' messages in each chat, by message id (replies find them; `delete_user_message`)."""
         self.commands: list[dict[str, Any]] = []
         self.webhook_url: str | None = None
         self.webhook_secret: str | None = None
@@ -287,6 +294,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
         """Queue a raw update for ``getUpdates``; an ``update_id`` is added if missing."""
         queued = dict(update)
         queued.setdefault("update_id", next(self._update_ids))
+        self._heard(queued)
         self.pending.append(queued)
         self._wake()
         return int(queued["update_id"])
@@ -302,6 +310,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
             raise RuntimeError("no webhook is registered (setWebhook was not called)")
         secret = self.webhook_secret if secret is _KEEP else secret
         headers = {} if secret is None else {"X-Telegram-Bot-Api-Secret-Token": secret}
+        self._heard(update)
         if self._client is None:
             self._client = ClientSession()
         async with self._client.post(self.webhook_url, json=update, headers=headers) as resp:
@@ -519,6 +528,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         text, entities = self._parsed(params, editing=False)
         chat_id = self._writable_chat(params)
+        replied = self._replied(params, chat_id)
         thread_id = params.get("message_thread_id")
         record = {
             "message_id": next(self._message_ids[str(chat_id)]),
@@ -530,9 +540,10 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads):
             "thread_id": int(thread_id) if thread_id is not None else None,
             "silent": flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
+            "reply_to": None if replied is None else replied["message_id"],
         }
         self.messages[str(chat_id)].append(record)
-        return self._bot_message(params, record)
+        return self._bot_message(params, record, **({} if replied is None else {"reply_to_message": replied}))
 
     def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
         self._check_editable(params)

@@ -102,6 +102,23 @@ async def test_children_a_restart_interrupted_are_reported_listed_and_retried(tm
     assert chat2.texts()[4].startswith("Nothing to retry: every subagent")
 
 
+async def test_in_a_group_the_restart_report_replies_to_the_message_that_asked(tmp_path, gateways):
+    chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
+    await chat.say("please delegate", private=False, message_id="m-7")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    async with asyncio.timeout(5):
+        for _ in range(2):
+            await model.reached("forever")
+    await gateway.stop(grace=0)
+
+    chat2, _, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "not run again"})
+    await chat2.wait_for(lambda: chat2.messages)
+    await settled(gateway2)
+    [report] = chat2.messages
+    assert report.text.startswith("⚠️ The gateway restarted") and report.outbound.reply_to == "m-7"
+    assert chat.messages[0].outbound.reply_to == "m-7"  # as the acknowledgement did
+
+
 async def test_with_on_restart_resume_interrupted_children_run_again(tmp_path, gateways):
     chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"},
                                        lifecycle={"on_restart": "resume"})

@@ -94,7 +94,7 @@ async def test_dm_becomes_inbound(fake: FakeDiscord, running: Running) -> None:
     [inbound] = await sink.wait(1)
     assert inbound == Inbound(platform="discord", chat_id=fake.dm_channel(USER), thread_id=None,
                               user_id=str(USER), user_name="ada", text="hello there", event_id=message_id,
-                              is_private=True, sent_at=inbound.sent_at)
+                              is_private=True, sent_at=inbound.sent_at, message_id=message_id)
     assert inbound.sent_at is not None and abs(inbound.sent_at - time.time()) < 60  # read from the snowflake
 
 

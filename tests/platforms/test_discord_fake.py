@@ -251,3 +251,25 @@ async def test_runs_standalone_until_ctrl_c() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_replies_need_the_message_unless_told_not_to(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    asked = fake.push_guild_message(5, 6, 7, "how big?", mention_bot=True)
+    url = "/api/v10/channels/6/messages"
+    async with http.post(url, json={"content": "big", "message_reference": {"message_id": int(asked)}}) as response:
+        reply = await response.json()
+    assert (reply["type"], reply["message_reference"]["message_id"]) == (19, asked)
+    assert reply["referenced_message"]["content"].endswith("how big?")
+    fake.delete_message(6, asked)
+    async with http.post(url, json={"content": "lost", "message_reference": {"message_id": asked}}) as response:
+        body = await response.json()
+        assert (response.status, body["code"]) == (400, 50035)
+        assert body["errors"]["message_reference"]["_errors"][0]["code"] == "MESSAGE_REFERENCE_UNKNOWN_MESSAGE"
+    async with http.post(url, json={"content": "anyway", "message_reference": {
+            "message_id": asked, "fail_if_not_exists": False}}) as response:
+        plain = await response.json()
+    assert plain["type"] == 0 and "message_reference" not in plain
+    assert [(m.content, m.reply_to) for m in fake.bot_messages(6)] == [("big", asked), ("anyway", None)]
+    async with http.get(url) as response:  # the history serves the reply with the message gone
+        [anyway, big] = await response.json()
+    assert big["referenced_message"] is None and big["message_reference"]["message_id"] == asked

@@ -90,7 +90,8 @@ async def test_start_registers_commands_and_clears_webhook(fake: FakeTelegram, s
 
 
 async def test_private_message_becomes_one_inbound(fake: FakeTelegram, sink: Sink) -> None:
-    update_id = fake.push_message(42, "hello there", user_id=42, username="alice")
+    update = fake.message_update(42, "hello there", user_id=42, username="alice")
+    update_id = fake.push_update(update)
     await fake.wait_for(lambda: sink.inbound)
     assert sink.inbound == [
         Inbound(
@@ -104,6 +105,7 @@ async def test_private_message_becomes_one_inbound(fake: FakeTelegram, sink: Sin
             is_command=False,
             is_private=True,
             sent_at=sink.inbound[0].sent_at,
+            message_id=str(update["message"]["message_id"]),  # what an answer may quote (a group's does)
         )
     ]
     sent_at = sink.inbound[0].sent_at  # the message's date: whole seconds, by Telegram's clock

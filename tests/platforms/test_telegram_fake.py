@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramBadRequest
+from aiogram.types import ReplyParameters
 from aiohttp import ClientSession, web
 
 from platforms.fakes.telegram import FakeTelegram
@@ -270,3 +275,28 @@ async def test_command_line_serves_until_interrupted() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+async def test_replies_as_telegram_takes_them_new_and_old_fields_alike(fake: FakeTelegram) -> None:
+    bot = Bot(fake.token, session=AiohttpSession(api=TelegramAPIServer.from_base(fake.base_url)))
+    try:
+        update = fake.message_update(-100, "@test_bot how big?", chat_type="supergroup", user_id=5)
+        fake.push_update(update)
+        asked = update["message"]["message_id"]
+        sent = await bot.send_message(-100, "big", reply_parameters=ReplyParameters(message_id=asked))
+        assert sent.reply_to_message is not None and sent.reply_to_message.text == "@test_bot how big?"
+        old = await bot.send_message(-100, "to my own", reply_to_message_id=sent.message_id)  # the older field
+        assert old.reply_to_message is not None and old.reply_to_message.message_id == sent.message_id
+        fake.delete_user_message(-100, asked)
+        for gone in (ReplyParameters(message_id=asked), None):
+            with pytest.raises(TelegramBadRequest, match="message to be replied not found"):
+                await bot.send_message(-100, "lost", reply_parameters=gone,
+                                       reply_to_message_id=None if gone else asked)
+        anyway = await bot.send_message(-100, "anyway", reply_parameters=ReplyParameters(
+            message_id=asked, allow_sending_without_reply=True))
+        legacy = await bot.send_message(-100, "legacy", reply_to_message_id=asked, allow_sending_without_reply=True)
+        assert anyway.reply_to_message is None and legacy.reply_to_message is None
+        assert [(m["text"], m["reply_to"]) for m in fake.messages["-100"]] == [
+            ("big", asked), ("to my own", sent.message_id), ("anyway", None), ("legacy", None)]
+    finally:
+        await bot.session.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 
+from gateway.store import SCHEMA_VERSION, GatewayStore
 from tests.gateway.store.conftest import msg
 
 
@@ -81,3 +83,29 @@ def test_prune_keeps_pending_rows(store, clock):
     store.outbox.add_messages([msg("new:0")])
     assert store.outbox.prune(older_than=clock.now - 50) == 1
     assert store.outbox.message("old:0") is None and store.outbox.message("old:1") is not None
+
+
+def test_a_part_keeps_the_message_it_quotes_and_only_its_pieces_first_does(store):
+    store.outbox.add_messages([msg("q:0", "answer", reply_to="77"), msg("q:1", "more")])
+    assert [store.outbox.message(k).reply_to for k in ("q:0", "q:1")] == ["77", None]
+
+
+def test_a_schema_5_file_keeps_its_pending_parts_and_learns_to_quote(tmp_path):
+    path = tmp_path / "state.db"
+    GatewayStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE gateway_outbox DROP COLUMN reply_to")  # as a build before quoting made it
+    db.execute("INSERT INTO gateway_outbox (key, platform, chat_id, kind, op, text, silent, sequence, status,"
+               " created_at) VALUES ('old:0', 'telegram', 'c1', 'reply', 'send', 'still here', 0, 0, 'pending', 1.0)")
+    db.execute("UPDATE gateway_meta SET value='5' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    store = GatewayStore(path)
+    try:
+        [old] = store.outbox.pending_messages()
+        assert (old.key, old.text, old.reply_to) == ("old:0", "still here", None)
+        store.outbox.add_messages([msg("new:0", reply_to="5")])
+        assert store.outbox.message("new:0").reply_to == "5"
+        assert store.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")[0] == str(SCHEMA_VERSION)
+    finally:
+        store.close()

@@ -1,0 +1,142 @@
+"""In a Telegram group, each answer replies to (quotes) the message it answers, through the real
+aiogram client in `TelegramAdapter` against the loopback `FakeTelegram`, with the real `Gateway`.
+
+With several members asking, answers come one after another: quoted, each shows whose question it
+answers. A private chat's answers quote nothing (there is only one person to answer), and an answer
+to a message deleted meanwhile still arrives, unquoted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
+from gateway.outbox import Outbox
+from gateway.store import GatewayStore
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+from tests.scenarios.test_group_turns import BOB, BOT, CAROL, GROUP, bobs_turn_then_carols, handled
+
+PRIVATE = 42
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(username=BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def chat(fake, tmp_path):
+    started: list[Gateway] = []
+
+    async def start(model: ScriptedModel | None = None, **sections: Any) -> Gateway:
+        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, **sections)
+        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+        gateway = await start_gateway(config, [adapter], model=model)
+        started.append(gateway)
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))
+        return gateway
+
+    yield start
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+def ask(fake: FakeTelegram, chat_id: int, text: str, **who: Any) -> tuple[int, int]:
+    """A member writes ``text``: (update id, message id)."""
+    update = fake.message_update(chat_id, text, **who)
+    return fake.push_update(update), update["message"]["message_id"]
+
+
+def answers(fake: FakeTelegram, chat_id: int) -> list[tuple[str, int | None]]:
+    return [(m["text"], m["reply_to"]) for m in fake.messages[str(chat_id)]]
+
+
+@pytest.mark.parametrize("topic", [None, 7])
+async def test_each_members_answer_replies_to_their_question(fake, chat, topic):
+    model = bobs_turn_then_carols()
+    gateway = await chat(model)
+    _, bobs = ask(fake, GROUP, f"@{BOT} how big is the release?", **BOB, thread_id=topic)
+    await model.reached("bob")
+    carol, carols = ask(fake, GROUP, f"@{BOT} who is on call tonight?", **CAROL, thread_id=topic)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    model.release("bob")
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
+    await settled(gateway)
+    assert answers(fake, GROUP) == [("answer for bob", bobs), ("answer for carol", carols)]
+    assert [m["thread_id"] for m in fake.messages[str(GROUP)]] == [topic, topic]  # a forum topic's, in it
+    [first, _] = fake.calls_to("sendMessage")
+    assert json.loads(first["reply_parameters"]) == {"message_id": bobs, "allow_sending_without_reply": True}
+
+
+async def test_only_the_first_part_of_a_long_answer_replies(fake, chat):
+    long = "\n\n".join(f"paragraph {i} " + "x" * 900 for i in range(6))  # two parts of Telegram's 4096
+    gateway = await chat(ScriptedModel({"parent": [[{"text": long}]]}))
+    _, asked = ask(fake, GROUP, f"@{BOT} write it all down", **BOB)
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
+    await settled(gateway)
+    assert [reply for _, reply in answers(fake, GROUP)] == [asked, None]
+
+
+async def test_a_private_chats_answer_quotes_nothing(fake, chat):
+    gateway = await chat(ScriptedModel({"parent": [[{"text": "hello back"}]]}))
+    ask(fake, PRIVATE, "hello")
+    await fake.wait_for(lambda: fake.messages[str(PRIVATE)])
+    await settled(gateway)
+    assert answers(fake, PRIVATE) == [("hello back", None)]
+    assert "reply_parameters" not in fake.calls_to("sendMessage")[0]
+
+
+async def test_the_answer_to_a_message_deleted_meanwhile_still_arrives(fake, chat):
+    model = ScriptedModel({"parent": [[{"wait": "bob", "text": "answer for bob"}]]})
+    gateway = await chat(model)
+    _, bobs = ask(fake, GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    fake.delete_user_message(GROUP, bobs)
+    model.release("bob")
+    await fake.wait_for(lambda: fake.messages[str(GROUP)])
+    await settled(gateway)
+    assert answers(fake, GROUP) == [("answer for bob", None)]  # sent, replying to nothing
+
+
+async def test_background_results_reply_to_the_message_that_asked_for_them(fake, chat):
+    gateway = await chat(delegation={"gateway_mode": "background"})
+    _, asked = ask(fake, GROUP, f"@{BOT} Compare these:\n- apples\n- pears", **BOB)
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) >= 2, timeout=10)
+    await settled(gateway, timeout=10)
+    ack, results = fake.messages[str(GROUP)]
+    assert "Started 2 subagent" in ack["text"] and "apples: completed" in results["text"]
+    assert (ack["reply_to"], results["reply_to"]) == (asked, asked)
+
+
+async def test_an_answer_journaled_before_a_restart_still_replies_when_sent_after_it(fake, tmp_path):
+    # The reply-to is journaled with the part: the process that sends it need not know the turn.
+    _, asked = ask(fake, GROUP, f"@{BOT} how big is the release?", **BOB)
+    path = tmp_path / "state.db"
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    store = GatewayStore(path)
+    before = Outbox(store.outbox, {"telegram": adapter})  # never started: the process died before sending
+    before.enqueue("telegram", str(GROUP), None, "answer for bob", kind="reply", key="t-1:reply", turn_id="t-1",
+                   reply_to=str(asked))
+    await before.close()
+    store.close()
+    store = GatewayStore(path)
+    after = Outbox(store.outbox, {"telegram": adapter})
+    try:
+        await after.start()
+        assert await after.flush(timeout=5)
+        # The turn replayed after the restart journals its answer again: a no-op, nothing sent twice.
+        after.enqueue("telegram", str(GROUP), None, "answer for bob", kind="reply", key="t-1:reply", turn_id="t-1",
+                      reply_to=str(asked))
+        assert await after.flush(timeout=5)
+    finally:
+        await after.close()
+        store.close()
+        await adapter.stop()
+    assert answers(fake, GROUP) == [("answer for bob", asked)]
