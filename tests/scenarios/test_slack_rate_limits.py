@@ -8,6 +8,7 @@ with ``Retry-After`` as Slack does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -92,7 +93,9 @@ async def test_a_channel_refused_with_retry_after_is_not_written_to_again_before
     clock = FakeClock(autojump=False)
     limits = fake.enforce_rate_limits(clock, per_channel=Window(1, 3.0))
     config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
-    model = ScriptedModel({"parent": lambda request: {"text": f"re: {request.messages[-1]['content']}"}})
+    # A channel's message reaches the model with who wrote it ("[user U0] question 0"): answer the question.
+    model = ScriptedModel({"parent": lambda request: {
+        "text": "re: " + re.sub(r"^\[user U\w+\] ", "", request.messages[-1]["content"])}})
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     gateway = await start_gateway(config, [adapter], model=model, clock=clock)
     try:
