@@ -18,7 +18,8 @@ points). What a cut never breaks:
   the part and reopens it, with the same info string (the language) and
   indentation, at the start of the next, so every part renders as code on its own
   (one in a nested list item, four spaces in or more, is reopened in the first
-  column, and its lines up to its close are taken as far out);
+  column, and its lines up to its close are taken as far out; so are those of an
+  indented fence a part starts at, the cut having dropped its indentation);
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker; unless the markers to close (or to reopen) would
@@ -363,14 +364,16 @@ class _Splitter:
         return head + body + tail, fence, styles
 
     def outside_its_item(self, start: int, head: str) -> _Fence | None:
-        """The nested fence a part from ``start`` opens in the first column: reopened by ``head``, or
-        starting the part (its indentation dropped as whitespace at the cut)."""
+        """The fence a part from ``start`` opens in the first column: a nested one reopened by ``head``,
+        or any indented one starting the part (its indentation dropped as whitespace at the cut)."""
         f = self.fence_before(start + 1)
-        if f is None or not f.nested:
+        if f is None or not f.indent:
             return None
-        if (head and f.open_end < start < f.close_start) or f.open_start <= start <= f.open_start + len(f.indent):
+        if head and f.nested and f.open_end < start < f.close_start:
             return f
-        return None
+        # Any indented fence a part starts at: the cut dropped its indentation, and with it what told
+        # how many spaces its code lines drop (a list item's three would be the user's code).
+        return f if f.open_start <= start <= f.open_start + len(f.indent) else None
 
     def next_start(self, cut: int, left_open: _Fence | None, closed: list[Style]) -> int:
         """Skip the whitespace at the cut (inside code keep the next line's indentation) and any

@@ -87,6 +87,17 @@ def test_a_code_block_in_a_list_item_is_closed_and_reopened_at_its_own_indentati
     assert "".join(t.content for p in parts for t in markdown.parse(p) if t.type == "fence") == steps.replace("   ", "")
 
 
+def test_a_part_starting_at_a_list_items_code_block_drops_the_items_indentation_from_its_code():
+    # The cut drops the fence's indentation as whitespace: opened in the first column, the block kept
+    # the item's three spaces on every code line, which the user copied (Python: "unexpected indent").
+    code = "if ready:\n    start()\nelse:\n    wait()\n"
+    text = "1. First, a paragraph long enough to end the part on its own.\n\n   ```python\n" + "".join(
+        f"   {line}\n" for line in code.splitlines()) + "   ```\n"
+    parts = split_text(text, 100)
+    assert len(parts) == 2
+    assert [t.content for t in markdown.parse(parts[1]) if t.type == "fence"] == [code]
+
+
 def test_a_code_block_in_a_nested_list_item_is_reopened_as_code():
     # Four spaces in, the fence was not known as one: the next part showed the rest of the code as
     # paragraphs (Markdown in it read as such) and its closing fence as text.
