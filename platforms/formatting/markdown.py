@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
 from platforms.formatting import bare_urls, blocks
@@ -80,16 +81,46 @@ def _block_parser() -> MarkdownIt:
 
 
 Definitions = tuple[tuple[str, str, str], ...]
+# A bracketed text holding no unescaped bracket: every link label is one (CommonMark allows no
+# unescaped bracket in a label).
+_BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
 """Link reference definitions: (label as markdown-it keys it, address, title), the first of a label first."""
 
 
 def definitions(markdown: str) -> Definitions:
-    """The link reference definitions of ``markdown``; they apply to the links of the whole text."""
+    """The link reference definitions of ``markdown``; they apply to the links of the whole text.
+
+    Found a run of blocks at a time (`blocks.chunks`: no definition spans two), each run's
+    remembered: the splitter asks for those of candidate parts that differ only in their last run."""
     if "]:" not in markdown:
         return ()
+    found: dict[str, tuple[str, str, str]] = {}
+    for run in blocks.chunks(markdown):
+        for definition in _run_definitions(run) if "]:" in run else ():
+            found.setdefault(definition[0], definition)
+    return tuple(found.values())
+
+
+@lru_cache(maxsize=1024)
+def _run_definitions(run: str) -> Definitions:
     env: dict[str, dict[str, dict[str, str]]] = {}
-    _block_parser().parse(markdown, env)
+    _block_parser().parse(run, env)
     return tuple((label, ref["href"], ref.get("title") or "") for label, ref in env.get("references", {}).items())
+
+
+@lru_cache(maxsize=1024)
+def _labels(run: str) -> frozenset[str]:
+    """What every bracketed text of ``run`` would be as a link label: the labels its links may use."""
+    return frozenset(normalizeReference(m.group(1)) for m in _BRACKETED.finditer(run))
+
+
+def _used(run: str, refs: Definitions) -> Definitions:
+    """The ``refs`` whose labels ``run`` may use: a run is rendered, and remembered, once for the
+    definitions its links read, however many other ones the text has."""
+    if not refs or "[" not in run:
+        return ()
+    labels = _labels(run)
+    return tuple(ref for ref in refs if ref[0] in labels)
 
 
 def parse(markdown: str, references: Definitions = ()) -> list[Token]:
@@ -230,12 +261,12 @@ class Renderer:
         return self.paragraph(self.text(markdown, Context()), Context())
 
     def _render(self, markdown: str) -> str:
-        # A definition anywhere applies to the links of every run: each run reads them all (a run
-        # with no bracket has no link to read them, and is remembered once whatever they are).
+        # A definition anywhere applies to the links of every run: each run reads those its links may
+        # use (`_used`), so it is remembered once whatever the others are.
         refs = definitions(markdown)
         *runs, last = blocks.chunks(markdown)
         parts = [p for run in runs for p in (
-            _top_level(self, run, refs if "[" in run else ()) if len(run) <= _CACHED_RUN else self._run(run, refs))]
+            _top_level(self, run, _used(run, refs)) if len(run) <= _CACHED_RUN else self._run(run, refs))]
         parts += self._run(last, refs)
         return "\n\n".join(p for p in parts if p).strip("\n")
 

@@ -9,6 +9,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from gateway.splitting import split_text
 from platforms.base import utf16_length
@@ -227,6 +228,25 @@ def test_a_reply_with_link_definitions_or_a_bracket_colon_is_parsed_a_few_times_
         shown = [parse_html(telegram_html.render(p)) for p in parts]
         links = [e["url"] for _, entities in shown for e in entities if "/docs/" in e.get("url", "")]
         assert links == [f"https://example.com/docs/{i % 5}" for i in range(30_000 // len(section))]
+
+
+def test_a_reply_with_a_definition_per_section_is_parsed_a_few_times_over(monkeypatch):
+    # Every candidate part was parsed whole once more for its definitions (they apply to every run), and
+    # each run with a link rendered again whenever the candidate's definitions grew: 30 times its length
+    # parsed, a second of CPU for 30 KB on Telegram. Counted, all of markdown-it's parses, not timed.
+    parsed: list[int] = []
+    parse = MarkdownIt.parse
+    monkeypatch.setattr(MarkdownIt, "parse", lambda md, src, env=None: parsed.append(len(src)) or parse(md, src, env))
+    section = SECTION + "Read [the docs][d{}] again.\n\n"
+    sections = 30_000 // len(section)
+    text = "".join(section.format(i, i) for i in range(sections))
+    text += "".join(f"[d{i}]: https://example.com/docs/{i}\n" for i in range(sections))
+    parts = split_text(text, 4096, TelegramAdapter("123:token").measure)
+    assert len(parts) > 5
+    assert sum(parsed) < 10 * len(text), sum(parsed) / len(text)
+    shown = [parse_html(telegram_html.render(p)) for p in parts]
+    links = [e["url"] for _, entities in shown for e in entities if "/docs/" in e.get("url", "")]
+    assert links == [f"https://example.com/docs/{i}" for i in range(sections)]
 
 
 @pytest.mark.parametrize("text", ["```\n" + " " * 50_000 + "x\n```", "x " * 50_000, "\n" * 50_000 + "y" * 5000])
