@@ -412,7 +412,12 @@ class _Splitter:
             if end <= start or (end == start + 1 and _is_pair(text, end)):
                 raise ValueError(f"limit {self.limit} cannot hold the character at {start}")
         if end >= n:
-            return self._kept(self.assemble(head, start, n, markers=markers)[0], start, n), n
+            part = self.assemble(head, start, n, markers=markers)[0]
+            if self.measure(part) <= self.limit:
+                return self._kept(part, start, n), n
+            # Measured with room for a closing fence it does not get, the rest was read otherwise (a fence
+            # there makes what follows code, link definitions too): cut it as any other part.
+            end = n - 1
         cut = self.choose_cut(start, end)
         for _ in range(_RETRIES):
             if cut <= start or (cut == start + 1 and _is_pair(text, cut)):

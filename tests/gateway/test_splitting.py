@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from gateway.splitting import split_text
 from platforms.base import utf16_length
 from platforms.fakes._telegram_html import parse_html
-from platforms.formatting import markdown, telegram_html
+from platforms.formatting import discord_markdown, markdown, telegram_html
 from platforms.telegram import TelegramAdapter
 
 FENCE_LINE = re.compile(r"^ {0,3}`{3,}[^`\n]*$", re.MULTILINE)
@@ -389,6 +389,21 @@ def test_a_part_carries_only_the_link_definitions_it_uses(limit, measure):
     shown = [parse_html(telegram_html.render(p)) for p in parts]
     links = [e["url"] for _, entities in shown for e in entities if e["type"] == "text_link"]
     assert links == [f"https://example.com/{'x' * 60}/{i:04d}" for i in range(60)]
+
+
+def test_the_last_part_fits_as_sent_not_only_as_measured_with_room_for_a_closing_fence():
+    # The last part was measured with a closing fence after it, in case a code block stayed open: that
+    # fence made the definitions added after it code, so the table's reference links were measured unread,
+    # and sent read they took a column of addresses: 3,843 characters of a 2,000 limit, refused by Discord.
+    def measure(part: str) -> int:
+        return len(discord_markdown.render(part))
+
+    rows = "".join(f"| {i} | see [a] |\n" for i in range(30))
+    text = ("See [a] first.\n\n[a]: https://example.com/" + "x" * 60 + "\n\n" + "Intro words here. " * 150
+            + "\n\n```\ncode\n```\n\n| k | v |\n|---|---|\n" + rows)
+    parts = split_text(text, 2000, measure)
+    assert [measure(p) for p in parts if measure(p) > 2000] == []
+    assert "".join(parts).count("see [a]") == 30
 
 
 def test_link_definitions_past_half_the_limit_are_not_carried():
