@@ -1,21 +1,30 @@
 """A long chaos soak of `switchboard run` (local only, never in CI: tests/scenarios/test_restart_chaos.py
-is its short cousin): Telegram polling, a webhook route and optionally Slack Socket Mode against the
-loopback fakes, several chats each, with the demo model delegating lists in the background, while the
-process is killed (SIGKILL), stopped (SIGTERM with a 1 s grace), paused (SIGSTOP/SIGCONT), the platforms
-answer 429/5xx or drop connections, and the state directory's file system (a tmpfs; needs root) is
-filled by a ballast file for a few seconds.
+is its short cousin): Telegram polling, a webhook route and optionally Slack Socket Mode and Discord
+(DMs, and guild channels where users mention the bot or chat among themselves) against the loopback
+fakes, several chats each, with the demo model delegating lists in the background, while the process
+is killed (SIGKILL), stopped (SIGTERM with a 1 s grace), paused (SIGSTOP/SIGCONT), the platforms answer
+429/5xx or drop connections (Discord's gateway also resumes and is invalidated), and the state
+directory's file system (a tmpfs; needs root) is filled by a ballast file for a few seconds.
 
-At the end each chat must hold exactly one answer per message: one demo explanation per plain
-message, and per list one acknowledgement plus one set of results (all parts, every task once, in
-order) or one restart report; no progress card left at ``⏳`` nor Slack placeholder; no child run
-to success twice or left unfinished, no delegation undelivered, nothing pending, failed or dead in
-the outbox and inbox; every SIGTERM exits 0 within twice the grace (plus slack for a loaded box).
+Slack and Discord users keep writing while the process is down, more so between a stop and the
+restart: Discord never sends those messages again and the fake Slack gives an event up once no
+connection was open for it for ``--slack-give-up`` seconds, so only the catch-up at start
+(`platforms.discord_catch_up`, `platforms.slack_catchup`) can find them. Each chat's first message
+is answered before the chaos begins: a conversation the gateway never took a message in is not caught
+up on (documented).
+
+At the end each chat must hold exactly one answer per message: one demo explanation per plain message,
+and per list one acknowledgement plus one set of results (all parts, every task once, in order) or one
+restart report, or one refusal of a launch the journal could not take (the disk full); no progress card
+left at ``⏳`` nor Slack placeholder; no child run to success twice or left unfinished, no delegation
+undelivered, nothing pending, failed or dead in the outbox and inbox; every SIGTERM exits 0 within twice
+the grace (plus slack for a loaded box).
 Anomalies are printed, each failing chat's transcript written to the work directory with the logs.
 Drops of a Telegram send are made before the fake takes it: an answer lost after it may double a
 message, as documented (Telegram cannot be asked what it got). Give the tmpfs room (64m for
 20 minutes): a state that outgrows it is a real full disk, which a start rightly refuses.
 
-    sudo .venv/bin/python bench/chaos_soak.py --minutes 20 --slack --tmpfs 64m --workdir /tmp/soak
+    sudo .venv/bin/python bench/chaos_soak.py --minutes 20 --slack --discord --tmpfs 64m --workdir /tmp/soak
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gateway.outbox import PROGRESS_KINDS  # noqa: E402
+from platforms.fakes.discord import FakeDiscord  # noqa: E402
 from platforms.fakes.slack import FakeSlack  # noqa: E402
 from platforms.fakes.telegram import FakeTelegram  # noqa: E402
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post  # noqa: E402
@@ -52,8 +62,12 @@ GRACE = 1.0
 PAD = "lorem ipsum dolor sit amet " * 9  # long goals: a list's results run past Telegram's 4096
 EXPLANATION = "I am Switchboard's offline demo model"
 ACK = re.compile(r"Started (\d+) subagent\(s\)")
+REFUSED = "delegate_task refused the list"
 TASK = re.compile(r"task (\w+)-(\d+)-(\d+)\b")
 PROGRESS = ("⏳", "✓ Done", "⏹", "⚠️ Failed")
+GUILD = 900
+CAUGHT_UP = (re.compile(r"discord: caught up on channel \d+: (\d+) message"),
+             re.compile(r"slack: caught up on \S+: (\d+) message"))
 
 
 class Gateway:
@@ -90,7 +104,12 @@ class Gateway:
             self.paused = False
         began = time.monotonic()
         self.proc.send_signal(how)
-        async with asyncio.timeout(60):
+        try:
+            async with asyncio.timeout(60):
+                await self.proc.wait()
+        except TimeoutError:  # a hung stop is an anomaly to report, not the end of the soak
+            anomaly(f"run {self.runs}: still running 60 s after {how.name}; killed (its log: run-{self.runs:04d}.log)")
+            self.proc.kill()
             await self.proc.wait()
         took = time.monotonic() - began
         if how == signal.SIGTERM and self.proc.returncode != 0:
@@ -125,6 +144,8 @@ class Soak:
         self.sent: dict[str, list[tuple[str, int]]] = {}  # chat -> [(kind, items)]
         self.stats = Counter()
         self.stopping = False
+        self.down = False  # between a stop and the restart
+        self.warm = asyncio.Event()  # every chat's first message answered: the chaos may begin
         self.lock = asyncio.Lock()  # one chaos action on the process at a time
 
     def message(self, chat: str) -> str:
@@ -142,26 +163,71 @@ class Soak:
             self.stats["telegram messages"] += 1
             await asyncio.sleep(self.rng.uniform(2, 12))
 
+    def count(self, platform: str) -> None:
+        self.stats[f"{platform} messages"] += 1
+        if self.down:
+            self.stats[f"{platform} messages sent while down"] += 1
+
     async def slack_user(self, fake: FakeSlack, user: str) -> None:
+        await self.slack_post(fake, user)
+        await self.warm.wait()
         while not self.stopping:
-            await fake.wait_for(lambda: fake.open_connections, timeout=120)
-            await fake.push_dm(user, self.message(f"s{user}"))
-            self.stats["slack messages"] += 1
+            await self.slack_post(fake, user)
             await asyncio.sleep(self.rng.uniform(2, 12))
+
+    async def slack_post(self, fake: FakeSlack, user: str) -> None:
+        await fake.push_dm(user, self.message(f"s{user}"))
+        self.count("slack")
+
+    async def discord_user(self, fake: FakeDiscord, chat: str) -> None:
+        self.discord_post(fake, chat)
+        await self.warm.wait()
+        while not self.stopping:
+            self.discord_post(fake, chat)
+            await asyncio.sleep(self.rng.uniform(2, 12))
+
+    def discord_post(self, fake: FakeDiscord, chat: str) -> None:
+        """A DM (chat ``d<n>``) or, in guild channel ``g<n>``, a mention from one of two users, or now
+        and then chatter among them that the bot must not answer (and that moves the channel's last
+        message seen)."""
+        kind, n = chat[0], int(chat[1:])
+        if kind == "d":
+            fake.push_dm(5000 + n, self.message(chat))
+        elif self.sent.get(chat) and self.rng.random() < 0.25:
+            fake.push_guild_message(GUILD, 910 + n, 6000 + 2 * n + self.rng.randint(0, 1), f"chatter {chat}")
+            self.stats["discord chatter"] += 1
+            return
+        else:
+            fake.push_guild_message(GUILD, 910 + n, 6000 + 2 * n + self.rng.randint(0, 1), self.message(chat),
+                                    mention_bot=True)
+        self.count("discord")
+
+    async def while_down(self, slack: FakeSlack | None, discord: FakeDiscord | None) -> None:
+        """Users who write between a stop and the restart: what only the catch-up can find."""
+        for _ in range(self.rng.randint(0, 3)):
+            if slack is not None and self.rng.random() < 0.5:
+                await self.slack_post(slack, f"U{self.rng.randrange(self.args.chats)}")
+            if discord is not None and self.rng.random() < 0.7:
+                self.discord_post(discord, f"{self.rng.choice('dg')}{self.rng.randrange(self.args.chats)}")
+            await asyncio.sleep(self.rng.uniform(0, 0.8))
 
     async def webhook_user(self, gateway: Gateway, chat: str) -> None:
         while not self.stopping:
             body = json.dumps({"text": self.message(chat), "chat_id": chat}).encode()
             stamp = str(int(time.time()))
             while True:  # until accepted: the same signed request again, which the inbox knows
+                url = gateway.url
                 try:
                     async with asyncio.timeout(15):
-                        reply = await signed_post(f"{gateway.url}/webhooks/soak", SECRET, body, timestamp=stamp)
+                        reply = await signed_post(f"{url}/webhooks/soak", SECRET, body, timestamp=stamp)
                 except (aiohttp.ClientError, OSError, TimeoutError):
                     await asyncio.sleep(0.2)
                     continue
                 if reply.status == 202:
                     break
+                if url != gateway.url or gateway.proc.returncode is not None:
+                    await asyncio.sleep(0.2)  # a stopped run's port, which another program may have taken meanwhile
+                    continue
                 if reply.status < 500:
                     anomaly(f"webhook {chat}: answered {reply.status}")
                     break
@@ -170,9 +236,15 @@ class Soak:
             await asyncio.sleep(self.rng.uniform(2, 12))
 
     async def chaos(self, gateway: Gateway, fake: FakeTelegram, receiver: WebhookReceiver, state: Path,
-                    slack: FakeSlack) -> None:
+                    slack: FakeSlack, discord: FakeDiscord) -> None:
         actions = ["kill", "term", "pause", "tg429", "tg5xx", "tgdrop", "tgedit", "poll", "hook5xx", "hook429",
                    "hookdrop"] + (["disk"] if self.args.tmpfs else []) + (["sl429", "sldrop"] if self.args.slack else [])
+        actions += ["kill", "term", "dc429", "dc5xx", "dcdrop", "dcinvalid"] if self.args.discord else []
+        try:
+            await fake.wait_for(lambda: all(self.texts(chat) for chat in self.sent), timeout=120)
+        except TimeoutError:
+            anomaly(f"first messages unanswered: {[chat for chat in self.sent if not self.texts(chat)]}")
+        self.warm.set()
         while not self.stopping:
             await asyncio.sleep(self.rng.uniform(1, 6))
             action = self.rng.choice(actions)
@@ -181,8 +253,12 @@ class Soak:
                 if action in ("kill", "term"):
                     took = await gateway.stop(signal.SIGKILL if action == "kill" else signal.SIGTERM)
                     self.stats["stop seconds max"] = max(self.stats["stop seconds max"], round(took, 2))
-                    await asyncio.sleep(self.rng.uniform(0, 1.5))
+                    self.down = True
+                    await asyncio.gather(asyncio.sleep(self.rng.uniform(0, 1.5)),
+                                         self.while_down(slack if self.args.slack else None,
+                                                         discord if self.args.discord else None))
                     await gateway.start()
+                    self.down = False
                 elif action == "pause":
                     gateway.proc.send_signal(signal.SIGSTOP)
                     gateway.paused = True
@@ -211,6 +287,14 @@ class Soak:
                                     retry_after=self.rng.randint(1, 3))
                 elif action == "sldrop":  # no answer, the call not taken: Slack is asked before a resend
                     slack.fail_next("chat.postMessage", drop=True)
+                elif action == "dc429":
+                    discord.fail_next("POST /channels/{channel_id}/messages", 429, retry_after=self.rng.uniform(0.5, 2))
+                elif action == "dc5xx":
+                    discord.fail_next("POST /channels/{channel_id}/messages", self.rng.choice([500, 502]))
+                elif action == "dcdrop":  # discord.py RESUMEs: what was sent meanwhile is replayed
+                    discord.drop_socket()
+                elif action == "dcinvalid":  # a new session, so a catch-up while the process runs
+                    discord.invalidate_session()
                 elif action == "disk":
                     ballast = state / "ballast"
                     subprocess.run(["dd", "if=/dev/zero", f"of={ballast}", "bs=64k"], capture_output=True)
@@ -230,10 +314,12 @@ class Soak:
         answers = [t for t in texts if not t.startswith(PROGRESS) and not t.startswith("⏱")]
         got_hellos = sum(EXPLANATION in t for t in answers)
         got_acks = sum(bool(ACK.search(t)) for t in answers)
+        # A launch the journal could not take (the disk full) is refused, in a reply naming no task.
+        refusals = sum(REFUSED in t for t in answers)
         if got_hellos != hellos:
             problems.append(f"{got_hellos} explanations for {hellos} plain messages")
-        if got_acks != lists:
-            problems.append(f"{got_acks} acknowledgements for {lists} lists")
+        if got_acks + refusals != lists:
+            problems.append(f"{got_acks} acknowledgements and {refusals} refusals for {lists} lists")
         for n, (kind, items) in enumerate(self.sent.get(chat, [])):
             if kind != "list":
                 continue
@@ -242,7 +328,9 @@ class Soak:
                      if TASK.search(line)]
             ks = [int(k) for c, m, k in found if c == chat and int(m) == n]
             reported = any("restarted while subagents" in t and f"task {chat}-{n}-" in t for t in answers)
-            if ks != list(range(items)) and not (reported and sorted(set(ks)) == ks and len(ks) <= items):
+            if not ks and refusals:
+                refusals -= 1
+            elif ks != list(range(items)) and not (reported and sorted(set(ks)) == ks and len(ks) <= items):
                 problems.append(f"list {n}: task lines {ks} for {items} tasks")
         if final:
             stuck = [t[:60] for t in texts if t.startswith("⏳") or t == "_working…_"]
@@ -282,10 +370,24 @@ class Soak:
         channel = fake.dm_channel(chat.removeprefix("s"))
         return [m.get("text", "") for (c, _), ms in fake.messages.items() if c == channel for m in ms if m.get("bot_id")]
 
+    def discord_texts(self, fake: FakeDiscord, chat: str) -> list[str]:
+        channel = fake.dm_channel(5000 + int(chat[1:])) if chat.startswith("d") else 910 + int(chat[1:])
+        return [m.content for m in fake.bot_messages(channel)]
+
     def texts(self, chat: str) -> list[str]:
         if chat.startswith("t"):
             return self.telegram_texts(self.fake, chat)
+        if chat.startswith(("d", "g")):
+            return self.discord_texts(self.discord, chat)
         return self.slack_texts(self.slack, chat) if chat.startswith("s") else self.webhook_texts(self.receiver, chat)
+
+    def caught_up(self, work: Path) -> None:
+        """What the catch-ups read back, from the runs' logs (Discord's count holds every message
+        read, chatter and the bot's own too; Slack's those for the bot)."""
+        for log in sorted(work.glob("run-*.log")):
+            text = log.read_text(errors="replace")
+            for platform, pattern in zip(("discord", "slack"), CAUGHT_UP):
+                self.stats[f"{platform} messages read back by a catch-up"] += sum(map(int, pattern.findall(text)))
 
     def webhook_texts(self, receiver: WebhookReceiver, chat: str) -> list[str]:
         return [p["text"] for p in receiver.payloads if str(p.get("chat_id")) == chat]
@@ -307,8 +409,9 @@ async def main(args) -> None:
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.tmpfs}", "tmpfs", str(state)], check=True)
     soak = Soak(args)
     try:
-        async with FakeTelegram() as fake, WebhookReceiver(SECRET) as receiver, FakeSlack(ack_timeout=20) as slack:
-            soak.fake, soak.receiver, soak.slack = fake, receiver, slack
+        async with (FakeTelegram() as fake, WebhookReceiver(SECRET) as receiver,
+                    FakeSlack(ack_timeout=20, give_up_after=args.slack_give_up) as slack, FakeDiscord() as discord):
+            soak.fake, soak.receiver, soak.slack, soak.discord = fake, receiver, slack, discord
             config = work / "switchboard.yaml"
             config.write_text(yaml.safe_dump({
                 "state_dir": str(state), "server": {"port": 0, "shutdown_grace_seconds": GRACE},
@@ -318,6 +421,8 @@ async def main(args) -> None:
                     "telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url, "allow_all": True},
                     **({"slack": {"enabled": True, "bot_token": slack.bot_token, "app_token": slack.app_token,
                                   "api_base": slack.api_base, "allow_all": True}} if args.slack else {}),
+                    **({"discord": {"enabled": True, "token": discord.token, "api_base": discord.api_base,
+                                    "gateway_url": discord.gateway_url, "allow_all": True}} if args.discord else {}),
                     "webhook": {"enabled": True, "routes": {"soak": {"secret": SECRET, "deliver_url": receiver.url}}},
                 },
             }))
@@ -327,7 +432,10 @@ async def main(args) -> None:
             users += [asyncio.ensure_future(soak.webhook_user(gateway, f"w{i}")) for i in range(args.chats)]
             if args.slack:
                 users += [asyncio.ensure_future(soak.slack_user(slack, f"U{i}")) for i in range(args.chats)]
-            chaos = asyncio.ensure_future(soak.chaos(gateway, fake, receiver, state, slack))
+            if args.discord:
+                users += [asyncio.ensure_future(soak.discord_user(discord, f"{kind}{i}"))
+                          for kind in "dg" for i in range(args.chats)]
+            chaos = asyncio.ensure_future(soak.chaos(gateway, fake, receiver, state, slack, discord))
             await asyncio.sleep(args.minutes * 60)
             soak.stopping = True
             await asyncio.gather(chaos, *users)
@@ -349,6 +457,10 @@ async def main(args) -> None:
             soak.stats["runs"] = gateway.runs
             soak.stats["telegram messages out"] = sum(len(v) for v in fake.messages.values())
             soak.stats["webhook deliveries (unique)"] = len(receiver.unique)
+            soak.stats["slack events given up (no connection)"] = len(slack.given_up)
+            soak.caught_up(work)
+            if discord.errors:
+                anomaly(f"fake Discord errors: {discord.errors[:5]}")
     finally:
         if args.tmpfs:
             subprocess.run(["umount", "-l", str(state)])
@@ -362,6 +474,9 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=3, help="chats per platform")
     parser.add_argument("--seed", default="soak")
     parser.add_argument("--slack", action="store_true", help="Slack (Socket Mode) chats too")
+    parser.add_argument("--slack-give-up", type=float, default=2.0,
+                        help="seconds without a connection after which the fake Slack loses an event")
+    parser.add_argument("--discord", action="store_true", help="Discord DMs and guild channels too")
     parser.add_argument("--workdir", default="/tmp/switchboard-soak")
     parser.add_argument("--tmpfs", default="", help="size of a tmpfs for the state dir (e.g. 24m), to fill it")
     asyncio.run(main(parser.parse_args()))
