@@ -15,7 +15,7 @@ from agent import Clock, PluginCommand, PluginThreads
 from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
-from gateway.session_registry import SessionRegistry
+from gateway.session_registry import Drops, SessionRegistry, every
 from gateway.sessions import GatewaySession
 from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
@@ -104,9 +104,9 @@ class Commands:
 
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         if command.name == "stop":
-            return await self._stop(session, command.args)
+            return await self._stop(session, command.args, inbound)
         if command.name == "new":
-            return await self._new(session)
+            return await self._new(session, inbound)
         if command.name == "agents":
             return await self._agents.run(session, command.args)
         if command.name == "retry":
@@ -137,16 +137,16 @@ class Commands:
         stopped and which the process does not wait for."""
         self._threads.close()
 
-    async def _stop(self, session: GatewaySession, args: str) -> str:
+    async def _stop(self, session: GatewaySession, args: str, inbound: Inbound) -> str:
         note = [STOP_ARGS_NOTE] if args else []
         delivering = _delivering(session)
-        stopped = self._registry.stop(session, "stopped by /stop")
+        stopped = self._registry.stop(session, "stopped by /stop", drops=_drops(inbound))
         # Their results will not be delivered.
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
         await asyncio.sleep(0)
         if not stopped.turn and not children and not stopped.dropped and not finished:
-            return " ".join(["Nothing was running.", *note])
+            return " ".join(["Nothing was running.", *_kept(stopped.kept), *note])
         parts = ["the running turn"] if stopped.turn else []
         if children:
             parts.append(_count(children, "subagent"))
@@ -155,19 +155,19 @@ class Commands:
             said.append("Their partial results are listed by /agents.")
         if finished:
             said.append(_undelivered(finished) + ": /agents lists them.")
-        return " ".join([*said, *_dropped(stopped.dropped), *note])
+        return " ".join([*said, *_dropped(stopped.dropped), *_kept(stopped.kept), *note])
 
-    async def _new(self, session: GatewaySession) -> str:
+    async def _new(self, session: GatewaySession, inbound: Inbound) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
-        results reach the new one."""
+        results reach the new one (other members' waiting messages do: they are answered in it)."""
         delivering = _delivering(session)
-        old_id, stopped = self._registry.new_generation(session)
+        old_id, stopped = self._registry.new_generation(session, drops=_drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
         results = [_undelivered(finished) + "."] if finished else []
         return " ".join([f"Started a new session{extra}.", *results, f"Delegation here is {session.mode}.",
-                         *_dropped(stopped.dropped)])
+                         *_dropped(stopped.dropped), *_kept(stopped.kept, " in the new session")])
 
     def _help(self, session: GatewaySession) -> str:
         # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
@@ -197,6 +197,24 @@ def _dropped(n: int) -> list[str]:
     if n == 1:
         return ["Dropped 1 message that was waiting for its turn: send it again to have it answered."]
     return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]
+
+
+def _drops(stopper: Inbound) -> Drops:
+    """Which waiting messages a stop from ``stopper`` drops: in a group, channel or thread only
+    the stopper's own, as each member's message is a request of their own (one member's stop must
+    not cost another theirs); in a private chat every one."""
+    if stopper.is_private:
+        return every
+    return lambda event: event.user_id == stopper.user_id
+
+
+def _kept(n: int, where: str = "") -> list[str]:
+    """What to tell a group whose other members' waiting messages a stop left to be answered."""
+    if not n:
+        return []
+    if n == 1:
+        return [f"1 message from another member still waits for its turn: it is answered next{where}."]
+    return [f"{n} messages from other members still wait for their turn: they are answered next{where}."]
 
 
 def _delivering(session: GatewaySession) -> str | None:

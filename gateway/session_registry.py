@@ -29,6 +29,13 @@ Ended = Callable[[GatewaySession, str, RunningTurn | None, list[tuple[str, Inbou
 the ``stopped`` turn (or none) and the ``waiting`` messages (turn id, event) before they were
 answered: settle them now, in the stop's own commit, so that no restart answers them, even one
 that comes before the stopped turn has wound down."""
+Drops = Callable[[Inbound], bool]
+"""Whether a stop drops a message waiting for a turn (by its event), or leaves it to be answered."""
+
+
+def every(event: Inbound) -> bool:
+    """The stop drops every waiting message (a private chat's)."""
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,8 @@ class Stopped:
     dropped: int
     """The chat's messages that waited for a turn (queued, or steered into the stopped turn and
     not read yet): dropped for good, their events settled, so no restart answers them either."""
+    kept: int = 0
+    """The waiting messages the stop left alone (in a group, other members'): answered next."""
 
 
 class SessionRegistry:
@@ -111,12 +120,13 @@ class SessionRegistry:
 
     # -- changes -------------------------------------------------------------------------
 
-    def new_generation(self, session: GatewaySession) -> tuple[str, Stopped]:
-        """``/new``: stop the running turn, drop the messages waiting for one, and start a
-        generation with its mode re-resolved, the chat's chosen delegation backend, and an empty
-        conversation. Returns the old generation's agent session id and what was stopped."""
+    def new_generation(self, session: GatewaySession, *, drops: Drops = every) -> tuple[str, Stopped]:
+        """``/new``: stop the running turn, drop the messages waiting for one that ``drops`` picks
+        (the others are answered in the new generation), and start a generation with its mode
+        re-resolved, the chat's chosen delegation backend, and an empty conversation. Returns the old
+        generation's agent session id and what was stopped."""
         old_id = session.session_id
-        stopped = self.stop(session, "session reset by /new", why="new")
+        stopped = self.stop(session, "session reset by /new", why="new", drops=drops)
         row = self._new_row(session.key, session.platform, generation=session.generation + 1,
                             choice=session.backend_choice)
         self._table.save(row)
@@ -141,19 +151,27 @@ class SessionRegistry:
                 session.agent.replace_tool(tool)
         self._table.save_backend(session.key, session.backend, session.backend_choice)
 
-    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop") -> Stopped:
+    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every) -> Stopped:
         """``/stop``: suppress and interrupt the running turn, and drop the messages waiting for
-        a turn. Queued background deliveries go too: the caller settles their delegations."""
-        waiting = [(item.turn_id, item.event) for item in session.queue if item.event is not None]
-        session.queue.clear()
+        a turn that ``drops`` picks; the others stay queued, in order (those steered into the turn and
+        not read yet first, as `stop_turn` puts them back). Queued background deliveries go too: the
+        caller settles their delegations."""
         running = session.running
-        if running is not None:  # taken before `stop_turn`, which would queue them again as turns
-            waiting += [(running.turn_id, item.event) for item in _take_unread(session, running)
-                        if item.event is not None]
+        # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
+        unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
+        waiting: list[tuple[str, Inbound]] = []
+        kept: list[WorkItem] = []
+        for turn_id, item in [*unread, *((item.turn_id, item) for item in session.queue)]:
+            if item.event is not None and drops(item.event):
+                waiting.append((turn_id, item.event))
+            elif item.event is not None:
+                kept.append(item)
+        session.queue.clear()
+        session.queue.extend(kept)
         stopped = self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
-        return Stopped(stopped, len(waiting))
+        return Stopped(stopped, len(waiting), len(kept))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is

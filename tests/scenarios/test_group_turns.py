@@ -168,3 +168,50 @@ async def test_a_members_own_follow_up_steers_their_turn_while_another_members_m
     await settled(gateway)
     assert texts(fake) == ["answer for bob", "answer for carol"]
     assert len(model.requests) == 3  # Bob's turn (two calls), Carol's: none for the correction alone
+
+
+async def test_a_members_stop_drops_only_their_own_waiting_messages(fake, group_chat):
+    # Bob's /stop dropped Carol's question too, waiting behind his turn: she never got an answer.
+    model = bobs_turn_then_carols()
+    gateway = await group_chat("queue", model)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    bobs = fake.push_message(GROUP, f"@{BOT} and the one before?", **BOB)
+    await fake.wait_for(lambda: handled(gateway, carol) and handled(gateway, bobs))
+    fake.push_message(GROUP, f"/stop@{BOT}", **BOB)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=20)  # a group gets a message every 3 s
+    assert texts(fake) == [
+        "Stopped the running turn. Dropped 1 message that was waiting for its turn: send it again to have it "
+        "answered. 1 message from another member still waits for its turn: it is answered next.",
+        "answer for carol"]  # the script's next turn, Carol's: Bob's follow-up was dropped
+    said = [str(m["content"]) for m in model.requests[-1].messages if m["role"] == "user"]
+    assert "who is on call" in said[-1] and not any("the one before" in s for s in said)
+
+
+async def test_a_members_new_leaves_the_other_members_waiting_messages_to_the_new_session(fake, group_chat):
+    # /new dropped Carol's question with the old session: the reset was Bob's, the request hers.
+    def by_asker(request):  # by message, not by turn: the new session's first turn is Carol's
+        said = [str(m["content"]) for m in request.messages if m["role"] == "user"][-1]
+        if "on call" in said:
+            return {"text": "answer for carol"}
+        return {"wait": "bob", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+
+    model = ScriptedModel({"parent": by_asker})
+    gateway = await group_chat("interrupt", model, interim_assistant_messages=False)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+    fake.push_message(GROUP, f"/new@{BOT}", **BOB)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=20)  # a group gets a message every 3 s
+    assert texts(fake) == [
+        "Started a new session. Delegation here is inline. 1 message from another member still waits for its "
+        "turn: it is answered next in the new session.",
+        "answer for carol"]
+    said = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
+    assert said == [f"[@carol] @{BOT} who is on call tonight?"]  # in the new session, without Bob's
