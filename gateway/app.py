@@ -106,7 +106,8 @@ class Gateway:
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
-                                 adapters=self.adapters, clock=clock, routing=host.routing)
+                                 adapters=self.adapters, clock=clock, sent_before=self._sent_before,
+                                 routing=host.routing)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
@@ -373,7 +374,8 @@ class Gateway:
         if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self._send_answer(inbound, await self.commands.run(session, route, inbound))
-            # Queued whatever the busy mode: /new has stopped the running turn.
+            # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
+            # message, left it going on: it waits for it).
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))
             return Accepted(turn_id, session.key)
         running = session.running

@@ -8,14 +8,14 @@ import functools
 import inspect
 import logging
 from collections import ChainMap
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand, PluginThreads
 from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
-from gateway.session_registry import Drops, SessionRegistry, every
+from gateway.session_registry import Drops, SessionRegistry
 from gateway.sessions import GatewaySession
 from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
@@ -46,6 +46,12 @@ LEAD_A_MESSAGE = frozenset({"new"})
 plan the trip`` starts the new session with it. (After ``/stop`` it is mostly emphasis —
 ``/stop now`` — so it is not sent to the model; the answer says so.)"""
 STOP_ARGS_NOTE = "What you wrote after /stop was not read: send it as a message of its own to have it answered."
+STOP_SENT_BEFORE = ("The running turn was not stopped: it answers a message sent after this /stop. "
+                    "Send /stop again to stop it.")
+NEW_SENT_BEFORE = ("No new session was started: this /new was sent before the message being answered now, "
+                   "which this session goes on with. Send /new again to start a new one.")
+SentBefore = Callable[[Inbound, Inbound | None], bool]
+"""``sent_before(event, other)``: whether ``event`` was sent before ``other`` (False when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +83,10 @@ class Commands:
 
     def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
                  plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock,
-                 routing: Routing | None = None) -> None:
+                 sent_before: SentBefore, routing: Routing | None = None) -> None:
+        """``sent_before``: the order the chat's messages were sent in (`gateway.app.Gateway._sent_before`)."""
         self._registry = registry
+        self._sent_before = sent_before
         self._adapters = adapters
         self._children = children
         self._ledger = ledger
@@ -140,13 +148,17 @@ class Commands:
     async def _stop(self, session: GatewaySession, args: str, inbound: Inbound) -> str:
         note = [STOP_ARGS_NOTE] if args else []
         delivering = _delivering(session)
-        stopped = self._registry.stop(session, "stopped by /stop", drops=_drops(inbound))
+        spared = self._later_turn(session, inbound)
+        stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None)
         # Their results will not be delivered.
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering)
-        children = await self._children.interrupt_children(session.session_id, "stopped by /stop")
+        children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
+                                                           sparing_turn=spared)
         await asyncio.sleep(0)
+        went_on = [STOP_SENT_BEFORE] if spared is not None else []
+        kept = _kept(self._others(inbound, stopped.kept))
         if not stopped.turn and not children and not stopped.dropped and not finished:
-            return " ".join(["Nothing was running.", *_kept(stopped.kept), *note])
+            return " ".join([*(went_on or ["Nothing was running."]), *kept, *note])
         parts = ["the running turn"] if stopped.turn else []
         if children:
             parts.append(_count(children, "subagent"))
@@ -155,19 +167,49 @@ class Commands:
             said.append("Their partial results are listed by /agents.")
         if finished:
             said.append(_undelivered(finished) + ": /agents lists them.")
-        return " ".join([*said, *_dropped(stopped.dropped), *_kept(stopped.kept), *note])
+        return " ".join([*said, *went_on, *_dropped(stopped.dropped), *kept, *note])
 
     async def _new(self, session: GatewaySession, inbound: Inbound) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its
-        results reach the new one (other members' waiting messages do: they are answered in it)."""
+        results reach the new one (other members' waiting messages do: they are answered in it).
+        Not while a turn answers a message sent after the ``/new`` (handed over late): resetting the
+        session under it would end the turn of a message meant for the new session, or answer it in
+        one that forgets it."""
+        if self._later_turn(session, inbound) is not None:
+            return NEW_SENT_BEFORE
         delivering = _delivering(session)
-        old_id, stopped = self._registry.new_generation(session, drops=_drops(inbound))
+        old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
         results = [_undelivered(finished) + "."] if finished else []
+        kept = _kept(self._others(inbound, stopped.kept), " in the new session")
         return " ".join([f"Started a new session{extra}.", *results, f"Delegation here is {session.mode}.",
-                         *_dropped(stopped.dropped), *_kept(stopped.kept, " in the new session")])
+                         *_dropped(stopped.dropped), *kept])
+
+    def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:
+        """The running turn's id if it answers a message sent after ``command``: a command sent while
+        the gateway was down and handed over after the restart behind newer messages (Slack's and
+        Discord's catch-up beside live events, Telegram's backlog) was not meant for that turn."""
+        running = session.running
+        if running is None or running.suppressed or not self._sent_before(command, running.event):
+            return None
+        return running.turn_id
+
+    def _drops(self, stopper: Inbound) -> Drops:
+        """Which waiting messages a stop from ``stopper`` drops: those not sent after it (a message
+        sent after it was not what it meant to stop, though handed over first), and in a group, channel
+        or thread only the stopper's own, as each member's message is a request of their own (one
+        member's stop must not cost another theirs); in a private chat every one."""
+        def drops(event: Inbound) -> bool:
+            mine = stopper.is_private or event.user_id == stopper.user_id
+            return mine and not self._sent_before(stopper, event)
+        return drops
+
+    @staticmethod
+    def _others(stopper: Inbound, kept: tuple[Inbound, ...]) -> int:
+        """How many of the messages a stop left waiting are other members' (in a group)."""
+        return 0 if stopper.is_private else sum(1 for event in kept if event.user_id != stopper.user_id)
 
     def _help(self, session: GatewaySession) -> str:
         # An adapter may serve commands of its own (the terminal's /quit): listed too, where they work.
@@ -197,15 +239,6 @@ def _dropped(n: int) -> list[str]:
     if n == 1:
         return ["Dropped 1 message that was waiting for its turn: send it again to have it answered."]
     return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]
-
-
-def _drops(stopper: Inbound) -> Drops:
-    """Which waiting messages a stop from ``stopper`` drops: in a group, channel or thread only
-    the stopper's own, as each member's message is a request of their own (one member's stop must
-    not cost another theirs); in a private chat every one."""
-    if stopper.is_private:
-        return every
-    return lambda event: event.user_id == stopper.user_id
 
 
 def _kept(n: int, where: str = "") -> list[str]:

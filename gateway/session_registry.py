@@ -47,8 +47,9 @@ class Stopped:
     dropped: int
     """The chat's messages that waited for a turn (queued, or steered into the stopped turn and
     not read yet): dropped for good, their events settled, so no restart answers them either."""
-    kept: int = 0
-    """The waiting messages the stop left alone (in a group, other members'): answered next."""
+    kept: tuple[Inbound, ...] = ()
+    """The waiting messages the stop left alone (in a group, other members'; any sent after the
+    stop): answered next."""
 
 
 class SessionRegistry:
@@ -151,12 +152,13 @@ class SessionRegistry:
                 session.agent.replace_tool(tool)
         self._table.save_backend(session.key, session.backend, session.backend_choice)
 
-    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every) -> Stopped:
-        """``/stop``: suppress and interrupt the running turn, and drop the messages waiting for
-        a turn that ``drops`` picks; the others stay queued, in order (those steered into the turn and
-        not read yet first, as `stop_turn` puts them back). Queued background deliveries go too: the
-        caller settles their delegations."""
-        running = session.running
+    def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every,
+             turn: bool = True) -> Stopped:
+        """``/stop``: suppress and interrupt the running turn (not with ``turn`` False: it goes on, with
+        what was steered into it), and drop the messages waiting for a turn that ``drops`` picks; the
+        others stay queued, in order (those steered into the turn and not read yet first, as `stop_turn`
+        puts them back). Queued background deliveries go too: the caller settles their delegations."""
+        running = session.running if turn else None
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
         waiting: list[tuple[str, Inbound]] = []
@@ -168,10 +170,10 @@ class SessionRegistry:
                 kept.append(item)
         session.queue.clear()
         session.queue.extend(kept)
-        stopped = self.stop_turn(session, reason, why=why)
+        stopped = turn and self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
-        return Stopped(stopped, len(waiting), len(kept))
+        return Stopped(stopped, len(waiting), tuple(item.event for item in kept if item.event is not None))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is

@@ -52,14 +52,17 @@ class HostView:
         before the first launch and once all have finished."""
         return self._supervisor.tallies.turn_progress(parent_session_id, turn_id)
 
-    async def interrupt_children(self, parent_session_id: str, reason: str) -> int:
+    async def interrupt_children(self, parent_session_id: str, reason: str, *, sparing_turn: str | None = None) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial
         output it had (``reason`` as its error), a queued one at once, a running one at its
         next safe boundary, and so do their own children (an orchestrator's). Returns how many
         it stopped, nested ones included: children already finishing, or finished, are not
-        counted. Returns before the running ones have stopped."""
+        counted. Returns before the running ones have stopped. ``sparing_turn``: the children that
+        parent turn launched are left running (a stop sent before the message that turn answers)."""
         supervisor = self._supervisor
-        return await supervisor.interrupt(supervisor.with_descendants(supervisor.children(parent_session_id)), reason)
+        children = [r for r in supervisor.children(parent_session_id)
+                    if sparing_turn is None or r.turn_id != sparing_turn]
+        return await supervisor.interrupt(supervisor.with_descendants(children), reason)
 
     async def interrupt_turn(self, parent_session_id: str, turn_id: str, reason: str) -> int:
         """`interrupt_children` for the live children one turn of the session launched (the

@@ -1,0 +1,123 @@
+"""A /stop or /new sent while the gateway was down and handed over after the restart, behind
+messages sent later, through the real aiogram client in `TelegramAdapter` against the loopback
+`FakeTelegram`, with the real `Gateway` behind it.
+
+Telegram dates each message (``date``, the inbound's ``sent_at``); Slack's and Discord's catch-up
+hands over what was said meanwhile beside live events, Telegram a backlog, a failed event is
+tried again late: a command may come after a message sent after it. It ends what was there when
+it was sent, never the turn of a later message, which was not what it meant to stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
+from gateway.commands import NEW_SENT_BEFORE, STOP_SENT_BEFORE
+from gateway.testing import make_config, settled, start_gateway
+from platforms.fakes.telegram import FakeTelegram
+from platforms.telegram import TelegramAdapter
+from tests.hanging_children import HANGING_CHILDREN, children_hanging, delegating_parent, hanging_child
+
+CHAT = 42
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def chat(fake, tmp_path):
+    """Starts a gateway on a Telegram adapter pointed at the fake; subagents run inline."""
+    started: list[Gateway] = []
+
+    async def start(model: ScriptedModel, busy_input_mode: str = "interrupt") -> Gateway:
+        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
+                             display={"interim_assistant_messages": False, "busy_input_mode": busy_input_mode})
+        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
+        gateway = await start_gateway(config, [adapter], model=model)
+        started.append(gateway)
+        await fake.wait_for(lambda: fake.calls_to("getUpdates"))  # polling is live
+        return gateway
+
+    yield start
+    for gateway in started:
+        await gateway.stop(grace=0)
+
+
+def send(fake: FakeTelegram, text: str, *, ago: int = 0) -> int:
+    """The user wrote ``text`` ``ago`` seconds before Telegram hands it over."""
+    update = fake.message_update(CHAT, text)
+    update["message"]["date"] -= ago
+    return fake.push_update(update)
+
+
+def texts(fake: FakeTelegram) -> list[str]:
+    return [m["text"] for m in fake.messages[str(CHAT)]]
+
+
+def release_children(model: ScriptedModel) -> None:
+    for task in HANGING_CHILDREN["tasks"]:
+        model.release(task["goal"])
+
+
+async def test_a_stop_sent_before_the_running_turns_message_does_not_stop_it(fake, chat):
+    # Handed over after the restart, behind a message sent later, it stopped the turn of that
+    # message and its subagents, and dropped the message sent after it that waited.
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    gateway = await chat(model, "queue")
+    send(fake, "please delegate this")
+    await children_hanging(model)
+    later = send(fake, "and what else?")
+    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", str(later)) is not None)
+    send(fake, "/stop", ago=3600)  # while the gateway was down
+    await fake.wait_for(lambda: texts(fake))
+    assert texts(fake) == [STOP_SENT_BEFORE]
+    session = next(iter(gateway.sessions))
+    assert not session.running.suppressed and len(gateway.host.children.children(session.session_id)) == 2
+    release_children(model)
+    await fake.wait_for(lambda: len(texts(fake)) == 3)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=10)
+    assert texts(fake) == [STOP_SENT_BEFORE, "I started the subagents.", "all done"]
+
+
+async def test_a_late_stop_still_stops_the_turn_of_a_message_sent_before_it(fake, chat):
+    # What it was meant for: here the turn of a message from before the restart, run again after it.
+    # The message sent after the stop, waiting behind that turn, was not: it is answered.
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    gateway = await chat(model, "queue")
+    send(fake, "please delegate this", ago=300)  # within delivery.late_after: no note on its age
+    await children_hanging(model)
+    later = send(fake, "and what else?")
+    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", str(later)) is not None)
+    send(fake, "/stop", ago=200)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=10)
+    assert texts(fake) == ["Stopped the running turn and 2 subagents. Their partial results are listed by /agents.",
+                           "all done"]
+
+
+async def test_a_new_sent_before_the_running_turns_message_starts_no_session_under_it(fake, chat):
+    # It stopped the turn of the message sent after it, meant for the new session, unanswered.
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    gateway = await chat(model)
+    send(fake, "please delegate this")
+    await children_hanging(model)
+    session = next(iter(gateway.sessions))
+    generation = session.generation
+    send(fake, "/new", ago=3600)
+    await fake.wait_for(lambda: texts(fake))
+    assert texts(fake) == [NEW_SENT_BEFORE]
+    release_children(model)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=10)
+    assert texts(fake) == [NEW_SENT_BEFORE, "I started the subagents."]
+    assert session.generation == generation
