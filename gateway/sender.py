@@ -203,6 +203,7 @@ class Sender:
             stale = True
         delay = BACKOFF_FIRST
         pacing = pacing_of(adapter, row.chat_id)
+        asked = False  # whether the platform was asked about a withdrawn target (`_settle_final`)
         while True:
             if stale:  # after any await the row may have been dropped, superseded or pruned
                 fresh = self._store.message_by_id(row.id)
@@ -215,12 +216,16 @@ class Sender:
             target_id = target.message_id if target is not None else None
             withdrawn = target is not None and target.status == "dropped" and target.kind in PROGRESS_KINDS
             if withdrawn and target_id is None:
-                if self._withdrawn_maybe_sent(adapter, target):  # posted just before a crash, say: ask first
+                # Posted just before a crash, say: ask first, once. Found, it has its id now and this
+                # change finishes it; not found or not answered (an outage, an adapter stopped), it
+                # stays "maybe sent", and asking again gets the same answer: it looped, never
+                # yielding where the lookup failed at once, so a shutdown never finished.
+                if not asked and self._withdrawn_maybe_sent(adapter, target):
                     if not await self._settle_final(adapter, target, preempt):
                         return False
-                    stale = True
+                    asked = stale = True
                     continue
-                self._drop_change_of_withdrawn(row)
+                self._drop_change_of_withdrawn(row, "was not found to have gone out" if asked else "never went out")
                 return True
             if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
                 row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
@@ -456,13 +461,13 @@ class Sender:
     def _target(self, row: OutboxRow) -> OutboxRow | None:
         return self._store.message(row.target_key) if row.target_key else None
 
-    def _drop_change_of_withdrawn(self, row: OutboxRow) -> None:
-        """An edit or deletion of a progress message withdrawn before it went out (`Outbox.withdraw`):
-        sent anew, as for any edit without a message, it would appear after the answer."""
+    def _drop_change_of_withdrawn(self, row: OutboxRow, why: str) -> None:
+        """An edit or deletion of a progress message withdrawn before it went out (`Outbox.withdraw`),
+        or not found to have gone out when the platform was asked: sent anew, as for any edit without
+        a message, it would appear after the answer."""
         self._forget(row)
         self._store.drop([row.id])
-        log.info("outbox: %s chat %s: %s dropped: %s never went out", row.platform, row.chat_id, row.key,
-                 row.target_key)
+        log.info("outbox: %s chat %s: %s dropped: %s %s", row.platform, row.chat_id, row.key, row.target_key, why)
         self._settle_cb(row.key, None)
 
     def _to_send(self, row: OutboxRow, reason: str) -> OutboxRow:

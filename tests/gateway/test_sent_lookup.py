@@ -12,6 +12,7 @@ from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
 from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
+from platforms.base import Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SENT_EVENT, SlackAdapter
 
@@ -217,4 +218,65 @@ async def test_a_card_whose_post_a_dead_process_left_in_flight_is_found_and_fini
     assert await again.flush(timeout=WAIT)
     await again.close()
     assert_found_and_finished(store, fake, delete=delete)
+    store.close()
+
+
+class Spun(BaseException):
+    """A lookup past the bound: an outbox asking in a loop that never yields would not reach a timeout."""
+
+
+class CountedSlack(SlackAdapter):
+    """The real adapter, its lookups counted; past ``bound`` one stops the chat's sender (`Spun`),
+    so a test of a spinning outbox fails instead of hanging."""
+
+    def __init__(self, fake: FakeSlack, bound: int) -> None:
+        super().__init__(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+        self.lookups, self._bound = 0, bound
+
+    async def find_sent(self, message: Outbound, since: float) -> str | None:
+        self.lookups += 1
+        if self.lookups > self._bound:
+            raise Spun(f"looked {message.idempotency_key} up {self.lookups} times")
+        return await super().find_sent(message, since)
+
+
+@pytest.mark.parametrize("answer", ["found", "not_found", "outage", "stopped"])
+async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_comes(tmp_path, fake, adapters,
+                                                                                       answer):
+    """The turn, run again after a restart, finalises a card the dead process left pending (it may
+    have gone out): the edit's look-up is made once. Found, the edit finishes the card; not found,
+    or not answered (Slack in an outage, or the adapter stopped as the gateway shuts down), the edit
+    is dropped and the card stays as it is: asking again would get the same answer, in a loop that
+    never yielded while the adapter was stopped, so a SIGTERM never finished."""
+    store = GatewayStore(tmp_path / "state.db")
+    dead = await adapters()
+    first = Outbox(store.outbox, {"slack": dead})
+    ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
+    if answer == "not_found":
+        await first.close()  # the process dies before it posts the card
+    else:
+        await first.start()
+        released = fake.hold("chat.postMessage")
+        await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+        await first.close()  # the process dies with the post in flight
+        released.set()  # Slack posts it all the same
+        await fake.wait_for(lambda: bot_posts(fake))
+    await dead.stop()
+
+    slack = CountedSlack(fake, bound=3)
+    await slack.start(_ignore, [])
+    if answer == "outage":
+        fake.fail_next("conversations.history", "service_unavailable", status=503, times=3)
+    elif answer == "stopped":
+        await slack.stop()
+    again = Outbox(store.outbox, {"slack": slack})
+    ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2").finish("✓ Done", delete=False)
+    await again.start()
+    assert await again.flush(timeout=WAIT)
+    await again.close()
+    await slack.stop()
+    assert slack.lookups == 1
+    posted = {"found": ["✓ Done"], "not_found": []}.get(answer, ["⏳ Working…"])
+    assert [m["text"] for m in bot_posts(fake)] == posted
+    assert store.outbox.message("card-final-r2:0").status == ("sent" if answer == "found" else "dropped")
     store.close()
