@@ -61,6 +61,27 @@ async def stop(adapter: DiscordAdapter) -> None:
     await join_heartbeat_threads()
 
 
+async def dm_seen_once(fake: FakeDiscord) -> tuple[Store, Sink]:
+    """A store and sink that saw one DM ("one") in a run now stopped: the DM has a last message seen."""
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+    finally:
+        await stop(adapter)
+    return store, sink
+
+
+async def missed_then_later(fake: FakeDiscord, store: Store, sink: Sink, missed: str) -> None:
+    """A next start hands ``missed`` over, and a live message after it."""
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed)
+        await sink.has(fake.push_dm(USER, "later"))
+    finally:
+        await stop(adapter)
+
+
 async def test_what_was_said_while_down_is_handed_over_at_the_next_start_oldest_first(fake: FakeDiscord) -> None:
     store, sink = Store(), Sink(fake)
     adapter = await run(fake, store, sink)
@@ -94,12 +115,7 @@ async def test_what_was_said_while_down_is_handed_over_at_the_next_start_oldest_
 
 async def test_messages_older_than_a_day_are_not_answered_and_a_warning_says_so(
         fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
-    store, sink = Store(), Sink(fake)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(fake.push_dm(USER, "one"))
-    finally:
-        await stop(adapter)
+    store, sink = await dm_seen_once(fake)
     old = fake.push_dm(USER, "too old by the time the bot is back")
     dm = fake.dm_channel(USER)
     adapter = await run(fake, store, sink, clock=lambda: time.time() + 25 * 3600)  # back a day and an hour later
@@ -134,12 +150,7 @@ async def test_a_channel_with_nothing_new_costs_no_history_request(fake: FakeDis
 
 async def test_a_catch_up_that_gets_no_answer_is_given_up_at_its_deadline_and_live_messages_flow(
         fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
-    store, sink = Store(), Sink(fake)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(fake.push_dm(USER, "one"))
-    finally:
-        await stop(adapter)
+    store, sink = await dm_seen_once(fake)
     fake.push_dm(USER, "while down")
     fake.hold(HISTORY)  # never answered, as a Discord that hangs (or a long 429) would leave it
     adapter = await run(fake, store, sink, catch_up_timeout=0.2)
@@ -156,12 +167,7 @@ async def test_a_catch_up_that_gets_no_answer_is_given_up_at_its_deadline_and_li
 
 
 async def test_a_channel_left_at_the_deadline_is_looked_at_again_at_the_next_start(fake: FakeDiscord) -> None:
-    store, sink = Store(), Sink(fake)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(fake.push_dm(USER, "one"))
-    finally:
-        await stop(adapter)
+    store, sink = await dm_seen_once(fake)
     missed = fake.push_dm(USER, "while down")
     release = fake.hold(HISTORY)
     adapter = await run(fake, store, sink, catch_up_timeout=0.2)
@@ -170,23 +176,13 @@ async def test_a_channel_left_at_the_deadline_is_looked_at_again_at_the_next_sta
     finally:
         await stop(adapter)
     release.set()
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(missed)
-        await sink.has(fake.push_dm(USER, "later"))
-    finally:
-        await stop(adapter)
+    await missed_then_later(fake, store, sink, missed)
     assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
 
 
 async def test_a_channel_whose_history_could_not_be_read_is_looked_at_again_at_the_next_start(
         fake: FakeDiscord) -> None:
-    store, sink = Store(), Sink(fake)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(fake.push_dm(USER, "one"))
-    finally:
-        await stop(adapter)
+    store, sink = await dm_seen_once(fake)
     missed = fake.push_dm(USER, "while down")
     fake.fail_next(HISTORY, 503)  # Discord's "upstream unavailable", which discord.py does not retry
     adapter = await run(fake, store, sink)
@@ -195,12 +191,7 @@ async def test_a_channel_whose_history_could_not_be_read_is_looked_at_again_at_t
         await sink.has(fake.push_dm(USER, "live"))
     finally:
         await stop(adapter)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(missed)
-        await sink.has(fake.push_dm(USER, "later"))
-    finally:
-        await stop(adapter)
+    await missed_then_later(fake, store, sink, missed)
     assert list(dict.fromkeys(e.text for e in sink.events)) == ["one", "live", "while down", "later"]
 
 
@@ -272,12 +263,7 @@ async def catching_up_when_a_new_session_begins(fake: FakeDiscord, wind_down: fl
                                                                                             SlowToGiveIn]:
     """An adapter whose catch-up is handing a message over when Discord invalidates its session: the
     new session's READY cancels that catch-up while the sink is still recording the message."""
-    store, sink = Store(), Sink(fake)
-    adapter = await run(fake, store, sink)
-    try:
-        await sink.has(fake.push_dm(USER, "one"))
-    finally:
-        await stop(adapter)
+    store, sink = await dm_seen_once(fake)
     slow = SlowToGiveIn(fake, fake.push_dm(USER, "while down"), wind_down)
     adapter = await run(fake, store, slow)
     await fake.wait_for(lambda: slow.handing is not None)
