@@ -14,9 +14,8 @@ import pytest
 
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
-from gateway.testing import make_config, settled, start_gateway
+from gateway.testing import settled
 from platforms.fakes.telegram import FakeTelegram
-from platforms.telegram import TelegramAdapter
 from tests.asking_model import asking_parent
 
 BOT = "sb_group_test_bot"
@@ -32,23 +31,14 @@ async def fake() -> AsyncIterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def group_chat(fake, tmp_path):
+def group_chat(fake, telegram_gateways):
     """Starts a gateway on a Telegram adapter pointed at the fake, with ``busy_input_mode`` and
     other ``display`` settings."""
-    started: list[Gateway] = []
 
     async def start(busy_input_mode: str, model: ScriptedModel, **display) -> Gateway:
-        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
-                             display={"busy_input_mode": busy_input_mode, **display})
-        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-        gateway = await start_gateway(config, [adapter], model=model)
-        started.append(gateway)
-        await fake.wait_for(lambda: fake.calls_to("getUpdates"))  # polling is live
-        return gateway
+        return await telegram_gateways(fake, model, busy_input_mode=busy_input_mode, **display)
 
-    yield start
-    for gateway in started:
-        await gateway.stop(grace=0)
+    return start
 
 
 def texts(fake: FakeTelegram) -> list[str]:

@@ -17,9 +17,8 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.commands import NEW_SENT_BEFORE, STOP_SENT_BEFORE
-from gateway.testing import make_config, settled, start_gateway
+from gateway.testing import settled
 from platforms.fakes.telegram import FakeTelegram
-from platforms.telegram import TelegramAdapter
 from tests.hanging_children import HANGING_CHILDREN, children_hanging, delegating_parent, hanging_child
 
 CHAT = 42
@@ -32,22 +31,13 @@ async def fake() -> AsyncIterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def chat(fake, tmp_path):
+def chat(fake, telegram_gateways):
     """Starts a gateway on a Telegram adapter pointed at the fake; subagents run inline."""
-    started: list[Gateway] = []
 
     async def start(model: ScriptedModel, busy_input_mode: str = "interrupt") -> Gateway:
-        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
-                             display={"interim_assistant_messages": False, "busy_input_mode": busy_input_mode})
-        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-        gateway = await start_gateway(config, [adapter], model=model)
-        started.append(gateway)
-        await fake.wait_for(lambda: fake.calls_to("getUpdates"))  # polling is live
-        return gateway
+        return await telegram_gateways(fake, model, interim_assistant_messages=False, busy_input_mode=busy_input_mode)
 
-    yield start
-    for gateway in started:
-        await gateway.stop(grace=0)
+    return start
 
 
 def send(fake: FakeTelegram, text: str, *, ago: int = 0) -> int:
