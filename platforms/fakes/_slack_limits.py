@@ -16,24 +16,13 @@ fake never refuses keeps inside Slack's limits.
 
 from __future__ import annotations
 
-import math
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from platforms.fakes._sliding_windows import MonotonicClock, SlidingWindows, Window
 
-class MonotonicClock(Protocol):
-    def monotonic(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class Window:
-    """At most ``count`` calls in any ``seconds``."""
-
-    count: int
-    seconds: float
-
+__all__ = ["PER_CHANNEL", "TIERS", "MonotonicClock", "RateLimited", "SlackRateLimits", "Window"]
 
 PER_CHANNEL = Window(1, 1.0)
 """``chat.postMessage``: one message a second per channel."""
@@ -78,10 +67,9 @@ class SlackRateLimits:
 
     def __init__(self, clock: MonotonicClock, *, per_channel: Window = PER_CHANNEL,
                  tiers: Mapping[str, Window] = TIERS) -> None:
-        self._clock = clock
+        self._windows = SlidingWindows(clock)
         self._per_channel = per_channel
         self._tiers = dict(tiers)
-        self._recent: dict[tuple[str, str], deque[float]] = {}
         self.calls: list[Admitted] = []
         """Every counted call let through, in order."""
         self.refused: list[Refusal] = []
@@ -94,15 +82,13 @@ class SlackRateLimits:
         windows = self._windows_of(method, channel)
         if not windows:
             return None
-        now = self._clock.monotonic()
+        now = self._windows.now()
         for kind, key, window in windows:
-            stamps = self._stamps(key, window, now)
-            if len(stamps) >= window.count:
-                retry_after = max(1, math.ceil(stamps[-window.count] + window.seconds - now))
+            retry_after = self._windows.retry_after(key, window, now)
+            if retry_after is not None:
                 self.refused.append(Refusal(now, method, channel, retry_after, kind))
                 raise RateLimited(retry_after)
-        for _, key, _ in windows:
-            self._recent[key].append(now)
+        self._windows.count([key for _, key, _ in windows], now)
         admitted = Admitted(now, method, channel)
         self.calls.append(admitted)
         return admitted
@@ -110,19 +96,10 @@ class SlackRateLimits:
     def withdraw(self, admitted: Admitted) -> None:
         """The call failed for another reason (``channel_not_found``, say): it wrote nothing."""
         self.calls.remove(admitted)
-        for _, key, _ in self._windows_of(admitted.method, admitted.channel):
-            stamps = self._recent.get(key)
-            if stamps is not None and admitted.at in stamps:
-                stamps.remove(admitted.at)
+        self._windows.uncount([key for _, key, _ in self._windows_of(admitted.method, admitted.channel)], admitted.at)
 
     def _windows_of(self, method: str, channel: str) -> list[tuple[str, tuple[str, str], Window]]:
         if method == "chat.postMessage":
             return [("channel", (method, channel), self._per_channel)] if channel else []
         tier = self._tiers.get(method)
         return [] if tier is None else [("tier", (method, ""), tier)]
-
-    def _stamps(self, key: tuple[str, str], window: Window, now: float) -> deque[float]:
-        stamps = self._recent.setdefault(key, deque())
-        while stamps and stamps[0] <= now - window.seconds:
-            stamps.popleft()
-        return stamps

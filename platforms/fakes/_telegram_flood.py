@@ -17,28 +17,17 @@ it never refuses keeps inside Telegram's limits with room to spare.
 
 from __future__ import annotations
 
-import math
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from platforms.fakes._sliding_windows import MonotonicClock, SlidingWindows, Window
 from platforms.fakes._telegram_api import ApiError
+
+__all__ = ["OVERALL", "PER_CHAT", "PER_GROUP", "FloodControl", "MonotonicClock", "Window"]
 
 WRITES = frozenset({"sendmessage", "editmessagetext", "sendphoto", "senddocument"})
 """The methods that put a message in a chat or change one: what the limits count."""
-
-
-class MonotonicClock(Protocol):
-    def monotonic(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class Window:
-    """At most ``count`` writes in any ``seconds``."""
-
-    count: int
-    seconds: float
 
 
 PER_CHAT = Window(1, 1.0)
@@ -69,9 +58,8 @@ class FloodControl:
 
     def __init__(self, clock: MonotonicClock, *, per_chat: Window = PER_CHAT, per_group: Window = PER_GROUP,
                  overall: Window = OVERALL) -> None:
-        self._clock = clock
+        self._windows = SlidingWindows(clock)
         self._limits = {"chat": per_chat, "group": per_group, "overall": overall}
-        self._recent: dict[tuple[str, str], deque[float]] = {}
         self.writes: list[Write] = []
         """Every write let through, in order."""
         self.refused: list[Refusal] = []
@@ -83,16 +71,14 @@ class FloodControl:
         if method.lower() not in WRITES or params.get("chat_id") in (None, ""):
             return None
         chat = str(params["chat_id"])
-        now = self._clock.monotonic()
+        now = self._windows.now()
         keys = _windows_of(chat)
         for kind, key in keys:
-            window, stamps = self._limits[kind], self._stamps(kind, key, now)
-            if len(stamps) >= window.count:
-                retry_after = max(1, math.ceil(stamps[-window.count] + window.seconds - now))
+            retry_after = self._windows.retry_after((kind, key), self._limits[kind], now)
+            if retry_after is not None:
                 self.refused.append(Refusal(now, method, chat, retry_after, kind))
                 raise ApiError(429, f"Too Many Requests: retry after {retry_after}", retry_after)
-        for kind, key in keys:
-            self._recent[(kind, key)].append(now)
+        self._windows.count(keys, now)
         write = Write(now, method, chat)
         self.writes.append(write)
         return write
@@ -100,16 +86,7 @@ class FloodControl:
     def withdraw(self, write: Write) -> None:
         """The write was refused for another reason (a bad request): it never reached the chat."""
         self.writes.remove(write)
-        for key in _windows_of(write.chat_id):
-            stamps = self._recent.get(key)
-            if stamps is not None and write.at in stamps:
-                stamps.remove(write.at)
-
-    def _stamps(self, kind: str, key: str, now: float) -> deque[float]:
-        stamps = self._recent.setdefault((kind, key), deque())
-        while stamps and stamps[0] <= now - self._limits[kind].seconds:
-            stamps.popleft()
-        return stamps
+        self._windows.uncount(_windows_of(write.chat_id), write.at)
 
 
 def _windows_of(chat: str) -> list[tuple[str, str]]:
