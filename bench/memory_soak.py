@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
-from agent import ModelRequest, ModelResponse  # noqa: E402
+from bench.instant_model import InstantModel  # noqa: E402
 from bench.machine import describe  # noqa: E402
 from gateway.app import Gateway  # noqa: E402
 from gateway.config import config_from_mapping  # noqa: E402
@@ -62,15 +62,6 @@ from platforms.webhook_signing import signed_headers  # noqa: E402
 SECRET = "soak-secret"
 PARALLEL = 50
 DEFAULTS = {"webhook": (20_000, 5_000), "web": (20_000, 5_000), "telegram": (10_000, 5_000)}
-
-
-class InstantModel:
-    name = "instant"
-    context_window = 128_000
-    supports_vision = False
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        return ModelResponse(text="ok")
 
 
 class Replies:

@@ -28,20 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolRegistry  # noqa: E402
+from agent import AgentSession, HookRegistry, ToolRegistry  # noqa: E402
 from agent.testing import inside_turn  # noqa: E402
+from bench.instant_model import InstantModel  # noqa: E402
 from bench.machine import describe  # noqa: E402
 from lifecycle import AsyncSubagentLifecycle, ChildHost, SqliteJournal, SubagentLaunchRequest  # noqa: E402
 from lifecycle.settings import LifecycleSettings, TemporalSettings  # noqa: E402
-
-
-class InstantModel:
-    name = "instant"
-    context_window = 128_000
-    supports_vision = False
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        return ModelResponse(text="done")
 
 
 async def serve_worker(address: str, queue: str) -> None:
@@ -49,7 +41,7 @@ async def serve_worker(address: str, queue: str) -> None:
     from lifecycle.temporal import ChildWorker, WorkerToolbox, connect
 
     client = await connect(TemporalSettings(address=address, task_queue=queue))
-    toolbox = WorkerToolbox(tools=ToolRegistry(), model_for=lambda provider, name: InstantModel())
+    toolbox = WorkerToolbox(tools=ToolRegistry(), model_for=lambda provider, name: InstantModel("done"))
     async with ChildWorker(client, queue, toolbox, max_concurrent=200):
         print("ready", flush=True)
         await asyncio.Event().wait()
@@ -70,7 +62,7 @@ async def measure(engine, workdir: Path, single: int, concurrent: int, rounds: i
     service = AsyncSubagentLifecycle(host, SqliteJournal(db), settings=LifecycleSettings(max_running=concurrent),
                                      engine=engine)
     await service.start()
-    parent = AgentSession(model=InstantModel(), tools={}, session_id="bench-parent", workspace=workdir)
+    parent = AgentSession(model=InstantModel("done"), tools={}, session_id="bench-parent", workspace=workdir)
     try:
         with inside_turn(parent, "bench-turn"):
             for _ in range(5):  # warm up: connections, caches
