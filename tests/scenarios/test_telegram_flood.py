@@ -15,6 +15,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
+from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._telegram_flood import FloodControl
 from platforms.fakes.telegram import FakeTelegram
@@ -78,16 +79,22 @@ def busiest(flood: FloodControl, seconds: float) -> int:
     return max(sum(1 for t in stamps if end - seconds < t <= end) for end in stamps)
 
 
-@pytest.mark.parametrize("topics", [None, (11, 12)], ids=["group", "forum-topics"])
-async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path, topics):
-    """``topics``: alice and bob write in two topics of a forum group, one chat to Telegram."""
-    alice, bob = (ALICE, BOB) if topics is None else ({**ALICE, "thread_id": topics[0]}, {**BOB, "thread_id": topics[1]})
+async def fan_out_gateway(fake, tmp_path) -> tuple[FakeClock, FloodControl, ScriptedModel, Gateway]:
+    """A gateway on the fake Telegram with its flood limits on, on a fake clock, whose model fans
+    out (`parent`, `child`): the clock, the limits, the model and the gateway."""
     clock = FakeClock(autojump=False)
     flood = fake.enforce_flood_limits(clock)
     config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 1.0})
     model = ScriptedModel({"parent": parent, "leaf": child})
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    return clock, flood, model, await start_gateway(config, [adapter], model=model, clock=clock)
+
+
+@pytest.mark.parametrize("topics", [None, (11, 12)], ids=["group", "forum-topics"])
+async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_in_order(fake, tmp_path, topics):
+    """``topics``: alice and bob write in two topics of a forum group, one chat to Telegram."""
+    alice, bob = (ALICE, BOB) if topics is None else ({**ALICE, "thread_id": topics[0]}, {**BOB, "thread_id": topics[1]})
+    clock, flood, model, gateway = await fan_out_gateway(fake, tmp_path)
     try:
         await fake.wait_for(lambda: fake.calls_to("getUpdates"))
         fake.push_message(GROUP, f"@{BOT} please fan out over the sources", **alice)
@@ -132,12 +139,7 @@ async def test_a_fan_out_in_a_private_chat_gets_no_429_and_every_answer_whole_an
     questions asked meanwhile and the parts of the long answer share it."""
     user = dict(chat_type="private", user_id=5, username="alice")
     chat = user["user_id"]
-    clock = FakeClock(autojump=False)
-    flood = fake.enforce_flood_limits(clock)
-    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 1.0})
-    model = ScriptedModel({"parent": parent, "leaf": child})
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    clock, flood, model, gateway = await fan_out_gateway(fake, tmp_path)
     try:
         await fake.wait_for(lambda: fake.calls_to("getUpdates"))
         fake.push_message(chat, "please fan out over the sources", **user)
