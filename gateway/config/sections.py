@@ -56,7 +56,8 @@ class DisplaySettings:
         None, "'Still working' notices: true, false or generic (no details); the platform's default when unset."
     )
     busy_input_mode: BusyInputMode = setting(
-        "interrupt", "What a message does while a turn runs: interrupt it, queue behind it, or steer it."
+        "interrupt", "What a message does while a turn runs: interrupt it, queue behind it, or steer it. In a group,"
+        " only the member who started the turn does so; another member's message waits for its turn."
     )
     progress: Progress | None = setting(
         None, "card: a running turn shows one live progress message, edited in place; off: long-running notices"
