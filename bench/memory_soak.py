@@ -105,7 +105,24 @@ def text(i: int) -> str:
     return f"Compare these ({i}):\n- apples\n- pears" if DEMO and i % 4 == 0 else f"hello {i}"
 
 
-class WebhookSoak:
+class ServedSoak:
+    """A gateway behind its HTTP server on loopback, and a client session to post to it."""
+
+    async def serve(self, config, adapters: list) -> Gateway:
+        self.gateway = Gateway(AgentHost(config, model=model()), adapters)
+        self.server = Server(self.gateway, "127.0.0.1", 0)
+        await self.gateway.start()
+        await self.server.start()
+        self.client = aiohttp.ClientSession()
+        return self.gateway
+
+    async def stop(self) -> None:
+        await self.client.close()
+        await self.server.stop()
+        await self.gateway.stop(grace=0)
+
+
+class WebhookSoak(ServedSoak):
     """Signed webhook POSTs; each reply is delivered to a receiver in this process."""
 
     async def start(self, tmp: str) -> Gateway:
@@ -124,12 +141,7 @@ class WebhookSoak:
         url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/deliveries"
         config = gateway_config(tmp, webhook={"enabled": True, "routes": {"soak": {"secret": SECRET,
                                                                                   "deliver_url": url}}})
-        self.gateway = Gateway(AgentHost(config, model=model()), [WebhookAdapter({"soak": (SECRET, url)})])
-        self.server = Server(self.gateway, "127.0.0.1", 0)
-        await self.gateway.start()
-        await self.server.start()
-        self.client = aiohttp.ClientSession()
-        return self.gateway
+        return await self.serve(config, [WebhookAdapter({"soak": (SECRET, url)})])
 
     async def turn(self, i: int, chat: str) -> None:
         body = json.dumps({"text": text(i), "chat_id": chat}).encode()
@@ -139,9 +151,7 @@ class WebhookSoak:
         await self.replies.wait_for(turn)
 
     async def stop(self) -> None:
-        await self.client.close()
-        await self.server.stop()
-        await self.gateway.stop(grace=0)
+        await super().stop()
         await self.runner.cleanup()
 
 
@@ -158,29 +168,19 @@ class WatchedWeb(WebChatAdapter):
         return sent
 
 
-class WebSoak:
+class WebSoak(ServedSoak):
     """POSTs to the web chat's API on loopback (no token: the page's anonymous user)."""
 
     async def start(self, tmp: str) -> Gateway:
         self.replies = Replies()
         config = gateway_config(tmp, web={"enabled": True})
-        self.gateway = Gateway(AgentHost(config, model=model()), [WatchedWeb(self.replies)])
-        self.server = Server(self.gateway, "127.0.0.1", 0)
-        await self.gateway.start()
-        await self.server.start()
-        self.client = aiohttp.ClientSession()
-        return self.gateway
+        return await self.serve(config, [WatchedWeb(self.replies)])
 
     async def turn(self, i: int, chat: str) -> None:
         body = {"chat": chat, "text": text(i), "key": f"soak-key-{i}"}
         async with self.client.post(f"{self.server.url}/chat/api/messages", json=body) as r:
             assert r.status == 202, await r.text()
         await self.replies.wait_for(chat)
-
-    async def stop(self) -> None:
-        await self.client.close()
-        await self.server.stop()
-        await self.gateway.stop(grace=0)
 
 
 class TelegramSoak:
