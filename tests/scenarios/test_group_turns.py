@@ -62,17 +62,28 @@ def bobs_turn_then_carols() -> ScriptedModel:
     ]})
 
 
+async def bob_asks(fake, group_chat, busy_input_mode: str, model, **display) -> Gateway:
+    """A gateway whose model is in Bob's turn: he asked how big the release is."""
+    gateway = await group_chat(busy_input_mode, model, **display)
+    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
+    await model.reached("bob")
+    return gateway
+
+
+async def carol_asks_meanwhile(fake, gateway: Gateway) -> None:
+    """Carol asks who is on call while Bob's turn runs; returns once the gateway has handled it."""
+    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
+    await fake.wait_for(lambda: handled(gateway, carol))
+
+
 @pytest.mark.parametrize("busy_input_mode", ["interrupt", "steer"])
 async def test_another_members_message_waits_for_the_running_turn_and_is_answered_after_it(
         fake, group_chat, busy_input_mode):
     # It stopped Bob's turn (interrupt: Bob never got his answer) or was read into it as Bob's
     # (steer: Carol never got one of her own).
     model = bobs_turn_then_carols()
-    gateway = await group_chat(busy_input_mode, model)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
-    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
-    await fake.wait_for(lambda: handled(gateway, carol))
+    gateway = await bob_asks(fake, group_chat, busy_input_mode, model)
+    await carol_asks_meanwhile(fake, gateway)
     model.release("bob")
     await fake.wait_for(lambda: texts(fake))
     await fake.wait_for(lambda: not fake.pending)
@@ -84,9 +95,7 @@ async def test_another_members_message_waits_for_the_running_turn_and_is_answere
 
 async def test_a_members_own_follow_up_still_interrupts_their_turn(fake, group_chat):
     model = bobs_turn_then_carols()
-    gateway = await group_chat("interrupt", model)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
+    gateway = await bob_asks(fake, group_chat, "interrupt", model)
     fake.push_message(GROUP, f"@{BOT} no wait, how big was the last one?", **BOB)
     await fake.wait_for(lambda: texts(fake))
     await fake.wait_for(lambda: not fake.pending)
@@ -97,13 +106,10 @@ async def test_a_members_own_follow_up_still_interrupts_their_turn(fake, group_c
 async def test_the_running_turns_card_shows_that_another_members_message_waits(fake, group_chat):
     # Else Carol saw only Bob's card, nothing of her message, for as long as his turn ran.
     model = bobs_turn_then_carols()
-    gateway = await group_chat("interrupt", model, progress_delay=0)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
+    gateway = await bob_asks(fake, group_chat, "interrupt", model, progress_delay=0)
     await fake.wait_for(lambda: texts(fake))
     assert texts(fake) == ["⏳ Thinking — 0 s"]  # Bob's card
-    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
-    await fake.wait_for(lambda: handled(gateway, carol))
+    await carol_asks_meanwhile(fake, gateway)
     await fake.wait_for(lambda: texts(fake)[0].endswith("\n⋯ 1 more message waiting, answered after this"))
     model.release("bob")
     await fake.wait_for(lambda: not fake.pending)
@@ -115,11 +121,8 @@ async def test_the_running_turns_card_shows_that_another_members_message_waits(f
 async def test_the_model_reads_who_wrote_each_message_of_a_group(fake, group_chat):
     # It read the members' messages as one person's: it could not tell whose question was whose.
     model = bobs_turn_then_carols()
-    gateway = await group_chat("interrupt", model)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
-    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
-    await fake.wait_for(lambda: handled(gateway, carol))
+    gateway = await bob_asks(fake, group_chat, "interrupt", model)
+    await carol_asks_meanwhile(fake, gateway)
     model.release("bob")
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     said = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
@@ -144,11 +147,8 @@ async def test_a_members_own_follow_up_steers_their_turn_while_another_members_m
     # Carol's message waiting behind Bob's turn made Bob's own correction a turn of its own, after
     # hers: his turn answered without it, and the correction got an answer of its own much later.
     model = bobs_turn_then_carols()
-    gateway = await group_chat("steer", model)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
-    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
-    await fake.wait_for(lambda: handled(gateway, carol))
+    gateway = await bob_asks(fake, group_chat, "steer", model)
+    await carol_asks_meanwhile(fake, gateway)
     correction = fake.push_message(GROUP, f"@{BOT} the staging one, I mean", **BOB)
     await fake.wait_for(lambda: handled(gateway, correction))
     session = next(iter(gateway.sessions))
@@ -163,9 +163,7 @@ async def test_a_members_own_follow_up_steers_their_turn_while_another_members_m
 async def test_a_members_stop_drops_only_their_own_waiting_messages(fake, group_chat):
     # Bob's /stop dropped Carol's question too, waiting behind his turn: she never got an answer.
     model = bobs_turn_then_carols()
-    gateway = await group_chat("queue", model)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
+    gateway = await bob_asks(fake, group_chat, "queue", model)
     carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
     bobs = fake.push_message(GROUP, f"@{BOT} and the one before?", **BOB)
     await fake.wait_for(lambda: handled(gateway, carol) and handled(gateway, bobs))
@@ -190,11 +188,8 @@ async def test_a_members_new_leaves_the_other_members_waiting_messages_to_the_ne
         return {"wait": "bob", "tool_calls": [{"name": "list_files", "arguments": {}}]}
 
     model = ScriptedModel({"parent": by_asker})
-    gateway = await group_chat("interrupt", model, interim_assistant_messages=False)
-    fake.push_message(GROUP, f"@{BOT} how big is the release?", **BOB)
-    await model.reached("bob")
-    carol = fake.push_message(GROUP, f"@{BOT} who is on call tonight?", **CAROL)
-    await fake.wait_for(lambda: handled(gateway, carol))
+    gateway = await bob_asks(fake, group_chat, "interrupt", model, interim_assistant_messages=False)
+    await carol_asks_meanwhile(fake, gateway)
     fake.push_message(GROUP, f"/new@{BOT}", **BOB)
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     await fake.wait_for(lambda: not fake.pending)
