@@ -50,6 +50,7 @@ import itertools
 import logging
 import os
 import re
+import select
 import shutil
 import sys
 import threading
@@ -134,6 +135,11 @@ class LocalAdapter:
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._saved_tty: Any = None
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
+        # With line editing the reader draws "you> " as it starts a read: it reads only when asked, so
+        # no prompt is drawn while the chat still handles the line before (a second Ctrl-C, /quit)
+        # and, the chat ending on it, the shell's line is left with a stray "you> ".
+        self._wanted = threading.Semaphore(0)
+        self._asked = False  # a read has been asked for and its line has not arrived yet
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -228,7 +234,7 @@ class LocalAdapter:
             self._start_pump(lines)  # a terminal's Ctrl-D ended one read, not the terminal: Ctrl-C is read
         while self._busy():
             try:
-                line = await asyncio.wait_for(lines.get(), LEAVE_POLL)
+                line = await self._line(lines, LEAVE_POLL)
             except TimeoutError:
                 continue
             if CTRL_C in line:
@@ -267,15 +273,31 @@ class LocalAdapter:
         return False
 
     def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
-        """Worker thread: every line read (and "" at EOF) goes to the loop."""
+        """Worker thread: every line read (and "" at EOF) goes to the loop. With line editing, a
+        line is read only once asked for (`_line`); a pipe or a file is read ahead."""
         while True:
-            line = self._input.readline() if self._readline is None else self._edit_line()
+            if self._readline is None:
+                line = self._input.readline()
+            else:
+                self._wanted.acquire()
+                line = self._edit_line()
             try:
-                loop.call_soon_threadsafe(lines.put_nowait, line)
+                loop.call_soon_threadsafe(self._arrived, lines, line)
             except RuntimeError:  # the loop is gone: the chat is over
                 return
             if not line:
                 return
+
+    def _arrived(self, lines: asyncio.Queue, line: str) -> None:
+        self._asked = False
+        lines.put_nowait(line)
+
+    async def _line(self, lines: asyncio.Queue, timeout: float | None = None) -> str:
+        """The next line read, asking the reader for one when none is waiting; TimeoutError after ``timeout``."""
+        if lines.empty() and not self._asked:
+            self._asked = True
+            self._wanted.release()
+        return await asyncio.wait_for(lines.get(), timeout)
 
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
@@ -294,7 +316,7 @@ class LocalAdapter:
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together) or
         continued with a trailing backslash. None at end of input."""
-        first = await lines.get()
+        first = await self._line(lines)
         if not first:
             return None
         if CTRL_C in first:  # a key, never joined with the lines after it
@@ -304,8 +326,10 @@ class LocalAdapter:
             continued = parts[-1].endswith("\\")
             if continued:
                 parts[-1] = parts[-1][:-1]
+            if not continued and self._readline is not None and not await self._typed_ahead(PASTE_WINDOW):
+                break  # nothing more pasted: no read is started, whose prompt would be drawn for nothing
             try:
-                line = await asyncio.wait_for(lines.get(), None if continued else PASTE_WINDOW)
+                line = await self._line(lines, None if continued else PASTE_WINDOW)
             except TimeoutError:
                 break
             if not line:
@@ -313,6 +337,16 @@ class LocalAdapter:
                 break
             parts.append(line.rstrip("\n"))
         return "\n".join(parts)
+
+    async def _typed_ahead(self, timeout: float) -> bool:
+        """Whether more input reaches the terminal within ``timeout``, left unread. Unknown (no
+        descriptor) counts as yes."""
+        try:
+            fd = self._input.fileno()
+        except (AttributeError, OSError, ValueError):
+            return True
+        ready, _, _ = await asyncio.to_thread(select.select, [fd], [], [], timeout)
+        return bool(ready)
 
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `NetworkError` once nothing reads the output: the outbox keeps

@@ -2,6 +2,7 @@ import asyncio
 import io
 import os
 import re
+import threading
 import unicodedata
 
 import pytest
@@ -95,6 +96,63 @@ async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
     assert len({m.event_id for m in got}) == 6
     await adapter.stop()
     reader.close()
+
+
+class Keyboard(io.FileIO):
+    """A terminal's input nobody types at: a descriptor that never has anything to read."""
+
+    def isatty(self):
+        return True
+
+
+class LineEditing:
+    """What the adapter asks of GNU readline, for a chat typed at a terminal."""
+
+    def get_line_buffer(self):
+        return ""
+
+    def get_current_history_length(self):
+        return 0
+
+    def remove_history_item(self, index):
+        raise ValueError(index)
+
+
+@pytest.mark.parametrize("ending", [["\x03", "\x03"], ["/quit"]])
+async def test_with_line_editing_no_prompt_is_drawn_once_the_line_that_ends_the_chat_is_typed(monkeypatch, ending):
+    """The reader started its next read (drawing "you> ") while the chat was still ending on the line
+    before: the shell's line was left with a stray prompt, or half of one."""
+    typed = iter(ending)
+    prompts = []
+    another_read = threading.Event()
+    release = threading.Event()
+
+    def read_line(prompt=""):
+        prompts.append(prompt)
+        line = next(typed, None)
+        if line is None:
+            another_read.set()
+            release.wait(5)
+            raise EOFError
+        return line
+
+    monkeypatch.setattr("builtins.input", read_line)
+    ended = asyncio.Event()
+    read_fd, write_fd = os.pipe()
+    keyboard = Keyboard(read_fd)
+    adapter = LocalAdapter(input=keyboard, output=io.StringIO(), user="me", on_exit=ended.set)
+    adapter._readline = LineEditing()
+    try:
+        await adapter.start(lambda inbound: asyncio.sleep(0))
+        await asyncio.wait_for(ended.wait(), 5)
+        # Asked for, the read would start at once; a quarter second is ample on a loaded machine.
+        assert not await asyncio.to_thread(another_read.wait, 0.25), prompts
+        assert prompts == ["you> "] * len(ending)
+    finally:
+        release.set()
+        await adapter.stop()
+        keyboard.close()
+        os.close(write_fd)
 
 
 async def test_replies_are_printed_with_their_kind():
