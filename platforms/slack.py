@@ -34,17 +34,11 @@ and handed on as their live events (`platforms.slack_catchup`; `bind_last_seen` 
 conversation was taken in).
 
 Slash commands are acked empty and answered ephemerally through the command's
-``response_url`` (valid 30 minutes, 5 uses; works where the bot is not a channel member),
-falling back to ``chat.postEphemeral``. Ephemeral messages cannot be edited.
+``response_url``, falling back to ``chat.postEphemeral`` (`platforms.slack_commands`).
+Ephemeral messages cannot be edited.
 
-Progress: Slack bots have no typing indicator. `typing` posts one placeholder message per
-chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
-deletion is retried in the background, and `stop` deletes whatever is left; one refused for
-the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
-metadata, so one a crashed process left behind (or could not delete) is found and deleted
-after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
-replies are still to send, and those this adapter told the gateway it could not clean:
-`bind_indicators_left`, kept in the state database).
+Progress: Slack bots have no typing indicator; a placeholder message per chat/thread stands in
+for one, deleted when the turn ends (`platforms.slack_placeholders`).
 
 Sending: the gateway hands over Markdown, rendered here to mrkdwn
 (`platforms.formatting.slack_mrkdwn`) and sent as ``text``, up to 4,000 characters of
@@ -60,10 +54,8 @@ the sending path or holds a lock shared between chats.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
-import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,45 +63,40 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
-from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
-from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from platforms import slack_files, slack_text, slack_uploads
+from platforms import slack_commands, slack_files, slack_history, slack_text, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
     BadRequest,
     CommandSpec,
-    DeliveryError,
     DisplayTier,
     EditUnsupported,
-    Forbidden,
     Inbound,
     InboundSink,
     IndicatorLeft,
-    MessageTooLong,
     NetworkError,
     NotFound,
     Outbound,
     OutboundFile,
     Pacing,
-    RateLimited,
     SeenRecorder,
     Sent,
-    Unauthorized,
     scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
 from platforms.slack_catchup import CatchUp, Limits, Where, conversation_key, ts_key, where_of
+from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
-from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
+from platforms.slack_errors import translate, translate_exception
+from platforms.slack_http import SignedEvents
+from platforms.slack_placeholders import Placeholders
+from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
 
@@ -117,8 +104,6 @@ PACING = Pacing(call_interval=1.0, edit_interval=1.0)
 """Slack's rate-limit guide: chat.postMessage about one a second per channel, chat.update 50 a minute."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
-EVENTS_PATH = "/slack/events"
-EPHEMERAL = "ephemeral:"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
 _REMEMBERED_NEWEST = 10_000
@@ -128,33 +113,7 @@ check that its message is newer than the one recorded before."""
 SINK_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
 """Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
-SENT_EVENT = "switchboard_part"
-"""The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
-part's idempotency key, which `SlackAdapter.find_sent` looks for."""
-PLACEHOLDER_EVENT = "switchboard_placeholder"
-"""The metadata ``event_type`` of progress placeholders, which `SlackAdapter.clear_left_behind` finds."""
-LOOKUP_LIMIT = 200
-"""Messages per page of a conversation that `find_sent` and `clear_left_behind` read."""
-LOOKUP_PAGES = 5
-"""Pages `find_sent` reads at most: a busy channel's thousand messages since the part was journaled.
-Each page is one call of a method Slack allows about fifty times a minute."""
-_CLOCK_SKEW = 60.0
-TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
-SIGNATURE_HEADER = "X-Slack-Signature"
-SIGNATURE_WINDOW = 300
-"""Seconds a request's timestamp may be off, either way (slack-sdk's `SignatureVerifier`)."""
-_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
-_NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
-              "used_url", "file_not_found", "file_deleted"}
-_FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission", "not_allowed_token_type",
-              "ekm_access_denied", "restricted_action", "restricted_action_read_only_channel",
-              "restricted_action_thread_only_channel", "restricted_action_non_threadable_channel",
-              "team_access_not_granted", "cannot_dm_bot"}
-"""One channel's (or one method's) refusal. The token's own (`REFUSED`) is `Unauthorized`."""
-_TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
-_NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
-_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 _FORMATTING = ("invalid_blocks", "invalid_blocks_format")
 _NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
 """Calls that say nothing of the bot token while running: the first takes the app token, the other
@@ -186,43 +145,6 @@ class SlackStartError(RuntimeError):
     what to check."""
 
     platform = "slack"
-
-
-def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
-              retry_after: str | None) -> DeliveryError:
-    """The one place Slack's answers become `DeliveryError`s (and get logged)."""
-    kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
-    message = f"{method}: {error or f'HTTP {status}'}"
-    if error in REFUSED:
-        # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
-        # not on every call made while it lasts.
-        log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
-        return Unauthorized(message, **kw)
-    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
-    if status == 429 or error == "ratelimited":
-        try:
-            seconds = float(retry_after) if retry_after is not None else 1.0
-        except ValueError:
-            seconds = 1.0
-        return RateLimited(message, retry_after=seconds, **kw)
-    for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
-                        (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
-        if error in codes:
-            return kind(message, **kw)
-    if status is None or status >= 500:
-        return NetworkError(message, **kw)
-    return BadRequest(message, **kw)
-
-
-def _translate_exception(exc: Exception, method: str, channel: str | None) -> DeliveryError:
-    if isinstance(exc, SlackApiError):
-        resp = exc.response
-        headers = resp.headers or {}
-        retry_after = headers.get("Retry-After") or headers.get("retry-after")
-        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after)
-    if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
-        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None)
-    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None)
 
 
 class SlackAdapter:
@@ -261,9 +183,9 @@ class SlackAdapter:
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
         self._sink_timeout, self._connect_timeout = sink_timeout, connect_timeout
-        self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
         self._bodies = bodies or UnsignedBodies()
         """Bounds the HTTP-mode bodies read before their signature is checked (a seam for tests)."""
+        self._events = SignedEvents(signing_secret, self._bodies, lambda: self._app)
         self.max_attachment_bytes = max_attachment_bytes
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -274,16 +196,9 @@ class SlackAdapter:
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
-        self._stale: dict[str, Where] = {}  # placeholder ts -> its conversation, deletion pending
-        self._refused: dict[str, Where] = {}
-        """Placeholders (ts -> conversation) whose deletion Slack refused for the bot token: deleted once
-        a call succeeds again (a timed retry would only be refused again until someone fixes it), or
-        by the next start (told to ``_left``, which the gateway keeps)."""
-        self._left: IndicatorLeft = lambda chat_id, thread_id: None
-        self._wrote: Callable[[str], None] = lambda chat_id: None
-        """Told of each placeholder post (`bind_writes`): the outbox paces the channel's messages."""
-        self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
+        self._progress = Placeholders(text=placeholder_text, api=self._api, with_metadata=self._with_metadata,
+                                      page=self._page, pages=slack_history.LOOKUP_PAGES,
+                                      background=self._background, started=lambda: self._client is not None)
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -384,15 +299,7 @@ class SlackAdapter:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        placeholders, self._placeholders = self._placeholders, {}
-        for where, future in placeholders.items():
-            if (ts := await future) is not None:
-                self._stale[ts] = where
-        refused, self._refused = self._refused, {}
-        await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
-        self._stale.clear()
-        self._refused.clear()  # a later start finds them again (`clear_left_behind`)
-        self._own_placeholders.clear()
+        await self._progress.stop()
         self._app = self._client = self._sink = None
         if self._session is not None:
             await self._session.close()
@@ -401,64 +308,7 @@ class SlackAdapter:
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "http":
             return []
-        return [web.post(EVENTS_PATH, self._handle_http, expect_handler=refuse_before_continue(self._early))]
-
-    async def _handle_http(self, request: web.Request) -> web.Response:
-        """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
-        (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification.
-
-        A request whose headers no body could make valid (no signature or timestamp, either
-        malformed, the timestamp out of the window) or whose ``Content-Length`` is over the
-        server's limit is refused before its body is read; the rest are read and checked
-        through `UnsignedBodies` (503 with ``Retry-After`` when too many are, which Slack retries)."""
-        if (refusal := self._early(request)) is not None:
-            return refusal
-        assert self._app is not None
-        timestamp, signature = request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)
-        try:
-            signed = await self._bodies.check(request, lambda: self._signed(request, timestamp, signature))
-        except Busy:
-            log.info("slack %s: answered 503, too many unverified bodies at once", EVENTS_PATH)
-            busy = web.json_response({"error": "busy"}, status=503, headers={"Retry-After": str(RETRY_AFTER)})
-            busy.force_close()  # its body may be half read
-            return busy
-        if not signed:
-            return web.json_response({"error": "invalid request"}, status=401)
-        return await to_aiohttp_response(await self._app.async_dispatch(await to_bolt_request(request)))
-
-    def _early(self, request: web.Request) -> web.Response | None:
-        """What no body could make valid, refused before a byte of it is read (or asked for)."""
-        if self._app is None or self._verifier is None:
-            return web.Response(status=503, text="slack adapter not started")
-        if not self._plausible(request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)):
-            return web.json_response({"error": "invalid request"}, status=401)
-        if request.content_length is not None and request.content_length > request.client_max_size:
-            return web.json_response({"error": f"body over {request.client_max_size} bytes"}, status=413)
-        return None
-
-    def _plausible(self, timestamp: str | None, signature: str | None) -> bool:
-        """Whether some body could pass the verifier with these headers: it wants ``v0=`` and 64
-        lower-case hex digits, and a timestamp ``int()`` reads within 5 minutes of its clock."""
-        assert self._verifier is not None
-        if timestamp is None or signature is None or not _SIGNATURE.fullmatch(signature):
-            return False
-        try:
-            sent = int(timestamp)
-        except ValueError:
-            return False
-        return abs(self._verifier.clock.now() - sent) <= SIGNATURE_WINDOW
-
-    async def _signed(self, request: web.Request, timestamp: str | None, signature: str | None) -> bool:
-        # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
-        # on one that is not a JSON object or form (or on a timestamp that is not a number). The
-        # verifier's own check raises too: ValueError for a body that is not UTF-8 or such a
-        # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII;
-        # reading the body as text raises LookupError for a charset Python does not know.
-        assert self._verifier is not None
-        try:
-            return self._verifier.is_valid(await request.text(), timestamp, signature)
-        except (ValueError, TypeError, LookupError):
-            return False
+        return self._events.routes()
 
     # -- inbound -----------------------------------------------------------------------------
 
@@ -531,16 +381,7 @@ class SlackAdapter:
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         await ack()
-        channel, user = body["channel_id"], body["user_id"]
-        token = json.dumps({"response_url": body.get("response_url"), "channel": channel, "user": user})
-        await self._deliver(Inbound(
-            # Not the payload's user_name: Slack says not to rely on it (no longer unique, being phased
-            # out); access goes by the user id, as it does for messages.
-            platform=self.name, chat_id=channel, thread_id=None, user_id=user, user_name=None,
-            text=f"{body['command']} {body.get('text') or ''}".strip(),
-            event_id=f"command:{body.get('trigger_id') or body.get('response_url')}", is_command=True,
-            is_private=channel.startswith("D"), reply_token=token,
-        ))
+        await self._deliver(slack_commands.inbound_of(self.name, body))
 
     async def _deliver(self, inbound: Inbound, then: Callable[[], None] | None = None) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
@@ -625,23 +466,21 @@ class SlackAdapter:
             error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
             if error in REFUSED and method not in _NOT_BOT_TOKEN:
                 self._bot_token_state.refused(f"{method} answered {error}")
-            raise _translate_exception(exc, method, chat_id) from exc
+            raise translate_exception(exc, method, chat_id) from exc
         if method not in _NOT_BOT_TOKEN:
             self._bot_token_state.accepted()
-            if self._refused:
-                refused, self._refused = self._refused, {}
-                self._background(self._delete_all(refused))
+            self._progress.accepted()
         return answer
 
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
-            return await self._answer_command(message)
+            return await slack_commands.answer(message, self._session, self._formatted)
         kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
             if message.kind != "command":  # answering a "!help" typed there does not make a thread the bot's
                 self._remember(message.chat_id, message.thread_id)
-        metadata = {"event_type": SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
+        metadata = {"event_type": slack_history.SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
         resp = await self._with_metadata(
             lambda **extra: self._formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
             metadata if message.idempotency_key else None)
@@ -663,22 +502,9 @@ class SlackAdapter:
             return await post()
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
-        """The ``ts`` of the message posted with this idempotency key in its conversation (the
-        thread's replies, or the channel's history) since ``since``, reading at most
-        `LOOKUP_PAGES` pages; answers to slash commands cannot be looked up."""
-        if message.reply_token or not message.idempotency_key:
-            return None
-        oldest, cursor = f"{max(0.0, since - _CLOCK_SKEW):.6f}", None
-        for _ in range(LOOKUP_PAGES):
-            page, cursor = await self._page(message.chat_id, message.thread_id, oldest=oldest, cursor=cursor)
-            for found in page:
-                metadata = found.get("metadata") or {}
-                if metadata.get("event_type") == SENT_EVENT and \
-                        (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
-                    return str(found["ts"])
-            if not cursor:
-                break
-        return None
+        """The ``ts`` of the message posted with this idempotency key since ``since``
+        (`platforms.slack_history.find_sent`)."""
+        return await slack_history.find_sent(self._page, message, since)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
@@ -698,30 +524,6 @@ class SlackAdapter:
             log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
                         chat_id)
             return await self._api(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, **kw)
-
-    async def _answer_command(self, message: Outbound) -> Sent:
-        try:
-            token = json.loads(message.reply_token or "{}")
-        except ValueError as exc:
-            raise BadRequest("not a Slack reply token", method="response_url", chat_id=message.chat_id) from exc
-        channel = token.get("channel") or message.chat_id
-        if token.get("response_url") and self._session is not None:
-            hook = AsyncWebhookClient(token["response_url"], session=self._session, retry_handlers=[])
-            try:
-                resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
-                                       response_type="ephemeral")
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                raise _translate_exception(exc, "response_url", channel) from exc
-            if resp.status_code == 200:
-                return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
-            error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
-                              retry_after=(resp.headers or {}).get("Retry-After"))
-            if isinstance(error, RateLimited):
-                raise error
-            # Expired or used up: answer with chat.postEphemeral instead.
-        resp = await self._formatted("chat.postEphemeral", channel, message.text, channel=channel,
-                                     user=token.get("user"))
-        return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
@@ -751,7 +553,7 @@ class SlackAdapter:
             status = slack_uploads.upload_status(str(exc))
             raise translate(method, message.chat_id, status=status, error="upload failed", retry_after=None) from exc
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise _translate_exception(exc, method, message.chat_id) from exc
+            raise translate_exception(exc, method, message.chat_id) from exc
 
     async def download(self, attachment: Attachment) -> bytes:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""
@@ -760,135 +562,32 @@ class SlackAdapter:
         return await slack_files.download(lambda file_id: self._api("files.info", None, file=file_id),
                                           self._session, self._bot_token, attachment, self.max_attachment_bytes)
 
-    # -- progress placeholder ----------------------------------------------------------------
+    # -- progress placeholder (`platforms.slack_placeholders`) -----------------------------------
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        """Post the placeholder once per chat/thread. The post runs in its own task, so a caller
-        cancelled mid-post cannot lose the ts that `idle` needs to delete it."""
-        key = (chat_id, thread_id)
-        if key not in self._placeholders and self._client is not None:
-            self._placeholders[key] = asyncio.ensure_future(self._post_placeholder(chat_id, thread_id))
-        future = self._placeholders.get(key)
-        if future is not None and await asyncio.shield(future) is None and self._placeholders.get(key) is future:
-            del self._placeholders[key]  # the post failed; the next refresh tries again
+        await self._progress.typing(chat_id, thread_id)
 
     def bind_writes(self, wrote: Callable[[str], None]) -> None:
-        self._wrote = wrote
-
-    async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
-        kw = {"thread_ts": thread_id} if thread_id else {}
-        # A message like any other to Slack's one a second per channel: the outbox must count it.
-        self._wrote(chat_id)
-        try:
-            resp = await self._with_metadata(
-                lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
-                                          **kw, **extra),
-                {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
-        except DeliveryError:
-            return None
-        finally:
-            self._wrote(chat_id)
-        self._own_placeholders.add(resp["ts"])
-        return resp["ts"]
+        self._progress.bind_writes(wrote)
 
     async def _page(
         self, chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """One page (`LOOKUP_LIMIT`) of a thread's replies or a channel's history, with metadata,
-        and the cursor of the next page (None after the last)."""
-        kw.update(channel=chat_id, include_all_metadata=True, limit=LOOKUP_LIMIT)
-        if cursor:
-            kw["cursor"] = cursor
-        if thread_id:
-            resp = await self._api("conversations.replies", chat_id, ts=thread_id, **kw)
-        else:
-            resp = await self._api("conversations.history", chat_id, **kw)
-        return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
+        return await slack_history.page(self._api, chat_id, thread_id, cursor=cursor, **kw)
 
     def bind_indicators_left(self, left: IndicatorLeft) -> None:
-        self._left = left
+        self._progress.bind_indicators_left(left)
 
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
-        """Delete the placeholders an earlier process left in the conversation: among a channel's
-        newest `LOOKUP_LIMIT` messages, or in a thread's replies (`LOOKUP_PAGES` pages of them:
-        they come oldest first, and the placeholder was among the last)."""
-        left, cursor = [], None
-        for _ in range(LOOKUP_PAGES if thread_id else 1):
-            try:
-                page, cursor = await self._page(chat_id, thread_id, cursor=cursor)
-            except DeliveryError as exc:
-                log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
-                self._left(chat_id, thread_id)  # the next start looks again
-                break
-            left += [str(m["ts"]) for m in page
-                     if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
-                     and str(m["ts"]) not in self._own_placeholders]
-            if not cursor:
-                break
-        for ts in left:
-            if await self._try_delete((chat_id, thread_id), ts) is not None:
-                self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
-        if left:
-            log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(left), chat_id)
-        return len(left)
+        return await self._progress.clear_left_behind(chat_id, thread_id)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
-        """Delete the chat's placeholder (waiting for a post still in flight). A deletion that
-        failed for a retryable reason is retried in the background after ``Retry-After``; `stop`
-        makes a last attempt."""
-        future = self._placeholders.pop((chat_id, thread_id), None)
-        ts = await future if future is not None else None
-        if ts is None:
-            return
-        wait = await self._try_delete((chat_id, thread_id), ts)
-        if wait is not None:
-            self._stale[ts] = (chat_id, thread_id)
-            self._background(self._delete_later((chat_id, thread_id), ts, wait))
+        await self._progress.idle(chat_id, thread_id)
 
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _delete_all(self, placeholders: dict[str, Where]) -> None:
-        left = dict(placeholders)
-        try:
-            for ts, where in placeholders.items():
-                if await self._try_delete(where, ts) is not None:
-                    self._left(*where)  # not now (a 429, an outage): the next start tries again
-                del left[ts]
-        finally:
-            self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them
-
-    async def _try_delete(self, where: Where, ts: str) -> float | None:
-        """Delete one placeholder of conversation ``where``: None when done (or refused for the
-        token: deleted later), else the seconds to wait before trying again."""
-        chat_id = where[0]
-        try:
-            await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
-        except RateLimited as exc:
-            return min(exc.retry_after, 60.0)
-        except NetworkError:
-            return 2.0
-        except Unauthorized:
-            self._stale.pop(ts, None)
-            self._refused[ts] = where
-            self._left(*where)  # a restart before Slack takes the token again must still look there
-            return None
-        except DeliveryError:
-            pass  # gone already, or not ours to delete: nothing more to do
-        self._stale.pop(ts, None)
-        self._own_placeholders.discard(ts)
-        return None
-
-    async def _delete_later(self, where: Where, ts: str, wait: float) -> None:
-        for _ in range(5):
-            await asyncio.sleep(wait)
-            retry = await self._try_delete(where, ts)
-            if retry is None:
-                return
-            wait = retry
-        self._left(*where)  # Slack would not take the deletion for now: the next start tries again
 
 
 async def _ignore() -> None:

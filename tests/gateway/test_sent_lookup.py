@@ -14,7 +14,8 @@ from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
 from platforms.base import Outbound
 from platforms.fakes.slack import FakeSlack
-from platforms.slack import SENT_EVENT, SlackAdapter
+from platforms.slack import SlackAdapter
+from platforms.slack_history import SENT_EVENT
 
 WAIT = 5.0
 

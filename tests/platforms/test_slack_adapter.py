@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from platforms import slack as slack_module
+from platforms import slack_history
 from platforms.base import (
     Adapter,
     BadRequest,
@@ -587,22 +587,22 @@ async def test_find_sent_finds_a_post_by_its_idempotency_key_in_the_channel_and_
 
 
 async def test_find_sent_reads_further_pages_up_to_its_bound(slack, fake, monkeypatch):
-    monkeypatch.setattr(slack_module, "LOOKUP_LIMIT", 2)
+    monkeypatch.setattr(slack_history, "LOOKUP_LIMIT", 2)
     since = time.time()
     first = await slack.send(Outbound("C1", None, "first", idempotency_key="t1:0"))
-    for i in range(2 * slack_module.LOOKUP_PAGES - 1):  # `first` ends up last on the last page read
+    for i in range(2 * slack_history.LOOKUP_PAGES - 1):  # `first` ends up last on the last page read
         await slack.send(Outbound("C1", None, f"later {i}", idempotency_key=f"t{i + 2}:0"))
     assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:0"), since) == first.message_id
     pages = fake.calls_to("conversations.history")
-    assert len(pages) == slack_module.LOOKUP_PAGES
-    assert [p.params.get("cursor") for p in pages[1:]] == [str(2 * n) for n in range(1, slack_module.LOOKUP_PAGES)]
+    assert len(pages) == slack_history.LOOKUP_PAGES
+    assert [p.params.get("cursor") for p in pages[1:]] == [str(2 * n) for n in range(1, slack_history.LOOKUP_PAGES)]
     await slack.send(Outbound("C1", None, "one more", idempotency_key="t0:0"))  # pushes `first` past the bound
     assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:0"), since) is None
-    assert len(fake.calls_to("conversations.history")) == 2 * slack_module.LOOKUP_PAGES
+    assert len(fake.calls_to("conversations.history")) == 2 * slack_history.LOOKUP_PAGES
 
 
 async def test_placeholders_left_at_the_end_of_a_long_thread_are_found(fake, slack, sink, monkeypatch):
-    monkeypatch.setattr(slack_module, "LOOKUP_LIMIT", 2)
+    monkeypatch.setattr(slack_history, "LOOKUP_LIMIT", 2)
     parent = await slack.send(Outbound("C1", None, "parent"))
     for i in range(4):
         await slack.send(Outbound("C1", parent.message_id, f"reply {i}"))
@@ -611,7 +611,7 @@ async def test_placeholders_left_at_the_end_of_a_long_thread_are_found(fake, sla
     try:
         await earlier.typing("C1", parent.message_id)  # the placeholder a killed process left
     finally:
-        earlier._placeholders.clear()  # it died: it deletes nothing on its way out
+        earlier._progress._placeholders.clear()  # it died: it deletes nothing on its way out
         await earlier.stop()
     assert texts(fake, "C1", parent.message_id)[-1] == PLACEHOLDER
     assert await slack.clear_left_behind("C1", parent.message_id) == 1

@@ -11,7 +11,7 @@ import aiohttp
 import yaml
 
 from platforms.fakes.slack import FakeSlack
-from platforms.slack import PLACEHOLDER_EVENT
+from platforms.slack_placeholders import PLACEHOLDER_EVENT
 from tests.scenarios.test_outbox_restart import start
 
 DM = "DU1"  # the fake's DM channel with user U1

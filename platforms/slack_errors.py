@@ -1,0 +1,77 @@
+"""Slack's answers as `DeliveryError`s: the one translation point of the Slack adapter.
+
+Apart from the adapter (`platforms.slack`) because it is a table of Slack's error codes and
+one function over it, which the adapter's every Web API call, its slash-command answers and
+its uploads go through; logged under ``platforms.slack`` like the rest of the adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+
+from platforms.base import (
+    BadRequest,
+    DeliveryError,
+    EditUnsupported,
+    Forbidden,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+)
+from platforms.slack_connection import REFUSED
+
+log = logging.getLogger("platforms.slack")
+
+_NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
+              "used_url", "file_not_found", "file_deleted"}
+_FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission", "not_allowed_token_type",
+              "ekm_access_denied", "restricted_action", "restricted_action_read_only_channel",
+              "restricted_action_thread_only_channel", "restricted_action_non_threadable_channel",
+              "team_access_not_granted", "cannot_dm_bot"}
+"""One channel's (or one method's) refusal. The token's own (`REFUSED`) is `Unauthorized`."""
+_TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
+_NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+
+def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
+              retry_after: str | None) -> DeliveryError:
+    """The one place Slack's answers become `DeliveryError`s (and get logged)."""
+    kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
+    message = f"{method}: {error or f'HTTP {status}'}"
+    if error in REFUSED:
+        # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
+        # not on every call made while it lasts.
+        log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
+        return Unauthorized(message, **kw)
+    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+    if status == 429 or error == "ratelimited":
+        try:
+            seconds = float(retry_after) if retry_after is not None else 1.0
+        except ValueError:
+            seconds = 1.0
+        return RateLimited(message, retry_after=seconds, **kw)
+    for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
+                        (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
+        if error in codes:
+            return kind(message, **kw)
+    if status is None or status >= 500:
+        return NetworkError(message, **kw)
+    return BadRequest(message, **kw)
+
+
+def translate_exception(exc: Exception, method: str, channel: str | None) -> DeliveryError:
+    if isinstance(exc, SlackApiError):
+        resp = exc.response
+        headers = resp.headers or {}
+        retry_after = headers.get("Retry-After") or headers.get("retry-after")
+        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after)
+    if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
+        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None)
+    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None)

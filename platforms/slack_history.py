@@ -1,0 +1,61 @@
+"""Reading a Slack conversation back: pages of a channel's history or a thread's replies, with
+message metadata, and the part the gateway posted under an idempotency key.
+
+Apart from the adapter (`platforms.slack`) because it is the one read of Slack's history that
+the adapter's lookups share: `find_sent`, the placeholders left behind
+(`platforms.slack_placeholders`) and the catch-up (`platforms.slack_catchup`) all page through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from platforms.base import Outbound
+
+SENT_EVENT = "switchboard_part"
+"""The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
+part's idempotency key, which `find_sent` looks for."""
+LOOKUP_LIMIT = 200
+"""Messages per page of a conversation that `find_sent` and `clear_left_behind` read."""
+LOOKUP_PAGES = 5
+"""Pages `find_sent` reads at most: a busy channel's thousand messages since the part was journaled.
+Each page is one call of a method Slack allows about fifty times a minute."""
+_CLOCK_SKEW = 60.0
+
+Page = Callable[..., Awaitable[tuple[list[dict[str, Any]], "str | None"]]]
+"""`page` bound to the adapter's Web API call: ``page(chat_id, thread_id, cursor=..., **kw)``."""
+
+
+async def page(
+    api: Callable[..., Awaitable[Any]], chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page (`LOOKUP_LIMIT`) of a thread's replies or a channel's history, with metadata,
+    and the cursor of the next page (None after the last)."""
+    kw.update(channel=chat_id, include_all_metadata=True, limit=LOOKUP_LIMIT)
+    if cursor:
+        kw["cursor"] = cursor
+    if thread_id:
+        resp = await api("conversations.replies", chat_id, ts=thread_id, **kw)
+    else:
+        resp = await api("conversations.history", chat_id, **kw)
+    return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
+
+
+async def find_sent(read: Page, message: Outbound, since: float) -> str | None:
+    """The ``ts`` of the message posted with this idempotency key in its conversation (the
+    thread's replies, or the channel's history) since ``since``, reading at most
+    `LOOKUP_PAGES` pages through ``read``; answers to slash commands cannot be looked up."""
+    if message.reply_token or not message.idempotency_key:
+        return None
+    oldest, cursor = f"{max(0.0, since - _CLOCK_SKEW):.6f}", None
+    for _ in range(LOOKUP_PAGES):
+        page, cursor = await read(message.chat_id, message.thread_id, oldest=oldest, cursor=cursor)
+        for found in page:
+            metadata = found.get("metadata") or {}
+            if metadata.get("event_type") == SENT_EVENT and \
+                    (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
+                return str(found["ts"])
+        if not cursor:
+            break
+    return None

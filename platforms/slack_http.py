@@ -1,0 +1,102 @@
+"""Slack's HTTP Events API endpoint: the signed requests Slack posts to `EVENTS_PATH`.
+
+Apart from the adapter (`platforms.slack`) because it is HTTP mode's own edge: the checks a
+request passes before bolt sees it (headers, size, signature) and the bound on bodies read
+before their signature is known. Socket Mode never comes here. Logged under ``platforms.slack``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
+
+from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
+
+log = logging.getLogger("platforms.slack")
+
+EVENTS_PATH = "/slack/events"
+TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
+SIGNATURE_HEADER = "X-Slack-Signature"
+SIGNATURE_WINDOW = 300
+"""Seconds a request's timestamp may be off, either way (slack-sdk's `SignatureVerifier`)."""
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+
+
+class SignedEvents:
+    """Serves `EVENTS_PATH` for the bolt app ``app()`` returns (None until the adapter has
+    started, or once it stopped: then every request is answered 503)."""
+
+    def __init__(self, signing_secret: str | None, bodies: UnsignedBodies,
+                 app: Callable[[], AsyncApp | None]) -> None:
+        self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
+        self._bodies = bodies
+        self._app = app
+
+    def routes(self) -> Sequence[Any]:
+        return [web.post(EVENTS_PATH, self._handle_http, expect_handler=refuse_before_continue(self._early))]
+
+    async def _handle_http(self, request: web.Request) -> web.Response:
+        """Events, slash commands and url_verification over HTTP. bolt checks the v0 signature
+        (HMAC-SHA256, 5-minute window; 401 on failure) and answers url_verification.
+
+        A request whose headers no body could make valid (no signature or timestamp, either
+        malformed, the timestamp out of the window) or whose ``Content-Length`` is over the
+        server's limit is refused before its body is read; the rest are read and checked
+        through `UnsignedBodies` (503 with ``Retry-After`` when too many are, which Slack retries)."""
+        if (refusal := self._early(request)) is not None:
+            return refusal
+        assert self._app() is not None
+        timestamp, signature = request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)
+        try:
+            signed = await self._bodies.check(request, lambda: self._signed(request, timestamp, signature))
+        except Busy:
+            log.info("slack %s: answered 503, too many unverified bodies at once", EVENTS_PATH)
+            busy = web.json_response({"error": "busy"}, status=503, headers={"Retry-After": str(RETRY_AFTER)})
+            busy.force_close()  # its body may be half read
+            return busy
+        if not signed:
+            return web.json_response({"error": "invalid request"}, status=401)
+        app = self._app()  # after the body is read: the adapter may have stopped meanwhile
+        assert app is not None
+        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+
+    def _early(self, request: web.Request) -> web.Response | None:
+        """What no body could make valid, refused before a byte of it is read (or asked for)."""
+        if self._app() is None or self._verifier is None:
+            return web.Response(status=503, text="slack adapter not started")
+        if not self._plausible(request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)):
+            return web.json_response({"error": "invalid request"}, status=401)
+        if request.content_length is not None and request.content_length > request.client_max_size:
+            return web.json_response({"error": f"body over {request.client_max_size} bytes"}, status=413)
+        return None
+
+    def _plausible(self, timestamp: str | None, signature: str | None) -> bool:
+        """Whether some body could pass the verifier with these headers: it wants ``v0=`` and 64
+        lower-case hex digits, and a timestamp ``int()`` reads within 5 minutes of its clock."""
+        assert self._verifier is not None
+        if timestamp is None or signature is None or not _SIGNATURE.fullmatch(signature):
+            return False
+        try:
+            sent = int(timestamp)
+        except ValueError:
+            return False
+        return abs(self._verifier.clock.now() - sent) <= SIGNATURE_WINDOW
+
+    async def _signed(self, request: web.Request, timestamp: str | None, signature: str | None) -> bool:
+        # bolt parses the body before it checks the signature, and fails with a 500 and a traceback
+        # on one that is not a JSON object or form (or on a timestamp that is not a number). The
+        # verifier's own check raises too: ValueError for a body that is not UTF-8 or such a
+        # timestamp, TypeError (from hmac.compare_digest) for a signature that is not ASCII;
+        # reading the body as text raises LookupError for a charset Python does not know.
+        assert self._verifier is not None
+        try:
+            return self._verifier.is_valid(await request.text(), timestamp, signature)
+        except (ValueError, TypeError, LookupError):
+            return False

@@ -1,0 +1,185 @@
+"""The Slack adapter's progress placeholder: Slack bots have no typing indicator.
+
+`typing` posts one placeholder message per
+chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
+deletion is retried in the background, and `stop` deletes whatever is left; one refused for
+the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
+metadata, so one a crashed process left behind (or could not delete) is found and deleted
+after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
+replies are still to send, and those this adapter told the gateway it could not clean:
+`bind_indicators_left`, kept in the state database).
+
+Apart from the adapter (`platforms.slack`) because it is a state of its own (the placeholders
+shown, those whose deletion waits, those refused for the token) with its own retries; it calls
+Slack only through the adapter's Web API call, so errors are translated there. Logged under
+``platforms.slack``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from platforms.base import DeliveryError, IndicatorLeft, NetworkError, RateLimited, Unauthorized
+from platforms.slack_catchup import Where
+from platforms.slack_history import Page
+
+log = logging.getLogger("platforms.slack")
+
+PLACEHOLDER_EVENT = "switchboard_placeholder"
+"""The metadata ``event_type`` of progress placeholders, which `Placeholders.clear_left_behind` finds."""
+
+
+class Placeholders:
+    """One placeholder per chat/thread. ``api`` is the adapter's Web API call (errors translated),
+    ``with_metadata`` its post with metadata while Slack takes it, ``page`` its read of a page of a
+    conversation (at most ``pages`` of them for a thread), ``background`` runs work the adapter's
+    `stop` cancels, and ``started`` says whether the adapter can post."""
+
+    def __init__(self, *, text: str, api: Callable[..., Awaitable[Any]],
+                 with_metadata: Callable[[Callable[..., Awaitable[Any]], dict[str, Any] | None], Awaitable[Any]],
+                 page: Page, pages: int, background: Callable[[Awaitable[None]], None],
+                 started: Callable[[], bool]) -> None:
+        self._placeholder_text = text
+        self._api, self._with_metadata, self._page, self._pages = api, with_metadata, page, pages
+        self._background, self._started = background, started
+        self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
+        self._stale: dict[str, Where] = {}  # placeholder ts -> its conversation, deletion pending
+        self._refused: dict[str, Where] = {}
+        """Placeholders (ts -> conversation) whose deletion Slack refused for the bot token: deleted once
+        a call succeeds again (a timed retry would only be refused again until someone fixes it), or
+        by the next start (told to ``_left``, which the gateway keeps)."""
+        self._left: IndicatorLeft = lambda chat_id, thread_id: None
+        self._wrote: Callable[[str], None] = lambda chat_id: None
+        """Told of each placeholder post (`bind_writes`): the outbox paces the channel's messages."""
+        self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Post the placeholder once per chat/thread. The post runs in its own task, so a caller
+        cancelled mid-post cannot lose the ts that `idle` needs to delete it."""
+        key = (chat_id, thread_id)
+        if key not in self._placeholders and self._started():
+            self._placeholders[key] = asyncio.ensure_future(self._post_placeholder(chat_id, thread_id))
+        future = self._placeholders.get(key)
+        if future is not None and await asyncio.shield(future) is None and self._placeholders.get(key) is future:
+            del self._placeholders[key]  # the post failed; the next refresh tries again
+
+    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+        self._wrote = wrote
+
+    async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
+        kw = {"thread_ts": thread_id} if thread_id else {}
+        # A message like any other to Slack's one a second per channel: the outbox must count it.
+        self._wrote(chat_id)
+        try:
+            resp = await self._with_metadata(
+                lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
+                                          **kw, **extra),
+                {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
+        except DeliveryError:
+            return None
+        finally:
+            self._wrote(chat_id)
+        self._own_placeholders.add(resp["ts"])
+        return resp["ts"]
+
+    def bind_indicators_left(self, left: IndicatorLeft) -> None:
+        self._left = left
+
+    async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
+        """Delete the placeholders an earlier process left in the conversation: among a channel's
+        newest page (`platforms.slack_history.LOOKUP_LIMIT` messages), or in a thread's replies
+        (``pages`` pages of them: they come oldest first, and the placeholder was among the last)."""
+        left, cursor = [], None
+        for _ in range(self._pages if thread_id else 1):
+            try:
+                page, cursor = await self._page(chat_id, thread_id, cursor=cursor)
+            except DeliveryError as exc:
+                log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
+                self._left(chat_id, thread_id)  # the next start looks again
+                break
+            left += [str(m["ts"]) for m in page
+                     if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
+                     and str(m["ts"]) not in self._own_placeholders]
+            if not cursor:
+                break
+        for ts in left:
+            if await self._try_delete((chat_id, thread_id), ts) is not None:
+                self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
+        if left:
+            log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(left), chat_id)
+        return len(left)
+
+    async def idle(self, chat_id: str, thread_id: str | None) -> None:
+        """Delete the chat's placeholder (waiting for a post still in flight). A deletion that
+        failed for a retryable reason is retried in the background after ``Retry-After``; `stop`
+        makes a last attempt."""
+        future = self._placeholders.pop((chat_id, thread_id), None)
+        ts = await future if future is not None else None
+        if ts is None:
+            return
+        wait = await self._try_delete((chat_id, thread_id), ts)
+        if wait is not None:
+            self._stale[ts] = (chat_id, thread_id)
+            self._background(self._delete_later((chat_id, thread_id), ts, wait))
+
+    def accepted(self) -> None:
+        """A Web API call succeeded with the bot token: the deletions it refused are tried again."""
+        if self._refused:
+            refused, self._refused = self._refused, {}
+            self._background(self._delete_all(refused))
+
+    async def stop(self) -> None:
+        """A last attempt at deleting every placeholder still shown (waiting for posts in flight);
+        nothing is left to retry with after it. Called once the adapter's background work is cancelled."""
+        placeholders, self._placeholders = self._placeholders, {}
+        for where, future in placeholders.items():
+            if (ts := await future) is not None:
+                self._stale[ts] = where
+        refused, self._refused = self._refused, {}
+        await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
+        self._stale.clear()
+        self._refused.clear()  # a later start finds them again (`clear_left_behind`)
+        self._own_placeholders.clear()
+
+    async def _delete_all(self, placeholders: dict[str, Where]) -> None:
+        left = dict(placeholders)
+        try:
+            for ts, where in placeholders.items():
+                if await self._try_delete(where, ts) is not None:
+                    self._left(*where)  # not now (a 429, an outage): the next start tries again
+                del left[ts]
+        finally:
+            self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them
+
+    async def _try_delete(self, where: Where, ts: str) -> float | None:
+        """Delete one placeholder of conversation ``where``: None when done (or refused for the
+        token: deleted later), else the seconds to wait before trying again."""
+        chat_id = where[0]
+        try:
+            await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
+        except RateLimited as exc:
+            return min(exc.retry_after, 60.0)
+        except NetworkError:
+            return 2.0
+        except Unauthorized:
+            self._stale.pop(ts, None)
+            self._refused[ts] = where
+            self._left(*where)  # a restart before Slack takes the token again must still look there
+            return None
+        except DeliveryError:
+            pass  # gone already, or not ours to delete: nothing more to do
+        self._stale.pop(ts, None)
+        self._own_placeholders.discard(ts)
+        return None
+
+    async def _delete_later(self, where: Where, ts: str, wait: float) -> None:
+        for _ in range(5):
+            await asyncio.sleep(wait)
+            retry = await self._try_delete(where, ts)
+            if retry is None:
+                return
+            wait = retry
+        self._left(*where)  # Slack would not take the deletion for now: the next start tries again
