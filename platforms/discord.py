@@ -26,12 +26,8 @@ carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
 
-Each `CommandSpec` becomes a slash command with one optional ``args`` string,
-registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
-globally when that is empty. An interaction is deferred (type 5, "thinking…")
-before it is handed over, so Discord's 3-second window holds whatever the
-gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
-(valid 15 minutes). The first answer replaces the "thinking…" response, later
+Each `CommandSpec` becomes a slash command, deferred before it is handed over
+(`platforms.discord_commands`). The first answer replaces the "thinking…" response, later
 ones are follow-ups (after a restart Discord is asked which comes next); an expired
 token falls back to a channel message.
 
@@ -45,7 +41,7 @@ itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answ
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
 handed over without its interaction and answered in the channel (`platforms.discord_answers`).
-Every SDK error is translated by `_translate`, the one place that does so.
+Every SDK error is translated in `platforms.discord_errors`, the one place that does so.
 
 Files the agent sends go as a message with the file attached (``files[0]``), the caption as its
 content, with the same nonce, so a repeated upload is dropped too; at most the guild's upload
@@ -55,11 +51,9 @@ limit as discord.py knows it from the guild's boost level (10 MiB without boosts
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,62 +63,47 @@ from typing import Any
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
-from platforms import discord_answers, discord_catch_up, discord_files, discord_token
+from platforms import discord_answers, discord_catch_up, discord_commands, discord_files, discord_inbound, discord_token
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
-    BadRequest,
     CommandSpec,
-    DeliveryError,
     DisplayTier,
-    EditUnsupported,
-    Forbidden,
     Inbound,
     InboundSink,
-    MessageTooLong,
     NetworkError,
     NotFound,
     Outbound,
     OutboundFile,
     Pacing,
-    RateLimited,
     SeenRecorder,
     Sent,
     Unauthorized,
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
+from platforms.discord_errors import FAILED, PORTAL_HINT, delivery_error, ended_because, translate
+from platforms.discord_handover import until_recorded
 from platforms.discord_twins import Twins
 from platforms.formatting import discord_markdown
-from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 
 import discord  # noqa: E402  (after discord_urls, see above)
-from discord import app_commands  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 PACING = Pacing(edit_interval=1.0)
-SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
-"""How long to wait before handing an event the gateway failed to record over again."""
 
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
 
-PORTAL_HINT = (
-    "enable it in the Discord Developer Portal: Applications → your application → Bot → "
-    "Privileged Gateway Intents → Message Content Intent"
-)
 # What the bot posts is the model's text, which may copy mentions from what users wrote or a page it
 # read: it never pings anyone (a mention still shows as one). The bot does not post replies, so
 # there is no asker to ping either.
 _MENTIONS = discord.AllowedMentions.none()
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
 _REMEMBERED_CHANNELS = 10_000  # channels and threads posted in, most recent kept (as many as the gateway hands over)
-_TOKEN_EXPIRED = 50027
-FAILED = "discord: %s for channel %s failed: %s: %s"
 TYPING = "POST /channels/{channel_id}/typing"
-"""401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 
 
 _Item = tuple[Inbound | None, int, int]
@@ -273,7 +252,7 @@ class DiscordAdapter:
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
-            tree = self._command_tree(client, commands)
+            tree = discord_commands.command_tree(client, commands, self._command_guilds, self._on_command)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
             try:
                 await client.login(self._token)
@@ -290,7 +269,7 @@ class DiscordAdapter:
             self._connect_task.add_done_callback(self._connection_ended)
             await self._wait_connected()
             if commands:
-                await self._sync(tree)
+                await discord_commands.sync(tree, self._command_guilds)
         except BaseException:
             await self.stop()
             raise
@@ -317,7 +296,7 @@ class DiscordAdapter:
         # discord.py reconnects after anything but the close codes that say retrying cannot help.
         if task.cancelled() or self._stopping or not self._connected.is_set():
             return  # a start that failed raises it (_wait_connected)
-        self._watch.down(_ended_because(task.exception()))
+        self._watch.down(ended_because(task.exception()))
 
     async def stop(self) -> None:
         """Close the gateway connection and HTTP session, hand over what was already queued.
@@ -412,7 +391,7 @@ class DiscordAdapter:
 
     async def _hand_over(self, sink: InboundSink, item: _Item) -> None:
         inbound, channel_id, message_id = item
-        if inbound is not None and not await _until_recorded(sink, inbound, self._stop_asked):
+        if inbound is not None and not await until_recorded(sink, inbound, self._stop_asked):
             if message_id and channel_id not in self._last_seen:  # so that the next start looks there
                 self._seen(channel_id, message_id - 1)
             return  # not seen: the next start's catch-up hands it over
@@ -447,96 +426,21 @@ class DiscordAdapter:
             self._queue.put_nowait((inbound, message.channel.id, message.id))
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
-        """The event for the gateway, if the message is for the bot; a live one and one caught up alike."""
+        """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
         me = self._client.user if self._client is not None else None
-        if me is None or message.author.bot or message.author.id == me.id:
-            return None
-        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
-            return None
-        # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
-        own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
-        mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
-        if message.guild is not None and not (mentioned or self._addressed(message, me.id)):
-            return None
-        own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
-        text = re.sub(own, "", message.content).strip()
-        attachments = discord_files.attachments_of(message.attachments)
-        # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent.
-        for snapshot in message.message_snapshots:
-            text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
-            attachments += discord_files.attachments_of(snapshot.attachments)
-        if not text and not attachments:
-            if message.guild is not None and not mentioned and not self._content_warned:
-                self._content_warned = True
-                log.error("discord: a message for the bot arrived without content; is the Message Content "
-                          "intent enabled? %s", PORTAL_HINT)
-            return None
-        chat_id, thread_id = _chat_of(message.channel, message.channel.id)
-        return Inbound(
-            platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
-            user_name=_handle(message.author), text=text, event_id=str(message.id),
-            is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
-            message_id=str(message.id),
-        )
+        return discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
+                                          no_content=self._no_content)
 
-    def _addressed(self, message: discord.Message, me: int) -> bool:
-        resolved = message.reference.resolved if message.reference is not None else None
-        if isinstance(resolved, discord.Message) and resolved.author.id == me:
-            return True
-        channel = message.channel
-        if isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in self._posted_in):
-            return True
-        words = message.content.split(maxsplit=1)
-        return channel.id in self._posted_in and bool(words) and words[0].lower() in self._text_commands
-
-    def _command_tree(self, client: discord.Client, commands: Sequence[CommandSpec]) -> app_commands.CommandTree:
-        tree = app_commands.CommandTree(client)
-        guilds = [discord.Object(id=g) for g in self._command_guilds]
-        for spec in commands:
-            try:
-                tree.add_command(self._slash_command(spec), guilds=guilds)
-            except (ValueError, TypeError, app_commands.AppCommandError) as exc:
-                log.error("discord: cannot register /%s: %s", spec.name, exc)
-        return tree
-
-    def _slash_command(self, spec: CommandSpec) -> app_commands.Command[Any, ..., None]:
-        async def callback(interaction: discord.Interaction, args: str | None = None) -> None:
-            await self._on_command(interaction, spec.name, args)
-
-        callback = app_commands.describe(args="Optional arguments")(callback)
-        return app_commands.Command(name=spec.name, description=(spec.description or spec.name)[:100],
-                                    callback=callback)
-
-    async def _sync(self, tree: app_commands.CommandTree) -> None:
-        scopes = [discord.Object(id=g) for g in self._command_guilds] or [None]
-        for guild in scopes:
-            scope = "commands" if guild is None else "guilds/{guild_id}/commands"
-            route = "PUT /applications/{application_id}/" + scope
-            try:
-                await tree.sync(guild=guild)
-            except Exception as exc:  # commands are a convenience: `!stop` text still works
-                error = _translate(exc, route=route, chat_id=str(guild.id) if guild else "global")
-                log.error("discord: slash commands not registered (%s); invite the bot with the "
-                          "applications.commands scope", error)
+    def _no_content(self) -> None:
+        if not self._content_warned:
+            self._content_warned = True
+            log.error("discord: a message for the bot arrived without content; is the Message Content "
+                      "intent enabled? %s", PORTAL_HINT)
 
     async def _on_command(self, interaction: discord.Interaction, name: str, args: str | None) -> None:
-        reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
-        try:
-            await interaction.response.defer(thinking=True)
-            _remember(self._answered, reply_token, False)
-        except Exception as exc:  # too late, already answered, or rate limited: run it, answer in the channel
-            error = _translate(exc, route="POST /interactions/{id}/{token}/callback",
-                               chat_id=str(interaction.channel_id))
-            log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
-                        name, interaction.user.id, type(error).__name__)
-            reply_token = None
-        chat_id, thread_id = _chat_of(interaction.channel, interaction.channel_id)
-        self._queue.put_nowait((Inbound(
-            platform=self.name, chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
-            user_name=_handle(interaction.user), text=f"/{name} {args or ''}".strip(),
-            event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
-            reply_token=reply_token,
-        ), 0, 0))  # an interaction is no message of the channel's history
+        inbound = await discord_commands.received(interaction, name, args,
+                                                  deferred=lambda token: _remember(self._answered, token, False))
+        self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
     # ---- outbound ----------------------------------------------------------------------------
 
@@ -561,7 +465,7 @@ class DiscordAdapter:
                 reference=quote,  # type: ignore[arg-type]
             )
         except Exception as exc:
-            raise _translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
+            raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
         _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
@@ -588,7 +492,7 @@ class DiscordAdapter:
             finally:
                 upload.close()
         except Exception as exc:
-            raise _translate(exc, route=route, chat_id=target) from exc
+            raise translate(exc, route=route, chat_id=target) from exc
         _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
@@ -607,7 +511,7 @@ class DiscordAdapter:
             else:
                 sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
         except Exception as exc:
-            raise _translate(exc, route=route, chat_id=message.chat_id) from exc
+            raise translate(exc, route=route, chat_id=message.chat_id) from exc
         _remember(self._answered, message.reply_token, True)
         _remember(self._webhook_messages, str(sent.id), message.reply_token)
         return Sent(str(sent.id))
@@ -635,7 +539,7 @@ class DiscordAdapter:
                 partial = self._channel(target).get_partial_message(int(message_id))
                 await partial.edit(content=text, allowed_mentions=_MENTIONS)
         except Exception as exc:
-            raise _translate(exc, route=route, chat_id=target) from exc
+            raise translate(exc, route=route, chat_id=target) from exc
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Refreshed every few seconds while a turn runs: a channel that refuses it for one reason
@@ -644,7 +548,7 @@ class DiscordAdapter:
         try:
             await self._channel(target).typing()
         except Exception as exc:
-            error = _delivery_error(exc, route=TYPING, chat_id=target)
+            error = delivery_error(exc, route=TYPING, chat_id=target)
             if not isinstance(error, Unauthorized):  # a refused token is said once for all (`discord_token`)
                 self._typing_failures.warning((target, type(error).__name__), FAILED, TYPING, target,
                                               type(error).__name__, error)
@@ -666,7 +570,7 @@ class DiscordAdapter:
             else:
                 await self._channel(target).get_partial_message(int(message_id)).delete()
         except Exception as exc:
-            error = _translate(exc, route=route, chat_id=target)
+            error = translate(exc, route=route, chat_id=target)
             if not isinstance(error, NotFound):
                 raise error from exc
 
@@ -689,35 +593,6 @@ class DiscordAdapter:
         return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
 
 
-def _ended_because(exc: BaseException | None) -> str:
-    """Why the gateway connection ended for good, and what to do, for `ConnectionWatch.down`."""
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return f"the Discord gateway refused the Message Content intent (close code 4014); {PORTAL_HINT}, then restart"
-    if isinstance(exc, discord.ConnectionClosed):
-        if exc.code == 4004:
-            return ("the Discord gateway refused the bot token (close code 4004, authentication failed): it was reset;"
-                    " set platforms.discord.token to the new token and restart")
-        return (f"the Discord gateway closed the connection with code {exc.code}, after which discord.py does not"
-                " reconnect (4010-4013: bad shard or intents settings); restart once the cause is fixed")
-    if exc is None:
-        return "the Discord gateway connection ended; restart to connect again"
-    return f"the Discord gateway connection ended: {type(exc).__name__}; restart to connect again"
-
-
-def _handle(user: discord.abc.User) -> str | None:
-    """The user's username, which no one else holds; never the display name or server nickname,
-    which anyone may set to anything (an allowed user's name, say). An account still on a
-    ``name#1234`` discriminator, or a webhook's ``#0000``, shares its name with others: None."""
-    return user.name if user.discriminator == "0" else None
-
-
-def _chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:
-    """(chat_id, thread_id): a thread is a session inside its parent channel."""
-    if isinstance(channel, discord.Thread) and channel.parent_id is not None:
-        return str(channel.parent_id), str(channel.id)
-    return str(channel_id), None
-
-
 def _nonce(idempotency_key: str | None) -> str | None:
     # Discord nonces are at most 25 characters; a digest keeps any key stable and short.
     if idempotency_key is None:
@@ -732,79 +607,3 @@ def _remember(store: OrderedDict[Any, Any], key: Any, value: Any, keep: int = _R
         store.popitem(last=False)
 
 
-def _translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """`_delivery_error`, logged (a refused token is said once where it is noticed, not here)."""
-    error = _delivery_error(exc, route=route, chat_id=chat_id)
-    if error is not exc and not isinstance(error, Unauthorized):
-        log.warning(FAILED, route, chat_id, type(error).__name__, error)
-    return error
-
-
-async def _until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.Event) -> bool:
-    """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
-    once and never again, so one the gateway failed to record (its database full) would be lost.
-    The events after it wait, in order. Any other failure is the event's own, and would recur at
-    every try, holding up every later event: it is logged and the event dropped. Once the adapter
-    stops, an event refused is not tried again: the stop's grace is the gateway's to share (the
-    running turns, the outbox's flush), not the adapter's to spend waiting for room. False for an
-    event given up for that reason (a later start's catch-up finds it again), True once settled."""
-    delay = SINK_RETRY_FIRST
-    while True:
-        try:
-            await sink(inbound)
-        except Exception as exc:
-            if not storage_refusal(exc):
-                log.exception("discord: the gateway refused event %s", inbound.event_id)
-                return True
-            if stopping.is_set():
-                log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: a message is"
-                            " looked for again at the next start, a command is lost", inbound.event_id, type(exc).__name__, exc)
-                return False
-            first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
-            log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"
-                    " handing it over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc,
-                    delay)
-        else:
-            if delay > SINK_RETRY_FIRST:
-                log.info("discord: event %s is recorded", inbound.event_id)
-            return True
-        with contextlib.suppress(TimeoutError):  # a stop cuts the wait short: one last try
-            await asyncio.wait_for(stopping.wait(), delay)
-        delay = min(delay * 2, SINK_RETRY_MAX)
-
-
-def _delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """The one place where discord.py and aiohttp errors become `DeliveryError`s."""
-    if isinstance(exc, DeliveryError):
-        return exc
-    kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
-    error: DeliveryError
-    if isinstance(exc, discord.RateLimited):
-        error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)
-    elif isinstance(exc, discord.HTTPException):
-        detail = f"{exc.status} (code {exc.code}): {exc.text}"
-        if exc.status == 429:
-            retry_after = float(exc.response.headers.get("Retry-After", 1.0)) if exc.response is not None else 1.0
-            error = RateLimited(detail, retry_after=retry_after, **kw)
-        elif exc.code == 50035 and "fewer in length" in exc.text:
-            error = MessageTooLong(detail, **kw)
-        elif exc.code == 50005:
-            error = EditUnsupported(detail, **kw)
-        elif exc.status == 401 and exc.code != _TOKEN_EXPIRED:
-            # The bot token, in every channel (403 is one channel's refusal). Said once where it is
-            # noticed (the outbox's hold), not on every call made while it lasts.
-            log.debug("discord: %s for channel %s: the token was refused: %s", route, chat_id, detail)
-            return Unauthorized(detail, **kw)
-        elif isinstance(exc, discord.Forbidden):
-            error = Forbidden(detail, **kw)
-        elif isinstance(exc, discord.NotFound) or (exc.status == 401 and exc.code == _TOKEN_EXPIRED):
-            error = NotFound(detail, **kw)
-        elif exc.status >= 500:
-            error = NetworkError(detail, **kw)
-        else:
-            error = BadRequest(detail, **kw)
-    elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
-        error = NetworkError(f"{type(exc).__name__}: {exc}", **kw)
-    else:
-        error = BadRequest(f"{type(exc).__name__}: {exc}", **kw)
-    return error

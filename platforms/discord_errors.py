@@ -1,0 +1,98 @@
+"""discord.py's and aiohttp's errors as `DeliveryError`s, and why a gateway connection ended.
+
+Apart from the adapter (`platforms.discord`) because it is the adapter's one translation point:
+every REST call, answer, upload and typing refresh goes through `delivery_error` (`translate`
+logs it too), and `ended_because` words the end of a connection discord.py gives up on. Logged
+under ``platforms.discord`` like the rest of the adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+
+from platforms.base import (
+    BadRequest,
+    DeliveryError,
+    EditUnsupported,
+    Forbidden,
+    MessageTooLong,
+    NetworkError,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+)
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+
+log = logging.getLogger("platforms.discord")
+
+PORTAL_HINT = (
+    "enable it in the Discord Developer Portal: Applications → your application → Bot → "
+    "Privileged Gateway Intents → Message Content Intent"
+)
+_TOKEN_EXPIRED = 50027
+"""401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
+FAILED = "discord: %s for channel %s failed: %s: %s"
+
+
+def ended_because(exc: BaseException | None) -> str:
+    """Why the gateway connection ended for good, and what to do, for `ConnectionWatch.down`."""
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return f"the Discord gateway refused the Message Content intent (close code 4014); {PORTAL_HINT}, then restart"
+    if isinstance(exc, discord.ConnectionClosed):
+        if exc.code == 4004:
+            return ("the Discord gateway refused the bot token (close code 4004, authentication failed): it was reset;"
+                    " set platforms.discord.token to the new token and restart")
+        return (f"the Discord gateway closed the connection with code {exc.code}, after which discord.py does not"
+                " reconnect (4010-4013: bad shard or intents settings); restart once the cause is fixed")
+    if exc is None:
+        return "the Discord gateway connection ended; restart to connect again"
+    return f"the Discord gateway connection ended: {type(exc).__name__}; restart to connect again"
+
+
+def translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
+    """`delivery_error`, logged (a refused token is said once where it is noticed, not here)."""
+    error = delivery_error(exc, route=route, chat_id=chat_id)
+    if error is not exc and not isinstance(error, Unauthorized):
+        log.warning(FAILED, route, chat_id, type(error).__name__, error)
+    return error
+
+
+def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
+    """The one place where discord.py and aiohttp errors become `DeliveryError`s."""
+    if isinstance(exc, DeliveryError):
+        return exc
+    kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
+    error: DeliveryError
+    if isinstance(exc, discord.RateLimited):
+        error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)
+    elif isinstance(exc, discord.HTTPException):
+        detail = f"{exc.status} (code {exc.code}): {exc.text}"
+        if exc.status == 429:
+            retry_after = float(exc.response.headers.get("Retry-After", 1.0)) if exc.response is not None else 1.0
+            error = RateLimited(detail, retry_after=retry_after, **kw)
+        elif exc.code == 50035 and "fewer in length" in exc.text:
+            error = MessageTooLong(detail, **kw)
+        elif exc.code == 50005:
+            error = EditUnsupported(detail, **kw)
+        elif exc.status == 401 and exc.code != _TOKEN_EXPIRED:
+            # The bot token, in every channel (403 is one channel's refusal). Said once where it is
+            # noticed (the outbox's hold), not on every call made while it lasts.
+            log.debug("discord: %s for channel %s: the token was refused: %s", route, chat_id, detail)
+            return Unauthorized(detail, **kw)
+        elif isinstance(exc, discord.Forbidden):
+            error = Forbidden(detail, **kw)
+        elif isinstance(exc, discord.NotFound) or (exc.status == 401 and exc.code == _TOKEN_EXPIRED):
+            error = NotFound(detail, **kw)
+        elif exc.status >= 500:
+            error = NetworkError(detail, **kw)
+        else:
+            error = BadRequest(detail, **kw)
+    elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
+        error = NetworkError(f"{type(exc).__name__}: {exc}", **kw)
+    else:
+        error = BadRequest(f"{type(exc).__name__}: {exc}", **kw)
+    return error

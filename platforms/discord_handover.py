@@ -1,0 +1,53 @@
+"""Handing a Discord event to the gateway until it is recorded: Discord never sends it again.
+
+Apart from the adapter (`platforms.discord`) because it is the one retry policy of the inbound
+side, shared by live events and those a catch-up finds. Logged under ``platforms.discord``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from platforms.base import Inbound, InboundSink
+from platforms.not_recorded import storage_refusal
+
+log = logging.getLogger("platforms.discord")
+
+SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
+"""How long to wait before handing an event the gateway failed to record over again."""
+
+
+async def until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.Event) -> bool:
+    """Hand ``inbound`` over until the gateway has recorded it, backing off: Discord sends an event
+    once and never again, so one the gateway failed to record (its database full) would be lost.
+    The events after it wait, in order. Any other failure is the event's own, and would recur at
+    every try, holding up every later event: it is logged and the event dropped. Once the adapter
+    stops, an event refused is not tried again: the stop's grace is the gateway's to share (the
+    running turns, the outbox's flush), not the adapter's to spend waiting for room. False for an
+    event given up for that reason (a later start's catch-up finds it again), True once settled."""
+    delay = SINK_RETRY_FIRST
+    while True:
+        try:
+            await sink(inbound)
+        except Exception as exc:
+            if not storage_refusal(exc):
+                log.exception("discord: the gateway refused event %s", inbound.event_id)
+                return True
+            if stopping.is_set():
+                log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: a message is"
+                            " looked for again at the next start, a command is lost", inbound.event_id, type(exc).__name__, exc)
+                return False
+            first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
+            log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"
+                    " handing it over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc,
+                    delay)
+        else:
+            if delay > SINK_RETRY_FIRST:
+                log.info("discord: event %s is recorded", inbound.event_id)
+            return True
+        with contextlib.suppress(TimeoutError):  # a stop cuts the wait short: one last try
+            await asyncio.wait_for(stopping.wait(), delay)
+        delay = min(delay * 2, SINK_RETRY_MAX)
+

@@ -1,0 +1,76 @@
+"""Which Discord messages are for the bot, and the `Inbound` each becomes.
+
+Apart from the adapter (`platforms.discord`) because it is pure translation, the same for a live
+message and one a catch-up finds; the adapter keeps what it needs to know (the bot's user, the
+channels it posted in, the text commands) and hands it in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Container
+from typing import Any
+
+from platforms import discord_files
+from platforms.base import Inbound
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+
+
+def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
+               text_commands: Container[str], no_content: Callable[[], None]) -> Inbound | None:
+    """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
+    ``no_content`` is told of a guild message for the bot that came without its content."""
+    if me is None or message.author.bot or message.author.id == me.id:
+        return None
+    if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+        return None
+    # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
+    own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
+    mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
+    if message.guild is not None and not (mentioned or addressed(message, me.id, posted_in, text_commands)):
+        return None
+    own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
+    text = re.sub(own, "", message.content).strip()
+    attachments = discord_files.attachments_of(message.attachments)
+    # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent.
+    for snapshot in message.message_snapshots:
+        text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
+        attachments += discord_files.attachments_of(snapshot.attachments)
+    if not text and not attachments:
+        if message.guild is not None and not mentioned:
+            no_content()
+        return None
+    chat_id, thread_id = chat_of(message.channel, message.channel.id)
+    return Inbound(
+        platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
+        user_name=handle(message.author), text=text, event_id=str(message.id),
+        is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
+        message_id=str(message.id),
+    )
+
+
+def addressed(message: discord.Message, me: int, posted_in: Container[int], text_commands: Container[str]) -> bool:
+    """A guild message for the bot without a mention: a reply to it, or in a thread it owns or posted in, or a
+    text command in a channel it posted in."""
+    resolved = message.reference.resolved if message.reference is not None else None
+    if isinstance(resolved, discord.Message) and resolved.author.id == me:
+        return True
+    channel = message.channel
+    if isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in posted_in):
+        return True
+    words = message.content.split(maxsplit=1)
+    return channel.id in posted_in and bool(words) and words[0].lower() in text_commands
+
+
+def handle(user: discord.abc.User) -> str | None:
+    """The user's username, which no one else holds; never the display name or server nickname,
+    which anyone may set to anything (an allowed user's name, say). An account still on a
+    ``name#1234`` discriminator, or a webhook's ``#0000``, shares its name with others: None."""
+    return user.name if user.discriminator == "0" else None
+
+
+def chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:
+    """(chat_id, thread_id): a thread is a session inside its parent channel."""
+    if isinstance(channel, discord.Thread) and channel.parent_id is not None:
+        return str(channel.parent_id), str(channel.id)
+    return str(channel_id), None
