@@ -49,24 +49,12 @@ past them, links included, without a word). If
 Telegram answers "can't parse entities", the same part is sent once more, as plain
 text (the Markdown as written): an answer is never lost to formatting. No other
 error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
-error becomes a `DeliveryError` in `_translate`, the one place, and is logged with
+error becomes a `DeliveryError` in `platforms.telegram_errors`, the one place, and is logged with
 the method and the chat; aiogram never retries a 429 itself, the gateway does with
 ``RateLimited.retry_after``.
 
-A group upgraded to a supergroup gets a new chat id, and Telegram refuses every write to
-the old one ("group chat was upgraded to a supergroup chat", with ``migrate_to_chat_id``)
-without doing it. The adapter then remembers the move and makes the call once more in
-the supergroup; from then on it sends, shows "typing" and deletes there whatever the
-gateway addresses to the old id. A message it sends there has the id
-``<supergroup>:<message id>``, so a later edit or deletion finds it. A message written
-in the old chat before the upgrade can no longer change: editing or deleting it raises
-`EditUnsupported`, and the gateway sends the text anew (into the supergroup). The two
-service messages Telegram posts about the upgrade (``migrate_to_chat_id`` in the old
-chat, ``migrate_from_chat_id`` in the new) tell the adapter too, usually first. The
-supergroup's messages are handed over under the old chat id (`platforms.base.MovesChats`),
-so the conversation goes on in its session; each move is stored by the gateway before it
-is used, and handed back at the next start. A webhook may get the supergroup's first
-messages before the service messages: they wait for them a while (`platforms.telegram_moves`).
+A group upgraded to a supergroup gets a new chat id: the adapter follows it there, and hands
+the supergroup's messages over under the old one (`platforms.telegram_supergroups`).
 """
 
 from __future__ import annotations
@@ -74,7 +62,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -87,20 +74,12 @@ from aiogram.exceptions import (
     AiogramError,
     ClientDecodeError,
     TelegramBadRequest,
-    TelegramEntityTooLarge,
-    TelegramForbiddenError,
-    TelegramMigrateToChat,
-    TelegramNetworkError,
-    TelegramNotFound,
-    TelegramRetryAfter,
-    TelegramServerError,
-    TelegramUnauthorizedError,
 )
 from aiogram.methods import GetUpdates, TelegramMethod
 from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
 
-from platforms import telegram_files, telegram_updates
+from platforms import telegram_files, telegram_inbound, telegram_updates
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -109,17 +88,12 @@ from platforms.base import (
     CommandSpec,
     DeliveryError,
     DisplayTier,
-    EditUnsupported,
-    Forbidden,
     Inbound,
     InboundSink,
-    MessageTooLong,
-    NetworkError,
     NotFound,
     Outbound,
     OutboundFile,
     Pacing,
-    RateLimited,
     Sent,
     Unauthorized,
     scalar_text,
@@ -129,8 +103,11 @@ from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import telegram_html
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
+from platforms.telegram_errors import GroupUpgraded, translate
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
+from platforms.telegram_supergroups import Supergroups, upgrade_of
+from platforms.telegram_webhook import WebhookEndpoint
 
 log = logging.getLogger(__name__)
 FAILED = "telegram %s to chat %s failed: %s: %s"
@@ -146,12 +123,10 @@ SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """While polling, how long to wait before handing an update the gateway failed to record over again."""
 
 T = TypeVar("T")
-SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 UPLOAD_LIMIT = 50 * 1000 * 1000
 PHOTO_LIMIT = 10 * 1000 * 1000
 _PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
 """JPEG and PNG: what Telegram takes as a photo and shows in the chat."""
-_COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
 
 
 class TelegramAdapter:
@@ -191,7 +166,6 @@ class TelegramAdapter:
         self.mode = mode
         self.webhook_url = webhook_url
         self._secret = webhook_secret or secrets.token_urlsafe(32)
-        self._refusals = RepeatedWarnings(log)
         self._typing_failures = RepeatedWarnings(log)
         self._parse_mode = parse_mode
         self._polling_timeout = polling_timeout
@@ -214,13 +188,10 @@ class TelegramAdapter:
         """Webhook: the albums whose items are still coming."""
         self._skipped_to = 0
         """Polling: the offset that confirms the updates skipped as unreadable."""
-        self._moved_to: dict[str, str] = {}
-        """Groups upgraded to supergroups: the old chat id (the gateway's) -> the supergroup's."""
-        self._moved_from: dict[str, str] = {}
-        """The other way round: a supergroup's chat id -> the gateway's."""
-        self._store_move: ChatMoved | None = None
         self.upgrade_wait = UpgradeWait()
         """Webhook mode: holds a supergroup's message that may have come before its upgrade's."""
+        self._moves = Supergroups(self.upgrade_wait)
+        self._webhook = WebhookEndpoint(self._secret, self.bot, self._dp, lambda: self._sink is not None)
         self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
         self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
         """Calls refused 401: a webhook has no connection to show it, and polling may not have met it yet."""
@@ -269,9 +240,7 @@ class TelegramAdapter:
 
     def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
         """The groups upgraded so far, and where to store the next upgrades (`MovesChats`)."""
-        self._moved_to = dict(moves)
-        self._moved_from = {new: old for old, new in moves.items()}
-        self._store_move = moved
+        self._moves.bind(moves, moved)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -358,9 +327,9 @@ class TelegramAdapter:
         for held in self.albums.take(after=message):
             await self._hand_over_album(held)
         await self.webhook_albums.after(message)  # a webhook's requests come at once
-        upgrade = _upgrade_of(message)
+        upgrade = upgrade_of(message)
         if upgrade is not None:
-            await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._chat_moved(*upgrade))
+            await self._until_recorded(f"the upgrade of chat {upgrade[0]}", lambda _: self._moves.chat_moved(*upgrade))
             return
         if album is not None and self.mode == "polling":
             self.albums.hold(message, event_update.update_id)
@@ -371,7 +340,7 @@ class TelegramAdapter:
         inbound = self._to_inbound(message, event_update.update_id)
         if inbound is None:
             return
-        if self.mode == "webhook" and (group := await self.upgrade_wait.group_of(message, self._moved_from)):
+        if self.mode == "webhook" and (group := await self.upgrade_wait.group_of(message, self._moves.moved_from)):
             inbound = dataclasses.replace(inbound, chat_id=group)
         await self._hand_over(inbound)
 
@@ -436,88 +405,15 @@ class TelegramAdapter:
         await asyncio.Event().wait()
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
-        text = (message.text if message.text is not None else message.caption) or ""
-        attachments = telegram_files.attachments_of(message, self.max_attachment_bytes)
-        # Written as a chat (an anonymous admin as the group, someone as their channel): that chat is
-        # the sender, and ``from`` only one of Telegram's stand-in accounts (GroupAnonymousBot, a bot).
-        user, sender = message.from_user, message.sender_chat
-        if not (text or attachments) or message.is_automatic_forward:
-            return None  # a linked channel's post, copied here by Telegram: written to the channel
-        if sender is None and (user is None or user.is_bot):
-            return None
-        private = message.chat.type == "private"
-        command = _COMMAND.match(text)
-        if command and command.group(2) and command.group(2).lower() != self._username:
-            return None  # "/stop@otherbot": not for us
-        if command and not (private or command.group(2) or command.group(1)[1:].lower() in self._command_names):
-            # Telegram hands a group's bare commands to the bot that spoke last there: another bot's
-            # "/weather" is for us only if addressed to us, as any other message.
-            command = None
-        if command:
-            text = command.group(1) + text[command.end() :]
-        elif not private and not self._addressed(message, text):
-            return None
-        topic = message.message_thread_id if message.is_topic_message else None
-        return Inbound(
-            platform=self.name,
-            chat_id=self._moved_from.get(str(message.chat.id), str(message.chat.id)),
-            thread_id=str(topic) if topic is not None else None,
-            user_id=str(sender.id if sender else user.id),
-            user_name=sender.username if sender else user.username,
-            text=text,
-            event_id=str(update_id),
-            is_command=command is not None,
-            is_private=private,
-            attachments=attachments,
-            sent_at=message.date.timestamp(),
-            message_id=str(message.message_id),
-        )
-
-    def _addressed(self, message: Message, text: str) -> bool:
-        """A group message meant for the bot: a reply to it, or a mention of it."""
-        reply = message.reply_to_message
-        # In forum topics every message "replies" to the topic's first message: not to us.
-        if reply and reply.from_user and reply.from_user.id == self._bot_id and not reply.forum_topic_created:
-            return True
-        handle = f"@{self._username}"
-        for entity in message.entities or message.caption_entities or ():
-            if entity.type == "mention" and entity.extract_from(text).lower() == handle:
-                return True
-            if entity.type == "text_mention" and entity.user is not None and entity.user.id == self._bot_id:
-                return True
-        return bool(self._username) and re.search(rf"(?<![\w@]){re.escape(handle)}\b", text, re.I) is not None
-
-    async def _handle_webhook(self, request: web.Request) -> web.Response:
-        # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong secret, not a 500.
-        given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")
-        if not secrets.compare_digest(given, self._secret.encode()):
-            # Once, then counted: a stranger could post from as many addresses as they have.
-            self._refusals.warning("secret token", "telegram webhook: refused a request without the right secret "
-                                   "token from %s", request.remote)
-            return web.Response(status=401, text="Unauthorized")
-        if self._sink is None:
-            return web.Response(status=503, text="not running")  # Telegram delivers it again later
-        try:
-            body = await request.json()
-        except ValueError:
-            return web.Response(status=400, text="malformed update")
-        if not (isinstance(body, dict) and isinstance(body.get("update_id"), int)):
-            return web.Response(status=400, text="malformed update")
-        update = telegram_updates.readable(body, self.bot)
-        if update is None:
-            return web.json_response({})  # logged: refused, Telegram would deliver it again and again
-        try:
-            await self._dp.feed_update(self.bot, update)
-        except Exception:
-            log.exception("telegram webhook: update %s failed; Telegram will deliver it again", update.update_id)
-            return web.Response(status=500, text="failed")
-        return web.json_response({})
+        return telegram_inbound.to_inbound(
+            message, update_id, bot_id=self._bot_id, username=self._username, command_names=self._command_names,
+            moved_from=self._moves.moved_from, max_attachment_bytes=self.max_attachment_bytes)
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "webhook":
             return []
         assert self.webhook_url is not None
-        return [web.post(urlsplit(self.webhook_url).path or "/", self._handle_webhook)]
+        return [web.post(urlsplit(self.webhook_url).path or "/", self._webhook.handle)]
 
     # -- sending -------------------------------------------------------------------
 
@@ -544,7 +440,7 @@ class TelegramAdapter:
                 ),
             )
 
-        chat_id, sent = await self._where_it_is_now(message.chat_id, send_to)
+        chat_id, sent = await self._moves.where_it_is_now(message.chat_id, send_to)
         return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
 
     def upload_limit(self, chat_id: str) -> int:
@@ -574,13 +470,13 @@ class TelegramAdapter:
                 try:
                     return await upload("sendPhoto")
                 except BadRequest as exc:
-                    if isinstance(exc, _ChatMoved) or not any(w in str(exc).upper() for w in ("PHOTO", "IMAGE")):
+                    if isinstance(exc, GroupUpgraded) or not any(w in str(exc).upper() for w in ("PHOTO", "IMAGE")):
                         raise
                     log.info("telegram: chat %s: %s was refused as a photo; sending it as a document", chat_id,
                              file.name)
             return await upload("sendDocument")
 
-        chat_id, sent = await self._where_it_is_now(message.chat_id, send_to)
+        chat_id, sent = await self._moves.where_it_is_now(message.chat_id, send_to)
         return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -589,7 +485,7 @@ class TelegramAdapter:
         (also one left behind in a group upgraded to a supergroup)."""
         # Telegram checks an edit for edit rights only, so an edit in an upgraded group gets no
         # migrate_to_chat_id: Telegram refuses it as a message that can't be edited.
-        chat, number = self._locate("editMessageText", chat_id, message_id)
+        chat, number = self._moves.locate("editMessageText", chat_id, message_id)
         await self._call_formatted(
             "editMessageText",
             chat,
@@ -603,7 +499,7 @@ class TelegramAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """sendChatAction "typing". Cosmetic: a failure is logged, never raised."""
         try:
-            await self._where_it_is_now(
+            await self._moves.where_it_is_now(
                 chat_id,
                 lambda chat: self._call(
                     "sendChatAction",
@@ -615,7 +511,7 @@ class TelegramAdapter:
                 ),
             )
         except DeliveryError:
-            pass  # logged by _translate
+            pass  # logged by _failed
         except Exception:  # the chat's upgrade could not be stored: the next write tells it again
             log.warning("telegram: typing in chat %s failed", chat_id, exc_info=True)
 
@@ -625,9 +521,9 @@ class TelegramAdapter:
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """deleteMessage; a message already gone counts as deleted. One left behind in a group
         upgraded to a supergroup raises `EditUnsupported`."""
-        chat, number = self._locate("deleteMessage", chat_id, message_id)
+        chat, number = self._moves.locate("deleteMessage", chat_id, message_id)
         try:
-            await self._unmoved("deleteMessage", chat, self._call(
+            await self._moves.unmoved("deleteMessage", chat, self._call(
                 "deleteMessage", chat, lambda: self.bot.delete_message(chat_id=chat, message_id=int(number))))
         except NotFound:
             pass
@@ -637,52 +533,6 @@ class TelegramAdapter:
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
             lambda method, request: self._call(method, None, request))
-
-    # -- groups upgraded to supergroups --------------------------------------------------
-
-    async def _where_it_is_now(self, chat_id: str, call: Callable[[str], Awaitable[T]]) -> tuple[str, T]:
-        """``call(chat)`` in the chat ``chat_id`` is now, and that chat. When Telegram answers that
-        the group became a supergroup, the move is remembered and the call made once more, in
-        the supergroup: the refused call did nothing, so nothing is doubled."""
-        chat = self._moved_to.get(chat_id, chat_id)
-        try:
-            return chat, await call(chat)
-        except _ChatMoved as moved:
-            await self._chat_moved(chat_id, moved.to)
-            return moved.to, await call(moved.to)
-
-    async def _unmoved(self, method: str, chat_id: str, call: Awaitable[T]) -> T:
-        """``call`` on a message in ``chat_id`` (a deletion): if Telegram answers that the group
-        became a supergroup, the move is remembered and `EditUnsupported` raised (the message
-        stays behind)."""
-        try:
-            return await call
-        except _ChatMoved as moved:
-            await self._chat_moved(chat_id, moved.to)
-            raise EditUnsupported(f"the message stayed in chat {chat_id}, upgraded to the supergroup {moved.to}",
-                                  method=method, chat_id=chat_id, platform=self.name) from moved
-
-    def _locate(self, method: str, chat_id: str, message_id: str) -> tuple[str, str]:
-        """The chat a message the adapter sent is in, and its id there: ``<chat>:<id>`` names a
-        supergroup the gateway's chat became. Raises `EditUnsupported` for a message written in
-        a group before it became a supergroup: Telegram lets it change no more."""
-        chat, _, number = message_id.rpartition(":")
-        if chat:
-            return chat, number
-        if chat_id in self._moved_to:
-            raise EditUnsupported(f"the message stayed in chat {chat_id}, upgraded to the supergroup "
-                                  f"{self._moved_to[chat_id]}", method=method, chat_id=chat_id, platform=self.name)
-        return chat_id, message_id
-
-    async def _chat_moved(self, old: str, new: str) -> None:
-        """The group ``old`` is the supergroup ``new`` now: stored (`bind_chat_moves`), then used."""
-        if self._moved_to.get(old) == new:
-            return  # both service messages tell, and so may a refused write
-        if self._store_move is not None:
-            await self._store_move(old, new)
-        self._moved_to[old], self._moved_from[new] = new, old
-        self.upgrade_wait.moved()
-        log.info("telegram: chat %s was upgraded to the supergroup %s; the conversation goes on there", old, new)
 
     async def _call(
         self,
@@ -714,8 +564,8 @@ class TelegramAdapter:
         """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
         and again for as long as it fails (typing). A refused token is said where it is noticed
         (polling's state, the outbox's hold), a chat's move is no failure: neither is logged here."""
-        error = _translate(exc, method, chat_id, self.bot.token)
-        if isinstance(error, (_ChatMoved, Unauthorized)):
+        error = translate(exc, method, chat_id, self.bot.token)
+        if isinstance(error, (GroupUpgraded, Unauthorized)):
             return error
         line = (FAILED, method, chat_id, type(error).__name__, error)
         if warn is None:
@@ -747,24 +597,6 @@ class TelegramAdapter:
             return await self._call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
 
 
-class _ChatMoved(BadRequest):
-    """Telegram refused a write to a group upgraded to a supergroup, doing nothing: ``to`` is the
-    supergroup's chat id."""
-
-    def __init__(self, message: str, *, to: str, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.to = to
-
-
-def _upgrade_of(message: Message) -> tuple[str, str] | None:
-    """(old chat id, supergroup id) when ``message`` is one of the two service messages of an upgrade."""
-    if message.migrate_to_chat_id is not None:
-        return str(message.chat.id), str(message.migrate_to_chat_id)
-    if message.migrate_from_chat_id is not None:
-        return str(message.migrate_from_chat_id), str(message.chat.id)
-    return None
-
-
 def _is_picture(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(8).startswith(_PICTURES)
@@ -772,34 +604,3 @@ def _is_picture(path: str) -> bool:
 
 def _thread(thread_id: str | None) -> int | None:
     return int(thread_id) if thread_id else None
-
-
-def _translate(exc: Exception, method: str, chat_id: str | None, token: str) -> DeliveryError:
-    """The one place aiogram's errors become `DeliveryError`s (`TelegramAdapter._call` logs them)."""
-    # aiohttp's errors name the URL, and a Bot API URL holds the token.
-    text = (getattr(exc, "message", None) or str(exc)).replace(token, "***")
-    lowered = text.lower()
-    kw: dict[str, Any] = {"method": method, "chat_id": chat_id, "platform": "telegram"}
-    if isinstance(exc, TelegramMigrateToChat):
-        return _ChatMoved(text, to=str(exc.migrate_to_chat_id), **kw)  # not a failure: the caller goes there
-    error: DeliveryError
-    if isinstance(exc, TelegramRetryAfter):
-        error = RateLimited(text, retry_after=float(exc.retry_after), **kw)
-    elif isinstance(exc, TelegramEntityTooLarge) or "too long" in lowered or "too_long" in lowered:
-        error = MessageTooLong(text, **kw)
-    elif isinstance(exc, (TelegramNetworkError, TelegramServerError, ClientDecodeError)):
-        error = NetworkError(text, **kw)
-    elif isinstance(exc, TelegramUnauthorizedError):
-        # 401: the token, in every chat (403 is one chat's refusal). Said once where it is noticed
-        # (polling's state, the outbox's hold), not on every call made while it lasts.
-        log.debug("telegram %s to chat %s: the token was refused: %s", method, chat_id, text)
-        return Unauthorized(text, **kw)
-    elif isinstance(exc, TelegramForbiddenError):
-        error = Forbidden(text, **kw)
-    elif isinstance(exc, TelegramNotFound) or "not found" in lowered:
-        error = NotFound(text, **kw)
-    elif "can't be edited" in lowered:
-        error = EditUnsupported(text, **kw)
-    else:  # other 4xx, and arguments aiogram refused to send (pydantic, a bad message id)
-        error = BadRequest(text, **kw)
-    return error

@@ -1,0 +1,75 @@
+"""Which Telegram messages are for the bot, and the `Inbound` each becomes.
+
+Apart from the adapter (`platforms.telegram`) because it is pure translation, the same for a
+message alone, an album's lead item, polling and a webhook; the adapter hands in what it knows
+(its id and username, the gateway's commands, the groups moved to supergroups).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Mapping
+
+from aiogram.types import Message
+
+from platforms import telegram_files
+from platforms.base import Inbound
+
+_COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
+
+
+def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, command_names: Container[str],
+               moved_from: Mapping[str, str], max_attachment_bytes: int) -> Inbound | None:
+    """The `Inbound` for a message the bot takes, under the group's chat id for a supergroup it
+    became (``moved_from``); None for one that is not for the bot."""
+    text = (message.text if message.text is not None else message.caption) or ""
+    attachments = telegram_files.attachments_of(message, max_attachment_bytes)
+    # Written as a chat (an anonymous admin as the group, someone as their channel): that chat is
+    # the sender, and ``from`` only one of Telegram's stand-in accounts (GroupAnonymousBot, a bot).
+    user, sender = message.from_user, message.sender_chat
+    if not (text or attachments) or message.is_automatic_forward:
+        return None  # a linked channel's post, copied here by Telegram: written to the channel
+    if sender is None and (user is None or user.is_bot):
+        return None
+    private = message.chat.type == "private"
+    command = _COMMAND.match(text)
+    if command and command.group(2) and command.group(2).lower() != username:
+        return None  # "/stop@otherbot": not for us
+    if command and not (private or command.group(2) or command.group(1)[1:].lower() in command_names):
+        # Telegram hands a group's bare commands to the bot that spoke last there: another bot's
+        # "/weather" is for us only if addressed to us, as any other message.
+        command = None
+    if command:
+        text = command.group(1) + text[command.end() :]
+    elif not private and not addressed(message, text, bot_id=bot_id, username=username):
+        return None
+    topic = message.message_thread_id if message.is_topic_message else None
+    return Inbound(
+        platform="telegram",
+        chat_id=moved_from.get(str(message.chat.id), str(message.chat.id)),
+        thread_id=str(topic) if topic is not None else None,
+        user_id=str(sender.id if sender else user.id),
+        user_name=sender.username if sender else user.username,
+        text=text,
+        event_id=str(update_id),
+        is_command=command is not None,
+        is_private=private,
+        attachments=attachments,
+        sent_at=message.date.timestamp(),
+        message_id=str(message.message_id),
+    )
+
+
+def addressed(message: Message, text: str, *, bot_id: int, username: str) -> bool:
+    """A group message meant for the bot: a reply to it, or a mention of it."""
+    reply = message.reply_to_message
+    # In forum topics every message "replies" to the topic's first message: not to us.
+    if reply and reply.from_user and reply.from_user.id == bot_id and not reply.forum_topic_created:
+        return True
+    handle = f"@{username}"
+    for entity in message.entities or message.caption_entities or ():
+        if entity.type == "mention" and entity.extract_from(text).lower() == handle:
+            return True
+        if entity.type == "text_mention" and entity.user is not None and entity.user.id == bot_id:
+            return True
+    return bool(username) and re.search(rf"(?<![\w@]){re.escape(handle)}\b", text, re.I) is not None

@@ -1,0 +1,56 @@
+"""Telegram's webhook endpoint: the updates Telegram posts when the adapter runs in webhook mode.
+
+Apart from the adapter (`platforms.telegram`) because it is that mode's own edge: the secret
+token check, the answers Telegram acts on (401, 400, 500 and 503 against 200) and the updates
+aiogram cannot read. Polling never comes here. Logged under ``platforms.telegram``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+
+from aiogram import Bot, Dispatcher
+from aiohttp import web
+
+from platforms import telegram_updates
+from platforms.repeated_warnings import RepeatedWarnings
+
+log = logging.getLogger("platforms.telegram")
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class WebhookEndpoint:
+    """Feeds the updates posted with ``secret`` to the dispatcher while ``running()``."""
+
+    def __init__(self, secret: str, bot: Bot, dp: Dispatcher, running: Callable[[], bool]) -> None:
+        self._secret, self._bot, self._dp, self._running = secret, bot, dp, running
+        self._refusals = RepeatedWarnings(log)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong secret, not a 500.
+        given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")
+        if not secrets.compare_digest(given, self._secret.encode()):
+            # Once, then counted: a stranger could post from as many addresses as they have.
+            self._refusals.warning("secret token", "telegram webhook: refused a request without the right secret "
+                                   "token from %s", request.remote)
+            return web.Response(status=401, text="Unauthorized")
+        if not self._running():
+            return web.Response(status=503, text="not running")  # Telegram delivers it again later
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="malformed update")
+        if not (isinstance(body, dict) and isinstance(body.get("update_id"), int)):
+            return web.Response(status=400, text="malformed update")
+        update = telegram_updates.readable(body, self._bot)
+        if update is None:
+            return web.json_response({})  # logged: refused, Telegram would deliver it again and again
+        try:
+            await self._dp.feed_update(self._bot, update)
+        except Exception:
+            log.exception("telegram webhook: update %s failed; Telegram will deliver it again", update.update_id)
+            return web.Response(status=500, text="failed")
+        return web.json_response({})
