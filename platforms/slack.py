@@ -265,7 +265,10 @@ class SlackAdapter:
             self._catch_up = CatchUp(self._page, addressed=lambda event: self._addressed(event) is not None,
                                      take=self._take, seen=self._mark_seen,
                                      limits=self._catch_up_limits)
-            self._background(self._catch_up.run(self._last_seen))
+            # Held by the catch-up alone, until it ends: every conversation of the last 30 days
+            # (`gateway.retention`), which a busy workspace has many more of than it reads.
+            last_seen, self._last_seen = self._last_seen, {}
+            self._background(self._catch_up.run(last_seen))
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None

@@ -135,6 +135,22 @@ async def test_the_newest_messages_within_the_bounds_are_handed_over_and_one_war
     assert summary == f"slack: caught up on {DM}: 3 message(s) for the bot handed on, 2 skipped"
 
 
+async def test_what_the_store_had_is_let_go_once_caught_up_only_the_newest_10000_kept(fake, caplog):
+    """Every conversation recorded in 30 days stayed in memory for the life of the process, though the
+    catch-up reads 100 at most and the docs bound what is kept at 10,000."""
+    gateway = Gateway()
+    gateway.last_seen = {(f"C{n:05d}", None): f"{1_700_000_000 + n}.000100" for n in range(10_050)}
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, max_conversations=1))
+    try:
+        await fake.wait_for(lambda: [r for r in caplog.records if "catching up" in r.getMessage()])
+        assert "10049 conversation(s) quiet longest, over 1" in caplog.records[-1].getMessage()
+        assert adapter._last_seen == {}
+        assert len(adapter._newest) == 10_000 and ("C10049", None) in adapter._newest
+    finally:
+        await adapter.stop()
+
+
 async def test_reads_are_paced_and_a_429_is_waited_out(fake):
     gateway = Gateway()
     adapter = await gateway.start(fake)
