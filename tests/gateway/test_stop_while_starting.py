@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,22 +20,40 @@ from tests.gateway.cli_process import TIMEOUT, Running, environment, write_confi
 TOKEN = "777003:AAE-abcdefghijklmnopqrstuvwxyz0123456"
 EXIT_WITHIN = 10.0
 """Seconds from the signal to the end of the process; the hung platform alone would take 60."""
+CALL_WITHIN = 60.0
+"""Seconds from the start to the gateway's first call to the platform: the program loads first
+(aiogram alone takes seconds of CPU), which took over 30 s on a loaded 2-core machine."""
 
 
+def first_call(api: socket.socket, gateway: Running) -> socket.socket:
+    """The gateway's first connection to ``api``; fails at once, with its log, if it exited first."""
+    deadline = time.monotonic() + CALL_WITHIN
+    api.settimeout(0.5)
+    while True:
+        try:
+            return api.accept()[0]
+        except TimeoutError:
+            if gateway.proc.poll() is not None:
+                pytest.fail(f"the gateway exited ({gateway.proc.returncode}) before calling the platform: "
+                            f"{gateway.lines[-5:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no call to the platform within {CALL_WITHIN}s: {gateway.lines[-5:]}")
+
+
+@pytest.mark.timeout(CALL_WITHIN + EXIT_WITHIN + TIMEOUT)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_while_a_platform_is_starting_stops_the_start(tmp_path, signum):
     # A Bot API that takes the connection and never answers: the start waits on getMe.
     with socket.socket() as api:
         api.bind(("127.0.0.1", 0))
         api.listen()
-        api.settimeout(30)
         config = write_config(tmp_path / "c.yaml", {
             "state_dir": str(tmp_path / "state"), "server": {"port": 0},
             "platforms": {"telegram": {"enabled": True, "token": TOKEN, "allow_all": True,
                                        "api_base": f"http://127.0.0.1:{api.getsockname()[1]}"}},
         })
         with Running(tmp_path, "--config", str(config)) as gateway:
-            connection, _ = api.accept()  # the gateway's first call to the platform is in flight
+            connection = first_call(api, gateway)  # the gateway's first call to the platform is in flight
             with connection:
                 gateway.proc.send_signal(signum)
                 try:
