@@ -32,6 +32,10 @@ SECRET = "chaos-secret"
 MESSAGES = 12
 KILLS = 4
 
+# Five starts of `switchboard run`: about 10 s in all here, over 60 s (the suite's per-test limit)
+# on a loaded 2-core machine, where each start alone can take 10 s; each step keeps its own bound.
+pytestmark = pytest.mark.timeout(180)
+
 
 class Gateway:
     """One `switchboard run` at a time on the same state directory."""
