@@ -106,7 +106,7 @@ from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_errors import GroupUpgraded, translate
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
-from platforms.telegram_supergroups import Supergroups, upgrade_of
+from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
 from platforms.telegram_webhook import WebhookEndpoint
 
 log = logging.getLogger(__name__)
@@ -341,7 +341,8 @@ class TelegramAdapter:
         if inbound is None:
             return
         if self.mode == "webhook" and (group := await self.upgrade_wait.group_of(message, self._moves.moved_from)):
-            inbound = dataclasses.replace(inbound, chat_id=group)
+            inbound = dataclasses.replace(inbound, chat_id=group,
+                                          message_id=written_in(str(message.chat.id), group, message.message_id))
         await self._hand_over(inbound)
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
@@ -420,10 +421,9 @@ class TelegramAdapter:
     async def send(self, message: Outbound) -> Sent:
         """sendMessage; notices (``silent``) go with ``disable_notification``, a part that quotes a
         message (``reply_to``) with ``reply_parameters``, sent unquoted if that message is gone
-        (``allow_sending_without_reply``). Telegram has no idempotency key: a retry after a lost
+        (``allow_sending_without_reply``) or stayed in a group since upgraded (`_quote`).
+        Telegram has no idempotency key: a retry after a lost
         answer may show the message twice."""
-        quote = None if message.reply_to is None else \
-            ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
 
         def send_to(chat_id: str) -> Awaitable[Message]:
             return self._call_formatted(
@@ -436,7 +436,7 @@ class TelegramAdapter:
                     message_thread_id=_thread(message.thread_id),
                     disable_notification=True if message.silent else None,
                     parse_mode=parse_mode,
-                    reply_parameters=quote,
+                    reply_parameters=_quote(message, chat_id),
                 ),
             )
 
@@ -450,7 +450,8 @@ class TelegramAdapter:
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """sendPhoto for a JPEG or PNG picture of at most 10 MB (Telegram shows it in the chat),
         sendDocument for anything else and for a picture Telegram will not take as a photo; the
-        caption rendered as a part's text is. As for `send`, no idempotency key."""
+        caption rendered as a part's text is. As for `send`, it quotes the part's ``reply_to``
+        (``reply_parameters``), and there is no idempotency key."""
         photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
 
         async def send_to(chat_id: str) -> Message:
@@ -460,6 +461,7 @@ class TelegramAdapter:
                         "chat_id": chat_id, "caption": caption or None, "parse_mode": parse_mode,
                         "message_thread_id": _thread(message.thread_id),
                         "disable_notification": True if message.silent else None,
+                        "reply_parameters": _quote(message, chat_id),
                     }
                     upload = FSInputFile(file.path, filename=file.name)
                     return self.bot.send_photo(photo=upload, **kw) if method == "sendPhoto" else \
@@ -600,6 +602,13 @@ class TelegramAdapter:
 def _is_picture(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(8).startswith(_PICTURES)
+
+
+def _quote(message: Outbound, chat_id: str) -> ReplyParameters | None:
+    """The reply to ``message.reply_to`` for a send into ``chat_id``: unquoted if that message is
+    gone (``allow_sending_without_reply``), or was written in the group ``chat_id`` was upgraded from."""
+    number = quotable_in(chat_id, message.chat_id, message.reply_to)
+    return None if number is None else ReplyParameters(message_id=number, allow_sending_without_reply=True)
 
 
 def _thread(thread_id: str | None) -> int | None:

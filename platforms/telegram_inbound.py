@@ -14,6 +14,7 @@ from aiogram.types import Message
 
 from platforms import telegram_files
 from platforms.base import Inbound
+from platforms.telegram_supergroups import written_in
 
 _COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
 
@@ -44,9 +45,11 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     elif not private and not addressed(message, text, bot_id=bot_id, username=username):
         return None
     topic = message.message_thread_id if message.is_topic_message else None
+    here = str(message.chat.id)
+    chat = moved_from.get(here, here)
     return Inbound(
         platform="telegram",
-        chat_id=moved_from.get(str(message.chat.id), str(message.chat.id)),
+        chat_id=chat,
         thread_id=str(topic) if topic is not None else None,
         user_id=str(sender.id if sender else user.id),
         user_name=sender.username if sender else user.username,
@@ -56,7 +59,7 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
         is_private=private,
         attachments=attachments,
         sent_at=message.date.timestamp(),
-        message_id=str(message.message_id),
+        message_id=written_in(here, chat, message.message_id),
     )
 
 

@@ -99,6 +99,24 @@ class Supergroups:
         log.info("telegram: chat %s was upgraded to the supergroup %s; the conversation goes on there", old, new)
 
 
+def written_in(chat_id: str, gateway_chat: str, message_id: int) -> str:
+    """A user's message id as the gateway keeps it (`platforms.base.Inbound.message_id`): the number
+    alone in the gateway's own chat, ``<supergroup>:<number>`` for one handed over from the supergroup
+    the gateway's chat became, as the ids of the bot's messages there (`Supergroups.locate`)."""
+    return str(message_id) if chat_id == gateway_chat else f"{chat_id}:{message_id}"
+
+
+def quotable_in(chat_id: str, gateway_chat: str, reply_to: str | None) -> int | None:
+    """The number of the message ``reply_to`` (`written_in`) in ``chat_id``, where the reply goes;
+    None when it was written in another chat. Ids are numbered per chat, and a supergroup's start
+    anew: a message written in the group before its upgrade stayed there, and the same number in
+    the supergroup is someone else's message, which the reply would quote instead."""
+    if reply_to is None:
+        return None
+    chat, _, number = reply_to.rpartition(":")
+    return int(number) if (chat or gateway_chat) == chat_id else None
+
+
 def upgrade_of(message: Message) -> tuple[str, str] | None:
     """(old chat id, supergroup id) when ``message`` is one of the two service messages of an upgrade."""
     if message.migrate_to_chat_id is not None:

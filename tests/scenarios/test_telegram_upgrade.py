@@ -131,3 +131,28 @@ async def test_in_webhook_mode_a_supergroup_message_delivered_before_the_upgrade
         assert gateway.sessions.find("telegram", str(supergroup), None) is None  # no conversation of its own
     finally:
         await server.stop()
+
+
+async def test_an_answer_to_a_message_written_before_the_upgrade_quotes_no_message_of_the_supergroup(fake, gateways):
+    # Message ids are numbered per chat, a supergroup's from 1: Bob's number in the group is Carol's
+    # in the supergroup. Quoting it there would show Bob's answer as the answer to Carol's question.
+    model = ScriptedModel({"parent": [[{"wait": "upgraded", "text": "answer for bob"}], [{"text": "answer for carol"}]]})
+    await gateways.start(gateways.config(platforms=EVERYONE), model=model)
+    fake.push_message(GROUP, "morning all", chat_type="group", user_id=7, username="dave")  # not for the bot
+    bobs = fake.message_update(GROUP, f"@{BOT} work on it", chat_type="group", user_id=5, username="bob")
+    fake.push_update(bobs)
+    await model.reached("upgraded")
+    supergroup = fake.upgrade_group(GROUP)
+    fake.push_upgrade_updates(GROUP)
+    carols = fake.message_update(supergroup, f"@{BOT} who is on call?", chat_type="supergroup", user_id=6,
+                                 username="carol")
+    fake.push_update(carols)
+    number = carols["message"]["message_id"]
+    assert number == bobs["message"]["message_id"]
+    await fake.wait_for(lambda: number in fake.said[str(supergroup)])  # served: a reply could find it
+    model.release("upgraded")
+    await fake.wait_for(lambda: "answer for carol" in texts(fake, supergroup), PACED)
+    await gateways.quiet()
+    answers = [(m["text"], m["reply_to"]) for m in fake.messages[str(supergroup)] if m["text"].startswith("answer")]
+    # Bob's stayed in the group: his answer quotes nothing; Carol's, written in the supergroup, is quoted there.
+    assert answers == [("answer for bob", None), ("answer for carol", number)]
