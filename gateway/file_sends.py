@@ -42,7 +42,9 @@ class FileSends:
                             "sent. Tell the user where the file is in the workspace instead.")
         key = f"{running.turn_id}:file:{running.files}:0"
         name = file.path.name
-        if not self._outbox.journaled(key):  # else a run before a restart journaled it: sent from its copy
+        if self._outbox.journaled(key):  # a run before a restart journaled it: sent from its copy, quoting
+            running.take_quote()  # what it took then, as a `send_message` run again does
+        else:
             caption = file.caption or ""
             if isinstance(adapter, CapsSpans) and (spans := adapter.spans(caption)) > adapter.max_spans:
                 raise ToolError(f"The caption has {spans} formatted spans (bold, italic, code, links), more than "
@@ -58,7 +60,9 @@ class FileSends:
             if running.suppressed:  # stopped while the file was copied
                 self._files.remove(key)
                 raise ToolError(STOPPED)
-            self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id)
+            # The first message of the answer, it shows whose question it answers (`RunningTurn.take_quote`).
+            self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id,
+                                      reply_to=running.take_quote())
             name = f"{name} ({human_size(size)})"
         running.files += 1
         return f"{name} is queued to this chat; it goes out in order with your messages."

@@ -260,13 +260,13 @@ class Outbox:
         return [r.key for r in rows]
 
     def enqueue_file(self, platform: str, chat_id: str, thread_id: str | None, caption: str, *,
-                     key: str, turn_id: str | None = None) -> bool:
+                     key: str, turn_id: str | None = None, reply_to: str | None = None) -> bool:
         """Journal and queue the upload of the copy kept under ``key`` (`OutboxFiles.keep`, made
         first), with ``caption`` (may be empty), as one part of kind ``interim``, the next of
-        ``turn_id``'s messages (a webhook caller reads them by turn). False, adding nothing,
-        when ``key`` was journaled before."""
+        ``turn_id``'s messages (a webhook caller reads them by turn), quoting ``reply_to`` as
+        `enqueue`'s first part does. False, adding nothing, when ``key`` was journaled before."""
         rows = [NewMessage(key, platform, chat_id, thread_id, caption, kind="interim", op="file", turn_id=turn_id,
-                           sequence=None if turn_id else 0)]
+                           sequence=None if turn_id else 0, reply_to=reply_to)]
         ids = self._store.add_new_messages(rows)
         if ids is None:
             return False

@@ -455,14 +455,10 @@ class DiscordAdapter:
         target = message.thread_id or message.chat_id
         nonce = _nonce(message.idempotency_key)
         self._twins.sending(nonce)
-        # A reply to the message it answers, without pinging its author (allowed_mentions); sent all
-        # the same, as a plain message, if that message was deleted meanwhile.
-        quote = None if message.reply_to is None else discord.MessageReference(
-            message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)
         try:
             sent = await self._channel(target).send(
                 discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
-                reference=quote,  # type: ignore[arg-type]
+                reference=_quote(message, target),  # type: ignore[arg-type]
             )
         except Exception as exc:
             raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
@@ -478,7 +474,8 @@ class DiscordAdapter:
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """Post the file in the message's channel or thread, the caption rendered as a part's
-        content is, with the part's nonce: Discord drops a repeated upload of it."""
+        content is, with the part's nonce: Discord drops a repeated upload of it. A reply, as
+        `send`'s, when the part quotes a message (``reply_to``)."""
         target = message.thread_id or message.chat_id
         nonce = _nonce(message.idempotency_key)
         self._twins.sending(nonce)
@@ -488,7 +485,8 @@ class DiscordAdapter:
             try:
                 sent = await self._channel(target).send(
                     discord_markdown.render(scalar_text(message.text)) or None, file=upload, silent=message.silent,
-                    nonce=nonce, allowed_mentions=_MENTIONS)
+                    nonce=nonce, allowed_mentions=_MENTIONS,
+                    reference=_quote(message, target))  # type: ignore[arg-type]
             finally:
                 upload.close()
         except Exception as exc:
@@ -591,6 +589,13 @@ class DiscordAdapter:
         client = self._require_client()
         assert self._answers is not None  # opened with the client
         return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
+
+
+def _quote(message: Outbound, target: str) -> discord.MessageReference | None:
+    """A reply to the message ``message`` answers, without pinging its author (`_MENTIONS`); posted
+    all the same, as a plain message, if that message was deleted meanwhile."""
+    return None if message.reply_to is None else discord.MessageReference(
+        message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)
 
 
 def _nonce(idempotency_key: str | None) -> str | None:

@@ -1,8 +1,8 @@
 """Replies (quotes) in the fake Telegram: a message the bot sends as a reply to another one.
 
-``sendMessage`` takes ``reply_parameters`` (Bot API 7.0: a JSON object with ``message_id`` and
-``allow_sending_without_reply``) or the older ``reply_to_message_id`` and
-``allow_sending_without_reply`` fields, which Telegram still takes. The message replied to must be
+``sendMessage``, ``sendDocument`` and ``sendPhoto`` take ``reply_parameters`` (Bot API 7.0: a JSON
+object with ``message_id`` and ``allow_sending_without_reply``) or the older ``reply_to_message_id``
+and ``allow_sending_without_reply`` fields, which Telegram still takes. The message replied to must be
 in the chat the bot writes to: a user's message the fake served (``said``, until
 `delete_user_message`) or one the bot sent (``messages``). When it is not there, Telegram answers
 400 "Bad Request: message to be replied not found", unless ``allow_sending_without_reply`` is

@@ -70,6 +70,7 @@ class TelegramUploads:
     def _file_message(self, params: dict[str, Any], chat_id: int, kind: str, stored: dict[str, Any],
                       shown: Any) -> dict[str, Any]:
         caption, entities = self._caption(params)
+        replied = self._replied(params, chat_id)  # type: ignore[attr-defined]
         file_id = f"sent-{next(self._file_ids)}"  # type: ignore[attr-defined]
         thread_id = params.get("message_thread_id")
         record = {
@@ -83,6 +84,7 @@ class TelegramUploads:
             "thread_id": int(thread_id) if thread_id is not None else None,
             "silent": flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
+            "reply_to": None if replied is None else replied["message_id"],
             kind: stored,
         }
         self.messages[str(chat_id)].append(record)  # type: ignore[attr-defined]
@@ -95,6 +97,7 @@ class TelegramUploads:
             kind: attached,
             **({"caption": caption} if caption else {}),
             **({"caption_entities": entities} if entities else {}),
+            **({} if replied is None else {"reply_to_message": replied}),
         }
         if record["thread_id"] is not None:
             message.update(message_thread_id=record["thread_id"], is_topic_message=True)

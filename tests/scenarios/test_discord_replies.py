@@ -33,7 +33,8 @@ async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Callable[..., Awai
     started: list[Gateway] = []
 
     async def start_(**kw) -> Gateway:
-        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}}, agent={"toolsets": ["file"]})
+        (tmp_path / "state" / "workspace").mkdir(parents=True, exist_ok=True)
         started.append(await start_gateway(config, [adapter_for(fake)], **kw))
         return started[-1]
 
@@ -91,3 +92,19 @@ async def test_the_answer_to_a_message_deleted_meanwhile_still_arrives(fake, sta
     await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
     await settled(gateway)
     assert replies(fake.bot_messages(CHANNEL)) == [("answer for bob", None)]
+
+
+async def test_a_file_that_opens_the_answer_replies_to_the_question(fake, start, tmp_path):
+    # Among several members' requests, a file posted as a plain message is nobody's.
+    model = ScriptedModel({"parent": [[
+        {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]},
+        {"text": "there you go"},
+    ]]})
+    gateway = await start(model=model)
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\nnorth,12\n")
+    bobs = fake.push_guild_message(GUILD, CHANNEL, BOB, "the Q3 numbers please", mention_bot=True)
+    await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 2)
+    await settled(gateway)
+    document, reply = fake.bot_messages(CHANNEL)
+    assert [a["filename"] for a in document.attachments] == ["q3.csv"]
+    assert (document.reply_to, reply.reply_to) == (bobs, None)  # the answer's first message quotes, the rest follow

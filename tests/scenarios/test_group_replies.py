@@ -37,6 +37,7 @@ async def chat(fake, tmp_path):
 
     async def start(model: ScriptedModel | None = None, **sections: Any) -> Gateway:
         config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, **sections)
+        (tmp_path / "state" / "workspace").mkdir(parents=True, exist_ok=True)
         adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
         gateway = await start_gateway(config, [adapter], model=model)
         started.append(gateway)
@@ -140,3 +141,22 @@ async def test_an_answer_journaled_before_a_restart_still_replies_when_sent_afte
         store.close()
         await adapter.stop()
     assert answers(fake, GROUP) == [("answer for bob", asked)]
+
+
+async def test_a_file_that_opens_the_answer_replies_to_the_question(fake, chat, tmp_path):
+    # Among several members' requests, a file sent as a plain message is nobody's.
+    model = ScriptedModel({"parent": [[
+        {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]},
+        {"text": "there you go"},
+    ]]})
+    gateway = await chat(model, agent={"toolsets": ["file"]})
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\nnorth,12\n")
+    _, asked = ask(fake, GROUP, f"@{BOT} the Q3 numbers please", **BOB)
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
+    await settled(gateway)
+    document, reply = fake.messages[str(GROUP)]
+    assert document["document"]["file_name"] == "q3.csv"
+    assert (document["reply_to"], reply["reply_to"]) == (asked, None)  # the answer's first message quotes
+    [call] = fake.calls_to("sendDocument")
+    assert json.loads(call["reply_parameters"]) == {"message_id": asked, "allow_sending_without_reply": True}
+
