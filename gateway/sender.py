@@ -444,7 +444,8 @@ class Sender:
     def _late_note(self, row: OutboxRow) -> OutboxRow | None:
         """The pending note to send ahead of ``row`` (journaled now if it is not yet), when
         ``row`` opens a message sent `late_after` seconds or more after it was journaled
-        (`gateway.late_notes`); None when there is none to send, or it is final already."""
+        (`gateway.late_notes`); None when there is none to send, or it is final already. The note
+        quotes what ``row`` quotes: in a group, it concerns that member's answer."""
         age = self._clock.time() - row.created_at
         if not (0 < self._late_after <= age and late_notes.opens_message(row.key)
                 and row.platform not in late_notes.WITHOUT_NOTES):
@@ -454,7 +455,7 @@ class Sender:
         if note is None:
             self._store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
                                                  late_notes.note_text(age), kind=row.kind, silent=row.silent,
-                                                 turn_id=row.turn_id)])
+                                                 turn_id=row.turn_id, reply_to=row.reply_to)])
             note = self._store.message(key)
         return note if note is not None and note.status == "pending" else None
 

@@ -28,7 +28,7 @@ from gateway.progress_card import ProgressCard
 from gateway.progress_message import ProgressMessage
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+from gateway.sessions import GatewaySession, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
 from lifecycle import HostView
 from platforms.base import Adapter, Inbound
@@ -225,7 +225,8 @@ class TurnRunner:
         """Open the turn of a message that waited `_late_after` or more for it (the gateway was
         down, or the message was set aside and handed back), or precede the reply of a turn the
         machine slept through as long, with a note of its age (`gateway.late_notes`); once per
-        turn, also when it runs again after a restart."""
+        turn, also when it runs again after a restart. In a group it quotes the message, as the answer
+        after it does: the note leaves the answer its own quote (`RunningTurn.take_quote`)."""
         event = item.event
         if event is None or session.platform in late_notes.WITHOUT_NOTES:
             return
@@ -237,7 +238,7 @@ class TurnRunner:
         waited = self._clock.time() - received
         if waited >= self._late_after:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
-                       key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id)
+                       key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id, reply_to=quote_of(event))
 
     async def _input(self, session: GatewaySession, item: WorkItem,
                      running: RunningTurn) -> str | list[dict[str, Any]] | None:

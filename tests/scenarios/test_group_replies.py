@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
 from gateway.app import Gateway
+from gateway.late_notes import note_text
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
 from gateway.testing import make_config, settled, start_gateway
@@ -160,3 +162,42 @@ async def test_a_file_that_opens_the_answer_replies_to_the_question(fake, chat, 
     [call] = fake.calls_to("sendDocument")
     assert json.loads(call["reply_parameters"]) == {"message_id": asked, "allow_sending_without_reply": True}
 
+
+async def test_the_note_that_a_message_waited_quotes_it_as_its_answer_does(fake, chat):
+    # The gateway was down when Bob asked: after the restart, several members' old questions are
+    # answered one after another, each opened by a note of its age.
+    gateway = await chat(ScriptedModel({"parent": [[{"text": "the answer"}]]}), delivery={"late_after": 60})
+    update = fake.message_update(GROUP, f"@{BOT} how big is the release?", **BOB)
+    update["message"]["date"] -= 2 * 3600  # Telegram held it
+    fake.push_update(update)
+    asked = update["message"]["message_id"]
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
+    await settled(gateway)
+    assert answers(fake, GROUP) == [
+        ("⏱ Answering your message from 2 h ago: “@sb_group_test_bot how big is the release?”", asked),
+        ("the answer", asked)]
+
+
+async def test_a_late_answers_note_quotes_what_the_answer_quotes(fake, tmp_path):
+    # Sent hours after it was written (the gateway was down), the note says how old "what follows"
+    # is; in a group, what follows is Bob's answer, and the note shows it too.
+    _, asked = ask(fake, GROUP, f"@{BOT} how big is the release?", **BOB)
+    clock = FakeClock()
+    path = tmp_path / "state.db"
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    store = GatewayStore(path, clock=clock)
+    Outbox(store.outbox, {"telegram": adapter}, clock=clock).enqueue(
+        "telegram", str(GROUP), None, "answer for bob", kind="reply", key="t-1:reply", turn_id="t-1",
+        reply_to=str(asked))
+    store.close()
+    clock.advance(3 * 3600)
+    store = GatewayStore(path, clock=clock)
+    outbox = Outbox(store.outbox, {"telegram": adapter}, clock=clock, late_after=60)
+    try:
+        await outbox.start()
+        assert await outbox.flush(timeout=5)
+    finally:
+        await outbox.close()
+        store.close()
+        await adapter.stop()
+    assert answers(fake, GROUP) == [(note_text(3 * 3600), asked), ("answer for bob", asked)]
