@@ -503,17 +503,23 @@ def _tty_state(stream: TextIO) -> Any:
 
 def _without_interrupt_key(stream: TextIO, state: Any) -> None:
     """Turn the terminal's interrupt character (Ctrl-C) off, so that it reaches readline as a key
-    instead of sending SIGINT; `stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay."""
+    instead of sending SIGINT; `stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay.
+
+    The kernel's line mode (ICANON) goes off too: readline turns it off only while it reads, and the
+    chat asks for a read only once it has handled the line before (`_line`), so keys pressed between
+    two reads would meet it, which turns a Ctrl-D into a NUL byte for the next read (lost) and acts on
+    erase keys itself. Without it every key waits as typed for readline. Echo stays on: readline
+    shows nothing it types on a terminal it found without echo."""
     if state is None:
         return
     import termios  # noqa: PLC0415
 
     with contextlib.suppress(OSError, ValueError):
-        disabled = os.fpathconf(stream.fileno(), "PC_VDISABLE")
-        if disabled < 0:  # the terminal cannot turn a key off: Ctrl-C stays SIGINT, which leaves
-            return
         attrs = [*state[:6], list(state[6])]
-        attrs[6][termios.VINTR] = bytes([disabled])
+        attrs[3] &= ~termios.ICANON
+        disabled = os.fpathconf(stream.fileno(), "PC_VDISABLE")
+        if disabled >= 0:  # else the terminal cannot turn a key off: Ctrl-C stays SIGINT, which leaves
+            attrs[6][termios.VINTR] = bytes([disabled])
         termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, attrs)
 
 

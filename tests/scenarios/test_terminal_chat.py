@@ -210,6 +210,22 @@ def test_ctrl_c_during_a_turn_stops_the_turn_and_the_chat_goes_on(tmp_path):
         chat.close()
 
 
+def test_ctrl_d_pressed_just_after_a_line_still_leaves(tmp_path):
+    """Between two reads the terminal was back in the kernel's line mode (50 ms and more, while the chat
+    looked for a pasted line and handed the line over), which turns a Ctrl-D into a NUL byte for the
+    next read: pressed just after Enter, it was lost and the chat stayed."""
+    chat = Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"hello\r")
+        time.sleep(0.01)  # after the line, before the next read (wherever it lands, it must count)
+        os.write(chat.controller, b"\x04")
+        assert chat.wait() == 0, chat.seen[-200:]
+        assert termios.tcgetattr(chat.controller)[3] & termios.ICANON  # the shell's line mode is back
+    finally:
+        chat.close()
+
+
 @pytest.mark.parametrize("leave", [b"/quit\r", b"\x04"], ids=["quit", "ctrl-d"])
 def test_leaving_during_a_turn_says_so_at_once_and_ctrl_c_then_stops_it(tmp_path, leave):
     """Leaving while the agent worked said nothing and sat for the shutdown grace (here a minute), and
