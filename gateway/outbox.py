@@ -36,6 +36,9 @@ Guarantees:
   (the platform refuses the bot's own credentials, in every chat) is not: the platform's
   parts are held, in order, until it takes them again; time held does not count toward
   ``give_up_after`` (`gateway.credential_hold`).
+  Closed (the platform takes nothing more from this process: the terminal chat's output
+  went away) is neither: the part stays pending for the next start, and so does every
+  later part of that platform, untried, so a stop's `flush` has nothing of it to wait for.
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
   ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
   never the text.
@@ -142,8 +145,9 @@ class Outbox:
         return self._queued == 0
 
     async def flush(self, timeout: float | None = None, *, give_up_when_held: bool = False) -> bool:
-        """Wait until every queued part is sent, failed or dropped, or ``timeout`` seconds
-        pass; True if nothing is left. Parts left pending are sent by the next start. With
+        """Wait until every queued part is sent, failed or dropped (or left pending for want of
+        its platform: no adapter, or `Closed`), or ``timeout`` seconds pass; True if nothing is
+        left queued. Parts left pending are sent by the next start. With
         ``give_up_when_held``, False at once when every chat still sending is held past the
         timeout (a 429's ``retry_after``, a backoff): nothing would be sent meanwhile."""
         if self._queued == 0:

@@ -27,6 +27,7 @@ from platforms.base import (
     Adapter,
     AttachmentTooLarge,
     BadRequest,
+    Closed,
     Deleting,
     DeliveryError,
     EditUnsupported,
@@ -120,6 +121,8 @@ class Sender:
         self._unrecorded: dict[int, Callable[[], None]] = {}
         """Parts whose outcome (sent, failed) the store failed to record: recording it again is
         all the next attempt at them does, so a part the platform took is never sent twice."""
+        self._closed: set[str] = set()
+        """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
 
     @property
     def remembered(self) -> int:
@@ -156,7 +159,8 @@ class Sender:
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
         reported; a row of a platform without an adapter stays pending (that platform may be
-        configured again). False when ``preempt`` was set while the row waited (pacing, a
+        configured again), as does one of a platform that takes nothing more from this process
+        (`Closed`: it is left for the next start, which the process's end comes to). False when ``preempt`` was set while the row waited (pacing, a
         429, a backoff): it is still pending, its retry time journaled, for a later call.
         Raises what the store raises; the row's outcome, when known already, is kept for the
         next call, which only records it."""
@@ -173,6 +177,16 @@ class Sender:
             log.warning("outbox: no %s adapter; %s stays pending", row.platform, row.key)
             return True
         return await self._deliver(adapter, row, preempt)
+
+    def _close(self, row: OutboxRow, exc: Closed) -> None:
+        """``row``'s platform takes nothing more from this process: the row stays pending, its
+        attempt recorded (not toward giving up: the next start's clock counts no time it was tried),
+        and so do the platform's later parts, untried."""
+        if row.platform not in self._closed:
+            self._closed.add(row.platform)
+            log.info("outbox: %s takes nothing more from this process (%s); its messages stay pending for the"
+                     " next start", row.platform, _describe(exc))
+        self._store.record_attempt(row.id, _describe(exc), None)
 
     def waiting_beyond(self, tasks: Collection[asyncio.Task[object]], seconds: float) -> bool:
         """Whether every one of ``tasks`` (chats' senders) waits (pacing, a 429, a backoff) past
@@ -205,6 +219,8 @@ class Sender:
         pacing = pacing_of(adapter, row.chat_id)
         asked = False  # whether the platform was asked about a withdrawn target (`_settle_final`)
         while True:
+            if row.platform in self._closed:  # since a part sent ahead of it (a late note, a piece): left as is
+                return True
             if stale:  # after any await the row may have been dropped, superseded or pruned
                 fresh = self._store.message_by_id(row.id)
                 if fresh is None:
@@ -274,6 +290,10 @@ class Sender:
                     stale = True
                     continue
                 message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
+            except Closed as exc:
+                self._holds.release(row.platform, row.id)  # no answer about the credentials either
+                self._close(row, exc)
+                return True
             except Exception as exc:
                 stale = True
                 unanswered = isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError)
@@ -512,6 +532,8 @@ class Sender:
             if piece.status == "pending":
                 await self._deliver(adapter, piece, None)
                 piece = self._store.message_by_id(piece.id) or piece
+                if piece.status == "pending":  # the platform is `Closed`: the next start sends the rest
+                    return
             if piece.status == "sent" and first is None:
                 first = piece.message_id
         self._forget(row)  # its pieces are sent in its place: it is not tried again

@@ -16,7 +16,9 @@ platform said through the errors below, translated once, in one place.
     ├── EditUnsupported           this platform or message cannot be edited
     ├── NetworkError              connection dropped, 5xx: worth retrying
     ├── BadRequest                anything else the platform rejected: not worth retrying
-    └── AttachmentTooLarge        a file over the size cap: ``size`` and ``limit`` in bytes
+    ├── AttachmentTooLarge        a file over the size cap: ``size`` and ``limit`` in bytes
+    └── Closed                    the platform takes nothing more from this process (the
+                                  terminal's output went away): kept for the next start
 
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
@@ -250,6 +252,14 @@ class NetworkError(DeliveryError): ...
 
 
 class BadRequest(DeliveryError): ...
+
+
+class Closed(DeliveryError):
+    """The platform can take nothing more from this process, in any chat: the terminal chat's output
+    has no reader any more (``switchboard chat | head -1``). Neither a failure of the message nor
+    worth retrying here: the outbox leaves the message, and every later one for the platform,
+    pending for the next start, and calls the adapter no more. Raised only when nothing of the
+    message reached the platform."""
 
 
 class AttachmentTooLarge(DeliveryError):

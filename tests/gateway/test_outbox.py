@@ -21,6 +21,7 @@ from gateway.splitting import split_text
 from gateway.store import GatewayStore, NewMessage
 from platforms.base import (
     BadRequest,
+    Closed,
     DisplayTier,
     EditUnsupported,
     Forbidden,
@@ -420,6 +421,47 @@ async def test_a_platform_without_adapter_leaves_its_rows_pending(make, store):
         outbox.enqueue("gone", "c1", None, "hi", kind="reply", key="k2")
     assert await outbox.flush(timeout=WAIT)
     assert store.message("k:0").status == "pending"  # sent once that platform is configured again
+
+
+async def test_a_platform_that_takes_nothing_more_keeps_its_parts_pending_for_the_next_start(tmp_path):
+    # `switchboard chat | head -1`: once the terminal's output had gone its reply was retried as a
+    # network error, backing off, and the stop's flush waited the whole grace for nothing.
+    clock = FakeClock(autojump=False)  # nothing here may wait
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path, clock=clock)
+    gone, other = FakeAdapter(clock=clock), FakeAdapter("other", clock=clock)
+    outbox1 = Outbox(store1.outbox, {"fake": gone, "other": other}, clock=clock)
+    await outbox1.start()
+    try:
+        # Too long first: the piece sent in its place meets the platform's end.
+        gone.fail_next(MessageTooLong("too long"), Closed("nothing reads the output"))
+        outbox1.enqueue("fake", "a", None, "one two three four five six", kind="reply", key="k")
+        outbox1.enqueue("fake", "a", None, "after it", kind="reply", key="r")
+        outbox1.enqueue("fake", "b", None, "another chat of it", kind="reply", key="s")
+        outbox1.enqueue("other", "a", None, "elsewhere", kind="reply", key="e")
+        assert await asyncio.wait_for(outbox1.flush(timeout=3600, give_up_when_held=True), WAIT)
+        assert other.texts() == ["elsewhere"] and gone.sent == []
+        assert len(gone.calls) == 2  # the platform is not called again in this process
+        assert [store1.outbox.message(k).status for k in ("k:0", "k:0/a", "r:0", "s:0")] == ["pending"] * 4
+        assert store1.outbox.message("k:0/a").last_error == "Closed: nothing reads the output"
+        assert store1.outbox.message("r:0").attempts == 0  # untried, not failed
+        assert clock.sleeps == []
+    finally:
+        await outbox1.close()
+        store1.close()
+
+    store2 = GatewayStore(path, clock=clock)
+    after = FakeAdapter(clock=clock)
+    outbox2 = Outbox(store2.outbox, {"fake": after}, clock=clock)
+    await outbox2.start()
+    try:
+        assert await asyncio.wait_for(outbox2.flush(timeout=WAIT), WAIT)
+        assert " ".join(after.texts("a")) == "one two three four five six after it"
+        assert after.texts("b") == ["another chat of it"]
+        assert store2.outbox.pending_messages() == []
+    finally:
+        await outbox2.close()
+        store2.close()
 
 
 # --- edits -------------------------------------------------------------------------------
