@@ -33,8 +33,10 @@ What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
 terminal (`shown`).
 
-When nothing reads the output any more (``switchboard chat | head -1``) the chat ends,
-as at end of input; a reply it could not print stays in the outbox for the next chat.
+When nothing reads the output any more (``switchboard chat | head -1``) the chat ends at
+once. A reply it could not print stays in the outbox for the next chat, and so does every
+later one (a turn still running gets the shutdown grace to finish): `send` raises `Closed`,
+so the outbox tries the terminal no more in this process instead of retrying for the grace.
 
 A file the agent sends (``send_file``) is copied into ``files_dir`` (a name already there gets
 ``-2``, ``-3``...) and its path printed, with the caption: the terminal's person is the operator,
@@ -62,12 +64,12 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from platforms.base import (
+    Closed,
     CommandSpec,
     DisplayTier,
     EditUnsupported,
     Inbound,
     InboundSink,
-    NetworkError,
     Outbound,
     OutboundFile,
     Sent,
@@ -349,14 +351,14 @@ class LocalAdapter:
         return bool(ready)
 
     async def send(self, message: Outbound) -> Sent:
-        """Print the message. Raises `NetworkError` once nothing reads the output: the outbox keeps
-        the message, and the next chat prints it."""
+        """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the
+        message (and sends nothing more to the terminal), and the next chat prints it."""
         message_id = str(next(self._ids))
         above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
         after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
         text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
         if not self._emit(above + text + "\n" + after):
-            raise NetworkError("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
+            raise Closed("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
         self._last_id, self._last_rows = message_id, self._rows(text)
         return Sent(message_id)
 
@@ -368,14 +370,14 @@ class LocalAdapter:
         path could not be printed is removed: the outbox sends the file again (in the next chat),
         which must not leave ``report.csv`` behind and print ``report-2.csv``."""
         if self._output_gone:
-            raise NetworkError("nothing reads the terminal's output any more", method="send_file",
+            raise Closed("nothing reads the terminal's output any more", method="send_file",
                                chat_id=message.chat_id)
         kept = await asyncio.to_thread(_keep, Path(file.path), self.files_dir / file.name)
         caption = f"\n{message.text}" if message.text else ""
         try:
             return await self.send(Outbound(message.chat_id, message.thread_id, f"📎 {file.name}: {kept}{caption}",
                                             kind=message.kind))
-        except NetworkError:
+        except Closed:
             kept.unlink(missing_ok=True)
             raise
 
@@ -388,7 +390,7 @@ class LocalAdapter:
         prompt = PROMPT + self._typed() if self._prompting else ""
         # Up over every row the message took (a line wider than the window wraps), erase them all.
         if not self._emit(f"{clear_prompt}\x1b[{self._last_rows}A\x1b[J{text}\n{prompt}"):
-            raise NetworkError("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
+            raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         self._last_rows = self._rows(text)
 
     def _rows(self, text: str) -> int:

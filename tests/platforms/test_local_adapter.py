@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from platforms.base import EditUnsupported, NetworkError, Outbound, OutboundFile
+from platforms.base import Closed, EditUnsupported, Outbound, OutboundFile
 from platforms.local import LocalAdapter
 
 
@@ -228,7 +228,7 @@ async def test_a_file_that_could_not_be_shown_leaves_no_copy_behind(tmp_path):
     file = OutboundFile(str(tmp_path / "copy"), "report.csv", 4)
     gone = LocalAdapter(input=io.StringIO(), output=Gone(), user="me", files_dir=tmp_path / "sent")
     for _ in range(2):
-        with pytest.raises(NetworkError):
+        with pytest.raises(Closed):
             await gone.send_file(Outbound("terminal", None, "Q3"), file)
     assert not list((tmp_path / "sent").glob("*"))
     out = io.StringIO()

@@ -328,38 +328,75 @@ def test_a_question_asked_after_piped_input_ended_is_not_waited_for(tmp_path):
     assert "No answer within" not in result.stdout
 
 
-def chat_on_pipes(tmp_path: Path) -> subprocess.Popen:
-    config = tmp_path / "switchboard.yaml"
-    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+GRACE = 120
+"""The stop's grace in the tests of a reader that goes away: a chat that waited it out would fail them."""
+GONE_WITHIN = 30
+"""Seconds a chat whose output has gone may take to end: a loaded machine's stop, well under `GRACE`."""
+
+
+def chat_on_pipes(tmp_path: Path, **config: object) -> subprocess.Popen:
+    (tmp_path / "switchboard.yaml").write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state"), **config}))
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("PYTHONUNBUFFERED", None)  # buffered, as by default: the chat's greeting is its first write
-    return subprocess.Popen([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-                            env=env)
+    return subprocess.Popen([sys.executable, "-m", "gateway.cli", "--config", str(tmp_path / "switchboard.yaml"),
+                             "chat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=tmp_path, env=env)
 
 
-@pytest.mark.parametrize("gone", ["at once", "after the greeting"])
-def test_a_reader_of_the_output_that_goes_away_ends_the_chat_quietly_and_loses_no_reply(tmp_path, gone):
-    """`switchboard chat | head -1`: once nothing reads the replies the chat ends, while its input is still
-    open, with no error (it had started) and no traceback; a reply it could not show is shown next time
-    (a message it never read, the reader gone before its greeting, is not a reply owed)."""
-    chat = chat_on_pipes(tmp_path)
+def greeted(chat: subprocess.Popen) -> None:
+    while b"docs/platforms/" not in (line := chat.stdout.readline()):  # the greeting's last line
+        assert line, "the chat ended before its greeting"
+
+
+def ends_quietly_once_its_output_is_gone(chat: subprocess.Popen, text: bytes, within: float) -> float:
+    """Close the chat's output, send ``text``, and return the seconds the chat then took to end
+    (failing past ``within``), with no error and no traceback."""
     try:
-        if gone == "after the greeting":
-            while b"docs/platforms/" not in (line := chat.stdout.readline()):  # the greeting's last line
-                assert line, "the chat ended before its greeting"
         chat.stdout.close()
-        chat.stdin.write(b"hello\n")
+        gone = time.monotonic()
+        chat.stdin.write(text)
         chat.stdin.flush()
-        chat.wait(30)
+        chat.wait(within)
+        took = time.monotonic() - gone
         errors = chat.stderr.read().decode()
         assert "Traceback" not in errors and "could not start" not in errors, errors
+        return took
     finally:
         if chat.poll() is None:
             chat.kill()
             chat.wait()
         chat.stdin.close()
         chat.stderr.close()
+
+
+@pytest.mark.parametrize("gone", ["at once", "after the greeting"])
+def test_a_reader_of_the_output_that_goes_away_ends_the_chat_quietly_and_loses_no_reply(tmp_path, gone):
+    """`switchboard chat | head -1`: once nothing reads the replies the chat ends, while its input is still
+    open, with no error (it had started) and no traceback, at once: a reply it could not show is not
+    tried again for the stop's grace (it was, backing off, for all of it), but shown next time (a message
+    it never read, the reader gone before its greeting, is not a reply owed)."""
+    chat = chat_on_pipes(tmp_path, server={"shutdown_grace_seconds": GRACE})
+    if gone == "after the greeting":
+        greeted(chat)
+    took = ends_quietly_once_its_output_is_gone(chat, b"hello\n", 60 if gone == "at once" else GONE_WITHIN)
     if gone == "after the greeting":  # "hello" was read: its reply is owed
+        assert took < GONE_WITHIN
         shown, _ = chat_on_pipes(tmp_path).communicate(b"", timeout=30)
         assert b"agent> [demo] I am" in shown, shown
+
+
+def test_a_reader_that_goes_away_during_a_turn_gets_its_answer_next_time(tmp_path):
+    """The output goes while a turn still runs (its interim message cannot be shown): the turn gets the
+    stop's grace to finish, its answer is journaled, and the chat ends as soon as it has, not at the end
+    of the grace; the next chat shows both messages."""
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[
+        {"tool_calls": [{"name": "list_files", "arguments": {}}], "text": "looking first"},
+        {"sleep": 2, "text": "the answer, after a while"},
+    ]]}))
+    model = {"provider": "scripted", "script": str(script)}
+    chat = chat_on_pipes(tmp_path, server={"shutdown_grace_seconds": GRACE}, model=model)
+    greeted(chat)
+    assert ends_quietly_once_its_output_is_gone(chat, b"look around\n", GONE_WITHIN) < GONE_WITHIN
+    shown, _ = chat_on_pipes(tmp_path, model=model).communicate(b"", timeout=30)
+    assert b"looking first" in shown and b"the answer, after a while" in shown, shown
