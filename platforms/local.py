@@ -2,7 +2,10 @@
 
 A message is one line, or several lines pasted at once (a list to delegate), or
 lines joined with a trailing backslash. A pasted block of commands alone (every line
-starts with ``/``) is one command per line, in order.
+starts with ``/``) is one command per line, in order. Pasted at once: with line editing,
+lines already typed ahead, or within `PASTE_WINDOW`, when one ends; from a pipe, a file or
+a terminal without line editing, the lines readable at once when the reader looks, however
+late its thread runs (`platforms.local_input`), never a timer between lines.
 
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
@@ -75,6 +78,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.local_input import reader_of
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -88,7 +92,9 @@ log = logging.getLogger(__name__)
 
 UPLOAD_LIMIT = 1024**3
 """The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
-PASTE_WINDOW = 0.05  # lines arriving this close together were pasted as one message
+PASTE_WINDOW = 0.05
+"""With line editing, input reaching the terminal this soon after a line was pasted with it
+(elsewhere what arrived together is what was readable at once: `platforms.local_input`)."""
 CTRL_C = "\x03"
 """Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so)."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
@@ -275,11 +281,12 @@ class LocalAdapter:
         return False
 
     def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
-        """Worker thread: every line read (and "" at EOF) goes to the loop. With line editing, a
-        line is read only once asked for (`_line`); a pipe or a file is read ahead."""
+        """Worker thread: what is read goes to the loop ("" at EOF). With line editing, a line, read
+        only once asked for (`_line`); else the lines that arrived together (`reader_of`), read ahead."""
+        read = reader_of(self._input) if self._readline is None else None
         while True:
-            if self._readline is None:
-                line = self._input.readline()
+            if read is not None:
+                line = read()
             else:
                 self._wanted.acquire()
                 line = self._edit_line()
@@ -316,28 +323,28 @@ class LocalAdapter:
         return line + "\n"
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
-        """One message: a line, plus lines pasted with it (they arrive together) or
-        continued with a trailing backslash. None at end of input."""
-        first = await self._line(lines)
-        if not first:
+        """One message: a line, plus lines pasted with it (they arrive together: with line editing,
+        typed ahead within `PASTE_WINDOW`; else read at once, `reader_of`) or continued with a
+        trailing backslash. None at end of input."""
+        read = await self._line(lines)
+        if not read:
             return None
-        if CTRL_C in first:  # a key, never joined with the lines after it
-            return first.rstrip("\n")
-        parts = [first.rstrip("\n")]
+        if CTRL_C in read:  # a key, never joined with the lines after it
+            return read.rstrip("\n")
+        parts: list[str] = []
         while True:
-            continued = parts[-1].endswith("\\")
-            if continued:
-                parts[-1] = parts[-1][:-1]
-            if not continued and self._readline is not None and not await self._typed_ahead(PASTE_WINDOW):
-                break  # nothing more pasted: no read is started, whose prompt would be drawn for nothing
+            got = read.removesuffix("\n").split("\n")
+            continued = got[-1].endswith("\\")
+            parts += [line.removesuffix("\\") for line in got]
+            if not continued and (self._readline is None or not await self._typed_ahead(PASTE_WINDOW)):
+                break  # nothing more pasted (with line editing: no read started, whose prompt would show)
             try:
-                line = await self._line(lines, None if continued else PASTE_WINDOW)
+                read = await self._line(lines, None if continued else PASTE_WINDOW)
             except TimeoutError:
                 break
-            if not line:
+            if not read:
                 lines.put_nowait("")  # keep the EOF for the next read
                 break
-            parts.append(line.rstrip("\n"))
         return "\n".join(parts)
 
     async def _typed_ahead(self, timeout: float) -> bool:

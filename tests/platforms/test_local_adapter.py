@@ -3,12 +3,15 @@ import io
 import os
 import re
 import threading
+import time
 import unicodedata
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from platforms.base import Closed, EditUnsupported, Outbound, OutboundFile
 from platforms.local import LocalAdapter
+from platforms.local_input import reader_of
 
 
 class TTY(io.StringIO):
@@ -96,6 +99,71 @@ async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
     assert len({m.event_id for m in got}) == 6
     await adapter.stop()
     reader.close()
+
+
+class LateReader(io.TextIOWrapper):
+    """A pipe read by a thread the machine schedules late: each line read waits a fifth of a second."""
+
+    def readline(self, *args):
+        time.sleep(0.2)
+        return super().readline(*args)
+
+
+async def pasted(write: Callable[[int], Awaitable[None]], input_for: Callable[[int], object] = os.fdopen) -> list[str]:
+    """The messages of a chat whose input pipe ``write`` writes to (then closes), read as ``input_for`` opens it."""
+    read_fd, write_fd = os.pipe()
+    reader = input_for(read_fd)
+    got, ended = [], asyncio.Event()
+
+    async def sink(inbound):
+        got.append(inbound.text)
+
+    adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set)
+    try:
+        await adapter.start(sink)
+        await write(write_fd)
+        os.close(write_fd)
+        await asyncio.wait_for(ended.wait(), 5)
+    finally:
+        await adapter.stop()
+        reader.close()
+    return got
+
+
+async def test_lines_that_arrived_together_are_one_message_however_late_the_reader_runs():
+    # On a loaded machine the reader thread ran more than 50 ms after the line before: a pasted
+    # list became two or three messages, though all of it was in the pipe.
+    async def write(fd):
+        os.write(fd, b"Compare these:\n- apples\n")
+        os.write(fd, b"- pears\n")
+
+    got = await pasted(write, lambda fd: LateReader(io.BufferedReader(io.FileIO(fd)), encoding="utf-8"))
+    assert got == ["Compare these:\n- apples\n- pears"]
+
+
+async def test_a_line_cut_where_its_reader_looked_is_waited_for():
+    # A paste bigger than the pipe's buffer comes in pieces cut anywhere: the rest of a line is on its way.
+    async def write(fd):
+        os.write(fd, b"Compare these:\n- apples\n- pe")
+        await asyncio.sleep(0.2)
+        os.write(fd, b"ars\n")
+
+    assert await pasted(write) == ["Compare these:\n- apples\n- pears"]
+
+
+def test_what_arrived_together_is_read_at_once_and_what_comes_later_apart():
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd, encoding="utf-8") as stream:
+        read = reader_of(stream)
+        os.write(write_fd, b"a\r\nb \\\n")
+        os.write(write_fd, b"c\xff\n")  # a second write, before the read: already there
+        assert read() == "a\nb \\\nc\ufffd\n"
+        os.write(write_fd, b"d\n")
+        assert read() == "d\n"
+        os.write(write_fd, b"no newline")
+        os.close(write_fd)
+        assert read() == "no newline"
+        assert read() == read() == ""
 
 
 class Keyboard(io.FileIO):

@@ -1,0 +1,73 @@
+"""The terminal chat's input from a pipe, a file, or a terminal without line editing: what arrived together.
+
+Lines that arrive together are one message (``printf 'Compare these:\\n- apples\\n- pears\\n' |
+switchboard chat``: a list to delegate). Whether they did is decided by what can be read at once
+when the reader looks, never by a timer: the reader thread of a loaded machine may be scheduled
+long after the lines arrived, and a 50 ms window between lines split a pasted list in two. A read
+takes everything readable then (up to the end of a line it stops inside: a paste bigger than the
+pipe's buffer arrives in pieces cut anywhere), so lines written later, once their reader has
+looked, are a message of their own, and so is each line typed at a terminal (its driver hands
+over a line at a time, and says one is readable only once it is whole).
+
+The descriptor is read directly, not through the stream's ``readline``: a text stream may
+already hold the next lines in its buffer, which asking the descriptor (``select``) would not see.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import locale
+import os
+import select
+from collections.abc import Callable
+from typing import TextIO
+
+CHUNK = 65536
+
+
+def reader_of(stream: TextIO) -> Callable[[], str]:
+    """A blocking read of what arrived together on ``stream``: newline-terminated lines (the last
+    one unterminated at the end of input), "" at the end of input. A stream without a descriptor
+    (a test's ``StringIO``) is read a line at a time."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return stream.readline
+    return _Together(fd, getattr(stream, "encoding", None) or locale.getpreferredencoding(False)).read
+
+
+class _Together:
+    def __init__(self, fd: int, encoding: str) -> None:
+        self._fd = fd
+        # As the stream would decode: invalid bytes become U+FFFD (a stray byte must not end the
+        # reader), and CR LF or CR ends a line as LF does.
+        self._decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)("replace"), translate=True)
+        self._ended = False
+
+    def read(self) -> str:
+        if self._ended:
+            return ""
+        text = ""
+        while True:
+            try:
+                data = os.read(self._fd, CHUNK)
+            except BlockingIOError:  # a descriptor left non-blocking by whoever started us
+                select.select([self._fd], [], [])
+                continue
+            except OSError:  # a terminal hung up (EIO): nothing more can be read
+                data = b""
+            if not data:
+                self._ended = True
+                return text + self._decoder.decode(b"", final=True)
+            text += self._decoder.decode(data)
+            if text.endswith("\n") and not _readable(self._fd):
+                return text
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has input (or its end) to read now, without waiting."""
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
