@@ -285,28 +285,36 @@ class LocalAdapter:
         only once asked for (`_line`); else the lines that arrived together (`reader_of`), read ahead."""
         read = reader_of(self._input) if self._readline is None else None
         while True:
-            if read is not None:
-                line = read()
-            else:
-                self._wanted.acquire()
-                line = self._edit_line()
+            line: str | Exception
+            try:
+                if read is not None:
+                    line = read()
+                else:
+                    self._wanted.acquire()
+                    line = self._edit_line()
+            except Exception as exc:  # the chat, waiting for a line that never comes, would hang: it ends
+                line = exc
             try:
                 loop.call_soon_threadsafe(self._arrived, lines, line)
             except RuntimeError:  # the loop is gone: the chat is over
                 return
-            if not line:
+            if not isinstance(line, str) or not line:
                 return
 
-    def _arrived(self, lines: asyncio.Queue, line: str) -> None:
+    def _arrived(self, lines: asyncio.Queue, line: str | Exception) -> None:
         self._asked = False
         lines.put_nowait(line)
 
     async def _line(self, lines: asyncio.Queue, timeout: float | None = None) -> str:
-        """The next line read, asking the reader for one when none is waiting; TimeoutError after ``timeout``."""
+        """The next line read, asking the reader for one when none is waiting; TimeoutError after
+        ``timeout``; what the reader raised, when reading failed (`_read_ended` ends the chat)."""
         if lines.empty() and not self._asked:
             self._asked = True
             self._wanted.release()
-        return await asyncio.wait_for(lines.get(), timeout)
+        line = await asyncio.wait_for(lines.get(), timeout)
+        if isinstance(line, Exception):
+            raise line
+        return line
 
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""

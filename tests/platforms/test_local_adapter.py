@@ -223,6 +223,26 @@ async def test_with_line_editing_no_prompt_is_drawn_once_the_line_that_ends_the_
         os.close(write_fd)
 
 
+class Unreadable(io.StringIO):
+    """A terminal whose reads fail (hung up, as EIO) instead of ending."""
+
+    def readline(self, *args):
+        raise OSError(5, "Input/output error")
+
+
+async def test_a_reader_that_fails_ends_the_chat_saying_why():
+    """The reader thread died with the error and the chat waited for its next line for good."""
+    ended = asyncio.Event()
+    output = io.StringIO()
+    adapter = LocalAdapter(input=Unreadable(), output=output, user="me", on_exit=ended.set)
+    await adapter.start(lambda inbound: asyncio.sleep(0))
+    try:
+        await asyncio.wait_for(ended.wait(), 5)
+    finally:
+        await adapter.stop()
+    assert "(The chat has ended: OSError: [Errno 5] Input/output error)" in output.getvalue()
+
+
 async def test_replies_are_printed_with_their_kind():
     out = io.StringIO()
     adapter = LocalAdapter(input=io.StringIO(""), output=out)
