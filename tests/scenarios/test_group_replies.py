@@ -201,3 +201,22 @@ async def test_a_late_answers_note_quotes_what_the_answer_quotes(fake, tmp_path)
         store.close()
         await adapter.stop()
     assert answers(fake, GROUP) == [(note_text(3 * 3600), asked), ("answer for bob", asked)]
+
+
+async def test_a_file_journaled_before_a_restart_keeps_the_quote_when_the_turn_runs_again(fake, chat, tmp_path):
+    # The turn runs again after the restart and sends the file again: journaled already, it is not
+    # sent twice, and it took the quote then; the reply after it must follow on, not quote again.
+    send = {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]}
+    cut = ScriptedModel({"parent": [[send, {"wait": "never", "text": "cut short"}]]})
+    gateway = await chat(cut, agent={"toolsets": ["file"]})
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\nnorth,12\n")
+    _, asked = ask(fake, GROUP, f"@{BOT} the Q3 numbers please", **BOB)
+    await cut.reached("never")
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 1)
+    await gateway.stop(grace=0)
+    gateway = await chat(ScriptedModel({"parent": [[send, {"text": "there you go"}]]}), agent={"toolsets": ["file"]})
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
+    await settled(gateway)
+    document, reply = fake.messages[str(GROUP)]
+    assert (document["document"]["file_name"], reply["text"]) == ("q3.csv", "there you go")
+    assert (document["reply_to"], reply["reply_to"]) == (asked, None)
