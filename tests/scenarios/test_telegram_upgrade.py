@@ -128,6 +128,8 @@ async def test_in_webhook_mode_a_supergroup_message_delivered_before_the_upgrade
         await fake.wait_for(lambda: texts(fake, supergroup), PACED)
         await gateways.quiet()
         assert texts(fake, supergroup) == ["remembered: teal"]
+        # Written in the supergroup, handed over under the group's id: still quoted there.
+        assert [m["reply_to"] for m in fake.messages[str(supergroup)]] == [asked["message"]["message_id"]]
         assert gateway.sessions.find("telegram", str(supergroup), None) is None  # no conversation of its own
     finally:
         await server.stop()
