@@ -44,7 +44,11 @@ class TelegramReplies:
         """The message a send replies to, as ``reply_to_message``; None when it replies to none, or
         to one that is gone and ``allow_sending_without_reply`` is true. Raises as Telegram does."""
         if params.get("reply_parameters"):
-            reply = json.loads(params["reply_parameters"])
+            raw = params["reply_parameters"]  # an object in a JSON body, a JSON string in a form
+            try:
+                reply = raw if isinstance(raw, Mapping) else json.loads(raw)
+            except ValueError:
+                raise ApiError(400, "Bad Request: can't parse reply parameters JSON object") from None
             wanted, anyway = reply.get("message_id"), bool(reply.get("allow_sending_without_reply"))
         elif params.get("reply_to_message_id"):
             wanted, anyway = params["reply_to_message_id"], flag(params.get("allow_sending_without_reply"))

@@ -18,6 +18,7 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import ReplyParameters
 from aiohttp import ClientSession, web
 
+from platforms.fakes._telegram_replies import NOT_FOUND
 from platforms.fakes.telegram import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -300,3 +301,21 @@ async def test_replies_as_telegram_takes_them_new_and_old_fields_alike(fake: Fak
             ("big", asked), ("to my own", sent.message_id), ("anyway", None), ("legacy", None)]
     finally:
         await bot.session.close()
+
+
+async def test_reply_parameters_are_read_as_an_object_in_json_and_refused_when_garbled(
+        fake: FakeTelegram, http: ClientSession) -> None:
+    # Telegram takes a JSON body too, where reply_parameters is an object, not a JSON string.
+    update = fake.message_update(-100, "@test_bot how big?", chat_type="supergroup", user_id=5)
+    fake.push_update(update)
+    asked = update["message"]["message_id"]
+    url = f"{fake.base_url}/bot{fake.token}/sendMessage"
+    async with http.post(url, json={"chat_id": -100, "text": "big", "reply_parameters": {"message_id": asked}}) as resp:
+        assert resp.status == 200
+        assert (await resp.json())["result"]["reply_to_message"]["message_id"] == asked
+    fake.delete_user_message(-100, asked)
+    async with http.post(url, json={"chat_id": -100, "text": "x", "reply_parameters": {"message_id": asked}}) as resp:
+        assert (resp.status, (await resp.json())["description"]) == (400, NOT_FOUND)
+    async with http.post(url, data={"chat_id": "-100", "text": "garbled", "reply_parameters": "{message_id"}) as resp:
+        assert (resp.status, (await resp.json())["description"]) == (
+            400, "Bad Request: can't parse reply parameters JSON object")
