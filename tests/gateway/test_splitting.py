@@ -349,7 +349,9 @@ def test_thousands_of_open_styles_are_not_carried_into_every_part(text):
 
     started = time.process_time()  # CPU, as above: matching each style's markers was quadratic in their nesting
     parts = split_text(text, 4096, measure)
-    assert time.process_time() - started < 0.6
+    # 0.15 s for the italic case here, 0.64 s once in a CI run (the process's other threads count too);
+    # quadratic, 3,000 styles took several seconds.
+    assert time.process_time() - started < 1.5
     assert len(parts) <= len(text) // 4096 + 2
     assert sum(measured) <= 30 * len(text)  # the work done: a few measures of a part's size per part
     assert re.sub(r"[*~]", "", content("".join(parts))) == re.sub(r"[*~]", "", content(text))
