@@ -18,7 +18,7 @@ chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy`
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
 whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
-A reader that fails (the gateway could not take a message) ends the chat, saying why:
+A reader that fails (the gateway could not take a message, or the terminal could not be read) ends the chat, saying why:
 nothing typed, Ctrl-C included, would be read any more.
 
 Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
