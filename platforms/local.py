@@ -18,8 +18,8 @@ chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy`
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
 whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
-A reader that fails (the gateway could not take a message, or the terminal could not be read) ends the chat, saying why:
-nothing typed, Ctrl-C included, would be read any more.
+A reader that fails (the gateway could not take a message, or the terminal could not be
+read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more.
 
 Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
@@ -308,7 +308,7 @@ class LocalAdapter:
     async def _line(self, lines: asyncio.Queue, timeout: float | None = None) -> str:
         """The next line read, asking the reader for one when none is waiting; TimeoutError after
         ``timeout``; what the reader raised, when reading failed (`_read_ended` ends the chat)."""
-        if lines.empty() and not self._asked:
+        if self._readline is not None and lines.empty() and not self._asked:  # else it reads ahead, unasked
             self._asked = True
             self._wanted.release()
         line = await asyncio.wait_for(lines.get(), timeout)
