@@ -10,8 +10,9 @@ inbox drops one that also came live.
 
 Bounds, as a user would expect of a bot that was away: messages older than `MAX_AGE` (a day,
 as long as Telegram keeps updates) are not answered, and at most `MAX_MESSAGES` per channel
-are looked at, the newest (Discord's page size: one request a channel); each bound that left
-messages out says so in a warning. Channels are looked at most recently active first, at most
+are looked at, the newest (one more is asked for, to know whether any were left out: one page of
+Discord's history, and a second request of one message only when the page is all new); each bound
+that left messages out says so in a warning. Channels are looked at most recently active first, at most
 `MAX_CHANNELS` of them (a warning names the others); one whose newest message (``last_message_id``, which Discord sends with
 the channel) is the last one seen costs no request for messages. Live events wait for the
 catch-up, so it is given up after `DEADLINE`, naming the channels it did not get to: the
@@ -93,8 +94,12 @@ async def _channel(client: discord.Client, channel_id: int, after: int, deliver:
     newest = getattr(channel, "last_message_id", None)
     if newest is not None and newest <= after:
         return  # nothing since
-    # Newest first, so that past the bound it is the oldest that are left out.
-    messages = [m async for m in channel.history(limit=MAX_MESSAGES, after=discord.Object(after), oldest_first=False)]
+    # Newest first, so that past the bound it is the oldest that are left out; one more than the
+    # bound says whether any were.
+    messages = [m async for m in channel.history(limit=MAX_MESSAGES + 1, after=discord.Object(after),
+                                                 oldest_first=False)]
+    left_out = len(messages) > MAX_MESSAGES
+    messages = messages[:MAX_MESSAGES]
     if not messages:
         return
     messages.reverse()
@@ -104,10 +109,10 @@ async def _channel(client: discord.Client, channel_id: int, after: int, deliver:
         seen(channel_id, old[-1].id)
     for message in messages[len(old):]:
         await deliver(message)
-    log.info("discord: caught up on channel %s: %d message(s) since the last one seen, %d of them too old to answer",
-             channel_id, len(messages), len(old))
-    if old or len(messages) == MAX_MESSAGES:
+    log.info("discord: caught up on channel %s: %s message(s) since the last one seen, %d of them too old to answer",
+             channel_id, f"over {MAX_MESSAGES}" if left_out else len(messages), len(old))
+    if old or left_out:
         log.warning("discord: channel %s: %s were sent while the gateway was down and are not answered",
                     channel_id, " and ".join(filter(None, (
                         f"{len(old)} message(s) older than {MAX_AGE / 3600:g} h" if old else "",
-                        f"any before the newest {MAX_MESSAGES}" if len(messages) == MAX_MESSAGES else ""))))
+                        f"any before the newest {MAX_MESSAGES}" if left_out else ""))))

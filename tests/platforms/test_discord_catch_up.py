@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from platforms import discord_catch_up
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
@@ -146,6 +148,30 @@ async def test_a_channel_with_nothing_new_costs_no_history_request(fake: FakeDis
         await stop(adapter)
     assert fake.calls_to(HISTORY) == []
     assert [e.text for e in sink.events] == ["hi", "again"]
+
+
+async def test_exactly_the_bound_of_new_messages_is_all_answered_without_a_warning_one_more_is_warned_of(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    store, sink = await dm_seen_once(fake)
+    dm = fake.dm_channel(USER)
+    missed = [fake.push_dm(USER, f"while down {n}") for n in range(discord_catch_up.MAX_MESSAGES)]
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed[-1])
+    finally:
+        await stop(adapter)
+    assert [e.event_id for e in sink.events[1:]] == missed  # none was before them
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING and "not answered" in r.getMessage()]
+
+    missed = [fake.push_dm(USER, f"again {n}") for n in range(discord_catch_up.MAX_MESSAGES + 1)]
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed[-1])
+    finally:
+        await stop(adapter)
+    assert [e.event_id for e in sink.events[1 + discord_catch_up.MAX_MESSAGES:]] == missed[1:]
+    assert f"discord: channel {dm}: any before the newest 100 were sent while the gateway was down and are not" \
+           " answered" in caplog.messages
 
 
 async def test_a_catch_up_that_gets_no_answer_is_given_up_at_its_deadline_and_live_messages_flow(
