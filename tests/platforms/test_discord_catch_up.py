@@ -19,6 +19,7 @@ from tests.discord_client import adapter_for, join_heartbeat_threads
 
 GUILD, CHANNEL, USER = 500, 600, 42
 HISTORY = "GET /channels/{channel_id}/messages"
+LOOKUP = "GET /channels/{channel_id}"
 
 
 class Store:
@@ -148,6 +149,34 @@ async def test_a_channel_with_nothing_new_costs_no_history_request(fake: FakeDis
         await stop(adapter)
     assert fake.calls_to(HISTORY) == []
     assert [e.text for e in sink.events] == ["hi", "again"]
+
+
+async def test_a_dm_whose_lookup_is_slow_does_not_hold_up_the_catch_up_of_the_others(fake: FakeDiscord) -> None:
+    # A DM's channel is not sent with READY, so each costs a lookup (GET /channels/{id}) at every
+    # start: one after another, a hundred quiet DMs spent the deadline and the channels after them
+    # were not caught up.
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER + 1, "one"))
+        await sink.has(fake.push_dm(USER, "one too"))  # the most recently active: looked up first
+    finally:
+        await stop(adapter)
+    slow, other = fake.dm_channel(USER), fake.dm_channel(USER + 1)
+    late = fake.push_dm(USER, "while down")
+    missed = fake.push_dm(USER + 1, "while down too")
+    release = fake.hold(f"GET /channels/{slow}")
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(missed)  # while the first lookup is still unanswered
+        assert not any(e.event_id == late for e in sink.events)
+        assert [c.path for c in fake.calls_to(LOOKUP)] == [f"/channels/{slow}", f"/channels/{other}"]
+        release.set()
+        await sink.has(late)
+        await sink.has(fake.push_dm(USER, "live"))
+    finally:
+        await stop(adapter)
+    assert [e.text for e in sink.events] == ["one", "one too", "while down too", "while down", "live"]
 
 
 async def test_exactly_the_bound_of_new_messages_is_all_answered_without_a_warning_one_more_is_warned_of(
