@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -172,7 +173,10 @@ class SlackAdapter:
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         bodies: UnsignedBodies | None = None,
         catch_up: Limits = Limits(),
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``catch_up`` bounds the catch-up at start (`platforms.slack_catchup`); ``clock`` (epoch
+        seconds) ages the messages it reads."""
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
         if mode == "socket" and not app_token:
@@ -204,7 +208,7 @@ class SlackAdapter:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._socket_watch = SocketWatch()
         self._bot_token_state = BotToken()
-        self._catch_up_limits = catch_up
+        self._catch_up_limits, self._clock = catch_up, clock
         self._last_seen: dict[Where, str] = {}
         """As the gateway's store had it at start: what the catch-up reads after."""
         self._newest: OrderedDict[Where, str] = OrderedDict()
@@ -264,7 +268,7 @@ class SlackAdapter:
         if self._last_seen:
             self._catch_up = CatchUp(self._page, addressed=lambda event: self._addressed(event) is not None,
                                      take=self._take, seen=self._mark_seen,
-                                     limits=self._catch_up_limits)
+                                     limits=self._catch_up_limits, clock=self._clock)
             # Held by the catch-up alone, until it ends: every conversation of the last 30 days
             # (`gateway.retention`), which a busy workspace has many more of than it reads.
             last_seen, self._last_seen = self._last_seen, {}

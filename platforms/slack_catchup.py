@@ -85,13 +85,15 @@ class CatchUp:
     """One start's catch-up. ``addressed(event)`` says whether the live path would hand the
     message on; ``take(event)`` hands it on and returns once the gateway has it (raising when it
     cannot take it) with the conversations it is now the newest message of; ``seen(channel,
-    thread_ts, ts)`` records how far a conversation was read."""
+    thread_ts, ts)`` records how far a conversation was read; ``clock`` (epoch seconds) ages the
+    messages read."""
 
     def __init__(self, page: Page, *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
-                 seen: Callable[[str, str | None, str], None], limits: Limits = Limits()) -> None:
+                 seen: Callable[[str, str | None, str], None], limits: Limits = Limits(),
+                 clock: Callable[[], float] = time.time) -> None:
         self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
-        self._limits = limits
+        self._limits, self._clock = limits, clock
         self._reads = 0
         self.reading: dict[Where, str | None] = {}
         """Conversations being caught up -> the newest ts a live event took in there meanwhile: recorded
@@ -143,7 +145,7 @@ class CatchUp:
         opened: list[tuple[Where, str]] = []
         try:
             messages, more = await self._read(where, last)
-            cutoff = time.time() - self._limits.max_age
+            cutoff = self._clock() - self._limits.max_age
             mine = [m for m in messages if self._addressed(m)]
             fresh = [m for m in mine if float(m["ts"]) >= cutoff]
             kept = fresh[-self._limits.max_messages:]

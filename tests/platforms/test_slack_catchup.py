@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -39,9 +40,9 @@ class Gateway:
     def texts(self) -> list[str]:
         return [i.text for i in self.items]
 
-    async def start(self, fake: FakeSlack, limits: Limits = NO_PACE) -> SlackAdapter:
+    async def start(self, fake: FakeSlack, limits: Limits = NO_PACE, **kw: Any) -> SlackAdapter:
         adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                               ping_interval=0.2, catch_up=limits)
+                               ping_interval=0.2, catch_up=limits, **kw)
         adapter.remember_threads([key for key in self.last_seen if key[1] is not None])  # type: ignore[misc]
         self.bind(adapter)
         await adapter.start(self.sink)
@@ -133,6 +134,25 @@ async def test_the_newest_messages_within_the_bounds_are_handed_over_and_one_war
     assert "skipped 1 older than 24 h and 1 over 3 per conversation" in warning
     [summary] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("slack: caught up on")]
     assert summary == f"slack: caught up on {DM}: 3 message(s) for the bot handed on, 2 skipped"
+
+
+async def test_the_age_bound_is_read_on_the_adapters_clock(fake, caplog):
+    # Back a day and an hour later by the adapter's clock: what was sent "while down" is too old.
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    await fake.push_dm("U1", "first")
+    await fake.wait_for(lambda: gateway.last_seen)
+    await down(fake, adapter)
+
+    await fake.push_dm("U1", "while down")
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, clock=lambda: time.time() + 25 * 3600)
+    try:
+        await fake.wait_for(lambda: [r for r in caplog.records if "catching up" in r.getMessage()])
+    finally:
+        await adapter.stop()
+    assert gateway.texts() == ["first"]
+    assert "skipped 1 older than 24 h and 0 over 20 per conversation" in caplog.records[-1].getMessage()
 
 
 async def test_what_the_store_had_is_let_go_once_caught_up_only_the_newest_10000_kept(fake, caplog):
