@@ -29,9 +29,9 @@ and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
 events, so neither does this adapter.
 
-Messages sent while the gateway was down, which Slack stopped retrying, are read back at start
-and handed on as their live events (`platforms.slack_catchup`; `bind_last_seen` says how far each
-conversation was taken in).
+Messages sent while the gateway was down (Slack stopped retrying them) are read back at start and
+handed on as their live events, before the live ones of their conversation (`platforms.slack_catchup`;
+`bind_last_seen` says how far each conversation was taken in).
 
 Slash commands are acked empty and answered ephemerally through the command's
 ``response_url``, falling back to ``chat.postEphemeral`` (`platforms.slack_commands`).
@@ -258,6 +258,10 @@ class SlackAdapter:
             app.event("tokens_revoked")(self._on_tokens_revoked)
             app.event("app_uninstalled")(self._on_app_uninstalled)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
+            if self._last_seen:  # before the first live event, which waits for it (`_deliver`)
+                self._catch_up = CatchUp(self._page, self._last_seen, take=self._take, seen=self._mark_seen,
+                                         addressed=lambda event: self._addressed(event) is not None,
+                                         limits=self._catch_up_limits, clock=self._clock)
             self._app = app
             if self.mode == "socket":
                 await self._connect_socket()
@@ -265,14 +269,11 @@ class SlackAdapter:
             await self.stop()
             raise
         log.info("slack connected as %s over %s", self.bot_user_id, self.mode)
-        if self._last_seen:
-            self._catch_up = CatchUp(self._page, addressed=lambda event: self._addressed(event) is not None,
-                                     take=self._take, seen=self._mark_seen,
-                                     limits=self._catch_up_limits, clock=self._clock)
+        if self._last_seen and self._catch_up is not None:
             # Held by the catch-up alone, until it ends: every conversation of the last 30 days
             # (`gateway.retention`), which a busy workspace has many more of than it reads.
-            last_seen, self._last_seen = self._last_seen, {}
-            self._background(self._catch_up.run(last_seen))
+            self._last_seen = {}
+            self._background(self._catch_up.run())
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None
@@ -322,7 +323,7 @@ class SlackAdapter:
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         taken = await self._inbound(event)
         if taken is not None:
-            await self._deliver(taken.inbound, then=lambda: self._record_seen(taken))
+            await self._deliver(taken.inbound, then=lambda: self._record_seen(taken), after=taken.conversations)
 
     def _addressed(self, event: dict[str, Any]) -> _Addressed | None:
         """How the bot takes a message: None for what it does not answer (another subtype, a bot's,
@@ -390,13 +391,17 @@ class SlackAdapter:
         await ack()
         await self._deliver(slack_commands.inbound_of(self.name, body))
 
-    async def _deliver(self, inbound: Inbound, then: Callable[[], None] | None = None) -> None:
+    async def _deliver(self, inbound: Inbound, then: Callable[[], None] | None = None,
+                       after: Sequence[Where] = ()) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
-        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds.
-        ``then`` runs once the gateway has it."""
-        if self._sink is None:
+        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
+        a message that waits until the catch-up has handed on the older ones of its conversations
+        (``after``: `CatchUp.then`). ``then`` runs once the gateway has it."""
+        sink, catch_up = self._sink, self._catch_up
+        if sink is None:
             return
-        task = asyncio.ensure_future(self._sink(inbound))
+        waits = catch_up if catch_up is not None and catch_up.holds(after) else None
+        task = asyncio.ensure_future(waits.then(after, lambda: sink(inbound)) if waits else sink(inbound))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if then is not None:
@@ -404,20 +409,13 @@ class SlackAdapter:
         try:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:
-            log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+            if waits is None:  # else the catch-up says so, should it take long
+                log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
     def _record_seen(self, taken: _Taken) -> None:
-        ts = taken.ts
         for where in taken.conversations:
-            reading = self._catch_up.reading if self._catch_up is not None else {}
-            if self._catch_up is not None and where in self._catch_up.behind:
-                continue  # the next start reads on from where the catch-up left it
-            if where in reading:  # recorded once the catch-up has handed on what it read there
-                held = reading[where]
-                if held is None or ts_key(ts) > ts_key(held):
-                    reading[where] = ts
-            else:
-                self._mark_seen(*where, ts)
+            if self._catch_up is None or self._catch_up.record_now(where, taken.ts):
+                self._mark_seen(*where, taken.ts)
 
     def _mark_seen(self, channel: str, thread_ts: str | None, ts: str) -> None:
         """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events)."""

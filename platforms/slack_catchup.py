@@ -11,6 +11,12 @@ bot's message, no edits, joins or other subtypes), the same ``event_id``, so the
 drops a message that also comes as a late retried event. Its ``ts`` is when it was sent, so the
 answer opens with the late note (`gateway.late_notes`).
 
+Live events come meanwhile (Slack sends them as soon as the connection is open, and the catch-up
+may take minutes): one in a conversation still to be caught up waits until what was read there is
+handed on (`CatchUp.then`), so that it comes after the older ones, as they were sent, and that
+conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
+is handed on all the same, before the older ones, rather than held for good.
+
 Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
 bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
 conversations are read; one warning says what was skipped. Both methods are Slack's Tier 3 (about
@@ -71,6 +77,8 @@ class Limits:
     """Conversations read per start at most: those with the newest message taken in."""
     pace: float = 60 / 50
     """Seconds between two reads: Slack allows about 50 a minute of each method."""
+    live_wait: float = 60.0
+    """Seconds a live message waits at most for the catch-up of its conversation to be handed on."""
 
 
 @dataclass
@@ -82,59 +90,109 @@ class _Skipped:
 
 
 class CatchUp:
-    """One start's catch-up. ``addressed(event)`` says whether the live path would hand the
-    message on; ``take(event)`` hands it on and returns once the gateway has it (raising when it
-    cannot take it) with the conversations it is now the newest message of; ``seen(channel,
-    thread_ts, ts)`` records how far a conversation was read; ``clock`` (epoch seconds) ages the
-    messages read."""
+    """One start's catch-up of the conversations in ``last_seen`` (where -> the newest ts taken in).
+    ``addressed(event)`` says whether the live path would hand the message on; ``take(event)``
+    hands it on and returns once the gateway has it (raising when it cannot take it) with the
+    conversations it is now the newest message of; ``seen(channel, thread_ts, ts)`` records how far
+    a conversation was read; ``clock`` (epoch seconds) ages the messages read. Made before live
+    events can come, so that from the first one on `holds` knows what is still to be read."""
 
-    def __init__(self, page: Page, *, addressed: Callable[[dict[str, Any]], bool],
+    def __init__(self, page: Page, last_seen: dict[Where, str], *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
                  seen: Callable[[str, str | None, str], None], limits: Limits = Limits(),
                  clock: Callable[[], float] = time.time) -> None:
         self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
         self._limits, self._clock = limits, clock
         self._reads = 0
-        self.reading: dict[Where, str | None] = {}
-        """Conversations being caught up -> the newest ts a live event took in there meanwhile: recorded
-        only once the older messages read have been handed on, so a crash cannot skip them."""
+        self._last_seen = last_seen
+        order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
+        self._queue = deque(order[:limits.max_conversations])
+        self._quiet = len(order) - len(self._queue)
+        self.reading: dict[Where, str | None] = {where: None for where, _ in self._queue}
+        """Conversations being caught up, or still to be -> the newest ts a live event took in there
+        meanwhile: recorded only once the older messages read have been handed on, so a crash cannot
+        skip them."""
         self.behind: set[Where] = set()
         """Conversations left unread, or not read to the end (a failure, a thread's newest): what was said
         there while the gateway was down is not handed on yet, so a live message must not be recorded
         past it; the next start reads them from where they were left (the inbox drops what was answered
         live meanwhile)."""
+        self._handed: dict[Where, asyncio.Event] = {}
+        """Set once what was read in a conversation is handed on: the live messages there wait for it."""
 
-    async def run(self, last_seen: dict[Where, str]) -> None:
-        """Catch up on every conversation in ``last_seen`` (where -> the newest ts taken in), the most
-        recently active first. Never raises but for cancellation: a failure leaves the conversation
-        where it was, for the next start."""
-        order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
-        chosen, left = order[:self._limits.max_conversations], order[self._limits.max_conversations:]
+    async def run(self) -> None:
+        """Catch up on the conversations, the most recently active first (one a live message waits
+        for, next). Never raises but for cancellation: a failure leaves the conversation where it
+        was, for the next start."""
         skipped = _Skipped()
-        if left:
-            skipped.unread.append(f"{len(left)} conversation(s) quiet longest, over {self._limits.max_conversations}")
-        queue = deque(chosen)
-        for where, ts in chosen:
-            self.reading[where] = None
-        while queue:
-            where, ts = queue.popleft()
-            try:
-                for opened in await self._conversation(where, ts, skipped):
-                    if opened[0] not in self.reading and opened[0] not in last_seen:
-                        self.reading[opened[0]] = None  # a thread a caught-up mention opened: read it too
-                        queue.append(opened)
-            except Unauthorized as exc:
-                skipped.unread.append(f"every conversation from {where[0]} on: {exc}")
-                self.behind.update(later for later, _ in queue)
-                break
-            finally:
-                self.reading.pop(where, None)
-        self.reading.clear()
+        if self._quiet:
+            skipped.unread.append(f"{self._quiet} conversation(s) quiet longest, over {self._limits.max_conversations}")
+        try:
+            while self._queue:
+                where, ts = self._queue.popleft()
+                try:
+                    for opened in await self._conversation(where, ts, skipped):
+                        if opened[0] not in self.reading and opened[0] not in self._last_seen:
+                            self.reading[opened[0]] = None  # a thread a caught-up mention opened: read it too
+                            self._queue.append(opened)
+                except Unauthorized as exc:  # the rest are left behind (below)
+                    skipped.unread.append(f"every conversation from {where[0]} on: {exc}")
+                    break
+                finally:
+                    self._done(where)
+        finally:  # ended, refused or cancelled: no live message waits any more
+            self.behind.update(self.reading)  # what was not read, the next start reads
+            for where in list(self.reading):
+                self._done(where)
+            self._queue.clear()
+            self._last_seen = {}
         if skipped.too_old or skipped.too_many or skipped.unread:
             log.warning("slack: catching up on messages sent while the gateway was down skipped %d older than %g h"
                         " and %d over %d per conversation%s", skipped.too_old, self._limits.max_age / 3600,
                         skipped.too_many, self._limits.max_messages,
                         "; not read: " + "; ".join(skipped.unread) if skipped.unread else "")
+
+    def _done(self, where: Where) -> None:
+        self.reading.pop(where, None)
+        if (handed := self._handed.pop(where, None)) is not None:
+            handed.set()
+
+    def holds(self, conversations: Sequence[Where]) -> bool:
+        """Whether a live message in ``conversations`` must wait (`then`): one is still to be caught up."""
+        return any(where in self.reading for where in conversations)
+
+    async def then(self, conversations: Sequence[Where], hand_on: Callable[[], Awaitable[None]]) -> None:
+        """``hand_on()`` a live message once the catch-up has handed on what it read in
+        ``conversations`` (those of the message), so that it comes after the older ones, as they were
+        sent; a conversation still to be read is read next. After `Limits.live_wait` seconds it is
+        handed on all the same, with a warning: perhaps before older ones, but never held for long."""
+        waiting = [where for where in conversations if where in self.reading]
+        queued = [item for item in self._queue if item[0] in waiting]
+        for item in queued:
+            self._queue.remove(item)
+        self._queue.extendleft(reversed(queued))
+        try:
+            async with asyncio.timeout(self._limits.live_wait):
+                for where in waiting:
+                    if where in self.reading:
+                        await self._handed.setdefault(where, asyncio.Event()).wait()
+        except TimeoutError:
+            log.warning("slack: a live message in %s waited %g s for the catch-up there; handed on now, perhaps"
+                        " before older ones", ", ".join(map(_name, waiting)), self._limits.live_wait)
+        await hand_on()
+
+    def record_now(self, where: Where, ts: str) -> bool:
+        """Whether a message's ``ts`` taken in ``where`` may be recorded now: not where the catch-up
+        left messages unread (the next start reads on from there), nor, until it is done there, where
+        it is to read (it records the newest of what it read and what came live meanwhile then)."""
+        if where in self.behind:
+            return False
+        if where in self.reading:
+            held = self.reading[where]
+            if held is None or ts_key(ts) > ts_key(held):
+                self.reading[where] = ts
+            return False
+        return True
 
     async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]]:
         """Hand on what came after ``last`` there, with one line saying what it found; the other

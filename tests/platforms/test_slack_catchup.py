@@ -40,6 +40,11 @@ class Gateway:
     def texts(self) -> list[str]:
         return [i.text for i in self.items]
 
+    def taken(self) -> list[str]:
+        """The texts as the gateway's inbox takes them: a message handed over twice (read back by the
+        catch-up, and its live event) counts once, where it came first."""
+        return list({i.event_id: i.text for i in self.items}.values())
+
     async def start(self, fake: FakeSlack, limits: Limits = NO_PACE, **kw: Any) -> SlackAdapter:
         adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
                                ping_interval=0.2, catch_up=limits, **kw)
@@ -268,3 +273,79 @@ async def test_a_conversation_the_catch_up_could_not_read_is_read_again_though_a
     finally:
         await adapter.stop()
     assert gateway.texts() == ["first", "live", "while down", "live"]  # the gateway's inbox drops the repeat
+
+
+def acked(fake: FakeSlack, body: dict) -> bool:
+    """The adapter acknowledged the envelope carrying ``body`` (a pushed event)."""
+    return any(envelope.acked for envelope in fake.envelopes.values() if envelope.payload is body)
+
+
+async def seen_once_then_down(fake: FakeSlack, gateway: Gateway, *users: str) -> None:
+    adapter = await gateway.start(fake)
+    for user in users:
+        await fake.push_dm(user, f"first from {user}")
+    await fake.wait_for(lambda: len(gateway.last_seen) == len(users))
+    await down(fake, adapter)
+
+
+async def test_a_live_message_waits_for_the_older_ones_the_catch_up_reads_in_its_conversation(fake):
+    # Slack's catch-up ran beside live events: a live message there was answered before one sent
+    # while the gateway was down, out of the order in which they were sent.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    reading = fake.hold("conversations.history")
+    adapter = await gateway.start(fake, sink_timeout=0.2)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("conversations.history"))
+        fake.give_up_after = None  # from here on, events come live
+        live = await fake.push_dm("U1", "live")
+        await fake.wait_for(lambda: acked(fake, live))  # acked after sink_timeout, waiting still
+        assert gateway.texts() == ["first from U1"]
+        reading.set()
+        await fake.wait_for(lambda: len(gateway.items) == 4)  # "live" read back too
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == live["event"]["ts"])
+    finally:
+        await adapter.stop()
+    assert gateway.taken() == ["first from U1", "while down", "live"]
+
+
+async def test_a_conversation_a_live_message_waits_for_is_read_next(fake):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1", "U2", "U3")  # U3's DM the most recently active: read first
+    reading = fake.hold("conversations.history")
+    adapter = await gateway.start(fake, sink_timeout=0.2)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("conversations.history"))
+        fake.give_up_after = None
+        live = await fake.push_dm("U1", "live")
+        await fake.wait_for(lambda: acked(fake, live))
+        reading.set()
+        await fake.wait_for(lambda: gateway.texts()[-1:] == ["live"])
+        await fake.wait_for(lambda: len(fake.calls_to("conversations.history")) == 3)
+    finally:
+        await adapter.stop()
+    assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["DU3", "DU1", "DU2"]
+
+
+async def test_a_live_message_waits_no_longer_than_the_bound_for_a_catch_up_slack_does_not_answer(fake, caplog):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    missed = (await fake.push_dm("U1", "while down"))["event"]
+    reading = fake.hold("conversations.history")
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, live_wait=0.2))
+    try:
+        await fake.wait_for(lambda: fake.calls_to("conversations.history"))
+        fake.give_up_after = None
+        live = (await fake.push_dm("U1", "live"))["event"]
+        await fake.wait_for(lambda: gateway.texts() == ["first from U1", "live"])
+        assert gateway.last_seen[(DM, None)] < missed["ts"]  # not recorded past what is still to be read
+        reading.set()
+        await fake.wait_for(lambda: len(gateway.items) == 4)  # "live" read back too
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == live["ts"])
+    finally:
+        await adapter.stop()
+    assert gateway.taken() == ["first from U1", "live", "while down"]
+    assert f"slack: a live message in {DM} waited 0.2 s for the catch-up there; handed on now, perhaps before" \
+           " older ones" in caplog.messages

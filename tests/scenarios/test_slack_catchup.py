@@ -35,7 +35,7 @@ def acked(fake: FakeSlack, body: dict) -> bool:
     return any(envelope.acked for envelope in fake.envelopes.values() if envelope.payload is body)
 
 
-Start = Callable[[], Awaitable[Gateway]]
+Start = Callable[..., Awaitable[Gateway]]
 
 
 @pytest.fixture
@@ -46,9 +46,9 @@ async def restarts(tmp_path) -> AsyncIterator[tuple[FakeSlack, Start]]:
     config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, delivery={"late_after": LATE_AFTER})
     running: list[Gateway] = []
 
-    async def start() -> Gateway:
+    async def start(limits: Limits = Limits(pace=0.0)) -> Gateway:
         adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                               ping_interval=0.2, catch_up=Limits(pace=0.0))
+                               ping_interval=0.2, catch_up=limits)
         running.append(await start_gateway(config, [adapter], script={"parent": echo}))
         return running[-1]
 
@@ -92,8 +92,9 @@ async def test_a_message_retried_live_while_the_catch_up_reads_it_is_answered_on
     event = pushed["event"]
     reading = fake.hold("conversations.history")
 
-    gateway = await start()
-    await fake.wait_for(lambda: acked(fake, pushed))  # the retried event came and was taken first
+    gateway = await start(Limits(pace=0.0, live_wait=0.1))
+    # The retried event came, waited for the catch-up of its DM no longer than live_wait, and was taken first.
+    await fake.wait_for(lambda: acked(fake, pushed))
     reading.set()
     # read back too (up to it, or past it to the answer if that was posted before the read)
     await fake.wait_for(lambda: ts_key(gateway.store.last_seen.of("slack")[DM]) >= ts_key(event["ts"]))
