@@ -396,12 +396,12 @@ class SlackAdapter:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
         ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
-        (``after``: `CatchUp.then`). ``then`` runs once the gateway has it."""
+        (``after``: `CatchUp.hand_on_after`). ``then`` runs once the gateway has it."""
         sink, catch_up = self._sink, self._catch_up
         if sink is None:
             return
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
-        task = asyncio.ensure_future(waits.then(after, lambda: sink(inbound)) if waits else sink(inbound))
+        task = asyncio.ensure_future(waits.hand_on_after(after, lambda: sink(inbound)) if waits else sink(inbound))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if then is not None:

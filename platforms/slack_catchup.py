@@ -13,8 +13,8 @@ answer opens with the late note (`gateway.late_notes`).
 
 Live events come meanwhile (Slack sends them as soon as the connection is open, and the catch-up
 may take minutes): one in a conversation still to be caught up waits until what was read there is
-handed on (`CatchUp.then`), so that it comes after the older ones, as they were sent, and that
-conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
+handed on (`CatchUp.hand_on_after`), so that it comes after the older ones, as they were sent, and
+that conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
 is handed on all the same, before the older ones, rather than held for good.
 
 Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
@@ -158,10 +158,11 @@ class CatchUp:
             handed.set()
 
     def holds(self, conversations: Sequence[Where]) -> bool:
-        """Whether a live message in ``conversations`` must wait (`then`): one is still to be caught up."""
+        """Whether a live message in ``conversations`` must wait (`hand_on_after`): one is still to be
+        caught up."""
         return any(where in self.reading for where in conversations)
 
-    async def then(self, conversations: Sequence[Where], hand_on: Callable[[], Awaitable[None]]) -> None:
+    async def hand_on_after(self, conversations: Sequence[Where], hand_on: Callable[[], Awaitable[None]]) -> None:
         """``hand_on()`` a live message once the catch-up has handed on what it read in
         ``conversations`` (those of the message), so that it comes after the older ones, as they were
         sent; a conversation still to be read is read next. After `Limits.live_wait` seconds it is
