@@ -10,8 +10,9 @@ late its thread runs (`platforms.local_input`), never a timer between lines.
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
 arrives while you type is printed above the prompt with your half-typed line
-redrawn. The terminal's settings are restored when the chat ends, however it
-ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
+redrawn. Keys typed while the chat still handles the line before are shown once, by
+the next read (the terminal's echo is off between reads). The terminal's settings are
+restored when the chat ends, however it ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
 
 Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off while the
 chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
@@ -148,6 +149,7 @@ class LocalAdapter:
         # and, the chat ending on it, the shell's line is left with a stray "you> ".
         self._wanted = threading.Semaphore(0)
         self._asked = False  # a read has been asked for and its line has not arrived yet
+        self._tty_lock = threading.Lock()  # the reader's echo switches against stop()'s restore
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -161,7 +163,7 @@ class LocalAdapter:
             self._readline = _line_editing()
             self._saved_tty = _tty_state(self._input)
             if self._readline is not None:
-                _without_interrupt_key(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
+                _keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
         if self._greeting:
             self._write(self._greeting)
         if self._start_problems:
@@ -182,10 +184,11 @@ class LocalAdapter:
             # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
             self._emit("\r\x1b[2K" if self._ansi else "\n")
             self._prompting = False
-        if self._saved_tty is not None:
-            # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
-            _restore_tty(self._input, self._saved_tty)
-            self._saved_tty = None
+        with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
+            if self._saved_tty is not None:
+                # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
+                _restore_tty(self._input, self._saved_tty)
+                self._saved_tty = None
 
     async def _read(self, sink: InboundSink) -> None:
         lines: asyncio.Queue[str] = asyncio.Queue()
@@ -320,15 +323,24 @@ class LocalAdapter:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
         leaving = self._leaving_after_turn
         self._prompting = not leaving
+        self._echo(True)  # readline draws what it reads only on a terminal it finds echoing
         try:
             line = input("" if leaving else PROMPT)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
+        finally:
+            self._echo(False)  # keys typed before the next read are drawn by it, not twice
         self._prompting = False
         if CTRL_C in line:  # not a line to find again with the arrow keys or Ctrl-R
             with contextlib.suppress(ValueError):  # libedit counts history otherwise: kept there
                 self._readline.remove_history_item(self._readline.get_current_history_length() - 1)
         return line + "\n"
+
+    def _echo(self, on: bool) -> None:
+        """Turn the terminal's echo on or off, while the chat has the terminal (not once `stop` gave it back)."""
+        with self._tty_lock:
+            if self._saved_tty is not None:
+                _set_echo(self._input, on)
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together: with line editing,
@@ -518,26 +530,38 @@ def _tty_state(stream: TextIO) -> Any:
         return None
 
 
-def _without_interrupt_key(stream: TextIO, state: Any) -> None:
+def _keys_for_the_chat(stream: TextIO, state: Any) -> None:
     """Turn the terminal's interrupt character (Ctrl-C) off, so that it reaches readline as a key
     instead of sending SIGINT; `stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay.
 
-    The kernel's line mode (ICANON) goes off too: readline turns it off only while it reads, and the
-    chat asks for a read only once it has handled the line before (`_line`), so keys pressed between
-    two reads would meet it, which turns a Ctrl-D into a NUL byte for the next read (lost) and acts on
-    erase keys itself. Without it every key waits as typed for readline. Echo stays on: readline
-    shows nothing it types on a terminal it found without echo."""
+    The kernel's line mode (ICANON) and echo go off too: readline turns them off only while it reads,
+    and the chat asks for a read only once it has handled the line before (`_line`), so keys pressed
+    between two reads would meet them. Line mode turns a Ctrl-D into a NUL byte for the next read (lost)
+    and acts on erase keys itself; echo shows the keys as they are pressed, and the read then draws them
+    again after its prompt. Without them every key waits, unseen, for readline, which draws it. Readline
+    draws nothing on a terminal it finds without echo, so `_edit_line` turns echo on just before each
+    read (readline turns it off at once, for the read) and off again after."""
     if state is None:
         return
     import termios  # noqa: PLC0415
 
     with contextlib.suppress(OSError, ValueError):
         attrs = [*state[:6], list(state[6])]
-        attrs[3] &= ~termios.ICANON
+        attrs[3] &= ~(termios.ICANON | termios.ECHO)
         disabled = os.fpathconf(stream.fileno(), "PC_VDISABLE")
         if disabled >= 0:  # else the terminal cannot turn a key off: Ctrl-C stays SIGINT, which leaves
             attrs[6][termios.VINTR] = bytes([disabled])
         termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, attrs)
+
+
+def _set_echo(stream: TextIO, on: bool) -> None:
+    import termios  # noqa: PLC0415
+
+    with contextlib.suppress(OSError, ValueError):
+        attrs = termios.tcgetattr(stream.fileno())
+        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
+        # At once, not after the output drains: a reply being printed to a slow terminal must not hold the read.
+        termios.tcsetattr(stream.fileno(), termios.TCSANOW, attrs)
 
 
 def _restore_tty(stream: TextIO, state: Any) -> None:

@@ -78,6 +78,7 @@ class Terminal:
         path = os.pathsep.join(str(p) for p in (ROOT, plugin_dir) if p is not None)
         env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": path, "TERM": "xterm", "INPUTRC": "/dev/null"}
         self.controller, terminal = pty.openpty()
+        self.at_start = termios.tcgetattr(self.controller)  # what the chat must give back, echo and all
         self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, "--config", str(config), "chat"],
                                      stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
                                      start_new_session=True)
@@ -144,6 +145,7 @@ def test_leaving_leaves_no_prompt_for_the_shell_to_write_after(tmp_path, leave):
         assert chat.wait() == 0
         last_line = chat.seen.decode().rsplit("\n", 1)[-1]
         assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+        assert termios.tcgetattr(chat.controller) == chat.at_start
     finally:
         chat.close()
 
@@ -186,6 +188,7 @@ def test_ctrl_c_drops_the_typed_line_and_pressed_twice_at_an_empty_prompt_leaves
         assert b"Traceback" not in chat.seen
         last_line = chat.seen.decode().rsplit("\n", 1)[-1]
         assert last_line.rsplit("\x1b[2K", 1)[-1].strip("\r") == "", repr(chat.seen[-200:])
+        assert termios.tcgetattr(chat.controller) == chat.at_start
     finally:
         chat.close()
 
@@ -221,7 +224,7 @@ def test_ctrl_d_pressed_just_after_a_line_still_leaves(tmp_path):
         time.sleep(0.01)  # after the line, before the next read (wherever it lands, it must count)
         os.write(chat.controller, b"\x04")
         assert chat.wait() == 0, chat.seen[-200:]
-        assert termios.tcgetattr(chat.controller)[3] & termios.ICANON  # the shell's line mode is back
+        assert termios.tcgetattr(chat.controller) == chat.at_start  # the shell's line mode and echo are back
     finally:
         chat.close()
 
@@ -238,7 +241,7 @@ def test_leaving_during_a_turn_says_so_at_once_and_ctrl_c_then_stops_it(tmp_path
         chat.read_until(b"Stopped the running turn", after=LEAVING.encode())
         assert chat.wait(timeout=20) == 0  # the chat left as soon as the turn had ended
         assert b"Traceback" not in chat.seen and LEAVE_HINT.encode() not in chat.seen
-        assert termios.tcgetattr(chat.controller)[6][termios.VINTR] == b"\x03"
+        assert termios.tcgetattr(chat.controller) == chat.at_start  # Ctrl-C is SIGINT again, echo is on
     finally:
         chat.close()
 
@@ -267,7 +270,7 @@ def test_a_chat_that_cannot_take_a_message_ends_and_gives_the_terminal_back(tmp_
         os.write(chat.controller, b"hello\r")
         chat.read_until(b"(The chat has ended: IntegrityError: database or disk is full)")
         assert chat.wait() == 0
-        assert termios.tcgetattr(chat.controller)[6][termios.VINTR] == b"\x03"  # Ctrl-C is Ctrl-C again
+        assert termios.tcgetattr(chat.controller) == chat.at_start  # Ctrl-C is Ctrl-C again, echo is on
     finally:
         chat.close()
 
