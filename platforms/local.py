@@ -12,7 +12,8 @@ arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
 arrives while you type is printed above the prompt with your half-typed line
 redrawn. Keys typed while the chat still handles the line before are shown once, by
 the next read (the terminal's echo is off between reads). The terminal's settings are
-restored when the chat ends, however it ends. Bytes that are not valid in the terminal's encoding become U+FFFD.
+restored when the chat ends, however it ends. Bytes that are not valid in the terminal's
+encoding become U+FFFD.
 
 Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off while the
 chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
@@ -22,7 +23,8 @@ whole chat instead, printing nothing and waiting out the running turn's shutdown
 A reader that fails (the gateway could not take a message, or the terminal could not be
 read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more.
 
-Input from a pipe or a file gets no prompt: the output is the replies alone. Its end
+Input from a pipe or a file gets no prompt: the output is the replies alone, and a Ctrl-C
+character (0x03) in it is text like any other, as for most tools: a pipe has no keys. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
 the chat end once everything asked has been answered (Ctrl-D on a terminal, or
 ``/quit``, leaves at once: ``on_exit``). Left on a terminal while a turn runs, the chat says so
@@ -97,7 +99,8 @@ PASTE_WINDOW = 0.05
 """With line editing, input reaching the terminal this soon after a line was pasted with it
 (elsewhere what arrived together is what was readable at once: `platforms.local_input`)."""
 CTRL_C = "\x03"
-"""Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so)."""
+"""Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so); in
+input read without readline (a pipe), the character is text."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
@@ -213,7 +216,7 @@ class LocalAdapter:
                     await self._leave_after_turn(sink, lines, ended=text is None)
                 self._end()
                 return
-            if CTRL_C in text:
+            if self._pressed_ctrl_c(text):
                 if await self._ctrl_c(sink, typed=text.replace(CTRL_C, "")):
                     return
                 continue
@@ -248,7 +251,7 @@ class LocalAdapter:
                 line = await self._line(lines, LEAVE_POLL)
             except TimeoutError:
                 continue
-            if CTRL_C in line:
+            if self._pressed_ctrl_c(line):
                 await self._ctrl_c(sink, typed="")
             elif not line:
                 return  # the terminal is gone: nothing can stop the turn from here but the shutdown
@@ -336,6 +339,13 @@ class LocalAdapter:
                 self._readline.remove_history_item(self._readline.get_current_history_length() - 1)
         return line + "\n"
 
+    def _pressed_ctrl_c(self, text: str) -> bool:
+        """Whether ``text`` ends with Ctrl-C pressed: only readline turns the key into a character
+        (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys, and a
+        terminal without line editing sends SIGINT for the key, so a 0x03 that arrives there was meant
+        as data (quoted with Ctrl-V, or ``stty -isig``); acted on, it dropped every line read with it."""
+        return self._readline is not None and CTRL_C in text
+
     def _echo(self, on: bool) -> None:
         """Turn the terminal's echo on or off, while the chat has the terminal (not once `stop` gave it back)."""
         with self._tty_lock:
@@ -349,7 +359,7 @@ class LocalAdapter:
         read = await self._line(lines)
         if not read:
             return None
-        if CTRL_C in read:  # a key, never joined with the lines after it
+        if self._pressed_ctrl_c(read):  # a key, never joined with the lines after it
             return read.rstrip("\n")
         parts: list[str] = []
         while True:

@@ -323,3 +323,26 @@ async def test_a_file_that_could_not_be_shown_leaves_no_copy_behind(tmp_path):
     next_chat = LocalAdapter(input=io.StringIO(), output=out, user="me", files_dir=tmp_path / "sent")
     await next_chat.send_file(Outbound("terminal", None, "Q3"), file)
     assert out.getvalue() == f"agent> 📎 report.csv: {tmp_path / 'sent' / 'report.csv'}\nQ3\n"
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+async def test_a_ctrl_c_character_in_piped_input_is_text(busy):
+    """A pipe has no keys: 0x03 in it is a byte of the text, as for most tools. Read as Ctrl-C pressed, it
+    dropped every line that arrived with it (or, while a turn ran, sent /stop instead of them)."""
+    read_fd, write_fd = os.pipe()
+    reader = os.fdopen(read_fd)
+    got, ended = [], asyncio.Event()
+
+    async def sink(inbound):
+        got.append(inbound.text)
+
+    adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set, busy=lambda: busy)
+    try:
+        await adapter.start(sink)
+        os.write(write_fd, b"Compare these:\n- ap\x03ples\n- pears\n")
+        os.close(write_fd)
+        await asyncio.wait_for(ended.wait(), 5)
+    finally:
+        await adapter.stop()
+        reader.close()
+    assert got == ["Compare these:\n- ap\x03ples\n- pears"]
