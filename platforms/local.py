@@ -58,7 +58,6 @@ import itertools
 import logging
 import os
 import re
-import select
 import shutil
 import sys
 import threading
@@ -379,13 +378,25 @@ class LocalAdapter:
 
     async def _typed_ahead(self, timeout: float) -> bool:
         """Whether more input reaches the terminal within ``timeout``, left unread. Unknown (no
-        descriptor) counts as yes."""
+        descriptor, or one the loop cannot watch) counts as yes. The loop watches, not a thread of its
+        shared default pool: the gateway's other blocking work can fill that, and the line would wait."""
         try:
             fd = self._input.fileno()
         except (AttributeError, OSError, ValueError):
             return True
-        ready, _, _ = await asyncio.to_thread(select.select, [fd], [], [], timeout)
-        return bool(ready)
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        try:
+            loop.add_reader(fd, lambda: ready.done() or ready.set_result(True))
+        except (NotImplementedError, OSError, ValueError):  # a loop or descriptor that cannot be watched: unknown
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                return await ready
+        except TimeoutError:
+            return False
+        finally:
+            loop.remove_reader(fd)
 
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the

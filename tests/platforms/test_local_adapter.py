@@ -6,6 +6,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -218,6 +219,41 @@ async def test_with_line_editing_no_prompt_is_drawn_once_the_line_that_ends_the_
         assert prompts == ["you> "] * len(ending)
     finally:
         release.set()
+        await adapter.stop()
+        keyboard.close()
+        os.close(write_fd)
+
+
+async def test_a_typed_line_does_not_wait_for_a_place_in_the_default_thread_pool(monkeypatch):
+    """The look for lines pasted with the one typed ran in asyncio's shared default thread pool: with
+    that full of the gateway's other blocking work, a typed line waited until a place came free."""
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(pool)
+    full = threading.Event()
+    work = loop.run_in_executor(None, full.wait, 30)  # the pool's one place, taken until the test ends
+    typed = iter(["hello"])
+    release = threading.Event()
+
+    def read_line(prompt=""):
+        if (line := next(typed, None)) is not None:
+            return line
+        release.wait(30)
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", read_line)
+    read_fd, write_fd = os.pipe()
+    keyboard = Keyboard(read_fd)
+    arrived: asyncio.Queue[str] = asyncio.Queue()
+    adapter = LocalAdapter(input=keyboard, output=io.StringIO(), user="me")
+    adapter._readline = LineEditing()
+    try:
+        await adapter.start(lambda inbound: arrived.put_nowait(inbound.text) or asyncio.sleep(0))
+        assert await asyncio.wait_for(arrived.get(), 10) == "hello"
+    finally:
+        release.set()
+        full.set()
+        await work
         await adapter.stop()
         keyboard.close()
         os.close(write_fd)
