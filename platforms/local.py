@@ -96,7 +96,14 @@ UPLOAD_LIMIT = 1024**3
 """The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
 PASTE_WINDOW = 0.05
 """With line editing, input reaching the terminal this soon after a line was pasted with it
-(elsewhere what arrived together is what was readable at once: `platforms.local_input`)."""
+(elsewhere what arrived together is what was readable at once: `platforms.local_input`).
+
+Readline cannot use the pipes' rule: it reads a line at a time, and what waits in a terminal cannot
+be looked at without reading it, so a paste cut at a line's end (one that comes over ssh in several
+packets) would be split, and a next line half typed could not be told from a pasted one. A window is
+safe here where it was not for pipes: a line already waiting ends the look at once, and the reader
+hands over a waiting line in well under it (5 ms at the 99th percentile, 11 at most, on 2 loaded
+cores). Its cost is the wait after a message's last line, 50 ms before the message is sent."""
 CTRL_C = "\x03"
 """Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so); in
 input read without readline (a pipe), the character is text."""
