@@ -81,6 +81,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.local_input import reader_of
+from platforms.local_tty import keys_for_the_chat, line_editing, restore_tty, set_echo, tty_state
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -105,7 +106,7 @@ safe here where it was not for pipes: a line already waiting ends the look at on
 hands over a waiting line in well under it (5 ms at the 99th percentile, 11 at most, on 2 loaded
 cores). Its cost is the wait after a message's last line, 50 ms before the message is sent."""
 CTRL_C = "\x03"
-"""Ends a line read with readline when Ctrl-C is pressed (`_line_editing` binds the key so); in
+"""Ends a line read with readline when Ctrl-C is pressed (`platforms.local_tty.line_editing` binds the key so); in
 input read without readline (a pipe), the character is text."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
@@ -169,10 +170,10 @@ class LocalAdapter:
             # Strict decoding would kill the reader at the first stray byte (a paste in Latin-1).
             reconfigure(errors="replace")
         if self._input is sys.stdin and _isatty(self._input) and self._ansi:
-            self._readline = _line_editing()
-            self._saved_tty = _tty_state(self._input)
+            self._readline = line_editing()
+            self._saved_tty = tty_state(self._input)
             if self._readline is not None:
-                _keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
+                keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
         if self._greeting:
             self._write(self._greeting)
         if self._start_problems:
@@ -196,7 +197,7 @@ class LocalAdapter:
         with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
             if self._saved_tty is not None:
                 # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
-                _restore_tty(self._input, self._saved_tty)
+                restore_tty(self._input, self._saved_tty)
                 self._saved_tty = None
 
     async def _read(self, sink: InboundSink) -> None:
@@ -356,7 +357,7 @@ class LocalAdapter:
         """Turn the terminal's echo on or off, while the chat has the terminal (not once `stop` gave it back)."""
         with self._tty_lock:
             if self._saved_tty is not None:
-                _set_echo(self._input, on)
+                set_echo(self._input, on)
 
     async def _next_message(self, lines: asyncio.Queue) -> str | None:
         """One message: a line, plus lines pasted with it (they arrive together: with line editing,
@@ -537,66 +538,6 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no such method, or a closed stream
         return False
-
-
-def _line_editing() -> ModuleType | None:
-    try:
-        import readline  # noqa: PLC0415 - importing it is what turns line editing on for input()
-    except ImportError:  # Python built without it (some minimal images): plain lines still work
-        return None
-    # Ctrl-C inserts itself (quoted) and ends the line: the chat decides what it means (`CTRL_C`).
-    readline.parse_and_bind(r'"\C-c": "\C-v\C-c\C-m"')
-    return readline
-
-
-def _tty_state(stream: TextIO) -> Any:
-    try:
-        import termios  # noqa: PLC0415 - POSIX only
-
-        return termios.tcgetattr(stream.fileno())
-    except (ImportError, OSError, ValueError):
-        return None
-
-
-def _keys_for_the_chat(stream: TextIO, state: Any) -> None:
-    """Turn the terminal's interrupt character (Ctrl-C) off, so that it reaches readline as a key
-    instead of sending SIGINT; `stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay.
-
-    The kernel's line mode (ICANON) and echo go off too: readline turns them off only while it reads,
-    and the chat asks for a read only once it has handled the line before (`_line`), so keys pressed
-    between two reads would meet them. Line mode turns a Ctrl-D into a NUL byte for the next read (lost)
-    and acts on erase keys itself; echo shows the keys as they are pressed, and the read then draws them
-    again after its prompt. Without them every key waits, unseen, for readline, which draws it. Readline
-    draws nothing on a terminal it finds without echo, so `_edit_line` turns echo on just before each
-    read (readline turns it off at once, for the read) and off again after."""
-    if state is None:
-        return
-    import termios  # noqa: PLC0415
-
-    with contextlib.suppress(OSError, ValueError):
-        attrs = [*state[:6], list(state[6])]
-        attrs[3] &= ~(termios.ICANON | termios.ECHO)
-        disabled = os.fpathconf(stream.fileno(), "PC_VDISABLE")
-        if disabled >= 0:  # else the terminal cannot turn a key off: Ctrl-C stays SIGINT, which leaves
-            attrs[6][termios.VINTR] = bytes([disabled])
-        termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, attrs)
-
-
-def _set_echo(stream: TextIO, on: bool) -> None:
-    import termios  # noqa: PLC0415
-
-    with contextlib.suppress(OSError, ValueError):
-        attrs = termios.tcgetattr(stream.fileno())
-        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
-        # At once, not after the output drains: a reply being printed to a slow terminal must not hold the read.
-        termios.tcsetattr(stream.fileno(), termios.TCSANOW, attrs)
-
-
-def _restore_tty(stream: TextIO, state: Any) -> None:
-    import termios  # noqa: PLC0415
-
-    with contextlib.suppress(OSError, ValueError):
-        termios.tcsetattr(stream.fileno(), termios.TCSADRAIN, state)
 
 
 def _user_name() -> str:
