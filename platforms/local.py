@@ -106,8 +106,8 @@ safe here where it was not for pipes: a line already waiting ends the look at on
 hands over a waiting line in well under it (5 ms at the 99th percentile, 11 at most, on 2 loaded
 cores). Its cost is the wait after a message's last line, 50 ms before the message is sent."""
 CTRL_C = "\x03"
-"""Ends a line read with readline when Ctrl-C is pressed (`platforms.local_tty.line_editing` binds the key so); in
-input read without readline (a pipe), the character is text."""
+"""Ends a line read with readline when Ctrl-C is pressed (`platforms.local_tty.line_editing` binds
+the key so); in input read without readline (a pipe), the character is text."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
@@ -347,7 +347,7 @@ class LocalAdapter:
         return line + "\n"
 
     def _pressed_ctrl_c(self, text: str) -> bool:
-        """Whether ``text`` ends with Ctrl-C pressed: only readline turns the key into a character
+        """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline turns the key into a character
         (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys, and a
         terminal without line editing sends SIGINT for the key, so a 0x03 that arrives there was meant
         as data (quoted with Ctrl-V, or ``stty -isig``); acted on, it dropped every line read with it."""
