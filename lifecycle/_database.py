@@ -19,7 +19,10 @@ the loop shares one transaction, committed by a callback at the next turn
   until ``busy_timeout`` has passed.
 
 A commit that fails is reported to everyone waiting for it, and retried with
-the next write or wait. A full disk (or an I/O error) makes SQLite roll the whole
+the next write or wait. Its batch is never left open for later writes to join:
+one SQLite refused without rolling it back (a lock, a deferred constraint) is
+rolled back, its writes written again as below (a broken constraint's dropped,
+as they could never commit). A full disk (or an I/O error) makes SQLite roll the whole
 batch back, whichever statement or commit met it: the writes of the batch that had
 succeeded are kept and written again, in order, before anything reads or writes
 after them (until then reads and writes raise), so no write its caller took for
@@ -279,7 +282,11 @@ class SqliteDatabase:
                     flushed.append(participant)
             self._write_again()  # a participant's flush met a full disk
             if conn.in_transaction:
-                self._execute("COMMIT", (), many=False)
+                try:
+                    self._execute("COMMIT", (), many=False)
+                except sqlite3.Error as exc:
+                    self._end_refused_commit(conn, exc)
+                    raise
                 self._redo.clear()
                 self.commits += 1
                 self._written()
@@ -356,6 +363,32 @@ class SqliteDatabase:
             raise
         self._redo.append((sql, params, many))
         return cursor
+
+    def _end_refused_commit(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> None:
+        """Roll back a batch whose COMMIT SQLite refused but left open (a lock it could not get, a
+        deferred constraint): left open, it would take every later write into a transaction that may
+        never commit, and a participant told its rows failed (a launch the journal refused) would
+        see them committed by the next commit after all. The batch's own writes are written again
+        first, as a full disk's are, unless it broke a constraint: those could never commit, and
+        written again they would fail every batch after them."""
+        if not conn.in_transaction:
+            return  # SQLite rolled it back itself (a full disk, an I/O error): `_execute` saw to it
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as rollback_error:
+            log.error("%s: rolling back the batch whose commit failed failed too: %s", self.path.name, rollback_error)
+            return
+        if not self._redo or self._lost:
+            return
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_CONSTRAINT:
+            log.error("%s: the batch broke a constraint at commit (%s); its writes are dropped, not written again",
+                      self.path.name, exc)
+            self._redo.clear()
+            return
+        self._lost = True
+        log.error("%s: the commit failed (%s); its writes are written again with the next write or wait",
+                  self.path.name, exc)
+        self._retry_lost()
 
     def _write_again(self) -> None:
         """Write the lost batch again, in a new one; raises (and stays lost) if SQLite refuses again."""

@@ -496,6 +496,37 @@ async def test_a_launch_synced_on_its_own_is_committed(journal: Journal) -> None
     await journal.sync_launch([])  # nothing pending: returns at once
 
 
+async def test_sqlite_a_launch_whose_commit_sqlite_refused_but_left_open_is_not_written_by_the_next_commit(
+        tmp_path: Path) -> None:
+    # A deferred foreign key of the database's other owner fails the shared batch at COMMIT, and SQLite
+    # keeps that transaction open. It was left open: the launch was refused (its records dropped), yet
+    # they stayed in the open batch and the next commit wrote them, for a restart to call INTERRUPTED.
+    db = SqliteDatabase(tmp_path / "shared.db")
+    journal = SqliteJournal(db=db)
+    await journal.open()
+    try:
+        db.write("CREATE TABLE parent (id PRIMARY KEY)")
+        db.write("CREATE TABLE child (pid REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+        journal.put(record("sa-old"))
+        await journal.sync()
+        db.read("PRAGMA foreign_keys=ON")
+        db.write("INSERT INTO child VALUES (1)")  # violates the key only at COMMIT
+        journal.put(record("sa-old", "SUCCEEDED"))  # another child, finishing in the same batch
+        journal.put(record("sa-new", "PENDING"))
+        with pytest.raises(JournalError) as refused:
+            await journal.sync_launch(["sa-new"])
+        assert refused.value.code == "JOURNAL_WRITE_FAILED" and "FOREIGN KEY" in str(refused.value)
+        db.write("INSERT INTO parent VALUES (1)")  # the next write; it would make the open batch committable
+        await journal.sync()
+        assert await journal.get("sa-new") is None
+    finally:
+        await journal.close()
+        db.close()
+    path = tmp_path / "shared.db"
+    assert inspect(path, "SELECT subagent_id, state FROM lifecycle_records") == [("sa-old", "SUCCEEDED")]
+    assert (inspect(path, "SELECT count(*) FROM child"), inspect(path, "SELECT id FROM parent")) == ([(0,)], [(1,)])
+
+
 async def test_sqlite_launches_the_full_disk_refused_leave_no_record_and_other_writes_are_kept(
         tmp_path: Path) -> None:
     path = tmp_path / "j.db"

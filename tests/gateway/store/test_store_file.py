@@ -100,7 +100,7 @@ async def test_a_failed_commit_fails_its_waiters_and_the_next_wait_commits_again
         store.inbox.accept(event("e1"), None).new
         with pytest.raises(sqlite3.OperationalError, match="disk is full"):
             await store.durable()
-        assert store.db._conn.in_transaction  # the batch is still open, its rows kept
+        assert not store.db._conn.in_transaction  # rolled back, no batch left open; its rows kept to write again
         await asyncio.wait_for(store.durable(), 5)  # commits now, rather than wait for a commit never due
         assert not store.db._conn.in_transaction
     finally:
