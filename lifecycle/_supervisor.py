@@ -153,7 +153,8 @@ class Supervisor:
         are kept in memory for a while, for the reads that follow. ``routes``: each spec's
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
         children are forgotten (never started, and the journal drops their records: see
-        `Journal.sync_launch`) and its `JournalError` propagates."""
+        `Journal.sync_launch`) and its `JournalError` propagates. A caller cancelled meanwhile
+        waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
         if self.closed:
@@ -171,22 +172,38 @@ class Supervisor:
             for record in records:
                 record.keep_result = True
         if durable:
+            # Shielded: a caller that gives up (its turn was interrupted) still learns whether the
+            # launch was journaled, and the journal still drops a refused launch's records.
+            journaling = asyncio.ensure_future(self.journal.sync_launch([r.handle.subagent_id for r in records]))
             try:
-                await self.journal.sync_launch([r.handle.subagent_id for r in records])
+                await asyncio.shield(journaling)
             except asyncio.CancelledError:
-                # The caller gave up (its turn was interrupted) while the launch was journaled:
-                # the rows may be committed, so every child still ends, as interrupted, never PENDING.
-                await asyncio.shield(self._complete_now(
-                    records, lambda r: ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED)))
+                await asyncio.shield(self._abandon(records, journaling))
                 raise
             except BaseException:
-                for record in records:
-                    self._forget(record)
-                    self.tallies.not_launched(record)
+                self._not_launched(records)
                 raise
         for record in records:
             self.engine.submit(record.job)
         return records
+
+    async def _abandon(self, records: Sequence[Record], journaling: asyncio.Future) -> None:
+        """A launch whose caller gave up while it was journaled: once the commit is decided, children
+        the journal refused leave no trace (nothing of them was kept); journaled ones must end, as
+        interrupted, never left PENDING."""
+        try:
+            await journaling
+        except asyncio.CancelledError:
+            pass  # the journal's wait itself was cancelled: it keeps the records, which may be committed
+        except Exception:
+            self._not_launched(records)
+            return
+        await self._complete_now(records, lambda r: ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED))
+
+    def _not_launched(self, records: Sequence[Record]) -> None:
+        for record in records:
+            self._forget(record)
+            self.tallies.not_launched(record)
 
     def _new_record(
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,

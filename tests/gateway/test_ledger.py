@@ -196,11 +196,12 @@ async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_pat
     chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"})
     journal = gateway.host.lifecycle.journal
     real_sync = journal.sync_launch
-    reached = asyncio.Event()
+    reached, release = asyncio.Event(), asyncio.Event()
 
     async def slow_sync(subagent_ids):
         reached.set()
-        await asyncio.Event().wait()  # the launch's commit never returns: the turn is interrupted meanwhile
+        await release.wait()  # the launch's commit is slow: the turn is interrupted meanwhile
+        await real_sync(subagent_ids)
 
     journal.sync_launch = slow_sync
     await chat.say("please delegate")
@@ -208,6 +209,7 @@ async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_pat
     journal.sync_launch = real_sync
     await chat.say("/stop")
     await chat.wait_for(lambda: chat.messages)
+    release.set()  # committed: the launch happened, and its children end as /stop said
     await settled(gateway)
     session = next(iter(gateway.sessions))
     assert gateway.host.children.children(session.session_id) == ()  # none left PENDING

@@ -1,6 +1,7 @@
 import asyncio
 import dataclasses
 import json
+import sqlite3
 
 import pytest
 
@@ -498,3 +499,45 @@ async def test_a_launch_the_full_disk_refused_is_not_counted_in_its_turns_progre
         assert view.turn_progress("parent-1", "turn-1") == (0, 1)
         await env.service.wait(handle, timeout_seconds=5)
     assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+
+
+async def _launch_cancelled_while_its_commit_waits(env, *, full: bool) -> None:
+    """Launch while another connection holds the write lock (the commit waits for it), cancel the
+    caller, then release the lock: the launch's commit fails (``full``: a full disk) or goes through."""
+    journal = env.service.journal
+    await journal.sync()
+    other = sqlite3.connect(journal.db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the launch's commit must wait for it
+        if full:
+            (pages,) = journal.db.read_one("PRAGMA page_count")
+            journal.db.read(f"PRAGMA max_page_count={pages}")
+        with env.turn():
+            launching = asyncio.ensure_future(env.service.launch(req("x" * 12_000)))
+        await until(lambda: env.service.host_view().children("parent-1"))  # journaled, waiting for the commit
+        launching.cancel()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with pytest.raises(asyncio.CancelledError):
+        await launching
+    journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+    await journal.sync()
+
+
+async def test_a_launch_refused_while_its_caller_was_cancelled_leaves_nothing_in_the_journal(env):
+    # The cancelled caller finished the children as INTERRUPTED ("cancelled before start") though the
+    # journal had refused the launch: a child that never existed was listed, and its row written later.
+    await _launch_cancelled_while_its_commit_waits(env, full=True)
+    assert env.service.journal.db.read("SELECT subagent_id FROM lifecycle_records") == []
+    view = env.service.host_view()
+    assert (view.children("parent-1"), view.recent("parent-1")) == ((), ())
+    assert view.turn_progress("parent-1", "turn-1") == (0, 0)
+
+
+async def test_a_launch_committed_while_its_caller_was_cancelled_ends_interrupted(env):
+    await _launch_cancelled_while_its_commit_waits(env, full=False)
+    [row] = env.service.journal.db.read("SELECT state, result FROM lifecycle_records")
+    assert row[0] == "INTERRUPTED" and "cancelled before start" in row[1]
+    [child] = env.service.host_view().recent("parent-1")
+    assert child.state is S.INTERRUPTED
