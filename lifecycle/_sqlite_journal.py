@@ -194,30 +194,10 @@ class SqliteJournal:
         self._request()
 
     async def sync(self) -> None:
-        self._check_open()
-        if self._committed < self._seq:
-            waiter = self._loop.create_future()
-            self._waiters.append(waiter)
-            self._request()
-            await waiter
-        if self._unreported is not None:
-            error, self._unreported = self._unreported, None
-            raise error
+        await self._sync(None)
 
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
-        self._check_open()
-        if self._committed < self._seq:
-            waiter = self._loop.create_future()
-            self._waiters.append(waiter)
-            self._launches[waiter] = tuple(subagent_ids)
-            try:
-                self._request()
-                await waiter
-            finally:
-                del self._launches[waiter]
-        if self._unreported is not None:
-            error, self._unreported = self._unreported, None
-            raise error
+        await self._sync(subagent_ids)
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         self._check_open()
@@ -335,6 +315,23 @@ class SqliteJournal:
     def _check_open(self) -> None:
         if self._state != "open":
             raise JournalError("The journal is not open.", code="JOURNAL_CLOSED")
+
+    async def _sync(self, launch: Collection[str] | None) -> None:
+        """`sync`; with ``launch``, the ids whose records a failed commit drops (`sync_launch`)."""
+        self._check_open()
+        if self._committed < self._seq:
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            if launch is not None:
+                self._launches[waiter] = tuple(launch)
+            try:
+                self._request()
+                await waiter
+            finally:
+                self._launches.pop(waiter, None)
+        if self._unreported is not None:
+            error, self._unreported = self._unreported, None
+            raise error
 
     def _request(self) -> None:
         try:
