@@ -41,6 +41,7 @@ from platforms.base import (
     RateLimited,
     SendsFiles,
     Unauthorized,
+    WaitsAside,
     WritesAside,
 )
 
@@ -104,6 +105,8 @@ class Sender:
         for name, adapter in adapters.items():
             if isinstance(adapter, WritesAside):
                 adapter.bind_writes(functools.partial(self._wrote_aside, name, adapter))
+            if isinstance(adapter, WaitsAside):
+                adapter.bind_turns(functools.partial(self._turn_aside, name))
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
@@ -200,6 +203,14 @@ class Sender:
 
     def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str) -> None:
         self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
+
+    async def _turn_aside(self, platform: str, chat_id: str) -> None:
+        """Return once an adapter's own progress write to the chat may go (`WaitsAside`): after the
+        chat's pace and any 429 holding its progress messages. Its caller writes at once, counting
+        the write (`WritesAside`), so the outbox's next call waits in turn."""
+        chat = (platform, chat_id, None)
+        while (pause := self._pacer.delay(chat, progress=True)) > 0:
+            await self._clock.sleep(pause)
 
     async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         if self._record_again(row.id):  # a late note or a piece of a re-split part

@@ -532,6 +532,16 @@ class WritesAside(Protocol):
 
 
 @runtime_checkable
+class WaitsAside(Protocol):
+    """A `WritesAside` adapter whose own writes also wait their turn: without it, such a write right
+    after the outbox's message to the chat is refused (Slack's placeholder drew a 429 so)."""
+
+    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+        """Called once, before `Adapter.start`, with ``turn``: awaited with the chat id, it returns
+        once a progress write to the chat may go by the outbox's pacing and 429s."""
+
+
+@runtime_checkable
 class SupportsDownload(Protocol):
     """An adapter that fetches the files users send."""
 

@@ -575,6 +575,9 @@ class SlackAdapter:
     def bind_writes(self, wrote: Callable[[str], None]) -> None:
         self._progress.bind_writes(wrote)
 
+    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+        self._progress.bind_turns(turn)
+
     async def _page(
         self, chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
     ) -> tuple[list[dict[str, Any]], str | None]:

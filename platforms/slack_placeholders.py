@@ -54,6 +54,10 @@ class Placeholders:
         self._left: IndicatorLeft = lambda chat_id, thread_id: None
         self._wrote: Callable[[str], None] = lambda chat_id: None
         """Told of each placeholder post (`bind_writes`): the outbox paces the channel's messages."""
+        self._turn: Callable[[str], Awaitable[None]] = _at_once
+        """Awaited before each placeholder post (`bind_turns`): it waits for the channel's pace too."""
+        self._queued: set[tuple[str, str | None]] = set()
+        """Chats/threads whose placeholder waits for its turn, not posted yet: `idle` drops it."""
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
@@ -61,17 +65,34 @@ class Placeholders:
         cancelled mid-post cannot lose the ts that `idle` needs to delete it."""
         key = (chat_id, thread_id)
         if key not in self._placeholders and self._started():
+            self._queued.add(key)
             self._placeholders[key] = asyncio.ensure_future(self._post_placeholder(chat_id, thread_id))
         future = self._placeholders.get(key)
-        if future is not None and await asyncio.shield(future) is None and self._placeholders.get(key) is future:
+        if future is None:
+            return
+        try:
+            ts = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled():  # dropped by `idle` before its turn came: there is nothing to show
+                return
+            raise
+        if ts is None and self._placeholders.get(key) is future:
             del self._placeholders[key]  # the post failed; the next refresh tries again
 
     def bind_writes(self, wrote: Callable[[str], None]) -> None:
         self._wrote = wrote
 
+    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+        self._turn = turn
+
     async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
         kw = {"thread_ts": thread_id} if thread_id else {}
-        # A message like any other to Slack's one a second per channel: the outbox must count it.
+        # A message like any other to Slack's one a second per channel: it waits its turn (posted
+        # right after a message, it drew a 429), and the outbox counts it.
+        try:
+            await self._turn(chat_id)
+        finally:
+            self._queued.discard((chat_id, thread_id))
         self._wrote(chat_id)
         try:
             resp = await self._with_metadata(
@@ -117,7 +138,13 @@ class Placeholders:
         failed for a retryable reason is retried in the background after ``Retry-After``; `stop`
         makes a last attempt."""
         future = self._placeholders.pop((chat_id, thread_id), None)
-        ts = await future if future is not None else None
+        if future is None:
+            return
+        if (chat_id, thread_id) in self._queued:  # still waiting for its turn: never posted, nor waited for
+            self._queued.discard((chat_id, thread_id))
+            future.cancel()
+            return
+        ts = await future
         if ts is None:
             return
         wait = await self._try_delete((chat_id, thread_id), ts)
@@ -136,7 +163,10 @@ class Placeholders:
         nothing is left to retry with after it. Called once the adapter's background work is cancelled."""
         placeholders, self._placeholders = self._placeholders, {}
         for where, future in placeholders.items():
-            if (ts := await future) is not None:
+            if where in self._queued:
+                self._queued.discard(where)
+                future.cancel()
+            elif (ts := await future) is not None:
                 self._stale[ts] = where
         refused, self._refused = self._refused, {}
         await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
@@ -183,3 +213,7 @@ class Placeholders:
                 return
             wait = retry
         self._left(*where)  # Slack would not take the deletion for now: the next start tries again
+
+
+async def _at_once(chat_id: str) -> None:
+    return None

@@ -519,6 +519,26 @@ async def test_idle_during_placeholder_post_still_removes_it(fake: FakeSlack, sl
     assert texts(fake, "C1", "2.5") == []
 
 
+async def test_a_placeholder_waits_for_its_turn_and_one_still_waiting_when_the_turn_ends_is_never_posted(
+        fake: FakeSlack, slack: SlackAdapter) -> None:
+    asked, turn = [], asyncio.Event()
+
+    async def wait_turn(chat_id: str) -> None:  # the outbox's pacing of the channel (`bind_turns`)
+        asked.append(chat_id)
+        await turn.wait()
+
+    slack.bind_turns(wait_turn)
+    typing = asyncio.ensure_future(slack.typing("C1", "3.5"))
+    await fake.wait_for(lambda: asked == ["C1"])
+    assert fake.calls_to("chat.postMessage") == []  # not before its turn
+    await slack.idle("C1", "3.5")  # the turn ended first: its answer need not wait behind a placeholder
+    await typing
+    turn.set()
+    await slack.typing("C1", "4.5")
+    assert texts(fake, "C1", "4.5") == [PLACEHOLDER] and texts(fake, "C1", "3.5") == []
+    assert [c.params["thread_ts"] for c in fake.calls_to("chat.postMessage")] == ["4.5"]
+
+
 async def test_failed_placeholder_post_is_tried_again(fake: FakeSlack, slack: SlackAdapter) -> None:
     fake.fail_next("chat.postMessage", status=429, retry_after=1)
     await slack.typing("C1", None)  # swallowed: a progress display never fails a turn

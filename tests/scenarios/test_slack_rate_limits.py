@@ -115,3 +115,37 @@ async def test_a_channel_refused_with_retry_after_is_not_written_to_again_before
         assert len(limits.refused) <= len(posts)  # one refusal per post at most: never asked again too soon
     finally:
         await gateway.stop(grace=0)
+
+
+def _quick_or_slow(request) -> dict:
+    said = str(request.messages[-1]["content"])
+    return {"wait": "slow", "text": "slow answer"} if "slow" in said else {"text": "quick answer"}
+
+
+async def test_a_placeholder_right_after_a_message_in_its_channel_waits_its_turn(fake, tmp_path):
+    # The `_working…_` placeholder counted in the channel's one a second but did not wait for it:
+    # a turn starting right after an answer in the channel drew a 429 for its placeholder.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock)
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = ScriptedModel({"parent": _quick_or_slow})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        said = lambda thread: [m["text"] for m in fake.messages.get((CHANNEL, thread), [])  # noqa: E731
+                               if m.get("bot_id")]
+        quick = (await fake.push_mention(CHANNEL, "U1", "a quick one"))["event"]["ts"]
+        await run_clock_until(clock, lambda: "quick answer" in said(quick))
+        slow = (await fake.push_mention(CHANNEL, "U2", "a slow one"))["event"]["ts"]  # within a second of it
+        await model.reached("slow")
+        await run_clock_until(clock, lambda: said(slow) == ["_working…_"])
+        model.release("slow")
+        await run_clock_until(clock, lambda: said(slow) == ["slow answer"] and gateway.quiet)
+        await settled(gateway)
+
+        assert limits.refused == []  # not one 429
+        assert said(quick) == ["quick answer"]
+    finally:
+        await gateway.stop(grace=0)
+
