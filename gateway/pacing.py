@@ -1,7 +1,10 @@
 """When the outbox may next call a platform for one chat, and waits that yield to urgent work.
 
-Three limits combine: the adapter's spacing of calls to one chat (Telegram: 20 messages a
-minute in groups), its spacing of edits to one message (Telegram: one a second), and a
+Four limits combine: the adapter's spacing of calls to one chat (Telegram: 20 messages a
+minute in groups), its spacing of edits to one message (Telegram: one a second), its spacing of
+edits and of file sends across all of a platform's chats (Slack counts ``chat.update`` and its
+upload methods per workspace; a progress card waiting for that turn is coalesced meanwhile, so
+only its newest text goes), and a
 platform's 429, which holds the chat for ``retry_after``: all of it when a reply was
 refused, only its progress messages (notices, cards) when one of those was — a storm of
 refused card edits never holds back the answer. A wait for a progress message gives way
@@ -38,6 +41,12 @@ _PACED: dict[type, bool] = {}
 """Whether an adapter class is `Paced`: asking a runtime protocol costs ~12 µs, every delivery asks."""
 
 
+def account_op(op: str, edit_of: str | None) -> str | None:
+    """What of an outbox part's call (its ``op``; ``edit_of``: the message an edit changes) the
+    platform may also limit across chats (`Pacing.account_edit_interval`, ``account_file_interval``)."""
+    return "edit" if edit_of is not None else "file" if op == "file" else None
+
+
 def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
     kind = type(adapter)
     paced = _PACED.get(kind)
@@ -57,30 +66,40 @@ class Pacer:
         """When the next edit of a message may go."""
         self._blocked: dict[tuple[PlatformChat, bool], float] = {}
         """When a 429 stops holding a chat (``True``: only its progress messages)."""
+        self._account_free: dict[tuple[str, str], float] = {}
+        """When the next edit or file send (``op``) may go on a platform, in any of its chats."""
         self._prune_at = _PRUNE_AT
         self._waking: dict[asyncio.Task[object] | None, float] = {}
         """The tasks in `wait` now, and when each wakes (unless preempted first)."""
 
-    def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False) -> float:
-        """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message)
-        may go; 0 when now."""
+    def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False,
+              op: str | None = None) -> float:
+        """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message; an
+        ``op`` the platform also limits across chats: ``"edit"``, ``"file"``) may go; 0 when now."""
         chat = chat[:2]
         due = max(self._blocked.get((chat, False), 0.0), self._call_free.get(chat, 0.0))
         if progress:
             due = max(due, self._blocked.get((chat, True), 0.0))
         if edit_of is not None:
             due = max(due, self._edit_free.get((chat, edit_of), 0.0))
+        if op is not None and self._account_free:
+            due = max(due, self._account_free.get((chat[0], op), 0.0))
         return max(0.0, due - self._clock.monotonic()) if due else 0.0
 
-    def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None) -> None:
-        """A call to ``chat`` (of message ``edit_of``, whose next edit must wait) went out now."""
-        if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0)):
+    def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None, op: str | None = None) -> None:
+        """A call to ``chat`` (of message ``edit_of``, whose next edit must wait; an ``op`` counted
+        across the platform's chats) went out now."""
+        account = (pacing.account_edit_interval if op == "edit" else pacing.account_file_interval if op == "file"
+                   else 0.0)
+        if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0) or account > 0):
             return
         chat, now = chat[:2], self._clock.monotonic()
         if pacing.call_interval > 0:
             self._call_free[chat] = now + pacing.call_interval
         if edit_of is not None and pacing.edit_interval > 0:
             self._edit_free[(chat, edit_of)] = now + pacing.edit_interval
+        if account > 0:
+            self._account_free[(chat[0], op)] = now + account  # type: ignore[index]
         self._prune(now)
 
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:

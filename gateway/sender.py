@@ -20,7 +20,7 @@ from gateway import late_notes
 from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
-from gateway.pacing import Pacer, pacing_of
+from gateway.pacing import Pacer, account_op, pacing_of
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
@@ -266,7 +266,7 @@ class Sender:
                     return False
                 stale = True
                 continue
-            pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress)
+            pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress, op=account_op(row.op, edit_of))
             if pause > 0:
                 if not await self._pacer.wait(pause, preempt):
                     return False
@@ -444,9 +444,10 @@ class Sender:
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
     ) -> str:
         self._attempting.add(row.id)
+        op = account_op(row.op, edit_of)
         # Counted from now as well as from its answer: another sender of the chat (another topic
         # of a forum group) must not call alongside it, the platform counting both.
-        self._pacer.called(row.chat, pacing, edit_of=edit_of)
+        self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]
@@ -459,7 +460,7 @@ class Sender:
             return (await adapter.send(_outbound(row))).message_id
         finally:
             self._attempting.discard(row.id)
-            self._pacer.called(row.chat, pacing, edit_of=edit_of)
+            self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
 
     async def _send_file(self, adapter: Adapter, row: OutboxRow) -> str:
         """Upload the copy `send_file` kept for ``row``, its text the caption. A copy that has gone

@@ -504,12 +504,17 @@ class MovesChats(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Pacing:
-    """How far apart the platform wants calls for one chat."""
+    """How far apart the platform wants calls for one chat (and, ``account_*``, for all of them)."""
 
     call_interval: float = 0.0
     """Seconds between any two calls (sends, edits, deletes) to the chat."""
     edit_interval: float = 0.0
     """Seconds between two edits of the same message."""
+    account_edit_interval: float = 0.0
+    """Seconds between two edits in any of the bot's chats: a limit on the account, not the chat
+    (Slack's ``chat.update``, 50 a minute per workspace)."""
+    account_file_interval: float = 0.0
+    """Seconds between two file sends in any of the bot's chats (Slack's upload methods)."""
 
 
 @runtime_checkable

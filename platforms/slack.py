@@ -101,8 +101,9 @@ from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
 
-PACING = Pacing(call_interval=1.0, edit_interval=1.0)
-"""Slack's rate-limit guide: chat.postMessage about one a second per channel, chat.update 50 a minute."""
+PACING = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6)
+"""Slack's rate-limit guide: chat.postMessage about one a second per channel; per workspace, chat.update
+Tier 3 (50 a minute) and files.getUploadURLExternal / files.completeUploadExternal Tier 4 (100 a minute)."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}

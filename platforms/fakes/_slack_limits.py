@@ -26,13 +26,14 @@ __all__ = ["PER_CHANNEL", "TIERS", "MonotonicClock", "RateLimited", "SlackRateLi
 
 PER_CHANNEL = Window(1, 1.0)
 """``chat.postMessage``: one message a second per channel."""
-TIER_2, TIER_3 = Window(20, 60.0), Window(50, 60.0)
+TIER_2, TIER_3, TIER_4 = Window(20, 60.0), Window(50, 60.0), Window(100, 60.0)
 TIERS: Mapping[str, Window] = {
     "chat.update": TIER_3,
     "chat.delete": TIER_3,
-    # Slack has listed the upload methods at several tiers over time; the strictest is counted.
-    "files.getUploadURLExternal": TIER_2,
-    "files.completeUploadExternal": TIER_2,
+    # Slack has listed the upload methods at several tiers over time; its method pages now give
+    # both Tier 4, which the Slack adapter paces to (`platforms.slack.PACING`).
+    "files.getUploadURLExternal": TIER_4,
+    "files.completeUploadExternal": TIER_4,
 }
 """The tiered methods a bot writes with, and the window each is counted in per workspace."""
 

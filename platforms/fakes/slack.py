@@ -32,7 +32,7 @@ What it does:
 - A revoked bot token (`bot_token_revoked`): ``token_revoked`` for every bot-token call.
 - Slack's rate limits, off until `enforce_rate_limits` turns them on: ``chat.postMessage`` past
   one a second per channel, ``chat.update`` / ``chat.delete`` past Tier 3 (50 a minute) and the
-  upload methods past Tier 2 (20 a minute) are refused with HTTP 429, ``Retry-After`` and
+  upload methods past Tier 4 (100 a minute) are refused with HTTP 429, ``Retry-After`` and
   ``ratelimited``; ``rate_limits.calls`` and ``rate_limits.refused`` record what they let
   through and refused (`platforms.fakes._slack_limits`).
 - Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections

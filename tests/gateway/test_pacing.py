@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agent.testing import FakeClock
-from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer, pacing_of
+from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer, account_op, pacing_of
 from platforms.base import Pacing
 from platforms.telegram import GROUP_PACING, PRIVATE_PACING
 from platforms.webhook import WebhookAdapter
@@ -32,6 +34,22 @@ def test_edits_of_one_message_are_spaced_but_other_messages_are_not():
     assert pacer.delay(CHAT, edit_of="m1") == 1.0
     assert pacer.delay(CHAT, edit_of="m2") == 0.0
     assert pacer.delay(CHAT) == 0.0
+
+
+def test_edits_and_file_sends_are_spaced_across_all_of_a_platforms_chats_when_it_counts_them_so():
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    slack = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6)
+    one, other = ("slack", "C1", None), ("slack", "C2", "1.5")
+    pacer.called(one, slack, edit_of="m1", op=account_op("edit", "m1"))
+    assert pacer.delay(other, edit_of="m2", op="edit") == pytest.approx(1.2)  # another channel's card waits its turn
+    assert pacer.delay(other) == 0.0 and pacer.delay(other, op="file") == 0.0  # its posts and files do not
+    assert pacer.delay(("telegram", "C2", None), edit_of="m2", op="edit") == 0.0  # nor another platform's edits
+    pacer.called(other, slack, edit_of="m3")  # a new message (its first edit waits): no edit went out
+    assert pacer.delay(("slack", "C3", None), edit_of="m4", op="edit") == pytest.approx(1.2)
+    pacer.called(other, slack, op=account_op("file", None))
+    assert pacer.delay(("slack", "C3", None), op="file") == pytest.approx(0.6)
+    assert (account_op("send", None), account_op("delete", None)) == (None, None)
 
 
 def test_a_429_holds_the_chat_or_only_its_progress_messages():

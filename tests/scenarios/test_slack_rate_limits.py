@@ -149,3 +149,61 @@ async def test_a_placeholder_right_after_a_message_in_its_channel_waits_its_turn
     finally:
         await gateway.stop(grace=0)
 
+
+CHANNELS = [f"C{n}" for n in range(1, 13)]
+TASKS = 6
+
+
+def _fan_parent(request) -> dict:
+    last = request.messages[-1]
+    said = str(last["content"])
+    if last["role"] == "tool":
+        return {"text": "On it."}
+    if "Background delegation results" in said:
+        return {"text": "All done."}
+    channel = re.search(r"fan out in (C\d+)", said).group(1)
+    return {"tool_calls": [{"name": "delegate_task", "arguments": {
+        "tasks": [{"goal": f"{channel} survey {n}"} for n in range(TASKS)]}}]}
+
+
+def _fan_child(request) -> dict:
+    return {"wait": request.metadata["goal"], "text": "notes"}
+
+
+async def test_a_fan_out_over_many_channels_gets_no_429_from_the_workspace_wide_limits(fake, tmp_path):
+    # Every channel's live progress card changes as its subagents finish. chat.update is counted per
+    # workspace (50 a minute), not per channel: paced per channel only, twelve cards drew 429s.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock)
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress_delay": 1.0},
+                         lifecycle={"max_running": len(CHANNELS) * TASKS})
+    model = ScriptedModel({"parent": _fan_parent, "leaf": _fan_child})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        threads = {c: (await fake.push_mention(c, "U1", f"please fan out in {c}"))["event"]["ts"] for c in CHANNELS}
+        said = lambda c: [m for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
+        for channel in CHANNELS:
+            for n in range(TASKS):
+                await model.reached(f"{channel} survey {n}")
+        carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in CHANNELS)  # noqa: E731
+        await run_clock_until(clock, carded, timeout=30.0)
+        for n in range(TASKS):  # one subagent of every channel finishes at once, then the next
+            for channel in CHANNELS:
+                model.release(f"{channel} survey {n}")
+            await run_clock(clock, 2.0)
+        done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in CHANNELS)  # noqa: E731
+        await run_clock_until(clock, lambda: done() and gateway.quiet, timeout=60.0)
+        await run_clock(clock, 10.0)
+        await settled(gateway)
+
+        assert limits.refused == []  # not one 429
+        for channel in CHANNELS:
+            texts = [m["text"] for m in said(channel)]
+            [card] = [t for t in texts if " of 6 done" in t or t.startswith("✓ Done in")]
+            assert card.startswith("✓ Done in") and [t for t in texts if t != card] == ["On it.", "All done."]
+        updates = [c.at for c in limits.calls if c.method == "chat.update"]
+        assert busiest(updates, 60.0) <= 50
+    finally:
+        await gateway.stop(grace=0)
