@@ -24,6 +24,7 @@ from lifecycle._contract import CONTRACT_VERSION, SubagentHandle
 from lifecycle._database import SqliteDatabase
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._sqlite_journal import SqliteJournal
+from tests.capped_writes import run_capped
 
 
 def record(subagent_id: str, state: str = "RUNNING", **changes: Any) -> JournalRecord:
@@ -525,6 +526,51 @@ async def test_sqlite_a_launch_whose_commit_sqlite_refused_but_left_open_is_not_
     path = tmp_path / "shared.db"
     assert inspect(path, "SELECT subagent_id, state FROM lifecycle_records") == [("sa-old", "SUCCEEDED")]
     assert (inspect(path, "SELECT count(*) FROM child"), inspect(path, "SELECT id FROM parent")) == ([(0,)], [(1,)])
+
+
+_COMMIT_MEETS_A_FULL_DISK = """
+import asyncio, resource, sqlite3
+from lifecycle._database import SqliteDatabase
+from lifecycle._journal import JournalError, JournalRecord
+from lifecycle._sqlite_journal import SqliteJournal
+
+async def main():
+    db = SqliteDatabase(given["path"])
+    journal = SqliteJournal(db=db)
+    await journal.open()
+    db.write("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+    await db.durable()
+    # Taken into the page cache at once; the file cannot grow to hold it, so only the COMMIT fails.
+    db.write("INSERT INTO t VALUES ('store', ?)", ("y" * 300_000,))
+    journal.put(JournalRecord("sa-1", "s", None, "{}", "PENDING", 1.0, 1.0, goal="g"))
+    try:
+        await journal.sync_launch(["sa-1"])
+        launch = "launched"
+    except JournalError as exc:
+        launch = exc.code
+    in_transaction = db._conn.in_transaction
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # room again
+    db.write("INSERT INTO t VALUES ('next', 1)")
+    await db.durable()
+    await journal.close()
+    db.close()
+    seen = sqlite3.connect(given["path"])
+    return [launch, in_transaction, seen.execute("SELECT k, length(v) FROM t ORDER BY k").fetchall(),
+            seen.execute("SELECT count(*) FROM lifecycle_records").fetchone()[0]]
+
+result = asyncio.run(main())
+"""
+
+
+def test_sqlite_a_launch_whose_commit_a_full_disk_refused_is_dropped_and_the_rest_written_whole(
+        tmp_path: Path) -> None:
+    # A real write failure at COMMIT (a child process whose files cannot grow, as on a full disk):
+    # SQLite rolls the batch back itself; the launch is refused and nothing of it kept, the store's
+    # write is written again whole with the next one, and no batch is left open meanwhile.
+    launch, in_transaction, rows, records = run_capped(_COMMIT_MEETS_A_FULL_DISK, limit=200_000,
+                                                       path=str(tmp_path / "j.db"))
+    assert (launch, in_transaction) == ("JOURNAL_WRITE_FAILED", False)
+    assert rows == [["next", 1], ["store", 300_000]] and records == 0
 
 
 async def test_sqlite_launches_the_full_disk_refused_leave_no_record_and_other_writes_are_kept(
