@@ -24,7 +24,8 @@ Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET),
 `Deleting` (can delete a message it sent), `Paced` (wants a minimum interval
-between calls per chat), `HistoryReading` (shows a chat's past messages, read back
+between calls per chat; with `WritesAside` / `WaitsAside` its own writes, such as Slack's
+placeholder, count in that pacing and wait for it), `HistoryReading` (shows a chat's past messages, read back
 from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
 HTTP responses open that the server must end before it stops), `OwnCommands`
 (serves commands of its own), `SupportsDownload` (fetches a user's file, an
