@@ -36,7 +36,7 @@ from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
 from gateway.store import GatewayStore, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
@@ -459,9 +459,10 @@ class Gateway:
         self.store.inbox.settle(inbound.platform, inbound.event_id)
 
     def _send_answer(self, inbound: Inbound, text: str) -> None:
-        """To the chat (and thread) the event came from, as its session's messages go."""
+        """To the chat (and thread) the event came from, as its session's messages go. In a group it
+        quotes the event: several members' commands and their answers interleave there."""
         self.outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, text, kind="command",
-                            key=_answer_key(inbound), reply_token=inbound.reply_token)
+                            key=_answer_key(inbound), reply_token=inbound.reply_token, reply_to=quote_of(inbound))
 
     # -- wiring -----------------------------------------------------------------------------
 

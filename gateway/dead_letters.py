@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from agent import Clock
 from gateway.outbox import Outbox
+from gateway.sessions import quote_of
 from gateway.store import Inbox
 from platforms.base import Inbound
 
@@ -89,7 +90,8 @@ class DeadLetterPolicy:
                   inbound.platform, inbound.event_id, attempts, letter, error, exc_info=exc)
         try:
             self._outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, APOLOGY, kind="command",
-                                 key=f"dead-{inbound.platform}-{inbound.event_id}", reply_token=inbound.reply_token)
+                                 key=f"dead-{inbound.platform}-{inbound.event_id}", reply_token=inbound.reply_token,
+                                 reply_to=quote_of(inbound))
         except Exception as apology_failed:  # the chat itself may be what is broken: the log has it all
             log.warning("could not apologise to %s chat of event %s: %s", inbound.platform, inbound.event_id,
                         type(apology_failed).__name__)

@@ -127,8 +127,9 @@ class Questions:
         if answer is None and session.platform in self._deaf:  # no answer can come: not one more wait
             raise ToolError(NOT_NOW)
         if answer is None:
+            # In a group it quotes the asker's message, as the question did: whose request goes on without it.
             self._outbox.enqueue(*session.chat, expired_text(self._timeout), kind="reply", key=f"{key}:expired",
-                                 turn_id=running.turn_id)
+                                 turn_id=running.turn_id, reply_to=running.answers)
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         # Anyone in a group may answer: the model reads who did (the asker, or another member).
         return senders.for_model(chosen(answer, choices), running.answered_by)

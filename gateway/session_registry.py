@@ -209,9 +209,9 @@ class SessionRegistry:
         if not session.queue:
             return None
         item = session.queue.popleft()
+        quote = item.quote if item.event is None else quote_of(item.event)
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
-                                      delegation_id=item.delegation_id,
-                                      quote=item.quote if item.event is None else quote_of(item.event))
+                                      delegation_id=item.delegation_id, quote=quote, answers=quote)
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

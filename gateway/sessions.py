@@ -100,6 +100,9 @@ class RunningTurn:
     a restart keeps none twice)."""
     quote: str | None = None
     """The user's message the turn's first message to the chat quotes (`WorkItem.quote`), until taken."""
+    answers: str | None = None
+    """The user's message the turn answers (what ``quote`` was before it was taken): the notes about
+    the turn (its question given up on, a stop it did not ask for) quote it, wherever they come."""
 
     @property
     def suppressed(self) -> bool:

@@ -110,9 +110,10 @@ class TurnRunner:
         once, and a chat told of such a stop (a caller that follows turn ids; any chat for a
         stop it did not ask for) gets the stop's note now. The turn's own end repeats nothing:
         the note has the key it would use, and the first outcome of an event or a delegation stands."""
-        notes: dict[str, str] = {}  # turn id -> the kind of its reply
+        # turn id -> the kind of its reply and the message it answers, which its note quotes in a group
+        notes: dict[str, tuple[str, str | None]] = {}
         if stopped is not None:
-            notes[stopped.turn_id] = "completion" if stopped.kind == "completion" else "reply"
+            notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
                 self._inbox.settle(stopped.event.platform, stopped.event.event_id)
             if stopped.delegation_id is not None:
@@ -123,11 +124,12 @@ class TurnRunner:
         for turn_id, event in waiting:
             self._replays.discard(turn_id)  # it never begins now
             if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
-                notes.setdefault(turn_id, "reply")
+                notes.setdefault(turn_id, ("reply", quote_of(event)))
             self._inbox.settle(event.platform, event.event_id)
         if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
-            for turn_id, kind in notes.items():
-                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id)
+            for turn_id, (kind, quote) in notes.items():
+                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id,
+                           reply_to=quote)
 
     async def _work(self, session: GatewaySession) -> None:
         try:
@@ -199,7 +201,7 @@ class TurnRunner:
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
-                       key=f"{item.turn_id}:{kind}", turn_id=item.turn_id)
+                       key=f"{item.turn_id}:{kind}", turn_id=item.turn_id, reply_to=running.answers)
         if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
             if running.suppressed:
                 self._completion_ended(item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by])

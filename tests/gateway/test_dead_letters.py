@@ -51,6 +51,18 @@ async def test_a_failing_event_is_tried_again_then_set_aside_with_an_apology(tmp
     assert again.duplicate  # still known: a redelivery is not a new event
 
 
+async def test_in_a_group_the_apology_for_a_message_set_aside_quotes_it(tmp_path, gateways):
+    # Several members ask there: unquoted, the apology would be for nobody's message in particular.
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, inbox={"max_attempts": 1}), [chat],
+                             script={"parent": [[{"text": "never"}]]})
+    break_new_sessions(gateway)
+    await chat.say("hello", chat="c9", private=False, message_id="m-3")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert [(m.text, m.outbound.reply_to) for m in chat.messages] == [(APOLOGY, "m-3")]
+
+
 async def test_a_dead_letter_never_stops_a_start_and_retry_hands_it_back(tmp_path, gateways, capsys):
     chat = RecordingAdapter()
     config = make_config(tmp_path, inbox={"max_attempts": 1})

@@ -47,6 +47,22 @@ async def test_a_question_nobody_answers_in_time_says_so_and_the_turn_goes_on(tm
     assert chat.texts()[3] == "plain answer to hello"
 
 
+async def test_in_a_group_the_note_that_a_question_was_given_up_on_quotes_the_askers_message(tmp_path, gateways):
+    # Several members' turns ask and go on one after another there: the note says whose request
+    # goes on without an answer, as the question did.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path, agent={"clarify_timeout_seconds": 60}), [chat],
+                             model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app", private=False, message_id="m-7")
+    await chat.wait_for(lambda: len(chat.texts()) == 1)
+    await clock.until_sleeping(lasting=60)
+    clock.advance(60)
+    await chat.wait_for(lambda: len(chat.texts()) == 3)
+    await settled(gateway)
+    assert chat.texts()[1] == expired_text(60)
+    assert [m.outbound.reply_to for m in chat.messages] == ["m-7", "m-7", None]
+
+
 async def paused_while_asking(tmp_path, gateways) -> tuple[RecordingAdapter, FakeClock]:
     """A question with a 60 s timeout asked, then the process paused for 300 s (SIGSTOP, docker
     pause: monotonic time goes on while nothing runs)."""

@@ -108,3 +108,15 @@ async def test_a_file_that_opens_the_answer_replies_to_the_question(fake, start,
     document, reply = fake.bot_messages(CHANNEL)
     assert [a["filename"] for a in document.attachments] == ["q3.csv"]
     assert (document.reply_to, reply.reply_to) == (bobs, None)  # the answer's first message quotes, the rest follow
+
+
+async def test_a_members_command_is_answered_replying_to_it(fake, start):
+    # Several members' commands and their answers interleave in a channel: each answer shows whose it was.
+    model = ScriptedModel({"parent": [[{"wait": "bob", "text": "never said"}]]})
+    gateway = await start(model=model)
+    fake.push_guild_message(GUILD, CHANNEL, BOB, "how big is the release?", mention_bot=True)
+    await model.reached("bob")
+    carols = fake.push_guild_message(GUILD, CHANNEL, CAROL, "!stop", mention_bot=True)
+    await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
+    await settled(gateway)
+    assert replies(fake.bot_messages(CHANNEL)) == [("Stopped the running turn.", carols)]
