@@ -37,7 +37,7 @@ from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
-from gateway.store import GatewayStore, session_key, split_session_key
+from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
@@ -85,7 +85,7 @@ class Gateway:
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
                              late_after=self.config.delivery.late_after,
-                             files=kept)
+                             files=kept, unspent=self._quote_unspent)
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
@@ -494,9 +494,17 @@ class Gateway:
         session, running = calling
         key = f"{running.turn_id}:message:{running.sent}"
         running.sent += 1  # now: a call made while this one is split gets the next key
-        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=running.take_quote())
+        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=running.take_quote)
         running.said += 1
         return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
+
+    def _quote_unspent(self, row: OutboxRow) -> None:
+        """``row`` took its turn's quote and failed (a file the platform refused), and the turn has
+        journaled nothing since: if it still runs, its next message quotes instead (`RunningTurn.quote`)."""
+        session = self.sessions.find(row.platform, row.chat_id, row.thread_id)
+        running = session.running if session is not None else None
+        if running is not None and running.turn_id == row.turn_id and running.quote is None:
+            running.quote = row.reply_to
 
     def _note_key(self) -> str | None:
         """The memory tool's key for the note the calling turn adds now: by turn and count, so a

@@ -24,6 +24,8 @@ WITHOUT_NOTES = frozenset({"webhook"})
 """Platforms whose late messages go out without a note."""
 SUFFIX = ":late"
 """Appended to the late part's key to make the note's."""
+PICKED_UP = ":picked-up-late"
+"""Appended to a turn's id to make the key of its note that the message waited (`picked_up_text`)."""
 
 
 def opens_message(key: str) -> bool:

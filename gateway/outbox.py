@@ -9,7 +9,8 @@ Guarantees:
   caller's key plus the part number; a key already journaled is not journaled
   again, so replaying a turn after a restart never sends twice. The user's message a
   part quotes (``reply_to``, the first part's only) is journaled with it: a part sent
-  after a restart quotes it too.
+  after a restart quotes it too. A part that took its turn's quote and failed (a file the
+  platform refused) passes it on to the turn's next message.
 - **Once.** A part is marked sent with the platform's message id right after the
   adapter returns. Pending parts are sent by the next `Outbox.start` after a
   restart. The one gap: a process that dies (or an outbox closed) while an adapter
@@ -93,13 +94,16 @@ class Outbox:
     errors (default `DEFAULT_GIVE_UP_AFTER`; the webhook's ``retry_for_seconds``). Every wait
     (pacing, 429, backoff) sleeps on ``clock``; ``rng`` draws the backoff jitter. ``late_after``:
     the age at which a message is sent with a note saying so (0: never; `gateway.late_notes`).
-    ``files``: where the copies of files to send are kept (none: a file send fails).
+    ``files``: where the copies of files to send are kept (none: a file send fails). ``unspent(row)``:
+    ``row`` took its turn's quote and failed, and the turn has journaled no message since to take
+    it (`Sender._pass_quote`).
     """
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
                  rng: random.Random | None = None, events: GatewayEvents | None = None,
-                 late_after: float = 0.0, files: OutboxFiles | None = None) -> None:
+                 late_after: float = 0.0, files: OutboxFiles | None = None,
+                 unspent: Callable[[OutboxRow], None] | None = None) -> None:
         self._store = store
         self._files = files
         self._adapters = adapters
@@ -109,7 +113,7 @@ class Outbox:
         self._sender = Sender(store, adapters, clock=clock, max_retry_after=max_retry_after,
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
                               rng=self._rng, settle=self._resolve, events=events, late_after=late_after,
-                              files=files, on_wait=self._stirred.set)
+                              files=files, on_wait=self._stirred.set, unspent=unspent)
         self._queues: dict[ChatKey, _ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
@@ -200,7 +204,8 @@ class Outbox:
 
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
                            key: str, turn_id: str | None = None, silent: bool = False,
-                           first: Callable[[], object] | None = None, reply_to: str | None = None) -> list[str]:
+                           first: Callable[[], object] | None = None,
+                           reply_to: str | Callable[[], str | None] | None = None) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
         be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
         during which no other chat would be served (a text that fits an adapter counting characters,
@@ -208,7 +213,9 @@ class Outbox:
         journaled in the order they were made (each with all its parts, in order); an `enqueue`
         made meanwhile may come first. ``first`` is called once the parts are split, right before
         they are journaled (a turn's progress message finished with its reply, not a split's time
-        before it). Cancelled while splitting: nothing is journaled, ``first`` not called."""
+        before it). ``reply_to`` may be a function giving it, called then too (a turn's quote, which
+        a refused file may give back meanwhile: `Sender._pass_quote`). Cancelled while splitting:
+        nothing is journaled, neither function called."""
         chat = (platform, chat_id, thread_id)
         if chat not in self._splitting and self._fits_as_counted(platform, text):
             # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
@@ -217,7 +224,7 @@ class Outbox:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                       silent=silent, reply_token=None, reply_to=reply_to)
+                                       silent=silent, reply_token=None, reply_to=_called(reply_to))
         turn = self._splitting.setdefault(chat, _SplitTurn())
         turn.users += 1
         try:
@@ -229,7 +236,7 @@ class Outbox:
                 if first is not None:
                     first()
                 return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                           silent=silent, reply_token=None, reply_to=reply_to)
+                                           silent=silent, reply_token=None, reply_to=_called(reply_to))
         finally:
             turn.users -= 1
             if not turn.users:
@@ -499,6 +506,10 @@ class Outbox:
         for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(message_id)
+
+
+def _called(reply_to: str | Callable[[], str | None] | None) -> str | None:
+    return reply_to() if callable(reply_to) else reply_to
 
 
 class _ChatQueue:

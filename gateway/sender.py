@@ -21,6 +21,7 @@ from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
 from gateway.pacing import Pacer, account_op, pacing_of
+from gateway.quote_passing import pass_quote
 from gateway.splitting import split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
@@ -92,8 +93,12 @@ class Sender:
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
                  settle: Callable[[str, str | None], None], events: GatewayEvents | None = None,
                  late_after: float = 0.0, files: OutboxFiles | None = None,
-                 on_wait: Callable[[], None] | None = None) -> None:
+                 on_wait: Callable[[], None] | None = None,
+                 unspent: Callable[[OutboxRow], None] | None = None) -> None:
+        """``unspent(row)``: ``row`` failed, and with it its turn's quote, which no part of the turn
+        journaled since can take (`gateway.quote_passing`): the turn's next message may."""
         self._store, self._adapters, self._clock = store, adapters, clock
+        self._unspent = unspent
         self._files = files
         self._late_after = late_after
         self._events = events or GatewayEvents()
@@ -565,6 +570,7 @@ class Sender:
 
         def record() -> None:
             self._store.mark_failed(row.id, _describe(exc))
+            pass_quote(self._store, row, self._unspent)
             self._events.settled(row, "failed")
             self._settle_cb(row.key, None)
 

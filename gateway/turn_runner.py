@@ -197,7 +197,7 @@ class TurnRunner:
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
             await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
                                             turn_id=item.turn_id, first=finish_progress,
-                                            reply_to=running.take_quote())
+                                            reply_to=running.take_quote)
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
             self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
@@ -240,7 +240,7 @@ class TurnRunner:
         waited = self._clock.time() - received
         if waited >= self._late_after:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
-                       key=f"{item.turn_id}:picked-up-late", turn_id=item.turn_id, reply_to=quote_of(event))
+                       key=f"{item.turn_id}{late_notes.PICKED_UP}", turn_id=item.turn_id, reply_to=quote_of(event))
 
     async def _input(self, session: GatewaySession, item: WorkItem,
                      running: RunningTurn) -> str | list[dict[str, Any]] | None:

@@ -204,6 +204,25 @@ class OutboxRows:
         self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
                          " next_attempt_at=NULL WHERE id=? AND status='pending'", (_text(error[:500]), row_id))
 
+    def sent_quoting(self, platform: str, turn_id: str, reply_to: str) -> list[str]:
+        """The keys of the turn's parts that went out quoting ``reply_to``."""
+        return [r[0] for r in self._db.read("SELECT key FROM gateway_outbox WHERE platform=? AND turn_id=?"
+                                            " AND status='sent' AND reply_to=?", (platform, turn_id, reply_to))]
+
+    def quote_next(self, row: OutboxRow) -> bool:
+        """The next pending part of ``row``'s turn in its chat that sends a message (not a progress one)
+        quotes what ``row`` quotes, unless it quotes a message already. False when the turn has no
+        such part (yet)."""
+        nxt = self._db.read_one(
+            "SELECT id, reply_to FROM gateway_outbox WHERE status='pending' AND platform=? AND chat_id=?"
+            " AND thread_id IS ? AND id>? AND turn_id=? AND op IN ('send', 'file') AND kind != 'notice'"
+            " ORDER BY id LIMIT 1", (row.platform, row.chat_id, row.thread_id, row.id, row.turn_id))
+        if nxt is None:
+            return False
+        if nxt[1] is None:
+            self._db.write("UPDATE gateway_outbox SET reply_to=? WHERE id=?", (row.reply_to, nxt[0]))
+        return True
+
     def set_op(self, row_id: int, op: Literal["send", "edit", "split"]) -> None:
         """An edit falling back to a new message becomes 'send', a refused delete 'edit'; a
         re-split row becomes 'split'."""

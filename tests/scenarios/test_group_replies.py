@@ -220,3 +220,50 @@ async def test_a_file_journaled_before_a_restart_keeps_the_quote_when_the_turn_r
     document, reply = fake.messages[str(GROUP)]
     assert (document["document"]["file_name"], reply["text"]) == ("q3.csv", "there you go")
     assert (document["reply_to"], reply["reply_to"]) == (asked, None)
+
+
+@pytest.mark.parametrize("reply_journaled", [True, False])
+async def test_a_file_the_platform_refuses_leaves_the_quote_to_the_reply_after_it(fake, chat, tmp_path,
+                                                                                    reply_journaled):
+    # Nobody saw the file that took the quote: the reply after it opens the answer for the chat, and
+    # quotes, whether it was journaled before Telegram refused the file (behind it) or only after.
+    send = {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]}
+    model = ScriptedModel({"parent": [[send, {"wait": "reply", "text": "there you go"}]]})
+    gateway = await chat(model, agent={"toolsets": ["file"]})
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\nnorth,12\n")
+    if reply_journaled:  # the first try waits out a 429 while the reply is journaled behind it
+        fake.fail_next("sendDocument", 429, retry_after=1)
+    fake.fail_next("sendDocument", 413, description="Request Entity Too Large")
+    _, asked = ask(fake, GROUP, f"@{BOT} the Q3 numbers please", **BOB)
+    await model.reached("reply")
+    if not reply_journaled:
+        await fake.wait_for(lambda: gateway.store.outbox.counts()["failed"] == 1)
+    else:
+        await fake.wait_for(lambda: fake.calls_to("sendDocument"))
+    model.release("reply")
+    await fake.wait_for(lambda: fake.messages[str(GROUP)], timeout=15)  # the group's pacing counts the refusals
+    await settled(gateway)
+    assert answers(fake, GROUP) == [("there you go", asked)]
+    assert gateway.store.outbox.counts()["failed"] == 1
+
+
+async def test_after_the_note_that_a_message_waited_a_refused_file_still_leaves_the_quote_to_the_reply(
+        fake, chat, tmp_path):
+    # The note quotes Bob's message and leaves the quote to the answer: it spent nothing of it.
+    send = {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]}
+    model = ScriptedModel({"parent": [[send, {"wait": "reply", "text": "there you go"}]]})
+    gateway = await chat(model, agent={"toolsets": ["file"]}, delivery={"late_after": 60})
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\nnorth,12\n")
+    fake.fail_next("sendDocument", 413, description="Request Entity Too Large")
+    update = fake.message_update(GROUP, f"@{BOT} the Q3 numbers please", **BOB)
+    update["message"]["date"] -= 2 * 3600  # Telegram held it
+    fake.push_update(update)
+    asked = update["message"]["message_id"]
+    await model.reached("reply")
+    await fake.wait_for(lambda: gateway.store.outbox.counts()["failed"] == 1, timeout=15)
+    model.release("reply")
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2, timeout=15)
+    await settled(gateway)
+    [(note, quoted), reply] = answers(fake, GROUP)
+    assert note.startswith("⏱ Answering your message from 2 h ago") and quoted == asked
+    assert reply == ("there you go", asked)
