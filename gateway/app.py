@@ -107,6 +107,7 @@ class Gateway:
                              settings=self.config.lifecycle, clock=clock)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
                                  adapters=self.adapters, clock=clock, sent_before=self._sent_before,
+                                 turn_event=self.store.inbox.event_of_turn,
                                  routing=host.routing)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}

@@ -52,6 +52,23 @@ NEW_SENT_BEFORE = ("No new session was started: this /new was sent before the me
                    "which this session goes on with. Send /new again to start a new one.")
 SentBefore = Callable[[Inbound, Inbound | None], bool]
 """``sent_before(event, other)``: whether ``event`` was sent before ``other`` (False when unknown)."""
+TurnEvent = Callable[[str, str], Inbound | None]
+"""``turn_event(platform, turn_id)``: the message that turn answers, while the inbox remembers it."""
+
+
+def new_sent_before_answered(n: int) -> str:
+    """A late ``/new``'s answer, when the session has answered ``n`` messages sent after it."""
+    messages = "1 message" if n == 1 else f"{n} messages"
+    return (f"No new session was started: this /new was sent before {messages} this session has answered "
+            "since, which a new session would forget. Send /new again to start a new one.")
+
+
+def stop_spared(n: int) -> str:
+    """A late ``/stop``'s word on the ``n`` subagents of ended turns it left running."""
+    if n == 1:
+        return ("1 subagent started for a message sent after this /stop goes on. "
+                "Send /stop again to stop it.")
+    return f"{n} subagents started for messages sent after this /stop go on. Send /stop again to stop them."
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +100,13 @@ class Commands:
 
     def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
                  plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock,
-                 sent_before: SentBefore, routing: Routing | None = None) -> None:
-        """``sent_before``: the order the chat's messages were sent in (`gateway.app.Gateway._sent_before`)."""
+                 sent_before: SentBefore, turn_event: TurnEvent = lambda platform, turn_id: None,
+                 routing: Routing | None = None) -> None:
+        """``sent_before``: the order the chat's messages were sent in (`gateway.app.Gateway._sent_before`);
+        ``turn_event``: the message a turn answers (`gateway.store.Inbox.event_of_turn`)."""
         self._registry = registry
         self._sent_before = sent_before
+        self._turn_event = turn_event
         self._adapters = adapters
         self._children = children
         self._ledger = ledger
@@ -149,13 +169,21 @@ class Commands:
         note = [STOP_ARGS_NOTE] if args else []
         delivering = _delivering(session)
         spared = self._later_turn(session, inbound)
-        stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None)
+        # What the turns of messages sent after it launched, ended or not, is not what it was meant to stop.
+        origins = self._ledger.running_origins(session.session_id)
+        later = self._later_turns(session, inbound, {*origins.values()})
+        ended = later - {spared}
+        going_on = sum(1 for c in self._children.children(session.session_id) if c.parent_turn_id in ended)
+        stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None,
+                                      keeps={d for d, turn in origins.items() if turn in later})
         # Their results will not be delivered.
-        finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering)
+        finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
-                                                           sparing_turn=spared)
+                                                           sparing_turns=later)
         await asyncio.sleep(0)
         went_on = [STOP_SENT_BEFORE] if spared is not None else []
+        if going_on:
+            went_on.append(stop_spared(going_on))
         kept = _kept(self._others(inbound, stopped.kept))
         if not stopped.turn and not children and not stopped.dropped and not finished:
             return " ".join([*(went_on or ["Nothing was running."]), *kept, *note])
@@ -177,6 +205,9 @@ class Commands:
         one that forgets it."""
         if self._later_turn(session, inbound) is not None:
             return NEW_SENT_BEFORE
+        # Nor under the exchanges of messages sent after it, which the new session would forget.
+        if answered := sum(1 for event in session.heard if self._sent_before(inbound, event)):
+            return new_sent_before_answered(answered)
         delivering = _delivering(session)
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
@@ -195,6 +226,20 @@ class Commands:
         if running is None or running.suppressed or not self._sent_before(command, running.event):
             return None
         return running.turn_id
+
+    def _later_turns(self, session: GatewaySession, command: Inbound, turns: set[str]) -> set[str]:
+        """Of ``turns`` and those that launched the session's live children, the ones answering a
+        message sent after ``command`` (the running one's as `_later_turn` tells): a late ``/stop``
+        leaves their work going on, also once the turn has ended."""
+        running = session.running
+        spared = self._later_turn(session, command)
+        later = {spared} if spared is not None else set()
+        for turn_id in turns | {c.parent_turn_id for c in self._children.children(session.session_id)}:
+            if running is not None and turn_id == running.turn_id:
+                continue
+            if self._sent_before(command, self._turn_event(session.platform, turn_id)):
+                later.add(turn_id)
+        return later
 
     def _drops(self, stopper: Inbound) -> Drops:
         """Which waiting messages a stop from ``stopper`` drops: those not sent after it (a message

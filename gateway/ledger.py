@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
@@ -95,18 +95,25 @@ class Ledger:
         self._cards.start(row, session)
         self.backlog.recorded(session, dispatch, before)
 
-    def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None) -> int:
+    def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None,
+                 sparing_turns: Collection[str] = ()) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing, but ``delivering``, whose results' reply is being journaled (past any
-        stop). Returns how many of them had no child left at work: their results were
-        ready (or being answered) and are dropped, which the chat must be told, as the stop
+        stop), and those dispatched by the turns of ``sparing_turns`` (a stop sent before the
+        messages they answer). Returns how many of them had no child left at work: their results
+        were ready (or being answered) and are dropped, which the chat must be told, as the stop
         reaches no child of theirs. Call it before the session's children are interrupted."""
-        running = [row for row in self._table.running_of(agent_session_id) if row.delegation_id != delivering]
+        running = [row for row in self._table.running_of(agent_session_id)
+                   if row.delegation_id != delivering and row.origin_turn_id not in sparing_turns]
         # A finishing child is past any stop (its activity says so): its results are as good as ready.
         live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
         for row in running:
             self._settle(row, "suppressed", reason)
         return sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
+
+    def running_origins(self, agent_session_id: str) -> dict[str, str]:
+        """The session generation's delegations not settled yet: delegation id -> the turn that dispatched it."""
+        return {row.delegation_id: row.origin_turn_id for row in self._table.running_of(agent_session_id)}
 
     def completion_ended(self, delegation_id: str, status: str, reason: str | None) -> None:
         """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`)."""

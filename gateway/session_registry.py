@@ -9,7 +9,7 @@ working for it) leave memory until its chat next speaks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
@@ -135,6 +135,7 @@ class SessionRegistry:
         session.backend = row.backend
         session.agent = self._agent(row, session.chat)
         session.saved = None
+        session.heard.clear()
         session.generation_started_at = self._clock.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
@@ -153,11 +154,12 @@ class SessionRegistry:
         self._table.save_backend(session.key, session.backend, session.backend_choice)
 
     def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every,
-             turn: bool = True) -> Stopped:
+             turn: bool = True, keeps: Collection[str] = ()) -> Stopped:
         """``/stop``: suppress and interrupt the running turn (not with ``turn`` False: it goes on, with
         what was steered into it), and drop the messages waiting for a turn that ``drops`` picks; the
         others stay queued, in order (those steered into the turn and not read yet first, as `stop_turn`
-        puts them back). Queued background deliveries go too: the caller settles their delegations."""
+        puts them back). Queued background deliveries go too, but those of the delegations ``keeps``
+        names: the caller settles their delegations."""
         running = session.running if turn else None
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
@@ -166,7 +168,7 @@ class SessionRegistry:
         for turn_id, item in [*unread, *((item.turn_id, item) for item in session.queue)]:
             if item.event is not None and drops(item.event):
                 waiting.append((turn_id, item.event))
-            elif item.event is not None:
+            elif item.event is not None or item.delegation_id in keeps:
                 kept.append(item)
         session.queue.clear()
         session.queue.extend(kept)
@@ -198,6 +200,7 @@ class SessionRegistry:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
         session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
+        session.heard.append(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
@@ -209,6 +212,8 @@ class SessionRegistry:
         if not session.queue:
             return None
         item = session.queue.popleft()
+        if item.event is not None:
+            session.heard.append(item.event)
         quote = item.quote if item.event is None else quote_of(item.event)
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
                                       delegation_id=item.delegation_id, quote=quote, answers=quote)

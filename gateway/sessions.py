@@ -18,6 +18,9 @@ from agent import AgentSession, new_id
 from platforms.base import Inbound
 
 Mode = Literal["inline", "background"]
+HEARD = 50
+"""Messages a session remembers taking (`GatewaySession.heard`): far more than a catch-up hands over
+ahead of a command sent before them."""
 ChatKey = tuple[str, str, str | None]
 """(platform, chat_id, thread_id): where a session's messages go."""
 
@@ -139,6 +142,9 @@ class GatewaySession:
     """The delegation backend this generation delegates through (``/delegation``)."""
     backend_choice: str | None = None
     """The backend the chat chose for its next generations; None: ``delegation.backend``."""
+    heard: deque[Inbound] = field(default_factory=lambda: deque(maxlen=HEARD))
+    """The messages this generation's latest turns began with or read (steered), oldest first, while
+    it is in memory: a ``/new`` handed over late resets no session that took a message sent after it."""
 
     @property
     def chat(self) -> ChatKey:

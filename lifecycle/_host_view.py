@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,16 +52,16 @@ class HostView:
         before the first launch and once all have finished."""
         return self._supervisor.tallies.turn_progress(parent_session_id, turn_id)
 
-    async def interrupt_children(self, parent_session_id: str, reason: str, *, sparing_turn: str | None = None) -> int:
+    async def interrupt_children(self, parent_session_id: str, reason: str, *,
+                                 sparing_turns: Collection[str] = ()) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial
         output it had (``reason`` as its error), a queued one at once, a running one at its
         next safe boundary, and so do their own children (an orchestrator's). Returns how many
         it stopped, nested ones included: children already finishing, or finished, are not
-        counted. Returns before the running ones have stopped. ``sparing_turn``: the children that
-        parent turn launched are left running (a stop sent before the message that turn answers)."""
+        counted. Returns before the running ones have stopped. ``sparing_turns``: the children
+        these parent turns launched are left running (a stop sent before the messages they answer)."""
         supervisor = self._supervisor
-        children = [r for r in supervisor.children(parent_session_id)
-                    if sparing_turn is None or r.turn_id != sparing_turn]
+        children = [r for r in supervisor.children(parent_session_id) if r.turn_id not in sparing_turns]
         return await supervisor.interrupt(supervisor.with_descendants(children), reason)
 
     async def interrupt_turn(self, parent_session_id: str, turn_id: str, reason: str) -> int:

@@ -16,9 +16,10 @@ import pytest
 
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
-from gateway.commands import NEW_SENT_BEFORE, STOP_SENT_BEFORE
+from gateway.commands import NEW_SENT_BEFORE, STOP_SENT_BEFORE, new_sent_before_answered, stop_spared
 from gateway.testing import settled
 from platforms.fakes.telegram import FakeTelegram
+from tests.gateway.test_commands import finishing_script
 from tests.hanging_children import HANGING_CHILDREN, children_hanging, delegating_parent, hanging_child
 
 CHAT = 42
@@ -32,10 +33,13 @@ async def fake() -> AsyncIterator[FakeTelegram]:
 
 @pytest.fixture
 def chat(fake, telegram_gateways):
-    """Starts a gateway on a Telegram adapter pointed at the fake; subagents run inline."""
+    """Starts a gateway on a Telegram adapter pointed at the fake; subagents run inline, or in the
+    background."""
 
-    async def start(model: ScriptedModel, busy_input_mode: str = "interrupt") -> Gateway:
-        return await telegram_gateways(fake, model, interim_assistant_messages=False, busy_input_mode=busy_input_mode)
+    async def start(model: ScriptedModel, busy_input_mode: str = "interrupt", *, background: bool = False) -> Gateway:
+        # Telegram's interim messages on: subagents run in the background (delegation.gateway_mode auto).
+        return await telegram_gateways(fake, model, interim_assistant_messages=background,
+                                       busy_input_mode=busy_input_mode)
 
     return start
 
@@ -111,3 +115,63 @@ async def test_a_new_sent_before_the_running_turns_message_starts_no_session_und
     await settled(gateway, timeout=10)
     assert texts(fake) == [NEW_SENT_BEFORE, "I started the subagents."]
     assert session.generation == generation
+
+
+async def test_a_late_stop_leaves_the_subagents_of_a_later_message_whose_turn_has_ended_going(fake, chat):
+    # The later message's turn delegated in the background and ended: the stop, sent before that
+    # message, interrupted its subagent all the same, and the answer it was working on never came.
+    model = ScriptedModel(finishing_script())
+    gateway = await chat(model, background=True)
+    send(fake, "go")
+    await model.reached("dig")
+    await fake.wait_for(lambda: texts(fake) == ["on it"])
+    session = next(iter(gateway.sessions))
+    await fake.wait_for(lambda: session.running is None)
+    send(fake, "/stop", ago=3600)  # while the gateway was down
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[1] == stop_spared(1)
+    assert len(gateway.host.children.children(session.session_id)) == 1
+    model.release("dig")
+    await fake.wait_for(lambda: len(texts(fake)) == 3)
+    await settled(gateway, timeout=10)
+    assert texts(fake) == ["on it", stop_spared(1), "here are the results"]
+
+
+async def test_a_late_new_resets_no_session_that_answered_a_message_sent_after_it(fake, chat):
+    # The later message was answered already: reset, the session forgot the exchange, and the
+    # member's next message was answered as if it had never been.
+    model = ScriptedModel({"parent": [[{"text": "Lisbon is sunny"}]]})
+    gateway = await chat(model)
+    send(fake, "what is the weather in Lisbon?")
+    await fake.wait_for(lambda: texts(fake) == ["Lisbon is sunny"])
+    await settled(gateway)
+    session = next(iter(gateway.sessions))
+    generation, transcript = session.generation, list(session.agent.messages)
+    send(fake, "/new", ago=3600)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await settled(gateway)
+    assert texts(fake)[1] == new_sent_before_answered(1)
+    assert (session.generation, session.agent.messages) == (generation, transcript)
+
+
+async def test_a_late_stop_leaves_the_results_of_a_later_message_waiting_for_their_turn_to_come(fake, chat):
+    # The later message's subagent has finished; its results wait behind the running turn of a message
+    # sent later still. The stop, sent before both, dropped the results ("will not be delivered").
+    model = ScriptedModel(finishing_script())
+    gateway = await chat(model, "queue", background=True)
+    send(fake, "go")
+    await fake.wait_for(lambda: texts(fake) == ["on it"])
+    send(fake, "and meanwhile?")
+    await model.reached("thinking")
+    session = next(iter(gateway.sessions))
+    (digging,) = gateway.host.children.children(session.session_id)
+    model.release("dig")  # its results wait for the running turn
+    await gateway.host.children.wait_finished([digging.subagent_id])
+    await fake.wait_for(lambda: any(item.kind == "completion" for item in session.queue))
+    send(fake, "/stop", ago=3600)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[1] == STOP_SENT_BEFORE
+    model.release("thinking")
+    await fake.wait_for(lambda: len(texts(fake)) == 4)
+    await settled(gateway, timeout=10)
+    assert texts(fake)[2:] == ["thought", "here are the results"]
