@@ -171,8 +171,8 @@ class Commands:
         spared = self._later_turn(session, inbound)
         # What the turns of messages sent after it launched, ended or not, is not what it was meant to stop.
         origins = self._ledger.running_origins(session.session_id)
-        later = self._later_turns(session, inbound, {*origins.values()})
-        ended = later - {spared}
+        ended = self._later_ended_turns(session, inbound, {*origins.values()})
+        later = ended | {spared} if spared is not None else ended
         going_on = sum(1 for c in self._children.children(session.session_id) if c.parent_turn_id in ended)
         stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None,
                                       keeps={d for d, turn in origins.items() if turn in later})
@@ -206,7 +206,7 @@ class Commands:
         if self._later_turn(session, inbound) is not None:
             return NEW_SENT_BEFORE
         # Nor under the exchanges of messages sent after it, which the new session would forget.
-        if answered := sum(1 for event in session.heard if self._sent_before(inbound, event)):
+        if answered := len({event.event_id for event in session.heard if self._sent_before(inbound, event)}):
             return new_sent_before_answered(answered)
         delivering = _delivering(session)
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
@@ -227,19 +227,16 @@ class Commands:
             return None
         return running.turn_id
 
-    def _later_turns(self, session: GatewaySession, command: Inbound, turns: set[str]) -> set[str]:
-        """Of ``turns`` and those that launched the session's live children, the ones answering a
-        message sent after ``command`` (the running one's as `_later_turn` tells): a late ``/stop``
-        leaves their work going on, also once the turn has ended."""
-        running = session.running
-        spared = self._later_turn(session, command)
-        later = {spared} if spared is not None else set()
-        for turn_id in turns | {c.parent_turn_id for c in self._children.children(session.session_id)}:
-            if running is not None and turn_id == running.turn_id:
-                continue
-            if self._sent_before(command, self._turn_event(session.platform, turn_id)):
-                later.add(turn_id)
-        return later
+    def _later_ended_turns(self, session: GatewaySession, command: Inbound, turns: set[str]) -> set[str]:
+        """Of ``turns`` and the turns that launched the session's live children, those that have
+        ended and answered a message sent after ``command``: a late ``/stop`` leaves what they
+        launched going on, as it leaves the running turn of such a message (`_later_turn`). A turn
+        whose message the inbox no longer remembers, or that answered none (a background
+        delivery), does not count."""
+        running = session.running.turn_id if session.running is not None else None
+        candidates = turns | {c.parent_turn_id for c in self._children.children(session.session_id)}
+        return {turn_id for turn_id in candidates - {running}
+                if self._sent_before(command, self._turn_event(session.platform, turn_id))}
 
     def _drops(self, stopper: Inbound) -> Drops:
         """Which waiting messages a stop from ``stopper`` drops: those not sent after it (a message
