@@ -109,3 +109,26 @@ def test_a_schema_5_file_keeps_its_pending_parts_and_learns_to_quote(tmp_path):
         assert store.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")[0] == str(SCHEMA_VERSION)
     finally:
         store.close()
+
+
+def test_a_failed_parts_quote_goes_to_the_next_message_of_its_turn_in_its_chat(store):
+    # What the sender's `gateway.quote_passing` builds on: progress messages, other turns and other
+    # chats never take it; a part quoting a message already keeps its quote.
+    store.outbox.add_messages([msg("t1:file:0:0", turn_id="t1", op="file", reply_to="m-1"),
+                               msg("t1:notice:0", turn_id="t1", kind="notice"),
+                               msg("t2:reply:0", turn_id="t2"),
+                               msg("t1:reply:0", turn_id="t1", chat_id="c2"),
+                               msg("t1:reply:0/x", turn_id="t1")])
+    failed = store.outbox.message("t1:file:0:0")
+    assert store.outbox.quote_next(failed)
+    quotes = {key: store.outbox.message(key).reply_to for key in
+              ("t1:notice:0", "t2:reply:0", "t1:reply:0", "t1:reply:0/x")}
+    assert quotes == {"t1:notice:0": None, "t2:reply:0": None, "t1:reply:0": None, "t1:reply:0/x": "m-1"}
+    store.outbox.add_messages([msg("t3:file:0:0", turn_id="t3", op="file", reply_to="m-3"),
+                               msg("t3:reply:0", turn_id="t3", reply_to="m-9")])
+    assert store.outbox.quote_next(store.outbox.message("t3:file:0:0"))
+    assert store.outbox.message("t3:reply:0").reply_to == "m-9"
+    assert not store.outbox.quote_next(store.outbox.message("t1:reply:0/x"))  # nothing after it
+    store.outbox.mark_sent(store.outbox.message("t1:reply:0/x").id, "42")
+    assert store.outbox.sent_quoting("telegram", "t1", "m-1") == ["t1:reply:0/x"]
+    assert store.outbox.sent_quoting("telegram", "t1", "m-2") == []
