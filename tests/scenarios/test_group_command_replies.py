@@ -32,7 +32,8 @@ async def chat(fake, tmp_path):
     started: list[Gateway] = []
 
     async def start(model: ScriptedModel, **sections: Any) -> Gateway:
-        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, **sections)
+        sections.setdefault("platforms", {"telegram": {"allow_all": True}})
+        config = make_config(tmp_path, **sections)
         adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
         gateway = await start_gateway(config, [adapter], model=model)
         started.append(gateway)
@@ -94,3 +95,12 @@ async def test_a_stop_the_chat_did_not_ask_for_is_told_quoting_the_message_of_th
     await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2)
     await settled(gateway)
     assert answers(fake, GROUP) == [("(Stopped from the operator console.)", bobs), ("answer for carol", carols)]
+
+
+async def test_the_refusal_of_a_member_not_allowed_quotes_their_message(fake, chat):
+    gateway = await chat(ScriptedModel({"parent": []}), platforms={"telegram": {"allowed_users": ["carol"]}})
+    _, bobs = ask(fake, GROUP, f"@{BOT} how big is the release?", **BOB)
+    await fake.wait_for(lambda: fake.messages[str(GROUP)])
+    await settled(gateway)
+    [(refusal, quoted)] = answers(fake, GROUP)
+    assert refusal.startswith("Sorry — this assistant only answers people") and quoted == bobs
