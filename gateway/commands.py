@@ -221,11 +221,16 @@ class Commands:
     def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:
         """The running turn's id if it answers a message sent after ``command``: a command sent while
         the gateway was down and handed over after the restart behind newer messages (Slack's and
-        Discord's catch-up beside live events, Telegram's backlog) was not meant for that turn."""
+        Discord's catch-up beside live events, Telegram's backlog) was not meant for that turn. A turn
+        delivering background results answers the message that asked for them."""
         running = session.running
-        if running is None or running.suppressed or not self._sent_before(command, running.event):
+        if running is None or running.suppressed:
             return None
-        return running.turn_id
+        event = running.event
+        if event is None and running.delegation_id is not None:
+            origin = self._ledger.running_origins(session.session_id).get(running.delegation_id)
+            event = self._turn_event(session.platform, origin) if origin is not None else None
+        return running.turn_id if self._sent_before(command, event) else None
 
     def _later_ended_turns(self, session: GatewaySession, command: Inbound, turns: set[str]) -> set[str]:
         """Of ``turns`` and the turns that launched the session's live children, those that have

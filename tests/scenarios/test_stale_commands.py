@@ -175,3 +175,29 @@ async def test_a_late_stop_leaves_the_results_of_a_later_message_waiting_for_the
     await fake.wait_for(lambda: len(texts(fake)) == 4)
     await settled(gateway, timeout=10)
     assert texts(fake)[2:] == ["thought", "here are the results"]
+
+
+async def test_a_late_stop_leaves_the_delivery_of_a_later_messages_results_going(fake, chat):
+    # The results of the later message's subagent were being answered: stopped, they never came.
+    script = finishing_script()
+    parent = script["parent"]
+
+    def slow_delivery(request):
+        last = request.messages[-1]
+        if last["role"] == "user" and str(last["content"]).startswith("[Background delegation results]"):
+            return {"wait": "delivering", "text": "here are the results"}
+        return parent(request)
+
+    model = ScriptedModel({**script, "parent": slow_delivery})
+    gateway = await chat(model, background=True)
+    send(fake, "go")
+    await fake.wait_for(lambda: texts(fake) == ["on it"])
+    model.release("dig")
+    await model.reached("delivering")
+    send(fake, "/stop", ago=3600)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    assert texts(fake)[1] == STOP_SENT_BEFORE
+    model.release("delivering")
+    await fake.wait_for(lambda: len(texts(fake)) == 3)
+    await settled(gateway, timeout=10)
+    assert texts(fake)[2] == "here are the results"
