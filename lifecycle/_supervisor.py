@@ -172,13 +172,15 @@ class Supervisor:
             for record in records:
                 record.keep_result = True
         if durable:
-            # Shielded: a caller that gives up (its turn was interrupted) still learns whether the
-            # launch was journaled, and the journal still drops a refused launch's records.
-            journaling = asyncio.ensure_future(self.journal.sync_launch([r.handle.subagent_id for r in records]))
+            ids = [r.handle.subagent_id for r in records]
             try:
-                await asyncio.shield(journaling)
+                await self.journal.sync_launch(ids)
             except asyncio.CancelledError:
-                await asyncio.shield(self._abandon(records, journaling))
+                # The caller gave up (its turn was interrupted): the cancelled wait left the records
+                # pending, so a second wait, which the caller's cancellation cannot reach, learns how
+                # the commit carrying them ends. Only here, not shielded up front: a task per launch
+                # is a tenth of a child's cost (issue 15).
+                await asyncio.shield(self._abandon(records, asyncio.ensure_future(self.journal.sync_launch(ids))))
                 raise
             except BaseException:
                 self._not_launched(records)
