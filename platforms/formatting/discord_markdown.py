@@ -2,8 +2,10 @@
 
 Discord reads most of what the agent writes, so this mostly writes it back in
 the form Discord understands: ``**bold**``, ``*italic*``, ``~~struck~~``,
-inline code (backticks in it kept apart by a zero-width space, since Discord's inline code has no
-fence longer than two and three backticks open a code block), fenced code with its language, ``> `` quotes (one level), ``-``
+inline code (between one backtick or two, whichever makes no run of backticks in the code end it,
+since Discord's inline code has no fence longer than two and three backticks open a code block; only
+code with runs of both one and two backticks gets a zero-width space in each run of two), fenced
+code with its language, ``> `` quotes (one level), ``-``
 and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold within a heading
 is left plain),
 masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
@@ -29,7 +31,12 @@ _SPECIAL = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|\|\||~~|\*(?!\s)|(?<!\s)\*|(?<![
 _URL = re.compile(r"https?://\S+")
 _LINE_START = re.compile(r"^([ \t]*)(#|>|-|\+|\d+(?=[.)]))", re.MULTILINE)
 _MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
-_BACKTICK_RUN = re.compile(r"`(?=`)")
+_BACKTICKS = re.compile(r"`+")
+_TWO_BACKTICKS = re.compile(r"(?<!`)``(?!`)")
+# Where Discord drops a space of inline code (simple-markdown's INLINE_CODE_ESCAPE_BACKTICKS_R,
+# ``^ (?= *`)|(` *) $``): the first before spaces and a backtick, the last after a backtick and spaces.
+_LEADING_BACKTICK = re.compile(r" *`")
+_TRAILING_BACKTICK = re.compile(r"` *$")
 _BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
 # What a masked link's label cannot hold: a bracket ends it early or is read as a link of its own,
 # and Discord prints a link whose label holds a web address as typed. Nor can a label escape anything
@@ -65,12 +72,19 @@ class DiscordMarkdown(Renderer):
         return f"{marker}{inner}{marker}" if inner else ""
 
     def code_span(self, code: str, ctx: Context) -> str:
-        # Discord's inline code is between one or two backticks; three open a code block. A zero-width
-        # space after each backtick followed by another leaves no run in the code, so two always do.
-        code = _BACKTICK_RUN.sub("`\u200b", code)
-        fence = "``" if "`" in code else "`"
-        pad = " " if code.startswith("`") or code.endswith("`") else ""
-        return f"{fence}{pad}{code}{pad}{fence}"
+        # Discord's inline code is between one or two backticks (three open a code block) and ends at the
+        # first run of as many in it: with a fence no run in the code matches, the code goes as it is.
+        # Only code with runs of one and of two has none: a zero-width space (which a reader copying
+        # the code copies too) then splits each run of two, and two backticks hold it.
+        runs = {len(run) for run in _BACKTICKS.findall(code)}
+        fence = "`" if 1 not in runs else "``"
+        if 2 in runs and 1 in runs:
+            code = _TWO_BACKTICKS.sub("`\u200b`", code)
+        # A backtick next to the fence would lengthen it: a space keeps them apart, and Discord drops
+        # one space between a fence and a backtick (only there: elsewhere it stays the code's own).
+        lead = " " if _LEADING_BACKTICK.match(code) else ""
+        trail = " " if _TRAILING_BACKTICK.search(code) else ""
+        return f"{fence}{lead}{code}{trail}{fence}"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto:
