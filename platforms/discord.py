@@ -85,7 +85,7 @@ from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_errors import FAILED, PORTAL_HINT, delivery_error, ended_because, translate
 from platforms.discord_handover import until_recorded
 from platforms.discord_twins import Twins
-from platforms.formatting import discord_markdown
+from platforms.formatting import blank, discord_markdown
 from platforms.repeated_warnings import RepeatedWarnings
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -484,8 +484,8 @@ class DiscordAdapter:
             upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
             try:
                 sent = await self._channel(target).send(
-                    discord_markdown.render(scalar_text(message.text)) or None, file=upload, silent=message.silent,
-                    nonce=nonce, allowed_mentions=_MENTIONS,
+                    discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
+                    silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
                     reference=_quote(message, target))  # type: ignore[arg-type]
             finally:
                 upload.close()

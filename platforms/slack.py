@@ -90,7 +90,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
-from platforms.formatting import slack_mrkdwn
+from platforms.formatting import blank, slack_mrkdwn
 from platforms.slack_catchup import CatchUp, Limits, Where, conversation_key, ts_key, where_of
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
@@ -552,7 +552,7 @@ class SlackAdapter:
             raise NetworkError("slack adapter not started", method=method, chat_id=message.chat_id)
         if message.thread_id:
             self._remember(message.chat_id, message.thread_id)
-        comment = slack_mrkdwn.render(scalar_text(message.text)) or None
+        comment = slack_mrkdwn.render(blank.caption(scalar_text(message.text))) or None
         try:
             return Sent(await slack_uploads.upload(self._client, message.chat_id, message.thread_id, file, comment))
         except SlackRequestError as exc:  # the upload URL refused the bytes

@@ -100,7 +100,7 @@ from platforms.base import (
     utf16_length,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
-from platforms.formatting import telegram_html
+from platforms.formatting import blank, telegram_html
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_errors import GroupUpgraded, translate
@@ -466,7 +466,7 @@ class TelegramAdapter:
                     upload = FSInputFile(file.path, filename=file.name)
                     return self.bot.send_photo(photo=upload, **kw) if method == "sendPhoto" else \
                         self.bot.send_document(document=upload, **kw)
-                return self._call_formatted(method, chat_id, message.text, request)
+                return self._call_formatted(method, chat_id, blank.caption(message.text), request)
 
             if photo:
                 try:

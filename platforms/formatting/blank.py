@@ -18,3 +18,9 @@ _BLANK = re.compile(
 def is_blank(text: str) -> bool:
     """``text`` shows nothing: it is empty, or only whitespace and invisible characters."""
     return _BLANK.fullmatch(text) is not None
+
+
+def caption(markdown: str) -> str:
+    """A file's caption as it goes: none (``""``) for one that shows nothing. Telegram would drop it,
+    Discord and Slack show an empty line above the file, which a reader takes for a caption lost."""
+    return "" if is_blank(markdown) else markdown

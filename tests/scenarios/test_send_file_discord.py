@@ -88,3 +88,16 @@ async def test_the_limit_is_the_guilds_10_mib_unless_boosted(fake, start, worksp
     await settled(gateway)
     assert [m.attachments[0]["size"] if m.attachments else m.content for m in fake.bot_messages(70)] == [
         "done", 10 * MIB + 1, "sent"]
+
+
+async def test_a_caption_of_only_invisible_characters_goes_as_no_content(fake, start, workspace):
+    # Zero-width space and joiner, a Braille blank: Discord showed them as an empty line above the file.
+    (workspace / "q3.csv").write_text("region,total\n")
+    gateway = await start(sending(("q3.csv", "\u200b\u200d\u2800")))
+    fake.push_guild_message(7, 70, 5, "numbers?", mention_bot=True)
+    await fake.wait_for(lambda: len(fake.bot_messages(70)) == 2)
+    await settled(gateway)
+    posted, reply = fake.bot_messages(70)
+    assert (len(posted.attachments), posted.content, reply.content) == (1, "", "done")
+    [call] = [c for c in fake.calls_to("POST /channels/{channel_id}/messages") if c.body.get("files")]
+    assert call.body.get("content") is None

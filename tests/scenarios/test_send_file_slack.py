@@ -60,3 +60,27 @@ async def test_an_upload_the_upload_url_refuses_with_a_5xx_is_tried_again_and_sh
     await settled(gateway)
     assert len(fake.calls_to("upload")) == 2 and len(fake.calls_to("files.completeUploadExternal")) == 1
     assert [len(m.get("files", [])) for m in shown(fake, "C1", thread)] == [1, 0]
+
+
+async def test_a_caption_of_only_invisible_characters_goes_as_no_comment(tmp_path: Path):
+    # Zero-width space and joiner, a Braille blank: Slack showed them as an empty comment above the file.
+    fake = await FakeSlack().start()
+    (tmp_path / "state" / "workspace").mkdir(parents=True)
+    (tmp_path / "state" / "workspace" / "q3.csv").write_text("region,total\n")
+    config = make_config(tmp_path, agent={"toolsets": ["file"]}, platforms={"slack": {"allow_all": True}})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    send = {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "\u200b\u200d\u2800"}}]}
+    gateway = await start_gateway(config, [adapter], model=ScriptedModel({"parent": [[send, {"text": "done"}]]}))
+    try:
+        mention = await fake.push_mention("C1", "U1", "the numbers?")
+        thread = mention["event"]["ts"]
+        await fake.wait_for(lambda: len(shown(fake, "C1", thread)) == 2)
+        await settled(gateway)
+        shared, reply = shown(fake, "C1", thread)
+        assert (len(shared["files"]), shared["text"], reply["text"]) == (1, "", "done")
+        [complete] = fake.calls_to("files.completeUploadExternal")
+        assert "initial_comment" not in complete.params
+    finally:
+        await gateway.stop(grace=0)
+        await fake.close()

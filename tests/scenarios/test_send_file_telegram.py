@@ -153,3 +153,16 @@ async def test_a_caption_with_more_spans_than_telegram_reads_is_refused_for_that
     assert "The caption has 101 formatted spans (bold, italic, code, links), more than the 100 telegram reads" in refused
     assert "characters long" not in refused
     assert fake.calls_to("sendDocument") == [] and [m["text"] for m in fake.messages["42"]] == ["could not"]
+
+
+async def test_a_caption_of_only_invisible_characters_goes_as_no_caption(fake, config, gateway_on):
+    # Zero-width space and joiner, a Braille blank, a byte order mark: it went as the caption, which shows nothing.
+    (workspace(config) / "q3.csv").write_text("region,total\n")
+    gateway = await gateway_on(ScriptedModel(sending("q3.csv", "\u200b\u200d\u2800 \ufeff")))
+    fake.push_message(42, "the numbers please")
+    await fake.wait_for(lambda: len(fake.messages["42"]) == 2)
+    await settled(gateway)
+    document, reply = fake.messages["42"]
+    assert (document["document"]["file_name"], document["raw"], reply["text"]) == ("q3.csv", "", "done")
+    [call] = fake.calls_to("sendDocument")
+    assert "caption" not in call
