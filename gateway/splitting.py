@@ -20,6 +20,9 @@ points). What a cut never breaks:
   (one in a nested list item, four spaces in or more, is reopened in the first
   column, and its lines up to its close are taken as far out; so are those of an
   indented fence a part starts at, the cut having dropped its indentation);
+- **indented code** (four spaces in, at the top level): a part starting inside it starts
+  at its line's indentation, and one cut inside a line is indented as code again, so the
+  rest stays code rather than becoming a paragraph;
 - **inline styles** (bold, italic, strikethrough, inline code): a style open at a
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker; unless the markers to close (or to reopen) would
@@ -62,6 +65,9 @@ _FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 # A fence further in can only be one in a nested list item, which markdown-it tells from indented code.
 _DEEP_FENCE_LINE = re.compile(r"^ {4,}(?:`{3,}|~{3,})", re.MULTILINE)
 _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
+# A line indented as code (four columns in): only a text with one can hold an indented code block.
+_INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
+_CODE_INDENT = "    "
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -123,6 +129,15 @@ def _nested_fences(text: str) -> list[_Fence]:
     return fences
 
 
+def _indented_code(text: str) -> list[tuple[int, int]]:
+    """The top-level indented code blocks, from the start of their first line to the end of their last."""
+    if "\r" in text or "\0" in text or not _INDENTED_LINE.search(text):
+        return []  # markdown-it rewrites \r and \0: its line numbers may not be this text's
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    return [(starts[tok.map[0]], starts[tok.map[1]] - 1 if tok.map[1] < len(starts) else len(text))
+            for tok in markdown.block_tokens(text) if tok.type == "code_block" and tok.level == 0 and tok.map]
+
+
 def _top_fences(text: str) -> list[_Fence]:
     fences: list[_Fence] = []
     current: re.Match[str] | None = None
@@ -178,6 +193,8 @@ class _Splitter:
         for i in range(len(self.fences) - 1, -1, -1):
             self._longest[i] = max(self._longest[i + 1], self.fences[i].close(), key=len)
         self._structure: Structure | None = None
+        self._indented = _indented_code(text)
+        self._indented_starts = [start for start, _ in self._indented]
 
     @property
     def structure(self) -> Structure:
@@ -215,6 +232,11 @@ class _Splitter:
         """Room for a closing fence, while any fence may still be open in a part from ``start``."""
         return self._longest[bisect.bisect_left(self._close_starts, start)]
 
+    def indented_code_at(self, pos: int) -> tuple[int, int] | None:
+        """The top-level indented code block whose lines hold ``pos`` (indentation included)."""
+        i = bisect.bisect_right(self._indented_starts, pos) - 1
+        return self._indented[i] if i >= 0 and pos <= self._indented[i][1] else None
+
     # -- what a part starting or ending somewhere needs --------------------------------------
 
     def head(self, start: int) -> str:
@@ -227,6 +249,9 @@ class _Splitter:
             return fence.reopen()
         if self.in_code(start):
             return ""
+        if self.indented_code_at(start) is not None and self.text[start - 1] != "\n":
+            # Cut inside a line of indented code: the rest of it is code only indented as code.
+            return _CODE_INDENT
         table = self.structure.table_at(start)
         if table is not None and start >= table.head_end:
             return self.text[table.start:table.head_end]
@@ -392,6 +417,11 @@ class _Splitter:
             k = text.rfind("\n", cut, j)
             if k != -1:
                 return k + 1
+        if j < n and self.indented_code_at(j) is not None:
+            # Indented code is code by its indentation: a part starting without it would be a paragraph.
+            line = text.rfind("\n", 0, j) + 1
+            if line >= cut:
+                return line
         return j
 
     def next_part(self, start: int) -> tuple[str | None, int]:
@@ -444,8 +474,9 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
 
     Blank text (empty, or only whitespace and invisible characters: `platforms.formatting.blank`)
     gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined, the parts give back the text
-    except for the whitespace at the cuts and the markers added to close and reopen
-    code blocks, styles and tables (see the module docstring); a text with link reference
+    except for the whitespace at the cuts (an indented code line cut in two is indented again)
+    and the markers added to close and reopen code blocks, styles and tables (see the module
+    docstring); a text with link reference
     definitions has those a part uses at its end (up to half the limit), and no part of
     definitions only (`gateway.link_references`). Raises ValueError when
     ``limit`` cannot hold even one character; a limit too small for a part's markers

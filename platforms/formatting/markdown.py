@@ -123,6 +123,12 @@ def _used(run: str, refs: Definitions) -> Definitions:
     return tuple(ref for ref in refs if ref[0] in labels)
 
 
+def block_tokens(markdown: str) -> list[Token]:
+    """``markdown``'s block tokens, their inline content left unparsed: where its blocks lie, for a
+    fraction of a whole parse."""
+    return _block_parser().parse(markdown, {})
+
+
 def parse(markdown: str, references: Definitions = ()) -> list[Token]:
     """``markdown``'s tokens, its links also reading ``references`` (defined elsewhere in a text)."""
     env = {"references": {label: {"href": href, "title": title} for label, href, title in references}}

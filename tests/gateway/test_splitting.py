@@ -117,6 +117,31 @@ def test_a_code_block_in_a_nested_list_item_is_reopened_as_code():
     assert split_text(text, 40) == ["Setup:\n\n- Install\n  - on Linux:", "```bash\napt install pkg\n```", "- Run"]
 
 
+def test_indented_code_cut_at_a_line_stays_code_with_its_lines_as_indented():
+    # The cut dropped the next line's four spaces as whitespace: the rest of the code was a paragraph,
+    # its `*` and `_` read as styles, its lines run together.
+    lines = [f"    if x_{i}:\n        y = a * {i}\n" for i in range(20)]
+    text = "Run this:\n\n" + "".join(lines) + "\nDone."
+    parts = split_text(text, 200)
+    assert len(parts) > 2
+    for part in parts:
+        kinds = [t.type for t in markdown.parse(part) if t.type in ("code_block", "paragraph_open")]
+        assert kinds in (["paragraph_open", "code_block"], ["code_block"], ["code_block", "paragraph_open"])
+    code = "".join(t.content for p in parts for t in markdown.parse(p) if t.type == "code_block")
+    assert code == "".join(line.replace("    ", "", 1).replace("\n    ", "\n", 1) for line in lines)
+    # Cut at the blank line before the block: the next part starts with the block's first line, indented.
+    assert split_text("x" * 150 + "\n\n    code line\n    more", 160) == ["x" * 150, "    code line\n    more"]
+
+
+def test_indented_code_cut_inside_a_line_is_indented_again_in_the_next_part():
+    text = "Run this:\n\n    " + " ".join(f"w{i}" for i in range(100))
+    parts = split_text(text, 120)
+    assert len(parts) > 2 and all(len(p) <= 120 for p in parts)
+    code = [[t.content for t in markdown.parse(p) if t.type == "code_block"] for p in parts]
+    assert all(len(c) == 1 for c in code)
+    assert " ".join(c[0].strip() for c in code) == " ".join(f"w{i}" for i in range(100))
+
+
 def test_a_cut_never_lands_inside_a_fence_line():
     text = "x" * 10 + "\n```javascript\n" + "y" * 5 + "\n```"
     for part in split_text(text, 24):
