@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from platforms.formatting import markdown
 from tests.browser import contrast_failures
 from tests.web_client import post_message, web_chats
 
@@ -207,6 +208,40 @@ async def test_a_markdown_link_shows_its_text_linked_and_only_a_web_or_mail_addr
     assert await mine.text_content() == (
         "Read the docs, Foo [bar] baz or mail us; not [this](javascript:alert(1)), "
         "[code](https://example.com/c) nor [a](https://example.com/d).")
+
+
+async def test_a_code_block_in_a_list_item_nested_ones_too_is_a_block_as_the_gateway_reads_it(chat, page) -> None:
+    # Four spaces in or more (a nested item's) a fence was text, its code shown as typed; in an item, the
+    # code kept the item's indentation; and a block an item's end closes ran to the end of the message.
+    text = ("Steps:\n1. Install:\n   ```bash\n   pip install x\n   ```\n2. Nested:\n    - on Linux:\n\n"
+            "        ```\n        apt install x\n          indented\n        ```\n    - done\n"
+            "3. End:\n   ~~~\n   left open\nNot the item's.")
+    mine = await shown_as_sent(chat, page, text)
+    blocks = await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)")
+    assert blocks == ["pip install x", "apt install x\n  indented", "left open"]
+    assert blocks == [t.content.removesuffix("\n") for t in markdown.parse(text) if t.type == "fence"]
+    assert await mine.text_content() == ("Steps:\n1. Install:\npip install x2. Nested:\n    - on Linux:\n\n"
+                                         "apt install x\n  indented    - done\n3. End:\nleft openNot the item's.")
+
+
+async def test_a_reference_link_is_a_link_when_its_label_is_defined_with_a_web_or_mail_address(chat, page) -> None:
+    text = ("Read [the docs][d1], [Docs][] or [d2]; not [this][bad], [that][none] nor `[d1]`.\n\n"
+            "```\n[x]: https://example.com/in-code\n```\nnor [x].\n\n"
+            "[d1]: https://example.com/docs\n[DOCS]:  <https://en.wikipedia.org/wiki/Foo_(bar)>\n"
+            "[d2]: mailto:help@example.com \"Help\"\n[d1]: https://example.com/second\n[bad]: javascript:alert(1)")
+    mine = await shown_as_sent(chat, page, text)
+    links = await mine.eval_on_selector_all(
+        "a", "els => els.map(e => [e.getAttribute('href'), e.textContent, e.rel, e.target])")
+    blank = ["noopener noreferrer", "_blank"]
+    assert links == [["https://example.com/docs", "the docs", *blank],
+                     ["https://en.wikipedia.org/wiki/Foo_(bar)", "Docs", *blank],
+                     ["mailto:help@example.com", "d2", *blank]]
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "[x]: https://example.com/in-code"]
+    # The definitions show as nothing, a javascript: one as typed, as the links using it.
+    assert await mine.text_content() == (
+        "Read the docs, Docs or d2; not [this][bad], [that][none] nor [d1].\n\n"
+        "[x]: https://example.com/in-codenor [x].\n\n[bad]: javascript:alert(1)")
 
 
 async def test_after_sending_with_the_button_the_cursor_is_back_in_the_box(chat, page) -> None:
