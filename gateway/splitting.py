@@ -65,7 +65,7 @@ _FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 # A fence further in can only be one in a nested list item, which markdown-it tells from indented code.
 _DEEP_FENCE_LINE = re.compile(r"^ {4,}(?:`{3,}|~{3,})", re.MULTILINE)
 _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
-# A line indented as code (four columns in): only a text with one can hold an indented code block.
+# A line indented as code (four columns in): only a part starting in one can start inside indented code.
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
@@ -131,7 +131,7 @@ def _nested_fences(text: str) -> list[_Fence]:
 
 def _indented_code(text: str) -> list[tuple[int, int]]:
     """The top-level indented code blocks, from the start of their first line to the end of their last."""
-    if "\r" in text or "\0" in text or not _INDENTED_LINE.search(text):
+    if "\r" in text or "\0" in text:
         return []  # markdown-it rewrites \r and \0: its line numbers may not be this text's
     starts = [0, *(m.end() for m in re.finditer("\n", text))]
     return [(starts[tok.map[0]], starts[tok.map[1]] - 1 if tok.map[1] < len(starts) else len(text))
@@ -193,8 +193,8 @@ class _Splitter:
         for i in range(len(self.fences) - 1, -1, -1):
             self._longest[i] = max(self._longest[i + 1], self.fences[i].close(), key=len)
         self._structure: Structure | None = None
-        self._indented = _indented_code(text)
-        self._indented_starts = [start for start, _ in self._indented]
+        self._indented: list[tuple[int, int]] | None = None
+        self._indented_starts: list[int] = []
 
     @property
     def structure(self) -> Structure:
@@ -234,8 +234,13 @@ class _Splitter:
 
     def indented_code_at(self, pos: int) -> tuple[int, int] | None:
         """The top-level indented code block whose lines hold ``pos`` (indentation included)."""
-        i = bisect.bisect_right(self._indented_starts, pos) - 1
-        return self._indented[i] if i >= 0 and pos <= self._indented[i][1] else None
+        if not _INDENTED_LINE.match(self.text, self.text.rfind("\n", 0, pos) + 1):
+            return None
+        if self._indented is None:  # parsed only for a text cut in an indented line
+            self._indented = _indented_code(self.text)
+            self._indented_starts = [start for start, _ in self._indented]
+        blocks, i = self._indented, bisect.bisect_right(self._indented_starts, pos) - 1
+        return blocks[i] if i >= 0 and pos <= blocks[i][1] else None
 
     # -- what a part starting or ending somewhere needs --------------------------------------
 
