@@ -179,6 +179,10 @@ class DiscordAdapter:
         self._stopping = False
         self._stop_asked = asyncio.Event()
         """Set as a stop begins: a consumer waiting to hand an event over again gives up at once."""
+        self._receiving: set[asyncio.Task[Any]] = set()
+        """Slash commands being acknowledged, not queued yet: a stop waits for them (3 s at most)."""
+        self._not_taken: list[Inbound] = []
+        """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
         self._twins = Twins()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
@@ -234,6 +238,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
+        self._not_taken = []
         self._caught_up = asyncio.Event()
         self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
@@ -311,9 +316,8 @@ class DiscordAdapter:
             catching_up.cancel()
         if self._catch_ups:  # with those a newer READY cancelled, which may be winding down still
             await asyncio.wait(set(self._catch_ups))
-        answers, self._answers = self._answers, None
-        if answers is not None:
-            await answers.close()
+        if self._receiving:  # a command acknowledged as the connection closed: queued, then handed over below
+            await asyncio.wait(set(self._receiving))
         task, self._connect_task = self._connect_task, None
         if task is not None:
             await asyncio.wait({task})
@@ -327,6 +331,14 @@ class DiscordAdapter:
             queued.cancel()
             consumer.cancel()
             await asyncio.wait({consumer})
+        while not self._queue.empty():  # held by a catch-up, or past the drain's 5 s: a message is read back
+            inbound, _, _ = self._queue.get_nowait()  # at the next start, a command is not
+            if inbound is not None and inbound.is_command:
+                self._not_taken.append(inbound)
+        await self._tell_not_taken()
+        answers, self._answers = self._answers, None
+        if answers is not None:
+            await answers.close()
         urls, self._urls = self._urls, None
         if urls is not None:
             urls.release()
@@ -384,7 +396,12 @@ class DiscordAdapter:
         while True:
             item = await self._queue.get()
             try:
-                await self._caught_up.wait()
+                try:
+                    await self._caught_up.wait()
+                except asyncio.CancelledError:  # a stop while the catch-up held it: as if still queued
+                    if item[0] is not None and item[0].is_command:
+                        self._not_taken.append(item[0])
+                    raise
                 await self._hand_over(sink, item)
             finally:
                 self._queue.task_done()
@@ -392,6 +409,8 @@ class DiscordAdapter:
     async def _hand_over(self, sink: InboundSink, item: _Item) -> None:
         inbound, channel_id, message_id = item
         if inbound is not None and not await until_recorded(sink, inbound, self._stop_asked):
+            if inbound.is_command:  # Discord never sends an interaction again, nor keeps it in a history
+                self._not_taken.append(inbound)
             if message_id and channel_id not in self._last_seen:  # so that the next start looks there
                 self._seen(channel_id, message_id - 1)
             return  # not seen: the next start's catch-up hands it over
@@ -438,9 +457,19 @@ class DiscordAdapter:
                       "intent enabled? %s", PORTAL_HINT)
 
     async def _on_command(self, interaction: discord.Interaction, name: str, args: str | None) -> None:
-        inbound = await discord_commands.received(interaction, name, args,
-                                                  deferred=lambda token: _remember(self._answered, token, False))
+        task = asyncio.current_task()
+        assert task is not None
+        self._receiving.add(task)
+        try:
+            inbound = await discord_commands.received(interaction, name, args,
+                                                      deferred=lambda token: _remember(self._answered, token, False))
+        finally:
+            self._receiving.discard(task)
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
+
+    async def _tell_not_taken(self) -> None:
+        commands, self._not_taken = self._not_taken, []
+        await discord_commands.tell_not_taken(commands, self._answers)
 
     # ---- outbound ----------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
 globally when that is empty. An interaction is deferred (type 5, "thinking…")
 before it is handed over, so Discord's 3-second window holds whatever the
 gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
-(valid 15 minutes). Answering it stays with the adapter's sending (`platforms.discord`).
+(valid 15 minutes). Answering it stays with the adapter's sending (`platforms.discord`), but for
+one a stop left unrecorded: Discord never sends it again, so it is answered to be sent again
+(`tell_not_taken`).
 
 Apart from the adapter because commands come outside the channels' messages: no mention, no
 catch-up, their own acknowledgement. Logged under ``platforms.discord``.
@@ -13,9 +15,12 @@ catch-up, their own acknowledgement. Logged under ``platforms.discord``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import aiohttp
 
 from platforms.base import CommandSpec, Inbound
 from platforms.discord_errors import translate
@@ -23,6 +28,11 @@ from platforms.discord_inbound import chat_of, handle
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
 log = logging.getLogger("platforms.discord")
+
+NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
+"""The answer to a command a stop left unrecorded (`not_taken`)."""
+NOT_TAKEN_WAIT = 3.0
+"""Seconds a stop gives those answers, all together."""
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""
@@ -84,3 +94,37 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
         reply_token=reply_token,
     )
+
+
+async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None) -> None:
+    """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
+    taken: Discord sends an interaction once, so the user is the one who can send it again. All
+    within `NOT_TAKEN_WAIT`: the stop's grace is the gateway's to share."""
+    if not commands:
+        return
+    tasks = [asyncio.ensure_future(not_taken(command, session)) for command in commands]
+    await asyncio.wait(tasks, timeout=NOT_TAKEN_WAIT)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def not_taken(command: Inbound, session: aiohttp.ClientSession | None) -> None:
+    """Tell the user a command the gateway stopped before recording was not taken, replacing its
+    "thinking…" (the deferral's token lives 15 minutes). Without a token (its acknowledgement failed,
+    so Discord told the user it did not respond) or a session, it is logged only; never raises."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("discord: %s from user %s (interaction %s) was not recorded before the gateway stopped;"
+                " telling the user to send it again", name, command.user_id, command.event_id)
+    if command.reply_token is None or session is None:
+        return
+    app_id, token = command.reply_token.split(":", 1)
+    try:
+        webhook = discord.Webhook.partial(int(app_id), token, session=session)
+        await webhook.edit_message("@original", content=NOT_TAKEN.format(command=name),  # type: ignore[arg-type]
+                                   allowed_mentions=discord.AllowedMentions.none())
+    except Exception as exc:
+        error = translate(exc, route="PATCH /webhooks/{application_id}/{token}/messages/@original",
+                          chat_id=command.chat_id)
+        log.warning("discord: could not tell user %s that %s was not taken (%s)", command.user_id, name,
+                    type(error).__name__)

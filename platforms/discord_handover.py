@@ -37,7 +37,7 @@ async def until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.
                 return True
             if stopping.is_set():
                 log.warning("discord: event %s was not recorded (%s: %s) and the gateway stops: a message is"
-                            " looked for again at the next start, a command is lost", inbound.event_id, type(exc).__name__, exc)
+                            " looked for again at the next start, a command is answered to send it again", inbound.event_id, type(exc).__name__, exc)
                 return False
             first = delay == SINK_RETRY_FIRST  # said once, with why: every later try fails alike
             log.log(logging.WARNING if first else logging.DEBUG, "discord: event %s was not recorded (%s: %s);"

@@ -166,7 +166,44 @@ async def test_a_stop_does_not_wait_on_a_message_the_full_database_keeps_refusin
         await join_heartbeat_threads()
     lost = [r.getMessage() for r in caplog.records if r.name == "platforms.discord" and r.levelno >= logging.WARNING]
     assert lost[-1].startswith(f"discord: event {message} was not recorded (OperationalError: database or disk is full)"
-                               " and the gateway stops: a message is looked for again at the next start, a command is lost")
+                               " and the gateway stops: a message is looked for again at the next start, a command is answered"
+                               " to send it again")
+
+
+async def test_a_command_a_stop_leaves_unrecorded_is_answered_to_send_it_again(fake: FakeDiscord) -> None:
+    # Discord sends an interaction once and keeps it in no history: the next start cannot find it,
+    # and the user was left with "thinking…" until Discord gave up on it.
+    adapter, sink = adapter_for(fake), FullDisk(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        interaction = fake.push_interaction("new", USER, args="fresh start")
+        await fake.wait_for(lambda: sink.tries >= 1)
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()
+    [answer] = fake.bot_messages(fake.dm_channel(USER))
+    assert answer.id == fake.interactions[interaction]["original"]
+    assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
+    assert fake.interactions[interaction]["responses"] == [5]  # deferred, then that answer in its place
+
+
+async def test_a_command_held_behind_a_catch_up_at_a_stop_is_answered_to_send_it_again(fake: FakeDiscord) -> None:
+    # Live events wait for the catch-up; a stop drops them, and only messages are read back later.
+    adapter, sink = adapter_for(fake), Sink(fake)
+    reading = fake.hold("GET /channels/{channel_id}/messages")
+    adapter.bind_last_seen({fake.dm_channel(USER): "1"}, lambda channel, message: None)
+    await adapter.start(sink, COMMANDS)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("GET /channels/{channel_id}/messages"))
+        interaction = fake.push_interaction("stop", USER)
+        await fake.wait_for(lambda: fake.interactions[interaction]["responses"] == [5])
+    finally:
+        await adapter.stop()
+        reading.set()
+        await join_heartbeat_threads()
+    assert not sink.events
+    [answer] = fake.bot_messages(fake.dm_channel(USER))
+    assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/stop` again in a minute."
 
 
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
