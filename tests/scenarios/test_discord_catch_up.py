@@ -62,6 +62,33 @@ async def test_a_message_both_caught_up_and_heard_live_is_answered_once(
     assert f"dropping duplicate discord event {live}" in caplog.messages  # it did come twice
 
 
+async def test_a_slash_command_waiting_for_the_catch_up_when_the_gateway_stops_is_answered_to_send_it_again(
+        tmp_path, fake: FakeDiscord) -> None:
+    # Live events wait for the catch-up, and a stop drops them: a message is read back at the next
+    # start, but Discord keeps an interaction in no history, so the command vanished, "thinking…".
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    dm = fake.dm_channel(USER)
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        fake.push_dm(USER, "before")
+        await fake.wait_for(lambda: fake.bot_messages(dm))
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    release = fake.hold(HISTORY)  # the catch-up's history request is slow to answer
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        await fake.wait_for(lambda: fake.calls_to(HISTORY))
+        command = fake.push_interaction("new", USER)
+        await fake.wait_for(lambda: fake.interactions[command]["responses"] == [5])  # "thinking…"
+    finally:
+        await gateway.stop(grace=0)
+        release.set()
+    original = fake.interactions[command]["original"]
+    assert [m.content for m in fake.bot_messages(dm) if m.id == original] == [
+        "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
+
+
 def test_the_inbox_remembers_an_event_at_least_as_long_as_the_catch_up_looks_back() -> None:
     # Else a message answered live long ago, found again by a catch-up, would be taken as new.
     assert inbox.RETENTION_SECONDS >= discord_catch_up.MAX_AGE
