@@ -23,7 +23,8 @@ messages from bots, this one included, are ignored.
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
-redelivers. ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
+redelivers. One slower than ``sink_timeout`` is acked first, and is then the adapter's to keep
+(`platforms.slack_seen`: handed over again, and never recorded as seen past until taken). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
@@ -54,6 +55,7 @@ the sending path or holds a lock shared between chats.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -91,12 +93,13 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import blank, slack_mrkdwn
-from platforms.slack_catchup import CatchUp, Limits, Where, conversation_key, ts_key, where_of
+from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
 from platforms.slack_errors import translate, translate_exception
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
+from platforms.slack_seen import TakenIn, until_taken
 from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
@@ -108,10 +111,6 @@ Tier 3 (50 a minute) and files.getUploadURLExternal / files.completeUploadExtern
 DEFAULT_API_BASE = "https://slack.com/api/"
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
-_REMEMBERED_NEWEST = 10_000
-"""Conversations whose newest message taken in is kept in memory, the most recently recorded: far
-more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
-check that its message is newer than the one recorded before."""
 SINK_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
 """Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
@@ -210,12 +209,8 @@ class SlackAdapter:
         self._socket_watch = SocketWatch()
         self._bot_token_state = BotToken()
         self._catch_up_limits, self._clock = catch_up, clock
-        self._last_seen: dict[Where, str] = {}
-        """As the gateway's store had it at start: what the catch-up reads after."""
-        self._newest: OrderedDict[Where, str] = OrderedDict()
-        """The newest message taken in per conversation, as recorded (`_mark_seen`), least recently
-        recorded first: the latest `_REMEMBERED_NEWEST`."""
-        self._seen: SeenRecorder = lambda conversation, ts: None
+        self._taken_in = TakenIn()
+        """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
         self._catch_up: CatchUp | None = None
 
     def connection(self) -> ConnectionState:
@@ -259,8 +254,9 @@ class SlackAdapter:
             app.event("tokens_revoked")(self._on_tokens_revoked)
             app.event("app_uninstalled")(self._on_app_uninstalled)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
-            if self._last_seen:  # before the first live event, which waits for it (`_deliver`)
-                self._catch_up = CatchUp(self._page, self._last_seen, take=self._take, seen=self._mark_seen,
+            if self._taken_in.last_seen:  # before the first live event, which waits for it (`_deliver`)
+                self._catch_up = CatchUp(self._page, self._taken_in.last_seen, take=self._take,
+                                         seen=self._taken_in.mark,
                                          addressed=lambda event: self._addressed(event) is not None,
                                          limits=self._catch_up_limits, clock=self._clock)
             self._app = app
@@ -270,10 +266,10 @@ class SlackAdapter:
             await self.stop()
             raise
         log.info("slack connected as %s over %s", self.bot_user_id, self.mode)
-        if self._last_seen and self._catch_up is not None:
+        if self._taken_in.last_seen and self._catch_up is not None:
             # Held by the catch-up alone, until it ends: every conversation of the last 30 days
             # (`gateway.retention`), which a busy workspace has many more of than it reads.
-            self._last_seen = {}
+            self._taken_in.last_seen = {}
             self._background(self._catch_up.run())
 
     async def _connect_socket(self) -> None:
@@ -324,7 +320,7 @@ class SlackAdapter:
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         taken = await self._inbound(event)
         if taken is not None:
-            await self._deliver(taken.inbound, then=lambda: self._record_seen(taken), after=taken.conversations)
+            await self._deliver(taken.inbound, taken)
 
     def _addressed(self, event: dict[str, Any]) -> _Addressed | None:
         """How the bot takes a message: None for what it does not answer (another subtype, a bot's,
@@ -389,54 +385,52 @@ class SlackAdapter:
         return bool(words) and words[0].lower() in self._text_commands
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
-        await ack()
-        await self._deliver(slack_commands.inbound_of(self.name, body))
+        await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
+        await self._deliver(slack_commands.inbound_of(self.name, body), acked=True)
 
-    async def _deliver(self, inbound: Inbound, then: Callable[[], None] | None = None,
-                       after: Sequence[Where] = ()) -> None:
+    async def _deliver(self, inbound: Inbound, taken: _Taken | None = None, *, acked: bool = False) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
         ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
-        (``after``: `CatchUp.hand_on_after`). ``then`` runs once the gateway has it."""
+        (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
+        has it; until then, and for good if it fails, its conversations are recorded no further than
+        just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
+        acked (a slash command is, before: ``acked``), a store refusing it is tried again."""
         sink, catch_up = self._sink, self._catch_up
         if sink is None:
             return
+        after = taken.conversations if taken is not None else ()
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
-        task = asyncio.ensure_future(waits.hand_on_after(after, lambda: sink(inbound)) if waits else sink(inbound))
+        was_acked = asyncio.Event()
+        if acked:
+            was_acked.set()
+        hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked)
+        task = asyncio.ensure_future(waits.hand_on_after(after, hand_on) if waits else hand_on())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        if then is not None:
-            task.add_done_callback(lambda done: None if done.cancelled() or done.exception() is not None else then())
+        if taken is not None:
+            self._taken_in.handing_on(after, taken.ts)
+            task.add_done_callback(lambda done: self._settled(taken, done))
         try:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:
+            was_acked.set()
             if waits is None:  # else the catch-up says so, should it take long
                 log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
-    def _record_seen(self, taken: _Taken) -> None:
-        for where in taken.conversations:
-            if self._catch_up is None or self._catch_up.record_now(where, taken.ts):
-                self._mark_seen(*where, taken.ts)
+    def _settled(self, taken: _Taken, done: asyncio.Future[None]) -> None:
+        if done.cancelled() or done.exception() is not None:  # a stop, or a sink that failed
+            self._taken_in.not_taken(taken.conversations, taken.ts)
+        else:
+            self._record_seen(taken)
 
-    def _mark_seen(self, channel: str, thread_ts: str | None, ts: str) -> None:
-        """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events)."""
-        where = (channel, thread_ts)
-        newest = self._newest.get(where)
-        if newest is not None and ts_key(newest) >= ts_key(ts):
-            return
-        self._newest[where] = ts
-        self._newest.move_to_end(where)
-        if len(self._newest) > _REMEMBERED_NEWEST:
-            self._newest.popitem(last=False)
-        try:
-            self._seen(conversation_key(where), ts)
-        except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats
-            log.exception("slack: could not record the newest message taken in from %s", channel)
+    def _record_seen(self, taken: _Taken) -> None:
+        catch_up = self._catch_up
+        self._taken_in.taken(taken.conversations, taken.ts, [
+            where for where in taken.conversations if catch_up is None or catch_up.record_now(where, taken.ts)])
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
-        self._last_seen = {where_of(key): ts for key, ts in last_seen.items()}
-        newest = sorted(self._last_seen.items(), key=lambda item: ts_key(item[1]))[-_REMEMBERED_NEWEST:]
-        self._newest, self._seen = OrderedDict(newest), seen
+        self._taken_in.bind(last_seen, seen)
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been; returns once the

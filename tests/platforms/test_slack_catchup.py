@@ -4,7 +4,9 @@ a recording sink in the gateway's place, and the last-seen record kept in a dict
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -170,8 +172,8 @@ async def test_what_the_store_had_is_let_go_once_caught_up_only_the_newest_10000
     try:
         await fake.wait_for(lambda: [r for r in caplog.records if "catching up" in r.getMessage()])
         assert "10049 conversation(s) quiet longest, over 1" in caplog.records[-1].getMessage()
-        assert adapter._last_seen == {}
-        assert len(adapter._newest) == 10_000 and ("C10049", None) in adapter._newest
+        assert adapter._taken_in.last_seen == {}
+        assert len(adapter._taken_in._newest) == 10_000 and ("C10049", None) in adapter._taken_in._newest
     finally:
         await adapter.stop()
 
@@ -349,3 +351,102 @@ async def test_a_live_message_waits_no_longer_than_the_bound_for_a_catch_up_slac
     assert gateway.taken() == ["first from U1", "live", "while down"]
     assert f"slack: a live message in {DM} waited 0.2 s for the catch-up there; handed on now, perhaps before" \
            " older ones" in caplog.messages
+
+
+def full_disk() -> sqlite3.OperationalError:
+    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE inbox (text)")
+    db.execute("PRAGMA max_page_count=2")
+    try:
+        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        db.close()
+    raise AssertionError("the write fitted")
+
+
+async def test_a_message_acked_before_the_gateway_failed_to_take_it_is_read_back_once_at_the_next_start(fake):
+    # Acked after sink_timeout, then failed for good (a failure the store's room cannot fix): Slack
+    # never sends it again, and a later message there moved the last seen past it, so no catch-up
+    # read it either.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    fake.give_up_after = None
+    release = asyncio.Event()
+
+    async def fails_the_first(inbound: Inbound) -> None:
+        if inbound.text == "slow":
+            await release.wait()
+            raise RuntimeError("a bug this message trips")
+        await gateway.sink(inbound)
+
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2, catch_up=NO_PACE, sink_timeout=0.2)
+    gateway.bind(adapter)
+    await adapter.start(fails_the_first)
+    try:
+        await fake.wait_for(lambda: fake.calls_to("conversations.history"))
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+        slow = await fake.push_dm("U1", "slow")
+        await fake.wait_for(lambda: acked(fake, slow))
+        later = (await fake.push_dm("U1", "later"))["event"]
+        await fake.wait_for(lambda: gateway.texts()[-1] == "later")
+        assert gateway.last_seen[(DM, None)] < slow["event"]["ts"]  # not past what the gateway does not have yet
+        release.set()
+        await fake.wait_for(lambda: adapter._tasks == set())
+        await fake.push_dm("U1", "and after")
+        await fake.wait_for(lambda: gateway.texts()[-1] == "and after")
+    finally:
+        await down(fake, adapter)
+    assert gateway.last_seen[(DM, None)] < slow["event"]["ts"] < later["ts"]
+
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: "slow" in gateway.texts())
+        await fake.wait_for(lambda: len(fake.calls_to("conversations.history")) >= 1)
+    finally:
+        await adapter.stop()
+    assert gateway.taken() == ["first from U1", "later", "and after", "slow"]
+    assert gateway.texts().count("slow") == 1
+
+
+async def test_a_message_the_store_refuses_after_the_ack_is_handed_over_again_until_it_is_taken(fake, caplog):
+    # Slack will not send it again: waiting for the next start's catch-up could take days, past the
+    # day it reads back.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    fake.give_up_after = None
+    release, tries = asyncio.Event(), 0
+
+    async def full_at_first(inbound: Inbound) -> None:
+        nonlocal tries
+        if inbound.text == "slow":
+            tries += 1
+            if tries == 1:
+                await release.wait()
+            if tries <= 2:
+                raise full_disk()
+        await gateway.sink(inbound)
+
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2, catch_up=NO_PACE, sink_timeout=0.2)
+    gateway.bind(adapter)
+    await adapter.start(full_at_first)
+    try:
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+        slow = await fake.push_dm("U1", "slow")
+        await fake.wait_for(lambda: acked(fake, slow))
+        later = (await fake.push_dm("U1", "later"))["event"]
+        release.set()
+        await fake.wait_for(lambda: "slow" in gateway.texts())
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == later["ts"])
+    finally:
+        await down(fake, adapter)
+    assert (gateway.texts(), tries) == (["first from U1", "later", "slow"], 3)
+    slow_id = f"{DM}:{slow['event']['ts']}"
+    assert f"slack: message {slow_id} was not recorded (OperationalError: database or disk is full) after Slack was" \
+           " acknowledged for it; handing it over again in 0.5 s, and until it is" in caplog.messages
+    assert f"slack: message {slow_id} is recorded" in caplog.messages

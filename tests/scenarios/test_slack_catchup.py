@@ -5,6 +5,7 @@ the real SlackAdapter and the loopback FakeSlack."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -19,6 +20,20 @@ from platforms.slack_catchup import Limits, ts_key
 DM = "DU1"  # the fake's DM channel with user U1
 PLACEHOLDER = "_working…_"
 LATE_AFTER = 2.0
+
+
+def full_disk() -> sqlite3.OperationalError:
+    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE inbox (text)")
+    db.execute("PRAGMA max_page_count=2")
+    try:
+        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        db.close()
+    raise AssertionError("the write fitted")
 
 
 def echo(request: ModelRequest) -> dict:
@@ -100,3 +115,51 @@ async def test_a_message_retried_live_while_the_catch_up_reads_it_is_answered_on
     await fake.wait_for(lambda: ts_key(gateway.store.last_seen.of("slack")[DM]) >= ts_key(event["ts"]))
     await settled(gateway)
     assert answers(fake) == ["re: hello", "re: sent while it was down"]
+
+
+class FirstRecordFails(SlackAdapter):
+    """The real adapter, its gateway refusing to record the message ``slow`` for want of room from the
+    moment the test says so, after Slack was acked for it (``sink_timeout``), as a full disk would."""
+
+    def __init__(self, fail: asyncio.Event, **kw) -> None:
+        super().__init__(sink_timeout=0.2, **kw)
+        self.fail = fail
+
+    async def start(self, sink, commands=()) -> None:
+        async def failing_once(inbound):
+            if inbound.text == "slow":
+                await self.fail.wait()
+                raise full_disk()
+            return await sink(inbound)
+
+        await super().start(failing_once, commands)
+
+
+async def test_a_message_acked_and_then_not_recorded_is_answered_once_after_the_restart(restarts, tmp_path):
+    # Slack never sends an acked message again, and the later message moved the conversation's last
+    # seen past it: no catch-up read it, and it was never answered. Here the store refuses it until
+    # the gateway stops (the retries end with the stop).
+    fake, start = restarts
+    await stopped_after_one_answer(fake, start)
+    fail = asyncio.Event()
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, delivery={"late_after": LATE_AFTER})
+    adapter = FirstRecordFails(fail, bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2, catch_up=Limits(pace=0.0))
+    gateway = await start_gateway(config, [adapter], script={"parent": echo})
+    try:
+        await fake.wait_for(lambda: fake.calls_to("conversations.history"))
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+        slow = await fake.push_dm("U1", "slow")
+        await fake.wait_for(lambda: acked(fake, slow))
+        await fake.push_dm("U1", "later")
+        fail.set()
+        await fake.wait_for(lambda: "re: later" in answers(fake))
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    await fake.wait_for(lambda: not fake.open_connections)
+
+    gateway = await start()
+    await fake.wait_for(lambda: "re: slow" in answers(fake))
+    await settled(gateway)
+    assert [a for a in answers(fake) if not a.startswith("⏱")] == ["re: hello", "re: later", "re: slow"]

@@ -1,0 +1,150 @@
+"""How far the gateway has taken in each Slack conversation: the last-seen record the catch-up at
+the next start reads after (`platforms.slack_catchup`), never past a message Slack was told was
+taken but the gateway does not have.
+
+The adapter acks Slack at most ``sink_timeout`` after handing a message on, finished or not (a slow
+store, a live message waiting for its conversation's catch-up), and Slack never sends an acked
+message again. While such a message is unsettled, a later one in its conversation is recorded only
+up to just before it (a crash then leaves it to the next start's catch-up); one that then fails (the
+state database refuses the write, a stop cancels it) holds its conversation just before it for the
+rest of the process, moving the record back if a message Slack sent out of order was recorded past
+it. The next start reads it back, and the inbox drops the later ones answered meanwhile. Before
+that, a message the store refused after the ack is handed on again (`until_taken`), as Discord's
+are: the next start may be days away, past what its catch-up reads back.
+
+Apart from the adapter (`platforms.slack`) because it is one concept, the record's bookkeeping.
+Logged under ``platforms.slack``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from platforms.base import Inbound, SeenRecorder
+from platforms.not_recorded import storage_refusal
+from platforms.slack_catchup import Where, conversation_key, ts_key, where_of
+
+log = logging.getLogger("platforms.slack")
+
+REMEMBERED_NEWEST = 10_000
+"""Conversations whose newest message taken in is kept in memory, the most recently recorded: far
+more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
+check that its message is newer than the one recorded before."""
+
+
+SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
+"""How long to wait before handing a message the store refused after the ack over again."""
+
+
+async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound, acked: asyncio.Event) -> None:
+    """``hand_on()`` the message; once Slack is acked for it (``acked``: it will not send it again), a
+    store that refuses the write (`platforms.not_recorded`) is tried again, backing off, until it
+    takes it or the adapter stops (cancelled). Before the ack, or for any other failure, it raises:
+    unacked, Slack sends the message again; else its conversations are kept behind it (`TakenIn`)."""
+    delay = SINK_RETRY_FIRST
+    while True:
+        try:
+            await hand_on()
+        except Exception as exc:
+            if not acked.is_set() or not storage_refusal(exc):
+                raise
+            log.log(logging.WARNING if delay == SINK_RETRY_FIRST else logging.DEBUG,
+                    "slack: message %s was not recorded (%s: %s) after Slack was acknowledged for it; handing it"
+                    " over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc, delay)
+        else:
+            if delay > SINK_RETRY_FIRST:
+                log.info("slack: message %s is recorded", inbound.event_id)
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, SINK_RETRY_MAX)
+
+
+def just_before(ts: str) -> str:
+    """The ts one microsecond before ``ts``: a catch-up reading after it reads ``ts`` again."""
+    seconds, micros = ts_key(ts)
+    if micros:
+        return f"{seconds}.{micros - 1:06d}"
+    return f"{seconds - 1}.999999"
+
+
+class TakenIn:
+    """The newest message taken in per conversation, as recorded, and the messages being handed on."""
+
+    def __init__(self) -> None:
+        self.last_seen: dict[Where, str] = {}
+        """As the gateway's store had it at start: what the catch-up reads after."""
+        self._newest: OrderedDict[Where, str] = OrderedDict()
+        """As recorded, least recently recorded first: the latest `REMEMBERED_NEWEST`."""
+        self._seen: SeenRecorder = lambda conversation, ts: None
+        self._unsettled: dict[Where, set[str]] = {}
+        """Messages handed on and neither taken nor failed yet, by conversation."""
+        self._lost: dict[Where, set[str]] = {}
+        """Messages there that were not taken (unless Slack sent one again, taken then)."""
+        self._held: dict[Where, str] = {}
+        """The newest message taken in where an older one holds the record back: recorded once none does."""
+
+    def bind(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
+        self.last_seen = {where_of(key): ts for key, ts in last_seen.items()}
+        newest = sorted(self.last_seen.items(), key=lambda item: ts_key(item[1]))[-REMEMBERED_NEWEST:]
+        self._newest, self._seen = OrderedDict(newest), seen
+
+    def handing_on(self, conversations: Sequence[Where], ts: str) -> None:
+        """A message is handed on, to be `taken` or `not_taken` (a crash between: neither)."""
+        for where in conversations:
+            self._unsettled.setdefault(where, set()).add(ts)
+
+    def taken(self, conversations: Sequence[Where], ts: str, record: Sequence[Where]) -> None:
+        """The gateway has the message: settled in ``conversations``, recorded in those of ``record``
+        (the others the catch-up records) as far as no older message holds the record back."""
+        for where in conversations:
+            for marks in (self._unsettled, self._lost):
+                if ts in marks.get(where, ()):
+                    marks[where].discard(ts)
+                    if not marks[where]:
+                        del marks[where]
+        for where in record:
+            self.mark(*where, ts)
+        for where in conversations:
+            if (held := self._held.pop(where, None)) is not None:
+                self.mark(*where, held)
+
+    def not_taken(self, conversations: Sequence[Where], ts: str) -> None:
+        """The gateway does not have the message, which Slack may not send again: each of its
+        conversations is recorded just before it, for the next start to read it back, and no further."""
+        for where in conversations:
+            self._unsettled.get(where, set()).discard(ts)
+            self._lost.setdefault(where, set()).add(ts)
+            position = just_before(ts)
+            newest = self._newest.get(where)
+            if newest is None or ts_key(newest) > ts_key(position):  # never forward: older ones may be unread
+                log.warning("slack: message %s in %s was not taken by the gateway; the next start reads it back",
+                            ts, conversation_key(where))
+                self._record(where, position)
+
+    def mark(self, channel: str, thread_ts: str | None, ts: str) -> None:
+        """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events), or
+        held just before an older message that is unsettled or was not taken."""
+        where = (channel, thread_ts)
+        older = [b for marks in (self._unsettled, self._lost) for b in marks.get(where, ()) if ts_key(b) < ts_key(ts)]
+        if older:
+            held = self._held.get(where)
+            if held is None or ts_key(held) < ts_key(ts):
+                self._held[where] = ts
+            ts = just_before(min(older, key=ts_key))
+        newest = self._newest.get(where)
+        if newest is not None and ts_key(newest) >= ts_key(ts):
+            return
+        self._record(where, ts)
+
+    def _record(self, where: Where, ts: str) -> None:
+        self._newest[where] = ts
+        self._newest.move_to_end(where)
+        if len(self._newest) > REMEMBERED_NEWEST:
+            self._newest.popitem(last=False)
+        try:
+            self._seen(conversation_key(where), ts)
+        except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats
+            log.exception("slack: could not record the newest message taken in from %s", where[0])
