@@ -206,6 +206,8 @@ class SlackAdapter:
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._unanswered: list[Inbound] = []
+        """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
         self._socket_watch = SocketWatch()
         self._bot_token_state = BotToken()
         self._catch_up_limits, self._clock = catch_up, clock
@@ -304,6 +306,8 @@ class SlackAdapter:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        unanswered, self._unanswered = self._unanswered, []
+        await slack_commands.tell_not_taken(unanswered, self.send)  # a command's answer, while the session is open
         await self._progress.stop()
         self._app = self._client = self._sink = None
         if self._session is not None:
@@ -411,6 +415,8 @@ class SlackAdapter:
         if taken is not None:
             self._taken_in.handing_on(after, taken.ts)
             task.add_done_callback(lambda done: self._settled(taken, done))
+        elif inbound.is_command:  # cancelled by a stop: no history to read it back from
+            task.add_done_callback(lambda done: self._unanswered.append(inbound) if done.cancelled() else None)
         try:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:

@@ -3,14 +3,18 @@
 Apart from the adapter (`platforms.slack`) because a command comes and is answered outside the
 conversation: acked empty, answered through the payload's ``response_url`` (valid 30 minutes,
 5 uses; works where the bot is not a channel member), else with ``chat.postEphemeral``. The
-answer's message id starts with `EPHEMERAL`: such a message cannot be edited or deleted.
+answer's message id starts with `EPHEMERAL`: such a message cannot be edited or deleted. One a
+stop leaves unrecorded, which Slack never sends again and no history keeps, is answered to be
+sent again (`tell_not_taken`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -20,7 +24,13 @@ from platforms.base import BadRequest, Inbound, Outbound, RateLimited, Sent, sca
 from platforms.formatting import slack_mrkdwn
 from platforms.slack_errors import translate, translate_exception
 
+log = logging.getLogger("platforms.slack")
+
 EPHEMERAL = "ephemeral:"
+NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
+"""The answer to a command a stop left unrecorded (`tell_not_taken`)."""
+NOT_TAKEN_WAIT = 3.0
+"""Seconds a stop gives those answers, all together."""
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
@@ -62,3 +72,27 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
         # Expired or used up: answer with chat.postEphemeral instead.
     resp = await formatted("chat.postEphemeral", channel, message.text, channel=channel, user=token.get("user"))
     return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
+
+
+async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+    """Answer each command a stop left unrecorded (acked at once, Slack never sends it again) that
+    it was not taken, through ``answer`` (the adapter's `answer` of a command). All within
+    `NOT_TAKEN_WAIT`: the stop's grace is the gateway's to share. Never raises."""
+    async def tell(command: Inbound) -> None:
+        name = command.text.split(maxsplit=1)[0]
+        log.warning("slack: %s from user %s was not recorded before the gateway stopped; telling the user to send"
+                    " it again", name, command.user_id)
+        try:
+            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=NOT_TAKEN.format(command=name),
+                                  kind="command", reply_token=command.reply_token))
+        except Exception as exc:
+            log.warning("slack: could not tell user %s that %s was not taken (%s)", command.user_id, name,
+                        type(exc).__name__)
+
+    if not commands:
+        return
+    tasks = [asyncio.ensure_future(tell(command)) for command in commands]
+    await asyncio.wait(tasks, timeout=NOT_TAKEN_WAIT)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 
@@ -722,3 +723,41 @@ async def test_a_forwarded_message_reaches_the_model_with_the_comment_typed_with
               "> db01 is down & #ops paged\n> see [status](https://status.example.com)",
         "U2": "Forwarded message from Alan:\n> lunch?",
     }
+
+
+async def test_a_command_the_store_refuses_until_a_stop_is_answered_to_send_it_again(
+        fake: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
+    # Acked at once (Slack's 3 s), so Slack never sends it again, and no history keeps a command to
+    # read back: a store refusing it until the stop left the user with no answer at all.
+    tries = 0
+
+    async def full_disk(inbound: Inbound) -> None:
+        nonlocal tries
+        tries += 1
+        raise refused_for_room()
+
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    await adapter.start(full_disk, COMMANDS)
+    try:
+        await fake.push_slash_command("/new", "U1", "DU1", "please")
+        await fake.wait_for(lambda: tries >= 2)  # handed over again: the store may find room
+    finally:
+        await adapter.stop()
+    assert [e["text"] for e in fake.ephemeral] == ["⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
+    assert "slack: /new from user U1 was not recorded before the gateway stopped; telling the user to send it again" \
+        in caplog.messages
+
+
+def refused_for_room() -> sqlite3.OperationalError:
+    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE inbox (text)")
+    db.execute("PRAGMA max_page_count=2")
+    try:
+        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        db.close()
+    raise AssertionError("the write fitted")
