@@ -398,11 +398,11 @@ class DiscordAdapter:
             try:
                 try:
                     await self._caught_up.wait()
-                except asyncio.CancelledError:  # a stop while the catch-up held it: as if still queued
-                    if item[0] is not None and item[0].is_command:
+                    await self._hand_over(sink, item)
+                except asyncio.CancelledError:  # a stop while the catch-up held it, or past the drain with the
+                    if item[0] is not None and item[0].is_command:  # sink unfinished: as if still queued
                         self._not_taken.append(item[0])
                     raise
-                await self._hand_over(sink, item)
             finally:
                 self._queue.task_done()
 

@@ -206,6 +206,35 @@ async def test_a_command_held_behind_a_catch_up_at_a_stop_is_answered_to_send_it
     assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/stop` again in a minute."
 
 
+class Stuck(Sink):
+    """A gateway that never finishes taking a command (a store blocked past the stop's drain)."""
+
+    def __init__(self, fake: FakeDiscord) -> None:
+        super().__init__(fake)
+        self.tries = 0
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.tries += 1
+        await asyncio.Event().wait()
+
+
+async def test_a_command_still_being_taken_past_the_stops_drain_is_answered_to_send_it_again(
+        fake: FakeDiscord) -> None:
+    # The drain gives up after 5 s and cancels the consumer mid-hand-over: the command it held was
+    # neither recorded nor left in the queue, so no "send it again" was said for it either.
+    adapter, sink = adapter_for(fake), Stuck(fake)
+    await adapter.start(sink, COMMANDS)
+    try:
+        interaction = fake.push_interaction("new", USER)
+        await fake.wait_for(lambda: sink.tries >= 1)
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()
+    [answer] = fake.bot_messages(fake.dm_channel(USER))
+    assert answer.id == fake.interactions[interaction]["original"]
+    assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
+
+
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")
