@@ -420,6 +420,8 @@ class SlackAdapter:
         try:
             await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
         except TimeoutError:
+            if task.done() and not task.cancelled():  # failed as the wait ended, before it saw the ack: unacked
+                task.result()
             was_acked.set()
             if waits is None:  # else the catch-up says so, should it take long
                 log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)

@@ -450,3 +450,28 @@ async def test_a_message_the_store_refuses_after_the_ack_is_handed_over_again_un
     assert f"slack: message {slow_id} was not recorded (OperationalError: database or disk is full) after Slack was" \
            " acknowledged for it; handing it over again in 0.5 s, and until it is" in caplog.messages
     assert f"slack: message {slow_id} is recorded" in caplog.messages
+
+
+async def test_a_message_the_store_refuses_in_the_turn_the_ack_wait_ends_is_not_acked(fake):
+    # The hand-over failed before it saw the ack (so it did not try again), and the ack went all the
+    # same: Slack never sent the message again, and nothing in this process took it.
+    fake.ack_timeout = 0.3
+    gateway, tries = Gateway(), 0
+
+    async def full_at_first(inbound: Inbound) -> None:
+        nonlocal tries
+        tries += 1
+        if tries == 1:
+            raise full_disk()
+        await gateway.sink(inbound)
+
+    # A wait of 0 ends in the loop turn the sink first runs in: the window, made certain.
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2, catch_up=NO_PACE, sink_timeout=0.0)
+    await adapter.start(full_at_first)
+    try:
+        await fake.push_dm("U1", "hello")
+        await fake.wait_for(lambda: gateway.texts() == ["hello"])
+    finally:
+        await down(fake, adapter)
+    assert tries == 2
