@@ -19,7 +19,7 @@ would never stop); the bot's mention (or its role's) is stripped from the text. 
 the bot posted in are remembered across restarts: the gateway hands them over
 (`remember_threads`). What was said to the bot while the gateway was down, which Discord never sends
 again, is asked for at each new session (`platforms.discord_catch_up`): the last message seen in each
-channel is kept in the gateway's store (`bind_last_seen`). A forward is heard as the message it forwards (Discord sends it empty,
+channel is kept in the gateway's store (`bind_last_seen`, `platforms.discord_seen`). A forward is heard as the message it forwards (Discord sends it empty,
 with a snapshot of that message). Attached files arrive as `Attachment`s (`platforms.discord_files`);
 `download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
@@ -27,9 +27,9 @@ reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
 
 Each `CommandSpec` becomes a slash command, deferred before it is handed over
-(`platforms.discord_commands`). The first answer replaces the "thinking…" response, later
-ones are follow-ups (after a restart Discord is asked which comes next); an expired
-token falls back to a channel message.
+(`platforms.discord_commands`) and answered through its interaction (`platforms.discord_interactions`).
+The first answer replaces the "thinking…" response, later ones are follow-ups (after a restart Discord
+is asked which comes next); an expired token falls back to a channel message.
 
 Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 (`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 import time
 from collections import OrderedDict
@@ -84,8 +83,11 @@ from platforms.base import (
 from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_errors import FAILED, PORTAL_HINT, delivery_error, ended_because, translate
 from platforms.discord_handover import until_recorded
-from platforms.discord_twins import Twins
+from platforms.discord_interactions import MENTIONS, Interactions
+from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
+from platforms.discord_twins import Twins, nonce_of
 from platforms.formatting import blank, discord_markdown
+from platforms.recent import remember
 from platforms.repeated_warnings import RepeatedWarnings
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -97,12 +99,6 @@ PACING = Pacing(edit_interval=1.0)
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
 
-# What the bot posts is the model's text, which may copy mentions from what users wrote or a page it
-# read: it never pings anyone (a mention still shows as one). The bot does not post replies, so
-# there is no asker to ping either.
-_MENTIONS = discord.AllowedMentions.none()
-_REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
-_REMEMBERED_CHANNELS = 10_000  # channels and threads posted in, most recent kept (as many as the gateway hands over)
 TYPING = "POST /channels/{channel_id}/typing"
 
 
@@ -152,23 +148,14 @@ class DiscordAdapter:
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
         self._typing_failures = RepeatedWarnings(log)
-        self._answers: aiohttp.ClientSession | None = None
+        self._interactions = Interactions(self._require_client)
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._clock = clock
         self._catch_up_timeout = catch_up_timeout
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
-        self._last_seen: OrderedDict[int, int] = OrderedDict()
-        """Channel -> the newest message handed over from it (see `_seen`), least recently recorded first:
-        the latest `_REMEMBERED_CHANNELS`, ten times the channels a catch-up reads (its `MAX_CHANNELS`,
-        the most recently active). One dropped is only recorded without the check that its message is
-        newer than the one recorded before."""
-        self._record_seen: SeenRecorder | None = None
-        self._behind: set[int] = set()
-        """Channels the last catch-up could not read or gave up on at its deadline: what was said there
-        while the gateway was down is not handed over yet, so the last message seen stays put until a
-        catch-up reads them again (the inbox drops what was answered live meanwhile)."""
+        self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
         self._caught_up.set()
@@ -186,11 +173,8 @@ class DiscordAdapter:
         self._twins = Twins()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
-        the latest `_REMEMBERED_CHANNELS` of them."""
+        the latest `REMEMBERED_CHANNELS` of them."""
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
-        self._answered: OrderedDict[str, bool] = OrderedDict()
-        """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
-        self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._content_warned = False
         self._watch = ConnectionWatch(self.name)
         self._token_watch = discord_token.token_watch()
@@ -219,14 +203,11 @@ class DiscordAdapter:
         """The gateway's stored thread sessions: after a restart the bot still hears every
         message in a thread it had posted in, which Discord's data alone does not tell."""
         for _chat, thread in threads:
-            _remember(self._posted_in, int(thread), None, _REMEMBERED_CHANNELS)
+            remember(self._posted_in, int(thread), None, REMEMBERED_CHANNELS)
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
-        channels = sorted(((int(channel), int(message)) for channel, message in last_seen.items()),
-                          key=lambda item: item[1])
-        self._last_seen = OrderedDict(channels[-_REMEMBERED_CHANNELS:])
-        self._record_seen = seen
+        self._last_seen.bind(last_seen, seen)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -251,7 +232,7 @@ class DiscordAdapter:
             discord_token.watch_answers(trace, self._token_watch)
             client = self._client = self._client_factory(
                 intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
-            self._answers = discord_answers.open_session()
+            self._interactions.session = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
@@ -336,7 +317,7 @@ class DiscordAdapter:
             if inbound is not None and inbound.is_command:
                 self._not_taken.append(inbound)
         await self._tell_not_taken()
-        answers, self._answers = self._answers, None
+        answers, self._interactions.session = self._interactions.session, None
         if answers is not None:
             await answers.close()
         urls, self._urls = self._urls, None
@@ -376,9 +357,10 @@ class DiscordAdapter:
                 # finishing its record), and would otherwise move the last message seen under this one.
                 await asyncio.wait(earlier)
             client = self._require_client()
-            self._behind = set()  # each read again from where it was left; live events wait meanwhile
-            self._behind = set(await discord_catch_up.catch_up(client, dict(self._last_seen), deliver, self._seen,
-                                                               now=self._clock(), deadline=self._catch_up_timeout))
+            seen = self._last_seen
+            seen.behind = set()  # each read again from where it was left; live events wait meanwhile
+            seen.behind = set(await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen,
+                                                              now=self._clock(), deadline=self._catch_up_timeout))
         finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
             if self._catch_up_task is asyncio.current_task():
                 self._caught_up.set()
@@ -411,27 +393,11 @@ class DiscordAdapter:
         if inbound is not None and not await until_recorded(sink, inbound, self._stop_asked):
             if inbound.is_command:  # Discord never sends an interaction again, nor keeps it in a history
                 self._not_taken.append(inbound)
-            if message_id and channel_id not in self._last_seen:  # so that the next start looks there
-                self._seen(channel_id, message_id - 1)
+            if message_id and channel_id not in self._last_seen.last_seen:  # so that the next start looks there
+                self._last_seen.seen(channel_id, message_id - 1)
             return  # not seen: the next start's catch-up hands it over
         if message_id:
-            self._seen(channel_id, message_id)
-
-    def _seen(self, channel_id: int, message_id: int) -> None:
-        """Everything up to ``message_id`` in the channel is handed over (events go in order), so a
-        catch-up starts after it."""
-        if message_id <= self._last_seen.get(channel_id, 0) or channel_id in self._behind:
-            return
-        _remember(self._last_seen, channel_id, message_id, _REMEMBERED_CHANNELS)
-        # Written at every message, chatter not for the bot too, and not coalesced: one upsert in the
-        # store's group commit (WAL, no fsync) costs ~50 µs of the loop (measured: 43-49 µs a message
-        # on this project's 2-core machine), 0.5 ms a second for a channel of ten messages a second;
-        # and so the cursor is as durable as the inbox at any stop, a SIGKILL too.
-        if self._record_seen is not None:
-            try:
-                self._record_seen(str(channel_id), str(message_id))
-            except Exception:  # at worst the next start asks for messages the inbox then drops
-                log.exception("discord: could not record the last message seen in channel %s", channel_id)
+            self._last_seen.seen(channel_id, message_id)
 
     # ---- inbound -----------------------------------------------------------------------------
 
@@ -441,7 +407,7 @@ class DiscordAdapter:
             self._twins.heard(message.id, message.channel.id, message.nonce)
         inbound = self._inbound_of(message)
         # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
-        if inbound is not None or message.channel.id in self._last_seen:
+        if inbound is not None or message.channel.id in self._last_seen.last_seen:
             self._queue.put_nowait((inbound, message.channel.id, message.id))
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
@@ -461,15 +427,14 @@ class DiscordAdapter:
         assert task is not None
         self._receiving.add(task)
         try:
-            inbound = await discord_commands.received(interaction, name, args,
-                                                      deferred=lambda token: _remember(self._answered, token, False))
+            inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred)
         finally:
             self._receiving.discard(task)
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
     async def _tell_not_taken(self) -> None:
         commands, self._not_taken = self._not_taken, []
-        await discord_commands.tell_not_taken(commands, self._answers)
+        await discord_commands.tell_not_taken(commands, self._interactions.session)
 
     # ---- outbound ----------------------------------------------------------------------------
 
@@ -478,20 +443,20 @@ class DiscordAdapter:
         message = replace(message, text=scalar_text(message.text))  # a lone surrogate cannot be encoded
         if message.reply_token:
             try:
-                return await self._answer(message)
+                return await self._interactions.answer(message)
             except NotFound:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         target = message.thread_id or message.chat_id
-        nonce = _nonce(message.idempotency_key)
+        nonce = nonce_of(message.idempotency_key)
         self._twins.sending(nonce)
         try:
             sent = await self._channel(target).send(
-                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
+                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
                 reference=_quote(message, target),  # type: ignore[arg-type]
             )
         except Exception as exc:
             raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
-        _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
+        remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
     def upload_limit(self, chat_id: str) -> int:
@@ -506,7 +471,7 @@ class DiscordAdapter:
         content is, with the part's nonce: Discord drops a repeated upload of it. A reply, as
         `send`'s, when the part quotes a message (``reply_to``)."""
         target = message.thread_id or message.chat_id
-        nonce = _nonce(message.idempotency_key)
+        nonce = nonce_of(message.idempotency_key)
         self._twins.sending(nonce)
         route = "POST /channels/{channel_id}/messages"
         try:
@@ -514,57 +479,29 @@ class DiscordAdapter:
             try:
                 sent = await self._channel(target).send(
                     discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
-                    silent=message.silent, nonce=nonce, allowed_mentions=_MENTIONS,
+                    silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
                     reference=_quote(message, target))  # type: ignore[arg-type]
             finally:
                 upload.close()
         except Exception as exc:
             raise translate(exc, route=route, chat_id=target) from exc
-        _remember(self._posted_in, int(target), None, _REMEMBERED_CHANNELS)
+        remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
-
-    async def _answer(self, message: Outbound) -> Sent:
-        assert message.reply_token is not None
-        route = "GET /webhooks/{application_id}/{token}/messages/@original"
-        content = discord_markdown.render(message.text)
-        try:
-            webhook = self._webhook(message.reply_token)
-            first = await self._unanswered(webhook, message.reply_token)
-            route = "/webhooks/{application_id}/{token}"
-            route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
-            if first:  # replace the "thinking…" placeholder of the deferred response
-                sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
-                                                  allowed_mentions=_MENTIONS)
-            else:
-                sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=_MENTIONS)
-        except Exception as exc:
-            raise translate(exc, route=route, chat_id=message.chat_id) from exc
-        _remember(self._answered, message.reply_token, True)
-        _remember(self._webhook_messages, str(sent.id), message.reply_token)
-        return Sent(str(sent.id))
-
-    async def _unanswered(self, webhook: discord.Webhook, reply_token: str) -> bool:
-        """Whether the interaction still shows "thinking…". Deferred by an earlier process (the
-        gateway restarted between the parts of an answer), only Discord knows: asked once."""
-        if reply_token not in self._answered:
-            original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
-            _remember(self._answered, reply_token, not original.flags.loading)
-        return not self._answered[reply_token]
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
         text = scalar_text(text)
         target = thread_id or chat_id
         text = discord_markdown.render(text)
-        reply_token = self._webhook_messages.get(message_id)
+        reply_token = self._interactions.token_of(message_id)
         route = "PATCH /channels/{channel_id}/messages/{message_id}"
         try:
             if reply_token is not None:
                 route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
-                await self._webhook(reply_token).edit_message(int(message_id), content=text, allowed_mentions=_MENTIONS)
+                await self._interactions.webhook(reply_token).edit_message(int(message_id), content=text, allowed_mentions=MENTIONS)
             else:
                 partial = self._channel(target).get_partial_message(int(message_id))
-                await partial.edit(content=text, allowed_mentions=_MENTIONS)
+                await partial.edit(content=text, allowed_mentions=MENTIONS)
         except Exception as exc:
             raise translate(exc, route=route, chat_id=target) from exc
 
@@ -588,12 +525,12 @@ class DiscordAdapter:
         """Delete one of the bot's messages (a command answer through its interaction); one that is
         already gone counts as deleted."""
         target = thread_id or chat_id
-        reply_token = self._webhook_messages.get(message_id)
+        reply_token = self._interactions.token_of(message_id)
         route = "DELETE /channels/{channel_id}/messages/{message_id}"
         try:
             if reply_token is not None:
                 route = "DELETE /webhooks/{application_id}/{token}/messages/{message_id}"
-                await self._webhook(reply_token).delete_message(int(message_id))
+                await self._interactions.webhook(reply_token).delete_message(int(message_id))
             else:
                 await self._channel(target).get_partial_message(int(message_id)).delete()
         except Exception as exc:
@@ -613,31 +550,9 @@ class DiscordAdapter:
     def _channel(self, channel_id: str) -> discord.PartialMessageable:
         return self._require_client().get_partial_messageable(int(channel_id))
 
-    def _webhook(self, reply_token: str) -> discord.Webhook:
-        app_id, token = reply_token.split(":", 1)
-        client = self._require_client()
-        assert self._answers is not None  # opened with the client
-        return discord.Webhook.partial(int(app_id), token, session=self._answers, client=client)
-
 
 def _quote(message: Outbound, target: str) -> discord.MessageReference | None:
-    """A reply to the message ``message`` answers, without pinging its author (`_MENTIONS`); posted
+    """A reply to the message ``message`` answers, without pinging its author (`MENTIONS`); posted
     all the same, as a plain message, if that message was deleted meanwhile."""
     return None if message.reply_to is None else discord.MessageReference(
         message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)
-
-
-def _nonce(idempotency_key: str | None) -> str | None:
-    # Discord nonces are at most 25 characters; a digest keeps any key stable and short.
-    if idempotency_key is None:
-        return None
-    return hashlib.blake2b(idempotency_key.encode(), digest_size=12).hexdigest()
-
-
-def _remember(store: OrderedDict[Any, Any], key: Any, value: Any, keep: int = _REMEMBERED) -> None:
-    store[key] = value
-    store.move_to_end(key)
-    while len(store) > keep:
-        store.popitem(last=False)
-
-

@@ -279,11 +279,12 @@ def test_the_channels_kept_for_a_catch_up_after_a_reconnect_are_the_most_recentl
     recorded: list[tuple[int, int]] = []
     adapter.bind_last_seen({"7": "5"}, lambda channel, message: recorded.append((int(channel), int(message))))
     for channel in range(100, 20_100):
-        adapter._seen(channel, 1_000_000 + channel)
-    adapter._seen(7, 6)  # an old channel heard in again is recent again
-    assert len(adapter._last_seen) == 10_000
-    assert adapter._last_seen[7] == 6 and adapter._last_seen[20_099] == 1_020_099 and 10_100 not in adapter._last_seen
-    adapter._seen(20_099, 1_020_098)  # an older message than the one held is still not recorded
+        adapter._last_seen.seen(channel, 1_000_000 + channel)
+    adapter._last_seen.seen(7, 6)  # an old channel heard in again is recent again
+    last_seen = adapter._last_seen.last_seen
+    assert len(last_seen) == 10_000
+    assert last_seen[7] == 6 and last_seen[20_099] == 1_020_099 and 10_100 not in last_seen
+    adapter._last_seen.seen(20_099, 1_020_098)  # an older message than the one held is still not recorded
     assert recorded[-1] == (7, 6) and len(recorded) == 20_001
 
 

@@ -1,0 +1,78 @@
+"""Answers to slash commands through their interaction, and edits and deletions of those answers.
+
+The first answer replaces the deferred response's "thinking…", later ones are follow-ups; after a
+restart Discord is asked which comes next. Apart from the adapter (`platforms.discord`) because it is
+one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import aiohttp
+
+from platforms.base import Outbound, Sent
+from platforms.discord_errors import translate
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.formatting import discord_markdown
+from platforms.recent import remember
+
+# What the bot posts is the model's text, which may copy mentions from what users wrote or a page it
+# read: it never pings anyone (a mention still shows as one). The bot does not post replies, so
+# there is no asker to ping either.
+MENTIONS = discord.AllowedMentions.none()
+_REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
+
+
+class Interactions:
+    def __init__(self, client: Callable[[], discord.Client]) -> None:
+        """``client``: the adapter's connected client (raising while there is none)."""
+        self._client = client
+        self.session: aiohttp.ClientSession | None = None
+        """The webhooks' session (`platforms.discord_answers.open_session`), opened with the client."""
+        self._answered: OrderedDict[str, bool] = OrderedDict()
+        """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
+        self._webhook_messages: OrderedDict[str, str] = OrderedDict()
+
+    def deferred(self, reply_token: str) -> None:
+        """The interaction's response was deferred: it shows "thinking…" until its first answer."""
+        remember(self._answered, reply_token, False, _REMEMBERED)
+
+    def token_of(self, message_id: str) -> str | None:
+        """The reply token of the interaction that posted ``message_id``, if it was an answer."""
+        return self._webhook_messages.get(message_id)
+
+    async def answer(self, message: Outbound) -> Sent:
+        assert message.reply_token is not None
+        route = "GET /webhooks/{application_id}/{token}/messages/@original"
+        content = discord_markdown.render(message.text)
+        try:
+            webhook = self.webhook(message.reply_token)
+            first = await self._unanswered(webhook, message.reply_token)
+            route = "/webhooks/{application_id}/{token}"
+            route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+            if first:  # replace the "thinking…" placeholder of the deferred response
+                sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
+                                                  allowed_mentions=MENTIONS)
+            else:
+                sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=MENTIONS)
+        except Exception as exc:
+            raise translate(exc, route=route, chat_id=message.chat_id) from exc
+        remember(self._answered, message.reply_token, True, _REMEMBERED)
+        remember(self._webhook_messages, str(sent.id), message.reply_token, _REMEMBERED)
+        return Sent(str(sent.id))
+
+    async def _unanswered(self, webhook: discord.Webhook, reply_token: str) -> bool:
+        """Whether the interaction still shows "thinking…". Deferred by an earlier process (the
+        gateway restarted between the parts of an answer), only Discord knows: asked once."""
+        if reply_token not in self._answered:
+            original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
+            remember(self._answered, reply_token, not original.flags.loading, _REMEMBERED)
+        return not self._answered[reply_token]
+
+    def webhook(self, reply_token: str) -> discord.Webhook:
+        app_id, token = reply_token.split(":", 1)
+        client = self._client()
+        assert self.session is not None  # opened with the client
+        return discord.Webhook.partial(int(app_id), token, session=self.session, client=client)
