@@ -1,7 +1,7 @@
 """Slack on slack-bolt (async): Socket Mode or the HTTP Events API.
 
-Sessions: a DM is one session (``thread_id`` None). In channels the bot answers when
-mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
+Sessions (`platforms.slack_addressed`): a DM is one session (``thread_id`` None). In channels the
+bot answers when mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it answered a message there: the answer to a
 command does not count) later replies in it need no mention; after a restart the gateway
@@ -93,6 +93,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import blank, slack_mrkdwn
+from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
@@ -109,7 +110,6 @@ PACING = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2,
 Tier 3 (50 a minute) and files.getUploadURLExternal / files.completeUploadExternal Tier 4 (100 a minute)."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
-_KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
@@ -119,18 +119,6 @@ _FORMATTING = ("invalid_blocks", "invalid_blocks_format")
 _NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
 """Calls that say nothing of the bot token while running: the first takes the app token, the other
 runs at start only, where a refused token stops the start with a line of its own."""
-
-
-@dataclass(frozen=True)
-class _Addressed:
-    """How the bot takes a message (`SlackAdapter._addressed`)."""
-
-    thread: str | None
-    """The session's thread: the message's, or the one a mention in a channel starts; None in a DM."""
-    private: bool
-    text: str
-    """Without the mention."""
-    mentioned: bool
 
 
 @dataclass(frozen=True)
@@ -326,26 +314,10 @@ class SlackAdapter:
         if taken is not None:
             await self._deliver(taken.inbound, taken)
 
-    def _addressed(self, event: dict[str, Any]) -> _Addressed | None:
-        """How the bot takes a message: None for what it does not answer (another subtype, a bot's,
-        a channel message neither mentioning it nor in its thread)."""
-        user = event.get("user")
-        if event.get("subtype") not in _KEEP_SUBTYPES or event.get("bot_id") or not user or user == self.bot_user_id:
-            return None
-        channel, ts, text = event["channel"], event["ts"], event.get("text") or ""
-        thread_ts = event.get("thread_ts")
-        private = event.get("channel_type") == "im" or channel.startswith("D")
-        assert self._mention is not None
-        mentioned = bool(self._mention.search(text))
-        # Only the spaces around a mention go: the lines and indentation of code the user pasted stay.
-        text = self._mention.sub(" ", text).strip() if mentioned else text.strip()
-        if private:
-            return _Addressed(None, private, text, mentioned)
-        if mentioned:
-            return _Addressed(thread_ts or ts, private, text, mentioned)
-        if thread_ts and ((channel, thread_ts) in self._threads or self._is_text_command(text)):
-            return _Addressed(thread_ts, private, text, mentioned)
-        return None
+    def _addressed(self, event: dict[str, Any]) -> Addressed | None:
+        """How the bot takes a message (`platforms.slack_addressed`)."""
+        return addressed(event, self.bot_user_id, self._mention, threads=self._threads,
+                         text_commands=self._text_commands)
 
     async def _inbound(self, event: dict[str, Any]) -> _Taken | None:
         """The `Inbound` for a message the bot takes, and the conversations it is the newest
@@ -382,11 +354,6 @@ class SlackAdapter:
 
     async def _on_app_uninstalled(self) -> None:
         self._bot_token_state.refused("Slack's app_uninstalled event: the app was removed from the workspace")
-
-    def _is_text_command(self, text: str) -> bool:
-        """``!name`` or ``!name args``, any case: what the gateway's command parser accepts."""
-        words = text.split(maxsplit=1)
-        return bool(words) and words[0].lower() in self._text_commands
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
