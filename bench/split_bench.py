@@ -19,8 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import describe  # noqa: E402
-from gateway.sender import safe_measure  # noqa: E402
-from gateway.splitting import split_text  # noqa: E402
+from gateway.splitting import safe_measure, split_text  # noqa: E402
 from platforms.discord import DiscordAdapter  # noqa: E402
 from platforms.formatting import markdown  # noqa: E402
 from platforms.slack import SlackAdapter  # noqa: E402

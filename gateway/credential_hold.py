@@ -72,7 +72,7 @@ class CredentialHolds:
         """The periods journaled before this start, on the wall clock (the only one that outlives a process)."""
         self._awake: dict[str, list[tuple[float, float | None]]] = {}
         """The periods of this process, on the monotonic clock, as a part's give-up clock counts
-        (`gateway.sender.Sender`): a suspend during a hold counts toward neither."""
+        (`gateway.give_up`): a suspend during a hold counts toward neither."""
         for platform, since, until in store.hold_periods():
             self._journaled.setdefault(platform, []).append((since, until))
             # On when the last process stopped: its first part tries at once.

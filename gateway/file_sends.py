@@ -17,8 +17,8 @@ from agent import ToolError
 from agent.tools.send_file import FileToSend, human_size
 from gateway.outbox import Outbox
 from gateway.outbox_files import FileChanged, OutboxFiles
-from gateway.sender import safe_measure
 from gateway.session_registry import SessionRegistry
+from gateway.splitting import safe_measure
 from platforms.base import Adapter, CapsSpans, SendsFiles
 
 STOPPED = "This turn was stopped; nothing more of it reaches the chat."

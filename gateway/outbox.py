@@ -32,7 +32,7 @@ Guarantees:
   (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
   meets one before a part is sent again. A part still failing ``give_up_after`` seconds
   after it was journaled (time queued behind other parts counts; time the machine was
-  suspended or the gateway stopped does not: `Sender._give_up_in`) is marked failed,
+  suspended or the gateway stopped does not: `gateway.give_up`) is marked failed,
   and the chat moves on. Forbidden, NotFound and BadRequest are final at once. Unauthorized
   (the platform refuses the bot's own credentials, in every chat) is not: the platform's
   parts are held, in order, until it takes them again; time held does not count toward
@@ -73,8 +73,8 @@ from agent import SYSTEM_CLOCK, Clock
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
-from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender, safe_measure
-from gateway.splitting import split_text
+from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender
+from gateway.splitting import safe_measure, split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import Adapter, CountsCharacters
 
@@ -96,7 +96,7 @@ class Outbox:
     the age at which a message is sent with a note saying so (0: never; `gateway.late_notes`).
     ``files``: where the copies of files to send are kept (none: a file send fails). ``unspent(row)``:
     ``row`` took its turn's quote and failed, and the turn has journaled no message since to take
-    it (`Sender._pass_quote`).
+    it (`gateway.quote_passing.pass_quote`).
     """
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
@@ -214,7 +214,7 @@ class Outbox:
         made meanwhile may come first. ``first`` is called once the parts are split, right before
         they are journaled (a turn's progress message finished with its reply, not a split's time
         before it). ``reply_to`` may be a function giving it, called then too (a turn's quote, which
-        a refused file may give back meanwhile: `Sender._pass_quote`). Cancelled while splitting:
+        a refused file may give back meanwhile: `gateway.quote_passing.pass_quote`). Cancelled while splitting:
         nothing is journaled, neither function called."""
         chat = (platform, chat_id, thread_id)
         if chat not in self._splitting and self._fits_as_counted(platform, text):

@@ -19,10 +19,11 @@ from agent import Clock
 from gateway import late_notes
 from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
+from gateway.give_up import GiveUpClocks
 from gateway.outbox_files import OutboxFiles
 from gateway.pacing import Pacer, account_op, pacing_of
 from gateway.quote_passing import pass_quote
-from gateway.splitting import split_text
+from gateway.splitting import safe_measure, split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
     Adapter,
@@ -74,20 +75,6 @@ def _outbound(row: OutboxRow) -> Outbound:
                     reply_to=row.reply_to)
 
 
-def safe_measure(adapter: Adapter) -> Callable[[str], int]:
-    """The adapter's measure, also for text holding lone surrogates (which a UTF-16 encoder
-    refuses): each lone surrogate is then measured as one replacement character."""
-    measure = adapter.measure
-
-    def measured(text: str) -> int:
-        try:
-            return measure(text)
-        except UnicodeError:
-            return measure(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
-
-    return measured
-
-
 class Sender:
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, clock: Clock, max_retry_after: float,
                  give_up_after: Mapping[str, float], default_give_up: float, rng: random.Random,
@@ -103,7 +90,6 @@ class Sender:
         self._late_after = late_after
         self._events = events or GatewayEvents()
         self._max_retry_after = max_retry_after
-        self._give_up_after, self._default_give_up = give_up_after, default_give_up
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
@@ -115,9 +101,8 @@ class Sender:
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
         """Parts journaled before this may have been in flight when the last process died."""
-        self._started_awake = clock.monotonic()
-        self._journaled: dict[int, float] = {}
-        """When each pending part's give-up clock started, on the monotonic clock (`journaled`)."""
+        self._give_up = GiveUpClocks(clock, self._holds, started=self._started, give_up_after=give_up_after,
+                                     default_give_up=default_give_up)
         self._unsure: set[int] = set()
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
         self._asked: set[int] = set()
@@ -138,31 +123,8 @@ class Sender:
         return len(self._unsure | self._asked | self._waited)
 
     def journaled(self, row_id: int) -> None:
-        """The part ``row_id`` was journaled just now: its give-up clock starts."""
-        self._journaled[row_id] = self._clock.monotonic()
-
-    def _give_up_in(self, row: OutboxRow) -> float:
-        """Seconds left before ``row`` is given up on (≤ 0: now). Its give-up clock counts the time
-        the gateway ran and the machine was awake, on the monotonic clock, which stops in a suspend:
-        a reply whose network went as the laptop's lid closed is not given up on at the first failure
-        after a night asleep, when the network is often not back yet. For a part journaled before
-        this start, the time it was tried then counts (from its journaling to its last retry time);
-        the time the gateway was stopped does not, nor does a part's first failure at a boot before
-        the network is up end it. Time its platform held it for a refused token does not count either
-        (`gateway.credential_hold`)."""
-        since = self._journaled.get(row.id)
-        if since is None:
-            if row.created_at >= self._started:  # journaled by this sender (a late note, a re-split piece)
-                since = self._clock.monotonic() - max(0.0, self._clock.time() - row.created_at)
-            else:
-                tried = 0.0 if row.next_attempt_at is None else min(row.next_attempt_at, self._started) - row.created_at
-                tried = max(0.0, tried)
-                held = self._holds.held_before(row.platform, row.created_at, row.created_at + tried)
-                since = self._started_awake - tried + held
-            self._journaled[row.id] = since
-        limit = self._give_up_after.get(row.platform, self._default_give_up)
-        held = self._holds.held_awake(row.platform, since)  # a refused token: not the part's failure
-        return since + limit + held - self._clock.monotonic()
+        """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
+        self._give_up.journaled(row_id)
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -176,7 +138,7 @@ class Sender:
             return True
         row = self._store.message_by_id(row_id)
         if row is None:
-            self._journaled.pop(row_id, None)
+            self._give_up.forget(row_id)
             return True
         adapter = self._adapters.get(row.platform)
         if row.status != "pending":
@@ -353,7 +315,7 @@ class Sender:
                     if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
                         return False
                     continue
-                left = self._give_up_in(row)
+                left = self._give_up.left(row)
                 if left <= 0:
                     self._fail(row, exc, gave_up=True)
                     return True
@@ -440,7 +402,7 @@ class Sender:
         return None
 
     def _forget(self, row: OutboxRow) -> None:
-        self._journaled.pop(row.id, None)
+        self._give_up.forget(row.id)
         self._unsure.discard(row.id)
         self._asked.discard(row.id)
         self._waited.discard(row.id)
@@ -563,7 +525,7 @@ class Sender:
         self._settle_cb(row.key, first)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
-        tried = self._clock.monotonic() - self._journaled.get(row.id, self._clock.monotonic())
+        tried = self._give_up.tried(row.id)
         self._forget(row)
         age = f" after {tried:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))

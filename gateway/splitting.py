@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
+from platforms.base import Adapter
 from platforms.formatting import markdown
 from platforms.formatting.blank import is_blank
 
@@ -506,6 +507,20 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return [p if _leaves_code_open(p) else p + references.for_part(p)
                 for p in parts if not link_references.shows_nothing(p)]
     return parts
+
+
+def safe_measure(adapter: Adapter) -> Callable[[str], int]:
+    """The adapter's measure, also for text holding lone surrogates (which a UTF-16 encoder
+    refuses): each lone surrogate is then measured as one replacement character."""
+    measure = adapter.measure
+
+    def measured(text: str) -> int:
+        try:
+            return measure(text)
+        except UnicodeError:
+            return measure(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
+
+    return measured
 
 
 def _leaves_code_open(part: str) -> bool:
