@@ -185,8 +185,17 @@ class Supervisor:
             except BaseException:
                 self._not_launched(records)
                 raise
+        stopped = []
         for record in records:
-            self.engine.submit(record.job)
+            if record.interrupt_reason is not None:
+                # Stopped while journaled (`interrupt`): the engine, asked before it had the job,
+                # could not stop it, so it is never queued, and ends as a withdrawn one does.
+                stopped.append(record)
+            else:
+                self.engine.submit(record.job)
+        if stopped:
+            await self._complete_now(stopped, lambda r: ChildOutcome("interrupted", "interrupted", None,
+                                                                     r.interrupt_reason))
         return records
 
     async def _abandon(self, records: Sequence[Record], journaling: asyncio.Future) -> None:

@@ -541,3 +541,27 @@ async def test_a_launch_committed_while_its_caller_was_cancelled_ends_interrupte
     assert row[0] == "INTERRUPTED" and "cancelled before start" in row[1]
     [child] = env.service.host_view().recent("parent-1")
     assert child.state is S.INTERRUPTED
+
+
+async def test_a_stop_asked_while_a_launch_is_journaled_stops_its_children(env):
+    # A /stop reaching the children while their launch waited for its commit set their stop reason,
+    # asked the engine (which had no such job yet) to stop them, and the launch then queued them:
+    # they ran to their end as if no stop had been asked.
+    journal = env.service.journal
+    await journal.sync()
+    other = sqlite3.connect(journal.db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the launch's commit must wait for it
+        with env.turn():
+            launching = asyncio.ensure_future(env.service.launch(req()))
+        await until(lambda: env.service.host_view().children("parent-1"))  # journaled, waiting for the commit
+        assert await env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 1
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    handle = await launching
+    with env.turn():
+        done = await env.service.wait(handle, timeout_seconds=5)
+        assert done.state is S.INTERRUPTED
+        assert (await env.service.result(handle)).error_message == "stopped by /stop"
+    assert env.child_model.requests == []  # it never made a model call
