@@ -107,7 +107,8 @@ class Journal(Protocol):
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
         """`sync`, for a launch whose records are ``subagent_ids``: if the commit fails, raises
         `JournalError` (``JOURNAL_WRITE_FAILED``) with those records dropped, never written.
-        A call cancelled while it waits keeps them: its caller finishes those children."""
+        A call cancelled while it waits keeps them: its caller finishes those children, and asks
+        again to learn how their commit ended (at once, without failing, if it wrote them)."""
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         """The latest record put for ``subagent_id``, committed or not."""

@@ -319,6 +319,19 @@ class SqliteJournal:
     async def _sync(self, launch: Collection[str] | None) -> None:
         """`sync`; with ``launch``, the ids whose records a failed commit drops (`sync_launch`)."""
         self._check_open()
+        if launch:
+            pending = self._pending
+            for subagent_id in launch:  # a loop, not any(): no allocation on the launch path
+                if subagent_id in pending:
+                    break
+            else:
+                # Written already, by a commit whose caller was cancelled before it heard (`Supervisor`
+                # asks again): a later commit's failure is not theirs, nor another launch's refusal.
+                refusal = self._unreported
+                if refusal is not None and not set(refusal.subagent_ids).isdisjoint(launch):
+                    self._unreported = None
+                    raise refusal
+                return
         if self._committed < self._seq:
             waiter = self._loop.create_future()
             self._waiters.append(waiter)

@@ -565,3 +565,34 @@ async def test_a_stop_asked_while_a_launch_is_journaled_stops_its_children(env):
         assert done.state is S.INTERRUPTED
         assert (await env.service.result(handle)).error_message == "stopped by /stop"
     assert env.child_model.requests == []  # it never made a model call
+
+
+async def test_a_launch_committed_before_its_cancelled_caller_woke_ends_interrupted_if_a_later_commit_fails(env):
+    # The launch's commit went through, but its caller was cancelled before it woke to hear so. Its
+    # second wait then waited for the next commit, which carried only another child's row and failed
+    # (a full disk): the launch was taken for refused and its children forgotten, their PENDING rows
+    # committed all the same, for a restart to report as interrupted children that never ran.
+    journal = env.service.journal
+    await journal.sync()
+    other = sqlite3.connect(journal.db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the launch's commit must wait for it
+        with env.turn():
+            launching = asyncio.ensure_future(env.service.launch(req()))
+        await until(lambda: env.service.host_view().children("parent-1"))  # journaled, waiting for the commit
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    journal.db.commit()  # the launch is committed now; its caller has not woken yet
+    launching.cancel()
+    (pages,) = journal.db.read_one("PRAGMA page_count")
+    journal.db.read(f"PRAGMA max_page_count={pages}")  # the next commit fails: SQLITE_FULL
+    [child] = env.service.host_view().children("parent-1")
+    row = await journal.get(child.subagent_id)
+    journal.put(dataclasses.replace(row, subagent_id="sa-other", goal="x" * 12_000))  # another child's row
+    with pytest.raises(asyncio.CancelledError):
+        await launching
+    journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+    await journal.sync()
+    states = dict(journal.db.read("SELECT subagent_id, state FROM lifecycle_records"))
+    assert states == {row.subagent_id: "INTERRUPTED", "sa-other": "PENDING"}
