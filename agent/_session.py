@@ -222,6 +222,11 @@ class AgentSession:
         """Queue text for the model at the next iteration boundary (FIFO)."""
         self._steer.append(text)
 
+    @property
+    def unread_steers(self) -> int:
+        """How many steered texts no model call has read yet (the last ones steered)."""
+        return len(self._steer)
+
     def take_steer(self) -> list[str]:
         """Remove and return steered text no model call has read yet (a turn that ended first
         leaves it here); the host decides what becomes of it."""

@@ -15,7 +15,7 @@ from agent import Clock, PluginCommand, PluginThreads
 from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
-from gateway.session_registry import Drops, SessionRegistry
+from gateway.session_registry import Drops, SessionRegistry, unread_steered
 from gateway.sessions import GatewaySession
 from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
@@ -205,8 +205,11 @@ class Commands:
         one that forgets it."""
         if self._later_turn(session, inbound) is not None:
             return NEW_SENT_BEFORE
-        # Nor under the exchanges of messages sent after it, which the new session would forget.
-        if answered := len({event.event_id for event in session.heard if self._sent_before(inbound, event)}):
+        # Nor under the exchanges of messages sent after it, which the new session would forget; one
+        # steered into the turn and not read yet is not answered: the new session answers it.
+        unread = {event.event_id for event in unread_steered(session)}
+        if answered := len({event.event_id for event in session.heard
+                            if event.event_id not in unread and self._sent_before(inbound, event)}):
             return new_sent_before_answered(answered)
         delivering = _delivering(session)
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))

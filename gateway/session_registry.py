@@ -275,6 +275,16 @@ class SessionRegistry:
         return agent
 
 
+def unread_steered(session: GatewaySession) -> list[Inbound]:
+    """The messages steered into the running turn that it has not read yet, left where they are: a
+    stop or ``/new`` puts them back in the queue (`_take_unread`), so they are not answered yet."""
+    running = session.running
+    if running is None or not running.steered:
+        return []
+    unread = running.steered[len(running.steered) - session.agent.unread_steers:]
+    return [item.event for item in unread if item.event is not None]
+
+
 def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem]:
     """Take the messages steered into ``running`` that it has not read yet back out of it, in order,
     after the answer it holds for a question it has not asked again (`RunningTurn.held_answer`)."""

@@ -201,3 +201,23 @@ async def test_a_late_stop_leaves_the_delivery_of_a_later_messages_results_going
     await fake.wait_for(lambda: len(texts(fake)) == 3)
     await settled(gateway, timeout=10)
     assert texts(fake)[2] == "here are the results"
+
+
+async def test_a_late_new_counts_no_message_steered_into_the_turn_and_not_read_yet(fake, chat):
+    # A message sent after the /new, steered into the running turn of one sent before it and not read
+    # yet, was counted as answered: the /new was refused, and the message answered in the session it
+    # was sent to leave. Unread, it goes to the new session, as one waiting in the queue does.
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    gateway = await chat(model, "steer")
+    send(fake, "please delegate this", ago=300)
+    await children_hanging(model)
+    session = next(iter(gateway.sessions))
+    generation = session.generation
+    send(fake, "and what else?")
+    await fake.wait_for(lambda: session.running.steered)
+    send(fake, "/new", ago=200)
+    await fake.wait_for(lambda: len(texts(fake)) == 2)
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway, timeout=10)
+    assert texts(fake) == ["Started a new session and ended 2 subagents. Delegation here is inline.", "all done"]
+    assert session.generation == generation + 1
