@@ -167,7 +167,8 @@ class DiscordAdapter:
         self._stop_asked = asyncio.Event()
         """Set as a stop begins: a consumer waiting to hand an event over again gives up at once."""
         self._receiving: set[asyncio.Task[Any]] = set()
-        """Slash commands being acknowledged, not queued yet: a stop waits for them (3 s at most)."""
+        """Slash commands being acknowledged, not queued yet: a stop waits for them. Briefly: it closes the
+        client first, whose HTTP session ends their "thinking…" calls (they go on without their interaction)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
         self._twins = Twins()

@@ -235,6 +235,28 @@ async def test_a_command_still_being_taken_past_the_stops_drain_is_answered_to_s
     assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
 
 
+async def test_a_stop_is_not_held_by_a_command_discord_never_acknowledges(fake: FakeDiscord) -> None:
+    # The stop waits for commands being acknowledged with no timeout of its own: closing the client
+    # first closes discord.py's HTTP session, which ends the hanging "thinking…" call at once, and the
+    # command goes on without its interaction (answered in the channel), as any failed defer does.
+    adapter, sink = adapter_for(fake), Sink(fake)
+    await adapter.start(sink, COMMANDS)
+    callback = fake.hold(CALLBACK)
+    try:
+        fake.push_interaction("new", USER)
+        await fake.wait_for(lambda: fake.calls_to(CALLBACK))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await asyncio.wait_for(adapter.stop(), 10.0)
+        assert loop.time() - began < 3.0
+    finally:
+        callback.set()
+        await adapter.stop()
+        await join_heartbeat_threads()
+    [command] = sink.events
+    assert (command.text, command.reply_token) == ("/new", None)
+
+
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
     adapter, sink = running
     fake.push_guild_message(GUILD, CHANNEL, USER, "just chatting")
