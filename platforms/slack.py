@@ -55,12 +55,13 @@ the sending path or holds a lock shared between chats.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -194,6 +195,10 @@ class SlackAdapter:
         self._metadata = True
         """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._listening: set[asyncio.Task[Any]] = set()
+        """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
+        cancels them before the work they start, so none starts any after it."""
+        self._stopping = False
         self._unanswered: list[Inbound] = []
         """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
         self._socket_watch = SocketWatch()
@@ -227,7 +232,7 @@ class SlackAdapter:
         Slash commands are declared in the app manifest, not registered here; ``commands`` only
         names the ``!name`` text forms accepted in threads, aliases included (``stop`` and ``new``
         by default)."""
-        self._sink = sink
+        self._sink, self._stopping = sink, False
         names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
         self._session = aiohttp.ClientSession()
@@ -284,20 +289,30 @@ class SlackAdapter:
                                   " firewall must let WebSockets (wss://) through") from exc
 
     async def stop(self) -> None:
-        """Disconnect, delete any progress placeholder still shown, close the HTTP session."""
+        """Disconnect, delete any progress placeholder still shown, close the HTTP session. Events and
+        commands still being read are dropped unacked (Slack sends an event again, to the next process);
+        a command acked already is answered to be sent again, as one whose hand-over the stop cancels."""
+        self._stopping = True
         if self._socket is not None:
             client, self._socket = self._socket.client, None
             await client.close()
             pending = [t for t in (client.message_processor, client.current_session_monitor, client.message_receiver)
                        if t is not None]
             await asyncio.gather(*pending, return_exceptions=True)
+        listening = [task for task in self._listening if task is not asyncio.current_task()]
+        for task in listening:
+            task.cancel()
+        await asyncio.gather(*listening, return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._progress.stop()
+        self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`_deliver`)
+        await asyncio.gather(*(task for task in self._listening if task is not asyncio.current_task()),
+                             return_exceptions=True)
         unanswered, self._unanswered = self._unanswered, []
         await slack_commands.tell_not_taken(unanswered, self.send)  # a command's answer, while the session is open
-        await self._progress.stop()
-        self._app = self._client = self._sink = None
+        self._client = self._sink = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -310,9 +325,20 @@ class SlackAdapter:
     # -- inbound -----------------------------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
-        taken = await self._inbound(event)
-        if taken is not None:
-            await self._deliver(taken.inbound, taken)
+        with self._listener():
+            taken = await self._inbound(event)
+            if taken is not None:
+                await self._deliver(taken.inbound, taken)
+
+    @contextlib.contextmanager
+    def _listener(self) -> Iterator[None]:
+        task = asyncio.current_task()
+        assert task is not None
+        self._listening.add(task)
+        try:
+            yield
+        finally:
+            self._listening.discard(task)
 
     def _addressed(self, event: dict[str, Any]) -> Addressed | None:
         """How the bot takes a message (`platforms.slack_addressed`)."""
@@ -356,8 +382,14 @@ class SlackAdapter:
         self._bot_token_state.refused("Slack's app_uninstalled event: the app was removed from the workspace")
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
-        await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
-        await self._deliver(slack_commands.inbound_of(self.name, body), acked=True)
+        inbound = slack_commands.inbound_of(self.name, body)
+        with self._listener():
+            try:
+                await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
+            except asyncio.CancelledError:  # a stop: acked or not, Slack never sends a command again
+                self._unanswered.append(inbound)
+                raise
+            await self._deliver(inbound, acked=True)
 
     async def _deliver(self, inbound: Inbound, taken: _Taken | None = None, *, acked: bool = False) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
@@ -366,10 +398,15 @@ class SlackAdapter:
         (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
         has it; until then, and for good if it fails, its conversations are recorded no further than
         just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
-        acked (a slash command is, before: ``acked``), a store refusing it is tried again."""
+        acked (a slash command is, before: ``acked``), a store refusing it is tried again. Once the
+        adapter is stopping nothing new starts: a command is answered to be sent again, and a message
+        raises `NetworkError`, unacked, for Slack to send it again to the next process."""
         sink, catch_up = self._sink, self._catch_up
-        if sink is None:
-            return
+        if sink is None or self._stopping:
+            if inbound.is_command:
+                self._unanswered.append(inbound)
+                return
+            raise NetworkError(f"slack adapter stopping: {inbound.event_id} left for Slack to send again")
         after = taken.conversations if taken is not None else ()
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
         was_acked = asyncio.Event()

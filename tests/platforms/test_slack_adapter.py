@@ -761,3 +761,53 @@ def refused_for_room() -> sqlite3.OperationalError:
     finally:
         db.close()
     raise AssertionError("the write fitted")
+
+
+async def test_a_message_still_being_read_at_a_stop_is_not_handed_over_during_or_after_it(
+        fake: FakeSlack, sink: Recorder) -> None:
+    # Socket Mode runs listeners as tasks it forgets: one awaiting files.info when the stop began reached
+    # the sink later, on a hand-over task started after the stop had cancelled its own, never cancelled.
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2)
+    await adapter.start(sink, COMMANDS)
+    await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
+    described = fake.hold("files.info")
+    await fake.push_file("DU1", "U1", b"x", "notes.txt", text="read this", connect=True)
+    await fake.wait_for(lambda: fake.calls_to("files.info"))
+    deleting = fake.hold("chat.delete")
+    stopping = asyncio.create_task(adapter.stop())
+    try:
+        await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+        described.set()
+        with pytest.raises(TimeoutError):  # runs out only where the listener no longer runs
+            await fake.wait_for(lambda: sink.items, timeout=1.0)
+    finally:
+        deleting.set()
+        await stopping
+    assert sink.items == []
+
+
+async def test_a_command_coming_in_during_a_stop_is_answered_to_send_it_again(fake: FakeSlack, sink: Recorder) -> None:
+    # It reached the sink on a task started after the stop had cancelled its own: a gateway stopping
+    # took it, or the stop cut it off unrecorded, and the user had no "send it again" either way.
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    fake.events_url, fake.signing_secret = f"http://{host}:{port}/slack/events", SECRET
+    await adapter.start(sink, COMMANDS)
+    await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
+    deleting = fake.hold("chat.delete")
+    stopping = asyncio.create_task(adapter.stop())
+    try:
+        await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+        await fake.push_slash_command("/new", "U1", "DU1")
+    finally:
+        deleting.set()
+        await stopping
+        await runner.cleanup()
+    assert sink.items == []
+    assert [e["text"] for e in fake.ephemeral] == ["⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
