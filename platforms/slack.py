@@ -94,6 +94,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import blank, slack_mrkdwn
+from platforms.not_recorded import storage_refusal
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
@@ -450,7 +451,15 @@ class SlackAdapter:
         taken = await self._inbound(event)
         if taken is None or self._sink is None:
             return ()
-        await self._sink(taken.inbound)
+        try:
+            await self._sink(taken.inbound)
+        except Exception as exc:
+            if storage_refusal(exc):  # left behind for the next start, which may have room
+                raise
+            # Its own failure (a bug it trips) would recur at every start's catch-up, holding its
+            # conversation behind it all the while: dropped, as a live message failing so is.
+            log.exception("slack: the gateway refused message %s read back by the catch-up; dropped, as it would"
+                          " fail alike at every try", taken.inbound.event_id)
         self._record_seen(taken)
         return taken.conversations
 

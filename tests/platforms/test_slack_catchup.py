@@ -475,3 +475,82 @@ async def test_a_message_the_store_refuses_in_the_turn_the_ack_wait_ends_is_not_
     finally:
         await down(fake, adapter)
     assert tries == 2
+
+
+class Poisoned(Gateway):
+    """A gateway with a bug that one message trips: it fails on "poison" for its own sake, not storage's
+    (after ``release`` is set, when one is given: slower than the adapter's sink_timeout)."""
+
+    def __init__(self, release: asyncio.Event | None = None) -> None:
+        super().__init__()
+        self.release = release
+        self.tries = 0
+
+    async def sink(self, inbound: Inbound) -> None:
+        if inbound.text == "poison":
+            self.tries += 1
+            if self.release is not None:
+                await self.release.wait()
+            raise ValueError("a bug this message trips")
+        await super().sink(inbound)
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "platforms.slack" and "the gateway refused message" in r.message]
+
+
+async def test_a_live_message_the_gateway_fails_on_after_the_ack_is_dropped_not_kept_behind(
+        fake: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
+    # Acked (slower than sink_timeout), then failing for its own sake: it kept its conversation just
+    # before it for the whole process, so no live message there was recorded as seen, and every start
+    # read it back and failed on it again.
+    gateway = Poisoned(release=asyncio.Event())
+    adapter = await gateway.start(fake, sink_timeout=0.1)
+    try:
+        poison = (await fake.push_dm("U1", "poison"))["event"]
+        await fake.wait_for(lambda: all(e.acked for e in fake.envelopes.values()))
+        assert gateway.release is not None
+        gateway.release.set()
+        after = (await fake.push_dm("U1", "after it"))["event"]
+        await fake.wait_for(lambda: gateway.last_seen.get((DM, None)) == after["ts"])
+    finally:
+        await adapter.stop()
+    assert gateway.texts() == ["after it"]
+    [refused] = refusals(caplog)
+    assert refused.getMessage() == (f"slack: the gateway refused message {DM}:{poison['ts']} after Slack was"
+                                    " acknowledged for it; dropped, as it would fail alike at every try")
+    assert refused.exc_info is not None and isinstance(refused.exc_info[1], ValueError)
+
+
+async def test_a_message_read_back_that_the_gateway_fails_on_is_dropped_and_the_catch_up_goes_on(
+        fake: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
+    # It failed at every start, leaving the rest of its conversation unread and the conversation
+    # "behind": live messages there were not recorded as seen for the whole process.
+    gateway = Poisoned()
+    adapter = await gateway.start(fake)
+    await fake.push_dm("U1", "first")
+    await fake.wait_for(lambda: (DM, None) in gateway.last_seen)
+    await down(fake, adapter)
+    poison = (await fake.push_dm("U1", "poison"))["event"]
+    await fake.push_dm("U1", "after it, while down")
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: gateway.texts() == ["first", "after it, while down"])
+        live = (await fake.push_dm("U1", "live"))["event"]
+        await fake.wait_for(lambda: gateway.last_seen.get((DM, None)) == live["ts"])
+    finally:
+        await adapter.stop()
+    assert gateway.tries == 1
+    [refused] = refusals(caplog)
+    assert refused.getMessage() == (f"slack: the gateway refused message {DM}:{poison['ts']} read back by the"
+                                    " catch-up; dropped, as it would fail alike at every try")
+    assert refused.exc_info is not None
+
+    await down(fake, adapter)
+    await fake.push_dm("U1", "while down again")
+    adapter = await gateway.start(fake)  # read on after it, not from before it again
+    try:
+        await fake.wait_for(lambda: gateway.texts()[-1:] == ["while down again"])
+    finally:
+        await adapter.stop()
+    assert gateway.tries == 1
