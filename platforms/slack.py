@@ -419,7 +419,7 @@ class SlackAdapter:
         task.add_done_callback(self._tasks.discard)
         if taken is not None:
             self._taken_in.handing_on(after, taken.ts)
-            task.add_done_callback(lambda done: self._settled(taken, done))
+            task.add_done_callback(lambda done: self._settled(taken, done, was_acked.is_set()))
         elif inbound.is_command:  # cancelled by a stop: no history to read it back from
             task.add_done_callback(lambda done: self._unanswered.append(inbound) if done.cancelled() else None)
         try:
@@ -431,8 +431,12 @@ class SlackAdapter:
             if waits is None:  # else the catch-up says so, should it take long
                 log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
-    def _settled(self, taken: _Taken, done: asyncio.Future[None]) -> None:
-        if done.cancelled() or done.exception() is not None:  # a stop, or a sink that failed
+    def _settled(self, taken: _Taken, done: asyncio.Future[None], acked: bool) -> None:
+        if not done.cancelled() and (exc := done.exception()) is not None and not acked:
+            log.warning("slack: message %s was not taken by the gateway (%s: %s); not acknowledged, so Slack sends"
+                        " it again", taken.inbound.event_id, type(exc).__name__, exc)
+            self._taken_in.sent_again(taken.conversations, taken.ts)
+        elif done.cancelled() or done.exception() is not None:  # a stop, or a store refusing it once acked
             self._taken_in.not_taken(taken.conversations, taken.ts)
         else:
             self._record_seen(taken)

@@ -117,6 +117,14 @@ class TakenIn:
             if (held := self._held.pop(where, None)) is not None:
                 self.mark(*where, held)
 
+    def sent_again(self, conversations: Sequence[Where], ts: str) -> None:
+        """The gateway failed to take the message before Slack was acked for it: Slack sends it again,
+        so the record stays where it is; later messages are held just before it until it is taken (should
+        Slack give up on it, the next start reads it back)."""
+        for where in conversations:
+            self._unsettled.get(where, set()).discard(ts)
+            self._lost.setdefault(where, set()).add(ts)
+
     def not_taken(self, conversations: Sequence[Where], ts: str) -> None:
         """The gateway does not have the message, which Slack may not send again: each of its
         conversations is recorded just before it, for the next start to read it back, and no further."""

@@ -554,3 +554,43 @@ async def test_a_message_read_back_that_the_gateway_fails_on_is_dropped_and_the_
     finally:
         await adapter.stop()
     assert gateway.tries == 1
+
+
+class Hiccup(Gateway):
+    """A gateway whose sink fails once for ``text``, at once (Slack is not acked: it sends it again)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.failing, self.recorded = text, []
+
+    async def sink(self, inbound: Inbound) -> None:
+        if inbound.text == self.failing:
+            self.failing = ""
+            raise sqlite3.OperationalError("database is locked")
+        await super().sink(inbound)
+
+    def seen(self, conversation: str, ts: str) -> None:
+        self.recorded.append(ts)
+        super().seen(conversation, ts)
+
+
+async def test_a_message_failing_before_the_ack_is_logged_as_sent_again_and_moves_no_record(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # It said "the next start reads it back" and moved the record back before it, although Slack,
+    # not acked, sends it again within seconds, and the record moved forward again when it was taken.
+    async with FakeSlack(ack_timeout=0.2) as fake:
+        gateway = Hiccup("late")
+        adapter = await gateway.start(fake)
+        try:
+            late = {**fake._store(DM, None, {"user": "U1", "text": "late"}), "channel_type": "im",
+                    "team": fake.team_id}
+            newer = (await fake.push_dm("U1", "newer"))["event"]
+            await fake.wait_for(lambda: gateway.last_seen.get((DM, None)) == newer["ts"])
+            await fake.push_event({**late, "event_ts": late["ts"]})  # Slack does not order events
+            await fake.wait_for(lambda: gateway.texts() == ["newer", "late"])  # sent again, taken
+        finally:
+            await adapter.stop()
+    assert gateway.recorded == [newer["ts"]]
+    said = [r.getMessage() for r in caplog.records if r.name == "platforms.slack" and r.levelno >= logging.WARNING]
+    assert said == [f"slack: message {DM}:{late['ts']} was not taken by the gateway (OperationalError: database is"
+                    " locked); not acknowledged, so Slack sends it again"]
