@@ -32,7 +32,8 @@ log = logging.getLogger("platforms.slack")
 REMEMBERED_NEWEST = 10_000
 """Conversations whose newest message taken in is kept in memory, the most recently recorded: far
 more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
-check that its message is newer than the one recorded before."""
+check that its message is newer than the one recorded before, and is not moved back for a message not
+taken there (its stored record, unseen, may be older: that would move it forward)."""
 
 
 SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
@@ -79,11 +80,16 @@ def just_before(ts: str) -> str:
 class TakenIn:
     """The newest message taken in per conversation, as recorded, and the messages being handed on."""
 
-    def __init__(self) -> None:
+    def __init__(self, remembered: int = REMEMBERED_NEWEST) -> None:
+        """``remembered``: conversations whose newest message taken in is kept in memory."""
+        self._remembered = remembered
+        self._forgot = False
+        """Whether a conversation's record was dropped from memory (or never loaded): then one missing
+        from `_newest` may have a record stored, which `not_taken` cannot see."""
         self.last_seen: dict[Where, str] = {}
         """As the gateway's store had it at start: what the catch-up reads after."""
         self._newest: OrderedDict[Where, str] = OrderedDict()
-        """As recorded, least recently recorded first: the latest `REMEMBERED_NEWEST`."""
+        """As recorded, least recently recorded first: the latest ``remembered``."""
         self._seen: SeenRecorder = lambda conversation, ts: None
         self._unsettled: dict[Where, set[str]] = {}
         """Messages handed on and neither taken nor failed yet, by conversation."""
@@ -94,8 +100,9 @@ class TakenIn:
 
     def bind(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         self.last_seen = {where_of(key): ts for key, ts in last_seen.items()}
-        newest = sorted(self.last_seen.items(), key=lambda item: ts_key(item[1]))[-REMEMBERED_NEWEST:]
+        newest = sorted(self.last_seen.items(), key=lambda item: ts_key(item[1]))[-self._remembered:]
         self._newest, self._seen = OrderedDict(newest), seen
+        self._forgot = len(newest) < len(self.last_seen)
 
     def handing_on(self, conversations: Sequence[Where], ts: str) -> None:
         """A message is handed on, to be `taken` or `not_taken` (a crash between: neither)."""
@@ -133,6 +140,10 @@ class TakenIn:
             self._lost.setdefault(where, set()).add(ts)
             position = just_before(ts)
             newest = self._newest.get(where)
+            if newest is None and self._forgot:  # its stored record may be older: left as it is, never forward
+                log.warning("slack: message %s in %s was not taken by the gateway; its conversation's record is no"
+                            " longer in memory, so it is left as stored", ts, conversation_key(where))
+                continue
             if newest is None or ts_key(newest) > ts_key(position):  # never forward: older ones may be unread
                 log.warning("slack: message %s in %s was not taken by the gateway; the next start reads it back",
                             ts, conversation_key(where))
@@ -156,8 +167,9 @@ class TakenIn:
     def _record(self, where: Where, ts: str) -> None:
         self._newest[where] = ts
         self._newest.move_to_end(where)
-        if len(self._newest) > REMEMBERED_NEWEST:
+        if len(self._newest) > self._remembered:
             self._newest.popitem(last=False)
+            self._forgot = True
         try:
             self._seen(conversation_key(where), ts)
         except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats

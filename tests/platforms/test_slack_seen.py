@@ -52,3 +52,23 @@ def test_a_message_not_taken_never_moves_the_record_forward() -> None:
     taken_in.handing_on([DM], "105.000000")
     taken_in.not_taken([DM], "105.000000")
     assert recorded == []
+
+
+def test_a_message_not_taken_where_the_record_was_dropped_from_memory_leaves_the_record_as_stored() -> None:
+    # Dropped from memory (past `REMEMBERED_NEWEST` conversations), its stored record is unseen: moving it
+    # "back" to just before the message moved it forward, past messages the next start must still read.
+    recorded: list[tuple[str, str]] = []
+    taken_in = TakenIn(remembered=1)
+    taken_in.bind({"D1": "100.000000", "D2": "200.000000"}, lambda conversation, ts: recorded.append((conversation, ts)))
+    taken_in.handing_on([DM], "150.000000")
+    taken_in.not_taken([DM], "150.000000")
+    assert recorded == []
+
+
+def test_a_message_not_taken_in_a_conversation_with_no_record_yet_is_recorded_just_before_it() -> None:
+    # Nothing dropped: a conversation missing from memory has no record stored, and this one makes the
+    # next start read the message back.
+    taken_in, recorded = recording()
+    taken_in.handing_on([("D9", None)], "150.000000")
+    taken_in.not_taken([("D9", None)], "150.000000")
+    assert recorded == [("D9", "149.999999")]
