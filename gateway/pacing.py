@@ -2,8 +2,8 @@
 
 Four limits combine: the adapter's spacing of calls to one chat (Telegram: 20 messages a
 minute in groups), its spacing of edits to one message (Telegram: one a second), its spacing of
-edits and of file sends across all of a platform's chats (Slack counts ``chat.update`` and its
-upload methods per workspace; a progress card waiting for that turn is coalesced meanwhile, so
+edits, file sends and deletions across all of a platform's chats (Slack counts ``chat.update``,
+``chat.delete`` and its upload methods per workspace, its placeholders' deletions included; a progress card waiting for that turn is coalesced meanwhile, so
 only its newest text goes), and a
 platform's 429, which holds the chat for ``retry_after``: all of it when a reply was
 refused, only its progress messages (notices, cards) when one of those was — a storm of
@@ -43,8 +43,9 @@ _PACED: dict[type, bool] = {}
 
 def account_op(op: str, edit_of: str | None) -> str | None:
     """What of an outbox part's call (its ``op``; ``edit_of``: the message an edit changes) the
-    platform may also limit across chats (`Pacing.account_edit_interval`, ``account_file_interval``)."""
-    return "edit" if edit_of is not None else "file" if op == "file" else None
+    platform may also limit across chats (`Pacing.account_edit_interval`, ``account_file_interval``,
+    ``account_delete_interval``)."""
+    return "edit" if edit_of is not None else op if op in ("file", "delete") else None
 
 
 def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
@@ -53,6 +54,11 @@ def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
     if paced is None:
         paced = _PACED[kind] = isinstance(adapter, Paced)
     return adapter.pacing(chat_id) if paced else NO_PACING
+
+
+def _account_interval(pacing: Pacing, op: str | None) -> float:
+    return {"edit": pacing.account_edit_interval, "file": pacing.account_file_interval,
+            "delete": pacing.account_delete_interval}.get(op or "", 0.0)
 
 
 class Pacer:
@@ -89,8 +95,7 @@ class Pacer:
     def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None, op: str | None = None) -> None:
         """A call to ``chat`` (of message ``edit_of``, whose next edit must wait; an ``op`` counted
         across the platform's chats) went out now."""
-        account = (pacing.account_edit_interval if op == "edit" else pacing.account_file_interval if op == "file"
-                   else 0.0)
+        account = _account_interval(pacing, op)
         if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0) or account > 0):
             return
         chat, now = chat[:2], self._clock.monotonic()
@@ -101,6 +106,17 @@ class Pacer:
         if account > 0:
             self._account_free[(chat[0], op)] = now + account  # type: ignore[index]
         self._prune(now)
+
+    def account_delay(self, platform: str, op: str) -> float:
+        """Seconds until an ``op`` counted across the platform's chats may go, whatever the chat's own
+        pace: an adapter's own deletion (`platforms.base.WaitsAside`)."""
+        due = self._account_free.get((platform, op), 0.0)
+        return max(0.0, due - self._clock.monotonic()) if due else 0.0
+
+    def account_called(self, platform: str, pacing: Pacing, op: str) -> None:
+        """An ``op`` counted across the platform's chats went out now, outside the outbox."""
+        if (interval := _account_interval(pacing, op)) > 0:
+            self._account_free[(platform, op)] = self._clock.monotonic() + interval
 
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:
         """The platform asked the chat to wait (a 429): every call to it waits too, or with

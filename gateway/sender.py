@@ -168,13 +168,21 @@ class Sender:
         ``preempt`` is set first."""
         return await self._pacer.wait(seconds, preempt)
 
-    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str) -> None:
-        self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
+    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str, op: str | None = None) -> None:
+        if op is not None:
+            self._pacer.account_called(platform, pacing_of(adapter, chat_id), op)
+        else:
+            self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
 
-    async def _turn_aside(self, platform: str, chat_id: str) -> None:
+    async def _turn_aside(self, platform: str, chat_id: str, op: str | None = None) -> None:
         """Return once an adapter's own progress write to the chat may go (`WaitsAside`): after the
-        chat's pace and any 429 holding its progress messages. Its caller writes at once, counting
+        chat's pace and any 429 holding its progress messages; an ``op`` the platform counts across
+        its chats (a deletion), after that count's spacing only. Its caller writes at once, counting
         the write (`WritesAside`), so the outbox's next call waits in turn."""
+        if op is not None:
+            while (pause := self._pacer.account_delay(platform, op)) > 0:
+                await self._clock.sleep(pause)
+            return
         chat = (platform, chat_id, None)
         while (pause := self._pacer.delay(chat, progress=True)) > 0:
             await self._clock.sleep(pause)

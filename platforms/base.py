@@ -516,6 +516,9 @@ class Pacing:
     (Slack's ``chat.update``, 50 a minute per workspace)."""
     account_file_interval: float = 0.0
     """Seconds between two file sends in any of the bot's chats (Slack's upload methods)."""
+    account_delete_interval: float = 0.0
+    """Seconds between two deletions in any of the bot's chats, the adapter's own included (`WaitsAside`):
+    Slack's ``chat.delete``, 50 a minute per workspace."""
 
 
 @runtime_checkable
@@ -532,9 +535,11 @@ class WritesAside(Protocol):
     placeholder is a message): those writes count against the chat's pacing as the outbox's do,
     or the outbox's next call to the chat would be refused."""
 
-    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+    def bind_writes(self, wrote: Callable[..., None]) -> None:
         """Called once, before `Adapter.start`, with ``wrote``, which the adapter calls with the
-        chat id as such a write starts and again once answered (it counts from both)."""
+        chat id as such a write starts and again once answered (it counts from both);
+        ``wrote(chat_id, op="delete")`` for a deletion, counted only against the platform-wide
+        spacing of deletions (`Pacing.account_delete_interval`)."""
 
 
 @runtime_checkable
@@ -542,9 +547,11 @@ class WaitsAside(Protocol):
     """A `WritesAside` adapter whose own writes also wait their turn: without it, such a write right
     after the outbox's message to the chat is refused (Slack's placeholder drew a 429 so)."""
 
-    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+    def bind_turns(self, turn: Callable[..., Awaitable[None]]) -> None:
         """Called once, before `Adapter.start`, with ``turn``: awaited with the chat id, it returns
-        once a progress write to the chat may go by the outbox's pacing and 429s."""
+        once a progress write to the chat may go by the outbox's pacing and 429s;
+        ``turn(chat_id, op="delete")``, once a deletion may go by the platform-wide spacing of
+        deletions (the outbox's included), the chat's own pace aside."""
 
 
 @runtime_checkable

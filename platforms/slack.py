@@ -107,9 +107,11 @@ from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
 
-PACING = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6)
-"""Slack's rate-limit guide: chat.postMessage about one a second per channel; per workspace, chat.update
-Tier 3 (50 a minute) and files.getUploadURLExternal / files.completeUploadExternal Tier 4 (100 a minute)."""
+PACING = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6,
+                account_delete_interval=1.2)
+"""Slack's rate-limit guide: chat.postMessage about one a second per channel; per workspace, chat.update and
+chat.delete Tier 3 (50 a minute each) and files.getUploadURLExternal / files.completeUploadExternal Tier 4
+(100 a minute)."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 _REMEMBERED_THREADS = 10_000
@@ -592,10 +594,10 @@ class SlackAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         await self._progress.typing(chat_id, thread_id)
 
-    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+    def bind_writes(self, wrote: Callable[..., None]) -> None:
         self._progress.bind_writes(wrote)
 
-    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+    def bind_turns(self, turn: Callable[..., Awaitable[None]]) -> None:
         self._progress.bind_turns(turn)
 
     async def _page(

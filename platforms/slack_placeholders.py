@@ -52,10 +52,12 @@ class Placeholders:
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
         self._left: IndicatorLeft = lambda chat_id, thread_id: None
-        self._wrote: Callable[[str], None] = lambda chat_id: None
-        """Told of each placeholder post (`bind_writes`): the outbox paces the channel's messages."""
-        self._turn: Callable[[str], Awaitable[None]] = _at_once
-        """Awaited before each placeholder post (`bind_turns`): it waits for the channel's pace too."""
+        self._wrote: Callable[..., None] = lambda chat_id, op=None: None
+        """Told of each placeholder post and deletion (`bind_writes`): the outbox paces the channel's
+        messages, and deletions across the workspace."""
+        self._turn: Callable[..., Awaitable[None]] = _at_once
+        """Awaited before each placeholder post (`bind_turns`): it waits for the channel's pace too;
+        and before each deletion, for the workspace's (``chat.delete`` is Tier 3, as ``chat.update``)."""
         self._queued: set[tuple[str, str | None]] = set()
         """Chats/threads whose placeholder waits for its turn, not posted yet: `idle` drops it."""
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
@@ -79,10 +81,10 @@ class Placeholders:
         if ts is None and self._placeholders.get(key) is future:
             del self._placeholders[key]  # the post failed; the next refresh tries again
 
-    def bind_writes(self, wrote: Callable[[str], None]) -> None:
+    def bind_writes(self, wrote: Callable[..., None]) -> None:
         self._wrote = wrote
 
-    def bind_turns(self, turn: Callable[[str], Awaitable[None]]) -> None:
+    def bind_turns(self, turn: Callable[..., Awaitable[None]]) -> None:
         self._turn = turn
 
     async def _post_placeholder(self, chat_id: str, thread_id: str | None) -> str | None:
@@ -169,27 +171,32 @@ class Placeholders:
             elif (ts := await future) is not None:
                 self._stale[ts] = where
         refused, self._refused = self._refused, {}
-        await self._delete_all({**self._stale, **refused})  # last attempt; nothing left to retry with
+        await self._delete_all({**self._stale, **refused}, paced=False)  # last attempt, not waiting its turn
         self._stale.clear()
         self._refused.clear()  # a later start finds them again (`clear_left_behind`)
         self._own_placeholders.clear()
 
-    async def _delete_all(self, placeholders: dict[str, Where]) -> None:
+    async def _delete_all(self, placeholders: dict[str, Where], *, paced: bool = True) -> None:
         left = dict(placeholders)
         try:
             for ts, where in placeholders.items():
-                if await self._try_delete(where, ts) is not None:
+                if await self._try_delete(where, ts, paced=paced) is not None:
                     self._left(*where)  # not now (a 429, an outage): the next start tries again
                 del left[ts]
         finally:
             self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them
 
-    async def _try_delete(self, where: Where, ts: str) -> float | None:
-        """Delete one placeholder of conversation ``where``: None when done (or refused for the
-        token: deleted later), else the seconds to wait before trying again."""
+    async def _try_delete(self, where: Where, ts: str, *, paced: bool = True) -> float | None:
+        """Delete one placeholder of conversation ``where``, in its turn across the workspace unless
+        not ``paced`` (the stop's last attempt): None when done (or refused for the token: deleted
+        later), else the seconds to wait before trying again."""
         chat_id = where[0]
+        if paced:
+            await self._turn(chat_id, op="delete")
+        self._wrote(chat_id, op="delete")
         try:
             await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
+            self._wrote(chat_id, op="delete")  # counted from its answer too, as the outbox counts its calls
         except RateLimited as exc:
             return min(exc.retry_after, 60.0)
         except NetworkError:
@@ -215,5 +222,5 @@ class Placeholders:
         self._left(*where)  # Slack would not take the deletion for now: the next start tries again
 
 
-async def _at_once(chat_id: str) -> None:
+async def _at_once(chat_id: str, op: str | None = None) -> None:
     return None

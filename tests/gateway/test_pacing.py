@@ -49,7 +49,23 @@ def test_edits_and_file_sends_are_spaced_across_all_of_a_platforms_chats_when_it
     assert pacer.delay(("slack", "C3", None), edit_of="m4", op="edit") == pytest.approx(1.2)
     pacer.called(other, slack, op=account_op("file", None))
     assert pacer.delay(("slack", "C3", None), op="file") == pytest.approx(0.6)
-    assert (account_op("send", None), account_op("delete", None)) == (None, None)
+    assert account_op("send", None) is None
+
+
+def test_deletions_are_spaced_across_a_platforms_chats_the_adapters_own_included():
+    # Slack's chat.delete is Tier 3 per workspace, like chat.update: the outbox's deletions and the
+    # adapter's (its placeholders) share one count, the chat's own pace aside for the adapter's.
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    slack = Pacing(call_interval=1.0, account_edit_interval=1.2, account_delete_interval=1.2)
+    pacer.called(("slack", "C1", None), slack, op=account_op("delete", None))
+    assert pacer.delay(("slack", "C2", None), op="delete") == pytest.approx(1.2)
+    assert pacer.account_delay("slack", "delete") == pytest.approx(1.2)
+    assert pacer.delay(("slack", "C2", None), edit_of="m1", op="edit") == 0.0  # edits are counted apart
+    clock.advance(1.2)
+    pacer.account_called("slack", slack, "delete")  # a placeholder's, outside the outbox
+    assert pacer.delay(("slack", "C3", None), op="delete") == pytest.approx(1.2)
+    assert pacer.delay(("slack", "C3", None)) == 0.0 and pacer.delay(("slack", "C1", None)) == 0.0
 
 
 def test_a_429_holds_the_chat_or_only_its_progress_messages():

@@ -207,3 +207,42 @@ async def test_a_fan_out_over_many_channels_gets_no_429_from_the_workspace_wide_
         assert busiest(updates, 60.0) <= 50
     finally:
         await gateway.stop(grace=0)
+
+
+CROWD = [f"C{n}" for n in range(100, 156)]
+"""More channels than Slack takes chat.delete calls a minute (50, per workspace)."""
+
+
+def _held_in_its_channel(request) -> dict:
+    channel = re.search(r"hold on in (C\d+)", str(request.messages[-1]["content"])).group(1)
+    return {"wait": channel, "text": f"done in {channel}"}
+
+
+async def test_placeholders_deleted_in_more_channels_than_slack_takes_a_minute_get_no_429(fake, tmp_path):
+    # chat.delete is Tier 3 like chat.update, counted per workspace: turns ending together in 56
+    # channels deleted their placeholders at once, and every one past the 50th drew a 429.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock)
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = ScriptedModel({"parent": _held_in_its_channel})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        threads = {c: (await fake.push_mention(c, "U1", f"hold on in {c}"))["event"]["ts"] for c in CROWD}
+        said = lambda c: [m["text"] for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
+        for channel in CROWD:
+            await model.reached(channel)
+        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in CROWD), timeout=60.0)
+        for channel in CROWD:
+            model.release(channel)
+        await run_clock_until(clock, lambda: len(fake.calls_to("chat.delete")) >= len(CROWD) and gateway.quiet,
+                              timeout=120.0)
+        await settled(gateway)
+
+        assert limits.refused == []  # not one 429
+        assert all(said(c) == [f"done in {c}"] for c in CROWD)
+        deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
+        assert len(deletions) == len(CROWD) and busiest(deletions, 60.0) <= 50
+    finally:
+        await gateway.stop(grace=0)
