@@ -69,7 +69,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms import slack_commands, slack_files, slack_history, slack_text, slack_uploads
@@ -93,13 +93,13 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
-from platforms.formatting import blank, slack_mrkdwn
+from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import storage_refusal
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import REFUSED, BotToken, SocketWatch
-from platforms.slack_errors import translate, translate_exception
+from platforms.slack_errors import translate_exception
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn, until_taken
@@ -568,19 +568,11 @@ class SlackAdapter:
         """Share the file in the channel or thread (`platforms.slack_uploads`), the caption rendered
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
         5xx or 429 is retried like a post."""
-        method = "files.upload_v2"
         if self._client is None:
-            raise NetworkError("slack adapter not started", method=method, chat_id=message.chat_id)
+            raise NetworkError("slack adapter not started", method=slack_uploads.METHOD, chat_id=message.chat_id)
         if message.thread_id:
             self._remember(message.chat_id, message.thread_id)
-        comment = slack_mrkdwn.render(blank.caption(scalar_text(message.text))) or None
-        try:
-            return Sent(await slack_uploads.upload(self._client, message.chat_id, message.thread_id, file, comment))
-        except SlackRequestError as exc:  # the upload URL refused the bytes
-            status = slack_uploads.upload_status(str(exc))
-            raise translate(method, message.chat_id, status=status, error="upload failed", retry_after=None) from exc
-        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise translate_exception(exc, method, message.chat_id) from exc
+        return await slack_uploads.share(self._client, message, file)
 
     async def download(self, attachment: Attachment) -> bytes:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""

@@ -14,12 +14,31 @@ import asyncio
 import re
 from pathlib import Path
 
+import aiohttp
+from slack_sdk.errors import SlackClientError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms.base import OutboundFile
+from platforms.base import Outbound, OutboundFile, Sent, scalar_text
+from platforms.formatting import blank, slack_mrkdwn
+from platforms.slack_errors import translate, translate_exception
 
 UPLOAD_LIMIT = 100 * 1000 * 1000
+METHOD = "files.upload_v2"
+"""How a failed upload is named in its error (the SDK's method, which makes the three calls)."""
 _STATUS = re.compile(r"\(status: (\d{3})")
+
+
+async def share(client: AsyncWebClient, message: Outbound, file: OutboundFile) -> Sent:
+    """`upload` ``file`` to the message's channel or thread, the caption rendered as mrkdwn like a
+    post; the message id is the file's id. Errors are translated (`platforms.slack_errors`)."""
+    comment = slack_mrkdwn.render(blank.caption(scalar_text(message.text))) or None
+    try:
+        return Sent(await upload(client, message.chat_id, message.thread_id, file, comment))
+    except SlackRequestError as exc:  # the upload URL refused the bytes
+        status = upload_status(str(exc))
+        raise translate(METHOD, message.chat_id, status=status, error="upload failed", retry_after=None) from exc
+    except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise translate_exception(exc, METHOD, message.chat_id) from exc
 
 
 async def upload(client: AsyncWebClient, channel: str, thread_ts: str | None, file: OutboundFile,
