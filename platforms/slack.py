@@ -192,11 +192,10 @@ class SlackAdapter:
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._progress = Placeholders(text=placeholder_text, api=self._api, with_metadata=self._with_metadata,
+        self._metadata = slack_history.Metadata()
+        self._progress = Placeholders(text=placeholder_text, api=self._api, with_metadata=self._metadata.post,
                                       page=self._page, pages=slack_history.LOOKUP_PAGES,
                                       background=self._background, started=lambda: self._client is not None)
-        self._metadata = True
-        """Posts carry message metadata, until Slack refuses it once (then none do)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listening: set[asyncio.Task[Any]] = set()
         """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
@@ -508,25 +507,10 @@ class SlackAdapter:
             if message.kind != "command":  # answering a "!help" typed there does not make a thread the bot's
                 self._remember(message.chat_id, message.thread_id)
         metadata = {"event_type": slack_history.SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
-        resp = await self._with_metadata(
+        resp = await self._metadata.post(
             lambda **extra: self._formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
             metadata if message.idempotency_key else None)
         return Sent(message_id=resp["ts"])
-
-    async def _with_metadata(self, post: Callable[..., Awaitable[Any]], metadata: dict[str, Any] | None) -> Any:
-        """``post(metadata=...)``, or ``post()`` once Slack has refused message metadata: then the
-        gateway still works, but cannot look up its posts or its placeholders any more."""
-        if metadata is None or not self._metadata:
-            return await post()
-        try:
-            return await post(metadata=metadata)
-        except BadRequest as exc:
-            if "metadata" not in str(exc):
-                raise
-            self._metadata = False
-            log.warning("slack: Slack refused message metadata (%s); posting without it from now on, so a post "
-                        "whose answer is lost may be sent twice and a crash may leave a placeholder behind", exc)
-            return await post()
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this idempotency key since ``since``

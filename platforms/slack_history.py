@@ -8,10 +8,13 @@ the adapter's lookups share: `find_sent`, the placeholders left behind
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from platforms.base import Outbound
+from platforms.base import BadRequest, Outbound
+
+log = logging.getLogger("platforms.slack")
 
 SENT_EVENT = "switchboard_part"
 """The metadata ``event_type`` of the messages the gateway posts; the payload's ``key`` is the
@@ -25,6 +28,29 @@ _CLOCK_SKEW = 60.0
 
 Page = Callable[..., Awaitable[tuple[list[dict[str, Any]], "str | None"]]]
 """`page` bound to the adapter's Web API call: ``page(chat_id, thread_id, cursor=..., **kw)``."""
+
+
+class Metadata:
+    """Posts carry message metadata (what `find_sent` and the placeholders' clean-up look for), until
+    Slack refuses it once: then none do."""
+
+    def __init__(self) -> None:
+        self._on = True
+
+    async def post(self, post: Callable[..., Awaitable[Any]], metadata: dict[str, Any] | None) -> Any:
+        """``post(metadata=...)``, or ``post()`` once Slack has refused message metadata: then the
+        gateway still works, but cannot look up its posts or its placeholders any more."""
+        if metadata is None or not self._on:
+            return await post()
+        try:
+            return await post(metadata=metadata)
+        except BadRequest as exc:
+            if "metadata" not in str(exc):
+                raise
+            self._on = False
+            log.warning("slack: Slack refused message metadata (%s); posting without it from now on, so a post "
+                        "whose answer is lost may be sent twice and a crash may leave a placeholder behind", exc)
+            return await post()
 
 
 async def page(
