@@ -398,7 +398,7 @@ class SlackAdapter:
         ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
         (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
-        has it; until then, and for good if it fails, its conversations are recorded no further than
+        has it; until then, and for good if it never is, its conversations are recorded no further than
         just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
         acked (a slash command is, before: ``acked``), a store refusing it is tried again. Once the
         adapter is stopping nothing new starts: a command is answered to be sent again, and a message
