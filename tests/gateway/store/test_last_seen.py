@@ -23,10 +23,10 @@ def test_slack_records_only_a_newer_ts_than_it_holds_even_where_a_float_would_ro
     recorded: list[tuple[str, str]] = []
     adapter = SlackAdapter(bot_token="xoxb-test", app_token="xapp-test", api_base="http://127.0.0.1:9/api/")
     adapter.bind_last_seen({"D1": "1999999999.999998"}, lambda conversation, ts: recorded.append((conversation, ts)))
-    adapter._mark_seen("D1", None, "1999999999.999997")  # an older event taken in late: Slack does not order them
-    adapter._mark_seen("D1", None, "1999999999.999999")
-    adapter._mark_seen("C1", "1700000000.000001", "1700000005.000001")
-    adapter._mark_seen("D1", None, "1999999999.999998")
+    adapter._taken_in.mark("D1", None, "1999999999.999997")  # an older event taken in late: Slack does not order them
+    adapter._taken_in.mark("D1", None, "1999999999.999999")
+    adapter._taken_in.mark("C1", "1700000000.000001", "1700000005.000001")
+    adapter._taken_in.mark("D1", None, "1999999999.999998")
     assert recorded == [("D1", "1999999999.999999"), ("C1/1700000000.000001", "1700000005.000001")]
 
 
@@ -36,9 +36,9 @@ def test_slack_keeps_in_memory_the_newest_message_of_the_ten_thousand_conversati
     adapter = SlackAdapter(bot_token="xoxb-test", app_token="xapp-test", api_base="http://127.0.0.1:9/api/")
     adapter.bind_last_seen({"D1": "1700000000.000001"}, lambda conversation, ts: recorded.append((conversation, ts)))
     for n in range(20_000):
-        adapter._mark_seen("C1", f"1700000000.{n:06d}", f"1700000001.{n:06d}")
-    adapter._mark_seen("D1", None, "1700000002.000001")
-    assert len(adapter._newest) == 10_000 and adapter._newest[("D1", None)] == "1700000002.000001"
-    assert ("C1", "1700000000.019999") in adapter._newest and ("C1", "1700000000.000000") not in adapter._newest
-    adapter._mark_seen("C1", "1700000000.019999", "1700000001.019998")  # older than the one held: not recorded
+        adapter._taken_in.mark("C1", f"1700000000.{n:06d}", f"1700000001.{n:06d}")
+    adapter._taken_in.mark("D1", None, "1700000002.000001")
+    assert len(adapter._taken_in._newest) == 10_000 and adapter._taken_in._newest[("D1", None)] == "1700000002.000001"
+    assert ("C1", "1700000000.019999") in adapter._taken_in._newest and ("C1", "1700000000.000000") not in adapter._taken_in._newest
+    adapter._taken_in.mark("C1", "1700000000.019999", "1700000001.019998")  # older than the one held: not recorded
     assert len(recorded) == 20_001
