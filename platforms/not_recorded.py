@@ -15,10 +15,11 @@ import sqlite3
 _LATER = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
                     sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a file that cannot be written now, or is locked by another connection."""
-_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
-"""What a file write fails with when the disk is full, over quota, failing or read-only: a stored
-attachment's, say. Not every `OSError`: a timeout or a refused connection inside the sink is one
-too, and taking it for storage would hand the event over again and again, holding those after it."""
+_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+"""What a file write fails with when the disk is full, over quota (or past the process's file size
+limit), failing or read-only: a stored attachment's, say. Not every `OSError`: a timeout or a refused
+connection inside the sink is one too, and taking it for storage would hand the event over again and
+again, holding those after it."""
 
 
 def storage_refusal(exc: BaseException) -> bool:

@@ -9,6 +9,7 @@ from platforms.not_recorded import storage_refusal
 @pytest.mark.parametrize("exc", [
     OSError(errno.ENOSPC, "No space left on device"),
     OSError(errno.EDQUOT, "Disk quota exceeded"),
+    OSError(errno.EFBIG, "File too large"),
     OSError(errno.EIO, "Input/output error"),
     OSError(errno.EROFS, "Read-only file system"),
 ])
