@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 
@@ -30,6 +29,7 @@ from platforms.base import (
 )
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter, SlackStartError
+from tests.sqlite_errors import full_disk
 
 SECRET = "test-signing-secret"
 COMMANDS = [CommandSpec("stop", "Stop the turn"), CommandSpec("new", "New session", aliases=("reset",)),
@@ -731,14 +731,14 @@ async def test_a_command_the_store_refuses_until_a_stop_is_answered_to_send_it_a
     # read back: a store refusing it until the stop left the user with no answer at all.
     tries = 0
 
-    async def full_disk(inbound: Inbound) -> None:
+    async def refusing(inbound: Inbound) -> None:
         nonlocal tries
         tries += 1
-        raise refused_for_room()
+        raise full_disk()
 
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
                            ping_interval=0.2)
-    await adapter.start(full_disk, COMMANDS)
+    await adapter.start(refusing, COMMANDS)
     try:
         await fake.push_slash_command("/new", "U1", "DU1", "please")
         await fake.wait_for(lambda: tries >= 2)  # handed over again: the store may find room
@@ -747,20 +747,6 @@ async def test_a_command_the_store_refuses_until_a_stop_is_answered_to_send_it_a
     assert [e["text"] for e in fake.ephemeral] == ["⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
     assert "slack: /new from user U1 was not recorded before the gateway stopped; telling the user to send it again" \
         in caplog.messages
-
-
-def refused_for_room() -> sqlite3.OperationalError:
-    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE inbox (text)")
-    db.execute("PRAGMA max_page_count=2")
-    try:
-        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
-    except sqlite3.OperationalError as exc:
-        return exc
-    finally:
-        db.close()
-    raise AssertionError("the write fitted")
 
 
 async def test_a_message_still_being_read_at_a_stop_is_not_handed_over_during_or_after_it(

@@ -17,6 +17,7 @@ from platforms.base import Inbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_catchup import Limits, conversation_key, where_of
+from tests.sqlite_errors import full_disk
 
 DM = "DU1"  # the fake's DM channel with user U1
 NO_PACE = Limits(pace=0.0)
@@ -351,20 +352,6 @@ async def test_a_live_message_waits_no_longer_than_the_bound_for_a_catch_up_slac
     assert gateway.taken() == ["first from U1", "live", "while down"]
     assert f"slack: a live message in {DM} waited 0.2 s for the catch-up there; handed on now, perhaps before" \
            " older ones" in caplog.messages
-
-
-def full_disk() -> sqlite3.OperationalError:
-    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE inbox (text)")
-    db.execute("PRAGMA max_page_count=2")
-    try:
-        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
-    except sqlite3.OperationalError as exc:
-        return exc
-    finally:
-        db.close()
-    raise AssertionError("the write fitted")
 
 
 async def test_a_message_acked_before_the_gateway_failed_to_take_it_is_read_back_once_at_the_next_start(fake):

@@ -5,7 +5,6 @@ the real SlackAdapter and the loopback FakeSlack."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -16,24 +15,11 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_catchup import Limits, ts_key
+from tests.sqlite_errors import full_disk
 
 DM = "DU1"  # the fake's DM channel with user U1
 PLACEHOLDER = "_working…_"
 LATE_AFTER = 2.0
-
-
-def full_disk() -> sqlite3.OperationalError:
-    """SQLite's own refusal of a write for want of room (SQLITE_FULL), as the gateway's store raises it."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE inbox (text)")
-    db.execute("PRAGMA max_page_count=2")
-    try:
-        db.execute("INSERT INTO inbox VALUES (?)", ("x" * 50_000,))
-    except sqlite3.OperationalError as exc:
-        return exc
-    finally:
-        db.close()
-    raise AssertionError("the write fitted")
 
 
 def echo(request: ModelRequest) -> dict:
