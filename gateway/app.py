@@ -36,7 +36,7 @@ from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
+from gateway.sessions import ChatKey, GatewaySession, Heard, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
 from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
@@ -424,7 +424,7 @@ class Gateway:
             self._send_answer(inbound, FILE_WAITS)
         return Accepted(turn_id, session.key)
 
-    def _sent_before(self, inbound: Inbound, other: Inbound | None) -> bool:
+    def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:
         """Whether ``inbound`` was sent before ``other``: as the platform dates them, else (the web chat,
         the terminal, webhooks) as the inbox received them, so that an event handled again late (after
         a failure, or handed back) still counts as the older."""

@@ -16,7 +16,7 @@ from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
 from gateway.session_registry import Drops, SessionRegistry, unread_steered
-from gateway.sessions import GatewaySession
+from gateway.sessions import GatewaySession, Heard
 from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
 
@@ -50,7 +50,7 @@ STOP_SENT_BEFORE = ("The running turn was not stopped: it answers a message sent
                     "Send /stop again to stop it.")
 NEW_SENT_BEFORE = ("No new session was started: this /new was sent before the message being answered now, "
                    "which this session goes on with. Send /new again to start a new one.")
-SentBefore = Callable[[Inbound, Inbound | None], bool]
+SentBefore = Callable[[Inbound, Inbound | Heard | None], bool]
 """``sent_before(event, other)``: whether ``event`` was sent before ``other`` (False when unknown)."""
 TurnEvent = Callable[[str, str], Inbound | None]
 """``turn_event(platform, turn_id)``: the message that turn answers, while the inbox remembers it."""

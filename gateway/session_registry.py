@@ -200,7 +200,7 @@ class SessionRegistry:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
         session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
-        session.heard.append(inbound)
+        session.took(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
@@ -213,7 +213,7 @@ class SessionRegistry:
             return None
         item = session.queue.popleft()
         if item.event is not None:
-            session.heard.append(item.event)
+            session.took(item.event)
         quote = item.quote if item.event is None else quote_of(item.event)
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
                                       delegation_id=item.delegation_id, quote=quote, answers=quote)

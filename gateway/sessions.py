@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from agent import AgentSession, new_id
 from platforms.base import Inbound
@@ -21,6 +21,20 @@ Mode = Literal["inline", "background"]
 HEARD = 50
 """Messages a session remembers taking (`GatewaySession.heard`): far more than a catch-up hands over
 ahead of a command sent before them."""
+
+
+class Heard(NamedTuple):
+    """What a session keeps of a message it took: enough to tell which was sent first
+    (`gateway.app.Gateway._sent_before`), not the message, which a session would otherwise hold
+    fifty of, their text and attachments included, for as long as it stays in memory."""
+
+    platform: str
+    event_id: str
+    sent_at: float | None
+
+    @classmethod
+    def of(cls, inbound: Inbound) -> Heard:
+        return cls(inbound.platform, inbound.event_id, inbound.sent_at)
 ChatKey = tuple[str, str, str | None]
 """(platform, chat_id, thread_id): where a session's messages go."""
 
@@ -142,9 +156,17 @@ class GatewaySession:
     """The delegation backend this generation delegates through (``/delegation``)."""
     backend_choice: str | None = None
     """The backend the chat chose for its next generations; None: ``delegation.backend``."""
-    heard: deque[Inbound] = field(default_factory=lambda: deque(maxlen=HEARD))
-    """The messages this generation's latest turns began with or read (steered), oldest first, while
-    it is in memory: a ``/new`` handed over late resets no session that took a message sent after it."""
+    heard: list[Heard] = field(default_factory=list)
+    """The messages this generation's latest turns began with or read (steered), oldest first, at most
+    `HEARD`, while it is in memory: a ``/new`` handed over late resets no session that took a message
+    sent after it. A list, not a bounded deque: an empty deque is ten times an empty list's size, and
+    the gateway holds thousands of idle sessions."""
+
+    def took(self, inbound: Inbound) -> None:
+        """Remember that a turn began with ``inbound`` or read it (`heard`)."""
+        self.heard.append(Heard.of(inbound))
+        if len(self.heard) > HEARD:
+            del self.heard[0]
 
     @property
     def chat(self) -> ChatKey:
