@@ -26,13 +26,9 @@ from platforms.base import CommandSpec, Inbound
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.not_recorded import NOT_TAKEN, NOT_TAKEN_WAIT
 
 log = logging.getLogger("platforms.discord")
-
-NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
-"""The answer to a command a stop left unrecorded (`not_taken`)."""
-NOT_TAKEN_WAIT = 3.0
-"""Seconds a stop gives those answers, all together."""
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""

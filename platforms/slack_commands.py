@@ -22,15 +22,12 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from platforms.base import BadRequest, Inbound, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
+from platforms.not_recorded import NOT_TAKEN, NOT_TAKEN_WAIT
 from platforms.slack_errors import translate, translate_exception
 
 log = logging.getLogger("platforms.slack")
 
 EPHEMERAL = "ephemeral:"
-NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
-"""The answer to a command a stop left unrecorded (`tell_not_taken`)."""
-NOT_TAKEN_WAIT = 3.0
-"""Seconds a stop gives those answers, all together."""
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
