@@ -15,6 +15,13 @@ Every backend passes the conformance suite in ``tests/lifecycle/test_journal.py`
   them fails, they are dropped before it raises (``JOURNAL_WRITE_FAILED``), as are those of
   every launch waiting on that commit, so a launch refused leaves no record for a later
   commit to write. The other records are kept and retried, as `sync` says.
+- A refusal is told to the callers it concerns, once. A `sync_launch` raises it only when one
+  of its own records was refused, and then the launch is refused whole: its other records are
+  dropped too (none is left for a restart to call INTERRUPTED) and ``subagent_ids`` names all
+  of them. The other launches of that commit succeed. A plain `sync` covers every record put,
+  so it raises the refusals of records no waiting launch owns (a finished child's result, a
+  launch whose caller stopped waiting), never one a launch was told of. A refusal nobody was
+  waiting to hear is kept for the next `sync` (or the next `sync_launch` of its records).
 - Synced records survive a process crash. `SqliteJournal` runs WAL with
   ``synchronous=NORMAL``: a power cut may lose the last commits.
 """
@@ -177,7 +184,23 @@ class MemoryJournal:
             raise JournalError(f"Correlation id already in use: {', '.join(ids)}.", code="JOURNAL_CONFLICT", subagent_ids=ids)
 
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
-        await self.sync()  # nothing to drop: a write here cannot fail, and a conflict is refused at its put
+        # A write here cannot fail, and a conflict is refused at its put: only a refusal of one
+        # of this launch's own records concerns it (the others wait for a plain sync).
+        if not self._refused:
+            return
+        mine = [sid for sid in self._refused if sid in subagent_ids]
+        if not mine:
+            return
+        self._refused = [sid for sid in self._refused if sid not in mine]
+        ids = tuple(subagent_ids)
+        for sid in ids:  # refused whole: nothing of it is left for a restart to call INTERRUPTED
+            record = self._records.pop(sid, None)
+            if record is not None and record.correlation_id is not None:
+                key = (record.parent_session_id, record.correlation_id)
+                if self._correlations.get(key) == sid:
+                    del self._correlations[key]
+        raise JournalError(f"Correlation id already in use: {', '.join(mine)}; nothing of its launch"
+                           f" ({', '.join(ids)}) was kept.", code="JOURNAL_CONFLICT", subagent_ids=ids)
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         return self._records.get(subagent_id)

@@ -132,7 +132,8 @@ class SqliteJournal:
         self._ops: list[tuple[Callable[[], Any], asyncio.Future]] = []
         self._ops_flushed: list[tuple[asyncio.Future, Any, BaseException | None]] = []
         self._refused: list[tuple[str, str]] = []
-        self._unreported: JournalError | None = None  # a refusal no sync was waiting for
+        self._unreported: list[tuple[str, str]] = []
+        """Refusals (id, reason) no caller has heard yet: a plain sync hears them all, a launch its own."""
         self._launches: dict[asyncio.Future[None], tuple[str, ...]] = {}
         """`sync_launch` calls waiting, with the ids of their records: dropped if the commit fails."""
         self.commits = 0
@@ -268,6 +269,8 @@ class SqliteJournal:
                     except sqlite3.IntegrityError as exc:
                         kind = "conflict" if "UNIQUE" in str(exc) else "invalid"
                         self._refused.append((_untext(row[0]), f"{kind}: {exc}"))
+            if self._refused and self._launches:
+                self._refuse_launches_whole(db)
         else:
             self._upto = self._seq
         ops, self._ops = self._ops, []
@@ -327,10 +330,8 @@ class SqliteJournal:
             else:
                 # Written already, by a commit whose caller was cancelled before it heard (`Supervisor`
                 # asks again): a later commit's failure is not theirs, nor another launch's refusal.
-                refusal = self._unreported
-                if refusal is not None and not set(refusal.subagent_ids).isdisjoint(launch):
-                    self._unreported = None
-                    raise refusal
+                if self._unreported:
+                    self._raise_unreported(launch)
                 return
         if self._committed < self._seq:
             waiter = self._loop.create_future()
@@ -342,9 +343,20 @@ class SqliteJournal:
                 await waiter
             finally:
                 self._launches.pop(waiter, None)
-        if self._unreported is not None:
-            error, self._unreported = self._unreported, None
-            raise error
+        if self._unreported:
+            self._raise_unreported(launch)
+
+    def _raise_unreported(self, launch: Collection[str] | None) -> None:
+        """Raise the refusals no caller has heard: every one to a plain sync, which covers every
+        record put; to a launch only those of its own records, the others staying for a sync."""
+        if launch is None:
+            refused, self._unreported = self._unreported, []
+        else:
+            refused = [r for r in self._unreported if r[0] in launch]
+            if not refused:
+                return
+            self._unreported = [r for r in self._unreported if r[0] not in launch]
+        raise _refusal(refused)
 
     def _request(self) -> None:
         try:
@@ -383,19 +395,56 @@ class SqliteJournal:
         self._db.write(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _settle_waiters(self, refused: list[tuple[str, str]]) -> None:
-        """Answer the sync calls of this commit: they succeed, or hear of the refusals."""
+        """Answer the sync calls of this commit. A launch hears only the refusals of its own
+        records: another record's refusal is no reason to call its committed children not
+        launched. The plain syncs hear the refusals no launch was told of; with none waiting,
+        those are kept for the next sync."""
         waiters, self._waiters = self._waiters, []
-        told = False
+        if not refused:
+            for waiter in waiters:
+                if not waiter.done():  # its sync was cancelled
+                    waiter.set_result(None)
+            return
+        untold = dict(refused)
+        plain = []
         for waiter in waiters:
-            if waiter.done():  # its sync was cancelled
+            if waiter.done():
                 continue
-            if refused:
-                told = True
-                waiter.set_exception(_refusal(refused))
+            ids = self._launches.get(waiter)
+            if ids is None:
+                plain.append(waiter)
+                continue
+            mine = [(sid, untold.pop(sid)) for sid in ids if sid in untold]
+            if mine:
+                waiter.set_exception(_refusal(mine))
             else:
                 waiter.set_result(None)
-        if refused and not told:
-            self._unreported = _refusal(refused)
+        rest = list(untold.items())
+        for waiter in plain:
+            if rest:
+                waiter.set_exception(_refusal(rest))
+            else:
+                waiter.set_result(None)
+        if rest and not plain:
+            self._unreported.extend(rest)
+
+    def _refuse_launches_whole(self, db: SqliteDatabase) -> None:
+        """In `flush`: a launch waiting on this commit one of whose records was refused is refused
+        whole. Its other rows, just written, are deleted in the same batch, so the caller, told its
+        launch failed and forgetting its children, leaves none for a restart to call INTERRUPTED."""
+        refused = dict(self._refused)
+        for waiter, ids in self._launches.items():
+            if waiter.done():  # its caller gave up: it asks again and hears of its own records
+                continue
+            cause = next((refused[sid] for sid in ids if sid in refused), None)
+            if cause is None:
+                continue
+            kind = cause.split(":", 1)[0]
+            rest = [sid for sid in ids if sid not in refused]
+            if not rest:
+                continue
+            db.write_many("DELETE FROM lifecycle_records WHERE subagent_id = ?", [(_text(sid),) for sid in rest])
+            self._refused.extend((sid, f"{kind}: refused with its launch") for sid in rest)
 
     def _drop_launches(self, error: BaseException) -> list[tuple[str, ...]]:
         """Refuse every launch waiting on a failed commit: its records leave the pending ones, so

@@ -187,6 +187,64 @@ async def test_a_clash_among_many_refuses_only_the_offender(journal: Journal) ->
     assert await journal.find_correlation("session-1", "c-700") == "holder"
 
 
+def callers(journal: Journal, *calls: tuple[list[JournalRecord], list[str] | None]) -> list[asyncio.Future]:
+    """Each call as its own caller, as `Supervisor.submit` makes one: it puts its records, then
+    waits in ``sync_launch(ids)`` (``sync()`` for None). All put in one loop turn: one commit."""
+
+    async def one(records: list[JournalRecord], ids: list[str] | None) -> None:
+        for rec in records:
+            journal.put(rec)
+        await (journal.sync() if ids is None else journal.sync_launch(ids))
+
+    return [asyncio.ensure_future(one(records, ids)) for records, ids in calls]
+
+
+async def test_a_refusal_fails_only_the_launch_whose_record_it_is_and_that_launch_whole(
+        backend: Backend, journal: Journal) -> None:
+    # A refused record failed every sync_launch of its commit: a launch whose rows were committed
+    # was told it failed, its caller forgot its children, and a restart called them INTERRUPTED.
+    journal.put(record("holder", correlation_id="job"))
+    await journal.sync()
+    ok, refused, finishing = callers(
+        journal,
+        ([record("sa-a1", "PENDING")], ["sa-a1"]),
+        ([record("sa-b1", "PENDING", correlation_id="job"), record("sa-b2", "PENDING")], ["sa-b1", "sa-b2"]),
+        ([record("sa-done", "SUCCEEDED")], None),  # a finished child's result, as the publisher syncs it
+    )
+    await ok
+    await finishing  # the refusal was told to its launch: no one else hears of it
+    with pytest.raises(JournalError) as info:
+        await refused
+    assert info.value.code == "JOURNAL_CONFLICT" and info.value.subagent_ids == ("sa-b1", "sa-b2")
+    await journal.sync()  # told once
+    journal = await backend.reopen(journal) if backend.persistent else journal
+    assert await journal.get("sa-a1") == record("sa-a1", "PENDING")
+    assert await journal.get("sa-done") == record("sa-done", "SUCCEEDED")
+    for sid in ("sa-b1", "sa-b2"):  # refused whole: nothing of it left for a restart to call INTERRUPTED
+        assert await journal.get(sid) is None
+    assert sorted(r.subagent_id for r in await journal.unfinished()) == ["holder", "sa-a1"]
+    assert await journal.find_correlation("session-1", "job") == "holder"
+
+
+async def test_a_refusal_no_launch_owns_is_the_plain_syncs_and_kept_until_one_hears_it(journal: Journal) -> None:
+    journal.put(record("holder", correlation_id="job"))
+    await journal.sync()
+    clash = record("sa-x", "SUCCEEDED", correlation_id="job")  # no launch's record
+    ok, plain = callers(journal, ([record("sa-a1", "PENDING"), clash], ["sa-a1"]), ([], None))
+    await ok
+    with pytest.raises(JournalError) as info:
+        await plain
+    assert info.value.subagent_ids == ("sa-x",)
+    (ok,) = callers(journal, ([record("sa-a2", "PENDING"), dataclasses.replace(clash, subagent_id="sa-y")],
+                              ["sa-a2"]))
+    await ok  # no plain sync was waiting: the refusal is kept ...
+    with pytest.raises(JournalError) as info:
+        await journal.sync()  # ... for the next one
+    assert info.value.subagent_ids == ("sa-y",)
+    await journal.sync()
+    assert await journal.get("sa-a1") is not None and await journal.get("sa-a2") is not None
+
+
 async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, journal: Journal) -> None:
     for sid, state in [("p", "PENDING"), ("r", "RUNNING"), ("c", "CANCEL_REQUESTED"), ("s", "SUCCEEDED")]:
         journal.put(record(sid, state))
