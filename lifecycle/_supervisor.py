@@ -59,6 +59,8 @@ class Supervisor:
         self._unpublished: list[tuple[Record, SubagentResult]] = []
         """Finished children whose terminal rows are put but not yet known to be committed."""
         self._publisher: asyncio.Task | None = None
+        self._abandoning: set[asyncio.Future] = set()
+        """Launches whose callers gave up while they were journaled, until their children end."""
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
 
@@ -154,7 +156,8 @@ class Supervisor:
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
         children are forgotten (never started, and the journal drops their records: see
         `Journal.sync_launch`) and its `JournalError` propagates. A caller cancelled meanwhile
-        waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED."""
+        waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED
+        (`close` waits for that)."""
         if self.keyring is None:
             raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
         if self.closed:
@@ -180,7 +183,11 @@ class Supervisor:
                 # pending, so a second wait, which the caller's cancellation cannot reach, learns how
                 # the commit carrying them ends. Only here, not shielded up front: a task per launch
                 # is a tenth of a child's cost (issue 15).
-                await asyncio.shield(self._abandon(records, asyncio.ensure_future(self.journal.sync_launch(ids))))
+                abandoning = asyncio.ensure_future(self._abandon(records, asyncio.ensure_future(
+                    self.journal.sync_launch(ids))))
+                self._abandoning.add(abandoning)
+                abandoning.add_done_callback(self._abandoning.discard)
+                await asyncio.shield(abandoning)
                 raise
             except BaseException:
                 self._not_launched(records)
@@ -201,14 +208,21 @@ class Supervisor:
     async def _abandon(self, records: Sequence[Record], journaling: asyncio.Future) -> None:
         """A launch whose caller gave up while it was journaled: once the commit is decided, children
         the journal refused leave no trace (nothing of them was kept); journaled ones must end, as
-        interrupted, never left PENDING."""
+        interrupted, never left PENDING. `close` waits for it, so they end before the journal closes."""
         try:
             await journaling
         except asyncio.CancelledError:
             pass  # the journal's wait itself was cancelled: it keeps the records, which may be committed
-        except Exception:
-            self._not_launched(records)
-            return
+        except Exception as exc:
+            # A refusal names the records it dropped: the launch's others may have been committed
+            # before its caller asked again (a launch is refused whole only while it is waited for).
+            # A failed commit dropped them all (`Journal.sync_launch`).
+            refused = getattr(exc, "subagent_ids", ())
+            gone = [r for r in records if not refused or r.handle.subagent_id in refused]
+            self._not_launched(gone)
+            records = [r for r in records if r not in gone]
+            if not records:
+                return
         await self._complete_now(records, lambda r: ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED))
 
     def _not_launched(self, records: Sequence[Record]) -> None:
@@ -319,6 +333,9 @@ class Supervisor:
         self.closed = True
         if not self.engine.survives_restart:
             await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
+        for outcome in await asyncio.gather(*self._abandoning, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                log.error("ending a launch whose caller gave up failed", exc_info=outcome)
         await self.engine.close()
         if self._publisher is not None:
             await self._publisher
