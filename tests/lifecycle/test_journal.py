@@ -25,6 +25,7 @@ from lifecycle._database import SqliteDatabase
 from lifecycle._journal import Journal, JournalError, JournalRecord, MemoryJournal
 from lifecycle._sqlite_journal import SqliteJournal
 from tests.capped_writes import run_capped
+from tests.polling import until
 
 
 def record(subagent_id: str, state: str = "RUNNING", **changes: Any) -> JournalRecord:
@@ -491,6 +492,54 @@ async def test_sqlite_unserialisable_records_are_refused_loudly_and_alone(tmp_pa
             await journal.sync()
         assert info.value.code == "JOURNAL_REJECTED" and info.value.subagent_ids == ("bad",)
         assert await journal.get("good") == record("good") and await journal.get("bad") is None
+    finally:
+        await journal.close()
+
+
+async def test_sqlite_a_launch_with_an_unserialisable_record_is_rejected_whole_and_alone(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = SqliteJournal(path)
+    await journal.open()
+    try:
+        ok, rejected = callers(journal, ([record("sa-a1", "PENDING")], ["sa-a1"]),
+                               ([record("sa-b1", "PENDING"), record("sa-b2", "PENDING", result=object())],
+                                ["sa-b1", "sa-b2"]))
+        await ok
+        with pytest.raises(JournalError) as info:
+            await rejected
+        assert info.value.code == "JOURNAL_REJECTED" and info.value.subagent_ids == ("sa-b1", "sa-b2")
+        await journal.sync()  # told once
+    finally:
+        await journal.close()
+    assert inspect(path, "SELECT subagent_id FROM lifecycle_records") == [("sa-a1",)]
+
+
+async def test_sqlite_a_launch_that_stopped_waiting_hears_its_own_refusal_when_it_asks_again(tmp_path: Path) -> None:
+    # Its caller was cancelled before the commit (`Supervisor` asks again): the refusal waits for it,
+    # naming only the refused record, as its sibling was committed; a plain sync is not told of it.
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("holder", correlation_id="job"))
+        await journal.sync()
+        blocker = sqlite3.connect(journal.db.path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the commit must wait for it
+        (launch,) = callers(journal, ([record("sa-b1", "PENDING", correlation_id="job"), record("sa-b2", "PENDING")],
+                                      ["sa-b1", "sa-b2"]))
+        await until(lambda: journal._launches)  # waiting for the commit
+        launch.cancel()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        journal.db.commit()  # before the caller wakes
+        with pytest.raises(asyncio.CancelledError):
+            await launch
+        (other,) = callers(journal, ([record("sa-a1", "PENDING")], ["sa-a1"]))
+        await other  # another launch: not its refusal
+        with pytest.raises(JournalError) as info:
+            await journal.sync_launch(["sa-b1", "sa-b2"])
+        assert info.value.code == "JOURNAL_CONFLICT" and info.value.subagent_ids == ("sa-b1",)
+        await journal.sync()  # told once
+        assert await journal.get("sa-b1") is None and await journal.get("sa-b2") == record("sa-b2", "PENDING")
     finally:
         await journal.close()
 
