@@ -114,6 +114,8 @@ class Journal(Protocol):
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
         """`sync`, for a launch whose records are ``subagent_ids``: if the commit fails, raises
         `JournalError` (``JOURNAL_WRITE_FAILED``) with those records dropped, never written.
+        Raises a refusal only of its own records, the launch then refused whole; another record's
+        refusal is not its failure (see the module docstring).
         A call cancelled while it waits keeps them: its caller finishes those children, and asks
         again to learn how their commit ended (at once, without failing, if it wrote them)."""
 
