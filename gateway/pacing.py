@@ -7,8 +7,10 @@ edits, file sends and deletions across all of a platform's chats (Slack counts `
 only its newest text goes), and a
 platform's 429, which holds the chat for ``retry_after``: all of it when a reply was
 refused, only its progress messages (notices, cards) when one of those was — a storm of
-refused card edits never holds back the answer. A wait for a progress message gives way
-the moment a reply is queued in the same chat.
+refused card edits never holds back the answer. A 429 on an op counted across the chats (a
+Slack ``chat.update``) also holds that op in all of them, so no other chat draws a 429 of its
+own to learn it. A wait for a progress message gives way the moment a reply is queued in the
+same chat.
 
 A chat here is the platform's: its threads (a Telegram forum's topics, a Slack channel's
 threads) are sent by senders of their own but share its limits, as those platforms count them,
@@ -73,7 +75,8 @@ class Pacer:
         self._blocked: dict[tuple[PlatformChat, bool], float] = {}
         """When a 429 stops holding a chat (``True``: only its progress messages)."""
         self._account_free: dict[tuple[str, str], float] = {}
-        """When the next edit or file send (``op``) may go on a platform, in any of its chats."""
+        """When the next edit, file send or deletion (``op``) may go on a platform, in any of its chats:
+        its spacing, or a 429 on that op (`block`)."""
         self._prune_at = _PRUNE_AT
         self._waking: dict[asyncio.Task[object] | None, float] = {}
         """The tasks in `wait` now, and when each wakes (unless preempted first)."""
@@ -81,7 +84,7 @@ class Pacer:
     def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False,
               op: str | None = None) -> float:
         """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message; an
-        ``op`` the platform also limits across chats: ``"edit"``, ``"file"``) may go; 0 when now."""
+        ``op`` the platform also limits across chats: ``"edit"``, ``"file"``, ``"delete"``) may go; 0 when now."""
         chat = chat[:2]
         due = max(self._blocked.get((chat, False), 0.0), self._call_free.get(chat, 0.0))
         if progress:
@@ -104,7 +107,7 @@ class Pacer:
         if edit_of is not None and pacing.edit_interval > 0:
             self._edit_free[(chat, edit_of)] = now + pacing.edit_interval
         if account > 0:
-            self._account_free[(chat[0], op)] = now + account  # type: ignore[index]
+            self._hold_account(chat[0], op, now + account)  # type: ignore[arg-type]
         self._prune(now)
 
     def account_delay(self, platform: str, op: str) -> float:
@@ -116,14 +119,26 @@ class Pacer:
     def account_called(self, platform: str, pacing: Pacing, op: str) -> None:
         """An ``op`` counted across the platform's chats went out now, outside the outbox."""
         if (interval := _account_interval(pacing, op)) > 0:
-            self._account_free[(platform, op)] = self._clock.monotonic() + interval
+            self._hold_account(platform, op, self._clock.monotonic() + interval)
 
-    def block(self, chat: ChatKey, seconds: float, *, progress: bool = False) -> None:
+    def block(self, chat: ChatKey, seconds: float, *, progress: bool = False, pacing: Pacing = NO_PACING,
+              op: str | None = None) -> None:
         """The platform asked the chat to wait (a 429): every call to it waits too, or with
-        ``progress`` (a progress message was refused) only its progress messages."""
+        ``progress`` (a progress message was refused) only its progress messages. When the refused
+        call was an ``op`` that ``pacing`` counts across the platform's chats (Slack's ``chat.update``,
+        per workspace), that op waits in every chat too: the platform would refuse it there as well,
+        and each chat asking to learn so draws a 429 of its own."""
         key, now = (chat[:2], progress), self._clock.monotonic()
         self._blocked[key] = max(self._blocked.get(key, 0.0), now + seconds)
+        if op is not None and _account_interval(pacing, op) > 0:
+            self._hold_account(chat[0], op, now + seconds)
         self._prune(now)
+
+    def _hold_account(self, platform: str, op: str, until: float) -> None:
+        # Never shortened: a call answered after a 429 (another chat's, in flight alongside it)
+        # must not lift the platform's hold by counting its own spacing from now.
+        key = (platform, op)
+        self._account_free[key] = max(self._account_free.get(key, 0.0), until)
 
     @property
     def kept(self) -> int:

@@ -310,7 +310,9 @@ class Sender:
                     wait = self._holds.refused(row.platform, row.id, exc)
                 elif isinstance(exc, RateLimited) and exc.retry_after > 0:
                     wait = min(exc.retry_after, self._max_retry_after)
-                    self._pacer.block(row.chat, wait, progress=progress)  # the chat, not just this message
+                    # The chat, not just this message; and an op Slack counts per workspace, in every chat.
+                    self._pacer.block(row.chat, wait, progress=progress, pacing=pacing,
+                                      op=account_op(row.op, edit_of))
                 else:  # NetworkError, 5xx, anything unexpected: worth another try, later
                     if not isinstance(exc, DeliveryError) and delay == BACKOFF_FIRST:
                         # An adapter bug rather than the platform: worth a traceback, once per part.

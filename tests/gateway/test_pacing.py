@@ -80,6 +80,40 @@ def test_a_429_holds_the_chat_or_only_its_progress_messages():
     assert pacer.delay(CHAT, progress=True) == 0.0
 
 
+def test_a_429_on_an_op_counted_across_chats_holds_that_op_in_every_chat():
+    # Slack counts chat.update per workspace: refused in one channel, it is refused in every other
+    # one too, and a channel asking to learn so draws a 429 of its own.
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    slack = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6,
+                   account_delete_interval=1.2)
+    one, other = ("slack", "C1", None), ("slack", "C2", "1.5")
+    pacer.called(one, slack, edit_of="m1", op="edit")  # the refused call, counted as it went and was answered
+    pacer.block(one, 20.0, progress=True, pacing=slack, op=account_op("edit", "m1"))
+    assert pacer.delay(other, edit_of="m2", op="edit") == 20.0  # another channel's edits wait it out
+    assert pacer.delay(other) == 0.0 and pacer.delay(other, op="file") == 0.0  # its posts and files do not
+    assert pacer.delay(other, op="delete") == 0.0 and pacer.account_delay("slack", "delete") == 0.0
+    assert pacer.delay(one, progress=True) == 20.0 and pacer.delay(one) == 1.0  # the chat's own hold as before
+    clock.advance(1.0)
+    pacer.called(other, slack, edit_of="m3", op="edit")  # a call in flight alongside, answered since
+    assert pacer.delay(other, edit_of="m2", op="edit") == 19.0  # does not lift the hold
+    pacer.block(one, 5.0, pacing=slack, op="delete")
+    assert pacer.account_delay("slack", "delete") == 5.0  # a deletion's hold holds the placeholders' too
+    clock.advance(19.0)
+    assert pacer.delay(other, edit_of="m2", op="edit") == 0.0
+
+
+def test_a_429_on_a_per_chat_op_or_on_a_platform_counting_nothing_across_chats_holds_only_the_chat():
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    slack = Pacing(call_interval=1.0, account_edit_interval=1.2)
+    pacer.block(("slack", "C1", None), 10.0, pacing=slack, op=account_op("send", None))  # chat.postMessage
+    assert pacer.delay(("slack", "C2", None), edit_of="m1", op="edit") == 0.0
+    pacer.block(CHAT, 10.0, pacing=GROUP_PACING, op=account_op("edit", "m1"))  # Telegram counts edits per chat
+    assert pacer.delay(("telegram", "-200", None), edit_of="m2", op="edit") == 0.0
+    assert pacer.delay(CHAT, edit_of="m1", op="edit") == 10.0
+
+
 def test_a_platform_without_pacing_leaves_nothing_behind():
     pacer = Pacer(FakeClock())
     for i in range(5_000):

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.testing import make_config, settled, start_gateway
-from platforms.fakes._slack_limits import Window
+from platforms.fakes._slack_limits import TIERS, Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.scenarios.test_telegram_flood import (
@@ -244,5 +246,59 @@ async def test_placeholders_deleted_in_more_channels_than_slack_takes_a_minute_g
         assert all(said(c) == [f"done in {c}"] for c in CROWD)
         deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
         assert len(deletions) == len(CROWD) and busiest(deletions, 60.0) <= 50
+    finally:
+        await gateway.stop(grace=0)
+
+
+FEW = CHANNELS[:4]
+
+
+async def spend_the_workspaces_updates(fake: FakeSlack, window: Window) -> None:
+    """Another process of the same Slack app (a script, a second gateway) edits a message in C0 as
+    often as Slack's Tier 3 takes: for a while chat.update is refused in every channel of the workspace."""
+    async with aiohttp.ClientSession() as session:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_base, session=session, retry_handlers=[])
+        ts = (await client.chat_postMessage(channel="C0", text="status"))["ts"]
+        for n in range(window.count):
+            await client.chat_update(channel="C0", ts=ts, text=f"status {n}")
+
+
+async def test_a_429_on_chat_update_holds_every_channels_cards_until_retry_after(fake, tmp_path):
+    # chat.update is counted per workspace: a 429 on one channel's card held only that channel, and
+    # every other channel's card spent a call of its own to learn the same, drawing a 429 each.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock)
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress_delay": 1.0},
+                         lifecycle={"max_running": len(FEW) * TASKS})
+    model = ScriptedModel({"parent": _fan_parent, "leaf": _fan_child})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        threads = {c: (await fake.push_mention(c, "U1", f"please fan out in {c}"))["event"]["ts"] for c in FEW}
+        said = lambda c: [m for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
+        for channel in FEW:
+            for n in range(TASKS):
+                await model.reached(f"{channel} survey {n}")
+        carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in FEW)  # noqa: E731
+        await run_clock_until(clock, carded, timeout=30.0)
+        await spend_the_workspaces_updates(fake, TIERS["chat.update"])
+        for n in range(TASKS):  # one subagent of every channel finishes at once, then the next
+            for channel in FEW:
+                model.release(f"{channel} survey {n}")
+            await run_clock(clock, 2.0)
+        done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in FEW)  # noqa: E731
+        await run_clock_until(clock, lambda: done() and gateway.quiet, timeout=60.0)
+        await run_clock(clock, 10.0)
+        await settled(gateway)
+
+        [refusal] = limits.refused  # the first card edit after it; no other channel asked to learn the same
+        assert refusal.method == "chat.update" and refusal.channel in FEW
+        updates = [c.at for c in limits.calls if c.method == "chat.update" and c.channel in FEW]
+        assert not [at for at in updates if refusal.at <= at < refusal.at + refusal.retry_after]
+        for channel in FEW:  # every card still ends with its final text, and each message went once
+            texts = [m["text"] for m in said(channel)]
+            [card] = [t for t in texts if f" of {TASKS} done" in t or t.startswith("✓ Done in")]
+            assert card.startswith("✓ Done in") and [t for t in texts if t != card] == ["On it.", "All done."]
     finally:
         await gateway.stop(grace=0)
