@@ -116,10 +116,12 @@ class Pacer:
         due = self._account_free.get((platform, op), 0.0)
         return max(0.0, due - self._clock.monotonic()) if due else 0.0
 
-    def account_called(self, platform: str, pacing: Pacing, op: str) -> None:
-        """An ``op`` counted across the platform's chats went out now, outside the outbox."""
+    def account_called(self, platform: str, pacing: Pacing, op: str, *, refused_for: float = 0.0) -> None:
+        """An ``op`` counted across the platform's chats went out now, outside the outbox;
+        ``refused_for``: the platform refused it (a 429) for that many seconds, which it waits in
+        every chat, as after `block`."""
         if (interval := _account_interval(pacing, op)) > 0:
-            self._hold_account(platform, op, self._clock.monotonic() + interval)
+            self._hold_account(platform, op, self._clock.monotonic() + max(interval, refused_for))
 
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False, pacing: Pacing = NO_PACING,
               op: str | None = None) -> None:

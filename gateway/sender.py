@@ -168,9 +168,11 @@ class Sender:
         ``preempt`` is set first."""
         return await self._pacer.wait(seconds, preempt)
 
-    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str, op: str | None = None) -> None:
+    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str, op: str | None = None,
+                     refused_for: float = 0.0) -> None:
         if op is not None:
-            self._pacer.account_called(platform, pacing_of(adapter, chat_id), op)
+            self._pacer.account_called(platform, pacing_of(adapter, chat_id), op,
+                                       refused_for=min(refused_for, self._max_retry_after))
         else:
             self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
 

@@ -539,7 +539,9 @@ class WritesAside(Protocol):
         """Called once, before `Adapter.start`, with ``wrote``, which the adapter calls with the
         chat id as such a write starts and again once answered (it counts from both);
         ``wrote(chat_id, op="delete")`` for a deletion, counted only against the platform-wide
-        spacing of deletions (`Pacing.account_delete_interval`)."""
+        spacing of deletions (`Pacing.account_delete_interval`); ``wrote(chat_id, op="delete",
+        refused_for=seconds)`` when the platform refused one with a 429: every deletion, the
+        outbox's and the adapter's in any chat, waits that long."""
 
 
 @runtime_checkable

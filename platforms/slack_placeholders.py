@@ -52,9 +52,9 @@ class Placeholders:
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
         self._left: IndicatorLeft = lambda chat_id, thread_id: None
-        self._wrote: Callable[..., None] = lambda chat_id, op=None: None
+        self._wrote: Callable[..., None] = lambda chat_id, op=None, refused_for=0.0: None
         """Told of each placeholder post and deletion (`bind_writes`): the outbox paces the channel's
-        messages, and deletions across the workspace."""
+        messages, and deletions across the workspace (held there too by a deletion's 429)."""
         self._turn: Callable[..., Awaitable[None]] = _at_once
         """Awaited before each placeholder post (`bind_turns`): it waits for the channel's pace too;
         and before each deletion, for the workspace's (``chat.delete`` is Tier 3, as ``chat.update``)."""
@@ -197,7 +197,8 @@ class Placeholders:
         try:
             await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
             self._wrote(chat_id, op="delete")  # counted from its answer too, as the outbox counts its calls
-        except RateLimited as exc:
+        except RateLimited as exc:  # per workspace: every channel's deletions wait it out, not only this one
+            self._wrote(chat_id, op="delete", refused_for=exc.retry_after)
             return min(exc.retry_after, 60.0)
         except NetworkError:
             return 2.0

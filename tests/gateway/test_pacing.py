@@ -99,6 +99,8 @@ def test_a_429_on_an_op_counted_across_chats_holds_that_op_in_every_chat():
     assert pacer.delay(other, edit_of="m2", op="edit") == 19.0  # does not lift the hold
     pacer.block(one, 5.0, pacing=slack, op="delete")
     assert pacer.account_delay("slack", "delete") == 5.0  # a deletion's hold holds the placeholders' too
+    pacer.account_called("slack", slack, "delete", refused_for=8.0)  # and a placeholder's 429, the outbox's
+    assert pacer.delay(other, op="delete") == 8.0
     clock.advance(19.0)
     assert pacer.delay(other, edit_of="m2", op="edit") == 0.0
 

@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.testing import make_config, settled, start_gateway
-from platforms.fakes._slack_limits import Window
+from platforms.fakes._slack_limits import TIERS, Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.scenarios.test_telegram_flood import (
@@ -310,3 +310,35 @@ async def test_a_429_on_chat_update_holds_every_channels_cards_until_retry_after
     finally:
         await gateway.stop(grace=0)
 
+
+async def test_a_429_on_a_placeholders_deletion_holds_every_channels_deletions_until_retry_after(fake, tmp_path):
+    # chat.delete is counted per workspace too: a placeholder's deletion refused in one channel let the
+    # next channel's deletion go 1.2 s later, into the same 429, and the next, each drawing one.
+    clock = FakeClock(autojump=False)
+    tight = Window(2, 5.0)  # what Slack had left of the workspace's chat.delete calls: it refuses the third
+    limits = fake.enforce_rate_limits(clock, tiers={**TIERS, "chat.delete": tight})
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = ScriptedModel({"parent": _held_in_its_channel})
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    try:
+        await fake.wait_for(lambda: fake.open_connections)
+        threads = {c: (await fake.push_mention(c, "U1", f"hold on in {c}"))["event"]["ts"] for c in FEW}
+        said = lambda c: [m["text"] for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
+        for channel in FEW:
+            await model.reached(channel)
+        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in FEW), timeout=30.0)
+        for channel in FEW:
+            model.release(channel)
+        await run_clock_until(clock, lambda: all(said(c) == [f"done in {c}"] for c in FEW) and gateway.quiet,
+                              timeout=60.0)
+        await settled(gateway)
+
+        assert limits.refused and {r.method for r in limits.refused} == {"chat.delete"}  # Slack did refuse one
+        deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
+        for refusal in limits.refused:  # and no channel asked again before its Retry-After
+            assert not [r for r in limits.refused if refusal.at < r.at < refusal.at + refusal.retry_after]
+            assert not [at for at in deletions if refusal.at < at < refusal.at + refusal.retry_after]
+        assert len(deletions) == len(FEW)  # every placeholder deleted once
+    finally:
+        await gateway.stop(grace=0)
