@@ -85,7 +85,8 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, h
         assert "default-src 'self'" in page.headers["Content-Security-Policy"]
         html = await page.text()
     assert '<script src="/chat/static/chat.js"' in html and "https://" not in html  # nothing from a CDN
-    for name, kind in (("live.js", "javascript"), ("chat.js", "javascript"), ("chat.css", "text/css")):
+    for name, kind in (("live.js", "javascript"), ("markdown.js", "javascript"), ("chat.js", "javascript"),
+                       ("chat.css", "text/css")):
         async with http.get(f"{base}/chat/static/{name}") as file:
             assert file.status == 200 and kind in file.headers["Content-Type"]
     async with http.get(f"{base}/chat/static/../web.py") as escape:
@@ -96,7 +97,7 @@ async def test_the_page_under_its_static_path_may_not_be_framed_either(started, 
     # /chat/static/index.html is the whole working page (its files are linked by absolute paths):
     # without the page's headers there, another site could frame it and steer a visitor's clicks.
     _, _, base = await started()
-    for name in ("index.html", "chat.js", "live.js", "chat.css"):
+    for name in ("index.html", "chat.js", "markdown.js", "live.js", "chat.css"):
         async with http.get(f"{base}/chat/static/{name}") as file:
             assert file.status == 200, name
             assert "frame-ancestors 'none'" in file.headers.get("Content-Security-Policy", ""), name
