@@ -4,89 +4,196 @@
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
-  // Fenced code, inline code, bold, links (reference links too): ``text`` into the element ``into``.
+  // Code blocks, lists, inline code, bold, links (reference links too): `text` into the element `into`.
   function render(text, into) {
     into.replaceChildren();
-    const { parts, refs } = blocks(text);
-    parts.forEach((part, i) => {
-      if (part.code !== undefined) block(part.code, into);
-      else inline(i + 1 < parts.length ? part.prose + "\n" : part.prose.replace(/\n+$/, ""), into, INLINE, refs);
+    const { root, refs } = parse(text);
+    blocks(root.children, into, refs);
+  }
+
+  function blocks(children, into, refs) {
+    children.forEach((node, i) => {
+      if (node.code) {
+        const code = node.code.join("\n");
+        block(node.indented ? code.replace(/(?:\n\s*)+$/, "") : code, into); // blank lines end it, not its code
+      } else if (node.items) into.append(list(node, refs));
+      else {
+        const prose = node.prose.join("\n");
+        // A line break ends the text before a block; the text's own blank lines show, as typed.
+        if (prose) inline(i + 1 < children.length ? prose + "\n" : prose.replace(/\n+$/, ""), into, INLINE, refs);
+      }
     });
   }
 
-  // The text as prose and code blocks, and its link reference definitions (label -> address).
-  // As in Markdown, a fence (``` or ~~~, or longer) opens a block only at the start of a line, up to three
-  // spaces in, or as far into a list item as its text starts (a numbered step's code block, a nested
-  // item's): ``` within a sentence is text. Only a line of as many of the same character or more, alone,
-  // closes it (a ```` block shows the ``` lines of the Markdown it quotes); a line less indented than its
-  // list item ends it with the item, and the end of the text does too. Its code lines lose the fence's
-  // indentation, as the other platforms show them. A definition is a line of its own (`[label]: address`,
-  // not within a paragraph nor a code block); it shows as nothing, unless its address is not a web or
-  // mail one: then no link uses it and it shows as typed.
-  function blocks(text) {
-    const lines = text.split("\n");
-    const parts = [];
-    const refs = new Map();
-    let prose = [];
-    const items = []; // the columns where the text of the list items open here starts
-    let paragraph = false; // the line before continues a paragraph: a less indented line may too
-    let i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      const indent = line.length - line.trimStart().length;
-      if (!line.trim()) {
-        prose.push(line);
-        paragraph = false;
-        i++;
-        continue;
-      }
-      const fence = line.match(FENCE);
-      const item = line.match(ITEM);
-      while (items.length && indent < items[items.length - 1] && !(paragraph && !fence && !item)) items.pop();
-      const column = items.length ? items[items.length - 1] : 0;
-      const definition = !paragraph && indent <= 3 && line.match(DEFINITION);
-      if (fence && indent - column <= 3 && !(fence[2][0] === "`" && fence[3].includes("`"))) {
-        const code = [];
-        let j = i + 1;
-        for (; j < lines.length; j++) {
-          const inner = lines[j];
-          const inset = inner.length - inner.trimStart().length;
-          if (inner.trim() && inset < column) break; // the list item ended, and the block with it
-          const close = inner.match(FENCE);
-          if (close && inset - column <= 3 && close[2][0] === fence[2][0] && close[2].length >= fence[2].length &&
-              !close[3].trim()) {
-            j++;
-            break;
-          }
-          code.push(inner.slice(Math.min(indent, inset)));
-        }
-        parts.push({ prose: prose.join("\n") }, { code: code.join("\n") });
-        prose = [];
-        paragraph = false;
-        i = j;
-        continue;
-      }
-      const target = definition && (definition.groups.angled ?? definition.groups.bare);
-      if (definition && SAFE_HREF.test(target)) {
-        const label = normalized(definition.groups.label);
-        if (label && !refs.has(label)) refs.set(label, target); // the first of a label wins
-        i++;
-        continue;
-      }
-      if (item && indent - column <= 3) {
-        const [, lead, marker, gap] = item;
-        items.push(lead.length + marker.length + (gap.length && gap.length <= 4 ? gap.length : 1));
-      }
-      prose.push(line);
-      paragraph = true;
-      i++;
+  function list(node, refs) {
+    const el = document.createElement(node.ordered ? "ol" : "ul");
+    if (node.ordered && node.start !== 1) el.start = node.start;
+    if (node.loose) el.className = "loose";
+    for (const item of node.items) {
+      const li = document.createElement("li");
+      blocks(item.children, li, refs);
+      el.append(li);
     }
-    parts.push({ prose: prose.join("\n") });
-    return { parts: parts.filter((p) => p.code !== undefined || p.prose), refs };
+    return el;
   }
+
+  // The text as a tree of blocks, and its link reference definitions (label -> address), read line by
+  // line as CommonMark reads them, for what a model writes: text (its lines and blank lines kept as
+  // typed), code blocks, and lists, whose items hold blocks of their own (text, code, lists).
+  //
+  // - A list item is `-`, `*` or `+`, or a number of up to nine digits and `.` or `)`, then a space,
+  //   up to three spaces in; the lines indented as far as its text belong to it, and so does a line
+  //   that carries on its text's last line (a wrapped sentence, however indented). Items with the
+  //   same marker (bullet character, or number delimiter) make one list, numbered from the first
+  //   item's number; a blank line between items, or between two blocks of an item, spaces the list
+  //   out. Within a paragraph, only a bullet or `1.` with text after it starts a list (`2024. was
+  //   ...` within a sentence is text). `- - -` and `* * *` are rules, shown as typed.
+  // - A fence (``` or ~~~, or longer) opens a code block at the start of a line, up to three spaces
+  //   into the list item it is in: ``` within a sentence is text. Only a line of as many of the same
+  //   character or more, alone, closes it (a ```` block shows the ``` lines of the Markdown it
+  //   quotes); the end of its list item, or of the text, does too. Its lines lose the fence's
+  //   indentation, as the other platforms show them.
+  // - Lines four spaces in (beyond their list item's text) that do not carry on a paragraph are a
+  //   code block too, without those four spaces.
+  // - A definition is a line of its own (`[label]: address`, not within a paragraph nor a code
+  //   block); it shows as nothing, unless its address is not a web or mail one: then no link uses it
+  //   and it shows as typed.
+  function parse(text) {
+    const refs = new Map();
+    const root = { children: [], col: 0, blanks: 0, paragraph: false };
+    const open = [root]; // the text, then each list item open within the one before
+    for (let line of text.split("\n")) {
+      let matched = 1; // how many of the open containers the line continues
+      for (; matched < open.length; matched++) {
+        if (!line.trim()) line = ""; // a blank line continues every item
+        else if (indentOf(line) >= open[matched].col) line = line.slice(open[matched].col);
+        else break;
+      }
+      const all = matched === open.length;
+      const tip = open[open.length - 1];
+      const leaf = tip.children[tip.children.length - 1];
+      if (all && leaf && leaf.fence) {
+        const close = line.match(FENCE);
+        if (close && indentOf(line) <= 3 && close[2][0] === leaf.fence[0] && close[2].length >= leaf.fence.length &&
+            !close[3].trim()) leaf.fence = ""; // closed: a code block, no longer a fence
+        else leaf.code.push(line.slice(Math.min(leaf.indent, indentOf(line))));
+        continue;
+      }
+      if (all && leaf && leaf.indented && (!line.trim() || indentOf(line) >= 4)) {
+        leaf.code.push(line.slice(4));
+        continue;
+      }
+      while (leaf && leaf.indented && leaf.code.length && !leaf.code[leaf.code.length - 1].trim()) {
+        leaf.code.pop(); // the blank lines after an indented block are not its code: they show after it
+        tip.blanks++;
+      }
+      let container = open[matched - 1];
+      let paragraph = all && tip.paragraph; // what follows the text's last line may carry it on
+      let lazy = !all && tip.paragraph; // a less indented line may carry on a list item's text
+      let started = false;
+      while (line.trim()) {
+        const indent = indentOf(line);
+        const fence = indent <= 3 && line.match(FENCE);
+        const item = indent <= 3 && open.length <= MAX_DEPTH && !RULE.test(line) && line.match(ITEM);
+        if (indent >= 4) {
+          if (paragraph || lazy) break;
+          closeTo(open, matched);
+          add(container, { code: [line.slice(4)], indented: true });
+        } else if (fence && !(fence[2][0] === "`" && fence[3].includes("`"))) {
+          closeTo(open, matched);
+          add(container, { code: [], fence: fence[2], indent });
+        } else if (item && !(paragraph && (!line.slice(item[0].length).trim() ||
+                                           (item[2].length > 1 && Number(item[2].slice(0, -1)) !== 1)))) {
+          closeTo(open, matched);
+          const [whole, lead, marker, gap] = item;
+          const width = gap.length && gap.length <= 4 ? gap.length : 1; // more: its text is a code block
+          const ordered = marker.length > 1;
+          const kind = ordered ? marker.slice(-1) : marker;
+          let owner = container.children[container.children.length - 1];
+          if (owner && owner.items && owner.kind === kind) {
+            if (container.blanks) owner.loose = true; // a blank line between two of its items
+            container.blanks = 0;
+          } else {
+            owner = { items: [], ordered, kind, start: ordered ? Number(marker.slice(0, -1)) : 1, loose: false };
+            add(container, owner);
+          }
+          const next = { children: [], col: lead.length + marker.length + width, blanks: 0, paragraph: false, list: owner };
+          owner.items.push(next);
+          open.push(next);
+          matched = open.length;
+          container = next;
+          paragraph = lazy = false;
+          line = line.slice(whole.length - gap.length + width);
+          started = true;
+          continue; // its text may open a block of its own (a fence, a nested list)
+        } else {
+          const definition = !paragraph && !lazy && line.match(DEFINITION);
+          const target = definition && (definition.groups.angled ?? definition.groups.bare);
+          if (!definition || !SAFE_HREF.test(target)) break;
+          closeTo(open, matched);
+          const label = normalized(definition.groups.label);
+          if (label && !refs.has(label)) refs.set(label, target); // the first of a label wins
+          container.paragraph = false;
+        }
+        line = "";
+        started = true;
+      }
+      if (!line.trim()) {
+        if (!started) {
+          tip.blanks++;
+          tip.paragraph = false;
+        }
+        continue;
+      }
+      if (lazy && !started) {
+        const text = tip.children[tip.children.length - 1];
+        text.prose.push(line.trimStart());
+        continue;
+      }
+      closeTo(open, matched);
+      const before = container.children[container.children.length - 1];
+      line = container === root ? line : line.trimStart(); // an item's indentation is the item's, not its text's
+      if (before && before.prose) {
+        if (container.blanks && container.list) container.list.loose = true;
+        pad(before.prose, container.blanks).push(line);
+        container.blanks = 0;
+      } else add(container, { prose: [line] });
+      container.paragraph = true;
+    }
+    return { root, refs };
+  }
+
+  // `node` as the container's next block: the blank lines before it show as typed after a text, or
+  // before one; between two blocks of a list item, they space its list out.
+  function add(container, node) {
+    const before = container.children[container.children.length - 1];
+    if (container.blanks && before && container.list) container.list.loose = true;
+    if (before && before.prose) pad(before.prose, container.blanks);
+    else if (node.prose) node.prose = pad([], container.blanks).concat(node.prose);
+    container.blanks = 0;
+    container.paragraph = false;
+    container.children.push(node);
+  }
+
+  // Closes the list items a line does not continue: their trailing blank lines come after their list.
+  function closeTo(open, length) {
+    while (open.length > length) {
+      const item = open.pop();
+      open[open.length - 1].blanks += item.blanks;
+    }
+  }
+
+  function pad(lines, blanks) {
+    for (; blanks > 0; blanks--) lines.push("");
+    return lines;
+  }
+
+  const indentOf = (line) => line.length - line.trimStart().length;
+  const MAX_DEPTH = 20; // lists nested deeper show their markers as typed, as the gateway's parser does
 
   const FENCE = /^( *)(`{3,}|~{3,})(.*)$/;
   const ITEM = /^( *)([-+*]|\d{1,9}[.)])( +|$)/;
+  const RULE = /^ {0,3}([-*_])(?: *\1){2,} *$/;
   const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
   const DEFINITION = /^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*(?:<(?<angled>[^<>\n]*)>|(?<bare>\S+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
   // A label matches its definition's whatever its case and spacing, as in Markdown.

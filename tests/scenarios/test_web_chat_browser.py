@@ -220,8 +220,9 @@ async def test_a_code_block_in_a_list_item_nested_ones_too_is_a_block_as_the_gat
     blocks = await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)")
     assert blocks == ["pip install x", "apt install x\n  indented", "left open"]
     assert blocks == [t.content.removesuffix("\n") for t in markdown.parse(text) if t.type == "fence"]
-    assert await mine.text_content() == ("Steps:\n1. Install:\npip install x2. Nested:\n    - on Linux:\n\n"
-                                         "apt install x\n  indented    - done\n3. End:\nleft openNot the item's.")
+    assert await mine.text_content() == ("Steps:\nInstall:\npip install xNested:\non Linux:\n\n"
+                                         "apt install x\n  indenteddoneEnd:\nleft openNot the item's.")
+    assert await mine.eval_on_selector_all("li > pre", "els => els.length") == 3  # each in its item
 
 
 async def test_a_reference_link_is_a_link_when_its_label_is_defined_with_a_web_or_mail_address(chat, page) -> None:

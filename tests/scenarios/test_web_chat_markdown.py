@@ -1,0 +1,149 @@
+"""The web chat page's Markdown (platforms/web_static/markdown.js) in a real headless chromium:
+lists and code blocks, read as the gateway's parser reads them for the other platforms.
+
+Each test sends a message from a fresh page and reads the DOM its bubble shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from platforms.formatting import markdown
+from tests.web_client import web_chats
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
+
+# The blocks a bubble shows, as tags: lists (an ordered one with its start when not 1), their items
+# and code blocks; the text between them left out.
+SHAPE = """el => {
+  const out = [];
+  const walk = (node) => {
+    for (const child of node.children) {
+      const tag = child.tagName.toLowerCase();
+      if (!["ul", "ol", "li", "pre"].includes(tag)) continue;
+      out.push(tag === "ol" && child.getAttribute("start") ? `ol start=${child.getAttribute("start")}` : tag);
+      walk(child);
+      if (tag !== "pre") out.push("/" + tag);
+    }
+  };
+  walk(el);
+  return out;
+}"""
+# Each list item's own text (what a nested list or a code block in it holds left out).
+ITEMS = """el => [...el.querySelectorAll("li")].map(li => [...li.childNodes]
+  .filter(n => !["UL", "OL", "PRE"].includes(n.nodeName)).map(n => n.textContent).join(""))"""
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def chat(tmp_path) -> AsyncIterator[Any]:
+    async with web_chats(tmp_path) as start:
+        yield start
+
+
+async def shown_as_sent(chat, page, text: str):
+    """The text of the user's message ``text`` as a fresh chat's page shows it once sent."""
+    web = await chat()
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.fill("#input", text)
+    await page.click("#send")
+    return await page.wait_for_selector("[data-kind=user] .text")
+
+
+def gateway_shape(text: str) -> list[str]:
+    """`SHAPE` of ``text`` as markdown-it reads it for Telegram, Slack and Discord."""
+    out = []
+    for token in markdown.parse(text):
+        if token.type in ("bullet_list_open", "list_item_open"):
+            out.append(token.tag)
+        elif token.type == "ordered_list_open":
+            start = token.attrGet("start")
+            out.append(f"ol start={start}" if start is not None and int(start) != 1 else "ol")
+        elif token.type in ("bullet_list_close", "ordered_list_close", "list_item_close"):
+            out.append("/" + token.tag)
+        elif token.type in ("fence", "code_block"):
+            out.append("pre")
+    return out
+
+
+async def test_bullet_lists_are_lists_of_their_items(chat, page) -> None:
+    # Every list showed as typed, its "- " markers as text, one line each.
+    text = "Compare these:\n- apples\n- pears\n* figs\n* kiwis\n+ plums\n\nThat's all."
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ul", "li", "/li", "li", "/li", "/ul", "ul", "li", "/li", "li", "/li",
+                                          "/ul", "ul", "li", "/li", "/ul"]  # another marker: another list
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["apples", "pears", "figs", "kiwis", "plums"]
+    # The text around the lists shows as typed, the blank line after them too.
+    assert await mine.text_content() == "Compare these:\napplespearsfigskiwisplums\nThat's all."
+    assert await mine.eval_on_selector_all("ul", "els => els.map(e => e.className)") == ["", "", ""]
+
+
+async def test_an_ordered_list_counts_from_its_first_number_and_only_1_starts_one_within_a_sentence(
+        chat, page) -> None:
+    text = ("Steps:\n1. Install\n2. Run\n\nLater:\n\n7) Seven\n8) Eight\n10) Ten\n\n"
+            "The year\n2024. was text, as\n0. is not a list here either.\n\n0. but is one here")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ol", "li", "/li", "li", "/li", "/ol", "ol start=7", "li", "/li", "li",
+                                          "/li", "li", "/li", "/ol", "ol start=0", "li", "/li", "/ol"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["Install", "Run", "Seven", "Eight", "Ten", "but is one here"]
+    assert await mine.eval_on_selector_all("ol", "els => els.map(e => e.start)") == [1, 7, 0]
+    assert "The year\n2024. was text, as\n0. is not a list here either." in await mine.text_content()
+
+
+async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in_its_item(chat, page) -> None:
+    text = ("- fruit\n  - apples\n    1. red\n    2. green\n  - pears, a long\nline the model wrapped\n- veg\n"
+            "1. four-space style\n    - nested\n        - deeper")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == [
+        "ul", "li", "ul", "li", "ol", "li", "/li", "li", "/li", "/ol", "/li", "li", "/li", "/ul", "/li",
+        "li", "/li", "/ul",
+        "ol", "li", "ul", "li", "ul", "li", "/li", "/ul", "/li", "/ul", "/li", "/ol"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["fruit\n", "apples\n", "red", "green", "pears, a long\nline the model wrapped",
+                                          "veg", "four-space style\n", "nested\n", "deeper"]
+
+
+async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_items_keeps_one_list(
+        chat, page) -> None:
+    text = ("1. **Bold** with `code`, [a link](https://example.com/a) and https://example.com/b\n\n"
+            "2. Second, after a blank line\n\n   its own second paragraph\n3. Third")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ol", "li", "/li", "li", "/li", "li", "/li", "/ol"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    first = await mine.query_selector("li")
+    assert await first.eval_on_selector_all("strong", "els => els.map(e => e.textContent)") == ["Bold"]
+    assert await first.eval_on_selector_all("code", "els => els.map(e => e.textContent)") == ["code"]
+    assert await first.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])") == [
+        ["https://example.com/a", "a link"], ["https://example.com/b", "https://example.com/b"]]
+    assert await mine.evaluate(ITEMS) == ["Bold with code, a link and https://example.com/b",
+                                          "Second, after a blank line\n\nits own second paragraph", "Third"]
+    assert await mine.eval_on_selector("ol", "e => e.className") == "loose"
+
+
+async def test_a_code_block_in_a_list_item_is_in_the_item(chat, page) -> None:
+    text = ("1. Install:\n   ```bash\n   pip install x\n   ```\n2. Configure:\n   - the file:\n\n"
+            "     ```yaml\n     key: value\n     ```\n3. Run `x`")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ol", "li", "pre", "/li", "li", "ul", "li", "pre", "/li", "/ul", "/li",
+                                          "li", "/li", "/ol"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("li > pre", "els => els.map(e => e.textContent)") == [
+        "pip install x", "key: value"]
+    assert await mine.evaluate(ITEMS) == ["Install:\n", "Configure:\n", "the file:\n\n", "Run x"]
+
+
+async def test_lines_four_spaces_in_are_a_code_block_unless_they_carry_on_a_paragraph(chat, page) -> None:
+    text = "Run:\n\n    make test\n      --verbose\n\n    make lint\n\nthen\n    this carries on the sentence."
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["pre"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "make test\n  --verbose\n\nmake lint"]
+    assert await mine.text_content() == ("Run:\n\nmake test\n  --verbose\n\nmake lint"
+                                         "\nthen\n    this carries on the sentence.")
