@@ -4,7 +4,8 @@
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
-  // Code blocks, lists, inline code, bold, links (reference links too): `text` into the element `into`.
+  // Code blocks, lists, inline code, bold, links (reference links too), backslash escapes: `text` into
+  // the element `into`.
   function render(text, into) {
     into.replaceChildren();
     const { root, refs } = parse(text);
@@ -117,7 +118,8 @@ window.SwitchboardMarkdown = (() => {
             owner = { items: [], ordered, kind, start: ordered ? Number(marker.slice(0, -1)) : 1, loose: false };
             add(container, owner);
           }
-          const next = { children: [], col: lead.length + marker.length + width, blanks: 0, paragraph: false, list: owner };
+          const col = lead.length + marker.length + width;
+          const next = { children: [], col, blanks: 0, paragraph: false, list: owner };
           owner.items.push(next);
           open.push(next);
           matched = open.length;
@@ -207,10 +209,14 @@ window.SwitchboardMarkdown = (() => {
     into.append(pre);
   }
 
-  // A link's text may hold brackets in pairs and code spans; a lone backtick in it opens a code
-  // span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, and only a
-  // web or mail address is linked: a javascript: link stays text as written.
-  const LINK_TEXT = "(?:[^\\[\\]`\\n]|`[^`\\n]+`)";
+  // A backslash before ASCII punctuation shows it as typed, itself showing as nothing (\*, \_, \`, \[, \\);
+  // at the end of a line with more text after it, it is a line break. Before anything else it stays, and in code
+  // (a span or a block) it is always the code's own, as in CommonMark.
+  const ESCAPE = /(?<escape>\\(?:[!-\/:-@\[-`{-~]|\n(?=.)))/.source;
+  // A link's text may hold brackets in pairs, escaped ones and code spans; a lone backtick in it opens
+  // a code span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, and
+  // only a web or mail address is linked: a javascript: link stays text as written.
+  const LINK_TEXT = "(?:[^\\[\\]`\\n\\\\]|\\\\.|`[^`\\n]+`)";
   const LABEL = "(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+";
   const LINK = "\\[(?<label>" + LABEL + ")\\]" +
     "\\((?<href>(?:https?:\\/\\/|mailto:)(?:[^\\s()<>]|\\([^\\s()<>]*\\))+)\\)";
@@ -220,10 +226,11 @@ window.SwitchboardMarkdown = (() => {
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
   const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
   const CODE = "(?<code>`[^`\\n]+`)";
-  const BOLD = "(?<bold>\\*\\*[^*\\n]+\\*\\*)";
-  const INLINE = new RegExp([CODE, LINK, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  const INLINE_WITH_REFERENCES = new RegExp([CODE, LINK, REFERENCE, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  const INLINE_IN_LINK = new RegExp(CODE + "|" + BOLD, "g"); // a link within a link cannot be followed
+  const BOLD = /(?<bold>\*\*(?:[^*\\\n]|\\.)+\*\*)/.source; // an escaped * within it is a *
+  const INLINE = new RegExp([ESCAPE, CODE, LINK, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  const INLINE_WITH_REFERENCES =
+    new RegExp([ESCAPE, CODE, LINK, REFERENCE, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, BOLD].join("|"), "g"); // a link within a link cannot be followed
 
   function inline(text, into, token = INLINE, refs = new Map()) {
     if (token === INLINE && refs.size) token = INLINE_WITH_REFERENCES;
@@ -231,10 +238,13 @@ window.SwitchboardMarkdown = (() => {
     for (const m of text.matchAll(token)) {
       if (m.index > last) into.append(text.slice(last, m.index));
       last = m.index + m[0].length;
-      const { code, label, href, bold, bare } = m.groups;
+      const { escape, code, label, href, bold, bare } = m.groups;
       const reference = m.groups.text;
       let node;
-      if (code) {
+      if (escape) {
+        into.append(escape.slice(1));
+        continue;
+      } else if (code) {
         node = document.createElement("code");
         node.textContent = code.slice(1, -1);
       } else if (bold) {

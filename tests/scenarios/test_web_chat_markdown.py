@@ -1,5 +1,5 @@
 """The web chat page's Markdown (platforms/web_static/markdown.js) in a real headless chromium:
-lists and code blocks, read as the gateway's parser reads them for the other platforms.
+lists and backslash escapes, read as the gateway's parser reads them for the other platforms.
 
 Each test sends a message from a fresh page and reads the DOM its bubble shows.
 """
@@ -105,8 +105,9 @@ async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in
         "li", "/li", "/ul",
         "ol", "li", "ul", "li", "ul", "li", "/li", "/ul", "/li", "/ul", "/li", "/ol"]
     assert await mine.evaluate(SHAPE) == gateway_shape(text)
-    assert await mine.evaluate(ITEMS) == ["fruit\n", "apples\n", "red", "green", "pears, a long\nline the model wrapped",
-                                          "veg", "four-space style\n", "nested\n", "deeper"]
+    assert await mine.evaluate(ITEMS) == ["fruit\n", "apples\n", "red", "green",
+                                          "pears, a long\nline the model wrapped", "veg", "four-space style\n",
+                                          "nested\n", "deeper"]
 
 
 async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_items_keeps_one_list(
@@ -136,6 +137,27 @@ async def test_a_code_block_in_a_list_item_is_in_the_item(chat, page) -> None:
     assert await mine.eval_on_selector_all("li > pre", "els => els.map(e => e.textContent)") == [
         "pip install x", "key: value"]
     assert await mine.evaluate(ITEMS) == ["Install:\n", "Configure:\n", "the file:\n\n", "Run x"]
+
+
+async def test_a_backslash_shows_the_punctuation_after_it_as_typed_but_code_keeps_it(chat, page) -> None:
+    # The backslashes showed, and **, ` and [ ] after them were read as Markdown all the same.
+    text = ("\\*\\*not bold\\*\\*, \\`not code\\`, \\[not a link\\](https://example.com/x), \\_ \\# \\\\ \\a \\é, "
+            "`a\\*b` and **bold \\*star\\*** [a \\] in \\`it](https://example.com/y)\n"
+            "\\- not a list\n1\\. nor this\nline\\\nbreak, a last \\\n```\n\\*kept\\*\n```\n    \\*kept too\\*")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["pre", "pre"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "\\*kept\\*", "\\*kept too\\*"]
+    assert await mine.eval_on_selector_all("code:not(pre code)", "els => els.map(e => e.textContent)") == ["a\\*b"]
+    assert await mine.eval_on_selector_all("strong", "els => els.map(e => e.textContent)") == ["bold *star*"]
+    assert await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])") == [
+        ["https://example.com/x"] * 2, ["https://example.com/y", "a ] in `it"]]  # the first written bare
+    # Before a letter (ASCII or not) a backslash stays; at the end of a line it is a line break, but
+    # not at the end of a paragraph.
+    assert await mine.text_content() == (
+        "**not bold**, `not code`, [not a link](https://example.com/x), _ # \\ \\a \\é, a\\*b and bold *star* "
+        "a ] in `it\n- not a list\n1. nor this\nline\nbreak, a last \\\n\\*kept\\*\\*kept too\\*")
 
 
 async def test_lines_four_spaces_in_are_a_code_block_unless_they_carry_on_a_paragraph(chat, page) -> None:
