@@ -48,7 +48,8 @@ window.SwitchboardMarkdown = (() => {
   //   same marker (bullet character, or number delimiter) make one list, numbered from the first
   //   item's number; a blank line between items, or between two blocks of an item, spaces the list
   //   out. Within a paragraph, only a bullet or `1.` with text after it starts a list (`2024. was
-  //   ...` within a sentence is text). `- - -` and `* * *` are rules, shown as typed.
+  //   ...` within a sentence is text). `- - -`, `***` and the like are rules, shown as typed, and end a
+  //   list even on a line that would carry on its text.
   // - A fence (``` or ~~~, or longer) opens a code block at the start of a line, up to three spaces
   //   into the list item it is in: ``` within a sentence is text. Only a line of as many of the same
   //   character or more, alone, closes it (a ```` block shows the ``` lines of the Markdown it
@@ -95,8 +96,12 @@ window.SwitchboardMarkdown = (() => {
       while (line.trim()) {
         const indent = indentOf(line);
         const fence = indent <= 3 && line.match(FENCE);
-        const item = indent <= 3 && open.length <= MAX_DEPTH && !RULE.test(line) && line.match(ITEM);
-        if (indent >= 4) {
+        const rule = indent <= 3 && RULE.test(line);
+        const item = !rule && indent <= 3 && open.length <= MAX_DEPTH && line.match(ITEM);
+        if (rule && lazy) {
+          lazy = false; // a rule ends the list, as in Markdown: it shows as typed after it
+          break;
+        } else if (indent >= 4) {
           if (paragraph || lazy) break;
           closeTo(open, matched);
           add(container, { code: [line.slice(4)], indented: true });

@@ -97,7 +97,7 @@ async def test_an_ordered_list_counts_from_its_first_number_and_only_1_starts_on
 
 
 async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in_its_item(chat, page) -> None:
-    text = ("- fruit\n  - apples\n    1. red\n    2. green\n  - pears, a long\nline the model wrapped\n- veg\n"
+    text = ("- fruit\n  - apples\n    1. red\n    2. green\n  - pears, a long\nline the model wrapped\n- veg\n---\n"
             "1. four-space style\n    - nested\n        - deeper")
     mine = await shown_as_sent(chat, page, text)
     assert await mine.evaluate(SHAPE) == [
@@ -108,6 +108,7 @@ async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in
     assert await mine.evaluate(ITEMS) == ["fruit\n", "apples\n", "red", "green",
                                           "pears, a long\nline the model wrapped", "veg", "four-space style\n",
                                           "nested\n", "deeper"]
+    assert "veg---\nfour-space style" in await mine.text_content()  # a rule is not the item's: it ends the list
 
 
 async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_items_keeps_one_list(
