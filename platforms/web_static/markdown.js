@@ -48,8 +48,9 @@ window.SwitchboardMarkdown = (() => {
   //   same marker (bullet character, or number delimiter) make one list, numbered from the first
   //   item's number; a blank line between items, or between two blocks of an item, spaces the list
   //   out. Within a paragraph, only a bullet or `1.` with text after it starts a list (`2024. was
-  //   ...` within a sentence is text). `- - -`, `***` and the like are rules, shown as typed, and end a
-  //   list even on a line that would carry on its text.
+  //   ...` within a sentence is text); after a heading, a rule (`- - -`, `***`) or a line underlining
+  //   a title (`===`), any item does. A rule, a heading or a quote (`>`) ends a list even on a line
+  //   that would carry on its text; they show as typed. An item that holds nothing ends at a blank line.
   // - A fence (``` or ~~~, or longer) opens a code block at the start of a line, up to three spaces
   //   into the list item it is in: ``` within a sentence is text. Only a line of as many of the same
   //   character or more, alone, closes it (a ```` block shows the ``` lines of the Markdown it
@@ -67,8 +68,10 @@ window.SwitchboardMarkdown = (() => {
     for (let line of text.split("\n")) {
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
-        if (!line.trim()) line = ""; // a blank line continues every item
-        else if (indentOf(line) >= open[matched].col) line = line.slice(open[matched].col);
+        if (!line.trim()) {
+          if (!open[matched].children.length) break; // but ends one that holds nothing yet, as in Markdown
+          line = ""; // a blank line continues every item
+        } else if (indentOf(line) >= open[matched].col) line = line.slice(open[matched].col);
         else break;
       }
       const all = matched === open.length;
@@ -98,8 +101,8 @@ window.SwitchboardMarkdown = (() => {
         const fence = indent <= 3 && line.match(FENCE);
         const rule = indent <= 3 && RULE.test(line);
         const item = !rule && indent <= 3 && open.length <= MAX_DEPTH && line.match(ITEM);
-        if (rule && lazy) {
-          lazy = false; // a rule ends the list, as in Markdown: it shows as typed after it
+        if (lazy && (rule || HEADING.test(line) || QUOTE.test(line))) {
+          lazy = false; // it ends the list, as in Markdown, and shows as typed after it
           break;
         } else if (indent >= 4) {
           if (paragraph || lazy) break;
@@ -147,8 +150,9 @@ window.SwitchboardMarkdown = (() => {
       }
       if (!line.trim()) {
         if (!started) {
-          tip.blanks++;
-          tip.paragraph = false;
+          closeTo(open, matched);
+          container.blanks++;
+          container.paragraph = false;
         }
         continue;
       }
@@ -159,13 +163,16 @@ window.SwitchboardMarkdown = (() => {
       }
       closeTo(open, matched);
       const before = container.children[container.children.length - 1];
+      // A rule or a heading is a paragraph of its own (and so is one underlined with === or ---):
+      // what follows it does not carry it on.
+      const ends = RULE.test(line) || HEADING.test(line) || (container.paragraph && UNDERLINE.test(line));
       line = container === root ? line : line.trimStart(); // an item's indentation is the item's, not its text's
       if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
         pad(before.prose, container.blanks).push(line);
         container.blanks = 0;
       } else add(container, { prose: [line] });
-      container.paragraph = true;
+      container.paragraph = !ends;
     }
     return { root, refs };
   }
@@ -201,6 +208,9 @@ window.SwitchboardMarkdown = (() => {
   const FENCE = /^( *)(`{3,}|~{3,})(.*)$/;
   const ITEM = /^( *)([-+*]|\d{1,9}[.)])( +|$)/;
   const RULE = /^ {0,3}([-*_])(?: *\1){2,} *$/;
+  const HEADING = /^ {0,3}#{1,6}(?: |$)/;
+  const UNDERLINE = /^ {0,3}(?:=+|-+) *$/;
+  const QUOTE = /^ {0,3}>/;
   const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
   const DEFINITION = /^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*(?:<(?<angled>[^<>\n]*)>|(?<bare>\S+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
   // A label matches its definition's whatever its case and spacing, as in Markdown.

@@ -170,3 +170,16 @@ async def test_lines_four_spaces_in_are_a_code_block_unless_they_carry_on_a_para
         "make test\n  --verbose\n\nmake lint"]
     assert await mine.text_content() == ("Run:\n\nmake test\n  --verbose\n\nmake lint"
                                          "\nthen\n    this carries on the sentence.")
+
+
+async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_in_markdown(chat, page) -> None:
+    # A list after a heading or an underlined title was read as the heading's text carried on, a quote
+    # line as the list item's, and an item holding nothing took the text after a blank line.
+    text = "## Plan\n2. Second\n- item\n> a quote after the list\n\nText\n===\n3. Third\n-\n\n  not in the item"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ol start=2", "li", "/li", "/ol", "ul", "li", "/li", "/ul",
+                                          "ol start=3", "li", "/li", "/ol", "ul", "li", "/li", "/ul"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["Second", "item", "Third", ""]
+    assert await mine.text_content() == ("## Plan\nSeconditem> a quote after the list\n\nText\n===\nThird"
+                                         "\n  not in the item")
