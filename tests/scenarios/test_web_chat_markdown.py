@@ -114,7 +114,8 @@ async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in
 async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_items_keeps_one_list(
         chat, page) -> None:
     text = ("1. **Bold** with `code`, [a link](https://example.com/a) and https://example.com/b\n\n"
-            "2. Second, after a blank line\n\n   its own second paragraph\n3. Third")
+            "2. Second, after a blank line\n\n   its own second paragraph\n3. Third <img src=x onerror=alert(1)>, "
+            "[not linked](javascript:alert(1))")
     mine = await shown_as_sent(chat, page, text)
     assert await mine.evaluate(SHAPE) == ["ol", "li", "/li", "li", "/li", "li", "/li", "/ol"]
     assert await mine.evaluate(SHAPE) == gateway_shape(text)
@@ -124,8 +125,10 @@ async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_ite
     assert await first.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])") == [
         ["https://example.com/a", "a link"], ["https://example.com/b", "https://example.com/b"]]
     assert await mine.evaluate(ITEMS) == ["Bold with code, a link and https://example.com/b",
-                                          "Second, after a blank line\n\nits own second paragraph", "Third"]
+                                          "Second, after a blank line\n\nits own second paragraph",
+                                          "Third <img src=x onerror=alert(1)>, [not linked](javascript:alert(1))"]
     assert await mine.eval_on_selector("ol", "e => e.className") == "loose"
+    assert await mine.eval_on_selector_all("img, li:last-child a", "els => els.length") == 0  # text, as typed
 
 
 async def test_a_code_block_in_a_list_item_is_in_the_item(chat, page) -> None:
