@@ -174,43 +174,57 @@ def _fan_child(request) -> dict:
     return {"wait": request.metadata["goal"], "text": "notes"}
 
 
-async def test_a_fan_out_over_many_channels_gets_no_429_from_the_workspace_wide_limits(fake, tmp_path):
-    # Every channel's live progress card changes as its subagents finish. chat.update is counted per
-    # workspace (50 a minute), not per channel: paced per channel only, twelve cards drew 429s.
+async def fan_out_cards(fake: FakeSlack, tmp_path, channels: list[str], *, before_release=None):
+    """Each of ``channels`` asks for a fan-out of `TASKS` subagents, whose live progress cards change as
+    one subagent of every channel finishes at once, then the next; ``before_release`` is awaited once
+    every card shows. Returns the fake's rate limits and each channel's bot messages, once all is said."""
     clock = FakeClock(autojump=False)
     limits = fake.enforce_rate_limits(clock)
     config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress_delay": 1.0},
-                         lifecycle={"max_running": len(CHANNELS) * TASKS})
+                         lifecycle={"max_running": len(channels) * TASKS})
     model = ScriptedModel({"parent": _fan_parent, "leaf": _fan_child})
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     gateway = await start_gateway(config, [adapter], model=model, clock=clock)
     try:
         await fake.wait_for(lambda: fake.open_connections)
-        threads = {c: (await fake.push_mention(c, "U1", f"please fan out in {c}"))["event"]["ts"] for c in CHANNELS}
+        threads = {c: (await fake.push_mention(c, "U1", f"please fan out in {c}"))["event"]["ts"] for c in channels}
         said = lambda c: [m for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
-        for channel in CHANNELS:
+        for channel in channels:
             for n in range(TASKS):
                 await model.reached(f"{channel} survey {n}")
-        carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in CHANNELS)  # noqa: E731
+        carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in channels)  # noqa: E731
         await run_clock_until(clock, carded, timeout=30.0)
-        for n in range(TASKS):  # one subagent of every channel finishes at once, then the next
-            for channel in CHANNELS:
+        if before_release is not None:
+            await before_release()
+        for n in range(TASKS):
+            for channel in channels:
                 model.release(f"{channel} survey {n}")
             await run_clock(clock, 2.0)
-        done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in CHANNELS)  # noqa: E731
+        done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in channels)  # noqa: E731
         await run_clock_until(clock, lambda: done() and gateway.quiet, timeout=60.0)
         await run_clock(clock, 10.0)
         await settled(gateway)
-
-        assert limits.refused == []  # not one 429
-        for channel in CHANNELS:
-            texts = [m["text"] for m in said(channel)]
-            [card] = [t for t in texts if " of 6 done" in t or t.startswith("✓ Done in")]
-            assert card.startswith("✓ Done in") and [t for t in texts if t != card] == ["On it.", "All done."]
-        updates = [c.at for c in limits.calls if c.method == "chat.update"]
-        assert busiest(updates, 60.0) <= 50
+        return limits, {c: [m["text"] for m in said(c)] for c in channels}
     finally:
         await gateway.stop(grace=0)
+
+
+def assert_cards_done_once(said: dict[str, list[str]]) -> None:
+    """Every channel's card ends with its final text, and each of its other messages went once, in order."""
+    for texts in said.values():
+        [card] = [t for t in texts if f" of {TASKS} done" in t or t.startswith("✓ Done in")]
+        assert card.startswith("✓ Done in") and [t for t in texts if t != card] == ["On it.", "All done."]
+
+
+async def test_a_fan_out_over_many_channels_gets_no_429_from_the_workspace_wide_limits(fake, tmp_path):
+    # Every channel's live progress card changes as its subagents finish. chat.update is counted per
+    # workspace (50 a minute), not per channel: paced per channel only, twelve cards drew 429s.
+    limits, said = await fan_out_cards(fake, tmp_path, CHANNELS)
+
+    assert limits.refused == []  # not one 429
+    assert_cards_done_once(said)
+    updates = [c.at for c in limits.calls if c.method == "chat.update"]
+    assert busiest(updates, 60.0) <= 50
 
 
 CROWD = [f"C{n}" for n in range(100, 156)]
@@ -222,34 +236,42 @@ def _held_in_its_channel(request) -> dict:
     return {"wait": channel, "text": f"done in {channel}"}
 
 
-async def test_placeholders_deleted_in_more_channels_than_slack_takes_a_minute_get_no_429(fake, tmp_path):
-    # chat.delete is Tier 3 like chat.update, counted per workspace: turns ending together in 56
-    # channels deleted their placeholders at once, and every one past the 50th drew a 429.
+async def placeholders_deleted(fake: FakeSlack, tmp_path, channels: list[str], **limits_kw):
+    """Each of ``channels`` asks something the model holds, so its `_working…_` placeholder shows; then
+    every turn ends at once and the placeholders are deleted. Returns the fake's rate limits (made with
+    ``limits_kw``) and each channel's bot messages, once all is said."""
     clock = FakeClock(autojump=False)
-    limits = fake.enforce_rate_limits(clock)
+    limits = fake.enforce_rate_limits(clock, **limits_kw)
     config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
     model = ScriptedModel({"parent": _held_in_its_channel})
     adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     gateway = await start_gateway(config, [adapter], model=model, clock=clock)
     try:
         await fake.wait_for(lambda: fake.open_connections)
-        threads = {c: (await fake.push_mention(c, "U1", f"hold on in {c}"))["event"]["ts"] for c in CROWD}
+        threads = {c: (await fake.push_mention(c, "U1", f"hold on in {c}"))["event"]["ts"] for c in channels}
         said = lambda c: [m["text"] for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
-        for channel in CROWD:
+        for channel in channels:
             await model.reached(channel)
-        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in CROWD), timeout=60.0)
-        for channel in CROWD:
+        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in channels), timeout=60.0)
+        for channel in channels:
             model.release(channel)
-        await run_clock_until(clock, lambda: len(fake.calls_to("chat.delete")) >= len(CROWD) and gateway.quiet,
+        await run_clock_until(clock, lambda: all(said(c) == [f"done in {c}"] for c in channels) and gateway.quiet,
                               timeout=120.0)
         await settled(gateway)
-
-        assert limits.refused == []  # not one 429
-        assert all(said(c) == [f"done in {c}"] for c in CROWD)
-        deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
-        assert len(deletions) == len(CROWD) and busiest(deletions, 60.0) <= 50
+        return limits, {c: said(c) for c in channels}
     finally:
         await gateway.stop(grace=0)
+
+
+async def test_placeholders_deleted_in_more_channels_than_slack_takes_a_minute_get_no_429(fake, tmp_path):
+    # chat.delete is Tier 3 like chat.update, counted per workspace: turns ending together in 56
+    # channels deleted their placeholders at once, and every one past the 50th drew a 429.
+    limits, said = await placeholders_deleted(fake, tmp_path, CROWD)
+
+    assert limits.refused == []  # not one 429
+    assert all(said[c] == [f"done in {c}"] for c in CROWD)
+    deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
+    assert len(deletions) == len(CROWD) and busiest(deletions, 60.0) <= 50
 
 
 FEW = CHANNELS[:4]
@@ -272,73 +294,26 @@ async def spend_the_workspaces_updates(fake: FakeSlack) -> None:
 async def test_a_429_on_chat_update_holds_every_channels_cards_until_retry_after(fake, tmp_path):
     # chat.update is counted per workspace: a 429 on one channel's card held only that channel, and
     # every other channel's card spent a call of its own to learn the same, drawing a 429 each.
-    clock = FakeClock(autojump=False)
-    limits = fake.enforce_rate_limits(clock)
-    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress_delay": 1.0},
-                         lifecycle={"max_running": len(FEW) * TASKS})
-    model = ScriptedModel({"parent": _fan_parent, "leaf": _fan_child})
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
-    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
-    try:
-        await fake.wait_for(lambda: fake.open_connections)
-        threads = {c: (await fake.push_mention(c, "U1", f"please fan out in {c}"))["event"]["ts"] for c in FEW}
-        said = lambda c: [m for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
-        for channel in FEW:
-            for n in range(TASKS):
-                await model.reached(f"{channel} survey {n}")
-        carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in FEW)  # noqa: E731
-        await run_clock_until(clock, carded, timeout=30.0)
-        await spend_the_workspaces_updates(fake)
-        for n in range(TASKS):  # one subagent of every channel finishes at once, then the next
-            for channel in FEW:
-                model.release(f"{channel} survey {n}")
-            await run_clock(clock, 2.0)
-        done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in FEW)  # noqa: E731
-        await run_clock_until(clock, lambda: done() and gateway.quiet, timeout=60.0)
-        await run_clock(clock, 10.0)
-        await settled(gateway)
+    limits, said = await fan_out_cards(fake, tmp_path, FEW, before_release=lambda: spend_the_workspaces_updates(fake))
 
-        # One card edit learnt that chat.update is out; no other channel asked to learn the same.
-        [refusal] = [r for r in limits.refused if r.channel in FEW]
-        assert refusal.method == "chat.update"
-        updates = [c.at for c in limits.calls if c.method == "chat.update" and c.channel in FEW]
-        assert not [at for at in updates if refusal.at <= at < refusal.at + refusal.retry_after]
-        for channel in FEW:  # every card still ends with its final text, and each message went once
-            texts = [m["text"] for m in said(channel)]
-            [card] = [t for t in texts if f" of {TASKS} done" in t or t.startswith("✓ Done in")]
-            assert card.startswith("✓ Done in") and [t for t in texts if t != card] == ["On it.", "All done."]
-    finally:
-        await gateway.stop(grace=0)
+    # One card edit learnt that chat.update is out; no other channel asked to learn the same.
+    [refusal] = [r for r in limits.refused if r.channel in FEW]
+    assert refusal.method == "chat.update"
+    updates = [c.at for c in limits.calls if c.method == "chat.update" and c.channel in FEW]
+    assert not [at for at in updates if refusal.at <= at < refusal.at + refusal.retry_after]
+    assert_cards_done_once(said)
 
 
 async def test_a_429_on_a_placeholders_deletion_holds_every_channels_deletions_until_retry_after(fake, tmp_path):
     # chat.delete is counted per workspace too: a placeholder's deletion refused in one channel let the
     # next channel's deletion go 1.2 s later, into the same 429, and the next, each drawing one.
-    clock = FakeClock(autojump=False)
     tight = Window(2, 5.0)  # what Slack had left of the workspace's chat.delete calls: it refuses the third
-    limits = fake.enforce_rate_limits(clock, tiers={**TIERS, "chat.delete": tight})
-    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
-    model = ScriptedModel({"parent": _held_in_its_channel})
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
-    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
-    try:
-        await fake.wait_for(lambda: fake.open_connections)
-        threads = {c: (await fake.push_mention(c, "U1", f"hold on in {c}"))["event"]["ts"] for c in FEW}
-        said = lambda c: [m["text"] for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
-        for channel in FEW:
-            await model.reached(channel)
-        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in FEW), timeout=30.0)
-        for channel in FEW:
-            model.release(channel)
-        await run_clock_until(clock, lambda: all(said(c) == [f"done in {c}"] for c in FEW) and gateway.quiet,
-                              timeout=60.0)
-        await settled(gateway)
+    limits, said = await placeholders_deleted(fake, tmp_path, FEW, tiers={**TIERS, "chat.delete": tight})
 
-        assert limits.refused and {r.method for r in limits.refused} == {"chat.delete"}  # Slack did refuse one
-        deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
-        for refusal in limits.refused:  # and no channel asked again before its Retry-After
-            assert not [r for r in limits.refused if refusal.at < r.at < refusal.at + refusal.retry_after]
-            assert not [at for at in deletions if refusal.at < at < refusal.at + refusal.retry_after]
-        assert len(deletions) == len(FEW)  # every placeholder deleted once
-    finally:
-        await gateway.stop(grace=0)
+    assert all(said[c] == [f"done in {c}"] for c in FEW)
+    assert limits.refused and {r.method for r in limits.refused} == {"chat.delete"}  # Slack did refuse one
+    deletions = [c.at for c in limits.calls if c.method == "chat.delete"]
+    for refusal in limits.refused:  # and no channel asked again before its Retry-After
+        assert not [r for r in limits.refused if refusal.at < r.at < refusal.at + refusal.retry_after]
+        assert not [at for at in deletions if refusal.at < at < refusal.at + refusal.retry_after]
+    assert len(deletions) == len(FEW)  # every placeholder deleted once
