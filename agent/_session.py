@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +18,17 @@ from agent._errors import ModelError, ToolError, TurnInProgress
 from agent._frozen import fast_init
 from agent._hooks import HookRegistry
 from agent._ids import new_id
+from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
+from agent._saved_turn import load_turn, save_turn
+from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _parse_arguments
 from agent._tools import Tool, ToolContext, utf8_text
-from agent._turn import ToolTraceEntry, TurnResult
+from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
 log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
-NOT_RUN = "[not run: the turn ended before it ran]"
-"""The result of a tool call a turn ended without running by an exception (a failing observer or
-host): every call is answered, or the server refuses each later request of the conversation."""
 TOOL_LOG_SIZE = 50
-_NO_USAGE = Usage()
 
 
 @fast_init
@@ -60,43 +58,6 @@ class TurnObserver:
 
 
 _NO_OBSERVER = TurnObserver()
-
-
-@dataclass(frozen=True, slots=True)
-class _Interrupt:
-    reason: str
-    hard: bool
-
-
-class _HardInterrupted(Exception):
-    """The in-flight model call or tool was cancelled by a hard interrupt."""
-
-
-class _Guard:
-    """``with _Guard(session): await ...`` lets a hard interrupt cancel just the awaited model
-    call or tool, raising `_HardInterrupted` out of the block.
-
-    The interrupt cancels the turn's own task and the cancellation is taken back on the way
-    out (``uncancel``), which costs no extra task per call; a cancellation of the turn from
-    outside still propagates. A context manager, not a wrapping coroutine: a thousand waiting
-    children would each hold one more frame.
-    """
-
-    __slots__ = ("session", "task")
-
-    def __init__(self, session: AgentSession) -> None:
-        self.session = session
-
-    def __enter__(self) -> None:
-        self.task = self.session._guarded_task = asyncio.current_task()
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        session = self.session
-        session._guarded_task = None
-        if session._hard_cancel_sent:  # our cancellation, or the awaited code swallowed it
-            session._hard_cancel_sent = False
-            if self.task.uncancel() == 0 and kind is not None and issubclass(kind, asyncio.CancelledError):
-                raise _HardInterrupted from None
 
 
 class AgentSession:
@@ -332,22 +293,7 @@ class AgentSession:
         `resume_turn` to run on in another session: a workflow that continues as new takes it inside
         `Model.complete`, where the turn is about to call its model and nothing else is under way.
         The tool log (`tool_log`) is not in it: the other session's starts empty."""
-        turn = self._turn
-        assert turn is not None, "only a running turn can be saved"
-        return {
-            "messages": list(self.messages), "history_version": self.history_version, "turns_run": self.turns_run,
-            "steer": list(self._steer), "answered_api_calls": self.activity.answered_api_calls,
-            "totals": [self.total_usage.prompt_tokens, self.total_usage.completion_tokens, self.total_cost_usd,
-                       self.total_api_calls],
-            "turn": {
-                "turn_id": turn.turn_id, "started": turn.started, "api_calls": turn.api_calls,
-                "child_calls": turn.child_calls, "usage": [turn.usage.prompt_tokens, turn.usage.completion_tokens],
-                "cost": turn.cost, "last_text": turn.last_text, "model_name": turn.model_name,
-                "summary_failed": turn.summary_failed, "iterations": turn.iterations, "asked_again": turn.asked_again,
-                "trace": [[e.name, list(e.argument_keys), e.input_bytes, e.output_bytes, e.ok, e.duration_seconds]
-                          for e in turn.trace],
-            },
-        }
+        return save_turn(self)
 
     async def resume_turn(self, saved: Mapping[str, Any], *, observer: TurnObserver = _NO_OBSERVER,
                           interrupted: str | None = None) -> TurnResult:
@@ -358,18 +304,7 @@ class AgentSession:
         ``interrupted``: a stop that came meanwhile, which ends it at once, with its partial output."""
         if self._running:
             raise TurnInProgress(f"session {self.session_id} is already running a turn")
-        self.messages = list(saved["messages"])
-        self.history_version, self.turns_run = saved["history_version"], saved["turns_run"]
-        self._steer = [*saved["steer"], *self._steer]
-        self.activity.api_calls = self.activity.answered_api_calls = saved["answered_api_calls"]
-        prompt, completion, self.total_cost_usd, self.total_api_calls = saved["totals"]
-        self.total_usage = Usage(prompt, completion)
-        kept = saved["turn"]
-        turn = _TurnState(kept["turn_id"], kept["started"], kept["api_calls"], kept["child_calls"],
-                          Usage(*kept["usage"]), kept["cost"], kept["last_text"], model_name=kept["model_name"],
-                          summary_failed=kept["summary_failed"], iterations=kept["iterations"],
-                          asked_again=kept["asked_again"],
-                          trace=[ToolTraceEntry(e[0], tuple(e[1]), *e[2:]) for e in kept["trace"]])
+        turn = load_turn(self, saved)
         return await self.run_turn(
             None, observer=observer, _resumed=(turn, None if interrupted is None else _Interrupt(interrupted, True)))
 
@@ -570,75 +505,3 @@ class AgentSession:
         notes = "\n".join(self._steer)
         self._steer.clear()
         self.messages.append({"role": "user", "content": f"{STEER_NOTE}\n{notes}"})
-
-
-@dataclass(slots=True)
-class _TurnState:
-    turn_id: str
-    started: float
-    api_calls: int = 0
-    child_calls: int = 0
-    """Of `api_calls`, the children's (`add_cost`): not this turn's own iterations."""
-    usage: Usage = _NO_USAGE
-    cost: float | None = None
-    last_text: str = ""
-    final_text: str = ""
-    model_name: str | None = None
-    truncated: bool = False
-    summary_failed: bool = False
-    trace: list[ToolTraceEntry] = field(default_factory=list)
-    iterations: int = 0
-    """Model answers with tool calls so far: what `AgentSession.max_iterations` bounds."""
-    asked_again: bool = False
-    """The next model call is one asked again after compacting for a context overflow (once per answer)."""
-
-
-def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: int) -> None:
-    if usage.prompt_tokens or usage.completion_tokens:
-        turn.usage += usage
-    turn.cost = _plus(turn.cost, cost_usd)
-    turn.api_calls += api_calls
-
-
-def _plus(cost: float | None, more: float | None) -> float | None:
-    """None (no provider reported a cost) stays None until one does."""
-    return cost if more is None else (cost or 0.0) + more
-
-
-def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
-    """Answer with `NOT_RUN` each call of the last assistant message that has no result yet."""
-    index = len(messages) - 1
-    while index >= 0 and messages[index].get("role") == "tool":
-        index -= 1
-    calls = messages[index].get("tool_calls") if index >= 0 and messages[index].get("role") == "assistant" else None
-    if not calls:
-        return
-    answered = {m.get("tool_call_id") for m in messages[index + 1:]}
-    messages.extend({"role": "tool", "tool_call_id": c["id"], "content": NOT_RUN}
-                    for c in calls if c["id"] not in answered)
-
-
-def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": response.text or None,
-        "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in response.tool_calls
-        ],
-    }
-
-
-def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """Parse tool-call arguments; models sometimes double-encode them as a JSON string."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-        if isinstance(value, str):
-            value = json.loads(value)
-    # Model output is untrusted text: json also raises a bare ValueError (an integer past Python's
-    # digit limit) and RecursionError (nesting too deep), and neither may escape the turn.
-    except (ValueError, RecursionError, AttributeError) as exc:
-        return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
-    if not isinstance(value, dict):
-        return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
-    return value, None

@@ -1,12 +1,14 @@
-"""What a turn returns."""
+"""What a turn returns, and what a running turn keeps until then."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from agent._frozen import fast_init
 from agent._model import Usage
+
+_NO_USAGE = Usage()
 
 ExitReason = Literal["completed", "max_iterations", "interrupted", "error"]
 
@@ -57,3 +59,36 @@ class TurnResult:
     """A context compaction in this turn got no summary from the model (it failed or answered
     nothing) and kept only the first line of each older message: details of the earlier
     conversation may be lost, which the user should hear."""
+
+
+@dataclass(slots=True)
+class _TurnState:
+    turn_id: str
+    started: float
+    api_calls: int = 0
+    child_calls: int = 0
+    """Of `api_calls`, the children's (`AgentSession.add_cost`): not this turn's own iterations."""
+    usage: Usage = _NO_USAGE
+    cost: float | None = None
+    last_text: str = ""
+    final_text: str = ""
+    model_name: str | None = None
+    truncated: bool = False
+    summary_failed: bool = False
+    trace: list[ToolTraceEntry] = field(default_factory=list)
+    iterations: int = 0
+    """Model answers with tool calls so far: what `AgentSession.max_iterations` bounds."""
+    asked_again: bool = False
+    """The next model call is one asked again after compacting for a context overflow (once per answer)."""
+
+
+def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: int) -> None:
+    if usage.prompt_tokens or usage.completion_tokens:
+        turn.usage += usage
+    turn.cost = _plus(turn.cost, cost_usd)
+    turn.api_calls += api_calls
+
+
+def _plus(cost: float | None, more: float | None) -> float | None:
+    """None (no provider reported a cost) stays None until one does."""
+    return cost if more is None else (cost or 0.0) + more

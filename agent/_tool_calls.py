@@ -1,0 +1,52 @@
+"""Tool calls as conversation messages: the assistant message that carries them, their
+arguments as the model sent them, and the answer each call a turn did not run gets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent._model import ModelResponse
+
+NOT_RUN = "[not run: the turn ended before it ran]"
+"""The result of a tool call a turn ended without running by an exception (a failing observer or
+host): every call is answered, or the server refuses each later request of the conversation."""
+
+
+def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
+    """Answer with `NOT_RUN` each call of the last assistant message that has no result yet."""
+    index = len(messages) - 1
+    while index >= 0 and messages[index].get("role") == "tool":
+        index -= 1
+    calls = messages[index].get("tool_calls") if index >= 0 and messages[index].get("role") == "assistant" else None
+    if not calls:
+        return
+    answered = {m.get("tool_call_id") for m in messages[index + 1:]}
+    messages.extend({"role": "tool", "tool_call_id": c["id"], "content": NOT_RUN}
+                    for c in calls if c["id"] not in answered)
+
+
+def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": response.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls
+        ],
+    }
+
+
+def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments; models sometimes double-encode them as a JSON string."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+        if isinstance(value, str):
+            value = json.loads(value)
+    # Model output is untrusted text: json also raises a bare ValueError (an integer past Python's
+    # digit limit) and RecursionError (nesting too deep), and neither may escape the turn.
+    except (ValueError, RecursionError, AttributeError) as exc:
+        return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
+    if not isinstance(value, dict):
+        return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
