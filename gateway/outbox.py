@@ -19,7 +19,7 @@ Guarantees:
 - **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
   one exception: progress messages (``notice`` parts: notices and progress cards) give
   way to everything else, so a reply never waits behind a card edit. Calls are paced
-  as the adapter asks (`platforms.base.Paced`: per chat, its threads' senders together, and
+  as the adapter asks (`platforms.pacing.Paced`: per chat, its threads' senders together, and
   per edited message). Chats never wait for each other: a 429 holds only its own chat (with
   its threads), a backoff only its own sender.
 - **Coalescing.** A new edit or deletion of a progress message supersedes the ones still

@@ -28,7 +28,8 @@ import asyncio
 from collections.abc import Callable, Collection
 
 from agent import Clock
-from platforms.base import Adapter, Paced, Pacing
+from platforms.base import Adapter
+from platforms.pacing import Paced, Pacing
 
 ChatKey = tuple[str, str, str | None]
 PlatformChat = tuple[str, str]
@@ -112,7 +113,7 @@ class Pacer:
 
     def account_delay(self, platform: str, op: str) -> float:
         """Seconds until an ``op`` counted across the platform's chats may go, whatever the chat's own
-        pace: an adapter's own deletion (`platforms.base.WaitsAside`)."""
+        pace: an adapter's own deletion (`platforms.pacing.WaitsAside`)."""
         due = self._account_free.get((platform, op), 0.0)
         return max(0.0, due - self._clock.monotonic()) if due else 0.0
 

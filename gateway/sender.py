@@ -39,13 +39,11 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
-    Pacing,
     RateLimited,
     SendsFiles,
     Unauthorized,
-    WaitsAside,
-    WritesAside,
 )
+from platforms.pacing import Pacing, WaitsAside, WritesAside
 
 log = logging.getLogger("gateway.outbox")
 

@@ -23,9 +23,7 @@ platform said through the errors below, translated once, in one place.
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET),
-`Deleting` (can delete a message it sent), `Paced` (wants a minimum interval
-between calls per chat; with `WritesAside` / `WaitsAside` its own writes, such as Slack's
-placeholder, count in that pacing and wait for it), `HistoryReading` (shows a chat's past messages, read back
+`Deleting` (can delete a message it sent), `HistoryReading` (shows a chat's past messages, read back
 from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
 HTTP responses open that the server must end before it stops), `OwnCommands`
 (serves commands of its own), `SupportsDownload` (fetches a user's file, an
@@ -34,7 +32,10 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack). An adapter that
-holds a connection to its platform reports its state: `platforms.connection.Connects`.
+holds a connection to its platform reports its state: `platforms.connection.Connects`. One
+that wants a minimum interval between calls per chat is `platforms.pacing.Paced` (with
+`WritesAside` / `WaitsAside` its own writes, such as Slack's placeholder, count in that
+pacing and wait for it).
 """
 
 from __future__ import annotations
@@ -501,59 +502,6 @@ class MovesChats(Protocol):
         """Called once, before `Adapter.start`, with the moves stored so far (the gateway's chat
         id -> the chat's id on the platform) and ``moved``, which the adapter awaits for each
         move it learns before it hands over an event of the new chat or writes there."""
-
-
-@dataclass(frozen=True, slots=True)
-class Pacing:
-    """How far apart the platform wants calls for one chat (and, ``account_*``, for all of them)."""
-
-    call_interval: float = 0.0
-    """Seconds between any two calls (sends, edits, deletes) to the chat."""
-    edit_interval: float = 0.0
-    """Seconds between two edits of the same message."""
-    account_edit_interval: float = 0.0
-    """Seconds between two edits in any of the bot's chats: a limit on the account, not the chat
-    (Slack's ``chat.update``, 50 a minute per workspace)."""
-    account_file_interval: float = 0.0
-    """Seconds between two file sends in any of the bot's chats (Slack's upload methods)."""
-    account_delete_interval: float = 0.0
-    """Seconds between two deletions in any of the bot's chats, the adapter's own included (`WaitsAside`):
-    Slack's ``chat.delete``, 50 a minute per workspace."""
-
-
-@runtime_checkable
-class Paced(Protocol):
-    """An adapter whose platform limits how fast one chat may be written to."""
-
-    def pacing(self, chat_id: str) -> Pacing:
-        """The limits for this chat (they may differ between private chats and groups)."""
-
-
-@runtime_checkable
-class WritesAside(Protocol):
-    """A `Paced` adapter that also writes to chats itself, outside the outbox (Slack's "working"
-    placeholder is a message): those writes count against the chat's pacing as the outbox's do,
-    or the outbox's next call to the chat would be refused."""
-
-    def bind_writes(self, wrote: Callable[..., None]) -> None:
-        """Called once, before `Adapter.start`, with ``wrote``, which the adapter calls with the
-        chat id as such a write starts and again once answered (it counts from both);
-        ``wrote(chat_id, op="delete")`` for a deletion, counted only against the platform-wide
-        spacing of deletions (`Pacing.account_delete_interval`); ``wrote(chat_id, op="delete",
-        refused_for=seconds)`` when the platform refused one with a 429: every deletion, the
-        outbox's and the adapter's in any chat, waits that long."""
-
-
-@runtime_checkable
-class WaitsAside(Protocol):
-    """A `WritesAside` adapter whose own writes also wait their turn: without it, such a write right
-    after the outbox's message to the chat is refused (Slack's placeholder drew a 429 so)."""
-
-    def bind_turns(self, turn: Callable[..., Awaitable[None]]) -> None:
-        """Called once, before `Adapter.start`, with ``turn``: awaited with the chat id, it returns
-        once a progress write to the chat may go by the outbox's pacing and 429s;
-        ``turn(chat_id, op="delete")``, once a deletion may go by the platform-wide spacing of
-        deletions (the outbox's included), the chat's own pace aside."""
 
 
 @runtime_checkable

@@ -74,7 +74,6 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
-    Pacing,
     SeenRecorder,
     Sent,
     Unauthorized,
@@ -87,6 +86,7 @@ from platforms.discord_interactions import MENTIONS, Interactions
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins, nonce_of
 from platforms.formatting import blank, discord_markdown
+from platforms.pacing import Pacing
 from platforms.recent import remember
 from platforms.repeated_warnings import RepeatedWarnings
 

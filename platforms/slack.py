@@ -87,7 +87,6 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
-    Pacing,
     SeenRecorder,
     Sent,
     scalar_text,
@@ -95,6 +94,7 @@ from platforms.base import (
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import storage_refusal
+from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL

@@ -93,7 +93,6 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
-    Pacing,
     Sent,
     Unauthorized,
     scalar_text,
@@ -101,6 +100,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import blank, telegram_html
+from platforms.pacing import Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_errors import GroupUpgraded, translate

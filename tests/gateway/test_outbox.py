@@ -29,13 +29,13 @@ from platforms.base import (
     NetworkError,
     NotFound,
     Outbound,
-    Pacing,
     RateLimited,
     Sent,
     Unauthorized,
     utf16_length,
 )
 from platforms.fakes._waiting import wait_until
+from platforms.pacing import Pacing
 
 WAIT = 2.0  # seconds of real time any event-driven wait may take before the test fails
 

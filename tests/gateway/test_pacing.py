@@ -6,7 +6,7 @@ import pytest
 
 from agent.testing import FakeClock
 from gateway.pacing import _PRUNE_AT, NO_PACING, Pacer, account_op, pacing_of
-from platforms.base import Pacing
+from platforms.pacing import Pacing
 from platforms.telegram import GROUP_PACING, PRIVATE_PACING
 from platforms.webhook import WebhookAdapter
 
