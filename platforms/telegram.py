@@ -50,8 +50,8 @@ Telegram answers "can't parse entities", the same part is sent once more, as pla
 text (the Markdown as written): an answer is never lost to formatting. No other
 error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
 error becomes a `DeliveryError` in `platforms.telegram_errors`, the one place, and is logged with
-the method and the chat; aiogram never retries a 429 itself, the gateway does with
-``RateLimited.retry_after``.
+the method and the chat (`platforms.telegram_calls`); aiogram never retries a 429 itself, the
+gateway does with ``RateLimited.retry_after``.
 
 A group upgraded to a supergroup gets a new chat id: the adapter follows it there, and hands
 the supergroup's messages over under the old one (`platforms.telegram_supergroups`).
@@ -64,17 +64,13 @@ import dataclasses
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import (
-    AiogramError,
-    ClientDecodeError,
-    TelegramBadRequest,
-)
+from aiogram.exceptions import ClientDecodeError
 from aiogram.methods import GetUpdates, TelegramMethod
 from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
@@ -94,8 +90,6 @@ from platforms.base import (
     Outbound,
     OutboundFile,
     Sent,
-    Unauthorized,
-    scalar_text,
     utf16_length,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
@@ -103,14 +97,14 @@ from platforms.formatting import blank, telegram_html
 from platforms.pacing import Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
-from platforms.telegram_errors import GroupUpgraded, translate
+from platforms.telegram_calls import BotCalls
+from platforms.telegram_errors import GroupUpgraded
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
 from platforms.telegram_webhook import WebhookEndpoint
 
 log = logging.getLogger(__name__)
-FAILED = "telegram %s to chat %s failed: %s: %s"
 
 TOKEN_FIX = ("it was revoked or replaced in BotFather; set platforms.telegram.token to the current token and"
              " restart")
@@ -122,7 +116,6 @@ PRIVATE_PACING = Pacing(call_interval=1.0, edit_interval=1.0)
 SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """While polling, how long to wait before handing an update the gateway failed to record over again."""
 
-T = TypeVar("T")
 UPLOAD_LIMIT = 50 * 1000 * 1000
 PHOTO_LIMIT = 10 * 1000 * 1000
 _PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
@@ -195,6 +188,7 @@ class TelegramAdapter:
         self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
         self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
         """Calls refused 401: a webhook has no connection to show it, and polling may not have met it yet."""
+        self._calls = BotCalls(self.bot, parse_mode, self._token_watch)
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -223,14 +217,6 @@ class TelegramAdapter:
         """The entities Telegram makes of the Markdown ``text`` once rendered (none as plain text)."""
         return 0 if self._parse_mode is None else telegram_html.entity_count(telegram_html.render(text))
 
-    def _render(self, text: str) -> tuple[str, str | None]:
-        """What to send for a Markdown part: Telegram HTML, or the text itself when rendering
-        changes nothing (plain text then, which Telegram can never refuse)."""
-        if self._parse_mode is None:
-            return text, None
-        rendered = telegram_html.render(text)
-        return (text, None) if rendered == text else (rendered, self._parse_mode)
-
     def connection(self) -> ConnectionState:
         """``down`` while Telegram refuses the token for the adapter's calls, else how polling fares
         (`platforms.telegram_polling`); a webhook has no connection to watch."""
@@ -252,25 +238,26 @@ class TelegramAdapter:
             raise RuntimeError("the telegram adapter is already started")
         self._command_names = frozenset(n.lstrip("/").lower() for c in commands for n in (c.name, *c.aliases))
         try:
-            me = await self._call("getMe", None, self.bot.me)
+            me = await self._calls.call("getMe", None, self.bot.me)
             self._bot_id, self._username = me.id, (me.username or "").lower()
             if commands:
                 menu = [BotCommand(command=c.name.lstrip("/"), description=c.description) for c in commands]
                 try:
-                    await self._call("setMyCommands", None, lambda: self.bot.set_my_commands(menu))
+                    await self._calls.call("setMyCommands", None, lambda: self.bot.set_my_commands(menu))
                 except DeliveryError:
                     pass  # logged; the commands still work when typed
             self._sink = sink
             if self.mode == "webhook":
                 assert self.webhook_url is not None
                 allowed = self._dp.resolve_used_update_types()
-                await self._call(
+                await self._calls.call(
                     "setWebhook",
                     None,
                     lambda: self.bot.set_webhook(self.webhook_url, secret_token=self._secret, allowed_updates=allowed),
                 )
             else:
-                await self._call("deleteWebhook", None, lambda: self.bot.delete_webhook(drop_pending_updates=False))
+                await self._calls.call(
+                    "deleteWebhook", None, lambda: self.bot.delete_webhook(drop_pending_updates=False))
                 await self._start_polling()
         except BaseException:
             await self.stop()
@@ -426,7 +413,7 @@ class TelegramAdapter:
         answer may show the message twice."""
 
         def send_to(chat_id: str) -> Awaitable[Message]:
-            return self._call_formatted(
+            return self._calls.formatted(
                 "sendMessage",
                 chat_id,
                 message.text,
@@ -466,7 +453,7 @@ class TelegramAdapter:
                     upload = FSInputFile(file.path, filename=file.name)
                     return self.bot.send_photo(photo=upload, **kw) if method == "sendPhoto" else \
                         self.bot.send_document(document=upload, **kw)
-                return self._call_formatted(method, chat_id, blank.caption(message.text), request)
+                return self._calls.formatted(method, chat_id, blank.caption(message.text), request)
 
             if photo:
                 try:
@@ -488,7 +475,7 @@ class TelegramAdapter:
         # Telegram checks an edit for edit rights only, so an edit in an upgraded group gets no
         # migrate_to_chat_id: Telegram refuses it as a message that can't be edited.
         chat, number = self._moves.locate("editMessageText", chat_id, message_id)
-        await self._call_formatted(
+        await self._calls.formatted(
             "editMessageText",
             chat,
             text,
@@ -503,7 +490,7 @@ class TelegramAdapter:
         try:
             await self._moves.where_it_is_now(
                 chat_id,
-                lambda chat: self._call(
+                lambda chat: self._calls.call(
                     "sendChatAction",
                     chat,
                     lambda: self.bot.send_chat_action(
@@ -513,7 +500,7 @@ class TelegramAdapter:
                 ),
             )
         except DeliveryError:
-            pass  # logged by _failed
+            pass  # logged (`BotCalls.call`)
         except Exception:  # the chat's upgrade could not be stored: the next write tells it again
             log.warning("telegram: typing in chat %s failed", chat_id, exc_info=True)
 
@@ -525,7 +512,7 @@ class TelegramAdapter:
         upgraded to a supergroup raises `EditUnsupported`."""
         chat, number = self._moves.locate("deleteMessage", chat_id, message_id)
         try:
-            await self._moves.unmoved("deleteMessage", chat, self._call(
+            await self._moves.unmoved("deleteMessage", chat, self._calls.call(
                 "deleteMessage", chat, lambda: self.bot.delete_message(chat_id=chat, message_id=int(number))))
         except NotFound:
             pass
@@ -534,69 +521,7 @@ class TelegramAdapter:
         """getFile, then the file itself, streamed and stopped past ``max_attachment_bytes``."""
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
-            lambda method, request: self._call(method, None, request))
-
-    async def _call(
-        self,
-        method: str,
-        chat_id: str | None,
-        request: Callable[[], Awaitable[T]],
-        *,
-        not_modified_ok: bool = False,
-        warn: RepeatedWarnings | None = None,
-    ) -> T:
-        """Make one Bot API call; every failure leaves as a `DeliveryError`, logged (`_failed`). A 401
-        makes the platform ``down`` until a call succeeds (`connection`)."""
-        try:
-            result = await request()
-        except TelegramBadRequest as exc:
-            if not_modified_ok and "message is not modified" in exc.message:
-                return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
-            raise self._failed(exc, method, chat_id, warn) from exc
-        except (AiogramError, ValueError) as exc:
-            error = self._failed(exc, method, chat_id, warn)
-            if isinstance(error, Unauthorized):
-                self._token_watch.refused(f"{method} answered 401 Unauthorized")
-            raise error from exc
-        self._token_watch.accepted()
-        return result
-
-    def _failed(self, exc: Exception, method: str, chat_id: str | None, warn: RepeatedWarnings | None,
-                ) -> DeliveryError:
-        """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
-        and again for as long as it fails (typing). A refused token is said where it is noticed
-        (polling's state, the outbox's hold), a chat's move is no failure: neither is logged here."""
-        error = translate(exc, method, chat_id, self.bot.token)
-        if isinstance(error, (GroupUpgraded, Unauthorized)):
-            return error
-        line = (FAILED, method, chat_id, type(error).__name__, error)
-        if warn is None:
-            log.warning(*line)
-        else:
-            warn.warning((method, chat_id, type(error).__name__), *line)
-        return error
-
-    async def _call_formatted(
-        self,
-        method: str,
-        chat_id: str,
-        markdown: str,
-        request: Callable[[str, str | None], Awaitable[T]],
-        *,
-        not_modified_ok: bool = False,
-    ) -> T:
-        """`_call` with ``markdown`` rendered; ``request(text, parse_mode)`` builds the call. When
-        Telegram cannot parse the markup, the Markdown goes once more as plain text."""
-        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
-        text, parse_mode = self._render(markdown)
-        try:
-            return await self._call(method, chat_id, lambda: request(text, parse_mode), not_modified_ok=not_modified_ok)
-        except BadRequest as exc:
-            if parse_mode is None or "can't parse entities" not in str(exc):
-                raise
-            log.warning("telegram %s to chat %s: Telegram refused the formatting; sending it as plain text", method,
-                        chat_id)
-            return await self._call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
+            lambda method, request: self._calls.call(method, None, request))
 
 
 def _is_picture(path: str) -> bool:

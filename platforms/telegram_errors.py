@@ -1,7 +1,7 @@
 """aiogram's errors as `DeliveryError`s: the one translation point of the Telegram adapter.
 
-Apart from the adapter (`platforms.telegram`) because every Bot API call goes through it (the
-adapter's ``_call`` logs what it returns), and because a refused write to a group upgraded to a
+Apart from the adapter (`platforms.telegram`) because every Bot API call goes through it
+(`platforms.telegram_calls` logs what it returns), and because a refused write to a group upgraded to a
 supergroup is not a failure but `GroupUpgraded`, which `platforms.telegram_supergroups` acts on.
 Logged under ``platforms.telegram`` like the rest of the adapter.
 """

@@ -1,0 +1,105 @@
+"""Calling the Bot API for the Telegram adapter: every failure of a call leaves as a `DeliveryError`
+(translated in `platforms.telegram_errors`) and is logged once, here; a 401 makes the platform
+``down`` until a call succeeds (`platforms.connection.TokenWatch`). A part's Markdown is sent as
+Telegram's HTML, and once more as plain text when Telegram cannot parse that. Logged under
+``platforms.telegram`` like the rest of the adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeVar
+
+from aiogram import Bot
+from aiogram.exceptions import AiogramError, TelegramBadRequest
+
+from platforms.base import BadRequest, DeliveryError, Unauthorized, scalar_text
+from platforms.connection import TokenWatch
+from platforms.formatting import telegram_html
+from platforms.repeated_warnings import RepeatedWarnings
+from platforms.telegram_errors import GroupUpgraded, translate
+
+log = logging.getLogger("platforms.telegram")
+FAILED = "telegram %s to chat %s failed: %s: %s"
+
+T = TypeVar("T")
+
+
+class BotCalls:
+    """The adapter's Bot API calls, through ``bot``, rendered for ``parse_mode`` (None: plain text)."""
+
+    def __init__(self, bot: Bot, parse_mode: Literal["HTML"] | None, token_watch: TokenWatch) -> None:
+        self._bot = bot
+        self._parse_mode = parse_mode
+        self._token_watch = token_watch
+
+    async def call(
+        self,
+        method: str,
+        chat_id: str | None,
+        request: Callable[[], Awaitable[T]],
+        *,
+        not_modified_ok: bool = False,
+        warn: RepeatedWarnings | None = None,
+    ) -> T:
+        """Make one Bot API call; every failure leaves as a `DeliveryError`, logged (`_failed`). A 401
+        makes the platform ``down`` until a call succeeds (`TelegramAdapter.connection`)."""
+        try:
+            result = await request()
+        except TelegramBadRequest as exc:
+            if not_modified_ok and "message is not modified" in exc.message:
+                return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
+            raise self._failed(exc, method, chat_id, warn) from exc
+        except (AiogramError, ValueError) as exc:
+            error = self._failed(exc, method, chat_id, warn)
+            if isinstance(error, Unauthorized):
+                self._token_watch.refused(f"{method} answered 401 Unauthorized")
+            raise error from exc
+        self._token_watch.accepted()
+        return result
+
+    def _failed(self, exc: Exception, method: str, chat_id: str | None, warn: RepeatedWarnings | None,
+                ) -> DeliveryError:
+        """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
+        and again for as long as it fails (typing). A refused token is said where it is noticed
+        (polling's state, the outbox's hold), a chat's move is no failure: neither is logged here."""
+        error = translate(exc, method, chat_id, self._bot.token)
+        if isinstance(error, (GroupUpgraded, Unauthorized)):
+            return error
+        line = (FAILED, method, chat_id, type(error).__name__, error)
+        if warn is None:
+            log.warning(*line)
+        else:
+            warn.warning((method, chat_id, type(error).__name__), *line)
+        return error
+
+    async def formatted(
+        self,
+        method: str,
+        chat_id: str,
+        markdown: str,
+        request: Callable[[str, str | None], Awaitable[T]],
+        *,
+        not_modified_ok: bool = False,
+    ) -> T:
+        """`call` with ``markdown`` rendered; ``request(text, parse_mode)`` builds the call. When
+        Telegram cannot parse the markup, the Markdown goes once more as plain text."""
+        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
+        text, parse_mode = self.render(markdown)
+        try:
+            return await self.call(method, chat_id, lambda: request(text, parse_mode), not_modified_ok=not_modified_ok)
+        except BadRequest as exc:
+            if parse_mode is None or "can't parse entities" not in str(exc):
+                raise
+            log.warning("telegram %s to chat %s: Telegram refused the formatting; sending it as plain text", method,
+                        chat_id)
+            return await self.call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
+
+    def render(self, text: str) -> tuple[str, str | None]:
+        """What to send for a Markdown part: Telegram HTML, or the text itself when rendering
+        changes nothing (plain text then, which Telegram can never refuse)."""
+        if self._parse_mode is None:
+            return text, None
+        rendered = telegram_html.render(text)
+        return (text, None) if rendered == text else (rendered, self._parse_mode)
