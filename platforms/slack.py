@@ -47,9 +47,9 @@ it, which Slack recommends and renders well (it truncates above 40,000); `measur
 counts the rendered text, or the Markdown when that is longer. mrkdwn in ``text`` is
 never refused; should Slack still answer a formatting error (``invalid_blocks``,
 ``invalid_blocks_format``), the same part goes once more as plain text (the Markdown
-as written, ``mrkdwn: false``). No other error does that. The Web API client has no retry handlers: a 429 becomes
-`RateLimited` with ``Retry-After`` at once, for the gateway to retry; nothing here sleeps on
-the sending path or holds a lock shared between chats.
+as written, ``mrkdwn: false``; `platforms.slack_calls`). No other error does that. The Web API
+client has no retry handlers: a 429 becomes `RateLimited` with ``Retry-After`` at once, for the
+gateway to retry; nothing here sleeps on the sending path or holds a lock shared between chats.
 """
 
 from __future__ import annotations
@@ -69,14 +69,12 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms import slack_commands, slack_files, slack_history, slack_text, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
-    BadRequest,
     CommandSpec,
     DisplayTier,
     EditUnsupported,
@@ -89,17 +87,16 @@ from platforms.base import (
     OutboundFile,
     SeenRecorder,
     Sent,
-    scalar_text,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import storage_refusal
 from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
+from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
-from platforms.slack_connection import REFUSED, BotToken, SocketWatch
-from platforms.slack_errors import translate_exception
+from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn, until_taken
@@ -118,11 +115,6 @@ _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
 """Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
-
-_FORMATTING = ("invalid_blocks", "invalid_blocks_format")
-_NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
-"""Calls that say nothing of the bot token while running: the first takes the app token, the other
-runs at start only, where a refused token stops the start with a line of its own."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +185,9 @@ class SlackAdapter:
         self._text_commands: frozenset[str] = frozenset()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._metadata = slack_history.Metadata()
-        self._progress = Placeholders(text=placeholder_text, api=self._api, with_metadata=self._metadata.post,
+        self._bot_token_state = BotToken()
+        self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
+        self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
                                       page=self._page, pages=slack_history.LOOKUP_PAGES,
                                       background=self._background, started=lambda: self._client is not None)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -204,7 +198,6 @@ class SlackAdapter:
         self._unanswered: list[Inbound] = []
         """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
         self._socket_watch = SocketWatch()
-        self._bot_token_state = BotToken()
         self._catch_up_limits, self._clock = catch_up, clock
         self._taken_in = TakenIn()
         """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
@@ -241,7 +234,7 @@ class SlackAdapter:
         self._client = AsyncWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
                                       retry_handlers=[])
         try:
-            auth = await self._api("auth.test", None)
+            auth = await self._web.call("auth.test", None)
             self.bot_user_id = auth["user_id"]
             self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
             app = AsyncApp(client=self._client, signing_secret=self._signing_secret or "", name="switchboard",
@@ -279,7 +272,7 @@ class SlackAdapter:
         client = self._socket.client
         self._socket_watch.watch(client)
         # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
-        opened = await self._api("apps.connections.open", None, app_token=self._app_token)
+        opened = await self._web.call("apps.connections.open", None, app_token=self._app_token)
         client.wss_uri = opened["url"]
         try:
             # slack_sdk retries a handshake that fails every ping_interval, for good.
@@ -373,7 +366,8 @@ class SlackAdapter:
         files = event.get("files")
         if not files:
             return ()
-        files = await slack_files.described(list(files), lambda file_id: self._api("files.info", None, file=file_id))
+        files = await slack_files.described(list(files),
+                                            lambda file_id: self._web.call("files.info", None, file=file_id))
         return slack_files.attachments_of({"files": files})
 
     async def _on_tokens_revoked(self, event: dict[str, Any]) -> None:
@@ -482,25 +476,9 @@ class SlackAdapter:
 
     # -- outbound ----------------------------------------------------------------------------
 
-    async def _api(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
-        """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
-        if self._client is None:
-            raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
-        try:
-            answer = await getattr(self._client, method.replace(".", "_"))(**kw)
-        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
-            if error in REFUSED and method not in _NOT_BOT_TOKEN:
-                self._bot_token_state.refused(f"{method} answered {error}")
-            raise translate_exception(exc, method, chat_id) from exc
-        if method not in _NOT_BOT_TOKEN:
-            self._bot_token_state.accepted()
-            self._progress.accepted()
-        return answer
-
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
-            return await slack_commands.answer(message, self._session, self._formatted)
+            return await slack_commands.answer(message, self._session, self._web.formatted)
         kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
@@ -508,7 +486,7 @@ class SlackAdapter:
                 self._remember(message.chat_id, message.thread_id)
         metadata = {"event_type": slack_history.SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
         resp = await self._metadata.post(
-            lambda **extra: self._formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
+            lambda **extra: self._web.formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
             metadata if message.idempotency_key else None)
         return Sent(message_id=resp["ts"])
 
@@ -520,28 +498,14 @@ class SlackAdapter:
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-        await self._formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
-
-    async def _formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
-        """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
-        with the Markdown as plain text: escaped all the same, since Slack reads ``<!channel>``
-        and ``<@U…>`` in any text, formatted or not."""
-        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
-        try:
-            return await self._api(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
-        except BadRequest as exc:
-            if not str(exc).endswith(_FORMATTING):
-                raise
-            log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
-                        chat_id)
-            return await self._api(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, **kw)
+        await self._web.formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be deleted", method="chat.delete", chat_id=chat_id)
         try:
-            await self._api("chat.delete", chat_id, channel=chat_id, ts=message_id)
+            await self._web.call("chat.delete", chat_id, channel=chat_id, ts=message_id)
         except NotFound:
             pass
 
@@ -562,7 +526,7 @@ class SlackAdapter:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""
         if self._session is None:
             raise NetworkError("slack adapter not started", method="files.info")
-        return await slack_files.download(lambda file_id: self._api("files.info", None, file=file_id),
+        return await slack_files.download(lambda file_id: self._web.call("files.info", None, file=file_id),
                                           self._session, self._bot_token, attachment, self.max_attachment_bytes)
 
     # -- progress placeholder (`platforms.slack_placeholders`) -----------------------------------
@@ -579,7 +543,7 @@ class SlackAdapter:
     async def _page(
         self, chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
     ) -> tuple[list[dict[str, Any]], str | None]:
-        return await slack_history.page(self._api, chat_id, thread_id, cursor=cursor, **kw)
+        return await slack_history.page(self._web.call, chat_id, thread_id, cursor=cursor, **kw)
 
     def bind_indicators_left(self, left: IndicatorLeft) -> None:
         self._progress.bind_indicators_left(left)

@@ -1,0 +1,69 @@
+"""Calling Slack's Web API for the Slack adapter: every call's errors are translated once
+(`platforms.slack_errors`); a call Slack refuses for the bot token makes the platform ``down``
+until one succeeds (`platforms.slack_connection.BotToken`). A part's Markdown is sent as mrkdwn,
+and once more as plain text should Slack answer a formatting error. Logged under ``platforms.slack``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from platforms.base import BadRequest, NetworkError, scalar_text
+from platforms.formatting import slack_mrkdwn
+from platforms.slack_connection import REFUSED, BotToken
+from platforms.slack_errors import translate_exception
+
+log = logging.getLogger("platforms.slack")
+
+_FORMATTING = ("invalid_blocks", "invalid_blocks_format")
+_NOT_BOT_TOKEN = frozenset({"apps.connections.open", "auth.test"})
+"""Calls that say nothing of the bot token while running: the first takes the app token, the other
+runs at start only, where a refused token stops the start with a line of its own."""
+
+
+class WebApi:
+    """The adapter's Web API calls, through the client ``client()`` gives (None until the adapter
+    starts and once it stops). ``accepted()`` follows every call Slack answered for the bot token."""
+
+    def __init__(self, client: Callable[[], AsyncWebClient | None], bot_token_state: BotToken,
+                 accepted: Callable[[], None]) -> None:
+        self._client = client
+        self._bot_token_state = bot_token_state
+        self._accepted = accepted
+
+    async def call(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
+        """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
+        client = self._client()
+        if client is None:
+            raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
+        try:
+            answer = await getattr(client, method.replace(".", "_"))(**kw)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+            if error in REFUSED and method not in _NOT_BOT_TOKEN:
+                self._bot_token_state.refused(f"{method} answered {error}")
+            raise translate_exception(exc, method, chat_id) from exc
+        if method not in _NOT_BOT_TOKEN:
+            self._bot_token_state.accepted()
+            self._accepted()
+        return answer
+
+    async def formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
+        """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
+        with the Markdown as plain text: escaped all the same, since Slack reads ``<!channel>``
+        and ``<@U…>`` in any text, formatted or not."""
+        markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
+        try:
+            return await self.call(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
+        except BadRequest as exc:
+            if not str(exc).endswith(_FORMATTING):
+                raise
+            log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
+                        chat_id)
+            return await self.call(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, **kw)
