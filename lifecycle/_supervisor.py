@@ -27,7 +27,7 @@ from lifecycle._contract import (
 )
 from lifecycle._engine import Engine
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
-from lifecycle._journal import Journal
+from lifecycle._journal import Journal, JournalError
 from lifecycle._record import Record
 from lifecycle._routing import ChildRoute
 from lifecycle._snapshot import ChildSnapshot, snapshot
@@ -356,10 +356,16 @@ class Supervisor:
                 batch, self._unpublished = self._unpublished, []
                 try:
                     await self.journal.sync()
+                except JournalError as exc:
+                    if exc.subagent_ids:
+                        # A refusal: the journal dropped those records, and logged each, and keeps the
+                        # rest. They are another launch's or a finished child's, not this batch's failure.
+                        log.error("the journal refused %s (%s); the %d children finished meanwhile are published",
+                                  ", ".join(exc.subagent_ids), exc.code, len(batch))
+                    else:
+                        self._unjournaled(batch)
                 except Exception:
-                    # The journal keeps the rows and retries them; waiters must not hang meanwhile.
-                    log.exception("journaling %d finished children failed; their results are readable anyway",
-                                  len(batch))
+                    self._unjournaled(batch)
                 finally:
                     for record, result in batch:
                         # Readable only now, once journaled: nobody sees a result a crash could take back.
@@ -370,6 +376,10 @@ class Supervisor:
                         record.wake()
         finally:
             self._publisher = None
+
+    def _unjournaled(self, batch: Sequence[tuple[Record, SubagentResult]]) -> None:
+        # The journal keeps the rows and retries them; waiters must not hang meanwhile.
+        log.exception("journaling %d finished children failed; their results are readable anyway", len(batch))
 
     def _forget(self, record: Record) -> None:
         """Drop a record from the live indexes and release what only a live child needs."""

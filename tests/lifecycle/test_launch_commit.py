@@ -111,3 +111,14 @@ def _read(path, sql):
         return conn.execute(sql).fetchall()
     finally:
         conn.close()
+
+
+async def test_a_refusal_the_publisher_hears_is_logged_as_one_not_as_its_children_unjournaled(env, caplog):
+    # A refusal no launch owned went to the publisher of finished children, which logged that
+    # journaling its own children had failed, with a traceback, though their rows were committed.
+    journal = env.service.journal
+    await journal.sync()
+    journal.put(JournalRecord("sa-bad", "parent-1", None, "{}", "FAILED", 1.0, 1.0, result=object()))
+    await launch_and_wait(env)
+    assert "the journal refused sa-bad (JOURNAL_REJECTED)" in caplog.text
+    assert "finished children failed" not in caplog.text
