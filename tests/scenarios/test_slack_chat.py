@@ -45,6 +45,11 @@ def echo(request: ModelRequest) -> dict:
     return {"text": "re: " + re.sub(r"^\[user U\w+\] ", "", str(last.get("content")))}
 
 
+REAL_TURN_WAIT = 20.0
+"""Seconds to wait for the reply of a `slow` turn, which sleeps seconds of real time (its notices are
+paced by the wall clock): the wait ends as soon as the reply shows, so a loaded machine only needs room."""
+
+
 def slow(seconds: float, text: str = "finished") -> dict:
     return {"parent": [[{"sleep": seconds, "text": text}]]}
 
@@ -277,7 +282,7 @@ async def test_notices_are_posted_once_then_updated_in_place_and_none_follow_the
     chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
                             script=slow(2.6))
     await chat.fake.push_dm("U1", "work slowly")
-    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=REAL_TURN_WAIT)
     texts = await chat.answered(count=2)
     [post] = notice_posts(chat)
     updates = chat.fake.calls_to("chat.update")
@@ -548,7 +553,7 @@ async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_
                             script=slow(1.45))  # its notice goes a second after the placeholder
     chat.fake.fail_next("chat.update", status=429, retry_after=1)  # nothing but notices calls chat.update
     await chat.fake.push_dm("U1", "work slowly")
-    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=6)
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=REAL_TURN_WAIT)
     texts = await chat.answered(count=2)
     [post] = notice_posts(chat)
     updates = chat.fake.calls_to("chat.update")
@@ -563,7 +568,7 @@ async def test_message_not_found_on_update_falls_back_to_a_new_message(slack_cha
                             script=slow(3.6))  # a message a second: placeholder, notice, edit, the notice anew
     chat.fake.fail_next("chat.update", "message_not_found")
     await chat.fake.push_dm("U1", "work slowly")
-    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts())
+    await chat.fake.wait_for(lambda: "finished" in chat.bot_texts(), timeout=REAL_TURN_WAIT)
     texts = await chat.answered(count=3)
     first, fallback = notice_posts(chat)
     failed, *later = chat.fake.calls_to("chat.update")
