@@ -4,7 +4,8 @@
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
-  // Code blocks, lists, inline code, bold, links (reference links too), backslash escapes: `text` into
+  // Code blocks, lists, inline code, bold, italics, strikethrough, links (reference links too), backslash
+  // escapes: `text` into
   // the element `into`.
   function render(text, into) {
     into.replaceChildren();
@@ -241,20 +242,46 @@ window.SwitchboardMarkdown = (() => {
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
   const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
   const CODE = "(?<code>`[^`\\n]+`)";
-  const BOLD = /(?<bold>\*\*(?:[^*\\\n]|\\.)+\*\*)/.source; // an escaped * within it is a *
-  const INLINE = new RegExp([ESCAPE, CODE, LINK, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
+  // after one (`2 * 3 * 4` stays as typed), `_` never within a word (`snake_case_names` stays too,
+  // `flanked`), none across a line; a code span in it is a code span, and each may hold the others.
+  const IN = "`[^`\\n]+`|\\\\.";
+  const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
+  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)";
+  const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
+  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\\\n])+?(?<!\\s)\\*\\*|" +
+    "__(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)__(?!\\w))";
+  const EM = "(?<em>\\*(?![\\s*])(?:" + IN + "|" + STRONG_STAR + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)" +
+    "|_(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)_(?!\\w))";
+  const STRIKE = "(?<strike>~~(?![\\s~])(?:" + IN + "|~(?!~)|[^~`\\\\\\n])+?(?<![\\s~])~~(?!~))";
+  const STYLES = [BOTH, BOLD, EM, STRIKE];
+  const INLINE = new RegExp([ESCAPE, CODE, LINK, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   const INLINE_WITH_REFERENCES =
-    new RegExp([ESCAPE, CODE, LINK, REFERENCE, BOLD, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, BOLD].join("|"), "g"); // a link within a link cannot be followed
+    new RegExp([ESCAPE, CODE, LINK, REFERENCE, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, ...STYLES].join("|"), "g"); // a link within a link cannot be followed
+  const WORD = /[\p{L}\p{N}_]/u;
+  // An `_` run next to a letter or digit (the word it is in, not emphasis) is text, in any script.
+  const flanked = (text, start, end) => !(text[start] === "_" && (WORD.test(text[start - 1] ?? "") ||
+                                                                  WORD.test(text[end] ?? "")));
+  const STYLE_TAGS = { both: ["em", "strong"], bold: ["strong"], em: ["em"], strike: ["s"] };
 
   function inline(text, into, token = INLINE, refs = new Map()) {
     if (token === INLINE && refs.size) token = INLINE_WITH_REFERENCES;
     let last = 0;
-    for (const m of text.matchAll(token)) {
+    for (let at = 0; ;) {
+      token.lastIndex = at; // one regular expression for every call: the calls within this one move it
+      const m = token.exec(text);
+      if (!m) break;
+      const end = m.index + m[0].length;
+      if (!flanked(text, m.index, end)) {
+        at = m.index + 1;
+        continue;
+      }
       if (m.index > last) into.append(text.slice(last, m.index));
-      last = m.index + m[0].length;
-      const { escape, code, label, href, bold, bare } = m.groups;
+      last = at = end;
+      const { escape, code, label, href, bare } = m.groups;
       const reference = m.groups.text;
+      const style = Object.keys(STYLE_TAGS).find((name) => m.groups[name] !== undefined);
       let node;
       if (escape) {
         into.append(escape.slice(1));
@@ -262,9 +289,12 @@ window.SwitchboardMarkdown = (() => {
       } else if (code) {
         node = document.createElement("code");
         node.textContent = code.slice(1, -1);
-      } else if (bold) {
-        node = document.createElement("strong");
-        inline(bold.slice(2, -2), node, token, refs);
+      } else if (style) {
+        const tags = STYLE_TAGS[style];
+        const marks = m.groups[style].match(/^(?:\*+|_+|~+)/)[0].length;
+        let inner = node = document.createElement(tags[0]);
+        if (tags[1]) inner.append(inner = document.createElement(tags[1]));
+        inline(m.groups[style].slice(marks, -marks), inner, token, refs);
       } else if (reference !== undefined && !refs.has(normalized(m.groups.ref || reference))) {
         // Not a defined label: its brackets show as typed, what they hold is read as any text.
         into.append("[");

@@ -70,6 +70,28 @@ def gateway_shape(text: str) -> list[str]:
     return out
 
 
+# Each styled span a bubble shows, as its tag and its text, in the order they open.
+STYLED = """el => [...el.querySelectorAll("em, strong, s, code")].map(e => [e.tagName.toLowerCase(), e.textContent])"""
+_STYLE_TAGS = {"em_open": "em", "strong_open": "strong", "s_open": "s"}
+
+
+def gateway_styled(text: str) -> list[list[str]]:
+    """`STYLED` of ``text`` as markdown-it reads it for the other platforms."""
+    out: list[list[str]] = []
+
+    def walk(children) -> None:
+        for i, tok in enumerate(children):
+            if tok.type in _STYLE_TAGS:
+                out.append([_STYLE_TAGS[tok.type], markdown.plain(children[i + 1:markdown.closing(children, i)])])
+            elif tok.type == "code_inline":
+                out.append(["code", tok.content])
+
+    for token in markdown.parse(text):
+        if token.type == "inline":
+            walk(token.children or [])
+    return out
+
+
 async def test_bullet_lists_are_lists_of_their_items(chat, page) -> None:
     # Every list showed as typed, its "- " markers as text, one line each.
     text = "Compare these:\n- apples\n- pears\n* figs\n* kiwis\n+ plums\n\nThat's all."
@@ -186,3 +208,18 @@ async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_i
     assert await mine.evaluate(ITEMS) == ["Second", "item", "Third", ""]
     assert await mine.text_content() == ("## Plan\nSeconditem> a quote after the list\n\nText\n===\nThird"
                                          "\n  not in the item")
+
+
+async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_around_spaces(chat, page) -> None:
+    # *x*, _x_ and ~~x~~ showed as typed, their markers too.
+    text = ("*one* _two_ ***both*** ~~gone~~ **bold *in* it** *it **in** it* `*code*` *a `b*` c*\n"
+            "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, \\*escaped\\*, x*y*z _é_ é_x_ ** spaced **")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(STYLED) == [
+        ["em", "one"], ["em", "two"], ["em", "both"], ["strong", "both"], ["s", "gone"], ["strong", "bold in it"],
+        ["em", "in"], ["em", "it in it"], ["strong", "in"], ["code", "*code*"], ["em", "a b* c"], ["code", "b*"],
+        ["em", "y"], ["em", "é"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    assert await mine.text_content() == (
+        "one two both gone bold in it it in it *code* a b* c\n"
+        "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, *escaped*, xyz é é_x_ ** spaced **")
