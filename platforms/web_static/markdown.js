@@ -4,9 +4,8 @@
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
-  // Code blocks, lists, inline code, bold, italics, strikethrough, links (reference links too), backslash
-  // escapes: `text` into
-  // the element `into`.
+  // Code blocks, lists, quotes, headings, rules, tables, inline code, bold, italics, strikethrough, links
+  // (reference links too), backslash escapes: `text` into the element `into`.
   function render(text, into) {
     into.replaceChildren();
     const { root, refs } = parse(text);
@@ -19,6 +18,16 @@ window.SwitchboardMarkdown = (() => {
         const code = node.code.join("\n");
         block(node.indented ? code.replace(/(?:\n\s*)+$/, "") : code, into); // blank lines end it, not its code
       } else if (node.items) into.append(list(node, refs));
+      else if (node.quote) {
+        const quote = document.createElement("blockquote");
+        blocks(node.children, quote, refs);
+        into.append(quote);
+      } else if (node.heading) {
+        const heading = document.createElement("h" + node.heading);
+        inline(node.text, heading, INLINE, refs);
+        into.append(heading);
+      } else if (node.rule) into.append(document.createElement("hr"));
+      else if (node.rows) into.append(table(node, refs));
       else {
         const prose = node.prose.join("\n");
         // A line break ends the text before a block; the text's own blank lines show, as typed.
@@ -39,9 +48,24 @@ window.SwitchboardMarkdown = (() => {
     return el;
   }
 
+  function table(node, refs) {
+    const el = document.createElement("table");
+    node.rows.forEach((cells, r) => {
+      const row = (r ? el.tBodies[0] || el.createTBody() : el.createTHead()).insertRow();
+      node.aligns.forEach((align, k) => {
+        const cell = document.createElement(r ? "td" : "th");
+        if (align) cell.className = align;
+        inline(cells[k] ?? "", cell, INLINE, refs); // a short row's missing cells are empty
+        row.append(cell);
+      });
+    });
+    return el;
+  }
+
   // The text as a tree of blocks, and its link reference definitions (label -> address), read line by
   // line as CommonMark reads them, for what a model writes: text (its lines and blank lines kept as
-  // typed), code blocks, and lists, whose items hold blocks of their own (text, code, lists).
+  // typed), code blocks, headings, rules, tables, and lists and quotes, whose items and quotes hold
+  // blocks of their own (text, code, lists, quotes...).
   //
   // - A list item is `-`, `*` or `+`, or a number of up to nine digits and `.` or `)`, then a space,
   //   up to three spaces in; the lines indented as far as its text belong to it, and so does a line
@@ -51,7 +75,13 @@ window.SwitchboardMarkdown = (() => {
   //   out. Within a paragraph, only a bullet or `1.` with text after it starts a list (`2024. was
   //   ...` within a sentence is text); after a heading, a rule (`- - -`, `***`) or a line underlining
   //   a title (`===`), any item does. A rule, a heading or a quote (`>`) ends a list even on a line
-  //   that would carry on its text; they show as typed. An item that holds nothing ends at a blank line.
+  //   that would carry on its text. An item that holds nothing ends at a blank line.
+  // - A quote is `>` up to three spaces in, its lines each starting with one (`>>` for a quote within);
+  //   a line without it still carries on the quote's last sentence; a blank line ends it.
+  // - A heading is `#` to `######` then a space (its closing #s dropped), or a paragraph underlined
+  //   with `===` (level 1) or `---` (2); a rule is a line of three or more `-`, `*` or `_`.
+  // - A table is a line holding a `|` above a line of one `---` (`:--`, `:-:`, `--:` to align it) for
+  //   each of its cells; each line after it is a row, up to a blank line or another block.
   // - A fence (``` or ~~~, or longer) opens a code block at the start of a line, up to three spaces
   //   into the list item it is in: ``` within a sentence is text. Only a line of as many of the same
   //   character or more, alone, closes it (a ```` block shows the ``` lines of the Markdown it
@@ -65,11 +95,15 @@ window.SwitchboardMarkdown = (() => {
   function parse(text) {
     const refs = new Map();
     const root = { children: [], col: 0, blanks: 0, paragraph: false };
-    const open = [root]; // the text, then each list item open within the one before
+    const open = [root]; // the text, then each list item or quote open within the one before
     for (let line of text.split("\n")) {
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
-        if (!line.trim()) {
+        if (open[matched].quote) {
+          const mark = line.match(QUOTE); // a quote's line carries its `>`; a blank one ends it
+          if (!mark) break;
+          line = line.slice(mark[0].length);
+        } else if (!line.trim()) {
           if (!open[matched].children.length) break; // but ends one that holds nothing yet, as in Markdown
           line = ""; // a blank line continues every item
         } else if (indentOf(line) >= open[matched].col) line = line.slice(open[matched].col);
@@ -102,7 +136,19 @@ window.SwitchboardMarkdown = (() => {
         const fence = indent <= 3 && line.match(FENCE);
         const rule = indent <= 3 && RULE.test(line);
         const item = !rule && indent <= 3 && open.length <= MAX_DEPTH && line.match(ITEM);
-        if (lazy && (rule || HEADING.test(line) || QUOTE.test(line))) {
+        const quote = open.length <= MAX_DEPTH && line.match(QUOTE);
+        if (quote) {
+          closeTo(open, matched);
+          const next = { children: [], quote: true, blanks: 0, paragraph: false };
+          add(container, next);
+          open.push(next);
+          matched = open.length;
+          container = next;
+          paragraph = lazy = false;
+          line = line.slice(quote[0].length);
+          started = true;
+          continue; // its text may open a block of its own (a list, a quote within it)
+        } else if (lazy && (rule || HEADING.test(line))) {
           lazy = false; // it ends the list, as in Markdown, and shows as typed after it
           break;
         } else if (indent >= 4) {
@@ -138,7 +184,7 @@ window.SwitchboardMarkdown = (() => {
           started = true;
           continue; // its text may open a block of its own (a fence, a nested list)
         } else {
-          const definition = !paragraph && !lazy && line.match(DEFINITION);
+          const definition = !paragraph && !lazy && !container.rows && line.match(DEFINITION);
           const target = definition && (definition.groups.angled ?? definition.groups.bare);
           if (!definition || !SAFE_HREF.test(target)) break;
           closeTo(open, matched);
@@ -154,6 +200,7 @@ window.SwitchboardMarkdown = (() => {
           closeTo(open, matched);
           container.blanks++;
           container.paragraph = false;
+          container.rows = null; // a blank line ends a table
         }
         continue;
       }
@@ -164,16 +211,30 @@ window.SwitchboardMarkdown = (() => {
       }
       closeTo(open, matched);
       const before = container.children[container.children.length - 1];
-      // A rule or a heading is a paragraph of its own (and so is one underlined with === or ---):
-      // what follows it does not carry it on.
-      const ends = RULE.test(line) || HEADING.test(line) || (container.paragraph && UNDERLINE.test(line));
       line = container === root ? line : line.trimStart(); // an item's indentation is the item's, not its text's
-      if (before && before.prose) {
+      const heading = line.match(HEADING);
+      if (container.rows) container.rows.push(cells(line)); // a table's next row, whatever it holds
+      else if (container.paragraph && before.prose && opensTable(before.prose[before.prose.length - 1], line)) {
+        const header = cells(before.prose.pop()); // the paragraph's last line is the table's header
+        const aligns = cells(line).map((cell) => ALIGNS[(cell.startsWith(":") ? 1 : 0) + (cell.endsWith(":") ? 2 : 0)]);
+        add(container, { rows: [header], aligns });
+        container.rows = container.children[container.children.length - 1].rows;
+      } else if (heading) {
+        add(container, { heading: heading[1].length, text: line.slice(heading[0].length).replace(CLOSING, "") });
+      } else if (container.paragraph && before.prose && UNDERLINE.test(line)) {
+        // The paragraph's lines underlined with === or --- are a heading.
+        const lines = before.prose.splice(before.prose.lastIndexOf("") + 1);
+        add(container, { heading: line.trim()[0] === "=" ? 1 : 2, text: lines.map((l) => l.trim()).join("\n") });
+      } else if (RULE.test(line)) add(container, { rule: true });
+      else if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
         pad(before.prose, container.blanks).push(line);
         container.blanks = 0;
-      } else add(container, { prose: [line] });
-      container.paragraph = !ends;
+        container.paragraph = true;
+      } else {
+        add(container, { prose: [line] });
+        container.paragraph = true;
+      }
     }
     return { root, refs };
   }
@@ -187,6 +248,7 @@ window.SwitchboardMarkdown = (() => {
     else if (node.prose) node.prose = pad([], container.blanks).concat(node.prose);
     container.blanks = 0;
     container.paragraph = false;
+    container.rows = null;
     container.children.push(node);
   }
 
@@ -209,9 +271,22 @@ window.SwitchboardMarkdown = (() => {
   const FENCE = /^( *)(`{3,}|~{3,})(.*)$/;
   const ITEM = /^( *)([-+*]|\d{1,9}[.)])( +|$)/;
   const RULE = /^ {0,3}([-*_])(?: *\1){2,} *$/;
-  const HEADING = /^ {0,3}#{1,6}(?: |$)/;
+  const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+|$)/;
+  const CLOSING = /(?:^|[ \t]+)#+[ \t]*$|[ \t]+$/; // a heading's closing #s are not its text
   const UNDERLINE = /^ {0,3}(?:=+|-+) *$/;
-  const QUOTE = /^ {0,3}>/;
+  const QUOTE = /^ {0,3}> ?/;
+  // A table: a line with a | above a line of one `---` (`:--`, `--:`, `:-:`) per column, between |s.
+  const DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)* *:?-+:? *\|? *$/;
+  const ALIGNS = ["", "left", "right", "center"];
+  const opensTable = (header, line) => header.includes("|") && DELIMITER.test(line) && !/^ {0,3}- /.test(line) &&
+    cells(header).length === cells(line).length;
+  // A row's cells: split at each | not escaped (\| is a | in the cell), the row's outer |s dropped.
+  function cells(line) {
+    const out = line.trim().split(/(?<!\\)\|/).map((cell) => cell.replaceAll("\\|", "|").trim());
+    if (out.length > 1 && out[0] === "") out.shift();
+    if (out.length > 1 && out[out.length - 1] === "") out.pop();
+    return out;
+  }
   const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
   const DEFINITION = /^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*(?:<(?<angled>[^<>\n]*)>|(?<bare>\S+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
   // A label matches its definition's whatever its case and spacing, as in Markdown.
@@ -249,7 +324,8 @@ window.SwitchboardMarkdown = (() => {
   const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
   const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)";
   const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
-  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\\\n])+?(?<!\\s)\\*\\*|" +
+  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\\\n])+?" +
+    "(?<!\\s)\\*\\*|" +
     "__(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)__(?!\\w))";
   const EM = "(?<em>\\*(?![\\s*])(?:" + IN + "|" + STRONG_STAR + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)" +
     "|_(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)_(?!\\w))";
@@ -258,7 +334,8 @@ window.SwitchboardMarkdown = (() => {
   const INLINE = new RegExp([ESCAPE, CODE, LINK, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   const INLINE_WITH_REFERENCES =
     new RegExp([ESCAPE, CODE, LINK, REFERENCE, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, ...STYLES].join("|"), "g"); // a link within a link cannot be followed
+  // A link within a link cannot be followed.
+  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, ...STYLES].join("|"), "g");
   const WORD = /[\p{L}\p{N}_]/u;
   // An `_` run next to a letter or digit (the word it is in, not emphasis) is text, in any script.
   const flanked = (text, start, end) => !(text[start] === "_" && (WORD.test(text[start - 1] ?? "") ||

@@ -17,17 +17,21 @@ from tests.web_client import web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
-# The blocks a bubble shows, as tags: lists (an ordered one with its start when not 1), their items
-# and code blocks; the text between them left out.
+# The blocks a bubble shows, as tags: lists (an ordered one with its start when not 1), their items,
+# code blocks, quotes, headings, rules and tables (their rows and cells); the text between them left out.
 SHAPE = """el => {
   const out = [];
+  const blocks = ["ul", "ol", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "tr",
+                  "th", "td"];
   const walk = (node) => {
     for (const child of node.children) {
       const tag = child.tagName.toLowerCase();
-      if (!["ul", "ol", "li", "pre"].includes(tag)) continue;
+      if (tag === "thead" || tag === "tbody") walk(child);
+      if (!blocks.includes(tag)) continue;
       out.push(tag === "ol" && child.getAttribute("start") ? `ol start=${child.getAttribute("start")}` : tag);
+      if (tag === "pre" || tag === "hr") continue;
       walk(child);
-      if (tag !== "pre") out.push("/" + tag);
+      out.push("/" + tag);
     }
   };
   walk(el);
@@ -54,6 +58,14 @@ async def shown_as_sent(chat, page, text: str):
     return await page.wait_for_selector("[data-kind=user] .text")
 
 
+async def styled_now(page, expression: str) -> Any:
+    """The JavaScript ``expression`` of ``el``, the user's message as the page shows it now: computed
+    styles need the element on the page, and the one `shown_as_sent` returned may have been redrawn since."""
+    handle = await page.wait_for_function(
+        "() => { const el = document.querySelector('[data-kind=user] .text'); return el ? [" + expression + "] : null; }")
+    return (await handle.json_value())[0]
+
+
 def gateway_shape(text: str) -> list[str]:
     """`SHAPE` of ``text`` as markdown-it reads it for Telegram, Slack and Discord."""
     out = []
@@ -67,6 +79,12 @@ def gateway_shape(text: str) -> list[str]:
             out.append("/" + token.tag)
         elif token.type in ("fence", "code_block"):
             out.append("pre")
+        elif token.type == "hr":
+            out.append("hr")
+        elif token.type in ("blockquote_open", "heading_open", "table_open", "tr_open", "th_open", "td_open"):
+            out.append(token.tag)
+        elif token.type in ("blockquote_close", "heading_close", "table_close", "tr_close", "th_close", "td_close"):
+            out.append("/" + token.tag)
     return out
 
 
@@ -124,13 +142,14 @@ async def test_a_list_nests_by_its_items_indentation_and_a_wrapped_line_stays_in
     mine = await shown_as_sent(chat, page, text)
     assert await mine.evaluate(SHAPE) == [
         "ul", "li", "ul", "li", "ol", "li", "/li", "li", "/li", "/ol", "/li", "li", "/li", "/ul", "/li",
-        "li", "/li", "/ul",
+        "li", "/li", "/ul", "hr",
         "ol", "li", "ul", "li", "ul", "li", "/li", "/ul", "/li", "/ul", "/li", "/ol"]
     assert await mine.evaluate(SHAPE) == gateway_shape(text)
     assert await mine.evaluate(ITEMS) == ["fruit\n", "apples\n", "red", "green",
                                           "pears, a long\nline the model wrapped", "veg", "four-space style\n",
                                           "nested\n", "deeper"]
-    assert "veg---\nfour-space style" in await mine.text_content()  # a rule is not the item's: it ends the list
+    # The rule is not the last item's: it ends the list.
+    assert await mine.eval_on_selector("hr", "e => e.parentElement.className") == "text"
 
 
 async def test_a_list_items_text_keeps_its_markdown_and_a_blank_line_between_items_keeps_one_list(
@@ -202,12 +221,12 @@ async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_i
     # line as the list item's, and an item holding nothing took the text after a blank line.
     text = "## Plan\n2. Second\n- item\n> a quote after the list\n\nText\n===\n3. Third\n-\n\n  not in the item"
     mine = await shown_as_sent(chat, page, text)
-    assert await mine.evaluate(SHAPE) == ["ol start=2", "li", "/li", "/ol", "ul", "li", "/li", "/ul",
+    assert await mine.evaluate(SHAPE) == ["h2", "/h2", "ol start=2", "li", "/li", "/ol", "ul", "li", "/li", "/ul",
+                                          "blockquote", "/blockquote", "h1", "/h1",
                                           "ol start=3", "li", "/li", "/ol", "ul", "li", "/li", "/ul"]
     assert await mine.evaluate(SHAPE) == gateway_shape(text)
     assert await mine.evaluate(ITEMS) == ["Second", "item", "Third", ""]
-    assert await mine.text_content() == ("## Plan\nSeconditem> a quote after the list\n\nText\n===\nThird"
-                                         "\n  not in the item")
+    assert await mine.text_content() == "PlanSeconditema quote after the listTextThird\n  not in the item"
 
 
 async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_around_spaces(chat, page) -> None:
@@ -223,3 +242,83 @@ async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_arou
     assert await mine.text_content() == (
         "one two both gone bold in it it in it *code* a b* c\n"
         "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, *escaped*, xyz é é_x_ ** spaced **")
+
+
+async def test_headings_are_headings_sized_for_a_chat_bubble(chat, page) -> None:
+    # "# Title" showed as typed, its # too, and an underlined title with its === line.
+    text = ("# One\n## Two *it*\n###### Six ##\n####### seven\n#hashtag\n\nTitle\n===\nSub\n---\n\\# not a heading\n"
+            "```\n# code\n```")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["h1", "/h1", "h2", "/h2", "h6", "/h6", "h1", "/h1", "h2", "/h2", "pre"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("h1, h2, h6", "els => els.map(e => e.textContent)") == [
+        "One", "Two it", "Six", "Title", "Sub"]
+    assert await mine.eval_on_selector_all("h2 em", "els => els.map(e => e.textContent)") == ["it"]
+    assert await mine.text_content() == ("OneTwo itSix####### seven\n#hashtag\n\nTitleSub# not a heading\n# code")
+    # A bubble's heading is a little larger than its text at most: a chat, not a document.
+    sizes = await styled_now(page, "[el, ...el.querySelectorAll('h1, h6')].map(e => parseFloat(getComputedStyle(e)"
+                                   ".fontSize))")
+    assert sizes[0] <= sizes[3] and max(sizes[1:]) <= 1.25 * sizes[0]
+
+
+async def test_a_quote_is_a_quote_holding_its_own_blocks_nested_quotes_too(chat, page) -> None:
+    # "> " lines showed as typed, their > too. Hebrew first: the quote's edge is on the right.
+    text = ("> שלום *it*\ncarried on\n>> nested\n\n> - an item\n>\n>       indented code\n"
+            "> ```\n> `fenced`\n> ```\n\nafter")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["blockquote", "blockquote", "/blockquote", "/blockquote",
+                                          "blockquote", "ul", "li", "pre", "/li", "/ul", "pre", "/blockquote"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "indented code", "`fenced`"]
+    assert await mine.eval_on_selector_all("em", "els => els.map(e => e.textContent)") == ["it"]
+    assert await mine.text_content() == "שלום it\ncarried on\nnestedan item\n\nindented code`fenced`\nafter"
+    edges = await styled_now(page, "[getComputedStyle(el.querySelector('blockquote')).borderRightWidth, "
+                                   "getComputedStyle(el.querySelector('blockquote')).borderLeftWidth]")
+    assert edges == ["3px", "0px"]
+
+
+async def test_a_rule_is_a_rule_but_an_underlined_line_is_a_heading(chat, page) -> None:
+    # ---, *** and ___ lines showed as typed.
+    text = "a\n\n---\n***\n_ _ _\nb\n***\nc\n---\n\n- item\n* * *"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["hr", "hr", "hr", "hr", "h2", "/h2", "ul", "li", "/li", "/ul", "hr"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.text_content() == "a\n\nb\ncitem"
+
+
+# Each table row's cells, as their text.
+CELLS = """el => [...el.querySelectorAll("tr")].map(tr => [...tr.cells].map(c => c.textContent))"""
+
+
+def gateway_cells(text: str) -> list[list[str]]:
+    """`CELLS` of ``text`` as markdown-it reads it for the other platforms."""
+    rows: list[list[str]] = []
+    tokens = markdown.parse(text)
+    for i, token in enumerate(tokens):
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type in ("th_open", "td_open"):
+            rows[-1].append(markdown.plain(tokens[i + 1].children or ()))
+    return rows
+
+
+async def test_a_pipe_table_is_a_table_its_cells_keeping_their_markdown(chat, page) -> None:
+    # The table showed as typed, its | and --- lines too.
+    text = ("Results:\n| Name | Score | Note |\n|:-----|------:|:----:|\n| **a** | 1 | `x\\|y` |\n| b | 2 |\n"
+            "c | 3 | [no](javascript:alert(1)) | extra\n\nnot | a table\n--- | --- | ---\n\n| x |\n|---|\n- after")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == [
+        "table", "tr", "th", "/th", "th", "/th", "th", "/th", "/tr", "tr", "td", "/td", "td", "/td", "td", "/td", "/tr",
+        "tr", "td", "/td", "td", "/td", "td", "/td", "/tr", "tr", "td", "/td", "td", "/td", "td", "/td", "/tr",
+        "/table", "table", "tr", "th", "/th", "/tr", "/table", "ul", "li", "/li", "/ul"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(CELLS) == [["Name", "Score", "Note"], ["a", "1", "x|y"], ["b", "2", ""],
+                                          ["c", "3", "[no](javascript:alert(1))"], ["x"]]
+    assert await mine.evaluate(CELLS) == gateway_cells(text)
+    assert await mine.eval_on_selector_all("td strong, td code", "els => els.map(e => e.textContent)") == ["a", "x|y"]
+    assert await mine.eval_on_selector_all("table a", "els => els.length") == 0
+    assert await styled_now(page, "[...el.querySelectorAll('th')].map(e => getComputedStyle(e).textAlign)") == [
+        "left", "right", "center", "start"]
+    assert "Results:\n" in await mine.text_content()
+    assert "not | a table\n--- | --- | ---" in await mine.text_content()
