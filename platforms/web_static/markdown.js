@@ -322,7 +322,7 @@ window.SwitchboardMarkdown = (() => {
   // `flanked`), none across a line; a code span in it is a code span, and each may hold the others.
   const IN = "`[^`\\n]+`|\\\\.";
   const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
-  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)";
+  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
   const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
   const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\\\n])+?" +
     "(?<!\\s)\\*\\*|" +

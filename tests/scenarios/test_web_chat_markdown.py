@@ -62,7 +62,8 @@ async def styled_now(page, expression: str) -> Any:
     """The JavaScript ``expression`` of ``el``, the user's message as the page shows it now: computed
     styles need the element on the page, and the one `shown_as_sent` returned may have been redrawn since."""
     handle = await page.wait_for_function(
-        "() => { const el = document.querySelector('[data-kind=user] .text'); return el ? [" + expression + "] : null; }")
+        "() => { const el = document.querySelector('[data-kind=user] .text');"
+        " return el ? [" + expression + "] : null; }")
     return (await handle.json_value())[0]
 
 
@@ -231,16 +232,16 @@ async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_i
 
 async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_around_spaces(chat, page) -> None:
     # *x*, _x_ and ~~x~~ showed as typed, their markers too.
-    text = ("*one* _two_ ***both*** ~~gone~~ **bold *in* it** *it **in** it* `*code*` *a `b*` c*\n"
+    text = ("*one* _two_ ***both*** ~~gone~~ **bold *in* it** *it **in** it* `*code*` *a `b*` c* **x *y***\n"
             "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, \\*escaped\\*, x*y*z _é_ é_x_ ** spaced **")
     mine = await shown_as_sent(chat, page, text)
     assert await mine.evaluate(STYLED) == [
         ["em", "one"], ["em", "two"], ["em", "both"], ["strong", "both"], ["s", "gone"], ["strong", "bold in it"],
         ["em", "in"], ["em", "it in it"], ["strong", "in"], ["code", "*code*"], ["em", "a b* c"], ["code", "b*"],
-        ["em", "y"], ["em", "é"]]
+        ["strong", "x y"], ["em", "y"], ["em", "y"], ["em", "é"]]
     assert await mine.evaluate(STYLED) == gateway_styled(text)
     assert await mine.text_content() == (
-        "one two both gone bold in it it in it *code* a b* c\n"
+        "one two both gone bold in it it in it *code* a b* c x y\n"
         "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, *escaped*, xyz é é_x_ ** spaced **")
 
 
