@@ -319,8 +319,8 @@ window.SwitchboardMarkdown = (() => {
   const CODE = "(?<code>`[^`\\n]+`)";
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), `_` never within a word (`snake_case_names` stays too,
-  // `flanked`), none across a line; a code span in it is a code span, and each may hold the others.
-  const IN = "`[^`\\n]+`|\\\\.";
+  // `flanked`), none across a blank line; a code span in it is a code span, and each may hold the others.
+  const IN = "`[^`\\n]+`|\\\\.|\\n(?!\\n)"; // and a line break, not a blank line
   const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
   const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
   const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";

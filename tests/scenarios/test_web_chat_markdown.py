@@ -233,16 +233,18 @@ async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_i
 async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_around_spaces(chat, page) -> None:
     # *x*, _x_ and ~~x~~ showed as typed, their markers too.
     text = ("*one* _two_ ***both*** ~~gone~~ **bold *in* it** *it **in** it* `*code*` *a `b*` c* **x *y***\n"
-            "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, \\*escaped\\*, x*y*z _é_ é_x_ ** spaced **")
+            "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, \\*escaped\\*, x*y*z _é_ é_x_ ** spaced **\n"
+            "*across\nlines* and *not across\n\na blank line*")
     mine = await shown_as_sent(chat, page, text)
     assert await mine.evaluate(STYLED) == [
         ["em", "one"], ["em", "two"], ["em", "both"], ["strong", "both"], ["s", "gone"], ["strong", "bold in it"],
         ["em", "in"], ["em", "it in it"], ["strong", "in"], ["code", "*code*"], ["em", "a b* c"], ["code", "b*"],
-        ["strong", "x y"], ["em", "y"], ["em", "y"], ["em", "é"]]
+        ["strong", "x y"], ["em", "y"], ["em", "y"], ["em", "é"], ["em", "across\nlines"]]
     assert await mine.evaluate(STYLED) == gateway_styled(text)
     assert await mine.text_content() == (
         "one two both gone bold in it it in it *code* a b* c x y\n"
-        "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, *escaped*, xyz é é_x_ ** spaced **")
+        "snake_case_names, 2 * 3 * 4, a__b__c, ~one~, *escaped*, xyz é é_x_ ** spaced **\n"
+        "across\nlines and *not across\n\na blank line*")
 
 
 async def test_headings_are_headings_sized_for_a_chat_bubble(chat, page) -> None:
