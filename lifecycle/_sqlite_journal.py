@@ -136,6 +136,9 @@ class SqliteJournal:
         """Refusals (id, reason) no caller has heard yet: a plain sync hears them all, a launch its own."""
         self._launches: dict[asyncio.Future[None], tuple[str, ...]] = {}
         """`sync_launch` calls waiting, with the ids of their records: dropped if the commit fails."""
+        self._unheard: dict[str, BaseException] = {}
+        """What a launch's waiter was told (refused whole, or dropped by a failed commit) when its
+        caller was cancelled before it heard, by the ids of its records: for when it asks again."""
         self.commits = 0
         """Commits that carried records; for tests and metrics."""
 
@@ -330,6 +333,8 @@ class SqliteJournal:
             else:
                 # Written already, by a commit whose caller was cancelled before it heard (`Supervisor`
                 # asks again): a later commit's failure is not theirs, nor another launch's refusal.
+                if self._unheard:
+                    self._raise_unheard(launch)
                 if self._unreported:
                     self._raise_unreported(launch)
                 return
@@ -341,10 +346,24 @@ class SqliteJournal:
             try:
                 self._request()
                 await waiter
+            except asyncio.CancelledError:
+                if (launch is not None and waiter.done() and not waiter.cancelled() and waiter.exception()
+                        and not any(sid in self._pending for sid in launch)):
+                    # Told its launch was refused (its records dropped), but its caller was cancelled
+                    # before it woke to hear it: asking again, it must not take them for written.
+                    self._unheard.update(dict.fromkeys(launch, waiter.exception()))
+                raise
             finally:
                 self._launches.pop(waiter, None)
         if self._unreported:
             self._raise_unreported(launch)
+
+    def _raise_unheard(self, launch: Collection[str]) -> None:
+        error = None
+        for subagent_id in launch:
+            error = self._unheard.pop(subagent_id, None) or error
+        if error is not None:
+            raise error
 
     def _raise_unreported(self, launch: Collection[str] | None) -> None:
         """Raise the refusals no caller has heard: every one to a plain sync, which covers every

@@ -544,6 +544,36 @@ async def test_sqlite_a_launch_that_stopped_waiting_hears_its_own_refusal_when_i
         await journal.close()
 
 
+async def test_sqlite_a_launch_refused_whole_whose_caller_was_cancelled_before_it_heard_hears_it_again(
+        tmp_path: Path) -> None:
+    # The commit told the waiter its launch was refused (its rows deleted), but its caller was
+    # cancelled before it woke to hear it: asked again, the journal said the records were written,
+    # so `Supervisor` ended the children INTERRUPTED and wrote their rows after all.
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("holder", correlation_id="job"))
+        await journal.sync()
+        blocker = sqlite3.connect(journal.db.path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the commit must wait for it
+        (launch,) = callers(journal, ([record("sa-b1", "PENDING", correlation_id="job"), record("sa-b2", "PENDING")],
+                                      ["sa-b1", "sa-b2"]))
+        await until(lambda: journal._launches)  # waiting for the commit
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        journal.db.commit()  # refuses the launch whole, telling its waiter ...
+        launch.cancel()  # ... whose caller is cancelled before it wakes to hear it
+        with pytest.raises(asyncio.CancelledError):
+            await launch
+        with pytest.raises(JournalError) as info:
+            await journal.sync_launch(["sa-b1", "sa-b2"])
+        assert info.value.code == "JOURNAL_CONFLICT" and info.value.subagent_ids == ("sa-b1", "sa-b2")
+        await journal.sync()  # told once
+        assert await journal.get("sa-b1") is None and await journal.get("sa-b2") is None
+    finally:
+        await journal.close()
+
+
 async def test_sqlite_sync_does_not_hang_when_its_database_is_closed_under_it(tmp_path: Path) -> None:
     db = SqliteDatabase(tmp_path / "j.db")
     journal = SqliteJournal(db=db)
