@@ -19,9 +19,10 @@ Every backend passes the conformance suite in ``tests/lifecycle/test_journal.py`
   of its own records was refused, and then the launch is refused whole: its other records are
   dropped too (none is left for a restart to call INTERRUPTED) and ``subagent_ids`` names all
   of them. The other launches of that commit succeed. A plain `sync` covers every record put,
-  so it raises the refusals of records no waiting launch owns (a finished child's result, a
-  launch whose caller stopped waiting), never one a launch was told of. A refusal nobody was
-  waiting to hear is kept for the next `sync` (or the next `sync_launch` of its records).
+  so it raises the refusals of records no launch owns (a finished child's result), never one a
+  launch was told of, nor one of a launch whose caller stopped waiting: that launch hears it
+  when it asks again (see `Journal.sync_launch`). A refusal nobody was waiting to hear is kept
+  for the next `sync` (or the next `sync_launch` of its records).
 - Synced records survive a process crash. `SqliteJournal` runs WAL with
   ``synchronous=NORMAL``: a power cut may lose the last commits.
 """

@@ -139,6 +139,9 @@ class SqliteJournal:
         self._unheard: dict[str, BaseException] = {}
         """What a launch's waiter was told (refused whole, or dropped by a failed commit) when its
         caller was cancelled before it heard, by the ids of its records: for when it asks again."""
+        self._abandoned: set[str] = set()
+        """Records of launches whose wait was cancelled before their commit, until they ask again
+        (`Supervisor` does): their refusals are kept for them, not told to a plain sync."""
         self.commits = 0
         """Commits that carried records; for tests and metrics."""
 
@@ -326,6 +329,8 @@ class SqliteJournal:
         """`sync`; with ``launch``, the ids whose records a failed commit drops (`sync_launch`)."""
         self._check_open()
         if launch:
+            if self._abandoned:
+                self._abandoned.difference_update(launch)
             pending = self._pending
             for subagent_id in launch:  # a loop, not any(): no allocation on the launch path
                 if subagent_id in pending:
@@ -347,7 +352,9 @@ class SqliteJournal:
                 self._request()
                 await waiter
             except asyncio.CancelledError:
-                if (launch is not None and waiter.done() and not waiter.cancelled() and waiter.exception()
+                if launch is not None and waiter.cancelled():
+                    self._abandoned.update(launch)  # it asks again to hear how its commit ended
+                elif (launch is not None and waiter.done() and not waiter.cancelled() and waiter.exception()
                         and not any(sid in self._pending for sid in launch)):
                     # Told its launch was refused (its records dropped), but its caller was cancelled
                     # before it woke to hear it: asking again, it must not take them for written.
@@ -369,7 +376,11 @@ class SqliteJournal:
         """Raise the refusals no caller has heard: every one to a plain sync, which covers every
         record put; to a launch only those of its own records, the others staying for a sync."""
         if launch is None:
-            refused, self._unreported = self._unreported, []
+            abandoned = self._abandoned
+            refused = [r for r in self._unreported if r[0] not in abandoned]
+            if not refused:
+                return
+            self._unreported = [r for r in self._unreported if r[0] in abandoned]
         else:
             refused = [r for r in self._unreported if r[0] in launch]
             if not refused:
@@ -424,6 +435,9 @@ class SqliteJournal:
                 if not waiter.done():  # its sync was cancelled
                     waiter.set_result(None)
             return
+        for waiter, ids in self._launches.items():
+            if waiter.cancelled():  # its caller gave up before this commit: it asks again
+                self._abandoned.update(ids)
         untold = dict(refused)
         plain = []
         for waiter in waiters:
@@ -438,7 +452,9 @@ class SqliteJournal:
                 waiter.set_exception(_refusal(mine))
             else:
                 waiter.set_result(None)
-        rest = list(untold.items())
+        rest = [r for r in untold.items() if r[0] not in self._abandoned]
+        if len(rest) < len(untold):  # kept for the launch that stopped waiting, when it asks again
+            self._unreported.extend(r for r in untold.items() if r[0] in self._abandoned)
         for waiter in plain:
             if rest:
                 waiter.set_exception(_refusal(rest))

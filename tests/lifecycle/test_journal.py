@@ -544,6 +544,38 @@ async def test_sqlite_a_launch_that_stopped_waiting_hears_its_own_refusal_when_i
         await journal.close()
 
 
+async def test_sqlite_a_launch_that_stopped_waiting_hears_its_own_refusal_though_a_plain_sync_shared_its_commit(
+        tmp_path: Path) -> None:
+    # A plain sync waiting on the same commit (the publisher of finished children) took the refusal:
+    # asked again, the launch was told its refused record was written, and `Supervisor` ended that
+    # child INTERRUPTED, whose row the journal refused once more.
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("holder", correlation_id="job"))
+        await journal.sync()
+        blocker = sqlite3.connect(journal.db.path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the commit must wait for it
+        launch, plain = callers(journal, ([record("sa-b1", "PENDING", correlation_id="job"),
+                                           record("sa-b2", "PENDING")], ["sa-b1", "sa-b2"]),
+                                ([record("sa-done", "SUCCEEDED")], None))
+        await until(lambda: journal._launches and len(journal._waiters) == 2)  # both wait for the commit
+        launch.cancel()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        journal.db.commit()  # before the caller wakes
+        with pytest.raises(asyncio.CancelledError):
+            await launch
+        await plain  # not its refusal: the launch asks again
+        with pytest.raises(JournalError) as info:
+            await journal.sync_launch(["sa-b1", "sa-b2"])
+        assert info.value.code == "JOURNAL_CONFLICT" and info.value.subagent_ids == ("sa-b1",)
+        await journal.sync()  # told once
+        assert await journal.get("sa-b1") is None and await journal.get("sa-b2") == record("sa-b2", "PENDING")
+    finally:
+        await journal.close()
+
+
 async def test_sqlite_a_launch_refused_whole_whose_caller_was_cancelled_before_it_heard_hears_it_again(
         tmp_path: Path) -> None:
     # The commit told the waiter its launch was refused (its rows deleted), but its caller was

@@ -105,6 +105,32 @@ async def test_an_abandoned_launch_one_of_whose_records_was_refused_forgets_only
     assert [c.subagent_id for c in view.recent("parent-1")] == [kept.subagent_id]
 
 
+async def test_an_abandoned_launch_whose_refusal_a_plain_sync_shared_forgets_only_that_child(env):
+    # The publisher's plain sync waited on the same commit and took the refusal: asked again, the
+    # journal told the launch both rows were written, so the refused child ended INTERRUPTED too
+    # (listed, its row refused a second time), though the journal never held it.
+    journal, view = env.service.journal, env.service.host_view()
+    await journal.sync()
+    other = sqlite3.connect(journal.db.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the launch's commit must wait for it
+    launching = asyncio.ensure_future(view.relaunch(env.parent, "turn-1", [ChildSpec("one"), ChildSpec("two")]))
+    await until(lambda: len(view.children("parent-1")) == 2)  # journaled, waiting for the commit
+    bad, kept = view.children("parent-1")
+    journal.put(dataclasses.replace(await journal.get(bad.subagent_id), result=object()))
+    plain = asyncio.ensure_future(journal.sync())  # as the publisher of finished children waits
+    await until(lambda: len(journal._waiters) == 2)
+    launching.cancel()  # its wait is cancelled at once; the task hears it at its next step
+    other.execute("ROLLBACK")
+    other.close()
+    journal.db.commit()  # before the caller wakes to ask again
+    with pytest.raises(asyncio.CancelledError):
+        await launching
+    await plain
+    rows = dict(journal.db.read("SELECT subagent_id, state FROM lifecycle_records"))
+    assert rows == {kept.subagent_id: "INTERRUPTED"}
+    assert [c.subagent_id for c in view.recent("parent-1")] == [kept.subagent_id]
+
+
 def _read(path, sql):
     conn = sqlite3.connect(path)
     try:
