@@ -291,6 +291,9 @@ class SqliteJournal:
         batch, self._flushed = self._flushed, None
         ops, self._ops_flushed = self._ops_flushed, []
         if error is not None:
+            # Its refusals fail with it: the records go back to pending, to be judged again, or are
+            # dropped with their launches, told so; a later commit must not tell them again.
+            self._refused = []
             if batch:
                 batch.update(self._pending)  # puts made since are newer: they win
                 self._pending = batch

@@ -742,6 +742,29 @@ def test_sqlite_a_launch_whose_commit_a_full_disk_refused_is_dropped_and_the_res
     assert rows == [["next", 1], ["store", 300_000]] and records == 0
 
 
+async def test_sqlite_a_refusal_in_a_batch_a_full_disk_refused_is_not_told_again_by_a_later_commit(
+        tmp_path: Path) -> None:
+    # The failed commit's refusals stayed behind: the next commit with no records of its own told
+    # them to a plain sync (and logged them again), though their launch had heard it failed whole.
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("holder", correlation_id="job"))
+        await journal.sync()
+        (pages,) = journal.db.read_one("PRAGMA page_count")
+        journal.db.read(f"PRAGMA max_page_count={pages}")  # the disk is full
+        journal.put(record("sa-b1", "PENDING", correlation_id="job"))  # refused, in a batch that fails
+        journal.put(record("sa-b2", "PENDING", goal="x" * 50_000))
+        with pytest.raises(JournalError) as info:
+            await journal.sync_launch(["sa-b1", "sa-b2"])
+        assert info.value.code == "JOURNAL_WRITE_FAILED"
+        journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+        await journal.sync()  # nothing of that launch is left to tell
+        assert await journal.get("sa-b1") is None and await journal.get("sa-b2") is None
+    finally:
+        await journal.close()
+
+
 async def test_sqlite_launches_the_full_disk_refused_leave_no_record_and_other_writes_are_kept(
         tmp_path: Path) -> None:
     path = tmp_path / "j.db"
