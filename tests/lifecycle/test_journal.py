@@ -606,6 +606,39 @@ async def test_sqlite_a_launch_refused_whole_whose_caller_was_cancelled_before_i
         await journal.close()
 
 
+async def test_sqlite_a_launch_a_full_disk_refused_whose_caller_was_cancelled_before_it_heard_hears_it_again(
+        tmp_path: Path) -> None:
+    # As above, for a launch the failed commit dropped: asked again, it was told it was written.
+    journal = SqliteJournal(tmp_path / "j.db")
+    await journal.open()
+    try:
+        journal.put(record("sa-old"))
+        await journal.sync()
+        blocker = sqlite3.connect(journal.db.path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the commit must wait for it
+        (launch,) = callers(journal, ([record("sa-a1", "PENDING", goal="x" * 50_000)], ["sa-a1"]))
+        await until(lambda: journal._launches)  # waiting for the commit
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        (pages,) = journal.db.read_one("PRAGMA page_count")
+        journal.db.read(f"PRAGMA max_page_count={pages}")  # the disk is full
+        try:
+            journal.db.commit()  # drops the launch, telling its waiter ...
+        except sqlite3.Error:
+            pass
+        launch.cancel()  # ... whose caller is cancelled before it wakes to hear it
+        with pytest.raises(asyncio.CancelledError):
+            await launch
+        journal.db.read("PRAGMA max_page_count=1073741823")  # room again
+        with pytest.raises(JournalError) as info:
+            await journal.sync_launch(["sa-a1"])
+        assert info.value.code == "JOURNAL_WRITE_FAILED"
+        await journal.sync()
+        assert await journal.get("sa-a1") is None
+    finally:
+        await journal.close()
+
+
 async def test_sqlite_sync_does_not_hang_when_its_database_is_closed_under_it(tmp_path: Path) -> None:
     db = SqliteDatabase(tmp_path / "j.db")
     journal = SqliteJournal(db=db)
