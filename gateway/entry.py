@@ -5,24 +5,46 @@ end it as it does later, exit status 130 and no traceback, so the loading happen
 must SIGTERM: in a container the command is PID 1, which the kernel spares every signal it set
 no handler for, so `docker stop` did nothing until Docker killed it. A handler is set first thing
 (exit status 143, as the signal's default); the gateway replaces it with its graceful stop.
+
+A signal lands wherever the program is, a finalizer too (an object's ``__del__``, a weakref's
+callback, which the collector runs as loading makes garbage): Python only prints the exception a
+handler raises there ("Exception ignored in ...") and goes on, and the gateway started and ran.
+So the handlers also note the signal, and the loading, once done, ends as the signal would have.
 """
 
 from __future__ import annotations
 
 import signal
 
+_caught: int | None = None
+"""A signal whose handler ran while the program loaded."""
+
 
 def _terminate(signum: int, frame: object) -> None:
+    global _caught
+    _caught = signum
     raise SystemExit(128 + signum)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    global _caught
+    _caught = signum
+    raise KeyboardInterrupt
 
 
 def main() -> int:
     signal.signal(signal.SIGTERM, _terminate)
+    # Python's own handler until the program is loaded; then it is Python's again, which asyncio.run
+    # looks for before it sets its own (a first Ctrl-C cancels the command's loop, raising nothing).
+    signal.signal(signal.SIGINT, _interrupt)
     from gateway.process_exit import exit_process  # the standard library only: loads at once
 
     try:
         from gateway.cli import main as command
 
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if _caught is not None:  # its exception was lost in a finalizer
+            return 130 if _caught == signal.SIGINT else 128 + _caught
         status = command()
     except KeyboardInterrupt:  # also from what runs before the command's own loop (config, state lock)
         return 130

@@ -118,3 +118,45 @@ def test_sigterm_while_the_program_loads_as_a_containers_pid_1_ends_it(tmp_path)
             proc.communicate()
     assert "Traceback" not in err, err[-2000:]
     assert proc.returncode == 128 + signal.SIGTERM
+
+
+LOST_IN_A_FINALIZER = """
+import os, signal, sys
+
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), {signum})
+        for _ in range(10_000):  # the signal's handler runs here: Python reports its exception and drops it
+            pass
+
+class WhileLoading:
+    def find_spec(self, name, path=None, target=None):
+        if name == "gateway.cli":
+            sys.meta_path.remove(self)
+            Finalized()  # garbage at once: its finalizer runs now, in the middle of the program's loading
+        return None
+
+sys.meta_path.insert(0, WhileLoading())
+sys.argv = ["switchboard", "run", "--set", "server.port=0"]
+from gateway.entry import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_whose_handler_ran_in_a_finalizer_while_loading_still_ends_it(tmp_path, signum, status):
+    """A signal lands wherever the program is, a finalizer too (an object's ``__del__``, a weakref's
+    callback; the loading makes garbage, so the collector runs them): Python only prints the exception
+    its handler raised there ("Exception ignored in ...") and goes on, so the gateway started and ran."""
+    env = environment(tmp_path, SWITCHBOARD_STATE_DIR=str(tmp_path / "state"))
+    proc = subprocess.Popen([sys.executable, "-c", LOST_IN_A_FINALIZER.format(signum=int(signum))],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)
+    try:
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Exception ignored" in err  # the signal did land in the finalizer
+    assert proc.returncode == status and "gateway running" not in err, err[-2000:]
