@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,12 @@ from lifecycle.temporal.testing import DevServer
 # its too_slow health check allows, failing a correct test.
 settings.register_profile("switchboard", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("switchboard")
+
+# Tests stop the processes they start with SIGINT, as Ctrl-C would. A suite started with SIGINT
+# ignored (a background job of a non-interactive shell: CI run under `nohup ... &`) handed that on
+# to every child, and a fake that ignores Ctrl-C never stopped. A handler set here is not inherited.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
