@@ -390,6 +390,91 @@ async def test_http_sink_failure_is_not_acked_so_slack_retries(
     assert [i.event_id for i in sink.items] == [message_key(body)]
 
 
+def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_http_sink_failure_is_logged_once_with_its_traceback(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A bug in the gateway is worth its traceback; it was bolt's generic "Failed to run listener function".
+    sink.failures.append(RuntimeError("inbox unavailable"))
+    body = await fake.push_dm("U1", "keep me")
+    assert [r.status for r in fake.http_results] == [500, 200]
+    assert tracebacks(caplog) == [f"platforms.slack: slack: message {message_key(body)} was not taken by the gateway"
+                                  " (RuntimeError: inbox unavailable); not acknowledged, so Slack sends it again"]
+
+
+async def test_http_storage_refusal_is_told_in_a_line_not_a_traceback(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink.failures.append(full_disk())
+    body = await fake.push_dm("U1", "keep me")
+    assert [r.status for r in fake.http_results] == [500, 200]
+    assert [i.event_id for i in sink.items] == [message_key(body)]
+    assert tracebacks(caplog) == []
+    assert any("not taken by the gateway (OperationalError" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(("failure", "logged"), [
+    (RuntimeError("a bug"), "slack: message {key} failed; not acknowledged, so Slack sends it again"),
+    (NetworkError("files.info unreachable"), None),
+])
+async def test_http_listener_failure_before_the_hand_over_is_told_by_the_adapter(
+    fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch, failure: Exception, logged: str | None,
+) -> None:
+    # Reading the message failed (its files, say): a bug with its traceback, a platform that could not
+    # be reached in a line of its own. Both were bolt's "Failed to run listener function" and a traceback.
+    slack, _ = http_slack
+    real = slack._attachments
+
+    async def once(event):
+        monkeypatch.setattr(slack, "_attachments", real)
+        raise failure
+
+    monkeypatch.setattr(slack, "_attachments", once)
+    body = await fake.push_dm("U1", "keep me")
+    assert [r.status for r in fake.http_results] == [500, 200]
+    assert [i.event_id for i in sink.items] == [message_key(body)]
+    key = message_key(body)
+    assert tracebacks(caplog) == ([] if logged is None else [f"platforms.slack: {logged.format(key=key)}"])
+    if logged is None:
+        assert f"slack: message {key} not taken (NetworkError: files.info unreachable); not acknowledged, so Slack" \
+               " sends it again" in [r.getMessage() for r in caplog.records]
+
+
+async def test_http_message_during_a_stop_is_left_for_slack_in_a_line_not_a_traceback(
+    fake: FakeSlack, sink: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Unacknowledged on purpose, so the next process gets it; bolt logged each one with a traceback.
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    fake.events_url, fake.signing_secret = f"http://{host}:{port}/slack/events", SECRET
+    fake.http_retry_delays = ()
+    await adapter.start(sink, COMMANDS)
+    await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
+    deleting = fake.hold("chat.delete")
+    stopping = asyncio.create_task(adapter.stop())
+    try:
+        await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+        body = await fake.push_dm("U1", "sent as the gateway stops")
+    finally:
+        deleting.set()
+        await stopping
+        await runner.cleanup()
+    assert 500 in [r.status for r in fake.http_results] and sink.items == []  # (the others: the bot's own echoes)
+    assert tracebacks(caplog) == []
+    assert f"slack: slack adapter stopping: {message_key(body)} left for Slack to send again" in [
+        r.getMessage() for r in caplog.records]
+
+
 async def test_http_slash_command(fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder) -> None:
     slack, _ = http_slack
     form = await fake.push_slash_command("/new", "U1", "DU1")
