@@ -101,6 +101,7 @@ from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn, until_taken
+from platforms.slack_unacked import SentAgain, Stopping, listener_failed
 from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
@@ -124,14 +125,6 @@ class _Taken:
     ts: str
     conversations: tuple[Where, ...]
     """Where it becomes the newest message taken in (`platforms.slack_catchup`)."""
-
-
-class _Stopping(NetworkError):
-    """A message that came during a stop: unacknowledged, so Slack sends it again, to the next process."""
-
-
-class _SentAgain(Exception):
-    """A message the gateway did not take before the ack, told where that was seen (`_settled`)."""
 
 
 class SlackStartError(RuntimeError):
@@ -253,7 +246,7 @@ class SlackAdapter:
             app.event("tokens_revoked")(self._on_tokens_revoked)
             app.event("app_uninstalled")(self._on_app_uninstalled)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
-            app.error(_listener_failed)
+            app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`_deliver`)
                 self._catch_up = CatchUp(self._page, self._taken_in.last_seen, take=self._take,
                                          seen=self._taken_in.mark,
@@ -335,10 +328,10 @@ class SlackAdapter:
             if taken is not None:
                 try:
                     await self._deliver(taken.inbound, taken)
-                except _Stopping:
+                except Stopping:
                     raise
                 except Exception as exc:  # told by `_settled`, traceback and all
-                    raise _SentAgain(taken.inbound.event_id) from exc
+                    raise SentAgain(taken.inbound.event_id) from exc
 
     @contextlib.contextmanager
     def _listener(self) -> Iterator[None]:
@@ -417,7 +410,7 @@ class SlackAdapter:
             if inbound.is_command:
                 self._unanswered.append(inbound)
                 return
-            raise _Stopping(f"slack adapter stopping: {inbound.event_id} left for Slack to send again")
+            raise Stopping(f"slack adapter stopping: {inbound.event_id} left for Slack to send again")
         after = taken.conversations if taken is not None else ()
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
         was_acked = asyncio.Event()
@@ -579,26 +572,3 @@ class SlackAdapter:
 async def _ignore() -> None:
     return None
 
-
-async def _listener_failed(error: Exception, body: dict[str, Any]) -> None:
-    """What bolt logs of a listener that raised; it answers 500 all the same, so Slack sends the
-    event again (Socket Mode: it stays unacknowledged). bolt's own line carried a traceback for
-    every message a stop turned away. A stop's refusal is routine, a hand-over's failure `_settled`
-    told already, and a platform or disk that failed is told in a line; anything else is a bug,
-    logged with its traceback."""
-    if isinstance(error, _SentAgain):
-        return
-    event = body.get("event") or {}
-    if "channel" in event and "ts" in event:
-        where = f"{event.get('type', 'event')} {event['channel']}:{event['ts']}"  # as `_inbound` names a message
-    elif body.get("command"):
-        where = f"{body['command']} from user {body.get('user_id')}"
-    else:
-        where = f"{event.get('type') or body.get('type') or 'event'} {body.get('event_id') or ''}".strip()
-    if isinstance(error, _Stopping):
-        log.info("slack: %s", error)
-    elif isinstance(error, DeliveryError) or storage_refusal(error):
-        log.warning("slack: %s not taken (%s: %s); not acknowledged, so Slack sends it again", where,
-                    type(error).__name__, error)
-    else:
-        log.error("slack: %s failed; not acknowledged, so Slack sends it again", where, exc_info=error)
