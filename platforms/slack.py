@@ -388,6 +388,11 @@ class SlackAdapter:
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         inbound = slack_commands.inbound_of(self.name, body)
         with self._listener():
+            if self._sink is None or self._stopping:
+                # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
+                # already), and no later than the stop's other answers, however late it came in.
+                await ack(text=slack_commands.not_taken(inbound))
+                return
             try:
                 await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
             except asyncio.CancelledError:  # a stop: acked or not, Slack never sends a command again

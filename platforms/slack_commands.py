@@ -71,16 +71,22 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
     return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 
 
+def not_taken(command: Inbound) -> str:
+    """The answer that ``command`` was not taken (`NOT_TAKEN`), logged as given."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("slack: %s from user %s was not recorded before the gateway stopped; telling the user to send"
+                " it again", name, command.user_id)
+    return NOT_TAKEN.format(command=name)
+
+
 async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
     """Answer each command a stop left unrecorded (acked at once, Slack never sends it again) that
     it was not taken, through ``answer`` (the adapter's `answer` of a command). All within
     `NOT_TAKEN_WAIT`: the stop's grace is the gateway's to share. Never raises."""
     async def tell(command: Inbound) -> None:
         name = command.text.split(maxsplit=1)[0]
-        log.warning("slack: %s from user %s was not recorded before the gateway stopped; telling the user to send"
-                    " it again", name, command.user_id)
         try:
-            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=NOT_TAKEN.format(command=name),
+            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=not_taken(command),
                                   kind="command", reply_token=command.reply_token))
         except Exception as exc:
             log.warning("slack: could not tell user %s that %s was not taken (%s)", command.user_id, name,

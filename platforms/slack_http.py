@@ -52,7 +52,10 @@ class SignedEvents:
         through `UnsignedBodies` (503 with ``Retry-After`` when too many are, which Slack retries)."""
         if (refusal := self._early(request)) is not None:
             return refusal
-        assert self._app() is not None
+        # Dispatched to this app even should the adapter stop while the body is read: its listeners
+        # then turn the request away as a stop does (a message unacknowledged, a command answered).
+        app = self._app()
+        assert app is not None
         timestamp, signature = request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER)
         try:
             signed = await self._bodies.check(request, lambda: self._signed(request, timestamp, signature))
@@ -63,8 +66,6 @@ class SignedEvents:
             return busy
         if not signed:
             return web.json_response({"error": "invalid request"}, status=401)
-        app = self._app()  # after the body is read: the adapter may have stopped meanwhile
-        assert app is not None
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
 
     def _early(self, request: web.Request) -> web.Response | None:

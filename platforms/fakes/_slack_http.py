@@ -45,6 +45,9 @@ class SlackHttpDelivery:
                     result = await self.send_http_event(self.events_url, payload, self.signing_secret, retry_num=retry)
                 else:
                     result = await self.send_http_command(self.events_url, payload, self.signing_secret)
+                    if result.status == 200 and result.text:
+                        json_body = result.headers.get("Content-Type", "").startswith("application/json")
+                        self._answered_in_ack(payload, result.json() if json_body else result.text)
             except (aiohttp.ClientError, TimeoutError):
                 continue
             if result.status == 200 or kind != "events_api":

@@ -85,6 +85,8 @@ class SlackSocketMode:
             self._lost_acks -= 1
             return
         self.acks.append(Ack(envelope.envelope_id, conn.id, data.get("payload")))
+        if envelope.type == "slash_commands":
+            self._answered_in_ack(envelope.payload, data.get("payload"))
         envelope.acked = True
         timer = self._timers.pop(envelope.envelope_id, None)
         if timer is not None:

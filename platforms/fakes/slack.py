@@ -24,7 +24,9 @@ What it does:
 - HTTP delivery to a gateway (`send_http_event`, `send_http_command`): v0-signed, with
   ``X-Slack-Retry-Num``; pushes made without a Socket Mode connection go there when
   ``events_url`` is set, retried like Slack does on errors and timeouts (scaled down).
-- ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at.
+- ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at, and a
+  slash command answered in its acknowledgement (the HTTP response's body, the Socket Mode ack's
+  ``payload``), shown as Slack does: in `ephemeral` (``"via": "ack"``).
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
@@ -245,6 +247,16 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         """Return the first truthy ``predicate()``, re-checked on every change to the fake (and
         every 20 ms, for conditions on other objects); TimeoutError after ``timeout`` seconds."""
         return await wait_until(predicate, timeout, changed=lambda: self._changed)
+
+    def _answered_in_ack(self, form: dict[str, Any], answer: dict[str, Any] | str | None) -> None:
+        """A slash command's acknowledgement that carries a message: Slack shows it to the user who
+        ran the command (``response_type`` "ephemeral", the default) or in the channel."""
+        if isinstance(answer, str):
+            answer = {"text": answer}
+        if not answer or not answer.get("text"):
+            return
+        self.ephemeral.append({"channel": form["channel_id"], "user": form["user_id"], "text": answer["text"],
+                               "response_type": answer.get("response_type", "ephemeral"), "via": "ack"})
 
     def _bump(self) -> None:
         self._changed.set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -27,8 +28,10 @@ from platforms.base import (
     RateLimited,
     Unauthorized,
 )
+from platforms.fakes._slack_http import sign
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter, SlackStartError
+from platforms.unsigned_bodies import UnsignedBodies
 from tests.sqlite_errors import full_disk
 
 SECRET = "test-signing-secret"
@@ -442,6 +445,50 @@ async def test_http_listener_failure_before_the_hand_over_is_told_by_the_adapter
     if logged is None:
         assert f"slack: message {key} not taken (NetworkError: files.info unreachable); not acknowledged, so Slack" \
                " sends it again" in [r.getMessage() for r in caplog.records]
+
+
+async def test_a_command_whose_body_was_still_arriving_when_the_stop_ended_is_answered_to_send_it_again(
+    fake: FakeSlack, sink: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its signature checked after the stop had sent its answers and closed its client: a 500 and an
+    # AssertionError's traceback, and Slack told its user only that the command failed.
+    bodies = UnsignedBodies()
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base,
+                           bodies=bodies)
+    app = web.Application()
+    app.router.add_routes(adapter.web_routes())
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    await adapter.start(sink, COMMANDS)
+    form = urllib.parse.urlencode({
+        "token": "t", "team_id": fake.team_id, "api_app_id": fake.app_id, "channel_id": "DU1", "user_id": "U1",
+        "command": "/new", "text": "", "response_url": f"{fake.base_url}/response/R1", "trigger_id": "R1.x",
+    }).encode()
+    half = asyncio.Event()
+
+    async def arriving() -> AsyncIterator[bytes]:
+        yield form[:10]
+        await half.wait()
+        yield form[10:]
+
+    ts = str(int(time.time()))
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": ts,
+               "X-Slack-Signature": sign(SECRET, ts, form.decode())}
+    try:
+        async with aiohttp.ClientSession() as http:
+            posting = asyncio.ensure_future(http.post(f"http://{host}:{port}/slack/events", data=arriving(),
+                                                      headers=headers))
+            await fake.wait_for(lambda: bodies.reading == 1)  # the adapter is reading it
+            await adapter.stop()
+            half.set()
+            async with await posting as resp:
+                assert resp.status == 200
+                assert await resp.text() == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
+    finally:
+        await runner.cleanup()
+    assert sink.items == [] and tracebacks(caplog) == []
 
 
 async def test_http_message_during_a_stop_is_left_for_slack_in_a_line_not_a_traceback(

@@ -42,15 +42,20 @@ async def web_client(fake: FakeSlack) -> AsyncIterator[AsyncWebClient]:
 class Receiver:
     """A stand-in for a gateway's ``/slack/events``: records requests, answers with ``statuses`` in turn."""
 
-    def __init__(self, statuses: list[int] | None = None) -> None:
+    def __init__(self, statuses: list[int] | None = None, answer: dict[str, Any] | str | None = None) -> None:
         self.requests: list[tuple[dict[str, str], str]] = []
         self.statuses = statuses or []
+        self.answer = answer
+        """The body of every answer: JSON for a dict, plain text for a string."""
         self.url = ""
         self._runner: web.AppRunner | None = None
 
     async def _handle(self, request: web.Request) -> web.Response:
         self.requests.append((dict(request.headers), await request.text()))
-        return web.Response(status=self.statuses.pop(0) if self.statuses else 200)
+        status = self.statuses.pop(0) if self.statuses else 200
+        if isinstance(self.answer, dict):
+            return web.json_response(self.answer, status=status)
+        return web.Response(status=status, text=self.answer)
 
     async def __aenter__(self) -> Receiver:
         app = web.Application()
@@ -162,6 +167,20 @@ async def test_http_slash_command_is_form_encoded(fake: FakeSlack) -> None:
     assert form["response_url"].startswith(fake.base_url + "/response/")
 
 
+@pytest.mark.parametrize(("answer", "shown"), [
+    ({"text": "on it"}, [("on it", "ephemeral")]),
+    ({"text": "for everyone", "response_type": "in_channel"}, [("for everyone", "in_channel")]),
+    ("plain words", [("plain words", "ephemeral")]),
+    (None, []),  # an empty acknowledgement shows nothing
+])
+async def test_http_slash_command_answered_in_its_acknowledgement(fake: FakeSlack, answer, shown) -> None:
+    async with Receiver(answer=answer) as receiver:
+        fake.events_url, fake.signing_secret = receiver.url, SECRET
+        await fake.push_slash_command("/stop", "U1", "C1")
+    assert [(e["text"], e["response_type"]) for e in fake.ephemeral] == shown
+    assert all((e["channel"], e["user"], e["via"]) == ("C1", "U1", "ack") for e in fake.ephemeral)
+
+
 async def test_send_http_event_overrides(fake: FakeSlack) -> None:
     async with Receiver() as receiver:
         await fake.send_http_event(receiver.url, {"type": "x"}, SECRET, retry_num=2, timestamp=1, signature="v0=bad")
@@ -220,6 +239,8 @@ async def test_socket_mode_slash_command_ack_payload(fake: FakeSlack, socket_cli
     [envelope] = fake.envelopes.values()
     assert envelope.type == "slash_commands" and envelope.wire()["accepts_response_payload"] is True
     assert fake.acks[0].payload == {"text": "on it"}
+    assert fake.ephemeral == [{"channel": "C1", "user": "U1", "text": "on it", "response_type": "ephemeral",
+                               "via": "ack"}]
 
 
 async def test_disconnect_and_drop(fake: FakeSlack, socket_client: SocketModeClient) -> None:
