@@ -61,7 +61,7 @@ def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:
 
 def _account_interval(pacing: Pacing, op: str | None) -> float:
     return {"edit": pacing.account_edit_interval, "file": pacing.account_file_interval,
-            "delete": pacing.account_delete_interval}.get(op or "", 0.0)
+            "delete": pacing.account_delete_interval, "lookup": pacing.account_lookup_interval}.get(op or "", 0.0)
 
 
 class Pacer:
@@ -85,7 +85,8 @@ class Pacer:
     def delay(self, chat: ChatKey, *, edit_of: str | None = None, progress: bool = False,
               op: str | None = None) -> float:
         """Seconds until a call to ``chat`` (an edit of message ``edit_of``; a progress message; an
-        ``op`` the platform also limits across chats: ``"edit"``, ``"file"``, ``"delete"``) may go; 0 when now."""
+        ``op`` the platform also limits across chats: ``"edit"``, ``"file"``, ``"delete"``, ``"lookup"``)
+        may go; 0 when now."""
         chat = chat[:2]
         due = max(self._blocked.get((chat, False), 0.0), self._call_free.get(chat, 0.0))
         if progress:

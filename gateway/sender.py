@@ -241,13 +241,14 @@ class Sender:
                     return False
                 stale = True
                 continue
-            pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress, op=account_op(row.op, edit_of))
+            lookup = row.op == "send" and self.maybe_sent(row) and isinstance(adapter, FindsSent)
+            pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress,
+                                      op="lookup" if lookup else account_op(row.op, edit_of))
             if pause > 0:
                 if not await self._pacer.wait(pause, preempt):
                     return False
                 stale = True
                 continue
-            lookup = row.op == "send" and self.maybe_sent(row) and isinstance(adapter, FindsSent)
             if not lookup:
                 # Journaled durably before it can reach the platform. A commit that fails is the
                 # store's failure, not the platform's: raised to the chat, which holds and backs off,
@@ -260,9 +261,13 @@ class Sender:
                 continue
             try:
                 if lookup:
+                    # Counted from its start: the other chats' lookups keep their distance meanwhile.
+                    self._pacer.account_called(row.platform, pacing, "lookup")
                     try:
                         found = await self._find_sent(adapter, row)  # a NetworkError backs off below
-                    except RateLimited as exc:  # asked again once the platform allows
+                    except RateLimited as exc:  # asked again once the platform allows, as is every chat's lookup
+                        self._pacer.account_called(row.platform, pacing, "lookup",
+                                                   refused_for=min(exc.retry_after, self._max_retry_after))
                         self._holds.answered(row.platform)
                         self._events.rate_limited(row.platform, exc.retry_after)
                         if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):

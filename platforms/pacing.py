@@ -25,6 +25,11 @@ class Pacing:
     account_delete_interval: float = 0.0
     """Seconds between two deletions in any of the bot's chats, the adapter's own included (`WaitsAside`):
     Slack's ``chat.delete``, 50 a minute per workspace."""
+    account_lookup_interval: float = 0.0
+    """Seconds between two looks, in any of the bot's chats, for whether a part went out already
+    (`platforms.base.FindsSent`): Slack's ``conversations.history`` and ``conversations.replies``, 50 a
+    minute per workspace. After an outage every chat whose post lost its answer looks at once, and a
+    lookup refused twice is sent blind: spaced, they are not refused."""
 
 
 @runtime_checkable

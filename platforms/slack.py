@@ -107,10 +107,10 @@ from platforms.unsigned_bodies import UnsignedBodies
 log = logging.getLogger("platforms.slack")
 
 PACING = Pacing(call_interval=1.0, edit_interval=1.0, account_edit_interval=1.2, account_file_interval=0.6,
-                account_delete_interval=1.2)
-"""Slack's rate-limit guide: chat.postMessage about one a second per channel; per workspace, chat.update and
-chat.delete Tier 3 (50 a minute each) and files.getUploadURLExternal / files.completeUploadExternal Tier 4
-(100 a minute)."""
+                account_delete_interval=1.2, account_lookup_interval=1.2)
+"""Slack's rate-limit guide: chat.postMessage about one a second per channel; per workspace, chat.update,
+chat.delete and the history reads of `find_sent` Tier 3 (50 a minute each) and files.getUploadURLExternal /
+files.completeUploadExternal Tier 4 (100 a minute)."""
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 _REMEMBERED_THREADS = 10_000

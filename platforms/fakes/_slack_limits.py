@@ -30,12 +30,14 @@ TIER_2, TIER_3, TIER_4 = Window(20, 60.0), Window(50, 60.0), Window(100, 60.0)
 TIERS: Mapping[str, Window] = {
     "chat.update": TIER_3,
     "chat.delete": TIER_3,
+    "conversations.history": TIER_3,
+    "conversations.replies": TIER_3,
     # Slack has listed the upload methods at several tiers over time; its method pages now give
     # both Tier 4, which the Slack adapter paces to (`platforms.slack.PACING`).
     "files.getUploadURLExternal": TIER_4,
     "files.completeUploadExternal": TIER_4,
 }
-"""The tiered methods a bot writes with, and the window each is counted in per workspace."""
+"""The tiered methods a bot writes and reads back with, and the window each is counted in per workspace."""
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,17 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from agent.testing import FakeClock
 from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
 from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
 from platforms.base import Outbound
+from platforms.fakes._slack_limits import Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_history import SENT_EVENT
+from tests.scenarios.test_telegram_flood import run_clock_until
 
 WAIT = 5.0
 
@@ -281,3 +284,25 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     assert [m["text"] for m in bot_posts(fake)] == posted
     assert store.outbox.message("card-final-r2:0").status == ("sent" if answer == "found" else "dropped")
     store.close()
+
+
+async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_post_is_doubled(tmp_path, fake, adapters):
+    # Thirty channels' posts went out but their answers were lost, so all thirty looked at once: Slack
+    # refused twenty reads, they all asked again at its Retry-After, ten were refused a second time, and
+    # those ten were posted a second time. Slack's 50 reads a minute, scaled down to 10 in 10 s.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock, tiers={"conversations.history": Window(10, 10.0)})
+    channels = [f"C{n}" for n in range(30)]
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True, times=len(channels))
+    for channel in channels:
+        outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
+    sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
+    await run_clock_until(clock, sent, timeout=60.0)
+    await outbox.close()
+    store.close()
+    assert [len(bot_posts(fake, channel)) for channel in channels] == [1] * len(channels)
+    assert [r for r in limits.refused if r.method == "conversations.history"] == []
+    assert len([c for c in limits.calls if c.method == "conversations.history"]) == len(channels)  # one look each
