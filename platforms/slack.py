@@ -189,8 +189,9 @@ class SlackAdapter:
         self._metadata = slack_history.Metadata()
         self._bot_token_state = BotToken()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
+        self._reads = slack_history.PacedReads(self._page)
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
-                                      page=self._page, pages=slack_history.LOOKUP_PAGES,
+                                      page=self._reads, pages=slack_history.LOOKUP_PAGES,
                                       background=self._background, started=lambda: self._client is not None)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listening: set[asyncio.Task[Any]] = set()
@@ -248,7 +249,7 @@ class SlackAdapter:
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`_deliver`)
-                self._catch_up = CatchUp(self._page, self._taken_in.last_seen, take=self._take,
+                self._catch_up = CatchUp(self._reads, self._taken_in.last_seen, take=self._take,
                                          seen=self._taken_in.mark,
                                          addressed=lambda event: self._addressed(event) is not None,
                                          limits=self._catch_up_limits, clock=self._clock)
@@ -549,9 +550,11 @@ class SlackAdapter:
         await self._progress.typing(chat_id, thread_id)
 
     def bind_writes(self, wrote: Callable[..., None]) -> None:
+        self._reads.wrote = wrote
         self._progress.bind_writes(wrote)
 
     def bind_turns(self, turn: Callable[..., Awaitable[None]]) -> None:
+        self._reads.turn = turn
         self._progress.bind_turns(turn)
 
     async def _page(

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from platforms.base import BadRequest, Outbound
+from platforms.base import BadRequest, Outbound, RateLimited
 
 log = logging.getLogger("platforms.slack")
 
@@ -66,6 +66,37 @@ async def page(
     else:
         resp = await api("conversations.history", chat_id, **kw)
     return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
+
+
+class PacedReads:
+    """`page` for the adapter's own reads (the catch-up, the placeholders' clean-up): each waits its
+    turn among the outbox's lookups (`find_sent`, which the outbox paces itself), as they read the same
+    methods, Tier 3 per workspace; a 429 on one holds them all. ``turn`` and ``wrote`` are the
+    outbox's (`platforms.pacing.WaitsAside`, `WritesAside`), once bound: until then reads go at once."""
+
+    def __init__(self, read: Page) -> None:
+        self._read = read
+        self.turn: Callable[..., Awaitable[None]] = _at_once
+        self.wrote: Callable[..., None] = _counted_nowhere
+
+    async def __call__(
+        self, chat_id: str, thread_id: str | None, *, cursor: str | None = None, **kw: Any
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        await self.turn(chat_id, op="lookup")
+        self.wrote(chat_id, op="lookup")
+        try:
+            return await self._read(chat_id, thread_id, cursor=cursor, **kw)
+        except RateLimited as exc:
+            self.wrote(chat_id, op="lookup", refused_for=exc.retry_after)
+            raise
+
+
+async def _at_once(chat_id: str, op: str | None = None) -> None:
+    return None
+
+
+def _counted_nowhere(chat_id: str, op: str | None = None, refused_for: float = 0.0) -> None:
+    return None
 
 
 async def find_sent(read: Page, message: Outbound, since: float) -> str | None:

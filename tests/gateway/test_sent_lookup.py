@@ -3,6 +3,7 @@ sent again (`platforms.base.FindsSent`): the real SlackAdapter against the loopb
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -306,3 +307,26 @@ async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_p
     assert [len(bot_posts(fake, channel)) for channel in channels] == [1] * len(channels)
     assert [r for r in limits.refused if r.method == "conversations.history"] == []
     assert len([c for c in limits.calls if c.method == "conversations.history"]) == len(channels)  # one look each
+
+
+async def test_the_adapters_own_reads_of_slack_take_turns_with_the_outboxs_lookups(tmp_path, fake, adapters):
+    # The placeholders' clean-up at start (and the catch-up) read the same methods as the lookups, and
+    # went unpaced beside them: Slack refused reads of both.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock, tiers={"conversations.history": Window(10, 10.0)})
+    adapter = await adapters()
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": adapter}, clock=clock)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True, times=10)
+    for n in range(10):
+        outbox.enqueue("slack", f"C{n}", None, "the answer", kind="reply", key=f"t{n}")
+    clean_ups = asyncio.ensure_future(asyncio.gather(*(adapter.clear_left_behind(f"D{n}", None) for n in range(10))))
+    sent = lambda: all(store.outbox.message(f"t{n}:0").status == "sent" for n in range(10))  # noqa: E731
+    await run_clock_until(clock, lambda: sent() and clean_ups.done(), timeout=60.0)
+    await clean_ups
+    await outbox.close()
+    store.close()
+    assert [len(bot_posts(fake, f"C{n}")) for n in range(10)] == [1] * 10
+    assert [r for r in limits.refused if r.method == "conversations.history"] == []
+    assert len([c for c in limits.calls if c.method == "conversations.history"]) == 20
