@@ -19,7 +19,6 @@ from platforms.fakes._slack_limits import Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_history import SENT_EVENT
-from tests.scenarios.test_telegram_flood import run_clock_until
 
 WAIT = 5.0
 
@@ -60,6 +59,14 @@ class Lookups:
 
     def looked_up(self, platform: str, outcome: str) -> None:
         self.outcomes.append(f"{platform}:{outcome}")
+
+
+async def run_clock_until(clock: FakeClock, done, timeout: float) -> None:
+    """Let the fake clock run, half a second a step, the outbox running between steps, until ``done()``."""
+    async with asyncio.timeout(timeout):
+        while not done():
+            clock.advance(0.5)
+            await asyncio.sleep(0.005)
 
 
 def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -> list[dict]:
