@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import urllib.parse
@@ -74,22 +75,49 @@ async def slack(fake: FakeSlack, sink: Recorder) -> AsyncIterator[SlackAdapter]:
     await adapter.stop()
 
 
-@pytest.fixture
-async def http_slack(fake: FakeSlack, sink: Recorder) -> AsyncIterator[tuple[SlackAdapter, str]]:
-    """An HTTP-mode adapter mounted on a stand-in for the gateway's server."""
-    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+@contextlib.asynccontextmanager
+async def mounted(adapter: SlackAdapter) -> AsyncIterator[str]:
+    """``adapter``'s HTTP routes on a stand-in for the gateway's server; yields their events URL."""
     app = web.Application()
     app.router.add_routes(adapter.web_routes())
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]
-    url = f"http://{host}:{port}/slack/events"
-    fake.events_url, fake.signing_secret = url, SECRET
-    await adapter.start(sink, COMMANDS)
-    yield adapter, url
-    await adapter.stop()
-    await runner.cleanup()
+    try:
+        yield f"http://{host}:{port}/slack/events"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def http_slack(fake: FakeSlack, sink: Recorder) -> AsyncIterator[tuple[SlackAdapter, str]]:
+    """An HTTP-mode adapter mounted on a stand-in for the gateway's server."""
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    async with mounted(adapter) as url:
+        fake.events_url, fake.signing_secret = url, SECRET
+        await adapter.start(sink, COMMANDS)
+        yield adapter, url
+        await adapter.stop()
+
+
+@contextlib.asynccontextmanager
+async def stopping_midway(fake: FakeSlack, sink: Recorder) -> AsyncIterator[None]:
+    """An HTTP-mode adapter the fake delivers to, stopping while the block runs: held midway (a
+    placeholder's deletion in flight), with its events still served; the stop ends after the block."""
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    async with mounted(adapter) as url:
+        fake.events_url, fake.signing_secret = url, SECRET
+        await adapter.start(sink, COMMANDS)
+        await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
+        deleting = fake.hold("chat.delete")
+        stopping = asyncio.create_task(adapter.stop())
+        try:
+            await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+            yield
+        finally:
+            deleting.set()
+            await stopping
 
 
 async def settled(fake: FakeSlack) -> None:
@@ -455,13 +483,6 @@ async def test_a_command_whose_body_was_still_arriving_when_the_stop_ended_is_an
     bodies = UnsignedBodies()
     adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base,
                            bodies=bodies)
-    app = web.Application()
-    app.router.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    await adapter.start(sink, COMMANDS)
     form = urllib.parse.urlencode({
         "token": "t", "team_id": fake.team_id, "api_app_id": fake.app_id, "channel_id": "DU1", "user_id": "U1",
         "command": "/new", "text": "", "response_url": f"{fake.base_url}/response/R1", "trigger_id": "R1.x",
@@ -476,18 +497,15 @@ async def test_a_command_whose_body_was_still_arriving_when_the_stop_ended_is_an
     ts = str(int(time.time()))
     headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": ts,
                "X-Slack-Signature": sign(SECRET, ts, form.decode())}
-    try:
-        async with aiohttp.ClientSession() as http:
-            posting = asyncio.ensure_future(http.post(f"http://{host}:{port}/slack/events", data=arriving(),
-                                                      headers=headers))
-            await fake.wait_for(lambda: bodies.reading == 1)  # the adapter is reading it
-            await adapter.stop()
-            half.set()
-            async with await posting as resp:
-                assert resp.status == 200
-                assert await resp.text() == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
-    finally:
-        await runner.cleanup()
+    async with mounted(adapter) as url, aiohttp.ClientSession() as http:
+        await adapter.start(sink, COMMANDS)
+        posting = asyncio.ensure_future(http.post(url, data=arriving(), headers=headers))
+        await fake.wait_for(lambda: bodies.reading == 1)  # the adapter is reading it
+        await adapter.stop()
+        half.set()
+        async with await posting as resp:
+            assert resp.status == 200
+            assert await resp.text() == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
     assert sink.items == [] and tracebacks(caplog) == []
 
 
@@ -496,26 +514,9 @@ async def test_http_message_during_a_stop_is_left_for_slack_in_a_line_not_a_trac
 ) -> None:
     # Unacknowledged on purpose, so the next process gets it; bolt logged each one with a traceback.
     caplog.set_level(logging.INFO, logger="platforms.slack")
-    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
-    app = web.Application()
-    app.router.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    fake.events_url, fake.signing_secret = f"http://{host}:{port}/slack/events", SECRET
     fake.http_retry_delays = ()
-    await adapter.start(sink, COMMANDS)
-    await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
-    deleting = fake.hold("chat.delete")
-    stopping = asyncio.create_task(adapter.stop())
-    try:
-        await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+    async with stopping_midway(fake, sink):
         body = await fake.push_dm("U1", "sent as the gateway stops")
-    finally:
-        deleting.set()
-        await stopping
-        await runner.cleanup()
     assert 500 in [r.status for r in fake.http_results] and sink.items == []  # (the others: the bot's own echoes)
     assert tracebacks(caplog) == []
     assert f"slack: slack adapter stopping: {message_key(body)} left for Slack to send again" in [
@@ -908,24 +909,7 @@ async def test_a_message_still_being_read_at_a_stop_is_not_handed_over_during_or
 async def test_a_command_coming_in_during_a_stop_is_answered_to_send_it_again(fake: FakeSlack, sink: Recorder) -> None:
     # It reached the sink on a task started after the stop had cancelled its own: a gateway stopping
     # took it, or the stop cut it off unrecorded, and the user had no "send it again" either way.
-    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
-    app = web.Application()
-    app.router.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    fake.events_url, fake.signing_secret = f"http://{host}:{port}/slack/events", SECRET
-    await adapter.start(sink, COMMANDS)
-    await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
-    deleting = fake.hold("chat.delete")
-    stopping = asyncio.create_task(adapter.stop())
-    try:
-        await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+    async with stopping_midway(fake, sink):
         await fake.push_slash_command("/new", "U1", "DU1")
-    finally:
-        deleting.set()
-        await stopping
-        await runner.cleanup()
     assert sink.items == []
     assert [e["text"] for e in fake.ephemeral] == ["⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
