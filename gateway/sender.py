@@ -400,6 +400,9 @@ class Sender:
                 self._waited.add(row.id)
                 self._unsure.add(row.id)
                 raise
+            # Sent blind now, but the other chats' lookups wait the refusal out all the same.
+            self._pacer.account_called(row.platform, pacing_of(adapter, row.chat_id), "lookup",
+                                       refused_for=min(exc.retry_after, self._max_retry_after))
             error: BaseException = exc
         except (NetworkError, Unauthorized):
             raise  # the caller marks it unsure again and backs off, or holds the platform

@@ -21,11 +21,13 @@ from typing import Any
 
 from platforms.base import Inbound
 
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+"""Unicode's format characters (soft hyphen, zero-width and direction marks): the model does not see them."""
 # At the start of the text or of any line (every break `str.splitlines` knows), after spaces and
-# invisible characters, which the model does not see either.
+# invisible characters, also between the bracket and the name.
 _LIKE_A_SENDER = re.compile(
-    r"(?:^|(?<=[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))((?:[^\S\n\r]|[\u200b-\u200f\u2060-\u2064\ufeff])*)"
-    r"\[(?=\s*(?:@|user\s))", re.IGNORECASE)
+    rf"(?:^|(?<=[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))((?:[^\S\n\r]|[{_INVISIBLE}])*)"
+    rf"\[(?=[\s{_INVISIBLE}]*(?:@|user\s))", re.IGNORECASE)
 
 
 def for_model(text: str, event: Inbound | None) -> str:

@@ -325,6 +325,9 @@ class SlackAdapter:
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         with self._listener():
+            if (self._sink is None or self._stopping) and self._addressed(event) is not None:
+                # Before its files are read: a stop's client may be closed already.
+                raise Stopping(f"slack adapter stopping: {event['channel']}:{event['ts']} left for Slack to send again")
             taken = await self._inbound(event)
             if taken is not None:
                 try:
@@ -389,9 +392,11 @@ class SlackAdapter:
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         inbound = slack_commands.inbound_of(self.name, body)
         with self._listener():
-            if self._sink is None or self._stopping:
+            if (self._sink is None or self._stopping) and self.mode == "http":
                 # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
-                # already), and no later than the stop's other answers, however late it came in.
+                # already), and no later than the stop's other answers, however late it came in. In Socket
+                # Mode the stop closed the socket such an acknowledgement would go by: `_deliver` keeps it
+                # for the stop's answers, which come after every listener has ended.
                 await ack(text=slack_commands.not_taken(inbound))
                 return
             try:
@@ -508,7 +513,14 @@ class SlackAdapter:
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this idempotency key since ``since``
         (`platforms.slack_history.find_sent`)."""
-        return await slack_history.find_sent(self._page, message, since)
+        pages = 0
+
+        async def read(chat_id: str, thread_id: str | None, **kw: Any) -> tuple[list[dict[str, Any]], str | None]:
+            nonlocal pages
+            pages += 1  # the first read is the outbox's lookup, which it counted; the others take turns here
+            return await (self._page if pages == 1 else self._reads)(chat_id, thread_id, **kw)
+
+        return await slack_history.find_sent(read, message, since)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):

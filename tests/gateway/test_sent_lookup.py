@@ -337,3 +337,57 @@ async def test_the_adapters_own_reads_of_slack_take_turns_with_the_outboxs_looku
     assert [len(bot_posts(fake, f"C{n}")) for n in range(10)] == [1] * 10
     assert [r for r in limits.refused if r.method == "conversations.history"] == []
     assert len([c for c in limits.calls if c.method == "conversations.history"]) == 20
+
+
+async def test_a_lookup_reading_several_pages_takes_a_turn_for_each(tmp_path, fake, adapters):
+    # The outbox counted one read a lookup, but one not found in a busy channel reads up to five pages:
+    # four such lookups drew 429s. Slack's 50 reads a minute, scaled down to 10 in 10 s.
+    clock = FakeClock(autojump=False)
+    limits = fake.enforce_rate_limits(clock, tiers={"conversations.history": Window(10, 10.0)})
+    channels = [f"C{n}" for n in range(4)]
+    for channel in channels:
+        for i in range(450):  # three pages of history to read through
+            fake._store(channel, None, {"user": "U1", "text": f"chatter {i}"})
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, times=len(channels))  # not posted
+    for channel in channels:
+        outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
+    sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
+    await run_clock_until(clock, sent, timeout=60.0)
+    await outbox.close()
+    store.close()
+    assert [len(bot_posts(fake, channel)) for channel in channels] == [1] * len(channels)
+    assert [r for r in limits.refused if r.method == "conversations.history"] == []
+    assert len([c for c in limits.calls if c.method == "conversations.history"]) == 3 * len(channels)
+
+
+async def test_a_lookup_refused_twice_still_holds_the_other_chats_lookups(tmp_path, fake, adapters):
+    # Refused a second time, the part is posted blind, and its refusal held nothing: the next
+    # chat's lookup went to Slack inside the Retry-After it had just been given.
+    clock = FakeClock(autojump=False)
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    fake.fail_next("conversations.history", status=429, retry_after=5, times=2)
+    outbox.enqueue("slack", "C0", None, "the answer", kind="reply", key="t0")
+    reads: list[float] = []
+
+    async def run_until(done) -> None:
+        async with asyncio.timeout(30):
+            while not done():
+                clock.advance(0.5)
+                await asyncio.sleep(0.005)
+                reads.extend([clock.time()] * (len(fake.calls_to("conversations.history")) - len(reads)))
+
+    await run_until(lambda: store.outbox.message("t0:0").status == "sent")
+    assert len(reads) == 2  # refused twice: posted blind, as documented
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    outbox.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    await run_until(lambda: store.outbox.message("t1:0").status == "sent")
+    await outbox.close()
+    store.close()
+    assert len(reads) == 3 and reads[2] >= reads[1] + 5 - 0.5  # C1's lookup waited the second refusal out
+    assert len(bot_posts(fake, "C1")) == 1

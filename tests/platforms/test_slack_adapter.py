@@ -523,6 +523,20 @@ async def test_http_message_during_a_stop_is_left_for_slack_in_a_line_not_a_trac
         r.getMessage() for r in caplog.records]
 
 
+async def test_http_message_with_files_during_a_stop_is_left_for_slack_before_its_files_are_read(
+    fake: FakeSlack, sink: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its files were described first, through a client the stop may have closed: a warning, not the stop's line.
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    fake.http_retry_delays = ()
+    async with stopping_midway(fake, sink):
+        body = await fake.push_file("DU1", "U1", b"x", "notes.txt", text="read this", connect=True)
+    assert fake.calls_to("files.info") == [] and sink.items == []
+    assert f"slack: slack adapter stopping: {message_key(body)} left for Slack to send again" in [
+        r.getMessage() for r in caplog.records]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "platforms.slack"]
+
+
 async def test_http_slash_command(fake: FakeSlack, http_slack: tuple[SlackAdapter, str], sink: Recorder) -> None:
     slack, _ = http_slack
     form = await fake.push_slash_command("/new", "U1", "DU1")
