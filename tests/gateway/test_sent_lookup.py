@@ -294,6 +294,22 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     store.close()
 
 
+async def answers_whose_posts_failed(tmp_path, fake: FakeSlack, adapters, clock: FakeClock, channels: list[str], *,
+                                     posted: bool) -> None:
+    """An outbox on the fake clock posts an answer in each of ``channels``, each first post answered
+    with a 500 (``posted``: it went out all the same); returns once every answer is counted as sent."""
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=posted, times=len(channels))
+    for channel in channels:
+        outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
+    sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
+    await run_clock_until(clock, sent, timeout=60.0)
+    await outbox.close()
+    store.close()
+
+
 async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_post_is_doubled(tmp_path, fake, adapters):
     # Thirty channels' posts went out but their answers were lost, so all thirty looked at once: Slack
     # refused twenty reads, they all asked again at its Retry-After, ten were refused a second time, and
@@ -301,16 +317,7 @@ async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_p
     clock = FakeClock(autojump=False)
     limits = fake.enforce_rate_limits(clock, tiers={"conversations.history": Window(10, 10.0)})
     channels = [f"C{n}" for n in range(30)]
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
-    await outbox.start()
-    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True, times=len(channels))
-    for channel in channels:
-        outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
-    sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
-    await run_clock_until(clock, sent, timeout=60.0)
-    await outbox.close()
-    store.close()
+    await answers_whose_posts_failed(tmp_path, fake, adapters, clock, channels, posted=True)
     assert [len(bot_posts(fake, channel)) for channel in channels] == [1] * len(channels)
     assert [r for r in limits.refused if r.method == "conversations.history"] == []
     assert len([c for c in limits.calls if c.method == "conversations.history"]) == len(channels)  # one look each
@@ -348,16 +355,7 @@ async def test_a_lookup_reading_several_pages_takes_a_turn_for_each(tmp_path, fa
     for channel in channels:
         for i in range(450):  # three pages of history to read through
             fake._store(channel, None, {"user": "U1", "text": f"chatter {i}"})
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
-    await outbox.start()
-    fake.fail_next("chat.postMessage", "internal_error", status=500, times=len(channels))  # not posted
-    for channel in channels:
-        outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
-    sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
-    await run_clock_until(clock, sent, timeout=60.0)
-    await outbox.close()
-    store.close()
+    await answers_whose_posts_failed(tmp_path, fake, adapters, clock, channels, posted=False)
     assert [len(bot_posts(fake, channel)) for channel in channels] == [1] * len(channels)
     assert [r for r in limits.refused if r.method == "conversations.history"] == []
     assert len([c for c in limits.calls if c.method == "conversations.history"]) == 3 * len(channels)
