@@ -325,7 +325,7 @@ class SlackAdapter:
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         with self._listener():
-            if (self._sink is None or self._stopping) and self._addressed(event) is not None:
+            if self._turning_away and self._addressed(event) is not None:
                 # Before its files are read: a stop's client may be closed already.
                 raise Stopping(f"slack adapter stopping: {event['channel']}:{event['ts']} left for Slack to send again")
             taken = await self._inbound(event)
@@ -336,6 +336,11 @@ class SlackAdapter:
                     raise
                 except Exception as exc:  # told by `_settled`, traceback and all
                     raise SentAgain(taken.inbound.event_id) from exc
+
+    @property
+    def _turning_away(self) -> bool:
+        """Whether nothing new is handed over: the adapter stops (or has not started)."""
+        return self._sink is None or self._stopping
 
     @contextlib.contextmanager
     def _listener(self) -> Iterator[None]:
@@ -392,7 +397,7 @@ class SlackAdapter:
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         inbound = slack_commands.inbound_of(self.name, body)
         with self._listener():
-            if (self._sink is None or self._stopping) and self.mode == "http":
+            if self._turning_away and self.mode == "http":
                 # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
                 # already), and no later than the stop's other answers, however late it came in. In Socket
                 # Mode the stop closed the socket such an acknowledgement would go by: `_deliver` keeps it
@@ -415,9 +420,9 @@ class SlackAdapter:
         just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
         acked (a slash command is, before: ``acked``), a store refusing it is tried again. Once the
         adapter is stopping nothing new starts: a command is answered to be sent again, and a message
-        raises `NetworkError`, unacked, for Slack to send it again to the next process."""
+        raises `Stopping`, unacked, for Slack to send it again to the next process."""
         sink, catch_up = self._sink, self._catch_up
-        if sink is None or self._stopping:
+        if sink is None or self._turning_away:
             if inbound.is_command:
                 self._unanswered.append(inbound)
                 return
