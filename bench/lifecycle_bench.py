@@ -3,9 +3,10 @@
 Every figure is a plugin's documented path: ``launch``, then ``wait``, then
 ``result()``, from inside an agent turn, with a scripted model that answers at
 once, on the in-process engine. Each round times N bare asyncio tasks right
-before the lifecycle run, so both see the same machine (a shared 2-core box
-drifts by 2x within a minute); ratios are taken per round and the median of the
-rounds is reported; every timed run starts after a full garbage collection, so
+before and right after the lifecycle run and takes their mean as the floor, so
+both see the same machine (a shared 2-core box drifts by 2x within a minute, and
+a floor from one side alone follows a burst of load on that side); ratios are
+taken per round and the median of the rounds is reported; every timed run starts after a full garbage collection, so
 none pays for an earlier one's garbage. Everything runs as `switchboard run` runs it: the garbage
 collector tuned (`gateway.gc_tuning`), and the SQLite journal's commits not
 checkpointing the WAL themselves while a worker thread does (`gateway.store.checkpointer`).
@@ -135,8 +136,9 @@ async def rounds(tmp: Path, journal: str, n: int, count: int) -> tuple[float, fl
     await fan_out(tmp, journal, n)  # warm-up: first-use costs are not per child
     costs, ratios = [], []
     for _ in range(count):
-        floor = await bare_tasks(n)
+        before = await bare_tasks(n)
         cost = await fan_out(tmp, journal, n)
+        floor = (before + await bare_tasks(n)) / 2
         costs.append(cost)
         ratios.append(cost / floor)
     return statistics.median(costs), statistics.median(ratios)
@@ -150,8 +152,9 @@ async def scaling(tmp: Path, n: int, count: int) -> tuple[float, float, float]:
     quotients, costs, ratios = [], [], []
     for _ in range(count):
         base = await fan_out(tmp, "sqlite", BASE)
-        floor = await bare_tasks(n)
+        before = await bare_tasks(n)
         cost = await fan_out(tmp, "sqlite", n)
+        floor = (before + await bare_tasks(n)) / 2
         quotients.append(cost / base)
         costs.append(cost)
         ratios.append(cost / floor)
