@@ -131,15 +131,20 @@ class AsyncSubagentLifecycle:
 
     async def close(self) -> None:
         """Interrupt every running child (unless the engine's children outlive this process),
-        journal each as INTERRUPTED, and flush. Idempotent."""
+        journal each as INTERRUPTED, and flush. Launches are refused from the moment it begins
+        (``CLOSING``, then ``CLOSED``); one being journaled then is waited for, and its children
+        end like the others. Idempotent."""
         if self.keyring is None or self._closed:
             return
         self._closed = True
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
-        await self._supervisor.close()
-        await self.journal.close()
+        try:
+            await self._supervisor.close()
+            await self.journal.close()
+        finally:
+            self._supervisor.closed = True
 
     # -- operations -----------------------------------------------------------------------
 
@@ -345,10 +350,7 @@ class AsyncSubagentLifecycle:
         return await self.journal.sweep(cutoff)
 
     def _require_started(self) -> None:
-        if self.keyring is None:
-            raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
-        if self._closed:
-            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+        self._supervisor.check_open()
 
 
 def _interrupted_result(row: JournalRecord, now: float) -> str:

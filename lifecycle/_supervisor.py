@@ -37,6 +37,8 @@ log = logging.getLogger("lifecycle.service")
 
 S = STATES
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
+NOT_STARTED = "The lifecycle service is not started."
+CLOSING = "The lifecycle service is closing."
 CLOSED = "The lifecycle service is closed."
 
 
@@ -49,8 +51,10 @@ class Supervisor:
         self.engine = engine
         self.keyring: KeyRing | None = None
         """Set once the service has started: launches are signed with it."""
+        self.closing = False
+        """Set when `close` begins: from then on nothing launches (the engine would not run it)."""
         self.closed = False
-        """Set when the service closes: from then on nothing launches (the engine would not run it)."""
+        """Set by the service once its close has ended, its journal closed too."""
         self._live: dict[str, Record] = {}
         """Children not finished yet, held strongly, in launch order."""
         self._by_parent: dict[str, dict[str, Record]] = {}
@@ -61,6 +65,11 @@ class Supervisor:
         self._publisher: asyncio.Task | None = None
         self._abandoning: set[asyncio.Future] = set()
         """Launches whose callers gave up while they were journaled, until their children end."""
+        self._launching = 0
+        """Launches between their records and their end (abandoned ones until their children end):
+        `close` waits for them, so none meets a closed engine or journal."""
+        self._drained: asyncio.Future | None = None
+        """Set by `close` while it waits for ``_launching`` to fall to zero."""
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
 
@@ -156,16 +165,18 @@ class Supervisor:
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
         children are forgotten (never started, and the journal drops their records: see
         `Journal.sync_launch`) and its `JournalError` propagates. A caller cancelled meanwhile
-        waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED
-        (`close` waits for that)."""
-        if self.keyring is None:
-            raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
-        if self.closed:
-            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+        waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED.
+        Refused (`check_open`) before the service starts and once its close has begun; `close`
+        waits for the launches it finds being journaled, whose children then end as every child
+        does at close."""
+        if self.keyring is None or self.closing:
+            self.check_open()
         if correlation_id is not None:
             key = (parent.session_id, correlation_id)
             if key in self._correlations or await self.journal.find_correlation(*key) is not None:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
+            if self.closing:  # it began during the lookup, and stopped every child but these
+                self.check_open()
         if routes:  # one per spec
             records = [self._new_record(parent, parent_turn_id, spec, correlation_id, route)
                        for spec, route in zip(specs, routes, strict=True)]
@@ -174,36 +185,66 @@ class Supervisor:
         if handles_out:
             for record in records:
                 record.keep_result = True
-        if durable:
-            ids = [r.handle.subagent_id for r in records]
-            try:
-                await self.journal.sync_launch(ids)
-            except asyncio.CancelledError:
-                # The caller gave up (its turn was interrupted): the cancelled wait left the records
-                # pending, so a second wait, which the caller's cancellation cannot reach, learns how
-                # the commit carrying them ends. Only here, not shielded up front: a task per launch
-                # is a tenth of a child's cost (issue 15).
-                abandoning = asyncio.ensure_future(self._abandon(records, asyncio.ensure_future(
-                    self.journal.sync_launch(ids))))
-                self._abandoning.add(abandoning)
-                abandoning.add_done_callback(self._abandoning.discard)
-                await asyncio.shield(abandoning)
-                raise
-            except BaseException:
-                self._not_launched(records)
-                raise
-        stopped = []
-        for record in records:
-            if record.interrupt_reason is not None:
-                # Stopped while journaled (`interrupt`): the engine, asked before it had the job,
-                # could not stop it, so it is never queued, and ends as a withdrawn one does.
-                stopped.append(record)
-            else:
-                self.engine.submit(record.job)
-        if stopped:
-            await self._complete_now(stopped, lambda r: ChildOutcome("interrupted", "interrupted", None,
-                                                                     r.interrupt_reason))
+        self._launching += 1
+        try:
+            if durable:
+                ids = [r.handle.subagent_id for r in records]
+                try:
+                    await self.journal.sync_launch(ids)
+                except asyncio.CancelledError:
+                    # The caller gave up (its turn was interrupted): the cancelled wait left the records
+                    # pending, so a second wait, which the caller's cancellation cannot reach, learns how
+                    # the commit carrying them ends. Only here, not shielded up front: a task per launch
+                    # is a tenth of a child's cost (issue 15).
+                    abandoning = asyncio.ensure_future(self._abandon(records, asyncio.ensure_future(
+                        self.journal.sync_launch(ids))))
+                    self._abandoning.add(abandoning)
+                    self._launching += 1  # counted apart: cancelled again, the caller leaves before it ends
+                    abandoning.add_done_callback(self._abandoned)
+                    await asyncio.shield(abandoning)
+                    raise
+                except BaseException:
+                    self._not_launched(records)
+                    raise
+            stopped = []
+            for record in records:
+                if record.interrupt_reason is not None:
+                    # Stopped while journaled (`interrupt`, `close`): the engine, asked before it had the
+                    # job, could not stop it, so it is never queued, and ends as a withdrawn one does.
+                    stopped.append(record)
+                else:
+                    self.engine.submit(record.job)
+            if stopped:
+                await self._complete_now(stopped, lambda r: ChildOutcome("interrupted", "interrupted", None,
+                                                                         r.interrupt_reason))
+        finally:
+            self._launching -= 1
+            if self._drained is not None:  # `close` is waiting
+                self._launch_ended()
         return records
+
+    def check_open(self) -> None:
+        """Raise `SubagentLifecycleError` unless children may be launched now: ``NOT_STARTED``
+        before the service has started, ``CLOSING`` once its close has begun, ``CLOSED`` once
+        that has ended."""
+        if self.keyring is None:
+            raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
+        if self.closed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+        if self.closing:
+            raise SubagentLifecycleError(CLOSING, code="CLOSING")
+
+    def _abandoned(self, abandoning: asyncio.Future) -> None:
+        self._abandoning.discard(abandoning)
+        if not abandoning.cancelled() and abandoning.exception() is not None:
+            log.error("ending a launch whose caller gave up failed", exc_info=abandoning.exception())
+        self._launching -= 1
+        self._launch_ended()
+
+    def _launch_ended(self) -> None:
+        drained = self._drained
+        if not self._launching and drained is not None and not drained.done():
+            drained.set_result(None)
 
     async def _abandon(self, records: Sequence[Record], journaling: asyncio.Future) -> None:
         """A launch whose caller gave up while it was journaled: once the commit is decided, children
@@ -328,14 +369,18 @@ class Supervisor:
             self.journal.put(record.journal_row())
 
     async def close(self) -> None:
-        """Stop every child this process would lose (all of them unless the engine's children
-        survive a restart) and wait for the engine to wind down."""
-        self.closed = True
+        """Refuse launches from now on (`check_open`), stop every child this process would lose
+        (all of them unless the engine's children survive a restart), wait for the launches being
+        journaled to end, then for the engine to wind down. The journal stays open: the caller
+        closes it once this returns, when nothing is left to write to it."""
+        self.closing = True
         if not self.engine.survives_restart:
+            # Children whose launch is being journaled too: once committed they are never
+            # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
             await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
-        for outcome in await asyncio.gather(*self._abandoning, return_exceptions=True):
-            if isinstance(outcome, Exception):
-                log.error("ending a launch whose caller gave up failed", exc_info=outcome)
+        if self._launching:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
         await self.engine.close()
         if self._publisher is not None:
             await self._publisher

@@ -3,11 +3,21 @@ gives up meanwhile, a service that closes meanwhile (see `Supervisor.submit` and
 
 import asyncio
 import dataclasses
+import json
 import sqlite3
 
 import pytest
 
-from lifecycle import SubagentState
+from agent import ToolContext
+from lifecycle import (
+    PROCESS_EXIT,
+    AsyncSubagentLifecycle,
+    JournalError,
+    MemoryJournal,
+    SubagentLifecycleError,
+    SubagentState,
+    delegate_tool,
+)
 from lifecycle._children import ChildSpec
 from lifecycle._journal import JournalRecord
 from tests.lifecycle.test_service import launch_and_wait, req
@@ -72,7 +82,7 @@ async def test_closing_while_a_launch_is_abandoned_ends_its_children_interrupted
     journal = env.service.journal
     launching, other = await _abandon_while_its_commit_waits(env)
     closing = asyncio.ensure_future(env.service.close())
-    await until(lambda: env.service._supervisor.closed)
+    await until(lambda: env.service._supervisor.closing)
     other.execute("ROLLBACK")
     other.close()
     await closing
@@ -148,3 +158,169 @@ async def test_a_refusal_the_publisher_hears_is_logged_as_one_not_as_its_childre
     await launch_and_wait(env)
     assert "the journal refused sa-bad (JOURNAL_REJECTED)" in caplog.text
     assert "finished children failed" not in caplog.text
+
+
+class HeldMemoryJournal(MemoryJournal):
+    """A memory journal whose launches' commits (and correlation lookups) wait while the test holds
+    them, as those of a journal that takes its time would; ``failing`` refuses the launches let
+    through, as a failed commit does (`Journal.sync_launch`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.waits = 0
+        """`sync_launch` calls so far: a launch abandoned while held makes two."""
+        self.lookups = 0
+        self.failing = False
+
+    async def sync_launch(self, subagent_ids):
+        self.waits += 1
+        await self.gate.wait()
+        if self.failing:
+            for sid in subagent_ids:
+                self._records.pop(sid, None)
+            raise JournalError("Journal write failed: held", code="JOURNAL_WRITE_FAILED")
+        await super().sync_launch(subagent_ids)
+
+    async def find_correlation(self, parent_session_id, correlation_id):
+        self.lookups += 1
+        await self.gate.wait()
+        return await super().find_correlation(parent_session_id, correlation_id)
+
+
+class Held:
+    """A started service whose launches' commits the test holds and lets through: the env's, on
+    SQLite (another connection holds the write lock), or one on a `HeldMemoryJournal`."""
+
+    def __init__(self, env, kind: str) -> None:
+        self.kind = kind
+        self.service = env.service if kind == "sqlite" else AsyncSubagentLifecycle(env.service.host, HeldMemoryJournal())
+        self.journal = self.service.journal
+        self._other = None
+
+    async def hold(self) -> None:
+        if self.kind == "memory":
+            self.journal.gate.clear()
+            return
+        await self.journal.sync()
+        self._other = sqlite3.connect(self.journal.db.path, isolation_level=None)
+        self._other.execute("BEGIN IMMEDIATE")  # the launch's commit must wait for it
+
+    def release(self) -> None:
+        if self.kind == "memory":
+            self.journal.gate.set()
+        elif self._other is not None:
+            self._other.execute("ROLLBACK")
+            self._other.close()
+            self._other = None
+
+    def waits(self) -> int:
+        """Waits for a commit so far (the SQLite journal's list keeps a cancelled one until the commit)."""
+        return self.journal.waits if self.kind == "memory" else len(self.journal._waiters)
+
+    async def rows(self) -> dict[str, tuple[str, str | None]]:
+        """Every record as stored, by id: its state and its result's error message."""
+        if self.kind == "memory":
+            found = [(r.subagent_id, r.state, r.result) for r in self.journal._records.values()]
+        else:  # the service's connection may be closed
+            found = await asyncio.to_thread(_read, self.journal.db.path,
+                                            "SELECT subagent_id, state, result FROM lifecycle_records")
+        return {sid: (state, result and json.loads(result)["error_message"]) for sid, state, result in found}
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+async def held(env, request):
+    held = Held(env, request.param)
+    if request.param == "memory":
+        await held.service.start()
+    yield held
+    held.release()  # a test that failed holding it
+    if request.param == "memory":
+        await held.service.close()
+
+
+async def _launch_held(held, env):
+    """A launch of one child waiting for its commit, which the test holds; returns its task and the child's id."""
+    await held.hold()
+    with env.turn():
+        launching = asyncio.ensure_future(held.service.launch(req()))
+    [child] = await until(lambda: held.service.host_view().children("parent-1"))
+    await until(lambda: held.waits() == 1)
+    return launching, child.subagent_id
+
+
+async def _close_meanwhile(held):
+    closing = asyncio.ensure_future(held.service.close())
+    await until(lambda: held.service._closed)
+    return closing
+
+
+async def test_close_waits_for_a_launch_being_journaled_whose_child_then_ends_as_at_any_close(held, env):
+    # close() closed the journal under a launch still waiting for its commit: on SQLite the launch
+    # then failed with 'The journal is not open.', its child left PENDING; on a journal that takes
+    # its time, close() returned while the launch went on after it, its child PENDING meanwhile.
+    launching, sid = await _launch_held(held, env)
+    closing = await _close_meanwhile(held)
+    held.release()
+    await closing
+    assert await held.rows() == {sid: ("INTERRUPTED", PROCESS_EXIT)}  # as close() returned
+    with env.turn():
+        handle = await launching  # launched: its child ended as every live child ends at close
+        result = await held.service.result(handle)
+    assert (result.state, result.error_message, handle.subagent_id) == (S.INTERRUPTED, PROCESS_EXIT, sid)
+
+
+async def test_launches_and_key_changes_while_the_service_closes_are_refused_as_closing(held, env):
+    # They were refused with 'The lifecycle service is closed.' while close() still waited for
+    # children to end and the journal was still open.
+    launching, _ = await _launch_held(held, env)
+    closing = await _close_meanwhile(held)
+    service = held.service
+    tool_ctx = ToolContext(env.parent, "call-1", env.parent.workspace, {}, "turn-1")
+    starts = {
+        "launch": lambda: service.launch(req("late")),
+        "delegate_task": lambda: delegate_tool(service).invoke({"goal": "late"}, tool_ctx),
+        "relaunch": lambda: service.host_view().relaunch(env.parent, "turn-1", [ChildSpec("late")]),
+        "rotate_key": service.rotate_key,
+    }
+    for name, start in starts.items():
+        with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closing\.$") as err:
+            await start()
+        assert err.value.code == "CLOSING", name
+    held.release()
+    await closing
+    await launching
+    assert len(await held.rows()) == 1
+    with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$"):
+        await service.launch(req("later"))
+
+
+@pytest.mark.parametrize("held", ["memory"], indirect=True)
+async def test_a_launch_whose_commit_fails_as_the_service_closes_is_refused_whole(held, env):
+    launching, _ = await _launch_held(held, env)
+    closing = await _close_meanwhile(held)
+    held.journal.failing = True
+    held.release()
+    await closing  # it waited for the launch to be refused, and for nothing else
+    with pytest.raises(JournalError) as err:
+        await launching
+    assert err.value.code == "JOURNAL_WRITE_FAILED"
+    assert await held.rows() == {} and held.service.host_view().children("parent-1") == ()
+
+
+@pytest.mark.parametrize("held", ["memory"], indirect=True)
+async def test_a_launch_whose_correlation_lookup_a_close_overtook_is_refused(held, env):
+    # The journal's lookup of the correlation id took its time, and close() began and ended
+    # meanwhile: the launch went on, journaled its child PENDING and handed it to the closed
+    # engine ('the engine is not running'), the child left PENDING for good.
+    await held.hold()
+    with env.turn():
+        launching = asyncio.ensure_future(held.service.launch(req(correlation_id="review-1")))
+    await until(lambda: held.journal.lookups == 1)
+    await held.service.close()  # nothing is being journaled: it ends at once
+    held.release()
+    with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as err:
+        await launching
+    assert err.value.code == "CLOSED"
+    assert await held.rows() == {}
