@@ -264,6 +264,10 @@ class Supervisor:
             records = [r for r in records if r not in gone]
             if not records:
                 return
+        for record in records:
+            # A close that stopped them meanwhile does not say why they end: they never started
+            # because their caller gave up, and end as any abandoned launch does.
+            record.closing = False
         await self._complete_now(records, lambda r: ChildOutcome("interrupted", "interrupted", None, LAUNCH_ABANDONED))
 
     def _not_launched(self, records: Sequence[Record]) -> None:

@@ -20,6 +20,7 @@ from lifecycle import (
 )
 from lifecycle._children import ChildSpec
 from lifecycle._journal import JournalRecord
+from lifecycle._supervisor import LAUNCH_ABANDONED
 from tests.lifecycle.test_service import launch_and_wait, req
 from tests.polling import until
 
@@ -73,23 +74,6 @@ async def test_a_launch_abandoned_in_a_commit_that_refused_another_record_ends_i
     assert row[0] == "INTERRUPTED" and "cancelled before start" in row[1]
     [child] = env.service.host_view().recent("parent-1")
     assert child.state is S.INTERRUPTED
-
-
-async def test_closing_while_a_launch_is_abandoned_ends_its_children_interrupted(env):
-    # The service closed its journal while the abandoned launch still waited to hear of its commit:
-    # its children stayed PENDING in the journal, held by nothing, and the shielded task failed on
-    # a closed journal, unheard.
-    journal = env.service.journal
-    launching, other = await _abandon_while_its_commit_waits(env)
-    closing = asyncio.ensure_future(env.service.close())
-    await until(lambda: env.service._supervisor.closing)
-    other.execute("ROLLBACK")
-    other.close()
-    await closing
-    with pytest.raises(asyncio.CancelledError):
-        await launching
-    rows = await asyncio.to_thread(_read, journal.db.path, "SELECT state, result FROM lifecycle_records")
-    assert [state for state, _ in rows] == ["INTERRUPTED"]
 
 
 async def test_an_abandoned_launch_one_of_whose_records_was_refused_forgets_only_that_child(env):
@@ -294,6 +278,26 @@ async def test_launches_and_key_changes_while_the_service_closes_are_refused_as_
     assert len(await held.rows()) == 1
     with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$"):
         await service.launch(req("later"))
+
+
+@pytest.mark.parametrize("order", ["abandoned, then closed", "closing, then abandoned"])
+async def test_a_launch_abandoned_as_the_service_closes_ends_as_an_abandoned_launch(held, env, order):
+    # Its child ended INTERRUPTED with 'interrupted by process exit', as if it had run, when the
+    # service closed first; abandoned once close() had begun, close() did not wait for it at all,
+    # and on SQLite closed the journal under it, leaving it PENDING.
+    launching, sid = await _launch_held(held, env)
+    if order == "abandoned, then closed":
+        launching.cancel()
+        await until(lambda: held.waits() == 2)  # the first wait, cancelled, and the second
+    closing = await _close_meanwhile(held)
+    if order == "closing, then abandoned":
+        launching.cancel()
+        await until(lambda: held.waits() == 2)
+    held.release()
+    await closing
+    assert await held.rows() == {sid: ("INTERRUPTED", LAUNCH_ABANDONED)}
+    with pytest.raises(asyncio.CancelledError):
+        await launching
 
 
 @pytest.mark.parametrize("held", ["memory"], indirect=True)
