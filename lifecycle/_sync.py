@@ -25,6 +25,7 @@ from lifecycle._contract import (
     SubagentTerminalState,
 )
 from lifecycle._service import AsyncSubagentLifecycle
+from lifecycle._supervisor import NOT_STARTED
 
 T = TypeVar("T")
 
@@ -77,7 +78,7 @@ class SubagentLifecycle:
             raise SubagentLifecycleError(ON_LOOP_THREAD, code="ON_LOOP_THREAD")
         if loop is None or loop.is_closed():
             coro.close()
-            raise SubagentLifecycleError("The lifecycle service is not started.", code="NOT_STARTED")
+            raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
         outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def start() -> None:
