@@ -78,6 +78,8 @@ class AsyncSubagentLifecycle:
         self._view = HostView(self._supervisor)
         self._sweeper: asyncio.Task | None = None
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
+        """The close under way, or done: every `close` call waits for it."""
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -133,13 +135,20 @@ class AsyncSubagentLifecycle:
         """Interrupt every running child (unless the engine's children outlive this process),
         journal each as INTERRUPTED, and flush. Launches are refused from the moment it begins
         (``CLOSING``, then ``CLOSED``); one being journaled then is waited for, and its children
-        end like the others. Idempotent."""
-        if self.keyring is None or self._closed:
+        end like the others. Idempotent: a second call while the first runs returns when it does."""
+        if self.keyring is None:
             return
-        self._closed = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
+        if self._closing is None:
+            self._closed = True
+            if self._sweeper is not None:
+                self._sweeper.cancel()
+                self._sweeper = None
+            self._closing = asyncio.ensure_future(self._close())
+        # Shielded: a caller cancelled meanwhile (a shutdown timing out) must not stop the close
+        # another caller waits for, halfway between the children and the journal.
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         try:
             await self._supervisor.close()
             await self.journal.close()

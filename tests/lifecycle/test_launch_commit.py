@@ -328,3 +328,17 @@ async def test_a_launch_whose_correlation_lookup_a_close_overtook_is_refused(hel
         await launching
     assert err.value.code == "CLOSED"
     assert await held.rows() == {}
+
+
+async def test_a_second_close_while_the_first_runs_returns_only_when_it_does(held, env):
+    # It returned at once, while the first still waited for a launch being journaled: a caller
+    # went on as if every child had ended and the journal were closed.
+    launching, sid = await _launch_held(held, env)
+    first = await _close_meanwhile(held)
+    second = asyncio.ensure_future(held.service.close())
+    await asyncio.sleep(0)  # as far as it goes without the launch's commit
+    assert not second.done()
+    held.release()
+    await second
+    assert await held.rows() == {sid: ("INTERRUPTED", PROCESS_EXIT)}
+    await asyncio.gather(first, launching)
