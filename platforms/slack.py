@@ -24,7 +24,7 @@ messages from bots, this one included, are ignored.
 Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
 redelivers. One slower than ``sink_timeout`` is acked first, and is then the adapter's to keep
-(`platforms.slack_seen`: handed over again, and never recorded as seen past until taken). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
+(handed over again, `platforms.slack_handover`, and never recorded as seen past until taken, `platforms.slack_seen`). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
@@ -98,9 +98,10 @@ from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
+from platforms.slack_handover import until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
-from platforms.slack_seen import TakenIn, until_taken
+from platforms.slack_seen import TakenIn
 from platforms.slack_unacked import SentAgain, Stopping, listener_failed
 from platforms.unsigned_bodies import UnsignedBodies
 

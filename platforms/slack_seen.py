@@ -9,8 +9,8 @@ up to just before it (a crash then leaves it to the next start's catch-up); one 
 state database refuses the write, a stop cancels it) holds its conversation just before it for the
 rest of the process, moving the record back if a message Slack sent out of order was recorded past
 it. The next start reads it back, and the inbox drops the later ones answered meanwhile. Before
-that, a message the store refused after the ack is handed on again (`until_taken`), as Discord's
-are: the next start may be days away, past what its catch-up reads back.
+that, a message the store refused after the ack is handed on again (`platforms.slack_handover`), as
+Discord's are: the next start may be days away, past what its catch-up reads back.
 
 Apart from the adapter (`platforms.slack`) because it is one concept, the record's bookkeeping.
 Logged under ``platforms.slack``.
@@ -18,13 +18,11 @@ Logged under ``platforms.slack``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from platforms.base import Inbound, SeenRecorder
-from platforms.not_recorded import storage_refusal
+from platforms.base import SeenRecorder
 from platforms.slack_catchup import Where, conversation_key, ts_key, where_of
 
 log = logging.getLogger("platforms.slack")
@@ -34,39 +32,6 @@ REMEMBERED_NEWEST = 10_000
 more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
 check that its message is newer than the one recorded before, and is not moved back for a message not
 taken there (its stored record, unseen, may be older: that would move it forward)."""
-
-
-SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
-"""How long to wait before handing a message the store refused after the ack over again."""
-
-
-async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound, acked: asyncio.Event) -> None:
-    """``hand_on()`` the message; once Slack is acked for it (``acked``: it will not send it again), a
-    store that refuses the write (`platforms.not_recorded`) is tried again, backing off, until it
-    takes it or the adapter stops (cancelled; its conversations are then kept behind it, `TakenIn`).
-    Before the ack it raises: unacked, Slack sends the message again. Once acked, any other failure
-    is the message's own (a bug it trips), which would recur at every try, the next start's catch-up
-    included: logged with its traceback and dropped, as Discord does, so it settles as taken."""
-    delay = SINK_RETRY_FIRST
-    while True:
-        try:
-            await hand_on()
-        except Exception as exc:
-            if not acked.is_set():
-                raise
-            if not storage_refusal(exc):
-                log.exception("slack: the gateway refused message %s after Slack was acknowledged for it; dropped,"
-                              " as it would fail alike at every try", inbound.event_id)
-                return
-            log.log(logging.WARNING if delay == SINK_RETRY_FIRST else logging.DEBUG,
-                    "slack: message %s was not recorded (%s: %s) after Slack was acknowledged for it; handing it"
-                    " over again in %.1f s, and until it is", inbound.event_id, type(exc).__name__, exc, delay)
-        else:
-            if delay > SINK_RETRY_FIRST:
-                log.info("slack: message %s is recorded", inbound.event_id)
-            return
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, SINK_RETRY_MAX)
 
 
 def just_before(ts: str) -> str:
