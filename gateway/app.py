@@ -166,7 +166,8 @@ class Gateway:
                 adapter.bind_indicators_left(functools.partial(self._indicator_left, adapter.name))
             if isinstance(adapter, CatchesUp):
                 adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
-                                       functools.partial(self.store.last_seen.record, adapter.name))
+                                       functools.partial(self.store.last_seen.record, adapter.name),
+                                       functools.partial(self.store.last_seen.at, adapter.name))
             if isinstance(adapter, MovesChats):
                 adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                         functools.partial(self._chat_moved, adapter.name))

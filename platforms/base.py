@@ -471,6 +471,9 @@ SeenRecorder = Callable[[str, str], None]
 """``seen(conversation, position)``: the newest message handed over from that conversation (recorded
 by the gateway, or not addressed to the bot), both in the platform's own terms; stored, not yet
 durable when it returns; raises when it cannot be."""
+SeenLookup = Callable[[str], str | None]
+"""``stored(conversation)``: the position recorded for that conversation (by `SeenRecorder`, in this
+process or an earlier one), or None; raises when the store cannot be read."""
 
 
 @runtime_checkable
@@ -480,10 +483,13 @@ class CatchesUp(Protocol):
     what came after the last message seen in each conversation it talks in, and hands those over as
     if they had come live."""
 
-    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         """Called once, before `Adapter.start`, with what earlier processes recorded (conversation ->
-        position of the last message seen) and ``seen``, which the adapter calls as it hands messages
-        over, only ever with a newer position than the one it holds for that conversation."""
+        position of the last message seen), ``seen``, which the adapter calls as it hands messages
+        over, with a newer position than the one recorded for that conversation (or, where the
+        platform does not order its events, an older one just before a message it did not take, for
+        the next start to read it back), and ``stored``, which says what is recorded now for a
+        conversation the adapter no longer holds in memory."""
 
 
 ChatMoved = Callable[[str, str], Awaitable[None]]

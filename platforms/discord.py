@@ -74,6 +74,7 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
+    SeenLookup,
     SeenRecorder,
     Sent,
     Unauthorized,
@@ -206,8 +207,10 @@ class DiscordAdapter:
         for _chat, thread in threads:
             remember(self._posted_in, int(thread), None, REMEMBERED_CHANNELS)
 
-    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
-        """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
+        """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`).
+        ``stored`` goes unused: Discord sends a channel's messages in order, one at a time, so a channel
+        no longer in memory is only ever recorded past what is stored."""
         self._last_seen.bind(last_seen, seen)
 
     # ---- lifecycle ---------------------------------------------------------------------------

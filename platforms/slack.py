@@ -86,6 +86,7 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
+    SeenLookup,
     SeenRecorder,
     Sent,
 )
@@ -467,8 +468,8 @@ class SlackAdapter:
         self._taken_in.taken(taken.conversations, taken.ts, [
             where for where in taken.conversations if catch_up is None or catch_up.record_now(where, taken.ts)])
 
-    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
-        self._taken_in.bind(last_seen, seen)
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
+        self._taken_in.bind(last_seen, seen, stored)
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been; returns once the

@@ -22,16 +22,16 @@ import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
-from platforms.base import SeenRecorder
+from platforms.base import SeenLookup, SeenRecorder
 from platforms.slack_catchup import Where, conversation_key, ts_key, where_of
 
 log = logging.getLogger("platforms.slack")
 
 REMEMBERED_NEWEST = 10_000
 """Conversations whose newest message taken in is kept in memory, the most recently recorded: far
-more than a catch-up reads (`Limits.max_conversations`); one dropped is only recorded without the
-check that its message is newer than the one recorded before, and is not moved back for a message not
-taken there (its stored record, unseen, may be older: that would move it forward)."""
+more than a catch-up reads (`Limits.max_conversations`). For one dropped (or never loaded) the
+gateway's store is asked (`TakenIn.bind`'s ``stored``), so that its record is never moved back past
+what was taken there, nor forward past a message not taken."""
 
 
 def just_before(ts: str) -> str:
@@ -48,14 +48,12 @@ class TakenIn:
     def __init__(self, remembered: int = REMEMBERED_NEWEST) -> None:
         """``remembered``: conversations whose newest message taken in is kept in memory."""
         self._remembered = remembered
-        self._forgot = False
-        """Whether a conversation's record was dropped from memory (or never loaded): then one missing
-        from `_newest` may have a record stored, which `not_taken` cannot see."""
         self.last_seen: dict[Where, str] = {}
         """As the gateway's store had it at start: what the catch-up reads after."""
         self._newest: OrderedDict[Where, str] = OrderedDict()
         """As recorded, least recently recorded first: the latest ``remembered``."""
         self._seen: SeenRecorder = lambda conversation, ts: None
+        self._stored: SeenLookup = lambda conversation: None
         self._unsettled: dict[Where, set[str]] = {}
         """Messages handed on and neither taken nor failed yet, by conversation."""
         self._lost: dict[Where, set[str]] = {}
@@ -63,11 +61,12 @@ class TakenIn:
         self._held: dict[Where, str] = {}
         """The newest message taken in where an older one holds the record back: recorded once none does."""
 
-    def bind(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
+    def bind(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
+        """What the gateway's store has (conversation -> ts), ``seen`` to record in it, and ``stored``
+        to read one conversation's record from it."""
         self.last_seen = {where_of(key): ts for key, ts in last_seen.items()}
         newest = sorted(self.last_seen.items(), key=lambda item: ts_key(item[1]))[-self._remembered:]
-        self._newest, self._seen = OrderedDict(newest), seen
-        self._forgot = len(newest) < len(self.last_seen)
+        self._newest, self._seen, self._stored = OrderedDict(newest), seen, stored
 
     def handing_on(self, conversations: Sequence[Where], ts: str) -> None:
         """A message is handed on, to be `taken` or `not_taken` (a crash between: neither)."""
@@ -103,12 +102,8 @@ class TakenIn:
         for where in conversations:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
-            position = just_before(ts)
-            newest = self._newest.get(where)
-            if newest is None and self._forgot:  # its stored record may be older: left as it is, never forward
-                log.warning("slack: message %s in %s was not taken by the gateway; its conversation's record is no"
-                            " longer in memory, so it is left as stored", ts, conversation_key(where))
-                continue
+            position = just_before(min(self._lost[where] | self._unsettled.get(where, set()), key=ts_key))
+            newest = self._recorded(where)
             if newest is None or ts_key(newest) > ts_key(position):  # never forward: older ones may be unread
                 log.warning("slack: message %s in %s was not taken by the gateway; the next start reads it back",
                             ts, conversation_key(where))
@@ -124,17 +119,26 @@ class TakenIn:
             if held is None or ts_key(held) < ts_key(ts):
                 self._held[where] = ts
             ts = just_before(min(older, key=ts_key))
-        newest = self._newest.get(where)
+        newest = self._recorded(where)
         if newest is not None and ts_key(newest) >= ts_key(ts):
             return
         self._record(where, ts)
+
+    def _recorded(self, where: Where) -> str | None:
+        """The newest message recorded as taken in there: as remembered, else as the store has it."""
+        if (newest := self._newest.get(where)) is not None:
+            return newest
+        try:
+            return self._stored(conversation_key(where))
+        except Exception:  # as if none were: a store that cannot read cannot write either
+            log.exception("slack: could not read the newest message taken in from %s", where[0])
+            return None
 
     def _record(self, where: Where, ts: str) -> None:
         self._newest[where] = ts
         self._newest.move_to_end(where)
         if len(self._newest) > self._remembered:
             self._newest.popitem(last=False)
-            self._forgot = True
         try:
             self._seen(conversation_key(where), ts)
         except Exception:  # at worst the next start reads the conversation again, the inbox dropping repeats

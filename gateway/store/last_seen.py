@@ -43,6 +43,12 @@ class LastSeen:
                        " DO UPDATE SET position=excluded.position, seen_at=excluded.seen_at",
                        (platform, conversation, position, self._clock.time()))
 
+    def at(self, platform: str, conversation: str) -> str | None:
+        """The newest message seen in the conversation, or None if none is recorded."""
+        row = self._db.read_one("SELECT position FROM gateway_last_seen WHERE platform=? AND conversation=?",
+                                (platform, conversation))
+        return None if row is None else row[0]
+
     def prune(self, older_than: float) -> int:
         """Forget the conversations last recorded before the epoch time ``older_than``; returns the count."""
         return self._db.write("DELETE FROM gateway_last_seen WHERE seen_at < ?", (older_than,)).rowcount

@@ -191,7 +191,7 @@ async def test_a_command_held_behind_a_catch_up_at_a_stop_is_answered_to_send_it
     # Live events wait for the catch-up; a stop drops them, and only messages are read back later.
     adapter, sink = adapter_for(fake), Sink(fake)
     reading = fake.hold("GET /channels/{channel_id}/messages")
-    adapter.bind_last_seen({fake.dm_channel(USER): "1"}, lambda channel, message: None)
+    adapter.bind_last_seen({fake.dm_channel(USER): "1"}, lambda channel, message: None, lambda channel: None)
     await adapter.start(sink, COMMANDS)
     try:
         await fake.wait_for(lambda: fake.calls_to("GET /channels/{channel_id}/messages"))

@@ -54,7 +54,8 @@ async def fake():
 
 async def run(fake: FakeDiscord, store: Store, sink: Sink, **kw) -> DiscordAdapter:
     adapter = adapter_for(fake, **kw)
-    adapter.bind_last_seen({channel: str(message) for channel, message in store.seen.items()}, store.record)
+    adapter.bind_last_seen({channel: str(message) for channel, message in store.seen.items()}, store.record,
+                           lambda channel: None)
     await adapter.start(sink)
     return adapter
 
@@ -277,7 +278,8 @@ def test_the_channels_kept_for_a_catch_up_after_a_reconnect_are_the_most_recentl
     # Every channel, thread and DM the bot hears a message in was kept for as long as the process ran.
     adapter = DiscordAdapter("token")
     recorded: list[tuple[int, int]] = []
-    adapter.bind_last_seen({"7": "5"}, lambda channel, message: recorded.append((int(channel), int(message))))
+    adapter.bind_last_seen({"7": "5"}, lambda channel, message: recorded.append((int(channel), int(message))),
+                           lambda channel: None)
     for channel in range(100, 20_100):
         adapter._last_seen.seen(channel, 1_000_000 + channel)
     adapter._last_seen.seen(7, 6)  # an old channel heard in again is recent again

@@ -38,7 +38,8 @@ class Gateway:
         self.last_seen[where_of(conversation)] = ts
 
     def bind(self, adapter: SlackAdapter) -> None:
-        adapter.bind_last_seen({conversation_key(where): ts for where, ts in self.last_seen.items()}, self.seen)
+        adapter.bind_last_seen({conversation_key(where): ts for where, ts in self.last_seen.items()}, self.seen,
+                               lambda conversation: self.last_seen.get(where_of(conversation)))
 
     def texts(self) -> list[str]:
         return [i.text for i in self.items]

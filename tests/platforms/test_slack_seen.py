@@ -8,11 +8,25 @@ from platforms.slack_seen import TakenIn, just_before
 DM = ("D1", None)
 
 
+class Store:
+    """The gateway's last-seen table: conversation -> position, and what was recorded in it, in order."""
+
+    def __init__(self, rows: dict[str, str]) -> None:
+        self.rows = dict(rows)
+        self.recorded: list[tuple[str, str]] = []
+
+    def seen(self, conversation: str, ts: str) -> None:
+        self.rows[conversation] = ts
+        self.recorded.append((conversation, ts))
+
+    def bind(self, taken_in: TakenIn) -> list[tuple[str, str]]:
+        taken_in.bind(dict(self.rows), self.seen, self.rows.get)
+        return self.recorded
+
+
 def recording() -> tuple[TakenIn, list[tuple[str, str]]]:
-    recorded: list[tuple[str, str]] = []
     taken_in = TakenIn()
-    taken_in.bind({"D1": "100.000000"}, lambda conversation, ts: recorded.append((conversation, ts)))
-    return taken_in, recorded
+    return taken_in, Store({"D1": "100.000000"}).bind(taken_in)
 
 
 def test_just_before_is_one_microsecond_earlier_across_a_second() -> None:
@@ -54,15 +68,47 @@ def test_a_message_not_taken_never_moves_the_record_forward() -> None:
     assert recorded == []
 
 
-def test_a_message_not_taken_where_the_record_was_dropped_from_memory_leaves_the_record_as_stored() -> None:
-    # Dropped from memory (past `REMEMBERED_NEWEST` conversations), its stored record is unseen: moving it
-    # "back" to just before the message moved it forward, past messages the next start must still read.
-    recorded: list[tuple[str, str]] = []
+def test_a_message_not_taken_where_the_record_was_dropped_from_memory_never_moves_it_forward() -> None:
+    # Dropped from memory (past `REMEMBERED_NEWEST` conversations): moving it "back" to just before the
+    # message without looking at the stored record moved it forward, past messages the next start must read.
     taken_in = TakenIn(remembered=1)
-    taken_in.bind({"D1": "100.000000", "D2": "200.000000"}, lambda conversation, ts: recorded.append((conversation, ts)))
+    recorded = Store({"D1": "100.000000", "D2": "200.000000"}).bind(taken_in)
     taken_in.handing_on([DM], "150.000000")
     taken_in.not_taken([DM], "150.000000")
     assert recorded == []
+
+
+def test_a_message_not_taken_where_the_record_was_dropped_from_memory_moves_it_back_if_recorded_past_it() -> None:
+    # Slack does not order events: one older than the stored record comes late and is not taken. Left
+    # "as stored" because memory no longer held the record, it was behind the record for good, and lost.
+    taken_in = TakenIn(remembered=1)
+    recorded = Store({"D1": "300.000000", "D2": "400.000000"}).bind(taken_in)
+    taken_in.handing_on([DM], "250.000000")
+    taken_in.not_taken([DM], "250.000000")
+    assert recorded == [("D1", "249.999999")]
+
+
+def test_a_message_not_taken_in_a_new_conversation_once_others_were_dropped_from_memory_is_recorded_before_it() -> None:
+    # Once any conversation was dropped, one missing from memory was left "as stored": a DM never written
+    # in before had nothing stored, so the next start did not read it, and the message was lost.
+    taken_in = TakenIn(remembered=1)
+    recorded = Store({"D2": "100.000000", "D3": "200.000000"}).bind(taken_in)
+    taken_in.handing_on([("D9", None)], "150.000000")
+    taken_in.not_taken([("D9", None)], "150.000000")
+    assert recorded == [("D9", "149.999999")]
+
+
+def test_a_conversation_dropped_from_memory_is_not_moved_back_by_an_older_message_taken_late() -> None:
+    # Recorded without the check against its stored record, it went back, and the next start read again
+    # what was answered already.
+    taken_in = TakenIn(remembered=1)
+    recorded = Store({"D1": "300.000000", "D2": "400.000000"}).bind(taken_in)
+    taken_in.handing_on([DM], "250.000000")
+    taken_in.taken([DM], "250.000000", [DM])
+    assert recorded == []
+    taken_in.handing_on([DM], "350.000000")
+    taken_in.taken([DM], "350.000000", [DM])
+    assert recorded == [("D1", "350.000000")]
 
 
 def test_a_message_not_taken_in_a_conversation_with_no_record_yet_is_recorded_just_before_it() -> None:

@@ -15,6 +15,7 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_catchup import Limits, ts_key
+from platforms.slack_seen import REMEMBERED_NEWEST
 from tests.sqlite_errors import full_disk
 
 DM = "DU1"  # the fake's DM channel with user U1
@@ -110,11 +111,13 @@ class FirstRecordFails(SlackAdapter):
     def __init__(self, fail: asyncio.Event, **kw) -> None:
         super().__init__(sink_timeout=0.2, **kw)
         self.fail = fail
+        self.refusals = 0
 
     async def start(self, sink, commands=()) -> None:
         async def failing_once(inbound):
             if inbound.text == "slow":
                 await self.fail.wait()
+                self.refusals += 1
                 raise full_disk()
             return await sink(inbound)
 
@@ -149,3 +152,35 @@ async def test_a_message_acked_and_then_not_recorded_is_answered_once_after_the_
     await fake.wait_for(lambda: "re: slow" in answers(fake))
     await settled(gateway)
     assert [a for a in answers(fake) if not a.startswith("⏱")] == ["re: hello", "re: later", "re: slow"]
+
+
+async def test_a_first_message_not_recorded_once_conversations_were_dropped_from_memory_is_answered_after_the_restart(
+        restarts, tmp_path):
+    # The adapter keeps the newest message of 10,000 conversations in memory. Past that, a conversation
+    # missing from memory was left "as stored" when a message there was not taken: a DM never written
+    # in before had nothing stored, so no catch-up read it, and the message was never answered.
+    fake, start = restarts
+    gateway = await start()
+    for n in range(REMEMBERED_NEWEST + 1):  # a month of other conversations, all quiet since
+        gateway.store.last_seen.record("slack", f"C{n:05d}", f"{1_600_000_000 + n}.000100")
+    await gateway.stop(grace=0)
+    await fake.wait_for(lambda: not fake.open_connections)
+
+    fail = asyncio.Event()
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, delivery={"late_after": LATE_AFTER})
+    adapter = FirstRecordFails(fail, bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2, catch_up=Limits(pace=0.0, max_conversations=1))
+    gateway = await start_gateway(config, [adapter], script={"parent": echo})
+    try:
+        slow = await fake.push_dm("U2", "slow")  # the first DM from U2: no record of DU2 yet
+        await fake.wait_for(lambda: acked(fake, slow))
+        fail.set()
+        await fake.wait_for(lambda: adapter.refusals >= 1)
+    finally:
+        await gateway.stop(grace=0)  # the disk stays full until then
+    await fake.wait_for(lambda: not fake.open_connections)
+
+    gateway = await start(Limits(pace=0.0, max_conversations=1))
+    await fake.wait_for(lambda: "re: slow" in answers(fake, "DU2"))
+    await settled(gateway)
+    assert [a for a in answers(fake, "DU2") if not a.startswith("⏱")] == ["re: slow"]
