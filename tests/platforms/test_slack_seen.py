@@ -118,3 +118,15 @@ def test_a_message_not_taken_in_a_conversation_with_no_record_yet_is_recorded_ju
     taken_in.handing_on([("D9", None)], "150.000000")
     taken_in.not_taken([("D9", None)], "150.000000")
     assert recorded == [("D9", "149.999999")]
+
+
+def test_a_message_not_taken_is_recorded_no_further_than_an_older_one_still_being_handed_on() -> None:
+    # Recorded just before itself, past an older message Slack sent late and was acked for: a crash
+    # before that one was taken left it behind the record, and the next start did not read it back.
+    taken_in, recorded = recording()
+    taken_in.handing_on([DM], "300.000000")
+    taken_in.taken([DM], "300.000000", [DM])
+    taken_in.handing_on([DM], "250.000000")
+    taken_in.handing_on([DM], "280.000000")
+    taken_in.not_taken([DM], "280.000000")
+    assert recorded == [("D1", "300.000000"), ("D1", "249.999999")]
