@@ -99,7 +99,7 @@ from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
-from platforms.slack_handover import until_taken
+from platforms.slack_handover import READ_BACK, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
@@ -434,7 +434,7 @@ class SlackAdapter:
         was_acked = asyncio.Event()
         if acked:
             was_acked.set()
-        hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked)
+        hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
         task = asyncio.ensure_future(waits.hand_on_after(after, hand_on) if waits else hand_on())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -472,20 +472,13 @@ class SlackAdapter:
         self._taken_in.bind(last_seen, seen, stored)
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
-        """Hand on a message the catch-up read, as its live event would have been; returns once the
-        gateway has it, with the conversations it is the newest message of."""
+        """Hand on a message the catch-up read, as its live event would have been, until the gateway has
+        it (`until_taken`, as a live one acknowledged: Slack will not send it); returns the conversations
+        it is the newest message of."""
         taken = await self._inbound(event)
         if taken is None or self._sink is None:
             return ()
-        try:
-            await self._sink(taken.inbound)
-        except Exception as exc:
-            if storage_refusal(exc):  # left behind for the next start, which may have room
-                raise
-            # Its own failure (a bug it trips) would recur at every start's catch-up, holding its
-            # conversation behind it all the while: dropped, as a live message failing so is.
-            log.exception("slack: the gateway refused message %s read back by the catch-up; dropped, as it would"
-                          " fail alike at every try", taken.inbound.event_id)
+        await until_taken(functools.partial(self._sink, taken.inbound), taken.inbound, lambda: True, READ_BACK)
         self._record_seen(taken)
         return taken.conversations
 

@@ -92,10 +92,11 @@ class _Skipped:
 class CatchUp:
     """One start's catch-up of the conversations in ``last_seen`` (where -> the newest ts taken in).
     ``addressed(event)`` says whether the live path would hand the message on; ``take(event)``
-    hands it on and returns once the gateway has it (raising when it cannot take it) with the
-    conversations it is now the newest message of; ``seen(channel, thread_ts, ts)`` records how far
-    a conversation was read; ``clock`` (epoch seconds) ages the messages read. Made before live
-    events can come, so that from the first one on `holds` knows what is still to be read."""
+    hands it on and returns once the gateway has it (handing it over again while the gateway's
+    store refuses it, the catch-up waiting) with the conversations it is now the newest message of;
+    ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``clock`` (epoch
+    seconds) ages the messages read. Made before live events can come, so that from the first one
+    on `holds` knows what is still to be read."""
 
     def __init__(self, page: Page, last_seen: dict[Where, str], *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
@@ -227,7 +228,7 @@ class CatchUp:
                          handed, too_old + too_many)
         except Unauthorized:
             raise
-        except Exception as exc:  # a read Slack refused, or a message the gateway could not take
+        except Exception as exc:  # a read Slack refused (or a message that could not be handed on)
             skipped.unread.append(f"{_name(where)}: {exc}")
         finally:
             live = self.reading.get(where)

@@ -203,7 +203,41 @@ async def test_reads_are_paced_and_a_429_is_waited_out(fake):
     assert sorted(gateway.texts()[2:]) == ["while down", "while down too"]
 
 
-async def test_a_message_the_gateway_could_not_take_is_read_again_at_the_next_start(fake):
+async def test_a_message_read_back_that_the_store_refuses_is_handed_over_again_until_it_is_taken(fake, caplog):
+    # It was left, its conversation with it, for the next start: days away perhaps, past the day a
+    # catch-up reads back, though the store had room again a moment later.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    await fake.push_dm("U1", "and again")
+    refusals = 0
+
+    async def full_at_first(inbound: Inbound) -> None:
+        nonlocal refusals
+        if refusals < 2:
+            refusals += 1
+            raise full_disk()
+        await gateway.sink(inbound)
+
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           ping_interval=0.2, catch_up=NO_PACE)
+    gateway.bind(adapter)
+    await adapter.start(full_at_first)
+    try:
+        await fake.wait_for(lambda: gateway.texts() == ["first from U1", "while down", "and again"])
+        live = (await fake.push_dm("U1", "live"))["event"]
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == live["ts"])  # not left behind for good
+    finally:
+        await down(fake, adapter)
+    assert refusals == 2
+    [while_down] = [i.event_id for i in gateway.items if i.text == "while down"]
+    assert f"slack: message {while_down} was not recorded (OperationalError: database or disk is full) as the" \
+           " catch-up read it back; handing it over again in 0.5 s, and until it is" in caplog.messages
+    assert f"slack: message {while_down} is recorded" in caplog.messages
+
+
+async def test_a_message_the_store_refuses_until_the_stop_is_read_again_at_the_next_start(fake):
     gateway = Gateway()
     adapter = await gateway.start(fake)
     await fake.push_dm("U1", "first")
@@ -533,8 +567,8 @@ async def test_a_message_read_back_that_the_gateway_fails_on_is_dropped_and_the_
         await adapter.stop()
     assert gateway.tries == 1
     [refused] = refusals(caplog)
-    assert refused.getMessage() == (f"slack: the gateway refused message {DM}:{poison['ts']} read back by the"
-                                    " catch-up; dropped, as it would fail alike at every try")
+    assert refused.getMessage() == (f"slack: the gateway refused message {DM}:{poison['ts']} as the catch-up read"
+                                    " it back; dropped, as it would fail alike at every try")
     assert refused.exc_info is not None
 
     await down(fake, adapter)
