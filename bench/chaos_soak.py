@@ -457,7 +457,7 @@ async def main(args) -> None:
             soak.stats["runs"] = gateway.runs
             soak.stats["telegram messages out"] = sum(len(v) for v in fake.messages.values())
             soak.stats["webhook deliveries (unique)"] = len(receiver.unique)
-            soak.stats["slack events given up (no connection)"] = len(slack.given_up)
+            soak.stats["slack events given up (no connection, or no ack)"] = len(slack.given_up)
             soak.caught_up(work)
             if discord.errors:
                 anomaly(f"fake Discord errors: {discord.errors[:5]}")

@@ -111,8 +111,12 @@ class SlackSocketMode:
 
     def _ack_timed_out(self, envelope: Envelope) -> None:
         self._timers.pop(envelope.envelope_id, None)
-        if envelope.acked or envelope.type != "events_api" or envelope.retry_attempt >= 3:
+        if envelope.acked or envelope.type != "events_api":
             return  # Slack never retries slash commands
+        if envelope.retry_attempt >= 3:
+            self.given_up.append(envelope)  # its last retry went unacknowledged too
+            self._bump()
+            return
         envelope.retry_attempt += 1
         envelope.retry_reason = "timeout"
         self._spawn(self._send_envelope(envelope))

@@ -17,8 +17,9 @@ What it does:
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.
 - Socket Mode (``/link``): ``hello`` on connect, envelopes (``events_api``,
   ``slash_commands``), ack collection (`acks`), redelivery of an ``events_api`` envelope not
-  acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3), envelopes sent while no client is
-  connected kept for the next one, or lost after ``give_up_after`` seconds (`given_up`), ``disconnect`` messages
+  acked within ``ack_timeout`` (``retry_attempt`` + 1, up to 3, then given up: `given_up`), envelopes sent
+  while no client is connected kept for the next one, or lost after ``give_up_after`` seconds (`given_up`
+  too), ``disconnect`` messages
   (`disconnect`), dropped sockets (`drop_socket`), half-open ones (`stall`), refused handshakes
   (`refuse_sockets`) and lost acks (`lose_next_ack`).
 - HTTP delivery to a gateway (`send_http_event`, `send_http_command`): v0-signed, with
@@ -133,6 +134,8 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         Slack gives up after its last retry, about five minutes after the first attempt; None: kept
         until a connection opens."""
         self.given_up: list[Envelope] = []
+        """Envelopes Slack will not send again unacknowledged: their last retry went unacknowledged, or
+        found no connection (``give_up_after``)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_ts = 0

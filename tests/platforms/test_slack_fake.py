@@ -227,6 +227,21 @@ async def test_socket_mode_hello_envelopes_acks_and_redelivery(
     assert all(r.payload["event_id"] == body["event_id"] for r in requests)
 
 
+async def test_socket_mode_gives_up_on_an_envelope_whose_third_retry_goes_unacked_too(
+    fake: FakeSlack, socket_client: SocketModeClient
+) -> None:
+    attempts: list[int] = []
+
+    async def on_request(client: SocketModeClient, request: SocketModeRequest) -> None:
+        attempts.append(request.retry_attempt or 0)  # never acknowledged
+
+    socket_client.socket_mode_request_listeners.append(on_request)  # type: ignore[arg-type]
+    await socket_client.connect()
+    await fake.push_dm("U1", "never acknowledged")
+    [envelope] = await fake.wait_for(lambda: fake.given_up)
+    assert attempts == [0, 1, 2, 3] and len(envelope.deliveries) == 4 and not envelope.acked
+
+
 async def test_socket_mode_slash_command_ack_payload(fake: FakeSlack, socket_client: SocketModeClient) -> None:
     async def on_request(client: SocketModeClient, request: SocketModeRequest) -> None:
         await client.send_socket_mode_response(
