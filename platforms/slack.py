@@ -23,8 +23,9 @@ messages from bots, this one included, are ignored.
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
-redelivers. One slower than ``sink_timeout`` is acked first, and is then the adapter's to keep
-(handed over again, `platforms.slack_handover`, and never recorded as seen past until taken, `platforms.slack_seen`). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
+redelivers (for a few minutes: a store's refusal is handed over again here too). One slower than
+``sink_timeout`` is acked first, and is then the adapter's to keep (handed over again,
+`platforms.slack_handover`; never recorded as seen past until taken, `platforms.slack_seen`). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
@@ -99,7 +100,7 @@ from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
-from platforms.slack_handover import READ_BACK, until_taken
+from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
@@ -206,6 +207,7 @@ class SlackAdapter:
         self._catch_up_limits, self._clock = catch_up, clock
         self._taken_in = TakenIn()
         """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
+        self._retries = Retries(self._background)
         self._catch_up: CatchUp | None = None
 
     def connection(self) -> ConnectionState:
@@ -458,9 +460,12 @@ class SlackAdapter:
             log.warning("slack: message %s was not taken by the gateway (%s: %s); not acknowledged, so Slack sends"
                         " it again", taken.inbound.event_id, type(exc).__name__, exc, exc_info=None if routine else exc)
             self._taken_in.sent_again(taken.conversations, taken.ts)
+            if storage_refusal(exc) and self._sink is not None and not self._turning_away:  # Slack may give up
+                self._retries.refused(taken.inbound, self._sink, lambda again: self._settled(taken, again, True))
         elif done.cancelled() or done.exception() is not None:  # a stop, or a store refusing it once acked
             self._taken_in.not_taken(taken.conversations, taken.ts)
         else:
+            self._retries.taken(taken.inbound)
             self._record_seen(taken)
 
     def _record_seen(self, taken: _Taken) -> None:
@@ -583,10 +588,11 @@ class SlackAdapter:
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         await self._progress.idle(chat_id, thread_id)
 
-    def _background(self, work: Awaitable[None]) -> None:
+    def _background(self, work: Awaitable[None]) -> asyncio.Future[None]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 async def _ignore() -> None:

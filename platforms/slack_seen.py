@@ -90,8 +90,9 @@ class TakenIn:
 
     def sent_again(self, conversations: Sequence[Where], ts: str) -> None:
         """The gateway failed to take the message before Slack was acked for it: Slack sends it again,
-        so the record stays where it is; later messages are held just before it until it is taken (should
-        Slack give up on it, the next start reads it back)."""
+        so the record stays where it is; later messages are held just before it until it is taken (Slack
+        gives up after a few minutes: one the store refused the adapter hands over again meanwhile,
+        `platforms.slack_handover.Retries`; should it fail for another reason, the next start reads it back)."""
         for where in conversations:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
