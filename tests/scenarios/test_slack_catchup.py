@@ -184,3 +184,39 @@ async def test_a_first_message_not_recorded_once_conversations_were_dropped_from
     await fake.wait_for(lambda: "re: slow" in answers(fake, "DU2"))
     await settled(gateway)
     assert [a for a in answers(fake, "DU2") if not a.startswith("⏱")] == ["re: slow"]
+
+
+class StoreFull(SlackAdapter):
+    """The real adapter, its gateway's store refusing every message for want of room until ``room()``."""
+
+    def __init__(self, room, **kw) -> None:
+        super().__init__(**kw)
+        self.room = room
+
+    async def start(self, sink, commands=()) -> None:
+        async def full(inbound):
+            if not self.room():
+                raise full_disk()
+            return await sink(inbound)
+
+        await super().start(full, commands)
+
+
+async def test_a_message_the_store_refuses_until_slack_gives_up_on_it_is_answered_once_without_a_restart(
+        restarts, tmp_path):
+    # Slack sends an unacknowledged message again three times (over about five minutes here scaled
+    # down), then no more: it was answered only after the next start, though the disk had room since.
+    fake, start = restarts
+    fake.ack_timeout = 0.2
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, delivery={"late_after": LATE_AFTER})
+    adapter = StoreFull(lambda: fake.given_up, bot_token=fake.bot_token, app_token=fake.app_token,
+                        api_base=fake.api_base, ping_interval=0.2, catch_up=Limits(pace=0.0))
+    gateway = await start_gateway(config, [adapter], script={"parent": echo})
+    try:
+        await fake.push_dm("U1", "hello")
+        await fake.wait_for(lambda: fake.given_up)
+        await fake.wait_for(lambda: answers(fake) == ["re: hello"])
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert answers(fake) == ["re: hello"]
