@@ -30,13 +30,14 @@ up on it (`Retries`)."""
 
 async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound, acked: Callable[[], bool],
                       why: str = ACKED) -> None:
-    """``hand_on()`` the message; once Slack will not send it again (``acked()``; ``why`` says so in
-    the log), a store that refuses the write (`platforms.not_recorded`) is tried again, backing off,
-    until it takes it or the adapter stops (cancelled; its conversations are then kept behind it,
-    `platforms.slack_seen.TakenIn`): the next start may be days away, past what its catch-up reads
-    back. Before the ack it raises: unacked, Slack sends the message again. Once acked, any other
-    failure is the message's own (a bug it trips), which would recur at every try, the next start's
-    catch-up included: logged with its traceback and dropped, as Discord does, so it settles as taken."""
+    """``hand_on()`` the message; once it is the adapter's to keep (``acked()``: Slack will not send it
+    again, or may not; ``why`` says which in the log), a store that refuses the write
+    (`platforms.not_recorded`) is tried again, backing off, until it takes it or the adapter stops
+    (cancelled; its conversations are then kept behind it, `platforms.slack_seen.TakenIn`): the next
+    start may be days away, past what its catch-up reads back. Before that it raises: unacked, Slack
+    sends the message again. After, any other failure is the message's own (a bug it trips), which
+    would recur at every try, the next start's catch-up included: logged with its traceback and
+    dropped, as Discord does, so it settles as taken."""
     delay = SINK_RETRY_FIRST
     while True:
         try:
