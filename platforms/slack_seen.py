@@ -5,12 +5,11 @@ taken but the gateway does not have.
 The adapter acks Slack at most ``sink_timeout`` after handing a message on, finished or not (a slow
 store, a live message waiting for its conversation's catch-up), and Slack never sends an acked
 message again. While such a message is unsettled, a later one in its conversation is recorded only
-up to just before it (a crash then leaves it to the next start's catch-up); one that then fails (the
-state database refuses the write, a stop cancels it) holds its conversation just before it for the
-rest of the process, moving the record back if a message Slack sent out of order was recorded past
-it. The next start reads it back, and the inbox drops the later ones answered meanwhile. Before
-that, a message the store refused after the ack is handed on again (`platforms.slack_handover`), as
-Discord's are: the next start may be days away, past what its catch-up reads back.
+up to just before it (a crash then leaves it to the next start's catch-up). A message the store
+refuses is handed on again until it is taken (`platforms.slack_handover`), as Discord's are: the
+next start may be days away, past what its catch-up reads back. One a stop cuts short holds its
+conversation just before it, moving the record back if a message Slack sent out of order was
+recorded past it; the next start reads it back, and the inbox drops the later ones answered meanwhile.
 
 Apart from the adapter (`platforms.slack`) because it is one concept, the record's bookkeeping.
 Logged under ``platforms.slack``.
