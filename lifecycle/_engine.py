@@ -53,6 +53,13 @@ class EngineHost(Protocol):
         """The child is built and about to make its first model call: the state becomes
         RUNNING (unless a cancel was requested) and ``started_at`` is set."""
 
+    def placed(self, subagent_id: str) -> None:
+        """Reported by an engine whose children survive a restart, once the child's job is held where it
+        runs (on Temporal: its workflow exists), so that a later start finds the child there. Until then
+        the journal keeps the job, and the next start hands it back (`Engine.start`): a launch whose
+        process stopped, or was killed, before the engine had the job still runs. An engine that never
+        reports it is handed back the jobs of all its unfinished children."""
+
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         """Reported by an engine whose children survive a restart: the steers asked of the child that it
         has not sent (``{"id", "text"}``, oldest first; none once they are sent), as soon as its service
@@ -80,10 +87,12 @@ class Engine(Protocol):
     run elsewhere, where no hooks run: what they spent reaches this process only in their outcome
     (``subagent_stop`` says which, ``child_ran_here``)."""
 
-    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
-        """Begin serving ``host``. ``unfinished`` names the children the journal holds as
-        not finished (always empty unless `survives_restart`); returns the jobs among them
-        that this engine still runs and will report on. The rest become INTERRUPTED."""
+    async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
+        """Begin serving ``host``. ``unfinished`` maps the children the journal holds as not
+        finished (always none unless `survives_restart`) to their jobs, for those the engine had not
+        reported `EngineHost.placed`, else to None. Returns the jobs among them that this engine runs
+        and will report on: those it still runs, and those it never got and starts now (a launch
+        journaled is a child to run). The rest become INTERRUPTED."""
 
     def submit(self, job: ChildJob) -> None:
         """Run the job when a slot is free. Never blocks and never raises for the job's own

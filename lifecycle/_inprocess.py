@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from agent import ToolTraceEntry
 from lifecycle._child_run import ChildRun
@@ -68,7 +68,7 @@ class InProcessEngine:
         """Jobs waiting for a slot."""
         return len(self._waiting)
 
-    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+    async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
         self._host = host
         self._loop = asyncio.get_running_loop()
         self._monitor = asyncio.create_task(

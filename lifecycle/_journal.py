@@ -41,7 +41,7 @@ from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 KeyRowTuple = tuple[str, bytes, float, float | None]
 
@@ -86,6 +86,11 @@ class JournalRecord:
     """Steers asked of the live child that its engine had not sent when the process stopped (its
     service did not answer), as JSON: ``[{"id": ..., "text": ...}, ...]``, oldest first. An engine
     whose children outlive the process sends them after the next start, before any new one."""
+    job: str | None = None
+    """The child's `ChildJob` (``to_dict()`` as JSON), kept from its launch until its engine, one whose
+    children outlive the process, reports that it holds the job where the child runs
+    (`EngineHost.placed`): a process that stopped or was killed before then left a child the engine
+    may never have got, and the next start hands it the job again (`Engine.start`)."""
 
     @property
     def terminal(self) -> bool:
@@ -148,7 +153,8 @@ class Journal(Protocol):
 
 def _interrupted(record: JournalRecord, now: float, make_result: MakeResult) -> JournalRecord:
     return dataclasses.replace(
-        record, state=SubagentState.INTERRUPTED.value, updated_at=now, completed_at=now, result=make_result(record)
+        record, state=SubagentState.INTERRUPTED.value, updated_at=now, completed_at=now, result=make_result(record),
+        job=None,
     )
 
 

@@ -21,8 +21,8 @@ class Record:
 
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "ran", "closing", "completing",
-        "keep_result", "_waiters", "_handle_json", "__weakref__",
+        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "ran",
+        "closing", "completing", "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -50,6 +50,9 @@ class Record:
         """Why it was asked to stop as interrupted (``/stop``, ``/new``, its parent's stop)."""
         self.steers: str | None = None
         """Its journal row's steers (`JournalRecord.steers`): asked, and not sent when a process stopped."""
+        self.kept_job: str | None = None
+        """Its journal row's job (`JournalRecord.job`): set at launch when the engine's children outlive
+        the process, until the engine reports it holds the job (`Supervisor.placed`)."""
         self.ran = False
         """The engine reported it running: an interrupt now keeps partial output."""
         self.closing = False
@@ -118,9 +121,10 @@ class Record:
         self, *, state: SubagentState | None = None, updated_at: float | None = None,
         completed_at: float | None = None, result: str | None = None,
     ) -> JournalRecord:
-        """What the journal keeps. PENDING and terminal rows are written, and a stop request
-        to an engine whose children outlive the process (`Supervisor` decides): after a crash
-        every other state reads as INTERRUPTED anyway, so they would buy nothing."""
+        """What the journal keeps. PENDING and terminal rows are written, and, for an engine whose
+        children outlive the process, a stop request and the row that forgets the job once the engine
+        holds it (`Supervisor` decides): after a crash every other state reads as INTERRUPTED anyway,
+        so they would buy nothing."""
         h = self.handle
         stop = self.cancel_reason if self.state is STATES.CANCEL_REQUESTED else self.interrupt_reason
         return JournalRecord(  # positional, in field order: this runs twice for every child
@@ -128,12 +132,13 @@ class Record:
             # _value_: the member's value without the enum property's descriptor call
             (state or self.state)._value_, self.created_at,
             updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
-            stop, self.steers,
+            stop, self.steers, self.kept_job,
         )
 
     @classmethod
     def from_journal(cls, row: JournalRecord) -> Record:
-        """The record of an unfinished child read back from the journal (an engine re-attached it)."""
+        """The record of an unfinished child read back from the journal (an engine re-attached it, or
+        starts it now from the job the journal kept)."""
         record = cls(SubagentHandle.from_dict(json.loads(row.handle)), row.goal, row.created_at)
         record.state = SubagentState(row.state)
         record.updated_at = row.updated_at
@@ -143,4 +148,5 @@ class Record:
         else:
             record.interrupt_reason = row.stop_reason
         record.steers = row.steers
+        record.kept_job = row.job
         return record

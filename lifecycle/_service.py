@@ -40,7 +40,7 @@ from lifecycle._contract import (
 from lifecycle._engine import Engine
 from lifecycle._host_view import HostView
 from lifecycle._inprocess import InProcessEngine
-from lifecycle._job import PROCESS_EXIT
+from lifecycle._job import PROCESS_EXIT, ChildJob
 from lifecycle._journal import Journal, JournalRecord
 from lifecycle._record import Record
 from lifecycle._supervisor import CLOSED, Supervisor
@@ -107,9 +107,10 @@ class AsyncSubagentLifecycle:
 
     async def start(self) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
-        previous process left unfinished: re-attached when the engine still runs them,
-        INTERRUPTED otherwise. After `close`, raises `SubagentLifecycleError` (code ``CLOSED``):
-        a closed service stays closed, as its children and engine were stopped for good."""
+        previous process left unfinished: re-attached when the engine still runs them, started
+        when the engine never got their jobs (the journal kept them), INTERRUPTED otherwise. After
+        `close`, raises `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as
+        its children and engine were stopped for good."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
@@ -118,7 +119,7 @@ class AsyncSubagentLifecycle:
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
         unfinished = await self.journal.unfinished() if self.engine.survives_restart else []
-        jobs = await self.engine.start(self._supervisor, [row.subagent_id for row in unfinished])
+        jobs = await self.engine.start(self._supervisor, {row.subagent_id: _kept_job(row) for row in unfinished})
         rows_by_id = {row.subagent_id: row for row in unfinished}
         for job in jobs:
             self._supervisor.adopt(Record.from_journal(rows_by_id[job.subagent_id]), job)
@@ -360,6 +361,19 @@ class AsyncSubagentLifecycle:
 
     def _require_started(self) -> None:
         self._supervisor.check_open()
+
+
+def _kept_job(row: JournalRecord) -> ChildJob | None:
+    """The job the journal kept for an engine that never reported holding it; None when it kept none.
+    One this version cannot read (a later version wrote it) is left out, its child then INTERRUPTED:
+    a start that raised would leave the gateway down."""
+    if row.job is None:
+        return None
+    try:
+        return ChildJob.from_dict(json.loads(row.job))
+    except (ValueError, TypeError, KeyError) as exc:
+        log.error("child %s: its launch's job cannot be read (%s); it is not started", row.subagent_id, exc)
+        return None
 
 
 def _interrupted_result(row: JournalRecord, now: float) -> str:

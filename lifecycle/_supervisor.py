@@ -112,6 +112,14 @@ class Supervisor:
         if record.state is not S.CANCEL_REQUESTED:
             record.set_state(S.RUNNING, now)
 
+    def placed(self, subagent_id: str) -> None:
+        record = self._live.get(subagent_id)
+        if record is None or record.kept_job is None:
+            return
+        record.kept_job = None  # a restart finds the child where it runs from now on
+        if record.live:  # else its terminal row is written without the job
+            self.journal.put(record.journal_row())
+
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
         if record is None or not record.live:
@@ -131,6 +139,7 @@ class Supervisor:
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             return
         record.completing = True
+        record.kept_job = None  # never handed to an engine again
         if outcome.status == "interrupted":
             if record.closing:
                 outcome.error = PROCESS_EXIT
@@ -297,6 +306,10 @@ class Supervisor:
         )
         record = Record(handle, spec.goal, created, job)
         record.parent, record.model = parent, model
+        if self.engine.survives_restart:
+            # Until the engine holds the job (`placed`): a process stopped or killed before then leaves
+            # the next start a launch to run, not a child to call interrupted.
+            record.kept_job = json.dumps(job.to_dict(), separators=(",", ":"))
         self._live[sid] = record
         siblings = self._by_parent.get(pid)
         if siblings is None:
@@ -309,7 +322,8 @@ class Supervisor:
         return record
 
     def adopt(self, record: Record, job: ChildJob) -> None:
-        """Hold a live record read back after a restart, whose engine still runs ``job``."""
+        """Hold a live record read back after a restart, whose engine runs ``job``: still, or from now
+        on (its job was kept in the journal, and the engine had never got it)."""
         record.job, record.turn_id = job, job.parent_turn_id
         record.keep_result = True  # its handle may be out: a plugin can reconnect to it
         sid = record.handle.subagent_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -138,15 +138,19 @@ class WorkerEngine:
         self.host: EngineHost | None = None
         self._followers: set[asyncio.Task] = set()
 
-    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+    async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
         self.host = host
         still = [self.workers.jobs[sid] for sid in unfinished if sid in self.workers.jobs]
         for job in still:
             self._follow(job.subagent_id, attached=True)
-        return still
+        never_got = [job for sid, job in unfinished.items() if job is not None and sid not in self.workers.jobs]
+        for job in never_got:
+            self.submit(job)
+        return still + never_got
 
     def submit(self, job: ChildJob) -> None:
         self.workers.run(over_the_wire(job.to_dict()))
+        self.host.placed(job.subagent_id)
         self._follow(job.subagent_id, attached=False)
 
     def _follow(self, sid: str, *, attached: bool) -> None:
@@ -260,6 +264,24 @@ async def test_a_child_the_engine_lost_is_interrupted_after_a_restart(make_env, 
     with second.turn():
         result = await second.service.result(handle)
     assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
+
+
+class KilledBeforeSending(WorkerEngine):
+    """The process dies between journaling a launch and handing its job to the workers."""
+
+    def submit(self, job: ChildJob) -> None:
+        pass
+
+
+async def test_a_launch_whose_job_never_reached_the_engine_runs_after_a_restart(make_env, workers):
+    first = await make_env(engine=KilledBeforeSending(workers), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="launched, then the process died"))
+    await first.service.close()
+    second = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=5)).state is S.SUCCEEDED
+        assert (await second.service.result(handle)).summary == "worker did: launched, then the process died"
 
 
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):

@@ -128,7 +128,9 @@ async def test_synced_records_survive_reopening_exactly(backend: Backend, journa
         result=json.dumps({"nested": {"x": [None, True, 1e-300]}, "text": "\u2603 \ud800"}, ensure_ascii=False),
     )
     steers = json.dumps([{"id": "s1", "text": "use metric units \ud800"}])
-    records = [record("sa-1", stop_reason="stopped by /stop", steers=steers), record("sa-2", "SUCCEEDED"), odd]
+    job = json.dumps({"subagent_id": "sa-3", "goal": "caf\u00e9 \ud800"}, ensure_ascii=False)
+    records = [record("sa-1", stop_reason="stopped by /stop", steers=steers), record("sa-2", "SUCCEEDED"), odd,
+               record("sa-3", "PENDING", job=job)]
     for rec in records:
         journal.put(rec)
     await journal.sync()
@@ -248,7 +250,7 @@ async def test_a_refusal_no_launch_owns_is_the_plain_syncs_and_kept_until_one_he
 
 async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, journal: Journal) -> None:
     for sid, state in [("p", "PENDING"), ("r", "RUNNING"), ("c", "CANCEL_REQUESTED"), ("s", "SUCCEEDED")]:
-        journal.put(record(sid, state))
+        journal.put(record(sid, state, job='{"goal": "g"}' if state == "PENDING" else None))
     await journal.sync()
     journal.put(record("late", "STARTING"))  # not yet flushed: still covered
     seen: list[str] = []
@@ -265,6 +267,7 @@ async def test_interrupt_unfinished_marks_every_live_record(backend: Backend, jo
         rec = await journal.get(sid)
         assert rec is not None and rec.state == "INTERRUPTED" and rec.terminal
         assert rec.completed_at == rec.updated_at == 99.5 and json.loads(rec.result)["state"] == "INTERRUPTED"
+        assert rec.job is None  # a finished child's job is never handed to an engine again
     assert await journal.get("s") == record("s", "SUCCEEDED")
     assert await journal.interrupt_unfinished(100.0, make_result) == []
 
@@ -387,7 +390,7 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
     try:
         path = tmp_path / "j.db"
         assert await asyncio.to_thread(inspect, path, "PRAGMA journal_mode") == [("wal",)]
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(3,)]
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(4,)]
         plan = await asyncio.to_thread(
             inspect,
             path,
@@ -400,38 +403,42 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
 
 
 def _old_journal(path: Path, version: int) -> None:
-    """A journal as version 1 (before stop requests were kept) or 2 (before unsent steers were) wrote it."""
+    """A journal as version 1 (before stop requests were kept), 2 (before unsent steers were) or 3 (before
+    jobs were) wrote it."""
+    added = ["stop_reason", "steers"][:version - 1]
     conn = sqlite3.connect(path)
     try:
         conn.execute(f"""CREATE TABLE lifecycle_records (
             subagent_id TEXT NOT NULL PRIMARY KEY, parent_session_id TEXT, correlation_id TEXT,
             handle TEXT NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
             started_at REAL, completed_at REAL, result TEXT, goal TEXT NOT NULL
-            {", stop_reason TEXT" if version == 2 else ""})""")
+            {"".join(f", {column} TEXT" for column in added)})""")
         conn.execute("INSERT INTO lifecycle_records VALUES ('sa-old', 'p', NULL, '{}', 'PENDING', 1.0, 2.0,"
-                     f" NULL, NULL, NULL, 'g'{', NULL' if version == 2 else ''})")
+                     f" NULL, NULL, NULL, 'g'{', NULL' * len(added)})")
         conn.execute(f"PRAGMA user_version = {version}")
         conn.commit()
     finally:
         conn.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_sqlite_a_journal_from_before_stops_or_steers_were_kept_opens_with_its_rows(tmp_path: Path,
-                                                                                           version: int) -> None:
+@pytest.mark.parametrize("version", [1, 2, 3])
+async def test_sqlite_a_journal_from_before_stops_steers_or_jobs_were_kept_opens_with_its_rows(tmp_path: Path,
+                                                                                                version: int) -> None:
     path = tmp_path / "j.db"
     await asyncio.to_thread(_old_journal, path, version)
     journal = SqliteJournal(path)
     await journal.open()
     assert (await journal.get("sa-old")) == JournalRecord("sa-old", "p", None, "{}", "PENDING", 1.0, 2.0, goal="g")
-    journal.put(record("sa-old", stop_reason="stopped by /stop", steers='[{"id": "s1", "text": "hurry"}]'))
+    journal.put(record("sa-old", stop_reason="stopped by /stop", steers='[{"id": "s1", "text": "hurry"}]',
+                       job='{"goal": "g"}'))
     await journal.close()
     journal = SqliteJournal(path)
     await journal.open()
     try:
         kept = await journal.get("sa-old")
         assert (kept.stop_reason, kept.steers) == ("stopped by /stop", '[{"id": "s1", "text": "hurry"}]')
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(3,)]
+        assert kept.job == '{"goal": "g"}'
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(4,)]
     finally:
         await journal.close()
 
