@@ -66,6 +66,8 @@ _SENDING = "temporal-request"
 class _Child:
     job: ChildJob
     handle: WorkflowHandle | None = None
+    placed: bool = False
+    """Its workflow is known to exist (`EngineHost.placed` reported): a restart finds it there."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
     running: bool = False
     stop_reason: str | None = None
@@ -124,7 +126,7 @@ class TemporalEngine:
         assert self._client is not None, "start() first"
         return self._client
 
-    async def start(self, host: EngineHost, unfinished: Sequence[str]) -> Sequence[ChildJob]:
+    async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
         if self._client is None:
             if self._connect is not None:
                 self._client = await self._connect()
@@ -133,7 +135,7 @@ class TemporalEngine:
 
                 self._client = await connect(self.settings)
         self._host = host
-        found = await asyncio.gather(*(self._reattach(sid) for sid in unfinished))
+        found = await asyncio.gather(*(self._reattach(sid, job) for sid, job in unfinished.items()))
         return [job for job in found if job is not None]
 
     def submit(self, job: ChildJob) -> None:
@@ -257,6 +259,7 @@ class TemporalEngine:
                 update = await self.client.start_update_with_start_workflow(
                     RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
                 child.handle = await start.workflow_handle()
+                self._placed(child)
             except WorkflowUpdateRPCTimeoutOrCancelledError:
                 if _cancelling():
                     raise asyncio.CancelledError() from None
@@ -270,6 +273,7 @@ class TemporalEngine:
             child.started.set()
             await host.starting(sid)
         else:
+            self._placed(child)  # re-attached: found on Temporal
             update = None if child.running else await self._running_update(child.handle)
         result = asyncio.ensure_future(child.handle.result())
         running = asyncio.ensure_future(update.result() if update is not None else asyncio.sleep(0, False))
@@ -283,6 +287,12 @@ class TemporalEngine:
         finally:
             result.cancel()
             running.cancel()
+
+    def _placed(self, child: _Child) -> None:
+        if not child.placed:
+            child.placed = True
+            if self._host is not None:
+                self._host.placed(child.job.subagent_id)
 
     def _no_worker(self, subagent_id: str) -> None:
         if not self._warned_no_worker:  # once, not for each child of a fan-out, until a worker takes one
@@ -303,7 +313,9 @@ class TemporalEngine:
             log.debug("no running update for %s: %s", handle.id, exc)
             return None
 
-    async def _reattach(self, subagent_id: str) -> ChildJob | None:
+    async def _reattach(self, subagent_id: str, job: ChildJob | None) -> ChildJob | None:
+        """Follow the child again, or, when Temporal has no workflow for it and the journal kept its
+        ``job``, start it: its process stopped, or was killed, before the start reached Temporal."""
         handle = self.client.get_workflow_handle(subagent_id)
         patience = _Patience(subagent_id, self.settings.address)
         while True:
@@ -316,6 +328,11 @@ class TemporalEngine:
                     continue
                 if exc.status is not RPCStatusCode.NOT_FOUND:
                     log.error("cannot re-attach to child %s: %s", subagent_id, exc)
+                elif job is not None:
+                    log.info("child %s was launched but its workflow never started; starting it now", subagent_id)
+                    child = self._children[subagent_id] = _Child(job)
+                    self._spawn(self._follow(child, new=True), "temporal-follow")
+                    return job
                 return None
         if wire is None:
             return None
