@@ -15,6 +15,10 @@ Temporal does not answer, journaled meanwhile (as a stop is when asked) so that 
 them (`steer_again`) if this process stops or is killed first; `activity` reads the
 workflow's pending activity, fetched in the background when the last look is older
 than a second.
+
+Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
+its job: `close` starts the workflows of the children it stops following before then, and
+`start` starts those that a process killed, or one that could not reach Temporal, left without one.
 """
 
 from __future__ import annotations
@@ -59,7 +63,10 @@ _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCS
                           RPCStatusCode.RESOURCE_EXHAUSTED})
 """What Temporal answers while it is down, restarting or overloaded ("transport error" is UNKNOWN)."""
 _SENDING = "temporal-request"
-"""Tasks sending a cancellation or a signal: `close` lets them finish, the others it cancels."""
+"""Tasks sending a cancellation, a signal or a workflow start: `close` lets them finish, the others it cancels."""
+CLOSE_GRACE_SECONDS = 10.0
+"""How long `close` gives those tasks: past it (Temporal does not answer), what they were sending is left
+to the next start, which sends it again from the journal."""
 
 
 @dataclass(slots=True)
@@ -192,13 +199,20 @@ class TemporalEngine:
 
     async def close(self) -> None:
         """Stop following: the children go on running on the workers, and the next start
-        re-attaches to them. Cancellation requests already made are sent first."""
+        re-attaches to them. First, within `CLOSE_GRACE_SECONDS`, the requests already made are
+        sent, and the workflows of children Temporal may not have yet are started (a child launched
+        just before runs while the gateway is down); what Temporal has not taken by then, the next
+        start sends, from the journal."""
         self._closed = True
         for task in list(self._tasks):
             if task.get_name() != _SENDING:
                 task.cancel()
+        if self._host is not None:
+            for child in self._children.values():
+                if not child.placed:
+                    self._spawn(self._place(child), _SENDING)
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=10)
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_GRACE_SECONDS)
         for task in list(self._tasks):  # a request that could not be sent in time is given up here
             task.cancel()
         if self._tasks:
@@ -250,10 +264,7 @@ class TemporalEngine:
         if new:
             # One call starts the workflow (or attaches to it: the id is the child's) and asks to
             # hear when a worker has built the child: no polling while it waits for a worker.
-            limits = ChildLimits.from_settings(host.delegation, self.compaction)
-            start = WithStartWorkflowOperation(
-                WORKFLOW, {"job": child.job.to_dict(), "limits": limits.to_dict()}, id=sid,
-                task_queue=self.settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+            start = WithStartWorkflowOperation(WORKFLOW, self._start_input(child), **self._start_options(sid))
             warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, sid)
             try:
                 update = await self.client.start_update_with_start_workflow(
@@ -288,11 +299,39 @@ class TemporalEngine:
             result.cancel()
             running.cancel()
 
+    def _start_input(self, child: _Child) -> dict[str, Any]:
+        """The workflow's input: the job and the limits of the settings it is started under."""
+        assert self._host is not None
+        limits = ChildLimits.from_settings(self._host.delegation, self.compaction)
+        return {"job": child.job.to_dict(), "limits": limits.to_dict()}
+
+    def _start_options(self, subagent_id: str) -> dict[str, Any]:
+        # The id is the child's: a start while its workflow runs attaches to it.
+        return {"id": subagent_id, "task_queue": self.settings.task_queue,
+                "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING}
+
     def _placed(self, child: _Child) -> None:
         if not child.placed:
             child.placed = True
             if self._host is not None:
                 self._host.placed(child.job.subagent_id)
+
+    async def _place(self, child: _Child) -> None:
+        """Start the child's workflow at `close`, which stopped its follow before Temporal was known
+        to have it: without a worker, the follow's call returns only once one takes the child. This one
+        returns at once, attaching to a workflow the follow's call did start."""
+        sid = child.job.subagent_id
+        patience = _Patience(sid, self.settings.address)
+        while True:
+            try:
+                await self.client.start_workflow(WORKFLOW, self._start_input(child), **self._start_options(sid))
+            except RPCError as exc:
+                if await patience.waited(exc, "starting its workflow again in %gs"):
+                    continue
+                log.error("child %s: its workflow could not be started (%s); the next start tries again", sid, exc)
+                return
+            self._placed(child)
+            return
 
     def _no_worker(self, subagent_id: str) -> None:
         if not self._warned_no_worker:  # once, not for each child of a fan-out, until a worker takes one

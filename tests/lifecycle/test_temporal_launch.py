@@ -8,15 +8,20 @@ child), and no start, sent again, may run a child twice.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from agent.models.scripted import ScriptedModel
-from lifecycle import SubagentLaunchRequest, SubagentState
-from lifecycle.temporal import TemporalEngine
+from lifecycle import ChildOutcome, SubagentLaunchRequest, SubagentState
+from lifecycle.settings import TemporalSettings
+from lifecycle.temporal import ChildWorker, TemporalEngine, WorkerToolbox
+from lifecycle.temporal import _engine as temporal_engine
+from lifecycle.temporal.testing import DevServer
+from tests.lifecycle.conftest import make_registry
 from tests.lifecycle.test_temporal import crash
 from tests.polling import until
 
@@ -29,6 +34,27 @@ async def no_workflow(client: Client, subagent_id: str) -> bool:
     except RPCError as exc:
         return exc.status is RPCStatusCode.NOT_FOUND
     return False
+
+
+async def test_a_child_launched_just_before_the_service_closes_runs_while_it_is_down(make_env, queue):
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran while the gateway was down"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="launched at the last moment"))
+    # At once, with nothing awaited in between: the engine's task that starts the workflow has not run.
+    await first.service.close()
+    # The close started it: the child runs on its worker while no gateway follows it.
+    async with asyncio.timeout(10):
+        body = await client.get_workflow_handle(handle.subagent_id).result()
+    assert ChildOutcome.from_dict(body).summary == "ran while the gateway was down"
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+        assert (await second.service.result(handle)).summary == "ran while the gateway was down"
+    assert len(model.requests) == 1
 
 
 async def test_a_child_whose_gateway_was_killed_before_its_workflow_started_runs_after_the_restart(make_env, queue):
@@ -74,3 +100,35 @@ async def test_a_child_whose_workflow_was_deleted_while_the_gateway_was_down_is_
     model.release("gate")
     assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
     assert len(model.requests) == 1
+
+
+async def test_a_child_whose_workflow_temporal_did_not_take_before_the_close_ends_runs_after_the_next_start(
+        make_env, tmp_path, monkeypatch):
+    """Temporal is down from before the launch until after the gateway has stopped: the close gives the
+    start a bounded grace, then leaves the child to the next start, which starts it."""
+    monkeypatch.setattr(temporal_engine, "CLOSE_GRACE_SECONDS", 0.5)
+    server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
+    await asyncio.to_thread(server.start)
+    try:
+        settings = TemporalSettings(address=server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
+        client = await Client.connect(server.address,
+                                      retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
+        first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+        await asyncio.to_thread(server.stop)
+        with first.turn():
+            handle = await first.service.launch(SubagentLaunchRequest(goal="launched during an outage"))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await first.service.close()
+        assert loop.time() - began < 5  # the grace, and the calls it cut short, not the outage
+        await asyncio.to_thread(server.start)
+
+        model = ScriptedModel({"leaf": lambda r: {"text": "ran once Temporal was back"}})
+        toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: model)
+        async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
+            second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+            with second.turn():
+                assert (await second.service.wait(handle, timeout_seconds=20)).state is S.SUCCEEDED
+                assert (await second.service.result(handle)).summary == "ran once Temporal was back"
+    finally:
+        await asyncio.to_thread(server.stop)
