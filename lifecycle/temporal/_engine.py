@@ -43,7 +43,8 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent import CompactionPolicy
@@ -265,11 +266,20 @@ class TemporalEngine:
             # One call starts the workflow (or attaches to it: the id is the child's) and asks to
             # hear when a worker has built the child: no polling while it waits for a worker.
             start = WithStartWorkflowOperation(WORKFLOW, self._start_input(child), **self._start_options(sid))
+            # The SDK hands the start's answer, or its error, to the operation too: read either, or
+            # asyncio logs an error no one read (the cancel in `finally` reads one the call raised).
+            answer = asyncio.ensure_future(start.workflow_handle())
             warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, sid)
             try:
                 update = await self.client.start_update_with_start_workflow(
                     RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-                child.handle = await start.workflow_handle()
+                child.handle = await answer
+                self._placed(child)
+            except WorkflowAlreadyStartedError:
+                # It ran, and ended, before this start (a start sent again after its answer was lost):
+                # its outcome is the child's, and it is never run twice.
+                child.handle = self.client.get_workflow_handle(sid)
+                update = None
                 self._placed(child)
             except WorkflowUpdateRPCTimeoutOrCancelledError:
                 if _cancelling():
@@ -280,6 +290,7 @@ class TemporalEngine:
                 update = await self._running_update(child.handle)
             finally:
                 warning.cancel()
+                answer.cancel()
             self._warned_no_worker = False
             child.started.set()
             await host.starting(sid)
@@ -306,9 +317,11 @@ class TemporalEngine:
         return {"job": child.job.to_dict(), "limits": limits.to_dict()}
 
     def _start_options(self, subagent_id: str) -> dict[str, Any]:
-        # The id is the child's: a start while its workflow runs attaches to it.
+        # The id is the child's: a start while its workflow runs attaches to it, and one after it has
+        # ended is refused (WorkflowAlreadyStartedError), never a second run of the child.
         return {"id": subagent_id, "task_queue": self.settings.task_queue,
-                "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING}
+                "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
+                "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE}
 
     def _placed(self, child: _Child) -> None:
         if not child.placed:
@@ -325,6 +338,8 @@ class TemporalEngine:
         while True:
             try:
                 await self.client.start_workflow(WORKFLOW, self._start_input(child), **self._start_options(sid))
+            except WorkflowAlreadyStartedError:
+                pass  # it ran, and ended, already
             except RPCError as exc:
                 if await patience.waited(exc, "starting its workflow again in %gs"):
                     continue

@@ -8,6 +8,7 @@ child), and no start, sent again, may run a child twice.
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -16,9 +17,9 @@ from temporalio.client import Client
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from agent.models.scripted import ScriptedModel
-from lifecycle import ChildOutcome, SubagentLaunchRequest, SubagentState
-from lifecycle.settings import TemporalSettings
-from lifecycle.temporal import ChildWorker, TemporalEngine, WorkerToolbox
+from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
+from lifecycle.settings import DelegationSettings, TemporalSettings
+from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox
 from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
@@ -132,3 +133,66 @@ async def test_a_child_whose_workflow_temporal_did_not_take_before_the_close_end
                 assert (await second.service.result(handle)).summary == "ran once Temporal was back"
     finally:
         await asyncio.to_thread(server.stop)
+
+
+class Reports:
+    """The `EngineHost` of an engine driven directly: what it reported."""
+
+    delegation = DelegationSettings(heartbeat_interval_seconds=0.2)
+
+    def __init__(self) -> None:
+        self.placed_ids: list[str] = []
+        self.outcomes: dict[str, asyncio.Future[ChildOutcome]] = {}
+
+    def outcome(self, subagent_id: str) -> asyncio.Future[ChildOutcome]:
+        return self.outcomes.setdefault(subagent_id, asyncio.get_running_loop().create_future())
+
+    async def starting(self, subagent_id: str) -> None:
+        pass
+
+    def running(self, subagent_id: str) -> None:
+        pass
+
+    def placed(self, subagent_id: str) -> None:
+        self.placed_ids.append(subagent_id)
+
+    def unsent_steers(self, subagent_id, steers) -> None:
+        pass
+
+    async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
+        self.outcome(subagent_id).set_result(outcome)
+
+
+async def ended_child(queue) -> tuple[ChildJob, str]:
+    """A child whose workflow ran, and ended, before the engine sends its start: its job and its run."""
+    settings, client, _ = queue
+    job = ChildJob(subagent_id=f"sa-{uuid.uuid4().hex[:12]}", parent_session_id="p", parent_turn_id="t",
+                   goal="once", workspace="/tmp")
+    workflow = await client.start_workflow(WORKFLOW, {"job": job.to_dict(), "limits": ChildLimits().to_dict()},
+                                           id=job.subagent_id, task_queue=settings.task_queue)
+    async with asyncio.timeout(10):
+        await workflow.result()
+    return job, workflow.result_run_id
+
+
+async def test_a_start_sent_again_after_the_child_ended_never_runs_it_twice(queue, caplog):
+    """A start whose answer was lost is sent again; the child may have ended meanwhile. Its workflow id
+    is the child's, and the start that follows must report that run's outcome, not start another."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran once"}})
+    await worker(model)
+    followed, run = await ended_child(queue)
+    closed, closed_run = await ended_child(queue)
+    engine, host = TemporalEngine(settings, client=client), Reports()
+    await engine.start(host, {})
+    engine.submit(followed)
+    async with asyncio.timeout(10):
+        assert (await host.outcome(followed.subagent_id)).summary == "ran once"
+    engine.submit(closed)
+    await engine.close()  # before its follow ran: the close sends the start
+    assert host.placed_ids == [followed.subagent_id, closed.subagent_id]
+    assert (await client.get_workflow_handle(followed.subagent_id).describe()).run_id == run
+    assert (await client.get_workflow_handle(closed.subagent_id).describe()).run_id == closed_run
+    assert len(model.requests) == 2  # one for each child
+    gc.collect()  # the SDK's copy of the refused start's error, read or not, is let go
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
