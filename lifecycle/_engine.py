@@ -27,8 +27,10 @@ class EngineHost(Protocol):
     is reported running without starting), `finished` (exactly once, also for a
     child that never started). An engine reports `running` before `finished` for
     every child that made a model call: an interrupted child that never ran keeps
-    no partial output. A report about a child the service does not know, or a
-    second `finished`, is ignored.
+    no partial output. `placed` (only from an engine whose children survive a
+    restart) comes before `finished`, at any point before it, or not at all. A
+    report about a child the service does not know, or a second `finished`, is
+    ignored.
     """
 
     @property
