@@ -1,7 +1,6 @@
 """What the service keeps in memory about finished children stays bounded."""
 
-from lifecycle import CONTRACT_VERSION, SubagentHandle, SubagentState
-from lifecycle import _tallies
+from lifecycle import CONTRACT_VERSION, SubagentHandle, SubagentState, _tallies
 from lifecycle._contract import make_terminal_result
 from lifecycle._record import Record
 from lifecycle._tallies import Tallies
