@@ -19,6 +19,8 @@ INTERACTION_ACK_SECONDS = 3.0
 _MULTIPART = web.RequestKey("multipart", tuple)
 """A multipart message create's parsed payload and files (its body is read once, recording it)."""
 INTERACTION_TOKEN_SECONDS = 15 * 60
+_DROPPED = web.ResponseKey("dropped", bool)
+"""Set on the response of a call whose connection a scripted failure closed: the bot saw no answer."""
 
 
 @dataclass
@@ -29,6 +31,8 @@ class _Failure:
     code: int | None
     message: str | None
     errors: dict[str, Any] | None
+    drop: bool = False
+    """No answer at all: the connection closes (a reset, a proxy timing out)."""
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -114,7 +118,7 @@ class DiscordRest:
                          None)) is not None:
             self._touch()  # a test waits for the call to have come
             await held.wait()
-        response = self._scripted_failure(call)
+        response = self._scripted_failure(call, request)
         if response is None and not name.startswith(("POST /interactions", "GET /webhooks", "POST /webhooks",
                                                       "PATCH /webhooks", "DELETE /webhooks")):
             if request.headers.get("Authorization") != f"Bot {self.token}":
@@ -130,14 +134,20 @@ class DiscordRest:
         if response is None:
             response = await handler(request)
             response.headers.update(limits)
-        call.status = response.status
+        call.status = 0 if response.get(_DROPPED) else response.status
         self._touch()
         return response
 
-    def _scripted_failure(self, call: Call) -> web.Response | None:
+    def _scripted_failure(self, call: Call, request: web.Request) -> web.Response | None:
         for failure in self._failures:
             if failure.route in (call.route, f"{call.method} {call.path}"):
                 self._failures.remove(failure)
+                if failure.drop:
+                    assert request.transport is not None
+                    request.transport.abort()  # the client sees the server disconnect before any answer
+                    dropped = web.Response()
+                    dropped[_DROPPED] = True
+                    return dropped
                 if failure.status == 429:
                     body = {"message": "You are being rate limited.", "retry_after": failure.retry_after,
                             "global": False, "code": failure.code or 0}

@@ -237,10 +237,13 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         message: str | None = None,
         errors: dict[str, Any] | None = None,
         times: int = 1,
+        drop: bool = False,
     ) -> None:
         """Make the next ``times`` calls to ``route`` fail. ``route`` is a template
-        (``POST /channels/{channel_id}/messages``) or a concrete path (``POST /channels/12/messages``)."""
-        self._failures.extend(_Failure(route, status, retry_after, code, message, errors) for _ in range(times))
+        (``POST /channels/{channel_id}/messages``) or a concrete path (``POST /channels/12/messages``).
+        ``drop``: the connection closes without any answer instead (a reset, a proxy timing out; aiohttp
+        sends a GET once more on a new connection by itself, so it takes two to fail one)."""
+        self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop) for _ in range(times))
 
     def hold(self, route: str) -> asyncio.Event:
         """Make calls to ``route`` (as in `fail_next`) wait, recorded in `calls` but unanswered, until the

@@ -133,6 +133,18 @@ async def test_scripted_failures(fake: FakeDiscord, http: aiohttp.ClientSession)
     assert [c.status for c in fake.calls] == [429, 403, 204]
 
 
+async def test_a_scripted_failure_may_close_the_connection_without_an_answer(
+        fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    channel = fake.dm_channel(7)
+    fake.fail_next("POST /channels/{channel_id}/typing", drop=True)  # a POST: aiohttp does not send it again
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with http.post(f"/api/v10/channels/{channel}/typing"):
+            pass
+    async with http.post(f"/api/v10/channels/{channel}/typing") as response:
+        assert response.status == 204
+    assert [c.status for c in fake.calls] == [0, 204]  # 0: not answered
+
+
 async def test_gateway_identify_dispatch_resume(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
     fake.push_dm(7, "sent before anyone listened")
     gateway = await _connect(http, fake)
