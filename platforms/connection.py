@@ -14,6 +14,7 @@ platform's own error texts and exception names, never from URLs or tokens.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -62,21 +63,36 @@ class TokenWatch:
     on another token."""
 
     def __init__(self, platform: str, title: str, fix: str, logger: logging.Logger = log) -> None:
-        self._platform, self._title, self._fix, self._log = platform, title, fix, logger
+        self._platform, self._log, self._fix = platform, logger, fix
+        self.title = title
+        """The platform as people write it (``Slack``), for log lines."""
         self.refusal: ConnectionState | None = None
+        self._taken_again: asyncio.Event | None = None
+        """Set once the token is taken again, for those waiting (`taken`); made when the first waits."""
 
     def refused(self, cause: str) -> None:
         if self.refusal is not None:
             return
-        reason = f"{self._title} refused the bot token ({cause}); {self._fix}"
+        reason = f"{self.title} refused the bot token ({cause}); {self._fix}"
         self._log.error("%s: %s", self._platform, reason)
         self.refusal = ConnectionState("down", reason, time.time())
 
     def accepted(self) -> None:
         if self.refusal is not None:
-            self._log.info("%s: %s takes the bot token again (was down: %s)", self._platform, self._title,
+            self._log.info("%s: %s takes the bot token again (was down: %s)", self._platform, self.title,
                            self.refusal.reason)
             self.refusal = None
+        if self._taken_again is not None:
+            self._taken_again.set()
+            self._taken_again = None
+
+    async def taken(self) -> None:
+        """Return once the platform takes the token: at once unless it is refused, else once a call
+        with it succeeds again (`accepted`)."""
+        while self.refusal is not None:
+            if self._taken_again is None:
+                self._taken_again = asyncio.Event()
+            await self._taken_again.wait()
 
 
 class ConnectionWatch:

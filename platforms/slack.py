@@ -254,7 +254,7 @@ class SlackAdapter:
             app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`_deliver`)
                 self._catch_up = CatchUp(self._reads, self._taken_in.last_seen, take=self._take,
-                                         seen=self._taken_in.mark,
+                                         seen=self._taken_in.mark, token=self._bot_token_state,
                                          addressed=lambda event: self._addressed(event) is not None,
                                          limits=self._catch_up_limits, clock=self._clock)
             self._app = app

@@ -15,14 +15,23 @@ Live events come meanwhile (Slack sends them as soon as the connection is open, 
 may take minutes): one in a conversation still to be caught up waits until what was read there is
 handed on (`CatchUp.hand_on_after`), so that it comes after the older ones, as they were sent, and
 that conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
-is handed on all the same, before the older ones, rather than held for good.
+is handed on all the same, before the older ones, rather than held for good, and the later ones there
+do not wait any more. What came after the catch-up began came live: a read stops there (with a
+minute's margin for the clocks), so that the messages missed are the ones read, however busy the
+conversation was since.
+
+A read that fails for a reason that passes (Slack failing or unreachable, a 429 waited out
+`RATE_LIMITED_TRIES` times, the bot token refused) is tried again while the adapter runs, after a
+wait that depends on the reason (`platforms.rereads`), until the conversation is read, or what was
+missed there is too old to answer: left to the next start, which may be days away, its messages
+were as good as lost. Meanwhile its conversation is recorded no further than before (what came live
+there is, once it is read).
 
 Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
 bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
 conversations are read; one warning says what was skipped. Both methods are Slack's Tier 3 (about
 50 calls a minute, shared with the placeholder clean-up): calls are `Limits.pace` seconds apart,
-and a 429 is waited out (``Retry-After``) a few times before the conversation is left for the next
-start.
+and a 429 is waited out (``Retry-After``) a few times before the read counts as failed.
 """
 
 from __future__ import annotations
@@ -35,7 +44,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from platforms.base import RateLimited, Unauthorized
+from platforms.base import RateLimited
+from platforms.connection import TokenWatch
+from platforms.rereads import FIRST_WAIT, MAX_WAIT, Rereads
 
 log = logging.getLogger("platforms.slack")
 
@@ -46,6 +57,8 @@ Page = Callable[..., Awaitable[tuple[list[dict[str, Any]], str | None]]]
 PAGES = 5
 """Pages read per conversation at most (of the adapter's page size)."""
 RATE_LIMITED_TRIES = 3
+CLOCK_SKEW = 60.0
+"""Seconds past the catch-up's start that its reads still ask for: Slack's clock and ours may differ."""
 
 
 def conversation_key(where: Where) -> str:
@@ -79,6 +92,11 @@ class Limits:
     """Seconds between two reads: Slack allows about 50 a minute of each method."""
     live_wait: float = 60.0
     """Seconds a live message waits at most for the catch-up of its conversation to be handed on."""
+    first_retry: float = FIRST_WAIT
+    """Seconds before a read that failed for an outage (a 5xx, no connection) is tried again, doubling
+    after each failed read in a row (`platforms.rereads`)."""
+    max_retry: float = MAX_WAIT
+    """Seconds at most between two tries of a read that keeps failing for an outage."""
 
 
 @dataclass
@@ -94,17 +112,23 @@ class CatchUp:
     ``addressed(event)`` says whether the live path would hand the message on; ``take(event)``
     hands it on and returns once the gateway has it (handing it over again while the gateway's
     store refuses it, the catch-up waiting) with the conversations it is now the newest message of;
-    ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``clock`` (epoch
-    seconds) ages the messages read. Made before live events can come, so that from the first one
-    on `holds` knows what is still to be read."""
+    ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``token`` watches the
+    bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read.
+    Made before live events can come, so that from the first one on `holds` knows what is still to
+    be read."""
 
     def __init__(self, page: Page, last_seen: dict[Where, str], *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
-                 seen: Callable[[str, str | None, str], None], limits: Limits = Limits(),
+                 seen: Callable[[str, str | None, str], None], token: TokenWatch, limits: Limits = Limits(),
                  clock: Callable[[], float] = time.time) -> None:
         self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
         self._limits, self._clock = limits, clock
         self._reads = 0
+        started = clock()
+        self._latest = f"{started + CLOCK_SKEW:.6f}"
+        """The newest ``ts`` a read asks for: what came later came live."""
+        self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
+                                first=limits.first_retry, most=limits.max_retry)
         self._last_seen = last_seen
         order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
         self._queue = deque(order[:limits.max_conversations])
@@ -120,28 +144,37 @@ class CatchUp:
         live meanwhile)."""
         self._handed: dict[Where, asyncio.Event] = {}
         """Set once what was read in a conversation is handed on: the live messages there wait for it."""
+        self._let_through: set[Where] = set()
+        """Conversations still to be read where a live message waited `Limits.live_wait` out: the later
+        ones there do not wait (a read failing for long would hold each of them that long)."""
 
     async def run(self) -> None:
         """Catch up on the conversations, the most recently active first (one a live message waits
-        for, next). Never raises but for cancellation: a failure leaves the conversation where it
-        was, for the next start."""
+        for, next); one whose read failed for a reason that passes is read again, after the others,
+        once `platforms.rereads.Rereads` says so. Never raises but for cancellation: a failure of
+        another kind, a stop, or reads failing until what is left is too old to answer, leaves the
+        conversation where it was, for the next start."""
         skipped = _Skipped()
         if self._quiet:
             skipped.unread.append(f"{self._quiet} conversation(s) quiet longest, over {self._limits.max_conversations}")
         try:
             while self._queue:
-                where, ts = self._queue.popleft()
-                try:
-                    for opened in await self._conversation(where, ts, skipped):
-                        if opened[0] not in self.reading and opened[0] not in self._last_seen:
-                            self.reading[opened[0]] = None  # a thread a caught-up mention opened: read it too
-                            self._queue.append(opened)
-                except Unauthorized as exc:  # the rest are left behind (below)
-                    skipped.unread.append(f"every conversation from {where[0]} on: {exc}")
+                if not await self._rereads.turn():
+                    skipped.unread.append(f"{', '.join(_name(where) for where, _ in self._queue)}: reads failed"
+                                          f" until what was missed there was older than"
+                                          f" {self._limits.max_age / 3600:g} h")
                     break
-                finally:
-                    self._done(where)
-        finally:  # ended, refused or cancelled: no live message waits any more
+                where, ts = self._queue.popleft()
+                opened = await self._conversation(where, ts, skipped)
+                if opened is None:  # to be read again, after the others
+                    self._queue.append((where, ts))
+                    continue
+                self._done(where)
+                for other in opened:
+                    if other[0] not in self.reading and other[0] not in self._last_seen:
+                        self.reading[other[0]] = None  # a thread a caught-up mention opened: read it too
+                        self._queue.append(other)
+        finally:  # ended, given up or cancelled: no live message waits any more
             self.behind.update(self.reading)  # what was not read, the next start reads
             for where in list(self.reading):
                 self._done(where)
@@ -155,20 +188,22 @@ class CatchUp:
 
     def _done(self, where: Where) -> None:
         self.reading.pop(where, None)
+        self._let_through.discard(where)
         if (handed := self._handed.pop(where, None)) is not None:
             handed.set()
 
     def holds(self, conversations: Sequence[Where]) -> bool:
         """Whether a live message in ``conversations`` must wait (`hand_on_after`): one is still to be
-        caught up."""
-        return any(where in self.reading for where in conversations)
+        caught up, and no live message there waited that out already."""
+        return any(where in self.reading and where not in self._let_through for where in conversations)
 
     async def hand_on_after(self, conversations: Sequence[Where], hand_on: Callable[[], Awaitable[None]]) -> None:
         """``hand_on()`` a live message once the catch-up has handed on what it read in
         ``conversations`` (those of the message), so that it comes after the older ones, as they were
         sent; a conversation still to be read is read next. After `Limits.live_wait` seconds it is
-        handed on all the same, with a warning: perhaps before older ones, but never held for long."""
-        waiting = [where for where in conversations if where in self.reading]
+        handed on all the same, with a warning: perhaps before older ones, but never held for long; and
+        the later ones there are handed on at once (`holds`)."""
+        waiting = [where for where in conversations if where in self.reading and where not in self._let_through]
         queued = [item for item in self._queue if item[0] in waiting]
         for item in queued:
             self._queue.remove(item)
@@ -179,8 +214,10 @@ class CatchUp:
                     if where in self.reading:
                         await self._handed.setdefault(where, asyncio.Event()).wait()
         except TimeoutError:
+            self._let_through.update(where for where in waiting if where in self.reading)
             log.warning("slack: a live message in %s waited %g s for the catch-up there; handed on now, perhaps"
-                        " before older ones", ", ".join(map(_name, waiting)), self._limits.live_wait)
+                        " before older ones, and the later ones there at once", ", ".join(map(_name, waiting)),
+                        self._limits.live_wait)
         await hand_on()
 
     def record_now(self, where: Where, ts: str) -> bool:
@@ -196,15 +233,24 @@ class CatchUp:
             return False
         return True
 
-    async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]]:
+    async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]] | None:
         """Hand on what came after ``last`` there, with one line saying what it found; the other
         conversations the messages handed on are the newest of (a thread a mention opened). How far it
-        got is recorded whatever happens."""
+        got is recorded whatever happens. None when the read failed and is to be tried again
+        (`platforms.rereads`): nothing was handed on, nor recorded."""
         channel, thread = where
+        try:
+            messages, more = await self._read(where, last)
+        except Exception as exc:  # Slack failing, or refusing the read
+            if self._rereads.failed(_name(where), exc):
+                return None
+            skipped.unread.append(f"{_name(where)}: {exc}")
+            self.behind.add(where)
+            return []
+        self._rereads.read(_name(where))
         done, complete, handed = last, False, 0
         opened: list[tuple[Where, str]] = []
         try:
-            messages, more = await self._read(where, last)
             cutoff = self._clock() - self._limits.max_age
             mine = [m for m in messages if self._addressed(m)]
             fresh = [m for m in mine if float(m["ts"]) >= cutoff]
@@ -226,9 +272,7 @@ class CatchUp:
             if kept or too_old or too_many:
                 log.info("slack: caught up on %s: %d message(s) for the bot handed on, %d skipped", _name(where),
                          handed, too_old + too_many)
-        except Unauthorized:
-            raise
-        except Exception as exc:  # a read Slack refused (or a message that could not be handed on)
+        except Exception as exc:  # a message that could not be handed on
             skipped.unread.append(f"{_name(where)}: {exc}")
         finally:
             live = self.reading.get(where)
@@ -241,8 +285,9 @@ class CatchUp:
         return opened
 
     async def _read(self, where: Where, last: str) -> tuple[list[dict[str, Any]], bool]:
-        """The messages after ``last``, oldest first, and whether more were left unread (a thread's
-        newest, or a top level's oldest: `conversations.history` pages from the newest)."""
+        """The messages after ``last`` (and before the catch-up began, `CLOCK_SKEW` aside), oldest first,
+        and whether more were left unread (a thread's newest, or a top level's oldest:
+        `conversations.history` pages from the newest)."""
         channel, thread = where
         messages: list[dict[str, Any]] = []
         cursor: str | None = None
@@ -263,7 +308,7 @@ class CatchUp:
                 await asyncio.sleep(self._limits.pace)
             self._reads += 1
             try:
-                return await self._page(channel, thread, oldest=last, cursor=cursor)
+                return await self._page(channel, thread, oldest=last, latest=self._latest, cursor=cursor)
             except RateLimited as exc:
                 tries += 1
                 if tries == RATE_LIMITED_TRIES:

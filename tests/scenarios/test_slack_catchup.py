@@ -104,6 +104,31 @@ async def test_a_message_retried_live_while_the_catch_up_reads_it_is_answered_on
     assert answers(fake) == ["re: hello", "re: sent while it was down"]
 
 
+async def test_a_message_whose_read_failed_at_start_is_answered_once_without_a_restart(restarts):
+    # The catch-up's read failed (Slack answering 500), and the message waited for the next start.
+    fake, start = restarts
+    await stopped_after_one_answer(fake, start)
+    fake.give_up_after = 0.0  # Slack gave up on its event: only the catch-up can find it
+    await fake.push_dm("U1", "sent while it was down")
+    fake.fail_next("conversations.history", "internal_error", status=500, times=2)
+
+    gateway = await start(Limits(pace=0.0, first_retry=0.05))
+    await fake.wait_for(lambda: "re: sent while it was down" in answers(fake))
+    fake.give_up_after = None
+    await fake.push_dm("U1", "and now")
+    await fake.wait_for(lambda: "re: and now" in answers(fake))
+    await settled(gateway)
+    await gateway.stop(grace=0)
+    await fake.wait_for(lambda: not fake.open_connections)
+    assert len(fake.calls_to("conversations.history")) == 3
+
+    gateway = await start()  # recorded as taken in: not read back and answered again
+    await fake.wait_for(lambda: len(fake.calls_to("conversations.history")) == 4)
+    await settled(gateway)
+    assert [a for a in answers(fake) if not a.startswith("⏱")] == [
+        "re: hello", "re: sent while it was down", "re: and now"]
+
+
 class FirstRecordFails(SlackAdapter):
     """The real adapter, its gateway refusing to record the message ``slow`` for want of room from the
     moment the test says so, after Slack was acked for it (``sink_timeout``), as a full disk would."""

@@ -1,0 +1,104 @@
+"""Reading again, while the adapter runs, a conversation its catch-up could not read.
+
+At each start (Slack) or new session (Discord) the adapter reads what was said while the gateway
+was down (`platforms.slack_catchup`, `platforms.discord_catch_up`). A read that failed left its
+conversation for the next start, which may be days away, past the day a catch-up reads back: what
+was said there was as good as lost. So the catch-up reads it again, after a wait that depends on
+why the read failed (the adapter's translated errors, `platforms.base`):
+
+- `NetworkError` (a 5xx, no connection, no answer): an outage, waited out ``first`` seconds, then
+  twice as long after each failed read in a row, up to ``most``;
+- `RateLimited`: its ``retry_after``;
+- `Unauthorized`: until a call with the bot token succeeds again (`platforms.connection.TokenWatch`:
+  the outbox's held replies try it), as the adapters wait with the other work refused for the
+  token: a timed retry would only be refused again until someone fixes it;
+- anything else (the conversation gone, the bot no longer in it, a malformed answer) would fail
+  alike at every try: the conversation is left for the next start, as before.
+
+The wait is the catch-up's, not one conversation's: what failed one read (an outage, the rate
+limit, the token) fails the next alike, so no read of the catch-up goes before it has passed, and an
+outage costs a read a minute, not one per conversation; a read that succeeds ends the backoff. The
+reads still take their turns at the adapter's pace. Bounded: once all that was said while the
+gateway was down is past the catch-up's age bound (``give_up_at``), nothing left to read could be
+answered, and `turn` says to give up: the conversations are left for the next start, as at a stop.
+
+Apart from the catch-ups because it is one policy both follow. Logged on the adapter's logger: a
+warning when a conversation's read first fails (its later failures at DEBUG), and an INFO line
+when it is read at last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from platforms.base import NetworkError, RateLimited, Unauthorized
+from platforms.connection import TokenWatch
+
+FIRST_WAIT, MAX_WAIT = 2.0, 60.0
+"""Seconds a catch-up waits after a read failed for an outage, doubling after each failed read in a row."""
+
+
+class Rereads:
+    """When a catch-up's next read may go, after reads that failed. ``token`` watches the bot token;
+    ``give_up_at`` is when, on ``clock`` (epoch seconds, the adapter's), nothing missed is young
+    enough to answer any more."""
+
+    def __init__(self, token: TokenWatch, logger: logging.Logger, *, platform: str, give_up_at: float,
+                 clock: Callable[[], float], first: float = FIRST_WAIT, most: float = MAX_WAIT) -> None:
+        self._token, self._log, self._platform = token, logger, platform
+        self._give_up_at, self._clock = give_up_at, clock
+        self._first, self._most = first, most
+        self._backoff = 0.0
+        self._not_before = 0.0
+        """Loop time before which no read goes: an outage's backoff, or a 429's ``retry_after``."""
+        self._for_token = False
+        self.failing: dict[str, int] = {}
+        """Conversations (by name) whose reads failed and that were not read since -> the failures."""
+
+    def failed(self, name: str, exc: BaseException) -> bool:
+        """A read of conversation ``name`` failed with ``exc``: whether it is to be read again, once
+        `turn` says so (the wait is logged once per conversation)."""
+        now = asyncio.get_running_loop().time()
+        if isinstance(exc, Unauthorized) and self._token.refusal is not None:
+            self._for_token = True
+            when = f"once {self._token.title} takes the bot token again"
+        elif isinstance(exc, RateLimited):
+            self._not_before = max(self._not_before, now + exc.retry_after)
+            when = f"in {exc.retry_after:g} s (Retry-After)"
+        elif isinstance(exc, (NetworkError, Unauthorized)):  # the latter: one the token's watch did not see
+            self._backoff = min(self._backoff * 2, self._most) if self._backoff else self._first
+            self._not_before = max(self._not_before, now + self._backoff)
+            when = f"in {self._backoff:g} s"
+        else:
+            return False
+        failures = self.failing[name] = self.failing.get(name, 0) + 1
+        self._log.log(logging.WARNING if failures == 1 else logging.DEBUG,
+                      "%s: catching up on %s: the read failed (%s: %s); reading it again %s, and until it is read",
+                      self._platform, name, type(exc).__name__, exc, when)
+        return True
+
+    def read(self, name: str) -> None:
+        """A read of conversation ``name`` succeeded: the outage's backoff ends."""
+        self._backoff = 0.0
+        if failures := self.failing.pop(name, 0):
+            self._log.info("%s: catching up on %s: read at last, after %d failed read(s)", self._platform, name,
+                           failures)
+
+    async def turn(self) -> bool:
+        """Wait until the catch-up's next read may go; False once past ``give_up_at`` (at once, or
+        while waiting): what is left to read is too old to answer."""
+        left = self._give_up_at - self._clock()
+        if left <= 0:
+            return False
+        try:
+            async with asyncio.timeout(left):
+                if self._for_token:
+                    await self._token.taken()
+                    self._for_token = False
+                if (wait := self._not_before - asyncio.get_running_loop().time()) > 0:
+                    await asyncio.sleep(wait)
+        except TimeoutError:
+            return False
+        return self._clock() < self._give_up_at

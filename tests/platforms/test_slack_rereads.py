@@ -1,0 +1,196 @@
+"""The Slack catch-up reading a conversation again, while the adapter runs, after its read failed
+(`platforms.rereads`): the real slack-bolt / slack-sdk clients on the loopback FakeSlack, a
+recording sink in the gateway's place, and the last-seen record kept in a dict."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from platforms.base import Outbound
+from platforms.fakes.slack import FakeSlack
+from platforms.slack_catchup import Limits
+from tests.platforms.test_slack_catchup import DM, Gateway, acked, down, seen_once_then_down
+
+QUICK = Limits(pace=0.0, first_retry=0.05)
+FAILED = "slack: catching up on DU1: the read failed"
+READ_AT_LAST = "slack: catching up on DU1: read at last, after 1 failed read(s)"
+
+KINDS = {
+    "a 5xx": {"error": "internal_error", "status": 500},
+    "no answer at all": {"error": "", "drop": True, "times": 2},  # aiohttp sends a GET once more by itself
+    "a third 429 in a row": {"status": 429, "retry_after": 0, "times": 3},
+}
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(give_up_after=0.0) as fake:  # an event no connection was open for is lost
+        yield fake
+
+
+def lines(caplog: pytest.LogCaptureFixture, start: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage().startswith(start)]
+
+
+@pytest.mark.parametrize("failure", KINDS.values(), ids=list(KINDS))
+async def test_a_read_that_fails_is_read_again_while_the_adapter_runs(fake, caplog, failure):
+    # It was left for the next start, which may be days away, past the day a catch-up reads back.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    missed = (await fake.push_dm("U1", "while down"))["event"]
+    fake.fail_next("conversations.history", **failure)
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, QUICK)
+    try:
+        await fake.wait_for(lambda: gateway.texts() == ["first from U1", "while down"])
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == missed["ts"])
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    [failed] = lines(caplog, FAILED)
+    assert failed.levelno == logging.WARNING
+    assert failed.getMessage().endswith("; reading it again in 0.05 s, and until it is read") or \
+        failed.getMessage().endswith("; reading it again in 0 s (Retry-After), and until it is read")
+    assert [r.levelno for r in lines(caplog, READ_AT_LAST)] == [logging.INFO]
+    assert not [r for r in caplog.records if "not read" in r.getMessage()]
+
+
+async def test_a_read_refused_for_the_token_is_read_again_once_slack_takes_it_again_not_before(fake, caplog):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "token_revoked")
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.05, live_wait=0.2))
+    try:
+        await fake.wait_for(lambda: adapter.connection().status == "down")
+        fake.give_up_after = None
+        live = (await fake.push_dm("U1", "live"))["event"]
+        await fake.wait_for(lambda: gateway.texts() == ["first from U1", "live"])  # after live_wait: not held for good
+        assert len(fake.calls_to("conversations.history")) == 1  # no timed retry, refused again and again
+        live = (await fake.push_dm("U1", "live again"))["event"]  # one waited already: this one does not
+        await fake.wait_for(lambda: gateway.texts()[-1] == "live again")
+        assert gateway.last_seen[(DM, None)] < live["ts"]  # not past what is still to be read
+        await adapter.send(Outbound(chat_id=DM, thread_id=None, text="an answer", idempotency_key="k1"))
+        await fake.wait_for(lambda: gateway.taken() == ["first from U1", "live", "live again", "while down"])
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] >= live["ts"])  # (or past, to the answer)
+    finally:
+        await down(fake, adapter)
+    assert adapter.connection().status == "connected"
+    assert len(lines(caplog, "slack: a live message in DU1 waited 0.2 s")) == 1
+    [failed] = lines(caplog, FAILED)
+    assert failed.getMessage().endswith("; reading it again once Slack takes the bot token again, and until it is"
+                                        " read")
+    assert lines(caplog, READ_AT_LAST)
+
+
+async def test_a_live_message_waits_for_the_read_again_and_comes_after_the_missed_ones(fake, caplog):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "internal_error", status=500)
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=1.0), sink_timeout=0.2)
+    try:
+        await fake.wait_for(lambda: lines(caplog, FAILED))
+        fake.give_up_after = None
+        live = await fake.push_dm("U1", "live")
+        await fake.wait_for(lambda: acked(fake, live))  # acked after sink_timeout, waiting still
+        assert gateway.texts() == ["first from U1"]
+        await fake.wait_for(lambda: len(gateway.items) == 4)  # "live" read back too
+        await fake.wait_for(lambda: gateway.last_seen[(DM, None)] == live["event"]["ts"])
+    finally:
+        await down(fake, adapter)
+    assert gateway.taken() == ["first from U1", "while down", "live"]
+
+
+async def test_the_reads_back_off_together_and_a_failed_conversation_goes_after_the_others(fake, caplog):
+    # In an outage the catch-up asks no more often than its backoff, not once per conversation.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1", "U2")  # U2's DM the most recently active: read first
+    await fake.push_dm("U1", "while down")
+    await fake.push_dm("U2", "while down too")
+    fake.fail_next("conversations.history", "internal_error", status=500, times=3)
+    caplog.set_level(logging.DEBUG, logger="platforms.slack")
+    started = time.monotonic()
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.1, max_retry=0.2))
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 4)
+        elapsed = time.monotonic() - started
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["DU2", "DU1", "DU2", "DU1", "DU2"]
+    assert elapsed >= 0.1 + 0.2 + 0.2  # doubling, up to max_retry; none after the first read that succeeded
+    failed = [r for r in caplog.records if "the read failed" in r.getMessage()]
+    assert [r.levelno for r in failed] == [logging.WARNING, logging.WARNING, logging.DEBUG]  # once per conversation
+    assert sorted(gateway.texts()[2:]) == ["while down", "while down too"]
+
+
+async def test_reads_failing_until_what_was_missed_is_too_old_to_answer_are_given_up_for_the_next_start(
+        fake, caplog):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    seen_before = dict(gateway.last_seen)
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "internal_error", status=500)
+    later = [0.0]
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.2), clock=lambda: time.time() + later[0])
+    try:
+        await fake.wait_for(lambda: lines(caplog, FAILED))
+        later[0] = 24 * 3600.0  # a day on, Slack failing all along
+        await fake.wait_for(lambda: lines(caplog, "slack: catching up on messages sent while the gateway was down"))
+    finally:
+        await down(fake, adapter)
+    assert len(fake.calls_to("conversations.history")) == 1
+    assert lines(caplog, "slack: catching up on")[-1].getMessage().endswith(
+        "; not read: DU1: reads failed until what was missed there was older than 24 h")
+    assert gateway.last_seen == seen_before and gateway.texts() == ["first from U1"]
+
+
+async def test_a_read_refused_for_good_is_left_for_the_next_start_as_before(fake, caplog):
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "not_in_channel")  # the conversation's own refusal
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, QUICK)
+    try:
+        await fake.wait_for(lambda: lines(caplog, "slack: catching up on messages sent while the gateway was down"))
+    finally:
+        await down(fake, adapter)
+    assert len(fake.calls_to("conversations.history")) == 1 and not lines(caplog, FAILED)
+    assert caplog.records[-1].getMessage().endswith("; not read: DU1: conversations.history: not_in_channel")
+
+    adapter = await gateway.start(fake, QUICK)
+    try:
+        await fake.wait_for(lambda: "while down" in gateway.texts())
+    finally:
+        await down(fake, adapter)
+
+
+async def test_a_read_stops_where_the_catch_up_began_so_chatter_since_does_not_push_the_missed_ones_out(
+        fake, caplog):
+    # A read takes the newest 1,000 messages of a channel's top level (five pages): in a busy channel
+    # the chatter of a long outage crowded the messages missed while the gateway was down out of them.
+    gateway = Gateway()
+    now = time.time()
+    gateway.last_seen[("C1", None)] = f"{now - 300:.6f}"
+    fake.messages[("C1", None)].append({"type": "message", "channel": "C1", "user": "U1", "ts": f"{now - 200:.6f}",
+                                        "text": f"<@{fake.bot_user_id}> sent while it was down"})
+    for n in range(1000):  # while the reads failed: each came live
+        fake._store("C1", None, {"user": "U2", "text": f"people talking {n}"})
+    fake.fail_next("conversations.history", "internal_error", status=500)
+    # Started two minutes ago by its clock: what came after that (the clocks' minute of margin aside) came live.
+    adapter = await gateway.start(fake, QUICK, clock=lambda: time.time() - 120)
+    try:
+        await fake.wait_for(lambda: gateway.texts() == ["sent while it was down"])
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert len(fake.calls_to("conversations.history")) == 2
