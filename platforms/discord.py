@@ -362,12 +362,17 @@ class DiscordAdapter:
                 await asyncio.wait(earlier)
             client = self._require_client()
             seen = self._last_seen
-            seen.behind = set()  # each read again from where it was left; live events wait meanwhile
-            seen.behind = set(await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen,
-                                                              now=self._clock(), deadline=self._catch_up_timeout))
+            seen.not_caught_up(())  # each read again from where it was left; live events wait meanwhile
+            left = await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen, now=self._clock(),
+                                                   token=self._token_watch, clock=self._clock,
+                                                   deadline=self._catch_up_timeout)
+            seen.not_caught_up(left.channels)
         finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
             if self._catch_up_task is asyncio.current_task():
                 self._caught_up.set()
+        # Where each was left: it stays there until read again (a channel behind is not recorded further).
+        await discord_catch_up.reread(client, left, dict(seen.last_seen), deliver, seen.seen, seen.caught_up,
+                                      clock=self._clock)
 
     async def _on_resumed(self) -> None:
         self._watch.connected()

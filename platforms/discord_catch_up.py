@@ -20,9 +20,18 @@ Discord gives a bot no list of its DMs: each costs a request however little happ
 `LOOKUPS` channels are looked at at once, and a hundred quiet DMs do not spend the deadline one
 round trip after another while the channels after them wait. What they find is handed over one
 channel at a time, as live events are. Live events wait for the catch-up, so it is given up after
-`DEADLINE`, naming the channels it did not get to: the adapter keeps their last message seen where
-it was, so that the next catch-up reads them again, as it does for a channel whose history could
-not be read.
+`DEADLINE`, naming the channels it did not get to. A read looks no further than the moment the
+catch-up began (`CLOCK_SKEW` later, for the clocks): what came after came live.
+
+A channel whose read failed for a reason that passes (Discord failing or unreachable, a 429 longer
+than discord.py waits out, the bot token refused), and one the deadline came first for, is read
+again once live events flow (`reread`), one at a time, after a wait that depends on why
+(`platforms.rereads`), until it is read or what was missed there is too old to answer: left for the
+next session, which may be the next start days away, its messages were as good as lost. One whose
+history Discord refuses for good (the channel deleted, the bot removed) is left for the next start.
+Until a channel is read, the adapter keeps its last message seen where it was (`platforms.discord_seen`),
+so that a stop or crash meanwhile leaves it to the next catch-up; what came live there is answered as
+it comes, and dropped by the inbox when read back.
 
 Only channels where a message for the bot came are caught up on: a baseline of every guild
 channel at READY (the ``last_message_id`` Discord sends with each) would catch a first mention
@@ -37,9 +46,14 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
 
-import discord  # imported by platforms.discord, after discord_urls has imported it without its audioop warning
+from platforms.connection import TokenWatch
+from platforms.discord_errors import delivery_error
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.rereads import FIRST_WAIT, MAX_WAIT, Rereads
 
 log = logging.getLogger("platforms.discord")
 
@@ -54,6 +68,11 @@ LOOKUPS = 5
 to 50 a second, which five round trips at once stay well under."""
 DEADLINE = 60.0
 """Seconds the whole catch-up may take: live events wait for it, so it must end."""
+CLOCK_SKEW = 60.0
+"""Seconds past the catch-up's start that its reads still look: Discord's clock and ours may differ."""
+FIRST_RETRY, MAX_RETRY = FIRST_WAIT, MAX_WAIT
+"""Seconds before a channel whose read failed for an outage is read again, doubling up to `MAX_RETRY`."""
+HISTORY = "GET /channels/{channel_id}/messages"
 
 Deliver = Callable[[discord.Message], Awaitable[None]]
 """Hands one message over as a live one is (if it is for the bot), then records it as seen."""
@@ -61,15 +80,36 @@ Seen = Callable[[int, int], None]
 """``seen(channel_id, message_id)``: record a message as seen without handing it over."""
 
 
+@dataclass
+class Left:
+    """The channels a catch-up did not catch up on."""
+
+    unread: list[int]
+    """Those whose history Discord refused for good: left for the next start."""
+    again: list[int]
+    """Those to read again while live events flow (`reread`): their read failed for a reason that
+    passes, or the deadline came first."""
+    rereads: Rereads
+    """When the next of them may be read."""
+    before: int
+    """The newest message id a read looks at: what came after came live."""
+
+    @property
+    def channels(self) -> list[int]:
+        return self.unread + self.again
+
+
 async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
-                   now: float, deadline: float = DEADLINE) -> list[int]:
+                   now: float, token: TokenWatch, clock: Callable[[], float], deadline: float = DEADLINE) -> Left:
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
     after, `LOOKUPS` channels at once, handing over what each found one channel at a time. A
-    channel that cannot be read (Discord failing, the channel deleted, the bot removed) is logged
-    and passed over; what is not done within ``deadline`` seconds (Discord not answering, or
-    discord.py waiting out a 429) is given up with a warning naming the channels left, since live
-    events wait for the catch-up. Returns the channels not caught up: those it could not read, and
-    those left at the deadline (those it was in among them). Never raises but for a cancellation."""
+    channel that cannot be read is logged and passed over: to be read again (`reread`) if the reason
+    passes (`platforms.rereads`), else at the next start; what is not done within ``deadline`` seconds
+    (Discord not answering, or discord.py waiting out a 429) is given up with a warning naming the
+    channels left, since live events wait for the catch-up, and read again too. Never raises but for a
+    cancellation. ``now`` is when it began on ``clock`` (epoch seconds), ``token`` the bot token's watch."""
+    left = Left([], [], Rereads(token, log, platform="discord", give_up_at=now + MAX_AGE, clock=clock,
+                                first=FIRST_RETRY, most=MAX_RETRY), _snowflake(now + CLOCK_SKEW))
     order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
     chosen, quiet = order[:MAX_CHANNELS], order[MAX_CHANNELS:]
     if quiet:
@@ -77,18 +117,14 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
                     " there while the gateway was down is not answered", len(quiet), MAX_CHANNELS, _listed(quiet))
     queue: deque[int] = deque(chosen)
     done: set[int] = set()
-    unread: list[int] = []
     handing = asyncio.Lock()  # the sink takes one event at a time, as from the live path
 
     async def look() -> None:
         while queue:
             channel_id = queue.popleft()
-            try:
-                await _channel(client, channel_id, last_seen[channel_id], deliver, seen, now, handing)
-            except Exception as exc:
-                log.warning("discord: could not catch up on channel %s: %s: %s; it is looked at again at the next"
-                            " start", channel_id, type(exc).__name__, exc)
-                unread.append(channel_id)
+            read = await _read(client, channel_id, last_seen[channel_id], deliver, seen, now, handing, left)
+            if read != "read":
+                (left.again if read == "again" else left.unread).append(channel_id)
             done.add(channel_id)
 
     try:
@@ -97,9 +133,54 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
                 looking.create_task(look())
     except TimeoutError:
         log.warning("discord: the catch-up did not finish within %g s: channel(s) %s not caught up; what was sent"
-                    " there while the gateway was down is looked for again at the next start", deadline,
+                    " there while the gateway was down is looked for again while live messages flow", deadline,
                     _listed([c for c in chosen if c not in done]))
-    return unread + [c for c in chosen if c not in done]
+    left.again += [c for c in chosen if c not in done]
+    return left
+
+
+async def reread(client: discord.Client, left: Left, after: Mapping[int, int], deliver: Deliver, seen: Seen,
+                 caught_up: Callable[[int], None], *, clock: Callable[[], float]) -> None:
+    """Read again the channels ``left.again``, one at a time, each once `Rereads.turn` lets it, after
+    the message ``after[channel_id]`` (its last one seen) and no later than the catch-up looked; each
+    read is `caught_up`. One whose read fails again goes after the others; one refused for good, or
+    all of them once what was missed is too old to answer, are left for the next start with a warning.
+    Live events flow meanwhile. Never raises but for a cancellation (a stop, a new session)."""
+    queue: deque[int] = deque(left.again)
+    while queue:
+        if not await left.rereads.turn():
+            log.warning("discord: channel(s) %s not caught up: their reads failed until what was sent there while"
+                        " the gateway was down was older than %g h; looked for again at the next start",
+                        _listed(list(queue)), MAX_AGE / 3600)
+            return
+        channel_id = queue.popleft()
+        read = await _read(client, channel_id, after[channel_id], deliver, seen, clock(), asyncio.Lock(), left)
+        if read == "read":
+            caught_up(channel_id)
+        elif read == "again":
+            queue.append(channel_id)
+
+
+async def _read(client: discord.Client, channel_id: int, after: int, deliver: Deliver, seen: Seen, now: float,
+                handing: asyncio.Lock, left: Left) -> Literal["read", "again", "unread"]:
+    """`_channel`: ``read``, or how it failed (logged; by ``left.rereads`` for a reason that passes):
+    ``again`` to be read again, ``unread`` left for the next start."""
+    name = f"channel {channel_id}"
+    try:
+        await _channel(client, channel_id, after, deliver, seen, now, handing, left.before)
+    except Exception as exc:
+        if left.rereads.failed(name, delivery_error(exc, route=HISTORY, chat_id=str(channel_id))):
+            return "again"
+        left.rereads.failing.pop(name, None)
+        log.warning("discord: could not catch up on channel %s: %s: %s; it is looked at again at the next start",
+                    channel_id, type(exc).__name__, exc)
+        return "unread"
+    left.rereads.read(name)
+    return "read"
+
+
+def _snowflake(epoch: float) -> int:
+    return discord.utils.time_snowflake(datetime.fromtimestamp(epoch, timezone.utc))
 
 
 def _listed(channels: list[int], most: int = 10) -> str:
@@ -108,7 +189,7 @@ def _listed(channels: list[int], most: int = 10) -> str:
 
 
 async def _channel(client: discord.Client, channel_id: int, after: int, deliver: Deliver, seen: Seen,
-                   now: float, handing: asyncio.Lock) -> None:
+                   now: float, handing: asyncio.Lock, before: int) -> None:
     channel: Any = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
     newest = getattr(channel, "last_message_id", None)
     if newest is not None and newest <= after:
@@ -116,7 +197,7 @@ async def _channel(client: discord.Client, channel_id: int, after: int, deliver:
     # Newest first, so that past the bound it is the oldest that are left out; one more than the
     # bound says whether any were.
     messages = [m async for m in channel.history(limit=MAX_MESSAGES + 1, after=discord.Object(after),
-                                                 oldest_first=False)]
+                                                 before=discord.Object(before), oldest_first=False)]
     left_out = len(messages) > MAX_MESSAGES
     messages = messages[:MAX_MESSAGES]
     if not messages:

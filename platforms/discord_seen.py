@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from platforms.base import SeenRecorder
 from platforms.recent import remember
@@ -30,7 +30,22 @@ class LastSeen:
         self.behind: set[int] = set()
         """Channels the last catch-up could not read or gave up on at its deadline: what was said there
         while the gateway was down is not handed over yet, so the last message seen stays put until a
-        catch-up reads them again (the inbox drops what was answered live meanwhile)."""
+        catch-up reads them (`caught_up`; the inbox drops what was answered live meanwhile)."""
+        self._meanwhile: dict[int, int] = {}
+        """Channels behind -> the newest message handed over there since: recorded once caught up."""
+
+    def not_caught_up(self, channels: Iterable[int]) -> None:
+        """A catch-up did not catch up on ``channels`` (none: one is about to begin, reading each channel
+        from its last message seen)."""
+        self.behind = set(channels)
+        self._meanwhile = {c: m for c, m in self._meanwhile.items() if c in self.behind}
+
+    def caught_up(self, channel_id: int) -> None:
+        """What was said in the channel while the gateway was down is handed over at last: the newest
+        message handed over there, by the catch-up or live meanwhile, is recorded."""
+        self.behind.discard(channel_id)
+        if (newest := self._meanwhile.pop(channel_id, None)) is not None:
+            self.seen(channel_id, newest)
 
     def bind(self, last_seen: Mapping[str, str], seen: SeenRecorder) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`)."""
@@ -42,7 +57,10 @@ class LastSeen:
     def seen(self, channel_id: int, message_id: int) -> None:
         """Everything up to ``message_id`` in the channel is handed over (events go in order), so a
         catch-up starts after it."""
-        if message_id <= self.last_seen.get(channel_id, 0) or channel_id in self.behind:
+        if message_id <= self.last_seen.get(channel_id, 0):
+            return
+        if channel_id in self.behind:
+            self._meanwhile[channel_id] = max(message_id, self._meanwhile.get(channel_id, 0))
             return
         remember(self.last_seen, channel_id, message_id, REMEMBERED_CHANNELS)
         # Written at every message, chatter not for the bot too, and not coalesced: one upsert in the

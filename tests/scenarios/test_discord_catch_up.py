@@ -89,6 +89,41 @@ async def test_a_slash_command_waiting_for_the_catch_up_when_the_gateway_stops_i
         "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
 
 
+async def test_a_message_whose_read_failed_at_start_is_answered_once_without_a_restart(
+        tmp_path, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The catch-up's read failed (Discord answering 503), and the message waited for the next start.
+    monkeypatch.setattr("platforms.discord_catch_up.FIRST_RETRY", 0.05)
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    dm = fake.dm_channel(USER)
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        fake.push_dm(USER, "before")
+        await fake.wait_for(lambda: fake.bot_messages(dm))
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    fake.push_dm(USER, "while down")
+    fake.fail_next(HISTORY, 503, times=2)
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        await fake.wait_for(lambda: len(fake.bot_messages(dm)) == 2)
+        fake.push_dm(USER, "and now")
+        await fake.wait_for(lambda: len(fake.bot_messages(dm)) == 3)
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert len(fake.calls_to(HISTORY)) == 3
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:  # recorded as seen: not read back and answered again (live messages wait for the catch-up)
+        fake.push_dm(USER, "after the restart")
+        await fake.wait_for(lambda: len(fake.bot_messages(dm)) >= 4)
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    assert [m.content for m in fake.bot_messages(dm)] == [
+        "echo: before", "echo: while down", "echo: and now", "echo: after the restart"]
+
+
 def test_the_inbox_remembers_an_event_at_least_as_long_as_the_catch_up_looks_back() -> None:
     # Else a message answered live long ago, found again by a catch-up, would be taken as new.
     assert inbox.RETENTION_SECONDS >= discord_catch_up.MAX_AGE
