@@ -1,0 +1,93 @@
+"""The catch-ups' policy for reads that failed (`platforms.rereads`), on its own: which failures are
+read again, after what wait, and when it gives up. Slack's and Discord's catch-ups follow it end to
+end in tests/platforms/test_slack_rereads.py and test_discord_rereads.py."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from platforms.base import BadRequest, Forbidden, NetworkError, NotFound, RateLimited, Unauthorized
+from platforms.connection import TokenWatch
+from platforms.rereads import Rereads
+
+log = logging.getLogger("tests.rereads")
+
+
+def rereads(token: TokenWatch | None = None, *, give_up_in: float = 3600.0, first: float = 0.05,
+            most: float = 0.1) -> Rereads:
+    return Rereads(token or TokenWatch("fake", "Fake", "fix it"), log, platform="fake",
+                   give_up_at=time.time() + give_up_in, clock=time.time, first=first, most=most)
+
+
+async def waited(policy: Rereads) -> tuple[bool, float]:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    go = await policy.turn()
+    return go, loop.time() - started
+
+
+@pytest.mark.parametrize("error", [NotFound("gone"), Forbidden("not_in_channel"), BadRequest("invalid_cursor"),
+                                   ValueError("a bug")], ids=lambda e: type(e).__name__)
+async def test_a_refusal_for_good_is_not_read_again_nor_waited_for(error: Exception) -> None:
+    policy = rereads()
+    assert not policy.failed("C1", error)
+    assert policy.failing == {}
+    go, wait = await waited(policy)
+    assert go and wait < 0.05
+
+
+async def test_an_outage_backs_off_doubling_up_to_the_most_and_a_read_ends_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="tests.rereads")
+    policy = rereads(first=0.05, most=0.1)
+    for expected in (0.05, 0.1, 0.1):
+        assert policy.failed("C1", NetworkError("internal_error"))
+        go, wait = await waited(policy)
+        assert go and wait >= expected
+    assert policy.failing == {"C1": 3}
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    policy.read("C1")
+    assert caplog.messages[-1] == "fake: catching up on C1: read at last, after 3 failed read(s)"
+    assert policy.failed("C2", NetworkError("internal_error"))
+    go, wait = await waited(policy)
+    assert go and wait < 0.1  # from the first wait again
+
+
+async def test_a_429_is_waited_out_for_its_retry_after() -> None:
+    policy = rereads()
+    assert policy.failed("C1", RateLimited("ratelimited", retry_after=0.2))
+    go, wait = await waited(policy)
+    assert go and wait >= 0.2
+
+
+async def test_a_refused_token_is_waited_for_until_a_call_with_it_succeeds() -> None:
+    token = TokenWatch("fake", "Fake", "fix it")
+    token.refused("a call answered invalid_auth")
+    policy = rereads(token)
+    assert policy.failed("C1", Unauthorized("invalid_auth"))
+    turn = asyncio.ensure_future(policy.turn())
+    await asyncio.sleep(0.2)  # far past any backoff: still waiting
+    assert not turn.done()
+    token.accepted()
+    assert await asyncio.wait_for(turn, 1.0)
+
+
+async def test_a_refusal_the_token_watch_did_not_see_backs_off_instead_of_asking_again_at_once() -> None:
+    policy = rereads(first=0.1)
+    assert policy.failed("C1", Unauthorized("invalid_auth"))
+    go, wait = await waited(policy)
+    assert go and wait >= 0.1
+
+
+async def test_it_gives_up_once_what_was_missed_is_too_old_even_while_waiting_for_the_token() -> None:
+    token = TokenWatch("fake", "Fake", "fix it")
+    token.refused("a call answered invalid_auth")
+    policy = rereads(token, give_up_in=0.2)
+    assert policy.failed("C1", Unauthorized("invalid_auth"))
+    go, wait = await asyncio.wait_for(waited(policy), 1.0)
+    assert not go and wait >= 0.15
+    assert not await rereads(give_up_in=0.0).turn()
