@@ -72,10 +72,10 @@ class StoreError(GatewayError):
     for the operator, naming the file and the fix."""
 
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
 dead letters; 4: each session's delegation backend; 5: chats that moved to a new id; 6: the user's
-message an outbox part quotes. Older files are migrated on open; a table added since (e.g.
+message an outbox part quotes; 7: whether an outbox part was tried. Older files are migrated on open; a table added since (e.g.
 gateway_last_seen) is created where missing."""
 
 
@@ -131,6 +131,7 @@ class GatewayStore:
                     self.sessions.split_transcripts()
                 self.sessions.add_backend_columns()
                 self.outbox.add_reply_to()
+                self.outbox.add_tried()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def _inbox_attempts(self) -> None:

@@ -29,7 +29,8 @@ SCHEMA = (
         chat_id TEXT NOT NULL, thread_id TEXT, kind TEXT NOT NULL, op TEXT NOT NULL, target_key TEXT,
         text, silent INTEGER NOT NULL, reply_token TEXT, turn_id TEXT, sequence INTEGER NOT NULL,
         status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL,
-        created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT, reply_to TEXT)""",
+        created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT, reply_to TEXT,
+        tried INTEGER NOT NULL DEFAULT 1)""",  # a row journaled without saying so (an older build's) may have been
     "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
     """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
         WHERE status = 'pending'""",
@@ -43,7 +44,7 @@ SCHEMA = (
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
             "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error, "
-            "reply_to")  # fmt: skip
+            "reply_to, tried")  # fmt: skip
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -95,6 +96,9 @@ class OutboxRow:
     last_error: str | None
     reply_to: str | None
     """The platform id of the user's message this part quotes, if any."""
+    tried: bool
+    """An attempt to post it may have begun (`OutboxRows.mark_tried`, committed before the call): a
+    part without it cannot have reached the platform, whichever process journaled it."""
 
     @property
     def chat(self) -> tuple[str, str, str | None]:
@@ -103,7 +107,7 @@ class OutboxRow:
 
 def _outbox_row(r: tuple) -> OutboxRow:
     return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _untext(r[8]), bool(r[9]), r[10], r[11],
-                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20])  # fmt: skip
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20], bool(r[21]))  # fmt: skip
 
 
 class OutboxRows:
@@ -116,6 +120,15 @@ class OutboxRows:
         columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
         if "reply_to" not in columns:
             self._db.write("ALTER TABLE gateway_outbox ADD COLUMN reply_to TEXT")
+
+    def add_tried(self) -> None:
+        """Schema < 7: each part records whether an attempt to post it may have begun. Nothing said so
+        before, so every existing part counts as tried (the column's default: no row is rewritten): the
+        process that journaled one still pending may have died sending it, and on Slack it is looked
+        up before it is posted, as every such part was."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
+        if "tried" not in columns:
+            self._db.write("ALTER TABLE gateway_outbox ADD COLUMN tried INTEGER NOT NULL DEFAULT 1")
 
     def commit(self) -> None:
         """Commit what is journaled now: the sender calls this right before every send."""
@@ -143,9 +156,9 @@ class OutboxRows:
     def _insert_message(self, m: NewMessage, now: float) -> int | None:
         cur = self._db.write(
             "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
-            " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to) VALUES (?,?,?,?,?,?,?,?,"
-            " ?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
-            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?)",
+            " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to, tried) VALUES (?,?,?,?,?,?,?,"
+            " ?,?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?, 0)",
             (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
              int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
@@ -188,6 +201,11 @@ class OutboxRows:
         """The chats (platform, chat_id, thread_id) with a pending row."""
         return {(r[0], r[1], r[2]) for r in
                 self._db.read("SELECT DISTINCT platform, chat_id, thread_id FROM gateway_outbox WHERE status='pending'")}
+
+    def mark_tried(self, row_id: int) -> None:
+        """An attempt to post the row is about to begin. The sender commits this before the call, so
+        a part the platform may have taken is never left unmarked, whatever crash comes between."""
+        self._db.write("UPDATE gateway_outbox SET tried=1 WHERE id=?", (row_id,))
 
     def record_attempt(self, row_id: int, error: str, next_attempt_at: float | None) -> None:
         """A retryable failure: count it; the row stays pending."""
@@ -245,7 +263,8 @@ class OutboxRows:
 
     def requeue(self, row_id: int) -> OutboxRow | None:
         """A failed row back to pending, as if journaled now (attempts from zero, so its give-up
-        clock restarts); None, changing nothing, unless it was failed."""
+        clock restarts), though still ``tried`` if it was: one given up on after an outage of lost
+        answers may be in the chat. None, changing nothing, unless it was failed."""
         cur = self._db.write("UPDATE gateway_outbox SET status='pending', attempts=0, next_attempt_at=NULL,"
                              " last_error=NULL, created_at=? WHERE id=? AND status='failed' AND op != 'split'",
                              (self._clock.time(), row_id))

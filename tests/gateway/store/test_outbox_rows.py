@@ -111,6 +111,35 @@ def test_a_schema_5_file_keeps_its_pending_parts_and_learns_to_quote(tmp_path):
         store.close()
 
 
+def test_a_part_is_untried_until_marked_and_stays_tried_when_retried(store):
+    [row_id] = store.outbox.add_messages([msg("m:0")])
+    assert not store.outbox.message("m:0").tried
+    store.outbox.mark_tried(row_id)
+    store.outbox.mark_failed(row_id, "NetworkError: gave up")
+    assert store.outbox.requeue(row_id).tried  # given up on after lost answers, it may be in the chat
+
+
+def test_a_schema_6_file_counts_every_part_it_holds_as_tried(tmp_path):
+    # A build before the mark could not tell a part it never tried from one it died sending.
+    path = tmp_path / "state.db"
+    GatewayStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE gateway_outbox DROP COLUMN tried")
+    db.execute("INSERT INTO gateway_outbox (key, platform, chat_id, kind, op, text, silent, sequence, status,"
+               " created_at) VALUES ('old:0', 'slack', 'C1', 'reply', 'send', 'in flight?', 0, 0, 'pending', 1.0)")
+    db.execute("UPDATE gateway_meta SET value='6' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    store = GatewayStore(path)
+    try:
+        assert store.outbox.message("old:0").tried
+        store.outbox.add_messages([msg("new:0")])
+        assert not store.outbox.message("new:0").tried
+        assert store.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")[0] == str(SCHEMA_VERSION)
+    finally:
+        store.close()
+
+
 def test_a_failed_parts_quote_goes_to_the_next_message_of_its_turn_in_its_chat(store):
     # What the sender's `gateway.quote_passing` builds on: progress messages, other turns and other
     # chats never take it; a part quoting a message already keeps its quote.
