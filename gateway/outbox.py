@@ -15,7 +15,10 @@ Guarantees:
   adapter returns. Pending parts are sent by the next `Outbox.start` after a
   restart. The one gap: a process that dies (or an outbox closed) while an adapter
   call is in flight sends that part again; adapters pass the key on as a nonce
-  where the platform dedupes.
+  where the platform dedupes, and where it can be asked (`platforms.base.FindsSent`)
+  the part is looked up first. A new message is marked tried in the commit before its
+  first attempt, so after a restart only those are looked up: one never tried goes
+  straight out (a crash between the mark and the call costs a lookup that finds nothing).
 - **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
   one exception: progress messages (``notice`` parts: notices and progress cards) give
   way to everything else, so a reply never waits behind a card edit. Calls are paced
@@ -352,7 +355,7 @@ class Outbox:
         chat = (platform, chat_id, thread_id)
         self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
         dropped = self.drop(*chat, lambda r: r.id == target.id) == 1
-        # Journaled before this start, it may have gone out just before the last process died.
+        # Tried before this start, it may have gone out just before the last process died.
         return dropped and self._current.get(chat) != target.id and not self._sender.maybe_sent(target)
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:

@@ -98,13 +98,13 @@ class Sender:
                 adapter.bind_turns(functools.partial(self._turn_aside, name))
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
-        """Parts journaled before this may have been in flight when the last process died."""
+        """Parts journaled since cannot have been tried by the last process."""
         self._give_up = GiveUpClocks(clock, self._holds, started=self._started, give_up_after=give_up_after,
                                      default_give_up=default_give_up)
         self._unsure: set[int] = set()
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
-        self._asked: set[int] = set()
-        """Parts journaled before the start that the platform was asked about already."""
+        self._accounted: set[int] = set()
+        """Parts journaled before the start that this process marked tried, or asked the platform about."""
         self._attempting: set[int] = set()
         """Parts on their way to the platform now (an attempt not answered yet)."""
         self._waited: set[int] = set()
@@ -118,7 +118,7 @@ class Sender:
     @property
     def remembered(self) -> int:
         """Parts the sender keeps something about in memory between attempts (none once final)."""
-        return len(self._unsure | self._asked | self._waited)
+        return len(self._unsure | self._accounted | self._waited)
 
     def journaled(self, row_id: int) -> None:
         """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
@@ -250,6 +250,11 @@ class Sender:
                 stale = True
                 continue
             if not lookup:
+                if row.op in ("send", "file") and not row.tried and row.id not in self._accounted:
+                    # A new message, marked tried in the same commit: one the platform may take is never
+                    # left unmarked by a crash, so the next start looks up only those (`maybe_sent`).
+                    self._store.mark_tried(row.id)
+                    self._accounted.add(row.id)
                 # Journaled durably before it can reach the platform. A commit that fails is the
                 # store's failure, not the platform's: raised to the chat, which holds and backs off,
                 # never counted toward give_up_after (the platform has not seen the part).
@@ -382,8 +387,10 @@ class Sender:
 
     def maybe_sent(self, row: OutboxRow) -> bool:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
-        was lost, or it was journaled before this start (the last process may have died sending it)."""
-        return row.id in self._unsure or (row.created_at < self._started and row.id not in self._asked)
+        was lost, or the last process tried it (it may have died sending it; one it never tried, marked
+        so in the store, cannot have gone out)."""
+        earlier = row.tried and row.created_at < self._started and row.id not in self._accounted
+        return row.id in self._unsure or earlier
 
     async def _find_sent(self, adapter: FindsSent, row: OutboxRow, unknown: str = "sending it") -> str | None:
         """Ask the platform whether ``row`` went out already; None (send it) when it did not or
@@ -392,7 +399,7 @@ class Sender:
         outage that lost the answer to a post often loses the lookup too, and sending then, blind,
         would post it twice once it is over."""
         self._unsure.discard(row.id)
-        self._asked.add(row.id)
+        self._accounted.add(row.id)
         try:
             found = await adapter.find_sent(_outbound(row), row.created_at)
         except RateLimited as exc:
@@ -422,7 +429,7 @@ class Sender:
     def _forget(self, row: OutboxRow) -> None:
         self._give_up.forget(row.id)
         self._unsure.discard(row.id)
-        self._asked.discard(row.id)
+        self._accounted.discard(row.id)
         self._waited.discard(row.id)
 
     async def _attempt(

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import logging
 import random
+import sqlite3
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -818,6 +819,32 @@ async def test_wait_sent_times_out(make):
 
 def store_status(outbox: Outbox, key: str) -> str:
     return outbox._store.message(key).status
+
+
+async def test_a_new_message_is_marked_tried_durably_before_the_adapter_sees_it(tmp_path, make, store, clock):
+    # After a restart only parts marked tried are looked up (`platforms.base.FindsSent`): one posted
+    # unmarked would go out twice. A crash between the mark and the call costs a lookup finding nothing.
+    committed: list[tuple[str, int]] = []
+
+    class Checking(FakeAdapter):
+        async def send(self, message: Outbound) -> Sent:
+            with contextlib.closing(sqlite3.connect(tmp_path / "state.db")) as db:  # what a crash now leaves
+                committed.append(db.execute("SELECT key, tried FROM gateway_outbox WHERE key=?",
+                                            (message.idempotency_key,)).fetchone())
+            return await super().send(message)
+
+    adapter = Checking(clock=clock)
+    adapter.gate.clear()
+    outbox = await make(adapter)
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+    await adapter.until(lambda: len(adapter.calls) == 1)
+    assert [store.message(k).tried for k in ("a:0", "b:0")] == [True, False]  # the next waits untried
+    outbox.enqueue_edit("fake", "c1", None, "a:0", "first, edited", key="e")
+    adapter.gate.set()
+    assert await outbox.flush(timeout=WAIT)
+    assert committed == [("a:0", 1), ("b:0", 1)]
+    assert not store.message("e:0").tried  # an edit puts nothing new in the chat: nothing to look up
 
 
 async def test_restart_sends_each_pending_message_once_and_sent_ones_never_again(tmp_path, clock):

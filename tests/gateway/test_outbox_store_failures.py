@@ -20,7 +20,7 @@ from gateway.store import GatewayStore
 from platforms.base import Forbidden, NetworkError, Unauthorized
 from tests.gateway.test_outbox import WAIT, FakeAdapter
 
-REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part
+REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part (or that it is tried)
     "sent": "CREATE TRIGGER refuse BEFORE UPDATE OF status ON gateway_outbox"
             " WHEN NEW.status = 'sent' AND NEW.chat_id = 'c1'"
             " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
@@ -30,11 +30,14 @@ REFUSE = {  # each refuses, in chat c1 only, the write that records what became 
     "retried": "CREATE TRIGGER refuse BEFORE UPDATE OF attempts ON gateway_outbox"
                " WHEN NEW.status = 'pending' AND NEW.chat_id = 'c1'"
                " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    "tried": "CREATE TRIGGER refuse BEFORE UPDATE OF tried ON gateway_outbox WHEN NEW.chat_id = 'c1'"
+             " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
 }
 OUTCOME = {  # what the platform does with the first part, and how often it is asked to
     "sent": ([], 1),
     "failed": ([Forbidden("bot was blocked")], 1),  # final: not asked again
     "retried": ([NetworkError("HTTP 502")] * 3, 4),  # asked until it goes
+    "tried": ([], 1),  # never asked before its attempt is marked: a restart would not look it up
 }
 
 

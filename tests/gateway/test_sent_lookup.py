@@ -4,7 +4,9 @@ sent again (`platforms.base.FindsSent`): the real SlackAdapter against the loopb
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 
 import pytest
@@ -93,7 +95,8 @@ async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_pa
     assert lookups.outcomes == ["slack:found"]
 
 
-async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters):
+@pytest.mark.parametrize("upgraded", [False, True], ids=["same_build", "upgraded"])
+async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters, upgraded):
     path = tmp_path / "state.db"
     store1 = GatewayStore(path)
     outbox1 = Outbox(store1.outbox, {"slack": await adapters()})
@@ -103,6 +106,10 @@ async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart
     await fake.wait_for(lambda: bot_posts(fake))
     await outbox1.close()  # the process dies before it knows the post went out
     store1.close()
+    if upgraded:  # it was a build that did not mark the parts it tried (schema 6): all of them count as tried
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("ALTER TABLE gateway_outbox DROP COLUMN tried")
+            db.execute("UPDATE gateway_meta SET value='6' WHERE key='schema_version'")
 
     store2 = GatewayStore(path)
     outbox2 = Outbox(store2.outbox, {"slack": await adapters()})
@@ -255,7 +262,7 @@ class CountedSlack(SlackAdapter):
 @pytest.mark.parametrize("answer", ["found", "not_found", "outage", "stopped"])
 async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_comes(tmp_path, fake, adapters,
                                                                                        answer):
-    """The turn, run again after a restart, finalises a card the dead process left pending (it may
+    """The turn, run again after a restart, finalises a card the dead process was posting (it may
     have gone out): the edit's look-up is made once. Found, the edit finishes the card; not found,
     or not answered (Slack in an outage, or the adapter stopped as the gateway shuts down), the edit
     is dropped and the card stays as it is: asking again would get the same answer, in a loop that
@@ -264,14 +271,14 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     dead = await adapters()
     first = Outbox(store.outbox, {"slack": dead})
     ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
+    await first.start()
+    released = fake.hold("chat.postMessage")
     if answer == "not_found":
-        await first.close()  # the process dies before it posts the card
-    else:
-        await first.start()
-        released = fake.hold("chat.postMessage")
-        await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
-        await first.close()  # the process dies with the post in flight
-        released.set()  # Slack posts it all the same
+        fake.fail_next("chat.postMessage", "internal_error", status=500)  # Slack never takes it
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    await first.close()  # the process dies with the post in flight
+    released.set()
+    if answer != "not_found":  # Slack posts it all the same
         await fake.wait_for(lambda: bot_posts(fake))
     await dead.stop()
 
@@ -291,6 +298,28 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     posted = {"found": ["✓ Done"], "not_found": []}.get(answer, ["⏳ Working…"])
     assert [m["text"] for m in bot_posts(fake)] == posted
     assert store.outbox.message("card-final-r2:0").status == ("sent" if answer == "found" else "dropped")
+    store.close()
+
+
+async def test_a_card_a_dead_process_never_tried_to_post_is_withdrawn_without_a_lookup(tmp_path, fake, adapters):
+    """The dead process journaled the card but never began to post it (its turn was queued behind
+    others): it cannot be in the chat, so the turn, run again, withdraws it for sure, asking Slack nothing."""
+    store = GatewayStore(tmp_path / "state.db")
+    first = Outbox(store.outbox, {"slack": await adapters()})
+    ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
+    await first.close()  # the process dies before it tries to post the card
+    slack = CountedSlack(fake, bound=0)
+    await slack.start(_ignore, [])
+    again = Outbox(store.outbox, {"slack": slack})
+    ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2").finish("✓ Done", delete=False)
+    await again.start()
+    assert await again.flush(timeout=WAIT)
+    await again.close()
+    await slack.stop()
+    assert slack.lookups == 0 and fake.calls_to("conversations.history") == []
+    assert bot_posts(fake) == [] and fake.calls_to("chat.postMessage") == []
+    assert store.outbox.message("card:0").status == "dropped"
+    assert store.outbox.message("card-final-r2:0") is None  # nothing to finalise
     store.close()
 
 
@@ -389,3 +418,40 @@ async def test_a_lookup_refused_twice_still_holds_the_other_chats_lookups(tmp_pa
     store.close()
     assert len(reads) == 3 and reads[2] >= reads[1] + 5 - 0.5  # C1's lookup waited the second refusal out
     assert len(bot_posts(fake, "C1")) == 1
+
+
+async def test_after_a_restart_only_the_parts_the_dead_process_began_to_post_are_looked_up(tmp_path, fake, adapters):
+    # Every part journaled before the start was looked up first, though most had never been tried:
+    # a backlog across a workspace's channels took a lookup's turn each (one every 1.2 s), N x 1.2 s
+    # before it went out. The clock stands still here, so a part waiting for a lookup's turn never goes.
+    clock, path = FakeClock(autojump=False), tmp_path / "state.db"
+    store = GatewayStore(path, clock=clock)
+    dead = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await dead.start()
+    released = fake.hold("chat.postMessage")
+    dead.enqueue("slack", "C0", None, "in flight", kind="reply", key="t0")
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    dead.enqueue("slack", "C0", None, "queued behind it", kind="reply", key="t1")
+    await dead.close()  # the process dies with the post in flight
+    backlog = [f"C{n}" for n in range(1, 11)]
+    for channel in backlog:  # and what it journaled as it went down, never tried
+        dead.enqueue("slack", channel, None, f"backlog in {channel}", kind="reply", key=f"b-{channel}")
+    released.set()  # Slack posts the one in flight all the same
+    await fake.wait_for(lambda: bot_posts(fake, "C0"))
+    store.close()
+    clock.advance(60)
+
+    store = GatewayStore(path, clock=clock)  # the next start, on the same state
+    assert [store.outbox.message(k).tried for k in ("t0:0", "t1:0", "b-C1:0")] == [True, False, False]
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await outbox.start()
+    await fake.wait_for(lambda: all(bot_posts(fake, c) for c in backlog) and store.outbox.message("t0:0").status
+                        == "sent")
+    assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["C0"]
+    await run_clock_until(clock, lambda: store.outbox.message("t1:0").status == "sent", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert [m["text"] for m in bot_posts(fake, "C0")] == ["in flight", "queued behind it"]  # not doubled
+    assert [len(bot_posts(fake, c)) for c in backlog] == [1] * len(backlog)
+    assert len(fake.calls_to("conversations.history")) == 1
+
