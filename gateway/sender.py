@@ -67,6 +67,11 @@ def _piece_name(i: int) -> str:
     return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
 
 
+def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
+    """Whether ``row`` can be looked up; one never to be found (a slash command's answer) takes no lookup's turn."""
+    return isinstance(adapter, FindsSent) and adapter.findable(_outbound(row))
+
+
 def _outbound(row: OutboxRow) -> Outbound:
     return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
                     reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
@@ -241,7 +246,7 @@ class Sender:
                     return False
                 stale = True
                 continue
-            lookup = row.op == "send" and self.maybe_sent(row) and isinstance(adapter, FindsSent)
+            lookup = row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
             pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress,
                                       op="lookup" if lookup else account_op(row.op, edit_of))
             if pause > 0:
@@ -566,7 +571,7 @@ class Sender:
     def _withdrawn_maybe_sent(self, adapter: Adapter | None, row: OutboxRow) -> bool:
         """A dropped part the platform can be asked about, which may have gone out all the same."""
         maybe_sent = row.id in self._unsure or (row.op == "send" and self.maybe_sent(row))
-        return row.status == "dropped" and maybe_sent and isinstance(adapter, FindsSent)
+        return row.status == "dropped" and maybe_sent and _findable(adapter, row)
 
     async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its

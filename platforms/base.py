@@ -438,6 +438,11 @@ class FindsSent(Protocol):
         epoch time ``since``, or None when there is none to be found (it is then sent). Raises
         `DeliveryError` when the platform cannot tell."""
 
+    def findable(self, message: Outbound) -> bool:
+        """Whether `find_sent` could ever find ``message`` (Slack: a post with its key, not a slash
+        command's answer). The outbox sends one it could not without a lookup, and without waiting
+        for a lookup's turn among the platform's (`platforms.pacing.Pacing.account_lookup_interval`)."""
+
 
 IndicatorLeft = Callable[[str, str | None], None]
 """``left(chat_id, thread_id)``: an indicator the adapter could not remove is still in that chat."""

@@ -516,8 +516,7 @@ class SlackAdapter:
         return Sent(message_id=resp["ts"])
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
-        """The ``ts`` of the message posted with this idempotency key since ``since``
-        (`platforms.slack_history.find_sent`)."""
+        """The ``ts`` of the message posted with this key since ``since`` (`platforms.slack_history.find_sent`)."""
         pages = 0
 
         async def read(chat_id: str, thread_id: str | None, **kw: Any) -> tuple[list[dict[str, Any]], str | None]:
@@ -526,6 +525,8 @@ class SlackAdapter:
             return await (self._page if pages == 1 else self._reads)(chat_id, thread_id, **kw)
 
         return await slack_history.find_sent(read, message, since)
+
+    findable = staticmethod(slack_history.findable)  # a slash command's answer cannot be looked up
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):

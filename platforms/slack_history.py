@@ -99,11 +99,19 @@ def _counted_nowhere(chat_id: str, op: str | None = None, refused_for: float = 0
     return None
 
 
+def findable(message: Outbound) -> bool:
+    """Whether `find_sent` can find ``message`` at all: a post carrying its key in its metadata. An
+    answer to a slash command (``reply_token``) goes to the command's ``response_url`` or as an
+    ephemeral message, which carry no metadata and which no conversation's history keeps; a part
+    without a key was posted without metadata."""
+    return not message.reply_token and bool(message.idempotency_key)
+
+
 async def find_sent(read: Page, message: Outbound, since: float) -> str | None:
     """The ``ts`` of the message posted with this idempotency key in its conversation (the
     thread's replies, or the channel's history) since ``since``, reading at most
-    `LOOKUP_PAGES` pages through ``read``; answers to slash commands cannot be looked up."""
-    if message.reply_token or not message.idempotency_key:
+    `LOOKUP_PAGES` pages through ``read``; None, reading nothing, for one it cannot find (`findable`)."""
+    if not findable(message):
         return None
     oldest, cursor = f"{max(0.0, since - _CLOCK_SKEW):.6f}", None
     for _ in range(LOOKUP_PAGES):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
@@ -455,3 +456,34 @@ async def test_after_a_restart_only_the_parts_the_dead_process_began_to_post_are
     assert [len(bot_posts(fake, c)) for c in backlog] == [1] * len(backlog)
     assert len(fake.calls_to("conversations.history")) == 1
 
+
+async def test_a_slash_commands_answer_takes_no_lookups_turn(tmp_path, fake, adapters):
+    # Slack keeps no answer to a slash command where a lookup could find it (it goes to the command's
+    # response_url, or as an ephemeral message), so find_sent reads nothing for it; it took a lookup's
+    # 1.2 s turn all the same, and made another chat's lookup wait for it. The clock stands still here.
+    clock, path = FakeClock(autojump=False), tmp_path / "state.db"
+    store, lookups = GatewayStore(path, clock=clock), Lookups()
+    dead = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
+    await dead.start()
+    held = [fake.hold("chat.postEphemeral"), fake.hold("chat.postMessage")]
+    fake.fail_next("response_url", "expired_url", status=404)  # answered with chat.postEphemeral instead
+    token = json.dumps({"response_url": f"{fake.base_url}/response/R1", "channel": "C1", "user": "U1"})
+    dead.enqueue("slack", "C1", None, "the command's answer", kind="command", key="c1", reply_token=token)
+    dead.enqueue("slack", "C2", None, "the answer", kind="reply", key="t2")
+    await fake.wait_for(lambda: fake.calls_to("chat.postEphemeral") and fake.calls_to("chat.postMessage"))
+    await dead.close()  # the process dies with both in flight
+    for release in held:
+        release.set()
+    await fake.wait_for(lambda: bot_posts(fake, "C2"))
+    store.close()
+    clock.advance(60)
+
+    store = GatewayStore(path, clock=clock)
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock, events=lookups.events)
+    await outbox.start()
+    await outbox.wait_sent("c1:0", timeout=WAIT)
+    await outbox.wait_sent("t2:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert lookups.outcomes == ["slack:found"]  # the post's; the answer was sent again, as it cannot be found
+    assert len(bot_posts(fake, "C2")) == 1 and len(fake.calls_to("conversations.history")) == 1

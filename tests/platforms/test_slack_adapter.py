@@ -738,10 +738,13 @@ async def test_find_sent_finds_a_post_by_its_idempotency_key_in_the_channel_and_
     assert await slack.find_sent(Outbound("C1", parent.message_id, "x", idempotency_key="t2:reply:0"), since) == \
         reply.message_id
     assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="never-sent:0"), since) is None
-    # Nothing to look up without a key, nor for a slash command's answer.
+    # Nothing to look up without a key, nor for a slash command's answer: the outbox sends those unasked.
     assert await slack.find_sent(Outbound("C1", None, "x"), since) is None
     assert await slack.find_sent(Outbound("C1", None, "x", idempotency_key="t1:reply:0", reply_token="{}"),
                                  since) is None
+    assert not slack.findable(Outbound("C1", None, "x"))
+    assert not slack.findable(Outbound("C1", None, "x", idempotency_key="t1:reply:0", reply_token="{}"))
+    assert slack.findable(Outbound("C1", "1.2", "x", idempotency_key="t1:reply:0"))
     history = fake.calls_to("conversations.history")
     assert len(history) == 2 and history[0].params["include_all_metadata"] in ("1", "true", True)
     assert fake.calls_to("conversations.replies")[0].params["ts"] == parent.message_id
