@@ -151,6 +151,19 @@ class Sender:
             return True
         return await self._deliver(adapter, row, preempt)
 
+    def _commit_before_call(self, row: OutboxRow) -> None:
+        """Journal ``row`` durably before it can reach the platform, a new message marked tried (`maybe_sent`).
+        A failed commit is the store's: raised to the chat, which backs off (never toward give_up_after),
+        leaving its probe of a held platform to another part."""
+        try:
+            if row.op in ("send", "file") and not row.tried and row.id not in self._accounted:
+                self._store.mark_tried(row.id)
+                self._accounted.add(row.id)
+            self._store.commit()
+        except BaseException:
+            self._holds.release(row.platform, row.id)
+            raise
+
     def _close(self, row: OutboxRow, exc: Closed) -> None:
         """``row``'s platform takes nothing more from this process: the row stays pending, its
         attempt recorded (not toward giving up: the next start's clock counts no time it was tried),
@@ -254,21 +267,13 @@ class Sender:
                     return False
                 stale = True
                 continue
-            if not lookup:
-                if row.op in ("send", "file") and not row.tried and row.id not in self._accounted:
-                    # A new message, marked tried in the same commit: one the platform may take is never
-                    # left unmarked by a crash, so the next start looks up only those (`maybe_sent`).
-                    self._store.mark_tried(row.id)
-                    self._accounted.add(row.id)
-                # Journaled durably before it can reach the platform. A commit that fails is the
-                # store's failure, not the platform's: raised to the chat, which holds and backs off,
-                # never counted toward give_up_after (the platform has not seen the part).
-                self._store.commit()
             if (held := self._holds.claim(row.platform, row.id)) > 0:  # held: another part tries for all
                 if not await self._pacer.wait(held, preempt, self._holds.changed(row.platform)):
                     return False
                 stale = True
                 continue
+            if not lookup:
+                self._commit_before_call(row)
             try:
                 if lookup:
                     # Counted from its start: the other chats' lookups keep their distance meanwhile.

@@ -160,6 +160,19 @@ async def test_replies_written_while_the_token_is_refused_go_out_once_in_order_w
     assert len(said) == 1 and "refuses the bot's credentials" in said[0]  # one line, not one per reply or try
 
 
+async def test_a_reply_held_for_the_refused_token_is_not_marked_tried(platform, outbox, clock):
+    # Only a part about to be sent is: marked, each held chat's first reply would be looked up after a
+    # restart (Slack: one every 1.2 s), though the platform never saw it.
+    outbox, store = outbox
+    name, (one, two) = platform.adapter.name, platform.chats
+    platform.revoke()
+    outbox.enqueue(name, one, None, "first", kind="reply", key="a")
+    await wait_until(lambda: store.outbox.message("a:0").last_error, WAIT)  # held from now on
+    outbox.enqueue(name, two, None, "other chat", kind="reply", key="c")
+    await clock.until_sleeping(2)  # both chats wait for the platform to take the token again
+    assert [store.outbox.message(k).tried for k in ("a:0", "c:0")] == [True, False]
+
+
 async def test_a_refusal_in_one_chat_still_fails_its_reply_at_once(platform, outbox, clock):
     outbox, store = outbox
     name, (one, _) = platform.adapter.name, platform.chats
