@@ -17,8 +17,9 @@ Guarantees:
   call is in flight sends that part again; adapters pass the key on as a nonce
   where the platform dedupes, and where it can be asked (`platforms.base.FindsSent`)
   the part is looked up first. A new message is marked tried in the commit before its
-  first attempt, so after a restart only those are looked up: one never tried goes
-  straight out (a crash between the mark and the call costs a lookup that finds nothing).
+  first attempt (journaled so when its chat has nothing queued: it goes at once), so after a
+  restart only those are looked up: one never tried goes straight out (a crash between the
+  mark and the call costs a lookup that finds nothing).
 - **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
   one exception: progress messages (``notice`` parts: notices and progress cards) give
   way to everything else, so a reply never waits behind a card edit. Calls are paced
@@ -262,9 +263,11 @@ class Outbox:
     def _enqueue_parts(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
                        key: str, turn_id: str | None, silent: bool, reply_token: str | None,
                        reply_to: str | None) -> list[str]:
+        now = self._sends_now((platform, chat_id, thread_id))
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
                            reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
-                           reply_to=reply_to if i == 0 else None)  # the rest follow it: quoted once is enough
+                           reply_to=reply_to if i == 0 else None,  # the rest follow it: quoted once is enough
+                           tried=now and i == 0)
                 for i, part in enumerate(parts)]  # fmt: skip
         # Journaling tells whether the message was journaled before, in the same statement.
         ids = self._store.add_new_messages(rows) if rows else None
@@ -280,7 +283,8 @@ class Outbox:
         ``turn_id``'s messages (a webhook caller reads them by turn), quoting ``reply_to`` as
         `enqueue`'s first part does. False, adding nothing, when ``key`` was journaled before."""
         rows = [NewMessage(key, platform, chat_id, thread_id, caption, kind="interim", op="file", turn_id=turn_id,
-                           sequence=None if turn_id else 0, reply_to=reply_to)]
+                           sequence=None if turn_id else 0, reply_to=reply_to,
+                           tried=self._sends_now((platform, chat_id, thread_id)))]
         ids = self._store.add_new_messages(rows)
         if ids is None:
             return False
@@ -444,6 +448,12 @@ class Outbox:
 
     def _journal(self, rows: list[NewMessage]) -> None:
         self._queue(rows, self._store.add_messages(rows))
+
+    def _sends_now(self, chat: ChatKey) -> bool:
+        """Whether a part journaled now for ``chat`` is tried at once (its chat has nothing queued, its
+        platform takes calls; a pace may hold it a second or so): it is journaled tried, in the commit
+        its journaling needs anyway, so the sender's mark before its call writes nothing."""
+        return self._started and not self._closed and not self._queues.get(chat) and self._sender.calls(chat[0])
 
     def _queue(self, rows: list[NewMessage], ids: list[int | None]) -> None:
         """Queue the rows just journaled (None: a key journaled before, left alone)."""

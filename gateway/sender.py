@@ -174,6 +174,10 @@ class Sender:
                      " next start", row.platform, _describe(exc))
         self._store.record_attempt(row.id, _describe(exc), None)
 
+    def calls(self, platform: str) -> bool:
+        """Whether ``platform``'s parts are tried as their turn comes: neither `Closed` nor held for its credentials."""
+        return platform in self._adapters and platform not in self._closed and self._holds.changed(platform) is None
+
     def waiting_beyond(self, tasks: Collection[asyncio.Task[object]], seconds: float) -> bool:
         """Whether every one of ``tasks`` (chats' senders) waits (pacing, a 429, a backoff) past
         ``seconds`` from now; ``on_wait`` is called each time one begins to wait."""

@@ -66,6 +66,8 @@ class NewMessage:
     sequence: int | None = None
     reply_to: str | None = None
     """The platform id of the user's message this part answers (`platforms.base.Outbound.reply_to`)."""
+    tried: bool = False
+    """Journaled as tried (`OutboxRow.tried`): it goes out at once, so marking it costs no commit of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +99,8 @@ class OutboxRow:
     reply_to: str | None
     """The platform id of the user's message this part quotes, if any."""
     tried: bool
-    """An attempt to post it may have begun (`OutboxRows.mark_tried`, committed before the call): a
-    part without it cannot have reached the platform, whichever process journaled it."""
+    """An attempt to post it may have begun (`OutboxRows.mark_tried`, committed before the call; or it was
+    journaled so, about to go at once): a part without it cannot have reached the platform."""
 
     @property
     def chat(self) -> tuple[str, str, str | None]:
@@ -158,9 +160,9 @@ class OutboxRows:
             "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
             " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to, tried) VALUES (?,?,?,?,?,?,?,"
             " ?,?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
-            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?, 0)",
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?, ?)",
             (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
-             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to))  # fmt: skip
+             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to, int(m.tried)))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def message(self, key: str) -> OutboxRow | None:

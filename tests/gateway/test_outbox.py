@@ -824,6 +824,7 @@ def store_status(outbox: Outbox, key: str) -> str:
 async def test_a_new_message_is_marked_tried_durably_before_the_adapter_sees_it(tmp_path, make, store, clock):
     # After a restart only parts marked tried are looked up (`platforms.base.FindsSent`): one posted
     # unmarked would go out twice. A crash between the mark and the call costs a lookup finding nothing.
+    # One journaled into an idle chat is journaled tried, costing no commit of its own.
     committed: list[tuple[str, int]] = []
 
     class Checking(FakeAdapter):
@@ -836,10 +837,11 @@ async def test_a_new_message_is_marked_tried_durably_before_the_adapter_sees_it(
     adapter = Checking(clock=clock)
     adapter.gate.clear()
     outbox = await make(adapter)
-    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")  # goes at once: journaled tried
     outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+    assert [store.message(k).tried for k in ("a:0", "b:0")] == [True, False]
     await adapter.until(lambda: len(adapter.calls) == 1)
-    assert [store.message(k).tried for k in ("a:0", "b:0")] == [True, False]  # the next waits untried
+    assert not store.message("b:0").tried  # it waits its turn untried: marked only right before its call
     outbox.enqueue_edit("fake", "c1", None, "a:0", "first, edited", key="e")
     adapter.gate.set()
     assert await outbox.flush(timeout=WAIT)

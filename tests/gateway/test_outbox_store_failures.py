@@ -20,7 +20,7 @@ from gateway.store import GatewayStore
 from platforms.base import Forbidden, NetworkError, Unauthorized
 from tests.gateway.test_outbox import WAIT, FakeAdapter
 
-REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part (or that it is tried)
+REFUSE = {  # each refuses, in chat c1 only, the write that records what became of a part
     "sent": "CREATE TRIGGER refuse BEFORE UPDATE OF status ON gateway_outbox"
             " WHEN NEW.status = 'sent' AND NEW.chat_id = 'c1'"
             " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
@@ -30,14 +30,11 @@ REFUSE = {  # each refuses, in chat c1 only, the write that records what became 
     "retried": "CREATE TRIGGER refuse BEFORE UPDATE OF attempts ON gateway_outbox"
                " WHEN NEW.status = 'pending' AND NEW.chat_id = 'c1'"
                " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
-    "tried": "CREATE TRIGGER refuse BEFORE UPDATE OF tried ON gateway_outbox WHEN NEW.chat_id = 'c1'"
-             " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
 }
 OUTCOME = {  # what the platform does with the first part, and how often it is asked to
     "sent": ([], 1),
     "failed": ([Forbidden("bot was blocked")], 1),  # final: not asked again
     "retried": ([NetworkError("HTTP 502")] * 3, 4),  # asked until it goes
-    "tried": ([], 1),  # never asked before its attempt is marked: a restart would not look it up
 }
 
 
@@ -84,6 +81,35 @@ async def test_a_part_whose_outcome_cannot_be_recorded_holds_its_chat_until_it_i
     assert adapter.texts("c1") == (["second"] if refused == "failed" else ["first", "second"])
     assert state.outbox.message("a:0").status == ("failed" if refused == "failed" else "sent")
     assert state.outbox.message("b:0").status == "sent"
+
+
+async def test_a_part_that_cannot_be_marked_tried_is_not_sent_until_it_is(tmp_path, caplog):
+    # A restart looks up only the parts marked tried: one sent unmarked could go out twice. Journaled
+    # before the start, the parts are untried, so the sender marks each before its call.
+    clock = FakeClock(autojump=False)
+    state = GatewayStore(tmp_path / "state.db", clock=clock)
+    adapter = FakeAdapter(clock=clock)
+    outbox = Outbox(state.outbox, {"fake": adapter}, clock=clock, rng=random.Random(7))
+    try:
+        outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+        outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+        outbox.enqueue("fake", "c2", None, "elsewhere", kind="reply", key="c")
+        state.db.write("CREATE TRIGGER refuse BEFORE UPDATE OF tried ON gateway_outbox WHEN NEW.chat_id = 'c1'"
+                       " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        await outbox.start()
+        for _ in range(2):  # the chat backs off and tries again, the store still refusing
+            await clock.until_sleeping()
+            await adapter.until(lambda: "elsewhere" in adapter.texts())  # other chats go on
+            assert adapter.texts("c1") == [] and not state.outbox.message("a:0").tried
+            clock.advance(60)
+        assert any(r.name == "gateway.outbox" and r.levelno == logging.ERROR and "c1" in r.getMessage()
+                   for r in caplog.records)
+        state.db.write("DROP TRIGGER refuse")
+        await recover(outbox, clock)
+        assert [text for _, chat, text, _ in adapter.calls if chat == "c1"] == ["first", "second"]
+    finally:
+        await outbox.close()
+        state.close()
 
 
 async def test_a_part_that_cannot_be_read_holds_its_chat_until_it_can(setup, caplog):
