@@ -146,6 +146,7 @@ class SlackAdapter:
     """A file's caption is the ``initial_comment`` Slack posts with it, as long as a post may be."""
     typing_interval = 30.0
     """The placeholder does not lapse; a refresh only re-posts one whose post failed."""
+    findable = staticmethod(slack_history.findable)  # for `find_sent`: a slash command's answer it cannot find
 
     def __init__(
         self,
@@ -525,8 +526,6 @@ class SlackAdapter:
             return await (self._page if pages == 1 else self._reads)(chat_id, thread_id, **kw)
 
         return await slack_history.find_sent(read, message, since)
-
-    findable = staticmethod(slack_history.findable)  # a slash command's answer cannot be looked up
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         if message_id.startswith(EPHEMERAL):
