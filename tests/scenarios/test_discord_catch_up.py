@@ -25,6 +25,20 @@ def echo(request: ModelRequest) -> dict:
     return {"text": f"echo: {request.messages[-1]['content']}"}
 
 
+async def answered_then_down(tmp_path, fake: FakeDiscord):
+    """A gateway that answered one DM and stopped: its config, for the next start, and the DM channel."""
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    dm = fake.dm_channel(USER)
+    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
+    try:
+        fake.push_dm(USER, "before")
+        await fake.wait_for(lambda: fake.bot_messages(dm))
+        await settled(gateway)
+    finally:
+        await gateway.stop(grace=0)
+    return config, dm
+
+
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as fake:
@@ -36,15 +50,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 async def test_a_message_both_caught_up_and_heard_live_is_answered_once(
         tmp_path, fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="gateway")
-    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
-    dm = fake.dm_channel(USER)
-    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
-    try:
-        fake.push_dm(USER, "before")
-        await fake.wait_for(lambda: fake.bot_messages(dm))
-        await settled(gateway)
-    finally:
-        await gateway.stop(grace=0)
+    config, dm = await answered_then_down(tmp_path, fake)
     fake.push_dm(USER, "while down")
     release = fake.hold(HISTORY)  # the catch-up's history request is slow to answer...
     adapter = adapter_for(fake)
@@ -66,15 +72,7 @@ async def test_a_slash_command_waiting_for_the_catch_up_when_the_gateway_stops_i
         tmp_path, fake: FakeDiscord) -> None:
     # Live events wait for the catch-up, and a stop drops them: a message is read back at the next
     # start, but Discord keeps an interaction in no history, so the command vanished, "thinking…".
-    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
-    dm = fake.dm_channel(USER)
-    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
-    try:
-        fake.push_dm(USER, "before")
-        await fake.wait_for(lambda: fake.bot_messages(dm))
-        await settled(gateway)
-    finally:
-        await gateway.stop(grace=0)
+    config, dm = await answered_then_down(tmp_path, fake)
     release = fake.hold(HISTORY)  # the catch-up's history request is slow to answer
     gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
     try:
@@ -93,15 +91,7 @@ async def test_a_message_whose_read_failed_at_start_is_answered_once_without_a_r
         tmp_path, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
     # The catch-up's read failed (Discord answering 503), and the message waited for the next start.
     monkeypatch.setattr("platforms.discord_catch_up.FIRST_RETRY", 0.05)
-    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
-    dm = fake.dm_channel(USER)
-    gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
-    try:
-        fake.push_dm(USER, "before")
-        await fake.wait_for(lambda: fake.bot_messages(dm))
-        await settled(gateway)
-    finally:
-        await gateway.stop(grace=0)
+    config, dm = await answered_then_down(tmp_path, fake)
     fake.push_dm(USER, "while down")
     fake.fail_next(HISTORY, 503, times=2)
     gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
