@@ -119,10 +119,12 @@ class AsyncSubagentLifecycle:
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
         unfinished = await self.journal.unfinished() if self.engine.survives_restart else []
+        self._supervisor.adopting()
         jobs = await self.engine.start(self._supervisor, {row.subagent_id: _kept_job(row) for row in unfinished})
         rows_by_id = {row.subagent_id: row for row in unfinished}
         for job in jobs:
             self._supervisor.adopt(Record.from_journal(rows_by_id[job.subagent_id]), job)
+        self._supervisor.adopted()
         now = self.clock.time()
         kept = frozenset(job.subagent_id for job in jobs)
         stale = await self.journal.interrupt_unfinished(now, lambda rec: _interrupted_result(rec, now), keep=kept)

@@ -70,6 +70,8 @@ class Supervisor:
         `close` waits for them, so none meets a closed engine or journal."""
         self._drained: asyncio.Future | None = None
         """Set by `close` while it waits for ``_launching`` to fall to zero."""
+        self._placed_early: set[str] | None = None
+        """Children the engine reported `placed` while it re-attached at start, before `adopt` held them."""
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
 
@@ -114,11 +116,28 @@ class Supervisor:
 
     def placed(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
-        if record is None or record.kept_job is None:
+        if record is None:
+            if self._placed_early is not None:  # the engine re-attaching at start: adopted once it returns
+                self._placed_early.add(subagent_id)
+            return
+        self._forget_job(record)
+
+    def _forget_job(self, record: Record) -> None:
+        if record.kept_job is None:
             return
         record.kept_job = None  # a restart finds the child where it runs from now on
         if record.live:  # else its terminal row is written without the job
             self.journal.put(record.journal_row())
+
+    def adopting(self) -> None:
+        """The engine is about to re-attach to the children a previous process left (`Engine.start`): its
+        `placed` reports come before their records are adopted, and are kept for `adopt` until `adopted`."""
+        self._placed_early = set()
+
+    def adopted(self) -> None:
+        """Every record the engine re-attached is adopted: a `placed` report of an unknown child is
+        ignored again."""
+        self._placed_early = None
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
@@ -331,6 +350,10 @@ class Supervisor:
         self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
         if record.handle.correlation_id:
             self._correlations[(record.handle.parent_session_id, record.handle.correlation_id)] = sid
+        if self._placed_early is not None and sid in self._placed_early:
+            # Found where it runs, though its row kept the job (the process stopped before that row
+            # was committed): forgotten now, or a later start that does not find it would run it again.
+            self._forget_job(record)
         if record.stop_request is not None:
             # Asked before the restart, perhaps never sent (the engine's service did not answer before
             # the process stopped): asked again, or the child runs on to its end.

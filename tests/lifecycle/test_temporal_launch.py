@@ -196,3 +196,29 @@ async def test_a_start_sent_again_after_the_child_ended_never_runs_it_twice(queu
     assert len(model.requests) == 2  # one for each child
     gc.collect()  # the SDK's copy of the refused start's error, read or not, is let go
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+async def test_a_child_found_at_the_restart_whose_row_kept_its_job_has_it_forgotten(make_env, queue):
+    """Killed after Temporal took the workflow, before the row that forgets the job was committed: the
+    next start re-attaches to the child, and the engine's report that it found it came before the
+    service held its record, so the job stayed kept; a later start that no longer found the workflow
+    (deleted, or past the namespace's retention) would have run the child a second time."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "ran once"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    first.service._supervisor.placed = lambda subagent_id: None  # its row never committed
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="found at the restart"))
+        await asyncio.wait_for(model.reached("gate"), 10)
+    crash(first.service.engine)
+    await first.service.journal.sync()
+    assert (await first.service.journal.get(handle.subagent_id)).job is not None
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    await second.service.journal.sync()
+    assert (await second.service.journal.get(handle.subagent_id)).job is None
+    model.release("gate")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+    assert len(model.requests) == 1
