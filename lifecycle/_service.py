@@ -143,6 +143,7 @@ class AsyncSubagentLifecycle:
             return
         if self._closing is None:
             self._closed = True
+            self._supervisor.closing = True  # launches are refused from now, not from the close task's first step
             if self._sweeper is not None:
                 self._sweeper.cancel()
                 self._sweeper = None

@@ -342,3 +342,14 @@ async def test_a_second_close_while_the_first_runs_returns_only_when_it_does(hel
     await second
     assert await held.rows() == {sid: ("INTERRUPTED", PROCESS_EXIT)}
     await asyncio.gather(first, launching)
+
+
+async def test_a_launch_made_as_close_begins_is_refused_as_closing(held, env):
+    # The refusal began with the close's own task, a loop step later: a launch in between went ahead.
+    closing = asyncio.ensure_future(held.service.close())
+    await asyncio.sleep(0)  # close() began; the task it closes in has not run yet
+    assert held.service._closed
+    with env.turn(), pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closing\.$"):
+        await held.service.launch(req("as close begins"))
+    await closing
+    assert await held.rows() == {}
