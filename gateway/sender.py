@@ -69,7 +69,10 @@ def _piece_name(i: int) -> str:
 
 def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
     """Whether ``row`` can be looked up; one never to be found (a slash command's answer) takes no lookup's turn."""
-    return isinstance(adapter, FindsSent) and adapter.findable(_outbound(row))
+    if not isinstance(adapter, FindsSent):
+        return False
+    findable = getattr(adapter, "findable", None)  # optional (`FindsSent`): without it, every part is looked up
+    return findable is None or findable(_outbound(row))
 
 
 def _outbound(row: OutboxRow) -> Outbound:

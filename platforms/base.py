@@ -431,17 +431,18 @@ class FindsSent(Protocol):
     """An adapter that can look up a message it sent by the part's idempotency key (Slack keeps
     it in the message's metadata). Before sending a part again whose earlier attempt may have
     reached the platform unseen — a network error or a 5xx, or a process that died mid-send —
-    the outbox asks, so the chat does not get the message twice."""
+    the outbox asks, so the chat does not get the message twice.
+
+    Such an adapter may also define ``findable(message) -> bool``: whether `find_sent` could ever
+    find ``message`` (Slack: a post with its key, not a slash command's answer). The outbox sends one
+    it could not without a lookup, and without waiting for a lookup's turn among the platform's
+    (`platforms.pacing.Pacing.account_lookup_interval`). Without it every message is looked up: an
+    adapter written before it never has a message posted twice for want of the method."""
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The platform's id of the message sent for ``message.idempotency_key`` at or after the
         epoch time ``since``, or None when there is none to be found (it is then sent). Raises
         `DeliveryError` when the platform cannot tell."""
-
-    def findable(self, message: Outbound) -> bool:
-        """Whether `find_sent` could ever find ``message`` (Slack: a post with its key, not a slash
-        command's answer). The outbox sends one it could not without a lookup, and without waiting
-        for a lookup's turn among the platform's (`platforms.pacing.Pacing.account_lookup_interval`)."""
 
 
 IndicatorLeft = Callable[[str, str | None], None]

@@ -169,9 +169,6 @@ class LosingAdapter(FailingAdapter):
         return next((m.message_id for m in self.messages if m.outbound.idempotency_key == message.idempotency_key),
                     None)
 
-    def findable(self, message: Outbound) -> bool:
-        return True
-
 
 async def test_a_lookup_that_finds_a_lost_send_is_counted_and_nothing_is_sent_twice(tmp_path, gateways) -> None:
     chat = LosingAdapter()
