@@ -16,14 +16,13 @@ import random
 from collections.abc import Callable, Collection, Mapping
 
 from agent import Clock
-from gateway import late_notes
+from gateway import late_notes, resplit
 from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
 from gateway.give_up import GiveUpClocks
 from gateway.outbox_files import OutboxFiles
 from gateway.pacing import Pacer, account_op, pacing_of
 from gateway.quote_passing import pass_quote
-from gateway.splitting import safe_measure, split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import (
     Adapter,
@@ -60,11 +59,6 @@ _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 def _describe(exc: BaseException) -> str:
     # The class and the platform's description; adapters do not put message text in errors.
     return f"{type(exc).__name__}: {exc}"[:500]
-
-
-def _piece_name(i: int) -> str:
-    # Names sort in piece order (turn_messages orders a split's pieces by key): a..y, then z000025...
-    return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
 
 
 def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
@@ -527,20 +521,10 @@ class Sender:
         return dataclasses.replace(row, op="edit")
 
     async def _resplit(self, adapter: Adapter, row: OutboxRow, exc: MessageTooLong) -> None:
-        measure = safe_measure(adapter)
-        limit = min(adapter.text_limit, measure(row.text)) // 2
-        try:
-            parts = split_text(row.text, limit, measure) if limit >= 1 else []
-        except ValueError:
-            parts = []
-        if len(parts) < 2:
+        if not (parts := resplit.pieces(adapter, row)):
             self._fail(row, exc)
             return
-        self._store.add_messages([
-            NewMessage(f"{row.key}/{_piece_name(i)}", row.platform, row.chat_id, row.thread_id, part, kind=row.kind,
-                       silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id, sequence=row.sequence,
-                       reply_to=row.reply_to if i == 0 else None)
-            for i, part in enumerate(parts)])  # fmt: skip
+        self._store.add_messages(parts)
         self._store.set_op(row.id, "split")
         log.info("outbox: %s chat %s: %s too long for the platform; re-split in %d", row.platform, row.chat_id,
                  row.key, len(parts))
