@@ -35,6 +35,11 @@ import json, os
 from pathlib import Path
 from lifecycle import SubagentLaunchRequest
 
+def write(path, data):  # whole or not at all: the test reads it while the gateway may write it
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(data))
+    os.replace(part, path)
+
 def register(ctx):
     def on_turn(**event):
         if event.get("role") != "parent":
@@ -42,7 +47,7 @@ def register(ctx):
         lifecycle, path = ctx.subagent_lifecycle, Path(os.environ["PROBE_FILE"])
         if not path.exists():
             handle = lifecycle.launch(SubagentLaunchRequest(goal="[slow:6] plugin job"))
-            path.write_text(json.dumps({"handle": handle.to_dict()}))
+            write(path, {"handle": handle.to_dict()})
             return
         data = json.loads(path.read_text())
         if event["session_id"] != data["handle"]["parent_session_id"]:
@@ -51,7 +56,7 @@ def register(ctx):
         done = lifecycle.wait(data["handle"], timeout_seconds=60)
         result = lifecycle.result(data["handle"])
         data.update(connected=again.connected, state=again.state.value, final=done.state.value, summary=result.summary)
-        path.write_text(json.dumps(data))
+        write(path, data)
     ctx.register_hook("turn_start", on_turn)
 '''
 
@@ -245,6 +250,8 @@ async def test_a_gateway_killed_while_children_run_delivers_once_after_it_restar
     await scale.start_worker()
     await scale.start_gateway()
     await scale.say("p", "hello")  # the plugin launches its child from this turn
+    # Only once it has: the two turns' hooks run at once, and "b"'s would launch one too
+    await until(lambda: (tmp_path / "probe.json").exists(), 15, every=0.05)
     await scale.say("b", "- beta survey")
     await receiver.wait_for(lambda: any("Started 1 subagent" in t for t in texts(receiver, "b")), timeout=15)
     await scale.until_running(2)
