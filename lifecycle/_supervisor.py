@@ -63,11 +63,12 @@ class Supervisor:
         self._unpublished: list[tuple[Record, SubagentResult]] = []
         """Finished children whose terminal rows are put but not yet known to be committed."""
         self._publisher: asyncio.Task | None = None
-        self._abandoning: set[asyncio.Future] = set()
-        """Launches whose callers gave up while they were journaled, until their children end."""
+        self._given_up: set[asyncio.Future] = set()
+        """Work whose callers gave up, held until it ends (the loop holds tasks weakly): launches
+        that were being journaled (`_abandon`), children being finished (`_complete_now`)."""
         self._launching = 0
-        """Launches between their records and their end (abandoned ones until their children end):
-        `close` waits for them, so none meets a closed engine or journal."""
+        """Launches between their records and their end, and the work whose callers gave up until it
+        ends: `close` waits for them, so none meets a closed engine or journal."""
         self._drained: asyncio.Future | None = None
         """Set by `close` while it waits for ``_launching`` to fall to zero."""
         self._placed_early: set[str] | None = None
@@ -226,9 +227,7 @@ class Supervisor:
                     # is a tenth of a child's cost (issue 15).
                     abandoning = asyncio.ensure_future(self._abandon(records, asyncio.ensure_future(
                         self.journal.sync_launch(ids))))
-                    self._abandoning.add(abandoning)
-                    self._launching += 1  # counted apart: cancelled again, the caller leaves before it ends
-                    abandoning.add_done_callback(self._abandoned)
+                    self._carry_on(abandoning)  # counted apart: cancelled again, the caller leaves before it ends
                     await asyncio.shield(abandoning)
                     raise
                 except BaseException:
@@ -262,10 +261,16 @@ class Supervisor:
         if self.closing:
             raise SubagentLifecycleError(CLOSING, code="CLOSING")
 
-    def _abandoned(self, abandoning: asyncio.Future) -> None:
-        self._abandoning.discard(abandoning)
-        if not abandoning.cancelled() and abandoning.exception() is not None:
-            log.error("ending a launch whose caller gave up failed", exc_info=abandoning.exception())
+    def _carry_on(self, work: asyncio.Future) -> None:
+        """Let ``work`` whose caller gave up run to its end, which `close` waits for."""
+        self._given_up.add(work)
+        self._launching += 1
+        work.add_done_callback(self._carried_on)
+
+    def _carried_on(self, work: asyncio.Future) -> None:
+        self._given_up.discard(work)
+        if not work.cancelled() and work.exception() is not None:
+            log.error("ending children whose caller gave up failed", exc_info=work.exception())
         self._launching -= 1
         self._launch_ended()
 
@@ -412,8 +417,9 @@ class Supervisor:
     async def close(self) -> None:
         """Refuse launches from now on (`check_open`), stop every child this process would lose
         (all of them unless the engine's children survive a restart), wait for the launches being
-        journaled to end, then for the engine to wind down. The journal stays open: the caller
-        closes it once this returns, when nothing is left to write to it."""
+        journaled to end, and the children being finished for callers that gave up, then for the
+        engine to wind down. The journal stays open: the caller closes it once this returns, when
+        nothing is left to write to it."""
         self.closing = True
         if not self.engine.survives_restart:
             # Children whose launch is being journaled too: once committed they are never
@@ -429,8 +435,19 @@ class Supervisor:
     # -- finishing -----------------------------------------------------------------------------
 
     async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
-        """`finished` for children the service finishes itself, returning once they are published."""
-        await asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+        """`finished` for children the service finishes itself, returning once they are published. A caller
+        cancelled meanwhile (its turn interrupted) leaves at once, and their end goes on: finishing, they are
+        out of every stop's reach, and no engine holds them, so nothing else would end them. `close` waits
+        for it."""
+        # Shielded here, which only children stopped before they ran pass, not in `finished`, which every
+        # child passes: a launch pays for no future.
+        ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            if not ending.done():
+                self._carry_on(ending)
+            raise
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(r.waiter(loop) for r in records))
 

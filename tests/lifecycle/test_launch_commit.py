@@ -353,3 +353,53 @@ async def test_a_launch_made_as_close_begins_is_refused_as_closing(held, env):
         await held.service.launch(req("as close begins"))
     await closing
     assert await held.rows() == {}
+
+
+def _stop_hook(env, *, hang: bool = False):
+    """A ``subagent_stop`` hook that holds the child's end until its gate opens (for ever with ``hang``:
+    until the hook registry gives up on it); returns its entered event and its gate."""
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def observe(**event):
+        entered.set()
+        await (asyncio.Event() if hang else gate).wait()
+
+    env.hooks.register("subagent_stop", observe)
+    return entered, gate
+
+
+async def _stopped_while_journaled_then_given_up(held, env, entered):
+    """A launch whose child a stop reached while it was journaled, its caller cancelled once the launch
+    was committed, while the child was being finished (its ``subagent_stop`` hook running); returns the
+    child's id and a wait for its end that began before."""
+    launching, sid = await _launch_held(held, env)
+    view = held.service.host_view()
+    assert await view.interrupt_children("parent-1", "stopped by the user") == 1
+    waiting = asyncio.ensure_future(view.wait_finished([sid]))
+    held.release()
+    await entered.wait()
+    launching.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await launching  # it leaves at once: only its own wait was cancelled
+    return sid, waiting
+
+
+async def test_a_child_stopped_while_journaled_ends_though_its_launching_turn_is_cancelled_as_it_ends(held, env):
+    # Cancelling the caller cancelled the child's end half-way: already finishing (no stop reached it
+    # any more) and without a terminal row, its waiters hung for ever and its row stayed PENDING.
+    entered, gate = _stop_hook(env)
+    sid, waiting = await _stopped_while_journaled_then_given_up(held, env, entered)
+    gate.set()
+    await asyncio.wait_for(waiting, 5)
+    assert await held.rows() == {sid: ("INTERRUPTED", "stopped by the user")}
+    assert held.service.host_view().recent("parent-1")[0].state is S.INTERRUPTED
+
+
+async def test_close_waits_for_a_stopped_child_whose_launching_turn_was_cancelled_as_it_ended(held, env):
+    # Its hook hangs until the registry gives up on it: close() waits for that, and then for its row.
+    env.hooks.timeout_seconds = 0.2
+    entered, _ = _stop_hook(env, hang=True)
+    sid, waiting = await _stopped_while_journaled_then_given_up(held, env, entered)
+    await held.service.close()
+    assert await held.rows() == {sid: ("INTERRUPTED", "stopped by the user")}
+    await asyncio.wait_for(waiting, 5)
