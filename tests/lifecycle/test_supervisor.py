@@ -1,0 +1,55 @@
+"""Children the service finishes itself (`Supervisor._complete_now`: a queued child stopped or cancelled)
+while the caller that stopped them gives up: they end all the same. A launch's own stopped children are
+in test_launch_commit.py."""
+
+import asyncio
+
+import pytest
+
+from lifecycle import SubagentLaunchRequest, SubagentState
+
+S = SubagentState
+
+
+async def _interrupt(env, handle):
+    return await env.service.host_view().interrupt_child(handle.subagent_id, "stopped from the console")
+
+
+async def _cancel(env, handle):
+    with env.turn():  # a plugin's call, in its turn
+        return await env.service.cancel(handle, "not needed any more")
+
+
+@pytest.mark.parametrize("stop, state, error", [
+    pytest.param(_interrupt, S.INTERRUPTED, "stopped from the console", id="interrupt_child"),
+    pytest.param(_cancel, S.CANCELLED, "cancelled before start: not needed any more", id="cancel"),
+])
+async def test_a_queued_child_stopped_by_a_caller_cancelled_as_it_ends_still_ends(make_env, stop, state, error):
+    # The caller (a plugin's turn, an operator's request) was cancelled while the child it withdrew
+    # from the queue was being finished (its subagent_stop hook running): that end was cancelled with
+    # it, the child left finishing (no stop reached it any more) without a terminal row, its waiters
+    # hung for ever and its row stayed PENDING.
+    env = await make_env(max_running=1)
+    with env.turn():
+        blocker = await env.service.launch(SubagentLaunchRequest(goal="[hang] blocker"))
+        queued = await env.service.launch(SubagentLaunchRequest(goal="queued"))
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def observe(**event):
+        if event["child_session_id"] == queued.subagent_id:
+            entered.set()
+            await gate.wait()
+
+    env.hooks.register("subagent_stop", observe)
+    stopping = asyncio.ensure_future(stop(env, queued))
+    await entered.wait()
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping  # it leaves at once: only its own wait was cancelled
+    gate.set()
+    with env.turn():
+        done = await env.service.wait(queued, timeout_seconds=5)
+        result = await env.service.result(queued)
+        await env.service.cancel(blocker)
+    assert (done.completed, done.state, result.error_message) == (True, state, error)
+    assert (await env.service.journal.get(queued.subagent_id)).state == state.value
