@@ -1,4 +1,5 @@
-"""Slack on slack-bolt (async): Socket Mode or the HTTP Events API.
+"""Slack on slack-bolt (async): Socket Mode (`platforms.slack_socket`) or the HTTP Events API
+(`platforms.slack_http`).
 
 Sessions (`platforms.slack_addressed`): a DM is one session (``thread_id`` None). In channels the
 bot answers when mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
@@ -63,16 +64,14 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms import slack_commands, slack_files, slack_history, slack_text, slack_uploads
+from platforms import slack_commands, slack_files, slack_history, slack_socket, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -102,8 +101,11 @@ from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
+from platforms.slack_inbound import Taken, taken_of
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
+from platforms.slack_socket import CONNECT_TIMEOUT
+from platforms.slack_socket import SlackStartError as SlackStartError  # what `start` raises, beside the adapter
 from platforms.slack_unacked import SentAgain, Stopping, listener_failed
 from platforms.unsigned_bodies import UnsignedBodies
 
@@ -118,23 +120,6 @@ files.completeUploadExternal Tier 4 (100 a minute)."""
 DEFAULT_API_BASE = "https://slack.com/api/"
 _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
-CONNECT_TIMEOUT = 30.0
-"""Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
-
-
-@dataclass(frozen=True)
-class _Taken:
-    inbound: Inbound
-    ts: str
-    conversations: tuple[Where, ...]
-    """Where it becomes the newest message taken in (`platforms.slack_catchup`)."""
-
-
-class SlackStartError(RuntimeError):
-    """Socket Mode could not connect at start although the Web API answered; the message says
-    what to check."""
-
-    platform = "slack"
 
 
 class SlackAdapter:
@@ -273,24 +258,12 @@ class SlackAdapter:
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None
-        # Reconnects ask apps.connections.open through this client: the watch sees a refused app token.
-        opener = self._socket_watch.web_client(token=self._bot_token, base_url=self._api_base, session=self._session,
-                                               retry_handlers=[])
-        self._socket = AsyncSocketModeHandler(self._app, app_token=self._app_token, ping_interval=self._ping_interval,
-                                              web_client=opener)
-        client = self._socket.client
-        self._socket_watch.watch(client)
-        # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
-        opened = await self._web.call("apps.connections.open", None, app_token=self._app_token)
-        client.wss_uri = opened["url"]
-        try:
-            # slack_sdk retries a handshake that fails every ping_interval, for good.
-            await asyncio.wait_for(self._socket.connect_async(), timeout=self._connect_timeout)
-            self._socket_watch.state.connected()
-        except TimeoutError as exc:
-            host = urlsplit(opened["url"]).netloc  # not the URL: its ticket opens a connection
-            raise SlackStartError(f"Socket Mode: no WebSocket to {host} within {self._connect_timeout:g}s; a proxy or"
-                                  " firewall must let WebSockets (wss://) through") from exc
+        # Kept before connecting, so that a failed start's `stop` closes it.
+        self._socket = slack_socket.handler(self._app, self._socket_watch, app_token=self._app_token,
+                                            ping_interval=self._ping_interval, token=self._bot_token,
+                                            base_url=self._api_base, session=self._session)
+        await slack_socket.connect(self._socket, self._socket_watch, self._web.call, app_token=self._app_token,
+                                   timeout=self._connect_timeout)
 
     async def stop(self) -> None:
         """Disconnect, delete any progress placeholder still shown, close the HTTP session. Events and
@@ -298,11 +271,8 @@ class SlackAdapter:
         a command acked already is answered to be sent again, as one whose hand-over the stop cancels."""
         self._stopping = True
         if self._socket is not None:
-            client, self._socket = self._socket.client, None
-            await client.close()
-            pending = [t for t in (client.message_processor, client.current_session_monitor, client.message_receiver)
-                       if t is not None]
-            await asyncio.gather(*pending, return_exceptions=True)
+            socket, self._socket = self._socket, None
+            await slack_socket.close(socket)
         listening = [task for task in self._listening if task is not asyncio.current_task()]
         for task in listening:
             task.cancel()
@@ -362,27 +332,14 @@ class SlackAdapter:
         return addressed(event, self.bot_user_id, self._mention, threads=self._threads,
                          text_commands=self._text_commands)
 
-    async def _inbound(self, event: dict[str, Any]) -> _Taken | None:
-        """The `Inbound` for a message the bot takes, and the conversations it is the newest
-        message of once taken: where it was posted, and the thread a mention opens."""
+    async def _inbound(self, event: dict[str, Any]) -> Taken | None:
+        """The message as the gateway takes it (`platforms.slack_inbound`), if the bot takes it."""
         addressed = self._addressed(event)
         if addressed is None:
             return None
-        channel, ts = event["channel"], event["ts"]
-        thread = addressed.thread
-        if thread is not None and addressed.mentioned:
-            self._remember(channel, thread)
-        inbound = Inbound(
-            platform=self.name, chat_id=channel, thread_id=thread, user_id=event["user"], user_name=None,
-            text=slack_text.with_forwarded(slack_text.readable(addressed.text), event.get("attachments")),
-            event_id=f"{channel}:{ts}", is_private=addressed.private,
-            attachments=await self._attachments(event), sent_at=float(ts),
-        )
-        posted: Where = (channel, event.get("thread_ts"))
-        if thread is not None and (channel, thread) not in self._threads:
-            return _Taken(inbound, ts, ())  # "!help" in people's thread: nothing there to catch up on later
-        opened = thread is not None and posted != (channel, thread)
-        return _Taken(inbound, ts, (posted, (channel, thread)) if opened else (posted,))
+        if addressed.thread is not None and addressed.mentioned:
+            self._remember(event["channel"], addressed.thread)
+        return taken_of(self.name, event, addressed, await self._attachments(event), threads=self._threads)
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
         files = event.get("files")
@@ -416,7 +373,7 @@ class SlackAdapter:
                 raise
             await self._deliver(inbound, acked=True)
 
-    async def _deliver(self, inbound: Inbound, taken: _Taken | None = None, *, acked: bool = False) -> None:
+    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, acked: bool = False) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
         ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
@@ -455,7 +412,7 @@ class SlackAdapter:
             if waits is None:  # else the catch-up says so, should it take long
                 log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
-    def _settled(self, taken: _Taken, done: asyncio.Future[None], acked: bool) -> None:
+    def _settled(self, taken: Taken, done: asyncio.Future[None], acked: bool) -> None:
         if not done.cancelled() and (exc := done.exception()) is not None and not acked:
             routine = storage_refusal(exc) or isinstance(exc, DeliveryError)  # else a bug: with its traceback
             log.warning("slack: message %s was not taken by the gateway (%s: %s); not acknowledged, so Slack sends"
@@ -469,7 +426,7 @@ class SlackAdapter:
             self._retries.taken(taken.inbound)
             self._record_seen(taken)
 
-    def _record_seen(self, taken: _Taken) -> None:
+    def _record_seen(self, taken: Taken) -> None:
         catch_up = self._catch_up
         self._taken_in.taken(taken.conversations, taken.ts, [
             where for where in taken.conversations if catch_up is None or catch_up.record_now(where, taken.ts)])

@@ -1,0 +1,49 @@
+"""The `Inbound` a Slack message the bot takes becomes, and the conversations it is the newest
+message of once the gateway has it.
+
+Apart from the adapter (`platforms.slack`) because it is pure translation, the same for a live
+message and one a catch-up reads, as `platforms.discord_inbound` is Discord's; which messages the
+bot takes is `platforms.slack_addressed`. The adapter reads the message's files and keeps the
+threads it is in, and hands both in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+from typing import Any
+
+from platforms import slack_text
+from platforms.base import Attachment, Inbound
+from platforms.slack_addressed import Addressed
+from platforms.slack_catchup import Where
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A message the bot takes, as the adapter hands it on and records it taken in."""
+
+    inbound: Inbound
+    ts: str
+    conversations: tuple[Where, ...]
+    """Where it becomes the newest message taken in (`platforms.slack_catchup`)."""
+
+
+def taken_of(platform: str, event: dict[str, Any], addressed: Addressed, attachments: tuple[Attachment, ...], *,
+             threads: Container[tuple[str, str]]) -> Taken:
+    """The `Inbound` for a message the bot takes (``addressed``), and the conversations it is the newest
+    message of once taken: where it was posted, and the thread a mention opens; none for a text command
+    in a thread the bot is not in (``threads``)."""
+    channel, ts = event["channel"], event["ts"]
+    thread = addressed.thread
+    inbound = Inbound(
+        platform=platform, chat_id=channel, thread_id=thread, user_id=event["user"], user_name=None,
+        text=slack_text.with_forwarded(slack_text.readable(addressed.text), event.get("attachments")),
+        event_id=f"{channel}:{ts}", is_private=addressed.private,
+        attachments=attachments, sent_at=float(ts),
+    )
+    posted: Where = (channel, event.get("thread_ts"))
+    if thread is not None and (channel, thread) not in threads:
+        return Taken(inbound, ts, ())  # "!help" in people's thread: nothing there to catch up on later
+    opened = thread is not None and posted != (channel, thread)
+    return Taken(inbound, ts, (posted, (channel, thread)) if opened else (posted,))

@@ -1,0 +1,66 @@
+"""Slack's Socket Mode WebSocket: opened at start, closed at stop.
+
+Apart from the adapter (`platforms.slack`) because it is Socket Mode's own edge, as
+`platforms.slack_http` is HTTP mode's: HTTP mode never comes here. The connection's state once
+open is watched in `platforms.slack_connection`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+from platforms.slack_connection import SocketWatch
+
+CONNECT_TIMEOUT = 30.0
+"""Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
+
+
+class SlackStartError(RuntimeError):
+    """Socket Mode could not connect at start although the Web API answered; the message says
+    what to check."""
+
+    platform = "slack"
+
+
+def handler(app: AsyncApp, watch: SocketWatch, *, app_token: str | None, ping_interval: float,
+            **web: Any) -> AsyncSocketModeHandler:
+    """Socket Mode's handler for ``app``, not connected yet; ``web`` are the options of the Web API
+    client it asks for a URL on each reconnect."""
+    # Reconnects ask apps.connections.open through this client: the watch sees a refused app token.
+    opener = watch.web_client(**web, retry_handlers=[])
+    socket = AsyncSocketModeHandler(app, app_token=app_token, ping_interval=ping_interval, web_client=opener)
+    watch.watch(socket.client)
+    return socket
+
+
+async def connect(socket: AsyncSocketModeHandler, watch: SocketWatch, call: Callable[..., Awaitable[Any]], *,
+                  app_token: str | None, timeout: float) -> None:
+    """Open the WebSocket, through ``call`` (the adapter's Web API call) for its URL, within
+    ``timeout`` seconds, else raise `SlackStartError`."""
+    client = socket.client
+    # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
+    opened = await call("apps.connections.open", None, app_token=app_token)
+    client.wss_uri = opened["url"]
+    try:
+        # slack_sdk retries a handshake that fails every ping_interval, for good.
+        await asyncio.wait_for(socket.connect_async(), timeout=timeout)
+        watch.state.connected()
+    except TimeoutError as exc:
+        host = urlsplit(opened["url"]).netloc  # not the URL: its ticket opens a connection
+        raise SlackStartError(f"Socket Mode: no WebSocket to {host} within {timeout:g}s; a proxy or"
+                              " firewall must let WebSockets (wss://) through") from exc
+
+
+async def close(socket: AsyncSocketModeHandler) -> None:
+    """Close the WebSocket and wait for the Socket Mode client's tasks to end."""
+    client = socket.client
+    await client.close()
+    pending = [t for t in (client.message_processor, client.current_session_monitor, client.message_receiver)
+               if t is not None]
+    await asyncio.gather(*pending, return_exceptions=True)
