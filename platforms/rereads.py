@@ -7,7 +7,8 @@ was said there was as good as lost. So the catch-up reads it again, after a wait
 why the read failed (the adapter's translated errors, `platforms.base`):
 
 - `NetworkError` (a 5xx, no connection, no answer): an outage, waited out ``first`` seconds, then
-  twice as long after each failed read in a row, up to ``most``;
+  twice as long after each failed read in a row, up to ``most`` (reads that went at once, before the
+  wait began, count as one: Discord's first pass reads five channels at once);
 - `RateLimited`: its ``retry_after``;
 - `Unauthorized`: until a call with the bot token succeeds again (`platforms.connection.TokenWatch`:
   the outbox's held replies try it), as the adapters wait with the other work refused for the
@@ -68,7 +69,10 @@ class Rereads:
             self._not_before = max(self._not_before, now + exc.retry_after)
             when = f"in {exc.retry_after:g} s (Retry-After)"
         elif isinstance(exc, (NetworkError, Unauthorized)):  # the latter: one the token's watch did not see
-            self._backoff = min(self._backoff * 2, self._most) if self._backoff else self._first
+            if not self._backoff:
+                self._backoff = self._first
+            elif now >= self._not_before:  # else the read went before the wait began (Discord reads some at once)
+                self._backoff = min(self._backoff * 2, self._most)
             self._not_before = max(self._not_before, now + self._backoff)
             when = f"in {self._backoff:g} s"
         else:

@@ -57,6 +57,21 @@ async def test_an_outage_backs_off_doubling_up_to_the_most_and_a_read_ends_it(
     assert go and wait < 0.1  # from the first wait again
 
 
+async def test_reads_that_failed_together_wait_the_first_backoff_not_one_doubled_for_each(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Discord's first pass reads five channels at once: in an outage all five failed, and the backoff
+    # doubled five times (32 s before the first read again, not 2 s), as if they had gone one after another.
+    policy = rereads(first=0.05, most=1.0)
+    for name in ("C1", "C2", "C3", "C4", "C5"):
+        assert policy.failed(name, NetworkError("503"))
+    go, wait = await waited(policy)
+    assert go and wait < 0.1
+    assert all(message.endswith("reading it again in 0.05 s, and until it is read") for message in caplog.messages)
+    assert policy.failed("C1", NetworkError("503"))  # a read that went after the wait: twice as long
+    go, wait = await waited(policy)
+    assert go and wait >= 0.1
+
+
 async def test_a_429_is_waited_out_for_its_retry_after() -> None:
     policy = rereads()
     assert policy.failed("C1", RateLimited("ratelimited", retry_after=0.2))
