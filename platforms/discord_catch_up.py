@@ -27,7 +27,11 @@ A channel whose read failed for a reason that passes (Discord failing or unreach
 than discord.py waits out, the bot token refused), and one the deadline came first for, is read
 again once live events flow (`reread`), one at a time, after a wait that depends on why
 (`platforms.rereads`), until it is read or what was missed there is too old to answer: left for the
-next session, which may be the next start days away, its messages were as good as lost. One whose
+next session, which may be the next start days away, its messages were as good as lost. A read that
+failed for all of Discord (an outage, the token refused) ends the catch-up there, with a warning
+naming the channels not looked at yet: each would fail alike (a 500 only after discord.py's own
+five tries, 25 s), spending the deadline on a Discord that is down and asking it all the more; they
+are read again likewise (the reads that went at once with the failed one end as they will). One whose
 history Discord refuses for good (the channel deleted, the bot removed) is left for the next start.
 Until a channel is read, the adapter keeps its last message seen where it was (`platforms.discord_seen`),
 so that a stop or crash meanwhile leaves it to the next catch-up; what came live there is answered as
@@ -104,10 +108,11 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
     after, `LOOKUPS` channels at once, handing over what each found one channel at a time. A
     channel that cannot be read is logged and passed over: to be read again (`reread`) if the reason
-    passes (`platforms.rereads`), else at the next start; what is not done within ``deadline`` seconds
-    (Discord not answering, or discord.py waiting out a 429) is given up with a warning naming the
-    channels left, since live events wait for the catch-up, and read again too. Never raises but for a
-    cancellation. ``now`` is when it began on ``clock`` (epoch seconds), ``token`` the bot token's watch."""
+    passes (`platforms.rereads`), else at the next start; one that failed for all of Discord
+    (`Rereads.down`) ends the catch-up, the channels not looked at yet read again; what is not done
+    within ``deadline`` seconds (Discord not answering, or discord.py waiting out a 429) is given up
+    with a warning naming the channels left, since live events wait for the catch-up, and read again
+    too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds), ``token`` the bot token's watch."""
     left = Left([], [], Rereads(token, log, platform="discord", give_up_at=now + MAX_AGE, clock=clock,
                                 first=FIRST_RETRY, most=MAX_RETRY), _snowflake(now + CLOCK_SKEW))
     order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
@@ -118,14 +123,22 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     queue: deque[int] = deque(chosen)
     done: set[int] = set()
     handing = asyncio.Lock()  # the sink takes one event at a time, as from the live path
+    stopped = False
 
     async def look() -> None:
-        while queue:
+        nonlocal stopped
+        while queue and not stopped:
             channel_id = queue.popleft()
             read = await _read(client, channel_id, last_seen[channel_id], deliver, seen, now, handing, left)
             if read != "read":
                 (left.again if read == "again" else left.unread).append(channel_id)
             done.add(channel_id)
+            if read == "again" and left.rereads.down and not stopped:
+                stopped = True
+                if queue:
+                    log.warning("discord: the catch-up stopped at a read that failed for all of Discord (channel %s,"
+                                " above): channel(s) %s not looked at yet; what was sent there while the gateway was"
+                                " down is looked for once Discord answers again", channel_id, _listed(list(queue)))
 
     try:
         async with asyncio.timeout(deadline), asyncio.TaskGroup() as looking:

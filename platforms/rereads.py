@@ -23,6 +23,10 @@ reads still take their turns at the adapter's pace. Bounded: once all that was s
 gateway was down is past the catch-up's age bound (``give_up_at``), nothing left to read could be
 answered, and `turn` says to give up: the conversations are left for the next start, as at a stop.
 
+A read that failed for the platform as a whole (an outage, the token refused: `Rereads.down`) says
+that the conversations not read yet would fail alike: the catch-ups read no more of them before the
+wait (Discord's first pass stops there, its reads again go one at a time after the wait).
+
 Apart from the catch-ups because it is one policy both follow. Logged on the adapter's logger: a
 warning when a conversation's read first fails (its later failures at DEBUG), and an INFO line
 when it is read at last.
@@ -55,6 +59,9 @@ class Rereads:
         self._not_before = 0.0
         """Loop time before which no read goes: an outage's backoff, or a 429's ``retry_after``."""
         self._for_token = False
+        self.down = False
+        """Whether a read failed for the platform as a whole (an outage, the token refused) and none
+        was read since: the others would fail alike, so a catch-up's first pass reads no more of them."""
         self.failing: dict[str, int] = {}
         """Conversations (by name) whose reads failed and that were not read since -> the failures."""
 
@@ -63,7 +70,7 @@ class Rereads:
         `turn` says so (the wait is logged once per conversation)."""
         now = asyncio.get_running_loop().time()
         if isinstance(exc, Unauthorized) and self._token.refusal is not None:
-            self._for_token = True
+            self._for_token = self.down = True
             when = f"once {self._token.title} takes the bot token again"
         elif isinstance(exc, RateLimited):
             self._not_before = max(self._not_before, now + exc.retry_after)
@@ -74,6 +81,7 @@ class Rereads:
             elif now >= self._not_before:  # else the read went before the wait began (Discord reads some at once)
                 self._backoff = min(self._backoff * 2, self._most)
             self._not_before = max(self._not_before, now + self._backoff)
+            self.down = True
             when = f"in {self._backoff:g} s"
         else:
             return False
@@ -86,6 +94,7 @@ class Rereads:
     def read(self, name: str) -> None:
         """A read of conversation ``name`` succeeded: the outage's backoff ends."""
         self._backoff = 0.0
+        self.down = False
         if failures := self.failing.pop(name, 0):
             self._log.info("%s: catching up on %s: read at last, after %d failed read(s)", self._platform, name,
                            failures)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from platforms import discord_catch_up
 from platforms.base import Outbound
 from platforms.fakes.discord import FakeDiscord
 from tests.platforms.test_discord_catch_up import (
@@ -214,3 +215,68 @@ async def test_a_read_again_stops_where_the_catch_up_began_so_chatter_since_does
         await stop(adapter)
     assert [e.text for e in sink.events] == ["hi", "while down"]
     assert not [r for r in caplog.records if "any before the newest" in r.getMessage()]
+
+
+async def dms_seen_once(fake: FakeDiscord, users: range) -> tuple[Store, Sink]:
+    """As `dm_seen_once`, with a DM from each of ``users``: the last the most recently active."""
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        for user in users:
+            await sink.has(fake.push_dm(user, f"one from {user}"))
+    finally:
+        await stop(adapter)
+    return store, sink
+
+
+OUTAGES = {**KINDS, "the token refused": {"status": 401}}
+
+
+@pytest.mark.parametrize("failure", OUTAGES.values(), ids=list(OUTAGES))
+async def test_once_a_read_fails_for_all_of_discord_the_first_pass_reads_no_other_channel_until_it_answers(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, failure: dict) -> None:
+    # Each channel's read went on failing alike (a 500 after discord.py's own five tries, 25 s), so a
+    # wide server spent the catch-up's deadline on a Discord that was down, and asked it all the more.
+    monkeypatch.setattr("platforms.discord_catch_up.FIRST_RETRY", 1.0)  # the reads again come after the asserts
+    users = range(USER, USER + discord_catch_up.LOOKUPS + 2)
+    store, sink = await dms_seen_once(fake, users)
+    missed = [fake.push_dm(user, f"while down {user}") for user in users]
+    calls = failure.get("times", 1)  # to fail one read
+    fake.fail_next(HISTORY, **{**failure, "times": calls * discord_catch_up.LOOKUPS})  # the reads that go at once
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "live"))  # once the first pass is over
+        assert len(fake.calls_to(HISTORY)) == calls * discord_catch_up.LOOKUPS  # those that went before one failed
+        assert len(sink.events) == len(users) + 1
+        if failure.get("status") == 401:  # read once Discord takes the token again
+            await fake.wait_for(lambda: adapter.connection().status == "down")
+            await adapter.send(Outbound(chat_id=fake.dm_channel(USER), thread_id=None, text="an answer",
+                                        idempotency_key="k1"))
+        for event_id in missed:
+            await sink.has(event_id)
+        await fake.wait_for(lambda: not adapter._last_seen.behind)
+    finally:
+        await stop(adapter)
+    assert len(fake.calls_to(HISTORY)) == (calls + 1) * discord_catch_up.LOOKUPS + 2  # and then each read once
+    assert all(store.seen[fake.dm_channel(user)] >= int(m) for user, m in zip(users, missed))
+    quiet = ", ".join(fake.dm_channel(user) for user in reversed(users[:2]))  # the two least recently active
+    assert any(r.getMessage().startswith("discord: the catch-up stopped at a read that failed for all of Discord")
+               and r.getMessage().endswith(f"channel(s) {quiet} not looked at yet; what was sent there while the"
+                                           " gateway was down is looked for once Discord answers again")
+               for r in caplog.records)
+    await restarted_with_nothing_new(fake, store, sink)
+
+
+async def test_a_channel_refused_for_good_does_not_stop_the_first_pass(fake: FakeDiscord) -> None:
+    users = range(USER, USER + 3)
+    store, sink = await dms_seen_once(fake, users)
+    missed = [fake.push_dm(user, f"while down {user}") for user in users]
+    fake.fail_next(f"GET /channels/{fake.dm_channel(users[-1])}/messages", 403, code=50001)  # read first
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(live := fake.push_dm(USER, "live"))
+    finally:
+        await stop(adapter)
+    assert len(fake.calls_to(HISTORY)) == 3
+    taken = list(dict.fromkeys(e.event_id for e in sink.events[len(users):]))  # (live perhaps read back too)
+    assert set(taken[:2]) == set(missed[:-1]) and taken[2:] == [live]
