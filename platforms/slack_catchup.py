@@ -25,7 +25,10 @@ A read that fails for a reason that passes (Slack failing or unreachable, a 429 
 wait that depends on the reason (`platforms.rereads`), until the conversation is read, or what was
 missed there is too old to answer: left to the next start, which may be days away, its messages
 were as good as lost. Meanwhile its conversation is recorded no further than before (what came live
-there is, once it is read).
+there is, once it is read). The retries last as long as the outage, and the warning of what was
+skipped comes at their end: so a warning says how far the first pass got when some wait for a retry
+(it is over once each conversation was tried, or at a read that failed for all of Slack,
+`Rereads.down`: the others wait with it), and an INFO line says when none waits any more.
 
 Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
 bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
@@ -105,6 +108,8 @@ class _Skipped:
     too_many: int = 0
     unread: list[str] = field(default_factory=list)
     """Conversations not read (or not to the end): why, one line each."""
+    refused: int = 0
+    """Conversations whose read Slack refused for good."""
 
 
 class CatchUp:
@@ -157,18 +162,28 @@ class CatchUp:
         skipped = _Skipped()
         if self._quiet:
             skipped.unread.append(f"{self._quiet} conversation(s) quiet longest, over {self._limits.max_conversations}")
+        tried: set[Where] = set()
+        ended = 0  # conversations read, or refused for good
+        first_pass: int | None = None  # those read when the first pass ended with some waiting for a retry
         try:
             while self._queue:
+                if first_pass is None and (self._rereads.down or all(where in tried for where, _ in self._queue)):
+                    first_pass = ended - skipped.refused
+                    log.warning("slack: catching up: first pass over, %d conversation(s) read, %s%d waiting for a"
+                                " retry (see the failed reads above); a line says when all are read", first_pass,
+                                f"{skipped.refused} refused, " if skipped.refused else "", len(self._queue))
                 if not await self._rereads.turn():
                     skipped.unread.append(f"{', '.join(_name(where) for where, _ in self._queue)}: reads failed"
                                           f" until what was missed there was older than"
                                           f" {self._limits.max_age / 3600:g} h")
                     break
                 where, ts = self._queue.popleft()
+                tried.add(where)
                 opened = await self._conversation(where, ts, skipped)
                 if opened is None:  # to be read again, after the others
                     self._queue.append((where, ts))
                     continue
+                ended += 1
                 self._done(where)
                 for other in opened:
                     if other[0] not in self.reading and other[0] not in self._last_seen:
@@ -178,8 +193,13 @@ class CatchUp:
             self.behind.update(self.reading)  # what was not read, the next start reads
             for where in list(self.reading):
                 self._done(where)
+            waiting = len(self._queue)
             self._queue.clear()
             self._last_seen = {}
+        if first_pass is not None and not waiting:
+            read = ended - skipped.refused
+            log.info("slack: catching up: nothing left waiting for a retry: %d conversation(s) read, %d of them after"
+                     " the first pass", read, read - first_pass)
         if skipped.too_old or skipped.too_many or skipped.unread:
             log.warning("slack: catching up on messages sent while the gateway was down skipped %d older than %g h"
                         " and %d over %d per conversation%s", skipped.too_old, self._limits.max_age / 3600,
@@ -245,6 +265,7 @@ class CatchUp:
             if self._rereads.failed(_name(where), exc):
                 return None
             skipped.unread.append(f"{_name(where)}: {exc}")
+            skipped.refused += 1
             self.behind.add(where)
             return []
         self._rereads.read(_name(where))

@@ -194,3 +194,40 @@ async def test_a_read_stops_where_the_catch_up_began_so_chatter_since_does_not_p
     finally:
         await down(fake, adapter)
     assert len(fake.calls_to("conversations.history")) == 2
+
+
+OUTAGE = {"error": "internal_error", "status": 500}
+FIRST_PASS = {  # the reads' failures in turn -> what the first pass counts; read in all, and after the first pass
+    "Slack failing for all": ([OUTAGE], "0 conversation(s) read, 3 waiting", 3, 3),  # the other reads wait with it
+    "one conversation's reads failing": ([KINDS["a third 429 in a row"]], "2 conversation(s) read, 1 waiting", 3, 1),
+    "one refused for good, then Slack failing": ([{"error": "not_in_channel"}, OUTAGE],
+                                                 "0 conversation(s) read, 1 refused, 2 waiting", 2, 2),
+}
+
+
+@pytest.mark.parametrize("failures, first_pass, read, after", FIRST_PASS.values(), ids=list(FIRST_PASS))
+async def test_a_line_says_how_far_the_first_pass_got_and_another_once_those_waiting_for_a_retry_are_read(
+        fake, caplog, failures, first_pass, read, after):
+    # The one summary came at the end of the whole catch-up, retries included, which last as long as an
+    # outage: an operator watching the log meanwhile saw nothing of how far it got.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1", "U2", "U3")  # U3's DM the most recently active: read first
+    for user in ("U1", "U2", "U3"):
+        await fake.push_dm(user, f"while down from {user}")
+    for failure in failures:
+        fake.fail_next("conversations.history", **failure)
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, QUICK)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 3 + read)
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    messages = [m for m in caplog.messages if m.startswith("slack: catching up")]
+    [over] = [n for n, m in enumerate(messages) if m.startswith("slack: catching up: first pass over")]
+    assert messages[over] == (f"slack: catching up: first pass over, {first_pass} for a retry (see the failed reads"
+                              " above); a line says when all are read")
+    assert min(n for n, m in enumerate(messages) if m.endswith(": read at last, after 1 failed read(s)")) > over
+    assert [m for m in messages if m.startswith("slack: catching up: nothing left")] == [
+        f"slack: catching up: nothing left waiting for a retry: {read} conversation(s) read, {after} of them after"
+        " the first pass"]
