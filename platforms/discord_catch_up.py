@@ -112,7 +112,8 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     (`Rereads.down`) ends the catch-up, the channels not looked at yet read again; what is not done
     within ``deadline`` seconds (Discord not answering, or discord.py waiting out a 429) is given up
     with a warning naming the channels left, since live events wait for the catch-up, and read again
-    too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds), ``token`` the bot token's watch."""
+    too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds),
+    ``token`` the bot token's watch."""
     left = Left([], [], Rereads(token, log, platform="discord", give_up_at=now + MAX_AGE, clock=clock,
                                 first=FIRST_RETRY, most=MAX_RETRY), _snowflake(now + CLOCK_SKEW))
     order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
