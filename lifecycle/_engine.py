@@ -59,8 +59,9 @@ class EngineHost(Protocol):
         """Reported by an engine whose children survive a restart, once the child's job is held where it
         runs (on Temporal: its workflow exists), so that a later start finds the child there. Until then
         the journal keeps the job, and the next start hands it back (`Engine.start`): a launch whose
-        process stopped, or was killed, before the engine had the job still runs. An engine that never
-        reports it is handed back the jobs of all its unfinished children."""
+        process stopped, or was killed, before the engine had the job still runs (unless its caller waited
+        for it in that process: an inline delegate_task's). An engine that never reports it is handed
+        back the jobs of all its unfinished children."""
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         """Reported by an engine whose children survive a restart: the steers asked of the child that it

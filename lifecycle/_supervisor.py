@@ -188,7 +188,10 @@ class Supervisor:
 
         ``durable=False`` queues at once and lets the PENDING rows commit with the next
         batch: for callers that hand nothing out before the children finish (an inline
-        delegate_task), whose terminal rows are committed after them anyway.
+        delegate_task), whose terminal rows are committed after them anyway. Nor are their jobs
+        kept for a restart (`Record.kept_job`): the caller waiting for them goes with the process,
+        so a child the engine never got would run for no one (the gateway runs an interrupted
+        turn again, delegating anew); the next start ends it INTERRUPTED instead.
         ``handles_out``: the caller hands the handles out (the plugin API), so the results
         are kept in memory for a while, for the reads that follow. ``routes``: each spec's
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
@@ -206,11 +209,12 @@ class Supervisor:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
             if self.closing:  # it began during the lookup, and stopped every child but these
                 self.check_open()
+        keep_jobs = durable and self.engine.survives_restart
         if routes:  # one per spec
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, route)
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, route)
                        for spec, route in zip(specs, routes, strict=True)]
         else:
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id) for spec in specs]
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs) for spec in specs]
         if handles_out:
             for record in records:
                 record.keep_result = True
@@ -310,7 +314,7 @@ class Supervisor:
 
     def _new_record(
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
-        route: ChildRoute | None = None,
+        keep_job: bool, route: ChildRoute | None = None,
     ) -> Record:
         host = self.host
         sid = new_id("sa-")
@@ -330,7 +334,7 @@ class Supervisor:
         )
         record = Record(handle, spec.goal, created, job)
         record.parent, record.model = parent, model
-        if self.engine.survives_restart:
+        if keep_job:
             # Until the engine holds the job (`placed`): a process stopped or killed before then leaves
             # the next start a launch to run, not a child to call interrupted.
             record.kept_job = json.dumps(job.to_dict(), separators=(",", ":"))

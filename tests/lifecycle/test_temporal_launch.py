@@ -8,6 +8,7 @@ child), and no start, sent again, may run a child twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import uuid
 
@@ -16,8 +17,9 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
+from agent import ToolContext
 from agent.models.scripted import ScriptedModel
-from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
+from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState, delegate_tool
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox
 from lifecycle.temporal import _engine as temporal_engine
@@ -222,3 +224,41 @@ async def test_a_child_found_at_the_restart_whose_row_kept_its_job_has_it_forgot
     with second.turn():
         assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
     assert len(model.requests) == 1
+
+
+class KilledAtSubmit(TemporalEngine):
+    """A gateway SIGKILLed just after it queued a child, before the start of its workflow left."""
+
+    def submit(self, job: ChildJob) -> None:
+        super().submit(job)
+        crash(self)
+
+
+async def test_an_inline_child_whose_gateway_was_killed_before_its_workflow_started_is_not_started_again(
+        make_env, queue):
+    """An inline delegate_task's turn waits for its children and dies with the process; the gateway
+    runs that turn again from its inbox, and it delegates anew. The child of the first run, which
+    Temporal never had, is not started by the next start: its result would reach no one and its
+    work would be done twice. It ends INTERRUPTED, as it did before the journal kept jobs."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran for no one"}})
+    await worker(model)
+    first = await make_env(engine=KilledAtSubmit(settings, client=client), db="shared.db", delegate=True)
+    tool = delegate_tool(first.service)
+    call = asyncio.ensure_future(tool.invoke({"goal": "inline work"}, ToolContext(
+        first.parent, "call-1", first.parent.workspace, {}, "turn-1")))
+    (record,) = await until(lambda: first.service._supervisor.children("parent-1"))
+    call.cancel()  # the turn goes with the process
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    await first.service.journal.sync()  # its PENDING row was committed with a later batch
+    handle = record.handle
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        await second.service.wait(handle, timeout_seconds=10)
+        result = await second.service.result(handle)
+    assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
+    assert await no_workflow(client, handle.subagent_id)
+    assert model.requests == []
+
