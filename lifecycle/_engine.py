@@ -59,9 +59,9 @@ class EngineHost(Protocol):
         """Reported by an engine whose children survive a restart, once the child's job is held where it
         runs (on Temporal: its workflow exists), so that a later start finds the child there. Until then
         the journal keeps the job, and the next start hands it back (`Engine.start`): a launch whose
-        process stopped, or was killed, before the engine had the job still runs (unless its caller waited
-        for it in that process: an inline delegate_task's). An engine that never reports it is handed
-        back the jobs of all its unfinished children."""
+        process stopped, or was killed, before the engine had the job still runs (unless it was asked to
+        stop, or its caller waited for it in that process: an inline delegate_task's). An engine that
+        never reports it is handed back the jobs of all its unfinished children."""
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         """Reported by an engine whose children survive a restart: the steers asked of the child that it
@@ -93,9 +93,11 @@ class Engine(Protocol):
     async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
         """Begin serving ``host``. ``unfinished`` maps the children the journal holds as not
         finished (always none unless `survives_restart`) to their jobs, for those the engine had not
-        reported `EngineHost.placed`, else to None. Returns the jobs among them that this engine runs
-        and will report on: those it still runs, and those it never got and starts now (a launch
-        journaled is a child to run). The rest become INTERRUPTED."""
+        reported `EngineHost.placed` and that no stop was asked of, else to None (a child asked to stop
+        before the engine had it is looked for, never started). Returns the jobs among them that this
+        engine runs and will report on: those it still runs, and those it never got and starts now (a
+        launch journaled is a child to run). The service ends the rest: a stopped one whose job it kept
+        as stopped before it ran, the others INTERRUPTED."""
 
     def submit(self, job: ChildJob) -> None:
         """Run the job when a slot is free. Never blocks and never raises for the job's own

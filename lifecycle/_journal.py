@@ -90,9 +90,10 @@ class JournalRecord:
     """The child's `ChildJob` (``to_dict()`` as JSON), kept from its launch until its engine, one whose
     children outlive the process, reports that it holds the job where the child runs
     (`EngineHost.placed`): a process that stopped or was killed before then left a child the engine
-    may never have got, and the next start hands it the job again (`Engine.start`). Never kept for a
-    child whose caller waits for it in the process (an inline delegate_task's): that caller dies with
-    the process, and no start runs the child for no one."""
+    may never have got, and the next start hands it the job again (`Engine.start`), unless
+    ``stop_reason`` says it was asked to stop. Never kept for a child whose caller waits for it in the
+    process (an inline delegate_task's): that caller dies with the process, and no start runs the child
+    for no one."""
 
     @property
     def terminal(self) -> bool:

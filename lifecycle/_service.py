@@ -108,7 +108,8 @@ class AsyncSubagentLifecycle:
     async def start(self) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
         previous process left unfinished: re-attached when the engine still runs them, started
-        when the engine never got their jobs (the journal kept them), INTERRUPTED otherwise. After
+        when the engine never got their jobs (the journal kept them), unless a stop was asked of them
+        first (then they end as stopped before they ran), INTERRUPTED otherwise. After
         `close`, raises `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as
         its children and engine were stopped for good."""
         if self._closed:
@@ -119,14 +120,25 @@ class AsyncSubagentLifecycle:
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
         unfinished = await self.journal.unfinished() if self.engine.survives_restart else []
+        kept_jobs = {row.subagent_id: _kept_job(row) for row in unfinished}
+        # A child asked to stop before its engine had its job is looked for (its start may have got
+        # there), never started: the engine is not handed its job.
+        stopped = {row.subagent_id for row in unfinished if row.stop_reason is not None}
         self._supervisor.adopting()
-        jobs = await self.engine.start(self._supervisor, {row.subagent_id: _kept_job(row) for row in unfinished})
+        jobs = await self.engine.start(self._supervisor, {
+            sid: None if sid in stopped else job for sid, job in kept_jobs.items()})
         rows_by_id = {row.subagent_id: row for row in unfinished}
         for job in jobs:
             self._supervisor.adopt(Record.from_journal(rows_by_id[job.subagent_id]), job)
         self._supervisor.adopted()
-        now = self.clock.time()
         kept = frozenset(job.subagent_id for job in jobs)
+        unstarted = [(Record.from_journal(row), kept_jobs[row.subagent_id]) for row in unfinished
+                     if row.subagent_id in stopped and row.subagent_id not in kept
+                     and kept_jobs[row.subagent_id] is not None]
+        if unstarted:
+            await self._supervisor.end_unstarted(unstarted)
+            log.info("%d child(ren) asked to stop before they started ended without starting", len(unstarted))
+        now = self.clock.time()
         stale = await self.journal.interrupt_unfinished(now, lambda rec: _interrupted_result(rec, now), keep=kept)
         if stale:
             log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED", len(stale))

@@ -352,13 +352,8 @@ class Supervisor:
     def adopt(self, record: Record, job: ChildJob) -> None:
         """Hold a live record read back after a restart, whose engine runs ``job``: still, or from now
         on (its job was kept in the journal, and the engine had never got it)."""
-        record.job, record.turn_id = job, job.parent_turn_id
-        record.keep_result = True  # its handle may be out: a plugin can reconnect to it
+        self._hold(record, job)
         sid = record.handle.subagent_id
-        self._live[sid] = record
-        self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
-        if record.handle.correlation_id:
-            self._correlations[(record.handle.parent_session_id, record.handle.correlation_id)] = sid
         if self._placed_early is not None and sid in self._placed_early:
             # Found where it runs, though its row kept the job (the process stopped before that row
             # was committed): forgotten now, or a later start that does not find it would run it again.
@@ -371,6 +366,27 @@ class Supervisor:
             # Asked before the restart and not sent (the engine's service did not answer before the
             # process stopped): sent now, in order, under the ids they had, so none is read twice.
             self.engine.steer_again(sid, json.loads(record.steers))
+
+    async def end_unstarted(self, stopped: Sequence[tuple[Record, ChildJob]]) -> None:
+        """End children read back after a restart that were asked to stop before their engine had their
+        jobs, and that it does not have (the journal kept the job and the stop; `Engine.start` was not
+        handed the job): never started, each ends as a stopped child that never ran does here, CANCELLED
+        (``cancelled before start: …``) or INTERRUPTED with the stop's reason, through the completion
+        pipeline. Returns once their results are published."""
+        for record, job in stopped:
+            self._hold(record, job)
+        await self._complete_now([record for record, _ in stopped],
+                                 lambda r: ChildOutcome("interrupted", "interrupted", None, r.interrupt_reason))
+
+    def _hold(self, record: Record, job: ChildJob) -> None:
+        """Index a live record read back after a restart, with its job."""
+        record.job, record.turn_id = job, job.parent_turn_id
+        record.keep_result = True  # its handle may be out: a plugin can reconnect to it
+        sid = record.handle.subagent_id
+        self._live[sid] = record
+        self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
+        if record.handle.correlation_id:
+            self._correlations[(record.handle.parent_session_id, record.handle.correlation_id)] = sid
 
     # -- stopping ------------------------------------------------------------------------------
 

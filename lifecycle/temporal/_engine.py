@@ -18,7 +18,8 @@ than a second.
 
 Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
 its job: `close` starts the workflows of the children it stops following before then, and
-`start` starts those that a process killed, or one that could not reach Temporal, left without one.
+`start` starts those that a process killed, or one that could not reach Temporal, left without one
+(the service hands it no job of a child asked to stop).
 """
 
 from __future__ import annotations

@@ -284,6 +284,24 @@ async def test_a_launch_whose_job_never_reached_the_engine_runs_after_a_restart(
         assert (await second.service.result(handle)).summary == "worker did: launched, then the process died"
 
 
+async def test_a_launch_stopped_before_its_job_reached_the_engine_is_not_handed_to_it_after_a_restart(
+        make_env, workers):
+    """The journal kept the job and the stop: the next start does not hand the job to the engine to run,
+    only to stop it; the child ends as one stopped before it ran, with the reasons given in-process."""
+    first = await make_env(engine=KilledBeforeSending(workers), db="shared.db")
+    with first.turn():
+        cancelled, stopped = [await first.service.launch(SubagentLaunchRequest(goal=g)) for g in ("a", "b")]
+        await first.service.cancel(cancelled, "changed my mind")
+        assert await first.service.host_view().interrupt_child(stopped.subagent_id, "stopped by /stop")
+    await first.service.close()
+    second = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    with second.turn():
+        ended = [await second.service.result(h) for h in (cancelled, stopped)]
+    assert [(r.state, r.error_message) for r in ended] == [
+        (S.CANCELLED, "cancelled before start: changed my mind"), (S.INTERRUPTED, "stopped by /stop")]
+    assert workers.jobs == {}
+
+
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
     engine = InProcessEngine(1)
     env = await make_env(engine=engine)

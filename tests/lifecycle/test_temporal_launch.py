@@ -12,6 +12,7 @@ import contextlib
 import gc
 import uuid
 
+import pytest
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
@@ -19,7 +20,7 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from agent import ToolContext
 from agent.models.scripted import ScriptedModel
-from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState, delegate_tool
+from lifecycle import ChildJob, ChildOutcome, SubagentHandle, SubagentLaunchRequest, SubagentState, delegate_tool
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox
 from lifecycle.temporal import _engine as temporal_engine
@@ -261,4 +262,50 @@ async def test_an_inline_child_whose_gateway_was_killed_before_its_workflow_star
     assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
     assert await no_workflow(client, handle.subagent_id)
     assert model.requests == []
+
+
+async def stopped_then_killed(make_env, queue, stop) -> tuple[SubagentHandle, ScriptedModel]:
+    """A child launched, then asked to stop (``stop(env, handle)``) before its workflow's start left,
+    and the gateway SIGKILLed after the stop was journaled."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran though it was stopped"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="stopped at once"))
+        await stop(first, handle)  # nothing awaited in between: the engine's start has not left
+    crash(first.service.engine)
+    await first.service.journal.sync()  # the row keeping the stop
+    assert await no_workflow(client, handle.subagent_id)
+    return handle, model
+
+
+async def cancelled(env, handle) -> None:
+    assert (await env.service.cancel(handle, reason="changed my mind")).state is S.CANCEL_REQUESTED
+
+
+async def stopped(env, handle) -> None:
+    assert await env.service.host_view().interrupt_child(handle.subagent_id, "stopped by /stop")
+
+
+@pytest.mark.parametrize("stop, state, error", [
+    (cancelled, S.CANCELLED, "cancelled before start: changed my mind"),
+    (stopped, S.INTERRUPTED, "stopped by /stop"),
+])
+async def test_a_child_stopped_before_its_workflow_started_is_never_started_after_a_kill(
+        make_env, queue, stop, state, error):
+    """The journal kept the child's job and its stop: the next start does not start it only to cancel
+    it (a worker could take it first and call the model); it ends as a child stopped before it ran."""
+    settings, client, _ = queue
+    handle, model = await stopped_then_killed(make_env, queue, stop)
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is state
+        result = await second.service.result(handle)
+    assert (result.state, result.error_message) == (state, error)
+    assert await no_workflow(client, handle.subagent_id)
+    assert model.requests == []
+    await second.service.journal.sync()
+    assert (await second.service.journal.get(handle.subagent_id)).job is None
 
