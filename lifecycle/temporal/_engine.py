@@ -19,7 +19,8 @@ than a second.
 Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
 its job: `close` starts the workflows of the children it stops following before then, and
 `start` starts those that a process killed, or one that could not reach Temporal, left without one
-(the service hands it no job of a child asked to stop).
+(the service hands it no job of a child asked to stop). A child asked to stop before its workflow's
+start was sent is never started.
 """
 
 from __future__ import annotations
@@ -229,7 +230,12 @@ class TemporalEngine:
         host, sid = self._host, child.job.subagent_id
         assert host is not None
         patience = _Patience(sid, self.settings.address)
-        while True:
+        outcome = None
+        if new and child.stop_reason is not None:
+            # Asked to stop before its workflow's start was sent: never started, as a worker could take
+            # it before the cancel and call the model. It ends as a child stopped before it ran.
+            outcome = ChildOutcome("interrupted", "interrupted", None, child.stop_reason)
+        while outcome is None:
             try:
                 outcome = await self._outcome(child, new=new)
                 break

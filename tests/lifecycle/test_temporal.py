@@ -65,6 +65,15 @@ def journaled_steers(db, subagent_id: str) -> list[str]:
     return [s["text"] for s in json.loads(steers)] if steers else []
 
 
+async def exists(workflow: WorkflowHandle) -> bool:
+    """Whether Temporal has the workflow (its start reached it)."""
+    try:
+        await workflow.describe()
+    except RPCError:
+        return False
+    return True
+
+
 def crash(engine: TemporalEngine) -> None:
     """What a SIGKILL does to the engine: its requests stop where they are, and nothing of its `close` happens."""
     for task in list(engine._tasks):
@@ -249,8 +258,10 @@ async def test_a_child_cancelled_before_any_worker_took_it_stays_cancelled_acros
     first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
     with first.turn():
         handle = await first.service.launch(SubagentLaunchRequest(goal="never wanted"))
+        workflow = client.get_workflow_handle(handle.subagent_id)
+        # Once its workflow exists (a child stopped before its start was sent is never started at all).
+        await until(lambda: exists(workflow), 5, every=0.05)
         assert (await first.service.cancel(handle, reason="changed my mind")).state is S.CANCEL_REQUESTED
-    workflow = client.get_workflow_handle(handle.subagent_id)
 
     async def cancel_recorded() -> bool:
         try:

@@ -309,3 +309,25 @@ async def test_a_child_stopped_before_its_workflow_started_is_never_started_afte
     await second.service.journal.sync()
     assert (await second.service.journal.get(handle.subagent_id)).job is None
 
+
+@pytest.mark.parametrize("stop, state, error", [
+    (cancelled, S.CANCELLED, "cancelled before start: changed my mind"),
+    (stopped, S.INTERRUPTED, "stopped by /stop"),
+])
+async def test_a_child_stopped_before_its_workflows_start_was_sent_is_never_started(
+        make_env, queue, stop, state, error):
+    """Stopped with its launch, before the engine sent the start of its workflow: the engine does not
+    start it only to cancel it (a worker could take it first and call the model); it ends as a child
+    stopped before it ran ends in-process."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"text": "ran though it was stopped"}})
+    await worker(model)
+    env = await make_env(engine=TemporalEngine(settings, client=client))
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="stopped at once"))
+        await stop(env, handle)  # nothing awaited in between: the engine's start has not left
+        assert (await env.service.wait(handle, timeout_seconds=10)).state is state
+        result = await env.service.result(handle)
+    assert (result.state, result.error_message) == (state, error)
+    assert await no_workflow(client, handle.subagent_id)
+    assert model.requests == []
