@@ -2,7 +2,9 @@
 
 `launch` returns once the child is journaled; the engine starts its workflow just after. A gateway
 that closes, or is killed, in between must not lose the child (on Temporal a restart interrupts no
-child), and no start, sent again, may run a child twice.
+child), and no start, sent again, may run a child twice. Two launches are not started: one asked to
+stop first, which ends as a stopped child that never ran, and an inline delegate_task's, whose waiting
+turn died with the gateway (the gateway runs that turn again, delegating anew).
 """
 
 from __future__ import annotations
