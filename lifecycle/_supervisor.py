@@ -67,8 +67,9 @@ class Supervisor:
         """Work whose callers gave up, held until it ends (the loop holds tasks weakly): launches
         that were being journaled (`_abandon`), children being finished (`_complete_now`)."""
         self._launching = 0
-        """Launches between their records and their end, and the work whose callers gave up until it
-        ends: `close` waits for them, so none meets a closed engine or journal."""
+        """Launches between their records and their end, the children the service is finishing itself
+        (`_complete_now`), and the work whose callers gave up until it ends: `close` waits for them, so
+        none meets a closed engine or journal."""
         self._drained: asyncio.Future | None = None
         """Set by `close` while it waits for ``_launching`` to fall to zero."""
         self._placed_early: set[str] | None = None
@@ -268,13 +269,18 @@ class Supervisor:
     def _carry_on(self, work: asyncio.Future) -> None:
         """Let ``work`` whose caller gave up run to its end, which `close` waits for."""
         self._given_up.add(work)
+        self._wait_at_close(work)
+
+    def _wait_at_close(self, work: asyncio.Future) -> None:
+        """Count ``work`` until it ends: `close` waits for it."""
         self._launching += 1
         work.add_done_callback(self._carried_on)
 
     def _carried_on(self, work: asyncio.Future) -> None:
-        self._given_up.discard(work)
-        if not work.cancelled() and work.exception() is not None:
-            log.error("ending children whose caller gave up failed", exc_info=work.exception())
+        if work in self._given_up:  # else its caller heard how it ended
+            self._given_up.discard(work)
+            if not work.cancelled() and work.exception() is not None:
+                log.error("ending children whose caller gave up failed", exc_info=work.exception())
         self._launching -= 1
         self._launch_ended()
 
@@ -437,8 +443,8 @@ class Supervisor:
     async def close(self) -> None:
         """Refuse launches from now on (`check_open`), stop every child this process would lose
         (all of them unless the engine's children survive a restart), wait for the launches being
-        journaled to end, and the children being finished for callers that gave up, then for the
-        engine to wind down. The journal stays open: the caller closes it once this returns, when
+        journaled to end, and the children the service is finishing itself (for callers that gave up,
+        too), then for the engine to wind down. The journal stays open: the caller closes it once this returns, when
         nothing is left to write to it."""
         self.closing = True
         if not self.engine.survives_restart:
@@ -458,15 +464,18 @@ class Supervisor:
         """`finished` for children the service finishes itself, returning once they are published. A caller
         cancelled meanwhile (its turn interrupted) leaves at once, and their end goes on: finishing, they are
         out of every stop's reach, and no engine holds them, so nothing else would end them. `close` waits
-        for it."""
+        for it, whether or not its caller does."""
         # Shielded here, which only children stopped before they ran pass, not in `finished`, which every
         # child passes: a launch pays for no future.
         ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+        # Counted from the start, not only once given up: finishing, they are out of the reach of `close`'s
+        # stop, which would otherwise not wait for them, and close the journal before their terminal rows.
+        self._wait_at_close(ending)
         try:
             await asyncio.shield(ending)
         except asyncio.CancelledError:
             if not ending.done():
-                self._carry_on(ending)
+                self._given_up.add(ending)
             raise
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(r.waiter(loop) for r in records))

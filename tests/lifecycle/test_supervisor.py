@@ -3,10 +3,12 @@ while the caller that stopped them gives up: they end all the same. A launch's o
 in test_launch_commit.py."""
 
 import asyncio
+import sqlite3
 
 import pytest
 
 from lifecycle import SubagentLaunchRequest, SubagentState
+from tests.polling import until
 
 S = SubagentState
 
@@ -53,3 +55,47 @@ async def test_a_queued_child_stopped_by_a_caller_cancelled_as_it_ends_still_end
         await env.service.cancel(blocker)
     assert (done.completed, done.state, result.error_message) == (True, state, error)
     assert (await env.service.journal.get(queued.subagent_id)).state == state.value
+
+
+@pytest.mark.parametrize("gives_up", [False, True], ids=["caller_waits", "caller_gives_up_during_close"])
+@pytest.mark.parametrize("stop, state", [
+    pytest.param(_interrupt, S.INTERRUPTED, id="interrupt_child"),
+    pytest.param(_cancel, S.CANCELLED, id="cancel"),
+])
+async def test_close_waits_for_a_queued_child_being_finished_when_it_began(make_env, tmp_path, stop, state, gives_up):
+    # The child is finishing (its subagent_stop hook running) when close begins: out of close's reach
+    # (it stops only live children), and counted nowhere while its caller waited, so close returned,
+    # and the journal closed, before its terminal row was put: it stayed PENDING, and read as
+    # interrupted by process exit at the next start. A caller giving up once close was past its count
+    # was not waited for either.
+    env = await make_env(max_running=1)
+    with env.turn():
+        blocker = await env.service.launch(SubagentLaunchRequest(goal="[hang] blocker"))
+        queued = await env.service.launch(SubagentLaunchRequest(goal="queued"))
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def observe(**event):
+        if event["child_session_id"] == queued.subagent_id:
+            entered.set()
+            await gate.wait()
+
+    env.hooks.register("subagent_stop", observe)
+    stopping = asyncio.ensure_future(stop(env, queued))
+    await entered.wait()
+    closing = asyncio.ensure_future(env.service.close())
+    await until(lambda: blocker.subagent_id not in env.service._supervisor._live)  # close stopped it: past its count
+    if gives_up:
+        stopping.cancel()
+    # Time for a close that does not wait to return (and close the journal): the outcome does not
+    # depend on it once close waits.
+    await asyncio.wait([closing], timeout=0.5)
+    gate.set()
+    await asyncio.wait_for(closing, 5)
+    if not gives_up:
+        await asyncio.wait_for(stopping, 5)
+    db = sqlite3.connect(tmp_path / "journal.db")
+    try:
+        (row_state,) = db.execute("SELECT state FROM lifecycle_records WHERE subagent_id = ?", (queued.subagent_id,)).fetchone()
+    finally:
+        db.close()
+    assert row_state == state.value
