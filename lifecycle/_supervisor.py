@@ -444,8 +444,8 @@ class Supervisor:
         """Refuse launches from now on (`check_open`), stop every child this process would lose
         (all of them unless the engine's children survive a restart), wait for the launches being
         journaled to end, and the children the service is finishing itself (for callers that gave up,
-        too), then for the engine to wind down. The journal stays open: the caller closes it once this returns, when
-        nothing is left to write to it."""
+        too), then for the engine to wind down. The journal stays open: the caller closes it once this
+        returns, when nothing is left to write to it."""
         self.closing = True
         if not self.engine.survives_restart:
             # Children whose launch is being journaled too: once committed they are never

@@ -95,7 +95,8 @@ async def test_close_waits_for_a_queued_child_being_finished_when_it_began(make_
         await asyncio.wait_for(stopping, 5)
     db = sqlite3.connect(tmp_path / "journal.db")
     try:
-        (row_state,) = db.execute("SELECT state FROM lifecycle_records WHERE subagent_id = ?", (queued.subagent_id,)).fetchone()
+        (row_state,) = db.execute("SELECT state FROM lifecycle_records WHERE subagent_id = ?",
+                                  (queued.subagent_id,)).fetchone()
     finally:
         db.close()
     assert row_state == state.value
