@@ -62,6 +62,10 @@ log = logging.getLogger("gateway.app")
 
 REMEMBERED_THREADS = 10_000
 """Thread sessions handed to an adapter that answers in threads without a mention (Slack, Discord) at start."""
+CLOSE_FLOOR_SECONDS = 1.0
+"""What closing the children's engine gets at a stop when the grace is spent: the requests it still sends
+(on Temporal, the workflow starts of children launched just before) take milliseconds while Temporal
+answers, and get this long to be sent; past it they are left to the next start."""
 _NOT_ROUTED = object()
 """`Gateway._handle_accepted` called without the event's route: it routes the event itself."""
 
@@ -235,7 +239,9 @@ class Gateway:
         """Stop intake, let running turns finish, then interrupt them; flush the outbox; journal
         running children as interrupted. All of it within ``grace`` seconds (a supervisor's stop
         timeout is set to it): the flush gets what the turns left of it, and parts it had no time
-        for stay pending for the next start. With no grace at all the flush still gets a second."""
+        for stay pending for the next start; then the children's engine gets what is left for the
+        requests it still sends (at least `CLOSE_FLOOR_SECONDS`), and leaves the rest to the next start.
+        With no grace at all the flush still gets a second."""
         loop = asyncio.get_running_loop()
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         deadline = loop.time() + grace
@@ -267,7 +273,7 @@ class Gateway:
         await self.outbox.flush(timeout=max(deadline - loop.time(), 0) if grace else 1.0, give_up_when_held=True)
         await self.outbox.close()
         await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
-        await self.host.close()
+        await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
         self.recent_errors.detach()

@@ -133,8 +133,9 @@ class AgentHost:
             log.info("removed %d temporary files a process stopped mid-write left: %s", len(removed),
                      ", ".join(str(p) for p in removed[:5]) + (", …" if len(removed) > 5 else ""))
 
-    async def close(self) -> None:
-        await self.lifecycle.close()
+    async def close(self, *, grace: float | None = None) -> None:
+        """``grace``: how long the children's engine may wait for what it still sends (`Engine.close`)."""
+        await self.lifecycle.close(grace=grace)
         await self.routing.close()
         self.plugins.close()
         self.hooks.close()  # last: closing the lifecycle runs hooks (children's ends)

@@ -129,6 +129,9 @@ class Engine(Protocol):
         """A running child's latest tool calls, oldest first, metadata only; None when this
         engine does not know them. Optional: the host view reads it only where it exists."""
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
         """Stop starting jobs and wait for the running ones to report (the service interrupts
-        them first unless `survives_restart`). Idempotent."""
+        them first unless `survives_restart`). Idempotent. ``grace`` is how long it may wait for the
+        requests it still sends to where its children run (stops, steers, jobs it has not handed over),
+        which are left to the next start past it; None for its own default. An engine that sends none
+        ignores it: a child interrupted here is waited for, as its outcome is not kept elsewhere."""

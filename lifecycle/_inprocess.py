@@ -157,7 +157,8 @@ class InProcessEngine:
             return None
         return () if run.session is None else run.session.tool_log
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
+        # No grace: nothing is sent anywhere, and the interrupted children's outcomes exist only here.
         self._closed = True
         if self._monitor is not None:
             self._monitor.cancel()

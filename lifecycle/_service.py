@@ -146,11 +146,14 @@ class AsyncSubagentLifecycle:
             log.info("re-attached to %d child(ren) still running", len(kept))
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="lifecycle-sweeper")
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
         """Interrupt every running child (unless the engine's children outlive this process),
         journal each as INTERRUPTED, and flush. Launches are refused from the moment it begins
         (``CLOSING``, then ``CLOSED``); one being journaled then is waited for, and its children
-        end like the others. Idempotent: a second call while the first runs returns when it does."""
+        end like the others. ``grace``: how long the engine may wait for the requests it still
+        sends (on Temporal: stops, steers, the workflow starts of children launched just before;
+        past it the next start sends them); None for the engine's own default (10 s on Temporal).
+        Idempotent: a second call while the first runs returns when it does (its grace unused)."""
         if self.keyring is None:
             return
         if self._closing is None:
@@ -159,14 +162,14 @@ class AsyncSubagentLifecycle:
             if self._sweeper is not None:
                 self._sweeper.cancel()
                 self._sweeper = None
-            self._closing = asyncio.ensure_future(self._close())
+            self._closing = asyncio.ensure_future(self._close(grace))
         # Shielded: a caller cancelled meanwhile (a shutdown timing out) must not stop the close
         # another caller waits for, halfway between the children and the journal.
         await asyncio.shield(self._closing)
 
-    async def _close(self) -> None:
+    async def _close(self, grace: float | None) -> None:
         try:
-            await self._supervisor.close()
+            await self._supervisor.close(grace=grace)
             await self.journal.close()
         finally:
             self._supervisor.closed = True

@@ -440,12 +440,12 @@ class Supervisor:
         if self.engine.survives_restart:
             self.journal.put(record.journal_row())
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
         """Refuse launches from now on (`check_open`), stop every child this process would lose
         (all of them unless the engine's children survive a restart), wait for the launches being
         journaled to end, and the children the service is finishing itself (for callers that gave up,
-        too), then for the engine to wind down. The journal stays open: the caller closes it once this
-        returns, when nothing is left to write to it."""
+        too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`).
+        The journal stays open: the caller closes it once this returns, when nothing is left to write to it."""
         self.closing = True
         if not self.engine.survives_restart:
             # Children whose launch is being journaled too: once committed they are never
@@ -454,7 +454,7 @@ class Supervisor:
         if self._launching:
             self._drained = asyncio.get_running_loop().create_future()
             await self._drained
-        await self.engine.close()
+        await self.engine.close(grace=grace)
         if self._publisher is not None:
             await self._publisher
 

@@ -68,7 +68,7 @@ _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCS
 _SENDING = "temporal-request"
 """Tasks sending a cancellation, a signal or a workflow start: `close` lets them finish, the others it cancels."""
 CLOSE_GRACE_SECONDS = 10.0
-"""How long `close` gives those tasks: past it (Temporal does not answer), what they were sending is left
+"""How long `close` gives those tasks when its caller gives no grace: past it (Temporal does not answer), what they were sending is left
 to the next start, which sends it again from the journal."""
 
 
@@ -200,9 +200,10 @@ class TemporalEngine:
             self._spawn(self._refresh(child), "temporal-describe")
         return child.activity
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
         """Stop following: the children go on running on the workers, and the next start
-        re-attaches to them. First, within `CLOSE_GRACE_SECONDS`, the requests already made are
+        re-attaches to them. First, within ``grace`` seconds (`CLOSE_GRACE_SECONDS` unless given: the
+        gateway gives what is left of its shutdown's), the requests already made are
         sent, and the workflows of children Temporal may not have yet are started (a child launched
         just before runs while the gateway is down); what Temporal has not taken by then, the next
         start sends, from the journal."""
@@ -215,7 +216,7 @@ class TemporalEngine:
                 if not child.placed:
                     self._spawn(self._place(child), _SENDING)
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=CLOSE_GRACE_SECONDS)
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_GRACE_SECONDS if grace is None else grace)
         for task in list(self._tasks):  # a request that could not be sent in time is given up here
             task.cancel()
         if self._tasks:

@@ -5,12 +5,18 @@ and the outbox's flush share it (`Gateway.stop`), so a supervisor's stop timeout
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from agent import ModelRequest, ModelResponse
+from agent.models.scripted import ScriptedModel
+from gateway.app import CLOSE_FLOOR_SECONDS
 from gateway.host import STATE_DB
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, start_gateway
+from lifecycle.temporal import _engine as temporal_engine
+from lifecycle.temporal.testing import DevServer
 from platforms.base import Outbound, Sent
+from tests.polling import until
 
 GRACE = 2.0
 
@@ -58,3 +64,33 @@ async def test_the_running_turns_and_the_outboxs_flush_share_one_grace(tmp_path)
         assert store.outbox.message("stuck:0").status == "pending"
     finally:
         store.close()
+
+
+async def test_the_requests_the_temporal_engine_still_sends_at_the_stop_get_what_is_left_of_the_grace(
+        tmp_path, monkeypatch):
+    """Temporal stops answering just before a child is launched: at the stop the engine tries to start
+    its workflow until the stop's grace is spent (at least `CLOSE_FLOOR_SECONDS`), not for its own
+    `CLOSE_GRACE_SECONDS` after the grace is over; the next start starts it (the journal keeps its job)."""
+    monkeypatch.setattr(temporal_engine, "CLOSE_GRACE_SECONDS", 6.0)  # as long as the default would be, in effect
+    server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "temporal.log")
+    await asyncio.to_thread(server.start)
+    try:
+        chat = RecordingAdapter()
+        model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {
+            "tasks": [{"goal": "look it up"}]}}]}, {"text": "on it"}]]})
+        config = make_config(tmp_path, server={"shutdown_grace_seconds": 0.5},
+                             delegation={"gateway_mode": "background"},
+                             lifecycle={"engine": "temporal", "temporal": {
+                                 "address": server.address, "task_queue": f"grace-{uuid.uuid4().hex[:10]}"}})
+        gateway = await start_gateway(config, [chat], model=model)
+        await asyncio.to_thread(server.stop)
+        await chat.say("look it up")
+        await until(lambda: "on it" in chat.texts())
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await gateway.stop()
+        took = loop.time() - began
+    finally:
+        await asyncio.to_thread(server.stop)
+    # Before: the grace, then the engine's own 6 s. Now the floor, with room for a loaded machine.
+    assert took < CLOSE_FLOOR_SECONDS + 1.5

@@ -181,7 +181,7 @@ class WorkerEngine:
         running = self.workers.running.get(subagent_id)
         return "on a worker" if running is not None and running.is_set() else None
 
-    async def close(self) -> None:
+    async def close(self, *, grace: float | None = None) -> None:
         for task in list(self._followers):
             task.cancel()
         await asyncio.gather(*self._followers, return_exceptions=True)
