@@ -21,8 +21,9 @@ QUIET_CHECKS, QUIET_PAUSE = 3, 0.05
 
 
 async def serve(config: Config, *, local: bool = False) -> int:
-    """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns and then the
-    outbox's flush ``server.shutdown_grace_seconds`` in all, journal running children. A signal
+    """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns, then the
+    outbox's flush, then the Temporal engine's last requests ``server.shutdown_grace_seconds`` in all
+    (`Gateway.stop`), journal running children. A signal
     while the gateway still starts cancels the start and stops the same way."""
     state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping, started = asyncio.Event(), asyncio.Event()

@@ -80,7 +80,8 @@ class ServerSettings:
     host: str = setting("127.0.0.1", "Address the HTTP server (webhooks, web chat, health) listens on.")
     port: int = setting(8080, "Port of the HTTP server; 0 picks a free one.", min=0, max=65535)
     shutdown_grace_seconds: float = setting(
-        10.0, "How long a shutdown may take: running turns finish, then the outbox is flushed, within it.", min=0)
+        10.0, "How long a shutdown may take: running turns finish, then the outbox is flushed, then the Temporal"
+        " engine sends its last requests, within it.", min=0)
     header_timeout_seconds: float = setting(
         10.0, "A new connection must send its first request's line and headers within this long.", min=0.1
     )
