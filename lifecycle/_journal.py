@@ -41,7 +41,7 @@ from ._contract import TERMINAL_STATES, SubagentLifecycleError, SubagentState
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 KeyRowTuple = tuple[str, bytes, float, float | None]
 
@@ -94,6 +94,11 @@ class JournalRecord:
     ``stop_reason`` says it was asked to stop. Never kept for a child whose caller waits for it in the
     process (an inline delegate_task's): that caller dies with the process, and no start runs the child
     for no one."""
+    inline: bool = False
+    """Its caller waits for it in the process (an inline delegate_task's child): a restart, whose process
+    no longer has that caller, stops such a child if its engine still runs it (the gateway runs the
+    interrupted turn again, delegating anew) instead of following it on for no one. False in the rows of
+    a journal from before it was kept."""
 
     @property
     def terminal(self) -> bool:

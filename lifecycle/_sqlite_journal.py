@@ -32,14 +32,14 @@ T = TypeVar("T")
 
 _COLUMNS = (
     "subagent_id, parent_session_id, correlation_id, handle, state,"
-    " created_at, updated_at, started_at, completed_at, result, goal, stop_reason, steers, job"
+    " created_at, updated_at, started_at, completed_at, result, goal, stop_reason, steers, job, inline"
 )
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS lifecycle_records (
         subagent_id TEXT NOT NULL PRIMARY KEY, parent_session_id TEXT, correlation_id TEXT,
         handle TEXT NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
         started_at REAL, completed_at REAL, result TEXT, goal TEXT NOT NULL, stop_reason TEXT, steers TEXT,
-        job TEXT)""",
+        job TEXT, inline INTEGER NOT NULL DEFAULT 0)""",
     # IFNULL(.., 0): SQLite treats NULLs as distinct in unique indexes, but a parent-less child's
     # correlation ids must be unique too. The integer 0 never equals a text or blob session id.
     """CREATE UNIQUE INDEX IF NOT EXISTS lifecycle_records_correlation
@@ -50,7 +50,7 @@ _SCHEMA = (
         kid TEXT NOT NULL PRIMARY KEY, secret BLOB NOT NULL, created_at REAL NOT NULL, retired_at REAL)""",
 )
 _UPDATE_ALL = ", ".join(f"{c.strip()}=excluded.{c.strip()}" for c in _COLUMNS.split(",")[1:])
-_ROW_MARKS = "(" + ",".join("?" * 14) + ")"
+_ROW_MARKS = "(" + ",".join("?" * 15) + ")"
 # Rows per statement: one multi-row statement costs far less than a statement per row. Fixed
 # sizes keep the set of statements small enough for sqlite3's statement cache.
 _CHUNKS = (512, 64, 8, 1)
@@ -88,12 +88,13 @@ def _to_row(r: JournalRecord) -> tuple:
         None if stop is None else _text(stop),
         None if steers is None else _text(steers),
         None if job is None else job if type(job) is str and job.isascii() else _text(job),
+        1 if r.inline else 0,
     )
 
 
 def _from_row(row: tuple) -> JournalRecord:
     return JournalRecord(*map(_untext, row[:5]), row[5], row[6], row[7], row[8], _untext(row[9]), _untext(row[10]),
-                         _untext(row[11]), _untext(row[12]), _untext(row[13]))
+                         _untext(row[11]), _untext(row[12]), _untext(row[13]), bool(row[14]))
 
 
 class SqliteJournal:
@@ -427,6 +428,8 @@ class SqliteJournal:
             self._db.write("ALTER TABLE lifecycle_records ADD COLUMN steers TEXT")
         if version in (1, 2, 3):  # from before jobs were kept until their engine held them: likewise
             self._db.write("ALTER TABLE lifecycle_records ADD COLUMN job TEXT")
+        if version in (1, 2, 3, 4):  # from before inline children were told apart: theirs are followed on
+            self._db.write("ALTER TABLE lifecycle_records ADD COLUMN inline INTEGER NOT NULL DEFAULT 0")
         for statement in _SCHEMA:
             self._db.write(statement)
         self._db.write(f"PRAGMA user_version = {SCHEMA_VERSION}")

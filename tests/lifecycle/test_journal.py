@@ -107,13 +107,14 @@ async def test_synced_records_survive_reopening_exactly(backend: Backend, journa
     steers = json.dumps([{"id": "s1", "text": "use metric units \ud800"}])
     job = json.dumps({"subagent_id": "sa-3", "goal": "caf\u00e9 \ud800"}, ensure_ascii=False)
     records = [record("sa-1", stop_reason="stopped by /stop", steers=steers), record("sa-2", "SUCCEEDED"), odd,
-               record("sa-3", "PENDING", job=job)]
+               record("sa-3", "PENDING", job=job), record("sa-4", "PENDING", inline=True)]
     for rec in records:
         journal.put(rec)
     await journal.sync()
     journal = await backend.reopen(journal)
     for rec in records:
         assert await journal.get(rec.subagent_id) == rec
+    assert not (await journal.get("sa-1")).inline and (await journal.get("sa-4")).inline
     assert await journal.find_correlation(None, "c-\ud800") == "sa-\u00e9"
 
 

@@ -20,7 +20,7 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
     try:
         path = tmp_path / "j.db"
         assert await asyncio.to_thread(inspect, path, "PRAGMA journal_mode") == [("wal",)]
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(4,)]
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(5,)]
         plan = await asyncio.to_thread(
             inspect,
             path,
@@ -33,9 +33,9 @@ async def test_sqlite_schema_mode_and_indexes(tmp_path: Path) -> None:
 
 
 def _old_journal(path: Path, version: int) -> None:
-    """A journal as version 1 (before stop requests were kept), 2 (before unsent steers were) or 3 (before
-    jobs were) wrote it."""
-    added = ["stop_reason", "steers"][:version - 1]
+    """A journal as version 1 (before stop requests were kept), 2 (before unsent steers were), 3 (before
+    jobs were) or 4 (before inline children were told apart) wrote it."""
+    added = ["stop_reason", "steers", "job"][:version - 1]
     conn = sqlite3.connect(path)
     try:
         conn.execute(f"""CREATE TABLE lifecycle_records (
@@ -51,24 +51,28 @@ def _old_journal(path: Path, version: int) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
-async def test_sqlite_a_journal_from_before_stops_steers_or_jobs_were_kept_opens_with_its_rows(tmp_path: Path,
-                                                                                                version: int) -> None:
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+async def test_sqlite_a_journal_from_before_stops_steers_jobs_or_inline_were_kept_opens_with_its_rows(
+        tmp_path: Path, version: int) -> None:
     path = tmp_path / "j.db"
     await asyncio.to_thread(_old_journal, path, version)
     journal = SqliteJournal(path)
     await journal.open()
-    assert (await journal.get("sa-old")) == JournalRecord("sa-old", "p", None, "{}", "PENDING", 1.0, 2.0, goal="g")
+    # Its children are not taken for inline ones: they are followed on after a restart, as before.
+    assert (await journal.get("sa-old")) == JournalRecord("sa-old", "p", None, "{}", "PENDING", 1.0, 2.0, goal="g",
+                                                          inline=False)
     journal.put(record("sa-old", stop_reason="stopped by /stop", steers='[{"id": "s1", "text": "hurry"}]',
                        job='{"goal": "g"}'))
+    journal.put(record("sa-new", "PENDING", inline=True))
     await journal.close()
     journal = SqliteJournal(path)
     await journal.open()
     try:
         kept = await journal.get("sa-old")
         assert (kept.stop_reason, kept.steers) == ("stopped by /stop", '[{"id": "s1", "text": "hurry"}]')
-        assert kept.job == '{"goal": "g"}'
-        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(4,)]
+        assert kept.job == '{"goal": "g"}' and not kept.inline
+        assert (await journal.get("sa-new")).inline
+        assert await asyncio.to_thread(inspect, path, "PRAGMA user_version") == [(5,)]
     finally:
         await journal.close()
 
