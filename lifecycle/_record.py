@@ -21,7 +21,7 @@ class Record:
 
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "ran",
+        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "inline", "ran",
         "closing", "completing", "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
@@ -53,6 +53,8 @@ class Record:
         self.kept_job: str | None = None
         """Its journal row's job (`JournalRecord.job`): set at launch when the engine's children outlive
         the process, until the engine reports it holds the job (`Supervisor.placed`)."""
+        self.inline = False
+        """Its journal row's `JournalRecord.inline`: its caller waits for it in this process."""
         self.ran = False
         """The engine reported it running: an interrupt now keeps partial output."""
         self.closing = False
@@ -132,7 +134,7 @@ class Record:
             # _value_: the member's value without the enum property's descriptor call
             (state or self.state)._value_, self.created_at,
             updated_at if updated_at is not None else self.updated_at, self.started_at, completed_at, result, self.goal,
-            stop, self.steers, self.kept_job,
+            stop, self.steers, self.kept_job, self.inline,
         )
 
     @classmethod
@@ -149,4 +151,5 @@ class Record:
             record.interrupt_reason = row.stop_reason
         record.steers = row.steers
         record.kept_job = row.job
+        record.inline = row.inline
         return record

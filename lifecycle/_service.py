@@ -4,7 +4,8 @@ Plugins see launch/status/wait/cancel/result/reconnect and key rotation; the
 host gets `host_view()`; delegate_task is built with `lifecycle.delegate_tool`.
 After a restart, finished children are read back from the journal, and children
 that were running when the process died are INTERRUPTED, never re-run (unless
-the engine still runs them: then the service re-attaches).
+the engine still runs them: then the service re-attaches, and stops those an
+inline delegate_task of the dead process waited for).
 """
 
 from __future__ import annotations
@@ -107,9 +108,10 @@ class AsyncSubagentLifecycle:
 
     async def start(self) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
-        previous process left unfinished: re-attached when the engine still runs them, started
-        when the engine never got their jobs (the journal kept them), unless a stop was asked of them
-        first (then they end as stopped before they ran), INTERRUPTED otherwise. After
+        previous process left unfinished: re-attached when the engine still runs them (and stopped,
+        to end INTERRUPTED by process exit, if an inline delegate_task of that process waited for
+        them), started when the engine never got their jobs (the journal kept them), unless a stop was
+        asked of them first (then they end as stopped before they ran), INTERRUPTED otherwise. After
         `close`, raises `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as
         its children and engine were stopped for good."""
         if self._closed:
@@ -128,9 +130,21 @@ class AsyncSubagentLifecycle:
         jobs = await self.engine.start(self._supervisor, {
             sid: None if sid in stopped else job for sid, job in kept_jobs.items()})
         rows_by_id = {row.subagent_id: row for row in unfinished}
+        orphans = []
         for job in jobs:
-            self._supervisor.adopt(Record.from_journal(rows_by_id[job.subagent_id]), job)
+            record = Record.from_journal(rows_by_id[job.subagent_id])
+            self._supervisor.adopt(record, job)
+            if record.inline:
+                orphans.append(record)
         self._supervisor.adopted()
+        if orphans:
+            # Inline children the engine still runs: the turn waiting for them died with the previous
+            # process, and the gateway runs it again, delegating anew. Followed on, they would run to
+            # their end for no one, their work done twice: stopped as a graceful stop stops them (the
+            # stop journaled, so a process killed again before they end asks again).
+            await self._supervisor.interrupt(orphans, PROCESS_EXIT, closing=True)
+            log.info("%d inline child(ren) whose turn ended with the previous process are being stopped",
+                     len(orphans))
         kept = frozenset(job.subagent_id for job in jobs)
         unstarted = [(Record.from_journal(row), kept_jobs[row.subagent_id]) for row in unfinished
                      if row.subagent_id in stopped and row.subagent_id not in kept

@@ -192,7 +192,8 @@ class Supervisor:
         delegate_task), whose terminal rows are committed after them anyway. Nor are their jobs
         kept for a restart (`Record.kept_job`): the caller waiting for them goes with the process,
         so a child the engine never got would run for no one (the gateway runs an interrupted
-        turn again, delegating anew); the next start ends it INTERRUPTED instead.
+        turn again, delegating anew); the next start ends it INTERRUPTED instead, and stops one
+        the engine still runs (`Record.inline`).
         ``handles_out``: the caller hands the handles out (the plugin API), so the results
         are kept in memory for a while, for the reads that follow. ``routes``: each spec's
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
@@ -210,12 +211,13 @@ class Supervisor:
                 raise SubagentLifecycleError("Duplicate correlation_id for this parent session.")
             if self.closing:  # it began during the lookup, and stopped every child but these
                 self.check_open()
-        keep_jobs = durable and self.engine.survives_restart
+        keep_jobs, inline = durable and self.engine.survives_restart, not durable
         if routes:  # one per spec
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, route)
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline, route)
                        for spec, route in zip(specs, routes, strict=True)]
         else:
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs) for spec in specs]
+            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline)
+                       for spec in specs]
         if handles_out:
             for record in records:
                 record.keep_result = True
@@ -320,7 +322,7 @@ class Supervisor:
 
     def _new_record(
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
-        keep_job: bool, route: ChildRoute | None = None,
+        keep_job: bool, inline: bool, route: ChildRoute | None = None,
     ) -> Record:
         host = self.host
         sid = new_id("sa-")
@@ -344,6 +346,8 @@ class Supervisor:
             # Until the engine holds the job (`placed`): a process stopped or killed before then leaves
             # the next start a launch to run, not a child to call interrupted.
             record.kept_job = json.dumps(job.to_dict(), separators=(",", ":"))
+        if inline:
+            record.inline = True
         self._live[sid] = record
         siblings = self._by_parent.get(pid)
         if siblings is None:

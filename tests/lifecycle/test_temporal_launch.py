@@ -4,7 +4,8 @@
 that closes, or is killed, in between must not lose the child (on Temporal a restart interrupts no
 child), and no start, sent again, may run a child twice. Two launches are not started: one asked to
 stop first, which ends as a stopped child that never ran, and an inline delegate_task's, whose waiting
-turn died with the gateway (the gateway runs that turn again, delegating anew).
+turn died with the gateway (the gateway runs that turn again, delegating anew); such a child whose
+workflow Temporal already had is stopped at the restart, not followed on for no one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uuid
 import pytest
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from agent import ToolContext
@@ -333,3 +334,38 @@ async def test_a_child_stopped_before_its_workflows_start_was_sent_is_never_star
     assert (result.state, result.error_message) == (state, error)
     assert await no_workflow(client, handle.subagent_id)
     assert model.requests == []
+
+
+async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopped_at_the_restart(make_env, queue):
+    """An inline delegate_task's child whose workflow Temporal had: its waiting turn died with the gateway,
+    which runs that turn again and delegates anew. Followed on, the child would run to its end for no one,
+    its work done twice; the next start asks Temporal to stop it (its worker stops calling the model) and
+    it ends as a graceful stop ends it, INTERRUPTED by process exit."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "ran for no one"}})
+    await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db", delegate=True)
+    tool = delegate_tool(first.service)
+    call = asyncio.ensure_future(tool.invoke({"goal": "inline work"}, ToolContext(
+        first.parent, "call-1", first.parent.workspace, {}, "turn-1")))
+    (record,) = await until(lambda: first.service._supervisor.children("parent-1"))
+    await asyncio.wait_for(model.reached("gate"), 10)  # its worker is in its model call
+    crash(first.service.engine)
+    call.cancel()  # the turn goes with the process
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    await first.service.journal.sync()
+    handle = record.handle
+    assert (await first.service.journal.get(handle.subagent_id)).inline
+
+    try:
+        second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+        with second.turn():
+            assert (await second.service.wait(handle, timeout_seconds=10)).state is S.INTERRUPTED
+            result = await second.service.result(handle)
+        assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
+        description = await client.get_workflow_handle(handle.subagent_id).describe()
+        assert description.status is not WorkflowExecutionStatus.RUNNING
+        assert len(model.requests) == 1
+    finally:
+        model.release("gate")
