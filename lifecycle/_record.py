@@ -21,8 +21,8 @@ class Record:
 
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
-        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "inline", "ran",
-        "closing", "completing", "keep_result", "_waiters", "_handle_json", "__weakref__",
+        "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "inline",
+        "ran", "closing", "completing", "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
