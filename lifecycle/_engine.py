@@ -97,7 +97,9 @@ class Engine(Protocol):
         before the engine had it is looked for, never started). Returns the jobs among them that this
         engine runs and will report on: those it still runs, and those it never got and starts now (a
         launch journaled is a child to run). The service ends the rest: a stopped one whose job it kept
-        as stopped before it ran, the others INTERRUPTED."""
+        as stopped before it ran, the others INTERRUPTED. It may report on the children it returns before
+        it returns (one that ended while no process followed it, as it re-attaches to others): the
+        service keeps those reports until it holds their records."""
 
     def submit(self, job: ChildJob) -> None:
         """Run the job when a slot is free. Never blocks and never raises for the job's own

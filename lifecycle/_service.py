@@ -136,7 +136,7 @@ class AsyncSubagentLifecycle:
             self._supervisor.adopt(record, job)
             if record.inline:
                 orphans.append(record)
-        self._supervisor.adopted()
+        await self._supervisor.adopted()
         if orphans:
             # Inline children the engine still runs: the turn waiting for them died with the previous
             # process, and the gateway runs it again, delegating anew. Followed on, they would run to

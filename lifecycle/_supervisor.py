@@ -73,7 +73,11 @@ class Supervisor:
         self._drained: asyncio.Future | None = None
         """Set by `close` while it waits for ``_launching`` to fall to zero."""
         self._placed_early: set[str] | None = None
-        """Children the engine reported `placed` while it re-attached at start, before `adopt` held them."""
+        """Children the engine reported `placed` while it re-attached at start, before `adopt` held them
+        (None but then); likewise those it reported running, and the ends it reported (one that ended while
+        no process followed it reports at once, as others are still being re-attached)."""
+        self._running_early: set[str] = set()
+        self._ended_early: dict[str, ChildOutcome] = {}
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
 
@@ -109,6 +113,9 @@ class Supervisor:
 
     def running(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
+        if record is None and self._placed_early is not None:  # re-attaching at start: for `adopt`
+            self._running_early.add(subagent_id)
+            return
         if record is None or not record.live:
             return
         record.ran = True
@@ -133,13 +140,19 @@ class Supervisor:
 
     def adopting(self) -> None:
         """The engine is about to re-attach to the children a previous process left (`Engine.start`): its
-        `placed` reports come before their records are adopted, and are kept for `adopt` until `adopted`."""
+        reports (`placed`, `running`, `finished`) come before their records are adopted, and are kept for
+        `adopt` and `adopted`."""
         self._placed_early = set()
 
-    def adopted(self) -> None:
-        """Every record the engine re-attached is adopted: a `placed` report of an unknown child is
-        ignored again."""
+    async def adopted(self) -> None:
+        """Every record the engine re-attached is adopted: the ends it reported meanwhile are finished now
+        (left unheard, such a child stayed live for good, its waiters waiting), and a report of an unknown
+        child is ignored again."""
         self._placed_early = None
+        self._running_early = set()
+        ended, self._ended_early = self._ended_early, {}
+        for subagent_id, outcome in ended.items():
+            await self.finished(subagent_id, outcome)
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
@@ -155,6 +168,9 @@ class Supervisor:
         to the journal. Returns before that is committed: `_publish` makes the result readable
         (and wakes waiters) once it is, for every child finished meanwhile at once."""
         record = self._live.get(subagent_id)
+        if record is None and self._placed_early is not None:  # re-attaching at start: finished once adopted
+            self._ended_early[subagent_id] = outcome
+            return
         if record is None or record.completing:
             if record is None:
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
@@ -368,6 +384,8 @@ class Supervisor:
             # Found where it runs, though its row kept the job (the process stopped before that row
             # was committed): forgotten now, or a later start that does not find it would run it again.
             self._forget_job(record)
+        if sid in self._running_early:
+            self.running(sid)
         if record.stop_request is not None:
             # Asked before the restart, perhaps never sent (the engine's service did not answer before
             # the process stopped): asked again, or the child runs on to its end.

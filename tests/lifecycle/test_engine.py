@@ -255,6 +255,34 @@ async def test_children_outlive_a_restart_of_the_service_and_finish_once(make_en
     assert calls == [("stop", handle.subagent_id, "completed")]  # the completion ran once, after the restart
 
 
+class SlowToReattach(WorkerEngine):
+    """Re-attaching takes its time (on Temporal: another child's long history, a slow answer), and the
+    children it follows meanwhile report: one that ended while no process followed it reports its end
+    before `start` returns, before the service holds its record."""
+
+    async def start(self, host: EngineHost, unfinished: Mapping[str, ChildJob | None]) -> Sequence[ChildJob]:
+        jobs = await super().start(host, unfinished)
+        await asyncio.gather(*self._followers)
+        return jobs
+
+
+async def test_a_child_that_reports_its_end_while_the_engine_re_attaches_is_finished_once_adopted(
+        make_env, workers):
+    first = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="[hold] ends while no one follows"))
+        await until(lambda: workers.running[handle.subagent_id].is_set())
+    await first.service.close()
+    workers.let_go()
+    await workers.results[handle.subagent_id]  # the worker finished it while the gateway was down
+
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db")
+    with second.turn():
+        assert (await second.service.wait(handle.to_dict(), timeout_seconds=5)).state is S.SUCCEEDED
+        result = await second.service.result(handle.to_dict())
+    assert result.summary == "worker did: [hold] ends while no one follows" and result.usage.api_calls == 2
+
+
 async def test_a_child_the_engine_lost_is_interrupted_after_a_restart(make_env, workers):
     first = await make_env(engine=WorkerEngine(workers), db="shared.db")
     with first.turn():
