@@ -67,9 +67,9 @@ window.SwitchboardMarkdown = (() => {
   // typed), code blocks, headings, rules, tables, and lists and quotes, whose items and quotes hold
   // blocks of their own (text, code, lists, quotes...).
   //
-  // - A list item is `-`, `*` or `+`, or a number of up to nine digits and `.` or `)`, then a space,
-  //   up to three spaces in; the lines indented as far as its text belong to it, and so does a line
-  //   that carries on its text's last line (a wrapped sentence, however indented). Items with the
+  // - A list item is `-`, `*` or `+`, or a number of up to nine digits and `.` or `)`, then a space or
+  //   a tab, up to three spaces in; the lines indented as far as its text belong to it, and so does a
+  //   line that carries on its text's last line (a wrapped sentence, however indented). Items with the
   //   same marker (bullet character, or number delimiter) make one list, numbered from the first
   //   item's number; a blank line between items, or between two blocks of an item, spaces the list
   //   out. Within a paragraph, only a bullet or `1.` with text after it starts a list (`2024. was
@@ -89,6 +89,8 @@ window.SwitchboardMarkdown = (() => {
   //   indentation, as the other platforms show them.
   // - Lines four spaces in (beyond their list item's text) that do not carry on a paragraph are a
   //   code block too, without those four spaces.
+  // - Indentation is counted in columns, a tab running to the next multiple of four, as CommonMark
+  //   counts it: `-\tfoo` is an item, its text four columns in.
   // - A definition is a line of its own (`[label]: address`, not within a paragraph nor a code
   //   block); it shows as nothing, unless its address is not a web or mail one: then no link uses it
   //   and it shows as typed.
@@ -97,30 +99,34 @@ window.SwitchboardMarkdown = (() => {
     const root = { children: [], col: 0, blanks: 0, paragraph: false };
     const open = [root]; // the text, then each list item or quote open within the one before
     for (let line of text.split("\n")) {
+      let at = 0; // the column `line` starts at, in the line as typed: a tab's width depends on it
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
         if (open[matched].quote) {
           const mark = line.match(QUOTE); // a quote's line carries its `>`; a blank one ends it
           if (!mark) break;
-          line = line.slice(mark[0].length);
+          [line, at] = afterQuote(line, at, mark[0].length);
         } else if (!line.trim()) {
           if (!open[matched].children.length) break; // but ends one that holds nothing yet, as in Markdown
           line = ""; // a blank line continues every item
-        } else if (indentOf(line) >= open[matched].col) line = line.slice(open[matched].col);
-        else break;
+        } else if (indentOf(line, at) >= open[matched].col) {
+          line = dedent(line, at, open[matched].col);
+          at += open[matched].col;
+        } else break;
       }
       const all = matched === open.length;
       const tip = open[open.length - 1];
       const leaf = tip.children[tip.children.length - 1];
       if (all && leaf && leaf.fence) {
         const close = line.match(FENCE);
-        if (close && indentOf(line) <= 3 && close[2][0] === leaf.fence[0] && close[2].length >= leaf.fence.length &&
-            !close[3].trim()) leaf.fence = ""; // closed: a code block, no longer a fence
-        else leaf.code.push(line.slice(Math.min(leaf.indent, indentOf(line))));
+        if (close && indentOf(line, at) <= 3 && close[2][0] === leaf.fence[0] &&
+            close[2].length >= leaf.fence.length && !close[3].trim()) {
+          leaf.fence = ""; // closed: a code block, no longer a fence
+        } else leaf.code.push(dedent(line, at, Math.min(leaf.indent, indentOf(line, at))));
         continue;
       }
-      if (all && leaf && leaf.indented && (!line.trim() || indentOf(line) >= 4)) {
-        leaf.code.push(line.slice(4));
+      if (all && leaf && leaf.indented && (!line.trim() || indentOf(line, at) >= 4)) {
+        leaf.code.push(dedent(line, at, 4));
         continue;
       }
       while (leaf && leaf.indented && leaf.code.length && !leaf.code[leaf.code.length - 1].trim()) {
@@ -132,7 +138,7 @@ window.SwitchboardMarkdown = (() => {
       let lazy = !all && tip.paragraph; // a less indented line may carry on a list item's text
       let started = false;
       while (line.trim()) {
-        const indent = indentOf(line);
+        const indent = indentOf(line, at);
         const fence = indent <= 3 && line.match(FENCE);
         const rule = indent <= 3 && RULE.test(line);
         const item = !rule && indent <= 3 && open.length <= MAX_DEPTH && line.match(ITEM);
@@ -145,7 +151,7 @@ window.SwitchboardMarkdown = (() => {
           matched = open.length;
           container = next;
           paragraph = lazy = false;
-          line = line.slice(quote[0].length);
+          [line, at] = afterQuote(line, at, quote[0].length);
           started = true;
           continue; // its text may open a block of its own (a list, a quote within it)
         } else if (lazy && (rule || HEADING.test(line))) {
@@ -154,15 +160,18 @@ window.SwitchboardMarkdown = (() => {
         } else if (indent >= 4) {
           if (paragraph || lazy) break;
           closeTo(open, matched);
-          add(container, { code: [line.slice(4)], indented: true });
+          add(container, { code: [dedent(line, at, 4)], indented: true });
         } else if (fence && !(fence[2][0] === "`" && fence[3].includes("`"))) {
           closeTo(open, matched);
           add(container, { code: [], fence: fence[2], indent });
         } else if (item && !(paragraph && (!line.slice(item[0].length).trim() ||
                                            (item[2].length > 1 && Number(item[2].slice(0, -1)) !== 1)))) {
           closeTo(open, matched);
-          const [whole, lead, marker, gap] = item;
-          const width = gap.length && gap.length <= 4 ? gap.length : 1; // more: its text is a code block
+          const [, lead, marker] = item;
+          const rest = line.slice(lead.length + marker.length);
+          const after = at + lead.length + marker.length; // the column after the marker
+          const gap = indentOf(rest, after);
+          const width = gap && gap <= 4 ? gap : 1; // more: its text is a code block
           const ordered = marker.length > 1;
           const kind = ordered ? marker.slice(-1) : marker;
           let owner = container.children[container.children.length - 1];
@@ -180,7 +189,8 @@ window.SwitchboardMarkdown = (() => {
           matched = open.length;
           container = next;
           paragraph = lazy = false;
-          line = line.slice(whole.length - gap.length + width);
+          line = dedent(rest, after, width);
+          at = after + width;
           started = true;
           continue; // its text may open a block of its own (a fence, a nested list)
         } else {
@@ -265,16 +275,41 @@ window.SwitchboardMarkdown = (() => {
     return lines;
   }
 
-  const indentOf = (line) => line.length - line.trimStart().length;
+  const past = (space, col) => space === " " ? col + 1 : col + 4 - col % 4; // the column after a space or tab
+
+  // The columns of `line`'s indentation when it starts at column `at` (a tab's width depends on it).
+  function indentOf(line, at = 0) {
+    let col = at;
+    for (let i = 0; line[i] === " " || line[i] === "\t"; i++) col = past(line[i], col);
+    return col - at;
+  }
+
+  // `line`, starting at column `at`, without its first `n` columns of indentation (fewer if it has
+  // fewer); the columns a tab has beyond the cut are left as spaces, a tab it does not reach stays.
+  function dedent(line, at, n) {
+    let col = at;
+    let i = 0;
+    for (; col < at + n && (line[i] === " " || line[i] === "\t"); i++) col = past(line[i], col);
+    return " ".repeat(Math.max(0, col - at - n)) + line.slice(i);
+  }
+
+  // The line after a quote's `>` (its `length` characters from column `at`), and its column: a space
+  // after the `>` is the quote's, and so is one column of a tab.
+  function afterQuote(line, at, length) {
+    line = line.slice(length);
+    at += length;
+    return line[0] === " " || line[0] === "\t" ? [dedent(line, at, 1), at + 1] : [line, at];
+  }
+
   const MAX_DEPTH = 20; // lists nested deeper show their markers as typed, as the gateway's parser does
 
   const FENCE = /^( *)(`{3,}|~{3,})(.*)$/;
-  const ITEM = /^( *)([-+*]|\d{1,9}[.)])( +|$)/;
-  const RULE = /^ {0,3}([-*_])(?: *\1){2,} *$/;
+  const ITEM = /^( *)([-+*]|\d{1,9}[.)])(?:[ \t]|$)/;
+  const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
   const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+|$)/;
   const CLOSING = /(?:^|[ \t]+)#+[ \t]*$|[ \t]+$/; // a heading's closing #s are not its text
-  const UNDERLINE = /^ {0,3}(?:=+|-+) *$/;
-  const QUOTE = /^ {0,3}> ?/;
+  const UNDERLINE = /^ {0,3}(?:=+|-+)[ \t]*$/;
+  const QUOTE = /^ {0,3}>/;
   // A table: a line with a | above a line of one `---` (`:--`, `--:`, `:-:`) per column, between |s.
   const DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)* *:?-+:? *\|? *$/;
   const ALIGNS = ["", "left", "right", "center"];

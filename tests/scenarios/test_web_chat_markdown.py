@@ -185,6 +185,21 @@ async def test_a_code_block_in_a_list_item_is_in_the_item(chat, page) -> None:
     assert await mine.evaluate(ITEMS) == ["Install:\n", "Configure:\n", "the file:\n\n", "Run x"]
 
 
+async def test_a_tab_in_a_lists_indentation_runs_to_the_next_multiple_of_four_columns(chat, page) -> None:
+    # A tab counted as one column: "-\tapples" was text, its - and tab shown, and so were the lists after it
+    # and the rule (*\t*\t*).
+    text = ("-\tapples\n-\tpears\n\t-\tnested\n\n1.\tInstall:\n\n\t\tpip install x\n\t\t\tindented\n*\t\tcode first\n\n"
+            "```make\nall:\n\tgo build\n```\n*\t*\t*")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ul", "li", "/li", "li", "ul", "li", "/li", "/ul", "/li", "/ul",
+                                          "ol", "li", "pre", "/li", "/ol", "ul", "li", "pre", "/li", "/ul", "pre", "hr"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["apples", "pears\n", "nested", "Install:\n\n", ""]
+    # A tab the indentation takes part of leaves the rest as spaces; one it does not touch is the code's own.
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "pip install x\n\tindented", "  code first", "all:\n\tgo build"]
+
+
 async def test_a_backslash_shows_the_punctuation_after_it_as_typed_but_code_keeps_it(chat, page) -> None:
     # The backslashes showed, and **, ` and [ ] after them were read as Markdown all the same.
     text = ("\\*\\*not bold\\*\\*, \\`not code\\`, \\[not a link\\](https://example.com/x), \\_ \\# \\\\ \\a \\é, "
