@@ -185,7 +185,6 @@ async def _read(client: discord.Client, channel_id: int, after: int, deliver: De
     except Exception as exc:
         if left.rereads.failed(name, delivery_error(exc, route=HISTORY, chat_id=str(channel_id))):
             return "again"
-        left.rereads.failing.pop(name, None)
         log.warning("discord: could not catch up on channel %s: %s: %s; it is looked at again at the next start",
                     channel_id, type(exc).__name__, exc)
         return "unread"

@@ -29,7 +29,11 @@ wait (Discord's first pass stops there, its reads again go one at a time after t
 
 Apart from the catch-ups because it is one policy both follow. Logged on the adapter's logger: a
 warning when a conversation's read first fails (its later failures at DEBUG), and an INFO line
-when it is read at last.
+when it is read at last. Not so in an outage, or while the token is refused: each conversation read
+meanwhile fails alike, and a thousand warnings would say the same thing. There the read that found
+the platform down warns, saying the others wait with it; the others' failures, and their reads at
+last, are at DEBUG, and one INFO line counts them once none of them waits any more. A 429, or a
+conversation's own refusal, is that conversation's: warned of for each, as before.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from platforms.base import NetworkError, RateLimited, Unauthorized
 from platforms.connection import TokenWatch
@@ -45,15 +50,36 @@ FIRST_WAIT, MAX_WAIT = 2.0, 60.0
 """Seconds a catch-up waits after a read failed for an outage, doubling after each failed read in a row."""
 
 
+class Timer(Protocol):
+    """The time the waits between reads take: the event loop's (`LOOP_TIMER`), or a test's, which
+    it moves by hand."""
+
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class _LoopTimer:
+    def monotonic(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+LOOP_TIMER: Timer = _LoopTimer()
+
+
 class Rereads:
     """When a catch-up's next read may go, after reads that failed. ``token`` watches the bot token;
     ``give_up_at`` is when, on ``clock`` (epoch seconds, the adapter's), nothing missed is young
-    enough to answer any more."""
+    enough to answer any more; ``timer`` is the time the waits take."""
 
     def __init__(self, token: TokenWatch, logger: logging.Logger, *, platform: str, give_up_at: float,
-                 clock: Callable[[], float], first: float = FIRST_WAIT, most: float = MAX_WAIT) -> None:
+                 clock: Callable[[], float], first: float = FIRST_WAIT, most: float = MAX_WAIT,
+                 timer: Timer = LOOP_TIMER) -> None:
         self._token, self._log, self._platform = token, logger, platform
-        self._give_up_at, self._clock = give_up_at, clock
+        self._give_up_at, self._clock, self._timer = give_up_at, clock, timer
         self._first, self._most = first, most
         self._backoff = 0.0
         self._not_before = 0.0
@@ -64,17 +90,26 @@ class Rereads:
         was read since: the others would fail alike, so a catch-up's first pass reads no more of them."""
         self.failing: dict[str, int] = {}
         """Conversations (by name) whose reads failed and that were not read since -> the failures."""
+        self._warned: set[str] = set()
+        """Those of `failing` whose failure was warned of."""
+        self._quiet: set[str] = set()
+        """Those of `failing` whose reads failed only with the platform down that another's warning told
+        of: logged at DEBUG, counted in one line once none of them waits any more."""
+        self._quiet_read = 0
+        """Those of them read at last since that line."""
 
     def failed(self, name: str, exc: BaseException) -> bool:
         """A read of conversation ``name`` failed with ``exc``: whether it is to be read again, once
-        `turn` says so (the wait is logged once per conversation)."""
-        now = asyncio.get_running_loop().time()
+        `turn` says so (logged: see the module's docstring)."""
+        now, was_down = self._timer.monotonic(), self.down
+        alike = True  # whether the read failed for the platform as a whole
         if isinstance(exc, Unauthorized) and self._token.refusal is not None:
             self._for_token = self.down = True
             when = f"once {self._token.title} takes the bot token again"
         elif isinstance(exc, RateLimited):
             self._not_before = max(self._not_before, now + exc.retry_after)
             when = f"in {exc.retry_after:g} s (Retry-After)"
+            alike = False
         elif isinstance(exc, (NetworkError, Unauthorized)):  # the latter: one the token's watch did not see
             if not self._backoff:
                 self._backoff = self._first
@@ -84,20 +119,43 @@ class Rereads:
             self.down = True
             when = f"in {self._backoff:g} s"
         else:
+            self._forget(name)
             return False
-        failures = self.failing[name] = self.failing.get(name, 0) + 1
-        self._log.log(logging.WARNING if failures == 1 else logging.DEBUG,
-                      "%s: catching up on %s: the read failed (%s: %s); reading it again %s, and until it is read",
-                      self._platform, name, type(exc).__name__, exc, when)
+        self.failing[name] = self.failing.get(name, 0) + 1
+        line = "%s: catching up on %s: the read failed (%s: %s); reading it again %s, and until it is read"
+        if alike and not was_down:  # the read that found the platform down
+            line += "; others failing alike until a read succeeds wait with it (logged at DEBUG)"
+        elif alike or name in self._warned:  # a failure alike, or this conversation's again
+            if name not in self._warned:
+                self._quiet.add(name)
+            self._log.debug(line, self._platform, name, type(exc).__name__, exc, when)
+            return True
+        self._warned.add(name)
+        self._quiet.discard(name)
+        self._log.warning(line, self._platform, name, type(exc).__name__, exc, when)
         return True
 
     def read(self, name: str) -> None:
         """A read of conversation ``name`` succeeded: the outage's backoff ends."""
         self._backoff = 0.0
         self.down = False
-        if failures := self.failing.pop(name, 0):
-            self._log.info("%s: catching up on %s: read at last, after %d failed read(s)", self._platform, name,
-                           failures)
+        if not (failures := self.failing.get(name, 0)):
+            return
+        self._log.log(logging.DEBUG if name in self._quiet else logging.INFO, "%s: catching up on %s: read at last,"
+                      " after %d failed read(s)", self._platform, name, failures)
+        self._forget(name, read=True)
+
+    def _forget(self, name: str, *, read: bool = False) -> None:
+        """Conversation ``name`` waits no more: read at last, or left for the next start."""
+        self.failing.pop(name, None)
+        self._warned.discard(name)
+        if name in self._quiet:
+            self._quiet.discard(name)
+            self._quiet_read += read
+            if not self._quiet and self._quiet_read:
+                self._log.info("%s: catching up: %d more read at last, whose reads failed while %s was down (each"
+                               " logged at DEBUG)", self._platform, self._quiet_read, self._token.title)
+                self._quiet_read = 0
 
     async def turn(self) -> bool:
         """Wait until the catch-up's next read may go; False once past ``give_up_at`` (at once, or
@@ -110,8 +168,8 @@ class Rereads:
                 if self._for_token:
                     await self._token.taken()
                     self._for_token = False
-                if (wait := self._not_before - asyncio.get_running_loop().time()) > 0:
-                    await asyncio.sleep(wait)
+                if (wait := self._not_before - self._timer.monotonic()) > 0:
+                    await self._timer.sleep(wait)
         except TimeoutError:
             return False
         return self._clock() < self._give_up_at

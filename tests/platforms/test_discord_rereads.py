@@ -28,6 +28,9 @@ from tests.platforms.test_discord_catch_up import (
     stop,
 )
 
+ALIKE = "; others failing alike until a read succeeds wait with it (logged at DEBUG)"
+"""Ends the warning of the read that found Discord down: the others' failures meanwhile are at DEBUG."""
+
 KINDS = {
     "a 5xx": {"status": 503},  # Discord's "upstream unavailable", which discord.py does not retry
     "no answer at all": {"drop": True, "times": 2},  # aiohttp sends a GET once more by itself
@@ -75,7 +78,7 @@ async def test_a_channel_whose_read_failed_is_read_again_while_the_adapter_runs(
     assert [e.text for e in sink.events] == ["one", "while down"] and store.seen[dm] == int(missed)
     [failed] = lines(caplog, f"discord: catching up on channel {dm}: the read failed")
     assert failed.levelno == logging.WARNING
-    assert failed.getMessage().endswith("; reading it again in 0.05 s, and until it is read")
+    assert failed.getMessage().endswith("; reading it again in 0.05 s, and until it is read" + ALIKE)
     assert [r.levelno for r in lines(caplog, f"discord: catching up on channel {dm}: read at last, after 1 failed")] \
         == [logging.INFO]
     await restarted_with_nothing_new(fake, store, sink)
@@ -105,7 +108,7 @@ async def test_a_read_refused_for_the_token_is_read_again_once_discord_takes_it_
     assert store.seen[dm] >= int(live)  # past the missed one and what came live (the answer, if read back)
     [failed] = lines(caplog, f"discord: catching up on channel {dm}: the read failed")
     assert failed.getMessage().endswith("; reading it again once Discord takes the bot token again, and until it"
-                                        " is read")
+                                        " is read" + ALIKE)
     await restarted_with_nothing_new(fake, store, sink)
 
 
@@ -243,6 +246,7 @@ async def test_once_a_read_fails_for_all_of_discord_the_first_pass_reads_no_othe
     missed = [fake.push_dm(user, f"while down {user}") for user in users]
     calls = failure.get("times", 1)  # to fail one read
     fake.fail_next(HISTORY, **{**failure, "times": calls * discord_catch_up.LOOKUPS})  # the reads that go at once
+    caplog.set_level(logging.DEBUG, logger="platforms.discord")
     adapter = await run(fake, store, sink)
     try:
         await sink.has(fake.push_dm(USER, "live"))  # once the first pass is over
@@ -260,6 +264,14 @@ async def test_once_a_read_fails_for_all_of_discord_the_first_pass_reads_no_othe
     assert len(fake.calls_to(HISTORY)) == (calls + 1) * discord_catch_up.LOOKUPS + 2  # and then each read once
     assert all(store.seen[fake.dm_channel(user)] >= int(m) for user, m in zip(users, missed))
     quiet = ", ".join(fake.dm_channel(user) for user in reversed(users[:2]))  # the two least recently active
+    failed = [r for r in caplog.records if ": the read failed (" in r.getMessage()]
+    assert [r.levelno for r in failed] == [logging.WARNING] + (discord_catch_up.LOOKUPS - 1) * [logging.DEBUG]
+    assert failed[0].getMessage().endswith(ALIKE)  # one warning for the outage, not one per channel
+    assert [r.levelno for r in caplog.records if ": read at last, after 1 failed" in r.getMessage()].count(
+        logging.INFO) == 1
+    assert [m for m in caplog.messages if " more read at last" in m] == [
+        f"discord: catching up: {discord_catch_up.LOOKUPS - 1} more read at last, whose reads failed while Discord was"
+        " down (each logged at DEBUG)"]
     assert any(r.getMessage().startswith("discord: the catch-up stopped at a read that failed for all of Discord")
                and r.getMessage().endswith(f"channel(s) {quiet} not looked at yet; what was sent there while the"
                                            " gateway was down is looked for once Discord answers again")

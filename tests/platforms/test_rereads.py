@@ -61,12 +61,14 @@ async def test_reads_that_failed_together_wait_the_first_backoff_not_one_doubled
         caplog: pytest.LogCaptureFixture) -> None:
     # Discord's first pass reads five channels at once: in an outage all five failed, and the backoff
     # doubled five times (32 s before the first read again, not 2 s), as if they had gone one after another.
+    caplog.set_level(logging.DEBUG, logger="tests.rereads")
     policy = rereads(first=0.05, most=1.0)
     for name in ("C1", "C2", "C3", "C4", "C5"):
         assert policy.failed(name, NetworkError("503"))
     go, wait = await waited(policy)
     assert go and wait < 0.1
-    assert all(message.endswith("reading it again in 0.05 s, and until it is read") for message in caplog.messages)
+    assert all("; reading it again in 0.05 s, and until it is read" in message for message in caplog.messages)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] + 4 * [logging.DEBUG]  # one for the outage
     assert policy.failed("C1", NetworkError("503"))  # a read that went after the wait: twice as long
     go, wait = await waited(policy)
     assert go and wait >= 0.1
@@ -107,3 +109,28 @@ async def test_it_gives_up_once_what_was_missed_is_too_old_even_while_waiting_fo
     go, wait = await asyncio.wait_for(waited(policy), 1.0)
     assert not go and wait >= 0.15
     assert not await rereads(give_up_in=0.0).turn()
+
+
+async def test_in_an_outage_one_warning_tells_of_it_and_one_line_counts_the_others_read_at_last(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Each conversation whose read failed warned: a thousand warnings in an outage of a thousand.
+    caplog.set_level(logging.DEBUG, logger="tests.rereads")
+    policy = rereads()
+    for name in ("C1", "C2", "C3"):
+        assert policy.failed(name, NetworkError("503"))
+    assert policy.failed("C4", RateLimited("ratelimited", retry_after=0.0))  # C4's own: warned of still
+    assert not policy.failed("C3", NotFound("gone"))  # left for the next start: not counted as read
+    for name in ("C2", "C1", "C4"):
+        policy.read(name)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno > logging.DEBUG] == [
+        ("WARNING", "fake: catching up on C1: the read failed (NetworkError: 503); reading it again in 0.05 s, and"
+                    " until it is read; others failing alike until a read succeeds wait with it (logged at DEBUG)"),
+        ("WARNING", "fake: catching up on C4: the read failed (RateLimited: ratelimited); reading it again in 0 s"
+                    " (Retry-After), and until it is read"),
+        ("INFO", "fake: catching up: 1 more read at last, whose reads failed while Fake was down (each logged at"
+                 " DEBUG)"),
+        ("INFO", "fake: catching up on C1: read at last, after 1 failed read(s)"),
+        ("INFO", "fake: catching up on C4: read at last, after 1 failed read(s)")]
+    assert policy.failing == {}
+    assert policy.failed("C5", NetworkError("503"))  # a new outage, after a read succeeded: warned of again
+    assert caplog.records[-1].levelno == logging.WARNING

@@ -18,6 +18,8 @@ from tests.platforms.test_slack_catchup import DM, Gateway, acked, down, seen_on
 QUICK = Limits(pace=0.0, first_retry=0.05)
 FAILED = "slack: catching up on DU1: the read failed"
 READ_AT_LAST = "slack: catching up on DU1: read at last, after 1 failed read(s)"
+ALIKE = "; others failing alike until a read succeeds wait with it (logged at DEBUG)"
+"""Ends the warning of the read that found Slack down: the others' failures meanwhile are at DEBUG."""
 
 KINDS = {
     "a 5xx": {"error": "internal_error", "status": 500},
@@ -53,7 +55,7 @@ async def test_a_read_that_fails_is_read_again_while_the_adapter_runs(fake, capl
         await down(fake, adapter)
     [failed] = lines(caplog, FAILED)
     assert failed.levelno == logging.WARNING
-    assert failed.getMessage().endswith("; reading it again in 0.05 s, and until it is read") or \
+    assert failed.getMessage().endswith("; reading it again in 0.05 s, and until it is read" + ALIKE) or \
         failed.getMessage().endswith("; reading it again in 0 s (Retry-After), and until it is read")
     assert [r.levelno for r in lines(caplog, READ_AT_LAST)] == [logging.INFO]
     assert not [r for r in caplog.records if "not read" in r.getMessage()]
@@ -84,7 +86,7 @@ async def test_a_read_refused_for_the_token_is_read_again_once_slack_takes_it_ag
     assert len(lines(caplog, "slack: a live message in DU1 waited 0.2 s")) == 1
     [failed] = lines(caplog, FAILED)
     assert failed.getMessage().endswith("; reading it again once Slack takes the bot token again, and until it is"
-                                        " read")
+                                        " read" + ALIKE)
     assert lines(caplog, READ_AT_LAST)
 
 
@@ -127,7 +129,7 @@ async def test_the_reads_back_off_together_and_a_failed_conversation_goes_after_
     assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["DU2", "DU1", "DU2", "DU1", "DU2"]
     assert elapsed >= 0.1 + 0.2 + 0.2  # doubling, up to max_retry; none after the first read that succeeded
     failed = [r for r in caplog.records if "the read failed" in r.getMessage()]
-    assert [r.levelno for r in failed] == [logging.WARNING, logging.WARNING, logging.DEBUG]  # once per conversation
+    assert [r.levelno for r in failed] == [logging.WARNING, logging.DEBUG, logging.DEBUG]  # once for the outage
     assert sorted(gateway.texts()[2:]) == ["while down", "while down too"]
 
 
@@ -231,3 +233,54 @@ async def test_a_line_says_how_far_the_first_pass_got_and_another_once_those_wai
     assert [m for m in messages if m.startswith("slack: catching up: nothing left")] == [
         f"slack: catching up: nothing left waiting for a retry: {read} conversation(s) read, {after} of them after"
         " the first pass"]
+
+
+async def test_an_outage_is_one_warning_not_one_per_conversation_and_one_line_says_when_the_others_are_read(
+        fake, caplog):
+    # Each conversation whose read failed warned the first time: in an outage of a workspace of a
+    # thousand conversations, a thousand warnings saying the same thing.
+    users = [f"U{n}" for n in range(1, 6)]
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, *users)  # U5's DM the most recently active: read first
+    for user in users:
+        await fake.push_dm(user, f"while down from {user}")
+    fake.fail_next("conversations.history", **OUTAGE, times=4)  # the first read, then three reads again
+    caplog.set_level(logging.DEBUG, logger="platforms.slack")
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.01, max_retry=0.01))
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 2 * len(users))
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    failed = [r for r in caplog.records if ": the read failed (" in r.getMessage()]
+    assert len(failed) == 4 and [r.levelno for r in failed] == [logging.WARNING] + 3 * [logging.DEBUG]
+    assert failed[0].getMessage() == (
+        "slack: catching up on DU5: the read failed (NetworkError: conversations.history: internal_error); reading it"
+        " again in 0.01 s, and until it is read" + ALIKE)
+    read = [r for r in caplog.records if ": read at last, after " in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in read if r.levelno > logging.DEBUG] == [
+        (logging.INFO, "slack: catching up on DU5: read at last, after 1 failed read(s)")]
+    assert len(read) == 4  # DU5 and the three others whose reads failed, at DEBUG
+    assert [m for m in caplog.messages if " more read at last" in m] == [
+        "slack: catching up: 3 more read at last, whose reads failed while Slack was down (each logged at DEBUG)"]
+
+
+async def test_a_conversation_s_own_failures_still_warn_once_each(fake, caplog):
+    # A third 429 in a row is that conversation's: the others are read meanwhile, so each says so.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1", "U2")
+    for user in ("U1", "U2"):
+        await fake.push_dm(user, f"while down from {user}")
+    fake.fail_next("conversations.history", **{**KINDS["a third 429 in a row"], "times": 6})
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    adapter = await gateway.start(fake, QUICK)
+    try:
+        await fake.wait_for(lambda: len(gateway.items) == 4)
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert [r.getMessage().split(": the read failed")[0] for r in caplog.records
+            if ": the read failed (" in r.getMessage() and r.levelno == logging.WARNING] == [
+        "slack: catching up on DU2", "slack: catching up on DU1"]
+    assert len(lines(caplog, "slack: catching up on DU1: read at last")) == 1
+    assert len(lines(caplog, "slack: catching up on DU2: read at last")) == 1
