@@ -90,6 +90,7 @@ from platforms.formatting import blank, discord_markdown
 from platforms.pacing import Pacing
 from platforms.recent import remember
 from platforms.repeated_warnings import RepeatedWarnings
+from platforms.rereads import LOOP_TIMER, Timer
 
 import discord  # noqa: E402  (after discord_urls, see above)
 
@@ -135,10 +136,12 @@ class DiscordAdapter:
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         clock: Callable[[], float] = time.time,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
+        catch_up_timer: Timer = LOOP_TIMER,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
-        caught up at start, which is given up after ``catch_up_timeout`` seconds. Only one api_base
+        caught up at start, which is given up after ``catch_up_timeout`` seconds; ``catch_up_timer`` is
+        the time its waits before reading a channel again take (`platforms.rereads`). Only one api_base
         per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
@@ -155,6 +158,7 @@ class DiscordAdapter:
         self._consumer: asyncio.Task[None] | None = None
         self._clock = clock
         self._catch_up_timeout = catch_up_timeout
+        self._catch_up_timer = catch_up_timer
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
@@ -365,7 +369,7 @@ class DiscordAdapter:
             seen.not_caught_up(())  # each read again from where it was left; live events wait meanwhile
             left = await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen, now=self._clock(),
                                                    token=self._token_watch, clock=self._clock,
-                                                   deadline=self._catch_up_timeout)
+                                                   deadline=self._catch_up_timeout, timer=self._catch_up_timer)
             seen.not_caught_up(left.channels)
         finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
             if self._catch_up_task is asyncio.current_task():

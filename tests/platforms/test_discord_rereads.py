@@ -45,6 +45,31 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
     assert fake.errors == []
 
 
+class Timer:
+    """The catch-up's waits before reading again (`platforms.rereads.Timer`), in time the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.asked: list[float] = []
+        """The waits asked for, in seconds."""
+        self._sleeping: list[tuple[float, asyncio.Future[None]]] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        woken = asyncio.get_running_loop().create_future()
+        self._sleeping.append((self.now + seconds, woken))
+        await woken
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for due, woken in self._sleeping:
+            if due <= self.now and not woken.done():
+                woken.set_result(None)
+
+
 def lines(caplog: pytest.LogCaptureFixture, start: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage().startswith(start)]
 
@@ -90,12 +115,15 @@ async def test_a_read_refused_for_the_token_is_read_again_once_discord_takes_it_
     missed = fake.push_dm(USER, "while down")
     fake.fail_next(HISTORY, 401)
     caplog.set_level(logging.INFO, logger="platforms.discord")
-    adapter = await run(fake, store, sink)
+    timer = Timer()
+    adapter = await run(fake, store, sink, catch_up_timer=timer)
     dm = fake.dm_channel(USER)
     try:
         await fake.wait_for(lambda: adapter.connection().status == "down")
-        await sink.has(live := fake.push_dm(USER, "live"))  # live messages flow meanwhile
-        await asyncio.sleep(0.5)  # ten times the first backoff: a timed retry, refused again, would have come
+        # Live messages flow once the catch-up is at its wait for the channel's read again.
+        await sink.has(live := fake.push_dm(USER, "live"))
+        timer.advance(3600.0)  # past any backoff
+        assert timer.asked == []  # no timed read again (it would be refused again): the wait is the token's
         assert len(fake.calls_to(HISTORY)) == 1
         assert store.seen[dm] < int(missed)  # not past what is still to be read
         await adapter.send(Outbound(chat_id=dm, thread_id=None, text="an answer", idempotency_key="k1"))
