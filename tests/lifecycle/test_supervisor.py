@@ -22,15 +22,9 @@ async def _cancel(env, handle):
         return await env.service.cancel(handle, "not needed any more")
 
 
-@pytest.mark.parametrize("stop, state, error", [
-    pytest.param(_interrupt, S.INTERRUPTED, "stopped from the console", id="interrupt_child"),
-    pytest.param(_cancel, S.CANCELLED, "cancelled before start: not needed any more", id="cancel"),
-])
-async def test_a_queued_child_stopped_by_a_caller_cancelled_as_it_ends_still_ends(make_env, stop, state, error):
-    # The caller (a plugin's turn, an operator's request) was cancelled while the child it withdrew
-    # from the queue was being finished (its subagent_stop hook running): that end was cancelled with
-    # it, the child left finishing (no stop reached it any more) without a terminal row, its waiters
-    # hung for ever and its row stayed PENDING.
+async def _held_while_finishing(make_env, stop):
+    """A queued child behind a hanging one, being stopped by ``stop`` and held finishing (its
+    subagent_stop hook waits for the gate): (env, blocker, queued, the stopping task, the gate)."""
     env = await make_env(max_running=1)
     with env.turn():
         blocker = await env.service.launch(SubagentLaunchRequest(goal="[hang] blocker"))
@@ -45,6 +39,19 @@ async def test_a_queued_child_stopped_by_a_caller_cancelled_as_it_ends_still_end
     env.hooks.register("subagent_stop", observe)
     stopping = asyncio.ensure_future(stop(env, queued))
     await entered.wait()
+    return env, blocker, queued, stopping, gate
+
+
+@pytest.mark.parametrize("stop, state, error", [
+    pytest.param(_interrupt, S.INTERRUPTED, "stopped from the console", id="interrupt_child"),
+    pytest.param(_cancel, S.CANCELLED, "cancelled before start: not needed any more", id="cancel"),
+])
+async def test_a_queued_child_stopped_by_a_caller_cancelled_as_it_ends_still_ends(make_env, stop, state, error):
+    # The caller (a plugin's turn, an operator's request) was cancelled while the child it withdrew
+    # from the queue was being finished (its subagent_stop hook running): that end was cancelled with
+    # it, the child left finishing (no stop reached it any more) without a terminal row, its waiters
+    # hung for ever and its row stayed PENDING.
+    env, blocker, queued, stopping, gate = await _held_while_finishing(make_env, stop)
     stopping.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stopping  # it leaves at once: only its own wait was cancelled
@@ -68,20 +75,7 @@ async def test_close_waits_for_a_queued_child_being_finished_when_it_began(make_
     # and the journal closed, before its terminal row was put: it stayed PENDING, and read as
     # interrupted by process exit at the next start. A caller giving up once close was past its count
     # was not waited for either.
-    env = await make_env(max_running=1)
-    with env.turn():
-        blocker = await env.service.launch(SubagentLaunchRequest(goal="[hang] blocker"))
-        queued = await env.service.launch(SubagentLaunchRequest(goal="queued"))
-    entered, gate = asyncio.Event(), asyncio.Event()
-
-    async def observe(**event):
-        if event["child_session_id"] == queued.subagent_id:
-            entered.set()
-            await gate.wait()
-
-    env.hooks.register("subagent_stop", observe)
-    stopping = asyncio.ensure_future(stop(env, queued))
-    await entered.wait()
+    env, blocker, queued, stopping, gate = await _held_while_finishing(make_env, stop)
     closing = asyncio.ensure_future(env.service.close())
     await until(lambda: blocker.subagent_id not in env.service._supervisor._live)  # close stopped it: past its count
     if gives_up:
