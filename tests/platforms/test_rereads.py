@@ -23,11 +23,16 @@ def rereads(token: TokenWatch | None = None, *, give_up_in: float = 3600.0, firs
                    give_up_at=time.time() + give_up_in, clock=time.time, first=first, most=most)
 
 
-async def waited(policy: Rereads) -> tuple[bool, float]:
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def waited(policy: Rereads, since: float | None = None) -> tuple[bool, float]:
+    """Whether the turn came, and the seconds since ``since`` (default: now). A wait shown to be at
+    least a backoff is measured from before the failure that set it: the backoff runs from then."""
+    started = now() if since is None else since
     go = await policy.turn()
-    return go, loop.time() - started
+    return go, now() - started
 
 
 @pytest.mark.parametrize("error", [NotFound("gone"), Forbidden("not_in_channel"), BadRequest("invalid_cursor"),
@@ -45,8 +50,9 @@ async def test_an_outage_backs_off_doubling_up_to_the_most_and_a_read_ends_it(
     caplog.set_level(logging.DEBUG, logger="tests.rereads")
     policy = rereads(first=0.05, most=0.1)
     for expected in (0.05, 0.1, 0.1):
+        since = now()
         assert policy.failed("C1", NetworkError("internal_error"))
-        go, wait = await waited(policy)
+        go, wait = await waited(policy, since)
         assert go and wait >= expected
     assert policy.failing == {"C1": 3}
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
@@ -69,15 +75,17 @@ async def test_reads_that_failed_together_wait_the_first_backoff_not_one_doubled
     assert go and wait < 0.1
     assert all("; reading it again in 0.05 s, and until it is read" in message for message in caplog.messages)
     assert [r.levelno for r in caplog.records] == [logging.WARNING] + 4 * [logging.DEBUG]  # one for the outage
+    since = now()
     assert policy.failed("C1", NetworkError("503"))  # a read that went after the wait: twice as long
-    go, wait = await waited(policy)
+    go, wait = await waited(policy, since)
     assert go and wait >= 0.1
 
 
 async def test_a_429_is_waited_out_for_its_retry_after() -> None:
     policy = rereads()
+    since = now()
     assert policy.failed("C1", RateLimited("ratelimited", retry_after=0.2))
-    go, wait = await waited(policy)
+    go, wait = await waited(policy, since)
     assert go and wait >= 0.2
 
 
@@ -96,8 +104,9 @@ async def test_a_refused_token_is_waited_for_until_a_call_with_it_succeeds() -> 
 
 async def test_a_refusal_the_token_watch_did_not_see_backs_off_instead_of_asking_again_at_once() -> None:
     policy = rereads(first=0.1)
+    since = now()
     assert policy.failed("C1", Unauthorized("invalid_auth"))
-    go, wait = await waited(policy)
+    go, wait = await waited(policy, since)
     assert go and wait >= 0.1
 
 
