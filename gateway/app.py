@@ -184,7 +184,7 @@ class Gateway:
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
-        self.ledger.forget_replayed(replays)
+        await self.ledger.forget_replayed(replays)  # their children stopped before the turns launch new ones
         self.runner.replaying(replays)
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)

@@ -128,16 +128,24 @@ class Ledger:
 
     # -- after a restart -------------------------------------------------------------------
 
-    def forget_replayed(self, turn_ids: set[str]) -> int:
+    async def forget_replayed(self, turn_ids: set[str]) -> int:
         """Before turns a stopped process left unfinished run again: the delegations they had
-        dispatched are moot (the turn starts over and delegates anew), so they deliver nothing.
-        Returns how many were settled."""
-        settled = 0
-        for row in self._table.running():
-            if row.origin_turn_id in turn_ids:
-                self._settle(row, "suppressed", "replayed")
-                settled += 1
-        return settled
+        dispatched are moot (the turn starts over and delegates anew), so they deliver nothing,
+        and their children still at work (on an engine whose children outlive the process) are
+        stopped as a graceful stop stops them, INTERRUPTED by process exit with their partial
+        output: followed on, they would run to their end for no one, their work done twice. Only
+        these delegations' own children: the turns run again launch new ones under the same turn
+        ids. Returns how many delegations were settled; returns before the children have stopped."""
+        forgotten = [row for row in self._table.running() if row.origin_turn_id in turn_ids]
+        stopped = 0
+        for row in forgotten:
+            self._settle(row, "suppressed", "replayed")
+            for task in row.tasks:  # finished or unknown (the in-process engine's, interrupted at start): skipped
+                stopped += await self._children.interrupt_child(task.subagent_id, PROCESS_EXIT,
+                                                                parent_session_id=row.agent_session_id)
+        if stopped:
+            log.info("%d subagent(s) of delegations whose turns run again are being stopped", stopped)
+        return len(forgotten)
 
     async def resume(self) -> None:
         """Settle or take up every delegation a stopped process left running."""

@@ -13,7 +13,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled
-from lifecycle import SubagentState
+from lifecycle import PROCESS_EXIT, SubagentState
 from tests.gateway.wire import call, is_child, openai_model
 from tests.polling import until
 
@@ -219,7 +219,12 @@ async def test_a_launch_cut_short_by_a_follow_up_leaves_no_pending_child(tmp_pat
     assert chat.texts()[0] == "Stopped the running turn and 2 subagents. Their partial results are listed by /agents."
 
 
-async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat_can_tell(tmp_path, gateways):
+@pytest.mark.parametrize("leaf, ended", [
+    ({"text": "found"}, (SubagentState.SUCCEEDED, None)),  # before the stop
+    ({"wait": "forever"}, (SubagentState.INTERRUPTED, PROCESS_EXIT)),  # with the process
+], ids=["finished", "interrupted"])
+async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat_can_tell(tmp_path, gateways,
+                                                                                           caplog, leaf, ended):
     def acknowledge_never(request: ModelRequest) -> dict:
         last = request.messages[-1]
         if last["role"] == "tool":
@@ -227,14 +232,17 @@ async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat
         return parent()(request)
 
     chat = RecordingAdapter()
-    model = ScriptedModel({"parent": acknowledge_never, "leaf": lambda r: {"text": "found"}})
+    model = ScriptedModel({"parent": acknowledge_never, "leaf": lambda r: leaf})
     config = make_config(tmp_path, **BACKGROUND)
     gateway = await gateways(config, [chat], model=model)
     await chat.say("please delegate", event_id="ev-1")
     await model.reached("ack")
+    await until(lambda: len([r for r in model.requests if r.role == "leaf"]) == 2)
     await gateway.stop(grace=0)
     assert chat.messages == []
 
+    caplog.set_level(logging.INFO)
+    caplog.clear()
     chat2, model2, gateway2 = await start(gateways, tmp_path, lambda r: {"text": "found"})
     await chat2.wait_for(lambda: len(chat2.messages) == 2)
     await settled(gateway2)
@@ -242,6 +250,73 @@ async def test_a_turn_replayed_after_a_restart_delegates_once_as_far_as_the_chat
     first, second = sorted(gateway2.store.delegations.latest(next(iter(gateway2.sessions)).session_id, 5),
                            key=lambda r: r.dispatched_at)
     assert (first.status, first.reason) == ("suppressed", "replayed") and second.status == "delivered"
+    # In-process, the first run's children ended before the process or with it: nothing is left to stop.
+    old = await gateway2.host.children.lookup([t.subagent_id for t in first.tasks])
+    assert [(c.state, c.error) for c in old.values()] == [ended] * 2
+    assert not any("whose turns run again are being stopped" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_replayed_turns_children_still_running_on_temporal_are_stopped_before_it_runs_again(
+        tmp_path, gateways, temporal_server, caplog):
+    """On Temporal the first run's children outlive the gateway: followed on, they would run to their
+    end for no one (their delegation delivers nothing), their work done twice by the turn run again."""
+    import uuid
+
+    from temporalio.client import WorkflowExecutionStatus
+
+    from agent import ToolRegistry
+    from lifecycle.settings import TemporalSettings
+    from lifecycle.temporal import ChildWorker, WorkerToolbox, connect
+
+    def acknowledge_never(request: ModelRequest) -> dict:
+        if request.messages[-1]["role"] == "tool":
+            return {"wait": "ack"}  # the process stops after the dispatch, before the acknowledgement
+        return parent()(request)
+
+    first_run = [True]
+    leaves = ScriptedModel({"leaf": lambda r: {"wait": "first run", "text": "ran for no one"} if first_run[0]
+                            else {"text": "found"}})
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"replay-{uuid.uuid4().hex[:10]}")
+    config = make_config(tmp_path, **BACKGROUND, lifecycle={
+        "engine": "temporal", "temporal": {"address": settings.address, "task_queue": settings.task_queue}})
+    client = await connect(settings)
+    toolbox = WorkerToolbox(tools=ToolRegistry(), model_for=lambda provider, name: leaves)
+    async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
+        try:
+            chat = RecordingAdapter()
+            gateway = await gateways(config, [chat], model=ScriptedModel({"parent": acknowledge_never}))
+            await chat.say("please delegate", event_id="ev-1")
+            await until(lambda: len(leaves.requests) == 2, 15)  # both children are in their model calls
+            [row] = rows(gateway)
+            old = [t.subagent_id for t in row.tasks]
+            await gateway.stop(grace=0)  # the children run on; the turn is left unfinished
+            first_run[0] = False
+
+            caplog.set_level(logging.INFO, logger="gateway.ledger")
+            chat2 = RecordingAdapter()
+            gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": parent()}))
+            view = gateway2.host.children
+            async with asyncio.timeout(15):
+                await view.wait_finished(old)
+            found = await view.lookup(old)
+            assert [(found[sid].state, found[sid].error) for sid in old] == [(SubagentState.INTERRUPTED,
+                                                                              PROCESS_EXIT)] * 2
+            for sid in old:
+                assert (await client.get_workflow_handle(sid).describe()).status is not WorkflowExecutionStatus.RUNNING
+            assert "2 subagent(s) of delegations whose turns run again are being stopped" in caplog.messages
+            await chat2.wait_for(lambda: len(chat2.messages) == 2, timeout=15)
+            await settled(gateway2, timeout=15)
+            assert chat2.texts() == ["on it", "results: alpha"]  # one acknowledgement, one set of results
+            assert len(leaves.requests) == 4  # the old two, the new two: none run again
+            await chat2.say("/agents")
+            await chat2.wait_for(lambda: len(chat2.messages) == 3)
+            listing = chat2.texts()[2]
+            assert f"Background task {row.delegation_id} (results not delivered (replayed)):" in listing
+            assert all(f"{sid} — " in listing for sid in old)
+            assert listing.count("interrupted by the restart") == 2
+        finally:
+            leaves.release("first run")
 
 
 async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, gateways):
