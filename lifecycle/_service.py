@@ -109,11 +109,12 @@ class AsyncSubagentLifecycle:
     async def start(self) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
         previous process left unfinished: re-attached when the engine still runs them (and stopped,
-        to end INTERRUPTED by process exit, if an inline delegate_task of that process waited for
-        them), started when the engine never got their jobs (the journal kept them), unless a stop was
-        asked of them first (then they end as stopped before they ran), INTERRUPTED otherwise. After
-        `close`, raises `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as
-        its children and engine were stopped for good."""
+        to end INTERRUPTED by process exit, or with the reason of a stop asked of them first, if an
+        inline delegate_task of that process waited for them), started when the engine never got
+        their jobs (the journal kept them), unless a stop was asked of them first (then they end as
+        stopped before they ran), INTERRUPTED otherwise. After `close`, raises
+        `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as its children
+        and engine were stopped for good."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
@@ -141,8 +142,11 @@ class AsyncSubagentLifecycle:
             # Inline children the engine still runs: the turn waiting for them died with the previous
             # process, and the gateway runs it again, delegating anew. Followed on, they would run to
             # their end for no one, their work done twice: stopped as a graceful stop stops them (the
-            # stop journaled, so a process killed again before they end asks again).
-            await self._supervisor.interrupt(orphans, PROCESS_EXIT, closing=True)
+            # stop journaled, so a process killed again before they end asks again). One asked to stop
+            # before (`/stop`, a cancel) was asked again as it was adopted: that stop came first, and
+            # its reason stands, as it would have had the child ended before the process.
+            await self._supervisor.interrupt([r for r in orphans if r.stop_request is None], PROCESS_EXIT,
+                                             closing=True)
             log.info("%d inline child(ren) whose turn ended with the previous process are being stopped",
                      len(orphans))
         kept = frozenset(job.subagent_id for job in jobs)

@@ -336,11 +336,17 @@ async def test_a_child_stopped_before_its_workflows_start_was_sent_is_never_star
     assert model.requests == []
 
 
-async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopped_at_the_restart(make_env, queue):
+@pytest.mark.parametrize("stop, error", [
+    (None, "interrupted by process exit"),
+    ("stopped by /stop", "stopped by /stop"),  # asked first, by the user: its reason stands
+], ids=["running", "stopped"])
+async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopped_at_the_restart(
+        make_env, queue, stop, error):
     """An inline delegate_task's child whose workflow Temporal had: its waiting turn died with the gateway,
     which runs that turn again and delegates anew. Followed on, the child would run to its end for no one,
     its work done twice; the next start asks Temporal to stop it (its worker stops calling the model) and
-    it ends as a graceful stop ends it, INTERRUPTED by process exit."""
+    it ends as a graceful stop ends it, INTERRUPTED by process exit; or, when a stop was asked of it before
+    the kill (journaled, its request not sent), with that stop's reason."""
     settings, client, worker = queue
     model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "ran for no one"}})
     await worker(model)
@@ -350,7 +356,9 @@ async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopp
         first.parent, "call-1", first.parent.workspace, {}, "turn-1")))
     (record,) = await until(lambda: first.service._supervisor.children("parent-1"))
     await asyncio.wait_for(model.reached("gate"), 10)  # its worker is in its model call
-    crash(first.service.engine)
+    if stop is not None:
+        assert await first.service.host_view().interrupt_child(record.handle.subagent_id, stop)
+    crash(first.service.engine)  # nothing awaited since the stop: its request has not left
     call.cancel()  # the turn goes with the process
     with contextlib.suppress(asyncio.CancelledError):
         await call
@@ -363,7 +371,7 @@ async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopp
         with second.turn():
             assert (await second.service.wait(handle, timeout_seconds=10)).state is S.INTERRUPTED
             result = await second.service.result(handle)
-        assert (result.state, result.error_message) == (S.INTERRUPTED, "interrupted by process exit")
+        assert (result.state, result.error_message) == (S.INTERRUPTED, error)
         description = await client.get_workflow_handle(handle.subagent_id).describe()
         assert description.status is not WorkflowExecutionStatus.RUNNING
         assert len(model.requests) == 1
