@@ -26,7 +26,7 @@ from gateway.inbox_cli import inbox_command
 from gateway.logging import setup_logging
 from gateway.serve import serve
 from gateway.startup_errors import explain
-from gateway.store import StoreError
+from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
 
 log = logging.getLogger("gateway.cli")
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
     inbox_commands.add_parser("dead", parents=[common], help="list the dead letters")
     retry = inbox_commands.add_parser("retry", parents=[common], help="hand a dead letter back to the gateway")
-    retry.add_argument("letter_id", type=int, metavar="ID", help="the dead letter's id, as `inbox dead` lists it")
+    retry.add_argument("letter_id", type=row_id, metavar="ID", help="the dead letter's id, as `inbox dead` lists it")
     return parser
 
 

@@ -35,6 +35,7 @@ from aiohttp import web
 
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
+from gateway.store import row_id
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
@@ -203,7 +204,7 @@ class Console(GatewayListener):
             log.info("console: outbox message %d: %s", row_id, action)
             return None
 
-        return await self._act(request, act, int)
+        return await self._act(request, act, row_id)
 
     async def _dead_letter_action(self, request: web.Request) -> web.Response:
         action = request.match_info["action"]
@@ -219,7 +220,7 @@ class Console(GatewayListener):
             log.info("console: dead letter %d (%s event %s): %s", letter_id, letter.platform, letter.event_id, action)
             return None
 
-        return await self._act(request, act, int)
+        return await self._act(request, act, row_id)
 
     async def _act(self, request: web.Request, action: Callable[[Any], Awaitable[str | None]],
                    parse: Callable[[str], Any]) -> web.Response:

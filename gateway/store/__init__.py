@@ -62,6 +62,7 @@ __all__ = [
     "SessionRow",
     "SessionTable",
     "StoreError",
+    "row_id",
     "session_key",
     "split_session_key",
 ]
@@ -70,6 +71,16 @@ __all__ = [
 class StoreError(GatewayError):
     """The state database is unusable (e.g. written by a newer build); the message is one line
     for the operator, naming the file and the fix."""
+
+
+def row_id(text: str) -> int:
+    """A row's id as a person typed it (`switchboard inbox retry ID`, the console's URL); ValueError
+    unless it is an integer SQLite can hold. A longer one names no row, but SQLite would not look:
+    it raises OverflowError, which reached the operator as a traceback or a 500."""
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{text!r} is beyond a row id's 64 bits")
+    return value
 
 
 SCHEMA_VERSION = 7

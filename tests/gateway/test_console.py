@@ -232,6 +232,16 @@ async def test_dead_letters_are_handed_back_as_the_cli_does_or_dismissed(tmp_pat
     assert (await chat.say("and this", chat="c2", event_id="ev-2")).duplicate  # dismissed, never re-handled
 
 
+async def test_an_id_too_large_for_the_database_is_no_such_item(tmp_path, gateways) -> None:
+    # SQLite holds 64-bit integers: a longer id typed into the URL names no row (it was a 500).
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    async with served(gateway) as server:
+        for kind in ("outbox", "dead-letters"):
+            for action in ("retry", "dismiss"):
+                assert await post(server.url, f"/console/api/{kind}/{2**63}/{action}") == (
+                    404, {"error": "no such item"})
+
+
 async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, gateways) -> None:
     gateway = await gateways(make_config(tmp_path, server={"console_token": TOKEN}), [RecordingAdapter()])
     auth = {"Authorization": f"Bearer {TOKEN}"}

@@ -16,6 +16,8 @@ from agent.testing import FakeClock
 from gateway import state_lock
 from gateway.cli import main
 from gateway.dead_letters import APOLOGY, CUT_SHORT
+from gateway.host import STATE_DB
+from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, settled
 
 
@@ -106,6 +108,19 @@ def test_inbox_commands_on_a_state_dir_that_has_nothing(tmp_path):
     with contextlib.redirect_stderr(err):
         assert main(["--config", str(config_file), "inbox", "dead"]) == 1
     assert "nothing has been received yet" in err.getvalue()
+
+
+def test_inbox_retry_of_an_id_too_large_for_the_database_is_a_usage_error(tmp_path, capsys):
+    config_file = tmp_path / "switchboard.yaml"
+    config_file.write_text(f"state_dir: {tmp_path / 'state'}\n")
+    (tmp_path / "state").mkdir()
+    GatewayStore(tmp_path / "state" / STATE_DB).close()
+    with pytest.raises(SystemExit) as usage:  # it was a traceback: SQLite holds 64-bit integers only
+        main(["--config", str(config_file), "inbox", "retry", str(2**63)])
+    assert usage.value.code == 2
+    assert f"argument ID: invalid row_id value: '{2**63}'" in capsys.readouterr().err
+    assert main(["--config", str(config_file), "inbox", "retry", str(2**63 - 1)]) == 1
+    assert f"no dead letter {2**63 - 1}" in capsys.readouterr().err
 
 
 def attempts_of(tmp_path, event_id: str) -> int:
