@@ -529,8 +529,9 @@ def _columns(line: str) -> int:
 
 
 def _all_commands(text: str) -> bool:
-    """Whether every line that is not blank is a command (``/name``)."""
-    return all(line.lstrip().startswith("/") for line in text.split("\n") if line.strip())
+    """Whether there are lines that are not blank and every one is a command (``/name``)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return bool(lines) and all(line.lstrip().startswith("/") for line in lines)
 
 
 def _isatty(stream: Any) -> bool:

@@ -102,6 +102,26 @@ async def test_lines_become_inbound_messages_and_eof_ends_the_chat():
     reader.close()
 
 
+async def test_blank_lines_pasted_together_are_skipped_as_one_blank_line_is():
+    # They were taken for a pasted block of commands (every line that is not blank was one: none),
+    # whose first command was not there: the reader failed and the chat ended.
+    read_fd, write_fd = os.pipe()
+    reader, output, ended = os.fdopen(read_fd), io.StringIO(), asyncio.Event()
+    got = []
+
+    async def sink(inbound):
+        got.append(inbound.text)
+
+    adapter = LocalAdapter(input=reader, output=output, user="me", on_exit=ended.set)
+    await adapter.start(sink)
+    os.write(write_fd, b"\n \n\n")
+    os.close(write_fd)
+    await asyncio.wait_for(ended.wait(), 5)
+    await adapter.stop()
+    reader.close()
+    assert got == [] and "The chat has ended" not in output.getvalue()
+
+
 class LateReader(io.TextIOWrapper):
     """A pipe read by a thread the machine schedules late: each line read waits a fifth of a second."""
 
