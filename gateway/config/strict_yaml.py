@@ -1,9 +1,11 @@
 """The YAML reader of configuration files and ``--set`` values: PyYAML's safe loader, minus two
-of YAML 1.1's silent surprises.
+of YAML 1.1's silent surprises and one value without end.
 
 - A key written twice in one mapping is an error; PyYAML keeps the last value.
 - A plain number with a leading 0 is an error: YAML 1.1 reads ``0755`` as octal 493, YAML 1.2
   and most readers as 755, and no setting is a file mode. Quoted, it stays text.
+- An alias inside the node its anchor names (``&x [*x]``) is an error: PyYAML builds a list or
+  mapping that holds itself, and whatever walks the configuration recursed until Python gave up.
 
 Messages do not echo the value: the loader does not know which keys hold secrets.
 """
@@ -21,7 +23,32 @@ _OCTAL = re.compile(r"[-+]?0[0-7_]+")  # PyYAML's own octal pattern
 
 
 class StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys and octal numbers."""
+    """SafeLoader that refuses duplicate keys, octal numbers and values that hold themselves."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._open_anchors: list[str] = []  # of the collections being composed, outermost first
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent) and (anchor := self.peek_event().anchor) in self._open_anchors:
+            raise yaml.composer.ComposerError(
+                f"while composing the node anchored &{anchor}", None,
+                f"found an alias to it inside it (*{anchor}): a value that holds itself never ends",
+                self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+    def compose_sequence_node(self, anchor):
+        return self._composing(anchor, super().compose_sequence_node)
+
+    def compose_mapping_node(self, anchor):
+        return self._composing(anchor, super().compose_mapping_node)
+
+    def _composing(self, anchor, compose):
+        self._open_anchors.append(anchor)
+        try:
+            return compose(anchor)
+        finally:
+            self._open_anchors.pop()
 
     def construct_mapping(self, node, deep=False):
         seen = set()

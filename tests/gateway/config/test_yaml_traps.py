@@ -112,3 +112,20 @@ def test_a_value_starting_with_a_character_yaml_reserves_is_told_to_be_quoted(wr
     assert problems(write, text) == [
         f"{path}:3:21: invalid YAML: while scanning for the next token, found character '{character}' that cannot"
         f' start any token (a value that starts with @, ` or % needs quotes, as in "@alice")']
+
+
+RECURSIVE = ("while composing the node anchored &x, found an alias to it inside it (*x): a value that holds itself"
+             " never ends")
+
+
+@pytest.mark.parametrize(("text", "where"), [("agent: &x [*x]\n", "1:12"), ("server: &x {a: [1, *x]}\n", "1:20")])
+def test_an_alias_inside_the_node_it_names_is_an_error_not_a_recursion_without_end(write, text, where):
+    # It was a RecursionError, its traceback a thousand frames long: YAML builds such a value, a list
+    # or mapping that holds itself, and every reader of it recursed into it.
+    path = write(text)
+    assert problems(write, text) == [f"{path}:{where}: invalid YAML: {RECURSIVE}"]
+
+
+def test_an_alias_to_a_node_already_whole_is_still_read(write):
+    loaded = load_config(write("server: &x {port: 8081}\nagent: {x: [*x, *x]}\n"), env={})
+    assert loaded.config.server.port == 8081 and loaded.warnings == ["agent.x: unknown key"]
