@@ -37,14 +37,25 @@ CHAT_LOG_CAP = 10 * 1024 * 1024
 """Bytes past which `switchboard chat` sets its log aside as ``chat.log.1`` when it starts."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # Every command also takes the global options after its name (`switchboard run --config F`);
-    # SUPPRESS keeps an option given before the command from being reset by the subparser.
+SET_LEVELS = ("set", "set_in_command", "set_in_subcommand")
+"""Where each level of the command line keeps its --set pairs: argparse copies a subcommand's
+options over its parent's, so one list for all kept only the innermost level's pairs."""
+
+
+def _common(level: int) -> argparse.ArgumentParser:
+    """The global options, as a command (1) or subcommand (2) also takes them after its name
+    (`switchboard run --config F`); SUPPRESS keeps an option given before it from being reset."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
                         help="configuration file (default: see docs/configuration.md)")
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=argparse.SUPPRESS,
+                        dest=SET_LEVELS[level],
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common, common_inner = _common(1), _common(2)
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
     parser.add_argument("--config", metavar="PATH", help="configuration file (default: see docs/configuration.md)")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
@@ -61,13 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run children for a gateway with lifecycle.engine: temporal (docs/scale-out.md)")
     config = commands.add_parser("config", parents=[common], help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
-    check = config_commands.add_parser("check", parents=[common],
+    check = config_commands.add_parser("check", parents=[common_inner],
                                        help="validate a config file and print the effective configuration")
     check.add_argument("path", nargs="?", help="file to check (default: the usual lookup)")
     inbox = commands.add_parser("inbox", parents=[common], help="events the gateway could not handle")
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
-    inbox_commands.add_parser("dead", parents=[common], help="list the dead letters")
-    retry = inbox_commands.add_parser("retry", parents=[common], help="hand a dead letter back to the gateway")
+    inbox_commands.add_parser("dead", parents=[common_inner], help="list the dead letters")
+    retry = inbox_commands.add_parser("retry", parents=[common_inner], help="hand a dead letter back to the gateway")
     retry.add_argument("letter_id", type=row_id, metavar="ID", help="the dead letter's id, as `inbox dead` lists it")
     return parser
 
@@ -86,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
     if args.command == "config":
         return config_check(args.path or args.config, sys.stdout, sys.stderr, overrides=args.set)
     try:

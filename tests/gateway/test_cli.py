@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gateway.cli import build_parser, main
 from tests.gateway import cli_process
@@ -128,6 +129,19 @@ def test_config_and_set_go_before_or_after_every_command(capsys, tmp_path):
     assert "port: 9001" in capsys.readouterr().out
     assert main(["config", "check", config, "--set", "server.port"]) == 1
     assert "--set server.port: expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_set_before_the_command_and_after_it_all_count_in_the_order_given(capsys, tmp_path):
+    # argparse copies a subcommand's options over the ones before it: the --set before the
+    # command was dropped whenever another came after it.
+    config = tmp_path / "c.yaml"
+    config.write_text("server:\n  shutdown_grace_seconds: 3\n")
+    assert main(["--set", "server.port=9001", "--set", "server.header_timeout_seconds=4", "config",
+                 "--set", "server.port=9002", "--set", "server.console=false", "check", str(config),
+                 "--set", "server.host=0.0.0.0"]) == 0
+    server = yaml.safe_load(capsys.readouterr().out)["server"]
+    assert (server["port"], server["header_timeout_seconds"], server["console"], server["host"],
+            server["shutdown_grace_seconds"]) == (9002, 4, False, "0.0.0.0", 3)
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
