@@ -35,6 +35,7 @@ MIN_ID_PART = 3
 GOAL_CHARS = 80
 SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
+NO_SUBAGENTS = "No subagents in this chat."
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 
 
@@ -103,7 +104,7 @@ class AgentsCommand:
                     lines.append(f"… and {len(items) - len(shown)} more: {_tally(items[len(shown):])}")
         if cut:
             lines.append("/agents all lists every one.")
-        return "\n".join(lines) if lines else "No subagents in this chat."
+        return "\n".join(lines) if lines else NO_SUBAGENTS
 
     # -- one child -----------------------------------------------------------------------------
 
@@ -116,6 +117,8 @@ class AgentsCommand:
         for row in self._ledger.latest(session, 20):
             for task in row.tasks:
                 known.setdefault(task.subagent_id, None)
+        if not known:  # no id could be found: asking for more of it would send the user looking
+            return NO_SUBAGENTS
         if wanted in known:
             matches = [wanted]
         elif len(wanted) < MIN_ID_PART:

@@ -184,6 +184,14 @@ async def test_ids_that_match_nothing_or_several_and_bad_usage_are_answered(tmp_
     assert "Give more of the id" in await command(chat, "/agents log a")
 
 
+async def test_an_id_in_a_chat_without_subagents_is_told_there_are_none(tmp_path, gateways):
+    # "Give more of the id than '99'" asked for what no id could give.
+    chat = RecordingAdapter()
+    await gateways(make_config(tmp_path), [chat], script={"parent": []})
+    for text in ("/agents retry 99", "/agents log sa-1234"):
+        assert await command(chat, text) == "No subagents in this chat."
+
+
 async def test_after_a_restart_a_background_child_is_found_and_retried_from_the_ledger(tmp_path, llm, gateways):
     server = await llm()
     server.respond_with(parent({"goal": "long haul"}, lambda body: {"hang": True}))
