@@ -9,12 +9,15 @@ no handler for, so `docker stop` did nothing until Docker killed it. A handler i
 A signal lands wherever the program is, a finalizer too (an object's ``__del__``, a weakref's
 callback, which the collector runs as loading makes garbage): Python only prints the exception a
 handler raises there ("Exception ignored in ...") and goes on, and the gateway started and ran.
-So the handlers also note the signal, and the loading, once done, ends as the signal would have.
+So the handlers also note the signal, and the loading, once done, ends as the signal would have;
+meanwhile the exception they raise in a finalizer is not printed (it is no error: the signal ends
+the program all the same), any other is.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 
 _caught: int | None = None
 """A signal whose handler ran while the program loaded."""
@@ -32,7 +35,15 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(report: object) -> None:
+    """`sys.unraisablehook` while the program loads: quiet about our handlers' own exceptions."""
+    if _caught is not None and isinstance(getattr(report, "exc_value", None), KeyboardInterrupt | SystemExit):
+        return
+    sys.__unraisablehook__(report)
+
+
 def main() -> int:
+    sys.unraisablehook = _unraisable
     signal.signal(signal.SIGTERM, _terminate)
     # Python's own handler until the program is loaded; then it is Python's again, which asyncio.run
     # looks for before it sets its own (a first Ctrl-C cancels the command's loop, raising nothing).
@@ -43,6 +54,7 @@ def main() -> int:
         from gateway.cli import main as command
 
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = sys.__unraisablehook__
         if _caught is not None:  # its exception was lost in a finalizer
             return 130 if _caught == signal.SIGINT else 128 + _caught
         status = command()
