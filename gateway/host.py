@@ -108,13 +108,16 @@ class AgentHost:
         if state_lock.held_here(self.state_dir):  # no other process may be writing them now
             await asyncio.to_thread(self._remove_leftovers)
         try:
-            await self.lifecycle.start()
+            # Children ending meanwhile wait for the plugins' hooks (`release_ends`): the plugins load
+            # only once the service has started, as they may use it from `register`.
+            await self.lifecycle.start(hold_ends=True)
         except Exception as exc:
             if type(exc).__name__ == "TemporalUnavailable":  # already one line naming the key to fix
                 raise StartupError(str(exc)) from exc
             raise
         modules = [BUNDLED_PLUGINS.get(m, m) for m in self.config.plugins]
         await self.plugins.load(modules, lifecycle=SubagentLifecycle(self.lifecycle), config=self.config)
+        await self.lifecycle.release_ends()
         backend = self.config.delegation.backend
         if not self.routing.available(backend):
             why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)

@@ -106,7 +106,7 @@ class AsyncSubagentLifecycle:
 
     # -- process lifetime ---------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, hold_ends: bool = False) -> None:
         """Open the journal, load the key ring, start the engine and settle the children a
         previous process left unfinished: re-attached when the engine still runs them (and stopped,
         to end INTERRUPTED by process exit, or with the reason of a stop asked of them first, if an
@@ -114,7 +114,11 @@ class AsyncSubagentLifecycle:
         their jobs (the journal kept them), unless a stop was asked of them first (then they end as
         stopped before they ran), INTERRUPTED otherwise. After `close`, raises
         `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as its children
-        and engine were stopped for good."""
+        and engine were stopped for good.
+
+        Children that end meanwhile go through the completion pipeline before this returns, their results
+        published; with ``hold_ends``, not until `release_ends`: for a host that registers hooks once the
+        service has started (its plugins may use it then), which would otherwise not hear of them."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
@@ -137,7 +141,7 @@ class AsyncSubagentLifecycle:
             self._supervisor.adopt(record, job)
             if record.inline:
                 orphans.append(record)
-        await self._supervisor.adopted()
+        self._supervisor.adopted()
         if orphans:
             # Inline children the engine still runs: the turn waiting for them died with the previous
             # process, and the gateway runs it again, delegating anew. Followed on, they would run to
@@ -156,13 +160,24 @@ class AsyncSubagentLifecycle:
         if unstarted:
             await self._supervisor.end_unstarted(unstarted)
             log.info("%d child(ren) asked to stop before they started ended without starting", len(unstarted))
+            # Their ends are held until `release_ends`, their rows not terminal yet.
+            kept = kept.union(record.handle.subagent_id for record, _ in unstarted)
         now = self.clock.time()
         stale = await self.journal.interrupt_unfinished(now, lambda rec: _interrupted_result(rec, now), keep=kept)
         if stale:
             log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED", len(stale))
-        if kept:
-            log.info("re-attached to %d child(ren) still running", len(kept))
+        if jobs:
+            log.info("re-attached to %d child(ren) still running", len(jobs))
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="lifecycle-sweeper")
+        if not hold_ends:
+            await self._supervisor.release()
+
+    async def release_ends(self) -> None:
+        """After ``start(hold_ends=True)``, once the host's hooks are in place: the children that ended
+        since the start began (stopped before their engine had them, or reported ended by the engine)
+        go through the completion pipeline now, `subagent_stop` hooks included; later ends, at once.
+        Returns once their results are published. Idempotent; `close` does it first if no one did."""
+        await self._supervisor.release()
 
     async def close(self, *, grace: float | None = None) -> None:
         """Interrupt every running child (unless the engine's children outlive this process),

@@ -31,6 +31,7 @@ from lifecycle._journal import Journal, JournalError
 from lifecycle._record import Record
 from lifecycle._routing import ChildRoute
 from lifecycle._snapshot import ChildSnapshot, snapshot
+from lifecycle._start_hold import StartHold
 from lifecycle._tallies import Tallies
 
 log = logging.getLogger("lifecycle.service")
@@ -72,12 +73,8 @@ class Supervisor:
         none meets a closed engine or journal."""
         self._drained: asyncio.Future | None = None
         """Set by `close` while it waits for ``_launching`` to fall to zero."""
-        self._placed_early: set[str] | None = None
-        """Children the engine reported `placed` while it re-attached at start, before `adopt` held them
-        (None but then); likewise those it reported running, and the ends it reported (one that ended while
-        no process followed it reports at once, as others are still being re-attached)."""
-        self._running_early: set[str] = set()
-        self._ended_early: dict[str, ChildOutcome] = {}
+        self._start_hold: StartHold | None = None
+        """What the engine reported while the service started, from `adopting` until `release`; None but then."""
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
 
@@ -113,10 +110,12 @@ class Supervisor:
 
     def running(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
-        if record is None and self._placed_early is not None:  # re-attaching at start: for `adopt`
-            self._running_early.add(subagent_id)
+        if record is None:
+            hold = self._start_hold
+            if hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
+                hold.running.add(subagent_id)
             return
-        if record is None or not record.live:
+        if not record.live:
             return
         record.ran = True
         record.started_at = now = self.host.clock.time()
@@ -126,8 +125,9 @@ class Supervisor:
     def placed(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
         if record is None:
-            if self._placed_early is not None:  # the engine re-attaching at start: adopted once it returns
-                self._placed_early.add(subagent_id)
+            hold = self._start_hold
+            if hold is not None and hold.adopting:  # the engine re-attaching at start: adopted once it returns
+                hold.placed.add(subagent_id)
             return
         self._forget_job(record)
 
@@ -139,20 +139,48 @@ class Supervisor:
             self.journal.put(record.journal_row())
 
     def adopting(self) -> None:
-        """The engine is about to re-attach to the children a previous process left (`Engine.start`): its
-        reports (`placed`, `running`, `finished`) come before their records are adopted, and are kept for
-        `adopt` and `adopted`."""
-        self._placed_early = set()
+        """The service starts, and its engine is about to re-attach to the children a previous process left
+        (`Engine.start`): its reports (`placed`, `running`, `finished`) come before their records are
+        adopted, and are kept for `adopt`; every child's end is held until `release` (`StartHold`)."""
+        self._start_hold = StartHold()
 
-    async def adopted(self) -> None:
-        """Every record the engine re-attached is adopted: the ends it reported meanwhile are finished now
-        (left unheard, such a child stayed live for good, its waiters waiting), and a report of an unknown
-        child is ignored again."""
-        self._placed_early = None
-        self._running_early = set()
-        ended, self._ended_early = self._ended_early, {}
-        for subagent_id, outcome in ended.items():
-            await self.finished(subagent_id, outcome)
+    def adopted(self) -> None:
+        """Every record the engine re-attached is adopted: a report of an unknown child is ignored again, and
+        the ends reported meanwhile wait for `release` as held ones (left unheard, such a child would stay
+        live for good, its waiters waiting)."""
+        hold = self._start_hold
+        if hold is None:  # released already: a close came while the service started
+            return
+        hold.adopting = False
+        hold.placed.clear()
+        hold.running.clear()
+        for subagent_id in list(hold.ended):
+            record = self._live.get(subagent_id)
+            if record is None or record.completing:
+                del hold.ended[subagent_id]
+                log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
+            else:
+                record.completing = True
+                record.kept_job = None
+
+    async def release(self) -> None:
+        """The host's hooks are in place: the children whose ends were held while the service started
+        (`adopting`) are finished now, through the completion pipeline, and ends are held no more. Returns
+        once their results are published. Idempotent; `close` calls it too, so a start cut short before
+        the host's hooks were in place still ends every child it held (with the hooks there are)."""
+        hold, self._start_hold = self._start_hold, None
+        if hold is None or not hold.ended:
+            return
+        records = []
+        for subagent_id in hold.ended:
+            record = self._live.get(subagent_id)
+            if record is None:  # reported while re-attaching, never adopted: the start was cut short
+                log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
+                continue
+            record.completing = False  # marked while held, to keep stops off it: `finished` marks it again
+            records.append(record)
+        if records:
+            await self._complete_now(records, lambda r: hold.ended[r.handle.subagent_id])
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
@@ -166,17 +194,21 @@ class Supervisor:
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
         """Finish a child exactly once: the completion pipeline, then the terminal result, put
         to the journal. Returns before that is committed: `_publish` makes the result readable
-        (and wakes waiters) once it is, for every child finished meanwhile at once."""
+        (and wakes waiters) once it is, for every child finished meanwhile at once. While the service
+        starts, the end is held instead, and finished at `release`."""
         record = self._live.get(subagent_id)
-        if record is None and self._placed_early is not None:  # re-attaching at start: finished once adopted
-            self._ended_early[subagent_id] = outcome
-            return
         if record is None or record.completing:
-            if record is None:
+            hold = self._start_hold
+            if record is None and hold is not None and hold.adopting:  # re-attaching at start: for `adopted`
+                hold.ended[subagent_id] = outcome
+            elif record is None:
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             return
         record.completing = True
         record.kept_job = None  # never handed to an engine again
+        if self._start_hold is not None:  # the host's `subagent_stop` hooks may not be registered yet
+            self._start_hold.ended[subagent_id] = outcome
+            return
         if outcome.status == "interrupted":
             if record.closing:
                 outcome.error = PROCESS_EXIT
@@ -380,11 +412,11 @@ class Supervisor:
         on (its job was kept in the journal, and the engine had never got it)."""
         self._hold(record, job)
         sid = record.handle.subagent_id
-        if self._placed_early is not None and sid in self._placed_early:
+        if self._start_hold is not None and sid in self._start_hold.placed:
             # Found where it runs, though its row kept the job (the process stopped before that row
             # was committed): forgotten now, or a later start that does not find it would run it again.
             self._forget_job(record)
-        if sid in self._running_early:
+        if self._start_hold is not None and sid in self._start_hold.running:
             self.running(sid)
         if record.stop_request is not None:
             # Asked before the restart, perhaps never sent (the engine's service did not answer before
@@ -400,7 +432,7 @@ class Supervisor:
         jobs, and that it does not have (the journal kept the job and the stop; `Engine.start` was not
         handed the job): never started, each ends as a stopped child that never ran does here, CANCELLED
         (``cancelled before start: …``) or INTERRUPTED with the stop's reason, through the completion
-        pipeline. Returns once their results are published."""
+        pipeline. Returns once their results are published, or, while the service starts, held (`release`)."""
         for record, job in stopped:
             self._hold(record, job)
         await self._complete_now([record for record, _ in stopped],
@@ -467,8 +499,10 @@ class Supervisor:
         (all of them unless the engine's children survive a restart), wait for the launches being
         journaled to end, and the children the service is finishing itself (for callers that gave up,
         too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`).
-        The journal stays open: the caller closes it once this returns, when nothing is left to write to it."""
+        The journal stays open: the caller closes it once this returns, when nothing is left to write to it.
+        Ends held while the service started are finished first (`release`)."""
         self.closing = True
+        await self.release()
         if not self.engine.survives_restart:
             # Children whose launch is being journaled too: once committed they are never
             # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
@@ -483,7 +517,8 @@ class Supervisor:
     # -- finishing -----------------------------------------------------------------------------
 
     async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
-        """`finished` for children the service finishes itself, returning once they are published. A caller
+        """`finished` for children the service finishes itself, returning once they are published (once
+        held, while the service starts: `release` publishes them). A caller
         cancelled meanwhile (its turn interrupted) leaves at once, and their end goes on: finishing, they are
         out of every stop's reach, and no engine holds them, so nothing else would end them. `close` waits
         for it, whether or not its caller does."""
@@ -499,6 +534,8 @@ class Supervisor:
             if not ending.done():
                 self._given_up.add(ending)
             raise
+        if self._start_hold is not None:
+            return
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(r.waiter(loop) for r in records))
 

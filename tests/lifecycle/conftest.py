@@ -133,7 +133,7 @@ async def make_env(tmp_path, request, engine_name):
     workers = TemporalWorkers(request) if engine_name == "temporal" else None
 
     async def make(*, max_running: int = 10, retention: float = 3600.0, delegation=None, enabled=None,
-                   db="journal.db", sweep=60.0, clock=None, delegate=False, engine=None) -> Env:
+                   db="journal.db", sweep=60.0, clock=None, delegate=False, engine=None, hold_ends=False) -> Env:
         registry = make_registry(with_delegate_stub=not delegate)
         hooks = HookRegistry()
         clock = clock or FakeClock()
@@ -151,7 +151,7 @@ async def make_env(tmp_path, request, engine_name):
         parent = AgentSession(model=model, tools=registry.resolve(enabled), session_id="parent-1",
                               enabled_toolsets=frozenset(enabled) if enabled else None, clock=clock,
                               workspace=tmp_path)
-        await service.start()
+        await service.start(hold_ends=hold_ends)
         services.append(service)
         return Env(service, parent, hooks, clock, model)
 

@@ -10,19 +10,23 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from agent import AgentSession, ModelResponse, ToolCall, ToolTraceEntry, Usage
+from agent import AgentSession, ModelResponse, PluginHost, ToolCall, ToolRegistry, ToolTraceEntry, Usage
 from lifecycle import (
     ChildJob,
     ChildOutcome,
     EngineHost,
     InProcessEngine,
+    SqliteJournal,
+    SubagentHandle,
     SubagentLaunchRequest,
+    SubagentLifecycle,
     SubagentState,
 )
 from lifecycle._children import ChildSpec
 from lifecycle._liveness import Timeout
 from lifecycle.settings import DelegationSettings
 from lifecycle.temporal._wire import response_from_wire, response_to_wire
+from tests.plugin_modules import plugin_module
 from tests.polling import until
 
 S = SubagentState
@@ -328,6 +332,85 @@ async def test_a_launch_stopped_before_its_job_reached_the_engine_is_not_handed_
     assert [(r.state, r.error_message) for r in ended] == [
         (S.CANCELLED, "cancelled before start: changed my mind"), (S.INTERRUPTED, "stopped by /stop")]
     assert workers.jobs == {}
+
+
+class PartlySent(WorkerEngine):
+    """The process dies before the jobs of ``[unsent]`` children reach the workers."""
+
+    def submit(self, job: ChildJob) -> None:
+        if "[unsent]" not in job.goal:
+            super().submit(job)
+
+
+async def ended_while_down(make_env, workers) -> tuple[SubagentHandle, SubagentHandle]:
+    """Two children that end at the next start: one cancelled before its engine had its job, one whose
+    worker finished it while no process followed it."""
+    first = await make_env(engine=PartlySent(workers), db="shared.db")
+    with first.turn():
+        unsent = await first.service.launch(SubagentLaunchRequest(goal="[unsent] never sent"))
+        await first.service.cancel(unsent, "changed my mind")
+        ran = await first.service.launch(SubagentLaunchRequest(goal="[hold] ends while no one follows"))
+        await until(lambda: ran.subagent_id in workers.running and workers.running[ran.subagent_id].is_set())
+    await first.service.close()
+    workers.let_go()
+    await workers.results[ran.subagent_id]
+    return unsent, ran
+
+
+STOP_LOG = """
+    ended = []
+
+    def register(ctx):
+        ctx.register_hook("subagent_stop", lambda **e: ended.append((e["child_session_id"], e["child_status"])))
+"""
+
+
+async def test_children_that_end_while_the_service_starts_reach_hooks_registered_after_it_started(
+        make_env, workers, tmp_path, monkeypatch):
+    """As the gateway does: start holding ends, load the plugins (which may use the started service), then
+    release. The plugin's `subagent_stop` hears of a child stopped before its engine had its job, and of one
+    whose end the engine reported while re-attaching; each once."""
+    unsent, ran = await ended_while_down(make_env, workers)
+    plugin = plugin_module(tmp_path, monkeypatch, "stop_log_plugin", STOP_LOG)
+
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    service = second.service
+    assert [c.activity for c in service.host_view().children("parent-1")] == ["finishing", "finishing"]
+    with second.turn():
+        waiting = asyncio.ensure_future(service.wait(unsent.to_dict(), timeout_seconds=5))
+    plugins = PluginHost(ToolRegistry(), second.hooks)
+    await plugins.load(["stop_log_plugin"], lifecycle=SubagentLifecycle(service))
+    assert plugins.loaded == ["stop_log_plugin"] and not waiting.done()
+    await service.release_ends()
+    assert sorted(plugin.ended) == sorted([(unsent.subagent_id, "interrupted"), (ran.subagent_id, "completed")])
+    assert (await waiting).state is S.CANCELLED
+    with second.turn():
+        first, second_ = [await service.result(h.to_dict()) for h in (unsent, ran)]
+    assert (first.state, first.error_message) == (S.CANCELLED, "cancelled before start: changed my mind")
+    assert (second_.state, second_.summary) == (S.SUCCEEDED, "worker did: [hold] ends while no one follows")
+    await service.release_ends()  # idempotent: nothing ends twice
+    await service.close()
+    assert len(plugin.ended) == 2
+
+
+async def test_a_close_before_the_release_ends_the_held_children(make_env, workers, tmp_path):
+    unsent, ran = await ended_while_down(make_env, workers)
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    calls = hook_log(second)
+    with second.turn():
+        waiting = [asyncio.ensure_future(second.service.wait(h.to_dict(), timeout_seconds=5)) for h in (unsent, ran)]
+    async with asyncio.timeout(5):
+        await second.service.close()
+        ended = await asyncio.gather(*waiting)
+    assert [w.state for w in ended] == [S.CANCELLED, S.SUCCEEDED]
+    assert sorted(calls) == sorted([("stop", unsent.subagent_id, "interrupted"), ("stop", ran.subagent_id, "completed")])
+    journal = SqliteJournal(tmp_path / "shared.db")
+    await journal.open()
+    try:
+        rows = [await journal.get(h.subagent_id) for h in (unsent, ran)]
+    finally:
+        await journal.close()
+    assert [(r.state, r.job) for r in rows] == [("CANCELLED", None), ("SUCCEEDED", None)]
 
 
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
