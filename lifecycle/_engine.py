@@ -73,7 +73,9 @@ class EngineHost(Protocol):
     async def finished(self, subagent_id: str, outcome: ChildOutcome) -> None:
         """The child has ended, however it ended. Runs the completion pipeline and puts the
         terminal result to the journal before returning; the result becomes readable (and
-        waiters wake) once that is committed, which may be just after."""
+        waiters wake) once that is committed, which may be just after. While the service starts
+        (until its host's hooks are in place), it holds the end and returns at once: the service
+        finishes the child itself then."""
 
 
 class Engine(Protocol):

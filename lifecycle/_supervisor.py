@@ -156,7 +156,7 @@ class Supervisor:
         hold.running.clear()
         for subagent_id in list(hold.ended):
             record = self._live.get(subagent_id)
-            if record is None or record.completing:
+            if record is None:
                 del hold.ended[subagent_id]
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             else:
@@ -517,11 +517,11 @@ class Supervisor:
     # -- finishing -----------------------------------------------------------------------------
 
     async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
-        """`finished` for children the service finishes itself, returning once they are published (once
-        held, while the service starts: `release` publishes them). A caller
-        cancelled meanwhile (its turn interrupted) leaves at once, and their end goes on: finishing, they are
-        out of every stop's reach, and no engine holds them, so nothing else would end them. `close` waits
-        for it, whether or not its caller does."""
+        """`finished` for children the service finishes itself, returning once they are published (while the
+        service starts, once their ends are held: `release` publishes them). A caller cancelled meanwhile (its
+        turn interrupted) leaves at once, and their end goes on: finishing, they are out of every stop's reach,
+        and no engine holds them, so nothing else would end them. `close` waits for it, whether or not its
+        caller does."""
         # Shielded here, which only children stopped before they ran pass, not in `finished`, which every
         # child passes: a launch pays for no future.
         ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
