@@ -24,6 +24,7 @@ from gateway.errors import StartupError
 from gateway.host import AgentHost
 from gateway.inbox_cli import inbox_command
 from gateway.logging import setup_logging
+from gateway.replies import operator_hint
 from gateway.serve import serve
 from gateway.startup_errors import explain
 from gateway.store import StoreError, row_id
@@ -195,8 +196,8 @@ async def _ask(config: Config, message: str) -> int:
     if result.text:
         print(scalar_text(result.text))  # a model can emit a lone surrogate too
     if result.exit_reason != "completed":
-        print(f"switchboard: the turn ended early ({result.exit_reason}): {result.error or ''}".rstrip(": "),
-              file=sys.stderr)
+        print(f"switchboard: the turn ended early ({result.exit_reason}): {result.error or ''}".rstrip(": ")
+              + operator_hint(result.error_kind), file=sys.stderr)
         return 1
     return 0
 

@@ -30,6 +30,18 @@ SUMMARY_FAILED = ("(Our conversation had grown long, and the model could not sum
 _PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED}
 """Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
 is told what is wrong, so nobody keeps trying; the detail is in the log."""
+_TO_FIX = {
+    "auth": "model.api_key, or $OPENAI_API_KEY when model.api_key is unset",
+    "not_found": "model.name and model.base_url",
+}
+"""The settings an operator fixes for the parent model's permanent failures, named in the log."""
+
+
+def operator_hint(kind: str | None) -> str:
+    """What to append to the operator's account of a parent turn's model failure of ``kind``:
+    ``; check <settings>``, or nothing when no setting would cure it."""
+    settings = _TO_FIX.get(kind or "")
+    return f"; check {settings}" if settings else ""
 
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
@@ -40,7 +52,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         text = CRASHED
     elif result.exit_reason == "error":
         # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
-        log.warning("turn %s ended early: the model call failed: %s", result.turn_id, result.error or "no detail")
+        log.warning("turn %s ended early: the model call failed: %s%s", result.turn_id, result.error or "no detail",
+                    operator_hint(result.error_kind))
         text = _PERMANENT.get(result.error_kind or "") or (
             TOO_LONG if exceeds_context(result.error or "") else MODEL_FAILED)
         if result.text:

@@ -56,6 +56,14 @@ def test_a_failed_turn_exits_non_zero(capsys, tmp_path):
     assert "the turn ended early (error): upstream down" in capsys.readouterr().err
 
 
+def test_a_turn_the_provider_refused_the_key_of_names_the_setting_to_fix(capsys, tmp_path):
+    (tmp_path / "script.yaml").write_text("parent:\n  - - error: auth\n      message: 401 - Incorrect API key\n")
+    (tmp_path / "switchboard.yaml").write_text(f"model:\n  provider: scripted\n  script: {tmp_path / 'script.yaml'}\n")
+    assert main(["ask", "x"]) == 1
+    assert capsys.readouterr().err.strip().endswith(
+        "401 - Incorrect API key; check model.api_key, or $OPENAI_API_KEY when model.api_key is unset")
+
+
 def test_config_errors_stop_the_command_with_the_key_path(capsys, tmp_path):
     (tmp_path / "switchboard.yaml").write_text("delegation:\n  max_concurrent_children: ten\n")
     assert main(["ask", "x"]) == 1

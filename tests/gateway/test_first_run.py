@@ -120,7 +120,8 @@ async def test_a_failing_model_gives_the_chat_a_short_sentence_and_the_log_the_d
     await adapter.wait_for(lambda: adapter.texts("reply"))
     [reply] = adapter.texts("reply")
     assert reply == AUTH_REFUSED  # no retry can cure a wrong key: the chat is told who must fix it
-    assert any(detail in r.getMessage() and r.name == "gateway.replies" for r in caplog.records)
+    [logged] = [r.getMessage() for r in caplog.records if detail in r.getMessage() and r.name == "gateway.replies"]
+    assert logged.endswith("; check model.api_key, or $OPENAI_API_KEY when model.api_key is unset")  # what to fix
 
 
 def test_ask_still_prints_the_turns_error_for_the_operator(tmp_path):
