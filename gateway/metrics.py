@@ -210,9 +210,11 @@ class _Live(Collector):
         for platform, state in self._connections().items():
             up.add_metric([platform], 1 if state.up else 0)
         yield up
+        db = self._store.db
         yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
-                                " write it refused (a full disk, a failing device) until one succeeds again (see"
-                                " /healthz for why).", value=0 if self._store.db.write_error else 1)
+                                " write it refused (a full disk, a failing device) until writes have gone through for"
+                                f" {db.recovery_seconds:g} s with none refused (see /healthz for why).",
+                                value=0 if db.write_error else 1)
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

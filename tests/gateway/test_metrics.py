@@ -122,6 +122,14 @@ async def test_the_metrics_are_the_ones_docs_console_md_lists(tmp_path, gateways
     assert listed == served_names
 
 
+async def test_the_storage_gauge_says_how_long_it_stays_down(tmp_path, gateways) -> None:
+    # The HELP line is what an operator reads when the gauge alerts: it must name the recovery
+    # window the database applies, not claim that one write that goes through ends it.
+    gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
+    help_text = next(f.documentation for f in gateway.metrics.registry.collect() if f.name == "switchboard_storage_up")
+    assert f"until writes have gone through for {gateway.store.db.recovery_seconds:g} s with none refused" in help_text
+
+
 async def test_each_gateway_counts_in_its_own_registry(tmp_path, gateways) -> None:
     one, two = RecordingAdapter(), RecordingAdapter()
     first = await gateways(make_config(tmp_path / "a"), [one])
