@@ -108,7 +108,7 @@ class AgentHost:
         if state_lock.held_here(self.state_dir):  # no other process may be writing them now
             await asyncio.to_thread(self._remove_leftovers)
         try:
-            # Children ending meanwhile wait for the plugins' hooks (`release_ends`): the plugins load
+            # Children starting or ending meanwhile wait for the plugins' hooks (`release_ends`): the plugins load
             # only once the service has started, as they may use it from `register`.
             await self.lifecycle.start(hold_ends=True)
         except Exception as exc:

@@ -49,7 +49,9 @@ class EngineHost(Protocol):
 
     async def starting(self, subagent_id: str) -> None:
         """The engine took the job and begins building the child: the state becomes
-        STARTING and ``subagent_start`` hooks run before this returns."""
+        STARTING and ``subagent_start`` hooks run before this returns. While the service starts
+        (until its host's hooks are in place), they are held and run then, before the child's
+        ``subagent_stop``; this returns at once."""
 
     def running(self, subagent_id: str) -> None:
         """The child is built and about to make its first model call: the state becomes

@@ -116,9 +116,10 @@ class AsyncSubagentLifecycle:
         `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as its children
         and engine were stopped for good.
 
-        Children that end meanwhile go through the completion pipeline before this returns, their results
-        published; with ``hold_ends``, not until `release_ends`: for a host that registers hooks once the
-        service has started (its plugins may use it then), which would otherwise not hear of them."""
+        Children that start or end meanwhile get their `subagent_start` hooks and go through the completion
+        pipeline before this returns, their results published; with ``hold_ends``, not until `release_ends`:
+        for a host that registers hooks once the service has started (its plugins may use it then), which
+        would otherwise not hear of them."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
@@ -173,10 +174,12 @@ class AsyncSubagentLifecycle:
             await self._supervisor.release()
 
     async def release_ends(self) -> None:
-        """After ``start(hold_ends=True)``, once the host's hooks are in place: the children that ended
-        since the start began (stopped before their engine had them, or reported ended by the engine)
-        go through the completion pipeline now, `subagent_stop` hooks included; later ends, at once.
-        Returns once their results are published. Idempotent; `close` does it first if no one did."""
+        """After ``start(hold_ends=True)``, once the host's hooks are in place: the `subagent_start` hooks of
+        the children the engine reported starting since the start began run now (a job it never got, started
+        at the restart), then the children that ended meanwhile (stopped before their engine had them, or
+        reported ended by the engine) go through the completion pipeline, `subagent_stop` hooks included;
+        later starts and ends, at once. Returns once their results are published. Idempotent; `close` does
+        it first if no one did."""
         await self._supervisor.release()
 
     async def close(self, *, grace: float | None = None) -> None:

@@ -97,10 +97,19 @@ class Supervisor:
     async def starting(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
         if record is None or not record.live or record.job is None:
+            hold = self._start_hold
+            if record is None and hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
+                hold.started[subagent_id] = None
             return
         if record.state is S.PENDING:
             record.set_state(S.STARTING, self.host.clock.time())
-        job, hooks = record.job, self.host.hooks
+        if self._start_hold is not None:  # the host's `subagent_start` hooks may not be registered yet
+            self._start_hold.started[subagent_id] = None
+            return
+        await self._start_hooks(subagent_id, record.job)
+
+    async def _start_hooks(self, subagent_id: str, job: ChildJob) -> None:
+        hooks = self.host.hooks
         if "subagent_start" in hooks.registered:
             await hooks.run(
                 "subagent_start", parent_session_id=job.parent_session_id, parent_turn_id=job.parent_turn_id,
@@ -140,20 +149,22 @@ class Supervisor:
 
     def adopting(self) -> None:
         """The service starts, and its engine is about to re-attach to the children a previous process left
-        (`Engine.start`): its reports (`placed`, `running`, `finished`) come before their records are
-        adopted, and are kept for `adopt`; every child's end is held until `release` (`StartHold`)."""
+        (`Engine.start`): its reports (`placed`, `starting`, `running`, `finished`) come before their records
+        are adopted, and are kept for `adopt`; every child's start hooks and end are held until `release`
+        (`StartHold`)."""
         self._start_hold = StartHold()
 
     def adopted(self) -> None:
         """Every record the engine re-attached is adopted: a report of an unknown child is ignored again, and
-        the ends reported meanwhile wait for `release` as held ones (left unheard, such a child would stay
-        live for good, its waiters waiting)."""
+        the starts and ends reported meanwhile wait for `release` as held ones (left unheard, such a child
+        would stay live for good, its waiters waiting)."""
         hold = self._start_hold
         if hold is None:  # released already: a close came while the service started
             return
         hold.adopting = False
         hold.placed.clear()
         hold.running.clear()
+        hold.started = {sid: None for sid in hold.started if sid in self._live}
         for subagent_id in list(hold.ended):
             record = self._live.get(subagent_id)
             if record is None:
@@ -164,12 +175,30 @@ class Supervisor:
                 record.kept_job = None
 
     async def release(self) -> None:
-        """The host's hooks are in place: the children whose ends were held while the service started
-        (`adopting`) are finished now, through the completion pipeline, and ends are held no more. Returns
+        """The host's hooks are in place: the `subagent_start` hooks of the children whose starts were held
+        while the service started (`adopting`) run now, in the order they started, then the children whose
+        ends were held are finished, through the completion pipeline, and nothing is held any more. Returns
         once their results are published. Idempotent; `close` calls it too, so a start cut short before
         the host's hooks were in place still ends every child it held (with the hooks there are)."""
-        hold, self._start_hold = self._start_hold, None
-        if hold is None or not hold.ended:
+        hold = self._start_hold
+        if hold is None:
+            return
+        if hold.releasing is None:
+            hold.releasing = asyncio.ensure_future(self._release(hold))
+        # Shielded: a caller cancelled meanwhile leaves the release to go on, which `close` waits for.
+        await asyncio.shield(hold.releasing)
+
+    async def _release(self, hold: StartHold) -> None:
+        # Every start before any end, each child's `subagent_start` before its `subagent_stop`: ends stay
+        # held while those hooks run, and starts reported meanwhile are held, and run, too.
+        while hold.started:
+            started, hold.started = hold.started, {}
+            for subagent_id in started:
+                record = self._live.get(subagent_id)
+                if record is not None:  # else reported while re-attaching, never adopted: the start was cut short
+                    await self._start_hooks(subagent_id, record.job)
+        self._start_hold = None
+        if not hold.ended:
             return
         records = []
         for subagent_id in hold.ended:
@@ -416,6 +445,8 @@ class Supervisor:
             # Found where it runs, though its row kept the job (the process stopped before that row
             # was committed): forgotten now, or a later start that does not find it would run it again.
             self._forget_job(record)
+        if self._start_hold is not None and sid in self._start_hold.started and record.state is S.PENDING:
+            record.set_state(S.STARTING, self.host.clock.time())  # its hooks run at `release`
         if self._start_hold is not None and sid in self._start_hold.running:
             self.running(sid)
         if record.stop_request is not None:

@@ -413,6 +413,74 @@ async def test_a_close_before_the_release_ends_the_held_children(make_env, worke
     assert [(r.state, r.job) for r in rows] == [("CANCELLED", None), ("SUCCEEDED", None)]
 
 
+HOOK_LOG = """
+    calls = []
+
+    def register(ctx):
+        ctx.register_hook("subagent_start", lambda **e: calls.append(("start", e["child_subagent_id"])))
+        ctx.register_hook("subagent_stop", lambda **e: calls.append(("stop", e["child_session_id"], e["child_status"])))
+"""
+
+
+async def never_sent(make_env, goal: str) -> SubagentHandle:
+    """A child launched in a process that died before its job reached the engine: the next start runs it."""
+    first = await make_env(engine=KilledBeforeSending(Workers()), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal=goal))
+    await first.service.close()
+    return handle
+
+
+async def load_hook_log(env, tmp_path, monkeypatch):
+    """The plugin logging starts and stops, loaded as the gateway loads its plugins, once the service has started."""
+    plugin = plugin_module(tmp_path, monkeypatch, "hook_log_plugin", HOOK_LOG)
+    plugins = PluginHost(ToolRegistry(), env.hooks)
+    await plugins.load(["hook_log_plugin"], lifecycle=SubagentLifecycle(env.service))
+    assert plugins.loaded == ["hook_log_plugin"]
+    return plugin
+
+
+async def test_a_child_the_engine_starts_while_the_service_starts_reaches_hooks_registered_after_it_started(
+        make_env, workers, tmp_path, monkeypatch):
+    """Its job never reached the engine, which starts it now and reports it starting before the plugins load:
+    their `subagent_start` hears of it at the release, once, and before its `subagent_stop`."""
+    handle = await never_sent(make_env, "[hold] sent at the next start")
+    second = await make_env(engine=WorkerEngine(workers), db="shared.db", hold_ends=True)
+    view = second.service.host_view()
+    await until(lambda: view.children("parent-1")[0].state in (S.STARTING, S.RUNNING))  # reported starting
+    plugin = await load_hook_log(second, tmp_path, monkeypatch)
+    assert plugin.calls == []
+    await second.service.release_ends()
+    assert plugin.calls == [("start", handle.subagent_id)]
+    workers.let_go()
+    with second.turn():
+        assert (await second.service.wait(handle.to_dict(), timeout_seconds=5)).state is S.SUCCEEDED
+    await second.service.release_ends()
+    assert plugin.calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
+
+
+async def test_a_child_that_starts_and_ends_while_the_engine_re_attaches_gets_its_start_then_its_stop(
+        make_env, workers, tmp_path, monkeypatch):
+    """Reported starting, running and ended before the service holds its record: none of it is lost."""
+    handle = await never_sent(make_env, "quick, at the next start")
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    assert [c.activity for c in second.service.host_view().children("parent-1")] == ["finishing"]
+    plugin = await load_hook_log(second, tmp_path, monkeypatch)
+    await second.service.release_ends()
+    assert plugin.calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
+    with second.turn():
+        assert (await second.service.result(handle.to_dict())).summary == "worker did: quick, at the next start"
+
+
+async def test_a_close_before_the_release_runs_the_held_starts_before_the_held_stops(make_env, workers):
+    handle = await never_sent(make_env, "quick, at the next start")
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    calls = hook_log(second)
+    async with asyncio.timeout(5):
+        await second.service.close()
+    assert calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
+
+
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
     engine = InProcessEngine(1)
     env = await make_env(engine=engine)

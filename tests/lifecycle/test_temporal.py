@@ -20,10 +20,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RetryConfig, RPCError
 
-from agent import ModelRequest, ToolRegistry
+from agent import ModelRequest, PluginHost, ToolRegistry
 from agent.models.scripted import ScriptedModel
 from agent.tools import FileScope, file_toolset
-from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentState
+from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentLifecycle, SubagentState
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings, TemporalSettings
 from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngine, WorkerToolbox
@@ -31,6 +31,7 @@ from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
+from tests.plugin_modules import plugin_module
 from tests.polling import until
 
 S = SubagentState
@@ -549,3 +550,47 @@ async def test_steers_asked_during_an_outage_outlive_a_crash_of_the_gateway(make
             summary = (await second.service.result(run.handle)).summary
     assert summary.endswith("first: use metric units\nsecond: and cite sources")
     assert summary.count("first: use metric units") == 1
+
+
+class NeverSent(TemporalEngine):
+    """The process dies before the workflow's start is sent: the journal keeps the job."""
+
+    def submit(self, job: ChildJob) -> None:
+        pass
+
+
+HOOK_LOG = """
+    calls = []
+
+    def register(ctx):
+        ctx.register_hook("subagent_start", lambda **e: calls.append(("start", e["child_subagent_id"])))
+        ctx.register_hook("subagent_stop", lambda **e: calls.append(("stop", e["child_session_id"], e["child_status"])))
+"""
+
+
+async def test_a_child_started_on_a_worker_while_the_service_starts_reaches_a_plugins_subagent_start(
+        make_env, queue, tmp_path, monkeypatch):
+    """The next start sends the workflow's start, and a worker takes the child before the gateway's plugins
+    have loaded: their `subagent_start` (run on the gateway, as for every child on a worker) hears of it
+    at the release, before its `subagent_stop`."""
+    settings, client, worker = queue
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "done after the restart"}})
+    await worker(model)
+    first = await make_env(engine=NeverSent(settings, client=client), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="sent at the next start"))
+    await first.service.close()
+
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db", hold_ends=True)
+    await asyncio.wait_for(model.reached("gate"), 10)
+    view = second.service.host_view()
+    await until(lambda: view.children("parent-1")[0].state in (S.STARTING, S.RUNNING))  # reported starting
+    plugin = plugin_module(tmp_path, monkeypatch, "hook_log_plugin", HOOK_LOG)
+    plugins = PluginHost(ToolRegistry(), second.hooks)
+    await plugins.load(["hook_log_plugin"], lifecycle=SubagentLifecycle(second.service))
+    await second.service.release_ends()
+    assert plugin.calls == [("start", handle.subagent_id)]
+    model.release("gate")
+    with second.turn():
+        assert (await second.service.wait(handle, timeout_seconds=10)).state is S.SUCCEEDED
+    assert plugin.calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
