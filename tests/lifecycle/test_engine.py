@@ -481,6 +481,15 @@ async def test_a_close_before_the_release_runs_the_held_starts_before_the_held_s
     assert calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
 
 
+
+async def test_a_close_during_the_release_waits_for_it_and_nothing_runs_twice(make_env, workers):
+    handle = await never_sent(make_env, "quick, at the next start")
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    calls = hook_log(second)
+    async with asyncio.timeout(5):
+        await asyncio.gather(second.service.release_ends(), second.service.close())
+    assert calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
+
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
     engine = InProcessEngine(1)
     env = await make_env(engine=engine)
