@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms.base import BadRequest, NetworkError, scalar_text
 from platforms.formatting import slack_mrkdwn
+from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED, BotToken
 from platforms.slack_errors import translate_exception
 
@@ -36,6 +37,7 @@ class WebApi:
         self._client = client
         self._bot_token_state = bot_token_state
         self._accepted = accepted
+        self._warn = RepeatedWarnings(log)
 
     async def call(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
         """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
@@ -48,7 +50,7 @@ class WebApi:
             error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
             if error in REFUSED and method not in _NOT_BOT_TOKEN:
                 self._bot_token_state.refused(f"{method} answered {error}")
-            raise translate_exception(exc, method, chat_id) from exc
+            raise translate_exception(exc, method, chat_id, self._warn) from exc
         if method not in _NOT_BOT_TOKEN:
             self._bot_token_state.accepted()
             self._accepted()

@@ -2,7 +2,10 @@
 
 Apart from the adapter (`platforms.slack`) because it is a table of Slack's error codes and
 one function over it, which the adapter's every Web API call, its slash-command answers and
-its uploads go through; logged under ``platforms.slack`` like the rest of the adapter.
+its uploads go through; logged under ``platforms.slack`` like the rest of the adapter. Through
+`platforms.repeated_warnings`, the Web API calls warn once of a failure all of Slack shares (an
+outage, a rate limit) rather than once per call of every chat retrying through it, and once per
+channel of that channel's own refusal.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from platforms.base import (
     RateLimited,
     Unauthorized,
 )
+from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED
 
 log = logging.getLogger("platforms.slack")
@@ -41,8 +45,9 @@ _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_t
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
-              retry_after: str | None) -> DeliveryError:
-    """The one place Slack's answers become `DeliveryError`s (and get logged)."""
+              retry_after: str | None, warn: RepeatedWarnings | None = None) -> DeliveryError:
+    """The one place Slack's answers become `DeliveryError`s (and get logged: through ``warn``, when
+    given, once for a cause that recurs)."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     message = f"{method}: {error or f'HTTP {status}'}"
     if error in REFUSED:
@@ -50,7 +55,12 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
         # not on every call made while it lasts.
         log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
         return Unauthorized(message, **kw)
-    log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+    if warn is None:
+        log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+    else:
+        shared = status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
+        warn.warning((error, status) if shared else (error, status, channel),
+                     "slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
     if status == 429 or error == "ratelimited":
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0
@@ -66,12 +76,14 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     return BadRequest(message, **kw)
 
 
-def translate_exception(exc: Exception, method: str, channel: str | None) -> DeliveryError:
+def translate_exception(exc: Exception, method: str, channel: str | None,
+                        warn: RepeatedWarnings | None = None) -> DeliveryError:
     if isinstance(exc, SlackApiError):
         resp = exc.response
         headers = resp.headers or {}
         retry_after = headers.get("Retry-After") or headers.get("retry-after")
-        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after)
+        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after,
+                         warn=warn)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
-        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None)
-    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None)
+        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, warn=warn)
+    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, warn=warn)

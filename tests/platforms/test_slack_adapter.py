@@ -635,6 +635,25 @@ async def test_errors_are_translated(
     assert caught.value.method == "chat.postMessage" and caught.value.chat_id == "C9"
 
 
+async def test_a_failure_all_of_slack_shares_is_warned_of_once_a_channels_own_once_per_channel(
+    fake: FakeSlack, slack: SlackAdapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """In an outage every chat's retries fail alike: one warning says so, not one per call."""
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    fake.fail_next("chat.postMessage", "internal_error", status=500, times=3)
+    for chat in ("C1", "C2", "C3"):
+        with pytest.raises(NetworkError):
+            await slack.send(Outbound(chat_id=chat, thread_id=None, text="x"))
+    fake.fail_next("chat.postMessage", "channel_not_found", status=200, times=3)
+    for chat in ("C4", "C5", "C4"):
+        with pytest.raises(NotFound):
+            await slack.send(Outbound(chat_id=chat, thread_id=None, text="x"))
+    warned = [r.getMessage() for r in caplog.records if r.name == "platforms.slack" and " failed (channel " in r.getMessage()]
+    assert warned == ["slack chat.postMessage failed (channel C1): internal_error, HTTP 500",
+                      "slack chat.postMessage failed (channel C4): channel_not_found, HTTP 200",
+                      "slack chat.postMessage failed (channel C5): channel_not_found, HTTP 200"]
+
+
 # -- progress placeholder ------------------------------------------------------------------
 
 
