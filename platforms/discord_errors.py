@@ -26,6 +26,7 @@ from platforms.base import (
     Unauthorized,
 )
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("platforms.discord")
 
@@ -53,10 +54,20 @@ def ended_because(exc: BaseException | None) -> str:
     return f"the Discord gateway connection ended: {type(exc).__name__}; restart to connect again"
 
 
+_SHARED = RepeatedWarnings(log)
+"""Failures every channel shares (Discord down or unreachable, a rate limit): one warning for an
+outage, not one per call of every channel retrying through it. Process-wide, as Discord is."""
+
+
 def translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """`delivery_error`, logged (a refused token is said once where it is noticed, not here)."""
+    """`delivery_error`, logged (a refused token is said once where it is noticed, not here; a failure
+    every channel shares, once per cause: `_SHARED`)."""
     error = delivery_error(exc, route=route, chat_id=chat_id)
-    if error is not exc and not isinstance(error, Unauthorized):
+    if error is exc or isinstance(error, Unauthorized):
+        return error
+    if isinstance(error, NetworkError | RateLimited):
+        _SHARED.warning(type(error).__name__, FAILED, route, chat_id, type(error).__name__, error)
+    else:
         log.warning(FAILED, route, chat_id, type(error).__name__, error)
     return error
 

@@ -1,6 +1,8 @@
 """Calling the Bot API for the Telegram adapter: every failure of a call leaves as a `DeliveryError`
 (translated in `platforms.telegram_errors`) and is logged once, here; a 401 makes the platform
-``down`` until a call succeeds (`platforms.connection.TokenWatch`). A part's Markdown is sent as
+``down`` until a call succeeds (`platforms.connection.TokenWatch`); a failure every chat shares (the
+Bot API down or unreachable, flood control) is warned of once per cause (`platforms.repeated_warnings`),
+not at every call of every chat retrying through it. A part's Markdown is sent as
 Telegram's HTML, and once more as plain text when Telegram cannot parse that. Logged under
 ``platforms.telegram`` like the rest of the adapter.
 """
@@ -14,7 +16,7 @@ from typing import Literal, TypeVar
 from aiogram import Bot
 from aiogram.exceptions import AiogramError, TelegramBadRequest
 
-from platforms.base import BadRequest, DeliveryError, Unauthorized, scalar_text
+from platforms.base import BadRequest, DeliveryError, NetworkError, RateLimited, Unauthorized, scalar_text
 from platforms.connection import TokenWatch
 from platforms.formatting import telegram_html
 from platforms.repeated_warnings import RepeatedWarnings
@@ -33,6 +35,8 @@ class BotCalls:
         self._bot = bot
         self._parse_mode = parse_mode
         self._token_watch = token_watch
+        self._shared = RepeatedWarnings(log)
+        """For failures every chat shares: one warning for an outage, not one per call."""
 
     async def call(
         self,
@@ -68,7 +72,9 @@ class BotCalls:
         if isinstance(error, (GroupUpgraded, Unauthorized)):
             return error
         line = (FAILED, method, chat_id, type(error).__name__, error)
-        if warn is None:
+        if isinstance(error, NetworkError | RateLimited):
+            self._shared.warning(type(error).__name__, *line)
+        elif warn is None:
             log.warning(*line)
         else:
             warn.warning((method, chat_id, type(error).__name__), *line)

@@ -273,6 +273,24 @@ async def test_bot_api_errors_are_translated_and_polling_goes_on(
     assert sink.texts() == ["still listening?"]
 
 
+async def test_a_failure_every_chat_shares_is_warned_of_once_a_chats_own_every_time(
+    fake: FakeTelegram, adapter: TelegramAdapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Bot API down: every chat's retries fail alike, and one warning says so, not one per call."""
+    caplog.set_level(logging.WARNING, logger="platforms.telegram")
+    for chat in ("41", "42", "43"):
+        fake.fail_next("sendMessage", 502, description="Bad Gateway")
+        with pytest.raises(NetworkError):
+            await adapter.send(Outbound(chat_id=chat, thread_id=None, text="hi"))
+    for chat in ("44", "45"):
+        fake.fail_next("sendMessage", 403, description="Forbidden: bot was blocked by the user")
+        with pytest.raises(Forbidden):
+            await adapter.send(Outbound(chat_id=chat, thread_id=None, text="hi"))
+    warned = [r.getMessage().split(" failed")[0] for r in caplog.records if " failed: " in r.getMessage()]
+    assert warned == ["telegram sendMessage to chat 41", "telegram sendMessage to chat 44",
+                      "telegram sendMessage to chat 45"]
+
+
 async def test_polling_survives_a_failing_get_updates(fake: FakeTelegram, sink: Sink) -> None:
     # aiogram backs off ~1 s after a failed poll: the one slow test here.
     await fake.wait_for(lambda: fake.calls_to("getUpdates"))
