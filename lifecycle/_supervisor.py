@@ -505,13 +505,12 @@ class Supervisor:
 
     async def cancel(self, record: Record, reason: str) -> None:
         """Request cancellation: CANCEL_REQUESTED now, CANCELLED once the child has stopped
-        (or the state it reached first). Idempotent; a finished child is never changed."""
-        if record.state.terminal or record.state is S.CANCEL_REQUESTED:
+        (or the state it reached first). Idempotent; a finished child is never changed, nor a finishing one:
+        its end came first (one held while the service starts stays so until `release`, plugins loading)."""
+        if record.state.terminal or record.state is S.CANCEL_REQUESTED or record.completing:
             return
         record.set_state(S.CANCEL_REQUESTED, self.host.clock.time())
         record.cancel_reason = reason[:500]
-        if record.completing:
-            return
         sid = record.handle.subagent_id
         if self.engine.withdraw(sid):
             await self._complete_now([record], lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))

@@ -490,6 +490,26 @@ async def test_a_close_during_the_release_waits_for_it_and_nothing_runs_twice(ma
         await asyncio.gather(second.service.release_ends(), second.service.close())
     assert calls == [("start", handle.subagent_id), ("stop", handle.subagent_id, "completed")]
 
+
+async def test_a_cancel_while_the_service_holds_a_childs_end_does_not_rewrite_that_end(make_env, workers):
+    """The child was stopped (/stop) before its engine had its job, and ends so at the next start, its end held
+    until the plugins have loaded: a cancel meanwhile (a plugin's, from `register`) comes after that end, and
+    changes nothing, as for any child that finished first."""
+    first = await make_env(engine=KilledBeforeSending(workers), db="shared.db")
+    with first.turn():
+        handle = await first.service.launch(SubagentLaunchRequest(goal="stopped, then the process died"))
+        assert await first.service.host_view().interrupt_child(handle.subagent_id, "stopped by /stop")
+    await first.service.close()
+    second = await make_env(engine=WorkerEngine(workers), db="shared.db", hold_ends=True)
+    calls = hook_log(second)
+    with second.turn():
+        await second.service.cancel(handle, "too late")
+        await second.service.release_ends()
+        result = await second.service.result(handle)
+    assert (result.state, result.error_message) == (S.INTERRUPTED, "stopped by /stop")
+    assert calls == [("stop", handle.subagent_id, "interrupted")]
+
+
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
     engine = InProcessEngine(1)
     env = await make_env(engine=engine)
