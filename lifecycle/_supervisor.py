@@ -206,10 +206,9 @@ class Supervisor:
             if record is None:  # reported while re-attaching, never adopted: the start was cut short
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
                 continue
-            record.completing = False  # marked while held, to keep stops off it: `finished` marks it again
-            records.append(record)
+            records.append(record)  # still marked completing, out of every stop's reach: finished as it is
         if records:
-            await self._complete_now(records, lambda r: hold.ended[r.handle.subagent_id])
+            await self._complete_now(records, lambda r: hold.ended[r.handle.subagent_id], held=True)
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
@@ -238,6 +237,10 @@ class Supervisor:
         if self._start_hold is not None:  # the host's `subagent_stop` hooks may not be registered yet
             self._start_hold.ended[subagent_id] = outcome
             return
+        await self._finish(record, outcome)
+
+    async def _finish(self, record: Record, outcome: ChildOutcome) -> None:
+        """`finished` for a record marked completing."""
         if outcome.status == "interrupted":
             if record.closing:
                 outcome.error = PROCESS_EXIT
@@ -546,7 +549,8 @@ class Supervisor:
 
     # -- finishing -----------------------------------------------------------------------------
 
-    async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome]) -> None:
+    async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome], *,
+                            held: bool = False) -> None:
         """`finished` for children the service finishes itself, returning once they are published (while the
         service starts, once their ends are held: `release` publishes them). A caller cancelled meanwhile (its
         turn interrupted) leaves at once, and their end goes on: finishing, they are out of every stop's reach,
@@ -554,7 +558,10 @@ class Supervisor:
         caller does."""
         # Shielded here, which only children stopped before they ran pass, not in `finished`, which every
         # child passes: a launch pays for no future.
-        ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+        if held:  # marked completing already (`release`): `finished` would skip them
+            ending = asyncio.gather(*(self._finish(r, outcome(r)) for r in records))
+        else:
+            ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
         # Counted from the start, not only once given up: finishing, they are out of the reach of `close`'s
         # stop, which would otherwise not wait for them, and close the journal before their terminal rows.
         self._wait_at_close(ending)

@@ -510,6 +510,19 @@ async def test_a_cancel_while_the_service_holds_a_childs_end_does_not_rewrite_th
     assert calls == [("stop", handle.subagent_id, "interrupted")]
 
 
+async def test_a_stop_that_meets_the_release_does_not_reach_the_held_children(make_env, workers):
+    """Finishing from the start on, a held child stays out of every stop's reach while it is released: the
+    stop says it is already finishing, and asks nothing of the engine."""
+    unsent, ran = await ended_while_down(make_env, workers)
+    second = await make_env(engine=SlowToReattach(workers), db="shared.db", hold_ends=True)
+    view = second.service.host_view()
+    stops = [view.interrupt_child(h.subagent_id, "stopped by /agents stop") for h in (unsent, ran)]
+    async with asyncio.timeout(5):
+        _, *reached = await asyncio.gather(second.service.release_ends(), *stops)
+    assert reached == [False, False]
+    assert ran.subagent_id not in workers.stops
+
+
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):
     engine = InProcessEngine(1)
     env = await make_env(engine=engine)
