@@ -188,8 +188,8 @@ async def _worker(config: Config) -> int:
 async def _ask(config: Config, message: str) -> int:
     await preflight.check_model(config.model)
     host = AgentHost(config)
-    await host.start()
     try:
+        await host.start()  # one that fails after the lifecycle started (a plugin missing) closes it too
         result = await host.new_session().run_turn(message)
     finally:
         await host.close()
