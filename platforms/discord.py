@@ -238,6 +238,9 @@ class DiscordAdapter:
             intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
             trace = discord_answers.callback_trace()
             discord_token.watch_answers(trace, self._token_watch)
+            # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
+            # never joins voice: those lines would only mislead, in the log and the console's errors.
+            discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
             client = self._client = self._client_factory(
                 intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
             self._interactions.session = discord_answers.open_session()

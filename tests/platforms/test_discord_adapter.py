@@ -107,6 +107,21 @@ async def test_own_messages_are_ignored(fake: FakeDiscord, running: Running) -> 
     assert [e.text for e in events] == ["from the user"]
 
 
+async def test_a_start_does_not_warn_of_voice_support_the_gateway_never_uses(fake: FakeDiscord, monkeypatch, caplog) -> None:
+    # discord.py warns once per process that PyNaCl and davey are missing; set again here, as in a
+    # fresh process, since an earlier test's client has already spent the warnings.
+    monkeypatch.setattr(discord.VoiceClient, "warn_nacl", True)
+    monkeypatch.setattr(discord.VoiceClient, "warn_dave", True, raising=False)
+    caplog.set_level(logging.WARNING, logger="discord")
+    adapter = adapter_for(fake)
+    await adapter.start(Sink(fake), COMMANDS)
+    try:
+        assert [r.getMessage() for r in caplog.records if "voice" in r.getMessage()] == []
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()
+
+
 class FailsOnOdd(Sink):
     """A gateway that a bug makes refuse one message, whatever the try."""
 
