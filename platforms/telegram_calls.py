@@ -23,7 +23,7 @@ from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_errors import GroupUpgraded, translate
 
 log = logging.getLogger("platforms.telegram")
-FAILED = "telegram %s to chat %s failed: %s: %s"
+FAILED = "telegram %s failed: %s: %s"
 
 T = TypeVar("T")
 
@@ -71,7 +71,9 @@ class BotCalls:
         error = translate(exc, method, chat_id, self._bot.token)
         if isinstance(error, (GroupUpgraded, Unauthorized)):
             return error
-        line = (FAILED, method, chat_id, type(error).__name__, error)
+        # A call for the bot itself (getMe, setMyCommands at start) concerns no chat.
+        call = method if chat_id is None else f"{method} to chat {chat_id}"
+        line = (FAILED, call, type(error).__name__, error)
         if isinstance(error, NetworkError | RateLimited):
             self._shared.warning(type(error).__name__, *line)
         elif warn is None:

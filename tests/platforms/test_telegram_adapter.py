@@ -291,6 +291,17 @@ async def test_a_failure_every_chat_shares_is_warned_of_once_a_chats_own_every_t
                       "telegram sendMessage to chat 45"]
 
 
+async def test_a_failed_call_to_no_chat_names_no_chat(
+    fake: FakeTelegram, adapter: TelegramAdapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    # setMyCommands at start concerns the bot, not a chat: its warning said "to chat None".
+    caplog.set_level(logging.WARNING, logger="platforms.telegram")
+    fake.fail_next("setMyCommands", 400, description="Bad Request: BOT_COMMAND_INVALID")
+    await adapter.start(Sink(), COMMANDS)  # the commands still work when typed
+    [warning] = [r.getMessage() for r in caplog.records if "setMyCommands" in r.getMessage()]
+    assert warning.startswith("telegram setMyCommands failed: BadRequest: ") and "chat" not in warning
+
+
 async def test_polling_survives_a_failing_get_updates(fake: FakeTelegram, sink: Sink) -> None:
     # aiogram backs off ~1 s after a failed poll: the one slow test here.
     await fake.wait_for(lambda: fake.calls_to("getUpdates"))
