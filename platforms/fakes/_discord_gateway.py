@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSMsgType, web
+
 from platforms.fakes._discord_model import _user
 
 MESSAGE_CONTENT_INTENT = 1 << 15
 APP_FLAG_MESSAGE_CONTENT = 1 << 18
+HEARTBEAT_ACK_DELAY = 0.05
+"""Seconds before a heartbeat is acknowledged: a round trip to Discord, about."""
 
 
 @dataclass
@@ -107,7 +110,10 @@ class DiscordGateway:
         self.gateway_ops.append((op, data))
         self._touch()
         if op == 1:
-            await self._send(conn, {"op": 11})
+            # Real Discord answers over a network. At once, the ACK could be read before discord.py's
+            # heartbeat thread noted its send, which then measured a whole interval of latency and
+            # warned "Can't keep up ... websocket is 41.3s behind" at every other heartbeat.
+            asyncio.get_running_loop().call_later(HEARTBEAT_ACK_DELAY, self._send_soon, conn, {"op": 11})
         elif op == 2:
             if data.get("token") != self.token:
                 await conn.ws.close(code=4004, message=b"Authentication failed.")
