@@ -21,12 +21,13 @@ from collections import Counter
 from collections.abc import Iterable
 
 from agent import Clock, ToolTraceEntry
+from gateway.child_states import state_word
 from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
-from lifecycle import PROCESS_EXIT, ChildSnapshot, HostView, SubagentState
+from lifecycle import ChildSnapshot, HostView
 
 LOG_LINES = 20
 SHOWN = 12
@@ -82,7 +83,7 @@ class AgentsCommand:
                 text = (child.summary or child_failure_reason(child.error or "")) if child is not None else ""
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
-                state = _state_word(child)
+                state = state_word(child)
                 items.append((f"• {task.subagent_id} — {excerpt(task.goal, GOAL_CHARS)} — {state}{where}"
                               + (f": {excerpt(text, SUMMARY_CHARS)}" if text else ""), state))
             delegations.append((f"Background task {row.delegation_id} ({_ledger_status(row)}):", items))
@@ -136,7 +137,7 @@ class AgentsCommand:
 
     def _log(self, session: GatewaySession, child: ChildSnapshot) -> str:
         trace = self._children.tool_trace(session.session_id, child.subagent_id)
-        head = f"{child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {_state_word(child)}"
+        head = f"{child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state_word(child)}"
         if trace is None:
             return f"{head}\nIts tool calls are no longer kept (the gateway restarted since it ran)."
         if not trace:
@@ -147,7 +148,7 @@ class AgentsCommand:
 
     async def _stop(self, session: GatewaySession, child: ChildSnapshot) -> str:
         if child.state.terminal:
-            return f"{child.subagent_id} is not running: it {_state_word(child)}."
+            return f"{child.subagent_id} is not running: it {state_word(child)}."
         if not await self._children.interrupt_child(child.subagent_id, "stopped by /agents stop",
                                                    parent_session_id=session.session_id):
             return f"{child.subagent_id} is already finishing."
@@ -156,7 +157,7 @@ class AgentsCommand:
 
     async def _retry(self, session: GatewaySession, child: ChildSnapshot) -> str:
         if child.state not in FAILED:
-            return f"Nothing to retry: {child.subagent_id} {_state_word(child)}."
+            return f"Nothing to retry: {child.subagent_id} {state_word(child)}."
         known = self._ledger.task_of(session, child.subagent_id)
         if known is None and child.task is None:
             return f"{child.subagent_id} cannot be run again: its task is no longer known (it ran before a restart)."
@@ -166,7 +167,7 @@ class AgentsCommand:
 
 def _item(child: ChildSnapshot, now: float) -> tuple[str, str]:
     """A child's line and its state word, which counts it when it is not listed."""
-    return _line(child, now), _state_word(child)
+    return _line(child, now), state_word(child)
 
 
 def _tally(items: list[tuple[str, str]]) -> str:
@@ -176,7 +177,7 @@ def _tally(items: list[tuple[str, str]]) -> str:
 def _line(child: ChildSnapshot, now: float) -> str:
     end = child.completed_at if child.completed_at is not None else now
     elapsed = end - (child.started_at or child.created_at)
-    state = _state_word(child)
+    state = state_word(child)
     text = f"• {child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
     text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
     done = child.summary or child_failure_reason(child.error or "") if child.state.terminal else None
@@ -208,10 +209,3 @@ def _ledger_status(row: DelegationRow) -> str:
         return f"results read, nothing to tell the chat ({SILENCE})"
     return f"results not delivered ({row.reason})"
 
-
-def _state_word(child: ChildSnapshot | None) -> str:
-    if child is None:
-        return "unknown (forgotten)"
-    if child.state is SubagentState.INTERRUPTED and child.error == PROCESS_EXIT:
-        return "interrupted by the restart"
-    return child.state.value.lower()

@@ -56,15 +56,16 @@ class DelegationCards:
         card.start()
         self._cards[row.delegation_id] = card
 
-    def finish(self, row: DelegationRow, how: str) -> None:
+    def finish(self, row: DelegationRow, how: str, endings: str = "") -> None:
         """Finalise the card (``how``: done, stopped, failed or shutdown), also one a crash
-        left behind before this process started."""
+        left behind before this process started. ``endings``: how those of its subagents that did not
+        succeed ended, for a done card (`gateway.child_states.endings`)."""
         card = self._cards.pop(row.delegation_id, None)
         if card is not None:
             card.disarm()
         platform = split_session_key(row.session_key)[0]
         display = self._display(platform)
-        final = final_text(how, self._elapsed(row), subagents=len(row.tasks))
+        final = final_text(how, self._elapsed(row), subagents=len(row.tasks), endings=endings)
         self._message(row).finish(final, delete=display.progress_final == "delete")
 
     def close(self) -> None:

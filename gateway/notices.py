@@ -43,11 +43,13 @@ def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"]
     return f"⏳ Working — {when} — {detail}"
 
 
-def final_text(outcome: str, elapsed: float, interval: float = 1.0, *, subagents: int = 0) -> str:
+def final_text(outcome: str, elapsed: float, interval: float = 1.0, *, subagents: int = 0, endings: str = "") -> str:
     """The one line a turn's notice or card becomes when the turn ends, by ``outcome``: done,
-    stopped, superseded, failed, or shutdown."""
+    stopped, superseded, failed, or shutdown. ``endings``: how those of its subagents that did not
+    succeed ended (`gateway.child_states.endings`), so a done card of failed work does not read as a success."""
     if outcome == "done":
         children = f" · {subagents} subagent{'s' if subagents != 1 else ''}" if subagents else ""
+        children += f" ({endings})" if children and endings else ""
         return f"✓ Done in {format_elapsed(elapsed, interval)}{children}"
     if outcome == "stopped":
         return "⏹ Stopped"
@@ -81,6 +83,10 @@ class Notifier:
 
     subagents = 0
     """Notices do not count subagents (the card does)."""
+
+    def endings(self) -> str:
+        """See `subagents`."""
+        return ""
 
     @property
     def enabled(self) -> bool:

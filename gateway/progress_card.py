@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from agent import Clock
+from gateway.child_states import endings
 from gateway.excerpt import shorten
 from gateway.notices import format_elapsed
 
@@ -147,6 +148,14 @@ class ProgressCard:
         if self._current is not None and self._current != DELEGATE:
             lines.append(f"▸ {self._current}")
         return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:]), *waiting])
+
+    def endings(self) -> str:
+        """How the turn's subagents that did not succeed ended (`gateway.child_states.endings`), for its
+        done line, once every one of them was seen finished. A fan-out of more than the source keeps
+        of a session's finished children may finish faster than the card looks: the outcomes it did
+        not see are not known here, and a partial tally would read as the whole, so then none."""
+        finished = [c for c in self._seen_children() if c.completed_at is not None]
+        return endings(finished) if len(finished) >= self.subagents else ""
 
     def _seen_children(self) -> list[ChildView]:
         """The subagents the source gives now, after those seen finished that it has let go of

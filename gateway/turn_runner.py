@@ -179,7 +179,7 @@ class TurnRunner:
         def finish_progress() -> None:
             if progress.sent and not running.suppressed:
                 self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
-                                      self._clock.monotonic() - started, progress.subagents)
+                                      self._clock.monotonic() - started, progress.subagents, progress.endings())
 
         kind = "completion" if item.kind == "completion" else "reply"
         text = None
@@ -291,9 +291,9 @@ class TurnRunner:
         return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.parent_turn_id == turn]
 
     def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
-                         elapsed: float, subagents: int) -> None:
+                         elapsed: float, subagents: int, endings: str = "") -> None:
         interval = display.notify_interval if display.progress != "card" else 1.0
-        final = final_text(how, elapsed, interval, subagents=subagents)
+        final = final_text(how, elapsed, interval, subagents=subagents, endings=endings)
         self._message(session, running).finish(final, delete=display.progress_final == "delete")
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:

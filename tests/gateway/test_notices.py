@@ -26,3 +26,10 @@ def test_a_finished_turn_says_how_it_ended_in_one_line():
     assert final_text("done", 150) == "✓ Done in 2 min 30 s"
     assert final_text("stopped", 3) == "⏹ Stopped"
     assert final_text("failed", 3) == "⚠️ Failed"
+
+
+def test_a_done_line_says_how_its_subagents_ended_when_not_all_succeeded():
+    assert final_text("done", 120, subagents=3) == "✓ Done in 2 min · 3 subagents"
+    assert final_text("done", 120, subagents=3, endings="1 failed, 2 interrupted") == (
+        "✓ Done in 2 min · 3 subagents (1 failed, 2 interrupted)")
+    assert final_text("stopped", 3, subagents=3, endings="1 failed") == "⏹ Stopped"

@@ -207,6 +207,113 @@ async def test_a_background_delegation_is_done_in_the_time_it_ran_whatever_the_w
     assert card.text == "✓ Done in 3 s · 2 subagents"
 
 
+def stopping_leaf(request: ModelRequest) -> dict:
+    """Subagent ``a`` works until stopped; ``b`` fails (an empty answer) once released; others succeed."""
+    goal = request.metadata["goal"]
+    if goal == "a":
+        return {"wait": "forever"}
+    if goal == "b":
+        return {"wait": "fail", "text": ""}
+    return {"text": "found"}
+
+
+async def stop_from_the_console(gateway, goal: str) -> None:
+    view = gateway.host.children
+    session = gateway.sessions.find("chat", "c1", None)
+    [child] = [c for c in view.children(session.session_id) if c.goal == goal]
+    assert await view.interrupt_child(child.subagent_id, "stopped from the operator console")
+
+
+async def test_a_background_card_whose_subagents_were_all_stopped_does_not_read_as_a_success(tmp_path, gateways):
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "forever"}})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    await chat.say("look into a and b")
+    await model.reached("forever")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+    for goal in ("a", "b"):  # as the operator console's Stop does, one after the other
+        await stop_from_the_console(gateway, goal)
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await chat.wait_for(lambda: card.text.startswith("✓"))
+    assert card.text == "✓ Done in 3 s · 2 subagents (2 interrupted)"
+
+
+async def test_a_background_card_tallies_how_its_subagents_ended_in_a_fixed_order(tmp_path, gateways):
+    model = ScriptedModel({"parent": background_parent, "leaf": stopping_leaf})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    await chat.say("look into a and b")
+    await model.reached("forever")
+    await model.reached("fail")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+    await stop_from_the_console(gateway, "a")  # interrupted first, failed after: the order stays fixed
+    await settled_children(gateway, live=1)
+    model.release("fail")
+    await chat.wait_for(lambda: card.text.startswith("✓"))
+    assert card.text == "✓ Done in 3 s · 2 subagents (1 failed, 1 interrupted)"
+
+
+async def test_a_background_card_finished_after_a_restart_tallies_its_subagents_from_the_journal(tmp_path, gateways):
+    sections = {"display": {**CARD, "interim_assistant_messages": True},
+                "agent": {"gateway_notify_interval": 180, "toolsets": ["file"]}}
+
+    def parent(request: ModelRequest) -> dict:
+        if str(request.messages[-1].get("content")).startswith("[Background delegation results]"):
+            return {"wait": "answering", "text": "here is what they found"}
+        return background_parent(request)
+
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": parent, "leaf": lambda r: {"wait": "work", "text": "" if
+                                                               r.metadata["goal"] == "b" else "found"}})
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
+    await chat.say("look into a and b")
+    await model.reached("work")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    model.release("work")
+    await model.reached("answering")  # both finished (b failed); their results are being answered
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    chat2.messages, chat2._ids = chat.messages, chat._ids  # the same chat, its card still showing
+    gateway2 = await gateways(make_config(tmp_path, **sections), [chat2], model=ScriptedModel({"parent": parent}),
+                              clock=clock)
+    card = chat2.messages[1]
+    gateway2.host.model.release("answering")
+    await chat2.wait_for(lambda: "completion" in chat2.kinds())
+    await chat2.wait_for(lambda: card.text.startswith("✓"))
+    assert re.fullmatch(r"✓ Done in \d+ s · 2 subagents \(1 failed\)", card.text), card.text
+
+
+async def test_an_inline_card_tallies_how_its_subagents_ended(tmp_path, gateways):
+    def parent(request: ModelRequest) -> dict:
+        if request.messages[-1]["role"] == "user":
+            goals = [{"goal": goal} for goal in ("a", "b", "c")]
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": goals}}]}
+        return {"text": "compared them all"}
+
+    model = ScriptedModel({"parent": parent, "leaf": stopping_leaf})
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=False)
+    await chat.say("compare three sources")
+    await model.reached("forever")
+    await model.reached("fail")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    card = chat.messages[0]
+    await stop_from_the_console(gateway, "a")
+    model.release("fail")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    clock.advance(600)
+    await settled(gateway)
+    assert card.text == "✓ Done in 3 s · 3 subagents (1 failed, 1 interrupted)"
+
+
 async def test_a_retried_delegation_gets_a_card_of_its_own(tmp_path, gateways):
     attempts = []
 
@@ -285,6 +392,22 @@ async def test_subagents_the_source_lets_go_of_once_finished_still_count():
     source[:] = children[1:]  # the source let the oldest finished one go
     assert card.render().startswith("⏳ Waiting for subagents: 11 of 12 done")
     assert card.subagents == 12
+
+
+def test_a_card_that_missed_some_subagents_ending_tallies_none_rather_than_a_part():
+    children = [Child(f"sa-{i}", f"task {i}") for i in range(12)]
+    source = list(children)
+    card = card_of(lambda: source)
+    card.tool_started(DELEGATE)
+    children[0].state, children[0].completed_at = "FAILED", 2.0
+    card.render()
+    for child in children[1:]:
+        child.state, child.completed_at = "SUCCEEDED", 3.0
+    children[1].state = "FAILED"
+    source[:] = children[2:]  # the second failed one finished and was let go of between two looks
+    assert card.endings() == ""  # not "1 failed": a part would read as the whole
+    source[:] = children  # seen after all
+    assert card.endings() == "2 failed"
 
 
 def test_a_long_line_is_cut_between_whole_characters_and_leaves_no_markdown_open():
