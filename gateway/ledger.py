@@ -24,8 +24,8 @@ from typing import Any
 
 from agent import Clock, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
+from gateway import child_states
 from gateway.backlog import BacklogGuard
-from gateway.child_states import endings
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE, child_failure_reason
@@ -126,10 +126,10 @@ class Ledger:
             self._settle(row, status, reason)  # type: ignore[arg-type]
 
     def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> None:
-        endings = self._endings.pop(row.delegation_id, "")
+        ended = self._endings.pop(row.delegation_id, "")
         if self._table.settle(row.delegation_id, status, reason):
             how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
-            self._cards.finish(row, "shutdown" if reason == "replayed" else how, endings)
+            self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
 
     # -- after a restart -------------------------------------------------------------------
 
@@ -267,7 +267,7 @@ class Ledger:
         text = COMPLETION_PREFIX + json.dumps(payload, ensure_ascii=False)
         # Only a completion turn submitted here is delivered (after a restart too: `resume` hands the
         # results on again, looking the children up in the journal), so its card's tally is known by then.
-        self._endings[current.delegation_id] = endings(found.get(t.subagent_id) for t in current.tasks)
+        self._endings[current.delegation_id] = child_states.endings(found.get(t.subagent_id) for t in current.tasks)
         self._runner.submit(session, WorkItem("completion", text, current.completion_turn_id,
                                               delegation_id=current.delegation_id, notes=notes,
                                               quote=self._asked(session.platform, current)))

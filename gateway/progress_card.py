@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from agent import Clock
-from gateway.child_states import endings
+from gateway import child_states
 from gateway.excerpt import shorten
 from gateway.notices import format_elapsed
 
@@ -155,7 +155,7 @@ class ProgressCard:
         of a session's finished children may finish faster than the card looks: the outcomes it did
         not see are not known here, and a partial tally would read as the whole, so then none."""
         finished = [c for c in self._seen_children() if c.completed_at is not None]
-        return endings(finished) if len(finished) >= self.subagents else ""
+        return child_states.endings(finished) if len(finished) >= self.subagents else ""
 
     def _seen_children(self) -> list[ChildView]:
         """The subagents the source gives now, after those seen finished that it has let go of
