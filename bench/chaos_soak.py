@@ -24,7 +24,20 @@ Drops of a Telegram send are made before the fake takes it: an answer lost after
 message, as documented (Telegram cannot be asked what it got). Give the tmpfs room (64m for
 20 minutes): a state that outgrows it is a real full disk, which a start rightly refuses.
 
+With ``--temporal`` the children run on `lifecycle.engine: temporal`: the soak starts a Temporal dev
+server (its history in the work directory) and ``--workers`` `switchboard worker` processes, which are
+killed (SIGKILL) and stopped (SIGTERM) and started again too, while children outlive the gateway's
+restarts. The chats of the ``--inline`` platforms (Telegram by default there) delegate inline, the others
+in the background. An inline list gets one answer, no acknowledgement, every task completed. Besides the
+checks above, once all has settled: no workflow still running; none the journal does not know; none whose
+child ran to success while the journal holds it stopped or lost (its work done for no one, its chat told
+it was interrupted or not told at all) unless it ended while no gateway ran, which no gateway could stop
+(counted, not flagged); none the journal says succeeded that Temporal did not end so; and no task done to
+success by two workflows that both reached the chat (a task done twice when one run's turn died with the
+gateway is counted). What cannot be checked from outside: a child's work done partly, then cut off.
+
     sudo .venv/bin/python bench/chaos_soak.py --minutes 20 --slack --discord --tmpfs 64m --workdir /tmp/soak
+    .venv/bin/python bench/chaos_soak.py --minutes 12 --temporal --discord --workdir /tmp/tsoak
 """
 
 from __future__ import annotations
@@ -63,6 +76,7 @@ PAD = "lorem ipsum dolor sit amet " * 9  # long goals: a list's results run past
 EXPLANATION = "I am Switchboard's offline demo model"
 ACK = re.compile(r"Started (\d+) subagent\(s\)")
 REFUSED = "delegate_task refused the list"
+RESULTS = "[demo] Results:"
 TASK = re.compile(r"task (\w+)-(\d+)-(\d+)\b")
 PROGRESS = ("⏳", "✓ Done", "⏹", "⚠️ Failed")
 GUILD = 900
@@ -119,6 +133,65 @@ class Gateway:
         return took
 
 
+class Workers:
+    """`switchboard worker` processes on the Temporal task queue, each killed, stopped and started again
+    on its own (a stopped one comes back after a pause, without holding up the other chaos)."""
+
+    def __init__(self, config: Path, work: Path, count: int) -> None:
+        self.config, self.work = config, work
+        self.procs: list[asyncio.subprocess.Process | None] = [None] * count
+        self.locks = [asyncio.Lock() for _ in range(count)]
+        self.runs = 0
+
+    async def start(self, i: int) -> None:
+        self.runs += 1
+        env = {**os.environ, "HOME": str(self.work), "PYTHONPATH": str(ROOT)}
+        env.pop("SWITCHBOARD_CONFIG", None)
+        name = f"worker-{i}-{self.runs:04d}.log"
+        log = open(self.work / name, "wb")
+        proc = self.procs[i] = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.cli", "worker", "--config", str(self.config),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.work))
+        async with asyncio.timeout(60):
+            while True:
+                line = await proc.stderr.readline()
+                log.write(line)
+                if not line:
+                    raise RuntimeError(f"worker {name} exited before it ran")
+                if b"running children from task queue" in line:
+                    asyncio.ensure_future(_tee(proc.stderr, log))
+                    return
+
+    async def bounce(self, i: int, how: signal.Signals, down: float) -> float:
+        """Stop worker ``i`` with ``how``, start it again ``down`` seconds later; how long the stop took."""
+        async with self.locks[i]:
+            proc = self.procs[i]
+            began = time.monotonic()
+            proc.send_signal(how)
+            try:
+                async with asyncio.timeout(60):
+                    await proc.wait()
+            except TimeoutError:
+                anomaly(f"worker {i}: still running 60 s after {how.name}; killed")
+                proc.kill()
+                await proc.wait()
+            took = time.monotonic() - began
+            if how == signal.SIGTERM and proc.returncode != 0:
+                anomaly(f"worker {i}: SIGTERM exit code {proc.returncode}")
+            if how == signal.SIGTERM and took > GRACE * 2 + 1.5:
+                anomaly(f"worker {i}: SIGTERM took {took:.1f}s with a {GRACE}s grace")
+            await asyncio.sleep(down)
+            await self.start(i)
+            return took
+
+    async def stop_all(self) -> None:
+        for i, proc in enumerate(self.procs):
+            async with self.locks[i]:
+                if proc is not None and proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+                    await proc.wait()
+
+
 async def _tee(stream, log) -> None:
     while line := await stream.readline():
         log.write(line)
@@ -131,6 +204,11 @@ ANOMALIES: list[str] = []
 def anomaly(text: str) -> None:
     ANOMALIES.append(text)
     print("ANOMALY:", text, flush=True)
+
+
+def _task(goal: str | None) -> str:
+    match = TASK.search(goal or "")
+    return "-".join(match.groups()) if match else ""
 
 
 def list_text(chat: str, n: int, items: int) -> str:
@@ -147,6 +225,12 @@ class Soak:
         self.down = False  # between a stop and the restart
         self.warm = asyncio.Event()  # every chat's first message answered: the chaos may begin
         self.lock = asyncio.Lock()  # one chaos action on the process at a time
+        self.inline = set(args.inline)  # platforms whose chats delegate inline
+        self.workers: Workers | None = None
+        self.bounces: set[asyncio.Future] = set()
+        # Wall-clock spans in which no gateway ran (from its stop to its next "listening"): a child that
+        # ended within one ran to its end with no gateway to stop it.
+        self.gaps: list[tuple[float, float]] = []
 
     def message(self, chat: str) -> str:
         n = len(self.sent.setdefault(chat, []))
@@ -240,6 +324,7 @@ class Soak:
         actions = ["kill", "term", "pause", "tg429", "tg5xx", "tgdrop", "tgedit", "poll", "hook5xx", "hook429",
                    "hookdrop"] + (["disk"] if self.args.tmpfs else []) + (["sl429", "sldrop"] if self.args.slack else [])
         actions += ["kill", "term", "dc429", "dc5xx", "dcdrop", "dcinvalid"] if self.args.discord else []
+        actions += ["wkill", "wkill", "wterm"] if self.args.temporal else []
         try:
             await fake.wait_for(lambda: all(self.texts(chat) for chat in self.sent), timeout=120)
         except TimeoutError:
@@ -249,8 +334,16 @@ class Soak:
             await asyncio.sleep(self.rng.uniform(1, 6))
             action = self.rng.choice(actions)
             self.stats[action] += 1
+            if action in ("wkill", "wterm"):  # in the background: the gateway's chaos goes on meanwhile
+                bounce = asyncio.ensure_future(self.workers.bounce(
+                    self.rng.randrange(len(self.workers.procs)), signal.SIGKILL if action == "wkill" else signal.SIGTERM,
+                    self.rng.uniform(0, 4)))
+                self.bounces.add(bounce)
+                bounce.add_done_callback(self.bounces.discard)
+                continue
             async with self.lock:
                 if action in ("kill", "term"):
+                    down_since = time.time()
                     took = await gateway.stop(signal.SIGKILL if action == "kill" else signal.SIGTERM)
                     self.stats["stop seconds max"] = max(self.stats["stop seconds max"], round(took, 2))
                     self.down = True
@@ -258,6 +351,7 @@ class Soak:
                                          self.while_down(slack if self.args.slack else None,
                                                          discord if self.args.discord else None))
                     await gateway.start()
+                    self.gaps.append((down_since, time.time()))
                     self.down = False
                 elif action == "pause":
                     gateway.proc.send_signal(signal.SIGSTOP)
@@ -300,6 +394,8 @@ class Soak:
                     subprocess.run(["dd", "if=/dev/zero", f"of={ballast}", "bs=64k"], capture_output=True)
                     await asyncio.sleep(self.rng.uniform(2, 12))  # long enough for the WAL to need new pages
                     ballast.unlink()
+        if self.bounces:
+            await asyncio.gather(*self.bounces)
 
     # -- checking ----------------------------------------------------------------------
 
@@ -318,20 +414,31 @@ class Soak:
         refusals = sum(REFUSED in t for t in answers)
         if got_hellos != hellos:
             problems.append(f"{got_hellos} explanations for {hellos} plain messages")
-        if got_acks + refusals != lists:
+        inline = self.platform(chat) in self.inline
+        if inline:  # one answer per list, the results the turn waited for, no acknowledgement first
+            results = sum(RESULTS in t for t in answers)
+            if got_acks or results + refusals != lists:
+                problems.append(f"{got_acks} acknowledgements, {results} results and {refusals} refusals for "
+                                f"{lists} inline lists")
+        elif got_acks + refusals != lists:
             problems.append(f"{got_acks} acknowledgements and {refusals} refusals for {lists} lists")
         for n, (kind, items) in enumerate(self.sent.get(chat, [])):
             if kind != "list":
                 continue
             # The last task named on a line is the child's own output (the demo may label it otherwise).
-            found = [TASK.findall(line)[-1] for t in answers if not ACK.search(t) for line in t.splitlines()
-                     if TASK.search(line)]
-            ks = [int(k) for c, m, k in found if c == chat and int(m) == n]
+            lines = [line for t in answers if not ACK.search(t) for line in t.splitlines() if TASK.search(line)]
+            found = [(TASK.findall(line)[-1], line) for line in lines]
+            ks = [int(k) for (c, m, k), _ in found if c == chat and int(m) == n]
             reported = any("restarted while subagents" in t and f"task {chat}-{n}-" in t for t in answers)
             if not ks and refusals:
                 refusals -= 1
+            elif inline and ks != list(range(items)):  # the turn runs again whole after a restart: no report
+                problems.append(f"list {n}: task lines {ks} for {items} inline tasks")
             elif ks != list(range(items)) and not (reported and sorted(set(ks)) == ks and len(ks) <= items):
                 problems.append(f"list {n}: task lines {ks} for {items} tasks")
+            if inline and (unfinished := [line[:100] for (c, m, _), line in found
+                                          if c == chat and int(m) == n and ": completed — " not in line]):
+                problems.append(f"list {n}: inline tasks not completed: {unfinished}")
         if final:
             stuck = [t[:60] for t in texts if t.startswith("⏳") or t == "_working…_"]
             if stuck:
@@ -362,6 +469,58 @@ class Soak:
             anomaly(f"answers withdrawn from the outbox: {dropped}")
         if outbox.get("pending") or outbox.get("failed") or dead:
             anomaly(f"outbox {outbox}, {dead} dead letters")
+
+    @staticmethod
+    def platform(chat: str) -> str:
+        return {"t": "telegram", "s": "slack", "d": "discord", "g": "discord", "w": "webhook"}[chat[0]]
+
+    async def check_temporal(self, address: str, queue: str, db: Path) -> None:
+        """What Temporal ran against what the journal says and the chats got (see the docstring)."""
+        from temporalio.client import Client, WorkflowExecutionStatus
+
+        client = await Client.connect(address)
+        query = f'TaskQueue="{queue}"'
+        # Visibility lags (batched once a second): a workflow that just ended may still list as running.
+        deadline = time.monotonic() + 15
+        while True:
+            flows = [wf async for wf in client.list_workflows(query)]
+            running = [wf.id for wf in flows if wf.status == WorkflowExecutionStatus.RUNNING]
+            if not running or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(1)
+        self.stats["workflows"] = len(flows)
+        self.stats.update(Counter(f"workflows {wf.status.name}" for wf in flows))
+        if running:
+            anomaly(f"workflows still running once all settled: {running[:10]} ({len(running)})")
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            journal = {sid: (state, goal, bool(inline), completed_at) for sid, state, goal, inline, completed_at in
+                       conn.execute("SELECT subagent_id, state, goal, inline, completed_at FROM lifecycle_records")}
+        if unknown := sorted({wf.id for wf in flows} - journal.keys()):
+            anomaly(f"workflows the journal does not know: {unknown[:10]} ({len(unknown)})")
+        succeeded: dict[str, float] = {}  # workflow id -> when its child ended, having completed its work
+        for wf in flows:  # continue-as-new makes several runs of one id: the last one's outcome counts
+            if wf.status != WorkflowExecutionStatus.COMPLETED:
+                continue
+            outcome = await client.get_workflow_handle(wf.id, run_id=wf.run_id).result()
+            if outcome.get("status") == "completed":
+                succeeded[wf.id] = wf.close_time.timestamp()
+        in_gap = lambda at: any(start <= at <= end for start, end in self.gaps)  # noqa: E731
+        for sid, (state, goal, inline, _) in journal.items():
+            if state == "SUCCEEDED" and sid in {wf.id for wf in flows} and sid not in succeeded:
+                anomaly(f"{sid} ({_task(goal)}): SUCCEEDED in the journal, not completed in Temporal")
+        for sid, ended in succeeded.items():
+            state, goal, inline, _ = journal.get(sid, ("?", "", False, None))
+            if state == "SUCCEEDED":
+                continue
+            kind = "inline" if inline else "background"
+            if in_gap(ended):
+                self.stats[f"children done while no gateway ran, then {state} ({kind})"] += 1
+            else:
+                anomaly(f"{sid} ({_task(goal)}, {kind}): ran to success at {ended:.1f} while a gateway ran, "
+                        f"but the journal says {state}")
+        tasks = Counter(_task(journal[sid][1]) for sid in succeeded if sid in journal)
+        twice = [task for task, count in tasks.items() if task and count > 1]
+        self.stats["tasks done to success more than once in Temporal"] = len(twice)
 
     def telegram_texts(self, fake: FakeTelegram, chat: str) -> list[str]:
         return [m["text"] for m in fake.messages.get(chat.removeprefix("t"), [])]
@@ -408,6 +567,14 @@ async def main(args) -> None:
     if args.tmpfs:
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.tmpfs}", "tmpfs", str(state)], check=True)
     soak = Soak(args)
+    server = None
+    if args.temporal:
+        from lifecycle.temporal.testing import DevServer
+
+        # Its history on disk, kept with the logs: `temporal workflow list --address ...` reads it afterwards.
+        server = await asyncio.to_thread(DevServer(db_file=work / "temporal.db", log_file=work / "temporal.log").start)
+        queue = f"soak-{os.getpid()}-{int(time.time())}"
+        print(f"Temporal dev server at {server.address}, task queue {queue}", flush=True)
     try:
         async with (FakeTelegram() as fake, WebhookReceiver(SECRET) as receiver,
                     FakeSlack(ack_timeout=20, give_up_after=args.slack_give_up) as slack, FakeDiscord() as discord):
@@ -416,7 +583,12 @@ async def main(args) -> None:
             config.write_text(yaml.safe_dump({
                 "state_dir": str(state), "server": {"port": 0, "shutdown_grace_seconds": GRACE},
                 "model": {"demo": {"child_steps": 2, "step_seconds": 0.4}},
-                "display": {"busy_input_mode": "queue", "progress_delay": 0.5},
+                "display": {"busy_input_mode": "queue", "progress_delay": 0.5,
+                            # delegation.gateway_mode auto: a messaging platform without interim messages is inline
+                            **({"platforms": {p: {"interim_assistant_messages": False} for p in args.inline}}
+                               if args.inline else {})},
+                **({"lifecycle": {"engine": "temporal", "temporal": {"address": server.address, "task_queue": queue}}}
+                   if server else {}),
                 "platforms": {
                     "telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url, "allow_all": True},
                     **({"slack": {"enabled": True, "bot_token": slack.bot_token, "app_token": slack.app_token,
@@ -427,6 +599,9 @@ async def main(args) -> None:
                 },
             }))
             gateway = Gateway(config, work)
+            if server:
+                soak.workers = Workers(config, work, args.workers)
+                await asyncio.gather(*(soak.workers.start(i) for i in range(args.workers)))
             await gateway.start()
             users = [asyncio.ensure_future(soak.telegram_user(fake, 100 + i)) for i in range(args.chats)]
             users += [asyncio.ensure_future(soak.webhook_user(gateway, f"w{i}")) for i in range(args.chats)]
@@ -456,6 +631,11 @@ async def main(args) -> None:
                 if (state / name).exists():
                     shutil.copy(state / name, work / name)
             soak.check_children(work / "switchboard.db")
+            if server:
+                soak.stats["worker runs"] = soak.workers.runs
+                soak.stats["gateway gaps seconds"] = round(sum(end - start for start, end in soak.gaps), 1)
+                await soak.check_temporal(server.address, queue, work / "switchboard.db")
+                await soak.workers.stop_all()
             soak.stats["runs"] = gateway.runs
             soak.stats["telegram messages out"] = sum(len(v) for v in fake.messages.values())
             soak.stats["webhook deliveries (unique)"] = len(receiver.unique)
@@ -464,6 +644,12 @@ async def main(args) -> None:
             if discord.errors:
                 anomaly(f"fake Discord errors: {discord.errors[:5]}")
     finally:
+        if soak.workers is not None:
+            for proc in soak.workers.procs:
+                if proc is not None and proc.returncode is None:
+                    proc.kill()
+        if server is not None:
+            server.stop()
         if args.tmpfs:
             subprocess.run(["umount", "-l", str(state)])
     print(json.dumps(dict(soak.stats), indent=1))
@@ -481,4 +667,12 @@ if __name__ == "__main__":
     parser.add_argument("--discord", action="store_true", help="Discord DMs and guild channels too")
     parser.add_argument("--workdir", default="/tmp/switchboard-soak")
     parser.add_argument("--tmpfs", default="", help="size of a tmpfs for the state dir (e.g. 24m), to fill it")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--temporal", action="store_true",
+                        help="children on lifecycle.engine: temporal (a dev server and workers, killed too)")
+    parser.add_argument("--workers", type=int, default=2, help="switchboard worker processes with --temporal")
+    parser.add_argument("--inline", action="append", choices=["telegram", "slack", "discord"],
+                        help="a platform whose chats delegate inline (repeatable; default: telegram with --temporal)")
+    args = parser.parse_args()
+    if args.inline is None:
+        args.inline = ["telegram"] if args.temporal else []
+    asyncio.run(main(args))
