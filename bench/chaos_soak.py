@@ -25,16 +25,26 @@ message, as documented (Telegram cannot be asked what it got). Give the tmpfs ro
 20 minutes): a state that outgrows it is a real full disk, which a start rightly refuses.
 
 With ``--temporal`` the children run on `lifecycle.engine: temporal`: the soak starts a Temporal dev
-server (its history in the work directory) and ``--workers`` `switchboard worker` processes, which are
-killed (SIGKILL) and stopped (SIGTERM) and started again too, while children outlive the gateway's
-restarts. The chats of the ``--inline`` platforms (Telegram by default there) delegate inline, the others
-in the background. An inline list gets one answer, no acknowledgement, every task completed. Besides the
-checks above, once all has settled: no workflow still running; none the journal does not know; none whose
-child ran to success while the journal holds it stopped or lost (its work done for no one, its chat told
-it was interrupted or not told at all) unless it ended while no gateway ran, which no gateway could stop
-(counted, not flagged); none the journal says succeeded that Temporal did not end so; and no task done to
-success by two workflows that both reached the chat (a task done twice when one run's turn died with the
-gateway is counted). What cannot be checked from outside: a child's work done partly, then cut off.
+server (its history in the work directory, ``temporal.db``) and ``--workers`` `switchboard worker`
+processes, which are killed (SIGKILL) and stopped (SIGTERM) and started again too, on their own, while
+children outlive the gateway's restarts. The chats of the ``--inline`` platforms (Telegram by default
+there) delegate inline, the others in the background: an inline list gets one answer, no acknowledgement,
+every task completed (its turn runs again whole after a restart). A child run to success twice for one
+task is no anomaly by itself there (Temporal ran it on while its turn died with the gateway). What is
+checked besides, once all has settled, from Temporal's listing of the task queue, each completed
+workflow's outcome and the journal:
+
+- no workflow still running, and none the journal does not know;
+- no child the journal holds SUCCEEDED whose workflow did not complete with a completed outcome;
+- no child run to success for no one while a gateway could have stopped it. Its result reached a chat if
+  it was the last child launched for its task of an inline list (the chat's one answer is checked above)
+  or its background delegation was delivered; any other success is work for no one, which is counted,
+  not flagged, only when no gateway could stop it: it ended while the run that launched it still ran (the
+  turn waiting for it died later), or while no gateway listened (between a run's exit and the next one's
+  ``listening``; the runs' times are in ``runs.json``).
+
+What cannot be told from outside: a child's work done partly and then stopped, and which of an inline
+task's successful children the chat's answer came from (the last one, assumed).
 
     sudo .venv/bin/python bench/chaos_soak.py --minutes 20 --slack --discord --tmpfs 64m --workdir /tmp/soak
     .venv/bin/python bench/chaos_soak.py --minutes 12 --temporal --discord --workdir /tmp/tsoak
