@@ -34,7 +34,9 @@ task is no anomaly by itself there (Temporal ran it on while its turn died with 
 checked besides, once all has settled, from Temporal's listing of the task queue, each completed
 workflow's outcome and the journal:
 
-- no workflow still running, and none the journal does not know;
+- no workflow still running, none the journal does not know, none closed without an outcome (failed,
+  terminated, timed out, cancelled: a child's end, stopped or not, is its workflow's result), and no child
+  failed (the demo's children never fail by themselves);
 - no child the journal holds SUCCEEDED whose workflow did not complete with a completed outcome;
 - no child run to success for no one while a gateway could have stopped it. Its result reached a chat if
   it was the last child launched for its task of an inline list (the chat's one answer is checked above)
@@ -509,12 +511,22 @@ class Soak:
                 "SELECT tasks FROM gateway_delegations WHERE status = 'delivered'") for task in json.loads(tasks)}
         if unknown := sorted({wf.id for wf in flows} - journal.keys()):
             anomaly(f"workflows the journal does not know: {unknown[:10]} ({len(unknown)})")
+        # A child's own end, stopped ones too, is the workflow's result: any other close is the engine's failure.
+        if broken := [f"{wf.id} {wf.status.name}" for wf in flows if wf.status.name in ("FAILED", "TERMINATED",
+                                                                                         "TIMED_OUT", "CANCELED")]:
+            anomaly(f"workflows that ended without an outcome: {broken[:10]} ({len(broken)})")
         ended: dict[str, float] = {}  # workflow id -> when its child ended having done its work
+        failed = []
         for wf in flows:  # continue-as-new makes several runs of one id: the last one's outcome counts
             if wf.status == WorkflowExecutionStatus.COMPLETED:
                 outcome = await client.get_workflow_handle(wf.id, run_id=wf.run_id).result()
+                self.stats[f"workflow outcomes {outcome.get('status')}"] += 1
                 if outcome.get("status") == "completed":
                     ended[wf.id] = wf.close_time.timestamp()
+                elif outcome.get("status") != "interrupted":
+                    failed.append(f"{wf.id}: {outcome.get('status')} {str(outcome.get('error'))[:120]}")
+        if failed:  # the demo's children never fail by themselves: the chaos made them
+            anomaly(f"children that failed: {failed[:5]} ({len(failed)})")
         for sid, (state, goal, _, _) in journal.items():
             if state == "SUCCEEDED" and sid not in ended:
                 anomaly(f"{sid} ({_task(goal)}): SUCCEEDED in the journal, not completed in Temporal")
