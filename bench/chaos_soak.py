@@ -351,6 +351,8 @@ class Soak:
                 bounce = asyncio.ensure_future(self.workers.bounce(
                     self.rng.randrange(len(self.workers.procs)), signal.SIGKILL if action == "wkill" else signal.SIGTERM,
                     self.rng.uniform(0, 4)))
+                bounce.add_done_callback(lambda done: self.stats.__setitem__("worker stop seconds max", max(
+                    self.stats["worker stop seconds max"], round(done.result(), 2))) if not done.exception() else None)
                 self.bounces.add(bounce)
                 bounce.add_done_callback(self.bounces.discard)
                 continue
