@@ -351,8 +351,7 @@ class Soak:
                 bounce = asyncio.ensure_future(self.workers.bounce(
                     self.rng.randrange(len(self.workers.procs)), signal.SIGKILL if action == "wkill" else signal.SIGTERM,
                     self.rng.uniform(0, 4)))
-                bounce.add_done_callback(lambda done: self.stats.__setitem__("worker stop seconds max", max(
-                    self.stats["worker stop seconds max"], round(done.result(), 2))) if not done.exception() else None)
+                bounce.add_done_callback(self.worker_stopped)
                 self.bounces.add(bounce)
                 bounce.add_done_callback(self.bounces.discard)
                 continue
@@ -409,6 +408,10 @@ class Soak:
                     ballast.unlink()
         if self.bounces:
             await asyncio.gather(*self.bounces)
+
+    def worker_stopped(self, bounce: asyncio.Future) -> None:
+        if not bounce.cancelled() and bounce.exception() is None:  # a failed restart is raised at the end
+            self.stats["worker stop seconds max"] = max(self.stats["worker stop seconds max"], round(bounce.result(), 2))
 
     # -- checking ----------------------------------------------------------------------
 
