@@ -7,7 +7,7 @@ import asyncio
 import threading
 from typing import Any
 
-from platforms.discord import DiscordAdapter
+from platforms.discord import DiscordAdapter, discord  # discord.py, imported there without its audioop warning
 from platforms.fakes.discord import FakeDiscord
 
 
@@ -22,3 +22,22 @@ async def join_heartbeat_threads() -> None:
     for thread in threading.enumerate():
         if thread.name.startswith("keep-alive-handler"):
             await asyncio.to_thread(thread.join, 5)
+
+
+class LongBackoff(discord.client.ExponentialBackoff):
+    """discord.py's reconnect backoff fixed at 30 s instead of random (`long_backoff`): a stop comes
+    while it waits, which closing the client does not cut short."""
+
+    waiting: asyncio.Event
+
+    def delay(self) -> float:
+        LongBackoff.waiting.set()
+        return 30.0
+
+
+def long_backoff(monkeypatch: Any) -> asyncio.Event:
+    """discord.py's reconnects wait 30 s from now on (pytest's ``monkeypatch`` undoes it); the event is
+    set once one is waiting."""
+    LongBackoff.waiting = asyncio.Event()
+    monkeypatch.setattr(discord.client, "ExponentialBackoff", LongBackoff)
+    return LongBackoff.waiting

@@ -16,6 +16,8 @@ from gateway.testing import RecordingAdapter, make_config, start_gateway
 from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal.testing import DevServer
 from platforms.base import Outbound, Sent
+from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
 from tests.polling import until
 
 GRACE = 2.0
@@ -64,6 +66,25 @@ async def test_the_running_turns_and_the_outboxs_flush_share_one_grace(tmp_path)
         assert store.outbox.message("stuck:0").status == "pending"
     finally:
         store.close()
+
+
+async def test_a_stop_while_discord_py_waits_to_reconnect_keeps_to_the_grace(tmp_path, monkeypatch):
+    """The Discord gateway went away and discord.py backs off before its next reconnect, which closing
+    its client does not cut short: the adapter's stop gets what is left of the grace, not the backoff's
+    time (up to 17 minutes in discord.py)."""
+    waiting = long_backoff(monkeypatch)
+    async with FakeDiscord() as fake:
+        config = make_config(tmp_path, server={"shutdown_grace_seconds": 1.0},
+                             platforms={"discord": {"allow_all": True}})
+        gateway = await start_gateway(config, [adapter_for(fake)])
+        await fake.close()
+        await asyncio.wait_for(waiting.wait(), 10)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await gateway.stop()
+        took = loop.time() - began
+    await join_heartbeat_threads()
+    assert took < 1.0 + 1.0  # before: the backoff's 30 s; room for a loaded machine
 
 
 async def test_the_requests_the_temporal_engine_still_sends_at_the_stop_get_what_is_left_of_the_grace(

@@ -1,0 +1,71 @@
+"""A stop of `DiscordAdapter` keeps to the time the gateway gives it (`stop_within`): neither discord.py's
+reconnect backoff, which closing the client does not cut short, nor a sink slow to take the events queued
+holds it longer. What it did not hand over is not lost: a message is read back at the next start, a command
+is told it was not taken."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
+from platforms.base import Inbound
+from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
+
+USER = 42
+GRACE = 1.0
+SLACK = 1.0
+"""Room for a loaded 2-core machine, well short of what the stop took before (5 s and more)."""
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+    await join_heartbeat_threads()
+
+
+async def test_a_stop_while_discord_py_waits_to_reconnect_keeps_to_its_grace(
+        fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
+    waiting, adapter = long_backoff(monkeypatch), adapter_for(fake)
+    await adapter.start(lambda inbound: asyncio.sleep(0))
+    await fake.close()  # the gateway goes away: every reconnect fails, and discord.py backs off
+    await asyncio.wait_for(waiting.wait(), 10)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await adapter.stop_within(GRACE)
+    assert loop.time() - began < GRACE + SLACK
+
+
+class SlowSink:
+    """The gateway's intake, taking each event only once released: events queue behind the first."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.handed: list[Inbound] = []
+        self.taken: list[Inbound] = []
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.handed.append(inbound)
+        await self.release.wait()
+        self.taken.append(inbound)
+
+
+async def test_a_stop_with_events_queued_behind_a_slow_sink_keeps_to_its_grace(fake: FakeDiscord) -> None:
+    adapter, sink = adapter_for(fake), SlowSink()
+    await adapter.start(sink)
+    channel = fake.dm_channel(USER)
+    for text in ("one", "two", "three"):
+        fake.push_dm(USER, text)
+    await fake.wait_for(lambda: sink.handed and adapter._queue.qsize() == 2)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await adapter.stop_within(GRACE)
+    assert loop.time() - began < GRACE + SLACK
+    assert sink.taken == []
+    # Nothing lost: none was seen, so the next start's catch-up reads them all back from the channel.
+    seen = adapter._last_seen.last_seen.get(int(channel))
+    assert seen is None or seen < min(int(m.id) for m in fake.messages[channel])
