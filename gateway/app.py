@@ -51,6 +51,7 @@ from platforms.base import (
     LeavesIndicators,
     MovesChats,
     ShowsStartProblems,
+    StopsWithin,
     ThreadMemory,
     TurnRead,
     TurnReading,
@@ -236,7 +237,8 @@ class Gateway:
             log.exception("could not forget %s chat %s, whose working indicators are gone", platform, chat_id)
 
     async def stop(self, grace: float | None = None) -> None:
-        """Stop intake, let running turns finish, then interrupt them; flush the outbox; journal
+        """Stop intake (an adapter that waits on its platform at its stop, `StopsWithin`, within the grace),
+        let running turns finish, then interrupt them; flush the outbox; journal
         running children as interrupted. All of it within ``grace`` seconds (a supervisor's stop
         timeout is set to it): the flush gets what the turns left of it, and parts it had no time
         for stay pending for the next start; then the children's engine gets what is left for the
@@ -255,7 +257,10 @@ class Gateway:
         await self._checkpointer.stop()
         for adapter in self.adapters.values():
             try:
-                await adapter.stop()
+                if isinstance(adapter, StopsWithin):
+                    await adapter.stop_within(max(deadline - loop.time(), 0))
+                else:
+                    await adapter.stop()
             except Exception:
                 log.exception("stopping %s failed", adapter.name)
         self.runner.stop_taking()  # nothing queued starts: the turns running get the grace, and plugin commands

@@ -31,7 +31,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 ``max_attachment_bytes``), `SendsFiles` (uploads a file the agent sends, an
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
-start what was said while the gateway was down: Discord, Slack). An adapter that
+start what was said while the gateway was down: Discord, Slack), `StopsWithin` (a stop whose waits are
+held to what is left of the gateway's grace: Discord). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
 that wants a minimum interval between calls per chat is `platforms.pacing.Paced` (with
 `WritesAside` / `WaitsAside` its own writes, such as Slack's placeholder, count in that
@@ -463,6 +464,16 @@ class LeavesIndicators(Protocol):
         """Called once, before `Adapter.start`, with ``left``, which the adapter calls for each
         chat or thread where it could not remove an indicator (the platform refused the token):
         the gateway keeps it, durably, and the next start calls `clear_left_behind` there."""
+
+
+@runtime_checkable
+class StopsWithin(Protocol):
+    """An adapter whose stop waits on its platform and its queue (Discord: its client's reconnect
+    backoff, the events still queued): the gateway's stop gives it what is left of the grace."""
+
+    async def stop_within(self, seconds: float) -> None:
+        """`Adapter.stop`, done within about ``seconds``: what it had no time to hand over is not lost
+        (read back at the next start, or answered to be sent again)."""
 
 
 @runtime_checkable

@@ -103,6 +103,9 @@ ClientFactory = Callable[..., discord.Client]
 
 TYPING = "POST /channels/{channel_id}/typing"
 
+DRAIN_SECONDS = 5.0
+"""How long a stop not given its time by the gateway (`DiscordAdapter.stop`) hands over the events queued."""
+
 
 _Item = tuple[Inbound | None, int, int]
 """A queued event: what to hand over (None: a message not for the bot), its channel and message id (0: none)."""
@@ -296,8 +299,15 @@ class DiscordAdapter:
         self._watch.down(ended_because(task.exception()))
 
     async def stop(self) -> None:
-        """Close the gateway connection and HTTP session, hand over what was already queued.
-        Idempotent."""
+        """`stop_within` `DRAIN_SECONDS`. Idempotent."""
+        await self.stop_within(DRAIN_SECONDS)
+
+    async def stop_within(self, seconds: float) -> None:
+        """Close the gateway connection and HTTP session, hand over what was already queued for what
+        is left of ``seconds``: what is not is read back at the next start if a message, and told
+        `not taken` if a command. Idempotent."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
         self._stopping = True
         self._stop_asked.set()
         client, self._client = self._client, None
@@ -312,6 +322,9 @@ class DiscordAdapter:
             await asyncio.wait(set(self._receiving))
         task, self._connect_task = self._connect_task, None
         if task is not None:
+            # Closed, the client has nothing left to do, but a reconnect backoff it sleeps in (up to
+            # 17 minutes) goes on regardless: ended here, not waited out.
+            task.cancel()
             await asyncio.wait({task})
             if not task.cancelled():
                 task.exception()  # retrieved: start() or _connection_ended reported it
@@ -319,11 +332,11 @@ class DiscordAdapter:
         if consumer is not None:
             queued = asyncio.ensure_future(self._queue.join())
             if self._caught_up.is_set():  # else live events wait for a catch-up that will not finish
-                await asyncio.wait({queued}, timeout=5.0)
+                await asyncio.wait({queued}, timeout=max(deadline - loop.time(), 0))
             queued.cancel()
             consumer.cancel()
             await asyncio.wait({consumer})
-        while not self._queue.empty():  # held by a catch-up, or past the drain's 5 s: a message is read back
+        while not self._queue.empty():  # held by a catch-up, or past the drain's time: a message is read back
             inbound, _, _ = self._queue.get_nowait()  # at the next start, a command is not
             if inbound is not None and inbound.is_command:
                 self._not_taken.append(inbound)
