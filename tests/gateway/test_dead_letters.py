@@ -247,3 +247,20 @@ async def test_a_death_charges_the_running_turns_event_not_the_messages_queued_b
     [letter] = gateway.store.dead_letters.all()
     assert (letter.event_id, letter.attempts, letter.error) == ("ev-poison", 2, CUT_SHORT)
     assert gateway.store.inbox.unfinished() == []
+
+
+async def test_a_message_steered_into_the_turn_a_gateway_died_in_is_charged_too(tmp_path, gateways):
+    # Handed to the running turn, it is part of what the process was doing when it died.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "steer"})
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+    await model.reached("forever")
+    await chat.say("and mind this", chat="c1", event_id="ev-steered")
+    assert gateway.sessions.find("chat", "c1", None).running.steered  # steered, not queued
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    model = ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    await gateways(config, [RecordingAdapter()], model=model)
+    await model.reached("forever")
+    assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-steered")] == [1, 1]
