@@ -148,8 +148,6 @@ class TurnRunner:
 
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
         """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
-        if item.event is not None:
-            await self._begin(item.event)
         display = self._display(session.platform)
         progress = self._progress_for(session, running, display)
         if isinstance(progress, ProgressCard):
@@ -165,6 +163,8 @@ class TurnRunner:
         answered = False  # by the attachments' notes alone: nothing for the model
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
+                if item.event is not None:
+                    await self._begin(item.event)
                 content = await self._input(session, item, running)
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
