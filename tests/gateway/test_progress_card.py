@@ -192,15 +192,22 @@ async def test_a_background_delegation_gets_a_card_finalised_with_its_results(tm
     assert card.text == final
 
 
-async def test_a_background_delegation_is_done_in_the_time_it_ran_whatever_the_wall_clock_did(tmp_path, gateways):
-    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "children", "text": "found"}})
+async def background_card(tmp_path, gateways, model, *waits: str):
+    """A background delegation of ``a`` and ``b`` whose card is showing, once its subagents reached ``waits``:
+    (chat, clock, gateway, card)."""
     chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
     await chat.say("look into a and b")
-    await model.reached("children")
+    for wait in waits:
+        await model.reached(wait)
     await clock.until_sleeping(lasting=3)
     clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
-    card = chat.messages[1]
+    return chat, clock, gateway, chat.messages[1]
+
+
+async def test_a_background_delegation_is_done_in_the_time_it_ran_whatever_the_wall_clock_did(tmp_path, gateways):
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "children", "text": "found"}})
+    chat, clock, gateway, card = await background_card(tmp_path, gateways, model, "children")
     clock.jump(-3600)  # NTP steps the wall clock back an hour while the subagents work
     model.release("children")
     await chat.wait_for(lambda: card.text.startswith("✓"))
@@ -226,13 +233,7 @@ async def stop_from_the_console(gateway, goal: str) -> None:
 
 async def test_a_background_card_whose_subagents_were_all_stopped_does_not_read_as_a_success(tmp_path, gateways):
     model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "forever"}})
-    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
-    await chat.say("look into a and b")
-    await model.reached("forever")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
-    card = chat.messages[1]
+    chat, clock, gateway, card = await background_card(tmp_path, gateways, model, "forever")
     for goal in ("a", "b"):  # as the operator console's Stop does, one after the other
         await stop_from_the_console(gateway, goal)
     await chat.wait_for(lambda: "completion" in chat.kinds())
@@ -242,14 +243,7 @@ async def test_a_background_card_whose_subagents_were_all_stopped_does_not_read_
 
 async def test_a_background_card_tallies_how_its_subagents_ended_in_a_fixed_order(tmp_path, gateways):
     model = ScriptedModel({"parent": background_parent, "leaf": stopping_leaf})
-    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
-    await chat.say("look into a and b")
-    await model.reached("forever")
-    await model.reached("fail")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
-    card = chat.messages[1]
+    chat, clock, gateway, card = await background_card(tmp_path, gateways, model, "forever", "fail")
     await stop_from_the_console(gateway, "a")  # interrupted first, failed after: the order stays fixed
     await settled_children(gateway, live=1)
     model.release("fail")
