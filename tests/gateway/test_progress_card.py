@@ -192,17 +192,22 @@ async def test_a_background_delegation_gets_a_card_finalised_with_its_results(tm
     assert card.text == final
 
 
-async def background_card(tmp_path, gateways, model, *waits: str):
-    """A background delegation of ``a`` and ``b`` whose card is showing, once its subagents reached ``waits``:
-    (chat, clock, gateway, card)."""
-    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+async def shown_card(chat, clock, model, *waits: str):
+    """Ask for a background delegation of ``a`` and ``b``; once its subagents reached ``waits``, its card
+    shows (after 3 s): returned."""
     await chat.say("look into a and b")
     for wait in waits:
         await model.reached(wait)
     await clock.until_sleeping(lasting=3)
     clock.advance(3)
     await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
-    return chat, clock, gateway, chat.messages[1]
+    return chat.messages[1]
+
+
+async def background_card(tmp_path, gateways, model, *waits: str):
+    """`shown_card` on a fresh gateway: (chat, clock, gateway, card)."""
+    chat, clock, gateway = await start(tmp_path, gateways, model, interim_assistant_messages=True)
+    return chat, clock, gateway, await shown_card(chat, clock, model, *waits)
 
 
 async def test_a_background_delegation_is_done_in_the_time_it_ran_whatever_the_wall_clock_did(tmp_path, gateways):
@@ -264,11 +269,7 @@ async def test_a_background_card_finished_after_a_restart_tallies_its_subagents_
     model = ScriptedModel({"parent": parent, "leaf": lambda r: {"wait": "work", "text": "" if
                                                                r.metadata["goal"] == "b" else "found"}})
     gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
-    await chat.say("look into a and b")
-    await model.reached("work")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    await shown_card(chat, clock, model, "work")
     model.release("work")
     await model.reached("answering")  # both finished (b failed); their results are being answered
     await gateway.stop(grace=0)
@@ -348,11 +349,7 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     chat, clock = RecordingAdapter(), FakeClock(autojump=False)
     model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "forever"}})
     gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
-    await chat.say("look into a and b")
-    await model.reached("forever")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    await shown_card(chat, clock, model, "forever")
     await gateway.stop(grace=0)
     clock.jump(-3600)  # NTP steps the clock back while the gateway restarts: no time is measured across it
 
