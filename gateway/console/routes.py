@@ -54,6 +54,12 @@ KEEP_ALIVE_SECONDS = 15.0
 STOP_REASON = "stopped from the operator console"
 LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
 _STREAM = "console"
+NOT_FOUND, CONFLICT = 404, 409
+Problem = tuple[int, str]
+"""Why an action did nothing: `NOT_FOUND` (its id names nothing) or `CONFLICT` (what it names
+exists, but not in a state that allows the action), and a sentence for the operator."""
+NO_MESSAGE = "no such outbox message (settled over a week ago, and pruned?)"
+NO_LETTER = "no such dead letter (retried or dismissed already?)"
 
 
 def console_access(gateway: Gateway) -> Access:
@@ -168,7 +174,7 @@ class Console(GatewayListener):
         return await serve_events(request, self._streams, sub, ("state", state), self._keep_alive)
 
     async def _stop_turn(self, request: web.Request) -> web.Response:
-        async def stop(turn_id: str) -> str | None:
+        async def stop(turn_id: str) -> Problem | None:
             g = self._gateway
             for session in g.sessions:
                 running = session.running
@@ -179,14 +185,14 @@ class Console(GatewayListener):
                 if stopped or children:
                     log.info("console: stopped turn %s%s", turn_id, f" and {children} subagent(s)" if children else "")
                     return None
-            return "that turn is not running and has no running subagents"
+            return CONFLICT, "that turn is not running and has no running subagents"
 
         return await self._act(request, stop, str)
 
     async def _stop_child(self, request: web.Request) -> web.Response:
-        async def stop(subagent_id: str) -> str | None:
+        async def stop(subagent_id: str) -> Problem | None:
             if not await self._gateway.host.children.interrupt_child(subagent_id, STOP_REASON):
-                return "that subagent is not running (finished, finishing, or unknown)"
+                return CONFLICT, "that subagent is not running (finished, finishing, or unknown)"
             log.info("console: stopped subagent %s", subagent_id)
             return None
 
@@ -195,36 +201,40 @@ class Console(GatewayListener):
     async def _outbox_action(self, request: web.Request) -> web.Response:
         action = request.match_info["action"]
 
-        async def act(row_id: int) -> str | None:
+        async def act(message_id: int) -> Problem | None:
             outbox = self._gateway.outbox
-            if action == "retry" and not outbox.retry(row_id):
-                return "only a failed message can be sent again"
-            if action == "dismiss" and not outbox.dismiss(row_id):
-                return "only a failed or pending message can be dismissed"
-            log.info("console: outbox message %d: %s", row_id, action)
+            if self._gateway.store.outbox.message_by_id(message_id) is None:
+                return NOT_FOUND, NO_MESSAGE
+            if action == "retry" and not outbox.retry(message_id):
+                return CONFLICT, "only a failed message can be sent again"
+            if action == "dismiss" and not outbox.dismiss(message_id):
+                return CONFLICT, "only a failed or pending message can be dismissed"
+            log.info("console: outbox message %d: %s", message_id, action)
             return None
 
-        return await self._act(request, act, row_id)
+        return await self._act(request, act, row_id, NO_MESSAGE)
 
     async def _dead_letter_action(self, request: web.Request) -> web.Response:
         action = request.match_info["action"]
 
-        async def act(letter_id: int) -> str | None:
+        async def act(letter_id: int) -> Problem | None:
             store = self._gateway.store
             if action == "retry":
                 letter = store.dead_letters.retry(letter_id, store.inbox.requeue)  # as `switchboard inbox retry`
             else:
                 letter = store.dead_letters.dismiss(letter_id)
-            if letter is None:
-                return "no such dead letter (retried or dismissed already?)"
+            if letter is None:  # both forget it: there is no letter that exists but cannot be acted on
+                return NOT_FOUND, NO_LETTER
             log.info("console: dead letter %d (%s event %s): %s", letter_id, letter.platform, letter.event_id, action)
             return None
 
-        return await self._act(request, act, row_id)
+        return await self._act(request, act, row_id, NO_LETTER)
 
-    async def _act(self, request: web.Request, action: Callable[[Any], Awaitable[str | None]],
-                   parse: Callable[[str], Any]) -> web.Response:
-        """Run an action on the id in the path: 200 ``{"ok": true}``, or 409 with why it did nothing."""
+    async def _act(self, request: web.Request, action: Callable[[Any], Awaitable[Problem | None]],
+                   parse: Callable[[str], Any], unparsed: str = "") -> web.Response:
+        """Run an action on the id in the path: 200 ``{"ok": true}``, or the status and why it did
+        nothing: 404 when the id names nothing (``unparsed`` when it cannot name one at all), 409
+        when what it names cannot be acted on now."""
         if isinstance(refusal := self.access.check(request), Refusal):
             return refused(request, refusal)
         if request.content_type != "application/json":
@@ -232,11 +242,11 @@ class Console(GatewayListener):
         try:
             target = parse(request.match_info["id"])
         except ValueError:
-            return error_response(404, "no such item")
+            return error_response(NOT_FOUND, unparsed)
         problem = await action(target)
         self.nudge()
         if problem is not None:
-            return error_response(409, problem)
+            return error_response(*problem)
         await self._gateway.store.durable()
         return web.json_response({"ok": True})
 
