@@ -17,11 +17,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from agent import Clock, ToolTraceEntry
-from gateway.child_states import state_word
+from gateway.child_states import state_word, tally
 from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
@@ -102,7 +101,7 @@ class AgentsCommand:
                 room -= len(shown)
                 if len(shown) < len(items):
                     cut = True
-                    lines.append(f"… and {len(items) - len(shown)} more: {_tally(items[len(shown):])}")
+                    lines.append(f"… and {len(items) - len(shown)} more: {tally(s for _, s in items[len(shown):])}")
         if cut:
             lines.append("/agents all lists every one.")
         return "\n".join(lines) if lines else NO_SUBAGENTS
@@ -168,10 +167,6 @@ class AgentsCommand:
 def _item(child: ChildSnapshot, now: float) -> tuple[str, str]:
     """A child's line and its state word, which counts it when it is not listed."""
     return _line(child, now), state_word(child)
-
-
-def _tally(items: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{n} {state}" for state, n in Counter(state for _, state in items).items())
 
 
 def _line(child: ChildSnapshot, now: float) -> str:

@@ -304,3 +304,30 @@ async def test_goals_and_summaries_are_cut_between_whole_characters_and_leave_no
     assert "`" not in shown and "*" not in shown, listing
     assert "<pre>" not in html and html.count("<b>") == html.count("</b>") == 2, html
     assert "Done." not in flag_line and bold_line.endswith("…")
+
+
+async def test_the_children_left_out_are_counted_in_the_states_order_as_a_finished_card_counts_them(tmp_path, gateways):
+    # Counted as they came, the tally read "1 failed, 1 succeeded" here and "28 succeeded, 10 failed" when
+    # the failures came last: the same children in another order read differently from the card's.
+    def fan_out(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and RESULTS in str(last["content"]):
+            return {"text": "NO_REPLY"}
+        if last["role"] == "user":
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {
+                "tasks": [{"goal": f"Look up item {i}"} for i in range(SHOWN + 2)]}}]}
+        return {"text": "on it"}
+
+    def child(request: ModelRequest) -> dict:
+        if request.metadata["goal"] == f"Look up item {SHOWN}":  # the first one left out fails, the next succeeds
+            return {"error": "server_error", "message": "model exploded"}
+        return {"text": "found it"}
+
+    chat = RecordingAdapter()
+    sections = {"display": {"interim_assistant_messages": True}, "delegation": {"max_concurrent_children": SHOWN + 2}}
+    gateway = await gateways(make_config(tmp_path, **sections), [chat],
+                             model=ScriptedModel({"parent": fan_out, "leaf": child}))
+    await chat.say("look them all up")
+    await settled(gateway)
+    lines = (await command(chat, "/agents")).splitlines()
+    assert lines[-2:] == ["… and 2 more: 1 succeeded, 1 failed", "/agents all lists every one."]
