@@ -59,6 +59,22 @@ async def test_the_console_shows_the_session_its_children_and_the_delegation_goi
     assert await page.locator("#platforms li[data-platform=web]").count() == 1
 
 
+async def test_a_session_not_in_memory_reads_idle_now_as_one_in_memory_with_nothing_to_do(chat, page) -> None:
+    web = await chat()
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "hello", key="key-idle-1")
+        await web.settled()
+        await web.restart()  # c1's session is in the store only, until its chat speaks again
+        await post_message(http, web.base, "c2", "hello", key="key-idle-2")
+        await web.settled()
+    assert web.gateway.sessions.find("web", "c1", None) is None and web.gateway.sessions.find("web", "c2", None)
+    await page.goto(f"{web.base}/console")
+    for chat_id in ("c1", "c2"):  # the Now column was blank for c1, as if not known
+        now = page.locator("#sessions tr", has_text=chat_id).locator("td").last
+        await now.wait_for()
+        assert await now.text_content() == "idle", chat_id
+
+
 async def test_stopping_a_child_from_the_console_shows_in_the_chat(chat, page) -> None:
     web = await chat(delegation={"gateway_mode": "inline"}, server={"console_token": TOKEN},
                      model={"demo": {"child_steps": 1, "step_seconds": 0.05}})

@@ -189,8 +189,9 @@
     $("sessions").replaceChildren(...sessions.map((s) => el("tr", { "data-session-key": s.key, "data-session-id": s.session_id },
       td(s.platform), td(s.chat_id + (s.thread_id ? " / " + s.thread_id : "")), td(s.mode), td(s.generation),
       el("td", {}, since(s.last_active, null, " ago")),
+      // A session out of memory is idle too: a turn runs, and messages wait, only in one loaded.
       el("td", {}, s.running ? badge(s.running.kind === "completion" ? "delivering" : "turn running", "running")
-        : (s.queued ? badge(s.queued + " queued", "PENDING") : (s.in_memory ? "idle" : "")),
+        : (s.queued ? badge(s.queued + " queued", "PENDING") : "idle"),
       s.running && s.running.tool ? el("span", { class: "meta" }, " " + s.running.tool) : null))));
   }
 
