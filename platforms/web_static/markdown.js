@@ -90,7 +90,8 @@ window.SwitchboardMarkdown = (() => {
   // - Lines four spaces in (beyond their list item's text) that do not carry on a paragraph are a
   //   code block too, without those four spaces.
   // - Indentation is counted in columns, a tab running to the next multiple of four, as CommonMark
-  //   counts it: `-\tfoo` is an item, its text four columns in.
+  //   counts it: `-\tfoo` is an item, its text four columns in, and `> \t```` opens a fence two
+  //   columns into its quote, the tab starting two columns in.
   // - A definition is a line of its own (`[label]: address`, not within a paragraph nor a code
   //   block); it shows as nothing, unless its address is not a web or mail one: then no link uses it
   //   and it shows as typed.
@@ -103,9 +104,10 @@ window.SwitchboardMarkdown = (() => {
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
         if (open[matched].quote) {
-          const mark = line.match(QUOTE); // a quote's line carries its `>`; a blank one ends it
+          const quoted = spaced(line, at);
+          const mark = quoted.match(QUOTE); // a quote's line carries its `>`; a blank one ends it
           if (!mark) break;
-          [line, at] = afterQuote(line, at, mark[0].length);
+          [line, at] = afterQuote(quoted, at, mark[0].length);
         } else if (!line.trim()) {
           if (!open[matched].children.length) break; // but ends one that holds nothing yet, as in Markdown
           line = ""; // a blank line continues every item
@@ -118,7 +120,7 @@ window.SwitchboardMarkdown = (() => {
       const tip = open[open.length - 1];
       const leaf = tip.children[tip.children.length - 1];
       if (all && leaf && leaf.fence) {
-        const close = line.match(FENCE);
+        const close = spaced(line, at).match(FENCE);
         if (close && indentOf(line, at) <= 3 && close[2][0] === leaf.fence[0] &&
             close[2].length >= leaf.fence.length && !close[3].trim()) {
           leaf.fence = ""; // closed: a code block, no longer a fence
@@ -138,6 +140,7 @@ window.SwitchboardMarkdown = (() => {
       let lazy = !all && tip.paragraph; // a less indented line may carry on a list item's text
       let started = false;
       while (line.trim()) {
+        line = spaced(line, at);
         const indent = indentOf(line, at);
         const fence = indent <= 3 && line.match(FENCE);
         const rule = indent <= 3 && RULE.test(line);
@@ -291,6 +294,13 @@ window.SwitchboardMarkdown = (() => {
     let i = 0;
     for (; col < at + n && (line[i] === " " || line[i] === "\t"); i++) col = past(line[i], col);
     return " ".repeat(Math.max(0, col - at - n)) + line.slice(i);
+  }
+
+  // `line`, starting at column `at`, with a block's indentation of up to three columns as spaces, which
+  // the patterns for block markers count: a tab there, past a quote's `> `, is narrower than four.
+  function spaced(line, at) {
+    const indent = indentOf(line, at);
+    return indent <= 3 ? " ".repeat(indent) + line.replace(/^[ \t]+/, "") : line;
   }
 
   // The line after a quote's `>` (its `length` characters from column `at`), and its column: a space

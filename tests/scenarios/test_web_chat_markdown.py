@@ -200,6 +200,23 @@ async def test_a_tab_in_a_lists_indentation_runs_to_the_next_multiple_of_four_co
         "pip install x\n\tindented", "  code first", "all:\n\tgo build"]
 
 
+async def test_a_tab_after_a_quotes_marker_runs_only_to_the_next_multiple_of_four_columns(chat, page) -> None:
+    # After "> " a tab starts two columns in and is two columns wide, so "> \t```" opens a fence indented
+    # two columns, "> \t- item" is an item and "> \t> on" carries on the quote within (and a tab-indented
+    # item three columns in is nested): they showed as typed, their ```, - and > too.
+    text = ("> \t```python\n> \tprint(1)\n> \t\tindented\n> \t```\n> \t- item\n\n1. a\n   \t- b\n\n"
+            "> > nested\n> \t> on")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["blockquote", "pre", "ul", "li", "/li", "/ul", "/blockquote",
+                                          "ol", "li", "ul", "li", "/li", "/ul", "/li", "/ol",
+                                          "blockquote", "blockquote", "/blockquote", "/blockquote"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    # The fence's two columns are its lines' indentation, not their code's: the tab beyond them stays.
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == ["print(1)\n\tindented"]
+    assert await mine.evaluate(ITEMS) == ["item", "a\n", "b"]
+    assert await mine.eval_on_selector("blockquote blockquote", "e => e.textContent") == "nested\non"
+
+
 async def test_a_backslash_shows_the_punctuation_after_it_as_typed_but_code_keeps_it(chat, page) -> None:
     # The backslashes showed, and **, ` and [ ] after them were read as Markdown all the same.
     text = ("\\*\\*not bold\\*\\*, \\`not code\\`, \\[not a link\\](https://example.com/x), \\_ \\# \\\\ \\a \\é, "
