@@ -63,9 +63,9 @@ window.SwitchboardMarkdown = (() => {
   }
 
   // The text as a tree of blocks, and its link reference definitions (label -> address), read line by
-  // line as CommonMark reads them, for what a model writes: text (its lines and blank lines kept as
-  // typed), code blocks, headings, rules, tables, and lists and quotes, whose items and quotes hold
-  // blocks of their own (text, code, lists, quotes...).
+  // line as CommonMark reads them, for what a model writes: text (its lines, without their indentation,
+  // and blank lines kept as typed), code blocks, headings, rules, tables, and lists and quotes, whose
+  // items and quotes hold blocks of their own (text, code, lists, quotes...).
   //
   // - A list item is `-`, `*` or `+`, or a number of up to nine digits and `.` or `)`, then a space or
   //   a tab, up to three spaces in; the lines indented as far as its text belong to it, and so does a
@@ -224,7 +224,8 @@ window.SwitchboardMarkdown = (() => {
       }
       closeTo(open, matched);
       const before = container.children[container.children.length - 1];
-      line = container === root ? line : line.trimStart(); // an item's indentation is the item's, not its text's
+      // A paragraph's line loses its indentation only as text: four columns in, `# x` or `---` carries
+      // the paragraph on, neither a heading nor a rule.
       const heading = line.match(HEADING);
       if (container.rows) container.rows.push(cells(line)); // a table's next row, whatever it holds
       else if (container.paragraph && before.prose && opensTable(before.prose[before.prose.length - 1], line)) {
@@ -241,11 +242,11 @@ window.SwitchboardMarkdown = (() => {
       } else if (RULE.test(line)) add(container, { rule: true });
       else if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
-        pad(before.prose, container.blanks).push(line);
+        pad(before.prose, container.blanks).push(line.trimStart());
         container.blanks = 0;
         container.paragraph = true;
       } else {
-        add(container, { prose: [line] });
+        add(container, { prose: [line.trimStart()] });
         container.paragraph = true;
       }
     }

@@ -246,7 +246,30 @@ async def test_lines_four_spaces_in_are_a_code_block_unless_they_carry_on_a_para
     assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
         "make test\n  --verbose\n\nmake lint"]
     assert await mine.text_content() == ("Run:\n\nmake test\n  --verbose\n\nmake lint"
-                                         "\nthen\n    this carries on the sentence.")
+                                         "\nthen\nthis carries on the sentence.")
+
+
+async def test_a_paragraphs_lines_lose_their_indentation_as_in_markdown(chat, page) -> None:
+    # A wrapped line showed the spaces or tabs it was indented by, which the other platforms drop.
+    text = ("A sentence the model\n   wrapped and\n\t\tindented, **bold\n      across** lines\n    # not a heading\n\n"
+            "  Another paragraph,\n two spaces in.")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == [] == gateway_shape(text)
+    assert await mine.text_content() == ("A sentence the model\nwrapped and\nindented, bold\nacross lines\n"
+                                         "# not a heading\n\nAnother paragraph,\ntwo spaces in.")
+    assert await mine.text_content() == "\n\n".join(
+        markdown.plain(token.children or ()) for token in markdown.parse(text) if token.type == "inline")
+    assert await mine.evaluate(STYLED) == [["strong", "bold\nacross"]] == gateway_styled(text)
+
+
+async def test_a_list_items_line_four_columns_past_its_text_carries_the_text_on_whatever_it_holds(chat, page) -> None:
+    # Such a line lost its indentation before it was read, so it was a heading, a code block or an
+    # underline making the item's text a heading.
+    text = "- a\n      # h\n      ***\n  b\n      ---"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ul", "li", "/li", "/ul"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(ITEMS) == ["a\n# h\n***\nb\n---"]
 
 
 async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_in_markdown(chat, page) -> None:
@@ -259,7 +282,7 @@ async def test_a_heading_a_quote_or_an_underline_ends_a_list_or_a_paragraph_as_i
                                           "ol start=3", "li", "/li", "/ol", "ul", "li", "/li", "/ul"]
     assert await mine.evaluate(SHAPE) == gateway_shape(text)
     assert await mine.evaluate(ITEMS) == ["Second", "item", "Third", ""]
-    assert await mine.text_content() == "PlanSeconditema quote after the listTextThird\n  not in the item"
+    assert await mine.text_content() == "PlanSeconditema quote after the listTextThird\nnot in the item"
 
 
 async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_around_spaces(chat, page) -> None:
