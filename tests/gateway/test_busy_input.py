@@ -12,6 +12,8 @@ from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.observing import served
+from tests.hanging_children import HANGING_CHILDREN, hanging_child
+from tests.hanging_children import delegating_parent as delegating_to_hanging_children
 from tests.plugin_modules import plugin_module
 
 SLOW_TO_CANCEL = """
@@ -189,3 +191,78 @@ async def test_a_message_sent_while_an_answered_turn_winds_down_does_not_cost_th
     release.set()
     await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
     assert chat.texts("reply") == ["the first answer", "the second answer"]
+
+
+async def test_a_message_sent_before_the_running_turn_began_waits_for_it_instead_of_stopping_it(tmp_path, gateways):
+    # Both sent while the gateway was down, and handed over back to back after the restart (a platform's
+    # catch-up): the user never saw the first one's turn begin, and must not lose its answer to the second.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": answering})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model, clock=clock)  # busy_input_mode: interrupt
+    await chat.say("start", sent_at=clock.time() - 60)
+    await model.reached("first")
+    await chat.say("and check the logs", sent_at=clock.time() - 59)
+    model.release("first")
+    await chat.wait_for(lambda: "answer to and check the logs" in chat.texts())
+    await settled(gateway)
+    assert chat.texts() == ["answer to start", "answer to and check the logs"]
+
+
+async def test_a_message_the_platform_dates_to_the_whole_second_before_the_turn_began_still_stops_it(
+        tmp_path, gateways):
+    # Telegram dates a message in whole seconds: one written just after the turn began may carry a date
+    # just before it. The user saw the turn working and wrote again: it is stopped, as ever.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False, start=1_700_000_000.6)
+    model = ScriptedModel({"parent": answering})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model, clock=clock)  # busy_input_mode: interrupt
+    await chat.say("start", sent_at=1_700_000_000.0)
+    await model.reached("first")
+    clock.advance(0.2)
+    await chat.say("never mind", sent_at=1_700_000_000.0)
+    await chat.wait_for(lambda: "answer to never mind" in chat.texts())
+    model.release("first")
+    await settled(gateway)
+    assert chat.texts() == ["answer to never mind"]
+
+
+def trip_planner(request):
+    """Delegates to hanging children when asked; the turn planning the trip waits for the test at ``trip``."""
+    said = str(request.messages[-1]["content"])
+    if "plan the trip" in said:
+        return {"wait": "trip", "text": "the trip is planned"}
+    if "hotel" in said:
+        return {"text": "the hotel is booked"}
+    return delegating_to_hanging_children(request)
+
+
+async def test_a_message_received_while_new_withdraws_the_children_waits_for_the_turn_of_the_text_after_it(
+        tmp_path, gateways):
+    # The web chat, the terminal and webhooks date no message: which was sent before a turn began is as
+    # the gateway received it. `/new plan the trip` waits for the `subagent_stop` hooks of the children it
+    # withdraws before its text's turn begins; the message the user sent meanwhile must not stop that turn.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": trip_planner, "leaf": hanging_child})
+    config = make_config(tmp_path, lifecycle={"max_running": 1})  # the second child waits for a slot: withdrawn
+    gateway = await gateways(config, [chat], model=model, clock=clock)  # busy_input_mode: interrupt
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_bookkeeping(**event):
+        reached.set()
+        await release.wait()
+
+    gateway.host.hooks.register("subagent_stop", slow_bookkeeping, owner="ledger_plugin")
+    await chat.say("please delegate")
+    await model.reached(HANGING_CHILDREN["tasks"][0]["goal"])
+    new = asyncio.ensure_future(chat.say("/new plan the trip"))
+    await reached.wait()
+    hotel = asyncio.ensure_future(chat.say("and book the hotel", event_id="ev-hotel"))
+    async with asyncio.timeout(5):  # received: it waits for /new to be handled
+        while gateway.store.inbox.received_at("chat", "ev-hotel") is None:
+            await asyncio.sleep(0)
+    clock.advance(5)  # the hooks take their time
+    release.set()
+    await asyncio.gather(new, hotel)
+    model.release("trip")
+    await chat.wait_for(lambda: "the hotel is booked" in chat.texts())
+    await settled(gateway)
+    assert chat.texts("reply")[-2:] == ["the trip is planned", "the hotel is booked"]
