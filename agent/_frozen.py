@@ -20,6 +20,12 @@ How the fields are stored depends on how many there are:
   four descriptor calls, so this pays from five fields on (a 19-field record:
   0.53 -> 0.30 µs). Only an instance of the class itself is built this way; a
   subclass's instance (its layout may differ) is built through the descriptors.
+
+Calling the class still costs the interpreter's ``type.__call__`` and a class
+assignment there and back. The hot paths (a dozen records for every lifecycle
+child) call ``Record._build(...)`` instead: the same signature and the same
+record, made as a twin and turned into the frozen class once, about 40 % cheaper
+(a 15-field record: 0.43 -> 0.26 µs). It builds the class itself, never a subclass.
 """
 
 from __future__ import annotations
@@ -57,9 +63,11 @@ def fast_init(cls: T) -> T:
         else:
             signature.append(f.name)
         by_descriptor.append(f"_set_{f.name}(self, {f.name})")
-    body = defaults
-    if len(params) >= TWIN_FROM_FIELDS and cls.__base__ is object:
+    body = list(defaults)
+    if cls.__base__ is object:
         namespace["_twin"] = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__, "__module__": cls.__module__})
+        namespace["_new"] = object.__new__
+    if len(params) >= TWIN_FROM_FIELDS and cls.__base__ is object:
         namespace["_set_class"] = object.__setattr__
         body += [
             "    if type(self) is _cls:",
@@ -72,9 +80,21 @@ def fast_init(cls: T) -> T:
     else:
         body += [f"    {line}" for line in by_descriptor]
     source = f"def __init__(self, {', '.join(signature)}):\n" + "\n".join(body or ["    pass"])
+    if cls.__base__ is object:
+        source += "\n".join([
+            f"\ndef _build({', '.join(signature)}):", *defaults,
+            "    self = _new(_twin)",
+            *(f"    self.{f.name} = {f.name}" for f in params),
+            "    self.__class__ = _cls",  # once: a twin instance has no frozen __setattr__
+            "    return self",
+        ])
     exec(source, namespace)  # noqa: S102 - how dataclasses build __init__, from field names only
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init
+    if "_build" in namespace:
+        build = namespace["_build"]
+        build.__qualname__ = f"{cls.__qualname__}._build"
+        cls._build = staticmethod(build)  # a plain function: no bound method to make per call
     return cls

@@ -252,7 +252,7 @@ class AgentSession:
             self._apply_next_tools()
         clock, hooks = self.clock, self.hooks
         self._turn = turn
-        token = _ACTIVE_TURN.set(ActiveTurn(self, turn.turn_id))
+        token = _ACTIVE_TURN.set(ActiveTurn._build(self, turn.turn_id))
         activity = self.activity
         exit_reason = None
         try:
@@ -281,7 +281,7 @@ class AgentSession:
             activity.answered = False
             self.turns_run += 1
         interrupt = self._interrupt
-        return TurnResult(  # positional, in field order: this runs for every child
+        return TurnResult._build(  # positional, in field order: this runs for every child
             turn.turn_id, turn.final_text if exit_reason == "completed" else turn.last_text, exit_reason,
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
@@ -364,7 +364,7 @@ class AgentSession:
             await self.before_model_call(self)
         if self._schemas is None:
             self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
-        request = ModelRequest(  # positional, in field order
+        request = ModelRequest._build(  # positional, in field order
             self.messages, self._schemas, self.role, self.turns_run, turn.api_calls - turn.child_calls, self.metadata,
         )
         activity, clock, hooks = self.activity, self.clock, self.hooks

@@ -126,7 +126,7 @@ def plan_job(
     ] if parent.tools else ()
     if DELEGATE_TOOL in tools and host.tools.get(DELEGATE_TOOL) is None:
         tools.remove(DELEGATE_TOOL)
-    return ChildJob(  # positional, in field order: this runs for every child
+    return ChildJob._build(  # positional, in field order: this runs for every child
         subagent_id, parent.session_id, parent_turn_id, spec.goal, spec.context, role, depth,
         None if toolsets is None else tuple(sorted(toolsets)), tuple(tools), spec.metadata,
         spec.output_schema, spec.images, type(model).__name__, getattr(model, "name", None), str(parent.workspace),

@@ -70,7 +70,7 @@ def terminal(record: Record, outcome: ChildOutcome, state: SubagentState, now: f
     result, text = result_and_text(
         record.handle, state, outcome.summary, outcome.error,
         None if state is STATES.SUCCEEDED else outcome.status.upper(), outcome.exit_reason,
-        SubagentUsage(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
+        SubagentUsage._build(outcome.api_calls, usage.prompt_tokens, usage.completion_tokens, outcome.cost_usd),
         record.started_at, now, outcome.duration_seconds, encoded,
     )
     return result, record.journal_row(state=state, updated_at=now, completed_at=now, result=text)

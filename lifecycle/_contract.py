@@ -519,7 +519,7 @@ def result_and_text(
     sha = hashlib.sha256(body.encode("utf-8", "surrogatepass"))  # as `_digest` encodes
     sha.update(b"}")
     digest = sha.hexdigest()
-    result = SubagentResult(
+    result = SubagentResult._build(
         handle, state, True, summary, summary_truncated, summary_length, error_message, error_truncated,
         error_length, error_classification, exit_reason, usage, started, completed, duration, digest,
     )

@@ -129,7 +129,7 @@ class Record:
         so they would buy nothing."""
         h = self.handle
         stop = self.cancel_reason if self.state is STATES.CANCEL_REQUESTED else self.interrupt_reason
-        return JournalRecord(  # positional, in field order: this runs twice for every child
+        return JournalRecord._build(  # positional, in field order: this runs twice for every child
             h.subagent_id, h.parent_session_id, h.correlation_id, self.handle_json(),
             # _value_: the member's value without the enum property's descriptor call
             (state or self.state)._value_, self.created_at,

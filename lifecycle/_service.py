@@ -230,7 +230,7 @@ class AsyncSubagentLifecycle:
         if request.parent_session_id is not None and request.parent_session_id != session.session_id:
             raise SubagentLifecycleError("parent_session_id does not match the active session.")
         metadata = request.metadata
-        spec = ChildSpec(request.goal, request.context, request.role, allowed, dict(metadata) if metadata else _NO_METADATA)
+        spec = ChildSpec._build(request.goal, request.context, request.role, allowed, dict(metadata) if metadata else _NO_METADATA)
         (record,) = await self._supervisor.submit(
             session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )
@@ -273,7 +273,7 @@ class AsyncSubagentLifecycle:
                     found.forget(waiter)
             if found.result is None:
                 return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
-        return SubagentTerminalState(found.handle, found.state, True)
+        return SubagentTerminalState._build(found.handle, found.state, True)
 
     async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:

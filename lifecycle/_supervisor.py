@@ -417,7 +417,7 @@ class Supervisor:
             self.keyring, subagent_id=sid, parent_session_id=pid, correlation_id=correlation_id, created_at=created,
             role=job.role, depth=job.depth, provider=job.provider, model=job.model,
         )
-        handle = SubagentHandle(
+        handle = SubagentHandle._build(
             CONTRACT_VERSION, sid, pid, correlation_id, created, job.provider, job.model, job.role, job.depth, capability
         )
         record = Record(handle, spec.goal, created, job)

@@ -92,3 +92,21 @@ def test_a_subclass_instance_of_a_wide_record_is_built_field_by_field():
     assert type(record) is Tagged and (record.a, record.h, record.i) == (1, 8, 9)
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.a = 2  # type: ignore[misc]
+
+
+
+@pytest.mark.parametrize(("cls", "args"), [(Sample, (1,)), (Wide, (1, 2, 3, 4, 5, 6, 7, 8))])
+def test_build_makes_the_record_the_class_makes(cls, args):
+    record = cls._build(*args)
+    assert type(record) is cls and record == cls(*args)
+    assert list(inspect.signature(cls._build).parameters) == [f.name for f in dataclasses.fields(cls)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.a = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        cls._build()
+
+
+def test_build_takes_defaults_and_factories_as_the_class_does():
+    assert Sample._build(1, c=[3]) == Sample(1, c=[3]) and Sample._build(1, "x").b == "x"
+    assert Sample._build(1).c == [] and Sample._build(1).c is not Sample._build(1).c
+    assert hash(Wide._build(1, 2, 3, 4, 5, 6, 7, 8, j=())) == hash(Wide(1, 2, 3, 4, 5, 6, 7, 8, j=()))
