@@ -65,7 +65,8 @@ def fast_init(cls: T) -> T:
         by_descriptor.append(f"_set_{f.name}(self, {f.name})")
     body = list(defaults)
     if cls.__base__ is object:
-        namespace["_twin"] = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__, "__module__": cls.__module__})
+        twin_body = {"__slots__": cls.__slots__, "__module__": cls.__module__}
+        namespace["_twin"] = type(f"_{cls.__name__}Twin", (), twin_body)
         namespace["_new"] = object.__new__
     if len(params) >= TWIN_FROM_FIELDS and cls.__base__ is object:
         namespace["_set_class"] = object.__setattr__

@@ -230,7 +230,8 @@ class AsyncSubagentLifecycle:
         if request.parent_session_id is not None and request.parent_session_id != session.session_id:
             raise SubagentLifecycleError("parent_session_id does not match the active session.")
         metadata = request.metadata
-        spec = ChildSpec._build(request.goal, request.context, request.role, allowed, dict(metadata) if metadata else _NO_METADATA)
+        spec = ChildSpec._build(request.goal, request.context, request.role, allowed,
+                                dict(metadata) if metadata else _NO_METADATA)
         (record,) = await self._supervisor.submit(
             session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )
