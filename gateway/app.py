@@ -109,7 +109,7 @@ class Gateway:
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
                                  model=self.config.model, events=self.events,
-                                 late_after=self.config.delivery.late_after)
+                                 late_after=self.config.delivery.late_after, durable=self.store.durable)
         cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
@@ -156,8 +156,12 @@ class Gateway:
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
         opened = self.store.inbox.unfinished()
-        replayed = opened if self.store.begin_run() else [  # the last gateway died: each counts as an attempt
-            (event, turn_id) for event, turn_id in opened if self.dead_letters.cut_short(event)]
+        begun = self.store.inbox.reopen()
+        # The last gateway died: that counts as an attempt of each event whose turn had begun; one still
+        # waiting for its turn (queued behind a slow one) had no part in it.
+        replayed = opened if self.store.begin_run() else [
+            (event, turn_id) for event, turn_id in opened
+            if (event.platform, event.event_id) not in begun or self.dead_letters.cut_short(event)]
         unfinished = [*replayed, *self.store.inbox.take_requeued()]
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
@@ -422,6 +426,7 @@ class Gateway:
                 and _from_its_asker(inbound, listening) \
                 and not any(item.event is not None and item.event.user_id == inbound.user_id
                             for item in session.queue):
+            self.store.inbox.begin(inbound.platform, inbound.event_id)  # durable before `handle` returns
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(listening.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the

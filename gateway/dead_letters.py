@@ -3,11 +3,11 @@ into a crash.
 
 Handling an event can fail (the state database refuses a write, a bug meets an odd
 event). The failure is counted in the inbox and the event is tried again after a
-pause that doubles (0.5 s, 1 s, …). A gateway that died (rather than stopped) while an event
-was unsettled counts as a failed attempt too, so an event that crashes the process is not
-replayed into every start. Once it has failed ``inbox.max_attempts`` times it
-becomes a dead letter: logged once with its error, set aside, and its chat (when the
-outbox can reach it) gets a short apology. ``switchboard inbox retry ID`` hands one
+pause that doubles (0.5 s, 1 s, …). A gateway that died (rather than stopped) while an event's
+turn ran counts as a failed attempt too, so an event that crashes the process is not
+replayed into every start; one still waiting for its turn had no part in it. Once it has
+failed ``inbox.max_attempts`` times it becomes a dead letter: logged once with its error, set
+aside, and its chat (when the outbox can reach it) gets a short apology. ``switchboard inbox retry ID`` hands one
 back; `DeadLetterPolicy.watch_requeued` picks it up within seconds while the
 gateway runs.
 """
@@ -62,7 +62,7 @@ class DeadLetterPolicy:
         return False
 
     def cut_short(self, inbound: Inbound) -> bool:
-        """The last gateway died (it did not stop) while ``inbound`` was unsettled: that counts as a
+        """The last gateway died (it did not stop) while the turn of ``inbound`` ran: that counts as a
         failed attempt, so an event that kills the process (memory, a native crash) is set aside
         rather than replayed into every start. True if it may be handled again.
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import sqlite3
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
@@ -50,10 +51,13 @@ class TurnRunner:
     def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox, *, children: HostView,
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
                  completion_ended: CompletionEnded, model: ModelSettings,
-                 events: GatewayEvents | None = None, late_after: float = 0.0) -> None:
+                 events: GatewayEvents | None = None, late_after: float = 0.0,
+                 durable: Callable[[], Awaitable[None]]) -> None:
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
+        self._durable = durable
+        """The store's group commit: a turn's event is marked begun durably before the turn runs."""
         self._completion_ended = completion_ended
         self._model = model
         """For attachments: whether and how voice messages are transcribed."""
@@ -159,9 +163,12 @@ class TurnRunner:
         answered = False  # by the attachments' notes alone: nothing for the model
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
+                if item.event is not None:
+                    await self._begin(item.event)
                 content = await self._input(session, item, running)
                 answered = content is None
-                if content is not None and not running.suppressed:  # not stopped while files downloaded
+                # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
+                if content is not None and not running.suppressed and not running.shutdown:
                     result = await session.agent.run_turn(
                         content, observer=_Observer(self, session, running, display, progress), turn_id=item.turn_id)
         except Exception:
@@ -215,6 +222,16 @@ class TurnRunner:
             self._inbox.settle(item.event.platform, item.event.event_id)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
+
+    async def _begin(self, event: Inbound) -> None:
+        """Mark ``event`` begun, durably, before anything of its turn runs (its files are fetched
+        first): a death from here on counts as a failed attempt of this event."""
+        try:
+            self._inbox.begin(event.platform, event.event_id)
+            await self._durable()
+        except sqlite3.Error as exc:  # a full disk: answered all the same, though a death now would go uncharged
+            log.warning("could not record that the turn of %s event %s began: %s: %s", event.platform,
+                        event.event_id, type(exc).__name__, exc)
 
     def _slept(self, started: float, started_at: float) -> float:
         """Seconds the machine was suspended (or the wall clock stepped forward) since a turn began at

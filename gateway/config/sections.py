@@ -118,7 +118,7 @@ class DeliverySettings:
 class InboxSettings:
     max_attempts: int = setting(
         3, "Times the gateway tries to handle an event before setting it aside as a dead letter (a gateway that"
-        " died while handling it counts as a try).", min=1
+        " died while the event's turn ran counts as a try).", min=1
     )
 
 

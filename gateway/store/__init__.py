@@ -83,10 +83,11 @@ def row_id(text: str) -> int:
     return value
 
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
 dead letters; 4: each session's delegation backend; 5: chats that moved to a new id; 6: the user's
-message an outbox part quotes; 7: whether an outbox part was tried. Older files are migrated on open; a table added since (e.g.
+message an outbox part quotes; 7: whether an outbox part was tried; 8: inbox events whose turns
+began (an older build would not replay them). Older files are migrated on open; a table added since (e.g.
 gateway_last_seen) is created where missing."""
 
 
@@ -126,6 +127,7 @@ class GatewayStore:
         with db.transaction():
             db.write("CREATE TABLE IF NOT EXISTS gateway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._inbox_attempts()  # before CREATE ... IF NOT EXISTS, which would keep the old shapes
+            self._inbox_begun()
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
                               *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
                               *indicators_left.SCHEMA, *last_seen.SCHEMA):
@@ -152,6 +154,16 @@ class GatewayStore:
             return
         self.db.write("ALTER TABLE gateway_inbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
         self.db.write("ALTER TABLE gateway_inbox ADD COLUMN last_error TEXT")
+        self.db.write("DROP INDEX IF EXISTS gateway_inbox_open")
+
+    def _inbox_begun(self) -> None:
+        """Schema < 8: no event is marked begun. Its unsettled events are taken as begun, as that
+        build took them: a death it left is charged to each, so an event that brought it down is not
+        replayed uncounted; a clean stop charges none. The open-events index covers begun ones."""
+        row = self.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
+        if row is None or int(row[0]) >= 8 or not self.db.read("PRAGMA table_info(gateway_inbox)"):
+            return
+        self.db.write("UPDATE gateway_inbox SET status='begun' WHERE status='received'")
         self.db.write("DROP INDEX IF EXISTS gateway_inbox_open")
 
     def begin_run(self) -> bool:

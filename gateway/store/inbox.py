@@ -5,7 +5,9 @@ to start, or None when it starts none) before anything else happens, and tells a
 redelivery apart from a new event in the same statement. `Inbox.settle` marks it
 handled once its outcome is safe: a command answered, a refusal queued, a turn's
 reply journaled. An event accepted but never settled is replayed after a restart
-(`Inbox.unfinished`), keeping the turn id it was given.
+(`Inbox.unfinished`), keeping the turn id it was given. In between, `Inbox.begin` marks
+it ``begun`` once the turn that handles it starts: a gateway that dies then counts as a
+failed attempt of that event, not of those still waiting for their turns (`Inbox.reopen`).
 
 An event that fails to be handled is counted (`Inbox.failed`); after too many
 failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
@@ -34,7 +36,7 @@ SCHEMA = (
         PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
     """CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at)
-        WHERE status IN ('received', 'requeued')""",
+        WHERE status IN ('received', 'begun', 'requeued')""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
 )
 
@@ -48,7 +50,7 @@ class Acceptance:
     redelivery. None when it starts none (a command, a refusal)."""
 
 
-_text = SqliteDatabase.text
+_text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
 class Inbox:
@@ -73,6 +75,20 @@ class Inbox:
         instead of the unused one `accept` gave it. Idempotent."""
         self._db.write("UPDATE gateway_inbox SET status='done', turn_id=COALESCE(?, turn_id)"
                        " WHERE platform=? AND event_id=?", (into_turn, _text(platform), _text(event_id)))
+
+    def begin(self, platform: str, event_id: str) -> None:
+        """The turn that handles the event starts (or the event was handed to a running turn). The
+        caller makes it durable before the turn goes on, so that a death from then on is charged
+        to this event (`reopen`), and not to those still waiting for their turns."""
+        self._db.write("UPDATE gateway_inbox SET status='begun' WHERE platform=? AND event_id=? AND status='received'",
+                       (_text(platform), _text(event_id)))
+
+    def reopen(self) -> set[tuple[str, str]]:
+        """At start: the (platform, event id) of the unsettled events whose turns had begun, each
+        again not begun, so that a mark names a turn this run began."""
+        rows = self._db.read("SELECT platform, event_id FROM gateway_inbox WHERE status='begun'")
+        self._db.write("UPDATE gateway_inbox SET status='received' WHERE status='begun'")
+        return {(_untext(platform), _untext(event_id)) for platform, event_id in rows}
 
     def failed(self, platform: str, event_id: str, error: str) -> int:
         """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""
@@ -147,7 +163,7 @@ class Inbox:
 
     def unfinished(self) -> list[tuple[Inbound, str | None]]:
         """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart."""
-        rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status='received'"
+        rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status IN ('received', 'begun')"
                              " ORDER BY received_at, rowid")  # fmt: skip
         return [(_inbound(payload), turn_id) for payload, turn_id in rows]
 

@@ -213,3 +213,54 @@ async def test_a_start_that_cannot_record_a_cut_short_event_serves_and_keeps_the
     await gateways(config, [chat], script={"parent": echo})
     await chat.wait_for(lambda: chat.messages)
     assert chat.texts() == ["re: this one brings it down"]
+
+
+async def test_a_death_charges_the_running_turns_event_not_the_messages_queued_behind_it(tmp_path, gateways):
+    # With slow turns and a backlog, unrelated deaths must not set aside messages whose turns never began.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "queue"})
+
+    def stuck_on_the_first(request) -> dict:
+        text = request.messages[-1]["content"]
+        return {"wait": "forever"} if text == "this one brings it down" else {"text": f"re: {text}"}
+
+    async def die_while_the_first_runs(say: bool = False) -> None:
+        chat, model = RecordingAdapter(), ScriptedModel({"parent": stuck_on_the_first})
+        gateway = await gateways(config, [chat], model=model)
+        if say:
+            await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+        await model.reached("forever")
+        if say:  # queued behind the running turn
+            await chat.say("hello", chat="c1", event_id="ev-hello")
+            await chat.say("how are you?", chat="c1", event_id="ev-how")
+        await gateway.stop(grace=0)
+        died(tmp_path)
+        assert chat.messages == []
+
+    await die_while_the_first_runs(say=True)
+    await die_while_the_first_runs()  # the running turn's event: attempt 1 of 2; the queued ones: none
+    assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-hello", "ev-how")] == [1, 0, 0]
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], script={"parent": echo})
+    await chat.wait_for(lambda: len(chat.messages) >= 3)
+    await settled(gateway)
+    assert chat.texts() == [APOLOGY, "re: hello", "re: how are you?"]  # each answered once
+    [letter] = gateway.store.dead_letters.all()
+    assert (letter.event_id, letter.attempts, letter.error) == ("ev-poison", 2, CUT_SHORT)
+    assert gateway.store.inbox.unfinished() == []
+
+
+async def test_a_message_steered_into_the_turn_a_gateway_died_in_is_charged_too(tmp_path, gateways):
+    # Handed to the running turn, it is part of what the process was doing when it died.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "steer"})
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+    await model.reached("forever")
+    await chat.say("and mind this", chat="c1", event_id="ev-steered")
+    assert gateway.sessions.find("chat", "c1", None).running.steered  # steered, not queued
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    model = ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    await gateways(config, [RecordingAdapter()], model=model)
+    await model.reached("forever")
+    assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-steered")] == [1, 1]

@@ -36,6 +36,16 @@ async def start(config: Path, tmp_path: Path) -> tuple[asyncio.subprocess.Proces
                 return proc, match.group(1)
 
 
+async def turn_began(tmp_path: Path) -> None:
+    """Wait until the running gateway has durably begun an event's turn (a death before that is charged to none)."""
+    async with asyncio.timeout(15):
+        while True:
+            with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db:
+                if db.execute("SELECT 1 FROM gateway_inbox WHERE status='begun'").fetchone():
+                    return
+            await asyncio.sleep(0.05)
+
+
 async def _drain(stream) -> None:
     while await stream.readline():
         pass
@@ -91,7 +101,8 @@ async def test_a_message_that_kills_the_gateway_every_time_is_set_aside_not_repl
         }))
         proc, base = await start(config, tmp_path)
         await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "poison", "chat_id": "c"})
-        for _ in range(2):  # killed with the event open, then killed again while it is replayed
+        for _ in range(2):  # killed in the event's turn, then killed again in its replay
+            await turn_began(tmp_path)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
             proc, base = await start(config, tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 
 import pytest
@@ -153,3 +154,20 @@ def test_an_earlier_builds_partial_web_chat_index_is_replaced_on_open(tmp_path):
     names = {r[0] for r in store.db.read("SELECT name FROM sqlite_master WHERE tbl_name = 'gateway_outbox'")}
     store.close()
     assert "gateway_outbox_web_chat" not in names and "gateway_outbox_chat" in names
+
+
+def test_a_schema_7_inbox_takes_its_unsettled_events_as_begun(tmp_path):
+    # That build marked no turn begun, and charged each unsettled event for a death: so does the first start after it.
+    path = tmp_path / "state.db"
+    store = GatewayStore(path)
+    store.inbox.accept(event("e1"), "t-1")
+    store.close()
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE gateway_meta SET value='7' WHERE key='schema_version'")
+    store = GatewayStore(path)
+    try:
+        assert store.inbox.reopen() == {("telegram", "e1")}
+        assert store.inbox.reopen() == set()  # the mark is for the start after that build only
+        assert [(e.event_id, turn_id) for e, turn_id in store.inbox.unfinished()] == [("e1", "t-1")]
+    finally:
+        store.close()
