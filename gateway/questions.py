@@ -29,6 +29,7 @@ from gateway.store.inbox import Inbox
 from platforms.base import Inbound
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
+UNANSWERABLE = "Nobody can answer here any more (the input has ended): I go on without an answer."
 FILE_WAITS = "📎 The question above still waits for a written answer; your file or voice note is read after it."
 LATE = 2.0
 """Seconds a timeout's sleep may return late before the process counts as having been paused."""
@@ -37,14 +38,18 @@ PAUSE_GRACE = 10.0
 socket read again) hands over an answer the user sent meanwhile."""
 
 
-def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True) -> str:
+def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True,
+                  answerable: bool = True) -> str:
     """The question as Markdown: the choices a numbered list of their own (blank lines around
     it, so that no platform's rendering runs the last line into the list). Not ``private``: a
     group, where the bot hears only what is addressed to it (Telegram, a Discord channel), and
-    a reply to the question always is."""
+    a reply to the question always is. Not ``answerable``: nobody is left to answer (`input_ended`)."""
     blocks = [f"❓ {question.strip()}"]
     if choices:
         blocks.append("\n".join(f"{i}. {choice}" for i, choice in enumerate(choices, 1)))
+    if not answerable:
+        blocks.append(UNANSWERABLE)
+        return "\n\n".join(blocks)
     pick = " (a number picks an option)" if choices else ""
     how = "Answer with your next message" if private else "Reply to this message to answer"
     blocks.append(f"{how}{pick}; I wait {age_text(timeout)}.")
@@ -99,12 +104,16 @@ class Questions:
         if calling is None:
             raise ToolError(NOT_NOW)
         session, running = calling
-        if session.platform in self._deaf:
-            raise ToolError(NOT_NOW)
         # By run, not turn: a turn run again after a restart asks again, in a new message.
         number = running.asked
         key = f"{running.turn_id}:ask:{running.run_id}:{number}"
         running.asked += 1
+        if session.platform in self._deaf:
+            # Shown all the same: what the model wanted to know explains what it did without it,
+            # whether the input ended before the question or while it waited.
+            self._outbox.enqueue(*session.chat, question_text(question, choices, self._timeout, answerable=False),
+                                 kind="reply", key=key, turn_id=running.turn_id, reply_to=running.take_quote())
+            raise ToolError(NOT_NOW)
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         held = running.held_answer if running.held_for == number else None
         # Asked word for word before a restart, and not answered: the chat has it already, also

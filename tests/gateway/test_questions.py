@@ -8,7 +8,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.questions import FILE_WAITS, PAUSE_GRACE, chosen, expired_text, question_text
+from gateway.questions import FILE_WAITS, NOT_NOW, PAUSE_GRACE, chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Attachment
 from platforms.fakes._waiting import wait_until
@@ -309,3 +309,16 @@ async def test_messages_sent_while_an_ordinary_turn_runs_read_no_earlier_run_of_
     assert chat.texts() == [QUESTION, "deploying to: production", "plain answer to how is it going?",
                             "plain answer to and now?"]
     assert not [s for s in statements if "FROM gateway_outbox WHERE platform=" in s and "turn_id=" in s]
+
+
+async def test_a_question_asked_once_nobody_can_answer_is_shown_and_not_waited_for(tmp_path, gateways):
+    # A terminal chat's piped input ended before the model asked: the transcript still says what
+    # the model went on without, and says that no answer is waited for.
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}))
+    gateway.questions.input_ended(chat.name)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    await settled(gateway)
+    assert chat.texts() == [question_text("Which environment?", CHOICES, 600, answerable=False),
+                            f"deploying to: Error: {NOT_NOW}"]
