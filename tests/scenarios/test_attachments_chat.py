@@ -210,6 +210,9 @@ async def test_in_a_group_a_file_that_did_not_reach_the_model_is_answered_by_its
     await telegram.start(model=openai_model(openai), cap=100)
     group = dict(chat_type="supergroup", user_id=5, username="bob", reply_to_bot=True)
     telegram.fake.push_voice(-1001, b"OggS voice", **group)
+    # Answered before the next is sent: a message sent while a turn runs interrupts it (the default
+    # busy_input_mode), and nothing more of that turn is sent, its note neither.
+    await telegram.fake.wait_for(lambda: telegram.fake.messages["-1001"], timeout=10)
     telegram.fake.push_document(-1001, b"x" * 5000, "big.pdf", mime_type="application/pdf", **group)
     await telegram.fake.wait_for(lambda: len(telegram.fake.messages["-1001"]) >= 2, timeout=10)
     await settled(telegram.gateway)
@@ -264,6 +267,7 @@ async def test_an_over_cap_file_is_refused_clearly_and_nothing_is_stored(telegra
 async def test_a_refused_file_is_named_as_sent_not_as_markdown(telegram: Telegram, openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai), cap=100)
     telegram.fake.push_document(42, b"x" * 5000, "__init__.py", mime_type="text/x-python")
+    await telegram.fake.wait_for(lambda: telegram.fake.messages["42"], timeout=10)  # not interrupted by the next
     telegram.fake.push_document(42, b"x" * 5000, "1. *draft*.md", mime_type="text/markdown")
     first, second = await telegram.answered(2)
     assert first.startswith("__init__.py is 4.9 KB") and second.startswith("1. *draft*.md is 4.9 KB")
