@@ -164,11 +164,11 @@ async def test_a_background_completion_joins_the_trace_of_the_turn_that_delegate
 async def test_a_stopped_child_ends_its_span_interrupted(traced, exporter) -> None:
     script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "forever"}}]},
                           {"text": "stopped"}]],
-              "leaf": [[{"hang": True}]]}
+              "leaf": [[{"wait": "never"}]]}
     gateway, chat = await traced(script, delegation={"gateway_mode": "inline"})
     await chat.say("go")
+    await gateway.host.model.reached("never")  # the child runs: nothing the chat would show
     view = gateway.host.children
-    await chat.wait_for(lambda: any(view.children(s.session_id) for s in gateway.sessions))
     [child] = view.children(next(iter(gateway.sessions)).session_id)
     assert await view.interrupt_child(child.subagent_id, "stopped from the operator console")
     await settled(gateway)
