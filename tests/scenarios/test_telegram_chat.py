@@ -382,7 +382,9 @@ async def test_a_busy_chat_logs_no_line_per_update_at_the_default_level(fake, ga
     level, stream = root.level, io.StringIO()
     handler = setup_logging("INFO", stream=stream)
     try:
-        await gateways.start(gateways.config(platforms=EVERYONE), script={"parent": lambda request: {"text": "ok"}})
+        # Queued, each answered: by default a message interrupts the turn before it.
+        await gateways.start(gateways.config(platforms=EVERYONE, display={"busy_input_mode": "queue"}),
+                             script={"parent": lambda request: {"text": "ok"}})
         for i in range(3):
             fake.push_message(42, f"message {i}")
         await fake.wait_for(lambda: texts(fake) == ["ok"] * 3)
