@@ -25,9 +25,9 @@ def echo(request: ModelRequest) -> dict:
     return {"text": f"echo: {request.messages[-1]['content']}"}
 
 
-async def answered_then_down(tmp_path, fake: FakeDiscord):
+async def answered_then_down(tmp_path, fake: FakeDiscord, **sections):
     """A gateway that answered one DM and stopped: its config, for the next start, and the DM channel."""
-    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}})
+    config = make_config(tmp_path, platforms={"discord": {"allow_all": True}}, **sections)
     dm = fake.dm_channel(USER)
     gateway = await start_gateway(config, [adapter_for(fake)], script={"parent": echo})
     try:
@@ -50,7 +50,8 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 async def test_a_message_both_caught_up_and_heard_live_is_answered_once(
         tmp_path, fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="gateway")
-    config, dm = await answered_then_down(tmp_path, fake)
+    # Queued: by default the live message would interrupt the turn of the one caught up before it.
+    config, dm = await answered_then_down(tmp_path, fake, display={"busy_input_mode": "queue"})
     fake.push_dm(USER, "while down")
     release = fake.hold(HISTORY)  # the catch-up's history request is slow to answer...
     adapter = adapter_for(fake)
