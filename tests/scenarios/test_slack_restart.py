@@ -24,6 +24,9 @@ def write_config(tmp_path: Path, fake: FakeSlack, script: dict) -> Path:
         "state_dir": str(tmp_path / "state"),
         "server": {"port": 0},
         "model": {"provider": "scripted", "script": str(tmp_path / "script.yaml")},
+        # No progress card: the scripted turns sleep as long as its default delay, and these tests
+        # count the placeholder and the reply alone.
+        "display": {"progress": "off"},
         "platforms": {"slack": {"enabled": True, "bot_token": fake.bot_token, "app_token": fake.app_token,
                                 "api_base": fake.api_base, "allow_all": True}},
     }))
