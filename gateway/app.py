@@ -481,6 +481,9 @@ class Gateway:
                     log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
                                 inbound.event_id, type(exc).__name__)
 
+        # It runs now, queued behind nothing: a death while it runs is charged to it, and the plugin's
+        # handler is what may have brought the process down. Made durable with the event's intake.
+        self.store.inbox.begin(inbound.platform, inbound.event_id)
         task = asyncio.ensure_future(answer())
         self._aside.add(task)
         task.add_done_callback(self._aside.discard)

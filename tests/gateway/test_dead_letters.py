@@ -19,6 +19,7 @@ from gateway.dead_letters import APOLOGY, CUT_SHORT
 from gateway.host import STATE_DB
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.plugin_modules import plugin_module
 
 
 def break_new_sessions(gateway):
@@ -264,3 +265,18 @@ async def test_a_message_steered_into_the_turn_a_gateway_died_in_is_charged_too(
     await gateways(config, [RecordingAdapter()], model=model)
     await model.reached("forever")
     assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-steered")] == [1, 1]
+
+
+async def test_a_death_while_a_plugin_command_runs_is_charged_to_it(tmp_path, gateways, monkeypatch):
+    # Run beside the chat's queue, it waits for nothing: its handler is what the process was doing.
+    plugin_module(tmp_path, monkeypatch, "dying_plugin",
+                  "import asyncio\n\nasync def report(args, context):\n    await asyncio.Event().wait()\n\n"
+                  "def register(ctx):\n    ctx.register_command('report', report)\n")
+    config = make_config(tmp_path, plugins=["dying_plugin"])
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
+    await chat.say("/report", event_id="ev-report")
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    await gateways(config, [RecordingAdapter()], script={"parent": [[{"text": "x"}]]})
+    assert attempts_of(tmp_path, "ev-report") == 1
