@@ -67,9 +67,6 @@ CLOSE_FLOOR_SECONDS = 1.0
 """What closing the children's engine gets at a stop when the grace is spent: the requests it still sends
 (on Temporal, the workflow starts of children launched just before) take milliseconds while Temporal
 answers, and get this long to be sent; past it they are left to the next start."""
-SENT_MARGIN = 1.0
-"""Seconds a message must be dated before a running turn began to count as sent before it (`Gateway._dispatch`):
-Telegram dates messages in whole seconds, so one written just after the turn began may seem a little older."""
 _NOT_ROUTED = object()
 """`Gateway._handle_accepted` called without the event's route: it routes the event itself."""
 
@@ -438,7 +435,8 @@ class Gateway:
         # group, the turn of another member's message: that member would never get their answer.
         if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
                 and _from_its_asker(inbound, running) and not session.agent.activity.answered \
-                and not self._sent_before(inbound, running.event) and not self._sent_before_start(inbound, running):
+                and not self._sent_before(inbound, running.event) \
+                and not self.store.inbox.sent_before(inbound, running.started_at):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         if inbound.attachments and self.questions.waits(listening):
@@ -457,15 +455,6 @@ class Gateway:
         inbox = self.store.inbox
         first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
         return first is not None and then is not None and first < then
-
-    def _sent_before_start(self, inbound: Inbound, running: RunningTurn) -> bool:
-        """Whether ``inbound`` was sent more than `SENT_MARGIN` before ``running`` began: as the platform
-        dates it, else (the web chat, the terminal, webhooks) as the inbox received it."""
-        received = self.store.inbox.received_at(inbound.platform, inbound.event_id)
-        # Nothing is received before it is sent: a date after the receipt is on a clock ahead of the
-        # gateway's (a platform's skewed one, a test's fake one), while the receipt is on the turn's clock.
-        sent = min((t for t in (inbound.sent_at, received) if t is not None), default=None)
-        return sent is not None and sent < running.started_at - SENT_MARGIN
 
     def _answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command) -> None:
         """Run a plugin's command beside intake: its handler may take its time (another service to

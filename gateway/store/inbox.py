@@ -28,6 +28,10 @@ from platforms.base import Inbound
 RETENTION_SECONDS = 7 * 24 * 3600.0
 """Seconds to remember a platform event id. Redeliveries come within minutes (Slack retries,
 webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all."""
+SENT_MARGIN = 1.0
+"""Seconds a message must be dated before a moment (a running turn's start, a question's) to count as sent
+before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just after may seem
+a little older."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
@@ -147,6 +151,15 @@ class Inbox:
         row = self._db.read_one("SELECT received_at FROM gateway_inbox WHERE platform=? AND event_id=?",
                                 (platform, event_id))
         return None if row is None else row[0]
+
+    def sent_before(self, inbound: Inbound, when: float) -> bool:
+        """Whether ``inbound`` was sent more than `SENT_MARGIN` before the epoch time ``when``: as the
+        platform dates it, else (the web chat, the terminal, webhooks) as the inbox received it."""
+        received = self.received_at(inbound.platform, inbound.event_id)
+        # Nothing is received before it is sent: a date after the receipt is on a clock ahead of the
+        # gateway's (a platform's skewed one, a test's fake one), while the receipt is on the gateway's clock.
+        sent = min((t for t in (inbound.sent_at, received) if t is not None), default=None)
+        return sent is not None and sent < when - SENT_MARGIN
 
     def answered_since(self, platform: str, turn_id: str, since: float) -> bool:
         """Whether an event received after ``since`` was handled within ``turn_id``, as the answer
