@@ -4,8 +4,9 @@ The question goes to the chat as a reply of the running turn, and the chat's nex
 message — whatever `display.busy_input_mode` says — is its answer; a number picks
 one of the offered choices. Only a message that comes once the question may be in the chat:
 one written while the question still waits to be sent (behind a 429) answers nothing the user
-could see, and is handled as any message while a turn runs. A question nobody answers within
-`agent.clarify_timeout_seconds` is given up on visibly: the chat is told, and the
+could see, and is handled as any message while a turn runs; so is one sent before the question was
+asked (`Inbox.sent_before`: sent while the gateway was down, handed over back to back after the start).
+A question nobody answers within `agent.clarify_timeout_seconds` is given up on visibly: the chat is told, and the
 model carries on without the answer. The answer's event is settled as soon as it is
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
 a new message) instead of replaying the answer as a message of its own. What the chat
@@ -117,8 +118,10 @@ class Questions:
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         held = running.held_answer if running.held_for == number else None
         # Asked word for word before a restart, and not answered: the chat has it already, also
-        # while the message that asks again still waits to be sent.
-        shown = running.replay and self._unanswered(session, running, number) == text
+        # while the message that asks again still waits to be sent, and since the earlier run asked it.
+        before = self._unanswered(session, running, number) if running.replay else None
+        shown = before is not None and before[0] == text
+        asked_at = before[1] if shown else self._clock.time()
         if held is not None and held.event is not None and shown:
             # Answered as the user saw it before the restart: not asked twice.
             running.held_answer = None
@@ -127,7 +130,7 @@ class Questions:
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id,
                              reply_to=running.take_quote())
         try:
-            answer = await self._wait(running, None if shown else f"{key}:0", session.platform)
+            answer = await self._wait(running, None if shown else f"{key}:0", asked_at, session.platform)
         except BaseException:
             # Its turn was stopped (or the gateway stops, and the turn asks again after the start): a
             # question not in the chat yet would ask for an answer nothing waits for any more.
@@ -143,20 +146,20 @@ class Questions:
         # Anyone in a group may answer: the model reads who did (the asker, or another member).
         return senders.for_model(chosen(answer, choices), running.answered_by)
 
-    async def _wait(self, running: RunningTurn, shown_by: str | None, platform: str) -> str | None:
+    async def _wait(self, running: RunningTurn, shown_by: str | None, asked_at: float, platform: str) -> str | None:
         """The chat's answer, or None once the timeout has passed or nobody on ``platform`` can
         answer any more. ``shown_by``: the key of the question's first part; None when the question
-        is in the chat already."""
+        is in the chat already. ``asked_at``: when the question was first asked (`RunningTurn.asked_at`)."""
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._expiry())
-        running.question, running.question_key = answer, shown_by
+        running.question, running.question_key, running.asked_at = answer, shown_by, asked_at
         waits = self._waits.setdefault(platform, set())
         waits.add(answer)
         try:
             await asyncio.wait((answer, timer), return_when=asyncio.FIRST_COMPLETED)
             return answer.result() if answer.done() else None
         finally:
-            running.question = running.question_key = None
+            running.question = running.question_key = running.asked_at = None
             waits.discard(answer)
             timer.cancel()
             if not answer.done():
@@ -183,16 +186,19 @@ class Questions:
         if not running.replay or running.suppressed or running.question is not None \
                 or running.held_answer is not None:
             return False
-        if self._unanswered(session, running, running.asked) is None:
+        before = self._unanswered(session, running, running.asked)
+        # Sent before that question was asked: not meant for it, whether or not it is asked again.
+        if before is None or item.event is None or self._inbox.sent_before(item.event, before[1]):
             return False
         running.held_answer, running.held_for = item, running.asked
         return True
 
-    def _unanswered(self, session: GatewaySession, running: RunningTurn, number: int) -> str | None:
+    def _unanswered(self, session: GatewaySession, running: RunningTurn, number: int) -> tuple[str, float] | None:
         """The text of question ``number`` as the last earlier run of the turn (before a restart)
         sent it to the chat (whole, in one part), while nothing answered it and its wait did not
-        run out; else None."""
-        prefix, last, expired = f"{running.turn_id}:ask:", None, set()
+        run out, and since when the chat has had it: when the first of the runs before that asked it
+        so, word for word, one after another, nothing answered since; else None."""
+        prefix, asked, expired = f"{running.turn_id}:ask:", [], set()
         for message in self._outbox.turn_messages(session.platform, running.turn_id):
             if not message["key"].startswith(prefix):
                 continue
@@ -201,14 +207,16 @@ class Questions:
                 continue
             if rest == f"{number}:expired:0":
                 expired.add(run)
-            elif rest == f"{number}:0" and message["status"] == "sent" and message["kind"] == "reply" \
-                    and (last is None or message["created_at"] > last["created_at"]):
-                last = {**message, "run": run}
-        # An answer comes once the question is journaled: whatever the turn was handed since answered it.
-        if last is None or last["run"] in expired \
-                or self._inbox.answered_since(session.platform, running.turn_id, last["created_at"]):
-            return None
-        return last["text"]
+            elif rest == f"{number}:0" and message["status"] == "sent" and message["kind"] == "reply":
+                asked.append((message["created_at"], run, message["text"]))
+        found = None
+        for created_at, run, text in sorted(asked, reverse=True):
+            # An answer comes once the question is journaled: whatever the turn was handed since answered it.
+            if (found is not None and text != found[0]) or run in expired \
+                    or self._inbox.answered_since(session.platform, running.turn_id, created_at):
+                break
+            found = (text, created_at)
+        return found
 
     def waits(self, running: RunningTurn | None) -> bool:
         """Whether the running turn waits on a question that may be in the chat."""
@@ -219,8 +227,9 @@ class Questions:
 
     def hand_answer(self, running: RunningTurn | None, answer: Inbound) -> bool:
         """Hand the text message ``answer`` to the question the running turn waits on; False when it
-        waits on none, or on one that cannot be in the chat yet."""
-        if not self.waits(running):
+        waits on none, on one that cannot be in the chat yet, or ``answer`` was sent before the question
+        was asked (its user could not have meant it for the question)."""
+        if not self.waits(running) or self._inbox.sent_before(answer, running.asked_at):
             return False
         running.answered_by = answer
         running.question.set_result(answer.text)

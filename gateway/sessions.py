@@ -93,6 +93,9 @@ class RunningTurn:
     """The outbox key of that question's first part: no answer comes before it may be in the chat.
     None while one waits that is in the chat already (an earlier run, before a restart, asked it word
     for word)."""
+    asked_at: float | None = None
+    """Clock time that question was first asked (journaled; asked again word for word after a restart,
+    by the earlier run): a message sent before it is not its answer (`gateway.store.inbox.Inbox.sent_before`)."""
     answered_by: Inbound | None = None
     """The message that answered the question last: in a group, the model reads who it came from."""
     asked: int = 0

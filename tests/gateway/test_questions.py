@@ -322,3 +322,117 @@ async def test_a_question_asked_once_nobody_can_answer_is_shown_and_not_waited_f
     await settled(gateway)
     assert chat.texts() == [question_text("Which environment?", CHOICES, 600, answerable=False),
                             f"deploying to: Error: {NOT_NOW}"]
+
+
+async def test_a_message_sent_before_the_question_was_asked_is_not_its_answer(tmp_path, gateways):
+    # Both sent while the gateway was down, handed over back to back after the start (a platform's
+    # catch-up): the second was written before the question existed, so it cannot be meant for it.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}),
+                             clock=clock)  # busy_input_mode: interrupt
+    await chat.say("please deploy the app", sent_at=clock.time() - 60)
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await chat.say("and check the logs", sent_at=clock.time() - 59)
+    assert gateway.sessions.find("chat", "c1", None).running.question is not None  # still waits
+    await chat.say("2")
+    await chat.wait_for(lambda: len(chat.texts()) == 3)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, "deploying to: production", "plain answer to and check the logs"]
+    assert gateway.store.inbox.unfinished() == []
+
+
+async def test_a_message_the_platform_dates_to_the_whole_second_before_the_question_still_answers_it(
+        tmp_path, gateways):
+    # Telegram dates a message in whole seconds: an answer written just after the question may carry a
+    # date just before it.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False, start=1_700_000_000.6)
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}),
+                             clock=clock)
+    await chat.say("please deploy the app", sent_at=1_700_000_000.0)
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    clock.advance(0.2)
+    await chat.say("2", sent_at=1_700_000_000.0)
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, "deploying to: production"]
+
+
+async def asked_before_a_restart(tmp_path, gateways, clock: FakeClock) -> tuple[dict, float]:
+    """A question asked, then the gateway stopped for a minute (its turn runs again after the start).
+    Returns the config and when the question was asked."""
+    chat, config = RecordingAdapter(), make_config(tmp_path)
+    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app", sent_at=clock.time() - 30)
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    asked = clock.time()
+    await gateway.stop(grace=0)
+    clock.advance(60)
+    return config, asked
+
+
+async def test_a_turn_run_again_takes_for_its_answer_what_was_sent_after_the_earlier_run_asked(tmp_path, gateways):
+    # Asked again after the restart, the question has been in the chat since the earlier run asked it:
+    # what was sent before that is a message of its own, what was sent after it (while the gateway was
+    # down) its answer.
+    clock = FakeClock(autojump=False)
+    config, asked = await asked_before_a_restart(tmp_path, gateways, clock)
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat2.wait_for(lambda: chat2.texts() == [QUESTION])  # asked again
+    await chat2.say("and check the logs", sent_at=asked - 29)
+    assert gateway2.sessions.find("chat", "c1", None).running.question is not None  # still waits
+    await chat2.say("2", sent_at=asked + 10)
+    await chat2.wait_for(lambda: len(chat2.texts()) == 3)
+    await settled(gateway2)
+    assert chat2.texts() == [QUESTION, "deploying to: production", "plain answer to and check the logs"]
+    assert gateway2.store.inbox.unfinished() == []
+
+
+async def test_a_message_sent_before_the_earlier_run_asked_is_not_held_for_the_question_asked_again(
+        tmp_path, gateways):
+    clock = FakeClock(autojump=False)
+    config, asked = await asked_before_a_restart(tmp_path, gateways, clock)
+    chat2, model = RecordingAdapter(), ScriptedModel({"parent": replaying_parent("asking")})
+    gateway2 = await gateways(config, [chat2], model=model, clock=clock)
+    await model.reached("asking")
+    await chat2.say("and check the logs", sent_at=asked - 29)  # not held: the question was not in the chat
+    model.release("asking")
+    await chat2.wait_for(lambda: chat2.texts() == [QUESTION])
+    await chat2.say("2")
+    await chat2.wait_for(lambda: len(chat2.texts()) == 3)
+    await settled(gateway2)
+    assert chat2.texts() == [QUESTION, "deploying to: production", "plain answer to and check the logs"]
+    assert gateway2.store.inbox.unfinished() == []
+
+
+async def test_a_message_sent_after_the_earlier_run_asked_is_held_for_the_question_asked_again(tmp_path, gateways):
+    clock = FakeClock(autojump=False)
+    config, asked = await asked_before_a_restart(tmp_path, gateways, clock)
+    chat2, model = RecordingAdapter(), ScriptedModel({"parent": replaying_parent("asking")})
+    gateway2 = await gateways(config, [chat2], model=model, clock=clock)
+    await model.reached("asking")
+    await chat2.say("2", sent_at=asked + 10)  # sent while the gateway was down
+    model.release("asking")
+    await chat2.wait_for(lambda: chat2.texts())
+    await settled(gateway2)
+    assert chat2.texts() == ["deploying to: production"]  # the same question: not asked twice
+    assert gateway2.store.inbox.unfinished() == []
+
+
+async def test_a_question_asked_again_after_two_restarts_has_been_in_the_chat_since_the_first_run_asked(
+        tmp_path, gateways):
+    clock = FakeClock(autojump=False)
+    config, asked = await asked_before_a_restart(tmp_path, gateways, clock)
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat2.wait_for(lambda: chat2.texts() == [QUESTION])  # asked again, and stopped again
+    await gateway2.stop(grace=0)
+    clock.advance(60)
+
+    chat3 = RecordingAdapter()
+    gateway3 = await gateways(config, [chat3], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat3.wait_for(lambda: chat3.texts() == [QUESTION])
+    await chat3.say("2", sent_at=asked + 10)  # sent during the first stop, handed over only now
+    await chat3.wait_for(lambda: len(chat3.texts()) == 2)
+    await settled(gateway3)
+    assert chat3.texts() == [QUESTION, "deploying to: production"]
