@@ -381,6 +381,11 @@ class Gateway:
                 self.store.inbox.settle(inbound.platform, inbound.event_id)
             return Accepted(None, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
+        if isinstance(route, Command):
+            # It runs now, queued behind nothing: a death while it runs is charged to it. A plugin's
+            # handler, or the `subagent_stop` hooks of the children /new and /stop withdraw (plugins'
+            # code too), may be what brought the process down. Made durable with the event's intake.
+            self.store.inbox.begin(inbound.platform, inbound.event_id)
         if isinstance(route, Command) and route.then_message is None:
             if self.commands.is_plugin(route):
                 self._answer_aside(session, inbound, route)
@@ -470,9 +475,6 @@ class Gateway:
                     log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
                                 inbound.event_id, type(exc).__name__)
 
-        # It runs now, queued behind nothing: a death while it runs is charged to it, and the plugin's
-        # handler is what may have brought the process down. Made durable with the event's intake.
-        self.store.inbox.begin(inbound.platform, inbound.event_id)
         task = asyncio.ensure_future(answer())
         self._aside.add(task)
         task.add_done_callback(self._aside.discard)

@@ -19,6 +19,7 @@ from gateway.dead_letters import APOLOGY, CUT_SHORT
 from gateway.host import STATE_DB
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.hanging_children import HANGING_CHILDREN, delegating_parent, hanging_child
 from tests.plugin_modules import plugin_module
 
 
@@ -280,3 +281,52 @@ async def test_a_death_while_a_plugin_command_runs_is_charged_to_it(tmp_path, ga
     died(tmp_path)
     await gateways(config, [RecordingAdapter()], script={"parent": [[{"text": "x"}]]})
     assert attempts_of(tmp_path, "ev-report") == 1
+
+
+def killed_now(tmp_path):
+    """The state a SIGKILL now would leave, what is committed: call the result once the gateway has
+    stopped to put that state back in its place."""
+    db = tmp_path / "state" / "switchboard.db"
+    snapshot = tmp_path / "killed.db"
+    with contextlib.closing(sqlite3.connect(db)) as source, contextlib.closing(sqlite3.connect(snapshot)) as kept:
+        source.backup(kept)
+
+    def restore() -> None:
+        for log in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            log.unlink(missing_ok=True)
+        snapshot.replace(db)
+
+    return restore
+
+
+async def test_a_death_while_a_built_in_command_runs_is_charged_to_it(tmp_path, gateways):
+    # /new (as /stop) waits for the `subagent_stop` hooks of the children it withdraws, plugins' code,
+    # queued behind nothing, as a plugin's command does: a hook that brings the process down must not
+    # have its /new replayed uncounted into every start.
+    # The second child waits for a slot: /new withdraws it, and waits for its hook, before it answers.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, lifecycle={"max_running": 1})
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
+    gateway = await gateways(config, [chat], model=model)
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def deadly_bookkeeping(**event):
+        reached.set()
+        await release.wait()
+
+    gateway.host.hooks.register("subagent_stop", deadly_bookkeeping, owner="ledger_plugin")
+    await chat.say("please delegate")
+    await model.reached(HANGING_CHILDREN["tasks"][0]["goal"])
+    new = asyncio.ensure_future(chat.say("/new", event_id="ev-new"))
+    await reached.wait()
+    assert not gateway.store.inbox.settled("chat", "ev-new")  # /new waits for the hook
+    restore = killed_now(tmp_path)  # the process dies in the hook
+    release.set()
+    await new
+    await gateway.stop(grace=0)
+    restore()
+    chat = RecordingAdapter()
+    await gateways(config, [chat], script={"parent": echo})
+    await chat.wait_for(lambda: chat.messages)
+    assert chat.texts() == ["Started a new session. Delegation here is background."]  # handled again, once
+    assert attempts_of(tmp_path, "ev-new") == 1
