@@ -29,9 +29,9 @@ RETENTION_SECONDS = 7 * 24 * 3600.0
 """Seconds to remember a platform event id. Redeliveries come within minutes (Slack retries,
 webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all."""
 SENT_MARGIN = 1.0
-"""Seconds a message must be dated before a moment (a running turn's start, a question's) to count as sent
-before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just after may seem
-a little older."""
+"""Seconds a message must be dated by its platform before a moment (a running turn's start, a question's) to
+count as sent before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just
+after may seem a little older. The gateway's own receipt needs none."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
@@ -153,13 +153,15 @@ class Inbox:
         return None if row is None else row[0]
 
     def sent_before(self, inbound: Inbound, when: float) -> bool:
-        """Whether ``inbound`` was sent more than `SENT_MARGIN` before the epoch time ``when``: as the
-        platform dates it, else (the web chat, the terminal, webhooks) as the inbox received it."""
+        """Whether ``inbound`` was sent before the epoch time ``when``: received before it (the web chat,
+        the terminal and webhooks date no message; one that waited while /new withdrew the children), or
+        dated by its platform more than `SENT_MARGIN` before it."""
+        # The receipt is on the gateway's own clock, to the microsecond: no margin. Nothing is received before
+        # it is sent, so a date after the receipt (a platform's clock ahead, a test's fake one) decides nothing.
         received = self.received_at(inbound.platform, inbound.event_id)
-        # Nothing is received before it is sent: a date after the receipt is on a clock ahead of the
-        # gateway's (a platform's skewed one, a test's fake one), while the receipt is on the gateway's clock.
-        sent = min((t for t in (inbound.sent_at, received) if t is not None), default=None)
-        return sent is not None and sent < when - SENT_MARGIN
+        if received is not None and received < when:
+            return True
+        return inbound.sent_at is not None and inbound.sent_at < when - SENT_MARGIN
 
     def answered_since(self, platform: str, turn_id: str, since: float) -> bool:
         """Whether an event received after ``since`` was handled within ``turn_id``, as the answer
