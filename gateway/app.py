@@ -153,12 +153,14 @@ class Gateway:
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice.
         opened = self.store.inbox.unfinished()
-        begun = self.store.inbox.reopen()
+        begun = self.store.inbox.begun()
         # The last gateway died: that counts as an attempt of each event whose turn had begun; one still
         # waiting for its turn (queued behind a slow one) had no part in it.
         replayed = opened if self.store.begin_run() else [
             (event, turn_id) for event, turn_id in opened
             if (event.platform, event.event_id) not in begun or self.dead_letters.cut_short(event)]
+        for event, _ in replayed:
+            self.store.inbox.reopen(event.platform, event.event_id)
         unfinished = [*replayed, *self.store.inbox.take_requeued()]
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True

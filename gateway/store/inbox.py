@@ -7,7 +7,7 @@ handled once its outcome is safe: a command answered, a refusal queued, a turn's
 reply journaled. An event accepted but never settled is replayed after a restart
 (`Inbox.unfinished`), keeping the turn id it was given. In between, `Inbox.begin` marks
 it ``begun`` once the turn that handles it starts: a gateway that dies then counts as a
-failed attempt of that event, not of those still waiting for their turns (`Inbox.reopen`).
+failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`).
 
 An event that fails to be handled is counted (`Inbox.failed`); after too many
 failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
@@ -83,16 +83,21 @@ class Inbox:
     def begin(self, platform: str, event_id: str) -> None:
         """The turn that handles the event starts (or the event was handed to a running turn). The
         caller makes it durable before the turn goes on, so that a death from then on is charged
-        to this event (`reopen`), and not to those still waiting for their turns."""
+        to this event (`begun`), and not to those still waiting for their turns."""
         self._db.write("UPDATE gateway_inbox SET status='begun' WHERE platform=? AND event_id=? AND status='received'",
                        (_text(platform), _text(event_id)))
 
-    def reopen(self) -> set[tuple[str, str]]:
-        """At start: the (platform, event id) of the unsettled events whose turns had begun, each
-        again not begun, so that a mark names a turn this run began."""
+    def begun(self) -> set[tuple[str, str]]:
+        """At start: the (platform, event id) of the unsettled events whose turns had begun."""
         rows = self._db.read("SELECT platform, event_id FROM gateway_inbox WHERE status='begun'")
-        self._db.write("UPDATE gateway_inbox SET status='received' WHERE status='begun'")
         return {(_untext(platform), _untext(event_id)) for platform, event_id in rows}
+
+    def reopen(self, platform: str, event_id: str) -> None:
+        """At start: the event is handled again in this run, not begun until its turn begins again, so
+        that a mark names a turn this run began. One the start does not hand back (its death could not
+        be counted) keeps its mark: the next start counts that death."""
+        self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=? AND status='begun'",
+                       (_text(platform), _text(event_id)))
 
     def failed(self, platform: str, event_id: str, error: str) -> int:
         """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""

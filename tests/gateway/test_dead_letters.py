@@ -217,6 +217,29 @@ async def test_a_start_that_cannot_record_a_cut_short_event_serves_and_keeps_the
     assert chat.texts() == ["re: this one brings it down"]
 
 
+async def test_an_event_a_start_could_not_count_is_counted_after_the_next_death(tmp_path, gateways):
+    # Kept for the next start as it was: the death it brought about still uncounted, it must not be
+    # replayed uncounted after the next one (here an unrelated one, while it waited).
+    config = make_config(tmp_path, inbox={"max_attempts": 2})
+    model = ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("this one brings it down", chat="c1", event_id="ev-poison")
+    await model.reached("forever")
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    execute(tmp_path, REFUSE["attempt"])
+    gateway = await gateways(config, [RecordingAdapter()], script={"parent": echo})  # cannot count it
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    execute(tmp_path, "DROP TRIGGER refuse")
+    chat = RecordingAdapter()
+    await gateways(config, [chat], script={"parent": echo})
+    await chat.wait_for(lambda: chat.messages)
+    assert chat.texts() == ["re: this one brings it down"]
+    assert attempts_of(tmp_path, "ev-poison") == 1
+
+
 async def test_a_death_charges_the_running_turns_event_not_the_messages_queued_behind_it(tmp_path, gateways):
     # With slow turns and a backlog, unrelated deaths must not set aside messages whose turns never began.
     config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "queue"})

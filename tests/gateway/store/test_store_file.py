@@ -166,8 +166,9 @@ def test_a_schema_7_inbox_takes_its_unsettled_events_as_begun(tmp_path):
         db.execute("UPDATE gateway_meta SET value='7' WHERE key='schema_version'")
     store = GatewayStore(path)
     try:
-        assert store.inbox.reopen() == {("telegram", "e1")}
-        assert store.inbox.reopen() == set()  # the mark is for the start after that build only
+        assert store.inbox.begun() == {("telegram", "e1")}
+        store.inbox.reopen("telegram", "e1")  # handed back to a start: begun again once its turn begins
+        assert store.inbox.begun() == set()
         assert [(e.event_id, turn_id) for e, turn_id in store.inbox.unfinished()] == [("e1", "t-1")]
     finally:
         store.close()
