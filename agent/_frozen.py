@@ -43,12 +43,15 @@ TWIN_FROM_FIELDS = 5
 def fast_init(cls: T) -> T:
     """Replace the ``__init__`` of a frozen dataclass made with ``slots=True`` (apply this
     decorator above ``@dataclass``). Every field must be an ``init`` field without
-    ``__post_init__``: anything else is refused, loudly, at import time."""
+    ``__post_init__``, and the class without ``weakref_slot``: anything else is refused,
+    loudly, at import time."""
     params = dataclasses.fields(cls)
     if not (cls.__dataclass_params__.frozen and "__slots__" in cls.__dict__):
         raise TypeError(f"{cls.__name__}: fast_init is for frozen dataclasses with slots")
     if hasattr(cls, "__post_init__") or not all(f.init and not f.kw_only for f in params):
         raise TypeError(f"{cls.__name__}: fast_init does not support __post_init__, init=False or kw_only fields")
+    if "__weakref__" in cls.__slots__:  # CPython refuses the twin's class switch for such a layout
+        raise TypeError(f"{cls.__name__}: fast_init does not support weakref_slot")
     namespace: dict[str, object] = {"_NO_DEFAULT": _NO_DEFAULT, "_cls": cls}
     signature, defaults, by_descriptor = [], [], []
     for f in params:

@@ -56,6 +56,17 @@ def test_only_frozen_slotted_dataclasses_without_post_init_qualify():
         fast_init(Checked)
 
 
+def test_a_record_with_a_weakref_slot_is_refused_at_import():
+    # CPython refuses to switch an instance between classes with a __weakref__ slot, twin and frozen
+    # alike: every `_build`, and every wide record's __init__, would raise at run time instead.
+    @dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)
+    class Referenced:
+        a: int
+
+    with pytest.raises(TypeError, match="weakref_slot"):
+        fast_init(Referenced)
+
+
 @fast_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class Wide:
