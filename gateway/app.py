@@ -383,12 +383,11 @@ class Gateway:
                 self.store.inbox.settle(inbound.platform, inbound.event_id)
             return Accepted(None, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
-        if isinstance(route, Command):
+        if isinstance(route, Command) and route.then_message is None:
             # It runs now, queued behind nothing: a death while it runs is charged to it. A plugin's
             # handler, or the `subagent_stop` hooks of the children /new and /stop withdraw (plugins'
             # code too), may be what brought the process down. Made durable with the event's intake.
             self.store.inbox.begin(inbound.platform, inbound.event_id)
-        if isinstance(route, Command) and route.then_message is None:
             if self.commands.is_plugin(route):
                 self._answer_aside(session, inbound, route)
             else:
@@ -397,7 +396,10 @@ class Gateway:
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
+                self.store.inbox.begin(inbound.platform, inbound.event_id)  # as a command of its own
                 self._send_answer(inbound, await self.commands.run(session, route, inbound))
+                # Answered: its text waits for its turn, charged with nothing until that begins.
+                self.store.inbox.reopen(inbound.platform, inbound.event_id)
             # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
             # message, left it going on: it waits for it).
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))

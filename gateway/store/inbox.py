@@ -93,9 +93,10 @@ class Inbox:
         return {(_untext(platform), _untext(event_id)) for platform, event_id in rows}
 
     def reopen(self, platform: str, event_id: str) -> None:
-        """At start: the event is handled again in this run, not begun until its turn begins again, so
-        that a mark names a turn this run began. One the start does not hand back (its death could not
-        be counted) keeps its mark: the next start counts that death."""
+        """The event waits for its turn again, not begun until that begins: handed back by a start, so
+        that a mark names a turn this run began (one the start does not hand back, its death not
+        counted, keeps its mark: the next start counts that death); the text after a /new once the
+        /new has answered."""
         self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=? AND status='begun'",
                        (_text(platform), _text(event_id)))
 

@@ -322,7 +322,8 @@ def killed_now(tmp_path):
     return restore
 
 
-async def test_a_death_while_a_built_in_command_runs_is_charged_to_it(tmp_path, gateways):
+@pytest.mark.parametrize("command", ["/new", "/new plan the trip"])
+async def test_a_death_while_a_built_in_command_runs_is_charged_to_it(tmp_path, gateways, command):
     # /new (as /stop) waits for the `subagent_stop` hooks of the children it withdraws, plugins' code,
     # queued behind nothing, as a plugin's command does: a hook that brings the process down must not
     # have its /new replayed uncounted into every start.
@@ -340,7 +341,7 @@ async def test_a_death_while_a_built_in_command_runs_is_charged_to_it(tmp_path, 
     gateway.host.hooks.register("subagent_stop", deadly_bookkeeping, owner="ledger_plugin")
     await chat.say("please delegate")
     await model.reached(HANGING_CHILDREN["tasks"][0]["goal"])
-    new = asyncio.ensure_future(chat.say("/new", event_id="ev-new"))
+    new = asyncio.ensure_future(chat.say(command, event_id="ev-new"))
     await reached.wait()
     assert not gateway.store.inbox.settled("chat", "ev-new")  # /new waits for the hook
     restore = killed_now(tmp_path)  # the process dies in the hook
@@ -350,6 +351,25 @@ async def test_a_death_while_a_built_in_command_runs_is_charged_to_it(tmp_path, 
     restore()
     chat = RecordingAdapter()
     await gateways(config, [chat], script={"parent": echo})
-    await chat.wait_for(lambda: chat.messages)
-    assert chat.texts() == ["Started a new session. Delegation here is background."]  # handled again, once
+    answers = ["Started a new session. Delegation here is background."]
+    if command != "/new":
+        answers.append("re: plan the trip")
+    await chat.wait_for(lambda: len(chat.messages) == len(answers))
+    assert chat.texts() == answers  # handled again, once
     assert attempts_of(tmp_path, "ev-new") == 1
+
+
+async def test_the_text_after_a_new_waiting_for_its_turn_is_not_charged_with_a_death(tmp_path, gateways):
+    # /new sent before the message being answered now (handed over after it) leaves that turn going on:
+    # its text waits for its turn, as a message queued behind a slow turn does, and counts nothing.
+    config = make_config(tmp_path, inbox={"max_attempts": 2})
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("this one brings it down", chat="c1", event_id="ev-poison", sent_at=1_700_000_100.0)
+    await model.reached("forever")
+    await chat.say("/new plan the trip", chat="c1", event_id="ev-new", sent_at=1_700_000_000.0)
+    assert gateway.store.outbox.message("cmd-chat-ev-new:0") is not None  # answered: it started nothing
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    await gateways(config, [RecordingAdapter()], model=ScriptedModel({"parent": [[{"wait": "forever"}]]}))
+    assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-new")] == [1, 0]
