@@ -137,6 +137,10 @@ class Questions:
             self._outbox.drop(*session.chat, lambda row: row.key.startswith(f"{key}:"))
             raise
         if answer is None and session.platform in self._deaf:  # no answer can come: not one more wait
+            # Said under the question, as a question asked from then on says it: the transcript reads
+            # the same whether the input ended before the question or while it waited.
+            self._outbox.enqueue(*session.chat, UNANSWERABLE, kind="reply", key=f"{key}:unanswerable",
+                                 turn_id=running.turn_id, reply_to=running.answers)
             raise ToolError(NOT_NOW)
         if answer is None:
             # In a group it quotes the asker's message, as the question did: whose request goes on without it.

@@ -8,7 +8,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.questions import FILE_WAITS, NOT_NOW, PAUSE_GRACE, chosen, expired_text, question_text
+from gateway.questions import FILE_WAITS, NOT_NOW, PAUSE_GRACE, UNANSWERABLE, chosen, expired_text, question_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Attachment
 from platforms.fakes._waiting import wait_until
@@ -436,3 +436,14 @@ async def test_a_question_asked_again_after_two_restarts_has_been_in_the_chat_si
     await chat3.wait_for(lambda: len(chat3.texts()) == 2)
     await settled(gateway3)
     assert chat3.texts() == [QUESTION, "deploying to: production"]
+
+
+async def test_a_question_waiting_when_nobody_can_answer_any_more_says_so_under_it(tmp_path, gateways):
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": asking_parent}))
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    gateway.questions.input_ended(chat.name)  # the terminal chat's piped input ran out
+    await chat.wait_for(lambda: len(chat.texts()) == 3)
+    await settled(gateway)
+    assert chat.texts() == [QUESTION, UNANSWERABLE, f"deploying to: Error: {NOT_NOW}"]
