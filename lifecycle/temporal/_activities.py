@@ -122,6 +122,8 @@ class ChildActivities:
                 raise ApplicationError(str(exc), exc.kind, type=MODEL_ERROR, non_retryable=True,
                                        category=ApplicationErrorCategory.BENIGN) from None
             except asyncio.CancelledError:
+                if _abandoned():
+                    return {}
                 raise
             except Exception as exc:  # a provider bug fails the call, as it would in-process
                 log.warning("model call failed", exc_info=True)
@@ -151,6 +153,8 @@ class ChildActivities:
             except ToolError as exc:
                 return {"ok": False, "error": str(exc)}
             except asyncio.CancelledError:
+                if _abandoned():
+                    return {}
                 raise
             except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
                 log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
@@ -223,6 +227,20 @@ async def heartbeating(interval: float) -> AsyncIterator[None]:
         yield
     finally:
         task.cancel()
+
+
+def _abandoned() -> bool:
+    """Whether the call was cut off because Temporal no longer has it: a stop ends the child's
+    workflow in the task that cancels the call, so its next heartbeat finds neither. No one waits
+    for its result then, and ending it quietly is all there is to do: raised, the cancellation
+    would be logged by temporalio as the call failing (it is quiet only for a cancel the workflow
+    asked of a call it still has), a warning with a traceback on the worker for every stop."""
+    details = activity.cancellation_details()
+    if details is None or not details.not_found:
+        return False
+    info = activity.info()
+    log.debug("call %s of child %s cut off: Temporal no longer has it", info.activity_id, info.workflow_id)
+    return True
 
 
 def _setup_error(message: str) -> ApplicationError:
