@@ -55,8 +55,12 @@ class Stopped:
 class SessionRegistry:
     def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
                  clock: Clock, ended: Ended, backend_for: Callable[[], str] = lambda: "default",
-                 delegate_for: DelegateFor | None = None) -> None:
+                 delegate_for: DelegateFor | None = None,
+                 waits_again: Callable[[Inbound], None] = lambda event: None) -> None:
+        """``waits_again``: a message steered into a turn goes back to waiting for a turn of its own (the
+        turn was stopped before reading it): its event is no longer part of what runs (`Inbox.reopen`)."""
         self._table = table
+        self._waits_again = waits_again
         self._ended = ended
         self._new_agent = new_agent
         self._mode_for = mode_for
@@ -172,6 +176,9 @@ class SessionRegistry:
                 kept.append(item)
         session.queue.clear()
         session.queue.extend(kept)
+        for _, item in unread:
+            if item.event is not None and not drops(item.event):  # back to waiting, as `stop_turn` puts them
+                self._waits_again(item.event)
         stopped = turn and self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
@@ -189,6 +196,8 @@ class SessionRegistry:
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
         for item in reversed(_take_unread(session, running)):
             session.queue.appendleft(item)
+            if item.event is not None:
+                self._waits_again(item.event)
         first = not running.suppressed
         running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)

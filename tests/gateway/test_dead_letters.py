@@ -8,6 +8,7 @@ import contextlib
 import io
 import logging
 import sqlite3
+import time
 
 import pytest
 
@@ -373,3 +374,38 @@ async def test_the_text_after_a_new_waiting_for_its_turn_is_not_charged_with_a_d
     died(tmp_path)
     await gateways(config, [RecordingAdapter()], model=ScriptedModel({"parent": [[{"wait": "forever"}]]}))
     assert [attempts_of(tmp_path, e) for e in ("ev-poison", "ev-new")] == [1, 0]
+
+
+@pytest.mark.parametrize("stop", ["console", "/stop sent before it"])
+async def test_a_steered_message_a_stop_put_back_is_not_charged_with_the_stopped_turns_wind_down(tmp_path, gateways,
+                                                                                                 stop):
+    # A stop before the turn read it (the operator console's, or a /stop the user sent before it, handed
+    # over after it): it waits for a turn of its own again, while the stopped turn winds down (a plugin's
+    # turn_end hook); a death then is no part of it.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "steer"})
+    chat, model = RecordingAdapter(), ScriptedModel({"parent": [[{"wait": "forever"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    winding_down = asyncio.Event()
+
+    async def slow_tidy_up(**event):
+        winding_down.set()
+        await asyncio.Event().wait()
+
+    gateway.host.hooks.register("turn_end", slow_tidy_up, owner="tidy_plugin")
+    await chat.say("this one runs", chat="c1", event_id="ev-running")
+    await model.reached("forever")
+    now = time.time()
+    await chat.say("and mind this", chat="c1", event_id="ev-steered", sent_at=now)
+    session = gateway.sessions.find("chat", "c1", None)
+    if stop == "console":
+        assert gateway.sessions.stop_turn(session, "stopped from the operator console", why="console")
+    else:
+        await chat.say("/stop", chat="c1", event_id="ev-stop", sent_at=now - 5)
+    async with asyncio.timeout(5):
+        await winding_down.wait()
+    assert session.running is not None and [item.event.event_id for item in session.queue] == ["ev-steered"]
+    await gateway.store.durable()
+    await gateway.stop(grace=0)
+    died(tmp_path)
+    await gateways(config, [RecordingAdapter()], script={"parent": echo})
+    assert attempts_of(tmp_path, "ev-steered") == 0
