@@ -42,6 +42,13 @@ class HostView:
         supervisor = self._supervisor
         return tuple(supervisor.snapshot(r) for r in supervisor.children(parent_session_id))
 
+    def sessions_with_children(self) -> tuple[str, ...]:
+        """The ids of the top-level sessions with live children, however the host holds them:
+        loaded or not, of a generation replaced since (``/new``), or read back from the journal
+        after a restart with the children still running on their engine. Each once, in the
+        order of their earliest child still held (launched, or adopted after a restart)."""
+        return tuple(self._supervisor.parents())
+
     def recent(self, parent_session_id: str) -> tuple[ChildSnapshot, ...]:
         """The session's last 10 finished children, oldest first; each is forgotten once it is
         older than ``lifecycle.retention_seconds``."""

@@ -635,6 +635,12 @@ class Supervisor:
         siblings = self._by_parent.get(parent_session_id)
         return [r for r in siblings.values() if not r.state.terminal] if siblings else []
 
+    def parents(self) -> list[str]:
+        """The top-level sessions (not children) with children not in a terminal state, in the
+        order of their earliest child still held."""
+        return [pid for pid, siblings in self._by_parent.items()
+                if any(r.handle.depth == 1 and not r.state.terminal for r in siblings.values())]
+
     def with_descendants(self, records: Iterable[Record]) -> list[Record]:
         """``records`` followed by their live children, theirs, and so on (a child's session id is
         its subagent id): what stopping them stops."""

@@ -185,6 +185,13 @@ class Console(GatewayListener):
                 if stopped or children:
                     log.info("console: stopped turn %s%s", turn_id, f" and {children} subagent(s)" if children else "")
                     return None
+            # A session not in memory (not loaded since a restart, replaced by /new, a plugin's own) runs
+            # no turn, but its children may run on: stopping them needs no session.
+            for session_id in g.host.children.sessions_with_children():
+                if g.sessions.by_agent(session_id) is None and (
+                        children := await g.host.children.interrupt_turn(session_id, turn_id, STOP_REASON)):
+                    log.info("console: stopped %d subagent(s) of turn %s", children, turn_id)
+                    return None
             return CONFLICT, "that turn is not running and has no running subagents"
 
         return await self._act(request, stop, str)

@@ -20,7 +20,7 @@ from lifecycle import ChildSnapshot
 if TYPE_CHECKING:
     from gateway.app import Gateway
     from gateway.console.recent_errors import RecentErrors
-    from gateway.sessions import GatewaySession
+    from gateway.sessions import RunningTurn
 
 SESSIONS = 50
 DELEGATIONS = 30
@@ -36,6 +36,8 @@ class ConsoleView:
         self._errors = errors
         self._finished: OrderedDict[str, ChildSnapshot] = OrderedDict()
         """Snapshots of finished children: final, so read from the journal once."""
+        self._chats: dict[str, str] = {}
+        """The chats of the sessions not in memory last shown with children (a session's chat never changes)."""
 
     async def snapshot(self) -> dict[str, Any]:
         g = self._gateway
@@ -43,7 +45,7 @@ class ConsoleView:
         return {
             "now": g.clock.time(),
             "sessions": self._sessions(),
-            "work": [w for s in g.sessions for w in self._work(s)],
+            "work": self._all_work(),
             "delegations": [await self._delegation(row) for row in g.store.delegations.recent(DELEGATIONS)],
             "outbox": {
                 **g.store.outbox.counts(),
@@ -78,21 +80,38 @@ class ConsoleView:
             })
         return out
 
-    def _work(self, session: GatewaySession) -> Iterable[dict[str, Any]]:
+    def _all_work(self) -> list[dict[str, Any]]:
+        """The work of the sessions in memory, then the live children of sessions that are not:
+        not loaded since a restart while their children ran on (``lifecycle.engine: temporal``),
+        replaced by ``/new`` while their children wind down, or a plugin's own. Those are not
+        loaded to be shown. (An idle session is let go only once no child works for it.)"""
+        g = self._gateway
+        work = [w for s in g.sessions for w in self._work(s.session_id, s.key, s.running)]
+        chats: dict[str, str | None] = {}
+        for session_id in g.host.children.sessions_with_children():
+            if g.sessions.by_agent(session_id) is None:
+                chats[session_id] = self._chats.get(session_id) or g.store.sessions.key_of(session_id)
+                work.extend(self._work(session_id, chats[session_id], None))
+        self._chats = {sid: key for sid, key in chats.items() if key is not None}
+        return work
+
+    def _work(self, session_id: str, key: str | None, running: RunningTurn | None) -> Iterable[dict[str, Any]]:
         """The session's running turn and every earlier turn with children still running, each
-        with its children (the finished ones it still remembers too), in launch order."""
+        with its children (the finished ones it still remembers too), in launch order. ``key``:
+        its chat's; None for a session no chat has now (replaced by ``/new`` while its children wind
+        down, or a plugin's own)."""
         view = self._gateway.host.children
-        live = view.children(session.session_id)
-        finished = view.recent(session.session_id)
-        running = session.running
+        live = view.children(session_id)
+        finished = view.recent(session_id)
+        platform, chat_id, _ = split_session_key(key) if key is not None else (None, None, None)
         turns = dict.fromkeys([*([running.turn_id] if running is not None else []), *(c.parent_turn_id for c in live)])
         for turn_id in turns:
             children = sorted((c for c in (*finished, *live) if c.parent_turn_id == turn_id),
                               key=lambda c: c.created_at)
             turn = running if running is not None and running.turn_id == turn_id else None
             yield {
-                "session_key": session.key, "platform": session.platform, "chat_id": session.chat_id,
-                "session_id": session.session_id, "turn_id": turn_id, "running": turn is not None,
+                "session_key": key, "platform": platform, "chat_id": chat_id,
+                "session_id": session_id, "turn_id": turn_id, "running": turn is not None,
                 "kind": turn.kind if turn is not None else None,
                 "started_at": turn.started_at if turn is not None else None,
                 "tool": turn.current_tool if turn is not None else None,

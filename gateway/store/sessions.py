@@ -29,6 +29,8 @@ SCHEMA = (
         key TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (key, seq))""",
     # `recent`, which the console reads up to ten times a second, over every chat ever seen.
     "CREATE INDEX IF NOT EXISTS gateway_sessions_updated ON gateway_sessions (updated_at)",
+    # `key_of`, which the console reads for the sessions not in memory whose children run.
+    "CREATE INDEX IF NOT EXISTS gateway_sessions_session_id ON gateway_sessions (session_id)",
 )
 
 
@@ -95,6 +97,12 @@ class SessionTable:
         messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
         return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5],
                           row[6], row[7])
+
+    def key_of(self, session_id: str) -> str | None:
+        """The key of the chat whose current generation is this agent session; None for an
+        older generation (replaced by ``/new``) or a session no chat has."""
+        row = self._db.read_one("SELECT key FROM gateway_sessions WHERE session_id=?", (session_id,))
+        return None if row is None else row[0]
 
     def save_backend(self, key: str, backend: str, choice: str | None) -> None:
         """Store the session's current backend and the chat's choice for later generations."""

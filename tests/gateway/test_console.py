@@ -19,7 +19,7 @@ from gateway.testing import RecordingAdapter, SlowToStop, make_config, settled
 from lifecycle import SubagentState
 from platforms.base import Forbidden
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
-from tests.gateway.observing import FailingAdapter, served
+from tests.gateway.observing import PLUGIN_TURN, FailingAdapter, restarted_with_children_on_temporal, served
 
 TOKEN = "console-token-0123456789"
 TWO_TASKS = {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": [{"goal": "apples"},
@@ -154,6 +154,44 @@ async def test_stopping_an_ended_turn_from_the_console_interrupts_its_background
     [delegation] = seen["delegations"]
     assert delegation["status"] == "delivered"
     assert [(t["state"], t["error"]) for t in delegation["tasks"]] == [("INTERRUPTED", STOP_REASON)] * 2
+
+
+async def test_children_running_on_temporal_after_a_restart_show_and_stop_though_their_session_is_not_loaded(
+        tmp_path, gateways, temporal_server) -> None:
+    """After a restart a chat's session is loaded when it speaks, or when something needs it (a
+    delegation's delivery): children a plugin launched, which ran on on their workers, are still
+    running work in a chat nothing loaded, and the operator can stop them."""
+    async with restarted_with_children_on_temporal(tmp_path, gateways, temporal_server, "results are in") as (
+            gateway, chat), served(gateway) as server:
+        seen = await state(server.url)
+        sessions = {s["chat_id"]: s for s in seen["sessions"]}
+        assert (sessions["c1"]["in_memory"], sessions["c2"]["in_memory"]) == (True, False)
+        delegated, launched = seen["work"]  # the sessions in memory first
+        assert (delegated["chat_id"], delegated["running"]) == ("c1", False)
+        assert [(c["goal"], c["live"]) for c in delegated["children"]] == [("apples", True), ("pears", True)]
+        assert (launched["platform"], launched["chat_id"], launched["session_key"], launched["turn_id"],
+                launched["running"]) == ("chat", "c2", sessions["c2"]["key"], PLUGIN_TURN, False)
+        assert [(c["goal"], c["live"]) for c in launched["children"]] == [("plums", True), ("figs", True)]
+        plums, figs = launched["children"]
+        assert await post(server.url, f"/console/api/children/{plums['id']}/stop") == (200, {"ok": True})
+        async with asyncio.timeout(15):
+            await gateway.host.children.wait_finished([plums["id"]])
+        [launched] = [w for w in (await state(server.url))["work"] if w["chat_id"] == "c2"]  # figs still runs
+        assert [(c["goal"], c["live"]) for c in launched["children"]] == [("plums", False), ("figs", True)]
+        for work in (delegated, launched):
+            assert await post(server.url, f"/console/api/turns/{work['turn_id']}/stop") == (200, {"ok": True})
+        async with asyncio.timeout(15):
+            await gateway.host.children.wait_finished([figs["id"]])
+        await chat.wait_for(lambda: len(chat.texts()) == 1, timeout=15)
+        await settled(gateway, timeout=15)
+        seen = await state(server.url)
+    assert seen["work"] == []
+    assert not {s["chat_id"]: s for s in seen["sessions"]}["c2"]["in_memory"]  # nothing loaded it
+    ids = [c["id"] for c in (*delegated["children"], plums, figs)]
+    found = await gateway.host.children.lookup(ids)
+    assert [(found[sid].state, found[sid].error) for sid in ids] == [(SubagentState.INTERRUPTED, STOP_REASON)] * 4
+    assert chat.texts() == [f"results are in\n\n⚠️ Subagent failed: apples: {STOP_REASON}"
+                            f"\n⚠️ Subagent failed: pears: {STOP_REASON}"]
 
 
 async def test_a_delivery_turn_stopped_from_the_console_delivers_nothing_and_the_delegation_says_why(

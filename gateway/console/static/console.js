@@ -33,6 +33,8 @@
   const td = (text, cls) => el("td", { class: cls || null }, text === null || text === undefined ? "" : String(text));
   const badge = (text, cls) => el("span", { class: "badge " + (cls || text) }, text);
   const chat = (platform, chatId) => platform + " · " + chatId;
+  // Children a plugin launched for a session of its own belong to no chat.
+  const where = (w) => w.platform ? chat(w.platform, w.chat_id) : "session " + w.session_id;
 
   function duration(seconds) {
     seconds = Math.max(0, Math.floor(seconds));
@@ -112,7 +114,7 @@
     $("work-count").textContent = work.length ? "(" + work.length + ")" : "";
     $("work").replaceChildren(...work.map((w) => el("div", { class: "turn", "data-turn-id": w.turn_id },
       el("div", { class: "turn-head" },
-        el("strong", {}, chat(w.platform, w.chat_id)),
+        el("strong", {}, where(w)),
         el("span", { class: "id", title: "turn id" }, w.turn_id),
         w.running ? badge(w.kind === "completion" ? "completion turn" : "turn running", "running")
           : badge("turn ended", "suppressed"),
@@ -122,9 +124,9 @@
           ? action("Stop", "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
             w.running ? "Stop this turn and its subagents: the chat is told, what it queued still runs"
               : "Interrupt this turn's running subagents: each ends with the partial output it has",
-            w.running ? "Stop the turn running in " + chat(w.platform, w.chat_id) + "? Nothing more of it is sent, "
+            w.running ? "Stop the turn running in " + where(w) + "? Nothing more of it is sent, "
                 + "its subagents stop too, and the chat is told."
-              : "Interrupt the running subagents of this turn in " + chat(w.platform, w.chat_id) + "?")
+              : "Interrupt the running subagents of this turn in " + where(w) + "?")
           : null),
       w.children.length ? tree(w.children) : null)));
   }
