@@ -188,7 +188,8 @@ class _Live(Collector):
         yield outbox
         # UNKNOWN is what a bad handle reads as: no child is ever in it.
         states = {s: 0 for s in SubagentState if not s.terminal and s is not SubagentState.UNKNOWN}
-        for child in live_children(self._children, [s.session_id for s in self._sessions]):
+        # Every session's, loaded or not: children on Temporal workers outlive a restart, their chat unloaded.
+        for child in live_children(self._children, self._children.sessions_with_children()):
             states[child.state] = states.get(child.state, 0) + 1
         gauge = GaugeMetricFamily("switchboard_subagents", "Children not finished, by state.", labels=["state"])
         for state, n in states.items():

@@ -12,9 +12,12 @@ import aiohttp
 from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import Forbidden, NetworkError, Outbound, RateLimited, Sent
-from tests.gateway.observing import LIST, FailingAdapter, samples, served
+from tests.gateway.observing import LIST, FailingAdapter, restarted_with_children_on_temporal, samples, served
 
 TOKEN = "console-token-0123456789"
+
+
+LIVE = ("pending", "starting", "running", "cancel_requested")
 
 
 async def scrape(base: str, headers: dict[str, str] | None = None):
@@ -188,6 +191,21 @@ async def test_a_lookup_that_finds_a_lost_send_is_counted_and_nothing_is_sent_tw
     assert chat.texts() == ["once"]
     assert value("switchboard_outbox_lookups_total", platform="chat", outcome="found") == 1
     assert value("switchboard_deliveries_total", platform="chat", kind="reply", outcome="sent") == 1
+
+
+async def test_children_running_on_temporal_after_a_restart_count_though_their_session_is_not_loaded(
+        tmp_path, gateways, temporal_server) -> None:
+    async with restarted_with_children_on_temporal(tmp_path, gateways, temporal_server, "stopped") as (
+            gateway, chat), served(gateway) as server:
+        value = await scrape(server.url)
+        assert value("switchboard_sessions") == 1  # c1's, for its delegation; c2's is not loaded
+        assert sum(value("switchboard_subagents", state=s) for s in LIVE) == 4
+        for chat_id in ("c1", "c2"):
+            await chat.say("/stop", chat=chat_id)
+        await chat.wait_for(lambda: len(chat.texts("command")) == 2)
+        await settled(gateway, timeout=15)
+        value = await scrape(server.url)
+    assert sum(value("switchboard_subagents", state=s) for s in LIVE) == 0
 
 
 async def test_children_on_temporal_workers_count_in_the_model_metrics_once(tmp_path, gateways,
