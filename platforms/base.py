@@ -473,7 +473,15 @@ class StopsWithin(Protocol):
 
     async def stop_within(self, seconds: float) -> None:
         """`Adapter.stop`, done within about ``seconds``: what it had no time to hand over is not lost
-        (read back at the next start, or answered to be sent again)."""
+        (read back at the next start, or answered to be sent again). Its last calls to the platform (those
+        answers, Slack's placeholder deletions) get what is left of ``seconds``, but at least
+        `LAST_CALLS_FLOOR`: what they do not do by then is left (see each adapter)."""
+
+
+LAST_CALLS_FLOOR = 1.0
+"""Seconds an adapter's last calls at a stop get when ``seconds`` (`StopsWithin.stop_within`) is spent: they
+take milliseconds while the platform answers; one that does not answer holds the stop this much longer, no
+more (as the children's engine's last requests, `gateway.app.CLOSE_FLOOR_SECONDS`)."""
 
 
 @runtime_checkable

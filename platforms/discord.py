@@ -65,6 +65,7 @@ from platforms import discord_urls  # first: imports discord.py without its audi
 from platforms import discord_answers, discord_catch_up, discord_commands, discord_files, discord_inbound, discord_token
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
+    LAST_CALLS_FLOOR,
     Attachment,
     CommandSpec,
     DisplayTier,
@@ -305,7 +306,8 @@ class DiscordAdapter:
     async def stop_within(self, seconds: float) -> None:
         """Close the gateway connection and HTTP session, hand over what was already queued for what
         is left of ``seconds``: what is not is read back at the next start if a message, and told
-        `not taken` if a command. Idempotent."""
+        `not taken` if a command (for what is left of ``seconds`` then, at least `LAST_CALLS_FLOOR`: an
+        answer Discord has not taken by then is given up). Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
@@ -340,7 +342,7 @@ class DiscordAdapter:
             inbound, _, _ = self._queue.get_nowait()  # at the next start, a command is not
             if inbound is not None and inbound.is_command:
                 self._not_taken.append(inbound)
-        await self._tell_not_taken()
+        await self._tell_not_taken(max(deadline - loop.time(), LAST_CALLS_FLOOR))
         answers, self._interactions.session = self._interactions.session, None
         if answers is not None:
             await answers.close()
@@ -461,9 +463,9 @@ class DiscordAdapter:
             self._receiving.discard(task)
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
-    async def _tell_not_taken(self) -> None:
+    async def _tell_not_taken(self, seconds: float) -> None:
         commands, self._not_taken = self._not_taken, []
-        await discord_commands.tell_not_taken(commands, self._interactions.session)
+        await discord_commands.tell_not_taken(commands, self._interactions.session, seconds)
 
     # ---- outbound ----------------------------------------------------------------------------
 

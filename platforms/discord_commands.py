@@ -26,7 +26,7 @@ from platforms.base import CommandSpec, Inbound
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.not_recorded import NOT_TAKEN, NOT_TAKEN_WAIT
+from platforms.not_recorded import NOT_TAKEN
 
 log = logging.getLogger("platforms.discord")
 
@@ -92,14 +92,16 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     )
 
 
-async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None) -> None:
+async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,
+                         seconds: float) -> None:
     """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
     taken: Discord sends an interaction once, so the user is the one who can send it again. All
-    within `NOT_TAKEN_WAIT`: the stop's grace is the gateway's to share."""
+    within ``seconds`` (the stop's grace is the gateway's to share): an answer Discord has not
+    taken by then is given up, and Discord shows the user that the interaction failed."""
     if not commands:
         return
     tasks = [asyncio.ensure_future(not_taken(command, session)) for command in commands]
-    await asyncio.wait(tasks, timeout=NOT_TAKEN_WAIT)
+    await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import Inbound
+from platforms.base import CommandSpec, Inbound
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
 
@@ -69,3 +69,26 @@ async def test_a_stop_with_events_queued_behind_a_slow_sink_keeps_to_its_grace(f
     # Nothing lost: none was seen, so the next start's catch-up reads them all back from the channel.
     seen = adapter._last_seen.last_seen.get(int(channel))
     assert seen is None or seen < min(int(m.id) for m in fake.messages[channel])
+
+
+HISTORY = "GET /channels/{channel_id}/messages"
+ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+
+
+async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_keeps_to_its_grace(
+        fake: FakeDiscord) -> None:
+    # A command held behind the catch-up at the stop is answered "Not taken"; those answers had 3 s
+    # of their own, past the grace, when Discord was slow to take them.
+    adapter = adapter_for(fake)
+    adapter.bind_last_seen({fake.dm_channel(USER): "1"}, lambda channel, message: None, lambda channel: None)
+    fake.hold(HISTORY)  # the catch-up's read, unanswered: live events wait behind it
+    fake.hold(ANSWER)
+    await adapter.start(lambda inbound: asyncio.sleep(0), [CommandSpec("new", "Start a new session")])
+    await fake.wait_for(lambda: fake.calls_to(HISTORY))
+    command = fake.push_interaction("new", USER)
+    await fake.wait_for(lambda: fake.interactions[command]["responses"] == [5])  # "thinking…"
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await adapter.stop_within(GRACE)
+    assert loop.time() - began < GRACE + SLACK
+    assert fake.calls_to(ANSWER)  # tried, within the grace: Discord shows the interaction failed
