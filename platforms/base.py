@@ -480,8 +480,8 @@ class StopsWithin(Protocol):
 
 LAST_CALLS_FLOOR = 1.0
 """Seconds an adapter's last calls at a stop get when ``seconds`` (`StopsWithin.stop_within`) is spent: they
-take milliseconds while the platform answers; one that does not answer holds the stop this much longer, no
-more (as the children's engine's last requests, `gateway.app.CLOSE_FLOOR_SECONDS`)."""
+take milliseconds while the platform answers; one that does not answer holds each step of them this much
+longer, no more (as the children's engine's last requests, `gateway.app.CLOSE_FLOOR_SECONDS`)."""
 
 
 @runtime_checkable

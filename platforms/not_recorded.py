@@ -33,5 +33,3 @@ def storage_refusal(exc: BaseException) -> bool:
 NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
 """The answer to a slash command a stop left unrecorded (Slack and Discord acknowledge a command at
 once and never send it again), with ``command`` its name, slash included."""
-NOT_TAKEN_WAIT = 3.0
-"""Seconds a stop gives those answers, all together: the stop's grace is the gateway's to share."""

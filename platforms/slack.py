@@ -74,6 +74,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from platforms import slack_commands, slack_files, slack_history, slack_socket, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
+    LAST_CALLS_FLOOR,
     Attachment,
     CommandSpec,
     DeliveryError,
@@ -120,6 +121,8 @@ files.completeUploadExternal Tier 4 (100 a minute)."""
 DEFAULT_API_BASE = "https://slack.com/api/"
 _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
+STOP_SECONDS = 5.0
+"""How long a stop not given its time by the gateway (`SlackAdapter.stop`) gives its last calls at most."""
 
 
 class SlackAdapter:
@@ -266,9 +269,18 @@ class SlackAdapter:
                                    timeout=self._connect_timeout)
 
     async def stop(self) -> None:
+        """`stop_within` `STOP_SECONDS`. Idempotent."""
+        await self.stop_within(STOP_SECONDS)
+
+    async def stop_within(self, seconds: float) -> None:
         """Disconnect, delete any progress placeholder still shown, close the HTTP session. Events and
         commands still being read are dropped unacked (Slack sends an event again, to the next process);
-        a command acked already is answered to be sent again, as one whose hand-over the stop cancels."""
+        a command acked already is answered to be sent again, as one whose hand-over the stop cancels.
+        The deletions, then the answers, each get what is left of ``seconds``, at least `LAST_CALLS_FLOOR`:
+        a placeholder not deleted by then is left to the next start (`bind_indicators_left`), an answer
+        Slack has not taken is given up. Idempotent."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
         self._stopping = True
         if self._socket is not None:
             socket, self._socket = self._socket, None
@@ -280,12 +292,14 @@ class SlackAdapter:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._progress.stop()
+        await self._progress.stop(max(deadline - loop.time(), LAST_CALLS_FLOOR))
         self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`_deliver`)
         await asyncio.gather(*(task for task in self._listening if task is not asyncio.current_task()),
                              return_exceptions=True)
         unanswered, self._unanswered = self._unanswered, []
-        await slack_commands.tell_not_taken(unanswered, self.send)  # a command's answer, while the session is open
+        # A floor of their own: a Slack slow to take the deletions does not cost the answers theirs.
+        await slack_commands.tell_not_taken(unanswered, self.send,  # a command's answer, while the session is open
+                                            max(deadline - loop.time(), LAST_CALLS_FLOOR))
         self._client = self._sink = None
         if self._session is not None:
             await self._session.close()

@@ -22,7 +22,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from platforms.base import BadRequest, Inbound, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
-from platforms.not_recorded import NOT_TAKEN, NOT_TAKEN_WAIT
+from platforms.not_recorded import NOT_TAKEN
 from platforms.slack_errors import translate, translate_exception
 
 log = logging.getLogger("platforms.slack")
@@ -79,10 +79,12 @@ def not_taken(command: Inbound) -> str:
     return NOT_TAKEN.format(command=name)
 
 
-async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]],
+                         seconds: float) -> None:
     """Answer each command a stop left unrecorded (acked at once, Slack never sends it again) that
     it was not taken, through ``answer`` (the adapter's `answer` of a command). All within
-    `NOT_TAKEN_WAIT`: the stop's grace is the gateway's to share. Never raises."""
+    ``seconds`` (the stop's grace is the gateway's to share): an answer Slack has not taken by then
+    is given up. Never raises."""
     async def tell(command: Inbound) -> None:
         name = command.text.split(maxsplit=1)[0]
         try:
@@ -95,7 +97,7 @@ async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound
     if not commands:
         return
     tasks = [asyncio.ensure_future(tell(command)) for command in commands]
-    await asyncio.wait(tasks, timeout=NOT_TAKEN_WAIT)
+    await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

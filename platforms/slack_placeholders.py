@@ -160,18 +160,32 @@ class Placeholders:
             refused, self._refused = self._refused, {}
             self._background(self._delete_all(refused))
 
-    async def stop(self) -> None:
-        """A last attempt at deleting every placeholder still shown (waiting for posts in flight);
-        nothing is left to retry with after it. Called once the adapter's background work is cancelled."""
+    async def stop(self, seconds: float) -> None:
+        """A last attempt, within ``seconds``, at deleting every placeholder still shown (waiting for
+        posts in flight); nothing is left to retry with after it. What it had no time for (Slack slow to
+        answer: its Web API client would wait 30 s a call) is told to `bind_indicators_left`, as a
+        deletion Slack refused: the next start deletes it. Called once the adapter's background work is
+        cancelled."""
         placeholders, self._placeholders = self._placeholders, {}
+        posting: dict[Where, asyncio.Future[str | None]] = {}
         for where, future in placeholders.items():
             if where in self._queued:
                 self._queued.discard(where)
                 future.cancel()
-            elif (ts := await future) is not None:
-                self._stale[ts] = where
-        refused, self._refused = self._refused, {}
-        await self._delete_all({**self._stale, **refused}, paced=False)  # last attempt, not waiting its turn
+            else:
+                posting[where] = future
+        try:
+            async with asyncio.timeout(seconds):
+                for where, future in list(posting.items()):
+                    if (ts := await future) is not None:
+                        self._stale[ts] = where
+                    del posting[where]
+                refused, self._refused = self._refused, {}
+                await self._delete_all({**self._stale, **refused}, paced=False)  # last attempt, not waiting its turn
+        except TimeoutError:
+            # Cut off: a post (perhaps made), the deletions not done (`_delete_all` keeps them as refused).
+            for where in {*posting, *self._stale.values(), *self._refused.values()}:
+                self._left(*where)
         self._stale.clear()
         self._refused.clear()  # a later start finds them again (`clear_left_behind`)
         self._own_placeholders.clear()

@@ -190,6 +190,9 @@ class SlackWebApi:
         body = await request.json()
         self.calls.append(Call("response_url", {"id": request.match_info["id"], **body}, None))
         self._bump()
+        held = self._holds.get("response_url")
+        if held is not None:
+            await held.wait()
         failure = self._next_failure("response_url")
         if failure is not None:
             headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}

@@ -230,7 +230,8 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
 
     def hold(self, method: str) -> asyncio.Event:
         """Hold every call of ``method`` (recorded, not yet answered) until the returned event is
-        set: a call in flight, for as long as a test needs."""
+        set: a call in flight, for as long as a test needs. ``method="response_url"`` holds the
+        response URLs."""
         return self._holds.setdefault(method, asyncio.Event())
 
     def lose_next_ack(self, count: int = 1) -> None:
