@@ -53,9 +53,11 @@ class EngineHost(Protocol):
         (until its host's hooks are in place), they are held and run then, before the child's
         ``subagent_stop``; this returns at once."""
 
-    def running(self, subagent_id: str) -> None:
+    def running(self, subagent_id: str, started_at: float | None = None) -> None:
         """The child is built and about to make its first model call: the state becomes
-        RUNNING (unless a cancel was requested) and ``started_at`` is set."""
+        RUNNING (unless a cancel was requested) and ``started_at`` is set: to now, or to the given
+        wall-clock time for a child that began before the engine could say so (one re-attached after
+        a restart, found running where it runs), though never later than now on the service's clock."""
 
     def placed(self, subagent_id: str) -> None:
         """Reported by an engine whose children survive a restart, once the child's job is held where it

@@ -21,7 +21,8 @@ class StartHold:
     def __init__(self) -> None:
         self.adopting = True
         self.placed: set[str] = set()
-        self.running: set[str] = set()
+        self.running: dict[str, float | None] = {}
+        """Each child reported running, and when it began if the engine said (`EngineHost.running`)."""
         self.started: dict[str, None] = {}
         """In the order the engine reported them; their `subagent_start` hooks run first at the release."""
         self.ended: dict[str, ChildOutcome] = {}

@@ -117,17 +117,19 @@ class Supervisor:
                 child_goal=job.goal,
             )
 
-    def running(self, subagent_id: str) -> None:
+    def running(self, subagent_id: str, started_at: float | None = None) -> None:
         record = self._live.get(subagent_id)
         if record is None:
             hold = self._start_hold
             if hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
-                hold.running.add(subagent_id)
+                hold.running[subagent_id] = started_at
             return
         if not record.live:
             return
         record.ran = True
-        record.started_at = now = self.host.clock.time()
+        now = self.host.clock.time()
+        # Another machine's clock said when it began: never after now here, which durations are measured to.
+        record.started_at = now if started_at is None else min(started_at, now)
         if record.state is not S.CANCEL_REQUESTED:
             record.set_state(S.RUNNING, now)
 
@@ -451,7 +453,7 @@ class Supervisor:
         if self._start_hold is not None and sid in self._start_hold.started and record.state is S.PENDING:
             record.set_state(S.STARTING, self.host.clock.time())  # its hooks run at `release`
         if self._start_hold is not None and sid in self._start_hold.running:
-            self.running(sid)
+            self.running(sid, self._start_hold.running[sid])
         if record.stop_request is not None:
             # Asked before the restart, perhaps never sent (the engine's service did not answer before
             # the process stopped): asked again, or the child runs on to its end.

@@ -9,11 +9,12 @@ again — those that finished meanwhile report their outcome at once.
 Per child, one task follows the workflow: one call starts it and sends it the
 ``running`` update (``starting``), which completes once a worker has built the child
 and schedules its first model call (``running``; no polling while it waits for a
-worker), then it waits for the result (``finished``). `interrupt` is a Temporal
-cancellation request carrying the reason; `steer` is a signal, sent again (in order, once) while
-Temporal does not answer, journaled meanwhile (as a stop is when asked) so that the next start sends
-them (`steer_again`) if this process stops or is killed first; `activity` reads the
-workflow's pending activity, fetched in the background when the last look is older
+worker), then it waits for the result (``finished``). A child re-attached after a restart that a
+worker had begun is reported running at once, since it began (`_found`); the others are sent the
+update. `interrupt` is a Temporal cancellation request carrying the reason; `steer` is a signal,
+sent again (in order, once) while Temporal does not answer, journaled meanwhile (as a stop is when
+asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
+`activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second.
 
 Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
@@ -53,11 +54,14 @@ from agent import CompactionPolicy
 from lifecycle._engine import EngineHost
 from lifecycle._job import ChildJob, ChildOutcome
 from lifecycle.settings import TemporalSettings
-from lifecycle.temporal._wire import RUNNING_UPDATE, STEER, WORKFLOW, ChildLimits
+from lifecycle.temporal._wire import MODEL_CALL, RUNNING_UPDATE, STEER, WORKFLOW, ChildLimits
 
 log = logging.getLogger("lifecycle.temporal")
 
 _ACTIVITY_FRESH = 1.0
+_FIRST_EVENTS = 50
+"""How many of a re-attached child's first history events are read, for its start and its first model call
+(about the tenth event): one page, not the history a long child has (megabytes of conversation)."""
 NO_WORKER_WARNING_SECONDS = 30.0
 """A child waiting this long for a worker to take it is worth a warning: with no worker on the task
 queue, children wait for ever and nothing else says why."""
@@ -382,7 +386,7 @@ class TemporalEngine:
         patience = _Patience(subagent_id, self.settings.address)
         while True:
             try:
-                wire = await self._started_with(handle)
+                wire, began = await self._found(handle)
                 break
             except RPCError as exc:
                 # Given up now, the child would be reported interrupted while it runs on its worker.
@@ -401,18 +405,38 @@ class TemporalEngine:
         job = ChildJob.from_dict(wire["job"])
         child = self._children[subagent_id] = _Child(job, handle)
         child.started.set()
+        if began is not None:
+            # Running on its worker: said at once, since it began, and not asked of the worker (the
+            # `running` update), which would leave it PENDING, waiting for a worker, until one answers.
+            assert self._host is not None
+            child.running, child.activity = True, "running"
+            self._host.running(subagent_id, started_at=began)
         self._spawn(self._follow(child, new=False), "temporal-follow")
         return job
 
-    async def _started_with(self, handle: WorkflowHandle) -> dict[str, Any] | None:
-        """The input the child's workflow was started with; None if its history has no start."""
+    async def _found(self, handle: WorkflowHandle) -> tuple[dict[str, Any] | None, float | None]:
+        """The input the child's workflow was started with (None if its history has no start) and when
+        a worker began running the child (None if none has yet), read from the first events of its
+        history: the start of a run continued as new carries it, and a first run schedules its first model
+        call within a few events of its start (a child so far past them that it has not runs on and is
+        reported running once its `running` update answers)."""
         await handle.describe()
-        async for event in handle.fetch_history_events():
+        wire = None
+        seen = 0
+        async for event in handle.fetch_history_events(page_size=_FIRST_EVENTS):
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
                 payloads = event.workflow_execution_started_event_attributes.input.payloads
                 (wire,) = await self.client.data_converter.decode(payloads, [dict])
-                return wire
-        return None
+                began = ((wire or {}).get("resume") or {}).get("running_since")
+                if began:
+                    return wire, float(began)
+            elif (event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                  and event.activity_task_scheduled_event_attributes.activity_type.name == MODEL_CALL):
+                return wire, event.event_time.seconds + event.event_time.nanos / 1e9
+            seen += 1
+            if seen >= _FIRST_EVENTS:
+                break
+        return wire, None
 
     # -- requests ---------------------------------------------------------------------------
 

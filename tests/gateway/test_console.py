@@ -172,6 +172,9 @@ async def test_children_running_on_temporal_after_a_restart_show_and_stop_though
         assert (launched["platform"], launched["chat_id"], launched["session_key"], launched["turn_id"],
                 launched["running"]) == ("chat", "c2", sessions["c2"]["key"], PLUGIN_TURN, False)
         assert [(c["goal"], c["live"]) for c in launched["children"]] == [("plums", True), ("figs", True)]
+        # Mid-call on the worker: running, not waiting for one
+        assert {(c["state"], c["activity"] == "waiting for a worker")
+                for c in (*delegated["children"], *launched["children"])} == {("RUNNING", False)}
         plums, figs = launched["children"]
         assert await post(server.url, f"/console/api/children/{plums['id']}/stop") == (200, {"ok": True})
         async with asyncio.timeout(15):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 
 import pytest
@@ -21,8 +22,7 @@ from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentSta
 from lifecycle.temporal import WORKFLOW, ChildLimits, TemporalEngine
 from lifecycle.temporal import _workflow as temporal_workflow
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
-from tests.lifecycle.conftest import make_registry
-from tests.polling import until
+from tests.lifecycle.conftest import FakeClock, make_registry
 
 STEPS = 12
 """Model calls with a tool call each before the answer."""
@@ -189,15 +189,20 @@ async def test_a_gateway_restarted_after_the_child_continued_as_new_follows_it_t
     model = ScriptedModel({"leaf": leaf})
     await worker(model)
     first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
+    began = time.time()
     with first.turn():
         handle = await first.service.launch(SubagentLaunchRequest(goal="research at length"))
         await asyncio.wait_for(model.reached("gate"), 20)
+    called = time.time()
     assert await runs(client, handle.subagent_id) >= 3
     await first.service.close()
 
-    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
-    view = second.service.host_view()
-    await until(lambda: view.children("parent-1") and view.children("parent-1")[0].state is SubagentState.RUNNING)
+    clock = FakeClock()
+    clock.advance(1000)  # a start time made up at the restart would show
+    second = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db", clock=clock)
+    [child] = second.service.host_view().children("parent-1")
+    # Running since its first run began (its latest run's start carries when), not since the restart.
+    assert child.state is SubagentState.RUNNING and began - 1 <= child.started_at <= called
     model.release("gate")
     with second.turn():
         assert (await second.service.wait(handle, timeout_seconds=30)).state is SubagentState.SUCCEEDED
