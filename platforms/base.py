@@ -32,7 +32,7 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `StopsWithin` (a stop whose waits are
-held to what is left of the gateway's grace: Discord). An adapter that
+held to what is left of the gateway's grace: Discord, Slack). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
 that wants a minimum interval between calls per chat is `platforms.pacing.Paced` (with
 `WritesAside` / `WaitsAside` its own writes, such as Slack's placeholder, count in that
@@ -469,7 +469,8 @@ class LeavesIndicators(Protocol):
 @runtime_checkable
 class StopsWithin(Protocol):
     """An adapter whose stop waits on its platform and its queue (Discord: its client's reconnect
-    backoff, the events still queued): the gateway's stop gives it what is left of the grace."""
+    backoff, the events still queued; Slack: its placeholders' deletions; both: the `Not taken`
+    answers to commands): the gateway's stop gives it what is left of the grace."""
 
     async def stop_within(self, seconds: float) -> None:
         """`Adapter.stop`, done within about ``seconds``: what it had no time to hand over is not lost
