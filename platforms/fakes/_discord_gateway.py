@@ -40,18 +40,17 @@ class _Conn:
 
 class DiscordGateway:
     """The gateway half of `FakeDiscord`, which holds the state (sessions, connections, the
-    pending and replay queues) and mixes this in."""
+    replay queue) and mixes this in."""
 
     def _dispatch(self, event: str, data: dict[str, Any], *, only: _Session | None = None) -> dict[str, Any]:
         """To the newest session (logged for its RESUME), and to every other one still connected:
         Discord sends each session of a bot every event, so two clients on one token both hear a
-        message. ``only``: a session's own events (READY, its GUILD_CREATEs, RESUMED)."""
+        message. An invalidated session gets none, and a later IDENTIFY's session none from before its
+        READY: a message meanwhile is only in its channel's history, as on Discord, where a bot must
+        look for it. ``only``: a session's own events (READY, its GUILD_CREATEs, RESUMED)."""
         if event == "MESSAGE_CREATE":  # what the history serves (`_history_json`)
             self._dispatched[data["id"]] = data
         session = self._session
-        if session is None or not session.valid:
-            self._pending.append((event, data))
-            return data
         for target in [only] if only is not None else self._sessions.values():
             connected = target.conn is not None and not target.conn.ws.closed
             if target.valid and (target is session or connected):
@@ -140,9 +139,6 @@ class DiscordGateway:
         }, only=session)
         for guild in self._guilds:
             self._dispatch("GUILD_CREATE", self._guild_json(guild), only=session)
-        pending, self._pending = self._pending, []
-        for event, data in pending:
-            self._dispatch(event, data)
 
     async def _resume(self, conn: _Conn, session: _Session, seq: int) -> None:
         conn.session, session.conn = session, conn

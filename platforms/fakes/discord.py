@@ -30,7 +30,9 @@ The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
 RECONNECT, op 9 INVALID_SESSION, a dropped socket, a half-open one (`stall`), and close 4014 when the
 Message Content intent is requested but not enabled. Every connected session hears every event, as
-on Discord: two clients logged in with one token (two gateways) each get each message.
+on Discord: two clients logged in with one token (two gateways) each get each message. A new
+session hears nothing from before its READY: what is said while no session is valid (before the
+first IDENTIFY, or after an INVALID_SESSION until the next READY) is only in the channel's history.
 
 Scripted failures: `fail_next` (429 with ``retry_after`` and the ``Via`` header
 discord.py needs to retry, or any status and error code), and `hold` (a route's calls left
@@ -126,7 +128,6 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._conns: set[_Conn] = set()
         self._session: _Session | None = None
         self._sessions: dict[str, _Session] = {}
-        self._pending: list[tuple[str, dict[str, Any]]] = []
         self._dispatched: dict[str, dict[str, Any]] = {}
         """Each MESSAGE_CREATE's data, by message id."""
         self._replay: list[str] = []

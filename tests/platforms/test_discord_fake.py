@@ -148,12 +148,13 @@ async def test_a_scripted_failure_may_close_the_connection_without_an_answer(
 
 
 async def test_gateway_identify_dispatch_resume(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
-    fake.push_dm(7, "sent before anyone listened")
+    fake.push_dm(7, "sent before anyone listened")  # no session hears it, as on Discord: it is in the history
     gateway = await _connect(http, fake)
     ready = await gateway.dispatch("READY")
     assert ready["d"]["resume_gateway_url"] == fake.gateway_url and ready["s"] == 1
+    fake.push_dm(7, "sent once listened to")
     pending = await gateway.dispatch("MESSAGE_CREATE")
-    assert pending["d"]["content"] == "sent before anyone listened"
+    assert (pending["d"]["content"], pending["s"]) == ("sent once listened to", 2)
 
     sent = time.monotonic()
     await gateway.send(1, pending["s"])
@@ -196,6 +197,46 @@ async def test_gateway_invalid_session_and_refusals(fake: FakeDiscord, http: aio
     refused = await _connect(http, fake, token="wrong")
     assert (await refused.ws.receive()).type is aiohttp.WSMsgType.CLOSE and refused.ws.close_code == 4004
     await refused.ws.close()
+
+
+async def _dispatched_until(gateway: Gateway, message_id: str) -> list[str]:
+    """The dispatches' names (a message's id for MESSAGE_CREATE) up to the message ``message_id``."""
+    events: list[str] = []
+    while not events or events[-1] != message_id:
+        frame = await gateway.receive()
+        if frame["op"] == 0:
+            events.append(frame["d"]["id"] if frame["t"] == "MESSAGE_CREATE" else frame["t"])
+    return events
+
+
+async def test_a_new_session_gets_no_event_of_the_time_no_session_was_valid(
+        fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    # Discord sends a new session only what happens from its READY on: what was said meanwhile is in
+    # the channel's history, where a bot must look for it; a slash command meanwhile is lost.
+    gateway = await _connect(http, fake)
+    await gateway.dispatch("READY")
+    fake.invalidate_session()
+    assert (await gateway.receive()) == {"op": 9, "d": False}
+    await gateway.ws.close()
+    missed = fake.push_dm(7, "while no session was valid")
+    fake.push_interaction("stop", 7)
+
+    gateway = await _connect(http, fake)
+    session_id = (await gateway.dispatch("READY"))["d"]["session_id"]
+    live = fake.push_dm(7, "after the new READY")
+    assert await _dispatched_until(gateway, live) == [live]
+    async with http.get(f"/api/v10/channels/{fake.dm_channel(7)}/messages") as response:
+        assert [m["id"] for m in await response.json()] == [live, missed]
+
+    # A session still valid is another matter: its RESUME replays what it missed.
+    await gateway.ws.close(code=4000)  # as discord.py closes to RESUME
+    await fake.wait_for(lambda: fake.live_connections == 0)
+    away = fake.push_dm(7, "while the valid session was away")
+    gateway = Gateway(await http.ws_connect(fake.gateway_url))
+    assert (await gateway.receive())["op"] == 10
+    await gateway.send(6, {"token": fake.token, "session_id": session_id, "seq": 2})  # READY 1, live 2
+    assert await _dispatched_until(gateway, away) == [away]
+    await gateway.ws.close()
 
 
 async def test_gateway_refuses_the_content_intent_when_not_enabled() -> None:
