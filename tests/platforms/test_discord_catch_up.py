@@ -117,6 +117,30 @@ async def test_what_was_said_while_down_is_handed_over_at_the_next_start_oldest_
     assert store.seen[str(CHANNEL)] == int(fake.messages[str(CHANNEL)][-1].id)
 
 
+async def test_what_was_said_between_an_invalidated_session_and_the_next_is_handed_over_from_the_history(
+        fake: FakeDiscord) -> None:
+    # Discord sends no session what is said while none of the bot's is valid, the new one included:
+    # only the catch-up at its READY finds it, in the history, while the process runs on.
+    store, sink = Store(), Sink(fake)
+    adapter = await run(fake, store, sink)
+    try:
+        await sink.has(fake.push_dm(USER, "one"))
+        await sink.has(fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True))
+        fake.invalidate_session()  # invalid at once; discord.py reads the op 9 later
+        gap = [fake.push_dm(USER, "between sessions"),
+               fake.push_guild_message(GUILD, CHANNEL, USER, "also between", mention_bot=True)]
+        await fake.wait_for(lambda: [op for op, _ in fake.gateway_ops if op in (2, 6)] == [2, 2])  # a new session
+        live = fake.push_dm(USER, "after")
+        for event_id in (*gap, live):
+            await sink.has(event_id)
+    finally:
+        await stop(adapter)
+    assert len(fake.calls_to(HISTORY)) == 2  # one read a channel, at the new session's READY
+    heard = list({e.event_id: e for e in sink.events}.values())  # "after" perhaps live and read too
+    assert [e.text for e in heard if e.is_private] == ["one", "between sessions", "after"]
+    assert [e.text for e in heard if not e.is_private] == ["hi", "also between"]
+
+
 async def test_messages_older_than_a_day_are_not_answered_and_a_warning_says_so(
         fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     store, sink = await dm_seen_once(fake)
