@@ -239,6 +239,20 @@ async def test_a_new_session_gets_no_event_of_the_time_no_session_was_valid(
     await gateway.ws.close()
 
 
+async def test_a_session_still_connected_hears_what_an_invalidated_newer_one_does_not(
+        fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    first = await _connect(http, fake)  # two processes on one token, each with its own session
+    await first.dispatch("READY")
+    second = await _connect(http, fake)
+    await second.dispatch("READY")
+    fake.invalidate_session()  # the newest: the second's
+    assert (await second.receive()) == {"op": 9, "d": False}
+    await second.ws.close()
+    heard = fake.push_dm(7, "the first session is still valid")
+    assert await _dispatched_until(first, heard) == [heard]
+    await first.ws.close()
+
+
 async def test_gateway_refuses_the_content_intent_when_not_enabled() -> None:
     async with FakeDiscord(message_content_intent=False) as fake:
         async with aiohttp.ClientSession() as http:
