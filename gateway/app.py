@@ -99,7 +99,8 @@ class Gateway:
                                         waits_again=lambda event: self.store.inbox.reopen(event.platform,
                                                                                            event.event_id))
         self.questions = Questions(self.outbox, self.store.inbox, self.sessions, clock,
-                                   self.config.agent.clarify_timeout_seconds, private=self._private_chat)
+                                   self.config.agent.clarify_timeout_seconds, durable=self.store.durable,
+                                   private=self._private_chat)
         self._chat_services = {"send_message": self._send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
                                "clarify": self.questions.ask, "note_key": self._note_key}
@@ -434,7 +435,8 @@ class Gateway:
                 and _from_its_asker(inbound, listening) \
                 and not any(item.event is not None and item.event.user_id == inbound.user_id
                             for item in session.queue):
-            self.store.inbox.begin(inbound.platform, inbound.event_id)  # durable before `handle` returns
+            if listening.question is None:  # else the turn is idle: begun once it goes on (`gateway.questions`)
+                self.store.inbox.begin(inbound.platform, inbound.event_id)  # durable before `handle` returns
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it
             return Accepted(listening.turn_id, session.key)
         # A completion turn is never interrupted by a message: its results would be lost. Nor is the

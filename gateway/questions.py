@@ -11,14 +11,20 @@ model carries on without the answer. The answer's event is settled as soon as it
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
 a new message) instead of replaying the answer as a message of its own. What the chat
 writes in the replayed turn before it asks again is held for that question (`Questions.hold`);
-only a replay (`RunningTurn.replay`) looks for questions an earlier run asked.
+only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. While a question
+waits, the turn's events (its message's, and those steered into it) are not marked begun in the
+inbox: the turn is idle, and a gateway dying then (another chat's poison message, an OOM) is
+charged to none of them (`gateway.dead_letters`); they are marked again, durably, before the
+turn goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
 
 from agent import Clock, ToolError
 from gateway import senders
@@ -28,6 +34,8 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store.inbox import Inbox
 from platforms.base import Inbound
+
+log = logging.getLogger("gateway.questions")
 
 NOT_NOW = "The chat cannot be asked right now; proceed with your best judgement."
 UNANSWERABLE = "Nobody can answer here any more (the input has ended): I go on without an answer."
@@ -77,10 +85,13 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
 
 class Questions:
     def __init__(self, outbox: Outbox, inbox: Inbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
+                 durable: Callable[[], Awaitable[None]],
                  private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True) -> None:
-        """``private(session, running)``: whether the turn's chat is a private one (`question_text`)."""
+        """``private(session, running)``: whether the turn's chat is a private one (`question_text`).
+        ``durable``: the store's group commit; a turn's events are marked begun again through it."""
         self._outbox = outbox
         self._inbox = inbox
+        self._durable = durable
         self._sessions = sessions
         self._clock = clock
         self._timeout = timeout
@@ -136,6 +147,7 @@ class Questions:
             # question not in the chat yet would ask for an answer nothing waits for any more.
             self._outbox.drop(*session.chat, lambda row: row.key.startswith(f"{key}:"))
             raise
+        await self._going_on(running)
         if answer is None and session.platform in self._deaf:  # no answer can come: not one more wait
             # Said under the question, as a question asked from then on says it: the transcript reads
             # the same whether the input ended before the question or while it waited.
@@ -157,6 +169,7 @@ class Questions:
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._expiry())
         running.question, running.question_key, running.asked_at = answer, shown_by, asked_at
+        self._mark(running, self._inbox.reopen, "is idle")
         waits = self._waits.setdefault(platform, set())
         waits.add(answer)
         try:
@@ -168,6 +181,30 @@ class Questions:
             timer.cancel()
             if not answer.done():
                 answer.cancel()
+
+    async def _going_on(self, running: RunningTurn) -> None:
+        """The wait is over (answered, or given up on) and the turn goes on: its events are marked
+        begun, durably, before it does, so that a death from then on is charged to them again. (Not
+        after a stop, whose events are settled, nor a shutdown's: the turn runs again after the start.)"""
+        if self._mark(running, self._inbox.begin, "goes on"):
+            try:
+                await self._durable()
+            except sqlite3.Error as exc:  # a full disk: it goes on all the same, a death now uncharged
+                log.warning("could not record that turn %s goes on after its question: %s: %s", running.turn_id,
+                            type(exc).__name__, exc)
+
+    @staticmethod
+    def _mark(running: RunningTurn, mark: Callable[[str, str], None], how: str) -> bool:
+        """Mark the events of the turn (its message's, and those steered into it) with ``mark``
+        (`Inbox.reopen` or `Inbox.begin`); False when it has none, or the database refused."""
+        events = [e for e in (running.event, *(item.event for item in running.steered)) if e is not None]
+        try:
+            for event in events:
+                mark(event.platform, event.event_id)
+        except sqlite3.Error as exc:  # idle: a death now is charged to it, as before questions waited unmarked
+            log.warning("could not record that turn %s %s: %s: %s", running.turn_id, how, type(exc).__name__, exc)
+            return False
+        return bool(events)
 
     async def _expiry(self) -> None:
         """Sleep out the timeout on the monotonic clock, which goes on while the process is paused

@@ -7,7 +7,8 @@ handled once its outcome is safe: a command answered, a refusal queued, a turn's
 reply journaled. An event accepted but never settled is replayed after a restart
 (`Inbox.unfinished`), keeping the turn id it was given. In between, `Inbox.begin` marks
 it ``begun`` once the turn that handles it starts: a gateway that dies then counts as a
-failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`).
+failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`), nor
+of those whose turn waits for the chat's answer to a question (unmarked meanwhile, `Inbox.reopen`).
 
 An event that fails to be handled is counted (`Inbox.failed`); after too many
 failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
@@ -81,9 +82,10 @@ class Inbox:
                        " WHERE platform=? AND event_id=?", (into_turn, _text(platform), _text(event_id)))
 
     def begin(self, platform: str, event_id: str) -> None:
-        """The turn that handles the event starts (or the event was handed to a running turn). The
-        caller makes it durable before the turn goes on, so that a death from then on is charged
-        to this event (`begun`), and not to those still waiting for their turns."""
+        """The turn that handles the event starts (or the event was handed to a running turn, or
+        the turn goes on after waiting for the answer to its question). The caller makes it durable
+        before the turn goes on, so that a death from then on is charged to this event (`begun`),
+        and not to those still waiting for their turns."""
         self._db.write("UPDATE gateway_inbox SET status='begun' WHERE platform=? AND event_id=? AND status='received'",
                        (_text(platform), _text(event_id)))
 
@@ -96,7 +98,8 @@ class Inbox:
         """The event waits for its turn again, not begun until that begins: handed back by a start, so
         that a mark names a turn this run began (one the start does not hand back, its death not
         counted, keeps its mark: the next start counts that death); the text after a /new once the
-        /new has answered."""
+        /new has answered; the events of a turn that waits for the answer to its question, idle
+        until `begin` marks them again (still replayed after a restart, as unsettled)."""
         self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=? AND status='begun'",
                        (_text(platform), _text(event_id)))
 

@@ -18,8 +18,10 @@ from gateway import state_lock
 from gateway.cli import main
 from gateway.dead_letters import APOLOGY, CUT_SHORT
 from gateway.host import STATE_DB
+from gateway.questions import question_text
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.asking_model import CHOICES, asking_parent
 from tests.hanging_children import HANGING_CHILDREN, delegating_parent, hanging_child
 from tests.plugin_modules import plugin_module
 
@@ -409,3 +411,45 @@ async def test_a_steered_message_a_stop_put_back_is_not_charged_with_the_stopped
     died(tmp_path)
     await gateways(config, [RecordingAdapter()], script={"parent": echo})
     assert attempts_of(tmp_path, "ev-steered") == 0
+
+
+QUESTION = question_text("Which environment?", CHOICES, 600)
+
+
+def asking_then_going_on(request) -> dict:
+    """`asking_parent`, whose call with the answer waits (at ``answered``) for good."""
+    step = asking_parent(request)
+    return {**step, "wait": "answered"} if request.messages[-1]["role"] == "tool" else step
+
+
+@pytest.mark.parametrize("death", ["while the question waits", "after the answer"])
+async def test_a_turn_waiting_for_the_answer_to_its_question_is_not_charged_with_a_death_then(tmp_path, gateways,
+                                                                                              death):
+    # The user may think it over for hours: a death then (another chat's poison message, an OOM, a reboot)
+    # is no fault of the idle turn, nor of a message steered into it. From the answer on, the turn
+    # works again: a death is charged to its messages, not to the answer, which was handed over.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, display={"busy_input_mode": "steer"})
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": asking_then_going_on})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("please deploy the app", event_id="ev-asks", sent_at=clock.time() - 60)
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    # Sent before the question was asked (both handed over after a start): not its answer, but a steer.
+    await chat.say("and check the logs", event_id="ev-steered", sent_at=clock.time() - 59)
+    running = gateway.sessions.find("chat", "c1", None).running
+    assert running.question is not None and [item.event.event_id for item in running.steered] == ["ev-steered"]
+    if death == "after the answer":
+        await chat.say("2", event_id="ev-answer")
+        await model.reached("answered")
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)
+    await gateway.stop(grace=0)
+    restore()
+    chat = RecordingAdapter()
+    await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.wait_for(lambda: chat.texts())
+    assert chat.texts()[0] == QUESTION  # the turn runs again and asks again; no apology
+    charged = 0 if death == "while the question waits" else 1
+    assert [attempts_of(tmp_path, e) for e in ("ev-asks", "ev-steered")] == [charged, charged]
+    if death == "after the answer":
+        assert attempts_of(tmp_path, "ev-answer") == 0

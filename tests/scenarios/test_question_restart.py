@@ -1,7 +1,9 @@
 """The model's question across a SIGKILL: `switchboard run` killed while its question waits in a
 Telegram chat, the user answering while it is down. Restarted on the same state directory, the
 turn runs again, and the answer the user gave is its answer: not taken for a message of its own,
-which stopped the turn run again and reached the model without the question it answered."""
+which stopped the turn run again and reached the model without the question it answered. Killed
+while the question waits, again and again, the message is not set aside as a dead letter: a turn
+waiting for its answer is idle, and no death then is its fault."""
 
 from __future__ import annotations
 
@@ -47,6 +49,12 @@ def sent_questions(database: Path) -> int:
         return db.execute("SELECT count(*) FROM gateway_outbox WHERE key LIKE '%:ask:%' AND status='sent'").fetchone()[0]
 
 
+def inbox_rows(database: Path) -> list[tuple[str, int]]:
+    """Each event's status and attempts, oldest first."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT status, attempts FROM gateway_inbox ORDER BY received_at").fetchall()
+
+
 def texts(fake: FakeTelegram) -> list[str]:
     return [m["text"] for m in fake.messages["42"]]
 
@@ -83,3 +91,43 @@ async def test_an_answer_given_while_the_gateway_was_down_answers_the_question_t
             proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(proc.wait(), 30)
     assert texts(fake) == [QUESTION, "deploying to: production"]  # the same question: not asked twice
+
+
+async def test_deaths_while_the_question_waits_never_set_the_message_aside(tmp_path: Path):
+    # Three unrelated deaths (another chat's poison message, an OOM, a reboot) while the user thinks
+    # about the answer: each was charged to the message whose turn waited, which became a dead letter.
+    max_attempts = 3
+    database = tmp_path / "state" / "switchboard.db"
+    async with FakeOpenAIServer() as server, FakeTelegram() as fake:
+        server.respond_with(Model())
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+            "inbox": {"max_attempts": max_attempts},
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True}},
+        }))
+        for kill in range(1, max_attempts + 1):
+            proc, _ = await start(config, tmp_path)
+            try:
+                if kill == 1:
+                    fake.push_message(42, "please deploy the app")
+                # Asked (again, by the turn run again): known sent, so the turn waits for the answer.
+                await fake.wait_for(lambda: sent_questions(database) == kill, timeout=30)
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                await proc.wait()
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: len(texts(fake)) == max_attempts + 1, timeout=30)
+            assert texts(fake) == [QUESTION] * (max_attempts + 1)  # asked once more: no apology
+            assert inbox_rows(database) == [("received", 0)]  # replayed, charged nothing; waiting again
+            fake.push_message(42, "2")
+            await fake.wait_for(lambda: len(texts(fake)) == max_attempts + 2, timeout=30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert texts(fake)[-1] == "deploying to: production"
+    assert inbox_rows(database) == [("done", 0), ("done", 0)]  # the message, and its answer
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        assert db.execute("SELECT count(*) FROM gateway_dead_letters").fetchone() == (0,)
