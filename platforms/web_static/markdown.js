@@ -16,7 +16,7 @@ window.SwitchboardMarkdown = (() => {
     children.forEach((node, i) => {
       if (node.code) {
         const code = node.code.join("\n");
-        block(node.indented ? code.replace(/(?:\n\s*)+$/, "") : code, into); // blank lines end it, not its code
+        block(node.indented ? code.replace(/(?:\n[ \t]*)+$/, "") : code, into); // blank lines end it, not its code
       } else if (node.items) into.append(list(node, refs));
       else if (node.quote) {
         const quote = document.createElement("blockquote");
@@ -29,7 +29,8 @@ window.SwitchboardMarkdown = (() => {
       } else if (node.rule) into.append(document.createElement("hr"));
       else if (node.rows) into.append(table(node, refs));
       else {
-        const prose = node.prose.join("\n");
+        // Each paragraph (a run of lines without a blank one) loses what markdown-it trims off its ends.
+        const prose = node.prose.join("\n").replace(/[^\n]+(?:\n[^\n]+)*/g, (run) => trim(run));
         // A line break ends the text before a block; the text's own blank lines show, as typed.
         if (prose) inline(i + 1 < children.length ? prose + "\n" : prose.replace(/\n+$/, ""), into, INLINE, refs);
       }
@@ -99,7 +100,7 @@ window.SwitchboardMarkdown = (() => {
     const refs = new Map();
     const root = { children: [], col: 0, blanks: 0, paragraph: false };
     const open = [root]; // the text, then each list item or quote open within the one before
-    for (let line of text.split("\n")) {
+    for (let line of text.split(/\r\n?|\n/)) { // a CR, a LF or both end a line, as in CommonMark
       let at = 0; // the column `line` starts at, in the line as typed: a tab's width depends on it
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
@@ -108,7 +109,7 @@ window.SwitchboardMarkdown = (() => {
           const mark = quoted.match(QUOTE); // a quote's line carries its `>`; a blank one ends it
           if (!mark) break;
           [line, at] = afterQuote(quoted, at, mark[0].length);
-        } else if (!line.trim()) {
+        } else if (blank(line)) {
           if (!open[matched].children.length) break; // but ends one that holds nothing yet, as in Markdown
           line = ""; // a blank line continues every item
         } else if (indentOf(line, at) >= open[matched].col) {
@@ -122,16 +123,16 @@ window.SwitchboardMarkdown = (() => {
       if (all && leaf && leaf.fence) {
         const close = spaced(line, at).match(FENCE);
         if (close && indentOf(line, at) <= 3 && close[2][0] === leaf.fence[0] &&
-            close[2].length >= leaf.fence.length && !close[3].trim()) {
+            close[2].length >= leaf.fence.length && blank(close[3])) {
           leaf.fence = ""; // closed: a code block, no longer a fence
         } else leaf.code.push(dedent(line, at, Math.min(leaf.indent, indentOf(line, at))));
         continue;
       }
-      if (all && leaf && leaf.indented && (!line.trim() || indentOf(line, at) >= 4)) {
+      if (all && leaf && leaf.indented && (blank(line) || indentOf(line, at) >= 4)) {
         leaf.code.push(dedent(line, at, 4));
         continue;
       }
-      while (leaf && leaf.indented && leaf.code.length && !leaf.code[leaf.code.length - 1].trim()) {
+      while (leaf && leaf.indented && leaf.code.length && blank(leaf.code[leaf.code.length - 1])) {
         leaf.code.pop(); // the blank lines after an indented block are not its code: they show after it
         tip.blanks++;
       }
@@ -139,7 +140,7 @@ window.SwitchboardMarkdown = (() => {
       let paragraph = all && tip.paragraph; // what follows the text's last line may carry it on
       let lazy = !all && tip.paragraph; // a less indented line may carry on a list item's text
       let started = false;
-      while (line.trim()) {
+      while (!blank(line)) {
         line = spaced(line, at);
         const indent = indentOf(line, at);
         const fence = indent <= 3 && line.match(FENCE);
@@ -167,7 +168,7 @@ window.SwitchboardMarkdown = (() => {
         } else if (fence && !(fence[2][0] === "`" && fence[3].includes("`"))) {
           closeTo(open, matched);
           add(container, { code: [], fence: fence[2], indent });
-        } else if (item && !(paragraph && (!line.slice(item[0].length).trim() ||
+        } else if (item && !(paragraph && (blank(line.slice(item[0].length)) ||
                                            (item[2].length > 1 && Number(item[2].slice(0, -1)) !== 1)))) {
           closeTo(open, matched);
           const [, lead, marker] = item;
@@ -208,7 +209,7 @@ window.SwitchboardMarkdown = (() => {
         line = "";
         started = true;
       }
-      if (!line.trim()) {
+      if (blank(line)) {
         if (!started) {
           closeTo(open, matched);
           container.blanks++;
@@ -219,7 +220,7 @@ window.SwitchboardMarkdown = (() => {
       }
       if (lazy && !started) {
         const text = tip.children[tip.children.length - 1];
-        text.prose.push(line.trimStart());
+        text.prose.push(unindented(line));
         continue;
       }
       closeTo(open, matched);
@@ -227,26 +228,28 @@ window.SwitchboardMarkdown = (() => {
       // A paragraph's line loses its indentation only as text: four columns in, `# x` or `---` carries
       // the paragraph on, neither a heading nor a rule.
       const heading = line.match(HEADING);
-      if (container.rows) container.rows.push(cells(line)); // a table's next row, whatever it holds
+      // A table's next row, whatever it holds: a line of only no-break spaces (say) ends it, as in markdown-it.
+      if (container.rows && trim(line)) container.rows.push(cells(line));
       else if (container.paragraph && before.prose && opensTable(before.prose[before.prose.length - 1], line)) {
         const header = cells(before.prose.pop()); // the paragraph's last line is the table's header
         const aligns = cells(line).map((cell) => ALIGNS[(cell.startsWith(":") ? 1 : 0) + (cell.endsWith(":") ? 2 : 0)]);
         add(container, { rows: [header], aligns });
         container.rows = container.children[container.children.length - 1].rows;
       } else if (heading) {
-        add(container, { heading: heading[1].length, text: line.slice(heading[0].length).replace(CLOSING, "") });
+        add(container, { heading: heading[1].length, text: trim(line.slice(heading[0].length).replace(CLOSING, "")) });
       } else if (container.paragraph && before.prose && UNDERLINE.test(line)) {
         // The paragraph's lines underlined with === or --- are a heading.
         const lines = before.prose.splice(before.prose.lastIndexOf("") + 1);
-        add(container, { heading: line.trim()[0] === "=" ? 1 : 2, text: lines.map((l) => l.trim()).join("\n") });
+        const text = trim(lines.map((l) => trim(l, SPACE_OR_TAB)).join("\n"));
+        add(container, { heading: unindented(line)[0] === "=" ? 1 : 2, text });
       } else if (RULE.test(line)) add(container, { rule: true });
       else if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
-        pad(before.prose, container.blanks).push(line.trimStart());
+        pad(before.prose, container.blanks).push(unindented(line));
         container.blanks = 0;
         container.paragraph = true;
       } else {
-        add(container, { prose: [line.trimStart()] });
+        add(container, { prose: [unindented(line)] });
         container.paragraph = true;
       }
     }
@@ -277,6 +280,25 @@ window.SwitchboardMarkdown = (() => {
   function pad(lines, blanks) {
     for (; blanks > 0; blanks--) lines.push("");
     return lines;
+  }
+
+  // A blank line and a line's indentation are spaces and tabs only, as in CommonMark: a no-break space
+  // (U+00A0), an em space or an ideographic one is text, though JavaScript's \s and trim() take them all.
+  const blank = (line) => /^[ \t]*$/.test(line);
+  const unindented = (line) => line.replace(/^[ \t]+/, "");
+  const SPACE_OR_TAB = /[ \t]/;
+  // What markdown-it trims off a paragraph's, a heading's or a table cell's ends, and folds into one space
+  // in a link label: Unicode spaces and line breaks, as JavaScript's trim() does but for U+FEFF, which
+  // markdown-it-py keeps (its mdTrim).
+  const SPACE = /[\t-\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+  const SPACES = new RegExp(SPACE.source + "+", "g");
+  // Scanned, not matched: /\s+$/ tries each space of a long run in turn, in time growing as its square.
+  function trim(text, space = SPACE) {
+    let start = 0;
+    let end = text.length;
+    while (start < end && space.test(text[start])) start++;
+    while (end > start && space.test(text[end - 1])) end--;
+    return text.slice(start, end);
   }
 
   const past = (space, col) => space === " " ? col + 1 : col + 4 - col % 4; // the column after a space or tab
@@ -328,7 +350,7 @@ window.SwitchboardMarkdown = (() => {
     cells(header).length === cells(line).length;
   // A row's cells: split at each | not escaped (\| is a | in the cell), the row's outer |s dropped.
   function cells(line) {
-    const out = line.trim().split(/(?<!\\)\|/).map((cell) => cell.replaceAll("\\|", "|").trim());
+    const out = trim(line).split(/(?<!\\)\|/).map((cell) => trim(cell.replaceAll("\\|", "|")));
     if (out.length > 1 && out[0] === "") out.shift();
     if (out.length > 1 && out[out.length - 1] === "") out.pop();
     return out;
@@ -336,7 +358,7 @@ window.SwitchboardMarkdown = (() => {
   const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
   const DEFINITION = /^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*(?:<(?<angled>[^<>\n]*)>|(?<bare>\S+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
   // A label matches its definition's whatever its case and spacing, as in Markdown.
-  const normalized = (label) => label.trim().replace(/\s+/g, " ").toLowerCase().toUpperCase();
+  const normalized = (label) => trim(label).replace(SPACES, " ").toLowerCase().toUpperCase();
 
   function block(text, into) {
     const pre = document.createElement("pre");

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 
 from platforms.formatting import markdown
-from tests.web_client import web_chats
+from tests.web_client import post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -380,3 +381,68 @@ async def test_a_pipe_table_is_a_table_its_cells_keeping_their_markdown(chat, pa
         "left", "right", "center", "start"]
     assert "Results:\n" in await mine.text_content()
     assert "not | a table\n--- | --- | ---" in await mine.text_content()
+
+
+def gateway_paragraphs(text: str) -> str:
+    """The text of ``text``'s paragraphs as markdown-it reads them, a blank line between two."""
+    return "\n\n".join(markdown.plain(token.children or ()) for token in markdown.parse(text) if token.type == "inline")
+
+
+async def test_unicode_spaces_are_text_not_indentation_as_markdown_it_reads_them(chat, page) -> None:
+    # A line's no-break, em and ideographic spaces went as if they were its indentation, and a line of
+    # only no-break spaces was read as a blank line, ending the paragraph. Only spaces and tabs indent
+    # a line in CommonMark; markdown-it trims a paragraph's ends as JavaScript's trim() does, though.
+    text = ("10\u00a0km, a line the model\n\u00a0\u00a0indented with no-break spaces,\n\u2003an em space\n"
+            "\u3000\u3000and ideographic ones\n\u00a0\u00a0\u00a0\nthe line above holds only no-break spaces\n\n"
+            "\u00a0\u00a0\u00a0\n\n\u00a0 an edge's go\u00a0\n\n"
+            "a\u00a0*b*\u00a0c\n\n**not bold\u00a0**\n\n*\u3000nor this*")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == [] == gateway_shape(text)
+    assert await mine.text_content() == (
+        "10\u00a0km, a line the model\n\u00a0\u00a0indented with no-break spaces,\n\u2003an em space\n"
+        "\u3000\u3000and ideographic ones\n\u00a0\u00a0\u00a0\nthe line above holds only no-break spaces\n\n\n\n"
+        "an edge's go\n\na\u00a0b\u00a0c\n\n**not bold\u00a0**\n\n*\u3000nor this*")
+    assert await mine.text_content() == gateway_paragraphs(text)
+    # A no-break space is a space where emphasis is concerned: ** after one does not close, * before one opens nothing.
+    assert await mine.evaluate(STYLED) == [["em", "b"]] == gateway_styled(text)
+
+
+async def test_a_line_of_unicode_spaces_is_neither_blank_nor_indented_in_blocks(chat, page) -> None:
+    # Each was read as a blank line or as indentation: the code block ran on, the fence closed at
+    # "```\u00a0", the table took the line after one as a row, the item holding a no-break space could
+    # not end the paragraph, and the list was spaced out.
+    text = ("    code\n\u00a0\u00a0\n    not code\n\n```\nfenced\n```\u00a0\nstill fenced\n```\n"
+            "# Title\u00a0\u00a0\n\u00a0Under\n\u00a0lined\n===\n"
+            "| a | b |\n|:---|---|\n| 1 | 2 |\n\u00a0\u00a0\n| 3 | 4 |\n\n"
+            "text\n* \u00a0\n\n- a\n\u00a0\u00a0\u00a0\n- b\n\u00a0\u00a0carried on")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["pre", "pre", "h1", "/h1", "h1", "/h1",
+                                          "table", "tr", "th", "/th", "th", "/th", "/tr",
+                                          "tr", "td", "/td", "td", "/td", "/tr", "/table",
+                                          "ul", "li", "/li", "/ul", "ul", "li", "/li", "li", "/li", "/ul"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == [
+        "code", "fenced\n```\u00a0\nstill fenced"]
+    assert await mine.eval_on_selector_all("h1", "els => els.map(e => e.textContent)") == [
+        "Title", "Under\n\u00a0lined"]
+    assert await mine.evaluate(CELLS) == [["a", "b"], ["1", "2"]] == gateway_cells(text)
+    assert await mine.evaluate(ITEMS) == ["", "a", "b\n\u00a0\u00a0carried on"]
+    assert await mine.eval_on_selector_all("ul", "els => els.map(e => e.className)") == ["", ""]  # none spaced out
+    assert "not code" in await mine.text_content()
+    assert "| 3 | 4 |" in await mine.text_content()
+
+
+async def test_a_carriage_return_ends_a_line_as_a_line_feed_does(chat, page) -> None:
+    # A text written with CRLF line endings (or only CRs) is read as markdown-it reads it: its blank
+    # lines are blank, its fences fences.
+    web = await chat()
+    text = "a list:\r\n- one\r\n- two\r\n\r\n```\r\ncode\r\n```\rafter\r\r# Heading"
+    async with aiohttp.ClientSession() as http:  # a page's box sends LFs only
+        await post_message(http, web.base, "c1", text, key="key-crlf-text")
+    await page.goto(f"{web.base}/chat?chat=c1")
+    mine = await page.wait_for_selector("[data-kind=user] .text")
+    assert await mine.evaluate(SHAPE) == ["ul", "li", "/li", "li", "/li", "/ul", "pre", "h1", "/h1"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.eval_on_selector("ul", "e => e.className") == ""
+    assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == ["code"]
+    assert await mine.text_content() == "a list:\nonetwocodeafter\n\nHeading"
