@@ -200,10 +200,10 @@ window.SwitchboardMarkdown = (() => {
         } else {
           const definition = !paragraph && !lazy && !container.rows && line.match(DEFINITION);
           const target = definition && (definition.groups.angled ?? definition.groups.bare);
-          if (!definition || !SAFE_HREF.test(target)) break;
+          const label = definition && normalized(definition.groups.label); // "" when only spaces: text
+          if (!label || !SAFE_HREF.test(target)) break;
           closeTo(open, matched);
-          const label = normalized(definition.groups.label);
-          if (label && !refs.has(label)) refs.set(label, target); // the first of a label wins
+          if (!refs.has(label)) refs.set(label, target); // the first of a label wins
           container.paragraph = false;
         }
         line = "";
@@ -356,7 +356,9 @@ window.SwitchboardMarkdown = (() => {
     return out;
   }
   const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
-  const DEFINITION = /^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*(?:<(?<angled>[^<>\n]*)>|(?<bare>\S+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
+  // `[label]: address "title"`, the address ended by a space or a control character, as in CommonMark.
+  const DEFINITION = new RegExp(/^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*/.source +
+    /(?:<(?<angled>[^<>\n]*)>|(?<bare>[^\x00-\x20\x7f]+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/.source);
   // A label matches its definition's whatever its case and spacing, as in Markdown.
   const normalized = (label) => trim(label).replace(SPACES, " ").toLowerCase().toUpperCase();
 
@@ -373,12 +375,13 @@ window.SwitchboardMarkdown = (() => {
   // (a span or a block) it is always the code's own, as in CommonMark.
   const ESCAPE = /(?<escape>\\(?:[!-\/:-@\[-`{-~]|\n(?=.)))/.source;
   // A link's text may hold brackets in pairs, escaped ones and code spans; a lone backtick in it opens
-  // a code span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, and
-  // only a web or mail address is linked: a javascript: link stays text as written.
+  // a code span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, a space
+  // or a control character ends it (a no-break space does not, as in CommonMark), and only a web or
+  // mail address is linked: a javascript: link stays text as written.
   const LINK_TEXT = "(?:[^\\[\\]`\\n\\\\]|\\\\.|`[^`\\n]+`)";
   const LABEL = "(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+";
   const LINK = "\\[(?<label>" + LABEL + ")\\]" +
-    "\\((?<href>(?:https?:\\/\\/|mailto:)(?:[^\\s()<>]|\\([^\\s()<>]*\\))+)\\)";
+    "\\((?<href>(?:https?:\\/\\/|mailto:)(?:[^\\x00-\\x20\\x7f()<>]|\\([^\\x00-\\x20\\x7f()<>]*\\))+)\\)";
   // [text][label], [label][] and [label]: a link only when the text defines the label.
   const REFERENCE = "\\[(?<text>" + LABEL + ")\\](?:\\[(?<ref>(?:[^\\[\\]\\\\\\n]|\\\\.){0,999})\\])?";
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
@@ -386,8 +389,9 @@ window.SwitchboardMarkdown = (() => {
   const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
   const CODE = "(?<code>`[^`\\n]+`)";
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
-  // after one (`2 * 3 * 4` stays as typed), `_` never within a word (`snake_case_names` stays too,
-  // `flanked`), none across a blank line; a code span in it is a code span, and each may hold the others.
+  // after one (`2 * 3 * 4` stays as typed; here a no-break space is a space, \s, as in CommonMark), `_`
+  // never within a word (`snake_case_names` stays too, `flanked`), none across a blank line; a code span
+  // in it is a code span, and each may hold the others.
   const IN = "`[^`\\n]+`|\\\\.|\\n(?!\\n)"; // and a line break, not a blank line
   const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
   const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow

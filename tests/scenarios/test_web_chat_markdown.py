@@ -388,6 +388,21 @@ def gateway_paragraphs(text: str) -> str:
     return "\n\n".join(markdown.plain(token.children or ()) for token in markdown.parse(text) if token.type == "inline")
 
 
+# Each link a bubble shows, as its address (percent-encoded, as the browser reads it) and its text.
+LINKS = """el => [...el.querySelectorAll("a")].map(a => [a.href, a.textContent])"""
+
+
+def gateway_links(text: str) -> list[list[str]]:
+    """`LINKS` of ``text`` as markdown-it reads it for the other platforms."""
+    out: list[list[str]] = []
+    for token in markdown.parse(text, markdown.definitions(text)):
+        children = token.children or []
+        for i, tok in enumerate(children):
+            if tok.type == "link_open":
+                out.append([str(tok.attrGet("href")), markdown.plain(children[i + 1:markdown.closing(children, i)])])
+    return out
+
+
 async def test_unicode_spaces_are_text_not_indentation_as_markdown_it_reads_them(chat, page) -> None:
     # A line's no-break, em and ideographic spaces went as if they were its indentation, and a line of
     # only no-break spaces was read as a blank line, ending the paragraph. Only spaces and tabs indent
@@ -430,6 +445,21 @@ async def test_a_line_of_unicode_spaces_is_neither_blank_nor_indented_in_blocks(
     assert await mine.eval_on_selector_all("ul", "els => els.map(e => e.className)") == ["", ""]  # none spaced out
     assert "not code" in await mine.text_content()
     assert "| 3 | 4 |" in await mine.text_content()
+
+
+async def test_a_link_address_may_hold_unicode_spaces_but_a_label_of_only_spaces_is_no_label(chat, page) -> None:
+    # Such a link or definition showed as typed; the definition of a label of only a no-break space
+    # showed as nothing, though it is text. A label's spaces of any kind match as one space.
+    text = ("[ten km](https://example.com/10\u00a0km) and [r]\n\n[r]: https://example.com/a\u00a0b\n"
+            "[a b]: https://example.com/ab\n\n[a\u00a0b] [A\u3000 B]\n\n"
+            "[\u00a0]: https://example.com/blank\n\n[\u00a0]")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(LINKS) == [
+        ["https://example.com/10%C2%A0km", "ten km"], ["https://example.com/a%C2%A0b", "r"],
+        ["https://example.com/ab", "a\u00a0b"], ["https://example.com/ab", "A\u3000 B"],
+        ["https://example.com/blank"] * 2]
+    assert await mine.evaluate(LINKS) == gateway_links(text)
+    assert "[\u00a0]: https://example.com/blank" in await mine.text_content()
 
 
 async def test_a_carriage_return_ends_a_line_as_a_line_feed_does(chat, page) -> None:
