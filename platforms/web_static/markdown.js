@@ -221,6 +221,7 @@ window.SwitchboardMarkdown = (() => {
       if (lazy && !started) {
         const text = tip.children[tip.children.length - 1];
         text.prose.push(unindented(line));
+        text.deep = false;
         continue;
       }
       closeTo(open, matched);
@@ -230,7 +231,8 @@ window.SwitchboardMarkdown = (() => {
       const heading = line.match(HEADING);
       // A table's next row, whatever it holds: a line of only no-break spaces (say) ends it, as in markdown-it.
       if (container.rows && trim(line)) container.rows.push(cells(line));
-      else if (container.paragraph && before.prose && opensTable(before.prose[before.prose.length - 1], line)) {
+      else if (container.paragraph && before.prose && !before.deep &&
+               opensTable(before.prose[before.prose.length - 1], line)) {
         const header = cells(before.prose.pop()); // the paragraph's last line is the table's header
         const aligns = cells(line).map((cell) => ALIGNS[(cell.startsWith(":") ? 1 : 0) + (cell.endsWith(":") ? 2 : 0)]);
         add(container, { rows: [header], aligns });
@@ -246,6 +248,7 @@ window.SwitchboardMarkdown = (() => {
       else if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
         pad(before.prose, container.blanks).push(unindented(line));
+        before.deep = indentOf(line, at) >= 4; // code but for the paragraph it carries on: it heads no table
         container.blanks = 0;
         container.paragraph = true;
       } else {
@@ -343,10 +346,11 @@ window.SwitchboardMarkdown = (() => {
   const CLOSING = /(?:^|[ \t]+)#+[ \t]*$|[ \t]+$/; // a heading's closing #s are not its text
   const UNDERLINE = /^ {0,3}(?:=+|-+)[ \t]*$/;
   const QUOTE = /^ {0,3}>/;
-  // A table: a line with a | above a line of one `---` (`:--`, `--:`, `:-:`) per column, between |s.
-  const DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)* *:?-+:? *\|? *$/;
+  // A table: a line with a | above a line of one `---` (`:--`, `--:`, `:-:`) per column, between |s,
+  // spaces and tabs around them, up to three columns in.
+  const DELIMITER = /^ {0,3}(?:\|[ \t]*)?(?::?-+:?[ \t]*\|[ \t]*)*:?-+:?[ \t]*\|?[ \t]*$/;
   const ALIGNS = ["", "left", "right", "center"];
-  const opensTable = (header, line) => header.includes("|") && DELIMITER.test(line) && !/^ {0,3}- /.test(line) &&
+  const opensTable = (header, line) => header.includes("|") && DELIMITER.test(line) && !/^ {0,3}-[ \t]/.test(line) &&
     cells(header).length === cells(line).length;
   // A row's cells: split at each | not escaped (\| is a | in the cell), the row's outer |s dropped.
   function cells(line) {

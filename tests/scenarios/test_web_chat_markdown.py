@@ -383,6 +383,21 @@ async def test_a_pipe_table_is_a_table_its_cells_keeping_their_markdown(chat, pa
     assert "not | a table\n--- | --- | ---" in await mine.text_content()
 
 
+
+async def test_a_tables_delimiter_row_may_hold_tabs_but_no_line_of_it_is_four_columns_in(chat, page) -> None:
+    # A tab around a delimiter row's cells made no table, and a header or delimiter row four spaces in,
+    # which carries the paragraph on in markdown-it, made one.
+    text = "| a | b |\n|:---\t|\t---:|\n| 1 | 2 |\n\nc | d\n    --- | ---\n\ntext\n    e | f\n--- | ---"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["table", "tr", "th", "/th", "th", "/th", "/tr",
+                                          "tr", "td", "/td", "td", "/td", "/tr", "/table"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(CELLS) == [["a", "b"], ["1", "2"]] == gateway_cells(text)
+    assert await styled_now(page, "[...el.querySelectorAll('th')].map(e => getComputedStyle(e).textAlign)") == [
+        "left", "right"]
+    assert await mine.text_content() == "ab12\nc | d\n--- | ---\n\ntext\ne | f\n--- | ---"
+
+
 def gateway_paragraphs(text: str) -> str:
     """The text of ``text``'s paragraphs as markdown-it reads them, a blank line between two."""
     return "\n\n".join(markdown.plain(token.children or ()) for token in markdown.parse(text) if token.type == "inline")
