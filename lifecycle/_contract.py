@@ -303,8 +303,9 @@ class SubagentCancelResult:
     accepted: bool
     """The interrupt was delivered; the child stops at its next safe boundary."""
     state: SubagentState
-    """The state after the call (CANCEL_REQUESTED when accepted)."""
+    """The state after the call (CANCEL_REQUESTED when accepted); the state it ended in when ``already_terminal``."""
     already_terminal: bool = False
+    """It had finished, or was finishing (its end known, its result not yet published): nothing changed."""
     unknown_handle: bool = False
     message: str = ""
 

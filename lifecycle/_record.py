@@ -22,7 +22,7 @@ class Record:
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
         "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "inline",
-        "ran", "closing", "completing", "keep_result", "_waiters", "_handle_json", "__weakref__",
+        "ran", "closing", "completing", "ending", "keep_result", "_waiters", "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -61,6 +61,9 @@ class Record:
         """Interrupted because the service is closing."""
         self.completing = False
         """The completion pipeline has begun; nothing may stop or finish it again."""
+        self.ending: SubagentState | None = None
+        """The terminal state it ends in, known from the moment it is completing (`Supervisor`): its
+        state stays as it was until its result is published, and a cancel meanwhile must not pretend to stop it."""
         self.keep_result = False
         """Its handle was handed out: keep its result in memory for the reads that follow."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits

@@ -278,15 +278,18 @@ class AsyncSubagentLifecycle:
 
     async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:
-        `wait`/`result` show CANCELLED (or what it reached first) once it has stopped."""
+        `wait`/`result` show CANCELLED (or what it reached first) once it has stopped. A child
+        finished, or finishing (its end known, its result not yet published), is not changed: the
+        answer says it already finished, in the state it ends in."""
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
         if found is None:
             return SubagentCancelResult(False, S.UNKNOWN, unknown_handle=True, message="Unknown subagent handle.")
-        if type(found) is SubagentResult or found.result is not None or found.state.terminal:
+        ended = found.state if type(found) is SubagentResult or found.state.terminal else found.ending
+        if ended is not None:
             return SubagentCancelResult(
-                False, found.state, already_terminal=True, message=f"The subagent already finished ({found.state.value})."
+                False, ended, already_terminal=True, message=f"The subagent already finished ({ended.value})."
             )
         await self._supervisor.cancel(found, str(reason))
         return SubagentCancelResult(True, S.CANCEL_REQUESTED, message="Cancellation requested.")

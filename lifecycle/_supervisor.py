@@ -173,8 +173,7 @@ class Supervisor:
                 del hold.ended[subagent_id]
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             else:
-                record.completing = True
-                record.kept_job = None
+                self._completing(record, hold.ended[subagent_id])
 
     async def release(self) -> None:
         """The host's hooks are in place: the `subagent_start` hooks of the children whose starts were held
@@ -234,12 +233,19 @@ class Supervisor:
             elif record is None:
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             return
-        record.completing = True
-        record.kept_job = None  # never handed to an engine again
+        self._completing(record, outcome)
         if self._start_hold is not None:  # the host's `subagent_stop` hooks may not be registered yet
             self._start_hold.ended[subagent_id] = outcome
             return
         await self._finish(record, outcome)
+
+    @staticmethod
+    def _completing(record: Record, outcome: ChildOutcome) -> None:
+        """Its end is known: out of every stop's reach from now on (`Record.live`), it ends in ``ending``."""
+        record.completing = True
+        record.kept_job = None  # never handed to an engine again
+        # Final now: no report (`starting`, `running`) nor stop (`cancel`, `interrupt`) changes a completing state.
+        record.ending = _terminal_state(outcome, record.state)
 
     async def _finish(self, record: Record, outcome: ChildOutcome) -> None:
         """`finished` for a record marked completing."""
@@ -253,7 +259,7 @@ class Supervisor:
         roll_up(record.parent, record.turn_id, outcome)
         record.outcome = outcome
         now = self.host.clock.time()
-        result, row = terminal(record, outcome, _terminal_state(outcome, record.state), now)
+        result, row = terminal(record, outcome, record.ending, now)
         record.completed_at = now
         self.journal.put(row)
         self._unpublished.append((record, result))

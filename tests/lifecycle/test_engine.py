@@ -503,9 +503,10 @@ async def test_a_cancel_while_the_service_holds_a_childs_end_does_not_rewrite_th
     second = await make_env(engine=WorkerEngine(workers), db="shared.db", hold_ends=True)
     calls = hook_log(second)
     with second.turn():
-        await second.service.cancel(handle, "too late")
+        answer = await second.service.cancel(handle, "too late")
         await second.service.release_ends()
         result = await second.service.result(handle)
+    assert (answer.accepted, answer.already_terminal, answer.state) == (False, True, S.INTERRUPTED)
     assert (result.state, result.error_message) == (S.INTERRUPTED, "stopped by /stop")
     assert calls == [("stop", handle.subagent_id, "interrupted")]
 

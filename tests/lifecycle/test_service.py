@@ -276,6 +276,42 @@ async def test_cancelling_a_finished_child_changes_nothing(env):
 
 
 @pytest.mark.both_engines
+async def test_cancelling_a_finishing_child_says_it_already_finished(env):
+    """Its end is known (its `subagent_stop` hooks run, its result is not published yet): the cancel
+    comes after that end, changes nothing, and says so, rather than report a cancellation that never happens."""
+    in_hook, go_on = asyncio.Event(), asyncio.Event()
+
+    async def slow_stop(**event):
+        in_hook.set()
+        await go_on.wait()
+
+    env.hooks.register("subagent_stop", slow_stop)
+    with env.turn():
+        handle = await env.service.launch(req())
+        await asyncio.wait_for(in_hook.wait(), 5)
+        cancelled = await env.service.cancel(handle)
+        go_on.set()
+        done = await env.service.wait(handle, timeout_seconds=5)
+    assert (cancelled.accepted, cancelled.already_terminal, cancelled.state) == (False, True, S.SUCCEEDED)
+    assert cancelled.message == "The subagent already finished (SUCCEEDED)."
+    assert done.state is S.SUCCEEDED
+
+
+async def test_cancelling_a_child_whose_end_is_held_while_the_service_starts_says_it_already_finished(make_env):
+    env = await make_env(hold_ends=True)
+    with env.turn():
+        handle = await env.service.launch(req())
+        view = env.service.host_view()
+        await until(lambda: [c.activity for c in view.children("parent-1")] == ["finishing"])
+        cancelled = await env.service.cancel(handle)
+        await env.service.release_ends()
+        done = await env.service.wait(handle, timeout_seconds=5)
+    assert (cancelled.accepted, cancelled.already_terminal, cancelled.state) == (False, True, S.SUCCEEDED)
+    assert cancelled.message == "The subagent already finished (SUCCEEDED)."
+    assert done.state is S.SUCCEEDED
+
+
+@pytest.mark.both_engines
 async def test_failures_are_classified(env):
     _, done, result = await launch_and_wait(env, "[fail]")
     assert done.state is S.FAILED
