@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent import Clock, ToolTraceEntry
-from gateway.child_states import state_word, tally
+from gateway.child_states import RESTARTED, state_word, tally
 from gateway.excerpt import excerpt
 from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
@@ -29,6 +29,8 @@ from gateway.store import DelegationRow
 from lifecycle import ChildSnapshot, HostView
 
 LOG_LINES = 20
+RECENT_KEPT = 10
+"""The finished children whose tool calls a session keeps (`HostView.recent`)."""
 SHOWN = 12
 """Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
 MIN_ID_PART = 3
@@ -44,6 +46,8 @@ class AgentsCommand:
         self._children = children
         self._ledger = ledger
         self._clock = clock
+        self._since = clock.time()
+        """Built before the lifecycle starts: a child that finished before this ran in an earlier process."""
 
     async def run(self, session: GatewaySession, args: str) -> str:
         words = args.split()
@@ -138,12 +142,22 @@ class AgentsCommand:
         trace = self._children.tool_trace(session.session_id, child.subagent_id)
         head = f"{child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state_word(child)}"
         if trace is None:
-            return f"{head}\nIts tool calls are no longer kept (the gateway restarted since it ran)."
+            return f"{head}\n{self._untraced(child)}"
         if not trace:
             return f"{head}\nNo tool calls yet."
         shown = trace[-LOG_LINES:]
         more = f" (the latest {len(shown)} of {len(trace)})" if len(trace) > len(shown) else ""
         return "\n".join([f"{head}\nTool calls{more}, oldest first:", *(_trace_line(e) for e in shown)])
+
+    def _untraced(self, child: ChildSnapshot) -> str:
+        """Why a child's tool calls cannot be shown (`HostView.tool_trace` said None)."""
+        if not child.state.terminal:  # waiting for a slot, or on an engine that reports them only at the end
+            return "Its tool calls are not known here until it has finished."
+        if state_word(child) == RESTARTED or (child.completed_at or 0.0) < self._since:
+            return "Its tool calls are no longer kept (the gateway restarted since it ran)."
+        # Dropped out of the session's recent children (`HostView.recent`): by number or by age.
+        return (f"Its tool calls are no longer kept: only this chat's last {RECENT_KEPT} finished subagents keep "
+                "theirs, each for a while after it finished.")
 
     async def _stop(self, session: GatewaySession, child: ChildSnapshot) -> str:
         if child.state.terminal:

@@ -97,7 +97,9 @@ class HostView:
     def tool_trace(self, parent_session_id: str, subagent_id: str) -> tuple[ToolTraceEntry, ...] | None:
         """The child's latest tool calls, oldest first, metadata only: live from its engine
         (when the engine can tell), or as it finished while this process remembers it. None
-        when it is not the session's child, or its trace is no longer kept (after a restart)."""
+        when it is not the session's child, its engine does not report them while it runs (nor while it
+        waits for a slot), or they are no longer kept: it left the session's `recent` children, or ran before a
+        restart."""
         supervisor = self._supervisor
         record = supervisor.get(subagent_id)
         if isinstance(record, Record) and record.handle.parent_session_id == parent_session_id:

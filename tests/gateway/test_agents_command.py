@@ -331,3 +331,71 @@ async def test_the_children_left_out_are_counted_in_the_states_order_as_a_finish
     await settled(gateway)
     lines = (await command(chat, "/agents")).splitlines()
     assert lines[-2:] == ["… and 2 more: 1 succeeded, 1 failed", "/agents all lists every one."]
+
+
+def delegating(tasks: list[dict]):
+    """A background parent that delegates ``tasks`` on the user's message and stays quiet about the results."""
+
+    def play(request: ModelRequest) -> dict:
+        last = request.messages[-1]
+        if last["role"] == "user" and RESULTS in str(last["content"]):
+            return {"text": "NO_REPLY"}
+        if last["role"] == "user":
+            return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]}
+        return {"text": "on it"}
+
+    return play
+
+
+async def test_log_of_a_child_out_of_the_last_ten_finished_says_why_its_tool_calls_are_gone(tmp_path, gateways):
+    # It said "the gateway restarted since it ran", though the gateway had not restarted.
+    model = ScriptedModel({"parent": delegating([{"goal": f"look at part {i}"} for i in range(11)]),
+                           "leaf": lambda request: {"text": "looked"}})
+    chat = RecordingAdapter()
+    sections = {"display": {"interim_assistant_messages": True}, "delegation": {"max_concurrent_children": 11}}
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model)
+    await chat.say("look at eleven parts")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await settled(gateway)
+    session_id = next(iter(gateway.sessions)).session_id
+    kept = {c.subagent_id for c in gateway.host.children.recent(session_id)}
+    (row,) = gateway.ledger.latest(next(iter(gateway.sessions)), 1)
+    (gone,) = [t.subagent_id for t in row.tasks if t.subagent_id not in kept]
+    log = await command(chat, f"/agents log {gone}")
+    assert log.endswith("— succeeded\nIts tool calls are no longer kept: only this chat's last 10 finished "
+                        "subagents keep theirs, each for a while after it finished.")
+
+
+async def test_log_of_a_child_waiting_for_a_slot_does_not_speak_of_a_restart(tmp_path, gateways):
+    model = ScriptedModel({"parent": delegating([{"goal": "first"}, {"goal": "second"}]),
+                           "leaf": lambda request: {"wait": "go", "text": "done"}})
+    chat = RecordingAdapter()
+    sections = {"display": {"interim_assistant_messages": True}, "lifecycle": {"max_running": 1}}
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model)
+    await chat.say("two things")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await model.reached("go")
+    (waiting,) = [c for c in live(gateway) if c.state is SubagentState.PENDING]
+    log = await command(chat, f"/agents log {waiting.subagent_id}")
+    assert log.endswith("— pending\nIts tool calls are not known here until it has finished.")
+    model.release("go")
+    await settled(gateway)
+
+
+async def test_log_of_a_child_that_finished_before_a_restart_names_the_restart(tmp_path, gateways):
+    model = ScriptedModel({"parent": delegating([{"goal": "quick look"}]), "leaf": lambda request: {"text": "looked"}})
+    chat = RecordingAdapter()
+    sections = {"display": {"interim_assistant_messages": True}}
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model)
+    await chat.say("look")
+    await chat.wait_for(lambda: chat.texts() == ["on it"])
+    await settled(gateway)
+    (row,) = gateway.ledger.latest(next(iter(gateway.sessions)), 1)
+    (child,) = [t.subagent_id for t in row.tasks]
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    await gateways(make_config(tmp_path, **sections), [chat2], model=model)
+    log = await command(chat2, f"/agents log {child}")
+    assert log == (f"{child} — quick look — succeeded\n"
+                   "Its tool calls are no longer kept (the gateway restarted since it ran).")
