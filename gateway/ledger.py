@@ -193,7 +193,7 @@ class Ledger:
             child = found.get(task.subagent_id)
             if task in lost:
                 partial = _short(child.summary if child else None, 200) or "no output yet"
-                gave_up = f" (lost after {task.attempts} attempts)" if resume else ""
+                gave_up = f" (lost after {task.attempts} attempt{'' if task.attempts == 1 else 's'})" if resume else ""
                 lines.append(f"• Interrupted{gave_up}: {_short(task.goal, 80)} — partial output: {partial}")
             elif child is not None:
                 lines.append(f"• {child.state.value.lower().capitalize()}: {_short(task.goal, 80)} — "

@@ -135,19 +135,20 @@ async def test_with_on_restart_resume_interrupted_children_run_again(tmp_path, g
     assert len([r for r in model2.requests if r.role == "leaf"]) == 2
 
 
-async def test_resume_gives_up_after_max_attempts_and_reports(tmp_path, gateways):
-    settings = {"lifecycle": {"on_restart": "resume", "max_attempts": 2}}
-    for attempt in range(3):
+@pytest.mark.parametrize("max_attempts, said", [(2, "2 attempts"), (1, "1 attempt")])
+async def test_resume_gives_up_after_max_attempts_and_reports(tmp_path, gateways, max_attempts, said):
+    settings = {"lifecycle": {"on_restart": "resume", "max_attempts": max_attempts}}
+    for attempt in range(max_attempts + 1):
         chat, model, gateway = await start(gateways, tmp_path, lambda r: {"wait": "forever"}, **settings)
         if attempt == 0:
             await chat.say("please delegate")
             await chat.wait_for(lambda: chat.texts() == ["on it"])
-        if attempt < 2:
+        if attempt < max_attempts:
             await model.reached("forever")
             await gateway.stop(grace=0)
     await chat.wait_for(lambda: chat.messages)
     [report] = chat.texts()
-    assert "Interrupted (lost after 2 attempts): alpha" in report
+    assert f"Interrupted (lost after {said}): alpha" in report
 
 
 @pytest.mark.parametrize("answer", ["NO_REPLY", "All went fine."])
