@@ -29,8 +29,6 @@ from gateway.store import DelegationRow
 from lifecycle import ChildSnapshot, HostView
 
 LOG_LINES = 20
-RECENT_KEPT = 10
-"""The finished children whose tool calls a session keeps (`HostView.recent`)."""
 SHOWN = 12
 """Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
 MIN_ID_PART = 3
@@ -156,8 +154,8 @@ class AgentsCommand:
         if state_word(child) == RESTARTED or (child.completed_at or 0.0) < self._since:
             return "Its tool calls are no longer kept (the gateway restarted since it ran)."
         # Dropped out of the session's recent children (`HostView.recent`): by number or by age.
-        return (f"Its tool calls are no longer kept: only this chat's last {RECENT_KEPT} finished subagents keep "
-                "theirs, each for a while after it finished.")
+        return (f"Its tool calls are no longer kept: only this chat's last {HostView.RECENT_KEPT} finished subagents "
+                "keep theirs, each for a while after it finished.")
 
     async def _stop(self, session: GatewaySession, child: ChildSnapshot) -> str:
         if child.state.terminal:

@@ -22,6 +22,7 @@ from lifecycle._entries import apply_summary_budget, entry, entry_from_result
 from lifecycle._record import Record
 from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused, with_route
 from lifecycle._snapshot import ChildSnapshot
+from lifecycle._tallies import RECENT_PER_SESSION
 
 if TYPE_CHECKING:
     from lifecycle._supervisor import Supervisor
@@ -33,6 +34,10 @@ class HostView:
     """Get it from `AsyncSubagentLifecycle.host_view()`; use it on the service's event loop."""
 
     __slots__ = ("_supervisor",)
+
+    RECENT_KEPT = RECENT_PER_SESSION
+    """A session's latest finished children whose tool calls `tool_trace` still finds (each for
+    ``lifecycle.retention_seconds``)."""
 
     def __init__(self, supervisor: Supervisor) -> None:
         self._supervisor = supervisor
