@@ -23,7 +23,7 @@ from gateway.config.check import write_problems
 from gateway.errors import StartupError
 from gateway.host import AgentHost
 from gateway.inbox_cli import inbox_command
-from gateway.logging import setup_logging
+from gateway.logging import logging_installed
 from gateway.replies import operator_hint
 from gateway.serve import serve
 from gateway.startup_errors import explain
@@ -122,31 +122,33 @@ def _command(argv: Sequence[str] | None) -> int:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 1
     try:
-        setup_logging(config.logging.level, config.logging.format, log_file or sys.stderr,
-                      secrets=config_secrets(config), repeat_window=config.logging.repeat_window_seconds)
-        for line in warnings:
-            print(f"warning: {line}", file=sys.stderr)
-        if args.command == "ask":
-            # Bytes of the arguments that are not UTF-8 arrive as lone surrogates, which nothing
-            # downstream can encode: U+FFFD instead, as for bytes typed into the chat.
-            runner = _ask(config, scalar_text(" ".join(args.message)))
-        elif args.command == "worker":
-            runner = _worker(config)
-        else:
-            runner = _serve(config, local=args.command == "chat")
-        try:
-            return asyncio.run(runner)
-        except KeyboardInterrupt:
-            return 130
-        except Exception as exc:  # the one boundary where a failure becomes words for the operator
-            log.debug("the command failed", exc_info=exc)
-            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
-            return 1
+        with logging_installed(config.logging.level, config.logging.format, log_file or sys.stderr,
+                               secrets=config_secrets(config), repeat_window=config.logging.repeat_window_seconds):
+            return _run(args, config, warnings)
     finally:
         if log_file is not None:
-            for handler in [h for h in logging.getLogger().handlers if getattr(h, "_switchboard", False)]:
-                logging.getLogger().removeHandler(handler)
             log_file.close()
+
+
+def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> int:
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if args.command == "ask":
+        # Bytes of the arguments that are not UTF-8 arrive as lone surrogates, which nothing
+        # downstream can encode: U+FFFD instead, as for bytes typed into the chat.
+        runner = _ask(config, scalar_text(" ".join(args.message)))
+    elif args.command == "worker":
+        runner = _worker(config)
+    else:
+        runner = _serve(config, local=args.command == "chat")
+    try:
+        return asyncio.run(runner)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the one boundary where a failure becomes words for the operator
+        log.debug("the command failed", exc_info=exc)
+        print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+        return 1
 
 
 def _claim_state_dir(config: Config) -> None:

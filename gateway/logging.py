@@ -182,7 +182,8 @@ def setup_logging(
     """Send every log record to ``stream`` (stderr by default) in ``fmt``.
 
     Replaces the handler a previous call installed, so calling it again (tests,
-    a reload) does not duplicate lines. ``secrets`` are registered for redaction;
+    a reload) does not duplicate lines; it stays until removed (`logging_installed`
+    removes it at the end of a block). ``secrets`` are registered for redaction;
     pass `gateway.config.config_secrets(config)`. A line identical to one written
     less than ``repeat_window`` seconds ago is dropped and counted (0 keeps all).
     `PER_EVENT_LOGGERS` log only warnings and errors unless ``level`` is DEBUG.
@@ -209,3 +210,29 @@ def setup_logging(
     for name in PER_EVENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING)
     return handler
+
+
+@contextlib.contextmanager
+def logging_installed(
+    level: str,
+    fmt: Literal["text", "json"] = "text",
+    stream: TextIO | None = None,
+    *,
+    secrets: Iterable[str] = (),
+    repeat_window: float = DEFAULT_WINDOW,
+) -> Iterator[logging.Handler]:
+    """`setup_logging` for the length of the block. On exit the handler is removed and closed and
+    the levels it set are as they were, so a process that goes on after the block (tests, an
+    embedding calling `gateway.cli.main`) keeps no handler on a stream its owner has since closed
+    (every later line was a "--- Logging error ---" traceback). The stream itself is the caller's.
+    A handler an earlier `setup_logging` installed is replaced for good, not restored."""
+    names = ("", *PER_EVENT_LOGGERS)
+    levels = {name: logging.getLogger(name).level for name in names}
+    handler = setup_logging(level, fmt, stream, secrets=secrets, repeat_window=repeat_window)
+    try:
+        yield handler
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+        for name, previous in levels.items():
+            logging.getLogger(name).setLevel(previous)

@@ -1,6 +1,7 @@
 import argparse
 import http.server
 import json
+import logging
 import os
 import re
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from gateway.cli import build_parser, main
+from gateway.logging import PER_EVENT_LOGGERS
 from tests.gateway import cli_process
 
 
@@ -28,6 +30,15 @@ def test_ask_with_the_demo_model_prints_a_labelled_reply(capsys, tmp_path):
     assert main(["ask", "hello", "there"]) == 0
     assert capsys.readouterr().out.startswith("[demo]")
     assert (tmp_path / "state" / "switchboard.db").exists()
+
+
+def test_a_command_run_in_process_leaves_the_logging_as_it_found_it(capsys):
+    # Its log went to the stderr of the moment, which its caller may close once the command has
+    # returned (pytest's capture did): every line logged after was a "--- Logging error ---".
+    root, per_event = logging.getLogger(), logging.getLogger(PER_EVENT_LOGGERS[0])
+    before = (list(root.handlers), root.level, per_event.level)
+    assert main(["ask", "hello"]) == 0
+    assert (root.handlers, root.level, per_event.level) == before
 
 
 def test_ask_with_a_scripted_model_runs_tools(capsys, tmp_path):
