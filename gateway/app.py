@@ -147,6 +147,8 @@ class Gateway:
     # -- lifetime -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """A start that raises must still be followed by `stop`, as `serve` does: it may have begun
+        the host and attached the console's log handler to the root logger."""
         self.recent_errors.attach()
         await self.host.start()
         unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it

@@ -165,10 +165,16 @@ class SlowToStop:
 
 
 async def start_gateway(config, adapters, *, model=None, script=None, clock: Clock = SYSTEM_CLOCK) -> Gateway:
-    """A started gateway on ``config`` with these adapters; ``script`` runs a `ScriptedModel`."""
+    """A started gateway on ``config`` with these adapters; ``script`` runs a `ScriptedModel`.
+    A start that fails is stopped before its error is raised, as `switchboard run` stops it: no
+    caller holds that gateway to stop it (its log handler stayed on the root logger)."""
     model = model or (ScriptedModel(script) if script is not None else None)
     gateway = Gateway(AgentHost(config, model=model, clock=clock), adapters, clock=clock)
-    await gateway.start()
+    try:
+        await gateway.start()
+    except BaseException:
+        await gateway.stop(grace=0)
+        raise
     return gateway
 
 

@@ -230,10 +230,12 @@ async def test_a_configured_backend_that_fails_to_load_stops_the_start(tmp_path,
     config = make_config(tmp_path, model=openai_model(main), plugins=["advanced_delegation"],
                          delegation={"backend": "profile_routes", "profile_routes": {
                              "reviewer": {"description": "d", "context_files": [str(skills)]}}})
+    handlers = list(logging.getLogger().handlers)
     skills.unlink()  # gone between the config check and the start
     with pytest.raises(StartupError, match=r"delegation\.backend: 'profile_routes' is not available .*"
                                            r"delegation\.profile_routes\.reviewer\.context_files\[0\]: cannot read"):
         await gateways(config, [RecordingAdapter()])
+    assert logging.getLogger().handlers == handlers  # the failed start was stopped: nothing of it logs on
 
 
 async def test_an_orchestrator_child_routes_its_own_tasks_through_its_sessions_backend(tmp_path, llm, gateways):
