@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import signal
 import stat
@@ -26,6 +27,37 @@ settings.load_profile("switchboard")
 # to every child, and a fake that ignores Ctrl-C never stopped. A handler set here is not inherited.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def no_log_handler_left_behind():
+    """Fails a test that leaves a logging handler (or the root logger's level) changed, after putting
+    them back. A handler left on a stream the test's capture has since closed turned every line a
+    later test logged into a "--- Logging error ---" traceback, hiding that test's real failure; and
+    code that installs a handler it never removes leaks one in any process that starts twice. A
+    library's NullHandler, added once when it is first imported, is no leak."""
+    root = logging.getLogger()
+    level, before = root.level, _log_handlers()
+    yield
+    left = {logger: added for logger, handlers in _log_handlers().items()
+            if (added := handlers - before.get(logger, set()))}
+    for logger, added in left.items():
+        for handler in added:
+            logger.removeHandler(handler)
+    changed = root.level
+    root.setLevel(level)
+    if left:
+        named = ", ".join(f"{handler!r} on {logger.name}" for logger, added in left.items() for handler in added)
+        pytest.fail(f"the test left logging handlers behind: {named}", pytrace=False)
+    if changed != level:
+        pytest.fail(f"the test left the root logger at {logging.getLevelName(changed)}, "
+                    f"not {logging.getLevelName(level)}", pytrace=False)
+
+
+def _log_handlers() -> dict[logging.Logger, set[logging.Handler]]:
+    loggers = [logging.getLogger(), *list(logging.Logger.manager.loggerDict.values())]
+    return {logger: {h for h in logger.handlers if not isinstance(h, logging.NullHandler)}
+            for logger in loggers if isinstance(logger, logging.Logger) and logger.handlers}
 
 
 @pytest.fixture
