@@ -36,6 +36,8 @@ class _Conn:
     """Frames go out in the order they were dispatched (asyncio locks are FIFO)."""
     stalled: bool = False
     """Half-open (`FakeDiscord.stall`): frames for it are lost, what it sends is unheard."""
+    deaf: bool = False
+    """Half-open without even the close answered (`FakeDiscord.stall`): nothing it sends is read."""
 
 
 class DiscordGateway:

@@ -149,6 +149,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         for _route, release in self._holds:  # a held call is answered, so that the server can shut down
             release.set()
         for conn in list(self._conns):
+            if conn.deaf and conn.request.transport is not None:
+                conn.request.transport.abort()  # its close would wait for an answer it cannot read
             await conn.ws.close(code=1001)
         if self._sending:
             await asyncio.wait(self._sending)
@@ -280,14 +282,19 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
             if conn.request.transport is not None:
                 conn.request.transport.close()
 
-    def stall(self) -> None:
+    def stall(self, *, answer_close: bool = True) -> None:
         """Make the live gateway connection half-open, as when a NAT or load balancer forgets it:
         no close frame, no FIN, no heartbeat ACK and no dispatch reaches the client any more
         (events are still logged in the session, so a RESUME replays them). One thing still gets
         through: the close frame the client sends when it gives up is answered, sparing the 30 s
-        discord.py would otherwise wait for that answer before it reconnects."""
+        discord.py would otherwise wait for that answer before it reconnects. ``answer_close``
+        False: not even that, as when the peer is truly gone: nothing the client sends is read
+        any more, and its close waits for an answer that never comes."""
         for conn in self._conns:
             conn.stalled = True
+            if not answer_close and conn.request.transport is not None:
+                conn.deaf = True
+                conn.request.transport.pause_reading()
 
     def replay_on_resume(self, events: Iterable[str]) -> None:
         """On the next RESUME, dispatch these earlier events (message or interaction ids) again,

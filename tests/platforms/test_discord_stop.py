@@ -1,7 +1,7 @@
 """A stop of `DiscordAdapter` keeps to the time the gateway gives it (`stop_within`): neither discord.py's
-reconnect backoff, which closing the client does not cut short, nor a sink slow to take the events queued
-holds it longer. What it did not hand over is not lost: a message is read back at the next start, a command
-is told it was not taken."""
+reconnect backoff, which closing the client does not cut short, nor a sink slow to take the events queued,
+nor a half-open gateway connection holds it longer. What it did not hand over is not lost: a message is read
+back at the next start, a command is told it was not taken."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import CommandSpec, Inbound
+from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
 
@@ -19,6 +19,8 @@ USER = 42
 GRACE = 1.0
 SLACK = 1.0
 """Room for a loaded 2-core machine, well short of what the stop took before (5 s and more)."""
+MARGIN = 0.7
+"""Room for a loaded 2-core machine past the grace and the last calls' floor."""
 
 
 @pytest.fixture
@@ -92,3 +94,38 @@ async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
     assert fake.calls_to(ANSWER)  # tried, within the grace: Discord shows the interaction failed
+
+
+async def test_a_stop_on_a_half_open_gateway_connection_keeps_to_its_grace(fake: FakeDiscord) -> None:
+    # discord.py's own close waits up to 30 s for Discord to answer its close frame, which a connection
+    # whose peer is gone (no answer, no FIN) never does. The stop does not: closing the client ends its
+    # HTTP session, whose connector drops the WebSocket's connection with it.
+    seen: dict[str, str] = {}
+    taken: list[str] = []
+
+    async def sink(inbound: Inbound) -> None:
+        taken.append(inbound.text)
+
+    adapter = adapter_for(fake)
+    adapter.bind_last_seen({}, seen.__setitem__, seen.get)
+    await adapter.start(sink)
+    fake.push_dm(USER, "before")
+    await fake.wait_for(lambda: taken)
+    fake.stall(answer_close=False)
+    fake.push_dm(USER, "into the void")  # dispatched into the dead connection: never heard
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await adapter.stop_within(GRACE)
+    assert loop.time() - began < GRACE + LAST_CALLS_FLOOR + MARGIN
+    await join_heartbeat_threads()
+
+    # Nothing lost: the channel was seen no further than "before", so the next start's catch-up reads
+    # what came after it from the channel's history and hands it over.
+    assert taken == ["before"]
+    again = adapter_for(fake)
+    again.bind_last_seen(dict(seen), seen.__setitem__, seen.get)
+    await again.start(sink)
+    try:
+        await fake.wait_for(lambda: taken == ["before", "into the void"])
+    finally:
+        await again.stop()
