@@ -475,14 +475,23 @@ class StopsWithin(Protocol):
     async def stop_within(self, seconds: float) -> None:
         """`Adapter.stop`, done within about ``seconds``: what it had no time to hand over is not lost
         (read back at the next start, or answered to be sent again). Its last calls to the platform (those
-        answers, Slack's placeholder deletions) get what is left of ``seconds``, but at least
-        `LAST_CALLS_FLOOR`: what they do not do by then is left (see each adapter)."""
+        answers, Slack's placeholder deletions and Socket Mode close) get what is left of ``seconds``, but at
+        least `LAST_CALLS_FLOOR`, and all together no more than that floor past ``seconds``
+        (`last_calls_time`): what they do not do by then is left (see each adapter)."""
 
 
 LAST_CALLS_FLOOR = 1.0
 """Seconds an adapter's last calls at a stop get when ``seconds`` (`StopsWithin.stop_within`) is spent: they
-take milliseconds while the platform answers; one that does not answer holds each step of them this much
-longer, no more (as the children's engine's last requests, `gateway.app.CLOSE_FLOOR_SECONDS`)."""
+take milliseconds while the platform answers; one that does not answer holds the stop this much longer, no
+more, however many steps of them there are (`last_calls_time`; as the children's engine's last requests,
+`gateway.app.CLOSE_FLOOR_SECONDS`)."""
+
+
+def last_calls_time(deadline: float, now: float) -> float:
+    """Seconds the last calls a stop begins at ``now`` get, its ``seconds`` ending at ``deadline`` (loop time):
+    what is left of them, at least `LAST_CALLS_FLOOR`, but never past ``deadline + LAST_CALLS_FLOOR``. Whatever
+    its earlier steps took, a stop whose steps each keep to it ends by then."""
+    return max(min(max(deadline - now, LAST_CALLS_FLOOR), deadline + LAST_CALLS_FLOOR - now), 0.0)
 
 
 @runtime_checkable

@@ -74,7 +74,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from platforms import slack_commands, slack_files, slack_history, slack_socket, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
-    LAST_CALLS_FLOOR,
     Attachment,
     CommandSpec,
     DeliveryError,
@@ -90,6 +89,7 @@ from platforms.base import (
     SeenLookup,
     SeenRecorder,
     Sent,
+    last_calls_time,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
@@ -276,15 +276,17 @@ class SlackAdapter:
         """Disconnect, delete any progress placeholder still shown, close the HTTP session. Events and
         commands still being read are dropped unacked (Slack sends an event again, to the next process);
         a command acked already is answered to be sent again, as one whose hand-over the stop cancels.
-        The deletions, then the answers, each get what is left of ``seconds``, at least `LAST_CALLS_FLOOR`:
-        a placeholder not deleted by then is left to the next start (`bind_indicators_left`), an answer
-        Slack has not taken is given up. Idempotent."""
+        Closing Socket Mode's WebSocket gets what is left of ``seconds``, at least `LAST_CALLS_FLOOR`
+        (`last_calls_time`): a close Slack does not answer is cut, the connection dropped. Then the deletions
+        and the answers, side by side, share what is left of ``seconds``, at least the floor, never past the
+        floor after ``seconds``: a placeholder not deleted by then is left to the next start
+        (`bind_indicators_left`), an answer Slack has not taken is given up. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
         if self._socket is not None:
             socket, self._socket = self._socket, None
-            await slack_socket.close(socket)
+            await slack_socket.close(socket, last_calls_time(deadline, loop.time()))
         listening = [task for task in self._listening if task is not asyncio.current_task()]
         for task in listening:
             task.cancel()
@@ -292,18 +294,27 @@ class SlackAdapter:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._progress.stop(max(deadline - loop.time(), LAST_CALLS_FLOOR))
+        # One floor for the deletions and the answers: side by side, neither costs the other its time, and a
+        # Slack that answers neither holds the stop one floor past ``seconds``, not two.
+        ends = loop.time() + last_calls_time(deadline, loop.time())
+        listening = [task for task in self._listening if task is not asyncio.current_task()]
+        await asyncio.gather(self._progress.stop(ends - loop.time()), self._tell_not_taken(listening, ends))
         self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`_deliver`)
         await asyncio.gather(*(task for task in self._listening if task is not asyncio.current_task()),
                              return_exceptions=True)
-        unanswered, self._unanswered = self._unanswered, []
-        # A floor of their own: a Slack slow to take the deletions does not cost the answers theirs.
-        await slack_commands.tell_not_taken(unanswered, self.send,  # a command's answer, while the session is open
-                                            max(deadline - loop.time(), LAST_CALLS_FLOOR))
         self._client = self._sink = None
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    async def _tell_not_taken(self, listening: list[asyncio.Task[Any]], ends: float) -> None:
+        """Answer the commands the stop left unrecorded that they were not taken, by ``ends`` (loop time),
+        once ``listening`` have ended: in Socket Mode, commands the client had begun dispatching as it
+        closed, which leave their answers to the stop."""
+        await asyncio.gather(*listening, return_exceptions=True)
+        unanswered, self._unanswered = self._unanswered, []
+        await slack_commands.tell_not_taken(unanswered, self.send,  # a command's answer, while the session is open
+                                            max(ends - asyncio.get_running_loop().time(), 0))
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "http":

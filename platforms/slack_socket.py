@@ -57,10 +57,20 @@ async def connect(socket: AsyncSocketModeHandler, watch: SocketWatch, call: Call
                               " firewall must let WebSockets (wss://) through") from exc
 
 
-async def close(socket: AsyncSocketModeHandler) -> None:
-    """Close the WebSocket and wait for the Socket Mode client's tasks to end."""
+async def close(socket: AsyncSocketModeHandler, seconds: float) -> None:
+    """Close the WebSocket and wait for the Socket Mode client's tasks to end, within about ``seconds``: a
+    close Slack does not answer (the connection is half-open: its peer gone, no FIN) would wait 10 s
+    (aiohttp's ``ws_close``). Cut, the connection is dropped instead, which loses nothing: Slack sends
+    the events not acked again, to the next connection."""
     client = socket.client
-    await client.close()
+    try:
+        async with asyncio.timeout(seconds):
+            await client.close()
+    except TimeoutError:
+        # Its HTTP session closed, the WebSocket's connection is gone: closing again waits for nothing,
+        # and ends the client's tasks as the close cut short did not.
+        await client.aiohttp_client_session.close()
+        await client.close()
     pending = [t for t in (client.message_processor, client.current_session_monitor, client.message_receiver)
                if t is not None]
     await asyncio.gather(*pending, return_exceptions=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+
 from platforms.fakes._slack_types import Ack, Connection, Envelope
 
 
@@ -65,6 +66,9 @@ class SlackSocketMode:
                 if msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                     break
                 if conn.stalled:
+                    if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING):
+                        await _until_lost(request)  # unanswered: the client gives up and closes its side
+                        break
                     continue
                 if msg.type == aiohttp.WSMsgType.PING:
                     await ws.pong(msg.data)
@@ -125,3 +129,10 @@ class SlackSocketMode:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+async def _until_lost(request: web.Request) -> None:
+    """Until the connection under ``request`` is closed. Polled: once a close frame came in, aiohttp's
+    ``receive`` returns at once without reading, and says nothing when the connection goes."""
+    while request.transport is not None and not request.transport.is_closing():
+        await asyncio.sleep(0.05)

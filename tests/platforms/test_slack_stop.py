@@ -1,12 +1,13 @@
 """A stop of `SlackAdapter` keeps to the time the gateway gives it (`stop_within`) while Slack does not
-answer its last calls: the answers to commands it took but had not handed over. (Its placeholders'
-deletions: `tests/scenarios/test_slack_stop.py`.)"""
+answer its last calls: the close of a half-open Socket Mode WebSocket, the answers to commands it took but
+had not handed over, those answers and its placeholders' deletions together. (The deletions alone:
+`tests/scenarios/test_slack_stop.py`.)"""
 
 from __future__ import annotations
 
 import asyncio
 
-from platforms.base import CommandSpec, Inbound
+from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.sqlite_errors import full_disk
@@ -14,6 +15,9 @@ from tests.sqlite_errors import full_disk
 GRACE = 1.0
 SLACK = 1.5
 """Room for the last calls' floor (`platforms.base.LAST_CALLS_FLOOR`) on a loaded 2-core machine."""
+MARGIN = 0.7
+"""Room for a loaded 2-core machine past the grace and the last calls' floor."""
+DM = "DU1"  # the fake's DM channel with user U1
 
 
 async def test_a_stop_whose_answers_to_commands_not_taken_slack_does_not_take_keeps_to_its_grace() -> None:
@@ -31,7 +35,7 @@ async def test_a_stop_whose_answers_to_commands_not_taken_slack_does_not_take_ke
         await adapter.start(refusing, [CommandSpec("new", "New session")])
         answering = fake.hold("response_url")
         try:
-            await fake.push_slash_command("/new", "U1", "DU1")
+            await fake.push_slash_command("/new", "U1", DM)
             await fake.wait_for(lambda: tries >= 1)
             loop = asyncio.get_running_loop()
             began = loop.time()
@@ -40,4 +44,69 @@ async def test_a_stop_whose_answers_to_commands_not_taken_slack_does_not_take_ke
             assert fake.calls_to("response_url")  # tried, within the grace
         finally:
             answering.set()
+            await adapter.stop()
+
+
+async def test_a_stop_on_a_half_open_socket_keeps_to_its_grace() -> None:
+    # Closing the WebSocket waited 10 s (aiohttp's ws_close) for Slack to answer its close frame: on a
+    # connection whose peer is gone (no answer, no FIN) that was how long the stop took.
+    taken: list[Inbound] = []
+
+    async def sink(inbound: Inbound) -> None:
+        taken.append(inbound)
+
+    async with FakeSlack(ack_timeout=0.5) as fake:
+        # Pings far apart: the client does not find the connection dead, and reconnect, before the stop.
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=10.0)
+        await adapter.start(sink)
+        await fake.wait_for(lambda: fake.open_connections)
+        fake.stall()
+        await fake.push_dm("U1", "into the void")  # sent into the dead connection: never acked
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await adapter.stop_within(GRACE)
+        assert loop.time() - began < GRACE + LAST_CALLS_FLOOR + MARGIN
+        assert taken == []
+
+        # Nothing lost: Slack sends the event it was not acked for again, to the next start's connection.
+        again = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                             ping_interval=10.0)
+        await again.start(sink)
+        try:
+            await fake.wait_for(lambda: [i.text for i in taken] == ["into the void"])
+        finally:
+            await again.stop()
+
+
+async def test_a_stop_whose_deletions_and_answers_slack_does_not_take_ends_a_floor_past_its_grace() -> None:
+    # The deletions, then the answers, each had a floor of their own: with the grace spent (0 here), a
+    # Slack that took neither held the stop two floors past it.
+    left: list[tuple[str, str | None]] = []
+    tries = 0
+
+    async def refusing(inbound: Inbound) -> None:  # the store refuses the command until the stop: not taken
+        nonlocal tries
+        tries += 1
+        raise full_disk()
+
+    async with FakeSlack() as fake:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2)
+        adapter.bind_indicators_left(lambda chat, thread: left.append((chat, thread)))
+        await adapter.start(refusing, [CommandSpec("new", "New session")])
+        answering, deleting = fake.hold("response_url"), fake.hold("chat.delete")
+        try:
+            await adapter.typing(DM, None)  # a placeholder shown, as while a turn runs
+            await fake.push_slash_command("/new", "U1", DM)
+            await fake.wait_for(lambda: tries >= 1)
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            await adapter.stop_within(0)
+            assert loop.time() - began < LAST_CALLS_FLOOR + MARGIN
+            assert fake.calls_to("response_url") and fake.calls_to("chat.delete")  # both tried, within the floor
+            assert left == [(DM, None)]  # not deleted: the next start deletes it
+        finally:
+            answering.set()
+            deleting.set()
             await adapter.stop()
