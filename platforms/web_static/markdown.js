@@ -5,7 +5,7 @@
 
 window.SwitchboardMarkdown = (() => {
   // Code blocks, lists, quotes, headings, rules, tables, inline code, bold, italics, strikethrough, links
-  // (reference links too), backslash escapes: `text` into the element `into`.
+  // (reference links and addresses between <> too), backslash escapes: `text` into the element `into`.
   function render(text, into) {
     into.replaceChildren();
     const { root, refs } = parse(text);
@@ -392,26 +392,37 @@ window.SwitchboardMarkdown = (() => {
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
   const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
   const CODE = "(?<code>`[^`\\n]+`)";
+  // An address between <>, as CommonMark reads one: a scheme of 2 to 32 characters, a colon and no space,
+  // control character, < or >, or an e-mail address. Anything else (<b>, <a:b>) is text, as typed.
+  const DOMAIN = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+  const ADDRESS = "[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\\x00-\\x20]*|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@" + DOMAIN +
+    "(?:\\." + DOMAIN + ")*";
+  const AUTOLINK = "<(?<auto>" + ADDRESS + ")>";
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed; here a no-break space is a space, \s, as in CommonMark), `_`
   // never within a word (`snake_case_names` stays too, `flanked`), none across a blank line; a code span
-  // in it is a code span, and each may hold the others.
-  const IN = "`[^`\\n]+`|\\\\.|\\n(?!\\n)"; // and a line break, not a blank line
-  const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*";
-  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
-  const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
-  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\\\n])+?" +
+  // or an address between <> in it is one piece, whatever it holds, and each may hold the others.
+  // A `<` opening no such address is one character; a line break is one too, but not a blank line.
+  const IN = "`[^`\\n]+`|\\\\.|<(?:" + ADDRESS + ")>|<(?!(?:" + ADDRESS + ")>)|\\n(?!\\n)";
+  const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*\\*";
+  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
+  const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
+  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n])+?" +
     "(?<!\\s)\\*\\*|" +
-    "(?<!\\w)__(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)__(?!\\w))";
-  const EM = "(?<em>\\*(?![\\s*])(?:" + IN + "|" + STRONG_STAR + "|[^*`\\\\\\n])+?(?<!\\s)\\*(?!\\*)" +
-    "|(?<!\\w)_(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\\\n])+?(?<!\\s)_(?!\\w))";
-  const STRIKE = "(?<strike>~~(?![\\s~])(?:" + IN + "|~(?!~)|[^~`\\\\\\n])+?(?<![\\s~])~~(?!~))";
+    "(?<!\\w)__(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\<\\n])+?(?<!\\s)__(?!\\w))";
+  const EM = "(?<em>\\*(?![\\s*])(?:" + IN + "|" + STRONG_STAR + "|[^*`\\\\<\\n])+?(?<!\\s)\\*(?!\\*)" +
+    "|(?<!\\w)_(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\<\\n])+?(?<!\\s)_(?!\\w))";
+  const STRIKE = "(?<strike>~~(?![\\s~])(?:" + IN + "|~(?!~)|[^~`\\\\<\\n])+?(?<![\\s~])~~(?!~))";
   const STYLES = [BOTH, BOLD, EM, STRIKE];
-  const INLINE = new RegExp([ESCAPE, CODE, LINK, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  const INLINE = new RegExp([ESCAPE, CODE, AUTOLINK, LINK, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   const INLINE_WITH_REFERENCES =
-    new RegExp([ESCAPE, CODE, LINK, REFERENCE, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  // A link within a link cannot be followed.
-  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, ...STYLES].join("|"), "g");
+    new RegExp([ESCAPE, CODE, AUTOLINK, LINK, REFERENCE, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  // A link within a link cannot be followed: an address between <> in one is its text.
+  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, AUTOLINK, ...STYLES].join("|"), "g");
+  // An address as markdown-it writes a link's, the one the other platforms link to: percent-encoded as by
+  // encodeURI (a backslash is no slash), the %XX escapes it holds kept, a lone surrogate as U+FFFD.
+  const encoded = (address) => address.replace(/%[0-9A-Fa-f]{2}|[^%]+|%/g,
+    (part) => part.length === 3 && part[0] === "%" ? part : encodeURI(part.toWellFormed()));
   const WORD = /[\p{L}\p{N}_]/u;
   // An `_` run next to a letter or digit (the word it is in, not emphasis) is text, in any script.
   const flanked = (text, start, end) => !(text[start] === "_" && (WORD.test(text[start - 1] ?? "") ||
@@ -432,12 +443,17 @@ window.SwitchboardMarkdown = (() => {
       }
       if (m.index > last) into.append(text.slice(last, m.index));
       last = at = end;
-      const { escape, code, label, href, bare } = m.groups;
+      const { escape, code, auto, label, href, bare } = m.groups;
       const reference = m.groups.text;
       const style = Object.keys(STYLE_TAGS).find((name) => m.groups[name] !== undefined);
       let node;
+      // An e-mail address between <> is a mailto: link; an address only a web or mail one is.
+      const address = auto && (auto.includes(":") ? auto : "mailto:" + auto);
       if (escape) {
         into.append(escape.slice(1));
+        continue;
+      } else if (auto && (!SAFE_HREF.test(address) || token === INLINE_IN_LINK)) {
+        into.append(SAFE_HREF.test(address) ? auto : m[0]); // any other shows as typed, its brackets too
         continue;
       } else if (code) {
         node = document.createElement("code");
@@ -457,9 +473,10 @@ window.SwitchboardMarkdown = (() => {
         continue;
       } else {
         node = document.createElement("a");
-        node.href = reference !== undefined ? refs.get(normalized(m.groups.ref || reference)) : href || bare;
+        node.href = reference !== undefined ? refs.get(normalized(m.groups.ref || reference))
+          : auto ? encoded(address) : href || bare;
         if (label || reference) inline(label || reference, node, INLINE_IN_LINK);
-        else node.textContent = bare;
+        else node.textContent = auto || bare;
         node.rel = "noopener noreferrer";
         node.target = "_blank";
       }

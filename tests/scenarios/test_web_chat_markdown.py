@@ -491,3 +491,37 @@ async def test_a_carriage_return_ends_a_line_as_a_line_feed_does(chat, page) -> 
     assert await mine.eval_on_selector("ul", "e => e.className") == ""
     assert await mine.eval_on_selector_all("pre", "els => els.map(e => e.textContent)") == ["code"]
     assert await mine.text_content() == "a list:\nonetwocodeafter\n\nHeading"
+
+
+def web_links(text: str) -> list[list[str]]:
+    """`gateway_links` of ``text`` but those to an address other than a web or mail one, which the page
+    never links."""
+    return [link for link in gateway_links(text) if link[0].startswith(("http://", "https://", "mailto:"))]
+
+
+async def test_an_address_between_angle_brackets_is_a_link_as_markdown_it_reads_it(chat, page) -> None:
+    # <https://...> and <a@b.example> showed as typed, their brackets too, where markdown-it links them
+    # for the other platforms; Markdown-looking characters within them were read as Markdown.
+    text = ("See <https://example.com/_a_/b> or <a.b+c@mail.example.org>, <mailto:team@example.com>, "
+            "<https://example.com/a\\b%20c%zz|d> and *around <https://example.com/x*y> it* "
+            "**<http://example.com/b>**\n[see <https://example.com/in>](https://example.com/out)\n"
+            "Text: <ftp://example.com/_f_> <javascript:alert(1)> <b> <a:b> <a@b..example> "
+            "`<https://example.com/code>`, bare: <https://example.com/a b> \\<https://example.com/escaped>")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(LINKS) == [
+        ["https://example.com/_a_/b"] * 2, ["mailto:a.b+c@mail.example.org", "a.b+c@mail.example.org"],
+        ["mailto:team@example.com"] * 2,
+        # Its address percent-encoded as markdown-it writes it: a backslash is no slash, a % no escape.
+        ["https://example.com/a%5Cb%20c%25zz%7Cd", "https://example.com/a\\b%20c%zz|d"],
+        ["https://example.com/x*y"] * 2, ["http://example.com/b"] * 2,
+        ["https://example.com/out", "see https://example.com/in"],  # a link within a link cannot be followed
+        ["https://example.com/a"] * 2, ["https://example.com/escaped"] * 2]
+    assert await mine.evaluate(LINKS) == [link for link in web_links(text) if link[0] != "https://example.com/in"]
+    assert await mine.evaluate(STYLED) == [["em", "around https://example.com/x*y it"],
+                                           ["strong", "http://example.com/b"], ["code", "<https://example.com/code>"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    # An address not a web or mail one shows as typed, as a [text](ftp://...) link does, its characters
+    # never Markdown; neither does what is not an address.
+    assert "Text: <ftp://example.com/_f_> <javascript:alert(1)> <b> <a:b> <a@b..example> " in await mine.text_content()
+    assert "bare: <https://example.com/a b> <https://example.com/escaped>" in await mine.text_content()
+
