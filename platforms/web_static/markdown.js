@@ -238,7 +238,7 @@ window.SwitchboardMarkdown = (() => {
         add(container, { rows: [header], aligns });
         container.rows = container.children[container.children.length - 1].rows;
       } else if (heading) {
-        add(container, { heading: heading[1].length, text: trim(line.slice(heading[0].length).replace(CLOSING, "")) });
+        add(container, { heading: heading[1].length, text: trim(unclosed(line.slice(heading[0].length))) });
       } else if (container.paragraph && before.prose && UNDERLINE.test(line)) {
         // The paragraph's lines underlined with === or --- are a heading.
         const lines = before.prose.splice(before.prose.lastIndexOf("") + 1);
@@ -304,6 +304,20 @@ window.SwitchboardMarkdown = (() => {
     return text.slice(start, end);
   }
 
+  // A heading's text without its closing #s (a run of them, alone or after a space or a tab, that only spaces
+  // and tabs follow) and the spaces and tabs it ends with. Scanned, as `trim` is: /[ \t]+#+[ \t]*$/ tried
+  // each space of a long run in turn, a second for a heading of 32,000 characters, the page frozen meanwhile.
+  function unclosed(text) {
+    const spaceOrTab = (i) => text[i] === " " || text[i] === "\t";
+    let end = text.length;
+    while (end > 0 && spaceOrTab(end - 1)) end--;
+    let start = end;
+    while (start > 0 && text[start - 1] === "#") start--;
+    if (start === end || (start > 0 && !spaceOrTab(start - 1))) return text.slice(0, end); // no closing #s
+    while (start > 0 && spaceOrTab(start - 1)) start--;
+    return text.slice(0, start);
+  }
+
   const past = (space, col) => space === " " ? col + 1 : col + 4 - col % 4; // the column after a space or tab
 
   // The columns of `line`'s indentation when it starts at column `at` (a tab's width depends on it).
@@ -343,7 +357,6 @@ window.SwitchboardMarkdown = (() => {
   const ITEM = /^( *)([-+*]|\d{1,9}[.)])(?:[ \t]|$)/;
   const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
   const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+|$)/;
-  const CLOSING = /(?:^|[ \t]+)#+[ \t]*$|[ \t]+$/; // a heading's closing #s are not its text
   const UNDERLINE = /^ {0,3}(?:=+|-+)[ \t]*$/;
   const QUOTE = /^ {0,3}>/;
   // A table: a line with a | above a line of one `---` (`:--`, `--:`, `:-:`) per column, between |s,

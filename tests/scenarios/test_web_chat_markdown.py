@@ -525,3 +525,37 @@ async def test_an_address_between_angle_brackets_is_a_link_as_markdown_it_reads_
     assert "Text: <ftp://example.com/_f_> <javascript:alert(1)> <b> <a:b> <a@b..example> " in await mine.text_content()
     assert "bare: <https://example.com/a b> <https://example.com/escaped>" in await mine.text_content()
 
+
+
+async def test_a_long_heading_of_spaces_then_text_renders_as_fast_as_a_paragraph(chat, page) -> None:
+    # The pattern dropping a heading's closing #s tried each space of the run in turn, in time growing as
+    # its square: a second for a message of the most a page may send, the page frozen meanwhile.
+    heading = "# a" + " " * 31_993 + "b ##"
+    mine = await shown_as_sent(chat, page, heading)
+    assert await mine.evaluate(SHAPE) == ["h1", "/h1"] == gateway_shape(heading)
+    assert await mine.text_content() == "a" + " " * 31_993 + "b" == gateway_paragraphs(heading)
+    # Timed against the same text as a paragraph, in the same page: what is not the heading's own work.
+    # Each the fastest of rounds of many renders (a pause for garbage collection, or for another process,
+    # slows one round, not all), enough renders that the clock's steps (0.1 ms) do not count.
+    per_render = await page.evaluate("""([heading, paragraph]) => {
+      const into = document.createElement("div");
+      const time = (text, renders, limit = Infinity) => {
+        let fastest = Infinity;
+        for (let round = 0; round < 5; round++) {
+          const start = performance.now();
+          let done = 0, spent = 0;
+          while (done < renders && spent <= limit) {
+            SwitchboardMarkdown.render(text, into);
+            done++;
+            spent = performance.now() - start;
+          }
+          fastest = Math.min(fastest, spent / done);
+        }
+        return fastest;
+      };
+      let renders = 1;
+      while (time(paragraph, renders) * renders < 10) renders *= 2;
+      const baseline = time(paragraph, renders);
+      return [time(heading, renders, 40 * baseline * renders), baseline];  // a round given up once too slow
+    }""", [heading, heading[2:]])
+    assert per_render[0] < 20 * per_render[1], per_render
