@@ -201,9 +201,10 @@ window.SwitchboardMarkdown = (() => {
           const definition = !paragraph && !lazy && !container.rows && line.match(DEFINITION);
           const target = definition && (definition.groups.angled ?? definition.groups.bare);
           const label = definition && normalized(definition.groups.label); // "" when only spaces: text
-          if (!label || !SAFE_HREF.test(target)) break;
+          const address = definition && unescaped(target);
+          if (!label || !SAFE_HREF.test(address)) break;
           closeTo(open, matched);
-          if (!refs.has(label)) refs.set(label, target); // the first of a label wins
+          if (!refs.has(label)) refs.set(label, encoded(address)); // the first of a label wins
           container.paragraph = false;
         }
         line = "";
@@ -372,10 +373,15 @@ window.SwitchboardMarkdown = (() => {
     if (out.length > 1 && out[out.length - 1] === "") out.pop();
     return out;
   }
-  const SAFE_HREF = /^(?:https?:\/\/|mailto:)/;
+  // A web or mail address, the only ones linked, its scheme in any case (schemes are caseless: RFC 3986).
+  const SAFE_HREF = /^(?:https?:\/\/|mailto:)/i;
+  // The same, for a pattern within INLINE (no flag of its own): `http` as [Hh][Tt][Tt][Pp].
+  const caseless = (word) => word.replace(/[a-z]/g, (c) => `[${c.toUpperCase()}${c}]`);
+  const SAFE_SCHEME = "(?:" + caseless("http") + "[Ss]?:\\/\\/|" + caseless("mailto") + ":)";
   // `[label]: address "title"`, the address ended by a space or a control character, as in CommonMark.
   const DEFINITION = new RegExp(/^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*/.source +
-    /(?:<(?<angled>[^<>\n]*)>|(?<bare>[^\x00-\x20\x7f]+))(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/.source);
+    /(?:<(?<angled>(?:[^<>\n\\]|\\.)*)>|(?<bare>[^\x00-\x20\x7f]+))/.source +
+    /(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/.source);
   // A label matches its definition's whatever its case and spacing, as in Markdown.
   const normalized = (label) => trim(label).replace(SPACES, " ").toLowerCase().toUpperCase();
 
@@ -392,18 +398,22 @@ window.SwitchboardMarkdown = (() => {
   // (a span or a block) it is always the code's own, as in CommonMark.
   const ESCAPE = /(?<escape>\\(?:[!-\/:-@\[-`{-~]|\n(?=.)))/.source;
   // A link's text may hold brackets in pairs, escaped ones and code spans; a lone backtick in it opens
-  // a code span instead, as in CommonMark. Its URL's brackets belong to it when it opened them, a space
-  // or a control character ends it (a no-break space does not, as in CommonMark), and only a web or
-  // mail address is linked: a javascript: link stays text as written.
+  // a code span instead, as in CommonMark. Its URL is between <> (spaces and escaped <> in it too, not a
+  // line break) or not (its brackets belong to it when it opened them, a backslash escapes one, a space
+  // or a control character ends it: a no-break space does not, as in CommonMark), and only a web or mail
+  // address is linked: a javascript: link stays text as written.
   const LINK_TEXT = "(?:[^\\[\\]`\\n\\\\]|\\\\.|`[^`\\n]+`)";
   const LABEL = "(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+";
-  const LINK = "\\[(?<label>" + LABEL + ")\\]" +
-    "\\((?<href>(?:https?:\\/\\/|mailto:)(?:[^\\x00-\\x20\\x7f()<>]|\\([^\\x00-\\x20\\x7f()<>]*\\))+)\\)";
+  // A backslash takes the character after it along, as in markdown-it (\) is no closing bracket).
+  const URL_CHAR = "(?:[^\\x00-\\x20\\x7f()\\\\]|\\\\[^ ])";
+  const LINK = "\\[(?<label>" + LABEL + ")\\]\\((?:<(?<angled>" + SAFE_SCHEME + "(?:[^<>\\n\\\\]|\\\\[^])*)>|" +
+    "(?<href>" + SAFE_SCHEME + "(?:" + URL_CHAR + "|\\(" + URL_CHAR + "*\\))+))\\)";
   // [text][label], [label][] and [label]: a link only when the text defines the label.
   const REFERENCE = "\\[(?<text>" + LABEL + ")\\](?:\\[(?<ref>(?:[^\\[\\]\\\\\\n]|\\\\.){0,999})\\])?";
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
-  const BARE_URL = /https?:\/\/(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
+  const BARE_URL = caseless("http") + "[Ss]?:\\/\\/" +
+    /(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
   const CODE = "(?<code>`[^`\\n]+`)";
   // An address between <>, as CommonMark reads one: a scheme of 2 to 32 characters, a colon and no space,
   // control character, < or >, or an e-mail address. Anything else (<b>, <a:b>) is text, as typed.
@@ -436,6 +446,39 @@ window.SwitchboardMarkdown = (() => {
   // encodeURI (a backslash is no slash), the %XX escapes it holds kept, a lone surrogate as U+FFFD.
   const encoded = (address) => address.replace(/%[0-9A-Fa-f]{2}|[^%]+|%/g,
     (part) => part.length === 3 && part[0] === "%" ? part : encodeURI(part.toWellFormed()));
+
+  // A link's address as markdown-it reads it before encoding it: a backslash before ASCII punctuation
+  // escapes it, and an entity reference (`&amp;`, `&#38;`, `&#x26;`) is its character; one naming no
+  // character, or one no text may hold (`&#0;`), stays as typed.
+  const UNESCAPE = /\\([!-\/:-@\[-`{-~])|&([A-Za-z#][A-Za-z0-9]{1,31});/g;
+  function unescaped(address) {
+    if (!address.includes("\\") && !address.includes("&")) return address;
+    const names = [...address.matchAll(UNESCAPE)].map((m) => m[2]).filter((name) => name && name[0] !== "#");
+    const characters = named(names);
+    return address.replace(UNESCAPE, (all, escaped, name) => escaped ?? (name[0] === "#" ? numbered(name)
+      : characters.get(name)) ?? all);
+  }
+
+  function numbered(name) {
+    const digits = name.match(/^#(?:([0-9]{1,8})|[Xx]([0-9A-Fa-f]{1,8}))$/);
+    const code = digits && (digits[1] ? parseInt(digits[1], 10) : parseInt(digits[2], 16));
+    const text = (code >= 0x09 && code <= 0x0d && code !== 0x0b) || (code >= 0x20 && code < 0x7f) ||
+      (code > 0x9f && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) &&
+       !(code >= 0xfdd0 && code <= 0xfdef) && (code & 0xfffe) !== 0xfffe);
+    return text ? String.fromCodePoint(code) : undefined; // as markdown-it's isValidEntityCode
+  }
+
+  // The characters of HTML's named references among `names` (name -> text), from the browser's own table
+  // of them, in one parse however many: each in an attribute of its own, where `&notit;` is no `&not`
+  // followed by `it;`, as in markdown-it. A name is letters and digits only, so the parsed document
+  // holds nothing else, and a document from DOMParser runs nothing.
+  function named(names) {
+    const unique = [...new Set(names)];
+    if (!unique.length) return new Map();
+    const html = unique.map((name) => `<p title="&${name};"></p>`).join("");
+    const parsed = [...new DOMParser().parseFromString(html, "text/html").body.children];
+    return new Map(unique.map((name, i) => [name, parsed[i].title === `&${name};` ? undefined : parsed[i].title]));
+  }
   const WORD = /[\p{L}\p{N}_]/u;
   // An `_` run next to a letter or digit (the word it is in, not emphasis) is text, in any script.
   const flanked = (text, start, end) => !(text[start] === "_" && (WORD.test(text[start - 1] ?? "") ||
@@ -456,7 +499,7 @@ window.SwitchboardMarkdown = (() => {
       }
       if (m.index > last) into.append(text.slice(last, m.index));
       last = at = end;
-      const { escape, code, auto, label, href, bare } = m.groups;
+      const { escape, code, auto, label, href, angled, bare } = m.groups;
       const reference = m.groups.text;
       const style = Object.keys(STYLE_TAGS).find((name) => m.groups[name] !== undefined);
       let node;
@@ -487,7 +530,7 @@ window.SwitchboardMarkdown = (() => {
       } else {
         node = document.createElement("a");
         node.href = reference !== undefined ? refs.get(normalized(m.groups.ref || reference))
-          : auto ? encoded(address) : href || bare;
+          : auto ? encoded(address) : bare || encoded(unescaped(href ?? angled));
         if (label || reference) inline(label || reference, node, INLINE_IN_LINK);
         else node.textContent = auto || bare;
         node.rel = "noopener noreferrer";

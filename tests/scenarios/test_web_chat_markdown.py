@@ -496,7 +496,12 @@ async def test_a_carriage_return_ends_a_line_as_a_line_feed_does(chat, page) -> 
 def web_links(text: str) -> list[list[str]]:
     """`gateway_links` of ``text`` but those to an address other than a web or mail one, which the page
     never links."""
-    return [link for link in gateway_links(text) if link[0].startswith(("http://", "https://", "mailto:"))]
+    return [link for link in gateway_links(text) if link[0].lower().startswith(("http://", "https://", "mailto:"))]
+
+
+# Each link a bubble shows, as the address it was given, before the browser reads it: the one markdown-it
+# writes for the other platforms (a backslash would be a slash, a scheme in capitals lowercased, to `a.href`).
+HREFS = """el => [...el.querySelectorAll("a")].map(a => [a.getAttribute("href"), a.textContent])"""
 
 
 async def test_an_address_between_angle_brackets_is_a_link_as_markdown_it_reads_it(chat, page) -> None:
@@ -525,6 +530,61 @@ async def test_an_address_between_angle_brackets_is_a_link_as_markdown_it_reads_
     assert "Text: <ftp://example.com/_f_> <javascript:alert(1)> <b> <a:b> <a@b..example> " in await mine.text_content()
     assert "bare: <https://example.com/a b> <https://example.com/escaped>" in await mine.text_content()
 
+
+
+async def test_a_links_scheme_is_read_whatever_its_case_as_markdown_it_reads_it(chat, page) -> None:
+    # A scheme in capitals (schemes are caseless) made no link of any kind: markdown-it and the gateway's
+    # bare-address rule link them all for the other platforms. Still only a web or mail address is linked.
+    text = ("[t](HTTPS://example.com/a) <HTTPS://example.com/b> HTTPS://example.com/c, Http://example.com/d "
+            "[m](MAILTO:a@example.com) <Mailto:b@example.com> [r] [u](<HTTP://example.com/u v>)\n\n"
+            "[r]: Https://example.com/r\n\n"
+            "Text: [f](FTP://example.com/f) <FTP://example.com/g> [j](JavaScript:alert(1)) <JAVASCRIPT:alert(1)>")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(HREFS) == [
+        ["HTTPS://example.com/a", "t"], ["HTTPS://example.com/b"] * 2, ["HTTPS://example.com/c"] * 2,
+        ["Http://example.com/d"] * 2, ["MAILTO:a@example.com", "m"], ["Mailto:b@example.com"] * 2,
+        ["Https://example.com/r", "r"], ["HTTP://example.com/u%20v", "u"]]
+    assert await mine.evaluate(HREFS) == web_links(text)
+    assert await mine.evaluate(LINKS) == [[href.lower(), label] for href, label in web_links(text)]
+    assert await mine.text_content() == (
+        "t HTTPS://example.com/b HTTPS://example.com/c, Http://example.com/d m Mailto:b@example.com r u\n\n\n"
+        "Text: [f](FTP://example.com/f) <FTP://example.com/g> [j](JavaScript:alert(1)) <JAVASCRIPT:alert(1)>")
+    assert "Text: [f](FTP://example.com/f) <FTP://example.com/g> [j](JavaScript:alert(1)) <JAVASCRIPT:alert(1)>" in (
+        await mine.text_content())
+
+
+async def test_a_links_address_may_be_between_angle_brackets_spaces_and_all(chat, page) -> None:
+    # [a](<https://x y>) showed as typed, as did [a](<https://x>): CommonMark allows an address between
+    # <> in a link, spaces in it too, and markdown-it links it for the other platforms.
+    text = ("[a](<https://example.com/x y>) [b](<https://example.com/(c>) [c](<https://example.com/\\>d\\<>), "
+            "[**d**](<mailto:d@example.com>) [e](<https://example.com/e>)\n\n[r] [s]\n\n"
+            "[r]: <https://example.com/r s>\n[s]: <https://example.com/\\>s>\n\n"
+            "Not [f](<https://example.com/f\ng>) nor [g](<javascript:alert(1)>) nor [h](<https://example.com/<h>)")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(HREFS) == [
+        ["https://example.com/x%20y", "a"], ["https://example.com/(c", "b"], ["https://example.com/%3Ed%3C", "c"],
+        ["mailto:d@example.com", "d"], ["https://example.com/e", "e"], ["https://example.com/r%20s", "r"],
+        ["https://example.com/%3Es", "s"], ["https://example.com/f"] * 2, ["https://example.com/"] * 2]
+    assert await mine.evaluate(HREFS) == web_links(text)
+    assert await mine.evaluate(STYLED) == [["strong", "d"]] == gateway_styled(text)
+    # The definitions' lines show as nothing, the blank line after them as typed.
+    assert await mine.text_content() == gateway_paragraphs(text).replace("\n\nNot", "\n\n\nNot")
+
+
+async def test_a_links_address_is_unescaped_and_percent_encoded_as_markdown_it_writes_it(chat, page) -> None:
+    # The address was used as typed: \_ led to /_ (a backslash is a slash to the browser), &amp; to &amp;
+    # itself, and | , ` or % not starting an escape went as they are, where markdown-it unescapes and
+    # percent-encodes the address for the other platforms (normalizeLink), as the page does for <https://...>.
+    text = ("[a](https://example.com/a\\_b\\|c|d\\\\e\\f%20g%zz?h=1&amp;i=2&#x41;&#66;&copy;&notit;&#0;&nosuch;`é) "
+            "[b](https://example.com/\\(p\\)q(r)) [c](<https://example.com/c\\ d&lt;>) [r] [s]\n\n"
+            "[r]: https://example.com/r\\_s&amp;t|u\n[s]: <https://example.com/&#x26;>")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(HREFS) == [
+        ["https://example.com/a_b%7Cc%7Cd%5Ce%5Cf%20g%25zz?h=1&i=2AB%C2%A9&notit;&#0;&nosuch;%60%C3%A9", "a"],
+        ["https://example.com/(p)q(r)", "b"], ["https://example.com/c%5C%20d%3C", "c"],
+        ["https://example.com/r_s&t%7Cu", "r"], ["https://example.com/&", "s"]]
+    assert await mine.evaluate(HREFS) == web_links(text)
+    assert await mine.evaluate(LINKS) == web_links(text)  # where the browser goes too
 
 
 async def test_a_long_heading_of_spaces_then_text_renders_as_fast_as_a_paragraph(chat, page) -> None:
