@@ -587,6 +587,45 @@ async def test_a_links_address_is_unescaped_and_percent_encoded_as_markdown_it_w
     assert await mine.evaluate(LINKS) == web_links(text)  # where the browser goes too
 
 
+async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
+    # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
+    # long run again at each of its characters, in time growing as its square.
+    worst = {"unclosed <": "[a](<https://x/{}", "<": "[a](<{}", "unclosed": "[a](https://x/{}",
+             "entities": "[a](https://x/{})", "names": "[a](https://x/{})", "escapes": "[a](<https://x/{}>)"}
+    runs = {"unclosed <": "\\x", "<": "[a](<", "unclosed": "\\x", "entities": "&amp;", "escapes": "\\>"}
+    await shown_as_sent(chat, page, "x")
+    per_render = await page.evaluate("""([texts, runs]) => {
+      const into = document.createElement("div");
+      // The fastest of rounds of `renders` renders (a pause for garbage collection slows one round, not all),
+      // a round given up past `limit` ms.
+      const time = (text, renders, limit = Infinity) => {
+        let fastest = Infinity;
+        for (let round = 0; round < 5; round++) {
+          const start = performance.now();
+          let done = 0, spent = 0;
+          while (done < renders && spent <= limit) {
+            SwitchboardMarkdown.render(text, into);
+            done++;
+            spent = performance.now() - start;
+          }
+          fastest = Math.min(fastest, spent / done);
+        }
+        return fastest;
+      };
+      const text = (name, chars) => texts[name].replace("{}", name === "names"
+        ? Array.from({ length: chars / 8 }, (_, i) => `&n${i + 1_000_000};`).join("")
+        : runs[name].repeat(chars / runs[name].length));
+      return Object.keys(texts).map((name) => {
+        let renders = 1;  // enough that the clock's steps (0.1 ms) do not count
+        while (time(text(name, 7_800), renders) * renders < 10) renders *= 2;
+        const short = time(text(name, 7_800), renders);
+        return [name, short, time(text(name, 31_200), renders, 40 * short * renders)];
+      });
+    }""", [worst, runs])
+    # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
+    assert all(long < 10 * short for _, short, long in per_render), per_render
+
+
 async def test_a_long_heading_of_spaces_then_text_renders_as_fast_as_a_paragraph(chat, page) -> None:
     # The pattern dropping a heading's closing #s tried each space of the run in turn, in time growing as
     # its square: a second for a message of the most a page may send, the page frozen meanwhile.
