@@ -100,7 +100,9 @@ class Gateway:
                                                                                            event.event_id))
         self.questions = Questions(self.outbox, self.store.inbox, self.sessions, clock,
                                    self.config.agent.clarify_timeout_seconds, durable=self.store.durable,
-                                   private=self._private_chat)
+                                   private=self._private_chat,
+                                   busy=lambda session, running: host.children.runs_here(session.session_id,
+                                                                                          running.turn_id))
         self._chat_services = {"send_message": self._send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
                                "clarify": self.questions.ask, "note_key": self._note_key}

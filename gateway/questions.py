@@ -86,9 +86,13 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
 class Questions:
     def __init__(self, outbox: Outbox, inbox: Inbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
                  durable: Callable[[], Awaitable[None]],
-                 private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True) -> None:
+                 private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True,
+                 busy: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: False) -> None:
         """``private(session, running)``: whether the turn's chat is a private one (`question_text`).
-        ``durable``: the store's group commit; a turn's events are marked begun again through it."""
+        ``durable``: the store's group commit; a turn's events are marked begun again through it.
+        ``busy(session, running)``: whether children the turn launched run in this process, so that
+        the turn is not idle while it waits (`HostView.runs_here`)."""
+        self._busy = busy
         self._outbox = outbox
         self._inbox = inbox
         self._durable = durable
@@ -141,7 +145,8 @@ class Questions:
         self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id,
                              reply_to=running.take_quote())
         try:
-            answer = await self._wait(running, None if shown else f"{key}:0", asked_at, session.platform)
+            answer = await self._wait(running, None if shown else f"{key}:0", asked_at, session.platform,
+                                      idle=not self._busy(session, running))
         except BaseException:
             # Its turn was stopped (or the gateway stops, and the turn asks again after the start): a
             # question not in the chat yet would ask for an answer nothing waits for any more.
@@ -162,14 +167,17 @@ class Questions:
         # Anyone in a group may answer: the model reads who did (the asker, or another member).
         return senders.for_model(chosen(answer, choices), running.answered_by)
 
-    async def _wait(self, running: RunningTurn, shown_by: str | None, asked_at: float, platform: str) -> str | None:
+    async def _wait(self, running: RunningTurn, shown_by: str | None, asked_at: float, platform: str, *,
+                    idle: bool) -> str | None:
         """The chat's answer, or None once the timeout has passed or nobody on ``platform`` can
         answer any more. ``shown_by``: the key of the question's first part; None when the question
-        is in the chat already. ``asked_at``: when the question was first asked (`RunningTurn.asked_at`)."""
+        is in the chat already. ``asked_at``: when the question was first asked (`RunningTurn.asked_at`).
+        ``idle``: nothing of the turn's runs meanwhile, so a death is charged to none of its events."""
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._expiry())
         running.question, running.question_key, running.asked_at = answer, shown_by, asked_at
-        self._mark(running, self._inbox.reopen, "is idle")
+        if idle:
+            self._mark(running, self._inbox.reopen, "is idle")
         waits = self._waits.setdefault(platform, set())
         waits.add(answer)
         try:

@@ -64,6 +64,15 @@ class HostView:
         before the first launch and once all have finished."""
         return self._supervisor.tallies.turn_progress(parent_session_id, turn_id)
 
+    def runs_here(self, parent_session_id: str, turn_id: str) -> bool:
+        """Whether a live child the parent turn launched, or one of that child's own, runs in this
+        process (on the in-process engine, or inline on another): code of the turn's own that could
+        bring the process down while the turn itself only waits."""
+        supervisor = self._supervisor
+        here = supervisor.engine.runs_here
+        launched = [r for r in supervisor.children(parent_session_id) if r.turn_id == turn_id]
+        return any((here or r.inline) and r.live for r in supervisor.with_descendants(launched))
+
     async def interrupt_children(self, parent_session_id: str, reason: str, *,
                                  sparing_turns: Collection[str] = ()) -> int:
         """Interrupt every live child of the session: each ends INTERRUPTED with the partial

@@ -453,3 +453,37 @@ async def test_a_turn_waiting_for_the_answer_to_its_question_is_not_charged_with
     assert [attempts_of(tmp_path, e) for e in ("ev-asks", "ev-steered")] == [charged, charged]
     if death == "after the answer":
         assert attempts_of(tmp_path, "ev-answer") == 0
+
+
+def delegating_then_asking(request) -> dict:
+    """Launches a child in the background (it waits in its model call for good), then asks."""
+    if request.role == "leaf":
+        return {"wait": "the child runs"}
+    answered = [m for m in request.messages if m["role"] == "tool"]
+    if not answered:
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "read the logs"}}]}
+    if len(answered) == 1:
+        return {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
+                                                                  "choices": CHOICES}}]}
+    return {"text": f"deploying to: {answered[-1]['content']}"}
+
+
+async def test_a_turn_whose_children_run_here_while_it_waits_for_an_answer_is_charged_with_a_death(tmp_path,
+                                                                                                  gateways):
+    # Its children run in this process meanwhile: they may be what brought it down, and a turn run again
+    # launches them again, so an uncharged death could repeat at every start.
+    config = make_config(tmp_path, inbox={"max_attempts": 2}, delegation={"gateway_mode": "background"})
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": delegating_then_asking, "leaf": delegating_then_asking})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("please deploy the app", event_id="ev-asks")
+    await model.reached("the child runs")
+    await chat.wait_for(lambda: QUESTION in chat.texts())
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)
+    await gateway.stop(grace=0)
+    restore()
+    chat = RecordingAdapter()
+    await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.wait_for(lambda: QUESTION in chat.texts())
+    assert attempts_of(tmp_path, "ev-asks") == 1

@@ -42,6 +42,19 @@ async def test_children_are_frozen_snapshots_in_launch_order_with_what_each_is_d
     assert view.children("parent-1") == () and view.children("someone-else") == ()
 
 
+async def test_runs_here_while_a_child_the_turn_launched_runs_in_this_process(make_env):
+    env = await make_env()
+    view = env.service.host_view()
+    assert not view.runs_here("parent-1", "turn-1")
+    (child,) = await launch(env, "[hang] one")
+    await until(lambda: [c.state for c in view.children("parent-1")] == [S.RUNNING])
+    assert view.runs_here("parent-1", "turn-1")
+    assert not view.runs_here("parent-1", "turn-2") and not view.runs_here("someone-else", "turn-1")
+    await view.interrupt_children("parent-1", "test over")
+    await finish(env, [child])
+    assert not view.runs_here("parent-1", "turn-1")
+
+
 async def test_recent_keeps_the_last_ten_finished_oldest_first(make_env):
     env = await make_env(max_running=1)  # one at a time: they finish in launch order
     view = env.service.host_view()
