@@ -6,7 +6,8 @@ event). The failure is counted in the inbox and the event is tried again after a
 pause that doubles (0.5 s, 1 s, …). A gateway that died (rather than stopped) while an event's
 turn ran counts as a failed attempt too, so an event that crashes the process is not
 replayed into every start; one still waiting for its turn had no part in it, nor one whose turn
-waited for the chat's answer to a question (`gateway.questions`). Once it has
+waited for the chat's answer to a question (`gateway.questions`) while no child it launched ran in
+this process. Once it has
 failed ``inbox.max_attempts`` times it becomes a dead letter: logged once with its error, set
 aside, and its chat (when the outbox can reach it) gets a short apology. ``switchboard inbox retry ID`` hands one
 back; `DeadLetterPolicy.watch_requeued` picks it up within seconds while the

@@ -15,7 +15,8 @@ only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. W
 waits, the turn's events (its message's, and those steered into it) are not marked begun in the
 inbox: the turn is idle, and a gateway dying then (another chat's poison message, an OOM) is
 charged to none of them (`gateway.dead_letters`); they are marked again, durably, before the
-turn goes on.
+turn goes on. Not so while children the turn launched run in this process (`HostView.runs_here`):
+they may be what brings it down, and the turn run again launches them again.
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ class DeliverySettings:
 class InboxSettings:
     max_attempts: int = setting(
         3, "Times the gateway tries to handle an event before setting it aside as a dead letter (a gateway that"
-        " died while the event's turn ran counts as a try, not while it waited for the answer to a question).",
+        " died while the event's turn ran counts as a try; not while it waited for the answer to a question, unless"
+        " children it launched ran in the gateway's process).",
         min=1
     )
 

@@ -8,7 +8,8 @@ reply journaled. An event accepted but never settled is replayed after a restart
 (`Inbox.unfinished`), keeping the turn id it was given. In between, `Inbox.begin` marks
 it ``begun`` once the turn that handles it starts: a gateway that dies then counts as a
 failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`), nor
-of those whose turn waits for the chat's answer to a question (unmarked meanwhile, `Inbox.reopen`).
+of those whose turn waits for the chat's answer to a question while no child it launched runs here
+(unmarked meanwhile, `Inbox.reopen`).
 
 An event that fails to be handled is counted (`Inbox.failed`); after too many
 failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
