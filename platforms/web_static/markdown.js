@@ -445,7 +445,10 @@ window.SwitchboardMarkdown = (() => {
   // An address as markdown-it writes a link's, the one the other platforms link to: percent-encoded as by
   // encodeURI (a backslash is no slash), the %XX escapes it holds kept, a lone surrogate as U+FFFD.
   const encoded = (address) => address.replace(/%[0-9A-Fa-f]{2}|[^%]+|%/g,
-    (part) => part.length === 3 && part[0] === "%" ? part : encodeURI(part.toWellFormed()));
+    (part) => part.length === 3 && part[0] === "%" ? part : encodeURI(wellFormed(part)));
+  // A browser without toWellFormed (before Chrome 111, Firefox 119) would throw on every link: the same, by hand.
+  const wellFormed = typeof String.prototype.toWellFormed === "function" ? (text) => text.toWellFormed()
+    : (text) => text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 
   // A link's address as markdown-it reads it before encoding it: a backslash before ASCII punctuation
   // escapes it, and an entity reference (`&amp;`, `&#38;`, `&#x26;`) is its character; one naming no

@@ -587,6 +587,18 @@ async def test_a_links_address_is_unescaped_and_percent_encoded_as_markdown_it_w
     assert await mine.evaluate(LINKS) == web_links(text)  # where the browser goes too
 
 
+async def test_a_browser_without_to_well_formed_shows_links_all_the_same(chat, page) -> None:
+    # String.prototype.toWellFormed came with Chrome 111 and Firefox 119: before, every link threw.
+    await page.add_init_script("delete String.prototype.toWellFormed;")
+    text = "[a](https://example.com/a\\c%20d) <https://example.com/é> and https://example.com/x"
+    mine = await shown_as_sent(chat, page, text)
+    assert await page.evaluate("typeof String.prototype.toWellFormed") == "undefined"
+    assert await mine.evaluate(HREFS) == [["https://example.com/a%5Cc%20d", "a"],
+                                          ["https://example.com/%C3%A9", "https://example.com/é"],
+                                          ["https://example.com/x", "https://example.com/x"]]
+    assert await mine.evaluate(HREFS) == web_links(text)
+
+
 async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
     # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
     # long run again at each of its characters, in time growing as its square.
