@@ -429,19 +429,28 @@ window.SwitchboardMarkdown = (() => {
   const IN = "`[^`\\n]+`|\\\\.|<(?:" + ADDRESS + ")>|<(?!(?:" + ADDRESS + ")>)|\\n(?!\\n)";
   const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*\\*";
   const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
-  const BOTH = "(?<both>\\*\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*\\*\\*(?!\\*))";
-  const BOLD = "(?<bold>\\*\\*(?![\\s*])(?:" + IN + "|" + EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n])+?" +
-    "(?<!\\s)\\*\\*|" +
-    "(?<!\\w)__(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\<\\n])+?(?<!\\s)__(?!\\w))";
-  const EM = "(?<em>\\*(?![\\s*])(?:" + IN + "|" + STRONG_STAR + "|[^*`\\\\<\\n])+?(?<!\\s)\\*(?!\\*)" +
-    "|(?<!\\w)_(?![\\s_])(?:" + IN + "|_(?=\\w)|[^_`\\\\<\\n])+?(?<!\\s)_(?!\\w))";
-  const STRIKE = "(?<strike>~~(?![\\s~])(?:" + IN + "|~(?!~)|[^~`\\\\<\\n])+?(?<![\\s~])~~(?!~))";
-  const STYLES = [BOTH, BOLD, EM, STRIKE];
-  const INLINE = new RegExp([ESCAPE, CODE, AUTOLINK, LINK, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  // Each style as its opening marks, a piece of what it holds and its closing marks, tried in this order at its
+  // first character (`***`, then `**`, then `*`). What it holds is read piece by piece (at most one kind of
+  // piece fits at a position), its closing marks tried before each piece but the first, as a lazy regular
+  // expression reads it: one expression did, but it read on to the end of the line from each opener without a
+  // closer, in time growing as the square of the line (" _a" again and again, half a second for 30,000).
+  const style = (name, open, piece, close) => ({ name, open: new RegExp(open, "y"),
+    piece: new RegExp("(?:" + IN + "|" + piece + ")", "y"), close: new RegExp(close, "y") });
+  const STYLES = {
+    "*": [style("both", "\\*\\*\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*\\*\\*(?!\\*)"),
+          style("bold", "\\*\\*(?![\\s*])", EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n]", "(?<!\\s)\\*\\*"),
+          style("em", "\\*(?![\\s*])", STRONG_STAR + "|[^*`\\\\<\\n]", "(?<!\\s)\\*(?!\\*)")],
+    "_": [style("bold", "(?<!\\w)__(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)__(?!\\w)"),
+          style("em", "(?<!\\w)_(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)_(?!\\w)")],
+    "~": [style("strike", "~~(?![\\s~])", "~(?!~)|[^~`\\\\<\\n]", "(?<![\\s~])~~(?!~)")],
+  };
+  // The other tokens, none starting with a style's character: which of them, or of the styles, comes first is
+  // which starts first.
+  const INLINE = new RegExp([ESCAPE, CODE, AUTOLINK, LINK, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   const INLINE_WITH_REFERENCES =
-    new RegExp([ESCAPE, CODE, AUTOLINK, LINK, REFERENCE, ...STYLES, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+    new RegExp([ESCAPE, CODE, AUTOLINK, LINK, REFERENCE, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   // A link within a link cannot be followed: an address between <> in one is its text.
-  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, AUTOLINK, ...STYLES].join("|"), "g");
+  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, AUTOLINK].join("|"), "g");
   // An address as markdown-it writes a link's, the one the other platforms link to: percent-encoded as by
   // encodeURI (a backslash is no slash), the %XX escapes it holds kept, a lone surrogate as U+FFFD.
   const encoded = (address) => address.replace(/%[0-9A-Fa-f]{2}|[^%]+|%/g,
@@ -488,23 +497,80 @@ window.SwitchboardMarkdown = (() => {
                                                                   WORD.test(text[end] ?? "")));
   const STYLE_TAGS = { both: ["em", "strong"], bold: ["strong"], em: ["em"], strike: ["s"] };
 
+  // The style opening at `at` in `text` (its name and the length of its marks) and where it ends, or null. The
+  // first style whose marks are there and closed decides: an `_` one within a word (not `flanked`) is text.
+  // `walks` keeps, per style, where a walk from each position read ends: the openers of a line share the
+  // walks, so each finds its closer, or that it has none, in time growing as the line, not its square.
+  function styled(text, at, walks) {
+    for (const style of STYLES[text[at]] ?? []) {
+      style.open.lastIndex = at;
+      if (!style.open.test(text)) continue;
+      const marks = style.open.lastIndex - at;
+      style.piece.lastIndex = at + marks;
+      if (!style.piece.test(text)) continue; // it holds something
+      if (!walks.has(style)) walks.set(style, new Int32Array(text.length + 1));
+      const end = closed(style, text, style.piece.lastIndex, walks.get(style));
+      if (end > 0) return flanked(text, at, end) ? { name: style.name, marks, end } : null;
+    }
+    return null;
+  }
+
+  // Reads `style`'s pieces from `from` up to its closing marks, or up to what no piece may hold: the end of
+  // the closing marks, or -1. Every position read on the way leads to the same answer, kept in `walk` (0 for
+  // a position not read yet).
+  function closed(style, text, from, walk) {
+    const read = [];
+    let at = from;
+    let end = walk[at];
+    while (!end) {
+      style.close.lastIndex = style.piece.lastIndex = at;
+      if (style.close.test(text)) end = style.close.lastIndex;
+      else if (style.piece.test(text)) {
+        read.push(at);
+        at = style.piece.lastIndex;
+        end = walk[at];
+      } else end = -1;
+    }
+    walk[at] = end;
+    for (const position of read) walk[position] = end;
+    return end;
+  }
+
+  const NONE = { index: Infinity };
+
   function inline(text, into, token = INLINE, refs = new Map()) {
     if (token === INLINE && refs.size) token = INLINE_WITH_REFERENCES;
+    const walks = new Map();
+    // The token's next match, kept while it is ahead: whether one matches at a position does not depend on
+    // where the search began, and searching again after each style would read on to it each time.
+    let next = { index: -1 };
     let last = 0;
     for (let at = 0; ;) {
-      token.lastIndex = at; // one regular expression for every call: the calls within this one move it
-      const m = token.exec(text);
-      if (!m) break;
-      const end = m.index + m[0].length;
-      if (!flanked(text, m.index, end)) {
-        at = m.index + 1;
+      if (next.index < at) {
+        token.lastIndex = at; // one regular expression for every call: the calls within this one move it
+        next = token.exec(text) ?? NONE;
+      }
+      let start = at;
+      let style = null;
+      while (start < Math.min(next.index, text.length) && !(style = styled(text, start, walks))) start++;
+      if (!style) {
+        if (next === NONE) break;
+        start = next.index;
+      }
+      if (start > last) into.append(text.slice(last, start));
+      if (style) {
+        const tags = STYLE_TAGS[style.name];
+        let inner = document.createElement(tags[0]);
+        into.append(inner);
+        if (tags[1]) inner.append(inner = document.createElement(tags[1]));
+        inline(text.slice(start + style.marks, style.end - style.marks), inner, token, refs);
+        last = at = style.end;
         continue;
       }
-      if (m.index > last) into.append(text.slice(last, m.index));
-      last = at = end;
+      const m = next;
+      last = at = m.index + m[0].length;
       const { escape, code, auto, label, href, angled, bare } = m.groups;
       const reference = m.groups.text;
-      const style = Object.keys(STYLE_TAGS).find((name) => m.groups[name] !== undefined);
       let node;
       // An e-mail address between <> is a mailto: link; an address only a web or mail one is.
       const address = auto && (auto.includes(":") ? auto : "mailto:" + auto);
@@ -517,12 +583,6 @@ window.SwitchboardMarkdown = (() => {
       } else if (code) {
         node = document.createElement("code");
         node.textContent = code.slice(1, -1);
-      } else if (style) {
-        const tags = STYLE_TAGS[style];
-        const marks = m.groups[style].match(/^(?:\*+|_+|~+)/)[0].length;
-        let inner = node = document.createElement(tags[0]);
-        if (tags[1]) inner.append(inner = document.createElement(tags[1]));
-        inline(m.groups[style].slice(marks, -marks), inner, token, refs);
       } else if (reference !== undefined && !refs.has(normalized(m.groups.ref || reference))) {
         // Not a defined label: its brackets show as typed, what they hold is read as any text.
         into.append("[");

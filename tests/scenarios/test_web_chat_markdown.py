@@ -638,6 +638,43 @@ async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_l
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
 
+async def test_a_message_of_long_emphasis_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
+    # Each `_` or `__` opening no emphasis read on to the end of its line for a closer, in time growing as the
+    # square of the line: " _a" 10,000 times took 0.65 s to render, the page frozen meanwhile. The mixed runs
+    # close some styles; in the others, each opener has no closer.
+    runs = [" _a", " _a<", " __a", "_a* ", "\u00e9_a ", "\u00e9_a_", " *a", " **a", " ***a", " ~~a", "_a_ _", " *a `",
+            " **a *b*", "~~a _b *c **d ", "_a **b ~~c "]
+    await shown_as_sent(chat, page, "x")
+    per_render = await page.evaluate("""(runs) => {
+      const into = document.createElement("div");
+      // The fastest of rounds of `renders` renders (a pause for garbage collection slows one round, not all),
+      // a round given up past `limit` ms.
+      const time = (text, renders, limit = Infinity) => {
+        let fastest = Infinity;
+        for (let round = 0; round < 5; round++) {
+          const start = performance.now();
+          let done = 0, spent = 0;
+          while (done < renders && spent <= limit) {
+            SwitchboardMarkdown.render(text, into);
+            done++;
+            spent = performance.now() - start;
+          }
+          fastest = Math.min(fastest, spent / done);
+        }
+        return fastest;
+      };
+      const text = (run, chars) => run.repeat(Math.ceil(chars / run.length)).slice(0, chars);
+      return runs.map((run) => {
+        let renders = 1;  // enough that the clock's steps (0.1 ms) do not count
+        while (time(text(run, 7_800), renders) * renders < 10) renders *= 2;
+        const short = time(text(run, 7_800), renders);
+        return [run, short, time(text(run, 31_200), renders, 40 * short * renders)];
+      });
+    }""", runs)
+    # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
+    assert all(long < 10 * short for _, short, long in per_render), per_render
+
+
 async def test_a_long_heading_of_spaces_then_text_renders_as_fast_as_a_paragraph(chat, page) -> None:
     # The pattern dropping a heading's closing #s tried each space of the run in turn, in time growing as
     # its square: a second for a message of the most a page may send, the page frozen meanwhile.
