@@ -599,17 +599,7 @@ async def test_a_browser_without_to_well_formed_shows_links_all_the_same(chat, p
     assert await mine.evaluate(HREFS) == web_links(text)
 
 
-async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
-    # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
-    # long run again at each of its characters, in time growing as its square.
-    worst = {"unclosed <": "[a](<https://x/{}", "<": "[a](<{}", "unclosed": "[a](https://x/{}",
-             "entities": "[a](https://x/{})", "names": "[a](https://x/{})", "escapes": "[a](<https://x/{}>)"}
-    runs = {"unclosed <": "\\x", "<": "[a](<", "unclosed": "\\x", "entities": "&amp;", "escapes": "\\>"}
-    await shown_as_sent(chat, page, "x")
-    per_render = await page.evaluate("""([texts, runs]) => {
-      const into = document.createElement("div");
-      // The fastest of rounds of `renders` renders (a pause for garbage collection slows one round, not all),
-      // a round given up past `limit` ms.
+RENDER_TIME = """
       const time = (text, renders, limit = Infinity) => {
         let fastest = Infinity;
         for (let round = 0; round < 5; round++) {
@@ -624,16 +614,41 @@ async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_l
         }
         return fastest;
       };
-      const text = (name, chars) => texts[name].replace("{}", name === "names"
-        ? Array.from({ length: chars / 8 }, (_, i) => `&n${i + 1_000_000};`).join("")
-        : runs[name].repeat(chars / runs[name].length));
-      return Object.keys(texts).map((name) => {
-        let renders = 1;  // enough that the clock's steps (0.1 ms) do not count
-        while (time(text(name, 7_800), renders) * renders < 10) renders *= 2;
-        const short = time(text(name, 7_800), renders);
-        return [name, short, time(text(name, 31_200), renders, 40 * short * renders)];
+"""
+"""``time(text, renders, limit)``: ms a render of ``text`` takes on the page (into ``into``), the fastest of
+rounds of ``renders`` renders (a pause for garbage collection slows one round, not all), a round given up
+past ``limit`` ms."""
+
+
+async def render_times(page, texts: list[tuple[str, str, str]]) -> list[list[Any]]:
+    """``[name, short, long]`` for each ``(name, short text, long text)``: ms a render of each takes, with
+    enough renders that the clock's steps (0.1 ms) do not count, the long one's given up at 40x the short's."""
+    return await page.evaluate("""(texts) => {
+      const into = document.createElement("div");
+""" + RENDER_TIME + """
+      return texts.map(([name, short, long]) => {
+        let renders = 1;
+        while (time(short, renders) * renders < 10) renders *= 2;
+        const fast = time(short, renders);
+        return [name, fast, time(long, renders, 40 * fast * renders)];
       });
-    }""", [worst, runs])
+    }""", texts)
+
+
+async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
+    # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
+    # long run again at each of its characters, in time growing as its square.
+    worst = {"unclosed <": "[a](<https://x/{}", "<": "[a](<{}", "unclosed": "[a](https://x/{}",
+             "entities": "[a](https://x/{})", "names": "[a](https://x/{})", "escapes": "[a](<https://x/{}>)"}
+    runs = {"unclosed <": "\\x", "<": "[a](<", "unclosed": "\\x", "entities": "&amp;", "escapes": "\\>"}
+    await shown_as_sent(chat, page, "x")
+
+    def text(name: str, chars: int) -> str:
+        if name == "names":
+            return worst[name].replace("{}", "".join(f"&n{i + 1_000_000};" for i in range(chars // 8)))
+        return worst[name].replace("{}", runs[name] * (chars // len(runs[name])))
+
+    per_render = await render_times(page, [(name, text(name, 7_800), text(name, 31_200)) for name in worst])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
@@ -645,32 +660,11 @@ async def test_a_message_of_long_emphasis_like_runs_renders_in_time_growing_as_i
     runs = [" _a", " _a<", " __a", "_a* ", "\u00e9_a ", "\u00e9_a_", " *a", " **a", " ***a", " ~~a", "_a_ _", " *a `",
             " **a *b*", "~~a _b *c **d ", "_a **b ~~c "]
     await shown_as_sent(chat, page, "x")
-    per_render = await page.evaluate("""(runs) => {
-      const into = document.createElement("div");
-      // The fastest of rounds of `renders` renders (a pause for garbage collection slows one round, not all),
-      // a round given up past `limit` ms.
-      const time = (text, renders, limit = Infinity) => {
-        let fastest = Infinity;
-        for (let round = 0; round < 5; round++) {
-          const start = performance.now();
-          let done = 0, spent = 0;
-          while (done < renders && spent <= limit) {
-            SwitchboardMarkdown.render(text, into);
-            done++;
-            spent = performance.now() - start;
-          }
-          fastest = Math.min(fastest, spent / done);
-        }
-        return fastest;
-      };
-      const text = (run, chars) => run.repeat(Math.ceil(chars / run.length)).slice(0, chars);
-      return runs.map((run) => {
-        let renders = 1;  // enough that the clock's steps (0.1 ms) do not count
-        while (time(text(run, 7_800), renders) * renders < 10) renders *= 2;
-        const short = time(text(run, 7_800), renders);
-        return [run, short, time(text(run, 31_200), renders, 40 * short * renders)];
-      });
-    }""", runs)
+
+    def text(run: str, chars: int) -> str:
+        return (run * -(-chars // len(run)))[:chars]
+
+    per_render = await render_times(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
@@ -687,21 +681,7 @@ async def test_a_long_heading_of_spaces_then_text_renders_as_fast_as_a_paragraph
     # slows one round, not all), enough renders that the clock's steps (0.1 ms) do not count.
     per_render = await page.evaluate("""([heading, paragraph]) => {
       const into = document.createElement("div");
-      const time = (text, renders, limit = Infinity) => {
-        let fastest = Infinity;
-        for (let round = 0; round < 5; round++) {
-          const start = performance.now();
-          let done = 0, spent = 0;
-          while (done < renders && spent <= limit) {
-            SwitchboardMarkdown.render(text, into);
-            done++;
-            spent = performance.now() - start;
-          }
-          fastest = Math.min(fastest, spent / done);
-        }
-        return fastest;
-      };
-      let renders = 1;
+""" + RENDER_TIME + """      let renders = 1;
       while (time(paragraph, renders) * renders < 10) renders *= 2;
       const baseline = time(paragraph, renders);
       return [time(heading, renders, 40 * baseline * renders), baseline];  // a round given up once too slow
