@@ -422,6 +422,19 @@ def asking_then_going_on(request) -> dict:
     return {**step, "wait": "answered"} if request.messages[-1]["role"] == "tool" else step
 
 
+async def killed_then_asking(tmp_path, gateways, gateway, config, clock) -> RecordingAdapter:
+    """The chat of a gateway started after ``gateway`` is killed now (what is committed is what it left),
+    once the parent that asks has said something there."""
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)
+    await gateway.stop(grace=0)
+    restore()
+    chat = RecordingAdapter()
+    await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.wait_for(lambda: chat.texts())
+    return chat
+
+
 @pytest.mark.parametrize("death", ["while the question waits", "after the answer"])
 async def test_a_turn_waiting_for_the_answer_to_its_question_is_not_charged_with_a_death_then(tmp_path, gateways,
                                                                                               death):
@@ -441,13 +454,7 @@ async def test_a_turn_waiting_for_the_answer_to_its_question_is_not_charged_with
     if death == "after the answer":
         await chat.say("2", event_id="ev-answer")
         await model.reached("answered")
-    await gateway.store.durable()
-    restore = killed_now(tmp_path)
-    await gateway.stop(grace=0)
-    restore()
-    chat = RecordingAdapter()
-    await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
-    await chat.wait_for(lambda: chat.texts())
+    chat = await killed_then_asking(tmp_path, gateways, gateway, config, clock)
     assert chat.texts()[0] == QUESTION  # the turn runs again and asks again; no apology
     charged = 0 if death == "while the question waits" else 1
     assert [attempts_of(tmp_path, e) for e in ("ev-asks", "ev-steered")] == [charged, charged]
@@ -479,11 +486,6 @@ async def test_a_turn_whose_children_run_here_while_it_waits_for_an_answer_is_ch
     await chat.say("please deploy the app", event_id="ev-asks")
     await model.reached("the child runs")
     await chat.wait_for(lambda: QUESTION in chat.texts())
-    await gateway.store.durable()
-    restore = killed_now(tmp_path)
-    await gateway.stop(grace=0)
-    restore()
-    chat = RecordingAdapter()
-    await gateways(config, [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
-    await chat.wait_for(lambda: QUESTION in chat.texts())
+    chat = await killed_then_asking(tmp_path, gateways, gateway, config, clock)
+    assert chat.texts()[0] == QUESTION
     assert attempts_of(tmp_path, "ev-asks") == 1
