@@ -5,9 +5,10 @@
 
 window.SwitchboardMarkdown = (() => {
   // Code blocks, lists, quotes, headings, rules, tables, inline code, bold, italics, strikethrough, links
-  // (reference links and addresses between <> too), backslash escapes: `text` into the element `into`.
+  // (reference links and addresses between <> too), backslash escapes, entity references: `text` into `into`.
   function render(text, into) {
     into.replaceChildren();
+    characters = named([...text.matchAll(NAME)].map((m) => m[1]));
     const { root, refs } = parse(text);
     blocks(root.children, into, refs);
   }
@@ -465,11 +466,16 @@ window.SwitchboardMarkdown = (() => {
   const UNESCAPE = /\\([!-\/:-@\[-`{-~])|&([A-Za-z#][A-Za-z0-9]{1,31});/g;
   function unescaped(address) {
     if (!address.includes("\\") && !address.includes("&")) return address;
-    const names = [...address.matchAll(UNESCAPE)].map((m) => m[2]).filter((name) => name && name[0] !== "#");
-    const characters = named(names);
     return address.replace(UNESCAPE, (all, escaped, name) => escaped ?? (name[0] === "#" ? numbered(name)
       : characters.get(name)) ?? all);
   }
+
+  // Text as markdown-it's entity rule reads it (not code's, nor an address's): a reference naming one of HTML's
+  // characters (`&amp;`, `&copy;`) is it, an unknown name (`&nosuch;`) stays as typed; one of up to seven digits
+  // or six hex ones is its character, or U+FFFD for one no text may hold (`&#0;`); a longer one stays as typed.
+  const ENTITY = /&(?:([A-Za-z][A-Za-z0-9]{1,31})|#([0-9]{1,7}|[Xx][0-9A-Fa-f]{1,6}));/g;
+  const decoded = (text) => !text.includes("&") ? text : text.replace(ENTITY, (all, name, number) =>
+    name ? characters.get(name) ?? all : numbered("#" + number) ?? "\uFFFD");
 
   function numbered(name) {
     const digits = name.match(/^#(?:([0-9]{1,8})|[Xx]([0-9A-Fa-f]{1,8}))$/);
@@ -484,6 +490,9 @@ window.SwitchboardMarkdown = (() => {
   // of them, in one parse however many: each in an attribute of its own, where `&notit;` is no `&not`
   // followed by `it;`, as in markdown-it. A name is letters and digits only, so the parsed document
   // holds nothing else, and a document from DOMParser runs nothing.
+  const NAME = /&([A-Za-z][A-Za-z0-9]{1,31});/g;
+  // Those of the text being rendered, read once by `render` for all its texts and links' addresses.
+  let characters = new Map();
   function named(names) {
     const unique = [...new Set(names)];
     if (!unique.length) return new Map();
@@ -557,7 +566,7 @@ window.SwitchboardMarkdown = (() => {
         if (next === NONE) break;
         start = next.index;
       }
-      if (start > last) into.append(text.slice(last, start));
+      if (start > last) into.append(decoded(text.slice(last, start)));
       if (style) {
         const tags = STYLE_TAGS[style.name];
         let inner = document.createElement(tags[0]);
@@ -601,7 +610,7 @@ window.SwitchboardMarkdown = (() => {
       }
       into.append(node);
     }
-    if (last < text.length) into.append(text.slice(last));
+    if (last < text.length) into.append(decoded(text.slice(last)));
   }
 
   return { render };

@@ -587,6 +587,30 @@ async def test_a_links_address_is_unescaped_and_percent_encoded_as_markdown_it_w
     assert await mine.evaluate(LINKS) == web_links(text)  # where the browser goes too
 
 
+async def test_entity_references_in_text_are_their_characters_but_not_in_code(chat, page) -> None:
+    # `AT&amp;T`, `&copy;` and `&#65;` showed as typed, where markdown-it reads them as `AT&T`, `©` and `A` for the
+    # other platforms: in text, link texts, headings, table cells and emphasis, not in code. An unknown name stays
+    # as typed, and so does a number too long; a number no text may hold is U+FFFD. `&#42;` is a `*` that opens
+    # nothing, and `\&amp;` an escaped `&`.
+    text = ("AT&amp;T &copy; &#x41;&#65; &nosuch; &notit; &#0; &#12345678; &#x110000; &#X1F600; &AMP; "
+            "&#42;not em&#42; `&amp; in code` \\&amp; **&lt;b&gt;** [&quot;q&quot;](https://example.com/a) [&auml;] "
+            "&amp&amp;\n\n# H &euro;\n\n| a&amp;b | c |\n|---|---|\n| &lt; | `&gt;` |\n\n```\n&amp; block\n```\n\n"
+            "    &amp; indented")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    paragraph = ("AT&T \u00a9 AA &nosuch; &notit; \ufffd &#12345678; \ufffd \U0001f600 & *not em* &amp; in code "
+                 '&amp; <b> "q" [\u00e4] &amp&')
+    assert gateway_paragraphs(text).split("\n\n")[:2] == [paragraph, "H \u20ac"]
+    assert await mine.text_content() == paragraph + "\n\nH \u20ac" + "a&bc<&gt;" + "&amp; block&amp; indented"
+    assert await mine.evaluate(CELLS) == [["a&b", "c"], ["<", "&gt;"]] == gateway_cells(text)
+    blocks = [["code", "&amp; block"], ["code", "&amp; indented"]]  # code blocks' <code>s, as typed too
+    assert await mine.evaluate(STYLED) == [["code", "&amp; in code"], ["strong", "<b>"], ["code", "&gt;"]] + blocks
+    assert await mine.evaluate(STYLED) == gateway_styled(text) + blocks
+    assert await mine.evaluate(LINKS) == [["https://example.com/a", '"q"']] == gateway_links(text)
+    # Text nodes only: what an entity spells is never markup.
+    assert await mine.eval_on_selector_all("b", "els => els.length") == 0
+
+
 async def test_a_browser_without_to_well_formed_shows_links_all_the_same(chat, page) -> None:
     # String.prototype.toWellFormed came with Chrome 111 and Firefox 119: before, every link threw.
     await page.add_init_script("delete String.prototype.toWellFormed;")
@@ -649,6 +673,23 @@ async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_l
         return worst[name].replace("{}", runs[name] * (chars // len(runs[name])))
 
     per_render = await render_times(page, [(name, text(name, 7_800), text(name, 31_200)) for name in worst])
+    # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
+    assert all(long < 10 * short for _, short, long in per_render), per_render
+
+
+async def test_a_message_of_long_entity_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
+    # Each entity reference in text is read where it starts, its name or number bounded: none may read a long run
+    # again at each of its characters. The names are looked up once for the whole text, however many its pieces.
+    runs = {"names": "", "known": "&amp;", "unclosed": "&#1234567", "long name": "&a" + "b" * 40,
+            "pieces": "&amp;*a* "}
+    await shown_as_sent(chat, page, "x")
+
+    def text(name: str, chars: int) -> str:
+        if name == "names":
+            return "".join(f"&n{i + 1_000_000};" for i in range(chars // 10))
+        return runs[name] * (chars // len(runs[name]))
+
+    per_render = await render_times(page, [(name, text(name, 7_800), text(name, 31_200)) for name in runs])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
