@@ -205,7 +205,8 @@ window.SwitchboardMarkdown = (() => {
           const address = definition && unescaped(target);
           if (!label || !SAFE_HREF.test(address)) break;
           closeTo(open, matched);
-          if (!refs.has(label)) refs.set(label, encoded(address)); // the first of a label wins
+          // The first definition of a label wins.
+          if (!refs.has(label)) refs.set(label, { href: encoded(address), title: definition.groups.title });
           container.paragraph = false;
         }
         line = "";
@@ -379,10 +380,14 @@ window.SwitchboardMarkdown = (() => {
   // The same, for a pattern within INLINE (no flag of its own): `http` as [Hh][Tt][Tt][Pp].
   const caseless = (word) => word.replace(/[a-z]/g, (c) => `[${c.toUpperCase()}${c}]`);
   const SAFE_SCHEME = "(?:" + caseless("http") + "[Ss]?:\\/\\/|" + caseless("mailto") + ":)";
+  // A link's title, between "", '' or () (then holding no other `(`), as in CommonMark: a backslash escapes its
+  // closing mark, and it may hold a line break but no blank line. Each character fits one way only: no backtracking.
+  const within = (close) => "(?:[^" + close + "\\\\\\n]|\\\\.|\\\\?\\n(?!\\n))*";
+  const TITLE = "(?<title>\"" + within("\"") + "\"|'" + within("'") + "'|\\(" + within("()") + "\\))";
   // `[label]: address "title"`, the address ended by a space or a control character, as in CommonMark.
   const DEFINITION = new RegExp(/^ {0,3}\[(?<label>(?:[^\[\]\\]|\\.){1,999})\]:[ \t]*/.source +
     /(?:<(?<angled>(?:[^<>\n\\]|\\.)*)>|(?<bare>[^\x00-\x20\x7f]+))/.source +
-    /(?:[ \t]+(?:"[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/.source);
+    "(?:[ \\t]+" + TITLE + ")?[ \\t]*$");
   // A label matches its definition's whatever its case and spacing, as in Markdown.
   const normalized = (label) => trim(label).replace(SPACES, " ").toLowerCase().toUpperCase();
 
@@ -407,8 +412,12 @@ window.SwitchboardMarkdown = (() => {
   const LABEL = "(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+";
   // A backslash takes the character after it along, as in markdown-it (\) is no closing bracket).
   const URL_CHAR = "(?:[^\\x00-\\x20\\x7f()\\\\]|\\\\[^ ])";
-  const LINK = "\\[(?<label>" + LABEL + ")\\]\\((?:<(?<angled>" + SAFE_SCHEME + "(?:[^<>\\n\\\\]|\\\\[^])*)>|" +
-    "(?<href>" + SAFE_SCHEME + "(?:" + URL_CHAR + "|\\(" + URL_CHAR + "*\\))+))\\)";
+  // Spaces, tabs and a line break (no blank line) may go around the URL, and before its title at least one.
+  const GAP = "[ \\t]*(?:\\n[ \\t]*)?";
+  const LINK = "\\[(?<label>" + LABEL + ")\\]\\(" + GAP +
+    "(?:<(?<angled>" + SAFE_SCHEME + "(?:[^<>\\n\\\\]|\\\\[^])*)>|" +
+    "(?<href>" + SAFE_SCHEME + "(?:" + URL_CHAR + "|\\(" + URL_CHAR + "*\\))+))" +
+    "(?:(?:[ \\t]+(?:\\n[ \\t]*)?|\\n[ \\t]*)" + TITLE + ")?" + GAP + "\\)";
   // [text][label], [label][] and [label]: a link only when the text defines the label.
   const REFERENCE = "\\[(?<text>" + LABEL + ")\\](?:\\[(?<ref>(?:[^\\[\\]\\\\\\n]|\\\\.){0,999})\\])?";
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
@@ -578,7 +587,7 @@ window.SwitchboardMarkdown = (() => {
       }
       const m = next;
       last = at = m.index + m[0].length;
-      const { escape, code, auto, label, href, angled, bare } = m.groups;
+      const { escape, code, auto, label, href, angled, bare, title } = m.groups;
       const reference = m.groups.text;
       let node;
       // An e-mail address between <> is a mailto: link; an address only a web or mail one is.
@@ -601,8 +610,11 @@ window.SwitchboardMarkdown = (() => {
         continue;
       } else {
         node = document.createElement("a");
-        node.href = reference !== undefined ? refs.get(normalized(m.groups.ref || reference))
-          : auto ? encoded(address) : bare || encoded(unescaped(href ?? angled));
+        const defined = reference !== undefined && refs.get(normalized(m.groups.ref || reference));
+        node.href = defined ? defined.href : auto ? encoded(address) : bare || encoded(unescaped(href ?? angled));
+        // A property, never markup: markdown-it's title attribute, its escapes and entity references read.
+        const titled = defined ? defined.title : title;
+        if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
         if (label || reference) inline(label || reference, node, INLINE_IN_LINK);
         else node.textContent = auto || bare;
         node.rel = "noopener noreferrer";

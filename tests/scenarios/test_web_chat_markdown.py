@@ -611,6 +611,47 @@ async def test_entity_references_in_text_are_their_characters_but_not_in_code(ch
     assert await mine.eval_on_selector_all("b", "els => els.length") == 0
 
 
+# Each link a bubble shows, as `HREFS` and its title.
+TITLES = """el => [...el.querySelectorAll("a")].map(a => [a.getAttribute("href"), a.textContent, a.title])"""
+
+
+def gateway_titles(text: str) -> list[list[str]]:
+    """`TITLES` of ``text`` as markdown-it writes its links for the other platforms (no title as "")."""
+    out: list[list[str]] = []
+    for token in markdown.parse(text, markdown.definitions(text)):
+        children = token.children or []
+        for i, tok in enumerate(children):
+            if tok.type == "link_open":
+                label = markdown.plain(children[i + 1:markdown.closing(children, i)])
+                out.append([str(tok.attrGet("href")), label, str(tok.attrGet("title") or "")])
+    return out
+
+
+async def test_a_links_title_and_the_spaces_around_its_address_are_read_as_markdown_it_reads_them(
+        chat, page) -> None:
+    # [a](https://x "title"), with '' or () too, and [d]( https://x ) showed as typed, where markdown-it links them
+    # for the other platforms, the title (its escapes and entity references read) the link's title.
+    text = ('[a](https://example.com/a "A &amp; \\"t\\" \\\\") [b](https://example.com/b \'B\') '
+            '[c](https://example.com/c (C\\))) [d]( https://example.com/d ) [e](<https://example.com/e f>\t"E &#0;") '
+            '[f](\nhttps://example.com/f\n"F\nG"\n) [g](https://example.com/g "") [r] [s]\n\n'
+            '[r]: https://example.com/r "R &copy;"\n[s]: <https://example.com/s> \'S \\\' q\'\n\n'
+            'Not [h](https://example.com/h"H") [i](https://example.com/i "I"x) [j](<https://example.com/j>"J") '
+            '[k](https://example.com/k "K) [l](https://example.com/l (L(l)))')
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(TITLES) == [
+        ["https://example.com/a", "a", 'A & "t" \\'], ["https://example.com/b", "b", "B"],
+        ["https://example.com/c", "c", "C)"], ["https://example.com/d", "d", ""],
+        ["https://example.com/e%20f", "e", "E &#0;"], ["https://example.com/f", "f", "F\nG"],
+        ["https://example.com/g", "g", ""], ["https://example.com/r", "r", "R \u00a9"],
+        ["https://example.com/s", "s", "S ' q"], ["https://example.com/h%22H%22", "h", ""],
+        ["https://example.com/i", "https://example.com/i", ""], ["https://example.com/j", "https://example.com/j", ""],
+        ["https://example.com/k", "https://example.com/k", ""], ["https://example.com/l", "https://example.com/l", ""]]
+    assert await mine.evaluate(TITLES) == gateway_titles(text)
+    assert await mine.evaluate(LINKS) == gateway_links(text)
+    # The definitions show as nothing; what is no link shows as typed, the bare addresses in it linked.
+    assert await mine.text_content() == gateway_paragraphs(text).replace("\n\nNot", "\n\n\nNot")
+
+
 async def test_a_browser_without_to_well_formed_shows_links_all_the_same(chat, page) -> None:
     # String.prototype.toWellFormed came with Chrome 111 and Firefox 119: before, every link threw.
     await page.add_init_script("delete String.prototype.toWellFormed;")
@@ -663,8 +704,12 @@ async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_l
     # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
     # long run again at each of its characters, in time growing as its square.
     worst = {"unclosed <": "[a](<https://x/{}", "<": "[a](<{}", "unclosed": "[a](https://x/{}",
-             "entities": "[a](https://x/{})", "names": "[a](https://x/{})", "escapes": "[a](<https://x/{}>)"}
-    runs = {"unclosed <": "\\x", "<": "[a](<", "unclosed": "\\x", "entities": "&amp;", "escapes": "\\>"}
+             "entities": "[a](https://x/{})", "names": "[a](https://x/{})", "escapes": "[a](<https://x/{}>)",
+             "spaces": "[a](https://x/{}x)", "titles": "{}", "unclosed title": '[a](https://x/ "{}',
+             "title escapes": '[a](https://x/ "{}'}
+    runs = {"unclosed <": "\\x", "<": "[a](<", "unclosed": "\\x", "entities": "&amp;", "escapes": "\\>",
+            "spaces": " \t", "titles": "[a](https://x/ '", "unclosed title": "[a](https://x/ '\n",
+            "title escapes": '\\"'}
     await shown_as_sent(chat, page, "x")
 
     def text(name: str, chars: int) -> str:
