@@ -20,23 +20,32 @@ MARGIN = 0.7
 DM = "DU1"  # the fake's DM channel with user U1
 
 
-async def test_a_stop_whose_answers_to_commands_not_taken_slack_does_not_take_keeps_to_its_grace() -> None:
-    # Those answers had 3 s of their own, past the grace, when Slack was slow to take them.
-    tries = 0
+def adapter_of(fake: FakeSlack, ping_interval: float = 0.2) -> SlackAdapter:
+    return SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                        ping_interval=ping_interval)
 
-    async def refusing(inbound: Inbound) -> None:  # the store refuses it until the stop: not taken
-        nonlocal tries
-        tries += 1
+
+class Refusing:
+    """A sink the store refuses until the stop: what it is handed is not taken."""
+
+    def __init__(self) -> None:
+        self.tries = 0
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.tries += 1
         raise full_disk()
 
+
+async def test_a_stop_whose_answers_to_commands_not_taken_slack_does_not_take_keeps_to_its_grace() -> None:
+    # Those answers had 3 s of their own, past the grace, when Slack was slow to take them.
+    refusing = Refusing()
     async with FakeSlack() as fake:
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                               ping_interval=0.2)
+        adapter = adapter_of(fake)
         await adapter.start(refusing, [CommandSpec("new", "New session")])
         answering = fake.hold("response_url")
         try:
             await fake.push_slash_command("/new", "U1", DM)
-            await fake.wait_for(lambda: tries >= 1)
+            await fake.wait_for(lambda: refusing.tries >= 1)
             loop = asyncio.get_running_loop()
             began = loop.time()
             await adapter.stop_within(GRACE)
@@ -57,8 +66,7 @@ async def test_a_stop_on_a_half_open_socket_keeps_to_its_grace() -> None:
 
     async with FakeSlack(ack_timeout=0.5) as fake:
         # Pings far apart: the client does not find the connection dead, and reconnect, before the stop.
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                               ping_interval=10.0)
+        adapter = adapter_of(fake, ping_interval=10.0)
         await adapter.start(sink)
         await fake.wait_for(lambda: fake.open_connections)
         fake.stall()
@@ -70,8 +78,7 @@ async def test_a_stop_on_a_half_open_socket_keeps_to_its_grace() -> None:
         assert taken == []
 
         # Nothing lost: Slack sends the event it was not acked for again, to the next start's connection.
-        again = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                             ping_interval=10.0)
+        again = adapter_of(fake, ping_interval=10.0)
         await again.start(sink)
         try:
             await fake.wait_for(lambda: [i.text for i in taken] == ["into the void"])
@@ -83,23 +90,16 @@ async def test_a_stop_whose_deletions_and_answers_slack_does_not_take_ends_a_flo
     # The deletions, then the answers, each had a floor of their own: with the grace spent (0 here), a
     # Slack that took neither held the stop two floors past it.
     left: list[tuple[str, str | None]] = []
-    tries = 0
-
-    async def refusing(inbound: Inbound) -> None:  # the store refuses the command until the stop: not taken
-        nonlocal tries
-        tries += 1
-        raise full_disk()
-
+    refusing = Refusing()
     async with FakeSlack() as fake:
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                               ping_interval=0.2)
+        adapter = adapter_of(fake)
         adapter.bind_indicators_left(lambda chat, thread: left.append((chat, thread)))
         await adapter.start(refusing, [CommandSpec("new", "New session")])
         answering, deleting = fake.hold("response_url"), fake.hold("chat.delete")
         try:
             await adapter.typing(DM, None)  # a placeholder shown, as while a turn runs
             await fake.push_slash_command("/new", "U1", DM)
-            await fake.wait_for(lambda: tries >= 1)
+            await fake.wait_for(lambda: refusing.tries >= 1)
             loop = asyncio.get_running_loop()
             began = loop.time()
             await adapter.stop_within(0)
