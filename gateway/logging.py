@@ -207,9 +207,19 @@ def setup_logging(
         old.close()
     root.addHandler(handler)
     root.setLevel(numeric)
+    _redact_last_resort()
     for name in PER_EVENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING)
     return handler
+
+
+def _redact_last_resort() -> None:
+    """Redact what Python's last-resort handler writes too: a line logged once no handler is left
+    (a finaliser at interpreter exit, after `logging_installed` has removed ours) goes to stderr
+    through it, secrets and all."""
+    last = logging.lastResort
+    if last is not None and not any(isinstance(f, RedactionFilter) for f in last.filters):
+        last.addFilter(RedactionFilter())
 
 
 @contextlib.contextmanager

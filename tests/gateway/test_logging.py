@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from gateway.logging import log_context, redact, register_secret, setup_logging
+from gateway.logging import log_context, logging_installed, redact, register_secret, setup_logging
 
 
 @pytest.fixture
@@ -199,3 +199,19 @@ def test_setup_logging_drops_repeats_and_zero_keeps_them(capture):
     finally:
         root.removeHandler(installed)
     assert every.getvalue().count("disk full") == 5
+
+
+def test_a_line_logged_after_our_handler_is_gone_is_redacted_too(capsys):
+    """Python's last-resort handler writes what no handler takes (a finaliser at exit, after the
+    command's `logging_installed` block): with secrets in it, as typed, before this."""
+    token = "tok-late-7c1e93a0d54b"
+    with logging_installed("INFO", "text", io.StringIO(), secrets=[token]):
+        pass
+    orphan = logging.getLogger("gateway.test.orphan")
+    orphan.propagate = False  # pytest's own handlers sit on the root: this reaches none, as at exit
+    try:
+        orphan.warning("late line with %s", token)
+    finally:
+        orphan.propagate = True
+    err = capsys.readouterr().err
+    assert "late line with ***" in err and token not in err
