@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from lifecycle.temporal.testing import DevServer
+from tests import timeout_report
 
 # The properties are about what the code computes, not how fast: on a loaded 2-core machine one
 # example can take longer than Hypothesis's default 200 ms deadline, and generating them longer than
@@ -27,6 +28,8 @@ settings.load_profile("switchboard")
 # to every child, and a fake that ignores Ctrl-C never stopped. A handler set here is not inherited.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+timeout_report.install()
 
 
 @pytest.fixture(autouse=True)
