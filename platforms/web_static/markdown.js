@@ -230,7 +230,8 @@ window.SwitchboardMarkdown = (() => {
       closeTo(open, matched);
       const before = container.children[container.children.length - 1];
       // A paragraph's line loses its indentation only as text: four columns in, `# x` or `---` carries
-      // the paragraph on, neither a heading nor a rule.
+      // the paragraph on, neither a heading nor a rule. A line carrying a paragraph on keeps it here, as markdown-it
+      // keeps what is beyond its list item's: a code span carried on to it holds it, and text drops it (`shown`).
       const heading = line.match(HEADING);
       // A table's next row, whatever it holds: a line of only no-break spaces (say) ends it, as in markdown-it.
       if (container.rows && trim(line)) container.rows.push(cells(line));
@@ -245,12 +246,12 @@ window.SwitchboardMarkdown = (() => {
       } else if (container.paragraph && before.prose && UNDERLINE.test(line)) {
         // The paragraph's lines underlined with === or --- are a heading.
         const lines = before.prose.splice(before.prose.lastIndexOf("") + 1);
-        const text = trim(lines.map((l) => trim(l, SPACE_OR_TAB)).join("\n"));
+        const text = trim(lines.map((l) => untrailed(l)).join("\n"));
         add(container, { heading: unindented(line)[0] === "=" ? 1 : 2, text });
       } else if (RULE.test(line)) add(container, { rule: true });
       else if (before && before.prose) {
         if (container.blanks && container.list) container.list.loose = true;
-        pad(before.prose, container.blanks).push(unindented(line));
+        pad(before.prose, container.blanks).push(line);
         before.deep = indentOf(line, at) >= 4; // code but for the paragraph it carries on: it heads no table
         container.blanks = 0;
         container.paragraph = true;
@@ -292,19 +293,25 @@ window.SwitchboardMarkdown = (() => {
   // (U+00A0), an em space or an ideographic one is text, though JavaScript's \s and trim() take them all.
   const blank = (line) => /^[ \t]*$/.test(line);
   const unindented = (line) => line.replace(/^[ \t]+/, "");
-  const SPACE_OR_TAB = /[ \t]/;
   // What markdown-it trims off a paragraph's, a heading's or a table cell's ends, and folds into one space
   // in a link label: Unicode spaces and line breaks, as JavaScript's trim() does but for U+FEFF, which
   // markdown-it-py keeps (its mdTrim).
   const SPACE = /[\t-\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
   const SPACES = new RegExp(SPACE.source + "+", "g");
   // Scanned, not matched: /\s+$/ tries each space of a long run in turn, in time growing as its square.
-  function trim(text, space = SPACE) {
+  function trim(text) {
     let start = 0;
     let end = text.length;
-    while (start < end && space.test(text[start])) start++;
-    while (end > start && space.test(text[end - 1])) end--;
+    while (start < end && SPACE.test(text[start])) start++;
+    while (end > start && SPACE.test(text[end - 1])) end--;
     return text.slice(start, end);
+  }
+
+  // `line` without the spaces and tabs it ends with, scanned as `trim` is.
+  function untrailed(line) {
+    let end = line.length;
+    while (end > 0 && (line[end - 1] === " " || line[end - 1] === "\t")) end--;
+    return line.slice(0, end);
   }
 
   // A heading's text without its closing #s (a run of them, alone or after a space or a tab, that only spaces
@@ -400,31 +407,30 @@ window.SwitchboardMarkdown = (() => {
   }
 
   // A backslash before ASCII punctuation shows it as typed, itself showing as nothing (\*, \_, \`, \[, \\);
-  // at the end of a line with more text after it, it is a line break. Before anything else it stays, and in code
-  // (a span or a block) it is always the code's own, as in CommonMark.
-  const ESCAPE = /(?<escape>\\(?:[!-\/:-@\[-`{-~]|\n(?=.)))/.source;
-  // A link's text may hold brackets in pairs, escaped ones and code spans; a lone backtick in it opens
-  // a code span instead, as in CommonMark. Its URL is between <> (spaces and escaped <> in it too, not a
+  // at the end of a line with more text after it, it is a line break (the next line's indentation goes with
+  // it). Before anything else it stays, and in code (a span or a block) it is always the code's own, as in
+  // CommonMark.
+  const ESCAPE = /(?<escape>\\(?:[!-\/:-@\[-`{-~]|\n(?=[ \t]*[^ \t\n\r\u2028\u2029])[ \t]*))/.source;
+  // A run of backticks: the code span it opens, or text (`spanAt`).
+  const TICKS = "(?<ticks>`+)";
+  // A link's text (`labelEnd`) is followed by its URL, between <> (spaces and escaped <> in it too, not a
   // line break) or not (its brackets belong to it when it opened them, a backslash escapes one, a space
   // or a control character ends it: a no-break space does not, as in CommonMark), and only a web or mail
   // address is linked: a javascript: link stays text as written.
-  const LINK_TEXT = "(?:[^\\[\\]`\\n\\\\]|\\\\.|`[^`\\n]+`)";
-  const LABEL = "(?:" + LINK_TEXT + "|\\[" + LINK_TEXT + "*\\])+";
   // A backslash takes the character after it along, as in markdown-it (\) is no closing bracket).
   const URL_CHAR = "(?:[^\\x00-\\x20\\x7f()\\\\]|\\\\[^ ])";
   // Spaces, tabs and a line break (no blank line) may go around the URL, and before its title at least one.
   const GAP = "[ \\t]*(?:\\n[ \\t]*)?";
-  const LINK = "\\[(?<label>" + LABEL + ")\\]\\(" + GAP +
+  const LINK_TAIL = new RegExp("\\]\\(" + GAP +
     "(?:<(?<angled>" + SAFE_SCHEME + "(?:[^<>\\n\\\\]|\\\\[^])*)>|" +
     "(?<href>" + SAFE_SCHEME + "(?:" + URL_CHAR + "|\\(" + URL_CHAR + "*\\))+))" +
-    "(?:(?:[ \\t]+(?:\\n[ \\t]*)?|\\n[ \\t]*)" + TITLE + ")?" + GAP + "\\)";
+    "(?:(?:[ \\t]+(?:\\n[ \\t]*)?|\\n[ \\t]*)" + TITLE + ")?" + GAP + "\\)", "y");
   // [text][label], [label][] and [label]: a link only when the text defines the label.
-  const REFERENCE = "\\[(?<text>" + LABEL + ")\\](?:\\[(?<ref>(?:[^\\[\\]\\\\\\n]|\\\\.){0,999})\\])?";
+  const REFERENCE_TAIL = /\](?:\[(?<ref>(?:[^\[\]\\\n]|\\.){0,999})\])?/y;
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not.
   const BARE_URL = caseless("http") + "[Ss]?:\\/\\/" +
     /(?:[^\s<>()"]|\([^\s<>()"]*\))*(?:[^\s<>()".,;:!?*_~'\u2026]|\([^\s<>()"]*\))/.source;
-  const CODE = "(?<code>`[^`\\n]+`)";
   // An address between <>, as CommonMark reads one: a scheme of 2 to 32 characters, a colon and no space,
   // control character, < or >, or an e-mail address. Anything else (<b>, <a:b>) is text, as typed.
   const DOMAIN = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
@@ -434,33 +440,33 @@ window.SwitchboardMarkdown = (() => {
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed; here a no-break space is a space, \s, as in CommonMark), `_`
   // never within a word (`snake_case_names` stays too, `flanked`), none across a blank line; a code span
-  // or an address between <> in it is one piece, whatever it holds, and each may hold the others.
-  // A `<` opening no such address is one character; a line break is one too, but not a blank line.
-  const IN = "`[^`\\n]+`|\\\\.|<(?:" + ADDRESS + ")>|<(?!(?:" + ADDRESS + ")>)|\\n(?!\\n)";
-  const STRONG_STAR = "\\*\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*\\*";
-  const EM_STAR = "\\*(?![\\s*])(?:" + IN + "|[^*`\\\\<\\n])+?(?<!\\s)\\*"; // within bold: its ** may follow
+  // or an address between <> in it is one piece, whatever it holds, and each may hold the others; so is a
+  // run of backticks opening no code span (`piece`). A `<` opening no such address is one character; a line
+  // break is one too, but not a blank line.
+  const IN = "\\\\.|<(?:" + ADDRESS + ")>|<(?!(?:" + ADDRESS + ")>)|\\n(?!\\n)";
   // Each style as its opening marks, a piece of what it holds and its closing marks, tried in this order at its
   // first character (`***`, then `**`, then `*`). What it holds is read piece by piece (at most one kind of
   // piece fits at a position), its closing marks tried before each piece but the first, as a lazy regular
   // expression reads it: one expression did, but it read on to the end of the line from each opener without a
   // closer, in time growing as the square of the line (" _a" again and again, half a second for 30,000).
-  const style = (name, open, piece, close) => ({ name, open: new RegExp(open, "y"),
-    piece: new RegExp("(?:" + IN + "|" + piece + ")", "y"), close: new RegExp(close, "y") });
+  // Bold may hold italics (`inner`), and italics bold, each a piece of it, read the same way.
+  const style = (name, open, piece, close, inner) => ({ name, open: new RegExp(open, "y"),
+    piece: new RegExp("(?:" + IN + "|" + piece + ")", "y"), close: new RegExp(close, "y"), inner });
   const STYLES = {
     "*": [style("both", "\\*\\*\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*\\*\\*(?!\\*)"),
-          style("bold", "\\*\\*(?![\\s*])", EM_STAR + "|(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n]", "(?<!\\s)\\*\\*"),
-          style("em", "\\*(?![\\s*])", STRONG_STAR + "|[^*`\\\\<\\n]", "(?<!\\s)\\*(?!\\*)")],
+          style("bold", "\\*\\*(?![\\s*])", "(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n]", "(?<!\\s)\\*\\*",
+                style("em", "\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*")), // within bold: its ** may follow
+          style("em", "\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*(?!\\*)",
+                style("bold", "\\*\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*\\*"))],
     "_": [style("bold", "(?<!\\w)__(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)__(?!\\w)"),
           style("em", "(?<!\\w)_(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)_(?!\\w)")],
     "~": [style("strike", "~~(?![\\s~])", "~(?!~)|[^~`\\\\<\\n]", "(?<![\\s~])~~(?!~)")],
   };
   // The other tokens, none starting with a style's character: which of them, or of the styles, comes first is
-  // which starts first.
-  const INLINE = new RegExp([ESCAPE, CODE, AUTOLINK, LINK, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
-  const INLINE_WITH_REFERENCES =
-    new RegExp([ESCAPE, CODE, AUTOLINK, LINK, REFERENCE, "(?<bare>" + BARE_URL + ")"].join("|"), "g");
+  // which starts first. A `[` may open a link (`linked`).
+  const INLINE = new RegExp([ESCAPE, TICKS, AUTOLINK, "(?<link>\\[)", "(?<bare>" + BARE_URL + ")"].join("|"), "g");
   // A link within a link cannot be followed: an address between <> in one is its text.
-  const INLINE_IN_LINK = new RegExp([ESCAPE, CODE, AUTOLINK].join("|"), "g");
+  const INLINE_IN_LINK = new RegExp([ESCAPE, TICKS, AUTOLINK].join("|"), "g");
   // An address as markdown-it writes a link's, the one the other platforms link to: percent-encoded as by
   // encodeURI (a backslash is no slash), the %XX escapes it holds kept, a lone surrogate as U+FFFD.
   const encoded = (address) => address.replace(/%[0-9A-Fa-f]{2}|[^%]+|%/g,
@@ -515,50 +521,198 @@ window.SwitchboardMarkdown = (() => {
                                                                   WORD.test(text[end] ?? "")));
   const STYLE_TAGS = { both: ["em", "strong"], bold: ["strong"], em: ["em"], strike: ["s"] };
 
-  // The style opening at `at` in `text` (its name and the length of its marks) and where it ends, or null. The
-  // first style whose marks are there and closed decides: an `_` one within a word (not `flanked`) is text.
-  // `walks` keeps, per style, where a walk from each position read ends: the openers of a line share the
-  // walks, so each finds its closer, or that it has none, in time growing as the line, not its square.
-  function styled(text, at, walks) {
-    for (const style of STYLES[text[at]] ?? []) {
+  // The style opening at `at` in the text `read` reads (its name and the length of its marks) and where it ends,
+  // or null. The first style whose marks are there and closed decides: an `_` one within a word (not `flanked`)
+  // is text.
+  function styled(read, at) {
+    for (const style of STYLES[read.text[at]] ?? []) {
+      const end = opened(style, read, at);
+      if (end < 0) continue;
       style.open.lastIndex = at;
-      if (!style.open.test(text)) continue;
-      const marks = style.open.lastIndex - at;
-      style.piece.lastIndex = at + marks;
-      if (!style.piece.test(text)) continue; // it holds something
-      if (!walks.has(style)) walks.set(style, new Int32Array(text.length + 1));
-      const end = closed(style, text, style.piece.lastIndex, walks.get(style));
-      if (end > 0) return flanked(text, at, end) ? { name: style.name, marks, end } : null;
+      style.open.test(read.text);
+      return flanked(read.text, at, end) ? { name: style.name, marks: style.open.lastIndex - at, end } : null;
     }
     return null;
+  }
+
+  // Where `style`, opening at `at`, ends (the end of its closing marks), or -1: its marks are not there, it holds
+  // nothing or it is not closed. `read.walks` keeps, per style, where a walk from each position read ends: the
+  // openers of a line share the walks, so each finds its closer, or that it has none, in time growing as the
+  // line, not its square.
+  function opened(style, read, at) {
+    style.open.lastIndex = at;
+    if (!style.open.test(read.text)) return -1;
+    const first = piece(style, read, style.open.lastIndex); // it holds something
+    if (first < 0) return -1;
+    if (!read.walks.has(style)) read.walks.set(style, new Int32Array(read.text.length + 1));
+    return closed(style, read, first, read.walks.get(style));
   }
 
   // Reads `style`'s pieces from `from` up to its closing marks, or up to what no piece may hold: the end of
   // the closing marks, or -1. Every position read on the way leads to the same answer, kept in `walk` (0 for
   // a position not read yet).
-  function closed(style, text, from, walk) {
-    const read = [];
+  function closed(style, read, from, walk) {
+    const steps = [];
     let at = from;
     let end = walk[at];
     while (!end) {
-      style.close.lastIndex = style.piece.lastIndex = at;
-      if (style.close.test(text)) end = style.close.lastIndex;
-      else if (style.piece.test(text)) {
-        read.push(at);
-        at = style.piece.lastIndex;
+      style.close.lastIndex = at;
+      if (style.close.test(read.text)) {
+        end = style.close.lastIndex;
+        break;
+      }
+      const next = piece(style, read, at);
+      if (next < 0) end = -1;
+      else {
+        steps.push(at);
+        at = next;
         end = walk[at];
-      } else end = -1;
+      }
     }
     walk[at] = end;
-    for (const position of read) walk[position] = end;
+    for (const position of steps) walk[position] = end;
     return end;
   }
 
+  // Where the piece of `style` at `at` ends, or -1: a code span whatever it holds, or a run of backticks opening
+  // none; the style it may hold; or one of its pattern's.
+  function piece(style, read, at) {
+    if (read.text[at] === "`") return spanAt(read, at)[0];
+    if (style.inner) {
+      const end = opened(style.inner, read, at);
+      if (end > 0) return end;
+    }
+    style.piece.lastIndex = at;
+    return style.piece.test(read.text) ? style.piece.lastIndex : -1;
+  }
+
+  // Where the link text opening at `at` (a `[`) ends, its `]`, or -1: it holds brackets in pairs (one deep),
+  // escaped ones and code spans, whatever those hold, as CommonMark reads it (`[a `]` b]` is one text), no line
+  // break (but in a code span) and not nothing.
+  function labelEnd(read, at) {
+    const text = read.text;
+    let depth = 0;
+    for (let i = at + 1; i < text.length;) {
+      const c = text[i];
+      if (c === "`") i = spanAt(read, i)[0];
+      else if (c === "\\") {
+        if (i + 1 === text.length || LINE_END.test(text[i + 1])) return -1;
+        i += 2;
+      } else if (c === "[") {
+        if (depth) return -1;
+        depth = 1;
+        i++;
+      } else if (c === "]") {
+        if (!depth) return i > at + 1 ? i : -1;
+        depth = 0;
+        i++;
+      } else if (c === "\n") return -1;
+      else i++;
+    }
+    return -1;
+  }
+  const LINE_END = /[\n\r\u2028\u2029]/; // what a backslash does not take along in a link's text, as `.` does not
+
+  // The link whose text opens at `at` (a `[`), as a token (see `nextToken`), or null: [text](url), or
+  // [text][label], [label][] and [label] when the text defines labels (`refs`).
+  function linked(read, at, refs) {
+    const end = labelEnd(read, at);
+    if (end < 0) return null;
+    const label = read.text.slice(at + 1, end);
+    LINK_TAIL.lastIndex = end;
+    const link = LINK_TAIL.exec(read.text);
+    if (link) return { index: at, end: LINK_TAIL.lastIndex, groups: { ...link.groups, label } };
+    if (!refs.size) return null;
+    REFERENCE_TAIL.lastIndex = end;
+    const reference = REFERENCE_TAIL.exec(read.text); // its `]` at least
+    return { index: at, end: REFERENCE_TAIL.lastIndex, groups: { text: label, ref: reference.groups.ref } };
+  }
+
+  // A text's code spans, as CommonMark and markdown-it read them: a run of backticks opens one that the next run
+  // of as many closes (not a longer run, nor a shorter one), within its paragraph (the text's blank lines end
+  // it), whatever is between them: a backslash there is the code's own. A run that no such run follows is text,
+  // all its backticks. The runs are indexed by length once per text, so that each finds its closing run, or
+  // that none follows, without reading on: reading on from each run that opens nothing reads the text to its
+  // end again and again, in time growing as its square for "\\``a" again and again (the run of one backtick an
+  // escape leaves, and no such run after it), nearly so for runs of growing length ("`" * k for k = 1 to 240).
+  function spans(text) {
+    const starts = [];
+    const ends = [];
+    const paragraphs = [];
+    const byLength = new Map(); // a run's length -> the runs that long, in order
+    let paragraph = 0;
+    for (const run of text.matchAll(/`+|\n\n/g)) {
+      if (run[0][0] === "\n") {
+        paragraph++;
+        continue;
+      }
+      const length = run[0].length;
+      if (!byLength.has(length)) byLength.set(length, []);
+      byLength.get(length).push(starts.length);
+      starts.push(run.index);
+      ends.push(run.index + length);
+      paragraphs.push(paragraph);
+    }
+    // What opens at `at`, a backtick: the first of its run, or the one after a backslash escaping the first (the
+    // rest of the run is read from there). [the span's end, where its code starts, where its code ends], or [the
+    // run's end] when it opens none.
+    return (at) => {
+      const run = following(starts, at) - 1;
+      const same = byLength.get(ends[run] - at) ?? [];
+      const closer = same[following(same, run)];
+      return closer !== undefined && paragraphs[closer] === paragraphs[run] ? [ends[closer], ends[run], starts[closer]]
+        : [ends[run]];
+    };
+  }
+
+  // The index of the first of the `sorted` numbers greater than `n` (their length if none is).
+  function following(sorted, n) {
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (sorted[middle] > n) high = middle;
+      else low = middle + 1;
+    }
+    return low;
+  }
+
+  // What the backtick at `at` of the text `read` reads opens (see `spans`), its runs indexed at the first asked.
+  const spanAt = (read, at) => (read.spans ??= spans(read.text))(at);
+
+  // A code span's code as markdown-it shows it: its line breaks as spaces, and one space off each end when both
+  // ends are spaces and not all of it is (` `` ` is ``, `   ` three spaces).
+  function code(text) {
+    const spaced = text.replaceAll("\n", " ");
+    return spaced[0] === " " && spaced[spaced.length - 1] === " " && /[^ ]/.test(spaced) ? spaced.slice(1, -1)
+      : spaced;
+  }
+
+  // Text as shown: a line without the indentation it carries a paragraph on with, as markdown-it shows it, and
+  // its entity references read.
+  const shown = (text) => decoded(text.includes("\n") ? text.replace(/\n[ \t]+/g, "\n") : text);
+
   const NONE = { index: Infinity };
 
+  // The next token of `read`'s text from `token.lastIndex` on, as { index, end, groups }, or NONE. A `[`
+  // opening no link, and a run of backticks opening no code span, are text, as typed: the search reads on.
+  function nextToken(read, token, refs) {
+    for (let m; (m = token.exec(read.text));) {
+      if (m.groups.ticks !== undefined) {
+        const span = spanAt(read, m.index);
+        if (span.length > 1) return { index: m.index, end: span[0], groups: { code: span } };
+        token.lastIndex = span[0];
+      } else if (m.groups.link !== undefined) {
+        const link = linked(read, m.index, refs);
+        if (link) return link;
+        token.lastIndex = m.index + 1;
+      } else return { index: m.index, end: m.index + m[0].length, groups: m.groups };
+    }
+    return NONE;
+  }
+
   function inline(text, into, token = INLINE, refs = new Map()) {
-    if (token === INLINE && refs.size) token = INLINE_WITH_REFERENCES;
-    const walks = new Map();
+    const read = { text, walks: new Map(), spans: null };
     // The token's next match, kept while it is ahead: whether one matches at a position does not depend on
     // where the search began, and searching again after each style would read on to it each time.
     let next = { index: -1 };
@@ -566,16 +720,16 @@ window.SwitchboardMarkdown = (() => {
     for (let at = 0; ;) {
       if (next.index < at) {
         token.lastIndex = at; // one regular expression for every call: the calls within this one move it
-        next = token.exec(text) ?? NONE;
+        next = nextToken(read, token, refs);
       }
       let start = at;
       let style = null;
-      while (start < Math.min(next.index, text.length) && !(style = styled(text, start, walks))) start++;
+      while (start < Math.min(next.index, text.length) && !(style = styled(read, start))) start++;
       if (!style) {
         if (next === NONE) break;
         start = next.index;
       }
-      if (start > last) into.append(decoded(text.slice(last, start)));
+      if (start > last) into.append(shown(text.slice(last, start)));
       if (style) {
         const tags = STYLE_TAGS[style.name];
         let inner = document.createElement(tags[0]);
@@ -586,21 +740,21 @@ window.SwitchboardMarkdown = (() => {
         continue;
       }
       const m = next;
-      last = at = m.index + m[0].length;
-      const { escape, code, auto, label, href, angled, bare, title } = m.groups;
+      last = at = m.end;
+      const { escape, code: span, auto, label, href, angled, bare, title } = m.groups;
       const reference = m.groups.text;
       let node;
       // An e-mail address between <> is a mailto: link; an address only a web or mail one is.
       const address = auto && (auto.includes(":") ? auto : "mailto:" + auto);
       if (escape) {
-        into.append(escape.slice(1));
+        into.append(escape[1] === "\n" ? "\n" : escape.slice(1));
         continue;
       } else if (auto && (!SAFE_HREF.test(address) || token === INLINE_IN_LINK)) {
-        into.append(SAFE_HREF.test(address) ? auto : m[0]); // any other shows as typed, its brackets too
+        into.append(SAFE_HREF.test(address) ? auto : text.slice(m.index, m.end)); // any other as typed, brackets too
         continue;
-      } else if (code) {
+      } else if (span) {
         node = document.createElement("code");
-        node.textContent = code.slice(1, -1);
+        node.textContent = code(text.slice(span[1], span[2]));
       } else if (reference !== undefined && !refs.has(normalized(m.groups.ref || reference))) {
         // Not a defined label: its brackets show as typed, what they hold is read as any text.
         into.append("[");
@@ -622,7 +776,7 @@ window.SwitchboardMarkdown = (() => {
       }
       into.append(node);
     }
-    if (last < text.length) into.append(decoded(text.slice(last)));
+    if (last < text.length) into.append(shown(text.slice(last)));
   }
 
   return { render };

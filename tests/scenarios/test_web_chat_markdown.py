@@ -664,6 +664,96 @@ async def test_a_browser_without_to_well_formed_shows_links_all_the_same(chat, p
     assert await mine.evaluate(HREFS) == web_links(text)
 
 
+async def test_a_run_of_backticks_opens_a_code_span_only_a_run_as_long_closes(chat, page) -> None:
+    # Only one backtick opened a code span, closed by the next: ``a`b`` showed as a code span "a" between
+    # backticks, ```x``` within a sentence as "x" between two, where markdown-it reads code spans "a`b" and "x"
+    # for the other platforms. A run no run as long follows is text, all of it, and the text after it is read
+    # on: ``a` showed as a backtick and a code span. A fence at the start of a line is a fence still.
+    text = ("Use ``a`b`` or ```x``` or ````a```b```` now, and\n```sh\nls\n```\n"
+            "``a` and `` `a ``b` then ```c`` d``` e ``` f")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["pre"] == gateway_shape(text)
+    spans = await mine.eval_on_selector_all("code:not(pre code)", "els => els.map(e => ['code', e.textContent])")
+    assert spans == [["code", "a`b"], ["code", "x"], ["code", "a```b"], ["code", "a` and "], ["code", "a ``b"],
+                     ["code", "c`` d"]]
+    assert spans == gateway_styled(text)
+    assert await mine.text_content() == "Use a`b or x or a```b now, and\nls" + "a` and  a ``b then c`` d e ``` f"
+    assert await mine.text_content() == gateway_paragraphs(text).replace("\n\n", "\nls")
+
+
+async def test_a_code_span_runs_across_the_lines_of_a_paragraph_its_line_breaks_as_spaces(chat, page) -> None:
+    # A code span the model's line wrapped showed as typed, backticks and all. markdown-it reads it across the
+    # lines of a paragraph (a list item's or a quote's too) for the other platforms, its line breaks as spaces,
+    # and the indentation of a line beyond its list item's as code; not across a blank line, which ends it.
+    text = ("A `long\ncommand` wrapped\n\n- an `item's\n  code` and\n  its `own\n     indentation`\n\n"
+            "> a `quoted\n> span`\n\nnot `across\n\na blank line`\n\nA `Title\n   across lines`\n===")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(SHAPE) == ["ul", "li", "/li", "/ul", "blockquote", "/blockquote", "h1", "/h1"]
+    assert await mine.evaluate(SHAPE) == gateway_shape(text)
+    assert await mine.evaluate(STYLED) == [
+        ["code", "long command"], ["code", "item's code"], ["code", "own    indentation"], ["code", "quoted span"],
+        ["code", "Title    across lines"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    # The text around them without the indentation of its lines, as on the other platforms.
+    assert await mine.evaluate(ITEMS) == ["an item's code and\nits own    indentation"]
+    assert await mine.text_content() == ("A long command wrapped\n\nan item's code and\nits own    indentation"
+                                         "a quoted span\nnot `across\n\na blank line`\n\nA Title    across lines")
+
+
+async def test_a_code_span_loses_a_space_at_each_end_when_both_are_spaces_as_markdown_it_reads_it(chat, page) -> None:
+    # The code showed as typed between its backticks, so ` `` ` was three code spans of one space each, with
+    # backticks between; markdown-it reads it as the code `` for the other platforms: one space off each end when
+    # both are spaces, unless all of it is (a no-break space is not), a line break a space.
+    text = "` `` ` `  a  ` ` ` `  ` ` a` ` \u00a0 ` `   ` `\n`"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(STYLED) == [["code", "``"], ["code", " a "], ["code", " "], ["code", "  "],
+                                           ["code", " a"], ["code", "\u00a0"], ["code", "   "], ["code", " "]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    assert await mine.text_content() == gateway_paragraphs(text)
+
+
+async def test_a_backslash_in_a_code_span_is_the_codes_own_and_a_run_closes_it_before_it_may_escape(
+        chat, page) -> None:
+    # `` \` `` showed as a backtick, a code span " \" and text: a backslash escapes nothing in code, so the
+    # run of two closes there as markdown-it reads it for the other platforms; \``` leaves a run of two after the
+    # backtick it escapes, which opens a code span. Out of code, \` is a backtick, as typed.
+    text = "`` \\` `` and ``a\\`` and \\```b`` and \\`not code\\` and `c\\`d`"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(STYLED) == [["code", "\\`"], ["code", "a\\"], ["code", "b"], ["code", "c\\"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    assert await mine.text_content() == "\\` and a\\ and `b and `not code` and c\\d`" == gateway_paragraphs(text)
+
+
+async def test_code_spans_of_any_backticks_bind_tighter_than_emphasis_and_a_lone_run_is_its_text(chat, page) -> None:
+    # An emphasis holding a backtick that opens no code span showed as typed, and one holding a code span of
+    # two backticks too: markdown-it styles them for the other platforms, the backticks as text.
+    text = "*a`*`b* *a `b* c` *a ` b* **a ``*`` b** **a *b ``c`` d* e** _f ``g_`` h_ ~~i ``` j~~"
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(STYLED) == [
+        ["em", "a*b"], ["code", "*"], ["code", "b* c"], ["em", "a ` b"], ["strong", "a * b"], ["code", "*"],
+        ["strong", "a b c d e"], ["em", "b c d"], ["code", "c"], ["em", "f g_ h"], ["code", "g_"], ["s", "i ``` j"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    assert await mine.text_content() == gateway_paragraphs(text)
+
+
+async def test_a_links_text_may_hold_code_spans_of_any_backticks_and_a_lone_run(chat, page) -> None:
+    # [a ``b`c`` d](url) and [e ``]`` f](url) were no links, and a backtick opening no code span made none of
+    # [g ` h](url), where markdown-it links them all for the other platforms; a code span still takes the ] and
+    # the address it covers, [i `](url)` j is no link. Reference links' texts too.
+    text = ("[a ``b`c`` d](https://example.com/1) [e ``]`` f](https://example.com/2)\n\n"
+            "[g ` h](https://example.com/3)\n\n[i `](https://example.com/4)` j\n\n[`k` l] [``m`n``]\n\n"
+            "[`k` l]: https://example.com/5\n[``m`n``]: https://example.com/6")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(LINKS) == [
+        ["https://example.com/1", "a b`c d"], ["https://example.com/2", "e ] f"], ["https://example.com/3", "g ` h"],
+        ["https://example.com/5", "k l"], ["https://example.com/6", "m`n"]]
+    assert await mine.evaluate(LINKS) == gateway_links(text)
+    assert await mine.evaluate(STYLED) == [["code", "b`c"], ["code", "]"], ["code", "](https://example.com/4)"],
+                                           ["code", "k"], ["code", "m`n"]]
+    assert await mine.evaluate(STYLED) == gateway_styled(text)
+    assert await mine.eval_on_selector_all("a code", "els => els.map(e => e.textContent)") == ["b`c", "]", "k", "m`n"]
+
+
 RENDER_TIME = """
       const time = (text, renders, limit = Infinity) => {
         let fastest = Infinity;
@@ -751,6 +841,28 @@ async def test_a_message_of_long_emphasis_like_runs_renders_in_time_growing_as_i
         return (run * -(-chars // len(run)))[:chars]
 
     per_render = await render_times(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs])
+    # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
+    assert all(long < 10 * short for _, short, long in per_render), per_render
+
+
+async def test_a_message_of_long_backtick_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
+    # Each run of backticks finds the next run as long, or that none follows, in an index of the runs by length:
+    # read on from each run opening nothing, runs of growing length (each opening nothing) or "\``a" again and
+    # again (a run of one after each escape, and no run of one) would be read to the end again and again. In
+    # emphasis and links' texts too, and across lines but not across blank lines.
+    runs = ["`a", "``a`", "\\``a", "\\``", " *a `` ", "[a `` ", "`a\n", "`a\n\n", "**a *b ``"]
+    await shown_as_sent(chat, page, "x")
+
+    def text(run: str, chars: int) -> str:
+        if run == "growing":
+            grown, k = "", 1  # no two runs as long: none closes another
+            while len(grown) + k + 3 <= chars:
+                grown += "`" * k + " a "
+                k += 1
+            return grown + "a" * (chars - len(grown))
+        return (run * -(-chars // len(run)))[:chars]
+
+    per_render = await render_times(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs + ["growing"]])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
