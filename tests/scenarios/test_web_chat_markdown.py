@@ -754,6 +754,19 @@ async def test_a_links_text_may_hold_code_spans_of_any_backticks_and_a_lone_run(
     assert await mine.eval_on_selector_all("a code", "els => els.map(e => e.textContent)") == ["b`c", "]", "k", "m`n"]
 
 
+async def test_a_bare_address_ends_at_a_backtick_as_the_gateway_ends_it(chat, page) -> None:
+    # The page's bare address ran on over backticks, so https://example.com/a`b` was one link, its code span
+    # part of the address; the gateway's bare-address rule ends it at the backtick for the other platforms.
+    text = ("See https://example.com/a`b` and https://example.com/c``d`` e, (https://example.com/(f)`g`) "
+            "https://example.com/h`")
+    mine = await shown_as_sent(chat, page, text)
+    assert await mine.evaluate(LINKS) == [["https://example.com/a"] * 2, ["https://example.com/c"] * 2,
+                                          ["https://example.com/(f)"] * 2, ["https://example.com/h"] * 2]
+    assert await mine.evaluate(LINKS) == gateway_links(text)
+    assert await mine.evaluate(STYLED) == [["code", "b"], ["code", "d"], ["code", "g"]] == gateway_styled(text)
+    assert await mine.text_content() == gateway_paragraphs(text)
+
+
 RENDER_TIME = """
       const time = (text, renders, limit = Infinity) => {
         let fastest = Infinity;
