@@ -27,6 +27,7 @@ from gateway.events import GatewayEvents
 from gateway.file_sends import FileSends
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
+from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe
 from gateway.logging import redact
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
@@ -280,13 +281,14 @@ class Gateway:
         running = [*self.runner.busy, *self._aside]
         if running:
             await asyncio.wait(running, timeout=max(deadline - loop.time(), 0))
-        for task in list(self._aside):
-            task.cancel()  # unanswered: handled again after the next start
-        await asyncio.gather(*self._aside, return_exceptions=True)
+        # Unanswered: handled again after the next start; one that ignores its cancellation is left behind.
+        for task in await cancel_within(list(self._aside), max(deadline - loop.time(), STUCK_WAIT_SECONDS)):
+            log.error("a plugin command did not end within its stop (%s ignores cancellation): left behind, "
+                      "it is answered after the next start", describe(task))
         self.commands.close()
         self.sessions.interrupt_all("the gateway is shutting down")
         await asyncio.sleep(0)
-        await self.runner.cancel()
+        await self.runner.cancel(within=max(deadline - loop.time(), STUCK_WAIT_SECONDS))
         await self.ledger.close()
         await self.outbox.flush(timeout=max(deadline - loop.time(), 0) if grace else 1.0, give_up_when_held=True)
         await self.outbox.close()

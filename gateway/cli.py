@@ -13,17 +13,18 @@ import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from gateway import preflight, state_lock
+from gateway import left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
 from gateway.errors import StartupError
 from gateway.host import AgentHost
 from gateway.inbox_cli import inbox_command
 from gateway.logging import logging_installed
+from gateway.process_exit import end_process_now
 from gateway.replies import operator_hint
 from gateway.serve import serve
 from gateway.startup_errors import explain
@@ -141,14 +142,29 @@ def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> i
         runner = _worker(config)
     else:
         runner = _serve(config, local=args.command == "chat")
-    try:
-        return asyncio.run(runner)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # the one boundary where a failure becomes words for the operator
-        log.debug("the command failed", exc_info=exc)
-        print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
-        return 1
+    return _run_to_end(runner, config)
+
+
+def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
+    """`asyncio.run`, but the tasks still running when ``main`` has returned get a bounded time to end
+    (`left_behind.end_the_rest`): one that ignores its cancellation would hold the process for ever.
+    If any does, the process ends at once with the command's status, without Python's clean-up."""
+    with asyncio.Runner() as loop:
+        try:
+            status = loop.run(main)
+        except KeyboardInterrupt:
+            status = 130
+        except Exception as exc:  # the one boundary where a failure becomes words for the operator
+            log.debug("the command failed", exc_info=exc)
+            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+            status = 1
+        try:
+            stuck = loop.run(left_behind.end_the_rest())
+        except KeyboardInterrupt:  # Ctrl-C again while those are given their time: no more waiting
+            stuck = True
+        if stuck:
+            end_process_now(status)
+    return status
 
 
 def _claim_state_dir(config: Config) -> None:
@@ -194,7 +210,8 @@ async def _ask(config: Config, message: str) -> int:
         await host.start()  # one that fails after the lifecycle started (a plugin missing) closes it too
         result = await host.new_session().run_turn(message)
     finally:
-        await host.close()
+        # Its background children are stopped, and get the grace to end, as at a gateway's stop.
+        await host.close(grace=config.server.shutdown_grace_seconds)
     if result.text:
         print(scalar_text(result.text))  # a model can emit a lone surrogate too
     if result.exit_reason != "completed":

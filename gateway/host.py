@@ -137,7 +137,8 @@ class AgentHost:
                      ", ".join(str(p) for p in removed[:5]) + (", …" if len(removed) > 5 else ""))
 
     async def close(self, *, grace: float | None = None) -> None:
-        """``grace``: how long the children's engine may wait for what it still sends (`Engine.close`)."""
+        """``grace``: how long the children's engine may wait for what it still sends, or for the children
+        it ran itself to end (`Engine.close`)."""
         await self.lifecycle.close(grace=grace)
         await self.routing.close()
         self.plugins.close()

@@ -8,7 +8,9 @@ PyGILState_Release``, temporalio/sdk-python#300) — seen about once in 25 when 
 after Temporal refused it, so its one-line reason was followed by a core dump and status 134.
 By then the command has closed what it opened (the state database, the journal, the trace
 exporter), so only the logs and the standard streams are left to flush, and they are flushed
-here. Every other process ends as usual.
+here. Every other process ends as usual, unless its stop left work behind that ignores its
+cancellation (`gateway.left_behind`): that one ends the same way, or its event loop's clean-up would
+wait for that work for ever.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ def exit_process(status: int) -> NoReturn:
     """End the process with ``status``, skipping finalization where Temporal's runtime is loaded."""
     if _TEMPORAL_RUNTIME not in sys.modules:
         sys.exit(status)
+    end_process_now(status)
+
+
+def end_process_now(status: int) -> NoReturn:
+    """End the process with ``status`` at once: the logs and the standard streams flushed, nothing
+    else run. Also for a process that left work behind at its stop (`gateway.left_behind`), which
+    the interpreter's finalization would wait for."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -22,6 +22,7 @@ from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
+from gateway.left_behind import cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
@@ -101,11 +102,18 @@ class TurnRunner:
         delegations undelivered: the next start takes them up)."""
         self._stopping = True
 
-    async def cancel(self) -> None:
-        workers = list(self._workers.values())
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+    async def cancel(self, within: float) -> None:
+        """Cancel every session's worker and wait up to ``within`` seconds for them to end. A turn
+        whose tool or model call ignores its cancellation is named in the log and left behind: its
+        event was never settled, so the next start handles its message again (`gateway.left_behind`)."""
+        workers = {task: session for session, task in self._workers.items()}
+        for task in await cancel_within(list(workers), within):
+            session = workers[task]
+            running = session.running
+            log.error("the turn %s of %s chat %s did not end within %.0f s of its cancellation (%s ignores "
+                      "cancellation): left behind, its message is handled again after the next start",
+                      running.turn_id if running else "(none)", session.platform, session.chat_id, within,
+                      f"tool {running.current_tool}" if running and running.current_tool else "a tool or model call")
 
     def ended_early(self, session: GatewaySession, why: str, stopped: RunningTurn | None,
                     waiting: list[tuple[str, Inbound]]) -> None:

@@ -142,4 +142,6 @@ class Engine(Protocol):
         them first unless `survives_restart`). Idempotent. ``grace`` is how long it may wait for the
         requests it still sends to where its children run (stops, steers, jobs it has not handed over),
         which are left to the next start past it; None for its own default. An engine that sends none
-        ignores it: a child interrupted here is waited for, as its outcome is not kept elsewhere."""
+        waits that long (None: for ever) for the children interrupted here, as their outcomes are not kept
+        elsewhere; one that ignores its cancellation is left behind, its row not terminal, so the next
+        start ends it INTERRUPTED as after a crash."""

@@ -158,14 +158,25 @@ class InProcessEngine:
         return () if run.session is None else run.session.tool_log
 
     async def close(self, *, grace: float | None = None) -> None:
-        # No grace: nothing is sent anywhere, and the interrupted children's outcomes exist only here.
+        # Nothing is sent anywhere, and the interrupted children's outcomes exist only here: they are waited
+        # for, but with a grace at most that long. A child whose tool or model call ignores its cancellation
+        # is left behind then, named: its row was never made terminal, so the next start ends it INTERRUPTED,
+        # as after a crash, instead of the stop waiting for it for ever.
         self._closed = True
         if self._monitor is not None:
             self._monitor.cancel()
             self._monitor = None
-        tasks = [run.task for run in self._runs.values()]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        runs = {run.task: run for run in self._runs.values() if run.task is not None}
+        if not runs:
+            return
+        done, pending = await asyncio.wait(runs, timeout=grace)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # taken: `ChildRun.run` logs its own failures
+        for task in pending:
+            log.error("child %s did not end within %.0f s of its stop (a tool or model call of it ignores "
+                      "cancellation): left behind, the next start ends it as interrupted",
+                      runs[task].job.subagent_id, grace)
 
     def _watches(self) -> Iterator[Watch]:
         for run in list(self._runs.values()):

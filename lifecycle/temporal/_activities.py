@@ -16,7 +16,7 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,17 @@ class ChildActivities:
         self._project = ProjectContext()
         self._workspaces = _Workspaces()
         self.identity = f"{socket.gethostname()}"
+        self.in_flight: dict[object, str] = {}
+        """The model and tool calls running now, each said as the log names it: what a stop waits for."""
+
+    @contextlib.contextmanager
+    def _running(self, what: str) -> Iterator[None]:
+        key = object()
+        self.in_flight[key] = f"{what} of child {activity.info().workflow_id}"
+        try:
+            yield
+        finally:
+            del self.in_flight[key]
 
     @activity.defn(name=PREPARE)
     async def prepare(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +125,7 @@ class ChildActivities:
     @activity.defn(name=MODEL_CALL)
     async def model_call(self, body: dict[str, Any]) -> dict[str, Any]:
         model = self._model(body.get("provider"), body.get("model"), body.get("backend"), body.get("route"))
-        async with heartbeating(body.get("heartbeat", 5.0)):
+        with self._running("the model call"), heartbeating(body.get("heartbeat", 5.0)):
             try:
                 response = await model.complete(request_from_wire(body["request"]))
             except ModelError as exc:
@@ -144,7 +155,7 @@ class ChildActivities:
             return {"ok": False, "error": f"{name} is not available on worker {self.identity}"}
         session = self._stand_in(ChildJob.from_dict(body["child"]))
         ctx = ToolContext(session, body.get("call_id", ""), session.workspace, session.services, body.get("turn_id", ""))
-        async with heartbeating(body.get("heartbeat", 5.0)):
+        with self._running(f"tool {name}"), heartbeating(body.get("heartbeat", 5.0)):
             try:
                 result = {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
                 # Sent anyway, Temporal refuses it and the tool runs again and again until its stall limit.
@@ -212,8 +223,8 @@ class _Workspaces:
         return found
 
 
-@contextlib.asynccontextmanager
-async def heartbeating(interval: float) -> AsyncIterator[None]:
+@contextlib.contextmanager
+def heartbeating(interval: float) -> Iterator[None]:
     """Heartbeat every ``interval`` seconds while the block runs: the child's liveness signal,
     and how a cancellation request reaches a call in flight."""
 

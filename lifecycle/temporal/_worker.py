@@ -8,6 +8,8 @@ heartbeats stop).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -16,9 +18,14 @@ from temporalio.worker import Worker
 from lifecycle.temporal._activities import ChildActivities, WorkerToolbox
 from lifecycle.temporal._workflow import ChildWorkflow
 
+log = logging.getLogger("lifecycle.temporal.worker")
+
 STICKY_TIMEOUT = timedelta(seconds=3)
 """How long a child's next step waits for the worker that ran its last one before any worker
 may take it: the pause a dead worker's children see before they go on elsewhere."""
+STUCK_WAIT_SECONDS = 1.0
+"""How long calls still running past the grace get to end once cancelled: one that ignores its
+cancellation (a plugin's tool retrying whatever interrupts it) is left behind after that."""
 
 
 class ChildWorker:
@@ -27,12 +34,17 @@ class ChildWorker:
     ``max_concurrent`` bounds the model and tool calls this worker runs at once (each
     child has at most one in flight); ``heartbeat_seconds`` is how often a running call
     heartbeats at most (``delegation.heartbeat_interval_seconds``). On shutdown, calls
-    in flight get ``grace_seconds`` to finish; the rest are retried by other workers.
+    in flight get ``grace_seconds`` to finish; the rest are cancelled and retried by other
+    workers. Temporal's shutdown waits for every cancelled call to end: one that ignores its
+    cancellation gets `STUCK_WAIT_SECONDS` and is then named in the log and left behind, so the
+    stop ends; the process must then end without waiting for it (its heartbeats stop only then,
+    and Temporal gives the call to another worker once they have).
     """
 
     def __init__(self, client: Client, task_queue: str, toolbox: WorkerToolbox, *, max_concurrent: int = 100,
                  heartbeat_seconds: float = 5.0, grace_seconds: float = 0.0, identity: str | None = None) -> None:
         self.activities = ChildActivities(toolbox)
+        self.grace_seconds = grace_seconds
         self.worker = Worker(
             client,
             task_queue=task_queue,
@@ -57,4 +69,10 @@ class ChildWorker:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.worker.__aexit__(*exc)
+        try:
+            async with asyncio.timeout(self.grace_seconds + STUCK_WAIT_SECONDS):
+                await self.worker.__aexit__(*exc)
+        except TimeoutError:
+            for call in self.activities.in_flight.values():
+                log.error("%s did not end within %.0f s of its cancellation (it ignores cancellation): left behind, "
+                          "another worker runs it once this process has ended", call, STUCK_WAIT_SECONDS)
