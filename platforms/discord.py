@@ -314,6 +314,11 @@ class DiscordAdapter:
         self._stop_asked.set()
         client, self._client = self._client, None
         if client is not None:
+            # discord.py dispatches "ready" from a task that waits for guilds after READY (2 s), which its close
+            # leaves running: it would dispatch on the closed client, and fail, logged at exit. Ended first.
+            dispatching = getattr(getattr(client, "_connection", None), "_ready_task", None)
+            if dispatching is not None:
+                dispatching.cancel()
             await client.close()
         catching_up, self._catch_up_task = self._catch_up_task, None
         if catching_up is not None:  # what it had not handed over is looked for again at the next start

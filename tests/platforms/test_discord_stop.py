@@ -12,6 +12,7 @@ import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
+from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
 
@@ -129,3 +130,19 @@ async def test_a_stop_on_a_half_open_gateway_connection_keeps_to_its_grace(fake:
         await fake.wait_for(lambda: taken == ["before", "into the void"])
     finally:
         await again.stop()
+
+
+async def test_a_stop_before_discord_py_has_dispatched_ready_leaves_no_failing_task_behind(fake: FakeDiscord) -> None:
+    # discord.py dispatches "ready" only once no guild has come for `guild_ready_timeout` seconds (2 by
+    # default) after READY, in a task its close does not end: a stop in between (Ctrl-C right after the
+    # start) left it to dispatch on the closed client, and the loop logged its AttributeError at exit.
+    def slow_ready(**options):
+        return fake.client_factory(**{**options, "guild_ready_timeout": 1.0})
+
+    adapter = DiscordAdapter(fake.token, api_base=fake.api_base, client_factory=slow_ready, ready_timeout=5.0)
+    await adapter.start(lambda inbound: asyncio.sleep(0))
+    dispatching = adapter._client._connection._ready_task
+    assert dispatching is not None and not dispatching.done()
+    await adapter.stop_within(GRACE)
+    await asyncio.wait({dispatching}, timeout=5.0)
+    assert dispatching.done() and dispatching.exception() is None
