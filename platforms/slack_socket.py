@@ -8,6 +8,7 @@ open is watched in `platforms.slack_connection`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,8 +18,33 @@ from slack_bolt.async_app import AsyncApp
 
 from platforms.slack_connection import SocketWatch
 
+SOCKET_LOG = logging.getLogger("slack_sdk.socket_mode")
+"""The Socket Mode client's own log (slack_sdk's default is the app's): where `_LostAcks` reads it."""
 CONNECT_TIMEOUT = 30.0
 """Seconds `SlackAdapter.start` waits for the Socket Mode WebSocket to open."""
+
+
+class _LostAcks(logging.Filter):
+    """An acknowledgement the client could not send because its connection was closing (a stop, a
+    reconnect) is logged by slack_sdk as a WARNING and then as a failed listener, at ERROR with a
+    traceback. Nothing failed: Slack sends an event it was not acknowledged for again, to the next
+    connection, and the gateway's inbox drops it if it had been taken. One line at INFO instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.levelno == logging.WARNING and message.endswith("is no longer active. Failed to send a message"):
+            return False  # said by the line below, as it raises
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ConnectionError) and message.startswith("Failed to run a request listener"):
+            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+            record.msg, record.args = ("an acknowledgement did not go out as the Socket Mode connection closed: "
+                                       "Slack sends its event again"), ()
+            record.exc_info = record.exc_text = None
+            return SOCKET_LOG.isEnabledFor(logging.INFO)  # the level it was let through at was ERROR's
+        return True
+
+
+SOCKET_LOG.addFilter(_LostAcks())
 
 
 class SlackStartError(RuntimeError):
@@ -34,7 +60,8 @@ def handler(app: AsyncApp, watch: SocketWatch, *, app_token: str | None, ping_in
     client it asks for a URL on each reconnect."""
     # Reconnects ask apps.connections.open through this client: the watch sees a refused app token.
     opener = watch.web_client(**web, retry_handlers=[])
-    socket = AsyncSocketModeHandler(app, app_token=app_token, ping_interval=ping_interval, web_client=opener)
+    socket = AsyncSocketModeHandler(app, app_token=app_token, ping_interval=ping_interval, web_client=opener,
+                                    logger=SOCKET_LOG)
     watch.watch(socket.client)
     return socket
 

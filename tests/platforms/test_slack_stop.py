@@ -6,6 +6,7 @@ had not handed over, those answers and its placeholders' deletions together. (Th
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
 from platforms.fakes.slack import FakeSlack
@@ -110,3 +111,26 @@ async def test_a_stop_whose_deletions_and_answers_slack_does_not_take_ends_a_flo
             answering.set()
             deleting.set()
             await adapter.stop()
+
+
+async def test_an_acknowledgement_the_closing_socket_cannot_send_is_one_line_not_an_error(caplog) -> None:
+    # slack_sdk logged an event handed over as the stop closed the WebSocket as a failed listener, at ERROR
+    # with a traceback, though nothing failed: Slack sends an event it was not acknowledged for again.
+    async with FakeSlack() as fake:
+        adapter = adapter_of(fake)
+        handed = asyncio.Event()
+
+        async def sink(inbound: Inbound) -> None:
+            handed.set()
+            while not socket.closed:  # taken once the stop has begun to close the connection
+                await asyncio.sleep(0)
+
+        await adapter.start(sink)
+        socket = adapter._socket.client
+        await fake.push_dm("U1", "handed over as the stop begins")
+        await handed.wait()
+        with caplog.at_level(logging.DEBUG):
+            await adapter.stop_within(GRACE)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert "an acknowledgement did not go out as the Socket Mode connection closed: Slack sends its event " \
+               "again" in [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
