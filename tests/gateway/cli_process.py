@@ -103,6 +103,16 @@ class Running:
         self.wait_for("gateway running")
         return self
 
+    def ends_on_sigterm(self, within: float) -> None:
+        """SIGTERM ends the process with status 0 within ``within`` seconds (else it is killed, and the test fails)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(within)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"still running {within}s after SIGTERM: {self.lines[-5:]}") from None
+        assert code == 0
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -5,8 +5,6 @@ or its register(ctx) while the gateway starts: the process still ends promptly a
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import textwrap
 import time
 import urllib.request
@@ -49,17 +47,6 @@ TOOL_SCRIPT = {"parent": [[{"tool_calls": [{"name": "hang_tool", "arguments": {}
 """The model's first step calls the plugin's tool."""
 
 
-def exits_on_sigterm(gateway: Running) -> None:
-    """SIGTERM ends the gateway with status 0 within `EXIT_WITHIN` (else it is killed, and the test fails)."""
-    gateway.proc.send_signal(signal.SIGTERM)
-    try:
-        code = gateway.proc.wait(EXIT_WITHIN)
-    except subprocess.TimeoutExpired:
-        gateway.proc.kill()
-        pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
-    assert code == 0
-
-
 def post(url: str, text: str) -> int:
     body = json.dumps({"text": text, "chat_id": "c1"}).encode()
     ts = str(int(time.time()))
@@ -89,7 +76,7 @@ def test_a_plugin_call_hung_in_its_thread_does_not_hold_up_the_exit(tmp_path, te
     with Running(tmp_path, "--config", str(config)).started() as gateway:
         assert post(gateway.url, text) == 202
         gateway.wait_for("the plugin's call has started")
-        exits_on_sigterm(gateway)
+        gateway.ends_on_sigterm(EXIT_WITHIN)
         line = gateway.wait_for(r".*plugin hung_plugin.*still running.*").group(0)
         assert what in line
 
@@ -112,7 +99,7 @@ def test_sigterm_while_a_plugin_register_hangs_stops_the_start(tmp_path):
         "model": {"demo": {"child_steps": 0, "step_seconds": 0}}})
     with Running(tmp_path, "--config", str(config)) as gateway:
         gateway.wait_for("the plugin's register has started")
-        exits_on_sigterm(gateway)
+        gateway.ends_on_sigterm(EXIT_WITHIN)
         gateway.wait_for("stopped before it had started")
 
 
@@ -146,4 +133,4 @@ def test_a_plugin_whose_import_hangs_fails_to_load_and_sigterm_ends_the_gateway(
         gateway.started()
         gateway.wait_for(r"plugin 'hung_import': did not import within 1 s")
         gateway.wait_for("plugin hello_plugin loaded")
-        exits_on_sigterm(gateway)
+        gateway.ends_on_sigterm(EXIT_WITHIN)

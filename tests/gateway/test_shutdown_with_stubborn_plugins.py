@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import queue
-import signal
 import subprocess
 import sys
 import textwrap
@@ -116,16 +115,6 @@ def receiver(tmp_path):
     running.close()
 
 
-def stops_within_bound(gateway: Running) -> None:
-    gateway.proc.send_signal(signal.SIGTERM)
-    try:
-        code = gateway.proc.wait(EXIT_WITHIN)
-    except subprocess.TimeoutExpired:
-        gateway.proc.kill()
-        pytest.fail(f"still running {EXIT_WITHIN}s after SIGTERM: {gateway.lines[-5:]}")
-    assert code == 0
-
-
 @pytest.mark.parametrize("what", ["turn", "child", "command"])
 def test_plugin_code_that_ignores_its_cancellation_does_not_hold_the_stop(tmp_path, receiver, what):
     (tmp_path / "stubborn_plugin.py").write_text(textwrap.dedent(PLUGIN))
@@ -144,7 +133,7 @@ def test_plugin_code_that_ignores_its_cancellation_does_not_hold_the_stop(tmp_pa
         gateway.wait_for("the plugin's call has started")
         if what == "child":
             assert receiver.delivery()["text"] == "on it"
-        stops_within_bound(gateway)
+        gateway.ends_on_sigterm(EXIT_WITHIN)
         gateway.wait_for(LEFT_BEHIND[what])
         gateway.wait_for(r"task \S+ in ignore_cancellation \(.*stubborn_plugin.py:\d+\) did not end within 1 s of "
                          "its cancellation")

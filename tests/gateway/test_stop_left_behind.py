@@ -21,6 +21,15 @@ BOUND = GRACE + 3 * STUCK_WAIT_SECONDS + 2.0
 """The stop's grace, a second past it for each kind of work left behind, and slack for a loaded machine."""
 
 
+async def swallows_cancellation(let_go: asyncio.Event) -> None:
+    """Plugin code that catches every cancellation and carries on, until the test lets it go."""
+    while not let_go.is_set():
+        try:
+            await let_go.wait()
+        except asyncio.CancelledError:
+            continue
+
+
 class Stubborn:
     """A plugin's async tool that swallows every cancellation until the test lets it go."""
 
@@ -30,11 +39,7 @@ class Stubborn:
 
     async def __call__(self, args, ctx) -> str:
         self.started.set()
-        while not self.let_go.is_set():
-            try:
-                await self.let_go.wait()
-            except asyncio.CancelledError:
-                continue
+        await swallows_cancellation(self.let_go)
         return "done at last"
 
     def tool(self) -> Tool:
@@ -111,13 +116,6 @@ async def test_a_child_whose_tool_ignores_its_cancellation_is_left_behind_and_en
 async def test_cancel_within_returns_only_what_ignores_its_cancellation():
     let_go = asyncio.Event()
 
-    async def stubborn():
-        while not let_go.is_set():
-            try:
-                await let_go.wait()
-            except asyncio.CancelledError:
-                continue
-
     async def failing():
         await asyncio.sleep(0)
         raise RuntimeError("its own failure, taken so it is not reported as never retrieved")
@@ -125,7 +123,7 @@ async def test_cancel_within_returns_only_what_ignores_its_cancellation():
     polite = asyncio.ensure_future(asyncio.sleep(3600))
     fails = asyncio.ensure_future(failing())
     await asyncio.sleep(0)
-    held = asyncio.ensure_future(stubborn())
+    held = asyncio.ensure_future(swallows_cancellation(let_go))
     await asyncio.sleep(0)
     assert await cancel_within([polite, held, fails], 0.1) == [held]
     assert polite.cancelled()
@@ -135,21 +133,13 @@ async def test_cancel_within_returns_only_what_ignores_its_cancellation():
 
 async def test_end_the_rest_names_each_task_left_and_where_it_waits(caplog):
     let_go = asyncio.Event()
-
-    async def swallows_cancellation():
-        while not let_go.is_set():
-            try:
-                await let_go.wait()
-            except asyncio.CancelledError:
-                continue
-
-    held = asyncio.create_task(swallows_cancellation(), name="plugin-work")
+    held = asyncio.create_task(swallows_cancellation(let_go), name="plugin-work")
     polite = asyncio.create_task(asyncio.sleep(3600))
     await asyncio.sleep(0)
     assert await end_the_rest(0.1) == [held]
     assert polite.cancelled()
     [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert line.startswith("task plugin-work in ") and "swallows_cancellation" in line
+    assert line.startswith("task plugin-work in swallows_cancellation (") and "test_stop_left_behind.py:" in line
     assert line.endswith("did not end within 0 s of its cancellation (it ignores cancellation): the process ends "
                          "without it")
     let_go.set()
