@@ -149,9 +149,9 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
     """`asyncio.run`, but the tasks still running when ``main`` has returned get a bounded time to end
     (`left_behind.end_the_rest`): one that ignores its cancellation would hold the process for ever.
     If any does, the process ends at once with the command's status, without Python's clean-up."""
-    with asyncio.Runner() as loop:
+    with asyncio.Runner() as runner:
         try:
-            status = loop.run(main)
+            status = runner.run(main)
         except KeyboardInterrupt:
             status = 130
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
@@ -159,7 +159,7 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
             status = 1
         try:
-            stuck = loop.run(left_behind.end_the_rest())
+            stuck = runner.run(left_behind.end_the_rest())
         except KeyboardInterrupt:  # Ctrl-C again while those are given their time: no more waiting
             stuck = True
         if stuck:

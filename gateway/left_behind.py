@@ -50,6 +50,9 @@ async def end_the_rest(seconds: float = STUCK_WAIT_SECONDS) -> list[asyncio.Task
     return stuck
 
 
+_ASYNCIO = os.path.dirname(asyncio.__file__)
+
+
 def describe(task: asyncio.Future) -> str:
     """The task's name and the innermost function it waits in, outside asyncio: the code to look at.
     (`asyncio.Task.get_stack` gives the task's outermost coroutine alone.)"""
@@ -65,6 +68,3 @@ def describe(task: asyncio.Future) -> str:
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
     where = f" in {frame.f_code.co_qualname} ({frame.f_code.co_filename}:{frame.f_lineno})" if frame else ""
     return f"task {task.get_name()}{where}"
-
-
-_ASYNCIO = os.path.dirname(asyncio.__file__)

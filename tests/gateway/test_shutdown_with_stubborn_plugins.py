@@ -37,7 +37,7 @@ PLUGIN = """
         log.warning("the plugin's call has started")
         while STUBBORN.exists():
             try:
-                await asyncio.sleep(3600)
+                await asyncio.Event().wait()  # for ever
             except asyncio.CancelledError:
                 continue
 

@@ -120,7 +120,7 @@ async def test_cancel_within_returns_only_what_ignores_its_cancellation():
         await asyncio.sleep(0)
         raise RuntimeError("its own failure, taken so it is not reported as never retrieved")
 
-    polite = asyncio.ensure_future(asyncio.sleep(3600))
+    polite = asyncio.ensure_future(asyncio.Event().wait())
     fails = asyncio.ensure_future(failing())
     await asyncio.sleep(0)
     held = asyncio.ensure_future(swallows_cancellation(let_go))
@@ -134,7 +134,7 @@ async def test_cancel_within_returns_only_what_ignores_its_cancellation():
 async def test_end_the_rest_names_each_task_left_and_where_it_waits(caplog):
     let_go = asyncio.Event()
     held = asyncio.create_task(swallows_cancellation(let_go), name="plugin-work")
-    polite = asyncio.create_task(asyncio.sleep(3600))
+    polite = asyncio.create_task(asyncio.Event().wait())
     await asyncio.sleep(0)
     assert await end_the_rest(0.1) == [held]
     assert polite.cancelled()
