@@ -17,12 +17,18 @@ set (no update arrives at all). `PollWatch` sees each answer:
   names (at most `RETRY_AFTER_MAX`), where aiogram alone would poll again after its 1-5 s of
   backoff, into the same 429, with an error line each time, for as long as the flood control lasts.
 - anything else (network, 5xx, timeouts): ``reconnecting`` until a poll answers.
+
+aiogram also logs every failed poll itself, at ERROR, with a WARNING that it sleeps and tries
+again, and an INFO once a poll answers again: next to the watch's one line per change, an outage
+of a minute was a dozen errors, also in the console's recent errors. `_PollRetries` moves those
+three to DEBUG, where they still show each poll.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -36,6 +42,25 @@ BACKOFF_MAX = 5.0
 """aiogram's longest wait between two failed polls (its ``DEFAULT_BACKOFF_CONFIG``)."""
 RETRY_AFTER_MAX = 300.0
 """The longest a 429 holds polling back, whatever ``retry_after`` says."""
+
+DISPATCHER_LOG = logging.getLogger("aiogram.dispatcher")
+"""aiogram's polling loop logs here: where `_PollRetries` reads it."""
+_RETRY_LINES = ("Failed to fetch updates", "Sleep for ", "Connection established")
+"""How aiogram's lines about a failed poll, its back-off and the poll that answers again begin."""
+
+
+class _PollRetries(logging.Filter):
+    """aiogram's own lines about failed polls, at DEBUG: `PollWatch` reports the same polls, once per
+    change of the connection's state, with the exception's words (see the module's docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(_RETRY_LINES):
+            record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+            return DISPATCHER_LOG.isEnabledFor(logging.DEBUG)  # the level it was let through at was its own
+        return True
+
+
+DISPATCHER_LOG.addFilter(_PollRetries())
 
 REVOKED = ("Telegram refused the bot token (401 Unauthorized) while polling: it was revoked or replaced in"
            " BotFather; set platforms.telegram.token to the current token and restart (polling has stopped)")

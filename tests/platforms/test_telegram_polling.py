@@ -56,6 +56,26 @@ async def test_a_failed_poll_is_reconnecting_and_polling_recovers(fake: FakeTele
     await fake.wait_for(lambda: sink.inbound)
 
 
+async def test_failed_polls_are_one_warning_and_one_recovery_not_aiograms_error_each(
+        fake: FakeTelegram, polling, caplog: pytest.LogCaptureFixture) -> None:
+    adapter, sink = polling
+    with caplog.at_level(logging.INFO), caplog.at_level(logging.DEBUG, logger="aiogram.dispatcher"):
+        fake.fail_next("getUpdates", 502)
+        await status(adapter, fake, "reconnecting")
+        fake.fail_next("getUpdates", 502)  # a second failure in a row: no second line of ours either
+        fake.push_message(42, "still there?")
+        await fake.wait_for(lambda: sink.inbound, timeout=15)
+        await status(adapter, fake, "connected")
+    ours = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "platforms.connection"]
+    assert [level for level, _ in ours] == ["WARNING", "INFO"], ours
+    assert "connection lost, reconnecting: getUpdates failed" in ours[0][1]
+    assert "connected again" in ours[1][1]
+    aiogram = [r for r in caplog.records if r.name == "aiogram.dispatcher" and r.getMessage().startswith(
+        ("Failed to fetch updates", "Sleep for", "Connection established"))]
+    assert len(aiogram) >= 3  # still there for whoever asks for DEBUG
+    assert {r.levelname for r in aiogram} == {"DEBUG"}
+
+
 async def test_a_poll_refused_for_flood_control_waits_as_long_as_telegram_says(fake: FakeTelegram, polling) -> None:
     # aiogram alone polls again after its 1-5 s back-off, into the same 429, as long as it lasts.
     adapter, sink = polling
