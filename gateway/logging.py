@@ -40,7 +40,9 @@ _PATTERNS = [
     # `Bot` is Discord's Authorization scheme; case-sensitive and long, so prose about bots survives.
     (re.compile(r"\b(Bearer|Bot) [A-Za-z0-9._~+/=-]{20,}"), r"\1 " + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
-    (re.compile(r"(?<![0-9])[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),  # Telegram bot token, also inside /bot<token>/
+    # A Telegram bot token stands alone or follows /bot; a number at the end of an id (an outbox key's
+    # ``tc-<turn id>:card-…``) is no bot id.
+    (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),
     (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
 ]
 PER_EVENT_LOGGERS = ("aiogram.event",)

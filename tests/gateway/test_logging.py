@@ -128,6 +128,13 @@ def test_ordinary_text_is_left_alone():
     assert redact(text) == text
 
 
+def test_an_id_ending_in_digits_before_a_colon_is_no_telegram_token():
+    key = "tc-deleg_f9002cc8345267:card-final-deleg_f9002cc8345267:0"
+    assert redact(f"outbox: {key} dropped") == f"outbox: {key} dropped"
+    assert redact("token=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw") == "token=***"
+    assert redact("bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw") == "bot***"
+
+
 def test_short_secrets_are_not_registered():
     register_secret("abc")
     assert redact("abc abcd") == "abc abcd"
