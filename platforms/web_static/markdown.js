@@ -438,8 +438,8 @@ window.SwitchboardMarkdown = (() => {
     "(?:\\." + DOMAIN + ")*";
   const AUTOLINK = "<(?<auto>" + ADDRESS + ")>";
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
-  // after one (`2 * 3 * 4` stays as typed; here a no-break space is a space, \s, as in CommonMark), `_`
-  // never within a word (`snake_case_names` stays too, `flanked`), none across a blank line; a code span
+  // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
+  // word (`snake_case_names` stays too), none across a blank line; a code span
   // or an address between <> in it is one piece, whatever it holds, and each may hold the others; so is a
   // run of backticks opening no code span (`piece`). A `<` opening no such address is one character; a line
   // break is one too, but not a blank line.
@@ -452,15 +452,22 @@ window.SwitchboardMarkdown = (() => {
   // Bold may hold italics (`inner`), and italics bold, each a piece of it, read the same way.
   const style = (name, open, piece, close, inner) => ({ name, open: new RegExp(open, "y"),
     piece: new RegExp("(?:" + IN + "|" + piece + ")", "y"), close: new RegExp(close, "y"), inner });
+  // Whitespace as markdown-it reads it around emphasis: not JavaScript's \s, which also holds U+2028, U+2029
+  // and U+FEFF, letters to markdown-it.
+  const EM_SPACES = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000";
+  const EM_SPACE = "[" + EM_SPACES + "]";
+  const opens = (marks, mark) => marks + "(?![" + EM_SPACES + mark + "])"; // before a non-space
+  const closes = "(?<!" + EM_SPACE + ")"; // after one
   const STYLES = {
-    "*": [style("both", "\\*\\*\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*\\*\\*(?!\\*)"),
-          style("bold", "\\*\\*(?![\\s*])", "(?<=\\s)\\*(?=\\s)|[^*`\\\\<\\n]", "(?<!\\s)\\*\\*",
-                style("em", "\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*")), // within bold: its ** may follow
-          style("em", "\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*(?!\\*)",
-                style("bold", "\\*\\*(?![\\s*])", "[^*`\\\\<\\n]", "(?<!\\s)\\*\\*"))],
-    "_": [style("bold", "(?<!\\w)__(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)__(?!\\w)"),
-          style("em", "(?<!\\w)_(?![\\s_])", "_(?=\\w)|[^_`\\\\<\\n]", "(?<!\\s)_(?!\\w)")],
-    "~": [style("strike", "~~(?![\\s~])", "~(?!~)|[^~`\\\\<\\n]", "(?<![\\s~])~~(?!~)")],
+    "*": [style("both", opens("\\*\\*\\*", "*"), "[^*`\\\\<\\n]", closes + "\\*\\*\\*(?!\\*)"),
+          style("bold", opens("\\*\\*", "*"), "(?<=" + EM_SPACE + ")\\*(?=" + EM_SPACE + ")|[^*`\\\\<\\n]",
+                closes + "\\*\\*",
+                style("em", opens("\\*", "*"), "[^*`\\\\<\\n]", closes + "\\*")), // within bold: its ** may follow
+          style("em", opens("\\*", "*"), "[^*`\\\\<\\n]", closes + "\\*(?!\\*)",
+                style("bold", opens("\\*\\*", "*"), "[^*`\\\\<\\n]", closes + "\\*\\*"))],
+    "_": [style("bold", "(?<!\\w)" + opens("__", "_"), "_(?=\\w)|[^_`\\\\<\\n]", closes + "__(?!\\w)"),
+          style("em", "(?<!\\w)" + opens("_", "_"), "_(?=\\w)|[^_`\\\\<\\n]", closes + "_(?!\\w)")],
+    "~": [style("strike", opens("~~", "~"), "~(?!~)|[^~`\\\\<\\n]", "(?<![" + EM_SPACES + "~])~~(?!~)")],
   };
   // The other tokens, none starting with a style's character: which of them, or of the styles, comes first is
   // which starts first. A `[` may open a link (`linked`).
@@ -515,22 +522,37 @@ window.SwitchboardMarkdown = (() => {
     const parsed = [...new DOMParser().parseFromString(html, "text/html").body.children];
     return new Map(unique.map((name, i) => [name, parsed[i].title === `&${name};` ? undefined : parsed[i].title]));
   }
-  const WORD = /[\p{L}\p{N}_]/u;
-  // An `_` run next to a letter or digit (the word it is in, not emphasis) is text, in any script.
-  const flanked = (text, start, end) => !(text[start] === "_" && (WORD.test(text[start - 1] ?? "") ||
-                                                                  WORD.test(text[end] ?? "")));
+  // Whether the run of marks at `start`..`end` of `text` may open emphasis, and whether it may close it, by
+  // CommonMark's flanking rules as markdown-it applies them: the characters just before and after the whole run
+  // (a text's start and end count as spaces) decide. Next to a letter a run flanks that side, next to a space it
+  // does not, and next to punctuation (or a symbol) only if a space or punctuation is on its other side:
+  // `**Note:**next` is no bold, the second run being followed by a letter and preceded by punctuation. An `_` run
+  // flanking both sides, within a word, opens or closes only on the side of punctuation: `snake_case_names`.
+  const EMPHASIS_SPACE = new RegExp(EM_SPACE);
+  const PUNCTUATION = /[\p{P}\p{S}]/u;
+  const sort = (c) => c === undefined || EMPHASIS_SPACE.test(c) ? " " : PUNCTUATION.test(c) ? "." : "a";
+  function flanks(text, start, end) {
+    const mark = text[start];
+    while (start > 0 && text[start - 1] === mark && text[start - 2] !== "\\") start--;
+    while (text[end] === mark) end++;
+    const before = sort(text[start - 1]);
+    const after = sort(text[end]);
+    const left = after !== " " && (after !== "." || before !== "a");
+    const right = before !== " " && (before !== "." || after !== "a");
+    if (mark !== "_") return { open: left, close: right };
+    return { open: left && (!right || before === "."), close: right && (!left || after === ".") };
+  }
   const STYLE_TAGS = { both: ["em", "strong"], bold: ["strong"], em: ["em"], strike: ["s"] };
 
   // The style opening at `at` in the text `read` reads (its name and the length of its marks) and where it ends,
-  // or null. The first style whose marks are there and closed decides: an `_` one within a word (not `flanked`)
-  // is text.
+  // or null. The first style whose marks are there, may open (`flanks`) and are closed decides.
   function styled(read, at) {
     for (const style of STYLES[read.text[at]] ?? []) {
       const end = opened(style, read, at);
       if (end < 0) continue;
       style.open.lastIndex = at;
       style.open.test(read.text);
-      return flanked(read.text, at, end) ? { name: style.name, marks: style.open.lastIndex - at, end } : null;
+      return { name: style.name, marks: style.open.lastIndex - at, end };
     }
     return null;
   }
@@ -541,7 +563,7 @@ window.SwitchboardMarkdown = (() => {
   // line, not its square.
   function opened(style, read, at) {
     style.open.lastIndex = at;
-    if (!style.open.test(read.text)) return -1;
+    if (!style.open.test(read.text) || !flanks(read.text, at, style.open.lastIndex).open) return -1;
     const first = piece(style, read, style.open.lastIndex); // it holds something
     if (first < 0) return -1;
     if (!read.walks.has(style)) read.walks.set(style, new Int32Array(read.text.length + 1));
@@ -557,7 +579,7 @@ window.SwitchboardMarkdown = (() => {
     let end = walk[at];
     while (!end) {
       style.close.lastIndex = at;
-      if (style.close.test(read.text)) {
+      if (style.close.test(read.text) && flanks(read.text, at, style.close.lastIndex).close) {
         end = style.close.lastIndex;
         break;
       }

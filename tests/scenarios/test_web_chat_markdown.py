@@ -303,6 +303,20 @@ async def test_italics_and_strikethrough_are_styled_but_not_within_words_or_arou
         "across\nlines and *not across\n\na blank line*")
 
 
+async def test_emphasis_next_to_punctuation_opens_and_closes_as_markdown_it_reads_it(chat, page) -> None:
+    # A run flanks punctuation only with a space or punctuation on its other side: `**Note:**next` was bold here.
+    # One case a paragraph: markdown-it pairs the runs of a paragraph across all of it.
+    cases = ["**Note:**next", "**Note:** next", 'a**"b"**', '"**b**"', "**a:**b c**", "foo-_(bar)_",
+             "_(bar)_baz", "__a__.", "_a_'s", "*a*!", "~~(x)~~y", "~~x~~.", "5*(*2*)*", "x_y_",
+             "*\ufeffa*", "*\u00a0a*"]
+    text = "\n\n".join(cases)
+    mine = await shown_as_sent(chat, page, text)
+    shown = await mine.evaluate(STYLED)
+    assert shown == gateway_styled(text), (shown, gateway_styled(text))
+    assert [tag for tag, _ in gateway_styled(text)] == [
+        "strong", "strong", "strong", "em", "strong", "em", "em", "s", "em", "em"]
+
+
 async def test_headings_are_headings_sized_for_a_chat_bubble(chat, page) -> None:
     # "# Title" showed as typed, its # too, and an underlined title with its === line.
     text = ("# One\n## Two *it*\n###### Six ##\n####### seven\n#hashtag\n\nTitle\n===\nSub\n---\n\\# not a heading\n"
