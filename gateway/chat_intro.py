@@ -18,21 +18,27 @@ Try: ask anything; paste a list of tasks to see them handed to subagents.
 /agents shows what the subagents are doing, /stop stops them, /help lists every command, /quit leaves."""
 
 
-def chat_intro(config: Config) -> str:
-    """A few lines: the model and how delegation shows here, then what to type."""
+def chat_intro(config: Config, pinned: str | None = None) -> str:
+    """A few lines: the model and how delegation shows here, then what to type. ``pinned``: the
+    delegation mode of the session this chat goes on with (None for a first chat), which it keeps
+    until ``/new`` whatever the configuration says now."""
     model = config.model
     if model.provider == "demo":
         who = "the offline demo model (no API key needed; every reply says [demo])"
     else:
         who = f"{model.provider} model {model.name}" + (f" at {model.base_url}" if model.base_url else "")
-    mode = config.delegation.gateway_mode
-    interval = config.agent.gateway_notify_interval
+    configured = "inline" if config.delegation.gateway_mode == "inline" else "background"  # the terminal's `auto`
+    mode = pinned or configured
     if mode == "inline":
         shown = "delegated work finishes inside the turn, as one answer"
+        interval = config.agent.gateway_notify_interval
         if interval > 0:
             shown += f", with a ⏳ progress line every {interval:g} s"
     else:
         shown = "delegated work runs in the background: an acknowledgement now, the results when they are ready"
+    if mode != configured:  # as `make run` leaves it for a plain `switchboard chat`
+        shown += (".\nThis chat's session began so and keeps it; /new starts one that delegates "
+                  f"{'inline' if configured == 'inline' else 'in the background'}, as configured")
     body = _DEMO_TRY if model.provider == "demo" else _MODEL_TRY
     return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config)}\n"
 

@@ -11,10 +11,12 @@ from platforms.base import Adapter
 
 def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callable[[], object] | None = None,
                    on_local_input_end: Callable[[], object] | None = None,
-                   local_busy: Callable[[], bool] | None = None) -> list[Adapter]:
+                   local_busy: Callable[[], bool] | None = None,
+                   local_mode: Callable[[], str | None] = lambda: None) -> list[Adapter]:
     """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``),
     which calls ``on_local_exit`` when the person leaves it, ``on_local_input_end`` when
-    input piped to it runs out, and asks ``local_busy`` whether a turn runs (Ctrl-C stops it)."""
+    input piped to it runs out, asks ``local_busy`` whether a turn runs (Ctrl-C stops it), and
+    ``local_mode``, as it starts, for the delegation mode its chat's session is pinned to (None for none yet)."""
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
@@ -22,7 +24,7 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         from platforms.local import LocalAdapter
 
         adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
-                                     greeting=chat_intro(config), files_dir=Path(config.state_dir) / "sent-files",
+                                     greeting=lambda: chat_intro(config, local_mode()), files_dir=Path(config.state_dir) / "sent-files",
                                      busy=local_busy))
     if p.webhook.enabled:
         from gateway.store.outbox_rows import RETENTION_SECONDS

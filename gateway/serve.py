@@ -42,8 +42,14 @@ async def serve(config: Config, *, local: bool = False) -> int:
         running = session.running if session is not None else None
         return session is not None and ((running is not None and not running.suppressed) or bool(session.queue))
 
+    def chat_mode() -> str | None:
+        from gateway.store import session_key
+        from platforms.local import CHAT_ID, LocalAdapter
+
+        return gateway.store.sessions.mode_of(session_key(LocalAdapter.name, CHAT_ID, None))
+
     adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop,
-                              local_busy=chat_busy)
+                              local_busy=chat_busy, local_mode=chat_mode)
     gateway = Gateway(AgentHost(config), adapters)
     # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
     with_server = not local or len(adapters) > 1

@@ -129,9 +129,10 @@ class LocalAdapter:
 
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None, user: str | None = None,
                  on_exit: Callable[[], Any] | None = None, on_input_end: Callable[[], Any] | None = None,
-                 greeting: str | None = None, files_dir: Path | None = None,
+                 greeting: str | Callable[[], str] | None = None, files_dir: Path | None = None,
                  busy: Callable[[], bool] | None = None) -> None:
-        """``busy``: whether the chat has a turn running or waiting, which Ctrl-C stops."""
+        """``busy``: whether the chat has a turn running or waiting, which Ctrl-C stops. ``greeting``, the
+        first screen, may be a function, called at `start`: what it says may depend on the gateway's state."""
         self.files_dir = files_dir or Path("sent-files")
         self._input = input or sys.stdin
         self._output = output or sys.stdout
@@ -174,8 +175,9 @@ class LocalAdapter:
             self._saved_tty = tty_state(self._input)
             if self._readline is not None:
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
-        if self._greeting:
-            self._write(self._greeting)
+        greeting = self._greeting() if callable(self._greeting) else self._greeting
+        if greeting:
+            self._write(greeting)
         if self._start_problems:
             self._write(shown("\n".join(self._start_problems)) + "\n")
         self._reader = asyncio.ensure_future(self._read(sink))

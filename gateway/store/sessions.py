@@ -98,6 +98,11 @@ class SessionTable:
         return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5],
                           row[6], row[7])
 
+    def mode_of(self, key: str) -> Mode | None:
+        """The delegation mode the chat's session is pinned to; None when the chat has none yet."""
+        row = self._db.read_one("SELECT mode FROM gateway_sessions WHERE key=?", (key,))
+        return None if row is None else row[0]
+
     def key_of(self, session_id: str) -> str | None:
         """The key of the chat whose current generation is this agent session; None for an
         older generation (replaced by ``/new``) or a session no chat has."""

@@ -290,6 +290,31 @@ def test_piped_input_gets_replies_without_prompts(tmp_path):
 
 
 
+def test_the_first_screen_names_the_mode_the_chats_session_keeps_not_only_the_configured_one(tmp_path):
+    """`make run` pins its chat's session inline; a plain `switchboard chat` afterwards goes on with that
+    session, still inline until /new, and its first screen says so (it said "background", the configuration)."""
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+    def chat(text: str, *settings: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(config), "chat", *settings],
+                                input=text, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    first = chat("hello\n", "--set", "delegation.gateway_mode=inline")
+    assert "Here delegated work finishes inside the turn" in first and "began so" not in first, first
+    again = chat("Compare these:\n- apples\n- pears\n")
+    assert "Here delegated work finishes inside the turn" in again, again
+    assert ("This chat's session began so and keeps it; /new starts one that delegates in the background, "
+            "as configured.") in again
+    assert "Started 2 subagent" not in again and "apples: completed" in again  # inline indeed: one answer
+    renewed = chat("/new\n")
+    assert "Delegation here is background." in renewed, renewed
+    assert "Here delegated work runs in the background" in chat("")
+
+
 def test_piped_input_that_ends_is_answered_whole_before_the_chat_ends(tmp_path):
     """`printf 'Compare these:…' | switchboard chat`: the end of a pipe is the end of the questions, not
     of the answers; the chat ends once its work is done and shown (here past a grace of 0 s, which a
