@@ -1,7 +1,8 @@
 """A long chaos soak of `switchboard run` (local only, never in CI: tests/scenarios/test_restart_chaos.py
 is its short cousin): Telegram polling, a webhook route and optionally Slack Socket Mode and Discord
 (DMs, and guild channels where users mention the bot or chat among themselves) against the loopback
-fakes, several chats each, with the demo model delegating lists in the background, while the process
+fakes, and the web chat's API as its page uses it (each message posted under its own key until taken),
+several chats each, with the demo model delegating lists in the background, while the process
 is killed (SIGKILL), stopped (SIGTERM with a 1 s grace), paused (SIGSTOP/SIGCONT), the platforms answer
 429/5xx or drop connections (Discord's gateway also resumes and is invalidated), and the state
 directory's file system (a tmpfs; needs root) is filled by a ballast file for a few seconds.
@@ -77,6 +78,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gateway.outbox import PROGRESS_KINDS  # noqa: E402
+from gateway.store import ChatHistory  # noqa: E402
+from lifecycle import SqliteDatabase  # noqa: E402
 from platforms.fakes.discord import FakeDiscord  # noqa: E402
 from platforms.fakes.slack import FakeSlack  # noqa: E402
 from platforms.fakes.telegram import FakeTelegram  # noqa: E402
@@ -244,6 +247,8 @@ class Soak:
         self.inline = set(args.inline)  # platforms whose chats delegate inline
         self.workers: Workers | None = None
         self.bounces: set[asyncio.Future] = set()
+        self.state = Path(args.workdir) / "state"
+        self.web_history: ChatHistory | None = None
 
     def message(self, chat: str) -> str:
         n = len(self.sent.setdefault(chat, []))
@@ -331,6 +336,33 @@ class Soak:
                 await asyncio.sleep(0.2)
             self.stats["webhook messages"] += 1
             await asyncio.sleep(self.rng.uniform(2, 12))
+
+    async def web_user(self, gateway: Gateway, chat: str) -> None:
+        """A person on the web chat page: each message posted under a key of its own until the gateway
+        takes it, the same key again after a failure, which the durable inbox knows (no second turn)."""
+        async with aiohttp.ClientSession() as http:
+            while not self.stopping:
+                key = f"soak-{chat}-{len(self.sent.get(chat, [])):04d}"  # 8 to 128 letters, digits, - or _
+                body = {"chat": chat, "text": self.message(chat), "key": key}
+                while True:
+                    url = gateway.url
+                    try:
+                        async with asyncio.timeout(15), http.post(f"{url}/chat/api/messages", json=body) as reply:
+                            status, why = reply.status, await reply.text()
+                    except (aiohttp.ClientError, OSError, TimeoutError):
+                        await asyncio.sleep(0.2)
+                        continue
+                    if status == 202:
+                        break
+                    if url != gateway.url or gateway.proc.returncode is not None:
+                        await asyncio.sleep(0.2)  # a stopped run's port, which another program may have taken meanwhile
+                        continue
+                    if status < 500:
+                        anomaly(f"web {chat}: answered {status}: {why[:200]}")
+                        break
+                    await asyncio.sleep(0.2)
+                self.stats["web messages"] += 1
+                await asyncio.sleep(self.rng.uniform(2, 12))
 
     async def chaos(self, gateway: Gateway, fake: FakeTelegram, receiver: WebhookReceiver, state: Path,
                     slack: FakeSlack, discord: FakeDiscord) -> None:
@@ -489,7 +521,7 @@ class Soak:
 
     @staticmethod
     def platform(chat: str) -> str:
-        return {"t": "telegram", "s": "slack", "d": "discord", "g": "discord", "w": "webhook"}[chat[0]]
+        return {"t": "telegram", "s": "slack", "d": "discord", "g": "discord", "w": "webhook", "e": "web"}[chat[0]]
 
     async def check_temporal(self, address: str, queue: str, db: Path, spans: list[list[float]]) -> None:
         """What Temporal ran against what the journal says and the chats got (see the docstring)."""
@@ -585,6 +617,8 @@ class Soak:
             return self.telegram_texts(self.fake, chat)
         if chat.startswith(("d", "g")):
             return self.discord_texts(self.discord, chat)
+        if chat.startswith("e"):
+            return self.web_texts(chat)
         return self.slack_texts(self.slack, chat) if chat.startswith("s") else self.webhook_texts(self.receiver, chat)
 
     def caught_up(self, work: Path) -> None:
@@ -594,6 +628,15 @@ class Soak:
             text = log.read_text(errors="replace")
             for platform, pattern in zip(("discord", "slack"), CAUGHT_UP):
                 self.stats[f"{platform} messages read back by a catch-up"] += sum(map(int, pattern.findall(text)))
+
+    def web_texts(self, chat: str) -> list[str]:
+        """What the web chat's page shows from the gateway, read from its state database (the history its API
+        serves, without the API's limit of 200 messages), opened once it exists."""
+        if self.web_history is None:
+            if not (self.state / "switchboard.db").exists():
+                return []
+            self.web_history = ChatHistory(SqliteDatabase(self.state / "switchboard.db"))
+        return [m["text"] for m in self.web_history.messages(chat, 1_000_000) if m["role"] != "user"]
 
     def webhook_texts(self, receiver: WebhookReceiver, chat: str) -> list[str]:
         return [p["text"] for p in receiver.payloads if str(p.get("chat_id")) == chat]
@@ -643,6 +686,7 @@ async def main(args) -> None:
                     **({"discord": {"enabled": True, "token": discord.token, "api_base": discord.api_base,
                                     "gateway_url": discord.gateway_url, "allow_all": True}} if args.discord else {}),
                     "webhook": {"enabled": True, "routes": {"soak": {"secret": SECRET, "deliver_url": receiver.url}}},
+                    "web": {"enabled": True},
                 },
             }))
             gateway = Gateway(config, work)
@@ -652,6 +696,7 @@ async def main(args) -> None:
             await gateway.start()
             users = [asyncio.ensure_future(soak.telegram_user(fake, 100 + i)) for i in range(args.chats)]
             users += [asyncio.ensure_future(soak.webhook_user(gateway, f"w{i}")) for i in range(args.chats)]
+            users += [asyncio.ensure_future(soak.web_user(gateway, f"e{i}")) for i in range(args.chats)]
             if args.slack:
                 users += [asyncio.ensure_future(soak.slack_user(slack, f"U{i}")) for i in range(args.chats)]
             if args.discord:
