@@ -308,13 +308,13 @@ async def test_emphasis_next_to_punctuation_opens_and_closes_as_markdown_it_read
     # One case a paragraph: markdown-it pairs the runs of a paragraph across all of it.
     cases = ["**Note:**next", "**Note:** next", 'a**"b"**', '"**b**"', "**a:**b c**", "foo-_(bar)_",
              "_(bar)_baz", "__a__.", "_a_'s", "*a*!", "~~(x)~~y", "~~x~~.", "5*(*2*)*", "x_y_",
-             "*\ufeffa*", "*\u00a0a*"]
+             "*\ufeffa*", "*a\u2028*", "*\u00a0a*"]
     text = "\n\n".join(cases)
     mine = await shown_as_sent(chat, page, text)
     shown = await mine.evaluate(STYLED)
     assert shown == gateway_styled(text), (shown, gateway_styled(text))
     assert [tag for tag, _ in gateway_styled(text)] == [
-        "strong", "strong", "strong", "em", "strong", "em", "em", "s", "em", "em"]
+        "strong", "strong", "strong", "em", "strong", "em", "em", "s", "em", "em", "em"]
 
 
 async def test_headings_are_headings_sized_for_a_chat_bubble(chat, page) -> None:
