@@ -24,8 +24,8 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         from platforms.local import LocalAdapter
 
         adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
-                                     greeting=lambda: chat_intro(config, local_mode()), files_dir=Path(config.state_dir) / "sent-files",
-                                     busy=local_busy))
+                                     greeting=lambda: chat_intro(config, local_mode()),
+                                     files_dir=Path(config.state_dir) / "sent-files", busy=local_busy))
     if p.webhook.enabled:
         from gateway.store.outbox_rows import RETENTION_SECONDS
         from platforms.webhook import WebhookAdapter
