@@ -69,6 +69,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -313,54 +314,54 @@ class Soak:
                 self.discord_post(discord, f"{self.rng.choice('dg')}{self.rng.randrange(self.args.chats)}")
             await asyncio.sleep(self.rng.uniform(0, 0.8))
 
+    async def until_taken(self, gateway: Gateway, chat: str, post: Callable[[str], Awaitable[tuple[int, str]]]) -> None:
+        """``post(url)``, the same request each time, until the gateway takes it (202): its durable inbox
+        knows a request it took before (no second turn). An answer a stopped run's port gave is no answer
+        (another program may have taken the port meanwhile); another 4xx is an anomaly."""
+        while True:
+            url = gateway.url
+            try:
+                async with asyncio.timeout(15):
+                    status, why = await post(url)
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)
+                continue
+            if status == 202:
+                return
+            if url != gateway.url or gateway.proc.returncode is not None:
+                await asyncio.sleep(0.2)
+                continue
+            if status < 500:
+                anomaly(f"{chat}: answered {status}: {why[:200]}")
+                return
+            await asyncio.sleep(0.2)
+
     async def webhook_user(self, gateway: Gateway, chat: str) -> None:
         while not self.stopping:
             body = json.dumps({"text": self.message(chat), "chat_id": chat}).encode()
             stamp = str(int(time.time()))
-            while True:  # until accepted: the same signed request again, which the inbox knows
-                url = gateway.url
-                try:
-                    async with asyncio.timeout(15):
-                        reply = await signed_post(f"{url}/webhooks/soak", SECRET, body, timestamp=stamp)
-                except (aiohttp.ClientError, OSError, TimeoutError):
-                    await asyncio.sleep(0.2)
-                    continue
-                if reply.status == 202:
-                    break
-                if url != gateway.url or gateway.proc.returncode is not None:
-                    await asyncio.sleep(0.2)  # a stopped run's port, which another program may have taken meanwhile
-                    continue
-                if reply.status < 500:
-                    anomaly(f"webhook {chat}: answered {reply.status}")
-                    break
-                await asyncio.sleep(0.2)
+
+            async def post(url: str, body: bytes = body, stamp: str = stamp) -> tuple[int, str]:
+                reply = await signed_post(f"{url}/webhooks/soak", SECRET, body, timestamp=stamp)
+                return reply.status, reply.body.decode(errors="replace")
+
+            await self.until_taken(gateway, chat, post)
             self.stats["webhook messages"] += 1
             await asyncio.sleep(self.rng.uniform(2, 12))
 
     async def web_user(self, gateway: Gateway, chat: str) -> None:
         """A person on the web chat page: each message posted under a key of its own until the gateway
-        takes it, the same key again after a failure, which the durable inbox knows (no second turn)."""
+        takes it (the page's `key`, 8 to 128 letters, digits, - or _)."""
         async with aiohttp.ClientSession() as http:
             while not self.stopping:
-                key = f"soak-{chat}-{len(self.sent.get(chat, [])):04d}"  # 8 to 128 letters, digits, - or _
+                key = f"soak-{chat}-{len(self.sent.get(chat, [])):04d}"
                 body = {"chat": chat, "text": self.message(chat), "key": key}
-                while True:
-                    url = gateway.url
-                    try:
-                        async with asyncio.timeout(15), http.post(f"{url}/chat/api/messages", json=body) as reply:
-                            status, why = reply.status, await reply.text()
-                    except (aiohttp.ClientError, OSError, TimeoutError):
-                        await asyncio.sleep(0.2)
-                        continue
-                    if status == 202:
-                        break
-                    if url != gateway.url or gateway.proc.returncode is not None:
-                        await asyncio.sleep(0.2)  # a stopped run's port, which another program may have taken meanwhile
-                        continue
-                    if status < 500:
-                        anomaly(f"web {chat}: answered {status}: {why[:200]}")
-                        break
-                    await asyncio.sleep(0.2)
+
+                async def post(url: str, body: dict = body) -> tuple[int, str]:
+                    async with http.post(f"{url}/chat/api/messages", json=body) as reply:
+                        return reply.status, await reply.text()
+
+                await self.until_taken(gateway, chat, post)
                 self.stats["web messages"] += 1
                 await asyncio.sleep(self.rng.uniform(2, 12))
 
