@@ -14,10 +14,12 @@ from typing import Any
 
 log = logging.getLogger("agent.context_window")
 
-_STATED_WINDOW = re.compile(r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)",
-                            re.IGNORECASE)
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)"
+    r"|available context size \((\d+) tokens\)", re.IGNORECASE)
 """The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
-length is 8192 tokens. However, …")."""
+length is 8192 tokens. However, …"; llama.cpp: "request (4476 tokens) exceeds the available context
+size (4096 tokens)")."""
 
 _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
@@ -25,7 +27,7 @@ _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 def stated_window(error_text: str) -> int | None:
     """The window, in tokens, that a refusal's text names; None when it names none."""
     stated = _STATED_WINDOW.search(error_text)
-    return int(stated.group(1) or stated.group(2)) if stated else None
+    return int(next(n for n in stated.groups() if n)) if stated else None
 
 
 def remember_window(model: Any, error_text: str) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from agent import AgentSession, CompactionPolicy, Compactor, HookRegistry, ModelRequest, ToolRegistry, Usage
 from agent._compaction import SUMMARY_HEADER, estimate_tokens
+from agent._context_window import stated_window
 from agent._token_estimate import weight
 from agent.models.demo import DemoModel
 from agent.models.scripted import ScriptedModel
@@ -501,3 +502,31 @@ async def test_a_hard_interrupt_while_compacting_after_a_refusal_ends_the_turn_a
     s, compactor, model = session(chat(10), small_server(summary=lambda r: {"hang": True}))
     model.context_window = BIG
     await assert_a_hard_interrupt_while_summarising_keeps_the_messages(s, compactor, model)
+
+
+@pytest.mark.parametrize("text, window", [
+    ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", 8192),
+    ("The context length is 32768 tokens", 32768),
+    ("request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it", 4096),  # llama.cpp
+    ("prompt is too long", None),
+])
+def test_the_window_a_refusal_names_is_read_from_each_servers_wording(text, window):
+    assert stated_window(text) == window
+
+
+async def test_a_window_the_server_named_is_remembered_so_later_sessions_compact_before_being_refused(caplog):
+    llama = {"error": "bad_request", "message": "Error code: 400 - request (9000 tokens) exceeds the available "
+                                                "context size (2000 tokens), try increasing it"}
+    s, _, model = session(chat(10), small_server())
+    model.context_window = BIG
+    model.script["parent"] = lambda r: {"text": "done"} if any(
+        str(m.get("content") or "").startswith(SUMMARY_HEADER) for m in r.messages) else llama
+    with caplog.at_level(logging.INFO, logger="agent.context_window"):
+        assert (await s.run_turn("next")).exit_reason == "completed"
+        later = AgentSession(model=model, system_prompt="be brief", compactor=Compactor(CompactionPolicy()))
+        later.messages.extend(chat(10))
+        model.requests.clear()
+        assert (await later.run_turn("next")).exit_reason == "completed"
+    assert [r.role for r in model.requests] == ["compactor", "parent"]  # compacted first: nothing refused
+    learned = [r.getMessage() for r in caplog.records if r.name == "agent.context_window"]
+    assert len(learned) == 1 and "context window is 2000 tokens" in learned[0]
