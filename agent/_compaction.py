@@ -9,6 +9,7 @@ request as over its context window, whatever the estimate says.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import weakref
@@ -199,6 +200,10 @@ class Compactor:
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
             return fit(self._extractive(older)), False
+        except asyncio.CancelledError:
+            if session._hard_cancel_sent:  # a hard interrupt of the turn: its hooks hear the call ended
+                await _model_call_hook(session, model, started, None, "interrupted")
+            raise
         # The summary call is real spend: the session's totals (and the turn's) count it, and so do the hooks.
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
         await _model_call_hook(session, model, started, response, None)

@@ -351,10 +351,7 @@ class AgentSession:
                 if self._interrupt is not None:
                     self._append_tool_result(call, "[not run: the turn was interrupted]")
                     continue
-                try:
-                    output = await self._call_tool(turn, call, observer)
-                except _HardInterrupted:
-                    output = "[cancelled: the turn was interrupted]"
+                output = await self._call_tool(turn, call, observer)
                 self._append_tool_result(call, output + self._drain_steer_suffix())
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
@@ -377,6 +374,10 @@ class AgentSession:
         except ModelError as exc:
             if hooks is not None and "model_call" in hooks.registered:
                 await self._model_hook(turn, started, None, error=exc.kind)
+            raise
+        except _HardInterrupted:
+            if hooks is not None and "model_call" in hooks.registered:
+                await self._model_hook(turn, started, None, error="interrupted")
             raise
         activity.answered_api_calls += 1
         activity.answered = not response.tool_calls
@@ -457,9 +458,8 @@ class AgentSession:
                     ok = True
                 except ToolError as exc:
                     output = f"Error: {exc}"
-                except _HardInterrupted:
-                    await self._tool_hook(turn, call, started, False, "[cancelled: the turn was interrupted]")
-                    raise
+                except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt
+                    output = "[cancelled: the turn was interrupted]"
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # a tool bug must not end the turn

@@ -378,8 +378,26 @@ async def test_compaction_inside_a_tool_loop():
 
 
 async def test_a_hard_interrupt_cancels_the_summariser_and_keeps_the_messages():
-    s, compactor, model = session(chat(10), {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"hang": True}})
+    hooks, heard = HookRegistry(), []
+    hooks.register("model_call", lambda **e: heard.append((e["role"], e["error"])))
+    s, compactor, model = session(chat(10), {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"hang": True}},
+                                  hooks=hooks)
     await assert_a_hard_interrupt_while_summarising_keeps_the_messages(s, compactor, model)
+    assert heard == [("compactor", "interrupted")]  # the hooks hear of the call that was cancelled
+
+
+async def test_cancelling_a_turn_from_outside_while_it_summarises_is_no_interrupt_to_the_hooks():
+    hooks, heard = HookRegistry(), []
+    hooks.register("model_call", lambda **e: heard.append(e["error"]))
+    s, _, model = session(chat(10), {"compactor": lambda r: {"hang": True}}, hooks=hooks)
+    task = asyncio.create_task(s.run_turn("next"))
+    async with asyncio.timeout(5):
+        while not model.requests:
+            await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert heard == []
 
 
 async def test_demo_model_answers_as_compactor():

@@ -135,9 +135,19 @@ async def test_hard_interrupt_cancels_a_running_tool():
         finally:
             cancelled.set()
 
+    class Ends(TurnObserver):
+        ended = []
+
+        async def on_tool_end(self, name, ok):
+            self.ended.append((name, ok))
+
+    from agent import HookRegistry
+
+    hooks, heard = HookRegistry(), []
+    hooks.register("tool_end", lambda **e: heard.append((e["tool_name"], e["ok"], e["output"])))
     tools = registry(forever=forever)
-    s = session([[{"text": "first thoughts", "tool_calls": [call("forever")]}]], tools)
-    task = asyncio.create_task(s.run_turn("go"))
+    s = session([[{"text": "first thoughts", "tool_calls": [call("forever")]}]], tools, hooks=hooks)
+    task = asyncio.create_task(s.run_turn("go", observer=Ends()))
     await started.wait()
     s.interrupt("stop now", hard=True)
     result = await asyncio.wait_for(task, 5)
@@ -145,10 +155,19 @@ async def test_hard_interrupt_cancels_a_running_tool():
     assert result.exit_reason == "interrupted"
     assert result.text == "first thoughts"
     assert s.activity.current_tool is None
+    # The cancelled call is accounted for like any failed one: hooks, observer, trace and tool log.
+    cancelled_text = "[cancelled: the turn was interrupted]"
+    assert heard == [("forever", False, cancelled_text)] and Ends.ended == [("forever", False)]
+    assert [(e.name, e.ok) for e in result.tool_trace] == [("forever", False)] == [(e.name, e.ok) for e in s.tool_log]
+    assert [m["content"] for m in s.messages if m["role"] == "tool"] == [cancelled_text]
 
 
 async def test_hard_interrupt_cancels_an_in_flight_model_call():
-    s = session([[{"hang": True}]])
+    from agent import HookRegistry
+
+    hooks, heard = HookRegistry(), []
+    hooks.register("model_call", lambda **e: heard.append((e["role"], e["error"], e["prompt_tokens"])))
+    s = session([[{"hang": True}]], hooks=hooks)
     task = asyncio.create_task(s.run_turn("go"))
     while s.activity.api_calls == 0:
         await asyncio.sleep(0)
@@ -156,6 +175,7 @@ async def test_hard_interrupt_cancels_an_in_flight_model_call():
     result = await asyncio.wait_for(task, 5)
     assert result.exit_reason == "interrupted"
     assert result.text == ""
+    assert heard == [("parent", "interrupted", 0)]  # the call that was cancelled, as the hooks see it
 
 
 async def test_cancelling_the_turn_itself_still_propagates():

@@ -1,9 +1,9 @@
+import pytest
+
 from agent import ModelError, ModelRequest
 from agent.models.factory import build_model
 from agent.models.scripted import ScriptedModel
 from agent.settings import ModelSettings
-
-import pytest
 
 
 async def test_steps_are_keyed_by_role_turn_and_iteration():
