@@ -29,7 +29,9 @@ from platforms.formatting.markdown import Context, Renderer
 # (never inside snake_case), and ``](`` that would make a masked link.
 _SPECIAL = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|\|\||~~|\*(?!\s)|(?<!\s)\*|(?<![^\W_])_|_(?![^\W_])|\]\(")
 _URL = re.compile(r"https?://\S+")
-_LINE_START = re.compile(r"^([ \t]*)(#|>|-|\+|\d+(?=[.)]))", re.MULTILINE)
+# At a line's start: the marker of a heading, quote or list. Discord shows a backslash before a digit
+# as typed, so an ordered list's number keeps its digits and its full stop is what is escaped.
+_LINE_START = re.compile(r"^([ \t]*(?:\d+(?=[.)](?:[ \t]|$)))?)((?<=\d)[.)]|[#>+-])", re.MULTILINE)
 _MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
 _BACKTICKS = re.compile(r"`+")
 _TWO_BACKTICKS = re.compile(r"(?<!`)``(?!`)")

@@ -107,6 +107,9 @@ def discord_inline_code(content: str) -> str:
         ("snake_case, 2 * 3, \\*not italic\\*, ||not a spoiler||", "snake_case, 2 * 3, \\*not italic\\*, "
                                                                    "\\|\\|not a spoiler\\|\\|"),
         ("\\# not a heading", "\\# not a heading"),
+        # A backslash before a digit is shown as typed: a number's full stop is escaped instead, and only
+        # where it would make a list.
+        ("1\\. not a list\n\n3.14 is pi", "1\\. not a list\n\n3.14 is pi"),
     ],
 )
 async def test_each_element_in_discord_markdown(fake: FakeDiscord, discord_adapter: DiscordAdapter, markdown: str,
