@@ -123,10 +123,16 @@ class ConnectionWatch:
         log.warning("%s: connection lost, reconnecting: %s", self._platform, reason)
         self._state = ConnectionState("reconnecting", reason, time.time())
 
-    def down(self, reason: str) -> None:
+    def down(self, reason: str, *, retrying: bool = False) -> None:
+        """``retrying``: the refusal ends once something outside changes (another poller stops),
+        which the gateway notices by itself as it keeps trying."""
         if self._state.status == "down" and self._state.reason == reason:
             return
-        log.error("%s: the platform refused the connection and the gateway cannot fix it by retrying: %s",
-                  self._platform, reason)
+        if retrying:
+            log.error("%s: the platform refuses the connection; the gateway keeps trying until it is let in: %s",
+                      self._platform, reason)
+        else:
+            log.error("%s: the platform refused the connection and the gateway cannot fix it by retrying: %s",
+                      self._platform, reason)
         self._state = ConnectionState("down", reason, time.time())
 

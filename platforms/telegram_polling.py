@@ -90,7 +90,7 @@ class PollWatch:
             result = await call()
         except TelegramConflictError as exc:
             self._last_conflict = loop.time()
-            self.state.down(_conflict_reason(exc.message))
+            self.state.down(_conflict_reason(exc.message), retrying=True)
             raise
         except TelegramUnauthorizedError:
             self.state.down(REVOKED)

@@ -52,8 +52,8 @@ from typing import Any
 from aiohttp import ClientSession, web
 from yarl import URL
 
-from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, TOLERANCE, get_payload, sign, verify
 from platforms.fakes._waiting import wait_until
+from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, TOLERANCE, get_payload, sign, verify
 
 
 @dataclass(frozen=True, slots=True)
