@@ -94,6 +94,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import blank, telegram_html
+from platforms.not_recorded import storage_refusal
 from platforms.pacing import Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
@@ -373,13 +374,18 @@ class TelegramAdapter:
         await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound))
 
     async def _until_recorded(self, what: str, record: Callable[[InboundSink], Awaitable[object]]) -> None:
-        """``record(sink)`` until it succeeds: polling retries it (backing off), a webhook answers 500."""
+        """``record(sink)`` until it succeeds while the store refuses it: polling retries it (backing
+        off), a webhook answers 500. Any other failure is the update's own, and would recur at every
+        try, holding up every later update: it is logged and the update dropped."""
         delay = SINK_RETRY_FIRST
         while (sink := self._sink) is not None:
             try:
                 await record(sink)
                 return
-            except Exception:
+            except Exception as exc:
+                if not storage_refusal(exc):
+                    log.exception("telegram: the gateway refused %s; it is dropped", what)
+                    return
                 if self.mode == "webhook":
                     raise  # answered 500: Telegram delivers it again
                 # aiogram would log this and confirm the update with its next poll: it would be lost.

@@ -31,6 +31,8 @@ from platforms.base import (
 )
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.platforms.telegram_webhook import webhook_adapter
+from tests.sqlite_errors import full_disk
 
 BOT = "switchboard_bot"
 COMMANDS = [CommandSpec("stop", "Stop the current turn"), CommandSpec("new", "Start a new session")]
@@ -688,7 +690,7 @@ async def test_an_update_the_sink_failed_to_record_is_handed_over_again(
     async def flaky_sink(inbound: Inbound) -> None:
         received.append(inbound)
         if len(received) == 1:
-            raise RuntimeError("database is locked")  # the gateway could not record it
+            raise full_disk()  # the gateway could not record it
 
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
     await adapter.start(flaky_sink)
@@ -699,6 +701,39 @@ async def test_an_update_the_sink_failed_to_record_is_handed_over_again(
         await fake.wait_for(lambda: not fake.pending)  # confirmed only once recorded
     finally:
         await adapter.stop()
+
+
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+async def test_an_update_the_gateway_fails_on_for_another_reason_is_dropped_not_retried_forever(
+    fake: FakeTelegram, caplog: pytest.LogCaptureFixture, mode: str
+) -> None:
+    # A bug one odd message trips would fail at every try, holding up every message after it.
+    received: list[str] = []
+
+    async def sink(inbound: Inbound) -> None:
+        if inbound.text == "odd":
+            raise ValueError("a bug this message trips")
+        received.append(inbound.text)
+
+    if mode == "polling":
+        adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+        await adapter.start(sink)
+    with caplog.at_level(logging.ERROR, logger="platforms.telegram"):
+        try:
+            if mode == "polling":
+                fake.push_message(42, "odd")
+                fake.push_message(42, "next")
+                await fake.wait_for(lambda: received == ["next"] and not fake.pending)
+            else:
+                async with webhook_adapter(fake, sink=sink):
+                    assert await fake.deliver_webhook(fake.message_update(42, "odd")) == 200
+                    assert await fake.deliver_webhook(fake.message_update(42, "next")) == 200
+                assert received == ["next"]
+        finally:
+            if mode == "polling":
+                await adapter.stop()
+    (error,) = [r for r in caplog.records if "refused update" in r.getMessage()]
+    assert error.exc_info is not None and "dropped" in error.getMessage()
 
 
 async def test_an_error_echoing_the_api_url_never_shows_the_token(caplog: pytest.LogCaptureFixture) -> None:

@@ -4,6 +4,7 @@ them with getFile and the file URL through aiogram, against FakeTelegram."""
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import AsyncIterator
 
 import pytest
@@ -237,7 +238,7 @@ class FailingOnce(Sink):
     async def __call__(self, inbound: Inbound) -> None:
         if not self.failed:
             self.failed = True
-            raise OSError("disk full")
+            raise OSError(errno.ENOSPC, "No space left on device")
         await super().__call__(inbound)
 
 
