@@ -334,7 +334,9 @@ class Gateway:
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         route = self._route(inbound)
         # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
-        opens_turn = route is None or (isinstance(route, Command) and route.then_message is not None)
+        # Except for a caller that follows turn ids (webhooks): it reads the answer by the id the event names.
+        opens_turn = route is None or (isinstance(route, Command) and route.then_message is not None) \
+            or inbound.platform in TRACKS_TURN_IDS
         accepted = self.store.inbox.accept(inbound, new_turn_id() if opens_turn else None)
         self.events.inbound(inbound.platform, duplicate=not accepted.new)
         if not accepted.new:
@@ -344,7 +346,7 @@ class Gateway:
             # Shutting down: keep the event (the platform may count it as delivered) and
             # handle it after the next start, with the other unsettled events.
             await self.store.durable()
-            return Accepted(None, key)
+            return Accepted(accepted.turn_id, key)  # the id it is handled under then
         result = await self._handle_accepted(inbound, accepted.turn_id, route)
         await self.store.durable()
         return result
@@ -384,29 +386,33 @@ class Gateway:
         if route == "refused":
             # Answered without a session: else each stranger's chat or thread (every top-level Slack
             # mention is one) would add one for good to the database, and an agent to memory.
+            if turn_id is not None:
+                self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.refusals.due(inbound):
                 log.warning("refused %s user %s", inbound.platform, inbound.user_id)
-                self._answer(inbound, REFUSAL.format(user_id=inbound.user_id))
+                self._answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
             else:  # told a moment ago in this chat or thread
                 log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id)
                 self.store.inbox.settle(inbound.platform, inbound.event_id)
-            return Accepted(None, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+            return Accepted(turn_id, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)
         if isinstance(route, Command) and route.then_message is None:
             # It runs now, queued behind nothing: a death while it runs is charged to it. A plugin's
             # handler, or the `subagent_stop` hooks of the children /new and /stop withdraw (plugins'
             # code too), may be what brought the process down. Made durable with the event's intake.
             self.store.inbox.begin(inbound.platform, inbound.event_id)
+            if turn_id is not None:
+                self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.commands.is_plugin(route):
-                self._answer_aside(session, inbound, route)
+                self._answer_aside(session, inbound, route, turn_id)
             else:
-                self._answer(inbound, await self.commands.run(session, route, inbound))
-            return Accepted(None, session.key)
+                self._answer(inbound, await self.commands.run(session, route, inbound), turn_id)
+            return Accepted(turn_id, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self.store.inbox.begin(inbound.platform, inbound.event_id)  # as a command of its own
-                self._send_answer(inbound, await self.commands.run(session, route, inbound))
+                self._send_answer(inbound, await self.commands.run(session, route, inbound), turn_id)
                 # Answered: its text waits for its turn, charged with nothing until that begins.
                 self.store.inbox.reopen(inbound.platform, inbound.event_id)
             # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
@@ -460,7 +466,7 @@ class Gateway:
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         if inbound.attachments and self.questions.waits(listening):
             # Not the answer the user may have meant it for: said now, not once the question gives up.
-            self._send_answer(inbound, FILE_WAITS)
+            self._send_answer(inbound, FILE_WAITS, turn_id)
         return Accepted(turn_id, session.key)
 
     def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:
@@ -475,16 +481,17 @@ class Gateway:
         first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
         return first is not None and then is not None and first < then
 
-    def _answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command) -> None:
+    def _answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command,
+                      turn_id: str | None = None) -> None:
         """Run a plugin's command beside intake: its handler may take its time (another service to
         ask), and no other chat's message waits for it. Its event is settled once it is answered,
         so a stop before then runs it again after the next start."""
         async def answer() -> None:
             try:
-                self._answer(inbound, await self.commands.run(session, command, inbound))
+                self._answer(inbound, await self.commands.run(session, command, inbound), turn_id)
             except Exception as exc:
                 if self._accepting:
-                    self.dead_letters.failed(inbound, None, exc)
+                    self.dead_letters.failed(inbound, turn_id, exc)
                 else:  # stopping: the event stays unsettled, and is handled again after the next start
                     log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
                                 inbound.event_id, type(exc).__name__)
@@ -493,16 +500,18 @@ class Gateway:
         self._aside.add(task)
         task.add_done_callback(self._aside.discard)
 
-    def _answer(self, inbound: Inbound, text: str) -> None:
+    def _answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""
-        self._send_answer(inbound, text)
+        self._send_answer(inbound, text, turn_id)
         self.store.inbox.settle(inbound.platform, inbound.event_id)
 
-    def _send_answer(self, inbound: Inbound, text: str) -> None:
+    def _send_answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
         """To the chat (and thread) the event came from, as its session's messages go. In a group it
-        quotes the event: several members' commands and their answers interleave there."""
+        quotes the event: several members' commands and their answers interleave there. ``turn_id``:
+        the id the event's caller reads it by, kept only where a caller follows turn ids (webhooks)."""
         self.outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, text, kind="command",
-                            key=_answer_key(inbound), reply_token=inbound.reply_token, reply_to=quote_of(inbound))
+                            key=_answer_key(inbound), reply_token=inbound.reply_token, reply_to=quote_of(inbound),
+                            turn_id=turn_id if inbound.platform in TRACKS_TURN_IDS else None)
 
     # -- wiring -----------------------------------------------------------------------------
 

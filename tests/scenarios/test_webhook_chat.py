@@ -284,3 +284,22 @@ async def test_in_steer_mode_each_request_still_gets_a_turn_of_its_own(serve, re
     await serve.quiet()
     by_turn = {d.json["turn_id"]: d.json["text"] for d in receiver.unique.values()}
     assert by_turn == {first["turn_id"]: "first answer", second["turn_id"]: "second answer"}
+
+
+async def test_a_pull_route_reads_a_commands_answer_by_the_turn_id_its_202_names(serve, receiver):
+    base = await serve({"pull": {"secret": SECRET}, "hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "/help"})).json()
+    assert accepted["turn_id"]  # the caller has something to read the answer by
+    path = f"{base}/webhooks/pull/turns/{accepted['turn_id']}"
+    async with asyncio.timeout(5):
+        while not (read := (await signed_get(path, SECRET)).json())["complete"]:
+            await asyncio.sleep(0.02)
+    (answer,) = read["messages"]
+    assert (answer["kind"], answer["turn_id"], answer["sequence"]) == ("command", accepted["turn_id"], 0)
+    assert "/new" in answer["text"]
+    # /new with text: its acknowledgement goes out under the turn the 202 names, before that turn's reply.
+    renewed = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "/new plan the trip"})).json()
+    await receiver.wait_for(lambda: {d.json["kind"] for d in receiver.unique.values()} >= {"command", "reply"})
+    sent = sorted((d.json for d in receiver.unique.values()), key=lambda m: m["sequence"])
+    assert [(m["kind"], m["turn_id"], m["sequence"]) for m in sent] == [
+        ("command", renewed["turn_id"], 0), ("reply", renewed["turn_id"], 1)]
