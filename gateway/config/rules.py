@@ -190,6 +190,8 @@ def _http_url_problem(url: str, *, example: str) -> str | None:
         parsed = URL(url)
     except ValueError:
         parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+    if parsed is None or parsed.scheme not in ("http", "https"):
         return f"expected an http(s) URL such as {example} (the scheme is missing or wrong)"
+    if not parsed.host:
+        return f"expected an http(s) URL such as {example} (the host is missing)"
     return None

@@ -114,13 +114,17 @@ def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
     assert "host: '***'" in out.getvalue() and "name: '***'" in out.getvalue()
 
 
-@pytest.mark.parametrize("url", ["example.com/hooks/in", "ftp://example.com/in", "http:/in", "hooks.example.com"])
-def test_a_webhook_deliver_url_that_cannot_be_posted_to_is_an_error(load, url):
+@pytest.mark.parametrize("url, why", [
+    ("example.com/hooks/in", "the scheme is missing or wrong"), ("ftp://example.com/in", "the scheme is missing or wrong"),
+    ("hooks.example.com", "the scheme is missing or wrong"), ("http:/in", "the host is missing"),
+    ("http://", "the host is missing"),
+])
+def test_a_webhook_deliver_url_that_cannot_be_posted_to_is_an_error(load, url, why):
     # Else the gateway starts, and every reply fails as a "network error" for an hour, then is dropped.
     errors, _ = problems(load, f"platforms:\n  webhook: {{enabled: true, routes: {{hook: {{secret: {HOOK},"
                                f" deliver_url: '{url}'}}}}}}\n")
     assert errors == ["platforms.webhook.routes.hook.deliver_url: expected an http(s) URL such as"
-                      " https://example.com/hooks/switchboard (the scheme is missing or wrong)"]
+                      f" https://example.com/hooks/switchboard ({why})"]
     assert not any(url in e or HOOK in e for e in errors)
 
 
