@@ -3,14 +3,15 @@
 A part that keeps failing (a network error, a 5xx, a 429) is failed once ``give_up_after`` seconds
 (per platform; the webhook's ``retry_for_seconds``) have passed on its clock. The clock counts the
 time the gateway ran and the machine was awake, on the monotonic clock, which stops in a suspend,
-and not the time its platform held it for a refused token (`gateway.credential_hold`).
+and not the time its platform held it for a refused token (`gateway.credential_hold`), nor the
+time the gateway's own database held its chat back (`held_back`).
 
 Apart from the sender (`gateway.sender`) because it is one concept, the give-up rule's bookkeeping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from agent import Clock
 from gateway.credential_hold import CredentialHolds
@@ -27,6 +28,8 @@ class GiveUpClocks:
         self._started_awake = clock.monotonic()
         self._journaled: dict[int, float] = {}
         """When each pending part's give-up clock started, on the monotonic clock (`journaled`)."""
+        self._held_back: dict[int, float] = {}
+        """Seconds the database held back parts whose clock has not started yet (journaled before this start)."""
 
     def journaled(self, row_id: int) -> None:
         """The part ``row_id`` was journaled just now: its give-up clock starts."""
@@ -35,6 +38,16 @@ class GiveUpClocks:
     def forget(self, row_id: int) -> None:
         """The part is final: its clock stops."""
         self._journaled.pop(row_id, None)
+        self._held_back.pop(row_id, None)
+
+    def held_back(self, row_ids: Iterable[int], seconds: float) -> None:
+        """The gateway's database held back the parts ``row_ids`` (their chat) for ``seconds``: a full
+        disk is not the platform failing, so their clocks do not count that time."""
+        for row_id in row_ids:
+            if row_id in self._journaled:
+                self._journaled[row_id] += seconds
+            else:
+                self._held_back[row_id] = self._held_back.get(row_id, 0.0) + seconds
 
     def tried(self, row_id: int) -> float:
         """Seconds on the part's give-up clock (0 for a part whose clock never started)."""
@@ -58,6 +71,7 @@ class GiveUpClocks:
                 tried = max(0.0, tried)
                 held = self._holds.held_before(row.platform, row.created_at, row.created_at + tried)
                 since = self._started_awake - tried + held
+            since += self._held_back.pop(row.id, 0.0)
             self._journaled[row.id] = since
         limit = self._give_up_after.get(row.platform, self._default_give_up)
         held = self._holds.held_awake(row.platform, since)  # a refused token: not the part's failure

@@ -494,7 +494,7 @@ class Outbox:
                               " tries it again in %.1fs", chat[0], chat[1], row_id, type(exc).__name__, exc, wait,
                               exc_info=exc if delay == BACKOFF_FIRST else None)
                     delay = min(delay * 2, BACKOFF_MAX)
-                    await self._sender.pause(wait, preempt)
+                    await self._sender.held_back((*queue.urgent, *queue.progress), wait, preempt)
                     continue
                 delay = BACKOFF_FIRST
                 if done:

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import logging
 import random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from agent import Clock
 from gateway import late_notes, resplit
@@ -180,10 +180,14 @@ class Sender:
         ``seconds`` from now; ``on_wait`` is called each time one begins to wait."""
         return self._pacer.waiting_beyond(tasks, seconds)
 
-    async def pause(self, seconds: float, preempt: asyncio.Event | None = None) -> bool:
-        """Sleep ``seconds`` on the clock, as the waits in `deliver` do: False, at once, when
-        ``preempt`` is set first."""
-        return await self._pacer.wait(seconds, preempt)
+    async def held_back(self, row_ids: Iterable[int], seconds: float, preempt: asyncio.Event | None = None) -> None:
+        """`pause` a chat the database failed under, its parts ``row_ids``: the time it waits does
+        not count toward giving up on them (`gateway.give_up`)."""
+        started = self._clock.monotonic()
+        try:
+            await self._pacer.wait(seconds, preempt)
+        finally:
+            self._give_up.held_back(row_ids, self._clock.monotonic() - started)
 
     def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str, op: str | None = None,
                      refused_for: float = 0.0) -> None:

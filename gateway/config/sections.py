@@ -105,7 +105,7 @@ class ServerSettings:
 @dataclass(frozen=True, slots=True)
 class DeliverySettings:
     max_retry_after: float = setting(
-        60.0, "Longest platform-requested retry wait honoured before a send counts as failed, in seconds.", min=0
+        60.0, "Longest platform-requested retry wait honoured, in seconds; a longer one is cut to this.", min=0
     )
     late_after: float = setting(
         600.0, "A message first sent this many seconds or more after it was written is preceded by a note saying"

@@ -202,3 +202,28 @@ async def test_a_part_the_platform_takes_as_it_takes_the_token_again_is_sent_onc
     assert adapter.texts("c1") == ["first"] and adapter.texts("c2") == ["elsewhere"]
     [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert error == "outbox: could not record that fake's credential hold ends (IntegrityError: database or disk is full)"
+
+
+async def test_time_the_database_held_a_chat_back_does_not_count_toward_giving_up(setup):
+    # The platform fails once, then the store cannot be read for two hours, then the platform fails
+    # twice more: the message still goes, as the platform has not been failing for an hour.
+    state, adapter, outbox, clock = setup
+    adapter.fail_next(*[NetworkError("HTTP 502")] * 3, chat="c1")
+    outbox.enqueue("fake", "c1", None, "first", kind="reply", key="a")
+    outbox.enqueue("fake", "c1", None, "second", kind="reply", key="b")
+    await clock.until_sleeping()  # its retry after the first 502
+    assert len(adapter.calls) == 1
+
+    def no_reading_the_outbox(action: int, table: str | None, *_: object) -> int:
+        refused = action == sqlite3.SQLITE_READ and table == "gateway_outbox"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    state.db._conn.set_authorizer(no_reading_the_outbox)
+    for _ in range(130):  # the chat backs off, at most a minute at a time, the store refusing
+        clock.advance(60)
+        await clock.until_sleeping()
+    assert len(adapter.calls) == 1
+    state.db._conn.set_authorizer(None)
+    await recover(outbox, clock)
+    assert [state.outbox.message(k).status for k in ("a:0", "b:0")] == ["sent", "sent"]
+    assert adapter.texts("c1") == ["first", "second"] and len(adapter.calls) == 5  # first: three 502s, then sent
