@@ -24,6 +24,7 @@ from platforms.base import BadRequest, Inbound, Outbound, RateLimited, Sent, sca
 from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import NOT_TAKEN
 from platforms.slack_errors import translate, translate_exception
+from platforms.slack_text import readable
 
 log = logging.getLogger("platforms.slack")
 
@@ -38,7 +39,7 @@ def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
         # Not the payload's user_name: Slack says not to rely on it (no longer unique, being phased
         # out); access goes by the user id, as it does for messages.
         platform=platform, chat_id=channel, thread_id=None, user_id=user, user_name=None,
-        text=f"{body['command']} {body.get('text') or ''}".strip(),
+        text=f"{body['command']} {readable(body.get('text') or '')}".strip(),  # escaped as a message's is
         event_id=f"command:{body.get('trigger_id') or body.get('response_url')}", is_command=True,
         is_private=channel.startswith("D"), reply_token=token,
     )

@@ -88,7 +88,8 @@ class _WatchedWebClient(AsyncWebClient):
             if error in REFUSED:
                 self._state.down(f"Slack refused the app token at apps.connections.open ({error}): it was revoked or"
                                  " the app uninstalled; set platforms.slack.app_token to a valid xapp- token and"
-                                 " restart (Socket Mode keeps retrying meanwhile)")
+                                 " restart (Socket Mode keeps asking meanwhile: a token made valid again reconnects)",
+                                 retrying=True)
             else:
                 self._state.reconnecting(f"apps.connections.open failed: {error or type(exc).__name__}")
             raise

@@ -45,22 +45,24 @@ _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_t
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
-              retry_after: str | None, warn: RepeatedWarnings | None = None) -> DeliveryError:
+              retry_after: str | None, warn: RepeatedWarnings | None = None, needed: str | None = None,
+              ) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged: through ``warn``, when
-    given, once for a cause that recurs)."""
+    given, once for a cause that recurs). ``needed``: the scope a ``missing_scope`` answer names."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
-    message = f"{method}: {error or f'HTTP {status}'}"
+    shown = f"{error}: the app needs the {needed} scope" if error == "missing_scope" and needed else error
+    message = f"{method}: {shown or f'HTTP {status}'}"
     if error in REFUSED:
         # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
         # not on every call made while it lasts.
         log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
         return Unauthorized(message, **kw)
     if warn is None:
-        log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+        log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
     else:
         shared = status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
         warn.warning((error, status) if shared else (error, status, channel),
-                     "slack %s failed (channel %s): %s, HTTP %s", method, channel, error, status)
+                     "slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
     if status == 429 or error == "ratelimited":
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0
@@ -82,8 +84,9 @@ def translate_exception(exc: Exception, method: str, channel: str | None,
         resp = exc.response
         headers = resp.headers or {}
         retry_after = headers.get("Retry-After") or headers.get("retry-after")
+        needed = resp.get("needed")
         return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after,
-                         warn=warn)
+                         warn=warn, needed=needed if isinstance(needed, str) else None)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
         return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, warn=warn)
     return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, warn=warn)

@@ -334,6 +334,7 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
     async def push_slash_command(self, command: str, user: str, channel: str, text: str = "", *,
                                  user_name: str | None = None) -> dict[str, Any]:
         """A user runs a slash command; over Socket Mode when connected, else over HTTP.
+        ``text`` as Slack sends it (``&``, ``<`` and ``>`` escaped, as in a message's).
         ``user_name`` is the payload's legacy name field (default: the id in lower case)."""
         rid = f"R{next(self._ids):08d}"
         form = {

@@ -538,6 +538,9 @@ async def test_http_slash_command(fake: FakeSlack, http_slack: tuple[SlackAdapte
     assert (inbound.is_command, inbound.text, inbound.event_id) == (True, "/new", f"command:{form['trigger_id']}")
     await slack.send(Outbound(chat_id="DU1", thread_id=None, text="fresh start", reply_token=inbound.reply_token))
     assert [e["text"] for e in fake.ephemeral] == ["fresh start"]
+    # Slack escapes a command's text as it does a message's: the model reads what was typed.
+    await fake.push_slash_command("/new", "U1", "DU1", "plan a &amp; b &lt;today&gt;")
+    assert sink.items[-1].text == "/new plan a & b <today>"
 
 
 async def test_http_acks_within_three_seconds_even_if_sink_is_slow(fake: FakeSlack) -> None:

@@ -52,6 +52,7 @@ async def test_a_revoked_app_token_is_down_and_back_once_valid_again(fake: FakeS
     assert "invalid_auth" in reason and "platforms.slack.app_token" in reason and app_token not in reason
     ours = [r for r in caplog.records if r.name == "platforms.connection"]
     assert len(ours) == 1 and "invalid_auth" in ours[0].getMessage()  # not once per retry
+    assert "keeps trying" in ours[0].getMessage() and "cannot fix it" not in ours[0].getMessage()
     fake.app_token = app_token  # slack_sdk keeps retrying: a token valid again reconnects
     await status(slack, fake, "connected")
 

@@ -3,6 +3,7 @@ files.info and the private URL (bot token) through slack-sdk and aiohttp, agains
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -112,13 +113,15 @@ async def test_over_the_cap_is_refused(fake: FakeSlack, started) -> None:
     assert fake.downloads == []
 
 
-async def test_without_files_read_the_scope_is_named(fake: FakeSlack, started) -> None:
+async def test_without_files_read_the_scope_is_named(fake: FakeSlack, started, caplog) -> None:
     adapter, sink = started
     fake.files_read_scope = False
     await fake.push_file("DU1", "U1", b"x", "a.txt")
     (attachment,) = (await received(fake, sink)).attachments
-    with pytest.raises(Forbidden):
+    with caplog.at_level(logging.WARNING, logger="platforms.slack"), pytest.raises(Forbidden) as refused:
         await adapter.download(attachment)
+    assert "files:read" in str(refused.value)
+    assert any("files:read" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
 async def test_a_deleted_file_is_not_found(fake: FakeSlack, started) -> None:
