@@ -27,7 +27,9 @@ from gateway.store import StoreError
 from lifecycle import JournalError
 
 # Where each platform's credential and API location are set.
-_CREDENTIALS = {"telegram": "token", "slack": "bot_token and platforms.slack.app_token", "discord": "token"}
+_CREDENTIALS = {"telegram": "token", "slack": "bot_token", "discord": "token"}
+_SLACK_APP_TOKEN_METHOD = "apps.connections.open"
+"""The one call Slack answers with the app token (Socket Mode's): every other is the bot token's."""
 _API = {"telegram": "Telegram Bot API", "slack": "Slack Web API", "discord": "Discord API"}
 _KEYED = re.compile(r"[a-z_]+(\.[A-Za-z0-9_\[\]-]+)+: ")  # a message that already names its key
 
@@ -75,8 +77,11 @@ def _platform(error: BaseException, config: Config) -> str | None:
         return (f"platforms.{platform}.api_base: no working {_API[platform]} at {settings.api_base} ({detail}); fix"
                 f" platforms.{platform}.api_base, or the network or proxy between")
     if kind in ("Unauthorized", "Forbidden", "NotFound", "BadRequest"):
+        credential = _CREDENTIALS[platform]
+        if platform == "slack" and getattr(error, "method", None) == _SLACK_APP_TOKEN_METHOD:
+            credential = "app_token"
         return (f"platforms.{platform}: {settings.api_base} refused the bot ({detail}); check"
-                f" platforms.{platform}.{_CREDENTIALS[platform]} and platforms.{platform}.api_base")
+                f" platforms.{platform}.{credential} and platforms.{platform}.api_base")
     return f"platforms.{platform}: could not start ({detail}); check the platforms.{platform} settings"
 
 
