@@ -328,10 +328,12 @@ class SlackAdapter:
             if self._turning_away and self._addressed(event) is not None:
                 # Before its files are read: a stop's client may be closed already.
                 raise Stopping(f"slack adapter stopping: {event['channel']}:{event['ts']} left for Slack to send again")
+            arrived = asyncio.get_running_loop().time()
             taken = await self._inbound(event)
             if taken is not None:
                 try:
-                    await self._deliver(taken.inbound, taken)
+                    # Reading a Slack Connect file's details took part of the time the ack may wait.
+                    await self._deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
                 except Stopping:
                     raise
                 except Exception as exc:  # told by `_settled`, traceback and all
@@ -398,9 +400,11 @@ class SlackAdapter:
                 raise
             await self._deliver(inbound, acked=True)
 
-    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, acked: bool = False) -> None:
+    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, acked: bool = False,
+                       waited: float = 0.0) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
-        ``sink_timeout`` finishes in the background rather than push the ack past 3 seconds, as does
+        ``sink_timeout`` (less the ``waited`` seconds the message took to read) finishes in the
+        background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
         (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
         has it; until then, and for good if it never is, its conversations are recorded no further than
@@ -429,7 +433,7 @@ class SlackAdapter:
         elif inbound.is_command:  # cancelled by a stop: no history to read it back from
             task.add_done_callback(lambda done: self._unanswered.append(inbound) if done.cancelled() else None)
         try:
-            await asyncio.wait_for(asyncio.shield(task), self._sink_timeout)
+            await asyncio.wait_for(asyncio.shield(task), max(0.0, self._sink_timeout - waited))
         except TimeoutError:
             if task.done() and not task.cancelled():  # failed as the wait ended, before it saw the ack: unacked
                 task.result()

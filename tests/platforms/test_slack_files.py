@@ -3,6 +3,7 @@ files.info and the private URL (bot token) through slack-sdk and aiohttp, agains
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -92,6 +93,29 @@ async def test_a_slack_connect_file_files_info_cannot_describe_still_arrives(fak
     assert (stub.kind, stub.name) == ("document", stub.ref)
     with pytest.raises(Forbidden):
         await adapter.download(stub)
+
+
+async def test_a_slack_connect_file_and_a_slow_gateway_are_still_acked_within_slacks_three_seconds() -> None:
+    # files.info may take its 1.5 s and the sink is slow too: the ack may wait for the two together only
+    # as long as for a slow sink alone (2 s), not one after the other (3.5 s, and Slack sends it again).
+    release = asyncio.Event()
+
+    async def slow_sink(inbound: Inbound) -> None:
+        await release.wait()
+
+    async with FakeSlack(ack_timeout=3.0) as fake:
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+        await adapter.start(slow_sink)
+        held = fake.hold("files.info")
+        try:
+            await fake.push_file("DU1", "U1", PNG, "chart.png", mimetype="image/png", connect=True)
+            (envelope,) = fake.envelopes.values()
+            await fake.wait_for(lambda: envelope.acked, 10)
+            assert envelope.retry_attempt == 0  # acked before Slack's 3 s were up
+        finally:
+            held.set()
+            release.set()
+            await adapter.stop()
 
 
 async def test_a_file_in_a_channel_needs_a_mention(fake: FakeSlack, started) -> None:
