@@ -109,6 +109,7 @@ def _command(argv: Sequence[str] | None) -> int:
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
         return 1
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
+        _print_warnings(warnings)
         try:
             return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
         except (sqlite3.Error, OSError, StoreError) as exc:  # a database it cannot use: name it, as a start would
@@ -131,9 +132,13 @@ def _command(argv: Sequence[str] | None) -> int:
             log_file.close()
 
 
-def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> int:
+def _print_warnings(warnings: Sequence[str]) -> None:
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> int:
+    _print_warnings(warnings)
     if args.command == "ask":
         # Bytes of the arguments that are not UTF-8 arrive as lone surrogates, which nothing
         # downstream can encode: U+FFFD instead, as for bytes typed into the chat.

@@ -30,7 +30,7 @@ def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str
         err.write(f"warning: {line}\n")
     origin = str(config.source) if config.source is not None else "built-in defaults (no config file found)"
     out.write(f"# effective configuration from {origin}\n")
-    out.write(render_effective_config(config))
+    out.write(render_effective_config(config, env))
     return 0
 
 

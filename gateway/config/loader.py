@@ -16,10 +16,10 @@ from typing import NamedTuple
 import yaml
 
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
-from gateway.config.interpolate import expand_tree, name_empty_variables
+from gateway.config.interpolate import Expanded, expand_tree, name_empty_variables
 from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
-from gateway.config.secret_values import mask, secret_values
+from gateway.config.secret_values import env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import Validator, show
@@ -117,14 +117,13 @@ def config_from_mapping(
         raw = {}
     if not isinstance(raw, dict):
         where = source if source is not None else "configuration"
-        raise ConfigError([f"{where}: the top level must be a mapping of sections, got {show(raw)}"], source=source)
-    if raw.get("state_dir") is None:
-        raw = {k: v for k, v in raw.items() if k != "state_dir"}  # `state_dir:` left empty means the default
+        raise ConfigError(mask([f"{where}: the top level must be a mapping of sections, got {show(raw)}"],
+                               frozenset()), source=source)
     expansion_errors: list[str] = []
     # Expansion problems come first: they often explain a later "expected ..." one.
     empty_variables: dict[str, list[str]] = {}
-    tree = expand_tree(raw, env, "", expansion_errors, empty_variables)
-    secrets = secret_values(Config, tree)
+    tree = _without_unset_state_dir(expand_tree(raw, env, "", expansion_errors, empty_variables))
+    secrets = secret_values(Config, tree) | env_secret_values(env)
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
     # Before the rules: they read the script file the start will read.
@@ -132,9 +131,7 @@ def config_from_mapping(
     rule_errors, rule_warnings = check_rules(config)
     delegation_errors, delegation_warnings = delegation_rules(config, source)
     rule_errors, rule_warnings = rule_errors + delegation_errors, rule_warnings + delegation_warnings
-    # One report per key: a token whose ${VAR} is unset is not "required" a second time.
-    reported = {error.partition(": ")[0] for error in validator.errors}
-    rule_errors = [error for error in rule_errors if error.partition(": ")[0] not in reported]
+    rule_errors = _not_reported(validator.errors, [validator.as_in_file(error) for error in rule_errors])
     errors = mask(name_empty_variables(validator.errors + rule_errors, empty_variables), secrets)
     warnings = mask(validator.warnings + rule_warnings, secrets)
     if errors:
@@ -142,6 +139,26 @@ def config_from_mapping(
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
     config = absolute_context_files(config, source)
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
+
+
+def _without_unset_state_dir(tree: dict) -> dict:
+    """``tree`` without a ``state_dir`` left empty (``state_dir:``) or given an empty expansion
+    (``${SD:-}``): both mean the default, as an empty expansion means unset wherever a setting may be."""
+    value = tree.get("state_dir")
+    if value is None or (isinstance(value, Expanded) and value == ""):
+        return {key: item for key, item in tree.items() if key != "state_dir"}
+    return tree
+
+
+def _not_reported(reported: list[str], errors: list[str]) -> list[str]:
+    """``errors`` less those about a key already ``reported`` or one under it: one report per key, so a
+    token whose ${VAR} is unset is not "required" a second time, nor the keys of a mapping that was not one."""
+    keys = {error.partition(": ")[0] for error in reported}
+
+    def under_reported(key: str) -> bool:
+        return any(key == bad or key.startswith((f"{bad}.", f"{bad}[")) for bad in keys)
+
+    return [error for error in errors if not under_reported(error.partition(": ")[0])]
 
 
 def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, str]) -> Path:

@@ -1,10 +1,12 @@
 """``--set KEY=VALUE`` on the command line: one setting changed for one run, over the file.
 
-``KEY`` is a dotted key path (``agent.gateway_notify_interval``); ``VALUE`` is read
-as a YAML scalar, so ``1``, ``2.5``, ``true`` and ``null`` are what they look like
-and anything else is a string; it is read as the file is (`gateway.config.strict_yaml`). The result is validated like the file, with the
-same messages. Meant for trying things (``make run`` uses it), not for secrets:
-a command line is visible to every user of the machine.
+``KEY`` is a dotted key path (``agent.gateway_notify_interval``); ``VALUE`` is a
+number, boolean or null when YAML reads it as one (``1``, ``2.5``, ``true``, ``null``,
+read as the file is: `gateway.config.strict_yaml`), the text inside the quotes when it
+is quoted, and else a string as written (``Be brief: one line``, ``my model #2``). The
+result is validated like the file, with the same messages. Meant for trying things
+(``make run`` uses it), not for secrets: a command line is visible to every user of
+the machine.
 """
 
 from __future__ import annotations
@@ -36,14 +38,9 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
             errors.append(f"--set {_key_part(pair)}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
             continue
         try:
-            value = yaml.load(text, Loader=StrictLoader) if text.strip() else ""  # noqa: S506 - a SafeLoader
+            value = _value(text)
         except yaml.constructor.ConstructorError as exc:
             errors.append(f"--set {key}: {exc.problem}")  # an octal number: refused as in the file
-            continue
-        except yaml.YAMLError:
-            value = text
-        if isinstance(value, (dict, list)):
-            errors.append(f"--set {key}: only single values can be set, not a list or mapping")
             continue
         if not isinstance(tree, dict):
             break  # the file's top level is not a mapping: the loader reports that
@@ -57,6 +54,23 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
     if errors:
         raise ConfigError(errors)
     return tree
+
+
+def _value(text: str) -> object:
+    """``text`` as a number, boolean or null if it is one to YAML, the text of a quoted string
+    (``"no"``, the word, not false); else ``text`` as it is: a prompt's ``: `` or `` #`` is
+    text, not a mapping or a comment."""
+    text = text.strip()
+    try:
+        node = yaml.compose(text, Loader=StrictLoader)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(node, yaml.ScalarNode):
+        return text  # nothing (""), or a list or mapping, which cannot be set this way
+    value = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader; raises for an octal number
+    if isinstance(value, str) and node.style not in ("'", '"'):
+        return text
+    return value
 
 
 def _key_part(pair: str) -> str:

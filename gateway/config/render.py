@@ -11,48 +11,55 @@ HTTP clients log the URLs they request.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
-from gateway.config.secret_values import MIN_LENGTH
+from gateway.config.secret_values import CREDENTIAL_NAMES, MIN_LENGTH, env_secret_values
 from gateway.config.sections import Config
 
 MASK = "***"
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)([^\s/?#@]+)@")
 """``scheme://user:`` and the password after it, wherever a URL appears in a string."""
 _QUERY_CREDENTIAL = re.compile(
-    r"([?&][^\s=&#]*(?:token|key|secret|pass|pwd|sig|auth|credential)[^\s=&#]*=)([^\s&#]+)", re.IGNORECASE)
+    rf"([?&][^\s=&#]*(?:{CREDENTIAL_NAMES})[^\s=&#]*=)([^\s&#]+)", re.IGNORECASE)
 """``?name=`` or ``&name=`` of a query parameter named like a credential, and its value."""
 
 
-def render_effective_config(config: Config) -> str:
+def render_effective_config(config: Config, env: Mapping[str, str] | None = None) -> str:
     """YAML that loads back into ``config``, except that set secrets read ``"***"``, and so
-    does any other string holding a secret's value (a token pasted into the wrong key).
+    does any other string holding a secret's value (a token pasted into the wrong key), also
+    one of ``env`` (`os.environ` when None) that a secret setting falls back to.
 
     Unset secrets stay null, so the output shows which credentials are missing.
     """
-    secrets = frozenset(s for s in config_secrets(config) if len(s) >= MIN_LENGTH)
-    plain = _hide(_plain(config, mask=True), secrets)
+    secrets = frozenset(s for s in config_secrets(config, env) if len(s) >= MIN_LENGTH)
+    plain = _as_written(_plain(config, mask=True), secrets)
     return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
-def config_secrets(config: Config) -> list[str]:
-    """Every secret value that is set, for `gateway.logging.register_secret`."""
+def config_secrets(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every secret value that is set, for `gateway.logging.register_secret`; with the value of each
+    variable of ``env`` (`os.environ` when None) a secret setting falls back to (``$OPENAI_API_KEY``)."""
     found: list[str] = []
     _plain(config, mask=False, found=found)
-    return found
+    return found + sorted(env_secret_values(os.environ if env is None else env))
 
 
-def _hide(obj: object, secrets: frozenset[str]) -> object:
+def _as_written(obj: object, secrets: frozenset[str]) -> object:
+    """``obj`` as a config file must spell it: a string holding a secret masked, and a literal ``${``
+    escaped as ``$${``, which the loader would otherwise expand (keys are never expanded)."""
     if isinstance(obj, dict):
-        return {key: _hide(value, secrets) for key, value in obj.items()}
+        return {key: _as_written(value, secrets) for key, value in obj.items()}
     if isinstance(obj, list):
-        return [_hide(item, secrets) for item in obj]
+        return [_as_written(item, secrets) for item in obj]
     if isinstance(obj, str) and any(secret in obj for secret in secrets):
         return MASK
+    if isinstance(obj, str):
+        return obj.replace("${", "$${")
     return obj
 
 

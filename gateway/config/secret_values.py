@@ -10,12 +10,25 @@ metadata, so a new secret field is covered without touching this module.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 from collections.abc import Iterable, Mapping
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 MIN_LENGTH = 4
 """Shorter values are not treated as secrets in messages: masking them would mangle ordinary words."""
+ENV_SECRETS = ("OPENAI_API_KEY",)
+"""Variables a secret setting falls back to when it is unset (``model.api_key``, ``model.transcription.api_key``)."""
+CREDENTIAL_NAMES = "token|key|secret|pass|pwd|sig|auth|credential"
+"""What the name of a URL query parameter holding a credential contains (``?api-key=``, ``&sig=``)."""
+
+# In a message a value is JSON-quoted and may be cut short with '…"' (`validate.show`): a password
+# ends at "@" or at the cut, a value at its closing quote (an escaped \" inside it is part of it).
+# A scheme is optional, as in a Temporal address (`user:password@host:7233`).
+_MESSAGE_USERINFO = re.compile(
+    r"""((?:\b[A-Za-z][A-Za-z0-9+.-]*://|(?<![^\s"'(]))[^\s/?#@:"']*:)((?:\\"|[^\s/?#@"])+)(?=@|…")""")
+_MESSAGE_QUERY_CREDENTIAL = re.compile(
+    rf"""([?&][^\s=&#"]*(?:{CREDENTIAL_NAMES})[^\s=&#"]*=)((?:\\"|[^\s&#"])+)""", re.IGNORECASE)
 
 
 def secret_values(cls: type, raw: object) -> frozenset[str]:
@@ -25,13 +38,21 @@ def secret_values(cls: type, raw: object) -> frozenset[str]:
     return frozenset(value for value in found if len(value) >= MIN_LENGTH)
 
 
+def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
+    """The values of the `ENV_SECRETS` that are set: the model sends them as its key when the file sets none."""
+    return frozenset(value for name in ENV_SECRETS if len(value := env.get(name) or "") >= MIN_LENGTH)
+
+
 def mask(messages: Iterable[str], secrets: frozenset[str], replacement: str = "***") -> list[str]:
-    """``messages`` with every secret value replaced, longest first (so one inside another goes whole)."""
+    """``messages`` with every secret value replaced, longest first (so one inside another goes whole),
+    and so every password in a URL and credential in a URL's query, whatever the key that held it."""
     ordered = sorted(secrets, key=len, reverse=True)
     out = []
     for message in messages:
         for secret in ordered:
             message = message.replace(secret, replacement)
+        for pattern in (_MESSAGE_USERINFO, _MESSAGE_QUERY_CREDENTIAL):
+            message = pattern.sub(lambda m: m.group(1) + replacement, message)
         out.append(message)
     return out
 

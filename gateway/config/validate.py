@@ -29,6 +29,7 @@ from gateway.config.strict_yaml import StrictLoader
 
 _NO_META: Mapping = types.MappingProxyType({})
 _INT = re.compile(r"[+-]?\d+")
+_POSITION = re.compile(r"\[(\d+)\]")  # of an item in a key path: plugins[2]
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -49,6 +50,8 @@ class Validator:
         self.homes = homes(schema) if schema is not None else {}
         """Where each key name is a setting, to tell where a key in the wrong place goes."""
         self._strict = 0  # > 0 inside a strict_keys section: unknown keys are errors
+        self._kept: dict[str, list[int]] = {}
+        """Of each list that lost invalid items, the positions in the file of the items it kept."""
 
     def section(self, cls: type, raw: object, path: str, meta: Mapping = _NO_META) -> Any:
         """An instance of dataclass ``cls``; bad fields keep their defaults and are reported."""
@@ -84,6 +87,19 @@ class Validator:
                     self.errors.append(message)
         return cls(**values)
 
+    def as_in_file(self, message: str) -> str:
+        """``message`` about the validated settings, its key's list positions made those of the file:
+        a list that lost an invalid item is shorter, so a later check counts the items after it wrong."""
+        key, sep, rest = message.partition(": ")
+        out, pos = [], 0
+        for match in _POSITION.finditer(key):
+            out.append(key[pos:match.start()])
+            kept = self._kept.get("".join(out))
+            index = int(match.group(1))
+            out.append(f"[{kept[index] if kept is not None and index < len(kept) else index}]")
+            pos = match.end()
+        return "".join(out) + key[pos:] + sep + rest
+
     def show(self, value: object, meta: Mapping = _NO_META) -> str:
         """`show`, hiding a value that is (or holds) a configured secret's value."""
         if isinstance(value, str) and not meta.get("secret") and any(s in value for s in self.secrets):
@@ -105,8 +121,11 @@ class Validator:
             if not isinstance(value, list):
                 raise Invalid("a list")
             item_tp = get_args(tp)[0]
-            items = (self._item(v, item_tp, f"{path}[{i}]", meta) for i, v in enumerate(value))
-            return tuple(item for item in items if item is not FAILED)
+            items = [self._item(v, item_tp, f"{path}[{i}]", meta) for i, v in enumerate(value)]
+            kept = [i for i, item in enumerate(items) if item is not FAILED]
+            if len(kept) < len(items):
+                self._kept[path] = kept
+            return tuple(items[i] for i in kept)
         if origin in (Mapping, dict) or tp in (Mapping, dict):
             return self._mapping(value, tp, path, meta)
         return self._scalar(value, tp, meta)
@@ -235,9 +254,11 @@ def misread_hint(name: str | None, value: object, tp: Any) -> str:
     """
     members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
     if isinstance(value, bool) and str in members:
-        words, word = ("yes or on", "yes") if value else ("no or off", "no")
-        written = f'{name}: "{word}"' if name else f'"{word}"'
-        return f" (YAML reads a bare {words} as {show(value)}: quote it to mean the text, {written})"
+        # Which of the two words was written is lost with the parse: both are offered, so neither is wrong.
+        words = ("yes", "on") if value else ("no", "off")
+        quoted = [f'{name}: "{word}"' if name else f'"{word}"' for word in words]
+        return (f" (YAML reads a bare {' or '.join(words)} as {show(value)}: quote the word to mean the text,"
+                f" {' or '.join(quoted)})")
     if not isinstance(value, str) or isinstance(value, Expanded):
         return ""
     for member in members:

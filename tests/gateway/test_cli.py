@@ -93,6 +93,15 @@ def test_config_errors_come_with_the_warnings_errors_first(capsys, command):
                          ' "max_concurrent_children"?)'], lines
 
 
+def test_the_inbox_commands_print_the_configuration_warnings(capsys, tmp_path):
+    # As every other command: a misspelt key is told of whichever command is run.
+    (tmp_path / "switchboard.yaml").write_text("delegation:\n  max_concurent_children: 3\n")
+    for command in (["inbox", "dead"], ["inbox", "retry", "1"]):
+        assert main(command) == 1  # no state database yet
+        assert capsys.readouterr().err.splitlines()[0] == (
+            'warning: delegation.max_concurent_children: unknown key (did you mean "max_concurrent_children"?)')
+
+
 def test_config_check_masks_secrets_and_exits_by_validity(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-supersecretvalue123456")
     (tmp_path / "good.yaml").write_text("model:\n  provider: openai\n  api_key: ${MY_KEY}\n")

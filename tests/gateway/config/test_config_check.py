@@ -77,11 +77,51 @@ def test_rendered_config_loads_back_to_the_same_config(write):
     assert again == Config(**{**{f: getattr(original, f) for f in original.__dataclass_fields__}, "source": again.source})
 
 
+def test_a_literal_dollar_brace_is_written_so_that_it_loads_back(write):
+    # `$${` in the file is a literal `${`: printed bare, the output's `${name}` was a variable to expand.
+    path = write(
+        """
+        agent: {system_prompt: "Write $${name} as is, and $$${HOME} too"}
+        platforms: {telegram: {allowed_users: ["$${odd}"]}}
+        state_dir: "state-$${x}"
+        """
+    )
+    status, out, err = run_check(path)
+    assert status == 0, err
+    original, _ = load_config(path, env={})
+    assert original.agent.system_prompt == "Write ${name} as is, and $${HOME} too"
+    again, warnings = load_config(write(out, "again.yaml"), env={})
+    assert warnings == []
+    assert again == Config(**{**{f: getattr(original, f) for f in original.__dataclass_fields__}, "source": again.source})
+
+
 def test_config_secrets_lists_set_secrets_only(load):
     config, _ = load(
         "model: {api_key: sk-key}\nplatforms: {webhook: {routes: {a: {secret: route-secret}, b: {}}}}"
     )
-    assert sorted(config_secrets(config)) == ["route-secret", "sk-key"]
+    assert sorted(config_secrets(config, env={})) == ["route-secret", "sk-key"]
+
+
+OPENAI_KEY = "sk-from-the-environment-0042"
+
+
+def test_the_openai_api_key_variable_is_a_secret_like_the_setting_it_stands_in_for(write):
+    # model.api_key and model.transcription.api_key fall back to it: the model sends it as its key.
+    path = write('server: {port: "${OPENAI_API_KEY}"}\nmodel: {name: "m-${OPENAI_API_KEY}"}\n')
+    status, out, err = run_check(path, env={"OPENAI_API_KEY": OPENAI_KEY})
+    assert status == 1 and OPENAI_KEY not in err
+    assert "error: server.port: expected an integer ≥ 0 and ≤ 65535, got a string that holds the value of a secret" \
+           " (not shown)" in err
+    status, out, err = run_check(write('model: {name: "m-${OPENAI_API_KEY}"}\n'), env={"OPENAI_API_KEY": OPENAI_KEY})
+    assert status == 0 and OPENAI_KEY not in out and yaml.safe_load(out)["model"]["name"] == "***"
+    config, _ = load_config(write("", "empty.yaml"), env={})
+    assert OPENAI_KEY in config_secrets(config, env={"OPENAI_API_KEY": OPENAI_KEY})  # so the log masks it too
+    assert config_secrets(config, env={"OPENAI_API_KEY": ""}) == []
+
+
+def test_an_empty_openai_api_key_variable_masks_nothing(write):
+    status, _, err = run_check(write("server: {port: eighty}\n"), env={"OPENAI_API_KEY": ""})
+    assert err.splitlines()[0] == 'error: server.port: expected an integer ≥ 0 and ≤ 65535, got "eighty"'
 
 
 def test_a_password_in_a_url_is_masked_and_the_rest_of_the_url_kept(write):

@@ -234,6 +234,18 @@ def test_state_dir_key_expands_user_and_variables(load, isolated):
     assert config.state_dir == isolated / "home" / "s" / "bot"
 
 
+@pytest.mark.parametrize(("text", "env"), [("state_dir:", {}), ("state_dir: ${SD:-}", {}),
+                                          ("state_dir: ${SD}", {"SD": ""})])
+def test_a_state_dir_left_empty_or_expanded_to_nothing_means_the_default(load, isolated, text, env):
+    # An empty expansion is unset for a setting that may be unset; `state_dir:` already was.
+    env = {**env, "SWITCHBOARD_STATE_DIR": str(isolated / "from-env")}
+    assert load(text, env).config.state_dir == isolated / "from-env"
+
+
+def test_a_state_dir_written_as_empty_text_is_still_an_error(load):
+    assert errors_of(lambda: load('state_dir: ""')) == ['state_dir: expected a path, got ""']
+
+
 def test_agent_workspace_expands_user_and_is_relative_to_the_config_file(write, isolated):
     # As state_dir: a service's working directory is often /, so "ws" must not mean /ws, nor "~/ws" a
     # directory named "~" there.
@@ -254,3 +266,42 @@ def test_model_script_expands_user_and_is_relative_to_the_config_file(write, iso
     assert load_config(write(scripted.format("~/replies.yaml")), env={}).config.model.script == home
     errors = errors_of(lambda: load_config(write(scripted.format("missing.yaml")), env={}))
     assert errors == [f"model.script: cannot read {isolated / 'missing.yaml'} (No such file or directory)"]
+
+
+# --- --set --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pair", "read"),
+    [
+        ("agent.system_prompt=Be brief: one line", "Be brief: one line"),  # was refused as a mapping
+        ("model.name=my model #2", "my model #2"),  # was cut at the "#", as a comment
+        ("agent.system_prompt=[beta] be brief", "[beta] be brief"),
+        ("agent.system_prompt=[beta]", "[beta]"),
+        ("agent.system_prompt=@alice and %d", "@alice and %d"),
+        ('model.transcription.language="no"', "no"),  # quoted, as the hint for a bare no says to write it
+        ("model.name='8080'", "8080"),
+        ("model.name=", ""),
+    ],
+)
+def test_a_set_value_that_is_no_number_boolean_or_null_is_a_string_as_written(pair, read):
+    config, _ = load_config(None, env={}, overrides=[pair])
+    key, _, _ = pair.partition("=")
+    section, *rest = key.split(".")
+    value = getattr(config, section)
+    for part in rest:
+        value = getattr(value, part)
+    assert value == read
+
+
+def test_a_set_number_boolean_or_null_is_what_it_looks_like():
+    config, _ = load_config(None, env={}, overrides=["server.port=8081", "server.console=false",
+                                                     "model.temperature=0.5", "model.temperature=null",
+                                                     "server.shutdown_grace_seconds= 2.5 "])
+    assert (config.server.port, config.server.console, config.model.temperature,
+            config.server.shutdown_grace_seconds) == (8081, False, None, 2.5)
+
+
+def test_a_set_list_is_text_the_setting_refuses():
+    errors = errors_of(lambda: load_config(None, env={}, overrides=["plugins=[a.b]"]))
+    assert errors == ['plugins: expected a list, got "[a.b]"']

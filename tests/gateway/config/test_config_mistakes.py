@@ -114,6 +114,37 @@ def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
     assert "host: '***'" in out.getvalue() and "name: '***'" in out.getvalue()
 
 
+LONG_PASSWORD = "hunter2pass" * 8
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('platforms: {webhook: {enabled: true, routes: {alerts: "https://bot:hunter2pass@hooks.example.com/in?token=tok123456"}}}',
+         'error: platforms.webhook.routes.alerts: expected a mapping, got "https://bot:***@hooks.example.com/in?token=***"'),
+        ('telemetry: "https://u:hunter2pass@otel.example.com:4318"',
+         'error: telemetry: expected a mapping, got "https://u:***@otel.example.com:4318"'),
+        ('lifecycle: {temporal: {address: "user:hunter2pass@host:7233"}}',
+         'error: lifecycle.temporal.address: expected host:port such as "127.0.0.1:7233", got "user:***@host:7233"'),
+        # Cut short by the message before its "@": the part of the password shown is masked all the same.
+        (f'server: {{port: "https://user:{LONG_PASSWORD}@host.example.com"}}',
+         'error: server.port: expected an integer ≥ 0 and ≤ 65535, got "https://user:***…"'),
+        ('delegation: {compression_threshold_tokens: "https://otel.example.com/?x=1&Api-Key=hunter2pass"}',
+         'warning: delegation.compression_threshold_tokens: expected an integer ≥ 0, got'
+         ' "https://otel.example.com/?x=1&Api-Key=***"; ignored, using the default 0'),
+        ('"https://bot:hunter2pass@hooks.example.com/in"',
+         'error: {path}: the top level must be a mapping of sections, got "https://bot:***@hooks.example.com/in"'),
+    ],
+)
+def test_a_password_in_a_url_is_masked_in_errors_and_warnings_as_in_the_output(write, text, line):
+    # docs/configuration.md: a password in a URL is a secret in any setting, and no secret is in an error.
+    path = write(text + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    config_check(str(path), out, err, env={})
+    assert line.format(path=path) in err.getvalue().splitlines()
+    assert "hunter2pass" not in err.getvalue() + out.getvalue() and "tok123456" not in err.getvalue()
+
+
 @pytest.mark.parametrize("url, why", [
     ("example.com/hooks/in", "the scheme is missing or wrong"), ("ftp://example.com/in", "the scheme is missing or wrong"),
     ("hooks.example.com", "the scheme is missing or wrong"), ("http:/in", "the host is missing"),
@@ -195,6 +226,38 @@ def test_an_empty_allowed_user_is_an_error_naming_the_variable_it_came_from(load
     nobody = "an empty entry lets nobody in: write a user id or name, or remove it"
     assert errors == [f"{key}[1]: {nobody} (from ${{ADMIN_ID}}, which is set but empty)",
                       f"{key}[2]: {nobody}", f"{key}[3]: {nobody}"]
+
+
+@pytest.mark.parametrize(("users", "empty_at"), [('[2.5, alice, "${ADMIN_ID}"]', 2), ('[2.5, "${ADMIN_ID}"]', 1)])
+def test_an_empty_allowed_user_after_an_invalid_one_is_named_by_its_place_in_the_file(load, users, empty_at):
+    # The invalid item is left out of the list the later checks see: they named alice, or nothing at all.
+    errors, _ = problems(load, f"platforms: {{telegram: {{enabled: true, token: '{TOKEN}', allowed_users: {users}}}}}",
+                         {"ADMIN_ID": ""})
+    key = "platforms.telegram.allowed_users"
+    assert errors == [f"{key}[0]: expected an integer or a string, got 2.5",
+                      f"{key}[{empty_at}]: an empty entry lets nobody in: write a user id or name, or remove it"
+                      " (from ${ADMIN_ID}, which is set but empty)"]
+
+
+def test_a_plugin_after_an_invalid_one_is_named_by_its_place_in_the_file(load):
+    errors, _ = problems(load, 'plugins: [7, "not a module"]')
+    assert errors == ["plugins[0]: expected a string, got 7",
+                      'plugins[1]: expected an importable module name such as "my_plugins.weather", got "not a module"']
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("delegation: {model_map: {fast: gpt-4o-mini}}",
+         'delegation.model_map.fast: expected a mapping, got "gpt-4o-mini"'),
+        ("platforms: {webhook: {enabled: true, routes: {alerts: https://hooks.example.com/in}}}",
+         'platforms.webhook.routes.alerts: expected a mapping, got "https://hooks.example.com/in"'),
+    ],
+)
+def test_the_keys_under_one_that_failed_are_not_reported_again(load, text, error):
+    # Its defaults stood in for it: each "required" under it was about a mapping nobody wrote.
+    errors, _ = problems(load, text)
+    assert errors == [error]
 
 
 def test_an_empty_allowed_user_of_a_platform_that_is_off_stops_nothing(load):

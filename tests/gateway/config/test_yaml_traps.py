@@ -21,13 +21,17 @@ def problems(write, text: str, overrides=()) -> list[str]:
         # The Norway problem: Norwegian's ISO-639-1 code is a boolean to YAML 1.1.
         ("model:\n  transcription: {language: no}\n",
          'model.transcription.language: expected a string or null, got false (YAML reads a bare no or off as'
-         ' false: quote it to mean the text, language: "no")'),
+         ' false: quote the word to mean the text, language: "no" or language: "off")'),
+        # Which word was written is lost with the parse: offering only "yes" for on, or "no" for off, was wrong.
         ("model:\n  name: on\n",
-         'model.name: expected a string, got true (YAML reads a bare yes or on as true: quote it to mean the text,'
-         ' name: "yes")'),
+         'model.name: expected a string, got true (YAML reads a bare yes or on as true: quote the word to mean the'
+         ' text, name: "yes" or name: "on")'),
+        ("model:\n  name: off\n",
+         'model.name: expected a string, got false (YAML reads a bare no or off as false: quote the word to mean the'
+         ' text, name: "no" or name: "off")'),
         ("platforms:\n  web: {allowed_users: [alice, no]}\n",
          'platforms.web.allowed_users[1]: expected an integer or a string, got false (YAML reads a bare no or off'
-         ' as false: quote it to mean the text, "no")'),
+         ' as false: quote the word to mean the text, "no" or "off")'),
     ],
 )
 def test_a_bare_yes_no_on_or_off_in_a_text_setting_says_yaml_read_a_boolean(write, text, error):
@@ -37,7 +41,7 @@ def test_a_bare_yes_no_on_or_off_in_a_text_setting_says_yaml_read_a_boolean(writ
 def test_the_same_word_given_with_set_says_the_same(write):
     errors = problems(write, "", overrides=["model.transcription.language=no"])
     assert errors == ['model.transcription.language: expected a string or null, got false (YAML reads a bare no'
-                      ' or off as false: quote it to mean the text, language: "no")']
+                      ' or off as false: quote the word to mean the text, language: "no" or language: "off")']
 
 
 OCTAL = ("a number written with a leading 0, which YAML 1.1 reads as octal (0755 as 493): write it without the"
