@@ -110,7 +110,8 @@ def plan_job(
     route: ChildRoute | None = None,
 ) -> ChildJob:
     """Resolve a launch into the job an engine runs: the effective role and depth, the
-    toolsets (only ever narrowed, by the task and by its route) and the tool names the child gets."""
+    toolsets (only ever narrowed, by the task and by its route) and the tool names the child gets.
+    An orchestrator runs as a leaf at the depth limit, and when ``delegate_task`` is not among its tools."""
     depth = parent.depth + 1
     role = effective_role(spec.role, depth, host.delegation.max_spawn_depth)
     toolsets = parent.enabled_toolsets
@@ -126,6 +127,10 @@ def plan_job(
     ] if parent.tools else ()
     if DELEGATE_TOOL in tools and host.tools.get(DELEGATE_TOOL) is None:
         tools.remove(DELEGATE_TOOL)
+    if role == "orchestrator" and DELEGATE_TOOL not in tools:
+        # Narrowed out of delegation (its toolsets, its route's, its parent's): told it may delegate, and
+        # shown as an orchestrator, it would plan on a tool it lacks.
+        role = "leaf"
     return ChildJob._build(  # positional, in field order: this runs for every child
         subagent_id, parent.session_id, parent_turn_id, spec.goal, spec.context, role, depth,
         None if toolsets is None else tuple(sorted(toolsets)), tuple(tools), spec.metadata,

@@ -67,6 +67,30 @@ def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult)
     return item
 
 
+def unavailable_entry(task_index: int, subagent_id: str) -> dict[str, Any]:
+    """`entry` for a child nothing remembers (swept, or never journaled): an ``error`` with every
+    field a parent reads from an entry, each empty, so that one of them missing never breaks it."""
+    item: dict[str, Any] = {
+        "task_index": task_index,
+        "subagent_id": subagent_id,
+        "role": None,
+        "status": "error",
+        "summary": None,
+        "error": "the subagent's result is no longer available",
+        "exit_reason": None,
+        "truncated": False,
+        "api_calls": 0,
+        "duration_seconds": 0.0,
+        "model": None,
+        "tokens": {"input": 0, "output": 0},
+        "cost_usd": None,
+        "tool_trace": [],
+    }
+    for name in _TIMEOUT_FIELDS:
+        item[name] = None
+    return item
+
+
 def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, folder: str | None = None
                          ) -> dict[str, Any]:
     """Cut an over-long summary to head and tail with an explicit marker, keeping the
@@ -79,8 +103,7 @@ def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, 
     relative = Path(folder or "") / SPILL_DIR / f"{item['subagent_id']}.md"
     saved = _spill(workspace / relative, summary)
     where = f"full text: read_file path={relative}" if saved else "the full text could not be saved"
-    marker = f"\n\n[... {len(summary) - max_chars} characters omitted; {where} ...]\n\n"
-    keep = max(0, max_chars - len(marker))
+    marker, keep = _marker(len(summary), max_chars, where)
     head = keep * 3 // 4
     tail = keep - head
     item["summary"] = summary[:head] + marker + (summary[-tail:] if tail else "")
@@ -88,6 +111,18 @@ def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, 
     item["summary_original_chars"] = len(summary)
     item["summary_full_path"] = str(relative) if saved else None
     return item
+
+
+def _marker(length: int, max_chars: int, where: str) -> tuple[str, int]:
+    """The marker and how many characters it leaves of the summary, with the count it names the true
+    one: the marker takes room from the summary, as much more as its number has digits."""
+    omitted = length - max_chars  # too few: the marker's own length is left out, grown into below
+    while True:
+        marker = f"\n\n[... {omitted} characters omitted; {where} ...]\n\n"
+        keep = max(0, max_chars - len(marker))
+        if length - keep == omitted:  # reached in a step or two: the count only grows, by its digits
+            return marker, keep
+        omitted = length - keep
 
 
 def _spill(path: Path, text: str) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentSession, ToolTraceEntry
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentLifecycleError, SubagentResult
-from lifecycle._entries import apply_summary_budget, entry, entry_from_result
+from lifecycle._entries import apply_summary_budget, entry, entry_from_result, unavailable_entry
 from lifecycle._record import Record
 from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused, with_route
 from lifecycle._snapshot import ChildSnapshot
@@ -80,7 +80,8 @@ class HostView:
         next safe boundary, and so do their own children (an orchestrator's). Returns how many
         it stopped, nested ones included: children already finishing, or finished, are not
         counted. Returns before the running ones have stopped. ``sparing_turns``: the children
-        these parent turns launched are left running (a stop sent before the messages they answer)."""
+        these parent turns launched are left running (a stop sent before the messages they answer).
+        After `close` it stops nothing (0): see `Supervisor.interrupt`."""
         supervisor = self._supervisor
         children = [r for r in supervisor.children(parent_session_id) if r.turn_id not in sparing_turns]
         return await supervisor.interrupt(supervisor.with_descendants(children), reason)
@@ -98,8 +99,8 @@ class HostView:
         `interrupt_children` ends each of a session's children, and whoever waits for it (a
         tool, a background delivery) still gets that result; its own children stop with it.
         With ``parent_session_id``, only a child of that session. False when there is no such
-        child live in this process (unknown, finished or already finishing). Returns before a
-        running one has stopped."""
+        child live in this process (unknown, finished or already finishing), and after `close`.
+        Returns before a running one has stopped."""
         supervisor = self._supervisor
         record = supervisor.get(subagent_id)
         if not isinstance(record, Record):  # unknown, or only its result is left
@@ -165,8 +166,7 @@ class HostView:
                 entry_ = entry_from_result(task_index, sid, result)
                 entry_["role"] = result.handle.role
             else:
-                entry_ = {"task_index": task_index, "subagent_id": sid, "status": "error", "summary": None,
-                          "error": "the subagent's result is no longer available"}
+                entry_ = unavailable_entry(task_index, sid)
             if routes:
                 with_route(entry_, routes.get(sid))
             if len(entry_.get("summary") or "") > max_chars:
@@ -217,7 +217,10 @@ class HostView:
         return item if isinstance(item, Record) else await self._journaled(subagent_id)
 
     async def _journaled(self, subagent_id: str) -> Record | None:
-        row = await self._supervisor.journal.get(subagent_id)
+        supervisor = self._supervisor
+        if supervisor.sealed:  # the journal is closed: only the children still held are known
+            return None
+        row = await supervisor.journal.get(subagent_id)
         if row is None:
             return None
         try:

@@ -81,6 +81,8 @@ class AsyncSubagentLifecycle:
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
         """The close under way, or done: every `close` call waits for it."""
+        self._starting: asyncio.Future[None] | None = None
+        """Done once the `start` under way has returned or raised: a close meanwhile waits for it."""
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -119,10 +121,24 @@ class AsyncSubagentLifecycle:
         Children that start or end meanwhile get their `subagent_start` hooks and go through the completion
         pipeline before this returns, their results published; with ``hold_ends``, not until `release_ends`:
         for a host that registers hooks once the service has started (its plugins may use it then), which
-        would otherwise not hear of them."""
+        would otherwise not hear of them.
+
+        A `close` that begins while this runs refuses launches at once, waits for this start to end,
+        then closes what it opened; this then raises `SubagentLifecycleError` (code ``CLOSED``), as the
+        service it started is closed."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
+        starting = self._starting = self.loop.create_future()
+        try:
+            await self._start(hold_ends)
+        finally:
+            self._starting = None
+            starting.set_result(None)
+        if self._closed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+
+    async def _start(self, hold_ends: bool) -> None:
         await self.journal.open()
         rows = await self.journal.load_keys()
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
@@ -169,7 +185,8 @@ class AsyncSubagentLifecycle:
             log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED", len(stale))
         if jobs:
             log.info("re-attached to %d child(ren) still running", len(jobs))
-        self._sweeper = asyncio.create_task(self._sweep_forever(), name="lifecycle-sweeper")
+        if not self._closed:  # else a close began meanwhile: no sweeper would outlive it
+            self._sweeper = asyncio.create_task(self._sweep_forever(), name="lifecycle-sweeper")
         if not hold_ends:
             await self._supervisor.release()
 
@@ -189,12 +206,14 @@ class AsyncSubagentLifecycle:
         end like the others. ``grace``: how long the engine may wait for the requests it still
         sends (on Temporal: stops, steers, the workflow starts of children launched just before;
         past it the next start sends them); None for the engine's own default (10 s on Temporal).
-        Idempotent: a second call while the first runs returns when it does (its grace unused)."""
-        if self.keyring is None:
-            return
+        Idempotent: a second call while the first runs returns when it does (its grace unused).
+        Before `start`, it only marks the service closed, for good; during `start`, it waits for
+        that start, then closes what it opened."""
         if self._closing is None:
             self._closed = True
             self._supervisor.closing = True  # launches are refused from now, not from the close task's first step
+            if self.loop is None:  # never started: the sync facade then reaches the loop, and hears CLOSED
+                self.loop = asyncio.get_running_loop()
             if self._sweeper is not None:
                 self._sweeper.cancel()
                 self._sweeper = None
@@ -204,11 +223,18 @@ class AsyncSubagentLifecycle:
         await asyncio.shield(self._closing)
 
     async def _close(self, grace: float | None) -> None:
+        supervisor = self._supervisor
         try:
-            await self._supervisor.close(grace=grace)
+            if self._starting is not None:
+                # Its engine and journal are opened meanwhile: closed once it has, never left open.
+                await asyncio.wait([self._starting])
+            if self.keyring is None:  # never started, or its start failed before its keys: nothing was left running
+                return
+            await supervisor.close(grace=grace)
+            supervisor.sealed = True  # from here on nothing may reach the journal: it is being closed
             await self.journal.close()
         finally:
-            self._supervisor.closed = True
+            supervisor.sealed = supervisor.closed = True
 
     # -- operations -----------------------------------------------------------------------
 
@@ -280,7 +306,11 @@ class AsyncSubagentLifecycle:
         """Ask the child to stop at its next safe boundary. Never reports completion:
         `wait`/`result` show CANCELLED (or what it reached first) once it has stopped. A child
         finished, or finishing (its end known, its result not yet published), is not changed: the
-        answer says it already finished, in the state it ends in."""
+        answer says it already finished, in the state it ends in. Nor is a child the host is stopping
+        already (`HostView.interrupt_child`, ``/stop``, the close): it ends as that stop ends it, and the
+        answer says it is stopping, in the state it has now. After `close`, a child still live (on an
+        engine whose children outlive the process) raises `SubagentLifecycleError` (``CLOSED``), changing
+        nothing: the stop could not be journaled for the next start to ask again."""
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -291,19 +321,26 @@ class AsyncSubagentLifecycle:
             return SubagentCancelResult(
                 False, ended, already_terminal=True, message=f"The subagent already finished ({ended.value})."
             )
+        if found.interrupt_reason is not None and found.state is not S.CANCEL_REQUESTED:
+            # Cancelled now, it would end CANCELLED, with the interrupt's reason, which was asked first.
+            return SubagentCancelResult(False, found.state, message="The subagent is already stopping.")
         await self._supervisor.cancel(found, str(reason))
         return SubagentCancelResult(True, S.CANCEL_REQUESTED, message="Cancellation requested.")
 
     async def steer(self, handle: Any, text: str) -> bool:
         """Hand ``text`` to the running child, which reads it at its next step. False, queueing nothing,
-        when the child is not running (waiting for a slot, starting, finished) or the handle is unknown;
-        a child that ends before that step does not read it."""
+        when the child is not running (waiting for a slot, starting, stopping, finished) or the handle is
+        unknown, and after `close`; a child that ends before that step does not read it."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_GOAL_CHARS:
             raise SubagentLifecycleError(f"text must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
         if type(found) is not Record or found.result is not None or found.state is not S.RUNNING:
+            return False
+        if found.interrupt_reason is not None:  # an interrupt asked of it: stopping, RUNNING until it ends
+            return False
+        if self._supervisor.sealed:  # closed: its engine no longer sends anything, nor may its journal keep it
             return False
         return self._supervisor.engine.steer(found.handle.subagent_id, text)
 
@@ -392,6 +429,8 @@ class AsyncSubagentLifecycle:
             return None
         found = supervisor.get(handle.subagent_id)
         if found is None:
+            if supervisor.sealed:  # closed: the service answers for the children it still holds, and for no other
+                return None
             row = await self.journal.get(handle.subagent_id)
             if row is None or row.result is None:
                 return None

@@ -9,6 +9,7 @@ memory while they matter and in the journal always.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -56,6 +57,9 @@ class Supervisor:
         """Set when `close` begins: from then on nothing launches (the engine would not run it)."""
         self.closed = False
         """Set by the service once its close has ended, its journal closed too."""
+        self.sealed = False
+        """Set by the service as it closes the journal: from then on nothing reads or writes it, so a
+        child known only there reads as unknown, and a stop, which may have to be journaled, is refused."""
         self._live: dict[str, Record] = {}
         """Children not finished yet, held strongly, in launch order."""
         self._by_parent: dict[str, dict[str, Record]] = {}
@@ -348,13 +352,13 @@ class Supervisor:
     def check_open(self) -> None:
         """Raise `SubagentLifecycleError` unless children may be launched now: ``NOT_STARTED``
         before the service has started, ``CLOSING`` once its close has begun, ``CLOSED`` once
-        that has ended."""
-        if self.keyring is None:
-            raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
-        if self.closed:
+        that has ended (a close before any start too)."""
+        if self.closed:  # before the key ring: a service closed before it started is closed, not unstarted
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         if self.closing:
             raise SubagentLifecycleError(CLOSING, code="CLOSING")
+        if self.keyring is None:
+            raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
 
     def _carry_on(self, work: asyncio.Future) -> None:
         """Let ``work`` whose caller gave up run to its end, which `close` waits for."""
@@ -495,7 +499,12 @@ class Supervisor:
     async def interrupt(self, records: Iterable[Record], reason: str, *, closing: bool = False) -> int:
         """Stop children because their parent (or the process, with ``closing``) stops: each
         ends INTERRUPTED (not CANCELLED) with the partial output it had, a queued one before
-        this returns. Returns how many it reached: finished and finishing ones are skipped."""
+        this returns. Returns how many it reached: finished and finishing ones are skipped. Once the
+        journal is closed (`sealed`) it reaches none: the engine is closed, and a stop, or the end of a
+        withdrawn child, could not be journaled; children that outlive the process run on, and the next
+        start follows them."""
+        if self.sealed:
+            return 0
         withdrawn, reached = [], 0
         for record in records:
             if not record.live:
@@ -507,8 +516,9 @@ class Supervisor:
                 withdrawn.append(record)
             else:
                 if record.interrupt_reason is None:
+                    if record.state is not S.CANCEL_REQUESTED:  # else the cancel's reason is the stop journaled
+                        self._journal_stop(record, stop_reason=reason)
                     record.interrupt_reason = reason
-                    self._journal_stop(record)
                 self.engine.interrupt(sid, reason)
         if withdrawn:  # completed together: their terminal rows share one commit
             await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
@@ -517,23 +527,32 @@ class Supervisor:
     async def cancel(self, record: Record, reason: str) -> None:
         """Request cancellation: CANCEL_REQUESTED now, CANCELLED once the child has stopped
         (or the state it reached first). Idempotent; a finished child is never changed, nor a finishing one:
-        its end came first (one held while the service starts stays so until `release`, plugins loading)."""
+        its end came first (one held while the service starts stays so until `release`, plugins loading).
+        Once the journal is closed (`sealed`), raises `SubagentLifecycleError` (``CLOSED``), changing
+        nothing: the stop could not be journaled, and the engine is closed."""
         if record.state.terminal or record.state is S.CANCEL_REQUESTED or record.completing:
             return
-        record.set_state(S.CANCEL_REQUESTED, self.host.clock.time())
-        record.cancel_reason = reason[:500]
+        if self.sealed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+        now, reason = self.host.clock.time(), reason[:500]
         sid = record.handle.subagent_id
         if self.engine.withdraw(sid):
+            record.set_state(S.CANCEL_REQUESTED, now)
+            record.cancel_reason = reason
             await self._complete_now([record], lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
         else:
-            self._journal_stop(record)
+            self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
+            record.set_state(S.CANCEL_REQUESTED, now)
+            record.cancel_reason = reason
             self.engine.interrupt(sid, record.stop_request)
 
-    def _journal_stop(self, record: Record) -> None:
+    def _journal_stop(self, record: Record, **stop: object) -> None:
         """Keep a stop asked of a child that outlives this process: the next start asks its engine
-        again, as the request may not have reached it (its service down until this process stopped)."""
+        again, as the request may not have reached it (its service down until this process stopped).
+        ``stop``: the row's fields the stop changes, journaled before the record takes them, so that a
+        stop the journal refuses leaves the child as it was."""
         if self.engine.survives_restart:
-            self.journal.put(record.journal_row())
+            self.journal.put(dataclasses.replace(record.journal_row(), **stop))
 
     async def close(self, *, grace: float | None = None) -> None:
         """Refuse launches from now on (`check_open`), stop every child this process would lose

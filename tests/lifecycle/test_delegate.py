@@ -10,8 +10,9 @@ import pytest
 
 from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError, active_turn
 from agent.models.scripted import ScriptedModel
-from lifecycle import SubagentState, delegate_tool
+from lifecycle import SubagentLaunchRequest, SubagentState, delegate_tool
 from lifecycle._children import ChildSpec
+from lifecycle._entries import apply_summary_budget
 from lifecycle._liveness import BUDGET_WARNING
 from lifecycle.settings import DelegationSettings
 from tests.lifecycle.conftest import child_script
@@ -137,6 +138,19 @@ async def test_orchestrators_delegate_inline_within_the_depth_limit(make_env):
     names = {t["function"]["name"] for t in seen.tools}
     assert "delegate_task" in names and "clarify" not in names
     assert tool.name == "delegate_task"
+
+
+async def test_an_orchestrator_launched_without_the_delegation_toolset_runs_and_shows_as_a_leaf(make_env):
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_spawn_depth=3))
+    roles = []
+    env.hooks.register("subagent_start", lambda **e: roles.append(e["child_role"]))
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="[show-prompt] plan", role="orchestrator",
+                                                                allowed_toolsets=("file",)))
+        await env.service.wait(handle, timeout_seconds=5)
+        result = await env.service.result(handle)
+    assert (handle.role, roles) == ("leaf", ["leaf"])
+    assert "delegate_task" not in json.loads(result.summary)["system"]
 
 
 async def test_orchestrators_filling_every_slot_lend_them_to_their_own_children(make_env):
@@ -363,6 +377,16 @@ async def test_long_summaries_are_cut_head_and_tail_with_the_full_text_kept(make
     assert entry["summary_original_chars"] == 40_000
     assert "characters omitted" in entry["summary"]
     assert (env.parent.workspace / entry["summary_full_path"]).read_text() == "x" * 40_000
+
+
+def test_the_marker_counts_every_character_it_leaves_out(tmp_path):
+    # It said len(summary) - max_chars, leaving out its own length: 39000 omitted where 39109 were.
+    for length in (1_001, 1_100, *range(1_905, 1_925), 40_000, 1_000_000):
+        item = apply_summary_budget({"subagent_id": "sa-1", "summary": "y" * length}, 1000, tmp_path)
+        summary = item["summary"]
+        marker = re.search(r"\n\n\[\.\.\. (\d+) characters omitted; [^\]]*\]\n\n", summary)
+        assert int(marker.group(1)) == length - (len(summary) - len(marker.group(0))), length
+        assert len(summary) == 1000, length
 
 
 @pytest.mark.both_engines

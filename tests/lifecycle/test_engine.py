@@ -16,10 +16,12 @@ from lifecycle import (
     ChildOutcome,
     EngineHost,
     InProcessEngine,
+    JournalError,
     SqliteJournal,
     SubagentHandle,
     SubagentLaunchRequest,
     SubagentLifecycle,
+    SubagentLifecycleError,
     SubagentState,
 )
 from lifecycle._children import ChildSpec
@@ -522,6 +524,66 @@ async def test_a_stop_that_meets_the_release_does_not_reach_the_held_children(ma
         _, *reached = await asyncio.gather(second.service.release_ends(), *stops)
     assert reached == [False, False]
     assert ran.subagent_id not in workers.stops
+
+
+async def running_on_a_worker(env, workers, goal="[hold] remote work") -> SubagentHandle:
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal=goal))
+        await until(lambda: env.service.host_view().children("parent-1")[0].state is S.RUNNING)
+    return handle
+
+
+async def test_after_close_a_child_that_outlives_the_process_is_refused_a_stop_and_left_as_it_was(make_env, workers):
+    """The journal is closed, so no stop can be kept for the next start to ask again: cancel raised JournalError
+    and left the child CANCEL_REQUESTED though no stop reached its engine, and interrupt_children raised too."""
+    env = await make_env(engine=WorkerEngine(workers), db="shared.db")
+    handle = await running_on_a_worker(env, workers)
+    view = env.service.host_view()
+    await env.service.close()
+    with env.turn():
+        with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as refused:
+            await env.service.cancel(handle, "too late")
+        assert refused.value.code == "CLOSED"
+        assert (await env.service.status(handle)).state is S.RUNNING
+        assert await env.service.steer(handle, "still there?") is False
+    assert await view.interrupt_children("parent-1", "stopped by /stop") == 0
+    assert await view.interrupt_child(handle.subagent_id, "stopped by /agents stop") is False
+    assert [c.state for c in view.children("parent-1")] == [S.RUNNING]
+    assert workers.stops == {} and workers.steered == {}
+    again = await make_env(engine=WorkerEngine(workers), db="shared.db")  # follows it on, never asked to stop
+    with again.turn():
+        assert (await again.service.status(handle)).state is S.RUNNING
+        assert (await again.service.cancel(handle, "now")).accepted
+        assert (await again.service.wait(handle, timeout_seconds=5)).state is S.CANCELLED
+    assert workers.stops == {handle.subagent_id: "cancellation requested: now"}
+
+
+async def test_a_stop_the_journal_refuses_leaves_the_child_as_it_was(make_env, workers):
+    """A stop is journaled before the child takes it: one the journal refuses changes nothing, and is not
+    taken for a stop already asked when asked again."""
+    env = await make_env(engine=WorkerEngine(workers))
+    handle = await running_on_a_worker(env, workers)
+    view, journal = env.service.host_view(), env.service.journal
+
+    def refused(record):
+        raise JournalError("The journal is not open.", code="JOURNAL_CLOSED")
+
+    journal.put = refused
+    with env.turn():
+        with pytest.raises(JournalError):
+            await env.service.cancel(handle, "refused")
+        assert (await env.service.status(handle)).state is S.RUNNING
+        with pytest.raises(JournalError):
+            await view.interrupt_child(handle.subagent_id, "refused too")
+        assert await env.service.steer(handle, "not stopping") is True
+    assert workers.stops == {}
+    del journal.put
+    assert await view.interrupt_child(handle.subagent_id, "stopped by /agents stop")
+    with env.turn():
+        await env.service.wait(handle, timeout_seconds=5)
+        result = await env.service.result(handle)
+    assert (result.state, result.error_message) == (S.INTERRUPTED, "stopped by /agents stop")
+    assert (await journal.get(handle.subagent_id)).state == "INTERRUPTED"
 
 
 async def test_the_in_process_engine_reports_what_a_child_does_and_takes_steering(make_env):

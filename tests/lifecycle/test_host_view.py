@@ -130,3 +130,36 @@ async def test_interrupt_child_stops_that_one_child_only_with_its_partial_output
     assert not await view.interrupt_child("sa-unknown", "who?")
     await view.interrupt_children("parent-1", "test over")
     await finish(env, [other])
+
+
+async def test_a_child_being_interrupted_is_stopping_so_steer_and_cancel_change_nothing(env):
+    # It stayed RUNNING: steer still queued text, and a cancel was accepted and turned its end into
+    # CANCELLED, with the interrupt's reason.
+    (handle,) = await launch(env, "[hang] target")
+    await until(lambda: len(env.child_model.requests) >= 2)  # in its second model call
+    assert await env.service.host_view().interrupt_child(handle.subagent_id, "stopped by /agents stop")
+    with env.turn():
+        assert (await env.service.status(handle)).state is S.RUNNING  # until it reaches its next boundary
+        assert await env.service.steer(handle, "carry on") is False
+        answer = await env.service.cancel(handle, "changed my mind")
+        await env.service.wait(handle, timeout_seconds=5)
+        result = await env.service.result(handle)
+    assert (answer.accepted, answer.already_terminal, answer.state) == (False, False, S.RUNNING)
+    assert answer.message == "The subagent is already stopping."
+    assert (result.state, result.error_message) == (S.INTERRUPTED, "stopped by /agents stop")
+
+
+async def test_the_entry_of_a_child_nothing_remembers_has_every_field_of_an_entry(env, tmp_path):
+    # It had five: task_index, subagent_id, status, summary and error.
+    view = env.service.host_view()
+    (handle,) = await launch(env, "remembered")
+    (known,) = await view.finished_entries([(0, handle.subagent_id)], tmp_path)
+    (gone,) = await view.finished_entries([(3, "sa-swept-long-ago")], tmp_path)
+    assert set(gone) == set(known)
+    assert gone == {
+        "task_index": 3, "subagent_id": "sa-swept-long-ago", "role": None, "status": "error", "summary": None,
+        "error": "the subagent's result is no longer available", "exit_reason": None, "truncated": False,
+        "api_calls": 0, "duration_seconds": 0.0, "model": None, "tokens": {"input": 0, "output": 0},
+        "cost_usd": None, "tool_trace": [], "timeout_seconds": None, "timed_out_after_seconds": None,
+        "last_event_age": None, "timeout_phase": None,
+    }

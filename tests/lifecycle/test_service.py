@@ -5,16 +5,22 @@ import sqlite3
 
 import pytest
 
-from agent import AgentSession
+from agent import AgentSession, HookRegistry, ToolRegistry
+from agent.models.scripted import ScriptedModel
+from agent.testing import inside_turn
 from lifecycle import (
     NOT_READY,
     RECONNECT_UNAVAILABLE,
     UNKNOWN_HANDLE,
     AsyncSubagentLifecycle,
+    ChildHost,
+    InProcessEngine,
     MemoryJournal,
     SubagentHandle,
     SubagentLaunchRequest,
+    SubagentLifecycle,
     SubagentLifecycleError,
+    SubagentReconnectResult,
     SubagentState,
 )
 from lifecycle._contract import compute_result_hash
@@ -486,6 +492,111 @@ async def test_starting_again_after_close_fails_closed_and_starts_nothing(closed
         await service.start()
     assert err.value.code == "CLOSED"
     assert {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()} == sweepers
+
+
+def _sweepers() -> set[asyncio.Task]:
+    return {t for t in asyncio.all_tasks() if t.get_name() == "lifecycle-sweeper" and not t.cancelling()}
+
+
+def _bare_service(journal=None, engine=None) -> AsyncSubagentLifecycle:
+    return AsyncSubagentLifecycle(ChildHost(tools=ToolRegistry(), hooks=HookRegistry()), journal or MemoryJournal(),
+                                  engine=engine)
+
+
+async def test_a_close_before_start_closes_the_service_for_good():
+    # It did nothing: start() then opened the service, and launches said NOT_STARTED, not CLOSED.
+    service, sweepers = _bare_service(), _sweepers()
+    await service.close()
+    with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as refused:
+        await service.start()
+    assert refused.value.code == "CLOSED" and _sweepers() == sweepers
+    with inside_turn(AgentSession(model=ScriptedModel())):
+        with pytest.raises(SubagentLifecycleError) as launch:
+            await service.launch(req())
+        facade = SubagentLifecycle(service)  # a plugin's, from its worker thread
+
+        def launch_from_a_plugin_thread():
+            with pytest.raises(SubagentLifecycleError) as err:
+                facade.launch(req())
+            return err.value.code
+
+        assert (launch.value.code, await asyncio.to_thread(launch_from_a_plugin_thread)) == ("CLOSED", "CLOSED")
+    with pytest.raises(SubagentLifecycleError, match="closed"):
+        await service.rotate_key()
+    await service.close()  # still idempotent
+
+
+class _GatedJournal(MemoryJournal):
+    """Its open waits for `go_on`: a start held halfway."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opening, self.go_on, self.closes = asyncio.Event(), asyncio.Event(), 0
+
+    async def open(self) -> None:
+        self.opening.set()
+        await self.go_on.wait()
+
+    async def close(self) -> None:
+        self.closes += 1
+        await super().close()
+
+
+class _CountingEngine(InProcessEngine):
+    closes = 0
+
+    async def close(self, *, grace=None) -> None:
+        self.closes += 1
+        await super().close(grace=grace)
+
+
+async def test_a_close_during_start_refuses_launches_waits_for_it_and_closes_what_it_opened():
+    # The close returned at once, doing nothing: the start then completed, its sweeper ran for good,
+    # and a launch ran a child to SUCCEEDED on a service that had been closed.
+    journal, engine, sweepers = _GatedJournal(), _CountingEngine(2), _sweepers()
+    service = _bare_service(journal, engine)
+    starting = asyncio.ensure_future(service.start())
+    await journal.opening.wait()
+    closing = asyncio.ensure_future(service.close())
+    await asyncio.sleep(0.01)
+    parent = AgentSession(model=ScriptedModel({"leaf": lambda request: {"text": "ran"}}))
+    with inside_turn(parent), pytest.raises(SubagentLifecycleError) as refused:
+        await service.launch(req())
+    assert refused.value.code == "CLOSING"
+    assert not closing.done()  # it waits for the start
+    journal.go_on.set()
+    with pytest.raises(SubagentLifecycleError, match=r"^The lifecycle service is closed\.$") as started:
+        await starting
+    assert started.value.code == "CLOSED"
+    await asyncio.wait_for(closing, 5)
+    assert (journal.closes, engine.closes) == (1, 1) and _sweepers() == sweepers
+    with inside_turn(parent), pytest.raises(SubagentLifecycleError) as refused:
+        await service.launch(req())
+    assert refused.value.code == "CLOSED"
+
+
+async def test_after_close_a_finished_child_the_service_no_longer_holds_reads_as_an_unknown_handle(env, tmp_path):
+    # Its result was only in the closed journal: every read raised JournalError ('The journal is not open.').
+    forgotten, _, _ = await launch_and_wait(env, "finished a while ago")
+    env.clock.advance(61)  # its result leaves memory, and stays in the journal
+    await env.service.sweep()
+    held, _, result = await launch_and_wait(env, "finished just now")
+    await env.service.close()
+    service, view = env.service, env.service.host_view()
+    with env.turn():
+        status = await service.status(forgotten)
+        assert (status.state, status.diagnostic) == (S.UNKNOWN, UNKNOWN_HANDLE)
+        waited = await service.wait(forgotten)
+        assert (waited.state, waited.completed) == (S.UNKNOWN, True)
+        assert (await service.result(forgotten)).error_classification == UNKNOWN_HANDLE
+        assert await service.reconnect(forgotten.to_dict()) == SubagentReconnectResult(False, S.UNKNOWN,
+                                                                                       RECONNECT_UNAVAILABLE)
+        cancelled = await service.cancel(forgotten)
+        assert (cancelled.accepted, cancelled.unknown_handle) == (False, True)
+        assert await service.result(held) == result  # the one it holds answers as before
+    assert await view.lookup([forgotten.subagent_id]) == {}
+    (entry,) = await view.finished_entries([(0, forgotten.subagent_id)], tmp_path)
+    assert (entry["status"], entry["error"]) == ("error", "the subagent's result is no longer available")
 
 
 async def test_a_plugin_steers_its_running_child_and_is_told_when_it_cannot(env):
