@@ -237,7 +237,7 @@ def build_engine(config: Config, compaction: CompactionPolicy) -> Engine | None:
     try:
         from lifecycle.temporal import TemporalEngine
     except ImportError as exc:
-        raise StartupError("lifecycle.engine: temporal needs the temporal extra: pip install"
-                           " 'switchboard[temporal]'") from exc
+        raise StartupError("lifecycle.engine: temporal needs the temporal extra: pip install '.[temporal]'"
+                           " in the checkout") from exc
     return TemporalEngine(config.lifecycle.temporal, compaction=compaction)
 

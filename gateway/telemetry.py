@@ -1,6 +1,6 @@
 """Traces from the configuration: OTLP/HTTP export when ``telemetry.otlp_endpoint`` is set.
 
-The OpenTelemetry packages are optional (``pip install 'switchboard[telemetry]'``; the
+The OpenTelemetry packages are optional (``pip install '.[telemetry]'`` in the checkout; the
 container image has them): nothing imports them unless traces are wanted, and a set
 endpoint without them stops the start with one line saying what to install. A collector that
 does not answer is logged once, not at every attempt (`gateway.trace_export`).
@@ -40,7 +40,7 @@ def build_tracing(settings: TelemetrySettings, *, provider: object | None = None
         from gateway.tracing import Tracing
     except ImportError as exc:
         raise StartupError("telemetry.otlp_endpoint: set, but the OpenTelemetry packages are not installed;"
-                           " pip install 'switchboard[telemetry]', or unset it") from exc
+                           " pip install '.[telemetry]' in the checkout, or unset it") from exc
     owns = provider is None
     if provider is None:
         provider = _otlp_provider(settings)
@@ -56,7 +56,7 @@ def _otlp_provider(settings: TelemetrySettings) -> object:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
         raise StartupError("telemetry.otlp_endpoint: set, but the OpenTelemetry SDK or its OTLP exporter is not"
-                           " installed; pip install 'switchboard[telemetry]', or unset it") from exc
+                           " installed; pip install '.[telemetry]' in the checkout, or unset it") from exc
     from gateway.trace_export import OutageReportingExporter
 
     assert settings.otlp_endpoint is not None

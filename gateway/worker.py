@@ -83,7 +83,7 @@ async def run_worker(config: Config) -> int:
     try:
         from lifecycle.temporal import ChildWorker, TemporalUnavailable, connect
     except ImportError as exc:
-        raise StartupError("switchboard worker needs the temporal extra: pip install 'switchboard[temporal]'") from exc
+        raise StartupError("switchboard worker needs the temporal extra: pip install '.[temporal]' in the checkout") from exc
     if config.lifecycle.engine != "temporal":
         # A gateway on this file runs its children itself: this worker would wait for ever, and nothing
         # would say why the workers stay idle.

@@ -1,6 +1,6 @@
 """Children on Temporal: `lifecycle.engine: temporal` and the workers that run them.
 
-Needs the ``temporal`` extra (``pip install 'switchboard[temporal]'``); nothing else
+Needs the ``temporal`` extra (``pip install '.[temporal]'`` in the checkout); nothing else
 in `lifecycle` imports this package. The gateway's lifecycle service uses
 `TemporalEngine`; ``switchboard worker`` runs a `ChildWorker` built from a
 `WorkerToolbox`. Both reach the service through `connect`. See docs/scale-out.md.

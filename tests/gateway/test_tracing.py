@@ -239,7 +239,7 @@ def test_an_endpoint_without_the_packages_is_one_clear_line(monkeypatch) -> None
     import sys
 
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
-    with pytest.raises(StartupError, match=r"pip install 'switchboard\[telemetry\]'"):
+    with pytest.raises(StartupError, match=r"pip install '\.\[telemetry\]' in the checkout"):
         build_tracing(TelemetrySettings(otlp_endpoint="http://127.0.0.1:4318"))
 
 
