@@ -11,6 +11,12 @@ over a line at a time, and says one is readable only once it is whole).
 
 The descriptor is read directly, not through the stream's ``readline``: a text stream may
 already hold the next lines in its buffer, which asking the descriptor (``select``) would not see.
+
+One thing is waited for: a writer that writes a line at a time (bash's ``printf`` does, one
+``write`` per line) may wake the reader with its first line, the others a moment behind. So after
+a line, when nothing more is readable, the reader waits `LINE_GRACE` for more before it decides the
+message is whole. That wait starts at the reader's look, not at the first line's arrival: a reader
+scheduled late still finds everything there, and waits nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from collections.abc import Callable
 from typing import TextIO
 
 CHUNK = 65536
+LINE_GRACE = 0.05
+"""Seconds a line's reader waits for the next line of the same write burst (see above): far less
+than anyone types a line in, far more than a writer takes from one ``write`` to its next."""
 
 
 def reader_of(stream: TextIO) -> Callable[[], str]:
@@ -61,13 +70,13 @@ class _Together:
                 self._ended = True
                 return text + self._decoder.decode(b"", final=True)
             text += self._decoder.decode(data)
-            if text.endswith("\n") and not _readable(self._fd):
+            if text.endswith("\n") and not _readable(self._fd, LINE_GRACE):
                 return text
 
 
-def _readable(fd: int) -> bool:
-    """Whether ``fd`` has input (or its end) to read now, without waiting."""
+def _readable(fd: int, within: float) -> bool:
+    """Whether ``fd`` has input (or its end) to read within ``within`` seconds."""
     try:
-        return bool(select.select([fd], [], [], 0)[0])
+        return bool(select.select([fd], [], [], within)[0])
     except (OSError, ValueError):
         return False

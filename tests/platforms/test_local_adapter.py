@@ -162,6 +162,20 @@ async def test_lines_that_arrived_together_are_one_message_however_late_the_read
     assert got == ["Compare these:\n- apples\n- pears"]
 
 
+async def test_lines_written_one_at_a_time_in_one_burst_are_one_message():
+    # bash's printf writes each line on its own: the reader, woken by the first, read it alone.
+    async def write(fd):
+        def burst():
+            for line in (b"Compare these:\n", b"- apples\n", b"- pears\n"):
+                os.write(fd, line)
+                time.sleep(0.005)
+
+        await asyncio.sleep(0.1)  # the reader is waiting, as it is for a pipe's writer started after the chat
+        await asyncio.to_thread(burst)
+
+    assert await pasted(write) == ["Compare these:\n- apples\n- pears"]
+
+
 async def test_a_line_cut_where_its_reader_looked_is_waited_for():
     # A paste bigger than the pipe's buffer comes in pieces cut anywhere: the rest of a line is on its way.
     async def write(fd):
