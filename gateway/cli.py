@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -86,9 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdin is None:  # started with it closed (`<&-`): no input, as from /dev/null
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's for good
     try:
         status = _command(argv)
-        sys.stdout.flush()  # here, where a reader that went away is still ours to handle
+        if sys.stdout is not None:  # None: closed at start, and refused by `_command`
+            sys.stdout.flush()  # here, where a reader that went away is still ours to handle
         return status
     except BrokenPipeError:
         # The reader of our output stopped early (`switchboard config check | head`): nothing is wrong
@@ -99,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if sys.stdout is None:  # started with it closed (`>&-`)
+        if args.command in ("ask", "chat"):  # what they print is the point: nothing is sent unseen
+            print(f"switchboard: {args.command} needs its standard output, which is closed", file=sys.stderr)
+            return 1
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's for good
     args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
     if args.command == "config":
         return config_check(args.path or args.config, sys.stdout, sys.stderr, overrides=args.set)
@@ -129,7 +138,8 @@ def _command(argv: Sequence[str] | None) -> int:
             return _run(args, config, warnings)
     finally:
         if log_file is not None:
-            log_file.close()
+            with contextlib.suppress(OSError):  # its last lines may not fit a full disk: said once already
+                log_file.close()
 
 
 def _print_warnings(warnings: Sequence[str]) -> None:

@@ -197,7 +197,7 @@ def setup_logging(
         raise ValueError(f"unknown log level {level!r}")
     if fmt not in ("text", "json"):
         raise ValueError(f"unknown log format {fmt!r}")
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = _LogStream(stream if stream is not None else sys.stderr)
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
     handler.addFilter(RepeatFilter(repeat_window))
@@ -222,6 +222,25 @@ def _redact_last_resort() -> None:
     last = logging.lastResort
     if last is not None and not any(isinstance(f, RedactionFilter) for f in last.filters):
         last.addFilter(RedactionFilter())
+
+
+class _LogStream(logging.StreamHandler):
+    """A handler whose stream may stop taking lines (a full disk under `switchboard chat`'s log file,
+    a closed pipe): said once on the process's own stderr, then lines are dropped, never a
+    "--- Logging error ---" traceback per line across the chat."""
+
+    _told = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)  # a bug in a record or a formatter: its traceback helps
+            return
+        if not self._told:
+            self._told = True
+            with contextlib.suppress(Exception):
+                print(f"switchboard: cannot write the log ({error.strerror or error}); its lines are dropped",
+                      file=sys.__stderr__, flush=True)
 
 
 @contextlib.contextmanager

@@ -214,3 +214,18 @@ def test_the_password_in_the_model_url_stays_out_of_the_log(tmp_path):
     assert result.returncode == 1
     assert "/v1/chat/completions" in result.stderr  # the request was logged, with its URL
     assert "s3cret" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("closed, args, code, says", [
+    ("<&-", "chat", 0, "Switchboard terminal chat"),  # no input, as from /dev/null: it greets and ends
+    (">&-", "ask hi", 1, "switchboard: ask needs its standard output, which is closed"),
+    (">&-", "chat", 1, "switchboard: chat needs its standard output, which is closed"),
+])
+def test_a_command_started_with_stdin_or_stdout_closed_says_so_without_a_traceback(tmp_path, closed, args, code,
+                                                                                    says):
+    env = cli_process.environment(tmp_path, SWITCHBOARD_STATE_DIR=str(tmp_path / "state"))
+    line = " ".join(cli_process.command(*args.split()))
+    result = subprocess.run(["bash", "-c", f"{line} {closed}"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=cli_process.TIMEOUT)
+    assert result.returncode == code and says in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

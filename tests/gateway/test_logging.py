@@ -222,3 +222,18 @@ def test_a_line_logged_after_our_handler_is_gone_is_redacted_too(capsys):
         orphan.propagate = True
     err = capsys.readouterr().err
     assert "late line with ***" in err and token not in err
+
+
+class FullDisk(io.StringIO):
+    """A log file on a disk that filled up: every write is refused."""
+
+    def write(self, text):
+        raise OSError(28, "No space left on device")
+
+
+def test_a_log_that_cannot_be_written_says_so_once_and_drops_its_lines(capfd):
+    with logging_installed("INFO", "text", FullDisk()):
+        for n in range(3):
+            log.warning("line %d", n)
+    err = capfd.readouterr().err
+    assert err == "switchboard: cannot write the log (No space left on device); its lines are dropped\n"
