@@ -51,7 +51,7 @@ from platforms.base import (
     Inbound,
     LeavesIndicators,
     MovesChats,
-    ShowsStartProblems,
+    OperatorScreen,
     StopsWithin,
     ThreadMemory,
     TurnRead,
@@ -156,6 +156,13 @@ class Gateway:
         await self.host.start()
         unsent = self.store.outbox.pending_chats()  # read before the outbox sends any of it
         left = self.store.indicators_left.chats()  # before an adapter starts and records more
+        # Logged too, but the terminal chat's log is a file: its user would not know why /ping is no command.
+        problems = [redact(f"plugin {failure.module} did not load: {failure.reason}")
+                    for failure in self.host.plugins.failures]
+        for adapter in self.adapters.values():
+            if isinstance(adapter, OperatorScreen):  # greeted before the outbox prints what a last chat left
+                adapter.show_start_problems(problems)
+                adapter.greet()
         await self.outbox.start()
         self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
@@ -173,12 +180,7 @@ class Gateway:
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
-        # Logged too, but the terminal chat's log is a file: its user would not know why /ping is no command.
-        problems = [redact(f"plugin {failure.module} did not load: {failure.reason}")
-                    for failure in self.host.plugins.failures]
         for adapter in self.adapters.values():
-            if problems and isinstance(adapter, ShowsStartProblems):
-                adapter.show_start_problems(problems)
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             if isinstance(adapter, LeavesIndicators):

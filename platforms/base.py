@@ -371,13 +371,17 @@ class ThreadMemory(Protocol):
 
 
 @runtime_checkable
-class ShowsStartProblems(Protocol):
+class OperatorScreen(Protocol):
     """An adapter on the operator's own screen (the terminal chat), whose log goes elsewhere."""
 
     def show_start_problems(self, lines: Sequence[str]) -> None:
-        """Called before `Adapter.start`, when the start went wrong in ways the log alone would hide
+        """Called before `greet`, when the start went wrong in ways the log alone would hide
         (a plugin that did not load, whose commands would be ordinary messages): one line each, redacted,
-        to show before the first prompt."""
+        to show under the greeting."""
+
+    def greet(self) -> None:
+        """Show the greeting (and the start's problems), once: called before the outbox sends
+        anything, so that a reply an earlier run left unshown comes after it, not above it."""
 
 
 @runtime_checkable

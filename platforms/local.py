@@ -144,6 +144,7 @@ class LocalAdapter:
         self._leaving_after_turn = False  # left while a turn ran: the chat ends once it has
         self._greeting = greeting
         self._start_problems: list[str] = []  # shown under the greeting
+        self._greeted = False
         self._ids = itertools.count(1)
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._last_rows = 1  # the screen rows it took, wrapped: a redraw goes up over all of them
@@ -175,17 +176,25 @@ class LocalAdapter:
             self._saved_tty = tty_state(self._input)
             if self._readline is not None:
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
+        self.greet()
+        self._reader = asyncio.ensure_future(self._read(sink))
+        self._reader.add_done_callback(self._read_ended)
+
+    def show_start_problems(self, lines: Sequence[str]) -> None:
+        """`platforms.base.OperatorScreen`: printed by `greet`, after the greeting, before the first prompt."""
+        self._start_problems = list(lines)
+
+    def greet(self) -> None:
+        """`platforms.base.OperatorScreen`: the greeting and the start's problems, once (`start` greets
+        unless the gateway did first, before its outbox printed what an earlier chat left unshown)."""
+        if self._greeted:
+            return
+        self._greeted = True
         greeting = self._greeting() if callable(self._greeting) else self._greeting
         if greeting:
             self._write(greeting)
         if self._start_problems:
             self._write(shown("\n".join(self._start_problems)) + "\n")
-        self._reader = asyncio.ensure_future(self._read(sink))
-        self._reader.add_done_callback(self._read_ended)
-
-    def show_start_problems(self, lines: Sequence[str]) -> None:
-        """`platforms.base.ShowsStartProblems`: printed by `start`, after the greeting, before the first prompt."""
-        self._start_problems = list(lines)
 
     async def stop(self) -> None:
         """Stop reading and give the terminal back as it was. Idempotent."""

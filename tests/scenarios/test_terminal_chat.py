@@ -411,6 +411,8 @@ def test_a_reader_of_the_output_that_goes_away_ends_the_chat_quietly_and_loses_n
         assert took < GONE_WITHIN
         shown, _ = chat_on_pipes(tmp_path).communicate(b"", timeout=30)
         assert b"agent> [demo] I am" in shown, shown
+        # The greeting first, then what the last chat could not show: not printed above it.
+        assert shown.index(b"Switchboard terminal chat") < shown.index(b"agent> [demo] I am"), shown
 
 
 def test_a_reader_that_goes_away_during_a_turn_gets_its_answer_next_time(tmp_path):
