@@ -60,7 +60,15 @@ from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
 from gateway.config.platform_settings import PLATFORM_NAMES
 from gateway.file_names import file_name
-from platforms.base import Adapter, Attachment, AttachmentTooLarge, DeliveryError, Inbound, SupportsDownload
+from platforms.base import (
+    Adapter,
+    Attachment,
+    AttachmentTooLarge,
+    DeliveryError,
+    Forbidden,
+    Inbound,
+    SupportsDownload,
+)
 
 log = logging.getLogger("gateway.attachments")
 
@@ -191,6 +199,13 @@ def _size(n: int | None) -> str:
     return f"{n} bytes"
 
 
+def _sizes(size: int, limit: int) -> tuple[str, str]:
+    """``size`` and ``limit`` as `_size` shows them, in bytes when it would show them alike
+    ("20.0 MB, which is larger than the 20.0 MB")."""
+    shown = _size(size), _size(limit)
+    return shown if shown[0] != shown[1] else (f"{size:,} bytes", f"{limit:,} bytes")
+
+
 def _named(name: str) -> str:
     """``name`` for a note to the user, which is Markdown: every ASCII punctuation mark escaped, so
     ``__init__.py`` is not shown as a bold "init.py", nor ``1. draft.md`` as a list."""
@@ -200,9 +215,11 @@ def _named(name: str) -> str:
 def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
     name = _named(attachment.name)
     if isinstance(exc, AttachmentTooLarge):
-        size = f" is {_size(exc.size)}, which is" if exc.size else " is"
-        return (f"{name}{size} larger than the {_size(exc.limit)} I can take on {platform}; "
-                "please send a smaller file.")
+        size, limit = _sizes(exc.size, exc.limit) if exc.size else (None, _size(exc.limit))
+        return (f"{name}{f' is {size}, which is' if size else ' is'} larger than the {limit} I can take on"
+                f" {platform}; please send a smaller file.")
+    if isinstance(exc, Forbidden):  # the bot's permissions (a missing scope): sending it again changes nothing
+        return f"I'm not allowed to download {name} from {platform}; please tell whoever runs me."
     return f"I couldn't download {name} from {platform}; please send it again."
 
 
@@ -226,7 +243,9 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             if len(data) > adapter.max_attachment_bytes:  # an adapter that did not stop in time
                 raise AttachmentTooLarge("too large", size=len(data), limit=adapter.max_attachment_bytes)
         except DeliveryError as exc:
-            log.info("%s attachment (%s) not taken: %s", platform, attachment.kind, type(exc).__name__)
+            # Why, for the operator (log lines are redacted): a missing permission is theirs to fix.
+            log.log(logging.WARNING if isinstance(exc, Forbidden) else logging.INFO,
+                    "%s attachment (%s) not taken: %s: %s", platform, attachment.kind, type(exc).__name__, exc)
             notes.append(_refusal(attachment, exc, platform))
             missed.append(f"{attachment.name} ({'too large' if isinstance(exc, AttachmentTooLarge) else 'failed'})")
             continue

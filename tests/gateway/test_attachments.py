@@ -5,6 +5,7 @@ tests/scenarios/test_attachments_chat.py; here an in-memory source stands in for
 from __future__ import annotations
 
 import base64
+import logging
 import os
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, chat_file_scope, ch
 from gateway.file_names import file_name
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config
-from platforms.base import Attachment, AttachmentTooLarge, Inbound, NetworkError
+from platforms.base import Attachment, AttachmentTooLarge, Forbidden, Inbound, NetworkError
 from tests.pictures import PNG
 
 
@@ -172,6 +173,28 @@ async def test_too_large_and_failed_files_are_explained_and_nothing_is_stored(tm
     ]
     assert "[Files the user sent that did not reach you: big.zip (too large); lost.txt (failed)]" in prepared.content
     assert not (tmp_path / "attachments").exists()
+
+
+async def test_a_size_just_over_the_limit_is_not_shown_as_the_limit_itself(tmp_path: Path) -> None:
+    over = Attachment("document", "big.bin", None, None, "big")
+    prepared = await run(Files({"big": b"x" * (20 * 1024 * 1024 + 5000)}, cap=20 * 1024 * 1024), [over], ws=tmp_path)
+    assert prepared.notes == ["big\\.bin is 20,976,520 bytes, which is larger than the 20,971,520 bytes I can take on"
+                              " telegram; please send a smaller file."]
+
+
+class NotAllowed(Files):
+    async def download(self, attachment: Attachment) -> bytes:
+        raise Forbidden("Slack sent its sign-in page instead of the file: give the app the files:read scope")
+
+
+async def test_a_download_the_bot_is_not_allowed_is_no_use_sending_again_and_says_why_in_the_log(
+        tmp_path: Path, caplog) -> None:
+    doc = Attachment("document", "notes.txt", None, None, "d1")
+    with caplog.at_level(logging.INFO, logger="gateway.attachments"):
+        prepared = await run(NotAllowed({}), [doc], "read this", ws=tmp_path)
+    assert prepared.notes == ["I'm not allowed to download notes\\.txt from telegram; please tell whoever runs me."]
+    (line,) = [r for r in caplog.records if "not taken" in r.getMessage()]
+    assert line.levelno == logging.WARNING and "files:read scope" in line.getMessage()
 
 
 @pytest.mark.parametrize("in_the_way", ["attachments", "attachments/telegram", "attachments/telegram/42"])
