@@ -29,6 +29,11 @@ DEFAULT_OUTPUT_LIMIT = 50_000
 
 # Bounds the wait for the pipe's EOF when a process escaped the group (setsid) and holds it.
 _DRAIN_GRACE_SECONDS = 1.0
+_EXIT_POLL_SECONDS = 0.01
+"""How often the run's exit is looked for: asyncio's ``Process.wait()`` (before Python 3.12) returns
+only once its output pipe has closed too, which a background child holding it delays for as long
+as that child lives; the return code is set at the exit itself."""
+_REAP_SECONDS = 5.0
 # Enough for Python to find its libraries, locale and temp dir; nothing secret.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "HOME")
 
@@ -71,6 +76,18 @@ async def _pump(stream: asyncio.StreamReader, out: _Output) -> None:
     out.feed(b"", final=True)
 
 
+async def _exited(proc: asyncio.subprocess.Process, within: float) -> bool:
+    """Whether the run's own process has exited within ``within`` seconds (see `_EXIT_POLL_SECONDS`)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while proc.returncode is None:
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(_EXIT_POLL_SECONDS, left))
+    return True
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the run's process group; the leader may already have exited."""
     try:
@@ -108,19 +125,23 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
     pump = asyncio.create_task(_pump(proc.stdout, out))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout_seconds)
-    except TimeoutError:
-        timed_out = True
+        timed_out = not await _exited(proc, timeout_seconds)
     finally:
-        # Also after a normal exit: background children die with the snippet, and
-        # then nothing holds the pipe open, so the pump reaches EOF at once.
+        # Also after a normal exit: background children die with the snippet, and then
+        # nothing holds the pipe open, so the pump reaches EOF at once. One that left the
+        # group (setsid) may hold it for as long as it lives: the output is read for a
+        # grace, and no longer.
         _kill_group(proc)
         try:
-            if proc.returncode is None:
-                await proc.wait()  # prompt after SIGKILL; reaps the process even when cancelled
+            await _exited(proc, _REAP_SECONDS)  # prompt after SIGKILL; reaped by asyncio's watcher, even when cancelled
             await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
         finally:
             pump.cancel()
+            # The pipe a child that left the group still holds is ours to close (a Process has no
+            # public close): left open, it would wait for that child to end.
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
     output = out.render() or "(no output)"
     if timed_out:
         raise ToolError(f"timed out after {timeout_seconds:g} s; the process was killed. Output so far:\n{output}")

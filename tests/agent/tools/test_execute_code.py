@@ -116,6 +116,41 @@ async def test_background_children_do_not_outlive_a_normal_exit(call, workspace:
     assert await _gone(child)
 
 
+async def test_a_background_child_on_the_output_pipe_does_not_hold_up_a_normal_exit(call, workspace: Path):
+    # It keeps the snippet's stdout: asyncio's wait() (before 3.12) waited for the pipe as well, so the
+    # run was reported timed out though it had ended at once, its exit code lost.
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
+        "print('done')"
+    )
+    started = time.monotonic()
+    assert await call(_tool(timeout=20), {"code": code}) == "exit code: 0\ndone\n"
+    assert time.monotonic() - started < 10
+    (child,) = await _pids_from(workspace / "child.pid")
+    assert await _gone(child)
+
+
+async def test_a_child_that_left_the_group_cannot_stretch_the_time_limit(call, workspace: Path):
+    # setsid: out of reach of the group's kill, holding the output pipe for as long as it sleeps.
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)"
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(ToolError, match=r"timed out after 2 s"):
+            await call(_tool(timeout=2), {"code": code})
+        assert time.monotonic() - started < 15  # the limit and the output's grace, not the child's minute
+    finally:
+        for pid in await _pids_from(workspace / "child.pid"):
+            os.kill(pid, 9)
+
+
 async def test_cancellation_kills_the_subprocess(call, workspace: Path):
     code = (
         "import os, subprocess, sys, time\n"
