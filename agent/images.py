@@ -29,6 +29,7 @@ from agent._errors import ToolError
 from agent._image_fit import UnusableImage, fit_image, run_decoding
 from agent.tools import resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_unfollowed
+from agent.tools.file_scope import FileScope
 
 log = logging.getLogger("agent.images")
 
@@ -100,13 +101,15 @@ def _sniff(head: bytes) -> str:
     return mime
 
 
-def _local(workspace: Path, image: str) -> tuple[BinaryIO, int]:
+def _local(workspace: Path, image: str, scope: FileScope | None) -> tuple[BinaryIO, int]:
     """The local image ``image`` open for reading, and its size; or `_Skip`. Checked as read_file
     checks a path, and opened as it opens one (`open_unfollowed`), what was opened checked on its
     descriptor: a symlink out of the workspace put on the path since is refused, and a FIFO neither
     blocks the worker thread for ever nor is read."""
     try:
-        target = resolve_in_workspace(workspace, image)  # the same guard as read_file
+        target = resolve_in_workspace(workspace, image)  # the same guards as read_file
+        if scope is not None:  # another chat's attachment is not this one's to show a subagent
+            scope.check(target, workspace.resolve(), image)
     except ToolError as exc:
         raise _Skip(str(exc)) from None
     try:
@@ -124,7 +127,7 @@ def _local(workspace: Path, image: str) -> tuple[BinaryIO, int]:
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
+def _image_url(image: str, workspace: Path, max_bytes: int, scope: FileScope | None) -> str:
     """The ``image_url`` for a vision model, or `_Skip`."""
     if _HTTP_URL.match(image):
         return image
@@ -140,7 +143,7 @@ def _image_url(image: str, workspace: Path, max_bytes: int) -> str:
             raise _Skip(f"is larger than {max_bytes} bytes")
         fitted, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
         return image if fitted is data else f"data:{mime};base64,{base64.b64encode(fitted).decode('ascii')}"
-    opened, size = _local(workspace, image)
+    opened, size = _local(workspace, image, scope)
     try:
         with opened as f:
             if size > max_bytes:
@@ -161,14 +164,14 @@ def _fitted(data: bytes, mime: str) -> tuple[bytes, str]:
         raise _Undecodable(str(why)) from None
 
 
-def _text_line(image: str, workspace: Path) -> str:
+def _text_line(image: str, workspace: Path, scope: FileScope | None) -> str:
     """The ``[Image attached at: ...]`` line for a model without vision, or `_Skip`."""
     if _HTTP_URL.match(image):
         return f"[Image attached at: {image}]"
     if image[:5].lower() == "data:":
         # Neither a path nor a URL a tool could open, and pasting it would flood the context.
         raise _Skip("is a data URL, which a model without vision cannot use")
-    opened, _ = _local(workspace, image)
+    opened, _ = _local(workspace, image, scope)
     try:
         with opened as f:
             _sniff(f.read(_HEAD_BYTES))
@@ -187,11 +190,12 @@ def _skip(image: str, why: _Skip, skipped: list[tuple[str, _Skip]]) -> None:
     skipped.append((image, why))
 
 
-def _text_form(goal: str, images: list[str], workspace: Path, skipped: list[tuple[str, _Skip]]) -> str:
+def _text_form(goal: str, images: list[str], workspace: Path, skipped: list[tuple[str, _Skip]],
+               scope: FileScope | None) -> str:
     lines = []
     for image in images:
         try:
-            lines.append(_text_line(image, workspace))
+            lines.append(_text_line(image, workspace, scope))
         except _Skip as why:
             _skip(image, why, skipped)
     if not lines:
@@ -200,11 +204,11 @@ def _text_form(goal: str, images: list[str], workspace: Path, skipped: list[tupl
 
 
 def _vision_form(goal: str, images: list[str], workspace: Path, max_bytes: int,
-                 skipped: list[tuple[str, _Skip]]) -> list[dict] | None:
+                 skipped: list[tuple[str, _Skip]], scope: FileScope | None) -> list[dict] | None:
     parts: list[dict] = [{"type": "text", "text": goal}]
     for image in images:
         try:
-            url = _image_url(image, workspace, max_bytes)
+            url = _image_url(image, workspace, max_bytes, scope)
         except _Skip as why:
             _skip(image, why, skipped)
             continue
@@ -228,6 +232,7 @@ def first_turn_content(
     supports_vision: bool,
     max_bytes: int = DEFAULT_MAX_BYTES,
     unusable: list[tuple[str, str]] | None = None,
+    file_scope: FileScope | None = None,
 ) -> str | list[dict]:
     """The child's first user message: ``goal`` alone, or with its images.
 
@@ -238,7 +243,8 @@ def first_turn_content(
     Otherwise, or when no image is usable: the goal text plus an
     ``[Image attached at: ...]`` line per image that exists or is a URL (and, for a
     vision model, is not one Pillow cannot decode), and `VISION_HINT`. Local paths
-    go through the workspace guard. Unusable images are skipped with a warning and
+    go through the workspace guard, and ``file_scope`` (the parent's: a chat's session may not show
+    its subagent another chat's attachment). Unusable images are skipped with a warning and
     named with why in a last paragraph, ``[Images that could not be used: ...]``;
     a caller that passes ``unusable`` gets them there as ``(image, why)`` instead,
     to tell the model in its own words. Never raises. Does blocking file I/O: from
@@ -254,14 +260,14 @@ def first_turn_content(
         skipped: list[tuple[str, _Skip]] = []
         content: str | list[dict] | None = None
         if supports_vision:
-            content = _vision_form(goal, wanted, workspace, max_bytes, skipped)
+            content = _vision_form(goal, wanted, workspace, max_bytes, skipped, file_scope)
             if content is None:
                 log.warning("no usable image for a vision model; the child gets the text goal")
                 # A path a vision tool might open (an image too large to inline), not one that is no image.
                 wanted = [image for image, why in skipped if not isinstance(why, _Undecodable)]
                 skipped = [(image, why) for image, why in skipped if isinstance(why, _Undecodable)]
         if content is None:
-            content = _text_form(goal, wanted, workspace, skipped)
+            content = _text_form(goal, wanted, workspace, skipped, file_scope)
         if unusable is not None:
             unusable.extend((image, str(why)) for image, why in skipped)
         elif skipped:
@@ -281,13 +287,15 @@ async def first_turn_content_async(
     supports_vision: bool,
     max_bytes: int = DEFAULT_MAX_BYTES,
     unusable: list[tuple[str, str]] | None = None,
+    file_scope: FileScope | None = None,
 ) -> str | list[dict]:
     """`first_turn_content` in a worker thread, so its file I/O never blocks the event loop. When it
     has images to fit, in one of the decode threads (`run_decoding`), waiting for one while
     `MAX_DECODES` others decode without taking one of the loop's own, which every
     ``asyncio.to_thread`` shares."""
     call = functools.partial(first_turn_content, goal, images, workspace=workspace,
-                             supports_vision=supports_vision, max_bytes=max_bytes, unusable=unusable)
+                             supports_vision=supports_vision, max_bytes=max_bytes, unusable=unusable,
+                             file_scope=file_scope)
     if supports_vision and _to_fit(images):
         return await run_decoding(call)
     return await asyncio.to_thread(call)

@@ -132,6 +132,7 @@ class ChildRun:
                         content = await first_turn_content_async(
                             job.goal, job.images, workspace=session.workspace,
                             supports_vision=bool(getattr(session.model, "supports_vision", False)),
+                            file_scope=job.file_scope,
                         )
                 if self.stop_reason is not None:  # a stop that landed while no turn ran must not be lost
                     outcome = self.stopped()

@@ -103,7 +103,8 @@ class ChildActivities:
         content: Any = job.goal
         if job.images:
             content = await first_turn_content_async(
-                job.goal, job.images, workspace=workspace, supports_vision=bool(getattr(model, "supports_vision", False)))
+                job.goal, job.images, workspace=workspace, supports_vision=bool(getattr(model, "supports_vision", False)),
+                file_scope=job.file_scope)
         tools, missing = [], []
         for name in job.tools:
             tool = self.toolbox.tools.get(name)

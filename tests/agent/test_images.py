@@ -22,6 +22,7 @@ from agent.images import (
     first_turn_content_async,
     images_problem,
 )
+from agent.tools.file_scope import FileScope
 from tests import swaps
 from tests.pictures import GIF, JPEG, PNG, WEBP
 from tests.polling import until
@@ -160,6 +161,23 @@ def test_outside_path_is_logged_with_the_reason(ws, caplog):
     caplog.set_level(logging.WARNING, logger="agent.images")
     vision(["../secret.png", "chart.png"], ws)
     assert "outside the workspace" in skipped(caplog)[0]
+
+
+@pytest.mark.parametrize("supports_vision", [True, False])
+def test_another_chats_attachment_is_not_this_chats_to_show_a_subagent(ws, supports_vision):
+    # delegate_task is always offered: without this, a chat could have a subagent describe an image
+    # another chat sent, which its own file tools refuse.
+    for chat in ("1", "2"):
+        (ws / "attachments" / "discord" / chat).mkdir(parents=True)
+        (ws / "attachments" / "discord" / chat / "photo.png").write_bytes(PNG)
+    scope = FileScope(("attachments/discord",), own="attachments/discord/1")
+    unusable: list[tuple[str, str]] = []
+    content = first_turn_content(GOAL, ["attachments/discord/2/photo.png", "attachments/discord/1/photo.png"],
+                                 workspace=ws, supports_vision=supports_vision, unusable=unusable, file_scope=scope)
+    ((refused, why),) = unusable
+    assert refused == "attachments/discord/2/photo.png" and "is not this session's to use" in why
+    shown = str(content)
+    assert "attachments/discord/2" not in shown and (supports_vision or "attachments/discord/1/photo.png" in shown)
 
 
 def test_files_over_the_limit_are_skipped(ws, caplog):

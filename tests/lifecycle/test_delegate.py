@@ -10,6 +10,8 @@ import pytest
 
 from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError, active_turn
 from agent.models.scripted import ScriptedModel
+from agent.tools.file_scope import SERVICE as FILE_SCOPE
+from agent.tools.file_scope import FileScope
 from lifecycle import SubagentLaunchRequest, SubagentState, delegate_tool
 from lifecycle._children import ChildSpec
 from lifecycle._entries import apply_summary_budget
@@ -362,6 +364,19 @@ async def test_images_go_native_to_vision_models_and_as_text_otherwise(denv):
     urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
     assert urls == ["data:image/png;base64," + base64.b64encode(PNG).decode(), "https://example.com/a.png"]
     assert parts[0]["text"].endswith(f"\n\n{missing}")
+
+
+@pytest.mark.both_engines
+async def test_a_subagent_is_never_shown_another_chats_attachment(denv):
+    # delegate_task is offered in every chat: its images must not reach what the chat's file tools refuse.
+    for chat in ("1", "2"):
+        (denv.parent.workspace / "attachments" / "discord" / chat).mkdir(parents=True)
+        (denv.parent.workspace / "attachments" / "discord" / chat / "photo.png").write_bytes(PNG)
+    denv.parent.services[FILE_SCOPE] = FileScope(("attachments/discord",), own="attachments/discord/1")
+    denv.child_model.supports_vision = True
+    await results(denv, {"goal": "[show-prompt] peek", "images": ["attachments/discord/2/photo.png"]})
+    first = [r for r in denv.child_model.requests if "peek" in r.metadata["goal"]][0].messages[1]["content"]
+    assert "base64" not in str(first) and "is not this session's to use" in str(first)
 
 
 async def test_too_many_images_is_a_tool_error(denv):
