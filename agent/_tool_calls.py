@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agent._model import ModelResponse
+from agent._tools import utf8_text
 
 NOT_RUN = "[not run: the turn ended before it ran]"
 """The result of a tool call a turn ended without running by an exception (a failing observer or
@@ -49,4 +50,16 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
     if not isinstance(value, dict):
         return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
+    return _mended(value), None
+
+
+def _mended(value: Any) -> Any:
+    """``value`` with each lone surrogate replaced by U+FFFD: JSON's escapes make them (``"\\ud83d"``,
+    half of an emoji's pair), and no file, note or request could hold one."""
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        return {utf8_text(k): _mended(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    return value

@@ -562,3 +562,15 @@ async def test_a_saved_turn_stopped_meanwhile_ends_at_once_with_its_partial_outp
     assert (resumed.exit_reason, resumed.interrupt_reason, resumed.text) == ("interrupted", "stopped by /stop", "step 1")
     assert resumed.api_calls == 2 and len(resumed.tool_trace) == 2
     assert second.model.requests == []  # no further model call
+
+
+async def test_a_lone_surrogate_escape_in_tool_arguments_reaches_the_tool_as_a_replacement_character():
+    # "\ud83d" in the arguments' JSON is half an emoji: json.loads makes it a lone surrogate, which no
+    # file or note can encode (write_file and memory failed as with a bug).
+    got = []
+    raw = '{"text": "smile \\ud83d", "\\udc00key": ["\\ud83d"]}'
+    s = session([[{"tool_calls": [{"id": "c1", "name": "keep", "arguments": raw}]}, {"text": "kept"}]],
+                registry(keep=lambda args, ctx: got.append(args) or "ok"))
+    assert (await s.run_turn("go")).text == "kept"
+    assert got == [{"text": "smile \ufffd", "\ufffdkey": ["\ufffd"]}]
+    json.dumps(got[0], ensure_ascii=False).encode()  # what a file or a note would store: encodable
