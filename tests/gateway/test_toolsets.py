@@ -38,6 +38,11 @@ def test_a_platforms_own_list_replaces_agent_toolsets():
     assert toolsets("slack", **sections) == REGISTERED - {"file"}
 
 
+def test_the_web_chat_has_a_list_of_its_own_too():
+    # The page behind a signing-in proxy is a team's own: it may get the file tools while chat platforms do not.
+    assert toolsets("web", platforms={"web": {"toolsets": ["file"]}}) == REGISTERED - {"execute_code"}
+
+
 def test_enabled_toolsets_still_restrict():
     assert toolsets("telegram", agent={"enabled_toolsets": ["memory", "execute_code"],
                                        "toolsets": ["execute_code"]}) == {"memory", "execute_code"}
