@@ -85,14 +85,16 @@ async def test_output_is_capped_keeping_head_and_tail(call):
     assert len(out) < 300
 
 
+def _spawning(popen_args: str = "", then: str = "") -> str:
+    """A snippet that starts a Python child sleeping a minute (``popen_args`` added to its Popen call),
+    writes the child's pid to ``child.pid``, then runs ``then``."""
+    return ("import subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']{popen_args})\n"
+            "open('child.pid', 'w').write(f'{child.pid}\\n')\n" + then)
+
+
 async def test_timeout_kills_the_process_group(call, workspace: Path):
-    code = (
-        "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
-        "print('started', flush=True)\n"
-        "time.sleep(30)"
-    )
+    code = _spawning(then="print('started', flush=True)\ntime.sleep(30)")
     started = time.monotonic()
     # The timeout leaves the snippet's interpreter time to start and print, even on a loaded machine:
     # with 0.5 s it was sometimes killed before its first line, and "started" was not in the output.
@@ -105,12 +107,7 @@ async def test_timeout_kills_the_process_group(call, workspace: Path):
 
 
 async def test_background_children_do_not_outlive_a_normal_exit(call, workspace: Path):
-    code = (
-        "import subprocess, sys\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],\n"
-        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "open('child.pid', 'w').write(f'{child.pid}\\n')"
-    )
+    code = _spawning(", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL")
     assert await call(_tool(), {"code": code}) == "exit code: 0\n(no output)"
     (child,) = await _pids_from(workspace / "child.pid")
     assert await _gone(child)
@@ -119,12 +116,7 @@ async def test_background_children_do_not_outlive_a_normal_exit(call, workspace:
 async def test_a_background_child_on_the_output_pipe_does_not_hold_up_a_normal_exit(call, workspace: Path):
     # It keeps the snippet's stdout: asyncio's wait() (before 3.12) waited for the pipe as well, so the
     # run was reported timed out though it had ended at once, its exit code lost.
-    code = (
-        "import subprocess, sys\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
-        "print('done')"
-    )
+    code = _spawning(then="print('done')")
     started = time.monotonic()
     assert await call(_tool(timeout=20), {"code": code}) == "exit code: 0\ndone\n"
     assert time.monotonic() - started < 10
@@ -134,13 +126,7 @@ async def test_a_background_child_on_the_output_pipe_does_not_hold_up_a_normal_e
 
 async def test_a_child_that_left_the_group_cannot_stretch_the_time_limit(call, workspace: Path):
     # setsid: out of reach of the group's kill, holding the output pipe for as long as it sleeps.
-    code = (
-        "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
-        "open('child.pid', 'w').write(f'{child.pid}\\n')\n"
-        "print('started', flush=True)\n"
-        "time.sleep(60)"
-    )
+    code = _spawning(", start_new_session=True", then="print('started', flush=True)\ntime.sleep(60)")
     started = time.monotonic()
     try:
         with pytest.raises(ToolError, match=r"timed out after 2 s"):
