@@ -181,8 +181,9 @@ class Sender:
         return self._pacer.waiting_beyond(tasks, seconds)
 
     async def held_back(self, row_ids: Iterable[int], seconds: float, preempt: asyncio.Event | None = None) -> None:
-        """`pause` a chat the database failed under, its parts ``row_ids``: the time it waits does
-        not count toward giving up on them (`gateway.give_up`)."""
+        """Sleep ``seconds`` on the clock (cut short when ``preempt`` is set), for a chat the database
+        failed under, its parts ``row_ids``: the time waited does not count toward giving up on them
+        (`gateway.give_up`)."""
         started = self._clock.monotonic()
         try:
             await self._pacer.wait(seconds, preempt)

@@ -128,11 +128,8 @@ class ConnectionWatch:
         which the gateway notices by itself as it keeps trying."""
         if self._state.status == "down" and self._state.reason == reason:
             return
-        if retrying:
-            log.error("%s: the platform refuses the connection; the gateway keeps trying until it is let in: %s",
-                      self._platform, reason)
-        else:
-            log.error("%s: the platform refused the connection and the gateway cannot fix it by retrying: %s",
-                      self._platform, reason)
+        how = ("refuses the connection; the gateway keeps trying until it is let in" if retrying else
+               "refused the connection and the gateway cannot fix it by retrying")
+        log.error("%s: the platform %s: %s", self._platform, how, reason)
         self._state = ConnectionState("down", reason, time.time())
 

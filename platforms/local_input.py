@@ -1,13 +1,13 @@
 """The terminal chat's input from a pipe, a file, or a terminal without line editing: what arrived together.
 
 Lines that arrive together are one message (``printf 'Compare these:\\n- apples\\n- pears\\n' |
-switchboard chat``: a list to delegate). Whether they did is decided by what can be read at once
-when the reader looks, never by a timer: the reader thread of a loaded machine may be scheduled
-long after the lines arrived, and a 50 ms window between lines split a pasted list in two. A read
+switchboard chat``: a list to delegate). Whether they did is decided by what can be read when the
+reader looks, not by a window counted from the first line: the reader thread of a loaded machine
+may be scheduled long after the lines arrived, and such a window split a pasted list in two. A read
 takes everything readable then (up to the end of a line it stops inside: a paste bigger than the
 pipe's buffer arrives in pieces cut anywhere), so lines written later, once their reader has
-looked, are a message of their own, and so is each line typed at a terminal (its driver hands
-over a line at a time, and says one is readable only once it is whole).
+looked (and waited `LINE_GRACE`, below), are a message of their own, and so is each line typed at
+a terminal (its driver hands over a line at a time, and says one is readable only once it is whole).
 
 The descriptor is read directly, not through the stream's ``readline``: a text stream may
 already hold the next lines in its buffer, which asking the descriptor (``select``) would not see.

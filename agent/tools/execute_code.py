@@ -34,6 +34,7 @@ _EXIT_POLL_SECONDS = 0.01
 only once its output pipe has closed too, which a background child holding it delays for as long
 as that child lives; the return code is set at the exit itself."""
 _REAP_SECONDS = 5.0
+"""How long the run's own process is waited for after its group's SIGKILL: at once, in practice."""
 # Enough for Python to find its libraries, locale and temp dir; nothing secret.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "HOME")
 
