@@ -231,6 +231,11 @@ class _LogStream(logging.StreamHandler):
 
     _told = False
 
+    def handle(self, record: logging.LogRecord) -> bool:
+        # Our filters fold repeats into the message: on a copy, so that handlers after this one
+        # (the console's recent errors, an embedder's) get the record as it was logged.
+        return super().handle(logging.makeLogRecord(record.__dict__))
+
     def handleError(self, record: logging.LogRecord) -> None:
         error = sys.exc_info()[1]
         if not isinstance(error, OSError):

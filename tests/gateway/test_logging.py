@@ -237,3 +237,38 @@ def test_a_log_that_cannot_be_written_says_so_once_and_drops_its_lines(capfd):
             log.warning("line %d", n)
     err = capfd.readouterr().err
     assert err == "switchboard: cannot write the log (No space left on device); its lines are dropped\n"
+
+
+def test_folding_a_repeat_leaves_the_record_alone_for_other_handlers(capture):
+    """The log's count of repeats is its own: a handler attached after it (the console's recent
+    errors) sees the message as logged, never "… (and 2 more like it …)" to fold a second time."""
+    from gateway.console.recent_errors import RecentErrors
+    from gateway.log_repeats import RepeatFilter
+
+    stream = capture("text")
+    now = [0.0]
+    handler = next(h for h in logging.getLogger().handlers if getattr(h, "_switchboard", False))
+    next(f for f in handler.filters if isinstance(f, RepeatFilter))._clock = lambda: now[0]
+    seen: list[str] = []
+
+    class Later(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    later = Later()
+    logging.getLogger().addHandler(later)
+    recent = RecentErrors(repeat_window=30)
+    recent._repeats._clock = lambda: now[0]
+    recent.attach()
+    try:
+        for at in (0, 10, 20, 35, 36):
+            now[0] = at
+            log.warning("disk full")
+    finally:
+        logging.getLogger().removeHandler(later)
+        recent.detach()
+    assert stream.getvalue().count("disk full") == 2
+    assert "(and 2 more like it in the last 35 s)" in stream.getvalue()
+    assert seen == ["disk full"] * 5
+    assert [e["message"] for e in recent.entries()] == [
+        "disk full (and 2 more like it in the last 35 s)", "disk full"]
