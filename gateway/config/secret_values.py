@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import types
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -38,9 +39,19 @@ def secret_values(cls: type, raw: object) -> frozenset[str]:
     return frozenset(value for value in found if len(value) >= MIN_LENGTH)
 
 
+OTLP_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+"""Headers the OpenTelemetry exporter sends the collector (``name=value,…``): a hosted one's API key."""
+
+
 def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
-    """The values of the `ENV_SECRETS` that are set: the model sends them as its key when the file sets none."""
-    return frozenset(value for name in ENV_SECRETS if len(value := env.get(name) or "") >= MIN_LENGTH)
+    """The values of the `ENV_SECRETS` that are set (the model sends them as its key when the file sets
+    none), and each header value of the `OTLP_HEADER_VARIABLES`, as set and URL-decoded as sent."""
+    found = {env.get(name) or "" for name in ENV_SECRETS}
+    for name in OTLP_HEADER_VARIABLES:
+        for header in (env.get(name) or "").split(","):
+            value = header.partition("=")[2].strip()
+            found |= {value, urllib.parse.unquote(value)}
+    return frozenset(value for value in found if len(value) >= MIN_LENGTH)
 
 
 def mask(messages: Iterable[str], secrets: frozenset[str], replacement: str = "***") -> list[str]:

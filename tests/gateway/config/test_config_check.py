@@ -161,3 +161,12 @@ def test_a_credential_in_a_url_query_is_masked_and_the_rest_of_the_url_kept(writ
         "https://hooks.example.com/in?token=***&room=7")
     config, _ = load_config(path, env={})
     assert {"q-s3cret-1", "q-s3cret-2"} <= set(config_secrets(config))  # so the log masks them too
+
+
+def test_the_collectors_header_values_are_secrets_too(load):
+    """A hosted collector's API key travels in $OTEL_EXPORTER_OTLP_HEADERS (docs/console.md): the
+    log masks it as it masks the model's key; header names and short values are not secrets."""
+    config, _ = load("")
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=hc-key-123, x-tenant=ab",
+           "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20tr-9f8e7d"}
+    assert sorted(config_secrets(config, env=env)) == ["Bearer tr-9f8e7d", "Bearer%20tr-9f8e7d", "hc-key-123"]
