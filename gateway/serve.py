@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Awaitable
 
 from gateway import gc_tuning, state_lock
@@ -13,6 +12,7 @@ from gateway.config import Config
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
+from gateway.stop_signals import StopSignals
 
 log = logging.getLogger("gateway.serve")
 
@@ -21,7 +21,7 @@ QUIET_CHECKS, QUIET_PAUSE = 3, 0.05
 
 
 async def serve(config: Config, *, local: bool = False) -> int:
-    """Run until SIGINT/SIGTERM (or the terminal chat ends): stop intake, give turns, then the
+    """Run until SIGINT/SIGTERM/SIGHUP (`gateway.stop_signals`; or the terminal chat ends): stop intake, give turns, then the
     outbox's flush, then the Temporal engine's last requests ``server.shutdown_grace_seconds`` in all
     (`Gateway.stop`), journal running children. A signal
     while the gateway still starts cancels the start and stops the same way."""
@@ -55,8 +55,7 @@ async def serve(config: Config, *, local: bool = False) -> int:
     with_server = not local or len(adapters) > 1
     server = Server(gateway, config.server.host, config.server.port) if with_server else None
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopping.set)
+    signals = StopSignals(loop, stopping.set)
     try:
         if await _unless_stopped(_start(gateway, server), stopping):
             started.set()
@@ -69,11 +68,13 @@ async def serve(config: Config, *, local: bool = False) -> int:
     finally:
         for task in draining:
             task.cancel()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-        if server is not None:
-            await server.stop()
-        await gateway.stop()
+        signals.release()
+        try:
+            if server is not None:
+                await server.stop()
+            await gateway.stop()
+        finally:
+            signals.close()
     return 0
 
 

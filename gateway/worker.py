@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
 from dataclasses import replace
 
@@ -26,6 +25,7 @@ from agent.tools import register_builtin_tools
 from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS
 from gateway.errors import StartupError
+from gateway.stop_signals import StopSignals
 from lifecycle import Routing
 
 log = logging.getLogger("gateway.worker")
@@ -78,8 +78,8 @@ async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, 
 
 
 async def run_worker(config: Config) -> int:
-    """Poll ``lifecycle.temporal.task_queue`` until SIGINT/SIGTERM, then give the calls in
-    flight ``server.shutdown_grace_seconds`` before other workers retry them."""
+    """Poll ``lifecycle.temporal.task_queue`` until SIGINT/SIGTERM/SIGHUP (`gateway.stop_signals`), then
+    give the calls in flight ``server.shutdown_grace_seconds`` before other workers retry them."""
     try:
         from lifecycle.temporal import ChildWorker, TemporalUnavailable, connect
     except ImportError as exc:
@@ -105,8 +105,7 @@ async def run_worker(config: Config) -> int:
                          grace_seconds=config.server.shutdown_grace_seconds, identity=identity)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopping.set)
+    signals = StopSignals(loop, stopping.set)
     try:
         async with worker:
             log.info("worker %s running children from task queue %s in namespace %s at %s", identity,
@@ -114,11 +113,13 @@ async def run_worker(config: Config) -> int:
             await stopping.wait()
             log.info("worker shutting down")
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-        await models.aclose()
-        await routing.close()
-        # As in the gateway: plugin calls still running are named, and the exit does not wait for them.
-        plugins.close()
-        toolbox.hooks.close()
+        signals.release()
+        try:
+            await models.aclose()
+            await routing.close()
+        finally:
+            signals.close()
+            # As in the gateway: plugin calls still running are named, and the exit does not wait for them.
+            plugins.close()
+            toolbox.hooks.close()
     return 0

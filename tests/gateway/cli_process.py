@@ -65,10 +65,11 @@ def on_private_tmpfs(mount_point: Path, options: str, then: str = "") -> list[st
 class Running:
     """``switchboard run`` in the background; `url` once it listens, `stop` for a graceful end."""
 
-    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+                 prefix: Sequence[str] = ()) -> None:
         self.lines: list[str] = []
         self._changed = threading.Condition()
-        self.proc = subprocess.Popen(command(*args, "run"), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*prefix, *command(*args, "run")], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env or environment(tmp_path))
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()

@@ -1,0 +1,45 @@
+"""The signals that stop a long-running ``switchboard`` command gracefully.
+
+SIGINT and SIGTERM, and SIGHUP too: closing the terminal a ``switchboard chat`` or a foreground
+``switchboard run`` is in sends it, and its default action kills the process at once, which the
+next start takes for a crash (the running turn's message is charged an attempt, and after
+``inbox.max_attempts`` such closings it is set aside as a dead letter). A SIGHUP the process was
+started ignoring (``nohup``) stays ignored: whoever started it asked it to outlive the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+
+
+class StopSignals:
+    """Calls ``stop`` on the first stop signal. `release`, once the stop has begun, hands SIGINT and
+    SIGTERM back to their defaults, so a second one ends the process at once as a supervisor that
+    escalates expects, but keeps ignoring SIGHUP: the shell passes the terminal's hangup on to its
+    jobs, so one hangup can arrive twice. `close`, after the stop, restores SIGHUP's default too."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+        self._loop = loop
+        self._hangup = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN
+        for signum in self._signals():
+            loop.add_signal_handler(signum, stop)
+
+    def release(self) -> None:
+        loop = self._loop
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+        if self._hangup:
+            loop.add_signal_handler(signal.SIGHUP, _again)
+
+    def close(self) -> None:
+        if self._hangup:
+            self._loop.remove_signal_handler(signal.SIGHUP)
+
+    def _signals(self) -> tuple[signal.Signals, ...]:
+        return (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if self._hangup else ()))
+
+
+def _again() -> None:
+    """A further hangup while the stop runs: the stop is under way already."""

@@ -1,0 +1,43 @@
+"""Closing the terminal `switchboard run` (or `chat`) is in sends SIGHUP: a graceful stop, not a
+crash the next start charges the running turn's message for; under ``nohup`` it is ignored."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+
+import pytest
+
+from tests.gateway.cli_process import TIMEOUT, Running, write_config
+
+
+def config(tmp_path):
+    return write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+        "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "hangup-secret-0"}}}},
+    })
+
+
+def stopped_cleanly(tmp_path) -> str:
+    with sqlite3.connect(tmp_path / "state" / "switchboard.db") as db:
+        return db.execute("SELECT value FROM gateway_meta WHERE key='stopped_cleanly'").fetchone()[0]
+
+
+def test_a_hangup_stops_the_gateway_gracefully(tmp_path):
+    with Running(tmp_path, "--config", str(config(tmp_path))).started() as gateway:
+        gateway.proc.send_signal(signal.SIGHUP)
+        assert gateway.proc.wait(TIMEOUT) == 0, gateway.lines[-5:]
+        gateway.wait_for("shutting down")
+    assert stopped_cleanly(tmp_path) == "1"
+
+
+@pytest.mark.timeout(3 * TIMEOUT)
+def test_a_gateway_started_under_nohup_outlives_the_hangup(tmp_path):
+    ignoring = ["sh", "-c", 'trap "" HUP; exec "$@"', "nohup"]
+    with Running(tmp_path, "--config", str(config(tmp_path)), prefix=ignoring).started() as gateway:
+        gateway.proc.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            gateway.proc.wait(1.0)
+        gateway.ends_on_sigterm(TIMEOUT)
+    assert stopped_cleanly(tmp_path) == "1"
