@@ -19,12 +19,14 @@ from gateway.store import OutboxRow
 
 
 class GiveUpClocks:
-    def __init__(self, clock: Clock, holds: CredentialHolds, *, started: float, give_up_after: Mapping[str, float],
-                 default_give_up: float) -> None:
-        """``started``: when this process's sender started, on the wall clock."""
+    def __init__(self, clock: Clock, holds: CredentialHolds, *, started: float, last_before: int,
+                 give_up_after: Mapping[str, float], default_give_up: float) -> None:
+        """``started``: when this process's sender started, on the wall clock; ``last_before``: the
+        highest part id journaled before it started."""
         self._clock, self._holds = clock, holds
         self._give_up_after, self._default_give_up = give_up_after, default_give_up
         self._started = started
+        self._last_before = last_before
         self._started_awake = clock.monotonic()
         self._journaled: dict[int, float] = {}
         """When each pending part's give-up clock started, on the monotonic clock (`journaled`)."""
@@ -64,7 +66,7 @@ class GiveUpClocks:
         (`gateway.credential_hold`)."""
         since = self._journaled.get(row.id)
         if since is None:
-            if row.created_at >= self._started:  # journaled by this sender (a late note, a re-split piece)
+            if row.id > self._last_before:  # journaled by this sender (a late note, a re-split piece)
                 since = self._clock.monotonic() - max(0.0, self._clock.time() - row.created_at)
             else:
                 tried = 0.0 if row.next_attempt_at is None else min(row.next_attempt_at, self._started) - row.created_at

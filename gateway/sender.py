@@ -100,9 +100,11 @@ class Sender:
                 adapter.bind_turns(functools.partial(self._turn_aside, name))
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
-        """Parts journaled since cannot have been tried by the last process."""
-        self._give_up = GiveUpClocks(clock, self._holds, started=self._started, give_up_after=give_up_after,
-                                     default_give_up=default_give_up)
+        self._last_before = store.last_id()
+        """Parts above it were journaled by this process: the last one cannot have tried them. Told by
+        id, not time: the wall clock may have been stepped back since the last process ran."""
+        self._give_up = GiveUpClocks(clock, self._holds, started=self._started, last_before=self._last_before,
+                                     give_up_after=give_up_after, default_give_up=default_give_up)
         self._unsure: set[int] = set()
         """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
         self._accounted: set[int] = set()
@@ -405,7 +407,7 @@ class Sender:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
         was lost, or the last process tried it (it may have died sending it; one it never tried, marked
         so in the store, cannot have gone out)."""
-        earlier = row.tried and row.created_at < self._started and row.id not in self._accounted
+        earlier = row.tried and row.id <= self._last_before and row.id not in self._accounted
         return row.id in self._unsure or earlier
 
     async def _find_sent(self, adapter: FindsSent, row: OutboxRow, unknown: str = "sending it") -> str | None:

@@ -184,6 +184,11 @@ class OutboxRows:
                                 (key + "/", key + "0", len(key) + 2))  # fmt: skip
         return [_outbox_row(r) for r in rows]
 
+    def last_id(self) -> int:
+        """The highest id journaled so far (0 for none). Ids only grow (AUTOINCREMENT never reuses one),
+        so a row above it was journaled later."""
+        return self._db.read_one("SELECT COALESCE(MAX(id), 0) FROM gateway_outbox")[0]
+
     def pending_messages(self, chat: tuple[str, str, str | None] | None = None) -> list[OutboxRow]:
         """Pending rows, of one chat (platform, chat_id, thread_id) or all, in journal (id) order."""
         if chat is None:

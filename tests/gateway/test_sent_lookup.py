@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -96,11 +97,31 @@ async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_pa
     assert lookups.outcomes == ["slack:found"]
 
 
-@pytest.mark.parametrize("upgraded", [False, True], ids=["same_build", "upgraded"])
-async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters, upgraded):
+class AheadClock:
+    """The system's clocks, its wall clock ``ahead`` seconds fast (as NTP finds and steps back)."""
+
+    def __init__(self, ahead: float) -> None:
+        self.ahead = ahead
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+@pytest.mark.parametrize(("upgraded", "ahead"), [(False, 0.0), (True, 0.0), (False, 30.0)],
+                         ids=["same_build", "upgraded", "clock_stepped_back"])
+async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart(tmp_path, fake, adapters, upgraded,
+                                                                                 ahead):
+    """Also when the wall clock was stepped back between the two processes: which parts the last
+    process journaled is not told by their times."""
     path = tmp_path / "state.db"
-    store1 = GatewayStore(path)
-    outbox1 = Outbox(store1.outbox, {"slack": await adapters()})
+    store1 = GatewayStore(path, clock=AheadClock(ahead))
+    outbox1 = Outbox(store1.outbox, {"slack": await adapters()}, clock=AheadClock(ahead))
     await outbox1.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     outbox1.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
@@ -113,7 +134,8 @@ async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart
             db.execute("UPDATE gateway_meta SET value='6' WHERE key='schema_version'")
 
     store2 = GatewayStore(path)
-    outbox2 = Outbox(store2.outbox, {"slack": await adapters()})
+    # The retry time process 1 recorded is on its wall clock, ahead: waited out to at most max_retry_after.
+    outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, max_retry_after=1.0)
     await outbox2.start()
     message_id = await outbox2.wait_sent("t1:0", timeout=WAIT)
     await outbox2.close()
