@@ -154,7 +154,9 @@ class Commands:
                     f"command /{command.name} (plugin {plugin.plugin})", call))
             if inspect.isawaitable(out):
                 out = await out
-            return str(out) if out is not None else "Done."
+            text = "" if out is None else str(out)
+            # Always an answer: a slash command's "thinking…" waits for one (Discord's for 15 minutes).
+            return text if text.strip() else "Done."
         except Exception as exc:
             log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
             return f"/{command.name} failed: {type(exc).__name__}."

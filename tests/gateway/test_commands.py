@@ -135,6 +135,21 @@ async def test_help_lists_builtin_and_plugin_commands(tmp_path, gateways, monkey
     assert len(gateway.sessions)
 
 
+async def test_a_plugin_command_that_answers_nothing_is_answered_done(tmp_path, gateways, monkeypatch):
+    """A slash command's "thinking…" waits for an answer: an empty or blank one is "Done." as None is."""
+    plugin_module(tmp_path, monkeypatch, "quiet_plugin",
+                  "def register(ctx):\n    ctx.register_command('mark', lambda a, c: '')\n"
+                  "    ctx.register_command('blank', lambda a, c: ' \\n')\n"
+                  "    ctx.register_command('none', lambda a, c: None)\n")
+    config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["quiet_plugin"]}).config
+    chat = RecordingAdapter()
+    await gateways(config, [chat], script={"parent": [[{"text": "x"}]]})
+    for name in ("mark", "blank", "none"):
+        await chat.say(f"/{name}")
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    assert chat.texts() == ["Done."] * 3
+
+
 async def test_a_plugin_command_cut_short_by_a_stop_is_answered_once_after_the_next_start(tmp_path, gateways,
                                                                                          monkeypatch):
     plugin = plugin_module(tmp_path, monkeypatch, "waiting_plugin",
