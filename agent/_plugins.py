@@ -31,7 +31,8 @@ from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
 
 log = logging.getLogger("agent.plugins")
 
-_BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+"""What a delegation backend may be called (`config check` holds ``delegation.backend`` to it too)."""
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What OpenAI-compatible APIs accept as a function name."""
 
@@ -124,7 +125,7 @@ class PluginContext:
         ``description``, ``options()``, ``resolve(route)``) that delegate_task can route
         tasks through; ``delegation.backend`` or a chat's ``/delegation`` picks it by name."""
         name = getattr(backend, "name", None)
-        if not isinstance(name, str) or not _BACKEND_NAME.fullmatch(name):
+        if not isinstance(name, str) or not BACKEND_NAME.fullmatch(name):
             raise PluginError(self.module, f"delegation backend name {name!r} must be a lower-case word like 'model_map'")
         for method in ("options", "resolve"):
             if not callable(getattr(backend, method, None)):

@@ -4,7 +4,8 @@
 and descriptions only: never a provider, model or key), the one chosen for the next
 session if it differs, and the backends there are. ``/delegation <backend>`` switches
 from the next session (``/new``); with ``--now`` from the chat's next turn. The choice is
-stored with the session and survives restarts.
+stored with the session and survives restarts. A backend that fails to list its options is
+not switched to: its routed tasks would all be refused.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class DelegationCommand:
         if not self._routing.available(backend):
             return f"There is no delegation backend {backend!r} here. Backends: {', '.join(self._routing.names())}."
         current = session.backend
+        if backend != current:
+            try:
+                self._routing.options(backend)
+            except BackendUnavailable as exc:  # switched to, it would refuse every routed task
+                return (f"Nothing changed: {exc}. Delegation here stays on {current}; try again later, or pick "
+                        "another backend.")
         self._registry.choose_backend(session, backend, now=now)
         if now:
             if backend == current:
@@ -71,7 +78,11 @@ class DelegationCommand:
             return "not available (its plugin is not loaded)"
 
     def _options(self, backend: str) -> str:
-        options = self._routing.options(backend)
+        try:
+            options = self._routing.options(backend)
+        except BackendUnavailable as exc:
+            return (f"Its options cannot be shown: {exc}. Until it lists them, subagents run on the default child "
+                    "model only.")
         if not options:
             return "No options: every subagent runs on the default child model."
         listed = "\n".join(f"• {o.name} — {o.description}" for o in options)

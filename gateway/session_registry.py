@@ -129,15 +129,19 @@ class SessionRegistry:
         """``/new``: stop the running turn, drop the messages waiting for one that ``drops`` picks
         (the others are answered in the new generation), and start a generation with its mode
         re-resolved, the chat's chosen delegation backend, and an empty conversation. Returns the old
-        generation's agent session id and what was stopped."""
+        generation's agent session id and what was stopped. If the new agent cannot be built, it raises
+        and nothing has changed."""
         old_id = session.session_id
-        stopped = self.stop(session, "session reset by /new", why="new", drops=drops)
+        # The agent is built before anything changes: a failure to build it leaves the old generation
+        # running, stored as it was.
         row = self._new_row(session.key, session.platform, generation=session.generation + 1,
                             choice=session.backend_choice)
+        agent = self._agent(row, session.chat)
+        stopped = self.stop(session, "session reset by /new", why="new", drops=drops)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
         session.backend = row.backend
-        session.agent = self._agent(row, session.chat)
+        session.agent = agent
         session.saved = None
         session.heard.clear()
         session.generation_started_at = self._clock.time()
@@ -148,14 +152,14 @@ class SessionRegistry:
     def choose_backend(self, session: GatewaySession, backend: str, *, now: bool) -> None:
         """``/delegation``: the chat's delegation backend from its next generation on, and with
         ``now`` also from its next turn (a running turn keeps the one it started with). Stored:
-        it survives restarts."""
-        session.backend_choice = backend
-        if now and backend != session.backend:
-            session.backend = backend
-            tool = self._delegate_for(session.mode, backend) if self._delegate_for is not None else None
-            if tool is not None:
-                session.agent.replace_tool(tool)
-        self._table.save_backend(session.key, session.backend, session.backend_choice)
+        it survives restarts. If building the new tool or storing the choice fails, nothing changes."""
+        switch = now and backend != session.backend
+        tool = self._delegate_for(session.mode, backend) if switch and self._delegate_for is not None else None
+        current = backend if switch else session.backend
+        self._table.save_backend(session.key, current, backend)
+        session.backend, session.backend_choice = current, backend
+        if tool is not None:
+            session.agent.replace_tool(tool)
 
     def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every,
              turn: bool = True, keeps: Collection[str] = ()) -> Stopped:

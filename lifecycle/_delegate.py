@@ -23,7 +23,7 @@ from agent import Tool, ToolContext, ToolError, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
 from lifecycle._database import cannot_write
-from lifecycle._delegate_args import check_arguments, parse_tasks, tool_schema
+from lifecycle._delegate_args import check_arguments, parse_tasks, present, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._journal import JournalError
@@ -108,13 +108,15 @@ class DelegateTool:
         try:
             routes = host.routing.options(self.backend)
         except BackendUnavailable:
-            routes = ()  # a call fails with the reason; the schema offers no routes meanwhile
+            # Gone: a call fails with the reason; failing: its routed tasks are refused. No routes meanwhile.
+            routes = ()
         schema = tool_schema(background=self.mode == "background", max_spawn_depth=host.delegation.max_spawn_depth,
                              routes=routes)
         return Tool("delegate_task", DESCRIPTION, schema, self.__call__, "delegation", checks_own_arguments=True)
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         parent = ctx.session
+        args = present(args)
         action = args.get("action", "delegate")
         if action != "delegate":
             return self._control(action, args, parent.session_id)
@@ -259,6 +261,11 @@ class DelegateTool:
             message = args.get("message")
             if not isinstance(message, str) or not message.strip():
                 raise ToolError("steer needs a non-empty `message`")
+            # Still RUNNING while it winds down: the engine would take the text, or call the child not running yet.
+            if record.stop_request is not None or not record.live:
+                ended = "is being stopped" if record.stop_request is not None else "has finished"
+                raise ToolError(f"subagent {sid} {ended} and reads no more messages; its result still arrives as a "
+                                "message")
             if not supervisor.engine.steer(sid, message):
                 raise ToolError(f"subagent {sid} is not running yet; steer it once it runs")
             return {"status": "queued", "subagent_id": sid,

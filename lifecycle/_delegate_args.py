@@ -55,7 +55,7 @@ def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[
     fields = "goal, context, role, route, output_schema, images" if routes else "goal, context, role, output_schema, images"
     properties: dict[str, Any] = {
         "goal": {"type": "string", "description": "One task's goal (use `tasks` for several)."},
-        "context": {"type": "string", "description": "Shared background for the task."},
+        "context": {"type": "string", "description": "Background for the one task (each of `tasks` has its own)."},
         "role": {**role_schema(max_spawn_depth), "description": "The role of every task that names none. "
                  + role_schema(max_spawn_depth)["description"]},
         "output_schema": {"type": "object", "description": "JSON Schema the answer of the single task must match."},
@@ -76,11 +76,20 @@ def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[
 
 _KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "subagent_id", "message",
                     "role", "route"})
+_TASK_KEYS = ("goal", "context", "role", "route", "output_schema", "images")
+_SINGLE = ("goal", "context", "output_schema", "images")
+"""The top-level arguments that describe the single task: with ``tasks`` each task has its own."""
+
+
+def present(args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` without the keys whose value is null: models send null for an optional argument
+    they mean to leave out."""
+    return {key: value for key, value in args.items() if value is not None}
 
 
 def check_arguments(args: dict[str, Any]) -> None:
     """What the generic schema check would catch, in words for the model (the tool checks its
-    own arguments: a batch's schema check cost a millisecond)."""
+    own arguments: a batch's schema check cost a millisecond). ``args`` as `present` leaves them."""
     unknown = sorted(set(args) - _KNOWN)
     if unknown:
         raise ToolError(f"unknown argument(s) {', '.join(unknown)}; use goal/context for one task or tasks for several")
@@ -103,8 +112,15 @@ def _check_route(where: str, route: Any) -> None:
 
 
 def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
-    """The tasks of a call, validated, in the order given; raises ToolError otherwise."""
+    """The tasks of a call (``args`` as `present` leaves them), validated, in the order given;
+    raises ToolError otherwise."""
     tasks = args.get("tasks")
+    alone = [key for key in _SINGLE if key in args]
+    if tasks is not None and alone:  # else silently dropped: a goal never run, a context never read
+        names = [f"`{key}`" for key in alone]
+        listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+        raise ToolError(f"{listed} cannot be given next to `tasks`: put {'them' if len(alone) > 1 else 'it'} "
+                        "inside each task instead.")
     if isinstance(tasks, str):
         try:
             tasks = json.loads(tasks)
@@ -117,7 +133,7 @@ def parse_tasks(args: dict[str, Any], limit: int) -> list[ChildSpec]:
         if "goal" not in args:
             raise ToolError("Provide either `goal` (with optional `context`) for one task, or `tasks`: "
                             "a list of {goal, context} objects.")
-        tasks = [{k: args[k] for k in ("goal", "context", "output_schema", "images") if k in args}]
+        tasks = [{k: args[k] for k in _SINGLE if k in args}]
     if not isinstance(tasks, list) or not tasks:
         raise ToolError("`tasks` must be a non-empty list of {goal, context} objects.")
     if len(tasks) > limit:  # before looking at each task: the fix is the same whatever they hold
@@ -135,6 +151,10 @@ def _spec(index: int, task: Any, defaults: dict[str, Any]) -> ChildSpec:
     if not isinstance(task, dict):
         raise ToolError(f"{where} must be an object like {{\"goal\": \"...\", \"context\": \"...\"}}, "
                         f"got {type(task).__name__}.")
+    task = present(task)
+    unknown = sorted(set(task) - set(_TASK_KEYS))
+    if unknown:
+        raise ToolError(f"{where}: unknown argument(s) {', '.join(unknown)}; a task takes {', '.join(_TASK_KEYS)}")
     goal = task.get("goal")
     if not isinstance(goal, str) or not goal.strip():
         raise ToolError(f"{where}: `goal` must be a non-empty string saying what the subagent must achieve.")

@@ -11,11 +11,14 @@ the default child model.
 
 Failures are explicit: a session whose backend is gone cannot delegate at all
 (`BackendUnavailable`, nothing starts), and a task whose route does not resolve
-is refused (`RouteRefused`) while the rest of its batch runs.
+is refused (`RouteRefused`) while the rest of its batch runs. A backend that
+fails (raises, or returns something other than options or a `ChildRoute`) is
+logged, offers no routes, and refuses the tasks routed to it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
@@ -62,7 +65,7 @@ class RouteRefused(Exception):
 
 
 class BackendUnavailable(Exception):
-    """The session's delegation backend is not registered (any more)."""
+    """The session's delegation backend is not registered (any more), or failed to list its options."""
 
 
 class DelegationBackend(Protocol):
@@ -114,18 +117,23 @@ class Routing:
         return str(getattr(self._backend(name), "description", "") or name)
 
     def options(self, name: str) -> tuple[RouteOption, ...]:
-        """The backend's options; raises `BackendUnavailable` when it is not registered."""
+        """The backend's options. Raises `BackendUnavailable` when it is not registered, or when it
+        failed to list them (raised, or returned something that is not options: logged)."""
         if name == DEFAULT_BACKEND:
             return ()
-        return tuple(self._backend(name).options())
+        return self._listed(name, self._backend(name))
 
     def resolve(self, backend: str, route: str, known_toolsets: frozenset[str] | None = None) -> ChildRoute:
-        """Resolve one task's route. Raises `BackendUnavailable`, or `RouteRefused` with the
-        reason (an unknown option, toolsets nobody registered, a backend that failed)."""
+        """Resolve one task's route. Raises `BackendUnavailable` when the backend is not registered,
+        or `RouteRefused` with the reason (an unknown option, toolsets nobody registered, a backend
+        that failed to list its options or to resolve the route)."""
         if backend == DEFAULT_BACKEND:
             raise RouteRefused("this chat's delegation backend (default) has no routes; leave `route` out")
         impl = self._backend(backend)
-        names = [o.name for o in impl.options()]
+        try:
+            names = [o.name for o in self._listed(backend, impl)]
+        except BackendUnavailable as exc:  # registered but failing: this task is refused, the rest run
+            raise RouteRefused(str(exc)) from None
         if route not in names:
             raise RouteRefused(f"no route {route!r}; the routes are: {', '.join(names) or 'none'}")
         try:
@@ -135,6 +143,7 @@ class Routing:
         except Exception as exc:  # a backend's bug must refuse one task, not fail the batch
             log.exception("delegation backend %s failed to resolve route %s", backend, route)
             raise RouteRefused(f"route {route!r} could not be set up ({type(exc).__name__})") from None
+        resolved = _checked(backend, route, resolved)
         unknown = sorted(set(resolved.toolsets or ()) - known_toolsets) if known_toolsets is not None else []
         if unknown:
             raise RouteRefused(f"route {route!r} names toolsets nobody provides: {', '.join(unknown)}")
@@ -151,6 +160,19 @@ class Routing:
                 except Exception:
                     log.exception("closing delegation backend %s failed", backend.name)
 
+    @staticmethod
+    def _listed(name: str, impl: DelegationBackend) -> tuple[RouteOption, ...]:
+        try:
+            listed = tuple(RouteOption(o.name, o.description) for o in impl.options())
+            if not all(isinstance(o.name, str) and isinstance(o.description, str) for o in listed):
+                raise TypeError("an option's name or description is not a string")
+        except Exception as exc:  # a backend's bug: what it lists reaches the schema, so nothing half-right passes
+            log.exception("delegation backend %s failed to list its options", name)
+            raise BackendUnavailable(
+                f"the delegation backend {name!r} failed to list its options ({type(exc).__name__})"
+            ) from None
+        return listed
+
     def _backend(self, name: str) -> DelegationBackend:
         backend = self.backends.get(name)
         if backend is None:
@@ -158,6 +180,21 @@ class Routing:
                 f"the delegation backend {name!r} is not available (its plugin is not loaded)"
             )
         return backend
+
+
+def _checked(backend: str, route: str, resolved: Any) -> ChildRoute:
+    """``resolved`` if it is a `ChildRoute` whose toolsets are None or names (as a tuple); else the
+    task is refused, as for a backend that raised."""
+    if not isinstance(resolved, ChildRoute):
+        problem = f"the backend returned {type(resolved).__name__}"
+    elif resolved.toolsets is None:
+        return resolved
+    elif isinstance(resolved.toolsets, tuple | list) and all(isinstance(t, str) for t in resolved.toolsets):
+        return dataclasses.replace(resolved, toolsets=tuple(resolved.toolsets))
+    else:  # a bare string would otherwise be read as toolsets named by its letters
+        problem = f"its toolsets are a {type(resolved.toolsets).__name__}, not a list of names"
+    log.error("delegation backend %s resolved route %s wrongly: %s", backend, route, problem)
+    raise RouteRefused(f"route {route!r} could not be set up ({problem})")
 
 
 def refusal_entry(task_index: int, route: Any, reason: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -276,13 +277,15 @@ class AsyncSubagentLifecycle:
     async def wait(self, handle: Any, timeout_seconds: float | None = None) -> SubagentTerminalState:
         """Wait until the child is terminal or ``timeout_seconds`` pass; the child keeps
         running after a timed-out wait, and cancelling the wait leaves it running too. A timeout of
-        zero or less does not wait; one that is no number (a string, a bool, NaN) raises
-        `SubagentLifecycleError`."""
+        zero or less does not wait; one beyond any float (infinity, ``10**400``) waits as None does; one
+        that is no number (a string, a bool, NaN) raises `SubagentLifecycleError`."""
         if timeout_seconds is not None and (
             not isinstance(timeout_seconds, int | float) or isinstance(timeout_seconds, bool)
             or timeout_seconds != timeout_seconds  # NaN
         ):
             raise SubagentLifecycleError("timeout_seconds must be a number of seconds or None.")
+        if timeout_seconds is not None and timeout_seconds > sys.float_info.max:  # the loop's clock is a float
+            timeout_seconds = None
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)

@@ -13,7 +13,6 @@ from typing import Literal
 
 from agent.settings import nested, setting
 
-Backend = Literal["default", "model_map", "profile_routes"]
 RouteProvider = Literal["openai", "demo"]
 
 
@@ -80,9 +79,9 @@ class DelegationSettings:
         1200.0, "A child with no progress this long inside one tool is stalled.", min=0.001
     )
     heartbeat_interval_seconds: float = setting(5.0, "How often the liveness monitor looks at children.", min=0.001)
-    backend: Backend = setting(
+    backend: str = setting(
         "default", "How tasks are routed: default (the child model above), model_map or profile_routes (both from"
-        " the advanced_delegation plugin); a chat may switch with /delegation."
+        " the advanced_delegation plugin), or a backend another plugin registers; a chat may switch with /delegation."
     )
     model_map: Mapping[str, ModelRoute] = nested(
         _no_routes, "model_map options by name: each {description, provider, model, base_url?, api_key?}."

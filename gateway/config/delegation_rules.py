@@ -2,8 +2,10 @@
 ``config check`` and the start instead of failing a user's first delegation.
 
 ``delegation.model_map`` and ``delegation.profile_routes`` are checked whenever they have
-entries (a chat may switch to them with ``/delegation``); ``delegation.backend`` must name a
-backend that will be there: ``default``, or one the ``advanced_delegation`` plugin provides.
+entries (a chat may switch to them with ``/delegation``). ``delegation.backend`` must be a
+backend's name; ``model_map`` and ``profile_routes`` must be there (their plugin enabled, an
+entry set). Any other plugin's backend is known only once the plugins have loaded: the start
+checks it then.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ import dataclasses
 import re
 from pathlib import Path
 
+from agent._plugins import BACKEND_NAME
 from gateway.config.sections import Config
 
 PLUGIN = "advanced_delegation"
 BUNDLED_PLUGINS = {PLUGIN: "lifecycle.plugins.advanced_delegation"}
 """Short names of the plugins that ship with Switchboard, and their import paths."""
+BUNDLED_BACKENDS = ("model_map", "profile_routes")
+"""The backends the bundled plugin provides, checkable before any plugin loads."""
 
 ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_FILE_CHARS = 32_000
@@ -27,10 +32,14 @@ def plugin_enabled(config: Config) -> bool:
 
 
 def backend_problem(config: Config) -> str:
-    """Why ``delegation.backend`` would not be available, in words; "" when nothing is known wrong."""
+    """Why ``delegation.backend`` would not be available, in words; "" when nothing is known wrong.
+    Of another plugin's backend only that it must be registered: the start asks this once it has
+    found it missing, `delegation_rules` only of the bundled backends."""
     backend = config.delegation.backend
     if backend == "default":
         return ""
+    if backend not in BUNDLED_BACKENDS:
+        return "no plugin in plugins registered a delegation backend of that name"
     if not plugin_enabled(config):
         return f"it is provided by the {PLUGIN} plugin: add {PLUGIN} to plugins"
     if not getattr(config.delegation, backend):
@@ -43,8 +52,11 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
     errors: list[str] = []
     warnings: list[str] = []
     delegation = config.delegation
-    backend_missing = backend_problem(config)
-    if backend_missing:
+    backend_missing = backend_problem(config) if delegation.backend in BUNDLED_BACKENDS else ""
+    if not BACKEND_NAME.fullmatch(delegation.backend):
+        errors.append(f'delegation.backend: "{delegation.backend}" is not a backend name: a lower-case word'
+                      " (a-z, 0-9, _, starting with a letter; at most 40 characters)")
+    elif backend_missing:
         errors.append(f'delegation.backend: "{delegation.backend}" is not available: {backend_missing}')
     root = source.parent if source is not None else Path.cwd()
     for name, option in delegation.model_map.items():

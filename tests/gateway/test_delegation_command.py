@@ -3,8 +3,12 @@ turn, and a choice that survives restarts — seen in what the model is offered 
 
 from __future__ import annotations
 
+import pytest
+
+from gateway.errors import StartupError
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.wire import delegate_parameters, openai_model, parent_requests, tool_results
+from tests.plugin_modules import plugin_module
 
 KEY = "sk-route-secret-for-delegation"
 
@@ -124,3 +128,81 @@ async def test_unknown_backends_and_bad_usage_are_answered(tmp_path, llm, gatewa
                                                         "Backends: default, model_map.")
     assert (await command(chat, "/delegation a b")).startswith("Usage: /delegation <backend>")
     assert (await command(chat, "/delegation default --now")).startswith("Delegation here already uses default")
+
+
+FLAKY = """
+from lifecycle import ChildRoute, RouteOption
+
+FAILING = False
+
+
+class Flaky:
+    name = "flaky"
+    description = "routes that come and go"
+
+    def options(self):
+        if FAILING:
+            raise RuntimeError("the route list is down, sk-flaky-secret-9")
+        return [RouteOption("quick", "Quick lookups.")]
+
+    def resolve(self, route):
+        return ChildRoute(route)
+
+
+def register(ctx):
+    ctx.register_delegation_backend(Flaky())
+"""
+
+
+async def flaky_gateway(tmp_path, monkeypatch, llm, gateways, **delegation):
+    plugin = plugin_module(tmp_path, monkeypatch, "flaky_backend", FLAKY)
+    server = await llm()
+    server.respond_with(lambda body: {"text": "ok"})
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server), plugins=["flaky_backend"],
+                                         delegation={"gateway_mode": "inline", **delegation}), [chat])
+    return plugin, server, chat, gateway
+
+
+async def test_a_plugins_backend_may_be_the_default_of_new_sessions(tmp_path, monkeypatch, llm, gateways):
+    _, server, chat, gateway = await flaky_gateway(tmp_path, monkeypatch, llm, gateways, backend="flaky")
+    await turn(chat)
+    assert delegate_parameters(parent_requests(server)[-1])["properties"]["route"]["enum"] == ["quick"]
+    assert (await command(chat, "/delegation")).startswith("Delegation here: flaky — routes that come and go.")
+    await command(chat, "/new")
+    assert [s.backend for s in gateway.sessions] == ["flaky"]
+
+
+async def test_a_backend_no_plugin_registers_stops_the_start(tmp_path, llm, gateways):
+    server = await llm()
+    config = make_config(tmp_path, model=openai_model(server), delegation={"backend": "flaky"})
+    with pytest.raises(StartupError, match=r"^delegation\.backend: 'flaky' is not available \(no plugin in plugins "
+                                           r"registered a delegation backend of that name\)$"):
+        await gateways(config, [RecordingAdapter()])
+
+
+async def test_a_backend_that_fails_to_list_its_options_is_shown_as_failing(tmp_path, monkeypatch, llm, gateways):
+    plugin, _, chat, _ = await flaky_gateway(tmp_path, monkeypatch, llm, gateways)
+    assert "• quick — Quick lookups." in await command(chat, "/delegation flaky --now")
+    plugin.FAILING = True
+    shown = await command(chat, "/delegation")
+    assert shown.startswith("Delegation here: flaky — routes that come and go.\nIts options cannot be shown: the "
+                            "delegation backend 'flaky' failed to list its options (RuntimeError). Until it lists them,"
+                            " subagents run on the default child model only.")
+    assert "Backends: default, flaky." in shown and "sk-flaky-secret-9" not in shown
+
+
+async def test_switching_to_a_failing_backend_changes_nothing(tmp_path, monkeypatch, llm, gateways):
+    plugin, server, chat, gateway = await flaky_gateway(tmp_path, monkeypatch, llm, gateways)
+    await turn(chat)
+    plugin.FAILING = True
+    for switch in ("/delegation flaky --now", "/delegation flaky"):
+        assert await command(chat, switch) == (
+            "Nothing changed: the delegation backend 'flaky' failed to list its options (RuntimeError). Delegation"
+            " here stays on default; try again later, or pick another backend.")
+    (session,) = gateway.sessions
+    assert (session.backend, session.backend_choice) == ("default", None)
+    row = gateway.store.sessions.load(session.key)
+    assert (row.backend, row.backend_choice) == ("default", None)
+    await turn(chat)
+    assert delegate_parameters(parent_requests(server)[-1]) == delegate_parameters(parent_requests(server)[0])

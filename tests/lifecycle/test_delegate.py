@@ -98,11 +98,29 @@ async def test_single_task_and_json_string_tasks(denv):
                                                   "got a string nested too deeply to read"),
     ({"tasks": [{"goal": "x"}] * 11}, "Too many tasks: got 11, but at most 10 run at once"),
     ({"goal": "x", "output_schema": {"type": "strng"}}, "task 0: output_schema is not a valid JSON Schema"),
+    ({"tasks": [{"goal": "x"}, {"goal": "y", "contxt": "c", "Goal": "z"}]},
+     "task 1: unknown argument(s) Goal, contxt; a task takes goal, context, role, route, output_schema, images"),
+    ({"goal": "a", "tasks": [{"goal": "b"}]},
+     "`goal` cannot be given next to `tasks`: put it inside each task instead."),
+    ({"tasks": [{"goal": "b"}], "context": "c", "output_schema": {"type": "object"}, "images": ["a.png"]},
+     "`context`, `output_schema` and `images` cannot be given next to `tasks`: put them inside each task instead."),
 ])
 async def test_bad_calls_are_tool_errors_that_say_what_to_do(denv, args, message):
     with pytest.raises(ToolError, match=re.escape(message)):
         await delegate(denv, args)
     assert denv.service.host_view().children("parent-1") == ()
+
+
+async def test_null_is_the_same_as_leaving_an_optional_argument_out(denv):
+    nulls = dict.fromkeys(("context", "role", "route", "output_schema", "images", "action", "subagent_id", "message"))
+    (single,) = await results(denv, {"goal": "a", "tasks": None, **nulls})
+    task = {"goal": "b", **dict.fromkeys(("context", "role", "route", "output_schema", "images"))}
+    (batch,) = await results(denv, {"goal": None, "tasks": [task], **nulls})
+    assert (single["summary"], batch["summary"]) == ("done: a", "done: b")
+    host = Host(denv)
+    dispatched = json.loads(await delegate(denv, {"goal": "c", **nulls}, mode="background", on_dispatch=host))
+    assert dispatched["status"] == "dispatched" and dispatched["goals"] == ["c"]
+    await asyncio.wait_for(host.delivered.get(), 5)
 
 
 @pytest.mark.both_engines
@@ -522,6 +540,28 @@ async def test_background_list_steer_and_stop(denv):
     assert stopped["status"] == "interrupted" and stopped["summary"] == "partial thoughts"
     with pytest.raises(ToolError, match="no running subagent"):
         await run({"action": "stop", "subagent_id": "sa-nope"})
+
+
+async def test_a_child_being_stopped_is_not_steered(denv):
+    host = Host(denv)
+    run = lambda args: delegate(denv, args, mode="background", on_dispatch=host)  # noqa: E731
+    (sid,) = json.loads(await run({"goal": "[hang] stop me"}))["subagent_ids"]
+    async with asyncio.timeout(5):
+        while sum(1 for r in denv.child_model.requests if r.metadata.get("goal") == "[hang] stop me") < 2:
+            await asyncio.sleep(0.005)
+    await run({"action": "stop", "subagent_id": sid})
+    answers = []
+    async with asyncio.timeout(5):
+        while not answers or not answers[-1].startswith("no running subagent"):
+            await asyncio.sleep(0)  # the stop is asked on the loop's next turn
+            with pytest.raises(ToolError) as refused:
+                await run({"action": "steer", "subagent_id": sid, "message": "one more thing"})
+            answers.append(str(refused.value))
+    # Still RUNNING, winding down: never "queued" nor "not running yet", up to the moment it is gone.
+    assert set(answers[:-1]) == {f"subagent {sid} is being stopped and reads no more messages; its result still "
+                                 "arrives as a message"}
+    _, (entry,) = await asyncio.wait_for(host.delivered.get(), 5)
+    assert entry["status"] == "interrupted" and "one more thing" not in str(entry)
 
 
 async def test_inline_schemas_have_no_live_control_parameters(denv):

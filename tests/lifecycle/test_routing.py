@@ -1,5 +1,5 @@
 """`lifecycle.Routing` and delegate_task's route resolution with a backend of the test's own:
-refusals per task, narrowing, a failing backend, and relaunching on a route."""
+refusals per task, narrowing, failing backends, and relaunching on a route."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from agent import ToolContext
 from agent.models.scripted import ScriptedModel
 from lifecycle import (
+    BackendUnavailable,
     ChildRoute,
     ChildSpec,
     RouteOption,
@@ -96,3 +97,63 @@ def test_the_default_backend_is_always_there_and_names_are_unique():
     assert routing.names() == ["default", "labs"] and routing.description("labs") == "test routes"
     with pytest.raises(RouteRefused, match="has no routes"):
         routing.resolve("default", "lab")
+
+
+class Faulty:
+    """A plugin's buggy backend: its options or its resolved routes are not what the contract says."""
+
+    name = "faulty"
+    description = "buggy routes"
+
+    def __init__(self, options=None, resolved=None):
+        self._options, self._resolved = options, resolved
+
+    def options(self):
+        if self._options is None:
+            raise RuntimeError("listing failed, sk-never-shown-2")
+        return self._options
+
+    def resolve(self, route):
+        return self._resolved
+
+
+@pytest.mark.parametrize("options", [None, ["fast"], [RouteOption("fast", None)], 42])
+async def test_a_backend_that_fails_to_list_its_options_refuses_its_routed_tasks_only(make_env, caplog, options):
+    env = await make_env(delegate=True)
+    env.service.host.routing.register(Faulty(options=options))
+    with pytest.raises(BackendUnavailable, match=r"^the delegation backend 'faulty' failed to list its options "
+                                                 r"\((RuntimeError|AttributeError|TypeError)\)$"):
+        env.service.host.routing.options("faulty")
+    (logged,) = [r for r in caplog.records if r.name == "lifecycle.routing"]
+    assert logged.getMessage() == "delegation backend faulty failed to list its options" and logged.exc_info
+    tool = delegate_tool(env.service, backend="faulty")  # built all the same, offering no routes
+    assert "route" not in tool.parameters["properties"]
+    caplog.clear()
+    out = await tool.invoke({"tasks": [{"goal": "a", "route": "fast"}, {"goal": "b"}]},
+                            ToolContext(env.parent, "call-1", env.parent.workspace, {}, "turn-1"))
+    a, b = json.loads(out)["results"]
+    assert a["status"] == "error" and a["route"]["reason"].startswith("the delegation backend 'faulty' failed to list")
+    assert b["summary"] == "done: b"
+    assert "sk-never-shown-2" not in out and len(caplog.records) == 1  # once per listing that failed
+
+
+@pytest.mark.parametrize(("resolved", "problem"), [
+    (None, "the backend returned NoneType"),
+    ({"route": "fast"}, "the backend returned dict"),
+    (ChildRoute("fast", toolsets="file"), "its toolsets are a str, not a list of names"),
+    (ChildRoute("fast", toolsets=["file", 3]), "its toolsets are a list, not a list of names"),
+])
+async def test_a_route_resolved_to_something_else_than_a_child_route_is_refused(lab, resolved, problem):
+    lab.service.host.routing.register(Faulty(options=[RouteOption("fast", "quick")], resolved=resolved))
+    tool = delegate_tool(lab.service, backend="faulty")
+    out = await tool.invoke({"tasks": [{"goal": "a", "route": "fast"}, {"goal": "b"}]},
+                            ToolContext(lab.parent, "call-1", lab.parent.workspace, {}, "turn-1"))
+    a, b = json.loads(out)["results"]
+    assert a["route"]["reason"] == f"route 'fast' could not be set up ({problem})" and a["subagent_id"] is None
+    assert b["summary"] == "done: b"
+
+
+def test_a_list_of_toolsets_is_kept_as_a_tuple():
+    routing = Routing()
+    routing.register(Faulty(options=[RouteOption("fast", "quick")], resolved=ChildRoute("fast", toolsets=["file"])))
+    assert routing.resolve("faulty", "fast", frozenset({"file"})).toolsets == ("file",)

@@ -83,6 +83,18 @@ async def test_a_wait_timeout_that_is_no_number_of_seconds_fails_closed(env, tim
         assert (await env.service.wait(handle, timeout_seconds=-1)).timed_out  # negative: do not wait
 
 
+@pytest.mark.parametrize("timeout", [10**400, float("inf")], ids=["10**400", "inf"])
+async def test_a_wait_timeout_too_large_for_the_clock_waits_until_the_end(env, timeout):
+    with env.turn():
+        handle = await env.service.launch(req("[gate:go]"))
+        waiting = asyncio.ensure_future(env.service.wait(handle, timeout_seconds=timeout))
+        await env.child_model.reached("go")
+        assert not waiting.done()
+        env.child_model.release("go")
+        done = await asyncio.wait_for(waiting, 5)
+        assert (done.state, done.completed, done.timed_out) == (S.SUCCEEDED, True, False)
+
+
 @pytest.mark.both_engines
 async def test_a_waiter_giving_up_leaves_the_others_waiting(env):
     with env.turn():
