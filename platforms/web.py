@@ -8,7 +8,8 @@ Routes (see docs/platforms/web.md):
 - ``POST /chat/api/messages`` with ``{"chat", "text", "key"}``: one message from the
   page, answered 202 ``{"id", "turn_id", "duplicate"}``. ``key`` is the page's
   idempotency key: the same key in the same chat is the same event, so a retried POST
-  starts no second turn (the gateway's durable inbox drops it).
+  starts no second turn (the gateway's durable inbox drops it). Its ``user`` event goes to
+  the chat's pages once the gateway has recorded it, ahead of what the chat published meanwhile.
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
 - ``GET /chat/api/events?chat=``: Server-Sent Events. First ``history`` (the same
@@ -211,15 +212,16 @@ class WebChatAdapter:
             return error_response(503, "not accepting messages right now; retry with the same key")
         chat_id = _chat_id(user, chat)
         page_id = f"user:{key}"
-        # Published before the gateway takes it, so every page shows it before anything it causes;
-        # pages merge by id, so a retried POST shows it once.
-        self._streams.publish(chat_id, "user", {"id": page_id, "role": "user", "kind": "user", "text": text,
-                                                "time": self._clock(), "edited": False})
         inbound = Inbound(platform=self.name, chat_id=chat_id, thread_id=None, user_id=user,
                           user_name=None if user == ANONYMOUS else user, text=text, event_id=f"{key}@{chat_id}",
                           is_command=text.startswith("/"))
         try:
-            accepted = await self._sink(inbound)
+            # Shown only once the gateway has it (a message it failed to record is no message), yet before
+            # anything it caused meanwhile (a command's answer). Pages merge by id: a retried POST shows it once.
+            with self._streams.in_order(chat_id) as place:
+                accepted = await self._sink(inbound)
+                place.event = ("user", {"id": page_id, "role": "user", "kind": "user", "text": text,
+                                        "time": self._clock(), "edited": False})
         except Exception as exc:
             if storage_refusal(exc):  # the database's own error line says why, once
                 self._not_recorded.warning("storage", "web chat: the gateway could not record event %s (%s: %s);"

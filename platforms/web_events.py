@@ -6,6 +6,9 @@ event to each of them without waiting: a page that does not keep up (more than
 durable history, so a slow page never holds the gateway up and never misses a
 message. Memory holds only what is in flight to open pages; what a page shows after
 a reconnect comes from the store.
+
+`ChatStreams.in_order` keeps a place among a chat's events for one that is not known yet
+(whether a person's message is recorded): what the chat publishes meanwhile waits behind it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aiohttp import web
@@ -56,10 +60,22 @@ class Subscription:
         return None if event is _END else event
 
 
+class Place:
+    """A chat's next event, known once `ChatStreams.in_order`'s block ends: ``event``, or nothing if left None."""
+
+    __slots__ = ("event", "settled")
+
+    def __init__(self) -> None:
+        self.event: Event | None = None
+        self.settled = False
+
+
 class ChatStreams:
     def __init__(self, max_queued: int = MAX_QUEUED) -> None:
         self._chats: dict[str, set[Subscription]] = {}
         self._max = max_queued
+        self._held: dict[str, list[Place | Event]] = {}
+        """Per chat with a `Place` unsettled: it, and everything published after it, in order."""
 
     def subscribe(self, chat_id: str) -> Subscription:
         sub = Subscription(chat_id, self._max)
@@ -74,8 +90,44 @@ class ChatStreams:
                 del self._chats[sub.chat_id]
 
     def publish(self, chat_id: str, kind: str, data: dict[str, Any]) -> None:
+        held = self._held.get(chat_id)
+        if held is not None:
+            held.append((kind, data))
+        else:
+            self._hand_out(chat_id, (kind, data))
+
+    @contextmanager
+    def in_order(self, chat_id: str) -> Iterator[Place]:
+        """A `Place` for an event published when the block ends (set ``place.event``; left None,
+        or on an exception, there is none). What the chat publishes within the block follows it."""
+        place = Place()
+        self._held.setdefault(chat_id, []).append(place)
+        try:
+            yield place
+        except BaseException:
+            place.event = None
+            raise
+        finally:
+            place.settled = True
+            self._release(chat_id)
+
+    def _release(self, chat_id: str) -> None:
+        held = self._held[chat_id]
+        while held:
+            event = held[0]
+            if isinstance(event, Place):
+                if not event.settled:
+                    break
+                event = event.event
+            held.pop(0)
+            if event is not None:
+                self._hand_out(chat_id, event)
+        if not held:
+            del self._held[chat_id]
+
+    def _hand_out(self, chat_id: str, event: Event) -> None:
         for sub in list(self._chats.get(chat_id, ())):
-            sub.put((kind, data))
+            sub.put(event)
 
     def end_all(self) -> None:
         for sub in self._all():
@@ -97,15 +149,19 @@ def encode(kind: str, data: dict[str, Any]) -> bytes:
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
+KEEP_ALIVE_HEADER = "Switchboard-Keep-Alive"
+"""The stream's answer carries its keep-alive interval (seconds): a page that hears nothing for
+longer knows the connection died without a word (live.js), with no constant of its own to drift."""
 
 
 async def serve_events(request: web.Request, streams: ChatStreams, sub: Subscription, first: Event,
                        keep_alive: float) -> web.StreamResponse:
     """Stream ``first``, then ``sub``'s events, to a page as Server-Sent Events until the
-    stream ends or the page goes away (a keep-alive after ``keep_alive`` quiet seconds);
-    ``sub`` is unsubscribed from ``streams`` at the end."""
+    stream ends or the page goes away (a keep-alive after ``keep_alive`` quiet seconds, which
+    `KEEP_ALIVE_HEADER` tells the page); ``sub`` is unsubscribed from ``streams`` at the end."""
     response = web.StreamResponse(headers={
-        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+        KEEP_ALIVE_HEADER: f"{keep_alive:g}"})
     try:
         await response.prepare(request)
         await response.write(encode(*first))

@@ -2,9 +2,10 @@
 // token, the connection state and the event stream are live.js's (shared with the console), the
 // Markdown rendering markdown.js's.
 //
-// Messages are sent with POST /chat/api/messages, each with its own idempotency key: a
-// send that fails (network, 5xx) is retried with the same key until the gateway has it,
-// also after a reload (unconfirmed sends wait in sessionStorage). What the chat shows
+// Messages are sent with POST /chat/api/messages, each with its own idempotency key, one at
+// a time in the order typed: a send that fails (network, 5xx, no answer in time) is retried
+// with the same key until the gateway has it, and only then does the next go, also after a
+// reload (unconfirmed sends wait in sessionStorage). What the chat shows
 // comes from GET /chat/api/events (Server-Sent Events, read with fetch so the token can
 // travel in a header): a "history" event with the conversation from the gateway's
 // durable store, then live events. Every (re)connect starts with a fresh history, so a
@@ -19,8 +20,9 @@
   const input = $("input");
   const working = $("working");
   const shown = new Map(); // message id -> element
-  // What this page sent and shows at the bottom before the gateway has it. Others' messages may
-  // reach the gateway first: when the gateway publishes ours, it moves to where the gateway took it.
+  // What this page sent and shows at the bottom before the gateway has it, in the order typed. Others'
+  // messages may reach the gateway first: they show above it, and when the gateway publishes ours, it
+  // moves to where the gateway took it.
   const unplaced = new Set();
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.token");
@@ -61,7 +63,9 @@
       el.firstChild.className = "text";
       el.firstChild.dir = "auto"; // Arabic or Hebrew reads right to left, its punctuation at the left end
       shown.set(message.id, el);
-      list.append(el);
+      // Above what this page sent that the gateway does not have yet: that goes where the gateway takes it.
+      const [waiting] = unplaced;
+      list.insertBefore(el, unplaced.has(message.id) ? null : shown.get(waiting) || null);
     }
     el.className = "msg " + message.role + " kind-" + message.kind;
     el.dataset.kind = message.kind;
@@ -172,11 +176,18 @@
 
   // Every (re)connect's history is merged into what shows, not drawn again: a message already shown
   // keeps its element, so the reader is not scrolled away from what they read and a screen reader
-  // does not read the whole conversation out again; what the history lacks goes (a /new elsewhere).
+  // does not read the whole conversation out again. The history holds the last history_limit messages
+  // only: what shows before the first of them it shares with the page stays, whatever the history
+  // lacks after that is gone from the gateway (deleted while the page was away).
   function showHistory(messages) {
     const inHistory = new Set(messages.map((m) => m.id));
-    unplaced.clear();
+    const own = new Set([...pending(), ...stored(REFUSED_KEY)].map((m) => "user:" + m.key)); // placed below
     const order = [];
+    for (const el of list.children) {
+      if (inHistory.has(el.dataset.id)) break;
+      if (!own.has(el.dataset.id)) order.push(el.dataset.id);
+    }
+    unplaced.clear();
     for (const message of messages) {
       upsert(confirmedUnlessPending(message));
       order.push(message.id);
@@ -230,46 +241,68 @@
   function send(text) {
     const item = { key: randomId(), text };
     savePending([...pending(), item]);
+    unplaced.add("user:" + item.key);
     upsert(ownMessage(item));
     list.scrollTop = list.scrollHeight; // what one sends shows, wherever one was reading
-    unplaced.add("user:" + item.key);
-    deliver(item, 0);
+    sendNext();
   }
 
-  // Sends waiting to be retried, by key. The page reconnecting means the gateway is back: they go at
-  // once then, not at the end of their backoff (up to 10 s after a long outage, faded meanwhile).
-  const waiting = new Map();
-  function deliverWaiting() {
-    for (const item of pending()) {
-      if (!waiting.has(item.key)) continue; // being sent now
-      clearTimeout(waiting.get(item.key));
-      waiting.delete(item.key);
-      deliver(item, 0);
-    }
+  // One message on its way at a time, the oldest first; the next goes once the gateway has it. Each
+  // retrying on its own, a message typed later could reach the gateway (and the agent) first.
+  const SEND_TIMEOUT_MS = 20000; // a POST sent on a connection that died without a word is never answered
+  let sending = false; // the oldest pending message is being posted, or waits to be posted again
+  let retry = null; // { timer, item } while it waits
+  let failures = 0;
+
+  function sendNext() {
+    const [item] = pending();
+    if (sending || !item) return;
+    sending = true;
+    deliver(item);
   }
 
-  async function deliver(item, attempt) {
-    let response;
+  // The page reconnecting means the gateway is back: the message waiting goes at once then, not at the
+  // end of its backoff (up to 10 s after a long outage, faded meanwhile).
+  function sendWaitingNow() {
+    if (!retry) return;
+    clearTimeout(retry.timer);
+    const { item } = retry;
+    retry = null;
+    failures = 0;
+    deliver(item);
+  }
+
+  async function post(item) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
     try {
-      response = await fetch("/chat/api/messages", {
+      return await fetch("/chat/api/messages", {
         method: "POST",
         headers: auth.headers({ "Content-Type": "application/json" }),
         body: JSON.stringify({ chat, text: item.text, key: item.key }),
+        signal: abort.signal,
       });
     } catch {
-      response = null; // offline or the gateway is restarting: the same key again, later
+      return null; // offline, the gateway restarting, or no answer in time: the same key again, later
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  async function deliver(item) {
+    const response = await post(item);
     if (response && auth.asksForToken(response)) {
-      auth.askForToken(true).then(() => deliver(item, 0));
+      auth.askForToken(true).then(() => deliver(item));
       return;
     }
     if (!response || response.status >= 500 || response.status === 401) {
-      waiting.set(item.key, setTimeout(() => {
-        waiting.delete(item.key);
-        deliver(item, attempt + 1);
-      }, Math.min(500 * 2 ** attempt, 10000)));
+      retry = { item, timer: setTimeout(() => {
+        retry = null;
+        deliver(item);
+      }, Math.min(500 * 2 ** failures++, 10000)) };
       return;
     }
+    failures = 0;
     savePending(pending().filter((p) => p.key !== item.key));
     if (response.ok) {
       const el = shown.get("user:" + item.key);
@@ -282,7 +315,16 @@
       upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
       if (!input.value) input.value = item.text; // back in the box, to shorten or correct and send again
     }
+    sending = false;
+    sendNext();
   }
+
+  // What is not sent yet lives in this tab's sessionStorage (a reload sends it): closing the tab loses it.
+  addEventListener("beforeunload", (event) => {
+    if (!pending().length) return;
+    event.preventDefault();
+    event.returnValue = true; // how browsers before 2023 (Chrome 119) are asked to
+  });
 
   // A refused message is the only copy of its text (the gateway never took it): it stays, also through
   // a reload (from sessionStorage), until dismissed (asked first unless the box holds the same text);
@@ -347,10 +389,12 @@
     history: (data) => {
       showHistory(data.messages);
       setWorking(Boolean(data.working));
-      deliverWaiting();
+      sendWaitingNow();
     },
     user: (data) => {
-      if (unplaced.delete(data.id)) remove(data.id); // shown again below, where the gateway took it
+      // Moved to where the gateway took it, unless it is there: the first unplaced, right below what the gateway has.
+      const [first] = unplaced;
+      if (unplaced.delete(data.id) && data.id !== first) remove(data.id);
       upsert(confirmedUnlessPending(data));
     },
     message: (data) => upsert(data),
@@ -360,7 +404,7 @@
     idle: () => setWorking(false),
   };
 
-  for (const item of pending()) deliver(item, 0); // sends a reload interrupted
+  sendNext(); // what a reload interrupted, in the order typed
   SwitchboardLive.listen("/chat/api/events?chat=" + encodeURIComponent(chat), auth, {
     ready: "history",
     onEvent: (type, data) => handlers[type] && handlers[type](data),

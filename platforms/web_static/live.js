@@ -8,7 +8,8 @@
 // - The connection state: body[data-state] and the #status line.
 // - A Server-Sent Events stream read with fetch (EventSource cannot send a header), opened
 //   again after any drop, with backoff. Each page's stream starts with a whole snapshot, so a
-//   reconnect loses nothing.
+//   reconnect loses nothing. A stream that goes quiet for longer than the server's keep-alives
+//   allow counts as dropped.
 "use strict";
 
 window.SwitchboardLive = (() => {
@@ -51,7 +52,9 @@ window.SwitchboardLive = (() => {
           setState("login", "sign in");
           const error = $("login-error");
           error.hidden = !rejected || !(tried || $("token").value);
-          error.textContent = tried && tried === linked ? "The token in the link was not accepted." : typedRefused;
+          // Worded for a link that was wrong all along and for one whose token a restart has since changed.
+          const linkRefused = "The token in the link is not accepted; it may have been changed.";
+          error.textContent = tried && tried === linked ? linkRefused : typedRefused;
           linked = null;
           $("login").showModal();
           asking = new Promise((resolve) => {
@@ -72,10 +75,22 @@ window.SwitchboardLive = (() => {
   // each time a connection ends, before the next one is tried.
   async function listen(url, auth, { ready, onEvent, onDrop }) {
     let delay = 500;
+    let silence = 0; // ms without a byte that count as a drop; 0 until a server has said its keep-alive interval
     for (;;) {
       let received = false;
+      // A connection that died without a word (a proxy that hangs, a NAT mapping forgotten) reports no error,
+      // ever: only the keep-alives it no longer brings tell. A request may be sent on such a connection too.
+      const abort = new AbortController();
+      let quiet = null;
+      const heard = () => {
+        clearTimeout(quiet);
+        if (silence) quiet = setTimeout(() => abort.abort(), silence);
+      };
       try {
-        const response = await fetch(url, { headers: auth.headers({ Accept: "text/event-stream" }), cache: "no-store" });
+        heard();
+        const response = await fetch(url, {
+          headers: auth.headers({ Accept: "text/event-stream" }), cache: "no-store", signal: abort.signal });
+        clearTimeout(quiet);
         if (auth.asksForToken(response)) {
           await auth.askForToken(true);
           continue;
@@ -87,11 +102,15 @@ window.SwitchboardLive = (() => {
           await sleep(10000);
           continue;
         }
+        // 2.5 intervals: a keep-alive comes after one quiet interval; one late or lost is no drop yet.
+        silence = 2500 * Number(response.headers.get("Switchboard-Keep-Alive")) || 0;
+        heard();
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
+          heard();
           buffer += value;
           let end;
           while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -108,6 +127,8 @@ window.SwitchboardLive = (() => {
         }
       } catch {
         // fall through: reconnect below
+      } finally {
+        clearTimeout(quiet);
       }
       if (onDrop) onDrop();
       setState("reconnecting", "reconnecting…");

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from aiohttp import web
 from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound, Outbound, Streaming
 from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
-from platforms.web_events import ChatStreams
+from platforms.web_events import IDLE, ChatStreams
 from tests.web_client import EventStream, post_message, serve
 
 TOKEN = "tok-0123456789-abcdefghij"
@@ -31,8 +31,12 @@ class Sink:
     def __init__(self) -> None:
         self.inbound: list[Inbound] = []
         self.fail = False
+        self.meanwhile: Callable[[], Awaitable[object]] | None = None
+        """Awaited while taking an event, as the gateway answers a command before its POST is answered."""
 
     async def __call__(self, inbound: Inbound) -> Accepted:
+        if self.meanwhile is not None:
+            await self.meanwhile()
         if self.fail:
             raise RuntimeError("database is locked")
         duplicate = any(i.event_id == inbound.event_id for i in self.inbound)
@@ -302,6 +306,58 @@ async def test_a_quiet_stream_gets_keep_alives_and_stop_ends_every_stream(starte
         await adapter.close_streams()
         with pytest.raises(EOFError):
             await stream.next()
+
+
+async def test_the_stream_tells_the_page_its_keep_alive_interval(started, http) -> None:
+    # The page counts a stream quiet for longer as dead (live.js): one number, the server's.
+    _, _, base = await started(keep_alive=0.25)
+    async with http.get(f"{base}/chat/api/events?chat=c1") as response:
+        assert response.headers["Switchboard-Keep-Alive"] == "0.25"
+
+
+async def test_a_message_the_gateway_fails_to_record_is_shown_to_no_page(started, http) -> None:
+    adapter, sink, base = await started()
+    async with EventStream(http, base, "c1") as other_tab:
+        assert (await other_tab.next())[0] == "history"
+        sink.fail = True
+        status, _ = await post_message(http, base, "c1", "not recorded", key="key-00000001")
+        assert status == 500
+        await adapter.send(Outbound("c1", None, "later", kind="reply", idempotency_key="t1:reply:0"))
+        assert (await other_tab.next())[0] == "message"  # nothing came before it: no such message
+        sink.fail = False
+        status, _ = await post_message(http, base, "c1", "not recorded", key="key-00000001")  # the page's retry
+        assert status == 202
+        shown = await other_tab.until("user")
+        assert (shown["id"], shown["text"]) == ("user:key-00000001", "not recorded")
+
+
+async def test_what_the_gateway_publishes_while_taking_a_message_shows_after_it(started, http) -> None:
+    adapter, sink, base = await started()
+    sink.meanwhile = lambda: adapter.send(Outbound("c1", None, "Stopped.", kind="command", idempotency_key="a:0"))
+    async with EventStream(http, base, "c1") as other_tab:
+        assert (await other_tab.next())[0] == "history"
+        status, _ = await post_message(http, base, "c1", "/stop", key="key-00000001")
+        assert status == 202
+        assert [(await other_tab.next())[1]["text"] for _ in range(2)] == ["/stop", "Stopped."]
+
+
+async def test_what_a_chat_publishes_while_a_place_is_held_waits_behind_it_in_order() -> None:
+    streams = ChatStreams()
+    page = streams.subscribe("c1")
+    with streams.in_order("c1") as first:
+        streams.publish("c1", "message", {"id": "a"})
+        with pytest.raises(RuntimeError), streams.in_order("c1") as failed:
+            failed.event = ("user", {"id": "not recorded"})
+            raise RuntimeError("database is locked")
+        with streams.in_order("c1") as second:
+            streams.publish("c1", "message", {"id": "b"})
+            second.event = ("user", {"id": "2"})
+        streams.publish("c2", "message", {"id": "other chat"})  # held for c1 only
+        assert await page.next(0.01) is IDLE
+        first.event = ("user", {"id": "1"})
+    streams.publish("c1", "message", {"id": "c"})
+    assert [(await page.next(0.01))[1]["id"] for _ in range(5)] == ["1", "a", "2", "b", "c"]
+    assert await page.next(0.01) is IDLE
 
 
 def test_a_page_that_falls_behind_is_cut_off_and_starts_again_from_the_history() -> None:

@@ -165,7 +165,8 @@ async def test_a_link_with_a_wrong_token_says_the_links_token_was_not_accepted(c
     await page.wait_for_selector("body[data-state=login]")
     # Not the same page as a first visit: the operator learns the link's token is wrong, not only that one is needed.
     error = page.locator("#login-error")
-    assert await error.is_visible() and await error.text_content() == "The token in the link was not accepted."
+    assert await error.is_visible() and await error.text_content() == ("The token in the link is not accepted; "
+                                                                     "it may have been changed.")
     await page.fill("#token", TOKEN)
     await page.press("#token", "Enter")
     await page.wait_for_selector("body[data-state=connected]")

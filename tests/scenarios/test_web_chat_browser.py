@@ -363,7 +363,7 @@ async def test_a_link_with_a_wrong_token_says_the_links_token_was_refused(chat, 
     await page.goto(f"{web.base}/chat?chat=c1#token=not-the-token")
     await page.wait_for_selector("body[data-state=login]")
     error = await page.wait_for_selector("#login-error", state="visible")
-    assert await error.inner_text() == "The token in the link was not accepted."
+    assert await error.inner_text() == "The token in the link is not accepted; it may have been changed."
     assert "not-the-token" not in page.url
     await page.fill("#token", "still-not-it")
     await page.click("#login-form button[type=submit]")
