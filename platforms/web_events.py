@@ -41,8 +41,10 @@ class Subscription:
     def put(self, event: Event) -> None:
         if self.ended:
             return
-        if self._queue.qsize() >= self._max:
-            self.end()  # too far behind: it reloads the history on reconnect instead
+        if self._queue.qsize() >= self._max:  # too far behind: it reloads the history on reconnect instead
+            while not self._queue.empty():  # none of it will be sent: not held while the page hangs
+                self._queue.get_nowait()
+            self.end()
             return
         self._queue.put_nowait(event)
 
@@ -154,21 +156,33 @@ KEEP_ALIVE_HEADER = "Switchboard-Keep-Alive"
 longer knows the connection died without a word (live.js), with no constant of its own to drift."""
 
 
+WRITE_TIMEOUT = 30.0
+"""Seconds a page may take nothing before its stream is closed. A hung tab, or a stopped process,
+keeps its connection open (its kernel acknowledges, nobody reads): without this, its stream would
+wait for ever and stay subscribed."""
+
+
 async def serve_events(request: web.Request, streams: ChatStreams, sub: Subscription, first: Event,
-                       keep_alive: float) -> web.StreamResponse:
+                       keep_alive: float, *, write_timeout: float = WRITE_TIMEOUT) -> web.StreamResponse:
     """Stream ``first``, then ``sub``'s events, to a page as Server-Sent Events until the
     stream ends or the page goes away (a keep-alive after ``keep_alive`` quiet seconds, which
-    `KEEP_ALIVE_HEADER` tells the page); ``sub`` is unsubscribed from ``streams`` at the end."""
+    `KEEP_ALIVE_HEADER` tells the page; a page that takes nothing for ``write_timeout`` seconds
+    is taken for gone); ``sub`` is unsubscribed from ``streams`` at the end."""
     response = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
         KEEP_ALIVE_HEADER: f"{keep_alive:g}"})
     try:
         await response.prepare(request)
-        await response.write(encode(*first))
+        async with asyncio.timeout(write_timeout):
+            await response.write(encode(*first))
         while (event := await sub.next(keep_alive)) is not None:
-            await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
+            async with asyncio.timeout(write_timeout):
+                await response.write(KEEP_ALIVE if event is IDLE else encode(*event))
     except ConnectionError:  # the page went away
         pass
+    except TimeoutError:  # the page hangs: its connection goes, and what its stream held with it
+        if request.transport is not None:
+            request.transport.abort()
     finally:
         streams.unsubscribe(sub)
     return response

@@ -51,6 +51,9 @@ SHARED_SCRIPT = WEB_STATIC_DIR / "live.js"
 INTERVAL = 1.0
 MIN_GAP = 0.1
 KEEP_ALIVE_SECONDS = 15.0
+BEHIND = 8
+"""Snapshots queued for a page that does not keep up before it is cut off (it reconnects to a fresh
+one): each is the whole state, hundreds of kilobytes at the console's caps, and only the last counts."""
 STOP_REASON = "stopped from the operator console"
 LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
 _STREAM = "console"
@@ -77,7 +80,7 @@ class Console(GatewayListener):
         self.view = ConsoleView(gateway, gateway.recent_errors)
         self._interval = interval
         self._keep_alive = keep_alive
-        self._streams = ChatStreams()
+        self._streams = ChatStreams(max_queued=BEHIND)
         self._nudged = asyncio.Event()
         self._last: str | None = None
         self._last_heard: dict[str, float] = {}

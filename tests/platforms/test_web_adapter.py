@@ -18,7 +18,7 @@ from aiohttp import web
 from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound, Outbound, Streaming
 from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
-from platforms.web_events import IDLE, ChatStreams
+from platforms.web_events import IDLE, ChatStreams, serve_events
 from tests.web_client import EventStream, post_message, serve
 
 TOKEN = "tok-0123456789-abcdefghij"
@@ -360,12 +360,44 @@ async def test_what_a_chat_publishes_while_a_place_is_held_waits_behind_it_in_or
     assert await page.next(0.01) is IDLE
 
 
-def test_a_page_that_falls_behind_is_cut_off_and_starts_again_from_the_history() -> None:
+async def test_a_page_that_falls_behind_is_cut_off_and_starts_again_from_the_history() -> None:
     streams = ChatStreams(max_queued=3)
     slow, other = streams.subscribe("c1"), streams.subscribe("c2")
     for i in range(4):
         streams.publish("c1", "message", {"id": str(i)})
     assert slow.ended and not other.ended
+    assert await slow.next(0.01) is None  # what it had queued is let go at once, never sent
+
+
+async def test_a_page_that_takes_nothing_is_closed_and_unsubscribed() -> None:
+    """A hung tab keeps its connection open, its kernel acknowledging what it never reads: the
+    stream is closed once a write has waited ``write_timeout``, and holds nothing more."""
+    streams = ChatStreams()
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        return await serve_events(request, streams, streams.subscribe("c1"), ("history", {}), 60.0,
+                                  write_timeout=0.3)
+
+    app = web.Application()
+    app.router.add_get("/events", events)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        await writer.drain()
+        async with asyncio.timeout(10):
+            while not streams.watching("c1"):
+                await asyncio.sleep(0.01)
+            while streams.watching("c1"):  # about a megabyte each, until the socket's buffers are full
+                streams.publish("c1", "state", {"blob": "x" * 1_000_000})
+                await asyncio.sleep(0.05)
+        writer.close()
+    finally:
+        await runner.cleanup()
 
 
 async def test_an_ended_subscription_says_so() -> None:
