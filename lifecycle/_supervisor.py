@@ -105,6 +105,10 @@ class Supervisor:
             if record is None and hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
                 hold.started[subagent_id] = None
             return
+        if record.stop_request is not None:
+            # Asked to stop before it started (an engine elsewhere hears of the start late): it ends as a
+            # child that never started, with no `subagent_start`, as an in-process one is never built.
+            return
         if record.state is S.PENDING:
             record.set_state(S.STARTING, self.host.clock.time())
         if self._start_hold is not None:  # the host's `subagent_start` hooks may not be registered yet

@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gateway.app import CLOSE_FLOOR_SECONDS
 from gateway.cli import build_parser
 from gateway.commands import BUILTIN
 from gateway.config import Config, config_check
+from gateway.config.sections import ServerSettings
+from gateway.left_behind import STUCK_WAIT_SECONDS
+from lifecycle.temporal._worker import STUCK_WAIT_SECONDS as WORKER_STUCK_WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -59,6 +63,26 @@ def test_every_volume_a_switchboard_container_writes_to_belongs_to_its_user():
             source, target, *mode = mount.split(":")
             if source in compose["volumes"] and mode != ["ro"]:
                 assert target in owned, f"{name} writes to {target}, which the image does not give to {user}"
+
+
+def seconds(duration: str) -> float:
+    """A compose duration (``1m30s``, ``15s``) in seconds."""
+    parts = re.fullmatch(r"(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", duration)
+    assert parts is not None and duration, f"not a compose duration: {duration!r}"
+    return 60 * int(parts.group(1) or 0) + float(parts.group(2) or 0)
+
+
+def test_compose_gives_the_gateway_and_workers_the_stop_time_their_grace_needs():
+    # Docker kills a container 10 s after SIGTERM unless told otherwise: a gateway on Temporal takes the grace
+    # and a second for the engine's last requests, a worker the grace and a second for calls ignoring their
+    # cancellation; each kind of work left behind (turns, plugin commands, tasks) a second more.
+    raw = yaml.safe_load((DEPLOY / "scale-out.yaml").read_text(encoding="utf-8"))
+    grace = (raw.get("server") or {}).get("shutdown_grace_seconds", ServerSettings().shutdown_grace_seconds)
+    needs = {"gateway": grace + CLOSE_FLOOR_SECONDS + 3 * STUCK_WAIT_SECONDS,
+             "worker": grace + WORKER_STUCK_WAIT_SECONDS}
+    compose = yaml.safe_load((DEPLOY / "compose.scale-out.yaml").read_text(encoding="utf-8"))
+    for name, needed in needs.items():
+        assert seconds(compose["services"][name].get("stop_grace_period", "10s")) >= needed, name
 
 
 def test_the_slack_manifest_declares_every_command_the_gateway_serves():

@@ -153,6 +153,8 @@ def _temporal_rules(config: Config) -> list[str]:
     temporal, errors = config.lifecycle.temporal, []
     if not _HOST_PORT.fullmatch(temporal.address) or not 0 < int(temporal.address.rsplit(":", 1)[1]) < 65536:
         errors.append(f'lifecycle.temporal.address: expected host:port such as "127.0.0.1:7233", got "{temporal.address}"')
+    if not temporal.namespace.strip():  # else the gateway starts and fails every child, and a worker panics
+        errors.append('lifecycle.temporal.namespace: expected a non-empty name such as "default"')
     if not temporal.task_queue.strip():
         errors.append("lifecycle.temporal.task_queue: expected a non-empty name such as \"switchboard-children\"")
     tls = temporal.tls

@@ -3,13 +3,14 @@ every worker connect through here, so they cannot disagree about TLS or credenti
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
-from lifecycle.settings import TemporalSettings
+from lifecycle.settings import TemporalSettings, TemporalTLSSettings
 
 
 class TemporalUnavailable(Exception):
@@ -18,8 +19,8 @@ class TemporalUnavailable(Exception):
 
 async def connect(settings: TemporalSettings, *, identity: str | None = None) -> Client:
     """A client for ``settings.namespace`` at ``settings.address``. Raises `TemporalUnavailable`
-    with one line naming the setting to fix (never the API key) when the service cannot be
-    reached or has no such namespace."""
+    with one line naming the setting to fix (never the API key, nor what the TLS files hold) when
+    the service cannot be reached, the TLS files or handshake fail, or it has no such namespace."""
     tls = _tls(settings)
     try:
         client = await Client.connect(
@@ -27,10 +28,7 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
             identity=identity,
         )
     except Exception as exc:
-        raise TemporalUnavailable(
-            f"lifecycle.temporal.address: cannot reach Temporal at {settings.address} (namespace"
-            f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address"
-        ) from exc
+        raise TemporalUnavailable(_connect_failure(settings, exc)) from exc
     # Connecting does not look at the namespace: without this a gateway would start and fail every
     # child it launches, and a worker would say it runs before it stops.
     try:
@@ -42,8 +40,20 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
                 f" {settings.namespace!r}; fix the namespace, or create it (temporal operator namespace create"
                 f" --namespace {settings.namespace})"
             ) from exc
+        if exc.status is RPCStatusCode.INVALID_ARGUMENT:  # no name at all: the worker's poller would panic on it
+            raise TemporalUnavailable(
+                f"lifecycle.temporal.namespace: Temporal at {settings.address} refuses the namespace"
+                f" {settings.namespace!r} ({_first_line(exc)}); set the namespace, such as \"default\""
+            ) from exc
         # Any other refusal (a key that may not describe namespaces) is left to the calls that need more.
     return client
+
+
+_CERTIFICATE = (b"-----BEGIN CERTIFICATE-----", "certificate")
+_PRIVATE_KEY = (b"PRIVATE KEY-----", "private key")
+"""What each file must hold in PEM: its marker, and how the error names it. Without the check, a file
+with the wrong content fails only in the handshake, in words that blame another setting (a key given as
+ca_file reads as a server that does not speak TLS, or whose certificate is not trusted)."""
 
 
 def _tls(settings: TemporalSettings) -> bool | TLSConfig | None:
@@ -51,18 +61,56 @@ def _tls(settings: TemporalSettings) -> bool | TLSConfig | None:
     if tls is None or isinstance(tls, bool):
         return tls
     return TLSConfig(
-        server_root_ca_cert=_read(tls.ca_file, "ca_file"), domain=tls.server_name,
-        client_cert=_read(tls.cert_file, "cert_file"), client_private_key=_read(tls.key_file, "key_file"),
+        server_root_ca_cert=_read(tls.ca_file, "ca_file", _CERTIFICATE), domain=tls.server_name,
+        client_cert=_read(tls.cert_file, "cert_file", _CERTIFICATE),
+        client_private_key=_read(tls.key_file, "key_file", _PRIVATE_KEY),
     )
 
 
-def _read(path: Path | None, key: str) -> bytes | None:
+def _read(path: Path | None, key: str, kind: tuple[bytes, str]) -> bytes | None:
     if path is None:
         return None
     try:
-        return Path(path).expanduser().read_bytes()
+        body = Path(path).expanduser().read_bytes()
     except OSError as exc:
         raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: cannot read {exc.filename} ({exc.strerror})") from exc
+    marker, what = kind
+    if marker not in body:  # named by its path only: what the file holds may be a secret
+        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: {path} holds no PEM {what}")
+    return body
+
+
+def _connect_failure(settings: TemporalSettings, exc: Exception) -> str:
+    """Why `Client.connect` failed, naming the setting to fix. The SDK says it in one text, the
+    handshake's and the TLS files' failures (past the PEM markers `_read` checks) among them."""
+    text, tls, address = str(exc), settings.tls, settings.address
+    files = tls if isinstance(tls, TemporalTLSSettings) else None
+    if "InconsistentKeys" in text:
+        return (f"lifecycle.temporal.tls.key_file: the private key in {files.key_file} is not the key of the"
+                f" certificate in cert_file ({files.cert_file})")
+    if "PrivateKeyParseError" in text:
+        return f"lifecycle.temporal.tls.key_file: cannot parse the private key in {files.key_file}"
+    if "CertificateParseError" in text or "NoCertificatesPresented" in text:  # which file, the SDK does not say
+        keys = [key for key in ("ca_file", "cert_file") if getattr(files, key, None) is not None]
+        where = f"tls.{keys[0]}" if len(keys) == 1 else "tls"
+        listed = " or ".join(f"{key} ({getattr(files, key)})" for key in keys)
+        return f"lifecycle.temporal.{where}: cannot parse the certificate in {listed}"
+    if "InvalidContentType" in text:  # a TLS handshake that a plaintext server answered
+        why = "on because api_key is set" if tls is None else "on"
+        return (f"lifecycle.temporal.tls: TLS is {why}, and Temporal at {address} does not speak it; set tls: false"
+                " for a plaintext server, or fix the address")
+    if (refused := re.search(r"InvalidCertificate\(([\w(]+)", text)) is not None:
+        reason = refused.group(1).rsplit("(", 1)[-1]
+        if reason.startswith("NotValidForName"):
+            return (f"lifecycle.temporal.tls.server_name: the certificate of Temporal at {address} is not issued"
+                    " for the name checked (server_name, else the address's host)")
+        if files is not None and files.ca_file is not None:
+            return (f"lifecycle.temporal.tls.ca_file: the certificate of Temporal at {address} is refused"
+                    f" ({reason}) by the CA in {files.ca_file}")
+        return (f"lifecycle.temporal.tls: the certificate of Temporal at {address} is refused ({reason}) by the"
+                " system's CAs; set tls.ca_file to the CA that signed it")
+    return (f"lifecycle.temporal.address: cannot reach Temporal at {address} (namespace"
+            f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,7 +11,8 @@ Per child, one task follows the workflow: one call starts it and sends it the
 and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). A child re-attached after a restart that a
 worker had begun is reported running at once, since it began (`_found`); the others are sent the
-update. `interrupt` is a Temporal cancellation request carrying the reason; `steer` is a signal,
+update. `interrupt` is a Temporal cancellation request carrying the reason: a child no worker has taken
+ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at once; `steer` is a signal,
 sent again (in order, once) while Temporal does not answer, journaled meanwhile (as a stop is when
 asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
@@ -80,6 +81,8 @@ to the next start, which sends it again from the journal."""
 class _Child:
     job: ChildJob
     handle: WorkflowHandle | None = None
+    follow: asyncio.Task | None = None
+    """The task following its workflow (`_follow`)."""
     placed: bool = False
     """Its workflow is known to exist (`EngineHost.placed` reported): a restart finds it there."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
@@ -156,7 +159,7 @@ class TemporalEngine:
         if self._closed or self._host is None:
             raise RuntimeError("the engine is not running")
         child = self._children[job.subagent_id] = _Child(job)
-        self._spawn(self._follow(child, new=True), "temporal-follow")
+        child.follow = self._spawn(self._follow(child, new=True), "temporal-follow")
 
     def withdraw(self, subagent_id: str) -> bool:
         return False  # once on the task queue, a child can only be cancelled
@@ -397,7 +400,7 @@ class TemporalEngine:
                 elif job is not None:
                     log.info("child %s was launched but its workflow never started; starting it now", subagent_id)
                     child = self._children[subagent_id] = _Child(job)
-                    self._spawn(self._follow(child, new=True), "temporal-follow")
+                    child.follow = self._spawn(self._follow(child, new=True), "temporal-follow")
                     return job
                 return None
         if wire is None:
@@ -411,7 +414,7 @@ class TemporalEngine:
             assert self._host is not None
             child.running, child.activity = True, "running"
             self._host.running(subagent_id, started_at=began)
-        self._spawn(self._follow(child, new=False), "temporal-follow")
+        child.follow = self._spawn(self._follow(child, new=False), "temporal-follow")
         return job
 
     async def _found(self, handle: WorkflowHandle) -> tuple[dict[str, Any] | None, float | None]:
@@ -447,9 +450,10 @@ class TemporalEngine:
         sid = child.job.subagent_id
         patience = _Patience(sid, self.settings.address)
         while True:
+            handle = child.handle or self.client.get_workflow_handle(sid)
             try:
-                await (child.handle or self.client.get_workflow_handle(sid)).cancel(reason=reason)
-                return
+                await handle.cancel(reason=reason)
+                break
             except RPCError as exc:
                 # Temporal is down or restarting: dropped now, the stop would never reach the child,
                 # which runs to its end once Temporal is back. Ask again until it answers.
@@ -461,6 +465,34 @@ class TemporalEngine:
             # Its start has not reached Temporal yet: ask again shortly, or as soon as it has.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(child.started.wait(), 0.2)
+        await self._end_untaken(child, handle, patience)
+
+    async def _end_untaken(self, child: _Child, handle: WorkflowHandle, patience: _Patience) -> None:
+        """End a child no worker has taken, now that Temporal holds its cancellation request: a worker
+        that takes it later reads the request with the workflow's first task and never builds it
+        (`ChildWorkflow.run`), so it ends at once, as a queued in-process child does, instead of when a
+        worker comes. One a worker has begun ends as its workflow says, reported by its follow."""
+        sid = child.job.subagent_id
+        if child.running:
+            return
+        while True:
+            try:
+                # Read once the request is in: a worker that begins the workflow from now on reads it too.
+                taken = await _taken(handle)
+                break
+            except RPCError as exc:
+                if not await patience.waited(exc, "asking again in %gs whether a worker has taken it"):
+                    log.debug("history of %s: %s", sid, exc)  # its workflow says how it ended, once a worker takes it
+                    return
+        host = self._host
+        # Not once closing: the next start asks again, from the journal, and ends it then.
+        if taken or host is None or self._closed or child.running or self._children.get(sid) is not child:
+            return
+        del self._children[sid]
+        if child.follow is not None:
+            child.follow.cancel()
+        child.started.set()
+        await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, child.stop_reason))
 
     async def _send_steers(self, child: _Child) -> None:
         # One sender per child, so that a steer never overtakes an earlier one Temporal has not taken.
@@ -509,11 +541,24 @@ class TemporalEngine:
         what = "waiting for the model" if label == "model" else f"running {label.removeprefix('tool-')}"
         child.activity = what if current.attempt <= 1 else f"{what} (attempt {current.attempt}, another worker)"
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
         task.set_name(name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
+
+
+async def _taken(handle: WorkflowHandle) -> bool:
+    """Whether a worker has begun a task of the workflow's current run (Temporal writes the start of a
+    task as the worker takes it), or the run continues one that ran (continued as new)."""
+    async for event in handle.fetch_history_events(page_size=_FIRST_EVENTS):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            return True
+        if (event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
+                and event.workflow_execution_started_event_attributes.continued_execution_run_id):
+            return True
+    return False
 
 
 def _cancelling() -> bool:

@@ -14,7 +14,9 @@ scheduling to close; a tool call ``stale_in_tool_seconds``; when the limit fires
 the child stops as in-process, with the same `Timeout` words. Heartbeats
 (three missed ones) tell a dead worker from a slow call. A cancellation request
 (``WorkflowHandle.cancel(reason=...)``) stops the child at its next safe boundary;
-the workflow then completes with the interrupted outcome and its partial output.
+the workflow then completes with the interrupted outcome and its partial output. One
+that a worker reads with the workflow's first task (the child was stopped while no worker
+had taken it) ends it there, never built.
 
 Every model call carries the whole conversation, so a long child's history grows with
 the square of its length, towards Temporal's limits (50 MB or 51,200 events), past which
@@ -70,6 +72,10 @@ the call itself reports are final."""
 # payloads of 2 MB, so no child comes near the limit.
 _CONTINUE_AFTER_EVENTS = 10_240
 _CONTINUE_AFTER_BYTES = 10 * 2**20
+
+_STOPPED_UNBUILT = "stopped-before-taken-is-never-built"
+"""Patch id: a run that reads a stop with its first task ends before PREPARE. A history written before
+it (PREPARE ran first) replays as it ran; a new run records the patch as it takes the new path."""
 
 
 class _WorkflowClock:
@@ -143,6 +149,13 @@ class ChildWorkflow:
         self._limits = ChildLimits.from_dict(wire.get("limits") or {})
         # What a tool call needs of the child, without the goal and context each call would repeat.
         self._slim = {**job.to_dict(), "goal": "", "context": None, "output_schema": None, "images": []}
+        stopped = workflow.cancellation_reason()
+        if stopped is not None and self._resume is None and workflow.patched(_STOPPED_UNBUILT):
+            # Stopped before any worker took it: never built, as an in-process child stopped while it
+            # waits for a slot (the gateway may have ended it so already). A run continued as new ends
+            # in `_child` instead, with what it had.
+            self._ended = True
+            return ChildOutcome("interrupted", "interrupted", None, stopped or "cancelled").to_dict()
         body = asyncio.ensure_future(self._child(job))
         while True:
             try:

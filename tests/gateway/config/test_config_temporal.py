@@ -67,6 +67,8 @@ def test_the_temporal_tls_files_are_relative_to_the_config_file(load, isolated):
      "lifecycle.temporal.tls: cert_file and key_file go together (mutual TLS needs both)"),
     ("lifecycle: {temporal: {task_queue: ' '}}",
      'lifecycle.temporal.task_queue: expected a non-empty name such as "switchboard-children"'),
+    ("lifecycle: {temporal: {namespace: ''}}",
+     'lifecycle.temporal.namespace: expected a non-empty name such as "default"'),
 ])
 def test_mistakes_name_their_key(load, text, error):
     with pytest.raises(ConfigError) as caught:
