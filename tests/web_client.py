@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import aiohttp
@@ -68,8 +68,13 @@ class WebChat:
 
 async def serve(adapter: WebChatAdapter | WebhookAdapter) -> tuple[web.AppRunner, str]:
     """The adapter's routes alone (web chat or webhook), without a gateway, on a loopback port: (runner, base url)."""
+    return await serve_routes(adapter.web_routes())
+
+
+async def serve_routes(routes: Iterable[web.AbstractRouteDef]) -> tuple[web.AppRunner, str]:
+    """``routes`` on a loopback port: (runner, base url)."""
     app = web.Application()
-    app.add_routes(adapter.web_routes())
+    app.add_routes(routes)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()

@@ -19,7 +19,7 @@ from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound,
 from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
 from platforms.web_events import IDLE, ChatStreams, serve_events
-from tests.web_client import EventStream, post_message, serve
+from tests.web_client import EventStream, post_message, serve, serve_routes
 
 TOKEN = "tok-0123456789-abcdefghij"
 JSON = {"Content-Type": "application/json"}
@@ -378,12 +378,7 @@ async def test_a_page_that_takes_nothing_is_closed_and_unsubscribed() -> None:
         return await serve_events(request, streams, streams.subscribe("c1"), ("history", {}), 60.0,
                                   write_timeout=0.3)
 
-    app = web.Application()
-    app.router.add_get("/events", events)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    runner, _ = await serve_routes([web.get("/events", events)])
     port = runner.addresses[0][1]
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
