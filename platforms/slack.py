@@ -22,7 +22,8 @@ platform ``down`` (`platforms.slack_connection.BotToken`). Messages
 with a subtype other than ``file_share``/``thread_broadcast`` (edits, deletions, joins) and
 messages from bots, this one included, are ignored.
 
-Acks: bolt runs our listeners before it acks (``process_before_response``), and the sink only
+Acks: bolt runs our listeners before it acks (``process_before_response``), with no Web API call
+of its own first (`platforms.slack_app`), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
 redelivers (for a few minutes: a store's refusal is handed over again here too). One slower than
 ``sink_timeout`` is acked first, and is then the adapter's to keep (handed over again,
@@ -96,6 +97,7 @@ from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import storage_refusal
 from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
+from platforms.slack_app import bolt_app
 from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
@@ -219,7 +221,8 @@ class SlackAdapter:
     # -- connecting --------------------------------------------------------------------------
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
-        """Check the token (``auth.test``), then connect Socket Mode or get ready for HTTP events.
+        """Check the token (``auth.test``), whose answer authorizes every request bolt dispatches
+        (`platforms.slack_app`), then connect Socket Mode or get ready for HTTP events.
         Slash commands are declared in the app manifest, not registered here; ``commands`` only
         names the ``!name`` text forms accepted in threads, aliases included (``stop`` and ``new``
         by default)."""
@@ -233,8 +236,8 @@ class SlackAdapter:
             auth = await self._web.call("auth.test", None)
             self.bot_user_id = auth["user_id"]
             self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
-            app = AsyncApp(client=self._client, signing_secret=self._signing_secret or "", name="switchboard",
-                           process_before_response=True, request_verification_enabled=self.mode == "http")
+            app = bolt_app(auth, bot_token=self._bot_token, base_url=self._api_base, session=self._session,
+                           signing_secret=self._signing_secret, http=self.mode == "http")
             app.event("message")(self._on_message)
             app.command(re.compile(r"^/.+"))(self._on_command)
             app.event("tokens_revoked")(self._on_tokens_revoked)
@@ -533,12 +536,11 @@ class SlackAdapter:
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """Share the file in the channel or thread (`platforms.slack_uploads`), the caption rendered
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
-        5xx or 429 is retried like a post."""
-        if self._client is None:
-            raise NetworkError("slack adapter not started", method=slack_uploads.METHOD, chat_id=message.chat_id)
+        5xx or 429 is retried like a post; one refused for the bot token makes the platform ``down``
+        as a post does (`WebApi.share`)."""
         if message.thread_id:
             self._remember(message.chat_id, message.thread_id)
-        return await slack_uploads.share(self._client, message, file)
+        return await self._web.share(message, file)
 
     async def download(self, attachment: Attachment) -> bytes:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""

@@ -1,7 +1,8 @@
 """Calling Slack's Web API for the Slack adapter: every call's errors are translated once
-(`platforms.slack_errors`); a call Slack refuses for the bot token makes the platform ``down``
-until one succeeds (`platforms.slack_connection.BotToken`). A part's Markdown is sent as mrkdwn,
-and once more as plain text should Slack answer a formatting error. Logged under ``platforms.slack``.
+(`platforms.slack_errors`); a call Slack refuses for the bot token, an upload's steps included,
+makes the platform ``down`` until one succeeds (`platforms.slack_connection.BotToken`). A part's
+Markdown is sent as mrkdwn, and once more as plain text should Slack answer a formatting error.
+Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms.base import BadRequest, NetworkError, scalar_text
+from platforms import slack_uploads
+from platforms.base import BadRequest, NetworkError, Outbound, OutboundFile, Sent, Unauthorized, scalar_text
 from platforms.formatting import slack_mrkdwn
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED, BotToken
@@ -41,20 +43,43 @@ class WebApi:
 
     async def call(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
         """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
-        client = self._client()
-        if client is None:
-            raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
+        client = self._started(method, chat_id)
         try:
             answer = await getattr(client, method.replace(".", "_"))(**kw)
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
-            if error in REFUSED and method not in _NOT_BOT_TOKEN:
-                self._bot_token_state.refused(f"{method} answered {error}")
+            if method not in _NOT_BOT_TOKEN:
+                self._refused(method, exc)
             raise translate_exception(exc, method, chat_id, self._warn) from exc
         if method not in _NOT_BOT_TOKEN:
-            self._bot_token_state.accepted()
-            self._accepted()
+            self._taken()
         return answer
+
+    async def share(self, message: Outbound, file: OutboundFile) -> Sent:
+        """Upload ``file`` as `platforms.slack_uploads.share` does (its errors translated there), the
+        bot token watched as in `call`: its steps are Web API calls with it too."""
+        client = self._started(slack_uploads.METHOD, message.chat_id)
+        try:
+            sent = await slack_uploads.share(client, message, file)
+        except Unauthorized as exc:
+            self._refused(slack_uploads.METHOD, exc.__cause__)
+            raise
+        self._taken()
+        return sent
+
+    def _started(self, method: str, chat_id: str | None) -> AsyncWebClient:
+        client = self._client()
+        if client is None:
+            raise NetworkError("slack adapter not started", method=method, chat_id=chat_id)
+        return client
+
+    def _refused(self, method: str, exc: BaseException | None) -> None:
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+        if error in REFUSED:
+            self._bot_token_state.refused(f"{method} answered {error}")
+
+    def _taken(self) -> None:
+        self._bot_token_state.accepted()
+        self._accepted()
 
     async def formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
         """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more

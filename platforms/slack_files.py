@@ -8,9 +8,9 @@ its id alone (``file_access: check_file_info``); ``files.info`` describes it fir
 (`described`), or an image would be a nameless document and a clip never transcribed.
 Fetching asks ``files.info`` for the file's current
 private URL and size, then GETs ``url_private_download`` with the bot token (scope
-``files:read``), streamed and stopped past the cap. Without that scope Slack answers
-with its sign-in page instead of the file; that is reported as `Forbidden`, naming
-the scope.
+``files:read``), streamed and stopped past the cap. Without that scope Slack redirects
+to its sign-in page instead of sending the file; that is reported as `Forbidden`, naming
+the scope (`files.info` refuses first, ``missing_scope``, which names it too).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: ai
             if resp.status >= 400:
                 kind = NetworkError if resp.status >= 500 or resp.status == 429 else BadRequest
                 raise kind(f"downloading {attachment.name} failed: HTTP {resp.status}", method="url_private")
-            if resp.content_type == "text/html":
+            if _sign_in_page(resp, file.get("mimetype") or attachment.mime_type):
                 raise Forbidden("Slack sent its sign-in page instead of the file: give the app the files:read "
                                 "scope", method="url_private")
             async for chunk in resp.content.iter_chunked(CHUNK):
@@ -99,6 +99,13 @@ async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: ai
         raise NetworkError(f"downloading {attachment.name} failed: {type(exc).__name__}", method="url_private") \
             from None
     return bytes(received)
+
+
+def _sign_in_page(resp: aiohttp.ClientResponse, mimetype: str | None) -> bool:
+    """Whether Slack answered with its sign-in page rather than the file: HTML, after a redirect
+    (Slack's answer to a request it does not take, a 302 to the page) or for a file that is not
+    HTML itself. An HTML file someone shared comes as HTML, straight from the file's URL."""
+    return resp.content_type == "text/html" and (bool(resp.history) or mimetype != "text/html")
 
 
 def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:

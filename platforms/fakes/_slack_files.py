@@ -3,8 +3,9 @@ private download URL ``GET /files-pri/<team>-<id>/<name>``.
 
 As on Slack, a shared file reaches the bot as a ``file_share`` message listing the file
 (id, name, mimetype, size, ``url_private``...), never its bytes. The private URL serves
-them only with ``Authorization: Bearer <bot token>``; without it Slack redirects to its
-sign-in page, and so does this fake (an HTML page with status 200 at the end).
+them only with ``Authorization: Bearer <bot token>`` of an app with the ``files:read`` scope;
+without either Slack redirects (302) to its sign-in page, and so does this fake (an HTML page with
+status 200 at the end).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class SlackFiles:
     files: dict[str, SharedFile]
     downloads: list[str]
     files_read_scope: bool
-    """False: the app lacks ``files:read``, so ``files.info`` answers ``missing_scope``."""
+    """False: the app lacks ``files:read``, so ``files.info`` answers ``missing_scope`` and the private
+    URLs redirect to the sign-in page."""
     _file_ids: itertools.count[int]
 
     async def push_file(self, channel: str, user: str, data: bytes, name: str, *, mimetype: str = "application/octet-stream",
@@ -76,8 +78,9 @@ class SlackFiles:
 
     async def _file_download(self, request: web.Request) -> web.StreamResponse:
         shared = self.files.get(request.match_info["id"])
-        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":  # type: ignore[attr-defined]
-            raise web.HTTPFound("/signin")  # what Slack does for a request it cannot authenticate
+        authorized = request.headers.get("Authorization") == f"Bearer {self.bot_token}"  # type: ignore[attr-defined]
+        if not (authorized and self.files_read_scope):
+            raise web.HTTPFound("/signin")  # what Slack does for a request it does not take
         if shared is None:
             return web.Response(status=404, text="file not found")
         self.downloads.append(shared.id)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from platforms.base import Outbound, Unauthorized
+from platforms.base import Outbound, OutboundFile, Unauthorized
 from platforms.connection import Connects
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
@@ -94,3 +95,35 @@ async def test_a_reply_refused_for_the_bot_token_makes_http_mode_down(fake: Fake
         assert "chat.postMessage answered token_revoked" in (adapter.connection().reason or "")
     finally:
         await adapter.stop()
+
+
+def a_file(tmp_path: Path) -> OutboundFile:
+    path = tmp_path / "report.txt"
+    path.write_text("the report")
+    return OutboundFile(path=str(path), name="report.txt", size=10)
+
+
+async def test_an_upload_refused_for_the_bot_token_makes_slack_down(fake: FakeSlack, slack, tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    # Uploads went around the watch: Slack stayed "connected" (and /healthz healthy) while they failed.
+    with caplog.at_level(logging.ERROR, logger="platforms.slack_connection"):
+        fake.bot_token_revoked = True
+        with pytest.raises(Unauthorized):
+            await slack.send_file(Outbound(chat_id="C1", thread_id=None, text="here"), a_file(tmp_path))
+    assert slack.connection().status == "down"
+    assert "files.upload_v2 answered token_revoked" in (slack.connection().reason or "")
+    assert [r.levelno for r in caplog.records if r.name == "platforms.slack_connection"] == [logging.ERROR]
+
+
+async def test_an_upload_slack_takes_shows_it_takes_the_bot_token_again(fake: FakeSlack, slack,
+                                                                         tmp_path: Path) -> None:
+    await slack.typing("C1", None)
+    fake.bot_token_revoked = True  # the app uninstalled mid-turn
+    with pytest.raises(Unauthorized):
+        await slack.send(Outbound(chat_id="C1", thread_id=None, text="the answer"))
+    await slack.idle("C1", None)  # the placeholder's deletion refused too: left until the token is taken
+    assert slack.connection().status == "down" and fake.texts("C1") == ["_working…_"]
+    fake.bot_token_revoked = False  # reinstalled with the same token
+    await slack.send_file(Outbound(chat_id="C1", thread_id=None, text="here"), a_file(tmp_path))
+    assert slack.connection().status == "connected"
+    await fake.wait_for(lambda: fake.texts("C1") == ["here"])  # and the placeholder went

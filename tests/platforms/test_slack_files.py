@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from platforms import slack_files
 from platforms.base import (
     Attachment,
     AttachmentTooLarge,
@@ -148,6 +149,36 @@ async def test_without_files_read_the_scope_is_named(fake: FakeSlack, started, c
     assert any("files:read" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
+async def test_a_shared_html_file_downloads(fake: FakeSlack, started) -> None:
+    # Any HTML was taken for Slack's sign-in page, and the file refused for a scope the app has.
+    adapter, sink = started
+    page = b"<html><body>the quarterly report</body></html>"
+    await fake.push_file("DU1", "U1", page, "report.html", mimetype="text/html", text="summarise this")
+    (html,) = (await received(fake, sink)).attachments
+    assert html.mime_type == "text/html" and await adapter.download(html) == page
+
+
+@pytest.mark.parametrize(("data", "name", "mimetype"), [(PNG, "chart.png", "image/png"),
+                                                        (b"<html>the report</html>", "report.html", "text/html")],
+                         ids=["image", "html"])
+async def test_the_sign_in_page_instead_of_the_file_is_refused_naming_the_scope(
+        fake: FakeSlack, data: bytes, name: str, mimetype: str) -> None:
+    # files.info described the file, then the app lost files:read: Slack redirects its URL to the sign-in page.
+    await fake.push_file("DU1", "U1", data, name, mimetype=mimetype)
+    (shared,) = fake.files.values()
+    described = {"file": fake.file_object(shared)}
+    fake.files_read_scope = False
+
+    async def info(file_id: str) -> dict:
+        return described
+
+    attachment = Attachment("document", name, mimetype, None, shared.id)
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(Forbidden, match="files:read"):
+            await slack_files.download(info, session, fake.bot_token, attachment, 1000)
+    assert fake.downloads == []
+
+
 async def test_a_deleted_file_is_not_found(fake: FakeSlack, started) -> None:
     adapter, _ = started
     with pytest.raises(NotFound):
@@ -158,8 +189,8 @@ async def test_the_private_url_needs_the_bot_token(fake: FakeSlack) -> None:
     await fake.push_file("DU1", "U1", b"secret", "s.txt")
     url = fake.file_object(next(iter(fake.files.values())))["url_private"]
     async with aiohttp.ClientSession() as http, http.get(url) as resp:
-        assert resp.content_type == "text/html"  # Slack's sign-in page, not the file
-        assert b"secret" not in await resp.read()
+        assert [r.status for r in resp.history] == [302]  # to Slack's sign-in page, not the file
+        assert resp.content_type == "text/html" and b"secret" not in await resp.read()
 
 
 async def test_delete(fake: FakeSlack, started) -> None:
