@@ -2,7 +2,8 @@
 
 For platform ``p`` and key ``k`` the first value that is set wins:
 ``display.platforms.<p>.<k>`` → ``display.<k>`` → the adapter's built-in tier →
-the global default. The webhook platform never sends interim messages.
+the global default. The webhook platform never sends interim messages, nor a progress card,
+and at most one notice a turn (`NO_EDITS`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from platforms.base import DisplayTier
 
 GLOBAL_DEFAULTS = {"interim_assistant_messages": False, "long_running_notifications": True, "progress": "off"}
 ALWAYS_BACKGROUND = frozenset({"web", "local", "webhook"})
+NO_EDITS = frozenset({"webhook"})
+"""Platforms that cannot change what they sent: each update of a notice, and its outcome, would be one
+more delivery (the last after the answer). A turn there gets at most its first notice, and no card."""
 
 Mode = Literal["inline", "background"]
 
@@ -32,6 +36,8 @@ class TurnDisplay:
     progress_delay: float
     progress_final: str
     """``summary``: a finished turn's notice or card is edited to its outcome; ``delete``: it is deleted."""
+    edits: bool = True
+    """False on `NO_EDITS` platforms: a notice is sent once and left as it is."""
 
 
 def resolve(config: Config, platform: str, key: str, tier: DisplayTier | None):
@@ -57,9 +63,10 @@ def turn_display(config: Config, platform: str, tier: DisplayTier | None) -> Tur
         long_running_notifications=resolve(config, platform, "long_running_notifications", tier),
         notify_interval=config.agent.gateway_notify_interval,
         busy_input_mode=busy,
-        progress=resolve(config, platform, "progress", tier),
+        progress="off" if platform in NO_EDITS else resolve(config, platform, "progress", tier),
         progress_delay=config.display.progress_delay if delay is None else delay,
         progress_final=final,
+        edits=platform not in NO_EDITS,
     )
 
 

@@ -299,7 +299,7 @@ class TurnRunner:
         message = self._message(session, running)
 
         def publish(text: str, n: int) -> None:
-            if not running.suppressed and session.running is running:
+            if not running.suppressed and session.running is running and (display.edits or n == 0):
                 message.publish(text, n)
 
         if display.progress == "card":
@@ -318,7 +318,7 @@ class TurnRunner:
     def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
                          elapsed: float, subagents: int, endings: str = "") -> None:
         interval = display.notify_interval if display.progress != "card" else 1.0
-        final = final_text(how, elapsed, interval, subagents=subagents, endings=endings)
+        final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
         self._message(session, running).finish(final, delete=display.progress_final == "delete")
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:

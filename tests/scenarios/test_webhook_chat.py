@@ -303,3 +303,21 @@ async def test_a_pull_route_reads_a_commands_answer_by_the_turn_id_its_202_names
     sent = sorted((d.json for d in receiver.unique.values()), key=lambda m: m["sequence"])
     assert [(m["kind"], m["turn_id"], m["sequence"]) for m in sent] == [
         ("command", renewed["turn_id"], 0), ("reply", renewed["turn_id"], 1)]
+
+
+@pytest.mark.parametrize(("display", "expected"), [
+    ({"long_running_notifications": True}, ["notice", "reply"]),
+    ({"progress": "card", "progress_delay": 0}, ["reply"]),  # notices stay off, the webhook's default
+], ids=["notices", "card"])
+async def test_a_webhook_turn_gets_one_notice_at_most_and_nothing_after_its_reply(serve, receiver, display, expected):
+    """A receiver cannot have a delivery changed: each update of a notice, and its outcome, would
+    be one more delivery, the last after the answer. Notices on, the first one alone goes; no card."""
+    base = await serve({"hook": {"secret": SECRET, "deliver_url": receiver.url}}, display=display,
+                       agent={"gateway_notify_interval": 0.2},
+                       model={"demo": {"child_steps": 3, "step_seconds": 0.4}},
+                       delegation={"gateway_mode": "inline"})
+    assert (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": LIST})).status == 202
+    await receiver.wait_for(lambda: any(d.json["kind"] == "reply" for d in receiver.unique.values()), timeout=30)
+    await serve.quiet()
+    kinds = [d.json["kind"] for d in receiver.unique.values()]  # in the order they arrived
+    assert kinds == expected
