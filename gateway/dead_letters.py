@@ -91,9 +91,11 @@ class DeadLetterPolicy:
         log.error("%s event %s failed %d times; set aside as dead letter %s (`switchboard inbox dead`): %s",
                   inbound.platform, inbound.event_id, attempts, letter, error, exc_info=exc)
         try:
+            # Under the event's turn: the turn id a webhook's 202 named ends with this message.
             self._outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, APOLOGY, kind="command",
                                  key=f"dead-{inbound.platform}-{inbound.event_id}", reply_token=inbound.reply_token,
-                                 reply_to=quote_of(inbound))
+                                 reply_to=quote_of(inbound),
+                                 turn_id=self._inbox.turn_of(inbound.platform, inbound.event_id))
         except Exception as apology_failed:  # the chat itself may be what is broken: the log has it all
             log.warning("could not apologise to %s chat of event %s: %s", inbound.platform, inbound.event_id,
                         type(apology_failed).__name__)

@@ -151,10 +151,11 @@ class Inbox:
         return None if row is None else row[0]
 
     def settled(self, platform: str, event_id: str) -> bool:
-        """Whether the event was handled (its turn ended, or it was answered at once)."""
+        """Whether the event was handled (its turn ended, or it was answered at once), or set aside
+        as a dead letter (its chat told so): nothing more comes of it unless an operator retries it."""
         row = self._db.read_one("SELECT status FROM gateway_inbox WHERE platform=? AND event_id=?",
                                 (platform, event_id))
-        return row is not None and row[0] == "done"
+        return row is not None and row[0] in ("done", "dead")
 
     def received_at(self, platform: str, event_id: str) -> float | None:
         """When the event was first recorded (epoch seconds); None if the inbox has forgotten it."""

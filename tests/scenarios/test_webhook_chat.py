@@ -14,8 +14,10 @@ from gateway.config import config_from_mapping
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
+from gateway.dead_letters import APOLOGY
 from gateway.testing import settled
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
+from tests.gateway.test_dead_letters import break_new_sessions
 
 SECRET = "s3cret-for-tests"
 LIST = "Compare these:\n- apples\n- pears"
@@ -41,6 +43,7 @@ async def serve(tmp_path):
         await gateway.start()
         await server.start()
         running.append((gateway, server))
+        start.gateway = gateway  # the latest, for a test that breaks something of it
         return server.url
 
     async def quiet() -> None:
@@ -321,3 +324,23 @@ async def test_a_webhook_turn_gets_one_notice_at_most_and_nothing_after_its_repl
     await serve.quiet()
     kinds = [d.json["kind"] for d in receiver.unique.values()]  # in the order they arrived
     assert kinds == expected
+
+
+@pytest.mark.parametrize("pull", [False, True], ids=["delivered", "read"])
+async def test_a_request_set_aside_ends_its_turn_with_the_apology(serve, receiver, pull):
+    """The turn id the 202 named ends with a message also when the request is set aside as a dead
+    letter: the apology is delivered under it, and a read of it completes."""
+    route = {"secret": SECRET} if pull else {"secret": SECRET, "deliver_url": receiver.url}
+    base = await serve({"hook": route}, inbox={"max_attempts": 1})
+    break_new_sessions(serve.gateway)
+    reply = await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "hello"})
+    turn = reply.json()["turn_id"]
+    if pull:
+        async with asyncio.timeout(10):
+            while not (read := (await signed_get(f"{base}/webhooks/hook/turns/{turn}", SECRET)).json())["complete"]:
+                await asyncio.sleep(0.05)
+        messages = read["messages"]
+    else:
+        await receiver.wait_for(lambda: receiver.unique, timeout=10)
+        messages = [d.json for d in receiver.unique.values()]
+    assert [(m["turn_id"], m["kind"], m["text"]) for m in messages] == [(turn, "command", APOLOGY)]
