@@ -59,7 +59,7 @@ Guarantees:
   one keeps it for the operator's retry until it is dismissed (or forgotten with its row, then
   removed at the next start). Adapters cannot be asked whether a file went out, so a process
   that dies during an upload sends that file again after the restart (Discord drops the
-  repeat by its nonce).
+  repeat by its nonce, within a few minutes of the first).
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
   was journaled is preceded by a note of its age (`gateway.late_notes`).
 """

@@ -36,7 +36,8 @@ Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 would misread is escaped); `measure` counts the rendered content against Discord's
 2,000 characters. Discord never refuses a message for its markup, so there is no
 plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
-``enforce_nonce``, so Discord drops a repeated send of the same part. discord.py
+``enforce_nonce``, so Discord drops a repeated send of the same part within a few minutes; one that
+may have gone out longer ago is looked for first (`find_sent`, `platforms.discord_sent`). discord.py
 itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answers to slash
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
@@ -44,8 +45,9 @@ handed over without its interaction and answered in the channel (`platforms.disc
 Every SDK error is translated in `platforms.discord_errors`, the one place that does so.
 
 Files the agent sends go as a message with the file attached (``files[0]``), the caption as its
-content, with the same nonce, so a repeated upload is dropped too; at most the guild's upload
-limit as discord.py knows it from the guild's boost level (10 MiB without boosts, and in DMs).
+content, with the same nonce, so a repeated upload is dropped too (within those minutes: the outbox
+looks up no file); at most the guild's upload limit as discord.py knows it from the guild's boost
+level (10 MiB without boosts, and in DMs).
 """
 
 from __future__ import annotations
@@ -62,7 +64,15 @@ from typing import Any
 import aiohttp
 
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
-from platforms import discord_answers, discord_catch_up, discord_commands, discord_files, discord_inbound, discord_token
+from platforms import (
+    discord_answers,
+    discord_catch_up,
+    discord_commands,
+    discord_files,
+    discord_inbound,
+    discord_sent,
+    discord_token,
+)
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     LAST_CALLS_FLOOR,
@@ -97,7 +107,7 @@ import discord  # noqa: E402  (after discord_urls, see above)
 
 log = logging.getLogger(__name__)
 
-PACING = Pacing(edit_interval=1.0)
+PACING = Pacing(edit_interval=1.0, account_lookup_interval=discord_sent.LOOKUP_INTERVAL)
 
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
@@ -181,6 +191,7 @@ class DiscordAdapter:
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
         self._twins = Twins()
+        self._posted = discord_sent.Posted()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
@@ -199,7 +210,8 @@ class DiscordAdapter:
         return state
 
     def pacing(self, chat_id: str) -> Pacing:
-        """discord.py paces calls per route bucket itself; edits of one message go a second apart."""
+        """discord.py paces calls per route bucket itself; edits of one message go a second apart, and
+        lookups (`find_sent`) `discord_sent.LOOKUP_INTERVAL` apart in all chats."""
         return PACING
 
     def measure(self, text: str) -> int:
@@ -441,6 +453,7 @@ class DiscordAdapter:
         me = self._client.user if self._client is not None else None
         if me is not None and message.author.id == me.id:
             self._twins.heard(message.id, message.channel.id, message.nonce)
+            self._posted.heard(message.nonce, message.id)
         inbound = self._inbound_of(message)
         # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
         if inbound is not None or message.channel.id in self._last_seen.last_seen:
@@ -495,6 +508,14 @@ class DiscordAdapter:
         remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
+    findable = staticmethod(discord_sent.findable)  # for `find_sent`: a slash command's answer it cannot find
+
+    async def find_sent(self, message: Outbound, since: float) -> str | None:
+        """The id of the message posted for this part since ``since``, by its nonce if this process heard
+        it, else by its content in the channel's history (`platforms.discord_sent`)."""
+        content = discord_markdown.render(scalar_text(message.text))
+        return await discord_sent.find_sent(self._require_client(), self._posted, message, content, since)
+
     def upload_limit(self, chat_id: str) -> int:
         """The guild's limit per file (by its boost level); 10 MiB in DMs and for a channel
         discord.py has not seen."""
@@ -504,8 +525,8 @@ class DiscordAdapter:
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """Post the file in the message's channel or thread, the caption rendered as a part's
-        content is, with the part's nonce: Discord drops a repeated upload of it. A reply, as
-        `send`'s, when the part quotes a message (``reply_to``)."""
+        content is, with the part's nonce: Discord drops a repeated upload of it within a few minutes.
+        A reply, as `send`'s, when the part quotes a message (``reply_to``)."""
         target = message.thread_id or message.chat_id
         nonce = nonce_of(message.idempotency_key)
         self._twins.sending(nonce)

@@ -73,7 +73,9 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
                    deferred: Callable[[str], None]) -> Inbound:
     """The command as the gateway takes it, once deferred (``deferred`` is told its reply token); one
-    that could not be deferred goes without a reply token, to be answered in the channel."""
+    that could not be deferred goes without a reply token, to be answered in the channel. Dated by Discord
+    (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
+    later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
     reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
     try:
         await interaction.response.defer(thinking=True)
@@ -88,7 +90,7 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
         user_name=handle(interaction.user), text=f"/{name} {args or ''}".strip(),
         event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
-        reply_token=reply_token,
+        reply_token=reply_token, sent_at=interaction.created_at.timestamp(),
     )
 
 

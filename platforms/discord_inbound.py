@@ -7,6 +7,7 @@ channels it posted in, the text commands) and hands it in.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Container
 from typing import Any
@@ -15,11 +16,15 @@ from platforms import discord_files
 from platforms.base import Inbound
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
+log = logging.getLogger("platforms.discord")
+
 
 def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
                text_commands: Container[str], no_content: Callable[[], None]) -> Inbound | None:
     """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
-    ``no_content`` is told of a guild message for the bot that came without its content."""
+    One with neither text nor files is not: a sticker, a poll, embeds or components alone are passed over
+    (logged at DEBUG), and ``no_content`` is told of a guild message for the bot that came with nothing at
+    all, its content withheld."""
     if me is None or message.author.bot or message.author.id == me.id:
         return None
     if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -37,7 +42,9 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
         attachments += discord_files.attachments_of(snapshot.attachments)
     if not text and not attachments:
-        if message.guild is not None and not mentioned:
+        if not_text := _other_content(message):
+            log.debug("discord: message %s holds %s only: not answered", message.id, not_text)
+        elif message.guild is not None and not mentioned:
             no_content()
         return None
     chat_id, thread_id = chat_of(message.channel, message.channel.id)
@@ -47,6 +54,18 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
         message_id=str(message.id),
     )
+
+
+def _other_content(message: discord.Message) -> str:
+    """What a message (or the one it forwards) without text or files holds instead, named, or "": a
+    sticker, a poll, embeds or components, none of which the model reads (Telegram's adapter passes such
+    messages over alike). Such a message is no sign of a missing Message Content intent: Discord sends
+    embeds, components and polls only with it, and stickers either way, so a sticker alone most likely
+    was one; a missing intent shows on the next message sent with text."""
+    held = [message, *message.message_snapshots]
+    kinds = {"sticker": any(m.stickers for m in held), "poll": message.poll is not None,
+             "embeds": any(m.embeds for m in held), "components": any(m.components for m in held)}
+    return ", ".join(kind for kind, present in kinds.items() if present)
 
 
 def addressed(message: discord.Message, me: int, posted_in: Container[int], text_commands: Container[str]) -> bool:

@@ -50,6 +50,8 @@ class FakeMessage:
     (`platforms.fakes._discord_mentions`); worked out afresh by each edit of the content."""
     reply_to: str | None = None
     """The id of the message the bot's message replies to (its ``message_reference``), if any."""
+    at: float = 0.0
+    """When it was posted, on the fake's ``clock``."""
 
 
 def _user(user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
@@ -63,7 +65,7 @@ class DiscordModel:
     this in), and their JSON; new guilds, channels and threads are announced on the gateway."""
 
     def _store(self, channel: str, author: str, content: str, *, from_bot: bool, **kw: Any) -> FakeMessage:
-        message = FakeMessage(self.new_id(), channel, author, content, from_bot, **kw)
+        message = FakeMessage(self.new_id(), channel, author, content, from_bot, at=self.clock(), **kw)
         self.messages[channel].append(message)
         if (known := self._channel_json(channel)) is not None:
             known["last_message_id"] = message.id  # as Discord sends it with the channel
@@ -84,13 +86,13 @@ class DiscordModel:
     def _history_json(self, m: FakeMessage) -> dict[str, Any]:
         """A message as ``GET /channels/{id}/messages`` serves it: as it was dispatched (mentions, the
         message replied to, a forward's snapshot) with its current content, without the gateway-only
-        ``guild_id`` and ``member``."""
+        ``guild_id`` and ``member``, and without a nonce: Discord keeps none with a message (only the
+        post's answer and its MESSAGE_CREATE carry it)."""
         data = dict(self._dispatched.get(m.id) or self._message_json(m))
-        data.pop("guild_id", None)
-        data.pop("member", None)
         if m.from_bot:
             data |= self._message_json(m)
-            data.pop("guild_id", None)
+        for key in ("guild_id", "member", "nonce"):
+            data.pop(key, None)
         return data
 
     def _echo(self, message: FakeMessage) -> dict[str, Any]:
@@ -105,7 +107,7 @@ class DiscordModel:
     def _message_payload(
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
-        forwarded: bool = False,
+        forwarded: bool = False, stickers: Sequence[str] = (),
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         attachments = self._attachments(channel, uploads)
@@ -115,12 +117,16 @@ class DiscordModel:
         else:
             stored = self._store(channel, user, text, from_bot=False, attachments=attachments, flags=flags)
         data = self._message_json(stored, guild=guild, name=name)
+        held = data
         if forwarded:
             data["message_reference"] = {"type": 1, "message_id": self.new_id(), "channel_id": self.new_id()}
-            data["message_snapshots"] = [{"message": {
+            held = {
                 "type": 0, "content": text, "embeds": [], "attachments": attachments, "timestamp": ISO,
                 "edited_timestamp": None, "flags": flags, "mentions": [], "mention_roles": [], "components": [],
-            }}]
+            }
+            data["message_snapshots"] = [{"message": held}]
+        if stickers:  # Discord sends them whatever the Message Content intent (`strip_message_content`)
+            held["sticker_items"] = [{"id": self.new_id(), "name": n, "format_type": 1} for n in stickers]
         if global_name is not None:
             data["author"]["global_name"] = global_name
         if guild is not None:

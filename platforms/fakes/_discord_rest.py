@@ -19,6 +19,8 @@ INTERACTION_ACK_SECONDS = 3.0
 _MULTIPART = web.RequestKey("multipart", tuple)
 """A multipart message create's parsed payload and files (its body is read once, recording it)."""
 INTERACTION_TOKEN_SECONDS = 15 * 60
+NONCE_SECONDS = 5 * 60
+"""How long an enforced nonce is checked for: "the past few minutes", Discord says."""
 _DROPPED = web.ResponseKey("dropped", bool)
 """Set on the response of a call whose connection a scripted failure closed: the bot saw no answer."""
 
@@ -232,10 +234,8 @@ class DiscordRest:
         if any(len(u.data) > self._upload_limit(channel) for u in uploads):
             return _error(413, 40005, "Request entity too large")
         nonce = body.get("nonce")
-        if nonce is not None and body.get("enforce_nonce"):
-            for earlier in self.messages[channel]:
-                if earlier.from_bot and earlier.nonce == str(nonce):
-                    return _json(self._message_json(earlier))  # Discord returns the first message again
+        if nonce is not None and body.get("enforce_nonce") and (earlier := self._nonced(str(nonce))) is not None:
+            return _json(self._message_json(earlier))  # Discord returns the first message again
         reference = body.get("message_reference") or {}
         replied = self._find(channel, str(reference["message_id"])) if reference.get("message_id") else None
         if reference and replied is None and reference.get("fail_if_not_exists", True):
@@ -246,6 +246,13 @@ class DiscordRest:
                               attachments=self._attachments(channel, uploads), pings=pinged,
                               reply_to=None if replied is None else replied.id)
         return _json(self._echo(message))
+
+    def _nonced(self, nonce: str) -> FakeMessage | None:
+        """The bot's message posted with ``nonce`` within `NONCE_SECONDS` (on `clock`), in any channel:
+        Discord checks the nonces of the author's messages, not of the channel's."""
+        since = self.clock() - NONCE_SECONDS
+        return next((m for channel in self.messages.values() for m in channel
+                     if m.from_bot and m.nonce == nonce and m.at > since), None)
 
     async def _edit_message(self, request: web.Request) -> web.Response:
         channel, message_id = request.match_info["channel_id"], request.match_info["message_id"]

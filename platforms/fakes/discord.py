@@ -12,7 +12,8 @@ What it serves (under ``/api/v10``): gateway info, ``users/@me``, the applicatio
 application commands (global and per guild), a channel (``GET /channels/{id}``, with its
 ``last_message_id``), its history (``GET /channels/{id}/messages`` with ``before``/``after``/``limit``,
 newest first, at most 100, as Discord pages it), channel messages (create, edit,
-delete; 2,000-character limit as 50035; nonces deduplicated when enforced; whom each
+delete; 2,000-character limit as 50035; a repeat of an enforced nonce within 5 minutes answered with the
+first message, as Discord checks "the past few minutes", the history serving no nonce; whom each
 message pings, as its ``allowed_mentions`` allows; a reply's ``message_reference`` to a message
 not in the channel (never there, or deleted: `delete_message`) refused as 50035
 MESSAGE_REFERENCE_UNKNOWN_MESSAGE, or with ``fail_if_not_exists: false`` sent as a plain message;
@@ -21,7 +22,8 @@ typing, interaction callbacks and webhook follow-ups (3-second acknowledgement,
 40060 when answered twice; fetch, edit and delete; after 15 minutes the token is refused
 with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
 on `push_dm` and `push_guild_message`) are served from attachment URLs under
-``/attachments/...``, like Discord's CDN, without a token. Files the bot uploads (a
+``/attachments/...``, like Discord's CDN, without a token; stickers (``stickers=[name]``) come as
+``sticker_items``, as Discord sends them with or without the Message Content intent. Files the bot uploads (a
 message create as multipart, ``payload_json`` + ``files[n]``) are kept the same way, each at
 most the guild's upload limit (10 MiB; more once `boost` raises its boost level), else 413 40005.
 Every response is exactly ``application/json``: discord.py compares the content type for equality.
@@ -94,7 +96,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         application's flags lack it and IDENTIFY asking for it is closed with 4014.
         ``strip_message_content=True`` delivers guild messages that do not mention the bot
         with empty content, as Discord does for an app without the intent. ``clock`` (seconds,
-        monotonic) times interactions: the 3-second acknowledgement and the 15-minute token."""
+        monotonic) times interactions (the 3-second acknowledgement and the 15-minute token) and the 5 minutes
+        an enforced nonce is checked for."""
         self.token, self.bot_name, self.host, self.port = token, bot_name, host, port
         self.heartbeat_interval = heartbeat_interval
         self.message_content_intent = message_content_intent
@@ -302,14 +305,15 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._replay.extend(str(e) for e in events)
 
     def push_dm(self, user: str | int, text: str, *, name: str | None = None, global_name: str | None = None,
-                files: Sequence[Upload] = (), forwarded: bool = False) -> str:
+                files: Sequence[Upload] = (), forwarded: bool = False, stickers: Sequence[str] = ()) -> str:
         """A direct message from ``user`` (username ``name``, display name ``global_name``) to the
-        bot, with ``files`` attached; ``forwarded``: ``text`` and ``files`` are those of a message
-        ``user`` forwarded, which Discord sends as an empty message with a snapshot of the forwarded
-        one (``message_snapshots``). Returns the message id."""
+        bot, with ``files`` attached and the stickers named ``stickers`` (``sticker_items``);
+        ``forwarded``: ``text``, ``files`` and ``stickers`` are those of a message ``user`` forwarded,
+        which Discord sends as an empty message with a snapshot of the forwarded one
+        (``message_snapshots``). Returns the message id."""
         channel = self.dm_channel(user)
         data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name,
-                                     forwarded=forwarded)
+                                     forwarded=forwarded, stickers=stickers)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def delete_message(self, channel: str | int, message_id: str | int) -> None:
@@ -340,11 +344,12 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         files: Sequence[Upload] = (),
         mention_roles: Sequence[str] = (),
         forwarded: bool = False,
+        stickers: Sequence[str] = (),
     ) -> str:
         """A message in a guild text channel, or in thread ``thread_id`` of that channel
         (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread), from
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
-        (`bot_role`, `add_role`) before ``text``; ``forwarded`` as for `push_dm` (a forward
+        (`bot_role`, `add_role`) before ``text``; ``forwarded`` and ``stickers`` as for `push_dm` (a forward
         neither mentions nor replies: ValueError with those options).
         Unknown guilds, channels and threads are created and announced first."""
         if forwarded and (mention_bot or reply_to_bot or mention_roles):
@@ -361,7 +366,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         if self.strip_message_content and not mentions_bot:
             content = ""
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
-                                     forwarded=forwarded)
+                                     forwarded=forwarded, stickers=stickers)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         data["mention_roles"] = [str(role) for role in mention_roles]

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 
 from platforms.fakes._discord_gateway import HEARTBEAT_ACK_DELAY
+from platforms.fakes._discord_rest import NONCE_SECONDS
 from platforms.fakes.discord import FakeDiscord
 
 MESSAGE_CONTENT = 1 << 15
@@ -97,6 +98,31 @@ async def test_messages_limits_nonces_and_edits(fake: FakeDiscord, http: aiohttp
         assert (response.status, (await response.json())["code"]) == (404, 10003)
     async with http.delete(f"{url}/{sent[0]}") as response:
         assert response.status == 204 and fake.bot_messages(channel) == []
+
+
+async def test_an_enforced_nonce_is_checked_for_five_minutes_and_the_history_serves_none() -> None:
+    now = 1000.0
+    async with FakeDiscord(clock=lambda: now) as fake, aiohttp.ClientSession(
+            base_url=fake.url, headers={"Authorization": f"Bot {fake.token}"}) as http:
+        first, other = fake.dm_channel(7), fake.dm_channel(8)
+
+        async def post(channel: str) -> str:
+            body = {"content": "hi", "nonce": "n1", "enforce_nonce": True}
+            async with http.post(f"/api/v10/channels/{channel}/messages", json=body) as response:
+                sent = await response.json()
+                assert response.status == 200 and sent["nonce"] == "n1"  # the post's answer carries it
+                return sent["id"]
+
+        posted = await post(first)
+        now += NONCE_SECONDS - 1
+        assert await post(other) == posted  # the author's nonce, whatever the channel: the first message again
+        now += 1
+        again = await post(first)
+        assert again != posted and [m.id for m in fake.bot_messages(first)] == [posted, again]
+        async with http.get(f"/api/v10/channels/{first}/messages") as response:
+            history = await response.json()
+        assert [m["id"] for m in history] == [again, posted] and all("nonce" not in m for m in history)
+    assert fake.errors == []
 
 
 async def test_mentions_ping_as_allowed_mentions_say(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:

@@ -9,7 +9,7 @@ NEEDED = {  # Discord's permission bits
     "View Channels": 1 << 10,  # on_message for the channels it is asked in
     "Send Messages": 1 << 11,  # replies, notices, the progress card
     "Attach Files": 1 << 15,  # send_file: a message with the file attached (403 Missing Permissions without)
-    "Read Message History": 1 << 16,  # the message a user replied to
+    "Read Message History": 1 << 16,  # the message a user replied to; the lookup of a post whose answer was lost
     "Send Messages in Threads": 1 << 38,  # the same inside threads
 }
 
