@@ -57,8 +57,10 @@ _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 
 
 def _describe(exc: BaseException) -> str:
-    # The class and the platform's description; adapters do not put message text in errors.
-    return f"{type(exc).__name__}: {exc}"[:500]
+    # The class and the platform's description; adapters do not put message text in errors. The class
+    # once, where the description already starts with it (Telegram's "Forbidden: bot was blocked by the user").
+    name, text = type(exc).__name__, str(exc)
+    return (text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
 
 
 def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:

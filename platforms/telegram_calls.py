@@ -23,7 +23,7 @@ from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_errors import GroupUpgraded, translate
 
 log = logging.getLogger("platforms.telegram")
-FAILED = "telegram %s failed: %s: %s"
+FAILED = "telegram %s failed: %s"
 
 T = TypeVar("T")
 
@@ -73,7 +73,7 @@ class BotCalls:
             return error
         # A call for the bot itself (getMe, setMyCommands at start) concerns no chat.
         call = method if chat_id is None else f"{method} to chat {chat_id}"
-        line = (FAILED, call, type(error).__name__, error)
+        line = (FAILED, call, _kind_and_description(error))
         if isinstance(error, NetworkError | RateLimited):
             self._shared.warning(type(error).__name__, *line)
         elif warn is None:
@@ -111,3 +111,9 @@ class BotCalls:
             return text, None
         rendered = telegram_html.render(text)
         return (text, None) if rendered == text else (rendered, self._parse_mode)
+
+
+def _kind_and_description(error: DeliveryError) -> str:
+    # The kind once: Telegram's description may start with it ("Forbidden: bot was blocked by the user").
+    name, text = type(error).__name__, str(error)
+    return text if text.partition(":")[0] == name else f"{name}: {text}"

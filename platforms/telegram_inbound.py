@@ -16,7 +16,9 @@ from platforms import telegram_files
 from platforms.base import Inbound
 from platforms.telegram_supergroups import written_in
 
-_COMMAND = re.compile(r"^(/[^\s@]+)(?:@(\S+))?")
+_GLUED = re.compile(r"^[^\w\s]+")
+"""Punctuation right after a command ("/stop, please", "/new."): the sentence's. The gateway reads a
+command up to the first space, so left there it would make "/stop," no command at all."""
 
 
 def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, command_names: Container[str],
@@ -33,15 +35,17 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     if sender is None and (user is None or user.is_bot):
         return None
     private = message.chat.type == "private"
-    command = _COMMAND.match(text)
-    if command and command.group(2) and command.group(2).lower() != username:
+    command = _leading_command(message, text)
+    name, _, bot = (command or "").partition("@")
+    if bot and bot.lower() != username:
         return None  # "/stop@otherbot": not for us
-    if command and not (private or command.group(2) or command.group(1)[1:].lower() in command_names):
+    if command and not (private or bot or name[1:].lower() in command_names):
         # Telegram hands a group's bare commands to the bot that spoke last there: another bot's
         # "/weather" is for us only if addressed to us, as any other message.
         command = None
     if command:
-        text = command.group(1) + text[command.end() :]
+        rest = _GLUED.sub("", text[len(command) :])
+        text = name + (" " if rest[:1].strip() else "") + rest
     elif not private and not addressed(message, text, bot_id=bot_id, username=username):
         return None
     topic = message.message_thread_id if message.is_topic_message else None
@@ -61,6 +65,15 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
         sent_at=message.date.timestamp(),
         message_id=written_in(here, chat, message.message_id),
     )
+
+
+def _leading_command(message: Message, text: str) -> str | None:
+    """The command ``text`` starts with (``/stop``, ``/stop@bot``) as Telegram marked it: its
+    ``bot_command`` entity, which ends where a username can go on no further ("/stop@bot, please").
+    None when the text starts with none."""
+    entities = message.entities if message.text is not None else message.caption_entities
+    lead = next((e for e in entities or () if e.type == "bot_command" and e.offset == 0), None)
+    return lead.extract_from(text) if lead else None
 
 
 def addressed(message: Message, text: str, *, bot_id: int, username: str) -> bool:

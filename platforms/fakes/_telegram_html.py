@@ -9,7 +9,9 @@ description Telegram gives (``can't parse entities: Unsupported start tag "p" at
 byte offset 0``). Entity offsets and lengths are UTF-16 code units. Entities
 Telegram cannot nest are dropped as it drops them: anything inside code or pre
 (a pre's language comes from its inner ``<code class="language-x">``), a quote
-inside a quote, a link inside a link.
+inside a quote, a link inside a link. A link goes where Telegram sends it
+(`checked_link`): not always where ``href`` says, and nowhere, the text left
+unlinked without an error, for an address Telegram cannot read.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ TAGS = {
 _NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
 _ENTITY = re.compile(r"&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]+));")
 _NAME = re.compile(r"[a-zA-Z0-9-]*")
+_KEPT = re.compile(r"(?:https?://|tg:|ton:|tonsite:)", re.IGNORECASE)
+_SCHEME = re.compile(r"[^:/?#@\[\]]*://")
+_AUTHORITY = re.compile(r"([^/?#]*)(.*)", re.DOTALL)
+_URL_PART = re.compile(r"(?:[A-Za-z0-9.\-_!$,~*'();&+=]|%[0-9A-Fa-f]{2}|[^\x00-\x7f])*")
 _ATTRIBUTE = re.compile(r"\s*([a-zA-Z0-9_-]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+)))?")
 
 
@@ -58,6 +64,34 @@ def _decode(value: str) -> str:
         return _NAMED.get(m.group(3), m.group(0))
 
     return _ENTITY.sub(one, value)
+
+
+def checked_link(href: str) -> str:
+    """Where Telegram's link to ``href`` goes; "" when it makes no link of it. As TDLib's
+    LinkManager::get_checked_link: http(s), tg and ton links are kept (as sent here; Telegram also
+    normalizes them), another ``scheme://`` is dropped, and anything else is read as an http address
+    (td/utils/HttpUrl.cpp, parse_url): ``mailto:help@example.com`` is http://mailto:help@example.com/,
+    user "mailto:help" on the web site example.com, and ``javascript:alert(1)`` no link, as its "port"
+    is no number."""
+    if _KEPT.match(href):
+        return href
+    if _SCHEME.match(href):
+        return ""
+    authority, rest = _AUTHORITY.fullmatch(href).groups()  # type: ignore[union-attr]
+    head, colon, port = authority.rpartition(":")
+    if not colon or "@" in port or "]" in port:  # that colon is the user info's, not a port's
+        head, port = authority, ""
+    elif not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return ""
+    userinfo, _, host = head.rpartition("@")
+    if host == "." or "." not in host:
+        return ""
+    if not (_URL_PART.fullmatch(host) and _URL_PART.fullmatch(userinfo.replace(":", ""))):
+        return ""  # "Disallowed character in URL"
+    user = f"{userinfo}@" if userinfo else ""
+    port = f":{int(port)}" if port else ""
+    path = "".join(f"%{ord(c):02X}" if c <= " " else c for c in rest.rstrip())
+    return f"http://{user}{host.lower()}{port}{path if path.startswith('/') else '/' + path}"
 
 
 def parse_html(source: str) -> tuple[str, list[dict[str, Any]]]:
@@ -137,7 +171,9 @@ def _entities(found: list[tuple[_Open, int]]) -> list[dict[str, Any]]:
             continue
         entity: dict[str, Any] = {"type": kind, "offset": start, "length": end - start}
         if kind == "text_link":
-            entity["url"] = opened.attrs.get("href", "")
+            if not (url := checked_link(opened.attrs.get("href", ""))):
+                continue
+            entity["url"] = url
         if kind == "custom_emoji":
             entity["custom_emoji_id"] = opened.attrs.get("emoji-id", "")
         entities.append(entity)

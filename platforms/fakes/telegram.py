@@ -100,7 +100,10 @@ none (td/telegram/misc.cpp: spaces such as U+2000-U+200A and U+3000, zero-width 
 MAX_ENTITIES = 100
 _KEEP = object()
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-_COMMAND_RE = re.compile(r"^/[A-Za-z0-9_]+(?:@[A-Za-z0-9_]+)?")
+_COMMAND_RE = re.compile(r"(?<![\w/<>])/([A-Za-z0-9_]++)(?:@([A-Za-z0-9_]*+))?+(?![\w/<>])")
+"""A command as TDLib's match_bot_commands finds one (td/telegram/MessageEntity.cpp): its name and a
+username run as far as the characters go, so "/stop@bot, please" holds "/stop@bot"; a name over 64
+characters, or a username under 3 or over 32, makes no command (checked after the match)."""
 _MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{3,32}")
 # The accounts Telegram puts in ``from`` of a message sent on behalf of a chat (``sender_chat``),
 # "for backward compatibility" as the Bot API says: an anonymous group admin, someone writing as a
@@ -250,7 +253,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         automatic_forward: bool = False,
     ) -> dict[str, Any]:
         """Build (not queue) an update with a user's message. ``entities=None`` derives them
-        as Telegram does: a leading ``bot_command`` and ``mention``s, UTF-16 offsets;
+        as Telegram does: ``bot_command``s and ``mention``s, UTF-16 offsets;
         pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats.
 
         ``sender_chat`` sends it on behalf of a chat, as Telegram shows it: the group's own id is
@@ -587,13 +590,10 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
 
 def _derive_entities(text: str) -> list[dict[str, Any]]:
     """The entities Telegram's servers add to a plain text message: offsets in UTF-16 units."""
-    entities = []
-    if command := _COMMAND_RE.match(text):
-        entities.append({"type": "bot_command", "offset": 0, "length": utf16(command.group())})
-    for mention in _MENTION_RE.finditer(text):
-        offset = utf16(text[: mention.start()])
-        entities.append({"type": "mention", "offset": offset, "length": utf16(mention.group())})
-    return entities
+    commands = [m for m in _COMMAND_RE.finditer(text) if len(m[1]) <= 64 and (m[2] is None or 3 <= len(m[2]) <= 32)]
+    found = [*(("bot_command", m) for m in commands), *(("mention", m) for m in _MENTION_RE.finditer(text))]
+    return [{"type": kind, "offset": utf16(text[: m.start()]), "length": utf16(m.group())}
+            for kind, m in sorted(found, key=lambda kind_match: kind_match[1].start())]
 
 
 async def _serve(port: int, token: str, username: str) -> None:

@@ -2,8 +2,9 @@
 
 Bold, italic and strikethrough become ``<b>``, ``<i>``, ``<s>``; inline code
 ``<code>``; fenced code ``<pre><code class="language-x">`` (``<pre>`` without a
-language); quotes ``<blockquote>``; links ``<a href>`` (http, https, tg and
-mailto only; any other target is written out after its label). Headings are
+language); quotes ``<blockquote>``; links ``<a href>`` (http, https and tg only;
+any other target is written out after its label, a ``mailto:`` one as the bare
+address, which Telegram links itself). Headings are
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
 block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
 
@@ -32,7 +33,10 @@ addresses included, without an error (found by experiment: python-telegram-bot's
 _EMPTY_QUOTE = re.compile(r"<blockquote>\s*</blockquote>")
 _QUOTE_OPEN_SPACE = re.compile(r"<blockquote>(\s+)")
 _QUOTE_CLOSE_SPACE = re.compile(r"(\s+)</blockquote>")
-_LINKABLE = ("http://", "https://", "tg://", "mailto:")
+_LINKABLE = ("http://", "https://", "tg://")
+"""What Telegram links as sent. It reads any other target as an http address or drops the link: a
+labelled ``mailto:help@example.com`` went to http://mailto:help@example.com/, the web site example.com
+(TDLib's LinkManager::check_link, td/telegram/LinkManager.cpp)."""
 _STYLE_TAGS = {"strong": "b", "em": "i", "strike": "s"}
 
 
@@ -56,8 +60,9 @@ class TelegramHtml(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto or not href.lower().startswith(_LINKABLE):
-            # An address written as itself is linked by Telegram; other targets cannot be links at all.
-            return _escape(label) if auto else inner if label == href else f"{inner} ({_escape(href)})"
+            # Telegram links a web or mail address written out; other targets cannot be links at all.
+            target = href[7:] if href.lower().startswith("mailto:") else href
+            return _escape(label) if auto else inner if label == target else f"{inner} ({_escape(target)})"
         return f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:

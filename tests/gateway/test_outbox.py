@@ -391,6 +391,23 @@ async def test_permanent_errors_fail_the_message_and_the_queue_continues(make, s
     assert not any("private words" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize(("error", "said"), [
+    (Forbidden("Forbidden: bot was blocked by the user"), "Forbidden: bot was blocked by the user"),  # Telegram's
+    (Forbidden("Forbidden"), "Forbidden"),
+    (Forbidden("Forbiddenness: none"), "Forbidden: Forbiddenness: none"),
+    (BadRequest("Bad Request: chat not found"), "BadRequest: Bad Request: chat not found"),
+])
+async def test_a_failure_names_its_kind_once(make, store, clock, caplog, error, said):
+    adapter = FakeAdapter(clock=clock)
+    outbox = await make(adapter)
+    adapter.fail_next(error)
+    outbox.enqueue("fake", "c1", None, "words", kind="reply", key="k1")
+    with caplog.at_level(logging.WARNING, logger="gateway"):
+        assert await sent(outbox, "k1:0") is None
+    assert store.message("k1:0").last_error == said
+    assert [r.getMessage() for r in caplog.records] == [f"outbox: fake chat c1: k1:0 failed: {said}"]
+
+
 async def test_message_too_long_is_resplit_in_place(make, store, clock):
     adapter = FakeAdapter(clock=clock, text_limit=100, accept_limit=30)
     outbox = await make(adapter)

@@ -147,6 +147,23 @@ async def test_group_messages_only_when_addressed(fake: FakeTelegram, sink: Sink
     assert (stop.is_command, stop.is_private, stop.chat_id, stop.user_id) == (True, False, "-100", "5")
 
 
+async def test_a_command_ends_where_telegram_ends_it(fake: FakeTelegram, sink: Sink) -> None:
+    # Telegram's bot_command entity ends at the first character a username cannot hold: "/stop@bot," is
+    # /stop for @bot, where "bot," was taken for another bot's name and the message dropped. The
+    # punctuation goes too: the gateway reads a command up to the first space.
+    group = dict(chat_type="supergroup", user_id=5, username="bob")
+    fake.push_message(-100, f"/stop@{BOT}, please", **group)
+    fake.push_message(-100, "/stop@other_bot, please", **group)
+    fake.push_message(-100, "/new.", **group)  # bare, and one of ours
+    fake.push_message(-100, "/stop@ab", **group)  # no username that short: no command, and not addressed to us
+    fake.push_message(42, f"/new@{BOT}.")
+    fake.push_message(42, f"/new@{BOT}: plan the trip")
+    fake.push_message(42, "sentinel")
+    await fake.wait_for(lambda: "sentinel" in sink.texts())
+    assert sink.texts() == ["/stop please", "/new", "/new", "/new plan the trip", "sentinel"]
+    assert [i.is_command for i in sink.inbound] == [True, True, True, True, False]
+
+
 async def test_a_message_sent_on_behalf_of_a_chat_comes_from_that_chat(fake: FakeTelegram, sink: Sink) -> None:
     """Telegram puts one of its own accounts in ``from`` of a message written as a chat (an
     anonymous admin: GroupAnonymousBot, a bot; as a channel: Channel_Bot) and the chat in
@@ -291,6 +308,9 @@ async def test_a_failure_every_chat_shares_is_warned_of_once_a_chats_own_every_t
     warned = [r.getMessage().split(" failed")[0] for r in caplog.records if " failed: " in r.getMessage()]
     assert warned == ["telegram sendMessage to chat 41", "telegram sendMessage to chat 44",
                       "telegram sendMessage to chat 45"]
+    # Telegram's description starts with the kind already: said once, not "failed: Forbidden: Forbidden: ...".
+    blocked = "telegram sendMessage to chat 45 failed: Forbidden: bot was blocked by the user"
+    assert caplog.records[-1].getMessage() == blocked
 
 
 async def test_a_failed_call_to_no_chat_names_no_chat(

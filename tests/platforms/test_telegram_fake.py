@@ -111,6 +111,20 @@ async def test_entities_are_derived_in_utf16(fake: FakeTelegram) -> None:
     assert "entities" not in fake.message_update(1, "plain", entities=[])["message"]
 
 
+@pytest.mark.parametrize(("text", "commands"), [
+    ("/stop@test_bot, please", ["/stop@test_bot"]),  # a username ends where its characters do
+    ("/new.", ["/new"]),
+    ("see /help or /start@test_bot", ["/help", "/start@test_bot"]),  # anywhere in the text
+    ("/stop@ab /stop@ /stopé /a/b and/or </x>", []),  # a username of 2, none, a letter or a slash after it
+    ("/" + "x" * 65, []),  # longer than 64
+])
+async def test_bot_commands_are_derived_as_telegram_finds_them(fake: FakeTelegram, text: str,
+                                                               commands: list[str]) -> None:
+    # As TDLib's match_bot_commands (td/telegram/MessageEntity.cpp).
+    entities = fake.message_update(1, text)["message"].get("entities", [])
+    assert [text[e["offset"]:e["offset"] + e["length"]] for e in entities if e["type"] == "bot_command"] == commands
+
+
 async def test_reply_to_bot_points_at_the_bots_last_message(fake: FakeTelegram, http: ClientSession) -> None:
     await call(http, fake, "sendMessage", chat_id=-5, text="I said this")
     reply = fake.message_update(-5, "and I answer", chat_type="group", reply_to_bot=True)["message"]
@@ -136,6 +150,24 @@ async def test_send_edit_delete_and_their_errors(fake: FakeTelegram, http: Clien
     assert (body["error_code"], body["description"]) == (400, "Bad Request: message is too long")
     assert (await call(http, fake, "deleteMessage", chat_id=7, message_id=message_id))[1]["result"] is True
     assert fake.messages["7"] == []
+
+
+@pytest.mark.parametrize(("href", "url"), [
+    ("https://example.com/a", "https://example.com/a"),
+    ("tg://resolve?domain=test_bot", "tg://resolve?domain=test_bot"),
+    # Read as an http address, as TDLib reads it: user "mailto:help" at the web site example.com.
+    ("mailto:help@example.com", "http://mailto:help@example.com/"),
+    ("mailto:help@localhost", None),  # a host without a dot: no link
+    ("ftp://example.com/f", None),  # a scheme other than http(s), tg or ton
+    ("javascript:alert(1)", None),  # "alert(1)" read as a port
+])
+async def test_a_link_goes_where_telegram_sends_it_or_nowhere(fake: FakeTelegram, http: ClientSession, href: str,
+                                                            url: str | None) -> None:
+    # Telegram answers none of these with an error: a link it cannot read is plain text.
+    status, body = await call(http, fake, "sendMessage", chat_id=7, text=f'<a href="{href}">write us</a>',
+                              parse_mode="HTML")
+    assert (status, body["result"]["text"]) == (200, "write us")
+    assert [e["url"] for e in body["result"].get("entities", [])] == ([url] if url else [])
 
 
 async def test_fail_next_has_bot_api_shape_and_is_one_shot(fake: FakeTelegram, http: ClientSession) -> None:

@@ -66,6 +66,21 @@ async def test_a_link_keeps_its_url(fake: FakeTelegram, adapter: TelegramAdapter
                                     "url": "https://example.com/d?a=1&b=2"}]
 
 
+@pytest.mark.parametrize(("markdown", "text"), [
+    ("[write us](mailto:help@example.com)", "write us (help@example.com)"),
+    ("[help@example.com](mailto:help@example.com)", "help@example.com"),
+    ("**[write us](MAILTO:help@example.com)**", "write us (help@example.com)"),
+])
+async def test_a_mail_link_is_its_address_written_out(fake: FakeTelegram, adapter: TelegramAdapter, markdown: str,
+                                                      text: str) -> None:
+    # Telegram makes no mail link of <a href="mailto:…">: it reads the target as an http address and
+    # the label opened http://mailto:help@example.com/, the web site example.com. The address itself
+    # Telegram links as one to write to.
+    message = await send(fake, adapter, markdown)
+    assert message["text"] == text
+    assert not [e for e in message["entities"] if e["type"] == "text_link"]
+
+
 @pytest.mark.parametrize(
     ("markdown", "text", "expected"),
     [

@@ -235,7 +235,8 @@ async def test_new_with_text_and_a_question_the_model_asks_answered_by_number(fa
     assert next(iter(gateway.sessions)).generation == 2
 
 
-async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
+@pytest.mark.parametrize("stop", ["/stop@{bot}", "/stop@{bot}, please"])  # not a bot named "{bot},"
+async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways, stop):
     config = gateways.config(platforms=EVERYONE, display={"interim_assistant_messages": False})
     model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
     await gateways.start(config, model=model)
@@ -244,7 +245,7 @@ async def test_stop_addressed_to_the_bot_by_name_in_a_group(fake, gateways):
     fake.push_message(-100, f"@{bot} please delegate this", **group)
     await children_hanging(model)
     fake.push_message(-100, "/stop@some_other_bot", **group)  # not ours: ignored
-    fake.push_message(-100, f"/stop@{bot}", **group)
+    fake.push_message(-100, stop.format(bot=bot), **group)
     await fake.wait_for(lambda: fake.messages["-100"])
     await gateways.quiet()
     (reply,) = texts(fake, -100)
