@@ -1,7 +1,8 @@
 """The ledger of background delegations: what ran, apart from what was delivered, across restarts.
 
 A background ``delegate_task`` call is recorded here before the model can acknowledge
-it (`Ledger.dispatched`, in the same commit as its children's PENDING journal rows).
+it (`Ledger.dispatched`, in the commit after its children's PENDING journal rows; a crash
+between the two leaves them to end INTERRUPTED unreported while the turn runs again).
 When its children have finished, their results become a completion turn of the
 session that delegated; the turn runner settles the row when that turn's reply is
 journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
