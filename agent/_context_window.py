@@ -16,10 +16,11 @@ log = logging.getLogger("agent.context_window")
 
 _STATED_WINDOW = re.compile(
     r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)"
-    r"|available context size \((\d+) tokens\)", re.IGNORECASE)
+    r"|available context size \((\d+) tokens\)|maximum model length of (\d+)|n_ctx: (\d+)", re.IGNORECASE)
 """The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
 length is 8192 tokens. However, …"; llama.cpp: "request (4476 tokens) exceeds the available context
-size (4096 tokens)")."""
+size (4096 tokens)"; vLLM V1: "longer than the maximum model length of 8192"; LM Studio: "(n_keep: 13055>=
+n_ctx: 4096)")."""
 
 _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 
-_CONTEXT_EXCEEDED = re.compile(r"context[_ ](length|size|window)|maximum context|prompt is too long", re.IGNORECASE)
-"""How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, Anthropic's
-proxies)."""
+_CONTEXT_EXCEEDED = re.compile(
+    r"context[_ ](length|size|window)|maximum context|prompt is too long|maximum model length"
+    r"|input tokens? (count \(\d+\) )?exceeds?", re.IGNORECASE)
+"""How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, LM Studio,
+Gemini, Anthropic's proxies). A refusal told only by OpenAI's ``context_length_exceeded`` code (Groq)
+has the code written into its text (`agent.models.openai`), which is what outlives the error."""
 
 
 def exceeds_context(error_text: str) -> bool:

@@ -47,6 +47,10 @@ class ModelResponse:
     model: str | None = None
     truncated: bool = False
     """The answer was cut off at the model's output-length limit (OpenAI's ``finish_reason: length``)."""
+    reasoning: tuple[str, str] | None = None
+    """(field, text): the reasoning the server sent in a field of its own (DeepSeek's ``reasoning_content``,
+    OpenRouter's ``reasoning``), which the assistant message carrying this answer's tool calls sends back:
+    DeepSeek's thinking mode refuses such a message without it."""
 
 
 @fast_init

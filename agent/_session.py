@@ -29,6 +29,8 @@ log = logging.getLogger("agent.session")
 
 STEER_NOTE = "[Message from the user while you were working]"
 TOOL_LOG_SIZE = 50
+CUT_OFF_CALLS_ENDING_A_TURN = 2
+"""Answers in a row with a tool call cut off at the output-length limit that end a turn (`_tool_calls.CUT_OFF`)."""
 
 
 @fast_init
@@ -314,6 +316,7 @@ class AgentSession:
 
     async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None, str | None]:
         """(exit reason, error text, `ModelError` kind) of the turn."""
+        cut_offs = 0  # answers in a row whose tool calls were cut off at the output-length limit
         while True:
             if self._interrupt is not None:
                 return "interrupted", None, None
@@ -347,11 +350,21 @@ class AgentSession:
             if text:
                 await observer.on_interim(text)
             turn.iterations += 1
+            cut_off = response.truncated and any(_parse_arguments(c.arguments)[1] for c in response.tool_calls)
+            cut_offs = cut_offs + 1 if cut_off else 0
+            if cut_offs >= CUT_OFF_CALLS_ENDING_A_TURN:
+                # Told once already to send less; another full paid answer would most likely be cut
+                # off the same way: the turn ends as one whose answer was cut off.
+                log.warning("session %s: the model's tool calls were cut off at its output-length limit %d times "
+                            "in a row; the turn ends", self.session_id, cut_offs)
+                _answer_open_calls(self.messages)
+                turn.final_text, turn.truncated = turn.last_text, True
+                return "completed", None, None
             for call in response.tool_calls:
                 if self._interrupt is not None:
                     self._append_tool_result(call, "[not run: the turn was interrupted]")
                     continue
-                output = await self._call_tool(turn, call, observer)
+                output = await self._call_tool(turn, call, observer, cut_off=response.truncated)
                 self._append_tool_result(call, output + self._drain_steer_suffix())
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
@@ -434,9 +447,9 @@ class AgentSession:
             duration_seconds=self.clock.monotonic() - started, error=error,
         )
 
-    async def _call_tool(self, turn: _TurnState, call: ToolCall, observer: TurnObserver) -> str:
+    async def _call_tool(self, turn: _TurnState, call: ToolCall, observer: TurnObserver, *, cut_off: bool) -> str:
         started = self.clock.monotonic()
-        args, problem = _parse_arguments(call.arguments)
+        args, problem = _parse_arguments(call.arguments, cut_off=cut_off)
         tool = self.tools.get(call.name)
         if tool is None:
             problem = f"unknown tool {call.name!r}; available tools: {', '.join(sorted(self.tools)) or 'none'}"

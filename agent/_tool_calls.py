@@ -28,7 +28,7 @@ def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
 
 
 def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
-    return {
+    message = {
         "role": "assistant",
         "content": response.text or None,
         "tool_calls": [
@@ -36,10 +36,22 @@ def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
             for c in response.tool_calls
         ],
     }
+    if response.reasoning is not None:
+        field, text = response.reasoning
+        message[field] = text
+    return message
 
 
-def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """Parse tool-call arguments; models sometimes double-encode them as a JSON string."""
+CUT_OFF = ("this tool call was cut off at the model's output-length limit, so its arguments are incomplete "
+           "and it was not run; send smaller pieces instead (write a long file in parts, a few hundred lines "
+           "per call), not the same call again")
+"""The error a call gets whose arguments do not parse in an answer cut off at the output-length limit:
+"not valid JSON" alone has the model send the same oversized call again, each a full paid answer."""
+
+
+def _parse_arguments(raw: str, *, cut_off: bool = False) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments; models sometimes double-encode them as a JSON string. ``cut_off``:
+    the answer they came in was cut off at the output-length limit (`CUT_OFF` when they do not parse)."""
     try:
         value = json.loads(raw) if raw.strip() else {}
         if isinstance(value, str):
@@ -47,7 +59,7 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     # Model output is untrusted text: json also raises a bare ValueError (an integer past Python's
     # digit limit) and RecursionError (nesting too deep), and neither may escape the turn.
     except (ValueError, RecursionError, AttributeError) as exc:
-        return {}, f"tool arguments are not valid JSON ({exc}); send a JSON object"
+        return {}, CUT_OFF if cut_off else f"tool arguments are not valid JSON ({exc}); send a JSON object"
     if not isinstance(value, dict):
         return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
     return _mended(value), None

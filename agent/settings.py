@@ -71,9 +71,11 @@ class ModelSettings:
         None, "Chat-completions base URL, e.g. http://127.0.0.1:11434/v1 (openai provider); unset: $OPENAI_BASE_URL, else "
         f"OpenAI's own, {DEFAULT_BASE_URL}.")
     api_key: str | None = setting(
-        None, "API key for the openai provider; defaults to $OPENAI_API_KEY.", secret=True
+        None, "API key for the openai provider; defaults to $OPENAI_API_KEY. Printable ASCII only: a space, newline or "
+        "other character pasted with it is refused.", secret=True
     )
-    timeout_seconds: float = setting(120.0, "Timeout of one model request, in seconds.", min=0.001)
+    timeout_seconds: float = setting(
+        120.0, "Timeout of one model request, in seconds: the whole answer, however the server paces it.", min=0.001)
     max_retries: int = setting(2, "Retries of a failed model request (429, 5xx, connection errors).", min=0)
     context_window: int = setting(
         128_000, "The model's context window in tokens (drives compaction); set the server's real one (a local "
@@ -95,6 +97,23 @@ def base_url_of(settings: ModelSettings, env: Mapping[str, str] | None = None) -
     not left to the SDK, so the start's reachability check tries the server the conversations go to."""
     env = os.environ if env is None else env
     return settings.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def api_key_problem(settings: ModelSettings, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the ``openai`` provider's key (``model.api_key``, else ``$OPENAI_API_KEY``) can never be
+    accepted, naming where it came from and never the key; None when it may be (or there is none).
+
+    Keys are printable ASCII: anything else is a stray character pasted with one (a zero-width space,
+    a non-breaking hyphen, a trailing newline), which no HTTP header carries, or the server refuses."""
+    env = os.environ if env is None else env
+    key, where = settings.api_key, "model.api_key"
+    if not key:
+        key, where = env.get("OPENAI_API_KEY"), "$OPENAI_API_KEY"
+    for position, char in enumerate(key or "", 1):
+        if not "!" <= char <= "~":
+            return (f"{where} holds a character no API key has (U+{ord(char):04X}, character {position} of "
+                    f"{len(key)}), most likely pasted with it; write the key alone")
+    return None
 
 
 GatedToolset = Literal["execute_code", "file"]

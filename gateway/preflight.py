@@ -10,7 +10,8 @@ connects, so a failed check leaves nothing accepted and then lost.
   ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is
   a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
-  a 401 is a key problem the turn reports, not an unreachable server).
+  a 401 is a key problem the turn reports, not an unreachable server), and its API
+  key holds nothing but the printable ASCII every key is written in.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import aiohttp
 from yarl import URL
 
-from agent.settings import ModelSettings, base_url_of
+from agent.settings import ModelSettings, api_key_problem, base_url_of
 from gateway import state_lock
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
@@ -144,10 +145,13 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
                       env: Mapping[str, str] | None = None) -> None:
     """For the ``openai`` provider: raise `StartupError` naming ``model.base_url`` (or
     ``$OPENAI_BASE_URL``, when the server comes from there) when nothing answers HTTP there
-    within ``timeout`` (or the model's own timeout, if shorter)."""
+    within ``timeout`` (or the model's own timeout, if shorter), and naming ``model.api_key`` (or
+    ``$OPENAI_API_KEY``) when the key holds a character no key has (`agent.settings.api_key_problem`)."""
     if settings.provider != "openai":
         return
     env = os.environ if env is None else env
+    if (problem := api_key_problem(settings, env)) is not None:
+        raise StartupError(problem)
     url = base_url_of(settings, env).rstrip("/")
     where = "$OPENAI_BASE_URL" if not settings.base_url and env.get("OPENAI_BASE_URL") else "model.base_url"
     shown = _without_userinfo(url)

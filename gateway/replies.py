@@ -16,6 +16,8 @@ CRASHED = "Sorry — something went wrong on my side while handling that. Please
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
 CUT_OFF = "(The answer was cut off here: the model reached its limit on output length.)"
+CUT_OFF_UNSAID = ("(The model reached its limit on output length before it could answer: what it tried to write "
+                  "at once was too long. Please ask for less at a time.)")
 TOO_LONG = "Sorry — this conversation has grown longer than the model can take in. Send /new to start a new one."
 AUTH_REFUSED = ("Sorry — the model provider did not accept this gateway's credentials, so I cannot answer until "
                 "the operator fixes them.")
@@ -65,7 +67,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     else:  # completed: an empty answer (all its tokens spent on reasoning, say) must not read as a lost one
         # A blank one too (only zero-width spaces, say): no platform shows it, and Telegram refuses it.
         answered = not is_blank(result.text or "")
-        text = result.text if answered else (None if spoke else EMPTY_ANSWER)
+        text = result.text if answered else (None if spoke else CUT_OFF_UNSAID if result.truncated else EMPTY_ANSWER)
         if result.truncated and answered:  # else it reads as the whole answer
             text = f"{text}\n\n{CUT_OFF}"
     if not text or (kind == "completion" and text.strip() == SILENCE):

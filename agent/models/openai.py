@@ -33,11 +33,11 @@ except ImportError:  # openai 1 and 2
     import httpx
 
 from agent._clock import SYSTEM_CLOCK, Clock
-from agent._errors import ModelError, model_failure_text
+from agent._errors import ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._suspend import expire_after_suspend, lost_after
-from agent.settings import ModelSettings, base_url_of
+from agent.settings import ModelSettings, api_key_problem, base_url_of
 
 log = logging.getLogger("agent.models")
 
@@ -82,6 +82,9 @@ class OpenAIModel:
         api_key = settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
         base_url = base_url_of(settings, env)  # its password scrubbed too, also from $OPENAI_BASE_URL
         self._owns_client = client is None
+        # Told on every request, as a wrong key is: a turn must not crash on a header no client can
+        # encode, nor retry a newline the SDK reports as a connection error.
+        self._key_problem = api_key_problem(settings, env) if client is None else None
         if client is None:
             client = AsyncOpenAI(
                 api_key=api_key,
@@ -108,15 +111,17 @@ class OpenAIModel:
             kwargs["tool_choice"] = "auto"
         if self._temperature is not None:
             kwargs["temperature"] = self._temperature
+        if self._key_problem is not None:
+            raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
         try:
             try:
                 completion = await self._completions.create(**kwargs)
             except UnicodeEncodeError:  # a lone surrogate in the conversation: rare, so mended only then
                 kwargs["messages"] = _mend_surrogates(kwargs["messages"])
                 completion = await self._completions.create(**kwargs)
-        # JSON/Unicode decode errors escape the SDK unwrapped when a server sends
-        # a broken body with a JSON content type.
-        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # JSON/Unicode decode errors escape the SDK unwrapped when a server sends a broken body with a
+        # JSON content type; an encode error still there after mending is in no message (a header).
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError) as exc:
             raise _translate_error(exc, self._secrets) from exc
         return _to_response(completion, fallback_model=self.name, secrets=self._secrets)
 
@@ -132,8 +137,9 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     An answer which does not come in time is not asked for again: the server had the whole
     request and may still be writing, and billing, the answer, so a retry pays twice and, for an
     answer that just takes longer, times out the same way. (The SDK passes its own errors on
-    without retrying them.) A 429 that says the account is out of credit (``insufficient_quota``)
-    is marked ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
+    without retrying them.) The timeout bounds the whole request, not only each wait for a byte.
+    A 429 that says the account is out of credit (``insufficient_quota``) is marked
+    ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
     Connection errors, other 429s and 5xx are still retried.
 
     A request the machine was suspended through for longer than `_suspend.lost_after` its timeout
@@ -143,12 +149,16 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
 
     def __init__(self, *, timeout: float, clock: Clock = SYSTEM_CLOCK) -> None:
         super().__init__(timeout=timeout)
+        self._timeout = timeout
         self._clock = clock
         self._lost_after = lost_after(timeout)
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        # httpx's read timeout is between two bytes: a server trickling whitespace would hold a request
+        # for ever. ``bound`` counts on the loop's monotonic clock, which a suspend stops, as httpx's
+        # does: a suspend is `expire_after_suspend`'s to tell.
         try:
-            async with asyncio.timeout(None) as cutoff:
+            async with asyncio.timeout(self._timeout) as bound, asyncio.timeout(None) as cutoff:
                 watch = asyncio.create_task(expire_after_suspend(cutoff, self._clock, self._lost_after))
                 try:
                     response = await super().send(request, **kwargs)
@@ -159,6 +169,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
         except httpx.ReadTimeout as exc:
             raise openai.APITimeoutError(request=request) from exc
         except TimeoutError:
+            if bound.expired():
+                raise openai.APITimeoutError(request=request) from None
             if not cutoff.expired():
                 raise
             lost = f"no answer after the machine was suspended for over {self._lost_after:.0f} s: taken for lost"
@@ -196,12 +208,44 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
         kind = _permanent_kind(exc.status_code, exc.code) or (
             "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "server_error" if exc.status_code >= 500 else "bad_request")
+    elif isinstance(exc, UnicodeEncodeError):  # a request no client can send: asking again cannot help
+        kind = "bad_request"
     elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         kind = "malformed"
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
-    text = _scrub(getattr(exc, "message", None) or str(exc) or type(exc).__name__, secrets)
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, openai.APIStatusError):
+        words = _server_words(exc.body)
+        if words:
+            text = f"{text} - {words[:_WORDS_KEPT]}"
+        # Groq words such a refusal without saying so ("Please reduce the length of the messages"):
+        # the code goes into the text, which is all that outlives the error (`exceeds_context`).
+        if exc.code == "context_length_exceeded" and not exceeds_context(text):
+            text = f"{text} (context_length_exceeded)"
+    text = _scrub(text, secrets)
     return ModelError(model_failure_text(kind, text), kind=kind, status=status, retry_after=retry_after)
+
+
+_WORDS_KEPT = 1000
+"""Characters of a server's error text kept: a plain-text body may be a whole HTML page."""
+
+
+def _server_words(body: object) -> str | None:
+    """What a server said in an error body that the SDK leaves out of its message, which takes only
+    ``error.message``: a bare string (LM Studio's ``{"error": "…"}``), a list of errors (Gemini's
+    OpenAI-compatible endpoint), or a body that is not JSON."""
+    if isinstance(body, str):
+        return body.strip() or None
+    if not isinstance(body, list):
+        return None
+    words = []
+    for item in body:
+        error = item.get("error", item) if isinstance(item, Mapping) else item
+        message = error.get("message") if isinstance(error, Mapping) else error
+        if isinstance(message, str) and message:
+            words.append(message)
+    return "; ".join(words) or None
 
 
 def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
@@ -334,7 +378,23 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         cost_usd=_cost(getattr(completion, "usage", None)),
         model=model if isinstance(model, str) and model else fallback_model,
         truncated=getattr(choices[0], "finish_reason", None) == "length",
+        reasoning=_reasoning(message),
     )
+
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where servers put a model's reasoning apart from its answer: DeepSeek, vLLM and llama.cpp's reasoning
+parsers use the first, OpenRouter and Ollama the second."""
+
+
+def _reasoning(message: Any) -> tuple[str, str] | None:
+    """(field, text) of the reasoning the server sent in a field of its own: sent back with the tool
+    calls it came with (DeepSeek's thinking mode demands it), never to the chat."""
+    for field in _REASONING_FIELDS:
+        text = getattr(message, field, None)  # the SDK keeps unknown fields as extra attributes
+        if isinstance(text, str):
+            return field, _mend(text)
+    return None
 
 
 def _to_tool_call(tool_call: Any, index: int) -> ToolCall:

@@ -154,6 +154,7 @@ def response_to_wire(response: ModelResponse) -> dict[str, Any]:
         "cost_usd": response.cost_usd,
         "model": response.model,
         "truncated": response.truncated,
+        "reasoning": list(response.reasoning) if response.reasoning is not None else None,
     }
 
 
@@ -165,4 +166,5 @@ def response_from_wire(body: Mapping[str, Any]) -> ModelResponse:
         cost_usd=body.get("cost_usd"),
         model=body.get("model"),
         truncated=bool(body.get("truncated")),
+        reasoning=tuple(body["reasoning"]) if body.get("reasoning") else None,
     )

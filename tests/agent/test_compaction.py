@@ -526,6 +526,8 @@ async def test_a_hard_interrupt_while_compacting_after_a_refusal_ends_the_turn_a
     ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", 8192),
     ("The context length is 32768 tokens", 32768),
     ("request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it", 4096),  # llama.cpp
+    ("The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure", 8192),  # vLLM V1
+    ("greater than the context length (n_keep: 13055>= n_ctx: 4096). Try to load", 4096),  # LM Studio
     ("prompt is too long", None),
 ])
 def test_the_window_a_refusal_names_is_read_from_each_servers_wording(text, window):

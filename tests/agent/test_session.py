@@ -7,6 +7,7 @@ import pytest
 
 from agent import AgentSession, ToolError, ToolRegistry, TurnInProgress, TurnObserver, active_turn
 from agent._session import STEER_NOTE
+from agent._tool_calls import CUT_OFF
 from agent.models import OpenAIModel
 from agent.models.scripted import ScriptedModel
 from agent.settings import ModelSettings
@@ -574,3 +575,61 @@ async def test_a_lone_surrogate_escape_in_tool_arguments_reaches_the_tool_as_a_r
     assert (await s.run_turn("go")).text == "kept"
     assert got == [{"text": "smile \ufffd", "\ufffdkey": ["\ufffd"]}]
     json.dumps(got[0], ensure_ascii=False).encode()  # what a file or a note would store: encodable
+
+
+def cut_off_answer(*calls, text=None):
+    """A completion cut off at the output-length limit (``finish_reason: length``) with ``calls``."""
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [{
+        "index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": text, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "echo", "arguments": a}} for i, a in calls]}}]}
+
+
+async def test_a_tool_call_cut_off_at_the_output_limit_is_told_so_and_the_complete_ones_run():
+    ran = []
+    tools = registry(echo=lambda a, c: ran.append(a) or "ran")
+    async with FakeOpenAIServer() as server:
+        server.push_raw(cut_off_answer(("c1", '{"x": "short"}'), ("c2", '{"x": "a very long fi')))
+        server.push_text("done in parts")
+        async with served_model(server) as model:
+            result = await AgentSession(model=model, tools=tools).run_turn("write it")
+        answered = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert (result.exit_reason, result.text, result.truncated, ran) == ("completed", "done in parts", False,
+                                                                         [{"x": "short"}])
+    assert answered == ["ran", f"Error: {CUT_OFF}"]
+
+
+async def test_tool_calls_cut_off_twice_in_a_row_end_the_turn_as_a_cut_off_answer():
+    # Each cut-off call is a full paid answer: asking on until max_iterations pays for 90 of them.
+    ran = []
+    tools = registry(echo=lambda a, c: ran.append(a) or "ran")
+    async with FakeOpenAIServer() as server:
+        for _ in range(2):
+            server.push_raw(cut_off_answer(("c1", '{"x": "a very long fi'), text="Writing the file."))
+        server.push_text("next turn")
+        async with served_model(server) as model:
+            s = AgentSession(model=model, tools=tools)
+            result = await s.run_turn("write it")
+            following = await s.run_turn("and now?")  # every call of the turn was answered
+    assert (result.exit_reason, result.text, result.truncated, result.api_calls) == (
+        "completed", "Writing the file.", True, 2)
+    assert (following.exit_reason, following.text, ran) == ("completed", "next turn", [])
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"], ids=["deepseek", "openrouter"])
+async def test_the_reasoning_a_server_sent_with_tool_calls_goes_back_with_them(field):
+    # DeepSeek's thinking mode refuses the next request ("Missing `reasoning_content` field in the
+    # assistant message at message index 2") when the message with the calls comes back without it.
+    tools = registry(echo=lambda a, c: "ran")
+    async with FakeOpenAIServer() as server:
+        server.push_raw({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [{
+            "index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, field: "I should look it up",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}]}}]})
+        server.push_text("done")
+        async with served_model(server) as model:
+            s = AgentSession(model=model, tools=tools)
+            result = await s.run_turn("go")
+        sent = [m for m in server.requests[1]["messages"] if m.get("tool_calls")]
+    assert (result.exit_reason, result.text) == ("completed", "done")
+    assert [m[field] for m in sent] == ["I should look it up"]
+    assert [m.get(field) for m in s.messages if m["role"] == "assistant"] == ["I should look it up", None]

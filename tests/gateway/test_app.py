@@ -9,7 +9,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
-from gateway.replies import CUT_OFF, EMPTY_ANSWER, MODEL_FAILED, TOO_LONG
+from gateway.replies import CUT_OFF, CUT_OFF_UNSAID, EMPTY_ANSWER, MODEL_FAILED, TOO_LONG
 from gateway.retention import IDLE_SESSION_SECONDS
 from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
@@ -567,6 +567,18 @@ async def test_a_turn_that_ends_without_an_answer_says_so_unless_it_spoke_itself
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)
     assert chat.texts() == replies
+
+
+async def test_a_turn_whose_tool_calls_were_cut_off_before_any_answer_says_why(tmp_path, gateways):
+    # Twice in a row a tool call too long for the model's output limit: the turn ends, with no text.
+    cut = {"tool_calls": [{"name": "write_file", "arguments": '{"path": "a.txt", "content": "line 1\\nline'}],
+           "truncated": True}
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[cut, cut]]}))
+    await chat.say("write the whole book to a file")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    assert chat.texts() == [CUT_OFF_UNSAID]
 
 
 async def test_an_answer_the_model_cut_off_at_its_output_limit_says_so(tmp_path, gateways):

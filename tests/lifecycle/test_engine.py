@@ -77,7 +77,8 @@ def test_an_outcome_round_trips_through_json():
 
 
 def test_a_model_response_round_trips_through_the_temporal_wire():
-    response = ModelResponse("cut off", (ToolCall("c1", "read_file", "{}"),), Usage(10, 5), 0.01, "m", truncated=True)
+    response = ModelResponse("cut off", (ToolCall("c1", "read_file", "{}"),), Usage(10, 5), 0.01, "m", truncated=True,
+                             reasoning=("reasoning_content", "look it up first"))
     assert response_from_wire(over_the_wire(response_to_wire(response))) == response
 
 

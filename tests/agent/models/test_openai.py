@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import socket
 import time
 
 import pytest
+from aiohttp import web
+from openai import AsyncOpenAI
 
-from agent import SYSTEM_CLOCK, Clock, _errors
+from agent import SYSTEM_CLOCK, AgentSession, Clock, CompactionPolicy, Compactor, _errors
 from agent._model import Model, ModelRequest, ToolCall, Usage
 from agent.models import OpenAIModel
 from agent.models._suspend import TICK
@@ -461,3 +464,123 @@ async def test_without_a_base_url_or_openai_base_url_the_model_calls_openai(serv
     finally:
         await model.aclose()
     assert server.requests == []
+
+
+OVERFLOWS = {
+    "groq-code-only": (400, {"error": {"message": "Please reduce the length of the messages or completion.",
+                                       "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+    "openai-gpt-5": (400, {"error": {"message": "Input tokens exceed the configured limit of 272000 tokens. Your "
+                                                "messages resulted in 289650 tokens.",
+                                     "code": "context_length_exceeded"}}),
+    "vllm-v1": (400, {"object": "error", "message": "The decoder prompt (length 9000) is longer than the maximum model "
+                                                    "length of 8192.", "type": "BadRequestError", "code": 400}),
+    "lm-studio-string": (400, {"error": "The number of tokens to keep from the initial prompt is greater than the "
+                                        "context length (n_keep: 13055>= n_ctx: 4096)."}),
+    "gemini-list": (400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "The input token count "
+                                     "(1200293) exceeds the maximum number of tokens allowed (1048576)."}}]),
+    "plain-text": (400, "Error: prompt is too long for this model"),
+}
+
+
+@pytest.mark.parametrize("refusal", OVERFLOWS.values(), ids=OVERFLOWS.keys())
+async def test_each_servers_context_overflow_refusal_is_compacted_and_asked_again(server, make_model, refusal):
+    status, body = refusal
+    if isinstance(body, str):
+        server.push_raw(body, status=status, content_type="text/plain")
+    else:
+        server.push_error(status, body)
+    server.push_text("a summary")
+    server.push_text("the answer")
+    compactor = Compactor(CompactionPolicy(keep_recent_messages=2))
+    session = AgentSession(model=make_model(), system_prompt="sys", compactor=compactor)
+    session.messages += [{"role": "user" if i % 2 == 0 else "assistant", "content": f"old {i}"} for i in range(8)]
+    result = await session.run_turn("hello")
+    assert (result.exit_reason, result.text, compactor.compactions) == ("completed", "the answer", 1)
+
+
+@pytest.mark.parametrize("body", [
+    {"error": f"model is loading, key {KEY}"}, [{"error": {"message": f"model is loading, key {KEY}"}}],
+    f"model is loading, key {KEY}",
+], ids=["string-error", "list", "plain-text"])
+async def test_the_failure_logged_keeps_the_servers_words_in_any_body_shape(server, make_model, body, caplog):
+    if isinstance(body, str):
+        server.push_raw(body, status=400, content_type="text/plain")
+    else:
+        server.push_error(400, body)
+    with caplog.at_level(logging.WARNING, logger="agent.session"):
+        result = await AgentSession(model=make_model()).run_turn("hello")
+    assert result.exit_reason == "error"
+    assert "model is loading, key [redacted]" in result.error
+    assert "model is loading, key [redacted]" in caplog.text and KEY not in caplog.text
+
+
+@pytest.mark.parametrize("key", ["sk-abc\u200bdef-123", "sk-abcdef-123\n", "sk-abc\u2011def-123", "sk-abc def-123"],
+                         ids=["zero-width-space", "trailing-newline", "non-breaking-hyphen", "space"])
+async def test_a_key_with_a_stray_character_fails_as_a_refused_key_naming_the_setting(server, make_model, key):
+    # A non-ASCII character crashed the turn (httpx cannot encode the header); a newline read as a
+    # connection error, asked again max_retries times.
+    result = await AgentSession(model=make_model(api_key=key, max_retries=2)).run_turn("hi")
+    assert (result.exit_reason, result.error_kind) == ("error", "auth")
+    assert "model.api_key" in result.error and key.strip() not in result.error
+    assert server.requests == []
+
+
+async def test_a_key_with_a_stray_character_from_the_environment_is_named_there_and_stops_the_start(server):
+    from gateway.errors import StartupError
+    from gateway.preflight import check_model
+
+    settings = ModelSettings(provider="openai", name="m", base_url=server.base_url, max_retries=0)
+    env = {"OPENAI_API_KEY": KEY + "\u200b"}
+    model = OpenAIModel(settings, env=env)
+    try:
+        error = await raises_model_error(model)
+    finally:
+        await model.aclose()
+    assert error.kind == "auth" and "$OPENAI_API_KEY" in str(error) and KEY not in str(error)
+    with pytest.raises(StartupError, match=r"\$OPENAI_API_KEY holds a character no API key has") as info:
+        await check_model(settings, env=env)
+    assert KEY not in str(info.value)
+
+
+async def test_a_header_no_client_can_encode_is_a_failed_request_not_a_crash(server):
+    # A client given ready-made (its key unchecked) sends what it holds: the retry that mends lone
+    # surrogates in the messages cannot mend a header, and its failure must not escape `complete`.
+    client = AsyncOpenAI(api_key="sk-\u200b-injected", base_url=server.base_url, max_retries=0)
+    model = OpenAIModel(ModelSettings(provider="openai", name="m"), client=client, env={})
+    try:
+        error = await raises_model_error(model)
+    finally:
+        await client.close()
+    assert error.kind == "bad_request"
+    assert server.requests == []
+
+
+async def test_an_answer_trickled_a_byte_at_a_time_is_bounded_by_the_timeout_as_a_whole():
+    # httpx's read timeout is between two bytes: whitespace sent every 0.2 s kept the request alive for ever.
+    requests = []
+
+    async def trickle(request):
+        requests.append(await request.read())
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        for _ in range(50):
+            await response.write(b" ")
+            await asyncio.sleep(0.2)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", trickle)
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", api_key=KEY, timeout_seconds=0.5, max_retries=2,
+                                      base_url=f"http://127.0.0.1:{runner.addresses[0][1]}/v1"), env={})
+    try:
+        started = time.monotonic()
+        error = await raises_model_error(model)
+    finally:
+        await model.aclose()
+        await runner.cleanup()
+    assert time.monotonic() - started < 3
+    assert (error.kind, len(requests)) == ("timeout", 1)
