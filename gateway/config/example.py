@@ -4,8 +4,8 @@ it cannot drift from the code: `deploy/switchboard.example.yaml` is its output
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import sys
 from pathlib import Path
 
 import yaml
@@ -72,5 +72,8 @@ def _scalar(value: object) -> str:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("deploy/switchboard.example.yaml")
-    target.write_text(render_example(), encoding="utf-8")
+    parser = argparse.ArgumentParser(prog="python -m gateway.config.example",
+                                     description="Write the example configuration, every key with its default.")
+    parser.add_argument("target", nargs="?", type=Path, default=Path("deploy/switchboard.example.yaml"),
+                        help="where to write it (default: %(default)s)")
+    parser.parse_args().target.write_text(render_example(), encoding="utf-8")
