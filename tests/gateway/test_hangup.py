@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 
@@ -24,8 +25,14 @@ def stopped_cleanly(tmp_path) -> str:
         return db.execute("SELECT value FROM gateway_meta WHERE key='stopped_cleanly'").fetchone()[0]
 
 
+HANGUP_DEFAULT = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL);"
+                  " os.execvp(sys.argv[1], sys.argv[1:])"]
+"""Runs what follows with SIGHUP's default action, also when the tests themselves run under nohup
+(which a child inherits, and which the gateway then rightly keeps)."""
+
+
 def test_a_hangup_stops_the_gateway_gracefully(tmp_path):
-    with Running(tmp_path, "--config", str(config(tmp_path))).started() as gateway:
+    with Running(tmp_path, "--config", str(config(tmp_path)), prefix=HANGUP_DEFAULT).started() as gateway:
         gateway.proc.send_signal(signal.SIGHUP)
         assert gateway.proc.wait(TIMEOUT) == 0, gateway.lines[-5:]
         gateway.wait_for("shutting down")
