@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TextIO
 
 from gateway.config import Config
+from gateway.errors import StartupError
 from gateway.host import STATE_DB
+from gateway.preflight import check_database
 from gateway.state_lock import LOCK_FILE
 from gateway.store import DeadLetter, GatewayStore
 
@@ -23,7 +25,14 @@ PREVIEW_CHARS = 60
 
 def inbox_command(config: Config, command: str, letter_id: int | None, out: TextIO, err: TextIO) -> int:
     path = Path(config.state_dir) / STATE_DB
-    if not path.exists():
+    try:
+        # As a start checks it: opened as it is, an empty database beside a -wal would be given a fresh
+        # schema and the -wal, the last commits and dead letters with them, deleted.
+        check_database(path)
+    except StartupError as exc:
+        print(f"switchboard: {exc}", file=err)
+        return 1
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         print(f"switchboard: no state database at {path}: nothing has been received yet", file=err)
         return 1
     store = GatewayStore(path)

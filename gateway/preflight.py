@@ -59,7 +59,7 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
     if free < MIN_FREE_BYTES:
         raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"
                            f" some space, or point {_WHERE} at another disk")
-    _check_database(state_dir / STATE_DB)
+    check_database(state_dir / STATE_DB)
     if workspace is not None:
         _check_workspace(Path(workspace).absolute())
 
@@ -72,7 +72,10 @@ def _owner(path: Path) -> str:
         return f"uid {uid}"
 
 
-def _check_database(db: Path) -> None:
+def check_database(db: Path) -> None:
+    """Raise `StartupError` for a state database that cannot be opened as it is (a directory, not
+    readable and writable, not SQLite, corrupt), or is missing or empty beside a ``-wal`` that holds
+    its last commits; nothing for one that is fine or not there yet. Changes nothing."""
     if not db.exists() or (db.is_file() and db.stat().st_size == 0):
         _check_no_stray_log(db)
         return

@@ -115,6 +115,24 @@ def test_inbox_commands_on_a_state_dir_that_has_nothing(tmp_path):
     assert "nothing has been received yet" in err.getvalue()
 
 
+def test_inbox_commands_leave_a_log_whose_database_is_gone_as_they_found_it(tmp_path):
+    """An empty database beside a -wal holding its last commits (a moved or truncated database):
+    refused as a start refuses it, never given a fresh schema that deletes the -wal."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / STATE_DB).write_bytes(b"")
+    wal = state / f"{STATE_DB}-wal"
+    wal.write_bytes(b"the last commits")
+    config_file = tmp_path / "switchboard.yaml"
+    config_file.write_text(f"state_dir: {state}\n")
+    for command in (["inbox", "dead"], ["inbox", "retry", "1"]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(["--config", str(config_file), *command]) == 1
+        assert "holds the last commits of a database" in err.getvalue()
+    assert wal.read_bytes() == b"the last commits" and (state / STATE_DB).stat().st_size == 0
+
+
 def test_inbox_retry_of_an_id_too_large_for_the_database_is_a_usage_error(tmp_path, capsys):
     config_file = tmp_path / "switchboard.yaml"
     config_file.write_text(f"state_dir: {tmp_path / 'state'}\n")
