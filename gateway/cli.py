@@ -49,7 +49,7 @@ def _common(level: int) -> argparse.ArgumentParser:
     """The global options, as a command (1) or subcommand (2) also takes them after its name
     (`switchboard run --config F`); SUPPRESS keeps an option given before it from being reset."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS, type=_named_path,
                         help="configuration file (default: see docs/configuration.md)")
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=argparse.SUPPRESS,
                         dest=SET_LEVELS[level],
@@ -57,10 +57,18 @@ def _common(level: int) -> argparse.ArgumentParser:
     return common
 
 
+def _named_path(text: str) -> str:
+    # `--config "$CFG"` with CFG unset would otherwise read some other file, or the defaults, unsaid.
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file (leave it out for the usual lookup)")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     common, common_inner = _common(1), _common(2)
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
-    parser.add_argument("--config", metavar="PATH", help="configuration file (default: see docs/configuration.md)")
+    parser.add_argument("--config", metavar="PATH", type=_named_path,
+                        help="configuration file (default: see docs/configuration.md)")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -77,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
     check = config_commands.add_parser("check", parents=[common_inner],
                                        help="validate a config file and print the effective configuration")
-    check.add_argument("path", nargs="?", help="file to check (default: the usual lookup)")
+    check.add_argument("path", nargs="?", type=_named_path, help="file to check (default: the usual lookup)")
     inbox = commands.add_parser("inbox", parents=[common], help="events the gateway could not handle")
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
     inbox_commands.add_parser("dead", parents=[common_inner], help="list the dead letters")

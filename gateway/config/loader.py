@@ -97,7 +97,9 @@ def read_yaml(source: Path) -> object:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"{source}: cannot read: {exc}"], source=source) from exc
     try:
-        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise ConfigError([f"{source}: invalid YAML: nested too deeply"], source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(source)
@@ -106,6 +108,43 @@ def read_yaml(source: Path) -> object:
         detail = f"{context}, {problem}" if context else problem
         detail += next((f" ({hint})" for start, hint in _YAML_HINTS.items() if problem.startswith(start)), "")
         raise ConfigError([f"{where}: invalid YAML: {detail}"], source=source) from exc
+    if (problem := _too_big(document)) is not None:
+        raise ConfigError([f"{source}: invalid YAML: {problem}"], source=source)
+    return document
+
+
+MAX_DEPTH = 64
+MAX_VALUES = 1_000_000
+"""Values a configuration may spell out once its aliases are expanded: an alias is copied wherever it
+is used, so nine anchors each used nine times over would stand for nine to the ninth values."""
+
+
+def _too_big(document: object) -> str | None:
+    """Why ``document`` is too deep or, its aliases expanded, too large to take; None if it is not.
+    Each node is counted once (an alias's node is one object), so this costs no more than the file."""
+    sizes: dict[int, int] = {}
+
+    def size(node: object, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nested deeper than {MAX_DEPTH} levels")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            return 1
+        if id(node) not in sizes:
+            sizes[id(node)] = 1 + sum(size(child, depth + 1) for child in children)
+            if sizes[id(node)] > MAX_VALUES:
+                raise _TooBig(f"its aliases stand for over {MAX_VALUES:,} values")
+        return sizes[id(node)]
+
+    try:
+        size(document, 0)
+    except _TooBig as exc:
+        return str(exc)
+    return None
+
+
+class _TooBig(Exception):
+    pass
 
 
 def config_from_mapping(

@@ -231,7 +231,8 @@ def _convert(value: object, tp: Any) -> Any:
                 value = float(value)
             except ValueError:
                 pass
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+        # Not NaN, nor infinity: every number setting is a bound (a grace, a timeout) that must end.
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return float(value)
     elif tp is str:
         if isinstance(value, str):

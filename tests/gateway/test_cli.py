@@ -229,3 +229,13 @@ def test_a_command_started_with_stdin_or_stdout_closed_says_so_without_a_traceba
                             cwd=tmp_path, timeout=cli_process.TIMEOUT)
     assert result.returncode == code and says in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("argv", [["--config", "", "config", "check"], ["config", "check", ""],
+                                  ["run", "--config", ""]])
+def test_an_empty_config_path_is_a_usage_error_not_the_usual_lookup(argv, capsys):
+    # `--config "$CFG"` with CFG unset would otherwise run on whatever file the lookup finds.
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert "an empty path names no file" in capsys.readouterr().err

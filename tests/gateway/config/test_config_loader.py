@@ -305,3 +305,31 @@ def test_a_set_number_boolean_or_null_is_what_it_looks_like():
 def test_a_set_list_is_text_the_setting_refuses():
     errors = errors_of(lambda: load_config(None, env={}, overrides=["plugins=[a.b]"]))
     assert errors == ['plugins: expected a list, got "[a.b]"']
+
+
+def test_yaml_nested_too_deeply_is_one_line_not_a_traceback(write):
+    for text in ("[" * 100_000, "a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 80))):
+        path = write(text)
+        [error] = errors_of(lambda: load_config(path, env={}))
+        assert error.startswith(f"{path}: invalid YAML: nested") and "\n" not in error
+
+
+def test_aliases_that_stand_for_a_billion_values_are_refused_at_once(write):
+    """Nine anchors each used nine times over: ~387 million values once copied out, which took
+    minutes and gigabytes; counted by node, it is refused before anything is expanded."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = write("\n".join(lines) + "\n")
+    [error] = errors_of(lambda: load_config(path, env={}))
+    assert error == f"{path}: invalid YAML: its aliases stand for over 1,000,000 values"
+
+
+def test_aliases_used_in_earnest_still_load(load):
+    config, _ = load("x-port: &port 9001\nserver: {port: *port}\n")
+    assert config.server.port == 9001
+
+
+def test_an_infinite_number_is_refused_where_a_bound_is_expected(write):
+    path = write("server: {shutdown_grace_seconds: .inf}\n")
+    [error] = errors_of(lambda: load_config(path, env={}))
+    assert error.startswith("server.shutdown_grace_seconds: expected a number ≥ 0, got")
