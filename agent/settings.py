@@ -27,7 +27,8 @@ def setting(default, doc: str, **meta):
     """A dataclass field carrying its documentation and bounds for the config loader."""
     if isinstance(default, (list, dict, set)):
         raise TypeError("settings defaults must be immutable")
-    return field(default=default, metadata={"doc": doc, **meta})
+    # A secret stays out of the settings' repr: a traceback's locals or a debug line would show it.
+    return field(default=default, metadata={"doc": doc, **meta}, repr=not meta.get("secret"))
 
 
 def nested(factory, doc: str, **meta):

@@ -36,7 +36,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,7 @@ class SentBack(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    secret: str
+    secret: str = field(repr=False)
     """Shared with the caller; signs requests both ways."""
     deliver_url: str | None = None
     """Where replies are POSTed; None: the caller reads them with the signed GET."""

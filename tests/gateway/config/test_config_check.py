@@ -170,3 +170,13 @@ def test_the_collectors_header_values_are_secrets_too(load):
     env = {"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=hc-key-123, x-tenant=ab",
            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20tr-9f8e7d"}
     assert sorted(config_secrets(config, env=env)) == ["Bearer tr-9f8e7d", "Bearer%20tr-9f8e7d", "hc-key-123"]
+
+
+def test_no_secret_shows_in_the_configurations_repr(load):
+    """A traceback's locals or a debug line print the settings' repr: every secret setting stays out."""
+    from platforms.webhook import Route
+
+    config, _ = load("model: {api_key: sk-in-a-repr-0042}\n"
+                     "platforms: {webhook: {routes: {a: {secret: route-secret-0042}}}, telegram: {token: tg-0042:abc}}")
+    assert not any(secret in repr(config) for secret in ("sk-in-a-repr-0042", "route-secret-0042", "tg-0042:abc"))
+    assert "route-secret-0042" not in repr(Route("route-secret-0042", "http://127.0.0.1/in"))
