@@ -107,10 +107,14 @@ def api_key_problem(settings: ModelSettings, env: Mapping[str, str] | None = Non
     Keys are printable ASCII: anything else is a stray character pasted with one (a zero-width space,
     a non-breaking hyphen, a trailing newline), which no HTTP header carries, or the server refuses."""
     env = os.environ if env is None else env
-    key, where = settings.api_key, "model.api_key"
-    if not key:
-        key, where = env.get("OPENAI_API_KEY"), "$OPENAI_API_KEY"
-    for position, char in enumerate(key or "", 1):
+    if settings.api_key:
+        return key_problem(settings.api_key, "model.api_key")
+    return key_problem(env.get("OPENAI_API_KEY") or "", "$OPENAI_API_KEY")
+
+
+def key_problem(key: str, where: str) -> str | None:
+    """`api_key_problem` for one key, ``where`` naming the setting or variable it came from."""
+    for position, char in enumerate(key, 1):
         if not "!" <= char <= "~":
             return (f"{where} holds a character no API key has (U+{ord(char):04X}, character {position} of "
                     f"{len(key)}), most likely pasted with it; write the key alone")

@@ -21,9 +21,9 @@ import openai
 from openai import AsyncOpenAI
 
 from agent._clock import SYSTEM_CLOCK, Clock
-from agent._errors import ModelError
+from agent._errors import ModelError, model_failure_text
 from agent.models.openai import PLACEHOLDER_API_KEY, _AskOnceClient, _translate_error, _url_credentials
-from agent.settings import ModelSettings, base_url_of
+from agent.settings import ModelSettings, api_key_problem, base_url_of, key_problem
 
 
 class Transcriber:
@@ -37,6 +37,9 @@ class Transcriber:
             raise ValueError("model.transcription.name: set a speech-to-text model to transcribe voice messages")
         env = os.environ if env is None else env
         api_key = speech.api_key or settings.api_key or env.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        # As for the model's key: a stray character pasted with it fails every call as a refused key.
+        self._key_problem = (key_problem(speech.api_key, "model.transcription.api_key") if speech.api_key
+                             else api_key_problem(settings, env)) if client is None else None
         self.name = speech.name
         self._language = speech.language
         base_url = speech.base_url or base_url_of(settings, env)
@@ -51,10 +54,12 @@ class Transcriber:
     async def transcribe(self, audio: bytes, *, filename: str, mime_type: str | None = None) -> str:
         """The text spoken in ``audio`` (stripped; may be empty for silence). Raises `ModelError`."""
         kwargs = {"language": self._language} if self._language else {}
+        if self._key_problem is not None:
+            raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
         try:
             result = await self._transcriptions.create(
                 model=self.name, file=(filename, audio, mime_type or "application/octet-stream"), **kwargs)
-        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError) as exc:
             raise _translate_error(exc, self._secrets) from exc
         text = getattr(result, "text", None)
         if not isinstance(text, str):

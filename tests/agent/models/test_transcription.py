@@ -68,6 +68,18 @@ async def test_failures_are_model_errors_without_the_key(server: FakeOpenAIServe
         await transcriber.aclose()
 
 
+@pytest.mark.parametrize("key", [KEY + "\u200b", KEY + "\n"], ids=["zero_width_space", "newline"])
+async def test_a_key_with_a_stray_character_fails_as_a_refused_key_naming_its_setting(server, key) -> None:
+    transcriber = Transcriber(settings(server, api_key=key))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await transcriber.transcribe(b"a", filename="a.ogg")
+    finally:
+        await transcriber.aclose()
+    assert caught.value.kind == "auth" and "model.transcription.api_key" in str(caught.value)
+    assert KEY not in str(caught.value) and server.transcriptions == []
+
+
 async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server: FakeOpenAIServer) -> None:
     # The server had the whole upload and is still transcribing: a retry pays for it twice and, for
     # audio that simply takes longer, times out the same way.
