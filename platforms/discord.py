@@ -36,8 +36,8 @@ Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 would misread is escaped); `measure` counts the rendered content against Discord's
 2,000 characters. Discord never refuses a message for its markup, so there is no
 plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
-``enforce_nonce``, so Discord drops a repeated send of the same part within a few minutes; one that
-may have gone out longer ago is looked for first (`find_sent`, `platforms.discord_sent`). discord.py
+``enforce_nonce``, so Discord drops a repeated send of the same part within a few minutes; one whose
+post this process heard is looked for first (`find_sent`, `platforms.discord_sent`). discord.py
 itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answers to slash
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
@@ -107,7 +107,7 @@ import discord  # noqa: E402  (after discord_urls, see above)
 
 log = logging.getLogger(__name__)
 
-PACING = Pacing(edit_interval=1.0, account_lookup_interval=discord_sent.LOOKUP_INTERVAL)
+PACING = Pacing(edit_interval=1.0)
 
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
@@ -210,8 +210,7 @@ class DiscordAdapter:
         return state
 
     def pacing(self, chat_id: str) -> Pacing:
-        """discord.py paces calls per route bucket itself; edits of one message go a second apart, and
-        lookups (`find_sent`) `discord_sent.LOOKUP_INTERVAL` apart in all chats."""
+        """discord.py paces calls per route bucket itself; edits of one message go a second apart."""
         return PACING
 
     def measure(self, text: str) -> int:
@@ -511,10 +510,8 @@ class DiscordAdapter:
     findable = staticmethod(discord_sent.findable)  # for `find_sent`: a slash command's answer it cannot find
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
-        """The id of the message posted for this part since ``since``, by its nonce if this process heard
-        it, else by its content in the channel's history (`platforms.discord_sent`)."""
-        content = discord_markdown.render(scalar_text(message.text))
-        return await discord_sent.find_sent(self._require_client(), self._posted, message, content, since)
+        """The id of the message posted for this part, if this process heard it (`platforms.discord_sent`)."""
+        return discord_sent.find_sent(self._posted, message)
 
     def upload_limit(self, chat_id: str) -> int:
         """The guild's limit per file (by its boost level); 10 MiB in DMs and for a channel
