@@ -556,16 +556,16 @@ async def test_a_header_no_client_can_encode_is_a_failed_request_not_a_crash(ser
 
 
 async def test_an_answer_trickled_a_byte_at_a_time_is_bounded_by_the_timeout_as_a_whole():
-    # httpx's read timeout is between two bytes: whitespace sent every 0.2 s kept the request alive for ever.
+    # httpx's read timeout is between two bytes: whitespace sent every 0.05 s kept the request alive for ever.
     requests = []
 
     async def trickle(request):
         requests.append(await request.read())
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
-        for _ in range(50):
+        for _ in range(200):
             await response.write(b" ")
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.05)  # the slow server's pace, well inside the 0.5 s between two bytes
         return response
 
     app = web.Application()
