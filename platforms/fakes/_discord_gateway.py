@@ -70,13 +70,17 @@ class DiscordGateway:
         if session is not None and session.conn is not None and not session.conn.ws.closed:
             self._send_soon(session.conn, frame)
 
-    def _send_soon(self, conn: _Conn, frame: dict[str, Any]) -> None:
-        # Push helpers are plain functions; the frame goes out from a task, in dispatch order.
-        task = asyncio.ensure_future(self._send(conn, frame))
+    def _send_soon(self, conn: _Conn, frame: dict[str, Any], *, delay: float = 0.0) -> None:
+        # Push helpers are plain functions; the frame goes out from a task, in dispatch order. A
+        # task, not a timer, even when delayed: `close` waits for every task, and a timer firing
+        # after it would leave one pending when the loop closes.
+        task = asyncio.ensure_future(self._send(conn, frame, delay=delay))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _send(self, conn: _Conn, frame: dict[str, Any]) -> None:
+    async def _send(self, conn: _Conn, frame: dict[str, Any], *, delay: float = 0.0) -> None:
+        if delay:
+            await asyncio.sleep(delay)
         async with conn.lock:
             if conn.ws.closed or conn.stalled:
                 return
@@ -85,7 +89,9 @@ class DiscordGateway:
             except (ConnectionError, RuntimeError):
                 pass  # the client went away; RESUME replays what it missed
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self._closing:  # discord.py, told so, reconnects after a backoff; its socket would hold the close up
+            return web.Response(status=503, text="the fake Discord is shutting down")
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         conn = _Conn(ws, request)
@@ -114,7 +120,7 @@ class DiscordGateway:
             # Real Discord answers over a network. At once, the ACK could be read before discord.py's
             # heartbeat thread noted its send, which then measured a whole interval of latency and
             # warned "Can't keep up ... websocket is 41.3s behind" at every other heartbeat.
-            asyncio.get_running_loop().call_later(HEARTBEAT_ACK_DELAY, self._send_soon, conn, {"op": 11})
+            self._send_soon(conn, {"op": 11}, delay=HEARTBEAT_ACK_DELAY)
         elif op == 2:
             if data.get("token") != self.token:
                 await conn.ws.close(code=4004, message=b"Authentication failed.")

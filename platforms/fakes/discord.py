@@ -137,6 +137,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._changed = asyncio.Event()
         self._sending: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
+        self._closing = False
+        """`close` has begun: the gateway takes no new connection, which the cleanup would wait for."""
         self._app = self._build_app()
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -149,6 +151,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         return self
 
     async def close(self) -> None:
+        self._closing = True
         for _route, release in self._holds:  # a held call is answered, so that the server can shut down
             release.set()
         for conn in list(self._conns):

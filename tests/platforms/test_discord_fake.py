@@ -207,6 +207,31 @@ async def test_gateway_identify_dispatch_resume(fake: FakeDiscord, http: aiohttp
     await gateway.ws.close()
 
 
+async def test_a_heartbeat_acked_after_the_close_starts_no_send() -> None:
+    """The ACK's delay was a timer: firing after `close`, it started a send nobody waited for, which
+    asyncio destroyed pending when the loop closed, failing whichever test ran next."""
+    fake = await FakeDiscord(heartbeat_interval=30).start()
+    after_close: list[dict[str, Any]] = []
+    closed = False
+    send = fake._send
+
+    def watched(conn: Any, frame: dict[str, Any], **options: Any) -> Any:
+        if closed:
+            after_close.append(frame)
+        return send(conn, frame, **options)
+
+    fake._send = watched  # type: ignore[method-assign]
+    async with aiohttp.ClientSession(base_url=fake.url) as http:
+        gateway = await _connect(http, fake)
+        await gateway.dispatch("READY")
+        await gateway.send(1, None)
+        await fake.wait_for(lambda: any(op == 1 for op, _ in fake.gateway_ops))
+        await fake.close()
+        closed = True
+        await asyncio.sleep(HEARTBEAT_ACK_DELAY + 0.02)  # past the ACK's delay: nothing may start now
+    assert after_close == []
+
+
 async def test_gateway_invalid_session_and_refusals(fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
     gateway = await _connect(http, fake)
     session_id = (await gateway.dispatch("READY"))["d"]["session_id"]
