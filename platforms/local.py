@@ -63,7 +63,7 @@ import sys
 import threading
 import unicodedata
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -112,6 +112,8 @@ LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
 LEAVE_POLL = 0.1
+SCREEN_WAIT = 1.0
+"""Seconds printing waits, at most, for readline to finish drawing its prompt (`LocalAdapter._screen`)."""
 """Seconds between looks at whether the turn a leaving chat waits for has ended."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
@@ -162,6 +164,11 @@ class LocalAdapter:
         self._wanted = threading.Semaphore(0)
         self._asked = False  # a read has been asked for and its line has not arrived yet
         self._tty_lock = threading.Lock()  # the reader's echo switches against stop()'s restore
+        # Held by the reader from deciding that "you> " shows until readline has drawn it (its
+        # pre-input hook): a reply printed in between went out before the prompt and had it glued
+        # after it, the reply's own prompt missing ("you> agent> ..."). Printing waits for the draw.
+        self._screen = threading.Lock()
+        self._drawing = False  # the reader holds `_screen` (touched by the reader thread only)
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -201,10 +208,11 @@ class LocalAdapter:
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
-        if self._prompting:
-            # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
-            self._emit("\r\x1b[2K" if self._ansi else "\n")
-            self._prompting = False
+        with self._after_prompt_drawn():
+            if self._prompting:
+                # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
+                self._emit("\r\x1b[2K" if self._ansi else "\n")
+                self._prompting = False
         with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
             if self._saved_tty is not None:
                 # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
@@ -343,6 +351,11 @@ class LocalAdapter:
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
         leaving = self._leaving_after_turn
+        set_hook = getattr(self._readline, "set_pre_input_hook", None)  # libedit may lack it: no wait then
+        if set_hook is not None:
+            self._screen.acquire()
+            self._drawing = True
+            set_hook(self._prompt_drawn)
         self._prompting = not leaving
         self._echo(True)  # readline draws what it reads only on a terminal it finds echoing
         try:
@@ -350,12 +363,30 @@ class LocalAdapter:
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
         finally:
+            self._prompt_drawn()
             self._echo(False)  # keys typed before the next read are drawn by it, not twice
         self._prompting = False
         if CTRL_C in line:  # not a line to find again with the arrow keys or Ctrl-R
             with contextlib.suppress(ValueError):  # libedit counts history otherwise: kept there
                 self._readline.remove_history_item(self._readline.get_current_history_length() - 1)
         return line + "\n"
+
+    def _prompt_drawn(self) -> None:
+        """Readline's pre-input hook, in the reader thread: the prompt shows, printing may go on."""
+        if self._drawing:
+            self._drawing = False
+            self._screen.release()
+
+    @contextlib.contextmanager
+    def _after_prompt_drawn(self) -> Iterator[None]:
+        """Around printing in the loop: once a prompt the reader is drawing shows (`_screen`). Bounded:
+        a terminal whose output is held (Ctrl-S) keeps readline drawing, and the loop must go on."""
+        held = self._screen.acquire(timeout=SCREEN_WAIT)
+        try:
+            yield
+        finally:
+            if held:
+                self._screen.release()
 
     def _pressed_ctrl_c(self, text: str) -> bool:
         """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline turns the key into a character
@@ -421,10 +452,12 @@ class LocalAdapter:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the
         message (and sends nothing more to the terminal), and the next chat prints it."""
         message_id = str(next(self._ids))
-        above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
-        after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
         text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
-        if not self._emit(above + text + "\n" + after):
+        with self._after_prompt_drawn():
+            above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
+            after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
+            shown_ok = self._emit(above + text + "\n" + after)
+        if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
         self._last_id, self._last_rows = message_id, self._rows(text)
         return Sent(message_id)
@@ -452,11 +485,13 @@ class LocalAdapter:
         text = shown(scalar_text(text))
         if not self._ansi or message_id != self._last_id or "\n" in text:
             raise EditUnsupported("the terminal can only redraw its last line", method="edit", chat_id=chat_id)
-        # Up to the message's line (past the prompt when it shows), redraw, come back.
-        clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
-        prompt = PROMPT + self._typed() if self._prompting else ""
-        # Up over every row the message took (a line wider than the window wraps), erase them all.
-        if not self._emit(f"{clear_prompt}\x1b[{self._last_rows}A\x1b[J{text}\n{prompt}"):
+        with self._after_prompt_drawn():
+            # Up to the message's line (past the prompt when it shows), redraw, come back.
+            clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
+            prompt = PROMPT + self._typed() if self._prompting else ""
+            # Up over every row the message took (a line wider than the window wraps), erase them all.
+            shown_ok = self._emit(f"{clear_prompt}\x1b[{self._last_rows}A\x1b[J{text}\n{prompt}")
+        if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         self._last_rows = self._rows(text)
 

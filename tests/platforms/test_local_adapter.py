@@ -258,6 +258,54 @@ async def test_with_line_editing_no_prompt_is_drawn_once_the_line_that_ends_the_
         os.close(write_fd)
 
 
+class HookedLineEditing(LineEditing):
+    """GNU readline's pre-input hook too: called once the prompt shows, before keys are read."""
+
+    def __init__(self):
+        self.hook = None
+
+    def set_pre_input_hook(self, hook=None):
+        self.hook = hook
+
+
+async def test_a_reply_printed_while_readline_draws_its_prompt_goes_above_it(monkeypatch):
+    """The reader had decided that "you> " shows but readline had not drawn it yet: a reply printed
+    then went out first, the prompt glued after it ("you> you> " or "you> agent> ..." on a terminal)."""
+    readline = HookedLineEditing()
+    entered, go, drawn, release = (threading.Event() for _ in range(4))
+    output = io.StringIO()
+
+    def read_line(prompt=""):
+        entered.set()
+        go.wait(5)  # readline is slow to draw (a loaded machine)
+        output.write(prompt)
+        if readline.hook is not None:
+            readline.hook()
+        drawn.set()
+        release.wait(5)
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", read_line)
+    read_fd, write_fd = os.pipe()
+    keyboard = Keyboard(read_fd)
+    adapter = LocalAdapter(input=keyboard, output=output, user="me")
+    adapter._readline = readline
+    try:
+        await adapter.start(lambda inbound: asyncio.sleep(0))
+        assert await asyncio.to_thread(entered.wait, 5)
+        # Correct whenever the prompt is drawn; without the wait, only if it is drawn before the reply.
+        threading.Timer(0.02, go.set).start()
+        await adapter.send(Outbound("terminal", None, "hi", kind="reply"))
+        assert await asyncio.to_thread(drawn.wait, 5)
+        assert output.getvalue() == "you> \nagent> hi\nyou> "
+    finally:
+        go.set()
+        release.set()
+        await adapter.stop()
+        keyboard.close()
+        os.close(write_fd)
+
+
 async def test_a_typed_line_does_not_wait_for_a_place_in_the_default_thread_pool(monkeypatch):
     """The look for lines pasted with the one typed ran in asyncio's shared default thread pool: with
     that full of the gateway's other blocking work, a typed line waited until a place came free."""
