@@ -1,7 +1,8 @@
 """A stop of `DiscordAdapter` keeps to the time the gateway gives it (`stop_within`): neither discord.py's
 reconnect backoff, which closing the client does not cut short, nor a sink slow to take the events queued,
-nor a half-open gateway connection holds it longer. What it did not hand over is not lost: a message is read
-back at the next start, a command is told it was not taken."""
+nor a half-open gateway connection, nor a catch-up whose read Discord does not answer holds it longer. What
+it did not hand over is not lost: a message is read back at the next start, a command is told it was not
+taken."""
 
 from __future__ import annotations
 
@@ -95,6 +96,57 @@ async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
     assert fake.calls_to(ANSWER)  # tried, within the grace: Discord shows the interaction failed
+
+
+async def test_a_stop_in_the_middle_of_a_catch_up_keeps_to_its_grace_and_the_next_start_reads_what_it_had_not(
+        fake: FakeDiscord) -> None:
+    # The stop cancels the catch-up and waits for it to end, with no bound of its own: a catch-up must
+    # give in at once, in a read Discord does not answer as in a message's record (the gateway's sink
+    # is cancellable), and leave neither that channel nor that message recorded as seen.
+    seen: dict[str, str] = {}
+    taken: list[str] = []
+    recording: list[str] = []
+
+    async def sink(inbound: Inbound) -> None:
+        if inbound.text == "second missed" and not recording:
+            recording.append(inbound.text)
+            await asyncio.Event().wait()  # still recording it at the stop
+        taken.append(inbound.text)
+
+    adapter = adapter_for(fake)
+    adapter.bind_last_seen({}, seen.__setitem__, seen.get)
+    await adapter.start(sink)
+    fake.push_dm(USER, "one")
+    fake.push_dm(USER + 1, "one too")
+    await fake.wait_for(lambda: len(seen) == 2)
+    await adapter.stop()
+    slow, other = fake.dm_channel(USER), fake.dm_channel(USER + 1)
+    before = dict(seen)
+    fake.push_dm(USER, "missed")
+    first = fake.push_dm(USER + 1, "first missed")
+    fake.push_dm(USER + 1, "second missed")
+    held = f"/channels/{slow}/messages"
+    release = fake.hold(f"GET {held}")
+    adapter = adapter_for(fake)
+    adapter.bind_last_seen(dict(seen), seen.__setitem__, seen.get)
+    await adapter.start(sink)
+    await fake.wait_for(lambda: recording and any(c.path == held for c in fake.calls_to(HISTORY)))
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await adapter.stop_within(GRACE)
+    assert loop.time() - began < GRACE + SLACK
+    assert taken == ["one", "one too", "first missed"]
+    assert seen == {slow: before[slow], other: first}  # not the message whose record the stop cut short
+    release.set()
+
+    again = adapter_for(fake)
+    again.bind_last_seen(dict(seen), seen.__setitem__, seen.get)
+    await again.start(sink)
+    try:
+        await fake.wait_for(lambda: len(taken) == 5)
+    finally:
+        await again.stop()
+    assert sorted(taken[3:]) == ["missed", "second missed"]
 
 
 async def test_a_stop_on_a_half_open_gateway_connection_keeps_to_its_grace(fake: FakeDiscord) -> None:
