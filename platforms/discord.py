@@ -190,6 +190,9 @@ class DiscordAdapter:
         client first, whose HTTP session ends their "thinking…" calls (they go on without their interaction)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
+        self._held_back: set[int] = set()
+        """Channels where a stop left a message unrecorded: what follows there waits for the next start
+        too, behind it. Recorded, a later message would move the channel's last seen past it, losing it."""
         self._twins = Twins()
         self._posted = discord_sent.Posted()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
@@ -242,7 +245,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
-        self._not_taken = []
+        self._not_taken, self._held_back = [], set()
         self._caught_up = asyncio.Event()
         self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
@@ -437,8 +440,10 @@ class DiscordAdapter:
 
     async def _hand_over(self, sink: InboundSink, item: _Item) -> None:
         inbound, channel_id, message_id = item
-        if inbound is not None and not await until_recorded(sink, inbound, self._stop_asked):
-            if inbound.is_command:  # Discord never sends an interaction again, nor keeps it in a history
+        if channel_id in self._held_back or (
+                inbound is not None and not await until_recorded(sink, inbound, self._stop_asked)):
+            self._held_back.add(channel_id)
+            if inbound is not None and inbound.is_command:  # Discord never sends an interaction again, nor keeps it in a history
                 self._not_taken.append(inbound)
             if message_id and channel_id not in self._last_seen.last_seen:  # so that the next start looks there
                 self._last_seen.seen(channel_id, message_id - 1)

@@ -185,6 +185,50 @@ async def test_a_stop_does_not_wait_on_a_message_the_full_database_keeps_refusin
                                " to send it again")
 
 
+class FullFor(FullDisk):
+    """A gateway whose full database refuses one message's record, until ``full`` is turned off, and
+    takes the rest: room comes and goes as other writers free and take it."""
+
+    def __init__(self, fake: FakeDiscord, text: str) -> None:
+        super().__init__(fake)
+        self.text, self.full = text, True
+
+    async def __call__(self, inbound: Inbound) -> None:
+        if inbound.text == self.text and self.full:
+            await super().__call__(inbound)
+        self.events.append(inbound)
+
+
+async def test_a_message_after_one_a_stop_left_unrecorded_waits_behind_it_for_the_next_start(
+        fake: FakeDiscord) -> None:
+    # Recorded at the stop's drain, the later message moved its channel's last seen past the one given
+    # up: the next start's catch-up looked only after it, and the first message was lost.
+    seen: dict[str, str] = {}
+    adapter, sink = adapter_for(fake), FullFor(fake, "first")
+    adapter.bind_last_seen({}, seen.__setitem__, seen.get)
+    await adapter.start(sink, COMMANDS)
+    try:
+        fake.push_dm(USER, "hello")
+        await sink.wait(1)
+        first = fake.push_dm(USER, "first")
+        fake.push_dm(USER, "second")
+        await fake.wait_for(lambda: sink.tries >= 1)
+    finally:
+        await adapter.stop()
+    assert [e.text for e in sink.events] == ["hello"]
+    assert int(seen[str(fake.dm_channel(USER))]) < int(first)
+    sink.full = False
+    again = adapter_for(fake)
+    again.bind_last_seen(dict(seen), seen.__setitem__, seen.get)
+    await again.start(sink, COMMANDS)
+    try:
+        await sink.wait(3)
+    finally:
+        await again.stop()
+        await join_heartbeat_threads()
+    assert [e.text for e in sink.events] == ["hello", "first", "second"]
+
+
 async def test_a_command_a_stop_leaves_unrecorded_is_answered_to_send_it_again(fake: FakeDiscord) -> None:
     # Discord sends an interaction once and keeps it in no history: the next start cannot find it,
     # and the user was left with "thinking…" until Discord gave up on it.
