@@ -112,9 +112,9 @@ LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
 LEAVE_POLL = 0.1
+"""Seconds between looks at whether the turn a leaving chat waits for has ended."""
 SCREEN_WAIT = 1.0
 """Seconds printing waits, at most, for readline to finish drawing its prompt (`LocalAdapter._screen`)."""
-"""Seconds between looks at whether the turn a leaving chat waits for has ended."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
 
