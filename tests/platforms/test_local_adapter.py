@@ -3,16 +3,17 @@ import io
 import os
 import re
 import threading
-import time
 import unicodedata
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from platforms.base import Closed, EditUnsupported, Outbound, OutboundFile
 from platforms.local import LocalAdapter
 from platforms.local_input import reader_of
+from tests.polling import until
 
 
 class TTY(io.StringIO):
@@ -122,28 +123,86 @@ async def test_blank_lines_pasted_together_are_skipped_as_one_blank_line_is():
     assert got == [] and "The chat has ended" not in output.getvalue()
 
 
+class Pipe:
+    """The chat's input pipe, seen from its writer's end, and where its reader thread stands: the kernel
+    shows a thread blocked in a system call in /proc/self/task/<id>/syscall, as the call's number and
+    then its arguments (for a read, the descriptor first; for a select, the highest descriptor
+    watched plus one). A blocked read or select of an empty pipe is all a reader does while it waits."""
+
+    def __init__(self) -> None:
+        try:
+            Path("/proc/self/syscall").read_text()
+        except OSError:
+            pytest.skip("the reader thread's waits are seen through /proc/<pid>/task/<tid>/syscall (Linux)")
+        self.read_fd, self.write_fd = os.pipe()
+
+    def write(self, data: bytes) -> None:
+        os.write(self.write_fd, data)
+
+    async def reading(self) -> int:
+        """The reader thread's id, once it is blocked reading the pipe: it has taken everything written
+        so far, and waits for more with no time limit."""
+        return await until(lambda: next((tid for tid, args in _blocked().items() if args[0] == self.read_fd), None),
+                           5, every=0.001)
+
+    async def taken(self, reader: int) -> None:
+        """Return once thread ``reader`` has taken everything written so far and waits on the pipe again:
+        reading it, or looking (select) whether more comes. Called after a write, which wakes it: a
+        thread the write woke is running, not blocked, until it has read."""
+        await until(lambda: _blocked().get(reader, [-1])[0] in (self.read_fd, self.read_fd + 1), 5, every=0.001)
+
+
+def _blocked() -> dict[int, list[int]]:
+    """The arguments of the system call each thread of this process is blocked in, by thread id."""
+    calls = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            call = (task / "syscall").read_text().split()
+        except OSError:  # the thread has ended
+            continue
+        if call[0] not in ("running", "-1"):  # -1: blocked outside any call
+            calls[int(task.name)] = [int(arg, 16) for arg in call[1:7]]
+    return calls
+
+
 class LateReader(io.TextIOWrapper):
-    """A pipe read by a thread the machine schedules late: each line read waits a fifth of a second."""
+    """A pipe read by a thread the machine schedules late: its first look comes only once everything is
+    written (``written``), and each line after the first only once the chat has taken a message
+    (``taken``), later than any wait for the next line of a paste. A reader of the descriptor asks for
+    it (``fileno``) just before its first look."""
+
+    def __init__(self, fd: int, written: threading.Event, taken: threading.Event) -> None:
+        super().__init__(io.BufferedReader(io.FileIO(fd)), encoding="utf-8")
+        self._written, self._taken, self._lines = written, taken, 0
+
+    def fileno(self) -> int:
+        self._written.wait(5)
+        return super().fileno()
 
     def readline(self, *args):
-        time.sleep(0.2)
+        (self._taken if self._lines else self._written).wait(5)
+        self._lines += 1
         return super().readline(*args)
 
 
-async def pasted(write: Callable[[int], Awaitable[None]], input_for: Callable[[int], object] = os.fdopen) -> list[str]:
-    """The messages of a chat whose input pipe ``write`` writes to (then closes), read as ``input_for`` opens it."""
-    read_fd, write_fd = os.pipe()
-    reader = input_for(read_fd)
+async def pasted(write: Callable[[Pipe], Awaitable[None]], input_for: Callable[[int], object] = os.fdopen, *,
+                 taken: threading.Event | None = None) -> list[str]:
+    """The messages of a chat whose input pipe ``write`` writes to (then closes), read as ``input_for``
+    opens it; ``taken`` is set as the chat takes each message."""
+    pipe = Pipe()
+    reader = input_for(pipe.read_fd)
     got, ended = [], asyncio.Event()
 
     async def sink(inbound):
         got.append(inbound.text)
+        if taken is not None:
+            taken.set()
 
     adapter = LocalAdapter(input=reader, output=io.StringIO(), user="me", on_exit=ended.set)
     try:
         await adapter.start(sink)
-        await write(write_fd)
-        os.close(write_fd)
+        await write(pipe)
+        os.close(pipe.write_fd)
         await asyncio.wait_for(ended.wait(), 5)
     finally:
         await adapter.stop()
@@ -154,34 +213,34 @@ async def pasted(write: Callable[[int], Awaitable[None]], input_for: Callable[[i
 async def test_lines_that_arrived_together_are_one_message_however_late_the_reader_runs():
     # On a loaded machine the reader thread ran more than 50 ms after the line before: a pasted
     # list became two or three messages, though all of it was in the pipe.
-    async def write(fd):
-        os.write(fd, b"Compare these:\n- apples\n")
-        os.write(fd, b"- pears\n")
+    written, taken = threading.Event(), threading.Event()
 
-    got = await pasted(write, lambda fd: LateReader(io.BufferedReader(io.FileIO(fd)), encoding="utf-8"))
+    async def write(pipe):
+        pipe.write(b"Compare these:\n- apples\n")
+        pipe.write(b"- pears\n")
+        written.set()
+
+    got = await pasted(write, lambda fd: LateReader(fd, written, taken), taken=taken)
     assert got == ["Compare these:\n- apples\n- pears"]
 
 
 async def test_lines_written_one_at_a_time_in_one_burst_are_one_message():
     # bash's printf writes each line on its own: the reader, woken by the first, read it alone.
-    async def write(fd):
-        def burst():
-            for line in (b"Compare these:\n", b"- apples\n", b"- pears\n"):
-                os.write(fd, line)
-                time.sleep(0.005)
-
-        await asyncio.sleep(0.1)  # the reader is waiting, as it is for a pipe's writer started after the chat
-        await asyncio.to_thread(burst)
+    async def write(pipe):
+        reader = await pipe.reading()  # the reader is waiting, as it is for a pipe's writer started after the chat
+        for line in (b"Compare these:\n", b"- apples\n", b"- pears\n"):
+            pipe.write(line)
+            await pipe.taken(reader)  # each line read alone: the next comes while the reader looks for more
 
     assert await pasted(write) == ["Compare these:\n- apples\n- pears"]
 
 
 async def test_a_line_cut_where_its_reader_looked_is_waited_for():
     # A paste bigger than the pipe's buffer comes in pieces cut anywhere: the rest of a line is on its way.
-    async def write(fd):
-        os.write(fd, b"Compare these:\n- apples\n- pe")
-        await asyncio.sleep(0.2)
-        os.write(fd, b"ars\n")
+    async def write(pipe):
+        pipe.write(b"Compare these:\n- apples\n- pe")
+        await pipe.reading()  # the reader took the cut line, and waits for the rest with no time limit
+        pipe.write(b"ars\n")
 
     assert await pasted(write) == ["Compare these:\n- apples\n- pears"]
 

@@ -453,8 +453,10 @@ async def test_connection_refused_raises_network_error() -> None:
 
 
 async def test_slow_receivers_time_out_and_redirects_are_not_followed() -> None:
+    ended = asyncio.Event()
+
     async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(5)
+        await ended.wait()  # never answers while the test runs; set at its end, its server stops at once
         return web.Response()
 
     async def moved(request: web.Request) -> web.Response:
@@ -465,11 +467,12 @@ async def test_slow_receivers_time_out_and_redirects_are_not_followed() -> None:
                              delivery_timeout=0.2)
     await adapter.start(Sink())
     try:
-        with pytest.raises(NetworkError, match="TimeoutError"):
-            await adapter.send(outbound("slow:x"))
+        with pytest.raises(NetworkError, match="TimeoutError"):  # bounded: a send waiting on would hang the test
+            await asyncio.wait_for(adapter.send(outbound("slow:x")), 5)
         with pytest.raises(NetworkError, match="307"):
             await adapter.send(outbound("moved:x"))
     finally:
+        ended.set()
         await adapter.stop()
         await runner.cleanup()
 

@@ -9,7 +9,6 @@ card's edits are coalesced while discord.py holds the channel, not queued one pe
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -44,11 +43,17 @@ async def test_a_fan_out_in_a_busy_channel_loses_nothing_doubles_nothing_and_coa
             await model.reached(goal)
         said = lambda: fake.bot_messages(CHANNEL)  # noqa: E731
         card = await fake.wait_for(lambda: next((m for m in said() if "0 of 10 done" in m.content), None))
+        children = gateway.host.children
+        child_for = {c.goal: c.subagent_id for s in gateway.sessions for c in children.children(s.session_id)}
         for n, goal in enumerate(GOALS):
-            if n % 2:  # bob asks meanwhile, while the card keeps changing
+            if n % 2:  # bob asks meanwhile, while the card keeps changing: answered once the channel lets it through
+                answer = f"Answer to {QUESTIONS[n // 2]!r}"
                 fake.push_guild_message(GUILD, CHANNEL, BOB, QUESTIONS[n // 2], mention_bot=True)
+                await fake.wait_for(lambda: any(m.content == answer for m in said()), timeout=10.0)
             model.release(goal)
-            await asyncio.sleep(0.3)
+            await children.wait_finished([child_for[goal]])
+            if n == 5:  # the card follows them: it shows those done before the rest finish
+                await fake.wait_for(lambda: "6 of 10 done" in card.content, timeout=10.0)
         parts = lambda: [m.content for m in said() if m.content.startswith("Finding")]  # noqa: E731
         await fake.wait_for(lambda: "\n\n".join(parts()) == final_answer() and card.content.startswith("✓"),
                             timeout=30.0)
