@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 from platforms.discord import DiscordAdapter, discord  # discord.py, imported there without its audioop warning
 from platforms.fakes.discord import FakeDiscord
@@ -41,3 +44,16 @@ def long_backoff(monkeypatch: Any) -> asyncio.Event:
     LongBackoff.waiting = asyncio.Event()
     monkeypatch.setattr(discord.client, "ExponentialBackoff", LongBackoff)
     return LongBackoff.waiting
+
+
+def fake_discord() -> Any:
+    """A ``fake`` fixture for a test module (``fake = fake_discord()``): a `FakeDiscord` started for
+    the test, which must have seen nothing it could not read (``errors``) by its end."""
+
+    @pytest.fixture
+    async def fake() -> AsyncIterator[FakeDiscord]:
+        async with FakeDiscord() as fake:
+            yield fake
+        assert fake.errors == []
+
+    return fake

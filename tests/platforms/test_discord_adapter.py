@@ -27,7 +27,7 @@ from platforms.base import (
 )
 from platforms.discord import DiscordAdapter, DiscordStartError
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, Pings, Upload
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 import discord  # noqa: E402  (after platforms.discord_urls, which imports it without the audioop warning)
 
@@ -60,11 +60,7 @@ class Sink:
 Running = tuple[DiscordAdapter, Sink]
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 @pytest.fixture

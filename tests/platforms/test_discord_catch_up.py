@@ -15,7 +15,7 @@ from platforms import discord_catch_up
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 GUILD, CHANNEL, USER = 500, 600, 42
 HISTORY = "GET /channels/{channel_id}/messages"
@@ -45,11 +45,7 @@ class Sink:
         await self.fake.wait_for(lambda: any(e.event_id == event_id for e in self.events))
 
 
-@pytest.fixture
-async def fake():
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 async def run(fake: FakeDiscord, store: Store, sink: Sink, **kw) -> DiscordAdapter:

@@ -3,21 +3,14 @@ on every answer, and the 429 Discord gives past a bucket or the global limit."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
-import pytest
 
 from agent.testing import FakeClock
 from platforms.fakes._discord_limits import Window
 from platforms.fakes.discord import FakeDiscord
+from tests.discord_client import fake_discord
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 async def post(http: aiohttp.ClientSession, fake: FakeDiscord, channel: str, text: str) -> aiohttp.ClientResponse:

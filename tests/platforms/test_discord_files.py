@@ -19,18 +19,14 @@ from platforms.base import (
 )
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord, Upload
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.platforms.sink import Sink
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 USER = 42
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 @pytest.fixture

@@ -11,16 +11,12 @@ import pytest
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 USER = 42
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from gateway.store import GatewayStore
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 HISTORY = "GET /channels/{channel_id}/messages"
 SEND = "POST /channels/{channel_id}/messages"
@@ -23,11 +23,7 @@ USER = 42
 WAIT = 5.0
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 @pytest.fixture

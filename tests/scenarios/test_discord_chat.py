@@ -18,7 +18,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.discord import FLAG_LOADING, FakeDiscord, FakeMessage
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.hanging_children import children_hanging, delegating_parent, hanging_child
 
 SEND = "POST /channels/{channel_id}/messages"
@@ -37,11 +37,7 @@ Start = Callable[..., Awaitable[Gateway]]
 # ---- fixtures ----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 @pytest.fixture

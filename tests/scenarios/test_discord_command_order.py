@@ -5,7 +5,6 @@ earlier one, or it stops (or drops) the message it was never meant for."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,14 @@ from agent.models.scripted import ScriptedModel
 from gateway.testing import make_config, settled, start_gateway
 from platforms.discord_urls import discord
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
 USER = 42
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 def script(request: ModelRequest) -> dict:

@@ -9,15 +9,10 @@ card's edits are coalesced while discord.py holds the channel, not queued one pe
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from agent.models.scripted import ScriptedModel
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._discord_limits import Window
-from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.scenarios.test_telegram_flood import GOALS, QUESTIONS, child, final_answer, parent
 
 GUILD, CHANNEL, ALICE, BOB = 500, 600, 42, 43
@@ -25,11 +20,7 @@ SILENT = 1 << 12
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
+fake = fake_discord()
 
 
 async def test_a_fan_out_in_a_busy_channel_loses_nothing_doubles_nothing_and_coalesces_the_card(fake, tmp_path):
