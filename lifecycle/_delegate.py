@@ -119,7 +119,7 @@ class DelegateTool:
         args = present(args)
         action = args.get("action", "delegate")
         if action != "delegate":
-            return self._control(action, args, parent.session_id)
+            return await self._control(action, args, parent.session_id)
         check_arguments(args)
         limit = self.service.host.delegation.max_concurrent_children
         specs, routes, refused = self._route(parse_tasks(args, limit))
@@ -245,7 +245,7 @@ class DelegateTool:
             payload["backlog"] = note
         return payload
 
-    def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
+    async def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
         if self.mode != "background":
             raise ToolError(f"action {action!r} is only available for background delegation")
         if action not in ("list", "steer", "stop"):
@@ -270,7 +270,9 @@ class DelegateTool:
                 raise ToolError(f"subagent {sid} is not running yet; steer it once it runs")
             return {"status": "queued", "subagent_id": sid,
                     "note": "Delivered at the subagent's next step; its result still arrives as a message."}
-        asyncio.ensure_future(supervisor.interrupt([record], "stopped by the parent"))
+        # Asked before the answer, not on a later turn of the loop: a steer the model sent with the stop
+        # would be queued for a child that reads no more messages.
+        await supervisor.interrupt([record], "stopped by the parent")
         return {"status": "stopping", "subagent_id": sid,
                 "note": "The subagent stops at its next step; its partial result still arrives as a message."}
 

@@ -553,11 +553,12 @@ async def test_a_child_being_stopped_is_not_steered(denv):
     answers = []
     async with asyncio.timeout(5):
         while not answers or not answers[-1].startswith("no running subagent"):
-            await asyncio.sleep(0)  # the stop is asked on the loop's next turn
-            with pytest.raises(ToolError) as refused:
+            with pytest.raises(ToolError) as refused:  # from the stop's own turn of the loop on
                 await run({"action": "steer", "subagent_id": sid, "message": "one more thing"})
             answers.append(str(refused.value))
-    # Still RUNNING, winding down: never "queued" nor "not running yet", up to the moment it is gone.
+            await asyncio.sleep(0)
+    # Still RUNNING, winding down: never "queued" nor "not running yet", up to the moment it is gone. The stop
+    # was asked on the loop's next turn: a steer right after it (the model calls both at once) was "queued".
     assert set(answers[:-1]) == {f"subagent {sid} is being stopped and reads no more messages; its result still "
                                  "arrives as a message"}
     _, (entry,) = await asyncio.wait_for(host.delivered.get(), 5)
