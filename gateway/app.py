@@ -343,6 +343,9 @@ class Gateway:
         self.events.inbound(inbound.platform, duplicate=not accepted.new)
         if not accepted.new:
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
+            # Recorded by an earlier handing over, maybe not durably yet (its commit refused, or due):
+            # the caller acknowledges it to the platform on our word.
+            await self.store.durable()
             return Accepted(accepted.turn_id, key, duplicate=True)
         if not self._accepting:
             # Shutting down: keep the event (the platform may count it as delivered) and

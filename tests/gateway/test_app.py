@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import time
 
 import pytest
@@ -253,6 +255,28 @@ async def test_duplicate_events_are_dropped(tmp_path, gateways):
     await settled(gateway)
     assert chat.texts() == ["once"]
     assert again.duplicate and again.turn_id == first.turn_id
+
+
+def committed(path, event_id: str) -> bool:
+    """Whether another connection (the next start, after a SIGKILL) would find the event."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT 1 FROM gateway_inbox WHERE event_id=?", (event_id,)).fetchone() is not None
+    finally:
+        conn.close()
+
+
+async def test_a_duplicate_is_answered_only_once_the_event_is_durable(tmp_path, gateways):
+    # The platform takes the answer as an acknowledgement (Telegram's offset, a webhook's 200, Slack's ack):
+    # a retry answered while the first copy's commit was still due, or refused by a full disk and held
+    # for later, was acknowledged on nothing durable, and a SIGKILL then lost the message.
+    chat = RecordingAdapter()
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "once"}]]})
+    first = asyncio.ensure_future(chat.say("hello", event_id="update-9"))
+    await asyncio.sleep(0)  # recorded, its commit due at the next turn of the loop
+    again = await chat.say("hello", event_id="update-9")
+    assert again.duplicate and committed(gateway.store.db.path, "update-9")
+    await first
 
 
 async def test_a_duplicate_command_names_no_turn(tmp_path, gateways):

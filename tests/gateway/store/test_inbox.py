@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
-from gateway.store import Acceptance
+from gateway.store import Acceptance, inbox
+from platforms import discord_catch_up, slack_catchup
 from tests.gateway.store.conftest import event
 
 
@@ -40,6 +40,13 @@ def test_prune_forgets_old_ids_once_handled(store, clock):
     assert store.inbox.accept(event("old"), None).new  # forgotten: taken as new
     assert not store.inbox.accept(event("new"), None).new
     assert [e.event_id for e, _ in store.inbox.unfinished()] == ["old-unhandled", "old"]  # kept: not handled yet
+
+
+def test_the_inbox_remembers_an_event_longer_than_any_platform_hands_it_over_again():
+    # A message answered live whose id was forgotten, read back by a catch-up (from a last-seen mark a
+    # crash kept behind it) or served again by Telegram, would be answered twice.
+    telegram_keeps = 24 * 3600.0  # an unconfirmed update, or one a webhook did not take
+    assert inbox.RETENTION_SECONDS > max(discord_catch_up.MAX_AGE, slack_catchup.Limits().max_age, telegram_keeps)
 
 
 def test_the_latest_dead_letters_are_read_newest_first_and_no_more(store):
