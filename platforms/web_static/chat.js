@@ -5,7 +5,8 @@
 // Messages are sent with POST /chat/api/messages, each with its own idempotency key, one at
 // a time in the order typed: a send that fails (network, 5xx, no answer in time) is retried
 // with the same key until the gateway has it, and only then does the next go, also after a
-// reload (unconfirmed sends wait in sessionStorage). What the chat shows
+// reload (unconfirmed sends wait in sessionStorage); a reconnect sends the one waiting, or on
+// its way, again at once. What the chat shows
 // comes from GET /chat/api/events (Server-Sent Events, read with fetch so the token can
 // travel in a header): a "history" event with the conversation from the gateway's
 // durable store, then live events. Every (re)connect starts with a fresh history, so a
@@ -251,8 +252,10 @@
   // retrying on its own, a message typed later could reach the gateway (and the agent) first.
   const SEND_TIMEOUT_MS = 20000; // a POST sent on a connection that died without a word is never answered
   let sending = false; // the oldest pending message is being posted, or waits to be posted again
+  let posting = null; // the AbortController of its POST while that is on its way
   let retry = null; // { timer, item } while it waits
   let failures = 0;
+  const AGAIN = Symbol("posted again"); // why a POST was abandoned: it goes again at once, not after a backoff
 
   function sendNext() {
     const [item] = pending();
@@ -262,19 +265,26 @@
   }
 
   // The page reconnecting means the gateway is back: the message waiting goes at once then, not at the
-  // end of its backoff (up to 10 s after a long outage, faded meanwhile).
-  function sendWaitingNow() {
+  // end of its backoff (up to 10 s after a long outage, faded meanwhile). So does one on its way: its POST
+  // may have gone on a connection that died with the gateway or the network, to wait out SEND_TIMEOUT_MS
+  // unanswered. If the gateway had it after all, the same key again is the same message to it.
+  function sendWaitingNow(reconnected) {
+    failures = 0;
+    if (posting && reconnected) {
+      posting.abort(AGAIN);
+      return;
+    }
     if (!retry) return;
     clearTimeout(retry.timer);
     const { item } = retry;
     retry = null;
-    failures = 0;
     deliver(item);
   }
 
   async function post(item) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
+    posting = abort;
     try {
       return await fetch("/chat/api/messages", {
         method: "POST",
@@ -283,14 +293,17 @@
         signal: abort.signal,
       });
     } catch {
+      if (abort.signal.reason === AGAIN) return AGAIN;
       return null; // offline, the gateway restarting, or no answer in time: the same key again, later
     } finally {
       clearTimeout(timer);
+      posting = null;
     }
   }
 
   async function deliver(item) {
     const response = await post(item);
+    if (response === AGAIN) return deliver(item);
     if (response && auth.asksForToken(response)) {
       auth.askForToken(true).then(() => deliver(item));
       return;
@@ -385,11 +398,14 @@
   const confirmedUnlessPending = (message) =>
     Object.assign(message, { pending: pending().some((p) => "user:" + p.key === message.id) });
 
+  let opened = false; // a history came before: the next is a reconnect's
   const handlers = {
     history: (data) => {
       showHistory(data.messages);
       setWorking(Boolean(data.working));
-      sendWaitingNow();
+      // At the first, what a reload left unsent has just been posted, alongside the stream: no cause to doubt it.
+      sendWaitingNow(opened);
+      opened = true;
     },
     user: (data) => {
       // Moved to where the gateway took it, unless it is there: the first unplaced, right below what the gateway has.
