@@ -173,3 +173,15 @@ async def web_chats(tmp_path) -> AsyncIterator[Callable[..., Awaitable[WebChat]]
     finally:
         for web in made:
             await web.stop()
+
+
+async def open_chat(page: Any, url: str) -> None:
+    """Open the chat page at ``url`` in a Playwright ``page``, once its event stream is connected."""
+    await page.goto(url)
+    await page.wait_for_selector("body[data-state=connected]")
+
+
+async def type_message(page: Any, text: str) -> None:
+    """Type ``text`` in the page's box and send it, as a user does (Enter)."""
+    await page.fill("#input", text)
+    await page.press("#input", "Enter")

@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from platforms.formatting import markdown
 from tests.browser import contrast_failures
-from tests.web_client import post_message, web_chats
+from tests.web_client import open_chat, post_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -39,11 +39,6 @@ SHOWN = "els => els.map(e => [e.dataset.id, e.dataset.kind, e.dataset.text])"
 async def chat(tmp_path) -> AsyncIterator[Any]:
     async with web_chats(tmp_path) as start:
         yield start
-
-
-async def open_chat(page, url: str) -> None:
-    await page.goto(url)
-    await page.wait_for_selector("body[data-state=connected]")
 
 
 async def shown(page) -> list[list[str]]:

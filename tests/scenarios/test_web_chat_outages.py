@@ -21,7 +21,7 @@ import pytest_asyncio
 
 from platforms.base import Accepted, Inbound, Outbound
 from platforms.web import WebChatAdapter
-from tests.web_client import serve
+from tests.web_client import open_chat, serve, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -72,16 +72,6 @@ async def served(tmp_path) -> AsyncIterator[Any]:
     for adapter, runner in running:
         await adapter.stop()
         await runner.cleanup()
-
-
-async def open_chat(page, url: str) -> None:
-    await page.goto(url)
-    await page.wait_for_selector("body[data-state=connected]")
-
-
-async def type_message(page, text: str) -> None:
-    await page.fill("#input", text)
-    await page.press("#input", "Enter")
 
 
 def reply(n: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.web_client import get_history, web_chats
+from tests.web_client import get_history, open_chat, type_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -27,16 +27,6 @@ PENDING = "[data-role=user].pending"
 async def chat(tmp_path) -> AsyncIterator[Any]:
     async with web_chats(tmp_path) as start:
         yield start
-
-
-async def open_chat(page, url: str) -> None:
-    await page.goto(url)
-    await page.wait_for_selector("body[data-state=connected]")
-
-
-async def type_message(page, text: str) -> None:
-    await page.fill("#input", text)
-    await page.press("#input", "Enter")
 
 
 async def user_texts(base: str) -> list[str]:
