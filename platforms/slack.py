@@ -104,7 +104,7 @@ from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
-from platforms.slack_inbound import Taken, taken_of
+from platforms.slack_inbound import Taken, conversations_of, taken_of
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
@@ -327,20 +327,37 @@ class SlackAdapter:
     # -- inbound -----------------------------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        """A message the bot takes holds its conversations' record just before it from the moment it
+        comes (`platforms.slack_seen`), its files still to be read: a later one there, taken meanwhile,
+        must not be recorded past it, or a stop or a crash before it is taken would leave it behind the
+        record, lost to the next start's catch-up once Slack gives up sending it again."""
         with self._listener():
-            if self._turning_away and self._addressed(event) is not None:
+            addressed = self._addressed(event)
+            if addressed is None:
+                return
+            ts, conversations = event["ts"], self._conversations(event, addressed)
+            if self._turning_away:
                 # Before its files are read: a stop's client may be closed already.
-                raise Stopping(f"slack adapter stopping: {event['channel']}:{event['ts']} left for Slack to send again")
+                self._taken_in.not_taken(conversations, ts, told=True)
+                raise Stopping(f"slack adapter stopping: {event['channel']}:{ts} left for Slack to send again")
             arrived = asyncio.get_running_loop().time()
-            taken = await self._inbound(event)
-            if taken is not None:
-                try:
-                    # Reading a Slack Connect file's details took part of the time the ack may wait.
-                    await self._deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
-                except Stopping:
-                    raise
-                except Exception as exc:  # told by `_settled`, traceback and all
-                    raise SentAgain(taken.inbound.event_id) from exc
+            self._taken_in.handing_on(conversations, ts)
+            try:
+                attachments = await self._attachments(event)
+            except asyncio.CancelledError:  # a stop
+                self._taken_in.not_taken(conversations, ts)
+                raise
+            except Exception:  # unacknowledged: Slack sends it again
+                self._taken_in.sent_again(conversations, ts)
+                raise
+            taken = taken_of(self.name, event, addressed, attachments, conversations)
+            try:
+                # Reading a Slack Connect file's details took part of the time the ack may wait.
+                await self._deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
+            except Stopping:
+                raise
+            except Exception as exc:  # told by `_settled`, traceback and all
+                raise SentAgain(taken.inbound.event_id) from exc
 
     @property
     def _turning_away(self) -> bool:
@@ -362,14 +379,20 @@ class SlackAdapter:
         return addressed(event, self.bot_user_id, self._mention, threads=self._threads,
                          text_commands=self._text_commands)
 
+    def _conversations(self, event: dict[str, Any], addressed: Addressed) -> tuple[Where, ...]:
+        """Where the message becomes the newest taken in (`platforms.slack_inbound.conversations_of`), the
+        thread a mention puts the bot in remembered first."""
+        if addressed.thread is not None and addressed.mentioned:
+            self._remember(event["channel"], addressed.thread)
+        return conversations_of(event, addressed, threads=self._threads)
+
     async def _inbound(self, event: dict[str, Any]) -> Taken | None:
         """The message as the gateway takes it (`platforms.slack_inbound`), if the bot takes it."""
         addressed = self._addressed(event)
         if addressed is None:
             return None
-        if addressed.thread is not None and addressed.mentioned:
-            self._remember(event["channel"], addressed.thread)
-        return taken_of(self.name, event, addressed, await self._attachments(event), threads=self._threads)
+        conversations = self._conversations(event, addressed)
+        return taken_of(self.name, event, addressed, await self._attachments(event), conversations)
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
         files = event.get("files")
@@ -414,12 +437,15 @@ class SlackAdapter:
         just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
         acked (a slash command is, before: ``acked``), a store refusing it is tried again. Once the
         adapter is stopping nothing new starts: a command is answered to be sent again, and a message
-        raises `Stopping`, unacked, for Slack to send it again to the next process."""
+        raises `Stopping`, unacked, for Slack to send it again to the next process, its conversations
+        recorded no further than just before it, for the next start to read it back should Slack give up."""
         sink, catch_up = self._sink, self._catch_up
         if sink is None or self._turning_away:
             if inbound.is_command:
                 self._unanswered.append(inbound)
                 return
+            if taken is not None:  # for the next start to read it back, should Slack give up on it meanwhile
+                self._taken_in.not_taken(taken.conversations, taken.ts, told=True)
             raise Stopping(f"slack adapter stopping: {inbound.event_id} left for Slack to send again")
         after = taken.conversations if taken is not None else ()
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None

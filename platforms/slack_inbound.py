@@ -29,21 +29,26 @@ class Taken:
     """Where it becomes the newest message taken in (`platforms.slack_catchup`)."""
 
 
-def taken_of(platform: str, event: dict[str, Any], addressed: Addressed, attachments: tuple[Attachment, ...], *,
-             threads: Container[tuple[str, str]]) -> Taken:
-    """The `Inbound` for a message the bot takes (``addressed``), and the conversations it is the newest
-    message of once taken: where it was posted, and the thread a mention opens; none for a text command
-    in a thread the bot is not in (``threads``)."""
+def conversations_of(event: dict[str, Any], addressed: Addressed, *,
+                     threads: Container[tuple[str, str]]) -> tuple[Where, ...]:
+    """The conversations a message the bot takes (``addressed``) is the newest message of once taken:
+    where it was posted, and the thread a mention opens; none for a text command in a thread the bot
+    is not in (``threads``). Known before its files are read, so that the adapter can hold them for it."""
+    channel, thread = event["channel"], addressed.thread
+    posted: Where = (channel, event.get("thread_ts"))
+    if thread is not None and (channel, thread) not in threads:
+        return ()  # "!help" in people's thread: nothing there to catch up on later
+    return (posted, (channel, thread)) if thread is not None and posted != (channel, thread) else (posted,)
+
+
+def taken_of(platform: str, event: dict[str, Any], addressed: Addressed, attachments: tuple[Attachment, ...],
+             conversations: tuple[Where, ...]) -> Taken:
+    """The `Inbound` for a message the bot takes (``addressed``), and its `conversations_of`."""
     channel, ts = event["channel"], event["ts"]
-    thread = addressed.thread
     inbound = Inbound(
-        platform=platform, chat_id=channel, thread_id=thread, user_id=event["user"], user_name=None,
+        platform=platform, chat_id=channel, thread_id=addressed.thread, user_id=event["user"], user_name=None,
         text=slack_text.with_forwarded(slack_text.readable(addressed.text), event.get("attachments")),
         event_id=f"{channel}:{ts}", is_private=addressed.private,
         attachments=attachments, sent_at=float(ts),
     )
-    posted: Where = (channel, event.get("thread_ts"))
-    if thread is not None and (channel, thread) not in threads:
-        return Taken(inbound, ts, ())  # "!help" in people's thread: nothing there to catch up on later
-    opened = thread is not None and posted != (channel, thread)
-    return Taken(inbound, ts, (posted, (channel, thread)) if opened else (posted,))
+    return Taken(inbound, ts, conversations)

@@ -5,11 +5,13 @@ taken but the gateway does not have.
 The adapter acks Slack at most ``sink_timeout`` after handing a message on, finished or not (a slow
 store, a live message waiting for its conversation's catch-up), and Slack never sends an acked
 message again. While such a message is unsettled, a later one in its conversation is recorded only
-up to just before it (a crash then leaves it to the next start's catch-up). A message the store
+up to just before it (a crash then leaves it to the next start's catch-up); a live message is
+unsettled from the moment it comes, its files not read yet. A message the store
 refuses is handed on again until it is taken (`platforms.slack_handover`), as Discord's are: the
-next start may be days away, past what its catch-up reads back. One a stop cuts short holds its
-conversation just before it, moving the record back if a message Slack sent out of order was
-recorded past it; the next start reads it back, and the inbox drops the later ones answered meanwhile.
+next start may be days away, past what its catch-up reads back. One a stop cuts short, or turns away
+unacked (Slack sends it again only for a few minutes), holds its conversation just before it, moving
+the record back if a message Slack sent out of order was recorded past it; the next start reads it
+back, and the inbox drops the later ones answered meanwhile.
 
 Apart from the adapter (`platforms.slack`) because it is one concept, the record's bookkeeping.
 Logged under ``platforms.slack``.
@@ -96,18 +98,21 @@ class TakenIn:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
 
-    def not_taken(self, conversations: Sequence[Where], ts: str) -> None:
+    def not_taken(self, conversations: Sequence[Where], ts: str, *, told: bool = False) -> None:
         """The gateway does not have the message, which Slack may not send again: each of its
-        conversations is recorded just before it, for the next start to read it back, and no further."""
+        conversations is recorded just before it, for the next start to read it back, and no further.
+        Logged, unless the adapter ``told`` of it already (a message a stop turned away)."""
         for where in conversations:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
             position = just_before(min(self._lost[where] | self._unsettled.get(where, set()), key=ts_key))
             newest = self._recorded(where)
-            if newest is None or ts_key(newest) > ts_key(position):  # never forward: older ones may be unread
+            if newest is not None and ts_key(newest) <= ts_key(position):  # never forward: older ones may be unread
+                continue
+            if not told:
                 log.warning("slack: message %s in %s was not taken by the gateway; the next start reads it back",
                             ts, conversation_key(where))
-                self._record(where, position)
+            self._record(where, position)
 
     def mark(self, channel: str, thread_ts: str | None, ts: str) -> None:
         """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events), or

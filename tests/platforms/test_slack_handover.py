@@ -15,6 +15,7 @@ import pytest
 from platforms.base import Inbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.test_slack_adapter import SECRET, mounted
 from tests.platforms.test_slack_catchup import DM, NO_PACE, Gateway, acked, down, seen_once_then_down
 from tests.sqlite_errors import full_disk
 
@@ -258,3 +259,104 @@ async def test_a_message_failing_before_the_ack_is_logged_as_sent_again_and_move
     said = [r.getMessage() for r in caplog.records if r.name == "platforms.slack" and r.levelno >= logging.WARNING]
     assert said == [f"slack: message {DM}:{late['ts']} was not taken by the gateway (OperationalError: database is"
                     " locked); not acknowledged, so Slack sends it again"]
+
+
+def lost_to_slack(fake: FakeSlack, body: dict) -> bool:
+    """Slack gave up sending the event in ``body`` (a pushed event) again, unacknowledged, or does at the next
+    connection: its retry found none open (``give_up_after=0``)."""
+    [envelope] = [e for e in fake.envelopes.values() if e.payload is body]
+    return not envelope.acked and (envelope in fake.given_up or envelope.retry_attempt >= len(envelope.deliveries))
+
+
+async def test_a_later_message_is_not_recorded_past_one_whose_files_are_read_and_a_stop_leaves_it_to_the_next_start(
+        ) -> None:
+    # A Slack Connect file is described (files.info) before the message is handed over. A later message
+    # there, taken meanwhile, moved the record past it; the stop (or a crash) then cut the read short, and
+    # once Slack gave up sending it again, the next start's catch-up read only after the later one.
+    async with FakeSlack(ack_timeout=0.2, give_up_after=0.0) as fake:
+        gateway = Gateway()
+        adapter = await gateway.start(fake)
+        described = fake.hold("files.info")
+        try:
+            shared = await fake.push_file(DM, "U1", b"x", "notes.txt", text="read this", connect=True)
+            await fake.wait_for(lambda: fake.calls_to("files.info"))
+            await fake.push_dm("U1", "and this")
+            await fake.wait_for(lambda: "and this" in gateway.texts())
+            assert gateway.last_seen[(DM, None)] < shared["event"]["ts"]  # not past what the gateway does not have
+        finally:
+            await down(fake, adapter)
+            described.set()
+        assert gateway.last_seen[(DM, None)] < shared["event"]["ts"]
+        await fake.wait_for(lambda: lost_to_slack(fake, shared))
+
+        adapter = await gateway.start(fake)
+        try:
+            await fake.wait_for(lambda: "read this" in gateway.texts())
+        finally:
+            await down(fake, adapter)
+    assert gateway.taken() == ["and this", "read this"]
+
+
+@pytest.mark.parametrize("read", ["cut short", "ends during the stop"])
+async def test_a_first_message_whose_files_are_read_as_a_stop_comes_is_read_back_at_the_next_start(read: str) -> None:
+    # Nothing recorded in its conversation, and nothing recorded for it: the next start did not read there,
+    # and once Slack gave up sending it again it was lost.
+    async with FakeSlack(ack_timeout=0.2, give_up_after=0.0) as fake:
+        gateway = Gateway()
+        adapter = await gateway.start(fake)
+        described = fake.hold("files.info")
+        try:
+            shared = await fake.push_file(DM, "U1", b"x", "notes.txt", text="read this", connect=True)
+            await fake.wait_for(lambda: fake.calls_to("files.info"))
+            if read == "ends during the stop":
+                fake.stall()  # its close unanswered: the stop waits out its last calls' floor
+                stopping = asyncio.create_task(adapter.stop_within(0))
+                await fake.wait_for(lambda: adapter._stopping)
+                described.set()  # read once the adapter stops: turned away, unacknowledged
+                await stopping
+        finally:
+            await down(fake, adapter)
+            described.set()
+        assert gateway.items == []
+        assert gateway.last_seen[(DM, None)] < shared["event"]["ts"]
+        await fake.wait_for(lambda: lost_to_slack(fake, shared))
+
+        adapter = await gateway.start(fake)
+        try:
+            await fake.wait_for(lambda: gateway.texts() == ["read this"])
+        finally:
+            await down(fake, adapter)
+
+async def test_a_message_a_stop_turns_away_holds_the_record_before_it_for_the_next_start(fake: FakeSlack) -> None:
+    # Slack does not order events: an older message than one recorded came during the stop and was left,
+    # unacknowledged, for Slack to send again. The record stayed past it, so once Slack gave up on it no
+    # catch-up read it back either.
+    fake.http_retry_delays = ()
+    gateway = Gateway()
+    adapter = SlackAdapter(bot_token=fake.bot_token, mode="http", signing_secret=SECRET, api_base=fake.api_base)
+    gateway.bind(adapter)
+    async with mounted(adapter) as url:
+        fake.events_url, fake.signing_secret = url, SECRET
+        await adapter.start(gateway.sink)
+        late = {**fake._store(DM, None, {"user": "U1", "text": "late"}), "channel_type": "im", "team": fake.team_id}
+        newer = (await fake.push_dm("U1", "newer"))["event"]
+        await fake.wait_for(lambda: gateway.last_seen.get((DM, None)) == newer["ts"])
+        await adapter.typing("C1", None)  # a placeholder the stop deletes: held, it holds the stop midway
+        deleting = fake.hold("chat.delete")
+        stopping = asyncio.create_task(adapter.stop())
+        try:
+            await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+            delivered = len(fake.http_results)
+            await fake.push_event({**late, "event_ts": late["ts"]})
+            assert fake.http_results[delivered].status == 500  # left for Slack to send again
+        finally:
+            deleting.set()
+            await stopping
+    assert gateway.last_seen[(DM, None)] < late["ts"]
+
+    adapter = await gateway.start(fake)
+    try:
+        await fake.wait_for(lambda: "late" in gateway.texts())
+    finally:
+        await down(fake, adapter)
+    assert gateway.taken() == ["newer", "late"]
