@@ -29,7 +29,7 @@ from gateway import child_states
 from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards
 from gateway.outbox import Outbox
-from gateway.replies import SILENCE, child_failure_reason
+from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem, quote_of
@@ -55,6 +55,8 @@ COMPLETION_PREFIX = (
     f"what they found. If nothing needs saying, reply with exactly {SILENCE}.\n"
 )
 FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
+STOPS = frozenset({SUPPRESSED_REASONS["stop"], SUPPRESSED_REASONS["new"]})
+"""Why a completion turn is ended by a command that then settles the session's other delegations (`suppress`)."""
 
 
 class Ledger:
@@ -74,7 +76,15 @@ class Ledger:
         self._endings: dict[str, str] = {}
         """How the children of each delegation whose results were handed on ended, when not all
         succeeded: for its card's done line, until the delegation is settled."""
+        self._stopped_deliveries: dict[str, int] = {}
+        """Per session generation: its completion turns a ``/stop`` or ``/new`` ended before their reply,
+        settled by the turn runner in the stop's own commit (`completion_ended`), for that stop's
+        count of results that will not come (`suppress`), which it takes next."""
         self._retrying = asyncio.Lock()
+        # A delegation's first children may finish long before its last (or before a restart, after
+        # which `resume` reads them back): their results must outlive the journal's retention until
+        # it is settled, or they arrive as lost, or run again.
+        children.keep_results_since(self._oldest_running)
         self.backlog = BacklogGuard(self._table, registry, outbox)
         self.admit = self.backlog.admit
         """The background tool's ``admit`` (see `gateway.backlog`)."""
@@ -114,7 +124,13 @@ class Ledger:
         live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
         for row in running:
             self._settle(row, "suppressed", reason)
-        return sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
+        stopped = self._stopped_deliveries.pop(agent_session_id, 0)
+        return stopped + sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
+
+    def _oldest_running(self) -> float | None:
+        """When the oldest delegation not settled yet was dispatched: its children finished after."""
+        rows = self._table.running()
+        return rows[0].dispatched_at if rows else None
 
     def running_origins(self, agent_session_id: str) -> dict[str, str]:
         """The session generation's delegations not settled yet: delegation id -> the turn that dispatched it."""
@@ -123,14 +139,18 @@ class Ledger:
     def completion_ended(self, delegation_id: str, status: str, reason: str | None) -> None:
         """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`)."""
         row = self._table.get(delegation_id)
-        if row is not None:
-            self._settle(row, status, reason)  # type: ignore[arg-type]
+        if row is not None and self._settle(row, status, reason) and reason in STOPS:  # type: ignore[arg-type]
+            sid = row.agent_session_id
+            self._stopped_deliveries[sid] = self._stopped_deliveries.get(sid, 0) + 1
 
-    def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> None:
+    def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> bool:
+        """Settle ``row`` unless it was settled already (the first outcome stands); whether it was now."""
         ended = self._endings.pop(row.delegation_id, "")
-        if self._table.settle(row.delegation_id, status, reason):
-            how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
-            self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
+        if not self._table.settle(row.delegation_id, status, reason):
+            return False
+        how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
+        self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
+        return True
 
     # -- after a restart -------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,6 +173,15 @@ class HostView:
                 entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace, folder)
             items.append(entry_)
         return items
+
+    def keep_results_since(self, since: Callable[[], float | None]) -> None:
+        """Have the retention sweep spare the journaled results of every child that finished at or
+        after ``since()`` (epoch seconds on the service's clock; None: spare none beyond
+        ``lifecycle.retention_seconds``), asked at each sweep: a host that delivers background
+        results later (`finished_entries`, after a restart too) names the dispatch time of the oldest
+        delegation it has not delivered, whose first children may have finished long before its last.
+        Replaces an earlier ``since``."""
+        self._supervisor.results_needed_since = since
 
     async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec]) -> list[str]:
         """Launch children for these tasks again (new ids), as delegate_task would from

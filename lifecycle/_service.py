@@ -454,10 +454,13 @@ class AsyncSubagentLifecycle:
                 log.exception("retention sweep failed")
 
     async def sweep(self) -> int:
-        """Forget terminal records older than the retention window, in memory and in the journal."""
+        """Forget terminal records older than the retention window, in memory and in the journal;
+        in the journal, not those of children that finished since the host's results are needed
+        (`HostView.keep_results_since`), whatever their age."""
         cutoff = self.clock.time() - self.settings.retention_seconds
         self._supervisor.tallies.sweep(cutoff, self.clock.time())
-        return await self.journal.sweep(cutoff)
+        needed = self._supervisor.results_needed_since()
+        return await self.journal.sweep(cutoff if needed is None else min(cutoff, needed))
 
     def _require_started(self) -> None:
         self._supervisor.check_open()

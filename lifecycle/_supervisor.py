@@ -81,6 +81,9 @@ class Supervisor:
         """What the engine reported while the service started, from `adopting` until `release`; None but then."""
         self.tallies = Tallies()
         """Recent results, the last few finished children per session, each turn's progress."""
+        self.results_needed_since: Callable[[], float | None] = lambda: None
+        """The host's `HostView.keep_results_since`: the time since which finished children's results
+        must outlive the retention window (None: none must)."""
 
     # -- EngineHost: what the engine reports ---------------------------------------------
 
