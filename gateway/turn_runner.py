@@ -191,8 +191,11 @@ class TurnRunner:
         # Queued before the reply, so the outbox sends it after, and nothing is left stale; with the
         # reply's parts, once they are split (a split can take a while: queued before it, the card
         # would go before any answer came). A stopped turn's was finished by the stop (`ended_early`).
+        # A replay finalises what an earlier run showed too: a card a crash left reading "⏳" (or a stop
+        # "Interrupted"), which a rerun ending before a card of its own was due would never touch.
         def finish_progress() -> None:
-            if progress.sent and not running.suppressed:
+            shown = progress.sent or running.replay and self._message(session, running).exists
+            if shown and not running.suppressed:
                 self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
                                       self._clock.monotonic() - started, progress.subagents, progress.endings())
 
@@ -317,7 +320,8 @@ class TurnRunner:
 
     def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
                          elapsed: float, subagents: int, endings: str = "") -> None:
-        interval = display.notify_interval if display.progress != "card" else 1.0
+        # An earlier run's notice, finished by a run whose notices are off (interval 0): timed to the second.
+        interval = display.notify_interval if display.progress != "card" and display.notify_interval > 0 else 1.0
         final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
         self._message(session, running).finish(final, delete=display.progress_final == "delete")
 

@@ -492,3 +492,24 @@ def test_messages_waiting_behind_the_turn_are_counted_last_also_on_a_generic_car
     assert "waiting" not in card.render()
     waiting[0] = 2
     assert card.render().splitlines()[-1] == "⋯ 2 more messages waiting, answered after this"
+
+
+async def test_a_turn_run_again_after_a_restart_finalises_the_card_of_its_first_run_however_fast(tmp_path, gateways):
+    model = ScriptedModel({"parent": [[{"wait": "think", "text": "never said"}]]})
+    chat, clock, gateway = await start(tmp_path, gateways, model)
+    await chat.say("take your time")
+    await model.reached("think")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["notice"])
+    card = chat.messages[0]
+    await gateway.stop(grace=0)
+    assert card.text == "⏹ Interrupted by a gateway restart"
+
+    chat2 = RecordingAdapter()
+    chat2.messages, chat2._ids = chat.messages, chat._ids  # the same chat, its card still showing
+    config = make_config(tmp_path, display=CARD, agent={"gateway_notify_interval": 180, "toolsets": ["file"]})
+    await gateways(config, [chat2], model=ScriptedModel({"parent": [[{"text": "all done"}]]}), clock=clock)
+    await chat2.wait_for(lambda: "reply" in chat2.kinds())  # before a card of its own was due
+    await chat2.wait_for(lambda: card.text.startswith("✓"))  # before: it read "Interrupted" for good
+    assert chat2.kinds() == ["notice", "reply"]
