@@ -235,6 +235,8 @@ class WebhookAdapter:
         inbound = Inbound(platform=self.name, chat_id=f"{name}:{chat or 'default'}", thread_id=None,
                           user_id=user or f"webhook:{name}", user_name=user, text=text,
                           event_id=hashlib.sha256(event.encode()).hexdigest(), is_command=text.startswith("/"))
+        if self._sink is None:  # stopped while the body came in: as one that came after the stop
+            return _error(503, "not accepting messages right now; retry later")
         try:
             accepted = await self._sink(inbound)
         except Exception as exc:

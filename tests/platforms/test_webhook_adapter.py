@@ -342,6 +342,30 @@ async def test_not_started_or_stopped_answers_503(adapter: WebhookAdapter, base:
     assert reply.status == 503
 
 
+async def test_a_request_whose_body_arrives_after_the_stop_answers_503(
+    adapter: WebhookAdapter, base: str, sink: Sink, http: aiohttp.ClientSession
+) -> None:
+    body = body_of({"text": "late"})
+    reading, rest = asyncio.Event(), asyncio.Event()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        reading.set()  # asked for only after the 100 Continue: the request passed the early checks
+        yield body[:5]
+        await rest.wait()
+        yield body[5:]
+
+    headers = {TIMESTAMP_HEADER: TS, SIGNATURE_HEADER: sign(SECRET, TS, body)}
+    posting = asyncio.ensure_future(http.post(f"{base}/webhooks/alerts", data=chunks(), headers=headers,
+                                              expect100=True))
+    await asyncio.wait_for(reading.wait(), 5)
+    await adapter.stop()
+    rest.set()
+    async with await posting as response:
+        assert response.status == 503  # the stop's answer: not a 500 from handing it to no gateway
+        assert "retry" in (await response.json())["error"]
+    assert sink.inbound == []
+
+
 async def test_a_failing_sink_answers_500(base: str, sink: Sink) -> None:
     sink.fail = True
     reply = await signed_post(f"{base}/webhooks/alerts", SECRET, {"text": "x"}, timestamp=TS)
