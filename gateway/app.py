@@ -590,6 +590,9 @@ class Gateway:
         of the background delegations it started (their completion or interruption report).
         Complete once the turn has ended, each of those delegations is settled and no file of
         theirs waits to be kept. LookupError for a turn this route never started."""
+        # The store's own connection reads what is written and not committed yet: a caller must not take
+        # as sent, or as complete, what a crash would undo.
+        await self.store.durable()
         event = self.store.inbox.event_of_turn("webhook", turn_id)
         if event is None or not event.chat_id.startswith(f"{route}:"):
             raise LookupError(turn_id)

@@ -279,6 +279,25 @@ async def test_a_duplicate_is_answered_only_once_the_event_is_durable(tmp_path, 
     await first
 
 
+async def test_a_webhook_turn_read_shows_only_what_is_committed(tmp_path, gateways):
+    # Read through the store's own connection, a message (or the turn's end) written in the same turn of
+    # the loop showed before its commit: the caller took as done what a SIGKILL then undid.
+    chat = RecordingAdapter("webhook")
+    gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "once"}]]})
+    accepted = await chat.say("hello", chat="r:default", event_id="update-10")
+    await chat.wait_for(lambda: chat.messages)
+    await settled(gateway)
+    gateway.outbox.enqueue("webhook", "r:default", None, "one more thing", kind="reply", key="late",
+                           turn_id=accepted.turn_id)
+    read = await gateway._read_turn("r", accepted.turn_id)
+    conn = sqlite3.connect(gateway.store.db.path)
+    try:
+        committed = {k for (k,) in conn.execute("SELECT key FROM gateway_outbox WHERE turn_id=?", (accepted.turn_id,))}
+    finally:
+        conn.close()
+    assert {m["key"] for m in read.messages} == committed and "late:0" in committed
+
+
 async def test_a_duplicate_command_names_no_turn(tmp_path, gateways):
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat])
