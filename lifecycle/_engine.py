@@ -69,8 +69,8 @@ class EngineHost(Protocol):
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         """Reported by an engine whose children survive a restart: the steers asked of the child that it
-        has not sent (``{"id", "text"}``, oldest first; none once they are sent), as soon as its service
-        does not take one at once, whenever they change until they are all sent, and as it closes. They
+        has not sent (``{"id", "text"}``, oldest first; none once they are sent), as soon as one is asked,
+        whenever they change until they are all sent, and as it closes. They
         are journaled (the journal's copy only when it changes), so a process killed meanwhile loses
         none, and handed back to the next start's engine (`Engine.steer_again`)."""
 

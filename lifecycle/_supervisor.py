@@ -227,7 +227,7 @@ class Supervisor:
         if record is None or not record.live:
             return
         kept = json.dumps(list(steers)) if steers else None
-        if kept != record.steers:  # the journal's copy is rewritten only when it changes: most often none
+        if kept != record.steers:  # the journal's copy is rewritten only when it changes
             record.steers = kept
             self.journal.put(record.journal_row())
 

@@ -13,8 +13,8 @@ worker), then it waits for the result (``finished``). A child re-attached after 
 worker had begun is reported running at once, since it began (`_found`); the others are sent the
 update. `interrupt` is a Temporal cancellation request carrying the reason: a child no worker has taken
 ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at once; `steer` is a signal,
-sent again (in order, once) while Temporal does not answer, journaled meanwhile (as a stop is when
-asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
+sent again (in order, once) while Temporal does not answer, journaled until Temporal has taken it (as a
+stop is when asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second.
 
@@ -71,7 +71,8 @@ _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCS
                           RPCStatusCode.RESOURCE_EXHAUSTED})
 """What Temporal answers while it is down, restarting or overloaded ("transport error" is UNKNOWN)."""
 _SENDING = "temporal-request"
-"""Tasks sending a cancellation, a signal or a workflow start: `close` lets them finish, the others it cancels."""
+"""Tasks sending a cancellation, a signal or a workflow start, or a child's end to the host: `close` lets them
+finish, the others it cancels."""
 CLOSE_GRACE_SECONDS = 10.0
 """How long `close` gives those tasks when its caller gives no grace: past it (Temporal does not answer), what they were sending is left
 to the next start, which sends it again from the journal."""
@@ -92,10 +93,8 @@ class _Child:
     activity_at: float = 0.0
     refreshing: bool = False
     steers: deque[dict[str, str]] = field(default_factory=deque)
-    """Steers Temporal has not taken yet, oldest first; the first is being sent."""
-    steers_kept: bool = False
-    """The journal holds `steers` (`EngineHost.unsent_steers`): Temporal did not answer, or a
-    previous process left them. Kept up to date until Temporal has taken them all."""
+    """Steers Temporal has not taken yet, oldest first; the first is being sent. The journal holds them
+    too (`EngineHost.unsent_steers`), kept up to date until Temporal has taken them all."""
 
 
 @dataclass(slots=True)
@@ -181,14 +180,15 @@ class TemporalEngine:
     def steer_again(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         child = self._children.get(subagent_id)
         if child is not None:  # else it ended while no process followed it, and reads no steer
-            child.steers_kept = True  # in the journal: it forgets them once they are sent
             self._queue_steers(child, [{"id": s["id"], "text": s["text"]} for s in steers])
 
     def _queue_steers(self, child: _Child, steers: list[dict[str, str]]) -> None:
         sending = bool(child.steers)  # then the sender under way takes these after the ones before them
         child.steers.extend(steers)
-        if child.steers_kept:  # Temporal does not answer now: these wait in the journal too
-            self._keep_steers(child)
+        # Journaled before they are sent, not once a signal fails: the client retries a call for seconds
+        # before it says Temporal does not answer, and a process killed meanwhile would lose a steer it
+        # said was delivered. The journal forgets each once Temporal has taken it.
+        self._keep_steers(child)
         if not sending and child.steers:
             self._spawn(self._send_steers(child), _SENDING)
 
@@ -211,9 +211,10 @@ class TemporalEngine:
         """Stop following: the children go on running on the workers, and the next start
         re-attaches to them. First, within ``grace`` seconds (`CLOSE_GRACE_SECONDS` unless given: the
         gateway gives what is left of its shutdown's), the requests already made are
-        sent, and the workflows of children Temporal may not have yet are started (a child launched
-        just before runs while the gateway is down); what Temporal has not taken by then, the next
-        start sends, from the journal."""
+        sent, the workflows of children Temporal may not have yet are started (a child launched
+        just before runs while the gateway is down), and the ends already being reported to the host are
+        finished (journaled here, not reported again by the next start); what Temporal has not taken by
+        then, the next start sends, from the journal."""
         self._closed = True
         for task in list(self._tasks):
             if task.get_name() != _SENDING:
@@ -271,6 +272,12 @@ class TemporalEngine:
             child.running = True  # it ran on a worker before we heard: say so before it ends
             host.running(sid)
         self._children.pop(sid, None)
+        # Sending its end to the journal now: `close` gives this what it gives its requests. Cut off, the
+        # completion pipeline (memory, `subagent_stop` hooks) would stop halfway, its terminal row never
+        # put, and the next start, reading the outcome from Temporal again, would run it a second time.
+        task = asyncio.current_task()
+        if task is not None:
+            task.set_name(_SENDING)
         await host.finished(sid, outcome)
 
     async def _outcome(self, child: _Child, *, new: bool) -> ChildOutcome:
@@ -505,22 +512,16 @@ class TemporalEngine:
                 # Temporal is down or restarting: dropped now, the text would never reach the child.
                 # The signal may have landed though its answer did not: the workflow reads a request
                 # id once, so sending it again never doubles it.
-                if exc.status in _UNREACHABLE and not child.steers_kept:
-                    child.steers_kept = True  # not sent at once: kept before the wait, which a kill may end
-                    self._keep_steers(child)
                 if await patience.waited(exc, "steering it again in %gs"):
                     continue
                 # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
                 log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
                             sid, len(child.steers), exc)
                 child.steers.clear()
-                if child.steers_kept:
-                    self._keep_steers(child)
+                self._keep_steers(child)
                 return
             child.steers.popleft()
-            if child.steers_kept:  # taken by Temporal: the journal keeps only the ones it has not
-                child.steers_kept = bool(child.steers)
-                self._keep_steers(child)
+            self._keep_steers(child)  # taken by Temporal: the journal keeps only the ones it has not
 
     async def _refresh(self, child: _Child) -> None:
         try:
