@@ -3,13 +3,13 @@
 The outbox removes its copy of a file (`OutboundFile`) once the send is settled, but the page's
 link must work after that, and after a reload. So sending one makes the web chat's own copy:
 ``<root>/<id>/data`` (the bytes; a hard link to the outbox's copy where the disk allows, else a
-copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>`` is random
-(144 bits) and a download must name the chat too, which is checked: a link gives away no other
-chat's file. The webhook gives the id itself, derived from the send's outbox key (`keep` with
-``file_id``): a send tried again after a restart finds its file kept and announces the same
-download (whose request is signed with the route's secret). Each is written in a staging folder,
-flushed to disk (its files, then the folder's names for them) and renamed whole, so a folder that
-exists is complete, also after a power cut.
+copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>`` is derived
+from the send's outbox key (`file_id_for`, 144 bits of its SHA-256): the outbox sends a file
+again when the process died before it recorded the send, and that try finds its file kept and
+announces the same download, not a second copy under another id. A send without a key gets a
+random id. A download must name the chat too, which is checked: a link gives away no other
+chat's file. Each is written in a staging folder, flushed to disk (its files, then the folder's
+names for them) and renamed whole, so a folder that exists is complete, also after a power cut.
 
 A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
 outbox's seven days), so the message and its link go together; `sweep` removes older ones,
@@ -20,7 +20,9 @@ price of a link that keeps working.
 from __future__ import annotations
 
 import asyncio
+import base64
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -50,6 +52,11 @@ SAFE_TYPES = {
 SVG or XML). Anything else is ``application/octet-stream``."""
 
 
+def file_id_for(key: str) -> str:
+    """The id of the file sent under the outbox key ``key``: the same for every try of the send."""
+    return base64.urlsafe_b64encode(hashlib.sha256(key.encode("utf-8")).digest()[:18]).decode("ascii")
+
+
 @dataclass(frozen=True, slots=True)
 class KeptFile:
     id: str
@@ -76,9 +83,11 @@ class WebFiles:
         self._label = label
 
     def keep(self, chat_id: str, file: OutboundFile, *, file_id: str | None = None) -> KeptFile:
-        """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``; default a new
-        random one). A ``file_id`` already kept is kept once: that file is returned as it is.
-        Raises OSError when it cannot. Blocking."""
+        """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``, `file_id_for` the
+        send's key; default a new random one). A ``file_id`` already kept is kept once: that file
+        is returned as it is, also when another try kept it meanwhile. One expired or unreadable
+        is replaced whole: its id never names a half-written or half-removed folder. Raises
+        OSError when it cannot. Blocking."""
         if file_id is not None and (kept := self.get(file_id)) is not None:
             return kept
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -97,9 +106,19 @@ class WebFiles:
             (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
             _fsync(staging / _META)
             _flush_folder(staging)  # its names: else the folder renamed into place could come back without them
-            if (self.root / file_id).exists():  # expired or unreadable, yet asked for again: replaced
-                shutil.rmtree(self.root / file_id)
-            staging.rename(self.root / file_id)
+            try:
+                staging.rename(self.root / file_id)  # never onto a folder with files in it: the first try stands
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                if (other := self.get(file_id)) is not None:
+                    return other
+                # Expired or unreadable, yet asked for again: moved aside whole, so the id names the
+                # new folder or none while the old one is removed.
+                old = self.root / f".{secrets.token_urlsafe(12)}.tmp"
+                (self.root / file_id).rename(old)
+                staging.rename(self.root / file_id)
+                shutil.rmtree(old, ignore_errors=True)
             _flush_folder(self.root)
             return kept
         finally:

@@ -63,8 +63,8 @@ from platforms.json_body import load_json_body
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
-from platforms.web_files import WebFiles, download_headers
-from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described, file_id_for
+from platforms.web_files import WebFiles, download_headers, file_id_for
+from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described
 from platforms.webhook_signing import (
     SCHEME,
     SIGNATURE_HEADER,

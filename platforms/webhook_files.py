@@ -3,15 +3,13 @@
 The bytes are kept by `platforms.web_files.WebFiles` (in ``<state_dir>/webhook-files/``, seven
 days, swept hourly), as the web chat keeps its own, and served by the route's signed
 ``GET /webhooks/<route>/files/<id>``. The id is derived from the send's outbox key, not drawn
-at random: the outbox sends a file again when the process died before it recorded the send,
-and that retry must announce the download the receiver may already have stored (under the same
-``Idempotency-Key``), not keep a second copy under another id.
+at random (`file_id_for`, shared with the web chat): the outbox sends a file again when the
+process died before it recorded the send, and that retry must announce the download the
+receiver may already have stored (under the same ``Idempotency-Key``), not keep a second copy
+under another id.
 """
 
 from __future__ import annotations
-
-import base64
-import hashlib
 
 from platforms.web_files import KeptFile, download_headers
 
@@ -20,11 +18,6 @@ UPLOAD_LIMIT = 100 * 1000 * 1000
 KEEP_SECONDS = 7 * 24 * 3600.0
 """How long a download works: as long as the turn's messages can be read."""
 SWEEP_SECONDS = 3600.0
-
-
-def file_id_for(key: str) -> str:
-    """The download id of the file sent under the outbox key ``key``: the same for every try."""
-    return base64.urlsafe_b64encode(hashlib.sha256(key.encode("utf-8")).digest()[:18]).decode("ascii")
 
 
 def download_path(route: str, file_id: str) -> str:

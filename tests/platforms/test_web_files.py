@@ -77,7 +77,7 @@ async def test_a_file_is_a_live_message_with_its_caption_name_and_size_and_downl
         await stream.until("history")
         file_id = await send(adapter, outbox_copy(tmp_path, "q3.bin", data), caption="**Q3** totals")
         message = await stream.until("message")
-    assert message["id"] == file_id and len(file_id) == 24  # random: a link cannot be guessed
+    assert message["id"] == file_id and len(file_id) == 24
     assert (message["role"], message["kind"], message["text"]) == ("assistant", "interim", "**Q3** totals")
     assert message["file"] == {"id": file_id, "name": "q3.bin", "size": len(data)}
     async with http.get(f"{base}/chat/api/files/{file_id}", params={"chat": "c1"}, headers=AUTH) as response:
@@ -175,6 +175,44 @@ async def test_a_file_is_kept_as_long_as_messages_then_expires_and_is_removed(st
     os.utime(left, (clock.now - 3601, os.stat(left).st_mtime - 3601))
     assert adapter.files.sweep() == 2
     assert not list((tmp_path / "web-files").iterdir())
+
+
+async def test_a_send_tried_again_after_a_restart_keeps_one_file_and_publishes_the_same_message(
+        started, http, tmp_path) -> None:
+    # Each try kept another copy under a new random id: the page that saw the first try linked a
+    # file the history never showed, and the copy stayed on disk for seven days.
+    part = Outbound("c1", None, "the report", kind="interim", idempotency_key="t1:file:0:0")
+    before, base = await started(token=TOKEN)
+    async with EventStream(http, base, "c1", headers=AUTH) as stream:
+        await stream.until("history")
+        first = await before.send_file(part, outbox_copy(tmp_path, "r.csv", b"once"))
+        shown = await stream.until("message")
+    await before.stop()  # the process died before the outbox recorded the send: its copy is still there
+    after, base = await started(token=TOKEN)
+    async with EventStream(http, base, "c1", headers=AUTH) as stream:
+        await stream.until("history")
+        again = await after.send_file(part, outbox_copy(tmp_path, "r.csv", b"once"))
+        assert await stream.until("message") == shown
+    assert again == first and shown["id"] == first.message_id
+    assert [p.name for p in (tmp_path / "web-files").iterdir()] == [first.message_id]
+    async with http.get(f"{base}/chat/api/files/{first.message_id}", params={"chat": "c1"}, headers=AUTH) as response:
+        assert (response.status, await response.read()) == (200, b"once")
+    other = await after.send_file(Outbound("c1", None, "", idempotency_key="t1:file:1:0"),
+                                  outbox_copy(tmp_path, "next.csv", b"x"))
+    assert other.message_id != first.message_id  # the turn's next file is another one
+    unkeyed = [await after.send_file(Outbound("c1", None, ""), outbox_copy(tmp_path, f"{n}.csv", b"x")) for n in "ab"]
+    assert unkeyed[0] != unkeyed[1]  # without a key nothing says two sends are one: each is kept
+
+
+def test_an_expired_file_asked_for_again_is_replaced_whole(tmp_path) -> None:
+    clock = Clock()
+    files = WebFiles(tmp_path / "web-files", keep_seconds=60, clock=clock)
+    old = files.keep("c1", outbox_copy(tmp_path, "a.txt", b"old"), file_id="A" * 24)
+    clock.now += 60
+    assert files.find("c1", old.id) is None
+    new = files.keep("c1", outbox_copy(tmp_path, "a.txt", b"new"), file_id=old.id)
+    assert files.find("c1", old.id) == new and new.time == clock.now and new.path.read_bytes() == b"new"
+    assert [p.name for p in (tmp_path / "web-files").iterdir()] == [old.id]  # the old folder is gone too
 
 
 async def test_a_file_that_cannot_be_kept_is_a_network_error_the_outbox_retries(started, tmp_path) -> None:
