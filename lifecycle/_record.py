@@ -126,10 +126,9 @@ class Record:
         self, *, state: SubagentState | None = None, updated_at: float | None = None,
         completed_at: float | None = None, result: str | None = None,
     ) -> JournalRecord:
-        """What the journal keeps. PENDING and terminal rows are written, and, for an engine whose
-        children outlive the process, a stop request and the row that forgets the job once the engine
-        holds it (`Supervisor` decides): after a crash every other state reads as INTERRUPTED anyway,
-        so they would buy nothing."""
+        """What the journal keeps. PENDING and terminal rows are written, a stop request, and, for an engine
+        whose children outlive the process, the row that forgets the job once the engine holds it (`Supervisor`
+        decides): after a crash every other state reads as INTERRUPTED anyway, so they would buy nothing."""
         h = self.handle
         stop = self.cancel_reason if self.state is STATES.CANCEL_REQUESTED else self.interrupt_reason
         return JournalRecord._build(  # positional, in field order: this runs twice for every child

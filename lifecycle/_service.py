@@ -115,8 +115,9 @@ class AsyncSubagentLifecycle:
         to end INTERRUPTED by process exit, or with the reason of a stop asked of them first, if an
         inline delegate_task of that process waited for them), started when the engine never got
         their jobs (the journal kept them), unless a stop was asked of them first (then they end as
-        stopped before they ran), INTERRUPTED otherwise. After `close`, raises
-        `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as its children
+        stopped before they ran), INTERRUPTED otherwise: by process exit, or with the reason of a stop
+        asked of them first (journaled), stopped on purpose and never to be taken for lost. After `close`,
+        raises `SubagentLifecycleError` (code ``CLOSED``): a closed service stays closed, as its children
         and engine were stopped for good.
 
         Children that start or end meanwhile get their `subagent_start` hooks and go through the completion
@@ -480,9 +481,15 @@ def _kept_job(row: JournalRecord) -> ChildJob | None:
 
 
 def _interrupted_result(row: JournalRecord, now: float) -> str:
+    """The result of a child a stopped process left unfinished: interrupted by process exit, unless a stop was
+    asked of it first (journaled: `Supervisor._journal_stop`), whose reason it ends with, as it would have had
+    it ended before the process: stopped on purpose, it must not be taken for lost, and run again."""
     handle = SubagentHandle.from_dict(json.loads(row.handle))
+    stop = row.stop_reason
+    if stop is not None and row.state == S.CANCEL_REQUESTED.value:  # the row keeps the cancel's own reason
+        stop = f"cancellation requested: {stop}"  # as `Record.stop_request` says it
     return make_terminal_result_json(
-        handle, S.INTERRUPTED, error_message=PROCESS_EXIT, error_classification="INTERRUPTED",
+        handle, S.INTERRUPTED, error_message=stop or PROCESS_EXIT, error_classification="INTERRUPTED",
         exit_reason="interrupted", started_at=row.started_at, completed_at=now,
     )[1]
 

@@ -517,7 +517,9 @@ class Supervisor:
             if not record.live:
                 continue
             reached += 1
-            record.closing = record.closing or closing
+            # A stop asked first (its parent's, `/stop`, a cancel) is why it ends, also when the process stops while
+            # it winds down: ended as interrupted by process exit, it would be taken for lost, and run again.
+            record.closing = record.closing or (closing and record.stop_request is None)
             sid = record.handle.subagent_id
             if self.engine.withdraw(sid):
                 withdrawn.append(record)
@@ -554,11 +556,14 @@ class Supervisor:
             self.engine.interrupt(sid, record.stop_request)
 
     def _journal_stop(self, record: Record, **stop: object) -> None:
-        """Keep a stop asked of a child that outlives this process: the next start asks its engine
-        again, as the request may not have reached it (its service down until this process stopped).
+        """Keep a stop asked of a child: the next start asks its engine again if it outlives this process,
+        as the request may not have reached it (its service down until this process stopped); a child that
+        dies with the process (or is lost) ends with the stop's reason, stopped on purpose, never taken for
+        one the process exit interrupted (which a host may run again). Not the close's own stop of an
+        engine's children that die with the process: the next start ends those so anyway.
         ``stop``: the row's fields the stop changes, journaled before the record takes them, so that a
         stop the journal refuses leaves the child as it was."""
-        if self.engine.survives_restart:
+        if self.engine.survives_restart or not record.closing:
             self.journal.put(dataclasses.replace(record.journal_row(), **stop))
 
     async def close(self, *, grace: float | None = None) -> None:
