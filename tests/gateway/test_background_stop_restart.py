@@ -4,8 +4,6 @@ restart, even with ``lifecycle.on_restart: resume``, when the process stops, or 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 
 import pytest
 
@@ -13,6 +11,7 @@ from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, SlowToStop, make_config, settled
 from lifecycle import PROCESS_EXIT, SubagentState
+from tests.gateway.test_dead_letters import killed_now
 from tests.polling import until
 
 RESUME = {"display": {"interim_assistant_messages": True}, "lifecycle": {"on_restart": "resume"}}
@@ -44,21 +43,6 @@ def winding_down(request: ModelRequest) -> dict:
     if request.iteration == 0:
         return {"wait": "leaf", "text": "partial notes", "tool_calls": [{"name": "list_files"}]}
     return {"text": "found it"}
-
-
-def killed_now(tmp_path):
-    """What a SIGKILL now would leave (what is committed): call the result once the gateway has stopped."""
-    db = tmp_path / "state" / "switchboard.db"
-    snapshot = tmp_path / "killed.db"
-    with contextlib.closing(sqlite3.connect(db)) as source, contextlib.closing(sqlite3.connect(snapshot)) as kept:
-        source.backup(kept)
-
-    def restore() -> None:
-        for log in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-            log.unlink(missing_ok=True)
-        snapshot.replace(db)
-
-    return restore
 
 
 @pytest.mark.parametrize("stop", ["parent", "/stop", "/new"])
