@@ -84,7 +84,7 @@ class Ledger:
         # A delegation's first children may finish long before its last (or before a restart, after
         # which `resume` reads them back): their results must outlive the journal's retention until
         # it is settled, or they arrive as lost, or run again.
-        children.keep_results_since(self._oldest_running)
+        children.keep_results_since(self._table.oldest_running_dispatch)
         self.backlog = BacklogGuard(self._table, registry, outbox)
         self.admit = self.backlog.admit
         """The background tool's ``admit`` (see `gateway.backlog`)."""
@@ -126,11 +126,6 @@ class Ledger:
             self._settle(row, "suppressed", reason)
         stopped = self._stopped_deliveries.pop(agent_session_id, 0)
         return stopped + sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
-
-    def _oldest_running(self) -> float | None:
-        """When the oldest delegation not settled yet was dispatched: its children finished after."""
-        rows = self._table.running()
-        return rows[0].dispatched_at if rows else None
 
     def running_origins(self, agent_session_id: str) -> dict[str, str]:
         """The session generation's delegations not settled yet: delegation id -> the turn that dispatched it."""

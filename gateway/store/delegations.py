@@ -111,6 +111,11 @@ class DelegationTable:
         return [_row(r) for r in self._db.read(
             f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at")]
 
+    def oldest_running_dispatch(self) -> float | None:
+        """When the oldest delegation not settled yet was dispatched; None when every one is settled."""
+        row = self._db.read_one("SELECT MIN(dispatched_at) FROM gateway_delegations WHERE status='running'")
+        return None if row is None else row[0]
+
     def running_of(self, agent_session_id: str) -> list[DelegationRow]:
         """A session generation's delegations not settled yet, however many it has had since."""
         return [_row(r) for r in self._db.read(
