@@ -145,9 +145,9 @@ class Journal(Protocol):
     async def interrupt_unfinished(
         self, now: float, make_result: MakeResult, *, keep: Collection[str] = ()
     ) -> list[str]:
-        """At start-up: mark every non-terminal record INTERRUPTED at ``now`` with
-        ``make_result(old)``, except those named in ``keep`` (an engine still runs them);
-        synced. Returns the ids it marked."""
+        """At start-up: mark every non-terminal record INTERRUPTED (CANCELLED if its state is
+        CANCEL_REQUESTED: `ended_state`) at ``now`` with ``make_result(old)``, except those named in
+        ``keep`` (an engine still runs them); synced. Returns the ids it marked."""
 
     async def sweep(self, completed_before: float) -> int:
         """Delete terminal records completed before the time, freeing their correlation ids; returns the count."""
@@ -161,9 +161,16 @@ class Journal(Protocol):
 
 def _interrupted(record: JournalRecord, now: float, make_result: MakeResult) -> JournalRecord:
     return dataclasses.replace(
-        record, state=SubagentState.INTERRUPTED.value, updated_at=now, completed_at=now, result=make_result(record),
-        job=None,
+        record, state=ended_state(record.state), updated_at=now, completed_at=now, result=make_result(record), job=None,
     )
+
+
+def ended_state(state: str) -> str:
+    """The terminal state of a child a stopped process left in ``state``: CANCELLED once a cancel was asked of it,
+    as it would have ended had it stopped before the process did; else INTERRUPTED."""
+    if state == SubagentState.CANCEL_REQUESTED.value:
+        return SubagentState.CANCELLED.value
+    return SubagentState.INTERRUPTED.value
 
 
 class MemoryJournal:

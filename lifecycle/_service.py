@@ -43,7 +43,7 @@ from lifecycle._engine import Engine
 from lifecycle._host_view import HostView
 from lifecycle._inprocess import InProcessEngine
 from lifecycle._job import PROCESS_EXIT, ChildJob
-from lifecycle._journal import Journal, JournalRecord
+from lifecycle._journal import Journal, JournalRecord, ended_state
 from lifecycle._record import Record
 from lifecycle._supervisor import CLOSED, Supervisor
 from lifecycle.settings import LifecycleSettings
@@ -184,7 +184,8 @@ class AsyncSubagentLifecycle:
         now = self.clock.time()
         stale = await self.journal.interrupt_unfinished(now, lambda rec: _interrupted_result(rec, now), keep=kept)
         if stale:
-            log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED", len(stale))
+            log.warning("%d child(ren) were running when the process stopped; marked INTERRUPTED (CANCELLED where "
+                        "a cancel was asked)", len(stale))
         if jobs:
             log.info("re-attached to %d child(ren) still running", len(jobs))
         if not self._closed:  # else a close began meanwhile: no sweeper would outlive it
@@ -482,14 +483,15 @@ def _kept_job(row: JournalRecord) -> ChildJob | None:
 
 def _interrupted_result(row: JournalRecord, now: float) -> str:
     """The result of a child a stopped process left unfinished: interrupted by process exit, unless a stop was
-    asked of it first (journaled: `Supervisor._journal_stop`), whose reason it ends with, as it would have had
-    it ended before the process: stopped on purpose, it must not be taken for lost, and run again."""
+    asked of it first (journaled: `Supervisor._journal_stop`), whose reason it ends with, and a cancel's state
+    (`ended_state`), as it would have had it ended before the process: stopped on purpose, it must not be taken
+    for lost, and run again."""
     handle = SubagentHandle.from_dict(json.loads(row.handle))
     stop = row.stop_reason
     if stop is not None and row.state == S.CANCEL_REQUESTED.value:  # the row keeps the cancel's own reason
         stop = f"cancellation requested: {stop}"  # as `Record.stop_request` says it
     return make_terminal_result_json(
-        handle, S.INTERRUPTED, error_message=stop or PROCESS_EXIT, error_classification="INTERRUPTED",
+        handle, ended_state(row.state), error_message=stop or PROCESS_EXIT, error_classification="INTERRUPTED",
         exit_reason="interrupted", started_at=row.started_at, completed_at=now,
     )[1]
 
