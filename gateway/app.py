@@ -342,11 +342,17 @@ class Gateway:
         accepted = self.store.inbox.accept(inbound, new_turn_id() if opens_turn else None)
         self.events.inbound(inbound.platform, duplicate=not accepted.new)
         if not accepted.new:
+            # Also one all of whose ids (`Inbound.aliases`: a Telegram album's items) were recorded with
+            # earlier events, whatever they were gathered with then.
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             # Recorded by an earlier handing over, maybe not durably yet (its commit refused, or due):
             # the caller acknowledges it to the platform on our word.
             await self.store.durable()
             return Accepted(accepted.turn_id, key, duplicate=True)
+        if accepted.recorded_as is not None:
+            log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
+                     " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
+            inbound = accepted.recorded_as
         if not self._accepting:
             # Shutting down: keep the event (the platform may count it as delivered) and
             # handle it after the next start, with the other unsettled events.

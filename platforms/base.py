@@ -132,11 +132,18 @@ class Inbound:
     message_id: str | None = None
     """The platform's id of the message itself, which an answer may quote (`Outbound.reply_to`): a
     Telegram message id, a Discord message id; None where the adapter cannot quote one."""
+    aliases: tuple[str, ...] = ()
+    """The ids under which this very message may be delivered again, in ``event_id``'s scheme, when the
+    adapter made it of several platform events that may come again apart (a Telegram album: one update
+    per item): the id of every one of them, ``event_id`` among them. The inbox records them with the
+    event, and drops a message all of whose ids it has recorded. Empty (most messages) for a message
+    that is one event: ``event_id`` says it all, and the inbox looks up nothing more."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field; `from_json` reads it back."""
         data = {f: getattr(self, f) for f in _INBOUND_FIELDS}
         data["attachments"] = [a.to_json() for a in self.attachments]
+        data["aliases"] = list(self.aliases)
         return data
 
     @classmethod
@@ -144,6 +151,7 @@ class Inbound:
         """The Inbound `to_json` wrote; unknown keys are ignored, missing optional ones default."""
         fields = {k: v for k, v in data.items() if k in _INBOUND_FIELDS}
         fields["attachments"] = tuple(Attachment.from_json(a) for a in data.get("attachments") or ())
+        fields["aliases"] = tuple(data.get("aliases") or ())
         return cls(**fields)
 
     def __post_init__(self) -> None:
@@ -153,7 +161,7 @@ class Inbound:
                 object.__setattr__(self, name, scalar_text(value))  # frozen: construction is the one place
 
 
-_INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f != "attachments")
+_INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f not in ("attachments", "aliases"))
 _TEXT_FIELDS = tuple(f.name for f in fields(Inbound) if f.type in ("str", "str | None"))
 
 

@@ -11,7 +11,7 @@ chat, its id the user id; a linked channel's post Telegram copies into the group
 bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
 (`platforms.telegram_files`), with the caption as the text; an album (one update per item, maybe
 over several polls or webhook requests) is one `Inbound` (`platforms.telegram_albums`), its captions the
-text and its first update id the event id. `download` fetches one
+text, its first update id the event id, every item's update id its aliases. `download` fetches one
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
@@ -360,7 +360,9 @@ class TelegramAdapter:
     async def _hand_over_album(self, album: Album) -> None:
         """An album as one inbound: its captions, read as one text (`telegram_albums.captions_of`),
         decide whether it is for the bot; the first item's update id is its event id, also when
-        Telegram serves it again."""
+        Telegram serves it again whole. Every item's update id is an alias of it: a webhook's items
+        delivered again apart (their answers lost) gather apart, each under its own first id, and the
+        inbox knows each by the album it was recorded with."""
         lead = next((m for m, _ in album if m.caption), album[0][0])
         caption, entities = captions_of([m for m, _ in album])
         if caption:
@@ -368,7 +370,8 @@ class TelegramAdapter:
         inbound = self._to_inbound(lead, album[0][1])
         if inbound is not None:
             every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))
-            await self._hand_over(dataclasses.replace(inbound, attachments=every))
+            aliases = tuple(str(update_id) for _, update_id in album)
+            await self._hand_over(dataclasses.replace(inbound, attachments=every, aliases=aliases))
 
     async def _hand_over(self, inbound: Inbound) -> None:
         await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound))

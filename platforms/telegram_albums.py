@@ -23,6 +23,9 @@ A webhook gets an album's items as requests of their own, over several connectio
 seconds; the album is then handed over once, and every item's request answered as that went (a
 failure answers them all 500, and Telegram delivers them again). A message of the album's sender in
 its chat posted meanwhile waits for the album (`AlbumGather.after`), so it reaches the gateway after it.
+Telegram may deliver an album's items again apart (their answers were lost), and each then gathers
+alone: the album is handed over with every item's update id (`Inbound.aliases`), by which the gateway
+knows each item of an album it recorded.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 An event moves through two calls. `Inbox.accept` records it (with the turn it is
 to start, or None when it starts none) before anything else happens, and tells a
-redelivery apart from a new event in the same statement. `Inbox.settle` marks it
+redelivery apart from a new event in the same statement (for one with aliases, below, in the same
+few, with nothing else in between). `Inbox.settle` marks it
 handled once its outcome is safe: a command answered, a refusal queued, a turn's
 reply journaled. An event accepted but never settled is replayed after a restart
 (`Inbox.unfinished`), keeping the turn id it was given. In between, `Inbox.begin` marks
@@ -10,6 +11,11 @@ it ``begun`` once the turn that handles it starts: a gateway that dies then coun
 failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`), nor
 of those whose turn waits for the chat's answer to a question while no child it launched runs here
 (unmarked meanwhile, `Inbox.reopen`).
+
+An event may stand for several platform events that can be delivered again apart (a Telegram
+album, one update per item: `Inbound.aliases`). Their ids are recorded with it, in the same commit
+(``gateway_inbox_aliases``), and forgotten with it: a delivery all of whose ids are recorded, as an
+event's or as an alias, is a redelivery.
 
 An event that fails to be handled is counted (`Inbox.failed`); after too many
 failures it is set aside as a dead letter (`gateway.store.dead_letters`) and stays
@@ -20,7 +26,10 @@ replays it into a crash again. ``switchboard inbox retry`` re-queues it:
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent import Clock
@@ -44,6 +53,11 @@ SCHEMA = (
     """CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at)
         WHERE status IN ('received', 'begun', 'requeued')""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
+    # Added to schema 8 without a new version, as a table is: created where missing. An older build that
+    # opens the file only leaves the aliases of the events it forgets behind, naming ids that were handled.
+    """CREATE TABLE IF NOT EXISTS gateway_inbox_aliases (
+        platform TEXT NOT NULL, alias TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (platform, alias))""",
+    "CREATE INDEX IF NOT EXISTS gateway_inbox_aliases_event ON gateway_inbox_aliases (platform, event_id)",
 )
 
 
@@ -54,6 +68,9 @@ class Acceptance:
     turn_id: str | None
     """The turn the event starts: the one just given for a new event, the one recorded first for a
     redelivery. None when it starts none (a command, a refusal)."""
+    recorded_as: Inbound | None = None
+    """A new event as recorded, when that differs from the one given: under its first id not recorded
+    yet, as some of its ids were (see `Inbox.accept`). None: recorded as given."""
 
 
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
@@ -66,14 +83,55 @@ class Inbox:
 
     def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
-        (platform, event id): a redelivery changes nothing and gets the first turn id back."""
-        payload = json.dumps(inbound.to_json())
-        cur = self._db.write("INSERT OR IGNORE INTO gateway_inbox (platform, event_id, payload, status, received_at,"
-                             " turn_id) VALUES (?, ?, ?, 'received', ?, ?)",
-                             (_text(inbound.platform), _text(inbound.event_id), payload, self._clock.time(), turn_id))
-        if cur.rowcount == 1:
-            return Acceptance(True, turn_id)
-        return Acceptance(False, self.turn_of(inbound.platform, inbound.event_id))
+        (platform, event id): a redelivery changes nothing and gets the first turn id back.
+
+        An event with aliases is recorded with them, and is a redelivery when each of its ids is
+        recorded (as an event's id or an alias of one); it gets the turn of the event its own id
+        names. When only some are (a Telegram album delivered again, gathered with an item never
+        recorded), it is new, recorded under its first id not recorded (`Acceptance.recorded_as`): which
+        part of the message the known ids stand for cannot be told, and answering them twice is
+        better than losing the rest. An event without aliases costs no more than one statement."""
+        if not inbound.aliases:
+            cur = self._record(inbound, turn_id)
+            if cur.rowcount == 1:
+                return Acceptance(True, turn_id)
+            return Acceptance(False, self.turn_of(inbound.platform, inbound.event_id))
+        ids = list(dict.fromkeys((inbound.event_id, *inbound.aliases)))
+        known = self._events_of(inbound.platform, ids)
+        unknown = [i for i in ids if i not in known]
+        if not unknown:
+            return Acceptance(False, self.turn_of(inbound.platform, known[inbound.event_id]))
+        recorded_as = None
+        if unknown[0] != inbound.event_id:
+            recorded_as = inbound = dataclasses.replace(inbound, event_id=unknown[0])
+        with self._db.transaction():
+            self._record(inbound, turn_id)  # new: nothing ran since its ids were found unknown
+            self._record_aliases(inbound.platform, inbound.event_id, ids)
+        return Acceptance(True, turn_id, recorded_as)
+
+    def _record(self, inbound: Inbound, turn_id: str | None) -> sqlite3.Cursor:
+        return self._db.write("INSERT OR IGNORE INTO gateway_inbox (platform, event_id, payload, status, received_at,"
+                              " turn_id) VALUES (?, ?, ?, 'received', ?, ?)",
+                              (_text(inbound.platform), _text(inbound.event_id), json.dumps(inbound.to_json()),
+                               self._clock.time(), turn_id))
+
+    def _record_aliases(self, platform: str, event_id: str, aliases: Sequence[str]) -> None:
+        """An id already recorded as another event's alias stays that event's: a redelivery of it
+        names the turn it was first handled in."""
+        rows = [(_text(platform), _text(alias), _text(event_id)) for alias in aliases if alias != event_id]
+        if rows:
+            self._db.write_many("INSERT OR IGNORE INTO gateway_inbox_aliases (platform, alias, event_id)"
+                                " VALUES (?, ?, ?)", rows)
+
+    def _events_of(self, platform: str, ids: Sequence[str]) -> dict[str, str]:
+        """Which of ``ids`` are recorded, each with the id of the event it is, or is an alias of."""
+        marks, bound = ", ".join("?" * len(ids)), (_text(platform), *map(_text, ids))
+        found = {_untext(event_id): _untext(event_id) for (event_id,) in self._db.read(
+            f"SELECT event_id FROM gateway_inbox WHERE platform=? AND event_id IN ({marks})", bound)}
+        for alias, event_id in self._db.read(
+                f"SELECT alias, event_id FROM gateway_inbox_aliases WHERE platform=? AND alias IN ({marks})", bound):
+            found.setdefault(_untext(alias), _untext(event_id))
+        return found
 
     def settle(self, platform: str, event_id: str, *, into_turn: str | None = None) -> None:
         """The event is handled: it is not replayed after a restart. ``into_turn``: it was handled
@@ -128,12 +186,15 @@ class Inbox:
         return cur.lastrowid
 
     def requeue(self, platform: str, event_id: str, payload: str, turn_id: str | None, received_at: float) -> None:
-        """Hand a dead event back (also one the inbox had forgotten): ``requeued`` until a gateway
-        takes it up, its attempts counted from zero."""
-        self._db.write("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at, turn_id)"
-                       " VALUES (?, ?, ?, 'requeued', ?, ?) ON CONFLICT (platform, event_id) DO UPDATE SET"
-                       " status='requeued', attempts=0, last_error=NULL",
-                       (_text(platform), _text(event_id), payload, received_at, turn_id))
+        """Hand a dead event back (also one the inbox had forgotten, then with its aliases again):
+        ``requeued`` until a gateway takes it up, its attempts counted from zero."""
+        with self._db.transaction():
+            self._db.write("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at, turn_id)"
+                           " VALUES (?, ?, ?, 'requeued', ?, ?) ON CONFLICT (platform, event_id) DO UPDATE SET"
+                           " status='requeued', attempts=0, last_error=NULL",
+                           (_text(platform), _text(event_id), payload, received_at, turn_id))
+            if aliases := _inbound(payload).aliases:
+                self._record_aliases(platform, event_id, aliases)
 
     def take_requeued(self) -> list[tuple[Inbound, str | None]]:
         """Events re-queued since the last look, oldest first; each is unsettled again."""
@@ -198,8 +259,11 @@ class Inbox:
         once handled or set aside: a redelivery after that is taken as new. Returns the count."""
         # One not handled yet is kept however old (replayed after a week's downtime, a dead
         # letter handed back): forgotten, a stop or crash before its turn ends would lose it.
-        return self._db.write("DELETE FROM gateway_inbox WHERE received_at < ? AND status IN ('done', 'dead')",
-                              (older_than,)).rowcount
+        forgotten = "received_at < ? AND status IN ('done', 'dead')"
+        with self._db.transaction():
+            self._db.write("DELETE FROM gateway_inbox_aliases WHERE (platform, event_id) IN"
+                           f" (SELECT platform, event_id FROM gateway_inbox WHERE {forgotten})", (older_than,))
+            return self._db.write(f"DELETE FROM gateway_inbox WHERE {forgotten}", (older_than,)).rowcount
 
 
 def _inbound(payload: str) -> Inbound:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sqlite3
 
 import pytest
@@ -170,5 +171,23 @@ def test_a_schema_7_inbox_takes_its_unsettled_events_as_begun(tmp_path):
         store.inbox.reopen("telegram", "e1")  # handed back to a start: begun again once its turn begins
         assert store.inbox.begun() == set()
         assert [(e.event_id, turn_id) for e, turn_id in store.inbox.unfinished()] == [("e1", "t-1")]
+    finally:
+        store.close()
+
+
+def test_a_state_file_from_before_album_aliases_gets_their_table_and_keeps_its_events(tmp_path):
+    path = tmp_path / "state.db"
+    store = GatewayStore(path)
+    store.inbox.accept(event("e1"), "t-1")
+    store.close()
+    with contextlib.closing(sqlite3.connect(path)) as db, db:  # as an earlier build of schema 8 left it
+        db.execute("DROP TABLE gateway_inbox_aliases")
+        db.execute("UPDATE gateway_inbox SET payload = json_remove(payload, '$.aliases')")
+    store = GatewayStore(path)
+    try:
+        assert store.inbox.unfinished() == [(event("e1"), "t-1")]
+        album = dataclasses.replace(event("1"), aliases=("1", "2"))
+        assert store.inbox.accept(album, "t-2").new
+        assert not store.inbox.accept(dataclasses.replace(event("2"), aliases=("2",)), "t-3").new
     finally:
         store.close()
