@@ -11,9 +11,10 @@ children a turn launches name it as their parent turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, TurnResult
@@ -121,27 +122,37 @@ class TurnRunner:
         they were answered: their events and the stopped delivery's delegation are settled at
         once, and a chat told of such a stop (a caller that follows turn ids; any chat for a
         stop it did not ask for) gets the stop's note now. The turn's own end repeats nothing:
-        the note has the key it would use, and the first outcome of an event or a delegation stands."""
+        the note has the key it would use, and the first outcome of an event or a delegation stands.
+        What the store refuses of this (a full disk) is logged, not raised: the stop holds all the same,
+        and what it could not settle is handled again after the next start."""
+        refused = _Refusals()
         # turn id -> the kind of its reply and the message it answers, which its note quotes in a group
         notes: dict[str, tuple[str, str | None]] = {}
         if stopped is not None:
             notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
-                self._inbox.settle(stopped.event.platform, stopped.event.event_id)
+                with refused.noting("its message's settling"):
+                    self._inbox.settle(stopped.event.platform, stopped.event.event_id)
             if stopped.delegation_id is not None:
-                self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
+                with refused.noting("its delegation's outcome"):
+                    self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
             # Now, not when the turn winds down: after a crash in between nothing runs it again.
-            self._finish_progress(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
+            with refused.noting("its progress message", holds=False):
+                self._finish_progress(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
             self._replays.discard(turn_id)  # it never begins now
             if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
                 notes.setdefault(turn_id, ("reply", quote_of(event)))
-            self._inbox.settle(event.platform, event.event_id)
+            with refused.noting("the waiting messages' settling"):
+                self._inbox.settle(event.platform, event.event_id)
         if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
             for turn_id, (kind, quote) in notes.items():
-                self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id,
-                           reply_to=quote)
+                with refused.noting("its notes"):
+                    self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id,
+                               reply_to=quote)
+        refused.log(f"all that a stop ({SUPPRESSED_REASONS.get(why, why)}) ended", session,
+                    "what of it is not settled is handled again after the next start")
 
     async def _work(self, session: GatewaySession) -> None:
         try:
@@ -163,8 +174,12 @@ class TurnRunner:
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
         started, started_at = self._clock.monotonic(), self._clock.time()
+        # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
+        # to go on; its messages are settled only with what answers them, else a restart runs it again.
+        refused = _Refusals()
         if self._late_after:
-            self._note_waited(session, item)
+            with refused.noting("its late note", holds=False):
+                self._note_waited(session, item)
         self._events.turn_started(session, item, running)
         progress.start()
         result: TurnResult | None = None
@@ -194,10 +209,11 @@ class TurnRunner:
         # A replay finalises what an earlier run showed too: a card a crash left reading "⏳" (or a stop
         # "Interrupted"), which a rerun ending before a card of its own was due would never touch.
         def finish_progress() -> None:
-            shown = progress.sent or running.replay and self._message(session, running).exists
-            if shown and not running.suppressed:
-                self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
-                                      self._clock.monotonic() - started, progress.subagents, progress.endings())
+            with refused.noting("its progress message", holds=False):
+                shown = progress.sent or running.replay and self._message(session, running).exists
+                if shown and not running.suppressed:
+                    self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
+                                          self._clock.monotonic() - started, progress.subagents, progress.endings())
 
         kind = "completion" if item.kind == "completion" else "reply"
         text = None
@@ -207,30 +223,40 @@ class TurnRunner:
         if text is None:
             finish_progress()
         if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
-            self._registry.end(session)
+            self._registry.end(session)  # stores nothing
+            refused.log_turn(item.turn_id, session)
             return
         if text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
-                self._note_waited(session, item)  # unless it went at the start: its key is the turn's
+                with refused.noting("its late note", holds=False):
+                    self._note_waited(session, item)  # unless it went at the start: its key is the turn's
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
-            await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
-                                            turn_id=item.turn_id, first=finish_progress,
-                                            reply_to=running.take_quote)
+            with refused.noting("its reply"):
+                await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
+                                                turn_id=item.turn_id, first=finish_progress,
+                                                reply_to=running.take_quote)
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
-            self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
-                       key=f"{item.turn_id}:{kind}", turn_id=item.turn_id, reply_to=running.answers)
-        if item.delegation_id is not None:  # in the same commit as the reply: delivered exactly once
-            if running.suppressed:
-                self._completion_ended(item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by])
-            elif text is None:
-                self._completion_ended(item.delegation_id, "suppressed", SILENCE)
-            else:
-                self._completion_ended(item.delegation_id, "delivered", None)
-        for steered in self._registry.end(session):
-            self._inbox.settle(steered.platform, steered.event_id)
-        if item.event is not None:
-            self._inbox.settle(item.event.platform, item.event.event_id)
+            with refused.noting("its note"):
+                self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
+                           key=f"{item.turn_id}:{kind}", turn_id=item.turn_id, reply_to=running.answers)
+        # In the same commit as the reply: delivered exactly once (and not settled without it).
+        if item.delegation_id is not None and not refused.holds:
+            with refused.noting("its delegation's outcome"):
+                if running.suppressed:
+                    self._completion_ended(item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by])
+                elif text is None:
+                    self._completion_ended(item.delegation_id, "suppressed", SILENCE)
+                else:
+                    self._completion_ended(item.delegation_id, "delivered", None)
+        read: list[Inbound] = []
+        with refused.noting("its transcript"):  # the turn is over, in memory, whatever the store says
+            read = self._registry.end(session)
+        if not refused.holds:
+            for event in [*read, *([item.event] if item.event is not None else [])]:
+                with refused.noting("its messages' settling"):
+                    self._inbox.settle(event.platform, event.event_id)
+        refused.log_turn(item.turn_id, session)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
 
@@ -361,6 +387,37 @@ class _Observer(TurnObserver):
     async def on_tool_end(self, name: str, ok: bool) -> None:
         self.running.current_tool = None
         self.progress.tool_finished(name, ok)
+
+
+class _Refusals:
+    """What of a turn, or of a stop, the store refused (a full disk): noted, not raised, so that the
+    turn ends all the same and its chat goes on; logged as one line, without a traceback (the
+    database names the cause once as well)."""
+
+    def __init__(self) -> None:
+        self._refused: dict[str, sqlite3.Error] = {}
+        self.holds = False
+        """Something the turn's messages may not be settled without was refused: its answer, its
+        delegation's outcome, its transcript (not a note beside them, nor its progress message)."""
+
+    @contextlib.contextmanager
+    def noting(self, what: str, *, holds: bool = True) -> Iterator[None]:
+        """A store write for ``what``; ``holds``: the turn's messages may not be settled if it is refused."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._refused.setdefault(what, exc)
+            self.holds = self.holds or holds
+
+    def log(self, what: str, session: GatewaySession, then: str) -> None:
+        if self._refused:
+            exc = next(iter(self._refused.values()))
+            log.warning("could not record %s in %s chat %s (%s: %s; not recorded: %s): %s", what, session.platform,
+                        session.chat_id, type(exc).__name__, exc, ", ".join(self._refused), then)
+
+    def log_turn(self, turn_id: str, session: GatewaySession) -> None:
+        self.log(f"all of turn {turn_id}", session, "what it answers stays unsettled: the turn runs again after the"
+                 " next start" if self.holds else "the rest of it is recorded")
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:

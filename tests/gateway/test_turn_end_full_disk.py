@@ -1,0 +1,131 @@
+"""A turn whose bookkeeping meets a full disk, end to end through the web chat: the store's writes
+at the turn's end (its reply, its transcript, its messages' settling) or at a stop raise, and the
+turn ends all the same, so the chat goes on once there is room, without a restart; what the turn
+could not record stays unsettled, for the next start to answer."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Callable
+
+import aiohttp
+import pytest
+
+from agent import ModelRequest
+from agent.models.scripted import ScriptedModel
+from tests.gateway.test_delegate_full_disk import lose_the_batch_for_good
+from tests.scenarios.test_full_disk import LONG, disk_full, room_again
+from tests.web_client import get_history, post_message, web_chats
+
+JSON = {"Content-Type": "application/json"}
+
+
+def answers(request: ModelRequest) -> dict:
+    """``first`` waits at the gate ``first`` and answers past a page (its reply needs a page the full
+    disk cannot give); ``second`` waits at ``second``; anything else is echoed."""
+    said = request.messages[-1]["content"]
+    if said in ("first", "second"):
+        return {"wait": said, "text": f"long answer to {said} {LONG}" if said == "first" else f"echo: {said}"}
+    return {"text": f"echo: {said}"}
+
+
+async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+async def texts(http: aiohttp.ClientSession, base: str) -> list[str]:
+    return [m["text"][:20] for m in await get_history(http, base)]
+
+
+async def answered(http: aiohttp.ClientSession, base: str, text: str) -> None:
+    async with asyncio.timeout(10):
+        while text not in await texts(http, base):
+            await asyncio.sleep(0.02)
+
+
+def no_tracebacks(caplog) -> None:
+    """A refused write is one WARNING line, not a crashed worker's traceback (`Task exception was
+    never retrieved`) nor a server error's."""
+    assert [r.getMessage()[:80] for r in caplog.records if r.exc_info or r.name in ("asyncio", "aiohttp.server")] == []
+
+
+@pytest.mark.parametrize("busy_input_mode", ["steer", "queue"])
+async def test_a_chat_whose_turn_ended_on_a_full_disk_answers_its_next_messages_once_there_is_room(
+        tmp_path, caplog, busy_input_mode):
+    # The reply, then the transcript, are refused at the turn's end. Before, `_run` raised there: the
+    # worker was gone, but the chat's turn still counted as running, so a message steered into it was
+    # never read and one queued behind it waited for a worker that never came, room or not.
+    model = ScriptedModel({"parent": answers})
+    model.release("second")
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model, display={"busy_input_mode": busy_input_mode})
+        gateway = web.gateway
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")
+        assert (await post_message(http, web.base, "c1", "second", key="key-second-1"))[0] == 202
+        await disk_full(gateway.store.db)
+        model.release("first")
+        await until(lambda: not gateway.runner.busy)  # the turn of "first" has ended, one way or the other
+        session = next(iter(gateway.sessions))
+        room_again(gateway.store.db)
+
+        await answered(http, web.base, "echo: second")  # no restart, no other message needed
+        assert (await post_message(http, web.base, "c1", "third", key="key-third-1"))[0] == 202
+        await answered(http, web.base, "echo: third")
+        await web.settled()
+        assert session.running is None and not session.queue
+        # Its reply never journaled: "first" is not settled, so it is not lost.
+        assert not gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert gateway.store.inbox.settled("web", "key-third-1@c1")
+        assert await texts(http, web.base) == ["first", "second", "echo: second", "third", "echo: third"]
+        said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
+        assert said[0].startswith("could not record all of turn ") and "database or disk is full" in said[0]
+        assert "its reply" in said[0] and "the turn runs again after the next start" in said[0]
+        assert all(LONG not in line for line in said)
+        no_tracebacks(caplog)
+
+        await web.restart()  # the next start answers "first"; "second" was answered once, and stays so
+        await answered(http, web.base, "long answer to first")
+        await web.settled()
+        assert await texts(http, web.base) == [
+            "first", "second", "echo: second", "third", "echo: third", "long answer to first"]
+
+
+async def test_a_console_stop_on_a_full_disk_holds_and_the_chat_goes_on_with_what_it_queued(tmp_path, caplog):
+    # The stop's own bookkeeping (settling the stopped message, telling the chat) and then the stopped
+    # turn's end meet a batch SQLite rolled back and cannot write again: the stop holds all the same, said
+    # in one line, and the worker goes on to the message queued behind, answered once there is room.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model, display={"busy_input_mode": "queue"})
+        gateway = web.gateway
+        db = gateway.store.db
+        status, first = await post_message(http, web.base, "c1", "first", key="key-first-1")
+        assert status == 202
+        await model.reached("first")  # never released: only the stop ends it
+        assert (await post_message(http, web.base, "c1", "second", key="key-second-1"))[0] == 202
+        await db.durable()
+        lose_the_batch_for_good(db)
+        # The console answers 500 all the same: it waits for its action to be durable, which it cannot be.
+        async with http.post(f"{web.base}/console/api/turns/{first['turn_id']}/stop", data="{}", headers=JSON):
+            pass
+        async with asyncio.timeout(10):
+            await model.reached("second")  # the stopped turn ended: the next queued one runs
+        db._conn.execute("PRAGMA max_page_count=1073741823")  # room again (a read through db would raise)
+        model.release("second")
+        await answered(http, web.base, "echo: second")
+        await web.settled()
+        session = next(iter(gateway.sessions))
+        assert session.running is None and not session.queue
+        assert gateway.store.inbox.settled("web", "key-second-1@c1")
+        assert "long answer to first" not in await texts(http, web.base)
+        said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
+        assert said[0].startswith("could not record all that a stop (console) ended in web chat c1")
+        assert "its message's settling" in said[0]
+        # Not the stop raising from its bookkeeping: that would leave the turn's subagents running.
+        assert [r for r in caplog.records if r.exc_info and "turn_runner.py" in "".join(
+            traceback.format_exception(*r.exc_info))] == []
+        assert [r for r in caplog.records if r.name == "asyncio"] == []
