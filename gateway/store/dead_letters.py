@@ -70,18 +70,22 @@ class DeadLetters:
     def dismiss(self, letter_id: int) -> DeadLetter | None:
         """Forget the letter: the operator has seen it and it is not to be handled. Its event stays
         ``dead`` in the inbox, so a redelivery is still a duplicate. None for an unknown id."""
-        letter = self.get(letter_id)
-        if letter is not None:
-            self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
+        with self._db.transaction():  # read under the write lock: see `retry`
+            letter = self.get(letter_id)
+            if letter is not None:
+                self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
         return letter
 
     def retry(self, letter_id: int, requeue) -> DeadLetter | None:
         """Hand the letter back through ``requeue(platform, event_id, payload, turn_id, received_at)``
         (`Inbox.requeue`) and forget it here, in one transaction. None for an unknown id."""
-        letter = self.get(letter_id)
-        if letter is None:
-            return None
+        # Read in the transaction, which holds the file's write lock: another process (`switchboard inbox
+        # retry`, the console of the running gateway) may hand the letter back or dismiss it between a read
+        # before it and the write, and handed back again, an event the gateway took up since runs twice.
         with self._db.transaction():
+            letter = self.get(letter_id)
+            if letter is None:
+                return None
             requeue(letter.platform, letter.event_id, letter.payload, letter.turn_id, letter.received_at)
             self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
         return letter

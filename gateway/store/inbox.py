@@ -197,12 +197,15 @@ class Inbox:
                 self._record_aliases(platform, event_id, aliases)
 
     def take_requeued(self) -> list[tuple[Inbound, str | None]]:
-        """Events re-queued since the last look, oldest first; each is unsettled again."""
-        rows = self._db.read("SELECT payload, turn_id, platform, event_id FROM gateway_inbox"
-                             " WHERE status='requeued' ORDER BY received_at, rowid")
-        for _, _, platform, event_id in rows:
-            self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?",
-                           (platform, event_id))
+        """Events re-queued since the last look, oldest first; each is unsettled again. All of them or,
+        when the store refuses (raising), none: one marked taken but never returned would wait for a restart."""
+        sql = "SELECT payload, turn_id, platform, event_id FROM gateway_inbox WHERE status='requeued'"
+        if not self._db.read(f"{sql} LIMIT 1"):  # the usual answer, asked every few seconds: no write batch for it
+            return []
+        with self._db.transaction():
+            rows = self._db.read(f"{sql} ORDER BY received_at, rowid")
+            self._db.write_many("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?",
+                                [(platform, event_id) for _, _, platform, event_id in rows])
         return [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
 
     def turn_of(self, platform: str, event_id: str) -> str | None:
