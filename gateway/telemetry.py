@@ -8,24 +8,42 @@ does not answer is logged once, not at every attempt (`gateway.trace_export`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from yarl import URL
 
+from gateway.config.secret_values import CREDENTIAL_NAMES
 from gateway.config.sections import TelemetrySettings
 from gateway.errors import StartupError
+from gateway.logging import register_secret
 
 if TYPE_CHECKING:
     from gateway.tracing import Tracing
 
 TRACES_PATH = "/v1/traces"
+_CREDENTIAL = re.compile(CREDENTIAL_NAMES, re.IGNORECASE)
 
 
 def traces_url(endpoint: str) -> str:
     """The OTLP/HTTP traces URL: the endpoint as given when it has a path, else with /v1/traces."""
     url = URL(endpoint)
     return str(url.with_path(TRACES_PATH)) if url.path in ("", "/") else endpoint
+
+
+def url_credentials(url: str) -> list[str]:
+    """The password of ``url``, and the values of its query parameters whose names say they are
+    credentials (``?api_key=…``, ``&token=…``: `gateway.config.secret_values.CREDENTIAL_NAMES`), each
+    as written and decoded."""
+    parts = urlsplit(url)
+    found = [parts.password or "", unquote(parts.password or "")]
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if _CREDENTIAL.search(unquote_plus(name)):
+            found += [value, unquote_plus(value)]
+    return [value for value in dict.fromkeys(found) if value]
 
 
 def build_tracing(settings: TelemetrySettings, *, provider: object | None = None, provider_name: str | None = None,
@@ -61,6 +79,10 @@ def _otlp_provider(settings: TelemetrySettings) -> object:
 
     assert settings.otlp_endpoint is not None
     url = traces_url(settings.otlp_endpoint)
+    # An export that fails names the URL's path and query ("Max retries exceeded with url:
+    # /v1/traces?api_key=…"), and that text is what the log and the console's warnings show.
+    for credential in url_credentials(url):
+        register_secret(credential)
     exporter = OutageReportingExporter(OTLPSpanExporter(endpoint=url), str(URL(url).origin()))
     provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
