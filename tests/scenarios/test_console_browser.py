@@ -234,3 +234,31 @@ async def test_a_button_reached_with_the_keyboard_keeps_the_focus_when_the_state
     focused = "() => [document.activeElement.textContent, document.activeElement.closest('.child')?.textContent]"
     label, child = await page.evaluate(focused)
     assert label == "Stop" and child is not None and "pears" in child  # Enter still stops what was chosen
+
+
+async def test_a_button_reached_with_the_keyboard_keeps_the_focus_when_its_question_is_cancelled(chat, page) -> None:
+    # A button is disabled while it asks and while the gateway answers, and a disabled button loses the
+    # focus to the page: after "Cancel", Enter did nothing and Tab started over from the top.
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "Compare these:\n- [stall] apples\n- [stall] pears",
+                           key="key-cancel-1")
+    await page.goto(f"{web.base}/console")
+    stop = page.locator("#work .child", has_text="pears").get_by_role("button", name="Stop")
+    await stop.focus()  # as by Tab
+    asked: list[str] = []
+
+    async def cancel(dialog) -> None:
+        asked.append(dialog.message)
+        await dialog.dismiss()
+
+    page.once("dialog", cancel)
+    await page.keyboard.press("Enter")
+    await page.wait_for_function("() => document.activeElement.matches('#work .child button:enabled')")
+    assert asked and "pears" in asked[0]
+    focused = "() => [document.activeElement.textContent, document.activeElement.closest('.child')?.textContent]"
+    label, child = await page.evaluate(focused)
+    assert label == "Stop" and child is not None and "pears" in child
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.keyboard.press("Enter")  # what was chosen, at once
+    await page.wait_for_selector("#work .child[data-state=INTERRUPTED] >> text=pears")

@@ -79,8 +79,11 @@
     drawSessions(state.sessions);
     drawErrors(state.errors);
     document.querySelectorAll("table").forEach(labelCells);
-    if (focused) [...document.querySelectorAll("button[data-action]")].find((b) => b.dataset.action === focused)?.focus();
+    if (focused) drawn(focused)?.focus();
   }
+
+  // The button that acts on `url` as last drawn (each state draws them anew).
+  const drawn = (url) => [...document.querySelectorAll("button[data-action]")].find((b) => b.dataset.action === url);
 
   // Each cell carries its column's name: on a phone a row shows as a card, a cell a line, named so.
   function labelCells(table) {
@@ -210,9 +213,18 @@
   function action(label, url, cls, title, question) {
     const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url }, label);
     button.addEventListener("click", async () => {
+      // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
+      // acts again (the operator cancelled, or the gateway did nothing), or Enter does nothing and Tab starts over.
+      const keyed = document.activeElement === button;
+      const again = () => {
+        button.disabled = false;
+        if (keyed && (!document.activeElement || document.activeElement === document.body)) {
+          (drawn(url) || button).focus();
+        }
+      };
       button.disabled = true;
       if (question && !confirm(question)) {
-        button.disabled = false;
+        again();
         return;
       }
       let response;
@@ -223,13 +235,13 @@
       }
       if (response && auth.asksForToken(response)) {
         await auth.askForToken(true);
-        button.disabled = false;
+        again();
         return;
       }
       if (!response || !response.ok) {
         const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status : "the gateway did not answer";
         notice(label + " did nothing: " + reason);
-        button.disabled = false;
+        again();
       }
     });
     return button;
