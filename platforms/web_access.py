@@ -52,13 +52,15 @@ class Refusal:
     reason: str
     token: bool = False
     """The token is what was missing or wrong: the page should ask for it."""
+    detail: str = ""
+    """For the log only: what the refusal compared (a foreign Origin against the Host it was sent to)."""
 
 
 def refusal_response(request: web.Request, refusal: Refusal, *, realm: str, what: str) -> web.Response:
     """The JSON error for a refused request; a missing or wrong token asks for one (``realm``).
     Logged with ``what`` was asked (``web chat``, ``console``), never with the token, and with the
     path as sent: decoded, a stranger's ``%0A`` would start a line of their own in the log."""
-    log.info("%s %s %s refused: %s", what, request.method, request.rel_url.raw_path, refusal.reason)
+    log.info("%s %s %s refused: %s%s", what, request.method, request.rel_url.raw_path, refusal.reason, refusal.detail)
     response = error_response(refusal.status, refusal.reason)
     if refusal.token:
         response.headers["WWW-Authenticate"] = f'Bearer realm="{realm}"'
@@ -107,7 +109,10 @@ class Access:
     def check(self, request: web.Request) -> str | Refusal:
         origin = request.headers.get("Origin")
         if origin is not None and not _same_origin(origin, request.headers):
-            return Refusal(403, "requests from other sites' pages are not served")
+            # A reverse proxy that rewrites Host (nginx's default) looks like this to every page it serves.
+            hosts = request.headers.get("Host"), request.headers.get("X-Forwarded-Host")
+            return Refusal(403, "requests from other sites' pages are not served",
+                           detail=f" (Origin {origin!r}, Host {hosts[0]!r}, X-Forwarded-Host {hosts[1]!r})")
         if self._check_host and not (is_loopback(request.headers.get("Host")) and _not_forwarded(request.headers)):
             return Refusal(403, self._loopback_only)
         if self._token is not None:

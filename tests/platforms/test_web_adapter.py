@@ -209,6 +209,17 @@ async def test_without_a_token_only_a_loopback_host_is_served(started, http) -> 
     assert status == 202 and len(sink.inbound) == 1
 
 
+async def test_a_foreign_origin_refused_is_logged_with_the_hosts_it_was_compared_with(started, http, caplog) -> None:
+    # A reverse proxy that rewrites Host refuses every page it serves this way: the log must show it.
+    caplog.set_level(logging.INFO, logger="platforms.web_access")
+    _, sink, base = await started()
+    headers = {"Origin": "https://chat.example.com", "Host": "localhost:8080"}
+    status, body = await post_message(http, base, "c1", "hi", key="key-00000001", headers=headers)
+    assert status == 403 and body == {"error": "requests from other sites' pages are not served"}
+    assert "Origin 'https://chat.example.com', Host 'localhost:8080', X-Forwarded-Host None" in caplog.text
+    assert sink.inbound == []
+
+
 async def test_other_sites_pages_cannot_post_through_a_persons_browser(started, http) -> None:
     _, sink, base = await started()
     host = base.removeprefix("http://")
