@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,11 +254,17 @@ class Console(GatewayListener):
             target = parse(request.match_info["id"])
         except ValueError:
             return error_response(NOT_FOUND, unparsed)
-        problem = await action(target)
-        self.nudge()
-        if problem is not None:
-            return error_response(*problem)
-        await self._gateway.store.durable()
+        try:
+            problem = await action(target)
+            self.nudge()
+            if problem is not None:
+                return error_response(*problem)
+            await self._gateway.store.durable()
+        except sqlite3.Error as exc:  # a full disk: said to the operator, not a traceback and a bare 500
+            log.warning("console %s %s: the state database refused it: %s: %s", request.method,
+                        request.rel_url.raw_path, type(exc).__name__, exc)
+            return error_response(503, f"the state database cannot be written ({exc}): what was done may not "
+                                       "hold after a restart; try again once it can be written")
         return web.json_response({"ok": True})
 
 
