@@ -7,6 +7,9 @@ the holder exits, however it exits (a crash or ``kill -9`` leaves no stale lock)
 and it works wherever the database does. The file holds the holder's pid, to name
 it in the error the second process prints. The file itself is never deleted:
 deleting it while another process opens it would let two processes lock two files.
+An operator may delete it all the same (a habit with lock files): a directory only its
+owner may read (as the gateway creates it, 0700) is locked too, which no one deletes while it
+holds the database, so a second process is refused then as well.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ _held: dict[Path, StateLock] = {}
 class StateLock:
     """An acquired lock on a state directory; `release` gives it up (idempotent)."""
 
-    def __init__(self, state_dir: Path, fd: int) -> None:
+    def __init__(self, state_dir: Path, fd: int, dir_fd: int | None = None) -> None:
         self.state_dir = state_dir
         self._fd: int | None = fd
+        self._dir_fd = dir_fd
 
     @classmethod
     def acquire(cls, state_dir: Path) -> StateLock:
@@ -50,22 +54,28 @@ class StateLock:
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StartupError(_unwritable(state_dir, path, exc)) from exc
-            who = f"pid {holder}" if holder else "another process"
-            raise StartupError(
-                f"state directory {state_dir} is in use by {who}: stop that gateway first, or give this one"
-                " its own state_dir (or $SWITCHBOARD_STATE_DIR)") from None
+            raise StartupError(_in_use(state_dir, holder)) from None
+        dir_fd = _lock_directory(state_dir)
+        if dir_fd == _TAKEN:  # by a process whose lock file was deleted: it runs on, unnamed
+            os.close(fd)
+            raise StartupError(_in_use(state_dir, None))
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
         except OSError as exc:
             os.close(fd)
+            if dir_fd is not None:
+                os.close(dir_fd)
             raise StartupError(_unwritable(state_dir, path, exc)) from exc
-        return cls(state_dir, fd)
+        return cls(state_dir, fd, dir_fd)
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
+        dir_fd, self._dir_fd = self._dir_fd, None
         if fd is not None:
             os.close(fd)  # closing the only descriptor drops the flock
+        if dir_fd is not None:
+            os.close(dir_fd)
         if _held.get(self.state_dir) is self:
             del _held[self.state_dir]
 
@@ -88,6 +98,35 @@ def held_here(state_dir: Path) -> bool:
     """Whether this process holds the lock of ``state_dir`` (so no other process uses it)."""
     lock = _held.get(Path(state_dir).absolute())
     return lock is not None and lock.held
+
+
+_TAKEN = -1
+"""`_lock_directory`'s answer when another process holds the directory's lock."""
+
+
+def _lock_directory(state_dir: Path) -> int | None:
+    """A descriptor of ``state_dir`` holding its flock, `_TAKEN`, or None where the lock file alone
+    has to do: a directory other users may read (they could take its lock and keep us from starting,
+    as they cannot the 0600 file's), or a file system that does not lock directories."""
+    try:
+        fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_mode & 0o044:
+            os.close(fd)
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        return _TAKEN if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+    return fd
+
+
+def _in_use(state_dir: Path, holder: int | None) -> str:
+    who = f"pid {holder}" if holder else "another process"
+    return (f"state directory {state_dir} is in use by {who}: stop that gateway first, or give this one"
+            " its own state_dir (or $SWITCHBOARD_STATE_DIR)")
 
 
 def _read_pid(fd: int) -> int | None:

@@ -1,0 +1,60 @@
+"""One process per state directory, also when its lock file is deleted while a gateway holds it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+import pytest
+
+from gateway.errors import StartupError
+from gateway.state_lock import LOCK_FILE, StateLock
+from tests.gateway.cli_process import TIMEOUT, Running, problem_lines, write_config
+
+WEBHOOK = {"server": {"port": 0},
+           "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "lock-secret-0"}}}}}
+
+
+def test_a_deleted_lock_file_does_not_let_a_second_gateway_in(tmp_path):
+    # `rm switchboard.lock`, the habit with a lock file that seems stale: the running gateway holds
+    # the lock of a file no one can open any more, and a second one would lock a new file.
+    config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(tmp_path / "state")})
+    with Running(tmp_path, "--config", str(config)) as first:
+        first.started()
+        (tmp_path / "state" / LOCK_FILE).unlink()
+        with Running(tmp_path, "--config", str(config)) as second:
+            # A second gateway that started would run on: what it says first decides.
+            assert second.wait_for("is in use by|gateway running").group(0) == "is in use by"
+            assert second.proc.wait(TIMEOUT) == 1
+        assert "Traceback" not in "\n".join(second.lines)
+        assert problem_lines("\n".join(second.lines)) == [
+            f"switchboard: state directory {tmp_path / 'state'} is in use by another process: stop that gateway"
+            " first, or give this one its own state_dir (or $SWITCHBOARD_STATE_DIR)"]
+        assert first.proc.poll() is None
+    assert first.proc.returncode == 0
+    with Running(tmp_path, "--config", str(config)) as again:  # both locks went with the process
+        again.started()
+
+
+def test_the_directory_lock_goes_with_release(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    first = StateLock.acquire(state)
+    (state / LOCK_FILE).unlink()
+    with pytest.raises(StartupError, match=f"state directory {state} is in use by another process"):
+        StateLock.acquire(state)
+    first.release()
+    StateLock.acquire(state).release()
+
+
+def test_a_directory_others_may_read_is_not_locked_where_they_could_hold_its_lock(tmp_path):
+    # As systemd's StateDirectory= makes it (0755): another user could open it and keep its lock.
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o755)
+    fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        StateLock.acquire(state).release()
+    finally:
+        os.close(fd)
