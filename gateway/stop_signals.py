@@ -10,6 +10,7 @@ started ignoring (``nohup``) stays ignored: whoever started it asked it to outli
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable
 
@@ -17,7 +18,8 @@ from collections.abc import Callable
 class StopSignals:
     """Calls ``stop`` on the first stop signal. `release`, once the stop has begun, hands SIGINT and
     SIGTERM back to their defaults, so a second one ends the process at once as a supervisor that
-    escalates expects, but keeps ignoring SIGHUP: the shell passes the terminal's hangup on to its
+    escalates expects (a second SIGTERM to PID 1, which the kernel spares the default action, with
+    status 143 all the same), but keeps ignoring SIGHUP: the shell passes the terminal's hangup on to its
     jobs, so one hangup can arrive twice. `close`, after the stop, restores SIGHUP's default too."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
@@ -30,6 +32,10 @@ class StopSignals:
         loop = self._loop
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+        if os.getpid() == 1:
+            # A container's PID 1 (`deploy/Dockerfile` runs the command so): the kernel drops every signal
+            # whose action is the default there, so a second SIGTERM would change nothing.
+            signal.signal(signal.SIGTERM, _end_now)
         if self._hangup:
             loop.add_signal_handler(signal.SIGHUP, _again)
 
@@ -39,6 +45,11 @@ class StopSignals:
 
     def _signals(self) -> tuple[signal.Signals, ...]:
         return (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if self._hangup else ()))
+
+
+def _end_now(signum: int, frame: object) -> None:
+    """A second SIGTERM to PID 1: what the signal's default action does to any other process."""
+    os._exit(128 + signum)
 
 
 def _again() -> None:
