@@ -4,7 +4,8 @@ Each problem raises `StartupError` with one line that names the path, key or URL
 and the fix. They run before anything is opened for writing, before any platform
 connects, so a failed check leaves nothing accepted and then lost.
 
-- `check_state_dir`: the state directory exists or can be made, is a directory
+- `check_state_dir`: the state directory (and the workspace) can be looked up (no
+  directory above it the gateway's user may not enter), exists or can be made, is a directory
   the gateway's user can enter, on a writable file system, and has room; the
   database, if there is one, is a SQLite file whose pages all pass
   ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is
@@ -41,6 +42,9 @@ _WHERE = "state_dir (or $SWITCHBOARD_STATE_DIR)"
 def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
     """Create the state directory if missing and check what lives in it; see the module doc."""
     state_dir = Path(state_dir).absolute()
+    if (problem := _lookup_problem(state_dir)) is not None:
+        raise StartupError(f"state directory {state_dir} cannot be reached ({problem}): the gateway's user may not"
+                           f" enter a directory above it; give it access, or point {_WHERE} elsewhere")
     if state_dir.exists() and not state_dir.is_dir():
         raise StartupError(f"state directory {state_dir} is a file, not a directory; move the file away, or point"
                            f" {_WHERE} at a directory")
@@ -133,7 +137,20 @@ def describe_database_error(db: Path, exc: sqlite3.Error) -> str:
     return f"state database {db}: {text}; check the file and its directory"
 
 
+def _lookup_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be looked up (a directory above it the gateway's user may not enter, where
+    `Path.exists` raises instead of saying False), None when it can."""
+    try:
+        path.exists()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def _check_workspace(workspace: Path) -> None:
+    if (problem := _lookup_problem(workspace)) is not None:
+        raise StartupError(f"agent.workspace: cannot reach {workspace} ({problem}): the gateway's user may not enter"
+                           " a directory above it; give it access, or set agent.workspace to a directory it can write")
     if workspace.exists() and not workspace.is_dir():
         raise StartupError(f"agent.workspace: {workspace} is a file, not a directory; move it away or set"
                            " agent.workspace to a directory")

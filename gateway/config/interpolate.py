@@ -81,6 +81,13 @@ def name_empty_variables(messages: list[str], empty: Mapping[str, list[str]]) ->
     return out
 
 
+def bad_references(text: str) -> list[str]:
+    """Each ``${...}`` in ``text`` that names no variable (``${123456:AAE…}``), as written: what the
+    error about it shows (`gateway.config.loader` masks those of a secret setting)."""
+    return [match.group(0) for match in _TOKEN.finditer(text)
+            if match.group(1) is not None and _REFERENCE.fullmatch(match.group(1)) is None]
+
+
 def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None) -> str:
     """``text`` with references replaced; raises ValueError naming the bad reference. The name of
     each variable without a default that is set but empty is appended to ``empty``.

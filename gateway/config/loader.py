@@ -16,10 +16,10 @@ from typing import NamedTuple
 import yaml
 
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
-from gateway.config.interpolate import Expanded, expand_tree, name_empty_variables
+from gateway.config.interpolate import Expanded, bad_references, expand_tree, name_empty_variables
 from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
-from gateway.config.secret_values import env_secret_values, mask, secret_values
+from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import Validator, show
@@ -66,16 +66,27 @@ def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | Non
     xdg = env.get("XDG_CONFIG_HOME")
     config_home = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".config"
     for candidate in (Path("switchboard.yaml"), config_home / "switchboard" / "config.yaml"):
-        if candidate.is_file():
+        try:
+            found = candidate.is_file()
+        except OSError as exc:  # a directory on the way the gateway's user may not enter: one may be there
+            raise ConfigError([f"cannot look for a config file at {candidate.absolute()} ({exc.strerror}); give"
+                               " the gateway's user access to its directory, or name the file with --config or"
+                               " $SWITCHBOARD_CONFIG"]) from None
+        if found:
             return candidate.absolute()
     return None
 
 
 def _must_exist(path: Path, origin: str) -> Path:
     path = path.expanduser().absolute()
-    if not path.exists():
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except OSError as exc:  # a directory on the way the gateway's user may not enter
+        raise ConfigError([f"config file {path}{origin} cannot be read ({exc.strerror}); give the gateway's user"
+                           " access to it and to the directories above it"], source=path) from None
+    if not exists:
         raise ConfigError([f"config file {path}{origin} does not exist"], source=path)
-    if not path.is_file():
+    if not is_file:
         raise ConfigError([f"config file {path}{origin} is not a file"], source=path)
     return path
 
@@ -156,13 +167,14 @@ def config_from_mapping(
         raw = {}
     if not isinstance(raw, dict):
         where = source if source is not None else "configuration"
-        raise ConfigError(mask([f"{where}: the top level must be a mapping of sections, got {show(raw)}"],
-                               frozenset()), source=source)
+        # A string is not shown: the file is of another kind (an env file, a token saved alone) and may hold secrets.
+        got = "a string (not shown: it may hold secrets)" if isinstance(raw, str) else show(raw)
+        raise ConfigError([f"{where}: the top level must be a mapping of sections, got {got}"], source=source)
     expansion_errors: list[str] = []
     # Expansion problems come first: they often explain a later "expected ..." one.
     empty_variables: dict[str, list[str]] = {}
     tree = _without_unset_state_dir(expand_tree(raw, env, "", expansion_errors, empty_variables))
-    secrets = secret_values(Config, tree) | env_secret_values(env)
+    secrets = secret_values(Config, tree) | env_secret_values(env) | _bad_references_in_secrets(raw)
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
     # Before the rules: they read the script file the start will read.
@@ -178,6 +190,13 @@ def config_from_mapping(
     state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
     config = absolute_context_files(config, source)
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
+
+
+def _bad_references_in_secrets(raw: dict) -> frozenset[str]:
+    """Each ``${...}`` naming no variable in a secret setting as written: its error would show a token
+    pasted inside one, in place of the variable's name (``token: "${123456:AAE…}"``)."""
+    return frozenset(ref for value in secret_values(Config, raw) for ref in bad_references(value)
+                     if len(ref) >= MIN_LENGTH)
 
 
 def _without_unset_state_dir(tree: dict) -> dict:

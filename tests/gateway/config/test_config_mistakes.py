@@ -98,6 +98,29 @@ def test_config_check_never_prints_a_secret_typed_into_another_key(write):
         assert secret not in printed
 
 
+def test_an_env_file_given_as_the_config_file_is_refused_without_its_values(write):
+    # `--config .env`: YAML reads its lines as one string, every key in it.
+    path = write(f"OPENAI_API_KEY=sk-proj-0123456789abcdef\nTELEGRAM_BOT_TOKEN={TOKEN}\n", name=".env")
+    out, err = io.StringIO(), io.StringIO()
+    assert config_check(str(path), out, err, env={}) == 1
+    assert err.getvalue().splitlines()[0] == (f"error: {path}: the top level must be a mapping of sections, got a"
+                                              " string (not shown: it may hold secrets)")
+    assert "0123456789abcdef" not in err.getvalue() and "abcdefghij" not in err.getvalue()
+
+
+@pytest.mark.parametrize("key", ["platforms.telegram.token", "model.api_key"])
+def test_a_secret_written_inside_a_reference_in_place_of_its_name_is_not_shown(load, key):
+    # The example's `token: "${TELEGRAM_BOT_TOKEN}"`, with the token pasted over the variable's name.
+    section, _, name = key.rpartition(".")
+    nested = f"{{{name}: 'x${{{TOKEN}}}'}}"
+    for part in reversed(section.split(".")):
+        nested = f"{{{part}: {nested}}}"
+    errors, _ = problems(load, nested[1:-1] + "\n")
+    assert errors == [f"{key}: bad reference ***: expected ${{NAME}} or ${{NAME:-default}}"]
+    assert problems(load, "server: {host: '${bad name}'}\n")[0] == [  # elsewhere a reference is named as written
+        "server.host: bad reference ${bad name}: expected ${NAME} or ${NAME:-default}"]
+
+
 def test_the_effective_config_hides_a_secret_typed_into_another_key(write):
     path = write(f"""
         platforms:
@@ -133,7 +156,7 @@ LONG_PASSWORD = "hunter2pass" * 8
          'warning: delegation.compression_threshold_tokens: expected an integer ≥ 0, got'
          ' "https://otel.example.com/?x=1&Api-Key=***"; ignored, using the default 0'),
         ('"https://bot:hunter2pass@hooks.example.com/in"',
-         'error: {path}: the top level must be a mapping of sections, got "https://bot:***@hooks.example.com/in"'),
+         'error: {path}: the top level must be a mapping of sections, got a string (not shown: it may hold secrets)'),
     ],
 )
 def test_a_password_in_a_url_is_masked_in_errors_and_warnings_as_in_the_output(write, text, line):
