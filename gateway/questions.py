@@ -11,7 +11,10 @@ model carries on without the answer. The answer's event is settled as soon as it
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
 a new message) instead of replaying the answer as a message of its own. What the chat
 writes in the replayed turn before it asks again is held for that question (`Questions.hold`);
-only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. While a question
+only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. One the earlier run
+journaled and did not get sent before it died is in the chat as soon as it may have gone out (tried
+before the death, or now); one the chat cannot have yet is dropped as the turn asks again, as a stop
+drops it. While a question
 waits, the turn's events (its message's, and those steered into it) are not marked begun in the
 inbox: the turn is idle, and a gateway dying then (another chat's poison message, an OOM) is
 charged to none of them (`gateway.dead_letters`); they are marked again, durably, before the
@@ -33,6 +36,7 @@ from gateway.late_notes import age_text
 from gateway.outbox import Outbox
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
+from gateway.store import OutboxRow
 from gateway.store.inbox import Inbox
 from platforms.base import Inbound
 
@@ -133,6 +137,8 @@ class Questions:
             raise ToolError(NOT_NOW)
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         held = running.held_answer if running.held_for == number else None
+        if running.replay:
+            self._drop_unseen(session, running, number)
         # Asked word for word before a restart, and not answered: the chat has it already, also
         # while the message that asks again still waits to be sent, and since the earlier run asked it.
         before = self._unanswered(session, running, number) if running.replay else None
@@ -257,7 +263,11 @@ class Questions:
                 continue
             if rest == f"{number}:expired:0":
                 expired.add(run)
-            elif rest == f"{number}:0" and message["status"] == "sent" and message["kind"] == "reply":
+            elif rest == f"{number}:0" and message["kind"] == "reply" and (
+                    message["status"] == "sent" or message["status"] == "pending"
+                    and self._outbox.maybe_seen(message["key"])):
+                # Still to be sent, it may have gone out before the restart (its answer lost), or is
+                # going out now: it is in the chat, or will be, ahead of the one asked again.
                 asked.append((message["created_at"], run, message["text"]))
         found = None
         for created_at, run, text in sorted(asked, reverse=True):
@@ -267,6 +277,21 @@ class Questions:
                 break
             found = (text, created_at)
         return found
+
+    def _drop_unseen(self, session: GatewaySession, running: RunningTurn, number: int) -> None:
+        """Drop what earlier runs of the turn (before a restart) journaled of question ``number`` and
+        the chat cannot have yet: left pending by a process that died before it was tried, or refused
+        since the start (a 429). As a stop drops it (`ask`): sent now, it would ask, ahead of the question
+        asked again, for an answer nothing takes until that one may be in the chat too."""
+        prefix, own = f"{running.turn_id}:ask:", f"{running.turn_id}:ask:{running.run_id}:"
+
+        def unseen(row: OutboxRow) -> bool:
+            if not row.key.startswith(prefix) or row.key.startswith(own):
+                return False
+            asked, _, part = row.key[len(prefix):].partition(":")[2].partition(":")
+            return asked == str(number) and part.isdigit() and not self._outbox.maybe_seen(row.key)
+
+        self._outbox.drop(*session.chat, unseen)
 
     def waits(self, running: RunningTurn | None) -> bool:
         """Whether the running turn waits on a question that may be in the chat."""

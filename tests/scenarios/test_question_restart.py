@@ -131,3 +131,94 @@ async def test_deaths_while_the_question_waits_never_set_the_message_aside(tmp_p
     assert inbox_rows(database) == [("done", 0), ("done", 0)]  # the message, and its answer
     with contextlib.closing(sqlite3.connect(database)) as db:
         assert db.execute("SELECT count(*) FROM gateway_dead_letters").fetchone() == (0,)
+
+
+def question_rows(database: Path) -> list[tuple[str, int]]:
+    """Each question part's status and attempts, oldest first."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT status, attempts FROM gateway_outbox WHERE key LIKE '%:ask:%' ORDER BY id").fetchall()
+
+
+async def test_an_answer_to_the_question_a_killed_gateway_left_unsent_is_taken_while_the_one_asked_again_waits(
+        tmp_path: Path):
+    # Killed while its question waited out Telegram's 429, the gateway sends it after the start; the turn
+    # run again has asked again meanwhile, in a message that waits its turn behind it (the chat's pace, a
+    # 429). The user answers the question they see: that answer was taken for a message of its own, which
+    # stopped the turn (the next message interrupts it) and reached the model without the question.
+    model = Model()
+    database = tmp_path / "state" / "switchboard.db"
+    async with FakeOpenAIServer() as server, FakeTelegram() as fake:
+        server.respond_with(model)
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+            "display": {"progress": "off"},
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True}},
+        }))
+        proc, _ = await start(config, tmp_path)
+        try:
+            fake.fail_next("sendMessage", 429, retry_after=4)
+            fake.push_message(42, "please deploy the app")
+            await fake.wait_for(lambda: question_rows(database) == [("pending", 1)], timeout=30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        fake.hold("sendMessage")  # the question left unsent goes out once the turn has asked again
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: len(question_rows(database)) == 2, timeout=30)
+            fake.release("sendMessage")
+            await fake.wait_for(lambda: texts(fake) == [QUESTION], timeout=30)
+            fake.fail_next("sendMessage", 429, retry_after=3)  # the question asked again waits
+            fake.push_message(42, "2")
+            await fake.wait_for(lambda: any(not t.startswith("❓") for t in texts(fake)), timeout=30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert texts(fake) == [QUESTION, QUESTION, "deploying to: production"]
+
+
+async def test_a_question_a_killed_gateway_never_tried_to_send_is_not_sent_besides_the_one_asked_again(
+        tmp_path: Path):
+    # Killed while its question waited behind the turn's interim message (Telegram's 429), the gateway
+    # sent it after the start, ahead of the one the turn run again asked: the same question twice, the
+    # first one asking for an answer nothing took yet.
+    interim = "Let me check the environments."
+
+    async def checking_then_asking(body: dict) -> dict:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"text": f"deploying to: {last['content']}"}
+        return {"text": interim, **call("clarify", {"question": "Which environment?", "choices": CHOICES})}
+
+    database = tmp_path / "state" / "switchboard.db"
+    async with FakeOpenAIServer() as server, FakeTelegram() as fake:
+        server.respond_with(checking_then_asking)
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+            "display": {"progress": "off"},
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True}},
+        }))
+        proc, _ = await start(config, tmp_path)
+        try:
+            fake.fail_next("sendMessage", 429, retry_after=4)  # the interim message: the question waits behind it
+            fake.push_message(42, "please deploy the app")
+            await fake.wait_for(lambda: question_rows(database) == [("pending", 0)], timeout=30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        fake.hold("sendMessage")  # the chat waits until the turn run again has asked again
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: len(question_rows(database)) == 2, timeout=30)
+            fake.release("sendMessage")
+            await fake.wait_for(lambda: ("sent", 1) in question_rows(database)[1:], timeout=30)
+            fake.push_message(42, "2")
+            await fake.wait_for(lambda: any(t.startswith("deploying") for t in texts(fake)), timeout=30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert texts(fake) == [interim, QUESTION, "deploying to: production"]
