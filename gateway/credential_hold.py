@@ -75,11 +75,17 @@ class CredentialHolds:
         (`gateway.give_up`): a suspend during a hold counts toward neither."""
         for platform, since, until in store.hold_periods():
             self._journaled.setdefault(platform, []).append((since, until))
-            # On when the last process stopped: its first part tries at once.
+            # On when the last process stopped: its first part tries at once. Once, though two may be
+            # journaled open (one whose end went unrecorded, then the wall clock stepped back before the
+            # next began): begun twice, the first would stay open in this process once the hold ends,
+            # excusing its parts' failures for as long as it runs.
             if until is None and platform in platforms:
-                self._begin(platform).held_before = max(0.0, clock.time() - since)
-                log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages are"
-                         " held until it takes them again", platform)
+                hold = self._holds.get(platform)
+                if hold is None:
+                    hold = self._begin(platform)
+                    log.info("outbox: %s refused the bot's credentials when the gateway stopped; its messages"
+                             " are held until it takes them again", platform)
+                hold.held_before = max(hold.held_before, clock.time() - since)
 
     def held_before(self, platform: str, start: float, end: float) -> float:
         """Seconds ``platform`` held its parts between the epoch times ``start`` and ``end``, as the

@@ -365,3 +365,45 @@ async def test_a_hold_whose_end_went_unrecorded_excuses_nothing_after_the_next_s
     finally:
         await outbox.close()
         store.close()
+
+
+@pytest.mark.parametrize("platform", ["slack"], indirect=True)
+async def test_two_holds_journaled_open_after_the_clock_stepped_back_still_end_together(tmp_path, platform):
+    # A hold's end went unrecorded (a full disk), then NTP stepped the wall clock back before the platform
+    # refused the token again: the second hold began before the first, which it could not close. Both
+    # were on again at the next start, and the first stayed on in that process once the token was taken:
+    # a part that failed after that was never given up.
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    platform.revoke()
+    outbox.enqueue("slack", "C1", None, "first", kind="reply", key="a")
+    await wait_until(lambda: store.outbox.hold_periods("slack"), WAIT)
+    store.db.write("CREATE TRIGGER refuse BEFORE UPDATE ON gateway_credential_holds"
+                   " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    platform.restore()
+    assert await outbox.wait_sent("a:0", timeout=WAIT) is not None
+    store.db.write("DROP TRIGGER refuse")
+    clock.jump(-3600)
+    platform.revoke()
+    outbox.enqueue("slack", "C1", None, "second", kind="reply", key="b")
+    await wait_until(lambda: len(store.outbox.hold_periods("slack")) == 2, WAIT)
+    assert [until for _, _, until in store.outbox.hold_periods("slack")] == [None, None]
+    await outbox.close()
+    store.close()
+    platform.restore()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": platform.adapter}, clock=clock, give_up_after={"slack": 120.0})
+    await outbox.start()
+    try:
+        assert await outbox.wait_sent("b:0", timeout=WAIT) is not None  # the hold ends
+        platform.fake.fail_next("chat.postMessage", status=429, retry_after=30, times=100)
+        await clock.sleep(1.0)  # the channel's second after "second" (Slack's message a second) has passed
+        written = clock.monotonic()
+        outbox.enqueue("slack", "C1", None, "never taken", kind="reply", key="c")
+        assert await outbox.wait_sent("c:0", timeout=WAIT) is None
+        assert clock.monotonic() - written == pytest.approx(120.0)  # held no more: nothing excused
+    finally:
+        await outbox.close()
+        store.close()
