@@ -20,6 +20,8 @@ Neither do webhook deliveries: programs read them, and the note would read as th
 
 from __future__ import annotations
 
+from gateway.excerpt import shorten
+
 WITHOUT_NOTES = frozenset({"webhook"})
 """Platforms whose late messages go out without a note."""
 SUFFIX = ":late"
@@ -39,7 +41,8 @@ def note_text(age_seconds: float) -> str:
 
 def picked_up_text(age_seconds: float, message: str) -> str:
     first = message.strip().split("\n", 1)[0].strip()
-    quote = first if len(first) <= QUOTE_CHARS else first[: QUOTE_CHARS - 1].rstrip() + "…"
+    # Cut between whole characters (a flag halved shows a stray letter) and outside Markdown markers.
+    quote = shorten(first, QUOTE_CHARS)
     return f"⏱ Answering your message from {age_text(age_seconds)} ago" + (f": “{quote}”" if quote else ".")
 
 

@@ -115,6 +115,8 @@ async def test_the_gateway_notes_a_reply_the_platform_took_a_while_to_accept(tmp
 @pytest.mark.parametrize(("text", "quoted"), [
     ("what is the weather in Lisbon?\nand tomorrow?", ": “what is the weather in Lisbon?”"),
     ("x" * 80, ": “" + "x" * 59 + "…”"),
+    ("🇵🇹" * 40, ": “" + "🇵🇹" * 29 + "…”"),  # a flag is two code points: never halved
+    ("x " * 40, ": “" + "x " * 29 + "x…”"),
     ("", "."),
 ])
 def test_a_late_message_is_quoted_by_its_first_line(text, quoted) -> None:
