@@ -18,6 +18,10 @@ Four limits, from `gateway.config.sections.ServerSettings`:
   milliseconds, so the oldest connections are the ones holding on: a flood of
   slow clients evicts itself and ``/healthz`` keeps answering.
 
+A body still coming in when the server's stop cuts off the requests left (`PendingBodies`)
+is answered ``503``, as one that came after the stop would be, rather than waited for up
+to the body's limit.
+
 A client that hangs up mid-request, and a request too malformed to parse (aiohttp
 answers it 400), are each logged as one line, not a traceback (`ServerLog`). An
 ``Expect`` header other than ``100-continue`` is answered 417 before aiohttp sees it
@@ -39,21 +43,59 @@ log = logging.getLogger("gateway.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+STOPPING = "not accepting messages right now; retry later"
+"""The answer to a request cut off by the stop: the webhook platform's own for a body that arrives after it."""
+
+
 class BodyTimeout(Exception):
     """Set on a request's body stream when it did not arrive in time: the handler's read raises it."""
 
 
+class BodyCutOff(Exception):
+    """Set on a request's body stream when the server's stop cut it off: the handler's read raises it."""
+
+
+class PendingBodies:
+    """The requests whose bodies are still coming in, as `body_guard` sees them. Once `cut_off`
+    (the server is stopping and nothing can be handed over any more), each of them, and any that
+    comes later, is answered 503 at once instead of waiting for the rest of its body."""
+
+    def __init__(self) -> None:
+        self._requests: dict[int, web.Request] = {}  # by id: a request is a mapping, not hashable
+        self.cut = False
+
+    def add(self, request: web.Request) -> None:
+        if self.cut:
+            _fail(request, BodyCutOff())
+        else:
+            self._requests[id(request)] = request
+
+    def discard(self, request: web.Request) -> None:
+        self._requests.pop(id(request), None)
+
+    def cut_off(self) -> None:
+        """Idempotent. A body that has arrived meanwhile is left to its handler."""
+        self.cut = True
+        requests, self._requests = list(self._requests.values()), {}
+        for request in requests:
+            _fail(request, BodyCutOff())
+
+
 def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = lambda _: None,
+               pending: PendingBodies | None = None,
                ) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """The outermost middleware: a deadline for the body, and hang-ups as one line.
-    ``arrived`` hears of each connection whose request's headers came in complete."""
+    """The outermost middleware: a deadline for the body, a body cut off by the stop answered 503,
+    and hang-ups as one line. ``arrived`` hears of each connection whose request's headers came in
+    complete; ``pending`` is told of the requests whose bodies are still coming in."""
+    pending = pending or PendingBodies()
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         arrived(request.protocol)
         timer = None
         if not request.content.is_eof():
-            timer = asyncio.get_running_loop().call_later(body_timeout, _expire, request)
+            timer = asyncio.get_running_loop().call_later(body_timeout, _fail, request, BodyTimeout())
+            pending.add(request)
         try:
             return await handler(request)
         except BodyTimeout:
@@ -61,6 +103,12 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
                      request.method, request.rel_url.path, request.remote, body_timeout)
             response = web.json_response({"error": f"request body not received within {body_timeout:g} s"},
                                          status=408)
+            response.force_close()
+            return response
+        except BodyCutOff:
+            log.info("%s %s from %s: body not received before the stop; answered 503",
+                     request.method, request.rel_url.path, request.remote)
+            response = web.json_response({"error": STOPPING}, status=503)
             response.force_close()
             return response
         except (ConnectionError, web.RequestPayloadError) as exc:
@@ -76,13 +124,14 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
         finally:
             if timer is not None:
                 timer.cancel()
+                pending.discard(request)
 
     return guard
 
 
-def _expire(request: web.Request) -> None:
+def _fail(request: web.Request, exc: Exception) -> None:
     if not request.content.is_eof():
-        request.content.set_exception(BodyTimeout())
+        request.content.set_exception(exc)
 
 
 def _gone(request: web.Request) -> bool:

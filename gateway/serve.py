@@ -23,7 +23,8 @@ QUIET_CHECKS, QUIET_PAUSE = 3, 0.05
 async def serve(config: Config, *, local: bool = False) -> int:
     """Run until SIGINT/SIGTERM/SIGHUP (`gateway.stop_signals`; or the terminal chat ends): stop intake, give turns, then the
     outbox's flush, then the Temporal engine's last requests ``server.shutdown_grace_seconds`` in all
-    (`Gateway.stop`), journal running children. A signal
+    (`Gateway.stop`), journal running children; the HTTP server's requests in progress get the same
+    grace, alongside (`_stop`). A signal
     while the gateway still starts cancels the start and stops the same way."""
     state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping, started = asyncio.Event(), asyncio.Event()
@@ -70,12 +71,27 @@ async def serve(config: Config, *, local: bool = False) -> int:
             task.cancel()
         signals.release()
         try:
-            if server is not None:
-                await server.stop()
-            await gateway.stop()
+            await _stop(gateway, server)
         finally:
             signals.close()
     return 0
+
+
+async def _stop(gateway: Gateway, server: Server | None) -> None:
+    """The gateway's stop, and the HTTP server's alongside it on the same grace: a request still in
+    progress (a client sending its body slowly, for up to ``server.body_timeout_seconds``) holds
+    neither the gateway's stop nor the end of the process. The gateway stops also when the
+    server's stop fails; once it has stopped, nothing more can be handed to it, and what is left
+    of the requests is cut off (`Server.stop`)."""
+    if server is None:
+        await gateway.stop()
+        return
+    serving = asyncio.ensure_future(server.stop())
+    try:
+        await gateway.stop()
+    finally:
+        server.cut_off()
+        await serving
 
 
 async def _stop_once_quiet(gateway: Gateway, started: asyncio.Event, stopping: asyncio.Event) -> None:

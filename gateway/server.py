@@ -3,6 +3,7 @@ platform webhooks (Telegram, Slack).
 
 Slow or half-sent requests are cut off and connections are capped
 (`gateway.http_guard`); the limits come from ``server.*`` in the configuration.
+Its stop keeps to ``server.shutdown_grace_seconds`` (`Server.stop`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from aiohttp import web
 from gateway.app import Gateway
 from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionGuard, ServerLog, body_guard, expect_guard
+from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
 from platforms.base import Streaming
 from platforms.web_access import Refusal
 
 log = logging.getLogger("gateway.server")
+
+CUT_OFF_SECONDS = 1.0
+"""What the requests still running when a stop cuts them off get to end before their connections are
+closed: the ones waiting for their bodies are answered at once, the others had the grace already,
+and a client that does not read its answer would hold the stop for ever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +43,12 @@ class Limits:
     """Open connections at most; the oldest is closed to make room for a new one."""
 
 
-def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionGuard | None = None
-              ) -> web.Application:
+def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionGuard | None = None,
+              pending: PendingBodies | None = None) -> web.Application:
     limits = limits or Limits()
     arrived = guard.arrived if guard is not None else (lambda _: None)
-    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[body_guard(limits.body_timeout, arrived)])
+    app = web.Application(client_max_size=2 * 1024 * 1024,
+                          middlewares=[body_guard(limits.body_timeout, arrived, pending)])
 
     async def healthz(request: web.Request) -> web.Response:
         # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or
@@ -90,17 +97,21 @@ class Server:
     """
 
     def __init__(self, gateway: Gateway, host: str, port: int, *, limits: Limits | None = None) -> None:
+        s = gateway.config.server
         if limits is None:
-            s = gateway.config.server
             limits = Limits(s.header_timeout_seconds, s.idle_timeout_seconds, s.body_timeout_seconds,
                             s.max_connections)
         self.limits = limits
+        self.grace = s.shutdown_grace_seconds
+        """What `stop` gives the requests in progress, the gateway's own grace: the two stop together."""
         self.guard = ConnectionGuard(lambda: self._runner.server if self._runner else None,
                                      limits.max_connections, limits.header_timeout)
-        self.app = build_app(gateway, limits, self.guard)
+        self.pending = PendingBodies()
+        self.app = build_app(gateway, limits, self.guard, self.pending)
         self.host, self.port = host, port
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self._cut = asyncio.Event()
 
     async def bind(self) -> None:
         """Listen on the address without accepting connections yet. Raises `StartupError`
@@ -109,9 +120,10 @@ class Server:
             return
         # keepalive_timeout: the idle limit between requests (the guard times the first one).
         # lingering_time=0: after an answer to a request whose body is unread, close rather
-        # than keep reading what a slow client sends.
+        # than keep reading what a slow client sends. shutdown_timeout: how long aiohttp waits
+        # for a handler at the stop (60 s of its own), only a backstop behind `stop`'s cut-off.
         runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.limits.idle_timeout,
-                               lingering_time=0, logger=ServerLog())
+                               lingering_time=0, logger=ServerLog(), shutdown_timeout=self.grace + CUT_OFF_SECONDS)
         await runner.setup()
         assert runner.server is not None
         runner.server.request_handler = expect_guard(runner.server.request_handler)
@@ -140,16 +152,47 @@ class Server:
         return f"http://{_address(self.host, self.port)}"
 
     async def stop(self) -> None:
-        """Stop accepting, let requests in progress finish, close every connection. Idempotent."""
+        """Stop accepting, end the event streams, close idle connections; let the requests in
+        progress finish until ``grace`` is over, or until `cut_off` if that comes first. Then
+        cut off what is left: a request still waiting for its body is answered 503 at once
+        (`gateway.http_guard.PendingBodies`), and a connection whose request has not ended
+        `CUT_OFF_SECONDS` later (a client that does not read its answer) is closed. A client
+        sending its body slowly holds the stop no longer than that, not the body's own limit.
+        Idempotent."""
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
         self.guard.close()
         runner, self._runner = self._runner, None
         if runner is not None:
-            await runner.cleanup()
+            await self._drain(runner)
         if listener is not None:
             await listener.wait_closed()
+
+    def cut_off(self) -> None:
+        """Nothing more can be handed over (the gateway has stopped): `stop` cuts off what is left
+        of the requests now rather than when the grace is over. Idempotent; also before `stop`."""
+        self._cut.set()
+
+    async def _drain(self, runner: web.AppRunner) -> None:
+        server = runner.server
+        cleanup = asyncio.ensure_future(runner.cleanup())
+        cut = asyncio.ensure_future(self._cut.wait())
+        try:
+            await asyncio.wait({cleanup, cut}, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED)
+            if not cleanup.done():
+                self.pending.cut_off()
+                await asyncio.wait({cleanup}, timeout=CUT_OFF_SECONDS)
+            if not cleanup.done() and server is not None:
+                for connection in list(server.connections):
+                    if connection.transport is not None:
+                        # Not close(), which waits to send what the client does not read: the write
+                        # waiting for the client fails, and its handler ends.
+                        connection.transport.abort()
+            await cleanup
+        finally:
+            cut.cancel()
+            cleanup.cancel()  # only if this stop was cancelled itself
 
 
 def _address(host: str, port: int) -> str:
