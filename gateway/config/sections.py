@@ -81,7 +81,7 @@ class ServerSettings:
     port: int = setting(8080, "Port of the HTTP server; 0 picks a free one.", min=0, max=65535)
     shutdown_grace_seconds: float = setting(
         10.0, "How long a shutdown may take: running turns finish, then the outbox is flushed, then the Temporal"
-        " engine sends its last requests, within it.", min=0)
+        " engine sends its last requests, within it; HTTP requests in progress get it too, alongside.", min=0)
     header_timeout_seconds: float = setting(
         10.0, "A new connection must send its first request's line and headers within this long.", min=0.1
     )
@@ -89,7 +89,8 @@ class ServerSettings:
         75.0, "A kept-alive connection is closed after waiting this long for its next request.", min=0.1
     )
     body_timeout_seconds: float = setting(
-        30.0, "A request's body must arrive in full within this long after its headers, or it gets 408.", min=0.1
+        30.0, "A request's body must arrive in full within this long after its headers, or it gets 408 (503 if a"
+        " shutdown's grace ends first).", min=0.1
     )
     max_connections: int = setting(
         256, "Open HTTP connections at most; at the cap the oldest is closed to make room.", min=1
