@@ -11,11 +11,15 @@ session without the service sees the whole workspace.
 Subagents in the same process inherit it with the parent's other services.
 
 Paths are compared after symlinks are resolved (`resolve_in_workspace`), so a link
-from the session's own folder into another's leads nowhere.
+from the session's own folder into another's leads nowhere; and whether a path lies in a divided
+folder regardless of case and Unicode normalization (`_folded`), since on a file system that
+ignores them (macOS's and Windows' by default) ``ATTACHMENTS/Telegram/…`` is that folder too.
+What is the session's own is matched exactly: elsewhere two chats may differ only in case.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +55,9 @@ class FileScope:
         host keeps for those folders."""
         self.check(target, root, path)
         own, areas = self._resolved(root)
-        folders = [area for _, area in areas] + ([own] if own is not None else [])
-        if target != root and any(target == folder or target in folder.parents for folder in folders):
+        folders = [area for _, area in areas] + ([_folded(own)] if own is not None else [])
+        folded = _folded(target)
+        if target != root and any(folder[:len(folded)] == folded for folder in folders):
             inside = f"write inside {self.own}/ instead" if self.own else "write elsewhere"
             raise ToolError(f"{path!r} cannot be written: it is where the folders of other people's files are "
                             f"kept ({', '.join(f'{name}/' for name, _ in areas)}); {inside}")
@@ -63,13 +68,20 @@ class FileScope:
         own, areas = self._resolved(root)
         return lambda entry: self._foreign_area(entry, own, areas) is not None
 
-    def _resolved(self, root: Path) -> tuple[Path | None, list[tuple[str, Path]]]:
+    def _resolved(self, root: Path) -> tuple[Path | None, list[tuple[str, tuple[str, ...]]]]:
         own = (root / self.own).resolve() if self.own else None
-        return own, [(area.rstrip("/"), (root / area).resolve()) for area in self.private]
+        return own, [(area.rstrip("/"), _folded((root / area).resolve())) for area in self.private]
 
     @staticmethod
-    def _foreign_area(target: Path, own: Path | None, areas: list[tuple[str, Path]]) -> str | None:
+    def _foreign_area(target: Path, own: Path | None, areas: list[tuple[str, tuple[str, ...]]]) -> str | None:
         """The private folder holding ``target`` when ``target`` is someone else's, else None."""
         if own is not None and (target == own or own in target.parents):
             return None
-        return next((name for name, area in areas if area in target.parents), None)
+        folded = _folded(target)
+        return next((name for name, area in areas if len(folded) > len(area) and folded[:len(area)] == area), None)
+
+
+def _folded(path: Path) -> tuple[str, ...]:
+    """The names of ``path`` as a file system that ignores case and Unicode normalization takes them
+    (caseless matching, as Unicode defines it): names that fold alike may be one folder there."""
+    return tuple(unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold()) for name in path.parts)

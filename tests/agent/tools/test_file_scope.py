@@ -104,3 +104,40 @@ async def test_the_divided_folders_and_the_own_one_cannot_be_written_as_files(ca
     assert not (workspace / "files").exists()
     assert "wrote 1 characters" in await call(WRITE, {"path": "files/tg/alice/mine.txt", "content": "x"}, SCOPE)
     assert (workspace / "files" / "tg" / "alice").is_dir()
+
+
+@pytest.mark.parametrize("path", [
+    "FILES/TG/bob/note.txt",
+    "Files/tg/bob/note.txt",
+    "files/\u017flack/carol/note.txt",  # LONG S, which caseless matching (APFS's too) takes for 's'
+    "files/TG/alice/note.txt",  # the own folder, misspelt: another's where case matters
+])
+async def test_a_divided_folder_named_in_another_case_is_refused(call, files: Path, path: str):
+    # On a file system that ignores case (macOS's, Windows' by default) these name the divided
+    # folders themselves, and read, list and write other owners' files there.
+    assert "is not this session's to use" in await refusal(call, READ, {"path": path})
+    assert "is not this session's to use" in await refusal(call, WRITE, {"path": path, "content": "x"})
+    assert "is not this session's to use" in await refusal(call, LIST, {"path": path.rsplit("/", 1)[0]})
+    assert (files / "files" / "tg" / "bob" / "note.txt").read_text() == "tg/bob's secret\n"
+
+
+async def test_listings_leave_out_divided_folders_named_in_another_case(call, workspace: Path):
+    # Where case matters these are folders of their own; where it does not, the divided folders.
+    (workspace / "FILES" / "Tg" / "bob").mkdir(parents=True)
+    (workspace / "FILES" / "Tg" / "bob" / "note.txt").write_text("secret\n")
+    assert (await call(LIST, {"path": ".", "pattern": "**"}, SCOPE)).splitlines() == ["FILES/", "FILES/Tg/"]
+
+
+async def test_the_own_folder_is_matched_exactly(call, files: Path):
+    # Where case matters, a chat whose id differs from this one's only in case is another chat.
+    (files / "files" / "tg" / "ALICE").mkdir()
+    (files / "files" / "tg" / "ALICE" / "note.txt").write_text("another alice's secret\n")
+    assert "is not this session's to use" in await refusal(call, READ, {"path": "files/tg/ALICE/note.txt"})
+    assert await call(READ, {"path": "files/tg/alice/note.txt"}, SCOPE) == "tg/alice's secret\n"
+
+
+@pytest.mark.parametrize("path", ["FILES", "Files/TG", "files/SLACK"])
+async def test_the_divided_folders_cannot_be_written_as_files_in_another_case(call, workspace: Path, path: str):
+    out = await refusal(call, WRITE, {"path": path, "content": "x"})
+    assert out.startswith(f"{path!r} cannot be written: it is where the folders of other people's files are kept")
+    assert list(workspace.iterdir()) == []
