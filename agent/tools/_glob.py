@@ -60,10 +60,7 @@ def _segment(segment: str) -> Callable[[str], object]:
         elif part == "?":
             chunks[-1] += "."
         elif part.startswith("[") and part.endswith("]") and part not in ("[]", "[!]"):
-            negate, body = part[1] == "!", part[1:-1].removeprefix("!")
-            # Escape all but '-' so regex syntax inside a class ('^', '\\', '&&') stays literal.
-            body = "".join(c if c == "-" else re.escape(c) for c in body)
-            chunks[-1] += "[" + ("^" if negate else "") + body + "]"
+            chunks[-1] += _char_class(part[1:-1])
         else:
             chunks[-1] += re.escape(part)
     if len(chunks) == 1:
@@ -73,3 +70,25 @@ def _segment(segment: str) -> Callable[[str], object]:
         # An atomic group commits to the first fit of each middle chunk: no way back into it.
         regex = head + "".join(f"(?>.*?{chunk})" for chunk in middle if chunk) + ".*" + tail
     return re.compile(regex, re.DOTALL).fullmatch
+
+
+def _char_class(body: str) -> str:
+    """The regex of the ``[...]`` whose inside is ``body``, as `fnmatch` reads it: a leading ``!``
+    negates, ``a-z`` is a range and any other ``-`` itself; a range backwards (``z-a``) holds nothing,
+    so that a class of only such matches no character (or, negated, any), where the regex it would
+    make is an error. Every character is escaped, so regex syntax in a class (``^``, ``\\``, ``&&``,
+    ``--``) stays literal."""
+    negate, body = body.startswith("!"), body.removeprefix("!")
+    members, i = [], 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            low, high = body[i], body[i + 2]
+            if low <= high:
+                members.append(re.escape(low) if low == high else f"{re.escape(low)}-{re.escape(high)}")
+            i += 3
+        else:
+            members.append(re.escape(body[i]))
+            i += 1
+    if not members:
+        return "." if negate else "(?!)"
+    return "[" + ("^" if negate else "") + "".join(members) + "]"

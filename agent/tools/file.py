@@ -162,29 +162,74 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
+# A folder below the listed one is opened through the one above it as a folder only, following no
+# symlink: one swapped since the scan that found it for a symlink (out of the workspace) or a FIFO
+# (whose open waits for a writer for ever) is not entered. os.fwalk opens it plainly, and recurses, so
+# that a tree some thousand folders deep, which write_file alone can make, failed the listing too.
+_SUBFOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def _matches(base: Path, folder: int, matches: GlobMatch, hidden):
     """Entries under ``base`` (open as ``folder``) whose relative path matches and that are not
-    ``hidden``, directory by directory in name order, each with its mark ('/' a directory, '@' a
-    symlink)."""
-    # os.fwalk opens each directory through the one above it and descends into none that is, or
-    # was swapped for, a symlink: the walk stays inside the workspace whatever changes meanwhile.
-    for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=folder):
-        here = base / dirpath
-        for name in sorted(dirnames + filenames):
-            if hidden(here / name):
-                continue
-            if matches((here / name).relative_to(base).as_posix()):
-                yield here / name, _mark(name, dirfd)
-        deeper = matches.depth is None or len(here.relative_to(base).parts) + 1 < matches.depth
-        dirnames[:] = sorted(d for d in dirnames if deeper and not hidden(here / d))
-
-
-def _mark(name: str, folder: int) -> str:
+    ``hidden``, directory by directory in name order (depth first), each with its mark ('/' a
+    directory, '@' a symlink). Open are only the folders on the way to the one being read."""
+    todo: list[tuple[Path, int]] = []  # folders still to read (relative to base), each with the folder it is in
+    left: dict[int, int] = {}  # an open folder: how many of its folders in `todo` are still to be opened
+    here, fd = Path(), folder
     try:
-        kind = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+        while fd is not None:
+            subfolders = []
+            for name, mark in _entries(fd):
+                entry = here / name
+                if hidden(base / entry):
+                    continue
+                if matches(entry.as_posix()):
+                    yield base / entry, mark
+                if mark == "/" and (matches.depth is None or len(entry.parts) < matches.depth):
+                    subfolders.append(name)
+            todo.extend((here / name, fd) for name in reversed(subfolders))
+            left[fd] = len(subfolders)
+            _release(fd, left, folder)
+            fd = None
+            while fd is None and todo:
+                here, parent = todo.pop()
+                try:
+                    fd = os.open(here.name, _SUBFOLDER, dir_fd=parent)
+                except OSError:  # gone, or no folder now
+                    pass
+                left[parent] -= 1
+                _release(parent, left, folder)
+    finally:
+        for open_fd in left:
+            if open_fd != folder:
+                os.close(open_fd)
+        if fd is not None and fd != folder:
+            os.close(fd)
+
+
+def _release(fd: int, left: dict[int, int], folder: int) -> None:
+    """Close ``fd`` once none of its folders is still to be opened (``folder`` is the caller's)."""
+    if left[fd] == 0:
+        del left[fd]
+        if fd != folder:
+            os.close(fd)
+
+
+def _entries(folder: int) -> list[tuple[str, str]]:
+    """The names in ``folder``, in order, each with its mark; none when it cannot be read."""
+    try:
+        with os.scandir(folder) as listing:
+            found = [(entry.name, _mark(entry)) for entry in listing]
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def _mark(entry: os.DirEntry) -> str:
+    try:
+        return "@" if entry.is_symlink() else "/" if entry.is_dir(follow_symlinks=False) else ""
     except OSError:  # gone meanwhile
         return ""
-    return "@" if stat.S_ISLNK(kind) else "/" if stat.S_ISDIR(kind) else ""
 
 
 def list_files(args: dict[str, Any], ctx: ToolContext) -> str:

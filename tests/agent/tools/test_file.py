@@ -176,6 +176,22 @@ async def test_list_files_patterns(call, workspace: Path, pattern: str, listed: 
     assert out.splitlines() == listed
 
 
+@pytest.mark.parametrize(("pattern", "listed"), [
+    ("[z-a]*", []),  # a range backwards holds nothing, as fnmatch reads it; the regex was an error
+    ("[!z-a]ab", ["aab"]),
+    ("[a-cz-a]ab", ["aab"]),
+    ("[+--]*", ["+x", "-x"]),  # '--' is a range here, not a regex set difference (a FutureWarning)
+    ("[&&a]*", ["&x", "a.b.txt", "aab"]),
+    ("[^]x", ["^x"]),
+])  # fmt: skip
+async def test_list_files_character_classes_read_as_fnmatch_reads_them(call, workspace: Path, pattern: str,
+                                                                       listed: list[str]):
+    for name in ("a.b.txt", "aab", "+x", "-x", "&x", "^x"):
+        (workspace / name).write_text("")
+    out = await call(LIST, {"pattern": pattern})
+    assert out.splitlines() == (listed or ["(no matching entries)"])
+
+
 def test_list_files_takes_no_time_over_a_pattern_of_many_stars(workspace: Path):
     # One regex for the pattern tried every way of sharing the name among the stars: hours for
     # this one, with the GIL held, so every chat of the gateway stood still. Run apart, to be killed.
@@ -487,3 +503,73 @@ def test_a_writer_that_may_not_give_the_file_its_owner_back_writes_it_all_the_sa
     assert done.stdout.strip() == "wrote 11 characters to notes.md"  # as before: the writer's file now, said nowhere
     assert (workspace / "notes.md").read_text() == "overwritten"
     assert (workspace / "notes.md").stat().st_uid == 0
+
+
+# --- list_files walking a tree ----------------------------------------------------------------
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_list_files_walks_a_tree_a_thousand_folders_deep(call, workspace: Path):
+    # write_file alone can make one (a path of 'a/' * 1500); a walk that recursed per folder (os.fwalk)
+    # failed every '**' listing of the workspace, every chat's, with a RecursionError.
+    deep = "a/" * 1500 + "x"
+    folder = workspace
+    for _ in range(1500):  # os.makedirs recurses too
+        folder = folder / "a"
+        folder.mkdir()
+    (workspace / deep).write_text("")
+    opened = _open_descriptors()
+    try:
+        assert await call(LIST, {"pattern": "**/x"}) == deep
+        assert _open_descriptors() == opened
+    finally:  # shutil.rmtree, which cleans tmp_path up, recurses too
+        (workspace / deep).unlink()
+        while folder != workspace:
+            folder.rmdir()
+            folder = folder.parent
+
+
+async def test_list_files_leaves_no_folder_open(call, workspace: Path, monkeypatch):
+    for folder in ("a/b/c", "a/d", "e"):
+        (workspace / folder).mkdir(parents=True)
+        (workspace / folder / "f").write_text("")
+    opened = _open_descriptors()
+    assert len((await call(LIST, {"pattern": "**"})).splitlines()) == 8
+    monkeypatch.setattr(file_tools, "MAX_LIST_ENTRIES", 3)  # the walk given up half-way
+    assert len((await call(LIST, {"pattern": "**"})).splitlines()) == 4
+    assert _open_descriptors() == opened
+
+
+class _SwapsAFolderForAFifo:
+    """A ``file_scope`` whose listing filter, meeting ``folder`` in the walk, swaps it for a FIFO: after
+    the scan that found it a folder, before the walk enters it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.swapped = folder, False
+
+    def check(self, target: Path, root: Path, path: str) -> None:
+        pass
+
+    def hidden_in(self, root: Path):
+        def hidden(entry: Path) -> bool:
+            if entry == self.folder and not self.swapped:
+                self.swapped = True
+                self.folder.rename(self.folder.with_name("was-a-folder"))
+                os.mkfifo(self.folder)
+            return False
+        return hidden
+
+
+async def test_list_files_enters_no_folder_swapped_for_a_fifo_while_it_walks(call, workspace: Path):
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "notes.txt").write_text("")
+    scope = _SwapsAFolderForAFifo(workspace / "docs")
+    try:
+        async with asyncio.timeout(5):  # opened as a folder is, the FIFO waited for a writer for ever
+            out = await call(LIST, {"pattern": "**"}, {"file_scope": scope})
+    finally:
+        swaps.unblock(workspace / "docs")
+    assert scope.swapped and out == "docs/"  # listed as the folder it was when the walk found it
