@@ -8,9 +8,10 @@ Ids are never reused, so a stale id cannot remove a newer note. Every change is 
 read-modify-write under a per-file lock, written whole (`agent._durable.write_whole`),
 so concurrent adds lose nothing, a crash leaves either the old or the new file, and a
 note reported added is still there after a power cut. The temporary file a crash left
-beside it goes with the file's next save, once ten minutes old (`agent._durable.remove_leftovers`). The lock is per process: two processes sharing one file
-are not coordinated. Which file a session uses is its host's choice: the gateway
-gives each chat its own (``agent.memory_scope``).
+beside it goes with the file's next save, once ten minutes old (`agent._durable.remove_leftovers`).
+The lock holds across processes too (`_locked`): two ``switchboard ask`` runs share one file, and
+so does one beside a gateway with ``agent.memory_scope: global``. Which file a session uses is its
+host's choice: the gateway gives each chat its own (``agent.memory_scope``).
 
 A host that runs a turn again after a crash (the gateway does, under the same turn
 id) passes ``ctx.services["note_key"]``, a callable naming the note the calling turn
@@ -21,12 +22,15 @@ turn leaves one note, as if it had run once.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
 import secrets
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -67,6 +71,33 @@ def remove_temporaries(folder: Path, *, below: bool = True) -> list[Path]:
 
 def _lock_for(path: Path) -> threading.Lock:
     return _LOCKS[hash(path) % len(_LOCKS)]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the memory file ``path`` for a change (read, changed, saved whole): against this process's
+    other threads (`_LOCKS`) and against other processes, with an ``flock`` of ``.<name>.lock``
+    beside it, which the system lets go of when its holder dies. Without it, of two processes adding
+    at once, the later save drops the note of the earlier, which was reported added.
+
+    A lock file that cannot be made is not waited for: then neither can the temporary file `_save`
+    writes beside it, so the change fails there, saying why, and loses nothing. Blocking."""
+    with _lock_for(path):
+        lock = path.with_name(f".{path.name}.lock")
+        with contextlib.suppress(OSError):  # a file where the folder must be: `_load` says so
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            fd = None
+        if fd is None:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # lets go of the flock
 
 
 def _memory_path(ctx: ToolContext) -> Path:
@@ -123,7 +154,7 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"the note has {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
     note_key = ctx.services.get("note_key")
     key = note_key() if note_key is not None else None
-    with _lock_for(path):
+    with _locked(path):
         data = _load(path)
         left = next((n for n in data["notes"] if key is not None and n.get("key") == key), None)
         if left is not None:
@@ -143,7 +174,7 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
 def _remove(path: Path, args: dict[str, Any]) -> str:
     if "id" not in args:
         raise ToolError("action 'remove' needs the 'id' of a note (see action 'list')")
-    with _lock_for(path):
+    with _locked(path):
         data = _load(path)
         kept = [n for n in data["notes"] if n.get("id") != args["id"]]
         if len(kept) == len(data["notes"]):

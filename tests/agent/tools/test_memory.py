@@ -73,7 +73,8 @@ async def test_persists_as_json_across_toolsets(call, services):
     assert data["next_id"] == 2 and [n["text"] for n in data["notes"]] == ["remember me"]
     (fresh,) = memory_toolset()
     assert await call(fresh, {"action": "list"}, services) == "[1] remember me"
-    assert [p.name for p in services["memory_path"].parent.iterdir()] == ["memory.json"]  # no temp files left
+    # No temporary file left; the lock file of changes from other processes stays.
+    assert sorted(p.name for p in services["memory_path"].parent.iterdir()) == [".memory.json.lock", "memory.json"]
 
 
 async def test_a_note_reported_added_is_on_disk_for_good(call, services, fsyncs):
@@ -81,7 +82,7 @@ async def test_a_note_reported_added_is_on_disk_for_good(call, services, fsyncs)
     # cut could bring back the file without the note the tool had answered "added note 1" for.
     await call(MEMORY, {"action": "add", "text": "remember me"}, services)
     path = services["memory_path"]
-    assert fsyncs.of(path, path.parent) == [(path, None), (path.parent, {"memory.json"})]
+    assert fsyncs.of(path, path.parent) == [(path, None), (path.parent, {".memory.json.lock", "memory.json"})]
     assert path.stat().st_mode & 0o777 == 0o600  # the notes are the user's alone
 
 
@@ -155,7 +156,7 @@ def test_a_note_the_disk_refuses_is_a_clear_error_and_the_notes_stay_as_they_wer
                            "the memory file cannot be written (File too large); nothing was changed"]
     assert ran["said"] == [f"memory: {path} cannot be written: [Errno 27] File too large"]  # the operator's to fix
     assert [n["text"][0] for n in json.loads(path.read_text())["notes"]] == ["a", "b"]
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+    assert sorted(p.name for p in path.parent.iterdir()) == [".memory.json.lock", path.name]  # no temporary file
 
 
 
@@ -174,7 +175,7 @@ async def test_what_a_crash_left_beside_a_notes_file_goes_with_its_next_save_and
     await call(MEMORY, {"action": "add", "text": "kept"}, services)
     crashed = subprocess.run([sys.executable, "-c", CRASH_BEFORE_RENAME, str(path)], cwd=ROOT)
     assert crashed.returncode == -9
-    [left] = [p for p in path.parent.iterdir() if p != path]
+    [left] = [p for p in path.parent.iterdir() if p not in (path, path.with_name(".memory.json.lock"))]
     assert left.name.startswith(".memory.json.") and "half saved" in left.read_text()
     old = time.time() - _durable.LEFTOVER_SECONDS - 60
     os.utime(left, (old, old))
@@ -234,3 +235,44 @@ async def test_a_note_added_though_its_folder_cannot_be_flushed_is_reported_adde
     monkeypatch.setattr(os, "fsync", fsync)
     assert await call(MEMORY, {"action": "add", "text": "remember me"}, services) == "added note 1"
     assert [n["text"] for n in json.loads(services["memory_path"].read_text())["notes"]] == ["remember me"]
+
+
+ADDER = """
+import asyncio, sys
+from pathlib import Path
+from agent._tools import ToolContext
+from agent.tools.memory import memory_toolset
+(tool,) = memory_toolset()
+ctx = ToolContext(session=None, call_id="c", workspace=Path("."), services={"memory_path": sys.argv[1]})
+print("ready", flush=True)
+sys.stdin.read(1)
+async def main():
+    for i in range(40):
+        await tool.invoke({"action": "add", "text": f"{sys.argv[2]} {i}"}, ctx)
+asyncio.run(main())
+"""
+
+
+def test_two_processes_adding_at_once_lose_no_note(services):
+    # Two `switchboard ask` runs share memory/ask.json, and one beside a gateway with
+    # agent.memory_scope: global shares memory.json: each read the file, added, and saved it whole,
+    # and the later save dropped the notes of the earlier, which had been reported added.
+    path = services["memory_path"]
+    adders = [subprocess.Popen([sys.executable, "-c", ADDER, str(path), who], cwd=ROOT, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE) for who in ("first", "second")]
+    try:
+        for adder in adders:
+            assert adder.stdout.readline() == "ready\n"
+        for adder in adders:  # both at once
+            adder.stdin.write("go")
+            adder.stdin.close()
+        for adder in adders:
+            assert adder.wait(timeout=50) == 0
+    finally:
+        for adder in adders:
+            adder.kill()
+            adder.wait()
+            adder.stdout.close()
+    notes = json.loads(path.read_text())["notes"]
+    assert sorted(n["text"] for n in notes) == sorted(f"{who} {i}" for who in ("first", "second") for i in range(40))
+    assert sorted(n["id"] for n in notes) == list(range(1, 81))
