@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import errno
 import os
 import signal
 import sys
@@ -102,12 +103,25 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         pass
 
 
+def _unstarted(exc: OSError | ValueError, code: str) -> str:
+    """Why ``code`` could not be run, for the model: the cause, never the host's paths (an OSError's
+    text names the interpreter's, or the workspace's)."""
+    if isinstance(exc, OSError):
+        if exc.errno == errno.E2BIG:  # one argument may be 128 KiB at most (Linux)
+            return (f"{exc.strerror}: the code ({len(code)} characters) is longer than one command line may be; "
+                    "write most of it to a file in the workspace and run a short program that imports it")
+        return exc.strerror or type(exc).__name__
+    if "\0" in code:
+        return "the code holds a NUL character, which no command line can carry"
+    return "the code holds a lone surrogate (half of a UTF-16 pair), which is no UTF-8 text"
+
+
 async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds: float, output_limit: int) -> str:
     """Run ``code`` and report its exit code and (capped) output.
 
-    Raises `ToolError` when Python cannot be started or the time limit is hit (the
-    message then carries the output so far). On cancellation the process group is
-    killed and reaped before `CancelledError` propagates.
+    Raises `ToolError` when Python cannot be started (a snippet too long for a command line, one
+    holding a NUL) or the time limit is hit (the message then carries the output so far). On
+    cancellation the process group is killed and reaped before `CancelledError` propagates.
     """
     env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
     try:
@@ -119,8 +133,8 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
-    except OSError as exc:  # e.g. E2BIG for a snippet larger than the argument limit
-        raise ToolError(f"could not start Python: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"could not start Python: {_unstarted(exc, code)}") from None
     out = _Output(output_limit)
     assert proc.stdout is not None
     pump = asyncio.create_task(_pump(proc.stdout, out))

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import sys
 import time
 from pathlib import Path
 
@@ -164,3 +166,22 @@ def test_factory_rejects_nonsense_limits():
         execute_code_toolset(0, 100)
     with pytest.raises(ValueError):
         execute_code_toolset(1, 0)
+
+
+async def test_code_too_long_for_a_command_line_is_refused_without_the_hosts_paths(call):
+    with pytest.raises(ToolError) as refused:
+        await call(_tool(), {"code": "#" + "x" * 200_000})
+    message = str(refused.value)
+    assert message.startswith("could not start Python: Argument list too long: the code (200001 characters) is "
+                              "longer than one command line may be; write most of it to a file")
+    assert sys.executable not in message and "/" not in message  # it named the interpreter's path
+
+
+@pytest.mark.parametrize(("code", "why"), [
+    ("print(1)\0", "the code holds a NUL character, which no command line can carry"),
+    ("print('\ud800')", "the code holds a lone surrogate (half of a UTF-16 pair), which is no UTF-8 text"),
+])  # fmt: skip
+async def test_code_no_command_line_can_carry_is_a_tool_error(call, code: str, why: str):
+    # The model's JSON can hold both ("\u0000", "\ud800"); they were a ValueError, logged as a tool's bug.
+    with pytest.raises(ToolError, match=f"^{re.escape(f'could not start Python: {why}')}$"):
+        await call(_tool(), {"code": code})
