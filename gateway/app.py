@@ -177,6 +177,10 @@ class Gateway:
         for event, _ in replayed:
             self.store.inbox.reopen(event.platform, event.event_id)
         unfinished = [*replayed, *self.store.inbox.take_requeued()]
+        # Before the first await: the outbox started above has sent nothing yet.
+        self.questions.drop_left_unsent(self.store.outbox.pending_messages(), {
+            *(turn_id for _, turn_id in unfinished if turn_id),
+            *(row.completion_turn_id for row in self.store.delegations.running())})
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()

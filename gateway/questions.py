@@ -13,8 +13,10 @@ a new message) instead of replaying the answer as a message of its own. What the
 writes in the replayed turn before it asks again is held for that question (`Questions.hold`);
 only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. One the earlier run
 journaled and did not get sent before it died is in the chat as soon as it may have gone out (tried
-before the death, or now); one the chat cannot have yet is dropped as the turn asks again, as a stop
-drops it. While a question
+before the death and not refused at its one try, or now); one that cannot have gone out before the
+death (`never_out`) is dropped at the start, before the outbox sends it, whether or not the turn run
+again asks again (a model may decide otherwise the second time: `Questions.drop_left_unsent`), and one
+the chat cannot have yet is dropped as the turn asks again, as a stop drops it. While a question
 waits, the turn's events (its message's, and those steered into it) are not marked begun in the
 inbox: the turn is idle, and a gateway dying then (another chat's poison message, an OOM) is
 charged to none of them (`gateway.dead_letters`); they are marked again, durably, before the
@@ -28,7 +30,7 @@ import asyncio
 import logging
 import re
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 
 from agent import Clock, ToolError
 from gateway import senders
@@ -38,7 +40,7 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import OutboxRow
 from gateway.store.inbox import Inbox
-from platforms.base import Inbound
+from platforms.base import Inbound, RateLimited
 
 log = logging.getLogger("gateway.questions")
 
@@ -86,6 +88,28 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
     if number and 1 <= int(number[1]) <= len(choices):
         return choices[int(number[1]) - 1]
     return text
+
+
+def question_part(key: str, turn_id: str) -> bool:
+    """Whether the outbox key ``key`` is of a part of a question turn ``turn_id`` asked
+    (``<turn>:ask:<run>:<number>:<part>``), not of a line said under one (its wait ran out, say)."""
+    prefix = f"{turn_id}:ask:"
+    if not key.startswith(prefix):
+        return False
+    run, _, rest = key[len(prefix):].partition(":")
+    number, _, part = rest.partition(":")
+    return bool(run) and number.isdigit() and part.isdigit()
+
+
+def never_out(row: OutboxRow) -> bool:
+    """Whether the pending part ``row``, journaled before the start, cannot have reached the chat: never
+    tried, or tried once and refused with a 429 (`RateLimited`, as the sender records it). Refused more
+    often, it is not known whether an attempt before the last refusal was taken, its answer lost (a
+    network error). The one refusal's wait may have been over before the process died, but a try made
+    then is recorded as soon as it is answered: misread are only a death during that try, and one that
+    never got an answer (a restart takes longer than most of Telegram's waits)."""
+    refused = (row.last_error or "").partition(":")[0] == RateLimited.__name__
+    return not row.tried or (refused and row.attempts == 1)
 
 
 class Questions:
@@ -292,6 +316,22 @@ class Questions:
             return asked == str(number) and part.isdigit() and not self._outbox.maybe_seen(row.key)
 
         self._outbox.drop(*session.chat, unseen)
+
+    def drop_left_unsent(self, pending: Iterable[OutboxRow], turn_ids: Collection[str]) -> int:
+        """At a start, before the outbox sends anything: drop the question parts of the turns ``turn_ids``,
+        which run again, that runs before the start journaled and the chat cannot have (`never_out`);
+        ``pending``: the outbox's pending parts. Returns how many. Sent now, such a question would ask for
+        an answer nothing waits for when the turn run again does not ask it (a model may decide otherwise
+        the second time), as one a stop left would (`ask` drops that); if it asks, it asks anew."""
+        chats: dict[tuple[str, str, str | None], set[int]] = {}
+        for row in pending:
+            if row.turn_id in turn_ids and question_part(row.key, row.turn_id) and never_out(row):
+                chats.setdefault(row.chat, set()).add(row.id)
+        dropped = sum(self._outbox.drop(*chat, lambda row, ids=ids: row.id in ids) for chat, ids in chats.items())
+        if dropped:
+            log.info("dropped %d part(s) of questions asked before the restart that never went out: their turns"
+                     " run again", dropped)
+        return dropped
 
     def waits(self, running: RunningTurn | None) -> bool:
         """Whether the running turn waits on a question that may be in the chat."""

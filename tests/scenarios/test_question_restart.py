@@ -139,12 +139,20 @@ def question_rows(database: Path) -> list[tuple[str, int]]:
         return db.execute("SELECT status, attempts FROM gateway_outbox WHERE key LIKE '%:ask:%' ORDER BY id").fetchall()
 
 
+def question_tried(database: Path) -> bool:
+    """Whether the one question part journaled is marked tried: it may have reached the platform."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT status, tried FROM gateway_outbox WHERE key LIKE '%:ask:%'").fetchall() == [
+            ("pending", 1)]
+
+
 async def test_an_answer_to_the_question_a_killed_gateway_left_unsent_is_taken_while_the_one_asked_again_waits(
         tmp_path: Path):
-    # Killed while its question waited out Telegram's 429, the gateway sends it after the start; the turn
-    # run again has asked again meanwhile, in a message that waits its turn behind it (the chat's pace, a
-    # 429). The user answers the question they see: that answer was taken for a message of its own, which
-    # stopped the turn (the next message interrupts it) and reached the model without the question.
+    # Killed while its question was on its way to Telegram (it may have gone out, its answer lost), the
+    # gateway sends it again after the start; the turn run again has asked again meanwhile, in a message
+    # that waits its turn behind it (the chat's pace, a 429). The user answers the question they see: that
+    # answer was taken for a message of its own, which stopped the turn (the next message interrupts it)
+    # and reached the model without the question.
     model = Model()
     database = tmp_path / "state" / "switchboard.db"
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
@@ -158,9 +166,10 @@ async def test_an_answer_to_the_question_a_killed_gateway_left_unsent_is_taken_w
         }))
         proc, _ = await start(config, tmp_path)
         try:
-            fake.fail_next("sendMessage", 429, retry_after=4)
+            fake.hang_next("sendMessage")  # the question: Telegram never answers
             fake.push_message(42, "please deploy the app")
-            await fake.wait_for(lambda: question_rows(database) == [("pending", 1)], timeout=30)
+            await fake.wait_for(lambda: fake.calls_to("sendMessage"), timeout=30)  # the hang is used up
+            await fake.wait_for(lambda: question_tried(database), timeout=30)
         finally:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
@@ -222,3 +231,48 @@ async def test_a_question_a_killed_gateway_never_tried_to_send_is_not_sent_besid
             proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(proc.wait(), 30)
     assert texts(fake) == [interim, QUESTION, "deploying to: production"]
+
+
+async def test_a_question_a_killed_gateway_left_refused_is_not_sent_when_the_turn_run_again_does_not_ask(
+        tmp_path: Path):
+    # Killed while its question waited out Telegram's 429, the gateway sent it after the start although the
+    # turn run again did not ask it (a model may decide otherwise the second time): it asked for an answer
+    # nothing waited for, and the user's answer became a message of its own. A stop drops such a question.
+    guess = "deploying to staging (my best guess)"
+    asked = 0
+
+    async def asking_once(body: dict) -> dict:
+        nonlocal asked
+        last = body["messages"][-1]
+        if "deploy" not in str(last.get("content")):
+            return {"text": f"plain answer to {last.get('content')}"}
+        asked += 1
+        return call("clarify", {"question": "Which environment?", "choices": CHOICES}) if asked == 1 else {
+            "text": guess}
+
+    database = tmp_path / "state" / "switchboard.db"
+    async with FakeOpenAIServer() as server, FakeTelegram() as fake:
+        server.respond_with(asking_once)
+        config = tmp_path / "switchboard.yaml"
+        config.write_text(yaml.safe_dump({
+            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+            "display": {"progress": "off"},
+            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                       "allow_all": True}},
+        }))
+        proc, _ = await start(config, tmp_path)
+        try:
+            fake.fail_next("sendMessage", 429, retry_after=4)  # the gateway is killed before it tries again
+            fake.push_message(42, "please deploy the app")
+            await fake.wait_for(lambda: question_rows(database) == [("pending", 1)], timeout=30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        proc, _ = await start(config, tmp_path)
+        try:
+            await fake.wait_for(lambda: guess in texts(fake), timeout=30)
+        finally:  # a graceful stop flushes the outbox: the question, if still pending, would go out now
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 30)
+    assert texts(fake) == [guess]
+    assert question_rows(database) == [("dropped", 1)]
