@@ -328,10 +328,7 @@ class TelegramAdapter:
         inbound = self._to_inbound(message, event_update.update_id)
         if inbound is None:
             return
-        if self.mode == "webhook" and (group := await self.upgrade_wait.group_of(message, self._moves.moved_from)):
-            inbound = dataclasses.replace(inbound, chat_id=group,
-                                          message_id=written_in(str(message.chat.id), group, message.message_id))
-        await self._hand_over(inbound)
+        await self._hand_over(await self._upgraded(inbound, message))
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):
@@ -371,7 +368,18 @@ class TelegramAdapter:
         if inbound is not None:
             every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))
             aliases = tuple(str(update_id) for _, update_id in album)
+            inbound = await self._upgraded(inbound, lead)
             await self._hand_over(dataclasses.replace(inbound, attachments=every, aliases=aliases))
+
+    async def _upgraded(self, inbound: Inbound, message: Message) -> Inbound:
+        """``inbound``, made of ``message``, under the group's chat id if it was written in the supergroup
+        the group just became, as it is once the upgrade is known. A webhook may deliver it before the
+        upgrade's service messages: it waits for them (`telegram_moves.UpgradeWait`); polling serves them
+        first. An album waits too, its lead item standing for it: its items are numbered in a row."""
+        if self.mode != "webhook" or not (group := await self.upgrade_wait.group_of(message, self._moves.moved_from)):
+            return inbound
+        return dataclasses.replace(inbound, chat_id=group,
+                                   message_id=written_in(str(message.chat.id), group, message.message_id))
 
     async def _hand_over(self, inbound: Inbound) -> None:
         await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound))
