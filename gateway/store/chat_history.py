@@ -25,6 +25,8 @@ from lifecycle import SqliteDatabase
 from_text = SqliteDatabase.untext
 
 PLATFORM = "web"
+_NO_ID = 2**63 - 1
+"""Above every outbox row id (SQLite's largest integer)."""
 
 SCHEMA = (
     """CREATE INDEX IF NOT EXISTS gateway_inbox_web_chat ON gateway_inbox
@@ -58,27 +60,37 @@ class ChatHistory:
                  "time": received_at, "edited": False} for event_id, payload, received_at in reversed(rows)]
 
     def _sent(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
-        sends = self._db.read(
-            "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND status = 'sent'"
-            " AND op IN ('send', 'file') ORDER BY id DESC LIMIT ?", (chat_id, limit))  # fmt: skip
-        if not sends:
-            return []
-        # Edits and deletions always come after the message they change: one range covers them all.
-        rows = self._db.read(
-            "SELECT op, kind, text, message_id, sent_at FROM gateway_outbox WHERE platform = 'web' AND chat_id = ?"
-            " AND id >= ? AND status = 'sent' AND op IN ('send', 'file', 'edit', 'delete') ORDER BY id",
-            (chat_id, sends[-1][0]))  # fmt: skip
+        """The chat's last ``limit`` sent messages still shown, oldest first, each with its latest edit.
+
+        Read newest first, a page at a time, until ``limit`` are found: a deleted message does not count
+        (``progress_final: delete`` removes a progress card or two a turn), else the replies of the older
+        turns on the page would be missing while their questions showed. Edits and deletions always come
+        after the message they change, so each is read before it."""
         shown: dict[str, dict[str, Any]] = {}
-        for op, kind, text, message_id, sent_at in rows:
-            if message_id is None:
-                continue
-            if op in ("send", "file"):
-                shown[message_id] = {"id": message_id, "role": "assistant", "kind": kind, "text": from_text(text),
-                                     "time": sent_at, "edited": False}
-                if op == "file":
-                    shown[message_id]["file"] = True
-            elif op == "edit" and message_id in shown:
-                shown[message_id].update(text=from_text(text), edited=True)
-            elif op == "delete":
-                shown.pop(message_id, None)
-        return list(shown.values())
+        edited: dict[str, Any] = {}  # message id -> its latest edit's text
+        deleted: set[str] = set()
+        before = None
+        while len(shown) < limit:
+            rows = self._db.read(
+                "SELECT id, op, kind, text, message_id, sent_at FROM gateway_outbox WHERE platform = 'web'"
+                " AND chat_id = ? AND id < ? AND status = 'sent' AND op IN ('send', 'file', 'edit', 'delete')"
+                " ORDER BY id DESC LIMIT ?", (chat_id, _NO_ID if before is None else before, 2 * limit))  # fmt: skip
+            for _, op, kind, text, message_id, sent_at in rows:
+                if message_id is None or message_id in shown:
+                    continue
+                if op == "delete":
+                    deleted.add(message_id)
+                elif op == "edit":
+                    edited.setdefault(message_id, text)
+                elif message_id not in deleted:
+                    shown[message_id] = {"id": message_id, "role": "assistant", "kind": kind,
+                                         "text": from_text(edited.get(message_id, text)), "time": sent_at,
+                                         "edited": message_id in edited}
+                    if op == "file":
+                        shown[message_id]["file"] = True
+                    if len(shown) == limit:
+                        break
+            if len(rows) < 2 * limit:
+                break
+            before = rows[-1][0]
+        return list(reversed(shown.values()))

@@ -73,11 +73,27 @@ def test_the_limit_keeps_the_most_recent_messages(store, clock) -> None:
     assert [m["text"] for m in store.chat_history.messages("c1", 3)] == ["answer 3", "question 4", "answer 4"]
 
 
+def test_messages_deleted_since_do_not_take_the_place_of_older_ones(store, clock) -> None:
+    # `progress_final: delete` removes each turn's progress cards: counted against the limit, they left the
+    # older turns' questions on the page without the answers that had been sent to them.
+    for i in range(3):
+        said(store, clock, f"k{i}", f"question {i}")
+        for n in range(3):
+            sent(store, clock, f"t{i}:notice{n}:0", "⏳ Working", kind="notice")
+            sent(store, clock, f"t{i}:del{n}:0", "", op="delete", target_key=f"t{i}:notice{n}:0")
+        sent(store, clock, f"t{i}:reply:0", f"answer {i}")
+        sent(store, clock, f"t{i}:edit:0", f"answer {i}, edited", op="edit", target_key=f"t{i}:reply:0")
+    assert [(m["text"], m["edited"]) for m in store.chat_history.messages("c1", 4)] == [
+        ("question 1", False), ("answer 1, edited", True), ("question 2", False), ("answer 2, edited", True)]
+    assert [m["text"] for m in store.chat_history.messages("c1", 50)] == [
+        t for i in range(3) for t in (f"question {i}", f"answer {i}, edited")]
+
+
 def test_a_chat_is_read_through_its_indexes(store) -> None:
     plans = []
     for sql in ("SELECT event_id FROM gateway_inbox WHERE platform = 'web' AND json_extract(payload, '$.chat_id') = ?"
                 " ORDER BY received_at DESC LIMIT 5",
-                "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND status = 'sent'"
-                " AND op IN ('send', 'file') ORDER BY id DESC LIMIT 5"):
+                "SELECT id FROM gateway_outbox WHERE platform = 'web' AND chat_id = ? AND id < 1000"
+                " AND status = 'sent' AND op IN ('send', 'file', 'edit', 'delete') ORDER BY id DESC LIMIT 5"):
         plans.append(" ".join(row[-1] for row in store.db.read(f"EXPLAIN QUERY PLAN {sql}", ("c1",))))
     assert "gateway_inbox_web_chat" in plans[0] and "gateway_outbox_chat" in plans[1]
