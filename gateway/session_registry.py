@@ -28,7 +28,9 @@ Ended = Callable[[GatewaySession, str, RunningTurn | None, list[tuple[str, Inbou
 """``ended(session, why, stopped, waiting)``: a stop (``why``, as `RunningTurn.suppressed_by`) ended
 the ``stopped`` turn (or none) and the ``waiting`` messages (turn id, event) before they were
 answered: settle them now, in the stop's own commit, so that no restart answers them, even one
-that comes before the stopped turn has wound down."""
+that comes before the stopped turn has wound down. A ``/new`` (why ``new``) has the ends its
+session's turns still owe (`GatewaySession.owed`) recorded first, calling it with neither if
+nothing else is ended: else a restart would answer their messages in the new generation."""
 Drops = Callable[[Inbound], bool]
 """Whether a stop drops a message waiting for a turn (by its event), or leaves it to be answered."""
 
@@ -137,6 +139,8 @@ class SessionRegistry:
         row = self._new_row(session.key, session.platform, generation=session.generation + 1,
                             choice=session.backend_choice)
         agent = self._agent(row, session.chat)
+        if session.owed:  # recorded with the transcript they belong to, before it is replaced
+            self._ended(session, "new", None, [])
         stopped = self.stop(session, "session reset by /new", why="new", drops=drops)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
@@ -233,11 +237,13 @@ class SessionRegistry:
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:
-        """The running turn is over: store what it added to the transcript. Messages steered into
-        it that it never read go back to the front of the queue, in order, as the next turns;
-        returns the steered events it did read. A turn cut short by shutdown stores nothing."""
+        """The running turn is over, in memory: messages steered into it that it never read go back
+        to the front of the queue, in order, as the next turns; returns the steered events it did
+        read. What it added to the transcript is stored with its messages' settling
+        (`store_transcript`), unless it runs again after the next start (`RunningTurn.runs_again`):
+        then nothing of it is, and what was steered into it is answered after the restart too."""
         running, session.running = session.running, None
-        if running is not None and running.shutdown:
+        if running is not None and running.runs_again:
             return []
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
@@ -246,16 +252,23 @@ class SessionRegistry:
         if running is not None and running.held_answer is not None:  # it came before those
             session.queue.appendleft(running.held_answer)
         session.last_active = self._clock.time()
+        return [item.event for item in read if item.event is not None]
+
+    def store_transcript(self, session: GatewaySession) -> None:
+        """Store what the session's agent added to its transcript since it was last stored (all of it
+        after a compaction, ``/new`` or a reload). Raises what the store refuses, and then nothing
+        counts as stored: the next call stores it all again."""
         messages = session.agent.messages
         start = session.unsaved_from()
         if start < len(messages) or start == 0:
             self._table.save_transcript(session.key, messages, start=start)
         session.mark_saved()
-        return [item.event for item in read if item.event is not None]
 
     def interrupt_all(self, reason: str) -> None:
         """Shutdown: interrupt every running turn hard. Such a turn sends nothing and stores
-        nothing; its event stays unsettled, so it runs again, whole, after the next start."""
+        nothing; its event stays unsettled, so it runs again, whole, after the next start. Not a
+        turn a stop ended before, nor one whose reply is being journaled (`RunningTurn.runs_again`):
+        their messages are settled, so what they added to the transcript is stored."""
         for session in self._sessions.values():
             if session.running is not None:
                 session.running.shutdown = True
@@ -267,7 +280,8 @@ class SessionRegistry:
         now = self._clock.time()
         evicted = 0
         for key, session in list(self._sessions.items()):
-            if session.busy or now - session.last_active < idle_after or keeps_children(session.session_id):
+            if (session.busy or session.owed or now - session.last_active < idle_after
+                    or keeps_children(session.session_id)):
                 continue
             del self._sessions[key]
             self._by_agent.pop(session.session_id, None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from agent import AgentSession, new_id
+from gateway.owed_ends import OwedEnd
 from platforms.base import Inbound
 
 Mode = Literal["inline", "background"]
@@ -128,6 +129,13 @@ class RunningTurn:
     def suppressed(self) -> bool:
         return self.suppressed_by is not None
 
+    @property
+    def runs_again(self) -> bool:
+        """Interrupted by the shutdown before anything else ended it: not a stop, which settled its
+        event, nor its reply being journaled, after which it settles its messages. Its event stays
+        unsettled, so it runs again, whole, after the next start: it sends and stores nothing now."""
+        return self.shutdown and not self.suppressed and not self.replying
+
     def take_quote(self) -> str | None:
         """The message to quote, for the turn's first message of its answer (a note, a question, an
         interim text or the reply), None for the rest: in a group where several members ask, the
@@ -164,6 +172,10 @@ class GatewaySession:
     `HEARD`, while it is in memory: a ``/new`` handed over late resets no session that took a message
     sent after it. A list, not a bounded deque: an empty deque is ten times an empty list's size, and
     the gateway holds thousands of idle sessions."""
+    owed: list[OwedEnd] = field(default_factory=list)
+    """The ends of its turns that the store refused to record (a full disk), oldest first, until they
+    are paid (`gateway.owed_ends`, which alone changes this list). The session stays in memory
+    meanwhile: reloaded, it would forget them, and their answers would wait for a restart."""
 
     def took(self, inbound: Inbound) -> None:
         """Remember that a turn began with ``inbound`` or read it (`heard`)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -27,6 +28,7 @@ from gateway.left_behind import cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
+from gateway.owed_ends import EndMessage, OwedEnd, OwedEnds, Unpaid
 from gateway.progress_card import ProgressCard
 from gateway.progress_message import ProgressMessage
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
@@ -76,6 +78,7 @@ class TurnRunner:
         self._stopping = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
+        self._owed = OwedEnds(registry, outbox, inbox, completion_ended)
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -124,8 +127,11 @@ class TurnRunner:
         stop it did not ask for) gets the stop's note now. The turn's own end repeats nothing:
         the note has the key it would use, and the first outcome of an event or a delegation stands.
         What the store refuses of this (a full disk) is logged, not raised: the stop holds all the same,
-        and what it could not settle is handled again after the next start."""
+        and what it could not settle is handled again after the next start. A ``/new`` first pays the
+        turn ends its session owes (`gateway.owed_ends`), with the transcript it is about to replace."""
         refused = _Refusals()
+        if why == "new" and (unpaid := self._owed.pay(session)) is not None:
+            refused.note(_owed_by(unpaid), unpaid.error)
         # turn id -> the kind of its reply and the message it answers, which its note quotes in a group
         notes: dict[str, tuple[str, str | None]] = {}
         if stopped is not None:
@@ -156,6 +162,11 @@ class TurnRunner:
 
     async def _work(self, session: GatewaySession) -> None:
         try:
+            # Before the next turn begins, whose transcript holds the owed turns; the turns after it begin right
+            # after an end that paid them with its own, or tried to (`_run`).
+            if (unpaid := self._owed.pay(session)) is not None:
+                _Refusals.single(unpaid.what, unpaid.error).log(f"the end of turn {unpaid.turn_id}", session,
+                                                                _UNSETTLED)
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 item, running = taken
                 if item.turn_id in self._replays:
@@ -222,43 +233,69 @@ class TurnRunner:
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()
-        if running.shutdown and not running.suppressed:  # it runs again after the restart: say nothing now
+        if running.runs_again:  # it runs again after the restart: say nothing now
             self._registry.end(session)  # stores nothing
             refused.log_turn(item.turn_id, session)
             return
+        # The answers the ends of earlier turns owe go before this turn's, if the store takes them now. If not,
+        # this one goes all the same if it can (a short answer may fit where a long one did not), rather than
+        # wait for the chat's next turn; its end is then owed behind theirs.
+        if (behind := self._owed.send(session)) is not None:
+            refused.note(_owed_by(behind), behind.error)
+        message: EndMessage | None = None  # until journaled
         if text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
                 with refused.noting("its late note", holds=False):
                     self._note_waited(session, item)  # unless it went at the start: its key is the turn's
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
-            with refused.noting("its reply"):
-                await self._outbox.enqueue_long(*session.chat, text, kind=kind, key=f"{item.turn_id}:{kind}",
-                                                turn_id=item.turn_id, first=finish_progress,
-                                                reply_to=running.take_quote)
+            answer = EndMessage(text, kind, f"{item.turn_id}:{kind}", item.turn_id, reply_to=None)
+            message = await self._reply(session, running, answer, finish_progress, refused)
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
+            message = EndMessage(SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind, f"{item.turn_id}:{kind}",
+                                 item.turn_id, running.answers, note=True)
             with refused.noting("its note"):
-                self._send(session, SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind=kind,
-                           key=f"{item.turn_id}:{kind}", turn_id=item.turn_id, reply_to=running.answers)
-        # In the same commit as the reply: delivered exactly once (and not settled without it).
-        if item.delegation_id is not None and not refused.holds:
-            with refused.noting("its delegation's outcome"):
-                if running.suppressed:
-                    self._completion_ended(item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by])
-                elif text is None:
-                    self._completion_ended(item.delegation_id, "suppressed", SILENCE)
-                else:
-                    self._completion_ended(item.delegation_id, "delivered", None)
-        read: list[Inbound] = []
-        with refused.noting("its transcript"):  # the turn is over, in memory, whatever the store says
-            read = self._registry.end(session)
-        if not refused.holds:
-            for event in [*read, *([item.event] if item.event is not None else [])]:
-                with refused.noting("its messages' settling"):
-                    self._inbox.settle(event.platform, event.event_id)
+                self._send(session, message.text, kind=kind, key=message.key, turn_id=item.turn_id,
+                           reply_to=message.reply_to)
+                message = None
+        # The turn is over, in memory, whatever the store says; the rest of its end is recorded after the ends
+        # owed before it, in this same commit: its delegation's outcome with its reply (delivered exactly once),
+        # then the transcript, then its messages' settling. Refused, it is owed, and the chat goes on.
+        read = self._registry.end(session)
+        self._owed.owe(session, OwedEnd(item.turn_id, message, self._delivery(item, running, text),
+                                        (*read, *([item.event] if item.event is not None else []))))
+        if not refused.holds and (unpaid := self._owed.pay(session)) is not None:
+            refused.note(unpaid.what if unpaid.turn_id == item.turn_id else _owed_by(unpaid), unpaid.error)
         refused.log_turn(item.turn_id, session)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
+
+    async def _reply(self, session: GatewaySession, running: RunningTurn, reply: EndMessage,
+                     first: Callable[[], None], refused: _Refusals) -> EndMessage | None:
+        """Journal the turn's ``reply``, calling ``first`` right before (`Outbox.enqueue_long`). None once
+        journaled; refused, the reply to owe, with the quote it took."""
+        taken: list[str | None] = []
+
+        def quote() -> str | None:
+            taken.append(running.take_quote())
+            return taken[-1]
+
+        with refused.noting("its reply"):
+            await self._outbox.enqueue_long(*session.chat, reply.text, kind=reply.kind, key=reply.key,
+                                            turn_id=reply.turn_id, first=first, reply_to=quote)
+            return None
+        return dataclasses.replace(reply, reply_to=taken[-1] if taken else running.take_quote())
+
+    @staticmethod
+    def _delivery(item: WorkItem, running: RunningTurn, text: str | None) -> tuple[str, str, str | None] | None:
+        """A completion turn's outcome for its delegation (`CompletionEnded`); None for a message's turn."""
+        if item.delegation_id is None:
+            return None
+        if running.suppressed:
+            return item.delegation_id, "suppressed", SUPPRESSED_REASONS[running.suppressed_by]
+        if text is None:
+            return item.delegation_id, "suppressed", SILENCE
+        return item.delegation_id, "delivered", None
 
     async def _begin(self, event: Inbound) -> None:
         """Mark ``event`` begun, durably, before anything of its turn runs (its files are fetched
@@ -406,8 +443,17 @@ class _Refusals:
         try:
             yield
         except sqlite3.Error as exc:
-            self._refused.setdefault(what, exc)
-            self.holds = self.holds or holds
+            self.note(what, exc, holds=holds)
+
+    def note(self, what: str, exc: sqlite3.Error, *, holds: bool = True) -> None:
+        self._refused.setdefault(what, exc)
+        self.holds = self.holds or holds
+
+    @classmethod
+    def single(cls, what: str, exc: sqlite3.Error) -> _Refusals:
+        refused = cls()
+        refused.note(what, exc)
+        return refused
 
     def log(self, what: str, session: GatewaySession, then: str) -> None:
         if self._refused:
@@ -416,8 +462,16 @@ class _Refusals:
                         session.chat_id, type(exc).__name__, exc, ", ".join(self._refused), then)
 
     def log_turn(self, turn_id: str, session: GatewaySession) -> None:
-        self.log(f"all of turn {turn_id}", session, "what it answers stays unsettled: the turn runs again after the"
-                 " next start" if self.holds else "the rest of it is recorded")
+        self.log(f"all of turn {turn_id}", session, _UNSETTLED if self.holds else "the rest of it is recorded")
+
+
+_UNSETTLED = ("what it answers stays unsettled: the turn runs again after the next start, unless its end is"
+              " recorded before, with the chat's next turn or /new")
+"""A turn end that is owed (`gateway.owed_ends`), as the log tells it."""
+
+
+def _owed_by(unpaid: Unpaid) -> str:
+    return f"the end of turn {unpaid.turn_id} owed before ({unpaid.what})"
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:

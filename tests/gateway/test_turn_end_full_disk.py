@@ -1,7 +1,9 @@
 """A turn whose bookkeeping meets a full disk, end to end through the web chat: the store's writes
 at the turn's end (its reply, its transcript, its messages' settling) or at a stop raise, and the
-turn ends all the same, so the chat goes on once there is room, without a restart; what the turn
-could not record stays unsettled, for the next start to answer."""
+turn ends all the same, so the chat goes on once there is room, without a restart. What the turn's
+end could not record is owed (`gateway.owed_ends`): its messages stay unsettled, and nothing of it
+is stored, until the chat's next turn or ``/new`` records it all, reply, transcript and settling;
+a restart before then runs the turn again."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
 from tests.gateway.test_delegate_full_disk import lose_the_batch_for_good
 from tests.scenarios.test_full_disk import LONG, disk_full, room_again
 from tests.web_client import get_history, post_message, web_chats
@@ -46,6 +49,12 @@ async def answered(http: aiohttp.ClientSession, base: str, text: str) -> None:
             await asyncio.sleep(0.02)
 
 
+def stored(gateway: Gateway) -> list[str]:
+    """What the web chat c1 said, as its stored transcript holds it."""
+    row = gateway.store.sessions.load("web|c1|")
+    return [m["content"] for m in row.transcript if m["role"] == "user"] if row is not None else []
+
+
 def no_tracebacks(caplog) -> None:
     """A refused write is one WARNING line, not a crashed worker's traceback (`Task exception was
     never retrieved`) nor a server error's."""
@@ -73,25 +82,32 @@ async def test_a_chat_whose_turn_ended_on_a_full_disk_answers_its_next_messages_
         room_again(gateway.store.db)
 
         await answered(http, web.base, "echo: second")  # no restart, no other message needed
+        # Its reply never journaled: "first" is not settled, so it is not lost; nor stored, as it may run again.
+        assert not gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert stored(gateway) == []
         assert (await post_message(http, web.base, "c1", "third", key="key-third-1"))[0] == 202
         await answered(http, web.base, "echo: third")
         await web.settled()
         assert session.running is None and not session.queue
-        # Its reply never journaled: "first" is not settled, so it is not lost.
-        assert not gateway.store.inbox.settled("web", "key-first-1@c1")
+        # The end of "first" was owed, and paid as "third" began: its reply went out, its message is settled,
+        # and the transcript holds it, stored with that settling.
+        assert gateway.store.inbox.settled("web", "key-first-1@c1")
         assert gateway.store.inbox.settled("web", "key-third-1@c1")
-        assert await texts(http, web.base) == ["first", "second", "echo: second", "third", "echo: third"]
+        assert await texts(http, web.base) == [
+            "first", "second", "echo: second", "third", "long answer to first", "echo: third"]
+        assert stored(gateway) == ["first", "second", "third"]
+        assert not session.owed
         said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
         assert said[0].startswith("could not record all of turn ") and "database or disk is full" in said[0]
-        assert "its reply" in said[0] and "the turn runs again after the next start" in said[0]
+        assert "its reply" in said[0] and "the turn runs again after the next start, unless its end is" in said[0]
         assert all(LONG not in line for line in said)
         no_tracebacks(caplog)
 
-        await web.restart()  # the next start answers "first"; "second" was answered once, and stays so
-        await answered(http, web.base, "long answer to first")
+        await web.restart()  # nothing runs again: every message was answered once, and stays so
         await web.settled()
+        assert stored(web.gateway) == ["first", "second", "third"]  # before, "first" came again, after "third"
         assert await texts(http, web.base) == [
-            "first", "second", "echo: second", "third", "echo: third", "long answer to first"]
+            "first", "second", "echo: second", "third", "long answer to first", "echo: third"]
 
 
 async def test_a_console_stop_on_a_full_disk_holds_and_the_chat_goes_on_with_what_it_queued(tmp_path, caplog):
@@ -131,3 +147,99 @@ async def test_a_console_stop_on_a_full_disk_holds_and_the_chat_goes_on_with_wha
         assert [r for r in caplog.records if r.exc_info and "turn_runner.py" in "".join(
             traceback.format_exception(*r.exc_info))] == []
         assert [r for r in caplog.records if r.name == "asyncio"] == []
+
+
+async def test_a_turn_end_the_full_disk_refused_is_recorded_with_the_next_turns_end_once_there_is_room(
+        tmp_path, caplog):
+    # The turn of "second", queued behind "first", begins on the full disk that refused the end of "first";
+    # there is room by the time it ends: its end records that of "first" first, in the same commit as its own.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model, display={"busy_input_mode": "queue"})
+        gateway = web.gateway
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")
+        assert (await post_message(http, web.base, "c1", "second", key="key-second-1"))[0] == 202
+        await disk_full(gateway.store.db)
+        model.release("first")
+        await model.reached("second")
+        assert not gateway.store.inbox.settled("web", "key-first-1@c1")
+        room_again(gateway.store.db)
+        model.release("second")
+        await answered(http, web.base, "echo: second")
+        await web.settled()
+        assert gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert await texts(http, web.base) == ["first", "second", "long answer to first", "echo: second"]
+        assert stored(gateway) == ["first", "second"]
+        assert not next(iter(gateway.sessions)).owed
+        no_tracebacks(caplog)
+
+        await web.restart()
+        await web.settled()
+        assert stored(web.gateway) == ["first", "second"]
+        assert await texts(http, web.base) == ["first", "second", "long answer to first", "echo: second"]
+
+
+async def test_new_after_a_turn_end_the_full_disk_refused_records_it_in_the_old_session(tmp_path, caplog):
+    # `/new` guarantees that nothing of the old session reaches the new one. The message whose turn's end
+    # the full disk refused is settled by the `/new`, with the old session's transcript and the turn's
+    # reply, sent then: a restart does not answer it again in the new session.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model)
+        gateway = web.gateway
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")
+        await disk_full(gateway.store.db)
+        model.release("first")
+        await until(lambda: not gateway.runner.busy)
+        room_again(gateway.store.db)
+        assert (await post_message(http, web.base, "c1", "/new", key="key-new-1"))[0] == 202
+        await answered(http, web.base, "Started a new sessio")
+        await web.settled()
+        assert gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert await texts(http, web.base) == ["first", "/new", "long answer to first", "Started a new sessio"]
+        assert stored(gateway) == []
+
+        await web.restart()  # before, it answered "first" again, in the new session, whose transcript began with it
+        await web.settled()
+        assert stored(web.gateway) == []
+        assert await texts(http, web.base) == ["first", "/new", "long answer to first", "Started a new sessio"]
+        no_tracebacks(caplog)
+
+
+async def test_new_on_a_disk_still_full_leaves_the_turn_end_owed_to_the_new_sessions_first_turn(tmp_path, caplog):
+    # The /new cannot record the owed end of "first" (the disk is still full), but its own rows fit: the new
+    # session starts. Once there is room, its first turn pays that end before it begins: the reply of "first"
+    # goes out and its message is settled, while the new session's transcript stays its own.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model)
+        gateway = web.gateway
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")
+        await disk_full(gateway.store.db)
+        model.release("first")
+        await until(lambda: not gateway.runner.busy)
+        assert (await post_message(http, web.base, "c1", "/new", key="key-new-1"))[0] == 202
+        await answered(http, web.base, "Started a new sessio")
+        said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
+        assert said[-1].startswith("could not record all that a stop (/new) ended in web chat c1")
+        assert "not recorded: the end of turn " in said[-1] and "(its reply)" in said[-1]
+        assert not gateway.store.inbox.settled("web", "key-first-1@c1")
+
+        room_again(gateway.store.db)
+        assert (await post_message(http, web.base, "c1", "hello", key="key-hello-1"))[0] == 202
+        await answered(http, web.base, "echo: hello")
+        await web.settled()
+        assert gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert await texts(http, web.base) == [
+            "first", "/new", "Started a new sessio", "hello", "long answer to first", "echo: hello"]
+        assert stored(gateway) == ["hello"]
+
+        await web.restart()
+        await web.settled()
+        assert stored(web.gateway) == ["hello"]
+        assert await texts(http, web.base) == [
+            "first", "/new", "Started a new sessio", "hello", "long answer to first", "echo: hello"]
+        no_tracebacks(caplog)

@@ -1,0 +1,130 @@
+"""Turn ends the store refused (a full disk), owed until they can be recorded.
+
+A turn's end records what answers its messages — its reply or note, its delegation's outcome,
+the transcript holding the turn — and then settles them. When the store refuses any of that the
+turn ends all the same, for its chat to go on, and its end is owed: kept on the session
+(`GatewaySession.owed`, in memory), oldest first, and paid before the session's next turn begins,
+with every later turn's end (in the same commit as that turn's transcript, which holds the owed
+turns too), and at ``/new`` before the old generation's transcript is replaced. Paying repeats
+nothing: the outbox journals a key once, a delegation's first outcome stands, settling twice is
+settling once, and the transcript is stored from where the stored one ends
+(`GatewaySession.unsaved_from`). An end still owed when the gateway stops leaves its messages
+unsettled and nothing of its turn in the stored transcript: the next start runs the turn again,
+as after a crash.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from platforms.base import Inbound
+
+if TYPE_CHECKING:
+    from gateway.outbox import Outbox
+    from gateway.session_registry import SessionRegistry
+    from gateway.sessions import GatewaySession
+    from gateway.store import Inbox
+
+
+@dataclass(frozen=True, slots=True)
+class EndMessage:
+    """The message a turn's end sends: its reply, or the note of a stop, keyed by the turn."""
+
+    text: str
+    kind: str
+    key: str
+    turn_id: str
+    reply_to: str | None
+    """The user's message it quotes (`RunningTurn.take_quote`, taken when the turn first tried)."""
+    note: bool = False
+    """A stop's note rather than a reply (for the log)."""
+
+
+@dataclass(slots=True)
+class OwedEnd:
+    """What a turn's end still has to record, in the order it does it."""
+
+    turn_id: str
+    message: EndMessage | None
+    """Its reply or note; None once journaled (the outbox keeps it, whatever is refused after)."""
+    outcome: tuple[str, str, str | None] | None
+    """A completion turn's ``(delegation_id, status, reason)`` (`turn_runner.CompletionEnded`);
+    None once recorded, or for a message's turn."""
+    events: tuple[Inbound, ...]
+    """What it answers: its message and those steered into it that it read. Settled last."""
+
+
+class Unpaid(NamedTuple):
+    """The first thing the store refused of the owed end of turn ``turn_id``: ``what`` of it."""
+
+    turn_id: str
+    what: str
+    error: sqlite3.Error
+
+
+class OwedEnds:
+    """Pays the turn ends a session owes; each call tries once and stops at the first refusal."""
+
+    def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox,
+                 completion_ended: Callable[[str, str, str | None], None]) -> None:
+        self._registry = registry
+        self._outbox = outbox
+        self._inbox = inbox
+        self._completion_ended = completion_ended
+
+    def owe(self, session: GatewaySession, end: OwedEnd) -> None:
+        """A turn's end, to be paid after those owed before it (at once, by `pay`, if it can be)."""
+        session.owed.append(end)
+
+    def send(self, session: GatewaySession) -> Unpaid | None:
+        """Journal the messages the session's owed ends hold, oldest first: before the reply of a turn
+        that ends after them, for the chat to read the answers in order. Split here, on the loop: a
+        reply the store refused is rare. Returns the first one refused (it and those after stay owed)."""
+        for end in session.owed:
+            if end.message is not None:
+                message = end.message
+                try:
+                    self._outbox.enqueue(*session.chat, message.text, kind=message.kind, key=message.key,
+                                         turn_id=message.turn_id, reply_to=message.reply_to)
+                except sqlite3.Error as exc:
+                    return Unpaid(end.turn_id, "its note" if message.note else "its reply", exc)
+                end.message = None
+        return None
+
+    def pay(self, session: GatewaySession) -> Unpaid | None:
+        """Record what the session's owed ends owe, oldest first, one step for all of them before the
+        next: their messages, their delegations' outcomes, the session's transcript, their settling.
+        An end is paid, and forgotten, once its messages are settled; the first refusal stops the rest,
+        and is returned: that end and those after it stay owed, less what of them went through.
+        The transcript comes after every message and outcome, and only settling after it, which updates
+        rows in place: a full disk refuses that at the commit, where the whole batch goes or is written
+        again together (`lifecycle.SqliteDatabase`), so no transcript holding a turn is stored without
+        the turn's settling, which would have a restart answer its messages a second time."""
+        if not session.owed:
+            return None
+        if (unpaid := self.send(session)) is not None:
+            return unpaid
+        for end in session.owed:
+            if end.outcome is not None:
+                try:
+                    self._completion_ended(*end.outcome)
+                except sqlite3.Error as exc:
+                    return Unpaid(end.turn_id, "its delegation's outcome", exc)
+                end.outcome = None
+        try:
+            self._registry.store_transcript(session)
+        except sqlite3.Error as exc:
+            return Unpaid(session.owed[0].turn_id, "its transcript", exc)
+        while session.owed:
+            end = session.owed[0]
+            try:
+                for event in end.events:
+                    self._inbox.settle(event.platform, event.event_id)
+            except sqlite3.Error as exc:
+                return Unpaid(end.turn_id, "its messages' settling", exc)
+            del session.owed[0]
+        return None
+
