@@ -9,6 +9,7 @@ Telegram's HTML, and once more as plain text when Telegram cannot parse that. Lo
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
@@ -106,11 +107,12 @@ class BotCalls:
 
     def render(self, text: str) -> tuple[str, str | None]:
         """What to send for a Markdown part: Telegram HTML, or the text itself when rendering
-        changes nothing (plain text then, which Telegram can never refuse)."""
+        changes nothing but escaping it (plain text then, which Telegram can never refuse). Not when
+        the text holds entities (``&amp;``), which Markdown reads as characters and plain text would not."""
         if self._parse_mode is None:
             return text, None
         rendered = telegram_html.render(text)
-        return (text, None) if rendered == text else (rendered, self._parse_mode)
+        return (text, None) if rendered == html.escape(text, quote=False) else (rendered, self._parse_mode)
 
 
 def _kind_and_description(error: DeliveryError) -> str:

@@ -522,7 +522,7 @@ async def test_markup_rejected_falls_back_to_plain_text(fake: FakeTelegram) -> N
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
     try:
         fake.fail_next("sendMessage", 400, description="Bad Request: can't parse entities: Unsupported start tag")
-        sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="a <b>b"))
+        sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="a **b**"))
     finally:
         await adapter.stop()
     first, second = fake.calls_to("sendMessage")
@@ -539,6 +539,20 @@ async def test_a_part_that_renders_to_nothing_is_sent_as_written(fake: FakeTeleg
     finally:
         await adapter.stop()
     assert fake.messages["42"][0]["text"] == text
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("R&amp;D and &lt;tag&gt;", "R&D and <tag>"),  # entities, as Markdown (and Discord, Slack) read them
+    ("a < b & c > d", "a < b & c > d"),  # nothing to format: plain text
+])
+async def test_a_part_with_only_entities_to_render_shows_them_as_characters(
+        fake: FakeTelegram, text: str, shown: str) -> None:
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, parse_mode="HTML")
+    try:
+        await adapter.send(Outbound(chat_id="42", thread_id=None, text=text))
+    finally:
+        await adapter.stop()
+    assert fake.messages["42"][0]["text"] == shown
 
 
 @pytest.mark.parametrize("text", ["\u200b", " \u00a0\n\u2003\ufeff"])
