@@ -29,12 +29,19 @@ points). What a cut never breaks:
   take more than a quarter of the limit (hundreds of styles open at once): then
   the part closes (or reopens) none, so every part keeps most of the limit for text;
 - **links, bare URLs, images, escapes and entities**, which are kept whole;
-- **tables**, cut only between body rows; the next part repeats the header rows.
+- **tables**, cut only between body rows; the next part repeats the header rows;
+- **list items**: a part starting inside one (past its marker) has none, so the item's
+  later lines, indented to its text, are taken out as far as that text (`_Splitter.items_left`):
+  left four spaces in or more, a paragraph of the item would be indented code, a nested
+  item a line of the paragraph before it; and a blank line goes before the next item when
+  it could not open a list right after that text (``2.``, which would be a line of it).
+  Items in a quote are left as they are.
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
-kept); nothing else is added or removed. Inline structure comes from markdown-it
-(`gateway.markdown_structure`), parsed only when a text must be cut, and only the
-stretches where a cut is considered.
+kept); so is a list item's lines', and a blank line may be added, as said; nothing else
+is added or removed.
+Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
+when a text must be cut, and only the stretches where a cut is considered.
 
 Cost: each part needs a handful of ``measure`` calls on text of about the part's
 size (the search interpolates, so a measure proportional to the length converges
@@ -69,6 +76,12 @@ _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 # A line indented as code (four columns in): only a part starting in one can start inside indented code.
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
+# A list item's marker, at most three columns past where its parent item's text starts.
+_ITEM_MARKER = re.compile(r" {0,3}([-+*]|\d{1,9}[.)])(?=[ \t]|$)")
+# A line indented as far as code: only then can losing its list item's indentation change what it is.
+_DEEP_LINE = re.compile(r"\n {4}")
+_NEWLINE = re.compile("\n")
+_SPACES = re.compile(" *")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -97,6 +110,66 @@ class _Fence:
 
     def close(self) -> str:
         return f"\n{self.indent}{self.ticks}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """A list item (not in a quote) as markdown-it reads it: its lines, where its marker is, and the
+    column its text starts at, to which its later lines are indented."""
+
+    first_line: int
+    end_line: int  # exclusive
+    marker: int  # the offset of its marker in the text
+    marker_column: int
+    content_column: int
+    interrupts: bool = True
+    """It opens a list right after a line of a paragraph: CommonMark lets only a bullet or a ``1.``
+    holding text do that; any other number would be a line of the paragraph."""
+
+
+_TOP = _Item(-1, -1, -1, 0, 0)
+"""What holds a list at the top level: its items' markers start in the first four columns."""
+
+
+def _list_items(text: str, starts: list[int]) -> list[_Item]:
+    """The text's list items outside quotes, outermost first. An item whose columns cannot be told
+    from its first line (a tab before its text, say) is left out, and so are the items in it."""
+    if "\r" in text or "\0" in text:
+        return []  # markdown-it rewrites them: its line numbers may not be this text's
+    items: list[_Item] = []
+    # Per open container, what holds the lists opened in it: an item, `_TOP`, or None (a quote, an
+    # item left out, or anything in one of those).
+    stack: list[_Item | None] = []
+    for tok in markdown.block_tokens(text):
+        holder = stack[-1] if stack else _TOP
+        if tok.nesting == -1:
+            stack.pop()
+        elif tok.type in ("bullet_list_open", "ordered_list_open"):
+            stack.append(holder)
+        elif tok.type == "list_item_open":
+            item = None if holder is None or tok.map is None else _item(text, starts, tok.map, tok.info, holder)
+            if item is not None:
+                items.append(item)
+            stack.append(item)
+        elif tok.nesting == 1:
+            stack.append(None)
+    return items
+
+
+def _item(text: str, starts: list[int], lines: list[int], number: str, parent: _Item) -> _Item | None:
+    """The item on ``lines`` (markdown-it's map), ``number`` its number ("" for a bullet)."""
+    first, end = lines
+    line = text[starts[first]:starts[first + 1] - 1 if first + 1 < len(starts) else len(text)]
+    m = _ITEM_MARKER.match(line, parent.content_column)
+    if m is None or "\t" in line[:m.end() + 1]:
+        return None
+    rest = line[m.end():]
+    spaces = len(rest) - len(rest.lstrip(" "))
+    # As CommonMark reads it: the text starts a column past the marker when the marker ends its line
+    # or five spaces follow it (indented code in the item), else where the spaces end.
+    content = m.end() + (1 if not rest.strip() or spaces >= 5 else spaces)
+    return _Item(first, end, starts[first] + m.start(1), m.start(1), content,
+                 interrupts=number in ("", "1") and bool(rest.strip()))
 
 
 def _scan_fences(text: str) -> list[_Fence]:
@@ -196,6 +269,9 @@ class _Splitter:
         self._structure: Structure | None = None
         self._indented: list[tuple[int, int]] | None = None
         self._indented_starts: list[int] = []
+        self._items: list[_Item] | None = None
+        self._item_lines: dict[int, _Item] | None = None
+        self._line_starts: list[int] = []
 
     @property
     def structure(self) -> Structure:
@@ -384,15 +460,72 @@ class _Splitter:
         if not self._carried("".join(st.closer for st in styles)):
             styles = []
         tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles))
-        body = self.text[start:body_end]
         outside = self.outside_its_item(start, head)
+        # The lines up to `placed` stand as they are (a fence the part starts in, reopened at its own
+        # indentation) or are taken out with a fence opened in the first column; the rest, out of
+        # the list items the part leaves out (`items_left`).
+        placed = start
         if outside is not None:
-            # Opened in the first column, outside the list item: its code lines and close go there too.
-            until = max(0, min(body_end, outside.close_end) - start)
-            body = _outdented(body[:until], len(outside.indent)) + body[until:]
+            placed = max(start, min(body_end, outside.close_end))
             if fence is outside:
                 tail = f"\n{outside.ticks}"
+        elif (reopened := self.inside(start)) is not None:
+            placed = max(start, min(body_end, reopened.close_end))
+        body = self.text[start:placed]
+        if outside is not None:
+            # Opened in the first column, outside the list item: its code lines and close go there too.
+            body = _outdented(body, len(outside.indent))
+        items = self.items_left(start, placed, body_end) if placed < body_end else []
+        body += self.out_of_items(items, placed, body_end) if items else self.text[placed:body_end]
+        if items and fence is not None and fence is not outside and fence.open_start >= placed:
+            # Its opening line was taken out as far: so goes its close.
+            tail = f"\n{fence.indent[self.taken_out(items, fence.open_start):]}{fence.ticks}"
         return head + body + tail, fence, styles
+
+    def items_left(self, start: int, since: int, end: int) -> list[tuple[_Item, int]]:
+        """The list items around ``start`` whose marker a part from there leaves out (or, for one it
+        starts at, its marker's indentation), outermost first, each with the columns its lines lose
+        in the part: those up to its text (or its marker), so that they stand to the part as they
+        stood to the item. None where that cannot matter: no line from ``since`` to ``end`` but code lines
+        of a fence (indented as the fence is) is indented as far as code."""
+        if start == 0 or all(self.inside(m.end() - 4) for m in _DEEP_LINE.finditer(self.text, since, end)):
+            return []
+        if self._items is None:  # parsed only for a text cut in a list with lines indented as code
+            self._line_starts = [0, *(m.end() for m in re.finditer("\n", self.text))]
+            self._items = _list_items(self.text, self._line_starts)
+        line = bisect.bisect_right(self._line_starts, start) - 1
+        return [(i, i.marker_column if i.marker == start else i.content_column)
+                for i in self._items if i.first_line <= line < i.end_line and i.marker <= start]
+
+    def taken_out(self, items: list[tuple[_Item, int]], pos: int) -> int:
+        """The columns the line holding ``pos`` loses: those of the innermost of ``items`` it is in."""
+        line = bisect.bisect_right(self._line_starts, pos) - 1
+        return next((columns for item, columns in reversed(items) if line < item.end_line), 0)
+
+    def out_of_items(self, items: list[tuple[_Item, int]], start: int, end: int) -> str:
+        """``text[start:end]``, each line that starts in it taken out of ``items`` (`items_left`); and a
+        blank line before an item of theirs that could not open a list right after the text of one
+        left out (``2.`` after a line of a paragraph would be a line of it, and the item's own later
+        lines, taken out, code)."""
+        text, out, last = self.text, [], start
+        lost = [item for item, columns in items if columns == item.content_column]  # not one it starts at
+        if self._item_lines is None:
+            self._item_lines = {}
+            for item in reversed(self._items or ()):  # the outermost of those sharing a line wins
+                self._item_lines[item.first_line] = item
+        for m in _NEWLINE.finditer(text, start, end):
+            line = m.end()
+            out.append(text[last:line])
+            spaces = _SPACES.match(text, line, end).end() - line  # type: ignore[union-attr]
+            last = line + min(spaces, self.taken_out(items, line))
+            number = bisect.bisect_right(self._line_starts, line) - 1
+            item = self._item_lines.get(number)
+            if item is None or item.interrupts or not any(i.end_line == number for i in lost):
+                continue
+            if not text[self._line_starts[number - 1]:line].isspace():  # right after a line of text
+                out.append("\n")
+        out.append(text[last:end])
+        return "".join(out)
 
     def outside_its_item(self, start: int, head: str) -> _Fence | None:
         """The fence a part from ``start`` opens in the first column: a nested one reopened by ``head``,
@@ -480,9 +613,9 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
 
     Blank text (empty, or only whitespace and invisible characters: `platforms.formatting.blank`)
     gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined, the parts give back the text
-    except for the whitespace at the cuts (an indented code line cut in two is indented again)
-    and the markers added to close and reopen code blocks, styles and tables (see the module
-    docstring); a text with link reference
+    except for the whitespace at the cuts (an indented code line cut in two is indented again) and
+    in the list items a part starts in, and the markers added to close and reopen code blocks,
+    styles and tables (see the module docstring); a text with link reference
     definitions has those a part uses at its end (up to half the limit), and no part of
     definitions only (`gateway.link_references`). Raises ValueError when
     ``limit`` cannot hold even one character; a limit too small for a part's markers

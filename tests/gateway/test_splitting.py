@@ -117,6 +117,53 @@ def test_a_code_block_in_a_nested_list_item_is_reopened_as_code():
     assert split_text(text, 40) == ["Setup:\n\n- Install\n  - on Linux:", "```bash\napt install pkg\n```", "- Run"]
 
 
+def test_a_part_starting_inside_a_list_item_keeps_the_items_later_paragraphs_out_of_code():
+    # Without its item's marker, a later paragraph indented to the item's text (four spaces under
+    # "1. ", as models often write it, or five under a nested "- ") was indented code: prose shown as
+    # a code block, its `code` and **bold** as typed.
+    long = " ".join(f"word{i}" for i in range(60))
+    text = (f"1. **Install the tool.** {long}\n\n    Then check it with `tool --version`.\n\n"
+            f"2. Configure it:\n   - Set the **port**. {long}\n\n     Restart it with `tool restart`.\n\n"
+            f"     Then look at the log.\n3. Done.")
+    parts = split_text(text, 200)
+    assert len(parts) > 3
+    for part in parts:
+        assert not [t for t in markdown.parse(part) if t.type in ("code_block", "fence")], part
+    spans = [c.content for p in parts for t in markdown.parse(p) if t.type == "inline"
+             for c in t.children or () if c.type == "code_inline"]
+    assert spans == ["tool --version", "tool restart"]
+    assert content("".join(parts)) == content(text)
+
+
+def test_the_next_numbered_item_after_a_parts_start_still_opens_a_list():
+    # Right after the text of the item the part started in, "10." could not open a list (CommonMark:
+    # only a 1 interrupts a paragraph): it was a line of that paragraph, and its own later paragraph,
+    # four spaces in, indented code.
+    long = " ".join(f"word{i}" for i in range(60))
+    text = f"Steps:\n\n9. Prepare: {long}\n10. Configure it.\n\n    Edit the **file**.\n11. Done."
+    parts = split_text(text, 200)
+    assert len(parts) > 1
+    assert "10. Configure it." in parts[-1]
+    tokens = markdown.parse(parts[-1])
+    assert not [t for t in tokens if t.type in ("code_block", "fence")]
+    assert [t.attrGet("start") for t in tokens if t.type == "ordered_list_open"] == [10]
+    assert content("".join(parts)) == content(text)
+
+
+def test_a_code_block_in_a_nested_list_item_after_a_parts_start_stays_a_code_block():
+    # Five spaces in, the whole block, its fences and the item's later paragraph were indented code in
+    # a part that started in the item's text, and a part ending inside it closed it as far in.
+    long = " ".join(f"w{i}" for i in range(60))
+    steps = "".join(f"     echo step {i}\n" for i in range(30))
+    text = f"1. Setup\n   - Install: {long}\n\n     ```bash\n{steps}     ```\n\n     Done.\n2. Run it."
+    for limit in (230, 260, 400):
+        parts = split_text(text, limit)
+        code = [t for p in parts for t in markdown.parse(p) if t.type in ("code_block", "fence")]
+        assert [t.type for t in code] == ["fence"] * len(code) and all(t.info == "bash" for t in code)
+        assert "".join(t.content for t in code) == steps.replace("     ", "")
+        assert [t for t in markdown.parse(parts[-1]) if t.type == "inline" and t.content.startswith("Done.")]
+
+
 def test_indented_code_cut_at_a_line_stays_code_with_its_lines_as_indented():
     # The cut dropped the next line's four spaces as whitespace: the rest of the code was a paragraph,
     # its `*` and `_` read as styles, its lines run together.
