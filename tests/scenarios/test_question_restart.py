@@ -59,16 +59,23 @@ def texts(fake: FakeTelegram) -> list[str]:
     return [m["text"] for m in fake.messages["42"]]
 
 
+def write_config(tmp_path: Path, server: FakeOpenAIServer, fake: FakeTelegram, **more: object) -> Path:
+    """The gateway's config: the fake Telegram's chat, the fake model server, ``more`` sections on top."""
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(yaml.safe_dump({
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
+        "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                   "allow_all": True}},
+        **more,
+    }))
+    return config
+
+
 async def test_an_answer_given_while_the_gateway_was_down_answers_the_question_the_turn_asks_again(tmp_path: Path):
     model = Model()
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
         server.respond_with(model)
-        config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+        config = write_config(tmp_path, server, fake)
         proc, _ = await start(config, tmp_path)
         try:
             fake.push_message(42, "please deploy the app")
@@ -100,13 +107,7 @@ async def test_deaths_while_the_question_waits_never_set_the_message_aside(tmp_p
     database = tmp_path / "state" / "switchboard.db"
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
         server.respond_with(Model())
-        config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
-            "inbox": {"max_attempts": max_attempts},
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+        config = write_config(tmp_path, server, fake, inbox={"max_attempts": max_attempts})
         for kill in range(1, max_attempts + 1):
             proc, _ = await start(config, tmp_path)
             try:
@@ -157,13 +158,7 @@ async def test_an_answer_to_the_question_a_killed_gateway_left_unsent_is_taken_w
     database = tmp_path / "state" / "switchboard.db"
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
         server.respond_with(model)
-        config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
-            "display": {"progress": "off"},
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+        config = write_config(tmp_path, server, fake, display={"progress": "off"})
         proc, _ = await start(config, tmp_path)
         try:
             fake.hang_next("sendMessage")  # the question: Telegram never answers
@@ -204,13 +199,7 @@ async def test_a_question_a_killed_gateway_never_tried_to_send_is_not_sent_besid
     database = tmp_path / "state" / "switchboard.db"
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
         server.respond_with(checking_then_asking)
-        config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
-            "display": {"progress": "off"},
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+        config = write_config(tmp_path, server, fake, display={"progress": "off"})
         proc, _ = await start(config, tmp_path)
         try:
             fake.fail_next("sendMessage", 429, retry_after=4)  # the interim message: the question waits behind it
@@ -253,13 +242,7 @@ async def test_a_question_a_killed_gateway_left_refused_is_not_sent_when_the_tur
     database = tmp_path / "state" / "switchboard.db"
     async with FakeOpenAIServer() as server, FakeTelegram() as fake:
         server.respond_with(asking_once)
-        config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0}, "model": openai_model(server),
-            "display": {"progress": "off"},
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+        config = write_config(tmp_path, server, fake, display={"progress": "off"})
         proc, _ = await start(config, tmp_path)
         try:
             fake.fail_next("sendMessage", 429, retry_after=4)  # the gateway is killed before it tries again
