@@ -16,4 +16,4 @@ print(before[1:] == gc.get_threshold()[1:], gc.get_threshold()[0], gc.get_freeze
 
 def test_young_objects_are_collected_less_often_and_start_up_objects_are_frozen():
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=60)
-    assert out.stdout.split() == ["True", "10000", "True"]
+    assert out.stdout.split() == ["True", "50000", "True"]
