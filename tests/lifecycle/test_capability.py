@@ -238,3 +238,25 @@ def test_tokens_are_the_hmac_sha256_of_the_identity_message(secret_bytes: int) -
     expected = hmac.new(secret, _message(**IDENTITY), hashlib.sha256).hexdigest()
     assert handle.capability == f"v1.k1.{expected}"
     assert verify(ring, handle)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "subagent_id": st.text(min_size=1), "parent_session_id": st.none() | st.text(),
+    "correlation_id": st.none() | st.text(), "created_at": st.floats(allow_nan=False, allow_infinity=False),
+    "role": st.sampled_from(["leaf", "orchestrator"]), "depth": st.integers(0, 5),
+    "provider": st.none() | st.text(), "model": st.none() | st.text(),
+}), min_size=1, max_size=5), st.binary(min_size=16, max_size=130))
+def test_every_token_is_the_hmac_of_its_message_whatever_was_signed_before(identities: list, secret: bytes) -> None:
+    """The key's hash states are reused for every message: signing one must leave nothing behind for the next."""
+    import hashlib
+    import hmac
+
+    from lifecycle._capability import _message
+
+    ring = KeyRing([("k1", secret, 1.0, None)])
+    for identity in identities:
+        handle = issue(ring, **identity)
+        expected = hmac.new(secret, _message(**identity), hashlib.sha256).hexdigest()
+        assert handle.capability == f"v1.k1.{expected}"
+        assert verify(ring, handle)
