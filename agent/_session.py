@@ -96,18 +96,19 @@ class AgentSession:
         hooks: HookRegistry | None = None,
     ) -> None:
         self.model = model
-        self.tools: dict[str, Tool] = dict(tools or {})
+        # Copies of what was given; `dict(x or {})` would build an empty dict only to copy it.
+        self.tools: dict[str, Tool] = dict(tools) if tools else {}
         """Fixed during a turn: their schemas are built on its first model call (see `replace_tool`)."""
         self._schemas: list[dict[str, Any]] | None = None
         self.role = role
         self.session_id = session_id or new_id("s-")
         self.max_iterations = max_iterations
         self.workspace = workspace or Path.cwd()
-        self.services = dict(services or {})
+        self.services = dict(services) if services else {}
         self.enabled_toolsets = enabled_toolsets
         """The toolsets this session may use (None = all): children may only narrow it."""
         self.depth = depth
-        self.metadata = dict(metadata or {})
+        self.metadata = dict(metadata) if metadata else {}
         self.clock = clock
         self.before_model_call = before_model_call
         self.compactor = compactor

@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from json.encoder import encode_basestring
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
@@ -484,7 +485,11 @@ def result_and_text(
         state = SubagentState(state)
     if state._value_ not in _TERMINAL_VALUES:
         raise ValueError(f"{state.value} is not a terminal state.")
-    summary, summary_truncated, summary_length = _bound(summary) if summary is not None else _UNBOUNDED
+    # Text is bounded (and made a str) by `_bound`, called only when there is something to do: nearly never.
+    if summary is not None and (type(summary) is not str or len(summary) > MAX_RESULT_CHARS):
+        summary, summary_truncated, summary_length = _bound(summary)
+    else:
+        summary_truncated, summary_length = False, None
     error_message, error_truncated, error_length = _bound(error_message) if error_message is not None else _UNBOUNDED
     if duration_seconds is None and started_at is not None and completed_at is not None:
         duration_seconds = max(0.0, completed_at - started_at)
@@ -493,23 +498,25 @@ def result_and_text(
     completed = None if completed_at is None else float(completed_at)
     duration = None if duration_seconds is None else float(duration_seconds)
     # Written once, for the hash and the journal alike, in sorted key order: this runs for every
-    # child. Absent values, flags and the times are written inline; `scalar` writes the rest.
+    # child. Absent values, flags, the times and the (bounded, so str) texts are written inline; `scalar`
+    # writes the rest.
     # ``body`` is the document without its closing brace: the hash is taken over body + "}",
     # the journal's text is body + the hash + "}" (no copy of the document without its end).
-    j, f = scalar, float_json
+    j, f, e = scalar, float_json, encode_basestring
     cost, calls, completion, prompt = usage.cost_usd, usage.api_calls, usage.completion_tokens, usage.prompt_tokens
     body = (
         f'{{"completed_at":{"null" if completed is None else f(completed)},'
         f'"duration_seconds":{"null" if duration is None else f(duration)},'
         f'"error_classification":{"null" if error_classification is None else j(error_classification)},'
-        f'"error_message":{"null" if error_message is None else j(error_message)},'
+        f'"error_message":{"null" if error_message is None else e(error_message)},'
         f'"error_original_length":{"null" if error_length is None else j(error_length)},'
         f'"error_truncated":{"true" if error_truncated else "false"},'
-        f'"exit_reason":{"null" if exit_reason is None else j(exit_reason)},'
+        f'"exit_reason":'
+        f'{"null" if exit_reason is None else e(exit_reason) if type(exit_reason) is str else j(exit_reason)},'
         f'"handle":{encoded_handle(handle) if handle_json is None else handle_json},'
         f'"ready":true,"started_at":{"null" if started is None else f(started)},'
         f'"state":"{state._value_}",'  # the states are plain ASCII names
-        f'"summary":{"null" if summary is None else j(summary)},'
+        f'"summary":{"null" if summary is None else e(summary)},'
         f'"summary_original_length":{"null" if summary_length is None else j(summary_length)},'
         f'"summary_truncated":{"true" if summary_truncated else "false"},'
         f'"usage":{{"api_calls":{calls if type(calls) is int else j(calls)},'  # an exact int formats as its JSON

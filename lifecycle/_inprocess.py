@@ -190,7 +190,9 @@ class InProcessEngine:
         run = self._runs[job.subagent_id] = ChildRun(job, self._host)
         if lane != job.parent_session_id:
             self._nested[job.subagent_id] = lane
-        run.task = self._loop.create_task(run.run(self._release))
+        # Named after the child (what a task left behind at shutdown is reported as); a name given also
+        # spares asyncio formatting a "Task-<n>" one for every child.
+        run.task = self._loop.create_task(run.run(self._release), name=job.subagent_id)
 
     def _release(self, run: ChildRun) -> None:
         """A child has reported its end: its slot goes to a lender taking one back, else to the

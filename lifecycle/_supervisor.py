@@ -13,12 +13,14 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 
 from agent import AgentSession, new_id
 from lifecycle._capability import KeyRing, sign
 from lifecycle._children import ChildHost, ChildSpec, build_child, plan_job
 from lifecycle._completion import listening, notify, roll_up, terminal
 from lifecycle._contract import (
+    _TERMINAL_VALUES,
     CONTRACT_VERSION,
     STATES,
     SubagentHandle,
@@ -103,21 +105,26 @@ class Supervisor:
 
     async def starting(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
-        if record is None or not record.live or record.job is None:
+        # `Record.live` and `Record.stop_request` spelled out, here and in `running`: every child passes both,
+        # and calling a property costs more than its test.
+        if record is None or record.completing or record.state._value_ in _TERMINAL_VALUES or record.job is None:
             hold = self._start_hold
             if record is None and hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
                 hold.started[subagent_id] = None
             return
-        if record.stop_request is not None:
+        state = record.state
+        if state is S.CANCEL_REQUESTED or record.interrupt_reason is not None:
             # Asked to stop before it started (an engine elsewhere hears of the start late): it ends as a
             # child that never started, with no `subagent_start`, as an in-process one is never built.
             return
-        if record.state is S.PENDING:
-            record.set_state(S.STARTING, self.host.clock.time())
+        if state is S.PENDING:
+            record.state, record.updated_at = S.STARTING, self.host.clock.time()
         if self._start_hold is not None:  # the host's `subagent_start` hooks may not be registered yet
             self._start_hold.started[subagent_id] = None
             return
-        await self._start_hooks(subagent_id, record.job)
+        # Looked for before the coroutine is made: most hosts have no such hooks, and every child starts here.
+        if "subagent_start" in self.host.hooks.registered:
+            await self._start_hooks(subagent_id, record.job)
 
     async def _start_hooks(self, subagent_id: str, job: ChildJob) -> None:
         hooks = self.host.hooks
@@ -135,14 +142,15 @@ class Supervisor:
             if hold is not None and hold.adopting:  # re-attaching at start: for `adopt`
                 hold.running[subagent_id] = started_at
             return
-        if not record.live:
+        state = record.state
+        if record.completing or state._value_ in _TERMINAL_VALUES:  # not `live`
             return
         record.ran = True
         now = self.host.clock.time()
         # Another machine's clock said when it began: never after now here, which durations are measured to.
         record.started_at = now if started_at is None else min(started_at, now)
-        if record.state is not S.CANCEL_REQUESTED:
-            record.set_state(S.RUNNING, now)
+        if state is not S.CANCEL_REQUESTED:
+            record.state, record.updated_at = S.RUNNING, now
 
     def placed(self, subagent_id: str) -> None:
         record = self._live.get(subagent_id)
@@ -311,19 +319,18 @@ class Supervisor:
             if self.closing:  # it began during the lookup, and stopped every child but these
                 self.check_open()
         keep_jobs, inline = durable and self.engine.survives_restart, not durable
-        if routes:  # one per spec
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline, route)
-                       for spec, route in zip(specs, routes, strict=True)]
-        else:
-            records = [self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline)
-                       for spec in specs]
-        if handles_out:
-            for record in records:
+        # One plain loop, not comprehensions: each of those is a function call of its own (CPython 3.11),
+        # and a plugin launches its children one at a time.
+        records, ids = [], []
+        for spec, route in zip(specs, routes, strict=True) if routes else zip(specs, repeat(None)):
+            record = self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline, route)
+            if handles_out:
                 record.keep_result = True
+            records.append(record)
+            ids.append(record.handle.subagent_id)
         self._launching += 1
         try:
             if durable:
-                ids = [r.handle.subagent_id for r in records]
                 try:
                     await self.journal.sync_launch(ids)
                 except asyncio.CancelledError:
@@ -637,7 +644,7 @@ class Supervisor:
                     for record, result in batch:
                         # Readable only now, once journaled: nobody sees a result a crash could take back.
                         record.result = result
-                        record.set_state(result.state, record.completed_at)
+                        record.state, record.updated_at = result.state, record.completed_at  # `set_state`, inline
                         self.tallies.finished(record, result)
                         self._forget(record)
                         record.wake()
