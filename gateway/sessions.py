@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from agent import AgentSession, new_id
-from gateway.owed_ends import OwedEnd
 from platforms.base import Inbound
 
 Mode = Literal["inline", "background"]
@@ -206,3 +205,31 @@ class GatewaySession:
 
 def new_turn_id() -> str:
     return new_id("t-")
+
+
+@dataclass(frozen=True, slots=True)
+class EndMessage:
+    """The message a turn's end sends: its reply, or the note of a stop, keyed by the turn."""
+
+    text: str
+    kind: str
+    key: str
+    turn_id: str
+    reply_to: str | None
+    """The user's message it quotes (`RunningTurn.take_quote`, taken when the turn first tried)."""
+    note: bool = False
+    """A stop's note rather than a reply (for the log)."""
+
+
+@dataclass(slots=True)
+class OwedEnd:
+    """What a turn's end still has to record, in the order it does it."""
+
+    turn_id: str
+    message: EndMessage | None
+    """Its reply or note; None once journaled (the outbox keeps it, whatever is refused after)."""
+    outcome: tuple[str, str, str | None] | None
+    """A completion turn's ``(delegation_id, status, reason)`` (`turn_runner.CompletionEnded`);
+    None once recorded, or for a message's turn."""
+    events: tuple[Inbound, ...]
+    """What it answers: its message and those steered into it that it read. Settled last."""

@@ -28,12 +28,12 @@ from gateway.left_behind import cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
-from gateway.owed_ends import EndMessage, OwedEnd, OwedEnds, Unpaid
+from gateway.owed_ends import OwedEnds, Unpaid
 from gateway.progress_card import ProgressCard
 from gateway.progress_message import ProgressMessage
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import GatewaySession, RunningTurn, WorkItem, quote_of
+from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
 from lifecycle import HostView
 from platforms.base import Adapter, Inbound
