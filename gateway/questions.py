@@ -90,15 +90,16 @@ def chosen(answer: str, choices: Sequence[str] | None) -> str:
     return text
 
 
-def question_part(key: str, turn_id: str) -> bool:
-    """Whether the outbox key ``key`` is of a part of a question turn ``turn_id`` asked
-    (``<turn>:ask:<run>:<number>:<part>``), not of a line said under one (its wait ran out, say)."""
+def question_part(key: str, turn_id: str) -> tuple[str, str] | None:
+    """``(run, number)`` when the outbox key ``key`` is of a part of a question turn ``turn_id`` asked
+    (``<turn>:ask:<run>:<number>:<part>``); None for any other, a line said under one included (its wait
+    ran out, say)."""
     prefix = f"{turn_id}:ask:"
     if not key.startswith(prefix):
-        return False
+        return None
     run, _, rest = key[len(prefix):].partition(":")
     number, _, part = rest.partition(":")
-    return bool(run) and number.isdigit() and part.isdigit()
+    return (run, number) if run and number.isdigit() and part.isdigit() else None
 
 
 def never_out(row: OutboxRow) -> bool:
@@ -307,13 +308,10 @@ class Questions:
         the chat cannot have yet: left pending by a process that died before it was tried, or refused
         since the start (a 429). As a stop drops it (`ask`): sent now, it would ask, ahead of the question
         asked again, for an answer nothing takes until that one may be in the chat too."""
-        prefix, own = f"{running.turn_id}:ask:", f"{running.turn_id}:ask:{running.run_id}:"
-
         def unseen(row: OutboxRow) -> bool:
-            if not row.key.startswith(prefix) or row.key.startswith(own):
-                return False
-            asked, _, part = row.key[len(prefix):].partition(":")[2].partition(":")
-            return asked == str(number) and part.isdigit() and not self._outbox.maybe_seen(row.key)
+            asked = question_part(row.key, running.turn_id)
+            return (asked is not None and asked[0] != running.run_id and asked[1] == str(number)
+                    and not self._outbox.maybe_seen(row.key))
 
         self._outbox.drop(*session.chat, unseen)
 
@@ -325,7 +323,7 @@ class Questions:
         the second time), as one a stop left would (`ask` drops that); if it asks, it asks anew."""
         chats: dict[tuple[str, str, str | None], set[int]] = {}
         for row in pending:
-            if row.turn_id in turn_ids and question_part(row.key, row.turn_id) and never_out(row):
+            if row.turn_id in turn_ids and question_part(row.key, row.turn_id) is not None and never_out(row):
                 chats.setdefault(row.chat, set()).add(row.id)
         dropped = sum(self._outbox.drop(*chat, lambda row, ids=ids: row.id in ids) for chat, ids in chats.items())
         if dropped:
