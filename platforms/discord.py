@@ -357,10 +357,8 @@ class DiscordAdapter:
             queued.cancel()
             consumer.cancel()
             await asyncio.wait({consumer})
-        while not self._queue.empty():  # held by a catch-up, or past the drain's time: a message is read back
-            inbound, _, _ = self._queue.get_nowait()  # at the next start, a command is not
-            if inbound is not None and inbound.is_command:
-                self._not_taken.append(inbound)
+        while not self._queue.empty():  # held by a catch-up, or past the drain's time
+            self._left_unrecorded(self._queue.get_nowait())
         await self._tell_not_taken(max(deadline - loop.time(), LAST_CALLS_FLOOR))
         answers, self._interactions.session = self._interactions.session, None
         if answers is not None:
@@ -432,8 +430,7 @@ class DiscordAdapter:
                     await self._caught_up.wait()
                     await self._hand_over(sink, item)
                 except asyncio.CancelledError:  # a stop while the catch-up held it, or past the drain with the
-                    if item[0] is not None and item[0].is_command:  # sink unfinished: as if still queued
-                        self._not_taken.append(item[0])
+                    self._left_unrecorded(item)  # sink unfinished: as if still queued
                     raise
             finally:
                 self._queue.task_done()
@@ -443,13 +440,21 @@ class DiscordAdapter:
         if channel_id in self._held_back or (
                 inbound is not None and not await until_recorded(sink, inbound, self._stop_asked)):
             self._held_back.add(channel_id)
-            if inbound is not None and inbound.is_command:  # Discord never sends an interaction again, nor keeps it in a history
-                self._not_taken.append(inbound)
-            if message_id and channel_id not in self._last_seen.last_seen:  # so that the next start looks there
-                self._last_seen.seen(channel_id, message_id - 1)
+            self._left_unrecorded(item)
             return  # not seen: the next start's catch-up hands it over
         if message_id:
             self._last_seen.seen(channel_id, message_id)
+
+    def _left_unrecorded(self, item: _Item) -> None:
+        """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
+        interaction again, nor keeps it in a history. A message is read back by the next start's catch-up, which
+        reads only channels with a last message seen: one that has none yet (a first DM, a first mention) gets
+        one just before the message, or the message would be lost."""
+        inbound, channel_id, message_id = item
+        if inbound is not None and inbound.is_command:
+            self._not_taken.append(inbound)
+        if message_id and channel_id not in self._last_seen.last_seen:
+            self._last_seen.seen(channel_id, message_id - 1)
 
     # ---- inbound -----------------------------------------------------------------------------
 

@@ -198,3 +198,33 @@ async def test_a_stop_before_discord_py_has_dispatched_ready_leaves_no_failing_t
     await adapter.stop_within(GRACE)
     await asyncio.wait({dispatching}, timeout=5.0)
     assert dispatching.done() and dispatching.exception() is None
+
+
+async def test_messages_a_stop_leaves_queued_in_a_channel_never_seen_are_read_back_at_the_next_start(
+        fake: FakeDiscord) -> None:
+    # A first DM has no last message seen to catch up after: a stop that left it (and those behind it)
+    # unrecorded, in the sink past the drain or still queued, must record its channel just before it,
+    # or the next start's catch-up never looks there and the messages are lost.
+    seen: dict[str, str] = {}
+    adapter, sink = adapter_for(fake), SlowSink()
+    adapter.bind_last_seen({}, seen.__setitem__, seen.get)
+    await adapter.start(sink)
+    for text in ("one", "two", "three"):
+        fake.push_dm(USER, text)
+    await fake.wait_for(lambda: sink.handed and adapter._queue.qsize() == 2)
+    await adapter.stop_within(GRACE)
+    assert sink.taken == []
+
+    taken: list[str] = []
+
+    async def take(inbound: Inbound) -> None:
+        taken.append(inbound.text)
+
+    again = adapter_for(fake)
+    again.bind_last_seen(dict(seen), seen.__setitem__, seen.get)
+    await again.start(take)
+    try:
+        await fake.wait_for(lambda: len(taken) == 3)
+    finally:
+        await again.stop()
+    assert taken == ["one", "two", "three"]
