@@ -2,7 +2,8 @@
 
 `typing` posts one placeholder message per
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
-deletion is retried in the background, and `stop` deletes whatever is left; one refused for
+deletion is retried in the background, and `stop` deletes whatever is left; one whose post lost its
+answer (a 5xx, no answer at all), so may be there unknown, is looked for and deleted by `idle`; one refused for
 the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
 metadata, so one a crashed process left behind (or could not delete) is found and deleted
 after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
@@ -61,6 +62,8 @@ class Placeholders:
         self._queued: set[tuple[str, str | None]] = set()
         """Chats/threads whose placeholder waits for its turn, not posted yet: `idle` drops it."""
         self._own_placeholders: set[str] = set()  # ts of those this process posted and has not deleted
+        self._unsure: set[Where] = set()
+        """Chats/threads where a placeholder's post lost its answer: it may be there, its ts unknown."""
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Post the placeholder once per chat/thread. The post runs in its own task, so a caller
@@ -101,6 +104,13 @@ class Placeholders:
                 lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
                                           **kw, **extra),
                 {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
+        except NetworkError:
+            # Slack may have posted it all the same (only its answer was lost): the refresh would post another,
+            # and `idle` delete that one only. Looked for when the turn ends; by the next start should the
+            # process die first.
+            self._unsure.add((chat_id, thread_id))
+            self._left(chat_id, thread_id)
+            return None
         except DeliveryError:
             return None
         finally:
@@ -115,6 +125,14 @@ class Placeholders:
         """Delete the placeholders an earlier process left in the conversation: among a channel's
         newest page (`platforms.slack_history.LOOKUP_LIMIT` messages), or in a thread's replies
         (``pages`` pages of them: they come oldest first, and the placeholder was among the last)."""
+        found = await self._delete_unknown(chat_id, thread_id)
+        if found:
+            log.info("slack: deleted %d placeholder(s) a previous run left in %s", found, chat_id)
+        return found
+
+    async def _delete_unknown(self, chat_id: str, thread_id: str | None) -> int:
+        """Delete the placeholders in the conversation that this process does not know it shows (as
+        `clear_left_behind` finds them); returns how many it found."""
         left, cursor = [], None
         for _ in range(self._pages if thread_id else 1):
             try:
@@ -131,14 +149,19 @@ class Placeholders:
         for ts in left:
             if await self._try_delete((chat_id, thread_id), ts) is not None:
                 self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
-        if left:
-            log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(left), chat_id)
         return len(left)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
-        """Delete the chat's placeholder (waiting for a post still in flight). A deletion that
-        failed for a retryable reason is retried in the background after ``Retry-After``; `stop`
-        makes a last attempt."""
+        """Delete the chat's placeholder (waiting for a post still in flight), and one whose post lost its
+        answer, looked for in the conversation. A deletion that failed for a retryable reason is retried in
+        the background after ``Retry-After``; `stop` makes a last attempt."""
+        await self._delete_shown(chat_id, thread_id)
+        if (chat_id, thread_id) in self._unsure:
+            self._unsure.discard((chat_id, thread_id))
+            if found := await self._delete_unknown(chat_id, thread_id):
+                log.info("slack: deleted %d placeholder(s) in %s whose post had lost its answer", found, chat_id)
+
+    async def _delete_shown(self, chat_id: str, thread_id: str | None) -> None:
         future = self._placeholders.pop((chat_id, thread_id), None)
         if future is None:
             return
@@ -189,6 +212,7 @@ class Placeholders:
         self._stale.clear()
         self._refused.clear()  # a later start finds them again (`clear_left_behind`)
         self._own_placeholders.clear()
+        self._unsure.clear()  # told to `_left` as their posts failed: the next start looks there
 
     async def _delete_all(self, placeholders: dict[str, Where], *, paced: bool = True) -> None:
         left = dict(placeholders)

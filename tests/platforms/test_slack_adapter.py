@@ -711,6 +711,31 @@ async def test_failed_placeholder_post_is_tried_again(fake: FakeSlack, slack: Sl
     assert texts(fake, "C1") == []
 
 
+@pytest.mark.parametrize("lost", ["internal_error", "dropped"])
+async def test_a_placeholder_whose_post_lost_its_answer_is_deleted_when_the_turn_ends(
+        fake: FakeSlack, slack: SlackAdapter, lost: str) -> None:
+    left: list[tuple[str, str | None]] = []
+    slack.bind_indicators_left(lambda chat_id, thread_id: left.append((chat_id, thread_id)))
+    thread = (await slack.send(Outbound("C1", None, "the mention"))).message_id
+    # Posted, but the answer is a 500 or never comes: the adapter cannot know its ts.
+    fake.fail_next("chat.postMessage", lost, status=500, after=True, drop=lost == "dropped")
+    await slack.typing("C1", thread)
+    assert texts(fake, "C1", thread) == [PLACEHOLDER]
+    assert left == [("C1", thread)]  # should the process die before the turn ends, the next start looks there
+    await slack.typing("C1", thread)  # the refresh posts the placeholder again
+    assert texts(fake, "C1", thread) == [PLACEHOLDER, PLACEHOLDER]
+    await slack.send(Outbound("C1", thread, "the answer"))
+    await slack.idle("C1", thread)
+    assert texts(fake, "C1", thread) == ["the answer"]
+
+
+async def test_a_placeholder_post_refused_for_sure_reads_nothing_back(fake: FakeSlack, slack: SlackAdapter) -> None:
+    fake.fail_next("chat.postMessage", "not_in_channel")
+    await slack.typing("C1", None)
+    await slack.idle("C1", None)
+    assert fake.calls_to("conversations.history") == []
+
+
 async def test_rate_limited_delete_is_retried(fake: FakeSlack, slack: SlackAdapter) -> None:
     await slack.typing("C1", None)
     fake.fail_next("chat.delete", status=429, retry_after=0)
