@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import aiohttp
@@ -37,6 +38,9 @@ PORTAL_HINT = (
 _TOKEN_EXPIRED = 50027
 """401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 FAILED = "discord: %s for channel %s failed: %s: %s"
+_INTERACTION_TOKEN = re.compile(r"(/(?:webhooks|interactions)/\d+/)[^/?#\s'\"<>]+")
+"""An interaction's token in its webhook's or callback's URL, which aiohttp puts in some errors' text (a
+connection timeout names the whole URL): it answers as the bot for 15 minutes, so it is masked."""
 
 
 def ended_because(exc: BaseException | None) -> str:
@@ -103,7 +107,11 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
         else:
             error = BadRequest(detail, **kw)
     elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
-        error = NetworkError(f"{type(exc).__name__}: {exc}", **kw)
+        error = NetworkError(_described(exc), **kw)
     else:
-        error = BadRequest(f"{type(exc).__name__}: {exc}", **kw)
+        error = BadRequest(_described(exc), **kw)
     return error
+
+
+def _described(exc: BaseException) -> str:
+    return _INTERACTION_TOKEN.sub(r"\1***", f"{type(exc).__name__}: {exc}")
