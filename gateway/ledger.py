@@ -139,10 +139,13 @@ class Ledger:
             self._stopped_deliveries[sid] = self._stopped_deliveries.get(sid, 0) + 1
 
     def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> bool:
-        """Settle ``row`` unless it was settled already (the first outcome stands); whether it was now."""
-        ended = self._endings.pop(row.delegation_id, "")
+        """Settle ``row`` unless it was settled already (the first outcome stands); whether it was now.
+        Raises what the store refuses: nothing is settled then, and the card keeps its tally for the settle
+        tried again (an owed turn end's)."""
         if not self._table.settle(row.delegation_id, status, reason):
+            self._endings.pop(row.delegation_id, None)  # its card was finished with the first outcome
             return False
+        ended = self._endings.pop(row.delegation_id, "")
         how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
         self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
         return True

@@ -12,6 +12,7 @@ import pytest
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
+from agent.testing import FakeClock
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import PROCESS_EXIT, SubagentState
 from tests.gateway.wire import call, is_child, openai_model
@@ -582,3 +583,43 @@ async def test_a_background_answer_kept_whole_is_kept_in_its_chats_own_folder(tm
     assert len(kept) == 2 and all(p.startswith("attachments/chat/c1/.switchboard/delegation/sa-") for p in kept)
     workspace = gateway.host.workspace
     assert sorted((workspace / p).read_text().split()[0] for p in kept) == ["alpha", "beta"]
+
+
+async def test_a_delegation_whose_settling_the_store_refused_keeps_its_cards_tally_until_it_is_settled(
+        tmp_path, gateways):
+    # The completion turn's reply is journaled, but the store refuses its delegation's outcome (a failing disk):
+    # the turn's end is owed, and paid with the chat's next turn. Before, the ledger dropped how the subagents
+    # ended as it first tried to settle: the card, finished once the settle went through, read as a success.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": parent(), "leaf": lambda r: {"wait": "work", "text": "" if
+                                                                  r.metadata["goal"] == "beta" else "found"}})
+    display = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
+    gateway = await gateways(make_config(tmp_path, display=display, agent={"gateway_notify_interval": 180}),
+                             [chat], model=model, clock=clock)
+    await chat.say("please delegate")
+    await model.reached("work")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+
+    def no_settling(action, table, *_):
+        refused = action == sqlite3.SQLITE_UPDATE and table == "gateway_delegations"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    connection = gateway.store.db._conn
+    connection.set_authorizer(no_settling)
+    model.release("work")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await until(lambda: not gateway.runner.busy)
+    session = next(iter(gateway.sessions))
+    assert session.owed and rows(gateway)  # the reply went out; its delegation is not settled yet
+    assert card.text.startswith("⏳")
+    connection.set_authorizer(None)
+
+    await chat.say("hello")  # its turn pays the end owed before it begins
+    await chat.wait_for(lambda: card.text.startswith("✓"))
+    assert card.text == "✓ Done in 3 s · 2 subagents (1 failed)"
+    await chat.wait_for(lambda: chat.texts()[-1] == "echo hello")
+    await settled(gateway)
+    assert rows(gateway) == [] and not session.owed
