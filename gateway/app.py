@@ -112,7 +112,8 @@ class Gateway:
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
                                  model=self.config.model, events=self.events,
-                                 late_after=self.config.delivery.late_after, durable=self.store.durable)
+                                 late_after=self.config.delivery.late_after, durable=self.store.durable,
+                                 transaction=self.store.db.transaction)
         cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
                              settings=self.config.lifecycle, clock=clock)
@@ -120,7 +121,8 @@ class Gateway:
                                  adapters=self.adapters, clock=clock, sent_before=self._sent_before,
                                  turn_event=self.store.inbox.event_of_turn,
                                  routing=host.routing)
-        self.retention = Retention(self.store, self.sessions, host.children, clock=clock)
+        self.retention = Retention(self.store, self.sessions, host.children, clock=clock,
+                                   pay_owed=self.runner.pay_owed)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
                                              clock=clock, handle=self._handle_again)

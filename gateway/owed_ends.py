@@ -5,18 +5,23 @@ the transcript holding the turn — and then settles them. When the store refuse
 turn ends all the same, for its chat to go on, and its end is owed: kept on the session
 (`GatewaySession.owed`, in memory), oldest first, and paid before the session's next turn begins,
 with every later turn's end (in the same commit as that turn's transcript, which holds the owed
-turns too), and at ``/new`` before the old generation's transcript is replaced. Paying repeats
-nothing: the outbox journals a key once, a delegation's first outcome stands, settling twice is
-settling once, and the transcript is stored from where the stored one ends
-(`GatewaySession.unsaved_from`). An end still owed when the gateway stops leaves its messages
-unsettled and nothing of its turn in the stored transcript: the next start runs the turn again,
-as after a crash.
+turns too), at ``/new`` before the old generation's transcript is replaced, and by the retention
+sweep (`gateway.retention`), so that an idle chat's answer does not wait for its next message once
+the store takes writes again. The sweep pays only a session that has no worker (no turn runs or
+waits): a worker pays its session's before each turn and with each turn's end, and a transcript
+stored while a turn runs would hold that turn half done. Every pay runs on the event loop with no
+await between its first write and its last, so no two overlap. Paying repeats nothing: the outbox
+journals a key once, a delegation's first outcome stands, settling twice is settling once, and the
+transcript is stored from where the stored one ends (`GatewaySession.unsaved_from`). An end still
+owed when the gateway stops leaves its messages unsettled and nothing of its turn in the stored
+transcript: the next start runs the turn again, as after a crash.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -38,11 +43,15 @@ class OwedEnds:
     """Pays the turn ends a session owes; each call tries once and stops at the first refusal."""
 
     def __init__(self, registry: SessionRegistry, outbox: Outbox, inbox: Inbox,
-                 completion_ended: Callable[[str, str, str | None], None]) -> None:
+                 completion_ended: Callable[[str, str, str | None], None], *,
+                 transaction: Callable[[], AbstractContextManager[object]]) -> None:
+        """``transaction``: the store's (`lifecycle.SqliteDatabase.transaction`), for writes that stand or
+        fall together."""
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
         self._completion_ended = completion_ended
+        self._transaction = transaction
 
     def owe(self, session: GatewaySession, end: OwedEnd) -> None:
         """A turn's end, to be paid after those owed before it (at once, by `pay`, if it can be)."""
@@ -65,13 +74,15 @@ class OwedEnds:
 
     def pay(self, session: GatewaySession) -> Unpaid | None:
         """Record what the session's owed ends owe, oldest first, one step for all of them before the
-        next: their messages, their delegations' outcomes, the session's transcript, their settling.
-        An end is paid, and forgotten, once its messages are settled; the first refusal stops the rest,
-        and is returned: that end and those after it stay owed, less what of them went through.
-        The transcript comes after every message and outcome, and only settling after it, which updates
-        rows in place: a full disk refuses that at the commit, where the whole batch goes or is written
-        again together (`lifecycle.SqliteDatabase`), so no transcript holding a turn is stored without
-        the turn's settling, which would have a restart answer its messages a second time."""
+        next: their messages, their delegations' outcomes, then the session's transcript and their
+        messages' settling. They are paid, and forgotten, once their messages are settled; the first
+        refusal stops the rest, and is returned: they all stay owed, less what of them went through.
+        The transcript comes after every message and outcome, and is stored in one transaction with the
+        settling: no transcript holding a turn is stored without the turn's settling, which would have a
+        restart run the turn again on a transcript that already holds it. A settling refused undoes the
+        transcript, also when a full disk rolled the whole batch back (its other writes are written again,
+        not the transaction's: `lifecycle.SqliteDatabase`); a commit refused later takes, or writes again,
+        the whole batch."""
         if not session.owed:
             return None
         if (unpaid := self.send(session)) is not None:
@@ -83,17 +94,20 @@ class OwedEnds:
                 except sqlite3.Error as exc:
                     return Unpaid(end.turn_id, "its delegation's outcome", exc)
                 end.outcome = None
-        try:
-            self._registry.store_transcript(session)
-        except sqlite3.Error as exc:
-            return Unpaid(session.owed[0].turn_id, "its transcript", exc)
-        while session.owed:
-            end = session.owed[0]
-            try:
+        step = (session.owed[0].turn_id, "its transcript")  # what a refusal stops at
+
+        def settle() -> None:
+            nonlocal step
+            for end in session.owed:
+                step = (end.turn_id, "its messages' settling")
                 for event in end.events:
                     self._inbox.settle(event.platform, event.event_id)
-            except sqlite3.Error as exc:
-                return Unpaid(end.turn_id, "its messages' settling", exc)
-            del session.owed[0]
+
+        try:
+            with self._transaction():
+                self._registry.store_transcript(session, then=settle)
+        except sqlite3.Error as exc:
+            return Unpaid(*step, exc)
+        session.owed.clear()
         return None
 

@@ -254,14 +254,16 @@ class SessionRegistry:
         session.last_active = self._clock.time()
         return [item.event for item in read if item.event is not None]
 
-    def store_transcript(self, session: GatewaySession) -> None:
+    def store_transcript(self, session: GatewaySession, *, then: Callable[[], None] = lambda: None) -> None:
         """Store what the session's agent added to its transcript since it was last stored (all of it
-        after a compaction, ``/new`` or a reload). Raises what the store refuses, and then nothing
+        after a compaction, ``/new`` or a reload), then call ``then``: writes that stand or fall with it,
+        in the caller's transaction. Raises what the store refuses, or ``then`` raises, and then nothing
         counts as stored: the next call stores it all again."""
         messages = session.agent.messages
         start = session.unsaved_from()
         if start < len(messages) or start == 0:
             self._table.save_transcript(session.key, messages, start=start)
+        then()
         session.mark_saved()
 
     def interrupt_all(self, reason: str) -> None:

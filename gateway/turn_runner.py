@@ -56,7 +56,9 @@ class TurnRunner:
                  display: Callable[[str], TurnDisplay], adapters: Mapping[str, Adapter], clock: Clock,
                  completion_ended: CompletionEnded, model: ModelSettings,
                  events: GatewayEvents | None = None, late_after: float = 0.0,
-                 durable: Callable[[], Awaitable[None]]) -> None:
+                 durable: Callable[[], Awaitable[None]],
+                 transaction: Callable[[], contextlib.AbstractContextManager[object]]) -> None:
+        """``transaction``: the store's, for the owed turn ends a refusal must not split (`OwedEnds`)."""
         self._registry = registry
         self._outbox = outbox
         self._inbox = inbox
@@ -78,7 +80,7 @@ class TurnRunner:
         self._stopping = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
-        self._owed = OwedEnds(registry, outbox, inbox, completion_ended)
+        self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -159,6 +161,31 @@ class TurnRunner:
                                reply_to=quote)
         refused.log(f"all that a stop ({SUPPRESSED_REASONS.get(why, why)}) ended", session,
                     "what of it is not settled is handled again after the next start")
+
+    def pay_owed(self) -> int:
+        """The retention sweep's: pay the turn ends owed by the sessions no turn runs or waits in
+        (`gateway.owed_ends`), as their next turn would, so that an idle chat's answer goes out once the
+        store takes writes again, not when the chat next speaks. A session with a worker is left to it:
+        it pays them before its next turn begins, or with the end of the one running (stored now, the
+        transcript would hold that turn half done). Returns how many sessions the store still refused
+        (one line says why)."""
+        refused: list[Unpaid] = []
+        paid = 0
+        for session in self._registry:
+            if not session.owed or session.busy or session in self._workers:
+                continue
+            if (unpaid := self._owed.pay(session)) is None:
+                paid += 1
+            else:
+                refused.append(unpaid)
+        if paid:
+            log.info("recorded the turn ends %d idle chat(s) owed", paid)
+        if refused:
+            first = refused[0]
+            log.warning("could not record the turn ends %d idle chat(s) owe (%s: %s; not recorded, of the end of"
+                        " turn %s: %s): tried again at the next retention sweep, or with the chat's next turn",
+                        len(refused), type(first.error).__name__, first.error, first.turn_id, first.what)
+        return len(refused)
 
     async def _work(self, session: GatewaySession) -> None:
         try:

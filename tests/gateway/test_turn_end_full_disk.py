@@ -165,6 +165,10 @@ async def test_a_turn_end_the_full_disk_refused_is_recorded_with_the_next_turns_
         await model.reached("second")
         assert not gateway.store.inbox.settled("web", "key-first-1@c1")
         room_again(gateway.store.db)
+        # Not the retention sweep's to record while "second" runs: the transcript holds that turn, half done.
+        session = next(iter(gateway.sessions))
+        gateway.retention.sweep()
+        assert session.owed and not gateway.store.inbox.settled("web", "key-first-1@c1")
         model.release("second")
         await answered(http, web.base, "echo: second")
         await web.settled()
@@ -243,3 +247,79 @@ async def test_new_on_a_disk_still_full_leaves_the_turn_end_owed_to_the_new_sess
         assert await texts(http, web.base) == [
             "first", "/new", "Started a new sessio", "hello", "long answer to first", "echo: hello"]
         no_tracebacks(caplog)
+
+
+@pytest.mark.parametrize("then", ["restart", "sweep"])
+async def test_a_settling_refused_after_the_transcript_went_through_leaves_the_transcript_out_too(
+        tmp_path, caplog, then):
+    # The end of "first" stores its transcript, then the store refuses its message's settling, rolling the whole
+    # batch back as a full disk does (a trigger stands in for the full disk: the update in place that settles a
+    # message fits where a new page would not). Before, the transcript's writes, taken for done, were written
+    # again on their own: the process stopping before the end was paid, the restart ran "first" again on a
+    # transcript that already held it, and stored it twice. Paid before a restart, the transcript is stored
+    # then, with the settling.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model)
+        gateway = web.gateway
+        db = gateway.store.db
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")  # its message is marked begun: the next update of the inbox settles it
+        await db.durable()
+        db._conn.execute("CREATE TEMP TRIGGER no_settling BEFORE UPDATE ON gateway_inbox"
+                         " BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END")
+        model.release("first")
+        await answered(http, web.base, "long answer to first")
+        await until(lambda: not gateway.runner.busy)
+        assert next(iter(gateway.sessions)).owed
+        db._conn.execute("DROP TRIGGER temp.no_settling")
+        said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
+        assert len(said) == 1 and "not recorded: its messages' settling" in said[0]
+        if then == "sweep":
+            gateway.retention.sweep()
+            await web.settled()
+            assert stored(gateway) == ["first"] and gateway.store.inbox.settled("web", "key-first-1@c1")
+
+        await web.restart()  # the end still owed: "first" runs again, as after a crash; paid: nothing does
+        await web.settled()
+        assert stored(web.gateway) == ["first"]  # before, ["first", "first"]
+        assert web.gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert await texts(http, web.base) == ["first", "long answer to first"]  # its reply is not sent twice
+
+
+async def test_an_idle_chats_owed_turn_end_is_recorded_by_the_retention_sweep_once_there_is_room(tmp_path, caplog):
+    # Before, the end of "first" waited for the chat's next message (or a restart): its answer with it.
+    model = ScriptedModel({"parent": answers})
+    async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
+        web = await start(agent_model=model)
+        gateway = web.gateway
+        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+        await model.reached("first")
+        await disk_full(gateway.store.db)
+        model.release("first")
+        await until(lambda: not gateway.runner.busy)
+        session = next(iter(gateway.sessions))
+        assert session.owed
+        gateway.retention.sweep()  # the disk still full: still owed, said in one line
+        assert session.owed and gateway.sessions.find("web", "c1", None) is session
+        said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
+        assert said[-1].startswith("could not record the turn ends 1 idle chat(s) owe (OperationalError: database"
+                                   " or disk is full; not recorded, of the end of turn t-")
+        assert said[-1].endswith(": its reply): tried again at the next retention sweep, or with the chat's next turn")
+
+        room_again(gateway.store.db)
+        gateway.retention.sweep()
+        assert not session.owed
+        await answered(http, web.base, "long answer to first")
+        await web.settled()
+        assert gateway.store.inbox.settled("web", "key-first-1@c1")
+        assert stored(gateway) == ["first"]
+        gateway.retention.sweep()  # paid once: nothing more to record
+        await web.settled()
+        assert await texts(http, web.base) == ["first", "long answer to first"]
+        no_tracebacks(caplog)
+
+        await web.restart()  # nothing runs again
+        await web.settled()
+        assert stored(web.gateway) == ["first"]
+        assert await texts(http, web.base) == ["first", "long answer to first"]
