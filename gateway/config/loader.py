@@ -1,8 +1,9 @@
 """Find, read and validate the configuration file.
 
 Lookup order: an explicit path, ``$SWITCHBOARD_CONFIG``, ``./switchboard.yaml``,
-``$XDG_CONFIG_HOME/switchboard/config.yaml`` (``~/.config/...`` when unset), and
-finally the built-in defaults with no file at all. See docs/configuration.md.
+``$XDG_CONFIG_HOME/switchboard/config.yaml`` (``~/.config/...`` when unset, none where there
+is no home directory), and finally the built-in defaults with no file at all. See
+docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import NamedTuple
 import yaml
 
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
+from gateway.config.home import NoHome, expand_user, home, xdg_directory
 from gateway.config.interpolate import Expanded, bad_references, expand_tree, name_empty_variables
 from gateway.config.overrides import apply_overrides
 from gateway.config.rules import check_rules
@@ -63,9 +65,12 @@ def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | Non
         return _must_exist(Path(path), "")
     if named := env.get("SWITCHBOARD_CONFIG"):
         return _must_exist(Path(named), " (from $SWITCHBOARD_CONFIG)")
-    xdg = env.get("XDG_CONFIG_HOME")
-    config_home = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".config"
-    for candidate in (Path("switchboard.yaml"), config_home / "switchboard" / "config.yaml"):
+    config_home = xdg_directory(env, "XDG_CONFIG_HOME")
+    if config_home is None and (user_home := home()) is not None:
+        config_home = user_home / ".config"
+    # No home directory, no user's file to look for (a container run with an arbitrary uid).
+    user_file = [] if config_home is None else [config_home / "switchboard" / "config.yaml"]
+    for candidate in (Path("switchboard.yaml"), *user_file):
         try:
             found = candidate.is_file()
         except OSError as exc:  # a directory on the way the gateway's user may not enter: one may be there
@@ -78,7 +83,10 @@ def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | Non
 
 
 def _must_exist(path: Path, origin: str) -> Path:
-    path = path.expanduser().absolute()
+    try:
+        path = expand_user(path).absolute()
+    except NoHome as exc:
+        raise ConfigError([f"config file {path}{origin} {exc}"]) from None
     try:
         exists, is_file = path.exists(), path.is_file()
     except OSError as exc:  # a directory on the way the gateway's user may not enter
@@ -177,17 +185,23 @@ def config_from_mapping(
     secrets = secret_values(Config, tree) | env_secret_values(env) | _bad_references_in_secrets(raw)
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
+    # Config's own default state directory reads os.environ, and raises where there is no home directory:
+    # `_state_dir` sets the real one from ``env`` below, its problem reported with the rest.
+    config = validator.section(Config, tree, "", defaults={"state_dir": Path()})
     # Before the rules: they read the script file the start will read.
-    config = _paths_in_config_dir(validator.section(Config, tree, ""), source)
+    config = _paths_in_config_dir(config, source, validator.errors)
     rule_errors, rule_warnings = check_rules(config)
     delegation_errors, delegation_warnings = delegation_rules(config, source)
     rule_errors, rule_warnings = rule_errors + delegation_errors, rule_warnings + delegation_warnings
     rule_errors = _not_reported(validator.errors, [validator.as_in_file(error) for error in rule_errors])
+    try:
+        state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
+    except ConfigError as exc:  # the default, where there is no home directory to put it under
+        state_dir, rule_errors = config.state_dir, rule_errors + exc.errors
     errors = mask(name_empty_variables(validator.errors + rule_errors, empty_variables), secrets)
     warnings = mask(validator.warnings + rule_warnings, secrets)
     if errors:
         raise ConfigError(errors, warnings, source)
-    state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)
     config = absolute_context_files(config, source)
     return LoadedConfig(dataclasses.replace(config, state_dir=state_dir, source=source), warnings)
 
@@ -230,16 +244,17 @@ def _state_dir(configured: Path | None, source: Path | None, env: Mapping[str, s
     return _in_config_dir(configured, source)
 
 
-def _paths_in_config_dir(config: Config, source: Path | None) -> Config:
+def _paths_in_config_dir(config: Config, source: Path | None, errors: list[str]) -> Config:
     """``config`` with agent.workspace, model.script and the Temporal TLS files read as state_dir is:
     ``~`` expanded, a relative path relative to the config file, not to wherever switchboard was started
-    (/ for a service). A profile's context_files are likewise, in `absolute_context_files`."""
+    (/ for a service). A profile's context_files are likewise, in `absolute_context_files`. A ``~``
+    that names no home directory is added to ``errors``."""
     agent, model, temporal = config.agent, config.model, config.lifecycle.temporal
     if agent.workspace:
-        workspace = str(_in_config_dir(Path(agent.workspace).expanduser(), source))
+        workspace = str(_in_config_dir(_expanded(agent.workspace, "agent.workspace", errors), source))
         config = dataclasses.replace(config, agent=dataclasses.replace(agent, workspace=workspace))
     if model.script:
-        script = str(_in_config_dir(Path(model.script).expanduser(), source))
+        script = str(_in_config_dir(_expanded(model.script, "model.script", errors), source))
         config = dataclasses.replace(config, model=dataclasses.replace(model, script=script))
     if isinstance(temporal.tls, TemporalTLSSettings):
         tls = temporal.tls
@@ -249,6 +264,14 @@ def _paths_in_config_dir(config: Config, source: Path | None) -> Config:
         lifecycle = dataclasses.replace(config.lifecycle, temporal=temporal)
         config = dataclasses.replace(config, lifecycle=lifecycle)
     return config
+
+
+def _expanded(path: str, key: str, errors: list[str]) -> Path:
+    try:
+        return expand_user(Path(path))
+    except NoHome as exc:
+        errors.append(f"{key}: {path} {exc}")
+        return Path(path)
 
 
 def _in_config_dir(path: Path, source: Path | None) -> Path:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 from agent.settings import AgentSettings, CompressionSettings, ModelSettings, nested, setting
+from gateway.config.home import NoHome, expand_user, home, why_no_home, xdg_directory
 from gateway.config.platform_settings import PLATFORM_NAMES, PlatformsSettings, empty_mapping
+from gateway.errors import ConfigError
 from lifecycle.settings import DelegationSettings, LifecycleSettings
 
 BusyInputMode = Literal["interrupt", "queue", "steer"]
@@ -151,15 +153,22 @@ def default_state_dir(env: Mapping[str, str]) -> Path:
     """The state directory when the config file does not name one.
 
     ``$SWITCHBOARD_STATE_DIR``, else ``$XDG_STATE_HOME/switchboard``, else
-    ``~/.local/state/switchboard``.
+    ``~/.local/state/switchboard``. Raises `ConfigError` (one line naming what to set) where
+    that needs a home directory the process does not have.
     """
     if explicit := env.get("SWITCHBOARD_STATE_DIR"):
-        return Path(explicit).expanduser().absolute()
-    xdg = env.get("XDG_STATE_HOME")
+        try:
+            return expand_user(Path(explicit)).absolute()
+        except NoHome as exc:
+            raise ConfigError([f"$SWITCHBOARD_STATE_DIR: {explicit} {exc}"]) from None
     # The XDG spec says relative values are invalid and must be ignored.
-    if xdg and Path(xdg).expanduser().is_absolute():
-        return Path(xdg).expanduser() / "switchboard"
-    return Path.home() / ".local" / "state" / "switchboard"
+    if (xdg := xdg_directory(env, "XDG_STATE_HOME")) is not None:
+        return xdg / "switchboard"
+    if (user_home := home()) is None:
+        raise ConfigError(["state_dir: not set, and there is no home directory for its default,"
+                           f" ~/.local/state/switchboard ({why_no_home()}); set state_dir,"
+                           " $SWITCHBOARD_STATE_DIR or $HOME"])
+    return user_home / ".local" / "state" / "switchboard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +187,8 @@ class Config:
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")
     telemetry: TelemetrySettings = nested(TelemetrySettings, "OpenTelemetry traces.")
     state_dir: Path = field(
-        # Reading the environment here keeps `Config()` meaning what a user gets with no file.
+        # Reading the environment here keeps `Config()` meaning what a user gets with no file: where that
+        # is an error (no home directory), it raises it. The loader reads its own ``env`` instead.
         default_factory=lambda: default_state_dir(os.environ),
         metadata={"doc": "Directory for the database and workspace; relative paths are relative to the config file."},
     )

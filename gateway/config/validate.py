@@ -23,6 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from gateway.config.home import NoHome, expand_user
 from gateway.config.interpolate import FAILED, Expanded
 from gateway.config.misplaced import homes
 from gateway.config.strict_yaml import StrictLoader
@@ -53,26 +54,28 @@ class Validator:
         self._kept: dict[str, list[int]] = {}
         """Of each list that lost invalid items, the positions in the file of the items it kept."""
 
-    def section(self, cls: type, raw: object, path: str, meta: Mapping = _NO_META) -> Any:
-        """An instance of dataclass ``cls``; bad fields keep their defaults and are reported."""
+    def section(self, cls: type, raw: object, path: str, meta: Mapping = _NO_META,
+                defaults: Mapping[str, Any] = _NO_META) -> Any:
+        """An instance of dataclass ``cls``; bad fields keep their defaults and are reported. ``defaults``
+        stand in for the dataclass's own where ``raw`` sets no valid value (one that reads the environment)."""
         # A section with every key commented out parses as null: treat it as empty.
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             self.errors.append(f"{path}: expected a mapping, got {self.show(raw)}")
-            return cls()
+            return cls(**defaults)
         strict = bool(meta.get("strict_keys"))
         self._strict += strict
         try:
-            return self._fields(cls, raw, path)
+            return self._fields(cls, raw, path, defaults)
         finally:
             self._strict -= strict
 
-    def _fields(self, cls: type, raw: Mapping, path: str) -> Any:
+    def _fields(self, cls: type, raw: Mapping, path: str, defaults: Mapping[str, Any]) -> Any:
         hints = get_type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
         self._unknown_keys(raw, fields, path)
-        values = {}
+        values = dict(defaults)
         for name, f in fields.items():
             if name not in raw or raw[name] is FAILED:
                 continue
@@ -85,6 +88,8 @@ class Validator:
                     self.warnings.append(f"{message}; ignored, using the default {show(_default(f))}")
                 else:
                     self.errors.append(message)
+            except NoHome as exc:
+                self.errors.append(f"{join(path, name)}: {raw[name]} {exc}")
         return cls(**values)
 
     def as_in_file(self, message: str) -> str:
@@ -153,6 +158,9 @@ class Validator:
         except Invalid as exc:
             self.errors.append(f"{path}: expected {exc.expected}, got {self.show(value, meta)}"
                                f"{misread_hint(None, value, tp)}")
+            return FAILED
+        except NoHome as exc:
+            self.errors.append(f"{path}: {value} {exc}")
             return FAILED
 
     def _mapping(self, value: object, tp: Any, path: str, meta: Mapping) -> Mapping:
@@ -239,7 +247,7 @@ def _convert(value: object, tp: Any) -> Any:
             return str(value)
     elif tp is Path:
         if isinstance(value, str) and value:
-            return Path(value).expanduser()
+            return expand_user(Path(value))  # raises NoHome, which its caller words
     elif tp is Any:
         return value
     else:

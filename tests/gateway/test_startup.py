@@ -198,6 +198,23 @@ def test_a_port_in_use_names_server_port(tmp_path, config):
     assert "platform webhook started" not in result.stderr
 
 
+def test_of_two_problems_the_first_checked_is_said_as_the_docs_order_them(tmp_path, config):
+    # docs/gateway.md, "What stops a start": the model server before the port; the state directory
+    # and workspace before another gateway's lock on the directory.
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        line = only_line(run(tmp_path, "run", "--config", str(config), "--set", "model.provider=openai",
+                             "--set", f"model.base_url={url}", "--set", f"server.port={taken.getsockname()[1]}"))
+    assert line.startswith(f"switchboard: model.base_url: cannot reach {url}"), line
+    (tmp_path / "a-file").write_text("not a directory")
+    with Running(tmp_path, "--config", str(config)) as first:
+        first.started()
+        line = only_line(run(tmp_path, "run", "--config", str(config), "--set", f"agent.workspace={tmp_path}/a-file"))
+    assert line.startswith(f"switchboard: agent.workspace: {tmp_path / 'a-file'} is a file"), line
+
+
 def test_an_unreachable_model_names_the_url(tmp_path, config):
     url = f"http://127.0.0.1:{free_port()}/v1"
     for args in (["run"], ["chat"], ["ask", "hello"]):
@@ -305,7 +322,7 @@ def test_a_state_directory_that_cannot_be_created(tmp_path):
 def test_a_full_disk(tmp_path):
     state = tmp_path / "state"
     config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
-    fill = f'dd if=/dev/zero of="$0/filler" bs=64k count=64 2>/dev/null; true'
+    fill = 'dd if=/dev/zero of="$0/filler" bs=64k count=64 2>/dev/null; true'
     prefix = on_private_tmpfs(state, "size=512k", then=fill) or pytest.skip("needs user and mount namespaces")
     line = only_line(run(tmp_path, "run", "--config", str(config), prefix=prefix))
     assert f"state directory {state}: no space left on its disk" in line
