@@ -8,9 +8,11 @@ from urllib.parse import quote
 
 
 def file_name(value: str) -> str:
-    """``value`` as one file name: every character but letters, digits, '-' and '_' escaped (no
-    '/' or '..' survives), a long one cut and made unique with its digest."""
+    """``value`` as one file name: every character but ASCII letters, digits, '-', '_', '.' and '~'
+    escaped (no '/' survives, nor a name of dots alone), a long one cut and made unique with its digest."""
     name = quote(value, safe="-_", errors="surrogatepass")
+    if name in (".", ".."):  # quote keeps dots: this folder, or the one above, holding every chat's
+        name = name.replace(".", "%2E")
     if len(name) <= 100:
         return name
     return f"{name[:60]}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"

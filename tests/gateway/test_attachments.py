@@ -92,6 +92,15 @@ def test_store_writes_inside_the_chat_folder_and_never_clobbers(tmp_path: Path) 
     assert sorted(p.name for p in (tmp_path / first).parent.iterdir()) == ["report-2.pdf", "report.pdf"]
 
 
+@pytest.mark.parametrize("chat_id", [".", ".."])
+def test_a_chat_id_of_dots_alone_gets_a_folder_of_its_own(tmp_path: Path, chat_id: str) -> None:
+    # Kept as it is, "webhook/.." would be the folder holding every platform's chats as this chat's own,
+    # and "webhook/." every webhook chat's.
+    escaped = "%2E" * len(chat_id)
+    assert store(tmp_path, chat_folder("webhook", chat_id), "x", b"1") == f"attachments/webhook/{escaped}/x"
+    assert chat_file_scope("webhook", chat_id).own == f"attachments/webhook/{escaped}"
+
+
 def test_a_stored_file_is_on_disk_for_good_before_the_model_is_told_its_path(tmp_path: Path, fsyncs) -> None:
     # Flushed before its rename, its folder after: else a power cut could lose a file whose path the
     # journaled turn names.
