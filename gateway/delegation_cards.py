@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent import Clock
+from agent import Clock, new_id
 from gateway.display import TurnDisplay
 from gateway.notices import final_text
 from gateway.outbox import Outbox
@@ -30,6 +30,10 @@ class DelegationCards:
         self._cards: dict[str, ProgressCard] = {}
         self._began: dict[str, float] = {}
         """When each delegation dispatched by this process began, on the monotonic clock."""
+        self._run_id = new_id("r-")
+        """This process's, for its cards' edits: a card taken up again after a restart numbers its edits
+        from the start, and under the earlier process's keys they would be taken for edits journaled
+        already, and dropped, the card frozen until it is finalised."""
 
     def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
         """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
@@ -84,4 +88,4 @@ class DelegationCards:
 
     def _message(self, row: DelegationRow) -> ProgressMessage:
         return ProgressMessage(self._outbox, split_session_key(row.session_key), f"{row.completion_turn_id}:card",
-                               turn_id=row.completion_turn_id, run_id=row.delegation_id)
+                               turn_id=row.completion_turn_id, run_id=self._run_id)

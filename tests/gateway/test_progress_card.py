@@ -370,6 +370,41 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     assert chat2.kinds() == ["reply", "notice", "completion"]
 
 
+
+async def test_a_card_edited_before_a_restart_is_still_edited_by_the_children_relaunched_after_it(tmp_path, gateways):
+    # The earlier process edited the card (each edit journaled under its number): the relaunched children's card
+    # numbers its edits from the start again, and none of them may be taken for one already sent.
+    sections = {"display": {**CARD, "interim_assistant_messages": True}, "lifecycle": {"on_restart": "resume"},
+                "agent": {"gateway_notify_interval": 180, "toolsets": ["file"]}}
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "forever"}})
+    gateway = await gateways(make_config(tmp_path, **sections), [chat], model=model, clock=clock)
+    card = await shown_card(chat, clock, model, "forever")
+    for seconds in (5, 7):
+        await clock.until_sleeping(lasting=2)
+        clock.advance(2)
+        await chat.wait_for(lambda: card.text.startswith(f"⏳ Waiting for subagents: 0 of 2 done — {seconds} s\n"))
+    await gateway.stop(grace=0)
+
+    chat2 = RecordingAdapter()
+    chat2.messages, chat2._ids = chat.messages, chat._ids  # the same chat, its card still showing
+    model2 = ScriptedModel({"parent": background_parent, "leaf": lambda r: {"wait": "again", "text": "found"}})
+    gateway2 = await gateways(make_config(tmp_path, **sections), [chat2], model=model2, clock=clock)
+    await model2.reached("again")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 3 s\n"))
+    for seconds in (5, 7, 9):
+        await clock.until_sleeping(lasting=2)
+        clock.advance(2)
+        await chat2.wait_for(lambda: card.text.startswith(f"⏳ Waiting for subagents: 0 of 2 done — {seconds} s\n"))
+    model2.release("again")
+    await chat2.wait_for(lambda: card.text.startswith("✓ Done in"))
+    clock.advance(600)
+    await settled(gateway2)
+    assert chat2.kinds() == ["reply", "notice", "completion"]
+
+
 async def test_subagents_the_source_lets_go_of_once_finished_still_count():
     # The host keeps only a session's latest few finished children: a card of more must not lose the rest.
     children = [Child(f"sa-{i}", f"task {i}") for i in range(12)]
