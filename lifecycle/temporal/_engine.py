@@ -22,7 +22,7 @@ Until Temporal is known to have a child's workflow (`EngineHost.placed`), the jo
 its job: `close` starts the workflows of the children it stops following before then, and
 `start` starts those that a process killed, or one that could not reach Temporal, left without one
 (the service hands it no job of a child asked to stop). A child asked to stop before its workflow's
-start was sent is never started.
+start was sent, or while Temporal did not answer it and does not have the workflow, is never started.
 """
 
 from __future__ import annotations
@@ -246,6 +246,12 @@ class TemporalEngine:
             outcome = ChildOutcome("interrupted", "interrupted", None, child.stop_reason)
         while outcome is None:
             try:
+                if new and child.stop_reason is not None and not await self._start_landed(child):
+                    # Asked to stop while Temporal did not answer its start: the same, if the start did not
+                    # land. Sent again, it would start a child that the cancel, waiting out the outage too,
+                    # may reach only after a worker has built it and called the model.
+                    outcome = ChildOutcome("interrupted", "interrupted", None, child.stop_reason)
+                    break
                 outcome = await self._outcome(child, new=new)
                 break
             except asyncio.CancelledError:
@@ -331,6 +337,18 @@ class TemporalEngine:
         finally:
             result.cancel()
             running.cancel()
+
+    async def _start_landed(self, child: _Child) -> bool:
+        """Whether Temporal has the workflow of a child whose start it did not answer (the start, sent
+        again, then attaches to it). Raises as the look-up does."""
+        handle = self.client.get_workflow_handle(child.job.subagent_id)
+        try:
+            await handle.describe()
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return True
 
     def _start_input(self, child: _Child) -> dict[str, Any]:
         """The workflow's input: the job and the limits of the settings it is started under."""

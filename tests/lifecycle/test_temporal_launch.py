@@ -377,3 +377,46 @@ async def test_an_inline_child_temporal_had_when_its_gateway_was_killed_is_stopp
         assert len(model.requests) == 1
     finally:
         model.release("gate")
+
+
+async def test_a_child_stopped_while_temporal_did_not_answer_its_start_is_never_started(
+        make_env, tmp_path, monkeypatch, caplog):
+    """Temporal is down when the child is launched, and it is cancelled before Temporal is back: the
+    engine, trying the start again, does not start it only for the cancel, waiting out the outage too, to
+    stop it (a worker could build it first and call the model); it ends as a child cancelled before it ran."""
+    server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
+    await asyncio.to_thread(server.start)
+    try:
+        settings = TemporalSettings(address=server.address, task_queue=f"t-{uuid.uuid4().hex[:12]}")
+        client = await Client.connect(server.address,
+                                      retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=300))
+        engine = TemporalEngine(settings, client=client)
+        # Temporal answers the start's next try before the cancel's: the cancel is held until a worker
+        # has called the model for the child, or the child has ended.
+        held, cancel = asyncio.Event(), engine._cancel
+
+        async def cancel_late(child, reason):
+            await held.wait()
+            await cancel(child, reason)
+
+        monkeypatch.setattr(engine, "_cancel", cancel_late)
+        env = await make_env(engine=engine)
+        await asyncio.to_thread(server.stop)
+        with env.turn():
+            handle = await env.service.launch(SubagentLaunchRequest(goal="launched during an outage"))
+            await until(lambda: any("following it again" in r.getMessage() for r in caplog.records))
+            assert (await env.service.cancel(handle, reason="changed my mind")).accepted
+        await asyncio.to_thread(server.start)
+        model = ScriptedModel({"leaf": lambda r: {"wait": "called", "text": "ran though it was cancelled"}})
+        toolbox = WorkerToolbox(tools=make_registry(), model_for=lambda provider, name: model)
+        async with ChildWorker(client, settings.task_queue, toolbox, heartbeat_seconds=0.2):
+            await until(lambda: model.requests or not env.service.host_view().children("parent-1"), timeout=20)
+            held.set()
+            with env.turn():
+                assert (await env.service.wait(handle, timeout_seconds=20)).completed
+                result = await env.service.result(handle)
+        assert (result.state, result.error_message) == (S.CANCELLED, "cancelled before start: changed my mind")
+        assert model.requests == []
+        assert await no_workflow(client, handle.subagent_id)
+    finally:
+        await asyncio.to_thread(server.stop)
