@@ -7,6 +7,9 @@ delegation, so one a crash left behind is still finalised after the restart.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import sqlite3
 from collections.abc import Callable
 
 from agent import Clock, new_id
@@ -15,9 +18,12 @@ from gateway.notices import final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import DELEGATE, ProgressCard
 from gateway.progress_message import ProgressMessage
+from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow, split_session_key
 from lifecycle import HostView
+
+log = logging.getLogger("gateway.delegation_cards")
 
 
 class DelegationCards:
@@ -34,6 +40,8 @@ class DelegationCards:
         """This process's, for its cards' edits: a card taken up again after a restart numbers its edits
         from the start, and under the earlier process's keys they would be taken for edits journaled
         already, and dropped, the card frozen until it is finalised."""
+        self._finishing: dict[str, asyncio.Task[None]] = {}
+        """Cards whose final edit the store refused (a full disk), each tried again until it is journaled."""
 
     def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
         """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
@@ -63,18 +71,43 @@ class DelegationCards:
     def finish(self, row: DelegationRow, how: str, endings: str = "") -> None:
         """Finalise the card (``how``: done, stopped, failed or shutdown), also one a crash
         left behind before this process started. ``endings``: how those of its subagents that did not
-        succeed ended, for a done card (`gateway.child_states.endings`)."""
+        succeed ended, for a done card (`gateway.child_states.endings`). A final edit the store refuses
+        (a full disk) is not raised: the delegation it describes is settled all the same (a turn's card is
+        no part of its end either), and the edit is tried again, backing off, until it is journaled."""
         card = self._cards.pop(row.delegation_id, None)
         if card is not None:
             card.disarm()
-        platform = split_session_key(row.session_key)[0]
-        display = self._display(platform)
+        platform, chat_id, _ = split_session_key(row.session_key)
+        delete = self._display(platform).progress_final == "delete"
         final = final_text(how, self._elapsed(row), subagents=len(row.tasks), endings=endings)
-        self._message(row).finish(final, delete=display.progress_final == "delete")
+        try:
+            self._message(row).finish(final, delete=delete)
+        except sqlite3.Error as exc:
+            log.warning("could not record the final edit of the card of delegation %s in %s chat %s (%s: %s):"
+                        " it reads as running until it is recorded, tried again as the gateway goes on",
+                        row.delegation_id, platform, chat_id, type(exc).__name__, exc)
+            task = asyncio.ensure_future(self._finish_later(row, final, delete))
+            self._finishing[row.delegation_id] = task
+            task.add_done_callback(lambda _: self._finishing.pop(row.delegation_id, None))
+
+    async def _finish_later(self, row: DelegationRow, final: str, delete: bool) -> None:
+        """The final edit the store refused, until it takes it: the text it had then (its time is the
+        delegation's, not the wait's). Said once, by `finish`: a full disk is named by the database too."""
+        delay = BACKOFF_FIRST
+        while True:
+            await self._clock.sleep(delay)
+            try:
+                self._message(row).finish(final, delete=delete)
+                return
+            except sqlite3.Error as exc:
+                log.debug("the final edit of the card of delegation %s is still refused: %s", row.delegation_id, exc)
+            delay = min(delay * 2, BACKOFF_MAX)
 
     def close(self) -> None:
         for card in self._cards.values():
             card.disarm()
+        for task in self._finishing.values():  # still refused: the card stays as it is (nothing records it owed)
+            task.cancel()
         self._cards.clear()
         self._began.clear()
 

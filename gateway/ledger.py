@@ -140,8 +140,10 @@ class Ledger:
 
     def _settle(self, row: DelegationRow, status: Status, reason: str | None = None) -> bool:
         """Settle ``row`` unless it was settled already (the first outcome stands); whether it was now.
-        Raises what the store refuses: nothing is settled then, and the card keeps its tally for the settle
-        tried again (an owed turn end's)."""
+        Raises what the store refuses of the settle: nothing is settled then, and the card keeps its tally for
+        the settle tried again (an owed turn end's). Not what it refuses of the card's final edit, once the settle
+        went through: that edit is journaled later (`DelegationCards.finish`), and a stop goes on to settle the
+        session's other delegations."""
         if not self._table.settle(row.delegation_id, status, reason):
             self._endings.pop(row.delegation_id, None)  # its card was finished with the first outcome
             return False
