@@ -148,7 +148,8 @@ class Ledger:
             self._endings.pop(row.delegation_id, None)  # its card was finished with the first outcome
             return False
         ended = self._endings.pop(row.delegation_id, "")
-        how = {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
+        # Silenced (NO_REPLY): its subagents finished and the model read their results, so it is done, not stopped.
+        how = "done" if reason == SILENCE else {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
         self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
         return True
 

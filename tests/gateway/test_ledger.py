@@ -623,3 +623,24 @@ async def test_a_delegation_whose_settling_the_store_refused_keeps_its_cards_tal
     await chat.wait_for(lambda: chat.texts()[-1] == "echo hello")
     await settled(gateway)
     assert rows(gateway) == [] and not session.owed
+
+
+async def test_a_card_whose_results_the_model_chose_not_to_answer_reads_done(tmp_path, gateways):
+    # NO_REPLY settles the delegation as suppressed, but its subagents finished and their results were read:
+    # the card said "⏹ Stopped", as for a /stop, to a user who stopped nothing.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": parent(completion={"text": "NO_REPLY"}),
+                           "leaf": lambda r: {"wait": "work", "text": "found"}})
+    display = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
+    gateway = await gateways(make_config(tmp_path, display=display), [chat], model=model, clock=clock)
+    await chat.say("please delegate")
+    await model.reached("work")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    card = chat.messages[1]
+    model.release("work")
+    await chat.wait_for(lambda: not card.text.startswith("⏳"))
+    await settled(gateway)
+    assert card.text == "✓ Done in 3 s · 2 subagents"
+    assert chat.texts() == ["on it", card.text]
