@@ -260,12 +260,13 @@ class Gateway:
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake (an adapter that waits on its platform at its stop, `StopsWithin`, within the grace),
-        let running turns finish, then interrupt them; flush the outbox; journal
-        running children as interrupted. All of it within ``grace`` seconds (a supervisor's stop
-        timeout is set to it): the flush gets what the turns left of it, and parts it had no time
-        for stay pending for the next start; then the children's engine gets what is left for the
-        requests it still sends (at least `CLOSE_FLOOR_SECONDS`), and leaves the rest to the next start.
-        With no grace at all the flush still gets a second."""
+        let running turns finish, then interrupt them; flush the outbox, then close the clients the
+        `StopsWithin` adapters send with (kept open until then, so the replies of the turns that end
+        within the grace go out); journal running children as interrupted. All of it within ``grace``
+        seconds (a supervisor's stop timeout is set to it): the flush gets what the turns left of it,
+        and parts it had no time for stay pending for the next start; then the children's engine gets
+        what is left for the requests it still sends (at least `CLOSE_FLOOR_SECONDS`), and leaves the
+        rest to the next start. With no grace at all the flush still gets a second."""
         loop = asyncio.get_running_loop()
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         deadline = loop.time() + grace
@@ -300,6 +301,12 @@ class Gateway:
         await self.ledger.close()
         await self.outbox.flush(timeout=max(deadline - loop.time(), 0) if grace else 1.0, give_up_when_held=True)
         await self.outbox.close()
+        for adapter in self.adapters.values():
+            if isinstance(adapter, StopsWithin):  # also one whose stop failed: its client is closed all the same
+                try:
+                    await adapter.close()
+                except Exception:
+                    log.exception("closing %s failed", adapter.name)
         await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
         await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
         if self.tracing is not None:

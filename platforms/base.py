@@ -32,7 +32,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `StopsWithin` (a stop whose waits are
-held to what is left of the gateway's grace: Discord, Slack). An adapter that
+held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
+gateway's outbox is flushed: Discord, Slack). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
 that wants a minimum interval between calls per chat is `platforms.pacing.Paced` (with
 `WritesAside` / `WaitsAside` its own writes, such as Slack's placeholder, count in that
@@ -482,14 +483,24 @@ class LeavesIndicators(Protocol):
 class StopsWithin(Protocol):
     """An adapter whose stop waits on its platform and its queue (Discord: its client's reconnect
     backoff, the events still queued; Slack: its placeholders' deletions; both: the `Not taken`
-    answers to commands): the gateway's stop gives it what is left of the grace."""
+    answers to commands): the gateway's stop gives it what is left of the grace. Its stop comes in
+    two steps: `stop_within` ends intake as the gateway's stop begins, `close` closes the client it
+    sends with once the gateway has flushed its outbox, so the replies of the turns that end within
+    the grace still go out. `Adapter.stop` does both."""
 
     async def stop_within(self, seconds: float) -> None:
-        """`Adapter.stop`, done within about ``seconds``: what it had no time to hand over is not lost
-        (read back at the next start, or answered to be sent again). Its last calls to the platform (those
-        answers, Slack's placeholder deletions and Socket Mode close) get what is left of ``seconds``, but at
-        least `LAST_CALLS_FLOOR`, and all together no more than that floor past ``seconds``
-        (`last_calls_time`): what they do not do by then is left (see each adapter)."""
+        """End intake within about ``seconds``: no new event is taken (Socket Mode's WebSocket, Discord's
+        gateway connection are closed); what it had no time to hand over is not lost (read back at the next
+        start, or answered to be sent again). Its last calls to the platform (those answers, Slack's
+        placeholder deletions and Socket Mode close) get what is left of ``seconds``, but at least
+        `LAST_CALLS_FLOOR`, and all together no more than that floor past ``seconds`` (`last_calls_time`):
+        what they do not do by then is left (see each adapter). Sending still works after it, until `close`.
+        Idempotent."""
+
+    async def close(self) -> None:
+        """Close the client the adapter sends with (Slack's Web API, Discord's REST), after `stop_within`;
+        called by the gateway's stop once its outbox is flushed and closed, whether `stop_within` succeeded
+        or not. Waits on nothing of the platform's. Idempotent."""
 
 
 LAST_CALLS_FLOOR = 1.0

@@ -53,6 +53,7 @@ level (10 MiB without boosts, and in DMs).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -75,7 +76,6 @@ from platforms import (
 )
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
-    LAST_CALLS_FLOOR,
     Attachment,
     CommandSpec,
     DisplayTier,
@@ -89,6 +89,7 @@ from platforms.base import (
     SeenRecorder,
     Sent,
     Unauthorized,
+    last_calls_time,
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
@@ -186,8 +187,8 @@ class DiscordAdapter:
         self._stop_asked = asyncio.Event()
         """Set as a stop begins: a consumer waiting to hand an event over again gives up at once."""
         self._receiving: set[asyncio.Task[Any]] = set()
-        """Slash commands being acknowledged, not queued yet: a stop waits for them. Briefly: it closes the
-        client first, whose HTTP session ends their "thinking…" calls (they go on without their interaction)."""
+        """Slash commands being acknowledged, not queued yet: a stop waits for them. Briefly: it gives up
+        their "thinking…" calls as it begins (they go on without their interaction, `discord_commands.received`)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
         self._held_back: set[int] = set()
@@ -314,26 +315,24 @@ class DiscordAdapter:
         self._watch.down(ended_because(task.exception()))
 
     async def stop(self) -> None:
-        """`stop_within` `DRAIN_SECONDS`. Idempotent."""
-        await self.stop_within(DRAIN_SECONDS)
+        """`stop_within` `DRAIN_SECONDS`, then `close`. Idempotent."""
+        try:
+            await self.stop_within(DRAIN_SECONDS)
+        finally:
+            await self.close()
 
     async def stop_within(self, seconds: float) -> None:
-        """Close the gateway connection and HTTP session, hand over what was already queued for what
-        is left of ``seconds``: what is not is read back at the next start if a message, and told
-        `not taken` if a command (for what is left of ``seconds`` then, at least `LAST_CALLS_FLOOR`: an
-        answer Discord has not taken by then is given up). Idempotent."""
+        """Take nothing more: close the gateway connection (`_disconnect`), hand over what was already
+        queued for what is left of ``seconds``: what is not is read back at the next start if a message,
+        and told `not taken` if a command (for what is left of ``seconds`` then, at least `LAST_CALLS_FLOOR`,
+        and no more than that floor past ``seconds`` with the WebSocket's close, `last_calls_time`: an answer
+        Discord has not taken by then is given up). The REST client stays open for the replies of the turns
+        still ending, until `close`. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
         self._stop_asked.set()
-        client, self._client = self._client, None
-        if client is not None:
-            # discord.py dispatches "ready" from a task that waits for guilds after READY (2 s), which its close
-            # leaves running: it would dispatch on the closed client, and fail, logged at exit. Ended first.
-            dispatching = getattr(getattr(client, "_connection", None), "_ready_task", None)
-            if dispatching is not None:
-                dispatching.cancel()
-            await client.close()
+        await self._disconnect(deadline)
         catching_up, self._catch_up_task = self._catch_up_task, None
         if catching_up is not None:  # what it had not handed over is looked for again at the next start
             catching_up.cancel()
@@ -341,14 +340,6 @@ class DiscordAdapter:
             await asyncio.wait(set(self._catch_ups))
         if self._receiving:  # a command acknowledged as the connection closed: queued, then handed over below
             await asyncio.wait(set(self._receiving))
-        task, self._connect_task = self._connect_task, None
-        if task is not None:
-            # Closed, the client has nothing left to do, but a reconnect backoff it sleeps in (up to
-            # 17 minutes) goes on regardless: ended here, not waited out.
-            task.cancel()
-            await asyncio.wait({task})
-            if not task.cancelled():
-                task.exception()  # retrieved: start() or _connection_ended reported it
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             queued = asyncio.ensure_future(self._queue.join())
@@ -359,7 +350,41 @@ class DiscordAdapter:
             await asyncio.wait({consumer})
         while not self._queue.empty():  # held by a catch-up, or past the drain's time
             self._left_unrecorded(self._queue.get_nowait())
-        await self._tell_not_taken(max(deadline - loop.time(), LAST_CALLS_FLOOR))
+        await self._tell_not_taken(last_calls_time(deadline, loop.time()))
+
+    async def _disconnect(self, deadline: float) -> None:
+        """End the gateway connection, not the REST client (discord.py's ``Client.close`` would end both):
+        its task first, so that nothing reconnects, then its WebSocket, within `last_calls_time` of
+        ``deadline``. A close Discord does not answer (a half-open connection) does not hold it: aiohttp drops
+        a connection whose read was cut short rather than wait for the answer, and one cut by the time limit."""
+        client = self._client
+        if client is not None:
+            # discord.py dispatches "ready" from a task that waits for guilds after READY (2 s), which a stop
+            # leaves running: it would dispatch on the closed client, and fail, logged at exit. Ended first.
+            dispatching = getattr(getattr(client, "_connection", None), "_ready_task", None)
+            if dispatching is not None:
+                dispatching.cancel()
+        task, self._connect_task = self._connect_task, None
+        if task is not None:
+            # Reading the connection, or sleeping in a reconnect backoff (up to 17 minutes): ended here.
+            task.cancel()
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: start() or _connection_ended reported it
+        ws = client.ws if client is not None else None
+        if ws is not None and ws.open:
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(last_calls_time(deadline, loop.time())):
+                    await ws.close(code=1000)  # stops its heartbeat thread too
+
+    async def close(self) -> None:
+        """Close the REST client and the session answers to commands go by, which `stop_within` left open
+        for sending: every call from now on raises `NetworkError` ("the Discord adapter is not connected").
+        Idempotent."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
         answers, self._interactions.session = self._interactions.session, None
         if answers is not None:
             await answers.close()
@@ -485,7 +510,8 @@ class DiscordAdapter:
         assert task is not None
         self._receiving.add(task)
         try:
-            inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred)
+            inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred,
+                                                      stopping=self._stop_asked)
         finally:
             self._receiving.discard(task)
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history

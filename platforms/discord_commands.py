@@ -22,13 +22,15 @@ from typing import Any
 
 import aiohttp
 
-from platforms.base import CommandSpec, Inbound
+from platforms.base import CommandSpec, Inbound, NetworkError
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.not_recorded import NOT_TAKEN
 
 log = logging.getLogger("platforms.discord")
+
+CALLBACK = "POST /interactions/{id}/{token}/callback"
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""
@@ -71,17 +73,19 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
 
 
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
-                   deferred: Callable[[str], None]) -> Inbound:
+                   deferred: Callable[[str], None], stopping: asyncio.Event) -> Inbound:
     """The command as the gateway takes it, once deferred (``deferred`` is told its reply token); one
-    that could not be deferred goes without a reply token, to be answered in the channel. Dated by Discord
+    that could not be deferred goes without a reply token, to be answered in the channel, as does one
+    whose deferral Discord had not answered when the adapter began to stop (``stopping``): the stop does
+    not wait for it. Dated by Discord
     (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
     later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
     reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
     try:
-        await interaction.response.defer(thinking=True)
+        await _unless_stopping(interaction.response.defer(thinking=True), stopping)
         deferred(reply_token)
     except Exception as exc:  # too late, already answered, or rate limited: run it, answer in the channel
-        error = translate(exc, route="POST /interactions/{id}/{token}/callback", chat_id=str(interaction.channel_id))
+        error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id))
         log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
                     name, interaction.user.id, type(error).__name__)
         reply_token = None
@@ -92,6 +96,23 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
         reply_token=reply_token, sent_at=interaction.created_at.timestamp(),
     )
+
+
+async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event) -> None:
+    """Await ``call``; once ``stopping`` is set, give it up and raise `NetworkError`: a stop leaves the client
+    open for the replies still to send, so closing it no longer ends a call Discord does not answer."""
+    task = asyncio.ensure_future(call)
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():  # cut short: a stop, or this command's own cancellation
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        raise NetworkError("the adapter stopped before Discord answered", method=CALLBACK, platform="discord")
+    task.result()
 
 
 async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,

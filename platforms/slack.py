@@ -186,7 +186,8 @@ class SlackAdapter:
         self._reads = slack_history.PacedReads(self._page)
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
                                       page=self._reads, pages=slack_history.LOOKUP_PAGES,
-                                      background=self._background, started=lambda: self._client is not None)
+                                      background=self._background,
+                                      started=lambda: self._client is not None and not self._stopping)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listening: set[asyncio.Task[Any]] = set()
         """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
@@ -272,18 +273,22 @@ class SlackAdapter:
                                    timeout=self._connect_timeout)
 
     async def stop(self) -> None:
-        """`stop_within` `STOP_SECONDS`. Idempotent."""
-        await self.stop_within(STOP_SECONDS)
+        """`stop_within` `STOP_SECONDS`, then `close`. Idempotent."""
+        try:
+            await self.stop_within(STOP_SECONDS)
+        finally:
+            await self.close()
 
     async def stop_within(self, seconds: float) -> None:
-        """Disconnect, delete any progress placeholder still shown, close the HTTP session. Events and
-        commands still being read are dropped unacked (Slack sends an event again, to the next process);
-        a command acked already is answered to be sent again, as one whose hand-over the stop cancels.
-        Closing Socket Mode's WebSocket gets what is left of ``seconds``, at least `LAST_CALLS_FLOOR`
-        (`last_calls_time`): a close Slack does not answer is cut, the connection dropped. Then the deletions
-        and the answers, side by side, share what is left of ``seconds``, at least the floor, never past the
-        floor after ``seconds``: a placeholder not deleted by then is left to the next start
-        (`bind_indicators_left`), an answer Slack has not taken is given up. Idempotent."""
+        """Take nothing more: disconnect, delete any progress placeholder still shown (none is posted
+        after it). Events and commands still being read are dropped unacked (Slack sends an event again,
+        to the next process); a command acked already is answered to be sent again, as one whose hand-over
+        the stop cancels. Closing Socket Mode's WebSocket gets what is left of ``seconds``, at least
+        `LAST_CALLS_FLOOR` (`last_calls_time`): a close Slack does not answer is cut, the connection dropped.
+        Then the deletions and the answers, side by side, share what is left of ``seconds``, at least the
+        floor, never past the floor after ``seconds``: a placeholder not deleted by then is left to the next
+        start (`bind_indicators_left`), an answer Slack has not taken is given up. The Web API client and
+        the HTTP session stay open for the replies of the turns still ending, until `close`. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
@@ -305,7 +310,15 @@ class SlackAdapter:
         self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`_deliver`)
         await asyncio.gather(*(task for task in self._listening if task is not asyncio.current_task()),
                              return_exceptions=True)
-        self._client = self._sink = None
+        self._sink = None
+
+    async def close(self) -> None:
+        """Close the Web API client and the HTTP session `stop_within` left open for sending: every call
+        from now on raises `NetworkError` ("slack adapter not started"). Idempotent."""
+        self._client = None
+        for task in list(self._tasks):  # the stop ended them and starts none: any left ends before its session
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -291,9 +291,10 @@ async def test_a_command_still_being_taken_past_the_stops_drain_is_answered_to_s
 
 
 async def test_a_stop_is_not_held_by_a_command_discord_never_acknowledges(fake: FakeDiscord) -> None:
-    # The stop waits for commands being acknowledged with no timeout of its own: closing the client
-    # first closes discord.py's HTTP session, which ends the hanging "thinking…" call at once, and the
-    # command goes on without its interaction (answered in the channel), as any failed defer does.
+    # The stop waits for commands being acknowledged with no timeout of its own: it gives up the hanging
+    # "thinking…" call as it begins (not by closing discord.py's HTTP session, which stays open for the
+    # replies still to send), and the command goes on without its interaction (answered in the channel), as
+    # any failed defer does.
     adapter, sink = adapter_for(fake), Sink(fake)
     await adapter.start(sink, COMMANDS)
     callback = fake.hold(CALLBACK)

@@ -2,7 +2,7 @@
 reconnect backoff, which closing the client does not cut short, nor a sink slow to take the events queued,
 nor a half-open gateway connection, nor a catch-up whose read Discord does not answer holds it longer. What
 it did not hand over is not lost: a message is read back at the next start, a command is told it was not
-taken."""
+taken. That stop ends intake only: the adapter sends until `close`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
+from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound, NetworkError, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, join_heartbeat_threads, long_backoff
@@ -42,6 +42,7 @@ async def test_a_stop_while_discord_py_waits_to_reconnect_keeps_to_its_grace(
     began = loop.time()
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
+    await adapter.close()
 
 
 class SlowSink:
@@ -69,6 +70,7 @@ async def test_a_stop_with_events_queued_behind_a_slow_sink_keeps_to_its_grace(f
     began = loop.time()
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
+    await adapter.close()
     assert sink.taken == []
     # Nothing lost: none was seen, so the next start's catch-up reads them all back from the channel.
     seen = adapter._last_seen.last_seen.get(int(channel))
@@ -95,6 +97,7 @@ async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_
     began = loop.time()
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
+    await adapter.close()
     assert fake.calls_to(ANSWER)  # tried, within the grace: Discord shows the interaction failed
 
 
@@ -135,6 +138,7 @@ async def test_a_stop_in_the_middle_of_a_catch_up_keeps_to_its_grace_and_the_nex
     began = loop.time()
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
+    await adapter.close()
     assert taken == ["one", "one too", "first missed"]
     assert seen == {slow: before[slow], other: first}  # not the message whose record the stop cut short
     release.set()
@@ -151,8 +155,9 @@ async def test_a_stop_in_the_middle_of_a_catch_up_keeps_to_its_grace_and_the_nex
 
 async def test_a_stop_on_a_half_open_gateway_connection_keeps_to_its_grace(fake: FakeDiscord) -> None:
     # discord.py's own close waits up to 30 s for Discord to answer its close frame, which a connection
-    # whose peer is gone (no answer, no FIN) never does. The stop does not: closing the client ends its
-    # HTTP session, whose connector drops the WebSocket's connection with it.
+    # whose peer is gone (no answer, no FIN) never does. The stop does not: it ends the connection's reader
+    # first, whose cut-short read makes aiohttp drop the connection at the close, and the close is held to
+    # the last calls' floor in any case (the REST client stays open, for the replies still to send).
     seen: dict[str, str] = {}
     taken: list[str] = []
 
@@ -170,6 +175,7 @@ async def test_a_stop_on_a_half_open_gateway_connection_keeps_to_its_grace(fake:
     began = loop.time()
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + LAST_CALLS_FLOOR + MARGIN
+    await adapter.close()
     await join_heartbeat_threads()
 
     # Nothing lost: the channel was seen no further than "before", so the next start's catch-up reads
@@ -196,6 +202,7 @@ async def test_a_stop_before_discord_py_has_dispatched_ready_leaves_no_failing_t
     dispatching = adapter._client._connection._ready_task
     assert dispatching is not None and not dispatching.done()
     await adapter.stop_within(GRACE)
+    await adapter.close()
     await asyncio.wait({dispatching}, timeout=5.0)
     assert dispatching.done() and dispatching.exception() is None
 
@@ -213,6 +220,7 @@ async def test_messages_a_stop_leaves_queued_in_a_channel_never_seen_are_read_ba
         fake.push_dm(USER, text)
     await fake.wait_for(lambda: sink.handed and adapter._queue.qsize() == 2)
     await adapter.stop_within(GRACE)
+    await adapter.close()
     assert sink.taken == []
 
     taken: list[str] = []
@@ -228,3 +236,28 @@ async def test_messages_a_stop_leaves_queued_in_a_channel_never_seen_are_read_ba
     finally:
         await again.stop()
     assert taken == ["one", "two", "three"]
+
+
+async def test_after_its_stop_the_adapter_still_sends_until_it_is_closed(fake: FakeDiscord) -> None:
+    # The stop closed discord.py's client, REST and all, with the gateway connection: the reply of a turn
+    # ending within the gateway's grace was refused ("not connected") and held until the next start.
+    taken: list[Inbound] = []
+
+    async def sink(inbound: Inbound) -> None:
+        taken.append(inbound)
+
+    adapter = adapter_for(fake)
+    await adapter.start(sink)
+    dm = fake.dm_channel(USER)
+    try:
+        await adapter.stop_within(GRACE)
+        await fake.wait_for(lambda: not fake.live_connections)  # intake ended: no event comes in
+        await adapter.typing(dm, None)
+        await adapter.send(Outbound(dm, None, "the reply"))
+    finally:
+        await adapter.close()
+    with pytest.raises(NetworkError, match="not connected"):
+        await adapter.send(Outbound(dm, None, "after the close"))
+    assert [m.content for m in fake.bot_messages(dm)] == ["the reply"]
+    assert taken == []
+

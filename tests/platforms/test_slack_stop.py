@@ -1,14 +1,16 @@
 """A stop of `SlackAdapter` keeps to the time the gateway gives it (`stop_within`) while Slack does not
 answer its last calls: the close of a half-open Socket Mode WebSocket, the answers to commands it took but
 had not handed over, those answers and its placeholders' deletions together. (The deletions alone:
-`tests/scenarios/test_slack_stop.py`.)"""
+`tests/scenarios/test_slack_stop.py`.) That stop ends intake only: the adapter sends until `close`."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound
+import pytest
+
+from platforms.base import LAST_CALLS_FLOOR, CommandSpec, Inbound, NetworkError, Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.sqlite_errors import full_disk
@@ -76,6 +78,7 @@ async def test_a_stop_on_a_half_open_socket_keeps_to_its_grace() -> None:
         began = loop.time()
         await adapter.stop_within(GRACE)
         assert loop.time() - began < GRACE + LAST_CALLS_FLOOR + MARGIN
+        await adapter.close()
         assert taken == []
 
         # Nothing lost: Slack sends the event it was not acked for again, to the next start's connection.
@@ -131,6 +134,32 @@ async def test_an_acknowledgement_the_closing_socket_cannot_send_is_one_line_not
         await handed.wait()
         with caplog.at_level(logging.DEBUG):
             await adapter.stop_within(GRACE)
+            await adapter.close()
         assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
         assert "an acknowledgement did not go out as the Socket Mode connection closed: Slack sends its event " \
                "again" in [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+
+
+async def test_after_its_stop_the_adapter_still_sends_until_it_is_closed() -> None:
+    # The stop closed the Web API client with Socket Mode: the reply of a turn ending within the gateway's
+    # grace was refused ("slack adapter not started") and held until the next start.
+    taken: list[Inbound] = []
+
+    async def sink(inbound: Inbound) -> None:
+        taken.append(inbound)
+
+    async with FakeSlack() as fake:
+        adapter = adapter_of(fake)
+        await adapter.start(sink)
+        try:
+            await adapter.stop_within(GRACE)
+            await fake.wait_for(lambda: not fake.open_connections)  # intake ended: no event comes in
+            await fake.push_dm("U1", "too late")
+            await adapter.typing(DM, None)  # no placeholder any more: no stop is left to delete it
+            await adapter.send(Outbound(DM, None, "the reply"))
+        finally:
+            await adapter.close()
+        with pytest.raises(NetworkError, match="slack adapter not started"):
+            await adapter.send(Outbound(DM, None, "after the close"))
+        assert [c.params.get("text") for c in fake.calls_to("chat.postMessage")] == ["the reply"]
+        assert taken == []
