@@ -33,7 +33,7 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
-gateway's outbox is flushed: Discord, Slack). An adapter that
+gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
 that wants a minimum interval between calls per chat is `platforms.pacing.Paced` (with
 `WritesAside` / `WaitsAside` its own writes, such as Slack's placeholder, count in that
@@ -483,7 +483,8 @@ class LeavesIndicators(Protocol):
 class StopsWithin(Protocol):
     """An adapter whose stop waits on its platform and its queue (Discord: its client's reconnect
     backoff, the events still queued; Slack: its placeholders' deletions; both: the `Not taken`
-    answers to commands): the gateway's stop gives it what is left of the grace. Its stop comes in
+    answers to commands; Telegram and webhooks wait on nothing): the gateway's stop gives it what is
+    left of the grace. Its stop comes in
     two steps: `stop_within` ends intake as the gateway's stop begins, `close` closes the client it
     sends with once the gateway has flushed its outbox, so the replies of the turns that end within
     the grace still go out. `Adapter.stop` does both."""

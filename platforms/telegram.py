@@ -288,9 +288,17 @@ class TelegramAdapter:
         self._polling_started.set()
 
     async def stop(self) -> None:
-        """Stop polling (an update being handed over is left unconfirmed, so Telegram serves
-        it again), stop accepting webhook requests (they get 503, Telegram retries), close
-        the HTTP session. Idempotent."""
+        """`stop_within`, then `close`. Idempotent."""
+        try:
+            await self.stop_within(0)
+        finally:
+            await self.close()
+
+    async def stop_within(self, seconds: float) -> None:
+        """Take nothing more: stop polling (an update being handed over is left unconfirmed, so Telegram
+        serves it again), stop accepting webhook requests (they get 503, Telegram retries). Waits on nothing
+        of Telegram's. The bot's HTTP session stays open for the replies of the turns still ending, until
+        `close`. Idempotent."""
         self._sink = None
         task, self._polling = self._polling, None
         if task is not None:
@@ -303,6 +311,10 @@ class TelegramAdapter:
                 pass
             except Exception:
                 log.exception("telegram polling had failed")
+
+    async def close(self) -> None:
+        """Close the bot's HTTP session, after `stop_within` (aiogram would open another for a later call:
+        the gateway makes none). Idempotent."""
         await self.bot.session.close()
 
     # -- receiving -----------------------------------------------------------------

@@ -168,11 +168,22 @@ class WebhookAdapter:
             self._sweeping = asyncio.ensure_future(self.files.sweep_every(SWEEP_SECONDS))
 
     async def stop(self) -> None:
-        """Stop accepting requests; close the HTTP session if the adapter made it. Idempotent."""
+        """`stop_within`, then `close`. Idempotent."""
+        try:
+            await self.stop_within(0)
+        finally:
+            await self.close()
+
+    async def stop_within(self, seconds: float) -> None:
+        """Stop accepting requests (they get 503). Waits on nothing. The HTTP session stays open for the
+        replies of the turns still ending, until `close`. Idempotent."""
         self._sink = None
         if self._sweeping is not None:
             self._sweeping.cancel()
             self._sweeping = None
+
+    async def close(self) -> None:
+        """Close the HTTP session if the adapter made it, after `stop_within`. Idempotent."""
         session, self._session = self._session, None
         if session is not None and self._owns_session:
             await session.close()

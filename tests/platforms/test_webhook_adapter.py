@@ -405,6 +405,21 @@ async def test_send_posts_signed_json_with_an_idempotency_key(
     assert delivery.headers[SIGNATURE_HEADER] == sign(SECRET, TS, delivery.body)
 
 
+async def test_after_its_intake_stops_the_adapter_still_sends_until_it_is_closed(
+    adapter: WebhookAdapter, sink: Sink, receiver: WebhookReceiver, base: str
+) -> None:
+    # The gateway's stop ends intake first and closes the session once its outbox is flushed: the reply of a
+    # turn ending within the grace goes out, and no session is left open after the stop.
+    await adapter.stop_within(0)
+    reply = await signed_post(f"{base}/webhooks/alerts", SECRET, {"text": "x"}, timestamp=TS)
+    assert reply.status == 503
+    await adapter.send(outbound())
+    assert [d.status for d in receiver.deliveries] == [200]
+    session = adapter._session
+    await adapter.close()
+    assert session is not None and session.closed and adapter._session is None
+
+
 async def test_default_chat_is_delivered_as_null_and_retries_dedupe_at_the_receiver(
     adapter: WebhookAdapter, sink: Sink, receiver: WebhookReceiver
 ) -> None:
