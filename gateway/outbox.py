@@ -61,7 +61,8 @@ Guarantees:
   that dies during an upload sends that file again after the restart (Discord drops the
   repeat by its nonce, within a few minutes of the first).
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
-  was journaled is preceded by a note of its age (`gateway.late_notes`).
+  was journaled is preceded by a note of its age (`gateway.late_notes`). A part to look up
+  (above) is looked up before its note: one found went out when it was first tried, and gets none.
 """
 
 from __future__ import annotations

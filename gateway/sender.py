@@ -263,13 +263,14 @@ class Sender:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            note = self._late_note(row) if row.op in ("send", "file") and not progress else None
+            lookup = row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
+            # Looked up first: a part found to have gone out already gets no note, which would follow it.
+            note = self._late_note(row) if row.op in ("send", "file") and not progress and not lookup else None
             if note is not None:  # sent first, as a part of its own: it says how old what follows is
                 if not await self._deliver(adapter, note, preempt):
                     return False
                 stale = True
                 continue
-            lookup = row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
             pause = self._pacer.delay(row.chat, edit_of=edit_of, progress=progress,
                                       op="lookup" if lookup else account_op(row.op, edit_of))
             if pause > 0:

@@ -509,3 +509,49 @@ async def test_a_slash_commands_answer_takes_no_lookups_turn(tmp_path, fake, ada
     store.close()
     assert lookups.outcomes == ["slack:found"]  # the post's; the answer was sent again, as it cannot be found
     assert len(bot_posts(fake, "C2")) == 1 and len(fake.calls_to("conversations.history")) == 1
+
+
+async def test_a_late_part_found_to_have_gone_out_gets_no_late_note(tmp_path, fake, adapters):
+    # The note went first, then the lookup found the part posted before the crash: the chat read
+    # "⏱ Delivered late: what follows was written 1 h ago." with nothing following it.
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path)
+    outbox1 = Outbox(store1.outbox, {"slack": await adapters()})
+    await outbox1.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    outbox1.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    await fake.wait_for(lambda: bot_posts(fake))
+    await outbox1.close()  # the process dies before it knows the post went out
+    store1.close()
+
+    later = AheadClock(3600.0)  # the gateway was down an hour
+    store2 = GatewayStore(path, clock=later)
+    outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, clock=later, late_after=600.0)
+    await outbox2.start()
+    message_id = await outbox2.wait_sent("t1:0", timeout=WAIT)
+    await outbox2.close()
+    assert [(m["ts"], m["text"]) for m in bot_posts(fake)] == [(message_id, "the answer")]
+    assert store2.outbox.message("t1:0:late") is None
+    store2.close()
+
+
+async def test_a_late_part_not_found_goes_out_after_its_late_note(tmp_path, fake, adapters):
+    path = tmp_path / "state.db"
+    store1 = GatewayStore(path)
+    outbox1 = Outbox(store1.outbox, {"slack": await adapters()})
+    await outbox1.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500)  # refused: nothing was posted
+    outbox1.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
+    await outbox1.close()
+    store1.close()
+
+    later = AheadClock(3600.0)
+    store2 = GatewayStore(path, clock=later)
+    outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, clock=later, late_after=600.0)
+    await outbox2.start()
+    await outbox2.wait_sent("t1:0", timeout=WAIT)
+    await outbox2.close()
+    texts = [m["text"] for m in bot_posts(fake)]
+    assert len(texts) == 2 and texts[0].startswith("⏱ Delivered late") and texts[1] == "the answer"
+    store2.close()
