@@ -6,12 +6,14 @@ this chat, on the open file, and its caption length), the file is copied into th
 (`gateway.outbox_files`) and the send journaled in the outbox, in the chat's order with
 its other messages. The key is the turn's and the count of files it has sent
 (``<turn>:file:<n>:0``), like ``send_message``'s: a turn run again after a restart journals
-none twice, and what its first run journaled is sent from the copy made then.
+none twice, and what its first run journaled is sent from the copy made then. A copy whose
+turn was stopped while it was made is removed once the copying thread is done with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from agent import ToolError
 from agent.tools.send_file import FileToSend, human_size
@@ -56,7 +58,12 @@ class FileSends:
                                 "shows with a file; nothing was sent. Send the text with send_message and the file "
                                 "with a shorter caption.")
             limit = adapter.upload_limit(session.chat_id)
-            size = await asyncio.to_thread(self._keep, key, file, limit, session.platform)
+            copying = asyncio.ensure_future(asyncio.to_thread(self._keep, key, file, limit, session.platform))
+            try:
+                size = await asyncio.shield(copying)
+            except asyncio.CancelledError:  # a hard stop: the thread copies on, for a send never journaled
+                copying.add_done_callback(functools.partial(self._forget_copy, key))
+                raise
             if running.suppressed:  # stopped while the file was copied
                 self._files.remove(key)
                 raise ToolError(STOPPED)
@@ -66,6 +73,12 @@ class FileSends:
             name = f"{name} ({human_size(size)})"
         running.files += 1
         return f"{name} is queued to this chat; it goes out in order with your messages."
+
+    def _forget_copy(self, key: str, copying: asyncio.Future[int]) -> None:
+        """The copy a cancelled call made: no send names it, so it goes now rather than at the next
+        start (`OutboxFiles.sweep`), where a process running for weeks would keep one per such stop."""
+        if not copying.cancelled() and copying.exception() is None and not self._outbox.journaled(key):
+            self._files.remove(key)
 
     def _keep(self, key: str, file: FileToSend, limit: int, platform: str) -> int:
         try:

@@ -3,8 +3,10 @@ so and nothing is journaled or copied; a file's copy is kept while its send may 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from agent.tools.send_file import FileToSend
 from gateway.outbox_files import OutboxFiles
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import BadRequest, Outbound, OutboundFile, Sent
+
+WAIT = 5.0  # seconds of real time a thread may take to reach a point the test waits for
 
 
 async def test_a_platform_without_file_uploads_refuses_clearly_and_journals_nothing(tmp_path, gateways):
@@ -184,3 +188,38 @@ async def test_a_file_is_sent_from_a_state_dir_whose_file_system_flushes_no_fold
     assert "is queued to this chat" in result
     assert chat.uploads == [b"a,b\n"]
     assert "could not be flushed" in caplog.text
+
+
+async def test_a_copy_a_stop_cut_short_is_removed_once_it_is_made(tmp_path, gateways, monkeypatch):
+    # The stop cancelled the turn while its worker thread copied the file: the thread went on, renamed
+    # the copy into place, and nothing journaled a send for it, so it stayed until the next start.
+    chat = TakingUploads()
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("a,b\n")
+    copying, release, copied = threading.Event(), threading.Event(), threading.Event()
+    keep = OutboxFiles.keep
+
+    def slow_keep(self, *args):
+        copying.set()
+        release.wait(WAIT)
+        try:
+            return keep(self, *args)
+        finally:
+            copied.set()
+
+    monkeypatch.setattr(OutboxFiles, "keep", slow_keep)
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": "sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send it")
+    assert await asyncio.to_thread(copying.wait, WAIT)
+    await chat.say("/stop")
+    await chat.wait_for(lambda: chat.messages)
+    release.set()
+    assert await asyncio.to_thread(copied.wait, WAIT)
+    await settled(gateway)
+    copies = Path(config.state_dir) / "outbox-files"
+    assert gateway.store.outbox.kept_files() == [] and chat.uploads == []
+    assert not copies.exists() or list(copies.iterdir()) == []
