@@ -4,7 +4,10 @@ It never runs a child itself: `switchboard worker` processes do (`ChildWorker`).
 workflow id is the child's id, so a launch is idempotent and a handle re-attaches
 without I/O; children keep running while the gateway is down (`survives_restart`),
 and after a restart the engine follows the ones the journal holds as unfinished
-again — those that finished meanwhile report their outcome at once.
+again — those that finished meanwhile report their outcome at once. One it cannot follow
+(Temporal refuses to show its workflow, or its input does not read here: a newer version wrote
+it) is logged, left to the service, which marks it interrupted, and its workflow asked to stop
+(`_let_go`); the others are followed all the same.
 
 Per child, one task follows the workflow: one call starts it and sends it the
 ``running`` update (``starting``), which completes once a worker has built the child
@@ -12,9 +15,12 @@ and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). A child re-attached after a restart that a
 worker had begun is reported running at once, since it began (`_found`); the others are sent the
 update. `interrupt` is a Temporal cancellation request carrying the reason: a child no worker has taken
-ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at once; `steer` is a signal,
+ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at once; one Temporal
+refuses (an API key without that right) is logged as a warning, the child running on, and asked again by the
+next start (the journal keeps the stop); `steer` is a signal,
 sent again (in order, once) while Temporal does not answer, journaled until Temporal has taken it (as a
 stop is when asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
+one the client fails to send, Temporal's answer aside, is logged and given up, and the next is sent;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second.
 
@@ -53,7 +59,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent import CompactionPolicy
 from lifecycle._engine import EngineHost
-from lifecycle._job import ChildJob, ChildOutcome
+from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle.settings import TemporalSettings
 from lifecycle.temporal._wire import MODEL_CALL, RUNNING_UPDATE, STEER, WORKFLOW, ChildLimits
 
@@ -71,11 +77,12 @@ _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCS
                           RPCStatusCode.RESOURCE_EXHAUSTED})
 """What Temporal answers while it is down, restarting or overloaded ("transport error" is UNKNOWN)."""
 _SENDING = "temporal-request"
-"""Tasks sending a cancellation, a signal or a workflow start, or a child's end to the host: `close` lets them
-finish, the others it cancels."""
+"""Tasks sending a cancellation, a signal or a workflow start, or a child's start or end to the host: `close` lets
+them finish, the others it cancels."""
+_FOLLOWING = "temporal-follow"
 CLOSE_GRACE_SECONDS = 10.0
-"""How long `close` gives those tasks when its caller gives no grace: past it (Temporal does not answer), what they were sending is left
-to the next start, which sends it again from the journal."""
+"""How long `close` gives those tasks when its caller gives no grace: past it (Temporal does not answer), what
+they were sending is left to the next start, which sends it again from the journal."""
 
 
 @dataclass(slots=True)
@@ -151,14 +158,14 @@ class TemporalEngine:
 
                 self._client = await connect(self.settings)
         self._host = host
-        found = await asyncio.gather(*(self._reattach(sid, job) for sid, job in unfinished.items()))
+        found = await asyncio.gather(*(self._reattach_or_let_go(sid, job) for sid, job in unfinished.items()))
         return [job for job in found if job is not None]
 
     def submit(self, job: ChildJob) -> None:
         if self._closed or self._host is None:
             raise RuntimeError("the engine is not running")
         child = self._children[job.subagent_id] = _Child(job)
-        child.follow = self._spawn(self._follow(child, new=True), "temporal-follow")
+        child.follow = self._spawn(self._follow(child, new=True), _FOLLOWING)
 
     def withdraw(self, subagent_id: str) -> bool:
         return False  # once on the task queue, a child can only be cancelled
@@ -212,8 +219,9 @@ class TemporalEngine:
         re-attaches to them. First, within ``grace`` seconds (`CLOSE_GRACE_SECONDS` unless given: the
         gateway gives what is left of its shutdown's), the requests already made are
         sent, the workflows of children Temporal may not have yet are started (a child launched
-        just before runs while the gateway is down), and the ends already being reported to the host are
-        finished (journaled here, not reported again by the next start); what Temporal has not taken by
+        just before runs while the gateway is down), and the starts and ends already being reported to the host
+        are finished (their hooks run whole: the next start reports neither again, an end journaled here, a
+        start it does not report at all); what Temporal has not taken by
         then, the next start sends, from the journal."""
         self._closed = True
         for task in list(self._tasks):
@@ -321,7 +329,19 @@ class TemporalEngine:
                 answer.cancel()
             self._warned_no_worker = False
             child.started.set()
-            await host.starting(sid)
+            # `close` lets this finish, as it does the end's report: cut off, the `subagent_start` hooks would
+            # stop halfway, and the next start, which reports the child running, would never run them again.
+            # Then it stops following, as it stopped the others.
+            follow = asyncio.current_task()
+            if follow is not None:
+                follow.set_name(_SENDING)
+            try:
+                await host.starting(sid)
+            finally:
+                if follow is not None:
+                    follow.set_name(_FOLLOWING)
+            if self._closed:
+                raise asyncio.CancelledError()
         else:
             self._placed(child)  # re-attached: found on Temporal
             update = None if child.running else await self._running_update(child.handle)
@@ -404,7 +424,24 @@ class TemporalEngine:
                 return None
             return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
+            if _cancelling():
+                # `close` stopping the follow while the child waits for a worker: the SDK says so in an error of
+                # its own, which, taken for an ended workflow, would keep the follow on to the end of the grace.
+                raise asyncio.CancelledError() from None
             log.debug("no running update for %s: %s", handle.id, exc)
+            return None
+
+    async def _reattach_or_let_go(self, subagent_id: str, job: ChildJob | None) -> ChildJob | None:
+        """`_reattach`, or None for a child it fails on however it fails (a workflow input this version cannot
+        read: a newer one wrote it): one such child must not fail the start, and with it the gateway's, nor
+        keep every other child from being followed. The service marks it interrupted, as it does one whose
+        workflow Temporal refuses to show, and its workflow is asked to stop (`_let_go`)."""
+        try:
+            return await self._reattach(subagent_id, job)
+        except Exception as exc:
+            self._children.pop(subagent_id, None)
+            log.error("cannot re-attach to child %s: %s: %s", subagent_id, type(exc).__name__, exc)
+            self._let_go(subagent_id)
             return None
 
     async def _reattach(self, subagent_id: str, job: ChildJob | None) -> ChildJob | None:
@@ -422,10 +459,11 @@ class TemporalEngine:
                     continue
                 if exc.status is not RPCStatusCode.NOT_FOUND:
                     log.error("cannot re-attach to child %s: %s", subagent_id, exc)
+                    self._let_go(subagent_id)
                 elif job is not None:
                     log.info("child %s was launched but its workflow never started; starting it now", subagent_id)
                     child = self._children[subagent_id] = _Child(job)
-                    child.follow = self._spawn(self._follow(child, new=True), "temporal-follow")
+                    child.follow = self._spawn(self._follow(child, new=True), _FOLLOWING)
                     return job
                 return None
         if wire is None:
@@ -439,7 +477,7 @@ class TemporalEngine:
             assert self._host is not None
             child.running, child.activity = True, "running"
             self._host.running(subagent_id, started_at=began)
-        child.follow = self._spawn(self._follow(child, new=False), "temporal-follow")
+        child.follow = self._spawn(self._follow(child, new=False), _FOLLOWING)
         return job
 
     async def _found(self, handle: WorkflowHandle) -> tuple[dict[str, Any] | None, float | None]:
@@ -484,13 +522,40 @@ class TemporalEngine:
                 # which runs to its end once Temporal is back. Ask again until it answers.
                 if await patience.waited(exc, "asking again in %gs to stop it"):
                     continue
-                if exc.status is not RPCStatusCode.NOT_FOUND or child.started.is_set():
+                if exc.status is not RPCStatusCode.NOT_FOUND:
+                    # Refused (an API key without that right, a request Temporal finds invalid): the child runs
+                    # on, which the user who asked to stop it must be able to read somewhere.
+                    log.warning("child %s: Temporal refused to stop it (%s: %s); it runs on, and the next start"
+                                " asks again", sid, exc.status.name, exc)
+                    return
+                if child.started.is_set():
                     log.debug("cancel of %s: %s", sid, exc)  # it finished meanwhile: the outcome says how
                     return
             # Its start has not reached Temporal yet: ask again shortly, or as soon as it has.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(child.started.wait(), 0.2)
         await self._end_untaken(child, handle, patience)
+
+    def _let_go(self, subagent_id: str) -> None:
+        """Ask Temporal to stop the workflow of a child `start` cannot follow. The service marks it interrupted
+        by process exit (which ``lifecycle.on_restart: resume`` runs again) and no process reads its result:
+        left to run on, it would spend for no one, its work perhaps done twice."""
+        self._spawn(self._stop_unfollowed(subagent_id), _SENDING)
+
+    async def _stop_unfollowed(self, subagent_id: str) -> None:
+        handle = self.client.get_workflow_handle(subagent_id)
+        patience = _Patience(subagent_id, self.settings.address)
+        while True:
+            try:
+                await handle.cancel(reason=PROCESS_EXIT)
+                return
+            except RPCError as exc:
+                if await patience.waited(exc, "asking again in %gs to stop it"):
+                    continue
+                if exc.status is not RPCStatusCode.NOT_FOUND:  # else it is gone
+                    log.warning("child %s: Temporal refused to stop its workflow (%s: %s), which runs on followed by"
+                                " no process", subagent_id, exc.status.name, exc)
+                return
 
     async def _end_untaken(self, child: _Child, handle: WorkflowHandle, patience: _Patience) -> None:
         """End a child no worker has taken, now that Temporal holds its cancellation request: a worker
@@ -538,8 +603,15 @@ class TemporalEngine:
                 child.steers.clear()
                 self._keep_steers(child)
                 return
+            except Exception as exc:
+                if _cancelling():
+                    raise asyncio.CancelledError() from None
+                # Not Temporal's answer but the client's (a payload its codec refuses): sent again, the steer
+                # would fail again, and every later one wait behind it for good. Given up, as the steers of a
+                # child that ended are; the next goes on.
+                log.error("child %s: a steer could not be sent (%s: %s); it is not read", sid, type(exc).__name__, exc)
             child.steers.popleft()
-            self._keep_steers(child)  # taken by Temporal: the journal keeps only the ones it has not
+            self._keep_steers(child)  # taken by Temporal, or given up: the journal keeps only the ones still to send
 
     async def _refresh(self, child: _Child) -> None:
         try:
