@@ -3,7 +3,8 @@
 Apart from the adapter (`platforms.slack`) because a command comes and is answered outside the
 conversation: acked empty, answered through the payload's ``response_url`` (valid 30 minutes,
 5 uses; works where the bot is not a channel member), else with ``chat.postEphemeral``. The
-answer's message id starts with `EPHEMERAL`: such a message cannot be edited or deleted. One a
+answer's message id starts with `EPHEMERAL`: such a message cannot be edited or deleted, nor looked
+up (no history holds it), so an answer whose fate is unknown is sent again without asking. One a
 stop leaves unrecorded, which Slack never sends again and no history keeps, is answered to be
 sent again (`tell_not_taken`).
 """
@@ -20,7 +21,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from platforms.base import BadRequest, Inbound, Outbound, RateLimited, Sent, scalar_text
+from platforms.base import BadRequest, Inbound, NetworkError, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import NOT_TAKEN
 from platforms.slack_errors import translate, translate_exception
@@ -47,8 +48,13 @@ def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
 
 async def answer(message: Outbound, session: aiohttp.ClientSession | None,
                  formatted: Callable[..., Awaitable[Any]]) -> Sent:
-    """Answer through the command's ``response_url`` while it works, else with ``chat.postEphemeral``
-    through ``formatted`` (the adapter's call with the Markdown rendered)."""
+    """Answer through the command's ``response_url`` while Slack takes it, else with ``chat.postEphemeral``
+    through ``formatted`` (the adapter's call with the Markdown rendered).
+
+    Only a URL Slack refuses (a 4xx: expired, used up) falls back. A 5xx or no answer at all raises
+    `NetworkError`: Slack may have shown the answer all the same, and posting it at once the other way
+    would then show it twice. The outbox tries the URL again later, as it retries any part it cannot
+    look up (`platforms.base.FindsSent`): a 5xx whose answer Slack did show is shown twice then."""
     try:
         token = json.loads(message.reply_token or "{}")
     except ValueError as exc:
@@ -65,9 +71,9 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
             return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
         error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
                           retry_after=(resp.headers or {}).get("Retry-After"))
-        if isinstance(error, RateLimited):
+        if isinstance(error, RateLimited | NetworkError):
             raise error
-        # Expired or used up: answer with chat.postEphemeral instead.
+        # Refused (expired or used up): not shown, so chat.postEphemeral cannot show it twice.
     resp = await formatted("chat.postEphemeral", channel, message.text, channel=channel, user=token.get("user"))
     return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 

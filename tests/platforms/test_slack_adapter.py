@@ -13,6 +13,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from agent.testing import FakeClock
+from gateway.outbox import Outbox
+from gateway.store import GatewayStore
 from platforms import slack_history
 from platforms.base import (
     Adapter,
@@ -296,6 +299,45 @@ async def test_command_answer_falls_back_to_post_ephemeral(
     await slack.send(Outbound(chat_id="DU1", thread_id=None, text="stopped", reply_token=sink.items[0].reply_token))
     [call] = fake.calls_to("chat.postEphemeral")
     assert call.params == {"channel": "DU1", "user": "U1", "text": "stopped"}
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_a_command_answer_whose_response_url_failed_with_a_5xx_is_not_posted_the_other_way(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder, status: int
+) -> None:
+    # A 5xx says nothing of whether Slack showed the answer: posting it at once with chat.postEphemeral
+    # showed it twice whenever it had. Only a refused URL (expired, used up) falls back.
+    await fake.push_slash_command("/stop", "U1", "C1")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    answer = Outbound(chat_id="C1", thread_id=None, text="stopped", kind="command",
+                      reply_token=sink.items[0].reply_token)
+    fake.fail_next("response_url", "internal_error", status=status)
+    with pytest.raises(NetworkError):
+        await slack.send(answer)
+    assert fake.calls_to("chat.postEphemeral") == []
+    await slack.send(answer)  # the outbox's retry goes through the URL again
+    assert [(e["text"], e["via"]) for e in fake.ephemeral] == [("stopped", "response_url")]
+    assert fake.calls_to("chat.postEphemeral") == []
+
+
+async def test_an_outbox_answer_whose_response_url_failed_with_a_5xx_is_retried_through_it(
+    fake: FakeSlack, slack: SlackAdapter, sink: Recorder, tmp_path
+) -> None:
+    await fake.push_slash_command("/stop", "U1", "C1")
+    await fake.wait_for(lambda: len(sink.items) == 1)
+    fake.fail_next("response_url", "internal_error", status=500)
+    store = GatewayStore(tmp_path / "state.db")
+    outbox = Outbox(store.outbox, {"slack": slack}, clock=FakeClock())
+    await outbox.start()
+    try:
+        outbox.enqueue("slack", "C1", None, "stopped", kind="command", key="c1",
+                       reply_token=sink.items[0].reply_token)
+        assert (await outbox.wait_sent("c1:0", timeout=5.0) or "").startswith("ephemeral:")
+    finally:
+        await outbox.close()
+        store.close()
+    assert [(e["text"], e["via"]) for e in fake.ephemeral] == [("stopped", "response_url")]
+    assert len(fake.calls_to("response_url")) == 2 and fake.calls_to("chat.postEphemeral") == []
 
 
 async def test_socket_redelivery_keeps_event_id(fake: FakeSlack, slack: SlackAdapter, sink: Recorder) -> None:
