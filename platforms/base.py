@@ -443,7 +443,8 @@ class Deleting(Protocol):
 @runtime_checkable
 class FindsSent(Protocol):
     """An adapter that can look up a message it sent for a part (Slack by the part's idempotency key,
-    kept in the message's metadata; Discord by its nonce, among the posts its process heard). Before sending a part again whose earlier attempt may have
+    kept in the message's metadata; Discord by its nonce, among the posts its process heard, and a slash
+    command's follow-up in its channel's history). Before sending a part again whose earlier attempt may have
     reached the platform unseen — a network error or a 5xx, or a process that died mid-send —
     the outbox asks, so the chat does not get the message twice.
 

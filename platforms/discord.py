@@ -37,8 +37,9 @@ would misread is escaped); `measure` counts the rendered content against Discord
 2,000 characters. Discord never refuses a message for its markup, so there is no
 plain-text fallback to make. Sends carry a nonce derived from `Outbound.idempotency_key` with
 ``enforce_nonce``, so Discord drops a repeated send of the same part within a few minutes; one whose
-post this process heard is looked for first (`find_sent`, `platforms.discord_sent`). discord.py
-itself retries 429s (up to 30 s; longer waits raise `RateLimited`) and 5xx; answers to slash
+post this process heard is looked for first (`find_sent`, `platforms.discord_sent`), as is a command's
+follow-up, in its channel's history. discord.py itself retries 429s (up to 30 s; longer waits raise
+`RateLimited`) and 5xx, but for follow-ups, which carry no nonce; answers to slash
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
 handed over without its interaction and answered in the channel (`platforms.discord_answers`).
@@ -543,10 +544,20 @@ class DiscordAdapter:
         remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
-    findable = staticmethod(discord_sent.findable)  # for `find_sent`: a slash command's answer it cannot find
+    def findable(self, message: Outbound) -> bool:
+        """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`)."""
+        return discord_sent.findable(self._interactions, message)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
-        """The id of the message posted for this part, if this process heard it (`platforms.discord_sent`)."""
+        """The id of the message posted for this part: a post this process heard, or a command's follow-up
+        in its channel's history (`platforms.discord_sent`)."""
+        message = replace(message, text=scalar_text(message.text))  # as `send` posted it
+        if message.reply_token:
+            channel = self._channel(message.thread_id or message.chat_id)
+            try:
+                return await discord_sent.find_answer(self._interactions, channel, message, since)
+            except NotFound:
+                pass  # the interaction's token is gone: the part went to the channel (`send`), with its nonce
         return discord_sent.find_sent(self._posted, message)
 
     def upload_limit(self, chat_id: str) -> int:

@@ -17,12 +17,22 @@ not reach it.
   command over without its interaction, and its answer goes to the channel.
 
 Shorter waits are left to discord.py to sleep out.
+
+A follow-up (``POST /webhooks/{application id}/{token}``) answered with a 5xx is not posted again by
+discord.py either, which would do so up to five times: Discord may have stored it all the same
+(a follow-up carries no nonce, so nothing drops the second copy), and the user saw the answer twice or
+three times. `_fail_unsure_follow_ups`, in the same session, raises `discord.DiscordServerError` out of
+the request instead, which the adapter reports as a `NetworkError` (its answer lost): the outbox looks
+for the follow-up before it sends it again (`platforms.discord_sent`). An edit of the first answer
+(``@original``) is retried as discord.py does: the same edit again changes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 
@@ -33,11 +43,13 @@ MAX_RATE_LIMIT_WAIT = 30.0
 INTERACTION_WINDOW = 3.0
 """Seconds Discord waits for an interaction's first response before the interaction is gone."""
 _CALLBACK = re.compile(r"/interactions/\d+/[^/]+/callback")
+_FOLLOW_UP = re.compile(r"/webhooks/\d+/[^/]+$")
 
 
 def open_session() -> aiohttp.ClientSession:
     """A session for `discord.Webhook`s; the caller closes it."""
-    return aiohttp.ClientSession(middlewares=(_refuse_long_waits,), cookie_jar=aiohttp.DummyCookieJar())
+    return aiohttp.ClientSession(middlewares=(_refuse_long_waits, _fail_unsure_follow_ups),
+                                 cookie_jar=aiohttp.DummyCookieJar())
 
 
 def callback_trace() -> aiohttp.TraceConfig:
@@ -54,6 +66,20 @@ async def _refuse_long_waits(request: aiohttp.ClientRequest,
     retry_after = await _wait_asked(response)
     if retry_after is not None and retry_after > MAX_RATE_LIMIT_WAIT:
         raise discord.RateLimited(retry_after)
+    return response
+
+
+async def _fail_unsure_follow_ups(request: aiohttp.ClientRequest,
+                                  handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
+    response = await handler(request)
+    if response.status >= 500 and request.method == "POST" and _FOLLOW_UP.search(request.url.path):
+        # Read whole, so the connection is free again; raised here, the error leaves discord.py's retry loop.
+        text = await response.text(errors="replace")
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            data = text
+        raise discord.DiscordServerError(response, data)
     return response
 
 

@@ -31,13 +31,30 @@ class Interactions:
         self._client = client
         self.session: aiohttp.ClientSession | None = None
         """The webhooks' session (`platforms.discord_answers.open_session`), opened with the client."""
-        self._answered: OrderedDict[str, bool] = OrderedDict()
-        """Interaction reply tokens, answered yet? Set at the defer, or as Discord says after a restart."""
+        self._answered: OrderedDict[str, int | None] = OrderedDict()
+        """Interaction reply tokens: the id of their first answer, None while they show "thinking…". Set at
+        the defer, or as Discord says after a restart."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
+        self._parts: OrderedDict[str, str | None] = OrderedDict()
+        """Follow-ups this process posted, by id: the idempotency key of the part each was posted for."""
 
     def deferred(self, reply_token: str) -> None:
         """The interaction's response was deferred: it shows "thinking…" until its first answer."""
-        remember(self._answered, reply_token, False, _REMEMBERED)
+        remember(self._answered, reply_token, None, _REMEMBERED)
+
+    def unanswered(self, reply_token: str) -> bool:
+        """Whether this process knows the interaction still shows "thinking…" (its next part replaces it)."""
+        return reply_token in self._answered and self._answered[reply_token] is None
+
+    async def first_answer(self, reply_token: str) -> int | None:
+        """The id of the interaction's first answer, None while it shows "thinking…" (Discord is asked
+        when this process does not know). Raises discord.py's errors (`discord.NotFound`: the token is gone)."""
+        await self._unanswered(self.webhook(reply_token), reply_token)
+        return self._answered[reply_token]
+
+    def posted_for(self, message_id: int) -> str | None:
+        """The idempotency key of the part this process posted as follow-up ``message_id``, if it did."""
+        return self._parts.get(str(message_id))
 
     def token_of(self, message_id: str) -> str | None:
         """The reply token of the interaction that posted ``message_id``, if it was an answer."""
@@ -59,7 +76,10 @@ class Interactions:
                 sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=MENTIONS)
         except Exception as exc:
             raise translate(exc, route=route, chat_id=message.chat_id) from exc
-        remember(self._answered, message.reply_token, True, _REMEMBERED)
+        if first:
+            remember(self._answered, message.reply_token, sent.id, _REMEMBERED)
+        else:
+            remember(self._parts, str(sent.id), message.idempotency_key, _REMEMBERED)
         remember(self._webhook_messages, str(sent.id), message.reply_token, _REMEMBERED)
         return Sent(str(sent.id))
 
@@ -68,8 +88,8 @@ class Interactions:
         gateway restarted between the parts of an answer), only Discord knows: asked once."""
         if reply_token not in self._answered:
             original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
-            remember(self._answered, reply_token, not original.flags.loading, _REMEMBERED)
-        return not self._answered[reply_token]
+            remember(self._answered, reply_token, None if original.flags.loading else original.id, _REMEMBERED)
+        return self._answered[reply_token] is None
 
     def webhook(self, reply_token: str) -> discord.Webhook:
         app_id, token = reply_token.split(":", 1)

@@ -156,6 +156,18 @@ class DiscordModel:
         if m.interaction_id is not None:
             data["webhook_id"] = self.application_id
             data["application_id"] = self.application_id
+            data["interaction_metadata"] = self._interaction_metadata(m)
+        return data
+
+    def _interaction_metadata(self, m: FakeMessage) -> dict[str, Any]:
+        """What Discord says of the interaction an answer belongs to; a follow-up also names the
+        interaction's first answer (``original_response_message_id``), the first answer does not."""
+        assert m.interaction_id is not None
+        record = self.interactions[m.interaction_id]
+        data = {"id": m.interaction_id, "type": 2, "user": record["user"],
+                "authorizing_integration_owners": record["owners"]}
+        if record["original"] not in (None, m.id):
+            data["original_response_message_id"] = record["original"]
         return data
 
     def _ensure_guild(self, guild: str) -> dict[str, Any]:

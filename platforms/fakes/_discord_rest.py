@@ -35,6 +35,8 @@ class _Failure:
     errors: dict[str, Any] | None
     drop: bool = False
     """No answer at all: the connection closes (a reset, a proxy timing out)."""
+    after: bool = False
+    """Played once the call was carried out (the message stored), in place of its answer."""
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -136,13 +138,15 @@ class DiscordRest:
         if response is None:
             response = await handler(request)
             response.headers.update(limits)
+            if response.status < 300:
+                response = self._scripted_failure(call, request, after=True) or response
         call.status = 0 if response.get(_DROPPED) else response.status
         self._touch()
         return response
 
-    def _scripted_failure(self, call: Call, request: web.Request) -> web.Response | None:
+    def _scripted_failure(self, call: Call, request: web.Request, *, after: bool = False) -> web.Response | None:
         for failure in self._failures:
-            if failure.route in (call.route, f"{call.method} {call.path}"):
+            if failure.after == after and failure.route in (call.route, f"{call.method} {call.path}"):
                 self._failures.remove(failure)
                 if failure.drop:
                     assert request.transport is not None

@@ -247,12 +247,16 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         errors: dict[str, Any] | None = None,
         times: int = 1,
         drop: bool = False,
+        after: bool = False,
     ) -> None:
         """Make the next ``times`` calls to ``route`` fail. ``route`` is a template
         (``POST /channels/{channel_id}/messages``) or a concrete path (``POST /channels/12/messages``).
         ``drop``: the connection closes without any answer instead (a reset, a proxy timing out; aiohttp
-        sends a GET once more on a new connection by itself, so it takes two to fail one)."""
-        self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop) for _ in range(times))
+        sends a GET once more on a new connection by itself, so it takes two to fail one). ``after``: the
+        call is carried out first (a message is posted) and its answer is the failure all the same, as
+        Discord's can be when it fails after storing (a call Discord refuses keeps its refusal)."""
+        self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop, after)
+                              for _ in range(times))
 
     def hold(self, route: str) -> asyncio.Event:
         """Make calls to ``route`` (as in `fail_next`) wait, recorded in `calls` but unanswered, until the
@@ -421,7 +425,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         payload["channel_id"] = channel_id
         self.interactions[interaction_id] = {
             "token": token, "channel_id": channel_id, "created": self.clock(), "responses": [],
-            "original": None,
+            "original": None, "user": _user(user), "owners": payload["authorizing_integration_owners"],
         }
         self._dispatch("INTERACTION_CREATE", payload)
         return interaction_id
