@@ -11,12 +11,25 @@ from typing import Any
 from agent import ToolRegistry
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
+from gateway.events import GatewayEvents
 from gateway.server import Server
 from gateway.testing import RecordingAdapter, make_config
 from platforms.base import Outbound, Sent
 from tests.polling import until
 
 LIST = "Compare these:\n- apples\n- pears"
+
+
+class Lookups:
+    """Records the outbox's lookups, as the metrics see them."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+        self.events = GatewayEvents()
+        self.events.subscribe(self)
+
+    def looked_up(self, platform: str, outcome: str) -> None:
+        self.outcomes.append(f"{platform}:{outcome}")
 
 
 class FailingAdapter(RecordingAdapter):

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent.testing import FakeClock
-from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
 from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
@@ -23,6 +22,7 @@ from platforms.fakes._slack_limits import Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_history import SENT_EVENT
+from tests.gateway.observing import Lookups
 
 WAIT = 5.0
 
@@ -51,18 +51,6 @@ async def adapters(fake: FakeSlack):
 
 async def _ignore(_inbound) -> None:
     return None
-
-
-class Lookups:
-    """Records the outbox's lookups, as the metrics see them."""
-
-    def __init__(self) -> None:
-        self.outcomes: list[str] = []
-        self.events = GatewayEvents()
-        self.events.subscribe(self)
-
-    def looked_up(self, platform: str, outcome: str) -> None:
-        self.outcomes.append(f"{platform}:{outcome}")
 
 
 async def run_clock_until(clock: FakeClock, done, timeout: float) -> None:

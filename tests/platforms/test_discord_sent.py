@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.events import GatewayEvents
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
 from platforms.base import CommandSpec, Inbound, NetworkError, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.gateway.observing import Lookups
 
 HISTORY = "GET /channels/{channel_id}/messages"
 SEND = "POST /channels/{channel_id}/messages"
@@ -144,18 +144,6 @@ async def test_a_follow_up_in_a_channel_the_bot_cannot_read_is_sent_again_and_th
     assert [m.content for m in fake.bot_messages(command.chat_id)] == ["Stopped.", "More.", "More."]
     assert lookups.outcomes == ["discord:unknown"]
     assert "cannot tell whether c2:0 went out already" in caplog.text
-
-
-class Lookups:
-    """The outbox's lookups, as the metrics see them."""
-
-    def __init__(self) -> None:
-        self.outcomes: list[str] = []
-        self.events = GatewayEvents()
-        self.events.subscribe(self)
-
-    def looked_up(self, platform: str, outcome: str) -> None:
-        self.outcomes.append(f"{platform}:{outcome}")
 
 
 async def _commanded(fake: FakeDiscord, *, guild: bool = False) -> tuple[DiscordAdapter, Inbound]:
