@@ -10,14 +10,11 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from agent.models.scripted import ScriptedModel
-from agent.testing import FakeClock
 from gateway.sender import BACKOFF_FIRST
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.test_ledger import BACKGROUND, parent, rows
+from gateway.testing import settled
+from tests.gateway.test_ledger import delegating_with_cards, rows
 from tests.polling import until
 
-DISPLAY = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
 CARDS = str(Path("gateway", "delegation_cards.py"))
 
 
@@ -34,21 +31,6 @@ def refusing_card_final_edits(action: int, table: str | None, *_) -> int:
                 return sqlite3.SQLITE_DENY
             frame = frame.f_back
     return sqlite3.SQLITE_OK
-
-
-async def delegating_with_cards(tmp_path, gateways, leaf, *, delegations: int = 1):
-    """A chat that delegated ``delegations`` times, its children at work, each delegation's card shown."""
-    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
-    model = ScriptedModel({"parent": parent(), "leaf": leaf})
-    gateway = await gateways(make_config(tmp_path, display=DISPLAY, agent={"gateway_notify_interval": 180}),
-                             [chat], model=model, clock=clock)
-    for n in range(1, delegations + 1):
-        await chat.say("please delegate")
-        await chat.wait_for(lambda: chat.texts("reply") == ["on it"] * n)
-    await clock.until_sleeping(delegations, lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds().count("notice") == delegations)
-    return chat, model, gateway, clock
 
 
 def refusals(caplog) -> list[logging.LogRecord]:

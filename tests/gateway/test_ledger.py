@@ -585,22 +585,29 @@ async def test_a_background_answer_kept_whole_is_kept_in_its_chats_own_folder(tm
     assert sorted((workspace / p).read_text().split()[0] for p in kept) == ["alpha", "beta"]
 
 
+async def delegating_with_cards(tmp_path, gateways, leaf, *, delegations: int = 1, completion: dict | None = None):
+    """A chat that delegated ``delegations`` times, its children at work, each delegation's card shown."""
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    model = ScriptedModel({"parent": parent(completion=completion), "leaf": leaf})
+    display = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
+    gateway = await gateways(make_config(tmp_path, display=display, agent={"gateway_notify_interval": 180}),
+                             [chat], model=model, clock=clock)
+    for n in range(1, delegations + 1):
+        await chat.say("please delegate")
+        await chat.wait_for(lambda: chat.texts("reply") == ["on it"] * n)
+    await clock.until_sleeping(delegations, lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: chat.kinds().count("notice") == delegations)
+    return chat, model, gateway, clock
+
+
 async def test_a_delegation_whose_settling_the_store_refused_keeps_its_cards_tally_until_it_is_settled(
         tmp_path, gateways):
     # The completion turn's reply is journaled, but the store refuses its delegation's outcome (a failing disk):
     # the turn's end is owed, and paid with the chat's next turn. Before, the ledger dropped how the subagents
     # ended as it first tried to settle: the card, finished once the settle went through, read as a success.
-    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
-    model = ScriptedModel({"parent": parent(), "leaf": lambda r: {"wait": "work", "text": "" if
-                                                                  r.metadata["goal"] == "beta" else "found"}})
-    display = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
-    gateway = await gateways(make_config(tmp_path, display=display, agent={"gateway_notify_interval": 180}),
-                             [chat], model=model, clock=clock)
-    await chat.say("please delegate")
-    await model.reached("work")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    chat, model, gateway, _ = await delegating_with_cards(
+        tmp_path, gateways, lambda r: {"wait": "work", "text": "" if r.metadata["goal"] == "beta" else "found"})
     card = chat.messages[1]
 
     def no_settling(action, table, *_):
@@ -628,16 +635,8 @@ async def test_a_delegation_whose_settling_the_store_refused_keeps_its_cards_tal
 async def test_a_card_whose_results_the_model_chose_not_to_answer_reads_done(tmp_path, gateways):
     # NO_REPLY settles the delegation as suppressed, but its subagents finished and their results were read:
     # the card said "⏹ Stopped", as for a /stop, to a user who stopped nothing.
-    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
-    model = ScriptedModel({"parent": parent(completion={"text": "NO_REPLY"}),
-                           "leaf": lambda r: {"wait": "work", "text": "found"}})
-    display = {**BACKGROUND["display"], "progress": "card", "progress_delay": 3}
-    gateway = await gateways(make_config(tmp_path, display=display), [chat], model=model, clock=clock)
-    await chat.say("please delegate")
-    await model.reached("work")
-    await clock.until_sleeping(lasting=3)
-    clock.advance(3)
-    await chat.wait_for(lambda: chat.kinds() == ["reply", "notice"])
+    chat, model, gateway, _ = await delegating_with_cards(
+        tmp_path, gateways, lambda r: {"wait": "work", "text": "found"}, completion={"text": "NO_REPLY"})
     card = chat.messages[1]
     model.release("work")
     await chat.wait_for(lambda: not card.text.startswith("⏳"))
