@@ -244,9 +244,9 @@ class Renderer:
     bullet = "•"
 
     def render(self, markdown: str) -> str:
-        """The text rendered a run of blocks at a time (`blocks.chunks`), each run but the last
-        remembered: the splitter renders the same runs again and again as it tries where to cut,
-        each candidate part ending somewhere else in its last one.
+        """The text rendered a run of blocks (or of a list's items) at a time (`blocks.runs`), each
+        run but the last remembered: the splitter renders the same runs again and again as it tries
+        where to cut, each candidate part ending somewhere else in its last one.
 
         Never raises: should the walk fail on some text, that text is rendered as one paragraph of
         plain text (its Markdown shown as written) and the failure logged, without the text: an
@@ -270,19 +270,37 @@ class Renderer:
         # A definition anywhere applies to the links of every run: each run reads those its links may
         # use (`_used`), so it is remembered once whatever the others are.
         refs = definitions(markdown)
-        *runs, last = blocks.chunks(markdown)
-        parts = [p for run in runs for p in (
-            _top_level(self, run, _used(run, refs)) if len(run) <= _CACHED_RUN else self._run(run, refs))]
-        parts += self._run(last, refs)
+        runs = blocks.runs(markdown)
+        parts: list[str] = []
+        loose = False
+        for i, run in enumerate(runs):
+            if not run.continues:  # a list runs on in the runs that continue it: loose as a whole, or not
+                loose = run.loose if run.loose is not None else _list_reads_loose(runs, i)
+            number = run.number if run.continues else None
+            rendered = None if loose is None else (
+                _top_level(self, run.text, _used(run.text, refs), number, loose)
+                if i < len(runs) - 1 and len(run.text) <= _CACHED_RUN else self._run(run.text, refs, number, loose))
+            if rendered is None:  # a loose list's run it cannot render as the whole list's: render it whole
+                parts = self._run(markdown, refs) or []
+                break
+            _join(parts, rendered, run.continues, loose)
         return "\n\n".join(p for p in parts if p).strip("\n")
 
-    def _run(self, run: str, refs: Definitions = ()) -> list[str]:
+    def _run(self, run: str, refs: Definitions = (), number: int | None = None,
+             loose: bool = False) -> list[str] | None:
         """A run's top-level blocks, each rendered (a paragraph at the top level is never a tight
-        list's, so they are always joined by a blank line); its links read ``refs`` too."""
+        list's, so they are always joined by a blank line); its links read ``refs`` too. ``number``:
+        that of its first item, when it starts with a later item of a numbered list; ``loose``: the
+        list it starts with is loose as a whole (`blocks.Run`). None when that list has no item
+        holding a paragraph: how a loose list's items are joined then depends on the others'."""
         tokens = parse(run, refs)
         deepest = parser().options["maxNesting"] - 1
         if any(t.level >= deepest and t.type in _CONTAINERS for t in tokens):
             return [self._as_written(run)]  # markdown-it dropped what the deepest container holds
+        if number is not None and tokens and tokens[0].type == "ordered_list_open":
+            tokens[0].attrSet("start", number)
+        if loose and not _loosened(tokens):
+            return None
         return self._block_parts(tokens, 0, len(tokens), Context())[0]
 
     # -- what a platform decides -------------------------------------------------------
@@ -438,5 +456,62 @@ _CACHED_RUN = 16_000
 
 
 @lru_cache(maxsize=1024)
-def _top_level(renderer: Renderer, run: str, refs: Definitions) -> tuple[str, ...]:
-    return tuple(renderer._run(run, refs))
+def _top_level(renderer: Renderer, run: str, refs: Definitions, number: int | None,
+               loose: bool) -> tuple[str, ...] | None:
+    parts = renderer._run(run, refs, number, loose)
+    return None if parts is None else tuple(parts)
+
+
+def _join(parts: list[str], run: Sequence[str], continues: bool, loose: bool) -> None:
+    """``run``'s blocks after ``parts``; its first, if it ``continues`` the list the last of
+    ``parts`` is, joined to that one as the list's items are: by a line break, a blank line if loose."""
+    if continues and parts and run:
+        parts[-1] += ("\n\n" if loose else "\n") + run[0]
+        parts.extend(run[1:])
+    else:
+        parts.extend(run)
+
+
+def _list_reads_loose(runs: Sequence[blocks.Run], first: int) -> bool | None:
+    """The list ``runs[first]`` starts with is loose: one of its runs (that one and those that
+    continue it) reads loose alone; None if that cannot be told."""
+    end = next((i for i in range(first + 1, len(runs)) if not runs[i].continues), len(runs))
+    read = [_reads_loose(run.text) for run in runs[first:end]]
+    return None if None in read else any(read)
+
+
+@lru_cache(maxsize=1024)
+def _reads_loose(run: str) -> bool | None:
+    """markdown-it reads the list ``run`` starts with, alone, as loose: in one of its items, a blank line
+    before a block (not the first) that item holds. (A loose list's paragraphs are shown, a tight
+    one's hidden; with no paragraph in the list, that cannot tell.) None if it may hold a link
+    reference definition, a block that leaves no token to tell where it is."""
+    if "]:" in run:
+        return None
+    tokens = block_tokens(run)
+    if not tokens or tokens[0].type not in ("bullet_list_open", "ordered_list_open"):
+        return False
+    lines = run.split("\n")
+    first = True  # the next block is an item's first
+    for tok in tokens[1:closing(tokens, 0)]:
+        if tok.level == 1:
+            first = True
+        elif tok.level == 2 and tok.nesting != -1 and tok.map is not None:
+            if not first and not lines[tok.map[0] - 1].strip():
+                return True
+            first = False
+    return False
+
+
+def _loosened(tokens: list[Token]) -> bool:
+    """The list ``tokens`` start with made loose, as markdown-it reads a loose list: its items'
+    paragraphs shown (a tight list's are hidden). False, leaving it, if no item of it holds a paragraph."""
+    if not tokens or tokens[0].type not in ("bullet_list_open", "ordered_list_open"):
+        return False
+    end = closing(tokens, 0)
+    paragraphs = [t for t in tokens[1:end] if t.level == 2 and t.type in ("paragraph_open", "paragraph_close")]
+    if not paragraphs:
+        return False
+    for t in paragraphs:
+        t.hidden = False
+    return True
