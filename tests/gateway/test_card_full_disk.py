@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gateway.sender import BACKOFF_FIRST
 from gateway.testing import settled
-from tests.gateway.test_ledger import delegating_with_cards, rows
+from tests.gateway.test_ledger import delegating_with_cards, no_settling, rows
 from tests.polling import until
 
 CARDS = str(Path("gateway", "delegation_cards.py"))
@@ -46,10 +46,6 @@ async def test_a_cards_final_edit_the_full_disk_refused_neither_holds_the_turns_
     chat, model, gateway, clock = await delegating_with_cards(tmp_path, gateways,
                                                               lambda r: {"wait": "work", "text": "found"})
     card = next(m for m in chat.messages if m.kind == "notice")
-
-    def no_settling(action, table, *_):
-        refused = action == sqlite3.SQLITE_UPDATE and table == "gateway_delegations"
-        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
 
     connection = gateway.store.db._conn
     connection.set_authorizer(no_settling)

@@ -585,6 +585,12 @@ async def test_a_background_answer_kept_whole_is_kept_in_its_chats_own_folder(tm
     assert sorted((workspace / p).read_text().split()[0] for p in kept) == ["alpha", "beta"]
 
 
+def no_settling(action: int, table: str | None, *_) -> int:
+    """An SQLite authorizer refusing the settling of delegations (a failing disk, for those writes alone)."""
+    refused = action == sqlite3.SQLITE_UPDATE and table == "gateway_delegations"
+    return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+
 async def delegating_with_cards(tmp_path, gateways, leaf, *, delegations: int = 1, completion: dict | None = None):
     """A chat that delegated ``delegations`` times, its children at work, each delegation's card shown."""
     chat, clock = RecordingAdapter(), FakeClock(autojump=False)
@@ -609,10 +615,6 @@ async def test_a_delegation_whose_settling_the_store_refused_keeps_its_cards_tal
     chat, model, gateway, _ = await delegating_with_cards(
         tmp_path, gateways, lambda r: {"wait": "work", "text": "" if r.metadata["goal"] == "beta" else "found"})
     card = chat.messages[1]
-
-    def no_settling(action, table, *_):
-        refused = action == sqlite3.SQLITE_UPDATE and table == "gateway_delegations"
-        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
 
     connection = gateway.store.db._conn
     connection.set_authorizer(no_settling)
