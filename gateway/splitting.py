@@ -16,14 +16,9 @@ points). What a cut never breaks:
 
 - **code fences** (``` or ~~~): a cut inside one closes the fence at the end of
   the part and reopens it, with the same info string (the language) and
-  indentation, at the start of the next, so every part renders as code on its own
-  (one in a nested list item, four spaces in or more, is reopened in the first
-  column, and its lines up to its close are taken as far out; so are those of an
-  indented fence a part starts at, the cut having dropped its indentation). One
-  opened in a quote (``> ```py``) is closed and reopened in the quote, the fence
-  line after the quote's ``>`` (and the rest of a code line cut in two after one
-  too); one opened on a list item's marker line (``- ```py``), as far in as the
-  item's text;
+  indentation, at the start of the next, so every part renders as code on its own;
+  one in a quote, or opened on a list item's marker line, is reopened there, one in
+  a nested list item in the first column (`gateway.split_fences`);
 - **indented code** (four spaces in, at the top level): a part starting inside it starts
   at its line's indentation, and one cut inside a line is indented as code again, so the
   rest stays code rather than becoming a paragraph;
@@ -35,25 +30,20 @@ points). What a cut never breaks:
 - **links, bare URLs, images, escapes and entities**, which are kept whole;
 - **tables**, cut only between body rows; the next part repeats the header rows;
 - **list items**: a part starting inside one (past its marker) has none, so the item's
-  later lines, indented to its text, are taken out as far as that text (`_Splitter.items_left`):
-  left four spaces in or more, a paragraph of the item would be indented code, a nested
-  item a line of the paragraph before it; and a blank line goes before the next item when
-  it could not open a list right after that text (``2.``, which would be a line of it).
-  Items in a quote are left as they are.
-- **list numbers**: CommonMark numbers a list from its first item's number on, whatever
-  the others' (``1.`` on every item, as models often write them, shows 1, 2, 3); so a part
-  starting further down a numbered list writes its first item there with the number it is
-  shown with (``4.``), its later lines moved in as far as the longer number needs
-  (`_Splitter.rewritten`); every platform's renderer, and the web chat page, number on
-  from it. A numbered list in an item left out that would run into that item's own list
-  in the part (both taken out as far, same delimiter) gets the other delimiter (``1)``).
-  A list in a quote keeps its numbers as written.
+  later lines are taken out as far as its text, and a blank line goes before the next item
+  when it could not open a list right after that text (`gateway.split_items`). Items in a
+  quote are left as they are.
+- **list numbers**: a part starting further down a numbered list writes its first item
+  there with the number it is shown with (``4.`` for the fourth of ``1.``, ``1.``, ...), so
+  every platform numbers on from it (`gateway.split_items`). A list in a quote keeps its
+  numbers as written.
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a blank line may be added, and list markers
 rewritten, as said; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
-when a text must be cut, and only the stretches where a cut is considered.
+when a text must be cut, and only the stretches where a cut is considered; where the
+code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`.
 
 Cost: each part needs a handful of ``measure`` calls on text of about the part's
 size (the search interpolates, so a measure proportional to the length converges
@@ -70,36 +60,23 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from markdown_it.token import Token
 
 from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
+from gateway.split_fences import Fence, indented_code, leaves_code_open, outdented, scan_fences
+from gateway.split_items import ITEM_MARKER, Item, Rewritten, scan_list_items, written_with
 from platforms.base import Adapter
 from platforms.formatting import markdown
 from platforms.formatting.blank import is_blank
 
 Measure = Callable[[str], int]
 
-# CommonMark fences: up to three spaces of indent, three or more backticks (an info string without
-# backticks) or tildes. A closing fence has at least as many of the same character and nothing else.
-_FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
-# A fence further in can only be one in a nested list item, which markdown-it tells from indented code.
-_DEEP_FENCE_LINE = re.compile(r"^ {4,}(?:`{3,}|~{3,})", re.MULTILINE)
-# A line that may open a fence after a quote's `>` or a list item's marker: markdown-it tells which do.
-_CONTAINED_FENCE_LINE = re.compile(r"^ *(?:>|(?:[-+*]|\d{1,9}[.)]) ).*?(?:`{3}|~{3})", re.MULTILINE)
-# What may stand before such a fence on its line: quote markers, list item markers, spaces.
-_CONTAINER_PREFIX = re.compile(r"[ >]*(?:(?:[-+*]|\d{1,9}[.)]) +[ >]*)*")
-_PREFIX_MARKER = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?= )")
-_LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 # A line indented as code (four columns in): only a part starting in one can start inside indented code.
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
-# A list item's marker, at most three columns past where its parent item's text starts.
-_ITEM_MARKER = re.compile(r" {0,3}([-+*]|\d{1,9}[.)])(?=[ \t]|$)")
 # A line indented as far as code: only then can losing its list item's indentation change what it is.
 _DEEP_LINE = re.compile(r"\n {4}")
 # A numbered list item's line: a part starting in its list may have to write it with another number.
@@ -110,284 +87,6 @@ _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the windo
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
 _REFERENCE_SHARE = 2  # the link definitions a part carries take at most 1/_REFERENCE_SHARE of it
-
-
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    open_start: int  # start of the opening line
-    open_end: int  # end of the opening line (its newline, or len(text))
-    close_start: int  # start of the closing line; len(text) when never closed
-    close_end: int  # end of the closing line
-    indent: str  # the opening line's; a fence in a list item is indented to the item's text
-    ticks: str
-    info: str
-    closed: bool
-    nested: bool = False
-    """Four spaces in or more (in a nested list item): reopened in the first column (after its quote's
-    markers, if in a quote), its lines up to its close taken as far out (see `_Splitter.assemble`),
-    since so indented it would be indented code."""
-    contained: bool = False
-    """Opened after a quote's ``>`` or a list item's marker on its own line (``> ```py``, ``- ```py``):
-    ``indent`` is what its later lines start with (the quote's markers, spaces for a marker), so a
-    closing or reopened fence line stays in the quote, or as far in as the item's text."""
-
-    # Both at the opening line's indentation: a closing fence in the first column would end the list
-    # item holding the block instead, and itself open an empty block; a reopened one drops as many
-    # spaces from each code line as it is indented, as the original did.
-    def reopen(self) -> str:
-        return f"{self.outermost if self.nested else self.indent}{self.ticks}{self.info}\n"
-
-    @property
-    def outermost(self) -> str:
-        """Its ``indent`` without the leading spaces a nested one's lines are taken out by."""
-        return self.indent.lstrip(" ")
-
-    def close(self) -> str:
-        return f"\n{self.indent}{self.ticks}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Item:
-    """A list item (not in a quote) as markdown-it reads it: its lines, where its marker is, and the
-    column its text starts at, to which its later lines are indented."""
-
-    first_line: int
-    end_line: int  # exclusive
-    marker: int  # the offset of its marker in the text
-    marker_column: int
-    content_column: int
-    interrupts: bool = True
-    """It opens a list right after a line of a paragraph: CommonMark lets only a bullet or a ``1.``
-    holding text do that; any other number would be a line of the paragraph."""
-    number: int | None = None
-    """The number it is shown with, if numbered: its list's first number, counted on (``1.`` on
-    every item, as models often write them, shows 1, 2, 3)."""
-    width: int = 0
-    """The characters of its marker (``10.``: three)."""
-    spaces: int = 0
-    """The spaces after its marker on its line; none when nothing follows it there."""
-    list_id: int = -1
-    """Which list it is in, counted in the order they start."""
-    list_start: int = -1
-    """The offset of the line its list starts on."""
-    holder: int = -1
-    """The marker offset of the item its list is in; -1 at the top level."""
-
-
-_TOP = _Item(-1, -1, -1, 0, 0)
-"""What holds a list at the top level: its items' markers start in the first four columns."""
-_OTHER_DELIMITER = {".": ")", ")": "."}
-
-
-@dataclass(frozen=True, slots=True)
-class _Rewritten:
-    """An item a part writes with another marker than the text does (`_Splitter.rewritten`)."""
-
-    item: _Item
-    end: int
-    """The end of what `marker` stands for in the text: the marker, and the spaces after it if they change."""
-    marker: str
-    shift: int
-    """The columns the item's later lines gain (lose, if negative), to stay as far in as its text: ``10.``
-    for ``1.`` takes a column more, which no more than one space after the marker can give back."""
-    interrupts: bool
-    """As `_Item.interrupts`, with the number written here."""
-
-
-def _rewritten(text: str, item: _Item, number: int | None, other_delimiter: bool) -> _Rewritten | None:
-    """``item`` written with ``number`` (else its own), and the other delimiter (``1)`` for ``1.``) if
-    ``other_delimiter``; None when that is how it is written."""
-    written = text[item.marker:item.marker + item.width]
-    digits = str(number) if number is not None else written[:-1]
-    marker = digits + (_OTHER_DELIMITER[written[-1]] if other_delimiter else written[-1])
-    if marker == written:
-        return None
-    interrupts = int(digits) == 1 and item.spaces > 0
-    grown, marker_end = len(marker) - item.width, item.marker + item.width
-    if not 1 <= item.spaces <= 4:
-        # Its text starts a column past the marker (nothing follows it on its line, or indented code does).
-        return _Rewritten(item, marker_end, marker, grown, interrupts)
-    # The spaces after the marker give or take what it grows by, as far as they can (one to four).
-    spaces = min(max(item.spaces - grown, 1), 4)
-    return _Rewritten(item, marker_end + item.spaces, marker + " " * spaces, grown + spaces - item.spaces, interrupts)
-
-
-@dataclass(slots=True)
-class _OpenList:
-    """A list `_list_items` is in."""
-
-    start: int  # the offset of its first line
-    number: int | None  # of its next item; None for bullets
-    which: int  # counted in the order lists open
-    holder: int  # the marker offset of the item it is in; -1 at the top level
-
-
-def _list_items(text: str, starts: list[int], tokens: Callable[[], list[Token]]) -> list[_Item]:
-    """The text's list items outside quotes, outermost first. An item whose columns cannot be told
-    from its first line (a tab before its text, say) is left out, and so are the items in it."""
-    if "\r" in text or "\0" in text:
-        return []  # markdown-it rewrites them: its line numbers may not be this text's
-    items: list[_Item] = []
-    # Per open container, what holds the lists opened in it: an item, `_TOP`, or None (a quote, an
-    # item left out, or anything in one of those).
-    stack: list[_Item | None] = []
-    lists: list[_OpenList] = []  # the lists open, innermost last
-    opened = 0
-    for tok in tokens():
-        holder = stack[-1] if stack else _TOP
-        if tok.nesting == -1:
-            stack.pop()
-            if tok.type in ("bullet_list_close", "ordered_list_close"):
-                lists.pop()
-        elif tok.type in ("bullet_list_open", "ordered_list_open"):
-            stack.append(holder)
-            number = int(tok.attrGet("start") or 1) if tok.type == "ordered_list_open" else None
-            first = starts[tok.map[0]] if tok.map is not None else -1
-            lists.append(_OpenList(first, number, opened, holder.marker if holder is not None else -1))
-            opened += 1
-        elif tok.type == "list_item_open":
-            at = lists[-1]
-            item = None if holder is None or tok.map is None else _item(text, starts, tok.map, tok.info, holder)
-            if item is not None:
-                item = replace(item, number=at.number, list_id=at.which, list_start=at.start, holder=at.holder)
-                items.append(item)
-            if at.number is not None:
-                at.number += 1
-            stack.append(item)
-        elif tok.nesting == 1:
-            stack.append(None)
-    return items
-
-
-def _item(text: str, starts: list[int], lines: list[int], number: str, parent: _Item) -> _Item | None:
-    """The item on ``lines`` (markdown-it's map), ``number`` its number ("" for a bullet)."""
-    first, end = lines
-    line = text[starts[first]:starts[first + 1] - 1 if first + 1 < len(starts) else len(text)]
-    m = _ITEM_MARKER.match(line, parent.content_column)
-    if m is None or "\t" in line[:m.end() + 1]:
-        return None
-    rest = line[m.end():]
-    spaces = len(rest) - len(rest.lstrip(" "))
-    # As CommonMark reads it: the text starts a column past the marker when the marker ends its line
-    # or five spaces follow it (indented code in the item), else where the spaces end.
-    content = m.end() + (1 if not rest.strip() or spaces >= 5 else spaces)
-    return _Item(first, end, starts[first] + m.start(1), m.start(1), content,
-                 interrupts=number in ("", "1") and bool(rest.strip()), width=m.end() - m.start(1),
-                 spaces=spaces if rest.strip() else 0)
-
-
-def _scan_fences(text: str, tokens: Callable[[], list[Token]] | None = None) -> list[_Fence]:
-    """The text's fences; ``tokens`` gives its block tokens (`markdown.block_tokens`), if asked."""
-    deep = _DEEP_FENCE_LINE.search(text) or _CONTAINED_FENCE_LINE.search(text)
-    block = _block_fences(text, tokens or (lambda: markdown.block_tokens(text))) if deep else []
-    fences = _top_fences(text, block)
-    if not block:
-        return fences
-    # A top-level fence line the block fences' lines pair with a later one: neither is a fence.
-    starts = [f.open_start for f in block]
-    ends = [f.close_end for f in block]
-
-    def overlaps(f: _Fence) -> bool:
-        i = bisect.bisect_left(ends, f.open_start + 1)  # the first block fence ending past f's start
-        return i < len(block) and starts[i] < f.close_end
-
-    return sorted([f for f in fences if not overlaps(f)] + block, key=lambda f: f.open_start)
-
-
-def _block_fences(text: str, tokens: Callable[[], list[Token]]) -> list[_Fence]:
-    """The closed fences the first-column scan (`_top_fences`) cannot see, as markdown-it reads them:
-    those four spaces in or more (in a nested list item), and those opened after a quote's ``>`` or a
-    list item's marker on their line. One left unclosed, or one whose lines could not be reopened
-    as code (too far in within a quote), is left as text, as before."""
-    if "\r" in text or "\0" in text:
-        return []  # markdown-it rewrites them: its line numbers may not be this text's
-    starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
-
-    def line_end(k: int) -> int:
-        return starts[k + 1] - 1 if k + 1 < len(starts) else len(text)
-
-    fences = []
-    for tok in tokens():
-        if tok.type != "fence" or tok.map is None or tok.content.count("\n") != tok.map[1] - tok.map[0] - 2:
-            continue  # not closed by a fence line of its own (its container ended it, or the text did)
-        first, last = tok.map[0], tok.map[1] - 1
-        opening = _LINE.fullmatch(text, starts[first], line_end(first))
-        if opening is not None:  # only spaces before it: in the first four columns, `_top_fences` finds it
-            if len(opening.group(1)) >= 4:
-                fences.append(_Fence(opening.start(), opening.end(), starts[last], line_end(last), opening.group(1),
-                                     opening.group(2), opening.group(3).strip(), True, nested=True))
-            continue
-        fence = _contained_fence(text, tok.markup, starts[first], line_end(first), starts[last], line_end(last))
-        if fence is not None:
-            fences.append(fence)
-    return fences
-
-
-def _contained_fence(text: str, ticks: str, start: int, end: int, close_start: int, close_end: int) -> _Fence | None:
-    """The fence opened on ``text[start:end]`` after a quote's or a list item's marker, closed by the
-    line ``text[close_start:close_end]``; None when its lines could not be written again as a fence."""
-    line = text[start:end]
-    at = line.find(ticks)
-    prefix = _CONTAINER_PREFIX.fullmatch(line, 0, at) if at > 0 else None
-    if prefix is None or line.startswith(ticks[0], at + len(ticks)):
-        return None
-    # Its later lines start as its opening line does with each item marker as spaces: a closing or
-    # reopened fence line must too, to stay in the quote (a fence never takes a line lazily) or item.
-    indent = _PREFIX_MARKER.sub(lambda m: " " * len(m.group()), line[:at])
-    info = line[at + len(ticks):].strip()
-    if _reopens(indent, ticks):
-        return _Fence(start, end, close_start, close_end, indent, ticks, info, True, contained=True)
-    # Four columns in or more ("10. ```", or a quote in such an item): as a nested one, reopened in the
-    # first column, its lines taken out as far; unless it is too far in within a quote as well.
-    if not _reopens(indent.lstrip(" "), ticks):
-        return None
-    return _Fence(start, end, close_start, close_end, indent, ticks, info, True, nested=True, contained=True)
-
-
-@lru_cache(maxsize=256)
-def _reopens(indent: str, ticks: str) -> bool:
-    """``indent`` before a fence's lines still makes them a fence holding those lines' code."""
-    tokens = markdown.block_tokens(f"{indent}{ticks}\n{indent}x\n{indent}{ticks}\n")
-    return [(t.type, t.content) for t in tokens if t.type in ("fence", "code_block")] == [("fence", "x\n")]
-
-
-def _indented_code(text: str, tokens: Callable[[], list[Token]]) -> list[tuple[int, int]]:
-    """The top-level indented code blocks, from the start of their first line to the end of their last."""
-    if "\r" in text or "\0" in text:
-        return []  # markdown-it rewrites \r and \0: its line numbers may not be this text's
-    starts = [0, *(m.end() for m in re.finditer("\n", text))]
-    return [(starts[tok.map[0]], starts[tok.map[1]] - 1 if tok.map[1] < len(starts) else len(text))
-            for tok in tokens() if tok.type == "code_block" and tok.level == 0 and tok.map]
-
-
-def _top_fences(text: str, block: list[_Fence]) -> list[_Fence]:
-    """The fences opened in the first four columns, but for the lines of ``block`` fences (a closing
-    ``  ```` of one opened on a list item's marker line would open a fence here)."""
-    fences: list[_Fence] = []
-    current: re.Match[str] | None = None
-    block_starts = [f.open_start for f in block]
-    for m in _FENCE_LINE.finditer(text):
-        i = bisect.bisect_right(block_starts, m.start()) - 1
-        if i >= 0 and m.start() < block[i].close_end:
-            continue
-        ticks, rest = m.group(2), m.group(3)
-        if current is None:
-            if ticks[0] == "`" and "`" in rest:
-                continue  # not a fence: a backtick fence's info string has no backticks
-            current = m
-        elif ticks[0] == current.group(2)[0] and len(ticks) >= len(current.group(2)) and not rest.strip():
-            fences.append(_Fence(current.start(), current.end(), m.start(), m.end(), current.group(1),
-                                 current.group(2), current.group(3).strip(), True))
-            current = None
-    if current is not None:
-        n = len(text)
-        fences.append(_Fence(current.start(), current.end(), n, n, current.group(1), current.group(2),
-                             current.group(3).strip(), False))
-    return fences
-
-
-def _outdented(lines: str, spaces: int) -> str:
-    return re.sub(rf"^ {{1,{spaces}}}", "", lines, flags=re.MULTILINE)
 
 
 def _is_pair(text: str, i: int) -> bool:
@@ -413,7 +112,7 @@ class _Splitter:
     def __init__(self, text: str, limit: int, measure: Measure):
         self.text, self.limit, self.measure = text, limit, measure
         self._tokens: list[Token] | None = None
-        self.fences = _scan_fences(text, self.block_tokens)
+        self.fences = scan_fences(text, self.block_tokens)
         self._starts = [f.open_start for f in self.fences]
         self.content_end = self.rstrip(0, len(text))
         self._close_starts = [f.close_start for f in self.fences]
@@ -424,10 +123,10 @@ class _Splitter:
         self._structure: Structure | None = None
         self._indented: list[tuple[int, int]] | None = None
         self._indented_starts: list[int] = []
-        self._items: list[_Item] | None = None
+        self._items: list[Item] | None = None
         self._item_markers: list[int] = []
-        self._item_at: dict[int, _Item] = {}
-        self._item_lines: dict[int, _Item] | None = None
+        self._item_at: dict[int, Item] = {}
+        self._item_lines: dict[int, Item] | None = None
         self._line_starts: list[int] = []
 
     def block_tokens(self) -> list[Token]:
@@ -444,12 +143,12 @@ class _Splitter:
 
     # -- fences --------------------------------------------------------------------------
 
-    def fence_before(self, pos: int) -> _Fence | None:
+    def fence_before(self, pos: int) -> Fence | None:
         """The last fence opening before ``pos`` (fences never overlap)."""
         i = bisect.bisect_left(self._starts, pos) - 1
         return self.fences[i] if i >= 0 else None
 
-    def inside(self, pos: int) -> _Fence | None:
+    def inside(self, pos: int) -> Fence | None:
         """The fence whose body holds ``pos`` (a part starting here must reopen it)."""
         f = self.fence_before(pos)
         return f if f is not None and f.open_end < pos < f.close_start else None
@@ -459,7 +158,7 @@ class _Splitter:
         f = self.fence_before(pos + 1)
         return f is not None and f.open_start <= pos < f.close_end
 
-    def open_at_end(self, end: int) -> _Fence | None:
+    def open_at_end(self, end: int) -> Fence | None:
         """The fence a part ending at ``end`` leaves open (so it must close it)."""
         f = self.fence_before(end)
         if f is None or not f.open_start < end <= f.close_start:
@@ -477,7 +176,7 @@ class _Splitter:
         if not _INDENTED_LINE.match(self.text, self.text.rfind("\n", 0, pos) + 1):
             return None
         if self._indented is None:  # parsed only for a text cut in an indented line
-            self._indented = _indented_code(self.text, self.block_tokens)
+            self._indented = indented_code(self.text, self.block_tokens)
             self._indented_starts = [start for start, _ in self._indented]
         blocks, i = self._indented, bisect.bisect_right(self._indented_starts, pos) - 1
         return blocks[i] if i >= 0 and pos <= blocks[i][1] else None
@@ -630,8 +329,8 @@ class _Splitter:
                 return p
         return cut
 
-    def assemble(self, head: str, start: int, cut: int, *, markers: bool = True) -> tuple[str, _Fence | None,
-                                                                                        list[Style]]:
+    def assemble(self, head: str, start: int, cut: int, *, markers: bool = True) -> tuple[str, Fence | None,
+                                                                                       list[Style]]:
         """The part from ``start`` to ``cut``: its head, its text, and what closes what it leaves
         open (nothing without ``markers``, when the limit cannot hold them)."""
         body_end = self.rstrip(start, cut)
@@ -655,7 +354,7 @@ class _Splitter:
         body = self.text[start:placed]
         if outside is not None:
             # Opened in the first column, outside the list item: its code lines and close go there too.
-            body = _outdented(body, len(outside.indent) - len(outside.outermost))
+            body = outdented(body, len(outside.indent) - len(outside.outermost))
         items = self.items_left(start, placed, body_end) if placed < body_end else []
         numbers = self.rewritten(start, placed, body_end, items) if placed < body_end else {}
         if items or numbers:
@@ -676,7 +375,7 @@ class _Splitter:
         numbers = self.rewritten(start, start, end, items)
         return self.out_of_items(items, numbers, start, end) if items or numbers else self.text[start:end]
 
-    def items_left(self, start: int, since: int, end: int) -> list[tuple[_Item, int]]:
+    def items_left(self, start: int, since: int, end: int) -> list[tuple[Item, int]]:
         """The list items around ``start`` whose marker a part from there leaves out (or, for one it
         starts at, its marker's indentation), outermost first, each with the columns its lines lose
         in the part: those up to its text (or its marker), so that they stand to the part as they
@@ -708,9 +407,9 @@ class _Splitter:
         blank line and holds no item's marker (no list goes on there), nor at a bullet's marker in the
         first column (its list's items keep their columns in the part, and bullets have no number)."""
         text, line = self.text, self.text.rfind("\n", 0, start) + 1
-        if start == 0 or (start == line and text[start] in "-+*" and _ITEM_MARKER.match(text, start)):
+        if start == 0 or (start == line and text[start] in "-+*" and ITEM_MARKER.match(text, start)):
             return False
-        if text[line] in " \t" or _ITEM_MARKER.match(text, line):
+        if text[line] in " \t" or ITEM_MARKER.match(text, line):
             return True
         return line > 0 and not text[text.rfind("\n", 0, line - 1) + 1:line].isspace()
 
@@ -718,15 +417,15 @@ class _Splitter:
         """A numbered item's marker may be on a line from the one holding ``since`` to ``end``."""
         return _NUMBERED_LINE.search(self.text, self.text.rfind("\n", 0, since) + 1, end) is not None
 
-    def list_items(self) -> list[_Item]:
+    def list_items(self) -> list[Item]:
         if self._items is None:  # parsed only for a text cut in a list
             self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(self.text))]
-            self._items = _list_items(self.text, self._line_starts, self.block_tokens)
+            self._items = scan_list_items(self.text, self._line_starts, self.block_tokens)
             self._item_markers = [item.marker for item in self._items]
             self._item_at = {item.marker: item for item in self._items}
         return self._items
 
-    def rewritten(self, start: int, since: int, end: int, items: list[tuple[_Item, int]]) -> dict[int, _Rewritten]:
+    def rewritten(self, start: int, since: int, end: int, items: list[tuple[Item, int]]) -> dict[int, Rewritten]:
         """By line, the numbered items from ``since`` to ``end`` a part from ``start`` writes with another
         marker: the first of each list that began before ``start`` with the number it is shown with
         (a list written ``1.`` on every item would start at 1 again), and those of a list in an item
@@ -737,7 +436,7 @@ class _Splitter:
             return {}
         text, listed = self.text, self.list_items()
         lost = {item.marker: item for item, columns in items if columns == item.content_column}
-        out: dict[int, _Rewritten] = {}
+        out: dict[int, Rewritten] = {}
         seen: set[int] = set()
         for item in listed[bisect.bisect_left(self._item_markers, since):bisect.bisect_left(self._item_markers, end)]:
             if item.number is None:
@@ -748,18 +447,18 @@ class _Splitter:
             other = holder is not None and holder.number is not None and \
                 text[holder.marker + holder.width - 1] == text[item.marker + item.width - 1]
             number = item.number if first and item.list_start < start else None
-            if (rewritten := _rewritten(text, item, number, other)) is not None:
+            if (rewritten := written_with(text, item, number, other)) is not None:
                 out[item.first_line] = rewritten
         return out
 
-    def taken_out(self, items: list[tuple[_Item, int]], pos: int, numbers: dict[int, _Rewritten]) -> int:
+    def taken_out(self, items: list[tuple[Item, int]], pos: int, numbers: dict[int, Rewritten]) -> int:
         """The columns the line holding ``pos`` loses (gains, if negative): those of the innermost of
         ``items`` it is in, less those a rewritten item it is a later line of gains."""
         line = bisect.bisect_right(self._line_starts, pos) - 1
         lost = next((columns for item, columns in reversed(items) if line < item.end_line), 0)
         return lost - next((r.shift for r in numbers.values() if r.item.first_line < line < r.item.end_line), 0)
 
-    def out_of_items(self, items: list[tuple[_Item, int]], numbers: dict[int, _Rewritten], start: int,
+    def out_of_items(self, items: list[tuple[Item, int]], numbers: dict[int, Rewritten], start: int,
                      end: int) -> str:
         """``text[start:end]``, each line that starts in it taken out of ``items`` (`items_left`), and
         ``numbers``' items written with their markers, their later lines as far in as their text; and a
@@ -798,7 +497,7 @@ class _Splitter:
             if columns < 0 and text[line:end if (eol := text.find("\n", line, end)) == -1 else eol].strip():
                 out.append(" " * -columns)
 
-    def outside_its_item(self, start: int, head: str) -> _Fence | None:
+    def outside_its_item(self, start: int, head: str) -> Fence | None:
         """The fence a part from ``start`` opens in the first column: a nested one reopened by ``head``,
         or any indented one starting the part (its indentation dropped as whitespace at the cut)."""
         f = self.fence_before(start + 1)
@@ -812,7 +511,7 @@ class _Splitter:
         # how many spaces its code lines drop (a list item's three would be the user's code).
         return f if f.open_start <= start <= f.open_start + len(f.indent) else None
 
-    def next_start(self, start: int, cut: int, left_open: _Fence | None, closed: list[Style]) -> int:
+    def next_start(self, start: int, cut: int, left_open: Fence | None, closed: list[Style]) -> int:
         """Where the part after the one from ``start`` to ``cut`` starts: past the whitespace at the cut
         (inside code keeping the next line's indentation) and any closing fence or marker the part
         already got."""
@@ -887,14 +586,14 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     """Cut the Markdown ``text`` into parts with ``measure(part) <= limit``, in order.
 
     Blank text (empty, or only whitespace and invisible characters: `platforms.formatting.blank`)
-    gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined, the parts give back the text
-    except for the whitespace at the cuts (an indented code line cut in two is indented again) and
-    in the list items a part starts in, the markers added to close and reopen code blocks, styles
-    and tables, and the list markers rewritten to go on with a list's numbers (see the module
-    docstring); a text with link reference definitions has those a part uses at its end (up to half
-    the limit), and no part of definitions only (`gateway.link_references`). Raises ValueError when
-    ``limit`` cannot hold even one character; a limit too small for a part's markers
-    plus a character splits that stretch without them.
+    gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined,
+    the parts give back the text except for the whitespace at the cuts (an indented code line cut in
+    two is indented again) and in the list items a part starts in, the markers added to close and
+    reopen code blocks, styles and tables, and the list markers rewritten to go on with a list's
+    numbers (see the module docstring); a text with link reference definitions has those a part uses
+    at its end (up to half the limit), and no part of definitions only (`gateway.link_references`).
+    Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
+    markers plus a character splits that stretch without them.
     """
     if limit < 1:
         raise ValueError(f"limit must be positive, got {limit}")
@@ -903,7 +602,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     if measure(text) <= limit:
         return [text]
     references = link_references.References(text, limit // _REFERENCE_SHARE)
-    splitter = _Splitter(text, limit, (lambda part: measure(part + references.for_part(part))) if references else measure)
+    splitter = _Splitter(text, limit,
+                         (lambda part: measure(part + references.for_part(part))) if references else measure)
     parts: list[str] = []
     start, n = 0, len(text)
     while start < n:
@@ -912,7 +612,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
             parts.append(part)
     if references:
         # Not after a fence the original leaves open: there they would be code, shown as written.
-        return [p if _leaves_code_open(p) else p + references.for_part(p)
+        return [p if leaves_code_open(p) else p + references.for_part(p)
                 for p in parts if not link_references.shows_nothing(p)]
     return parts
 
@@ -929,8 +629,3 @@ def safe_measure(adapter: Adapter) -> Callable[[str], int]:
             return measure(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
 
     return measured
-
-
-def _leaves_code_open(part: str) -> bool:
-    fences = _scan_fences(part)
-    return bool(fences) and not fences[-1].closed
