@@ -114,8 +114,9 @@ class Gateway:
                                  model=self.config.model, events=self.events,
                                  late_after=self.config.delivery.late_after, durable=self.store.durable,
                                  transaction=self.store.db.transaction)
-        cards = DelegationCards(self.outbox, host.children, display=self.display.turn, clock=clock)
-        self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, cards,
+        self._cards = DelegationCards(self.outbox, host.children, self.store.delegations, display=self.display.turn,
+                                      clock=clock)
+        self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, self._cards,
                              settings=self.config.lifecycle, clock=clock)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
                                  adapters=self.adapters, clock=clock, sent_before=self._sent_before,
@@ -207,6 +208,7 @@ class Gateway:
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
+        await self._cards.finish_owed()  # those the processes before could not finish
         await self.ledger.forget_replayed(replays)  # their children stopped before the turns launch new ones
         self.runner.replaying(replays)
         for inbound, turn_id in unfinished:

@@ -2,7 +2,10 @@
 as they work, finalised when their results have been delivered (or stopped, or reported).
 
 The card is the same kind of message as a turn's (`gateway.progress_card`), keyed by the
-delegation, so one a crash left behind is still finalised after the restart.
+delegation, so one a crash left behind is still finalised after the restart. Its final edit is
+owed from the commit that settles its delegation until the commit that journals that edit
+(`DelegationTable.finishing_card`): one the store refused until the process stopped, or died,
+is journaled by the next start (`DelegationCards.finish_owed`), once, with the text it would have had.
 """
 
 from __future__ import annotations
@@ -13,23 +16,35 @@ import sqlite3
 from collections.abc import Callable
 
 from agent import Clock, new_id
+from gateway import child_states
 from gateway.display import TurnDisplay
 from gateway.notices import final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import DELEGATE, ProgressCard
 from gateway.progress_message import ProgressMessage
+from gateway.replies import SILENCE
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.sessions import GatewaySession
-from gateway.store import DelegationRow, split_session_key
+from gateway.store import DelegationRow, DelegationTable, split_session_key
 from lifecycle import HostView
 
 log = logging.getLogger("gateway.delegation_cards")
 
 
+def outcome(row: DelegationRow) -> str:
+    """How a settled delegation's card ends (`final_text`'s outcome), by how it was settled."""
+    if row.reason == "replayed":  # its turn runs again after a restart, and delegates anew
+        return "shutdown"
+    if row.reason == SILENCE:  # its subagents finished and the model read their results: done, not stopped
+        return "done"
+    return {"delivered": "done", "reported": "shutdown"}.get(row.status, "stopped")
+
+
 class DelegationCards:
-    def __init__(self, outbox: Outbox, children: HostView, *, display: Callable[[str], TurnDisplay],
-                 clock: Clock) -> None:
+    def __init__(self, outbox: Outbox, children: HostView, table: DelegationTable, *,
+                 display: Callable[[str], TurnDisplay], clock: Clock) -> None:
         self._outbox = outbox
+        self._table = table
         self._children = children
         self._display = display
         self._clock = clock
@@ -73,15 +88,49 @@ class DelegationCards:
         left behind before this process started. ``endings``: how those of its subagents that did not
         succeed ended, for a done card (`gateway.child_states.endings`). A final edit the store refuses
         (a full disk) is not raised: the delegation it describes is settled all the same (a turn's card is
-        no part of its end either), and the edit is tried again, backing off, until it is journaled."""
+        no part of its end either), and the edit is tried again, backing off, until it is journaled (by the
+        next start, should this process stop or die first: `finish_owed`)."""
         card = self._cards.pop(row.delegation_id, None)
         if card is not None:
             card.disarm()
+        self._journal_final(row, final_text(how, self._elapsed(row), subagents=len(row.tasks), endings=endings))
+
+    async def finish_owed(self) -> int:
+        """At start: finalise the cards of the delegations an earlier process settled but could not journal
+        the final edit of (the store refused it until that process stopped, or died), with the line `finish`
+        gave them, their time the delegation's up to its settle. Journaled like any card's final edit, and
+        only now: nothing finalises such a card twice. Returns how many; one of a platform no longer
+        configured, or that fails otherwise (its subagents cannot be looked up), is logged and stays owed,
+        for a later start."""
+        owed = [row for row in self._table.cards_owed() if row.delegation_id not in self._finishing]
+        if owed:
+            log.info("finishing the cards of %d delegation(s) settled before the restart without their final edit",
+                     len(owed))
+        for row in owed:
+            try:
+                how = outcome(row)
+                endings = ""
+                if how == "done":  # from the journal, as the results were handed on after a restart
+                    found = await self._children.lookup([t.subagent_id for t in row.tasks])
+                    endings = child_states.endings(found.get(t.subagent_id) for t in row.tasks)
+                elapsed = max(0.0, (row.settled_at or row.dispatched_at) - row.dispatched_at)
+                self._journal_final(row, final_text(how, elapsed, subagents=len(row.tasks), endings=endings))
+            except Exception as exc:
+                platform = split_session_key(row.session_key)[0]
+                if isinstance(exc, KeyError) and exc.args == (platform,):  # the outbox's word for no adapter
+                    log.warning("the card of delegation %s stays as it is until %s is configured again",
+                                row.delegation_id, platform)
+                else:
+                    log.exception("finishing the card of delegation %s failed", row.delegation_id)
+        return len(owed)
+
+    def _journal_final(self, row: DelegationRow, final: str) -> None:
+        """Journal the card's final state, in the commit that records it no longer owed; a refusal is said
+        once, and the edit tried again, backing off, until it is journaled."""
         platform, chat_id, _ = split_session_key(row.session_key)
         delete = self._display(platform).progress_final == "delete"
-        final = final_text(how, self._elapsed(row), subagents=len(row.tasks), endings=endings)
         try:
-            self._message(row).finish(final, delete=delete)
+            self._finish_message(row, final, delete)
         except sqlite3.Error as exc:
             log.warning("could not record the final edit of the card of delegation %s in %s chat %s (%s: %s):"
                         " it reads as running until it is recorded, tried again as the gateway goes on",
@@ -90,14 +139,18 @@ class DelegationCards:
             self._finishing[row.delegation_id] = task
             task.add_done_callback(lambda _: self._finishing.pop(row.delegation_id, None))
 
+    def _finish_message(self, row: DelegationRow, final: str, delete: bool) -> None:
+        with self._table.finishing_card(row.delegation_id):
+            self._message(row).finish(final, delete=delete)
+
     async def _finish_later(self, row: DelegationRow, final: str, delete: bool) -> None:
         """The final edit the store refused, until it takes it: the text it had then (its time is the
-        delegation's, not the wait's). Said once, by `finish`: a full disk is named by the database too."""
+        delegation's, not the wait's). Said once, by `_journal_final`: a full disk is named by the database too."""
         delay = BACKOFF_FIRST
         while True:
             await self._clock.sleep(delay)
             try:
-                self._message(row).finish(final, delete=delete)
+                self._finish_message(row, final, delete)
                 return
             except sqlite3.Error as exc:
                 log.debug("the final edit of the card of delegation %s is still refused: %s", row.delegation_id, exc)
@@ -106,7 +159,7 @@ class DelegationCards:
     def close(self) -> None:
         for card in self._cards.values():
             card.disarm()
-        for task in self._finishing.values():  # still refused: the card stays as it is (nothing records it owed)
+        for task in self._finishing.values():  # still refused: recorded owed, the next start finishes it
             task.cancel()
         self._cards.clear()
         self._began.clear()

@@ -6,12 +6,17 @@ that runs it now and how many attempts it has had; the children's states are the
 lifecycle journal's) and a status that says whether the chat has been answered:
 ``running`` (not yet), ``delivered`` (the completion turn's reply is journaled in the
 outbox), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
-(the chat was told its children were interrupted by a restart).
+(the chat was told its children were interrupted by a restart). A settled row also says whether
+its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
+in the commit that journals that edit), so a restart finishes a card the process before it could
+not (`gateway.delegation_cards`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,7 +32,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_delegations (
         delegation_id TEXT PRIMARY KEY, session_key TEXT NOT NULL, agent_session_id TEXT NOT NULL,
         origin_turn_id TEXT NOT NULL, dispatched_at REAL NOT NULL, tasks TEXT NOT NULL, status TEXT NOT NULL,
-        reason TEXT, settled_at REAL)""",
+        reason TEXT, settled_at REAL, card_owed INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS gateway_delegations_session ON gateway_delegations (session_key, dispatched_at)",
     "CREATE INDEX IF NOT EXISTS gateway_delegations_origin ON gateway_delegations (origin_turn_id)",
     """CREATE INDEX IF NOT EXISTS gateway_delegations_open ON gateway_delegations (dispatched_at)
@@ -94,11 +99,36 @@ class DelegationTable:
         self._db.write("UPDATE gateway_delegations SET tasks=? WHERE delegation_id=?",
                        (_tasks_json(tasks), delegation_id))
 
+    def add_card_owed(self) -> None:
+        """Schema < 9: a settled row says whether its card still owes its final edit. Rows settled before
+        owe none (the column's default: no row is rewritten): that build finished their cards, or left them."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_delegations)")}
+        if "card_owed" not in columns:
+            self._db.write("ALTER TABLE gateway_delegations ADD COLUMN card_owed INTEGER NOT NULL DEFAULT 0")
+
     def settle(self, delegation_id: str, status: Status, reason: str | None = None) -> bool:
-        """Settle a running delegation; False if it was settled already (the first outcome stands)."""
-        cur = self._db.write("UPDATE gateway_delegations SET status=?, reason=?, settled_at=? WHERE delegation_id=?"
-                             " AND status='running'", (status, reason, self._clock.time(), delegation_id))
+        """Settle a running delegation; False if it was settled already (the first outcome stands).
+        Its card is owed its final edit from this very write (a chat without cards is owed a no-op),
+        until `finishing_card` records it journaled."""
+        cur = self._db.write("UPDATE gateway_delegations SET status=?, reason=?, settled_at=?, card_owed=1"
+                             " WHERE delegation_id=? AND status='running'",
+                             (status, reason, self._clock.time(), delegation_id))
         return cur.rowcount == 1
+
+    @contextlib.contextmanager
+    def finishing_card(self, delegation_id: str) -> Iterator[None]:
+        """Journal the final edit of the delegation's card inside this block: it is no longer owed once
+        the block's writes commit, and still is when the block raises (they stand or fall together)."""
+        with self._db.transaction():
+            self._db.write("UPDATE gateway_delegations SET card_owed=0 WHERE delegation_id=? AND card_owed=1",
+                           (delegation_id,))
+            yield
+
+    def cards_owed(self) -> list[DelegationRow]:
+        """Settled delegations whose cards still owe their final edits, oldest first."""
+        return [_row(r) for r in self._db.read(
+            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE card_owed=1 AND status!='running'"
+            " ORDER BY dispatched_at")]
 
     def count_unsettled(self, session_key: str) -> int:
         """The chat's delegations whose results have not been delivered (or settled otherwise) yet."""
