@@ -8,6 +8,10 @@ its other messages. The key is the turn's and the count of files it has sent
 (``<turn>:file:<n>:0``), like ``send_message``'s: a turn run again after a restart journals
 none twice, and what its first run journaled is sent from the copy made then. A copy whose
 turn was stopped while it was made is removed once the copying thread is done with it.
+
+A turn's calls go one at a time, in the order they were made (a plugin's tool may make several
+at once): each takes its key from the count the one before left, and starts once the one before
+has journaled its send or given up, and its copying thread is done.
 """
 
 from __future__ import annotations
@@ -20,16 +24,31 @@ from agent.tools.send_file import FileToSend, human_size
 from gateway.outbox import Outbox
 from gateway.outbox_files import FileChanged, OutboxFiles
 from gateway.session_registry import SessionRegistry
+from gateway.sessions import GatewaySession, RunningTurn
 from gateway.splitting import safe_measure
 from platforms.base import Adapter, CapsSpans, SendsFiles
 
 STOPPED = "This turn was stopped; nothing more of it reaches the chat."
 
 
+class _Calls:
+    """A turn's calls waiting or running: one at a time (`FileSends.send_file`)."""
+
+    __slots__ = ("lock", "count", "copying")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.count = 0
+        self.copying: asyncio.Future[int] | None = None
+        """The copy of a call cancelled while it was made: the next call waits for its thread."""
+
+
 class FileSends:
     def __init__(self, sessions: SessionRegistry, outbox: Outbox, files: OutboxFiles,
                  adapters: dict[str, Adapter]) -> None:
         self._sessions, self._outbox, self._files, self._adapters = sessions, outbox, files, adapters
+        self._calls: dict[str, _Calls] = {}
+        """By turn id, while a call of the turn waits or runs."""
 
     async def send_file(self, file: FileToSend) -> str:
         """The ``send_file`` service. Raises `ToolError` (for the model) when the turn was stopped,
@@ -42,6 +61,28 @@ class FileSends:
         if not isinstance(adapter, SendsFiles):
             raise ToolError(f"This chat's platform ({session.platform}) cannot receive files yet; nothing was "
                             "sent. Tell the user where the file is in the workspace instead.")
+        # Calls made at once would read the same count of files sent, so journal under one key (the
+        # outbox taking the later sends for the first one's) and make their copies in one folder.
+        turn_id = running.turn_id
+        calls = self._calls.setdefault(turn_id, _Calls())
+        calls.count += 1
+        try:
+            await calls.lock.acquire()
+        except BaseException:
+            self._leave(turn_id, calls)
+            raise
+        try:
+            if running.suppressed:  # stopped while an earlier call of the turn ran
+                raise ToolError(STOPPED)
+            return await self._send(session, running, adapter, file, calls)
+        finally:
+            if calls.copying is None:
+                self._release(turn_id, calls)
+            else:  # its copy goes on in its thread, under the key the next call would take
+                calls.copying.add_done_callback(lambda _: self._release(turn_id, calls))
+
+    async def _send(self, session: GatewaySession, running: RunningTurn, adapter: SendsFiles, file: FileToSend,
+                    calls: _Calls) -> str:
         key = f"{running.turn_id}:file:{running.files}:0"
         name = file.path.name
         if self._outbox.journaled(key):  # a run before a restart journaled it: sent from its copy, quoting
@@ -61,18 +102,43 @@ class FileSends:
             copying = asyncio.ensure_future(asyncio.to_thread(self._keep, key, file, limit, session.platform))
             try:
                 size = await asyncio.shield(copying)
-            except asyncio.CancelledError:  # a hard stop: the thread copies on, for a send never journaled
+            except asyncio.CancelledError:  # a hard stop, or a caller giving up: the thread copies on, unjournaled
                 copying.add_done_callback(functools.partial(self._forget_copy, key))
+                calls.copying = copying
                 raise
             if running.suppressed:  # stopped while the file was copied
                 self._files.remove(key)
                 raise ToolError(STOPPED)
             # The first message of the answer, it shows whose question it answers (`RunningTurn.take_quote`).
-            self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id,
-                                      reply_to=running.take_quote())
+            try:
+                self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id,
+                                          reply_to=running.take_quote())
+            except Exception:
+                self._refused(key)
+                raise
             name = f"{name} ({human_size(size)})"
         running.files += 1
         return f"{name} is queued to this chat; it goes out in order with your messages."
+
+    def _release(self, turn_id: str, calls: _Calls) -> None:
+        calls.copying = None
+        calls.lock.release()
+        self._leave(turn_id, calls)
+
+    def _leave(self, turn_id: str, calls: _Calls) -> None:
+        calls.count -= 1
+        if not calls.count:
+            del self._calls[turn_id]
+
+    def _refused(self, key: str) -> None:
+        """The journal refused the send (a full disk): nothing sends its copy, which would stay until
+        the next start (`OutboxFiles.sweep`) on the disk that had no room."""
+        try:
+            journaled = self._outbox.journaled(key)
+        except Exception:  # nor can it be read: the next start's sweep tells
+            return
+        if not journaled:
+            self._files.remove(key)
 
     def _forget_copy(self, key: str, copying: asyncio.Future[int]) -> None:
         """The copy a cancelled call made: no send names it, so it goes now rather than at the next

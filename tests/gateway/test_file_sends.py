@@ -16,6 +16,7 @@ from agent.tools.send_file import FileToSend
 from gateway.outbox_files import OutboxFiles
 from gateway.testing import RecordingAdapter, make_config, settled
 from platforms.base import BadRequest, Outbound, OutboundFile, Sent
+from tests.plugin_modules import plugin_module
 
 WAIT = 5.0  # seconds of real time a thread may take to reach a point the test waits for
 
@@ -222,4 +223,144 @@ async def test_a_copy_a_stop_cut_short_is_removed_once_it_is_made(tmp_path, gate
     await settled(gateway)
     copies = Path(config.state_dir) / "outbox-files"
     assert gateway.store.outbox.kept_files() == [] and chat.uploads == []
+    assert not copies.exists() or list(copies.iterdir()) == []
+
+
+BOTH_AT_ONCE = """
+import asyncio
+
+from agent.tools.send_file import FileToSend
+
+
+async def send_both(args, ctx):
+    send = ctx.services["send_file"]
+    answers = await asyncio.gather(*(send(FileToSend(ctx.workspace / name, name, None)) for name in args["names"]))
+    return " | ".join(answers)
+
+
+def register(ctx):
+    ctx.register_tool("send_both", "sends the files at once", {"type": "object"}, send_both)
+"""
+
+
+async def test_files_a_tool_sends_at_once_each_go_out_once(tmp_path, gateways, monkeypatch):
+    # Each call keyed its send by the turn's count of files sent, read before its copy was made and
+    # raised after: both took ``<turn>:file:0:0``, the second copy replaced the first, and the
+    # outbox took the second journaling for the first one's, so one file went out and one was lost.
+    plugin_module(tmp_path, monkeypatch, "both_at_once_plugin", BOTH_AT_ONCE)
+    chat = TakingUploads()
+    config = make_config(tmp_path, plugins=["both_at_once_plugin"])
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("first")
+    (workspace / "b.csv").write_text("second")
+    both = {"name": "send_both", "arguments": {"names": ["a.csv", "b.csv"]}}
+    model = ScriptedModel({"parent": [[{"tool_calls": [both]}, {"text": "sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send them")
+    await chat.wait_for(lambda: "sent" in chat.texts())
+    await settled(gateway)
+    [result] = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert "a.csv (5 bytes) is queued" in result and "b.csv (6 bytes) is queued" in result
+    assert chat.uploads == [b"first", b"second"]  # in the order the calls were made
+    assert not (Path(config.state_dir) / "outbox-files").exists() or not any(
+        (Path(config.state_dir) / "outbox-files").iterdir())
+
+
+GIVES_UP_ON_ONE = """
+import asyncio
+import threading
+
+from agent.tools.send_file import FileToSend
+
+copying, release = threading.Event(), threading.Event()
+
+
+async def give_up_on_one(args, ctx):
+    send = ctx.services["send_file"]
+    slow = asyncio.ensure_future(send(FileToSend(ctx.workspace / "a.csv", "a.csv", None)))
+    assert await asyncio.to_thread(copying.wait, 5)
+    slow.cancel()  # as asyncio.wait_for would on a deadline: its thread copies on
+    await asyncio.gather(slow, return_exceptions=True)
+    other = asyncio.ensure_future(send(FileToSend(ctx.workspace / "b.csv", "b.csv", None)))
+    await asyncio.sleep(0)  # the second call's first step
+    release.set()
+    return await other
+
+
+def register(ctx):
+    ctx.register_tool("give_up_on_one", "sends a.csv, gives up on it, sends b.csv", {"type": "object"},
+                      give_up_on_one)
+"""
+
+
+class AskedLimits(TakingUploads):
+    def __init__(self, copied: threading.Event) -> None:
+        super().__init__()
+        self.copied, self.asked_while_copying = copied, []
+
+    def upload_limit(self, chat_id: str) -> int:
+        self.asked_while_copying.append(not self.copied.is_set())
+        return super().upload_limit(chat_id)
+
+
+async def test_a_send_after_one_given_up_on_mid_copy_waits_for_its_copy_and_goes_out_alone(
+        tmp_path, gateways, monkeypatch):
+    # The call given up on had not counted its file, so the next one took its key while its thread
+    # still copied: that thread's copy could replace the next one's before it went out, or stay
+    # behind once the next one's send was settled (journaled under its key, it was kept).
+    plugin = plugin_module(tmp_path, monkeypatch, "gives_up_plugin", GIVES_UP_ON_ONE)
+    copied = threading.Event()
+    chat = AskedLimits(copied)
+    keep = OutboxFiles.keep
+
+    def slow_keep(self, key, file, *args):
+        if file.path.name != "a.csv":
+            return keep(self, key, file, *args)
+        plugin.copying.set()
+        plugin.release.wait(WAIT)
+        try:
+            return keep(self, key, file, *args)
+        finally:
+            copied.set()
+
+    monkeypatch.setattr(OutboxFiles, "keep", slow_keep)
+    config = make_config(tmp_path, plugins=["gives_up_plugin"])
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("first")
+    (workspace / "b.csv").write_text("second")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "give_up_on_one", "arguments": {}}]},
+                                       {"text": "sent"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    await chat.say("send them")
+    await chat.wait_for(lambda: "sent" in chat.texts())
+    assert await asyncio.to_thread(copied.wait, WAIT)
+    await settled(gateway)
+    assert chat.asked_while_copying == [True, False]  # the second call began once the first one's copy was made
+    assert chat.uploads == [b"second"]
+    copies = Path(config.state_dir) / "outbox-files"
+    assert not copies.exists() or list(copies.iterdir()) == []
+
+
+async def test_a_copy_whose_send_the_journal_refused_is_removed_at_once(tmp_path, gateways):
+    # The copy was made, then the outbox could not journal its send (a full disk): nothing would
+    # ever send or remove it until the next start, on the disk that had no room.
+    chat = TakingUploads()
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("a,b\n")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": "could not send it"}]]})
+    gateway = await gateways(config, [chat], model=model)
+    gateway.store.db._conn.execute("CREATE TEMP TRIGGER no_files BEFORE INSERT ON gateway_outbox WHEN NEW.op = 'file'"
+                                   " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    await chat.say("send it")
+    await chat.wait_for(lambda: "could not send it" in chat.texts())
+    await settled(gateway)
+    [result] = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert "database or disk is full" in result
+    assert chat.uploads == [] and gateway.store.outbox.kept_files() == []
+    copies = Path(config.state_dir) / "outbox-files"
     assert not copies.exists() or list(copies.iterdir()) == []
