@@ -10,14 +10,16 @@
 - ``/agents stop ID`` stops one running child; its partial result still reaches
   whatever waits for it.
 - ``/agents retry ID`` runs a failed or interrupted child's task again; the result
-  arrives as a message.
+  arrives as a message. Not while a child runs that task already (a retry asked twice, or
+  ``/retry``'s): the task would run twice, and its result come twice.
 
 ``ID`` is a child's id as listed, or any part of it that matches only one child.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from agent import Clock, ToolTraceEntry
 from gateway.child_states import RESTARTED, state_word, tally
@@ -26,7 +28,7 @@ from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
-from lifecycle import ChildSnapshot, HostView
+from lifecycle import ChildSnapshot, ChildSpec, HostView
 
 LOG_LINES = 20
 SHOWN = 12
@@ -37,6 +39,9 @@ SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
 NO_SUBAGENTS = "No subagents in this chat."
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
+SAME_TASK = ("goal", "context", "role", "route", "backend")
+"""What a retry runs again (`Ledger.retry_one`): two children alike in these, and in their place
+in their ``delegate_task`` call, run one task."""
 
 
 class AgentsCommand:
@@ -172,8 +177,24 @@ class AgentsCommand:
         known = self._ledger.task_of(session, child.subagent_id)
         if known is None and child.task is None:
             return f"{child.subagent_id} cannot be run again: its task is no longer known (it ran before a restart)."
+        # Asked again (a double tap, the message sent again, or after /retry) it would run the task twice.
+        task = _task_of(known[1].spec, known[1].task_index) if known is not None else _task_of(
+            _fields_of(child.task), child.task.task_index)
+        again = next((c for c in self._children.children(session.session_id)
+                      if c.task is not None and _task_of(_fields_of(c.task), c.task.task_index) == task), None)
+        if again is not None:
+            return (f"Nothing to retry yet: {child.subagent_id}'s task is running again, as {again.subagent_id} "
+                    f"({state_word(again)}).")
         origin = known[0].origin_turn_id if known is not None else child.parent_turn_id
         return await self._ledger.retry_one(session, child.subagent_id, child.task, origin)
+
+
+def _task_of(spec: Mapping[str, Any], task_index: int) -> tuple[object, ...]:
+    return (*(spec.get(name) for name in SAME_TASK), task_index)
+
+
+def _fields_of(task: ChildSpec) -> dict[str, Any]:
+    return {name: getattr(task, name) for name in SAME_TASK}
 
 
 def _item(child: ChildSnapshot, now: float) -> tuple[str, str]:

@@ -46,6 +46,10 @@ LEAD_A_MESSAGE = frozenset({"new"})
 plan the trip`` starts the new session with it. (After ``/stop`` it is mostly emphasis —
 ``/stop now`` — so it is not sent to the model; the answer says so.)"""
 STOP_ARGS_NOTE = "What you wrote after /stop was not read: send it as a message of its own to have it answered."
+RETRY_ARGS = ("Nothing was retried: /retry runs every interrupted or failed subagent of the latest background task "
+              "again, and takes nothing after it. To run one subagent again, send /agents retry ID (/agents lists "
+              "the ids).")
+"""``/retry sa-…``: read as ``/retry`` it would run every failed subagent again, not the one named."""
 STOP_SENT_BEFORE = ("The running turn was not stopped: it answers a message sent after this /stop. "
                     "Send /stop again to stop it.")
 NEW_SENT_BEFORE = ("No new session was started: this /new was sent before the message being answered now, "
@@ -138,7 +142,7 @@ class Commands:
         if command.name == "agents":
             return await self._agents.run(session, command.args)
         if command.name == "retry":
-            return await self._ledger.retry(session)
+            return await self._ledger.retry(session) if not command.args else RETRY_ARGS
         if command.name == "delegation":
             return self._delegation.run(session, command.args)
         if command.name == "help":

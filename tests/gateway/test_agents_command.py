@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.agents_command import SHOWN, _line
@@ -399,3 +401,38 @@ async def test_log_of_a_child_that_finished_before_a_restart_names_the_restart(t
     log = await command(chat2, f"/agents log {child}")
     assert log == (f"{child} — quick look — succeeded\n"
                    "Its tool calls are no longer kept (the gateway restarted since it ran).")
+
+
+@pytest.mark.parametrize("mode, first", [("inline", "/agents retry"), ("background", "/agents retry"),
+                                         ("background", "/retry")])
+async def test_retry_asked_twice_runs_the_task_once_more_not_twice(tmp_path, llm, gateways, mode, first):
+    # A double tap on /agents retry (or the message sent again, or one after /retry) ran the failed
+    # child's task twice more, and the chat got its result twice.
+    server = await llm()
+    attempts = []
+
+    def failing_then_working(body):
+        attempts.append(goal(body))
+        return {"text": ""} if len(attempts) == 1 else {"hang": True}  # an empty answer fails
+
+    server.respond_with(parent({"goal": "fragile job"}, failing_then_working))
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server, delegation={"gateway_mode": mode}), [chat])
+    await chat.say("go")
+    await chat.wait_for(lambda: "reply" in chat.kinds() and (mode == "inline" or "completion" in chat.kinds()))
+    session = next(iter(gateway.sessions))
+    (failed,) = gateway.host.children.recent(session.session_id)
+    retry = f"/agents retry {failed.subagent_id}"
+    assert (await command(chat, retry if first == "/agents retry" else first)).startswith("Retrying")
+    await server.wait_for(lambda: len(attempts) == 2)  # the task runs again: asked twice, it must not run twice
+    (again,) = live(gateway)
+    assert await command(chat, retry) == (
+        f"Nothing to retry yet: {failed.subagent_id}'s task is running again, as {again.subagent_id} (running).")
+    assert [c.subagent_id for c in live(gateway)] == [again.subagent_id]
+    completions = len(chat.texts("completion"))
+    assert await command(chat, "/agents stop " + again.subagent_id)
+    await chat.wait_for(lambda: len(chat.texts("completion")) > completions)
+    assert (await command(chat, retry)).startswith(f"Retrying {failed.subagent_id}")  # once it has ended
+    await server.wait_for(lambda: len(attempts) == 3)
+    await command(chat, "/stop")
+    await settled(gateway)

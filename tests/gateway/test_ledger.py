@@ -13,6 +13,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
+from gateway.commands import RETRY_ARGS
 from gateway.testing import RecordingAdapter, make_config, settled
 from lifecycle import PROCESS_EXIT, SubagentState
 from tests.gateway.wire import call, is_child, openai_model
@@ -645,3 +646,27 @@ async def test_a_card_whose_results_the_model_chose_not_to_answer_reads_done(tmp
     await settled(gateway)
     assert card.text == "✓ Done in 3 s · 2 subagents"
     assert chat.texts() == ["on it", card.text]
+
+
+async def test_retry_with_an_id_after_it_retries_nothing_and_says_how_to_retry_one(tmp_path, gateways):
+    # "/retry sa-…" ran every failed subagent of the latest delegation again, not the one it named.
+    failing = {"alpha", "beta"}
+
+    def leaf(request):
+        goal = request.metadata["goal"]
+        if goal in failing:
+            failing.discard(goal)
+            return {"error": "server_error", "message": "model exploded"}
+        return {"text": f"found {goal}"}
+
+    chat, _, gateway = await start(gateways, tmp_path, leaf)
+    await chat.say("please delegate")
+    await chat.wait_for(lambda: "completion" in chat.kinds())
+    await settled(gateway)
+    (row,) = gateway.store.delegations.latest(next(iter(gateway.sessions)).session_id, 1)
+    one = row.tasks[0].subagent_id
+    await chat.say(f"/retry {one}")
+    await chat.wait_for(lambda: chat.texts("command"))
+    assert chat.texts("command") == [RETRY_ARGS]
+    await settled(gateway)
+    assert len(gateway.store.delegations.latest(next(iter(gateway.sessions)).session_id, 5)) == 1
