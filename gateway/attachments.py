@@ -27,7 +27,8 @@ whole answer and no turn runs.
 Storing is all-or-nothing: a file is written under a temporary name and renamed
 into place once complete, so a half-stored file never appears. File names are
 made safe (no directories, no leading dots, no control or special characters);
-a name already taken by other bytes gets ``-2``, ``-3``...; the same bytes under
+a name already taken by other bytes gets ``-2``, ``-3``..., as does one another
+chat sharing the folder is storing a file under at that moment; the same bytes under
 the same name (a replay after a restart) reuse the file. A file that cannot be stored
 (something that is not a folder in the way of the chat's, a full disk) is explained to
 the user like a failed download and logged as an error naming the path in the way.
@@ -41,14 +42,16 @@ platform. Files stored before chats had folders of their own, under
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import itertools
 import logging
 import os
 import re
+import threading
 import unicodedata
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,17 +153,40 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     stem, ext = (stem, f".{ext}") if dot and stem else (base, "")
     for n in range(1, 10_000):
         target = directory / (base if n == 1 else f"{stem}-{n}{ext}")  # a safe name: it stays in `directory`
-        if target.is_symlink():
-            continue
-        if target.exists():
-            if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
-                break  # the same file again (a replay): keep the one there
-            continue
-        write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part")
-        break
+        with _claimed(target) as mine:
+            if not mine or target.is_symlink():
+                continue
+            if target.exists():
+                if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
+                    break  # the same file again (a replay): keep the one there
+                continue
+            write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part")
+            break
     else:
         raise FileExistsError(f"no free name for {base} in {directory}")
     return target.relative_to(workspace.resolve()).as_posix()
+
+
+_CLAIMS: set[Path] = set()
+"""The names `store` is writing now, in another thread, whose files are not in place yet: the chats
+of one folder (a Slack channel's threads, a Telegram group's topics) run their turns at once."""
+_CLAIMS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _claimed(target: Path) -> Iterator[bool]:
+    """Whether ``target`` is this thread's to look at and write, until the block ends: False while
+    another `store` holds it, which would write its file over this one's, or this one over its."""
+    with _CLAIMS_LOCK:
+        mine = target not in _CLAIMS
+        if mine:
+            _CLAIMS.add(target)
+    try:
+        yield mine
+    finally:
+        if mine:
+            with _CLAIMS_LOCK:
+                _CLAIMS.discard(target)
 
 
 def remove_parts(workspace: Path) -> list[Path]:

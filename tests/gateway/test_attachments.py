@@ -5,19 +5,24 @@ tests/scenarios/test_attachments_chat.py; here an in-memory source stands in for
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import logging
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from agent import ModelError
+from gateway import attachments
 from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, chat_file_scope, chat_folder, prepare, safe_name, store
 from gateway.file_names import file_name
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config
 from platforms.base import Attachment, AttachmentTooLarge, Forbidden, Inbound, NetworkError
 from tests.pictures import PNG
+
+WAIT = 5.0  # seconds of real time a thread may take to reach a point the test waits for
 
 
 class Files:
@@ -90,6 +95,31 @@ def test_store_writes_inside_the_chat_folder_and_never_clobbers(tmp_path: Path) 
     escaped = store(tmp_path, chat_folder("webhook", "../../outside"), "../x", b"3")
     assert escaped == "attachments/webhook/..%2F..%2Foutside/x"
     assert sorted(p.name for p in (tmp_path / first).parent.iterdir()) == ["report-2.pdf", "report.pdf"]
+
+
+def test_two_files_stored_at_once_under_one_name_each_keep_their_own(tmp_path: Path, monkeypatch) -> None:
+    # The threads of a Slack channel, or the topics of a Telegram group, share the chat's folder and
+    # run their turns at once. Each store saw the name free and wrote its file over it: two pasted
+    # screenshots, both "image.png", became one, and one thread's model read the other's.
+    folder = chat_folder("slack", "C1")
+    writing, second_stored = threading.Event(), threading.Event()
+    write = attachments.write_whole
+
+    def first_held_until_the_second_is_stored(target, data, **kw):
+        if data == b"first":
+            writing.set()
+            second_stored.wait(WAIT)
+        write(target, data, **kw)
+
+    monkeypatch.setattr(attachments, "write_whole", first_held_until_the_second_is_stored)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        first = pool.submit(store, tmp_path, folder, "image.png", b"first")
+        assert writing.wait(WAIT)
+        second = store(tmp_path, folder, "image.png", b"second")
+        second_stored.set()
+        first = first.result(WAIT)
+    assert first != second
+    assert (tmp_path / first).read_bytes() == b"first" and (tmp_path / second).read_bytes() == b"second"
 
 
 @pytest.mark.parametrize("chat_id", [".", ".."])
