@@ -420,7 +420,9 @@ def pile_up(db, ids: range) -> None:
     message sent for each of ``ids``, all settled."""
     db.write_many("INSERT INTO gateway_sessions (key, session_id, generation, mode, created_at, updated_at)"
                   " VALUES (?, ?, 1, 'inline', ?, ?)", ((f"chat|old-{i}|", f"s-old-{i}", i, i) for i in ids))
-    db.write_many("INSERT INTO gateway_delegations VALUES (?, ?, 's', 't', ?, '[]', 'delivered', NULL, ?)",
+    db.write_many("INSERT INTO gateway_delegations (delegation_id, session_key, agent_session_id, origin_turn_id,"
+                  " dispatched_at, tasks, status, reason, settled_at) VALUES (?, ?, 's', 't', ?, '[]', 'delivered',"
+                  " NULL, ?)",
                   ((f"d-old-{i}", f"chat|old-{i}|", i, i) for i in ids))
     db.write_many("INSERT INTO gateway_outbox (key, platform, chat_id, kind, op, text, silent, sequence, status,"
                   " created_at) VALUES (?, 'chat', ?, 'reply', 'send', 'an old answer', 0, 0, 'sent', ?)",
