@@ -8,7 +8,6 @@ within seconds, or by the next start.
 from __future__ import annotations
 
 import datetime
-import fcntl
 import os
 from pathlib import Path
 from typing import TextIO
@@ -17,10 +16,11 @@ from gateway.config import Config
 from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.preflight import check_database
-from gateway.state_lock import LOCK_FILE
+from gateway.state_lock import LOCK_FILE, held_here
 from gateway.store import DeadLetter, GatewayStore
 
 PREVIEW_CHARS = 60
+PROC_LOCKS = "/proc/locks"
 
 
 def inbox_command(config: Config, command: str, letter_id: int | None, out: TextIO, err: TextIO) -> int:
@@ -68,15 +68,62 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
 
 
 def _gateway_running(config: Config) -> bool:
-    """Whether another process holds the state directory's lock (without keeping it)."""
+    """Whether a process holds the state directory's lock, told without taking it: a probe that took
+    it, were it only for a moment, would make a gateway starting in that moment refuse to (``state
+    directory … is in use``). Only the wording of the answer depends on it.
+
+    Where the kernel lists its locks (Linux's ``/proc/locks``), a lock on the lock file or on the
+    directory (`gateway.state_lock`) says so; a gateway in another pid namespace (another container)
+    is not listed there. Elsewhere, whether the pid the lock file names is alive."""
+    state_dir = Path(config.state_dir).absolute()
+    if held_here(state_dir):
+        return True
+    inodes = set()
+    for path in (state_dir / LOCK_FILE, state_dir):
+        try:
+            inodes.add(os.stat(path).st_ino)
+        except OSError:
+            pass
+    locked = _flocked_inodes()
+    if locked is not None:
+        return bool(inodes & locked)
+    return _holder_alive(state_dir / LOCK_FILE)
+
+
+def _flocked_inodes() -> set[int] | None:
+    """The inodes of the files that hold an flock, from ``/proc/locks``; None where it cannot be read.
+    By inode only: on an overlay file system the device a lock is listed under is not always the one
+    ``stat`` gives, and another file with the same inode that is flocked too is not worth the trouble."""
     try:
-        fd = os.open(Path(config.state_dir) / LOCK_FILE, os.O_RDWR | os.O_CLOEXEC)
+        with open(PROC_LOCKS, encoding="ascii", errors="replace") as locks:
+            lines = locks.readlines()
+    except OSError:
+        return None
+    inodes = set()
+    for line in lines:  # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2146690 0 EOF" ("1: -> FLOCK …" waits for one)
+        fields = line.split()
+        if "FLOCK" in fields and len(fields) > (at := fields.index("FLOCK") + 4):
+            inode = fields[at].rpartition(":")[2]
+            if inode.isdigit():
+                inodes.add(int(inode))
+    return inodes
+
+
+def _holder_alive(lock_file: Path) -> bool:
+    """Whether the process the lock file names (the last to take it) is alive: a stale pid, left by a
+    gateway that died, may name another process since, so this is the fallback only."""
+    try:
+        text = lock_file.read_text(encoding="ascii", errors="replace").strip()
     except OSError:
         return False
+    if not text.isdigit() or int(text) in (0, os.getpid()):
+        return False  # our own pid is a stale one: this process does not hold the lock (`held_here`)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
         return True
-    finally:
-        os.close(fd)  # closing drops a lock we took
-    return False
+    except OSError:
+        return False
+    return True
