@@ -6,6 +6,7 @@ Every wait is for something on a page, never for time.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -218,6 +219,38 @@ async def test_on_a_phone_each_row_reads_whole_with_its_buttons_and_nothing_scro
     assert await error.evaluate("e => getComputedStyle(e, '::before').content") == '"Error: "'
     for box in [await button.bounding_box() for button in await row.get_by_role("button").all()]:
         assert box["x"] + box["width"] <= 375
+
+
+async def test_a_button_stays_disabled_until_the_gateway_answers_though_the_page_redraws_meanwhile(chat, page) -> None:
+    # Every state draws the buttons anew: one drawn while its action was on its way was enabled again,
+    # and a second click sent it twice.
+    web = await chat(delegation={"gateway_mode": "inline"}, model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", "Compare these:\n- [stall] apples\n- [stall] pears", key="key-held-1")
+    await page.goto(f"{web.base}/console")
+    stop = page.locator("#work .child", has_text="pears").get_by_role("button", name="Stop")
+    await stop.evaluate("button => { button.dataset.before = 'yes'; }")
+    posted, answer = asyncio.Event(), asyncio.Event()
+
+    async def held(route) -> None:  # the gateway is slow to answer, and then it did nothing
+        posted.set()
+        await answer.wait()
+        await route.fulfill(status=503, json={"error": "the state database cannot be written"})
+
+    await page.route("**/console/api/children/*/stop", held)
+    page.on("dialog", lambda dialog: dialog.accept())
+    await stop.click()
+    await posted.wait()
+    async with aiohttp.ClientSession() as http:  # something else happens meanwhile: the console redraws
+        await post_message(http, web.base, "c2", "hello", key="key-held-2")
+    await page.wait_for_function("() => !document.querySelector('[data-before]')")
+    assert await stop.is_disabled()  # the one drawn anew
+    answer.set()
+    await page.wait_for_selector("#notice:not([hidden])")
+    assert await stop.is_enabled()  # the gateway did nothing: it may be asked again
+    await page.unroute("**/console/api/children/*/stop")
+    await stop.click()
+    await page.wait_for_selector("#work .child[data-state=INTERRUPTED] >> text=pears")
 
 
 async def test_a_button_reached_with_the_keyboard_keeps_the_focus_when_the_state_changes(chat, page) -> None:

@@ -209,15 +209,22 @@
 
   // -- actions ------------------------------------------------------------------------
 
+  // The actions on their way to the gateway: a state that arrives meanwhile draws their buttons disabled too,
+  // or a second click on the one drawn anew would send the action again.
+  const sending = new Set();
+
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
   function action(label, url, cls, title, question) {
-    const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url }, label);
+    const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url,
+                                  disabled: sending.has(url) }, label);
     button.addEventListener("click", async () => {
       // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
       // acts again (the operator cancelled, or the gateway did nothing), or Enter does nothing and Tab starts over.
       const keyed = document.activeElement === button;
       const again = () => {
         button.disabled = false;
+        const redrawn = drawn(url);  // drawn disabled while the action was on its way
+        if (redrawn) redrawn.disabled = false;
         if (keyed && (!document.activeElement || document.activeElement === document.body)) {
           (drawn(url) || button).focus();
         }
@@ -228,10 +235,13 @@
         return;
       }
       let response;
+      sending.add(url);
       try {
         response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }), body: "{}" });
       } catch {
         response = null;
+      } finally {
+        sending.delete(url);
       }
       if (response && auth.asksForToken(response)) {
         await auth.askForToken(true);
