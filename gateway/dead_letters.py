@@ -102,18 +102,30 @@ class DeadLetterPolicy:
 
     async def _again(self, inbound: Inbound, turn_id: str | None, pause: float) -> None:
         await self._clock.sleep(pause)
-        await self._handle(inbound, turn_id)
+        await self._handle_or_keep(inbound, turn_id)
 
     async def watch_requeued(self, interval: float = REQUEUE_POLL_SECONDS) -> None:
         """Hand events ``switchboard inbox retry`` re-queued back to the gateway, until cancelled."""
         while True:
             await self._clock.sleep(interval)
             try:
-                for inbound, turn_id in self._inbox.take_requeued():
-                    log.info("handling re-queued %s event %s", inbound.platform, inbound.event_id)
-                    await self._handle(inbound, turn_id)
+                requeued = self._inbox.take_requeued()
             except Exception:
                 log.exception("taking up re-queued events failed")
+                continue
+            for inbound, turn_id in requeued:  # each on its own: one that fails keeps none of the others waiting
+                log.info("handling re-queued %s event %s", inbound.platform, inbound.event_id)
+                await self._handle_or_keep(inbound, turn_id)
+
+    async def _handle_or_keep(self, inbound: Inbound, turn_id: str | None) -> None:
+        """Handle the event; should even its failure not be recorded (the state database refuses it),
+        it stays unsettled, as it is, for the next start."""
+        try:
+            await self._handle(inbound, turn_id)
+        except Exception as exc:
+            log.error("%s event %s: handling it failed, and so did counting that (%s: %s); it is not handled "
+                      "now and is kept for the next start", inbound.platform, inbound.event_id, type(exc).__name__,
+                      exc, exc_info=exc)
 
     async def close(self) -> None:
         retries = list(self._retries)

@@ -16,10 +16,10 @@ from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway import state_lock
 from gateway.cli import main
-from gateway.dead_letters import APOLOGY, CUT_SHORT
+from gateway.dead_letters import APOLOGY, CUT_SHORT, REQUEUE_POLL_SECONDS
 from gateway.host import STATE_DB
 from gateway.questions import question_text
-from gateway.store import GatewayStore
+from gateway.store import GatewayStore, session_key
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.asking_model import CHOICES, asking_parent
 from tests.hanging_children import HANGING_CHILDREN, delegating_parent, hanging_child
@@ -104,6 +104,40 @@ async def test_a_dead_letter_never_stops_a_start_and_retry_hands_it_back(tmp_pat
     assert "no dead letter 1" in capsys.readouterr().err
     assert await cli("inbox", "dead") == 0
     assert capsys.readouterr().out.strip() == "no dead letters"
+
+
+async def test_a_handed_back_event_whose_failure_cannot_be_recorded_keeps_no_other_waiting(tmp_path, gateways):
+    # Events handed back are taken up together: one whose handling fails and whose failure the store
+    # refuses to count (a full disk) left the others taken, unhandled, until the next start.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path, inbox={"max_attempts": 1}), [chat], clock=clock,
+                             script={"parent": [[{"text": "answered c2"}]]})
+    save, failed = gateway.store.sessions.save, gateway.store.inbox.failed
+    break_new_sessions(gateway)
+    await chat.say("first", chat="c1", event_id="ev-1")
+    await chat.say("second", chat="c2", event_id="ev-2")
+    await settled(gateway)
+    assert [d.event_id for d in gateway.store.dead_letters.all()] == ["ev-1", "ev-2"]
+    chat.messages.clear()  # the apologies
+
+    def save_but_c1(row):
+        if row.key == session_key("chat", "c1", None):
+            raise sqlite3.OperationalError("database or disk is full")
+        return save(row)
+
+    def fail_but_not_record_ev1(platform, event_id, error):
+        if event_id == "ev-1":
+            raise sqlite3.OperationalError("database or disk is full")
+        return failed(platform, event_id, error)
+
+    gateway.store.sessions.save = save_but_c1
+    gateway.store.inbox.failed = fail_but_not_record_ev1
+    for letter in gateway.store.dead_letters.all():  # as `switchboard inbox retry` does
+        gateway.store.dead_letters.retry(letter.id, gateway.store.inbox.requeue)
+    await clock.until_sleeping(lasting=REQUEUE_POLL_SECONDS)
+    clock.advance(REQUEUE_POLL_SECONDS)
+    await chat.wait_for(lambda: chat.texts() == ["answered c2"])
+    assert not gateway.store.inbox.settled("chat", "ev-1")  # kept, unsettled, for the next start
 
 
 def test_inbox_commands_on_a_state_dir_that_has_nothing(tmp_path):
