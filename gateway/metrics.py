@@ -70,7 +70,8 @@ class GatewayMetrics(GatewayListener):
         self.duplicates = Counter("switchboard_inbound_duplicates", "Events dropped as redeliveries of one seen"
                                   " before.", ["platform"], registry=r)
         self.tokens = Counter("switchboard_model_tokens", "Model tokens used, by model, role (parent, leaf,"
-                              " orchestrator) and type (input or output).", ["model", "role", "type"], registry=r)
+                              " orchestrator, compactor) and type (input or output).", ["model", "role", "type"],
+                              registry=r)
         self.cost = Counter("switchboard_model_cost_usd", "Model cost in US dollars, as providers report it.",
                             ["model", "role"], registry=r)
         self.model_calls = Counter("switchboard_model_calls", "Model calls, by model, role and outcome (ok, or the"
