@@ -118,6 +118,8 @@ class Sender:
         self._unrecorded: dict[int, Callable[[], None]] = {}
         """Parts whose outcome (sent, failed) the store failed to record: recording it again is
         all the next attempt at them does, so a part the platform took is never sent twice."""
+        self._look_back: dict[int, float] = {}
+        """Parts the operator re-queued: when they were first journaled, where a lookup starts."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
 
@@ -129,6 +131,15 @@ class Sender:
     def journaled(self, row_id: int) -> None:
         """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
         self._give_up.journaled(row_id)
+
+    def requeued(self, row: OutboxRow, *, first_journaled: float) -> None:
+        """The operator sends the failed part ``row`` again: its give-up clock starts over, and one that
+        was tried is looked up first (where the platform can be asked), back to when it was first
+        journaled: given up on after answers were lost, it may be in the chat already."""
+        self._give_up.journaled(row.id)
+        if row.tried and row.op == "send":
+            self._unsure.add(row.id)
+            self._look_back[row.id] = first_journaled
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -422,7 +433,7 @@ class Sender:
         self._unsure.discard(row.id)
         self._accounted.add(row.id)
         try:
-            found = await adapter.find_sent(_outbound(row), row.created_at)
+            found = await adapter.find_sent(_outbound(row), self._look_back.get(row.id, row.created_at))
         except RateLimited as exc:
             if row.id not in self._waited:
                 self._waited.add(row.id)
@@ -449,6 +460,7 @@ class Sender:
 
     def _forget(self, row: OutboxRow) -> None:
         self._give_up.forget(row.id)
+        self._look_back.pop(row.id, None)
         self._unsure.discard(row.id)
         self._accounted.discard(row.id)
         self._waited.discard(row.id)

@@ -543,3 +543,25 @@ async def test_a_late_part_not_found_goes_out_after_its_late_note(tmp_path, fake
     texts = [m["text"] for m in bot_posts(fake)]
     assert len(texts) == 2 and texts[0].startswith("⏱ Delivered late") and texts[1] == "the answer"
     store2.close()
+
+
+async def test_a_post_given_up_on_while_its_answer_was_lost_is_looked_up_when_the_operator_retries_it(
+        tmp_path, fake, adapters):
+    """Slack took the post, its answer was lost, and the outage lasted past give_up_after: the part
+    failed. The console's Retry looks it up first, back to when it was first journaled, and finds it."""
+    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, events=lookups.events)
+    await outbox.start()
+    fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
+    fake.fail_next("conversations.history", "service_unavailable", status=503)  # the lookup at the deadline
+    outbox.enqueue("slack", "C1", None, "the answer", kind="reply", key="t1")
+    assert await outbox.wait_sent("t1:0", timeout=WAIT) is None
+    row = store.outbox.message("t1:0")
+    assert row.status == "failed"
+    assert outbox.retry(row.id)
+    message_id = await outbox.wait_sent("t1:0", timeout=WAIT)
+    await outbox.close()
+    store.close()
+    assert [m["ts"] for m in bot_posts(fake)] == [message_id]
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert lookups.outcomes[-1] == "slack:found"
