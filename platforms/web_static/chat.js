@@ -3,7 +3,7 @@
 // Markdown rendering markdown.js's.
 //
 // Messages are sent with POST /chat/api/messages, each with its own idempotency key, one at
-// a time in the order typed: a send that fails (network, 5xx, no answer in time) is retried
+// a time in the order typed: a send that fails (network, 5xx, 408, 429, no answer in time) is retried
 // with the same key until the gateway has it, and only then does the next go, also after a
 // reload (unconfirmed sends wait in sessionStorage); a reconnect sends the one waiting, or on
 // its way, again at once. What the chat shows
@@ -308,7 +308,9 @@
       auth.askForToken(true).then(() => deliver(item));
       return;
     }
-    if (!response || response.status >= 500 || response.status === 401) {
+    // 408 (a body that came in too slowly) and 429 (a proxy's rate limit) say "not now", not "not this
+    // message": refused, it would be left behind while the messages typed after it went.
+    if (!response || response.status >= 500 || [401, 408, 429].includes(response.status)) {
       retry = { item, timer: setTimeout(() => {
         retry = null;
         deliver(item);

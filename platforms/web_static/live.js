@@ -9,7 +9,8 @@
 // - A Server-Sent Events stream read with fetch (EventSource cannot send a header), opened
 //   again after any drop, with backoff. Each page's stream starts with a whole snapshot, so a
 //   reconnect loses nothing. A stream that goes quiet for longer than the server's keep-alives
-//   allow counts as dropped.
+//   allow counts as dropped, and so does a 5xx answer (the gateway restarting, or a proxy that
+//   cannot reach it).
 "use strict";
 
 window.SwitchboardLive = (() => {
@@ -94,6 +95,12 @@ window.SwitchboardLive = (() => {
         if (auth.asksForToken(response)) {
           await auth.askForToken(true);
           continue;
+        }
+        if (response.status >= 500) {
+          // Away, not refusing: the gateway stopping or starting (503), or the proxy in front of it finding it
+          // gone (502, 504). A drop, tried again on the backoff: a restart must not cost a page 10 s more.
+          if (response.body) response.body.cancel().catch(() => {});
+          throw new Error("HTTP " + response.status);
         }
         if (!response.ok || !response.body) {
           // Refused for another reason (not an allowed user, another host): say why, keep trying slowly.
