@@ -143,6 +143,14 @@ async def test_a_bad_message_is_400_naming_the_problem(started, http, payload: b
     assert sink.inbound == []
 
 
+async def test_a_body_starting_with_a_byte_order_mark_is_the_json_after_it(started, http) -> None:
+    _, sink, base = await started()
+    body = b'\xef\xbb\xbf{"chat": "c1", "text": "hi", "key": "key-00000001"}'
+    async with http.post(f"{base}/chat/api/messages", data=body, headers=JSON) as response:
+        assert response.status == 202, await response.text()
+    assert [i.text for i in sink.inbound] == ["hi"]
+
+
 async def test_a_body_over_the_limit_is_413_whether_its_length_is_declared_or_not(started, http) -> None:
     _, sink, base = await started()
     big = b'{"chat": "c1", "key": "key-00000001", "text": "' + b"x" * MAX_BODY + b'"}'

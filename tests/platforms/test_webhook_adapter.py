@@ -6,6 +6,7 @@ Also covers `platforms.webhook_signing` and the receiver fake, which exist for t
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -277,6 +278,15 @@ async def test_rejects_malformed_payloads(base: str, sink: Sink, body: bytes, pr
     assert reply.status == 400
     assert problem in reply.json()["error"]
     assert sink.inbound == []
+
+
+async def test_a_body_starting_with_a_byte_order_mark_is_the_json_after_it(base: str, sink: Sink) -> None:
+    # Windows PowerShell's `Out-File -Encoding utf8` writes one; "not valid UTF-8 JSON" would send its
+    # sender looking for a fault in JSON that has none. The signature covers the mark, as sent.
+    body = codecs.BOM_UTF8 + body_of({"text": "disk full on db-1"})
+    reply = await signed_post(f"{base}/webhooks/alerts", SECRET, body, timestamp=TS)
+    assert reply.status == 202, reply.body
+    assert [i.text for i in sink.inbound] == ["disk full on db-1"]
 
 
 async def test_unknown_route_is_404_before_anything_else(base: str, sink: Sink) -> None:
