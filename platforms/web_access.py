@@ -7,7 +7,7 @@ Checks run in this order and stop at the first failure:
    origin (the ``Host``, or a proxy's ``X-Forwarded-Host``): another site's page cannot
    use a person's browser to talk to the agent. 403. (`platforms.web` also takes only
    ``application/json`` posts, which browsers never send cross-origin unasked.)
-1. **Host** (only when the page is open without a token, i.e. on loopback): the
+1. **Host** (only when the page is open without a token or a user header, i.e. on loopback): the
    ``Host`` header must name a loopback address (``localhost``, ``127.x.x.x``,
    ``[::1]``). A web page elsewhere cannot then reach this API by pointing its own
    domain name at 127.0.0.1 (DNS rebinding). Nor may a proxy's forwarding headers
