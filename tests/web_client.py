@@ -17,8 +17,30 @@ from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
 from gateway.testing import settled
+from platforms.base import Accepted, Inbound
 from platforms.web import WebChatAdapter
 from platforms.webhook import WebhookAdapter
+
+
+class Intake:
+    """A stand-in for the gateway behind a `WebChatAdapter` alone: takes each key once, in the order the
+    page's POSTs reach it, and answers the history from `messages` (which a test may change, as the
+    gateway's store changes)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.messages: list[dict[str, Any]] = []
+
+    async def take(self, inbound: Inbound) -> Accepted:
+        duplicate = any(m["id"] == inbound.event_id for m in self.messages)
+        if not duplicate:
+            self.texts.append(inbound.text)
+            self.messages.append({"id": inbound.event_id, "role": "user", "kind": "user", "text": inbound.text,
+                                  "time": 1.0, "edited": False})
+        return Accepted(None, f"web|{inbound.chat_id}|", duplicate)
+
+    def history(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
+        return [dict(m) for m in self.messages[-limit:]]
 
 
 class WebChat:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from platforms.base import Accepted, Inbound
 from platforms.web import WebChatAdapter
 from tests import browser as browsers
-from tests.web_client import open_chat, serve, type_message
+from tests.web_client import Intake, open_chat, serve, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 browser, page = browsers.browser, browsers.page  # the browser tests' fixtures, as tests/scenarios has them
@@ -26,24 +24,6 @@ STATES = """() => {
 }"""
 """Records each connection state the page shows from now on, in ``window.states``."""
 
-
-class Intake:
-    """The gateway behind the adapter: takes each key once and answers the history with what it took."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.messages: list[dict[str, Any]] = []
-
-    async def take(self, inbound: Inbound) -> Accepted:
-        duplicate = any(m["id"] == inbound.event_id for m in self.messages)
-        if not duplicate:
-            self.texts.append(inbound.text)
-            self.messages.append({"id": inbound.event_id, "role": "user", "kind": "user", "text": inbound.text,
-                                  "time": 1.0, "edited": False})
-        return Accepted(None, f"web|{inbound.chat_id}|", duplicate)
-
-    def history(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
-        return [dict(m) for m in self.messages[-limit:]]
 
 
 @pytest_asyncio.fixture(loop_scope="session")

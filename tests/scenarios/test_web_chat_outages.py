@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from platforms.base import Accepted, Inbound, Outbound
+from platforms.base import Outbound
 from platforms.web import WebChatAdapter
-from tests.web_client import open_chat, serve, type_message
+from tests.web_client import Intake, open_chat, serve, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -34,25 +34,6 @@ def one_by_one(arrived: list[str]) -> list[str]:
     is posted again at once (the same key: one message to the gateway), so it may come twice in a row."""
     return [text for text, _ in groupby(arrived)]
 
-
-class Intake:
-    """The gateway behind the adapter: takes each key once, in the order the page's POSTs reach it, and
-    answers the history from `messages` (which a test may change, as the gateway's store changes)."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.messages: list[dict[str, Any]] = []
-
-    async def take(self, inbound: Inbound) -> Accepted:
-        duplicate = any(m["id"] == inbound.event_id for m in self.messages)
-        if not duplicate:
-            self.texts.append(inbound.text)
-            self.messages.append({"id": inbound.event_id, "role": "user", "kind": "user", "text": inbound.text,
-                                  "time": 1.0, "edited": False})
-        return Accepted(None, f"web|{inbound.chat_id}|", duplicate)
-
-    def history(self, chat_id: str, limit: int) -> list[dict[str, Any]]:
-        return [dict(m) for m in self.messages[-limit:]]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
