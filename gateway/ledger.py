@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from agent import Clock, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from gateway import child_states
 from gateway.backlog import BacklogGuard
-from gateway.delegation_cards import DelegationCards
+from gateway.delegation_cards import DelegationCards, outcome
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
@@ -148,9 +149,8 @@ class Ledger:
             self._endings.pop(row.delegation_id, None)  # its card was finished with the first outcome
             return False
         ended = self._endings.pop(row.delegation_id, "")
-        # Silenced (NO_REPLY): its subagents finished and the model read their results, so it is done, not stopped.
-        how = "done" if reason == SILENCE else {"delivered": "done", "reported": "shutdown"}.get(status, "stopped")
-        self._cards.finish(row, "shutdown" if reason == "replayed" else how, ended)
+        settled = dataclasses.replace(row, status=status, reason=reason)
+        self._cards.finish(settled, outcome(settled), ended)
         return True
 
     # -- after a restart -------------------------------------------------------------------
@@ -200,6 +200,8 @@ class Ledger:
                 row = await self._relaunch(session, row, retry)
             except SubagentLifecycleError as exc:  # e.g. a route no longer configured: tell the chat instead
                 log.warning("cannot relaunch %s: %s", row.delegation_id, exc)
+            except sqlite3.Error:  # the relaunched children were stopped (logged): tell the chat instead
+                pass
             else:
                 self._watch(row)
                 return
@@ -327,6 +329,8 @@ class Ledger:
             retry_row = await self._relaunch(session, retry_row, again, add=True)
         except SubagentLifecycleError as exc:
             return f"Nothing was retried: {exc}."
+        except sqlite3.Error:  # logged, and the children launched were stopped
+            return RETRY_NOT_RECORDED.format(command="/retry")
         self._watch(retry_row)
         goals = "; ".join(_short(t.goal, 60) for t in again)
         return f"Retrying {len(again)} subagent{'s' if len(again) != 1 else ''}: {goals}. The results will follow."
@@ -355,22 +359,40 @@ class Ledger:
             row = await self._relaunch(session, row, [ledger_task], add=True)
         except SubagentLifecycleError as exc:
             return f"Nothing was retried: {exc}."
+        except sqlite3.Error:  # logged, and the child launched was stopped
+            return RETRY_NOT_RECORDED.format(command=f"/agents retry {subagent_id}")
         self._watch(row)
         return (f"Retrying {subagent_id} as {row.tasks[0].subagent_id}: {_short(ledger_task.goal, 60)}. "
                 "The result will follow.")
 
     async def _relaunch(self, session: GatewaySession, row: DelegationRow, tasks: Sequence[LedgerTask], *,
                         add: bool = False) -> DelegationRow:
+        """Launch ``tasks`` again and record their children: as the tasks of ``row``, a new delegation
+        (``add``), or in place of the children of ``row``'s that a restart lost. Returns the row as recorded.
+        Raises `SubagentLifecycleError` when nothing was launched (a route no longer configured, a launch
+        the journal refused). Raises what the store raises when the children launched cannot be recorded
+        (a full disk), once they are asked to stop: the row left as it was, nothing would deliver their
+        results or tell the chat they ran."""
         specs = [_spec(t) for t in tasks]
         ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs)
         fresh = {t.task_index: dataclasses.replace(t, subagent_id=sid, attempts=t.attempts + 1)
                  for t, sid in zip(tasks, ids, strict=True)}
-        if add:
-            row = dataclasses.replace(row, tasks=tuple(fresh.values()))
-            self._table.add(row)
-        else:
-            row = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
-            self._table.replace_tasks(row.delegation_id, row.tasks)
+        try:
+            if add:
+                row = dataclasses.replace(row, tasks=tuple(fresh.values()))
+                self._table.add(row)
+            else:
+                row = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
+                self._table.replace_tasks(row.delegation_id, row.tasks)
+        except Exception as exc:
+            # Recorded nowhere, they would run for no one (nothing delivers their results or says they ran):
+            # stopped, as the children of a background dispatch the ledger cannot record are (`dispatched`).
+            log.warning("could not record the %d subagent(s) launched again for delegation %s (%s: %s): they are "
+                        "being stopped", len(ids), row.delegation_id, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, sqlite3.Error))
+            for sid in ids:
+                await self._children.interrupt_child(sid, NOT_RECORDED, parent_session_id=session.session_id)
+            raise
         # Children run again: the chat follows them on a card like any background delegation's (after a
         # restart, the card the stopped process left is taken up again instead of staying stale).
         self._cards.start(row, session, resumed=not add)
@@ -394,6 +416,13 @@ class Ledger:
 
 LOOKBACK = 100
 """Delegations of a session generation searched for a child's task."""
+NOT_RECORDED = "the delegation could not be recorded"
+"""The error a child launched again ends with when the store refused its delegation (`Ledger._relaunch`), as
+one a background dispatch launched does (`lifecycle.delegate_tool`)."""
+RETRY_NOT_RECORDED = (
+    "Nothing was retried: the state database cannot be written right now, so the retry could not be recorded, "
+    "and nothing of it runs. Send {command} again later."
+)
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:
