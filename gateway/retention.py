@@ -5,12 +5,18 @@ Sessions live in the store; one idle for a while (no turn running, nothing queue
 child still working for it, no turn end owed) leaves memory and is loaded again when its chat
 next speaks. Each sweep first records the turn ends that idle sessions owe (`gateway.owed_ends`):
 refused by a full disk, they would otherwise wait for their chat's next message.
+
+Old rows are forgotten `PRUNE_BATCH` at a time, the event loop free between batches: the first
+sweep after a long stop, or on a busy week's file, has hundreds of thousands to forget, and one
+statement for them all held every send, heartbeat and turn for a second or more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 
 from agent import Clock
 from gateway.session_registry import SessionRegistry
@@ -21,37 +27,70 @@ log = logging.getLogger("gateway.retention")
 
 INTERVAL_SECONDS = 300.0
 IDLE_SESSION_SECONDS = 3600.0
+PRUNE_BATCH = 1000
+"""Rows one statement forgets: some milliseconds of the event loop, which SQLite's statements run on
+(`lifecycle.SqliteDatabase`), where 200,000 outbox rows at once held it for over a second. Each batch
+commits on its own: smaller ones would take a backlog longer to forget."""
 
 
 class Retention:
     def __init__(self, store: GatewayStore, registry: SessionRegistry, children: HostView, *, clock: Clock,
-                 pay_owed: Callable[[], object], idle_after: float = IDLE_SESSION_SECONDS) -> None:
-        """``pay_owed``: records the turn ends idle sessions owe (`gateway.turn_runner.TurnRunner.pay_owed`)."""
+                 pay_owed: Callable[[], object], idle_after: float = IDLE_SESSION_SECONDS,
+                 batch: int = PRUNE_BATCH) -> None:
+        """``pay_owed``: records the turn ends idle sessions owe (`gateway.turn_runner.TurnRunner.pay_owed`).
+        ``batch``: rows forgotten per statement (`PRUNE_BATCH`)."""
         self._store = store
         self._pay_owed = pay_owed
         self._registry = registry
         self._children = children
         self._clock = clock
         self.idle_after = idle_after
+        self.batch = batch
 
     def sweep(self) -> tuple[int, int, int]:
-        """One round; returns (inbox rows, outbox rows, sessions) forgotten."""
+        """One round, at once; returns (inbox rows, outbox rows, sessions) forgotten. It holds the
+        event loop throughout: the gateway's own rounds are `sweep_in_batches`."""
         self._pay_owed()  # first: what a chat waits for, and a session that owed nothing more may leave memory
+        forgotten: Counter[str] = Counter()
+        for table, count in self._batches():
+            forgotten[table] += count
+        return self._end(forgotten)
+
+    async def sweep_in_batches(self) -> tuple[int, int, int]:
+        """`sweep`, letting the event loop go on after each batch of rows it forgets. Each batch weighs
+        the rows afresh: one that is needed again meanwhile (a dead letter handed back) is kept."""
+        self._pay_owed()
+        forgotten: Counter[str] = Counter()
+        for table, count in self._batches():
+            forgotten[table] += count
+            await asyncio.sleep(0)  # the batch's group commit runs first (queued at its first write)
+        return self._end(forgotten)
+
+    def _batches(self) -> Iterator[tuple[str, int]]:
+        """Forget old rows a batch at a time, table after table; each step yields what one forgot."""
         now = self._clock.time()
-        pruned_in = self._store.inbox.prune(now - inbox.RETENTION_SECONDS)
-        pruned_out = self._store.outbox.prune(now - outbox_rows.RETENTION_SECONDS)
-        self._store.delegations.prune(now - delegations.RETENTION_SECONDS)
-        self._store.last_seen.prune(now - last_seen.RETENTION_SECONDS)
+        store = self._store
+        for table, prune, kept_for in (("inbox", store.inbox.prune, inbox.RETENTION_SECONDS),
+                                       ("outbox", store.outbox.prune, outbox_rows.RETENTION_SECONDS),
+                                       ("delegations", store.delegations.prune, delegations.RETENTION_SECONDS),
+                                       ("last_seen", store.last_seen.prune, last_seen.RETENTION_SECONDS)):
+            while True:
+                count = prune(now - kept_for, self.batch)
+                yield table, count
+                if count < self.batch:
+                    break
+
+    def _end(self, forgotten: Counter[str]) -> tuple[int, int, int]:
         evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
-        if pruned_in or pruned_out or evicted:
-            log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", pruned_in, pruned_out,
-                     evicted)
-        return pruned_in, pruned_out, evicted
+        if forgotten["inbox"] or forgotten["outbox"] or evicted:
+            log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", forgotten["inbox"],
+                     forgotten["outbox"], evicted)
+        return forgotten["inbox"], forgotten["outbox"], evicted
 
     async def run_forever(self, interval: float = INTERVAL_SECONDS) -> None:
         while True:
             await self._clock.sleep(interval)
             try:
-                self.sweep()
+                await self.sweep_in_batches()
             except Exception:
                 log.exception("retention sweep failed")

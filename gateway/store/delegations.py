@@ -175,10 +175,12 @@ class DelegationTable:
             f"SELECT {_COLUMNS} FROM gateway_delegations WHERE origin_turn_id=? ORDER BY dispatched_at",
             (origin_turn_id,))]
 
-    def prune(self, older_than: float) -> int:
-        """Forget settled delegations settled before the epoch time ``older_than``."""
-        return self._db.write("DELETE FROM gateway_delegations WHERE status != 'running' AND settled_at < ?",
-                              (older_than,)).rowcount
+    def prune(self, older_than: float, limit: int | None = None) -> int:
+        """Forget settled delegations settled before the epoch time ``older_than``: at most ``limit``,
+        oldest first (all by default). Returns the count."""
+        return self._db.write("DELETE FROM gateway_delegations WHERE rowid IN (SELECT rowid FROM gateway_delegations"
+                              " WHERE status != 'running' AND settled_at < ? ORDER BY settled_at, rowid LIMIT ?)",
+                              (older_than, -1 if limit is None else limit)).rowcount
 
 
 def _tasks_json(tasks: tuple[LedgerTask, ...]) -> str:

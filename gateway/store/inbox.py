@@ -257,16 +257,21 @@ class Inbox:
                              " ORDER BY received_at, rowid")  # fmt: skip
         return [(_inbound(payload), turn_id) for payload, turn_id in rows]
 
-    def prune(self, older_than: float) -> int:
+    def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`)
-        once handled or set aside: a redelivery after that is taken as new. Returns the count."""
+        once handled or set aside: a redelivery after that is taken as new. At most ``limit``, oldest
+        first (all by default), so a sweep can forget a long stop's backlog a batch at a time.
+        Returns the count."""
         # One not handled yet is kept however old (replayed after a week's downtime, a dead
         # letter handed back): forgotten, a stop or crash before its turn ends would lose it.
-        forgotten = "received_at < ? AND status IN ('done', 'dead')"
+        # Both statements pick the same events: the first changes no inbox row, and the order is total.
+        forgotten = ("FROM gateway_inbox WHERE received_at < ? AND status IN ('done', 'dead')"
+                     " ORDER BY received_at, rowid LIMIT ?")
+        args = (older_than, -1 if limit is None else limit)
         with self._db.transaction():
             self._db.write("DELETE FROM gateway_inbox_aliases WHERE (platform, event_id) IN"
-                           f" (SELECT platform, event_id FROM gateway_inbox WHERE {forgotten})", (older_than,))
-            return self._db.write(f"DELETE FROM gateway_inbox WHERE {forgotten}", (older_than,)).rowcount
+                           f" (SELECT platform, event_id {forgotten})", args)
+            return self._db.write(f"DELETE FROM gateway_inbox WHERE rowid IN (SELECT rowid {forgotten})", args).rowcount
 
 
 def _inbound(payload: str) -> Inbound:

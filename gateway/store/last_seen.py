@@ -49,9 +49,12 @@ class LastSeen:
                                 (platform, conversation))
         return None if row is None else row[0]
 
-    def prune(self, older_than: float) -> int:
-        """Forget the conversations last recorded before the epoch time ``older_than``; returns the count."""
-        return self._db.write("DELETE FROM gateway_last_seen WHERE seen_at < ?", (older_than,)).rowcount
+    def prune(self, older_than: float, limit: int | None = None) -> int:
+        """Forget the conversations last recorded before the epoch time ``older_than``: at most ``limit``,
+        oldest first (all by default). Returns the count."""
+        return self._db.write("DELETE FROM gateway_last_seen WHERE rowid IN (SELECT rowid FROM gateway_last_seen"
+                              " WHERE seen_at < ? ORDER BY seen_at, rowid LIMIT ?)",
+                              (older_than, -1 if limit is None else limit)).rowcount
 
     def of(self, platform: str) -> dict[str, str]:
         """The platform's conversations -> the newest message seen there."""

@@ -341,8 +341,9 @@ class OutboxRows:
                            " MIN(created_at) FROM gateway_outbox WHERE platform=? AND status='pending'), ?)",
                            (platform, platform, until + 1))
 
-    def prune(self, older_than: float) -> int:
+    def prune(self, older_than: float, limit: int | None = None) -> int:
         """Delete settled rows created before the epoch time ``older_than`` (see `RETENTION_SECONDS`);
-        pending rows are kept. Returns the count."""
-        return self._db.write("DELETE FROM gateway_outbox WHERE created_at < ? AND status != 'pending'",
-                                (older_than,)).rowcount  # fmt: skip
+        pending rows are kept. At most ``limit``, oldest first (all by default). Returns the count."""
+        return self._db.write("DELETE FROM gateway_outbox WHERE id IN (SELECT id FROM gateway_outbox"
+                              " WHERE created_at < ? AND status != 'pending' ORDER BY created_at, id LIMIT ?)",
+                              (older_than, -1 if limit is None else limit)).rowcount
