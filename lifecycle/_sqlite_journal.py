@@ -56,6 +56,11 @@ _ROW_MARKS = "(" + ",".join("?" * 15) + ")"
 _CHUNKS = (512, 64, 8, 1)
 _SELECT = f"SELECT {_COLUMNS} FROM lifecycle_records"
 _IN_TERMINAL = "state IN (" + ",".join("?" * len(_TERMINAL)) + ")"
+SWEEP_BATCH = 1000
+"""Records one statement of `SqliteJournal.sweep` forgets: milliseconds of the event loop, where a
+single statement for 200,000 held it for seconds."""
+_SWEEP = (f"DELETE FROM lifecycle_records WHERE rowid IN (SELECT rowid FROM lifecycle_records"
+          f" WHERE completed_at < ? AND {_IN_TERMINAL} ORDER BY completed_at LIMIT ?)")
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -241,9 +246,16 @@ class SqliteJournal:
         return [r.subagent_id for r in unfinished]
 
     async def sweep(self, completed_before: float) -> int:
-        # Run after the pending records are written (in the same commit), so they are swept too.
-        sql = f"DELETE FROM lifecycle_records WHERE completed_at < ? AND {_IN_TERMINAL}"
-        return await self._write(lambda: self._db.write(sql, (float(completed_before), *_TERMINAL)).rowcount)
+        # Run after the pending records are written (in the same commit), so they are swept too; `SWEEP_BATCH`
+        # rows a commit, the event loop (which runs the statements) free between: the first sweep after a
+        # long stop may have hundreds of thousands of rows to forget.
+        params = (float(completed_before), *_TERMINAL)
+        swept = 0
+        while True:
+            count = await self._write(lambda: self._db.write(_SWEEP, (*params, SWEEP_BATCH)).rowcount)
+            swept += count
+            if count < SWEEP_BATCH:
+                return swept
 
     async def load_keys(self) -> list[KeyRowTuple]:
         self._check_open()

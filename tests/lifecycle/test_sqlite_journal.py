@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lifecycle import _sqlite_journal as sqlite_journal
 from lifecycle._database import SqliteDatabase
 from lifecycle._journal import JournalError, JournalRecord
 from lifecycle._sqlite_journal import SqliteJournal
@@ -33,6 +34,28 @@ async def test_sqlite_journal_rows_and_the_owners_writes_share_one_commit(tmp_pa
     await journal.close()
     assert not db.closed  # the owner closes it
     assert await asyncio.to_thread(inspect, db.path, "SELECT count(*) FROM lifecycle_records") == [(1,)]
+    db.close()
+
+
+async def test_sqlite_sweep_forgets_a_batch_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One DELETE for every old record held the event loop, which runs the statements, for seconds on the first
+    # sweep after a long stop. Each batch is a commit of its own now, the loop free between.
+    monkeypatch.setattr(sqlite_journal, "SWEEP_BATCH", 3, raising=False)
+    db = SqliteDatabase(tmp_path / "j.db")
+    journal = SqliteJournal(db=db)
+    await journal.open()
+    for i in range(10):
+        journal.put(record(f"old-{i}", "SUCCEEDED", completed_at=float(i)))
+        if i % 4 == 0:  # kept ones among them, which every batch steps over
+            journal.put(record(f"live-{i}", "RUNNING", completed_at=float(i)))
+    journal.put(record("recent", "FAILED", completed_at=50.0))
+    await journal.sync()
+    before = db.commits
+    assert await journal.sweep(completed_before=20.0) == 10
+    assert db.commits - before == 4  # 3 + 3 + 3 + 1
+    left = await asyncio.to_thread(inspect, db.path, "SELECT subagent_id FROM lifecycle_records ORDER BY 1")
+    assert left == [("live-0",), ("live-4",), ("live-8",), ("recent",)]
+    await journal.close()
     db.close()
 
 
