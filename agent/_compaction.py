@@ -39,6 +39,10 @@ SUMMARY_PROMPT = (
     "left of the oldest part of the conversation: carry its facts over."
 )
 _RENDER_CHARS = 2_000  # per message sent to the summariser, so its own prompt stays bounded
+_PUT_OFF_KINDS = frozenset({"rate_limited", "server_error", "connection", "auth", "not_found", "quota"})
+"""`ModelError` kinds of a summariser's failure that say nothing of what it was asked: the provider is down,
+busy, or refuses this gateway, and the turn's own call, which comes next, most likely fails the same way.
+An extractive summary then would throw the older messages' detail away for good over a passing outage."""
 _warned_child_values: set[int] = set()
 
 
@@ -90,11 +94,13 @@ class CompactionPolicy:
 class Compactor:
     """Summarises older messages of a session in place; await it before each model call.
 
-    Never raises for a failing summariser: it falls back to an extractive summary, so
-    compaction cannot end a turn. Cancellation (a hard interrupt) propagates and leaves
-    the messages untouched. It does not compact again until the session has a new message,
-    so one oversized recent message cannot make it loop. One instance may serve many
-    sessions; `compactions` counts them all."""
+    Never raises for a failing summariser, so compaction cannot end a turn. When the session's
+    own model fails as a provider that is down, busy or refuses the gateway (`_PUT_OFF_KINDS`),
+    the messages stay as they are and compacting waits for the session's next turn (or a refusal
+    as too long, which cannot wait); any other failure falls back to an extractive summary.
+    Cancellation (a hard interrupt) propagates and leaves the messages untouched. It does not
+    compact again until the session has a new message, so one oversized recent message cannot
+    make it loop. One instance may serve many sessions; `compactions` counts them all."""
 
     def __init__(self, policy: CompactionPolicy = CompactionPolicy(), *, summarizer_model: Model | None = None) -> None:
         self.policy = policy
@@ -106,6 +112,8 @@ class Compactor:
         # Messages are only ever appended between compactions, so each call measures only the new
         # ones instead of the whole history.
         self._tallies: weakref.WeakKeyDictionary[AgentSession, tuple] = weakref.WeakKeyDictionary()
+        # Per session: the turn (its `turns_run`) in which its summariser failed as an outage; not asked again in it.
+        self._put_off: weakref.WeakKeyDictionary[AgentSession, int] = weakref.WeakKeyDictionary()
 
     async def __call__(self, session: AgentSession, overflow: ModelError | None = None) -> bool:
         """Compact ``session`` if its estimated prompt reached the trigger; True when it did.
@@ -124,6 +132,8 @@ class Compactor:
         messages = session.messages
         if not messages or (overflow is None and self._last_after.get(session) is messages[-1]):
             return False
+        if overflow is None and self._put_off.get(session) == session.turns_run:
+            return False
         before = self._estimate(session)
         window = context_window(session.model)
         trigger = self.policy.trigger_tokens(window)
@@ -141,7 +151,11 @@ class Compactor:
             return False
         known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
         budget = _budget_chars(before, window, older) if overflow is not None or known_smaller else None
-        summary, written = await self._summarise(session, older, budget)
+        summarised = await self._summarise(session, older, budget, forced=overflow is not None)
+        if summarised is None:
+            self._put_off[session] = session.turns_run
+            return False
+        summary, written = summarised
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
         if not written:
             session.summary_failed()
@@ -169,10 +183,11 @@ class Compactor:
         return tally_tokens(eighths, extra)
 
     async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]],
-                         budget: int | None) -> tuple[str, bool]:
+                         budget: int | None, *, forced: bool) -> tuple[str, bool] | None:
         """A summary of ``older``, and whether the model wrote it (else it is extractive); ``budget``
         (characters) bounds the summariser's prompt, and half of it the summary, when the model's
-        real window is smaller than its settings say."""
+        real window is smaller than its settings say. None when the session's own model failed as
+        an outage (`_PUT_OFF_KINDS`) and compacting may wait (not ``forced``)."""
         model = self.summarizer_model or session.model
 
         def fit(text: str) -> str:
@@ -197,6 +212,11 @@ class Compactor:
         try:
             response = await model.complete(request)
         except Exception as exc:  # ModelError or a provider bug: the extractive summary still helps
+            if not forced and model is session.model and getattr(exc, "kind", None) in _PUT_OFF_KINDS:
+                log.warning("summariser failed (%s: %s); the conversation is left whole until the session's next turn",
+                            type(exc).__name__, exc)
+                await _model_call_hook(session, model, started, None, exc.kind)
+                return None
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
             return fit(self._extractive(older)), False

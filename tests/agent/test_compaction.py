@@ -5,12 +5,14 @@ import math
 import pytest
 
 from agent import AgentSession, CompactionPolicy, Compactor, HookRegistry, ModelRequest, ToolRegistry, Usage
-from agent._compaction import SUMMARY_HEADER, estimate_tokens
+from agent._compaction import SUMMARY_HEADER, SUMMARY_PROMPT, estimate_tokens
 from agent._context_window import stated_window
 from agent._token_estimate import weight
+from agent.models import OpenAIModel
 from agent.models.demo import DemoModel
 from agent.models.scripted import ScriptedModel
-from agent.settings import CompressionSettings
+from agent.settings import CompressionSettings, ModelSettings
+from agent.testing import FakeOpenAIServer
 
 WINDOW = 2_000  # ratio trigger 1,000 estimated tokens, about 4,000 characters
 SYSTEM = {"role": "system", "content": "be brief"}
@@ -253,7 +255,8 @@ async def test_before_model_call_sees_the_compacted_conversation():
     assert lengths == [1 + 1 + 6]
 
 
-@pytest.mark.parametrize("failure", [{"error": "server_error", "message": "down"}, "raise"])
+@pytest.mark.parametrize("failure", [{"error": "timeout", "message": "Request timed out."},
+                                     {"error": "malformed", "message": "no choices"}, "raise"])
 async def test_summariser_failure_falls_back_to_an_extractive_summary(failure, caplog):
     def compactor(request):
         if failure == "raise":
@@ -277,6 +280,68 @@ async def test_summariser_failure_falls_back_to_an_extractive_summary(failure, c
     assert any("extractive summary" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("kind", ["server_error", "rate_limited", "connection", "quota"])
+async def test_a_summariser_failing_as_an_outage_leaves_the_conversation_whole_until_the_next_turn(kind, caplog):
+    # An extractive summary replaces the older messages for good; over a provider that is down or busy
+    # (the turn's own call next most likely fails the same way) that threw the conversation away for nothing.
+    outage = {"error": kind, "message": "down"}
+    answers = iter([outage, {"text": "summary of m0-m3"}])
+    script = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: next(answers)}
+    s, compactor, model = session(chat(10), script)
+    before = list(s.messages)
+    with caplog.at_level(logging.WARNING, logger="agent.compaction"):
+        result = await s.run_turn("next")
+    assert (result.exit_reason, result.summary_failed, compactor.compactions) == ("completed", False, 0)
+    assert s.messages == [*before, {"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]
+    assert any("left whole until the session's next turn" in r.getMessage() for r in caplog.records)
+    await s.run_turn("again")
+    assert [r.role for r in model.requests] == ["compactor", "parent", "compactor", "parent"]
+    assert compactor.compactions == 1 and s.messages[1]["content"] == f"{SUMMARY_HEADER}\nsummary of m0-m3"
+
+
+async def test_a_provider_down_while_compacting_loses_nothing_of_the_conversation():
+    async with FakeOpenAIServer() as server:
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, max_retries=0,
+                                          context_window=WINDOW), env={})
+        try:
+            s = AgentSession(model=model, system_prompt="be brief", compactor=Compactor())
+            s.messages.extend(chat(10))
+            before = list(s.messages)
+            server.push_error(503)  # the summariser's call
+            server.push_error(503)  # the turn's own
+            result = await s.run_turn("next")
+            assert (result.exit_reason, result.error_kind) == ("error", "server_error")
+            assert s.messages == [*before, {"role": "user", "content": "next"}]  # not "- user: m0 xxx…" for good
+            server.push_text("they talked")
+            server.push_text("done")
+            assert (await s.run_turn("again")).text == "done"
+        finally:
+            await model.aclose()
+    assert [r["messages"][0]["content"] == SUMMARY_PROMPT for r in server.requests] == [True, False, True, False]
+    assert "m0 " + "x" * 400 in server.requests[2]["messages"][1]["content"]
+    assert s.messages[1] == {"role": "user", "content": f"{SUMMARY_HEADER}\nthey talked"}
+
+
+async def test_a_summariser_failing_as_an_outage_is_not_asked_again_in_the_same_turn():
+    reg = ToolRegistry()
+    reg.add("echo", "echo", {"type": "object"}, lambda a, c: "r" * 400, toolset="test")
+    steps = iter([{"tool_calls": [{"name": "echo", "arguments": {}}]}] * 3 + [{"text": "done"}])
+    script = {"parent": lambda r: next(steps), "compactor": lambda r: {"error": "server_error", "message": "down"}}
+    s, compactor, model = session(chat(10), script, tools=reg.resolve())
+    result = await s.run_turn("next")
+    assert result.exit_reason == "completed" and compactor.compactions == 0
+    assert [r.role for r in model.requests] == ["compactor", "parent", "parent", "parent", "parent"]
+
+
+async def test_a_conversation_refused_as_too_long_is_compacted_whatever_the_summariser_fails_with():
+    down = {"error": "server_error", "message": "down"}
+    s, compactor, model = session(chat(10), small_server(summary=lambda r: down))
+    model.context_window = BIG
+    result = await s.run_turn("next")
+    assert (result.exit_reason, result.summary_failed, compactor.compactions) == ("completed", True, 1)
+    assert s.messages[1]["content"].startswith(f"{SUMMARY_HEADER}\n- user: m0 ")
+
+
 EARLY, LATE = "The user is Ada; her server is db-7.", "The deadline moved to Friday."
 
 
@@ -298,8 +363,8 @@ async def test_a_summary_of_a_summary_is_sent_all_of_the_earlier_one_not_as_the_
 
 
 async def test_an_extractive_summary_of_a_summary_keeps_the_earlier_facts():
-    down = {"error": "server_error", "message": "down"}
-    failing = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: down}
+    slow = {"error": "timeout", "message": "Request timed out."}
+    failing = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: slow}
     s, compactor, _ = session(summarised_before(filler=600), failing,
                               policy=CompactionPolicy(threshold_tokens=100, keep_recent_messages=2))
     await compactor(s)
