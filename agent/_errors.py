@@ -48,11 +48,11 @@ class ModelError(AgentError):
     """A model request failed after the provider's own retries.
 
     ``kind`` is one of ``rate_limited``, ``server_error``, ``timeout``,
-    ``connection``, ``bad_request``, ``auth``, ``not_found`` (no such model or
-    endpoint), ``quota`` (the account is out of credit), ``content_filter`` (the
-    provider's filter refused the request or withheld the answer), ``malformed``,
-    ``scripted``, ``demo``. The first seven may pass once retried; the next four
-    need someone to change something first. ``retry_after`` is the provider's
+    ``connection``, ``bad_request`` and ``malformed``, which may pass once
+    retried; ``auth``, ``not_found`` (no such model or endpoint), ``quota`` (the
+    account is out of credit) and ``content_filter`` (the provider's filter
+    refused the request or withheld the answer), which need someone to change
+    something first; ``scripted``, ``demo``. ``retry_after`` is the provider's
     hint in seconds when it gave one.
     """
 

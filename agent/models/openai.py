@@ -4,10 +4,10 @@ Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 ``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
 429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
 ``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``; an
-answer that does not come in time, and a 429 for an account out of credit, are not
-asked for again, and a request the machine slept through is given up as a connection
-error, asked again (`_AskOnceClient`). What
-reaches us is final, and `_translate_error` turns it into one `ModelError`.
+answer that does not come in time (also when a proxy between says so: 408, 504, 524),
+and a 429 for an account out of credit, are not asked for again, and a request the
+machine slept through is given up as a connection error, asked again (`_AskOnceClient`).
+What reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
@@ -86,13 +86,8 @@ class OpenAIModel:
         # encode, nor retry a newline the SDK reports as a connection error.
         self._key_problem = api_key_problem(settings, env) if client is None else None
         if client is None:
-            client = AsyncOpenAI(
-                api_key=api_key,
-                base_url=base_url,
-                timeout=settings.timeout_seconds,
-                max_retries=settings.max_retries,
-                http_client=_AskOnceClient(timeout=settings.timeout_seconds, clock=clock),
-            )
+            client = _sdk_client(api_key, base_url, timeout=settings.timeout_seconds,
+                                max_retries=settings.max_retries, clock=clock)
         self._client = client
         # The SDK imports its resource modules on first attribute access; do it
         # here rather than block the event loop inside the first `complete`.
@@ -120,8 +115,9 @@ class OpenAIModel:
                 kwargs["messages"] = _mend_surrogates(kwargs["messages"])
                 completion = await self._completions.create(**kwargs)
         # JSON/Unicode decode errors escape the SDK unwrapped when a server sends a broken body with a
-        # JSON content type; an encode error still there after mending is in no message (a header).
-        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError) as exc:
+        # JSON content type (RecursionError: one nested too deep); an encode error still there after
+        # mending is in no message (a header).
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
             raise _translate_error(exc, self._secrets) from exc
         return _to_response(completion, fallback_model=self.name, secrets=self._secrets)
 
@@ -131,6 +127,28 @@ class OpenAIModel:
             await self._client.close()
 
 
+def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int, clock: Clock) -> AsyncOpenAI:
+    """The SDK's client for ``base_url``, asking through `_AskOnceClient`.
+
+    A user and password written into ``base_url`` (a proxy with basic auth) are sent as the Basic
+    credentials the HTTP client would send for them, but the URL the SDK is given has none: the HTTP
+    client logs every URL it requests (``HTTP Request: POST http://…``, INFO), and a password from
+    ``$OPENAI_BASE_URL`` is no setting the gateway's log redaction knows of."""
+    parts = urlsplit(base_url)
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    auth = None
+    if user or password:  # as httpx reads credentials from a URL, and the Basic header it then sends
+        auth = httpx.BasicAuth(user, password)
+        base_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                       http_client=_AskOnceClient(timeout=timeout, clock=clock, auth=auth))
+
+
+_GAVE_UP_WAITING = frozenset({408, 504, 524})
+"""Statuses of a server or proxy between that stopped waiting for the answer: LiteLLM's and OpenRouter's
+408 for an upstream that took too long, a 504 Gateway Timeout (nginx in front of vLLM), Cloudflare's 524."""
+
+
 class _AskOnceClient(DefaultAsyncHttpxClient):
     """The SDK's HTTP client, except that it asks again only where asking again can help.
 
@@ -138,6 +156,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     request and may still be writing, and billing, the answer, so a retry pays twice and, for an
     answer that just takes longer, times out the same way. (The SDK passes its own errors on
     without retrying them.) The timeout bounds the whole request, not only each wait for a byte.
+    So is one a proxy between gave up waiting for (`_GAVE_UP_WAITING`), unless the server says
+    ``x-should-retry: true``: the model behind it may still be writing that answer.
     A 429 that says the account is out of credit (``insufficient_quota``) is marked
     ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
     Connection errors, other 429s and 5xx are still retried.
@@ -147,8 +167,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     no longer come, though the connection does not say so, and the server is no longer making it.
     A response's body is watched only when read here (not streamed), as the SDK reads its answers."""
 
-    def __init__(self, *, timeout: float, clock: Clock = SYSTEM_CLOCK) -> None:
-        super().__init__(timeout=timeout)
+    def __init__(self, *, timeout: float, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None) -> None:
+        super().__init__(timeout=timeout, auth=auth)
         self._timeout = timeout
         self._clock = clock
         self._lost_after = lost_after(timeout)
@@ -177,6 +197,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             log.warning("model server request: %s", lost)  # the SDK's error says only "Connection error."
             raise httpx.ReadError(lost, request=request) from None
         if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
+            response.headers["x-should-retry"] = "false"
+        elif response.status_code in _GAVE_UP_WAITING and "x-should-retry" not in response.headers:
             response.headers["x-should-retry"] = "false"
         return response
 
@@ -207,10 +229,11 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
         retry_after = _retry_after(exc.response.headers)
         kind = _permanent_kind(exc.status_code, exc.code) or (
             "rate_limited" if isinstance(exc, openai.RateLimitError)
+            else "timeout" if exc.status_code in _GAVE_UP_WAITING
             else "server_error" if exc.status_code >= 500 else "bad_request")
     elif isinstance(exc, UnicodeEncodeError):  # a request no client can send: asking again cannot help
         kind = "bad_request"
-    elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+    elif isinstance(exc, (openai.APIResponseValidationError, ValueError, RecursionError)):
         kind = "malformed"
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
@@ -261,6 +284,7 @@ def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
     status = code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599 else None
     kind = _permanent_kind(status, code) or (
         "rate_limited" if status == 429 else "auth" if status in (401, 403)
+        else "timeout" if status in _GAVE_UP_WAITING
         else "bad_request" if status is not None and status < 500
         else "server_error")  # no usable code: the server still says it failed
     text = _scrub(str(error.get("message") or "no message"), secrets)
@@ -309,10 +333,11 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             except ValueError:
                 pass
     value = headers.get("retry-after")
-    parsed = email.utils.parsedate_tz(value) if value else None
-    if parsed is None:
+    try:
+        parsed = email.utils.parsedate_tz(value) if value else None
+        return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    except (TypeError, ValueError, OverflowError, OSError):  # a date no clock has (year 99999): no hint
         return None
-    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -22,7 +22,7 @@ from openai import AsyncOpenAI
 
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, model_failure_text
-from agent.models.openai import PLACEHOLDER_API_KEY, _AskOnceClient, _translate_error, _url_credentials
+from agent.models.openai import PLACEHOLDER_API_KEY, _sdk_client, _translate_error, _url_credentials
 from agent.settings import ModelSettings, api_key_problem, base_url_of, key_problem
 
 
@@ -43,9 +43,8 @@ class Transcriber:
         self.name = speech.name
         self._language = speech.language
         base_url = speech.base_url or base_url_of(settings, env)
-        self._client = client or AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=speech.timeout_seconds,
-                                             max_retries=settings.max_retries,
-                                             http_client=_AskOnceClient(timeout=speech.timeout_seconds, clock=clock))
+        self._client = client or _sdk_client(api_key, base_url, timeout=speech.timeout_seconds,
+                                             max_retries=settings.max_retries, clock=clock)
         self._owns_client = client is None
         self._transcriptions = self._client.audio.transcriptions
         self._secrets = tuple(sorted((k for k in (api_key, *_url_credentials(base_url))
@@ -59,7 +58,7 @@ class Transcriber:
         try:
             result = await self._transcriptions.create(
                 model=self.name, file=(filename, audio, mime_type or "application/octet-stream"), **kwargs)
-        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError) as exc:
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
             raise _translate_error(exc, self._secrets) from exc
         text = getattr(result, "text", None)
         if not isinstance(text, str):

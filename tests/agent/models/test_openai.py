@@ -129,6 +129,24 @@ async def test_rate_limit_exhausted(server, make_model):
     assert error.__cause__.__class__.__name__ == "RateLimitError"
 
 
+async def test_a_rate_limit_asking_for_a_wait_over_two_minutes_fails_at_once(server, make_model):
+    server.push_error(429, headers={"retry-after": "3600"})
+    server.push_text("an hour later")
+    started = time.monotonic()
+    error = await raises_model_error(make_model(max_retries=2))
+    assert time.monotonic() - started < 2
+    assert (error.kind, error.retry_after, len(server.requests)) == ("rate_limited", 3600.0, 1)
+
+
+@pytest.mark.parametrize("date", ["Mon, 01 Jan 99999 00:00:00 GMT", "1 Jan 10000000000000000000 00:00:00 GMT"])
+async def test_a_retry_after_date_no_clock_has_is_no_hint_not_a_crash(server, make_model, date):
+    # The SDK takes it for no hint; reading it again for ModelError.retry_after raised ValueError out of
+    # `complete`, and the turn crashed instead of failing as rate_limited.
+    server.push_error(429, headers={"retry-after": date})
+    error = await raises_model_error(make_model())
+    assert (error.kind, error.status, error.retry_after) == ("rate_limited", 429, None)
+
+
 async def test_server_error_exhausted(server, make_model):
     server.push_error(500, headers=FAST_RETRY)
     server.push_error(503, headers=FAST_RETRY)
@@ -164,6 +182,23 @@ async def test_an_answer_that_takes_too_long_is_not_asked_for_again(server, make
     error = await raises_model_error(make_model(timeout_seconds=0.2, max_retries=2))
     assert error.kind == "timeout"
     assert len(server.requests) == 1  # counted, not timed: a retry is asked before the error is raised
+
+
+@pytest.mark.parametrize("status", [408, 504, 524])
+async def test_an_answer_a_proxy_gave_up_waiting_for_is_not_asked_for_again(server, make_model, status):
+    # LiteLLM's 408, nginx's 504, Cloudflare's 524: the model behind may still be writing (and billing) the
+    # answer, as after a timeout of our own; the SDK asked twice more, each paid and waited for in full.
+    server.push_error(status, headers=FAST_RETRY)
+    server.push_text("asked again")
+    error = await raises_model_error(make_model(max_retries=2))
+    assert (error.kind, error.status, len(server.requests)) == ("timeout", status, 1)
+
+
+async def test_a_gateway_timeout_the_server_says_to_retry_is_asked_again(server, make_model):
+    server.push_error(504, headers={**FAST_RETRY, "x-should-retry": "true"})
+    server.push_text("asked again")
+    assert (await make_model(max_retries=1).complete(HELLO)).text == "asked again"
+    assert len(server.requests) == 2
 
 
 async def test_an_answer_the_machine_slept_through_is_asked_for_again(server, make_model):
@@ -244,8 +279,9 @@ async def test_invalid_json_arguments_are_passed_through_raw(server, make_model)
         lambda s: s.push_raw({"id": "x", "object": "chat.completion", "choices": []}),
         lambda s: s.push_raw('{"choices": [', content_type="application/json"),  # broken JSON
         lambda s: s.push_raw("<html>oops</html>", content_type="text/html"),
+        lambda s: s.push_raw("[" * 100_000 + "]" * 100_000),  # RecursionError out of the SDK's json.loads
     ],
-    ids=["no-name", "list-arguments", "no-choices", "broken-json", "html"],
+    ids=["no-name", "list-arguments", "no-choices", "broken-json", "html", "nested-too-deep"],
 )
 async def test_malformed_responses(server, make_model, script):
     script(server)
@@ -286,6 +322,29 @@ async def test_a_password_in_the_base_url_never_in_error_text(written_in):
     assert server.authorizations == [f"Basic {basic}"]
     assert error.kind == "auth"
     assert password not in str(error) and basic not in str(error) and "[redacted]" in str(error)
+
+
+@pytest.mark.parametrize("written_in", ["model.base_url", "$OPENAI_BASE_URL"])
+async def test_a_password_in_the_base_url_never_in_the_log(written_in, caplog):
+    # The HTTP client logs each URL it requests (INFO), as given: a password from $OPENAI_BASE_URL is no
+    # setting the gateway's redaction knows of. It is still sent, as the Basic credentials.
+    caplog.set_level(logging.DEBUG)
+    password = "pw-s3cret-9"
+    basic = base64.b64encode(f"alice:{password}".encode()).decode()
+    async with FakeOpenAIServer() as server:
+        base_url = server.base_url.replace("http://", f"http://alice:{password}@")
+        if written_in == "model.base_url":
+            settings, env = ModelSettings(provider="openai", name="m", base_url=base_url, max_retries=0), {}
+        else:
+            settings, env = ModelSettings(provider="openai", name="m", max_retries=0), {"OPENAI_BASE_URL": base_url}
+        model = OpenAIModel(settings, env=env)
+        try:
+            assert (await model.complete(HELLO)).text == "ok"
+        finally:
+            await model.aclose()
+    assert server.authorizations == [f"Basic {basic}"]
+    assert "HTTP Request: POST http://127.0.0.1:" in caplog.text
+    assert password not in caplog.text and basic not in caplog.text
 
 
 async def test_wrong_key_is_auth_error(server, make_model):
@@ -358,8 +417,9 @@ async def test_fake_server_answers_by_content_records_authorization_and_wakes_wa
         ({"message": "Provider returned error", "code": 502}, "server_error", 502),
         ({"message": "Insufficient credits", "code": 402}, "quota", 402),
         ({"message": "Upstream unavailable"}, "server_error", None),
+        ({"message": "Upstream timed out", "code": 408}, "timeout", 408),
     ],
-    ids=["429", "502", "402", "no-code"],
+    ids=["429", "502", "402", "no-code", "408"],
 )
 async def test_an_error_in_a_200_body_keeps_the_servers_reason(server, make_model, error, kind, status):
     # OpenRouter commits to 200 before the upstream model runs; a later failure rides the body.

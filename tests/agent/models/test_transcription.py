@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
+from aiohttp import web
 
 from agent import ModelError
 from agent.models._suspend import TICK
@@ -68,6 +70,19 @@ async def test_failures_are_model_errors_without_the_key(server: FakeOpenAIServe
         await transcriber.aclose()
 
 
+async def test_a_password_in_the_base_url_never_in_the_log(caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with FakeOpenAIServer() as server:
+        speech = TranscriptionSettings(name="w", base_url=server.base_url.replace("http://", "http://al:pw-s3cret-9@"))
+        transcriber = Transcriber(ModelSettings(provider="openai", max_retries=0, transcription=speech), env={})
+        try:
+            assert await transcriber.transcribe(b"a", filename="a.ogg") == "(fake transcript)"
+        finally:
+            await transcriber.aclose()
+    assert "HTTP Request: POST http://127.0.0.1:" in caplog.text
+    assert "pw-s3cret-9" not in caplog.text
+
+
 @pytest.mark.parametrize("key", [KEY + "\u200b", KEY + "\n"], ids=["zero_width_space", "newline"])
 async def test_a_key_with_a_stray_character_fails_as_a_refused_key_naming_its_setting(server, key) -> None:
     transcriber = Transcriber(settings(server, api_key=key))
@@ -114,6 +129,29 @@ async def test_a_transcript_the_machine_slept_through_is_asked_for_again(server:
     finally:
         await transcriber.aclose()
     assert len(server.transcriptions) == 2
+
+
+async def test_an_answer_nested_too_deep_is_a_malformed_one_not_a_crash() -> None:
+    async def deep(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(text="[" * 100_000 + "]" * 100_000, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", deep)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base_url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    transcriber = Transcriber(ModelSettings(provider="openai", base_url=base_url, max_retries=0,
+                                            transcription=TranscriptionSettings(name="w")), env={})
+    try:
+        with pytest.raises(ModelError) as caught:
+            await transcriber.transcribe(b"a", filename="a.ogg")
+    finally:
+        await transcriber.aclose()
+        await runner.cleanup()
+    assert caught.value.kind == "malformed"
 
 
 def test_a_name_is_required() -> None:
