@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.config import Config
+from gateway.config.secret_values import mask
 
 _DEMO_TRY = """\
 Try:
@@ -26,7 +27,9 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
     if model.provider == "demo":
         who = "the offline demo model (no API key needed; every reply says [demo])"
     else:
-        who = f"{model.provider} model {model.name}" + (f" at {model.base_url}" if model.base_url else "")
+        # Shown without a password or a credential in its query (a proxy's): the screen may be shared.
+        where = f" at {mask([model.base_url], frozenset())[0]}" if model.base_url else ""
+        who = f"{model.provider} model {model.name}{where}"
     configured = "inline" if config.delegation.gateway_mode == "inline" else "background"  # the terminal's `auto`
     mode = pinned or configured
     if mode == "inline":

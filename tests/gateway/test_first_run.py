@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from agent.models.scripted import ScriptedModel
+from gateway.chat_intro import chat_intro
 from gateway.cli import CHAT_LOG_CAP
 from gateway.replies import AUTH_REFUSED
 from gateway.testing import RecordingAdapter, make_config
@@ -143,3 +144,11 @@ def test_a_chat_log_grown_past_its_cap_is_set_aside_and_a_new_one_is_private(tmp
     log = (state / "chat.log").read_text()
     assert "gateway running with local" in log and "an earlier session's line" not in log
     assert (state / "chat.log").stat().st_mode & 0o777 == 0o600  # its user's alone, as the rest of the state
+
+
+def test_the_first_screen_shows_the_model_url_without_its_credentials(tmp_path):
+    # A terminal's first screen is shared and screenshotted: a proxy's password in model.base_url must not show.
+    url = "http://alice:pw-s3cret-9@127.0.0.1:9/v1?api-key=k3y-s3cret-9"
+    intro = chat_intro(make_config(tmp_path, model={"provider": "openai", "name": "m", "base_url": url}))
+    assert "openai model m at http://alice:***@127.0.0.1:9/v1?api-key=***" in intro
+    assert "s3cret" not in intro
