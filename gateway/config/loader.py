@@ -24,7 +24,7 @@ from gateway.config.rules import check_rules
 from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
-from gateway.config.validate import Validator, show
+from gateway.config.validate import NUL, NUL_IN_PATH, Validator, show
 from gateway.errors import ConfigError
 from lifecycle.settings import TemporalTLSSettings
 
@@ -251,10 +251,10 @@ def _paths_in_config_dir(config: Config, source: Path | None, errors: list[str])
     that names no home directory is added to ``errors``."""
     agent, model, temporal = config.agent, config.model, config.lifecycle.temporal
     if agent.workspace:
-        workspace = str(_in_config_dir(_expanded(agent.workspace, "agent.workspace", errors), source))
+        workspace = _text(_in_config_dir(_expanded(agent.workspace, "agent.workspace", errors), source))
         config = dataclasses.replace(config, agent=dataclasses.replace(agent, workspace=workspace))
     if model.script:
-        script = str(_in_config_dir(_expanded(model.script, "model.script", errors), source))
+        script = _text(_in_config_dir(_expanded(model.script, "model.script", errors), source))
         config = dataclasses.replace(config, model=dataclasses.replace(model, script=script))
     if isinstance(temporal.tls, TemporalTLSSettings):
         tls = temporal.tls
@@ -266,7 +266,12 @@ def _paths_in_config_dir(config: Config, source: Path | None, errors: list[str])
     return config
 
 
-def _expanded(path: str, key: str, errors: list[str]) -> Path:
+def _expanded(path: str, key: str, errors: list[str]) -> Path | None:
+    """``path`` with ``~`` expanded; None, its problem added to ``errors``, for one that names no file
+    (a NUL character, on which every use of it would raise)."""
+    if NUL in path:
+        errors.append(f"{key}: expected a path, got {show(path)} ({NUL_IN_PATH})")
+        return None
     try:
         return expand_user(Path(path))
     except NoHome as exc:
@@ -274,9 +279,15 @@ def _expanded(path: str, key: str, errors: list[str]) -> Path:
         return Path(path)
 
 
-def _in_config_dir(path: Path, source: Path | None) -> Path:
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _in_config_dir(path: Path | None, source: Path | None) -> Path | None:
     """``path`` made absolute: a relative one is relative to the config file's directory (the
     working directory with no file)."""
+    if path is None:
+        return None
     if not path.is_absolute() and source is not None:
         return source.parent / path
     return path.absolute()

@@ -10,6 +10,7 @@ metadata, so a new secret field is covered without touching this module.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import urllib.parse
@@ -41,12 +42,19 @@ def secret_values(cls: type, raw: object) -> frozenset[str]:
 
 OTLP_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 """Headers the OpenTelemetry exporter sends the collector (``name=value,…``): a hosted one's API key."""
+URL_VARIABLES = ("OPENAI_BASE_URL",)
+"""A URL a setting falls back to when it is unset (``model.base_url``): a password written into it
+(a proxy with basic auth) is a secret, as one written into the setting is."""
 
 
 def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
     """The values of the `ENV_SECRETS` that are set (the model sends them as its key when the file sets
-    none), and each header value of the `OTLP_HEADER_VARIABLES`, as set and URL-decoded as sent."""
+    none), each header value of the `OTLP_HEADER_VARIABLES`, as set and URL-decoded as sent, and the
+    password in each of the `URL_VARIABLES`, as written and decoded."""
     found = {env.get(name) or "" for name in ENV_SECRETS}
+    for name in URL_VARIABLES:
+        password = urllib.parse.urlsplit(env.get(name) or "").password or ""
+        found |= {password, urllib.parse.unquote(password)}
     for name in OTLP_HEADER_VARIABLES:
         for header in (env.get(name) or "").split(","):
             value = header.partition("=")[2].strip()
@@ -66,6 +74,20 @@ def mask(messages: Iterable[str], secrets: frozenset[str], replacement: str = "*
             message = pattern.sub(lambda m: m.group(1) + replacement, message)
         out.append(message)
     return out
+
+
+@functools.cache
+def holds_secrets(tp: Any) -> bool:
+    """Whether a value read as ``tp`` may hold a secret setting: a section with one (a platform's, the
+    model's), or a mapping or list of such (webhook routes)."""
+    for member in _members(tp):
+        if dataclasses.is_dataclass(member):
+            hints = get_type_hints(member)
+            if any(f.metadata.get("secret") or holds_secrets(hints[f.name]) for f in dataclasses.fields(member)):
+                return True
+        elif get_origin(member) in (Mapping, dict, tuple) and any(holds_secrets(arg) for arg in get_args(member)):
+            return True
+    return False
 
 
 def _walk(tp: Any, raw: object, found: set[str]) -> None:

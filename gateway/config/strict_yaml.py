@@ -6,6 +6,9 @@ of YAML 1.1's silent surprises and one value without end.
   and most readers as 755, and no setting is a file mode. Quoted, it stays text.
 - An alias inside the node its anchor names (``&x [*x]``) is an error: PyYAML builds a list or
   mapping that holds itself, and whatever walks the configuration recursed until Python gave up.
+- A value YAML reads as a type it is no valid value of (a bare ``2024-02-30``, a date to YAML 1.1
+  but none on the calendar; ``!!int abc``) is an error with its line: PyYAML raised Python's own
+  ValueError (or KeyError), which reached the operator as a traceback.
 
 Messages do not echo the value: the loader does not know which keys hold secrets.
 """
@@ -50,7 +53,17 @@ class StrictLoader(yaml.SafeLoader):
         finally:
             self._open_anchors.pop()
 
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError):
+            raise yaml.constructor.ConstructorError(None, None, _unreadable(node.tag), node.start_mark) from None
+
     def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep)  # which says it is none
         seen = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -72,6 +85,16 @@ class StrictLoader(yaml.SafeLoader):
         if _OCTAL.fullmatch(node.value):
             raise yaml.constructor.ConstructorError(None, None, OCTAL, node.start_mark)
         return super().construct_yaml_int(node)
+
+
+_KINDS = {"int": "an integer", "float": "a number", "bool": "a boolean", "timestamp": "a date"}
+
+
+def _unreadable(tag: str) -> str:
+    """Why the value tagged ``tag`` cannot be read, without the value (it may be a secret)."""
+    name = tag.removeprefix("tag:yaml.org,2002:")
+    return (f"this value reads as {_KINDS.get(name, f'!!{name}')}, and is not a valid one: write a valid one, or"
+            " quote it if it is text")
 
 
 def _written(key: object) -> str:

@@ -26,11 +26,14 @@ import yaml
 from gateway.config.home import NoHome, expand_user
 from gateway.config.interpolate import FAILED, Expanded
 from gateway.config.misplaced import homes
+from gateway.config.secret_values import holds_secrets
 from gateway.config.strict_yaml import StrictLoader
 
 _NO_META: Mapping = types.MappingProxyType({})
 _INT = re.compile(r"[+-]?\d+")
 _POSITION = re.compile(r"\[(\d+)\]")  # of an item in a key path: plugins[2]
+NUL = "\0"
+NUL_IN_PATH = "a path cannot hold the character U+0000"
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -62,7 +65,7 @@ class Validator:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            self.errors.append(f"{path}: expected a mapping, got {self.show(raw)}")
+            self.errors.append(f"{path}: expected a mapping, got {self.show(raw, tp=cls)}")
             return cls(**defaults)
         strict = bool(meta.get("strict_keys"))
         self._strict += strict
@@ -82,7 +85,8 @@ class Validator:
             try:
                 values[name] = self.value(raw[name], hints[name], join(path, name), f.metadata)
             except Invalid as exc:
-                message = (f"{join(path, name)}: expected {exc.expected}, got {self.show(raw[name], f.metadata)}"
+                message = (f"{join(path, name)}: expected {exc.expected},"
+                           f" got {self.show(raw[name], f.metadata, tp=hints[name])}"
                            f"{misread_hint(name, raw[name], hints[name])}")
                 if f.metadata.get("lenient"):
                     self.warnings.append(f"{message}; ignored, using the default {show(_default(f))}")
@@ -105,10 +109,14 @@ class Validator:
             pos = match.end()
         return "".join(out) + key[pos:] + sep + rest
 
-    def show(self, value: object, meta: Mapping = _NO_META) -> str:
-        """`show`, hiding a value that is (or holds) a configured secret's value."""
+    def show(self, value: object, meta: Mapping = _NO_META, tp: Any = None) -> str:
+        """`show`, hiding a value that is (or holds) a configured secret's value, and a variable's value
+        given for ``tp``, the type expected, where that holds secrets (`holds_secrets`): most likely
+        the secret, its setting's key left out (``main: ${WEBHOOK_SECRET}`` for a webhook route)."""
         if isinstance(value, str) and not meta.get("secret") and any(s in value for s in self.secrets):
             return "a string that holds the value of a secret (not shown)"
+        if isinstance(value, Expanded) and tp is not None and holds_secrets(tp):
+            return "a string from the environment (not shown: it may hold secrets)"
         return show(value, meta)
 
     def value(self, value: object, tp: Any, path: str, meta: Mapping = _NO_META) -> Any:
@@ -156,7 +164,7 @@ class Validator:
         try:
             return self.value(value, tp, path)
         except Invalid as exc:
-            self.errors.append(f"{path}: expected {exc.expected}, got {self.show(value, meta)}"
+            self.errors.append(f"{path}: expected {exc.expected}, got {self.show(value, meta, tp=tp)}"
                                f"{misread_hint(None, value, tp)}")
             return FAILED
         except NoHome as exc:
@@ -246,7 +254,7 @@ def _convert(value: object, tp: Any) -> Any:
         if isinstance(value, str):
             return str(value)
     elif tp is Path:
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and NUL not in value:  # which no file's name holds
             return expand_user(Path(value))  # raises NoHome, which its caller words
     elif tp is Any:
         return value
@@ -262,6 +270,8 @@ def misread_hint(name: str | None, value: object, tp: Any) -> str:
     numbers (``08080``, ``1e3``); a bare ``no`` or ``off`` meant as text is false.
     """
     members = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
+    if isinstance(value, str) and NUL in value and Path in members:
+        return f" ({NUL_IN_PATH})"
     if isinstance(value, bool) and str in members:
         # Which of the two words was written is lost with the parse: both are offered, so neither is wrong.
         words = ("yes", "on") if value else ("no", "off")

@@ -180,3 +180,11 @@ def test_no_secret_shows_in_the_configurations_repr(load):
                      "platforms: {webhook: {routes: {a: {secret: route-secret-0042}}}, telegram: {token: tg-0042:abc}}")
     assert not any(secret in repr(config) for secret in ("sk-in-a-repr-0042", "route-secret-0042", "tg-0042:abc"))
     assert "route-secret-0042" not in repr(Route("route-secret-0042", "http://127.0.0.1/in"))
+
+
+def test_a_password_in_the_base_url_variable_is_a_secret_too(load):
+    """With model.base_url unset the model asks $OPENAI_BASE_URL, whose password (a proxy's basic auth) the
+    log must mask as it masks one written into the setting: as written, and decoded."""
+    config, _ = load("")
+    env = {"OPENAI_BASE_URL": "http://alice:p%40ss-s3cret@127.0.0.1:9/v1"}
+    assert sorted(config_secrets(config, env=env)) == ["p%40ss-s3cret", "p@ss-s3cret"]

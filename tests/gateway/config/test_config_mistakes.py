@@ -287,3 +287,43 @@ def test_an_empty_allowed_user_of_a_platform_that_is_off_stops_nothing(load):
     # As its token: a platform that is off reads none of its settings.
     config, _ = load('platforms: {slack: {allowed_users: ["${ADMIN_ID}"]}}', {"ADMIN_ID": ""})
     assert config.platforms.slack.allowed_users == ("",)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        # The secret written in place of its section: the route's `secret:` or the platform's `token:` left out.
+        ("platforms:\n  webhook:\n    enabled: true\n    routes:\n      main: ${WEBHOOK_SECRET}\n",
+         "platforms.webhook.routes.main"),
+        ("platforms:\n  telegram: ${TELEGRAM_BOT_TOKEN}\n", "platforms.telegram"),
+        ("delegation:\n  model_map:\n    deep: ${DEEP_API_KEY}\n", "delegation.model_map.deep"),
+        ("platforms:\n  webhook:\n    routes: ${WEBHOOK_SECRET}\n", "platforms.webhook.routes"),
+    ],
+)
+def test_a_variable_given_for_a_section_that_holds_secrets_is_not_shown(load, text, key):
+    env = {"WEBHOOK_SECRET": HOOK, "TELEGRAM_BOT_TOKEN": TOKEN, "DEEP_API_KEY": HOOK}
+    errors, _ = problems(load, text, env)
+    assert errors == [f"{key}: expected a mapping, got a string from the environment (not shown: it may hold secrets)"]
+
+
+def test_a_variable_given_for_a_section_without_secrets_is_still_shown(load):
+    errors, _ = problems(load, "display: ${MODE}\n", {"MODE": "interrupt"})
+    assert errors == ['display: expected a mapping, got "interrupt"']
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('state_dir: "st\\0ate"\n', "state_dir"),
+        ('agent:\n  workspace: "work\\0space"\n', "agent.workspace"),
+        ('model:\n  provider: scripted\n  script: "script\\0.yaml"\n', "model.script"),
+        ('lifecycle:\n  temporal:\n    tls: {ca_file: "ca\\0.pem"}\n', "lifecycle.temporal.tls.ca_file"),
+        ('delegation:\n  profile_routes:\n    p: {description: x, context_files: ["a\\0.md"]}\n',
+         "delegation.profile_routes.p.context_files[0]"),
+    ],
+)
+def test_a_path_with_a_nul_character_is_an_error_naming_its_key_not_a_traceback(load, text, key):
+    # YAML's "\0" escape: every use of such a path raised ValueError (embedded null byte), from the loader or a start.
+    errors, _ = problems(load, text)
+    assert len(errors) == 1 and errors[0].startswith(f"{key}: expected a path"), errors
+    assert errors[0].endswith("(a path cannot hold the character U+0000)")

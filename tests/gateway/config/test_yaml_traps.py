@@ -133,3 +133,29 @@ def test_an_alias_inside_the_node_it_names_is_an_error_not_a_recursion_without_e
 def test_an_alias_to_a_node_already_whole_is_still_read(write):
     loaded = load_config(write("server: &x {port: 8081}\nagent: {x: [*x, *x]}\n"), env={})
     assert loaded.config.server.port == 8081 and loaded.warnings == ["agent.x: unknown key"]
+
+
+UNREADABLE = "and is not a valid one: write a valid one, or quote it if it is text"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "kind"),
+    [
+        # YAML 1.1 reads a bare yyyy-mm-dd as a date, and PyYAML raised ValueError for a day no calendar has.
+        ("agent:\n  system_prompt: 2024-02-30\n", "2:18", "a date"),
+        ("server:\n  port: !!int eighty\n", "2:9", "an integer"),
+        ("server:\n  console: !!bool maybe\n", "2:12", "a boolean"),
+        ("plugins: !!set [a]\n", "1:10", "!!set"),
+    ],
+)
+def test_a_value_yaml_cannot_read_as_what_it_reads_it_as_is_an_error_at_its_line(write, text, where, kind):
+    path = write(text)
+    errors = problems(write, text)
+    assert len(errors) == 1 and errors[0].startswith(f"{path}:{where}: invalid YAML: "), errors
+    if not kind.startswith("!!"):  # a collection's own words say what it needed instead
+        assert errors[0].endswith(f"this value reads as {kind}, {UNREADABLE}")
+
+
+def test_the_same_date_given_with_set_is_refused_the_same_way(write):
+    assert problems(write, "", overrides=["agent.system_prompt=2024-02-30"]) == [
+        f"--set agent.system_prompt: this value reads as a date, {UNREADABLE}"]
