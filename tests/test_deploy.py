@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import re
+import signal
 import tomllib
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from gateway.commands import BUILTIN
 from gateway.config import Config, config_check
 from gateway.config.sections import ServerSettings
 from gateway.left_behind import STUCK_WAIT_SECONDS
+from gateway.server import CUT_OFF_SECONDS
 from lifecycle.temporal._worker import STUCK_WAIT_SECONDS as WORKER_STUCK_WAIT_SECONDS
+from platforms.base import LAST_CALLS_FLOOR
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -83,6 +86,39 @@ def test_compose_gives_the_gateway_and_workers_the_stop_time_their_grace_needs()
     compose = yaml.safe_load((DEPLOY / "compose.scale-out.yaml").read_text(encoding="utf-8"))
     for name, needed in needs.items():
         assert seconds(compose["services"][name].get("stop_grace_period", "10s")) >= needed, name
+
+
+def longest_gateway_stop(grace: float) -> float:
+    """A gateway's stop at its longest (docs/gateway.md): the grace, a second more for the Temporal engine's
+    last requests, one for each of Slack's and Discord's last calls, one for an HTTP client that does not read
+    its answer, and one for each kind of work left behind (turns, plugin commands, children)."""
+    return grace + CLOSE_FLOOR_SECONDS + 2 * LAST_CALLS_FLOOR + CUT_OFF_SECONDS + 3 * STUCK_WAIT_SECONDS
+
+
+def test_the_systemd_unit_waits_for_the_longest_stop_before_it_kills():
+    unit = (DEPLOY / "switchboard.service").read_text(encoding="utf-8")
+    assert re.search(r"^KillSignal=(.+)$", unit, re.M).group(1) == "SIGTERM"  # the signal that stops gracefully
+    timeout = float(re.search(r"^TimeoutStopSec=(\d+)s?$", unit, re.M).group(1))
+    assert timeout >= longest_gateway_stop(ServerSettings().shutdown_grace_seconds)
+
+
+def test_the_systemd_unit_takes_a_stop_while_the_command_loads_for_a_clean_exit():
+    # gateway.entry: SIGTERM before the command set its own handlers ends it with 128 + SIGTERM, which systemd
+    # counted a failure (the unit "failed" after a `systemctl stop` during the start, and restarted after a kill).
+    unit = (DEPLOY / "switchboard.service").read_text(encoding="utf-8")
+    success = re.search(r"^SuccessExitStatus=(.+)$", unit, re.M)
+    assert success is not None and str(128 + signal.SIGTERM) in success.group(1).split()
+
+
+def test_the_docker_run_line_gives_the_stop_the_time_it_takes():
+    # Docker kills a container 10 s after SIGTERM, the grace's own default: a stop that used it was cut short.
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert "STOPSIGNAL" not in dockerfile or re.search(r"^STOPSIGNAL SIGTERM$", dockerfile, re.M)
+    run = re.search(r"^#\s+docker run (.+)$", dockerfile, re.M)
+    assert run is not None, "the Dockerfile no longer shows how to run its image"
+    timeout = re.search(r"--stop-timeout[ =](\d+)", run.group(1))
+    assert timeout is not None and float(timeout.group(1)) >= longest_gateway_stop(
+        ServerSettings().shutdown_grace_seconds)
 
 
 def test_the_slack_manifest_declares_every_command_the_gateway_serves():
