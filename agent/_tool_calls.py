@@ -49,6 +49,12 @@ CUT_OFF = ("this tool call was cut off at the model's output-length limit, so it
 "not valid JSON" alone has the model send the same oversized call again, each a full paid answer."""
 
 
+MAX_NESTING = 100
+"""How deep tool arguments may nest (objects and arrays). json parses a good deal deeper than Python
+code may then recurse into what it parsed (this module, jsonschema, a hook's ``json.dumps``): a
+RecursionError there ended the turn. No tool's arguments need a tenth of this."""
+
+
 def _parse_arguments(raw: str, *, cut_off: bool = False) -> tuple[dict[str, Any], str | None]:
     """Parse tool-call arguments; models sometimes double-encode them as a JSON string. ``cut_off``:
     the answer they came in was cut off at the output-length limit (`CUT_OFF` when they do not parse)."""
@@ -62,16 +68,26 @@ def _parse_arguments(raw: str, *, cut_off: bool = False) -> tuple[dict[str, Any]
         return {}, CUT_OFF if cut_off else f"tool arguments are not valid JSON ({exc}); send a JSON object"
     if not isinstance(value, dict):
         return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
-    return _mended(value), None
+    try:
+        return _mended(value, MAX_NESTING), None
+    except _TooDeep:
+        return {}, f"tool arguments are nested more than {MAX_NESTING} levels deep; send flatter arguments"
 
 
-def _mended(value: Any) -> Any:
+class _TooDeep(Exception):
+    pass
+
+
+def _mended(value: Any, depth: int) -> Any:
     """``value`` with each lone surrogate replaced by U+FFFD: JSON's escapes make them (``"\\ud83d"``,
-    half of an emoji's pair), and no file, note or request could hold one."""
+    half of an emoji's pair), and no file, note or request could hold one. Raises `_TooDeep` when
+    ``value`` nests more than ``depth`` levels of objects and arrays."""
     if isinstance(value, str):
         return utf8_text(value)
+    if isinstance(value, (dict, list)) and depth == 0:
+        raise _TooDeep
     if isinstance(value, dict):
-        return {utf8_text(k): _mended(v) for k, v in value.items()}
+        return {utf8_text(k): _mended(v, depth - 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mended(v) for v in value]
+        return [_mended(v, depth - 1) for v in value]
     return value

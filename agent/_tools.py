@@ -79,7 +79,7 @@ class Tool:
         error = None if self._validator is None else jsonschema.exceptions.best_match(self._validator.iter_errors(args))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-            raise ToolError(f"invalid arguments for {self.name} ({where}): {error.message}")
+            raise ToolError(f"invalid arguments for {self.name} ({_shortened(where)}): {_shortened(error.message)}")
         if inspect.iscoroutinefunction(self.handler):
             out = await self.handler(args, ctx)
         elif self.threads is None:
@@ -91,6 +91,18 @@ class Tool:
         if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
             out = await out
         return render_tool_output(out)
+
+
+_ECHO_CHARS = 200
+
+
+def _shortened(text: str) -> str:
+    """``text`` with all but its first and last `_ECHO_CHARS` characters left out: jsonschema's message
+    quotes the value it refuses whole (``['…'] is not of type 'string'``), and a file's content sent
+    as a list came back to the model as long again, in every later request of the conversation."""
+    if len(text) <= 2 * _ECHO_CHARS + 20:
+        return text
+    return f"{text[:_ECHO_CHARS]} […{len(text) - 2 * _ECHO_CHARS} characters…] {text[-_ECHO_CHARS:]}"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
