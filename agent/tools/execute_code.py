@@ -5,11 +5,14 @@ session (so in its own process group), unbuffered (so stdout and stderr interlea
 in the order they were written), with stdin closed and a scrubbed environment:
 the gateway's API keys and bot tokens are not in the snippet's environment. It is
 not a sandbox: the snippet runs as the gateway's user and can read what that user
-can (the config file, the state database, /proc of its parent), which is why chat
+can (the config file, the state database, /proc of the gateway), which is why chat
 platforms do not get this toolset unless the operator enables it (docs/agent.md).
 Whatever way the run ends — normal exit, time limit, or the awaiting task being
 cancelled — the whole process group is killed afterwards, so background children
-the snippet started do not outlive it.
+the snippet started do not outlive it. Nor does it outlive this process: the snippet
+runs under a keeper (`_KEEPER`), the group's leader, which ends it and its group once
+the pipe only this process holds closes, as it does however this process ends
+(SIGKILL, the OOM killer, a second Ctrl-C), when no clean-up of ours runs.
 """
 
 from __future__ import annotations
@@ -38,6 +41,40 @@ _REAP_SECONDS = 5.0
 """How long the run's own process is waited for after its group's SIGKILL: at once, in practice."""
 # Enough for Python to find its libraries, locale and temp dir; nothing secret.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "HOME")
+
+_KEEPER = """\
+import os, resource, signal, subprocess, sys, threading
+control, code = int(sys.argv[1]), sys.argv[2]
+run = subprocess.Popen([sys.executable, "-E", "-s", "-u", "-X", "utf8", "-c", code])
+ending = threading.Event()
+def end_at_eof():
+    while os.read(control, 1):
+        pass
+    ending.set()
+    run.kill()
+    run.wait()
+    os.killpg(0, signal.SIGKILL)
+watch = threading.Thread(target=end_at_eof, daemon=True)
+watch.start()
+status = run.wait()
+if ending.is_set():
+    watch.join()
+if status < 0:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(-status, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), -status)
+os._exit(status if status >= 0 else 128 - status)
+"""
+"""The run's own process, ``python -I -S -c _KEEPER CONTROL CODE``: it runs the snippet as its child and
+exits as the snippet did (its exit code; killed by the same signal). When ``CONTROL``, the read end of
+a pipe whose write end only `run_python` holds, reaches its end (`run_python` is done with the run, or
+its process ended however it did, without a word), it kills the snippet, reaps it, and then its whole
+group, itself with it. It is the group's leader, not the snippet: the snippet's group then dies at this
+process's death, though nothing of ours runs then; and the snippet it reaped is no zombie of whoever
+inherits orphans (the gateway itself, as a container's PID 1)."""
 
 
 class _Output:
@@ -124,17 +161,24 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
     cancellation the process group is killed and reaped before `CancelledError` propagates.
     """
     env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
+    control, keep = os.pipe()  # neither inherited by anything else this process starts
     try:
         proc = await asyncio.create_subprocess_exec(
-            # -E -s is -I without -P: the workspace stays importable, so the model can
-            # import modules it wrote with write_file; user site-packages stay out.
-            sys.executable, "-E", "-s", "-u", "-X", "utf8", "-c", code,
+            # The keeper runs the snippet with -E -s: -I without -P, so the workspace stays
+            # importable (the model can import modules it wrote with write_file); user
+            # site-packages stay out.
+            sys.executable, "-I", "-S", "-c", _KEEPER, str(control), code,
             cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, pass_fds=(control,),
         )  # fmt: skip
-    except (OSError, ValueError) as exc:
-        raise ToolError(f"could not start Python: {_unstarted(exc, code)}") from None
+    except BaseException as exc:
+        os.close(keep)
+        if isinstance(exc, (OSError, ValueError)):
+            raise ToolError(f"could not start Python: {_unstarted(exc, code)}") from None
+        raise
+    finally:
+        os.close(control)
     out = _Output(output_limit)
     assert proc.stdout is not None
     pump = asyncio.create_task(_pump(proc.stdout, out))
@@ -146,9 +190,12 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
         # nothing holds the pipe open, so the pump reaches EOF at once. One that left the
         # group (setsid) may hold it for as long as it lives: the output is read for a
         # grace, and no longer.
-        _kill_group(proc)
+        os.close(keep)  # the keeper ends the snippet, reaps it, and ends the group, itself with it
         try:
-            await _exited(proc, _REAP_SECONDS)  # prompt after SIGKILL; reaped by asyncio's watcher, even when cancelled
+            try:
+                await _exited(proc, _REAP_SECONDS)  # prompt; reaped by asyncio's watcher, even when cancelled
+            finally:
+                _kill_group(proc)  # what the keeper left: all of it, if the snippet killed the keeper
             await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
         finally:
             pump.cancel()

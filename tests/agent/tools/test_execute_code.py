@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import sys
@@ -72,6 +73,15 @@ async def test_stdin_is_closed_and_environment_scrubbed(call, monkeypatch):
     monkeypatch.setenv("SWITCHBOARD_TEST_SECRET", "hunter2")
     out = await call(_tool(), {"code": "import os\nprint(os.environ.get('SWITCHBOARD_TEST_SECRET'))\ninput()"})
     assert out.startswith("exit code: 1\nNone\n") and "EOFError" in out
+
+
+@pytest.mark.parametrize(("code", "reported"), [
+    ("import sys; sys.exit(300)", "exit code: 44"),
+    ("import os; os.kill(os.getpid(), 15)", "exit code: -15"),
+    ("import os; os.kill(os.getpid(), 9)", "exit code: -9"),
+])  # fmt: skip
+async def test_the_snippets_own_end_is_reported_through_its_keeper(call, code: str, reported: str):
+    assert await call(_tool(), {"code": code}) == f"{reported}\n(no output)"
 
 
 async def test_unicode_output(call):
@@ -153,6 +163,29 @@ async def test_cancellation_kills_the_subprocess(call, workspace: Path):
         await task
     assert not _alive(leader)  # killed and reaped before the cancellation propagated
     assert await _gone(child)
+
+
+async def test_a_run_does_not_outlive_its_host_killed_mid_run(workspace: Path):
+    # Its own session keeps the snippet out of the host's signals: killed (SIGKILL, the OOM killer, a
+    # second Ctrl-C, which ends it at once), the host ran no clean-up, and the snippet and its
+    # children ran on for ever.
+    snippet = _spawning(then="import os\nopen('pids', 'w').write(f'{os.getpid()} {child.pid}\\n')\ntime.sleep(60)")
+    host_code = ("import asyncio, sys\nfrom agent.tools.execute_code import run_python\n"
+                 "asyncio.run(run_python(sys.argv[1], cwd=sys.argv[2], timeout_seconds=60, output_limit=1000))")
+    host = await asyncio.create_subprocess_exec(sys.executable, "-c", host_code, snippet, str(workspace),
+                                                cwd=Path(__file__).parents[3])
+    try:
+        pids = await _pids_from(workspace / "pids", within=15)
+    finally:
+        host.kill()
+        await host.wait()
+    try:
+        for pid in pids:
+            assert await _gone(pid, within=5), f"{pid} outlived its host"
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
 
 
 @pytest.mark.parametrize("args", [{}, {"code": 1}, {"code": ""}, {"code": "1", "timeout": 5}])
