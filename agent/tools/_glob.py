@@ -8,10 +8,10 @@ Matching takes time in proportion to the path times the pattern, whatever the pa
 the model writes it, and anyone who may talk to it can have it write ``*a*a*a…b``.
 One regex for the whole pattern (``[^/]*a[^/]*a…``) tried every way of splitting a name
 among its stars, for hours, holding the GIL, and so every chat of the gateway with it.
-So a ``**`` is matched over whole path segments (`GlobMatch`), and within a segment each
-run of stars takes the first place where what follows it fits, never looking back (as
-`fnmatch` does): what follows a star has a fixed length, so a later place could only
-leave less of the name to the rest.
+So a ``**`` is matched over whole path segments (`GlobMatch`), a run of them as one, and
+within a segment each run of stars takes the first place where what follows it fits, never
+looking back (as `fnmatch` does): what follows a star has a fixed length, so a later place
+could only leave less of the name to the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ class GlobMatch:
 
     def __init__(self, pattern: str) -> None:
         segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")] or ["*"]
+        # ``**/**`` spans what one ``**`` does; kept apart, a chain of them (the model's to write) cost
+        # every path tried a step each, each over all the path's segments: a minute for a listing.
+        segments = [s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]
         self._segments: list[Callable[[str], object] | None] = [
             None if s == "**" else _segment(s) for s in segments]
         self.depth = None if "**" in segments else len(segments)

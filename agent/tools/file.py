@@ -39,6 +39,10 @@ from agent.tools.file_scope import FileScope
 MAX_READ_CHARS = 100_000
 #: Entries `list_files` returns at most.
 MAX_LIST_ENTRIES = 1000
+#: Entries `list_files` looks at at most, matching or not: a pattern few match (``**/*.xyz``) over a
+#: tree of millions (``node_modules``) walked it all, seconds to minutes of a worker thread that no
+#: interrupt stops, and a few such calls took every thread the host has for its blocking work.
+MAX_WALK_ENTRIES = 100_000
 # Enough of a file's head to tell text from binary data without reading it all.
 _SNIFF_BYTES = 8192
 # write_file's temporary names, exactly: nothing else is ever taken for one of them.
@@ -169,17 +173,30 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 _SUBFOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _matches(base: Path, folder: int, matches: GlobMatch, hidden):
+class _Walk:
+    """How many more entries a walk may look at (`MAX_WALK_ENTRIES`), and whether it stopped for that."""
+
+    def __init__(self) -> None:
+        self.left = MAX_WALK_ENTRIES
+        self.stopped = False
+
+
+def _matches(base: Path, folder: int, matches: GlobMatch, hidden, walk: _Walk):
     """Entries under ``base`` (open as ``folder``) whose relative path matches and that are not
     ``hidden``, directory by directory in name order (depth first), each with its mark ('/' a
-    directory, '@' a symlink). Open are only the folders on the way to the one being read."""
+    directory, '@' a symlink); once it has looked at ``walk.left`` entries, no more (``walk.stopped``).
+    Open are only the folders on the way to the one being read."""
     todo: list[tuple[Path, int]] = []  # folders still to read (relative to base), each with the folder it is in
     left: dict[int, int] = {}  # an open folder: how many of its folders in `todo` are still to be opened
     here, fd = Path(), folder
     try:
         while fd is not None:
             subfolders = []
-            for name, mark in _entries(fd):
+            entries = _entries(fd, walk.left + 1)
+            walk.stopped = len(entries) > walk.left
+            entries = entries[:walk.left]
+            walk.left -= len(entries)
+            for name, mark in entries:
                 entry = here / name
                 if hidden(base / entry):
                     continue
@@ -187,6 +204,8 @@ def _matches(base: Path, folder: int, matches: GlobMatch, hidden):
                     yield base / entry, mark
                 if mark == "/" and (matches.depth is None or len(entry.parts) < matches.depth):
                     subfolders.append(name)
+            if walk.stopped:
+                return
             todo.extend((here / name, fd) for name in reversed(subfolders))
             left[fd] = len(subfolders)
             _release(fd, left, folder)
@@ -215,11 +234,12 @@ def _release(fd: int, left: dict[int, int], folder: int) -> None:
             os.close(fd)
 
 
-def _entries(folder: int) -> list[tuple[str, str]]:
-    """The names in ``folder``, in order, each with its mark; none when it cannot be read."""
+def _entries(folder: int, most: int) -> list[tuple[str, str]]:
+    """The first ``most`` names read from ``folder`` (a folder of millions is not read whole), in order,
+    each with its mark; none when it cannot be read."""
     try:
         with os.scandir(folder) as listing:
-            found = [(entry.name, _mark(entry)) for entry in listing]
+            found = [(entry.name, _mark(entry)) for entry in itertools.islice(listing, most)]
     except OSError:
         return []
     return sorted(found)
@@ -248,18 +268,20 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
     root = ctx.workspace.resolve()
     scope: FileScope | None = ctx.services.get(FILE_SCOPE)
     hidden = scope.hidden_in(root) if scope is not None else (lambda entry: False)
+    walk = _Walk()
     try:
         found = [
             entry.relative_to(root).as_posix() + mark
-            for entry, mark in itertools.islice(_matches(base, folder, matches, hidden), MAX_LIST_ENTRIES + 1)
+            for entry, mark in itertools.islice(_matches(base, folder, matches, hidden, walk), MAX_LIST_ENTRIES + 1)
         ]
     finally:
         os.close(folder)
-    if not found:
-        return "(no matching entries)"
-    shown = sorted(found[:MAX_LIST_ENTRIES])
+    shown = sorted(found[:MAX_LIST_ENTRIES]) or ["(no matching entries)"]
     if len(found) > MAX_LIST_ENTRIES:
         shown.append(f"[listing truncated: first {MAX_LIST_ENTRIES} entries shown; narrow the path or pattern]")
+    elif walk.stopped:
+        shown.append(f"[listing stopped after looking at {MAX_WALK_ENTRIES} entries: the tree is too large to "
+                     "search whole, and entries further on are not shown; narrow the path or pattern]")
     return "\n".join(shown)
 
 

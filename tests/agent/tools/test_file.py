@@ -209,6 +209,36 @@ def test_list_files_takes_no_time_over_a_pattern_of_many_stars(workspace: Path):
     assert done.stdout.strip() == "(no matching entries)"
 
 
+async def test_list_files_takes_no_time_over_a_pattern_of_many_double_stars(call, workspace: Path):
+    # Each '**' was a step for every path tried, over all its segments: this pattern took some
+    # 40 ms a path, ten seconds here, a minute for a few thousand files.
+    (workspace / "src").mkdir()
+    for i in range(250):
+        (workspace / "src" / f"f{i}.py").write_text("")
+    started = time.monotonic()
+    assert await call(LIST, {"pattern": "**/" * 100_000 + "f7.py"}) == "src/f7.py"
+    assert time.monotonic() - started < 2
+
+
+async def test_list_files_looks_at_so_many_entries_and_says_it_stopped(call, workspace: Path, monkeypatch):
+    # A pattern few entries match walked the whole tree however large: minutes of a thread no
+    # interrupt stops, for a workspace holding a node_modules or two.
+    monkeypatch.setattr(file_tools, "MAX_WALK_ENTRIES", 8)  # the top folder's 3, a's 5: none of b's
+    for folder in ("a", "b", "c"):
+        (workspace / folder).mkdir()
+        for i in range(5):
+            (workspace / folder / f"f{i}.txt").write_text("")
+    stopped = ("[listing stopped after looking at 8 entries: the tree is too large to search whole, and entries "
+               "further on are not shown; narrow the path or pattern]")
+    opened = _open_descriptors()
+    assert (await call(LIST, {"pattern": "**/*.py"})).splitlines() == ["(no matching entries)", stopped]
+    assert (await call(LIST, {"pattern": "**"})).splitlines() == [
+        "a/", "a/f0.txt", "a/f1.txt", "a/f2.txt", "a/f3.txt", "a/f4.txt", "b/", "c/", stopped]
+    assert _open_descriptors() == opened
+    # Within the limit, all of it, and no note.
+    assert (await call(LIST, {"path": "a", "pattern": "*.txt"})).splitlines() == [f"a/f{i}.txt" for i in range(5)]
+
+
 async def test_list_does_not_follow_symlinks_out(call, workspace: Path, tmp_path: Path):
     (tmp_path / "secret.txt").write_text("")
     (workspace / "outside").symlink_to(tmp_path)
