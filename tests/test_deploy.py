@@ -148,3 +148,11 @@ def test_every_configuration_in_deploy_passes_config_check(path, tmp_path):
 
 def test_the_deploy_configurations_found_are_the_ones_shipped():
     assert [p.values[0].name for p in switchboard_configs()] == ["scale-out.yaml", "switchboard.example.yaml"]
+
+
+def test_the_image_runs_the_gateway_under_an_init_that_reaps_orphans():
+    # As PID 1 the gateway would leave a zombie of every orphan it inherits (an execute_code snippet's background
+    # processes, ended by its keeper): tini reaps them, and passes SIGTERM on.
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert json.loads(re.search(r"^ENTRYPOINT (.+)$", dockerfile, re.M).group(1)) == ["/usr/bin/tini", "--"]
+    assert re.search(r"apt-get install -y --no-install-recommends tini\b", dockerfile)
