@@ -50,8 +50,10 @@ Telegram answers "can't parse entities", the same part is sent once more, as pla
 text (the Markdown as written): an answer is never lost to formatting. No other
 error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
 error becomes a `DeliveryError` in `platforms.telegram_errors`, the one place, and is logged with
-the method and the chat (`platforms.telegram_calls`); aiogram never retries a 429 itself, the
-gateway does with ``RateLimited.retry_after``.
+the method and the chat (`platforms.telegram_calls`; at DEBUG where the gateway says what became of
+the call: a part, a file); aiogram never retries a 429 itself, the gateway does with
+``RateLimited.retry_after``. An answer aiogram cannot read whole (a message it quotes lacks a field)
+is read as far as it can be (`platforms.telegram_updates.read_answers`): Telegram made the message.
 
 A group upgraded to a supergroup gets a new chat id: the adapter follows it there, and hands
 the supergroup's messages over under the old one (`platforms.telegram_supergroups`).
@@ -190,6 +192,8 @@ class TelegramAdapter:
         self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
         """Calls refused 401: a webhook has no connection to show it, and polling may not have met it yet."""
         self._calls = BotCalls(self.bot, parse_mode, self._token_watch)
+        # A send Telegram made, but whose answer aiogram cannot read, would be made again at every retry.
+        self.bot.session.middleware(telegram_updates.read_answers)
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -542,7 +546,8 @@ class TelegramAdapter:
         chat, number = self._moves.locate("deleteMessage", chat_id, message_id)
         try:
             await self._moves.unmoved("deleteMessage", chat, self._calls.call(
-                "deleteMessage", chat, lambda: self.bot.delete_message(chat_id=chat, message_id=int(number))))
+                "deleteMessage", chat, lambda: self.bot.delete_message(chat_id=chat, message_id=int(number)),
+                caller_logs=True))
         except NotFound:
             pass
 
@@ -550,7 +555,7 @@ class TelegramAdapter:
         """getFile, then the file itself, streamed and stopped past ``max_attachment_bytes``."""
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
-            lambda method, request: self._calls.call(method, None, request))
+            lambda method, request: self._calls.call(method, None, request, caller_logs=True))
 
 
 def _is_picture(path: str) -> bool:

@@ -2,9 +2,11 @@
 (translated in `platforms.telegram_errors`) and is logged once, here; a 401 makes the platform
 ``down`` until a call succeeds (`platforms.connection.TokenWatch`); a failure every chat shares (the
 Bot API down or unreachable, flood control) is warned of once per cause (`platforms.repeated_warnings`),
-not at every call of every chat retrying through it. A part's Markdown is sent as
-Telegram's HTML, and once more as plain text when Telegram cannot parse that. Logged under
-``platforms.telegram`` like the rest of the adapter.
+not at every call of every chat retrying through it. A call whose caller says what became of it (the
+outbox of a part, the gateway of a file it could not take) logs its own refusal at DEBUG only: it
+was a second warning of one refusal. A part's Markdown is sent as Telegram's HTML, and once more as
+plain text when Telegram cannot parse that. Logged under ``platforms.telegram`` like the rest of the
+adapter.
 """
 
 from __future__ import annotations
@@ -47,17 +49,19 @@ class BotCalls:
         *,
         not_modified_ok: bool = False,
         warn: RepeatedWarnings | None = None,
+        caller_logs: bool = False,
     ) -> T:
         """Make one Bot API call; every failure leaves as a `DeliveryError`, logged (`_failed`). A 401
-        makes the platform ``down`` until a call succeeds (`TelegramAdapter.connection`)."""
+        makes the platform ``down`` until a call succeeds (`TelegramAdapter.connection`). ``caller_logs``:
+        the caller logs what becomes of the call, so its own refusal is logged at DEBUG here."""
         try:
             result = await request()
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
-            raise self._failed(exc, method, chat_id, warn) from exc
+            raise self._failed(exc, method, chat_id, warn, caller_logs) from exc
         except (AiogramError, ValueError) as exc:
-            error = self._failed(exc, method, chat_id, warn)
+            error = self._failed(exc, method, chat_id, warn, caller_logs)
             if isinstance(error, Unauthorized):
                 self._token_watch.refused(f"{method} answered 401 Unauthorized")
             raise error from exc
@@ -65,10 +69,12 @@ class BotCalls:
         return result
 
     def _failed(self, exc: Exception, method: str, chat_id: str | None, warn: RepeatedWarnings | None,
-                ) -> DeliveryError:
+                caller_logs: bool = False) -> DeliveryError:
         """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
-        and again for as long as it fails (typing). A refused token is said where it is noticed
-        (polling's state, the outbox's hold), a chat's move is no failure: neither is logged here."""
+        and again for as long as it fails (typing), or at DEBUG when the caller says what became of the
+        call (``caller_logs``), unless every chat shares the failure (one warning for an outage, where the
+        outbox says each part's retry at INFO). A refused token is said where it is noticed (polling's
+        state, the outbox's hold), a chat's move is no failure: neither is logged here."""
         error = translate(exc, method, chat_id, self._bot.token)
         if isinstance(error, (GroupUpgraded, Unauthorized)):
             return error
@@ -77,6 +83,8 @@ class BotCalls:
         line = (FAILED, call, _kind_and_description(error))
         if isinstance(error, NetworkError | RateLimited):
             self._shared.warning(type(error).__name__, *line)
+        elif caller_logs:
+            log.debug(*line)
         elif warn is None:
             log.warning(*line)
         else:
@@ -92,18 +100,21 @@ class BotCalls:
         *,
         not_modified_ok: bool = False,
     ) -> T:
-        """`call` with ``markdown`` rendered; ``request(text, parse_mode)`` builds the call. When
-        Telegram cannot parse the markup, the Markdown goes once more as plain text."""
+        """`call` with ``markdown`` rendered, for a caller that logs what becomes of it (``caller_logs``);
+        ``request(text, parse_mode)`` builds the call. When Telegram cannot parse the markup, the Markdown
+        goes once more as plain text, with one warning naming Telegram's refusal."""
         markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
         text, parse_mode = self.render(markdown)
         try:
-            return await self.call(method, chat_id, lambda: request(text, parse_mode), not_modified_ok=not_modified_ok)
+            return await self.call(method, chat_id, lambda: request(text, parse_mode), not_modified_ok=not_modified_ok,
+                                   caller_logs=True)
         except BadRequest as exc:
             if parse_mode is None or "can't parse entities" not in str(exc):
                 raise
-            log.warning("telegram %s to chat %s: Telegram refused the formatting; sending it as plain text", method,
-                        chat_id)
-            return await self.call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok)
+            log.warning("telegram %s to chat %s: Telegram refused the formatting (%s); sending it as plain text",
+                        method, chat_id, exc)
+            return await self.call(method, chat_id, lambda: request(markdown, None), not_modified_ok=not_modified_ok,
+                                   caller_logs=True)
 
     def render(self, text: str) -> tuple[str, str | None]:
         """What to send for a Markdown part: Telegram HTML, or the text itself when rendering

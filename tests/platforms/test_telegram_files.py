@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -179,12 +180,14 @@ async def test_a_file_larger_than_it_said_is_cut_off_while_streaming(fake: FakeT
     assert caught.value.limit == 1000
 
 
-async def test_telegrams_own_20_mb_limit_is_a_clear_refusal(fake: FakeTelegram) -> None:
+async def test_telegrams_own_20_mb_limit_is_a_clear_refusal(fake: FakeTelegram,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, max_attachment_bytes=10**9)
     try:
         meta = fake.add_file(b"z" * (20 * 1024 * 1024 + 1))
-        with pytest.raises(AttachmentTooLarge) as caught:
+        with caplog.at_level(logging.WARNING, logger="platforms.telegram"), pytest.raises(AttachmentTooLarge) as caught:
             await adapter.download(Attachment("document", "huge.bin", None, None, meta["file_id"]))
+        assert not caplog.records  # the gateway says what became of the file: a user's too large one at INFO
         assert caught.value.limit == 20 * 1024 * 1024  # Telegram's limit, told to the user: not the cap
     finally:
         await adapter.stop()
@@ -196,13 +199,16 @@ async def test_an_unknown_file_is_a_delivery_error(fake: FakeTelegram, started) 
         await adapter.download(Attachment("document", "gone.bin", None, None, "FILE-unknown"))
 
 
-async def test_delete_removes_a_message_and_a_gone_one_is_fine(fake: FakeTelegram, started) -> None:
+async def test_delete_removes_a_message_and_a_gone_one_is_fine(fake: FakeTelegram, started,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
     adapter, _ = started
     sent = await adapter.send(Outbound(chat_id="42", thread_id=None, text="card"))
     await adapter.delete("42", None, sent.message_id)
     assert fake.messages["42"] == []
-    await adapter.delete("42", None, sent.message_id)  # already gone: no error
+    with caplog.at_level(logging.WARNING, logger="platforms.telegram"):
+        await adapter.delete("42", None, sent.message_id)  # already gone: no error, nor a warning that it failed
     assert len(fake.calls_to("deleteMessage")) == 2
+    assert not caplog.records
 
 
 async def test_an_album_posted_to_a_webhook_is_one_message(fake: FakeTelegram) -> None:

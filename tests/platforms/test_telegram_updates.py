@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from platforms.base import Outbound
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
@@ -61,3 +62,21 @@ async def test_a_webhook_update_aiogram_cannot_read_is_still_heard(fake: FakeTel
         assert await fake.deliver_webhook(forwarded_from_a_hidden_user(fake, "what does this say?")) == 200
         assert await fake.deliver_webhook({"update_id": 7, "message": {"message_id": 9, "text": "in no chat"}}) == 200
         assert [i.text for i in sink.inbound] == ["what does this say?"]
+
+
+async def test_a_reply_quoting_a_message_aiogram_cannot_read_is_sent_once(fake: FakeTelegram) -> None:
+    # Telegram answers a send with the message it made, the message it quotes included: one forwarded
+    # from a hidden account comes back without the origin's sender_user_name (aiogram#1840). aiogram
+    # could not read the answer, the adapter raised a NetworkError, and the outbox sent the reply again,
+    # and again at every retry: the group got the same answer once more each time.
+    update = fake.message_update(-100, "@switchboard_bot what does this say?", chat_type="supergroup")
+    update["message"]["forward_origin"] = {"type": "hidden_user", "date": 1422450181}
+    fake.push_update(update)  # served to the bot, as the message the gateway answers
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
+    try:
+        sent = await adapter.send(Outbound(chat_id="-100", thread_id=None, text="it says **hi**",
+                                           reply_to=str(update["message"]["message_id"])))
+    finally:
+        await adapter.stop()
+    [reply] = fake.messages["-100"]
+    assert sent.message_id == str(reply["message_id"]) and reply["reply_to"] == update["message"]["message_id"]

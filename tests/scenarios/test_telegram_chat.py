@@ -270,6 +270,21 @@ async def test_group_message_gets_no_reply_and_a_mention_gets_one(fake, gateways
     assert len(said) == 1 and "what's up" in said[0]
 
 
+async def test_an_answer_quoting_a_message_aiogram_cannot_read_arrives_once(fake, gateways):
+    # Telegram's answer to the reply holds the message it quotes, here one forwarded from a hidden
+    # account, without the sender_user_name aiogram requires (aiogram#1840): the unreadable answer was
+    # taken for a lost one, and the outbox sent the reply again at every retry.
+    config = gateways.config(platforms=EVERYONE)
+    await gateways.start(config, script={"parent": [[{"text": "it says hi"}]]})
+    update = fake.message_update(-100, f"@{BOT} what does this say?", chat_type="supergroup", user_id=5)
+    update["message"]["forward_origin"] = {"type": "hidden_user", "date": 1422450181}
+    fake.push_update(update)
+    await fake.wait_for(lambda: fake.messages["-100"])
+    await gateways.quiet()
+    [reply] = fake.messages["-100"]
+    assert reply["text"] == "it says hi" and reply["reply_to"] == update["message"]["message_id"]
+
+
 # -- 5. splitting to 4,096 UTF-16 units ------------------------------------------------
 
 
@@ -334,6 +349,25 @@ async def test_429_on_a_notice_edit_delays_the_notice_never_the_reply(fake, gate
     names = method_names(fake)
     assert names.index("editMessageText") > max(i for i, n in enumerate(names) if n == "sendMessage")
     assert len(fake.calls_to("sendMessage")) == 2
+
+
+@pytest.mark.parametrize(("status", "description", "arrived"), [
+    (403, "Forbidden: bot was blocked by the user", []),
+    (400, "Bad Request: can't parse entities: Unsupported start tag \"p\" at byte offset 0", ["**bold** reply"]),
+])
+async def test_a_reply_telegram_refuses_is_one_warning_not_two(fake, gateways, caplog, status, description,
+                                                                  arrived):
+    # The adapter warned of the refusal, and the outbox of the part it failed; a formatting Telegram
+    # refused (the part then sent as plain text) was a warning of the refusal and one of the fallback.
+    caplog.set_level(logging.INFO)
+    await gateways.start(gateways.config(platforms=EVERYONE), script={"parent": [[{"text": "**bold** reply"}]]})
+    fake.fail_next("sendMessage", status, description=description)
+    fake.push_message(42, "hi")
+    await fake.wait_for(lambda: fake.calls_to("sendMessage"))
+    await gateways.quiet()
+    assert texts(fake) == arrived
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "chat 42" in warning and description.partition(": ")[2] in warning, warning  # Telegram's words
 
 
 # -- 7. "message is not modified" ------------------------------------------------------------
