@@ -23,7 +23,7 @@ from agent import Tool, ToolContext, ToolError, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
 from lifecycle._database import cannot_write
-from lifecycle._delegate_args import check_arguments, parse_tasks, present, tool_schema
+from lifecycle._delegate_args import check_arguments, check_control, parse_tasks, present, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry
 from lifecycle._journal import JournalError
@@ -111,7 +111,7 @@ class DelegateTool:
             # Gone: a call fails with the reason; failing: its routed tasks are refused. No routes meanwhile.
             routes = ()
         schema = tool_schema(background=self.mode == "background", max_spawn_depth=host.delegation.max_spawn_depth,
-                             routes=routes)
+                             routes=routes, max_tasks=host.delegation.max_concurrent_children)
         return Tool("delegate_task", DESCRIPTION, schema, self.__call__, "delegation", checks_own_arguments=True)
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -120,7 +120,7 @@ class DelegateTool:
         action = args.get("action", "delegate")
         if action != "delegate":
             return await self._control(action, args, parent.session_id)
-        check_arguments(args)
+        check_arguments(args, background=self.mode == "background")
         limit = self.service.host.delegation.max_concurrent_children
         specs, routes, refused = self._route(parse_tasks(args, limit))
         note = None
@@ -250,6 +250,7 @@ class DelegateTool:
             raise ToolError(f"action {action!r} is only available for background delegation")
         if action not in ("list", "steer", "stop"):
             raise ToolError(f"action must be one of delegate, list, steer, stop; got {action!r}")
+        check_control(action, args)
         supervisor = self.service._supervisor
         if action == "list":
             now = self.service.clock.time()  # the clock that stamped started_at

@@ -19,12 +19,14 @@ ROLES = ("leaf", "orchestrator")
 _TASK = {
     "type": "object",
     "properties": {
-        "goal": {"type": "string", "description": "What the subagent must achieve."},
-        "context": {"type": "string", "description": "Everything it needs to know: it has no other memory."},
+        "goal": {"type": "string", "maxLength": MAX_GOAL_CHARS, "description": "What the subagent must achieve."},
+        "context": {"type": "string", "maxLength": MAX_CONTEXT_CHARS,
+                    "description": "Everything it needs to know: it has no other memory."},
         "output_schema": {"type": "object", "description": "Optional JSON Schema its final answer must match."},
         "images": {"type": "array", "items": {"type": "string"}, "maxItems": 8,
                    "description": "Optional local paths, http(s) URLs or data: URLs of images."},
     },
+    "required": ["goal"],
 }
 
 
@@ -45,23 +47,27 @@ def route_schema(options: Sequence[RouteOption]) -> dict[str, Any]:
         f"Which kind of subagent runs the task. {listed}. Without a route the task uses the default subagent.")}
 
 
-def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[RouteOption] = ()) -> dict[str, Any]:
+def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[RouteOption] = (),
+                max_tasks: int = 10) -> dict[str, Any]:
     """Inline sessions get no live-control parameters; background sessions do. ``role`` says
     how deep subagents may nest; ``route`` (names and descriptions only) appears when the
-    session's delegation backend offers routes."""
+    session's delegation backend offers routes; ``tasks`` holds at most ``max_tasks``
+    (``delegation.max_concurrent_children``). The limits are the ones `parse_tasks` enforces."""
     task = {**_TASK, "properties": {**_TASK["properties"], "role": role_schema(max_spawn_depth)}}
     if routes:
         task["properties"]["route"] = route_schema(routes)
     fields = "goal, context, role, route, output_schema, images" if routes else "goal, context, role, output_schema, images"
     properties: dict[str, Any] = {
-        "goal": {"type": "string", "description": "One task's goal (use `tasks` for several)."},
-        "context": {"type": "string", "description": "Background for the one task (each of `tasks` has its own)."},
+        "goal": {**_TASK["properties"]["goal"], "description": "One task's goal (use `tasks` for several)."},
+        "context": {**_TASK["properties"]["context"],
+                    "description": "Background for the one task (each of `tasks` has its own)."},
         "role": {**role_schema(max_spawn_depth), "description": "The role of every task that names none. "
                  + role_schema(max_spawn_depth)["description"]},
         "output_schema": {"type": "object", "description": "JSON Schema the answer of the single task must match."},
         "images": _TASK["properties"]["images"],
-        "tasks": {"description": f"Several tasks to run in parallel: a list of {{{fields}}}.",
-                  "anyOf": [{"type": "array", "items": task}, {"type": "string"}]},
+        "tasks": {"description": f"Several tasks to run in parallel, at most {max_tasks}: a list of {{{fields}}}.",
+                  "anyOf": [{"type": "array", "items": task, "minItems": 1, "maxItems": max_tasks},
+                            {"type": "string"}]},
     }
     if routes:
         properties["route"] = {**route_schema(routes), "description": "The route of every task that names none. "
@@ -74,8 +80,10 @@ def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[
     return {"type": "object", "properties": properties}
 
 
-_KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "subagent_id", "message",
-                    "role", "route"})
+_KNOWN = frozenset({"goal", "context", "output_schema", "images", "tasks", "action", "role", "route"})
+"""A delegating call's arguments (``action`` only as ``delegate``: other actions are checked by `check_control`)."""
+_CONTROL = {"list": (), "steer": ("subagent_id", "message"), "stop": ("subagent_id",)}
+"""What each live-control action of a background tool takes besides ``action``."""
 _TASK_KEYS = ("goal", "context", "role", "route", "output_schema", "images")
 _SINGLE = ("goal", "context", "output_schema", "images")
 """The top-level arguments that describe the single task: with ``tasks`` each task has its own."""
@@ -87,9 +95,15 @@ def present(args: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in args.items() if value is not None}
 
 
-def check_arguments(args: dict[str, Any]) -> None:
+def check_arguments(args: dict[str, Any], *, background: bool = False) -> None:
     """What the generic schema check would catch, in words for the model (the tool checks its
-    own arguments: a batch's schema check cost a millisecond). ``args`` as `present` leaves them."""
+    own arguments: a batch's schema check cost a millisecond). ``args`` as `present` leaves them,
+    of a call that delegates; ``background``: the tool also offers live control."""
+    control = [key for key in ("subagent_id", "message") if key in args] if background else []
+    if control:  # steering or stopping with `action` left out: never a launch the model did not ask for
+        listed, many = " and ".join(f"`{key}`" for key in control), len(control) > 1
+        raise ToolError(f"{listed} {'are' if many else 'is'} only for action=steer or action=stop; set `action` to "
+                        f"steer or stop a subagent, or leave {'them' if many else 'it'} out to start subagents")
     unknown = sorted(set(args) - _KNOWN)
     if unknown:
         raise ToolError(f"unknown argument(s) {', '.join(unknown)}; use goal/context for one task or tasks for several")
@@ -98,6 +112,17 @@ def check_arguments(args: dict[str, Any]) -> None:
             raise ToolError(f"`{key}` must be a string")
     _check_role("", args.get("role"))
     _check_route("", args.get("route"))
+
+
+def check_control(action: str, args: dict[str, Any]) -> None:
+    """Refuse what a live-control ``action`` (list, steer, stop) would silently ignore: a goal or
+    tasks (nothing would start), a message for a stop (nothing would deliver it)."""
+    takes = _CONTROL[action]
+    extra = sorted(set(args) - {"action", *takes})
+    if extra:
+        wanted = " and ".join(f"`{key}`" for key in takes) if takes else "no other argument"
+        raise ToolError(f"action={action} takes {wanted}, not {', '.join(extra)}; to start subagents, call "
+                        "delegate_task without `action`")
 
 
 def _check_role(where: str, role: Any) -> None:

@@ -17,6 +17,9 @@ from typing import Any
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.validators import validator_for
 
+#: Characters of a schema at most, as compact JSON: it is printed whole into the child's system prompt,
+#: and checking one is slow (about 3 ms per thousand characters, on the event loop).
+MAX_SCHEMA_CHARS = 32_000
 #: Validation errors reported at most; more become one ``... and N more`` line.
 MAX_ERRORS = 20
 #: Characters per error line at most; longer lines end in an ellipsis.
@@ -56,8 +59,9 @@ def coerce_schema(value: object) -> dict:
     """The schema ``value`` names, parsed from a JSON string if a model double-encoded it.
 
     Raises ValueError with a one-line, model-facing message when it is not a JSON
-    object, not JSON-serialisable, or not a valid JSON Schema. ``None`` (no contract)
-    is for the caller to handle; here it is an error like any other non-object.
+    object, not JSON-serialisable (NaN and Infinity included), longer than
+    `MAX_SCHEMA_CHARS` as compact JSON, or not a valid JSON Schema. ``None`` (no
+    contract) is for the caller to handle; here it is an error like any other non-object.
     """
     if isinstance(value, str):
         try:
@@ -69,10 +73,13 @@ def coerce_schema(value: object) -> dict:
                 "output_schema must be a JSON object (a JSON Schema), got a string nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ValueError(f"output_schema must be a JSON object (a JSON Schema), got {type(value).__name__}")
-    try:
-        json.dumps(value)  # the contract prompt has to print it
+    try:  # the contract prompt has to print it, as JSON
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"output_schema must be plain JSON: {exc}") from None
+    if size > MAX_SCHEMA_CHARS:  # before the meta-schema check, whose time grows with it
+        raise ValueError(f"output_schema is {size} characters as JSON; at most {MAX_SCHEMA_CHARS}. Keep it to the "
+                         "answer's shape and put explanations in `context`.")
     try:
         _validator_class(value).check_schema(value)
     except SchemaError as exc:

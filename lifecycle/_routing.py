@@ -200,7 +200,7 @@ def _checked(backend: str, route: str, resolved: Any) -> ChildRoute:
 def refusal_entry(task_index: int, route: Any, reason: str) -> dict[str, Any]:
     """A delegate_task result entry for a task refused before any child started."""
     return {
-        "task_index": task_index, "subagent_id": None, "status": "error", "summary": None,
+        "task_index": task_index, "subagent_id": None, "role": None, "status": "error", "summary": None,
         "error": f"route refused: {reason}", "exit_reason": "error", "truncated": False, "api_calls": 0,
         "duration_seconds": 0.0, "model": None, "tokens": {"input": 0, "output": 0}, "cost_usd": None,
         "tool_trace": [], "route": {"name": route, "refused": True, "reason": reason},

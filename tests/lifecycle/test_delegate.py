@@ -98,6 +98,8 @@ async def test_single_task_and_json_string_tasks(denv):
                                                   "got a string nested too deeply to read"),
     ({"tasks": [{"goal": "x"}] * 11}, "Too many tasks: got 11, but at most 10 run at once"),
     ({"goal": "x", "output_schema": {"type": "strng"}}, "task 0: output_schema is not a valid JSON Schema"),
+    ({"tasks": [{"goal": "x"}, {"goal": "y", "output_schema": {"description": "x" * 32_000}}]},
+     "task 1: output_schema is 32018 characters as JSON; at most 32000."),
     ({"tasks": [{"goal": "x"}, {"goal": "y", "contxt": "c", "Goal": "z"}]},
      "task 1: unknown argument(s) Goal, contxt; a task takes goal, context, role, route, output_schema, images"),
     ({"goal": "a", "tasks": [{"goal": "b"}]},
@@ -572,6 +574,52 @@ async def test_inline_schemas_have_no_live_control_parameters(denv):
     assert {"action", "subagent_id", "message"} <= set(background)
     with pytest.raises(ToolError, match="only available for background"):
         await delegate_tool(denv.service).handler({"action": "list"}, ToolContext(denv.parent, "c", denv.parent.workspace, {}))
+
+
+async def test_live_control_arguments_never_start_a_child_nor_go_unread(denv):
+    # A background call with `subagent_id` and `message` but no `action` (a steer, as the model meant it)
+    # started a new child on the message; a stop's `message`, a list's `goal`, and an inline session's
+    # `subagent_id`/`message` (its tool has no such parameters) were dropped without a word.
+    host = Host(denv)
+    background = lambda args: delegate(denv, args, mode="background", on_dispatch=host)  # noqa: E731
+    refusals = [
+        (background, {"goal": "wrap up", "subagent_id": "sa-1", "message": "wrap up"},
+         "`subagent_id` and `message` are only for action=steer or action=stop; set `action`"),
+        (background, {"tasks": [{"goal": "a"}], "message": "wrap up"}, "`message` is only for action=steer"),
+        (background, {"action": "stop", "subagent_id": "sa-1", "message": "why"},
+         "action=stop takes `subagent_id`, not message; to start subagents, call delegate_task without `action`"),
+        (background, {"action": "list", "goal": "x"}, "action=list takes no other argument, not goal"),
+        (background, {"action": "steer", "subagent_id": "sa-1", "message": "m", "bogus": 1},
+         "action=steer takes `subagent_id` and `message`, not bogus"),
+        (lambda args: delegate(denv, args), {"goal": "x", "subagent_id": "sa-1", "message": "m"},
+         "unknown argument(s) message, subagent_id; use goal/context for one task or tasks for several"),
+    ]
+    for call, args, message in refusals:
+        with pytest.raises(ToolError, match=re.escape(message)):
+            await call(args)
+    assert host.dispatches == [] and denv.service.host_view().children("parent-1") == ()
+    assert not [r for r in denv.child_model.requests if r.role == "leaf"]
+
+
+async def test_a_task_refused_before_it_started_has_every_field_of_an_entry(denv):
+    # It had no `role`: a parent reading each entry's role (which every other entry has) met a missing key.
+    refused, ran = await results(denv, {"tasks": [{"goal": "a", "route": "fast"}, {"goal": "b"}]})
+    assert refused["route"]["refused"] is True and (refused["subagent_id"], refused["role"]) == (None, None)
+    assert set(refused) - {"route"} == set(ran)
+
+
+async def test_the_schema_states_the_limits_a_call_is_held_to(make_env):
+    # The model read none of them (but the images'), and learned each from a refused call.
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_concurrent_children=4))
+    properties = delegate_tool(env.service).parameters["properties"]
+    batch = properties["tasks"]["anyOf"][0]
+    task = batch["items"]
+    assert (batch["minItems"], batch["maxItems"]) == (1, 4) and "at most 4" in properties["tasks"]["description"]
+    assert task["required"] == ["goal"]
+    for where in (task["properties"], properties):
+        assert (where["goal"]["maxLength"], where["context"]["maxLength"]) == (16_000, 32_000)
+    with pytest.raises(ToolError, match=re.escape("Too many tasks: got 5, but at most 4 run at once")):
+        await delegate(env, {"tasks": [{"goal": f"t{i}"} for i in range(5)]})
 
 
 def disk_full(env) -> None:

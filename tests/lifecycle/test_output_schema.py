@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lifecycle._output_schema import (
     MAX_ERROR_CHARS,
     MAX_ERRORS,
+    MAX_SCHEMA_CHARS,
     SCHEMA_NOTE,
     coerce_schema,
     contract_prompt,
@@ -70,6 +71,11 @@ def test_invalid_schema_names_what_and_where():
         ('{"type": 1}', "output_schema is not a valid JSON Schema: 1 is not valid under any of the given schemas (at type)"),
         ({"pattern": "("}, "output_schema is not a valid JSON Schema: '(' is not a 'regex' (at pattern)"),
         ({"$schema": 5}, "output_schema is not a valid JSON Schema: 5 is not of type 'string' (at $schema)"),
+        # Printed whole into the child's prompt, checked on the event loop (a 1.3 MB one held it for 4 s).
+        ({"description": "é" * MAX_SCHEMA_CHARS}, f"output_schema is {MAX_SCHEMA_CHARS + 18} characters as JSON; "
+         f"at most {MAX_SCHEMA_CHARS}. Keep it to the answer's shape and put explanations in `context`."),
+        ({"maximum": float("nan")},  # json reads NaN; the contract prompt would print it, which is not JSON
+         "output_schema must be plain JSON: Out of range float values are not JSON compliant"),
     ],
 )
 def test_schema_problems(value, message):
@@ -91,6 +97,11 @@ def test_problems_are_one_line():
     for value in ({"type": "object", "properties": {"x": {"type": "bogus\nline"}}}, deep):
         problem = schema_problem(value)
         assert problem is not None and "\n" not in problem
+
+
+def test_a_schema_of_the_largest_size_is_taken():
+    largest = {"description": "é" * (MAX_SCHEMA_CHARS - 18)}
+    assert coerce_schema(largest) is largest
 
 
 def test_coerce_returns_the_schema_dict():
