@@ -467,9 +467,14 @@ class AgentSession:
                                      call_id=call.id, arguments=args)
                 ctx = ToolContext(self, call.id, self.workspace, self.services, turn.turn_id)
                 try:
-                    with _Guard(self):
-                        output = await tool.invoke(args, ctx)
-                    ok = True
+                    if self._interrupt is not None:
+                        # It landed while the hooks above ran: no tool heard it (a hard one cancelled nothing),
+                        # and one that waits (delegate_task for its children) would wait on regardless.
+                        output = "[not run: the turn was interrupted]"
+                    else:
+                        with _Guard(self):
+                            output = await tool.invoke(args, ctx)
+                        ok = True
                 except ToolError as exc:
                     output = f"Error: {exc}"
                 except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agent import SYSTEM_CLOCK, AgentSession, ToolContext, ToolError, active_turn
+from agent import SYSTEM_CLOCK, AgentSession, HookRegistry, ToolContext, ToolError, active_turn
 from agent.models.scripted import ScriptedModel
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from agent.tools.file_scope import FileScope
@@ -642,3 +642,32 @@ async def test_a_background_launch_the_full_disk_refused_is_a_clear_error_and_le
     denv.service.journal.db.read("PRAGMA max_page_count=1073741823")  # room again
     await denv.service.journal.sync()
     assert await denv.service.journal.unfinished() == []  # a restart finds no child to call INTERRUPTED
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["soft", "hard"])
+async def test_an_interrupt_while_the_tool_start_hooks_run_starts_no_child(denv, hard):
+    # The tool hears interrupts only once it runs (its listeners), and a hard one cancels only a guarded await:
+    # one landing while a `tool_start` hook ran was lost, and the inline delegation waited for every child.
+    hooks = HookRegistry()
+    entered, go = asyncio.Event(), asyncio.Event()
+
+    async def hold(**kw):
+        entered.set()
+        await go.wait()
+
+    hooks.register("tool_start", hold)
+    model = ScriptedModel({
+        "parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "[gate:never] one"}}]},
+                    {"text": "after"}]],
+        "leaf": child_script,
+    })
+    parent = AgentSession(model=model, tools=denv.parent.tools, session_id="parent-1",
+                          workspace=denv.parent.workspace, hooks=hooks)
+    turn = asyncio.create_task(parent.run_turn("go"))
+    await entered.wait()
+    parent.interrupt("user said stop", hard=hard)
+    go.set()
+    result = await asyncio.wait_for(turn, 5)
+    assert result.exit_reason == "interrupted"
+    assert parent.messages[2]["content"] == "[not run: the turn was interrupted]"
+    assert denv.service.host_view().children("parent-1") == ()
