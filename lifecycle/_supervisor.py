@@ -319,14 +319,18 @@ class Supervisor:
             if self.closing:  # it began during the lookup, and stopped every child but these
                 self.check_open()
         keep_jobs, inline = durable and self.engine.survives_restart, not durable
-        # One plain loop, not comprehensions: each of those is a function call of its own (CPython 3.11),
-        # and a plugin launches its children one at a time.
+        # Plain loops, not comprehensions: each of those is a function call of its own (CPython 3.11),
+        # and a plugin launches its children one at a time. Every record is made before any is held or
+        # journaled: one that cannot be (a host's child model raising) leaves none of the batch behind,
+        # PENDING for good.
         records, ids = [], []
         for spec, route in zip(specs, routes, strict=True) if routes else zip(specs, repeat(None)):
             record = self._new_record(parent, parent_turn_id, spec, correlation_id, keep_jobs, inline, route)
             if handles_out:
                 record.keep_result = True
             records.append(record)
+        for record in records:
+            self._hold_new(record, parent_turn_id, correlation_id)
             ids.append(record.handle.subagent_id)
         self._launching += 1
         try:
@@ -430,6 +434,7 @@ class Supervisor:
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
         keep_job: bool, inline: bool, route: ChildRoute | None = None,
     ) -> Record:
+        """A launch's record, signed and planned, not yet held nor journaled (`_hold_new`)."""
         host = self.host
         sid = new_id("sa-")
         pid = parent.session_id
@@ -454,6 +459,11 @@ class Supervisor:
             record.kept_job = json.dumps(job.to_dict(), separators=(",", ":"))
         if inline:
             record.inline = True
+        return record
+
+    def _hold_new(self, record: Record, parent_turn_id: str, correlation_id: str | None) -> None:
+        """Index a launch's new record and journal it as PENDING."""
+        sid, pid = record.handle.subagent_id, record.handle.parent_session_id
         self._live[sid] = record
         siblings = self._by_parent.get(pid)
         if siblings is None:
@@ -463,7 +473,6 @@ class Supervisor:
         if correlation_id:
             self._correlations[(pid, correlation_id)] = sid
         self.journal.put(record.journal_row())
-        return record
 
     def adopt(self, record: Record, job: ChildJob) -> None:
         """Hold a live record read back after a restart, whose engine runs ``job``: still, or from now

@@ -3,6 +3,7 @@ refusals per task, narrowing, failing backends, and relaunching on a route."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -157,3 +158,17 @@ def test_a_list_of_toolsets_is_kept_as_a_tuple():
     routing = Routing()
     routing.register(Faulty(options=[RouteOption("fast", "quick")], resolved=ChildRoute("fast", toolsets=["file"])))
     assert routing.resolve("faulty", "fast", frozenset({"file"})).toolsets == ("file",)
+
+
+async def test_a_child_model_failing_mid_batch_leaves_none_of_the_batch_behind(lab):
+    # The routed task's record was held and journaled PENDING before the next task's child model raised: never
+    # queued, it stayed PENDING for good (a restart then reported it interrupted).
+    def broken(parent):
+        raise RuntimeError("no API key for the child model")
+
+    lab.service.host = dataclasses.replace(lab.service.host, child_model=broken)
+    with pytest.raises(RuntimeError):
+        await call(lab, {"tasks": [{"goal": "[hang] routed", "route": "lab"}, {"goal": "plain"}]})
+    assert lab.service.host_view().children("parent-1") == ()
+    await lab.service.journal.sync()
+    assert await lab.service.journal.unfinished() == []
