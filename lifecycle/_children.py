@@ -107,11 +107,13 @@ def check_toolsets(host: ChildHost, parent: AgentSession, allowed: tuple[str, ..
 
 def plan_job(
     host: ChildHost, parent: AgentSession, spec: ChildSpec, *, subagent_id: str, parent_turn_id: str, model: Model,
-    route: ChildRoute | None = None,
+    route: ChildRoute | None = None, delegates: bool = True,
 ) -> ChildJob:
     """Resolve a launch into the job an engine runs: the effective role and depth, the
     toolsets (only ever narrowed, by the task and by its route) and the tool names the child gets.
-    An orchestrator runs as a leaf at the depth limit, and when ``delegate_task`` is not among its tools."""
+    An orchestrator runs as a leaf at the depth limit, and when ``delegate_task`` is not among its tools:
+    also when the engine runs children elsewhere (``delegates`` false: Temporal's workers have no lifecycle
+    to give them one)."""
     depth = parent.depth + 1
     role = effective_role(spec.role, depth, host.delegation.max_spawn_depth)
     toolsets = parent.enabled_toolsets
@@ -125,7 +127,7 @@ def plan_job(
         name for name, tool in parent.tools.items()
         if name not in blocked and (toolsets is None or tool.toolset in toolsets)
     ] if parent.tools else ()
-    if DELEGATE_TOOL in tools and host.tools.get(DELEGATE_TOOL) is None:
+    if DELEGATE_TOOL in tools and (not delegates or host.tools.get(DELEGATE_TOOL) is None):
         tools.remove(DELEGATE_TOOL)
     if role == "orchestrator" and DELEGATE_TOOL not in tools:
         # Narrowed out of delegation (its toolsets, its route's, its parent's): told it may delegate, and

@@ -442,7 +442,8 @@ class Supervisor:
             model = route.model
         else:
             model = host.child_model(parent) if host.child_model else parent.model
-        job = plan_job(host, parent, spec, subagent_id=sid, parent_turn_id=parent_turn_id, model=model, route=route)
+        job = plan_job(host, parent, spec, subagent_id=sid, parent_turn_id=parent_turn_id, model=model, route=route,
+                       delegates=self.engine.runs_here)
         created = host.clock.time()
         capability = sign(
             self.keyring, subagent_id=sid, parent_session_id=pid, correlation_id=correlation_id, created_at=created,

@@ -175,6 +175,22 @@ async def test_an_orchestrator_launched_without_the_delegation_toolset_runs_and_
     assert "delegate_task" not in json.loads(result.summary)["system"]
 
 
+@pytest.mark.both_engines
+async def test_an_orchestrator_is_one_only_where_its_engine_can_give_it_delegate_task(make_env, engine_name):
+    # Temporal's workers give no child delegate_task: planned an orchestrator there, a child was shown as one and
+    # told to split its task with a tool it lacked (and at depth 1 "of at most 1", whatever the limit).
+    env = await make_env(delegate=True, delegation=DelegationSettings(max_spawn_depth=3))
+    with env.turn():
+        handle = await env.service.launch(SubagentLaunchRequest(goal="[show-prompt] plan", role="orchestrator"))
+        await env.service.wait(handle, timeout_seconds=30)
+        result = await env.service.result(handle)
+    system = json.loads(result.summary)["system"]
+    if engine_name == "temporal":
+        assert handle.role == "leaf" and "delegate_task" not in system
+    else:
+        assert handle.role == "orchestrator" and "you are at depth 1 of at most 3" in system
+
+
 async def test_orchestrators_filling_every_slot_lend_them_to_their_own_children(make_env):
     # Each orchestrator waits inside a slot for children that need one: holding it, they waited for ever.
     env = await make_env(delegate=True, max_running=2, delegation=DelegationSettings(max_spawn_depth=2))
