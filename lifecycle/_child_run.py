@@ -167,9 +167,17 @@ class ChildRun:
         return self._corrected(outcome, await self._turn(session, correction_prompt(errors)))
 
     def _corrected(self, first: ChildOutcome, second: ChildOutcome) -> ChildOutcome:
-        """The outcome after the correction turn: both turns' spend, and the contract checked again."""
+        """The outcome after the correction turn: both turns' spend, and the contract checked again. A
+        correction turn that failed (its model call, its steps) keeps the work of the first, unvalidated,
+        as a correction that is still invalid does; a stopped one ends as stopped."""
         self.first = None
         outcome = _merged(first, second)
+        if outcome.status == "failed":
+            outcome.status, outcome.exit_reason, outcome.summary = "completed", first.exit_reason, first.summary
+            outcome.error = outcome.error_kind = None
+            _, errors, _ = validate_output(first.summary or "", dict(self.job.output_schema or {}))
+            outcome.schema = {"schema_valid": False, "schema_errors": errors, "schema_note": SCHEMA_NOTE}
+            return outcome
         if outcome.status != "completed":
             return outcome
         valid, errors, _ = validate_output(outcome.summary or "", dict(self.job.output_schema or {}))

@@ -71,6 +71,10 @@ def child_script(request: ModelRequest) -> dict:
         return {"text": '{"answer": 1}' if fixed else '{"answer": "one"}'}
     if "[json-bad]" in goal:
         return {"text": "I refuse to write JSON"}
+    if "[json-correction-fails]" in goal:
+        if request.turn_index == 1:
+            return {"error": "server_error", "message": "model exploded"}
+        return {"text": "I refuse to write JSON"}
     if "[echo-steer]" in goal:
         notes = [m["content"] for m in request.messages if "while you were working" in str(m.get("content"))]
         if notes:

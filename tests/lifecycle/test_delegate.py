@@ -372,6 +372,16 @@ async def test_output_schemas_pass_correct_or_keep_the_work(denv):
 
 
 @pytest.mark.both_engines
+async def test_a_correction_turn_that_fails_keeps_the_work_of_the_first(denv):
+    # The correction turn's model call failing ended the child as failed, its answer and the schema's verdict
+    # dropped: the work is kept, unvalidated, as for a correction that is still invalid.
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+    (entry,) = await results(denv, {"goal": "[json-correction-fails]", "output_schema": schema})
+    assert (entry["status"], entry["summary"], entry["schema_valid"]) == ("completed", "I refuse to write JSON", False)
+    assert entry["schema_errors"] and entry["schema_note"] and entry.get("error") is None
+
+
+@pytest.mark.both_engines
 async def test_the_child_sees_its_contract_and_project_rules_from_the_start(denv):
     (denv.parent.workspace / "AGENTS.md").write_text("Always run the linter.")
     (entry,) = await results(denv, {"goal": "[show-prompt]", "output_schema": {"type": "object"}})
