@@ -18,6 +18,13 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   transcript becomes the turn's text); otherwise the user is told that voice is
   not supported.
 
+A download that fails for a while (the platform's 429, a network error, a 5xx) is
+tried again, up to `DOWNLOAD_TRIES` times in all, after the wait a 429 asks for, else
+after `BACKOFF_FIRST` seconds, doubled at each try; the waits of one message's files
+add up to at most `RETRY_WAIT_MAX` seconds (a 429 asking for more than is left is not
+waited for), and a stop of the turn (``stopped``) ends them at once. What the platform
+refuses for good (too large, gone, not allowed) is not tried again.
+
 What cannot be taken (too large, a failed download, voice without transcription)
 is explained to the user in one message, before the answer (the turn runner sends
 none for a turn stopped meanwhile), and the model is told which files it did not
@@ -56,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent import ModelError
+from agent import SYSTEM_CLOCK, Clock, ModelError
 from agent._durable import write_whole
 from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
 from agent.settings import ModelSettings
@@ -70,6 +77,8 @@ from platforms.base import (
     DeliveryError,
     Forbidden,
     Inbound,
+    NetworkError,
+    RateLimited,
     SupportsDownload,
 )
 
@@ -84,6 +93,16 @@ _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 """ASCII punctuation, each of which Markdown lets a backslash escape."""
 _PART = re.compile(r"\..+\.[0-9a-f]{32}\.part")
 """The name `store` writes a file under until it is complete."""
+DOWNLOAD_TRIES = 4
+"""Tries of one file's download that fails for a while: a 429, a network error, a 5xx."""
+BACKOFF_FIRST = 0.5
+"""Seconds before the second try of a download that failed without saying how long to wait (as the
+outbox's first); doubled at each later try."""
+RETRY_WAIT_MAX = 30.0
+"""Seconds the downloads of one message's files wait, in all, between tries: the user is waiting for
+the answer, and would rather send a file again than wait minutes to hear it is lost."""
+STOP_CHECK = 0.25
+"""Seconds between looks at whether the turn was stopped, while a download waits to be tried again."""
 
 
 @dataclass(slots=True)
@@ -249,23 +268,78 @@ def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
     return f"I couldn't download {name} from {platform}; please send it again."
 
 
+class _Retries:
+    """The waits between the download tries of one message's files, on ``clock``: what is left of
+    `RETRY_WAIT_MAX`, and whether the turn was stopped (``stopped()``), which ends a wait at once."""
+
+    def __init__(self, clock: Clock, stopped: Callable[[], bool]) -> None:
+        self._clock, self._stopped = clock, stopped
+        self._left = RETRY_WAIT_MAX
+
+    def allow(self, seconds: float) -> bool:
+        """Whether a wait of ``seconds`` may begin: the turn goes on, and it fits in what is left."""
+        return not self._stopped() and seconds <= self._left
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait ``seconds`` (an `allow`ed wait); False as soon as the turn is stopped."""
+        self._left -= seconds
+        # A stop is a flag on the turn (it cancels nothing before the model runs): looked at every `STOP_CHECK`.
+        until = self._clock.monotonic() + seconds
+        while (left := until - self._clock.monotonic()) > 0:
+            await self._clock.sleep(min(left, STOP_CHECK))
+            if self._stopped():
+                return False
+        return True
+
+
+async def _download(adapter: SupportsDownload, attachment: Attachment, platform: str, retries: _Retries) -> bytes:
+    """``attachment``'s bytes, tried again (`DOWNLOAD_TRIES`) while it fails for a while and `_Retries`
+    allows; raises the last `DeliveryError` (at once for a refusal: too large, gone, not allowed)."""
+    tried, delay = 1, BACKOFF_FIRST
+    while True:
+        try:
+            return await adapter.download(attachment)
+        except (RateLimited, NetworkError) as exc:
+            if isinstance(exc, RateLimited) and exc.retry_after > 0:
+                wait = exc.retry_after
+            else:
+                wait, delay = delay, delay * 2
+            if tried == DOWNLOAD_TRIES or not retries.allow(wait):
+                raise
+            log.info("%s attachment (%s) not downloaded yet: %s: %s; trying again in %.1fs", platform,
+                     attachment.kind, type(exc).__name__, exc, wait)
+            if not await retries.wait(wait):
+                raise
+        tried += 1
+
+
+def _never() -> bool:
+    return False
+
+
 async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[Attachment, ...], text: str, *,
-                  workspace: Path, folder: str, supports_vision: bool, transcriber: Any = None) -> Prepared:
+                  workspace: Path, folder: str, supports_vision: bool, transcriber: Any = None,
+                  clock: Clock = SYSTEM_CLOCK, stopped: Callable[[], bool] = _never) -> Prepared:
     """Download, store and describe ``attachments`` for the model; see the module docstring.
-    ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused."""
+    ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused.
+    Downloads tried again wait on ``clock``; once ``stopped()`` (the turn was stopped), none is tried
+    again, no further file is downloaded, and nothing is prepared for the model (content None)."""
+    retries = _Retries(clock, stopped)
     notes: list[str] = []
     images: list[tuple[str, Attachment]] = []
     files: list[tuple[str, Attachment]] = []
     missed: list[str] = []
     spoken: list[str] = []
     for attachment in attachments:
+        if stopped():
+            return Prepared(None, notes)
         if attachment.kind == "voice" and transcriber is None:
             if VOICE_UNSUPPORTED not in notes:
                 notes.append(VOICE_UNSUPPORTED)
             missed.append(f"{attachment.name} (a voice message; voice is not supported)")
             continue
         try:
-            data = await adapter.download(attachment)
+            data = await _download(adapter, attachment, platform, retries)
             if len(data) > adapter.max_attachment_bytes:  # an adapter that did not stop in time
                 raise AttachmentTooLarge("too large", size=len(data), limit=adapter.max_attachment_bytes)
         except DeliveryError as exc:
@@ -296,7 +370,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         else:
             files.append((path, attachment))
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
-    if not (body or images or files):
+    if not (body or images or files) or stopped():
         return Prepared(None, notes)
     return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
 
@@ -341,12 +415,14 @@ async def _content(body: str, images: list[tuple[str, Attachment]], files: list[
 # -- the turn's side ---------------------------------------------------------------------------
 
 async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, workspace: Path, folder: str,
-                     supports_vision: bool, model: ModelSettings,
-                     tell: Callable[[str], None]) -> str | list[dict[str, Any]] | None:
+                     supports_vision: bool, model: ModelSettings, tell: Callable[[str], None],
+                     clock: Clock = SYSTEM_CLOCK,
+                     stopped: Callable[[], bool] = _never) -> str | list[dict[str, Any]] | None:
     """The input of a turn whose message is ``text``, from ``event``, which came with files: the
     text, or what the files make of it. Notes about files that could not be taken go to the chat
     first, through ``tell``. None: nothing for the model (the notes were the answer). A message
-    without files is its text alone: the turn runner asks nothing here for it."""
+    without files is its text alone: the turn runner asks nothing here for it. ``clock`` and
+    ``stopped`` are `prepare`'s: the gateway's clock, and whether the turn was stopped."""
     if not isinstance(adapter, SupportsDownload):
         tell(f"I can't receive files on {event.platform}.")
         return text or None
@@ -354,7 +430,8 @@ async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, work
         a.kind == "voice" for a in event.attachments) else None
     try:
         prepared = await prepare(adapter, event.platform, event.attachments, text, workspace=workspace, folder=folder,
-                                 supports_vision=supports_vision, transcriber=transcriber)
+                                 supports_vision=supports_vision, transcriber=transcriber, clock=clock,
+                                 stopped=stopped)
     finally:
         if transcriber is not None:
             await transcriber.aclose()

@@ -377,7 +377,8 @@ class TurnRunner:
         content = await turn_input(item.text, item.event, self._adapters.get(session.platform),
                                    workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
                                    supports_vision=bool(getattr(agent.model, "supports_vision", False)),
-                                   model=self._model, tell=tell)
+                                   model=self._model, tell=tell, clock=self._clock,
+                                   stopped=lambda: running.suppressed)
         return None if content is None else senders.content_for_model(content, item.event)
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:

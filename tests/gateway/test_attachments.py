@@ -4,6 +4,7 @@ tests/scenarios/test_attachments_chat.py; here an in-memory source stands in for
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import concurrent.futures
 import logging
@@ -14,12 +15,33 @@ from pathlib import Path
 import pytest
 
 from agent import ModelError
+from agent.testing import FakeClock
 from gateway import attachments
-from gateway.attachments import MAX_NAME, VOICE_UNSUPPORTED, chat_file_scope, chat_folder, prepare, safe_name, store
+from gateway.attachments import (
+    DOWNLOAD_TRIES,
+    MAX_NAME,
+    RETRY_WAIT_MAX,
+    VOICE_UNSUPPORTED,
+    chat_file_scope,
+    chat_folder,
+    prepare,
+    safe_name,
+    store,
+)
 from gateway.file_names import file_name
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config
-from platforms.base import Attachment, AttachmentTooLarge, Forbidden, Inbound, NetworkError
+from platforms.base import (
+    Attachment,
+    AttachmentTooLarge,
+    BadRequest,
+    DeliveryError,
+    Forbidden,
+    Inbound,
+    NetworkError,
+    NotFound,
+    RateLimited,
+)
 from tests.pictures import PNG
 
 WAIT = 5.0  # seconds of real time a thread may take to reach a point the test waits for
@@ -56,9 +78,10 @@ def image(ref: str, name: str = "photo.jpg") -> Attachment:
 
 
 async def run(files: Files, attachments: list[Attachment], text: str = "", *, ws: Path, vision: bool = True,
-              transcriber: Transcriber | None = None):
+              transcriber: Transcriber | None = None, clock: FakeClock | None = None, stopped=lambda: False):
     return await prepare(files, "telegram", tuple(attachments), text, workspace=ws, folder="s-1",
-                         supports_vision=vision, transcriber=transcriber)
+                         supports_vision=vision, transcriber=transcriber, clock=clock or FakeClock(),
+                         stopped=stopped)
 
 
 # -- names and storage ---------------------------------------------------------------------------
@@ -234,6 +257,94 @@ async def test_a_download_the_bot_is_not_allowed_is_no_use_sending_again_and_say
     assert prepared.notes == ["I'm not allowed to download notes\\.txt from telegram; please tell whoever runs me."]
     (line,) = [r for r in caplog.records if "not taken" in r.getMessage()]
     assert line.levelno == logging.WARNING and "files:read scope" in line.getMessage()
+
+
+class Flaky(Files):
+    """Files whose downloads first fail as scripted (``failures[ref]``, in order), each try noted in
+    ``tries`` with the time on ``clock`` it began (a clock started at 0)."""
+
+    def __init__(self, files: dict[str, bytes], failures: dict[str, list[DeliveryError]], clock: FakeClock) -> None:
+        super().__init__(files)
+        self.failures, self.clock = failures, clock
+        self.tries: list[tuple[str, float]] = []
+
+    async def download(self, attachment: Attachment) -> bytes:
+        self.tries.append((attachment.ref, self.clock.monotonic()))
+        if self.failures.get(attachment.ref):
+            raise self.failures[attachment.ref].pop(0)
+        return await super().download(attachment)
+
+
+def rate_limited(seconds: float) -> RateLimited:
+    return RateLimited("Too Many Requests: retry after 1", retry_after=seconds, method="getFile")
+
+
+async def test_a_download_the_platform_rate_limits_is_tried_again_after_the_wait_it_asks_for(tmp_path: Path,
+                                                                                             caplog) -> None:
+    # Telegram's getFile answering 429 "retry after 1" refused the photo at once, lost for that turn,
+    # though a second later it came.
+    clock = FakeClock(start=0.0)
+    files = Flaky({"p1": PNG}, {"p1": [rate_limited(1)]}, clock)
+    with caplog.at_level(logging.INFO, logger="gateway.attachments"):
+        prepared = await run(files, [image("p1")], "what is it?", ws=tmp_path, clock=clock)
+    assert files.tries == [("p1", 0.0), ("p1", 1.0)]
+    assert prepared.notes == [] and [part["type"] for part in prepared.content] == ["text", "image_url"]
+    assert "telegram attachment (image) not downloaded yet: RateLimited: Too Many Requests: retry after 1; trying" \
+           " again in 1.0s" in caplog.messages
+
+
+async def test_a_download_failing_on_the_network_is_tried_again_a_few_times_then_explained(tmp_path: Path) -> None:
+    clock = FakeClock(start=0.0)
+    doc = Attachment("document", "notes.txt", None, None, "d1")
+    lost = Attachment("document", "lost.txt", None, None, "d2")
+    failures = {"d1": [NetworkError("HTTP 502")] * 2, "d2": [NetworkError("connection reset")] * DOWNLOAD_TRIES}
+    files = Flaky({"d1": b"hello", "d2": b"never"}, failures, clock)
+    prepared = await run(files, [doc, lost], "read these", ws=tmp_path, clock=clock)
+    assert files.tries == [("d1", 0.0), ("d1", 0.5), ("d1", 1.5),  # 0.5 s, then twice as long
+                           ("d2", 1.5), ("d2", 2.0), ("d2", 3.0), ("d2", 5.0)]
+    assert prepared.notes == ["I couldn't download lost\\.txt from telegram; please send it again."]
+    assert "notes.txt (unknown type, unknown size)" in prepared.content
+    assert prepared.content.endswith("[Files the user sent that did not reach you: lost.txt (failed)]")
+
+
+@pytest.mark.parametrize("refusal", [
+    AttachmentTooLarge("too large", size=None, limit=1000), NotFound("file_not_found"), Forbidden("missing_scope"),
+    BadRequest("Bad Request: wrong file_id"),
+])
+async def test_a_download_refused_for_good_is_not_tried_again(tmp_path: Path, refusal: DeliveryError) -> None:
+    clock = FakeClock(start=0.0)
+    files = Flaky({"d1": b"hello"}, {"d1": [refusal]}, clock)
+    prepared = await run(files, [Attachment("document", "notes.txt", None, None, "d1")], "x", ws=tmp_path, clock=clock)
+    assert files.tries == [("d1", 0.0)] and clock.sleeps == [] and len(prepared.notes) == 1
+
+
+async def test_the_waits_of_a_messages_files_are_bounded_in_all(tmp_path: Path) -> None:
+    # A platform asking for longer than is left is not waited for: the user hears of the file now.
+    clock = FakeClock(start=0.0)
+    files = Flaky({f"p{i}": PNG + bytes([i]) for i in range(3)},
+                  {"p0": [rate_limited(RETRY_WAIT_MAX - 5)], "p1": [rate_limited(10)],
+                   "p2": [rate_limited(RETRY_WAIT_MAX + 1)]}, clock)
+    prepared = await run(files, [image(f"p{i}", f"img{i}.png") for i in range(3)], ws=tmp_path, clock=clock)
+    assert files.tries == [("p0", 0.0), ("p0", RETRY_WAIT_MAX - 5), ("p1", RETRY_WAIT_MAX - 5),
+                           ("p2", RETRY_WAIT_MAX - 5)]
+    assert prepared.notes == ["I couldn't download img1\\.png from telegram; please send it again.",
+                              "I couldn't download img2\\.png from telegram; please send it again."]
+    assert [part["type"] for part in prepared.content] == ["text", "image_url"]
+
+
+async def test_a_stop_ends_the_wait_and_no_further_file_is_downloaded(tmp_path: Path) -> None:
+    clock = FakeClock(autojump=False, start=0.0)
+    files = Flaky({"p1": PNG, "p2": PNG}, {"p1": [rate_limited(20)]}, clock)
+    stopped = False
+    preparing = asyncio.ensure_future(run(files, [image("p1", "a.png"), image("p2", "b.png")], "look", ws=tmp_path,
+                                          clock=clock, stopped=lambda: stopped))
+    await clock.until_sleeping()
+    stopped = True  # /stop, or a newer message interrupting the turn
+    clock.advance(attachments.STOP_CHECK)
+    prepared = await asyncio.wait_for(preparing, WAIT)
+    assert prepared.content is None and files.tries == [("p1", 0.0)]
+    assert clock.monotonic() == attachments.STOP_CHECK
+    assert not (tmp_path / "attachments").exists()
 
 
 @pytest.mark.parametrize("in_the_way", ["attachments", "attachments/telegram", "attachments/telegram/42"])

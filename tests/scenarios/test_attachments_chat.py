@@ -283,17 +283,30 @@ async def test_with_a_caption_the_turn_goes_on_without_the_refused_file(telegram
     assert "did not reach you: big.pdf (too large)" in user_content(openai.requests[0])
 
 
-async def test_a_download_cut_off_midway_is_told_and_never_stored_as_whole(telegram: Telegram,
-                                                                            openai: FakeOpenAIServer) -> None:
+async def test_a_photo_whose_getfile_telegram_rate_limits_still_reaches_the_model(telegram: Telegram,
+                                                                                  openai: FakeOpenAIServer) -> None:
+    # getFile answering 429 "retry after 1" refused the photo at once ("I couldn't download…"), though
+    # a second later Telegram served it: the user's photo was lost for that turn.
+    await telegram.start(model=openai_model(openai, supports_vision=True))
+    telegram.fake.fail_next("getFile", 429, retry_after=1)
+    telegram.fake.push_photo(42, PNG, caption="what is in this picture?")
+    assert await telegram.answered() == ["Nice picture."]
+    text, image = user_content(openai.requests[0])
+    assert text == {"type": "text", "text": "what is in this picture?"}
+    assert base64.b64decode(image["image_url"]["url"].split(",", 1)[1]) == PNG
+    assert len(telegram.fake.calls_to("getFile")) == 2  # the 429, then the one that took
+
+
+async def test_a_download_cut_off_midway_is_tried_again_and_only_the_whole_file_stored(
+        telegram: Telegram, openai: FakeOpenAIServer) -> None:
     await telegram.start(model=openai_model(openai))
     telegram.fake.cut_next_download(after=1000)
     telegram.fake.push_document(42, b"x" * 200_000, "report.pdf", mime_type="application/pdf",
                                 caption="summarise this")
-    refusal, answer = await telegram.answered(2)
-    assert refusal == "I couldn't download report.pdf from telegram; please send it again."
-    assert answer == "Nice picture."
-    assert "did not reach you: report.pdf (failed)" in user_content(openai.requests[0])
-    assert not (telegram.workspace / "attachments").exists()  # no part of it, under any name
+    assert await telegram.answered() == ["Nice picture."]  # no "I couldn't download report.pdf"
+    assert "did not reach you" not in user_content(openai.requests[0])
+    stored = [p for p in (telegram.workspace / "attachments").rglob("*") if p.is_file()]
+    assert [p.name for p in stored] == ["report.pdf"] and stored[0].read_bytes() == b"x" * 200_000
 
 
 async def test_a_turn_stopped_while_its_file_downloads_says_nothing_of_the_file(telegram: Telegram,
@@ -312,6 +325,26 @@ async def test_a_turn_stopped_while_its_file_downloads_says_nothing_of_the_file(
     await settled(gateway)
     assert telegram.replies() == [confirmation]  # no "I couldn't download report.pdf"
     assert openai.requests == []
+
+
+@pytest.mark.parametrize("then", ["/stop", "never mind, hello"])
+async def test_a_stop_ends_the_wait_to_try_a_download_again(telegram: Telegram, openai: FakeOpenAIServer,
+                                                            then: str) -> None:
+    # Telegram asks for 20 s: a stop, or a newer message interrupting the turn, does not wait them out.
+    gateway = await telegram.start(model=openai_model(openai, supports_vision=True))
+    fake = telegram.fake
+    fake.fail_next("getFile", 429, retry_after=20)
+    fake.push_photo(42, PNG, caption="what is in this picture?")
+    await fake.wait_for(lambda: fake.calls_to("getFile"))
+    fake.push_message(42, then)
+    (reply,) = await telegram.answered()
+    await fake.wait_for(lambda: not fake.pending)
+    await settled(gateway)  # within 5 s: the turn waits no more
+    if then == "/stop":
+        assert reply.startswith("Stopped") and openai.requests == []
+    else:
+        assert reply == "Nice picture." and user_content(openai.requests[0]) == then
+    assert telegram.replies() == [reply] and len(fake.calls_to("getFile")) == 1  # not tried again, nor explained
 
 
 async def test_a_file_sent_while_a_turn_runs_in_steer_mode_reaches_the_model(tmp_path) -> None:
@@ -365,6 +398,22 @@ async def test_a_slack_file_share_becomes_a_workspace_path(tmp_path) -> None:
             await fake.push_file("DU1", "U1", b"a,b\n1,the answer\n", "data.csv", mimetype="text/csv")
             await fake.wait_for(lambda: "The file says: 1,the answer" in fake.texts("DU1"), timeout=10)
             assert fake.downloads == [next(iter(fake.files))]
+        finally:
+            await gateway.stop(grace=0)
+
+
+async def test_a_slack_file_whose_files_info_is_rate_limited_still_reaches_the_model(tmp_path) -> None:
+    model = ScriptedModel({"parent": reading_model})
+    async with FakeSlack() as fake:
+        config = make_config(tmp_path, platforms={"slack": {"allow_all": True, "toolsets": ["file"]}})
+        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                               ping_interval=0.2)
+        gateway = await start_gateway(config, [adapter], model=model)
+        try:
+            fake.fail_next("files.info", status=429, retry_after=0.05)
+            await fake.push_file("DU1", "U1", b"a,b\n1,the answer\n", "data.csv", mimetype="text/csv")
+            await fake.wait_for(lambda: "The file says: 1,the answer" in fake.texts("DU1"), timeout=10)
+            assert len(fake.calls_to("files.info")) == 2 and fake.downloads == [next(iter(fake.files))]
         finally:
             await gateway.stop(grace=0)
 
