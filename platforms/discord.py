@@ -43,7 +43,8 @@ follow-up, in its channel's history. discord.py itself retries 429s (up to 30 s;
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
 handed over without its interaction and answered in the channel (`platforms.discord_answers`).
-Every SDK error is translated in `platforms.discord_errors`, the one place that does so.
+Every SDK error is translated in `platforms.discord_errors`, the one place that does so, and logged there
+(at DEBUG where the gateway says what became of the call: a part, an edit, a deletion).
 
 Files the agent sends go as a message with the file attached (``files[0]``), the caption as its
 content, with the same nonce, so a repeated upload is dropped too (within those minutes: the outbox
@@ -540,7 +541,8 @@ class DiscordAdapter:
                 reference=_quote(message, target),  # type: ignore[arg-type]
             )
         except Exception as exc:
-            raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target) from exc
+            raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target,
+                            caller_logs=True) from exc
         remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
@@ -585,7 +587,7 @@ class DiscordAdapter:
             finally:
                 upload.close()
         except Exception as exc:
-            raise translate(exc, route=route, chat_id=target) from exc
+            raise translate(exc, route=route, chat_id=target, caller_logs=True) from exc
         remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
         return Sent(str(sent.id))
 
@@ -604,7 +606,7 @@ class DiscordAdapter:
                 partial = self._channel(target).get_partial_message(int(message_id))
                 await partial.edit(content=text, allowed_mentions=MENTIONS)
         except Exception as exc:
-            raise translate(exc, route=route, chat_id=target) from exc
+            raise translate(exc, route=route, chat_id=target, caller_logs=True) from exc
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Refreshed every few seconds while a turn runs: a channel that refuses it for one reason
@@ -635,7 +637,7 @@ class DiscordAdapter:
             else:
                 await self._channel(target).get_partial_message(int(message_id)).delete()
         except Exception as exc:
-            error = translate(exc, route=route, chat_id=target)
+            error = translate(exc, route=route, chat_id=target, caller_logs=True)  # the outbox's to log
             if not isinstance(error, NotFound):
                 raise error from exc
 

@@ -2,8 +2,10 @@
 
 Apart from the adapter (`platforms.discord`) because it is the adapter's one translation point:
 every REST call, answer, upload and typing refresh goes through `delivery_error` (`translate`
-logs it too), and `ended_because` words the end of a connection discord.py gives up on. Logged
-under ``platforms.discord`` like the rest of the adapter.
+logs it too: at DEBUG only, a channel's own refusal of a call whose caller says what became of it,
+such as the outbox of a part, where a warning here was a second one of one refusal), and
+`ended_because` words the end of a connection discord.py gives up on. Logged under
+``platforms.discord`` like the rest of the adapter.
 """
 
 from __future__ import annotations
@@ -63,16 +65,20 @@ _SHARED = RepeatedWarnings(log)
 outage, not one per call of every channel retrying through it. Process-wide, as Discord is."""
 
 
-def translate(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
+def translate(exc: BaseException, *, route: str, chat_id: str, caller_logs: bool = False) -> DeliveryError:
     """`delivery_error`, logged (a refused token is said once where it is noticed, not here; a failure
-    every channel shares, once per cause: `_SHARED`)."""
+    every channel shares, once per cause: `_SHARED`). ``caller_logs``: the caller logs what becomes of
+    the call, so a channel's own refusal is logged at DEBUG here."""
     error = delivery_error(exc, route=route, chat_id=chat_id)
     if error is exc or isinstance(error, Unauthorized):
         return error
+    line = (FAILED, route, chat_id, type(error).__name__, error)
     if isinstance(error, NetworkError | RateLimited):
-        _SHARED.warning(type(error).__name__, FAILED, route, chat_id, type(error).__name__, error)
+        _SHARED.warning(type(error).__name__, *line)
+    elif caller_logs:
+        log.debug(*line)
     else:
-        log.warning(FAILED, route, chat_id, type(error).__name__, error)
+        log.warning(*line)
     return error
 
 

@@ -565,7 +565,7 @@ class SlackAdapter:
         if message_id.startswith(EPHEMERAL):
             raise EditUnsupported("ephemeral messages cannot be deleted", method="chat.delete", chat_id=chat_id)
         try:
-            await self._web.call("chat.delete", chat_id, channel=chat_id, ts=message_id)
+            await self._web.call("chat.delete", chat_id, channel=chat_id, ts=message_id, caller_logs=True)
         except NotFound:
             pass
 
@@ -585,8 +585,9 @@ class SlackAdapter:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""
         if self._session is None:
             raise NetworkError("slack adapter not started", method="files.info")
-        return await slack_files.download(lambda file_id: self._web.call("files.info", None, file=file_id),
-                                          self._session, self._bot_token, attachment, self.max_attachment_bytes)
+        return await slack_files.download(
+            lambda file_id: self._web.call("files.info", None, file=file_id, caller_logs=True),
+            self._session, self._bot_token, attachment, self.max_attachment_bytes)
 
     # -- progress placeholder (`platforms.slack_placeholders`) -----------------------------------
 

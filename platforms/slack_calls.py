@@ -1,8 +1,9 @@
 """Calling Slack's Web API for the Slack adapter: every call's errors are translated once
 (`platforms.slack_errors`); a call Slack refuses for the bot token, an upload's steps included,
-makes the platform ``down`` until one succeeds (`platforms.slack_connection.BotToken`). A part's
-Markdown is sent as mrkdwn, and once more as plain text should Slack answer a formatting error.
-Logged under ``platforms.slack``.
+makes the platform ``down`` until one succeeds (`platforms.slack_connection.BotToken`). A call whose
+caller says what becomes of it (``caller_logs``: the outbox of a part, the gateway of a file) logs a
+channel's own refusal at DEBUG only. A part's Markdown is sent as mrkdwn, and once more as plain text
+should Slack answer a formatting error. Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
@@ -41,15 +42,17 @@ class WebApi:
         self._accepted = accepted
         self._warn = RepeatedWarnings(log)
 
-    async def call(self, method: str, chat_id: str | None, /, **kw: Any) -> Any:
-        """Call one Web API method (``chat.update`` → ``client.chat_update``), errors translated."""
+    async def call(self, method: str, chat_id: str | None, /, *, caller_logs: bool = False, **kw: Any) -> Any:
+        """Call one Web API method (``chat.update`` → ``client.chat_update``) with ``kw``, errors translated.
+        ``caller_logs``: the caller logs what becomes of the call, so a channel's own refusal is not warned
+        of here (`platforms.slack_errors.translate`)."""
         client = self._started(method, chat_id)
         try:
             answer = await getattr(client, method.replace(".", "_"))(**kw)
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if method not in _NOT_BOT_TOKEN:
                 self._refused(method, exc)
-            raise translate_exception(exc, method, chat_id, self._warn) from exc
+            raise translate_exception(exc, method, chat_id, self._warn, caller_logs=caller_logs) from exc
         if method not in _NOT_BOT_TOKEN:
             self._taken()
         return answer
@@ -82,15 +85,17 @@ class WebApi:
         self._accepted()
 
     async def formatted(self, method: str, chat_id: str, markdown: str, /, **kw: Any) -> Any:
-        """Call ``method`` with ``markdown`` rendered as ``text``; on a formatting error, once more
-        with the Markdown as plain text: escaped all the same, since Slack reads ``<!channel>``
-        and ``<@U…>`` in any text, formatted or not."""
+        """Call ``method`` with ``markdown`` rendered as ``text``, for a caller that logs what becomes of
+        it (``caller_logs``: a part, a command's answer); on a formatting error, once more with the Markdown
+        as plain text, with one warning naming Slack's refusal: escaped all the same, since Slack reads
+        ``<!channel>`` and ``<@U…>`` in any text, formatted or not."""
         markdown = scalar_text(markdown)  # a lone surrogate cannot be encoded
         try:
-            return await self.call(method, chat_id, text=slack_mrkdwn.render(markdown), **kw)
+            return await self.call(method, chat_id, text=slack_mrkdwn.render(markdown), caller_logs=True, **kw)
         except BadRequest as exc:
             if not str(exc).endswith(_FORMATTING):
                 raise
-            log.warning("slack %s (channel %s): Slack refused the formatting; sending it as plain text", method,
-                        chat_id)
-            return await self.call(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, **kw)
+            log.warning("slack %s (channel %s): Slack refused the formatting (%s); sending it as plain text", method,
+                        chat_id, exc)
+            return await self.call(method, chat_id, text=slack_mrkdwn.escape(markdown), mrkdwn=False, caller_logs=True,
+                                   **kw)

@@ -5,7 +5,9 @@ one function over it, which the adapter's every Web API call, its slash-command 
 its uploads go through; logged under ``platforms.slack`` like the rest of the adapter. Through
 `platforms.repeated_warnings`, the Web API calls warn once of a failure all of Slack shares (an
 outage, a rate limit) rather than once per call of every chat retrying through it, and once per
-channel of that channel's own refusal.
+channel of that channel's own refusal. A call whose caller says what became of it (the outbox of a
+part, the gateway of a file it could not take) logs that channel's own refusal at DEBUG only: it was
+a second warning of one refusal.
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_t
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
               retry_after: str | None, warn: RepeatedWarnings | None = None, needed: str | None = None,
-              ) -> DeliveryError:
+              caller_logs: bool = False) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged: through ``warn``, when
-    given, once for a cause that recurs). ``needed``: the scope a ``missing_scope`` answer names."""
+    given, once for a cause that recurs). ``needed``: the scope a ``missing_scope`` answer names.
+    ``caller_logs``: the caller logs what becomes of the call, so this channel's own refusal is logged
+    at DEBUG here; a failure all of Slack shares (an outage, a rate limit) is warned of all the same."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     shown = f"{error}: the app needs the {needed} scope" if error == "missing_scope" and needed else error
     message = f"{method}: {shown or f'HTTP {status}'}"
@@ -57,12 +61,14 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
         # not on every call made while it lasts.
         log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
         return Unauthorized(message, **kw)
-    if warn is None:
-        log.warning("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
+    shared = status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
+    line = ("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
+    if caller_logs and not shared:
+        log.debug(*line)
+    elif warn is None:
+        log.warning(*line)
     else:
-        shared = status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
-        warn.warning((error, status) if shared else (error, status, channel),
-                     "slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
+        warn.warning((error, status) if shared else (error, status, channel), *line)
     if status == 429 or error == "ratelimited":
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0
@@ -79,14 +85,16 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
 
 
 def translate_exception(exc: Exception, method: str, channel: str | None,
-                        warn: RepeatedWarnings | None = None) -> DeliveryError:
+                        warn: RepeatedWarnings | None = None, *, caller_logs: bool = False) -> DeliveryError:
+    """`translate` for an exception of slack-sdk's or aiohttp's."""
+    kw: dict[str, Any] = {"warn": warn, "caller_logs": caller_logs}
     if isinstance(exc, SlackApiError):
         resp = exc.response
         headers = resp.headers or {}
         retry_after = headers.get("Retry-After") or headers.get("retry-after")
         needed = resp.get("needed")
         return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after,
-                         warn=warn, needed=needed if isinstance(needed, str) else None)
+                         needed=needed if isinstance(needed, str) else None, **kw)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
-        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, warn=warn)
-    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, warn=warn)
+        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, **kw)
+    return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, **kw)

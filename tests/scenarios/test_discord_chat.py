@@ -363,6 +363,20 @@ async def test_a_429_on_create_is_retried_once_without_a_duplicate(fake, start):
     assert session.running is None
 
 
+async def test_a_reply_discord_refuses_is_one_warning_not_two(fake, start, caplog):
+    # The adapter warned of the refusal, and the outbox of the part it failed.
+    caplog.set_level(logging.INFO)
+    await start(script={"parent": [[{"text": "a reply"}]]})
+    fake.fail_next(SEND, 403, code=50001, message="Missing Access")
+    fake.push_dm(USER, "hello")
+    dm = fake.dm_channel(USER)
+    await fake.wait_for(lambda: in_channel(fake, SEND, dm))
+    await start.quiet()
+    assert fake.bot_messages(dm) == []
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert dm in warning and "403 (code 50001): Missing Access" in warning, warning  # the channel, and Discord's words
+
+
 async def test_a_command_answer_told_to_wait_an_hour_is_retried_by_the_outbox_not_slept_on(fake, start):
     await start(script=echo_script(), delivery={"max_retry_after": 0.2})
     fake.fail_next(ANSWER, 429, retry_after=3600)

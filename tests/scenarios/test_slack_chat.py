@@ -548,6 +548,21 @@ async def test_429_on_post_message_is_retried_and_the_reply_arrives_once(slack_c
     assert len(chat.posts(lambda t: t == "worth the wait")) == 2  # the 429'd attempt and the retry
 
 
+@pytest.mark.parametrize(("error", "arrived"), [("not_in_channel", 0), ("invalid_blocks", 1)])
+async def test_a_reply_slack_refuses_is_one_warning_not_two(slack_chat, caplog, error, arrived):
+    # The adapter warned of the refusal, and the outbox of the part it failed; a formatting Slack refused
+    # (the part then sent as plain text) was a warning of the refusal and one of the fallback.
+    caplog.set_level(logging.INFO)
+    chat = await slack_chat(script=slow(0.3, "**bold** reply"))
+    await chat.fake.push_dm("U1", "hello")
+    await chat.fake.wait_for(lambda: PLACEHOLDER in chat.bot_texts())
+    chat.fake.fail_next("chat.postMessage", error)  # hits the reply, not the placeholder
+    await chat.fake.wait_for(lambda: chat.posts(lambda t: "bold" in t))
+    assert len(await chat.answered(count=0)) == arrived
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert DM in warning and error in warning, warning  # the channel, and Slack's words
+
+
 async def test_429_on_update_is_retried_and_the_notice_still_arrives_once(slack_chat):
     chat = await slack_chat(agent={"gateway_notify_interval": 0.1}, display={"progress": "off"},
                             script=slow(1.45))  # its notice goes a second after the placeholder
