@@ -85,7 +85,7 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         await _unless_stopping(interaction.response.defer(thinking=True), stopping)
         deferred(reply_token)
     except Exception as exc:  # too late, already answered, or rate limited: run it, answer in the channel
-        error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id))
+        error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
         log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
                     name, interaction.user.id, type(error).__name__)
         reply_token = None
@@ -146,6 +146,6 @@ async def not_taken(command: Inbound, session: aiohttp.ClientSession | None) -> 
                                    allowed_mentions=discord.AllowedMentions.none())
     except Exception as exc:
         error = translate(exc, route="PATCH /webhooks/{application_id}/{token}/messages/@original",
-                          chat_id=command.chat_id)
+                          chat_id=command.chat_id, caller_logs=True)
         log.warning("discord: could not tell user %s that %s was not taken (%s)", command.user_id, name,
                     type(error).__name__)

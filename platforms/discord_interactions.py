@@ -75,7 +75,7 @@ class Interactions:
             else:
                 sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=MENTIONS)
         except Exception as exc:
-            raise translate(exc, route=route, chat_id=message.chat_id) from exc
+            raise translate(exc, route=route, chat_id=message.chat_id, caller_logs=True) from exc
         if first:
             remember(self._answered, message.reply_token, sent.id, _REMEMBERED)
         else:

@@ -36,9 +36,12 @@ async def share(client: AsyncWebClient, message: Outbound, file: OutboundFile) -
         return Sent(await upload(client, message.chat_id, message.thread_id, file, comment))
     except SlackRequestError as exc:  # the upload URL refused the bytes
         status = upload_status(str(exc))
-        raise translate(METHOD, message.chat_id, status=status, error="upload failed", retry_after=None) from exc
+        # The status in the words: the outbox's line, the only one said of a refusal, names it.
+        error = "upload failed" if status is None else f"upload failed (HTTP {status})"
+        raise translate(METHOD, message.chat_id, status=status, error=error, retry_after=None,
+                        caller_logs=True) from exc
     except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise translate_exception(exc, METHOD, message.chat_id) from exc
+        raise translate_exception(exc, METHOD, message.chat_id, caller_logs=True) from exc
 
 
 async def upload(client: AsyncWebClient, channel: str, thread_ts: str | None, file: OutboundFile,

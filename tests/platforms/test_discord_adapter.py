@@ -620,6 +620,20 @@ async def test_a_command_whose_thinking_response_is_rate_limited_is_answered_in_
     assert [(m.id, m.content) for m in fake.bot_messages(command.chat_id)] == [(sent.message_id, "No subagents.")]
 
 
+async def test_a_thinking_response_discord_refuses_is_one_warning_not_two(
+    fake: FakeDiscord, running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The refusal was warned of as it was translated, then again as the command went to the channel instead.
+    adapter, sink = running
+    fake.fail_next(CALLBACK, 404)
+    with caplog.at_level(logging.WARNING, logger="platforms.discord"):
+        fake.push_interaction("agents", USER)
+        [command] = await asyncio.wait_for(sink.wait(1), 2)
+    assert command.reply_token is None
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "could not acknowledge /agents" in warning and "NotFound" in warning, warning
+
+
 async def test_a_short_429_on_the_thinking_response_is_waited_out_within_discords_window(
     fake: FakeDiscord, running: Running
 ) -> None:

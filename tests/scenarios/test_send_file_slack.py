@@ -4,6 +4,7 @@ shared in the chat's thread with the caption rendered as mrkdwn, retried when a 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -84,3 +85,16 @@ async def test_a_caption_of_only_invisible_characters_goes_as_no_comment(tmp_pat
     finally:
         await gateway.stop(grace=0)
         await fake.close()
+
+
+async def test_an_upload_slack_refuses_is_one_warning_not_two(chat, caplog):
+    # The adapter warned of the upload URL's refusal, and the outbox of the file it failed.
+    fake, gateway = chat
+    caplog.set_level(logging.INFO)
+    fake.fail_next("upload", status=403)
+    mention = await fake.push_mention("C1", "U1", "the numbers?")
+    thread = mention["event"]["ts"]
+    await fake.wait_for(lambda: [m["text"] for m in shown(fake, "C1", thread)] == ["done"], timeout=10)
+    await settled(gateway)
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "C1" in warning and "403" in warning, warning
