@@ -1,8 +1,9 @@
 """One live progress card per turn: a message that appears once a turn has run a while and
 is edited in place as the turn goes, instead of a stack of notices.
 
-The card is a headline (what the agent is doing, for how long) and up to `MAX_LINES`
-lines of at most `LINE_CHARS` characters (a longer one is cut with "…", see `gateway.excerpt`), made from real events only: tools started
+The card is a headline (what the agent is doing, for how long: waiting for the chat's answer while
+the model's question waits) and up to `MAX_LINES` lines of at most `LINE_CHARS` characters (a longer
+one is cut with "…", see `gateway.excerpt`), made from real events only: tools started
 and finished (by name: never their arguments or output) and the turn's subagents
 (goal, state, elapsed time, N of M done), and the chat's messages waiting for their turn behind
 it (`waiting_line`), so that whoever sent one (another member of a group, say) sees it was taken
@@ -32,6 +33,8 @@ LINE_CHARS = 120
 CHILD_TICK_SECONDS = 2.0
 """How often the card looks at the turn's subagents while any of them runs."""
 DELEGATE = "delegate_task"
+ASK = "clarify"
+"""The tool that asks the chat and waits for its answer (`gateway.questions`): the card says whose move it is."""
 
 Publish = Callable[[str, int], None]
 """``publish(text, n)``: n = 0 sends the card, later n edit it."""
@@ -136,6 +139,8 @@ class ProgressCard:
         self.subagents = max(self.subagents, launched)
         if self._current == DELEGATE and launched:
             doing = f"Waiting for subagents: {done} of {launched} done"
+        elif self._current == ASK:  # as a notice says it: the turn waits for the chat, not for a tool
+            doing = "Waiting for your answer"
         elif self._current is not None:
             doing = f"Running {self._current}"
         else:

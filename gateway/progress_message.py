@@ -31,11 +31,25 @@ class ProgressMessage:
         return self._outbox.journaled(self.target)
 
     def publish(self, text: str, n: int) -> None:
-        """The ``n``-th state of the message: sent the first time, else an edit of it."""
+        """The ``n``-th state of the message: sent the first time, else an edit of it. Only as much of
+        ``text`` as fits one message of the platform is shown (`_one_message`)."""
         if n == 0 and not self.exists:
-            self._outbox.enqueue(*self._chat, text, kind="notice", key=self._key, turn_id=self._turn_id, silent=True)
+            keys = self._outbox.enqueue(*self._chat, text, kind="notice", key=self._key, turn_id=self._turn_id,
+                                        silent=True)
         else:
-            self._outbox.enqueue_edit(*self._chat, self.target, text, key=f"{self._key}-edit-{self._run_id}-{n}")
+            keys = self._outbox.enqueue_edit(*self._chat, self.target, text,
+                                             key=f"{self._key}-edit-{self._run_id}-{n}")
+        self._one_message(keys)
+
+    def _one_message(self, keys: list[str]) -> None:
+        """Drop the parts after the first of a text the outbox split to the platform's limit (a card of
+        many subagents whose goals are rich in formatting: Telegram reads at most 100 entities in a
+        message). Each would be a message of its own, sent anew with every edit (every 2 s while subagents
+        run) and never finalised, the chat filling with stale lines: the message shows what fits of it.
+        Journaled a moment ago, none of them can have gone out."""
+        rest = set(keys[1:])
+        if rest:
+            self._outbox.drop(*self._chat, lambda row: row.key in rest)
 
     def finish(self, final: str | None, *, delete: bool) -> None:
         """The work is over: delete the message (where the platform can; else it reads

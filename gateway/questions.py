@@ -102,6 +102,12 @@ def question_part(key: str, turn_id: str) -> tuple[str, str] | None:
     return (run, number) if run and number.isdigit() and part.isdigit() else None
 
 
+def words(text: str) -> str:
+    """``text`` with its whitespace collapsed: a question split to the platform's limit is the same
+    question, parts joined, whichever whitespace each split took (`Questions._unanswered`)."""
+    return " ".join(text.split())
+
+
 def never_out(row: OutboxRow) -> bool:
     """Whether the pending part ``row``, journaled before the start, cannot have reached the chat: never
     tried, or tried once and refused with a 429 (`RateLimited`, as the sender records it). Refused more
@@ -167,7 +173,7 @@ class Questions:
         # Asked word for word before a restart, and not answered: the chat has it already, also
         # while the message that asks again still waits to be sent, and since the earlier run asked it.
         before = self._unanswered(session, running, number) if running.replay else None
-        shown = before is not None and before[0] == text
+        shown = before is not None and before[0] == words(text)
         asked_at = before[1] if shown else self._clock.time()
         if held is not None and held.event is not None and shown:
             # Answered as the user saw it before the restart: not asked twice.
@@ -275,25 +281,31 @@ class Questions:
         return True
 
     def _unanswered(self, session: GatewaySession, running: RunningTurn, number: int) -> tuple[str, float] | None:
-        """The text of question ``number`` as the last earlier run of the turn (before a restart)
-        sent it to the chat (whole, in one part), while nothing answered it and its wait did not
-        run out, and since when the chat has had it: when the first of the runs before that asked it
-        so, word for word, one after another, nothing answered since; else None."""
-        prefix, asked, expired = f"{running.turn_id}:ask:", [], set()
+        """The words of question ``number`` (`words`) as the last earlier run of the turn (before a restart)
+        sent it to the chat, every part of it, while nothing answered it and its wait did not run out, and
+        since when the chat has had it: when the first of the runs before that asked it so, word for word,
+        one after another, nothing answered since; else None."""
+        prefix, journaled, expired = f"{running.turn_id}:ask:", {}, set()
         for message in self._outbox.turn_messages(session.platform, running.turn_id):
             if not message["key"].startswith(prefix):
                 continue
             run, _, rest = message["key"][len(prefix):].partition(":")
             if run == running.run_id:
                 continue
+            of, _, part = rest.partition(":")
             if rest == f"{number}:expired:0":
                 expired.add(run)
-            elif rest == f"{number}:0" and message["kind"] == "reply" and (
-                    message["status"] == "sent" or message["status"] == "pending"
-                    and self._outbox.maybe_seen(message["key"])):
-                # Still to be sent, it may have gone out before the restart (its answer lost), or is
-                # going out now: it is in the chat, or will be, ahead of the one asked again.
-                asked.append((message["created_at"], run, message["text"]))
+            elif of == str(number) and part.partition("/")[0].isdigit() and message["kind"] == "reply":
+                # In the turn's order: its parts, and the pieces of one the platform refused as too long.
+                journaled.setdefault(run, []).append(message)
+        asked = []
+        for run, parts in journaled.items():
+            # Still to be sent, a part may have gone out before the restart (its answer lost), or is going
+            # out now: it is in the chat, or will be, ahead of the question asked again. A question the
+            # platform's limit split is in the chat once all of it may be: its choices come last.
+            if all(m["status"] == "sent" or m["status"] == "pending" and self._outbox.maybe_seen(m["key"])
+                   for m in parts):
+                asked.append((parts[0]["created_at"], run, words(" ".join(m["text"] for m in parts))))
         found = None
         for created_at, run, text in sorted(asked, reverse=True):
             # An answer comes once the question is journaled: whatever the turn was handed since answered it.

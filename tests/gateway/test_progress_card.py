@@ -548,3 +548,46 @@ async def test_a_turn_run_again_after_a_restart_finalises_the_card_of_its_first_
     await chat2.wait_for(lambda: "reply" in chat2.kinds())  # before a card of its own was due
     await chat2.wait_for(lambda: card.text.startswith("✓"))  # before: it read "Interrupted" for good
     assert chat2.kinds() == ["notice", "reply"]
+
+
+class EntityCounting(RecordingAdapter):
+    """Measures as Telegram does past its 100 formatting entities in a message: past every limit."""
+
+    def measure(self, text: str) -> int:
+        return len(text) if telegram_html.entity_count(telegram_html.render(text)) <= 100 else self.text_limit + 1
+
+
+def delegating_formatted(request: ModelRequest) -> dict:
+    """Eight subagents whose goals name files in code spans: more entities, together, than Telegram reads."""
+    if request.messages[-1]["role"] == "user":
+        goals = [{"goal": f"tidy part {i}: " + ", ".join(f"`f{n}`" for n in range(20))} for i in range(8)]
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"tasks": goals}}]}
+    return {"text": "tidied"}
+
+
+async def test_a_card_past_the_platforms_limit_stays_one_message_edited_in_place(tmp_path, gateways):
+    # Split by the outbox, the card's parts after the first were messages of their own, sent anew with
+    # each edit (every 2 s while subagents run), none of them ever finalised.
+    model = ScriptedModel({"parent": delegating_formatted, "leaf": lambda r: {"wait": "children", "text": "done"}})
+    chat, clock = EntityCounting(), FakeClock(autojump=False)
+    config = make_config(tmp_path, display={**CARD, "interim_assistant_messages": False},
+                         agent={"gateway_notify_interval": 180})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("tidy the files")
+    await model.reached("children")
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    card = chat.messages[0]
+    assert card.outbound.text.startswith("⏳ Waiting for subagents: 0 of 8 done")
+    for _ in range(3):  # the card looks at its subagents every 2 s: its headline's time changes
+        await clock.until_sleeping(lasting=2)
+        edits = len(card.edits)
+        clock.advance(2)
+        await chat.wait_for(lambda: len(card.edits) > edits)
+    model.release("children")
+    await chat.wait_for(lambda: "reply" in chat.kinds())
+    clock.advance(600)
+    await settled(gateway)
+    assert chat.kinds() == ["notice", "reply"]
+    assert card.text == "✓ Done in 9 s · 8 subagents"

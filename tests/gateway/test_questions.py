@@ -165,6 +165,24 @@ async def test_a_notice_while_the_question_waits_says_it_waits_for_the_answer(tm
     await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
 
 
+async def test_a_card_while_the_question_waits_says_it_waits_for_the_answer(tmp_path, gateways):
+    # Its headline is the long-running notice where a card is shown: not a tool's name to the user.
+    chat, clock = RecordingAdapter(), FakeClock(autojump=False)
+    gateway = await gateways(make_config(tmp_path, agent={"gateway_notify_interval": 30},
+                                         display={"progress": "card", "progress_delay": 3}),
+                             [chat], model=ScriptedModel({"parent": asking_parent}), clock=clock)
+    await chat.say("please deploy the app")
+    await chat.wait_for(lambda: chat.texts() == [QUESTION])
+    await clock.until_sleeping(lasting=3)
+    clock.advance(3)
+    await chat.wait_for(lambda: "notice" in chat.kinds())
+    assert chat.texts("notice") == ["⏳ Waiting for your answer — 3 s\n▸ clarify"]
+    await chat.say("1")
+    await chat.wait_for(lambda: "deploying to: staging" in chat.texts())
+    await settled(gateway)
+    assert chat.messages[1].text == "✓ Done in 3 s"
+
+
 def results_asking_parent(request: ModelRequest) -> dict:
     """Delegates in the background, then asks about the results in the turn that delivers them."""
     last = request.messages[-1]
@@ -447,3 +465,47 @@ async def test_a_question_waiting_when_nobody_can_answer_any_more_says_so_under_
     await chat.wait_for(lambda: len(chat.texts()) == 3)
     await settled(gateway)
     assert chat.texts() == [QUESTION, UNANSWERABLE, f"deploying to: Error: {NOT_NOW}"]
+
+
+LONG_CHOICES = [f"{name}: " + "the whole stack, with every service it runs " * 3 for name in CHOICES]
+
+
+def long_asking_parent(request: ModelRequest) -> dict:
+    """`asking_parent`, whose choices are too long for one message of a 300-character platform."""
+    last = request.messages[-1]
+    if last["role"] == "tool":
+        return {"text": f"deploying to: {last['content'].partition(':')[0]}"}
+    return {"wait": "asking", "tool_calls": [{"name": "clarify", "arguments": {"question": "Which environment?",
+                                                                                "choices": LONG_CHOICES}}]}
+
+
+@pytest.mark.parametrize("handed_over", ["before it is asked again", "after it is asked again"])
+async def test_a_question_in_parts_asked_again_after_a_restart_takes_the_answer_sent_meanwhile(tmp_path, gateways,
+                                                                                             handed_over):
+    # Its parts are the question the chat has: taken for another, it was asked twice, waited out its
+    # timeout for the answer the user had given, and that answer then ran as a message of its own.
+    clock, config = FakeClock(autojump=False), make_config(tmp_path)
+    chat, model = RecordingAdapter(text_limit=300), ScriptedModel({"parent": long_asking_parent})
+    model.release("asking")
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await chat.say("please deploy the app", sent_at=clock.time() - 30)
+    await chat.wait_for(lambda: chat.texts() and chat.texts()[-1].endswith("I wait 10 min."))
+    asked, parts = clock.time(), chat.texts()
+    assert len(parts) > 1
+    await gateway.stop(grace=0)  # the turn runs again after the restart, and asks again
+    clock.advance(60)
+
+    chat2, model = RecordingAdapter(text_limit=300), ScriptedModel({"parent": long_asking_parent})
+    gateway2 = await gateways(config, [chat2], model=model, clock=clock)
+    if handed_over == "before it is asked again":
+        await model.reached("asking")
+        await chat2.say("2", sent_at=asked + 10)  # sent while the gateway was down
+        model.release("asking")
+    else:
+        model.release("asking")
+        await chat2.wait_for(lambda: chat2.texts() == parts)  # asked again, in messages of its own
+        await chat2.say("2", sent_at=asked + 10)  # sent while the gateway was down, handed over only now
+    await chat2.wait_for(lambda: "deploying to: production" in chat2.texts())
+    await settled(gateway2)
+    assert chat2.texts() == [*([] if handed_over == "before it is asked again" else parts), "deploying to: production"]
+    assert gateway2.store.inbox.unfinished() == []
