@@ -22,7 +22,7 @@ from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
 from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _parse_arguments
-from agent._tools import Tool, ToolContext, utf8_text
+from agent._tools import Tool, ToolContext, _shortened, utf8_text
 from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
 log = logging.getLogger("agent.session")
@@ -347,11 +347,13 @@ class AgentSession:
                 turn.final_text, turn.truncated = text, response.truncated
                 self.messages.append({"role": "assistant", "content": response.text or ""})
                 return "completed", None, None
-            self.messages.append(_assistant_with_calls(response))
+            # Parsed once, here: the conversation keeps what they parse to (`_kept_arguments`).
+            parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in response.tool_calls]
+            self.messages.append(_assistant_with_calls(response, parsed))
             if text:
                 await observer.on_interim(text)
             turn.iterations += 1
-            cut_off = response.truncated and any(_parse_arguments(c.arguments)[1] for c in response.tool_calls)
+            cut_off = response.truncated and any(problem for _, problem in parsed)
             cut_offs = cut_offs + 1 if cut_off else 0
             if cut_offs >= CUT_OFF_CALLS_ENDING_A_TURN:
                 # Told once already to send less; another full paid answer would most likely be cut
@@ -361,11 +363,11 @@ class AgentSession:
                 _answer_open_calls(self.messages)
                 turn.final_text, turn.truncated = turn.last_text, True
                 return "completed", None, None
-            for call in response.tool_calls:
+            for call, (args, problem) in zip(response.tool_calls, parsed, strict=True):
                 if self._interrupt is not None:
                     self._append_tool_result(call, "[not run: the turn was interrupted]")
                     continue
-                output = await self._call_tool(turn, call, observer, cut_off=response.truncated)
+                output = await self._call_tool(turn, call, args, problem, observer)
                 self._append_tool_result(call, output + self._drain_steer_suffix())
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
@@ -448,9 +450,10 @@ class AgentSession:
             duration_seconds=self.clock.monotonic() - started, error=error,
         )
 
-    async def _call_tool(self, turn: _TurnState, call: ToolCall, observer: TurnObserver, *, cut_off: bool) -> str:
+    async def _call_tool(self, turn: _TurnState, call: ToolCall, args: dict[str, Any], problem: str | None,
+                         observer: TurnObserver) -> str:
+        """Run ``call`` with its parsed arguments (``problem``: why they could not be, from `_parse_arguments`)."""
         started = self.clock.monotonic()
-        args, problem = _parse_arguments(call.arguments, cut_off=cut_off)
         tool = self.tools.get(call.name)
         if tool is None:
             problem = f"unknown tool {call.name!r}; available tools: {', '.join(sorted(self.tools)) or 'none'}"
@@ -483,7 +486,9 @@ class AgentSession:
                     raise
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
-                    output = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+                    # Its ends only: the text of an exception may be the megabytes it choked on, and the
+                    # model would read them in every later request of the conversation.
+                    output = f"Error: {call.name} failed: {type(exc).__name__}: {_shortened(str(exc))}"
                 output = utf8_text(output)
                 await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)

@@ -27,19 +27,33 @@ def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
                     for c in calls if c["id"] not in answered)
 
 
-def _assistant_with_calls(response: ModelResponse) -> dict[str, Any]:
+def _assistant_with_calls(response: ModelResponse, parsed: list[tuple[dict[str, Any], str | None]]) -> dict[str, Any]:
+    """The assistant message of ``response``, each call with its arguments as `_kept_arguments` keeps them
+    (``parsed``: `_parse_arguments` of each call's, in order)."""
     message = {
         "role": "assistant",
         "content": response.text or None,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in response.tool_calls
+            {"id": c.id, "type": "function",
+             "function": {"name": c.name, "arguments": _kept_arguments(c.arguments, args, problem)}}
+            for c, (args, problem) in zip(response.tool_calls, parsed, strict=True)
         ],
     }
     if response.reasoning is not None:
         field, text = response.reasoning
         message[field] = text
     return message
+
+
+def _kept_arguments(raw: str, args: dict[str, Any], problem: str | None) -> str:
+    """A call's arguments as the conversation keeps them: always the text of a JSON object, as servers
+    that read back a conversation's calls (vLLM parses them for its chat templates) refuse every later
+    request of one holding other text. The model's own text when it is an object; the object it holds
+    when double-encoded; ``{}`` when empty, or when they could not be used (``problem``: the call ran no
+    tool, and its result tells the model why)."""
+    if problem is None and raw.lstrip().startswith("{"):
+        return raw
+    return json.dumps(args, ensure_ascii=False)  # {} when they did not parse
 
 
 CUT_OFF = ("this tool call was cut off at the model's output-length limit, so its arguments are incomplete "

@@ -89,6 +89,19 @@ async def test_tool_errors_become_tool_results():
     assert [e.ok for e in result.tool_trace] == [False, False, False, False]
 
 
+async def test_a_tool_failing_with_megabytes_of_text_is_told_to_the_model_by_its_ends():
+    # The whole text was the tool's result, which the model read again in every later request of the conversation.
+    def choking(args, ctx):
+        raise ValueError("cannot parse: <" + "x" * 1_000_000 + ">")
+
+    s = session([[{"tool_calls": [call("choking")]}, {"text": "recovered"}]], registry(choking=choking))
+    result = await s.run_turn("go")
+    (output,) = [m["content"] for m in s.messages if m["role"] == "tool"]
+    assert result.exit_reason == "completed" and len(output) < 1_000
+    assert output.startswith("Error: choking failed: ValueError: cannot parse: <xxx") and output.endswith("xxx>")
+    assert "[…999616 characters…]" in output
+
+
 async def test_invalid_arguments_are_reported_to_the_model():
     tools = registry(echo=lambda a, c: "ok")
     s = session([[{"tool_calls": [call("echo", x=5)]}, {"text": "fine"}]], tools)

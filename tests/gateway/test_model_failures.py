@@ -35,6 +35,27 @@ async def test_half_an_emoji_from_the_model_does_not_break_the_conversation(tmp_
     assert await ask(chat, gateway, "and again") == "still here"
 
 
+async def test_a_tool_call_whose_arguments_are_not_json_does_not_break_the_conversation(tmp_path, llm, gateways):
+    # Servers that parse the conversation's tool calls (vLLM) refuse each request of one holding a call whose
+    # arguments are not JSON: the call is kept with none, in the transcript too, and the chat goes on after a
+    # restart. The model still reads why the call was not run.
+    server = await llm()
+    server.push_tool_calls([{"id": "c1", "name": "memory", "arguments": '{"action": "add", "text": "cut sh'}])
+    server.push_text("Sorry, let me try that again.")
+    server.push_text("still here")
+    config = make_config(tmp_path, model=openai_model(server))
+    chat = RecordingAdapter()
+    gateway = await gateways(config, [chat])
+    assert await ask(chat, gateway, "remember this") == "Sorry, let me try that again."
+    await gateway.stop(grace=0)
+    again = RecordingAdapter()
+    assert await ask(again, await gateways(config, [again]), "and now?") == "still here"
+    sent = server.requests[-1]["messages"]
+    assert [c["function"]["arguments"] for m in sent for c in m.get("tool_calls") or ()] == ["{}"]
+    [told] = [m["content"] for m in sent if m["role"] == "tool"]
+    assert told.startswith("Error: tool arguments are not valid JSON (Unterminated string")
+
+
 def error(status: int, message: str, code: str | None, kind: str | None = "invalid_request_error") -> tuple:
     return status, {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
