@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 
 MAX_NOTE_CHARS = 2000
 MAX_NOTES = 200
+MAX_SHOWN_CHARS = 20_000
+"""What one 'list' or 'search' shows of the notes, at most: all of them could come to 400,000
+characters (`MAX_NOTES` of `MAX_NOTE_CHARS`), which the model would read in every later request
+of the conversation. Whole notes, in order; the answer says how many more there are."""
 
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 """Striped: a lock per file would be kept for every chat that ever kept a note (the gateway
@@ -140,10 +144,20 @@ def _save(path: Path, data: dict[str, Any]) -> None:
         log.info("memory: removed %d temporary file(s) beside %s that a crash left before their rename", removed, path)
 
 
-def _format(notes: list[dict[str, Any]]) -> str:
+def _format(notes: list[dict[str, Any]], *, more: str) -> str:
     """A note a line, ``[id] text``; a note's further lines indented, so that no text a note holds
-    (``[1] …`` on a line of its own) reads as another note."""
-    return "\n".join(f"[{n['id']}] " + "\n    ".join(str(n["text"]).splitlines()) for n in notes)
+    (``[1] …`` on a line of its own) reads as another note. Past `MAX_SHOWN_CHARS`, the notes left
+    are counted instead, on a last line ending with ``more``: what to do to see them."""
+    lines, size = [], 0
+    for shown, note in enumerate(notes):
+        line = f"[{note['id']}] " + "\n    ".join(str(note["text"]).splitlines())
+        size += len(line) + 1
+        if size > MAX_SHOWN_CHARS:
+            lines.append(f"({len(notes) - shown} more not shown: an answer shows at most {MAX_SHOWN_CHARS} "
+                         f"characters of notes; {more})")
+            break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
@@ -191,7 +205,7 @@ def _search(path: Path, args: dict[str, Any]) -> str:
     with _lock_for(path):
         notes = _load(path)["notes"]
     hits = [n for n in notes if all(w in n["text"].casefold() for w in words)]
-    return _format(hits) if hits else "(no matching notes)"
+    return _format(hits, more="add words to the query to narrow it") if hits else "(no matching notes)"
 
 
 def memory(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -205,7 +219,7 @@ def memory(args: dict[str, Any], ctx: ToolContext) -> str:
         return _search(path, args)
     with _lock_for(path):
         notes = _load(path)["notes"]
-    return _format(notes) if notes else "(no notes)"
+    return _format(notes, more="action 'search' finds notes by their words") if notes else "(no notes)"
 
 
 def memory_toolset() -> tuple[Tool, ...]:
@@ -223,7 +237,8 @@ def memory_toolset() -> tuple[Tool, ...]:
     }
     description = (
         "Persistent notes that survive across conversations: facts about the user, their preferences, "
-        "decisions worth remembering. 'add' stores a note, 'list' shows all notes with their ids, "
+        "decisions worth remembering. 'add' stores a note, 'list' shows the notes with their ids (as many as "
+        f"fit in {MAX_SHOWN_CHARS} characters), "
         "'remove' deletes one by id, 'search' finds notes containing all the query words "
         f"(case-insensitive). At most {MAX_NOTES} notes of {MAX_NOTE_CHARS} characters each."
     )

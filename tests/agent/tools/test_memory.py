@@ -67,6 +67,25 @@ async def test_search_is_case_insensitive_and_needs_all_words(call, services):
     assert await call(MEMORY, {"action": "search", "query": "tea coffee"}, services) == "(no matching notes)"
 
 
+async def test_a_full_memory_is_shown_by_as_many_whole_notes_as_fit_and_says_how_many_are_left(call, services):
+    # 200 notes of 2,000 characters came back whole, 400,000 characters the model then read again in
+    # every later request of the conversation.
+    path = services["memory_path"]
+    path.parent.mkdir(parents=True)
+    notes = [{"id": i, "text": f"note {i} " + "x" * (memory_module.MAX_NOTE_CHARS - 10), "created_at": "2026-01-01"}
+             for i in range(1, memory_module.MAX_NOTES + 1)]
+    path.write_text(json.dumps({"version": 1, "next_id": len(notes) + 1, "notes": notes}))
+    for args, more in (({"action": "list"}, "action 'search' finds notes by their words"),
+                       ({"action": "search", "query": "note"}, "add words to the query to narrow it")):
+        answer = await call(MEMORY, args, services)
+        assert len(answer) < 21_000  # of 400,000
+        *shown, last = answer.split("\n")
+        assert shown == [f"[{n['id']}] {n['text']}" for n in notes[:len(shown)]]  # whole notes, in order
+        assert 0 < len("\n".join(shown)) <= memory_module.MAX_SHOWN_CHARS < len("\n".join(shown)) + 2_000
+        assert last == (f"({len(notes) - len(shown)} more not shown: an answer shows at most "
+                        f"{memory_module.MAX_SHOWN_CHARS} characters of notes; {more})")
+
+
 async def test_persists_as_json_across_toolsets(call, services):
     await call(MEMORY, {"action": "add", "text": "remember me"}, services)
     data = json.loads(services["memory_path"].read_text())
