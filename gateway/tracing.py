@@ -147,11 +147,17 @@ class Tracing(GatewayListener):
 
     def turn_ended(self, session: GatewaySession, item: WorkItem, running: RunningTurn, result: TurnResult | None,
                    outcome: str, seconds: float) -> None:
-        span = self._turns.pop((session.session_id, item.turn_id), None)
+        key = (session.session_id, item.turn_id)
+        span = self._turns.pop(key, None)
+        if span is None:
+            # `/new` gave the session a new id while the turn ran (it ends after): its span is under the
+            # old one, and would stay open, and here, for the life of the process.
+            key = next((k for k in self._turns if k[1] == item.turn_id), key)
+            span = self._turns.pop(key, None)
         if span is None:
             return
-        for key in [k for k in self._tools if k[:2] == (session.session_id, item.turn_id)]:
-            self._tools.pop(key).end()  # a tool cut short by a hard interrupt
+        for tool in [k for k in self._tools if k[:2] == key]:
+            self._tools.pop(tool).end()  # a tool cut short by a hard interrupt
         span.set_attribute("switchboard.turn.outcome", outcome)
         if result is not None:
             span.set_attribute("gen_ai.usage.input_tokens", result.usage.prompt_tokens)

@@ -176,6 +176,27 @@ async def test_a_stopped_child_ends_its_span_interrupted(traced, exporter) -> No
     assert span.attributes["switchboard.subagent.status"] == "interrupted"
 
 
+async def test_a_turn_that_new_stops_ends_its_span(traced, exporter) -> None:
+    # /new gives the chat's session a new id before the turn it stops has ended: the turn's span, kept
+    # under the old id, was never ended, nor let go of while the process lived.
+    script = {"parent": [[{"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "forever"}}]},
+                          {"text": "never sent"}]],
+              "leaf": [[{"wait": "never"}]]}
+    gateway, chat = await traced(script, delegation={"gateway_mode": "inline"})
+    await chat.say("go")
+    await gateway.host.model.reached("never")
+    old = next(iter(gateway.sessions)).session_id
+    await chat.say("/new")
+    await settled(gateway)
+    assert next(iter(gateway.sessions)).session_id != old
+    spans = exporter.get_finished_spans()
+    [turn] = by_name(spans, "invoke_agent switchboard")
+    assert (turn.attributes["gen_ai.conversation.id"], turn.attributes["switchboard.turn.outcome"]) == (old, "stopped")
+    [child] = by_name(spans, "invoke_agent subagent")
+    assert parent_of(parent_of(child, spans), spans) is turn
+    assert not gateway.tracing._turns
+
+
 async def test_a_turns_tokens_include_its_children_failed_and_stopped_ones_too(traced, exporter) -> None:
     def leaf(request):
         goal = next(m["content"] for m in request.messages if m["role"] == "user")
