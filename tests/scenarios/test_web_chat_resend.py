@@ -69,20 +69,22 @@ async def test_a_send_on_its_way_when_the_page_reconnects_goes_again_at_once_and
 async def test_a_send_a_reload_left_is_posted_once_when_the_page_opens(chat, page) -> None:
     web = await chat()
     await open_chat(page, f"{web.base}/chat?chat=c1")
-    reloaded, connected = False, asyncio.Event()
+    held, connected = asyncio.Event(), asyncio.Event()
     posted: list[str] = []
 
     async def network(route) -> None:
-        if not reloaded:
+        # Which POST this is, decided here, not by a flag the test sets once the request was seen: the handler
+        # may run after that, and took the page's first POST for the reloaded page's.
+        if not held.is_set():
+            held.set()
             return  # never answered: the reload finds it on its way
         posted.append(route.request.post_data_json["key"])
         await connected.wait()  # answered only once the page's stream has its history
         await route.continue_()
 
     await page.route("**/chat/api/messages", network)
-    async with page.expect_request("**/chat/api/messages"):
-        await type_message(page, "before the reload")
-    reloaded = True
+    await type_message(page, "before the reload")
+    await asyncio.wait_for(held.wait(), 5)
     await page.reload()  # the send waits in the tab's sessionStorage; the page posts it at once
     await page.wait_for_selector("body[data-state=connected]")
     connected.set()
