@@ -347,28 +347,38 @@ class AgentSession:
                 turn.final_text, turn.truncated = text, response.truncated
                 self.messages.append({"role": "assistant", "content": response.text or ""})
                 return "completed", None, None
-            # Parsed once, here: the conversation keeps what they parse to (`_kept_arguments`).
-            parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in response.tool_calls]
-            self.messages.append(_assistant_with_calls(response, parsed))
-            if text:
-                await observer.on_interim(text)
-            turn.iterations += 1
-            cut_off = response.truncated and any(problem for _, problem in parsed)
-            cut_offs = cut_offs + 1 if cut_off else 0
-            if cut_offs >= CUT_OFF_CALLS_ENDING_A_TURN:
-                # Told once already to send less; another full paid answer would most likely be cut
-                # off the same way: the turn ends as one whose answer was cut off.
-                log.warning("session %s: the model's tool calls were cut off at its output-length limit %d times "
-                            "in a row; the turn ends", self.session_id, cut_offs)
-                _answer_open_calls(self.messages)
-                turn.final_text, turn.truncated = turn.last_text, True
+            cut_offs = await self._tool_step(turn, response, text, observer, cut_offs)
+            if cut_offs is None:
                 return "completed", None, None
-            for call, (args, problem) in zip(response.tool_calls, parsed, strict=True):
-                if self._interrupt is not None:
-                    self._append_tool_result(call, "[not run: the turn was interrupted]")
-                    continue
-                output = await self._call_tool(turn, call, args, problem, observer)
-                self._append_tool_result(call, output + self._drain_steer_suffix())
+
+    async def _tool_step(self, turn: _TurnState, response: ModelResponse, text: str, observer: TurnObserver,
+                         cut_offs: int) -> int | None:
+        """Run the tool calls of ``response``; returns the answers in a row whose calls were cut off, or
+        None when the turn ends (too many of them). Apart from `_loop`, whose frame every turn waiting for
+        its model holds (a thousand children at once): it needs none of these locals then."""
+        # Parsed once, here: the conversation keeps what they parse to (`_kept_arguments`).
+        parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in response.tool_calls]
+        self.messages.append(_assistant_with_calls(response, parsed))
+        if text:
+            await observer.on_interim(text)
+        turn.iterations += 1
+        cut_off = response.truncated and any(problem for _, problem in parsed)
+        cut_offs = cut_offs + 1 if cut_off else 0
+        if cut_offs >= CUT_OFF_CALLS_ENDING_A_TURN:
+            # Told once already to send less; another full paid answer would most likely be cut
+            # off the same way: the turn ends as one whose answer was cut off.
+            log.warning("session %s: the model's tool calls were cut off at its output-length limit %d times "
+                        "in a row; the turn ends", self.session_id, cut_offs)
+            _answer_open_calls(self.messages)
+            turn.final_text, turn.truncated = turn.last_text, True
+            return None
+        for call, (args, problem) in zip(response.tool_calls, parsed, strict=True):
+            if self._interrupt is not None:
+                self._append_tool_result(call, "[not run: the turn was interrupted]")
+                continue
+            output = await self._call_tool(turn, call, args, problem, observer)
+            self._append_tool_result(call, output + self._drain_steer_suffix())
+        return cut_offs
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:
