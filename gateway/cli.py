@@ -31,6 +31,7 @@ from gateway.serve import serve
 from gateway.startup_errors import explain
 from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
+from platforms.local import shown
 
 log = logging.getLogger("gateway.cli")
 
@@ -110,7 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _command(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "ask" and not " ".join(args.message).strip():
+        # `switchboard ask "$QUESTION"` with the variable unset: a model call (paid for) would answer nothing.
+        parser.error("ask: the message is empty")
     if sys.stdout is None:  # started with it closed (`>&-`)
         if args.command in ("ask", "chat"):  # what they print is the point: nothing is sent unseen
             print(f"switchboard: {args.command} needs its standard output, which is closed", file=sys.stderr)
@@ -236,12 +241,25 @@ async def _ask(config: Config, message: str) -> int:
         # Its background children are stopped, and get the grace to end, as at a gateway's stop.
         await host.close(grace=config.server.shutdown_grace_seconds)
     if result.text:
-        print(scalar_text(result.text))  # a model can emit a lone surrogate too
+        print(_for_screen(sys.stdout, scalar_text(result.text)))  # a model can emit a lone surrogate too
     if result.exit_reason != "completed":
-        print(f"switchboard: the turn ended early ({result.exit_reason}): {result.error or ''}".rstrip(": ")
-              + operator_hint(result.error_kind), file=sys.stderr)
+        print(_for_screen(sys.stderr, f"switchboard: the turn ended early ({result.exit_reason}): "
+                                      f"{result.error or ''}".rstrip(": ") + operator_hint(result.error_kind)),
+              file=sys.stderr)
         return 1
     return 0
+
+
+def _for_screen(stream: TextIO, text: str) -> str:
+    """``text`` with its control characters shown instead of obeyed when ``stream`` is a terminal, as the chat
+    prints (`platforms.local.shown`): a reply quoting a web page or a file, or a model server's error, can
+    hold escape sequences that clear the screen, retitle the window or write the clipboard. To a pipe or a
+    file, as written: what reads it gets the model's text."""
+    try:
+        on_terminal = stream.isatty()
+    except (AttributeError, ValueError):  # no such method, or a closed stream
+        on_terminal = False
+    return shown(text) if on_terminal else text
 
 
 if __name__ == "__main__":
