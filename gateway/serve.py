@@ -31,7 +31,9 @@ async def serve(config: Config, *, local: bool = False) -> int:
     draining: list[asyncio.Task[None]] = []
 
     def answer_then_stop() -> None:
-        from platforms.local import LocalAdapter  # only a terminal chat's piped input ends
+        """The terminal chat's input has ended: piped input ran out (the chat ends once everything it
+        asked is answered), or the chat was left while a turn runs (it ends with that turn)."""
+        from platforms.local import LocalAdapter
 
         gateway.questions.input_ended(LocalAdapter.name)  # nobody is left to answer the model's questions
         draining.append(asyncio.ensure_future(_stop_once_quiet(gateway, started, stopping)))

@@ -10,10 +10,11 @@ late its thread runs (`platforms.local_input`), never a timer between lines.
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
 arrives while you type is printed above the prompt with your half-typed line
-redrawn. Keys typed while the chat still handles the line before are shown once, by
-the next read (the terminal's echo is off between reads). The terminal's settings are
-restored when the chat ends, however it ends. Bytes that are not valid in the terminal's
-encoding become U+FFFD.
+redrawn as readline drew it, every row of it, readline's cursor where it was (read from
+the library: `platforms.local_tty.typed_line`). Keys typed while the chat still handles the
+line before are shown once, by the next read (the terminal's echo is off between reads).
+The terminal's settings are restored when the chat ends, however it ends. Bytes that are
+not valid in the terminal's encoding become U+FFFD.
 
 Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off while the
 chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
@@ -28,21 +29,25 @@ character (0x03) in it is text like any other, as for most tools: a pipe has no 
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
 the chat end once everything asked has been answered (Ctrl-D on a terminal, or
 ``/quit``, leaves at once: ``on_exit``). Left on a terminal while a turn runs, the chat says so
-at once (`LEAVING`) and ends as soon as the turn does, Ctrl-C still stopping it meanwhile.
+at once (`LEAVING`) and ends as soon as the turn does, Ctrl-C still stopping it meanwhile; nothing typed
+is read any more but Ctrl-C, so ``on_input_end`` is called too: a question the model asked waits no more.
 
-Notices are redrawn in place when the notice is the last thing on screen and the
-output is a terminal; otherwise an update is printed as a new line. A redraw goes up
+Notices and progress cards are redrawn in place when one is the last thing on a terminal's
+screen, and all of it still is; otherwise an update is printed anew. A redraw goes up
 over every row the old text took, wrapped at the terminal's width (wide characters
-take two columns), so a notice wider than the window leaves no stale rows behind.
+take two columns), so a notice wider than the window leaves no stale rows behind. Output
+that is no terminal (a pipe, a file) keeps a notice as first printed: its updates, one a
+second with `make run`'s settings, would be so many lines for whatever reads it.
 
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
 terminal (`shown`).
 
-When nothing reads the output any more (``switchboard chat | head -1``) the chat ends at
-once. A reply it could not print stays in the outbox for the next chat, and so does every
-later one (a turn still running gets the shutdown grace to finish): `send` raises `Closed`,
-so the outbox tries the terminal no more in this process instead of retrying for the grace.
+When nothing reads the output any more (``switchboard chat | head -1``, or a terminal hung
+up: its window closed, its ssh connection dropped) the chat ends at once. A reply it could
+not print stays in the outbox for the next chat, and so does every later one (a turn still
+running gets the shutdown grace to finish): `send` raises `Closed`, so the outbox tries the
+terminal no more in this process instead of retrying for the grace.
 
 A file the agent sends (``send_file``) is copied into ``files_dir`` (a name already there gets
 ``-2``, ``-3``...) and its path printed, with the caption: the terminal's person is the operator,
@@ -61,7 +66,6 @@ import re
 import shutil
 import sys
 import threading
-import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -81,7 +85,20 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.local_input import reader_of
-from platforms.local_tty import keys_for_the_chat, line_editing, restore_tty, set_echo, tty_state
+from platforms.local_tty import (
+    back_to_line_start,
+    cursor_after,
+    drawn_again,
+    ended_in_line_mode,
+    keys_for_the_chat,
+    line_editing,
+    place,
+    restore_tty,
+    set_echo,
+    tty_state,
+    typed_line,
+    up,
+)
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -141,6 +158,7 @@ class LocalAdapter:
         self._user = user or _user_name()
         self._on_exit = on_exit
         self._on_input_end = on_input_end or on_exit
+        self._tells_input_end = on_input_end is not None  # else a pipe's end is the chat's: on_exit
         self._busy = busy or (lambda: False)
         self._leaving = False  # Ctrl-C was pressed at an empty, idle prompt: pressed again, it leaves
         self._leaving_after_turn = False  # left while a turn ran: the chat ends once it has
@@ -156,6 +174,7 @@ class LocalAdapter:
         self._interactive = _isatty(self._input)
         self._prompting = False  # "you> " is on screen, waiting for input
         self._readline: ModuleType | None = None  # set by start() on a terminal
+        self._ended_early = False  # Ctrl-D was pressed before the chat took the terminal (`start`)
         self._saved_tty: Any = None
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
         # With line editing the reader draws "you> " as it starts a read: it reads only when asked, so
@@ -182,6 +201,7 @@ class LocalAdapter:
             self._readline = line_editing()
             self._saved_tty = tty_state(self._input)
             if self._readline is not None:
+                self._ended_early = ended_in_line_mode(self._input)  # Ctrl-D pressed as the gateway started
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
         self.greet()
         self._reader = asyncio.ensure_future(self._read(sink))
@@ -270,6 +290,10 @@ class LocalAdapter:
         self._prompting = False  # no prompt while leaving: nothing typed is read but Ctrl-C
         self._write(LEAVING)
         self._last_id = None
+        if self._tells_input_end:
+            # No answer can be typed now: a question the model asked would hold the turn, and the chat, for
+            # the question's timeout (ten minutes by default) under a screen that says it is leaving.
+            self._on_input_end()
         if ended and self._readline is not None:
             self._start_pump(lines)  # a terminal's Ctrl-D ended one read, not the terminal: Ctrl-C is read
         while self._busy():
@@ -350,6 +374,9 @@ class LocalAdapter:
 
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
+        if self._ended_early:  # the first read, of a terminal whose input had ended: Ctrl-D, as if pressed now
+            self._ended_early = False
+            return ""
         leaving = self._leaving_after_turn
         set_hook = getattr(self._readline, "set_pre_input_hook", None)  # libedit may lack it: no wait then
         if set_hook is not None:
@@ -454,8 +481,9 @@ class LocalAdapter:
         message_id = str(next(self._ids))
         text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
         with self._after_prompt_drawn():
-            above = ("\r\x1b[2K" if self._ansi else "\n") if self._prompting else ""  # above the prompt, then it again
-            after = scalar_text(PROMPT + self._typed()) if self._prompting else ""
+            # Above the prompt, then it again (with what was typed after it) under the message.
+            above = ((self._prompt_start() + "\x1b[J") if self._ansi else "\n") if self._prompting else ""
+            after = self._prompt_again() if self._prompting else ""
             shown_ok = self._emit(above + text + "\n" + after)
         if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
@@ -482,30 +510,59 @@ class LocalAdapter:
             raise
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
+        """Redraw the message in place, when it is the last one on a terminal and all its rows are still on
+        the screen; else `EditUnsupported`, and the gateway prints the update anew. On output that is no
+        terminal (a pipe, a file) the message is left as it was printed, as on a platform that cannot
+        change what it sent: every update of a notice or a card printed anew was one more line a second
+        (`make run`'s notices), a whole card each time."""
+        if self._output_gone:
+            raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
+        if not self._ansi:
+            return
         text = shown(scalar_text(text))
-        if not self._ansi or message_id != self._last_id or "\n" in text:
-            raise EditUnsupported("the terminal can only redraw its last line", method="edit", chat_id=chat_id)
+        below = 1  # the rows under the message, to the cursor's: they and the message's must all be on the screen
+        if self._prompting:
+            below += cursor_after(PROMPT + "".join(typed_line(self._readline, len(PROMPT))), self._width())[0]
+        if message_id != self._last_id or self._last_rows + below > self._height():
+            raise EditUnsupported("the terminal can only redraw its last message", method="edit", chat_id=chat_id)
         with self._after_prompt_drawn():
             # Up to the message's line (past the prompt when it shows), redraw, come back.
-            clear_prompt = "\r\x1b[2K" if self._prompting else "\r"
-            prompt = PROMPT + self._typed() if self._prompting else ""
+            start = self._prompt_start() if self._prompting else "\r"
+            prompt = self._prompt_again() if self._prompting else ""
             # Up over every row the message took (a line wider than the window wraps), erase them all.
-            shown_ok = self._emit(f"{clear_prompt}\x1b[{self._last_rows}A\x1b[J{text}\n{prompt}")
+            shown_ok = self._emit(f"{start}{up(self._last_rows)}\x1b[J{text}\n{prompt}")
         if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         self._last_rows = self._rows(text)
 
     def _rows(self, text: str) -> int:
         """Screen rows ``text`` takes, each line wrapped at the terminal's current width."""
-        try:
-            columns = os.get_terminal_size(self._output.fileno()).columns or 80
-        except (AttributeError, OSError, ValueError):  # no descriptor (a test's stream), or no terminal
-            columns = 80
-        return sum(max(1, -(-_columns(line) // columns)) for line in text.split("\n"))
+        width = self._width()
+        return sum(place(line, width)[0] + 1 for line in text.split("\n"))
 
-    def _typed(self) -> str:
-        """What the user has typed so far at the prompt (known only with line editing)."""
-        return self._readline.get_line_buffer() if self._readline is not None else ""
+    def _width(self) -> int:
+        return self._size().columns or 80
+
+    def _height(self) -> int:
+        return self._size().lines or 24
+
+    def _size(self) -> os.terminal_size:
+        try:
+            return os.get_terminal_size(self._output.fileno())
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's stream), or no terminal
+            return os.terminal_size((80, 24))
+
+    def _prompt_start(self) -> str:
+        """From readline's cursor to the start of the prompt's row."""
+        before, _ = typed_line(self._readline, len(PROMPT))
+        return back_to_line_start(PROMPT + before, self._width())
+
+    def _prompt_again(self) -> str:
+        """The prompt and what was typed after it, drawn anew, readline's cursor where it was."""
+        before, after = typed_line(self._readline, len(PROMPT))
+        if not self._ansi:
+            return scalar_text(PROMPT + before + after)
+        return scalar_text(drawn_again(PROMPT + before, after, self._width()))
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None
@@ -526,7 +583,11 @@ class LocalAdapter:
         try:
             self._output.write(text)
             self._output.flush()
-        except BrokenPipeError:  # `switchboard chat | head -1`: the reader has what it wanted
+        except BlockingIOError:  # an output left non-blocking, and full for now: still read
+            raise
+        except OSError:
+            # `switchboard chat | head -1` (EPIPE: the reader has what it wanted), or a terminal hung up
+            # (EIO: its window closed, its ssh connection dropped). Either way, what is not shown stays owed.
             self._output_gone = True
             self._end()
             return False
@@ -565,13 +626,6 @@ def _picture(m: re.Match[str]) -> str:
     if c == "\x7f":
         return "\u2421"
     return chr(0x2400 + ord(c)) if c < " " else "\ufffd"
-
-
-def _columns(line: str) -> int:
-    """Terminal columns ``line`` takes: East Asian wide characters (CJK, most emoji) two, combining
-    marks and format characters (a zero-width joiner) none."""
-    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf") else 2 if unicodedata.east_asian_width(c) in "WF"
-               else 1 for c in line)
 
 
 def _all_commands(text: str) -> bool:

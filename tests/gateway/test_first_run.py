@@ -12,12 +12,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import yaml
+
 from agent.models.scripted import ScriptedModel
 from gateway.chat_intro import chat_intro
 from gateway.cli import CHAT_LOG_CAP
 from gateway.replies import AUTH_REFUSED
 from gateway.testing import RecordingAdapter, make_config
-from tests.gateway.cli_process import ROOT, command, environment, run, write_config
+from tests.gateway.cli_process import ROOT, TIMEOUT, command, environment, run, write_config
 
 ELEVEN = "".join(f"- item {i}\n" for i in range(11))
 
@@ -75,6 +77,8 @@ def test_make_run_shows_progress_notices_while_a_list_is_worked_on(tmp_path):
     assert "⏳ Working" in out and "running delegate_task" in out
     assert out.index("⏳ Working") < out.index("apples: completed") and "pears: completed" in out
     assert "Started 2 subagent" not in out  # inline: one answer, not an acknowledgement first
+    # Updated in place on a terminal; to a pipe the line is printed once, not once a second.
+    assert out.count("⏳ Working") == 1 and "✓ Done" not in out, out
 
 
 def test_the_terminal_chat_edits_lines_with_readline(tmp_path):
@@ -152,3 +156,60 @@ def test_the_first_screen_shows_the_model_url_without_its_credentials(tmp_path):
     intro = chat_intro(make_config(tmp_path, model={"provider": "openai", "name": "m", "base_url": url}))
     assert "openai model m at http://alice:***@127.0.0.1:9/v1?api-key=***" in intro
     assert "s3cret" not in intro
+
+
+def on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """Run a command with its output and errors on a pseudo-terminal; its status and what the terminal got."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(command(*args), stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, cwd=tmp_path,
+                            env=environment(tmp_path), start_new_session=True)
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while select.select([controller], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the command has ended and closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        return proc.wait(TIMEOUT), seen.decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+
+
+def test_ask_shows_control_characters_on_a_terminal_instead_of_obeying_them(tmp_path):
+    """`ask` printed the reply as written: an escape sequence in it (a model quoting a web page) cleared the
+    terminal, retitled its window or wrote its clipboard, which the chat never lets a reply do."""
+    evil = "a\x1b]0;pwned\x07b\x1b[2Jc"
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[{"text": evil}]]}))
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"),
+                                                "model": {"provider": "scripted", "script": str(script)}})
+    status, screen = on_a_terminal(tmp_path, "--config", str(config), "ask", "hi")
+    assert status == 0 and "a␛]0;pwned␇b␛[2Jc\r\n" in screen and "\x1b" not in screen, repr(screen)
+    piped = run(tmp_path, "--config", str(config), "ask", "hi")
+    assert piped.returncode == 0 and piped.stdout == evil + "\n"  # for a script, the model's text as it is
+
+
+def test_ask_shows_control_characters_of_a_models_error_on_a_terminal(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[{"error": "server_error", "message": "down\x1b[8m hidden"}]]}))
+    config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"), "logging": {"level": "ERROR"},
+                                                "model": {"provider": "scripted", "script": str(script)}})
+    status, screen = on_a_terminal(tmp_path, "--config", str(config), "ask", "hi")
+    assert status == 1 and "down␛[8m hidden" in screen and "\x1b" not in screen, repr(screen)
+
+
+def test_ask_refuses_an_empty_message_as_a_usage_mistake(tmp_path):
+    """`switchboard ask "$QUESTION"` with the variable unset sent the model an empty message (a call paid for)
+    and printed what it made of nothing, with status 0."""
+    for message in ("", " \n"):
+        result = run(tmp_path, "ask", message)
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr.splitlines()[-1] == "switchboard: error: ask: the message is empty"

@@ -437,10 +437,35 @@ async def test_notices_are_redrawn_in_place_on_a_terminal_only_when_last():
     await adapter.send(Outbound("terminal", None, "other"))
     with pytest.raises(EditUnsupported):
         await adapter.edit("terminal", None, sent.message_id, "⏳ Working — 15 s")
-    plain = LocalAdapter(input=io.StringIO(""), output=io.StringIO())
-    sent = await plain.send(Outbound("terminal", None, "⏳", kind="notice"))
+
+
+async def test_progress_printed_to_a_pipe_or_a_file_stays_as_first_printed():
+    """Each update went out as a line of its own: one a second with `make run`'s settings, a whole card each
+    time with ``display.progress: card``, for whatever read the chat's output (a log, another program)."""
+    out = io.StringIO()
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    sent = await adapter.send(Outbound("terminal", None, "⏳ Working — 1 s", kind="notice"))
+    for seconds in range(2, 6):
+        await adapter.edit("terminal", None, sent.message_id, f"⏳ Working — {seconds} s")
+    await adapter.send(Outbound("terminal", None, "done", kind="reply"))
+    await adapter.edit("terminal", None, sent.message_id, "✓ Done in 5 s")  # news of nothing, after the answer
+    assert out.getvalue() == "⏳ Working — 1 s\nagent> done\n"
+
+
+async def test_a_card_of_several_lines_is_redrawn_in_place_while_the_screen_holds_it():
+    """An update of a card (one line per subagent) went out whole, under the last, at every heartbeat."""
+    out = TTY()  # 80 columns and 24 rows, as for a terminal whose size cannot be read
+    adapter = LocalAdapter(input=io.StringIO(""), output=out)
+    await adapter.send(Outbound("terminal", None, "hello"))
+    card = "⏳ Waiting for subagents: 0 of 2 done — {} s\n  ▸ apples — running\n  ▸ pears — running"
+    sent = await adapter.send(Outbound("terminal", None, card.format(2), kind="notice"))
+    for seconds in (4, 6):
+        await adapter.edit("terminal", None, sent.message_id, card.format(seconds))
+    assert screen(out.getvalue()) == ["agent> hello", *card.format(6).split("\n")]
+    tall = "\n".join(f"  ▸ task {i}" for i in range(30))  # its first rows have scrolled out of reach
+    sent = await adapter.send(Outbound("terminal", None, tall, kind="notice"))
     with pytest.raises(EditUnsupported):
-        await plain.edit("terminal", None, sent.message_id, "⏳⏳")
+        await adapter.edit("terminal", None, sent.message_id, tall + " again")
 
 
 async def test_a_notice_wider_than_the_terminal_is_redrawn_over_all_its_rows():

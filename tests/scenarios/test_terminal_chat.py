@@ -110,11 +110,17 @@ class Terminal:
             self.seen += chunk
         return status
 
+    def hang_up(self) -> None:
+        """Close the terminal, as closing its window does: the chat gets SIGHUP, and EIO for what it reads or writes."""
+        os.close(self.controller)
+        self.controller = -1
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        os.close(self.controller)
+        if self.controller >= 0:
+            os.close(self.controller)
 
 
 def working_terminal(tmp_path, child_steps: int) -> Terminal:
@@ -225,6 +231,19 @@ def test_ctrl_d_pressed_just_after_a_line_still_leaves(tmp_path):
         os.write(chat.controller, b"\x04")
         assert chat.wait() == 0, chat.seen[-200:]
         assert termios.tcgetattr(chat.controller) == chat.at_start  # the shell's line mode and echo are back
+    finally:
+        chat.close()
+
+
+def test_ctrl_d_pressed_while_the_chat_starts_still_leaves(tmp_path):
+    """Pressed before the chat had the terminal (as it loaded), Ctrl-D waited in the kernel's line mode as an
+    end of input, which line mode turned off made a NUL byte for readline: lost, and the chat stayed."""
+    chat = Terminal(tmp_path)
+    try:
+        os.write(chat.controller, b"\x04")  # at once: the chat is still loading (and if not, it is a key)
+        assert chat.wait() == 0, chat.seen[-200:]
+        assert b"Traceback" not in chat.seen
+        assert termios.tcgetattr(chat.controller) == chat.at_start
     finally:
         chat.close()
 
@@ -430,3 +449,48 @@ def test_a_reader_that_goes_away_during_a_turn_gets_its_answer_next_time(tmp_pat
     assert ends_quietly_once_its_output_is_gone(chat, b"look around\n", GONE_WITHIN) < GONE_WITHIN
     shown, _ = chat_on_pipes(tmp_path, model=model).communicate(b"", timeout=30)
     assert b"looking first" in shown and b"the answer, after a while" in shown, shown
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "during a turn"])
+def test_a_terminal_that_hangs_up_ends_the_chat_quietly_and_its_answer_is_shown_next_time(tmp_path, busy):
+    """Its window closed (or its ssh connection dropped): writing there failed with EIO, which the chat took
+    for a fault of its own rather than for output nobody reads, as a closed pipe's: tracebacks in chat.log,
+    and the turn's answer tried again for all the stop's grace (here a minute) instead of kept for the next chat."""
+    chat = working_terminal(tmp_path, child_steps=4) if busy else Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        chat.hang_up()
+        assert chat.proc.wait(GONE_WITHIN) == 0
+    finally:
+        chat.close()
+    log = (tmp_path / "state" / "chat.log").read_text()
+    assert "Traceback" not in log and " ERROR " not in log, log
+    if busy:
+        env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+        shown = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(tmp_path / "switchboard.yaml"),
+                                "chat"], input="", capture_output=True, text=True, timeout=30, cwd=tmp_path, env=env)
+        assert "apples: completed" in shown.stdout and "pears: completed" in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize("leave", [b"/quit\r", b"\x04"], ids=["quit", "ctrl-d"])
+def test_leaving_while_a_question_waits_does_not_wait_for_its_answer(tmp_path, leave):
+    """Nothing typed is read once the chat is left (Ctrl-C aside): the chat said it was leaving, then sat
+    for the question's timeout (ten minutes by default) before the model could go on and the turn end."""
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"parent": [[
+        {"tool_calls": [{"name": "clarify", "arguments": {"question": "Which one?", "choices": ["a", "b"]}}]},
+        {"text": "went on without an answer"},
+    ]]}))
+    chat = Terminal(tmp_path, model={"provider": "scripted", "script": str(script)},
+                    agent={"clarify_timeout_seconds": 600})
+    try:
+        chat.read_until(b"you> ")
+        os.write(chat.controller, b"pick one for me\r")
+        chat.read_until(b"you> ", after=b"Which one?")
+        os.write(chat.controller, leave)
+        chat.read_until(b"went on without an answer", after=LEAVING.encode())
+        assert chat.wait() == 0
+        assert b"No answer within" not in chat.seen
+        assert termios.tcgetattr(chat.controller) == chat.at_start
+    finally:
+        chat.close()
