@@ -325,8 +325,10 @@ async def test_a_replayed_turns_children_still_running_on_temporal_are_stopped_b
             leaves.release("first run")
 
 
-async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, gateways):
-    betas = []
+async def beta_failed(tmp_path, gateways, betas: list | None = None):
+    """A chat whose background delegation's beta failed, settled; betas run again wait for "retried". Each
+    of beta's model requests is added to ``betas``."""
+    betas = [] if betas is None else betas
 
     def leaf(request):
         if request.metadata["goal"] != "beta":
@@ -339,6 +341,13 @@ async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, 
     chat, model, gateway = await start(gateways, tmp_path, leaf)
     await chat.say("please delegate")
     await chat.wait_for(lambda: "completion" in chat.kinds())
+    await settled(gateway)
+    return chat, model, gateway
+
+
+async def test_retry_sent_twice_at_once_runs_the_failed_children_once(tmp_path, gateways):
+    betas = []
+    chat, model, gateway = await beta_failed(tmp_path, gateways, betas)
     await asyncio.gather(chat.say("/retry"), chat.say("/retry"))  # a double send, both handed over at once
     await chat.wait_for(lambda: len(chat.texts("command")) == 2)
     assert sorted(chat.texts("command")) == [

@@ -11,7 +11,7 @@ import sqlite3
 from gateway.testing import settled
 from lifecycle import SubagentState
 from tests.gateway.test_dead_letters import killed_now
-from tests.gateway.test_ledger import rows, start
+from tests.gateway.test_ledger import beta_failed, rows, start
 from tests.polling import until
 
 NOT_RETRIED = ("Nothing was retried: the state database cannot be written right now, so the retry could not be "
@@ -24,25 +24,6 @@ def no_recording(action: int, table: str | None, *_) -> int:
     """An SQLite authorizer refusing new delegations (a failing disk, for those writes alone)."""
     refused = action == sqlite3.SQLITE_INSERT and table == "gateway_delegations"
     return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
-
-
-async def beta_failed(tmp_path, gateways):
-    """A chat whose background delegation's beta failed; betas run again wait for "retried"."""
-    betas = []
-
-    def leaf(request):
-        if request.metadata["goal"] != "beta":
-            return {"text": "fine"}
-        betas.append(request)
-        if len(betas) == 1:
-            return {"error": "server_error", "message": "model exploded"}
-        return {"wait": "retried", "text": "fine at last"}
-
-    chat, model, gateway = await start(gateways, tmp_path, leaf)
-    await chat.say("please delegate")
-    await chat.wait_for(lambda: "completion" in chat.kinds())
-    await settled(gateway)
-    return chat, model, gateway
 
 
 async def stopped_unrecorded(gateway, session) -> list:
