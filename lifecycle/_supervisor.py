@@ -329,9 +329,20 @@ class Supervisor:
             if handles_out:
                 record.keep_result = True
             records.append(record)
-        for record in records:
-            self._hold_new(record, parent_turn_id, correlation_id)
-            ids.append(record.handle.subagent_id)
+        live, by_parent, tallies, journal = self._live, self._by_parent, self.tallies, self.journal
+        for record in records:  # held and journaled PENDING (inline: every launch passes here)
+            handle = record.handle
+            sid, pid = handle.subagent_id, handle.parent_session_id
+            live[sid] = record
+            siblings = by_parent.get(pid)
+            if siblings is None:
+                siblings = by_parent[pid] = {}
+            siblings[sid] = record
+            tallies.launched(pid, parent_turn_id)
+            if correlation_id:
+                self._correlations[(pid, correlation_id)] = sid
+            journal.put(record.journal_row())
+            ids.append(sid)
         self._launching += 1
         try:
             if durable:
@@ -434,7 +445,7 @@ class Supervisor:
         self, parent: AgentSession, parent_turn_id: str, spec: ChildSpec, correlation_id: str | None,
         keep_job: bool, inline: bool, route: ChildRoute | None = None,
     ) -> Record:
-        """A launch's record, signed and planned, not yet held nor journaled (`_hold_new`)."""
+        """A launch's record, signed and planned, not yet held nor journaled (`submit` does both)."""
         host = self.host
         sid = new_id("sa-")
         pid = parent.session_id
@@ -462,18 +473,6 @@ class Supervisor:
             record.inline = True
         return record
 
-    def _hold_new(self, record: Record, parent_turn_id: str, correlation_id: str | None) -> None:
-        """Index a launch's new record and journal it as PENDING."""
-        sid, pid = record.handle.subagent_id, record.handle.parent_session_id
-        self._live[sid] = record
-        siblings = self._by_parent.get(pid)
-        if siblings is None:
-            siblings = self._by_parent[pid] = {}
-        siblings[sid] = record
-        self.tallies.launched(pid, parent_turn_id)
-        if correlation_id:
-            self._correlations[(pid, correlation_id)] = sid
-        self.journal.put(record.journal_row())
 
     def adopt(self, record: Record, job: ChildJob) -> None:
         """Hold a live record read back after a restart, whose engine runs ``job``: still, or from now
