@@ -21,6 +21,17 @@ from tests.plugin_modules import plugin_module
 WAIT = 5.0  # seconds of real time a thread may take to reach a point the test waits for
 
 
+def sending_a_csv(tmp_path, answer: str) -> tuple:
+    """A configuration whose workspace holds a.csv, and a model that sends it, then answers ``answer``."""
+    config = make_config(tmp_path, agent={"toolsets": ["file"]})
+    workspace = Path(config.state_dir) / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "a.csv").write_text("a,b\n")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
+                                       {"text": answer}]]})
+    return config, model
+
+
 async def test_a_platform_without_file_uploads_refuses_clearly_and_journals_nothing(tmp_path, gateways):
     chat = RecordingAdapter()  # no send_file: a platform without uploads
     config = make_config(tmp_path, agent={"toolsets": ["file"]})
@@ -175,12 +186,7 @@ async def test_a_file_is_sent_from_a_state_dir_whose_file_system_flushes_no_fold
     # Its copy's folder could not be flushed (EINVAL), so every send_file failed, "nothing was sent",
     # where memory notes and stored attachments carry on with a warning.
     chat = TakingUploads()
-    config = make_config(tmp_path, agent={"toolsets": ["file"]})
-    workspace = Path(config.state_dir) / "workspace"
-    workspace.mkdir(parents=True)
-    (workspace / "a.csv").write_text("a,b\n")
-    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
-                                       {"text": "sent"}]]})
+    config, model = sending_a_csv(tmp_path, "sent")
     gateway = await gateways(config, [chat], model=model)
     await chat.say("send it")
     await chat.wait_for(lambda: "sent" in chat.texts())
@@ -195,10 +201,7 @@ async def test_a_copy_a_stop_cut_short_is_removed_once_it_is_made(tmp_path, gate
     # The stop cancelled the turn while its worker thread copied the file: the thread went on, renamed
     # the copy into place, and nothing journaled a send for it, so it stayed until the next start.
     chat = TakingUploads()
-    config = make_config(tmp_path, agent={"toolsets": ["file"]})
-    workspace = Path(config.state_dir) / "workspace"
-    workspace.mkdir(parents=True)
-    (workspace / "a.csv").write_text("a,b\n")
+    config, model = sending_a_csv(tmp_path, "sent")
     copying, release, copied = threading.Event(), threading.Event(), threading.Event()
     keep = OutboxFiles.keep
 
@@ -211,8 +214,6 @@ async def test_a_copy_a_stop_cut_short_is_removed_once_it_is_made(tmp_path, gate
             copied.set()
 
     monkeypatch.setattr(OutboxFiles, "keep", slow_keep)
-    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
-                                       {"text": "sent"}]]})
     gateway = await gateways(config, [chat], model=model)
     await chat.say("send it")
     assert await asyncio.to_thread(copying.wait, WAIT)
@@ -347,12 +348,7 @@ async def test_a_copy_whose_send_the_journal_refused_is_removed_at_once(tmp_path
     # The copy was made, then the outbox could not journal its send (a full disk): nothing would
     # ever send or remove it until the next start, on the disk that had no room.
     chat = TakingUploads()
-    config = make_config(tmp_path, agent={"toolsets": ["file"]})
-    workspace = Path(config.state_dir) / "workspace"
-    workspace.mkdir(parents=True)
-    (workspace / "a.csv").write_text("a,b\n")
-    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "send_file", "arguments": {"path": "a.csv"}}]},
-                                       {"text": "could not send it"}]]})
+    config, model = sending_a_csv(tmp_path, "could not send it")
     gateway = await gateways(config, [chat], model=model)
     gateway.store.db._conn.execute("CREATE TEMP TRIGGER no_files BEFORE INSERT ON gateway_outbox WHEN NEW.op = 'file'"
                                    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")

@@ -40,7 +40,7 @@ def test_an_interaction_token_in_a_failures_text_is_masked(
     monkeypatch.setattr(discord_errors, "_SHARED", RepeatedWarnings(discord_errors.log))
     caplog.set_level(logging.WARNING, logger=discord_errors.log.name)
     token = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5MDEyMzQ1Njc4OTA6c2VjcmV0LXRva2Vu"
-    url = f"https://discord.com/api/v10/{path.format(token=token)}"
+    url = f"https://127.0.0.1:9/api/v10/{path.format(token=token)}"  # an API URL as aiohttp words it; never asked
     failures = [aiohttp.ConnectionTimeoutError(f"Connection timeout to host {url}"),  # as aiohttp words it
                 aiohttp.InvalidURL(url), ValueError(f"unexpected answer from {url}")]
     for exc in failures:
