@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import getpass
 import itertools
 import logging
@@ -388,6 +389,12 @@ class LocalAdapter:
         try:
             line = input("" if leaving else PROMPT)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
+            return ""
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            # The terminal hung up (its window closed, its ssh connection dropped): its input has ended,
+            # as at Ctrl-D, and not by a fault of the chat's. Readline reports it so only at times.
             return ""
         finally:
             self._prompt_drawn()

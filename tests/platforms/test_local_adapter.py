@@ -548,3 +548,32 @@ async def test_a_ctrl_c_character_in_piped_input_is_text(busy):
         await adapter.stop()
         reader.close()
     assert got == ["Compare these:\n- ap\x03ples\n- pears"]
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "during a turn"])
+async def test_a_terminal_that_hangs_up_under_line_editing_ends_the_chat_quietly(monkeypatch, caplog, busy):
+    """Readline reports a hung-up terminal as EIO at times, rather than as the end of input: the chat
+    took it for a fault of its own, logged a traceback and said it had ended with an error. During a
+    turn the first read ends (Ctrl-D, as the hang-up often reads) and the next one, for Ctrl-C, fails."""
+    reads = iter([EOFError()] if busy else [])
+
+    def hung_up(prompt=""):
+        raise next(reads, OSError(5, "Input/output error"))
+
+    monkeypatch.setattr("builtins.input", hung_up)
+    ended = asyncio.Event()
+    output = io.StringIO()
+    turn = asyncio.Event()
+    adapter = LocalAdapter(input=TTY(), output=output, user="me", on_exit=ended.set,
+                           busy=lambda: busy and not turn.is_set())
+    adapter._readline = type(os)("readline")  # the line editing `start` sets up on a real terminal
+    await adapter.start(lambda inbound: asyncio.sleep(0))
+    try:
+        if busy:
+            await until(lambda: "leaving" in output.getvalue().lower())
+            turn.set()
+        await asyncio.wait_for(ended.wait(), 5)
+    finally:
+        await adapter.stop()
+    assert "The chat has ended" not in output.getvalue(), output.getvalue()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
