@@ -5,7 +5,7 @@ Sessions (`platforms.slack_addressed`): a DM is one session (``thread_id`` None)
 bot answers when mentioned and each thread is its own session: ``thread_id`` is the thread's ``thread_ts``, or
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it answered a message there: the answer to a
-command does not count) later replies in it need no mention; after a restart the gateway
+command does not count, nor one Slack refused) later replies in it need no mention; after a restart the gateway
 tells it its threads (`remember_threads`).
 ``!stop``/``!new`` (``!`` + any command or alias the gateway serves, in any case, with or
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
@@ -411,8 +411,10 @@ class SlackAdapter:
         files = event.get("files")
         if not files:
             return ()
-        files = await slack_files.described(list(files),
-                                            lambda file_id: self._web.call("files.info", None, file=file_id))
+        # `described` says what became of a file it could not describe: one warning, not the call's too.
+        channel = event.get("channel")
+        files = await slack_files.described(list(files), lambda file_id: self._web.call(
+            "files.info", channel, file=file_id, caller_logs=True))
         return slack_files.attachments_of({"files": files})
 
     async def _on_tokens_revoked(self, event: dict[str, Any]) -> None:
@@ -536,13 +538,28 @@ class SlackAdapter:
         kw: dict[str, Any] = {"channel": message.chat_id}
         if message.thread_id:
             kw["thread_ts"] = message.thread_id
-            if message.kind != "command":  # answering a "!help" typed there does not make a thread the bot's
-                self._remember(message.chat_id, message.thread_id)
         metadata = {"event_type": slack_history.SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
-        resp = await self._metadata.post(
-            lambda **extra: self._web.formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
-            metadata if message.idempotency_key else None)
+        # Answering a "!help" typed in people's thread does not make the thread the bot's.
+        with self._posting_in(message, message.kind != "command"):
+            resp = await self._metadata.post(
+                lambda **extra: self._web.formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
+                metadata if message.idempotency_key else None)
         return Sent(message_id=resp["ts"])
+
+    @contextlib.contextmanager
+    def _posting_in(self, message: Outbound, joins: bool = True) -> Iterator[None]:
+        """The thread a post or an upload goes to becomes the bot's (``joins``) once Slack may show it: it
+        went, or its answer is unknown (`NetworkError`: the outbox may find it posted and not send it again).
+        Not when Slack refused it: the bot said nothing there, so people's next replies are not for it."""
+        if not (message.thread_id and joins):
+            yield
+            return
+        try:
+            yield
+        except NetworkError:
+            self._remember(message.chat_id, message.thread_id)
+            raise
+        self._remember(message.chat_id, message.thread_id)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this key since ``since`` (`platforms.slack_history.find_sent`)."""
@@ -577,9 +594,8 @@ class SlackAdapter:
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
         5xx or 429 is retried like a post; one refused for the bot token makes the platform ``down``
         as a post does (`WebApi.share`)."""
-        if message.thread_id:
-            self._remember(message.chat_id, message.thread_id)
-        return await self._web.share(message, file)
+        with self._posting_in(message):
+            return await self._web.share(message, file)
 
     async def download(self, attachment: Attachment) -> bytes:
         """files.info, then ``url_private`` with the bot token, stopped past ``max_attachment_bytes``."""

@@ -36,14 +36,16 @@ DESCRIBE_TIMEOUT = 1.5
 async def described(files: list[Any], info: Callable[[str], Awaitable[dict[str, Any]]]) -> list[Any]:
     """``files`` (a message's) with each that Slack Connect lists by id alone (``file_access:
     check_file_info``) replaced by what ``files.info`` says of it, within `DESCRIBE_TIMEOUT`; one that
-    cannot be described stays as listed (its download then fails, and the user is told)."""
+    cannot be described stays as listed (its download then fails, and the user is told), with one
+    warning naming Slack's refusal (``info`` logs a channel's own refusal at DEBUG only)."""
     async def describe(file: Any) -> Any:
         if not (isinstance(file, dict) and file.get("file_access") == "check_file_info" and file.get("id")):
             return file
         try:
             found = (await asyncio.wait_for(info(str(file["id"])), DESCRIBE_TIMEOUT)).get("file")
         except (DeliveryError, TimeoutError) as exc:
-            log.warning("slack: file %s could not be described: %s", file["id"], type(exc).__name__)
+            log.warning("slack: file %s could not be described: %s", file["id"],
+                        f"{type(exc).__name__}: {exc}" if isinstance(exc, DeliveryError) else type(exc).__name__)
             return file
         return found if isinstance(found, dict) and found.get("id") else file
 
