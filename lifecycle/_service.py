@@ -334,7 +334,7 @@ class AsyncSubagentLifecycle:
 
     async def steer(self, handle: Any, text: str) -> bool:
         """Hand ``text`` to the running child, which reads it at its next step. False, queueing nothing,
-        when the child is not running (waiting for a slot, starting, stopping, finished) or the handle is
+        when the child is not running (waiting for a slot, starting, stopping, finishing, finished) or the handle is
         unknown, and after `close`; a child that ends before that step does not read it."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_GOAL_CHARS:
             raise SubagentLifecycleError(f"text must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
@@ -342,6 +342,8 @@ class AsyncSubagentLifecycle:
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
         if type(found) is not Record or found.result is not None or found.state is not S.RUNNING:
+            return False
+        if found.completing:  # its end is known, its state RUNNING until its result is published: it reads no more
             return False
         if found.interrupt_reason is not None:  # an interrupt asked of it: stopping, RUNNING until it ends
             return False

@@ -111,8 +111,9 @@ class SqliteJournal:
     record; the records put during one turn of the event loop are written together, as
     multi-row upserts, into the commit at the next turn. Nothing here waits for a lock on
     the loop (see `SqliteDatabase.request`), and reads run inline, seeing unflushed puts.
-    A failed write keeps the records for the next attempt, made with the next put or sync,
-    except those of the launches waiting on it in `sync_launch`, which are dropped.
+    A failed write keeps the records for the next attempt, made with the next put or sync, or on
+    its own, backing off (`_retry_later`), except those of the launches waiting on it in
+    `sync_launch`, which are dropped.
     """
 
     def __init__(
@@ -150,6 +151,10 @@ class SqliteJournal:
         self._abandoned: set[str] = set()
         """Records of launches whose wait was cancelled before their commit, until they ask again
         (`Supervisor` does): their refusals are kept for them, not told to a plain sync."""
+        self._retry: asyncio.TimerHandle | None = None
+        """The next try of records a failed commit left pending (`_retry_later`)."""
+        self._retry_delay: float | None = None
+        """Seconds until that try; None until a commit fails, and again once one succeeds."""
         self.commits = 0
         """Commits that carried records; for tests and metrics."""
 
@@ -194,6 +199,9 @@ class SqliteJournal:
             await self.sync()
         finally:
             self._state = "closed"
+            if self._retry is not None:
+                self._retry.cancel()
+                self._retry = None
             if self._pending:
                 logger.error("journal: closed with %d records unwritten", len(self._pending))
             if self._owns_db:
@@ -316,14 +324,24 @@ class SqliteJournal:
             if dropped:
                 logger.error("journal: writing failed, %d launches refused and their %d records dropped: %r",
                              len(dropped), sum(map(len, dropped)), error)
-            if self._pending:
-                logger.error("journal: writing %d records failed, will retry: %r", len(self._pending), error)
+            if self._pending:  # once an episode at ERROR: an idle gateway's tries come every 30 s while it lasts
+                logger.log(logging.ERROR if self._retry_delay is None else logging.WARNING,
+                           "journal: writing %d records failed, will retry: %r", len(self._pending), error)
             failure = JournalError(f"Journal write failed: {error!r}", code="JOURNAL_WRITE_FAILED")
             failure.__cause__ = error
+            # Statements the failed flush never reached (it raised on the records before them) are due in
+            # this commit too: left queued, their callers (`save_key`, `sweep`) would wait until some later
+            # put asked for a commit, in an idle gateway for good, the sweeper with them.
+            unrun, self._ops = self._ops, []
             for future, _, _ in ops:
                 _settle(future, exception=failure)
+            for _, future in unrun:
+                _settle(future, exception=failure)
             self._fail_waiters(failure)
+            if self._pending:
+                self._retry_later()
             return
+        self._retry_delay = None
         for future, result, op_error in ops:
             if op_error is None:
                 _settle(future, result=result)
@@ -405,6 +423,23 @@ class SqliteJournal:
                 return
             self._unreported = [r for r in self._unreported if r[0] not in launch]
         raise _refusal(refused)
+
+    def _retry_later(self) -> None:
+        """Try the records a failed commit left pending again on their own, backing off as the database
+        does its lost writes (``lost_retry``). Results published anyway (`Supervisor._publish`) are in
+        memory only until then: waiting for the next put, an idle gateway would keep them there, for a
+        crash to lose, long after the disk has room again."""
+        if self._retry is not None or self._loop is None or self._loop.is_closed() or self._db is None:
+            return
+        first, most = self._db.lost_retry
+        delay = first if self._retry_delay is None else min(self._retry_delay * 2, most)
+        self._retry_delay = delay
+        self._retry = self._loop.call_later(delay, self._try_again)
+
+    def _try_again(self) -> None:
+        self._retry = None
+        if self._state == "open" and self._pending:
+            self._request()
 
     def _request(self) -> None:
         try:
