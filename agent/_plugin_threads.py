@@ -86,11 +86,9 @@ class PluginThreads:
                 with self._lock:
                     self._running[call] = label
                 try:
-                    result = fn()
+                    future.set_result(fn())  # no local holds the result: an idle thread would keep it alive
                 except BaseException as exc:
                     future.set_exception(exc)
-                else:
-                    future.set_result(result)
                 finally:
                     with self._lock:
                         del self._running[call]

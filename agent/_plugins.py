@@ -190,7 +190,9 @@ class PluginHost:
             await self._register(module, register, ctx)
         except PluginError:
             raise
-        except Exception as exc:
+        # SystemExit too (a plugin's ``sys.exit("set FOO first")``): raised on in the host, it stopped the
+        # host at its start, with no failure told, where one plugin's refusal should fail that plugin only.
+        except (Exception, SystemExit) as exc:
             raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
         self._apply(ctx)
 
@@ -226,7 +228,7 @@ class PluginHost:
 def _import(module: str) -> Any:
     try:
         return importlib.import_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: see `PluginHost._load_one`
         raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
 
 

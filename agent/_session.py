@@ -21,7 +21,7 @@ from agent._ids import new_id
 from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
-from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _parse_arguments
+from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _mend_history, _parse_arguments
 from agent._tools import Tool, ToolContext, _shortened, utf8_text
 from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
@@ -119,8 +119,11 @@ class AgentSession:
         self.hooks = hooks
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
         self.history_version = 0
-        """Bumped whenever messages already in `messages` are replaced (compaction). Messages are
-        otherwise only appended, never changed, so a saver can store just the new ones."""
+        """Bumped whenever messages already in `messages` are replaced (compaction, `_mend_loaded`).
+        Messages are otherwise only appended, never changed, so a saver can store just the new ones."""
+        self._checked_messages = self.messages
+        """The `messages` list `_mend_loaded` last saw: one a host put in its place (a stored
+        transcript) is checked once, at the next turn's start; this session's own writes need none."""
         self.activity = Activity(last_activity=clock.monotonic())
         self.turns_run = 0
         self.total_usage = _NO_USAGE
@@ -250,6 +253,8 @@ class AgentSession:
             self._interrupt = None
         else:
             turn, self._interrupt = _resumed
+        if self.messages is not self._checked_messages:
+            self._mend_loaded()
         self._running = True
         if self._next_tools:
             self._apply_next_tools()
@@ -290,6 +295,17 @@ class AgentSession:
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
             turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
         )
+
+    def _mend_loaded(self) -> None:
+        """Mend a conversation this session did not write (`_mend_history`) before any of it is sent:
+        a transcript an older version stored could hold a tool call the server refuses, each time."""
+        mended, answered = _mend_history(self.messages)
+        self._checked_messages = self.messages
+        if mended or answered:
+            self.history_version += 1  # a saver stores it all again, mended
+            log.warning("session %s: its stored conversation held %d tool call(s) whose arguments were not a JSON "
+                        "object (now sent as one, {} if they held none) and %d never answered (now answered as "
+                        "not run), which the model server would refuse", self.session_id, mended, answered)
 
     def saved_turn(self) -> dict[str, Any]:
         """The running turn, with the conversation and totals it runs on, as JSON-ready data for
@@ -385,6 +401,10 @@ class AgentSession:
             await self._compact()
         if self.before_model_call is not None:
             await self.before_model_call(self)
+        if self._interrupt is not None:
+            # It landed while the above ran (the loop looked before): unguarded, a hard one cancelled
+            # nothing, and the whole model call would be made and paid for, then thrown away.
+            raise _HardInterrupted
         if self._schemas is None:
             self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
         request = ModelRequest._build(  # positional, in field order

@@ -56,6 +56,60 @@ def _kept_arguments(raw: str, args: dict[str, Any], problem: str | None) -> str:
     return json.dumps(args, ensure_ascii=False)  # {} when they did not parse
 
 
+def _mend_history(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """Mend, in place, a conversation this code did not write (a stored transcript or a saved turn
+    from an older version): each call's arguments as `_kept_arguments` keeps them, and each call no
+    tool result answers answered with `NOT_RUN` after its call's results. Older versions kept what
+    the model sent (not JSON, a JSON string or list) and could leave calls unanswered; the server
+    refuses every request of a conversation holding either, and the chat was stuck for good. A
+    mended message is a new dict in the same place; the rest, text included, stay as they are.
+    Returns (calls whose arguments were mended, calls answered). Once per conversation loaded: it
+    parses every call's arguments."""
+    mended = answered = 0
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        calls = message.get("tool_calls") if isinstance(message, dict) and message.get("role") == "assistant" else None
+        if not isinstance(calls, list) or not calls:
+            continue
+        kept = [_mended_call(c) for c in calls]
+        changed = sum(k is not c for k, c in zip(kept, calls, strict=True))
+        if changed:
+            messages[index - 1] = {**message, "tool_calls": kept}
+            mended += changed
+        results = set()
+        while index < len(messages) and isinstance(messages[index], dict) and messages[index].get("role") == "tool":
+            results.add(messages[index].get("tool_call_id"))
+            index += 1
+        ids = [c.get("id") for c in kept if isinstance(c, dict)]
+        missing = [{"role": "tool", "tool_call_id": i, "content": NOT_RUN}
+                   for i in ids if isinstance(i, str) and i not in results]
+        messages[index:index] = missing
+        index += len(missing)
+        answered += len(missing)
+    return mended, answered
+
+
+def _mended_call(call: Any) -> Any:
+    """``call`` (a tool call of a stored assistant message), or a copy whose arguments are the text of
+    a JSON object: ``{}`` when they were none (missing, not JSON, not an object)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    raw = function.get("arguments")
+    if isinstance(raw, str):
+        kept = _kept_arguments(raw, *_parse_arguments(raw))
+    elif isinstance(raw, dict):  # a store that kept the object itself
+        try:
+            kept = json.dumps(raw, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            kept = "{}"
+    else:
+        kept = "{}"
+    return call if kept is raw else {**call, "function": {**function, "arguments": kept}}
+
+
 CUT_OFF = ("this tool call was cut off at the model's output-length limit, so its arguments are incomplete "
            "and it was not run; send smaller pieces instead (write a long file in parts, a few hundred lines "
            "per call), not the same call again")

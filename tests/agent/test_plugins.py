@@ -404,3 +404,14 @@ async def test_a_plugin_whose_import_does_not_return_fails_to_load_and_the_rest_
     assert [str(f) for f in plugins.failures] == ["plugin 'hung_import_plugin': did not import within 0.2 s"]
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [str(f) for f in plugins.failures]
     assert "never" not in plugins.commands and plugins.commands["ping"].plugin == "good_plugin"
+
+
+async def test_a_plugin_that_exits_fails_to_load_and_the_rest_load(plugins, tmp_path):
+    # sys.exit in a plugin's import or register() went on up through the host, which stopped at its start.
+    (tmp_path / "exits_plugin.py").write_text('import sys\n\nsys.exit("set FOO first")\n')
+    (tmp_path / "exits_late_plugin.py").write_text("import sys\n\n\ndef register(ctx):\n    sys.exit(2)\n")
+    await plugins.load(["exits_plugin", "exits_late_plugin", "good_plugin"])
+    assert plugins.loaded == ["good_plugin"]
+    assert [str(f).split(" (at ")[0] for f in plugins.failures] == [
+        "plugin 'exits_plugin': import failed: SystemExit: set FOO first",
+        "plugin 'exits_late_plugin': register() failed: SystemExit: 2"]

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from agent import AgentSession, ToolError, ToolRegistry, TurnInProgress, TurnObserver, active_turn
+from agent import AgentSession, HookRegistry, ToolError, ToolRegistry, TurnInProgress, TurnObserver, active_turn
 from agent._session import STEER_NOTE
 from agent._tool_calls import CUT_OFF
 from agent.models import OpenAIModel
@@ -646,3 +646,23 @@ async def test_the_reasoning_a_server_sent_with_tool_calls_goes_back_with_them(f
     assert (result.exit_reason, result.text) == ("completed", "done")
     assert [m[field] for m in sent] == ["I should look it up"]
     assert [m.get(field) for m in s.messages if m["role"] == "assistant"] == ["I should look it up", None]
+
+
+async def test_a_stop_that_lands_while_before_model_call_runs_makes_no_model_call():
+    # Nothing is guarded there, so a hard interrupt cancelled nothing: the model call was made and paid
+    # for in full (minutes, for a long answer) and its answer thrown away, while the user waited on /stop.
+    asked = []
+    tools = registry(echo=lambda a, c: "ok")
+
+    async def stop_meanwhile(s):
+        if s.activity.api_calls == 1:  # the second call: after the first answer's tool ran
+            s.interrupt("user stop", hard=True)
+
+    s = session([[{"tool_calls": [call("echo", x="a")]}, {"text": "never sent"}]], tools,
+                before_model_call=stop_meanwhile)
+    s.hooks = HookRegistry()
+    s.hooks.register("model_call", lambda **event: asked.append(event["error"]))
+    result = await s.run_turn("go")
+    assert (result.exit_reason, result.interrupt_reason, result.api_calls) == ("interrupted", "user stop", 1)
+    assert asked == [None] and s.activity.api_calls == 1
+    assert s.messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "ok"}
