@@ -14,12 +14,13 @@ Per child, one task follows the workflow: one call starts it and sends it the
 and schedules its first model call (``running``; no polling while it waits for a
 worker), then it waits for the result (``finished``). A child re-attached after a restart that a
 worker had begun is reported running at once, since it began (`_found`); the others are sent the
-update. `interrupt` is a Temporal cancellation request carrying the reason: a child no worker has taken
-ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at once; one Temporal
-refuses (an API key without that right) is logged as a warning, the child running on, and asked again by the
-next start (the journal keeps the stop); `steer` is a signal,
-sent again (in order, once) while Temporal does not answer, journaled until Temporal has taken it (as a
-stop is when asked) so that the next start sends them (`steer_again`) if this process stops or is killed first;
+update. `interrupt` is a Temporal cancellation request carrying the reason (cut to `STOP_REASON_CHARS`): a child
+no worker has taken ends once Temporal holds the request (`_end_untaken`), as a queued in-process child ends at
+once; one Temporal refuses (an API key without that right) is logged as a warning and said in the child's activity,
+the child running on, and asked again by a later stop or the next start (the journal keeps the stop); `steer` is a
+signal, sent again (in order, once) while Temporal does not answer, journaled until Temporal has taken it (as a
+stop is when asked) so that the next start sends them (`steer_again`: once Temporal has the workflow, for a child
+that start sends anew) if this process stops or is killed first;
 one the client fails to send, Temporal's answer aside, is logged and given up, and the next is sent;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second.
@@ -80,6 +81,11 @@ _SENDING = "temporal-request"
 """Tasks sending a cancellation, a signal or a workflow start, or a child's start or end to the host: `close` lets
 them finish, the others it cancels."""
 _FOLLOWING = "temporal-follow"
+STOP_REASON_CHARS = 500
+"""How much of a stop's reason is sent to Temporal (and is the child's error), as the service keeps of a cancel's:
+a reason past the 4 MB a request may hold was refused as RESOURCE_EXHAUSTED, which reads as Temporal overloaded,
+so the stop was asked again for ever and never reached the child; one past the 2 MB payload limit, taken, made
+the child's interrupted outcome too big to record."""
 CLOSE_GRACE_SECONDS = 10.0
 """How long `close` gives those tasks when its caller gives no grace: past it (Temporal does not answer), what
 they were sending is left to the next start, which sends it again from the journal."""
@@ -96,6 +102,9 @@ class _Child:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     running: bool = False
     stop_reason: str | None = None
+    """The stop asked of it and not refused: a later stop is not asked again while one is under way."""
+    refused: str | None = None
+    """Why Temporal refused the last stop asked of it (it runs on), said with its activity until a stop goes in."""
     activity: str = "waiting for a worker"
     activity_at: float = 0.0
     refreshing: bool = False
@@ -174,6 +183,8 @@ class TemporalEngine:
         child = self._children.get(subagent_id)
         if child is None or child.stop_reason is not None:
             return
+        if len(reason) > STOP_REASON_CHARS:
+            reason = reason[:STOP_REASON_CHARS - 1] + "…"
         child.stop_reason = reason
         self._spawn(self._cancel(child, reason), _SENDING)
 
@@ -212,6 +223,8 @@ class TemporalEngine:
         if child.running and not child.refreshing and time.monotonic() - child.activity_at > _ACTIVITY_FRESH:
             child.refreshing = True
             self._spawn(self._refresh(child), "temporal-describe")
+        if child.refused is not None:  # where whoever asked for the stop looks (/agents, the model's list)
+            return f"{child.activity}; Temporal refused to stop it ({child.refused})"
         return child.activity
 
     async def close(self, *, grace: float | None = None) -> None:
@@ -406,6 +419,9 @@ class TemporalEngine:
                 log.error("child %s: its workflow could not be started (%s); the next start tries again", sid, exc)
                 return
             self._placed(child)
+            # Steers waiting for the workflow (`_send_steers`) are sent within the close's grace, not left to it.
+            child.handle = child.handle or self.client.get_workflow_handle(sid)
+            child.started.set()
             return
 
     def _no_worker(self, subagent_id: str) -> None:
@@ -516,6 +532,7 @@ class TemporalEngine:
             handle = child.handle or self.client.get_workflow_handle(sid)
             try:
                 await handle.cancel(reason=reason)
+                child.refused = None
                 break
             except RPCError as exc:
                 # Temporal is down or restarting: dropped now, the stop would never reach the child,
@@ -524,9 +541,12 @@ class TemporalEngine:
                     continue
                 if exc.status is not RPCStatusCode.NOT_FOUND:
                     # Refused (an API key without that right, a request Temporal finds invalid): the child runs
-                    # on, which the user who asked to stop it must be able to read somewhere.
+                    # on, which the user who asked to stop it must be able to read somewhere: here, and in its
+                    # activity. Kept as asked, the stop made every later one a no-op: a second /stop (the right
+                    # granted meanwhile) was never sent, and only the next start asked again.
                     log.warning("child %s: Temporal refused to stop it (%s: %s); it runs on, and the next start"
                                 " asks again", sid, exc.status.name, exc)
+                    child.stop_reason, child.refused = None, exc.status.name
                     return
                 if child.started.is_set():
                     log.debug("cancel of %s: %s", sid, exc)  # it finished meanwhile: the outcome says how
@@ -588,7 +608,18 @@ class TemporalEngine:
         # One sender per child, so that a steer never overtakes an earlier one Temporal has not taken.
         sid = child.job.subagent_id
         patience = _Patience(sid, self.settings.address)
+        if child.handle is None:
+            # Handed back at a restart (`steer_again`) to a child whose workflow this start sends anew: signalled
+            # now, they failed on the missing handle and were lost. Sent once Temporal has the workflow (the
+            # follow sets `started` then, or when the child ended without one, which reads no steer).
+            await child.started.wait()
         while child.steers:
+            if child.handle is None:
+                log.warning("child %s ended before its workflow started; %d steer(s) are not read",
+                            sid, len(child.steers))
+                child.steers.clear()
+                self._keep_steers(child)
+                return
             try:
                 await child.handle.signal(STEER, child.steers[0])
             except RPCError as exc:
