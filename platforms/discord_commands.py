@@ -4,10 +4,11 @@ Each `CommandSpec` becomes a slash command with one optional ``args`` string,
 registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
 globally when that is empty. An interaction is deferred (type 5, "thinking…")
 before it is handed over, so Discord's 3-second window holds whatever the
-gateway does; its ``reply_token`` is ``"<application id>:<interaction token>"``
-(valid 15 minutes). Answering it stays with the adapter's sending (`platforms.discord`), but for
-one a stop left unrecorded: Discord never sends it again, so it is answered to be sent again
-(`tell_not_taken`).
+gateway does (one refused as already acknowledged, 40060, was taken by discord.py's earlier try, which
+Discord answered with a 5xx: it is deferred all the same); its ``reply_token`` is
+``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
+sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
+is answered to be sent again (`tell_not_taken`).
 
 Apart from the adapter because commands come outside the channels' messages: no mention, no
 catch-up, their own acknowledgement. Logged under ``platforms.discord``.
@@ -31,6 +32,8 @@ from platforms.not_recorded import NOT_TAKEN
 log = logging.getLogger("platforms.discord")
 
 CALLBACK = "POST /interactions/{id}/{token}/callback"
+ACKNOWLEDGED = 40060
+"""Discord's "Interaction has already been acknowledged": a response to the interaction was taken before."""
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""
@@ -84,11 +87,17 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     try:
         await _unless_stopping(interaction.response.defer(thinking=True), stopping)
         deferred(reply_token)
-    except Exception as exc:  # too late, already answered, or rate limited: run it, answer in the channel
-        error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
-        log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
-                    name, interaction.user.id, type(error).__name__)
-        reply_token = None
+    except Exception as exc:  # too late, or rate limited: run it, answer in the channel
+        if isinstance(exc, discord.HTTPException) and exc.code == ACKNOWLEDGED:
+            # discord.py sent it again after a 5xx, and Discord had taken the first: "thinking…" shows, to
+            # be replaced by the answer (in the channel, the interaction showed "thinking…" until it failed).
+            log.info("discord: /%s from user %s was acknowledged by an earlier try", name, interaction.user.id)
+            deferred(reply_token)
+        else:
+            error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
+            log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
+                        name, interaction.user.id, type(error).__name__)
+            reply_token = None
     chat_id, thread_id = chat_of(interaction.channel, interaction.channel_id)
     return Inbound(
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),

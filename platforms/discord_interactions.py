@@ -36,7 +36,11 @@ class Interactions:
         the defer, or as Discord says after a restart."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._parts: OrderedDict[str, str | None] = OrderedDict()
-        """Follow-ups this process posted, by id: the idempotency key of the part each was posted for."""
+        """Follow-ups this process posted or found (`claim`), by id: the idempotency key of the part each was
+        posted for."""
+        self._first_words: OrderedDict[str, str] = OrderedDict()
+        """Reply tokens whose first answer an earlier process posted -> its content, as Discord showed it
+        when asked: the part it was posted for is not known (`claim_first`)."""
 
     def deferred(self, reply_token: str) -> None:
         """The interaction's response was deferred: it shows "thinking…" until its first answer."""
@@ -55,6 +59,20 @@ class Interactions:
     def posted_for(self, message_id: int) -> str | None:
         """The idempotency key of the part this process posted as follow-up ``message_id``, if it did."""
         return self._parts.get(str(message_id))
+
+    def claim(self, message_id: int, idempotency_key: str | None) -> None:
+        """Follow-up ``message_id``, which an earlier attempt posted, was found for this part: no other part
+        in the same words may be taken for it."""
+        remember(self._parts, str(message_id), idempotency_key, _REMEMBERED)
+
+    def claim_first(self, reply_token: str, content: str) -> bool:
+        """Whether the interaction's first answer, posted by an earlier process for a part it did not say,
+        has ``content`` (stripped, as Discord stores it): it is then taken as that part's, once."""
+        words = self._first_words.get(reply_token)
+        if words is None or words.strip() != content:
+            return False
+        del self._first_words[reply_token]
+        return True
 
     def token_of(self, message_id: str) -> str | None:
         """The reply token of the interaction that posted ``message_id``, if it was an answer."""
@@ -78,8 +96,9 @@ class Interactions:
             raise translate(exc, route=route, chat_id=message.chat_id, caller_logs=True) from exc
         if first:
             remember(self._answered, message.reply_token, sent.id, _REMEMBERED)
-        else:
+        else:  # the first answer's part is settled: a part later than it is never that answer
             remember(self._parts, str(sent.id), message.idempotency_key, _REMEMBERED)
+            self._first_words.pop(message.reply_token, None)
         remember(self._webhook_messages, str(sent.id), message.reply_token, _REMEMBERED)
         return Sent(str(sent.id))
 
@@ -89,6 +108,8 @@ class Interactions:
         if reply_token not in self._answered:
             original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
             remember(self._answered, reply_token, None if original.flags.loading else original.id, _REMEMBERED)
+            if not original.flags.loading:  # perhaps the answer to the very part the outbox looks for
+                remember(self._first_words, reply_token, original.content, _REMEMBERED)
         return self._answered[reply_token] is None
 
     def webhook(self, reply_token: str) -> discord.Webhook:

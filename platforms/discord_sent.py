@@ -16,13 +16,18 @@ at all: one Discord stored but answered with a 5xx (which discord.py no longer p
 `platforms.discord_answers`) is looked for in its channel's history (`find_answer`): a message of the
 application's webhook, a follow-up of this interaction (``interaction_metadata.original_response_message_id``
 is its first answer's id), in the part's words, posted after that first answer and at most
-`CLOCK_SKEW` before the part was queued, and not one this process posted for another part. Two
-follow-ups of one answer in the same words, the first posted by a process that died, may still be
-taken one for the other. Where the bot cannot read the channel (no View Channel or Read Message
-History, an app installed by a user where the bot is no member) the lookup cannot tell (`Forbidden`)
-and the part is sent, as it was before. The first part of an answer replaces the "thinking…" response,
-which sending again changes nothing: it is not looked for while this process knows the interaction
-still shows "thinking…".
+`CLOCK_SKEW` before the part was queued, and not one this process posted or found for another part (one
+found is the part's from then on: another part in the same words, whose post Discord did not store, is
+then posted). Two follow-ups of one answer in the same words, the first posted by a process that died,
+may still be taken one for the other. Where the bot cannot read the channel (no View Channel or Read
+Message History, an app installed by a user where the bot is no member) the lookup cannot tell
+(`Forbidden`) and the part is sent, as it was before. The first part of an answer replaces the
+"thinking…" response, which sending again changes nothing: it is not looked for while this process knows
+the interaction still shows "thinking…". Posted by a process that died before it heard the answer, it is
+looked for after the restart, and found as the interaction's first answer when that is in the part's
+words and no follow-up came after it (sent again, it went as a follow-up: the answer showed twice). Here
+too a part in the same words as the first answer, the first one a new process sends for the interaction,
+may be taken for it.
 
 Apart from the adapter (`platforms.discord`) because it is one concept, the lookup and what it remembers.
 """
@@ -91,14 +96,20 @@ async def find_answer(interactions: Interactions, channel: discord.abc.Messageab
         application = int(message.reply_token.split(":", 1)[0])
         content = discord_markdown.render(message.text).strip()  # Discord trims a message's content
         after = discord.Object(max(first, _snowflake(since - CLOCK_SKEW)))
+        followed = False  # a follow-up of this interaction: its first answer was settled before
         async for found in channel.history(limit=LOOKUP_MESSAGES, after=after, oldest_first=True):
             metadata = found.interaction_metadata
-            if found.webhook_id == application and metadata is not None \
-                    and metadata.original_response_message_id == first and found.content.strip() == content \
+            if found.webhook_id != application or metadata is None or metadata.original_response_message_id != first:
+                continue
+            followed = True
+            if found.content.strip() == content \
                     and interactions.posted_for(found.id) in (None, message.idempotency_key):
+                interactions.claim(found.id, message.idempotency_key)
                 return str(found.id)
     except Exception as exc:
         raise translate(exc, route=route, chat_id=message.thread_id or message.chat_id) from exc
+    if not followed and interactions.claim_first(message.reply_token, content):
+        return str(first)
     return None
 
 

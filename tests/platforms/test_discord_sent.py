@@ -213,3 +213,67 @@ async def test_an_answer_in_the_same_words_as_the_last_is_posted_after_a_restart
         store.close()
     assert first != second
     assert [m.id for m in fake.bot_messages(dm)] == [first, second]
+
+
+async def test_a_follow_up_found_for_one_part_is_never_taken_for_another_in_the_same_words(
+        fake: FakeDiscord, tmp_path: Path) -> None:
+    """Two follow-ups alike ("Done."), both answered with a 5xx: the first stored, the second not. The
+    first's lookup finds its post; the second's must not find that one again, or it is never posted."""
+    async with _outbox(fake, tmp_path) as (outbox, command, lookups):
+        _answer(outbox, command, "Stopped.", "c1")
+        await outbox.wait_sent("c1:0", timeout=WAIT)
+        fake.fail_next(FOLLOW_UP, 500, message="Internal Server Error", after=True)
+        _answer(outbox, command, "Done.", "c2")
+        first = await outbox.wait_sent("c2:0", timeout=WAIT)
+        fake.fail_next(FOLLOW_UP, 500, message="Internal Server Error")
+        _answer(outbox, command, "Done.", "c3")
+        second = await outbox.wait_sent("c3:0", timeout=WAIT)
+    assert [m.content for m in fake.bot_messages(command.chat_id)] == ["Stopped.", "Done.", "Done."]
+    assert first != second and fake.bot_messages(command.chat_id)[-1].id == second
+    assert lookups.outcomes == ["discord:found", "discord:not_found"]
+
+
+async def test_the_first_answer_an_earlier_process_posted_is_found_and_not_posted_again_as_a_follow_up(
+        fake: FakeDiscord) -> None:
+    """The process died with the part that replaces "thinking…" posted, its answer lost: the next one,
+    which does not know the interaction shows it no more, looks for it. Not found, it was sent again as
+    a follow-up, and the answer showed twice."""
+    adapter, command = await _commanded(fake)
+    since = time.time()
+    part = Outbound(command.chat_id, None, "Stopped.", idempotency_key="c1:0", reply_token=command.reply_token)
+    try:
+        first = await adapter.send(part)
+    finally:
+        await adapter.stop()
+    later = adapter_for(fake)
+    await later.start(_ignore)
+    try:
+        assert later.findable(part)
+        # Another part, in other words, is not that answer; nor is this one, once taken for it.
+        assert await later.find_sent(replace(part, text="Other.", idempotency_key="c0:0"), since) is None
+        assert await later.find_sent(part, since) == first.message_id
+        assert await later.find_sent(replace(part, idempotency_key="c2:0"), since) is None
+    finally:
+        await later.stop()
+        await join_heartbeat_threads()
+    assert [m.content for m in fake.bot_messages(command.chat_id)] == ["Stopped."]
+    assert fake.calls_to(FOLLOW_UP) == []
+
+
+async def test_a_part_after_a_follow_up_is_never_taken_for_the_first_answer_in_its_words(
+        fake: FakeDiscord) -> None:
+    adapter, command = await _commanded(fake)
+    since = time.time()
+    part = Outbound(command.chat_id, None, "Done.", idempotency_key="c1:0", reply_token=command.reply_token)
+    try:
+        await adapter.send(part)
+        await adapter.send(replace(part, text="More.", idempotency_key="c2:0"))
+    finally:
+        await adapter.stop()
+    later = adapter_for(fake)
+    await later.start(_ignore)
+    try:  # a follow-up went out, so the first answer was settled before this part
+        assert await later.find_sent(replace(part, idempotency_key="c3:0"), since) is None
+    finally:
+        await later.stop()
+        await join_heartbeat_threads()
