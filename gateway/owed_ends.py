@@ -1,20 +1,23 @@
 """Turn ends the store refused (a full disk), owed until they can be recorded.
 
-A turn's end records what answers its messages — its reply or note, its delegation's outcome,
-the transcript holding the turn — and then settles them. When the store refuses any of that the
-turn ends all the same, for its chat to go on, and its end is owed: kept on the session
+A turn's end records what answers its messages — its reply or note, its delegation's outcome, the
+transcript holding the turn — and then settles them. When the store refuses any of that the turn
+ends all the same, for its chat to go on, and its end is owed: kept on the session
 (`GatewaySession.owed`, in memory), oldest first, and paid before the session's next turn begins,
 with every later turn's end (in the same commit as that turn's transcript, which holds the owed
-turns too), at ``/new`` before the old generation's transcript is replaced, and by the retention
-sweep (`gateway.retention`), so that an idle chat's answer does not wait for its next message once
-the store takes writes again. The sweep pays only a session that has no worker (no turn runs or
-waits): a worker pays its session's before each turn and with each turn's end, and a transcript
-stored while a turn runs would hold that turn half done. Every pay runs on the event loop with no
-await between its first write and its last, so no two overlap. Paying repeats nothing: the outbox
-journals a key once, a delegation's first outcome stands, settling twice is settling once, and the
-transcript is stored from where the stored one ends (`GatewaySession.unsaved_from`). An end still
-owed when the gateway stops leaves its messages unsettled and nothing of its turn in the stored
-transcript: the next start runs the turn again, as after a crash.
+turns too), at ``/new`` before the old generation's transcript is replaced, for a session that has
+no worker by `gateway.turn_runner.TurnRunner` trying again, backing off up to a minute, and by the
+retention sweep (`gateway.retention`), so that an idle chat's answer goes out soon after the store
+takes writes again, not with its next message; and at a graceful stop, so that the next start does
+not run again turns whose ends the store would take. Only a session that has no worker (no turn runs
+or waits) is paid so: a worker pays its session's before each turn and with each turn's end, and a
+transcript stored while a turn runs would hold that turn half done (as would one of a turn the
+shutdown cut short). Every pay runs on the event loop with no await between its first write and its
+last, so no two overlap. Paying repeats nothing: the outbox journals a key once, a delegation's
+first outcome stands, settling twice is settling once, and the transcript is stored from where the
+stored one ends (`GatewaySession.unsaved_from`). An end still owed when the gateway has stopped
+leaves its messages unsettled and nothing of its turn in the stored transcript: the next start runs
+the turn again, as after a crash.
 """
 
 from __future__ import annotations

@@ -148,7 +148,9 @@ class SessionRegistry:
         session.agent = agent
         session.saved = None
         session.heard.clear()
-        session.generation_started_at = self._clock.time()
+        # Activity: the command that asked for it may await the old generation's children's hooks before it
+        # queues its text, and a retention sweep meanwhile must not evict the session it queues into.
+        session.generation_started_at = session.last_active = self._clock.time()
         self._by_agent.pop(old_id, None)
         self._by_agent[session.session_id] = session
         return old_id, stopped

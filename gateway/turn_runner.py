@@ -46,6 +46,9 @@ CompletionEnded = Callable[[str, str, str | None], None]
 delivered, or silenced (``NO_REPLY``, ``/stop``, ``/new``). Called in the commit of its reply."""
 TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
+PAY_AGAIN_FIRST, PAY_AGAIN_MAX = 1.5, 60.0
+"""Seconds before the turn ends idle chats owe are first tried again (`TurnRunner._pay_soon`), and the most
+between two tries (the wait doubles): an answer out within a minute of the store taking writes again."""
 
 
 
@@ -81,6 +84,11 @@ class TurnRunner:
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
+        self._paying: asyncio.Task[None] | None = None
+        """Tries the turn ends idle sessions owe again, backing off, while any owes one (`_pay_soon`)."""
+        self._cut_short: set[GatewaySession] = set()
+        """Sessions whose turn the shutdown interrupted (`RunningTurn.runs_again`): their agents' messages hold
+        that turn half done, so no transcript of theirs is stored at the stop (`cancel`)."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -107,11 +115,14 @@ class TurnRunner:
         """Shutdown: no queued item starts from now on (their events stay unsettled, their
         delegations undelivered: the next start takes them up)."""
         self._stopping = True
+        if self._paying is not None:  # `cancel` pays once more, after the turns
+            self._paying.cancel()
 
     async def cancel(self, within: float) -> None:
         """Cancel every session's worker and wait up to ``within`` seconds for them to end. A turn
         whose tool or model call ignores its cancellation is named in the log and left behind: its
-        event was never settled, so the next start handles its message again (`gateway.left_behind`)."""
+        event was never settled, so the next start handles its message again (`gateway.left_behind`).
+        Then the turn ends the sessions without a turn still owe are paid, if the store takes them."""
         workers = {task: session for session, task in self._workers.items()}
         for task in await cancel_within(list(workers), within):
             session = workers[task]
@@ -120,6 +131,22 @@ class TurnRunner:
                       "cancellation): left behind, its message is handled again after the next start",
                       running.turn_id if running else "(none)", session.platform, session.chat_id, within,
                       f"tool {running.current_tool}" if running and running.current_tool else "a tool or model call")
+        # Owed turn ends not paid by the stop would have their turns run again by the next start, tools, model
+        # and children all over, though the store has room again (freed to restart on): paid now, if it takes
+        # them. Not a session whose turn the shutdown cut short, nor one whose turn did not end (its worker left
+        # behind, or cancelled midway): their agents' messages hold a turn half done.
+        try:
+            paid, refused = self._pay_idle(lambda session: session not in self._cut_short)
+        except Exception:  # the stop goes on: what is not recorded runs again after the next start
+            log.exception("recording the turn ends idle chats owe, before stopping, failed")
+            return
+        if paid:
+            log.info("recorded the turn ends %d idle chat(s) owed, before stopping", paid)
+        if refused:
+            first = refused[0]
+            log.warning("could not record the turn ends %d chat(s) owe before stopping (%s: %s; not recorded, of the"
+                        " end of turn %s: %s): their turns run again after the next start", len(refused),
+                        type(first.error).__name__, first.error, first.turn_id, first.what)
 
     def ended_early(self, session: GatewaySession, why: str, stopped: RunningTurn | None,
                     waiting: list[tuple[str, Inbound]]) -> None:
@@ -161,6 +188,8 @@ class TurnRunner:
                                reply_to=quote)
         refused.log(f"all that a stop ({SUPPRESSED_REASONS.get(why, why)}) ended", session,
                     "what of it is not settled is handled again after the next start")
+        if session.owed:  # a /new refused them, maybe in a chat where no turn comes to pay them
+            self._pay_soon()
 
     def pay_owed(self) -> int:
         """The retention sweep's: pay the turn ends owed by the sessions no turn runs or waits in
@@ -168,16 +197,8 @@ class TurnRunner:
         store takes writes again, not when the chat next speaks. A session with a worker is left to it:
         it pays them before its next turn begins, or with the end of the one running (stored now, the
         transcript would hold that turn half done). Returns how many sessions the store still refused
-        (one line says why)."""
-        refused: list[Unpaid] = []
-        paid = 0
-        for session in self._registry:
-            if not session.owed or session.busy or session in self._workers:
-                continue
-            if (unpaid := self._owed.pay(session)) is None:
-                paid += 1
-            else:
-                refused.append(unpaid)
+        (one line says why). Between sweeps `_pay_soon` tries them, backing off."""
+        paid, refused = self._pay_idle()
         if paid:
             log.info("recorded the turn ends %d idle chat(s) owed", paid)
         if refused:
@@ -185,7 +206,51 @@ class TurnRunner:
             log.warning("could not record the turn ends %d idle chat(s) owe (%s: %s; not recorded, of the end of"
                         " turn %s: %s): tried again at the next retention sweep, or with the chat's next turn",
                         len(refused), type(first.error).__name__, first.error, first.turn_id, first.what)
+            self._pay_soon()
         return len(refused)
+
+    def _pay_idle(self, also: Callable[[GatewaySession], bool] = lambda session: True) -> tuple[int, list[Unpaid]]:
+        """Pay the turn ends owed by the sessions without a worker or a turn, queued or running (and
+        for which ``also`` holds): how many paid, and the first refusal of each of the others."""
+        refused: list[Unpaid] = []
+        paid = 0
+        for session in self._registry:
+            if not session.owed or session.running is not None or session in self._workers or not also(session):
+                continue
+            if session.queue and not self._stopping:
+                continue  # a worker comes for it, and pays first
+            if (unpaid := self._owed.pay(session)) is None:
+                paid += 1
+            else:
+                refused.append(unpaid)
+        return paid, refused
+
+    def _pay_soon(self) -> None:
+        """A session without a worker owes a turn end the store refused: try it again shortly, then
+        backing off, rather than at the next retention sweep (every five minutes), for an idle chat's answer
+        to go out soon after the store takes writes again."""
+        if self._paying is None and not self._stopping:
+            self._paying = asyncio.ensure_future(self._pay_until_paid())
+
+    async def _pay_until_paid(self) -> None:
+        """Said once, by the turn's end (or the stop's): a full disk is named by the database too."""
+        delay = PAY_AGAIN_FIRST
+        try:
+            while not self._stopping:
+                await self._clock.sleep(delay)
+                try:
+                    paid, refused = self._pay_idle()
+                except Exception:  # not the store's refusal: the retention sweep tries them, and says so again
+                    log.exception("recording the turn ends idle chats owe failed")
+                    return
+                if paid:
+                    log.info("recorded the turn ends %d idle chat(s) owed", paid)
+                if not refused:
+                    return  # a session with a worker is its worker's, which calls again if it leaves one owed
+                log.debug("the turn ends %d idle chat(s) owe are still refused: %s", len(refused), refused[0].error)
+                delay = min(delay * 2, PAY_AGAIN_MAX)
+        finally:
+            self._paying = None
 
     async def _work(self, session: GatewaySession) -> None:
         try:
@@ -202,6 +267,8 @@ class TurnRunner:
                 await self._run(session, item, running)
         finally:
             self._workers.pop(session, None)
+            if session.owed:
+                self._pay_soon()
 
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
         """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
@@ -262,6 +329,7 @@ class TurnRunner:
             finish_progress()
         if running.runs_again:  # it runs again after the restart: say nothing now
             self._registry.end(session)  # stores nothing
+            self._cut_short.add(session)
             refused.log_turn(item.turn_id, session)
             return
         # The answers the ends of earlier turns owe go before this turn's, if the store takes them now. If not,

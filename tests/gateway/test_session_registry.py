@@ -71,3 +71,24 @@ def test_a_new_generation_whose_agent_cannot_be_built_leaves_the_old_one_as_it_w
     registry.new_generation(session)
     assert session.generation == store.sessions.load(session.key).generation == 2
     assert session.agent.session_id == session.session_id != old_id
+
+
+def test_a_new_generation_counts_as_activity_so_no_sweep_evicts_the_session_it_is_about_to_queue_into(tmp_path):
+    # `/new plan the trip` in a chat idle for over an hour: the generation starts, then the command awaits the
+    # old generation's children's `subagent_stop` hooks before the text is queued. A retention sweep meanwhile
+    # found the session idle (nothing queued yet, no child of its *new* generation) and evicted it: the text ran
+    # on a session no longer in the registry (its tools could not find their chat), and the chat's next message
+    # loaded a second session for the same chat, whose turns ran beside the first's.
+    store, builds, clock = GatewayStore(tmp_path / "state.db", clock=FakeClock()), Builds(), FakeClock()
+    registry = SessionRegistry(store.sessions, new_agent=builds.new_agent, mode_for=lambda platform: "inline",
+                               clock=clock, ended=lambda *a: None, delegate_for=builds.delegate_for)
+    try:
+        session = registry.get("webhook", "c", None)
+        clock.advance(7200)
+        registry.new_generation(session)
+        assert registry.evict_idle(3600, keeps_children=lambda session_id: False) == 0
+        assert registry.find("webhook", "c", None) is session
+        clock.advance(3600)
+        assert registry.evict_idle(3600, keeps_children=lambda session_id: False) == 1  # idle again, it goes
+    finally:
+        store.close()
