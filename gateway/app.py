@@ -140,6 +140,8 @@ class Gateway:
         self.recent_errors = RecentErrors(repeat_window=self.config.logging.repeat_window_seconds)
         """The latest warnings and errors logged, for the operator console."""
         self._accepting = False
+        self._run_begun = False
+        """Whether this start recorded its run (`GatewayStore.begin_run`): only then may its stop record it ended."""
         self._background: list[asyncio.Task] = []
         self._aside: set[asyncio.Task] = set()
         """Plugin commands being answered (`_answer_aside`)."""
@@ -174,7 +176,9 @@ class Gateway:
         begun = self.store.inbox.begun()
         # The last gateway died: that counts as an attempt of each event whose turn had begun; one still
         # waiting for its turn (queued behind a slow one) had no part in it.
-        replayed = opened if self.store.begin_run() else [
+        before_stopped_cleanly = self.store.begin_run()
+        self._run_begun = True
+        replayed = opened if before_stopped_cleanly else [
             (event, turn_id) for event, turn_id in opened
             if (event.platform, event.event_id) not in begun or self.dead_letters.cut_short(event)]
         for event, _ in replayed:
@@ -309,7 +313,10 @@ class Gateway:
                     await adapter.close()
                 except Exception:
                     log.exception("closing %s failed", adapter.name)
-        await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
+        if self._run_begun:
+            # Else the start failed or was stopped before it began its run: the record of the run before,
+            # maybe cut short by a crash the next start must charge to the events it had begun, stays.
+            await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
         await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends

@@ -12,6 +12,7 @@ from gateway.config import Config
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
+from gateway.startup_errors import explain
 from gateway.stop_signals import StopSignals
 
 log = logging.getLogger("gateway.serve")
@@ -21,11 +22,11 @@ QUIET_CHECKS, QUIET_PAUSE = 3, 0.05
 
 
 async def serve(config: Config, *, local: bool = False) -> int:
-    """Run until SIGINT/SIGTERM/SIGHUP (`gateway.stop_signals`; or the terminal chat ends): stop intake, give turns, then the
-    outbox's flush, then the Temporal engine's last requests ``server.shutdown_grace_seconds`` in all
-    (`Gateway.stop`), journal running children; the HTTP server's requests in progress get the same
-    grace, alongside (`_stop`). A signal
-    while the gateway still starts cancels the start and stops the same way."""
+    """Run until SIGINT/SIGTERM/SIGHUP (`gateway.stop_signals`; or the terminal chat ends): stop intake, give
+    turns, then the outbox's flush, then the Temporal engine's last requests ``server.shutdown_grace_seconds``
+    in all (`Gateway.stop`), journal running children; the HTTP server's requests in progress get the same
+    grace, alongside (`_stop`). A signal while the gateway still starts cancels the start and stops the
+    same way; a second one, from then on, ends the process at once."""
     state_lock.hold(config.state_dir)  # one process per state directory, before anything opens it
     stopping, started = asyncio.Event(), asyncio.Event()
     draining: list[asyncio.Task[None]] = []
@@ -110,11 +111,17 @@ async def _stop_once_quiet(gateway: Gateway, started: asyncio.Event, stopping: a
 
 
 async def _start(gateway: Gateway, server: Server | None) -> None:
-    if server is not None:
-        await server.bind()  # a port in use stops the start before any platform takes a message
-    await gateway.start()
-    if server is not None:
-        await server.start()
+    """Raises what stopped the start, logged first: the platforms already started get the grace to stop
+    (their turns running), and the command's one line comes only after that, a long silence otherwise."""
+    try:
+        if server is not None:
+            await server.bind()  # a port in use stops the start before any platform takes a message
+        await gateway.start()
+        if server is not None:
+            await server.start()
+    except Exception as exc:
+        log.error("could not start, stopping what had started: %s", explain(exc, gateway.config))
+        raise
 
 
 async def _unless_stopped(start: Awaitable[None], stopping: asyncio.Event) -> bool:
@@ -128,6 +135,8 @@ async def _unless_stopped(start: Awaitable[None], stopping: asyncio.Event) -> bo
     finally:
         stopped.cancel()
         if not task.done():
+            # Said now: what had started may take seconds to unwind (a platform that does not answer its close).
+            log.info("stop asked while starting: the start is cancelled")
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)  # what it had begun unwinds before the stop
     if task.cancelled():

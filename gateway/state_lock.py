@@ -52,6 +52,8 @@ class StateLock:
         except OSError as exc:
             holder = _read_pid(fd)
             os.close(fd)
+            if exc.errno in _NO_LOCKS:
+                raise StartupError(_unlockable(state_dir, exc)) from exc
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StartupError(_unwritable(state_dir, path, exc)) from exc
             raise StartupError(_in_use(state_dir, holder)) from None
@@ -135,6 +137,19 @@ def _read_pid(fd: int) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
+"""What ``flock`` answers on a file system that keeps no locks: NFS without its lock service
+(``nolock``, or ``rpc.statd`` not running), some FUSE and SMB mounts."""
+
+
+def _unlockable(state_dir: Path, exc: OSError) -> str:
+    """The line for a state directory whose file system refuses locks. Not blamed on write access, which
+    it has: the fix is another disk. Nor started without the lock: a second gateway would not be kept out."""
+    return (f"state directory {state_dir} cannot be locked ({exc.strerror}): its file system keeps no locks"
+            " (a network file system?); point state_dir (or $SWITCHBOARD_STATE_DIR) at a local disk, which"
+            " SQLite's write-ahead log needs as well")
 
 
 def read_only(state_dir: Path) -> str:

@@ -16,19 +16,34 @@ from collections.abc import Callable
 
 
 class StopSignals:
-    """Calls ``stop`` on the first stop signal. `release`, once the stop has begun, hands SIGINT and
+    """Calls ``stop`` on the first stop signal, then `release`s at once. `release` hands SIGINT and
     SIGTERM back to their defaults, so a second one ends the process at once as a supervisor that
     escalates expects (a second SIGTERM to PID 1, which the kernel spares the default action, with
     status 143 all the same), but keeps ignoring SIGHUP: the shell passes the terminal's hangup on to its
-    jobs, so one hangup can arrive twice. `close`, after the stop, restores SIGHUP's default too."""
+    jobs, so one hangup can arrive twice. `close`, after the stop, restores SIGHUP's default too.
+
+    Released by the first signal itself, not once the caller sees its stop begin: a signal during the
+    start cancels it, and what had started unwinds before the stop proper (a platform's adapter closing
+    its connection, up to seconds when the platform does not answer); a second signal meanwhile must end
+    the process too, not be swallowed by a handler still in place. A stop for another reason (the
+    terminal chat left) calls `release` itself. Idempotent."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
         self._loop = loop
         self._hangup = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN
+        self._released = False
+
+        def first() -> None:
+            stop()
+            self.release()
+
         for signum in self._signals():
-            loop.add_signal_handler(signum, stop)
+            loop.add_signal_handler(signum, first)
 
     def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
         loop = self._loop
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)

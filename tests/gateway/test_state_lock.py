@@ -1,12 +1,16 @@
-"""One process per state directory, also when its lock file is deleted while a gateway holds it."""
+"""One process per state directory, also when its lock file is deleted while a gateway holds it; a file
+system that keeps no locks is named as such."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+from types import SimpleNamespace
 
 import pytest
 
+from gateway import state_lock
 from gateway.errors import StartupError
 from gateway.state_lock import LOCK_FILE, StateLock
 from tests.gateway.cli_process import TIMEOUT, Running, problem_lines, write_config
@@ -58,3 +62,21 @@ def test_a_directory_others_may_read_is_not_locked_where_they_could_hold_its_loc
         StateLock.acquire(state).release()
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP])
+def test_a_file_system_that_keeps_no_locks_is_named_not_blamed_on_write_access(tmp_path, monkeypatch, code):
+    # NFS mounted without its lock service answers ENOLCK; some FUSE and SMB mounts refuse flock outright.
+    def refuse(fd: int, operation: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(state_lock, "fcntl", SimpleNamespace(flock=refuse, LOCK_EX=fcntl.LOCK_EX,
+                                                             LOCK_NB=fcntl.LOCK_NB))
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with pytest.raises(StartupError) as refused:
+        StateLock.acquire(state)
+    assert str(refused.value) == (
+        f"state directory {state} cannot be locked ({os.strerror(code)}): its file system keeps no locks (a network"
+        " file system?); point state_dir (or $SWITCHBOARD_STATE_DIR) at a local disk, which SQLite's write-ahead"
+        " log needs as well")
