@@ -5,17 +5,35 @@ before any child starts, `contract_prompt` in the child's system prompt,
 `validate_output` on its final answer, at most one `correction_prompt` turn, and
 `SCHEMA_NOTE` on an entry whose corrected answer still fails. Everything here is
 pure: no I/O, no state, safe to call from the event loop.
+
+Two things jsonschema would do on that loop are bounded here. A ``$ref`` to a URL is never
+fetched (jsonschema's default fetches it, with no timeout: a request to wherever the model said,
+and a loop stalled for as long as the server takes); it is an error of the contract instead. A
+``pattern`` (and a ``patternProperties`` key) is matched with the ``regex`` module under a time
+budget, `MAX_PATTERN_SECONDS` per validation (``regex`` may overrun a timeout by as long again),
+not with ``re``, which has no timeout: one such as ``^(a|a)+$`` on forty characters held the loop
+for hours. A value the budget did not suffice for is an error of the answer (it was not shown to
+match), never taken as valid. A schema whose patterns could not be bounded so is refused up front
+(`coerce_schema`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import re
+import time
+from collections.abc import Iterator
+from functools import lru_cache
+from re import _constants as _sre  # the stdlib's own parser, private: `_pattern_size` reads repeats with it
+from re import _parser as _sre_parser
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError
-from jsonschema.validators import validator_for
+import referencing
+import regex
+from jsonschema import Draft202012Validator, SchemaError, ValidationError
+from jsonschema.validators import extend, validator_for
 
 #: Characters of a schema at most, as compact JSON: it is printed whole into the child's system prompt,
 #: and checking one is slow (about 3 ms per thousand characters, on the event loop).
@@ -24,6 +42,11 @@ MAX_SCHEMA_CHARS = 32_000
 MAX_ERRORS = 20
 #: Characters per error line at most; longer lines end in an ellipsis.
 MAX_ERROR_CHARS = 300
+#: Seconds of pattern matching one `validate_output` may spend, at most, on the event loop.
+MAX_PATTERN_SECONDS = 0.25
+#: How large a pattern may be with its repeats unrolled (``(a{100}){100}`` is 10,000): ``regex`` unrolls
+#: them as it compiles, and ``((a{100}){100}){100}){100}`` took the process's memory until it was killed.
+MAX_PATTERN_SIZE = 10_000
 #: Note on an entry whose final text still failed its schema after the correction turn.
 SCHEMA_NOTE = (
     "The child's final text did not match output_schema after one correction; it is returned "
@@ -53,6 +76,164 @@ def _validator_class(schema: dict) -> type:
     if isinstance(schema.get("$schema", ""), str):
         return validator_for(schema, default=Draft202012Validator)
     return Draft202012Validator
+
+
+_NO_RETRIEVAL = referencing.Registry()
+"""The registry `validate_output` resolves ``$ref`` in: the drafts' own meta-schemas and the schema itself, nothing
+fetched (jsonschema's default registry fetches a URL with ``urlopen``, no timeout, on the loop)."""
+_BUDGET: contextvars.ContextVar[float] = contextvars.ContextVar("output_schema_pattern_deadline")
+"""The `time.monotonic` by which the running `validate_output` stops matching patterns."""
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    return regex.compile(pattern, regex.VERSION0)  # VERSION0: ``re``'s syntax, as jsonschema's own check uses
+
+
+def _search(pattern: str, text: str) -> bool | None:
+    """Whether ``pattern`` is found in ``text`` (``re.search``, as JSON Schema means); None when
+    the validation's time for patterns ran out first."""
+    left = _BUDGET.get(time.monotonic() + MAX_PATTERN_SECONDS) - time.monotonic()
+    if left <= 0:
+        return None
+    try:
+        return _compiled(pattern).search(text, timeout=left) is not None
+    except TimeoutError:
+        return None
+
+
+def _too_slow(pattern: str, text: str) -> ValidationError:
+    return ValidationError(f"{text!r} could not be checked against {pattern!r}: matching took longer than "
+                           f"the {MAX_PATTERN_SECONDS} s an answer's patterns may take (the pattern backtracks)")
+
+
+def _pattern(validator, pattern, instance, schema) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string"):
+        found = _search(pattern, instance)
+        if found is None:
+            yield _too_slow(pattern, instance)
+        elif not found:
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, patterns, instance, schema) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for key, value in instance.items():
+                found = _search(pattern, key)
+                if found is None:
+                    yield _too_slow(pattern, key)
+                elif found:
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator, additional, instance, schema) -> Iterator[ValidationError]:
+    """jsonschema's, with each ``patternProperties`` key matched by `_search` (a key none was
+    shown to match in time is reported so, not taken as extra)."""
+    if not validator.is_type(instance, "object"):
+        return
+    named, patterns, extras = schema.get("properties", {}), schema.get("patternProperties", {}), []
+    for key in instance:
+        if key in named:
+            continue
+        found = [_search(pattern, key) for pattern in patterns]
+        if any(found):
+            continue
+        if None in found:
+            yield _too_slow(next(p for p, f in zip(patterns, found) if f is None), key)
+        else:
+            extras.append(key)
+    if validator.is_type(additional, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], additional, path=key)
+    elif not additional and extras:
+        listed = ", ".join(repr(key) for key in sorted(extras))
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            yield ValidationError(f"{listed} {verb} not match any of the regexes: "
+                                  + ", ".join(repr(p) for p in sorted(patterns)))
+        else:
+            yield ValidationError(f"Additional properties are not allowed ({listed} "
+                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+_BOUNDED = {"pattern": _pattern, "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties}
+
+
+@lru_cache(maxsize=None)
+def _bounded_class(cls: type) -> type:
+    """``cls`` with the keywords that match patterns matching them under `MAX_PATTERN_SECONDS`
+    (one class per draft: a handful)."""
+    return extend(cls, {k: v for k, v in _BOUNDED.items() if k in cls.VALIDATORS})
+
+
+_REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
+
+
+def _pattern_size(items: Any) -> int:
+    """The size of the parsed pattern ``items`` with each repeat counted as many times as it may
+    repeat (an unbounded one by its minimum): a bound on what compiling it with ``regex`` unrolls."""
+    size = 0
+    for op, arg in items:
+        if op in _REPEATS:
+            low, high, body = arg
+            size += (high if high != _sre.MAXREPEAT else max(low, 1)) * max(_pattern_size(body), 1)
+        elif op is _sre.SUBPATTERN:
+            size += _pattern_size(arg[-1])
+        elif op is _sre.BRANCH:
+            size += sum(_pattern_size(branch) for branch in arg[1])
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            size += _pattern_size(arg[1])
+        elif op is _sre.ATOMIC_GROUP:
+            size += _pattern_size(arg)
+        elif op is _sre.GROUPREF_EXISTS:
+            size += sum(_pattern_size(branch) for branch in arg[1:] if branch is not None)
+        else:
+            size += 1
+    return size
+
+
+def _unusable(pattern: str) -> str | None:
+    """Why ``pattern`` (one ``re`` compiles: the meta-schema checked that) cannot be matched under
+    a time limit, if it cannot."""
+    try:
+        size = _pattern_size(_sre_parser.parse(pattern))
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"pattern {pattern!r} cannot be used: {exc}"
+    if size > MAX_PATTERN_SIZE:
+        return (f"pattern {pattern!r} is {size} characters long with its repeats unrolled; at most {MAX_PATTERN_SIZE} "
+                "(limit a string's length with maxLength, not with a pattern)")
+    try:
+        _compiled(pattern)
+    except (regex.error, RecursionError, OverflowError) as exc:
+        return f"pattern {pattern!r} cannot be used: {exc}"
+    return None
+
+
+def _patterns_problem(schema: dict) -> str | None:
+    """Why the patterns of ``schema`` cannot be matched under a time budget, if they cannot: one
+    too large or that the ``regex`` module does not compile (`_unusable`), or ``patternProperties``
+    beside ``unevaluatedProperties``, whose check (jsonschema's) matches them with ``re``, unbounded."""
+    todo: list[Any] = [schema]
+    keys: set[str] = set()
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            keys.update(node)
+            found = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+            if isinstance(node.get("patternProperties"), dict):
+                found.extend(node["patternProperties"])
+            for pattern in found:
+                if (problem := _unusable(pattern)) is not None:
+                    return problem
+            todo.extend(node.values())
+    if "patternProperties" in keys and "unevaluatedProperties" in keys:
+        return ("patternProperties cannot be combined with unevaluatedProperties in an output contract (their "
+                "patterns could not be matched under a time limit); use additionalProperties")
+    return None
 
 
 def coerce_schema(value: object) -> dict:
@@ -88,6 +269,8 @@ def coerce_schema(value: object) -> dict:
         raise ValueError(f"output_schema is not a valid JSON Schema: {message}") from None
     except Exception as exc:  # RecursionError on absurd nesting, bad regexes, ...
         raise ValueError(f"output_schema could not be checked: {_one_line(str(exc))}") from None
+    if (problem := _patterns_problem(value)) is not None:
+        raise ValueError(f"output_schema is not usable: {_one_line(problem)}")
     return value
 
 
@@ -188,22 +371,28 @@ def validate_output(text: str, schema: dict) -> tuple[bool, list[str], object | 
     `MAX_ERROR_CHARS`), sorted by path (array indices numerically) then message,
     at most `MAX_ERRORS` plus a ``... and N more`` line. A text holding no JSON is
     one ``$: <problem>`` error with ``value`` None. A schema that cannot be applied
-    (say an unresolvable ``$ref``) is one error too; this never raises.
+    (say an unresolvable ``$ref``, or one to a URL: never fetched) is one error too; this never
+    raises. Patterns take at most `MAX_PATTERN_SECONDS` in all; a value not matched by then is an error.
     """
     value, problem = extract_json(text)
     if problem is not None:
         return False, [_one_line(f"$: {problem}")], None
+    deadline = _BUDGET.set(time.monotonic() + MAX_PATTERN_SECONDS)
     try:
-        found = list(_validator_class(schema)(schema).iter_errors(value))
+        found = list(_bounded_class(_validator_class(schema))(schema, registry=_NO_RETRIEVAL).iter_errors(value))
     except Exception as exc:  # unresolvable $ref, RecursionError, ...
         return False, [_one_line(f"$: the schema could not be applied: {exc}")], value
+    finally:
+        _BUDGET.reset(deadline)
     if not found:
         return True, [], value
 
     def order(error) -> tuple:
         return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in error.absolute_path), error.message
 
-    lines = [_one_line(f"{_json_path(e.absolute_path)}: {e.message}") for e in sorted(found, key=order)]
+    # dict.fromkeys: one key no pattern matched in time is told by patternProperties and additionalProperties alike
+    lines = list(dict.fromkeys(
+        _one_line(f"{_json_path(e.absolute_path)}: {e.message}") for e in sorted(found, key=order)))
     if len(lines) > MAX_ERRORS:
         lines = lines[:MAX_ERRORS] + [f"... and {len(lines) - MAX_ERRORS} more"]
     return False, lines, value

@@ -114,13 +114,15 @@ def _unopened(exc: OSError, path: str, verb: str) -> ToolError:
 
 
 def _capped_lines(f, cap: int):
-    """Lines of ``f``, each cut to ``cap`` characters so one huge line never fills memory."""
+    """Lines of ``f``, each cut to ``cap`` characters so one huge line never fills memory. The rest
+    of a line cut short is skipped only when the next line is asked for: read first, it made showing
+    the start of a file that is one line of gigabytes (minified JSON, a log without newlines) read it all."""
     while line := f.readline(cap):
+        yield line
         if len(line) == cap and not line.endswith("\n"):
             # The rest of an over-long line could never be shown; skip it.
             while (rest := f.readline(cap)) and len(rest) == cap and not rest.endswith("\n"):
                 pass
-        yield line
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -128,7 +130,8 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     # nothing, and only someone who may read and write the file already can make one (Linux's
     # protected_hardlinks); refusing would refuse the user's own (pnpm's node_modules, cp -al copies).
     fd, _ = _open(_resolve(ctx, args["path"]), args["path"], READ, "read")
-    offset, limit = args.get("offset", 1), args.get("limit")
+    # int(): the schema's "integer" lets 2.0 through, which the notes below would print as "lines 2.0-…".
+    offset, limit = int(args.get("offset", 1)), None if args.get("limit") is None else int(args["limit"])
     try:
         with os.fdopen(fd, "rb") as raw:
             if b"\0" in raw.read(_SNIFF_BYTES):
