@@ -2,7 +2,9 @@
 
 A background ``delegate_task`` call is recorded here before the model can acknowledge
 it (`Ledger.dispatched`, in the commit after its children's PENDING journal rows; a crash
-between the two leaves them to end INTERRUPTED unreported while the turn runs again).
+between the two leaves them unreported while the turn runs again: they end INTERRUPTED with
+the process, or, on an engine whose children outlive it, are stopped by the next start,
+`Ledger.forget_replayed`).
 When its children have finished, their results become a completion turn of the
 session that delegated; the turn runner settles the row when that turn's reply is
 journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
@@ -82,6 +84,9 @@ class Ledger:
         settled by the turn runner in the stop's own commit (`completion_ended`), for that stop's
         count of results that will not come (`suppress`), which it takes next."""
         self._retrying = asyncio.Lock()
+        self._relaunching: dict[tuple[str, str], int] = {}
+        """(session generation, origin turn) -> relaunches under way, from their launch until the ledger
+        names their children: no stray of a restart (`forget_replayed`), though named by no row yet."""
         # A delegation's first children may finish long before its last (or before a restart, after
         # which `resume` reads them back): their results must outlive the journal's retention until
         # it is settled, or they arrive as lost, or run again.
@@ -157,22 +162,63 @@ class Ledger:
 
     async def forget_replayed(self, turn_ids: set[str]) -> int:
         """Before turns a stopped process left unfinished run again: the delegations they had
-        dispatched are moot (the turn starts over and delegates anew), so they deliver nothing,
-        and their children still at work (on an engine whose children outlive the process) are
-        stopped as a graceful stop stops them, INTERRUPTED by process exit with their partial
-        output: followed on, they would run to their end for no one, their work done twice. Only
-        these delegations' own children: the turns run again launch new ones under the same turn
-        ids. Returns how many delegations were settled; returns before the children have stopped."""
+        dispatched are moot (the turn starts over and delegates anew), so they deliver nothing.
+        Then every child still at work (on an engine whose children outlive the process) whose
+        results nothing would deliver is stopped as a graceful stop stops it, INTERRUPTED by
+        process exit with its partial output: followed on, it would run to its end for no one,
+        its work done twice. Those are the children the turns run again had launched (their
+        delegations', and those of a delegation the process died before recording: launched,
+        then killed before `dispatched`), and those a relaunch launched that its delegation does
+        not name (killed before `_relaunch` recorded them: the row still names the lost children,
+        which `resume` launches again). Not the children the turns run again launch anew: this
+        returns before those turns run. Not a plugin's children of a turn that ended, which run
+        on across a restart; nor one asked to stop before (its stop stands). Returns how many
+        delegations were settled; returns before the children have stopped."""
         forgotten = [row for row in self._table.running() if row.origin_turn_id in turn_ids]
-        stopped = 0
         for row in forgotten:
             self._settle(row, "suppressed", "replayed")
-            for task in row.tasks:  # finished or unknown (the in-process engine's, interrupted at start): skipped
-                stopped += await self._children.interrupt_child(task.subagent_id, PROCESS_EXIT,
-                                                                parent_session_id=row.agent_session_id)
-        if stopped:
-            log.info("%d subagent(s) of delegations whose turns run again are being stopped", stopped)
+        strays = self._strays(turn_ids, forgotten)
+        replayed = unrecorded = 0
+        for sid, (session_id, of_replayed_turn) in strays.items():
+            if await self._children.interrupt_child(sid, PROCESS_EXIT, parent_session_id=session_id,
+                                                    unless_stopping=True):
+                replayed += of_replayed_turn
+                unrecorded += not of_replayed_turn
+        said = [f"{replayed} subagent(s) of delegations whose turns run again"] if replayed else []
+        if unrecorded:
+            said.append(f"{unrecorded} subagent(s) launched again that no delegation records (the process "
+                        "stopped first)")
+        if said:
+            log.info("%s are being stopped", " and ".join(said))
         return len(forgotten)
+
+    def _strays(self, turn_ids: set[str], forgotten: Sequence[DelegationRow]) -> dict[str, tuple[str, bool]]:
+        """What `forget_replayed` stops: subagent id -> (its session, whether its turn runs again). Read
+        whole before any stop is awaited, so no child launched meanwhile is taken for one. On the in-process
+        engine no child outlives a restart: the forgotten rows' children are unknown, and no live child
+        is looked at (at most those of turns begun since the start, none of them stray)."""
+        strays = {t.subagent_id: (row.agent_session_id, True) for row in forgotten for t in row.tasks}
+        of_turn: dict[str, list[DelegationRow]] = {}
+        for session_id in self._children.sessions_with_children():
+            for child in self._children.children(session_id):
+                turn = child.parent_turn_id
+                if child.subagent_id in strays or not turn:
+                    continue
+                if turn in turn_ids:  # also one of a delegation the process died before recording
+                    strays[child.subagent_id] = (session_id, True)
+                    continue
+                if (session_id, turn) in self._relaunching:  # being recorded now: not stray
+                    continue
+                if turn not in of_turn:
+                    of_turn[turn] = self._table.of_turn(turn)
+                # A relaunch's children carry their delegation's origin turn and their task's goal: a
+                # child alike that no row names was launched again by a process that died before recording
+                # it. A plugin's child of a turn that delegated too is told apart by its own goal.
+                tasks = [t for row in of_turn[turn] if row.agent_session_id == session_id for t in row.tasks]
+                if (all(t.subagent_id != child.subagent_id for t in tasks)
+                        and any(t.goal == child.goal for t in tasks)):
+                    strays[child.subagent_id] = (session_id, False)
+        return strays
 
     async def resume(self) -> None:
         """Settle or take up every delegation a stopped process left running."""
@@ -372,9 +418,18 @@ class Ledger:
         Raises `SubagentLifecycleError` when nothing was launched (a route no longer configured, a launch
         the journal refused). Raises what the store raises when the children launched cannot be recorded
         (a full disk), once they are asked to stop: the row left as it was, nothing would deliver their
-        results or tell the chat they ran."""
+        results or tell the chat they ran. A process killed between the launch and the record leaves them
+        to the next start, which stops them (`forget_replayed`) before `resume` launches the tasks again."""
         specs = [_spec(t) for t in tasks]
-        ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs)
+        key = (session.session_id, row.origin_turn_id)
+        self._relaunching[key] = self._relaunching.get(key, 0) + 1
+        try:
+            ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs)
+        finally:  # nothing is awaited from its return until the row names its children, or they are stopped
+            if self._relaunching[key] == 1:
+                del self._relaunching[key]
+            else:
+                self._relaunching[key] -= 1
         fresh = {t.task_index: dataclasses.replace(t, subagent_id=sid, attempts=t.attempts + 1)
                  for t, sid in zip(tasks, ids, strict=True)}
         try:

@@ -93,19 +93,24 @@ class HostView:
         return await supervisor.interrupt(supervisor.with_descendants(
             [r for r in supervisor.children(parent_session_id) if r.turn_id == turn_id]), reason)
 
-    async def interrupt_child(self, subagent_id: str, reason: str, *, parent_session_id: str | None = None) -> bool:
+    async def interrupt_child(self, subagent_id: str, reason: str, *, parent_session_id: str | None = None,
+                              unless_stopping: bool = False) -> bool:
         """Interrupt one live child (``/agents stop``, the operator console's Stop): it ends
         INTERRUPTED with the partial output it had and ``reason`` as its error, exactly as
         `interrupt_children` ends each of a session's children, and whoever waits for it (a
         tool, a background delivery) still gets that result; its own children stop with it.
         With ``parent_session_id``, only a child of that session. False when there is no such
         child live in this process (unknown, finished or already finishing), and after `close`.
-        Returns before a running one has stopped."""
+        With ``unless_stopping``, False too for a child already asked to stop (before a restart,
+        or by this start, as an inline delegate_task's orphan): that stop stands, and is not
+        counted again. Returns before a running one has stopped."""
         supervisor = self._supervisor
         record = supervisor.get(subagent_id)
         if not isinstance(record, Record):  # unknown, or only its result is left
             return False
         if parent_session_id is not None and record.handle.parent_session_id != parent_session_id:
+            return False
+        if unless_stopping and record.stop_request is not None:
             return False
         return await supervisor.interrupt([record], reason) == 1
 
