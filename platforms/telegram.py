@@ -7,8 +7,8 @@ messages. ``/stop@botname args`` arrives as ``/stop args``; a command addressed 
 another bot is ignored, and so is a bare one the gateway does not serve (``/weather``,
 another bot's) unless the message is addressed to the bot otherwise. A message written as a
 chat (``sender_chat``: an anonymous admin as the group, someone as their channel) is from that
-chat, its id the user id; a linked channel's post Telegram copies into the group is not for the
-bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
+chat, its id the user id (a group's own id, also once it became a supergroup); a linked channel's
+post Telegram copies into the group is not for the bot. Photos, documents, voice messages, audio and video arrive as `Attachment`s
 (`platforms.telegram_files`), with the caption as the text; an album (one update per item, maybe
 over several polls or webhook requests) is one `Inbound` (`platforms.telegram_albums`), its captions the
 text, its first update id the event id, every item's update id its aliases. `download` fetches one
@@ -34,8 +34,10 @@ Receiving, and what happens around restarts:
   getUpdates while one is set.
 - webhook: ``start`` registers ``webhook_url`` with ``secret_token``; ``web_routes()``
   serves its path. A request without the right ``X-Telegram-Bot-Api-Secret-Token``
-  gets 401 and nothing runs. The answer (200) is given after the sink returned, so a
-  failure answers 500 and Telegram delivers the update again. Without a configured
+  gets 401 and nothing runs. The answer (200) is given after the sink returned, so an
+  update the gateway could not record (its storage refused it: 500; the adapter stopping: 503)
+  is delivered again by Telegram; one the adapter or the gateway failed on otherwise is logged
+  and dropped, answered 200 (`platforms.telegram_webhook`), as polling drops it. Without a configured
   ``webhook_secret`` a random one is made per process. ``stop`` leaves the webhook
   registered: Telegram keeps the updates until we are back.
 
@@ -64,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -105,7 +108,7 @@ from platforms.telegram_errors import GroupUpgraded
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
-from platforms.telegram_webhook import WebhookEndpoint
+from platforms.telegram_webhook import NotTaken, WebhookEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +124,11 @@ SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 
 UPLOAD_LIMIT = 50 * 1000 * 1000
 PHOTO_LIMIT = 10 * 1000 * 1000
+SLOWEST_UPLOAD = 50_000
+"""Bytes a second an upload is given time for, on top of the bot's request timeout: aiogram bounds
+every call by that timeout (60 s) whole, upload included, so over a slow uplink a large file was
+cut off midway, and tried again, and cut off again, for as long as the outbox retried (50 MB
+needs about 7 Mbit/s to go in 60 s). At this rate a 50 MB file has about 17 minutes more."""
 _PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
 """JPEG and PNG: what Telegram takes as a photo and shows in the chat."""
 
@@ -421,7 +429,7 @@ class TelegramAdapter:
             await asyncio.sleep(delay)
             delay = min(delay * 2, SINK_RETRY_MAX)
         if self.mode == "webhook":
-            raise RuntimeError("the telegram adapter has stopped")  # answered 500: Telegram delivers it again
+            raise NotTaken("the telegram adapter has stopped")  # answered 503: Telegram delivers it again
         # Polling is stopping: returning would let aiogram confirm the update with its next poll.
         await asyncio.Event().wait()
 
@@ -471,8 +479,10 @@ class TelegramAdapter:
         """sendPhoto for a JPEG or PNG picture of at most 10 MB (Telegram shows it in the chat),
         sendDocument for anything else and for a picture Telegram will not take as a photo; the
         caption rendered as a part's text is. As for `send`, it quotes the part's ``reply_to``
-        (``reply_parameters``), and there is no idempotency key."""
+        (``reply_parameters``), and there is no idempotency key. The call is given the bot's request
+        timeout plus a second for every `SLOWEST_UPLOAD` bytes of the file."""
         photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
+        timeout = math.ceil(self.bot.session.timeout + file.size / SLOWEST_UPLOAD)
 
         async def send_to(chat_id: str) -> Message:
             def upload(method: str) -> Awaitable[Message]:
@@ -484,6 +494,7 @@ class TelegramAdapter:
                         "reply_parameters": _quote(message, chat_id),
                     }
                     upload = FSInputFile(file.path, filename=file.name)
+                    kw["request_timeout"] = timeout
                     return self.bot.send_photo(photo=upload, **kw) if method == "sendPhoto" else \
                         self.bot.send_document(document=upload, **kw)
                 return self._calls.formatted(method, chat_id, blank.caption(message.text), request)

@@ -20,8 +20,8 @@ with them, so that a mention or a command in any of them reads as in a message.
 
 A webhook gets an album's items as requests of their own, over several connections at once
 (`AlbumGather`): each request waits, unanswered, until no item of its album came for ``wait``
-seconds; the album is then handed over once, and every item's request answered as that went (a
-failure answers them all 500, and Telegram delivers them again). A message of the album's sender in
+seconds; the album is then handed over once, and every item's request answered as that went (not
+recorded, it answers them all 500 or 503, and Telegram delivers them again). A message of the album's sender in
 its chat posted meanwhile waits for the album (`AlbumGather.after`), so it reaches the gateway after it.
 Telegram may deliver an album's items again apart (their answers were lost), and each then gathers
 alone: the album is handed over with every item's update id (`Inbound.aliases`), by which the gateway
@@ -39,6 +39,7 @@ from aiogram.methods import GetUpdates
 from aiogram.types import Message, MessageEntity, Update
 
 from platforms.base import utf16_length
+from platforms.telegram_webhook import NotTaken
 
 WAIT = 1.0
 """Seconds without a new item after which an album is taken as complete."""
@@ -173,6 +174,7 @@ class AlbumGather:
         except BaseException as exc:
             if self._gathering.get(group) is gathering:
                 del self._gathering[group]
-            gathering.done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+            # Cancelled (the server stopping): the items' requests are answered as not taken, for Telegram to retry.
+            gathering.done.set_exception(exc if isinstance(exc, Exception) else NotTaken("stopped"))
             raise
         gathering.done.set_result(None)

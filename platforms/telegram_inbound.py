@@ -51,11 +51,15 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     topic = message.message_thread_id if message.is_topic_message else None
     here = str(message.chat.id)
     chat = moved_from.get(here, here)
+    # An anonymous admin writes as the chat: once a group became a supergroup, as the supergroup. It is
+    # the group's sender still, by the group's id: else the admins' allowed id stopped letting them in at
+    # the upgrade, and their /stop no longer counted the messages they had waiting as their own.
+    who = str(sender.id) if sender else str(user.id)
     return Inbound(
         platform="telegram",
         chat_id=chat,
         thread_id=str(topic) if topic is not None else None,
-        user_id=str(sender.id if sender else user.id),
+        user_id=moved_from.get(who, who) if sender else who,
         user_name=sender.username if sender else user.username,
         text=text,
         event_id=str(update_id),

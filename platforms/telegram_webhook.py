@@ -3,6 +3,13 @@
 Apart from the adapter (`platforms.telegram`) because it is that mode's own edge: the secret
 token check, the answers Telegram acts on (401, 400, 500 and 503 against 200) and the updates
 aiogram cannot read. Polling never comes here. Logged under ``platforms.telegram``.
+
+Telegram delivers an update again, and again, for as long as it is answered anything but 2xx, and
+holds the bot's later updates meanwhile. So only an update the gateway did not record for a reason
+a later try can end (its storage refused it, the adapter stopped: `NotTaken`) is answered 500 or
+503. One the adapter failed on otherwise (a bug one odd update trips) would fail the same way at
+every try and wedge the bot: it is logged at ERROR with its update id and the failure, and answered
+200, as polling confirms such an update (aiogram logs it and goes on).
 """
 
 from __future__ import annotations
@@ -15,11 +22,16 @@ from aiogram import Bot, Dispatcher
 from aiohttp import web
 
 from platforms import telegram_updates
+from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("platforms.telegram")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class NotTaken(Exception):
+    """The update was not handed over because the adapter stopped: Telegram must deliver it again."""
 
 
 class WebhookEndpoint:
@@ -50,7 +62,15 @@ class WebhookEndpoint:
             return web.json_response({})  # logged: refused, Telegram would deliver it again and again
         try:
             await self._dp.feed_update(self._bot, update)
-        except Exception:
-            log.exception("telegram webhook: update %s failed; Telegram will deliver it again", update.update_id)
-            return web.Response(status=500, text="failed")
+        except NotTaken:
+            return web.Response(status=503, text="not running")
+        except Exception as exc:
+            if storage_refusal(exc):
+                # Every update is refused while it lasts: warned of once, then counted.
+                self._refusals.warning("storage", "telegram webhook: update %s was not recorded (%s: %s); answered "
+                                       "500, Telegram delivers it again", update.update_id, type(exc).__name__, exc)
+                return web.Response(status=500, text="not recorded")
+            # Answered 500, it would come back at every retry, and every later update behind it.
+            log.exception("telegram webhook: update %s failed and is dropped (answered 200, or Telegram would "
+                          "deliver it again and again, holding up every later update)", update.update_id)
         return web.json_response({})

@@ -55,7 +55,7 @@ from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
-from platforms.web_files import WebFiles, download_headers, file_id_for
+from platforms.web_files import WebFiles, download_headers
 from platforms.web_pages import page_response, static_route
 
 log = logging.getLogger(__name__)
@@ -161,9 +161,8 @@ class WebChatAdapter:
         message: the caption and ``file``. The id is the file's, which the history shows for it.
         It follows from the idempotency key: a send tried again after a restart keeps nothing
         twice and publishes the same message, with the same link (random without a key)."""
-        file_id = file_id_for(message.idempotency_key) if message.idempotency_key else None
         try:
-            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file, file_id=file_id)
+            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file, key=message.idempotency_key)
         except OSError as exc:  # a full disk: worth another try later, as the outbox does for a network error
             raise NetworkError(f"cannot keep the file for the web chat: {exc.strerror or exc}", method="send_file",
                                chat_id=message.chat_id, platform=self.name) from exc

@@ -4,17 +4,24 @@ The outbox removes its copy of a file (`OutboundFile`) once the send is settled,
 link must work after that, and after a reload. So sending one makes the web chat's own copy:
 ``<root>/<id>/data`` (the bytes; a hard link to the outbox's copy where the disk allows, else a
 copy) and ``<root>/<id>/meta.json`` (the chat, the name, the size, when). ``<id>`` is derived
-from the send's outbox key (`file_id_for`, 144 bits of its SHA-256): the outbox sends a file
-again when the process died before it recorded the send, and that try finds its file kept and
-announces the same download, not a second copy under another id. A send without a key gets a
-random id. A download must name the chat too, which is checked: a link gives away no other
-chat's file. Each is written in a staging folder, flushed to disk (its files, then the folder's
-names for them) and renamed whole, so a folder that exists is complete, also after a power cut.
+from the send's outbox key (`WebFiles.id_for`, 144 bits of its HMAC-SHA256): the outbox sends a
+file again when the process died before it recorded the send, and that try finds its file kept
+and announces the same download, not a second copy under another id. The HMAC's key is random,
+made once and kept in ``<root>/.id-key``: outbox keys follow from turn ids, which are a counter
+(``agent._ids``), so a plain hash of one named the next chat's file to anyone who had seen one
+turn id. A send without a key gets a random id. A download must name the chat too, which is
+checked: a link gives away no other chat's file. Each is written in a staging folder, flushed to
+disk (its files, then the folder's names for them) and renamed whole, so a folder that exists is
+complete, also after a power cut.
 
 A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
 outbox's seven days), so the message and its link go together; `sweep` removes older ones,
 and staging folders a crash left. Until then a file takes its space on the disk: that is the
-price of a link that keeps working.
+price of a link that keeps working. The sweep runs beside sends (in a thread of its own): an id
+it found expired may be kept anew meanwhile (the outbox trying a send again), so it moves the
+folder aside before it removes it, and puts it back if it turns out to be the new one. A download
+in flight keeps reading a file swept under it (POSIX keeps its bytes while it is open); one that
+starts after the sweep is answered 404, as the file had expired.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ import asyncio
 import base64
 import errno
 import hashlib
+import hmac
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +50,8 @@ log = logging.getLogger("platforms.web")
 
 FILE_ID = re.compile(r"[A-Za-z0-9_-]{24}")
 _DATA, _META = "data", "meta.json"
+_ID_KEY = ".id-key"
+"""The key of `WebFiles.id_for`, in the root: removed, the files already kept keep their ids."""
 _STAGING_GRACE = 3600.0
 """A staging folder this old (by its mtime) was left by a crash, not being written now."""
 SAFE_TYPES = {
@@ -50,11 +61,6 @@ SAFE_TYPES = {
 }  # fmt: skip
 """The content types a download may carry: none of them runs script in the page's origin (no HTML,
 SVG or XML). Anything else is ``application/octet-stream``."""
-
-
-def file_id_for(key: str) -> str:
-    """The id of the file sent under the outbox key ``key``: the same for every try of the send."""
-    return base64.urlsafe_b64encode(hashlib.sha256(key.encode("utf-8")).digest()[:18]).decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +87,25 @@ class WebFiles:
         self.keep_seconds = keep_seconds
         self._clock = clock
         self._label = label
+        self._id_key: bytes | None = None
+        self._id_key_lock = threading.Lock()  # keeps run in threads: one key is made, not two
 
-    def keep(self, chat_id: str, file: OutboundFile, *, file_id: str | None = None) -> KeptFile:
-        """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``, `file_id_for` the
-        send's key; default a new random one). A ``file_id`` already kept is kept once: that file
-        is returned as it is, also when another try kept it meanwhile. One expired or unreadable
-        is replaced whole: its id never names a half-written or half-removed folder. Raises
-        OSError when it cannot. Blocking."""
+    def id_for(self, key: str) -> str:
+        """The id of the file sent under the outbox key ``key``: the same for every try of the send,
+        after a restart too, and not to be worked out from the key without ``<root>/.id-key``
+        (made on first use). Raises OSError when that key can be neither read nor made. Blocking."""
+        digest = hmac.new(self._key(), key.encode("utf-8"), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:18]).decode("ascii")
+
+    def keep(self, chat_id: str, file: OutboundFile, *, key: str | None = None,
+             file_id: str | None = None) -> KeptFile:
+        """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``), by default `id_for`
+        the send's outbox ``key``, or a new random one without. A ``file_id`` already kept is kept
+        once: that file is returned as it is, also when another try kept it meanwhile. One expired or
+        unreadable is replaced whole: its id never names a half-written or half-removed folder.
+        Raises OSError when it cannot. Blocking."""
+        if file_id is None and key is not None:
+            file_id = self.id_for(key)
         if file_id is not None and (kept := self.get(file_id)) is not None:
             return kept
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -116,7 +134,10 @@ class WebFiles:
                 # Expired or unreadable, yet asked for again: moved aside whole, so the id names the
                 # new folder or none while the old one is removed.
                 old = self.root / f".{secrets.token_urlsafe(12)}.tmp"
-                (self.root / file_id).rename(old)
+                try:
+                    (self.root / file_id).rename(old)
+                except FileNotFoundError:
+                    pass  # the sweep moved it aside meanwhile, and removes it
                 staging.rename(self.root / file_id)
                 shutil.rmtree(old, ignore_errors=True)
             _flush_folder(self.root)
@@ -150,12 +171,20 @@ class WebFiles:
             return 0
         gone = 0
         for entry in entries:
+            if entry.name == _ID_KEY:
+                continue
             meta = None if entry.name.startswith(".") else self._meta(Path(entry.path))
             if meta is not None and not self._expired(meta):
                 continue
             if meta is None and time.time() - _mtime(entry) < _STAGING_GRACE:  # mtimes are wall-clock
                 continue  # being written now, or just renamed into place
-            shutil.rmtree(entry.path, ignore_errors=True)
+            doomed = entry.path if entry.name.startswith(".") else self._moved_aside(entry.name)
+            if doomed is None:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(doomed, ignore_errors=True)
+            else:  # a key being made when the process died
+                Path(doomed).unlink(missing_ok=True)
             gone += 1
         if gone:
             log.info("%s: removed %d sent files older than %.0f days", self._label, gone, self.keep_seconds / 86400)
@@ -169,6 +198,52 @@ class WebFiles:
             except Exception:
                 log.exception("%s: removing expired sent files failed", self._label)
             await asyncio.sleep(seconds)
+
+    def _moved_aside(self, file_id: str) -> str | None:
+        """The staging name the folder ``file_id``, read as expired, now has; None when it was kept anew
+        since (a send tried again): then it is back in place, or the new one is. Removed where it was,
+        it could be the new folder, which `keep` had just announced."""
+        aside = self.root / f".{secrets.token_urlsafe(12)}.tmp"
+        try:
+            (self.root / file_id).rename(aside)
+        except FileNotFoundError:
+            return None
+        meta = self._meta(aside)
+        if meta is None or self._expired(meta):
+            return str(aside)
+        try:
+            aside.rename(self.root / file_id)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            shutil.rmtree(aside, ignore_errors=True)  # kept anew once more meanwhile: that one stands
+        return None
+
+    def _key(self) -> bytes:
+        with self._id_key_lock:
+            if self._id_key is None:
+                self._id_key = self._read_or_make_key()
+            return self._id_key
+
+    def _read_or_make_key(self) -> bytes:
+        path = self.root / _ID_KEY
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            made = self.root / f".{secrets.token_urlsafe(12)}.tmp"
+            fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, secrets.token_bytes(32))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            made.rename(path)  # none there, and this process alone makes one (`_key`)
+            _flush_folder(self.root)
+            key = path.read_bytes()
+        if len(key) < 16:
+            raise OSError(errno.EINVAL, f"{path} is not a key (remove it: a new one is made)")
+        return key
 
     def _expired(self, meta: dict) -> bool:
         return self._clock() - meta["time"] >= self.keep_seconds

@@ -63,7 +63,7 @@ from platforms.json_body import load_json_body
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
-from platforms.web_files import WebFiles, download_headers, file_id_for
+from platforms.web_files import WebFiles, download_headers
 from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described
 from platforms.webhook_signing import (
     SCHEME,
@@ -134,6 +134,9 @@ class WebhookAdapter:
             if not route.secret:
                 # An unsigned route would let anyone on the network talk to the agent: fail closed.
                 raise ValueError(f"webhook route {name!r} needs a secret")
+            if (other := next((n for n, r in self.routes.items() if r.secret == route.secret), None)) is not None:
+                # Signatures cover the timestamp and body, not the route: a caller of either could use both.
+                raise ValueError(f"webhook routes {other!r} and {name!r} share one secret: give each its own")
             self.routes[name] = route
         self.retry_for_seconds = retry_for_seconds
         """How long the gateway's outbox keeps retrying a failed delivery."""
@@ -354,7 +357,7 @@ class WebhookAdapter:
             raise NotFound(f"no webhook route {name!r}", method="send_file", chat_id=message.chat_id)
         key = message.idempotency_key or _fallback_key(message)
         try:
-            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file, file_id=file_id_for(key))
+            kept = await asyncio.to_thread(self.files.keep, message.chat_id, file, key=key)
         except OSError as exc:
             raise NetworkError(f"webhook route {name!r}: cannot keep the file: {exc.strerror or exc}",
                                method="send_file", chat_id=message.chat_id, platform=self.name) from exc

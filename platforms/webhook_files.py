@@ -3,7 +3,8 @@
 The bytes are kept by `platforms.web_files.WebFiles` (in ``<state_dir>/webhook-files/``, seven
 days, swept hourly), as the web chat keeps its own, and served by the route's signed
 ``GET /webhooks/<route>/files/<id>``. The id is derived from the send's outbox key, not drawn
-at random (`file_id_for`, shared with the web chat): the outbox sends a file again when the
+at random (`WebFiles.id_for`, keyed by a secret of its own folder's, so no id can be worked out
+from another): the outbox sends a file again when the
 process died before it recorded the send, and that retry must announce the download the
 receiver may already have stored (under the same ``Idempotency-Key``), not keep a second copy
 under another id.

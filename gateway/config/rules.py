@@ -70,6 +70,14 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
                 errors.append(f"platforms.webhook.routes.{name}.deliver_url: {problem}")
         if not webhook.routes:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
+        # A request is signed over its timestamp and body, not its route: one secret would let each
+        # route's caller post to, and read the turns and files of, the other.
+        first: dict[str, str] = {}
+        for name, route in webhook.routes.items():
+            if route.secret and (other := first.setdefault(route.secret, name)) != name:
+                errors.append(f"platforms.webhook.routes.{name}.secret: the same as routes.{other}.secret; a caller"
+                              f" holding it could post to and read both routes ({other} and {name}): give each"
+                              " route a secret of its own")
 
     errors.extend(_web_rules(config, warnings))
     server = config.server

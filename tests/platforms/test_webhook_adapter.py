@@ -148,6 +148,14 @@ def test_refuses_routes_without_a_secret_or_with_a_bad_name(routes: dict[str, An
         WebhookAdapter(routes)
 
 
+def test_refuses_two_routes_sharing_one_secret_naming_both_not_the_secret() -> None:
+    # A signature covers the timestamp and the body, not the route: the caller of either route could
+    # post to the other, and sign reads of its turns and files.
+    with pytest.raises(ValueError, match="'alerts' and 'reports' share one secret") as refused:
+        WebhookAdapter({"alerts": (SECRET, None), "reports": (SECRET, "http://127.0.0.1:1/in")})
+    assert SECRET not in str(refused.value)
+
+
 # -- signing -----------------------------------------------------------------------
 
 
@@ -512,7 +520,7 @@ async def test_slow_receivers_time_out_and_redirects_are_not_followed() -> None:
         raise web.HTTPTemporaryRedirect("/elsewhere")
 
     runner, url = await serve(web.post("/slow", slow), web.post("/moved", moved))
-    adapter = WebhookAdapter({"slow": (SECRET, f"{url}/slow"), "moved": (SECRET, f"{url}/moved")},
+    adapter = WebhookAdapter({"slow": (SECRET, f"{url}/slow"), "moved": (OTHER_SECRET, f"{url}/moved")},
                              delivery_timeout=0.2)
     await adapter.start(Sink())
     try:

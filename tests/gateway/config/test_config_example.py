@@ -62,8 +62,9 @@ def documented_configs():
 
 @pytest.mark.parametrize("text", list(documented_configs()))
 def test_every_configuration_the_docs_show_loads_without_errors_or_unknown_keys(text, tmp_path):
-    # The variables a snippet needs set (no :-default) get a value of the shape every token accepts.
-    env = {name: "123456:TEST-token" for name in re.findall(r"\$\{(\w+)\}", text)}
+    # The variables a snippet needs set (no :-default) get a value of the shape every token accepts,
+    # each its own (two webhook routes may not share a secret).
+    env = {name: f"123456:TEST-token-{n}" for n, name in enumerate(re.findall(r"\$\{(\w+)\}", text))}
     raw = yaml.safe_load(text)
     for profile in ((raw.get("delegation") or {}).get("profile_routes") or {}).values():
         for name in profile.get("context_files") or ():  # the reader's own files, next to the config
