@@ -37,16 +37,18 @@ Guarantees:
   meets one before a part is sent again. A part still failing ``give_up_after`` seconds
   after it was journaled (time queued behind other parts counts; time the machine was
   suspended or the gateway stopped does not: `gateway.give_up`) is marked failed,
-  and the chat moves on. Forbidden, NotFound and BadRequest are final at once. Unauthorized
-  (the platform refuses the bot's own credentials, in every chat) is not: the platform's
-  parts are held, in order, until it takes them again; time held does not count toward
-  ``give_up_after`` (`gateway.credential_hold`).
+  and the chat moves on; but an edit or deletion of a progress message is tried on, at
+  most a backoff apart, until the platform takes or refuses it (the card would read ⏳ for good,
+  its turn over): it holds no reply back, and a newer change of the card replaces it. Forbidden,
+  NotFound and BadRequest are final at once. Unauthorized (the platform refuses the bot's own
+  credentials, in every chat) is not: the platform's parts are held, in order, until it takes
+  them again; time held does not count toward ``give_up_after`` (`gateway.credential_hold`).
   Closed (the platform takes nothing more from this process: the terminal chat's output
   went away) is neither: the part stays pending for the next start, and so does every
   later part of that platform, untried, so a stop's `flush` has nothing of it to wait for.
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
-  ``{key}/b``... sent in its place. Failures are logged (platform, chat, key, error),
-  never the text.
+  ``{key}/b``... sent in its place; dropping the part (a card withdrawn) drops its pieces not sent
+  yet. Failures are logged (platform, chat, key, error), never the text.
 - **Store failures.** If the store raises while a part is read, committed before its send
   or its outcome recorded, the part stays at the head of its chat: the error is logged and
   the chat backs off (as above, never giving up: the platform did not refuse it) and tries
@@ -365,14 +367,26 @@ class Outbox:
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never
-        sent (one already in the adapter's hands still counts as sent). Returns how many."""
+        sent (one already in the adapter's hands still counts as sent), nor are the pending pieces of
+        one re-split (`gateway.resplit`). Returns how many of the parts ``predicate`` chose."""
         chat = (platform, chat_id, thread_id)
-        rows = [r for r in self._store.pending_messages(chat) if predicate(r)]
+        rows: list[OutboxRow] = []
+        chosen: set[int] = set()
+        splits: set[str] = set()
+        for row in self._store.pending_messages(chat):  # in id order: a split's pieces come after it
+            if predicate(row):
+                chosen.add(row.id)
+            elif not (splits and "/" in row.key and row.key.rpartition("/")[0] in splits):
+                continue
+            # A re-split part's pieces go with it (withdrawn with a card, they would follow the answer).
+            rows.append(row)
+            if row.op == "split":
+                splits.add(row.key)
         dropped = self._store.drop([r.id for r in rows])
         for row in rows:
             if row.id in dropped:
                 self._resolve(row.key, None)
-        return len(dropped)
+        return len(chosen.intersection(dropped))
 
     def retry(self, row_id: int) -> bool:
         """Send a failed part again (the operator console's retry): it is pending once more, its

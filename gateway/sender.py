@@ -71,6 +71,14 @@ def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
     return findable is None or findable(_outbound(row))
 
 
+def _changes_progress(row: OutboxRow) -> bool:
+    """Whether ``row`` edits or deletes a progress message (a notice, a card): it is not given up on while the
+    platform only refuses it for now (an outage, 5xx, 429s past ``give_up_after``). Failed, the card would
+    read `⏳` for good though its turn ended, as nothing edits it again; tried on, it is finished once the
+    platform is back. It holds nothing up meanwhile: a reply goes first, a newer change of it replaces it."""
+    return row.kind in PROGRESS_KINDS and row.op in ("edit", "delete")
+
+
 def _outbound(row: OutboxRow) -> Outbound:
     return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
                     reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
@@ -256,6 +264,10 @@ class Sender:
             target = self._target(row) if row.op in ("edit", "delete") else None
             target_id = target.message_id if target is not None else None
             withdrawn = target is not None and target.status == "dropped" and target.kind in PROGRESS_KINDS
+            if withdrawn and target_id is None and target is not None and target.op == "split":
+                # Re-split, then withdrawn after a piece went out (a restart came between): that piece is
+                # the card in the chat, and this change finishes it; its other pieces were dropped with it.
+                target_id = next((p.message_id for p in self._store.pieces(target.key) if p.status == "sent"), None)
             if withdrawn and target_id is None:
                 # Posted just before a crash, say: ask first, once. Found, it has its id now and this
                 # change finishes it; not found or not answered (an outage, an adapter stopped), it
@@ -368,10 +380,11 @@ class Sender:
                         return False
                     continue
                 left = self._give_up.left(row)
-                if left <= 0:
+                if left <= 0 and not _changes_progress(row):
                     self._fail(row, exc, gave_up=True)
                     return True
-                wait = min(wait, left)  # one last try at the deadline
+                if left > 0:
+                    wait = min(wait, left)  # one last try at the deadline
                 self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
                          type(exc).__name__, wait)
@@ -555,7 +568,10 @@ class Sender:
     async def _send_pieces(self, adapter: Adapter, row: OutboxRow) -> None:
         """Send the pieces in the row's place; the row then stands for its first sent piece."""
         first: str | None = None
-        for piece in self._store.pieces(row.key):
+        for listed in self._store.pieces(row.key):
+            # As it is now: an earlier piece's wait (a 429) may have outlasted this one's drop (dismissed by
+            # the operator, or withdrawn with its card, `Outbox.drop`), and a dropped piece is never sent.
+            piece = self._store.message_by_id(listed.id) or listed
             if piece.status == "pending":
                 await self._deliver(adapter, piece, None)
                 piece = self._store.message_by_id(piece.id) or piece
