@@ -14,7 +14,10 @@ domains and e-mail addresses, runs after emphasis has already eaten a ``_``.
 Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``,
 without trailing punctuation (``.,:;!?*_~'"``, and "…", which is not GitHub's: a line cut
 short ends with it, `gateway.excerpt`) or a closing bracket it did not open, so
-``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant.
+``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant. Nor is
+it GitHub's that CJK punctuation (``。，、：（）「」``, the ideographic and full-width forms) ends an
+address anywhere: Chinese and Japanese put no space after one, so ``见https://x.org，然后…`` would
+otherwise link the rest of the sentence.
 
 An address between ``<>`` (CommonMark's autolink) is shown as written too: markdown-it's own
 text for it is percent-decoded (``a%20b`` as ``a b``), its link target percent-encoded (so an
@@ -32,7 +35,11 @@ from markdown_it.rules_inline import autolink as _autolink
 
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
-_REST = re.compile(r"//[^\s<>`]+")
+_SCHEME_TAIL = len("xhttps")
+"""Enough of the text before a colon to tell a scheme and the character before it."""
+# CJK text puts no space after an address: its punctuation (ideographic, and the full-width forms of
+# ASCII's, not their letters or digits) ends one, or "https://x.org，然后点击" would link the sentence.
+_REST = re.compile(r"//[^\s<>`\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
 _TRAILING = ".,:;!?*_~'\"…"
 _PAIRS = {")": "(", "]": "["}
 
@@ -51,7 +58,9 @@ def bare_url(state: StateInline, silent: bool) -> bool:
     """At the ``:`` of ``https://``, with the scheme just read as text: the address as a link."""
     if state.linkLevel > 0 or state.src[state.pos] != ":":
         return False
-    scheme = _SCHEME.search(state.pending)
+    # Only the pending text's tail: searching all of it at every colon took minutes for a long line of
+    # them (a minified JSON, a log), which pends as one run of text.
+    scheme = _SCHEME.search(state.pending[-_SCHEME_TAIL:])
     rest = _REST.match(state.src, state.pos + 1, state.posMax)
     if scheme is None or rest is None:
         return False

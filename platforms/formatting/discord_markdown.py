@@ -10,7 +10,8 @@ and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold w
 is left plain),
 masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
 masked link cannot hold, with a bracket, an address or a character that needs a
-backslash, is followed by its address instead: ``label (<url>)``). Tables, which Discord
+backslash, is followed by its address instead: ``label (<url>)``; a line break in a label is
+a space). Tables, which Discord
 does not draw, become code blocks; rules a line of ``─``. Characters in the
 text that Discord would read as formatting the agent did not mean (``*`` not
 between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash
@@ -98,6 +99,10 @@ class DiscordMarkdown(Renderer):
         if _UNMASKABLE.search(label) or _escape(label) != label:
             return f"{inner} (<{href}>)"
         return f"[{inner}]({href.replace(')', '%29')})"
+
+    def line_break(self, ctx: Context) -> str:
+        # A quote's ``> `` or a list item's indentation would go into a masked link's label.
+        return " " if ctx.link else "\n"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
         return f"{'#' * level} {inner}" if level <= 3 else f"**{inner}**"

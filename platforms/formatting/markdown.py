@@ -17,6 +17,9 @@ looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
   `table_text` lays the cells' text out in aligned columns, a link as its label
   followed by its target in brackets (`cell_text`);
 - images become links to the image, labelled with their alt text;
+- a link's label holds no link: an image in it (a badge, ``[![build](b.svg)](https://ci)``) is its
+  alt text, an autolink its address as text; no platform nests links (Slack's ``<url|label>``
+  would end at the inner one's ``>``, Discord's ``[label](url)`` at its ``]``);
 - a style within one of its own kind is left plain (bold within bold is bold already; Slack's bold
   holds no bold, and Discord's ``**`` within ``**`` ends it), so the walk nests at most three
   styles deep: markdown-it nests blocks and links no deeper than its ``maxNesting`` (20), but
@@ -442,11 +445,16 @@ class Renderer:
                 j = closing(children, i)
                 inner = children[i + 1:j]
                 href = str(tok.attrGet("href") or "")
-                out.append(self.link(href, self._inline(inner, replace(ctx, link=True)), plain(inner), ctx,
-                                     auto=tok.markup in _AUTO))
+                if ctx.link:  # an autolink in a link's label (markdown-it allows it): its text
+                    out.append(self._inline(inner, ctx))
+                else:
+                    out.append(self.link(href, self._inline(inner, replace(ctx, link=True)), plain(inner), ctx,
+                                         auto=tok.markup in _AUTO))
                 i = j
             elif kind == "image":
-                out.append(self.image(str(tok.attrGet("src") or ""), plain(tok.children or ()), ctx))
+                alt = plain(tok.children or ())
+                # A badge, ``[![build](badge.svg)](ci)``: the image is its alt text, the outer link's label.
+                out.append(self.text(alt, ctx) if ctx.link else self.image(str(tok.attrGet("src") or ""), alt, ctx))
             i += 1
         return "".join(out)
 

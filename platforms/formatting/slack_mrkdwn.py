@@ -7,8 +7,8 @@ get a zero-width space, or they would end the block; inline code holding a backt
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines (bold within them is left plain), lists use ``•`` or
 numbers, tables become code blocks; backticks left as text are kept apart by zero-width spaces, so
-three never open a block. ``&``, ``<`` and ``>`` are escaped
-everywhere, as Slack asks, so text never turns into a link or a mention.
+three never open a block; a line break in a link's label is a space (a link is one line). ``&``,
+``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention.
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ class SlackMrkdwn(Renderer):
         if label == href or not inner:
             return f"<{url}>"
         return f"<{url}|{inner.replace('|', '¦')}>"
+
+    def line_break(self, ctx: Context) -> str:
+        # A link's ``<url|label>`` ends at its line: a quote's ``> `` (or a list item's indentation)
+        # would go into the label, and the link show as its markup.
+        return " " if ctx.link else "\n"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
         return f"*{inner}*"
