@@ -25,13 +25,15 @@ def refused_user(text: str) -> str | None:
 def allowed(config: Config, inbound: Inbound) -> bool:
     """Whether ``allowed_users`` names the sender: by id, or by the username the adapter
     reports (`Inbound.user_name`). An entry of digits only is an id (Telegram's and Discord's
-    are numbers): a username that happens to be all digits does not match it."""
+    are numbers): a username that happens to be all digits does not match it. Spaces around an
+    entry do not count (``ADMIN_ID=123 `` in a ``.env`` file, or one saved with Windows line
+    ends): no id or username holds one, so kept, it would lock its user out without a word."""
     if inbound.platform not in GUARDED:
         return True
     settings = getattr(config.platforms, inbound.platform)
     if settings.allow_all:
         return True
-    entries = {str(u).lstrip("@").lower() for u in settings.allowed_users}
+    entries = {str(u).strip().lstrip("@").lower() for u in settings.allowed_users}
     if inbound.user_id.lower() in entries:
         return True
     name = (inbound.user_name or "").lstrip("@").lower()
