@@ -96,7 +96,8 @@ class Access:
                  check_host: bool | None = None, loopback_only: str = LOOPBACK_ONLY) -> None:
         self._token = token.encode() if token else None
         self.user_header = user_header or None
-        self._allowed = {str(u).lstrip("@").lower() for u in allowed_users}
+        # Stripped as the header's name is: " alice" (an env file's stray space) would let alice in never.
+        self._allowed = {str(u).strip().lstrip("@").lower() for u in allowed_users}
         self._allow_all = allow_all
         self._loopback_only = loopback_only
         # Without a token only the loopback Host stands between a hostile page and the agent.

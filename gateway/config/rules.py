@@ -100,6 +100,11 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
                       " name, or remove it" for i, user in enumerate(platform.allowed_users)
                       if platform.enabled and isinstance(user, str) and not user.strip())
     for name, platform in (("telegram", telegram), ("slack", slack), ("discord", discord)):
+        # ALLOWED=123,456 in an env file, given as one entry "${ALLOWED}": no id or username holds a comma
+        # (a web proxy's names may, as a directory's do), so it would match nobody, without a word.
+        errors.extend(f"platforms.{name}.allowed_users[{i}]: {user!r} holds several names; list each as an entry"
+                      " of its own (allowed_users: [123, alice])" for i, user in enumerate(platform.allowed_users)
+                      if platform.enabled and isinstance(user, str) and "," in user)
         if platform.enabled and (problem := _url_problem(platform.api_base)):
             errors.append(f"platforms.{name}.api_base: {problem}")
         if platform.enabled and not platform.allowed_users and not platform.allow_all:

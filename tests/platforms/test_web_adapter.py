@@ -270,6 +270,13 @@ async def test_a_proxy_user_header_names_the_user_and_the_allowlist_applies(star
     assert status == 202
 
 
+async def test_spaces_around_an_allowed_user_do_not_lock_them_out(started, http) -> None:
+    # ALLOWED=" alice" from an env file: the header's name is stripped, and the entry was not.
+    _, _, base = await started(user_header="X-Forwarded-User", allowed_users=[" alice\r"])
+    status, _ = await post_message(http, base, "c1", "hi", key="key-00000004", headers={"X-Forwarded-User": "alice"})
+    assert status == 202
+
+
 async def test_a_user_header_that_is_not_utf8_names_no_user(started) -> None:
     # Its bytes would arrive as lone surrogates, which no chat id in the store can hold (a 500 there).
     _, _, base = await started(user_header="X-Forwarded-User", allow_all=True)

@@ -327,3 +327,14 @@ def test_a_path_with_a_nul_character_is_an_error_naming_its_key_not_a_traceback(
     errors, _ = problems(load, text)
     assert len(errors) == 1 and errors[0].startswith(f"{key}: expected a path"), errors
     assert errors[0].endswith("(a path cannot hold the character U+0000)")
+
+
+@pytest.mark.parametrize("platform", ["telegram", "slack", "discord"])
+def test_an_allowed_user_holding_a_list_is_an_error(load, platform):
+    # ALLOWED=123,456 in an env file, written as one entry: it matched nobody, and nothing said why.
+    credentials = {"telegram": f"token: '{TOKEN}'", "slack": "bot_token: xoxb-1, app_token: xapp-1",
+                   "discord": "token: d1sc0rd"}[platform]
+    errors, _ = problems(load, f'platforms: {{{platform}: {{enabled: true, {credentials},'
+                               ' allowed_users: [alice, "${ALLOWED}"]}}', {"ALLOWED": "123, 456"})
+    assert errors == [f"platforms.{platform}.allowed_users[1]: '123, 456' holds several names; list each as an entry"
+                      " of its own (allowed_users: [123, alice])"], errors
