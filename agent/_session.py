@@ -38,6 +38,14 @@ CUT_OFF_CALLS_ENDING_A_TURN = 2
 class ActiveTurn:
     session: AgentSession
     turn_id: str
+    held: bool = False
+    """Made by `agent.testing.inside_turn`, no model running it: `live` for as long as anything holds it."""
+
+    @property
+    def live(self) -> bool:
+        """Whether the turn is still under way. A task (or a thread given the context) started in it carries
+        it after it has ended, `active_turn` returning it there: the lifecycle API takes that for no turn."""
+        return self.held or self.session._active_turn is self
 
 
 _ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
@@ -69,6 +77,8 @@ class AgentSession:
     # Set on an instance only when first needed: an idle session (the gateway holds thousands)
     # keeps a small, key-sharing attribute dict.
     _next_tools: dict[str, Tool] | None = None
+    _active_turn: ActiveTurn | None = None
+    """The `ActiveTurn` of the turn under way (`ActiveTurn.live`)."""
     _tool_log: deque[ToolTraceEntry] | None = None
     _overflow_warned = False
     _turn: _TurnState | None = None
@@ -260,7 +270,8 @@ class AgentSession:
             self._apply_next_tools()
         clock, hooks = self.clock, self.hooks
         self._turn = turn
-        token = _ACTIVE_TURN.set(ActiveTurn._build(self, turn.turn_id))
+        active = self._active_turn = ActiveTurn._build(self, turn.turn_id)
+        token = _ACTIVE_TURN.set(active)
         activity = self.activity
         exit_reason = None
         try:
@@ -282,6 +293,7 @@ class AgentSession:
                 pass  # torn down outside the turn's own context (a workflow evicted from a worker's cache)
             self._running = False
             self._turn = None
+            self._active_turn = None
             activity.current_tool = None
             activity.tool_started_at = None
             activity.last_activity = ended = clock.monotonic()

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -94,7 +95,7 @@ class SubagentLaunchRequest:
     role: str = "leaf"
     """``leaf`` or ``orchestrator`` (may itself delegate, within the depth limit)."""
     model: str | None = None
-    """Model override; the delegation default (or the parent's model) when None."""
+    """Rejected when set: children run on ``delegation.model`` (or the parent's model)."""
     allowed_toolsets: tuple[str, ...] | None = None
     """Narrows the parent's toolsets; None or empty inherits them. Never broadens."""
     blocked_tools: tuple[str, ...] = ()
@@ -104,9 +105,11 @@ class SubagentLaunchRequest:
     parent_session_id: str | None = None
     """When set, must match the active parent session."""
     correlation_id: str | None = None
-    """Caller's idempotency key, unique per parent session until the record is swept."""
+    """Caller's idempotency key, 1 to 256 characters: a second launch with it under the same parent session is
+    refused (``Duplicate correlation_id for this parent session.``) until the first child's record is swept."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-    """JSON-serialisable, at most 8 192 bytes as sorted JSON. Callers must not mutate it after launch."""
+    """JSON-serialisable, at most 8 192 bytes as sorted JSON with non-ASCII escaped. Callers must not mutate it
+    after launch."""
     timeout_seconds: float | None = None
     """Rejected when set: the timeout is ``delegation.child_timeout_seconds``."""
 
@@ -158,6 +161,18 @@ def validate_request(req: SubagentLaunchRequest) -> None:
         raise _invalid("model must be a string or None.")
     if req.parent_session_id is not None and not isinstance(req.parent_session_id, str):
         raise _invalid("parent_session_id must be a string or None.")
+
+
+def grace_seconds(grace: object) -> float | None:
+    """``close``'s ``grace`` as the engines take it: None (the engine's default) as is, a number of seconds
+    as a float, one beyond any float (``10**400``) as infinity; anything else (a string, a bool, NaN) raises
+    `SubagentLifecycleError`. Checked before the close begins: a grace an engine chokes on halfway would leave
+    the children stopped and the journal open, and the close, idempotent, would raise the same again."""
+    if grace is None:
+        return None
+    if not isinstance(grace, int | float) or isinstance(grace, bool) or grace != grace:  # NaN
+        raise _invalid("grace must be a number of seconds or None.")
+    return math.inf if grace > sys.float_info.max else float(grace)
 
 
 def _check_json_shape(metadata: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ from lifecycle._contract import (
     SubagentState,
     SubagentStatus,
     SubagentTerminalState,
+    grace_seconds,
     make_terminal_result_json,
     validate_request,
 )
@@ -211,7 +212,9 @@ class AsyncSubagentLifecycle:
         past it the next start sends them); None for the engine's own default (10 s on Temporal).
         Idempotent: a second call while the first runs returns when it does (its grace unused).
         Before `start`, it only marks the service closed, for good; during `start`, it waits for
-        that start, then closes what it opened."""
+        that start, then closes what it opened. A ``grace`` that is no number of seconds (a string, a bool,
+        NaN) raises `SubagentLifecycleError` and closes nothing; one beyond any float waits for ever."""
+        grace = grace_seconds(grace)
         if self._closing is None:
             self._closed = True
             self._supervisor.closing = True  # launches are refused from now, not from the close task's first step
@@ -247,7 +250,7 @@ class AsyncSubagentLifecycle:
         Raises `SubagentLifecycleError` for every rejection, naming the problem.
         """
         turn = active_turn()  # a plugin has no other way to name its parent
-        if turn is None:
+        if turn is None or not turn.live:  # not live: a task the plugin started in a turn that has ended
             raise SubagentLifecycleError(NO_PARENT, code="NO_PARENT")
         validate_request(request)
         if request.model is not None:
@@ -413,8 +416,9 @@ class AsyncSubagentLifecycle:
             if found is not None and found.handle is handle and (
                 not keyring.has_retired or keyring.signs_for(handle.capability)
             ):
-                turn = active_turn()  # the session a plugin's handle must belong to
-                return found if turn is not None and turn.session.session_id == handle.parent_session_id else None
+                turn = active_turn()  # the session a plugin's handle must belong to, in one of its turns
+                return found if (turn is not None and turn.session.session_id == handle.parent_session_id
+                                 and turn.live) else None
         return _ASK_JOURNAL
 
     async def _lookup(self, handle: Any) -> Record | SubagentResult | None:
@@ -424,8 +428,8 @@ class AsyncSubagentLifecycle:
         keyring = supervisor.keyring
         if keyring is None:
             return None
-        turn = active_turn()  # the session a plugin's handle must belong to
-        if turn is None:
+        turn = active_turn()  # the session a plugin's handle must belong to, in one of its turns
+        if turn is None or not turn.live:
             return None
         if isinstance(handle, Mapping):
             try:
