@@ -21,7 +21,7 @@ from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._plugin_threads import PluginThreads
 from agent._plugins import PluginCommand, PluginContext, PluginHost
 from agent._session import ActiveTurn, AgentSession, TurnObserver, active_turn
-from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry
+from agent._tools import RESERVED_TOOLSETS, Tool, ToolContext, ToolRegistry, tool_failure_text
 from agent._turn import ToolTraceEntry, TurnResult
 
 __all__ = [
@@ -60,4 +60,5 @@ __all__ = [
     "exceeds_context",
     "model_failure_kind",
     "new_id",
+    "tool_failure_text",
 ]

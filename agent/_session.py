@@ -22,7 +22,7 @@ from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
 from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _mend_history, _parse_arguments
-from agent._tools import Tool, ToolContext, _shortened, utf8_text
+from agent._tools import Tool, ToolContext, tool_failure_text, utf8_text
 from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
 log = logging.getLogger("agent.session")
@@ -521,16 +521,14 @@ class AgentSession:
                             output = await tool.invoke(args, ctx)
                         ok = True
                 except ToolError as exc:
-                    output = f"Error: {exc}"
+                    output = f"Error: {tool_failure_text(call.name, exc)}"
                 except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt
                     output = "[cancelled: the turn was interrupted]"
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
-                    # Its ends only: the text of an exception may be the megabytes it choked on, and the
-                    # model would read them in every later request of the conversation.
-                    output = f"Error: {call.name} failed: {type(exc).__name__}: {_shortened(str(exc))}"
+                    output = f"Error: {tool_failure_text(call.name, exc)}"
                 output = utf8_text(output)
                 await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)

@@ -15,7 +15,6 @@ import contextvars
 import functools
 import inspect
 import json
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,8 +28,6 @@ from agent._plugin_threads import PluginThreads
 
 #: Names later issues give meaning to; nothing may register them by accident.
 RESERVED_TOOLSETS = frozenset({"delegation", "cronjob", "start_chat"})
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,33 +75,23 @@ class Tool:
         }
 
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        """Validate ``args`` and run the handler; raises `ToolError` with a message for the model, also
-        for any other exception the handler (or rendering its output) raised: ``<name> failed:
-        <type>: <text>`` (`exception_text`), logged with its traceback. Cancellation passes through."""
-        try:
-            error = None if self._validator is None else jsonschema.exceptions.best_match(
-                self._validator.iter_errors(args))
-            if error is not None:
-                where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-                raise ToolError(f"invalid arguments for {self.name} ({_shortened(where)}): {_shortened(error.message)}")
-            if inspect.iscoroutinefunction(self.handler):
-                out = await self.handler(args, ctx)
-            elif self.threads is None:
-                # to_thread copies the current context, so the active turn travels with the call.
-                out = await asyncio.to_thread(self.handler, args, ctx)
-            else:
-                run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
-                out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
-            if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
-                out = await out
-            return render_tool_output(out)
-        except ToolError as exc:
-            if _readable(exc):
-                raise
-            raise ToolError(f"{self.name} failed: {exception_text(exc)}") from exc
-        except Exception as exc:  # a tool bug must not end the turn: the model reads what went wrong
-            log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
-            raise ToolError(f"{self.name} failed: {exception_text(exc)}") from exc
+        """Validate ``args`` and run the handler; raises `ToolError` with a message for the model, and
+        what the handler raised otherwise (`tool_failure_text` is what the model reads of either)."""
+        error = None if self._validator is None else jsonschema.exceptions.best_match(self._validator.iter_errors(args))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+            raise ToolError(f"invalid arguments for {self.name} ({_shortened(where)}): {_shortened(error.message)}")
+        if inspect.iscoroutinefunction(self.handler):
+            out = await self.handler(args, ctx)
+        elif self.threads is None:
+            # to_thread copies the current context, so the active turn travels with the call.
+            out = await asyncio.to_thread(self.handler, args, ctx)
+        else:
+            run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
+            out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
+        if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
+            out = await out
+        return render_tool_output(out)
 
 
 _ECHO_CHARS = 200
@@ -119,18 +106,24 @@ def _shortened(text: str) -> str:
     return f"{text[:_ECHO_CHARS]} […{len(text) - 2 * _ECHO_CHARS} characters…] {text[-_ECHO_CHARS:]}"
 
 
-def _readable(exc: BaseException) -> bool:
-    try:
-        str(exc)
-    except Exception:
-        return False
-    return True
+def tool_failure_text(name: str, exc: Exception) -> str:
+    """What the model reads of ``exc``, raised by the tool ``name``: a `ToolError`'s own text, else
+    ``<name> failed: <type>: <text>`` (`exception_text`). Never raises: an exception's ``__str__`` is
+    its author's code, and one that raised (or returned no string) escaped the handler meant to report
+    it, ending the turn (or the Temporal child) whose tool failed."""
+    if isinstance(exc, ToolError):
+        try:
+            text = str(exc)
+        except Exception:
+            text = None
+        if isinstance(text, str):
+            return text
+    return f"{name} failed: {exception_text(exc)}"
 
 
 def exception_text(exc: BaseException) -> str:
-    """``<type>: <text>`` of ``exc``, its text `_shortened`; never raises. An exception's ``__str__``
-    is its author's code: one that raised (or returned no string) escaped the handler meant to report
-    it, and ended the turn whose tool failed."""
+    """``<type>: <text>`` of ``exc``, its text `_shortened` (the megabytes a tool choked on would be read
+    again in every later request of the conversation); never raises."""
     try:
         text = str(exc)
     except Exception as problem:

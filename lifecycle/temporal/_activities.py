@@ -24,7 +24,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry
+from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry, tool_failure_text
 from agent.images import first_turn_content_async
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import UNSAFE_CHILD_TOOLS, child_system_prompt
@@ -163,14 +163,14 @@ class ChildActivities:
                 too_big = oversize(f"{name}'s output", result)
                 return result if too_big is None else {"ok": False, "error": too_big}
             except ToolError as exc:
-                return {"ok": False, "error": str(exc)}
+                return {"ok": False, "error": tool_failure_text(name, exc)}
             except asyncio.CancelledError:
                 if _abandoned():
                     return {}
                 raise
             except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
                 log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
-                return {"ok": False, "error": f"{name} failed: {type(exc).__name__}: {exc}"}
+                return {"ok": False, "error": tool_failure_text(name, exc)}
 
     def _model(self, provider: str | None, name: str | None, backend: str | None = None,
                route: str | None = None) -> Model:

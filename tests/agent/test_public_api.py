@@ -8,6 +8,7 @@ def test_public_names_are_a_conscious_choice():
         "Clock", "CompactionPolicy", "Compactor", "HookRegistry", "Model", "ModelError", "ModelRequest", "ModelResponse", "PluginCommand",
         "PluginContext", "PluginError", "PluginHost", "PluginThreads", "SystemClock", "Tool", "ToolCall", "ToolContext", "ToolError",
         "ToolRegistry", "ToolTraceEntry", "TurnInProgress", "TurnObserver", "TurnResult", "Usage", "active_turn", "exceeds_context", "model_failure_kind", "new_id",
+        "tool_failure_text",
     }
     for name in agent.__all__:
         assert hasattr(agent, name)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from agent import AgentSession, ToolError, ToolRegistry
-from agent._tools import ToolContext, exception_text
+from agent import AgentSession, ToolError, ToolRegistry, tool_failure_text
+from agent._tools import exception_text
 from agent.models.scripted import ScriptedModel
 
 OBJ = {"type": "object", "properties": {}}
@@ -62,15 +60,13 @@ async def test_an_exception_whose_text_fails_is_told_by_its_type(handler, expect
     assert [e.ok for e in result.tool_trace] == [False]
 
 
-async def test_invoke_raises_only_tool_errors_for_the_model():
-    # What the Temporal worker's tool activity relies on, as the session does: a ToolError, bounded.
-    reg = ToolRegistry()
-    tool = reg.add("boom", "boom", OBJ, _raising(Huge), toolset="test")
-    with pytest.raises(ToolError) as raised:
-        await tool.invoke({}, ToolContext(session=None, call_id="c1", workspace=Path(".")))
-    text = str(raised.value)
+def test_what_the_model_reads_is_bounded_and_a_tool_errors_own_words():
+    # What the Temporal worker's tool activity sends back, as the session writes it.
+    assert tool_failure_text("boom", ToolError("no such file: a.txt")) == "no such file: a.txt"
+    text = tool_failure_text("boom", Huge())
     assert text.startswith("boom failed: Huge: yyy") and len(text) < 1_000
-    assert isinstance(raised.value.__cause__, Huge)
+    assert tool_failure_text("boom", UnprintableToolError()) == (
+        "boom failed: UnprintableToolError: (its text could not be shown: ValueError)")
 
 
 def test_exception_text_never_raises():
