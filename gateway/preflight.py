@@ -31,6 +31,7 @@ from yarl import URL
 
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 from gateway import state_lock
+from gateway.config.secret_values import mask
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
 
@@ -174,7 +175,7 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
         raise StartupError(problem)
     url = base_url_of(settings, env).rstrip("/")
     where = "$OPENAI_BASE_URL" if not settings.base_url and env.get("OPENAI_BASE_URL") else "model.base_url"
-    shown = _without_userinfo(url)
+    shown = mask([_without_userinfo(url)], frozenset())[0]  # a proxy's key may ride in the query too
     try:
         target = URL(url + "/models")
         if not target.is_absolute() or target.scheme not in ("http", "https"):

@@ -31,6 +31,13 @@ async def test_an_unreachable_model_url_is_named_without_its_credentials(unused_
     assert "hunter2" not in str(info.value)
 
 
+async def test_an_unreachable_model_url_is_named_without_a_key_in_its_query(unused_tcp_port):
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1?api-key=sk-in-the-query-77"
+    with pytest.raises(StartupError) as info:
+        await check_model(ModelSettings(provider="openai", base_url=url, timeout_seconds=2))
+    assert "sk-in-the-query-77" not in str(info.value) and "api-key=***" in str(info.value), info.value
+
+
 async def test_the_server_openai_base_url_names_is_the_one_checked_and_named(aiohttp_server, unused_tcp_port):
     app = web.Application()
     app.router.add_get("/v1/models", lambda request: web.json_response({"data": []}))
