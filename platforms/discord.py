@@ -41,8 +41,9 @@ post this process heard is looked for first (`find_sent`, `platforms.discord_sen
 follow-up, in its channel's history. discord.py itself retries 429s (up to 30 s; longer waits raise
 `RateLimited`) and 5xx, but for follow-ups, which carry no nonce; answers to slash
 commands go through a session of their own that holds them to the same cap, and a command's
-"thinking…" response waits no longer than Discord's 3 seconds for it: past that, the command is
-handed over without its interaction and answered in the channel (`platforms.discord_answers`).
+"thinking…" response waits no longer than Discord's 3 seconds for it (`platforms.discord_answers`), nor
+a few seconds for Discord's answer (`discord_commands.ACKNOWLEDGE_TIMEOUT`): past that, the command is
+handed over without its interaction and answered in the channel.
 Every SDK error is translated in `platforms.discord_errors`, the one place that does so, and logged there
 (at DEBUG where the gateway says what became of the call: a part, an edit, a deletion).
 
@@ -78,6 +79,7 @@ from platforms import (
 )
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
+    LAST_CALLS_FLOOR,
     Attachment,
     CommandSpec,
     DisplayTier,
@@ -154,12 +156,14 @@ class DiscordAdapter:
         clock: Callable[[], float] = time.time,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
         catch_up_timer: Timer = LOOP_TIMER,
+        acknowledge_timeout: float = discord_commands.ACKNOWLEDGE_TIMEOUT,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
         caught up at start, which is given up after ``catch_up_timeout`` seconds; ``catch_up_timer`` is
-        the time its waits before reading a channel again take (`platforms.rereads`). Only one api_base
-        per process: see `platforms.discord_urls`."""
+        the time its waits before reading a channel again take (`platforms.rereads`);
+        ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`).
+        Only one api_base per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
         self._gateway_url = gateway_url
@@ -176,6 +180,7 @@ class DiscordAdapter:
         self._clock = clock
         self._catch_up_timeout = catch_up_timeout
         self._catch_up_timer = catch_up_timer
+        self._acknowledge_timeout = acknowledge_timeout
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
@@ -193,6 +198,8 @@ class DiscordAdapter:
         their "thinking…" calls as it begins (they go on without their interaction, `discord_commands.received`)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
+        self._swept = False
+        """Set once a stop has taken the last of the queue: a command received later would wait in it for good."""
         self._held_back: set[int] = set()
         """Channels where a stop left a message unrecorded: what follows there waits for the next start
         too, behind it. Recorded, a later message would move the channel's last seen past it, losing it."""
@@ -248,7 +255,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
-        self._not_taken, self._held_back = [], set()
+        self._not_taken, self._held_back, self._swept = [], set(), False
         self._caught_up = asyncio.Event()
         self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
@@ -350,6 +357,7 @@ class DiscordAdapter:
             queued.cancel()
             consumer.cancel()
             await asyncio.wait({consumer})
+        self._swept = True
         while not self._queue.empty():  # held by a catch-up, or past the drain's time
             self._left_unrecorded(self._queue.get_nowait())
         await self._tell_not_taken(last_calls_time(deadline, loop.time()))
@@ -513,9 +521,15 @@ class DiscordAdapter:
         self._receiving.add(task)
         try:
             inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred,
-                                                      stopping=self._stop_asked)
+                                                      stopping=self._stop_asked, timeout=self._acknowledge_timeout)
         finally:
             self._receiving.discard(task)
+        if self._swept:
+            # discord.py calls this from a task of its own, today in its first step, before the stop looks at those
+            # receiving. Should it pause first, the stop may have taken the last of the queue already: told here
+            # that it was not taken, rather than left in a queue no one reads any more.
+            await discord_commands.tell_not_taken([inbound], self._interactions.session, LAST_CALLS_FLOOR)
+            return
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
     async def _tell_not_taken(self, seconds: float) -> None:

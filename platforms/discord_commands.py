@@ -5,7 +5,8 @@ registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
 globally when that is empty. An interaction is deferred (type 5, "thinking…")
 before it is handed over, so Discord's 3-second window holds whatever the
 gateway does (one refused as already acknowledged, 40060, was taken by discord.py's earlier try, which
-Discord answered with a 5xx: it is deferred all the same); its ``reply_token`` is
+Discord answered with a 5xx: it is deferred all the same; one Discord does not answer within
+`ACKNOWLEDGE_TIMEOUT` is handed over as one refused, to be answered in the channel); its ``reply_token`` is
 ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
 sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
 is answered to be sent again (`tell_not_taken`).
@@ -34,6 +35,10 @@ log = logging.getLogger("platforms.discord")
 CALLBACK = "POST /interactions/{id}/{token}/callback"
 ACKNOWLEDGED = 40060
 """Discord's "Interaction has already been acknowledged": a response to the interaction was taken before."""
+ACKNOWLEDGE_TIMEOUT = 5.0
+"""Seconds a command's "thinking…" call is given before the command goes on without it, as if refused. Discord
+takes a first response within 3 seconds of the interaction only, so a later answer brings nothing but "Unknown
+interaction"; unbounded, the call waited for aiohttp's own limit, 5 minutes, before the command was handed over."""
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""
@@ -76,16 +81,17 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
 
 
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
-                   deferred: Callable[[str], None], stopping: asyncio.Event) -> Inbound:
+                   deferred: Callable[[str], None], stopping: asyncio.Event,
+                   timeout: float = ACKNOWLEDGE_TIMEOUT) -> Inbound:
     """The command as the gateway takes it, once deferred (``deferred`` is told its reply token); one
     that could not be deferred goes without a reply token, to be answered in the channel, as does one
-    whose deferral Discord had not answered when the adapter began to stop (``stopping``): the stop does
-    not wait for it. Dated by Discord
+    whose deferral Discord had not answered within ``timeout`` seconds, or when the adapter began to stop
+    (``stopping``): the stop does not wait for it. Dated by Discord
     (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
     later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
     reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
     try:
-        await _unless_stopping(interaction.response.defer(thinking=True), stopping)
+        await _unless_stopping(interaction.response.defer(thinking=True), stopping, timeout)
         deferred(reply_token)
     except Exception as exc:  # too late, or rate limited: run it, answer in the channel
         if isinstance(exc, discord.HTTPException) and exc.code == ACKNOWLEDGED:
@@ -107,20 +113,23 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     )
 
 
-async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event) -> None:
-    """Await ``call``; once ``stopping`` is set, give it up and raise `NetworkError`: a stop leaves the client
-    open for the replies still to send, so closing it no longer ends a call Discord does not answer."""
+async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event, timeout: float) -> None:
+    """Await ``call`` for up to ``timeout`` seconds; past them, or once ``stopping`` is set, give it up and
+    raise `NetworkError`: a stop leaves the client open for the replies still to send, so closing it no
+    longer ends a call Discord does not answer."""
     task = asyncio.ensure_future(call)
     stop = asyncio.ensure_future(stopping.wait())
     try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stop.cancel()
-        if not task.done():  # cut short: a stop, or this command's own cancellation
+        if not task.done():  # cut short: a stop, the timeout, or this command's own cancellation
             task.cancel()
             await asyncio.wait({task})
     if task.cancelled():
-        raise NetworkError("the adapter stopped before Discord answered", method=CALLBACK, platform="discord")
+        why = "the adapter stopped before Discord answered" if stopping.is_set() else \
+            f"Discord did not answer within {timeout:g}s"
+        raise NetworkError(why, method=CALLBACK, platform="discord")
     task.result()
 
 

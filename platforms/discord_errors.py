@@ -11,8 +11,13 @@ such as the outbox of a part, where a warning here was a second one of one refus
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
+import json
 import logging
+import math
 import re
+import time
 from typing import Any
 
 import aiohttp
@@ -40,6 +45,8 @@ PORTAL_HINT = (
 _TOKEN_EXPIRED = 50027
 """401 "Invalid Webhook Token": an interaction token past its 15 minutes is as gone as an unknown one (404)."""
 FAILED = "discord: %s for channel %s failed: %s: %s"
+DEFAULT_RETRY_AFTER = 1.0
+"""Seconds a 429 that says nothing readable of how long to wait is taken to ask for."""
 _INTERACTION_TOKEN = re.compile(r"(/(?:webhooks|interactions)/\d+/)[^/?#\s'\"<>]+")
 """An interaction's token in its webhook's or callback's URL, which aiohttp puts in some errors' text (a
 connection timeout names the whole URL): it answers as the bot for 15 minutes, so it is masked."""
@@ -93,8 +100,7 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
     elif isinstance(exc, discord.HTTPException):
         detail = f"{exc.status} (code {exc.code}): {exc.text}"
         if exc.status == 429:
-            retry_after = float(exc.response.headers.get("Retry-After", 1.0)) if exc.response is not None else 1.0
-            error = RateLimited(detail, retry_after=retry_after, **kw)
+            error = RateLimited(detail, retry_after=_retry_after(exc.response), **kw)
         elif exc.code == 50035 and "fewer in length" in exc.text:
             error = MessageTooLong(detail, **kw)
         elif exc.code == 50005:
@@ -117,6 +123,44 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
     else:
         error = BadRequest(_described(exc), **kw)
     return error
+
+
+def _retry_after(response: Any) -> float:
+    """The wait a 429 discord.py did not retry asks for: its ``Retry-After`` (seconds or an HTTP-date), else
+    the ``retry_after`` of Discord's JSON body, else `DEFAULT_RETRY_AFTER`. Such a 429 has no ``Via``:
+    Cloudflare's or a proxy's, whose header may be a date or anything at all, which read as a number
+    crashed the translation of the error itself (ValueError) instead of reporting it rate limited."""
+    header = getattr(response, "headers", {}).get("Retry-After")
+    wait = _header_seconds(header) if header is not None else None
+    if wait is None:
+        # discord.py keeps only the message and code of the body it read; aiohttp keeps the bytes.
+        body = getattr(response, "_body", None)
+        try:
+            wait = _seconds(json.loads(body)["retry_after"]) if isinstance(body, bytes) else None
+        except (ValueError, LookupError, TypeError):
+            wait = None
+    return DEFAULT_RETRY_AFTER if wait is None else wait
+
+
+def _header_seconds(header: str) -> float | None:
+    if (wait := _seconds(header)) is not None:
+        return wait
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (ValueError, TypeError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC all the same, not this machine's local time
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(when.timestamp() - time.time(), 0.0)  # a date already past asks for no wait
+
+
+def _seconds(value: object) -> float | None:
+    """A wait in seconds, or None for what is none (text, NaN, infinite, negative)."""
+    try:
+        wait = float(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return None
+    return wait if math.isfinite(wait) and wait >= 0 else None
 
 
 def _described(exc: BaseException) -> str:

@@ -6,10 +6,11 @@ its MIME type is a picture format a model can read, else ``document``), a voice
 message (``voice``), and audio files, videos and round video messages (``document``).
 The ``ref`` is the ``file_id``.
 
-Fetching is ``getFile`` (which names the file's path on Telegram's file server, and
-refuses files above 20 MB: "file is too big") followed by a streamed GET of
+Fetching is ``getFile`` (which names the file's path on Telegram's file server and its
+size, and refuses files above 20 MB: "file is too big") followed by a streamed GET of
 ``/file/bot<token>/<path>`` through aiogram's own HTTP session, stopped as soon as
-more than the cap has arrived.
+more than the cap has arrived, and given the bot's request timeout plus a second for every
+`SLOWEST_DOWNLOAD` bytes of the file.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
 BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 """What Telegram's own Bot API server lets a bot download ("file is too big" above it)."""
-TIMEOUT = 60
+SLOWEST_DOWNLOAD = 50_000
+"""Bytes a second a download is given time for, on top of the bot's request timeout (aiogram's 60 s by
+default). A fixed 60 s for the whole download cut a large voice note or document off midway over a
+slow link (20 MB needs about 2.8 Mbit/s to come in 60 s), and every try again was cut off the same way.
+At this rate a 20 MB file has about 7 minutes more."""
 
 
 def attachments_of(message: Message, max_bytes: int) -> tuple[Attachment, ...]:
@@ -82,7 +87,10 @@ async def download(bot: Bot, attachment: Attachment, max_bytes: int,
         raise NetworkError("getFile named no file path; the file is not available yet", method="getFile")
     url = bot.session.api.file_url(bot.token, file.file_path)
     received = bytearray()
-    stream = bot.session.stream_content(url, timeout=TIMEOUT, chunk_size=CHUNK, raise_for_status=True)
+    size = file.file_size or attachment.size or max_bytes  # unknown: as large as it may be, the cap
+    timeout = bot.session.timeout + size / SLOWEST_DOWNLOAD
+    stream = bot.session.stream_content(url, timeout=timeout, chunk_size=CHUNK,  # type: ignore[arg-type]
+                                        raise_for_status=True)
     try:
         async with contextlib.aclosing(stream):
             async for chunk in stream:

@@ -37,6 +37,10 @@ class _Failure:
     """No answer at all: the connection closes (a reset, a proxy timing out)."""
     after: bool = False
     """Played once the call was carried out (the message stored), in place of its answer."""
+    headers: dict[str, str] | None = None
+    """The answer's headers in place of Discord's own (a 429's ``Via``, ``Retry-After`` and scope)."""
+    text: str | None = None
+    """A body of plain text in place of Discord's JSON (a proxy's or Cloudflare's page)."""
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -154,13 +158,17 @@ class DiscordRest:
                     dropped = web.Response()
                     dropped[_DROPPED] = True
                     return dropped
+                if failure.text is not None:
+                    return web.Response(status=failure.status, text=failure.text, headers=failure.headers)
                 if failure.status == 429:
                     body = {"message": "You are being rate limited.", "retry_after": failure.retry_after,
                             "global": False, "code": failure.code or 0}
                     headers = {"Via": "1.1 google", "Retry-After": str(max(1, round(failure.retry_after))),
                                "X-RateLimit-Scope": "user"}
-                    return _json(body, 429, headers)
-                return _error(failure.status, failure.code or 0, failure.message or "Scripted failure", failure.errors)
+                    return _json(body, 429, headers if failure.headers is None else failure.headers)
+                error = _error(failure.status, failure.code or 0, failure.message or "Scripted failure", failure.errors)
+                error.headers.update(failure.headers or {})
+                return error
         return None
 
     async def _get_gateway(self, request: web.Request) -> web.Response:

@@ -9,6 +9,8 @@ bytes come from the file URL with the bot's token in it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,8 @@ from platforms.fakes._telegram_api import ApiError
 
 MAX_DOWNLOAD = 20 * 1024 * 1024
 """Telegram lets bots download files up to 20 MB."""
+DOWNLOADS = "/file"
+"""What `hold` holds for `hold_downloads`: file downloads, which no Bot API method name can be."""
 
 
 @dataclass
@@ -35,6 +39,8 @@ class TelegramFiles:
     files: dict[str, StoredFile]
     _file_ids: itertools.count[int]
     _cuts: list[int]
+    _held: dict[str, asyncio.Event]
+    _held_download_start: int
 
     # -- driving it from a test ------------------------------------------------------
 
@@ -102,6 +108,17 @@ class TelegramFiles:
         drops after ``after`` bytes of it: a download that fails midway."""
         self._cuts.append(after)
 
+    def hold_downloads(self, after: int = 0) -> None:
+        """File downloads (this one's and later ones) announce the whole file (``Content-Length``) and send
+        its first ``after`` bytes, then wait for `release_downloads` to send the rest: a large file over a
+        slow link. `close` releases them too."""
+        self._held_download_start = after
+        self.hold(DOWNLOADS)  # type: ignore[attr-defined]
+
+    def release_downloads(self) -> None:
+        """Send the rest of the held downloads; later ones come whole at once again."""
+        self.release(DOWNLOADS)  # type: ignore[attr-defined]
+
     def media_update(self, chat_id: int | str, media: dict[str, Any], caption: str | None = None,
                      **kw: Any) -> dict[str, Any]:
         """Build (not queue) an update whose message carries ``media`` and an optional caption."""
@@ -135,11 +152,19 @@ class TelegramFiles:
         if stored is None or len(stored.data) > MAX_DOWNLOAD:
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
         self.downloads.append(path)  # type: ignore[attr-defined]
-        if not self._cuts:
+        held = self._held.get(DOWNLOADS)
+        if not self._cuts and held is None:
             return web.Response(body=stored.data, content_type="application/octet-stream")
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream",
                                                "Content-Length": str(len(stored.data))})
         await response.prepare(request)
+        if not self._cuts and held is not None:
+            start = self._held_download_start
+            with contextlib.suppress(ConnectionError):  # the bot gave up waiting meanwhile
+                await response.write(stored.data[:start])
+                await held.wait()
+                await response.write(stored.data[start:])
+            return response
         await response.write(stored.data[:self._cuts.pop(0)])
         assert request.transport is not None
         request.transport.abort()

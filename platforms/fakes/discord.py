@@ -248,14 +248,19 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         times: int = 1,
         drop: bool = False,
         after: bool = False,
+        headers: dict[str, str] | None = None,
+        text: str | None = None,
     ) -> None:
         """Make the next ``times`` calls to ``route`` fail. ``route`` is a template
         (``POST /channels/{channel_id}/messages``) or a concrete path (``POST /channels/12/messages``).
         ``drop``: the connection closes without any answer instead (a reset, a proxy timing out; aiohttp
         sends a GET once more on a new connection by itself, so it takes two to fail one). ``after``: the
         call is carried out first (a message is posted) and its answer is the failure all the same, as
-        Discord's can be when it fails after storing (a call Discord refuses keeps its refusal)."""
-        self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop, after)
+        Discord's can be when it fails after storing (a call Discord refuses keeps its refusal).
+        ``headers``: the answer's headers instead of Discord's (a 429 without ``Via`` and with a
+        ``Retry-After`` of its own, as Cloudflare or a proxy in between answers); ``text``: a plain text
+        body instead of Discord's JSON."""
+        self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop, after, headers, text)
                               for _ in range(times))
 
     def hold(self, route: str) -> asyncio.Event:

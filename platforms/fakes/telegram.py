@@ -43,7 +43,8 @@ What a test reads and drives:
   channel's post, each with the stand-in ``from`` account Telegram uses);
   ``push_photo``/``push_album``/``push_document``/``push_voice`` post files into a chat (their bytes
   are then served to ``getFile`` and the file URL; ``files``, ``downloads``;
-  ``cut_next_download(after)`` drops the connection midway through the next one);
+  ``cut_next_download(after)`` drops the connection midway through the next one;
+  ``hold_downloads(after)`` leaves downloads unfinished until ``release_downloads()``);
   ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
@@ -164,6 +165,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self._supergroup_ids = itertools.count(1000000001)
         self._file_ids = itertools.count(1)
         self._cuts: list[int] = []
+        self._held_download_start = 0
         self._port = port
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))

@@ -52,3 +52,31 @@ async def test_a_thinking_response_discord_took_but_answered_with_a_5xx_is_answe
     [answer] = fake.bot_messages(command.chat_id)
     assert (answer.id, answer.content, answer.flags) == (sent.message_id, "No subagents.", 0)  # "thinking…" replaced
     assert fake.calls_to(FOLLOW_UP) == []
+
+
+async def test_a_thinking_response_discord_never_answers_is_given_up_and_the_command_answered_in_the_channel(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    """Unbounded, the acknowledgement waited for aiohttp's own limit (5 minutes) before the command was
+    handed over, though Discord takes one within 3 seconds only: past its bound it goes on as refused."""
+    got: list[Inbound] = []
+
+    async def sink(inbound: Inbound) -> None:
+        got.append(inbound)
+
+    adapter = adapter_for(fake, acknowledge_timeout=0.2)
+    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
+    try:
+        fake.hold(CALLBACK)  # Discord never answers it
+        fake.push_interaction("agents", USER)
+        await fake.wait_for(lambda: got)
+        [command] = got
+        assert command.reply_token is None and len(fake.calls_to(CALLBACK)) == 1
+        assert ("could not acknowledge /agents from user 42 (NetworkError); answering in the channel instead"
+                in caplog.text)
+        sent = await adapter.send(Outbound(command.chat_id, None, "No subagents.", kind="command",
+                                           idempotency_key="c1:0", reply_token=command.reply_token))
+        [answer] = fake.bot_messages(command.chat_id)
+        assert (answer.id, answer.content) == (sent.message_id, "No subagents.")
+    finally:
+        await adapter.stop()
+        await join_heartbeat_threads()

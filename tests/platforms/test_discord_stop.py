@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -261,3 +262,36 @@ async def test_after_its_stop_the_adapter_still_sends_until_it_is_closed(fake: F
     assert [m.content for m in fake.bot_messages(dm)] == ["the reply"]
     assert taken == []
 
+
+
+async def test_a_command_whose_handler_a_stop_overtakes_is_not_left_in_the_queue(
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
+    # discord.py calls a command's handler from a task of its own. Should it start only once the stop had
+    # taken the last of the queue (discord.py pausing before it), its command went into a queue nobody reads
+    # any more: neither handed over nor told it was not taken. Held here until then.
+    taken: list[Inbound] = []
+
+    async def sink(inbound: Inbound) -> None:
+        taken.append(inbound)
+
+    adapter = adapter_for(fake)
+    called, go = asyncio.Event(), asyncio.Event()
+    on_command = adapter._on_command
+
+    async def overtaken(*args: Any) -> None:
+        called.set()
+        await go.wait()
+        await on_command(*args)
+
+    adapter._on_command = overtaken  # type: ignore[method-assign]
+    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
+    try:
+        fake.push_interaction("agents", USER)
+        await asyncio.wait_for(called.wait(), 5)
+        await adapter.stop_within(GRACE)
+        go.set()
+        await fake.wait_for(lambda: "was not recorded before the gateway stopped" in caplog.text)
+    finally:
+        go.set()
+        await adapter.close()
+    assert taken == [] and "/agents from user 42" in caplog.text
