@@ -38,7 +38,7 @@ from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import ChatKey, GatewaySession, Heard, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
-from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
+from gateway.store import DelegationRow, GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
@@ -113,7 +113,8 @@ class Gateway:
                                  completion_ended=lambda *ended: self.ledger.completion_ended(*ended),
                                  model=self.config.model, events=self.events,
                                  late_after=self.config.delivery.late_after, durable=self.store.durable,
-                                 transaction=self.store.db.transaction)
+                                 transaction=self.store.db.transaction,
+                                 failed=lambda *failed: self.dead_letters.failed(*failed))
         self._cards = DelegationCards(self.outbox, host.children, self.store.delegations, display=self.display.turn,
                                       clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, self._cards,
@@ -126,7 +127,7 @@ class Gateway:
                                    pay_owed=self.runner.pay_owed)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
-                                             clock=clock, handle=self._handle_again)
+                                             clock=clock, handle=self._handle_again, platforms=self.adapters)
         self._checkpointer = Checkpointer(self.store.db)
         self.metrics = GatewayMetrics(store=self.store, sessions=self.sessions, children=host.children,
                                       platforms=self.adapters, clock=clock, connections=self.connections)
@@ -171,8 +172,10 @@ class Gateway:
         await self.outbox.start()
         self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
-        # starts is unsettled too, but already being handled; replayed, it would run twice.
-        opened = self.store.inbox.unfinished()
+        # starts is unsettled too, but already being handled; replayed, it would run twice. Not one of a
+        # platform no longer configured: kept as it is for a start that configures it (`_keep_unconfigured`).
+        opened = [(event, turn_id) for event, turn_id in self.store.inbox.unfinished()
+                  if event.platform in self.adapters]
         begun = self.store.inbox.begun()
         # The last gateway died: that counts as an attempt of each event whose turn had begun; one still
         # waiting for its turn (queued behind a slow one) had no part in it.
@@ -183,11 +186,14 @@ class Gateway:
             if (event.platform, event.event_id) not in begun or self.dead_letters.cut_short(event)]
         for event, _ in replayed:
             self.store.inbox.reopen(event.platform, event.event_id)
-        unfinished = [*replayed, *self.store.inbox.take_requeued()]
+        unfinished = [*replayed, *self.store.inbox.take_requeued(of=self.adapters)]
+        running = self.store.delegations.running()
         # Before the first await: the outbox started above has sent nothing yet.
-        self.questions.drop_left_unsent(self.store.outbox.pending_messages(), {
+        pending = self.store.outbox.pending_messages()
+        self.questions.drop_left_unsent(pending, {
             *(turn_id for _, turn_id in unfinished if turn_id),
-            *(row.completion_turn_id for row in self.store.delegations.running())})
+            *(row.completion_turn_id for row in running if self._configured(row))})
+        self._keep_unconfigured(pending, running)
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
@@ -205,7 +211,7 @@ class Gateway:
                                         functools.partial(self._chat_moved, adapter.name))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
-        undelivered = self.store.delegations.running()
+        undelivered = [row for row in self.store.delegations.running() if self._configured(row)]
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
                                 {split_session_key(row.session_key) for row in undelivered} | unsent | left,
                                 recorded=left)
@@ -218,10 +224,32 @@ class Gateway:
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
-        await self.ledger.resume()
+        await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]
         self._checkpointer.start()
+
+    def _keep_unconfigured(self, pending: Sequence[OutboxRow], undelivered: Sequence[DelegationRow]) -> None:
+        """A platform taken out of the configuration (the operator disabled Telegram, say) keeps what its
+        chats left: messages to answer, background results to deliver, messages to send. None of it is run
+        (nothing could answer it), counted as failed or dropped: it waits, untouched, for a start that
+        configures the platform again. One line per such platform says so."""
+        kept: dict[str, list[int]] = {}
+        for platform, count in self.store.inbox.waiting_by_platform().items():
+            kept.setdefault(platform, [0, 0, 0])[0] += count
+        for row in undelivered:
+            kept.setdefault(split_session_key(row.session_key)[0], [0, 0, 0])[1] += 1
+        for message in pending:
+            kept.setdefault(message.platform, [0, 0, 0])[2] += 1
+        for platform, (events, results, messages) in sorted(kept.items()):
+            if platform not in self.adapters:
+                log.warning("%s is not configured: %d message(s) to answer, %d background result(s) to deliver and"
+                            " %d message(s) to send are kept, untouched, until it is configured again", platform,
+                            events, results, messages)
+
+    def _configured(self, row: DelegationRow) -> bool:
+        """Whether the delegation's chat is of a platform configured now (else it is kept: `_keep_unconfigured`)."""
+        return split_session_key(row.session_key)[0] in self.adapters
 
     async def _chat_moved(self, platform: str, chat_id: str, moved_to: str) -> None:
         """The platform gave the chat a new id: stored durably before the adapter acts on it, so

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from agent import Clock
 from gateway.outbox import Outbox
@@ -40,8 +40,13 @@ Handle = Callable[[Inbound, str | None], Awaitable[object]]
 
 
 class DeadLetterPolicy:
-    def __init__(self, inbox: Inbox, outbox: Outbox, *, max_attempts: int, clock: Clock, handle: Handle) -> None:
+    def __init__(self, inbox: Inbox, outbox: Outbox, *, max_attempts: int, clock: Clock, handle: Handle,
+                 platforms: Collection[str] | None = None) -> None:
+        """``platforms``: those configured, whose re-queued events `watch_requeued` takes up (None: all).
+        Another platform's stay re-queued until a gateway that configures it starts: handled here, its
+        turn would have no adapter to answer through."""
         self._inbox = inbox
+        self._platforms = platforms
         self._outbox = outbox
         self._max_attempts = max_attempts
         self._clock = clock
@@ -109,7 +114,7 @@ class DeadLetterPolicy:
         while True:
             await self._clock.sleep(interval)
             try:
-                requeued = self._inbox.take_requeued()
+                requeued = self._inbox.take_requeued(of=self._platforms)
             except Exception:
                 log.exception("taking up re-queued events failed")
                 continue

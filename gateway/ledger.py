@@ -220,9 +220,13 @@ class Ledger:
                     strays[child.subagent_id] = (session_id, False)
         return strays
 
-    async def resume(self) -> None:
-        """Settle or take up every delegation a stopped process left running."""
+    async def resume(self, platforms: Collection[str]) -> None:
+        """Settle or take up every delegation a stopped process left running in a chat of the ``platforms``
+        configured now. One of another platform's chats is kept as it is, until a start configures it again:
+        its results could reach no one, and a relaunch would run its children for no one."""
         for row in self._table.running():
+            if split_session_key(row.session_key)[0] not in platforms:
+                continue
             try:
                 await self._resume(row)
             except Exception:

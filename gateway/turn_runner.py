@@ -46,6 +46,8 @@ CompletionEnded = Callable[[str, str, str | None], None]
 delivered, or silenced (``NO_REPLY``, ``/stop``, ``/new``). Called in the commit of its reply."""
 TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
+Failed = Callable[[Inbound, str | None, BaseException], object]
+"""``failed(event, turn_id, error)``: handling ``event`` failed (`gateway.dead_letters`: tried again, or set aside)."""
 PAY_AGAIN_FIRST, PAY_AGAIN_MAX = 1.5, 60.0
 """Seconds before the turn ends idle chats owe are first tried again (`TurnRunner._pay_soon`), and the most
 between two tries (the wait doubles): an answer out within a minute of the store taking writes again."""
@@ -60,9 +62,12 @@ class TurnRunner:
                  completion_ended: CompletionEnded, model: ModelSettings,
                  events: GatewayEvents | None = None, late_after: float = 0.0,
                  durable: Callable[[], Awaitable[None]],
-                 transaction: Callable[[], contextlib.AbstractContextManager[object]]) -> None:
-        """``transaction``: the store's, for the owed turn ends a refusal must not split (`OwedEnds`)."""
+                 transaction: Callable[[], contextlib.AbstractContextManager[object]],
+                 failed: Failed = lambda event, turn_id, exc: True) -> None:
+        """``transaction``: the store's, for the owed turn ends a refusal must not split (`OwedEnds`).
+        ``failed``: the dead letters' count of an event whose turn broke (`_broke`)."""
         self._registry = registry
+        self._failed = failed
         self._outbox = outbox
         self._inbox = inbox
         self._durable = durable
@@ -100,7 +105,14 @@ class TurnRunner:
         self._replays.discard(turn_id)
 
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
-        """Queue ``item``; it runs after everything queued before it."""
+        """Queue ``item``; it runs after everything queued before it. Not one of a platform that is not
+        configured (taken out of the configuration since): nothing could answer it, so it is not run (nor
+        its model paid), and what it answers stays as it is in the store for a start that configures it."""
+        if session.platform not in self._adapters:
+            self._replays.discard(item.turn_id)
+            log.warning("%s is not configured: turn %s of chat %s is not run, and what it answers is kept until"
+                        " it is configured again", session.platform, item.turn_id, session.chat_id)
+            return
         self._registry.enqueue(session, item)
         if (card := self._cards.get(session)) is not None:
             card.queue_changed()
@@ -256,7 +268,12 @@ class TurnRunner:
         try:
             # Before the next turn begins, whose transcript holds the owed turns; the turns after it begin right
             # after an end that paid them with its own, or tried to (`_run`).
-            if (unpaid := self._owed.pay(session)) is not None:
+            try:
+                unpaid = self._owed.pay(session)
+            except Exception:  # not the store's refusal: the turns queued run all the same
+                log.exception("recording the turn ends %s chat %s owes failed", session.platform, session.chat_id)
+                unpaid = None
+            if unpaid is not None:
                 _Refusals.single(unpaid.what, unpaid.error).log(f"the end of turn {unpaid.turn_id}", session,
                                                                 _UNSETTLED)
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
@@ -271,13 +288,52 @@ class TurnRunner:
                 self._pay_soon()
 
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
-        """Run ``item`` as one turn; never raises (a failure becomes one short message)."""
+        """Run ``item`` as one turn; never raises. A failure of its model or tools becomes one short
+        message; one of the turn's own handling ends it all the same (`_broke`)."""
+        under_way = _UnderWay(self._clock.monotonic())
+        try:
+            await self._turn(session, item, running, under_way)
+        except Exception as exc:
+            self._broke(session, item, running, under_way, exc)
+
+    def _broke(self, session: GatewaySession, item: WorkItem, running: RunningTurn, under_way: _UnderWay,
+               exc: Exception) -> None:
+        """The turn's own handling raised what it does not expect (a bug meets an odd turn; not the store's
+        refusal, which the turn notes and goes on without): it ends all the same, else its session would
+        show it running for good and take no other turn. Its message counts as one whose handling failed
+        (`gateway.dead_letters`): tried again after a pause and set aside after ``inbox.max_attempts``,
+        rather than replayed, its model paid, at every start. A turn that ended before (its end recorded
+        or owed) and one the shutdown cut short (it runs again after the next start) are only logged."""
+        log.error("turn %s of %s chat %s failed in the gateway (%s: %s); the chat goes on", item.turn_id,
+                  session.platform, session.chat_id, type(exc).__name__, exc, exc_info=exc)
+        under_way.wind_down()
+        self._cards.pop(session, None)
+        if under_way.started and not under_way.reported:
+            self._events.turn_ended(session, item, running, None, "failed", self._clock.monotonic() - under_way.at)
+        if session.running is not running:
+            return
+        self._registry.end(session)  # steered messages it never read are the next turns
+        if item.event is not None and not (self._stopping or running.shutdown):
+            try:
+                self._failed(item.event, item.turn_id, exc)
+            except Exception as count_failed:  # unsettled, it is handled again after the next start
+                log.error("%s event %s: counting that its turn failed failed too (%s: %s); it is handled again "
+                          "after the next start", item.event.platform, item.event.event_id,
+                          type(count_failed).__name__, count_failed)
+        elif item.delegation_id is not None:
+            log.warning("the results of delegation %s were not delivered: they are delivered after the next start",
+                        item.delegation_id)
+        if _shows_typing(adapter := self._adapters.get(session.platform)):
+            asyncio.ensure_future(_idle(adapter, session))
+
+    async def _turn(self, session: GatewaySession, item: WorkItem, running: RunningTurn, under_way: _UnderWay) -> None:
         display = self._display(session.platform)
-        progress = self._progress_for(session, running, display)
+        progress = under_way.progress = self._progress_for(session, running, display)
         if isinstance(progress, ProgressCard):
             self._cards[session] = progress
         adapter = self._adapters.get(session.platform)
         typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
+        under_way.typing = typing
         started, started_at = self._clock.monotonic(), self._clock.time()
         # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
         # to go on; its messages are settled only with what answers them, else a restart runs it again.
@@ -286,6 +342,7 @@ class TurnRunner:
             with refused.noting("its late note", holds=False):
                 self._note_waited(session, item)
         self._events.turn_started(session, item, running)
+        under_way.started = True
         progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
@@ -308,6 +365,7 @@ class TurnRunner:
                 typing.cancel()
         self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
                                 self._clock.monotonic() - started)
+        under_way.reported = True
         # Queued before the reply, so the outbox sends it after, and nothing is left stale; with the
         # reply's parts, once they are split (a split can take a while: queued before it, the card
         # would go before any answer came). A stopped turn's was finished by the stop (`ended_early`).
@@ -520,6 +578,25 @@ class _Observer(TurnObserver):
     async def on_tool_end(self, name: str, ok: bool) -> None:
         self.running.current_tool = None
         self.progress.tool_finished(name, ok)
+
+
+class _UnderWay:
+    """What of a turn is under way, for `TurnRunner._broke` to wind down when its handling raises."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.progress: Notifier | ProgressCard | None = None
+        self.typing: asyncio.Future[None] | None = None
+        self.started = False
+        """Told as begun (`GatewayEvents.turn_started`)."""
+        self.reported = False
+        """Told as ended (`GatewayEvents.turn_ended`)."""
+
+    def wind_down(self) -> None:
+        if self.progress is not None:
+            self.progress.disarm()
+        if self.typing is not None:
+            self.typing.cancel()
 
 
 class _Refusals:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from agent import Clock
@@ -196,14 +196,22 @@ class Inbox:
             if aliases := _inbound(payload).aliases:
                 self._record_aliases(platform, event_id, aliases)
 
-    def take_requeued(self) -> list[tuple[Inbound, str | None]]:
+    def take_requeued(self, of: Collection[str] | None = None) -> list[tuple[Inbound, str | None]]:
         """Events re-queued since the last look, oldest first; each is unsettled again. All of them or,
-        when the store refuses (raising), none: one marked taken but never returned would wait for a restart."""
+        when the store refuses (raising), none: one marked taken but never returned would wait for a restart.
+        ``of``: only those of these platforms (None: of all); another platform's stay re-queued, for a gateway
+        that configures it (taken, they would be replayed to no adapter, or lost to the next start)."""
         sql = "SELECT payload, turn_id, platform, event_id FROM gateway_inbox WHERE status='requeued'"
-        if not self._db.read(f"{sql} LIMIT 1"):  # the usual answer, asked every few seconds: no write batch for it
+        args: tuple[object, ...] = ()
+        if of is not None:
+            if not of:
+                return []
+            sql += f" AND platform IN ({', '.join('?' * len(of))})"
+            args = tuple(map(_text, of))
+        if not self._db.read(f"{sql} LIMIT 1", args):  # the usual answer, asked every few seconds: no write batch
             return []
         with self._db.transaction():
-            rows = self._db.read(f"{sql} ORDER BY received_at, rowid")
+            rows = self._db.read(f"{sql} ORDER BY received_at, rowid", args)
             self._db.write_many("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?",
                                 [(platform, event_id) for _, _, platform, event_id in rows])
         return [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
@@ -256,6 +264,13 @@ class Inbox:
         rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status IN ('received', 'begun')"
                              " ORDER BY received_at, rowid")  # fmt: skip
         return [(_inbound(payload), turn_id) for payload, turn_id in rows]
+
+    def waiting_by_platform(self) -> dict[str, int]:
+        """How many events wait to be handled (unsettled or re-queued), per platform: at a start, those of a
+        platform no longer configured, which are kept as they are."""
+        rows = self._db.read("SELECT platform, COUNT(*) FROM gateway_inbox WHERE status IN ('received', 'begun',"
+                             " 'requeued') GROUP BY platform")
+        return {_untext(platform): count for platform, count in rows}
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`)

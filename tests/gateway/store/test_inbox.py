@@ -162,3 +162,17 @@ def test_an_inbound_written_before_aliases_reads_back_without_them():
     assert Inbound.from_json(json.loads(json.dumps(data))) == event("e1")
     again = album(1, 2)
     assert Inbound.from_json(json.loads(json.dumps(again.to_json()))) == again
+
+
+def test_requeued_events_are_taken_only_for_the_platforms_asked_and_waiting_ones_are_counted_per_platform(store):
+    for inbound in (event("e1"), event("e2", platform="slack"), event("e3", platform="slack")):
+        store.inbox.requeue(inbound.platform, inbound.event_id, json.dumps(inbound.to_json()), None, 1.0)
+    store.inbox.accept(event("e4", platform="slack"), "t-4")
+    store.inbox.accept(event("e5"), "t-5")
+    store.inbox.settle("telegram", "e5")
+    assert store.inbox.waiting_by_platform() == {"telegram": 1, "slack": 3}
+    assert store.inbox.take_requeued(of=()) == []
+    assert [e.event_id for e, _ in store.inbox.take_requeued(of={"telegram": object()})] == ["e1"]
+    assert [e.event_id for e, _ in store.inbox.take_requeued(of=["discord"])] == []
+    assert [e.event_id for e, _ in store.inbox.take_requeued()] == ["e2", "e3"]
+    assert store.inbox.waiting_by_platform() == {"telegram": 1, "slack": 3}  # taken, they wait all the same
