@@ -37,8 +37,10 @@ Messages sent while the gateway was down (Slack stopped retrying them) are read 
 handed on as their live events, before the live ones of their conversation (`platforms.slack_catchup`;
 `bind_last_seen` says how far each conversation was taken in).
 
-Slash commands are acked empty and answered ephemerally through the command's
-``response_url``, falling back to ``chat.postEphemeral`` (`platforms.slack_commands`).
+Slash commands are acked empty, as events are: once the gateway has recorded them (Slack never
+sends a command again, nor keeps it in a history), or after ``sink_timeout``; they are answered
+ephemerally through the command's ``response_url``, falling back to ``chat.postEphemeral``
+(`platforms.slack_commands`).
 Ephemeral messages cannot be edited.
 
 Progress: Slack bots have no typing indicator; a placeholder message per chat/thread stands in
@@ -102,7 +104,7 @@ from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
 from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
-from platforms.slack_handover import READ_BACK, Retries, until_taken
+from platforms.slack_handover import COMMAND, READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_inbound import Taken, conversations_of, taken_of
 from platforms.slack_placeholders import Placeholders
@@ -195,6 +197,8 @@ class SlackAdapter:
         self._stopping = False
         self._unanswered: list[Inbound] = []
         """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
+        self._commands: set[asyncio.Task[Any]] = set()
+        """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
         self._socket_watch = SocketWatch()
         self._catch_up_limits, self._clock = catch_up, clock
         self._taken_in = TakenIn()
@@ -282,19 +286,24 @@ class SlackAdapter:
     async def stop_within(self, seconds: float) -> None:
         """Take nothing more: disconnect, delete any progress placeholder still shown (none is posted
         after it). Events and commands still being read are dropped unacked (Slack sends an event again,
-        to the next process); a command acked already is answered to be sent again, as one whose hand-over
-        the stop cancels. Closing Socket Mode's WebSocket gets what is left of ``seconds``, at least
-        `LAST_CALLS_FLOOR` (`last_calls_time`): a close Slack does not answer is cut, the connection dropped.
-        Then the deletions and the answers, side by side, share what is left of ``seconds``, at least the
-        floor, never past the floor after ``seconds``: a placeholder not deleted by then is left to the next
-        start (`bind_indicators_left`), an answer Slack has not taken is given up. The Web API client and
-        the HTTP session stay open for the replies of the turns still ending, until `close`. Idempotent."""
+        to the next process). A command being handed over gets what is left of ``seconds`` to be recorded:
+        the gateway's sink records it first, then routes it, so one cut off there would be answered "Not
+        taken", and again after the next start; one not recorded by then (or that the store refuses once the
+        stop began) is answered to be sent again. Closing Socket Mode's WebSocket, before, gets what is left
+        of ``seconds``, at least `LAST_CALLS_FLOOR` (`last_calls_time`): a close Slack does not answer is
+        cut, the connection dropped. Then the deletions and the answers, side by side, share what is left of
+        ``seconds``, at least the floor, never past the floor after ``seconds``: a placeholder not deleted by
+        then is left to the next start (`bind_indicators_left`), an answer Slack has not taken is given up.
+        The Web API client and the HTTP session stay open for the replies of the turns still ending, until
+        `close`. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
         if self._socket is not None:
             socket, self._socket = self._socket, None
             await slack_socket.close(socket, last_calls_time(deadline, loop.time()))
+        if self._commands:  # before their listeners are cancelled: in HTTP mode, those answer Slack 200 once done
+            await asyncio.wait(set(self._commands), timeout=max(deadline - loop.time(), 0))
         listening = [task for task in self._listening if task is not asyncio.current_task()]
         for task in listening:
             task.cancel()
@@ -434,15 +443,13 @@ class SlackAdapter:
                 # for the stop's answers, which come after every listener has ended.
                 await ack(text=slack_commands.not_taken(inbound))
                 return
-            try:
-                await ack()  # within Slack's 3 s whatever the gateway does: a store refusing it is tried again
-            except asyncio.CancelledError:  # a stop: acked or not, Slack never sends a command again
-                self._unanswered.append(inbound)
-                raise
-            await self._deliver(inbound, acked=True)
+            await self._deliver(inbound)
+            # Sent by bolt once this returns (``process_before_response``): after the gateway has recorded the
+            # command, or after ``sink_timeout`` (`_deliver`), within Slack's 3 s. Slack never sends a command
+            # again: acknowledged before it was recorded, one a crash then cut off would be lost unseen.
+            await ack()
 
-    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, acked: bool = False,
-                       waited: float = 0.0) -> None:
+    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, waited: float = 0.0) -> None:
         """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
         ``sink_timeout`` (less the ``waited`` seconds the message took to read) finishes in the
         background rather than push the ack past 3 seconds, as does
@@ -450,7 +457,8 @@ class SlackAdapter:
         (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
         has it; until then, and for good if it never is, its conversations are recorded no further than
         just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
-        acked (a slash command is, before: ``acked``), a store refusing it is tried again. Once the
+        acked, a store refusing it is tried again; a slash command's from the start, as Slack never sends
+        one again, until the adapter stops (`_command_settled`). Once the
         adapter is stopping nothing new starts: a command is answered to be sent again, and a message
         raises `Stopping`, unacked, for Slack to send it again to the next process, its conversations
         recorded no further than just before it, for the next start to read it back should Slack give up."""
@@ -465,25 +473,37 @@ class SlackAdapter:
         after = taken.conversations if taken is not None else ()
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
         was_acked = asyncio.Event()
-        if acked:
-            was_acked.set()
-        hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
+        if inbound.is_command:
+            hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound,
+                                        lambda: not self._stopping, COMMAND)
+        else:
+            hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
         task = asyncio.ensure_future(waits.hand_on_after(after, hand_on) if waits else hand_on())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if taken is not None:
             self._taken_in.handing_on(after, taken.ts)
             task.add_done_callback(lambda done: self._settled(taken, done, was_acked.is_set()))
-        elif inbound.is_command:  # cancelled by a stop: no history to read it back from
-            task.add_done_callback(lambda done: self._unanswered.append(inbound) if done.cancelled() else None)
-        try:
-            await asyncio.wait_for(asyncio.shield(task), max(0.0, self._sink_timeout - waited))
-        except TimeoutError:
-            if task.done() and not task.cancelled():  # failed as the wait ended, before it saw the ack: unacked
+        elif inbound.is_command:
+            self._commands.add(task)
+            task.add_done_callback(self._commands.discard)
+            task.add_done_callback(functools.partial(self._command_settled, inbound))
+        # Not wait_for: the task goes on past the wait, and one that ended just as it timed out counts as ended.
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, self._sink_timeout - waited))
+        if done:
+            if not inbound.is_command:  # a failure leaves it unacked; a command's is answered (`_command_settled`)
                 task.result()
-            was_acked.set()
-            if waits is None:  # else the catch-up says so, should it take long
-                log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+            return
+        was_acked.set()
+        if waits is None:  # else the catch-up says so, should it take long
+            log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
+
+    def _command_settled(self, inbound: Inbound, done: asyncio.Future[None]) -> None:
+        """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
+        the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
+        keeps it for the next start to read back."""
+        if done.cancelled() or done.exception() is not None:
+            self._unanswered.append(inbound)
 
     def _settled(self, taken: Taken, done: asyncio.Future[None], acked: bool) -> None:
         if not done.cancelled() and (exc := done.exception()) is not None and not acked:

@@ -1,12 +1,12 @@
 """Slack's slash commands: the `Inbound` a command's payload becomes, and its ephemeral answer.
 
 Apart from the adapter (`platforms.slack`) because a command comes and is answered outside the
-conversation: acked empty, answered through the payload's ``response_url`` (valid 30 minutes,
-5 uses; works where the bot is not a channel member), else with ``chat.postEphemeral``. The
-answer's message id starts with `EPHEMERAL`: such a message cannot be edited or deleted, nor looked
-up (no history holds it), so an answer whose fate is unknown is sent again without asking. One a
-stop leaves unrecorded, which Slack never sends again and no history keeps, is answered to be
-sent again (`tell_not_taken`).
+conversation: acked empty (once the gateway has recorded it, as an event), answered through the
+payload's ``response_url`` (valid 30 minutes, 5 uses; works where the bot is not a channel member),
+else with ``chat.postEphemeral``. The answer's message id starts with `EPHEMERAL`: such a message
+cannot be edited or deleted, nor looked up (no history holds it), so an answer whose fate is unknown
+is sent again without asking. One a stop leaves unrecorded, which Slack never sends again and no
+history keeps, is answered to be sent again (`tell_not_taken`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def not_taken(command: Inbound) -> str:
 
 async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]],
                          seconds: float) -> None:
-    """Answer each command a stop left unrecorded (acked at once, Slack never sends it again) that
+    """Answer each command a stop left unrecorded (acked or not, Slack never sends it again) that
     it was not taken, through ``answer`` (the adapter's `answer` of a command). All within
     ``seconds`` (the stop's grace is the gateway's to share): an answer Slack has not taken by then
     is given up. Never raises."""

@@ -23,9 +23,10 @@ SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 ACKED = "after Slack was acknowledged for it"
 READ_BACK = "as the catch-up read it back"
 UNACKED = "while Slack may still send it again"
+COMMAND = "as Slack never sends a slash command again"
 """Why the adapter hands a message over again itself, as `until_taken` logs it: Slack was acknowledged
-for it; the catch-up read it back (its event was lost while the gateway was down); or Slack may give
-up on it (`Retries`)."""
+for it; the catch-up read it back (its event was lost while the gateway was down); Slack may give
+up on it (`Retries`); or it is a slash command, acknowledged or not (the adapter's until it stops)."""
 
 
 async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound, acked: Callable[[], bool],

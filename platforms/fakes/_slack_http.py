@@ -1,5 +1,6 @@
 """The fake Slack's signed HTTP delivery: events and slash commands POSTed to a gateway with a
-v0 signature, and Slack's retries of events that were not answered with 200."""
+v0 signature, and Slack's retries of events that were not answered with 200 (never of a slash
+command, whatever became of its request)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class SlackHttpDelivery:
                         json_body = result.headers.get("Content-Type", "").startswith("application/json")
                         self._answered_in_ack(payload, result.json() if json_body else result.text)
             except (aiohttp.ClientError, TimeoutError):
+                if kind != "events_api":
+                    return  # Slack shows the user an error and never sends a slash command again
                 continue
             if result.status == 200 or kind != "events_api":
                 return
