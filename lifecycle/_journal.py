@@ -14,7 +14,10 @@ Every backend passes the conformance suite in ``tests/lifecycle/test_journal.py`
 - `sync_launch` is `sync` for the records of a launch: when the commit that should carry
   them fails, they are dropped before it raises (``JOURNAL_WRITE_FAILED``), as are those of
   every launch waiting on that commit, so a launch refused leaves no record for a later
-  commit to write. The other records are kept and retried, as `sync` says.
+  commit to write. The other records are kept and retried, as `sync` says. From the moment
+  the journal drops a launch's records (refused whole, or dropped by a failed commit) until
+  its `sync_launch` has raised, `launch_dropped` says so of each: the service still holds
+  those children then, and a stop reaching one must not put its row again.
 - A refusal is told to the callers it concerns, once. A `sync_launch` raises it only when one
   of its own records was refused, and then the launch is refused whole: its other records are
   dropped too (none is left for a restart to call INTERRUPTED) and ``subagent_ids`` names all
@@ -133,6 +136,11 @@ class Journal(Protocol):
         A call cancelled while it waits keeps them: its caller finishes those children, and asks
         again to learn how their commit ended (at once, without failing, if it wrote them)."""
 
+    def launch_dropped(self, subagent_id: str) -> bool:
+        """Whether ``subagent_id``'s launch was refused, its records dropped, and its `sync_launch` has not raised
+        yet (see the module docstring). A put of its record meanwhile would be written by the next commit, a
+        child that never existed: listed as unfinished, its correlation id held, INTERRUPTED at the next start."""
+
     async def get(self, subagent_id: str) -> JournalRecord | None:
         """The latest record put for ``subagent_id``, committed or not."""
 
@@ -206,6 +214,9 @@ class MemoryJournal:
         if self._refused:
             ids, self._refused = tuple(self._refused), []
             raise JournalError(f"Correlation id already in use: {', '.join(ids)}.", code="JOURNAL_CONFLICT", subagent_ids=ids)
+
+    def launch_dropped(self, subagent_id: str) -> bool:
+        return False  # a launch is refused within its own `sync_launch` call: its caller hears at once
 
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
         # A write here cannot fail, and a conflict is refused at its put: only a refusal of one

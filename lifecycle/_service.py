@@ -54,6 +54,10 @@ log = logging.getLogger("lifecycle.service")
 S = SubagentState
 NO_PARENT = "No active parent session is available."
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+CANCEL_REASON = "cancelled by the parent"
+"""`cancel`'s reason when none is given."""
+WAIT_CLOSED = "CLOSED"
+"""`SubagentTerminalState.diagnostic` of a wait that ended unfinished because the service closed."""
 _ASK_JOURNAL = object()
 """`_issued` cannot answer without verifying the handle and perhaps reading the journal."""
 
@@ -85,6 +89,10 @@ class AsyncSubagentLifecycle:
         """The close under way, or done: every `close` call waits for it."""
         self._starting: asyncio.Future[None] | None = None
         """Done once the `start` under way has returned or raised: a close meanwhile waits for it."""
+        self._opened = False
+        """The journal was opened (by a start, perhaps one that failed before its key ring): `close` closes it."""
+        self._waits: set[asyncio.Future[None]] = set()
+        """The futures `wait` calls are waiting on, for `close` to end them."""
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -128,21 +136,38 @@ class AsyncSubagentLifecycle:
 
         A `close` that begins while this runs refuses launches at once, waits for this start to end,
         then closes what it opened; this then raises `SubagentLifecycleError` (code ``CLOSED``), as the
-        service it started is closed."""
+        service it started is closed.
+
+        A start that fails (a key table this version cannot read, an engine that cannot connect) closes
+        what it opened before it raises its error, as `close` would: its journal (and the database a
+        journal of its own opened), its engine, the children that engine re-attached to. Left open, they
+        would outlive a service its host gives up on, which need not call `close` (that returns at once
+        now, however often called). The service is closed for good: build a new one to try again."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         self.loop = asyncio.get_running_loop()
         starting = self._starting = self.loop.create_future()
+        failed = True
         try:
             await self._start(hold_ends)
+            failed = False
         finally:
             self._starting = None
             starting.set_result(None)
+            if failed:
+                await self._close_failed_start()
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
 
+    async def _close_failed_start(self) -> None:
+        try:
+            await self.close()
+        except Exception:  # the start's own error, raised next, says why it failed
+            log.exception("closing what a failed start opened failed")
+
     async def _start(self, hold_ends: bool) -> None:
         await self.journal.open()
+        self._opened = True
         rows = await self.journal.load_keys()
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
@@ -234,13 +259,24 @@ class AsyncSubagentLifecycle:
             if self._starting is not None:
                 # Its engine and journal are opened meanwhile: closed once it has, never left open.
                 await asyncio.wait([self._starting])
-            if self.keyring is None:  # never started, or its start failed before its keys: nothing was left running
+            if self.keyring is None:  # never started, or its start failed before its keys: no child ran
+                if self._opened:  # its journal was, and its connection (a database of its own) must not outlive it
+                    supervisor.sealed = True
+                    await self.journal.close()
                 return
             await supervisor.close(grace=grace)
             supervisor.sealed = True  # from here on nothing may reach the journal: it is being closed
             await self.journal.close()
         finally:
             supervisor.sealed = supervisor.closed = True
+            self._end_waits()
+
+    def _end_waits(self) -> None:
+        """Closed: the waits for children it still holds unfinished return, as timed out (`wait`). Theirs
+        only: an inline delegate_task or the host view waiting for such a child is stopped with its turn."""
+        waits, self._waits = self._waits, set()
+        for waiter in waits:
+            _time_out(waiter)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -283,7 +319,14 @@ class AsyncSubagentLifecycle:
         """Wait until the child is terminal or ``timeout_seconds`` pass; the child keeps
         running after a timed-out wait, and cancelling the wait leaves it running too. A timeout of
         zero or less does not wait; one beyond any float (infinity, ``10**400``) waits as None does; one
-        that is no number (a string, a bool, NaN) raises `SubagentLifecycleError`."""
+        that is no number (a string, a bool, NaN) raises `SubagentLifecycleError`.
+
+        After `close`, a child the service still holds unfinished (left running where it runs, on an engine
+        whose children outlive the process; left behind by the in-process close's grace) can end unheard by
+        this process: waiting for it, with no timeout, would never return. Such a wait does not wait, and
+        one under way as the close ends returns then: as a timed-out wait does (``completed`` False,
+        ``timed_out`` True, the state it last had), with ``diagnostic`` ``CLOSED``. The next start follows
+        the child again, and its handle reads it there."""
         if timeout_seconds is not None and (
             not isinstance(timeout_seconds, int | float) or isinstance(timeout_seconds, bool)
             or timeout_seconds != timeout_seconds  # NaN
@@ -297,20 +340,28 @@ class AsyncSubagentLifecycle:
         if found is None:
             return SubagentTerminalState(_shown(handle), S.UNKNOWN, completed=True, diagnostic=UNKNOWN_HANDLE)
         if type(found) is Record and found.result is None:
+            supervisor = self._supervisor
+            if supervisor.sealed:  # closed: nothing will tell this process how it ends, and waiting would never end
+                return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True,
+                                             diagnostic=WAIT_CLOSED)
             waiter = found.waiter(self.loop)
+            waits = self._waits
+            waits.add(waiter)  # for the close to end it (`_end_waits`)
             timer = None if timeout_seconds is None else self.loop.call_later(max(0.0, timeout_seconds), _time_out, waiter)
             try:
                 await waiter
             finally:
+                waits.discard(waiter)
                 if timer is not None:
                     timer.cancel()
-                if found.result is None:  # it gave up (timed out, cancelled); `wake` dropped a woken one
+                if found.result is None:  # it gave up (timed out, cancelled, closed); `wake` dropped a woken one
                     found.forget(waiter)
             if found.result is None:
-                return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True)
+                return SubagentTerminalState(found.handle, found.state, completed=False, timed_out=True,
+                                             diagnostic=WAIT_CLOSED if supervisor.sealed else None)
         return SubagentTerminalState._build(found.handle, found.state, True)
 
-    async def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
+    async def cancel(self, handle: Any, reason: str | None = CANCEL_REASON) -> SubagentCancelResult:
         """Ask the child to stop at its next safe boundary. Never reports completion:
         `wait`/`result` show CANCELLED (or what it reached first) once it has stopped. A child
         finished, or finishing (its end known, its result not yet published), is not changed: the
@@ -318,7 +369,16 @@ class AsyncSubagentLifecycle:
         already (`HostView.interrupt_child`, ``/stop``, the close): it ends as that stop ends it, and the
         answer says it is stopping, in the state it has now. After `close`, a child still live (on an
         engine whose children outlive the process) raises `SubagentLifecycleError` (``CLOSED``), changing
-        nothing: the stop could not be journaled for the next start to ask again."""
+        nothing: the stop could not be journaled for the next start to ask again.
+
+        ``reason`` is kept to its first 500 characters (`Supervisor.cancel`: the journal keeps it, and the
+        child's error says ``cancellation requested: <reason>``); None gives the default. Anything else raises
+        `SubagentLifecycleError` before the handle is looked at: made text with ``str()``, a plugin's
+        mistake (an exception object, a dict) would become the child's error, and ``None`` the word "None"."""
+        if reason is None:
+            reason = CANCEL_REASON
+        elif not isinstance(reason, str):
+            raise SubagentLifecycleError("reason must be a string or None.")
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -332,7 +392,7 @@ class AsyncSubagentLifecycle:
         if found.interrupt_reason is not None and found.state is not S.CANCEL_REQUESTED:
             # Cancelled now, it would end CANCELLED, with the interrupt's reason, which was asked first.
             return SubagentCancelResult(False, found.state, message="The subagent is already stopping.")
-        await self._supervisor.cancel(found, str(reason))
+        await self._supervisor.cancel(found, reason)
         return SubagentCancelResult(True, S.CANCEL_REQUESTED, message="Cancellation requested.")
 
     async def steer(self, handle: Any, text: str) -> bool:

@@ -151,6 +151,9 @@ class SqliteJournal:
         self._abandoned: set[str] = set()
         """Records of launches whose wait was cancelled before their commit, until they ask again
         (`Supervisor` does): their refusals are kept for them, not told to a plain sync."""
+        self._dropped: set[str] = set()
+        """Records of launches refused whole or dropped by a failed commit, until their callers have heard
+        (`launch_dropped`)."""
         self._retry: asyncio.TimerHandle | None = None
         """The next try of records a failed commit left pending (`_retry_later`)."""
         self._retry_delay: float | None = None
@@ -221,6 +224,9 @@ class SqliteJournal:
 
     async def sync_launch(self, subagent_ids: Collection[str]) -> None:
         await self._sync(subagent_ids)
+
+    def launch_dropped(self, subagent_id: str) -> bool:
+        return subagent_id in self._dropped
 
     async def get(self, subagent_id: str) -> JournalRecord | None:
         self._check_open()
@@ -396,6 +402,10 @@ class SqliteJournal:
                     # before it woke to hear it: asking again, it must not take them for written.
                     self._unheard.update(dict.fromkeys(launch, waiter.exception()))
                 raise
+            except JournalError:
+                if launch is not None and self._dropped:  # heard: its caller forgets the children now
+                    self._dropped.difference_update(launch)
+                raise
             finally:
                 self._launches.pop(waiter, None)
         if self._unreported:
@@ -406,6 +416,8 @@ class SqliteJournal:
         for subagent_id in launch:
             error = self._unheard.pop(subagent_id, None) or error
         if error is not None:
+            if self._dropped:  # heard at last: its caller forgets the children now
+                self._dropped.difference_update(launch)
             raise error
 
     def _raise_unreported(self, launch: Collection[str] | None) -> None:
@@ -531,6 +543,7 @@ class SqliteJournal:
             cause = next((refused[sid] for sid in ids if sid in refused), None)
             if cause is None:
                 continue
+            self._dropped.update(ids)
             kind = cause.split(":", 1)[0]
             rest = [sid for sid in ids if sid not in refused]
             if not rest:
@@ -552,6 +565,7 @@ class SqliteJournal:
                 continue
             for subagent_id in ids:
                 self._pending.pop(subagent_id, None)
+            self._dropped.update(ids)
             waiter.set_exception(refusal)
             dropped.append(ids)
         return dropped

@@ -578,8 +578,12 @@ class Supervisor:
         one the process exit interrupted (which a host may run again). Not the close's own stop of an
         engine's children that die with the process: the next start ends those so anyway.
         ``stop``: the row's fields the stop changes, journaled before the record takes them, so that a
-        stop the journal refuses leaves the child as it was."""
+        stop the journal refuses leaves the child as it was. Not for a child whose launch the journal has just
+        refused, its caller not told yet (`Journal.launch_dropped`): its row would bring back a child that never
+        existed, which `submit` forgets once told. Asked here, on the stop's path, not on the launch's."""
         if self.engine.survives_restart or not record.closing:
+            if record.state is S.PENDING and self.journal.launch_dropped(record.handle.subagent_id):
+                return
             self.journal.put(dataclasses.replace(record.journal_row(), **stop))
 
     async def close(self, *, grace: float | None = None) -> None:

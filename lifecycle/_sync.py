@@ -24,7 +24,7 @@ from lifecycle._contract import (
     SubagentStatus,
     SubagentTerminalState,
 )
-from lifecycle._service import AsyncSubagentLifecycle
+from lifecycle._service import CANCEL_REASON, AsyncSubagentLifecycle
 from lifecycle._supervisor import NOT_STARTED
 
 T = TypeVar("T")
@@ -55,7 +55,7 @@ class SubagentLifecycle:
     def wait(self, handle: Any, timeout_seconds: float | None = None) -> SubagentTerminalState:
         return self._call(self._service.wait(handle, timeout_seconds))
 
-    def cancel(self, handle: Any, reason: str = "cancelled by the parent") -> SubagentCancelResult:
+    def cancel(self, handle: Any, reason: str | None = CANCEL_REASON) -> SubagentCancelResult:
         return self._call(self._service.cancel(handle, reason))
 
     def steer(self, handle: Any, text: str) -> bool:
@@ -76,7 +76,9 @@ class SubagentLifecycle:
         else:
             coro.close()
             raise SubagentLifecycleError(ON_LOOP_THREAD, code="ON_LOOP_THREAD")
-        if loop is None or loop.is_closed():
+        if loop is None:
+            return _before_start(coro)
+        if loop.is_closed():
             coro.close()
             raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
         outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -88,6 +90,21 @@ class SubagentLifecycle:
 
         loop.call_soon_threadsafe(start, context=contextvars.copy_context())
         return outcome.result()
+
+
+def _before_start(coro: Coroutine[Any, Any, T]) -> T:
+    """The answer of a service not started yet (nor closed), which has no loop to hand the call to: the
+    asyncio twin's own, run here to its end. Before `start` it holds no key to verify a handle with, nor
+    a journal to read, so it answers without waiting: reads as for an unknown handle (``UNKNOWN``), a
+    launch refused (``NOT_STARTED``, or ``NO_PARENT`` outside a turn), as the twin does. Raising
+    ``NOT_STARTED`` for the reads instead would make a plugin that polls handles it kept fail where its
+    async twin is told they are unknown. A call that would wait is refused as not started."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
 
 
 def _settle(task: asyncio.Task, outcome: concurrent.futures.Future) -> None:
