@@ -30,7 +30,8 @@ Guarantees:
   pending for it (they are dropped, also while the chat waits out a 429), and a
   deletion of one never sent drops both: only the newest state of a card goes out.
   A progress message withdrawn when its work is over (`Outbox.withdraw`) before it
-  went out is never sent, nor are its edits and deletions: it would follow the answer.
+  went out is never sent, nor are its edits and deletions: it would follow the answer; nor are
+  those of one whose send failed for good, which nothing put in the chat since.
 - **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
   same part again. Network errors, 5xx and unexpected exceptions: back off
   (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
@@ -47,13 +48,16 @@ Guarantees:
   went away) is neither: the part stays pending for the next start, and so does every
   later part of that platform, untried, so a stop's `flush` has nothing of it to wait for.
   MessageTooLong re-splits the part at half its size into pieces ``{key}/a``,
-  ``{key}/b``... sent in its place; dropping the part (a card withdrawn) drops its pieces not sent
-  yet. Failures are logged (platform, chat, key, error), never the text.
+  ``{key}/b``... sent in its place (`gateway.resplit`: a progress message's first piece only, and an
+  edit's first piece edits); dropping the part (a card withdrawn) drops its pieces not sent
+  yet. A part of a message of several that fails for good (refused, given up on; re-split, with no
+  piece sent) is followed, in its place, by a note saying so (``{message}:missing``, one per message;
+  `gateway.sender.missing_text`). Failures are logged (platform, chat, key, error), never the text.
 - **Store failures.** If the store raises while a part is read, committed before its send
   or its outcome recorded, the part stays at the head of its chat: the error is logged and
   the chat backs off (as above, never giving up: the platform did not refuse it) and tries
-  again, so nothing queued behind it overtakes it. An outcome already known (the platform took the part, or refused it for good) is
-  then only recorded, never sent again.
+  again, so nothing queued behind it overtakes it. An outcome already known (the platform took the
+  part, or refused it for good) is then only recorded, never sent again.
 - **Files.** A file send (`enqueue_file`, op ``file``) is one part like any other: its text is
   the caption, and the bytes are the copy `gateway.outbox_files` keeps under its key, made
   before it was journaled. It is retried like text; a platform that refuses its size or its
@@ -88,6 +92,8 @@ from platforms.base import Adapter, CountsCharacters
 log = logging.getLogger("gateway.outbox")
 
 DEFAULT_GIVE_UP_AFTER = 3600.0
+_CHANGES = ("edit", "delete", "split")
+"""What changes a progress message: its edits and deletions, and one of them re-split (`gateway.resplit`)."""
 
 
 class OutboxClosed(GatewayError):
@@ -309,7 +315,7 @@ class Outbox:
         if existing:
             return existing
         target = self._store.message(target_key)
-        self._supersede((platform, chat_id, thread_id), target, deleting=False)
+        self._supersede((platform, chat_id, thread_id), target)
         parts = self._split(platform, text)
         kind = kind or (target.kind if target is not None else "notice")
         turn_id = target.turn_id if target is not None else None
@@ -325,29 +331,25 @@ class Outbox:
                        key: str) -> list[str]:
         """Journal a deletion of the message sent under ``target_key``, in the chat's order. Where the
         platform cannot delete it, it is edited to ``fallback`` instead (and sent anew where even
-        that fails, as for `enqueue_edit`). Idempotent by ``key``."""
+        that fails, as for `enqueue_edit`). A progress message not sent yet is withdrawn instead
+        (`withdraw`): nothing is journaled when it never reached the chat for sure. Idempotent by ``key``."""
         existing = self._existing(key)
         if existing:
             return existing
         target = self._store.message(target_key)
-        if self._supersede((platform, chat_id, thread_id), target, deleting=True):
+        if target is not None and target.kind in PROGRESS_KINDS and self._withdrawn(target):
             return []  # it never went out: nothing to delete
+        self._supersede((platform, chat_id, thread_id), target)
         rows = [NewMessage(f"{key}:0", platform, chat_id, thread_id, fallback, kind="notice", silent=True,
                            op="delete", target_key=target_key, turn_id=target.turn_id if target else None,
                            sequence=None if target and target.turn_id else 0)]
         self._journal(rows)
         return [rows[0].key]
 
-    def _supersede(self, chat: ChatKey, target: OutboxRow | None, *, deleting: bool) -> bool:
-        """Before a new edit or deletion of a progress message: drop the edits and deletions of
-        it still pending, and for a deletion also the message itself if it has not started to
-        go out. Returns True when it was dropped (there is nothing left to delete)."""
-        if target is None or target.kind not in PROGRESS_KINDS:
-            return False
-        self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
-        if deleting and target.status == "pending" and self._current.get(chat) != target.id:
-            return self.drop(*chat, lambda r: r.id == target.id) == 1
-        return False
+    def _supersede(self, chat: ChatKey, target: OutboxRow | None) -> None:
+        """Before a new edit or deletion of a progress message: drop the changes of it still pending."""
+        if target is not None and target.kind in PROGRESS_KINDS:
+            self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
 
     def withdraw(self, platform: str, chat_id: str, thread_id: str | None, target_key: str) -> bool:
         """The work a progress message reports on is over: if it has not reached the chat yet it
@@ -355,15 +357,34 @@ class Outbox:
         after the answer. True when it was withdrawn for sure: there is nothing to finalise.
         False when it went out, or may still: it was being sent (a send in the adapter's hands
         still counts as sent; one refused is not tried again), and an edit or deletion of it
-        queued now is made only if it did go out."""
+        queued now is made only if it did go out. One whose send failed for good and that no
+        edit has put in the chat since is withdrawn too (its failure dismissed: re-sent by the
+        operator's retry, it too would follow the answer)."""
         target = self._store.message(target_key)
-        if target is None or target.kind not in PROGRESS_KINDS or target.status != "pending":
+        if target is None or target.kind not in PROGRESS_KINDS:
             return False
-        chat = (platform, chat_id, thread_id)
-        self.drop(*chat, lambda r: r.target_key == target.key and r.op in ("edit", "delete"))
+        return self._withdrawn(target)
+
+    def _withdrawn(self, target: OutboxRow) -> bool:
+        """`withdraw` of the progress message ``target``."""
+        chat = target.chat
+        if target.status == "failed" and target.message_id is None:
+            # Its changes still pending would each be sent anew, in its place: after the answer (a final
+            # "✓ Done" under it, of a card nobody saw). One in flight may yet put it in the chat.
+            in_flight = self._current.get(chat)
+            self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
+            self._store.dismiss(target.id)
+            changing = in_flight is not None and (row := self._store.message_by_id(in_flight)) is not None \
+                and row.target_key == target.key
+            return not changing
+        if target.status != "pending":
+            return False
+        self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
         dropped = self.drop(*chat, lambda r: r.id == target.id) == 1
-        # Tried before this start, it may have gone out just before the last process died.
-        return dropped and self._current.get(chat) != target.id and not self._sender.maybe_sent(target)
+        # Tried before this start, it may have gone out just before the last process died; and a re-split one
+        # (`gateway.resplit`) may have a piece in the chat, the card there.
+        return (dropped and self._current.get(chat) != target.id and not self._sender.maybe_sent(target)
+                and not (target.op == "split" and any(p.status == "sent" for p in self._store.pieces(target.key))))
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never

@@ -54,8 +54,8 @@ class ProgressMessage:
     def finish(self, final: str | None, *, delete: bool) -> None:
         """The work is over: delete the message (where the platform can; else it reads
         ``final``), or edit it to ``final``; with ``final`` None (a platform that cannot change
-        it), leave it as it is. One that has not reached the chat yet never will
-        (`Outbox.withdraw`): after the answer it would be news of nothing."""
+        it), leave it as it is. One that has not reached the chat yet never will, nor its final line,
+        also where its send failed for good (`Outbox.withdraw`): after the answer it would be news of nothing."""
         if not self.exists or self._outbox.withdraw(*self._chat, self.target) or final is None:
             return
         key = f"{self._key}-final-{self._run_id}"

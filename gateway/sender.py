@@ -54,6 +54,8 @@ _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
 _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 """A file's send the platform refuses for its size or its caption's: trying again changes nothing."""
+MISSING = ":missing"
+"""Appended to a message's key to make the key of its note that one of its parts could not be sent."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -61,6 +63,12 @@ def _describe(exc: BaseException) -> str:
     # once, where the description already starts with it (Telegram's "Forbidden: bot was blocked by the user").
     name, text = type(exc).__name__, str(exc)
     return (text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
+
+
+def missing_text(part: int, parts: int, *, gave_up: bool) -> str:
+    """The note sent in place of part ``part`` (from 1) of a message of ``parts`` that failed for good."""
+    why = "the platform kept failing" if gave_up else "the platform refused it"
+    return f"(part {part} of {parts} could not be sent: {why})"
 
 
 def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
@@ -153,8 +161,9 @@ class Sender:
         """Bring the row to a final state; True once it is. A row already final is only
         reported; a row of a platform without an adapter stays pending (that platform may be
         configured again), as does one of a platform that takes nothing more from this process
-        (`Closed`: it is left for the next start, which the process's end comes to). False when ``preempt`` was set while the row waited (pacing, a
-        429, a backoff): it is still pending, its retry time journaled, for a later call.
+        (`Closed`: it is left for the next start, which the process's end comes to). False when
+        ``preempt`` was set while the row waited (pacing, a 429, a backoff): it is still pending, its
+        retry time journaled, for a later call.
         Raises what the store raises; the row's outcome, when known already, is kept for the
         next call, which only records it."""
         if self._record_again(row_id):
@@ -346,6 +355,10 @@ class Sender:
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
                     self._to_edit(row, type(exc).__name__)
                     continue
+                if row.op == "edit" and isinstance(exc, MessageTooLong):
+                    # Edited with what fits: sent anew, the message it edits would read as it did, ⏳ for good.
+                    await self._resplit(adapter, row, exc)
+                    return True
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
                     self._to_send(row, type(exc).__name__)
                     continue
@@ -357,6 +370,7 @@ class Sender:
                     return True
                 if isinstance(exc, _FINAL):
                     self._fail(row, exc)
+                    await self._note_missing(adapter, row)
                     return True
                 if isinstance(exc, RateLimited):
                     self._events.rate_limited(row.platform, exc.retry_after)
@@ -382,6 +396,7 @@ class Sender:
                 left = self._give_up.left(row)
                 if left <= 0 and not _changes_progress(row):
                     self._fail(row, exc, gave_up=True)
+                    await self._note_missing(adapter, row, gave_up=True)
                     return True
                 if left > 0:
                     wait = min(wait, left)  # one last try at the deadline
@@ -529,6 +544,31 @@ class Sender:
             note = self._store.message(key)
         return note if note is not None and note.status == "pending" else None
 
+    async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False) -> None:
+        """``row`` failed for good: where it is a part of a message of several (a long answer), a short
+        note goes in its place (`missing_text`), else the answer reads whole with a hole in it. One per
+        message: should another of its parts fail too (the bot blocked: every part, and the note, is
+        refused), that one goes without; a note failing gets none. Journaled as it goes, as a late note
+        is: one the process died sending goes at the next start (after the message's later parts)."""
+        if row.kind in PROGRESS_KINDS or row.op not in ("send", "split") or row.platform in late_notes.WITHOUT_NOTES:
+            return  # a progress message is one part; a webhook's caller reads each part's sequence
+        message, _, number = row.key.rpartition(":")
+        if not (message and number.isdigit()):
+            return  # a late note, a piece of a re-split part
+        total = int(number) + 1
+        while self._store.has_message(f"{message}:{total}"):
+            total += 1
+        key = message + MISSING
+        if total < 2 or self._store.has_message(key):
+            return
+        self._store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
+                                             missing_text(int(number) + 1, total, gave_up=gave_up), kind=row.kind,
+                                             silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
+                                             sequence=row.sequence)])  # in its place among the turn's messages
+        note = self._store.message(key)
+        if note is not None:
+            await self._deliver(adapter, note, None)
+
     def _target(self, row: OutboxRow) -> OutboxRow | None:
         return self._store.message(row.target_key) if row.target_key else None
 
@@ -556,18 +596,20 @@ class Sender:
         return dataclasses.replace(row, op="edit")
 
     async def _resplit(self, adapter: Adapter, row: OutboxRow, exc: MessageTooLong) -> None:
-        if not (parts := resplit.pieces(adapter, row)):
+        if not (parts := resplit.pieces(adapter, row, one_message=row.kind in PROGRESS_KINDS)):
             self._fail(row, exc)
+            await self._note_missing(adapter, row)
             return
         self._store.add_messages(parts)
         self._store.set_op(row.id, "split")
-        log.info("outbox: %s chat %s: %s too long for the platform; re-split in %d", row.platform, row.chat_id,
-                 row.key, len(parts))
+        log.info("outbox: %s chat %s: %s too long for the platform; re-split in %d%s", row.platform, row.chat_id,
+                 row.key, len(parts), " (what fits of a progress message)" if row.kind in PROGRESS_KINDS else "")
         await self._send_pieces(adapter, row)
 
     async def _send_pieces(self, adapter: Adapter, row: OutboxRow) -> None:
         """Send the pieces in the row's place; the row then stands for its first sent piece."""
         first: str | None = None
+        refused = False  # a piece failed (not dropped)
         for listed in self._store.pieces(row.key):
             # As it is now: an earlier piece's wait (a 429) may have outlasted this one's drop (dismissed by
             # the operator, or withdrawn with its card, `Outbox.drop`), and a dropped piece is never sent.
@@ -579,6 +621,7 @@ class Sender:
                     return
             if piece.status == "sent" and first is None:
                 first = piece.message_id
+            refused = refused or piece.status == "failed"
         self._forget(row)  # its pieces are sent in its place: it is not tried again
         if first is None:
             self._store.mark_failed(row.id, "MessageTooLong: no piece of the re-split message was sent")
@@ -587,6 +630,8 @@ class Sender:
             if row.target_key is not None:
                 self._store.set_message_id(row.target_key, first)
         self._settle_cb(row.key, first)
+        if first is None and refused:
+            await self._note_missing(adapter, row)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         tried = self._give_up.tried(row.id)
