@@ -31,5 +31,5 @@ def storage_refusal(exc: BaseException) -> bool:
 
 
 NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
-"""The answer to a slash command a stop left unrecorded (Slack and Discord acknowledge a command at
-once and never send it again), with ``command`` its name, slash included."""
+"""The answer to a slash command a stop left unrecorded (neither Slack nor Discord ever sends a command
+again, nor keeps it in a history the next start could read back), with ``command`` its name, slash included."""
