@@ -10,7 +10,14 @@ import aiohttp
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
-from tests.gateway.test_turn_end_full_disk import answered, answers, no_tracebacks, stored, texts
+from tests.gateway.test_turn_end_full_disk import (
+    answered,
+    answers,
+    first_ended_on_a_full_disk,
+    no_tracebacks,
+    stored,
+    texts,
+)
 from tests.polling import until
 from tests.scenarios.test_full_disk import disk_full, room_again
 from tests.web_client import post_message, web_chats
@@ -37,13 +44,7 @@ async def test_an_idle_chats_owed_turn_end_is_recorded_soon_after_there_is_room_
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start(agent_model=model)
         gateway = web.gateway
-        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
-        await model.reached("first")
-        await disk_full(gateway.store.db)
-        model.release("first")
-        await until(lambda: not gateway.runner.busy)
-        session = next(iter(gateway.sessions))
-        assert session.owed
+        session = await first_ended_on_a_full_disk(http, web, model)
         room_again(gateway.store.db)
         await until(lambda: not session.owed)  # no sweep, no message from the chat
         await answered(http, web.base, "long answer to first")
@@ -67,12 +68,7 @@ async def test_a_stop_records_an_idle_chats_owed_turn_end_so_the_restart_does_no
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start(agent_model=model)
         gateway = web.gateway
-        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
-        await model.reached("first")
-        await disk_full(gateway.store.db)
-        model.release("first")
-        await until(lambda: not gateway.runner.busy)
-        assert next(iter(gateway.sessions)).owed
+        await first_ended_on_a_full_disk(http, web, model)
         room_again(gateway.store.db)
         await web.restart()
         await web.settled()

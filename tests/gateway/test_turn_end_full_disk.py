@@ -39,6 +39,20 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
             await asyncio.sleep(0.01)
 
 
+async def first_ended_on_a_full_disk(http: aiohttp.ClientSession, web, model: ScriptedModel):
+    """The chat's "first" answered while the disk is full: its turn has ended, its end owed
+    (`gateway.owed_ends`). Returns the chat's session."""
+    gateway = web.gateway
+    assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
+    await model.reached("first")
+    await disk_full(gateway.store.db)
+    model.release("first")
+    await until(lambda: not gateway.runner.busy)
+    session = next(iter(gateway.sessions))
+    assert session.owed
+    return session
+
+
 async def texts(http: aiohttp.ClientSession, base: str) -> list[str]:
     return [m["text"][:20] for m in await get_history(http, base)]
 
@@ -192,11 +206,7 @@ async def test_new_after_a_turn_end_the_full_disk_refused_records_it_in_the_old_
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start(agent_model=model)
         gateway = web.gateway
-        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
-        await model.reached("first")
-        await disk_full(gateway.store.db)
-        model.release("first")
-        await until(lambda: not gateway.runner.busy)
+        await first_ended_on_a_full_disk(http, web, model)
         room_again(gateway.store.db)
         assert (await post_message(http, web.base, "c1", "/new", key="key-new-1"))[0] == 202
         await answered(http, web.base, "Started a new sessio")
@@ -220,11 +230,7 @@ async def test_new_on_a_disk_still_full_leaves_the_turn_end_owed_to_the_new_sess
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start(agent_model=model)
         gateway = web.gateway
-        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
-        await model.reached("first")
-        await disk_full(gateway.store.db)
-        model.release("first")
-        await until(lambda: not gateway.runner.busy)
+        await first_ended_on_a_full_disk(http, web, model)
         assert (await post_message(http, web.base, "c1", "/new", key="key-new-1"))[0] == 202
         await answered(http, web.base, "Started a new sessio")
         said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
@@ -293,13 +299,7 @@ async def test_an_idle_chats_owed_turn_end_is_recorded_by_the_retention_sweep_on
     async with web_chats(tmp_path) as start, aiohttp.ClientSession() as http:
         web = await start(agent_model=model)
         gateway = web.gateway
-        assert (await post_message(http, web.base, "c1", "first", key="key-first-1"))[0] == 202
-        await model.reached("first")
-        await disk_full(gateway.store.db)
-        model.release("first")
-        await until(lambda: not gateway.runner.busy)
-        session = next(iter(gateway.sessions))
-        assert session.owed
+        session = await first_ended_on_a_full_disk(http, web, model)
         gateway.retention.sweep()  # the disk still full: still owed, said in one line
         assert session.owed and gateway.sessions.find("web", "c1", None) is session
         said = [r.getMessage() for r in caplog.records if r.name == "gateway.turn_runner"]
