@@ -85,6 +85,15 @@ class AgentSession:
     """The running turn's spend so far, for `add_cost`."""
     _unbilled: tuple[Usage, float | None, int] | None = None
     """Spend `add_cost` gave a turn that had ended: the next turn's."""
+    # Past 30 attributes an instance's dict stops sharing its keys with the others' and takes 1.3 KB more
+    # (CPython's SHARED_KEYS_MAX_SIZE): a thousand children wait at once, so these default here too.
+    _interrupt: _Interrupt | None = None
+    _guarded_task: asyncio.Task | None = None
+    """The task a hard interrupt cancels (`agent._interrupts._Guard`)."""
+    _hard_cancel_sent = False
+    _checked_messages: list[dict[str, Any]] | None = None
+    """The `messages` list `_mend_loaded` last saw: one a host put in its place (a stored transcript) is
+    checked once, at the next turn's start; this session's own writes need none, nor a list of one message."""
 
     def __init__(
         self,
@@ -131,9 +140,6 @@ class AgentSession:
         self.history_version = 0
         """Bumped whenever messages already in `messages` are replaced (compaction, `_mend_loaded`).
         Messages are otherwise only appended, never changed, so a saver can store just the new ones."""
-        self._checked_messages = self.messages
-        """The `messages` list `_mend_loaded` last saw: one a host put in its place (a stored
-        transcript) is checked once, at the next turn's start; this session's own writes need none."""
         self.activity = Activity(last_activity=clock.monotonic())
         self.turns_run = 0
         self.total_usage = _NO_USAGE
@@ -145,9 +151,6 @@ class AgentSession:
         self.interrupt_listeners: list[Callable[[str, bool], None]] = []
         """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
         tool waiting on children passes the interrupt on to them)."""
-        self._interrupt: _Interrupt | None = None
-        self._guarded_task: asyncio.Task | None = None
-        self._hard_cancel_sent = False
         self._running = False
 
     # -- control, from other tasks -------------------------------------------------
@@ -260,10 +263,11 @@ class AgentSession:
                 _charge(turn, *self._unbilled)
                 turn.child_calls = turn.api_calls
                 self._unbilled = None
-            self._interrupt = None
+            if self._interrupt is not None:  # an instance attribute only once a turn was interrupted
+                self._interrupt = None
         else:
             turn, self._interrupt = _resumed
-        if self.messages is not self._checked_messages:
+        if self.messages is not self._checked_messages and len(self.messages) > 1:  # a child's first: its prompt
             self._mend_loaded()
         self._running = True
         if self._next_tools:
