@@ -420,7 +420,7 @@ async def test_retention_keeps_an_event_not_handled_yet_however_old(tmp_path, ga
     await gateway2.stop(grace=0)
     chat3 = RecordingAdapter()
     await gateways(config, [chat3], script={"parent": [[{"text": "yes"}]]}, clock=clock)
-    await chat3.wait_for(lambda: chat3.messages, timeout=2)
+    await chat3.wait_for(lambda: chat3.messages, timeout=10)
     assert chat.texts() + chat2.texts() + chat3.texts() == ["yes"]
 
 

@@ -13,7 +13,9 @@ import yaml
 from agent.testing import FakeOpenAIServer
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
 from tests.gateway.wire import call, goal, is_child
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(2)
 
 SECRET = "kill-secret"
 RESULTS = "[Background delegation results]"

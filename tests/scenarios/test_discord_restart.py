@@ -11,7 +11,9 @@ from pathlib import Path
 import yaml
 
 from platforms.fakes.discord import FakeDiscord
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(2)
 
 USER = 42
 

@@ -12,6 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gateway.dead_letters import APOLOGY
@@ -19,21 +20,41 @@ from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "restart-secret"
+LISTENING_WITHIN = 45.0
+"""Seconds from the start of `switchboard run` to its listening: 1-3 s here, over 30 s on a loaded 2-core
+machine (the program loads first: aiogram alone takes seconds of CPU)."""
+
+
+def restarts(starts: int) -> pytest.MarkDecorator:
+    """The time limit of a test that starts `switchboard run` up to ``starts`` times: the suite's minute
+    holds one start on a loaded 2-core machine, not several (each step keeps a bound of its own)."""
+    return pytest.mark.timeout(60 + 30 * starts)
+
+
+pytestmark = restarts(3)
 
 
 async def start(config: Path, tmp_path: Path) -> tuple[asyncio.subprocess.Process, str]:
+    """`switchboard run` on ``config``, once it listens: the process and its URL. A start that fails
+    is killed: left running, it outlived the test and failed a later one with a ResourceWarning."""
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("SWITCHBOARD_CONFIG", None)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway.cli", "--config", str(config), "run",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(tmp_path))
-    async with asyncio.timeout(30):
-        while True:
-            line = (await proc.stderr.readline()).decode()
-            assert line, "the gateway exited before listening"
-            if match := re.search(r"listening on (http://\S+)", line):
-                asyncio.ensure_future(_drain(proc.stderr))
-                return proc, match.group(1)
+    try:
+        async with asyncio.timeout(LISTENING_WITHIN):
+            while True:
+                line = (await proc.stderr.readline()).decode()
+                assert line, "the gateway exited before listening"
+                if match := re.search(r"listening on (http://\S+)", line):
+                    asyncio.ensure_future(_drain(proc.stderr))
+                    return proc, match.group(1)
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        raise
 
 
 async def turn_began(tmp_path: Path) -> None:
@@ -66,7 +87,7 @@ async def test_unsent_replies_are_sent_once_after_a_sigkill_and_sent_ones_never_
         proc, base = await start(config, tmp_path)
         try:
             first = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "a", "chat_id": "a"})).json()
-            await receiver.wait_for(lambda: receiver.unique)
+            await receiver.wait_for(lambda: receiver.unique, timeout=15)
             receiver.fail_next(10_000, 500)
             second = (await signed_post(f"{base}/webhooks/hook", SECRET, {"text": "b", "chat_id": "b"})).json()
             await receiver.wait_for(lambda: any(d.status == 500 for d in receiver.deliveries), timeout=10)

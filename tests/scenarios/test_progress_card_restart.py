@@ -12,7 +12,9 @@ from pathlib import Path
 import yaml
 
 from platforms.fakes.telegram import FakeTelegram
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(2)
 
 
 async def card_recorded_sent(tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ from agent.testing import FakeOpenAIServer
 from gateway.questions import question_text
 from platforms.fakes.telegram import FakeTelegram
 from tests.gateway.wire import call, openai_model
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(4)
 
 CHOICES = ["staging", "production"]
 QUESTION = question_text("Which environment?", CHOICES, 600)

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
+from tests.scenarios.test_outbox_restart import LISTENING_WITHIN
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "chaos-secret"
@@ -51,14 +52,20 @@ class Gateway:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway.cli", "run", "--config", str(self.config),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.tmp_path))
-        async with asyncio.timeout(30):
-            while True:
-                line = (await self.proc.stderr.readline()).decode()
-                assert line, "the gateway exited before listening"
-                if match := re.search(r"listening on (http://\S+)", line):
-                    self.url = match.group(1)
-                    asyncio.ensure_future(_drain(self.proc.stderr))
-                    return
+        try:
+            async with asyncio.timeout(LISTENING_WITHIN):
+                while True:
+                    line = (await self.proc.stderr.readline()).decode()
+                    assert line, "the gateway exited before listening"
+                    if match := re.search(r"listening on (http://\S+)", line):
+                        self.url = match.group(1)
+                        asyncio.ensure_future(_drain(self.proc.stderr))
+                        return
+        except BaseException:  # not left running past the test
+            if self.proc.returncode is None:
+                self.proc.kill()
+            await self.proc.wait()
+            raise
 
     async def stop(self, how: signal.Signals) -> None:
         assert self.proc is not None

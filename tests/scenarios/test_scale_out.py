@@ -163,9 +163,9 @@ class Cluster:
 
     async def start_worker(self) -> Process:
         worker = await Process.start(self.config, "worker", self.env, self.tmp_path)
+        self.workers.append(worker)  # killed at the end, also when it never comes up
         # The namespace too: a worker on another one, same queue and address, takes none of the gateway's children.
         await worker.wait_for(f"running children from task queue {self.queue} in namespace default at ")
-        self.workers.append(worker)
         return worker
 
     async def start_gateway(self) -> None:

@@ -12,7 +12,9 @@ import yaml
 
 from platforms.fakes.slack import FakeSlack
 from platforms.slack_placeholders import PLACEHOLDER_EVENT
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(3)
 
 DM = "DU1"  # the fake's DM channel with user U1
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import yaml
 
 from platforms.fakes.telegram import FakeTelegram
-from tests.scenarios.test_outbox_restart import start
+from tests.scenarios.test_outbox_restart import restarts, start
+
+pytestmark = restarts(2)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
 

@@ -51,7 +51,7 @@ async def test_a_send_on_its_way_when_the_page_reconnects_goes_again_at_once_and
 
     await page.route("**/chat/api/messages", first_answer_lost)
     await type_message(page, "first")
-    await asyncio.wait_for(lost.wait(), 5)
+    await asyncio.wait_for(lost.wait(), 15)
     await type_message(page, "second")  # waits behind the first
     await web.restart()  # the page reconnects: the first is still on its way
     # Not 20 s later, when the page gives up waiting for the lost answer: the second waits behind it.
@@ -84,7 +84,7 @@ async def test_a_send_a_reload_left_is_posted_once_when_the_page_opens(chat, pag
 
     await page.route("**/chat/api/messages", network)
     await type_message(page, "before the reload")
-    await asyncio.wait_for(held.wait(), 5)
+    await asyncio.wait_for(held.wait(), 15)
     await page.reload()  # the send waits in the tab's sessionStorage; the page posts it at once
     await page.wait_for_selector("body[data-state=connected]")
     connected.set()

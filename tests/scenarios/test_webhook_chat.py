@@ -11,15 +11,17 @@ import pytest
 
 from gateway.app import Gateway
 from gateway.config import config_from_mapping
+from gateway.dead_letters import APOLOGY
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
-from gateway.dead_letters import APOLOGY
 from gateway.testing import settled
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
 from tests.gateway.test_dead_letters import break_new_sessions
 
 SECRET = "s3cret-for-tests"
+PULL_SECRET = "pull-s3cret-for-tests"
+"""A pull route's own: two routes may not share a secret, and the receiver checks deliveries with `SECRET`."""
 LIST = "Compare these:\n- apples\n- pears"
 
 
@@ -142,7 +144,7 @@ async def test_without_a_deliver_url_replies_are_read_per_turn(serve):
     base = await serve({"pull": {"secret": SECRET}})
     accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
     path = f"/webhooks/pull/turns/{accepted['turn_id']}"
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(15):
         while not (reply := await signed_get(f"{base}{path}", SECRET)).json()["messages"]:
             await asyncio.sleep(0.02)
     (message,) = reply.json()["messages"]
@@ -157,9 +159,9 @@ async def test_health(serve):
 
 
 async def test_an_unknown_turn_id_is_404_on_a_pull_route(serve):
-    base = await serve({"pull": {"secret": SECRET}, "other": {"secret": SECRET}})
-    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
-    assert (await signed_get(f"{base}/webhooks/pull/turns/t-never-issued", SECRET)).status == 404
+    base = await serve({"pull": {"secret": PULL_SECRET}, "other": {"secret": SECRET}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", PULL_SECRET, {"text": "hello"})).json()
+    assert (await signed_get(f"{base}/webhooks/pull/turns/t-never-issued", PULL_SECRET)).status == 404
     # A turn of another route is not this route's to read.
     assert (await signed_get(f"{base}/webhooks/other/turns/{accepted['turn_id']}", SECRET)).status == 404
 
@@ -227,19 +229,19 @@ async def test_a_pull_read_is_incomplete_while_background_work_runs(serve, tmp_p
     base = await serve({"pull": {"secret": SECRET}}, model={"demo": {"child_steps": 1, "step_seconds": 30}})
     accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST})).json()
     path = f"{base}/webhooks/pull/turns/{accepted['turn_id']}"
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(15):
         while not (read := (await signed_get(path, SECRET)).json())["messages"]:
             await asyncio.sleep(0.02)  # polling, as a caller would
     assert read["complete"] is False and [m["kind"] for m in read["messages"]] == ["reply"]
 
 
 async def test_a_pull_read_gives_each_message_the_fields_of_a_delivery(serve, receiver):
-    base = await serve({"pull": {"secret": SECRET}, "push": {"secret": SECRET, "deliver_url": receiver.url}})
-    pulled = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": LIST, "chat_id": "ops"})).json()
+    base = await serve({"pull": {"secret": PULL_SECRET}, "push": {"secret": SECRET, "deliver_url": receiver.url}})
+    pulled = (await signed_post(f"{base}/webhooks/pull", PULL_SECRET, {"text": LIST, "chat_id": "ops"})).json()
     pushed = (await signed_post(f"{base}/webhooks/push", SECRET, {"text": LIST, "chat_id": "ops"})).json()
     await receiver.wait_for(lambda: len(receiver.unique) == 2)
     await serve.quiet()
-    read = (await signed_get(f"{base}/webhooks/pull/turns/{pulled['turn_id']}", SECRET)).json()
+    read = (await signed_get(f"{base}/webhooks/pull/turns/{pulled['turn_id']}", PULL_SECRET)).json()
     delivered = receiver.payloads
     assert [sorted(m) for m in read["messages"]] == [sorted(d) for d in delivered]
     (reply, completion), (push_reply, push_completion) = read["messages"], delivered
@@ -248,9 +250,9 @@ async def test_a_pull_read_gives_each_message_the_fields_of_a_delivery(serve, re
     # Like a delivered completion, a read one names its own internal turn, not the asking one.
     assert completion["turn_id"] not in (None, pulled["turn_id"]) and completion["chat_id"] == "ops"
     assert push_completion["turn_id"] not in (None, pushed["turn_id"])
-    default = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "hello"})).json()
+    default = (await signed_post(f"{base}/webhooks/pull", PULL_SECRET, {"text": "hello"})).json()
     await serve.quiet()
-    (message,) = (await signed_get(f"{base}/webhooks/pull/turns/{default['turn_id']}", SECRET)).json()["messages"]
+    (message,) = (await signed_get(f"{base}/webhooks/pull/turns/{default['turn_id']}", PULL_SECRET)).json()["messages"]
     assert message["chat_id"] is None and message["route"] == "pull"
 
 
@@ -261,7 +263,7 @@ async def test_a_resent_answer_to_a_question_names_the_asking_turn_as_the_first_
     base = await serve({"pull": {"secret": SECRET}}, model={"provider": "scripted", "script": str(script)})
     asking = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "deploy", "chat_id": "c"})).json()
     path = f"{base}/webhooks/pull/turns/{asking['turn_id']}"
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(15):
         while not (await signed_get(path, SECRET)).json()["messages"]:
             await asyncio.sleep(0.02)  # polling, as a caller would, until the question is there
     body, ts = json.dumps({"text": "eu-west", "chat_id": "c"}).encode(), str(int(time.time()))
@@ -290,12 +292,12 @@ async def test_in_steer_mode_each_request_still_gets_a_turn_of_its_own(serve, re
 
 
 async def test_a_pull_route_reads_a_commands_answer_by_the_turn_id_its_202_names(serve, receiver):
-    base = await serve({"pull": {"secret": SECRET}, "hook": {"secret": SECRET, "deliver_url": receiver.url}})
-    accepted = (await signed_post(f"{base}/webhooks/pull", SECRET, {"text": "/help"})).json()
+    base = await serve({"pull": {"secret": PULL_SECRET}, "hook": {"secret": SECRET, "deliver_url": receiver.url}})
+    accepted = (await signed_post(f"{base}/webhooks/pull", PULL_SECRET, {"text": "/help"})).json()
     assert accepted["turn_id"]  # the caller has something to read the answer by
     path = f"{base}/webhooks/pull/turns/{accepted['turn_id']}"
-    async with asyncio.timeout(5):
-        while not (read := (await signed_get(path, SECRET)).json())["complete"]:
+    async with asyncio.timeout(15):
+        while not (read := (await signed_get(path, PULL_SECRET)).json())["complete"]:
             await asyncio.sleep(0.02)
     (answer,) = read["messages"]
     assert (answer["kind"], answer["turn_id"], answer["sequence"]) == ("command", accepted["turn_id"], 0)
