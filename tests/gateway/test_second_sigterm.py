@@ -56,7 +56,7 @@ def until_refused(url: str, timeout: float = 10.0) -> None:
     while time.monotonic() < deadline:
         try:
             socket.create_connection((host, int(port)), timeout=1).close()
-        except ConnectionRefusedError:
+        except (ConnectionRefusedError, ConnectionResetError):  # reset: it closed with this connect in its backlog
             return
         time.sleep(0.01)
     raise AssertionError(f"{url} still listening {timeout} s after the stop began")
