@@ -17,12 +17,13 @@ import yaml
 
 from gateway.dead_letters import APOLOGY
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_post
+from tests.gateway.cli_process import TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "restart-secret"
-LISTENING_WITHIN = 45.0
-"""Seconds from the start of `switchboard run` to its listening: 1-3 s here, over 30 s on a loaded 2-core
-machine (the program loads first: aiogram alone takes seconds of CPU)."""
+LISTENING_WITHIN = TIMEOUT
+"""Seconds from the start of `switchboard run` to its listening, the bound `cli_process` gives one command:
+1-3 s here, over 30 s on a loaded 2-core machine (the program loads first: aiogram alone takes seconds of CPU)."""
 
 
 def restarts(starts: int) -> pytest.MarkDecorator:
